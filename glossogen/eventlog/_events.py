@@ -1,0 +1,341 @@
+"""Typed events of the run's event log: one envelope, one class per event type, one union.
+
+Every line of a run's ``<scenario>.jsonl`` is one of these events serialised as a JSON object.
+The envelope fields (``event_id``, ``event_type``, ``schema_version``, ``timestamp``,
+``round_number``, ``phase``) are common to every event; each subclass adds its own payload and
+fixes ``event_type`` with a ``Literal`` tag, so one discriminated union reads any line.
+
+Scenarios add their own event classes with :func:`register_event`; the union used by
+:func:`event_adapter` covers the core events and every registered one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from functools import cache
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 1
+"""Schema version written into every event's envelope by this release."""
+
+Phase = Literal["setup", "main", "postmortem"]
+
+
+def new_id() -> str:
+    """Return a fresh random identifier (UUID4, 36 characters)."""
+    return str(uuid.uuid4())
+
+
+def utc_now() -> datetime:
+    """Return the current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class Event(BaseModel):
+    """Envelope shared by every event.
+
+    Attributes:
+        event_id: Unique id of this event (UUID4 string).
+        event_type: The tag naming the event class.
+        schema_version: Version of the event schema that wrote the line.
+        timestamp: When the event happened, UTC (game clock's wall time).
+        round_number: The round the event belongs to; 0 before the first round.
+        phase: ``setup`` (before round 1), ``main`` or ``postmortem``.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=False)
+
+    event_id: str = Field(default_factory=new_id)
+    event_type: str
+    schema_version: int = SCHEMA_VERSION
+    timestamp: datetime = Field(default_factory=utc_now)
+    round_number: int = 0
+    phase: Phase = "main"
+
+
+class Verdict(BaseModel):
+    """The outcome of one round for one team."""
+
+    team_id: str
+    success: bool
+    reason: str
+
+
+class AgentCost(BaseModel):
+    """Spend of one agent over a run, in USD; ``cost_usd`` is null when any call was not costed."""
+
+    agent_id: str
+    cost_usd: float | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+
+class SimulationStarted(Event):
+    """The run began: its id, scenario, resolved knobs, default model and provider, lineage."""
+
+    event_type: Literal["simulation_started"] = "simulation_started"
+    phase: Phase = "setup"
+    run_id: str
+    scenario_name: str
+    scenario_description: str = ""
+    scenario_config: dict[str, Any]
+    model: str
+    provider: str
+    channel_ids: list[str] = []
+    versions: dict[str, str] = {}
+    lineage: dict[str, Any] | None = None
+
+
+class AgentRegistered(Event):
+    """One agent joined the run with its role, model, provider, settings, tools and channels."""
+
+    event_type: Literal["agent_registered"] = "agent_registered"
+    phase: Phase = "setup"
+    agent_id: str
+    role: str
+    display_name: str
+    team_id: str
+    model: str
+    provider: str
+    model_settings: dict[str, Any] = {}
+    tools: list[str] = []
+    channels: list[str] = []
+
+
+class RoundStarted(Event):
+    """A round (``phase=main``) or its postmortem opened."""
+
+    event_type: Literal["round_started"] = "round_started"
+
+
+class InjectionDelivered(Event):
+    """A private briefing was given to one agent (the text it saw, plus structured data)."""
+
+    event_type: Literal["injection_delivered"] = "injection_delivered"
+    agent_id: str
+    kind: str = "briefing"
+    text: str
+    data: dict[str, Any] = {}
+
+
+class WorldEventDelivered(Event):
+    """Something the scenario told one agent mid-round (a new stage, a budget warning)."""
+
+    event_type: Literal["world_event_delivered"] = "world_event_delivered"
+    agent_id: str
+    kind: str
+    text: str
+    data: dict[str, Any] = {}
+
+
+class MessageSent(Event):
+    """A message went out on a channel.
+
+    ``text`` is what the sender composed (and what the budget was charged for); ``delivered_text``
+    is what recipients received after channel noise. ``chars`` counts ``text`` in characters;
+    ``charged_chars`` is what the round budget was charged (0 on free channels).
+    """
+
+    event_type: Literal["message_sent"] = "message_sent"
+    message_id: str = Field(default_factory=new_id)
+    channel_id: str
+    sender_id: str
+    text: str
+    delivered_text: str
+    chars: int
+    charged_chars: int = 0
+    budget_used_chars: int | None = None
+    budget_chars: int | None = None
+
+
+class BudgetWarning(Event):
+    """The round's character budget passed a threshold (each threshold once per round, in order)."""
+
+    event_type: Literal["budget_warning"] = "budget_warning"
+    channel_id: str
+    threshold: float
+    used_chars: int
+    budget_chars: int
+
+
+class LlmResponseReceived(Event):
+    """One model response of one agent cycle: its text, thinking, tool calls, usage and cost."""
+
+    event_type: Literal["llm_response_received"] = "llm_response_received"
+    agent_id: str
+    model: str
+    provider: str
+    cycle: int
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[dict[str, Any]] = []
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class ToolCallInvoked(Event):
+    """An agent called a tool (name, arguments, the model's tool-call id)."""
+
+    event_type: Literal["tool_call_invoked"] = "tool_call_invoked"
+    agent_id: str
+    tool_name: str
+    tool_call_id: str
+    args: dict[str, Any] = {}
+
+
+class ToolResultReceived(Event):
+    """A tool returned to the agent that called it."""
+
+    event_type: Literal["tool_result_received"] = "tool_result_received"
+    agent_id: str
+    tool_name: str
+    tool_call_id: str
+    result: Any = None
+
+
+class AgentRunCycleFailed(Event):
+    """An agent cycle failed (provider error, bad tool call) after retries; logged loudly."""
+
+    event_type: Literal["agent_run_cycle_failed"] = "agent_run_cycle_failed"
+    agent_id: str
+    error_kind: str
+    error: str
+    attempts: int = 1
+
+
+class AgentTurnLimitReached(Event):
+    """An agent used up ``max_agent_turns`` model requests and takes no further part in the run."""
+
+    event_type: Literal["agent_turn_limit_reached"] = "agent_turn_limit_reached"
+    agent_id: str
+    max_agent_turns: int
+
+
+class JudgeCalled(Event):
+    """The in-run judge scored one action: model, provider, decision, usage and cost (USD)."""
+
+    event_type: Literal["judge_called"] = "judge_called"
+    model: str
+    provider: str
+    question: str
+    success: bool
+    reason: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class RoundEnded(Event):
+    """A phase of a round closed; ``trigger`` is ``settled``, ``all_idle`` or ``timeout``."""
+
+    event_type: Literal["round_ended"] = "round_ended"
+    trigger: Literal["settled", "all_idle", "timeout", "turn_limit"]
+    elapsed_seconds: float
+
+
+class RoundResultRecorded(Event):
+    """The verdict of one round for one team, recorded before any postmortem."""
+
+    event_type: Literal["round_result_recorded"] = "round_result_recorded"
+    team_id: str
+    success: bool
+    reason: str
+
+
+class PostmortemStarted(Event):
+    """The postmortem of a round opened on the free channel."""
+
+    event_type: Literal["postmortem_started"] = "postmortem_started"
+    phase: Phase = "postmortem"
+    channel_id: str
+
+
+class PostmortemEnded(Event):
+    """The postmortem of a round closed; ``trigger`` as for ``round_ended``."""
+
+    event_type: Literal["postmortem_ended"] = "postmortem_ended"
+    phase: Phase = "postmortem"
+    trigger: Literal["settled", "all_idle", "timeout", "turn_limit"]
+    elapsed_seconds: float
+
+
+class SimulationEnded(Event):
+    """The run ended: status, message count, total and per-agent cost (USD), duration (seconds).
+
+    ``total_cost_usd`` is agents plus the in-run judge; null when some call was not costed.
+    """
+
+    event_type: Literal["simulation_ended"] = "simulation_ended"
+    status: Literal["completed", "error", "interrupted", "incomplete"]
+    rounds_played: int
+    rounds_won: int
+    total_messages: int
+    total_chars: int
+    total_cost_usd: float | None
+    judge_cost_usd: float | None = 0.0
+    agent_costs: list[AgentCost] = []
+    duration_seconds: float
+    error: str | None = None
+
+
+CORE_EVENTS: tuple[type[Event], ...] = (
+    SimulationStarted,
+    AgentRegistered,
+    RoundStarted,
+    InjectionDelivered,
+    WorldEventDelivered,
+    MessageSent,
+    BudgetWarning,
+    LlmResponseReceived,
+    ToolCallInvoked,
+    ToolResultReceived,
+    AgentRunCycleFailed,
+    AgentTurnLimitReached,
+    JudgeCalled,
+    RoundEnded,
+    RoundResultRecorded,
+    PostmortemStarted,
+    PostmortemEnded,
+    SimulationEnded,
+)
+
+_registered: dict[str, type[Event]] = {}
+
+
+def _tag(cls: type[Event]) -> str:
+    return cls.model_fields["event_type"].default
+
+
+def register_event(cls: type[Event]) -> type[Event]:
+    """Add a scenario's event class to the union every reader uses (usable as a decorator).
+
+    Raises:
+        ValueError: if another class already uses the same ``event_type`` tag.
+    """
+    tag = _tag(cls)
+    known = {_tag(c): c for c in CORE_EVENTS} | _registered
+    if tag in known and known[tag] is not cls:
+        raise ValueError(f"event type {tag!r} is already registered by {known[tag].__name__}")
+    _registered[tag] = cls
+    event_adapter.cache_clear()
+    return cls
+
+
+def event_classes() -> dict[str, type[Event]]:
+    """Return every known event class by its ``event_type`` tag (core and registered)."""
+    return {_tag(c): c for c in CORE_EVENTS} | dict(_registered)
+
+
+@cache
+def event_adapter() -> TypeAdapter[Any]:
+    """Return a TypeAdapter over the discriminated union of all known events."""
+    classes = tuple(event_classes().values())
+    union = Annotated[Union[classes], Field(discriminator="event_type")]  # noqa: UP007
+    return TypeAdapter(union)

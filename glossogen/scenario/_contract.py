@@ -1,0 +1,280 @@
+"""The scenario contract: what a scenario declares and what the engine offers it.
+
+A scenario is a class with a ``name``, a knobs model, its agents and channels, per-round private
+briefings, its own tools, a settled check, a round verdict and a scripted policy for the offline
+``scripted`` provider. The engine creates one instance per run and calls it from one asyncio
+loop, so scenario code needs no locks.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+from pydantic_ai import RunContext, Tool
+
+from glossogen.eventlog import Event, Verdict
+from glossogen.knobs import BaseKnobs
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One seat of a scenario.
+
+    Attributes:
+        agent_id: Stable id used in events, overrides (``agents.<id>.model``) and exports.
+        role: The role's short name (``field_observer``).
+        display_name: How other agents and the UI name it.
+        team_id: The team whose verdict it shares.
+        tools: Names of the scenario tools this seat may call (core tools are always given).
+    """
+
+    agent_id: str
+    role: str
+    display_name: str
+    team_id: str = "team"
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """A channel agents talk on.
+
+    Attributes:
+        channel_id: Stable id (``link``, ``postmortem``).
+        metered: True when every character sent is charged to the round budget.
+        phase: The phase in which the channel is open.
+        members: Agent ids that may read and send; ``None`` means every agent.
+    """
+
+    channel_id: str
+    metered: bool
+    phase: Literal["main", "postmortem"] = "main"
+    members: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class JudgeDecision:
+    """A judge's ruling on one action: ``success`` and a one-line ``reason``."""
+
+    success: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class ScriptedMove:
+    """What a scripted policy does in one model turn: call tools, or end the cycle with text.
+
+    Attributes:
+        tool_calls: ``(tool_name, args)`` pairs, called in order in one model response.
+        text: Final text ending the agent's cycle (used when ``tool_calls`` is empty).
+    """
+
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    text: str = ""
+
+    @classmethod
+    def call(cls, tool_name: str, **args: Any) -> ScriptedMove:
+        """Return a move that calls one tool with ``args``."""
+        return cls(tool_calls=((tool_name, args),))
+
+    @classmethod
+    def finish(cls, text: str = "Done for now.") -> ScriptedMove:
+        """Return a move that ends the cycle with ``text``."""
+        return cls(text=text)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One thing a scripted agent has seen this phase.
+
+    Attributes:
+        kind: ``briefing`` (an injection), ``notifications`` (messages and world events handed
+            over as a new prompt) or ``tool_result``.
+        tool_name: For ``tool_result``, the tool that returned.
+        data: The structured payload: an injection's data (plus ``text``), a notification batch
+            ``{"messages": [...], "events": [...]}``, or the tool's return value.
+    """
+
+    kind: Literal["briefing", "notifications", "tool_result"]
+    data: dict[str, Any]
+    tool_name: str = ""
+
+
+@dataclass
+class ScriptedView:
+    """What a scripted policy sees when it is asked for its next move.
+
+    Attributes:
+        agent_id: The seat being played.
+        round_number: Current round (1-based).
+        phase: ``main`` or ``postmortem``.
+        observations: Everything this agent was shown this phase, oldest first.
+        misplay: True in the rounds the policy is to misplay (drawn from the seed).
+        turn: How many model turns this agent already took this phase.
+        rng: A random source seeded from (seed, agent, round, phase, turn).
+    """
+
+    agent_id: str
+    round_number: int
+    phase: Literal["main", "postmortem"]
+    observations: list[Observation]
+    misplay: bool
+    turn: int
+    rng: random.Random = field(repr=False)
+
+    def tool_results(self, tool_name: str) -> list[dict[str, Any]]:
+        """Return this phase's results of ``tool_name``, oldest first."""
+        return [o.data for o in self.observations if o.kind == "tool_result" and o.tool_name == tool_name]
+
+    def briefings(self) -> list[dict[str, Any]]:
+        """Return this phase's briefing payloads, oldest first."""
+        return [o.data for o in self.observations if o.kind == "briefing"]
+
+    def received_messages(self) -> list[dict[str, Any]]:
+        """Return every message this agent received this phase (from waits and notifications).
+
+        Each item is a dict with ``channel_id``, ``sender_id``, ``text`` (as delivered).
+        """
+        found: list[dict[str, Any]] = []
+        for o in self.observations:
+            if o.kind == "notifications" or (
+                o.kind == "tool_result" and o.tool_name in ("wait_for_notifications", "send_message")
+            ):
+                found.extend(o.data.get("messages", []))
+        return found
+
+    def world_events(self) -> list[dict[str, Any]]:
+        """Return every world event this agent was told this phase (``kind``, ``text``, ``data``)."""
+        found: list[dict[str, Any]] = []
+        for o in self.observations:
+            if o.kind == "notifications" or (
+                o.kind == "tool_result" and o.tool_name == "wait_for_notifications"
+            ):
+                found.extend(o.data.get("events", []))
+        return found
+
+
+class RoundContext(Protocol):
+    """What the engine offers a scenario during a round."""
+
+    round_number: int
+    phase: Literal["main", "postmortem"]
+
+    def emit(self, event: Event) -> None:
+        """Append a scenario event to the log (envelope filled in by the engine)."""
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        """Give ``agent_id`` a private briefing (logged as ``injection_delivered``)."""
+
+    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+        """Tell ``agent_id`` something mid-round (logged as ``world_event_delivered``)."""
+
+    def judge(
+        self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
+    ) -> Awaitable[JudgeDecision]:
+        """Have the run's judge rule on ``question`` (logged as ``judge_called``).
+
+        Under the scripted judge provider ``scripted()`` decides; otherwise an LLM reads
+        ``instructions`` and ``question`` cold.
+        """
+
+    def rng(self, *key: object) -> random.Random:
+        """Return a random source seeded from the run's seed and ``key``."""
+
+
+@dataclass
+class AgentDeps:
+    """The run context an agent's tools receive: who is calling, and the round's context.
+
+    The calling agent's identity comes from here, never from a tool argument.
+    """
+
+    agent_id: str
+    round: RoundContext
+    services: Any = field(repr=False, default=None)
+
+
+ToolContext = RunContext[AgentDeps]
+"""Type of the first argument of every scenario tool function."""
+
+
+class Scenario(ABC):
+    """Base class of every scenario. Subclasses set the class attributes and the hooks below."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    knobs_model: ClassVar[type[BaseKnobs]]
+    events: ClassVar[tuple[type[Event], ...]] = ()
+
+    def __init__(self, knobs: BaseKnobs) -> None:
+        """Create the scenario for one run from its resolved knobs."""
+        self.knobs = knobs
+
+    @abstractmethod
+    def agents(self) -> list[AgentSpec]:
+        """Return the seats of this run, in registration order."""
+
+    @abstractmethod
+    def channels(self) -> list[ChannelSpec]:
+        """Return the channels of this run (main-phase and postmortem)."""
+
+    def budget_chars(self) -> int | None:
+        """Return the per-round character budget of the metered channels, or None for none."""
+        return None
+
+    @abstractmethod
+    def system_prompt(self, agent: AgentSpec) -> str:
+        """Return the standing instructions of ``agent`` (same every round)."""
+
+    @abstractmethod
+    def tools(self) -> list[Tool[AgentDeps]]:
+        """Return the scenario's own tools; each seat gets the ones its ``AgentSpec`` names."""
+
+    @abstractmethod
+    def start_round(self, ctx: RoundContext) -> None:
+        """Draw this round's case from the seed, log it, and brief every agent."""
+
+    def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:  # noqa: B027
+        """React to the round budget being overspent (default: nothing)."""
+
+    @abstractmethod
+    def is_settled(self) -> bool:
+        """Return True once this round's outcome can no longer change."""
+
+    @abstractmethod
+    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
+        """Return this round's verdict per team (called once, when the main phase ends)."""
+
+    def postmortem_briefing(self, agent: AgentSpec, verdicts: list[Verdict]) -> str:
+        """Return what ``agent`` is told as the postmortem opens."""
+        outcome = "; ".join(
+            f"team {v.team_id}: {'success' if v.success else 'failure'} ({v.reason})"
+            for v in verdicts
+        )
+        return (
+            f"Round over. Outcome: {outcome}. The postmortem channel is free of charge: agree on "
+            "what to keep or change for the next round, then stop."
+        )
+
+    @abstractmethod
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        """Return the scripted policy's next move for ``view.agent_id`` (deterministic)."""
+
+    def misplayed_rounds(self) -> frozenset[int]:
+        """Return the rounds the scripted policies misplay: ``scripted_misplay_share`` of them.
+
+        The count is ``round(share * round_count)``, the rounds drawn from the seed.
+        """
+        k = round(self.knobs.scripted_misplay_share * self.knobs.round_count)
+        rng = random.Random(f"{self.knobs.seed}:misplay:{self.name}")
+        return frozenset(rng.sample(range(1, self.knobs.round_count + 1), k))
+
+
+ScenarioFactory = Callable[[BaseKnobs], Scenario]
