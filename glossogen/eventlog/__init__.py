@@ -6,6 +6,7 @@ from glossogen.eventlog._events import (
     AgentCost,
     AgentRegistered,
     AgentRunCycleFailed,
+    AgentSwappedMidRun,
     AgentTurnLimitReached,
     BudgetWarning,
     Event,
@@ -19,6 +20,7 @@ from glossogen.eventlog._events import (
     RoundEnded,
     RoundResultRecorded,
     RoundStarted,
+    ScheduledEventFired,
     SimulationEnded,
     SimulationStarted,
     ToolCallInvoked,
@@ -30,6 +32,8 @@ from glossogen.eventlog._events import (
     new_id,
     register_event,
 )
+from glossogen.eventlog._reader import EventLogRead, iter_event_dicts, read_events
+from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
     "CORE_EVENTS",
@@ -37,9 +41,12 @@ __all__ = [
     "AgentCost",
     "AgentRegistered",
     "AgentRunCycleFailed",
+    "AgentSwappedMidRun",
     "AgentTurnLimitReached",
     "BudgetWarning",
     "Event",
+    "EventLogRead",
+    "EventLogWriter",
     "InjectionDelivered",
     "JudgeCalled",
     "LlmResponseReceived",
@@ -50,6 +57,7 @@ __all__ = [
     "RoundEnded",
     "RoundResultRecorded",
     "RoundStarted",
+    "ScheduledEventFired",
     "SimulationEnded",
     "SimulationStarted",
     "ToolCallInvoked",
@@ -58,6 +66,8 @@ __all__ = [
     "WorldEventDelivered",
     "event_adapter",
     "event_classes",
+    "iter_event_dicts",
     "new_id",
+    "read_events",
     "register_event",
 ]

@@ -218,6 +218,25 @@ class AgentTurnLimitReached(Event):
     max_agent_turns: int
 
 
+class AgentSwappedMidRun(Event):
+    """A scheduled swap moved one seat to another model at a round boundary."""
+
+    event_type: Literal["agent_swapped_mid_run"] = "agent_swapped_mid_run"
+    agent_id: str
+    old_model: str
+    old_provider: str
+    model: str
+    provider: str
+
+
+class ScheduledEventFired(Event):
+    """A ``scheduled_events`` entry fired at a round boundary (in declared order)."""
+
+    event_type: Literal["scheduled_event_fired"] = "scheduled_event_fired"
+    kind: str
+    detail: dict[str, Any] = {}
+
+
 class JudgeCalled(Event):
     """The in-run judge scored one action: model, provider, decision, usage and cost (USD)."""
 
@@ -298,6 +317,8 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     ToolResultReceived,
     AgentRunCycleFailed,
     AgentTurnLimitReached,
+    AgentSwappedMidRun,
+    ScheduledEventFired,
     JudgeCalled,
     RoundEnded,
     RoundResultRecorded,

@@ -15,6 +15,9 @@ ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh", "max"] | bo
 DEFAULT_MAX_TOKENS = 16384
 """Output cap (tokens, reasoning included) an agent sends when its settings name none."""
 
+LEGACY_MAX_TOKENS_KEY = "agent_max_tokens"
+"""How configs written before ``agent_model_settings`` existed spell the agents' output cap."""
+
 
 class AgentModelSettings(BaseModel):
     """What an agent sends with each request: a subset of pydantic-ai's ``ModelSettings``.
@@ -36,9 +39,10 @@ class AgentModelSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _legacy_agent_max_tokens(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "agent_max_tokens" in data:
+        if isinstance(data, dict) and LEGACY_MAX_TOKENS_KEY in data:
             data = dict(data)
-            data.setdefault("max_tokens", data.pop("agent_max_tokens"))
+            cap = data.pop(LEGACY_MAX_TOKENS_KEY)
+            data.setdefault("max_tokens", cap)
         return data
 
     def to_model_settings(self) -> dict[str, Any]:
@@ -91,6 +95,31 @@ class ScheduledEvent(BaseModel):
         return self
 
 
+def lift_legacy_knobs(data: Any) -> Any:
+    """Move a legacy top-level ``agent_max_tokens`` into ``agent_model_settings.max_tokens``.
+
+    A ``max_tokens`` the config's ``agent_model_settings`` names itself wins over the legacy cap.
+
+    Args:
+        data: A knobs config as a dict; anything else is returned unchanged.
+
+    Returns:
+        A new dict without ``agent_max_tokens`` when it had one, else ``data`` itself.
+    """
+    if not isinstance(data, dict) or LEGACY_MAX_TOKENS_KEY not in data:
+        return data
+    data = dict(data)
+    cap = data.pop(LEGACY_MAX_TOKENS_KEY)
+    settings = data.get("agent_model_settings")
+    if settings is None:
+        data["agent_model_settings"] = {"max_tokens": cap}
+    elif isinstance(settings, dict):
+        data["agent_model_settings"] = {"max_tokens": cap, **settings}
+    elif isinstance(settings, AgentModelSettings) and "max_tokens" not in settings.model_fields_set:
+        data["agent_model_settings"] = settings.model_copy(update={"max_tokens": cap})
+    return data
+
+
 class BaseKnobs(BaseModel):
     """Knobs shared by every scenario. Units are in the names (seconds, characters, USD)."""
 
@@ -138,12 +167,16 @@ class BaseKnobs(BaseModel):
         default_factory=dict, description="Free labels copied to labels.json and exports."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_knobs(cls, data: Any) -> Any:
+        return lift_legacy_knobs(data)
+
     @model_validator(mode="after")
     def _base_cross_fields(self) -> BaseKnobs:
         for event in self.scheduled_events:
             if event.round > self.round_count:
                 raise ValueError(
-                    f"scheduled_events: round {event.round} is after round_count "
-                    f"{self.round_count}"
+                    f"scheduled_events: round {event.round} is after round_count {self.round_count}"
                 )
         return self

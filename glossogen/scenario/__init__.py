@@ -12,8 +12,20 @@ from glossogen.scenario._contract import (
     ScriptedView,
     ToolContext,
 )
+from glossogen.scenario._registry import (
+    ENTRY_POINT_GROUP,
+    UnknownScenarioError,
+    load_scenario,
+    scenario_dir,
+    scenario_names,
+)
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
+    "UnknownScenarioError",
+    "load_scenario",
+    "scenario_dir",
+    "scenario_names",
     "AgentDeps",
     "AgentSpec",
     "ChannelSpec",

@@ -212,6 +212,10 @@ class Scenario(ABC):
     description: ClassVar[str]
     knobs_model: ClassVar[type[BaseKnobs]]
     events: ClassVar[tuple[type[Event], ...]] = ()
+    uses_judge: ClassVar[bool] = False
+    """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
+    scripted_latency_seconds: ClassVar[float] = 2.0
+    """Game seconds a scripted model call takes on the clock."""
 
     def __init__(self, knobs: BaseKnobs) -> None:
         """Create the scenario for one run from its resolved knobs."""

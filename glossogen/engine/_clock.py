@@ -1,0 +1,112 @@
+"""Game clocks: the real one, and a virtual one that never sleeps (tests, scripted runs).
+
+The engine reads time and waits only through a :class:`Clock`, so a test or an offline run can
+play hours of game time in milliseconds, deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the engine needs of time. ``now()`` is in seconds from an arbitrary origin."""
+
+    def now(self) -> float:
+        """Return the current game time, seconds (monotonic)."""
+        ...
+
+    def wall(self) -> datetime:
+        """Return the current wall time, UTC (event timestamps)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Let ``seconds`` of game time pass."""
+        ...
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False)."""
+        ...
+
+
+class SystemClock:
+    """The real clock: monotonic time, real sleeps."""
+
+    def now(self) -> float:
+        """Return ``time.monotonic()``, seconds."""
+        return time.monotonic()
+
+    def wall(self) -> datetime:
+        """Return the current UTC time."""
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` of real time."""
+        await asyncio.sleep(seconds)
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Wait for ``event`` at most ``timeout`` real seconds."""
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+class VirtualClock:
+    """A clock whose time moves only when someone sleeps on it.
+
+    ``sleep(s)`` moves game time forward by ``s`` at once and wakes every ``wait`` whose deadline
+    has passed. Concurrent sleepers add up rather than overlap: simulated latencies of two agents
+    in the same moment both count. Wall time is ``start`` plus game time.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        """Start game time at 0 and wall time at ``start`` (default: now, UTC)."""
+        self._now = 0.0
+        self._start = start or datetime.now(UTC)
+        self._waiters: list[tuple[float, asyncio.Future[None]]] = []
+
+    def now(self) -> float:
+        """Return game seconds since the clock was made."""
+        return self._now
+
+    def wall(self) -> datetime:
+        """Return ``start`` plus game time."""
+        return self._start + timedelta(seconds=self._now)
+
+    def advance(self, seconds: float) -> None:
+        """Move game time forward by ``seconds`` and wake the waits that are due."""
+        self._now += max(0.0, seconds)
+        due = [w for w in self._waiters if w[0] <= self._now]
+        self._waiters = [w for w in self._waiters if w[0] > self._now]
+        for _, fut in due:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def sleep(self, seconds: float) -> None:
+        """Advance game time by ``seconds``, then yield once to the loop."""
+        self.advance(seconds)
+        await asyncio.sleep(0)
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Wait for ``event`` or for game time to pass ``now() + timeout`` (by others' sleeps)."""
+        if event.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        deadline: asyncio.Future[None] = loop.create_future()
+        self._waiters.append((self._now + timeout, deadline))
+        setter = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({setter, deadline}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            setter.cancel()
+            if not deadline.done():
+                deadline.cancel()
+            self._waiters = [w for w in self._waiters if w[1] is not deadline]
+        return event.is_set()

@@ -1,0 +1,456 @@
+"""The run engine: one asyncio loop holding the agents, channels, budget and game clock.
+
+This is the core loop of a run, so it is longer than most modules. A round goes: scheduled
+events, ``round_started``, the scenario's briefings, the main phase until it is settled / every
+agent is idle past the quiet floor / the time limit from phase start, ``round_ended``, the
+verdicts, then the optional postmortem on the free channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_ai import Agent, Tool
+
+from glossogen.eventlog import (
+    AgentRegistered,
+    AgentSwappedMidRun,
+    BudgetWarning,
+    Event,
+    InjectionDelivered,
+    MessageSent,
+    PostmortemEnded,
+    PostmortemStarted,
+    RoundEnded,
+    RoundResultRecorded,
+    RoundStarted,
+    ScheduledEventFired,
+    SimulationStarted,
+    Verdict,
+    WorldEventDelivered,
+    new_id,
+)
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario import AgentDeps, JudgeDecision, Scenario, ScriptedMove, ScriptedView
+from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
+from glossogen.engine._clock import Clock
+from glossogen.engine._judge import RunJudge
+from glossogen.engine._roster import JudgeModel, SeatModel
+from glossogen.engine._runner import AgentRunner, CycleDriver
+from glossogen.engine._tools import core_tools
+
+PhaseName = Literal["main", "postmortem"]
+EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit"]
+
+
+@dataclass
+class RoundSummary:
+    """What one round produced: verdicts, messages and characters sent (all channels)."""
+
+    round_number: int
+    verdicts: list[Verdict]
+    trigger: str
+    messages: int
+    chars: int
+
+
+@dataclass
+class RunSetup:
+    """Everything a run needs besides its event sink and clock."""
+
+    run_id: str
+    scenario: Scenario
+    knobs: BaseKnobs
+    model: str
+    provider: str
+    seats: list[SeatModel]
+    judge: JudgeModel | None
+    max_agent_turns: int = 200
+    versions: dict[str, str] = field(default_factory=dict)
+    lineage: dict[str, Any] | None = None
+
+
+class RunEngine:
+    """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
+
+    def __init__(self, setup: RunSetup, emit_sink: Callable[[Event], None], clock: Clock) -> None:
+        """Build the channels and agents of ``setup``; nothing is logged until :meth:`start`."""
+        self.setup = setup
+        self.scenario = setup.scenario
+        self.knobs = setup.knobs
+        self.clock = clock
+        self._sink = emit_sink
+        self.round_number = 0
+        self.phase: Literal["setup", "main", "postmortem"] = "setup"
+        self._changed = asyncio.Event()
+        self._misplayed = self.scenario.misplayed_rounds()
+        self.postmortem_enabled = self.knobs.postmortem_enabled
+        all_ids = tuple(s.spec.agent_id for s in setup.seats)
+        self.channels = {
+            c.channel_id: Channel(c.channel_id, c.metered, c.members or all_ids)
+            for c in self.scenario.channels()
+        }
+        self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
+        self.meter: BudgetMeter | None = None
+        self.seen: dict[tuple[str, str], int] = {}
+        self.total_messages = 0
+        self.total_chars = 0
+        self._seq = 0
+        self.judge = (
+            RunJudge(setup.judge.model, setup.judge.provider, setup.judge.model_settings, self.emit)
+            if setup.judge
+            else None
+        )
+        self.driver = CycleDriver(self.emit, self.changed, setup.max_agent_turns)
+        self._tools = core_tools(self)
+        self.runners: dict[str, AgentRunner] = {
+            s.spec.agent_id: self._make_runner(s) for s in setup.seats
+        }
+
+    # -- events -----------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """Stamp ``event`` with the clock, round and phase, hand it to the sink, wake the monitor."""
+        event.timestamp = self.clock.wall()
+        event.round_number = self.round_number
+        if event.event_type not in ("postmortem_started", "postmortem_ended"):
+            event.phase = self.phase
+        self._sink(event)
+        self._changed.set()
+
+    def changed(self) -> None:
+        """Tell the round monitor that agent state moved."""
+        self._changed.set()
+
+    # -- agents -----------------------------------------------------------------------------
+
+    def _make_runner(self, seat: SeatModel) -> AgentRunner:
+        spec = seat.spec
+        allowed = set(spec.tools)
+        tools: list[Tool[AgentDeps]] = [*self._tools]
+        tools += [t for t in self.scenario.tools() if t.name in allowed]
+        agent: Agent[AgentDeps, str] = Agent(
+            self._model_for(spec.agent_id, seat.provider, seat.model),
+            deps_type=AgentDeps,
+            instructions=self.scenario.system_prompt(spec),
+            tools=tools,
+        )
+        return AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
+
+    def _model_for(self, agent_id: str, provider: str, model: str) -> Any:
+        from glossogen.models import build_model, scripted_model
+
+        if provider != "scripted":
+            return build_model(provider, model)
+
+        async def policy() -> ScriptedMove:
+            await self.clock.sleep(self.scenario.scripted_latency_seconds)
+            return self.scenario.scripted_move(self.scripted_view(agent_id))
+
+        return scripted_model(model, agent_id, policy)
+
+    def scripted_view(self, agent_id: str) -> ScriptedView:
+        """Return what ``agent_id`` has seen this phase, for its scripted policy."""
+        runner = self.runners[agent_id]
+        phase: PhaseName = "postmortem" if self.phase == "postmortem" else "main"
+        return ScriptedView(
+            agent_id=agent_id,
+            round_number=self.round_number,
+            phase=phase,
+            observations=list(runner.observations),
+            misplay=self.round_number in self._misplayed,
+            turn=runner.phase_turns,
+            rng=self.rng("scripted", agent_id, phase, runner.phase_turns),
+        )
+
+    def rng(self, *key: object) -> random.Random:
+        """Return a random source seeded from the run's seed, the round and ``key``."""
+        return random.Random(":".join(str(k) for k in (self.knobs.seed, self.round_number, *key)))
+
+    # -- what the scenario calls --------------------------------------------------------------
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        """Log a private briefing and queue it as the agent's next prompt."""
+        self.emit(InjectionDelivered(agent_id=agent_id, text=text, data=data or {}))
+        runner = self.runners[agent_id]
+        runner.prompts.append((text, data or {}))
+        runner.idle = False
+        runner.wake.set()
+
+    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+        """Log a world event for one agent and put it in its inbox."""
+        self.emit(WorldEventDelivered(agent_id=agent_id, kind=kind, text=text, data=data or {}))
+        self.runners[agent_id].deliver("event", {"kind": kind, "text": text, "data": data or {}})
+
+    async def rule(self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]) -> JudgeDecision:
+        """Ask the run's judge; a scenario without a judge falls back to its scripted check."""
+        if self.judge is None:
+            return scripted()
+        return await self.judge.rule(question, instructions, scripted)
+
+    # -- channels ---------------------------------------------------------------------------
+
+    def open_channel(self, agent_id: str, channel_id: str) -> Channel | str:
+        """Return the channel if ``agent_id`` may use it now, else the reason it may not."""
+        channel = self.channels.get(channel_id)
+        if channel is None or agent_id not in channel.members:
+            names = [c for c, ch in self.channels.items() if agent_id in ch.members]
+            return f"unknown channel {channel_id!r}; yours: {', '.join(names)}"
+        if self.channel_phase[channel_id] != self.phase:
+            return f"channel {channel_id!r} is closed during the {self.phase} phase"
+        return channel
+
+    def mark_seen(self, agent_id: str, channel: Channel) -> None:
+        """Record that ``agent_id`` has read everything on ``channel``."""
+        self.seen[(agent_id, channel.channel_id)] = len(channel.messages)
+
+    def unread(self, agent_id: str, channel: Channel) -> list[ChannelMessage]:
+        """Return messages from others on ``channel`` that ``agent_id`` has not read."""
+        start = self.seen.get((agent_id, channel.channel_id), 0)
+        return [m for m in channel.messages[start:] if m.sender_id != agent_id]
+
+    def send(self, agent_id: str, channel: Channel, text: str) -> dict[str, Any]:
+        """Meter, noise, log and deliver one message; return what the sender is told."""
+        chars = len(text)
+        charged = chars if channel.metered and self.meter is not None else 0
+        crossed: list[float] = []
+        if charged and self.meter is not None:
+            crossed = self.meter.charge(charged)
+        self._seq += 1
+        delivered = apply_noise(
+            text,
+            self.knobs.channel_noise_level,
+            self.knobs.noise_replacement_mode,
+            self.rng("noise", channel.channel_id, self._seq),
+        )
+        message = ChannelMessage(new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq)
+        self.emit(
+            MessageSent(
+                message_id=message.message_id,
+                channel_id=channel.channel_id,
+                sender_id=agent_id,
+                text=text,
+                delivered_text=delivered,
+                chars=chars,
+                charged_chars=charged,
+                budget_used_chars=self.meter.used_chars if charged and self.meter else None,
+                budget_chars=self.meter.budget_chars if charged and self.meter else None,
+            )
+        )
+        channel.messages.append(message)
+        self.mark_seen(agent_id, channel)
+        self.total_messages += 1
+        self.total_chars += chars
+        for member in channel.members:
+            if member != agent_id:
+                self.runners[member].deliver("message", message.as_delivered())
+        reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
+        if charged and self.meter is not None:
+            reply |= {"budget_used_chars": self.meter.used_chars, "budget_chars": self.meter.budget_chars}
+            self._warn(channel, crossed)
+        return reply
+
+    def _warn(self, channel: Channel, crossed: list[float]) -> None:
+        assert self.meter is not None
+        for threshold in crossed:
+            self.emit(
+                BudgetWarning(
+                    channel_id=channel.channel_id,
+                    threshold=threshold,
+                    used_chars=self.meter.used_chars,
+                    budget_chars=self.meter.budget_chars,
+                )
+            )
+            text = (
+                f"Budget: {self.meter.used_chars} of {self.meter.budget_chars} characters used "
+                f"this round ({int(threshold * 100)}% mark)."
+            )
+            for member in channel.members:
+                self.notify(member, "budget_warning", text, {"threshold": threshold})
+        if crossed and self.meter.exceeded:
+            self.scenario.on_budget_exceeded(self.context, channel.channel_id, self.meter.used_chars)
+
+    # -- run life ---------------------------------------------------------------------------
+
+    @property
+    def context(self) -> _RoundContext:
+        """The scenario-facing context of the current round."""
+        return _RoundContext(self)
+
+    def start(self) -> None:
+        """Log ``simulation_started`` and one ``agent_registered`` per seat."""
+        from glossogen.knobs import knobs_to_config
+
+        s = self.setup
+        self.emit(
+            SimulationStarted(
+                run_id=s.run_id,
+                scenario_name=self.scenario.name,
+                scenario_description=self.scenario.description,
+                scenario_config=knobs_to_config(self.knobs),
+                model=s.model,
+                provider=s.provider,
+                channel_ids=list(self.channels),
+                versions=s.versions,
+                lineage=s.lineage,
+            )
+        )
+        for seat in s.seats:
+            runner = self.runners[seat.spec.agent_id]
+            self.emit(
+                AgentRegistered(
+                    agent_id=seat.spec.agent_id,
+                    role=seat.spec.role,
+                    display_name=seat.spec.display_name,
+                    team_id=seat.spec.team_id,
+                    model=seat.model,
+                    provider=seat.provider,
+                    model_settings=seat.model_settings,
+                    tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
+                    channels=[c for c, ch in self.channels.items() if seat.spec.agent_id in ch.members],
+                )
+            )
+
+    @property
+    def every_agent_out(self) -> bool:
+        """True when no agent can take part any more (turn limit or repeated failures)."""
+        return all(r.out for r in self.runners.values())
+
+    async def play_round(self, round_number: int) -> RoundSummary:
+        """Play round ``round_number``: main phase, verdicts, then the postmortem if enabled."""
+        messages_before, chars_before = self.total_messages, self.total_chars
+        self.round_number = round_number
+        self.phase = "main"
+        self._fire_scheduled(round_number)
+        budget = self.scenario.budget_chars()
+        self.meter = BudgetMeter(budget) if budget else None
+        self._open_phase()
+        self.emit(RoundStarted())
+        self.scenario.start_round(self.context)
+        trigger, elapsed = await self._run_phase("main", self.knobs.max_round_duration_seconds)
+        self.emit(RoundEnded(trigger=trigger, elapsed_seconds=elapsed))
+        verdicts = self.scenario.verdicts(self.context)
+        for verdict in verdicts:
+            self.emit(RoundResultRecorded(team_id=verdict.team_id, success=verdict.success, reason=verdict.reason))
+        postmortem = [c for c, p in self.channel_phase.items() if p == "postmortem"]
+        if self.postmortem_enabled and postmortem and not self.every_agent_out:
+            self.phase = "postmortem"
+            self._open_phase()
+            self.emit(PostmortemStarted(channel_id=postmortem[0]))
+            for seat in self.setup.seats:
+                self.brief(seat.spec.agent_id, self.scenario.postmortem_briefing(seat.spec, verdicts), {"verdicts": [v.model_dump() for v in verdicts]})
+            pm_trigger, pm_elapsed = await self._run_phase("postmortem", self.knobs.postmortem_duration_seconds)
+            self.emit(PostmortemEnded(trigger=pm_trigger, elapsed_seconds=pm_elapsed))
+        return RoundSummary(
+            round_number,
+            verdicts,
+            trigger,
+            self.total_messages - messages_before,
+            self.total_chars - chars_before,
+        )
+
+    def _fire_scheduled(self, round_number: int) -> None:
+        for event in self.knobs.scheduled_events:
+            if event.round != round_number:
+                continue
+            self.emit(ScheduledEventFired(kind=event.kind, detail=event.model_dump(exclude_defaults=True)))
+            if event.kind == "set_postmortem":
+                self.postmortem_enabled = bool(event.enabled)
+            elif event.kind == "swap_agent" and event.agent_id and event.model:
+                runner = self.runners[event.agent_id]
+                provider = event.provider or self.setup.provider
+                self.emit(
+                    AgentSwappedMidRun(
+                        agent_id=event.agent_id,
+                        old_model=runner.model,
+                        old_provider=runner.provider,
+                        model=event.model,
+                        provider=provider,
+                    )
+                )
+                runner.agent = Agent(
+                    self._model_for(event.agent_id, provider, event.model),
+                    deps_type=AgentDeps,
+                    instructions=self.scenario.system_prompt(runner.spec),
+                    tools=[*self._tools, *[t for t in self.scenario.tools() if t.name in runner.spec.tools]],
+                )
+                runner.model, runner.provider = event.model, provider
+            elif event.kind == "inject_case":
+                self.scheduled_case = event.payload
+
+    def _open_phase(self) -> None:
+        for channel in self.channels.values():
+            channel.messages = []
+        self.seen = {}
+        for runner in self.runners.values():
+            runner.new_phase()
+            runner.inbox.clear()
+            runner.prompts.clear()
+
+    def _all_idle(self) -> bool:
+        return all((r.idle or r.out) and not r.prompts and not r.inbox for r in self.runners.values())
+
+    async def _run_phase(self, phase: PhaseName, limit_seconds: float) -> tuple[EndTrigger, float]:
+        start = self.clock.now()
+        tasks = [
+            asyncio.create_task(self.driver.run_phase(r, AgentDeps(r.spec.agent_id, self.context, self)))
+            for r in self.runners.values()
+            if not r.out
+        ]
+        trigger: EndTrigger
+        try:
+            while True:
+                self._changed.clear()
+                if phase == "main" and self.scenario.is_settled():
+                    trigger = "settled"
+                    break
+                if self.every_agent_out:
+                    trigger = "turn_limit"
+                    break
+                if self.clock.now() - start >= limit_seconds:
+                    trigger = "timeout"
+                    break
+                if self._all_idle():
+                    await self.clock.sleep(self.knobs.idle_floor_seconds)
+                    if self._all_idle() and not self._changed.is_set():
+                        trigger = "all_idle"
+                        break
+                    continue
+                await self.clock.wait(self._changed, start + limit_seconds - self.clock.now())
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return trigger, round(self.clock.now() - start, 3)
+
+
+class _RoundContext:
+    """The :class:`~glossogen.scenario.RoundContext` the engine hands to its scenario."""
+
+    def __init__(self, engine: RunEngine) -> None:
+        self._engine = engine
+        self.round_number = engine.round_number
+        self.phase: PhaseName = "postmortem" if engine.phase == "postmortem" else "main"
+        self.knobs = engine.knobs
+
+    def emit(self, event: Event) -> None:
+        self._engine.emit(event)
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        self._engine.brief(agent_id, text, data)
+
+    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+        self._engine.notify(agent_id, kind, text, data)
+
+    async def judge(self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]) -> JudgeDecision:
+        return await self._engine.rule(question, instructions, scripted)
+
+    def rng(self, *key: object) -> random.Random:
+        return self._engine.rng(*key)
+
+    def now(self) -> float:
+        return self._engine.clock.now()

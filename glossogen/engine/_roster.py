@@ -1,0 +1,86 @@
+"""Who plays which seat under which model: agents and judge resolved from flags and knobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from glossogen.catalog import DEFAULT_JUDGE, provider as parse_provider
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario import AgentSpec, Scenario
+
+
+class RosterError(ValueError):
+    """A model override or scheduled swap naming an agent the scenario does not have."""
+
+
+@dataclass(frozen=True)
+class SeatModel:
+    """One seat's resolved model, provider and the pydantic-ai settings it sends."""
+
+    spec: AgentSpec
+    model: str
+    provider: str
+    model_settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JudgeModel:
+    """The in-run judge's resolved model, provider and settings."""
+
+    model: str
+    provider: str
+    model_settings: dict[str, Any]
+
+
+def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: str) -> list[SeatModel]:
+    """Return every seat's (model, provider, settings) after ``model_overrides``.
+
+    An override's ``provider`` falls back to ``provider``; its ``model_settings`` replace the
+    run's ``agent_model_settings`` whole.
+
+    Raises:
+        RosterError: an override or swap names an agent id the scenario does not have.
+        UnknownProviderError: a provider is not in the catalogue.
+    """
+    specs = scenario.agents()
+    ids = [s.agent_id for s in specs]
+    named = list(knobs.model_overrides) + [
+        e.agent_id for e in knobs.scheduled_events if e.kind == "swap_agent" and e.agent_id
+    ]
+    for agent_id in named:
+        if agent_id not in ids:
+            raise RosterError(f"unknown agent {agent_id!r} in model_overrides or scheduled_events (agents: {', '.join(ids)})")
+    seats: list[SeatModel] = []
+    for spec in specs:
+        override = knobs.model_overrides.get(spec.agent_id)
+        settings = knobs.agent_model_settings
+        seat_model, seat_provider = model, provider
+        if override is not None:
+            seat_model = override.model
+            seat_provider = override.provider or provider
+            settings = override.model_settings or type(settings)()
+        parse_provider(seat_provider)
+        seats.append(SeatModel(spec, seat_model, seat_provider, settings.to_model_settings()))
+    return seats
+
+
+def future_providers(knobs: BaseKnobs, provider: str) -> list[str]:
+    """Return providers that scheduled swaps will bring in later in the run."""
+    return [e.provider or provider for e in knobs.scheduled_events if e.kind == "swap_agent"]
+
+
+def resolve_judge(scenario: Scenario, knobs: BaseKnobs, seats: list[SeatModel], provider: str) -> JudgeModel | None:
+    """Return the in-run judge, or None when the scenario rules rounds without one.
+
+    With ``judge_provider`` unset the judge is ``scripted`` when every agent (and every
+    scheduled swap) is scripted, else the catalogue's default judge.
+    """
+    if not scenario.uses_judge:
+        return None
+    judge_provider = knobs.judge_provider
+    if judge_provider is None:
+        everyone = [s.provider for s in seats] + future_providers(knobs, provider)
+        judge_provider = "scripted" if all(p == "scripted" for p in everyone) else DEFAULT_JUDGE[1]
+    judge_model = knobs.judge_model or ("scripted-judge" if judge_provider == "scripted" else DEFAULT_JUDGE[0])
+    return JudgeModel(judge_model, judge_provider, knobs.judge_model_settings.to_model_settings())

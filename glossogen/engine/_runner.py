@@ -1,0 +1,257 @@
+"""One agent's life in a run: its pydantic-ai ``Agent``, message history, inbox and idle state.
+
+An agent decides when to speak: the runner only feeds it prompts (briefings, then notification
+batches) and logs what it does. Idle means blocked waiting for notifications with an empty
+inbox, or a finished cycle with nothing queued; a failed or turn-limited agent counts as idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import Agent, UsageLimits
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from glossogen.eventlog import (
+    AgentRunCycleFailed,
+    AgentTurnLimitReached,
+    Event,
+    LlmResponseReceived,
+    ToolCallInvoked,
+    ToolResultReceived,
+)
+from glossogen.pricing import price_call
+from glossogen.scenario import AgentDeps, AgentSpec, Observation
+
+INTERRUPTED = "interrupted: the phase ended before this tool returned"
+MAX_CONSECUTIVE_FAILURES = 3
+"""Failed cycles in a row after which an agent is taken out of the run (and logged)."""
+
+
+class TurnLimitReached(Exception):
+    """Raised inside a cycle when the agent has used ``max_agent_turns`` model requests."""
+
+
+@dataclass
+class AgentRunner:
+    """The state of one seat: model, history, inbox, observations, counters.
+
+    Attributes:
+        spec: The seat.
+        agent: The pydantic-ai agent (model, instructions, tools).
+        model: Model name recorded in events; ``provider`` likewise.
+        model_settings: pydantic-ai settings sent with every request.
+        history: pydantic-ai messages so far (whole run), sanitised at every phase end.
+        inbox: Messages and world events not yet handed to the agent.
+        prompts: Briefings waiting to become the next prompt.
+        observations: What the agent saw this phase (for scripted policies).
+        turns: Model requests made in the whole run (``max_agent_turns`` counts these).
+    """
+
+    spec: AgentSpec
+    agent: Agent[AgentDeps, str]
+    model: str
+    provider: str
+    model_settings: dict[str, Any]
+    history: list[ModelMessage] = field(default_factory=list)
+    inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
+    prompts: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
+    observations: list[Observation] = field(default_factory=list)
+    turns: int = 0
+    phase_turns: int = 0
+    idle: bool = False
+    out: bool = False
+    failures: int = 0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def deliver(self, kind: str, item: dict[str, Any]) -> None:
+        """Queue a message (``kind="message"``) or world event (``"event"``) and wake the agent."""
+        self.inbox.append((kind, item))
+        self.idle = False
+        self.wake.set()
+
+    def drain_inbox(self) -> dict[str, list[dict[str, Any]]]:
+        """Hand over and clear the inbox as ``{"messages": [...], "events": [...]}``."""
+        batch: dict[str, list[dict[str, Any]]] = {"messages": [], "events": []}
+        while self.inbox:
+            kind, item = self.inbox.popleft()
+            batch["messages" if kind == "message" else "events"].append(item)
+        self.wake.clear()
+        return batch
+
+    def new_phase(self) -> None:
+        """Forget this phase's observations and idle state before a phase opens."""
+        self.observations = []
+        self.phase_turns = 0
+        self.idle = False
+        self.wake.clear()
+
+
+def format_batch(batch: dict[str, list[dict[str, Any]]]) -> str:
+    """Render a notification batch as the text an agent reads."""
+    lines = [f"[{m['channel_id']}] {m['sender_id']}: {m['text']}" for m in batch["messages"]]
+    lines += [f"[notice] {e['text']}" for e in batch["events"]]
+    return "\n".join(lines) if lines else "No new notifications."
+
+
+def close_dangling_calls(history: list[ModelMessage]) -> list[ModelMessage]:
+    """Return ``history`` with tool calls that never returned closed by an "interrupted" result.
+
+    A history ending in a tool call with no return cannot be continued (pydantic-ai refuses,
+    Anthropic answers 400: STACK.md, Traps), so the interruption is made explicit.
+    """
+    if not history or not isinstance(history[-1], ModelResponse):
+        return history
+    calls = [p for p in history[-1].parts if isinstance(p, ToolCallPart)]
+    if not calls:
+        return history
+    returns = [ToolReturnPart(c.tool_name, INTERRUPTED, tool_call_id=c.tool_call_id) for c in calls]
+    return [*history, ModelRequest(parts=returns)]
+
+
+class CycleDriver:
+    """Runs agent cycles and turns what happens in them into events.
+
+    ``emit`` appends an event (envelope completed by the engine); ``changed`` tells the round
+    monitor that state moved.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[Event], None],
+        changed: Callable[[], None],
+        max_agent_turns: int,
+    ) -> None:
+        """Bind the driver to the engine's event sink and change signal."""
+        self.emit = emit
+        self.changed = changed
+        self.max_agent_turns = max_agent_turns
+
+    async def run_phase(self, runner: AgentRunner, deps: AgentDeps) -> None:
+        """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out."""
+        while not runner.out:
+            if runner.prompts:
+                text, data = runner.prompts.popleft()
+                while runner.prompts:
+                    more, more_data = runner.prompts.popleft()
+                    text, data = f"{text}\n\n{more}", {**data, **more_data}
+                runner.observations.append(Observation("briefing", {**data, "text": text}))
+                await self._cycle(runner, deps, text)
+                continue
+            if runner.inbox:
+                batch = runner.drain_inbox()
+                runner.observations.append(Observation("notifications", dict(batch)))
+                await self._cycle(runner, deps, format_batch(batch))
+                continue
+            runner.wake.clear()
+            runner.idle = True
+            self.changed()
+            await runner.wake.wait()
+            runner.idle = False
+        runner.idle = True
+        self.changed()
+
+    async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+        try:
+            async with runner.agent.iter(
+                prompt,
+                message_history=runner.history,
+                deps=deps,
+                model_settings=runner.model_settings,  # type: ignore[arg-type]
+                usage_limits=UsageLimits(request_limit=None),
+            ) as run:
+                try:
+                    async for node in run:
+                        self._observe(runner, node)
+                finally:
+                    runner.history = close_dangling_calls(run.all_messages())
+            runner.failures = 0
+        except TurnLimitReached:
+            runner.out = True
+            self.emit(AgentTurnLimitReached(agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a provider or tool failure must not kill the run
+            runner.failures += 1
+            self.emit(
+                AgentRunCycleFailed(
+                    agent_id=runner.spec.agent_id,
+                    error_kind=type(exc).__name__,
+                    error=str(exc)[:500],
+                    attempts=runner.failures,
+                )
+            )
+            if runner.failures >= MAX_CONSECUTIVE_FAILURES:
+                runner.out = True
+        self.changed()
+
+    def _observe(self, runner: AgentRunner, node: Any) -> None:
+        agent_id = runner.spec.agent_id
+        if Agent.is_model_request_node(node):
+            for part in node.request.parts:
+                if isinstance(part, ToolReturnPart) and part.content != INTERRUPTED:
+                    result = part.content if isinstance(part.content, dict) else {"value": part.content}
+                    runner.observations.append(Observation("tool_result", result, part.tool_name))
+                    self.emit(
+                        ToolResultReceived(
+                            agent_id=agent_id,
+                            tool_name=part.tool_name,
+                            tool_call_id=part.tool_call_id,
+                            result=part.content,
+                        )
+                    )
+            if runner.turns >= self.max_agent_turns:
+                raise TurnLimitReached
+            runner.turns += 1
+            runner.phase_turns += 1
+        elif Agent.is_call_tools_node(node):
+            response = node.model_response
+            usage = response.usage
+            calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+            self.emit(
+                LlmResponseReceived(
+                    agent_id=agent_id,
+                    model=runner.model,
+                    provider=runner.provider,
+                    cycle=runner.turns,
+                    text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
+                    thinking="".join(p.content for p in response.parts if isinstance(p, ThinkingPart)),
+                    tool_calls=[
+                        {"tool_name": c.tool_name, "tool_call_id": c.tool_call_id, "args": c.args_as_dict()}
+                        for c in calls
+                    ],
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cache_read_tokens=usage.cache_read_tokens,
+                    cache_write_tokens=usage.cache_write_tokens,
+                    cost_usd=price_call(
+                        runner.provider,
+                        runner.model,
+                        input_tokens=usage.input_tokens,
+                        output_tokens=usage.output_tokens,
+                        cache_read_tokens=usage.cache_read_tokens,
+                        cache_write_tokens=usage.cache_write_tokens,
+                    ),
+                )
+            )
+            for call in calls:
+                self.emit(
+                    ToolCallInvoked(
+                        agent_id=agent_id,
+                        tool_name=call.tool_name,
+                        tool_call_id=call.tool_call_id,
+                        args=call.args_as_dict(),
+                    )
+                )

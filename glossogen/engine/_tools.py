@@ -1,0 +1,81 @@
+"""The tools every agent has: wait for notifications, read a channel, send a message.
+
+The caller's identity comes from the run context (``ctx.deps.agent_id``), never from an
+argument, so an agent cannot speak as another.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai import Tool
+
+from glossogen.scenario import AgentDeps, ToolContext
+
+if TYPE_CHECKING:
+    from glossogen.engine._engine import RunEngine
+
+CONFLICT_NOTE = "New messages arrived since you last read this channel; nothing was sent. Read them and send again if still needed."
+
+
+def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
+    """Return the three core tools bound to ``engine``."""
+
+    async def wait_for_notifications(ctx: ToolContext) -> dict[str, Any]:
+        """Wait until a message or notice arrives for you, then return everything new.
+
+        Returns {"messages": [{channel_id, sender_id, text, message_id}], "events": [{kind, text}]}.
+        """
+        runner = engine.runners[ctx.deps.agent_id]
+        if not runner.inbox:
+            runner.wake.clear()
+            runner.idle = True
+            engine.changed()
+            await runner.wake.wait()
+            runner.idle = False
+        batch = runner.drain_inbox()
+        for message in batch["messages"]:
+            channel = engine.channels[message["channel_id"]]
+            engine.mark_seen(ctx.deps.agent_id, channel)
+        return dict(batch)
+
+    async def read_channel(ctx: ToolContext, channel_id: str) -> dict[str, Any]:
+        """Return every message on ``channel_id`` in the current phase, oldest first."""
+        channel = engine.open_channel(ctx.deps.agent_id, channel_id)
+        if isinstance(channel, str):
+            return {"status": "error", "reason": channel}
+        engine.mark_seen(ctx.deps.agent_id, channel)
+        runner = engine.runners[ctx.deps.agent_id]
+        kept = [(k, m) for k, m in runner.inbox if not (k == "message" and m["channel_id"] == channel_id)]
+        runner.inbox.clear()
+        runner.inbox.extend(kept)
+        return {"status": "ok", "messages": [m.as_delivered() for m in channel.messages]}
+
+    async def send_message(ctx: ToolContext, channel_id: str, text: str) -> dict[str, Any]:
+        """Send ``text`` on ``channel_id``. On a metered channel every character counts.
+
+        If others wrote on the channel since you last read it, nothing is sent: the reply has
+        status "conflict" and the new messages, so you can reconsider.
+        """
+        agent_id = ctx.deps.agent_id
+        channel = engine.open_channel(agent_id, channel_id)
+        if isinstance(channel, str):
+            return {"status": "error", "reason": channel}
+        if not text.strip():
+            return {"status": "error", "reason": "empty message; nothing was sent"}
+        unread = engine.unread(agent_id, channel)
+        if unread:
+            engine.mark_seen(agent_id, channel)
+            runner = engine.runners[agent_id]
+            ids = {m.message_id for m in unread}
+            kept = [(k, m) for k, m in runner.inbox if not (k == "message" and m["message_id"] in ids)]
+            runner.inbox.clear()
+            runner.inbox.extend(kept)
+            return {"status": "conflict", "note": CONFLICT_NOTE, "messages": [m.as_delivered() for m in unread]}
+        return engine.send(agent_id, channel, text)
+
+    return [
+        Tool(wait_for_notifications, takes_ctx=True),
+        Tool(read_channel, takes_ctx=True),
+        Tool(send_message, takes_ctx=True),
+    ]

@@ -1,0 +1,142 @@
+"""Tolerant reader of a run's event log: one damaged line costs only itself.
+
+The log is read line by line with the standard JSON parser (never polars, which fails a whole
+file on one bad line). Each line is classified:
+
+- a known event: validated through :func:`~glossogen.eventlog.event_adapter` (so scenario
+  events registered before the call, and upcasters on the event classes, apply);
+- unknown: valid JSON object whose ``event_type`` no class knows; counted and kept as a dict;
+- invalid: not UTF-8, not JSON (``NaN`` included), not an object, no string ``event_type``, or
+  failed validation; counted and skipped;
+- a truncated tail: the last line, with no trailing newline, that does not parse (a writer
+  killed mid-write); ignored and flagged. A last line without a newline that parses is read.
+
+Blank lines are skipped and not counted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from glossogen.eventlog._events import Event, event_adapter, event_classes
+from glossogen.storage import is_local, open_fs, translate_errors
+
+
+@dataclass
+class EventLogRead:
+    """What :func:`read_events` found in one log.
+
+    Attributes:
+        events: Valid events of known types, in log order.
+        invalid_lines: Lines that were not valid JSON objects or failed validation (the
+            truncated tail excluded).
+        unknown_lines: Valid JSON objects whose ``event_type`` no registered class knows.
+        truncated_tail: Whether the last line was cut mid-write (ignored).
+        raw_unknown: The unknown lines as parsed dicts, in log order.
+    """
+
+    events: list[Event] = field(default_factory=list)
+    invalid_lines: int = 0
+    unknown_lines: int = 0
+    truncated_tail: bool = False
+    raw_unknown: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse(line: bytes) -> Any:
+    return json.loads(line, parse_constant=_reject_constant)
+
+
+def _open(url: str, storage_options: dict[str, Any] | None) -> IO[bytes]:
+    fs, path = open_fs(url, **(storage_options or {}))
+    with translate_errors(url, fs):
+        if is_local(fs):
+            return open(path, "rb")
+        return io.BytesIO(fs.cat_file(path))
+
+
+def _lines(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[bytes, bool]]:
+    """Yield ``(line, terminated)`` for each non-blank line; only the last can be unterminated."""
+    with _open(url, storage_options) as f:
+        for raw in f:
+            terminated = raw.endswith(b"\n")
+            line = raw.strip()
+            if line:
+                yield line, terminated
+
+
+def read_events(url: str, storage_options: dict[str, Any] | None = None) -> EventLogRead:
+    """Read every event of the log at ``url``, skipping and counting damaged lines.
+
+    Args:
+        url: Local path or fsspec URL of a ``.jsonl`` event log.
+        storage_options: Passed to :func:`glossogen.storage.open_fs`.
+
+    Returns:
+        The events and the counts of skipped lines.
+
+    Raises:
+        FileNotFoundError: if the log does not exist.
+        StorageError: if the storage is unreachable or the bucket is missing.
+    """
+    result = EventLogRead()
+    adapter = event_adapter()
+    known = event_classes()
+    for line, terminated in _lines(url, storage_options):
+        try:
+            obj = _parse(line)
+        except ValueError:
+            if terminated:
+                result.invalid_lines += 1
+            else:
+                result.truncated_tail = True
+            continue
+        tag = obj.get("event_type") if isinstance(obj, dict) else None
+        if not isinstance(tag, str):
+            result.invalid_lines += 1
+        elif tag not in known:
+            result.unknown_lines += 1
+            result.raw_unknown.append(obj)
+        else:
+            try:
+                result.events.append(adapter.validate_python(obj))
+            except ValidationError:
+                result.invalid_lines += 1
+    return result
+
+
+def iter_event_dicts(
+    url: str, storage_options: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield each line of the log that parses as a JSON object, as a dict, in log order.
+
+    No validation: unknown event types are yielded too. Lines that do not parse as JSON
+    objects, and a truncated last line, are skipped silently.
+
+    Args:
+        url: Local path or fsspec URL of a ``.jsonl`` event log.
+        storage_options: Passed to :func:`glossogen.storage.open_fs`.
+
+    Yields:
+        One dict per parseable line.
+
+    Raises:
+        FileNotFoundError: if the log does not exist.
+        StorageError: if the storage is unreachable or the bucket is missing.
+    """
+    for line, _terminated in _lines(url, storage_options):
+        try:
+            obj = _parse(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj

@@ -1,0 +1,176 @@
+"""Append-only writer of a run's event log (JSONL, one event per line, UTF-8).
+
+Each event is written and flushed (one ``write`` system call). Locally the log file is opened
+once in append mode, and the file is fsync'd at every :meth:`EventLogWriter.round_boundary`
+and at :meth:`EventLogWriter.close`. A killed process loses at most the line being written (the
+reader ignores a truncated last line); a power loss loses at most what was written since the
+last round boundary.
+
+S3 has no append. The writer keeps the log in a local spool file (in the temp directory, named
+``glossogen-spool-*.jsonl``) and uploads the whole spool to the log's URL, as one atomic put,
+at every round boundary and at close. Readers always see a complete prefix of the log, ending
+at a round boundary. **A crash loses, on S3, everything appended since the last round
+boundary**; a killed process leaves its spool file behind in the temp directory, complete up to
+the last event, so that tail can be recovered by hand on the same machine (a lost machine loses
+it). The upload costs one put of the whole log per round (a few MB at most).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from types import TracebackType
+from typing import Any
+
+from glossogen.eventlog._events import Event
+from glossogen.storage import StorageError, is_local, open_fs, translate_errors
+
+
+class EventLogWriter:
+    """Append events to the log at ``url``; resumes (appends to) an existing log.
+
+    A log whose last line was cut mid-write (a killed writer) gets a newline first, so the cut
+    line stays one invalid line and the next event starts on a line of its own.
+
+    Not for two writers at once on the same log. Thread-safe for one writer shared by threads.
+
+    Args:
+        url: Local path or fsspec URL (``s3://bucket/runs/demo/17/demo.jsonl``) of the log.
+        storage_options: Passed to :func:`glossogen.storage.open_fs`.
+
+    Attributes:
+        url: The log's URL.
+        count: Events (lines) appended by this writer; lines already in a resumed log are not
+            counted.
+
+    On S3 the log object appears at the first :meth:`round_boundary` (or :meth:`close`).
+
+    Raises:
+        StorageError: if the storage is unreachable or refuses access, or the bucket is missing.
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.count = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._fs, self._path = open_fs(url, **(storage_options or {}))
+        self._local = is_local(self._fs)
+        self._dirty = False
+        self._uploaded = False
+        if self._local:
+            self._spool = ""
+            with translate_errors(url):
+                os.makedirs(os.path.dirname(self._path), exist_ok=True)
+                self._file = open(self._path, "ab")
+                if self._file.tell() > 0 and not _ends_with_newline(self._path):
+                    self._file.write(b"\n")
+                    self._file.flush()
+            return
+        existing = self._download()
+        fd, self._spool = tempfile.mkstemp(prefix="glossogen-spool-", suffix=".jsonl")
+        self._file = os.fdopen(fd, "wb")
+        if existing:
+            self._uploaded = True
+            self._file.write(existing if existing.endswith(b"\n") else existing + b"\n")
+
+    def _download(self) -> bytes:
+        try:
+            with translate_errors(self.url, self._fs):  # a missing bucket: StorageError
+                return self._fs.cat_file(self._path)
+        except FileNotFoundError:
+            return b""
+
+    def append(self, event: Event) -> None:
+        """Append one event (``event.model_dump_json()`` and a newline), flushed to the file.
+
+        Raises:
+            ValueError: if the writer is closed.
+            OSError: if the local disk refuses the write (earlier lines stay readable).
+        """
+        self._write((event.model_dump_json() + "\n").encode())
+
+    def append_line(self, line: str) -> None:
+        """Append one already-serialised line (without its newline) as is.
+
+        Raises:
+            ValueError: if ``line`` contains a newline or the writer is closed.
+        """
+        if "\n" in line:
+            raise ValueError("an event log line cannot contain a newline")
+        self._write((line + "\n").encode())
+
+    def _write(self, data: bytes) -> None:
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"event log writer is closed: {self.url}")
+            self._file.write(data)
+            self._file.flush()
+            self._dirty = True
+            self.count += 1
+
+    def round_boundary(self) -> None:
+        """Make everything appended so far durable: fsync locally, upload the spool on S3.
+
+        Raises:
+            ValueError: if the writer is closed.
+            StorageError: if the upload fails; the spool is kept and the next call retries.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"event log writer is closed: {self.url}")
+            self._sync()
+
+    def _sync(self) -> None:
+        self._file.flush()
+        if self._local:
+            os.fsync(self._file.fileno())
+        elif self._dirty or not self._uploaded:
+            try:
+                with translate_errors(self.url, self._fs):
+                    self._fs.put_file(self._spool, self._path)
+            except StorageError as exc:
+                raise StorageError(f"{exc} (unsent log kept at {self._spool})") from exc
+        self._dirty = False
+        self._uploaded = True
+
+    def close(self) -> None:
+        """Make the log durable and complete (fsync / final upload) and release the file.
+
+        Idempotent. On S3 the spool file is deleted once uploaded.
+
+        Raises:
+            StorageError: if the final upload fails; the writer stays open so ``close`` can be
+                called again, and the error names the spool file that holds the log.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._sync()
+            self._file.close()
+            self._closed = True
+            if not self._local:
+                os.unlink(self._spool)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has completed."""
+        return self._closed
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"

@@ -1,0 +1,169 @@
+"""Merge overrides onto a base config and validate the result with a scenario's knobs model.
+
+The unit of replacement is the top-level knob: an override naming any part of one replaces
+that knob's value whole (``judge_model_settings.thinking=low`` drops a preset's
+``temperature``). ``model_overrides`` is the exception: its unit is the agent entry, so
+``agents.field_observer.model=x`` replaces the preset's ``field_observer`` entry whole and keeps
+the other agents'. A validation failure becomes one :class:`ConfigError` line naming the knob.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from glossogen.knobs._base import BaseKnobs, lift_legacy_knobs
+from glossogen.knobs._errors import ConfigError
+
+PER_AGENT_KNOB = "model_overrides"
+"""The knob merged per agent entry rather than replaced whole."""
+
+_SHOWN_INPUT_CHARS = 80
+
+
+def merge_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Put ``overrides`` on top of ``base``, one top-level knob (or agent entry) at a time.
+
+    A legacy ``agent_max_tokens`` on either side is first read as
+    ``agent_model_settings.max_tokens``. Neither input is modified.
+
+    Args:
+        base: The preset's or file's config.
+        overrides: The parsed ``key=value`` overrides, as :func:`parse_overrides` returns them.
+
+    Returns:
+        The merged config, not yet validated.
+    """
+    merged = copy.deepcopy(lift_legacy_knobs(base))
+    for knob, value in lift_legacy_knobs(overrides).items():
+        current = merged.get(knob)
+        if knob == PER_AGENT_KNOB and isinstance(value, dict) and isinstance(current, dict):
+            merged[knob] = {**current, **copy.deepcopy(value)}
+        else:
+            merged[knob] = copy.deepcopy(value)
+    return merged
+
+
+def _unwrap(tp: Any) -> Any:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[list[str], Any]:
+    """Turn a pydantic error location into a knob path, dropping union-member tags.
+
+    Returns:
+        The path parts, and the type found at the end of the path (``None`` when lost).
+    """
+    parts: list[str] = []
+    tp: Any = model
+    skip_tag = False
+    for step in loc:
+        if skip_tag:
+            skip_tag = False
+            continue
+        parts.append(str(step))
+        tp = _unwrap(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = tp.model_fields.get(str(step))
+            tp = field.annotation if field is not None else None
+        elif get_origin(tp) in (dict, list, tuple):
+            tp = get_args(tp)[-1] if get_args(tp) else None
+        else:
+            tp = None
+        tp = _unwrap(tp)
+        if get_origin(tp) in (Union, types.UnionType):
+            members = [arg for arg in get_args(tp) if arg is not type(None)]
+            skip_tag = len(members) > 1
+            tp = members[0] if len(members) == 1 else None
+    return parts, _unwrap(tp)
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:
+        text = repr(value)
+    if len(text) > _SHOWN_INPUT_CHARS:
+        text = text[: _SHOWN_INPUT_CHARS - 3] + "..."
+    return text
+
+
+def _reason(error: ErrorDetails) -> str:
+    message = error["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
+def _describe(error: ErrorDetails, knobs_model: type[BaseModel]) -> tuple[str, str]:
+    """Return (knob path, one-line message) for one pydantic error."""
+    parts, _ = _walk(knobs_model, tuple(error["loc"]))
+    path = ".".join(parts)
+    if error["type"] == "extra_forbidden":
+        _, parent = _walk(knobs_model, tuple(error["loc"])[:-1])
+        known = (
+            sorted(parent.model_fields)
+            if isinstance(parent, type) and issubclass(parent, BaseModel)
+            else []
+        )
+        close = difflib.get_close_matches(parts[-1], known, n=1)
+        hint = f", did you mean '{'.'.join([*parts[:-1], close[0]])}'?" if close else ""
+        listed = f" (known: {', '.join(known)})" if known else ""
+        return path, f"unknown knob '{path}'{hint}{listed}"
+    if not parts:
+        return path, f"invalid knobs: {_reason(error)}"
+    if error["type"] == "missing":
+        return path, f"missing knob '{path}': {_reason(error)}"
+    return path, f"invalid knob '{path}' = {_show(error['input'])}: {_reason(error)}"
+
+
+def validation_message(error: ValidationError, knobs_model: type[BaseModel]) -> str:
+    """Summarise a knobs ``ValidationError`` in one line: the first problem, and how many more.
+
+    Args:
+        error: What ``knobs_model.model_validate`` raised.
+        knobs_model: The model that raised it, used to name knob paths and known knobs.
+
+    Returns:
+        For example ``invalid knob 'round_count' = 0: Input should be greater than or equal to
+        1``, followed by ``(and N more)`` when other knobs failed too.
+    """
+    described: dict[str, str] = {}
+    for details in error.errors():
+        path, message = _describe(details, knobs_model)
+        described.setdefault(path, message)
+    first, *rest = described.values()
+    return f"{first} (and {len(rest)} more)" if rest else first
+
+
+def resolve_knobs(
+    knobs_model: type[BaseKnobs], base: dict[str, Any], overrides: dict[str, Any]
+) -> BaseKnobs:
+    """Merge the overrides onto the base config and validate it with the scenario's knobs.
+
+    Args:
+        knobs_model: The scenario's knobs model, a :class:`BaseKnobs` subclass.
+        base: The base config (:func:`load_config`'s dict).
+        overrides: The parsed overrides (:func:`parse_overrides`'s dict).
+
+    Returns:
+        The validated knobs, an instance of ``knobs_model``.
+
+    Raises:
+        ConfigError: (65) a knob is unknown (with a close match when there is one), a value is
+            of the wrong type or out of bounds, or a cross-field validator refuses the
+            combination; the message names the knob path, the value and the reason.
+    """
+    merged = merge_overrides(base, overrides)
+    try:
+        return knobs_model.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, knobs_model)) from exc

@@ -1,0 +1,87 @@
+"""The pydantic-ai model factory: one ``Model`` per (provider, model), scripted included.
+
+Scripted models are pydantic-ai ``FunctionModel``s that ask the scenario's scripted policy for
+each move. Hosted providers go through pydantic-ai's own providers, which read each vendor SDK's
+environment variables (API keys, ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.scenario import ScriptedMove
+
+ScriptedPolicy = Callable[[], Awaitable[ScriptedMove]]
+"""An async callable returning the next scripted move of one agent (it builds its own view)."""
+
+
+class ModelConfigError(ValueError):
+    """A (provider, model) pair that cannot be built; the message names the bad value."""
+
+
+def scripted_model(model_name: str, agent_id: str, policy: ScriptedPolicy) -> FunctionModel:
+    """Return a ``FunctionModel`` that plays ``agent_id`` by asking ``policy`` for each move.
+
+    Tool-call ids are ``<agent_id>-<n>`` counted per model, so logs of the same seed match.
+    Token usage is pydantic-ai's estimate from the text of the messages.
+    """
+    counter = 0
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal counter
+        move = await policy()
+        if not move.tool_calls:
+            return ModelResponse(parts=[TextPart(move.text or "Done.")], model_name=model_name)
+        parts: list[Any] = []
+        for name, args in move.tool_calls:
+            counter += 1
+            parts.append(ToolCallPart(name, args, tool_call_id=f"{agent_id}-{counter}"))
+        return ModelResponse(parts=parts, model_name=model_name)
+
+    return FunctionModel(respond, model_name=model_name)
+
+
+def build_model(provider: str, model: str) -> Model:
+    """Return the pydantic-ai model for a hosted or self-hosted ``(provider, model)``.
+
+    Raises:
+        ModelConfigError: for ``scripted`` (built per agent by :func:`scripted_model`), for a
+            self-hosted model missing from ``SELF_HOSTED_BASE_URLS`` or a malformed map.
+    """
+    from pydantic_ai.models import infer_model
+
+    name = Provider(provider)
+    if name is Provider.SCRIPTED:
+        raise ModelConfigError("scripted models are built per agent, with their policy")
+    if name is Provider.SELF_HOSTED:
+        return _openai_compatible(model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY"))
+    if name is Provider.OLLAMA:
+        base = os.environ.get("OLLAMA_BASE_URL", "").rstrip("/")
+        return _openai_compatible(model, base if base.endswith("/v1") else f"{base}/v1", "ollama")
+    return infer_model(f"{PROVIDER_SPECS[name].pydantic_ai_prefix}:{model}")
+
+
+def _self_hosted_url(model: str) -> str:
+    raw = os.environ.get("SELF_HOSTED_BASE_URLS", "")
+    try:
+        urls = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ModelConfigError(f"SELF_HOSTED_BASE_URLS is not JSON: {exc.msg}") from None
+    if not isinstance(urls, dict) or model not in urls:
+        raise ModelConfigError(f"model {model!r} is not a key of SELF_HOSTED_BASE_URLS")
+    return str(urls[model])
+
+
+def _openai_compatible(model: str, base_url: str, api_key: str | None) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIChatModel(model, provider=OpenAIProvider(base_url=base_url, api_key=api_key or "none"))

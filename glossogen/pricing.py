@@ -1,0 +1,57 @@
+"""Spend of one model call in USD, priced offline with genai-prices' bundled data.
+
+Prices come from the genai-prices package (its snapshot shipped in the wheel; never updated at
+run time). Providers the catalogue marks as not billed (scripted, self-hosted, ollama) cost 0.
+A model genai-prices does not know returns None ("not costed"), never 0.
+"""
+
+from __future__ import annotations
+
+from genai_prices import Usage, calc_price
+
+from glossogen.catalog import PROVIDER_SPECS, Provider
+
+
+def price_call(
+    provider: str,
+    model: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float | None:
+    """Return the USD cost of one call, or None when the model is not in the price catalogue.
+
+    ``input_tokens`` already includes cache reads and writes (pydantic-ai's and genai-prices'
+    convention). Unknown providers are not costed (None).
+    """
+    try:
+        spec = PROVIDER_SPECS[Provider(provider)]
+    except ValueError:
+        return None
+    if not spec.billed:
+        return 0.0
+    if spec.genai_prices_id is None:
+        return None
+    usage = Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens or None,
+        cache_write_tokens=cache_write_tokens or None,
+    )
+    try:
+        price = calc_price(usage, model_ref=model, provider_id=spec.genai_prices_id)
+    except LookupError:
+        return None
+    return float(price.total_price)
+
+
+def add_costs(costs: list[float | None]) -> float | None:
+    """Sum USD costs; None (not costed) when any item is None, 0.0 for an empty list."""
+    total = 0.0
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return total

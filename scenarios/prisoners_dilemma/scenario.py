@@ -1,0 +1,180 @@
+"""Prisoners' dilemma: two players talk freely, then each locks in cooperate or defect.
+
+Success for the team means both cooperated; a move not locked in by the round's end counts as
+defect. Payoffs follow the classic ordering T > R > P > S with 2R > T + S (Axelrod, "The
+Evolution of Cooperation", 1984), checked by the knobs model.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from typing import Any, Literal
+
+from jinja2 import Template
+from pydantic import Field, model_validator
+from pydantic_ai import Tool
+
+from glossogen.eventlog import Verdict
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario import (
+    AgentSpec,
+    ChannelSpec,
+    RoundContext,
+    Scenario,
+    ScriptedMove,
+    ScriptedView,
+    ToolContext,
+    scenario_dir,
+)
+from scenarios.prisoners_dilemma.events import MoveLocked, RoundScored
+
+Move = Literal["cooperate", "defect"]
+PLAYERS = ("player_a", "player_b")
+
+
+class PrisonersDilemmaKnobs(BaseKnobs):
+    """Knobs of the prisoners' dilemma; payoffs are points per player per round."""
+
+    max_round_duration_seconds: float = Field(default=120.0, gt=0)
+    payoff_temptation: int = Field(default=5, description="T: defecting against a cooperator.")
+    payoff_reward: int = Field(default=3, description="R: both cooperate.")
+    payoff_punishment: int = Field(default=1, description="P: both defect.")
+    payoff_sucker: int = Field(default=0, description="S: cooperating against a defector.")
+
+    @model_validator(mode="after")
+    def _dilemma_ordering(self) -> PrisonersDilemmaKnobs:
+        t, r, p, s = (
+            self.payoff_temptation,
+            self.payoff_reward,
+            self.payoff_punishment,
+            self.payoff_sucker,
+        )
+        if not t > r > p > s:
+            raise ValueError(
+                f"payoffs must satisfy temptation > reward > punishment > sucker (got {t}, {r}, {p}, {s})"
+            )
+        if not 2 * r > t + s:
+            raise ValueError(f"payoffs must satisfy 2*reward > temptation + sucker (got 2*{r} <= {t}+{s})")
+        return self
+
+
+@cache
+def _system_template() -> Template:
+    return Template((scenario_dir(PrisonersDilemma) / "prompts" / "system.j2").read_text())
+
+
+class PrisonersDilemma(Scenario):
+    """Two players, a free talk channel, one private move each per round."""
+
+    name = "prisoners_dilemma"
+    description = (
+        "Two players talk on a free channel, then each privately locks in cooperate or defect. "
+        "The round is won when both cooperate; a missing move counts as defect."
+    )
+    knobs_model = PrisonersDilemmaKnobs
+    events = (MoveLocked, RoundScored)
+    knobs: PrisonersDilemmaKnobs
+
+    def __init__(self, knobs: BaseKnobs) -> None:
+        """Start with no moves locked."""
+        super().__init__(knobs)
+        self.moves: dict[str, Move] = {}
+
+    def agents(self) -> list[AgentSpec]:
+        """Return the two players."""
+        return [
+            AgentSpec("player_a", "player", "Player A", tools=("lock_in",)),
+            AgentSpec("player_b", "player", "Player B", tools=("lock_in",)),
+        ]
+
+    def channels(self) -> list[ChannelSpec]:
+        """Return the free talk channel and the postmortem channel."""
+        return [ChannelSpec("table", metered=False), ChannelSpec("postmortem", metered=False, phase="postmortem")]
+
+    def system_prompt(self, agent: AgentSpec) -> str:
+        """Return the rules and payoffs for ``agent``."""
+        k = self.knobs
+        return _system_template().render(
+            display_name=agent.display_name,
+            round_count=k.round_count,
+            reward=k.payoff_reward,
+            punishment=k.payoff_punishment,
+            temptation=k.payoff_temptation,
+            sucker=k.payoff_sucker,
+        )
+
+    def tools(self) -> list[Tool[Any]]:
+        """Return ``lock_in``."""
+
+        async def lock_in(ctx: ToolContext, move: Move) -> dict[str, Any]:
+            """Lock in your move for this round: "cooperate" or "defect". Once per round."""
+            agent_id = ctx.deps.agent_id
+            if agent_id in self.moves:
+                return {"status": "error", "reason": f"you already locked in {self.moves[agent_id]!r}"}
+            self.moves[agent_id] = move
+            ctx.deps.round.emit(MoveLocked(agent_id=agent_id, move=move))
+            return {"status": "locked", "move": move}
+
+        return [Tool(lock_in, takes_ctx=True)]
+
+    def start_round(self, ctx: RoundContext) -> None:
+        """Clear the moves and brief both players."""
+        self.moves = {}
+        for player in PLAYERS:
+            ctx.brief(
+                player,
+                f"Round {ctx.round_number} of {self.knobs.round_count} begins. Talk on 'table' if you "
+                "wish, then lock in your move.",
+                {"round": ctx.round_number},
+            )
+
+    def is_settled(self) -> bool:
+        """True once both players locked in."""
+        return all(p in self.moves for p in PLAYERS)
+
+    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
+        """Score the round: success only when both cooperated; a missing move is a defect."""
+        k = self.knobs
+        moves = {p: self.moves.get(p, "defect") for p in PLAYERS}
+        missing = [p for p in PLAYERS if p not in self.moves]
+        table = {
+            ("cooperate", "cooperate"): (k.payoff_reward, k.payoff_reward),
+            ("cooperate", "defect"): (k.payoff_sucker, k.payoff_temptation),
+            ("defect", "cooperate"): (k.payoff_temptation, k.payoff_sucker),
+            ("defect", "defect"): (k.payoff_punishment, k.payoff_punishment),
+        }
+        a, b = table[(moves["player_a"], moves["player_b"])]
+        ctx.emit(RoundScored(moves=moves, missing=missing, payoffs={"player_a": a, "player_b": b}))
+        both = all(m == "cooperate" for m in moves.values())
+        reason = ", ".join(f"{p} {m}{' (missing)' if p in missing else ''}" for p, m in moves.items())
+        return [Verdict(team_id="team", success=both, reason=reason)]
+
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        """Propose cooperation, wait for a reply, lock in; in misplayed rounds one seat defects."""
+        sent = [r for r in view.tool_results("send_message") if r.get("status") == "sent"]
+        if view.phase == "postmortem":
+            if sent:
+                return ScriptedMove.finish()
+            return ScriptedMove.call("send_message", channel_id="postmortem", text=self._debrief(view))
+        if view.tool_results("lock_in"):
+            return ScriptedMove.finish("Locked in.")
+        if not sent:
+            heard = view.received_messages()
+            text = "Agreed, I cooperate too." if heard else "I will cooperate this round if you do."
+            return ScriptedMove.call("send_message", channel_id="table", text=text)
+        if not view.received_messages():
+            return ScriptedMove.call("wait_for_notifications")
+        return ScriptedMove.call("lock_in", move=self._scripted_choice(view))
+
+    def _scripted_choice(self, view: ScriptedView) -> Move:
+        if not view.misplay:
+            return "cooperate"
+        defector = random.Random(f"{self.knobs.seed}:{view.round_number}:pd-misplay").choice(PLAYERS)
+        return "defect" if view.agent_id == defector else "cooperate"
+
+    @staticmethod
+    def _debrief(view: ScriptedView) -> str:
+        verdicts = next((b.get("verdicts") for b in view.briefings() if b.get("verdicts")), [])
+        won = bool(verdicts) and all(v["success"] for v in verdicts)
+        return "We both cooperated; let us keep it up." if won else "Someone defected; let us both cooperate next round."

@@ -1,0 +1,100 @@
+import json
+from typing import Literal
+
+import pytest
+
+from glossogen.eventlog import Event, EventLogRead, iter_event_dicts, read_events, register_event
+from tests.eventlog.samples import sample_events
+
+
+@register_event
+class ProbeCaseStarted(Event):
+    """A scenario event registered after the core ones."""
+
+    event_type: Literal["probe_case_started"] = "probe_case_started"
+    secret: str
+
+
+def _write(path, lines: list[str], tail: bytes = b"") -> str:
+    path.write_bytes("".join(line + "\n" for line in lines).encode("utf-8") + tail)
+    return str(path)
+
+
+def test_truncated_last_line_is_ignored_and_flagged(tmp_path):
+    events = sample_events()
+    cut = events[3].model_dump_json().encode()[:-7]
+    url = _write(tmp_path / "demo.jsonl", [e.model_dump_json() for e in events[:3]], tail=cut)
+    got = read_events(url)
+    assert got.events == events[:3]
+    assert (got.invalid_lines, got.unknown_lines, got.truncated_tail) == (0, 0, True)
+    assert [d["event_id"] for d in iter_event_dicts(url)] == ["e1", "e2", "e3"]
+
+
+def test_last_line_without_newline_that_parses_is_read(tmp_path):
+    events = sample_events()
+    lines = [e.model_dump_json() for e in events[:2]]
+    url = _write(tmp_path / "demo.jsonl", lines, tail=events[2].model_dump_json().encode())
+    got = read_events(url)
+    assert got.events == events[:3]
+    assert got.truncated_tail is False
+
+
+def test_bad_and_unknown_lines_cost_only_themselves(tmp_path):
+    e1, e2, e3, e4, _ = sample_events()
+    unknown = {"event_type": "martian_landed", "event_id": "u1", "crater": 7}
+    lines = [
+        e1.model_dump_json(),
+        '{"event_type": "round_started", "round_number": ',  # cut, but not the last line
+        e2.model_dump_json(),
+        json.dumps(unknown),
+        '{"event_type": "message_sent", "channel_id": "main"}',  # fails validation
+        "",
+        "   ",
+        e3.model_dump_json(),
+        '["event_type", "round_started"]',  # not an object
+        '{"round_number": 1}',  # no event_type
+        '{"event_type": "round_started", "elapsed": NaN}',  # NaN is not JSON
+        e4.model_dump_json(),
+    ]
+    url = _write(tmp_path / "demo.jsonl", lines)
+    got = read_events(url)
+    assert got.events == [e1, e2, e3, e4]
+    assert got.invalid_lines == 5
+    assert got.unknown_lines == 1
+    assert got.raw_unknown == [unknown]
+    assert got.truncated_tail is False
+    ids = [d.get("event_id") for d in iter_event_dicts(url)]
+    assert ids == ["e1", "e2", "u1", None, "e3", None, "e4"]
+
+
+def test_invalid_utf8_line_is_counted(tmp_path):
+    e1, e2 = sample_events()[:2]
+    path = tmp_path / "demo.jsonl"
+    bad = b"\xff\xfe{}"
+    path.write_bytes(
+        b"\n".join([e1.model_dump_json().encode(), bad, e2.model_dump_json().encode(), b""])
+    )
+    got = read_events(str(path))
+    assert got.events == [e1, e2]
+    assert got.invalid_lines == 1
+
+
+def test_registered_scenario_event_is_read_as_its_class(tmp_path):
+    probe = ProbeCaseStarted(event_id="p1", round_number=2, secret="red")
+    url = _write(tmp_path / "demo.jsonl", [probe.model_dump_json()])
+    got = read_events(url)
+    assert got.events == [probe]
+    assert type(got.events[0]) is ProbeCaseStarted
+    assert got.unknown_lines == 0
+
+
+def test_empty_log_reads_empty(tmp_path):
+    got = read_events(_write(tmp_path / "demo.jsonl", []))
+    assert got == EventLogRead()
+
+
+def test_missing_log_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_events(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(FileNotFoundError):
+        list(iter_event_dicts(str(tmp_path / "nope.jsonl")))
