@@ -32,14 +32,17 @@ def load_scenario(name: str) -> type[Scenario]:
     """Return the scenario class called ``name`` and register its events.
 
     Raises:
-        UnknownScenarioError: no installed scenario has that name.
+        UnknownScenarioError: no installed scenario has that name, or its module fails to import.
     """
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not found:
         raise UnknownScenarioError(
             f"unknown scenario {name!r} (installed: {', '.join(scenario_names()) or 'none'})"
         )
-    cls = found[0].load()
+    try:
+        cls = found[0].load()
+    except Exception as exc:  # a broken plug-in must not take the whole CLI down
+        raise UnknownScenarioError(f"scenario {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, Scenario)):
         raise UnknownScenarioError(f"entry point {name!r} does not name a Scenario class")
     for event_cls in cls.events:

@@ -1,0 +1,44 @@
+"""The ``glossogen`` command line: a typer app, one command per module, no business logic.
+
+Exit codes follow DESIGN.md §9; typer's usage errors (click's exit 2) become 64.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer.exceptions import TyperException
+
+from glossogen.cli import run, scenarios, schema
+
+app = typer.Typer(
+    name="glossogen",
+    help="Study how LLM agents communicate when they must: play scenarios, read their event logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("run", context_settings={"allow_interspersed_args": True})(run.run)
+app.command("schema")(schema.schema)
+app.command("scenarios")(scenarios.scenarios)
+
+EXIT_USAGE = 64
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
+    try:
+        code = app(args=argv, standalone_mode=False, prog_name="glossogen")
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except TyperException as exc:  # typer's vendored click usage errors (its exit 2)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"glossogen: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

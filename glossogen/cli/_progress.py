@@ -1,0 +1,93 @@
+"""Live progress of a run on the terminal: a rich bar per round, or plain lines when piped."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from glossogen.eventlog import Event
+
+
+class RunProgress:
+    """Observer printing ``new_run_id=``/``new_run_dir=`` at once, then per-round progress.
+
+    On a TTY each round gets a rich progress bar (characters against the round's budget, or
+    messages when the scenario has none); otherwise one plain line per finished round.
+    """
+
+    def __init__(self, waiting_for_server: bool) -> None:
+        """Remember when we started waiting for a temporary Prefect server, if we are."""
+        self.tty = sys.stdout.isatty()
+        self.console = Console(file=sys.stdout)
+        self.wait_started = time.monotonic() if waiting_for_server else None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+        self.round_count = 0
+        self.messages = 0
+        self.chars = 0
+        self.budget: int | None = None
+
+    def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
+        """Print the run's id and folder the moment it is claimed."""
+        if self.wait_started is not None:
+            print(f"Prefect server ready after {time.monotonic() - self.wait_started:.1f} s", file=sys.stderr)
+            self.wait_started = None
+        print(f"new_run_id={run_id}", flush=True)
+        print(f"new_run_dir={run_url}", flush=True)
+        self.round_count = round_count
+        if self.tty:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self.progress.start()
+
+    def event(self, event: Event) -> None:
+        """Follow the events that move the display."""
+        kind = event.event_type
+        data: Any = event
+        if kind == "round_started":
+            self.messages = self.chars = 0
+            self.budget = None
+            if self.progress is not None:
+                self.task = self.progress.add_task(
+                    f"round {event.round_number}/{self.round_count}", total=None, detail=""
+                )
+        elif kind == "message_sent" and event.phase == "main":
+            self.messages += 1
+            self.chars += data.chars
+            if data.budget_chars:
+                self.budget = data.budget_chars
+            self._update()
+        elif kind == "round_result_recorded":
+            verdict = "won" if data.success else "lost"
+            line = f"round {event.round_number}/{self.round_count}: {verdict} ({data.reason}) · {self.messages} messages · {self.chars} characters"
+            if self.progress is not None and self.task is not None:
+                self.progress.update(self.task, total=1, completed=1, detail=f"{verdict}: {data.reason}"[:60])
+            else:
+                print(line, flush=True)
+        elif kind == "simulation_ended" and self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def _update(self) -> None:
+        if self.progress is None or self.task is None:
+            return
+        detail = f"{self.messages} msgs · {self.chars} chars"
+        if self.budget:
+            self.progress.update(self.task, total=self.budget, completed=min(self.chars, self.budget), detail=detail + f" / {self.budget}")
+        else:
+            self.progress.update(self.task, detail=detail)
+
+    def close(self) -> None:
+        """Stop the live display if it is still up (error paths)."""
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

@@ -1,0 +1,29 @@
+"""Launching a run: plan and validate, check credentials, claim a folder, play, price, finish."""
+
+from glossogen.launch._credentials import EXIT_CREDENTIALS, apply_dotenv, check_credentials, load_environment
+from glossogen.launch._observers import RunObserver, observing
+from glossogen.launch._plan import EXIT_REFUSED, EXIT_USAGE, LaunchError, RunPlan, RunRequest, SeatPlan, plan_run
+from glossogen.launch._session import RunResult, RunSession, Spend, claim_run, log_url, open_session, price_spend
+
+__all__ = [
+    "EXIT_CREDENTIALS",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "LaunchError",
+    "RunObserver",
+    "RunPlan",
+    "RunRequest",
+    "RunResult",
+    "RunSession",
+    "SeatPlan",
+    "Spend",
+    "apply_dotenv",
+    "check_credentials",
+    "claim_run",
+    "load_environment",
+    "log_url",
+    "observing",
+    "open_session",
+    "plan_run",
+    "price_spend",
+]

@@ -1,0 +1,181 @@
+"""A run in progress: its folder, event log writer, engine and clock, and how it ends.
+
+The simulate flow drives a :class:`RunSession` one task per step; tests and benchmarks drive
+the same object directly. Spend is summed back from the event log, the ledger.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version
+
+from pydantic import BaseModel
+
+from glossogen.engine import RoundSummary, RunEngine, RunSetup, SystemClock, VirtualClock, resolve_judge, resolve_seats
+from glossogen.eventlog import AgentCost, Event, EventLogWriter, SimulationEnded, read_events
+from glossogen.launch._credentials import apply_dotenv
+from glossogen.launch._observers import has_observers, notify
+from glossogen.launch._plan import RunPlan
+from glossogen.pricing import add_costs
+from glossogen.storage import ClaimedRun, RunStore, join
+
+
+class Spend(BaseModel):
+    """What a run spent, in USD, summed from its event log (null = some call not costed)."""
+
+    total_cost_usd: float | None
+    judge_cost_usd: float | None
+    agent_costs: list[AgentCost]
+
+
+class RunResult(BaseModel):
+    """How a run ended: what ``simulation_ended`` says, plus where the run lives."""
+
+    run_id: str
+    run_url: str
+    status: str
+    rounds_played: int
+    rounds_won: int
+    total_messages: int
+    total_chars: int
+    total_cost_usd: float | None
+    duration_seconds: float
+
+
+def claim_run(plan: RunPlan, now_unix: int | None = None) -> ClaimedRun:
+    """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` and write ``config.json`` and ``labels.json``."""
+    store = RunStore(plan.request.runs_dir)
+    claimed = store.claim_run_dir(plan.request.scenario, int(now_unix if now_unix is not None else time.time()))
+    store.write_json(claimed.url, "config.json", plan.knobs)
+    store.write_json(claimed.url, "labels.json", plan.knobs.get("labels", {}))
+    notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
+    return claimed
+
+
+def log_url(plan: RunPlan, claimed: ClaimedRun) -> str:
+    """Return the URL of the run's ``<scenario>.jsonl``."""
+    return join(claimed.url, f"{plan.request.scenario}.jsonl")
+
+
+def _versions() -> dict[str, str]:
+    return {name: version(name) for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")}
+
+
+@dataclass
+class RunSession:
+    """The live objects of one run (one asyncio loop)."""
+
+    plan: RunPlan
+    claimed: ClaimedRun
+    writer: EventLogWriter
+    engine: RunEngine
+    started: float
+
+    async def play_round(self, round_number: int) -> RoundSummary:
+        """Play one round and make the log durable up to its end."""
+        summary = await self.engine.play_round(round_number)
+        self.writer.round_boundary()
+        return summary
+
+    @property
+    def stopped_early(self) -> bool:
+        """True when no agent can act any more (every one failed or hit its turn limit)."""
+        return self.engine.every_agent_out
+
+    def finish(self, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None) -> RunResult:
+        """Log ``simulation_ended``, close the log and return the result."""
+        won = sum(1 for r in rounds if r.verdicts and all(v.success for v in r.verdicts))
+        duration = round(time.monotonic() - self.started, 3)
+        ended = SimulationEnded(
+            status=status,  # type: ignore[arg-type]
+            rounds_played=len(rounds),
+            rounds_won=won,
+            total_messages=self.engine.total_messages,
+            total_chars=self.engine.total_chars,
+            total_cost_usd=spend.total_cost_usd,
+            judge_cost_usd=spend.judge_cost_usd,
+            agent_costs=spend.agent_costs,
+            duration_seconds=duration,
+            error=error,
+        )
+        self.engine.emit(ended)
+        self.writer.close()
+        return RunResult(
+            run_id=self.claimed.run_id,
+            run_url=self.claimed.url,
+            status=status,
+            rounds_played=len(rounds),
+            rounds_won=won,
+            total_messages=ended.total_messages,
+            total_chars=ended.total_chars,
+            total_cost_usd=spend.total_cost_usd,
+            duration_seconds=duration,
+        )
+
+
+def open_session(plan: RunPlan, claimed: ClaimedRun, clock_start: datetime | None = None) -> RunSession:
+    """Create the writer and engine of a claimed run and log its start.
+
+    The clock is virtual when every agent and the judge are scripted (offline runs play game
+    time without waiting), else the real one.
+    """
+    apply_dotenv()
+    scenario, knobs = plan.build()
+    seats = resolve_seats(scenario, knobs, plan.request.model, plan.request.provider)
+    judge = resolve_judge(scenario, knobs, seats, plan.request.provider)
+    writer = EventLogWriter(log_url(plan, claimed))
+    watched = has_observers()
+
+    def sink(event: Event) -> None:
+        writer.append(event)
+        if watched:
+            notify("event", event)
+
+    clock = VirtualClock(clock_start or datetime.now(UTC)) if plan.virtual_clock else SystemClock()
+    setup = RunSetup(
+        run_id=claimed.run_id,
+        scenario=scenario,
+        knobs=knobs,
+        model=plan.request.model,
+        provider=plan.request.provider,
+        seats=seats,
+        judge=judge,
+        max_agent_turns=plan.request.max_agent_turns,
+        versions=_versions(),
+    )
+    engine = RunEngine(setup, sink, clock)
+    engine.start()
+    return RunSession(plan, claimed, writer, engine, time.monotonic())
+
+
+def price_spend(url: str) -> Spend:
+    """Sum a run's spend from its event log: each agent's model calls, plus the in-run judge.
+
+    Raises:
+        StorageError: the log cannot be read.
+    """
+    per_agent: dict[str, list[float | None]] = {}
+    tokens: dict[str, list[int]] = {}
+    judge: list[float | None] = []
+    for event in read_events(url).events:
+        if event.event_type == "agent_registered":
+            per_agent.setdefault(event.agent_id, [])  # type: ignore[attr-defined]
+            tokens.setdefault(event.agent_id, [0, 0, 0])  # type: ignore[attr-defined]
+        elif event.event_type == "llm_response_received":
+            agent_id = event.agent_id  # type: ignore[attr-defined]
+            per_agent.setdefault(agent_id, []).append(event.cost_usd)  # type: ignore[attr-defined]
+            t = tokens.setdefault(agent_id, [0, 0, 0])
+            t[0] += event.input_tokens  # type: ignore[attr-defined]
+            t[1] += event.output_tokens  # type: ignore[attr-defined]
+            t[2] += 1
+        elif event.event_type == "judge_called":
+            judge.append(event.cost_usd)  # type: ignore[attr-defined]
+    agent_costs = [
+        AgentCost(agent_id=a, cost_usd=add_costs(c), input_tokens=tokens[a][0], output_tokens=tokens[a][1], requests=tokens[a][2])
+        for a, c in per_agent.items()
+    ]
+    judge_cost = add_costs(judge)
+    total = add_costs([a.cost_usd for a in agent_costs] + [judge_cost])
+    return Spend(total_cost_usd=total, judge_cost_usd=judge_cost, agent_costs=agent_costs)

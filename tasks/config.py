@@ -1,0 +1,29 @@
+"""Tasks that resolve a launch: the config and the credentials it needs."""
+
+from __future__ import annotations
+
+import json
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NONE
+
+from glossogen.launch import RunPlan, RunRequest, check_credentials as check, plan_run
+
+
+@task(name="resolve_config", cache_policy=NONE)
+def resolve_config(request: RunRequest) -> RunPlan:
+    """Resolve preset, overrides and knobs into a plan, and log what it resolved to."""
+    plan = plan_run(request)
+    get_run_logger().info(
+        "resolved %s with %d override(s): %s",
+        plan.config_source,
+        len(request.overrides),
+        json.dumps(plan.knobs, sort_keys=True),
+    )
+    return plan
+
+
+@task(name="check_credentials", cache_policy=NONE)
+def check_credentials(plan: RunPlan) -> list[str]:
+    """Refuse the run (exit 77) when a provider some agent or the judge needs has no key."""
+    return check(plan)
