@@ -84,7 +84,9 @@ def check_action(action: str, need: Requirement) -> JudgeDecision:
         return JudgeDecision(False, f"wrong face: needed {need.face}, got {got}")
     seconds = seconds_named(action)
     if seconds != {need.hold_seconds}:
-        return JudgeDecision(False, f"wrong hold: needed {need.hold_seconds} s, got {_join(seconds)}")
+        return JudgeDecision(
+            False, f"wrong hold: needed {need.hold_seconds} s, got {_join(seconds)}"
+        )
     levels = levels_named(action)
     if levels != {need.intensity_level}:
         return JudgeDecision(

@@ -175,7 +175,8 @@ class Veyru(Scenario):
             "remap": dict(r.remap),
             "veiled": r.veiled,
         }
-        ctx.brief(ENGINEER, render("engineer_round", **common, **reading, star=STAR), {**common, **reading})
+        text = render("engineer_round", **common, **reading, star=STAR)
+        ctx.brief(ENGINEER, text, {**common, **reading})
 
     def _stage_data(self, stage: int) -> dict[str, Any]:
         assert self.case is not None
@@ -307,18 +308,21 @@ class Veyru(Scenario):
         if self.lost_reason is not None:
             return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
         if self.case is not None and self.stabilized >= stages:
-            return [Verdict(team_id=TEAM, success=True, reason=f"stabilized: {stages} of {stages} stages")]
+            reason = f"{stages} of {stages} stages stabilized"
+            return [Verdict(team_id=TEAM, success=True, reason=reason)]
         reason = f"unfinished: {self.stabilized} of {stages} stages stabilized"
         return [Verdict(team_id=TEAM, success=False, reason=reason)]
 
     def postmortem_briefing(self, agent: AgentSpec, verdicts: list[Verdict]) -> str:
-        """Tell ``agent`` how the round went (and of any model swap, if ``postmortem_after_swap``)."""
+        """Tell ``agent`` how the round went, and of model swaps if ``postmortem_after_swap``."""
         swaps = [
             e
             for e in self.knobs.scheduled_events
             if e.kind == "swap_agent" and e.round <= self.round_number and e.agent_id
         ]
-        swapped = sorted({str(e.agent_id) for e in swaps}) if self.knobs.postmortem_after_swap else []
+        if not self.knobs.postmortem_after_swap:
+            swaps = []
+        swapped = sorted({str(e.agent_id) for e in swaps})
         return render(
             "postmortem",
             round=self.round_number,

@@ -11,6 +11,9 @@ round, so both seats agree on it without talking:
   veiled round, where that would be right, it misreads the hold time by one second instead);
 - ``ramble``: the observer describes one stage at length and overruns the link budget;
 - ``wrong_face``: the observer mixes up the face when applying one stage's treatment.
+
+With ``attempts_per_stage`` above 1 a misplay can be recovered from: each mistake is made on the
+stage's first attempt only, and after a failure the observer reports "no change" and retries.
 """
 
 from __future__ import annotations
@@ -86,7 +89,9 @@ def _from_partner(steps: list[Step], me: str) -> list[str]:
     return [
         s.data.get("text", "")
         for s in steps
-        if s.kind == "message" and s.data.get("channel_id") == LINK and s.data.get("sender_id") != me
+        if s.kind == "message"
+        and s.data.get("channel_id") == LINK
+        and s.data.get("sender_id") != me
     ]
 
 
@@ -120,7 +125,10 @@ def observer_move(view: ScriptedView, seed: int) -> ScriptedMove:
     orders = _from_partner(since, view.agent_id)
     if orders:
         action = f"As instructed: {orders[-1]}"
-        if misplay and misplay.kind == "wrong_face" and misplay.stage == stage:
+        first_try = not any(
+            s.kind == "treatment" and s.data.get("stage") == stage for s in steps
+        )
+        if misplay and misplay.kind == "wrong_face" and misplay.stage == stage and first_try:
             action = _swap_face(action)
         return ScriptedMove.call("apply_treatment", action=action)
     if any(s.kind == "sent" for s in since):
@@ -143,11 +151,11 @@ def _swap_face(action: str) -> str:
 
 def _ramble(symptoms: str, budget_chars: int) -> str:
     text = (
-        f"Okay, writing down everything I see so nothing is missed. {symptoms} I am not sure "
-        "which part of this matters, so here it is again in my own words:"
+        f"Writing down everything I see, to be safe. {symptoms} I can't tell which part of this "
+        "matters, so you get all of it, and I will keep watching it closely."
     )
     while len(text) <= budget_chars:
-        text += f" {symptoms}"
+        text += f" Again, to be sure: {symptoms}"
     return text
 
 
@@ -182,8 +190,9 @@ def engineer_move(view: ScriptedView, seed: int) -> ScriptedMove:
         return ScriptedMove.call("send_message", channel_id=LINK, text="signs again, short?")
     cure = BY_ID[reading["remap"][motif.motif_id]]
     seconds = int(reading["hold_seconds"])
-    misplay = plan_misplay(seed, view.round_number, int(reading["stages"])) if view.misplay else None
-    if misplay and misplay.kind == "unmapped" and misplay.stage == stage and attempt == 1:
+    misplay = plan_misplay(seed, view.round_number, int(reading["stages"]))
+    slip = view.misplay and misplay.kind == "unmapped" and misplay.stage == stage
+    if slip and attempt == 1:
         if reading["veiled"]:
             seconds += 1
         else:
@@ -199,8 +208,8 @@ _DEBRIEF = {
     ("won", ENGINEER): "Good round. Keep it: signs as short notes, answer as verb face secs level.",
     ("budget", OBSERVER): "My fault, I wrote far too much. Short notes only from now on.",
     ("budget", ENGINEER): "We overran the link. Signs in a few words, please; I will stay terse.",
-    ("treatment", OBSERVER): "That treatment missed. I will copy your line exactly; check it twice.",
-    ("treatment", ENGINEER): f"Missed one. I will recheck the {STAR} shift and face before sending.",
+    ("treatment", OBSERVER): "Treatment missed. I will copy your line exactly; check it twice.",
+    ("treatment", ENGINEER): f"I will recheck the {STAR} shift and face before I send.",
     ("other", OBSERVER): "We ran out of time; I will describe the moment I see the signs.",
     ("other", ENGINEER): "We ran out of time; I will answer as soon as the signs arrive.",
 }

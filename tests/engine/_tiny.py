@@ -190,13 +190,18 @@ def finish(view: ScriptedView) -> ScriptedMove:
     return ScriptedMove.finish()
 
 
-def sends(*script: tuple[str, str]) -> Policy:
-    """Send each ``(channel_id, text)`` of ``script`` in turn (one per model call), then stop."""
+def sends(*script: tuple[str, str], postmortem: tuple[tuple[str, str], ...] = ()) -> Policy:
+    """Send each ``(channel_id, text)`` in turn (one per model call), then stop.
+
+    ``script`` is played in the main phase, ``postmortem`` in the postmortem. Every reply counts
+    as done (sent, conflict or error alike).
+    """
 
     def policy(view: ScriptedView) -> ScriptedMove:
+        steps = script if view.phase == "main" else postmortem
         done = len(view.tool_results("send_message"))
-        if view.phase == "main" and done < len(script):
-            channel_id, text = script[done]
+        if done < len(steps):
+            channel_id, text = steps[done]
             return ScriptedMove.call("send_message", channel_id=channel_id, text=text)
         return ScriptedMove.finish()
 
