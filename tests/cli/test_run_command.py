@@ -108,3 +108,21 @@ def test_help_and_read_only_commands_do_not_import_prefect(tmp_path: Path) -> No
     probe = "import sys; from glossogen.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\nprint('prefect' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["PREFECT_HOME"] = str(tmp_path / "fresh-prefect-home")
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "scripted",
+         "--provider", "scripted", "--runs-dir", "./runs", "--config", "knobs_default", "round_count=1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "waiting for a temporary local Prefect server to start" in done.stderr
+    assert "Prefect server ready after" in done.stderr
+    assert "completed: " in done.stdout.splitlines()[-1]

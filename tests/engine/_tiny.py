@@ -112,7 +112,11 @@ class Tiny(Scenario):
         return self.settle_when(self)
 
     def verdicts(self, ctx: RoundContext) -> list[Verdict]:
-        return [Verdict(team_id="team", success=bool(self.declared), reason=f"declared: {self.declared}")]
+        return [
+            Verdict(
+                team_id="team", success=bool(self.declared), reason=f"declared: {self.declared}"
+            )
+        ]
 
     def scripted_move(self, view: ScriptedView) -> ScriptedMove:
         self.views.append(view)
@@ -164,7 +168,9 @@ def play(scenario: Tiny, rounds: int = 1, max_agent_turns: int = 200) -> Played:
     out: list[bool] = []
 
     async def main() -> tuple[RunEngine, list[RoundSummary]]:
-        setup = RunSetup("tiny/1", scenario, knobs, "scripted", "scripted", seats, None, max_agent_turns)
+        setup = RunSetup(
+            "tiny/1", scenario, knobs, "scripted", "scripted", seats, None, max_agent_turns
+        )
         engine = RunEngine(setup, events.append, VirtualClock(START))
         engine.start()
         summaries = []

@@ -76,7 +76,8 @@ def test_message_sent_records_the_charge_and_the_running_total():
 def test_the_sender_is_told_what_it_has_used():
     _, played = budget_run()
     replies = [
-        {k: v for k, v in r.items() if k != "message_id"} for r in played.results("a", "send_message")
+        {k: v for k, v in r.items() if k != "message_id"}
+        for r in played.results("a", "send_message")
     ]
     assert replies == [
         {"status": "sent", "chars": 60, "budget_used_chars": 60, "budget_chars": 150},
@@ -89,7 +90,10 @@ def test_the_sender_is_told_what_it_has_used():
 def test_warnings_are_logged_in_order_after_the_message_that_crossed_them():
     _, played = budget_run()
     round_1 = [e for e in played.events if e.event_type in ("message_sent", "budget_warning")]
-    assert [(e.event_type, getattr(e, "threshold", None), getattr(e, "used_chars", None)) for e in round_1] == [
+    assert [
+        (e.event_type, getattr(e, "threshold", None), getattr(e, "used_chars", None))
+        for e in round_1
+    ] == [
         ("message_sent", None, None),
         ("message_sent", None, None),
         ("budget_warning", 0.5, 80),
@@ -124,7 +128,9 @@ def test_the_budget_starts_afresh_each_round_and_each_mark_fires_once_per_round(
 
 def test_without_a_budget_a_metered_channel_charges_nothing():
     _, played = budget_run(budget=None)
-    assert [(e.charged_chars, e.budget_used_chars) for e in played.of("message_sent")] == [(0, None)] * 4
+    assert [(e.charged_chars, e.budget_used_chars) for e in played.of("message_sent")] == [
+        (0, None)
+    ] * 4
     assert played.of("budget_warning") == []
 
 

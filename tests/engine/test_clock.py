@@ -65,7 +65,9 @@ def test_wait_returns_true_when_the_event_is_set_before_the_deadline():
     assert run(main()) == (True, 1.0)
 
 
-@pytest.mark.parametrize(("already_set", "timeout", "expected"), [(True, 0.0, True), (False, 0.0, False)])
+@pytest.mark.parametrize(
+    ("already_set", "timeout", "expected"), [(True, 0.0, True), (False, 0.0, False)]
+)
 def test_wait_does_not_block_when_the_answer_is_known(already_set, timeout, expected):
     async def main():
         clock = VirtualClock(START)

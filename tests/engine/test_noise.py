@@ -77,7 +77,5 @@ def test_dropped_characters_are_still_paid_for():
 def test_the_recipient_reads_the_delivered_text():
     scenario = Tiny(knobs(channel_noise_level=0.3), by_agent(a=sends(("link", TEXT))))
     play(scenario)
-    heard = {
-        m["text"] for v in scenario.views if v.agent_id == "b" for m in v.received_messages()
-    }
+    heard = {m["text"] for v in scenario.views if v.agent_id == "b" for m in v.received_messages()}
     assert heard == {"the qu_ck br_wn f_x j_m_s"}

@@ -8,7 +8,13 @@ from tests.engine._tiny import Tiny, by_agent, knobs, play, sends
 pytestmark = pytest.mark.timeout(30)
 
 POLICY = by_agent(a=sends(("chat", "hello"), postmortem=(("postmortem", "lesson"),)))
-MARKS = ("round_started", "round_ended", "round_result_recorded", "postmortem_started", "postmortem_ended")
+MARKS = (
+    "round_started",
+    "round_ended",
+    "round_result_recorded",
+    "postmortem_started",
+    "postmortem_ended",
+)
 
 
 def marks(played, round_number):
@@ -26,7 +32,9 @@ def test_the_postmortem_briefing_carries_the_verdict_and_talk_happens_on_its_cha
     played = play(Tiny(knobs(postmortem_enabled=True), POLICY))
     briefings = [e.text for e in played.of("injection_delivered") if e.phase == "postmortem"]
     assert len(briefings) == 2
-    assert all(t.startswith("Round over. Outcome: team team: failure (declared: []).") for t in briefings)
+    assert all(
+        t.startswith("Round over. Outcome: team team: failure (declared: []).") for t in briefings
+    )
     sent = [(e.phase, e.channel_id, e.text) for e in played.of("message_sent")]
     assert sent == [("main", "chat", "hello"), ("postmortem", "postmortem", "lesson")]
     (ended,) = played.of("postmortem_ended")
@@ -36,7 +44,11 @@ def test_the_postmortem_briefing_carries_the_verdict_and_talk_happens_on_its_cha
 def test_postmortem_off_logs_nothing_of_it():
     played = play(Tiny(knobs(postmortem_enabled=False), POLICY), rounds=2)
     assert [e for e in played.events if e.phase == "postmortem"] == []
-    assert marks(played, 1) == marks(played, 2) == ["round_started", "round_ended", "round_result_recorded"]
+    assert (
+        marks(played, 1)
+        == marks(played, 2)
+        == ["round_started", "round_ended", "round_result_recorded"]
+    )
     assert [e.text for e in played.of("message_sent")] == ["hello", "hello"]
 
 
@@ -48,7 +60,9 @@ SWITCHES = [
 
 
 @pytest.mark.parametrize(("initially", "enabled", "held"), SWITCHES)
-def test_set_postmortem_at_round_two_switches_the_postmortem_from_round_two(initially, enabled, held):
+def test_set_postmortem_at_round_two_switches_the_postmortem_from_round_two(
+    initially, enabled, held
+):
     event = ScheduledEvent(kind="set_postmortem", round=2, enabled=enabled)
     scenario = Tiny(
         knobs(round_count=3, postmortem_enabled=initially, scheduled_events=[event]), POLICY

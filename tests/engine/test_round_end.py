@@ -17,11 +17,15 @@ def declare_once(view):
 
 
 def chatter(view):
-    """Send after anything but one's own sent message; after sending, wait. ``b`` opens by waiting."""
+    """After one's own sent message wait, else send; ``b`` opens by waiting."""
     last = view.observations[-1]
     if view.agent_id == "b" and len(view.observations) == 1:
         return ScriptedMove.call("wait_for_notifications")
-    if last.kind == "tool_result" and last.tool_name == "send_message" and last.data["status"] == "sent":
+    if (
+        last.kind == "tool_result"
+        and last.tool_name == "send_message"
+        and last.data["status"] == "sent"
+    ):
         return ScriptedMove.call("wait_for_notifications")
     n = len(view.tool_results("send_message"))
     return ScriptedMove.call("send_message", channel_id="chat", text=f"{view.agent_id}{n}")
@@ -82,7 +86,10 @@ def test_chatter_cut_by_a_timeout_plays_on_next_round():
 def test_max_agent_turns_caps_model_requests_per_agent():
     played = play(Tiny(knobs(max_round_duration_seconds=100), chatter), rounds=2, max_agent_turns=3)
     assert played.per_agent("llm_response_received") == {"a": 3, "b": 3}
-    limits = [(e.round_number, e.agent_id, e.max_agent_turns) for e in played.of("agent_turn_limit_reached")]
+    limits = [
+        (e.round_number, e.agent_id, e.max_agent_turns)
+        for e in played.of("agent_turn_limit_reached")
+    ]
     assert limits == [(1, "a", 3), (1, "b", 3)]
     # a: send, wait, send; b: wait, send, wait -> a0, b0, a1 by 6 s (three pairs of calls).
     assert [e.text for e in played.of("message_sent")] == ["a0", "b0", "a1"]
@@ -97,7 +104,10 @@ def test_a_model_failing_every_call_takes_each_agent_out_after_three_failures():
     # Postmortem on: round 1 fails once in the main phase and once in the postmortem, round 2 a
     # third time; the agents are then out and round 3 has nothing left to play.
     played = play(Tiny(knobs(postmortem_enabled=True), boom), rounds=3)
-    failed = [(e.round_number, e.agent_id, e.attempts, e.error_kind, e.error) for e in played.of("agent_run_cycle_failed")]
+    failed = [
+        (e.round_number, e.agent_id, e.attempts, e.error_kind, e.error)
+        for e in played.of("agent_run_cycle_failed")
+    ]
     assert failed == [
         (r, agent, attempt, "RuntimeError", "provider down")
         for r, attempt in ((1, 1), (1, 2), (2, 3))

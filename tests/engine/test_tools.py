@@ -27,7 +27,9 @@ def send_until_sent(text):
 def test_a_send_after_someone_else_wrote_unread_is_a_conflict_and_sends_nothing():
     # Both answer their briefing by sending; a's call returns first (seats play in order), so
     # b's send finds a's message unread.
-    scenario = Tiny(knobs(), by_agent(a=sends(("link", "from a")), b=send_until_sent("from b")), budget=150)
+    scenario = Tiny(
+        knobs(), by_agent(a=sends(("link", "from a")), b=send_until_sent("from b")), budget=150
+    )
     played = play(scenario)
     first, second = played.results("b", "send_message")
     (seen,) = first["messages"]
@@ -38,7 +40,12 @@ def test_a_send_after_someone_else_wrote_unread_is_a_conflict_and_sends_nothing(
     }
     assert without_ids(seen) == {"channel_id": "link", "sender_id": "a", "text": "from a"}
     # The conflicted send was not logged nor charged: b's retry is charged 6 on top of a's 6.
-    assert without_ids(second) == {"status": "sent", "chars": 6, "budget_used_chars": 12, "budget_chars": 150}
+    assert without_ids(second) == {
+        "status": "sent",
+        "chars": 6,
+        "budget_used_chars": 12,
+        "budget_chars": 150,
+    }
     assert [(e.sender_id, e.text, e.budget_used_chars) for e in played.of("message_sent")] == [
         ("a", "from a", 6),
         ("b", "from b", 12),
@@ -68,7 +75,10 @@ def test_replying_after_waiting_is_not_a_conflict():
 
     played = play(Tiny(knobs(), by_agent(a=sends(("chat", "hello")), b=b)))
     assert [r["status"] for r in played.results("b", "send_message")] == ["sent"]
-    assert [(e.sender_id, e.text) for e in played.of("message_sent")] == [("a", "hello"), ("b", "got it")]
+    assert [(e.sender_id, e.text) for e in played.of("message_sent")] == [
+        ("a", "hello"),
+        ("b", "got it"),
+    ]
 
 
 @pytest.mark.xfail(
@@ -93,19 +103,29 @@ YOURS = "yours: link, chat, postmortem"
 # a's sends and what each returns, main phase then postmortem.
 A_MAIN = [
     ("private", "x", {"status": "error", "reason": f"unknown channel 'private'; {YOURS}"}),
-    ("postmortem", "x", {"status": "error", "reason": "channel 'postmortem' is closed during the main phase"}),
+    (
+        "postmortem",
+        "x",
+        {"status": "error", "reason": "channel 'postmortem' is closed during the main phase"},
+    ),
     ("nowhere", "x", {"status": "error", "reason": f"unknown channel 'nowhere'; {YOURS}"}),
     ("chat", "   ", {"status": "error", "reason": "empty message; nothing was sent"}),
 ]
 A_POSTMORTEM = [
-    ("chat", "x", {"status": "error", "reason": "channel 'chat' is closed during the postmortem phase"}),
+    (
+        "chat",
+        "x",
+        {"status": "error", "reason": "channel 'chat' is closed during the postmortem phase"},
+    ),
     ("postmortem", "ok", {"status": "sent", "chars": 2}),
 ]
 
 
 def test_agents_send_only_on_their_channels_and_only_in_their_phase():
     policy = by_agent(
-        a=sends(*[(c, t) for c, t, _ in A_MAIN], postmortem=tuple((c, t) for c, t, _ in A_POSTMORTEM)),
+        a=sends(
+            *[(c, t) for c, t, _ in A_MAIN], postmortem=tuple((c, t) for c, t, _ in A_POSTMORTEM)
+        ),
         b=sends(("private", "only b")),
     )
     scenario = Tiny(knobs(postmortem_enabled=True), policy, channels=PRIVATE)
