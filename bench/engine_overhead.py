@@ -31,8 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deployments.local_server import QUIET_ENV, local_prefect_server  # noqa: E402
-from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend  # noqa: E402
-from glossogen.launch import log_url  # noqa: E402
+from glossogen.launch import (  # noqa: E402
+    RunRequest,
+    claim_run,
+    log_url,  # noqa: E402
+    open_session,
+    plan_run,
+    price_spend,
+)
 
 ORIGINAL_MS_PER_EVENT = 4.0
 """CPU ms per event of the original platform's engine, from issue 2 (10.4 CPU-s, ~1,065 events, 5-7 s start-up)."""
@@ -58,7 +64,9 @@ async def _engine_run(request: RunRequest) -> int:
     return session.writer.count
 
 
-def measure_engine(runs_dir: str, scenario: str, rounds: int, repeats: int) -> tuple[int, float, float]:
+def measure_engine(
+    runs_dir: str, scenario: str, rounds: int, repeats: int
+) -> tuple[int, float, float]:
     """Return (events, median CPU s, median wall s) of in-process runs after one warm-up."""
     asyncio.run(_engine_run(_request(runs_dir, scenario, rounds)))
     cpu, wall, events = [], [], 0
@@ -89,8 +97,22 @@ def measure_process(runs_dir: str, scenario: str, rounds: int) -> tuple[float, f
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", scenario, "--model", "scripted", "--provider", "scripted",
-         "--runs-dir", runs_dir, "--config", "knobs_default", f"round_count={rounds}"],
+        [
+            sys.executable,
+            "-m",
+            "glossogen",
+            "run",
+            scenario,
+            "--model",
+            "scripted",
+            "--provider",
+            "scripted",
+            "--runs-dir",
+            runs_dir,
+            "--config",
+            "knobs_default",
+            f"round_count={rounds}",
+        ],
         check=True,
         capture_output=True,
         cwd=ROOT,
@@ -110,9 +132,13 @@ def main() -> None:
     runs_dir = tempfile.mkdtemp(prefix="glossogen-bench-")
     events, e_cpu, e_wall = measure_engine(runs_dir, args.scenario, args.rounds, args.repeats)
     ms_per_event = 1000 * e_cpu / events
-    print(f"engine in-process: {events} events, {events / e_cpu:,.0f} events/CPU-s, "
-          f"{ms_per_event:.3f} CPU ms/event (target < 1), wall {e_wall:.3f} s")
-    print(f"  ratio to the original platform's ~{ORIGINAL_MS_PER_EVENT} ms/event: {ORIGINAL_MS_PER_EVENT / ms_per_event:.1f}x less CPU per event")
+    print(
+        f"engine in-process: {events} events, {events / e_cpu:,.0f} events/CPU-s, "
+        f"{ms_per_event:.3f} CPU ms/event (target < 1), wall {e_wall:.3f} s"
+    )
+    print(
+        f"  ratio to the original platform's ~{ORIGINAL_MS_PER_EVENT} ms/event: {ORIGINAL_MS_PER_EVENT / ms_per_event:.1f}x less CPU per event"
+    )
     with ExitStack() as stack:
         api_url = os.environ.get("PREFECT_API_URL") or stack.enter_context(local_prefect_server())
         os.environ.update({**QUIET_ENV, "PREFECT_API_URL": api_url})
@@ -125,13 +151,23 @@ def main() -> None:
     d_cpu, d_wall = f_cpu - e_cpu, f_wall - e_wall
     round_cpu = ((f2_cpu - e2_cpu) - d_cpu) / args.rounds
     round_wall = ((f2_wall - e2_wall) - d_wall) / args.rounds
-    print(f"inside the flow (server {api_url}): CPU {f_cpu:.3f} s, wall {f_wall:.3f} s "
-          f"(ratio to the engine: wall {f_wall / e_wall:.2f}x)")
-    print(f"  flow overhead per run of {args.rounds} rounds: CPU {d_cpu:+.3f} s, wall {d_wall:+.3f} s (target < 1 s)")
-    print(f"  flow overhead per round (marginal, from {args.rounds} vs {2 * args.rounds} rounds): "
-          f"CPU {1000 * round_cpu:+.1f} ms, wall {1000 * round_wall:+.1f} ms (target < 50 ms)")
-    print(f"  flow overhead per run, rounds excluded: wall {d_wall - args.rounds * round_wall:+.3f} s")
-    print(f"whole `python -m glossogen run` process: {p_cpu:.2f} CPU-s (target < 5), wall {p_wall:.2f} s")
+    print(
+        f"inside the flow (server {api_url}): CPU {f_cpu:.3f} s, wall {f_wall:.3f} s "
+        f"(ratio to the engine: wall {f_wall / e_wall:.2f}x)"
+    )
+    print(
+        f"  flow overhead per run of {args.rounds} rounds: CPU {d_cpu:+.3f} s, wall {d_wall:+.3f} s (target < 1 s)"
+    )
+    print(
+        f"  flow overhead per round (marginal, from {args.rounds} vs {2 * args.rounds} rounds): "
+        f"CPU {1000 * round_cpu:+.1f} ms, wall {1000 * round_wall:+.1f} ms (target < 50 ms)"
+    )
+    print(
+        f"  flow overhead per run, rounds excluded: wall {d_wall - args.rounds * round_wall:+.3f} s"
+    )
+    print(
+        f"whole `python -m glossogen run` process: {p_cpu:.2f} CPU-s (target < 5), wall {p_wall:.2f} s"
+    )
 
 
 if __name__ == "__main__":

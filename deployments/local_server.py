@@ -53,7 +53,17 @@ def local_prefect_server(port: int | None = None) -> Iterator[str]:
     env.pop("PREFECT_API_URL", None)
     with open(home / "server.log", "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "prefect",
+                "server",
+                "start",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

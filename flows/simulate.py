@@ -30,7 +30,10 @@ async def simulate(request: RunRequest) -> RunResult:
                 status, error = "error", "every agent failed or reached max_agent_turns"
                 break
     except BaseException as exc:
-        status, error = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error", repr(exc)[:300]
+        status, error = (
+            "interrupted" if isinstance(exc, KeyboardInterrupt) else "error",
+            repr(exc)[:300],
+        )
         finalize(session, price_spend(plan, claimed), rounds, status, error)
         raise
     return finalize(session, price_spend(plan, claimed), rounds, status, error)

@@ -51,14 +51,18 @@ class ProviderSpec:
 
 
 PROVIDER_SPECS: dict[Provider, ProviderSpec] = {
-    Provider.ANTHROPIC: ProviderSpec(("ANTHROPIC_API_KEY",), "anthropic", True, "closed", "anthropic"),
+    Provider.ANTHROPIC: ProviderSpec(
+        ("ANTHROPIC_API_KEY",), "anthropic", True, "closed", "anthropic"
+    ),
     Provider.OPENAI: ProviderSpec(("OPENAI_API_KEY",), "openai", True, "closed", "openai"),
     Provider.GOOGLE_GLA: ProviderSpec(
         (("GOOGLE_API_KEY", "GEMINI_API_KEY"),), "google-gla", True, "closed", "google"
     ),
     Provider.XAI: ProviderSpec(("XAI_API_KEY",), "grok", True, "closed", "x-ai"),
     Provider.GROQ: ProviderSpec(("GROQ_API_KEY",), "groq", True, "open", "groq"),
-    Provider.MISTRAL: ProviderSpec(("MISTRAL_API_KEY",), "mistral", True, "unclassified", "mistral"),
+    Provider.MISTRAL: ProviderSpec(
+        ("MISTRAL_API_KEY",), "mistral", True, "unclassified", "mistral"
+    ),
     Provider.DEEPSEEK: ProviderSpec(("DEEPSEEK_API_KEY",), "deepseek", True, "open", "deepseek"),
     Provider.OPENROUTER: ProviderSpec(
         ("OPENROUTER_API_KEY",), "openrouter", True, "unclassified", "openrouter"
@@ -77,7 +81,7 @@ JUDGE_PROVIDERS: tuple[str, ...] = ("anthropic", "huggingface", "openai")
 """Providers an LLM judge may run under (``judge_provider``, ``evaluate --provider``)."""
 
 DEFAULT_JUDGE = ("claude-haiku-4-5", "anthropic")
-"""The judge (model, provider) a run gets when its agents are not all scripted and no knob names one."""
+"""The judge (model, provider) when not every agent is scripted and no knob names one."""
 
 
 class UnknownProviderError(ValueError):

@@ -62,7 +62,9 @@ def build_model(provider: str, model: str) -> Model:
     if name is Provider.SCRIPTED:
         raise ModelConfigError("scripted models are built per agent, with their policy")
     if name is Provider.SELF_HOSTED:
-        return _openai_compatible(model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY"))
+        return _openai_compatible(
+            model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY")
+        )
     if name is Provider.OLLAMA:
         base = os.environ.get("OLLAMA_BASE_URL", "").rstrip("/")
         return _openai_compatible(model, base if base.endswith("/v1") else f"{base}/v1", "ollama")
@@ -84,4 +86,6 @@ def _openai_compatible(model: str, base_url: str, api_key: str | None) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return OpenAIChatModel(model, provider=OpenAIProvider(base_url=base_url, api_key=api_key or "none"))
+    return OpenAIChatModel(
+        model, provider=OpenAIProvider(base_url=base_url, api_key=api_key or "none")
+    )

@@ -7,7 +7,8 @@ import json
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from glossogen.launch import RunPlan, RunRequest, check_credentials as check, plan_run
+from glossogen.launch import RunPlan, RunRequest, plan_run
+from glossogen.launch import check_credentials as check
 
 
 @task(name="resolve_config", cache_policy=NONE)

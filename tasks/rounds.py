@@ -6,7 +6,18 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from glossogen.engine import RoundSummary
-from glossogen.launch import RunPlan, RunResult, RunSession, Spend, claim_run, log_url, open_session, price_spend as price
+from glossogen.launch import (
+    RunPlan,
+    RunResult,
+    RunSession,
+    Spend,
+    claim_run,
+    log_url,
+    open_session,
+)
+from glossogen.launch import (
+    price_spend as price,
+)
 from glossogen.storage import ClaimedRun
 
 
@@ -35,6 +46,12 @@ def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
 
 
 @task(name="finalize", cache_policy=NONE)
-def finalize(session: RunSession, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None) -> RunResult:
+def finalize(
+    session: RunSession,
+    spend: Spend,
+    rounds: list[RoundSummary],
+    status: str,
+    error: str | None = None,
+) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return session.finish(spend, rounds, status, error)

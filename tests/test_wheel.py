@@ -16,7 +16,12 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
     uv = shutil.which("uv")
     if uv is None:
         pytest.fail("uv is needed to build the wheel (README's set-up installs it)")
-    subprocess.run([uv, "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("glossogen-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected_data = {
@@ -25,8 +30,12 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
         for p in (ROOT / folder).rglob("*")
         if p.is_file() and p.suffix in {".json", ".j2", ".md"}
     }
-    assert {"scenarios/veyru/knobs_default.json", "scenarios/veyru/knobs_intern.json",
-            "scenarios/prisoners_dilemma/knobs_default.json", "scenarios/prisoners_dilemma/prompts/system.j2"} <= expected_data
+    assert {
+        "scenarios/veyru/knobs_default.json",
+        "scenarios/veyru/knobs_intern.json",
+        "scenarios/prisoners_dilemma/knobs_default.json",
+        "scenarios/prisoners_dilemma/prompts/system.j2",
+    } <= expected_data
     assert expected_data - names == set()
     assert {"glossogen/cli/__init__.py", "flows/simulate.py", "tasks/rounds.py"} <= names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

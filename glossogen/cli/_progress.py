@@ -34,7 +34,10 @@ class RunProgress:
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
         """Print the run's id and folder the moment it is claimed."""
         if self.wait_started is not None:
-            print(f"Prefect server ready after {time.monotonic() - self.wait_started:.1f} s", file=sys.stderr)
+            print(
+                f"Prefect server ready after {time.monotonic() - self.wait_started:.1f} s",
+                file=sys.stderr,
+            )
             self.wait_started = None
         print(f"new_run_id={run_id}", flush=True)
         print(f"new_run_dir={run_url}", flush=True)
@@ -68,9 +71,14 @@ class RunProgress:
             self._update()
         elif kind == "round_result_recorded":
             verdict = "won" if data.success else "lost"
-            line = f"round {event.round_number}/{self.round_count}: {verdict} ({data.reason}) · {self.messages} messages · {self.chars} characters"
+            line = (
+                f"round {event.round_number}/{self.round_count}: {verdict} ({data.reason}) · "
+                f"{self.messages} messages · {self.chars} characters"
+            )
             if self.progress is not None and self.task is not None:
-                self.progress.update(self.task, total=1, completed=1, detail=f"{verdict}: {data.reason}"[:60])
+                self.progress.update(
+                    self.task, total=1, completed=1, detail=f"{verdict}: {data.reason}"[:60]
+                )
             else:
                 print(line, flush=True)
         elif kind == "simulation_ended" and self.progress is not None:
@@ -82,7 +90,12 @@ class RunProgress:
             return
         detail = f"{self.messages} msgs · {self.chars} chars"
         if self.budget:
-            self.progress.update(self.task, total=self.budget, completed=min(self.chars, self.budget), detail=detail + f" / {self.budget}")
+            self.progress.update(
+                self.task,
+                total=self.budget,
+                completed=min(self.chars, self.budget),
+                detail=detail + f" / {self.budget}",
+            )
         else:
             self.progress.update(self.task, detail=detail)
 

@@ -29,13 +29,21 @@ def _error(message: str) -> None:
 
 
 def run(
-    scenario: str = typer.Argument(..., help="Installed scenario name (see `glossogen scenarios`)."),
+    scenario: str = typer.Argument(
+        ..., help="Installed scenario name (see `glossogen scenarios`)."
+    ),
     overrides: list[str] = typer.Argument(None, help="key=value knob overrides, parsed as JSON."),
     model: str = typer.Option(..., "--model", help="Default model of every agent."),
     provider: str = typer.Option(..., "--provider", help="Default provider of every agent."),
-    runs_dir: str = typer.Option(..., "--runs-dir", help="Root folder or fsspec URL for run output."),
-    config: str = typer.Option(..., "--config", help="Preset name (knobs_default) or JSON file path."),
-    max_agent_turns: int = typer.Option(200, "--max-agent-turns", min=1, help="Model requests per agent."),
+    runs_dir: str = typer.Option(
+        ..., "--runs-dir", help="Root folder or fsspec URL for run output."
+    ),
+    config: str = typer.Option(
+        ..., "--config", help="Preset name (knobs_default) or JSON file path."
+    ),
+    max_agent_turns: int = typer.Option(
+        200, "--max-agent-turns", min=1, help="Model requests per agent."
+    ),
     group_slug: str = typer.Option("local", "--group-slug", help="Tenant group that owns the run."),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
@@ -55,7 +63,11 @@ def run(
     except LaunchError as exc:
         _error(str(exc))
         return exc.exit_code
-    print(f"resolved_config={plan.config_source} {json.dumps(plan.knobs, sort_keys=True, separators=(',', ':'))}", flush=True)
+    print(
+        f"resolved_config={plan.config_source} "
+        + json.dumps(plan.knobs, sort_keys=True, separators=(",", ":")),
+        flush=True,
+    )
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
     from prefect.settings import get_current_settings

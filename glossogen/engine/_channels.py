@@ -60,6 +60,7 @@ class BudgetMeter:
     budget_chars: int
     used_chars: int = 0
     warned: set[float] = field(default_factory=set)
+    exceeded_reported: bool = False
 
     def charge(self, chars: int) -> list[float]:
         """Charge ``chars`` characters; return the warning thresholds this charge crossed."""
@@ -78,9 +79,7 @@ class BudgetMeter:
         return self.used_chars > self.budget_chars
 
 
-def apply_noise(
-    text: str, level: float, mode: Literal["mask", "drop"], rng: random.Random
-) -> str:
+def apply_noise(text: str, level: float, mode: Literal["mask", "drop"], rng: random.Random) -> str:
     """Return ``text`` as delivered through a noisy channel.
 
     Each non-space character is hit independently with probability ``level`` (0..1), drawn from

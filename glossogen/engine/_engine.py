@@ -16,6 +16,12 @@ from typing import Any, Literal
 
 from pydantic_ai import Agent, Tool
 
+from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
+from glossogen.engine._clock import Clock
+from glossogen.engine._judge import RunJudge
+from glossogen.engine._roster import JudgeModel, SeatModel
+from glossogen.engine._runner import AgentRunner, CycleDriver
+from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
     AgentRegistered,
     AgentSwappedMidRun,
@@ -36,15 +42,9 @@ from glossogen.eventlog import (
 )
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import AgentDeps, JudgeDecision, Scenario, ScriptedMove, ScriptedView
-from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
-from glossogen.engine._clock import Clock
-from glossogen.engine._judge import RunJudge
-from glossogen.engine._roster import JudgeModel, SeatModel
-from glossogen.engine._runner import AgentRunner, CycleDriver
-from glossogen.engine._tools import core_tools
 
 PhaseName = Literal["main", "postmortem"]
-EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit"]
+EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
 
 
 @dataclass
@@ -105,7 +105,9 @@ class RunEngine:
             if setup.judge
             else None
         )
-        self.driver = CycleDriver(self.emit, self.changed, setup.max_agent_turns)
+        self.driver = CycleDriver(
+            self.emit, self.changed, setup.max_agent_turns, self.mark_batch_read, clock.sleep
+        )
         self._tools = core_tools(self)
         self.runners: dict[str, AgentRunner] = {
             s.spec.agent_id: self._make_runner(s) for s in setup.seats
@@ -114,7 +116,7 @@ class RunEngine:
     # -- events -----------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        """Stamp ``event`` with the clock, round and phase, hand it to the sink, wake the monitor."""
+        """Stamp ``event`` (clock, round, phase), hand it to the sink and wake the monitor."""
         event.timestamp = self.clock.wall()
         event.round_number = self.round_number
         if event.event_type not in ("postmortem_started", "postmortem_ended"):
@@ -181,12 +183,16 @@ class RunEngine:
         runner.idle = False
         runner.wake.set()
 
-    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+    def notify(
+        self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
+    ) -> None:
         """Log a world event for one agent and put it in its inbox."""
         self.emit(WorldEventDelivered(agent_id=agent_id, kind=kind, text=text, data=data or {}))
         self.runners[agent_id].deliver("event", {"kind": kind, "text": text, "data": data or {}})
 
-    async def rule(self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]) -> JudgeDecision:
+    async def rule(
+        self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
+    ) -> JudgeDecision:
         """Ask the run's judge; a scenario without a judge falls back to its scripted check."""
         if self.judge is None:
             return scripted()
@@ -208,6 +214,11 @@ class RunEngine:
         """Record that ``agent_id`` has read everything on ``channel``."""
         self.seen[(agent_id, channel.channel_id)] = len(channel.messages)
 
+    def mark_batch_read(self, agent_id: str, batch: dict[str, list[dict[str, Any]]]) -> None:
+        """Record that ``agent_id`` has read the channels of every message in ``batch``."""
+        for message in batch["messages"]:
+            self.mark_seen(agent_id, self.channels[message["channel_id"]])
+
     def unread(self, agent_id: str, channel: Channel) -> list[ChannelMessage]:
         """Return messages from others on ``channel`` that ``agent_id`` has not read."""
         start = self.seen.get((agent_id, channel.channel_id), 0)
@@ -227,7 +238,9 @@ class RunEngine:
             self.knobs.noise_replacement_mode,
             self.rng("noise", channel.channel_id, self._seq),
         )
-        message = ChannelMessage(new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq)
+        message = ChannelMessage(
+            new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq
+        )
         self.emit(
             MessageSent(
                 message_id=message.message_id,
@@ -250,7 +263,10 @@ class RunEngine:
                 self.runners[member].deliver("message", message.as_delivered())
         reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
         if charged and self.meter is not None:
-            reply |= {"budget_used_chars": self.meter.used_chars, "budget_chars": self.meter.budget_chars}
+            reply |= {
+                "budget_used_chars": self.meter.used_chars,
+                "budget_chars": self.meter.budget_chars,
+            }
             self._warn(channel, crossed)
         return reply
 
@@ -271,8 +287,11 @@ class RunEngine:
             )
             for member in channel.members:
                 self.notify(member, "budget_warning", text, {"threshold": threshold})
-        if crossed and self.meter.exceeded:
-            self.scenario.on_budget_exceeded(self.context, channel.channel_id, self.meter.used_chars)
+        if self.meter.exceeded and not self.meter.exceeded_reported:
+            self.meter.exceeded_reported = True
+            self.scenario.on_budget_exceeded(
+                self.context, channel.channel_id, self.meter.used_chars
+            )
 
     # -- run life ---------------------------------------------------------------------------
 
@@ -311,7 +330,9 @@ class RunEngine:
                     provider=seat.provider,
                     model_settings=seat.model_settings,
                     tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
-                    channels=[c for c, ch in self.channels.items() if seat.spec.agent_id in ch.members],
+                    channels=[
+                        c for c, ch in self.channels.items() if seat.spec.agent_id in ch.members
+                    ],
                 )
             )
 
@@ -335,15 +356,25 @@ class RunEngine:
         self.emit(RoundEnded(trigger=trigger, elapsed_seconds=elapsed))
         verdicts = self.scenario.verdicts(self.context)
         for verdict in verdicts:
-            self.emit(RoundResultRecorded(team_id=verdict.team_id, success=verdict.success, reason=verdict.reason))
+            self.emit(
+                RoundResultRecorded(
+                    team_id=verdict.team_id, success=verdict.success, reason=verdict.reason
+                )
+            )
         postmortem = [c for c, p in self.channel_phase.items() if p == "postmortem"]
         if self.postmortem_enabled and postmortem and not self.every_agent_out:
             self.phase = "postmortem"
             self._open_phase()
             self.emit(PostmortemStarted(channel_id=postmortem[0]))
             for seat in self.setup.seats:
-                self.brief(seat.spec.agent_id, self.scenario.postmortem_briefing(seat.spec, verdicts), {"verdicts": [v.model_dump() for v in verdicts]})
-            pm_trigger, pm_elapsed = await self._run_phase("postmortem", self.knobs.postmortem_duration_seconds)
+                self.brief(
+                    seat.spec.agent_id,
+                    self.scenario.postmortem_briefing(seat.spec, verdicts),
+                    {"verdicts": [v.model_dump() for v in verdicts]},
+                )
+            pm_trigger, pm_elapsed = await self._run_phase(
+                "postmortem", self.knobs.postmortem_duration_seconds
+            )
             self.emit(PostmortemEnded(trigger=pm_trigger, elapsed_seconds=pm_elapsed))
         return RoundSummary(
             round_number,
@@ -357,7 +388,9 @@ class RunEngine:
         for event in self.knobs.scheduled_events:
             if event.round != round_number:
                 continue
-            self.emit(ScheduledEventFired(kind=event.kind, detail=event.model_dump(exclude_defaults=True)))
+            self.emit(
+                ScheduledEventFired(kind=event.kind, detail=event.model_dump(exclude_defaults=True))
+            )
             if event.kind == "set_postmortem":
                 self.postmortem_enabled = bool(event.enabled)
             elif event.kind == "swap_agent" and event.agent_id and event.model:
@@ -376,7 +409,10 @@ class RunEngine:
                     self._model_for(event.agent_id, provider, event.model),
                     deps_type=AgentDeps,
                     instructions=self.scenario.system_prompt(runner.spec),
-                    tools=[*self._tools, *[t for t in self.scenario.tools() if t.name in runner.spec.tools]],
+                    tools=[
+                        *self._tools,
+                        *[t for t in self.scenario.tools() if t.name in runner.spec.tools],
+                    ],
                 )
                 runner.model, runner.provider = event.model, provider
             elif event.kind == "inject_case":
@@ -392,12 +428,16 @@ class RunEngine:
             runner.prompts.clear()
 
     def _all_idle(self) -> bool:
-        return all((r.idle or r.out) and not r.prompts and not r.inbox for r in self.runners.values())
+        return all(
+            (r.idle or r.out) and not r.prompts and not r.inbox for r in self.runners.values()
+        )
 
     async def _run_phase(self, phase: PhaseName, limit_seconds: float) -> tuple[EndTrigger, float]:
         start = self.clock.now()
         tasks = [
-            asyncio.create_task(self.driver.run_phase(r, AgentDeps(r.spec.agent_id, self.context, self)))
+            asyncio.create_task(
+                self.driver.run_phase(r, AgentDeps(r.spec.agent_id, self.context, self))
+            )
             for r in self.runners.values()
             if not r.out
         ]
@@ -409,7 +449,8 @@ class RunEngine:
                     trigger = "settled"
                     break
                 if self.every_agent_out:
-                    trigger = "turn_limit"
+                    failed = any(r.failures for r in self.runners.values())
+                    trigger = "agents_failed" if failed else "turn_limit"
                     break
                 if self.clock.now() - start >= limit_seconds:
                     trigger = "timeout"
@@ -443,10 +484,14 @@ class _RoundContext:
     def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
         self._engine.brief(agent_id, text, data)
 
-    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+    def notify(
+        self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
+    ) -> None:
         self._engine.notify(agent_id, kind, text, data)
 
-    async def judge(self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]) -> JudgeDecision:
+    async def judge(
+        self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
+    ) -> JudgeDecision:
         return await self._engine.rule(question, instructions, scripted)
 
     def rng(self, *key: object) -> random.Random:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from glossogen.catalog import DEFAULT_JUDGE, provider as parse_provider
+from glossogen.catalog import DEFAULT_JUDGE
+from glossogen.catalog import provider as parse_provider
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import AgentSpec, Scenario
 
@@ -33,7 +34,9 @@ class JudgeModel:
     model_settings: dict[str, Any]
 
 
-def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: str) -> list[SeatModel]:
+def resolve_seats(
+    scenario: Scenario, knobs: BaseKnobs, model: str, provider: str
+) -> list[SeatModel]:
     """Return every seat's (model, provider, settings) after ``model_overrides``.
 
     An override's ``provider`` falls back to ``provider``; its ``model_settings`` replace the
@@ -50,7 +53,10 @@ def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: st
     ]
     for agent_id in named:
         if agent_id not in ids:
-            raise RosterError(f"unknown agent {agent_id!r} in model_overrides or scheduled_events (agents: {', '.join(ids)})")
+            raise RosterError(
+                f"unknown agent {agent_id!r} in model_overrides or scheduled_events "
+                f"(agents: {', '.join(ids)})"
+            )
     seats: list[SeatModel] = []
     for spec in specs:
         override = knobs.model_overrides.get(spec.agent_id)
@@ -70,7 +76,9 @@ def future_providers(knobs: BaseKnobs, provider: str) -> list[str]:
     return [e.provider or provider for e in knobs.scheduled_events if e.kind == "swap_agent"]
 
 
-def resolve_judge(scenario: Scenario, knobs: BaseKnobs, seats: list[SeatModel], provider: str) -> JudgeModel | None:
+def resolve_judge(
+    scenario: Scenario, knobs: BaseKnobs, seats: list[SeatModel], provider: str
+) -> JudgeModel | None:
     """Return the in-run judge, or None when the scenario rules rounds without one.
 
     With ``judge_provider`` unset the judge is ``scripted`` when every agent (and every
@@ -82,5 +90,7 @@ def resolve_judge(scenario: Scenario, knobs: BaseKnobs, seats: list[SeatModel], 
     if judge_provider is None:
         everyone = [s.provider for s in seats] + future_providers(knobs, provider)
         judge_provider = "scripted" if all(p == "scripted" for p in everyone) else DEFAULT_JUDGE[1]
-    judge_model = knobs.judge_model or ("scripted-judge" if judge_provider == "scripted" else DEFAULT_JUDGE[0])
+    judge_model = knobs.judge_model or (
+        "scripted-judge" if judge_provider == "scripted" else DEFAULT_JUDGE[0]
+    )
     return JudgeModel(judge_model, judge_provider, knobs.judge_model_settings.to_model_settings())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ from glossogen.scenario import AgentDeps, AgentSpec, Observation
 INTERRUPTED = "interrupted: the phase ended before this tool returned"
 MAX_CONSECUTIVE_FAILURES = 3
 """Failed cycles in a row after which an agent is taken out of the run (and logged)."""
+RETRY_BASE_SECONDS = 1.0
+"""Game seconds before the first retry of a failed cycle; doubled for each further failure."""
 
 
 class TurnLimitReached(Exception):
@@ -57,7 +59,8 @@ class AgentRunner:
         inbox: Messages and world events not yet handed to the agent.
         prompts: Briefings waiting to become the next prompt.
         observations: What the agent saw this phase (for scripted policies).
-        turns: Model requests made in the whole run (``max_agent_turns`` counts these).
+        turns: Agent cycles made in the whole run; a cycle is one model request and the tool
+            calls of its response (``max_agent_turns`` counts these).
     """
 
     spec: AgentSpec
@@ -133,14 +136,22 @@ class CycleDriver:
         emit: Callable[[Event], None],
         changed: Callable[[], None],
         max_agent_turns: int,
+        mark_read: Callable[[str, dict[str, list[dict[str, Any]]]], None],
+        pause: Callable[[float], Awaitable[None]],
     ) -> None:
-        """Bind the driver to the engine's event sink and change signal."""
+        """Bind the driver to the engine's event sink, change signal, read marks and clock."""
         self.emit = emit
         self.changed = changed
         self.max_agent_turns = max_agent_turns
+        self.mark_read = mark_read
+        self.pause = pause
 
     async def run_phase(self, runner: AgentRunner, deps: AgentDeps) -> None:
-        """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out."""
+        """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out.
+
+        A failed cycle is retried with the same prompt after an exponential backoff on the game
+        clock (``RETRY_BASE_SECONDS`` doubled per failure) until ``MAX_CONSECUTIVE_FAILURES``.
+        """
         while not runner.out:
             if runner.prompts:
                 text, data = runner.prompts.popleft()
@@ -148,22 +159,28 @@ class CycleDriver:
                     more, more_data = runner.prompts.popleft()
                     text, data = f"{text}\n\n{more}", {**data, **more_data}
                 runner.observations.append(Observation("briefing", {**data, "text": text}))
-                await self._cycle(runner, deps, text)
-                continue
-            if runner.inbox:
+            elif runner.inbox:
                 batch = runner.drain_inbox()
+                self.mark_read(runner.spec.agent_id, batch)
                 runner.observations.append(Observation("notifications", dict(batch)))
-                await self._cycle(runner, deps, format_batch(batch))
+                text, data = format_batch(batch), {}
+            else:
+                runner.wake.clear()
+                runner.idle = True
+                self.changed()
+                await runner.wake.wait()
+                runner.idle = False
                 continue
-            runner.wake.clear()
-            runner.idle = True
-            self.changed()
-            await runner.wake.wait()
-            runner.idle = False
+            if not await self._cycle(runner, deps, text) and not runner.out:
+                runner.prompts.appendleft((text, data))
+                await self.pause(RETRY_BASE_SECONDS * 2 ** (runner.failures - 1))
         runner.idle = True
         self.changed()
 
-    async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+    async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> bool:
+        """Run one prompt to the agent's final answer; return False when it failed."""
+        before = runner.history
+        ok = True
         try:
             async with runner.agent.iter(
                 prompt,
@@ -180,11 +197,18 @@ class CycleDriver:
             runner.failures = 0
         except TurnLimitReached:
             runner.out = True
-            self.emit(AgentTurnLimitReached(agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns))
+            self.emit(
+                AgentTurnLimitReached(
+                    agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns
+                )
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a provider or tool failure must not kill the run
+            ok = False
             runner.failures += 1
+            if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
+                runner.history = before  # nothing was answered: the retry re-sends the same prompt
             self.emit(
                 AgentRunCycleFailed(
                     agent_id=runner.spec.agent_id,
@@ -196,13 +220,16 @@ class CycleDriver:
             if runner.failures >= MAX_CONSECUTIVE_FAILURES:
                 runner.out = True
         self.changed()
+        return ok
 
     def _observe(self, runner: AgentRunner, node: Any) -> None:
         agent_id = runner.spec.agent_id
         if Agent.is_model_request_node(node):
             for part in node.request.parts:
                 if isinstance(part, ToolReturnPart) and part.content != INTERRUPTED:
-                    result = part.content if isinstance(part.content, dict) else {"value": part.content}
+                    result = (
+                        part.content if isinstance(part.content, dict) else {"value": part.content}
+                    )
                     runner.observations.append(Observation("tool_result", result, part.tool_name))
                     self.emit(
                         ToolResultReceived(
@@ -227,9 +254,15 @@ class CycleDriver:
                     provider=runner.provider,
                     cycle=runner.turns,
                     text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
-                    thinking="".join(p.content for p in response.parts if isinstance(p, ThinkingPart)),
+                    thinking="".join(
+                        p.content for p in response.parts if isinstance(p, ThinkingPart)
+                    ),
                     tool_calls=[
-                        {"tool_name": c.tool_name, "tool_call_id": c.tool_call_id, "args": c.args_as_dict()}
+                        {
+                            "tool_name": c.tool_name,
+                            "tool_call_id": c.tool_call_id,
+                            "args": c.args_as_dict(),
+                        }
                         for c in calls
                     ],
                     input_tokens=usage.input_tokens,

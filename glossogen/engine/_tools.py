@@ -15,7 +15,10 @@ from glossogen.scenario import AgentDeps, ToolContext
 if TYPE_CHECKING:
     from glossogen.engine._engine import RunEngine
 
-CONFLICT_NOTE = "New messages arrived since you last read this channel; nothing was sent. Read them and send again if still needed."
+CONFLICT_NOTE = (
+    "New messages arrived since you last read this channel; nothing was sent. "
+    "Read them and send again if still needed."
+)
 
 
 def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
@@ -46,7 +49,11 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
             return {"status": "error", "reason": channel}
         engine.mark_seen(ctx.deps.agent_id, channel)
         runner = engine.runners[ctx.deps.agent_id]
-        kept = [(k, m) for k, m in runner.inbox if not (k == "message" and m["channel_id"] == channel_id)]
+        kept = [
+            (k, m)
+            for k, m in runner.inbox
+            if not (k == "message" and m["channel_id"] == channel_id)
+        ]
         runner.inbox.clear()
         runner.inbox.extend(kept)
         return {"status": "ok", "messages": [m.as_delivered() for m in channel.messages]}
@@ -68,10 +75,16 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
             engine.mark_seen(agent_id, channel)
             runner = engine.runners[agent_id]
             ids = {m.message_id for m in unread}
-            kept = [(k, m) for k, m in runner.inbox if not (k == "message" and m["message_id"] in ids)]
+            kept = [
+                (k, m) for k, m in runner.inbox if not (k == "message" and m["message_id"] in ids)
+            ]
             runner.inbox.clear()
             runner.inbox.extend(kept)
-            return {"status": "conflict", "note": CONFLICT_NOTE, "messages": [m.as_delivered() for m in unread]}
+            return {
+                "status": "conflict",
+                "note": CONFLICT_NOTE,
+                "messages": [m.as_delivered() for m in unread],
+            }
         return engine.send(agent_id, channel, text)
 
     return [

@@ -252,10 +252,15 @@ class JudgeCalled(Event):
 
 
 class RoundEnded(Event):
-    """A phase of a round closed; ``trigger`` is ``settled``, ``all_idle`` or ``timeout``."""
+    """A phase of a round closed.
+
+    ``trigger``: ``settled`` (the scenario says so), ``all_idle`` (every agent idle past the
+    quiet floor), ``timeout`` (phase time limit from phase start), ``turn_limit`` (every agent
+    used ``max_agent_turns``) or ``agents_failed`` (every agent out after repeated failures).
+    """
 
     event_type: Literal["round_ended"] = "round_ended"
-    trigger: Literal["settled", "all_idle", "timeout", "turn_limit"]
+    trigger: Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
     elapsed_seconds: float
 
 
@@ -281,7 +286,7 @@ class PostmortemEnded(Event):
 
     event_type: Literal["postmortem_ended"] = "postmortem_ended"
     phase: Phase = "postmortem"
-    trigger: Literal["settled", "all_idle", "timeout", "turn_limit"]
+    trigger: Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
     elapsed_seconds: float
 
 

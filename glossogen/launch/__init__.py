@@ -1,9 +1,30 @@
 """Launching a run: plan and validate, check credentials, claim a folder, play, price, finish."""
 
-from glossogen.launch._credentials import EXIT_CREDENTIALS, apply_dotenv, check_credentials, load_environment
+from glossogen.launch._credentials import (
+    EXIT_CREDENTIALS,
+    apply_dotenv,
+    check_credentials,
+    load_environment,
+)
 from glossogen.launch._observers import RunObserver, observing
-from glossogen.launch._plan import EXIT_REFUSED, EXIT_USAGE, LaunchError, RunPlan, RunRequest, SeatPlan, plan_run
-from glossogen.launch._session import RunResult, RunSession, Spend, claim_run, log_url, open_session, price_spend
+from glossogen.launch._plan import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    LaunchError,
+    RunPlan,
+    RunRequest,
+    SeatPlan,
+    plan_run,
+)
+from glossogen.launch._session import (
+    RunResult,
+    RunSession,
+    Spend,
+    claim_run,
+    log_url,
+    open_session,
+    price_spend,
+)
 
 __all__ = [
     "EXIT_CREDENTIALS",

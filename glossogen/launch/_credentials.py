@@ -15,7 +15,11 @@ from glossogen.catalog import Provider, missing_env_vars
 from glossogen.launch._plan import LaunchError, RunPlan
 
 EXIT_CREDENTIALS = 77
-JUDGE_ENV_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "huggingface": "HF_TOKEN"}
+JUDGE_ENV_VARS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "huggingface": "HF_TOKEN",
+}
 
 
 def nearest_dotenv(start: Path) -> Path | None:

@@ -10,9 +10,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from glossogen.catalog import UnknownProviderError, provider as parse_provider
+from glossogen.catalog import UnknownProviderError
+from glossogen.catalog import provider as parse_provider
 from glossogen.engine import RosterError, resolve_judge, resolve_seats
-from glossogen.knobs import BaseKnobs, ConfigError, knobs_to_config, load_config, parse_overrides, resolve_knobs
+from glossogen.knobs import (
+    BaseKnobs,
+    ConfigError,
+    knobs_to_config,
+    load_config,
+    parse_overrides,
+    resolve_knobs,
+)
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
 EXIT_USAGE = 64
@@ -20,7 +28,10 @@ EXIT_REFUSED = 65
 
 
 class LaunchError(Exception):
-    """A launch refused before anything was claimed; ``str()`` is one line, ``exit_code`` per DESIGN §9."""
+    """A launch refused before anything was claimed.
+
+    ``str()`` is one line naming the bad value; ``exit_code`` follows DESIGN.md section 9.
+    """
 
     def __init__(self, message: str, exit_code: int = EXIT_REFUSED) -> None:
         """Keep the one-line ``message`` and the process ``exit_code``."""
@@ -108,7 +119,9 @@ def plan_run(request: RunRequest) -> RunPlan:
         seats = resolve_seats(scenario, knobs, request.model, request.provider)
     except (RosterError, UnknownProviderError) as exc:
         raise LaunchError(str(exc)) from None
-    swaps = [e.provider or request.provider for e in knobs.scheduled_events if e.kind == "swap_agent"]
+    swaps = [
+        e.provider or request.provider for e in knobs.scheduled_events if e.kind == "swap_agent"
+    ]
     for swap_provider in swaps:
         try:
             parse_provider(swap_provider)
@@ -120,7 +133,15 @@ def plan_run(request: RunRequest) -> RunPlan:
         request=request,
         config_source=source,
         knobs=knobs_to_config(knobs),
-        seats=[SeatPlan(agent_id=s.spec.agent_id, model=s.model, provider=s.provider, model_settings=s.model_settings) for s in seats],
+        seats=[
+            SeatPlan(
+                agent_id=s.spec.agent_id,
+                model=s.model,
+                provider=s.provider,
+                model_settings=s.model_settings,
+            )
+            for s in seats
+        ],
         judge_model=judge.model if judge else None,
         judge_provider=judge.provider if judge else None,
         future_providers=swaps,

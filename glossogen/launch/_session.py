@@ -13,7 +13,15 @@ from importlib.metadata import version
 
 from pydantic import BaseModel
 
-from glossogen.engine import RoundSummary, RunEngine, RunSetup, SystemClock, VirtualClock, resolve_judge, resolve_seats
+from glossogen.engine import (
+    RoundSummary,
+    RunEngine,
+    RunSetup,
+    SystemClock,
+    VirtualClock,
+    resolve_judge,
+    resolve_seats,
+)
 from glossogen.eventlog import AgentCost, Event, EventLogWriter, SimulationEnded, read_events
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
@@ -47,7 +55,9 @@ class RunResult(BaseModel):
 def claim_run(plan: RunPlan, now_unix: int | None = None) -> ClaimedRun:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` and write ``config.json`` and ``labels.json``."""
     store = RunStore(plan.request.runs_dir)
-    claimed = store.claim_run_dir(plan.request.scenario, int(now_unix if now_unix is not None else time.time()))
+    claimed = store.claim_run_dir(
+        plan.request.scenario, int(now_unix if now_unix is not None else time.time())
+    )
     store.write_json(claimed.url, "config.json", plan.knobs)
     store.write_json(claimed.url, "labels.json", plan.knobs.get("labels", {}))
     notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
@@ -60,7 +70,9 @@ def log_url(plan: RunPlan, claimed: ClaimedRun) -> str:
 
 
 def _versions() -> dict[str, str]:
-    return {name: version(name) for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")}
+    return {
+        name: version(name) for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")
+    }
 
 
 @dataclass
@@ -84,7 +96,9 @@ class RunSession:
         """True when no agent can act any more (every one failed or hit its turn limit)."""
         return self.engine.every_agent_out
 
-    def finish(self, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None) -> RunResult:
+    def finish(
+        self, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None
+    ) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
         won = sum(1 for r in rounds if r.verdicts and all(v.success for v in r.verdicts))
         duration = round(time.monotonic() - self.started, 3)
@@ -115,7 +129,9 @@ class RunSession:
         )
 
 
-def open_session(plan: RunPlan, claimed: ClaimedRun, clock_start: datetime | None = None) -> RunSession:
+def open_session(
+    plan: RunPlan, claimed: ClaimedRun, clock_start: datetime | None = None
+) -> RunSession:
     """Create the writer and engine of a claimed run and log its start.
 
     The clock is virtual when every agent and the judge are scripted (offline runs play game
@@ -173,7 +189,13 @@ def price_spend(url: str) -> Spend:
         elif event.event_type == "judge_called":
             judge.append(event.cost_usd)  # type: ignore[attr-defined]
     agent_costs = [
-        AgentCost(agent_id=a, cost_usd=add_costs(c), input_tokens=tokens[a][0], output_tokens=tokens[a][1], requests=tokens[a][2])
+        AgentCost(
+            agent_id=a,
+            cost_usd=add_costs(c),
+            input_tokens=tokens[a][0],
+            output_tokens=tokens[a][1],
+            requests=tokens[a][2],
+        )
         for a, c in per_agent.items()
     ]
     judge_cost = add_costs(judge)

@@ -131,7 +131,11 @@ class ScriptedView:
 
     def tool_results(self, tool_name: str) -> list[dict[str, Any]]:
         """Return this phase's results of ``tool_name``, oldest first."""
-        return [o.data for o in self.observations if o.kind == "tool_result" and o.tool_name == tool_name]
+        return [
+            o.data
+            for o in self.observations
+            if o.kind == "tool_result" and o.tool_name == tool_name
+        ]
 
     def briefings(self) -> list[dict[str, Any]]:
         """Return this phase's briefing payloads, oldest first."""
@@ -145,13 +149,14 @@ class ScriptedView:
         found: list[dict[str, Any]] = []
         for o in self.observations:
             if o.kind == "notifications" or (
-                o.kind == "tool_result" and o.tool_name in ("wait_for_notifications", "send_message")
+                o.kind == "tool_result"
+                and o.tool_name in ("wait_for_notifications", "send_message")
             ):
                 found.extend(o.data.get("messages", []))
         return found
 
     def world_events(self) -> list[dict[str, Any]]:
-        """Return every world event this agent was told this phase (``kind``, ``text``, ``data``)."""
+        """Return the world events this agent was told this phase (``kind``, ``text``, ``data``)."""
         found: list[dict[str, Any]] = []
         for o in self.observations:
             if o.kind == "notifications" or (
@@ -173,7 +178,9 @@ class RoundContext(Protocol):
     def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
         """Give ``agent_id`` a private briefing (logged as ``injection_delivered``)."""
 
-    def notify(self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None) -> None:
+    def notify(
+        self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
+    ) -> None:
         """Tell ``agent_id`` something mid-round (logged as ``world_event_delivered``)."""
 
     def judge(

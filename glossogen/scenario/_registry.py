@@ -42,7 +42,9 @@ def load_scenario(name: str) -> type[Scenario]:
     try:
         cls = found[0].load()
     except Exception as exc:  # a broken plug-in must not take the whole CLI down
-        raise UnknownScenarioError(f"scenario {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+        raise UnknownScenarioError(
+            f"scenario {name!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
     if not (isinstance(cls, type) and issubclass(cls, Scenario)):
         raise UnknownScenarioError(f"entry point {name!r} does not name a Scenario class")
     for event_cls in cls.events:

@@ -52,10 +52,13 @@ class PrisonersDilemmaKnobs(BaseKnobs):
         )
         if not t > r > p > s:
             raise ValueError(
-                f"payoffs must satisfy temptation > reward > punishment > sucker (got {t}, {r}, {p}, {s})"
+                "payoffs must satisfy temptation > reward > punishment > sucker "
+                f"(got {t}, {r}, {p}, {s})"
             )
         if not 2 * r > t + s:
-            raise ValueError(f"payoffs must satisfy 2*reward > temptation + sucker (got 2*{r} <= {t}+{s})")
+            raise ValueError(
+                f"payoffs must satisfy 2*reward > temptation + sucker (got 2*{r} <= {t}+{s})"
+            )
         return self
 
 
@@ -90,7 +93,10 @@ class PrisonersDilemma(Scenario):
 
     def channels(self) -> list[ChannelSpec]:
         """Return the free talk channel and the postmortem channel."""
-        return [ChannelSpec("table", metered=False), ChannelSpec("postmortem", metered=False, phase="postmortem")]
+        return [
+            ChannelSpec("table", metered=False),
+            ChannelSpec("postmortem", metered=False, phase="postmortem"),
+        ]
 
     def system_prompt(self, agent: AgentSpec) -> str:
         """Return the rules and payoffs for ``agent``."""
@@ -111,7 +117,10 @@ class PrisonersDilemma(Scenario):
             """Lock in your move for this round: "cooperate" or "defect". Once per round."""
             agent_id = ctx.deps.agent_id
             if agent_id in self.moves:
-                return {"status": "error", "reason": f"you already locked in {self.moves[agent_id]!r}"}
+                return {
+                    "status": "error",
+                    "reason": f"you already locked in {self.moves[agent_id]!r}",
+                }
             self.moves[agent_id] = move
             ctx.deps.round.emit(MoveLocked(agent_id=agent_id, move=move))
             return {"status": "locked", "move": move}
@@ -124,8 +133,8 @@ class PrisonersDilemma(Scenario):
         for player in PLAYERS:
             ctx.brief(
                 player,
-                f"Round {ctx.round_number} of {self.knobs.round_count} begins. Talk on 'table' if you "
-                "wish, then lock in your move.",
+                f"Round {ctx.round_number} of {self.knobs.round_count} begins. "
+                "Talk on 'table' if you wish, then lock in your move.",
                 {"round": ctx.round_number},
             )
 
@@ -147,7 +156,9 @@ class PrisonersDilemma(Scenario):
         a, b = table[(moves["player_a"], moves["player_b"])]
         ctx.emit(RoundScored(moves=moves, missing=missing, payoffs={"player_a": a, "player_b": b}))
         both = all(m == "cooperate" for m in moves.values())
-        reason = ", ".join(f"{p} {m}{' (missing)' if p in missing else ''}" for p, m in moves.items())
+        reason = ", ".join(
+            f"{p} {m}{' (missing)' if p in missing else ''}" for p, m in moves.items()
+        )
         return [Verdict(team_id="team", success=both, reason=reason)]
 
     def scripted_move(self, view: ScriptedView) -> ScriptedMove:
@@ -156,7 +167,9 @@ class PrisonersDilemma(Scenario):
         if view.phase == "postmortem":
             if sent:
                 return ScriptedMove.finish()
-            return ScriptedMove.call("send_message", channel_id="postmortem", text=self._debrief(view))
+            return ScriptedMove.call(
+                "send_message", channel_id="postmortem", text=self._debrief(view)
+            )
         if view.tool_results("lock_in"):
             return ScriptedMove.finish("Locked in.")
         if not sent:
@@ -170,11 +183,17 @@ class PrisonersDilemma(Scenario):
     def _scripted_choice(self, view: ScriptedView) -> Move:
         if not view.misplay:
             return "cooperate"
-        defector = random.Random(f"{self.knobs.seed}:{view.round_number}:pd-misplay").choice(PLAYERS)
+        defector = random.Random(f"{self.knobs.seed}:{view.round_number}:pd-misplay").choice(
+            PLAYERS
+        )
         return "defect" if view.agent_id == defector else "cooperate"
 
     @staticmethod
     def _debrief(view: ScriptedView) -> str:
         verdicts = next((b.get("verdicts") for b in view.briefings() if b.get("verdicts")), [])
         won = bool(verdicts) and all(v["success"] for v in verdicts)
-        return "We both cooperated; let us keep it up." if won else "Someone defected; let us both cooperate next round."
+        return (
+            "We both cooperated; let us keep it up."
+            if won
+            else "Someone defected; let us both cooperate next round."
+        )

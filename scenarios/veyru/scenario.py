@@ -209,8 +209,11 @@ class Veyru(Scenario):
         async def apply_treatment(ctx: ToolContext, action: str) -> dict[str, Any]:
             """Carry out one treatment on the veyru; it acts at once and cannot be undone.
 
-            Describe in plain words what you do, to which face, for how many seconds, at which
-            intensity level. Returns the outcome and, when a stage is stabilized, the new signs.
+            Returns the outcome and, when a stage is stabilized, the signs of the next stage.
+
+            Args:
+                action: What you do, in plain words: the procedure, the face, the hold in
+                    seconds and the intensity level.
             """
             return await self._treat(ctx, action)
 

@@ -15,7 +15,9 @@ from glossogen.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "glossogen", *args],
         cwd=cwd,
@@ -26,19 +28,40 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
     )
 
 
-def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(prefect_api: str, tmp_path: Path) -> None:
+def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
+    prefect_api: str, tmp_path: Path
+) -> None:
     done = _cli(
-        "run", "prisoners_dilemma", "--model", "scripted", "--provider", "scripted",
-        "--runs-dir", "./runs", "--config", "knobs_default", "round_count=3",
+        "run",
+        "prisoners_dilemma",
+        "--model",
+        "scripted",
+        "--provider",
+        "scripted",
+        "--runs-dir",
+        "./runs",
+        "--config",
+        "knobs_default",
+        "round_count=3",
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    run_id = next(line for line in lines if line.startswith("new_run_id=")).removeprefix("new_run_id=")
-    run_dir = Path(next(line for line in lines if line.startswith("new_run_dir=")).removeprefix("new_run_dir="))
+    run_id = next(line for line in lines if line.startswith("new_run_id=")).removeprefix(
+        "new_run_id="
+    )
+    run_dir = Path(
+        next(line for line in lines if line.startswith("new_run_dir=")).removeprefix("new_run_dir=")
+    )
     assert run_dir == tmp_path / "runs" / run_id
-    assert [line.split(":")[0] for line in lines if line.startswith("round ")] == ["round 1/3", "round 2/3", "round 3/3"]
-    assert lines[-1].startswith(f"{run_id} completed: 2/3 rounds won · 12 messages · 440 characters · $0.000000 · ")
+    assert [line.split(":")[0] for line in lines if line.startswith("round ")] == [
+        "round 1/3",
+        "round 2/3",
+        "round 3/3",
+    ]
+    assert lines[-1].startswith(
+        f"{run_id} completed: 2/3 rounds won · 12 messages · 440 characters · $0.000000 · "
+    )
     assert (run_dir / "prisoners_dilemma.jsonl").is_file()
     assert json.loads((run_dir / "config.json").read_text())["round_count"] == 3
 
@@ -49,17 +72,44 @@ BAD_INPUTS = [
     (["prisoners_dilemma", "--config", "knobs_missing"], 65, "unknown preset 'knobs_missing'"),
     (["prisoners_dilemma", "--config", "./absent.json"], 66, "absent.json' does not exist"),
     (["prisoners_dilemma", "--config", "BAD_JSON"], 65, "bad.json"),
-    (["prisoners_dilemma", "--config", "knobs_default", "labels={oops"], 65, "override 'labels' has malformed JSON"),
-    (["prisoners_dilemma", "--config", "knobs_default", "round_cont=3"], 65, "unknown knob 'round_cont'"),
-    (["prisoners_dilemma", "--config", "knobs_default", "payoff_reward=9"], 65, "temptation > reward"),
-    (["prisoners_dilemma", "--config", "knobs_default", "round_count=0"], 65, "invalid knob 'round_count' = 0"),
-    (["prisoners_dilemma", "--config", "knobs_default", "--provider", "nope"], 64, "unknown provider 'nope'"),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "labels={oops"],
+        65,
+        "override 'labels' has malformed JSON",
+    ),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "round_cont=3"],
+        65,
+        "unknown knob 'round_cont'",
+    ),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "payoff_reward=9"],
+        65,
+        "temptation > reward",
+    ),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "round_count=0"],
+        65,
+        "invalid knob 'round_count' = 0",
+    ),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "--provider", "nope"],
+        64,
+        "unknown provider 'nope'",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("args", "code", "needle"), BAD_INPUTS, ids=[c[2][:30] for c in BAD_INPUTS])
+@pytest.mark.parametrize(
+    ("args", "code", "needle"), BAD_INPUTS, ids=[c[2][:30] for c in BAD_INPUTS]
+)
 def test_bad_input_exits_non_zero_with_one_line_and_claims_nothing(
-    args: list[str], code: int, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    args: list[str],
+    code: int,
+    needle: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.json").write_text('{"round_count": 3,,}')
@@ -77,9 +127,22 @@ def test_bad_input_exits_non_zero_with_one_line_and_claims_nothing(
     assert not (tmp_path / "runs").exists()
 
 
-def test_missing_model_is_a_usage_error_64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_model_is_a_usage_error_64(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["run", "prisoners_dilemma", "--provider", "scripted", "--runs-dir", str(tmp_path / "runs"), "--config", "knobs_default"])
+        main(
+            [
+                "run",
+                "prisoners_dilemma",
+                "--provider",
+                "scripted",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--config",
+                "knobs_default",
+            ]
+        )
     assert exited.value.code == 64
     assert capsys.readouterr().err.strip() == "glossogen: error: Missing option '--model'."
     assert not (tmp_path / "runs").exists()
@@ -99,14 +162,18 @@ def test_scenarios_lists_each_scenario_with_its_presets(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exited:
         main(["scenarios"])
     assert exited.value.code == 0
-    rows = {line.split("\t")[0]: line.split("\t")[1] for line in capsys.readouterr().out.splitlines()}
+    rows = {
+        line.split("\t")[0]: line.split("\t")[1] for line in capsys.readouterr().out.splitlines()
+    }
     assert rows["prisoners_dilemma"] == "presets: knobs_default"
     assert rows["veyru"] == "presets: knobs_default, knobs_intern"
 
 
 def test_help_and_read_only_commands_do_not_import_prefect(tmp_path: Path) -> None:
     probe = "import sys; from glossogen.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\nprint('prefect' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
@@ -114,8 +181,22 @@ def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_HOME"] = str(tmp_path / "fresh-prefect-home")
     done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "scripted",
-         "--provider", "scripted", "--runs-dir", "./runs", "--config", "knobs_default", "round_count=1"],
+        [
+            sys.executable,
+            "-m",
+            "glossogen",
+            "run",
+            "prisoners_dilemma",
+            "--model",
+            "scripted",
+            "--provider",
+            "scripted",
+            "--runs-dir",
+            "./runs",
+            "--config",
+            "knobs_default",
+            "round_count=1",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

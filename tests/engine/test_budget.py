@@ -134,11 +134,6 @@ def test_without_a_budget_a_metered_channel_charges_nothing():
     assert played.of("budget_warning") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: on_budget_exceeded fires only when a charge crosses a mark while over "
-    "budget; spending exactly the budget (1.0 mark, not exceeded) then more never reports it",
-)
 def test_overspending_after_hitting_the_budget_exactly_is_reported_to_the_scenario():
     # 150 chars: every mark fires at used == 150, not yet exceeded; 10 more: 160 > 150.
     scenario = Tiny(knobs(), by_agent(a=sends(("link", "m" * 150), ("link", "m" * 10))), budget=150)

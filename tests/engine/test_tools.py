@@ -81,11 +81,6 @@ def test_replying_after_waiting_is_not_a_conflict():
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: messages handed to an agent as a notification prompt are not marked "
-    "read, so its reply conflicts with the very message it answers",
-)
 def test_replying_to_a_message_received_as_a_notification_is_not_a_conflict():
     def b(view):
         # Stop at the briefing; answer the notification that wakes b up.

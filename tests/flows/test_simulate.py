@@ -32,7 +32,9 @@ def _play(runs_dir: str, scenario: str, *overrides: str) -> tuple:
     return result, seen
 
 
-def test_prisoners_dilemma_plays_every_round_and_records_its_verdicts(prefect_api: str, tmp_path: Path) -> None:
+def test_prisoners_dilemma_plays_every_round_and_records_its_verdicts(
+    prefect_api: str, tmp_path: Path
+) -> None:
     result, claimed = _play(str(tmp_path), "prisoners_dilemma", "round_count=3")
     assert claimed == [result.run_id]
     assert result.status == "completed"
@@ -53,11 +55,16 @@ def test_prisoners_dilemma_plays_every_round_and_records_its_verdicts(prefect_ap
 
 
 def test_a_run_on_s3_writes_its_folder_through_fsspec(prefect_api: str, s3_bucket: str) -> None:
-    result, _ = _play(f"{s3_bucket}/experiments", "prisoners_dilemma", "round_count=2", "postmortem_enabled=false")
+    result, _ = _play(
+        f"{s3_bucket}/experiments", "prisoners_dilemma", "round_count=2", "postmortem_enabled=false"
+    )
     assert result.run_url.startswith(f"{s3_bucket}/experiments/prisoners_dilemma/")
     log = read_events(f"{result.run_url}/prisoners_dilemma.jsonl")
     types = [e.event_type for e in log.events]
     assert types[0] == "simulation_started"
     assert types[-1] == "simulation_ended"
     assert "postmortem_started" not in types
-    assert RunStore(f"{s3_bucket}/experiments").read_json(result.run_url, "config.json")["round_count"] == 2
+    assert (
+        RunStore(f"{s3_bucket}/experiments").read_json(result.run_url, "config.json")["round_count"]
+        == 2
+    )

@@ -22,7 +22,9 @@ def _request(tmp_path: Path, **changes: object) -> RunRequest:
 
 
 def test_scripted_agents_get_the_scripted_judge_and_the_virtual_clock(tmp_path: Path) -> None:
-    plan = plan_run(_request(tmp_path, overrides=["round_count=2", "agents.player_b.model=other-script"]))
+    plan = plan_run(
+        _request(tmp_path, overrides=["round_count=2", "agents.player_b.model=other-script"])
+    )
     assert plan.knobs["round_count"] == 2
     assert [(s.agent_id, s.model, s.provider) for s in plan.seats] == [
         ("player_a", "scripted", "scripted"),
@@ -41,23 +43,38 @@ def test_two_claims_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
     assert sorted(p.name for p in Path(first.url).iterdir()) == ["config.json", "labels.json"]
 
 
-def test_a_hosted_provider_without_its_key_is_refused_with_exit_77(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hosted_provider_without_its_key_is_refused_with_exit_77(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    plan = plan_run(_request(tmp_path, overrides=["agents.player_a.model=gpt-5.4", "agents.player_a.provider=openai"]))
+    plan = plan_run(
+        _request(
+            tmp_path, overrides=["agents.player_a.model=gpt-5.4", "agents.player_a.provider=openai"]
+        )
+    )
     with pytest.raises(LaunchError) as refused:
         check_credentials(plan, cwd=tmp_path)
     assert refused.value.exit_code == 77
-    assert str(refused.value) == "missing credentials: OPENAI_API_KEY (provider openai, agent player_a)"
+    assert (
+        str(refused.value)
+        == "missing credentials: OPENAI_API_KEY (provider openai, agent player_a)"
+    )
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_dotenv_above_the_working_directory_supplies_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dotenv_above_the_working_directory_supplies_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-not-real\n")
     work = tmp_path / "a" / "b"
     work.mkdir(parents=True)
-    plan = plan_run(_request(tmp_path, overrides=["agents.player_a.model=gpt-5.4", "agents.player_a.provider=openai"]))
+    plan = plan_run(
+        _request(
+            tmp_path, overrides=["agents.player_a.model=gpt-5.4", "agents.player_a.provider=openai"]
+        )
+    )
     assert check_credentials(plan, cwd=work) == ["openai", "scripted"]
 
 

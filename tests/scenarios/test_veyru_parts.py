@@ -1,0 +1,227 @@
+"""Pieces of the veyru scenario: knobs, presets, the scripted judge check, the scripted policy."""
+
+import random
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from glossogen.knobs import ConfigError, load_config, resolve_knobs
+from glossogen.scenario import Observation, ScriptedMove, ScriptedView, scenario_dir
+from scenarios.veyru.judging import Requirement, check_action
+from scenarios.veyru.knobs import VeyruKnobs
+from scenarios.veyru.motifs import BY_ID, FACES, MOTIFS, draw_case
+from scenarios.veyru.scenario import Veyru
+from scenarios.veyru.scripted import engineer_move, identify, observer_move
+
+# -- knobs ------------------------------------------------------------------------------------
+
+
+def test_knob_defaults():
+    k = VeyruKnobs()
+    assert k.round_budget_chars == 150
+    assert (k.min_stages, k.max_stages, k.attempts_per_stage) == (1, 3, 1)
+    assert k.postmortem_after_swap is True
+    assert k.judge_model_settings.temperature == 0.0
+    assert k.judge_provider is None and k.judge_model is None
+    assert Veyru(k).budget_chars() == 150
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"min_stages": 3, "max_stages": 2}, "min_stages (3) must not exceed max_stages (2)"),
+        (
+            {"postmortem_enabled": False},
+            "postmortem_after_swap=true requires postmortem_enabled=true",
+        ),
+        ({"min_hold_seconds": 9, "max_hold_seconds": 4}, "min_hold_seconds (9) must not exceed"),
+        ({"round_count": 3, "calm_rounds": [4]}, "calm_rounds: [4] outside 1..round_count (3)"),
+        ({"round_budget_chars": 5}, "greater than or equal to 20"),
+        ({"max_stages": 4}, "less than or equal to 3"),
+        ({"attempts_per_stage": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_knobs_refused(values, message):
+    with pytest.raises(
+        ValidationError,
+        match=re.escape(message),
+    ):
+        VeyruKnobs(**values)
+
+
+def test_knobs_accepted_edge_cases():
+    assert VeyruKnobs(min_stages=2, max_stages=2).min_stages == 2
+    off = VeyruKnobs(postmortem_enabled=False, postmortem_after_swap=False)
+    assert not off.postmortem_enabled
+
+
+def test_cross_field_error_through_the_resolver():
+    with pytest.raises(ConfigError, match="postmortem_after_swap=true requires"):
+        resolve_knobs(VeyruKnobs, {}, {"postmortem_enabled": False})
+
+
+@pytest.mark.parametrize("name", ["knobs_default", "knobs_intern"])
+def test_presets_validate(name):
+    data, _ = load_config(name, scenario_dir(Veyru))
+    knobs = resolve_knobs(VeyruKnobs, data, {})
+    assert knobs.round_count == 5
+    assert "judge_provider" not in data and "judge_model" not in data
+
+
+def test_default_preset_values():
+    data, _ = load_config("knobs_default", scenario_dir(Veyru))
+    knobs = resolve_knobs(VeyruKnobs, data, {})
+    assert (knobs.max_round_duration_seconds, knobs.postmortem_duration_seconds) == (300, 60)
+    assert knobs.round_budget_chars == 150
+
+
+# -- the scripted judge check -----------------------------------------------------------------
+
+THAW = Requirement(BY_ID["KESH"].procedure, "jade", 7, 3)
+
+CHECKS = [
+    ("thaw jade 7s L3", True, "thaw on the jade face, 7 s at level 3"),
+    ("As instructed: thaw jade 7s L3", True, None),
+    ("Pressed a warmed stone on the Jade face and held it 7 seconds at intensity 3", True, None),
+    ("warm stone to jade, hold 7 at level 3", True, None),
+    ("thawing the jade side, 7-second hold, intensity level 3", True, None),
+    ("thaw slate 7s L3", False, "wrong face: needed jade, got slate"),
+    ("thaw jade or amber 7s L3", False, "wrong face: needed jade, got amber, jade"),
+    ("thaw 7s L3", False, "wrong face: needed jade, got none"),
+    ("thaw jade 8s L3", False, "wrong hold: needed 7 s, got 8"),
+    ("thaw jade 7 sec then 9 sec L3", False, "wrong hold: needed 7 s, got 7, 9"),
+    ("thaw jade L3", False, "wrong hold: needed 7 s, got none"),
+    ("thaw jade 7s L2", False, "wrong intensity: needed level 3, got 2"),
+    ("thaw jade 7s", False, "wrong intensity: needed level 3, got none"),
+    ("tap jade 7s L3", False, "wrong procedure: the stage needed thaw"),
+    ("thaw then tap jade 7s L3", False, "hedged between procedures (thaw and tap)"),
+]
+
+
+@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
+def test_scripted_check(action, success, reason):
+    decision = check_action(action, THAW)
+    assert decision.success is success
+    if reason is not None:
+        assert decision.reason == reason
+
+
+@pytest.mark.parametrize("motif", MOTIFS, ids=lambda m: m.motif_id)
+def test_each_procedure_in_its_own_words_passes_only_for_itself(motif):
+    need = Requirement(motif.procedure, "ivory", 11, 2)
+    action = f"I {need.steps()}, holding 11 seconds at intensity 2"
+    assert check_action(action, need).success, action
+    for other in MOTIFS:
+        if other is not motif:
+            wrong = Requirement(other.procedure, "ivory", 11, 2)
+            assert not check_action(action, wrong).success, (action, other.motif_id)
+
+
+def test_cues_identify_their_motif():
+    for motif in MOTIFS:
+        assert identify(", ".join(motif.cues)) is motif
+        assert identify(f"no change: {motif.cues[0]}") is motif
+    assert identify("it looks unwell") is None
+
+
+def test_case_draw_is_seeded_and_a_derangement():
+    a = draw_case(
+        random.Random("x"), stages=3, hold_seconds=(3, 12), intensity_levels=5, veiled=False
+    )
+    b = draw_case(
+        random.Random("x"), stages=3, hold_seconds=(3, 12), intensity_levels=5, veiled=False
+    )
+    assert a == b and len(set(a.stages)) == 3
+    assert all(k != v for k, v in a.reading.remap.items())
+    assert sorted(a.reading.remap.values()) == sorted(a.reading.remap)
+    assert a.reading.face in FACES and 3 <= a.reading.hold_seconds <= 12
+
+
+# -- the scripted policy ----------------------------------------------------------------------
+
+OBSERVER_BRIEF = {
+    "stage": 1,
+    "stages": 1,
+    "symptoms": "x",
+    "cues": ["hot shell", "red throb"],
+    "budget_chars": 150,
+}
+ENGINEER_BRIEF = {
+    "stages": 1,
+    "face": "amber",
+    "hold_seconds": 5,
+    "intensity_level": 2,
+    "remap": {m.motif_id: m.motif_id for m in MOTIFS} | {"QELD": "IMRU"},
+    "veiled": False,
+    "budget_chars": 150,
+}
+
+
+def view(agent_id, *observations):
+    return ScriptedView(
+        agent_id, 1, "main", list(observations), False, len(observations), random.Random(0)
+    )
+
+
+def msg(sender, text):
+    return {"channel_id": "link", "sender_id": sender, "text": text, "message_id": "m"}
+
+
+def test_observer_applies_an_order_handed_back_by_a_conflict():
+    conflict = {
+        "status": "conflict",
+        "note": "...",
+        "messages": [msg("stabilization_engineer", "sing amber 5s L2")],
+    }
+    move = observer_move(
+        view(
+            "field_observer",
+            Observation("briefing", OBSERVER_BRIEF),
+            Observation("tool_result", conflict, "send_message"),
+        ),
+        42,
+    )
+    assert move == ScriptedMove.call("apply_treatment", action="As instructed: sing amber 5s L2")
+
+
+def test_observer_describes_then_waits():
+    first = observer_move(view("field_observer", Observation("briefing", OBSERVER_BRIEF)), 42)
+    assert first == ScriptedMove.call(
+        "send_message", channel_id="link", text="hot shell, red throb"
+    )
+    sent = Observation("tool_result", {"status": "sent", "chars": 20}, "send_message")
+    then = observer_move(view("field_observer", Observation("briefing", OBSERVER_BRIEF), sent), 42)
+    assert then == ScriptedMove.call("wait_for_notifications")
+
+
+def test_engineer_applies_the_shift_and_resends_after_a_conflict():
+    brief = Observation("briefing", ENGINEER_BRIEF)
+    heard = Observation(
+        "notifications", {"messages": [msg("field_observer", "hot shell, red throb")], "events": []}
+    )
+    answer = ScriptedMove.call("send_message", channel_id="link", text="sing amber 5s L2")
+    assert engineer_move(view("stabilization_engineer", brief, heard), 42) == answer
+    conflict = Observation(
+        "tool_result",
+        {"status": "conflict", "messages": [msg("field_observer", "hot shell, red throb, hurry")]},
+        "send_message",
+    )
+    assert engineer_move(view("stabilization_engineer", brief, heard, conflict), 42) == answer
+    sent = Observation("tool_result", {"status": "sent"}, "send_message")
+    assert engineer_move(
+        view("stabilization_engineer", brief, heard, sent), 42
+    ) == ScriptedMove.call("wait_for_notifications")
+
+
+def test_postmortem_mentions_a_swap_only_when_asked():
+    swap = [{"kind": "swap_agent", "round": 2, "agent_id": "field_observer", "model": "m2"}]
+    for flag, shown in ((True, True), (False, False)):
+        scenario = Veyru(VeyruKnobs(scheduled_events=swap, postmortem_after_swap=flag))
+        scenario.round_number = 3
+        text = scenario.postmortem_briefing(scenario.agents()[1], [])
+        assert ("field_observer" in text) is shown
+        assert "since round 2" in text if shown else "since round" not in text
+    scenario = Veyru(VeyruKnobs(scheduled_events=swap))
+    scenario.round_number = 1
+    assert "since round" not in scenario.postmortem_briefing(scenario.agents()[0], [])
