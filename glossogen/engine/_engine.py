@@ -416,7 +416,7 @@ class RunEngine:
                 )
                 runner.model, runner.provider = event.model, provider
             elif event.kind == "inject_case":
-                self.scheduled_case = event.payload
+                self.scenario.on_scheduled_case(event.payload)
 
     def _open_phase(self) -> None:
         for channel in self.channels.values():

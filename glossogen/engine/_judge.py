@@ -50,6 +50,7 @@ class RunJudge:
                 JudgeCalled(
                     model=self.model,
                     provider=self.provider,
+                    instructions=instructions,
                     question=question,
                     success=decision.success,
                     reason=decision.reason,

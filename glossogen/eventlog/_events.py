@@ -243,6 +243,7 @@ class JudgeCalled(Event):
     event_type: Literal["judge_called"] = "judge_called"
     model: str
     provider: str
+    instructions: str = ""
     question: str
     success: bool
     reason: str

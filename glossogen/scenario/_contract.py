@@ -171,6 +171,11 @@ class RoundContext(Protocol):
 
     round_number: int
     phase: Literal["main", "postmortem"]
+    knobs: BaseKnobs
+
+    def now(self) -> float:
+        """Return game time in seconds (the run's clock)."""
+        ...
 
     def emit(self, event: Event) -> None:
         """Append a scenario event to the log (envelope filled in by the engine)."""
@@ -251,6 +256,9 @@ class Scenario(ABC):
     @abstractmethod
     def start_round(self, ctx: RoundContext) -> None:
         """Draw this round's case from the seed, log it, and brief every agent."""
+
+    def on_scheduled_case(self, payload: dict[str, Any]) -> None:  # noqa: B027
+        """Take an ``inject_case`` scheduled event's payload for the round about to open."""
 
     def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:  # noqa: B027
         """React to the round budget being overspent (default: nothing)."""

@@ -79,7 +79,5 @@ class VeyruKnobs(BaseKnobs):
             )
         late = [r for r in self.calm_rounds if not 1 <= r <= self.round_count]
         if late:
-            raise ValueError(
-                f"calm_rounds: {late} outside 1..round_count ({self.round_count})"
-            )
+            raise ValueError(f"calm_rounds: {late} outside 1..round_count ({self.round_count})")
         return self

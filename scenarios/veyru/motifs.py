@@ -64,73 +64,116 @@ class Motif:
 
 MOTIFS: tuple[Motif, ...] = (
     Motif(
-        "KESH", "Rime Creep",
+        "KESH",
+        "Rime Creep",
         "A thin rime of frost is creeping inward from the edges of the shell, and the hum has "
         "sunk to a low, dragging drone.",
         ("frost at edges", "low drone"),
-        Procedure("Thaw", "thaw", (r"thaw\w*", r"warm(?:ed)? stone"),
-                  "thaw it: press a warmed river stone flat against the {face} face"),
+        Procedure(
+            "Thaw",
+            "thaw",
+            (r"thaw\w*", r"warm(?:ed)? stone"),
+            "thaw it: press a warmed river stone flat against the {face} face",
+        ),
     ),
     Motif(
-        "ORRA", "Glow Stutter",
+        "ORRA",
+        "Glow Stutter",
         "The inner glow keeps cutting out in uneven bursts; each dark gap lasts about a heartbeat.",
         ("glow cuts out", "uneven"),
-        Procedure("Tap", "tap", (r"tap(?:s|ped|ping)?",),
-                  "tap the {face} face with one fingertip in a slow, even rhythm"),
+        Procedure(
+            "Tap",
+            "tap",
+            (r"tap(?:s|ped|ping)?",),
+            "tap the {face} face with one fingertip in a slow, even rhythm",
+        ),
     ),
     Motif(
-        "VAEL", "Seam Weep",
+        "VAEL",
+        "Seam Weep",
         "Clear fluid beads along a hairline seam and drips off; the seam feels tacky to a finger.",
         ("seam weeps", "tacky"),
-        Procedure("Seal", "seal", (r"seal\w*", r"resin"),
-                  "seal it: smooth a bead of resin along the seam, working from the {face} face"),
+        Procedure(
+            "Seal",
+            "seal",
+            (r"seal\w*", r"resin"),
+            "seal it: smooth a bead of resin along the seam, working from the {face} face",
+        ),
     ),
     Motif(
-        "TUMO", "Hollow Chime",
+        "TUMO",
+        "Hollow Chime",
         "It rings hollow inside whenever it is touched, and it feels lighter to lift than it "
         "should.",
         ("rings hollow", "too light"),
-        Procedure("Salt feed", "salt", (r"salt\w*", r"feed\w*"),
-                  "feed it: sprinkle a pinch of tide salt over the {face} face"),
+        Procedure(
+            "Salt feed",
+            "salt",
+            (r"salt\w*", r"feed\w*"),
+            "feed it: sprinkle a pinch of tide salt over the {face} face",
+        ),
     ),
     Motif(
-        "SIRR", "Cradle Drift",
+        "SIRR",
+        "Cradle Drift",
         "It keeps slowly turning in its cradle, always the same way round, and will not come to "
         "rest.",
         ("turns in cradle", "no rest"),
-        Procedure("Brace", "brace", (r"brac\w*", r"pin(?:s|ned|ning)?"),
-                  "brace it: pin the {face} face down with the flat of your hand"),
+        Procedure(
+            "Brace",
+            "brace",
+            (r"brac\w*", r"pin(?:s|ned|ning)?"),
+            "brace it: pin the {face} face down with the flat of your hand",
+        ),
     ),
     Motif(
-        "BAHN", "Ash Bloom",
+        "BAHN",
+        "Ash Bloom",
         "A grey powder is blooming on the surface, and the air close to it smells of burnt sugar.",
         ("grey powder", "burnt sugar"),
-        Procedure("Brush", "brush", (r"brush\w*", r"sweep\w*", r"bristle\w*"),
-                  "brush the powder off with a dry bristle brush, sweeping outward from the "
-                  "{face} face"),
+        Procedure(
+            "Brush",
+            "brush",
+            (r"brush\w*", r"sweep\w*", r"bristle\w*"),
+            "brush the powder off with a dry bristle brush, sweeping outward from the {face} face",
+        ),
     ),
     Motif(
-        "QELD", "Fever Throb",
+        "QELD",
+        "Fever Throb",
         "The shell is hot to the touch and the glow throbs a deep red, as fast as a racing pulse.",
         ("hot shell", "red throb"),
-        Procedure("Douse", "douse", (r"dous\w*", r"drench\w*", r"cold water"),
-                  "douse the {face} face with cold spring water"),
+        Procedure(
+            "Douse",
+            "douse",
+            (r"dous\w*", r"drench\w*", r"cold water"),
+            "douse the {face} face with cold spring water",
+        ),
     ),
     Motif(
-        "IMRU", "Silent Fade",
+        "IMRU",
+        "Silent Fade",
         "The hum has stopped entirely and the light is draining away evenly from every side.",
         ("hum stopped", "light draining"),
-        Procedure("Sing", "sing", (r"sing(?:s|ing)?", r"sung", r"song", r"chant\w*"),
-                  "sing to it: hold one low, steady note with your lips close to the {face} face"),
+        Procedure(
+            "Sing",
+            "sing",
+            (r"sing(?:s|ing)?", r"sung", r"song", r"chant\w*"),
+            "sing to it: hold one low, steady note with your lips close to the {face} face",
+        ),
     ),
     Motif(
-        "ZORIN", "Shadow Split",
+        "ZORIN",
+        "Shadow Split",
         "A dark, crack-like shadow runs through the inside although the surface is unbroken, and "
         "there is a faint crackle.",
         ("inner crack", "crackle"),
-        Procedure("Squeeze", "squeeze", (r"squeez\w*", r"compress\w*"),
-                  "squeeze it gently between both palms, with the {face} face against your right "
-                  "palm"),
+        Procedure(
+            "Squeeze",
+            "squeeze",
+            (r"squeez\w*", r"compress\w*"),
+            "squeeze it gently between both palms, with the {face} face against your right palm",
+        ),
     ),
 )
 

@@ -212,6 +212,7 @@ class Veyru(Scenario):
             Returns the outcome and, when a stage is stabilized, the signs of the next stage.
 
             Args:
+                ctx: The run context (the caller's identity and the round); not a model input.
                 action: What you do, in plain words: the procedure, the face, the hold in
                     seconds and the intensity level.
             """

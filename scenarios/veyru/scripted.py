@@ -125,9 +125,7 @@ def observer_move(view: ScriptedView, seed: int) -> ScriptedMove:
     orders = _from_partner(since, view.agent_id)
     if orders:
         action = f"As instructed: {orders[-1]}"
-        first_try = not any(
-            s.kind == "treatment" and s.data.get("stage") == stage for s in steps
-        )
+        first_try = not any(s.kind == "treatment" and s.data.get("stage") == stage for s in steps)
         if misplay and misplay.kind == "wrong_face" and misplay.stage == stage and first_try:
             action = _swap_face(action)
         return ScriptedMove.call("apply_treatment", action=action)

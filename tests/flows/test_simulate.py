@@ -68,3 +68,50 @@ def test_a_run_on_s3_writes_its_folder_through_fsspec(prefect_api: str, s3_bucke
         RunStore(f"{s3_bucket}/experiments").read_json(result.run_url, "config.json")["round_count"]
         == 2
     )
+
+
+def test_veyru_default_run_logs_every_event_kind_a_reader_needs(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    result, _ = _play(str(tmp_path), "veyru")
+    assert result.status == "completed"
+    log = read_events(f"{result.run_url}/veyru.jsonl")
+    types = [e.event_type for e in log.events]
+    assert types[0] == "simulation_started"
+    assert types[-1] == "simulation_ended"
+    registered = [e.agent_id for e in log.events if e.event_type == "agent_registered"]
+    assert registered == ["field_observer", "stabilization_engineer"]
+    for round_number in range(1, 6):
+        in_round = {e.event_type for e in log.events if e.round_number == round_number}
+        assert {
+            "injection_delivered",
+            "message_sent",
+            "tool_call_invoked",
+            "tool_result_received",
+            "llm_response_received",
+            "round_ended",
+            "round_result_recorded",
+            "postmortem_started",
+            "postmortem_ended",
+        } <= in_round, round_number
+    judged = sorted({e.round_number for e in log.events if e.event_type == "judge_called"})
+    assert judged == [1, 3, 4, 5]  # round 2 collapsed on its budget before any treatment
+    verdicts = [
+        (e.success, e.reason) for e in log.events if e.event_type == "round_result_recorded"
+    ]
+    assert verdicts == [
+        (True, "3 of 3 stages stabilized"),
+        (False, "budget exceeded"),
+        (True, "3 of 3 stages stabilized"),
+        (True, "2 of 2 stages stabilized"),
+        (True, "1 of 1 stages stabilized"),
+    ]
+    # Verdicts are recorded before each postmortem opens.
+    for round_number in range(1, 6):
+        order = [e.event_type for e in log.events if e.round_number == round_number]
+        assert order.index("round_result_recorded") < order.index("postmortem_started")
+    ended = log.events[-1]
+    assert (ended.rounds_played, ended.rounds_won) == (5, 4)
+    assert ended.total_cost_usd == 0.0
+    assert ended.judge_cost_usd == 0.0
+    assert {a.agent_id for a in ended.agent_costs} == {"field_observer", "stabilization_engineer"}

@@ -225,3 +225,9 @@ def test_postmortem_mentions_a_swap_only_when_asked():
     scenario = Veyru(VeyruKnobs(scheduled_events=swap))
     scenario.round_number = 1
     assert "since round" not in scenario.postmortem_briefing(scenario.agents()[0], [])
+
+
+def test_worst_case_good_round_fits_the_default_budget():
+    notes = max(len(", ".join(m.cues)) for m in MOTIFS)
+    answer = max(len(m.procedure.verb) for m in MOTIFS) + max(map(len, FACES)) + len(" 12s L5 ")
+    assert VeyruKnobs().max_stages * (notes + answer) <= VeyruKnobs().round_budget_chars
