@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.usage import RequestUsage
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -31,22 +32,45 @@ def scripted_model(model_name: str, agent_id: str, policy: ScriptedPolicy) -> Fu
     """Return a ``FunctionModel`` that plays ``agent_id`` by asking ``policy`` for each move.
 
     Tool-call ids are ``<agent_id>-<n>`` counted per model, so logs of the same seed match.
-    Token usage is pydantic-ai's estimate from the text of the messages.
+    Token usage is estimated from the text (:func:`estimate_tokens`), so the pricing path runs.
     """
     counter = 0
 
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         nonlocal counter
         move = await policy()
-        if not move.tool_calls:
-            return ModelResponse(parts=[TextPart(move.text or "Done.")], model_name=model_name)
         parts: list[Any] = []
+        if not move.tool_calls:
+            parts.append(TextPart(move.text or "Done."))
         for name, args in move.tool_calls:
             counter += 1
             parts.append(ToolCallPart(name, args, tool_call_id=f"{agent_id}-{counter}"))
-        return ModelResponse(parts=parts, model_name=model_name)
+        usage = RequestUsage(
+            input_tokens=estimate_tokens(messages, info.instructions),
+            output_tokens=estimate_tokens([ModelResponse(parts=parts)], None),
+        )
+        return ModelResponse(parts=parts, model_name=model_name, usage=usage)
 
     return FunctionModel(respond, model_name=model_name)
+
+
+CHARS_PER_TOKEN = 4
+"""Characters per token of the scripted usage estimate (the usual rule of thumb for English)."""
+
+
+def estimate_tokens(messages: list[ModelMessage], instructions: str | None) -> int:
+    """Estimate tokens of ``messages`` (plus ``instructions``) as characters / 4, rounded up.
+
+    Counts text, tool-call arguments and tool results as their string form; at least 1.
+    """
+    chars = len(instructions or "")
+    for message in messages:
+        for part in message.parts:
+            content = getattr(part, "content", None)
+            if content is None:
+                content = getattr(part, "args", None)
+            chars += len(content) if isinstance(content, str) else len(str(content))
+    return max(1, -(-chars // CHARS_PER_TOKEN))
 
 
 def build_model(provider: str, model: str) -> Model:
