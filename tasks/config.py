@@ -7,7 +7,7 @@ import json
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from glossogen.launch import RunPlan, RunRequest, plan_run
+from glossogen.launch import RunPlan, RunRequest, check_model_settings, plan_run
 from glossogen.launch import check_credentials as check
 
 
@@ -26,5 +26,7 @@ def resolve_config(request: RunRequest) -> RunPlan:
 
 @task(name="check_credentials", cache_policy=NONE)
 def check_credentials(plan: RunPlan) -> list[str]:
-    """Refuse the run (exit 77) when a provider some agent or the judge needs has no key."""
-    return check(plan)
+    """Refuse the run when a provider has no key (77) or a model would drop a setting (65)."""
+    providers = check(plan)
+    check_model_settings(plan)
+    return providers

@@ -9,7 +9,23 @@ import sys
 
 import typer
 
-from glossogen.launch import LaunchError, RunRequest, check_credentials, observing, plan_run
+from glossogen.launch import (
+    LaunchError,
+    RunPlan,
+    RunRequest,
+    check_credentials,
+    check_model_settings,
+    estimate_round_cost,
+    observing,
+    plan_run,
+    uncosted_models,
+)
+from glossogen.launch._settings import (
+    ASSUMED_INPUT_TOKENS,
+    ASSUMED_JUDGE_CALLS_PER_ROUND,
+    ASSUMED_OUTPUT_TOKENS,
+    ASSUMED_REQUESTS_PER_AGENT_ROUND,
+)
 
 EXIT_TRANSPORT = 69
 EXIT_INTERNAL = 70
@@ -26,6 +42,35 @@ PREFECT_DEFAULTS = {
 
 def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+
+
+def _usd(value: float | None) -> str:
+    return "not costed" if value is None else f"${value:.4f}"
+
+
+def _print_dry_run(plan: RunPlan) -> None:
+    """Print each seat's resolved model and settings, and the estimated cost per round."""
+    estimate = estimate_round_cost(plan)
+    print(
+        f"dry run: {plan.request.scenario}, {plan.config_source}, "
+        f"{plan.knobs['round_count']} rounds"
+    )
+    for seat in plan.seats:
+        settings = json.dumps(seat.model_settings, sort_keys=True)
+        cost = _usd(estimate.per_agent[seat.agent_id])
+        print(
+            f"agent {seat.agent_id}: {seat.provider}:{seat.model} settings={settings} ~{cost}/round"
+        )
+    if plan.judge_provider:
+        print(f"judge: {plan.judge_provider}:{plan.judge_model} ~{_usd(estimate.judge)}/round")
+    rounds = plan.knobs["round_count"]
+    total = None if estimate.per_round is None else estimate.per_round * rounds
+    print(
+        f"estimated cost: {_usd(estimate.per_round)} per round, {_usd(total)} for {rounds} rounds "
+        f"(assuming {ASSUMED_REQUESTS_PER_AGENT_ROUND} requests per agent per round of "
+        f"{ASSUMED_INPUT_TOKENS} input and {ASSUMED_OUTPUT_TOKENS} output tokens, "
+        f"{ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)"
+    )
 
 
 def run(
@@ -45,6 +90,11 @@ def run(
         200, "--max-agent-turns", min=1, help="Model requests per agent."
     ),
     group_slug: str = typer.Option("local", "--group-slug", help="Tenant group that owns the run."),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Resolve and check, print models and estimated cost; claim nothing.",
+    ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
     request = RunRequest(
@@ -60,9 +110,19 @@ def run(
     try:
         plan = plan_run(request)
         check_credentials(plan)
+        check_model_settings(plan)
     except LaunchError as exc:
         _error(str(exc))
         return exc.exit_code
+    for name in uncosted_models(plan):
+        print(
+            f"glossogen: warning: {name} is not in the price catalogue; "
+            "its spend is recorded as null",
+            file=sys.stderr,
+        )
+    if dry_run:
+        _print_dry_run(plan)
+        return 0
     print(
         f"resolved_config={plan.config_source} "
         + json.dumps(plan.knobs, sort_keys=True, separators=(",", ":")),

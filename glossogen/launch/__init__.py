@@ -25,8 +25,18 @@ from glossogen.launch._session import (
     open_session,
     price_spend,
 )
+from glossogen.launch._settings import (
+    CostEstimate,
+    check_model_settings,
+    estimate_round_cost,
+    uncosted_models,
+)
 
 __all__ = [
+    "CostEstimate",
+    "check_model_settings",
+    "estimate_round_cost",
+    "uncosted_models",
     "EXIT_CREDENTIALS",
     "EXIT_REFUSED",
     "EXIT_USAGE",

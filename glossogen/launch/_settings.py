@@ -1,0 +1,109 @@
+"""Launch checks of what each model would do with its settings, and a cost estimate.
+
+A run is refused when an agent or the judge would silently drop a setting it names: pydantic-ai
+decides per model (its profile) whether ``thinking`` is sent at all, so a log must never record
+a thinking level the model never ran with (spec: Agent model settings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunPlan
+from glossogen.pricing import price_call
+
+ASSUMED_REQUESTS_PER_AGENT_ROUND = 20
+"""Dry-run assumption: model requests one agent makes in one round."""
+ASSUMED_INPUT_TOKENS = 4_000
+"""Dry-run assumption: input tokens per request (history grows; this is a mid-run average)."""
+ASSUMED_OUTPUT_TOKENS = 200
+"""Dry-run assumption: output tokens per request."""
+ASSUMED_JUDGE_CALLS_PER_ROUND = 3
+"""Dry-run assumption: judge calls per round of a judged scenario (800 input, 100 output tokens)."""
+JUDGE_INPUT_TOKENS, JUDGE_OUTPUT_TOKENS = 800, 100
+
+
+def _profile(provider: str, model: str) -> Any:
+    from glossogen.models import build_model
+
+    if provider == "scripted":
+        return {"supports_thinking": False, "thinking_always_enabled": False}
+    return build_model(provider, model).profile
+
+
+def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> str | None:
+    thinking = settings.get("thinking")
+    if thinking is None:
+        return None
+    profile = _profile(provider, model)
+    if thinking is not False and not profile.get("supports_thinking", False):
+        return (
+            f"{who} on {provider}:{model} cannot think (pydantic-ai's profile), so "
+            f"thinking={thinking!r} would be dropped"
+        )
+    if thinking is False and profile.get("thinking_always_enabled", False):
+        return f"{who} on {provider}:{model} always thinks, so thinking=false would be dropped"
+    return None
+
+
+def check_model_settings(plan: RunPlan) -> None:
+    """Refuse settings a model would drop (``thinking`` on a model that cannot think).
+
+    Raises:
+        LaunchError: exit 65, naming the agent, its model and the setting.
+    """
+    for seat in plan.seats:
+        reason = _refusal(f"agent {seat.agent_id}", seat.provider, seat.model, seat.model_settings)
+        if reason:
+            raise LaunchError(reason, EXIT_REFUSED)
+    judge_settings = plan.knobs.get("judge_model_settings") or {}
+    if plan.judge_provider and plan.judge_provider != "scripted" and plan.judge_model:
+        settings = {k: v for k, v in judge_settings.items() if v is not None}
+        reason = _refusal("the judge", plan.judge_provider, plan.judge_model, settings)
+        if reason:
+            raise LaunchError(reason, EXIT_REFUSED)
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """Estimated spend per round in USD (None where a model is not in the price catalogue)."""
+
+    per_agent: dict[str, float | None]
+    judge: float | None
+    per_round: float | None
+
+
+def estimate_round_cost(plan: RunPlan) -> CostEstimate:
+    """Estimate one round's spend from the stated token assumptions (module constants)."""
+    per_agent: dict[str, float | None] = {}
+    for seat in plan.seats:
+        call = price_call(
+            seat.provider,
+            seat.model,
+            input_tokens=ASSUMED_INPUT_TOKENS,
+            output_tokens=ASSUMED_OUTPUT_TOKENS,
+        )
+        per_agent[seat.agent_id] = None if call is None else call * ASSUMED_REQUESTS_PER_AGENT_ROUND
+    judge: float | None = 0.0
+    if plan.judge_provider and plan.judge_model:
+        call = price_call(
+            plan.judge_provider,
+            plan.judge_model,
+            input_tokens=JUDGE_INPUT_TOKENS,
+            output_tokens=JUDGE_OUTPUT_TOKENS,
+        )
+        judge = None if call is None else call * ASSUMED_JUDGE_CALLS_PER_ROUND
+    parts = [*per_agent.values(), judge]
+    total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+    return CostEstimate(per_agent, judge, total)
+
+
+def uncosted_models(plan: RunPlan) -> list[str]:
+    """Return ``provider:model`` of every billed model genai-prices does not know."""
+    pairs = {(s.provider, s.model) for s in plan.seats}
+    if plan.judge_provider and plan.judge_model:
+        pairs.add((plan.judge_provider, plan.judge_model))
+    return sorted(
+        f"{p}:{m}" for p, m in pairs if price_call(p, m, input_tokens=1, output_tokens=1) is None
+    )
