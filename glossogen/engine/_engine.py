@@ -106,7 +106,12 @@ class RunEngine:
             else None
         )
         self.driver = CycleDriver(
-            self.emit, self.changed, setup.max_agent_turns, self.mark_batch_read, clock.sleep
+            self.emit,
+            self.changed,
+            setup.max_agent_turns,
+            self.mark_batch_read,
+            clock.sleep,
+            self.rng,
         )
         self._tools = core_tools(self)
         self.runners: dict[str, AgentRunner] = {

@@ -8,6 +8,7 @@ inbox, or a finished cycle with nothing queued; a failed or turn-limited agent c
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,10 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
+from glossogen.engine._faults import backoff_seconds, classify
 from glossogen.eventlog import (
     AgentRunCycleFailed,
     AgentTurnLimitReached,
@@ -36,10 +40,8 @@ from glossogen.pricing import price_call
 from glossogen.scenario import AgentDeps, AgentSpec, Observation
 
 INTERRUPTED = "interrupted: the phase ended before this tool returned"
-MAX_CONSECUTIVE_FAILURES = 3
-"""Failed cycles in a row after which an agent is taken out of the run (and logged)."""
-RETRY_BASE_SECONDS = 1.0
-"""Game seconds before the first retry of a failed cycle; doubled for each further failure."""
+REQUEST_TIMEOUT_SECONDS = 300.0
+"""Longest one model request may take when the agent's settings name no ``timeout``."""
 
 
 class TurnLimitReached(Exception):
@@ -78,6 +80,19 @@ class AgentRunner:
     out: bool = False
     failures: int = 0
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def request_settings(self) -> dict[str, Any]:
+        """Return the settings sent with each request: the agent's, SDK retries off.
+
+        Retries are the engine's (each failure is an event), so vendor SDKs must not retry
+        silently underneath; a request without its own ``timeout`` gets ``REQUEST_TIMEOUT_SECONDS``.
+        """
+        if self.provider == "scripted":
+            return self.model_settings
+        settings = {"max_retries": 0, **self.model_settings}
+        if "timeout" not in settings:
+            settings["request_timeout"] = REQUEST_TIMEOUT_SECONDS
+        return settings
 
     def deliver(self, kind: str, item: dict[str, Any]) -> None:
         """Queue a message (``kind="message"``) or world event (``"event"``) and wake the agent."""
@@ -124,6 +139,13 @@ def close_dangling_calls(history: list[ModelMessage]) -> list[ModelMessage]:
     return [*history, ModelRequest(parts=returns)]
 
 
+def _worth_retrying(exc: BaseException) -> bool:
+    """True for a failure a retry may mend; never for cancellation or the turn limit."""
+    if not isinstance(exc, Exception) or isinstance(exc, TurnLimitReached):
+        return False
+    return classify(exc).retryable
+
+
 class CycleDriver:
     """Runs agent cycles and turns what happens in them into events.
 
@@ -138,6 +160,7 @@ class CycleDriver:
         max_agent_turns: int,
         mark_read: Callable[[str, dict[str, list[dict[str, Any]]]], None],
         pause: Callable[[float], Awaitable[None]],
+        rng: Callable[..., random.Random],
     ) -> None:
         """Bind the driver to the engine's event sink, change signal, read marks and clock."""
         self.emit = emit
@@ -145,13 +168,10 @@ class CycleDriver:
         self.max_agent_turns = max_agent_turns
         self.mark_read = mark_read
         self.pause = pause
+        self.rng = rng
 
     async def run_phase(self, runner: AgentRunner, deps: AgentDeps) -> None:
-        """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out.
-
-        A failed cycle is retried with the same prompt after an exponential backoff on the game
-        clock (``RETRY_BASE_SECONDS`` doubled per failure) until ``MAX_CONSECUTIVE_FAILURES``.
-        """
+        """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out."""
         while not runner.out:
             if runner.prompts:
                 text, data = runner.prompts.popleft()
@@ -163,7 +183,7 @@ class CycleDriver:
                 batch = runner.drain_inbox()
                 self.mark_read(runner.spec.agent_id, batch)
                 runner.observations.append(Observation("notifications", dict(batch)))
-                text, data = format_batch(batch), {}
+                text = format_batch(batch)
             else:
                 runner.wake.clear()
                 runner.idle = True
@@ -171,22 +191,54 @@ class CycleDriver:
                 await runner.wake.wait()
                 runner.idle = False
                 continue
-            if not await self._cycle(runner, deps, text) and not runner.out:
-                runner.prompts.appendleft((text, data))
-                await self.pause(RETRY_BASE_SECONDS * 2 ** (runner.failures - 1))
+            await self._prompt(runner, deps, text)
         runner.idle = True
         self.changed()
 
-    async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> bool:
-        """Run one prompt to the agent's final answer; return False when it failed."""
+    async def _prompt(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+        """Run one prompt, retrying failed cycles (tenacity) with backoff on the game clock.
+
+        After ``MAX_ATTEMPTS`` failures, or one failure that retrying cannot mend (credentials,
+        quota, a rejected request), the agent is taken out of the run.
+        """
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            fault = classify(exc) if exc else classify(RuntimeError())
+            rng = self.rng("backoff", runner.spec.agent_id, runner.turns, state.attempt_number)
+            return backoff_seconds(state.attempt_number, fault, rng)
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(MAX_ATTEMPTS),
+            wait=wait,
+            retry=retry_if_exception(_worth_retrying),
+            sleep=self.pause,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await self._cycle(runner, deps, prompt)
+        except TurnLimitReached:
+            runner.out = True
+            self.emit(
+                AgentTurnLimitReached(
+                    agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns
+                )
+            )
+        except Exception:  # noqa: BLE001 (already logged per attempt; the agent is out)
+            runner.out = True
+        self.changed()
+
+    async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+        """Run one prompt to the agent's final answer; log and re-raise a failure."""
         before = runner.history
-        ok = True
         try:
             async with runner.agent.iter(
                 prompt,
                 message_history=runner.history,
                 deps=deps,
-                model_settings=runner.model_settings,  # type: ignore[arg-type]
+                model_settings=runner.request_settings(),  # type: ignore[arg-type]
                 usage_limits=UsageLimits(request_limit=None),
             ) as run:
                 try:
@@ -195,32 +247,24 @@ class CycleDriver:
                 finally:
                     runner.history = close_dangling_calls(run.all_messages())
             runner.failures = 0
-        except TurnLimitReached:
-            runner.out = True
-            self.emit(
-                AgentTurnLimitReached(
-                    agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns
-                )
-            )
-        except asyncio.CancelledError:
+        except (TurnLimitReached, asyncio.CancelledError):
             raise
-        except Exception as exc:  # a provider or tool failure must not kill the run
-            ok = False
+        except Exception as exc:
             runner.failures += 1
             if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
-                runner.history = before  # nothing was answered: the retry re-sends the same prompt
+                runner.history = before  # nothing was answered: the retry re-sends the prompt
+            fault = classify(exc)
             self.emit(
                 AgentRunCycleFailed(
                     agent_id=runner.spec.agent_id,
-                    error_kind=type(exc).__name__,
-                    error=str(exc)[:500],
+                    error_kind=fault.kind,
+                    error=f"{type(exc).__name__}: {exc}"[:500],
                     attempts=runner.failures,
+                    retryable=fault.retryable,
+                    retry_after_seconds=fault.retry_after,
                 )
             )
-            if runner.failures >= MAX_CONSECUTIVE_FAILURES:
-                runner.out = True
-        self.changed()
-        return ok
+            raise
 
     def _observe(self, runner: AgentRunner, node: Any) -> None:
         agent_id = runner.spec.agent_id

@@ -208,6 +208,8 @@ class AgentRunCycleFailed(Event):
     error_kind: str
     error: str
     attempts: int = 1
+    retryable: bool = True
+    retry_after_seconds: float | None = None
 
 
 class AgentTurnLimitReached(Event):

