@@ -1,0 +1,189 @@
+"""Every wire format over real HTTP: runs against stub servers on 127.0.0.1, priced to the cent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from genai_prices import Usage, calc_price
+
+from flows.simulate import simulate
+from glossogen.eventlog import read_events
+from glossogen.launch import RunRequest
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+
+SECRET_ANTHROPIC = "sk-ant-test-0123456789abcdefSECRET"
+SECRET_OPENAI = "sk-test-0123456789abcdefSECRET"
+SECRET_SELF_HOSTED = "self-hosted-token-SECRET"
+USAGE = dict(input_tokens=1000, output_tokens=50, cache_read_tokens=200)
+
+
+def pd_player(req: RecordedRequest) -> StubReply:
+    """Play a prisoners' dilemma seat: talk, lock in cooperate, then stop."""
+    last = json.dumps(req.messages[-1]) if req.messages else ""
+    if "locked" in last or "postmortem" in last:
+        return StubReply(text="Done.", **USAGE)
+    if "status" in last and ("sent" in last or "conflict" in last):
+        return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
+    return StubReply(
+        tool_calls=[("send_message", {"channel_id": "table", "text": "cooperate?"})], **USAGE
+    )
+
+
+def _run(tmp_path: Path, model: str, provider: str, *overrides: str) -> tuple:
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model=model,
+        provider=provider,
+        runs_dir=str(tmp_path / "runs"),
+        config="knobs_default",
+        overrides=["round_count=2", "idle_floor_seconds=0.05", *overrides],
+    )
+    result = asyncio.run(simulate(request))
+    return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+
+
+def _assert_no_secret_in(folder: Path, *secrets: str) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            for secret in secrets:
+                assert secret not in text, f"{secret} leaked into {path}"
+
+
+def _assert_priced(events: list, model: str, provider_id: str, cache_write: int) -> None:
+    unit = float(
+        calc_price(
+            Usage(
+                input_tokens=1000,
+                output_tokens=50,
+                cache_read_tokens=200,
+                cache_write_tokens=cache_write or None,
+            ),
+            model_ref=model,
+            provider_id=provider_id,
+        ).total_price
+    )
+    responses = [e for e in events if e.event_type == "llm_response_received"]
+    assert responses, "no model call was logged"
+    for e in responses:
+        assert (e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens) == (
+            1000,
+            50,
+            200,
+            cache_write,
+        )
+        assert e.cost_usd == pytest.approx(unit, rel=1e-12)
+    ended = events[-1]
+    for agent in ended.agent_costs:
+        n = sum(1 for e in responses if e.agent_id == agent.agent_id)
+        assert agent.requests == n
+        assert round(agent.cost_usd, 2) == round(n * unit, 2)
+        assert agent.cost_usd == pytest.approx(n * unit, rel=1e-9)
+    assert ended.total_cost_usd == pytest.approx(len(responses) * unit, rel=1e-9)
+
+
+def test_anthropic_messages_wire(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
+    model_stub.responder = lambda req: _with_cache_write(pd_player(req))
+    result, events = _run(tmp_path, "claude-sonnet-4-6", "anthropic")
+    assert (result.status, result.rounds_won) == ("completed", 2)
+    _assert_priced(events, "claude-sonnet-4-6", "anthropic", cache_write=100)
+    sent = model_stub.requests
+    assert {r.wire for r in sent} == {"anthropic"}
+    assert {r.model for r in sent} == {"claude-sonnet-4-6"}
+    assert {r.api_key for r in sent} == {SECRET_ANTHROPIC}
+    assert {r.body["max_tokens"] for r in sent} == {16384}
+    assert set(sent[0].tool_names) == {
+        "wait_for_notifications",
+        "read_channel",
+        "send_message",
+        "lock_in",
+    }
+    _assert_no_secret_in(Path(result.run_url), SECRET_ANTHROPIC)
+
+
+def _with_cache_write(reply: StubReply) -> StubReply:
+    reply.cache_write_tokens = 100
+    return reply
+
+
+def test_openai_responses_wire(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_OPENAI)
+    model_stub.responder = pd_player
+    result, events = _run(tmp_path, "gpt-5.4", "openai", "agent_model_settings.temperature=0.25")
+    assert (result.status, result.rounds_won) == ("completed", 2)
+    _assert_priced(events, "gpt-5.4", "openai", cache_write=0)
+    sent = model_stub.requests
+    assert {r.wire for r in sent} == {"responses"}
+    assert {r.model for r in sent} == {"gpt-5.4"}
+    assert {r.body.get("temperature") for r in sent} == {0.25}
+    registered = [e for e in events if e.event_type == "agent_registered"]
+    assert [e.model_settings for e in registered] == [
+        {"max_tokens": 16384, "temperature": 0.25}
+    ] * 2
+    _assert_no_secret_in(Path(result.run_url), SECRET_OPENAI)
+
+
+def test_chat_completions_wire_self_hosted_is_priced_at_zero(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "SELF_HOSTED_BASE_URLS", json.dumps({"my-llama": model_stub.openai_base_url})
+    )
+    monkeypatch.setenv("SELF_HOSTED_API_KEY", SECRET_SELF_HOSTED)
+    model_stub.responder = pd_player
+    result, events = _run(tmp_path, "my-llama", "self-hosted", "postmortem_enabled=false")
+    assert (result.status, result.rounds_won, result.total_cost_usd) == ("completed", 2, 0.0)
+    assert {r.wire for r in model_stub.requests} == {"chat"}
+    assert {r.api_key for r in model_stub.requests} == {SECRET_SELF_HOSTED}
+    assert all(e.cost_usd == 0.0 for e in events if e.event_type == "llm_response_received")
+    _assert_no_secret_in(Path(result.run_url), SECRET_SELF_HOSTED)
+
+
+def test_a_mixed_run_sends_each_agent_its_own_settings(
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with StubModelServer() as anthropic_stub, StubModelServer() as openai_stub:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_stub.anthropic_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
+        monkeypatch.setenv("OPENAI_BASE_URL", openai_stub.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET_OPENAI)
+        anthropic_stub.responder = pd_player
+        openai_stub.responder = pd_player
+        result, events = _run(
+            tmp_path,
+            "claude-sonnet-4-6",
+            "anthropic",
+            "postmortem_enabled=false",
+            "agents.player_a.model=claude-sonnet-4-6",
+            "agents.player_a.model_settings.temperature=0.5",
+            "agents.player_b.model=gpt-5.4",
+            "agents.player_b.provider=openai",
+            "agents.player_b.model_settings.max_tokens=999",
+        )
+    assert result.status == "completed"
+    registered = {
+        e.agent_id: (e.provider, e.model, e.model_settings)
+        for e in events
+        if e.event_type == "agent_registered"
+    }
+    assert registered == {
+        "player_a": ("anthropic", "claude-sonnet-4-6", {"max_tokens": 16384, "temperature": 0.5}),
+        "player_b": ("openai", "gpt-5.4", {"max_tokens": 999}),
+    }
+    assert {(r.body["max_tokens"], r.body.get("temperature")) for r in anthropic_stub.requests} == {
+        (16384, 0.5)
+    }
+    assert {
+        (r.body["max_output_tokens"], r.body.get("temperature")) for r in openai_stub.requests
+    } == {(999, None)}
+    _assert_no_secret_in(Path(result.run_url), SECRET_ANTHROPIC, SECRET_OPENAI)
