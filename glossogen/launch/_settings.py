@@ -25,18 +25,27 @@ JUDGE_INPUT_TOKENS, JUDGE_OUTPUT_TOKENS = 800, 100
 
 
 def _profile(provider: str, model: str) -> Any:
-    from glossogen.models import build_model
+    """Build the model as the run will (so a bad self-hosted map fails now) and return its profile.
+
+    Raises:
+        LaunchError: exit 65 when the model cannot be built (e.g. ``SELF_HOSTED_BASE_URLS`` is
+            not JSON or lacks the model).
+    """
+    from glossogen.models import ModelConfigError, build_model
 
     if provider == "scripted":
         return {"supports_thinking": False, "thinking_always_enabled": False}
-    return build_model(provider, model).profile
+    try:
+        return build_model(provider, model).profile
+    except ModelConfigError as exc:
+        raise LaunchError(f"{provider}:{model}: {exc}", EXIT_REFUSED) from None
 
 
 def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> str | None:
+    profile = _profile(provider, model)
     thinking = settings.get("thinking")
     if thinking is None:
         return None
-    profile = _profile(provider, model)
     if thinking is not False and not profile.get("supports_thinking", False):
         return (
             f"{who} on {provider}:{model} cannot think (pydantic-ai's profile), so "
@@ -48,10 +57,11 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
 
 
 def check_model_settings(plan: RunPlan) -> None:
-    """Refuse settings a model would drop (``thinking`` on a model that cannot think).
+    """Build every agent's and the judge's model; refuse settings a model would drop.
 
     Raises:
-        LaunchError: exit 65, naming the agent, its model and the setting.
+        LaunchError: exit 65, naming the agent, its model and the setting (``thinking`` on a
+            model that cannot think), or a model that cannot be built (self-hosted map).
     """
     for seat in plan.seats:
         reason = _refusal(f"agent {seat.agent_id}", seat.provider, seat.model, seat.model_settings)

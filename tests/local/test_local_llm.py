@@ -95,7 +95,7 @@ def test_agent_tool_call_is_valid_and_run_ends(llama_usage: list[dict[str, int]]
     assert len(responses) == 2  # the forced call, then the final text answer
     assert all(r.provider_name == "local" and r.model_name == "smollm2-135m" for r in responses)
 
-    usage = result.usage()
+    usage = result.usage
     assert usage.input_tokens > 0 and usage.output_tokens > 0
     assert len(llama_usage) == 2
     assert usage.input_tokens == sum(u["prompt_tokens"] for u in llama_usage)
@@ -108,7 +108,7 @@ def test_same_seed_and_temperature_zero_give_the_same_run() -> None:
     first = agent.run_sync("Round 1. Make your move.", model_settings=SETTINGS)
     second = agent.run_sync("Round 1. Make your move.", model_settings=SETTINGS)
     assert _transcript(first.all_messages()) == _transcript(second.all_messages())
-    assert first.usage().input_tokens == second.usage().input_tokens
+    assert first.usage.input_tokens == second.usage.input_tokens
 
 
 class Verdict(BaseModel):
@@ -129,7 +129,7 @@ def test_structured_output_is_forced_through_the_output_tool() -> None:
 def test_max_tokens_caps_a_text_answer() -> None:
     agent = Agent(LlamaCppModel())
     result = agent.run_sync("Tell me a long story.", model_settings={**SETTINGS, "max_tokens": 5})
-    assert 0 < result.usage().output_tokens <= 5
+    assert 0 < result.usage.output_tokens <= 5
 
 
 def test_unknown_model_name_lists_the_known_ones() -> None:
