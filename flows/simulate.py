@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from prefect import flow
 
 from glossogen.engine import RoundSummary
@@ -14,8 +16,9 @@ from tasks.rounds import claim_run_dir, finalize, play_round, price_spend, start
 async def simulate(request: RunRequest) -> RunResult:
     """Play ``request.scenario`` for its ``round_count`` rounds and return how it ended.
 
-    Status is ``completed``, or ``error`` when every agent failed (provider refusing every
-    call) or hit its turn limit before the last round.
+    Status is ``completed``; ``error`` when every agent was taken out by failures (a provider
+    refusing every call) or the flow crashed; ``incomplete`` when every agent reached
+    ``max_agent_turns`` before the last round; ``interrupted`` on Ctrl-C or cancellation.
     """
     plan = resolve_config(request)
     check_credentials(plan)
@@ -26,14 +29,14 @@ async def simulate(request: RunRequest) -> RunResult:
     try:
         for round_number in range(1, plan.knobs["round_count"] + 1):
             rounds.append(await play_round(session, round_number))
-            if session.stopped_early:
-                status, error = "error", "every agent failed or reached max_agent_turns"
+            if reason := session.stopped_early:
+                status = "error" if session.engine.any_agent_failed else "incomplete"
+                error = reason
                 break
     except BaseException as exc:
-        status, error = (
-            "interrupted" if isinstance(exc, KeyboardInterrupt) else "error",
-            repr(exc)[:300],
-        )
+        interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        status = "interrupted" if interrupted else "error"
+        error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
         finalize(session, price_spend(plan, claimed), rounds, status, error)
         raise
     return finalize(session, price_spend(plan, claimed), rounds, status, error)

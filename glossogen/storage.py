@@ -31,7 +31,11 @@ MAX_CLAIM_ATTEMPTS = 1000
 
 _PASS_THROUGH = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError)
 _REMOTE_LIBS = {"botocore", "aiobotocore", "aiohttp", "s3fs"}
-_SECRET_RE = re.compile(r"(?i)((?:secret|token|password|signature|credential)\S*?[=:]\s*)\S+")
+# A key=value or key: value whose key *starts* a word with a secret-ish name ("NoCredentialsError:"
+# does not match, "aws_secret_access_key=..." and "Signature=..." do).
+_SECRET_RE = re.compile(
+    r"(?i)\b((?:aws_)?(?:secret|token|password|signature|credential)[a-z_]*\s*[=:]\s*)\S+"
+)
 _USERINFO_RE = re.compile(r"//[^/@\s]+@")
 
 
@@ -167,6 +171,30 @@ class RunStore:
 
     def _path(self, url: str) -> str:
         return open_fs(url, **self._options)[1]
+
+    def check_usable(self) -> None:
+        """Check, before anything is spent, that run folders can be created under ``runs_dir``.
+
+        Locally ``runs_dir`` must be a folder or creatable (no file in the way); remotely the
+        bucket or prefix must be reachable with the configured credentials. Creates nothing.
+
+        Raises:
+            StorageError: one line naming ``runs_dir`` and what is wrong.
+        """
+        if self.local:
+            path = os.path.abspath(self._path(self.runs_dir))
+            probe = path
+            while not os.path.exists(probe):
+                probe = os.path.dirname(probe)
+            if not os.path.isdir(probe):
+                raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is a file, not a folder")
+            if not os.access(probe, os.W_OK | os.X_OK):
+                raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is not writable")
+            return
+        with translate_errors(self.runs_dir, self.fs):
+            bucket = self._path(self.runs_dir).split("/", 1)[0]
+            if not self.fs.exists(bucket):
+                raise StorageError(f"runs dir {self.runs_dir!r}: bucket {bucket!r} does not exist")
 
     def claim_run_dir(self, scenario: str, now_unix: int) -> ClaimedRun:
         """Atomically claim a fresh run folder for ``scenario`` at ``now_unix`` or later.

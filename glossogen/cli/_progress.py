@@ -70,7 +70,9 @@ class RunProgress:
                 self.budget = data.budget_chars
             self._update()
         elif kind == "round_result_recorded":
-            verdict = "won" if data.success else "lost"
+            verdict = (
+                "void" if getattr(data, "void", False) else ("won" if data.success else "lost")
+            )
             line = (
                 f"round {event.round_number}/{self.round_count}: {verdict} ({data.reason}) · "
                 f"{self.messages} messages · {self.chars} characters"

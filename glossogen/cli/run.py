@@ -15,6 +15,7 @@ from glossogen.launch import (
     RunRequest,
     check_credentials,
     check_model_settings,
+    check_runs_dir,
     estimate_round_cost,
     observing,
     plan_run,
@@ -29,14 +30,23 @@ from glossogen.launch._settings import (
 
 EXIT_TRANSPORT = 69
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+EXIT_CODES = {
+    "completed": 0,
+    "incomplete": 1,
+    "error": EXIT_TRANSPORT,
+    "interrupted": EXIT_INTERRUPTED,
+}
+"""Exit code per final run status (DESIGN.md section 9; 1 = ended short of its rounds)."""
 
 PREFECT_DEFAULTS = {
     # The temporary server needs 12-22 s on a 2-core machine (STACK.md); Prefect's default is 20 s.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    # The console shows our progress; Prefect's INFO lines still reach its API and UI.
-    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    # The console shows our progress and one-line errors; Prefect's own lines (tracebacks
+    # included) still reach its API and UI. Set it to INFO to see them on the terminal.
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
 }
 
 
@@ -111,6 +121,7 @@ def run(
         plan = plan_run(request)
         check_credentials(plan)
         check_model_settings(plan)
+        check_runs_dir(plan)
     except LaunchError as exc:
         _error(str(exc))
         return exc.exit_code
@@ -152,8 +163,12 @@ def run(
         _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
-        _error("interrupted")
-        return 130
+        progress.close()
+        _error("interrupted; the run's log ends with simulation_ended status 'interrupted'")
+        # Prefect's shutdown would retry sending queued events to a temporary server that is
+        # already gone (tens of seconds); the run's own log is closed, so leave at once.
+        sys.stdout.flush()
+        os._exit(EXIT_INTERRUPTED)
     except Exception as exc:  # the flow failed: report one line, the log has the rest
         _error(f"run failed: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
@@ -162,8 +177,10 @@ def run(
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
     print(
         f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} rounds won · "
-        f"{result.total_messages} messages · {result.total_chars} characters · {cost} · "
-        f"{result.duration_seconds:.1f} s",
+        f"{result.total_messages} messages · {result.total_chars} characters "
+        f"(postmortems included) · {cost} · {result.duration_seconds:.1f} s",
         flush=True,
     )
-    return 0 if result.status == "completed" else EXIT_TRANSPORT
+    if result.status != "completed":
+        _error(f"run {result.status}: {result.error}")
+    return EXIT_CODES.get(result.status, EXIT_INTERNAL)

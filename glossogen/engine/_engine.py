@@ -72,6 +72,7 @@ class RunSetup:
     max_agent_turns: int = 200
     versions: dict[str, str] = field(default_factory=dict)
     lineage: dict[str, Any] | None = None
+    group_slug: str = "local"
 
 
 class RunEngine:
@@ -97,6 +98,8 @@ class RunEngine:
         self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
         self.meter: BudgetMeter | None = None
         self.seen: dict[tuple[str, str], int] = {}
+        self.recorded: dict[int, tuple[list[Verdict], bool]] = {}
+        """Verdicts per round as recorded, and whether the round was void."""
         self.total_messages = 0
         self.total_chars = 0
         self._seq = 0
@@ -321,6 +324,8 @@ class RunEngine:
                 channel_ids=list(self.channels),
                 versions=s.versions,
                 lineage=s.lineage,
+                max_agent_turns=s.max_agent_turns,
+                group_slug=s.group_slug,
             )
         )
         for seat in s.seats:
@@ -342,6 +347,18 @@ class RunEngine:
             )
 
     @property
+    def rounds_won(self) -> int:
+        """Rounds recorded as won by every team (void rounds never count)."""
+        return sum(
+            1 for v, void in self.recorded.values() if v and not void and all(x.success for x in v)
+        )
+
+    @property
+    def any_agent_failed(self) -> bool:
+        """True when some agent was taken out by failures (not by its turn limit)."""
+        return any(r.out and r.failures for r in self.runners.values())
+
+    @property
     def every_agent_out(self) -> bool:
         """True when no agent can take part any more (turn limit or repeated failures)."""
         return all(r.out for r in self.runners.values())
@@ -360,12 +377,17 @@ class RunEngine:
         trigger, elapsed = await self._run_phase("main", self.knobs.max_round_duration_seconds)
         self.emit(RoundEnded(trigger=trigger, elapsed_seconds=elapsed))
         verdicts = self.scenario.verdicts(self.context)
+        void = trigger in ("agents_failed", "turn_limit")
         for verdict in verdicts:
             self.emit(
                 RoundResultRecorded(
-                    team_id=verdict.team_id, success=verdict.success, reason=verdict.reason
+                    team_id=verdict.team_id,
+                    success=verdict.success and not void,
+                    reason=f"void ({trigger}): {verdict.reason}" if void else verdict.reason,
+                    void=void,
                 )
             )
+        self.recorded[round_number] = (verdicts, void)
         postmortem = [c for c, p in self.channel_phase.items() if p == "postmortem"]
         if self.postmortem_enabled and postmortem and not self.every_agent_out:
             self.phase = "postmortem"

@@ -245,7 +245,7 @@ class CycleDriver:
                     async for node in run:
                         self._observe(runner, node)
                 finally:
-                    runner.history = close_dangling_calls(run.all_messages())
+                    runner.history = self._close(runner, run.all_messages())
             runner.failures = 0
         except (TurnLimitReached, asyncio.CancelledError):
             raise
@@ -265,6 +265,23 @@ class CycleDriver:
                 )
             )
             raise
+
+    def _close(self, runner: AgentRunner, history: list[ModelMessage]) -> list[ModelMessage]:
+        """Close tool calls the phase end cut off, logging an interrupted result for each."""
+        closed = close_dangling_calls(history)
+        if len(closed) > len(history):
+            for part in closed[-1].parts:
+                assert isinstance(part, ToolReturnPart)
+                self.emit(
+                    ToolResultReceived(
+                        agent_id=runner.spec.agent_id,
+                        tool_name=part.tool_name,
+                        tool_call_id=part.tool_call_id,
+                        result=INTERRUPTED,
+                        interrupted=True,
+                    )
+                )
+        return closed
 
     def _observe(self, runner: AgentRunner, node: Any) -> None:
         agent_id = runner.spec.agent_id

@@ -88,6 +88,8 @@ class SimulationStarted(Event):
     channel_ids: list[str] = []
     versions: dict[str, str] = {}
     lineage: dict[str, Any] | None = None
+    max_agent_turns: int | None = None
+    group_slug: str | None = None
 
 
 class AgentRegistered(Event):
@@ -198,6 +200,8 @@ class ToolResultReceived(Event):
     tool_name: str
     tool_call_id: str
     result: Any = None
+    interrupted: bool = False
+    """True when the phase ended before the tool returned (the agent is told so)."""
 
 
 class AgentRunCycleFailed(Event):
@@ -274,6 +278,9 @@ class RoundResultRecorded(Event):
     team_id: str
     success: bool
     reason: str
+    void: bool = False
+    """True when the round could not be played (every agent failed or hit its turn limit):
+    not a team's loss, and left out of win rates."""
 
 
 class PostmortemStarted(Event):

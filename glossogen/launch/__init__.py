@@ -20,6 +20,7 @@ from glossogen.launch._session import (
     RunResult,
     RunSession,
     Spend,
+    check_runs_dir,
     claim_run,
     log_url,
     open_session,
@@ -33,6 +34,7 @@ from glossogen.launch._settings import (
 )
 
 __all__ = [
+    "check_runs_dir",
     "CostEstimate",
     "check_model_settings",
     "estimate_round_cost",

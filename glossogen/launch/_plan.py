@@ -6,6 +6,7 @@ costs nothing and writes nothing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -24,6 +25,7 @@ from glossogen.knobs import (
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
 EXIT_USAGE = 64
+GROUP_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 EXIT_REFUSED = 65
 
 
@@ -109,6 +111,12 @@ def plan_run(request: RunRequest) -> RunPlan:
         raise LaunchError(f"--provider: {exc}", EXIT_USAGE) from None
     if not request.model.strip():
         raise LaunchError("--model is empty", EXIT_USAGE)
+    if not request.runs_dir.strip():
+        raise LaunchError("--runs-dir is empty", EXIT_USAGE)
+    if not GROUP_SLUG.fullmatch(request.group_slug):
+        raise LaunchError(
+            f"--group-slug {request.group_slug!r}: use 1-64 of a-z, 0-9, '-' and '_'", EXIT_USAGE
+        )
     try:
         base, source = load_config(request.config, scenario_dir(cls))
         knobs = resolve_knobs(cls.knobs_model, base, parse_overrides(request.overrides))

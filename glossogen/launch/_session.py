@@ -25,9 +25,9 @@ from glossogen.engine import (
 from glossogen.eventlog import AgentCost, Event, EventLogWriter, SimulationEnded, read_events
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
-from glossogen.launch._plan import RunPlan
+from glossogen.launch._plan import LaunchError, RunPlan
 from glossogen.pricing import add_costs
-from glossogen.storage import ClaimedRun, RunStore, join
+from glossogen.storage import ClaimedRun, RunStore, StorageError, join
 
 
 class Spend(BaseModel):
@@ -50,6 +50,25 @@ class RunResult(BaseModel):
     total_chars: int
     total_cost_usd: float | None
     duration_seconds: float
+    error: str | None = None
+
+
+EXIT_UNREADABLE = 66
+EXIT_TRANSPORT = 69
+
+
+def check_runs_dir(plan: RunPlan) -> None:
+    """Refuse a ``--runs-dir`` where no run folder can be made; creates nothing.
+
+    Raises:
+        LaunchError: 66 for a local path that is a file or not writable, 69 for remote
+            storage that is unreachable, refuses the credentials or lacks the bucket.
+    """
+    store = RunStore(plan.request.runs_dir)
+    try:
+        store.check_usable()
+    except StorageError as exc:
+        raise LaunchError(str(exc), EXIT_UNREADABLE if store.local else EXIT_TRANSPORT) from None
 
 
 def claim_run(plan: RunPlan, now_unix: int | None = None) -> ClaimedRun:
@@ -92,19 +111,23 @@ class RunSession:
         return summary
 
     @property
-    def stopped_early(self) -> bool:
-        """True when no agent can act any more (every one failed or hit its turn limit)."""
-        return self.engine.every_agent_out
+    def stopped_early(self) -> str | None:
+        """Why the run cannot go on, or None: every agent failed, or every one hit its limit."""
+        if not self.engine.every_agent_out:
+            return None
+        if self.engine.any_agent_failed:
+            return "every agent failed (provider errors: see agent_run_cycle_failed events)"
+        return f"every agent reached --max-agent-turns {self.plan.request.max_agent_turns}"
 
     def finish(
         self, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None
     ) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
-        won = sum(1 for r in rounds if r.verdicts and all(v.success for v in r.verdicts))
+        played, won = len(self.engine.recorded), self.engine.rounds_won
         duration = round(time.monotonic() - self.started, 3)
         ended = SimulationEnded(
             status=status,  # type: ignore[arg-type]
-            rounds_played=len(rounds),
+            rounds_played=played,
             rounds_won=won,
             total_messages=self.engine.total_messages,
             total_chars=self.engine.total_chars,
@@ -120,12 +143,13 @@ class RunSession:
             run_id=self.claimed.run_id,
             run_url=self.claimed.url,
             status=status,
-            rounds_played=len(rounds),
+            rounds_played=played,
             rounds_won=won,
             total_messages=ended.total_messages,
             total_chars=ended.total_chars,
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
+            error=error,
         )
 
 
@@ -160,6 +184,7 @@ def open_session(
         judge=judge,
         max_agent_turns=plan.request.max_agent_turns,
         versions=_versions(),
+        group_slug=plan.request.group_slug,
     )
     engine = RunEngine(setup, sink, clock)
     engine.start()

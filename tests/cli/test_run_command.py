@@ -60,7 +60,7 @@ def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
         "round 3/3",
     ]
     assert lines[-1].startswith(
-        f"{run_id} completed: 2/3 rounds won · 12 messages · 440 characters · $0.000000 · "
+        f"{run_id} completed: 2/3 rounds won · 12 messages · 440 characters (postmortems included) · $0.000000 · "
     )
     assert (run_dir / "prisoners_dilemma.jsonl").is_file()
     assert json.loads((run_dir / "config.json").read_text())["round_count"] == 3
@@ -96,6 +96,11 @@ BAD_INPUTS = [
         ["prisoners_dilemma", "--config", "knobs_default", "--provider", "nope"],
         64,
         "unknown provider 'nope'",
+    ),
+    (
+        ["prisoners_dilemma", "--config", "knobs_default", "--group-slug", "../etc"],
+        64,
+        "--group-slug '../etc'",
     ),
 ]
 
@@ -207,3 +212,84 @@ def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(tmp_p
     assert "waiting for a temporary local Prefect server to start" in done.stderr
     assert "Prefect server ready after" in done.stderr
     assert "completed: " in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("runs_dir", "code", "needle"),
+    [("", 64, "--runs-dir is empty"), ("A_FILE/runs", 66, "is a file, not a folder")],
+)
+def test_an_unusable_runs_dir_is_refused_before_prefect_starts(
+    runs_dir: str, code: int, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "A_FILE").write_text("not a folder")
+    runs_dir = runs_dir.replace("A_FILE", str(tmp_path / "A_FILE"))
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "run",
+                "prisoners_dilemma",
+                "--model",
+                "s",
+                "--provider",
+                "scripted",
+                "--config",
+                "knobs_default",
+                "--runs-dir",
+                runs_dir,
+            ]
+        )
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == code
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_a_missing_bucket_is_refused_with_exit_69(
+    s3_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "run",
+                "prisoners_dilemma",
+                "--model",
+                "s",
+                "--provider",
+                "scripted",
+                "--config",
+                "knobs_default",
+                "--runs-dir",
+                "s3://no-such-bucket-here/runs",
+            ]
+        )
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == 69
+    assert len(err.splitlines()) == 1 and "no-such-bucket-here" in err
+
+
+def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "run",
+                "prisoners_dilemma",
+                "--model",
+                "s",
+                "--provider",
+                "scripted",
+                "--config",
+                "knobs_default",
+                "--runs-dir",
+                str(tmp_path),
+                "--max-agent-turns",
+                "3",
+            ]
+        )
+    captured = capsys.readouterr()
+    assert exited.value.code == 1
+    assert (
+        captured.err.strip().splitlines()[-1]
+        == "glossogen: error: run incomplete: every agent reached --max-agent-turns 3"
+    )
+    assert " incomplete: 1/1 rounds won" in captured.out.splitlines()[-1]

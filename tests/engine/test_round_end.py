@@ -111,8 +111,7 @@ def test_a_model_failing_every_call_takes_each_agent_out_after_three_failures():
     }
     # Three failed cycles each, and an agent that is out is never called again.
     assert attempts == {
-        agent: [(n, "internal", "RuntimeError: provider down") for n in (1, 2, 3)]
-        for agent in "ab"
+        agent: [(n, "internal", "RuntimeError: provider down") for n in (1, 2, 3)] for agent in "ab"
     }
     assert played.engine.every_agent_out
     assert played.of("llm_response_received") == []

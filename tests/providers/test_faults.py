@@ -21,7 +21,12 @@ def _run(tmp_path: Path, *overrides: str) -> tuple:
         provider="anthropic",
         runs_dir=str(tmp_path / "runs"),
         config="knobs_default",
-        overrides=["round_count=2", "idle_floor_seconds=0.05", "postmortem_enabled=false", *overrides],
+        overrides=[
+            "round_count=2",
+            "idle_floor_seconds=0.05",
+            "postmortem_enabled=false",
+            *overrides,
+        ],
     )
     result = asyncio.run(simulate(request))
     return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
@@ -34,35 +39,65 @@ def anthropic_stub(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch)
     return model_stub
 
 
-def test_a_provider_failing_every_call_ends_the_run_in_error(prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path) -> None:
+def test_a_provider_failing_every_call_ends_the_run_in_error(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
     anthropic_stub.responder = lambda req: StubFault(status=500)
     result, events = _run(tmp_path)
     assert result.status == "error"
-    failures = sorted((e.agent_id, e.error_kind, e.attempts) for e in events if e.event_type == "agent_run_cycle_failed")
-    assert failures == [(agent, "server_error", n) for agent in ("player_a", "player_b") for n in (1, 2, 3)]
+    failures = sorted(
+        (e.agent_id, e.error_kind, e.attempts)
+        for e in events
+        if e.event_type == "agent_run_cycle_failed"
+    )
+    assert failures == [
+        (agent, "server_error", n) for agent in ("player_a", "player_b") for n in (1, 2, 3)
+    ]
     # One attempt per failure: the SDK's own retries are off, so the stub saw exactly six calls.
     assert len(anthropic_stub.requests) == 6
     assert {e.trigger for e in events if e.event_type == "round_ended"} == {"agents_failed"}
+    (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
+    assert (verdict.void, verdict.success) == (True, False)
+    assert verdict.reason.startswith("void (agents_failed): ")
     ended = events[-1]
     assert (ended.event_type, ended.status, ended.rounds_played) == ("simulation_ended", "error", 1)
 
 
-def test_a_rate_limit_waits_as_long_as_retry_after_says(prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path) -> None:
+def test_a_rate_limit_waits_as_long_as_retry_after_says(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
     anthropic_stub.queue(StubFault(status=429, retry_after=1))
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path)
     assert (result.status, result.rounds_won) == ("completed", 2)
     (failure,) = [e for e in events if e.event_type == "agent_run_cycle_failed"]
-    assert (failure.error_kind, failure.retry_after_seconds, failure.retryable) == ("rate_limit", 1.0, True)
-    first, retry = anthropic_stub.requests[0], next(r for r in anthropic_stub.requests[1:] if r.body["system"] == anthropic_stub.requests[0].body["system"])
+    assert (failure.error_kind, failure.retry_after_seconds, failure.retryable) == (
+        "rate_limit",
+        1.0,
+        True,
+    )
+    first, retry = (
+        anthropic_stub.requests[0],
+        next(
+            r
+            for r in anthropic_stub.requests[1:]
+            if r.body["system"] == anthropic_stub.requests[0].body["system"]
+        ),
+    )
     assert retry.at - first.at >= 1.0
 
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [(StubFault(kind="garbage"), "api_error"), (StubFault(kind="refusal"), "refusal"), (StubFault(status=529), "overloaded")],
+    [
+        (StubFault(kind="garbage"), "api_error"),
+        (StubFault(kind="refusal"), "refusal"),
+        (StubFault(status=529), "overloaded"),
+    ],
 )
-def test_each_fault_is_logged_by_kind_and_the_run_recovers(prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path, fault: StubFault, kind: str) -> None:
+def test_each_fault_is_logged_by_kind_and_the_run_recovers(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path, fault: StubFault, kind: str
+) -> None:
     anthropic_stub.queue(fault)
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path)
@@ -70,7 +105,9 @@ def test_each_fault_is_logged_by_kind_and_the_run_recovers(prefect_api: str, ant
     assert [e.error_kind for e in events if e.event_type == "agent_run_cycle_failed"] == [kind]
 
 
-def test_a_hung_request_times_out_on_the_agents_timeout(prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path) -> None:
+def test_a_hung_request_times_out_on_the_agents_timeout(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
     anthropic_stub.queue(StubFault(kind="timeout", seconds=5))
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path, "agent_model_settings.timeout=0.5")
@@ -78,13 +115,17 @@ def test_a_hung_request_times_out_on_the_agents_timeout(prefect_api: str, anthro
     assert [e.error_kind for e in events if e.event_type == "agent_run_cycle_failed"] == ["timeout"]
 
 
-def test_a_wrong_key_is_not_retried(prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path) -> None:
+def test_a_wrong_key_is_not_retried(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
     anthropic_stub.responder = lambda req: StubFault(status=401)
     result, events = _run(tmp_path)
     assert result.status == "error"
-    assert sorted((e.agent_id, e.error_kind, e.attempts, e.retryable) for e in events if e.event_type == "agent_run_cycle_failed") == [
+    assert sorted(
+        (e.agent_id, e.error_kind, e.attempts, e.retryable)
+        for e in events
+        if e.event_type == "agent_run_cycle_failed"
+    ) == [
         ("player_a", "authentication", 1, False),
         ("player_b", "authentication", 1, False),
     ]
-
-
