@@ -26,6 +26,7 @@ class Provider(StrEnum):
     OLLAMA = "ollama"
     SELF_HOSTED = "self-hosted"
     SCRIPTED = "scripted"
+    LOCAL = "local"
 
 
 Weights = Literal["open", "closed", "unclassified"]
@@ -72,6 +73,7 @@ PROVIDER_SPECS: dict[Provider, ProviderSpec] = {
         ("SELF_HOSTED_BASE_URLS", "SELF_HOSTED_API_KEY"), "openai", False, "open", None
     ),
     Provider.SCRIPTED: ProviderSpec((), "", False, "open", None),
+    Provider.LOCAL: ProviderSpec((), "", False, "open", None),
 }
 
 SIMULATION_PROVIDERS: tuple[str, ...] = tuple(p.value for p in PROVIDER_SPECS)

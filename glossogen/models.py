@@ -89,6 +89,13 @@ def build_model(provider: str, model: str) -> Model:
         return _openai_compatible(
             model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY")
         )
+    if name is Provider.LOCAL:
+        from glossogen.local_llm import LocalModelError, build_local_model
+
+        try:
+            return build_local_model(model)
+        except LocalModelError as exc:
+            raise ModelConfigError(str(exc)) from None
     if name is Provider.OLLAMA:
         base = os.environ.get("OLLAMA_BASE_URL", "").rstrip("/")
         return _openai_compatible(model, base if base.endswith("/v1") else f"{base}/v1", "ollama")
