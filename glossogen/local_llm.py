@@ -219,7 +219,8 @@ class LlamaCppModel(Model):
             model_path: The ``.gguf`` file; default :func:`smollm2_path`.
             model_name: The reported name; default ``smollm2-135m`` for the default file, else
                 the file's stem.
-            n_ctx: Context window (tokens); default env ``GLOSSOGEN_LOCAL_N_CTX`` or 4096.
+            n_ctx: Context window (tokens), rounded up to a multiple of 256; default env
+                ``GLOSSOGEN_LOCAL_N_CTX`` or 4096.
             n_threads: Decode threads; default env ``GLOSSOGEN_LOCAL_THREADS`` or 2.
             seed: Sampling seed used when the settings give none.
             max_tool_calls: Function-tool calls allowed after each user prompt before the model
@@ -235,7 +236,10 @@ class LlamaCppModel(Model):
         if max_tool_calls < 0:
             raise LocalModelError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
         self.model_path = path.resolve()
-        self.n_ctx = n_ctx or _env_int("GLOSSOGEN_LOCAL_N_CTX", DEFAULT_N_CTX)
+        # llama.cpp rounds the context up to a multiple of 256 while llama-cpp-python sizes its
+        # token buffer by the request: a prompt between the two crashes with a numpy error.
+        asked = n_ctx or _env_int("GLOSSOGEN_LOCAL_N_CTX", DEFAULT_N_CTX)
+        self.n_ctx = -(-asked // 256) * 256
         self.n_threads = n_threads or _env_int("GLOSSOGEN_LOCAL_THREADS", DEFAULT_N_THREADS)
         self.seed = seed
         self.max_tool_calls = max_tool_calls
