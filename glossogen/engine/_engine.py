@@ -42,6 +42,7 @@ from glossogen.eventlog import (
 )
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import AgentDeps, JudgeDecision, Scenario, ScriptedMove, ScriptedView
+from glossogen.tracing import tracing_capabilities
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
@@ -73,6 +74,8 @@ class RunSetup:
     versions: dict[str, str] = field(default_factory=dict)
     lineage: dict[str, Any] | None = None
     group_slug: str = "local"
+    tracing: Any = None
+    """A :class:`glossogen.tracing.TracingHandle` when Langfuse tracing is on, else None."""
 
 
 class RunEngine:
@@ -104,7 +107,13 @@ class RunEngine:
         self.total_chars = 0
         self._seq = 0
         self.judge = (
-            RunJudge(setup.judge.model, setup.judge.provider, setup.judge.model_settings, self.emit)
+            RunJudge(
+                setup.judge.model,
+                setup.judge.provider,
+                setup.judge.model_settings,
+                self.emit,
+                tracing_capabilities(setup.tracing),
+            )
             if setup.judge
             else None
         )
@@ -148,6 +157,8 @@ class RunEngine:
             deps_type=AgentDeps,
             instructions=self.scenario.system_prompt(spec),
             tools=tools,
+            name=spec.agent_id,
+            capabilities=tracing_capabilities(self.setup.tracing),
         )
         return AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
 
@@ -435,6 +446,8 @@ class RunEngine:
                 runner.agent = Agent(
                     self._model_for(event.agent_id, provider, event.model),
                     deps_type=AgentDeps,
+                    name=event.agent_id,
+                    capabilities=tracing_capabilities(self.setup.tracing),
                     instructions=self.scenario.system_prompt(runner.spec),
                     tools=[
                         *self._tools,

@@ -32,8 +32,10 @@ class RunJudge:
         provider: str,
         model_settings: dict[str, Any],
         emit: Callable[[Event], None],
+        capabilities: list[Any] | None = None,
     ) -> None:
         """Set up the judge; the LLM agent is built on first use."""
+        self.capabilities = capabilities or []
         self.model = model
         self.provider = provider
         self.model_settings = model_settings
@@ -66,11 +68,16 @@ class RunJudge:
             self._agent = Agent(
                 build_model(self.provider, self.model),
                 output_type=JudgeRuling,
+                name="judge",
+                capabilities=self.capabilities,
                 instructions="You are an impartial judge. Rule only on what the text shows.",
             )
-        result = await self._agent.run(
-            f"{instructions}\n\n{question}", model_settings=self.model_settings or None
-        )
+        from glossogen.tracing import agent_attributes
+
+        with agent_attributes("judge", "judge", self.model, self.provider):
+            result = await self._agent.run(
+                f"{instructions}\n\n{question}", model_settings=self.model_settings or None
+            )
         usage = result.usage
         ruling: JudgeRuling = result.output
         self.emit(

@@ -38,6 +38,7 @@ from glossogen.eventlog import (
 )
 from glossogen.pricing import price_call
 from glossogen.scenario import AgentDeps, AgentSpec, Observation
+from glossogen.tracing import agent_attributes
 
 INTERRUPTED = "interrupted: the phase ended before this tool returned"
 REQUEST_TIMEOUT_SECONDS = 300.0
@@ -233,19 +234,10 @@ class CycleDriver:
     async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
         """Run one prompt to the agent's final answer; log and re-raise a failure."""
         before = runner.history
+        spec = runner.spec
         try:
-            async with runner.agent.iter(
-                prompt,
-                message_history=runner.history,
-                deps=deps,
-                model_settings=runner.request_settings(),  # type: ignore[arg-type]
-                usage_limits=UsageLimits(request_limit=None),
-            ) as run:
-                try:
-                    async for node in run:
-                        self._observe(runner, node)
-                finally:
-                    runner.history = self._close(runner, run.all_messages())
+            with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
+                await self._iterate(runner, deps, prompt)
             runner.failures = 0
         except (TurnLimitReached, asyncio.CancelledError):
             raise
@@ -265,6 +257,21 @@ class CycleDriver:
                 )
             )
             raise
+
+    async def _iterate(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+        """Drive one pydantic-ai run node by node, logging what happens."""
+        async with runner.agent.iter(
+            prompt,
+            message_history=runner.history,
+            deps=deps,
+            model_settings=runner.request_settings(),  # type: ignore[arg-type]
+            usage_limits=UsageLimits(request_limit=None),
+        ) as run:
+            try:
+                async for node in run:
+                    self._observe(runner, node)
+            finally:
+                runner.history = self._close(runner, run.all_messages())
 
     def _close(self, runner: AgentRunner, history: list[ModelMessage]) -> list[ModelMessage]:
         """Close tool calls the phase end cut off, logging an interrupted result for each."""

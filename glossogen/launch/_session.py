@@ -6,6 +6,8 @@ the same object directly. Spend is summed back from the event log, the ledger.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +30,7 @@ from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunPlan
 from glossogen.pricing import add_costs
 from glossogen.storage import ClaimedRun, RunStore, StorageError, join
+from glossogen.tracing import configure_tracing
 
 
 class Spend(BaseModel):
@@ -106,7 +109,11 @@ class RunSession:
 
     async def play_round(self, round_number: int) -> RoundSummary:
         """Play one round and make the log durable up to its end."""
-        summary = await self.engine.play_round(round_number)
+        from glossogen.tracing import run_span
+
+        tracing = self.engine.setup.tracing
+        with run_span(tracing, self.claimed.run_id, self.plan.request.scenario, round_number):
+            summary = await self.engine.play_round(round_number)
         self.writer.round_boundary()
         return summary
 
@@ -139,6 +146,8 @@ class RunSession:
         )
         self.engine.emit(ended)
         self.writer.close()
+        if self.engine.setup.tracing is not None:
+            self.engine.setup.tracing.shutdown()
         return RunResult(
             run_id=self.claimed.run_id,
             run_url=self.claimed.url,
@@ -166,6 +175,9 @@ def open_session(
     seats = resolve_seats(scenario, knobs, plan.request.model, plan.request.provider)
     judge = resolve_judge(scenario, knobs, seats, plan.request.provider)
     writer = EventLogWriter(log_url(plan, claimed))
+    tracing = configure_tracing(os.environ)
+    if tracing is not None and tracing.warning:
+        logging.getLogger("glossogen").warning(tracing.warning)
     watched = has_observers()
 
     def sink(event: Event) -> None:
@@ -185,6 +197,7 @@ def open_session(
         max_agent_turns=plan.request.max_agent_turns,
         versions=_versions(),
         group_slug=plan.request.group_slug,
+        tracing=tracing,
     )
     engine = RunEngine(setup, sink, clock)
     engine.start()
