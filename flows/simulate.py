@@ -1,4 +1,4 @@
-"""The simulate flow: the whole life of a run as a dozen task calls."""
+"""The simulate and resume flows: the whole life of a run as a dozen task calls."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import asyncio
 from prefect import flow
 
 from glossogen.engine import RoundSummary
-from glossogen.launch import RunRequest, RunResult
+from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession
+from glossogen.storage import ClaimedRun
 from tasks.config import check_credentials, resolve_config
+from tasks.resume import finish_round, open_resume_point, reopen_run
 from tasks.rounds import claim_run_dir, finalize, play_round, price_spend, start_run
 
 
@@ -24,10 +26,32 @@ async def simulate(request: RunRequest) -> RunResult:
     check_credentials(plan)
     claimed = claim_run_dir(plan)
     session = start_run(plan, claimed)
+    return await play_rounds(plan, claimed, session)
+
+
+@flow(name="resume", flow_run_name="resume-{request.scenario}")
+async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = False) -> RunResult:
+    """Continue the run in ``run_dir`` in place, appending to its log, to ``round_count``.
+
+    The round that never finished reopens (``run_resumed``); a finished run is refused.
+    """
+    plan = resolve_config(request)
+    check_credentials(plan)
+    point = open_resume_point(plan, run_dir, allow_config_change)
+    session = reopen_run(plan, point)
+    return await play_rounds(plan, point.claimed, session)
+
+
+async def play_rounds(plan: RunPlan, claimed: ClaimedRun, session: RunSession) -> RunResult:
+    """Play the session's remaining rounds, then price the run and log how it ended."""
     rounds: list[RoundSummary] = []
     status, error = "completed", None
     try:
-        for round_number in range(1, plan.knobs["round_count"] + 1):
+        first = session.first_round
+        if session.postmortem_only:
+            rounds.append(await finish_round(session, first))
+            first += 1
+        for round_number in range(first, plan.knobs["round_count"] + 1):
             rounds.append(await play_round(session, round_number))
             if reason := session.stopped_early:
                 status = "error" if session.engine.any_agent_failed else "incomplete"

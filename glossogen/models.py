@@ -28,13 +28,16 @@ class ModelConfigError(ValueError):
     """A (provider, model) pair that cannot be built; the message names the bad value."""
 
 
-def scripted_model(model_name: str, agent_id: str, policy: ScriptedPolicy) -> FunctionModel:
+def scripted_model(
+    model_name: str, agent_id: str, policy: ScriptedPolicy, calls_so_far: int = 0
+) -> FunctionModel:
     """Return a ``FunctionModel`` that plays ``agent_id`` by asking ``policy`` for each move.
 
-    Tool-call ids are ``<agent_id>-<n>`` counted per model, so logs of the same seed match.
+    Tool-call ids are ``<agent_id>-<n>``, ``n`` counting on from ``calls_so_far`` (the seat's
+    earlier calls, on resume or swap), so logs of the same seed match and ids never repeat.
     Token usage is estimated from the text (:func:`estimate_tokens`), so the pricing path runs.
     """
-    counter = 0
+    counter = calls_so_far
 
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         nonlocal counter

@@ -9,6 +9,7 @@ import sys
 
 import typer
 
+from glossogen.derive import DeriveError, open_resume
 from glossogen.launch import (
     LaunchError,
     RunPlan,
@@ -48,6 +49,12 @@ PREFECT_DEFAULTS = {
     # included) still reach its API and UI. Set it to INFO to see them on the terminal.
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
 }
+
+
+def _runs_root(run_dir: str) -> str:
+    """Return the runs root of ``<runs_dir>/<scenario>/<ts>`` (for a resumed run's request)."""
+    root = run_dir.rstrip("/").rsplit("/", 2)[0] if run_dir.rstrip("/").count("/") >= 2 else "."
+    return root or "/"
 
 
 def _error(message: str) -> None:
@@ -91,7 +98,7 @@ def run(
     model: str = typer.Option(..., "--model", help="Default model of every agent."),
     provider: str = typer.Option(..., "--provider", help="Default provider of every agent."),
     runs_dir: str = typer.Option(
-        ..., "--runs-dir", help="Root folder or fsspec URL for run output."
+        "", "--runs-dir", help="Root folder or fsspec URL for run output (not with --resume)."
     ),
     config: str = typer.Option(
         ..., "--config", help="Preset name (knobs_default) or JSON file path."
@@ -105,13 +112,25 @@ def run(
         "--dry-run",
         help="Resolve and check, print models and estimated cost; claim nothing.",
     ),
+    resume_dir: str = typer.Option(
+        "", "--resume", help="An existing run folder to continue in place (a crashed run)."
+    ),
+    allow_config_change: bool = typer.Option(
+        False, "--allow-config-change", help="With --resume: accept a config that differs."
+    ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
+    if resume_dir and runs_dir:
+        _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
+        return 64
+    if not resume_dir and not runs_dir:
+        _error("Missing option '--runs-dir'.")
+        return 64
     request = RunRequest(
         scenario=scenario,
         model=model,
         provider=provider,
-        runs_dir=runs_dir,
+        runs_dir=runs_dir or _runs_root(resume_dir),
         config=config,
         overrides=list(overrides or []),
         max_agent_turns=max_agent_turns,
@@ -121,8 +140,11 @@ def run(
         plan = plan_run(request)
         check_credentials(plan)
         check_model_settings(plan)
-        check_runs_dir(plan)
-    except LaunchError as exc:
+        if resume_dir:
+            open_resume(resume_dir, scenario, plan.knobs, allow_config_change)
+        else:
+            check_runs_dir(plan)
+    except (LaunchError, DeriveError) as exc:
         _error(str(exc))
         return exc.exit_code
     for name in uncosted_models(plan):
@@ -143,7 +165,7 @@ def run(
         os.environ.setdefault(key, value)
     from prefect.settings import get_current_settings
 
-    from flows.simulate import simulate
+    from flows.simulate import resume, simulate
     from glossogen.cli._progress import RunProgress
 
     ephemeral = not get_current_settings().api.url
@@ -158,7 +180,10 @@ def run(
     progress = RunProgress(waiting_for_server=ephemeral)
     try:
         with observing(progress):
-            result = asyncio.run(simulate(request))
+            if resume_dir:
+                result = asyncio.run(resume(request, resume_dir, allow_config_change))
+            else:
+                result = asyncio.run(simulate(request))
     except LaunchError as exc:
         _error(str(exc))
         return exc.exit_code

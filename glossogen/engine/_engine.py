@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic_ai import Agent, Tool
+from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
 from glossogen.engine._clock import Clock
@@ -23,6 +24,7 @@ from glossogen.engine._roster import JudgeModel, SeatModel
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
+    AgentHistoryAppended,
     AgentRegistered,
     AgentSwappedMidRun,
     BudgetWarning,
@@ -31,6 +33,7 @@ from glossogen.eventlog import (
     MessageSent,
     PostmortemEnded,
     PostmortemStarted,
+    RoundCompleted,
     RoundEnded,
     RoundResultRecorded,
     RoundStarted,
@@ -81,8 +84,20 @@ class RunSetup:
 class RunEngine:
     """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
 
-    def __init__(self, setup: RunSetup, emit_sink: Callable[[Event], None], clock: Clock) -> None:
-        """Build the channels and agents of ``setup``; nothing is logged until :meth:`start`."""
+    def __init__(
+        self,
+        setup: RunSetup,
+        emit_sink: Callable[[Event], None],
+        clock: Clock,
+        state: Any = None,
+    ) -> None:
+        """Build the channels and agents of ``setup``; nothing is logged until :meth:`start`.
+
+        With ``state`` (a :class:`glossogen.derive.RunState`) the run continues from the end of
+        ``state.after_round``: histories, turn counts, seat models, verdicts and counters come
+        from the log, not from a fresh start.
+        """
+        self._state = state
         self.setup = setup
         self.scenario = setup.scenario
         self.knobs = setup.knobs
@@ -127,8 +142,10 @@ class RunEngine:
         )
         self._tools = core_tools(self)
         self.runners: dict[str, AgentRunner] = {
-            s.spec.agent_id: self._make_runner(s) for s in setup.seats
+            s.spec.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
         }
+        if state is not None:
+            self._restore(state)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -147,6 +164,28 @@ class RunEngine:
 
     # -- agents -----------------------------------------------------------------------------
 
+    def _seat_from_state(self, seat: SeatModel) -> SeatModel:
+        """The seat as the log last registered or swapped it (the ledger wins over the config)."""
+        if self._state is None or seat.spec.agent_id not in self._state.seats:
+            return seat
+        model, provider, settings = self._state.seats[seat.spec.agent_id]
+        return SeatModel(seat.spec, model, provider, settings)
+
+    def _restore(self, state: Any) -> None:
+        for agent_id, runner in self.runners.items():
+            runner.history = list(state.histories.get(agent_id, []))
+            runner.logged = list(runner.history)
+            runner.turns = state.turns.get(agent_id, 0)
+            runner.out = runner.turns >= self.setup.max_agent_turns
+        self.recorded = dict(state.recorded)
+        self.total_messages, self.total_chars = state.total_messages, state.total_chars
+        self._seq = state.message_seq
+        self.round_number = state.after_round
+        through = state.after_round + (1 if state.pending_verdicts else 0)
+        for event in self.knobs.scheduled_events:
+            if event.kind == "set_postmortem" and event.round <= through:
+                self.postmortem_enabled = bool(event.enabled)
+
     def _make_runner(self, seat: SeatModel) -> AgentRunner:
         spec = seat.spec
         allowed = set(spec.tools)
@@ -160,7 +199,10 @@ class RunEngine:
             name=spec.agent_id,
             capabilities=tracing_capabilities(self.setup.tracing),
         )
-        return AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
+        runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
+        if self._state is not None:
+            runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
+        return runner
 
     def _model_for(self, agent_id: str, provider: str, model: str) -> Any:
         from glossogen.models import build_model, scripted_model
@@ -172,7 +214,14 @@ class RunEngine:
             await self.clock.sleep(self.scenario.scripted_latency_seconds)
             return self.scenario.scripted_move(self.scripted_view(agent_id))
 
-        return scripted_model(model, agent_id, policy)
+        runner = getattr(self, "runners", {}).get(agent_id)
+        if runner is not None:
+            calls = runner.tool_calls
+        elif self._state is not None:
+            calls = self._state.tool_calls.get(agent_id, 0)
+        else:
+            calls = 0
+        return scripted_model(model, agent_id, policy, calls)
 
     def scripted_view(self, agent_id: str) -> ScriptedView:
         """Return what ``agent_id`` has seen this phase, for its scripted policy."""
@@ -399,6 +448,32 @@ class RunEngine:
                 )
             )
         self.recorded[round_number] = (verdicts, void)
+        await self._postmortem(verdicts)
+        self.emit(RoundCompleted())
+        return RoundSummary(
+            round_number,
+            verdicts,
+            trigger,
+            self.total_messages - messages_before,
+            self.total_chars - chars_before,
+        )
+
+    async def finish_round(self, round_number: int) -> RoundSummary:
+        """Play only the postmortem of a round whose verdict is already recorded (resume)."""
+        messages_before, chars_before = self.total_messages, self.total_chars
+        self.round_number = round_number
+        verdicts, _ = self.recorded[round_number]
+        await self._postmortem(verdicts)
+        self.emit(RoundCompleted())
+        return RoundSummary(
+            round_number,
+            verdicts,
+            "reopened",
+            self.total_messages - messages_before,
+            self.total_chars - chars_before,
+        )
+
+    async def _postmortem(self, verdicts: list[Verdict]) -> None:
         postmortem = [c for c, p in self.channel_phase.items() if p == "postmortem"]
         if self.postmortem_enabled and postmortem and not self.every_agent_out:
             self.phase = "postmortem"
@@ -407,20 +482,13 @@ class RunEngine:
             for seat in self.setup.seats:
                 self.brief(
                     seat.spec.agent_id,
-                    self.scenario.postmortem_briefing(seat.spec, verdicts),
+                    self.scenario.postmortem_briefing(seat.spec, verdicts, self.round_number),
                     {"verdicts": [v.model_dump() for v in verdicts]},
                 )
             pm_trigger, pm_elapsed = await self._run_phase(
                 "postmortem", self.knobs.postmortem_duration_seconds
             )
             self.emit(PostmortemEnded(trigger=pm_trigger, elapsed_seconds=pm_elapsed))
-        return RoundSummary(
-            round_number,
-            verdicts,
-            trigger,
-            self.total_messages - messages_before,
-            self.total_chars - chars_before,
-        )
 
     def _fire_scheduled(self, round_number: int) -> None:
         for event in self.knobs.scheduled_events:
@@ -506,7 +574,30 @@ class RunEngine:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        self._checkpoint()
         return trigger, round(self.clock.now() - start, 3)
+
+    def _checkpoint(self) -> None:
+        """Log what each agent's history gained this phase (the basis of resume and forks)."""
+        for runner in self.runners.values():
+            # Log from the first message that is not the very object logged before: pydantic-ai
+            # may rebuild a logged message (it merges a new prompt into a trailing request).
+            logged, history = runner.logged, runner.history
+            start = 0
+            while start < min(len(logged), len(history)) and history[start] is logged[start]:
+                start += 1
+            if start == len(history) == len(logged):
+                continue
+            new = history[start:]
+            if new:
+                self.emit(
+                    AgentHistoryAppended(
+                        agent_id=runner.spec.agent_id,
+                        messages=ModelMessagesTypeAdapter.dump_python(new, mode="json"),
+                        from_index=start,
+                    )
+                )
+            runner.logged = list(history)
 
 
 class _RoundContext:

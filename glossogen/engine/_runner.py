@@ -76,6 +76,9 @@ class AgentRunner:
     prompts: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     observations: list[Observation] = field(default_factory=list)
     turns: int = 0
+    tool_calls: int = 0
+    logged: list[ModelMessage] = field(default_factory=list)
+    """The history as last logged (``agent_history_appended``), message objects kept."""
     phase_turns: int = 0
     idle: bool = False
     out: bool = False
@@ -315,6 +318,7 @@ class CycleDriver:
             response = node.model_response
             usage = response.usage
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+            runner.tool_calls += len(calls)
             self.emit(
                 LlmResponseReceived(
                     agent_id=agent_id,

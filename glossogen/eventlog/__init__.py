@@ -4,6 +4,7 @@ from glossogen.eventlog._events import (
     CORE_EVENTS,
     SCHEMA_VERSION,
     AgentCost,
+    AgentHistoryAppended,
     AgentRegistered,
     AgentRunCycleFailed,
     AgentSwappedMidRun,
@@ -17,9 +18,11 @@ from glossogen.eventlog._events import (
     Phase,
     PostmortemEnded,
     PostmortemStarted,
+    RoundCompleted,
     RoundEnded,
     RoundResultRecorded,
     RoundStarted,
+    RunResumed,
     ScheduledEventFired,
     SimulationEnded,
     SimulationStarted,
@@ -36,6 +39,9 @@ from glossogen.eventlog._reader import EventLogRead, iter_event_dicts, read_even
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "AgentHistoryAppended",
+    "RoundCompleted",
+    "RunResumed",
     "CORE_EVENTS",
     "SCHEMA_VERSION",
     "AgentCost",

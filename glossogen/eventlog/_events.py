@@ -300,6 +300,44 @@ class PostmortemEnded(Event):
     elapsed_seconds: float
 
 
+class AgentHistoryAppended(Event):
+    """Messages an agent's pydantic-ai history gained in the phase that just ended.
+
+    ``messages`` is pydantic-ai's ``ModelMessagesTypeAdapter`` JSON form. Concatenated in log
+    order they are the agent's exact history, which resume, fork and swap rebuild from.
+    """
+
+    event_type: Literal["agent_history_appended"] = "agent_history_appended"
+    agent_id: str
+    messages: list[dict[str, Any]]
+    from_index: int | None = None
+    """Where ``messages`` start in the history: they replace everything from there. pydantic-ai
+    merges a new prompt into a history's trailing request, so the last message already logged
+    can change; it is then logged again. None means "append"."""
+
+
+class RoundCompleted(Event):
+    """Round ``round_number`` is over, postmortem included: a boundary a run can resume from."""
+
+    event_type: Literal["round_completed"] = "round_completed"
+
+
+class RunResumed(Event):
+    """The run continues in this process after the last completed round.
+
+    ``reopened_round`` is the round that was cut off and is played again from its start (its
+    earlier events, after the last ``round_completed``, are superseded); with
+    ``postmortem_only`` the cut-off round's verdict stands and only its postmortem is played.
+    """
+
+    event_type: Literal["run_resumed"] = "run_resumed"
+    phase: Phase = "setup"
+    after_round: int
+    reopened_round: int | None
+    postmortem_only: bool = False
+    config_changes: dict[str, Any] = {}
+
+
 class SimulationEnded(Event):
     """The run ended: status, message count, total and per-agent cost (USD), duration (seconds).
 
@@ -339,6 +377,9 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     RoundResultRecorded,
     PostmortemStarted,
     PostmortemEnded,
+    AgentHistoryAppended,
+    RoundCompleted,
+    RunResumed,
     SimulationEnded,
 )
 

@@ -15,6 +15,7 @@ from importlib.metadata import version
 
 from pydantic import BaseModel
 
+from glossogen.derive import ResumePoint, RunLock
 from glossogen.engine import (
     RoundSummary,
     RunEngine,
@@ -24,7 +25,14 @@ from glossogen.engine import (
     resolve_judge,
     resolve_seats,
 )
-from glossogen.eventlog import AgentCost, Event, EventLogWriter, SimulationEnded, read_events
+from glossogen.eventlog import (
+    AgentCost,
+    Event,
+    EventLogWriter,
+    RunResumed,
+    SimulationEnded,
+    read_events,
+)
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunPlan
@@ -106,6 +114,20 @@ class RunSession:
     writer: EventLogWriter
     engine: RunEngine
     started: float
+    lock: RunLock | None = None
+    first_round: int = 1
+    """The first round this session plays (after the last completed one, on resume)."""
+
+    @property
+    def postmortem_only(self) -> bool:
+        """True when the first round's verdict is recorded and only its postmortem is missing."""
+        return self.first_round in self.engine.recorded
+
+    async def finish_round(self, round_number: int) -> RoundSummary:
+        """Play the postmortem of a cut-off round whose verdict stands, and close the round."""
+        summary = await self.engine.finish_round(round_number)
+        self.writer.round_boundary()
+        return summary
 
     async def play_round(self, round_number: int) -> RoundSummary:
         """Play one round and make the log durable up to its end."""
@@ -146,6 +168,8 @@ class RunSession:
         )
         self.engine.emit(ended)
         self.writer.close()
+        if self.lock is not None:
+            self.lock.release()
         if self.engine.setup.tracing is not None:
             self.engine.setup.tracing.shutdown()
         return RunResult(
@@ -163,14 +187,22 @@ class RunSession:
 
 
 def open_session(
-    plan: RunPlan, claimed: ClaimedRun, clock_start: datetime | None = None
+    plan: RunPlan,
+    claimed: ClaimedRun,
+    clock_start: datetime | None = None,
+    resume: ResumePoint | None = None,
 ) -> RunSession:
-    """Create the writer and engine of a claimed run and log its start.
+    """Create the writer and engine of a run and log its start (or its resumption).
 
     The clock is virtual when every agent and the judge are scripted (offline runs play game
-    time without waiting), else the real one.
+    time without waiting), else the real one. A local run folder is locked for the life of the
+    session, so no second process can write the same log.
+
+    Raises:
+        DeriveError: another live process writes the run (exit 75).
     """
     apply_dotenv()
+    lock = RunLock(claimed.url)
     scenario, knobs = plan.build()
     seats = resolve_seats(scenario, knobs, plan.request.model, plan.request.provider)
     judge = resolve_judge(scenario, knobs, seats, plan.request.provider)
@@ -199,9 +231,22 @@ def open_session(
         group_slug=plan.request.group_slug,
         tracing=tracing,
     )
-    engine = RunEngine(setup, sink, clock)
-    engine.start()
-    return RunSession(plan, claimed, writer, engine, time.monotonic())
+    engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
+    if resume is None:
+        engine.start()
+        first = 1
+    else:
+        state = resume.state
+        engine.emit(
+            RunResumed(
+                after_round=state.after_round,
+                reopened_round=state.pending_round,
+                postmortem_only=state.pending_verdicts,
+                config_changes=resume.config_changes,
+            )
+        )
+        first = state.after_round + 1
+    return RunSession(plan, claimed, writer, engine, time.monotonic(), lock, first)
 
 
 def price_spend(url: str) -> Spend:

@@ -271,8 +271,10 @@ class Scenario(ABC):
     def verdicts(self, ctx: RoundContext) -> list[Verdict]:
         """Return this round's verdict per team (called once, when the main phase ends)."""
 
-    def postmortem_briefing(self, agent: AgentSpec, verdicts: list[Verdict]) -> str:
-        """Return what ``agent`` is told as the postmortem opens."""
+    def postmortem_briefing(
+        self, agent: AgentSpec, verdicts: list[Verdict], round_number: int
+    ) -> str:
+        """Return what ``agent`` is told as the postmortem of ``round_number`` opens."""
         outcome = "; ".join(
             f"team {v.team_id}: {'success' if v.success else 'failure'} ({v.reason})"
             for v in verdicts

@@ -317,19 +317,21 @@ class Veyru(Scenario):
         reason = f"unfinished: {self.stabilized} of {stages} stages stabilized"
         return [Verdict(team_id=TEAM, success=False, reason=reason)]
 
-    def postmortem_briefing(self, agent: AgentSpec, verdicts: list[Verdict]) -> str:
+    def postmortem_briefing(
+        self, agent: AgentSpec, verdicts: list[Verdict], round_number: int
+    ) -> str:
         """Tell ``agent`` how the round went, and of model swaps if ``postmortem_after_swap``."""
         swaps = [
             e
             for e in self.knobs.scheduled_events
-            if e.kind == "swap_agent" and e.round <= self.round_number and e.agent_id
+            if e.kind == "swap_agent" and e.round <= round_number and e.agent_id
         ]
         if not self.knobs.postmortem_after_swap:
             swaps = []
         swapped = sorted({str(e.agent_id) for e in swaps})
         return render(
             "postmortem",
-            round=self.round_number,
+            round=round_number,
             success=all(v.success for v in verdicts),
             reason="; ".join(v.reason for v in verdicts),
             swapped=swapped,

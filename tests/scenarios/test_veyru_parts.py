@@ -218,13 +218,11 @@ def test_postmortem_mentions_a_swap_only_when_asked():
     swap = [{"kind": "swap_agent", "round": 2, "agent_id": "field_observer", "model": "m2"}]
     for flag, shown in ((True, True), (False, False)):
         scenario = Veyru(VeyruKnobs(scheduled_events=swap, postmortem_after_swap=flag))
-        scenario.round_number = 3
-        text = scenario.postmortem_briefing(scenario.agents()[1], [])
+        text = scenario.postmortem_briefing(scenario.agents()[1], [], 3)
         assert ("field_observer" in text) is shown
         assert "since round 2" in text if shown else "since round" not in text
     scenario = Veyru(VeyruKnobs(scheduled_events=swap))
-    scenario.round_number = 1
-    assert "since round" not in scenario.postmortem_briefing(scenario.agents()[0], [])
+    assert "since round" not in scenario.postmortem_briefing(scenario.agents()[0], [], 1)
 
 
 def test_worst_case_good_round_fits_the_default_budget():

@@ -1,0 +1,14 @@
+"""Derived runs from the event log: resume in place, fork at a round, swap an agent's seat."""
+
+from glossogen.derive._resume import ResumePoint, RunLock, config_changes, open_resume
+from glossogen.derive._state import DeriveError, RunState, read_state
+
+__all__ = [
+    "DeriveError",
+    "ResumePoint",
+    "RunLock",
+    "RunState",
+    "config_changes",
+    "open_resume",
+    "read_state",
+]

@@ -1,0 +1,166 @@
+"""Rebuild a run's state at a round boundary from its event log (the ledger).
+
+A log may hold superseded events: a round cut off by a crash is played again after a
+``run_resumed`` event, and what the cut-off attempt logged (after the last ``round_completed``)
+no longer counts. :func:`read_state` keeps only the events that count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from glossogen.eventlog import Event, Verdict
+
+
+class DeriveError(ValueError):
+    """A run that cannot be resumed or derived as asked; one line naming the reason."""
+
+    def __init__(self, message: str, exit_code: int = 65) -> None:
+        """Keep the one-line message and the exit code (65 refused, 66 unreadable)."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class RunState:
+    """What a run had at the end of round ``after_round`` (0: before round 1).
+
+    Attributes:
+        after_round: The last completed round.
+        events: The events that count up to the boundary, in log order.
+        histories: Each agent's exact pydantic-ai message history.
+        turns: Model requests per agent (``max_agent_turns`` counts these).
+        tool_calls: Tool calls per agent (continues the scripted models' call ids).
+        seats: Each agent's current ``(model, provider, model_settings)``.
+        recorded: Verdicts per round and whether the round was void.
+        total_messages: Messages sent; ``total_chars`` their characters.
+        message_seq: Messages ever sent (noise draws are keyed on it).
+        pending_round: The round cut off after the boundary, if any.
+        pending_verdicts: True when that round's verdict was recorded (only its postmortem
+            is missing).
+        ended: True when the log holds ``simulation_ended``.
+    """
+
+    after_round: int = 0
+    events: list[Event] = field(default_factory=list)
+    histories: dict[str, list[ModelMessage]] = field(default_factory=dict)
+    turns: dict[str, int] = field(default_factory=dict)
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    seats: dict[str, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
+    recorded: dict[int, tuple[list[Verdict], bool]] = field(default_factory=dict)
+    total_messages: int = 0
+    total_chars: int = 0
+    message_seq: int = 0
+    pending_round: int | None = None
+    pending_verdicts: bool = False
+    ended: bool = False
+
+
+def _counting(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
+    """Split a log into (events that count up to the last boundary, the cut-off tail, ended)."""
+    kept: list[Event] = []
+    pending: list[Event] = []
+    ended = False
+    for event in events:
+        kind = event.event_type
+        if kind == "run_resumed":
+            if getattr(event, "postmortem_only", False):
+                last = max(
+                    (i for i, e in enumerate(pending) if e.event_type == "round_result_recorded"),
+                    default=-1,
+                )
+                pending = pending[: last + 1]
+            else:
+                pending = []
+            kept.extend(pending)
+            pending = []
+            kept.append(event)
+        elif kind == "round_completed":
+            kept.extend(pending)
+            kept.append(event)
+            pending = []
+        elif kind == "simulation_ended":
+            ended = True
+            kept.extend(pending)
+            kept.append(event)
+            pending = []
+        elif event.phase == "setup" and not pending:
+            kept.append(event)
+        else:
+            pending.append(event)
+    return kept, pending, ended
+
+
+def read_state(events: list[Event], after_round: int | None = None) -> RunState:
+    """Return the state at the last completed round, or at ``after_round`` when given.
+
+    Raises:
+        DeriveError: ``after_round`` is below 0 or beyond the last completed round.
+    """
+    kept, pending, ended = _counting(events)
+    completed = [e.round_number for e in kept if e.event_type == "round_completed"]
+    last = max(completed, default=0)
+    if after_round is not None:
+        if after_round < 1 or after_round > last:
+            raise DeriveError(
+                f"--after-round {after_round}: the run's completed rounds are 1..{last}"
+                if last
+                else f"--after-round {after_round}: the run has no completed round"
+            )
+        cut = next(
+            i
+            for i, e in enumerate(kept)
+            if e.event_type == "round_completed" and e.round_number == after_round
+        )
+        kept, pending, ended, last = kept[: cut + 1], [], False, after_round
+    state = RunState(after_round=last, ended=ended)
+    if pending:
+        state.pending_round = last + 1
+        state.pending_verdicts = any(
+            e.event_type == "round_result_recorded" and e.round_number == last + 1 for e in pending
+        )
+        if state.pending_verdicts:
+            cut = max(i for i, e in enumerate(pending) if e.event_type == "round_result_recorded")
+            kept = kept + pending[: cut + 1]
+    state.events = kept
+    _fold(state, kept)
+    return state
+
+
+def _fold(state: RunState, events: list[Event]) -> None:
+    """Accumulate the counters, histories, seats and verdicts of ``events`` into ``state``."""
+    data: Any
+    for data in events:
+        kind = data.event_type
+        if kind == "agent_registered":
+            state.histories[data.agent_id] = []  # a (re-)registration starts a fresh history
+            state.seats[data.agent_id] = (data.model, data.provider, dict(data.model_settings))
+            state.turns.setdefault(data.agent_id, 0)
+            state.tool_calls.setdefault(data.agent_id, 0)
+        elif kind == "agent_history_appended":
+            messages = ModelMessagesTypeAdapter.validate_python(data.messages)
+            history = state.histories.setdefault(data.agent_id, [])
+            start = len(history) if data.from_index is None else data.from_index
+            state.histories[data.agent_id] = history[:start] + list(messages)
+        elif kind == "llm_response_received":
+            state.turns[data.agent_id] = state.turns.get(data.agent_id, 0) + 1
+            state.tool_calls[data.agent_id] = state.tool_calls.get(data.agent_id, 0) + len(
+                data.tool_calls
+            )
+        elif kind == "agent_swapped_mid_run":
+            _, _, settings = state.seats[data.agent_id]
+            state.seats[data.agent_id] = (data.model, data.provider, settings)
+        elif kind == "message_sent":
+            state.total_messages += 1
+            state.total_chars += data.chars
+            state.message_seq += 1
+        elif kind == "round_result_recorded":
+            verdicts, void = state.recorded.get(data.round_number, ([], False))
+            reason = (
+                data.reason.split(": ", 1)[1] if data.void and ": " in data.reason else data.reason
+            )
+            verdict = Verdict(team_id=data.team_id, success=data.success, reason=reason)
+            state.recorded[data.round_number] = ([*verdicts, verdict], void or data.void)

@@ -1,0 +1,28 @@
+"""Tasks that continue a run from its event log."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from glossogen.derive import ResumePoint, open_resume
+from glossogen.engine import RoundSummary
+from glossogen.launch import RunPlan, RunSession, open_session
+
+
+@task(name="open_resume_point", cache_policy=NONE)
+def open_resume_point(plan: RunPlan, run_dir: str, allow_config_change: bool) -> ResumePoint:
+    """Read the run's log, refuse a bad resume, and find the round to pick up at."""
+    return open_resume(run_dir, plan.request.scenario, plan.knobs, allow_config_change)
+
+
+@task(name="reopen_run", cache_policy=NONE)
+def reopen_run(plan: RunPlan, point: ResumePoint) -> RunSession:
+    """Rebuild the engine from the log and log ``run_resumed``."""
+    return open_session(plan, point.claimed, resume=point)
+
+
+@task(name="finish_round", cache_policy=NONE, task_run_name="finish_round-{round_number}")
+async def finish_round(session: RunSession, round_number: int) -> RoundSummary:
+    """Play the postmortem of a cut-off round whose verdict stands."""
+    return await session.finish_round(round_number)

@@ -1,0 +1,163 @@
+"""Resume in place: a run cut off anywhere continues to the same end, losing and repeating nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+from flows.simulate import resume, simulate
+from glossogen.derive import DeriveError, open_resume, read_state
+from glossogen.eventlog import read_events
+from glossogen.launch import RunRequest
+
+
+def _request(runs_dir: Path) -> RunRequest:
+    return RunRequest(
+        scenario="veyru",
+        model="scripted",
+        provider="scripted",
+        runs_dir=str(runs_dir),
+        config="knobs_default",
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    result = asyncio.run(simulate(_request(runs)))
+    assert result.status == "completed"
+    return Path(result.run_url)
+
+
+RANDOM_FIELDS = ("timestamp", "run_id", "conversation_id", "message_id")
+
+
+def _strip(value: Any) -> Any:
+    """Drop wall-clock times and random ids, which differ between two plays of the same seed."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in RANDOM_FIELDS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _merged(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive requests as one, as pydantic-ai itself merges them before sending."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if out and message["kind"] == "request" and out[-1]["kind"] == "request":
+            out[-1] = {**out[-1], "parts": out[-1]["parts"] + message["parts"]}
+        else:
+            out.append(message)
+    return out
+
+
+def _histories(log: Path) -> dict[str, Any]:
+    """Each agent's history as the model is sent it (ids and times stripped)."""
+    state = read_state(read_events(str(log)).events)
+    return {
+        agent: _merged(_strip(ModelMessagesTypeAdapter.dump_python(history, mode="json")))
+        for agent, history in state.histories.items()
+    }
+
+
+def _cut_points(lines: list[str]) -> dict[str, int]:
+    """Name -> number of log lines kept: a kill right after that event was written."""
+    kinds = [json.loads(line)["event_type"] for line in lines]
+    points: dict[str, int] = {}
+
+    def nth(kind: str, n: int) -> int:
+        return [i for i, k in enumerate(kinds) if k == kind][n] + 1
+
+    for n in (0, 3, 9, 20):
+        points[f"mid-tool-call-{n}"] = nth("tool_call_invoked", n)
+        points[f"mid-send-{n}"] = nth("message_sent", n)
+    for n in (0, 2, 4):
+        points[f"between-verdict-and-postmortem-{n}"] = nth("round_result_recorded", n)
+        points[f"in-postmortem-{n}"] = nth("postmortem_started", n) + 2
+        points[f"at-round-boundary-{n}"] = nth("round_completed", n)
+    points["after-registration"] = nth("agent_registered", 1)
+    points["after-a-judge-ruling"] = nth("judge_called", 1)
+    points["before-simulation-ended"] = len(lines) - 1
+    return points
+
+
+def _cut_copy(finished: Path, dest: Path, keep: int, torn_tail: bool) -> Path:
+    run = dest / "veyru" / finished.name
+    shutil.copytree(finished, run)
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    text = "".join(lines[:keep])
+    if torn_tail:  # the killed writer left half a line
+        text += lines[keep][: len(lines[keep]) // 2]
+    (run / "veyru.jsonl").write_text(text)
+    return run
+
+
+def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
+    finished: Path, tmp_path: Path
+) -> None:
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    points = _cut_points(lines)
+    assert len(points) == 20
+    full = read_events(str(finished / "veyru.jsonl")).events
+    expected_verdicts = [
+        (e.round_number, e.success, e.reason)
+        for e in full
+        if e.event_type == "round_result_recorded"
+    ]
+    expected_histories = _histories(finished / "veyru.jsonl")
+    for i, (name, keep) in enumerate(sorted(points.items())):
+        run = _cut_copy(finished, tmp_path / name, keep, torn_tail=i % 2 == 0)
+        result = asyncio.run(resume(_request(tmp_path), str(run)))
+        assert result.status == "completed", name
+        read = read_events(str(run / "veyru.jsonl"))
+        events = read.events
+        assert read.invalid_lines == (1 if i % 2 == 0 else 0), name  # the torn line, skipped
+        verdicts = [
+            (e.round_number, e.success, e.reason)
+            for e in events
+            if e.event_type == "round_result_recorded"
+        ]
+        assert verdicts == expected_verdicts, name  # exactly one per round, same as uninterrupted
+        ids = Counter(e.event_id for e in events)
+        assert max(ids.values()) == 1, name
+        message_ids = Counter(e.message_id for e in events if e.event_type == "message_sent")
+        assert max(message_ids.values()) == 1, name
+        assert [e.event_type for e in events].count("simulation_ended") == 1
+        assert _histories(run / "veyru.jsonl") == expected_histories, name
+
+
+def test_a_finished_run_is_refused_with_a_pointer_to_fork(finished: Path) -> None:
+    with pytest.raises(DeriveError, match="use fork-at-round"):
+        open_resume(
+            str(finished), "veyru", json.loads((finished / "config.json").read_text()), False
+        )
+
+
+def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
+    prefect_api: str, finished: Path, tmp_path: Path
+) -> None:
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
+    request = _request(tmp_path).model_copy(update={"overrides": ["round_count=6"]})
+    with pytest.raises(Exception, match="round_count 5 -> 6"):
+        asyncio.run(resume(request, str(run)))
+    result = asyncio.run(resume(request, str(run), allow_config_change=True))
+    assert (result.status, result.rounds_played) == ("completed", 6)
+    events = read_events(str(run / "veyru.jsonl")).events
+    (resumed,) = [e for e in events if e.event_type == "run_resumed"]
+    assert (resumed.after_round, resumed.reopened_round) == (3, None)
+    assert resumed.config_changes == {"round_count": {"recorded": 5, "now": 6}}
+
+
+def test_a_folder_without_a_log_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DeriveError, match="no event log") as refused:
+        open_resume(str(tmp_path), "veyru", {}, False)
+    assert refused.value.exit_code == 66
