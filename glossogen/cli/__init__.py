@@ -10,7 +10,7 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
-from glossogen.cli import run, scenarios, schema
+from glossogen.cli import derived, run, scenarios, schema
 
 app = typer.Typer(
     name="glossogen",
@@ -22,6 +22,9 @@ app = typer.Typer(
 app.command("run", context_settings={"allow_interspersed_args": True})(run.run)
 app.command("schema")(schema.schema)
 app.command("scenarios")(scenarios.scenarios)
+app.command("fork-at-round")(derived.fork_at_round)
+app.command("replace-agent")(derived.replace_agent)
+app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
 
 EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130

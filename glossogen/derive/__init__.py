@@ -1,9 +1,14 @@
 """Derived runs from the event log: resume in place, fork at a round, swap an agent's seat."""
 
+from glossogen.derive._fork import ForkRequest, PreparedFork, lineage_of, prepare_fork
 from glossogen.derive._resume import ResumePoint, RunLock, config_changes, open_resume
 from glossogen.derive._state import DeriveError, RunState, read_state
 
 __all__ = [
+    "ForkRequest",
+    "PreparedFork",
+    "lineage_of",
+    "prepare_fork",
     "DeriveError",
     "ResumePoint",
     "RunLock",

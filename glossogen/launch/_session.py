@@ -246,6 +246,7 @@ def open_session(
             )
         )
         first = state.after_round + 1
+        notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
     return RunSession(plan, claimed, writer, engine, time.monotonic(), lock, first)
 
 

@@ -1,0 +1,144 @@
+"""``fork-at-round``, ``replace-agent`` and ``cross-run-replace-agent``: derived runs.
+
+Each prepares a fresh run folder from a source run's log (the source is only read), then plays
+it as a resumed run: detached by default (``new_run_id=`` is printed and the command returns;
+the run writes ``<scenario>_stdout.log`` in its folder), or in the foreground with ``--wait``.
+The three commands share one module because they differ only in which flags they take.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import typer
+
+from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
+from glossogen.scenario import UnknownScenarioError, load_scenario
+from glossogen.storage import StorageError, is_local, open_fs
+
+
+def _error(message: str) -> None:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+
+
+def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
+    """Play the prepared run as a resumed run, detached unless ``wait``."""
+    run_dir = prepared.claimed.url
+    print(f"new_run_id={prepared.claimed.run_id}", flush=True)
+    print(f"new_run_dir={run_dir}", flush=True)
+    args = [
+        "run", scenario, "--resume", run_dir, "--model", prepared.model,
+        "--provider", prepared.provider, "--config", prepared.config_url,
+    ]  # fmt: skip
+    if wait:
+        from glossogen.cli.run import run
+
+        return run(scenario=scenario, model=prepared.model, provider=prepared.provider,
+                   config=prepared.config_url, resume_dir=run_dir, overrides=[],
+                   runs_dir="", max_agent_turns=200, group_slug="local", dry_run=False,
+                   allow_config_change=False)  # fmt: skip
+    fs, path = open_fs(run_dir)
+    log_path = os.path.join(path, f"{scenario}_stdout.log") if is_local(fs) else os.devnull
+    with open(log_path, "ab") as log:
+        subprocess.Popen(  # noqa: S603 (our own CLI, no shell)
+            [sys.executable, "-m", "glossogen", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return 0
+
+
+def _derive(request: ForkRequest, wait: bool) -> int:
+    try:
+        load_scenario(request.scenario)
+        prepared = prepare_fork(request)
+    except UnknownScenarioError as exc:
+        _error(str(exc))
+        return 64
+    except DeriveError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except StorageError as exc:
+        _error(str(exc))
+        return 69
+    return _launch(prepared, request.scenario, wait)
+
+
+SOURCE = typer.Option(..., "--source-run-dir", help="The run to derive from (only read).")
+AFTER = typer.Option(..., "--after-round", help="Keep rounds 1..N; play N+1 onward.")
+ROUNDS_AFTER = typer.Option(
+    None, "--rounds-after", help="Rounds to play after N (default: the source's)."
+)
+RUNS_DIR = typer.Option(..., "--runs-dir", help="Root folder or fsspec URL for the new run.")
+KNOBS = typer.Option(
+    None, "--knobs", help="JSON file (or preset) whose knobs replace the source's."
+)
+WAIT = typer.Option(False, "--wait", help="Play in the foreground instead of detached.")
+SEAT = typer.Option(..., "--replaced-agent-id", help="The seat that moves to another model.")
+MODEL = typer.Option(..., "--model", help="The replaced seat's model.")
+PROVIDER = typer.Option(..., "--provider", help="The replaced seat's provider.")
+VISIBILITY = typer.Option("full", "--channel-visibility", help="full | none | from_round:R")
+
+
+def fork_at_round(
+    scenario: str = typer.Argument(..., help="Scenario of the source run."),
+    source_run_dir: str = SOURCE,
+    after_round: int = AFTER,
+    rounds_after: int | None = ROUNDS_AFTER,
+    runs_dir: str = RUNS_DIR,
+    knobs: str | None = KNOBS,
+    wait: bool = WAIT,
+) -> int:
+    """Copy rounds 1..N of a run into a fresh folder and play N+1 onward."""
+    return _derive(
+        ForkRequest(scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs), wait
+    )
+
+
+def replace_agent(
+    scenario: str = typer.Argument(..., help="Scenario of the source run."),
+    source_run_dir: str = SOURCE,
+    after_round: int = AFTER,
+    replaced_agent_id: str = SEAT,
+    model: str = MODEL,
+    provider: str = PROVIDER,
+    rounds_after: int | None = ROUNDS_AFTER,
+    runs_dir: str = RUNS_DIR,
+    knobs: str | None = KNOBS,
+    channel_visibility: str = VISIBILITY,
+    wait: bool = WAIT,
+) -> int:
+    """Fork after round N with one seat on another model (history per --channel-visibility)."""
+    request = ForkRequest(
+        scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
+        replaced_agent_id, model, provider, channel_visibility,
+    )  # fmt: skip
+    return _derive(request, wait)
+
+
+def cross_run_replace_agent(
+    scenario: str = typer.Argument(..., help="Scenario of the source run."),
+    source_run_dir: str = SOURCE,
+    after_round: int = AFTER,
+    replaced_agent_id: str = SEAT,
+    donor_run_dir: str = typer.Option(
+        ..., "--donor-run-dir", help="Run the incoming agent comes from."
+    ),
+    donor_agent_id: str = typer.Option(..., "--donor-agent-id", help="The donor run's agent id."),
+    model: str = MODEL,
+    provider: str = PROVIDER,
+    rounds_after: int | None = ROUNDS_AFTER,
+    runs_dir: str = RUNS_DIR,
+    knobs: str | None = KNOBS,
+    wait: bool = WAIT,
+) -> int:
+    """Fork after round N with one seat taken by an agent that brings its donor-run history."""
+    request = ForkRequest(
+        scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
+        replaced_agent_id, model, provider, "full", donor_run_dir, donor_agent_id,
+    )  # fmt: skip
+    return _derive(request, wait)

@@ -1,0 +1,274 @@
+"""Derived runs: fork at a round boundary, optionally with another model in one seat.
+
+A derived run gets a fresh folder holding ``lineage.json``, its own ``config.json`` and a log
+that starts with its own ``simulation_started`` (lineage included) followed by the source's
+events up to the boundary; it then continues as a resumed run would. The source is only read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from glossogen.derive._state import DeriveError, RunState, read_state
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    AgentRegistered,
+    Event,
+    EventLogWriter,
+    SimulationStarted,
+    read_events,
+)
+from glossogen.knobs import ConfigError, knobs_to_config, load_config, resolve_knobs
+from glossogen.scenario import load_scenario, scenario_dir
+from glossogen.storage import ClaimedRun, RunStore, join, open_fs
+
+Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
+SKIPPED = ("simulation_started", "simulation_ended", "run_resumed")
+
+
+@dataclass
+class ForkRequest:
+    """What a derived run is made from (the CLI's flags)."""
+
+    scenario: str
+    source_run_dir: str
+    after_round: int
+    runs_dir: str
+    rounds_after: int | None = None
+    knobs_path: str | None = None
+    replaced_agent_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    channel_visibility: str = "full"
+    donor_run_dir: str | None = None
+    donor_agent_id: str | None = None
+
+    @property
+    def derivation(self) -> Derivation:
+        """Which kind of derived run this is."""
+        if self.donor_run_dir:
+            return "cross_run_replace_agent"
+        return "replace_agent" if self.replaced_agent_id else "fork_at_round"
+
+
+@dataclass
+class PreparedFork:
+    """A derived run folder ready to be resumed: where it is and how to launch it."""
+
+    claimed: ClaimedRun
+    config_url: str
+    model: str
+    provider: str
+    lineage: dict[str, Any]
+
+
+def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], Any]:
+    url = join(run_dir, f"{scenario}.jsonl")
+    fs, path = open_fs(url)
+    if not fs.exists(path):
+        raise DeriveError(f"no event log {url}: is {run_dir!r} a {scenario} run folder?", 66)
+    events = read_events(url).events
+    started = next((e for e in events if e.event_type == "simulation_started"), None)
+    if started is None:
+        raise DeriveError(f"{url} has no simulation_started event", 66)
+    return events, started
+
+
+def _visible(
+    state: RunState, events: list[Event], agent_id: str, rule: str, after: int
+) -> list[Any]:
+    """The replaced seat's history under ``--channel-visibility`` (full | none | from_round:R)."""
+    if rule == "full":
+        return state.histories.get(agent_id, [])
+    if rule == "none":
+        return []
+    if rule.startswith("from_round:") and rule.removeprefix("from_round:").isdigit():
+        first = int(rule.removeprefix("from_round:"))
+        if not 1 <= first <= after:
+            raise DeriveError(f"--channel-visibility {rule}: R must be 1..{after} (the swap round)")
+        full = state.histories.get(agent_id, [])
+        if first == 1:
+            return full
+        before = read_state(events, after_round=first - 1).histories.get(agent_id, [])
+        return full[len(before) :]
+    raise DeriveError(f"--channel-visibility {rule!r}: use full, none or from_round:R")
+
+
+def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
+    """Create the derived run's folder, config, lineage and log prefix; the source is only read.
+
+    Raises:
+        DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
+            source's completed rounds; a replaced or donor agent the run does not have; a
+            visibility rule naming a round after the swap; an invalid ``--knobs`` (65).
+    """
+    events, started = _load_log(request.source_run_dir, request.scenario)
+    state = read_state(events, after_round=request.after_round)
+    cls = load_scenario(request.scenario)
+    store = RunStore(request.runs_dir)
+    source_store = RunStore(request.source_run_dir)
+    config = (
+        source_store.read_json(request.source_run_dir, "config.json")
+        if source_store.exists(request.source_run_dir, "config.json")
+        else dict(started.scenario_config)
+    )
+    extra: dict[str, Any] = {}
+    if request.knobs_path:
+        try:
+            extra, _ = load_config(request.knobs_path, scenario_dir(cls))
+        except ConfigError as exc:
+            raise DeriveError(str(exc), exc.exit_code) from None
+    config = {**config, **extra, "labels": extra.get("labels", {})}
+    seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
+    overrides = dict(extra.get("model_overrides") or config.get("model_overrides") or {})
+    for agent_id, (model, provider) in seats.items():
+        overrides.setdefault(agent_id, {"model": model, "provider": provider})
+    lineage: dict[str, Any] = {
+        "derivation": request.derivation,
+        "source_run_id": started.run_id,
+        "source_run_dir": request.source_run_dir,
+        "after_round": request.after_round,
+    }
+    replaced = request.replaced_agent_id
+    history: list[Any] | None = None
+    if replaced:
+        if replaced not in seats:
+            raise DeriveError(
+                f"--replaced-agent-id {replaced!r}: the run's agents are {', '.join(seats)}"
+            )
+        if not request.model or not request.provider:
+            raise DeriveError("replacing an agent needs --model and --provider")
+        entry = dict((extra.get("model_overrides") or {}).get(replaced) or {})
+        if entry and (entry.get("model"), entry.get("provider")) != (
+            request.model,
+            request.provider,
+        ):
+            raise DeriveError(
+                f"--knobs model_overrides.{replaced} names "
+                f"{entry.get('provider')}:{entry.get('model')}, "
+                f"not --provider/--model {request.provider}:{request.model}"
+            )
+        overrides[replaced] = {"model": request.model, "provider": request.provider}
+        if entry.get("model_settings"):
+            overrides[replaced]["model_settings"] = entry["model_settings"]
+        lineage |= {
+            "replaced_agent_id": replaced,
+            "model": request.model,
+            "provider": request.provider,
+        }
+        if request.donor_run_dir:
+            donor_events, _ = _load_log(request.donor_run_dir, request.scenario)
+            donor = read_state(donor_events)
+            if request.donor_agent_id not in donor.histories:
+                raise DeriveError(
+                    f"--donor-agent-id {request.donor_agent_id!r}: the donor's agents are "
+                    f"{', '.join(donor.histories)}"
+                )
+            history = donor.histories[request.donor_agent_id or ""]
+            lineage |= {
+                "donor_run_dir": request.donor_run_dir,
+                "donor_agent_id": request.donor_agent_id,
+            }
+        else:
+            history = _visible(
+                state, events, replaced, request.channel_visibility, request.after_round
+            )
+            lineage["channel_visibility"] = request.channel_visibility
+    config["model_overrides"] = overrides
+    if request.rounds_after is not None:
+        config["round_count"] = request.after_round + request.rounds_after
+    if config.get("round_count", 0) <= request.after_round:
+        raise DeriveError(
+            f"round_count {config.get('round_count')} leaves nothing to play after round "
+            f"{request.after_round}: pass --rounds-after"
+        )
+    try:
+        knobs = resolve_knobs(cls.knobs_model, config, {})
+    except ConfigError as exc:
+        raise DeriveError(str(exc), exc.exit_code) from None
+    claimed = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
+    recorded = knobs_to_config(knobs)
+    store.write_json(claimed.url, "config.json", recorded)
+    store.write_json(claimed.url, "labels.json", recorded.get("labels", {}))
+    store.write_json(claimed.url, "lineage.json", lineage)
+    model, provider = request.model or started.model, request.provider or started.provider
+    _write_prefix(claimed, request, started, recorded, lineage, state, history)
+    return PreparedFork(claimed, join(claimed.url, "config.json"), model, provider, lineage)
+
+
+def _write_prefix(
+    claimed: ClaimedRun,
+    request: ForkRequest,
+    started: Any,
+    config: dict[str, Any],
+    lineage: dict[str, Any],
+    state: RunState,
+    history: list[Any] | None,
+) -> None:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    with EventLogWriter(join(claimed.url, f"{request.scenario}.jsonl")) as writer:
+        writer.append(
+            SimulationStarted(
+                run_id=claimed.run_id,
+                scenario_name=request.scenario,
+                scenario_description=started.scenario_description,
+                scenario_config=config,
+                model=request.model or started.model,
+                provider=request.provider or started.provider,
+                channel_ids=list(started.channel_ids),
+                versions=dict(started.versions),
+                lineage=lineage,
+                max_agent_turns=started.max_agent_turns,
+                group_slug=started.group_slug,
+            )
+        )
+        for event in state.events:
+            if event.event_type not in SKIPPED:
+                writer.append_line(event.model_dump_json())
+        if request.replaced_agent_id and history is not None:
+            old = next(
+                e
+                for e in state.events
+                if e.event_type == "agent_registered" and e.agent_id == request.replaced_agent_id  # type: ignore[attr-defined]
+            )
+            settings = config["model_overrides"][request.replaced_agent_id].get("model_settings")
+            writer.append(
+                AgentRegistered(
+                    round_number=request.after_round,
+                    agent_id=old.agent_id,  # type: ignore[attr-defined]
+                    role=old.role,  # type: ignore[attr-defined]
+                    display_name=old.display_name,  # type: ignore[attr-defined]
+                    team_id=old.team_id,  # type: ignore[attr-defined]
+                    model=request.model or "",
+                    provider=request.provider or "",
+                    model_settings=settings or _run_settings(config),
+                    tools=list(old.tools),  # type: ignore[attr-defined]
+                    channels=list(old.channels),  # type: ignore[attr-defined]
+                )
+            )
+            if history:
+                writer.append(
+                    AgentHistoryAppended(
+                        round_number=request.after_round,
+                        phase="setup",
+                        agent_id=request.replaced_agent_id,
+                        messages=ModelMessagesTypeAdapter.dump_python(history, mode="json"),
+                        from_index=0,
+                    )
+                )
+
+
+def _run_settings(config: dict[str, Any]) -> dict[str, Any]:
+    settings = config.get("agent_model_settings") or {}
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def lineage_of(run_dir: str) -> dict[str, Any] | None:
+    """Return a run folder's ``lineage.json``, or None for an original run."""
+    store = RunStore(run_dir)
+    return (
+        store.read_json(run_dir, "lineage.json") if store.exists(run_dir, "lineage.json") else None
+    )

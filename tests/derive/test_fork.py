@@ -1,0 +1,239 @@
+"""Fork-at-round, replace-agent and cross-run-replace-agent: new folders from a source's log."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from flows.simulate import resume, simulate
+from glossogen.cli import main
+from glossogen.derive import DeriveError, ForkRequest, prepare_fork, read_state
+from glossogen.eventlog import read_events
+from glossogen.launch import RunRequest
+
+
+@pytest.fixture(scope="module")
+def source(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    request = RunRequest(
+        scenario="veyru",
+        model="scripted",
+        provider="scripted",
+        runs_dir=str(runs),
+        config="knobs_default",
+    )
+    result = asyncio.run(simulate(request))
+    assert result.status == "completed"
+    return Path(result.run_url)
+
+
+def _digest(folder: Path) -> str:
+    return hashlib.sha256(
+        b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+    ).hexdigest()
+
+
+def _verdicts(run: Path) -> list[tuple[int, bool, str]]:
+    events = read_events(str(run / "veyru.jsonl")).events
+    return [
+        (e.round_number, e.success, e.reason)
+        for e in events
+        if e.event_type == "round_result_recorded"
+    ]
+
+
+def _play(prepared) -> Path:  # type: ignore[no-untyped-def]
+    request = RunRequest(
+        scenario="veyru",
+        model=prepared.model,
+        provider=prepared.provider,
+        runs_dir=str(Path(prepared.claimed.url).parents[1]),
+        config=prepared.config_url,
+    )
+    result = asyncio.run(resume(request, prepared.claimed.url))
+    assert result.status == "completed"
+    return Path(prepared.claimed.url)
+
+
+def test_a_fork_after_round_2_replays_rounds_3_to_5_like_the_source(
+    source: Path, tmp_path: Path
+) -> None:
+    before = _digest(source)
+    prepared = prepare_fork(ForkRequest("veyru", str(source), 2, str(tmp_path)))
+    fork = _play(prepared)
+    assert _verdicts(fork) == _verdicts(source)
+    assert _digest(source) == before  # the source is never touched
+    lineage = json.loads((fork / "lineage.json").read_text())
+    assert lineage == {
+        "derivation": "fork_at_round",
+        "source_run_id": f"veyru/{source.name}",
+        "source_run_dir": str(source),
+        "after_round": 2,
+    }
+    events = read_events(str(fork / "veyru.jsonl")).events
+    assert events[0].event_type == "simulation_started"
+    assert events[0].lineage == lineage and events[0].run_id == prepared.claimed.run_id
+    assert json.loads((fork / "labels.json").read_text()) == {}
+
+
+def test_a_fork_can_run_further_than_its_source(source: Path, tmp_path: Path) -> None:
+    fork = _play(prepare_fork(ForkRequest("veyru", str(source), 5, str(tmp_path), rounds_after=2)))
+    assert [v[0] for v in _verdicts(fork)] == [1, 2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize(("rule", "kept_rounds"), [("full", 5), ("none", 0), ("from_round:2", 4)])
+def test_a_replaced_seat_starts_with_the_history_its_visibility_allows(
+    source: Path, tmp_path: Path, rule: str, kept_rounds: int
+) -> None:
+    prepared = prepare_fork(
+        ForkRequest(
+            "veyru",
+            str(source),
+            5,
+            str(tmp_path),
+            1,
+            None,
+            "field_observer",
+            "other-script",
+            "scripted",
+            rule,
+        )
+    )
+    state = read_state(read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events)
+    source_state = read_state(read_events(str(source / "veyru.jsonl")).events)
+    full = source_state.histories["field_observer"]
+    per_round = [
+        read_state(read_events(str(source / "veyru.jsonl")).events, after_round=n).histories[
+            "field_observer"
+        ]
+        for n in range(1, 6)
+    ]
+    expected = {5: full, 0: [], 4: full[len(per_round[0]) :]}[kept_rounds]
+    assert len(state.histories["field_observer"]) == len(expected)
+    assert (
+        state.histories["stabilization_engineer"]
+        == source_state.histories["stabilization_engineer"]
+    )
+    assert state.seats["field_observer"][:2] == ("other-script", "scripted")
+    fork = _play(prepared)
+    registered = [
+        e
+        for e in read_events(str(fork / "veyru.jsonl")).events
+        if e.event_type == "agent_registered"
+    ]
+    assert [(e.agent_id, e.model) for e in registered] == [
+        ("field_observer", "scripted"),
+        ("stabilization_engineer", "scripted"),
+        ("field_observer", "other-script"),
+    ]
+
+
+def test_cross_run_replace_brings_the_donor_history(source: Path, tmp_path: Path) -> None:
+    prepared = prepare_fork(
+        ForkRequest(
+            "veyru",
+            str(source),
+            3,
+            str(tmp_path),
+            1,
+            None,
+            "field_observer",
+            "scripted",
+            "scripted",
+            "full",
+            str(source),
+            "stabilization_engineer",
+        )
+    )
+    state = read_state(read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events)
+    donor = read_state(read_events(str(source / "veyru.jsonl")).events).histories[
+        "stabilization_engineer"
+    ]
+    assert len(state.histories["field_observer"]) == len(donor)
+    assert (
+        json.loads((Path(prepared.claimed.url) / "lineage.json").read_text())["donor_agent_id"]
+        == "stabilization_engineer"
+    )
+
+
+BAD = [
+    (dict(after_round=6), "--after-round 6: the run's completed rounds are 1..5", 65),
+    (dict(after_round=0), "--after-round 0", 65),
+    (
+        dict(replaced_agent_id="nobody", model="m", provider="scripted"),
+        "--replaced-agent-id 'nobody'",
+        65,
+    ),
+    (
+        dict(
+            replaced_agent_id="field_observer",
+            model="m",
+            provider="scripted",
+            channel_visibility="from_round:4",
+            after_round=3,
+        ),
+        "--channel-visibility from_round:4: R must be 1..3",
+        65,
+    ),
+    (
+        dict(
+            replaced_agent_id="field_observer",
+            model="m",
+            provider="scripted",
+            donor_run_dir="SOURCE",
+            donor_agent_id="ghost",
+        ),
+        "--donor-agent-id 'ghost'",
+        65,
+    ),
+    (dict(source_run_dir="EMPTY"), "no event log", 66),
+]
+
+
+@pytest.mark.parametrize(("changes", "needle", "code"), BAD, ids=[b[1][:40] for b in BAD])
+def test_bad_derivations_are_refused_and_claim_nothing(
+    source: Path, tmp_path: Path, changes: dict, needle: str, code: int
+) -> None:
+    fields = {
+        "scenario": "veyru",
+        "source_run_dir": str(source),
+        "after_round": 2,
+        "runs_dir": str(tmp_path / "runs"),
+    }
+    fields |= {
+        k: (str(source) if v == "SOURCE" else str(tmp_path) if v == "EMPTY" else v)
+        for k, v in changes.items()
+    }
+    with pytest.raises(DeriveError) as refused:
+        prepare_fork(ForkRequest(**fields))
+    assert needle in str(refused.value)
+    assert refused.value.exit_code == code
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_cli_launches_detached_and_returns_at_once(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "fork-at-round",
+                "veyru",
+                "--source-run-dir",
+                str(source),
+                "--after-round",
+                "4",
+                "--runs-dir",
+                str(tmp_path),
+            ]
+        )
+    out = capsys.readouterr().out.splitlines()
+    assert exited.value.code == 0
+    run_id = out[0].removeprefix("new_run_id=")
+    run_dir = Path(out[1].removeprefix("new_run_dir="))
+    assert run_dir == tmp_path / run_id and (run_dir / "lineage.json").is_file()
+    assert (run_dir / "veyru_stdout.log").exists()
