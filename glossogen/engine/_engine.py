@@ -536,8 +536,9 @@ class RunEngine:
             runner.prompts.clear()
 
     def _all_idle(self) -> bool:
+        # An agent that is out never drains what is queued for it, so it counts as idle as is.
         return all(
-            (r.idle or r.out) and not r.prompts and not r.inbox for r in self.runners.values()
+            r.out or (r.idle and not r.prompts and not r.inbox) for r in self.runners.values()
         )
 
     async def _run_phase(self, phase: PhaseName, limit_seconds: float) -> tuple[EndTrigger, float]:

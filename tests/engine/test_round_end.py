@@ -6,8 +6,9 @@ add up: while both agents are thinking, each round of both their calls costs 2 s
 
 import pytest
 
+from glossogen.engine import RunEngine, RunSetup, VirtualClock, resolve_seats
 from glossogen.scenario import ScriptedMove
-from tests.engine._tiny import LATENCY, Tiny, by_agent, finish, knobs, play
+from tests.engine._tiny import LATENCY, START, Tiny, by_agent, finish, knobs, play
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -123,3 +124,19 @@ def test_a_model_failing_every_call_ends_the_first_round_with_every_agent_out():
     assert played.per_agent("agent_run_cycle_failed") == {"a": 3, "b": 3}
     assert played.out_after_round == [True]
     assert played.summaries[0].trigger != "all_idle"
+
+
+def test_an_agent_that_is_out_counts_as_idle_even_with_prompts_queued():
+    # An agent out of turns never drains its queue; if that kept it "busy", a phase on a
+    # virtual clock would wait forever (nobody else moves time). Found on a 24-round veyru run.
+    scenario = Tiny(knobs(), finish)
+    seats = resolve_seats(scenario, scenario.knobs, "scripted", "scripted")
+    setup = RunSetup("tiny/1", scenario, scenario.knobs, "scripted", "scripted", seats, None)
+    engine = RunEngine(setup, lambda event: None, VirtualClock(START))
+    a, b = engine.runners["a"], engine.runners["b"]
+    a.out = True
+    a.prompts.append(("Round 2 begins.", {}))
+    b.idle = True
+    assert engine._all_idle() is True  # noqa: SLF001
+    b.idle = False
+    assert engine._all_idle() is False  # noqa: SLF001
