@@ -216,7 +216,7 @@ def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(tmp_p
 
 @pytest.mark.parametrize(
     ("runs_dir", "code", "needle"),
-    [("", 64, "--runs-dir is empty"), ("A_FILE/runs", 66, "is a file, not a folder")],
+    [("", 64, "Missing option '--runs-dir'"), ("A_FILE/runs", 66, "is a file, not a folder")],
 )
 def test_an_unusable_runs_dir_is_refused_before_prefect_starts(
     runs_dir: str, code: int, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
