@@ -57,6 +57,12 @@ async def play_rounds(plan: RunPlan, claimed: ClaimedRun, session: RunSession) -
                 status = "error" if session.engine.any_agent_failed else "incomplete"
                 error = reason
                 break
+        if status == "completed" and session.engine.void_rounds:
+            status = "error"
+            error = (
+                f"round(s) {', '.join(map(str, session.engine.void_rounds))} void: model or judge "
+                "calls kept failing (see agent_run_cycle_failed events)"
+            )
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         status = "interrupted" if interrupted else "error"

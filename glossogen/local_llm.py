@@ -300,7 +300,9 @@ class LlamaCppModel(Model):
         )
         kwargs: dict[str, Any] = {
             "prompt": prompt,
-            "max_tokens": settings.get("max_tokens", DEFAULT_MAX_TOKENS),
+            # A run's default cap (16384) would let the 135M model ramble for minutes in a
+            # thread that cannot be cancelled, so the local cap is the ceiling.
+            "max_tokens": min(settings.get("max_tokens") or DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOKENS),
             "temperature": settings.get("temperature", DEFAULT_TEMPERATURE),
             "stop": [_IM_END, *settings.get("stop_sequences", [])],
         }

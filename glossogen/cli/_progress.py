@@ -52,6 +52,10 @@ class RunProgress:
             )
             self.progress.start()
 
+    def warning(self, text: str) -> None:
+        """Show a warning of the run (e.g. tracing off) once, on stderr."""
+        print(f"glossogen: warning: {text}", file=sys.stderr, flush=True)
+
     def event(self, event: Event) -> None:
         """Follow the events that move the display."""
         kind = event.event_type

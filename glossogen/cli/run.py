@@ -163,6 +163,7 @@ def run(
     )
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    from prefect.exceptions import TerminationSignal
     from prefect.settings import get_current_settings
 
     from flows.simulate import resume, simulate
@@ -187,7 +188,7 @@ def run(
     except LaunchError as exc:
         _error(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, TerminationSignal):
         progress.close()
         _error("interrupted; the run's log ends with simulation_ended status 'interrupted'")
         # Prefect's shutdown would retry sending queued events to a temporary server that is

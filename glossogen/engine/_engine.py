@@ -49,6 +49,8 @@ from glossogen.tracing import tracing_capabilities
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
+VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed")
+"""A round that ended so was not played out: recorded void, never counted as a team's loss."""
 
 
 @dataclass
@@ -116,6 +118,8 @@ class RunEngine:
         self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
         self.meter: BudgetMeter | None = None
         self.seen: dict[tuple[str, str], int] = {}
+        self.void_rounds: list[int] = []
+        """Rounds made void by failing provider calls (agents or judge)."""
         self.recorded: dict[int, tuple[list[Verdict], bool]] = {}
         """Verdicts per round as recorded, and whether the round was void."""
         self.total_messages = 0
@@ -128,6 +132,7 @@ class RunEngine:
                 setup.judge.model_settings,
                 self.emit,
                 tracing_capabilities(setup.tracing),
+                clock.sleep,
             )
             if setup.judge
             else None
@@ -428,6 +433,8 @@ class RunEngine:
         messages_before, chars_before = self.total_messages, self.total_chars
         self.round_number = round_number
         self.phase = "main"
+        if self.judge is not None:
+            self.judge.failed_in_round = False
         self._fire_scheduled(round_number)
         budget = self.scenario.budget_chars()
         self.meter = BudgetMeter(budget) if budget else None
@@ -437,7 +444,18 @@ class RunEngine:
         trigger, elapsed = await self._run_phase("main", self.knobs.max_round_duration_seconds)
         self.emit(RoundEnded(trigger=trigger, elapsed_seconds=elapsed))
         verdicts = self.scenario.verdicts(self.context)
-        void = trigger in ("agents_failed", "turn_limit")
+        silent = [
+            r.spec.agent_id
+            for r in self.runners.values()
+            if r.phase_failures and not r.phase_answers
+        ]
+        if self.judge is not None and self.judge.failed_in_round:
+            trigger = "judge_failed"
+        elif silent and trigger not in ("agents_failed", "turn_limit"):
+            trigger = "provider_failed"
+        void = trigger in VOID_TRIGGERS
+        if void and trigger != "turn_limit":
+            self.void_rounds.append(round_number)
         for verdict in verdicts:
             self.emit(
                 RoundResultRecorded(

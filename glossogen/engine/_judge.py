@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from glossogen.eventlog import Event, JudgeCalled
+from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
+from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_call
 from glossogen.scenario import JudgeDecision
 
@@ -33,9 +36,16 @@ class RunJudge:
         model_settings: dict[str, Any],
         emit: Callable[[Event], None],
         capabilities: list[Any] | None = None,
+        pause: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        """Set up the judge; the LLM agent is built on first use."""
+        """Set up the judge; the LLM agent is built on first use.
+
+        ``pause`` waits on the run's clock between retries of a failed call.
+        """
         self.capabilities = capabilities or []
+        self.pause = pause or asyncio.sleep
+        self.failed_in_round = False
+        """True once a ruling of the current round failed after every retry."""
         self.model = model
         self.provider = provider
         self.model_settings = model_settings
@@ -74,10 +84,32 @@ class RunJudge:
             )
         from glossogen.tracing import agent_attributes
 
-        with agent_attributes("judge", "judge", self.model, self.provider):
-            result = await self._agent.run(
-                f"{instructions}\n\n{question}", model_settings=self.model_settings or None
-            )
+        settings = {"max_retries": 0, **self.model_settings}
+        result = None
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with agent_attributes("judge", "judge", self.model, self.provider):
+                    result = await self._agent.run(
+                        f"{instructions}\n\n{question}", model_settings=settings
+                    )
+                break
+            except Exception as exc:  # a judge that fails must not be blamed on an agent
+                fault = classify(exc)
+                self.emit(
+                    AgentRunCycleFailed(
+                        agent_id="judge",
+                        error_kind=fault.kind,
+                        error=f"{type(exc).__name__}: {exc}"[:500],
+                        attempts=attempt,
+                        retryable=fault.retryable,
+                        retry_after_seconds=fault.retry_after,
+                    )
+                )
+                if not fault.retryable or attempt == MAX_ATTEMPTS:
+                    self.failed_in_round = True
+                    return JudgeDecision(False, f"judge unavailable ({fault.kind}); round void")
+                await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
+        assert result is not None
         usage = result.usage
         ruling: JudgeRuling = result.output
         self.emit(

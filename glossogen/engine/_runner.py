@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
 from glossogen.engine._faults import backoff_seconds, classify
@@ -80,6 +80,8 @@ class AgentRunner:
     logged: list[ModelMessage] = field(default_factory=list)
     """The history as last logged (``agent_history_appended``), message objects kept."""
     phase_turns: int = 0
+    phase_failures: int = 0
+    phase_answers: int = 0
     idle: bool = False
     out: bool = False
     failures: int = 0
@@ -91,7 +93,7 @@ class AgentRunner:
         Retries are the engine's (each failure is an event), so vendor SDKs must not retry
         silently underneath; a request without its own ``timeout`` gets ``REQUEST_TIMEOUT_SECONDS``.
         """
-        if self.provider == "scripted":
+        if self.provider in ("scripted", "local"):
             return self.model_settings
         settings = {"max_retries": 0, **self.model_settings}
         if "timeout" not in settings:
@@ -117,6 +119,8 @@ class AgentRunner:
         """Forget this phase's observations and idle state before a phase opens."""
         self.observations = []
         self.phase_turns = 0
+        self.phase_failures = 0
+        self.phase_answers = 0
         self.idle = False
         self.wake.clear()
 
@@ -202,8 +206,9 @@ class CycleDriver:
     async def _prompt(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
         """Run one prompt, retrying failed cycles (tenacity) with backoff on the game clock.
 
-        After ``MAX_ATTEMPTS`` failures, or one failure that retrying cannot mend (credentials,
-        quota, a rejected request), the agent is taken out of the run.
+        After ``MAX_ATTEMPTS`` failures in a row (counted across prompts and phases, reset by
+        any answered request), or one failure that retrying cannot mend (credentials, quota, a
+        rejected request), the agent is taken out of the run.
         """
 
         def wait(state: RetryCallState) -> float:
@@ -213,7 +218,7 @@ class CycleDriver:
             return backoff_seconds(state.attempt_number, fault, rng)
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(MAX_ATTEMPTS),
+            stop=lambda state: runner.failures >= MAX_ATTEMPTS,
             wait=wait,
             retry=retry_if_exception(_worth_retrying),
             sleep=self.pause,
@@ -241,11 +246,11 @@ class CycleDriver:
         try:
             with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
                 await self._iterate(runner, deps, prompt)
-            runner.failures = 0
         except (TurnLimitReached, asyncio.CancelledError):
             raise
         except Exception as exc:
             runner.failures += 1
+            runner.phase_failures += 1
             if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
                 runner.history = before  # nothing was answered: the retry re-sends the prompt
             fault = classify(exc)
@@ -319,6 +324,8 @@ class CycleDriver:
             usage = response.usage
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
             runner.tool_calls += len(calls)
+            runner.failures = 0  # an answered request ends a run of failures
+            runner.phase_answers += 1
             self.emit(
                 LlmResponseReceived(
                     agent_id=agent_id,

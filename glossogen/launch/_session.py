@@ -210,6 +210,7 @@ def open_session(
     tracing = configure_tracing(os.environ)
     if tracing is not None and tracing.warning:
         logging.getLogger("glossogen").warning(tracing.warning)
+        notify("warning", tracing.warning)
     watched = has_observers()
 
     def sink(event: Event) -> None:

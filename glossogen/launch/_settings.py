@@ -63,6 +63,9 @@ def check_model_settings(plan: RunPlan) -> None:
         LaunchError: exit 65, naming the agent, its model and the setting (``thinking`` on a
             model that cannot think), or a model that cannot be built (self-hosted map).
     """
+    from glossogen.launch._credentials import apply_dotenv
+
+    apply_dotenv()  # keys found in a .env must reach the SDKs that build the models
     for seat in plan.seats:
         reason = _refusal(f"agent {seat.agent_id}", seat.provider, seat.model, seat.model_settings)
         if reason:

@@ -175,3 +175,31 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
         "estimated cost: $0.5600 per round, $2.2400 for 4 rounds (assuming 20 requests per agent per round of 4000 input and 200 output tokens, 3 judge calls per round)",
     ]
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_key_found_only_in_a_dotenv_reaches_the_model_factory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "run",
+                "prisoners_dilemma",
+                "--model",
+                "gpt-5.4",
+                "--provider",
+                "openai",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--config",
+                "knobs_default",
+                "--dry-run",
+            ]
+        )
+    assert exited.value.code == 0, capsys.readouterr().err
+    assert "sk-from-dotenv" not in capsys.readouterr().out

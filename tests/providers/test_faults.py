@@ -129,3 +129,49 @@ def test_a_wrong_key_is_not_retried(
         ("player_a", "authentication", 1, False),
         ("player_b", "authentication", 1, False),
     ]
+
+
+def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = lambda req: StubFault(status=500)
+    request = RunRequest(
+        scenario="veyru",
+        model="scripted",
+        provider="scripted",
+        runs_dir=str(tmp_path),
+        config="knobs_default",
+        overrides=[
+            "round_count=1",
+            "postmortem_enabled=false",
+            "postmortem_after_swap=false",
+            "judge_provider=openai",
+            "judge_model=gpt-5.4",
+        ],
+    )
+    result = asyncio.run(simulate(request))
+    events = read_events(f"{result.run_url}/veyru.jsonl").events
+    failures = [
+        (e.agent_id, e.error_kind) for e in events if e.event_type == "agent_run_cycle_failed"
+    ]
+    assert failures == [("judge", "server_error")] * 3
+    (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
+    assert (verdict.void, verdict.success) == (True, False)
+    assert verdict.reason.startswith("void (judge_failed): ")
+    assert result.status == "error"
+
+
+def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
+    # Retry-After asks for an hour: each wait is cut by the phase end, but failures keep counting.
+    anthropic_stub.responder = lambda req: StubFault(status=429, retry_after=3600)
+    result, events = _run(tmp_path, "round_count=3", "max_round_duration_seconds=1")
+    assert result.status == "error"
+    attempts = sorted(
+        (e.agent_id, e.attempts) for e in events if e.event_type == "agent_run_cycle_failed"
+    )
+    assert attempts == [(a, n) for a in ("player_a", "player_b") for n in (1, 2, 3)]
+    assert all(e.void for e in events if e.event_type == "round_result_recorded")
