@@ -7,6 +7,8 @@ A model genai-prices does not know returns None ("not costed"), never 0.
 
 from __future__ import annotations
 
+from typing import Any
+
 from genai_prices import Usage, calc_price
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
@@ -45,6 +47,18 @@ def price_call(
     except LookupError:
         return None
     return float(price.total_price)
+
+
+def price_usage(provider: str, model: str, usage: Any) -> float | None:
+    """Price one call from a pydantic-ai usage object (``RequestUsage`` or ``RunUsage``), USD."""
+    return price_call(
+        provider,
+        model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
 
 
 def add_costs(costs: list[float | None]) -> float | None:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
-from glossogen.pricing import price_call
+from glossogen.pricing import price_usage
 from glossogen.scenario import JudgeDecision
 
 
@@ -121,14 +121,7 @@ class RunJudge:
                 reason=ruling.reason,
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
-                cost_usd=price_call(
-                    self.provider,
-                    self.model,
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                ),
+                cost_usd=price_usage(self.provider, self.model, usage),
             )
         )
         return JudgeDecision(ruling.success, ruling.reason)

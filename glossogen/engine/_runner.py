@@ -36,7 +36,7 @@ from glossogen.eventlog import (
     ToolCallInvoked,
     ToolResultReceived,
 )
-from glossogen.pricing import price_call
+from glossogen.pricing import price_usage
 from glossogen.scenario import AgentDeps, AgentSpec, Observation
 from glossogen.tracing import agent_attributes
 
@@ -348,14 +348,7 @@ class CycleDriver:
                     output_tokens=usage.output_tokens,
                     cache_read_tokens=usage.cache_read_tokens,
                     cache_write_tokens=usage.cache_write_tokens,
-                    cost_usd=price_call(
-                        runner.provider,
-                        runner.model,
-                        input_tokens=usage.input_tokens,
-                        output_tokens=usage.output_tokens,
-                        cache_read_tokens=usage.cache_read_tokens,
-                        cache_write_tokens=usage.cache_write_tokens,
-                    ),
+                    cost_usd=price_usage(runner.provider, runner.model, usage),
                 )
             )
             for call in calls:
