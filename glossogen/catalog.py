@@ -57,9 +57,9 @@ PROVIDER_SPECS: dict[Provider, ProviderSpec] = {
     ),
     Provider.OPENAI: ProviderSpec(("OPENAI_API_KEY",), "openai", True, "closed", "openai"),
     Provider.GOOGLE_GLA: ProviderSpec(
-        (("GOOGLE_API_KEY", "GEMINI_API_KEY"),), "google-gla", True, "closed", "google"
+        (("GOOGLE_API_KEY", "GEMINI_API_KEY"),), "google", True, "closed", "google"
     ),
-    Provider.XAI: ProviderSpec(("XAI_API_KEY",), "grok", True, "closed", "x-ai"),
+    Provider.XAI: ProviderSpec(("XAI_API_KEY",), "xai", True, "closed", "x-ai"),
     Provider.GROQ: ProviderSpec(("GROQ_API_KEY",), "groq", True, "open", "groq"),
     Provider.MISTRAL: ProviderSpec(
         ("MISTRAL_API_KEY",), "mistral", True, "unclassified", "mistral"

@@ -85,8 +85,12 @@ def _print_dry_run(plan: RunPlan) -> None:
     print(
         f"estimated cost: {_usd(estimate.per_round)} per round, {_usd(total)} for {rounds} rounds "
         f"(assuming {ASSUMED_REQUESTS_PER_AGENT_ROUND} requests per agent per round of "
-        f"{ASSUMED_INPUT_TOKENS} input and {ASSUMED_OUTPUT_TOKENS} output tokens, "
-        f"{ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)"
+        f"{ASSUMED_INPUT_TOKENS} input and {ASSUMED_OUTPUT_TOKENS} output tokens"
+        + (
+            f", {ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)"
+            if plan.judge_provider
+            else ")"
+        )
     )
 
 

@@ -31,14 +31,17 @@ def _profile(provider: str, model: str) -> Any:
         LaunchError: exit 65 when the model cannot be built (e.g. ``SELF_HOSTED_BASE_URLS`` is
             not JSON or lacks the model).
     """
+    from pydantic_ai.exceptions import UserError
+
     from glossogen.models import ModelConfigError, build_model
 
     if provider == "scripted":
         return {"supports_thinking": False, "thinking_always_enabled": False}
     try:
         return build_model(provider, model).profile
-    except ModelConfigError as exc:
-        raise LaunchError(f"{provider}:{model}: {exc}", EXIT_REFUSED) from None
+    except (ModelConfigError, UserError, ImportError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LaunchError(f"{provider}:{model}: {first}", EXIT_REFUSED) from None
 
 
 def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> str | None:

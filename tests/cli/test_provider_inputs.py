@@ -172,7 +172,7 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
     assert out[-3:] == [
         'agent player_a: anthropic:claude-sonnet-4-6 settings={"max_tokens": 16384} ~$0.3000/round',
         'agent player_b: openai:gpt-5.4 settings={"max_tokens": 16384} ~$0.2600/round',
-        "estimated cost: $0.5600 per round, $2.2400 for 4 rounds (assuming 20 requests per agent per round of 4000 input and 200 output tokens, 3 judge calls per round)",
+        "estimated cost: $0.5600 per round, $2.2400 for 4 rounds (assuming 20 requests per agent per round of 4000 input and 200 output tokens)",
     ]
     assert not (tmp_path / "runs").exists()
 
