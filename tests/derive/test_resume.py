@@ -13,7 +13,7 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from flows.simulate import resume, simulate
-from glossogen.derive import DeriveError, open_resume, read_state
+from glossogen.derive import DeriveError, RunLock, open_resume, read_state
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
 
@@ -161,3 +161,21 @@ def test_a_folder_without_a_log_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DeriveError, match="no event log") as refused:
         open_resume(str(tmp_path), "veyru", {}, False)
     assert refused.value.exit_code == 66
+
+
+def test_a_run_another_live_process_writes_is_refused(finished: Path, tmp_path: Path) -> None:
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
+    held = RunLock(str(run))  # as the writing process holds it
+    try:
+        with pytest.raises(DeriveError, match="being written by another live process") as refused:
+            open_resume(str(run), "veyru", json.loads((run / "config.json").read_text()), False)
+        assert refused.value.exit_code == 75
+    finally:
+        held.release()
+    assert (
+        open_resume(
+            str(run), "veyru", json.loads((run / "config.json").read_text()), False
+        ).next_round
+        == 4
+    )
