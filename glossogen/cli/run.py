@@ -167,13 +167,11 @@ def run(
     )
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    from prefect.exceptions import TerminationSignal
-    from prefect.settings import get_current_settings
-
+    from flows.runtime import TerminationSignal, api_url_configured
     from flows.simulate import resume, simulate
     from glossogen.cli._progress import RunProgress
 
-    ephemeral = not get_current_settings().api.url
+    ephemeral = not api_url_configured()
     if ephemeral:
         timeout = os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
         print(
