@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import task
 from prefect.cache_policies import NONE
+from prefect.context import TaskRunContext
 
+from glossogen.derive import open_resume
 from glossogen.engine import RoundSummary
 from glossogen.launch import (
     RunPlan,
@@ -18,18 +22,41 @@ from glossogen.launch import (
 from glossogen.launch import (
     price_spend as price,
 )
-from glossogen.storage import ClaimedRun
+from glossogen.storage import ClaimedRun, open_fs
 
 
-@task(name="claim_run_dir", cache_policy=NONE, retries=2, retry_delay_seconds=1)
+def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    return f"claim_run_dir-{context.task_run.flow_run_id}"
+
+
+@task(
+    name="claim_run_dir",
+    cache_key_fn=_per_flow_run,
+    persist_result=True,
+    retries=2,
+    retry_delay_seconds=1,
+)
 def claim_run_dir(plan: RunPlan) -> ClaimedRun:
-    """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files."""
+    """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.
+
+    Cached per flow run: a retry of the same flow run gets the folder it claimed before, so a
+    crashed run is resumed in place instead of started over.
+    """
     return claim_run(plan)
 
 
 @task(name="start_run", cache_policy=NONE)
 def start_run(plan: RunPlan, claimed: ClaimedRun) -> RunSession:
-    """Open the event log and the engine; log ``simulation_started`` and the agents."""
+    """Open the event log and the engine: a fresh start, or a resume if the log has begun.
+
+    A log that already holds events means this flow run is a retry of one that crashed: its
+    state is rebuilt from the log and the cut-off round reopens (``run_resumed``).
+    """
+    log = log_url(plan, claimed)
+    fs, path = open_fs(log)
+    if fs.exists(path) and fs.size(path) > 0:
+        point = open_resume(claimed.url, plan.request.scenario, plan.knobs, False)
+        return open_session(plan, point.claimed, resume=point)
     return open_session(plan, claimed)
 
 

@@ -14,6 +14,9 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from glossogen.eventlog import Event, Verdict
 
+RESUMABLE = ("error", "interrupted")
+"""``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""
+
 
 class DeriveError(ValueError):
     """A run that cannot be resumed or derived as asked; one line naming the reason."""
@@ -41,7 +44,9 @@ class RunState:
         pending_round: The round cut off after the boundary, if any.
         pending_verdicts: True when that round's verdict was recorded (only its postmortem
             is missing).
-        ended: True when the log holds ``simulation_ended``.
+        ended: True when the log holds a ``simulation_ended`` that finished the run
+            (``completed`` or ``incomplete``); one with status ``error`` or ``interrupted``
+            can be resumed.
     """
 
     after_round: int = 0
@@ -82,6 +87,8 @@ def _counting(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
             kept.extend(pending)
             kept.append(event)
             pending = []
+        elif kind == "simulation_ended" and getattr(event, "status", "") in RESUMABLE:
+            pending.append(event)  # a crash or interrupt: the run may go on from its last round
         elif kind == "simulation_ended":
             ended = True
             kept.extend(pending)
