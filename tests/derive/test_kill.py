@@ -86,3 +86,40 @@ def test_a_killed_run_resumes_to_the_same_verdicts(
     )
     assert [e.event_type for e in events].count("simulation_ended") == 1
     assert [e.event_type for e in events].count("run_resumed") == 1
+
+
+def test_a_run_on_s3_killed_mid_run_resumes_from_its_last_upload(
+    prefect_api: str, s3_bucket: str, uninterrupted: list
+) -> None:
+    # The S3 log is uploaded whole at each round end, so a kill loses at most the round in
+    # progress; the resume reopens it and plays on to the same verdicts.
+    runs = f"{s3_bucket}/runs"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", runs, *ARGS],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    run_dir = ""
+    for line in child.stdout:
+        if line.startswith("new_run_dir="):
+            run_dir = line.strip().removeprefix("new_run_dir=")
+        if line.startswith("round 5/"):
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait(timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", run_dir, *ARGS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    events = read_events(f"{run_dir}/veyru.jsonl").events
+    assert [
+        (e.round_number, e.success, e.reason)
+        for e in events
+        if e.event_type == "round_result_recorded"
+    ] == uninterrupted
+    assert max(Counter(e.event_id for e in events).values()) == 1
+    assert [e.event_type for e in events].count("simulation_ended") == 1
