@@ -74,3 +74,28 @@ def test_set_postmortem_at_round_two_switches_the_postmortem_from_round_two(
     assert fired.detail == {"kind": "set_postmortem", "round": 2, "enabled": enabled}
     # It fires at the round boundary, before the round opens.
     assert played.types(2)[:2] == ["scheduled_event_fired", "round_started"]
+
+
+def test_a_scheduled_swap_moves_one_seat_at_the_round_boundary_in_declared_order():
+    events = [
+        ScheduledEvent(
+            kind="swap_agent", round=2, agent_id="a", model="script-2", provider="scripted"
+        ),
+        ScheduledEvent(kind="set_postmortem", round=2, enabled=False),
+    ]
+    scenario = Tiny(knobs(round_count=2, postmortem_enabled=True, scheduled_events=events), POLICY)
+    played = play(scenario, rounds=2)
+    assert [(e.round_number, e.kind) for e in played.of("scheduled_event_fired")] == [
+        (2, "swap_agent"),
+        (2, "set_postmortem"),
+    ]
+    (swap,) = played.of("agent_swapped_mid_run")
+    assert (swap.agent_id, swap.old_model, swap.model, swap.provider) == (
+        "a",
+        "scripted",
+        "script-2",
+        "scripted",
+    )
+    models = {(e.round_number, e.agent_id): e.model for e in played.of("llm_response_received")}
+    assert models[(1, "a")] == "scripted" and models[(2, "a")] == "script-2"
+    assert models[(2, "b")] == "scripted"
