@@ -187,7 +187,7 @@ def run(
                 result = asyncio.run(resume(request, resume_dir, allow_config_change))
             else:
                 result = asyncio.run(simulate(request))
-    except LaunchError as exc:
+    except (LaunchError, DeriveError) as exc:
         _error(str(exc))
         return exc.exit_code
     except (KeyboardInterrupt, TerminationSignal):

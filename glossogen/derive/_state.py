@@ -8,6 +8,7 @@ no longer counts. :func:`read_state` keeps only the events that count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
@@ -62,6 +63,8 @@ class RunState:
     pending_round: int | None = None
     pending_verdicts: bool = False
     ended: bool = False
+    last_timestamp: datetime | None = None
+    """The latest timestamp in the whole log (a resumed game clock continues from it)."""
 
 
 def _counting(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
@@ -124,6 +127,7 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
         )
         kept, pending, ended, last = kept[: cut + 1], [], False, after_round
     state = RunState(after_round=last, ended=ended)
+    state.last_timestamp = max((e.timestamp for e in events), default=None)
     if pending:
         state.pending_round = last + 1
         state.pending_verdicts = any(

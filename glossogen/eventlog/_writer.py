@@ -30,8 +30,9 @@ from glossogen.storage import StorageError, is_local, open_fs, translate_errors
 class EventLogWriter:
     """Append events to the log at ``url``; resumes (appends to) an existing log.
 
-    A log whose last line was cut mid-write (a killed writer) gets a newline first, so the cut
-    line stays one invalid line and the next event starts on a line of its own.
+    A log whose last line was cut mid-write (a killed writer) has that fragment moved to
+    ``<log>.torn`` (appended, so nothing written is lost) and cut from the log before anything
+    is appended, so every line of the log stays valid JSON.
 
     Not for two writers at once on the same log. Thread-safe for one writer shared by threads.
 
@@ -63,17 +64,22 @@ class EventLogWriter:
             self._spool = ""
             with translate_errors(url):
                 os.makedirs(os.path.dirname(self._path), exist_ok=True)
+                if os.path.exists(self._path) and not _ends_with_newline(self._path):
+                    _set_aside_torn_tail(self._path)
                 self._file = open(self._path, "ab")
-                if self._file.tell() > 0 and not _ends_with_newline(self._path):
-                    self._file.write(b"\n")
-                    self._file.flush()
             return
         existing = self._download()
         fd, self._spool = tempfile.mkstemp(prefix="glossogen-spool-", suffix=".jsonl")
         self._file = os.fdopen(fd, "wb")
+        if existing and not existing.endswith(b"\n"):
+            cut = existing.rfind(b"\n") + 1
+            with translate_errors(self.url, self._fs):
+                self._fs.pipe_file(f"{self._path}.torn", existing[cut:])
+            existing = existing[:cut]
+            self._dirty = True
         if existing:
             self._uploaded = True
-            self._file.write(existing if existing.endswith(b"\n") else existing + b"\n")
+            self._file.write(existing)
 
     def _download(self) -> bytes:
         try:
@@ -171,6 +177,23 @@ class EventLogWriter:
 
 
 def _ends_with_newline(path: str) -> bool:
+    """True for an empty file or one whose last byte is a newline."""
     with open(path, "rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return True
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
+
+
+def _set_aside_torn_tail(path: str) -> None:
+    """Move the unterminated last line of ``path`` to ``<path>.torn`` and cut it from the log."""
+    with open(path, "r+b") as f:
+        data = f.read()
+        cut = data.rfind(b"\n") + 1
+        with open(f"{path}.torn", "ab") as torn:
+            torn.write(data[cut:] + b"\n")
+            torn.flush()
+            os.fsync(torn.fileno())
+        f.truncate(cut)
+        f.flush()
+        os.fsync(f.fileno())

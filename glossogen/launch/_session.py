@@ -218,7 +218,10 @@ def open_session(
         if watched:
             notify("event", event)
 
-    clock = VirtualClock(clock_start or datetime.now(UTC)) if plan.virtual_clock else SystemClock()
+    start = clock_start or datetime.now(UTC)
+    if resume is not None and resume.state.last_timestamp is not None:
+        start = max(start, resume.state.last_timestamp)  # game time never runs backwards
+    clock = VirtualClock(start) if plan.virtual_clock else SystemClock()
     setup = RunSetup(
         run_id=claimed.run_id,
         scenario=scenario,

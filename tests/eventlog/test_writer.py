@@ -65,7 +65,7 @@ def test_reopened_writer_appends(tmp_path):
     assert got.invalid_lines == 0
 
 
-def test_reopen_after_truncated_tail_starts_a_new_line(tmp_path):
+def test_reopen_after_truncated_tail_sets_the_fragment_aside_and_keeps_every_line_valid(tmp_path):
     url = str(tmp_path / "demo.jsonl")
     events = sample_events()
     with EventLogWriter(url) as w:
@@ -78,7 +78,9 @@ def test_reopen_after_truncated_tail_starts_a_new_line(tmp_path):
         w.append(events[3])
     got = read_events(url)
     assert got.events == [events[0], events[1], events[3]]
-    assert (got.invalid_lines, got.truncated_tail) == (1, False)
+    assert (got.invalid_lines, got.truncated_tail) == (0, False)
+    fragment = events[2].model_dump_json().encode()[:30]
+    assert (tmp_path / "demo.jsonl.torn").read_bytes() == fragment + b"\n"  # nothing is lost
 
 
 def test_close_is_idempotent_and_append_after_close_fails(tmp_path):
