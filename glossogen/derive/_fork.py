@@ -76,24 +76,78 @@ def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], Any]:
     return events, started
 
 
-def _visible(
-    state: RunState, events: list[Event], agent_id: str, rule: str, after: int
-) -> list[Any]:
-    """The replaced seat's history under ``--channel-visibility`` (full | none | from_round:R)."""
+def _rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
     if rule == "full":
-        return state.histories.get(agent_id, [])
+        return True
     if rule == "none":
-        return []
+        return False
     if rule.startswith("from_round:") and rule.removeprefix("from_round:").isdigit():
         first = int(rule.removeprefix("from_round:"))
         if not 1 <= first <= after:
-            raise DeriveError(f"--channel-visibility {rule}: R must be 1..{after} (the swap round)")
-        full = state.histories.get(agent_id, [])
-        if first == 1:
-            return full
-        before = read_state(events, after_round=first - 1).histories.get(agent_id, [])
-        return full[len(before) :]
-    raise DeriveError(f"--channel-visibility {rule!r}: use full, none or from_round:R")
+            raise DeriveError(
+                f"--channel-visibility {spelled}: R must be 1..{after} (the swap round)"
+            )
+        return round_number >= first
+    raise DeriveError(
+        f"--channel-visibility {spelled!r}: use full, none or from_round:R, "
+        "or channel=rule pairs such as link=full,postmortem=none"
+    )
+
+
+def _phase_rules(spelled: str, channel_phases: dict[str, str]) -> dict[str, str]:
+    """Map phase -> rule from ``full`` | ``none`` | ``from_round:R`` or ``channel=rule,...``.
+
+    A channel not named keeps ``full``. The history an agent has is split by phase (what it
+    saw on the main-phase channels, and on the postmortem channel), so two main-phase channels
+    given different rules are refused.
+    """
+    if "=" not in spelled:
+        return {"main": spelled, "postmortem": spelled, "setup": spelled}
+    rules: dict[str, str] = {}
+    for pair in spelled.split(","):
+        channel, _, rule = pair.partition("=")
+        if channel not in channel_phases:
+            raise DeriveError(
+                f"--channel-visibility: unknown channel {channel!r} "
+                f"(channels: {', '.join(channel_phases)})"
+            )
+        phase = channel_phases[channel]
+        if rules.get(phase, rule) != rule:
+            raise DeriveError(
+                f"--channel-visibility: the {phase}-phase channels must share one rule"
+            )
+        rules[phase] = rule
+    rules.setdefault("main", "full")
+    rules.setdefault("postmortem", "full")
+    rules["setup"] = rules["main"]
+    return rules
+
+
+def _visible(
+    state: RunState,
+    agent_id: str,
+    spelled: str,
+    after: int,
+    channel_phases: dict[str, str],
+) -> list[Any]:
+    """The replaced seat's history under ``--channel-visibility``.
+
+    Each logged piece of the seat's history keeps the phase and round it was logged in; the
+    rule of that phase's channel decides whether the incoming model sees it.
+    """
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    rules = _phase_rules(spelled, channel_phases)
+    tagged: list[tuple[Any, str, int]] = []
+    for event in state.events:
+        data: Any = event
+        if event.event_type == "agent_registered" and data.agent_id == agent_id:
+            tagged = []
+        elif event.event_type == "agent_history_appended" and data.agent_id == agent_id:
+            messages = ModelMessagesTypeAdapter.validate_python(data.messages)
+            start = len(tagged) if data.from_index is None else data.from_index
+            tagged = tagged[:start] + [(m, event.phase, event.round_number) for m in messages]
+    return [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
 
 
 def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
@@ -172,8 +226,13 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
                 "donor_agent_id": request.donor_agent_id,
             }
         else:
+            try:
+                channels = cls(resolve_knobs(cls.knobs_model, config, {})).channels()
+            except ConfigError as exc:
+                raise DeriveError(str(exc), exc.exit_code) from None
+            phases = {c.channel_id: c.phase for c in channels}
             history = _visible(
-                state, events, replaced, request.channel_visibility, request.after_round
+                state, replaced, request.channel_visibility, request.after_round, phases
             )
             lineage["channel_visibility"] = request.channel_visibility
     config["model_overrides"] = overrides

@@ -237,3 +237,65 @@ def test_the_cli_launches_detached_and_returns_at_once(
     run_dir = Path(out[1].removeprefix("new_run_dir="))
     assert run_dir == tmp_path / run_id and (run_dir / "lineage.json").is_file()
     assert (run_dir / "veyru_stdout.log").exists()
+
+
+def _prompts(history: list) -> list[str]:
+    return [
+        p.content
+        for m in history
+        for p in m.parts
+        if type(p).__name__ == "UserPromptPart" and isinstance(p.content, str)
+    ]
+
+
+@pytest.mark.parametrize("rule", ["link=full,postmortem=none", "postmortem=none"])
+def test_per_channel_visibility_keeps_the_link_and_drops_the_postmortems(
+    source: Path, tmp_path: Path, rule: str
+) -> None:
+    prepared = prepare_fork(
+        ForkRequest(
+            "veyru",
+            str(source),
+            5,
+            str(tmp_path),
+            1,
+            None,
+            "field_observer",
+            "scripted",
+            "scripted",
+            rule,
+        )
+    )
+    seat = read_state(
+        read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events
+    ).histories["field_observer"]
+    full = read_state(read_events(str(source / "veyru.jsonl")).events).histories["field_observer"]
+    assert any(
+        "is over:" in p for p in _prompts(full)
+    )  # the source seat saw 5 postmortem briefings
+    assert not any("is over:" in p for p in _prompts(seat))
+    assert (
+        sum(p.startswith("Round ") and "A new veyru" in p for p in _prompts(seat)) == 5
+    )  # every round's briefing kept
+    assert 0 < len(seat) < len(full)
+
+
+def test_per_channel_visibility_refuses_an_unknown_channel(source: Path, tmp_path: Path) -> None:
+    with pytest.raises(
+        DeriveError, match="unknown channel 'radio' \\(channels: link, postmortem\\)"
+    ):
+        prepare_fork(
+            ForkRequest(
+                "veyru",
+                str(source),
+                2,
+                str(tmp_path / "runs"),
+                None,
+                None,
+                "field_observer",
+                "scripted",
+                "scripted",
+                "radio=none",
+            )
+        )
+    assert not (tmp_path / "runs").exists()
