@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.context import TaskRunContext
 
@@ -40,9 +40,26 @@ def claim_run_dir(plan: RunPlan) -> ClaimedRun:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.
 
     Cached per flow run: a retry of the same flow run gets the folder it claimed before, so a
-    crashed run is resumed in place instead of started over.
+    crashed run is resumed in place instead of started over. The flow run is renamed to the run
+    id, so the Prefect UI and the runs folder name a run alike.
     """
-    return claim_run(plan)
+    claimed = claim_run(plan)
+    _name_flow_run(claimed.run_id)
+    return claimed
+
+
+def _name_flow_run(run_id: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(context.flow_run.id, name=run_id)
+    except Exception as exc:  # noqa: BLE001 (a cosmetic rename must never fail a run)
+        get_run_logger().warning("could not rename the flow run to %s: %s", run_id, exc)
 
 
 @task(name="start_run", cache_policy=NONE)

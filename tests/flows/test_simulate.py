@@ -115,3 +115,12 @@ def test_veyru_default_run_logs_every_event_kind_a_reader_needs(
     assert ended.total_cost_usd == 0.0
     assert ended.judge_cost_usd == 0.0
     assert {a.agent_id for a in ended.agent_costs} == {"field_observer", "stabilization_engineer"}
+
+
+def test_the_flow_run_is_named_after_the_run_id(prefect_api: str, tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+
+    result, _ = _play(str(tmp_path), "prisoners_dilemma", "round_count=1")
+    with get_client(sync_client=True) as client:
+        names = {run.name for run in client.read_flow_runs(limit=50)}
+    assert result.run_id in names
