@@ -119,8 +119,10 @@ def test_veyru_default_run_logs_every_event_kind_a_reader_needs(
 
 def test_the_flow_run_is_named_after_the_run_id(prefect_api: str, tmp_path: Path) -> None:
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
     result, _ = _play(str(tmp_path), "prisoners_dilemma", "round_count=1")
+    named = FlowRunFilter(name=FlowRunFilterName(any_=[result.run_id]))
     with get_client(sync_client=True) as client:
-        names = {run.name for run in client.read_flow_runs(limit=50)}
-    assert result.run_id in names
+        runs = client.read_flow_runs(flow_run_filter=named)
+    assert [(r.name, r.state_name) for r in runs] == [(result.run_id, "Completed")]
