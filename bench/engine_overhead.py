@@ -59,8 +59,9 @@ async def _engine_run(request: RunRequest) -> int:
     plan = plan_run(request)
     claimed = claim_run(plan)
     session = open_session(plan, claimed)
-    rounds = [await session.play_round(n) for n in range(1, plan.knobs["round_count"] + 1)]
-    session.finish(price_spend(log_url(plan, claimed)), rounds, "completed")
+    for n in range(1, plan.knobs["round_count"] + 1):
+        await session.play_round(n)
+    session.finish(price_spend(log_url(plan, claimed)), "completed")
     return session.writer.count
 
 

@@ -62,11 +62,10 @@ async def play(runs_dir: str) -> int:
     )
     claimed = claim_run(plan)
     session = open_session(plan, claimed)
-    rounds = [await session.play_round(n) for n in range(1, 4)]
-    session.finish(price_spend(log_url(plan, claimed)), rounds, "completed")
-    return sum(
-        1 for r in session.engine.runners.values() for _ in range(r.turns)
-    )
+    for n in range(1, 4):
+        await session.play_round(n)
+    session.finish(price_spend(log_url(plan, claimed)), "completed")
+    return sum(1 for r in session.engine.runners.values() for _ in range(r.turns))
 
 
 async def bare_calls(n: int) -> None:

@@ -36,12 +36,12 @@ async def play(runs_dir: str) -> tuple[str, list[float]]:
     )  # fmt: skip
     claimed = claim_run(plan)
     session = open_session(plan, claimed)
-    per_round, rounds = [], []
+    per_round: list[float] = []
     for n in range(1, ROUNDS + 1):
         c0 = time.process_time()
-        rounds.append(await session.play_round(n))
+        await session.play_round(n)
         per_round.append(time.process_time() - c0)
-    session.finish(price_spend(log_url(plan, claimed)), rounds, "completed")
+    session.finish(price_spend(log_url(plan, claimed)), "completed")
     return log_url(plan, claimed), per_round
 
 
@@ -55,8 +55,10 @@ def main() -> None:
         state = read_state(events[:-1])  # as a resume sees it: simulation_ended cut off
         rebuilds.append(time.process_time() - c0)
     rebuild, round_cpu = statistics.median(rebuilds), statistics.median(per_round)
-    print(f"log: {len(events)} events, {ROUNDS} rounds; rebuilt histories: "
-          f"{ {a: len(h) for a, h in state.histories.items()} } messages")
+    print(
+        f"log: {len(events)} events, {ROUNDS} rounds; rebuilt histories: "
+        f"{ {a: len(h) for a, h in state.histories.items()} } messages"
+    )
     print(f"rebuild state from the log: {1000 * rebuild:.1f} CPU ms (median of 5)")
     print(f"play one scripted round: {1000 * round_cpu:.1f} CPU ms (median of {ROUNDS})")
     print(f"ratio rebuild / one round: {rebuild / round_cpu:.2f} (target < 1)")

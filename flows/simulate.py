@@ -6,7 +6,6 @@ import asyncio
 
 from prefect import flow
 
-from glossogen.engine import RoundSummary
 from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession
 from glossogen.storage import ClaimedRun
 from tasks.config import check_credentials, resolve_config
@@ -44,15 +43,14 @@ async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = 
 
 async def play_rounds(plan: RunPlan, claimed: ClaimedRun, session: RunSession) -> RunResult:
     """Play the session's remaining rounds, then price the run and log how it ended."""
-    rounds: list[RoundSummary] = []
     status, error = "completed", None
     try:
         first = session.first_round
         if session.postmortem_only:
-            rounds.append(await finish_round(session, first))
+            await finish_round(session, first)
             first += 1
         for round_number in range(first, plan.knobs["round_count"] + 1):
-            rounds.append(await play_round(session, round_number))
+            await play_round(session, round_number)
             if reason := session.stopped_early:
                 status = "error" if session.engine.any_agent_failed else "incomplete"
                 error = reason
@@ -67,6 +65,6 @@ async def play_rounds(plan: RunPlan, claimed: ClaimedRun, session: RunSession) -
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         status = "interrupted" if interrupted else "error"
         error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
-        finalize(session, price_spend(plan, claimed), rounds, status, error)
+        finalize(session, price_spend(plan, claimed), status, error)
         raise
-    return finalize(session, price_spend(plan, claimed), rounds, status, error)
+    return finalize(session, price_spend(plan, claimed), status, error)

@@ -90,12 +90,6 @@ def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
 
 
 @task(name="finalize", cache_policy=NONE)
-def finalize(
-    session: RunSession,
-    spend: Spend,
-    rounds: list[RoundSummary],
-    status: str,
-    error: str | None = None,
-) -> RunResult:
+def finalize(session: RunSession, spend: Spend, status: str, error: str | None = None) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
-    return session.finish(spend, rounds, status, error)
+    return session.finish(spend, status, error)

@@ -17,9 +17,10 @@ from typing import Any, Literal
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
+from glossogen.engine._channels import BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
+from glossogen.engine._messaging import ChannelOps
 from glossogen.engine._roster import JudgeModel, SeatModel
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._tools import core_tools
@@ -27,10 +28,8 @@ from glossogen.eventlog import (
     AgentHistoryAppended,
     AgentRegistered,
     AgentSwappedMidRun,
-    BudgetWarning,
     Event,
     InjectionDelivered,
-    MessageSent,
     PostmortemEnded,
     PostmortemStarted,
     RoundCompleted,
@@ -41,10 +40,16 @@ from glossogen.eventlog import (
     SimulationStarted,
     Verdict,
     WorldEventDelivered,
-    new_id,
 )
 from glossogen.knobs import BaseKnobs
-from glossogen.scenario import AgentDeps, JudgeDecision, Scenario, ScriptedMove, ScriptedView
+from glossogen.scenario import (
+    AgentDeps,
+    AgentSpec,
+    JudgeDecision,
+    Scenario,
+    ScriptedMove,
+    ScriptedView,
+)
 from glossogen.tracing import tracing_capabilities
 
 PhaseName = Literal["main", "postmortem"]
@@ -83,7 +88,7 @@ class RunSetup:
     """A :class:`glossogen.tracing.TracingHandle` when Langfuse tracing is on, else None."""
 
 
-class RunEngine:
+class RunEngine(ChannelOps):
     """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
 
     def __init__(
@@ -191,19 +196,23 @@ class RunEngine:
             if event.kind == "set_postmortem" and event.round <= through:
                 self.postmortem_enabled = bool(event.enabled)
 
-    def _make_runner(self, seat: SeatModel) -> AgentRunner:
-        spec = seat.spec
+    def _agent(self, spec: AgentSpec, provider: str, model: str) -> Agent[AgentDeps, str]:
+        """Build the pydantic-ai agent of a seat: its model, instructions and allowed tools."""
         allowed = set(spec.tools)
         tools: list[Tool[AgentDeps]] = [*self._tools]
         tools += [t for t in self.scenario.tools() if t.name in allowed]
-        agent: Agent[AgentDeps, str] = Agent(
-            self._model_for(spec.agent_id, seat.provider, seat.model),
+        return Agent(
+            self._model_for(spec.agent_id, provider, model),
             deps_type=AgentDeps,
             instructions=self.scenario.system_prompt(spec),
             tools=tools,
             name=spec.agent_id,
             capabilities=tracing_capabilities(self.setup.tracing),
         )
+
+    def _make_runner(self, seat: SeatModel) -> AgentRunner:
+        spec = seat.spec
+        agent = self._agent(spec, seat.provider, seat.model)
         runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
         if self._state is not None:
             runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
@@ -270,101 +279,6 @@ class RunEngine:
         if self.judge is None:
             return scripted()
         return await self.judge.rule(question, instructions, scripted)
-
-    # -- channels ---------------------------------------------------------------------------
-
-    def open_channel(self, agent_id: str, channel_id: str) -> Channel | str:
-        """Return the channel if ``agent_id`` may use it now, else the reason it may not."""
-        channel = self.channels.get(channel_id)
-        if channel is None or agent_id not in channel.members:
-            names = [c for c, ch in self.channels.items() if agent_id in ch.members]
-            return f"unknown channel {channel_id!r}; yours: {', '.join(names)}"
-        if self.channel_phase[channel_id] != self.phase:
-            return f"channel {channel_id!r} is closed during the {self.phase} phase"
-        return channel
-
-    def mark_seen(self, agent_id: str, channel: Channel) -> None:
-        """Record that ``agent_id`` has read everything on ``channel``."""
-        self.seen[(agent_id, channel.channel_id)] = len(channel.messages)
-
-    def mark_batch_read(self, agent_id: str, batch: dict[str, list[dict[str, Any]]]) -> None:
-        """Record that ``agent_id`` has read the channels of every message in ``batch``."""
-        for message in batch["messages"]:
-            self.mark_seen(agent_id, self.channels[message["channel_id"]])
-
-    def unread(self, agent_id: str, channel: Channel) -> list[ChannelMessage]:
-        """Return messages from others on ``channel`` that ``agent_id`` has not read."""
-        start = self.seen.get((agent_id, channel.channel_id), 0)
-        return [m for m in channel.messages[start:] if m.sender_id != agent_id]
-
-    def send(self, agent_id: str, channel: Channel, text: str) -> dict[str, Any]:
-        """Meter, noise, log and deliver one message; return what the sender is told."""
-        chars = len(text)
-        charged = chars if channel.metered and self.meter is not None else 0
-        crossed: list[float] = []
-        if charged and self.meter is not None:
-            crossed = self.meter.charge(charged)
-        self._seq += 1
-        delivered = apply_noise(
-            text,
-            self.knobs.channel_noise_level,
-            self.knobs.noise_replacement_mode,
-            self.rng("noise", channel.channel_id, self._seq),
-        )
-        message = ChannelMessage(
-            new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq
-        )
-        self.emit(
-            MessageSent(
-                message_id=message.message_id,
-                channel_id=channel.channel_id,
-                sender_id=agent_id,
-                text=text,
-                delivered_text=delivered,
-                chars=chars,
-                charged_chars=charged,
-                budget_used_chars=self.meter.used_chars if charged and self.meter else None,
-                budget_chars=self.meter.budget_chars if charged and self.meter else None,
-            )
-        )
-        channel.messages.append(message)
-        self.mark_seen(agent_id, channel)
-        self.total_messages += 1
-        self.total_chars += chars
-        for member in channel.members:
-            if member != agent_id:
-                self.runners[member].deliver("message", message.as_delivered())
-        reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
-        if charged and self.meter is not None:
-            reply |= {
-                "budget_used_chars": self.meter.used_chars,
-                "budget_chars": self.meter.budget_chars,
-            }
-            self._warn(channel, crossed)
-        return reply
-
-    def _warn(self, channel: Channel, crossed: list[float]) -> None:
-        assert self.meter is not None
-        for threshold in crossed:
-            self.emit(
-                BudgetWarning(
-                    channel_id=channel.channel_id,
-                    threshold=threshold,
-                    used_chars=self.meter.used_chars,
-                    budget_chars=self.meter.budget_chars,
-                )
-            )
-            text = (
-                f"Budget: {self.meter.used_chars} of {self.meter.budget_chars} characters used "
-                f"this round ({int(threshold * 100)}% mark)."
-            )
-            for member in channel.members:
-                self.notify(member, "budget_warning", text, {"threshold": threshold})
-        if self.meter.exceeded and not self.meter.exceeded_reported:
-            self.meter.exceeded_reported = True
-            self.scenario.on_budget_exceeded(
-                self.context, channel.channel_id, self.meter.used_chars
-            )
 
     # -- run life ---------------------------------------------------------------------------
 
@@ -529,17 +443,7 @@ class RunEngine:
                         provider=provider,
                     )
                 )
-                runner.agent = Agent(
-                    self._model_for(event.agent_id, provider, event.model),
-                    deps_type=AgentDeps,
-                    name=event.agent_id,
-                    capabilities=tracing_capabilities(self.setup.tracing),
-                    instructions=self.scenario.system_prompt(runner.spec),
-                    tools=[
-                        *self._tools,
-                        *[t for t in self.scenario.tools() if t.name in runner.spec.tools],
-                    ],
-                )
+                runner.agent = self._agent(runner.spec, provider, event.model)
                 runner.model, runner.provider = event.model, provider
             elif event.kind == "inject_case":
                 self.scenario.on_scheduled_case(event.payload)

@@ -148,9 +148,7 @@ class RunSession:
             return "every agent failed (provider errors: see agent_run_cycle_failed events)"
         return f"every agent reached --max-agent-turns {self.plan.request.max_agent_turns}"
 
-    def finish(
-        self, spend: Spend, rounds: list[RoundSummary], status: str, error: str | None = None
-    ) -> RunResult:
+    def finish(self, spend: Spend, status: str, error: str | None = None) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
         played, won = len(self.engine.recorded), self.engine.rounds_won
         duration = round(time.monotonic() - self.started, 3)

@@ -1,0 +1,118 @@
+"""Channel operations of the run engine: membership, read marks, sending, budget warnings.
+
+Split out of ``_engine.py`` so the round loop reads on its own; :class:`ChannelOps` is mixed
+into :class:`~glossogen.engine.RunEngine` and uses its state (channels, meter, runners, clock).
+Budget rule (DESIGN.md section 6): composed characters on metered channels, charged inside the
+send; noise after metering; warnings in order, once per round.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from glossogen.engine._channels import Channel, ChannelMessage, apply_noise
+from glossogen.eventlog import BudgetWarning, MessageSent, new_id
+
+if TYPE_CHECKING:
+    from glossogen.engine._engine import RunEngine
+
+    _Base = RunEngine
+else:
+    _Base = object
+
+
+class ChannelOps(_Base):
+    """Channel membership, read marks, ``send`` and budget warnings (mixed into the engine)."""
+
+    def open_channel(self, agent_id: str, channel_id: str) -> Channel | str:
+        """Return the channel if ``agent_id`` may use it now, else the reason it may not."""
+        channel = self.channels.get(channel_id)
+        if channel is None or agent_id not in channel.members:
+            names = [c for c, ch in self.channels.items() if agent_id in ch.members]
+            return f"unknown channel {channel_id!r}; yours: {', '.join(names)}"
+        if self.channel_phase[channel_id] != self.phase:
+            return f"channel {channel_id!r} is closed during the {self.phase} phase"
+        return channel
+
+    def mark_seen(self, agent_id: str, channel: Channel) -> None:
+        """Record that ``agent_id`` has read everything on ``channel``."""
+        self.seen[(agent_id, channel.channel_id)] = len(channel.messages)
+
+    def mark_batch_read(self, agent_id: str, batch: dict[str, list[dict[str, Any]]]) -> None:
+        """Record that ``agent_id`` has read the channels of every message in ``batch``."""
+        for message in batch["messages"]:
+            self.mark_seen(agent_id, self.channels[message["channel_id"]])
+
+    def unread(self, agent_id: str, channel: Channel) -> list[ChannelMessage]:
+        """Return messages from others on ``channel`` that ``agent_id`` has not read."""
+        start = self.seen.get((agent_id, channel.channel_id), 0)
+        return [m for m in channel.messages[start:] if m.sender_id != agent_id]
+
+    def send(self, agent_id: str, channel: Channel, text: str) -> dict[str, Any]:
+        """Meter, noise, log and deliver one message; return what the sender is told."""
+        chars = len(text)
+        charged = chars if channel.metered and self.meter is not None else 0
+        crossed: list[float] = []
+        if charged and self.meter is not None:
+            crossed = self.meter.charge(charged)
+        self._seq += 1
+        delivered = apply_noise(
+            text,
+            self.knobs.channel_noise_level,
+            self.knobs.noise_replacement_mode,
+            self.rng("noise", channel.channel_id, self._seq),
+        )
+        message = ChannelMessage(
+            new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq
+        )
+        self.emit(
+            MessageSent(
+                message_id=message.message_id,
+                channel_id=channel.channel_id,
+                sender_id=agent_id,
+                text=text,
+                delivered_text=delivered,
+                chars=chars,
+                charged_chars=charged,
+                budget_used_chars=self.meter.used_chars if charged and self.meter else None,
+                budget_chars=self.meter.budget_chars if charged and self.meter else None,
+            )
+        )
+        channel.messages.append(message)
+        self.mark_seen(agent_id, channel)
+        self.total_messages += 1
+        self.total_chars += chars
+        for member in channel.members:
+            if member != agent_id:
+                self.runners[member].deliver("message", message.as_delivered())
+        reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
+        if charged and self.meter is not None:
+            reply |= {
+                "budget_used_chars": self.meter.used_chars,
+                "budget_chars": self.meter.budget_chars,
+            }
+            self._warn(channel, crossed)
+        return reply
+
+    def _warn(self, channel: Channel, crossed: list[float]) -> None:
+        assert self.meter is not None
+        for threshold in crossed:
+            self.emit(
+                BudgetWarning(
+                    channel_id=channel.channel_id,
+                    threshold=threshold,
+                    used_chars=self.meter.used_chars,
+                    budget_chars=self.meter.budget_chars,
+                )
+            )
+            text = (
+                f"Budget: {self.meter.used_chars} of {self.meter.budget_chars} characters used "
+                f"this round ({int(threshold * 100)}% mark)."
+            )
+            for member in channel.members:
+                self.notify(member, "budget_warning", text, {"threshold": threshold})
+        if self.meter.exceeded and not self.meter.exceeded_reported:
+            self.meter.exceeded_reported = True
+            self.scenario.on_budget_exceeded(
+                self.context, channel.channel_id, self.meter.used_chars
+            )
