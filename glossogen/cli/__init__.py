@@ -10,6 +10,7 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
+from glossogen import exit_codes
 from glossogen.cli import derived, run, scenarios, schema
 
 app = typer.Typer(
@@ -26,8 +27,8 @@ app.command("fork-at-round")(derived.fork_at_round)
 app.command("replace-agent")(derived.replace_agent)
 app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
 
-EXIT_USAGE = 64
-EXIT_INTERRUPTED = 130
+EXIT_USAGE = int(exit_codes.USAGE)
+EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ import sys
 
 import typer
 
+from glossogen import exit_codes
 from glossogen.derive import DeriveError, open_resume
 from glossogen.launch import (
     LaunchError,
@@ -29,9 +30,9 @@ from glossogen.launch._settings import (
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
 
-EXIT_TRANSPORT = 69
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
+EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
+EXIT_INTERNAL = int(exit_codes.INTERNAL)
+EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 EXIT_CODES = {
     "completed": 0,
     "incomplete": 1,

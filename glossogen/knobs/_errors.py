@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-EXIT_REFUSED = 65
+from glossogen import exit_codes
+
+EXIT_REFUSED = int(exit_codes.REFUSED)
 """Exit code of a refused configuration: invalid JSON, unknown knob, value out of bounds."""
 
-EXIT_UNREADABLE = 66
+EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
 """Exit code of an input that cannot be read, such as a ``--config`` path that does not exist."""
 
 

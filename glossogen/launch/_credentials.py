@@ -11,10 +11,11 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from glossogen import exit_codes
 from glossogen.catalog import Provider, missing_env_vars
 from glossogen.launch._plan import LaunchError, RunPlan
 
-EXIT_CREDENTIALS = 77
+EXIT_CREDENTIALS = int(exit_codes.CREDENTIALS)
 JUDGE_ENV_VARS = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",

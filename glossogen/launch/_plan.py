@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from glossogen import exit_codes
 from glossogen.catalog import UnknownProviderError
 from glossogen.catalog import provider as parse_provider
 from glossogen.engine import RosterError, resolve_judge, resolve_seats
@@ -24,9 +25,9 @@ from glossogen.knobs import (
 )
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
-EXIT_USAGE = 64
+EXIT_USAGE = int(exit_codes.USAGE)
 GROUP_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-EXIT_REFUSED = 65
+EXIT_REFUSED = int(exit_codes.REFUSED)
 
 
 class LaunchError(Exception):

@@ -15,6 +15,7 @@ from importlib.metadata import version
 
 from pydantic import BaseModel
 
+from glossogen import exit_codes
 from glossogen.derive import ResumePoint, RunLock
 from glossogen.engine import (
     RoundSummary,
@@ -64,8 +65,8 @@ class RunResult(BaseModel):
     error: str | None = None
 
 
-EXIT_UNREADABLE = 66
-EXIT_TRANSPORT = 69
+EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
+EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 
 
 def check_runs_dir(plan: RunPlan) -> None:
