@@ -36,9 +36,13 @@ from glossogen.eventlog._events import (
     register_event,
 )
 from glossogen.eventlog._reader import EventLogRead, iter_event_dicts, read_events
+from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "LEGACY_SCHEMA_VERSION",
+    "LegacyUpcaster",
+    "is_legacy",
     "AgentHistoryAppended",
     "RoundCompleted",
     "RunResumed",

@@ -268,7 +268,7 @@ class RoundEnded(Event):
 
     event_type: Literal["round_ended"] = "round_ended"
     trigger: Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
-    elapsed_seconds: float
+    elapsed_seconds: float | None
 
 
 class RoundResultRecorded(Event):
@@ -297,7 +297,7 @@ class PostmortemEnded(Event):
     event_type: Literal["postmortem_ended"] = "postmortem_ended"
     phase: Phase = "postmortem"
     trigger: Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
-    elapsed_seconds: float
+    elapsed_seconds: float | None
 
 
 class AgentHistoryAppended(Event):
@@ -342,19 +342,22 @@ class SimulationEnded(Event):
     """The run ended: status, message count, total and per-agent cost (USD), duration (seconds).
 
     ``total_cost_usd`` is agents plus the in-run judge; null when some call was not costed.
+    This release always writes every count; they are null only on a line upcast from a
+    GlossoGen 0.5.x log that did not carry them (``status_detail`` keeps that log's reason).
     """
 
     event_type: Literal["simulation_ended"] = "simulation_ended"
     status: Literal["completed", "error", "interrupted", "incomplete"]
-    rounds_played: int
-    rounds_won: int
-    total_messages: int
-    total_chars: int
+    rounds_played: int | None
+    rounds_won: int | None
+    total_messages: int | None
+    total_chars: int | None
     total_cost_usd: float | None
     judge_cost_usd: float | None = 0.0
     agent_costs: list[AgentCost] = []
-    duration_seconds: float
+    duration_seconds: float | None
     error: str | None = None
+    status_detail: str | None = None
 
 
 CORE_EVENTS: tuple[type[Event], ...] = (

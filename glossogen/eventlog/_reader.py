@@ -11,7 +11,9 @@ file on one bad line). Each line is classified:
 - a truncated tail: the last line, with no trailing newline, that does not parse (a writer
   killed mid-write); ignored and flagged. A last line without a newline that parses is read.
 
-Blank lines are skipped and not counted.
+Blank lines are skipped and not counted. Lines written by GlossoGen 0.5.x (no
+``schema_version``) pass through :class:`~glossogen.eventlog._upcast.LegacyUpcaster` first, so
+both readers return this release's shapes for old logs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from glossogen.eventlog._events import Event, event_adapter, event_classes
+from glossogen.eventlog._upcast import LegacyUpcaster, is_legacy
 from glossogen.storage import is_local, open_fs, translate_errors
 
 
@@ -74,6 +77,24 @@ def _lines(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[b
                 yield line, terminated
 
 
+_UNPARSED = object()
+
+
+def _objects(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[Any, bool]]:
+    """Yield ``(parsed line or _UNPARSED, terminated)``; 0.5.x lines come back upcast."""
+    upcaster: LegacyUpcaster | None = None
+    for line, terminated in _lines(url, storage_options):
+        try:
+            obj = _parse(line)
+        except ValueError:
+            yield _UNPARSED, terminated
+            continue
+        if isinstance(obj, dict) and is_legacy(obj):
+            upcaster = upcaster or LegacyUpcaster()
+            obj = upcaster.upcast(obj)
+        yield obj, terminated
+
+
 def read_events(url: str, storage_options: dict[str, Any] | None = None) -> EventLogRead:
     """Read every event of the log at ``url``, skipping and counting damaged lines.
 
@@ -91,10 +112,8 @@ def read_events(url: str, storage_options: dict[str, Any] | None = None) -> Even
     result = EventLogRead()
     adapter = event_adapter()
     known = event_classes()
-    for line, terminated in _lines(url, storage_options):
-        try:
-            obj = _parse(line)
-        except ValueError:
+    for obj, terminated in _objects(url, storage_options):
+        if obj is _UNPARSED:
             if terminated:
                 result.invalid_lines += 1
             else:
@@ -133,10 +152,6 @@ def iter_event_dicts(
         FileNotFoundError: if the log does not exist.
         StorageError: if the storage is unreachable or the bucket is missing.
     """
-    for line, _terminated in _lines(url, storage_options):
-        try:
-            obj = _parse(line)
-        except ValueError:
-            continue
+    for obj, _terminated in _objects(url, storage_options):
         if isinstance(obj, dict):
             yield obj
