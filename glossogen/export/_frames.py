@@ -1,0 +1,271 @@
+"""The default tables: ``run_level``, ``round_level`` and ``agent_level``, wide in metrics.
+
+Every fact comes from the run folder: the event log's head and tail (status, counts, cost,
+duration, roster), ``config.json``, ``labels.json``, ``lineage.json`` and the evaluation's
+``<scenario>_report.json`` (metrics; contract in the evaluation package). No column comes from
+a list anyone maintains: knob columns are what each run recorded, metric columns the names its
+report carries. A blank metric cell means no number exists (not applicable, not run, failed, or
+no report); it is never zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.export._cells import flatten_knobs, frame_from_rows
+from glossogen.export._selection import RunRecord
+
+RUN_META = [
+    "run_id",
+    "scenario_name",
+    "status",
+    "status_detail",
+    "timestamp",
+    "rounds_played",
+    "rounds_won",
+    "message_count",
+    "total_chars",
+    "total_cost_usd",
+    "judge_cost_usd",
+    "duration_seconds",
+    "provider",
+    "models",
+    "labels",
+    "model_class",
+    "has_evaluation",
+]
+"""Unprefixed run-level columns, in order."""
+
+RUN_PREFIXES = ("knob.", "label.", "label_flag.", "agent_model.", "agent_provider.")
+RUN_PREFIXES += ("agent_role.", "lineage.")
+METRIC_PREFIXES = ("metric.", "metric_rounds.", "metric_unit.", "metric_summary.", "metric_note.")
+ROUND_KEYS = ["run_id", "scenario_name", "round_number", "team_id"]
+AGENT_OWN = [
+    "run_id",
+    "scenario_name",
+    "agent_id",
+    "role",
+    "team_id",
+    "model",
+    "model_provider",
+    "models_used",
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "requests",
+]
+
+
+def model_class(providers: set[str]) -> str | None:
+    """Return ``open``, ``closed`` or ``mixed`` from the providers' weights; None otherwise.
+
+    A provider the catalogue marks ``unclassified`` (openrouter serves both kinds) or does not
+    list at all makes the cell empty rather than a guess.
+    """
+    classes = set()
+    for name in providers:
+        try:
+            classes.add(PROVIDER_SPECS[Provider(name)].weights)
+        except (ValueError, KeyError):
+            return None
+    if not classes or "unclassified" in classes:
+        return None
+    if classes == {"open"}:
+        return "open"
+    if classes == {"closed"}:
+        return "closed"
+    return "mixed"
+
+
+def metrics_of(record: RunRecord, wanted: set[str] | None) -> dict[str, dict[str, Any]]:
+    """Return the report's metric entries by name (only ``wanted`` ones when given)."""
+    metrics = (record.report or {}).get("metrics") or {}
+    return {
+        name: entry
+        for name, entry in metrics.items()
+        if isinstance(entry, dict) and (wanted is None or name in wanted)
+    }
+
+
+def _score(entry: dict[str, Any]) -> Any:
+    return entry.get("score") if entry.get("status", "ok") == "ok" else None
+
+
+def run_context(record: RunRecord) -> dict[str, Any]:
+    """Return one run's non-metric columns: metadata, knobs, labels, roster and lineage."""
+    facts = record.facts
+    agents = record.agents
+    providers = {p.split(":", 1)[0] for a in agents for p in a.models} or (
+        {str(facts.started.get("provider"))} if facts.started else set()
+    )
+    row: dict[str, Any] = {
+        "run_id": record.run_id,
+        "scenario_name": record.scenario,
+        "status": facts.status,
+        "status_detail": facts.status_detail,
+        "timestamp": facts.started_at,
+        "rounds_played": facts.rounds_played,
+        "rounds_won": facts.rounds_won,
+        "message_count": facts.total_messages,
+        "total_chars": facts.total_chars,
+        "total_cost_usd": facts.total_cost_usd,
+        "judge_cost_usd": facts.judge_cost_usd,
+        "duration_seconds": facts.duration_seconds,
+        "provider": (facts.started or {}).get("provider") or None,
+        "models": "; ".join(sorted({m.split(":", 1)[1] for a in agents for m in a.models})) or None,
+        "labels": "; ".join(record.label_strings()) or None,
+        "model_class": model_class(providers),
+        "has_evaluation": record.report is not None,
+    }
+    row.update(flatten_knobs(record.config))
+    for key, value in record.labels.items():
+        if value is True:
+            row[f"label_flag.{key}"] = "True"
+        else:
+            row[f"label.{key}"] = value
+    for agent in agents:
+        row[f"agent_model.{agent.agent_id}"] = agent.model or None
+        row[f"agent_provider.{agent.agent_id}"] = agent.provider or None
+        row[f"agent_role.{agent.agent_id}"] = agent.role or None
+    if record.lineage:
+        for key, value in flatten_knobs(record.lineage, "lineage.").items():
+            name = "lineage.derivation_type" if key == "lineage.derivation" else key
+            row[name] = value
+    return row
+
+
+def run_row(record: RunRecord, wanted: set[str] | None, summaries: bool) -> dict[str, Any]:
+    """Return one ``run_level`` row: :func:`run_context` plus the run's metric columns."""
+    row = run_context(record)
+    for name, entry in metrics_of(record, wanted).items():
+        row[f"metric.{name}"] = _score(entry)
+        row[f"metric_rounds.{name}"] = entry.get("rounds")
+        if summaries:
+            row[f"metric_unit.{name}"] = entry.get("unit")
+            row[f"metric_summary.{name}"] = entry.get("summary")
+    return row
+
+
+def ordered_columns(rows: list[dict[str, Any]], head: list[str]) -> list[str]:
+    """Return ``head`` then every other key of ``rows`` grouped by family, sorted within it.
+
+    Families in order: unprefixed, ``knob.``, ``label.``, ``label_flag.``, the agent roster,
+    ``lineage.``, then the metric families.
+    """
+    seen: dict[str, None] = dict.fromkeys(head)
+    extra = sorted({k for r in rows for k in r} - set(seen))
+    order = ("",) + RUN_PREFIXES + METRIC_PREFIXES
+
+    def family(col: str) -> int:
+        for i, prefix in enumerate(order[1:], start=1):
+            if col.startswith(prefix):
+                return i
+        return 0
+
+    return [*seen, *sorted(extra, key=lambda c: (family(c), c))]
+
+
+def _attach(rows: list[dict[str, Any]], context: dict[str, Any] | None) -> None:
+    if context:
+        for row in rows:
+            for key, value in context.items():
+                row.setdefault(key, value)
+
+
+def round_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
+    """Return ``round_level`` rows of one run: one per (round, team) some metric reported.
+
+    ``team_id`` is empty for a metric that is not per team.
+    """
+    rows: dict[tuple[int, Any], dict[str, Any]] = {}
+    for name, entry in metrics_of(record, wanted).items():
+        for obs in entry.get("per_round") or []:
+            key = (int(obs.get("round_number") or 0), obs.get("team_id"))
+            row = rows.setdefault(
+                key,
+                {
+                    "run_id": record.run_id,
+                    "scenario_name": record.scenario,
+                    "round_number": key[0],
+                    "team_id": key[1],
+                },
+            )
+            row[f"metric.{name}"] = obs.get("value")
+            if summaries:
+                row[f"metric_note.{name}"] = obs.get("note")
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], str(k[1] or "")))]
+
+
+def agent_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
+    """Return ``agent_level`` rows of one run: one per registered agent (the roster)."""
+    per_agent: dict[str, dict[str, Any]] = {}
+    for name, entry in metrics_of(record, wanted).items():
+        for obs in entry.get("per_agent") or []:
+            cells = per_agent.setdefault(str(obs.get("agent_id")), {})
+            cells[f"metric.{name}"] = obs.get("value")
+            if summaries:
+                cells[f"metric_note.{name}"] = obs.get("note")
+    rows = []
+    for agent in record.agents:
+        row = {
+            "run_id": record.run_id,
+            "scenario_name": record.scenario,
+            "agent_id": agent.agent_id,
+            "role": agent.role or None,
+            "team_id": agent.team_id or None,
+            "model": agent.model or None,
+            "model_provider": agent.provider or None,
+            "models_used": "; ".join(agent.models) or None,
+            "cost_usd": agent.cost_usd,
+            "input_tokens": agent.input_tokens,
+            "output_tokens": agent.output_tokens,
+            "requests": agent.requests,
+        }
+        row.update(per_agent.get(agent.agent_id, {}))
+        rows.append(row)
+    return rows
+
+
+def context_columns(contexts: list[dict[str, Any]]) -> list[str]:
+    """Return the run-context columns repeated on other tables (run_id/scenario_name apart)."""
+    return [c for c in ordered_columns(contexts, RUN_META) if c not in ("run_id", "scenario_name")]
+
+
+def default_frames(
+    records: list[RunRecord],
+    frames: list[str],
+    wanted: set[str] | None,
+    repeat_run_columns: bool,
+    summaries: bool,
+) -> dict[str, pl.DataFrame]:
+    """Build the requested default tables (``run_level``, ``round_level``, ``agent_level``).
+
+    Returns:
+        Table name to frame. ``run_level``: one row per run, keyed ``run_id``.
+        ``round_level``: one row per (run, round, team) a selected metric reported, keyed
+        ``run_id, round_number, team_id``. ``agent_level``: one row per (run, registered agent),
+        keyed ``run_id, agent_id``. Metric cells are blank where no number exists.
+    """
+    out: dict[str, pl.DataFrame] = {}
+    contexts = [run_context(r) for r in records] if repeat_run_columns else []
+    ctx_cols = context_columns(contexts) if repeat_run_columns else []
+    if "run_level" in frames:
+        rows = [run_row(r, wanted, summaries) for r in records]
+        out["run_level"] = frame_from_rows(rows, ordered_columns(rows, RUN_META))
+    for name, build, head in (
+        ("round_level", round_rows, ROUND_KEYS),
+        ("agent_level", agent_rows, AGENT_OWN),
+    ):
+        if name not in frames:
+            continue
+        rows = []
+        for i, record in enumerate(records):
+            got = build(record, wanted, summaries)
+            _attach(got, contexts[i] if repeat_run_columns else None)
+            rows.extend(got)
+        own = [c for c in ordered_columns(rows, head) if c not in ctx_cols]
+        out[name] = frame_from_rows(rows, own + ctx_cols)
+    return out

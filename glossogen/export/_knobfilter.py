@@ -1,0 +1,160 @@
+"""The knob-filter grammar: ``<knob><operator><value>``, compared by the recorded value's type.
+
+The comparison is typed from what the run recorded, never from the scenario's knobs schema,
+so a run recorded before a knob changed type still answers:
+
+- a number (``int``/``float``) compares numerically; the value must read as a number;
+- a boolean takes ``true``/``false`` under ``=``/``!=`` and refuses the ordering operators;
+- a string compares case-insensitively under ``=``/``!=`` and refuses the ordering operators;
+- ``null`` (the only reserved word) names a recorded null: ``=null`` keeps nulls, ``!=null``
+  keeps the rest; the ordering operators never match a null, and ``!=`` with any other value
+  keeps a null (not swapping at all is not swapping at round 16);
+- a knob the run never recorded keeps nothing, even under ``!=``;
+- a list or a mapping is not filterable (refused).
+
+A nested knob is addressed with dots (``model_overrides.field_observer.model``), the way the
+CSV names its column.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any
+
+OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
+"""The operators, longest first (so ``>=`` is not read as ``>`` then ``=...``)."""
+
+_CONDITION_RE = re.compile(r"^(?P<knob>[^=!<>]*?)(?P<op>!=|>=|<=|=|>|<)(?P<value>.*)$", re.S)
+_ORDER = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_MISSING = object()
+
+
+class SelectionError(ValueError):
+    """A selection that cannot be honoured; one line naming what to change.
+
+    Attributes:
+        message: The one-line reason (names knob, operator and value for a knob condition).
+        field: The selection field at fault (``knob``, ``run_ids``, ``max_runs``, ...).
+    """
+
+    def __init__(self, message: str, field: str) -> None:
+        """Keep the message and the field at fault."""
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class KnobCondition:
+    """One parsed ``--knob`` condition.
+
+    Attributes:
+        knob: The knob's dotted path (``round_time_budget_seconds``,
+            ``model_overrides.field_observer.model``).
+        op: One of :data:`OPERATORS`.
+        value: The value as written (``null`` is the reserved null).
+    """
+
+    knob: str
+    op: str
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> KnobCondition:
+        """Parse ``<knob><operator><value>``.
+
+        Raises:
+            SelectionError: (field ``knob``) no operator, or no knob name before it.
+        """
+        found = _CONDITION_RE.match(text)
+        if found is None:
+            raise SelectionError(
+                f"--knob {text!r}: no operator; write <knob><op><value> with op one of "
+                + " ".join(OPERATORS),
+                "knob",
+            )
+        knob = found["knob"].strip()
+        if not knob:
+            raise SelectionError(f"--knob {text!r}: no knob name before {found['op']}", "knob")
+        return cls(knob, found["op"], found["value"])
+
+    def __str__(self) -> str:
+        """Return the condition as written."""
+        return f"{self.knob}{self.op}{self.value}"
+
+    def _refuse(self, reason: str) -> SelectionError:
+        return SelectionError(
+            f"--knob {str(self)!r}: knob {self.knob!r}, operator {self.op!r}, value "
+            f"{self.value!r}: {reason}",
+            "knob",
+        )
+
+    def matches(self, config: dict[str, Any]) -> bool:
+        """Return whether a run's recorded config satisfies this condition.
+
+        Args:
+            config: The run's recorded ``scenario_config`` (nested dicts).
+
+        Returns:
+            True when the condition holds; False when it does not or the knob is unrecorded.
+
+        Raises:
+            SelectionError: (field ``knob``) the value cannot be read as the recorded type, an
+                ordering operator on a boolean or string, or a list/mapping knob.
+        """
+        recorded = lookup(config, self.knob)
+        if recorded is _MISSING:
+            return False
+        if isinstance(recorded, (list, dict)):
+            raise self._refuse("the run records a list or mapping there, which is not filterable")
+        if self.value == "null":
+            if self.op == "=":
+                return recorded is None
+            if self.op == "!=":
+                return recorded is not None
+            return False
+        if recorded is None:
+            if self.op in _ORDER:
+                return False
+            return self.op == "!="
+        if isinstance(recorded, bool):
+            wanted = self.value.strip().lower()
+            if self.op in _ORDER:
+                raise self._refuse("the run records a boolean, which has no order")
+            if wanted not in ("true", "false"):
+                raise self._refuse("the run records a boolean; write true or false")
+            return (recorded == (wanted == "true")) == (self.op == "=")
+        if isinstance(recorded, (int, float)):
+            try:
+                number = float(self.value)
+            except ValueError:
+                raise self._refuse("the run records a number") from None
+            if self.op in _ORDER:
+                return bool(_ORDER[self.op](recorded, number))
+            return (recorded == number) == (self.op == "=")
+        text = str(recorded)
+        if self.op in _ORDER:
+            raise self._refuse("the run records a string; only = and != apply")
+        return (text.casefold() == self.value.casefold()) == (self.op == "=")
+
+
+def lookup(config: dict[str, Any], dotted: str) -> Any:
+    """Return the value at ``dotted`` in nested ``config``, or a private sentinel if absent.
+
+    A top-level key that itself contains dots is found before descending.
+    """
+    if dotted in config:
+        return config[dotted]
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def parse_conditions(texts: list[str] | None) -> list[KnobCondition]:
+    """Parse every ``--knob`` condition (see :meth:`KnobCondition.parse`)."""
+    return [KnobCondition.parse(t) for t in texts or []]

@@ -1,0 +1,346 @@
+"""Run-level facts from one event log, read from its head and tail where that suffices.
+
+A finished run's log starts with ``simulation_started`` and the roster (``agent_registered``)
+and ends with ``simulation_ended``, whose counts and costs are the run's totals. Reading those
+few lines instead of the whole log is what keeps the default tables fast on a large cohort
+(a 10-round log is about 1.5 MB, almost all of it model histories). The rest of the log is only
+searched, byte-wise, for the rare events that change the roster later (``agent_registered``
+of a replaced seat, ``agent_swapped_mid_run``), and only those lines are parsed.
+
+A log with no ``simulation_ended`` (a run still being written, or one whose process died), or
+whose ``simulation_ended`` lacks a count (GlossoGen 0.5.x recorded no round counts), is read in
+full instead, parsing only ``message_sent``, ``round_result_recorded``,
+``llm_response_received`` and ``judge_called`` lines. GlossoGen 0.5.x lines are upcast through
+:class:`~glossogen.eventlog.LegacyUpcaster`, fed the parsed lines in log order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from glossogen.eventlog import LegacyUpcaster, is_legacy
+from glossogen.storage import is_local, open_fs, translate_errors
+
+RUNNING = "running"
+"""Status of a run whose log has no ``simulation_ended``: still being written, or stopped
+without ending (a killed process); the reconcile flow tells the two apart by its lock."""
+
+_TYPE_RE = re.compile(rb'"event_type"\s*:\s*"([^"\\]+)"')
+_HEAD_END = (b"round_started", b"round_advanced")
+_TAIL_LINES = 16
+"""How many lines from the end are searched for the last ``simulation_ended``."""
+
+
+@dataclass
+class AgentFacts:
+    """One registered seat of a run.
+
+    Attributes:
+        agent_id: The seat's id.
+        role: Its role name.
+        team_id: Its team.
+        model: The model it ended the run under (after swaps and replacements).
+        provider: That model's provider.
+        models: Every ``provider:model`` the seat ran under, in order of first use.
+        cost_usd: Its spend (USD) from ``simulation_ended.agent_costs``; None when not costed
+            or not recorded.
+        input_tokens: Input tokens from the same entry; None when not recorded.
+        output_tokens: Output tokens from the same entry; None when not recorded.
+        requests: Model requests from the same entry; None when not recorded.
+    """
+
+    agent_id: str
+    role: str = ""
+    team_id: str = ""
+    model: str = ""
+    provider: str = ""
+    models: list[str] = field(default_factory=list)
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    requests: int | None = None
+
+    def use(self, model: str, provider: str) -> None:
+        """Record that the seat now runs ``model`` under ``provider``."""
+        self.model, self.provider = model, provider
+        key = f"{provider}:{model}"
+        if key not in self.models:
+            self.models.append(key)
+
+
+@dataclass
+class LogFacts:
+    """What a run's event log says about the run as a whole.
+
+    Attributes:
+        started: The ``simulation_started`` line (upcast), or None when the log has none.
+        agents: The roster, in registration order.
+        status: ``simulation_ended.status``, or :data:`RUNNING` when the log has none.
+        status_detail: ``simulation_ended.status_detail`` (``scenario_complete`` for 0.5 runs).
+        started_at: Timestamp of the first line (UTC ISO 8601 as written), or None.
+        ended_at: Timestamp of the last complete line, or None.
+        rounds_played: Rounds with a recorded verdict; None when unknown.
+        rounds_won: Rounds whose every verdict succeeded; None when unknown.
+        total_messages: Channel messages, postmortems included; None when unknown.
+        total_chars: Characters of those messages (composed text); None when unknown.
+        total_cost_usd: Agents' plus in-run judge spend (USD); None when some call was not
+            costed.
+        judge_cost_usd: In-run judge spend (USD); None when unknown.
+        duration_seconds: ``simulation_ended.duration_seconds``, else the seconds between the
+            first and last timestamps of the log; None when neither is known.
+        scanned: Whether the whole log was read (no usable ``simulation_ended``).
+        bad_lines: Lines that did not parse among those parsed.
+    """
+
+    started: dict[str, Any] | None = None
+    agents: dict[str, AgentFacts] = field(default_factory=dict)
+    status: str = RUNNING
+    status_detail: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    rounds_played: int | None = None
+    rounds_won: int | None = None
+    total_messages: int | None = None
+    total_chars: int | None = None
+    total_cost_usd: float | None = None
+    judge_cost_usd: float | None = None
+    duration_seconds: float | None = None
+    scanned: bool = False
+    bad_lines: int = 0
+
+
+def event_type(line: bytes) -> str | None:
+    """Return the ``event_type`` of a raw log line without parsing it, or None.
+
+    Only the first 400 bytes are searched: the envelope comes first in both this release's
+    lines and GlossoGen 0.5.x's. A quoted ``"event_type"`` inside a string value is escaped
+    (preceded by a backslash) and so never matches.
+    """
+    found = _TYPE_RE.search(line, 0, 400)
+    return found.group(1).decode() if found else None
+
+
+@contextlib.contextmanager
+def open_log(url: str) -> Iterator[bytes | mmap.mmap]:
+    """Yield the bytes of the log at ``url``: memory-mapped locally, downloaded otherwise.
+
+    Raises:
+        FileNotFoundError: if the log does not exist.
+        StorageError: if the storage is unreachable.
+    """
+    fs, path = open_fs(url)
+    with translate_errors(url, fs):
+        if not is_local(fs):
+            yield fs.cat_file(path)
+            return
+        with open(path, "rb") as f:
+            try:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file cannot be mapped
+                yield b""
+                return
+            try:
+                yield mm
+            finally:
+                mm.close()
+
+
+class _Parser:
+    """Parses chosen lines of one log, upcasting 0.5.x lines in order, counting failures."""
+
+    def __init__(self) -> None:
+        self.upcaster: LegacyUpcaster | None = None
+        self.bad = 0
+
+    def parse(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self.bad += 1
+            return None
+        if not isinstance(obj, dict):
+            self.bad += 1
+            return None
+        if is_legacy(obj):
+            self.upcaster = self.upcaster or LegacyUpcaster()
+            obj = self.upcaster.upcast(obj)
+        return obj
+
+
+def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
+    start = data.rfind(b"\n", 0, pos) + 1
+    end = data.find(b"\n", pos)
+    return start, (len(data) if end < 0 else end)
+
+
+def _complete_end(data: bytes | mmap.mmap) -> int:
+    """Return the end of the last newline-terminated line (a torn tail is ignored)."""
+    return data.rfind(b"\n") + 1
+
+
+def _timestamp(line: bytes) -> str | None:
+    found = re.search(rb'"timestamp"\s*:\s*"([^"]+)"', line[:400])
+    return found.group(1).decode() if found else None
+
+
+def _seconds_between(first: str | None, last: str | None) -> float | None:
+    if not first or not last:
+        return None
+    try:
+        a = datetime.fromisoformat(first.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(last.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return round((b - a).total_seconds(), 3)
+
+
+def _register(facts: LogFacts, obj: dict[str, Any]) -> None:
+    agent_id = str(obj.get("agent_id") or "")
+    if not agent_id:
+        return
+    agent = facts.agents.setdefault(agent_id, AgentFacts(agent_id))
+    agent.role = str(obj.get("role") or agent.role)
+    agent.team_id = str(obj.get("team_id") or agent.team_id)
+    agent.use(str(obj.get("model") or ""), str(obj.get("provider") or ""))
+
+
+def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
+    facts.status = str(ended.get("status") or RUNNING)
+    facts.status_detail = ended.get("status_detail")
+    for name in ("rounds_played", "rounds_won", "total_messages", "total_chars"):
+        setattr(facts, name, ended.get(name))
+    facts.total_cost_usd = ended.get("total_cost_usd")
+    facts.judge_cost_usd = ended.get("judge_cost_usd")
+    facts.duration_seconds = ended.get("duration_seconds")
+    for cost in ended.get("agent_costs") or []:
+        agent = facts.agents.get(str(cost.get("agent_id")))
+        if agent is not None:
+            agent.cost_usd = cost.get("cost_usd")
+            agent.input_tokens = cost.get("input_tokens")
+            agent.output_tokens = cost.get("output_tokens")
+            agent.requests = cost.get("requests")
+
+
+def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
+    """Count messages, verdicts and spend over ``data[start:end]`` (the whole-log path)."""
+    messages = chars = 0
+    verdicts: dict[int, list[bool]] = {}
+    cost: float | None = 0.0
+    judge: float | None = 0.0
+    wanted = {"message_sent", "round_result_recorded", "llm_response_received", "judge_called"}
+    pos = start
+    while pos < end:
+        nl = data.find(b"\n", pos, end)
+        stop = end if nl < 0 else nl
+        line = data[pos:stop]
+        pos = stop + 1
+        kind = event_type(line)
+        if kind not in wanted:
+            continue
+        obj = parser.parse(line)
+        if obj is None:
+            continue
+        if kind == "message_sent":
+            messages += 1
+            chars += int(obj.get("chars") or len(str(obj.get("text") or "")))
+        elif kind == "round_result_recorded":
+            ok = bool(obj.get("success")) and not obj.get("void")
+            verdicts.setdefault(int(obj.get("round_number") or 0), []).append(ok)
+        else:
+            spent = obj.get("cost_usd")
+            cost = None if cost is None or spent is None else cost + float(spent)
+            if kind == "judge_called":
+                judge = None if judge is None or spent is None else judge + float(spent)
+    facts.scanned = True
+    if facts.total_messages is None:
+        facts.total_messages = messages
+    if facts.total_chars is None:
+        facts.total_chars = chars
+    if facts.rounds_played is None:
+        facts.rounds_played = len(verdicts)
+    if facts.rounds_won is None:
+        facts.rounds_won = sum(1 for oks in verdicts.values() if oks and all(oks))
+    if facts.status == RUNNING:
+        facts.total_cost_usd = cost
+        facts.judge_cost_usd = judge
+
+
+def read_log_facts(url: str) -> LogFacts:
+    """Return the run-level facts of the event log at ``url`` (head and tail where possible).
+
+    Args:
+        url: Local path or fsspec URL of a run's ``<scenario>.jsonl``.
+
+    Returns:
+        The facts; a damaged line costs only itself (counted in ``bad_lines``), a torn last
+        line is ignored.
+
+    Raises:
+        FileNotFoundError: if the log does not exist.
+        StorageError: if the storage is unreachable.
+    """
+    facts = LogFacts()
+    parser = _Parser()
+    with open_log(url) as data:
+        end = _complete_end(data)
+        pos = 0
+        # Head: simulation_started and the roster, up to the first round.
+        while pos < end:
+            nl = data.find(b"\n", pos, end)
+            line = data[pos:nl]
+            pos = nl + 1
+            kind = event_type(line)
+            if facts.started_at is None:
+                facts.started_at = _timestamp(line)
+            if kind in ("simulation_started", "agent_registered"):
+                obj = parser.parse(line)
+                if obj is None:
+                    continue
+                if kind == "simulation_started":
+                    facts.started = facts.started or obj
+                else:
+                    _register(facts, obj)
+            elif kind is not None and kind.encode() in _HEAD_END:
+                break
+        body = pos
+        # Body: only the rare roster changes, found by a byte search.
+        for needle in (b'"agent_registered"', b'"agent_swapped_mid_run"'):
+            hit = data.find(needle, body, end)
+            while hit >= 0:
+                a, b = _line_at(data, hit)
+                line = data[a:b]
+                if event_type(line) == needle.strip(b'"').decode():
+                    obj = parser.parse(line)
+                    if obj is not None:
+                        _register(facts, obj)
+                hit = data.find(needle, b, end)
+        # Tail: the last simulation_ended among the last lines.
+        stop = end - 1
+        ended: dict[str, Any] | None = None
+        for _ in range(_TAIL_LINES):
+            if stop <= body - 1 or stop < 0:
+                break
+            a = data.rfind(b"\n", 0, stop) + 1
+            line = data[a:stop]
+            if facts.ended_at is None:
+                facts.ended_at = _timestamp(line)
+            if event_type(line) == "simulation_ended":
+                ended = parser.parse(line)
+                break
+            stop = a - 1
+        if ended is not None:
+            _apply_ended(facts, ended)
+        counts = (facts.total_messages, facts.total_chars, facts.rounds_played, facts.rounds_won)
+        if ended is None or None in counts:
+            _scan(facts, data, body, end, parser)
+    if facts.duration_seconds is None:
+        facts.duration_seconds = _seconds_between(facts.started_at, facts.ended_at)
+    facts.bad_lines = parser.bad
+    return facts

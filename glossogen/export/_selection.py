@@ -1,0 +1,269 @@
+"""Selecting runs: explicit run ids or filters, never a mix (a tagged union, no precedence).
+
+The same selection model serves the CLI flags and the REST body. Filters resolve against the
+runs directory itself: folder names first (``scenario``, ``run_id_contains``), then each
+run's ``labels.json`` and recorded config (``labels``, ``knob``), then its event log's head and
+tail (``status``, ``contains_agent_id``), so a run never evaluated, or still being written,
+is selectable too.
+
+``status`` matches the run's status (``completed``, ``error``, ``interrupted``,
+``incomplete``, or ``running`` for a log with no ``simulation_ended``) or its
+``status_detail`` (so ``scenario_complete`` selects GlossoGen 0.5 runs that completed),
+case-insensitively.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from glossogen.export._knobfilter import SelectionError, parse_conditions
+from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
+from glossogen.storage import RunStore, join
+
+MAX_RUNS = 5000
+"""Default ceiling on runs per export (``--max-runs`` overrides it)."""
+
+
+class RunIdSelection(BaseModel):
+    """Exactly these runs (``--run-id``, repeatable)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["run_ids"] = "run_ids"
+    run_ids: list[str]
+
+
+class FilterSelection(BaseModel):
+    """Every run matching all of these filters; a ``None`` filter does not filter."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["filters"] = "filters"
+    scenario: list[str] | None = None
+    labels: list[str] | None = None
+    run_id_contains: str | None = None
+    status: str | None = None
+    contains_agent_id: str | None = None
+    knob: list[str] | None = None
+
+
+Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kind")]
+"""The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
+
+
+@dataclass
+class RunRecord:
+    """One selected run: what its folder and its log's head and tail say.
+
+    Attributes:
+        run_id: ``<scenario>/<run_dir_name>``.
+        scenario: The scenario name.
+        run_url: The run folder (local path or URL).
+        log_url: Its event log.
+        config: The recorded knobs (``config.json``, else ``simulation_started.scenario_config``).
+        labels: ``labels.json``: a str value is a ``key=value`` label, ``True`` a bare flag.
+        lineage: ``lineage.json`` (else ``simulation_started.lineage``); None for an original.
+        facts: Run-level facts from the event log.
+        report: The parsed ``<scenario>_report.json``, or None when the run has none.
+    """
+
+    run_id: str
+    scenario: str
+    run_url: str
+    log_url: str
+    config: dict[str, Any]
+    labels: dict[str, Any]
+    lineage: dict[str, Any] | None
+    facts: LogFacts
+    report: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        """The run's status (:data:`~glossogen.export._runlog.RUNNING` when unfinished)."""
+        return self.facts.status
+
+    @property
+    def agents(self) -> list[AgentFacts]:
+        """The run's registered agents, in registration order."""
+        return list(self.facts.agents.values())
+
+    def label_strings(self) -> list[str]:
+        """Return the labels as written on the CLI: ``key=value`` or a bare ``flag``."""
+        out = []
+        for key, value in self.labels.items():
+            if value is True:
+                out.append(key)
+            elif isinstance(value, str):
+                out.append(f"{key}={value}")
+        return out
+
+
+@dataclass
+class SelectedRuns:
+    """The resolved selection.
+
+    Attributes:
+        records: The selected runs, in run id order (scenario, then timestamp).
+        missing_run_ids: Explicit ids that no longer resolve (no folder or no log).
+        scanned: Run folders considered before filtering.
+        unreadable: Run folders skipped because their files could not be read, with the reason.
+    """
+
+    records: list[RunRecord] = field(default_factory=list)
+    missing_run_ids: list[str] = field(default_factory=list)
+    scanned: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def scenarios(self) -> list[str]:
+        """The selected runs' scenarios, sorted."""
+        return sorted({r.scenario for r in self.records})
+
+
+def _read_optional_json(store: RunStore, url: str, name: str) -> Any:
+    if store.local:
+        path = os.path.join(url, name)
+        try:
+            with open(path, "rb") as f:
+                return json.loads(f.read())
+        except FileNotFoundError:
+            return None
+    try:
+        return store.read_json(url, name)
+    except FileNotFoundError:
+        return None
+
+
+def _labels(raw: Any, config: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raw = config.get("labels") if isinstance(config.get("labels"), dict) else {}
+    return {str(k): v for k, v in raw.items() if v is True or isinstance(v, str)}
+
+
+def _has_labels(labels: dict[str, Any], wanted: list[str]) -> bool:
+    for label in wanted:
+        key, eq, value = label.partition("=")
+        if eq:
+            if labels.get(key) != value:
+                return False
+        elif labels.get(key) is not True:
+            return False
+    return True
+
+
+def load_run(store: RunStore, run_id: str) -> RunRecord:
+    """Read one run folder into a :class:`RunRecord` (folder files and log head and tail).
+
+    Raises:
+        FileNotFoundError: if the run has no event log.
+        ValueError: if ``config.json``, ``labels.json`` or ``lineage.json`` is not valid JSON.
+        StorageError: if the storage is unreachable.
+    """
+    scenario = run_id.split("/", 1)[0]
+    url = store.run_url(run_id)
+    log_url = join(url, f"{scenario}.jsonl")
+    facts = read_log_facts(log_url)
+    started = facts.started or {}
+    config = _read_optional_json(store, url, "config.json")
+    if not isinstance(config, dict):
+        config = dict(started.get("scenario_config") or {})
+    lineage = _read_optional_json(store, url, "lineage.json") or started.get("lineage")
+    report = _read_optional_json(store, url, f"{scenario}_report.json")
+    return RunRecord(
+        run_id=run_id,
+        scenario=scenario,
+        run_url=url,
+        log_url=log_url,
+        config=config,
+        labels=_labels(_read_optional_json(store, url, "labels.json"), config),
+        lineage=lineage if isinstance(lineage, dict) else None,
+        facts=facts,
+        report=report if isinstance(report, dict) else None,
+    )
+
+
+def _check_limit(count: int, max_runs: int) -> None:
+    if count > max_runs:
+        raise SelectionError(
+            f"the selection holds {count} runs, over the {max_runs}-run limit per export; "
+            "narrow the selection or raise it with --max-runs",
+            "max_runs",
+        )
+
+
+def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> SelectedRuns:
+    """Resolve a selection against the runs directory.
+
+    Args:
+        runs_dir: Local path or fsspec URL of the runs directory.
+        selection: A :class:`RunIdSelection` or :class:`FilterSelection` (or its dict form).
+        max_runs: Ceiling on selected runs (default :data:`MAX_RUNS`).
+
+    Returns:
+        The selected runs with their facts, and the explicit ids that no longer resolve.
+
+    Raises:
+        SelectionError: a knob condition is malformed or cannot be read as the recorded type
+            (field ``knob``), or the selection is over ``max_runs`` (field ``max_runs``).
+        StorageError: if the storage is unreachable.
+    """
+    if isinstance(selection, dict):
+        from pydantic import TypeAdapter
+
+        selection = TypeAdapter(Selection).validate_python(selection)
+    store = RunStore(runs_dir)
+    result = SelectedRuns()
+    if isinstance(selection, RunIdSelection):
+        wanted = list(dict.fromkeys(selection.run_ids))
+        _check_limit(len(wanted), max_runs)
+        for run_id in wanted:
+            result.scanned += 1
+            parts = run_id.strip("/").split("/")
+            if len(parts) != 2 or not all(parts) or ".." in parts:
+                result.missing_run_ids.append(run_id)
+                continue
+            try:
+                result.records.append(load_run(store, run_id))
+            except FileNotFoundError:
+                result.missing_run_ids.append(run_id)
+        return result
+    conditions = parse_conditions(selection.knob)
+    scenarios = set(selection.scenario or [])
+    run_ids = [
+        r
+        for r in store.list_runs()
+        if (not scenarios or r.split("/", 1)[0] in scenarios)
+        and (not selection.run_id_contains or selection.run_id_contains in r)
+    ]
+    result.scanned = len(run_ids)
+    log_filters = selection.status is not None or selection.contains_agent_id is not None
+    if not log_filters and not selection.labels and not conditions:
+        _check_limit(len(run_ids), max_runs)
+    status = (selection.status or "").casefold()
+    for run_id in run_ids:
+        try:
+            record = load_run(store, run_id)
+        except FileNotFoundError:
+            continue  # a folder with no log yet: a launch that has not written its first event
+        except ValueError as exc:
+            result.unreadable[run_id] = str(exc).splitlines()[0][:200]
+            continue
+        if selection.labels and not _has_labels(record.labels, selection.labels):
+            continue
+        if not all(c.matches(record.config) for c in conditions):
+            continue
+        if selection.status is not None and status not in (
+            record.status.casefold(),
+            (record.facts.status_detail or "").casefold(),
+        ):
+            continue
+        if selection.contains_agent_id is not None and (
+            selection.contains_agent_id not in record.facts.agents
+        ):
+            continue
+        result.records.append(record)
+        _check_limit(len(result.records), max_runs)
+    return result

@@ -1,0 +1,342 @@
+"""Building, picking, writing and describing the export's CSV tables.
+
+One table is written as a bare CSV; two or more as one CSV each plus ``columns.csv``, the
+legend naming each column's table, family, unit and how many runs filled it (a blank is
+ambiguous: the legend says which columns were sparse).
+
+Writing goes through fsspec, so ``out`` may be a local folder or an object-store URL
+(``s3://bucket/prefix``; endpoint from ``AWS_ENDPOINT_URL``). polars writes S3 with its own
+client and options (STACK.md), so the CSV bytes are produced by polars and stored by fsspec:
+one storage path for everything glossogen writes. A file is first written under a temporary
+name (locally) or a local temporary file (remotely) and only then published, so a failure
+never leaves a truncated table under its final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+import polars as pl
+
+from glossogen.export._cells import safe_text
+from glossogen.export._frames import (
+    AGENT_OWN,
+    METRIC_PREFIXES,
+    ROUND_KEYS,
+    RUN_META,
+    default_frames,
+)
+from glossogen.export._selection import RunRecord
+from glossogen.storage import is_local, join, open_fs, translate_errors
+
+DEFAULT_FRAMES = ["run_level", "round_level", "agent_level"]
+"""The tables written when none are named."""
+
+LOG_FRAMES = ["message_level", "round_context"]
+"""The tables read from event logs (not in the default set)."""
+
+FRAMES = DEFAULT_FRAMES + LOG_FRAMES
+"""Every table, in the order they are written."""
+
+ALWAYS = ("run_id", "scenario_name")
+"""Columns every table carries and no pick removes: every table joins back on them."""
+
+KEYS = {
+    "run_level": set(ALWAYS),
+    "round_level": set(ROUND_KEYS),
+    "agent_level": {"run_id", "scenario_name", "agent_id"},
+    "message_level": {"run_id", "scenario_name", "round_number", "channel_id"},
+    "round_context": {"run_id", "scenario_name", "round_number"},
+}
+
+_UNITS = {
+    "total_chars": "characters",
+    "chars": "characters",
+    "total_cost_usd": "USD",
+    "judge_cost_usd": "USD",
+    "cost_usd": "USD",
+    "duration_seconds": "seconds",
+    "message_count": "messages",
+    "rounds_played": "rounds",
+    "rounds_won": "rounds",
+    "input_tokens": "tokens",
+    "output_tokens": "tokens",
+    "requests": "requests",
+    "character_entropy_bits": "bits per character",
+    "gzip_compression_ratio": "compressed/raw bytes",
+    "timestamp": "UTC ISO 8601",
+}
+
+
+def check_frames(frames: Iterable[str] | None) -> list[str]:
+    """Return the requested tables in canonical order (the default set for ``None``).
+
+    Raises:
+        ValueError: naming an unknown table and the known ones.
+    """
+    names = list(frames) if frames else list(DEFAULT_FRAMES)
+    unknown = [f for f in names if f not in FRAMES]
+    if unknown:
+        raise ValueError(f"unknown table {unknown[0]!r} (tables: {', '.join(FRAMES)})")
+    return [f for f in FRAMES if f in names]
+
+
+def family(column: str) -> str:
+    """Return a column's family: its prefix without the dot, or ``run`` for run metadata."""
+    if "." in column:
+        return column.split(".", 1)[0]
+    return "run" if column in RUN_META else "table"
+
+
+def _pick(
+    frame: pl.DataFrame, table: str, columns: list[str] | None, metrics: set[str] | None
+) -> pl.DataFrame:
+    """Keep the picked columns: keys always; metric families by ``metrics``; others by name."""
+    keep = []
+    for col in frame.columns:
+        if col.startswith(METRIC_PREFIXES):
+            if metrics is None or col.split(".", 1)[1] in metrics:
+                keep.append(col)
+        elif columns is None or col in KEYS[table] or col in columns:
+            keep.append(col)
+    return frame.select(keep)
+
+
+def build_frames(
+    records: list[RunRecord],
+    frames: list[str],
+    *,
+    columns: list[str] | None = None,
+    metrics: list[str] | None = None,
+    repeat_run_columns: bool = True,
+    include_metric_summaries: bool = False,
+) -> dict[str, pl.DataFrame]:
+    """Build the requested tables in memory (the REST path; the CLI streams instead).
+
+    Args:
+        records: The selected runs (:func:`~glossogen.export.select_runs`).
+        frames: Table names among :data:`FRAMES`.
+        columns: Non-metric columns to keep (keys always kept); None keeps all.
+        metrics: Metric names to keep (their ``metric.``/``metric_rounds.``/... columns, and
+            round rows only where one of them reported); None keeps all.
+        repeat_run_columns: Copy run context onto round, agent and message rows.
+        include_metric_summaries: Add ``metric_unit.``/``metric_summary.`` at run level and
+            ``metric_note.`` on the round and agent tables.
+
+    Returns:
+        Table name to frame, text cells already spreadsheet-safe.
+
+    Raises:
+        ValueError: for an unknown table name.
+    """
+    names = check_frames(frames)
+    wanted = set(metrics) if metrics is not None else None
+    out = default_frames(records, names, wanted, repeat_run_columns, include_metric_summaries)
+    for name in names:
+        if name in LOG_FRAMES:
+            from glossogen.export._logtables import log_frame
+
+            chunks = list(log_frame(name, records, repeat_run_columns=repeat_run_columns))
+            out[name] = pl.concat(chunks, how="vertical_relaxed") if chunks else pl.DataFrame()
+    return {n: safe_text(_pick(out[n], n, columns, wanted)) for n in names}
+
+
+def coverage(frame: pl.DataFrame) -> dict[str, int]:
+    """Return, per column of ``frame``, how many distinct runs have a non-empty cell in it."""
+    if not frame.columns:
+        return {}
+    if frame.height == 0:
+        return dict.fromkeys(frame.columns, 0)
+    filled = frame.select(
+        [
+            pl.col("run_id").filter(pl.col(c).is_not_null()).n_unique().alias(c)
+            for c in frame.columns
+        ]
+    ).row(0)
+    return {c: int(n) for c, n in zip(frame.columns, filled, strict=True)}
+
+
+def _metric_units(records: list[RunRecord]) -> dict[str, str]:
+    units: dict[str, str] = {}
+    for record in records:
+        for name, entry in ((record.report or {}).get("metrics") or {}).items():
+            if isinstance(entry, dict) and entry.get("unit"):
+                units.setdefault(f"metric.{name}", str(entry["unit"]))
+            units.setdefault(f"metric_rounds.{name}", "rounds")
+    return units
+
+
+def legend(
+    frames: dict[str, pl.DataFrame | dict[str, int]], records: list[RunRecord] | None = None
+) -> pl.DataFrame:
+    """Return the ``columns.csv`` legend: one row per (table, column), tables in order.
+
+    Args:
+        frames: Table name to its frame, or to its :func:`coverage` (a streamed table).
+        records: The selected runs, whose reports name the units of ``metric.`` columns.
+
+    Returns:
+        Columns ``table``, ``column``, ``family`` (the prefix without its dot, ``run`` for run
+        metadata, ``table`` for a table's own columns), ``unit`` (empty when unitless) and
+        ``runs_filled`` (distinct runs with a non-empty cell in that column).
+    """
+    units = {**_UNITS, **_metric_units(records or [])}
+    rows: list[dict[str, Any]] = []
+    for table, frame in frames.items():
+        counts = frame if isinstance(frame, dict) else coverage(frame)
+        for col, count in counts.items():
+            rows.append(
+                {
+                    "table": table,
+                    "column": col,
+                    "family": family(col),
+                    "unit": units.get(col),
+                    "runs_filled": count,
+                }
+            )
+    schema = {"table": pl.String, "column": pl.String, "family": pl.String}
+    schema |= {"unit": pl.String, "runs_filled": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def available_columns(records: list[RunRecord]) -> dict[str, Any]:
+    """Describe what an export of ``records`` can hold (the REST preview).
+
+    Returns:
+        ``{"columns": [{"table", "column", "family", "unit", "runs_filled"}...],
+        "metrics": [{"name", "runs", "round_rows", "agent_rows"}...],
+        "runs_without_report": int}`` for the default tables.
+    """
+    frames = build_frames(records, DEFAULT_FRAMES, include_metric_summaries=False)
+    table = legend(dict(frames), records)
+    metrics: dict[str, dict[str, int]] = {}
+    for record in records:
+        for name, entry in ((record.report or {}).get("metrics") or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            m = metrics.setdefault(name, {"runs": 0, "round_rows": 0, "agent_rows": 0})
+            m["runs"] += 1
+            m["round_rows"] += len(entry.get("per_round") or [])
+            m["agent_rows"] += len(entry.get("per_agent") or [])
+    return {
+        "columns": table.to_dicts(),
+        "metrics": [{"name": n, **metrics[n]} for n in sorted(metrics)],
+        "runs_without_report": sum(1 for r in records if r.report is None),
+    }
+
+
+@contextlib.contextmanager
+def publish(url: str) -> Iterator[IO[bytes]]:
+    """Yield a binary file whose bytes appear at ``url`` only if the block succeeds.
+
+    Locally: a temporary file beside the target, renamed over it. Remotely: a temporary file
+    under ``TMPDIR``, uploaded in one put at the end.
+
+    Raises:
+        StorageError: if the storage is unreachable.
+    """
+    fs, path = open_fs(url)
+    with translate_errors(url, fs):
+        if is_local(fs):
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.")
+        else:
+            fd, tmp = tempfile.mkstemp(suffix=".csv")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            if is_local(fs):
+                os.replace(tmp, path)
+            else:
+                fs.put_file(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def csv_bytes(frame: pl.DataFrame, header: bool = True) -> bytes:
+    """Return ``frame`` as CSV bytes (UTF-8, ``,``, ``"`` quoting, costs unrounded)."""
+    buf = io.BytesIO()
+    frame.write_csv(buf, include_header=header)
+    return buf.getvalue()
+
+
+def write_tables(
+    records: list[RunRecord],
+    frames: list[str],
+    out: str,
+    *,
+    repeat_run_columns: bool = True,
+    include_metric_summaries: bool = False,
+) -> dict[str, int]:
+    """Write the requested tables under ``out`` and return the rows written per table.
+
+    One table is written as ``<out>/<table>.csv``; two or more add ``<out>/columns.csv``.
+    The event-log tables are written one run at a time (memory does not grow with the
+    selection).
+
+    Args:
+        records: The selected runs.
+        frames: Table names among :data:`FRAMES`.
+        out: A local folder or fsspec URL (created as needed).
+        repeat_run_columns: Copy run context onto round, agent and message rows.
+        include_metric_summaries: Add metric units, summaries and notes.
+
+    Returns:
+        Table name to data rows written (``columns.csv`` not counted).
+
+    Raises:
+        ValueError: for an unknown table name.
+        StorageError: if ``out`` is unreachable.
+    """
+    names = check_frames(frames)
+    built = default_frames(
+        records,
+        names,
+        None,
+        repeat_run_columns,
+        include_metric_summaries,
+    )
+    counts: dict[str, int] = {}
+    described: dict[str, pl.DataFrame | dict[str, int]] = {}
+    for name in names:
+        target = join(out, f"{name}.csv")
+        if name in LOG_FRAMES:
+            from glossogen.export._logtables import write_log_table
+
+            counts[name], described[name] = write_log_table(
+                name, records, target, repeat_run_columns=repeat_run_columns
+            )
+            continue
+        frame = safe_text(built[name])
+        with publish(target) as f:
+            f.write(csv_bytes(frame))
+        counts[name], described[name] = frame.height, frame
+    if len(names) > 1:
+        table = legend(described, records)
+        with publish(join(out, "columns.csv")) as f:
+            f.write(csv_bytes(table))
+    return counts
+
+
+__all__ = [
+    "ALWAYS",
+    "AGENT_OWN",
+    "DEFAULT_FRAMES",
+    "FRAMES",
+    "LOG_FRAMES",
+    "available_columns",
+    "build_frames",
+    "coverage",
+    "check_frames",
+    "csv_bytes",
+    "legend",
+    "publish",
+    "write_tables",
+]
