@@ -252,6 +252,9 @@ def publish(url: str) -> Iterator[IO[bytes]]:
             with os.fdopen(fd, "wb") as f:
                 yield f
             if is_local(fs):
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary only
                 os.replace(tmp, path)
             else:
                 fs.put_file(tmp, path)
