@@ -1,0 +1,307 @@
+"""Plan an evaluation (every check before anything is spent or written), score, and report.
+
+The CLI and the ``evaluate`` flow share these steps: :func:`plan_evaluation` refuses bad input
+with the exit code to return, :func:`score_metric` computes one metric, and
+:func:`write_outcomes` writes the sidecars and merges the report.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from glossogen import exit_codes
+from glossogen.catalog import Provider, missing_env_vars
+from glossogen.evaluation._contract import (
+    Metric,
+    MetricContext,
+    MetricFailed,
+    MetricResult,
+    NotApplicable,
+)
+from glossogen.evaluation._judge import (
+    JUDGE_ENV_VARS,
+    Judge,
+    check_judge_provider,
+    parse_judge_settings,
+)
+from glossogen.evaluation._registry import UnknownMetricError, get_metric, metric_names
+from glossogen.evaluation._report import (
+    Report,
+    merge_report,
+    read_report,
+    write_report,
+    write_sidecar,
+)
+from glossogen.evaluation._run import EvaluationError, LoadedRun, load_run
+
+USAGE = int(exit_codes.USAGE)
+
+PLOT_METRICS = ("mean_chars_per_round", "round_success", "budget_utilisation")
+"""The metrics ``report.html`` charts; ``--plot`` scores those that apply."""
+
+
+@dataclass
+class EvaluationPlan:
+    """A checked evaluation request.
+
+    Attributes:
+        run: The loaded run.
+        metrics: The metrics to score, in request order.
+        blank: ``(name, reason)`` of requested metrics that do not apply to this run.
+        judge: The judge, when ``--model`` and ``--provider`` were given.
+        judge_replicas: Judge calls per item.
+        probe_replicas: Probe calls per (agent, question).
+    """
+
+    run: LoadedRun
+    metrics: list[Metric]
+    blank: list[tuple[str, str]] = field(default_factory=list)
+    judge: Judge | None = None
+    judge_replicas: int = 1
+    probe_replicas: int = 1
+
+    def context(self) -> MetricContext:
+        """Return what each metric's ``compute`` is given."""
+        return MetricContext(self.run, self.judge, self.judge_replicas, self.probe_replicas)
+
+
+@dataclass
+class Outcome:
+    """One metric's outcome: an entry for the report, or blank with a reason."""
+
+    name: str
+    result: MetricResult | None = None
+    blank: str | None = None
+    sidecar_rows: list[dict[str, Any]] | None = None
+
+
+def scenario_of(run_dir: str) -> str:
+    """Return the scenario of ``<runs_dir>/<scenario>/<timestamp>``: the parent folder's name."""
+    return posixpath.basename(posixpath.dirname(run_dir.rstrip("/"))) or ""
+
+
+def parse_metric_names(metrics: str | list[str]) -> list[str] | None:
+    """Return the requested names in order (duplicates dropped), or None for ``all``.
+
+    Raises:
+        EvaluationError: 64 for an empty list or an unknown name (naming it and the known ones).
+    """
+    items = metrics if isinstance(metrics, list) else metrics.split(",")
+    names = list(dict.fromkeys(n.strip() for n in items if n.strip()))
+    if not names:
+        raise EvaluationError("--metrics names no metric", USAGE)
+    if names == ["all"]:
+        return None
+    for name in names:
+        try:
+            get_metric(name)
+        except UnknownMetricError as exc:
+            raise EvaluationError(f"--metrics: {exc}", USAGE) from None
+    return names
+
+
+def _check_credentials(plan: EvaluationPlan, environ: dict[str, str]) -> None:
+    """Refuse (77) when a judge or probe call would lack its key; names variables, never values."""
+    missing: list[str] = []
+    if plan.judge is not None and any(m.kind == "judged" for m in plan.metrics):
+        var = JUDGE_ENV_VARS[plan.judge.provider]
+        if not environ.get(var):
+            missing.append(f"{var} (judge provider {plan.judge.provider})")
+    if any(m.kind == "model" for m in plan.metrics):
+        for seat in plan.run.seats.values():
+            try:
+                provider = Provider(seat.provider)
+            except ValueError:
+                missing.append(f"provider {seat.provider!r} of agent {seat.agent_id} is unknown")
+                continue
+            for var in missing_env_vars(provider, environ):
+                missing.append(f"{var} (probe of agent {seat.agent_id}, provider {seat.provider})")
+    if missing:
+        raise EvaluationError(
+            "missing credentials: " + "; ".join(dict.fromkeys(missing)),
+            int(exit_codes.CREDENTIALS),
+        )
+
+
+def plan_evaluation(
+    run_dir: str,
+    metrics: str | list[str] = "all",
+    model: str | None = None,
+    provider: str | None = None,
+    judge_settings: dict[str, Any] | list[str] | None = None,
+    judge_replicas: int = 1,
+    probe_replicas: int = 1,
+    allow_incomplete: bool = False,
+    scenario: str | None = None,
+    environ: dict[str, str] | None = None,
+    plot: bool = False,
+) -> EvaluationPlan:
+    """Check an evaluation request and load its run; spend and write nothing.
+
+    ``--metrics all`` selects every metric that applies to the run; without a judge it leaves
+    out the judged ones (listed in ``blank``). A metric named explicitly that does not apply is
+    blank too; a judged metric named explicitly without ``--model``/``--provider`` is refused.
+
+    Args:
+        run_dir: The run folder.
+        metrics: ``"all"``, comma-separated names, or a list of names.
+        model: Judge model.
+        provider: Judge provider (``anthropic``, ``huggingface``, ``openai``).
+        judge_settings: pydantic-ai settings for the judge, as a dict or ``key=value`` items.
+        judge_replicas: Judge calls per item (at least 1).
+        probe_replicas: Probe calls per (agent, question) (at least 1).
+        allow_incomplete: Score a run whose log has no ``simulation_ended``.
+        scenario: The scenario named on the command line (default: the run folder's parent).
+        environ: Environment to check credentials in (default: process env and nearest .env).
+        plot: Also score the metrics ``report.html`` charts (:data:`PLOT_METRICS`) that apply.
+
+    Raises:
+        EvaluationError: 64 usage (unknown metric, judge half given, bad settings, replicas
+            below 1), 65 refused (incomplete run, wrong scenario), 66 unreadable log,
+            77 missing credentials.
+    """
+    if judge_replicas < 1 or probe_replicas < 1:
+        raise EvaluationError("--judge-replicas and --probe-replicas must be at least 1", USAGE)
+    names = parse_metric_names(metrics)
+    if (model is None) != (provider is None):
+        raise EvaluationError("--model and --provider go together (the judge)", USAGE)
+    settings: dict[str, Any] = {}
+    if isinstance(judge_settings, list):
+        settings = parse_judge_settings(judge_settings)
+    elif judge_settings:
+        settings = parse_judge_settings([f"{k}={_json(v)}" for k, v in judge_settings.items()])
+    judge = None
+    if model is not None and provider is not None:
+        check_judge_provider(provider)
+        judge = Judge(model, provider, settings)
+    requested = [get_metric(n) for n in (names if names is not None else metric_names())]
+    if plot:
+        requested += [get_metric(n) for n in PLOT_METRICS if get_metric(n) not in requested]
+    if names is not None and judge is None:
+        judged = [m.name for m in requested if m.needs_judge]
+        if judged:
+            raise EvaluationError(
+                f"{', '.join(judged)} need{'s' if len(judged) == 1 else ''} a judge: "
+                "pass --model and --provider",
+                USAGE,
+            )
+    run = load_run(run_dir, scenario or scenario_of(run_dir))
+    if run.status is None and not allow_incomplete:
+        raise EvaluationError(
+            f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
+            "--allow-incomplete to score what it logged"
+        )
+    plan = EvaluationPlan(
+        run=run, metrics=[], judge=judge, judge_replicas=judge_replicas,
+        probe_replicas=probe_replicas,
+    )  # fmt: skip
+    for m in requested:
+        if names is None and m.needs_judge and judge is None:
+            plan.blank.append((m.name, "needs a judge (--model, --provider)"))
+        elif not m.applies(run):
+            if plot and names is not None and m.name not in names:
+                continue  # a chart's metric the user did not ask for: no chart, no note
+            plan.blank.append(
+                (m.name, f"does not apply: run lacks {', '.join(m.missing_hooks(run))}")
+            )
+        else:
+            plan.metrics.append(m)
+    from glossogen.launch import load_environment
+
+    _check_credentials(plan, environ if environ is not None else load_environment())
+    return plan
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+async def score_metric(plan: EvaluationPlan, metric: Metric) -> Outcome:
+    """Compute ``metric`` on the plan's run.
+
+    Returns:
+        The outcome: an ``ok`` entry, or blank with a reason (:class:`NotApplicable`).
+
+    Raises:
+        MetricFailed: the metric could not produce a score (every judge call failed, ...);
+            any other exception is a fault of the metric. Callers turn both into ``failed``
+            entries with :func:`failed_outcome`.
+    """
+    try:
+        scored = await metric.compute(plan.context())
+    except NotApplicable as exc:
+        return Outcome(name=metric.name, blank=str(exc))
+    judge = plan.judge.info if plan.judge is not None and metric.kind == "judged" else None
+    return Outcome(
+        name=metric.name,
+        result=metric.result(scored, judge),
+        sidecar_rows=scored.sidecar_rows,
+    )
+
+
+def failed_outcome(plan: EvaluationPlan, metric: Metric, exc: BaseException) -> Outcome:
+    """Return the ``failed`` entry for ``metric`` after ``exc`` (one line, its spend kept)."""
+    judge = plan.judge.info if plan.judge is not None and metric.kind == "judged" else None
+    if isinstance(exc, MetricFailed):
+        return Outcome(metric.name, metric.failure(str(exc), judge, exc.cost_usd))
+    return Outcome(metric.name, metric.failure(f"{type(exc).__name__}: {exc}", judge, None))
+
+
+async def score_all(plan: EvaluationPlan) -> list[Outcome]:
+    """Score every planned metric in order, without Prefect (library use and benchmarks)."""
+    outcomes: list[Outcome] = []
+    for metric in plan.metrics:
+        try:
+            outcomes.append(await score_metric(plan, metric))
+        except Exception as exc:  # noqa: BLE001 (one metric's fault must not lose the others)
+            outcomes.append(failed_outcome(plan, metric, exc))
+    return outcomes
+
+
+def write_outcomes(
+    plan: EvaluationPlan, outcomes: list[Outcome], now: datetime | None = None
+) -> Report:
+    """Write the sidecars, then merge and write ``<scenario>_report.json`` atomically.
+
+    Returns:
+        The report as written.
+
+    Raises:
+        StorageError: the run folder cannot be written.
+    """
+    for outcome in outcomes:
+        metric = get_metric(outcome.name)
+        if outcome.sidecar_rows is not None and metric.sidecar:
+            write_sidecar(plan.run.run_dir, metric.sidecar, outcome.sidecar_rows)
+    blank = [name for name, _ in plan.blank] + [o.name for o in outcomes if o.blank is not None]
+    results = [o.result for o in outcomes if o.result is not None]
+    report = merge_report(
+        read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now
+    )
+    write_report(plan.run.run_dir, report)
+    return report
+
+
+def headline_rows(report: Report, names: list[str]) -> list[dict[str, Any]]:
+    """Return one row per metric scored now: name, score, unit, rounds, status, summary."""
+    rows = []
+    for name in names:
+        entry = report.metrics.get(name)
+        if entry is None:
+            continue
+        rows.append(
+            {
+                "metric": name,
+                "score": entry.score,
+                "unit": entry.unit,
+                "rounds": entry.rounds,
+                "status": entry.status,
+                "summary": entry.summary,
+            }
+        )
+    return rows

@@ -1,0 +1,165 @@
+"""The run's evaluation report, ``<run_dir>/<scenario>_report.json``, and its sidecars.
+
+Written atomically (temporary name, then rename; one put on S3), JSON with ``allow_nan=False``.
+Evaluating again replaces the entries of the metrics scored and keeps the others, as long as the
+log is the one the report describes; a report of an older log (the run was resumed since) is
+started afresh, since its numbers no longer describe the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from glossogen.evaluation._contract import MetricResult
+from glossogen.evaluation._run import LoadedRun
+from glossogen.pricing import add_costs
+from glossogen.storage import RunStore, is_local, join, open_fs, translate_errors
+
+REPORT_VERSION = 1
+
+
+class EvaluationCost(BaseModel):
+    """Spend of evaluation's own model calls, USD; None where some call was not costed.
+
+    ``judge_usd`` sums the judged metrics in the report, ``probe_usd`` the model (probe)
+    metrics; deterministic metrics spend nothing.
+    """
+
+    judge_usd: float | None = 0.0
+    probe_usd: float | None = 0.0
+    total_usd: float | None = 0.0
+
+
+class Report(BaseModel):
+    """``<scenario>_report.json`` (report contract version 1)."""
+
+    report_version: Literal[1] = REPORT_VERSION
+    run_id: str
+    scenario: str
+    log_sha256: str
+    updated_at: str
+    metrics: dict[str, MetricResult] = {}
+    evaluation_cost: EvaluationCost = EvaluationCost()
+
+
+def report_name(scenario: str) -> str:
+    """Return the report's file name, ``<scenario>_report.json``."""
+    return f"{scenario}_report.json"
+
+
+def read_report(run_dir: str, scenario: str) -> Report | None:
+    """Return the run's report, or None when there is none or it is not a valid version-1 report."""
+    store = RunStore(run_dir)
+    name = report_name(scenario)
+    if not store.exists(run_dir, name):
+        return None
+    try:
+        return Report.model_validate(store.read_json(run_dir, name))
+    except (ValueError, ValidationError):
+        return None
+
+
+def _cost(results: Iterable[MetricResult], kind: str) -> float | None:
+    return add_costs([r.cost_usd for r in results if r.kind == kind])
+
+
+def merge_report(
+    previous: Report | None,
+    run: LoadedRun,
+    results: list[MetricResult],
+    blank: Iterable[str] = (),
+    now: datetime | None = None,
+) -> Report:
+    """Return the report after this evaluation.
+
+    Args:
+        previous: The report on disk, if any.
+        run: The run evaluated.
+        results: Entries scored now; each replaces the entry of the same name.
+        blank: Metrics that did not apply now; their old entries are removed (blank, never 0).
+        now: The time stamped in ``updated_at`` (UTC; the current time when None).
+
+    Returns:
+        The merged report with ``evaluation_cost`` recomputed from its entries.
+    """
+    metrics: dict[str, MetricResult] = {}
+    if previous is not None and previous.log_sha256 == run.log_sha256:
+        metrics = dict(previous.metrics)
+    for name in blank:
+        metrics.pop(name, None)
+    for result in results:
+        metrics[result.name] = result
+    entries = list(metrics.values())
+    judge, probe = _cost(entries, "judged"), _cost(entries, "model")
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Report(
+        run_id=run.run_id,
+        scenario=run.scenario,
+        log_sha256=run.log_sha256,
+        updated_at=stamp,
+        metrics=dict(sorted(metrics.items())),
+        evaluation_cost=EvaluationCost(
+            judge_usd=judge, probe_usd=probe, total_usd=add_costs([judge, probe])
+        ),
+    )
+
+
+def write_report(run_dir: str, report: Report) -> str:
+    """Write ``report`` atomically into ``run_dir``; return its URL.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    name = report_name(report.scenario)
+    RunStore(run_dir).write_json(run_dir, name, report)
+    return join(run_dir, name)
+
+
+def write_text(run_dir: str, name: str, text: str) -> str:
+    """Write ``text`` (UTF-8) to ``<run_dir>/<name>`` atomically; return its URL.
+
+    Locally a temporary file in the same folder is fsync'd and renamed; on object storage the
+    file is put once, so a failure never leaves a partial file under ``name``.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    url = join(run_dir, name)
+    fs, path = open_fs(url)
+    data = text.encode("utf-8")
+    with translate_errors(url, fs):
+        if not is_local(fs):
+            fs.pipe_file(path, data)
+            return url
+        folder = os.path.dirname(path) or "."
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    return url
+
+
+def write_sidecar(run_dir: str, name: str, rows: list[dict[str, Any]]) -> str:
+    """Write ``rows`` as JSONL (one object per line, ``allow_nan=False``) atomically.
+
+    Raises:
+        ValueError: a row holds NaN or an infinite float.
+        StorageError: the storage is unreachable.
+    """
+    lines = [json.dumps(row, allow_nan=False, ensure_ascii=False) for row in rows]
+    return write_text(run_dir, name, "".join(line + "\n" for line in lines))

@@ -1,0 +1,200 @@
+"""``protocol_probe`` (model): ask each agent, under its own model, about its team's conventions.
+
+Each agent's recorded history (rebuilt from ``agent_history_appended``) is replayed to the model
+it last played under, followed by one question of the bank; ``--probe-replicas`` calls per
+(agent, question). Agents of one team that share a protocol should answer alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import Counter, defaultdict
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+
+from glossogen.evaluation._contract import (
+    AgentObservation,
+    MetricContext,
+    MetricFailed,
+    NotApplicable,
+    Scored,
+)
+from glossogen.evaluation._registry import metric
+from glossogen.evaluation._run import Seat
+from glossogen.evaluation.metrics._observe import mean, plural, words
+from glossogen.pricing import add_costs, price_usage
+
+SIDECAR = "protocol_probe.jsonl"
+
+QUESTIONS: dict[str, str] = {
+    "codes": (
+        "The rounds are over. In a few lines, list the abbreviations or codes your team uses on "
+        "its channel and what each one means."
+    ),
+    "message_shape": (
+        "What does a typical message of yours contain, and in what order do its pieces come?"
+    ),
+    "signals": (
+        "How do you and your teammates signal that something is done, or that the other must act?"
+    ),
+    "agreements": "Which habits did your team agree to keep or to change after the rounds so far?",
+}
+"""The question bank: id -> question, asked after the agent's whole history."""
+
+SCRIPTED_TOP_WORDS = 8
+"""How many of its most used words a scripted agent names in its answer."""
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    """``|a & b| / |a | b|`` of two word sets; two empty answers agree fully (1.0)."""
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _sent_texts(messages: list[ModelMessage]) -> list[str]:
+    """Texts the agent sent with ``send_message`` in ``messages``."""
+    texts: list[str] = []
+    for message in messages:
+        if not isinstance(message, ModelResponse):
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolCallPart) and part.tool_name == "send_message":
+                args = part.args if isinstance(part.args, dict) else json.loads(part.args or "{}")
+                texts.append(str(args.get("text", "")))
+    return texts
+
+
+def _scripted_model(agent_id: str) -> Any:
+    """A deterministic offline answerer: names the words the agent used most on its channels."""
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        counts = Counter(w for text in _sent_texts(messages) for w in words(text))
+        top = sorted(counts, key=lambda w: (-counts[w], w))[:SCRIPTED_TOP_WORDS]
+        text = f"We use: {' '.join(top)}." if top else "We have no conventions yet."
+        return ModelResponse(parts=[TextPart(text)], model_name="scripted")
+
+    return FunctionModel(answer, model_name="scripted")
+
+
+def _replayable(history: list[ModelMessage]) -> tuple[list[ModelMessage], str | None]:
+    """Drop a trailing response whose tool calls never returned; return the last instructions."""
+    kept = list(history)
+    while (
+        kept
+        and isinstance(kept[-1], ModelResponse)
+        and any(isinstance(p, ToolCallPart) for p in kept[-1].parts)
+    ):
+        kept.pop()
+    instructions = next(
+        (m.instructions for m in reversed(kept) if isinstance(m, ModelRequest) and m.instructions),
+        None,
+    )
+    return kept, instructions
+
+
+async def _ask(
+    seat: Seat, history: list[ModelMessage], question: str
+) -> tuple[str | None, float | None]:
+    """Ask ``seat``'s recorded model ``question`` after its history; None answer on failure."""
+    from pydantic_ai import Agent
+
+    from glossogen.models import build_model
+
+    kept, instructions = _replayable(history)
+    model = (
+        _scripted_model(seat.agent_id)
+        if seat.provider == "scripted"
+        else build_model(seat.provider, seat.model)
+    )
+    agent = Agent(model, instructions=instructions)
+    try:
+        result = await agent.run(question, message_history=kept)
+    except Exception:  # noqa: BLE001 (a failed probe call is a missing answer)
+        return None, 0.0
+    return str(result.output), price_usage(seat.provider, seat.model, result.usage)
+
+
+@metric(
+    "protocol_probe",
+    unit="answer similarity between teammates",
+    kind="model",
+    needs=("agent_history",),
+    sidecar=SIDECAR,
+)
+async def protocol_probe(ctx: MetricContext) -> Scored:
+    r"""Mean word-set similarity of teammates' answers to the same question about their protocol.
+
+    Every agent, its recorded history replayed to its recorded model (the ``scripted`` provider
+    answers offline, naming the words it sent most), answers each question of
+    :data:`QUESTIONS` ``--probe-replicas`` times. For a question and two agents ``a``, ``b`` of
+    one team, similarity is the mean over their answer pairs of the Jaccard index of the answers'
+    word sets (lower-cased ``\w+`` runs): ``|A & B| / |A | B|``. The score is the mean over
+    (question, teammate pair); ``per_agent`` the mean over pairs involving the agent.
+    Agreement: mean over (agent, question) answered twice or more of the pairwise Jaccard index
+    between its own replicas. Sidecar ``protocol_probe.jsonl``: one line per call. Run-level
+    (``rounds`` 0). Blank when no team has two agents.
+    """
+    run = ctx.run
+    teams: dict[str, list[Seat]] = defaultdict(list)
+    for seat in run.seats.values():
+        teams[seat.team_id].append(seat)
+    if not any(len(members) >= 2 for members in teams.values()):
+        raise NotApplicable("no team has two agents to compare")
+    histories = run.histories
+    seats = [s for s in run.seats.values() if s.agent_id in histories]
+    jobs = [
+        (seat, qid, replica)
+        for seat in seats
+        for qid in QUESTIONS
+        for replica in range(1, ctx.probe_replicas + 1)
+    ]
+    answers = await asyncio.gather(
+        *(_ask(seat, histories[seat.agent_id], QUESTIONS[qid]) for seat, qid, _ in jobs)
+    )
+    cost = add_costs([c for _, c in answers])
+    rows = [
+        {"agent_id": seat.agent_id, "question_id": qid, "replica": replica, "answer": answer}
+        for (seat, qid, replica), (answer, _) in zip(jobs, answers, strict=True)
+    ]
+    said: dict[tuple[str, str], list[set[str]]] = defaultdict(list)
+    for row in rows:
+        if row["answer"] is not None:
+            said[(row["agent_id"], row["question_id"])].append(set(words(row["answer"])))
+    if not said:
+        raise MetricFailed("every probe call failed", cost)
+    pair_scores: list[float] = []
+    agent_scores: dict[str, list[float]] = defaultdict(list)
+    for members in teams.values():
+        for a, b in itertools.combinations([m.agent_id for m in members], 2):
+            for qid in QUESTIONS:
+                left, right = said.get((a, qid), []), said.get((b, qid), [])
+                if not left or not right:
+                    continue
+                sim = mean(_jaccard(x, y) for x in left for y in right)
+                pair_scores.append(sim)
+                agent_scores[a].append(sim)
+                agent_scores[b].append(sim)
+    if not pair_scores:
+        raise MetricFailed("no two agents of a team both answered a question", cost)
+    self_agreement = [
+        mean(_jaccard(x, y) for x, y in itertools.combinations(sets, 2))
+        for sets in said.values()
+        if len(sets) >= 2
+    ]
+    score = mean(pair_scores)
+    return Scored(
+        score=score,
+        summary=(
+            f"teammates' answers overlap {score:.2f} (Jaccard) over "
+            f"{plural(len(pair_scores), 'question-pair')}"
+        ),
+        rounds=0,
+        per_agent=[AgentObservation(agent_id=a, value=mean(v)) for a, v in agent_scores.items()],
+        replicas=ctx.probe_replicas,
+        agreement=mean(self_agreement) if self_agreement else None,
+        cost_usd=cost,
+        sidecar_rows=rows,
+    )

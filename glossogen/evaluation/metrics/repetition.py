@@ -1,0 +1,143 @@
+"""``language_repetition`` (judged): how much each message says the same thing twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from glossogen.evaluation._contract import (
+    AgentObservation,
+    MetricContext,
+    MetricFailed,
+    NotApplicable,
+    RoundObservation,
+    Scored,
+)
+from glossogen.evaluation._registry import metric
+from glossogen.evaluation.metrics._observe import by_round, mean, plural
+from glossogen.eventlog import MessageSent
+from glossogen.pricing import add_costs
+
+SIDECAR = "language_repetition.jsonl"
+
+INSTRUCTIONS = (
+    "You read short messages that teammates exchanged under a character budget. For each "
+    "numbered message, rate how much of it restates information it already carries: the same "
+    "fact given twice, a number written both as digits and as a word, an abbreviation followed "
+    "by its expansion, a repeated word that adds nothing. Give a repetition_factor of 1.0 for a "
+    "message with no redundancy, 2.0 when everything in it is said twice, and values in between "
+    "(or above) accordingly. Judge only redundancy, not clarity or style. Return one entry per "
+    "message, using its number as index."
+)
+
+
+class MessageRepetition(BaseModel):
+    """The judge's rating of one numbered message."""
+
+    index: int = Field(description="The message's number in the list (1-based).")
+    repetition_factor: float = Field(ge=1.0, description="1.0 = no redundancy; 2.0 = said twice.")
+
+
+class RepetitionJudgement(BaseModel):
+    """The judge's answer for one round: one rating per message."""
+
+    messages: list[MessageRepetition]
+
+
+def _prompt(messages: list[MessageSent]) -> str:
+    lines = [f"{i}. [{m.sender_id}] {m.text}" for i, m in enumerate(messages, 1)]
+    return "Messages of one round, in order:\n" + "\n".join(lines)
+
+
+def _agreement(samples: list[list[float]]) -> float | None:
+    """Mean over messages rated at least twice of ``1 - (max - min) / max`` (factors >= 1)."""
+    spread = [1.0 - (max(s) - min(s)) / max(s) for s in samples if len(s) >= 2]
+    return mean(spread) if spread else None
+
+
+@metric(
+    "language_repetition",
+    unit="repetition factor per message",
+    kind="judged",
+    sidecar=SIDECAR,
+)
+async def language_repetition(ctx: MetricContext) -> Scored:
+    """Mean over messages of the judge's repetition factor (1.0 = no redundancy).
+
+    Per round, the judge reads the round's messages on the primary channels (phase ``main``,
+    composed text) as a numbered list and rates each one (``--judge-replicas`` independent
+    calls). A message's factor is the mean of the replicas that rated it; the score is the mean
+    over rated messages. Agreement: mean over messages rated twice or more of
+    ``1 - (max - min) / max`` of their ratings. Sidecar ``language_repetition.jsonl``: one line
+    per message (``repetition_factor`` null when every replica failed for it). Fails when every
+    judge call failed.
+    """
+    judge = ctx.judge
+    if judge is None:
+        raise MetricFailed("needs a judge: pass --model and --provider")
+    rounds = by_round(ctx.run.messages)
+    if not rounds:
+        raise NotApplicable("no message on the primary channels in phase main")
+    answers = await asyncio.gather(
+        *(
+            judge.ask(INSTRUCTIONS, _prompt(ms), RepetitionJudgement, ctx.judge_replicas)
+            for ms in rounds.values()
+        )
+    )
+    cost = add_costs([a.cost_usd for a in answers])
+    rows: list[dict[str, Any]] = []
+    samples: list[list[float]] = []
+    per_round: list[RoundObservation] = []
+    agents: dict[str, list[float]] = defaultdict(list)
+    for (r, messages), answer in zip(rounds.items(), answers, strict=True):
+        ratings: dict[int, list[float]] = defaultdict(list)
+        for output in answer.succeeded:
+            seen: set[int] = set()
+            for item in output.messages:
+                if 1 <= item.index <= len(messages) and item.index not in seen:
+                    seen.add(item.index)
+                    ratings[item.index].append(item.repetition_factor)
+        factors: list[float] = []
+        for i, m in enumerate(messages, 1):
+            factor = mean(ratings[i]) if ratings.get(i) else None
+            rows.append(
+                {
+                    "message_id": m.message_id,
+                    "round_number": r,
+                    "sender_id": m.sender_id,
+                    "repetition_factor": factor,
+                }
+            )
+            if factor is not None:
+                factors.append(factor)
+                samples.append(ratings[i])
+                agents[m.sender_id].append(factor)
+        if factors:
+            per_round.append(
+                RoundObservation(
+                    round_number=r,
+                    value=mean(factors),
+                    note=f"{len(factors)} of {plural(len(messages), 'message')} rated",
+                )
+            )
+    rated = [row["repetition_factor"] for row in rows if row["repetition_factor"] is not None]
+    if not rated:
+        errors = [e for a in answers for e in a.errors]
+        raise MetricFailed(
+            "every judge call failed" + (f" (first: {errors[0]})" if errors else ""), cost
+        )
+    score = mean(rated)
+    return Scored(
+        score=score,
+        summary=f"repetition factor {score:.3f} on average over {plural(len(rated), 'message')}",
+        rounds=len(per_round),
+        per_round=per_round,
+        per_agent=[AgentObservation(agent_id=a, value=mean(v)) for a, v in agents.items()],
+        replicas=ctx.judge_replicas,
+        agreement=_agreement(samples),
+        cost_usd=cost,
+        sidecar_rows=rows,
+    )
