@@ -33,7 +33,39 @@ from glossogen.export._tables import (
     write_tables,
 )
 
+_RAW_NAMES = {
+    "RAW_ZIP_MAX_BYTES",
+    "RawZipResult",
+    "RawZipTooLarge",
+    "check_raw_size",
+    "estimate_raw_bytes",
+    "write_raw_zip",
+}
+_ATIF_NAMES = {"build_trajectories", "trajectory_json"}
+
+
+def __getattr__(name: str) -> object:
+    """Import the raw zip and ATIF names on first use (the atif package is not needed for CSV)."""
+    if name in _RAW_NAMES:
+        from glossogen.export import _raw
+
+        return getattr(_raw, name)
+    if name in _ATIF_NAMES:
+        from glossogen.export import _atif
+
+        return getattr(_atif, name)
+    raise AttributeError(f"module 'glossogen.export' has no attribute {name!r}")
+
+
 __all__ = [
+    "RAW_ZIP_MAX_BYTES",
+    "RawZipResult",
+    "RawZipTooLarge",
+    "build_trajectories",
+    "check_raw_size",
+    "estimate_raw_bytes",
+    "trajectory_json",
+    "write_raw_zip",
     "ALWAYS",
     "DEFAULT_FRAMES",
     "FRAMES",
