@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 from prefect import flow
 
@@ -41,19 +43,35 @@ async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = 
     return await play_rounds(plan, point.claimed, session)
 
 
-async def play_rounds(plan: RunPlan, claimed: ClaimedRun, session: RunSession) -> RunResult:
-    """Play the session's remaining rounds, then price the run and log how it ended."""
+async def play_rounds(
+    plan: RunPlan,
+    claimed: ClaimedRun,
+    session: RunSession,
+    clock: Callable[[], float] = time.monotonic,
+) -> RunResult:
+    """Play the session's remaining rounds, then price the run and log how it ended.
+
+    With ``request.run_timeout_seconds``, a run whose wall-clock time (``clock``, seconds,
+    counted from here) has passed it stops between rounds, ``incomplete``.
+    """
     status, error = "completed", None
+    timeout = plan.request.run_timeout_seconds
+    deadline = None if timeout is None else clock() + timeout
     try:
         first = session.first_round
         if session.postmortem_only:
             await finish_round(session, first)
             first += 1
-        for round_number in range(first, plan.knobs["round_count"] + 1):
+        last = plan.knobs["round_count"]
+        for round_number in range(first, last + 1):
             await play_round(session, round_number)
             if reason := session.stopped_early:
                 status = "error" if session.engine.any_agent_failed else "incomplete"
                 error = reason
+                break
+            if deadline is not None and round_number < last and clock() >= deadline:
+                status = "incomplete"
+                error = f"run timeout: {timeout:g} s passed after round {round_number} of {last}"
                 break
         if status == "completed" and session.engine.void_rounds:
             status = "error"

@@ -11,7 +11,7 @@ import typer
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
-from glossogen.cli import derived, run, scenarios, schema
+from glossogen.cli import derived, run, scenarios, schema, sweep
 from glossogen.cli import export as export_command
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.command("scenarios")(scenarios.scenarios)
 app.command("fork-at-round")(derived.fork_at_round)
 app.command("replace-agent")(derived.replace_agent)
 app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
+app.command("sweep")(sweep.sweep)
 app.command("export")(export_command.export)
 
 EXIT_USAGE = int(exit_codes.USAGE)

@@ -54,6 +54,8 @@ class RunRequest(BaseModel):
         overrides: Trailing ``key=value`` overrides, in order.
         max_agent_turns: Model requests each agent may make in the whole run.
         group_slug: Tenant group that owns the run.
+        run_timeout_seconds: Wall-clock limit of the run, seconds from its first round; a run
+            past it ends between rounds with status ``incomplete`` (None: no limit).
     """
 
     scenario: str
@@ -64,6 +66,7 @@ class RunRequest(BaseModel):
     overrides: list[str] = Field(default_factory=list)
     max_agent_turns: int = Field(default=200, ge=1)
     group_slug: str = "local"
+    run_timeout_seconds: float | None = Field(default=None, gt=0)
 
 
 class SeatPlan(BaseModel):

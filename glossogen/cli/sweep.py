@@ -1,0 +1,112 @@
+"""``glossogen sweep``: check a sweep spec, then play it as the Prefect ``sweep`` flow."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import typer
+
+from glossogen import exit_codes
+from glossogen.sweep import SweepError, SweepOptions, load_spec, plan_sweep, sweep_url
+
+STABILITY_MODES = ("judge_replay", "agent_rerun")
+
+
+def _error(message: str) -> None:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+
+
+def sweep(
+    spec_path: str = typer.Argument(..., help="Sweep spec (YAML): scenario, grid, trials, cap."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Start over: relaunch every trial (earlier runs stay on disk)."
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Runs in flight at once."),
+    run_timeout: float = typer.Option(
+        0.0,
+        "--run-timeout",
+        min=0.0,
+        help="Seconds per run; a run out of time ends between rounds, incomplete (0: none).",
+    ),
+    max_turns: int = typer.Option(
+        0, "--max-turns", min=0, help="Model requests per agent per run (0: the spec's or 200)."
+    ),
+    qualification: bool = typer.Option(
+        False,
+        "--qualification",
+        help="First one short run per model set; stop (65) if one does not complete.",
+    ),
+    stability_retry: str = typer.Option(
+        "",
+        "--stability-retry",
+        help="Second sample of each failed trial: judge_replay or agent_rerun.",
+    ),
+) -> int:
+    """Play every (cell, trial) of SPEC_PATH not yet run; write its run_summary.json.
+
+    The summary goes to <runs_dir>/sweeps/<sweep id>/run_summary.json.
+    """
+    if stability_retry and stability_retry not in STABILITY_MODES:
+        _error(f"--stability-retry {stability_retry!r}: use judge_replay or agent_rerun")
+        return int(exit_codes.USAGE)
+    options = SweepOptions(
+        replace=replace,
+        concurrency=concurrency,
+        run_timeout_seconds=run_timeout or None,
+        max_turns=max_turns or None,
+        qualification=qualification,
+        stability_retry=stability_retry or None,  # type: ignore[arg-type]
+    )
+    try:
+        spec, sweep_id = load_spec(spec_path)
+        planned = plan_sweep(spec, sweep_id, spec_path, options)
+    except SweepError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    print(
+        f"sweep {sweep_id}: {len(planned.cells)} cell(s) x {spec.trials} trial(s) of "
+        f"{spec.scenario}, runs in {spec.runs_dir}",
+        flush=True,
+    )
+    from glossogen.cli.run import PREFECT_DEFAULTS
+
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    from flows.runtime import TerminationSignal
+    from flows.sweep import sweep as sweep_flow
+
+    try:
+        summary = asyncio.run(
+            sweep_flow(
+                spec_path,
+                replace=replace,
+                concurrency=concurrency,
+                run_timeout_seconds=options.run_timeout_seconds,
+                max_turns=options.max_turns,
+                qualification=qualification,
+                stability_retry=options.stability_retry,
+            )
+        )
+    except SweepError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except (KeyboardInterrupt, TerminationSignal):
+        _error("interrupted; each run's log ends where it stopped, run_summary.json says what ran")
+        sys.stdout.flush()
+        os._exit(int(exit_codes.INTERRUPTED))
+    except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
+        _error(f"sweep failed: {type(exc).__name__}: {exc}")
+        return int(exit_codes.INTERNAL)
+    c = summary.census
+    print(
+        f"sweep {sweep_id}: done {c.done} · failed {c.failed} · incomplete {c.incomplete} · "
+        f"running {c.running} · planned {c.planned} · spent ${summary.spend.spent_usd:.6f}"
+        + ("" if summary.spend.cap_usd is None else f" of ${summary.spend.cap_usd:.2f}"),
+        flush=True,
+    )
+    if summary.aborted is not None:
+        _error(f"sweep stopped early ({summary.aborted.reason}): {summary.aborted.detail}")
+    print(f"summary: {sweep_url(spec.runs_dir, sweep_id)}/run_summary.json", flush=True)
+    return int(summary.exit_code if summary.exit_code is not None else exit_codes.INTERNAL)

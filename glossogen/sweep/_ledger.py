@@ -1,0 +1,170 @@
+"""The sweep's ledger: the runs it launched, found in the runs folder by their labels.
+
+Nothing about a sweep's progress is kept anywhere else: each run's ``labels.json`` says which
+(sweep, cell, trial, epoch, part) it measures, and its event log says how it ended. A second
+launch of the same spec reads this ledger and launches only what is missing.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from glossogen.eventlog import read_events
+from glossogen.storage import RunStore, StorageError, join
+from glossogen.sweep._grid import Part, TrialKey
+
+RUNNING = "running"
+"""Status of a run whose log has no ``simulation_ended`` yet (live, or crashed and awaiting
+reconcile)."""
+
+
+class RunRecord(BaseModel):
+    """One run of a sweep as its folder and log tell it.
+
+    Attributes:
+        run_id: ``<scenario>/<unix_ts>``.
+        run_url: The run folder.
+        cell_id: The ``cell`` label.
+        trial: The ``trial`` label (1-based).
+        part: ``main``, ``qualification`` or ``stability``.
+        epoch: The ``epoch`` label (``--replace`` starts a new epoch).
+        status: ``simulation_ended.status`` (``completed``, ``error``, ``interrupted``,
+            ``incomplete``) or ``running`` when the log has not ended.
+        error: ``simulation_ended.error``, if any.
+        verdicts: Each round verdict in log order (``round_result_recorded.success``; a void
+            round counts as not won).
+        rounds_played: Rounds with a recorded verdict.
+        rounds_won: Rounds whose every verdict was a success.
+        round_success: ``rounds_won / rounds_played`` (null before any verdict).
+        total_messages: Messages sent (postmortems included), from ``simulation_ended``.
+        total_chars: Characters sent, from ``simulation_ended``.
+        cost_usd: ``simulation_ended.total_cost_usd`` (null: not costed or not ended).
+        judge_calls: ``judge_called`` events in the log.
+    """
+
+    run_id: str
+    run_url: str
+    cell_id: str
+    trial: int
+    part: Part = "main"
+    epoch: int = 1
+    status: str
+    error: str | None = None
+    verdicts: list[bool] = []
+    rounds_played: int = 0
+    rounds_won: int = 0
+    round_success: float | None = None
+    total_messages: int | None = None
+    total_chars: int | None = None
+    cost_usd: float | None = None
+    judge_calls: int = 0
+
+    @property
+    def key(self) -> TrialKey:
+        """The (cell, trial, part) this run measures."""
+        return TrialKey(self.cell_id, self.trial, self.part)
+
+    @property
+    def ended(self) -> bool:
+        """True once the log holds ``simulation_ended``."""
+        return self.status != RUNNING
+
+
+def read_run(store: RunStore, run_id: str, scenario: str, labels: dict[str, object]) -> RunRecord:
+    """Build the record of one labelled run from its event log.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    url = store.run_url(run_id)
+    verdicts_by_round: dict[int, list[bool]] = {}
+    status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
+    try:
+        events = read_events(join(url, f"{scenario}.jsonl")).events
+    except FileNotFoundError:
+        events = []
+    for event in events:
+        if event.event_type == "round_result_recorded":
+            won = bool(event.success) and not event.void  # type: ignore[attr-defined]
+            verdicts_by_round.setdefault(event.round_number or 0, []).append(won)
+        elif event.event_type == "judge_called":
+            judge_calls += 1
+        elif event.event_type == "simulation_ended":
+            status = event.status  # type: ignore[attr-defined]
+            error = event.error  # type: ignore[attr-defined]
+            messages = event.total_messages  # type: ignore[attr-defined]
+            chars = event.total_chars  # type: ignore[attr-defined]
+            cost = event.total_cost_usd  # type: ignore[attr-defined]
+    verdicts = [all(v) for _, v in sorted(verdicts_by_round.items())]
+    played, won = len(verdicts), sum(verdicts)
+    return RunRecord(
+        run_id=run_id,
+        run_url=url,
+        cell_id=str(labels["cell"]),
+        trial=int(str(labels["trial"])),
+        part=str(labels.get("part", "main")),  # type: ignore[arg-type]
+        epoch=int(str(labels.get("epoch", "1"))),
+        status=status,
+        error=error,
+        verdicts=verdicts,
+        rounds_played=played,
+        rounds_won=won,
+        round_success=won / played if played else None,
+        total_messages=messages,
+        total_chars=chars,
+        cost_usd=cost,
+        judge_calls=judge_calls,
+    )
+
+
+def scan_sweep(runs_dir: str, scenario: str, sweep_id: str) -> list[RunRecord]:
+    """Return every run of ``sweep_id`` under ``runs_dir``, oldest first.
+
+    A run belongs to the sweep when its ``labels.json`` has ``sweep = sweep_id`` and names a
+    ``cell`` and a ``trial``. Runs without ``labels.json`` (older or foreign) are skipped.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    store = RunStore(runs_dir)
+    records = []
+    for run_id in store.list_runs(scenario):
+        url = store.run_url(run_id)
+        try:
+            labels = store.read_json(url, "labels.json")
+        except (FileNotFoundError, ValueError):
+            continue
+        except StorageError:
+            raise
+        if not isinstance(labels, dict) or labels.get("sweep") != sweep_id:
+            continue
+        if "cell" not in labels or "trial" not in labels:
+            continue
+        records.append(read_run(store, run_id, scenario, labels))
+    return records
+
+
+def current_epoch(records: list[RunRecord]) -> int:
+    """The newest epoch among ``records`` (1 when there are none)."""
+    return max((r.epoch for r in records), default=1)
+
+
+def authoritative(records: list[RunRecord], epoch: int) -> dict[TrialKey, RunRecord]:
+    """Pick the run that stands for each (cell, trial, part) of ``epoch``.
+
+    The first run that was not ``interrupted`` wins (the first attempt is authoritative); a
+    trial whose every run was interrupted is represented by none, so it is launched again.
+    """
+    chosen: dict[TrialKey, RunRecord] = {}
+    for record in records:
+        if record.epoch != epoch or record.status == "interrupted":
+            continue
+        chosen.setdefault(record.key, record)
+    return chosen
+
+
+def relaunches(records: list[RunRecord], key: TrialKey, epoch: int) -> int:
+    """How many runs of ``key`` in ``epoch`` were interrupted (the next launch's suffix)."""
+    return sum(
+        1 for r in records if r.key == key and r.epoch == epoch and r.status == "interrupted"
+    )

@@ -1,0 +1,195 @@
+"""A sweep plan: the spec's cells validated as runs, their estimates, and each trial's request.
+
+Planning runs every check ``glossogen run`` makes, for every cell, before anything is claimed,
+launched or written: a bad cell refuses the whole sweep with one line naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from glossogen import exit_codes
+from glossogen.launch import (
+    LaunchError,
+    RunPlan,
+    RunRequest,
+    check_credentials,
+    check_model_settings,
+    check_runs_dir,
+    plan_run,
+)
+from glossogen.sweep._grid import Cell, TrialKey, expand_grid, trial_overrides
+from glossogen.sweep._spec import SweepError, SweepSpec
+from glossogen.sweep._spend import RunEstimate, estimate_run
+
+QUALIFICATION_ROUNDS = 1
+"""Rounds of a qualification run, unless the spec sets ``round_count`` (knobs or grid)."""
+QUALIFICATION_TURNS = 20
+"""Model requests per agent in a qualification run, unless ``--max-turns`` or the spec sets it."""
+QUALIFICATION_TIMEOUT_SECONDS = 300.0
+"""Wall-clock limit of a qualification run, unless ``--run-timeout`` sets one."""
+DEFAULT_MAX_AGENT_TURNS = 200
+"""``glossogen run``'s default ``--max-agent-turns``."""
+
+StabilityRetry = Literal["judge_replay", "agent_rerun"]
+
+
+class SweepOptions(BaseModel):
+    """The command-line options of one sweep launch (the ``sweep`` flow's parameters).
+
+    Attributes:
+        replace: Start a new epoch: relaunch every trial, ignoring earlier runs of the sweep.
+        concurrency: Runs in flight at once (in-process), or launches outstanding (deployments).
+        run_timeout_seconds: Wall-clock limit per run; a run out of time ends between rounds,
+            ``incomplete``.
+        max_turns: ``max_agent_turns`` of every run (wins over the spec's).
+        qualification: Play one short run per distinct model set first; stop on a failure.
+        stability_retry: Second sample of each failed trial (``judge_replay`` or
+            ``agent_rerun``), or None.
+    """
+
+    replace: bool = False
+    concurrency: int = Field(default=4, ge=1)
+    run_timeout_seconds: float | None = Field(default=None, gt=0)
+    max_turns: int | None = Field(default=None, ge=1)
+    qualification: bool = False
+    stability_retry: StabilityRetry | None = None
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """A cell with its validated run plan (trial 1) and its estimate per run."""
+
+    cell: Cell
+    plan: RunPlan
+    estimate: RunEstimate
+
+
+@dataclass
+class SweepPlan:
+    """Everything a sweep will launch, checked.
+
+    Attributes:
+        sweep_id: The sweep's id (spec ``name`` or file stem).
+        spec: The spec, paths resolved.
+        spec_path: The spec file as given.
+        options: The launch options.
+        cells: The cells in grid order.
+    """
+
+    sweep_id: str
+    spec: SweepSpec
+    spec_path: str
+    options: SweepOptions
+    cells: list[CellPlan] = field(default_factory=list)
+
+    def cell(self, cell_id: str) -> CellPlan:
+        """Return the cell plan of ``cell_id``.
+
+        Raises:
+            KeyError: no such cell.
+        """
+        return next(c for c in self.cells if c.cell.cell_id == cell_id)
+
+    def main_keys(self) -> list[TrialKey]:
+        """Every (cell, trial) of the census, trial-major (all cells' trial 1 first)."""
+        return [
+            TrialKey(c.cell.cell_id, t) for t in range(1, self.spec.trials + 1) for c in self.cells
+        ]
+
+    def qualification_keys(self) -> list[TrialKey]:
+        """One qualification run per distinct set of seats (first cell in grid order)."""
+        seen: set[str] = set()
+        keys = []
+        for c in self.cells:
+            seats = json.dumps(sorted((s.agent_id, s.provider, s.model) for s in c.plan.seats))
+            if seats not in seen:
+                seen.add(seats)
+                keys.append(TrialKey(c.cell.cell_id, 1, "qualification"))
+        return keys
+
+    def request(self, key: TrialKey, epoch: int) -> RunRequest:
+        """The run request of ``key``: the cell's overrides, its seed, the sweep's labels.
+
+        Qualification runs get short budgets (:data:`QUALIFICATION_ROUNDS`,
+        :data:`QUALIFICATION_TURNS`, :data:`QUALIFICATION_TIMEOUT_SECONDS`) except where the
+        user set that budget: the spec's ``round_count`` (knobs or grid), ``--max-turns`` or
+        the spec's ``max_agent_turns``, ``--run-timeout``.
+        """
+        cell_plan = self.cell(key.cell_id)
+        cell, spec, options = cell_plan.cell, self.spec, self.options
+        seed = int(cell_plan.plan.knobs["seed"]) + key.trial - 1 if spec.vary_seed else None
+        overrides = trial_overrides(cell, self.sweep_id, key, epoch, seed)
+        max_turns = options.max_turns or spec.max_agent_turns
+        timeout = options.run_timeout_seconds
+        if key.part == "qualification":
+            user_rounds = "round_count" in spec.knobs or "round_count" in spec.grid
+            if not user_rounds and not cell_plan.plan.knobs.get("scheduled_events"):
+                overrides.append(f"round_count={QUALIFICATION_ROUNDS}")
+            max_turns = max_turns or QUALIFICATION_TURNS
+            timeout = timeout or QUALIFICATION_TIMEOUT_SECONDS
+        return RunRequest(
+            scenario=spec.scenario,
+            model=cell.model,
+            provider=cell.provider,
+            runs_dir=spec.runs_dir,
+            config=spec.config,
+            overrides=overrides,
+            max_agent_turns=max_turns or DEFAULT_MAX_AGENT_TURNS,
+            group_slug=spec.group_slug,
+            run_timeout_seconds=timeout,
+        )
+
+
+def _describe(cell: Cell) -> str:
+    params = ", ".join(f"{k}={json.dumps(v)}" for k, v in cell.params.items())
+    return f"cell {cell.cell_id}" + (f" ({params})" if params else "")
+
+
+def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOptions) -> SweepPlan:
+    """Expand and check every cell as ``glossogen run`` would, and estimate each run's spend.
+
+    Returns:
+        The plan; nothing is claimed or written.
+
+    Raises:
+        SweepError: one line naming the cell and what is wrong: unknown scenario, provider or
+            knob, a bad value (65; 66 for a preset file that does not exist); a missing
+            credential (77); an unusable runs folder (66 local, 69 remote); a spend cap with a
+            model the price catalogue lacks (65).
+    """
+    sweep = SweepPlan(sweep_id, spec, spec_path, options)
+    for cell in expand_grid(spec):
+        request = RunRequest(
+            scenario=spec.scenario,
+            model=cell.model,
+            provider=cell.provider,
+            runs_dir=spec.runs_dir,
+            config=spec.config,
+            overrides=list(cell.overrides),
+            max_agent_turns=options.max_turns or spec.max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+            group_slug=spec.group_slug,
+        )
+        try:
+            plan = plan_run(request)
+            check_credentials(plan)
+            check_model_settings(plan)
+            if not sweep.cells:
+                check_runs_dir(plan)
+        except LaunchError as exc:
+            code = exc.exit_code
+            if code == int(exit_codes.USAGE):  # a bad value in a file is refused, not misused
+                code = int(exit_codes.REFUSED)
+            raise SweepError(f"{_describe(cell)}: {exc}", code) from None
+        estimate = estimate_run(plan)
+        if spec.spend_cap_usd is not None and estimate.usd is None:
+            raise SweepError(
+                f"{_describe(cell)}: spend_cap_usd is set but {estimate.source}, so its spend "
+                "cannot be capped"
+            )
+        sweep.cells.append(CellPlan(cell, plan, estimate))
+    return sweep

@@ -1,0 +1,342 @@
+"""The sweep loop: launch what the ledger lacks, within the concurrency and the spend cap.
+
+Prefect-free: the flow hands in a *launcher* (a coroutine that plays one run to its end, as a
+subflow or through a deployment, and returns its :class:`RunRecord`) and a *publisher* (called
+with the summary each time a run ends). Tests drive the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from glossogen import exit_codes
+from glossogen.launch import RunRequest
+from glossogen.sweep._grid import TrialKey, idempotency_key
+from glossogen.sweep._ledger import (
+    RunRecord,
+    authoritative,
+    current_epoch,
+    relaunches,
+    scan_sweep,
+)
+from glossogen.sweep._plan import SweepPlan
+from glossogen.sweep._spend import SpendAccount
+from glossogen.sweep._stability import JudgeReplay, SampleOutcome, annotate, replay_judge
+from glossogen.sweep._summary import (
+    METRIC_DEFINITIONS,
+    Aborted,
+    CellSummary,
+    SpendSummary,
+    SweepSummary,
+    TrialState,
+    cell_metrics,
+    census_of,
+    now_iso,
+    passes,
+    state_of,
+    trial_summary,
+    write_summary,
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One run to play: its key, request, Prefect idempotency key and estimate (USD)."""
+
+    key: TrialKey
+    request: RunRequest
+    idempotency_key: str
+    estimate_usd: float
+
+
+Launcher = Callable[[Launch], Awaitable[RunRecord]]
+Publisher = Callable[[SweepSummary], Awaitable[None]]
+
+
+class SweepRun:
+    """One launch of a sweep: its ledger, census, spend account and the loop that fills them.
+
+    Args:
+        plan: The checked plan.
+        mode: ``in-process`` or ``deployments`` (recorded in the summary).
+        launcher: Plays one run to its end and returns its record.
+        publisher: Called with the summary after each run ends (artifact, progress).
+    """
+
+    def __init__(
+        self,
+        plan: SweepPlan,
+        mode: Literal["deployments", "in-process", "mixed"],
+        launcher: Launcher,
+        publisher: Publisher | None = None,
+    ) -> None:
+        """Read the ledger and start the census (``--replace`` opens a new epoch)."""
+        self.plan, self.mode, self.launcher, self.publisher = plan, mode, launcher, publisher
+        spec = plan.spec
+        self.records = scan_sweep(spec.runs_dir, spec.scenario, plan.sweep_id)
+        epoch = current_epoch(self.records)
+        self.epoch = epoch + 1 if plan.options.replace and self.records else epoch
+        self.chosen: dict[TrialKey, RunRecord] = authoritative(self.records, self.epoch)
+        self.states: dict[TrialKey, TrialState] = {
+            k: state_of(self.chosen.get(k)) for k in plan.main_keys()
+        }
+        self.errors: dict[TrialKey, str] = {}
+        self.account = SpendAccount(spec.spend_cap_usd)
+        for record in self.chosen.values():
+            if record.ended:
+                self.account.ended(record.key.label(), record.cost_usd)
+        self.aborted: Aborted | None = None
+        self.replays: dict[TrialKey, JudgeReplay] = {}
+        self.launched: list[TrialKey] = []
+
+    # -- estimates and launches ------------------------------------------------------------
+
+    def estimate(self, key: TrialKey) -> float:
+        """A run of ``key``'s cell: the mean cost of its ended runs here, else the plan's (USD)."""
+        costs = [
+            r.cost_usd
+            for r in self.chosen.values()
+            if r.cell_id == key.cell_id and r.ended and r.cost_usd is not None and r.part == "main"
+        ]
+        if costs:
+            return sum(costs) / len(costs)
+        return self.plan.cell(key.cell_id).estimate.usd or 0.0
+
+    def missing(self, keys: list[TrialKey]) -> list[TrialKey]:
+        """The keys no run of this epoch stands for yet."""
+        return [k for k in keys if k not in self.chosen]
+
+    def _stop(self, reason: str, detail: str) -> None:
+        if self.aborted is None:
+            self.aborted = Aborted(reason=reason, detail=detail)  # type: ignore[arg-type]
+
+    async def launch_all(self, keys: list[TrialKey]) -> None:
+        """Launch every missing key in order, at most ``concurrency`` at once, within the cap.
+
+        Before each launch the cap must admit spent + in-flight estimates + this run's
+        estimate; the first key it refuses stops launching (``aborted.reason = spend_cap``)
+        and every key not launched is left ``incomplete``. Runs in flight are awaited.
+        """
+        slots = asyncio.Semaphore(self.plan.options.concurrency)
+        tasks: list[asyncio.Task[None]] = []
+        pending = self.missing(keys)
+        try:
+            for index, key in enumerate(pending):
+                await slots.acquire()
+                estimate = self.estimate(key)
+                if self.aborted is None and not self.account.admits(estimate):
+                    self._stop(
+                        "spend_cap",
+                        f"spent ${self.account.spent_usd:.6f} + in flight "
+                        f"${self.account.in_flight_usd:.6f} + next run ~${estimate:.6f} would "
+                        f"pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
+                        f"{len(pending) - index} run(s) not launched",
+                    )
+                if self.aborted is not None:
+                    slots.release()
+                    for rest in pending[index:]:
+                        if rest.part == "main":
+                            self.states[rest] = "incomplete"
+                            self.errors[rest] = f"not launched: {self.aborted.reason}"
+                    break
+                launch = Launch(
+                    key,
+                    self.plan.request(key, self.epoch),
+                    idempotency_key(
+                        self.plan.sweep_id,
+                        key,
+                        self.epoch,
+                        relaunches(self.records, key, self.epoch),
+                    ),
+                    estimate,
+                )
+                self.account.launched(key.label(), estimate)
+                self.launched.append(key)
+                if key.part == "main":
+                    self.states[key] = "running"
+                tasks.append(asyncio.create_task(self._play(launch, slots)))
+            if tasks:
+                await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _play(self, launch: Launch, slots: asyncio.Semaphore) -> None:
+        key = launch.key
+        try:
+            record = await self.launcher(launch)
+        except Exception as exc:  # noqa: BLE001 (one run's failure is recorded, the sweep goes on)
+            self.account.ended(key.label(), None)
+            if key.part == "main":
+                self.states[key] = "failed"
+            self.errors[key] = f"{type(exc).__name__}: {exc}"[:300]
+        else:
+            self.chosen[key] = record
+            self.records.append(record)
+            self.account.ended(key.label(), record.cost_usd if record.ended else None)
+            if key.part == "main":
+                self.states[key] = state_of(record)
+        finally:
+            slots.release()
+        if self.publisher is not None:
+            await self.publisher(self.summary())
+
+    # -- the sweep's parts ------------------------------------------------------------------
+
+    async def qualify(self) -> bool:
+        """Play one short run per distinct seat set; False (and aborted) if one did not complete."""
+        keys = self.plan.qualification_keys()
+        await self.launch_all(keys)
+        for key in keys:
+            record = self.chosen.get(key)
+            if record is None or record.status != "completed":
+                why = record.error or record.status if record else self.errors.get(key, "no run")
+                self._stop("qualification_failed", f"qualification run of {key.cell_id}: {why}")
+                for main in self.plan.main_keys():
+                    if self.states[main] == "planned":
+                        self.states[main] = "incomplete"
+                        self.errors[main] = "not launched: qualification_failed"
+                return False
+        return True
+
+    def failed_trials(self) -> list[TrialKey]:
+        """Main trials whose run ended without passing ``round_success``."""
+        threshold = self.plan.spec.pass_threshold
+        return [
+            k
+            for k in self.plan.main_keys()
+            if (r := self.chosen.get(k)) is not None
+            and passes(r, "round_success", threshold) is False
+        ]
+
+    async def resample(self) -> None:
+        """Take the second sample of every failed trial (``--stability-retry``)."""
+        mode = self.plan.options.stability_retry
+        failed = self.failed_trials()
+        if mode == "agent_rerun":
+            await self.launch_all([TrialKey(k.cell_id, k.trial, "stability") for k in failed])
+        elif mode == "judge_replay":
+            for key in failed:
+                record = self.chosen[key]
+                replay = await replay_judge(record.run_url, self.plan.spec.scenario)
+                self.replays[key] = replay
+                self.account.spent_usd += replay.cost_usd or 0.0
+
+    def _sample(self, key: TrialKey) -> tuple[SampleOutcome, dict[str, object]] | None:
+        mode = self.plan.options.stability_retry
+        if mode == "judge_replay" and key in self.replays:
+            replay = self.replays[key]
+            return replay.outcome, {"mode": mode, **replay.model_dump()}
+        if mode == "agent_rerun":
+            sample = self.chosen.get(TrialKey(key.cell_id, key.trial, "stability"))
+            if sample is None or not sample.ended:
+                return "unmeasured", {"mode": mode, "run_id": None, "outcome": "unmeasured"}
+            ok = passes(sample, "round_success", self.plan.spec.pass_threshold)
+            outcome: SampleOutcome = (
+                "unmeasured"
+                if sample.status != "completed"
+                else ("not_reproduced" if ok else "reproduced")
+            )
+            return outcome, {"mode": mode, "run_id": sample.run_id, "outcome": outcome}
+        return None
+
+    # -- the summary ------------------------------------------------------------------------
+
+    def summary(self, exit_code: int | None = None) -> SweepSummary:
+        """The census, per-cell statistics, spend and abort reason, as ``run_summary.json``."""
+        spec, threshold = self.plan.spec, self.plan.spec.pass_threshold
+        requested = self.plan.options.stability_retry is not None
+        failed = set(self.failed_trials())
+        cells = []
+        for cell_plan in self.plan.cells:
+            cell = cell_plan.cell
+            trials, samples = [], []
+            for t in range(1, spec.trials + 1):
+                key = TrialKey(cell.cell_id, t)
+                summary = trial_summary(t, self.chosen.get(key), threshold, self.states[key])
+                if key in self.errors and summary.error is None:
+                    summary.error = self.errors[key]
+                if key in failed and (sample := self._sample(key)) is not None:
+                    samples.append(sample[0])
+                    summary.stability_sample = sample[1]
+                trials.append(summary)
+            n_failed = sum(1 for k in failed if k.cell_id == cell.cell_id)
+            stability, detail = annotate(samples, requested, n_failed)
+            cells.append(
+                CellSummary(
+                    cell_id=cell.cell_id,
+                    index=cell.index,
+                    params=cell.params,
+                    model=cell.model,
+                    provider=cell.provider,
+                    trials=trials,
+                    metrics=cell_metrics(trials),
+                    stability=stability,  # type: ignore[arg-type]
+                    stability_detail=detail,
+                )
+            )
+        qualification = [
+            trial_summary(k.trial, self.chosen.get(k), threshold).model_copy(
+                update={"error": self.errors.get(k) or getattr(self.chosen.get(k), "error", None)}
+            )
+            for k in (self.plan.qualification_keys() if self.plan.options.qualification else [])
+        ]
+        return SweepSummary(
+            sweep_id=self.plan.sweep_id,
+            spec_path=self.plan.spec_path,
+            scenario=spec.scenario,
+            runs_dir=spec.runs_dir,
+            mode=self.mode,
+            epoch=self.epoch,
+            trials_per_cell=spec.trials,
+            pass_threshold=threshold,
+            metrics_defined=METRIC_DEFINITIONS,
+            census=census_of(self.states),
+            cells=cells,
+            qualification=qualification,
+            spend=SpendSummary(
+                cap_usd=spec.spend_cap_usd,
+                spent_usd=self.account.spent_usd,
+                in_flight_estimate_usd=self.account.in_flight_usd,
+                estimate_per_run_usd={c.cell.cell_id: c.estimate.usd for c in self.plan.cells},
+                estimate_source={c.cell.cell_id: c.estimate.source for c in self.plan.cells},
+            ),
+            aborted=self.aborted,
+            exit_code=exit_code,
+            updated_at=now_iso(),
+        )
+
+    def exit_code(self) -> int:
+        """The sweep's exit code (DESIGN.md section 9).
+
+        130 interrupted; 65 qualification failed; 20 a trial not measured (spend cap, run
+        timeout, turn limit, still running); 1 a run failed; else 0.
+        """
+        if self.aborted is not None and self.aborted.reason == "interrupted":
+            return int(exit_codes.INTERRUPTED)
+        if self.aborted is not None and self.aborted.reason == "qualification_failed":
+            return int(exit_codes.REFUSED)
+        states = set(self.states.values())
+        if self.aborted is not None or states & {"incomplete", "planned", "running"}:
+            return int(exit_codes.NOT_MEASURED)
+        if "failed" in states:
+            return int(exit_codes.EVALUATIONS_FAILED)
+        return int(exit_codes.OK)
+
+    def interrupted(self) -> None:
+        """Record a Ctrl-C: launched-but-unfinished and unlaunched trials are incomplete."""
+        self._stop("interrupted", "interrupted (Ctrl-C or cancellation); each run kept its log")
+        for key, state in self.states.items():
+            if state in ("planned", "running"):
+                self.states[key] = "incomplete"
+
+    def write(self, exit_code: int | None = None) -> SweepSummary:
+        """Write ``run_summary.json`` (atomically) and return what was written."""
+        summary = self.summary(exit_code)
+        write_summary(self.plan.spec.runs_dir, summary)
+        return summary

@@ -1,0 +1,118 @@
+"""Spend of a sweep: a per-run estimate before launch, and the cap's running account (USD).
+
+The estimate of one run comes, in order, from: runs of the same cell this sweep already
+finished; the last runs in the runs folder with the same scenario and the same seats (model and
+provider per agent); else ``glossogen.launch.estimate_round_cost``'s stated token assumptions
+times ``round_count``. Scripted runs cost 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from glossogen.eventlog import read_events
+from glossogen.launch import RunPlan, estimate_round_cost
+from glossogen.storage import RunStore, join
+
+LOOKBACK_RUNS = 20
+"""Newest runs of the scenario examined for a matching run."""
+MATCHES_AVERAGED = 3
+"""Matching runs whose cost per round is averaged."""
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """What one run of a cell is expected to spend, in USD (None: a model is not costed)."""
+
+    usd: float | None
+    source: str
+
+
+def _seats(plan: RunPlan) -> list[tuple[str, str, str]]:
+    return sorted((s.agent_id, s.provider, s.model) for s in plan.seats)
+
+
+def _cost_per_round(url: str, scenario: str, seats: list[tuple[str, str, str]]) -> float | None:
+    """A finished run's cost per played round if its seats match ``seats``, else None."""
+    try:
+        events = read_events(join(url, f"{scenario}.jsonl")).events
+    except (FileNotFoundError, OSError):
+        return None
+    registered = sorted(
+        (e.agent_id, e.provider, e.model)  # type: ignore[attr-defined]
+        for e in events
+        if e.event_type == "agent_registered"
+    )
+    ended = next((e for e in reversed(events) if e.event_type == "simulation_ended"), None)
+    if ended is None or registered != seats:
+        return None
+    cost, rounds = ended.total_cost_usd, ended.rounds_played  # type: ignore[attr-defined]
+    if cost is None or not rounds:
+        return None
+    return float(cost) / rounds
+
+
+def estimate_run(plan: RunPlan) -> RunEstimate:
+    """Estimate one run of ``plan`` before launch (see the module docstring for the sources).
+
+    Raises:
+        StorageError: the runs folder is unreachable.
+    """
+    rounds = int(plan.knobs["round_count"])
+    providers = {s.provider for s in plan.seats} | (
+        {plan.judge_provider} if plan.judge_provider else set()
+    )
+    if providers <= {"scripted"}:
+        return RunEstimate(0.0, "scripted runs cost nothing")
+    store = RunStore(plan.request.runs_dir)
+    seats = _seats(plan)
+    found: list[float] = []
+    for run_id in reversed(store.list_runs(plan.request.scenario)[-LOOKBACK_RUNS:]):
+        per_round = _cost_per_round(store.run_url(run_id), plan.request.scenario, seats)
+        if per_round is not None:
+            found.append(per_round)
+            if len(found) == MATCHES_AVERAGED:
+                break
+    if found:
+        usd = sum(found) / len(found) * rounds
+        return RunEstimate(usd, f"mean cost per round of the last {len(found)} matching run(s)")
+    per_round = estimate_round_cost(plan).per_round
+    if per_round is None:
+        return RunEstimate(None, "a model is not in the price catalogue")
+    return RunEstimate(per_round * rounds, "assumed token counts (glossogen.launch)")
+
+
+@dataclass
+class SpendAccount:
+    """The cap's running account: what ended runs spent and what runs in flight may spend.
+
+    Attributes:
+        cap_usd: The spend cap (None: no cap).
+        spent_usd: Sum of ``total_cost_usd`` of the sweep's ended runs (an uncosted run counts
+            its estimate).
+        in_flight: Estimate of each launched run that has not ended, by label.
+    """
+
+    cap_usd: float | None
+    spent_usd: float = 0.0
+    in_flight: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def in_flight_usd(self) -> float:
+        """Sum of the in-flight estimates (USD)."""
+        return sum(self.in_flight.values())
+
+    def admits(self, estimate_usd: float) -> bool:
+        """True when spent + in flight + ``estimate_usd`` stays within the cap (or no cap)."""
+        if self.cap_usd is None:
+            return True
+        return self.spent_usd + self.in_flight_usd + estimate_usd <= self.cap_usd + 1e-12
+
+    def launched(self, label: str, estimate_usd: float) -> None:
+        """Count a launched run's estimate as in flight."""
+        self.in_flight[label] = estimate_usd
+
+    def ended(self, label: str, cost_usd: float | None) -> None:
+        """Move a run from in flight to spent, at its logged cost (else its estimate)."""
+        estimate = self.in_flight.pop(label, 0.0)
+        self.spent_usd += estimate if cost_usd is None else cost_usd

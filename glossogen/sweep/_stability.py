@@ -1,0 +1,114 @@
+"""Stability re-sampling: a second sample of a failed trial says reproducible or flaky.
+
+Two modes (``--stability-retry``):
+
+- ``agent_rerun``: the trial is played once more (a run labelled ``part=stability``); a failure
+  that fails again is reproducible, one that now passes is flaky.
+- ``judge_replay``: every ``judge_called`` of the failed run is asked again of the same judge
+  model (the question as logged); rulings that all agree make the failure reproducible, any
+  that differs makes it flaky. A run with no judge call (deterministic verdicts) cannot be
+  replayed: unmeasured. Scripted judges are deterministic, so their replay agrees by definition.
+
+The first attempt stays authoritative: a sample only annotates, it never changes a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from glossogen.eventlog import Event, read_events
+from glossogen.storage import join
+
+SampleOutcome = Literal["reproduced", "not_reproduced", "unmeasured"]
+
+
+class JudgeReplay(BaseModel):
+    """What replaying a run's judge calls found.
+
+    Attributes:
+        replayed: Judge calls asked again.
+        agreed: Replayed rulings equal to the logged ones.
+        cost_usd: What the replay spent (USD; null when a model is not costed).
+        outcome: ``reproduced`` (all agreed), ``not_reproduced`` (one differed), or
+            ``unmeasured`` (nothing to replay, or a replay call failed).
+        detail: One line for the summary.
+    """
+
+    replayed: int
+    agreed: int
+    cost_usd: float | None
+    outcome: SampleOutcome
+    detail: str
+
+
+async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
+    """Ask every logged ``judge_called`` of a run again and compare the rulings.
+
+    Raises:
+        StorageError: the log cannot be read.
+    """
+    from glossogen.engine._judge import RunJudge
+    from glossogen.pricing import add_costs
+    from glossogen.scenario import JudgeDecision
+
+    calls = [
+        e
+        for e in read_events(join(run_url, f"{scenario}.jsonl")).events
+        if e.event_type == "judge_called"
+    ]
+    if not calls:
+        return JudgeReplay(
+            replayed=0,
+            agreed=0,
+            cost_usd=0.0,
+            outcome="unmeasured",
+            detail="no judge call to replay (the verdicts are deterministic)",
+        )
+    emitted: list[Event] = []
+    agreed, costs = 0, []
+    for call in calls:
+        logged: Any = call
+        judge = RunJudge(logged.model, logged.provider, {}, emitted.append)
+        decision = await judge.rule(
+            logged.question,
+            logged.instructions,
+            lambda logged=logged: JudgeDecision(logged.success, logged.reason),
+        )
+        if judge.failed_in_round:
+            return JudgeReplay(
+                replayed=len(costs),
+                agreed=agreed,
+                cost_usd=add_costs(costs),
+                outcome="unmeasured",
+                detail=f"a replayed judge call failed ({decision.reason})",
+            )
+        agreed += decision.success == logged.success
+        costs.append(getattr(emitted[-1], "cost_usd", None) if emitted else None)
+    outcome: SampleOutcome = "reproduced" if agreed == len(calls) else "not_reproduced"
+    return JudgeReplay(
+        replayed=len(calls),
+        agreed=agreed,
+        cost_usd=add_costs(costs),
+        outcome=outcome,
+        detail=f"{agreed} of {len(calls)} replayed judge ruling(s) agreed",
+    )
+
+
+def annotate(samples: list[SampleOutcome], requested: bool, failed_trials: int) -> tuple[str, str]:
+    """Return a cell's ``(stability, detail)`` from the outcomes of its failed trials' samples.
+
+    ``unmeasured`` without ``--stability-retry`` or when a sample could not be taken;
+    ``stable`` when no trial failed or every failure reproduced; ``flaky`` when one did not.
+    """
+    if not requested:
+        return "unmeasured", "no --stability-retry"
+    if failed_trials == 0:
+        return "stable", "no failed trial to re-sample"
+    if len(samples) < failed_trials or "unmeasured" in samples:
+        return "unmeasured", "a failed trial's second sample could not be measured"
+    if "not_reproduced" in samples:
+        flaky = samples.count("not_reproduced")
+        return "flaky", f"{flaky} of {failed_trials} failure(s) did not reproduce"
+    return "stable", f"all {failed_trials} failure(s) reproduced"
