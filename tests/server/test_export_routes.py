@@ -1,0 +1,350 @@
+"""The export endpoints over HTTP: preview, CSV and raw zip, every refusal, groups, a real server."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from glossogen.server import create_app
+from tests.fixtures.played_runs import play_run
+
+CASE_05 = Path(__file__).parents[1] / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
+API = "/api/g/local/runs/export"
+
+
+def _report(run_id: str) -> dict:
+    """A ``veyru_report.json`` under the report contract: round_success over 2 rounds."""
+    return {
+        "report_version": 1,
+        "run_id": run_id,
+        "scenario": "veyru",
+        "log_sha256": "0" * 64,
+        "updated_at": "2026-11-29T12:00:00Z",
+        "metrics": {
+            "round_success": {
+                "name": "round_success",
+                "kind": "deterministic",
+                "version": 1,
+                "unit": "share of rounds won",
+                "status": "ok",
+                "score": 0.5,
+                "summary": "1 of 2 rounds won",
+                "rounds": 2,
+                "per_round": [
+                    {"round_number": 1, "value": 1.0, "team_id": "team", "note": "won"},
+                    {"round_number": 2, "value": 0.0, "team_id": "team", "note": "lost"},
+                ],
+                "per_agent": [],
+                "replicas": None,
+                "agreement": None,
+                "judge": None,
+                "cost_usd": 0.0,
+                "sidecar": None,
+                "error": None,
+            }
+        },
+        "evaluation_cost": {"judge_usd": 0.0, "probe_usd": 0.0, "total_usd": 0.0},
+    }
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Runs dir: two played veyru runs (2 and 3 rounds, the first with a report), one played
+    run of group ``lab``, and the GlossoGen 0.5 case (group ``local`` by default)."""
+    root = tmp_path_factory.mktemp("runs")
+    two = play_run(str(root), rounds=2)
+    three = play_run(str(root), rounds=3)
+    lab = play_run(str(root), rounds=2, group_slug="lab")
+    (Path(two.url) / "veyru_report.json").write_text(json.dumps(_report(two.run_id)))
+    shutil.copytree(CASE_05, root / "veyru" / "1795939736")
+    return {"root": str(root), "two": two.run_id, "three": three.run_id, "lab": lab.run_id}
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``TMPDIR`` (and tempfile's cache of it) at a fresh folder the test can inspect."""
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    return folder
+
+
+def _client(cohort: dict[str, str], **limits: int) -> TestClient:
+    return TestClient(create_app(cohort["root"], **limits))
+
+
+def _filters(**fields: object) -> dict[str, object]:
+    return {"kind": "filters", **fields}
+
+
+def _ids(*run_ids: str) -> dict[str, object]:
+    return {"kind": "run_ids", "run_ids": list(run_ids)}
+
+
+def test_preview_reports_runs_columns_metrics_and_the_three_limits(cohort: dict[str, str]) -> None:
+    got = _client(cohort).post(f"{API}/preview", json={"selection": _filters(scenario=["veyru"])})
+    assert got.status_code == 200
+    body = got.json()
+    assert body["group"] == "local"
+    assert body["run_count"] == 3  # the lab run is another group's
+    assert body["scenarios"] == ["veyru"]
+    assert body["missing_run_ids"] == []
+    assert body["limits"] == {
+        "max_runs": 5000,
+        "raw_zip_bytes": 4 * 1024**3,
+        "csv_bytes": 512 * 1024**2,
+    }
+    assert body["metrics"] == [
+        {"name": "round_success", "runs": 1, "round_rows": 2, "agent_rows": 0}
+    ]
+    assert body["runs_without_report"] == 2
+    coverage = {(c["table"], c["column"]): c["runs_filled"] for c in body["columns"]}
+    assert coverage[("run_level", "run_id")] == 3
+    assert coverage[("run_level", "metric.round_success")] == 1
+    assert coverage[("run_level", "knob.round_count")] == 3
+    sizes = sum(
+        p.stat().st_size
+        for run_id in (cohort["two"], cohort["three"], "veyru/1795939736")
+        for p in (Path(cohort["root"]) / run_id).iterdir()
+        if p.name != ".writer.lock"
+    )
+    assert body["raw_zip_estimated_bytes"] == sizes
+    assert body["refusals"] == []
+
+
+def test_preview_lists_ids_that_do_not_resolve_and_other_groups_runs(
+    cohort: dict[str, str],
+) -> None:
+    selection = _ids(cohort["two"], "veyru/1", cohort["lab"])
+    body = _client(cohort).post(f"{API}/preview", json={"selection": selection}).json()
+    assert body["run_count"] == 1
+    assert body["missing_run_ids"] == ["veyru/1", cohort["lab"]]
+
+
+def test_the_slug_selects_a_group(cohort: dict[str, str]) -> None:
+    got = _client(cohort).post(
+        "/api/g/lab/runs/export/csv",
+        json={"selection": _filters(), "frames": ["run_level"], "columns": ["status"]},
+    )
+    assert got.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(got.text)))
+    assert [(r["run_id"], r["status"]) for r in rows] == [(cohort["lab"], "completed")]
+
+
+def test_csv_of_one_table_is_a_bare_csv_with_the_picked_columns_and_metrics(
+    cohort: dict[str, str], tmpdir_env: Path
+) -> None:
+    got = _client(cohort).post(
+        f"{API}/csv",
+        json={
+            "selection": _ids(cohort["three"], cohort["two"]),
+            "frames": ["run_level"],
+            "columns": ["status", "knob.round_count"],
+            "metrics": ["round_success"],
+            "repeat_run_columns": False,
+        },
+    )
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "text/csv; charset=utf-8"
+    assert got.headers["content-disposition"] == 'attachment; filename="run_level.csv"'
+    rows = list(csv.DictReader(io.StringIO(got.text)))
+    assert {c for c in rows[0] if not c.startswith("metric")} == {
+        "run_id",
+        "scenario_name",
+        "status",
+        "knob.round_count",
+    }
+    assert {c.split(".", 1)[1] for c in rows[0] if c.startswith("metric")} == {"round_success"}
+    by_run = {r["run_id"]: r for r in rows}
+    assert by_run[cohort["two"]]["knob.round_count"] == "2"
+    assert by_run[cohort["three"]]["knob.round_count"] == "3"
+    assert by_run[cohort["two"]]["metric.round_success"] == "0.5"
+    assert by_run[cohort["three"]]["metric.round_success"] == ""  # no report: blank, never 0
+    assert list(tmpdir_env.iterdir()) == []  # the temporary file is gone once sent
+
+
+def test_csv_of_two_tables_is_a_zip_with_the_legend(cohort: dict[str, str]) -> None:
+    got = _client(cohort).post(
+        f"{API}/csv",
+        json={"selection": _ids(cohort["two"]), "frames": ["run_level", "round_level"]},
+    )
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert sorted(zf.namelist()) == ["columns.csv", "round_level.csv", "run_level.csv"]
+        rounds = list(csv.DictReader(io.StringIO(zf.read("round_level.csv").decode())))
+        assert [(r["round_number"], r["metric.round_success"]) for r in rounds] == [
+            ("1", "1.0"),
+            ("2", "0.0"),
+        ]
+        legend = list(csv.DictReader(io.StringIO(zf.read("columns.csv").decode())))
+        assert {"table": "run_level", "column": "run_id"}.items() <= legend[0].items()
+
+
+def test_a_download_refuses_an_id_that_no_longer_resolves_with_404(
+    cohort: dict[str, str],
+) -> None:
+    client = _client(cohort)
+    for route in ("csv", "raw"):
+        got = client.post(f"{API}/{route}", json={"selection": _ids(cohort["two"], "veyru/1")})
+        assert got.status_code == 404
+        assert got.json()["detail"]["missing_run_ids"] == ["veyru/1"]
+        assert "veyru/1" in got.json()["detail"]["message"]
+
+
+def test_a_knob_condition_that_cannot_be_read_as_the_recorded_type_is_422(
+    cohort: dict[str, str],
+) -> None:
+    client = _client(cohort)
+    body = {"selection": _filters(scenario=["veyru"], knob=["round_count>=lots"])}
+    for route in ("preview", "csv", "raw"):
+        got = client.post(f"{API}/{route}", json=body)
+        assert got.status_code == 422
+        detail = got.json()["detail"]
+        assert detail["field"] == "knob"
+        assert "round_count" in detail["message"] and "lots" in detail["message"]
+
+
+def test_a_mixed_selection_and_an_unknown_table_are_422(cohort: dict[str, str]) -> None:
+    client = _client(cohort)
+    mixed = {"kind": "run_ids", "run_ids": [cohort["two"]], "scenario": ["veyru"]}
+    assert client.post(f"{API}/csv", json={"selection": mixed}).status_code == 422
+    got = client.post(f"{API}/csv", json={"selection": _ids(cohort["two"]), "frames": ["nope"]})
+    assert got.status_code == 422
+    assert got.json()["detail"]["field"] == "frames"
+
+
+def test_the_csv_ceiling_refuses_before_any_byte_is_sent(
+    cohort: dict[str, str], tmpdir_env: Path
+) -> None:
+    got = _client(cohort, csv_max_bytes=1000).post(
+        f"{API}/csv", json={"selection": _filters(scenario=["veyru"])}
+    )
+    assert got.status_code == 413
+    detail = got.json()["detail"]
+    assert (detail["limit"], detail["value"]) == ("csv_bytes", 1000)
+    assert "CSV ceiling" in detail["message"] and "glossogen export" in detail["message"]
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def test_the_run_ceiling_refuses_downloads_and_the_preview_still_answers(
+    cohort: dict[str, str],
+) -> None:
+    client = _client(cohort, max_runs=2)
+    body = {"selection": _filters(scenario=["veyru"])}
+    for route in ("csv", "raw"):
+        got = client.post(f"{API}/{route}", json=body)
+        assert got.status_code == 413
+        assert got.json()["detail"]["limit"] == "max_runs"
+        assert "3 runs, over the 2-run limit" in got.json()["detail"]["message"]
+    preview = client.post(f"{API}/preview", json=body).json()
+    assert preview["run_count"] == 3
+    assert [r["limit"] for r in preview["refusals"]] == ["max_runs"]
+
+
+def test_raw_zip_holds_the_selected_folders_and_a_manifest(
+    cohort: dict[str, str], tmpdir_env: Path
+) -> None:
+    got = _client(cohort).post(
+        f"{API}/raw",
+        json={"selection": _ids(cohort["two"], "veyru/1795939736"), "include_atif": True},
+    )
+    assert got.status_code == 200
+    assert got.headers["content-disposition"] == 'attachment; filename="runs.zip"'
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert zf.testzip() is None
+        manifest = list(csv.DictReader(io.StringIO(zf.read("manifest.csv").decode())))
+        assert [(r["run_id"], r["atif_trajectories"]) for r in manifest] == [
+            (cohort["two"], "2"),
+            ("veyru/1795939736", "2"),
+        ]
+        assert f"{cohort['two']}/veyru_report.json" in zf.namelist()
+        assert f"{cohort['two']}/atif/field_observer.json" in zf.namelist()
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def test_a_single_run_raw_zip_always_carries_its_trajectories(cohort: dict[str, str]) -> None:
+    got = _client(cohort).post(f"{API}/raw", json={"selection": _ids(cohort["three"])})
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert sorted(n for n in zf.namelist() if "/atif/" in n) == [
+            f"{cohort['three']}/atif/field_observer.json",
+            f"{cohort['three']}/atif/stabilization_engineer.json",
+        ]
+
+
+def test_the_raw_ceiling_refuses_and_names_the_limit(cohort: dict[str, str]) -> None:
+    client = _client(cohort, raw_max_bytes=1000)
+    got = client.post(f"{API}/raw", json={"selection": _ids(cohort["two"])})
+    assert got.status_code == 413
+    detail = got.json()["detail"]
+    assert (detail["limit"], detail["value"]) == ("raw_zip_bytes", 1000)
+    assert "over the 1000 bytes raw zip ceiling; select fewer runs" in detail["message"]
+    preview = client.post(f"{API}/preview", json={"selection": _ids(cohort["two"])}).json()
+    assert [r["limit"] for r in preview["refusals"]] == ["raw_zip_bytes"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_glossogen_serve_answers_over_real_http(cohort: dict[str, str]) -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "glossogen",
+            "serve",
+            "--runs-dir",
+            cohort["root"],
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:  # uvicorn logs this once it accepts connections
+            if b"Application startup complete" in line:
+                break
+        else:
+            pytest.fail(f"glossogen serve exited with {server.wait()}")
+        base = f"http://127.0.0.1:{port}"
+        body = {"selection": _ids(cohort["two"]), "frames": ["run_level"], "columns": ["status"]}
+        got = httpx.post(f"{base}{API}/csv", json=body, timeout=60)
+        assert got.status_code == 200
+        assert [r["status"] for r in csv.DictReader(io.StringIO(got.text))] == ["completed"]
+        assert httpx.post(f"{base}{API}/preview", json=body, timeout=60).json()["run_count"] == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_serve_refuses_a_runs_dir_that_is_not_a_folder(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "serve", "--runs-dir", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 66
+    assert (
+        done.stderr == f"glossogen: error: --runs-dir {str(tmp_path / 'nope')!r} is not a folder\n"
+    )
