@@ -12,6 +12,7 @@ from typer.exceptions import TyperException
 
 from glossogen import exit_codes
 from glossogen.cli import derived, run, scenarios, schema, serve, sweep
+from glossogen.cli import evaluate as evaluate_command
 from glossogen.cli import export as export_command
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
 app.command("sweep")(sweep.sweep)
 app.command("serve")(serve.serve)
 app.command("export")(export_command.export)
+app.command("evaluate")(evaluate_command.evaluate)
 
 EXIT_USAGE = int(exit_codes.USAGE)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)

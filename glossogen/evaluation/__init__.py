@@ -19,6 +19,8 @@ from glossogen.evaluation._contract import (
     Scored,
 )
 from glossogen.evaluation._evaluate import (
+    PLOT_METRICS,
+    Evaluation,
     EvaluationPlan,
     Outcome,
     failed_outcome,
@@ -28,6 +30,7 @@ from glossogen.evaluation._evaluate import (
     scenario_of,
     score_all,
     score_metric,
+    summarise,
     write_outcomes,
 )
 from glossogen.evaluation._judge import Judge, parse_judge_settings
@@ -54,6 +57,9 @@ from glossogen.evaluation._report import (
 from glossogen.evaluation._run import EvaluationError, LoadedRun, load_run
 
 __all__ = [
+    "PLOT_METRICS",
+    "Evaluation",
+    "summarise",
     "ENTRY_POINT_GROUP",
     "GZIP_LEVEL",
     "REPORT_HTML",

@@ -287,6 +287,39 @@ def write_outcomes(
     return report
 
 
+@dataclass
+class Evaluation:
+    """What an evaluation did: the report as written, and the metrics left blank, with why.
+
+    Attributes:
+        report: The merged report.
+        scored: Names of the metrics scored now (``ok`` or ``failed``), in request order.
+        blank: Metric name -> reason it has no entry (did not apply, nothing to measure).
+    """
+
+    report: Report
+    scored: list[str]
+    blank: dict[str, str]
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Metric name -> one-line error, for the metrics scored now that failed."""
+        return {
+            n: self.report.metrics[n].error or "failed"
+            for n in self.scored
+            if self.report.metrics[n].status == "failed"
+        }
+
+
+def summarise(plan: EvaluationPlan, outcomes: list[Outcome], report: Report) -> Evaluation:
+    """Return the :class:`Evaluation` of ``outcomes`` written as ``report``."""
+    blank = dict(plan.blank)
+    blank.update({o.name: o.blank for o in outcomes if o.blank is not None})
+    return Evaluation(
+        report=report, scored=[o.name for o in outcomes if o.result is not None], blank=blank
+    )
+
+
 def headline_rows(report: Report, names: list[str]) -> list[dict[str, Any]]:
     """Return one row per metric scored now: name, score, unit, rounds, status, summary."""
     rows = []

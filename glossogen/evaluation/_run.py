@@ -97,6 +97,21 @@ def _read_bytes(url: str) -> bytes:
         return fs.cat_file(path)
 
 
+def _missing_log(run_dir: str, scenario: str) -> EvaluationError:
+    """65 when the folder holds another scenario's log, else 66 (nothing to read)."""
+    fs, path = open_fs(run_dir)
+    try:
+        others = sorted(p.rsplit("/", 1)[-1][: -len(".jsonl")] for p in fs.glob(f"{path}/*.jsonl"))
+    except OSError:
+        others = []
+    others = [o for o in others if not o.startswith(("_", "."))]
+    if len(others) == 1:
+        return EvaluationError(f"{run_dir} holds a {others[0]!r} run, not {scenario!r}")
+    return EvaluationError(
+        f"no event log {scenario}.jsonl in {run_dir}", int(exit_codes.UNREADABLE)
+    )
+
+
 def _scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Scenario, bool]:
     """Build the scenario from the recorded knobs; fall back to its defaults (False) if invalid."""
     try:
@@ -136,9 +151,7 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
     try:
         data = _read_bytes(url)
     except FileNotFoundError:
-        raise EvaluationError(
-            f"no event log {scenario}.jsonl in {run_dir}", int(exit_codes.UNREADABLE)
-        ) from None
+        raise _missing_log(run_dir, scenario) from None
     except (StorageError, OSError) as exc:
         raise EvaluationError(f"cannot read {url}: {exc}", int(exit_codes.UNREADABLE)) from None
     try:

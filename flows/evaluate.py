@@ -1,0 +1,69 @@
+"""The evaluate flow: score a finished run into ``<scenario>_report.json``, one task per metric."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from prefect import flow
+from prefect.artifacts import acreate_table_artifact
+
+from glossogen.evaluation import Evaluation, failed_outcome, get_metric, headline_rows, summarise
+from tasks.evaluate import plan, score, write
+
+
+def _artifact_key(run_id: str) -> str:
+    """Prefect artifact keys allow lower-case letters, digits and dashes."""
+    return "evaluation-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
+
+
+@flow(name="evaluate", flow_run_name="evaluate-{run_dir}")
+async def evaluate(
+    run_dir: str,
+    metrics: str | list[str] = "all",
+    model: str | None = None,
+    provider: str | None = None,
+    judge_settings: dict[str, Any] | None = None,
+    judge_replicas: int = 1,
+    probe_replicas: int = 1,
+    allow_incomplete: bool = False,
+    plot: bool = False,
+) -> Evaluation:
+    """Score the run in ``run_dir`` and write its report; return what was written.
+
+    Every metric is its own task run (cached, see ``tasks/evaluate.py``), scored concurrently.
+    The report is written even when some metrics failed (their entries say ``failed``); the
+    caller reads ``Evaluation.failed``. The headline table is published as a Prefect table artifact.
+
+    Raises:
+        EvaluationError: the request or run was refused (exit code on the exception).
+    """
+    checked = plan(
+        run_dir,
+        metrics,
+        model,
+        provider,
+        judge_settings,
+        judge_replicas,
+        probe_replicas,
+        allow_incomplete,
+        plot,
+    )
+    names = [m.name for m in checked.metrics]
+    states = await asyncio.gather(*(score(checked, name, return_state=True) for name in names))
+    outcomes = []
+    for name, state in zip(names, states, strict=True):
+        value = await state.result(raise_on_failure=False)
+        if isinstance(value, BaseException) or not state.is_completed():
+            error = value if isinstance(value, BaseException) else RuntimeError(state.message)
+            outcomes.append(failed_outcome(checked, get_metric(name), error))
+        else:
+            outcomes.append(value)
+    report = write(checked, outcomes, plot)
+    await acreate_table_artifact(
+        table=headline_rows(report, names),
+        key=_artifact_key(report.run_id),
+        description=f"Evaluation of {report.run_id} (log {report.log_sha256[:12]})",
+    )
+    return summarise(checked, outcomes, report)

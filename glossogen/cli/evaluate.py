@@ -1,0 +1,114 @@
+"""``glossogen evaluate``: check the request, then score the run with the ``evaluate`` flow."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import typer
+
+from glossogen import exit_codes
+
+
+def _error(message: str) -> None:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+
+
+def _score(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def evaluate(
+    scenario: str = typer.Argument(..., help="The run's scenario (see `glossogen scenarios`)."),
+    run_dir: str = typer.Option(..., "--run-dir", help="The run folder (path or fsspec URL)."),
+    metrics: str = typer.Option(
+        "all", "--metrics", help="Comma-separated metric names, or 'all' (every one that applies)."
+    ),
+    model: str = typer.Option(None, "--model", help="Judge model (judged metrics)."),
+    provider: str = typer.Option(
+        None, "--provider", help="Judge provider: anthropic, huggingface or openai."
+    ),
+    judge_settings: list[str] = typer.Option(
+        None,
+        "--judge-settings",
+        help="Judge settings as key=value (same as judge_model_settings), e.g. temperature=0.",
+    ),
+    judge_replicas: int = typer.Option(1, "--judge-replicas", help="Judge calls per item."),
+    probe_replicas: int = typer.Option(
+        1, "--probe-replicas", help="protocol_probe calls per (agent, question)."
+    ),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete", help="Score a run whose log has no simulation_ended."
+    ),
+    plot: bool = typer.Option(False, "--plot", help="Also write report.html with charts."),
+) -> int:
+    """Score a run into <run-dir>/<scenario>_report.json (exit 1 when some metric failed)."""
+    from glossogen.evaluation import EvaluationError, plan_evaluation, report_name
+
+    items = [pair for value in judge_settings or [] for pair in value.split()]
+    try:
+        plan = plan_evaluation(
+            run_dir,
+            metrics,
+            model,
+            provider,
+            items,
+            judge_replicas,
+            probe_replicas,
+            allow_incomplete,
+            scenario=scenario,
+            plot=plot,
+        )
+    except EvaluationError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    from glossogen.cli.run import PREFECT_DEFAULTS
+
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    from flows.evaluate import evaluate as evaluate_flow
+
+    settings = plan.judge.settings if plan.judge is not None else None
+    try:
+        done = asyncio.run(
+            evaluate_flow(
+                run_dir,
+                [m.name for m in plan.metrics] or metrics,
+                model,
+                provider,
+                settings,
+                judge_replicas,
+                probe_replicas,
+                allow_incomplete,
+                plot,
+            )
+        )
+    except EvaluationError as exc:  # the run changed between the check and the flow
+        _error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _error("interrupted; nothing was written for metrics still running")
+        return int(exit_codes.INTERRUPTED)
+    except Exception as exc:  # a fault of the flow: one line, Prefect has the traceback
+        _error(f"evaluation failed: {type(exc).__name__}: {exc}")
+        return int(exit_codes.INTERNAL)
+    report = done.report
+    for name in done.scored:
+        entry = report.metrics[name]
+        print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary}")
+    for name, reason in done.blank.items():
+        print(f"glossogen: note: {name} left blank: {reason}", file=sys.stderr)
+    cost = report.evaluation_cost.total_usd
+    print(
+        f"report: {run_dir.rstrip('/')}/{report_name(report.scenario)} · evaluation cost "
+        + ("not costed" if cost is None else f"${cost:.6f}"),
+        flush=True,
+    )
+    if done.failed:
+        _error(
+            "metrics failed: "
+            + "; ".join(f"{name} ({error})" for name, error in done.failed.items())
+        )
+        return int(exit_codes.EVALUATIONS_FAILED)
+    return int(exit_codes.OK)
