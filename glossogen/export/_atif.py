@@ -40,6 +40,7 @@ from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
@@ -50,7 +51,13 @@ from pydantic_ai.messages import (
 )
 
 from glossogen.derive import read_state
-from glossogen.eventlog import AgentRegistered, Event, LlmResponseReceived, read_events
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    AgentRegistered,
+    Event,
+    LlmResponseReceived,
+    read_events,
+)
 from glossogen.storage import join
 
 ATIF_SCHEMA_VERSION = "ATIF-v1.8"
@@ -299,6 +306,45 @@ def _final_metrics(steps: list[dict[str, Any]]) -> FinalMetrics:
     )
 
 
+_BOUNDARIES = ("round_completed", "run_resumed")
+_RESUMABLE = ("error", "interrupted")  # a simulation_ended resume may continue after
+
+
+def _counted(events: list[Event]) -> list[Event]:
+    """Return the events that happened for the record, in log order.
+
+    Resume's view (:func:`glossogen.derive.read_state`) drops a cut-off attempt that a
+    ``run_resumed`` replayed, but also the tail after the last completed round; a trajectory
+    keeps that tail (a run still being written, or one that stopped), since nothing replaced it.
+    """
+    kept = read_state(events).events
+    last = max(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.event_type in _BOUNDARIES
+            or (e.event_type == "simulation_ended" and getattr(e, "status", "") not in _RESUMABLE)
+        ),
+        default=-1,
+    )
+    seen = {id(e) for e in kept}
+    return kept + [e for e in events[last + 1 :] if id(e) not in seen]
+
+
+def _histories(events: list[Event]) -> dict[str, list[ModelMessage]]:
+    """Rebuild each agent's pydantic-ai history as resume does (``from_index`` replaces)."""
+    histories: dict[str, list[ModelMessage]] = {}
+    for e in events:
+        if isinstance(e, AgentRegistered):
+            histories[e.agent_id] = []  # a (re-)registration starts a fresh history
+        elif isinstance(e, AgentHistoryAppended):
+            messages = ModelMessagesTypeAdapter.validate_python(e.messages)
+            history = histories.setdefault(e.agent_id, [])
+            start = len(history) if e.from_index is None else e.from_index
+            histories[e.agent_id] = history[:start] + list(messages)
+    return histories
+
+
 def build_trajectories(
     run_url: str, storage_options: dict[str, Any] | None = None
 ) -> dict[str, Trajectory]:
@@ -306,7 +352,8 @@ def build_trajectories(
 
     The event log is ``<run_url>/<scenario>.jsonl``, the scenario being the name of the run
     folder's parent (``<runs_dir>/<scenario>/<timestamp>``). Damaged lines are skipped as the
-    reader does; a round cut off by a crash and played again counts once (as resume sees it).
+    reader does; a round cut off by a crash and played again counts once (as resume sees it),
+    and a run still being written gives what its log holds so far.
 
     Args:
         run_url: The run folder, a local path or an fsspec URL (``s3://bucket/runs/veyru/17...``).
@@ -323,8 +370,8 @@ def build_trajectories(
     """
     scenario = posixpath.basename(posixpath.dirname(run_url.rstrip("/").replace("\\", "/")))
     read = read_events(join(run_url, f"{scenario}.jsonl"), storage_options)
-    state = read_state(read.events)
-    events = state.events
+    events = _counted(read.events)
+    histories = _histories(events)
     started = next((e for e in events if e.event_type == "simulation_started"), None)
     run_id = (
         getattr(started, "run_id", None) or f"{scenario}/{posixpath.basename(run_url.rstrip('/'))}"
@@ -338,7 +385,7 @@ def build_trajectories(
     for agent_id, seat in roster.items():
         steps = _Steps()
         system_prompt = (seat.model_extra or {}).get("system_prompt")
-        history = state.histories.get(agent_id) or []
+        history = histories.get(agent_id) or []
         if history:
             ledger = _Ledger(
                 [e for e in events if isinstance(e, LlmResponseReceived) and e.agent_id == agent_id]

@@ -292,3 +292,57 @@ def test_a_glossogen_05_run_gives_trajectories_through_the_upcasters() -> None:
     assert json.loads(trajectory_json(trajectories["field_observer"]))["schema_version"] == (
         "ATIF-v1.8"
     )
+
+
+def _agent_steps(trajectories: dict[str, Trajectory]) -> dict[str, int]:
+    return {a: sum(s.source == "agent" for s in t.steps) for a, t in trajectories.items()}
+
+
+def _responses(lines: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in lines:
+        event = json.loads(line)
+        if event["event_type"] == "llm_response_received":
+            counts[event["agent_id"]] = counts.get(event["agent_id"], 0) + 1
+    return counts
+
+
+def test_a_run_still_being_written_gives_what_its_log_holds_so_far(tmp_path: Path) -> None:
+    run = tmp_path / "veyru" / "1795939736"
+    run.mkdir(parents=True)
+    lines = (CASE_05 / "veyru.jsonl").read_text().splitlines(keepends=True)
+    cut = len(lines) * 3 // 5
+    (run / "veyru.jsonl").write_text("".join(lines[:cut]) + lines[cut][:40])  # torn last line
+    trajectories = build_trajectories(str(run))
+    assert _agent_steps(trajectories) == _responses(lines[:cut])
+    for trajectory in trajectories.values():
+        _valid(trajectory)
+
+
+def test_a_round_replayed_after_a_resume_counts_once(played: Path, tmp_path: Path) -> None:
+    lines = (played / "veyru.jsonl").read_text().splitlines(keepends=True)
+    kinds = [json.loads(line)["event_type"] for line in lines]
+    boundary = kinds.index("round_completed")  # end of round 1
+    round_2 = lines[boundary + 1 : kinds.index("simulation_ended")]
+    resumed = json.dumps(
+        {
+            "event_type": "run_resumed",
+            "schema_version": 1,
+            "timestamp": "2026-11-29T13:00:00Z",
+            "round_number": 1,
+            "phase": "setup",
+            "after_round": 1,
+            "reopened_round": 2,
+        }
+    )
+    run = tmp_path / "veyru" / played.name
+    run.mkdir(parents=True)
+    log = [*lines[: boundary + 1], *round_2, resumed + "\n", *round_2, lines[-1]]
+    (run / "veyru.jsonl").write_text("".join(log))
+    replayed = build_trajectories(str(run))
+    original = build_trajectories(str(played))
+    assert _agent_steps(replayed) == _responses(lines)
+    for agent_id, trajectory in replayed.items():
+        assert [s.message for s in _valid(trajectory).steps] == [
+            s.message for s in original[agent_id].steps
+        ]
