@@ -1,0 +1,151 @@
+"""Selecting runs: every filter example of the spec, against the fixture cohort."""
+
+from __future__ import annotations
+
+import pytest
+
+from glossogen.export import (
+    FilterSelection,
+    KnobCondition,
+    RunIdSelection,
+    SelectionError,
+    select_runs,
+)
+from tests.export.conftest import CUT, FORK, OLD, A, B, C, Cohort
+
+ALL = sorted([A, B, C, FORK, CUT, OLD])
+VEYRU = [A, B, FORK, CUT, OLD]
+
+
+def _ids(cohort: Cohort, **filters: object) -> list[str]:
+    found = select_runs(str(cohort.runs_dir), FilterSelection(**filters))  # type: ignore[arg-type]
+    return [r.run_id for r in found.records]
+
+
+def _refusal(cohort: Cohort, *knob: str) -> str:
+    with pytest.raises(SelectionError) as caught:
+        _ids(cohort, knob=list(knob))
+    assert caught.value.field == "knob"
+    return caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({}, ALL),
+        ({"scenario": ["prisoners_dilemma"]}, [C]),
+        ({"scenario": ["veyru", "prisoners_dilemma"]}, ALL),
+        ({"labels": ["baseline_oss", "budget=800"]}, [A]),
+        ({"labels": ["baseline"]}, [C, B]),  # a bare flag never substring-matches baseline_oss
+        ({"labels": ["budget"]}, []),  # a flag is not a key=value label
+        ({"labels": ["budget=80"]}, []),
+        ({"run_id_contains": "veyru/17950000"}, [A, B, FORK, CUT]),
+        ({"contains_agent_id": "player_a"}, [C]),
+        ({"status": "scenario_complete"}, [OLD]),  # matches the 0.5 run's status_detail
+        ({"status": "completed"}, [C, A, B, FORK, OLD]),
+        ({"status": "running"}, [CUT]),  # a log with no simulation_ended
+        ({"status": "COMPLETED", "scenario": ["prisoners_dilemma"]}, [C]),
+    ],
+)
+def test_filters_select_exactly(cohort: Cohort, filters: dict, expected: list[str]) -> None:
+    assert _ids(cohort, **filters) == sorted(expected, key=ALL.index)
+
+
+@pytest.mark.parametrize(
+    ("knob", "expected"),
+    [
+        # The spec's example: no played run records round_time_budget_seconds (a 0.5 knob):
+        # unrecorded keeps nothing; the 0.5 run records 150.
+        (["round_time_budget_seconds>=200", "postmortem_enabled=true"], []),
+        (["round_time_budget_seconds>=100", "postmortem_enabled=true"], [OLD]),
+        (["round_budget_chars>=200"], [B, CUT]),
+        (["round_budget_chars<200"], [A, FORK]),
+        (["round_budget_chars=150.0"], [A, FORK]),
+        (["round_budget_chars!=150"], [B, CUT]),
+        (["seed=7", "round_count>2"], [B, CUT]),
+        (["noise_replacement_mode=MASK"], [A, B, FORK, CUT, OLD]),  # case-insensitive
+        (["noise_replacement_mode!=mask"], []),
+        (["model_overrides.field_observer.model=scripted"], [FORK]),  # dotted nested knob
+        (["model_overrides.field_observer.model=SCRIPTED-field_observer"], [OLD]),
+        (["agent_model_settings.temperature=0.5"], [B, CUT]),
+        (["agent_model_settings.temperature=null"], [A, FORK]),
+        # null is the only reserved word: never swapped vs swapped vs not at round 16.
+        (["swap_round=null"], [OLD]),
+        (["swap_round!=null"], []),
+        (["swap_round!=16"], [OLD]),
+        (["swap_round>3"], []),
+        (["swap_round<=16"], []),
+        (["judge_model=none"], []),  # 'none' is an ordinary string, not null
+        (["judge_model=unset"], []),
+        (["judge_model="], []),  # the empty string, not a null test
+        (["judge_model=null", "scenario_name=veyru"], []),  # scenario_name is no knob
+        (["judge_model=null"], [A, B, FORK, CUT]),
+        (["judge_model!=null"], [OLD]),
+        (["no_scenario_declares_this=1"], []),  # not an error, selects nothing
+    ],
+)
+def test_knob_conditions_select_exactly(cohort: Cohort, knob: list[str], expected: list) -> None:
+    assert _ids(cohort, scenario=["veyru"], knob=knob) == expected
+
+
+def test_an_ordering_operator_on_a_string_is_refused(cohort: Cohort) -> None:
+    message = _refusal(cohort, "noise_replacement_mode>mask")
+    assert message == (
+        "--knob 'noise_replacement_mode>mask': knob 'noise_replacement_mode', operator '>', "
+        "value 'mask': the run records a string; only = and != apply"
+    )
+
+
+def test_a_value_not_readable_as_the_recorded_number_is_refused(cohort: Cohort) -> None:
+    assert _refusal(cohort, "round_count>=lots") == (
+        "--knob 'round_count>=lots': knob 'round_count', operator '>=', value 'lots': "
+        "the run records a number"
+    )
+
+
+def test_a_value_not_readable_as_the_recorded_boolean_is_refused(cohort: Cohort) -> None:
+    assert _refusal(cohort, "postmortem_enabled=maybe") == (
+        "--knob 'postmortem_enabled=maybe': knob 'postmortem_enabled', operator '=', "
+        "value 'maybe': the run records a boolean; write true or false"
+    )
+    assert "has no order" in _refusal(cohort, "postmortem_enabled>=true")
+
+
+def test_a_list_or_mapping_knob_is_not_filterable(cohort: Cohort) -> None:
+    assert "not filterable" in _refusal(cohort, "calm_rounds=[]")
+    assert "not filterable" in _refusal(cohort, "agent_model_settings=1")
+
+
+@pytest.mark.parametrize("text", ["round_count", "  ", "=5", "round_count~5"])
+def test_a_condition_without_operator_or_knob_is_refused(text: str) -> None:
+    with pytest.raises(SelectionError) as caught:
+        KnobCondition.parse(text)
+    assert caught.value.field == "knob"
+    assert repr(text) in caught.value.message
+
+
+def test_operators_parse_longest_first() -> None:
+    assert KnobCondition.parse("a>=1") == KnobCondition("a", ">=", "1")
+    assert KnobCondition.parse("a!=b=c") == KnobCondition("a", "!=", "b=c")
+    assert KnobCondition.parse("x<=") == KnobCondition("x", "<=", "")
+
+
+def test_explicit_ids_report_those_that_no_longer_resolve(cohort: Cohort) -> None:
+    found = select_runs(
+        str(cohort.runs_dir),
+        RunIdSelection(run_ids=[B, "veyru/1", A, "../etc", B]),
+    )
+    assert [r.run_id for r in found.records] == [B, A]
+    assert found.missing_run_ids == ["veyru/1", "../etc"]
+
+
+def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> None:
+    with pytest.raises(SelectionError) as caught:
+        select_runs(str(cohort.runs_dir), {"kind": "filters", "scenario": ["veyru"]}, max_runs=4)
+    assert caught.value.field == "max_runs"
+    assert caught.value.message == (
+        "the selection holds 5 runs, over the 4-run limit per export; "
+        "narrow the selection or raise it with --max-runs"
+    )
+    found = select_runs(str(cohort.runs_dir), {"kind": "filters", "labels": ["baseline"]}, 2)
+    assert len(found.records) == 2
