@@ -62,6 +62,8 @@ def typed_series(name: str, values: list[Any]) -> pl.Series:
     stays null (an empty cell, never zero).
     """
     kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return pl.Series(name, values, dtype=pl.Null)  # takes any type when frames are joined
     if kinds == {bool}:
         return pl.Series(name, values, dtype=pl.Boolean)
     if kinds and kinds <= {int}:
