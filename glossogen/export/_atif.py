@@ -310,14 +310,14 @@ _BOUNDARIES = ("round_completed", "run_resumed")
 _RESUMABLE = ("error", "interrupted")  # a simulation_ended resume may continue after
 
 
-def _counted(events: list[Event]) -> list[Event]:
-    """Return the events that happened for the record, in log order.
+def _counted(events: list[Event]) -> tuple[list[Event], dict[str, list[ModelMessage]]]:
+    """Return the events that happened for the record, in log order, and each agent's history.
 
     Resume's view (:func:`glossogen.derive.read_state`) drops a cut-off attempt that a
     ``run_resumed`` replayed, but also the tail after the last completed round; a trajectory
     keeps that tail (a run still being written, or one that stopped), since nothing replaced it.
     """
-    kept = read_state(events).events
+    state = read_state(events)
     last = max(
         (
             i
@@ -327,8 +327,12 @@ def _counted(events: list[Event]) -> list[Event]:
         ),
         default=-1,
     )
-    seen = {id(e) for e in kept}
-    return kept + [e for e in events[last + 1 :] if id(e) not in seen]
+    seen = {id(e) for e in state.events}
+    tail = [e for e in events[last + 1 :] if id(e) not in seen]
+    if not tail:  # a finished run: resume's view is the whole record
+        return state.events, state.histories
+    counted = state.events + tail
+    return counted, _histories(counted)
 
 
 def _histories(events: list[Event]) -> dict[str, list[ModelMessage]]:
@@ -370,8 +374,7 @@ def build_trajectories(
     """
     scenario = posixpath.basename(posixpath.dirname(run_url.rstrip("/").replace("\\", "/")))
     read = read_events(join(run_url, f"{scenario}.jsonl"), storage_options)
-    events = _counted(read.events)
-    histories = _histories(events)
+    events, histories = _counted(read.events)
     started = next((e for e in events if e.event_type == "simulation_started"), None)
     run_id = (
         getattr(started, "run_id", None) or f"{scenario}/{posixpath.basename(run_url.rstrip('/'))}"
