@@ -44,7 +44,10 @@ def wilson_interval(passes: int, trials: int, z: float = Z_95) -> tuple[float, f
     denominator = 1 + z2 / trials
     centre = (p + z2 / (2 * trials)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 (p = 1) the bound is exactly 0 (1); rounding would leave about 1e-17.
+    low = 0.0 if passes == 0 else max(0.0, centre - half)
+    high = 1.0 if passes == trials else min(1.0, centre + half)
+    return low, high
 
 
 def pass_hat_k(passes: int, trials: int, k: int) -> float | None:

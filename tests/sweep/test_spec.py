@@ -1,0 +1,140 @@
+"""Bad sweep specs are refused in one line with the right exit code, and nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.sweep import (
+    SweepOptions,
+    TrialKey,
+    expand_grid,
+    idempotency_key,
+    load_spec,
+    plan_sweep,
+)
+
+ISSUE_SPEC = """\
+scenario: prisoners_dilemma
+config: knobs_default
+model: scripted
+provider: scripted
+runs_dir: ./runs
+grid:
+  round_count: [2, 3]
+trials: 2
+spend_cap_usd: 1.0
+"""
+
+
+def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", str(spec), *options])
+    return int(exited.value.code), capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "message"),
+    [
+        (
+            ISSUE_SPEC + "trails: 3\ncolour: blue\n",
+            65,
+            "unknown key(s) trails, colour",
+        ),
+        (ISSUE_SPEC.replace("trials: 2", "trials: 0"), 65, "trials: Input should be greater"),
+        (ISSUE_SPEC.replace("trials: 2", "trials: 11"), 65, "trials: Input should be less"),
+        (
+            ISSUE_SPEC.replace("prisoners_dilemma", "prisoners_dilema"),
+            65,
+            "unknown scenario 'prisoners_dilema'",
+        ),
+        (ISSUE_SPEC.replace("knobs_default", "./missing.json"), 66, "missing.json"),
+        (ISSUE_SPEC.replace("round_count: [2, 3]", "round_cnt: [2, 3]"), 65, "round_cnt"),
+    ],
+    ids=["unknown-keys", "trials-0", "trials-11", "unknown-scenario", "missing-config", "bad-knob"],
+)
+def test_a_bad_spec_is_refused_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, code: int, message: str
+) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(change)
+    exit_code, err = _sweep(spec, capsys)
+    assert exit_code == code
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("glossogen: error: ")
+    assert message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
+
+
+def test_a_missing_spec_file_is_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exit_code, err = _sweep(tmp_path / "nowhere.yaml", capsys)
+    assert exit_code == 66
+    assert err.strip().splitlines() == [
+        f"glossogen: error: sweep spec '{tmp_path / 'nowhere.yaml'}' cannot be read: "
+        "No such file or directory"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_stability_mode_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(ISSUE_SPEC)
+    exit_code, err = _sweep(spec, capsys, "--stability-retry", "twice")
+    assert exit_code == 64
+    assert "--stability-retry 'twice'" in err
+
+
+def test_relative_paths_resolve_against_the_spec_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "knobs.json").write_text('{"round_count": 4, "postmortem_enabled": false}')
+    spec_file = folder / "grid.yaml"
+    spec_file.write_text(ISSUE_SPEC.replace("knobs_default", "knobs.json"))
+    spec, sweep_id = load_spec(spec_file)
+    assert sweep_id == "grid"
+    assert spec.runs_dir == str(folder / "runs")
+    assert spec.config == str(folder / "knobs.json")
+
+
+def test_cells_trials_and_requests_carry_the_sweep_labels_and_budgets(tmp_path: Path) -> None:
+    spec_file = tmp_path / "pd.yaml"
+    spec_file.write_text(ISSUE_SPEC + "knobs:\n  postmortem_enabled: false\nvary_seed: true\n")
+    spec, sweep_id = load_spec(spec_file)
+    cells = expand_grid(spec)
+    assert [c.params for c in cells] == [{"round_count": 2}, {"round_count": 3}]
+    assert cells[0].overrides == ("postmortem_enabled=false", "round_count=2")
+    assert [c.cell_id for c in expand_grid(spec)] == [c.cell_id for c in cells]
+    options = SweepOptions(max_turns=7, run_timeout_seconds=30)
+    sweep = plan_sweep(spec, sweep_id, str(spec_file), options)
+    assert sweep.main_keys() == [
+        TrialKey(cells[0].cell_id, 1),
+        TrialKey(cells[1].cell_id, 1),
+        TrialKey(cells[0].cell_id, 2),
+        TrialKey(cells[1].cell_id, 2),
+    ]
+    request = sweep.request(TrialKey(cells[1].cell_id, 2), epoch=1)
+    assert (request.max_agent_turns, request.run_timeout_seconds) == (7, 30)
+    assert request.overrides == [
+        "postmortem_enabled=false",
+        "round_count=3",
+        "seed=43",
+        'labels.sweep="pd"',
+        f'labels.cell="{cells[1].cell_id}"',
+        'labels.trial="2"',
+        'labels.epoch="1"',
+        'labels.part="main"',
+    ]
+    # Qualification: short budgets except those the user set (round_count is in the grid).
+    quali = plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
+    (key,) = quali.qualification_keys()
+    short = quali.request(key, epoch=1)
+    assert (short.max_agent_turns, short.run_timeout_seconds) == (20, 300.0)
+    assert "round_count=1" not in short.overrides
+    assert idempotency_key("pd", TrialKey(cells[0].cell_id, 2), 1) == f"pd/{cells[0].cell_id}/2"
+    assert idempotency_key("pd", key, 3, 1) == f"pd/{cells[0].cell_id}/1/qualification/e3/r1"

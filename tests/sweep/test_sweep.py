@@ -1,0 +1,177 @@
+"""Sweeps played in-process (no workers): census, statistics, idempotency, --replace, retries."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.eventlog import read_events
+from tests.sweep.test_spec import ISSUE_SPEC
+
+
+def _summary(runs: Path, sweep_id: str) -> dict[str, Any]:
+    return json.loads((runs / "sweeps" / sweep_id / "run_summary.json").read_text())
+
+
+def _run_folders(runs: Path) -> list[Path]:
+    return sorted((runs / "prisoners_dilemma").iterdir())
+
+
+def _sweep(*args: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", *args])
+    return int(exited.value.code)
+
+
+def _wilson(c: int, n: int) -> tuple[float, float]:
+    z = 1.959964
+    p = c / n
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (
+        max(0.0, (p + z * z / (2 * n) - half) / (1 + z * z / n)),
+        min(1.0, (p + z * z / (2 * n) + half) / (1 + z * z / n)),
+    )
+
+
+def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replaces(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    (tmp_path / "pd.yaml").write_text(ISSUE_SPEC)
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
+        cwd=tmp_path,
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "runs"
+    assert done.stdout.splitlines()[-1] == f"summary: {runs}/sweeps/pd/run_summary.json"
+    summary = _summary(runs, "pd")
+    assert summary["census"] == {
+        "planned": 0,
+        "running": 0,
+        "done": 4,
+        "failed": 0,
+        "incomplete": 0,
+    }
+    assert (summary["exit_code"], summary["aborted"], summary["mode"]) == (0, None, "in-process")
+    assert [c["params"] for c in summary["cells"]] == [{"round_count": 2}, {"round_count": 3}]
+    folders = _run_folders(runs)
+    assert len(folders) == 4
+    seen = set()
+    for folder in folders:
+        labels = json.loads((folder / "labels.json").read_text())
+        config = json.loads((folder / "config.json").read_text())
+        cell = next(c for c in summary["cells"] if c["cell_id"] == labels["cell"])
+        assert config["round_count"] == cell["params"]["round_count"]
+        ended = read_events(str(folder / "prisoners_dilemma.jsonl")).events[-1]
+        assert (ended.event_type, ended.status) == ("simulation_ended", "completed")
+        seen.add((labels["cell"], labels["trial"], labels["sweep"], labels["epoch"]))
+    assert seen == {(c["cell_id"], t, "pd", "1") for c in summary["cells"] for t in ("1", "2")}
+    for cell in summary["cells"]:
+        assert [t["state"] for t in cell["trials"]] == ["done", "done"]
+        assert all(t["run_id"].startswith("prisoners_dilemma/") for t in cell["trials"])
+        assert cell["trials"][0]["scores"]["rounds_played"] == cell["params"]["round_count"]
+    assert summary["spend"]["spent_usd"] == 0.0
+    assert summary["spend"]["cap_usd"] == 1.0
+
+    # Launching the same spec again launches nothing.
+    assert _sweep(str(tmp_path / "pd.yaml")) == 0
+    assert _run_folders(runs) == folders
+    again = _summary(runs, "pd")
+    assert again["census"] == summary["census"]
+    assert [t["run_id"] for c in again["cells"] for t in c["trials"]] == [
+        t["run_id"] for c in summary["cells"] for t in c["trials"]
+    ]
+
+    # --replace starts over: four new runs, a new epoch; the old ones stay on disk.
+    assert _sweep(str(tmp_path / "pd.yaml"), "--replace") == 0
+    assert len(_run_folders(runs)) == 8
+    replaced = _summary(runs, "pd")
+    assert replaced["epoch"] == 2
+    old = {t["run_id"] for c in summary["cells"] for t in c["trials"]}
+    new = {t["run_id"] for c in replaced["cells"] for t in c["trials"]}
+    assert len(new) == 4 and not new & old
+
+
+KNOWN_COUNTS_SPEC = """\
+scenario: prisoners_dilemma
+model: scripted
+provider: scripted
+runs_dir: ./runs
+knobs:
+  postmortem_enabled: false
+  round_count: 2
+grid:
+  scripted_misplay_share: [0.0, 1.0]
+trials: 3
+vary_seed: true
+"""
+
+
+def test_known_pass_counts_give_hand_computed_wilson_intervals_and_stable_failures(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "known.yaml"
+    spec.write_text(KNOWN_COUNTS_SPEC)
+    assert _sweep(str(spec), "--stability-retry", "agent_rerun", "--concurrency", "2") == 0
+    runs = tmp_path / "runs"
+    summary = _summary(runs, "known")
+    assert summary["census"]["done"] == 6
+    winning, losing = summary["cells"]
+    assert [t["verdicts"] for t in winning["trials"]] == [[True, True]] * 3
+    assert [t["verdicts"] for t in losing["trials"]] == [[False, False]] * 3
+    for cell, passes in ((winning, 3), (losing, 0)):
+        metric = cell["metrics"]["round_success"]
+        assert (metric["trials"], metric["passes"]) == (3, passes)
+        assert (metric["wilson_low"], metric["wilson_high"]) == pytest.approx(_wilson(passes, 3))
+        expected_k = {str(k): math.comb(passes, k) / math.comb(3, k) for k in (1, 2, 3)}
+        assert metric["pass_hat_k"] == expected_k
+        # every run completed, whatever its verdicts
+        assert cell["metrics"]["completed"]["passes"] == 3
+    assert winning["metrics"]["round_success"]["consistency"] == "passed_consistently"
+    assert losing["metrics"]["round_success"]["consistency"] == "failed_consistently"
+    # The second sample of each failed trial failed again: the failures reproduce.
+    assert (winning["stability"], winning["stability_detail"]) == (
+        "stable",
+        "no failed trial to re-sample",
+    )
+    assert (losing["stability"], losing["stability_detail"]) == (
+        "stable",
+        "all 3 failure(s) reproduced",
+    )
+    samples = [t["stability_sample"] for t in losing["trials"]]
+    assert [s["outcome"] for s in samples] == ["reproduced"] * 3
+    assert len(_run_folders(runs)) == 9  # 6 trials + 3 second samples, outside the census
+    parts = sorted(json.loads((f / "labels.json").read_text())["part"] for f in _run_folders(runs))
+    assert parts == ["main"] * 6 + ["stability"] * 3
+
+
+def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "q.yaml"
+    spec.write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        "knobs: {postmortem_enabled: false}\ngrid:\n  seed: [1, 2]\n"
+    )
+    assert _sweep(str(spec), "--qualification", "--max-turns", "50") == 0
+    summary = _summary(tmp_path / "runs", "q")
+    (qualification,) = summary["qualification"]
+    assert (qualification["state"], qualification["scores"]["rounds_played"]) == ("done", 1)
+    folder = tmp_path / "runs" / qualification["run_id"]
+    started = read_events(str(folder / "prisoners_dilemma.jsonl")).events[0]
+    assert started.max_agent_turns == 50  # --max-turns was set: qualification keeps it
+    assert started.scenario_config["labels"]["part"] == "qualification"
+    assert summary["census"]["done"] == 2
+    assert [c["trials"][0]["scores"]["rounds_played"] for c in summary["cells"]] == [5, 5]
