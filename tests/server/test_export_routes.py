@@ -348,3 +348,25 @@ def test_serve_refuses_a_runs_dir_that_is_not_a_folder(tmp_path: Path) -> None:
     assert (
         done.stderr == f"glossogen: error: --runs-dir {str(tmp_path / 'nope')!r} is not a folder\n"
     )
+
+
+def test_a_runs_dir_on_s3_is_served_like_a_local_one(
+    cohort: dict[str, str], s3_bucket: str
+) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    two = Path(cohort["root"]) / cohort["two"]
+    fs.put(str(two), f"{s3_bucket.removeprefix('s3://')}/runs/{cohort['two']}", recursive=True)
+    client = TestClient(create_app(f"{s3_bucket}/runs"))
+    body = {"selection": _filters(scenario=["veyru"]), "frames": ["run_level"]}
+    preview = client.post(f"{API}/preview", json=body).json()
+    assert (preview["run_count"], preview["missing_run_ids"]) == (1, [])
+    got = client.post(f"{API}/raw", json=body)
+    assert got.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert zf.read(f"{cohort['two']}/veyru.jsonl") == (two / "veyru.jsonl").read_bytes()
+        assert (
+            zf.read(f"{cohort['two']}/veyru_report.json")
+            == (two / "veyru_report.json").read_bytes()
+        )
