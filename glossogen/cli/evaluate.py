@@ -97,7 +97,7 @@ def evaluate(
     for name in done.scored:
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary}")
-    for name, reason in done.blank.items():
+    for name, reason in (dict(plan.blank) | done.blank).items():
         print(f"glossogen: note: {name} left blank: {reason}", file=sys.stderr)
     cost = report.evaluation_cost.total_usd
     print(

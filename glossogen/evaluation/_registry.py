@@ -67,15 +67,14 @@ def metric(
 
 
 def _load() -> None:
-    """Import the built-ins, then every plug-in of the entry-point group (once)."""
+    """Import the built-ins (once), then any plug-in of the entry-point group not yet loaded."""
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("glossogen.evaluation.metrics")
+    if not _loaded:
+        _loaded = True
+        importlib.import_module("glossogen.evaluation.metrics")
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _registry:
-            ep.load()  # the module's @metric decorators register it
+            ep.load()  # importing the module runs its @metric decorators
 
 
 def metric_names() -> list[str]:
