@@ -30,6 +30,8 @@ from glossogen.export._tables import (
     csv_bytes,
     legend,
     publish,
+    write_legend,
+    write_table,
     write_tables,
 )
 
@@ -92,5 +94,7 @@ __all__ = [
     "publish",
     "read_log_facts",
     "select_runs",
+    "write_legend",
+    "write_table",
     "write_tables",
 ]

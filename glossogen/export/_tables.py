@@ -270,6 +270,45 @@ def csv_bytes(frame: pl.DataFrame, header: bool = True) -> bytes:
     return buf.getvalue()
 
 
+def write_table(
+    records: list[RunRecord],
+    name: str,
+    out: str,
+    *,
+    repeat_run_columns: bool = True,
+    include_metric_summaries: bool = False,
+) -> tuple[int, dict[str, int]]:
+    """Write one table to ``<out>/<name>.csv`` and return its rows and column coverage.
+
+    The event-log tables are streamed one run at a time (memory does not grow with the
+    selection); the default tables are built in memory (one row per run, round or agent).
+
+    Returns:
+        Data rows written, and per column the distinct runs filling it (for the legend).
+
+    Raises:
+        ValueError: for an unknown table name.
+        StorageError: if ``out`` is unreachable.
+    """
+    (name,) = check_frames([name])
+    target = join(out, f"{name}.csv")
+    if name in LOG_FRAMES:
+        from glossogen.export._logtables import write_log_table
+
+        return write_log_table(name, records, target, repeat_run_columns=repeat_run_columns)
+    frame = default_frames(records, [name], None, repeat_run_columns, include_metric_summaries)
+    frame = safe_text(frame[name])
+    with publish(target) as f:
+        f.write(csv_bytes(frame))
+    return frame.height, coverage(frame)
+
+
+def write_legend(coverages: dict[str, dict[str, int]], records: list[RunRecord], out: str) -> None:
+    """Write ``<out>/columns.csv`` from each written table's coverage (see :func:`legend`)."""
+    with publish(join(out, "columns.csv")) as f:
+        f.write(csv_bytes(legend(dict(coverages), records)))
+
+
 def write_tables(
     records: list[RunRecord],
     frames: list[str],
@@ -281,8 +320,6 @@ def write_tables(
     """Write the requested tables under ``out`` and return the rows written per table.
 
     One table is written as ``<out>/<table>.csv``; two or more add ``<out>/columns.csv``.
-    The event-log tables are written one run at a time (memory does not grow with the
-    selection).
 
     Args:
         records: The selected runs.
@@ -299,32 +336,18 @@ def write_tables(
         StorageError: if ``out`` is unreachable.
     """
     names = check_frames(frames)
-    built = default_frames(
-        records,
-        names,
-        None,
-        repeat_run_columns,
-        include_metric_summaries,
-    )
     counts: dict[str, int] = {}
-    described: dict[str, pl.DataFrame | dict[str, int]] = {}
+    coverages: dict[str, dict[str, int]] = {}
     for name in names:
-        target = join(out, f"{name}.csv")
-        if name in LOG_FRAMES:
-            from glossogen.export._logtables import write_log_table
-
-            counts[name], described[name] = write_log_table(
-                name, records, target, repeat_run_columns=repeat_run_columns
-            )
-            continue
-        frame = safe_text(built[name])
-        with publish(target) as f:
-            f.write(csv_bytes(frame))
-        counts[name], described[name] = frame.height, frame
+        counts[name], coverages[name] = write_table(
+            records,
+            name,
+            out,
+            repeat_run_columns=repeat_run_columns,
+            include_metric_summaries=include_metric_summaries,
+        )
     if len(names) > 1:
-        table = legend(described, records)
-        with publish(join(out, "columns.csv")) as f:
-            f.write(csv_bytes(table))
+        write_legend(coverages, records, out)
     return counts
 
 
@@ -341,5 +364,7 @@ __all__ = [
     "csv_bytes",
     "legend",
     "publish",
+    "write_legend",
+    "write_table",
     "write_tables",
 ]

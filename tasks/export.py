@@ -1,0 +1,73 @@
+"""Tasks of the export flow: select runs, write one table, write the legend, write the raw zip.
+
+The selected runs are plain records (live data, not ids), so every task skips Prefect's cache
+(``cache_policy=NONE``): hashing them is wasted work and an export must re-read runs that
+changed anyway. Only the writes do I/O worth retrying.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from glossogen.export import (
+    RunRecord,
+    SelectedRuns,
+    SelectionError,
+    select_runs,
+    write_legend,
+    write_table,
+)
+from glossogen.storage import join
+
+
+@task(name="select_runs", cache_policy=NONE)
+def select(runs_dir: str, selection: dict[str, Any] | None, max_runs: int) -> SelectedRuns:
+    """Resolve the selection (every run when ``None``); refuse explicit ids that do not resolve.
+
+    Raises:
+        SelectionError: a bad knob condition, over ``max_runs``, or missing explicit run ids.
+    """
+    found = select_runs(runs_dir, selection or {"kind": "filters"}, max_runs=max_runs)
+    if found.missing_run_ids:
+        missing = ", ".join(found.missing_run_ids)
+        raise SelectionError(f"run ids that no longer resolve: {missing}", "run_ids")
+    return found
+
+
+@task(name="write_table", cache_policy=NONE, retries=2, task_run_name="write-{name}")
+def write_one_table(
+    records: list[RunRecord],
+    name: str,
+    out: str,
+    repeat_run_columns: bool,
+    include_metric_summaries: bool,
+) -> tuple[int, dict[str, int]]:
+    """Write ``<out>/<name>.csv``; return its rows and per-column coverage."""
+    return write_table(
+        records,
+        name,
+        out,
+        repeat_run_columns=repeat_run_columns,
+        include_metric_summaries=include_metric_summaries,
+    )
+
+
+@task(name="write_legend", cache_policy=NONE, retries=2)
+def write_columns_legend(
+    coverages: dict[str, dict[str, int]], records: list[RunRecord], out: str
+) -> None:
+    """Write ``<out>/columns.csv`` for the tables written."""
+    write_legend(coverages, records, out)
+
+
+@task(name="write_raw_zip", cache_policy=NONE, retries=1)
+def write_raw(records: list[RunRecord], out: str, include_logs: bool, include_atif: bool) -> int:
+    """Write ``<out>/runs.zip`` (the run folders); return the runs archived."""
+    from glossogen.export import publish, write_raw_zip
+
+    with publish(join(out, "runs.zip")) as f:
+        result = write_raw_zip(records, f, include_logs=include_logs, include_atif=include_atif)
+    return int(result.runs)

@@ -1,0 +1,76 @@
+"""The export flow: a scheduled export writes the tables and publishes its row counts."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+from flows.export import export
+from glossogen.export import SelectionError
+from tests.export.conftest import A, C, OLD, Cohort
+
+
+async def _latest_artifact() -> list[dict]:
+    async with get_client() as client:
+        found = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["export-row-counts"])),
+            limit=1,
+            sort="CREATED_DESC",
+        )
+    data = found[0].data
+    return json.loads(data) if isinstance(data, str) else data
+
+
+def test_the_nightly_parameters_export_every_run(
+    prefect_api: str, cohort: Cohort, tmp_path: Path
+) -> None:
+    counts = asyncio.run(export(runs_dir=str(cohort.runs_dir), out=str(tmp_path)))
+    assert counts == {"run_level": 6, "round_level": 3, "agent_level": 12}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "agent_level.csv",
+        "columns.csv",
+        "round_level.csv",
+        "run_level.csv",
+    ]
+    assert asyncio.run(_latest_artifact()) == [
+        {"table": "run_level.csv", "rows": 6},
+        {"table": "round_level.csv", "rows": 3},
+        {"table": "agent_level.csv", "rows": 12},
+    ]
+
+
+def test_a_selection_frames_and_the_raw_zip(
+    prefect_api: str, cohort: Cohort, tmp_path: Path
+) -> None:
+    counts = asyncio.run(
+        export(
+            runs_dir=str(cohort.runs_dir),
+            out=str(tmp_path),
+            selection={"kind": "run_ids", "run_ids": [C, OLD]},
+            frames=["message_level"],
+            raw=True,
+            repeat_run_columns=False,
+        )
+    )
+    assert counts == {"message_level": 8 + 28}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["message_level.csv", "runs.zip"]
+    with (tmp_path / "message_level.csv").open() as f:
+        assert {r["run_id"] for r in csv.DictReader(f)} == {C, OLD}
+
+
+def test_a_missing_run_id_fails_the_flow(prefect_api: str, cohort: Cohort, tmp_path: Path) -> None:
+    with pytest.raises(SelectionError, match="run ids that no longer resolve: veyru/7"):
+        asyncio.run(
+            export(
+                runs_dir=str(cohort.runs_dir),
+                out=str(tmp_path / "o"),
+                selection={"kind": "run_ids", "run_ids": [A, "veyru/7"]},
+            )
+        )
+    assert not (tmp_path / "o").exists()
