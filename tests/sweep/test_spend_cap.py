@@ -1,0 +1,96 @@
+"""A spend cap stops launches: the rest are incomplete (never failed) and the sweep exits 20.
+
+Runs are real priced runs: provider ``openai``, model ``gpt-4.1-mini`` (known to genai-prices),
+answered by the stub model server over HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.eventlog import read_events
+from tests.fixtures.model_stubs import StubModelServer
+from tests.providers.test_wire_formats import pd_player
+
+SPEC = """\
+scenario: prisoners_dilemma
+model: gpt-4.1-mini
+provider: openai
+runs_dir: ./runs
+name: {name}
+knobs:
+  round_count: 1
+  postmortem_enabled: false
+  idle_floor_seconds: 0.05
+trials: {trials}
+spend_cap_usd: {cap}
+"""
+
+
+def _sweep(spec: Path, *options: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", str(spec), "--concurrency", "1", *options])
+    return int(exited.value.code)
+
+
+def _cost(runs: Path, run_id: str) -> float:
+    ended = read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events[-1]
+    assert ended.event_type == "simulation_ended"
+    return ended.total_cost_usd
+
+
+def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = pd_player
+    runs = tmp_path / "runs"
+    # A pilot: one run whose cost becomes the estimate of the next sweep (a matching run).
+    pilot = tmp_path / "pilot.yaml"
+    pilot.write_text(SPEC.format(name="pilot", trials=1, cap=10.0))
+    assert _sweep(pilot) == 0
+    pilot_summary = json.loads((runs / "sweeps/pilot/run_summary.json").read_text())
+    (pilot_trial,) = pilot_summary["cells"][0]["trials"]
+    per_run = _cost(runs, pilot_trial["run_id"])
+    assert per_run > 0
+    assert pilot_summary["spend"]["spent_usd"] == pytest.approx(per_run)
+    capsys.readouterr()
+
+    capped = tmp_path / "capped.yaml"
+    capped.write_text(SPEC.format(name="capped", trials=4, cap=2.5 * per_run))
+    assert _sweep(capped) == 20
+    summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
+    ((cell_id, estimate),) = summary["spend"]["estimate_per_run_usd"].items()
+    assert estimate == pytest.approx(per_run)
+    assert summary["spend"]["estimate_source"][cell_id] == (
+        "mean cost per round of the last 1 matching run(s)"
+    )
+    assert summary["census"] == {
+        "planned": 0,
+        "running": 0,
+        "done": 2,
+        "failed": 0,
+        "incomplete": 2,
+    }
+    trials = summary["cells"][0]["trials"]
+    assert [t["state"] for t in trials] == ["done", "done", "incomplete", "incomplete"]
+    assert [t["run_id"] is None for t in trials] == [False, False, True, True]
+    assert trials[2]["error"] == "not launched: spend_cap"
+    spent = sum(_cost(runs, t["run_id"]) for t in trials[:2])
+    assert summary["spend"]["spent_usd"] == pytest.approx(spent)
+    assert summary["spend"]["spent_usd"] <= summary["spend"]["cap_usd"]
+    assert summary["aborted"]["reason"] == "spend_cap"
+    assert summary["aborted"]["detail"].endswith("2 run(s) not launched")
+    assert summary["exit_code"] == 20
+    err = capsys.readouterr().err
+    assert "glossogen: error: sweep stopped early (spend_cap)" in err
+    assert len(list((runs / "prisoners_dilemma").iterdir())) == 3  # pilot + 2
