@@ -17,6 +17,9 @@ Usage mapping (STACK.md "ATIF"): pydantic-ai ``input_tokens`` (cache reads and w
 -> ``prompt_tokens``, ``output_tokens`` -> ``completion_tokens``, ``cache_read_tokens`` ->
 ``cached_tokens``, ``cost_usd`` -> ``cost_usd`` (null when the call was not costed), cache
 writes in ``metrics.extra.cache_write_tokens``.
+
+Step timestamps on the history path are the history's own (the wall time of each request and
+response, one clock for the whole trajectory); on the events path, the events' (game time).
 """
 
 from __future__ import annotations
@@ -198,9 +201,9 @@ def _from_history(
                 steps.add("system", instructions, ts)
             for part in message.parts:
                 if isinstance(part, SystemPromptPart):
-                    steps.add("system", part.content, _iso(part.timestamp))
+                    steps.add("system", part.content, ts)
                 elif isinstance(part, UserPromptPart):
-                    steps.add("user", _prompt_text(part.content), _iso(part.timestamp))
+                    steps.add("user", _prompt_text(part.content), ts)
                 elif isinstance(part, BaseToolReturnPart):
                     steps.observe(
                         part.tool_call_id, part.model_response_str(), ts, tool_name=part.tool_name
@@ -209,7 +212,7 @@ def _from_history(
                     if part.tool_name and steps.knows(part.tool_call_id):
                         steps.observe(part.tool_call_id, part.model_response(), ts, retry=True)
                     else:
-                        steps.add("user", part.model_response(), _iso(part.timestamp))
+                        steps.add("user", part.model_response(), ts)
         elif isinstance(message, ModelResponse):
             event = ledger.take(message)
             text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
@@ -226,7 +229,7 @@ def _from_history(
             steps.add(
                 "agent",
                 text,
-                _iso(event.timestamp if event else message.timestamp),
+                _iso(message.timestamp),
                 model_name=event.model if event else message.model_name,
                 reasoning_content=thinking or None,
                 tool_calls=calls or None,

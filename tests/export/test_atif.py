@@ -93,6 +93,9 @@ def test_a_played_run_gives_each_agent_its_conversation_usage_and_tool_results(
         )
         assert final.total_cost_usd == cost.cost_usd == 0.0
         assert final.total_steps == len(steps)
+        stamps = [s.timestamp or "" for s in steps]
+        assert "" not in stamps
+        assert stamps == sorted(stamps)  # one clock: the trajectory reads in time order
 
 
 def _crafted_log(run: Path) -> None:
