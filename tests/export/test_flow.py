@@ -13,7 +13,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
 from flows.export import export
 from glossogen.export import SelectionError
-from tests.export.conftest import A, C, OLD, Cohort
+from tests.export.conftest import OLD, A, C, Cohort
 
 
 async def _latest_artifact() -> list[dict]:
