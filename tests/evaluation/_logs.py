@@ -128,6 +128,14 @@ class RunLog:
         )  # fmt: skip
         return self
 
+    @staticmethod
+    def read_messages(run_dir: Path) -> list[MessageSent]:
+        """The ``message_sent`` events of the log in ``run_dir``, in order."""
+        from glossogen.eventlog import read_events
+
+        log = run_dir / f"{run_dir.parent.name}.jsonl"
+        return [e for e in read_events(str(log)).events if isinstance(e, MessageSent)]
+
     @property
     def run_dir(self) -> Path:
         return self.root / self.scenario / str(self.timestamp)
