@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -177,6 +178,17 @@ def _run_ceiling(count: int, max_runs: int) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _reading_runs() -> Iterator[None]:
+    """Answer 404 for a run deleted while it is read, 503 for unreadable storage."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise HTTPException(404, {"message": f"{exc}; drop it from the selection"}) from exc
+    except StorageError as exc:
+        raise HTTPException(503, {"message": str(exc)}) from exc
+
+
 def _temp_file(suffix: str) -> tuple[IO[bytes], str]:
     fd, path = tempfile.mkstemp(prefix="glossogen-export-", suffix=suffix)  # under TMPDIR
     return os.fdopen(fd, "wb"), path
@@ -209,12 +221,10 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
     selected = _select(request, slug, body)
     records = selected.records
     described: dict[str, Any] = {"columns": [], "metrics": [], "runs_without_report": 0}
-    if records:
-        described = available_columns(records)
-    try:
+    with _reading_runs():
+        if records:
+            described = available_columns(records)
         estimate = estimate_raw_bytes(records, include_logs=body.include_logs)
-    except (FileNotFoundError, StorageError) as exc:
-        raise HTTPException(503, {"message": str(exc)}) from exc
     refusals = []
     if len(records) > settings.max_runs:
         refusals.append(_run_ceiling(len(records), settings.max_runs))
@@ -263,14 +273,15 @@ def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse
         raise HTTPException(422, {"field": "frames", "message": str(exc)}) from exc
     selected = _select(request, slug, body)
     _refusals(selected, slug, settings.max_runs)
-    frames = build_frames(
-        selected.records,
-        names,
-        columns=body.columns,
-        metrics=body.metrics,
-        repeat_run_columns=body.repeat_run_columns,
-        include_metric_summaries=body.include_metric_summaries,
-    )
+    with _reading_runs():
+        frames = build_frames(
+            selected.records,
+            names,
+            columns=body.columns,
+            metrics=body.metrics,
+            repeat_run_columns=body.repeat_run_columns,
+            include_metric_summaries=body.include_metric_summaries,
+        )
     suffix = ".csv" if len(names) == 1 else ".zip"
     sink, path = _temp_file(suffix)
     try:
@@ -324,7 +335,7 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
     records = selected.records
     sink, path = _temp_file(".zip")
     try:
-        with sink:
+        with sink, _reading_runs():
             write_raw_zip(
                 records,
                 sink,
@@ -337,12 +348,6 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
         raise HTTPException(
             413, {"limit": "raw_zip_bytes", "value": settings.raw_max_bytes, "message": str(exc)}
         ) from exc
-    except FileNotFoundError as exc:  # a run deleted between the selection and the build
-        _remove(path)
-        raise HTTPException(404, {"message": f"{exc}; drop it from the selection"}) from exc
-    except StorageError as exc:
-        _remove(path)
-        raise HTTPException(503, {"message": str(exc)}) from exc
     except BaseException:
         _remove(path)
         raise
