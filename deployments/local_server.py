@@ -81,3 +81,103 @@ def local_prefect_server(port: int | None = None) -> Iterator[str]:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 server.kill()
+
+
+class ProcessWorker:
+    """A ``prefect worker`` (type process) serving one work pool, started by :func:`process_worker`.
+
+    Attributes:
+        pool: The work pool it polls.
+        name: Its worker name on the server.
+        process: The worker process (its own session: ``kill`` reaches it and nothing else).
+        log_path: Where its output goes.
+    """
+
+    def __init__(self, pool: str, name: str, process: subprocess.Popen, log_path: Path) -> None:
+        """Keep the handles of a started worker."""
+        self.pool, self.name, self.process, self.log_path = pool, name, process, log_path
+
+    def kill(self) -> None:
+        """SIGKILL the worker (as a lost machine would); flow runs it started keep running."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=20)
+
+    def stop(self) -> None:
+        """Stop the worker gracefully (SIGTERM, then SIGKILL after 20 seconds)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+WORKER_QUERY_SECONDS = 1
+"""How often a test or bench worker polls for flow runs (Prefect's default is 10 s)."""
+
+
+def _worker_online(api_url: str, pool: str, name: str) -> bool:
+    import json
+
+    request = urllib.request.Request(  # noqa: S310 (loopback)
+        f"{api_url}/work_pools/{pool}/workers/filter",
+        data=b"{}",
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 (loopback)
+            workers = json.loads(response.read())
+    except OSError:
+        return False
+    return any(w.get("name") == name and w.get("status") == "ONLINE" for w in workers)
+
+
+@contextmanager
+def process_worker(
+    api_url: str,
+    pool: str,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    name: str | None = None,
+) -> Iterator[ProcessWorker]:
+    """Start a process worker for ``pool`` on 127.0.0.1; yield it once online; stop it on exit.
+
+    The worker polls every ``WORKER_QUERY_SECONDS`` and its flow runs inherit ``env`` (e.g. stub
+    model URLs and keys) on top of this process's environment.
+
+    Raises:
+        RuntimeError: the worker exited or was not online within 120 seconds (log path inside).
+    """
+    name = name or f"{pool}-{os.getpid()}-{free_port()}"
+    log_path = Path(tempfile.mkdtemp(prefix="glossogen-worker-")) / "worker.log"
+    worker_env = {
+        **os.environ,
+        **QUIET_ENV,
+        **(env or {}),
+        "PREFECT_API_URL": api_url,
+        "PREFECT_WORKER_QUERY_SECONDS": str(WORKER_QUERY_SECONDS),
+        "PREFECT_WORKER_WEBSERVER_HOST": "127.0.0.1",
+    }
+    command = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool,
+               "--type", "process", "--name", name]  # fmt: skip
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
+            command,
+            env=worker_env,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    worker = ProcessWorker(pool, name, process, log_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not _worker_online(api_url, pool, name):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker for {pool} did not come online; see {log_path}")
+            time.sleep(0.5)  # polling a real worker's start-up
+        yield worker
+    finally:
+        worker.stop()

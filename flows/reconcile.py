@@ -1,40 +1,224 @@
-"""The reconcile flow: resume every run that stopped without ending (crash recovery)."""
+"""The reconcile flow: bring back every run that stopped without ending (crash recovery).
+
+Each pass surveys the run folders (:func:`glossogen.derive.survey_unfinished_runs`) and joins
+them with the latest ``simulate``/``resume`` flow run named after each run id (the simulate flow
+run is renamed to the run id once its folder is claimed; resume flow runs carry it from the
+start). Then, per run:
+
+- **crashed** (its flow run is ``Crashed``, or ``Running`` while no process holds the folder's
+  lock and the log is silent past the threshold): marked ``Crashed`` and resumed;
+- **hung** (a live process holds the lock but the log has been silent past the threshold):
+  its flow run is cancelled and tagged ``glossogen-reconcile-cancelled``; once it has ended
+  ``interrupted``, the next pass resumes it;
+- **stopped** (no flow run known, log silent past the threshold, not locked): resumed.
+
+A resume goes through the ``resume/resume-<provider>`` deployment when it exists and its work
+pool has an online worker (an idempotency key made of the run id and its last event id, so a
+second pass launches nothing new), else it plays in this process. Safe to run twice: a run
+being resumed is locked, queued under the same key, or finished.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    FlowFilter,
+    FlowFilterName,
+    FlowRunFilter,
+    FlowRunFilterName,
+)
+from prefect.client.schemas.objects import FlowRun, StateType, WorkerStatus
+from prefect.client.schemas.sorting import FlowRunSort
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+from prefect.states import Cancelling, Crashed
 
 from flows.simulate import resume
-from glossogen.derive import StaleRun, find_stale_runs
-from glossogen.launch import RunRequest
+from glossogen.derive import DeriveError, StaleRun, survey_unfinished_runs
+from glossogen.launch import LaunchError, RunRequest
 from glossogen.storage import join
 
+CANCELLED_TAG = "glossogen-reconcile-cancelled"
+"""Tag put on a hung flow run that reconcile cancelled: its ``interrupted`` run is resumed."""
 
-@task(name="find_stale_runs", cache_policy=NONE)
-def find_stale(runs_dir: str, silent_seconds: float) -> list[StaleRun]:
-    """List runs with no ``simulation_ended``, silent past the threshold and not being written."""
-    return find_stale_runs(runs_dir, silent_seconds, time.time())
+Action = Literal["resume", "cancel", "skip"]
+WAITING = {StateType.SCHEDULED, StateType.PENDING, StateType.CANCELLING}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What reconcile does with one unfinished run, and why (logged)."""
+
+    action: Action
+    reason: str
+    mark_crashed: bool = False
+
+
+def decide(run: StaleRun, flow_run: FlowRun | None, silent_seconds: float) -> Decision:
+    """Decide what to do with ``run`` given its latest flow run (or None) and the threshold.
+
+    Args:
+        run: The run as its folder shows it.
+        flow_run: The latest ``simulate``/``resume`` flow run named after the run, if any.
+        silent_seconds: Seconds without a new event after which a run counts as hung or dead.
+    """
+    state = flow_run.state_type if flow_run is not None else None
+    silent = run.silent_seconds >= silent_seconds
+    quiet_for = f"no new event for {run.silent_seconds:.0f} s"
+    if run.locked:
+        if not silent:
+            return Decision("skip", "live")
+        if flow_run is None or state in WAITING or CANCELLED_TAG in flow_run.tags:
+            return Decision("skip", f"hung ({quiet_for}) but no flow run to cancel")
+        return Decision("cancel", f"hung: {quiet_for} while its process holds the lock")
+    if run.ended_status == "interrupted":
+        if flow_run is not None and state is StateType.CANCELLED and CANCELLED_TAG in flow_run.tags:
+            return Decision("resume", "cancelled by reconcile as hung")
+        return Decision("skip", "interrupted by its user")
+    if run.ended_status is not None:
+        return Decision("skip", f"ended {run.ended_status}")
+    if state is StateType.CRASHED:
+        return Decision("resume", "its flow run crashed")
+    if state in WAITING:
+        return Decision("skip", f"its flow run is {state.value.lower()}")  # type: ignore[union-attr]
+    if not silent:
+        return Decision("skip", f"not silent long enough ({quiet_for})")
+    if state is StateType.RUNNING:
+        return Decision("resume", f"its process is gone ({quiet_for})", mark_crashed=True)
+    return Decision("resume", f"stopped without ending ({quiet_for})")
+
+
+@task(name="survey_unfinished_runs", cache_policy=NONE)
+def survey(runs_dir: str) -> list[StaleRun]:
+    """List the runs under ``runs_dir`` that have not finished (folder, log and lock)."""
+    return survey_unfinished_runs(runs_dir, time.time())
+
+
+@task(name="read_flow_runs", cache_policy=NONE)
+async def latest_flow_runs(run_ids: list[str]) -> dict[str, FlowRun]:
+    """Return the latest ``simulate``/``resume`` flow run named after each run id."""
+    if not run_ids:
+        return {}
+    latest: dict[str, FlowRun] = {}
+    async with get_client() as client:
+        for start in range(0, len(run_ids), 200):
+            flow_runs = await client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["simulate", "resume"])),
+                flow_run_filter=FlowRunFilter(
+                    name=FlowRunFilterName(any_=run_ids[start : start + 200])
+                ),
+                sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+            )
+            for flow_run in flow_runs:
+                latest.setdefault(flow_run.name, flow_run)
+    return latest
+
+
+@task(name="cancel_hung_flow_run", cache_policy=NONE)
+async def cancel_hung(flow_run: FlowRun, reason: str) -> None:
+    """Tag ``flow_run`` and move it to ``Cancelling`` (its worker then stops the process)."""
+    async with get_client() as client:
+        await client.update_flow_run(flow_run.id, tags=[*flow_run.tags, CANCELLED_TAG])
+        await client.set_flow_run_state(
+            flow_run.id, Cancelling(message=f"glossogen reconcile: {reason}"), force=True
+        )
+
+
+@task(name="mark_crashed", cache_policy=NONE)
+async def mark_crashed(flow_run: FlowRun, reason: str) -> None:
+    """Record that ``flow_run``'s process is gone (``Running`` -> ``Crashed``)."""
+    async with get_client() as client:
+        await client.set_flow_run_state(
+            flow_run.id, Crashed(message=f"glossogen reconcile: {reason}"), force=True
+        )
+
+
+async def resume_deployment(provider: str) -> str | None:
+    """Return ``resume/resume-<provider>`` if that deployment exists and a worker serves it."""
+    name = f"resume/resume-{provider}"
+    async with get_client() as client:
+        try:
+            deployment = await client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            return None
+        if not deployment.work_pool_name:
+            return None
+        workers = await client.read_workers_for_work_pool(deployment.work_pool_name)
+    return name if any(w.status == WorkerStatus.ONLINE for w in workers) else None
+
+
+def resume_request(run: StaleRun, runs_dir: str) -> RunRequest:
+    """The request a run is resumed with: its recorded model, provider and config."""
+    return RunRequest(
+        scenario=run.scenario,
+        model=run.model,
+        provider=run.provider,
+        runs_dir=runs_dir,
+        config=join(run.run_url, "config.json"),
+    )
 
 
 @flow(name="reconcile")
 async def reconcile(runs_dir: str, silent_seconds: float = 600.0) -> list[str]:
-    """Resume each stale run under ``runs_dir`` in place, one after another; return their ids.
+    """Resume crashed, dead and (once cancelled) hung runs under ``runs_dir``; return their ids.
 
-    Safe to run twice: a run being resumed is locked (and then ends), so it is skipped.
+    Args:
+        runs_dir: Runs root (local folder or fsspec URL), as the runs were launched with.
+        silent_seconds: Seconds without a new event after which a run counts as hung or dead.
+
+    Returns:
+        The run ids resumed or queued for resume in this pass, in folder order.
     """
+    logger = get_run_logger()
+    runs = survey(runs_dir)
+    flow_runs = await latest_flow_runs([r.run_id for r in runs])
     resumed: list[str] = []
-    for run in find_stale(runs_dir, silent_seconds):
-        request = RunRequest(
-            scenario=run.scenario,
-            model=run.model,
-            provider=run.provider,
-            runs_dir=runs_dir,
-            config=join(run.run_url, "config.json"),
-        )
-        result = await resume(request, run.run_url)
-        get_run_logger().info("resumed %s: %s", run.run_id, result.status)
-        resumed.append(run.run_id)
+    for run in runs:
+        flow_run = flow_runs.get(run.run_id)
+        decision = decide(run, flow_run, silent_seconds)
+        if decision.action == "skip":
+            logger.debug("%s: left alone (%s)", run.run_id, decision.reason)
+            continue
+        if decision.action == "cancel":
+            assert flow_run is not None
+            await cancel_hung(flow_run, decision.reason)
+            logger.warning("%s: cancelled flow run %s (%s)", run.run_id, flow_run.id,
+                           decision.reason)  # fmt: skip
+            continue
+        if decision.mark_crashed and flow_run is not None:
+            await mark_crashed(flow_run, decision.reason)
+        if await launch_resume(run, runs_dir, decision.reason):
+            resumed.append(run.run_id)
     return resumed
+
+
+async def launch_resume(run: StaleRun, runs_dir: str, reason: str) -> bool:
+    """Resume ``run`` through its provider's deployment, else in this process; True if launched."""
+    logger = get_run_logger()
+    request = resume_request(run, runs_dir)
+    deployment = await resume_deployment(run.provider)
+    if deployment is not None:
+        flow_run = await run_deployment(  # type: ignore[misc]
+            deployment,
+            parameters={"request": request.model_dump(), "run_dir": run.run_url},
+            flow_run_name=run.run_id,
+            idempotency_key=f"reconcile:{run.run_id}:{run.last_event_id}",
+            timeout=0,
+            as_subflow=False,
+        )
+        logger.info("%s: %s; resume queued as flow run %s on %s", run.run_id, reason,
+                    flow_run.id, deployment)  # fmt: skip
+        return True
+    try:
+        result = await resume(request, run.run_url)
+    except (DeriveError, LaunchError) as exc:
+        logger.warning("%s: %s, but it cannot be resumed: %s", run.run_id, reason, exc)
+        return False
+    logger.info("%s: %s; resumed here: %s", run.run_id, reason, result.status)
+    return True

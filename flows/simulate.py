@@ -11,6 +11,7 @@ from prefect import flow
 from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession
 from glossogen.storage import ClaimedRun
 from tasks.config import check_credentials, resolve_config
+from tasks.gate import install_call_gate
 from tasks.resume import finish_round, open_resume_point, reopen_run
 from tasks.rounds import claim_run_dir, finalize, play_round, price_spend, start_run
 
@@ -23,6 +24,7 @@ async def simulate(request: RunRequest) -> RunResult:
     refusing every call) or the flow crashed; ``incomplete`` when every agent reached
     ``max_agent_turns`` before the last round; ``interrupted`` on Ctrl-C or cancellation.
     """
+    install_call_gate()
     plan = resolve_config(request)
     check_credentials(plan)
     claimed = claim_run_dir(plan)
@@ -30,12 +32,21 @@ async def simulate(request: RunRequest) -> RunResult:
     return await play_rounds(plan, claimed, session)
 
 
-@flow(name="resume", flow_run_name="resume-{request.scenario}")
+def _resumed_run_id() -> str:
+    """Name a resume flow run after the run it continues (``<scenario>/<unix_ts>``)."""
+    from prefect.runtime import flow_run
+
+    run_dir = str(flow_run.parameters.get("run_dir", "")).rstrip("/")
+    return "/".join(run_dir.rsplit("/", 2)[-2:]) or "resume"
+
+
+@flow(name="resume", flow_run_name=_resumed_run_id)
 async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = False) -> RunResult:
     """Continue the run in ``run_dir`` in place, appending to its log, to ``round_count``.
 
     The round that never finished reopens (``run_resumed``); a finished run is refused.
     """
+    install_call_gate()
     plan = resolve_config(request)
     check_credentials(plan)
     point = open_resume_point(plan, run_dir, allow_config_change)

@@ -79,10 +79,20 @@ def estimate_tokens(messages: list[ModelMessage], instructions: str | None) -> i
 def build_model(provider: str, model: str) -> Model:
     """Return the pydantic-ai model for a hosted or self-hosted ``(provider, model)``.
 
+    The model is wrapped in a :class:`glossogen.concurrency.GatedModel`: each request holds a
+    slot of the process's call gate for ``provider`` (the ``llm:<provider>`` limit when one is
+    installed), agents and judges alike.
+
     Raises:
         ModelConfigError: for ``scripted`` (built per agent by :func:`scripted_model`), for a
             self-hosted model missing from ``SELF_HOSTED_BASE_URLS`` or a malformed map.
     """
+    from glossogen.concurrency import GatedModel
+
+    return GatedModel(_build_ungated(provider, model), provider)
+
+
+def _build_ungated(provider: str, model: str) -> Model:
     from pydantic_ai.models import infer_model
 
     name = Provider(provider)

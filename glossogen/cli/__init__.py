@@ -11,7 +11,7 @@ import typer
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
-from glossogen.cli import derived, run, scenarios, schema, serve, sweep
+from glossogen.cli import deploy, derived, pools, run, scenarios, schema, serve, sweep
 from glossogen.cli import evaluate as evaluate_command
 from glossogen.cli import export as export_command
 
@@ -29,6 +29,8 @@ app.command("fork-at-round")(derived.fork_at_round)
 app.command("replace-agent")(derived.replace_agent)
 app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
 app.command("sweep")(sweep.sweep)
+app.command("deploy")(deploy.deploy)
+app.add_typer(pools.pools, name="pools")
 app.command("serve")(serve.serve)
 app.command("export")(export_command.export)
 app.command("evaluate")(evaluate_command.evaluate)

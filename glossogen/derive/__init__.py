@@ -2,12 +2,13 @@
 
 from glossogen.derive._fork import ForkRequest, PreparedFork, lineage_of, prepare_fork
 from glossogen.derive._resume import ResumePoint, RunLock, config_changes, open_resume
-from glossogen.derive._stale import StaleRun, find_stale_runs
+from glossogen.derive._stale import StaleRun, find_stale_runs, survey_unfinished_runs
 from glossogen.derive._state import DeriveError, RunState, read_state
 
 __all__ = [
     "StaleRun",
     "find_stale_runs",
+    "survey_unfinished_runs",
     "ForkRequest",
     "PreparedFork",
     "lineage_of",

@@ -1,18 +1,39 @@
-"""Finding runs that stopped without ending: what the reconcile flow resumes."""
+"""Finding runs that stopped without ending: what the reconcile flow resumes (crash recovery).
+
+:func:`survey_unfinished_runs` reads every run folder's log and lock and reports the runs that
+have not finished: no ``simulation_ended`` yet, or one whose status is resumable
+(``interrupted``, ``error``). The reconcile flow joins this survey with what Prefect knows of each
+run's flow run (crashed, hung, cancelled by reconcile) to decide what to resume.
+:func:`find_stale_runs` is the Prefect-free rule: silent past a threshold and not locked.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from glossogen.derive._resume import RunLock
-from glossogen.derive._state import DeriveError
+from glossogen.derive._state import RESUMABLE, DeriveError
 from glossogen.eventlog import iter_event_dicts
 from glossogen.storage import RunStore, join, open_fs
 
 
 @dataclass(frozen=True)
 class StaleRun:
-    """A run with no ``simulation_ended`` whose log has been silent long enough."""
+    """A run that has not finished, as its folder shows it.
+
+    Attributes:
+        run_id: ``<scenario>/<unix_ts>``.
+        run_url: The run folder (local path or fsspec URL).
+        scenario: Scenario name.
+        model: Default model the run was launched with (``simulation_started``).
+        provider: Default provider the run was launched with.
+        silent_seconds: Seconds since the log was last written.
+        locked: True while a live process holds the folder's lock (local folders only).
+        ended_status: Status of the last ``simulation_ended`` (``interrupted`` or ``error``),
+            or None when the log has none.
+        last_event_id: The ``event_id`` of the log's last line, or "" (a key for launching its
+            resume once: it changes as soon as the run writes again).
+    """
 
     run_id: str
     run_url: str
@@ -20,14 +41,33 @@ class StaleRun:
     model: str
     provider: str
     silent_seconds: float
+    locked: bool = False
+    ended_status: str | None = None
+    last_event_id: str = ""
 
 
-def find_stale_runs(runs_dir: str, silent_seconds: float, now_unix: float) -> list[StaleRun]:
-    """Return the runs under ``runs_dir`` to resume, oldest first.
+def _is_locked(run_url: str) -> bool:
+    try:
+        RunLock(run_url).release()
+    except DeriveError:
+        return True
+    return False
 
-    A run qualifies when its log has no ``simulation_ended``, was last written more than
-    ``silent_seconds`` before ``now_unix``, and no live process holds its lock. Runs without a
-    log (a launch that died before its first event) are left alone.
+
+def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
+    """Return every run under ``runs_dir`` that has not finished, oldest first.
+
+    A run is unfinished when its log has no ``simulation_ended``, or its last one has a
+    resumable status (``interrupted``, ``error``) and no ``completed``/``incomplete`` ending
+    follows. Runs without a log or without ``simulation_started`` (a launch that died before its
+    first event) are left out: there is nothing to resume.
+
+    Args:
+        runs_dir: Runs root (local folder or fsspec URL).
+        now_unix: The current time, Unix seconds (injected so tests need no sleeping).
+
+    Raises:
+        StorageError: ``runs_dir`` cannot be listed.
     """
     store = RunStore(runs_dir)
     found: list[StaleRun] = []
@@ -39,21 +79,41 @@ def find_stale_runs(runs_dir: str, silent_seconds: float, now_unix: float) -> li
         if not fs.exists(path):
             continue
         modified = fs.modified(path).timestamp()
-        if now_unix - modified < silent_seconds:
-            continue
         events = list(iter_event_dicts(log))
-        if not events or any(e.get("event_type") == "simulation_ended" for e in events):
-            continue
         started = next((e for e in events if e.get("event_type") == "simulation_started"), None)
         if started is None:
             continue
-        try:
-            RunLock(url).release()
-        except DeriveError:
-            continue  # a live process is writing it
+        endings = [e.get("status") for e in events if e.get("event_type") == "simulation_ended"]
+        if endings and endings[-1] not in RESUMABLE:
+            continue
         found.append(
             StaleRun(
-                run_id, url, scenario, started["model"], started["provider"], now_unix - modified
+                run_id=run_id,
+                run_url=url,
+                scenario=scenario,
+                model=started["model"],
+                provider=started["provider"],
+                silent_seconds=max(0.0, now_unix - modified),
+                locked=_is_locked(url),
+                ended_status=endings[-1] if endings else None,
+                last_event_id=str(events[-1].get("event_id", "")),
             )
         )
     return found
+
+
+def find_stale_runs(runs_dir: str, silent_seconds: float, now_unix: float) -> list[StaleRun]:
+    """Return the runs under ``runs_dir`` to resume when nothing else is known, oldest first.
+
+    A run qualifies when its log has no ``simulation_ended``, was last written more than
+    ``silent_seconds`` (seconds) before ``now_unix`` (Unix seconds), and no live process holds
+    its lock. Runs without a log (a launch that died before its first event) are left alone.
+
+    Raises:
+        StorageError: ``runs_dir`` cannot be listed.
+    """
+    return [
+        run
+        for run in survey_unfinished_runs(runs_dir, now_unix)
+        if run.ended_status is None and not run.locked and run.silent_seconds >= silent_seconds
+    ]

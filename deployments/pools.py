@@ -1,0 +1,232 @@
+"""Work pools and ``llm:<provider>`` limits as code: read ``limits.yaml``, apply it, check it.
+
+``glossogen pools apply`` calls :func:`apply_limits`: one process work pool ``glossogen-<p>``
+per provider of :mod:`glossogen.catalog` (with its flow-run concurrency limit), the shared pool
+``glossogen`` (sweeps, evaluations, exports, reconcile, derived runs), and one active global
+concurrency limit ``llm:<p>`` per provider that has a number. Prefect limits fail open
+(STACK.md: a missing limit is ignored, an inactive one too), so :func:`check_limits` reports
+every limit that does not exist or is inactive, for launchers to refuse or warn before use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from glossogen.catalog import SIMULATION_PROVIDERS
+from glossogen.concurrency import limit_name
+
+__all__ = [
+    "DEFAULT_LIMITS_FILE",
+    "LimitsError",
+    "LimitsFile",
+    "PlannedLimit",
+    "PlannedPool",
+    "apply_limits",
+    "check_limits",
+    "load_limits",
+    "plan_limits",
+    "pool_name",
+]
+
+DEFAULT_LIMITS_FILE = Path(__file__).with_name("limits.yaml")
+POOL_TYPE = "process"
+
+
+def pool_name(provider: str) -> str:
+    """Return the work pool of ``provider``'s runs: ``glossogen-<provider>``."""
+    return f"glossogen-{provider}"
+
+
+class LimitsError(ValueError):
+    """A limits file that cannot be read or is malformed; one line naming the bad value."""
+
+    def __init__(self, message: str, exit_code: int = 65) -> None:
+        """Keep ``message`` and the exit code (65 malformed, 66 unreadable)."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class ProviderLimits(BaseModel):
+    """Limits of one provider; a number left out falls back to ``defaults``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool_concurrency: int | None = Field(default=None, ge=1)
+    """Flow runs of this provider's work pool at once."""
+    llm_concurrency: int | None = Field(default=None, ge=1)
+    """Model requests in flight at once (``llm:<provider>``); null: no limit."""
+
+
+class SharedPool(BaseModel):
+    """The pool of flows that are not one provider's runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "glossogen"
+    pool_concurrency: int = Field(default=8, ge=1)
+
+
+class LimitsFile(BaseModel):
+    """The shape of ``deployments/limits.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defaults: ProviderLimits = Field(
+        default_factory=lambda: ProviderLimits(pool_concurrency=8, llm_concurrency=4)
+    )
+    providers: dict[str, ProviderLimits] = Field(default_factory=dict)
+    shared_pool: SharedPool = Field(default_factory=SharedPool)
+
+
+class PlannedPool(BaseModel):
+    """One work pool to create or update."""
+
+    name: str
+    concurrency_limit: int
+
+
+class PlannedLimit(BaseModel):
+    """One global concurrency limit to create or update (always active)."""
+
+    name: str
+    limit: int
+
+
+def load_limits(path: str | Path = DEFAULT_LIMITS_FILE) -> LimitsFile:
+    """Read and validate a limits file.
+
+    Raises:
+        LimitsError: the file cannot be read (66), is not YAML, has an unknown key, a number
+            below 1, or names a provider the catalogue lacks (65).
+    """
+    try:
+        raw: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LimitsError(f"cannot read limits file {path}: {exc.strerror}", 66) from None
+    except yaml.YAMLError as exc:
+        raise LimitsError(f"limits file {path} is not YAML: {exc}".splitlines()[0]) from None
+    try:
+        limits = LimitsFile.model_validate(raw or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise LimitsError(f"limits file {path}: {where}: {first['msg']}") from None
+    unknown = sorted(set(limits.providers) - set(SIMULATION_PROVIDERS))
+    if unknown:
+        raise LimitsError(
+            f"limits file {path}: unknown provider(s) {', '.join(unknown)} "
+            f"(known: {', '.join(SIMULATION_PROVIDERS)})"
+        )
+    return limits
+
+
+def plan_limits(limits: LimitsFile) -> tuple[list[PlannedPool], list[PlannedLimit]]:
+    """Resolve ``defaults`` into one pool per provider (plus the shared one) and the LLM limits.
+
+    Returns:
+        ``(pools, llm_limits)``: pools in catalogue order then the shared pool; one
+        ``llm:<provider>`` limit per provider whose ``llm_concurrency`` resolves to a number.
+    """
+    pools: list[PlannedPool] = []
+    llm: list[PlannedLimit] = []
+    for provider in SIMULATION_PROVIDERS:
+        own = limits.providers.get(provider)
+        given = own.model_fields_set if own is not None else set()
+        pool = own.pool_concurrency if "pool_concurrency" in given else None
+        calls = (
+            own.llm_concurrency if "llm_concurrency" in given else limits.defaults.llm_concurrency
+        )
+        size = pool or limits.defaults.pool_concurrency or 1
+        pools.append(PlannedPool(name=pool_name(provider), concurrency_limit=size))
+        if calls is not None:
+            llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
+    shared = limits.shared_pool
+    pools.append(PlannedPool(name=shared.name, concurrency_limit=shared.pool_concurrency))
+    return pools, llm
+
+
+async def apply_limits(limits: LimitsFile) -> list[str]:
+    """Create or update every planned pool and limit on the configured Prefect server.
+
+    Idempotent: a pool that exists gets the planned concurrency limit; a limit that exists gets
+    the planned size and is set active. Returns one line per object (``created``/``updated``).
+
+    Raises:
+        prefect.exceptions.PrefectHTTPStatusError: the server refused a change.
+        httpx.HTTPError: the server cannot be reached.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import (
+        GlobalConcurrencyLimitCreate,
+        GlobalConcurrencyLimitUpdate,
+        WorkPoolCreate,
+        WorkPoolUpdate,
+    )
+    from prefect.exceptions import ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    pools, llm = plan_limits(limits)
+    done: list[str] = []
+    template = ProcessWorker.get_default_base_job_template()
+    async with get_client() as client:
+        for pool in pools:
+            try:
+                await client.read_work_pool(pool.name)
+            except ObjectNotFound:
+                await client.create_work_pool(
+                    WorkPoolCreate(
+                        name=pool.name,
+                        type=POOL_TYPE,
+                        base_job_template=template,
+                        concurrency_limit=pool.concurrency_limit,
+                    )  # fmt: skip
+                )
+                done.append(f"created work pool {pool.name} (concurrency {pool.concurrency_limit})")
+                continue
+            update = WorkPoolUpdate(concurrency_limit=pool.concurrency_limit, is_paused=False)
+            await client.update_work_pool(pool.name, update)
+            done.append(f"updated work pool {pool.name} (concurrency {pool.concurrency_limit})")
+        for limit in llm:
+            try:
+                await client.read_global_concurrency_limit_by_name(limit.name)
+            except ObjectNotFound:
+                create = GlobalConcurrencyLimitCreate(
+                    name=limit.name, limit=limit.limit, active=True
+                )
+                await client.create_global_concurrency_limit(create)
+                done.append(f"created limit {limit.name} ({limit.limit} calls at once)")
+                continue
+            update_limit = GlobalConcurrencyLimitUpdate(limit=limit.limit, active=True)
+            await client.update_global_concurrency_limit(limit.name, update_limit)
+            done.append(f"updated limit {limit.name} ({limit.limit} calls at once)")
+    return done
+
+
+async def check_limits(providers: list[str]) -> list[str]:
+    """Return one problem line per ``llm:<provider>`` limit that is missing or inactive.
+
+    An empty list means every named provider's calls will be bounded. Scripted runs call no
+    model and are not checked.
+
+    Raises:
+        httpx.HTTPError: the server cannot be reached.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    problems: list[str] = []
+    async with get_client() as client:
+        for provider in sorted(set(providers) - {"scripted"}):
+            name = limit_name(provider)
+            try:
+                limit = await client.read_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                problems.append(f"{name} does not exist (run `glossogen pools apply`)")
+                continue
+            if not limit.active:
+                problems.append(f"{name} is inactive: Prefect would not enforce it")
+    return problems

@@ -1,0 +1,95 @@
+"""``glossogen deploy``: register every deployment of ``prefect.yaml`` on the Prefect server.
+
+It applies the work pools and limits first (``glossogen pools apply``: a deployment on a pool
+that does not exist would not run), then runs ``prefect --no-prompt deploy --all`` in the
+folder holding ``prefect.yaml``: Prefect's own command, so the file stays the one source. A
+deployment whose entrypoint file is missing (a checkout without that flow) is skipped with a
+warning, and the others are registered by name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+import yaml
+
+from glossogen import exit_codes
+
+
+def _error(message: str) -> None:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+
+
+def project_dir(start: Path) -> Path | None:
+    """Return the nearest folder at or above ``start`` holding ``prefect.yaml``.
+
+    Falls back to the checkout's own (beside the ``glossogen`` package), else None.
+    """
+    for folder in (start, *start.parents):
+        if (folder / "prefect.yaml").is_file():
+            return folder
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "prefect.yaml").is_file() else None
+
+
+def deployable(folder: Path) -> tuple[list[str], list[str]]:
+    """Return the deployments of ``folder/prefect.yaml`` that can be registered.
+
+    Returns:
+        ``(names, skipped)``: names whose entrypoint file exists, and one line per deployment
+        skipped because its file does not.
+    """
+    spec = yaml.safe_load((folder / "prefect.yaml").read_text(encoding="utf-8")) or {}
+    names: list[str] = []
+    skipped: list[str] = []
+    for deployment in spec.get("deployments") or []:
+        path = str(deployment.get("entrypoint", "")).split(":", 1)[0]
+        if (folder / path).is_file():
+            names.append(deployment["name"])
+        else:
+            skipped.append(f"{deployment['name']}: {path} does not exist")
+    return names, skipped
+
+
+def deploy(
+    project: str = typer.Option(
+        "", "--project-dir", help="Folder holding prefect.yaml (default: nearest one, or ours)."
+    ),
+    limits: str = typer.Option("", "--limits", help="Limits file for the pools (see `pools`)."),
+    pools: bool = typer.Option(
+        True, "--pools/--no-pools", help="Apply the work pools and limits first."
+    ),
+) -> int:
+    """Register every deployment of prefect.yaml (simulate-<provider>, sweep, reconcile, ...)."""
+    folder = Path(project) if project else project_dir(Path.cwd())
+    if folder is None or not (folder / "prefect.yaml").is_file():
+        _error(f"no prefect.yaml in {folder or Path.cwd()} or above")
+        return int(exit_codes.UNREADABLE)
+    if pools:
+        from glossogen.cli.pools import apply
+
+        code = apply(limits=limits)
+        if code:
+            return code
+    names, skipped = deployable(folder)
+    for line in skipped:
+        print(f"glossogen: warning: skipping deployment {line}", file=sys.stderr, flush=True)
+    if not names:
+        _error(f"no deployment of {folder / 'prefect.yaml'} has its entrypoint file")
+        return int(exit_codes.UNREADABLE)
+    which = ["--all"] if not skipped else [a for n in names for a in ("--name", n)]
+    env = {**os.environ, "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
+    done = subprocess.run(  # noqa: S603 (Prefect's own CLI, no shell)
+        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", *which],
+        cwd=folder,
+        env=env,
+        check=False,
+    )
+    if done.returncode:
+        _error(f"prefect deploy --all failed in {folder} (exit {done.returncode})")
+        return int(exit_codes.TRANSPORT)
+    return 0

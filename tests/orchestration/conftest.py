@@ -1,0 +1,66 @@
+"""Session fixtures of the orchestration tests: one Prefect server of their own, the pools and
+limits of a test limits file, every deployment of prefect.yaml, and a process worker per pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deployments.local_server import ProcessWorker
+from glossogen.cli import main
+from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.prefect_server import StartWorker
+
+TEST_LIMITS = """\
+defaults: {pool_concurrency: 2, llm_concurrency: 4}
+providers:
+  openai: {pool_concurrency: 4, llm_concurrency: 2}
+  scripted: {pool_concurrency: 4, llm_concurrency: null}
+shared_pool: {name: glossogen, pool_concurrency: 2}
+"""
+STUB_KEY = "sk-orchestration-test-0123456789"
+
+
+def run_cli(*argv: str) -> int:
+    """Run ``glossogen ARGV`` in this process and return its exit code."""
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+@pytest.fixture(scope="session")
+def limits_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A limits file: ``llm:openai`` at 2 calls, the openai pool at 4 runs."""
+    path = tmp_path_factory.mktemp("limits") / "limits.yaml"
+    path.write_text(TEST_LIMITS)
+    return path
+
+
+@pytest.fixture(scope="session")
+def deployed(orchestration_api: str, limits_file: Path) -> str:
+    """Apply the test limits and register prefect.yaml's deployments (``glossogen deploy``)."""
+    assert run_cli("deploy", "--limits", str(limits_file)) == 0
+    return orchestration_api
+
+
+@pytest.fixture(scope="session")
+def scripted_worker(deployed: str, process_workers: StartWorker) -> ProcessWorker:
+    """A process worker on ``glossogen-scripted``."""
+    return process_workers("glossogen-scripted")
+
+
+@pytest.fixture(scope="session")
+def openai_worker_env(model_stub_server: StubModelServer) -> dict[str, str]:
+    """What an openai worker's flow runs need: the stub's URL and a key."""
+    return {"OPENAI_BASE_URL": model_stub_server.openai_base_url, "OPENAI_API_KEY": STUB_KEY}
+
+
+@pytest.fixture(scope="session")
+def openai_worker(
+    deployed: str, process_workers: StartWorker, openai_worker_env: dict[str, str]
+) -> ProcessWorker:
+    """A process worker on ``glossogen-openai`` whose runs call the session's stub server."""
+    return process_workers("glossogen-openai", env=openai_worker_env)

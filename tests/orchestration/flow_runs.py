@@ -1,0 +1,90 @@
+"""Reading flow runs and run folders while workers play them (tests of tests/orchestration)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import FlowRun, StateType
+
+TERMINAL = {
+    StateType.COMPLETED,
+    StateType.FAILED,
+    StateType.CRASHED,
+    StateType.CANCELLED,
+}
+DEADLINE_SECONDS = 240.0
+"""The longest a test waits for workers (a cold flow run start is 5-9 s on an idle machine)."""
+
+
+def wait_until(check: Callable[[], Any], what: str, seconds: float = DEADLINE_SECONDS) -> Any:
+    """Poll ``check`` (real servers and processes) until it returns a truthy value.
+
+    Raises:
+        AssertionError: ``check`` stayed falsy for ``seconds`` (the message says ``what``).
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.25)  # polling a real worker, not pacing the code under test
+
+
+def read_flow_run(flow_run_id: UUID) -> FlowRun:
+    """Read one flow run from the configured server."""
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def wait_for_state(flow_run_id: UUID, states: set[StateType] = TERMINAL) -> FlowRun:
+    """Wait until the flow run is in one of ``states`` and return it."""
+
+    def reached() -> FlowRun | None:
+        flow_run = read_flow_run(flow_run_id)
+        return flow_run if flow_run.state_type in states else None
+
+    return wait_until(reached, f"flow run {flow_run_id} to reach {sorted(s.value for s in states)}")
+
+
+def log_lines(run_dir: Path) -> list[dict[str, Any]]:
+    """Every complete line of a run folder's event log, as dicts."""
+    log = run_dir / f"{run_dir.parent.name}.jsonl"
+    if not log.exists():
+        return []
+    lines = []
+    for raw in log.read_text().splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue  # a line cut by the kill
+    return lines
+
+
+def assert_nothing_lost(run_dir: Path, rounds: int, teams: int) -> list[dict[str, Any]]:
+    """Assert the run completed with exactly one verdict per team per round, no id repeated.
+
+    Returns the log's events for further checks.
+    """
+    events = log_lines(run_dir)
+    ids = Counter(e["event_id"] for e in events)
+    assert [i for i, n in ids.items() if n > 1] == [], "an event id repeats"
+    messages = Counter(e["message_id"] for e in events if e["event_type"] == "message_sent")
+    assert [i for i, n in messages.items() if n > 1] == [], "a message id repeats"
+    verdicts = Counter(
+        (e["round_number"], e["team_id"])
+        for e in events
+        if e["event_type"] == "round_result_recorded"
+    )
+    assert sorted(verdicts.values()) == [1] * rounds * teams
+    assert sorted({r for r, _ in verdicts}) == list(range(1, rounds + 1))
+    assert events[-1]["event_type"] == "simulation_ended"
+    assert events[-1]["status"] == "completed"
+    return events
