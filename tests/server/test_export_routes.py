@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -319,6 +320,8 @@ def test_glossogen_serve_answers_over_real_http(cohort: dict[str, str]) -> None:
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    watchdog = threading.Timer(120, server.kill)  # a server that never starts fails the test
+    watchdog.start()
     try:
         assert server.stderr is not None
         for line in server.stderr:  # uvicorn logs this once it accepts connections
@@ -326,6 +329,7 @@ def test_glossogen_serve_answers_over_real_http(cohort: dict[str, str]) -> None:
                 break
         else:
             pytest.fail(f"glossogen serve exited with {server.wait()}")
+        watchdog.cancel()
         base = f"http://127.0.0.1:{port}"
         body = {"selection": _ids(cohort["two"]), "frames": ["run_level"], "columns": ["status"]}
         got = httpx.post(f"{base}{API}/csv", json=body, timeout=60)
@@ -333,6 +337,7 @@ def test_glossogen_serve_answers_over_real_http(cohort: dict[str, str]) -> None:
         assert [r["status"] for r in csv.DictReader(io.StringIO(got.text))] == ["completed"]
         assert httpx.post(f"{base}{API}/preview", json=body, timeout=60).json()["run_count"] == 1
     finally:
+        watchdog.cancel()
         server.terminate()
         server.wait(timeout=30)
 
