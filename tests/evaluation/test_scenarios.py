@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import iter_event_dicts
 from glossogen.evaluation import Report, plan_evaluation, score_all, write_outcomes
+from glossogen.eventlog import iter_event_dicts
 from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
 
 PRIMARY = {"veyru": "link", "prisoners_dilemma": "table"}
