@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prefect.client.schemas.filters import (
+    ArtifactCollectionFilter,
+    ArtifactCollectionFilterKey,
+)
 
 from glossogen.cli import main
 from glossogen.eventlog import read_events
@@ -102,6 +108,29 @@ def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replace
     old = {t["run_id"] for c in summary["cells"] for t in c["trials"]}
     new = {t["run_id"] for c in replaced["cells"] for t in c["trials"]}
     assert len(new) == 4 and not new & old
+    # The census artifact's latest version is the final census.
+    artifact = _latest_artifact("sweep-pd")
+    assert artifact.description.startswith(
+        "sweep pd: planned 0 · running 0 · done 4 · failed 0 · incomplete 0"
+    )
+    assert sorted(row["run_id"] for row in json.loads(artifact.data)) == sorted(new)
+
+
+def _latest_artifact(key: str) -> Any:
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    async def read() -> Any:
+        async with get_client() as client:
+            return await client.read_latest_artifacts(
+                artifact_filter=ArtifactCollectionFilter(
+                    key=ArtifactCollectionFilterKey(any_=[key])
+                )
+            )
+
+    (latest,) = asyncio.run(read())
+    return latest
 
 
 KNOWN_COUNTS_SPEC = """\
@@ -175,3 +204,37 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
     assert started.scenario_config["labels"]["part"] == "qualification"
     assert summary["census"]["done"] == 2
     assert [c["trials"][0]["scores"]["rounds_played"] for c in summary["cells"]] == [5, 5]
+
+
+def test_ctrl_c_exits_130_and_leaves_each_runs_log(prefect_api: str, tmp_path: Path) -> None:
+    (tmp_path / "long.yaml").write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
+        cwd=tmp_path,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = tmp_path / "runs" / "prisoners_dilemma"
+    try:
+        # Interrupt once the first run has begun its log (polled; no timing guess).
+        while not list(runs.glob("*/prisoners_dilemma.jsonl")):
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("glossogen: error: interrupted")
+    summary = _summary(tmp_path / "runs", "long")
+    assert (summary["exit_code"], summary["aborted"]["reason"]) == (130, "interrupted")
+    assert summary["census"]["incomplete"] == 3
+    for log in runs.glob("*/prisoners_dilemma.jsonl"):
+        last = read_events(str(log)).events[-1]
+        assert (last.event_type, last.status) == ("simulation_ended", "interrupted")
