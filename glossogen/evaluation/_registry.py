@@ -9,6 +9,7 @@ the function decorated with :func:`metric`). Both load lazily, on the first look
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -18,6 +19,7 @@ ENTRY_POINT_GROUP = "glossogen.metrics"
 
 _registry: dict[str, Metric] = {}
 _loaded = False
+_scanned_for: tuple[str, ...] | None = None
 
 
 class UnknownMetricError(LookupError):
@@ -66,12 +68,19 @@ def metric(
     return register
 
 
-def _load() -> None:
-    """Import the built-ins (once), then any plug-in of the entry-point group not yet loaded."""
-    global _loaded
+def _load(rescan: bool = False) -> None:
+    """Import the built-ins (once), then the plug-ins of the entry-point group not yet loaded.
+
+    The entry points are scanned again only when ``sys.path`` changed since the last scan, or
+    when ``rescan`` asks (a name was not found): a scan reads every installed distribution.
+    """
+    global _loaded, _scanned_for
     if not _loaded:
         _loaded = True
         importlib.import_module("glossogen.evaluation.metrics")
+    if not rescan and _scanned_for == tuple(sys.path):
+        return
+    _scanned_for = tuple(sys.path)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _registry:
             ep.load()  # importing the module runs its @metric decorators
@@ -90,6 +99,8 @@ def get_metric(name: str) -> Metric:
         UnknownMetricError: no metric has that name (the message lists the known ones).
     """
     _load()
+    if name not in _registry:
+        _load(rescan=True)
     try:
         return _registry[name]
     except KeyError:
