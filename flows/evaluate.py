@@ -11,6 +11,7 @@ from prefect.artifacts import acreate_table_artifact
 
 from glossogen.evaluation import Evaluation, failed_outcome, get_metric, headline_rows, summarise
 from tasks.evaluate import plan, score, write
+from tasks.gate import install_call_gate
 
 
 def _artifact_key(run_id: str) -> str:
@@ -32,13 +33,15 @@ async def evaluate(
 ) -> Evaluation:
     """Score the run in ``run_dir`` and write its report; return what was written.
 
-    Every metric is its own task run (cached, see ``tasks/evaluate.py``), scored concurrently.
+    Every metric is its own task run (cached, see ``tasks/evaluate.py``), scored concurrently;
+    judge and probe requests share each provider's ``llm:<provider>`` limit with simulations.
     The report is written even when some metrics failed (their entries say ``failed``); the
     caller reads ``Evaluation.failed``. The headline table is published as a Prefect table artifact.
 
     Raises:
         EvaluationError: the request or run was refused (exit code on the exception).
     """
+    install_call_gate()  # judge and probe calls take llm:<provider> slots, as simulations do
     checked = plan(
         run_dir,
         metrics,
