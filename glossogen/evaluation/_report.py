@@ -30,12 +30,14 @@ class EvaluationCost(BaseModel):
     """Spend of evaluation's own model calls, USD; None where some call was not costed.
 
     ``judge_usd`` sums the judged metrics in the report, ``probe_usd`` the model (probe)
-    metrics; deterministic metrics spend nothing.
+    metrics; deterministic metrics spend nothing. ``estimated_cost_usd`` repeats ``total_usd``
+    under the name the user guide (``running-simulations.md``) gives it.
     """
 
     judge_usd: float | None = 0.0
     probe_usd: float | None = 0.0
     total_usd: float | None = 0.0
+    estimated_cost_usd: float | None = 0.0
 
 
 class Report(BaseModel):
@@ -99,6 +101,7 @@ def merge_report(
         metrics[result.name] = result
     entries = list(metrics.values())
     judge, probe = _cost(entries, "judged"), _cost(entries, "model")
+    total = add_costs([judge, probe])
     stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Report(
         run_id=run.run_id,
@@ -107,7 +110,7 @@ def merge_report(
         updated_at=stamp,
         metrics=dict(sorted(metrics.items())),
         evaluation_cost=EvaluationCost(
-            judge_usd=judge, probe_usd=probe, total_usd=add_costs([judge, probe])
+            judge_usd=judge, probe_usd=probe, total_usd=total, estimated_cost_usd=total
         ),
     )
 

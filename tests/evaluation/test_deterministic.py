@@ -165,7 +165,9 @@ def test_report_file_follows_the_contract(report: Report, tmp_path: Path) -> Non
     assert data["run_id"] == "veyru/1700000000"
     assert data["scenario"] == "veyru"
     assert len(data["log_sha256"]) == 64
-    assert data["evaluation_cost"] == {"judge_usd": 0.0, "probe_usd": 0.0, "total_usd": 0.0}
+    assert data["evaluation_cost"] == {
+        "judge_usd": 0.0, "probe_usd": 0.0, "total_usd": 0.0, "estimated_cost_usd": 0.0,
+    }  # fmt: skip
     entry = data["metrics"]["round_success"]
     assert set(entry) == {
         "name", "kind", "version", "unit", "status", "score", "summary", "rounds", "per_round",

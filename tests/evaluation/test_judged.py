@@ -110,6 +110,7 @@ def test_language_repetition_averages_replicas_per_message(
     assert entry.cost_usd == pytest.approx(4 * unit, rel=1e-12)
     assert report.evaluation_cost.judge_usd == pytest.approx(4 * unit, rel=1e-12)
     assert report.evaluation_cost.total_usd == pytest.approx(4 * unit, rel=1e-12)
+    assert report.evaluation_cost.estimated_cost_usd == report.evaluation_cost.total_usd
     assert report.evaluation_cost.probe_usd == 0.0
     sent = openai_judge.requests
     assert len(sent) == 4
