@@ -3,6 +3,7 @@
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_noise
 from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
+from glossogen.engine._judge import RunJudge
 from glossogen.engine._roster import (
     JudgeModel,
     RosterError,
@@ -20,6 +21,7 @@ __all__ = [
     "RosterError",
     "RoundSummary",
     "RunEngine",
+    "RunJudge",
     "RunSetup",
     "SeatModel",
     "SystemClock",

@@ -116,6 +116,7 @@ class RunJudge:
             JudgeCalled(
                 model=self.model,
                 provider=self.provider,
+                instructions=instructions,
                 question=question,
                 success=ruling.success,
                 reason=ruling.reason,

@@ -46,18 +46,26 @@ class JudgeReplay(BaseModel):
 async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
     """Ask every logged ``judge_called`` of a run again and compare the rulings.
 
+    The same judge model gets the logged instructions and question, with the run's
+    ``judge_model_settings``; the replay's own ``judge_called`` events are not written to the
+    run's log (the first attempt stays authoritative).
+
     Raises:
         StorageError: the log cannot be read.
     """
-    from glossogen.engine._judge import RunJudge
+    from glossogen.engine import RunJudge
     from glossogen.pricing import add_costs
     from glossogen.scenario import JudgeDecision
 
-    calls = [
-        e
-        for e in read_events(join(run_url, f"{scenario}.jsonl")).events
-        if e.event_type == "judge_called"
-    ]
+    events = read_events(join(run_url, f"{scenario}.jsonl")).events
+    calls = [e for e in events if e.event_type == "judge_called"]
+    config: dict[str, Any] = next(
+        (e.scenario_config for e in events if e.event_type == "simulation_started"),  # type: ignore[attr-defined]
+        {},
+    )
+    settings = {
+        k: v for k, v in (config.get("judge_model_settings") or {}).items() if v is not None
+    }
     if not calls:
         return JudgeReplay(
             replayed=0,
@@ -70,7 +78,7 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
     agreed, costs = 0, []
     for call in calls:
         logged: Any = call
-        judge = RunJudge(logged.model, logged.provider, {}, emitted.append)
+        judge = RunJudge(logged.model, logged.provider, settings, emitted.append)
         decision = await judge.rule(
             logged.question,
             logged.instructions,

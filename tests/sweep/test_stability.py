@@ -1,0 +1,99 @@
+"""--stability-retry judge_replay: the logged judge calls asked again tell flaky from stable.
+
+The judge is ``openai:gpt-4.1-mini`` answered by the stub model server over HTTP: it rules
+"failed" the first time it sees a prompt and "succeeded" the second time, a judge that does not
+reproduce its own rulings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+
+VEYRU_SPEC = """\
+scenario: veyru
+model: scripted
+provider: scripted
+knobs:
+  round_count: 1
+  postmortem_enabled: false
+  postmortem_after_swap: false
+  judge_provider: openai
+  judge_model: gpt-4.1-mini
+trials: 1
+"""
+
+
+def _sweep(spec: Path | str, *options: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", str(spec), *options])
+    return int(exited.value.code)
+
+
+def test_a_judge_that_changes_its_ruling_makes_the_failure_flaky(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    seen: set[str] = set()
+
+    def judge(req: RecordedRequest) -> StubReply:
+        prompt = json.dumps(req.messages, sort_keys=True)
+        again = prompt in seen
+        seen.add(prompt)
+        ruling = {"success": again, "reason": "second look" if again else "first look"}
+        return StubReply(tool_calls=[("final_result", ruling)])
+
+    model_stub.responder = judge
+    spec = tmp_path / "judged.yaml"
+    spec.write_text(VEYRU_SPEC)
+    assert _sweep(spec, "--stability-retry", "judge_replay") == 0
+    summary = json.loads((tmp_path / "runs/sweeps/judged/run_summary.json").read_text())
+    (cell,) = summary["cells"]
+    (trial,) = cell["trials"]
+    # The first attempt stays authoritative: the round is lost, the trial failed the metric.
+    assert (trial["state"], trial["verdicts"], trial["passed"]["round_success"]) == (
+        "done",
+        [False],
+        False,
+    )
+    sample = trial["stability_sample"]
+    calls = len(seen)  # distinct judge prompts of the run
+    assert len(model_stub.requests) == 2 * calls  # each asked exactly once more
+    assert (sample["mode"], sample["replayed"], sample["agreed"]) == ("judge_replay", calls, 0)
+    assert sample["outcome"] == "not_reproduced"
+    assert sample["cost_usd"] > 0
+    assert (cell["stability"], cell["stability_detail"]) == (
+        "flaky",
+        "1 of 1 failure(s) did not reproduce",
+    )
+    assert summary["spend"]["spent_usd"] == pytest.approx(
+        trial["scores"]["cost_usd"] + sample["cost_usd"]
+    )
+    # The replay wrote nothing to the run's log.
+    log = tmp_path / "runs" / trial["run_id"] / "veyru.jsonl"
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sum(e["event_type"] == "judge_called" for e in logged) == calls
+
+
+def test_deterministic_verdicts_cannot_be_replayed(prefect_api: str, tmp_path: Path) -> None:
+    spec = tmp_path / "pd.yaml"
+    spec.write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        "knobs: {round_count: 1, postmortem_enabled: false, scripted_misplay_share: 1.0}\n"
+    )
+    assert _sweep(str(spec), "--stability-retry", "judge_replay") == 0
+    summary = json.loads((tmp_path / "runs/sweeps/pd/run_summary.json").read_text())
+    (cell,) = summary["cells"]
+    assert cell["stability"] == "unmeasured"
+    assert cell["trials"][0]["stability_sample"]["detail"] == (
+        "no judge call to replay (the verdicts are deterministic)"
+    )
