@@ -1,0 +1,124 @@
+"""protocol_probe against a hosted model: each agent's recorded history replayed over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from genai_prices import Usage, calc_price
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from glossogen.evaluation import EvaluationError, plan_evaluation, score_all, write_outcomes
+from glossogen.evaluation.metrics.probe import QUESTIONS
+from tests.evaluation._logs import RunLog
+from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
+
+FO, SE = "field_observer", "stabilization_engineer"
+TOKENS = dict(input_tokens=2000, output_tokens=40)
+
+
+def _history(agent: str, said: str) -> list[dict]:
+    messages = [
+        ModelRequest(
+            parts=[UserPromptPart(f"Round 1 briefing for {agent}")],
+            instructions=f"You are {agent}.",
+        ),  # fmt: skip
+        ModelResponse(
+            parts=[
+                ToolCallPart(
+                    "send_message", {"channel_id": "link", "text": said}, tool_call_id=f"{agent}-1"
+                )
+            ]
+        ),  # fmt: skip
+        ModelRequest(
+            parts=[ToolReturnPart("send_message", {"status": "sent"}, tool_call_id=f"{agent}-1")]
+        ),  # fmt: skip
+        ModelResponse(parts=[TextPart("Done for now.")]),
+    ]
+    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+def _run(tmp_path: Path) -> Path:
+    log = RunLog(tmp_path, model="gpt-4o-mini", provider="openai")
+    log.round(1).say(1, FO, "hot shell L4").say(1, SE, "brace L4").verdict(1, True)
+    log.history(1, FO, _history(FO, "hot shell L4")).history(1, SE, _history(SE, "brace L4"))
+    return log.complete(1).end().write()
+
+
+ANSWERS = {FO: "L4 means level four", SE: "L4 means level 4 brace"}
+
+
+def _answer(req: RecordedRequest) -> StubReply:
+    sent = json.dumps(req.messages)
+    agent = FO if "hot shell L4" in sent else SE
+    return StubReply(text=ANSWERS[agent], **TOKENS)
+
+
+def test_probe_replays_each_history_to_its_recorded_model(
+    model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-probe")
+    model_stub.responder = _answer
+    run_dir = _run(tmp_path)
+    plan = plan_evaluation(str(run_dir), "protocol_probe")
+    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    entry = report.metrics["protocol_probe"]
+    # words {l4, means, level, four} vs {l4, means, level, 4, brace}: 3 shared of 6
+    assert entry.score == 0.5
+    assert {o.agent_id: o.value for o in entry.per_agent} == {FO: 0.5, SE: 0.5}
+    assert (entry.replicas, entry.agreement, entry.rounds) == (1, None, 0)
+    unit = float(
+        calc_price(Usage(**TOKENS), model_ref="gpt-4o-mini", provider_id="openai").total_price
+    )
+    assert entry.cost_usd == pytest.approx(8 * unit, rel=1e-12)
+    assert report.evaluation_cost.probe_usd == pytest.approx(8 * unit, rel=1e-12)
+    assert report.evaluation_cost.judge_usd == 0.0
+    sent = model_stub.requests
+    assert len(sent) == 8  # 2 agents x 4 questions
+    assert {r.model for r in sent} == {"gpt-4o-mini"}
+    first = [r for r in sent if "hot shell L4" in json.dumps(r.messages)][0]
+    # the whole history, then one question of the bank, under the agent's own instructions
+    assert first.body["instructions"] == f"You are {FO}."
+    kinds = [m.get("type") or m["role"] for m in first.messages]
+    assert kinds == ["user", "function_call", "function_call_output", "assistant", "user"]
+    assert first.messages[1]["arguments"] == '{"channel_id":"link","text":"hot shell L4"}'
+    assert first.messages[-1]["content"] in QUESTIONS.values()
+    lines = [json.loads(x) for x in (run_dir / "protocol_probe.jsonl").read_text().splitlines()]
+    assert {x["answer"] for x in lines} == set(ANSWERS.values())
+
+
+def test_probe_fails_when_every_call_fails(
+    model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-probe")
+    model_stub.responder = lambda req: StubFault(status=400)
+    plan = plan_evaluation(str(_run(tmp_path)), "protocol_probe")
+    entry = write_outcomes(plan, asyncio.run(score_all(plan))).metrics["protocol_probe"]
+    assert (entry.status, entry.score, entry.error) == ("failed", None, "every probe call failed")
+
+
+def test_probe_without_the_agents_key_is_refused_before_any_call(
+    model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(EvaluationError) as refused:
+        plan_evaluation(str(_run(tmp_path)), "protocol_probe")
+    assert refused.value.exit_code == 77
+    assert str(refused.value) == (
+        "missing credentials: OPENAI_API_KEY (probe of agent field_observer, provider openai); "
+        "OPENAI_API_KEY (probe of agent stabilization_engineer, provider openai)"
+    )
+    assert model_stub.requests == []
