@@ -9,6 +9,7 @@ never cached; the flow turns it into a ``failed`` entry.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,8 @@ def cache_key(plan: EvaluationPlan, metric_name: str) -> str:
     """Return the cache key of scoring ``metric_name`` on the plan's run.
 
     Parts: the log's SHA-256, the metric's name and version, and for judged metrics the judge's
-    model, provider, settings and replicas (for the probe, its replicas).
+    model, provider, settings and replicas (for the probe, its replicas); the key is the
+    metric's name and the SHA-256 of those parts.
     """
     metric = get_metric(metric_name)
     parts: list[Any] = [plan.run.log_sha256, metric.name, metric.version]
@@ -41,7 +43,9 @@ def cache_key(plan: EvaluationPlan, metric_name: str) -> str:
         parts += [plan.judge.provider, plan.judge.model, plan.judge.settings, plan.judge_replicas]
     if metric.kind == "model":
         parts += [plan.probe_replicas]
-    return "evaluate-" + json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    # hashed: the key names the cached result's file, and a model id may hold "/"
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return f"evaluate-{metric.name}-{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def _cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
