@@ -66,3 +66,33 @@ def test_a_metric_blank_now_loses_its_old_entry(tmp_path: Path) -> None:
     (run_dir / "veyru_report.json").write_text(json.dumps(first))
     again = _report(run_dir, "cost_per_round_usd")
     assert set(again["metrics"]) == {"round_success"}
+
+
+def test_judged_and_probe_metrics_stay_blank_with_nothing_to_judge(
+    tmp_path: Path, model_stub, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    log = RunLog(tmp_path)
+    log.round(1).verdict(1, False, "timeout").end()  # nothing said, no agent history logged
+    run_dir = log.write()
+    plan = plan_evaluation(
+        str(run_dir), "language_repetition,shorthand_codes,protocol_probe", "gpt-4o-mini", "openai"
+    )
+    assert plan.blank == [("protocol_probe", "does not apply: run lacks agent_history")]
+    write_outcomes(plan, asyncio.run(score_all(plan)))
+    data = json.loads((run_dir / "veyru_report.json").read_text())
+    assert data["metrics"] == {}
+    assert data["evaluation_cost"]["judge_usd"] == 0.0
+    assert model_stub.requests == []  # nothing was sent to the judge
+
+
+def test_probe_is_blank_when_no_team_has_two_agents(tmp_path: Path) -> None:
+    log = RunLog(tmp_path, agents=(("field_observer", "red"), ("stabilization_engineer", "blue")))
+    log.round(1).say(1, "field_observer", "hi").verdict(1, True, team="red")
+    log.history(1, "field_observer", []).end()
+    plan = plan_evaluation(str(log.write()), "protocol_probe")
+    outcomes = asyncio.run(score_all(plan))
+    assert [(o.name, o.blank) for o in outcomes] == [
+        ("protocol_probe", "no team has two agents to compare")
+    ]

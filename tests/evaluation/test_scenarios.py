@@ -103,3 +103,43 @@ def test_report_reads_back(scored: tuple) -> None:
     scenario, run_dir, report, _ = scored
     again = Report.model_validate_json((run_dir / f"{scenario}_report.json").read_text())
     assert again == report
+
+
+def test_judged_metrics_on_a_scripted_run(
+    scored: tuple, model_stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from tests.fixtures.model_stubs import StubReply
+
+    scenario, run_dir, _, events = scored
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+    def respond(req):  # every message rated 1.0, one code per round
+        prompt = json.dumps(req.messages)
+        if "repetition_factor" in json.dumps(req.body.get("tools", [])):
+            count = len(re.findall(r"\\n(\d+)\. \[", prompt)) + (
+                "Messages of one round, in order:\\n1. [" in prompt
+            )
+            rows = [{"index": i, "repetition_factor": 1.0} for i in range(1, count + 1)]
+            return StubReply(tool_calls=[(req.tool_names[0], {"messages": rows})])
+        return StubReply(
+            tool_calls=[(req.tool_names[0], {"codes": [{"code": "x", "meaning": "y"}]})]
+        )
+
+    model_stub.responder = respond
+    plan = plan_evaluation(
+        str(run_dir), "language_repetition,shorthand_codes", "gpt-4o-mini", "openai"
+    )
+    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    sent = [e for e in events if e["event_type"] == "message_sent" and e["phase"] == "main"
+            and e["channel_id"] == PRIMARY[scenario]]  # fmt: skip
+    rounds = sorted({e["round_number"] for e in sent})
+    assert report.metrics["language_repetition"].score == 1.0
+    assert report.metrics["shorthand_codes"].score == 1.0
+    assert report.metrics["shorthand_codes"].rounds == len(rounds)
+    lines = (run_dir / "language_repetition.jsonl").read_text().splitlines()
+    assert [json.loads(x)["message_id"] for x in lines] == [e["message_id"] for e in sent]
+    assert {json.loads(x)["repetition_factor"] for x in lines} == {1.0}  # every message rated
+    assert len(model_stub.requests) == 2 * len(rounds)  # one call per round per metric
