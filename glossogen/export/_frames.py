@@ -95,7 +95,17 @@ def _score(entry: dict[str, Any]) -> Any:
 
 
 def run_context(record: RunRecord) -> dict[str, Any]:
-    """Return one run's non-metric columns: metadata, knobs, labels, roster and lineage."""
+    """Return one run's non-metric columns: metadata, knobs, labels, roster and lineage.
+
+    Computed once per record and kept on it (every table repeats it).
+    """
+    cached = record.__dict__.get("_run_context")
+    if cached is None:
+        cached = record.__dict__["_run_context"] = _run_context(record)
+    return cached
+
+
+def _run_context(record: RunRecord) -> dict[str, Any]:
     facts = record.facts
     agents = record.agents
     providers = {p.split(":", 1)[0] for a in agents for p in a.models} or (
@@ -139,7 +149,7 @@ def run_context(record: RunRecord) -> dict[str, Any]:
 
 def run_row(record: RunRecord, wanted: set[str] | None, summaries: bool) -> dict[str, Any]:
     """Return one ``run_level`` row: :func:`run_context` plus the run's metric columns."""
-    row = run_context(record)
+    row = dict(run_context(record))
     for name, entry in metrics_of(record, wanted).items():
         row[f"metric.{name}"] = _score(entry)
         row[f"metric_rounds.{name}"] = entry.get("rounds")
@@ -166,13 +176,6 @@ def ordered_columns(rows: list[dict[str, Any]], head: list[str]) -> list[str]:
         return 0
 
     return [*seen, *sorted(extra, key=lambda c: (family(c), c))]
-
-
-def _attach(rows: list[dict[str, Any]], context: dict[str, Any] | None) -> None:
-    if context:
-        for row in rows:
-            for key, value in context.items():
-                row.setdefault(key, value)
 
 
 def round_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
@@ -234,6 +237,21 @@ def context_columns(contexts: list[dict[str, Any]]) -> list[str]:
     return [c for c in ordered_columns(contexts, RUN_META) if c not in ("run_id", "scenario_name")]
 
 
+def context_frame(records: list[RunRecord], columns: list[str]) -> pl.DataFrame:
+    """Return one row per run holding its context ``columns`` (``run_id`` first)."""
+    return frame_from_rows([run_context(r) for r in records], ["run_id", *columns])
+
+
+def with_context(frame: pl.DataFrame, context: pl.DataFrame) -> pl.DataFrame:
+    """Append the run context to each row of ``frame``: a left join on ``run_id``, in order."""
+    if context.width <= 1:
+        return frame
+    if frame.height == 0:
+        empty = {c: t for c, t in context.schema.items() if c != "run_id"}
+        return pl.concat([frame, pl.DataFrame(schema=empty)], how="horizontal")
+    return frame.join(context, on="run_id", how="left", maintain_order="left")
+
+
 def default_frames(
     records: list[RunRecord],
     frames: list[str],
@@ -250,22 +268,21 @@ def default_frames(
         keyed ``run_id, agent_id``. Metric cells are blank where no number exists.
     """
     out: dict[str, pl.DataFrame] = {}
-    contexts = [run_context(r) for r in records] if repeat_run_columns else []
-    ctx_cols = context_columns(contexts) if repeat_run_columns else []
     if "run_level" in frames:
         rows = [run_row(r, wanted, summaries) for r in records]
         out["run_level"] = frame_from_rows(rows, ordered_columns(rows, RUN_META))
+    context = None
     for name, build, head in (
         ("round_level", round_rows, ROUND_KEYS),
         ("agent_level", agent_rows, AGENT_OWN),
     ):
         if name not in frames:
             continue
-        rows = []
-        for i, record in enumerate(records):
-            got = build(record, wanted, summaries)
-            _attach(got, contexts[i] if repeat_run_columns else None)
-            rows.extend(got)
-        own = [c for c in ordered_columns(rows, head) if c not in ctx_cols]
-        out[name] = frame_from_rows(rows, own + ctx_cols)
+        rows = [row for record in records for row in build(record, wanted, summaries)]
+        own = frame_from_rows(rows, ordered_columns(rows, head))
+        if repeat_run_columns:
+            if context is None:
+                context = context_frame(records, context_columns([run_context(r) for r in records]))
+            own = with_context(own, context)
+        out[name] = own
     return out

@@ -24,7 +24,7 @@ from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
 from glossogen.export._frames import context_columns, run_context
-from glossogen.export._runlog import event_type
+from glossogen.export._runlog import complete_end, find_lines, open_log, roster_may_change
 from glossogen.export._selection import RunRecord
 from glossogen.storage import is_local, join, open_fs, translate_errors
 
@@ -75,23 +75,28 @@ def _lines(url: str) -> Iterator[bytes]:
 
 
 def _events(record: RunRecord, wanted: set[str]) -> Iterator[dict[str, Any]]:
-    """Yield the parsed (and, for 0.5 lines, upcast) events of ``wanted`` types, in order.
+    """Yield the parsed (and, for 0.5 lines, upcast) events of ``wanted`` types, in log order.
 
-    The phase markers are always parsed so 0.5 lines, which carry no phase, get one.
+    The lines are found by byte searches (:func:`~glossogen.export._runlog.find_lines`) in the
+    log, memory-mapped, up to its last complete line; only they are parsed. Roster changes are
+    searched for only where the head says they can happen; a GlossoGen 0.5 log also has its
+    phase markers and roster read, since its lines carry no phase and the upcaster needs them.
     """
-    from glossogen.eventlog import LegacyUpcaster, is_legacy
+    from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 
+    started = record.facts.started
+    legacy = (started or {}).get("schema_version") == LEGACY_SCHEMA_VERSION
+    kinds = set(wanted)
+    if legacy:
+        kinds |= _PHASE_EVENTS | _SETUP_EVENTS | {"agent_registered"}
+    elif not roster_may_change(started):
+        kinds -= {"agent_registered", "agent_swapped_mid_run"}
+    with open_log(record.log_url) as data:
+        end = complete_end(data)
+        found = sorted(hit for kind in kinds for hit in find_lines(data, kind, 0, end))
     upcaster: LegacyUpcaster | None = None
-    parse = wanted | _PHASE_EVENTS | _SETUP_EVENTS
     bad = 0
-    for raw in _lines(record.log_url):
-        if not raw.endswith(b"\n"):
-            break  # a torn last line (a writer killed mid-write)
-        kind = event_type(raw)
-        if kind not in parse:
-            if kind is None and raw.strip():
-                bad += 1
-            continue
+    for _, raw in found:
         try:
             obj = json.loads(raw)
         except ValueError:

@@ -3,14 +3,16 @@
 A finished run's log starts with ``simulation_started`` and the roster (``agent_registered``)
 and ends with ``simulation_ended``, whose counts and costs are the run's totals. Reading those
 few lines instead of the whole log is what keeps the default tables fast on a large cohort
-(a 10-round log is about 1.5 MB, almost all of it model histories). The rest of the log is only
+(a 10-round log is about 1.5 MB, almost all of it model histories). The rest of the log is
 searched, byte-wise, for the rare events that change the roster later (``agent_registered``
 of a replaced seat, ``agent_swapped_mid_run``), and only those lines are parsed.
 
-A log with no ``simulation_ended`` (a run still being written, or one whose process died), or
-whose ``simulation_ended`` lacks a count (GlossoGen 0.5.x recorded no round counts), is read in
-full instead, parsing only ``message_sent``, ``round_result_recorded``,
-``llm_response_received`` and ``judge_called`` lines. GlossoGen 0.5.x lines are upcast through
+The body is searched only where the head says the roster can change (a replaced seat, a
+scheduled swap). A log with no ``simulation_ended`` (a run still being written, or one whose
+process died), or whose ``simulation_ended`` lacks a count (GlossoGen 0.5.x recorded no round
+counts), is searched for the events behind the missing figures (``message_sent``,
+``round_result_recorded``, and for spend ``llm_response_received`` and ``judge_called``), and
+only those lines are parsed. GlossoGen 0.5.x lines are upcast through
 :class:`~glossogen.eventlog.LegacyUpcaster`, fed the parsed lines in log order.
 """
 
@@ -159,7 +161,8 @@ class _Parser:
         self.upcaster: LegacyUpcaster | None = None
         self.bad = 0
 
-    def parse(self, line: bytes) -> dict[str, Any] | None:
+    def parse(self, line: bytes, upcast: bool = True) -> dict[str, Any] | None:
+        """Parse one line (upcast when written by 0.5.x and ``upcast``); None if damaged."""
         try:
             obj = json.loads(line)
         except ValueError:
@@ -168,7 +171,7 @@ class _Parser:
         if not isinstance(obj, dict):
             self.bad += 1
             return None
-        if is_legacy(obj):
+        if upcast and is_legacy(obj):
             self.upcaster = self.upcaster or LegacyUpcaster()
             obj = self.upcaster.upcast(obj)
         return obj
@@ -180,7 +183,7 @@ def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
     return start, (len(data) if end < 0 else end)
 
 
-def _complete_end(data: bytes | mmap.mmap) -> int:
+def complete_end(data: bytes | mmap.mmap) -> int:
     """Return the end of the last newline-terminated line (a torn tail is ignored)."""
     return data.rfind(b"\n") + 1
 
@@ -228,48 +231,89 @@ def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
             agent.requests = cost.get("requests")
 
 
+def find_lines(
+    data: bytes | mmap.mmap, kind: str, start: int, end: int
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, line)`` for each line of ``data[start:end]`` of event type ``kind``.
+
+    Found by a byte search for the quoted type (C speed) instead of reading every line. A line
+    whose envelope is too damaged to name its type is not found.
+    """
+    needle = f'"{kind}"'.encode()
+    hit = data.find(needle, start, end)
+    while hit >= 0:
+        a, b = _line_at(data, hit)
+        line = data[a:b]
+        if event_type(line) == kind:
+            yield a, line
+        hit = data.find(needle, b, end)
+
+
+def _lines_of(data: bytes | mmap.mmap, kind: str, start: int, end: int) -> Iterator[bytes]:
+    for _, line in find_lines(data, kind, start, end):
+        yield line
+
+
 def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
-    """Count messages, verdicts and spend over ``data[start:end]`` (the whole-log path)."""
-    messages = chars = 0
-    verdicts: dict[int, list[bool]] = {}
+    """Fill the counts (and, for an unfinished run, the spend) from ``data[start:end]``.
+
+    Only the event types a missing figure needs are searched for: messages for message and
+    character counts, verdicts for round counts, model responses and judge calls for spend.
+    """
+    facts.scanned = True
+    if facts.total_messages is None or facts.total_chars is None:
+        messages = chars = 0
+        for line in _lines_of(data, "message_sent", start, end):
+            obj = parser.parse(line, upcast=False)  # both shapes read directly, for speed
+            if obj is not None:
+                messages += 1
+                nested = obj.get("message")  # GlossoGen 0.5.x nests the message
+                text = nested.get("text") if isinstance(nested, dict) else obj.get("text")
+                chars += len(str(text or "")) if obj.get("chars") is None else int(obj["chars"])
+        if facts.total_messages is None:
+            facts.total_messages = messages
+        if facts.total_chars is None:
+            facts.total_chars = chars
+    if facts.rounds_played is None or facts.rounds_won is None:
+        verdicts: dict[int, list[bool]] = {}
+        for line in _lines_of(data, "round_result_recorded", start, end):
+            obj = parser.parse(line, upcast=False)  # same fields in both shapes
+            if obj is not None:
+                ok = bool(obj.get("success")) and not obj.get("void")
+                verdicts.setdefault(int(obj.get("round_number") or 0), []).append(ok)
+        if facts.rounds_played is None:
+            facts.rounds_played = len(verdicts)
+        if facts.rounds_won is None:
+            facts.rounds_won = sum(1 for oks in verdicts.values() if oks and all(oks))
+    if facts.status != RUNNING:
+        return
     cost: float | None = 0.0
     judge: float | None = 0.0
-    wanted = {"message_sent", "round_result_recorded", "llm_response_received", "judge_called"}
-    pos = start
-    while pos < end:
-        nl = data.find(b"\n", pos, end)
-        stop = end if nl < 0 else nl
-        line = data[pos:stop]
-        pos = stop + 1
-        kind = event_type(line)
-        if kind not in wanted:
-            continue
-        obj = parser.parse(line)
-        if obj is None:
-            continue
-        if kind == "message_sent":
-            messages += 1
-            chars += int(obj.get("chars") or len(str(obj.get("text") or "")))
-        elif kind == "round_result_recorded":
-            ok = bool(obj.get("success")) and not obj.get("void")
-            verdicts.setdefault(int(obj.get("round_number") or 0), []).append(ok)
-        else:
-            spent = obj.get("cost_usd")
+    for kind in ("llm_response_received", "judge_called"):
+        for line in _lines_of(data, kind, start, end):
+            obj = parser.parse(line)
+            spent = None if obj is None else obj.get("cost_usd")
             cost = None if cost is None or spent is None else cost + float(spent)
             if kind == "judge_called":
                 judge = None if judge is None or spent is None else judge + float(spent)
-    facts.scanned = True
-    if facts.total_messages is None:
-        facts.total_messages = messages
-    if facts.total_chars is None:
-        facts.total_chars = chars
-    if facts.rounds_played is None:
-        facts.rounds_played = len(verdicts)
-    if facts.rounds_won is None:
-        facts.rounds_won = sum(1 for oks in verdicts.values() if oks and all(oks))
-    if facts.status == RUNNING:
-        facts.total_cost_usd = cost
-        facts.judge_cost_usd = judge
+    facts.total_cost_usd, facts.judge_cost_usd = cost, judge
+
+
+def roster_may_change(started: dict[str, Any] | None) -> bool:
+    """Return whether a run's roster can change after its head (so its body is searched).
+
+    True for a derived run that replaced a seat (``lineage.replaced_agent_id``), a config
+    scheduling a ``swap_agent`` event, or a GlossoGen 0.5 config with a swap or an intern.
+    """
+    if not started:
+        return True
+    if (started.get("lineage") or {}).get("replaced_agent_id"):
+        return True
+    config = started.get("scenario_config") or {}
+    events = config.get("scheduled_events") or []
+    if any(isinstance(e, dict) and e.get("kind") == "swap_agent" for e in events):
+        return True
+    return config.get("swap_round") is not None or bool(config.get("intern_enabled"))
 
 
 def read_log_facts(url: str) -> LogFacts:
@@ -289,7 +333,7 @@ def read_log_facts(url: str) -> LogFacts:
     facts = LogFacts()
     parser = _Parser()
     with open_log(url) as data:
-        end = _complete_end(data)
+        end = complete_end(data)
         pos = 0
         # Head: simulation_started and the roster, up to the first round.
         while pos < end:
@@ -310,17 +354,13 @@ def read_log_facts(url: str) -> LogFacts:
             elif kind is not None and kind.encode() in _HEAD_END:
                 break
         body = pos
-        # Body: only the rare roster changes, found by a byte search.
-        for needle in (b'"agent_registered"', b'"agent_swapped_mid_run"'):
-            hit = data.find(needle, body, end)
-            while hit >= 0:
-                a, b = _line_at(data, hit)
-                line = data[a:b]
-                if event_type(line) == needle.strip(b'"').decode():
+        # Body: only the rare roster changes, found by a byte search, only where possible.
+        if roster_may_change(facts.started):
+            for kind in ("agent_registered", "agent_swapped_mid_run"):
+                for line in _lines_of(data, kind, body, end):
                     obj = parser.parse(line)
                     if obj is not None:
                         _register(facts, obj)
-                hit = data.find(needle, b, end)
         # Tail: the last simulation_ended among the last lines.
         stop = end - 1
         ended: dict[str, Any] | None = None

@@ -1,0 +1,188 @@
+"""How fast ``glossogen export`` is, and how its memory grows with the selection.
+
+Builds cohorts under a scratch folder (``--keep DIR`` to reuse one):
+
+- 1,000 runs of 10 rounds (veyru, 2 agents): one scripted run is played through the library on
+  a virtual clock, evaluated by a small report (the contract's shape: ``round_success`` per
+  round, ``mean_chars_per_message`` per agent), then copied 1,000 times with new run ids
+  (folder, ``simulation_started.run_id``), varied labels and seeds in ``config.json``;
+- the first 100 of them as a second cohort;
+- 1,000 copies of the real GlossoGen 0.5 run folder (``tests/cases/glossogen-0.5-runs``): no
+  ``config.json``, no summaries to lean on, every log scanned.
+
+Each figure is one whole ``glossogen export`` process (``python -m glossogen export``): wall
+seconds and its peak resident memory (``wait4``'s ``ru_maxrss``). Targets (issue 6): 1,000 runs'
+default tables under 2 s; ``message_level`` peak memory at 1,000 runs within 1.5x of 100 runs;
+1,000 GlossoGen 0.5 folders at least 5x faster than that platform's own 12 s (under 2.4 s).
+
+Run: ``python bench/export_speed.py`` (about a minute on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CASE_05 = ROOT / "tests" / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
+BASE_TS = 1796000000
+ROUNDS = 10
+
+
+def _play_template(folder: Path) -> Path:
+    """Play one 10-round scripted veyru run into ``folder`` and return its run folder."""
+    from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+
+    async def play() -> Path:
+        request = RunRequest(
+            scenario="veyru",
+            model="scripted",
+            provider="scripted",
+            runs_dir=str(folder),
+            config="knobs_default",
+            overrides=[f"round_count={ROUNDS}"],
+        )
+        plan = plan_run(request)
+        claimed = claim_run(plan, now_unix=BASE_TS - 1)
+        session = open_session(plan, claimed, clock_start=datetime(2026, 11, 29, tzinfo=UTC))
+        for n in range(1, ROUNDS + 1):
+            await session.play_round(n)
+        session.finish(price_spend(log_url(plan, claimed)), "completed")
+        return Path(claimed.url)
+
+    return asyncio.run(play())
+
+
+def _report(run_id: str, verdicts: list[bool]) -> dict:
+    def entry(name: str, unit: str, score: float, **extra: object) -> dict:
+        base = {
+            "name": name, "kind": "deterministic", "version": 1, "unit": unit, "status": "ok",
+            "score": score, "summary": name, "rounds": ROUNDS, "per_round": [], "per_agent": [],
+            "replicas": None, "agreement": None, "judge": None, "cost_usd": 0.0,
+            "sidecar": None, "error": None,
+        }  # fmt: skip
+        base.update(extra)
+        return base
+
+    won = [{"round_number": i + 1, "value": float(ok), "team_id": "team", "note": None}
+           for i, ok in enumerate(verdicts)]  # fmt: skip
+    return {
+        "report_version": 1, "run_id": run_id, "scenario": "veyru", "log_sha256": "0" * 64,
+        "updated_at": "2026-11-29T12:00:00Z",
+        "metrics": {
+            "round_success": entry("round_success", "share of rounds won",
+                                   sum(verdicts) / len(verdicts), per_round=won),
+            "mean_chars_per_message": entry(
+                "mean_chars_per_message", "characters", 30.0,
+                per_agent=[{"agent_id": "field_observer", "value": 28.0, "note": None},
+                           {"agent_id": "stabilization_engineer", "value": 32.0, "note": None}],
+            ),
+        },
+        "evaluation_cost": {"judge_usd": 0.0, "probe_usd": 0.0, "total_usd": 0.0},
+    }  # fmt: skip
+
+
+def build_cohorts(scratch: Path) -> tuple[Path, Path, Path]:
+    """Create (or reuse) the 1,000-run, 100-run and 0.5 cohorts under ``scratch``."""
+    big, small, old = scratch / "runs-1000", scratch / "runs-100", scratch / "runs-05"
+    if big.exists() and small.exists() and old.exists():
+        return big, small, old
+    template = _play_template(scratch / "template")
+    log = (template / "veyru.jsonl").read_bytes()
+    config = json.loads((template / "config.json").read_text())
+    verdicts = [
+        json.loads(line)["success"]
+        for line in log.splitlines()
+        if b'"round_result_recorded"' in line
+    ]
+    source_id = f"veyru/{template.name}".encode()
+    for target, count in ((big, 1000), (small, 100)):
+        for i in range(count):
+            ts = BASE_TS + i
+            folder = target / "veyru" / str(ts)
+            folder.mkdir(parents=True)
+            head, _, rest = log.partition(b"\n")
+            (folder / "veyru.jsonl").write_bytes(
+                head.replace(source_id, f"veyru/{ts}".encode()) + b"\n" + rest
+            )
+            (folder / "config.json").write_text(json.dumps({**config, "seed": i}))
+            labels = {"budget": str(100 * (i % 8 + 1)), f"batch_{i % 3}": True}
+            (folder / "labels.json").write_text(json.dumps(labels))
+            (folder / "veyru_report.json").write_text(json.dumps(_report(f"veyru/{ts}", verdicts)))
+    for i in range(1000):
+        shutil.copytree(CASE_05, old / "veyru" / str(BASE_TS + i))
+    return big, small, old
+
+
+def measure(runs_dir: Path, out: Path, frames: str) -> tuple[float, float]:
+    """Run one ``glossogen export`` process; return (wall seconds, peak RSS MiB)."""
+    shutil.rmtree(out, ignore_errors=True)
+    args = [sys.executable, "-m", "glossogen", "export", "--runs-dir", str(runs_dir),
+            "--out", str(out), "--frames", frames]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"export failed ({proc.returncode}): {err}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    """Build the cohorts, measure each export, print the figures and the ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", help="Folder to build (or reuse) the cohorts in.")
+    args = parser.parse_args()
+    scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="export-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    big, small, old = build_cohorts(scratch)
+    print(f"cohorts ready in {time.perf_counter() - t0:.1f} s under {scratch}")
+    default = "run_level,round_level,agent_level"
+    out = scratch / "out"
+    measure(small, out, "run_level")  # warm the page cache and bytecode once
+    rows = [
+        ("default tables, 100 runs", *measure(small, out, default)),
+        ("default tables, 1,000 runs", *measure(big, out, default)),
+        ("message_level, 100 runs", *measure(small, out, "message_level")),
+        ("message_level, 1,000 runs", *measure(big, out, "message_level")),
+        ("0.5 folders, default tables, 1,000", *measure(old, out, default)),
+        ("0.5 folders, message_level,round_context, 1,000",
+         *measure(old, out, "message_level,round_context")),
+    ]  # fmt: skip
+    print(f"{'export':<50} {'wall s':>8} {'peak MiB':>9}")
+    for name, wall, peak in rows:
+        print(f"{name:<50} {wall:>8.2f} {peak:>9.1f}")
+    default_1000 = rows[1][1]
+    growth = rows[3][2] / rows[2][2]
+    speedup = 12.0 / rows[4][1]
+    speedup_logs = 28.0 / rows[5][1]
+    print(f"default tables at 1,000 runs: {default_1000:.2f} s (target < 2 s): "
+          f"{'ok' if default_1000 < 2 else 'MISSED'}")  # fmt: skip
+    print(f"message_level peak memory 1,000 / 100 runs: {growth:.2f}x (target <= 1.5x): "
+          f"{'ok' if growth <= 1.5 else 'MISSED'}")  # fmt: skip
+    print(f"0.5 folders, default tables: {speedup:.1f}x faster than the platform's 12 s "
+          f"(target >= 5x): {'ok' if speedup >= 5 else 'MISSED'}")  # fmt: skip
+    print(
+        f"0.5 folders, message_level,round_context: {speedup_logs:.1f}x faster than the "
+        "platform's 28 s"
+    )
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
