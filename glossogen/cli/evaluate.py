@@ -68,6 +68,15 @@ def evaluate(
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
     from flows.evaluate import evaluate as evaluate_flow
+    from flows.runtime import api_url_configured
+
+    if not api_url_configured():
+        print(
+            "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
+            "(10-60 s on a fresh 2-core machine)...",
+            file=sys.stderr,
+            flush=True,
+        )
 
     settings = plan.judge.settings if plan.judge is not None else None
     try:
