@@ -9,9 +9,17 @@ import sys
 import typer
 
 from glossogen import exit_codes
+from glossogen.launch import observing
 from glossogen.sweep import SweepError, SweepOptions, load_spec, plan_sweep, sweep_url
 
 STABILITY_MODES = ("judge_replay", "agent_rerun")
+
+
+class _Launches:
+    """Print one line per run this process starts (in-process cells; workers log their own)."""
+
+    def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
+        print(f"run {run_id} started ({round_count} rounds) in {run_url}", flush=True)
 
 
 def _error(message: str) -> None:
@@ -74,21 +82,30 @@ def sweep(
 
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    from flows.runtime import TerminationSignal
+    from flows.runtime import TerminationSignal, api_url_configured
     from flows.sweep import sweep as sweep_flow
 
-    try:
-        summary = asyncio.run(
-            sweep_flow(
-                spec_path,
-                replace=replace,
-                concurrency=concurrency,
-                run_timeout_seconds=options.run_timeout_seconds,
-                max_turns=options.max_turns,
-                qualification=qualification,
-                stability_retry=options.stability_retry,
-            )
+    if not api_url_configured():
+        print(
+            "No PREFECT_API_URL set: every cell plays in this process, on a temporary local "
+            "Prefect server (10-60 s to start on a 2-core machine)...",
+            file=sys.stderr,
+            flush=True,
         )
+
+    try:
+        with observing(_Launches()):
+            summary = asyncio.run(
+                sweep_flow(
+                    spec_path,
+                    replace=replace,
+                    concurrency=concurrency,
+                    run_timeout_seconds=options.run_timeout_seconds,
+                    max_turns=options.max_turns,
+                    qualification=qualification,
+                    stability_retry=options.stability_retry,
+                )
+            )
     except SweepError as exc:
         _error(str(exc))
         return exc.exit_code
