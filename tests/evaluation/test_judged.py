@@ -221,3 +221,35 @@ def test_cli_writes_the_report_then_exits_1_naming_the_failed_metric(
         assert report["metrics"]["language_repetition"]["status"] == "failed"
         # a failure is never cached: the second evaluation asks the judge again
         assert len(openai_judge.requests) == 2 * attempt
+
+
+class CountingGate:
+    """A call gate that records which provider each model request took a slot of."""
+
+    def __init__(self) -> None:
+        self.slots: list[str] = []
+
+    def slot(self, provider: str):  # noqa: ANN201
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def held():  # noqa: ANN202
+            self.slots.append(provider)
+            yield
+
+        return held()
+
+
+def test_judge_requests_take_slots_of_the_provider_gate(
+    openai_judge: StubModelServer, tmp_path: Path
+) -> None:
+    from glossogen.concurrency import install_gate
+
+    openai_judge.responder = canned(REPETITION)
+    gate = CountingGate()
+    previous = install_gate(gate)
+    try:
+        _score(_run(tmp_path), "language_repetition")
+    finally:
+        install_gate(previous)
+    assert gate.slots == ["openai"] * 4  # the same llm:<provider> gate simulations use
