@@ -255,3 +255,23 @@ def test_available_columns_describes_the_preview(cohort: Cohort) -> None:
         {"name": "round_success", "runs": 2, "round_rows": 2, "agent_rows": 0},
     ]
     json.dumps(found)  # the REST preview serialises it as is
+
+
+def test_a_scenario_that_does_not_rebuild_leaves_channel_columns_empty(
+    cohort: Cohort, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import shutil
+
+    ghost = tmp_path / "runs" / "ghost" / "1795000100"
+    ghost.mkdir(parents=True)
+    shutil.copy(cohort.folder(A) / "veyru.jsonl", ghost / "ghost.jsonl")
+    shutil.copy(cohort.folder(A) / "config.json", ghost / "config.json")
+    records = select_runs(str(tmp_path / "runs"), {"kind": "filters"}).records
+    with caplog.at_level("WARNING", logger="glossogen.export"):
+        frame = build_frames(records, ["message_level"])["message_level"]
+    assert frame.height == 14
+    assert frame["is_primary_channel"].null_count() == 14
+    assert frame["team_id"].null_count() == 14
+    assert frame["sender_role"].to_list()[:2] == ["field_observer", "stabilization_engineer"]
+    assert "ghost/1795000100: is_primary_channel and team_id left empty" in caplog.text
+    assert "unknown scenario 'ghost'" in caplog.text
