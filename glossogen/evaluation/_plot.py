@@ -52,7 +52,10 @@ def _chart(report: Report, name: str, title: str, ylabel: str) -> str | None:
             ax.axhline(1.0, color="#b5473a", linestyle="--", linewidth=1, label="budget")
             ax.legend(loc="upper right")
         if name == "round_success":
-            ax.set_ylim(0, 1.05)
+            ax.set_ylim(0, 1.15)
+            for x, y in zip(xs, ys, strict=True):  # a lost round has no bar: say so
+                label = "won" if y >= 1.0 else "lost" if y <= 0.0 else f"{y:.0%} of teams"
+                ax.text(x, y + 0.02, label, ha="center", va="bottom", fontsize=9)
         ax.set_title(title)
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
