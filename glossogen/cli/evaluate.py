@@ -45,6 +45,7 @@ def evaluate(
 ) -> int:
     """Score a run into <run-dir>/<scenario>_report.json (exit 1 when some metric failed)."""
     from glossogen.evaluation import EvaluationError, plan_evaluation, report_name
+    from glossogen.storage import StorageError
 
     items = [pair for value in judge_settings or [] for pair in value.split()]
     try:
@@ -96,6 +97,9 @@ def evaluate(
     except EvaluationError as exc:  # the run changed between the check and the flow
         _error(str(exc))
         return exc.exit_code
+    except StorageError as exc:
+        _error(f"cannot write the report: {exc}")
+        return int(exit_codes.TRANSPORT)
     except KeyboardInterrupt:
         _error("interrupted; nothing was written for metrics still running")
         return int(exit_codes.INTERRUPTED)
