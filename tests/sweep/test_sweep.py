@@ -204,6 +204,9 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
     assert started.scenario_config["labels"]["part"] == "qualification"
     assert summary["census"]["done"] == 2
     assert [c["trials"][0]["scores"]["rounds_played"] for c in summary["cells"]] == [5, 5]
+    for cell in summary["cells"]:
+        log = tmp_path / "runs" / cell["trials"][0]["run_id"] / "prisoners_dilemma.jsonl"
+        assert read_events(str(log)).events[0].max_agent_turns == 50  # --max-turns
 
 
 def test_ctrl_c_exits_130_and_leaves_each_runs_log(prefect_api: str, tmp_path: Path) -> None:
