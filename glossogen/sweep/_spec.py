@@ -92,8 +92,14 @@ class SweepSpec(BaseModel):
             if not values:
                 raise ValueError(f"grid axis {key!r} has no values")
             if key == MODELS_KEY:
-                for value in values:
-                    ModelChoice.model_validate(value)
+                for index, value in enumerate(values):
+                    try:
+                        ModelChoice.model_validate(value)
+                    except ValidationError:
+                        raise ValueError(
+                            f"grid axis 'models' item {index + 1} must be {{model, provider}} "
+                            f"and nothing else, got {value!r}"
+                        ) from None
         return grid
 
 

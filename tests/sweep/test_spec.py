@@ -52,8 +52,23 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         ),
         (ISSUE_SPEC.replace("knobs_default", "./missing.json"), 66, "missing.json"),
         (ISSUE_SPEC.replace("round_count: [2, 3]", "round_cnt: [2, 3]"), 65, "round_cnt"),
+        (
+            ISSUE_SPEC.replace("[2, 3]\n", "[2, 3]\n  models: [{model: gpt-4.1-mini}]\n"),
+            65,
+            "grid axis 'models' item 1 must be {model, provider}",
+        ),
+        (ISSUE_SPEC.replace("[2, 3]", "[]"), 65, "grid axis 'round_count' has no values"),
     ],
-    ids=["unknown-keys", "trials-0", "trials-11", "unknown-scenario", "missing-config", "bad-knob"],
+    ids=[
+        "unknown-keys",
+        "trials-0",
+        "trials-11",
+        "unknown-scenario",
+        "missing-config",
+        "bad-knob",
+        "bad-models-axis",
+        "empty-axis",
+    ],
 )
 def test_a_bad_spec_is_refused_in_one_line_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, code: int, message: str
