@@ -23,7 +23,7 @@ import polars as pl
 from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
-from glossogen.export._frames import context_columns, run_context
+from glossogen.export._frames import context_columns, context_frame, run_context, with_context
 from glossogen.export._runlog import complete_end, find_lines, open_log, roster_may_change
 from glossogen.export._selection import RunRecord
 from glossogen.storage import is_local, join, open_fs, translate_errors
@@ -246,16 +246,21 @@ def log_frame(
 ) -> Iterator[pl.DataFrame]:
     """Yield one frame per run of table ``name`` (``message_level`` or ``round_context``).
 
-    Every frame has the same columns; text cells are not yet made spreadsheet-safe.
+    Every frame has the columns of :func:`log_table_columns`, text cells already
+    spreadsheet-safe. The run context is built and made safe once, then joined to each run's
+    rows.
     """
-    columns, contexts = log_table_columns(name, records, repeat_run_columns)
-    build = message_rows if name == "message_level" else context_rows
+    columns, _ = log_table_columns(name, records, repeat_run_columns)
+    if name == "round_context":
+        for record in records:
+            yield frame_from_rows(context_rows(record), columns, clean=True)
+        return
+    context = None
+    if repeat_run_columns:
+        context = safe_text(context_frame(records, columns[len(MESSAGE_COLUMNS) :]))
     for i, record in enumerate(records):
-        rows = build(record)
-        if contexts is not None:
-            for row in rows:
-                row.update({k: v for k, v in contexts[i].items() if k not in row})
-        yield frame_from_rows(rows, columns)
+        frame = frame_from_rows(message_rows(record), MESSAGE_COLUMNS, clean=True)
+        yield frame if context is None else with_context(frame, context.slice(i, 1))
 
 
 def write_log_table(
@@ -283,5 +288,5 @@ def write_log_table(
             present = frame.select(pl.all().is_not_null().any()).row(0)
             for col, hit in zip(columns, present, strict=True):
                 filled[col] += int(bool(hit))
-            f.write(csv_bytes(safe_text(frame), header=False))
+            f.write(csv_bytes(frame, header=False))
     return rows, filled
