@@ -254,6 +254,32 @@ def _lines_of(data: bytes | mmap.mmap, kind: str, start: int, end: int) -> Itera
         yield line
 
 
+_CHARS_RE = re.compile(rb'"chars"\s*:\s*(\d+)[,}]')
+_TEXT_RE = re.compile(rb'"text"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _message_chars(line: bytes) -> int | None:
+    """Return a ``message_sent`` line's character count without parsing the line, or None.
+
+    Reads this release's ``"chars": N``, else the first ``"text"`` string (GlossoGen 0.5.x
+    nests the message, whose ``text`` comes first), decoding only that string. A quote inside
+    a JSON string is escaped, so neither key can be matched inside a value. None when the line
+    does not end like a JSON object or neither key is found: the caller then parses it.
+    """
+    if not line.rstrip().endswith(b"}"):
+        return None
+    found = _CHARS_RE.search(line)
+    if found:
+        return int(found.group(1))
+    text = _TEXT_RE.search(line)
+    if text is None:
+        return None
+    try:
+        return len(json.loads(text.group(1)))
+    except ValueError:
+        return None
+
+
 def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
     """Fill the counts (and, for an unfinished run, the spend) from ``data[start:end]``.
 
@@ -264,12 +290,16 @@ def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser
     if facts.total_messages is None or facts.total_chars is None:
         messages = chars = 0
         for line in _lines_of(data, "message_sent", start, end):
-            obj = parser.parse(line, upcast=False)  # both shapes read directly, for speed
-            if obj is not None:
-                messages += 1
+            counted = _message_chars(line)
+            if counted is None:
+                obj = parser.parse(line, upcast=False)  # both shapes read directly
+                if obj is None:
+                    continue
                 nested = obj.get("message")  # GlossoGen 0.5.x nests the message
                 text = nested.get("text") if isinstance(nested, dict) else obj.get("text")
-                chars += len(str(text or "")) if obj.get("chars") is None else int(obj["chars"])
+                counted = len(str(text or "")) if obj.get("chars") is None else int(obj["chars"])
+            messages += 1
+            chars += counted
         if facts.total_messages is None:
             facts.total_messages = messages
         if facts.total_chars is None:
