@@ -152,3 +152,16 @@ def test_the_export_process_never_imports_prefect(cohort: Cohort, tmp_path: Path
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_runs_dir_may_be_an_s3_url(cohort: Cohort, tmp_path: Path, s3_bucket: str) -> None:
+    fs = s3fs.S3FileSystem()
+    for run_id in (A, OLD):
+        fs.put(str(cohort.folder(run_id)), f"{s3_bucket[5:]}/runs/{run_id}", recursive=True)
+    fs.invalidate_cache()
+    frames = ["--frames", "run_level,agent_level,message_level"]
+    assert _export("--runs-dir", f"{s3_bucket}/runs", "--out", str(tmp_path / "s3"), *frames) == 0
+    args = ["--runs-dir", str(cohort.runs_dir), "--run-id", A, "--run-id", OLD]
+    assert _export(*args, "--out", str(tmp_path / "local"), *frames) == 0
+    for name in ("run_level.csv", "agent_level.csv", "message_level.csv"):
+        assert _rows(tmp_path / "s3" / name) == _rows(tmp_path / "local" / name)
