@@ -1,4 +1,4 @@
-"""A spend cap stops launches: the rest are incomplete (never failed) and the sweep exits 20.
+"""Priced sweeps: a spend cap stops launches (the rest incomplete, exit 20); a model axis.
 
 Runs are real priced runs: provider ``openai``, model ``gpt-4.1-mini`` (known to genai-prices),
 answered by the stub model server over HTTP on 127.0.0.1.
@@ -31,9 +31,9 @@ spend_cap_usd: {cap}
 """
 
 
-def _sweep(spec: Path, *options: str) -> int:
+def _sweep(spec: Path, concurrency: int = 1) -> int:
     with pytest.raises(SystemExit) as exited:
-        main(["sweep", str(spec), "--concurrency", "1", *options])
+        main(["sweep", str(spec), "--concurrency", str(concurrency)])
     return int(exited.value.code)
 
 
@@ -94,3 +94,43 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     err = capsys.readouterr().err
     assert "glossogen: error: sweep stopped early (spend_cap)" in err
     assert len(list((runs / "prisoners_dilemma").iterdir())) == 3  # pilot + 2
+
+
+def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = pd_player
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(
+        "scenario: prisoners_dilemma\nruns_dir: ./runs\n"
+        "knobs: {postmortem_enabled: false, idle_floor_seconds: 0.05}\n"
+        "grid:\n  round_count: [1, 2]\n"
+        "  models: [{model: scripted, provider: scripted}, {model: gpt-4.1-mini, provider: openai}]\n"
+        "trials: 2\nspend_cap_usd: 5.0\n"
+    )
+    assert _sweep(spec, concurrency=4) == 0
+    runs = tmp_path / "runs"
+    summary = json.loads((runs / "sweeps/grid/run_summary.json").read_text())
+    assert summary["census"]["done"] == 8
+    assert [(c["params"]["round_count"], c["model"], c["provider"]) for c in summary["cells"]] == [
+        (1, "scripted", "scripted"),
+        (1, "gpt-4.1-mini", "openai"),
+        (2, "scripted", "scripted"),
+        (2, "gpt-4.1-mini", "openai"),
+    ]
+    costs = []
+    for cell in summary["cells"]:
+        for trial in cell["trials"]:
+            events = read_events(str(runs / trial["run_id"] / "prisoners_dilemma.jsonl")).events
+            seats = {(e.model, e.provider) for e in events if e.event_type == "agent_registered"}
+            assert seats == {(cell["model"], cell["provider"])}
+            assert trial["scores"]["rounds_played"] == cell["params"]["round_count"]
+            cost = events[-1].total_cost_usd
+            assert (cost > 0) == (cell["provider"] == "openai")
+            costs.append(cost)
+    assert summary["spend"]["spent_usd"] == pytest.approx(sum(costs))
