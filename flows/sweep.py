@@ -45,9 +45,7 @@ async def sweep(
     sweep_plan = plan(spec_path, options)
     served = set(await find_workers([c.cell.provider for c in sweep_plan.cells]))
     providers = {c.cell.provider for c in sweep_plan.cells}
-    mode = (
-        "deployments" if providers <= served else "mixed" if providers & served else "in-process"
-    )
+    mode = "deployments" if providers <= served else "mixed" if providers & served else "in-process"
     run: SweepRun
 
     async def launcher(launch: Launch) -> RunRecord:
