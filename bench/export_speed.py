@@ -11,7 +11,9 @@ Builds cohorts under a scratch folder (``--keep DIR`` to reuse one):
   ``config.json``, no summaries to lean on, every log scanned.
 
 Each figure is one whole ``glossogen export`` process (``python -m glossogen export``): wall
-seconds and its peak resident memory (``wait4``'s ``ru_maxrss``). Targets (issue 6): 1,000 runs'
+seconds (the fastest of three for the quick ones: the machine is shared), CPU seconds and peak
+resident memory (``wait4``'s rusage). The baseline, measured in the same run, is the CLI's own
+start-up (``glossogen --help``), which every command pays. Targets (issue 6): 1,000 runs'
 default tables under 2 s; ``message_level`` peak memory at 1,000 runs within 1.5x of 100 runs;
 1,000 GlossoGen 0.5 folders at least 5x faster than that platform's own 12 s (under 2.4 s).
 
@@ -125,20 +127,32 @@ def build_cohorts(scratch: Path) -> tuple[Path, Path, Path]:
     return big, small, old
 
 
-def measure(runs_dir: Path, out: Path, frames: str) -> tuple[float, float]:
-    """Run one ``glossogen export`` process; return (wall seconds, peak RSS MiB)."""
-    shutil.rmtree(out, ignore_errors=True)
-    args = [sys.executable, "-m", "glossogen", "export", "--runs-dir", str(runs_dir),
-            "--out", str(out), "--frames", frames]  # fmt: skip
+def _process(args: list[str]) -> tuple[float, float, float]:
+    """Run one process; return (wall seconds, CPU seconds, peak RSS MiB)."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"export failed ({proc.returncode}): {err}")
-    return wall, usage.ru_maxrss / 1024
+        raise SystemExit(f"{' '.join(args[2:5])} failed: {err}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def measure(runs_dir: Path, out: Path, frames: str, repeats: int = 1) -> tuple[float, ...]:
+    """Run ``glossogen export`` ``repeats`` times; return the fastest (wall s, CPU s, MiB).
+
+    The machine is shared, so the fastest of a few runs is the figure least disturbed by
+    other work; CPU seconds are printed beside it as a load-independent check.
+    """
+    best: tuple[float, float, float] | None = None
+    for _ in range(repeats):
+        shutil.rmtree(out, ignore_errors=True)
+        got = _process([sys.executable, "-m", "glossogen", "export", "--runs-dir",
+                        str(runs_dir), "--out", str(out), "--frames", frames])  # fmt: skip
+        best = got if best is None or got[0] < best[0] else best
+    assert best is not None
+    return best
 
 
 def main() -> None:
@@ -154,31 +168,33 @@ def main() -> None:
     default = "run_level,round_level,agent_level"
     out = scratch / "out"
     measure(small, out, "run_level")  # warm the page cache and bytecode once
+    startup = min(_process([sys.executable, "-m", "glossogen", "--help"]) for _ in range(3))
     rows = [
-        ("default tables, 100 runs", *measure(small, out, default)),
-        ("default tables, 1,000 runs", *measure(big, out, default)),
+        ("baseline: glossogen --help (CLI start-up)", *startup),
+        ("default tables, 100 runs", *measure(small, out, default, 3)),
+        ("default tables, 1,000 runs", *measure(big, out, default, 3)),
         ("message_level, 100 runs", *measure(small, out, "message_level")),
         ("message_level, 1,000 runs", *measure(big, out, "message_level")),
-        ("0.5 folders, default tables, 1,000", *measure(old, out, default)),
+        ("0.5 folders, default tables, 1,000", *measure(old, out, default, 3)),
         ("0.5 folders, message_level,round_context, 1,000",
          *measure(old, out, "message_level,round_context")),
     ]  # fmt: skip
-    print(f"{'export':<50} {'wall s':>8} {'peak MiB':>9}")
-    for name, wall, peak in rows:
-        print(f"{name:<50} {wall:>8.2f} {peak:>9.1f}")
-    default_1000 = rows[1][1]
-    growth = rows[3][2] / rows[2][2]
-    speedup = 12.0 / rows[4][1]
-    speedup_logs = 28.0 / rows[5][1]
+    print(f"{'process':<50} {'wall s':>7} {'CPU s':>6} {'peak MiB':>9}")
+    for name, wall, cpu, peak in rows:
+        print(f"{name:<50} {wall:>7.2f} {cpu:>6.2f} {peak:>9.1f}")
+    default_1000 = rows[2][1]
+    growth = rows[4][3] / rows[3][3]
+    speedup = 12.0 / rows[5][1]
     print(f"default tables at 1,000 runs: {default_1000:.2f} s (target < 2 s): "
-          f"{'ok' if default_1000 < 2 else 'MISSED'}")  # fmt: skip
+          f"{'ok' if default_1000 < 2 else 'MISSED'}; "
+          f"{default_1000 - rows[0][1]:.2f} s past the CLI's own start-up")  # fmt: skip
     print(f"message_level peak memory 1,000 / 100 runs: {growth:.2f}x (target <= 1.5x): "
           f"{'ok' if growth <= 1.5 else 'MISSED'}")  # fmt: skip
     print(f"0.5 folders, default tables: {speedup:.1f}x faster than the platform's 12 s "
           f"(target >= 5x): {'ok' if speedup >= 5 else 'MISSED'}")  # fmt: skip
     print(
-        f"0.5 folders, message_level,round_context: {speedup_logs:.1f}x faster than the "
-        "platform's 28 s"
+        f"0.5 folders, message_level,round_context: {28.0 / rows[6][1]:.1f}x faster than "
+        "the platform's 28 s"
     )
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
