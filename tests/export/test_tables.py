@@ -1,4 +1,10 @@
-"""The tables: golden CSVs for a 3-run selection, cell by cell, and the rules a user notices."""
+"""The tables: golden CSVs for a 3-run selection, cell by cell, and the rules a user notices.
+
+The golden files in ``golden/`` hold every column of the five tables for runs A, B and C of
+the fixture cohort, ``message_id`` and ``duration_seconds`` replaced by ``<volatile>``. When a
+scenario's text or a table's columns change on purpose, regenerate them with
+``GLOSSOGEN_UPDATE_GOLDEN=1 pytest tests/export/test_tables.py`` and review the diff.
+"""
 
 from __future__ import annotations
 
