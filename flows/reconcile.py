@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Literal
+from uuid import UUID
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -121,21 +122,21 @@ async def latest_flow_runs(run_ids: list[str]) -> dict[str, FlowRun]:
 
 
 @task(name="cancel_hung_flow_run", cache_policy=NONE)
-async def cancel_hung(flow_run: FlowRun, reason: str) -> None:
-    """Tag ``flow_run`` and move it to ``Cancelling`` (its worker then stops the process)."""
+async def cancel_hung(flow_run_id: UUID, tags: list[str], reason: str) -> None:
+    """Tag the flow run and move it to ``Cancelling`` (its worker then stops the process)."""
     async with get_client() as client:
-        await client.update_flow_run(flow_run.id, tags=[*flow_run.tags, CANCELLED_TAG])
+        await client.update_flow_run(flow_run_id, tags=[*tags, CANCELLED_TAG])
         await client.set_flow_run_state(
-            flow_run.id, Cancelling(message=f"glossogen reconcile: {reason}"), force=True
+            flow_run_id, Cancelling(message=f"glossogen reconcile: {reason}"), force=True
         )
 
 
 @task(name="mark_crashed", cache_policy=NONE)
-async def mark_crashed(flow_run: FlowRun, reason: str) -> None:
-    """Record that ``flow_run``'s process is gone (``Running`` -> ``Crashed``)."""
+async def mark_crashed(flow_run_id: UUID, reason: str) -> None:
+    """Record that the flow run's process is gone (``Running`` -> ``Crashed``)."""
     async with get_client() as client:
         await client.set_flow_run_state(
-            flow_run.id, Crashed(message=f"glossogen reconcile: {reason}"), force=True
+            flow_run_id, Crashed(message=f"glossogen reconcile: {reason}"), force=True
         )
 
 
@@ -187,12 +188,12 @@ async def reconcile(runs_dir: str, silent_seconds: float = 600.0) -> list[str]:
             continue
         if decision.action == "cancel":
             assert flow_run is not None
-            await cancel_hung(flow_run, decision.reason)
+            await cancel_hung(flow_run.id, list(flow_run.tags), decision.reason)
             logger.warning("%s: cancelled flow run %s (%s)", run.run_id, flow_run.id,
                            decision.reason)  # fmt: skip
             continue
         if decision.mark_crashed and flow_run is not None:
-            await mark_crashed(flow_run, decision.reason)
+            await mark_crashed(flow_run.id, decision.reason)
         if await launch_resume(run, runs_dir, decision.reason):
             resumed.append(run.run_id)
     return resumed

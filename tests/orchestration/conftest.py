@@ -3,6 +3,7 @@ limits of a test limits file, every deployment of prefect.yaml, and a process wo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,11 @@ defaults: {pool_concurrency: 2, llm_concurrency: 4}
 providers:
   openai: {pool_concurrency: 4, llm_concurrency: 2}
   scripted: {pool_concurrency: 4, llm_concurrency: null}
+  self-hosted: {pool_concurrency: 4, llm_concurrency: null}
 shared_pool: {name: glossogen, pool_concurrency: 2}
 """
+# Crash tests run on self-hosted, whose calls are not limited here: a killed process's slots
+# stay held until their lease ends (60 s), which would only slow the resumed runs down.
 STUB_KEY = "sk-orchestration-test-0123456789"
 
 
@@ -64,3 +68,21 @@ def openai_worker(
 ) -> ProcessWorker:
     """A process worker on ``glossogen-openai`` whose runs call the session's stub server."""
     return process_workers("glossogen-openai", env=openai_worker_env)
+
+
+SELF_HOSTED_MODELS = ("llama-a", "llama-b")
+
+
+@pytest.fixture(scope="session")
+def self_hosted_env(model_stub_server: StubModelServer) -> dict[str, str]:
+    """What a self-hosted worker's flow runs need: two model names served by the stub."""
+    urls = {m: model_stub_server.openai_base_url for m in SELF_HOSTED_MODELS}
+    return {"SELF_HOSTED_BASE_URLS": json.dumps(urls), "SELF_HOSTED_API_KEY": STUB_KEY}
+
+
+@pytest.fixture(scope="session")
+def self_hosted_worker(
+    deployed: str, process_workers: StartWorker, self_hosted_env: dict[str, str]
+) -> ProcessWorker:
+    """A process worker on ``glossogen-self-hosted`` (a crash test kills it and starts another)."""
+    return process_workers("glossogen-self-hosted", env=self_hosted_env)

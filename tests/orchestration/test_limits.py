@@ -1,0 +1,88 @@
+"""The llm:<provider> limit bounds model requests across processes, and a waiting call says so."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.deployments import run_deployment
+
+from deployments.local_server import ProcessWorker
+from glossogen.launch import RunRequest
+from tasks.gate import PrefectCallGate
+from tests.fixtures.model_stubs import StubModelServer
+from tests.orchestration.flow_runs import assert_nothing_lost, wait_for_state
+from tests.providers.test_wire_formats import pd_player
+
+
+def test_a_provider_limit_of_2_is_never_exceeded(
+    openai_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
+) -> None:
+    model_stub.responder = pd_player
+    model_stub.latency = 0.2  # seconds per answer, so requests overlap
+    runs = tmp_path / "runs"
+    flow_runs = [
+        run_deployment(
+            "simulate/simulate-openai",
+            parameters={
+                "request": RunRequest(
+                    scenario="prisoners_dilemma",
+                    model="gpt-5.4",
+                    provider="openai",
+                    runs_dir=str(runs),
+                    config="knobs_default",
+                    overrides=[
+                        "round_count=2",
+                        "idle_floor_seconds=0.05",
+                        "postmortem_enabled=false",
+                    ],  # fmt: skip
+                ).model_dump()
+            },
+            timeout=0,
+        )
+        for _ in range(3)  # 3 runs x 2 agents: up to 6 requests at once without the limit
+    ]
+    states = [wait_for_state(f.id).state_name for f in flow_runs]
+    assert states == ["Completed"] * 3
+    assert model_stub.max_concurrent == 2  # the limit (llm:openai = 2) was reached, never passed
+    assert len(model_stub.requests) >= 3 * 2 * 2  # every agent asked in every round
+    for run_dir in sorted((runs / "prisoners_dilemma").iterdir()):
+        assert_nothing_lost(run_dir, rounds=2, teams=1)
+
+
+def test_the_gate_says_what_a_call_waits_for_and_fails_open_visibly(orchestration_api: str) -> None:
+    async def scenario() -> tuple[list[str], int, bool, bool]:
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name="llm:gate-test", limit=1, active=True)
+            )
+            await client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name="llm:gate-off", limit=1, active=False)
+            )
+        holder = PrefectCallGate(say_waiting_after=600)  # another process, in effect
+        gate = PrefectCallGate(say_waiting_after=0.2)
+        order: list[str] = []
+        first = holder.slot("gate-test")
+        await first.__aenter__()
+        order.append("first in")
+
+        async def second() -> None:
+            async with gate.slot("gate-test"):
+                order.append("second in")
+
+        waiting = asyncio.create_task(second())
+        while gate.waits == 0:  # the second call logs that it waits for llm:gate-test
+            await asyncio.sleep(0.05)
+        order.append("first out")
+        await first.__aexit__(None, None, None)
+        await waiting
+        missing = (await gate.limit_state("gate-missing")).enforced
+        inactive = (await gate.limit_state("gate-off")).enforced
+        return order, gate.waits, missing, inactive
+
+    order, waits, missing, inactive = asyncio.run(scenario())
+    assert order == ["first in", "first out", "second in"]
+    assert waits == 1
+    assert (missing, inactive) == (False, False)  # not enforced: calls go unlimited (logged)

@@ -1,0 +1,158 @@
+"""Crash recovery through real workers: a Prefect retry of a crashed run resumes it, and a
+killed worker's runs come back through reconcile with nothing lost or repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from prefect.client.schemas.objects import StateType
+from prefect.deployments import run_deployment
+
+from deployments.local_server import ProcessWorker
+from flows.reconcile import reconcile
+from glossogen.derive._resume import LOCK_NAME
+from glossogen.launch import RunRequest
+from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
+from tests.fixtures.prefect_server import StartWorker
+from tests.orchestration.flow_runs import (
+    assert_nothing_lost,
+    log_lines,
+    read_flow_run,
+    wait_for_state,
+    wait_until,
+)
+from tests.providers.test_wire_formats import pd_player
+
+ROUNDS = 3
+HOLD_AFTER = 8  # requests per model: two agents play round 1 in about 6, so round 2 is cut
+
+
+class HoldAfter:
+    """Play the prisoners' dilemma, but hold each model's requests past ``after`` unanswered.
+
+    A run whose request is held is stuck mid-round with its process alive: the moment to kill
+    it. Once ``released``, every request is answered again (for the resumed runs).
+    """
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.counts: Counter[str] = Counter()
+        self.held: Counter[str] = Counter()
+        self.released = False
+
+    def __call__(self, request: RecordedRequest) -> StubReply | StubFault:
+        model = request.model or "?"
+        self.counts[model] += 1
+        if not self.released and self.counts[model] > self.after:
+            self.held[model] += 1
+            return StubFault(kind="timeout", seconds=600)  # until the client goes away
+        return pd_player(request)
+
+
+def _request(runs: Path, model: str) -> dict:
+    return RunRequest(
+        scenario="prisoners_dilemma",
+        model=model,
+        provider="self-hosted",
+        runs_dir=str(runs),
+        config="knobs_default",
+        overrides=[f"round_count={ROUNDS}", "idle_floor_seconds=0.05", "postmortem_enabled=false"],
+    ).model_dump()
+
+
+def _stuck(runs: Path, hold: HoldAfter, models: list[str]) -> list[Path] | None:
+    """The run folders once every run has a verdict, a held request and a live writer."""
+    folder = runs / "prisoners_dilemma"
+    dirs = sorted(folder.iterdir()) if folder.exists() else []
+    if len(dirs) < len(models) or any(hold.held[m] == 0 for m in models):
+        return None
+    for run_dir in dirs:
+        verdicts = [e for e in log_lines(run_dir) if e["event_type"] == "round_result_recorded"]
+        lock = run_dir / LOCK_NAME
+        if not verdicts or not lock.exists() or not lock.read_text().strip():
+            return None
+    return dirs
+
+
+def _kill_writer(run_dir: Path) -> None:
+    """SIGKILL the process writing ``run_dir`` (its pid is in the folder's lock)."""
+    os.kill(int((run_dir / LOCK_NAME).read_text()), signal.SIGKILL)
+
+
+def test_a_prefect_retry_of_a_crashed_run_resumes_it(
+    self_hosted_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
+) -> None:
+    hold = HoldAfter(HOLD_AFTER)
+    model_stub.responder = hold
+    runs = tmp_path / "runs"
+    flow_run = run_deployment(
+        "simulate/simulate-self-hosted",
+        parameters={"request": _request(runs, "llama-a")},
+        timeout=0,
+    )
+    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to be stuck")
+    _kill_writer(run_dir)
+    crashed = wait_for_state(flow_run.id, {StateType.CRASHED})  # the worker saw it die
+    assert crashed.name == f"prisoners_dilemma/{run_dir.name}"
+    hold.released = True
+    retried = subprocess.run(
+        [sys.executable, "-m", "prefect", "flow-run", "retry", str(flow_run.id)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
+    wait_until(lambda: read_flow_run(flow_run.id).run_count > crashed.run_count, "the retry")
+    done = wait_for_state(flow_run.id)
+    assert done.state_name == "Completed", (retried.stdout, retried.stderr, done.state)
+    assert sorted((runs / "prisoners_dilemma").iterdir()) == [run_dir]  # resumed in place
+    events = assert_nothing_lost(run_dir, rounds=ROUNDS, teams=1)
+    (resumed,) = [e for e in events if e["event_type"] == "run_resumed"]
+    assert resumed["after_round"] >= 1
+    assert [e["event_type"] for e in events].count("simulation_started") == 1
+
+
+def test_killing_a_worker_mid_run_then_reconcile_finishes_every_run(
+    self_hosted_worker: ProcessWorker,
+    process_workers: StartWorker,
+    self_hosted_env: dict[str, str],
+    model_stub: StubModelServer,
+    tmp_path: Path,
+) -> None:
+    hold = HoldAfter(HOLD_AFTER)
+    model_stub.responder = hold
+    runs = tmp_path / "runs"
+    models = ["llama-a", "llama-b"]
+    for model in models:
+        run_deployment(
+            "simulate/simulate-self-hosted",
+            parameters={"request": _request(runs, model)},
+            timeout=0,
+        )
+    run_dirs = wait_until(lambda: _stuck(runs, hold, models), "both runs to be stuck")
+    self_hosted_worker.kill()  # the machine goes away: the worker and the runs it started
+    for run_dir in run_dirs:
+        _kill_writer(run_dir)
+    hold.released = True
+    process_workers("glossogen-self-hosted", env=self_hosted_env, name="replacement")
+    run_ids = [f"prisoners_dilemma/{d.name}" for d in run_dirs]
+    assert asyncio.run(reconcile(str(runs), silent_seconds=0)) == run_ids
+    # Safe to run twice: the resumes are queued (or running), nothing is launched again.
+    assert asyncio.run(reconcile(str(runs), silent_seconds=600)) == []
+
+    def finished() -> bool:
+        return all(
+            (lines := log_lines(d)) and lines[-1]["event_type"] == "simulation_ended"
+            for d in run_dirs
+        )
+
+    wait_until(finished, "the resumed runs to end")
+    for run_dir in run_dirs:
+        events = assert_nothing_lost(run_dir, rounds=ROUNDS, teams=1)
+        assert [e["event_type"] for e in events].count("run_resumed") == 1
