@@ -1,0 +1,69 @@
+"""A 2x2x2 sweep (knob x model x trials) played through the simulate deployment by a worker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+from deployments.local_server import ProcessWorker
+from glossogen.cli import main
+
+SPEC = """\
+scenario: prisoners_dilemma
+config: knobs_default
+runs_dir: ./runs
+knobs:
+  postmortem_enabled: false
+grid:
+  round_count: [2, 3]
+  models: [{model: scripted, provider: scripted}, {model: scripted-b, provider: scripted}]
+trials: 2
+spend_cap_usd: 1.0
+"""
+
+
+def _sweep(*args: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", *args])
+    return int(exited.value.code)
+
+
+def _deployed_flow_runs(run_ids: list[str]) -> list[tuple[str, str]]:
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name("simulate/simulate-scripted")
+        flow_runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=run_ids))
+        )
+    return sorted((f.name, f.state_name) for f in flow_runs if f.deployment_id == deployment.id)
+
+
+def test_a_2x2x2_sweep_runs_every_cell_on_the_worker_then_launches_nothing(
+    scripted_worker: ProcessWorker, tmp_path: Path
+) -> None:
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(SPEC)
+    assert _sweep(str(spec), "--concurrency", "8") == 0
+    runs = tmp_path / "runs"
+    summary = json.loads((runs / "sweeps" / "grid" / "run_summary.json").read_text())
+    assert summary["mode"] == "deployments"
+    assert summary["census"] == {"planned": 0, "running": 0, "done": 8, "failed": 0,
+                                 "incomplete": 0}  # fmt: skip
+    assert len(summary["cells"]) == 4
+    run_ids = sorted(t["run_id"] for c in summary["cells"] for t in c["trials"])
+    folders = sorted((runs / "prisoners_dilemma").iterdir())
+    assert [f"prisoners_dilemma/{f.name}" for f in folders] == run_ids
+    # Every run was played by the worker, through the deployment, and named after its run id.
+    assert _deployed_flow_runs(run_ids) == [(r, "Completed") for r in run_ids]
+    for folder in folders:
+        started = json.loads((folder / "prisoners_dilemma.jsonl").read_text().splitlines()[0])
+        labels = json.loads((folder / "labels.json").read_text())
+        cell = next(c for c in summary["cells"] if c["cell_id"] == labels["cell"])
+        assert started["scenario_config"]["round_count"] == cell["params"]["round_count"]
+    # The same spec again launches nothing: same folders, no new flow runs.
+    assert _sweep(str(spec), "--concurrency", "8") == 0
+    assert sorted((runs / "prisoners_dilemma").iterdir()) == folders
+    assert _deployed_flow_runs(run_ids) == [(r, "Completed") for r in run_ids]
