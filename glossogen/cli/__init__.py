@@ -5,35 +5,94 @@ Exit codes follow DESIGN.md §9; typer's usage errors (click's exit 2) become 64
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass, field
+from typing import Any
 
+import click
 import typer
+from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
-from glossogen.cli import deploy, derived, pools, run, scenarios, schema, serve, sweep
-from glossogen.cli import evaluate as evaluate_command
-from glossogen.cli import export as export_command
+
+
+@dataclass(frozen=True)
+class _Command:
+    """Where a command lives, and its one-line help for ``glossogen --help``."""
+
+    module: str
+    attribute: str
+    help: str
+    group: bool = False
+    context_settings: dict[str, Any] = field(default_factory=dict)
+
+
+# Commands are imported only when invoked (DESIGN §11: heavy imports inside the factory), so
+# `glossogen export` never pays for pydantic-ai or Prefect and `glossogen --help` stays fast.
+_COMMANDS: dict[str, _Command] = {
+    "run": _Command("run", "run", "Play a scenario for its rounds (or --resume one in place).",
+                    context_settings={"allow_interspersed_args": True}),
+    "schema": _Command("schema", "schema", "Print a scenario's knobs as JSON Schema."),
+    "scenarios": _Command("scenarios", "scenarios", "List installed scenarios and presets."),
+    "fork-at-round": _Command("derived", "fork_at_round",
+                              "Copy rounds 1..N of a run into a new run and play on."),
+    "replace-agent": _Command("derived", "replace_agent",
+                              "Fork a run with another model in one seat."),
+    "cross-run-replace-agent": _Command(
+        "derived", "cross_run_replace_agent",
+        "Fork a run with one seat taken over by an agent from a donor run."),
+    "evaluate": _Command("evaluate", "evaluate", "Score a finished run into its report."),
+    "export": _Command("export", "export", "Export runs as CSV tables and/or a raw zip."),
+    "serve": _Command("serve", "serve", "Serve the REST export endpoints."),
+    "sweep": _Command("sweep", "sweep", "Launch the runs of a sweep spec (cells x trials)."),
+    "deploy": _Command("deploy", "deploy", "Register the Prefect deployments of prefect.yaml."),
+    "pools": _Command("pools", "pools", "Create work pools and concurrency limits.", group=True),
+}  # fmt: skip
+
+
+class _LazyGroup(TyperGroup):
+    """A click group that imports a command's module only when that command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        target = getattr(importlib.import_module(f"glossogen.cli.{spec.module}"), spec.attribute)
+        if spec.group:
+            command = typer.main.get_group(target)
+        else:
+            single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            single.command(cmd_name, context_settings=spec.context_settings)(target)
+            command = typer.main.get_command(single)
+        command.name = cmd_name
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec.help) for name, spec in _COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="glossogen",
+    cls=_LazyGroup,
+    rich_markup_mode=None,  # click formatting: rich help would import every command
     help="Study how LLM agents communicate when they must: play scenarios, read their event logs.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("run", context_settings={"allow_interspersed_args": True})(run.run)
-app.command("schema")(schema.schema)
-app.command("scenarios")(scenarios.scenarios)
-app.command("fork-at-round")(derived.fork_at_round)
-app.command("replace-agent")(derived.replace_agent)
-app.command("cross-run-replace-agent")(derived.cross_run_replace_agent)
-app.command("sweep")(sweep.sweep)
-app.command("deploy")(deploy.deploy)
-app.add_typer(pools.pools, name="pools")
-app.command("serve")(serve.serve)
-app.command("export")(export_command.export)
-app.command("evaluate")(evaluate_command.evaluate)
+
+
+@app.callback()
+def _root() -> None:
+    """Study how LLM agents communicate when they must: play scenarios, read their event logs."""
+
 
 EXIT_USAGE = int(exit_codes.USAGE)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
