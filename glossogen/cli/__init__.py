@@ -66,7 +66,9 @@ class _LazyGroup(TyperGroup):
         if spec.group:
             command = typer.main.get_group(target)
         else:
-            single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            single = typer.Typer(
+                add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+            )
             single.command(cmd_name, context_settings=spec.context_settings)(target)
             command = typer.main.get_command(single)
         command.name = cmd_name
