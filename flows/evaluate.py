@@ -30,8 +30,13 @@ async def evaluate(
     probe_replicas: int = 1,
     allow_incomplete: bool = False,
     plot: bool = False,
+    scenario: str | None = None,
 ) -> Evaluation:
     """Score the run in ``run_dir`` and write its report; return what was written.
+
+    ``scenario`` is the run's scenario as the user named it; without it, the folder's
+    ``<scenario>.jsonl`` (an installed scenario's name) says, else the parent folder's name, so a
+    run folder stored anywhere evaluates. A relative local ``run_dir`` is made absolute.
 
     Every metric is its own task run (cached, see ``tasks/evaluate.py``), scored concurrently;
     judge and probe requests share each provider's ``llm:<provider>`` limit with simulations.
@@ -52,6 +57,7 @@ async def evaluate(
         probe_replicas,
         allow_incomplete,
         plot,
+        scenario,
     )
     names = [m.name for m in checked.metrics]
     states = await asyncio.gather(*(score(checked, name, return_state=True) for name in names))

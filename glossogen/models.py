@@ -81,7 +81,9 @@ def build_model(provider: str, model: str) -> Model:
 
     The model is wrapped in a :class:`glossogen.concurrency.GatedModel`: each request holds a
     slot of the process's call gate for ``provider`` (the ``llm:<provider>`` limit when one is
-    installed), agents and judges alike.
+    installed), agents and judges alike. ``provider`` is a :class:`~glossogen.catalog.Provider`
+    value or the judge-only ``huggingface`` (pydantic-ai's Hugging Face Inference Providers
+    model; it needs the ``pydantic-ai-slim[huggingface]`` extra and ``HF_TOKEN``).
 
     Raises:
         ModelConfigError: for ``scripted`` (built per agent by :func:`scripted_model`), for a
@@ -95,6 +97,8 @@ def build_model(provider: str, model: str) -> Model:
 def _build_ungated(provider: str, model: str) -> Model:
     from pydantic_ai.models import infer_model
 
+    if provider == "huggingface":  # a judge provider (JUDGE_PROVIDERS), not an agent one
+        return infer_model(f"huggingface:{model}")
     name = Provider(provider)
     if name is Provider.SCRIPTED:
         raise ModelConfigError("scripted models are built per agent, with their policy")

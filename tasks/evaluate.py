@@ -63,6 +63,7 @@ def plan(
     probe_replicas: int,
     allow_incomplete: bool,
     plot: bool,
+    scenario: str | None = None,
 ) -> EvaluationPlan:
     """Check the request and load the run once (refusals raise ``EvaluationError``)."""
     return plan_evaluation(
@@ -74,6 +75,7 @@ def plan(
         judge_replicas,
         probe_replicas,
         allow_incomplete,
+        scenario=scenario,
         plot=plot,
     )
 

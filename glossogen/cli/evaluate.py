@@ -15,8 +15,27 @@ def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
 
+def _note(message: str) -> None:
+    print(f"glossogen: note: {message}", file=sys.stderr, flush=True)
+
+
 def _score(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"
+
+
+def skipped_note(invalid: int, unknown: int, truncated_tail: bool) -> str | None:
+    """Return the one-line note on skipped log lines (None when none was skipped)."""
+    parts = [f"{invalid} invalid"] if invalid else []
+    if unknown:
+        parts.append(f"{unknown} of unknown event types")
+    if truncated_tail:
+        parts.append("a truncated last line")
+    if not parts:
+        return None
+    return (
+        f"skipped log lines: {', '.join(parts)}; the metrics describe the rest "
+        "(report: log_lines_skipped)"
+    )
 
 
 def evaluate(
@@ -44,8 +63,14 @@ def evaluate(
     plot: bool = typer.Option(False, "--plot", help="Also write report.html with charts."),
 ) -> int:
     """Score a run into <run-dir>/<scenario>_report.json (exit 1 when some metric failed)."""
-    from glossogen.evaluation import EvaluationError, plan_evaluation, report_name
-    from glossogen.storage import StorageError
+    from glossogen.evaluation import (
+        REPORT_HTML,
+        EvaluationError,
+        plan_evaluation,
+        read_report,
+        report_name,
+    )
+    from glossogen.storage import StorageError, join
 
     items = [pair for value in judge_settings or [] for pair in value.split()]
     try:
@@ -80,6 +105,8 @@ def evaluate(
         )
 
     settings = plan.judge.settings if plan.judge is not None else None
+    run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
+    report_url = join(run_dir, report_name(plan.run.scenario))
     try:
         done = asyncio.run(
             evaluate_flow(
@@ -92,6 +119,7 @@ def evaluate(
                 probe_replicas,
                 allow_incomplete,
                 plot,
+                scenario=plan.run.scenario,
             )
         )
     except EvaluationError as exc:  # the run changed between the check and the flow
@@ -101,7 +129,15 @@ def evaluate(
         _error(f"cannot write the report: {exc}")
         return int(exit_codes.TRANSPORT)
     except KeyboardInterrupt:
-        _error("interrupted; nothing was written for metrics still running")
+        try:
+            written = read_report(run_dir, plan.run.scenario) != plan.previous
+        except (StorageError, OSError):
+            written = False
+        _error(
+            f"interrupted after the report was written: {report_url}"
+            if written
+            else f"interrupted before the report was written: {report_url} is unchanged"
+        )
         return int(exit_codes.INTERRUPTED)
     except Exception as exc:  # a fault of the flow: one line, Prefect has the traceback
         _error(f"evaluation failed: {type(exc).__name__}: {exc}")
@@ -111,13 +147,27 @@ def evaluate(
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary}")
     for name, reason in (dict(plan.blank) | done.blank).items():
-        print(f"glossogen: note: {name} left blank: {reason}", file=sys.stderr)
+        _note(f"{name} left blank: {reason}")
+    skipped = report.log_lines_skipped
+    note = skipped_note(skipped.invalid, skipped.unknown, skipped.truncated_tail)
+    if note:
+        _note(note)
+    if done.dropped:
+        _note(
+            f"dropped the report's entries for {', '.join(done.dropped)}: the log changed since "
+            f"they were scored (sha256 {(done.dropped_log_sha256 or '')[:12]}, now "
+            f"{report.log_sha256[:12]}); evaluate them again to restore them"
+        )
+    if report.run_status != "completed":
+        _note(f"run status: {report.run_status or 'no simulation_ended'} (report: run_status)")
     cost = report.evaluation_cost.total_usd
     print(
-        f"report: {run_dir.rstrip('/')}/{report_name(report.scenario)} · evaluation cost "
+        f"report: {report_url} · evaluation cost "
         + ("not costed" if cost is None else f"${cost:.6f}"),
         flush=True,
     )
+    if plot:
+        print(f"plot: {join(run_dir, REPORT_HTML)}", flush=True)
     if done.failed:
         _error(
             "metrics failed: "

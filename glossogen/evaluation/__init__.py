@@ -50,11 +50,20 @@ from glossogen.evaluation._registry import (
 from glossogen.evaluation._report import (
     REPORT_VERSION,
     EvaluationCost,
+    LogLinesSkipped,
     Report,
     read_report,
     report_name,
+    stale_entries,
 )
-from glossogen.evaluation._run import EvaluationError, LoadedRun, load_run
+from glossogen.evaluation._run import (
+    EvaluationError,
+    LoadedRun,
+    SkippedLines,
+    find_scenario,
+    load_run,
+    resolve_run_dir,
+)
 
 __all__ = [
     "PLOT_METRICS",
@@ -71,6 +80,8 @@ __all__ = [
     "Judge",
     "JudgeInfo",
     "LoadedRun",
+    "LogLinesSkipped",
+    "SkippedLines",
     "Metric",
     "MetricContext",
     "MetricFailed",
@@ -84,6 +95,7 @@ __all__ = [
     "UnknownMetricError",
     "character_entropy_bits",
     "failed_outcome",
+    "find_scenario",
     "get_metric",
     "gzip_compression_ratio",
     "headline_rows",
@@ -95,9 +107,11 @@ __all__ = [
     "plan_evaluation",
     "read_report",
     "report_name",
+    "resolve_run_dir",
     "scenario_of",
     "score_all",
     "score_metric",
+    "stale_entries",
     "write_html",
     "write_outcomes",
 ]

@@ -7,7 +7,6 @@ with the exit code to return, :func:`score_metric` computes one metric, and
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,10 +31,17 @@ from glossogen.evaluation._report import (
     Report,
     merge_report,
     read_report,
+    stale_entries,
     write_report,
     write_sidecar,
 )
-from glossogen.evaluation._run import EvaluationError, LoadedRun, load_run
+from glossogen.evaluation._run import (
+    EvaluationError,
+    LoadedRun,
+    find_scenario,
+    load_run,
+    resolve_run_dir,
+)
 
 USAGE = int(exit_codes.USAGE)
 
@@ -54,6 +60,7 @@ class EvaluationPlan:
         judge: The judge, when ``--model`` and ``--provider`` were given.
         judge_replicas: Judge calls per item.
         probe_replicas: Probe calls per (agent, question).
+        previous: The run's report as it was when the plan was made (None when it had none).
     """
 
     run: LoadedRun
@@ -62,6 +69,7 @@ class EvaluationPlan:
     judge: Judge | None = None
     judge_replicas: int = 1
     probe_replicas: int = 1
+    previous: Report | None = None
 
     def context(self) -> MetricContext:
         """Return what each metric's ``compute`` is given."""
@@ -79,8 +87,17 @@ class Outcome:
 
 
 def scenario_of(run_dir: str) -> str:
-    """Return the scenario of ``<runs_dir>/<scenario>/<timestamp>``: the parent folder's name."""
-    return posixpath.basename(posixpath.dirname(run_dir.rstrip("/"))) or ""
+    """Return the scenario of the run in ``run_dir`` (see :func:`find_scenario`).
+
+    Its ``<name>.jsonl`` log names it when ``<name>`` is an installed scenario, wherever the
+    folder is stored; otherwise the parent folder's name (``<runs_dir>/<scenario>/<ts>``).
+    """
+    return find_scenario(resolve_run_dir(run_dir))
+
+
+def _check_replicas(flag: str, value: int) -> None:
+    if value < 1:
+        raise EvaluationError(f"{flag} {value}: must be at least 1", USAGE)
 
 
 def parse_metric_names(metrics: str | list[str]) -> list[str] | None:
@@ -154,17 +171,18 @@ def plan_evaluation(
         judge_replicas: Judge calls per item (at least 1).
         probe_replicas: Probe calls per (agent, question) (at least 1).
         allow_incomplete: Score a run whose log has no ``simulation_ended``.
-        scenario: The scenario named on the command line (default: the run folder's parent).
+        scenario: The scenario named on the command line (default: the installed scenario
+            whose ``<name>.jsonl`` the folder holds, else the folder's parent's name).
         environ: Environment to check credentials in (default: process env and nearest .env).
         plot: Also score the metrics ``report.html`` charts (:data:`PLOT_METRICS`) that apply.
 
     Raises:
         EvaluationError: 64 usage (unknown metric, judge half given, bad settings, replicas
-            below 1), 65 refused (incomplete run, wrong scenario), 66 unreadable log,
-            77 missing credentials.
+            below 1), 65 refused (incomplete run, wrong scenario), 66 unreadable log or not a
+            run log, 77 missing credentials.
     """
-    if judge_replicas < 1 or probe_replicas < 1:
-        raise EvaluationError("--judge-replicas and --probe-replicas must be at least 1", USAGE)
+    _check_replicas("--judge-replicas", judge_replicas)
+    _check_replicas("--probe-replicas", probe_replicas)
     names = parse_metric_names(metrics)
     if (model is None) != (provider is None):
         raise EvaluationError("--model and --provider go together (the judge)", USAGE)
@@ -188,7 +206,8 @@ def plan_evaluation(
                 "pass --model and --provider",
                 USAGE,
             )
-    run = load_run(run_dir, scenario or scenario_of(run_dir))
+    run_dir = resolve_run_dir(run_dir)
+    run = load_run(run_dir, scenario or find_scenario(run_dir))
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
             f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
@@ -196,7 +215,7 @@ def plan_evaluation(
         )
     plan = EvaluationPlan(
         run=run, metrics=[], judge=judge, judge_replicas=judge_replicas,
-        probe_replicas=probe_replicas,
+        probe_replicas=probe_replicas, previous=read_report(run.run_dir, run.scenario),
     )  # fmt: skip
     for m in requested:
         if names is None and m.needs_judge and judge is None:
@@ -295,11 +314,16 @@ class Evaluation:
         report: The merged report.
         scored: Names of the metrics scored now (``ok`` or ``failed``), in request order.
         blank: Metric name -> reason it has no entry (did not apply, nothing to measure).
+        dropped: Entries of the previous report that were dropped because the log changed
+            since they were scored (sorted; the ones scored again now are not listed).
+        dropped_log_sha256: The SHA-256 of the log those entries described, when any.
     """
 
     report: Report
     scored: list[str]
     blank: dict[str, str]
+    dropped: list[str] = field(default_factory=list)
+    dropped_log_sha256: str | None = None
 
     @property
     def failed(self) -> dict[str, str]:
@@ -315,8 +339,13 @@ def summarise(plan: EvaluationPlan, outcomes: list[Outcome], report: Report) -> 
     """Return the :class:`Evaluation` of ``outcomes`` written as ``report``."""
     blank = dict(plan.blank)
     blank.update({o.name: o.blank for o in outcomes if o.blank is not None})
+    dropped = [n for n in stale_entries(plan.previous, plan.run) if n not in report.metrics]
     return Evaluation(
-        report=report, scored=[o.name for o in outcomes if o.result is not None], blank=blank
+        report=report,
+        scored=[o.name for o in outcomes if o.result is not None],
+        blank=blank,
+        dropped=dropped,
+        dropped_log_sha256=plan.previous.log_sha256 if dropped and plan.previous else None,
     )
 
 

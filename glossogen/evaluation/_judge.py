@@ -33,38 +33,78 @@ JUDGE_ENV_VARS = {
 """The key each judge provider needs (environment or the nearest ``.env``)."""
 
 
+_PYDANTIC_REASONS = {
+    "float_parsing": "not a number",
+    "float_type": "not a number",
+    "int_parsing": "not an integer",
+    "int_type": "not an integer",
+    "int_from_float": "not an integer",
+    "bool_parsing": "not true or false",
+    "bool_type": "not true or false",
+}
+"""Short reasons for pydantic's type errors (bounds errors say their limit, see ``_reason``)."""
+
+
+def _reason(error: Any) -> str:
+    """Return one short reason for a pydantic error of one setting."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in _PYDANTIC_REASONS:
+        return _PYDANTIC_REASONS[kind]
+    bounds = {
+        "greater_than_equal": ("at least", "ge"),
+        "greater_than": ("more than", "gt"),
+        "less_than_equal": ("at most", "le"),
+        "less_than": ("less than", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx.get(key)}"
+    if kind in ("literal_error", "enum") and "expected" in ctx:
+        return f"must be {ctx['expected']}"
+    return str(error["msg"]).lower()
+
+
 def parse_judge_settings(items: list[str]) -> dict[str, Any]:
     """Parse ``--judge-settings`` ``key=value`` items into pydantic-ai ``ModelSettings``.
 
     Values parse as JSON (``temperature=0`` is a number), then validate against the
-    ``judge_model_settings`` knob model, so the same names and bounds apply.
+    ``judge_model_settings`` knob model, so the same names and bounds apply. Every refusal
+    names the item and its value: ``--judge-settings temperature='banana': not a number``.
 
     Returns:
         Only the settings given (``{"temperature": 0.0}``).
 
     Raises:
-        EvaluationError: 64 for an item that is not ``key=value`` or names an unknown setting;
-            65 for a value out of bounds.
+        EvaluationError: 64 (usage) for an item that is not ``key=value``, names an unknown
+            setting, or has a value of the wrong type or out of bounds.
     """
     from glossogen.knobs import ConfigError
 
+    usage = int(exit_codes.USAGE)
+    raw_text: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise EvaluationError(f"--judge-settings {item!r}: not key=value", usage)
+        raw_text[key.strip()] = value
+    known = list(JudgeModelSettings.model_fields)
+    for key, value in raw_text.items():
+        if key not in known:
+            raise EvaluationError(
+                f"--judge-settings {key}={value!r}: unknown setting (known: {', '.join(known)})",
+                usage,
+            )
     try:
         raw = parse_overrides(items)
-    except ConfigError as exc:
-        raise EvaluationError(f"--judge-settings: {exc}", int(exit_codes.USAGE)) from None
-    unknown = sorted(set(raw) - set(JudgeModelSettings.model_fields))
-    if unknown:
-        raise EvaluationError(
-            f"--judge-settings: unknown setting {', '.join(unknown)} "
-            f"(known: {', '.join(JudgeModelSettings.model_fields)})",
-            int(exit_codes.USAGE),
-        )
+    except ConfigError as exc:  # malformed JSON value, e.g. temperature=[1
+        raise EvaluationError(f"--judge-settings: {exc}", usage) from None
     try:
         settings = JudgeModelSettings.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise EvaluationError(f"--judge-settings: {where}: {first['msg']}") from None
+        key = str(first["loc"][0]) if first["loc"] else "?"
+        shown = f"{key}={raw_text[key]!r}" if key in raw_text else key
+        raise EvaluationError(f"--judge-settings {shown}: {_reason(first)}", usage) from None
     return {k: v for k, v in settings.model_dump().items() if k in raw and v is not None}
 
 
@@ -78,15 +118,12 @@ def check_judge_provider(provider: str) -> None:
 
 
 def build_judge_model(provider: str, model: str) -> Any:
-    """Return the pydantic-ai model of a judge (gated for anthropic and openai).
+    """Return the pydantic-ai model of a judge; each request takes an ``llm:<provider>`` slot.
 
-    ``huggingface`` is a judge provider but not an agent provider, so the simulation factory
-    does not know it; pydantic-ai's own ``huggingface:`` prefix builds it instead.
+    Raises:
+        ImportError: the provider's SDK is not installed (``huggingface`` needs the
+            ``pydantic-ai-slim[huggingface]`` extra).
     """
-    if provider == "huggingface":
-        from pydantic_ai.models import infer_model
-
-        return infer_model(f"huggingface:{model}")
     from glossogen.models import build_model
 
     return build_model(provider, model)

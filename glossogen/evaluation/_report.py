@@ -3,7 +3,8 @@
 Written atomically (temporary name, then rename; one put on S3), JSON with ``allow_nan=False``.
 Evaluating again replaces the entries of the metrics scored and keeps the others, as long as the
 log is the one the report describes; a report of an older log (the run was resumed since) is
-started afresh, since its numbers no longer describe the log.
+started afresh, since its numbers no longer describe the log (:func:`stale_entries` names the
+entries that drops, for the command to say so).
 """
 
 from __future__ import annotations
@@ -40,13 +41,34 @@ class EvaluationCost(BaseModel):
     estimated_cost_usd: float | None = 0.0
 
 
+class LogLinesSkipped(BaseModel):
+    """Lines of the event log the reader skipped; the metrics describe the other lines.
+
+    ``invalid``: not JSON objects or failing validation; ``unknown``: events of a type no
+    installed class knows; ``truncated_tail``: the last line was cut mid-write.
+    """
+
+    invalid: int = 0
+    unknown: int = 0
+    truncated_tail: bool = False
+
+
 class Report(BaseModel):
-    """``<scenario>_report.json`` (report contract version 1)."""
+    """``<scenario>_report.json`` (report contract version 1).
+
+    ``run_status`` is the status of the log's ``simulation_ended`` (``completed``, ``error``,
+    ``interrupted``, ``incomplete``) and null when the log has none (a run scored with
+    ``--allow-incomplete`` while still playing or after a kill). ``log_lines_skipped`` counts the
+    log lines the metrics could not read. Both were added within version 1; a report written
+    before them reads with ``run_status`` null and no skipped lines.
+    """
 
     report_version: Literal[1] = REPORT_VERSION
     run_id: str
     scenario: str
     log_sha256: str
+    run_status: str | None = None
+    log_lines_skipped: LogLinesSkipped = LogLinesSkipped()
     updated_at: str
     metrics: dict[str, MetricResult] = {}
     evaluation_cost: EvaluationCost = EvaluationCost()
@@ -67,6 +89,17 @@ def read_report(run_dir: str, scenario: str) -> Report | None:
         return Report.model_validate(store.read_json(run_dir, name))
     except (ValueError, ValidationError):
         return None
+
+
+def stale_entries(previous: Report | None, run: LoadedRun) -> list[str]:
+    """Return the metrics of ``previous`` that describe another log than ``run``'s (sorted).
+
+    :func:`merge_report` drops them: their numbers were computed on a log that has changed
+    since (the run was resumed, or the file replaced).
+    """
+    if previous is None or previous.log_sha256 == run.log_sha256:
+        return []
+    return sorted(previous.metrics)
 
 
 def _cost(results: Iterable[MetricResult], kind: str) -> float | None:
@@ -107,6 +140,12 @@ def merge_report(
         run_id=run.run_id,
         scenario=run.scenario,
         log_sha256=run.log_sha256,
+        run_status=run.status,
+        log_lines_skipped=LogLinesSkipped(
+            invalid=run.skipped.invalid,
+            unknown=run.skipped.unknown,
+            truncated_tail=run.skipped.truncated_tail,
+        ),
         updated_at=stamp,
         metrics=dict(sorted(metrics.items())),
         evaluation_cost=EvaluationCost(

@@ -10,13 +10,15 @@ budget is known only where the log states it.
 from __future__ import annotations
 
 import hashlib
+import os
+import posixpath
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from glossogen import exit_codes
 from glossogen.eventlog import AgentRegistered, Event, MessageSent, read_events
-from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario
+from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_names
 from glossogen.storage import StorageError, join, open_fs, translate_errors
 
 
@@ -27,6 +29,24 @@ class EvaluationError(ValueError):
         """Keep the one-line message and the exit code (64 usage, 65 refused, 66 unreadable)."""
         super().__init__(message)
         self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class SkippedLines:
+    """Lines of the event log the reader skipped (each costs only itself).
+
+    Attributes:
+        invalid: Lines that are not JSON objects or fail validation (the truncated tail excluded).
+        unknown: JSON objects whose ``event_type`` no installed event class knows.
+        truncated_tail: Whether the last line was cut mid-write (ignored).
+    """
+
+    invalid: int = 0
+    unknown: int = 0
+    truncated_tail: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.invalid or self.unknown or self.truncated_tail)
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,7 @@ class LoadedRun:
         rounds_played: Rounds that started their main phase, ascending.
         messages: ``message_sent`` events on the primary channels in phase ``main``.
         hooks: What the run offers metrics (see :data:`~glossogen.evaluation._contract.Hook`).
+        skipped: Lines of the log the reader skipped (damaged or of unknown event types).
     """
 
     run_dir: str
@@ -72,6 +93,7 @@ class LoadedRun:
     rounds_played: list[int]
     messages: list[MessageSent]
     hooks: set[str] = field(default_factory=set)
+    skipped: SkippedLines = field(default_factory=SkippedLines)
     _all_events: list[Event] = field(default_factory=list, repr=False)
 
     @cached_property
@@ -89,6 +111,44 @@ class LoadedRun:
 def log_url(run_dir: str, scenario: str) -> str:
     """Return the URL of the run's event log, ``<run_dir>/<scenario>.jsonl``."""
     return join(run_dir, f"{scenario}.jsonl")
+
+
+def resolve_run_dir(run_dir: str) -> str:
+    """Return ``run_dir`` as an absolute path when it is a local folder (``.``, ``runs/x/1``).
+
+    An fsspec URL (``s3://...``, ``file://...``) is returned unchanged, so the flow, which may
+    run in another working directory, reads and writes the same folder.
+    """
+    if "://" in run_dir:
+        return run_dir
+    return os.path.abspath(os.path.expanduser(run_dir))
+
+
+def find_scenario(run_dir: str) -> str:
+    """Return the scenario of the run in ``run_dir`` when none is named.
+
+    The folder's event log ``<name>.jsonl`` names it, when ``<name>`` is an installed scenario
+    (a folder stored anywhere, ``.`` included); otherwise the parent folder's name, as in
+    ``<runs_dir>/<scenario>/<timestamp>``.
+
+    Raises:
+        EvaluationError: 64 when the folder holds the logs of several installed scenarios.
+    """
+    fs, path = open_fs(run_dir)
+    try:
+        stems = {p.rsplit("/", 1)[-1][: -len(".jsonl")] for p in fs.glob(f"{path}/*.jsonl")}
+    except OSError:
+        stems = set()
+    found = sorted(stems & set(scenario_names()))
+    parent = posixpath.basename(posixpath.dirname(path.replace(os.sep, "/").rstrip("/")))
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1 and parent not in found:
+        raise EvaluationError(
+            f"{run_dir} holds logs of several scenarios ({', '.join(found)}): name the scenario",
+            int(exit_codes.USAGE),
+        )
+    return parent
 
 
 def _read_bytes(url: str) -> bytes:
@@ -137,16 +197,18 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
     """Read ``<run_dir>/<scenario>.jsonl`` once and describe the run for the metrics.
 
     Args:
-        run_dir: The run folder (local path or fsspec URL).
+        run_dir: The run folder (local path, relative ones made absolute, or fsspec URL).
         scenario: The scenario name given on the command line.
 
     Returns:
         The loaded run.
 
     Raises:
-        EvaluationError: 66 when the log cannot be read; 65 when it names another scenario, has
-            no ``simulation_started``, or the scenario is not installed.
+        EvaluationError: 66 when the log cannot be read or holds no readable
+            ``simulation_started`` (empty, or only damaged lines: not a run log); 65 when it
+            names another scenario or the scenario is not installed.
     """
+    run_dir = resolve_run_dir(run_dir)
     url = log_url(run_dir, scenario)
     try:
         data = _read_bytes(url)
@@ -158,10 +220,13 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    everything = read_events(url).events
+    read = read_events(url)
+    everything = read.events
+    skipped = SkippedLines(read.invalid_lines, read.unknown_lines, read.truncated_tail)
     started = next((e for e in everything if e.event_type == "simulation_started"), None)
     if started is None:
-        raise EvaluationError(f"{url} has no simulation_started event: not a run log")
+        what = "is empty" if not data.strip() else "has no readable simulation_started event"
+        raise EvaluationError(f"{url} {what}: not a run log", int(exit_codes.UNREADABLE))
     recorded = started.scenario_name  # type: ignore[attr-defined]
     if recorded != scenario:
         raise EvaluationError(f"{run_dir} holds a {recorded!r} run, not {scenario!r}")
@@ -222,5 +287,6 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         rounds_played=rounds,
         messages=messages,
         hooks=hooks,
+        skipped=skipped,
         _all_events=everything,
     )

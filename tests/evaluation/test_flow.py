@@ -93,6 +93,7 @@ def test_a_run_without_simulation_ended_is_refused_unless_allowed(
     report = json.loads((Path(run_dir) / "veyru_report.json").read_text())
     # the cut-off round 2 never completed: only what counts (round 1) is scored
     assert report["metrics"]["mean_chars_per_message"]["score"] == 4.0
+    assert report["run_status"] is None  # the report says the run never ended
 
 
 def test_bad_requests_are_refused_before_anything_is_written(
@@ -104,9 +105,9 @@ def test_bad_requests_are_refused_before_anything_is_written(
         (["--metrics", "language_repetition"], 64, "language_repetition needs a judge"),
         (["--model", "m"], 64, "--model and --provider go together"),
         (["--model", "m", "--provider", "xai"], 64, "cannot judge (judge providers: anthropic"),
-        (["--model", "m", "--provider", "openai", "--judge-settings", "temperature=9"], 65,
-         "--judge-settings: temperature: Input should be less than or equal to 2"),
-        (["--judge-replicas", "0"], 64, "must be at least 1"),
+        (["--model", "m", "--provider", "openai", "--judge-settings", "temperature=9"], 64,
+         "--judge-settings temperature='9': must be at most 2.0"),
+        (["--judge-replicas", "0"], 64, "--judge-replicas 0: must be at least 1"),
     ]  # fmt: skip
     for extra, code, message in cases:
         assert _cli("veyru", "--run-dir", run_dir, *extra) == code, extra
