@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
-from glossogen.export import MAX_RUNS, check_frames
+from glossogen.export import MAX_RUNS, check_frames, check_out
 from tasks.export import select, write_columns_legend, write_one_table, write_raw
 
 
@@ -48,9 +48,11 @@ async def export(
 
     Raises:
         SelectionError: a bad selection (knob condition, over ``max_runs``, missing ids).
-        ValueError: an unknown table name.
+        RunsDirError: ``runs_dir`` does not exist or is not a folder.
+        ValueError: an unknown table name, or a local ``out`` that is (or lies under) a file.
     """
     names = check_frames(frames)
+    check_out(out)
     found = select(runs_dir, selection, max_runs)
     records = found.records
     counts: dict[str, int] = {}

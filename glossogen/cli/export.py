@@ -2,19 +2,25 @@
 
 Reads the runs directory directly: no server, no database, no Prefect. Bad input gives one
 line ``glossogen: error: ...`` on stderr and a DESIGN §9 exit code before anything is written:
-64 for usage (``--run-id`` mixed with a filter, a knob condition with no operator, an unknown
-table), 65 for a refusal (a knob value that cannot be read as the recorded type, a selection
-over ``--max-runs``, a raw zip over its ceiling), 66 for explicit run ids that no longer
-resolve, 69 for unreachable storage.
+64 for usage (``--run-id`` mixed with a filter, an empty ``--run-id``, a knob condition with no
+operator, an unknown table or none, an ``--out`` that is a file or lies under one), 65 for a
+refusal (a knob value that cannot be read as the recorded type, a selection over
+``--max-runs``, a raw zip over its ceiling), 66 for a ``--runs-dir`` that is not a folder or
+explicit run ids that no longer resolve, 69 for unreachable storage. A filter matching no run
+is not an error: the tables are written header-only and a note says ``0 runs matched``.
+Notes (runs skipped, damaged log lines) go to stderr as ``glossogen: note: ...``.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
 
 from glossogen import exit_codes
+
+_NOTE = "glossogen: note: "
 
 
 def _error(message: str, code: int) -> int:
@@ -22,27 +28,64 @@ def _error(message: str, code: int) -> int:
     return code
 
 
+def _note(message: str) -> None:
+    print(f"{_NOTE}{message}", file=sys.stderr, flush=True)
+
+
+class _NoteHandler(logging.Handler):
+    """Writes a record as a note to whatever ``sys.stderr`` is when it is emitted."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # logging's contract: a handler never raises
+            self.handleError(record)
+
+
+def _notes_to_stderr() -> None:
+    """Print the export library's warnings (damaged lines, unrebuilt scenarios) as notes."""
+    logger = logging.getLogger("glossogen.export")
+    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+        handler = _NoteHandler()
+        handler.setFormatter(logging.Formatter(f"{_NOTE}%(message)s"))
+        logger.addHandler(handler)
+
+
 def export(
-    out: str = typer.Option(..., "--out", help="Folder or fsspec URL (s3://...) to write to."),
-    runs_dir: str = typer.Option("./runs", "--runs-dir", help="Runs folder or fsspec URL."),
-    scenario: list[str] = typer.Option([], "--scenario", help="Only these scenarios."),
-    label: list[str] = typer.Option([], "--label", help="Only runs carrying every label."),
+    out: str = typer.Option(
+        ..., "--out", metavar="DIR", help="Folder or fsspec URL (s3://...) to write to."
+    ),
+    runs_dir: str = typer.Option(
+        "./runs", "--runs-dir", metavar="DIR", help="Runs folder or fsspec URL."
+    ),
+    scenario: list[str] = typer.Option(
+        [], "--scenario", metavar="NAME", help="Only these scenarios (repeatable)."
+    ),
+    label: list[str] = typer.Option(
+        [], "--label", metavar="LABEL", help="Only runs carrying every label (repeatable)."
+    ),
     run_id_contains: str | None = typer.Option(
-        None, "--run-id-contains", help="Substring of scenario/run_dir_name."
+        None, "--run-id-contains", metavar="SUB", help="Substring of scenario/run_dir_name."
     ),
     contains_agent_id: str | None = typer.Option(
-        None, "--contains-agent-id", help="Only runs that registered this agent."
+        None, "--contains-agent-id", metavar="ID", help="Only runs that registered this agent."
     ),
     knob: list[str] = typer.Option(
-        [], "--knob", help="Condition <knob><op><value> on the recorded config (AND-matched)."
+        [],
+        "--knob",
+        metavar="COND",
+        help="Condition <knob><op><value> on the recorded config (repeatable, AND-matched).",
     ),
     status: str | None = typer.Option(
-        None, "--status", help="Only runs in this state (status or status detail)."
+        None, "--status", metavar="STATE", help="Only runs in this state (status or detail)."
     ),
-    run_id: list[str] = typer.Option([], "--run-id", help="Exactly these runs (no filters)."),
+    run_id: list[str] = typer.Option(
+        [], "--run-id", metavar="ID", help="Exactly these runs (repeatable; no filters)."
+    ),
     frames: str = typer.Option(
         "run_level,round_level,agent_level",
         "--frames",
+        metavar="TABLES",
         help="Tables, comma-separated: run_level, round_level, agent_level, message_level, "
         "round_context.",
     ),
@@ -59,23 +102,39 @@ def export(
     include_atif: bool = typer.Option(
         False, "--include-atif", help="With --raw, add ATIF trajectories per agent."
     ),
-    max_runs: int = typer.Option(5000, "--max-runs", help="Override the 5000-run ceiling."),
+    max_runs: int = typer.Option(
+        5000, "--max-runs", metavar="N", help="Override the 5000-run ceiling."
+    ),
 ) -> int:
     """Export runs as CSV tables: the default set is run_level, round_level, agent_level."""
     from glossogen.export import (
         FilterSelection,
         RunIdSelection,
+        RunsDirError,
         SelectionError,
         check_frames,
+        check_out,
+        check_runs_dir,
+        damaged_note,
         parse_conditions,
         select_runs,
         write_tables,
     )
     from glossogen.storage import StorageError, join
 
-    filters = bool(scenario or label or run_id_contains or contains_agent_id or knob or status)
-    if run_id and filters:
-        return _error("--run-id cannot be combined with filter flags", exit_codes.USAGE)
+    filters = {
+        "--scenario": scenario,
+        "--label": label,
+        "--run-id-contains": run_id_contains,
+        "--contains-agent-id": contains_agent_id,
+        "--knob": knob,
+        "--status": status,
+    }
+    clashing = [flag for flag, value in filters.items() if value]
+    if run_id and clashing:
+        return _error(f"--run-id cannot be combined with {', '.join(clashing)}", exit_codes.USAGE)
+    if any(not r.strip() for r in run_id):
+        return _error("--run-id needs a run id (<scenario>/<run_dir_name>)", exit_codes.USAGE)
     if (include_atif or include_logs) and not raw:
         return _error("--include-logs and --include-atif apply to --raw", exit_codes.USAGE)
     if max_runs < 1:
@@ -84,9 +143,19 @@ def export(
         names = check_frames([f.strip() for f in frames.split(",") if f.strip()])
         parse_conditions(knob)
     except SelectionError as exc:
-        return _error(exc.message, exit_codes.USAGE)
+        return _error(exc.cli_message, exit_codes.USAGE)
     except ValueError as exc:
         return _error(f"--frames: {exc}", exit_codes.USAGE)
+    try:
+        check_out(out)
+    except ValueError as exc:
+        return _error(f"--out {exc}", exit_codes.USAGE)
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError as exc:
+        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
     selection = (
         RunIdSelection(run_ids=run_id)
         if run_id
@@ -99,6 +168,7 @@ def export(
             knob=knob or None,
         )
     )
+    _notes_to_stderr()
     try:
         selected = select_runs(runs_dir, selection, max_runs=max_runs)
         if selected.missing_run_ids:
@@ -108,6 +178,13 @@ def export(
             from glossogen.export import check_raw_size, estimate_raw_bytes
 
             check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
+        for name, reason in selected.unreadable.items():
+            _note(f"skipped {name}: {reason}")
+        for record in selected.records:
+            if record.facts.bad_line_numbers:
+                _note(damaged_note(record.run_id, record.facts.bad_line_numbers))
+        if not selected.records:
+            _note("0 runs matched")
         counts = write_tables(
             selected.records,
             names,
@@ -123,15 +200,15 @@ def export(
                     selected.records, f, include_logs=include_logs, include_atif=include_atif
                 )
     except SelectionError as exc:
-        return _error(exc.message, exit_codes.REFUSED)
+        return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     except FileNotFoundError as exc:
         return _error(f"not found: {exc.filename or exc}", exit_codes.UNREADABLE)
+    except OSError as exc:  # a local write failing after the checks (disk full, a race)
+        return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
     except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
         return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
-    for name in selected.unreadable:
-        print(f"skipped {name}: {selected.unreadable[name]}", file=sys.stderr)
     print(f"exported {len(selected.records)} runs to {out}")
     for name, rows in counts.items():
         print(f"{name}.csv: {rows} rows")

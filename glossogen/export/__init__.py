@@ -7,14 +7,16 @@ streams the event-log tables one run at a time). The raw zip and ATIF trajectori
 """
 
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
-from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
+from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, damaged_note, read_log_facts
 from glossogen.export._selection import (
     MAX_RUNS,
     FilterSelection,
     RunIdSelection,
     RunRecord,
+    RunsDirError,
     SelectedRuns,
     Selection,
+    check_runs_dir,
     load_run,
     select_runs,
 )
@@ -26,6 +28,8 @@ from glossogen.export._tables import (
     available_columns,
     build_frames,
     check_frames,
+    check_out,
+    check_picks,
     coverage,
     csv_bytes,
     legend,
@@ -80,12 +84,17 @@ __all__ = [
     "LogFacts",
     "RunIdSelection",
     "RunRecord",
+    "RunsDirError",
     "SelectedRuns",
     "Selection",
     "SelectionError",
     "available_columns",
     "build_frames",
     "check_frames",
+    "check_out",
+    "check_picks",
+    "check_runs_dir",
+    "damaged_note",
     "coverage",
     "csv_bytes",
     "legend",

@@ -32,6 +32,7 @@ RUN_META = [
     "judge_cost_usd",
     "duration_seconds",
     "provider",
+    "providers",
     "models",
     "labels",
     "model_class",
@@ -42,7 +43,7 @@ RUN_META = [
 RUN_PREFIXES = ("knob.", "label.", "label_flag.", "agent_model.", "agent_provider.")
 RUN_PREFIXES += ("agent_role.", "lineage.")
 METRIC_PREFIXES = ("metric.", "metric_rounds.", "metric_unit.", "metric_summary.", "metric_note.")
-ROUND_KEYS = ["run_id", "scenario_name", "round_number", "team_id"]
+ROUND_KEYS = ["run_id", "scenario_name", "round_number"]
 AGENT_OWN = [
     "run_id",
     "scenario_name",
@@ -125,6 +126,7 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
         "judge_cost_usd": facts.judge_cost_usd,
         "duration_seconds": facts.duration_seconds,
         "provider": (facts.started or {}).get("provider") or None,
+        "providers": "; ".join(sorted(providers - {"", "None"})) or None,
         "models": "; ".join(sorted({m.split(":", 1)[1] for a in agents for m in a.models})) or None,
         "labels": "; ".join(record.label_strings()) or None,
         "model_class": model_class(providers),
@@ -178,28 +180,45 @@ def ordered_columns(rows: list[dict[str, Any]], head: list[str]) -> list[str]:
     return [*seen, *sorted(extra, key=lambda c: (family(c), c))]
 
 
-def round_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
-    """Return ``round_level`` rows of one run: one per (round, team) some metric reported.
+def _mean(values: list[Any]) -> float | None:
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(numbers) / len(numbers) if numbers else None
 
-    ``team_id`` is empty for a metric that is not per team.
+
+def _notes(observations: list[dict[str, Any]]) -> str | None:
+    notes = [(o.get("team_id"), o.get("note")) for o in observations if o.get("note")]
+    if len(observations) == 1 or not notes:
+        return notes[0][1] if notes else None
+    return "; ".join(f"{team or '-'}: {note}" for team, note in notes)
+
+
+def round_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
+    """Return ``round_level`` rows of one run: one per round some selected metric reported.
+
+    The grain is (run, round): every metric measured on a round sits on its one row. A metric
+    reporting several observations for one round (one per team in a multi-team scenario)
+    fills its cell with their mean (for ``round_success``: the share of the round's teams
+    that won it), and its note with each team's note (``team: note; ...``). A cell stays blank
+    when the metric reported no number for the round.
     """
-    rows: dict[tuple[int, Any], dict[str, Any]] = {}
+    rounds: dict[int, dict[str, list[dict[str, Any]]]] = {}
     for name, entry in metrics_of(record, wanted).items():
         for obs in entry.get("per_round") or []:
-            key = (int(obs.get("round_number") or 0), obs.get("team_id"))
-            row = rows.setdefault(
-                key,
-                {
-                    "run_id": record.run_id,
-                    "scenario_name": record.scenario,
-                    "round_number": key[0],
-                    "team_id": key[1],
-                },
-            )
-            row[f"metric.{name}"] = obs.get("value")
+            number = int(obs.get("round_number") or 0)
+            rounds.setdefault(number, {}).setdefault(name, []).append(obs)
+    rows = []
+    for number in sorted(rounds):
+        row: dict[str, Any] = {
+            "run_id": record.run_id,
+            "scenario_name": record.scenario,
+            "round_number": number,
+        }
+        for name, observations in rounds[number].items():
+            row[f"metric.{name}"] = _mean([o.get("value") for o in observations])
             if summaries:
-                row[f"metric_note.{name}"] = obs.get("note")
-    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], str(k[1] or "")))]
+                row[f"metric_note.{name}"] = _notes(observations)
+        rows.append(row)
+    return rows
 
 
 def agent_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> list[dict]:
@@ -263,8 +282,9 @@ def default_frames(
 
     Returns:
         Table name to frame. ``run_level``: one row per run, keyed ``run_id``.
-        ``round_level``: one row per (run, round, team) a selected metric reported, keyed
-        ``run_id, round_number, team_id``. ``agent_level``: one row per (run, registered agent),
+        ``round_level``: one row per (run, round) a selected metric reported, keyed
+        ``run_id, round_number`` (several teams' observations of a round averaged).
+        ``agent_level``: one row per (run, registered agent),
         keyed ``run_id, agent_id``. Metric cells are blank where no number exists.
     """
     out: dict[str, pl.DataFrame] = {}

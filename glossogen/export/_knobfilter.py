@@ -35,15 +35,24 @@ class SelectionError(ValueError):
     """A selection that cannot be honoured; one line naming what to change.
 
     Attributes:
-        message: The one-line reason (names knob, operator and value for a knob condition).
+        message: The one-line reason (names knob, operator and value for a knob condition),
+            worded without command-line flags (the REST answer).
         field: The selection field at fault (``knob``, ``run_ids``, ``max_runs``, ...).
+        cli_message: The same reason in the command line's words (``--knob '...'``).
     """
 
-    def __init__(self, message: str, field: str) -> None:
-        """Keep the message and the field at fault."""
+    def __init__(self, message: str, field: str, cli_message: str | None = None) -> None:
+        """Keep the message, the field at fault and the command line's wording."""
         super().__init__(message)
         self.message = message
         self.field = field
+        self.cli_message = cli_message or message
+
+
+def _condition_error(text: str, reason: str) -> SelectionError:
+    return SelectionError(
+        f"knob condition {text!r}: {reason}", "knob", cli_message=f"--knob {text!r}: {reason}"
+    )
 
 
 @dataclass(frozen=True)
@@ -70,14 +79,12 @@ class KnobCondition:
         """
         found = _CONDITION_RE.match(text)
         if found is None:
-            raise SelectionError(
-                f"--knob {text!r}: no operator; write <knob><op><value> with op one of "
-                + " ".join(OPERATORS),
-                "knob",
+            raise _condition_error(
+                text, "no operator; write <knob><op><value> with op one of " + " ".join(OPERATORS)
             )
         knob = found["knob"].strip()
         if not knob:
-            raise SelectionError(f"--knob {text!r}: no knob name before {found['op']}", "knob")
+            raise _condition_error(text, f"no knob name before {found['op']}")
         return cls(knob, found["op"], found["value"])
 
     def __str__(self) -> str:
@@ -85,10 +92,8 @@ class KnobCondition:
         return f"{self.knob}{self.op}{self.value}"
 
     def _refuse(self, reason: str) -> SelectionError:
-        return SelectionError(
-            f"--knob {str(self)!r}: knob {self.knob!r}, operator {self.op!r}, value "
-            f"{self.value!r}: {reason}",
-            "knob",
+        return _condition_error(
+            str(self), f"knob {self.knob!r}, operator {self.op!r}, value {self.value!r}: {reason}"
         )
 
     def matches(self, config: dict[str, Any]) -> bool:

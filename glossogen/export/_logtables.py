@@ -3,9 +3,10 @@
 Each selected run's log is streamed line by line; a line's ``event_type`` is read from its
 first bytes and only the events a table needs are parsed (``message_sent``,
 ``injection_delivered``, the phase markers and the rare roster changes), so an event these
-tables discard can never fail them. A line that fails to parse is skipped and counted (a
-warning names the run and the count), so one damaged run costs its own rows, not the export.
-GlossoGen 0.5.x lines go through :class:`~glossogen.eventlog.LegacyUpcaster`.
+tables discard can never fail them. Each line parsed is validated against its event model; a
+line that fails to parse or validate is skipped and counted (a warning names the run, the
+table, the count and the line numbers), so one damaged run costs its own rows, not the export.
+GlossoGen 0.5.x lines go through :class:`~glossogen.eventlog.LegacyUpcaster` first.
 
 Memory holds one run's rows at a time: the column set is fixed before the first run is read
 (the run context from the selection, the roster from each run's ``agent_registered``).
@@ -24,7 +25,15 @@ from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
-from glossogen.export._runlog import complete_end, find_lines, open_log, roster_may_change
+from glossogen.export._runlog import (
+    complete_end,
+    damaged_note,
+    find_lines,
+    line_number,
+    open_log,
+    roster_may_change,
+    valid_event,
+)
 from glossogen.export._selection import RunRecord
 from glossogen.storage import is_local, join, open_fs, translate_errors
 
@@ -74,7 +83,7 @@ def _lines(url: str) -> Iterator[bytes]:
                 yield from f
 
 
-def _events(record: RunRecord, wanted: set[str]) -> Iterator[dict[str, Any]]:
+def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[str, Any]]:
     """Yield the parsed (and, for 0.5 lines, upcast) events of ``wanted`` types, in log order.
 
     The lines are found by byte searches (:func:`~glossogen.export._runlog.find_lines`) in the
@@ -82,7 +91,7 @@ def _events(record: RunRecord, wanted: set[str]) -> Iterator[dict[str, Any]]:
     searched for only where the head says they can happen; a GlossoGen 0.5 log also has its
     phase markers and roster read, since its lines carry no phase and the upcaster needs them.
     """
-    from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
+    from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, event_classes, is_legacy
 
     started = record.facts.started
     legacy = (started or {}).get("schema_version") == LEGACY_SCHEMA_VERSION
@@ -91,27 +100,27 @@ def _events(record: RunRecord, wanted: set[str]) -> Iterator[dict[str, Any]]:
         kinds |= _PHASE_EVENTS | _SETUP_EVENTS | {"agent_registered"}
     elif not roster_may_change(started):
         kinds -= {"agent_registered", "agent_swapped_mid_run"}
+    classes = event_classes()
+    upcaster: LegacyUpcaster | None = None
+    bad: list[int] = []
     with open_log(record.log_url) as data:
         end = complete_end(data)
         found = sorted(hit for kind in kinds for hit in find_lines(data, kind, 0, end))
-    upcaster: LegacyUpcaster | None = None
-    bad = 0
-    for _, raw in found:
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            bad += 1
-            continue
-        if not isinstance(obj, dict):
-            bad += 1
-            continue
-        if is_legacy(obj):
-            upcaster = upcaster or LegacyUpcaster()
-            obj = upcaster.upcast(obj)
-        if obj.get("event_type") in wanted:
-            yield obj
+        for at, raw in found:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict) and is_legacy(obj):
+                upcaster = upcaster or LegacyUpcaster()
+                obj = upcaster.upcast(obj)
+            if not isinstance(obj, dict) or not valid_event(obj, classes):
+                bad.append(line_number(data, at))
+                continue
+            if obj.get("event_type") in wanted:
+                yield obj
     if bad:
-        log.warning("%s: %d damaged log line(s) skipped", record.run_id, bad)
+        log.warning("%s", damaged_note(f"{record.run_id}: {table}", bad))
 
 
 def _repetition(record: RunRecord) -> dict[str, Any] | None:
@@ -155,7 +164,7 @@ def message_rows(record: RunRecord) -> list[dict[str, Any]]:
         current[agent_id] = (model, provider)
     counters: dict[tuple[int, str], int] = {}
     rows: list[dict[str, Any]] = []
-    for ev in _events(record, _MESSAGE_EVENTS):
+    for ev in _events(record, _MESSAGE_EVENTS, "message_level"):
         kind = ev["event_type"]
         agent = str(ev.get("agent_id") or "")
         if kind in ("agent_registered", "agent_swapped_mid_run"):
@@ -211,7 +220,7 @@ def context_rows(record: RunRecord) -> list[dict[str, Any]]:
     joined by a blank line (rendered as spaces in the CSV).
     """
     rounds: dict[int, dict[str, Any]] = {}
-    for ev in _events(record, _CONTEXT_EVENTS):
+    for ev in _events(record, _CONTEXT_EVENTS, "round_context"):
         number = int(ev.get("round_number") or 0)
         row = rounds.setdefault(
             number,

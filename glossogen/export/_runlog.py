@@ -12,8 +12,18 @@ scheduled swap). A log with no ``simulation_ended`` (a run still being written, 
 process died), or whose ``simulation_ended`` lacks a count (GlossoGen 0.5.x recorded no round
 counts), is searched for the events behind the missing figures (``message_sent``,
 ``round_result_recorded``, and for spend ``llm_response_received`` and ``judge_called``), and
-only those lines are parsed. GlossoGen 0.5.x lines are upcast through
+only those lines are parsed. A log whose ``simulation_ended`` carries no per-agent usage
+(GlossoGen 0.5.x) or that has none has each agent's tokens and requests summed from its
+``llm_response_received`` lines. GlossoGen 0.5.x lines are upcast through
 :class:`~glossogen.eventlog.LegacyUpcaster`, fed the parsed lines in log order.
+
+Every parsed line is validated against its event model (:func:`valid_event`); a line that
+does not parse or validate is skipped and counted (``LogFacts.bad_lines``, with its line
+number), never counted as a message, a verdict or a response. ``llm_response_received`` lines
+(hundreds per run, mostly text) are read without parsing where the line allows: the agent id
+from the envelope, and the usage fields, which follow every free-form field in both this
+release's lines and GlossoGen 0.5.x's, as the last occurrence of each key; a line where any is
+missing or not a number is parsed and validated instead.
 """
 
 from __future__ import annotations
@@ -27,7 +37,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from glossogen.eventlog import LegacyUpcaster, is_legacy
+from pydantic import ValidationError
+
+from glossogen.eventlog import LegacyUpcaster, event_classes, is_legacy
 from glossogen.storage import is_local, open_fs, translate_errors
 
 RUNNING = "running"
@@ -51,11 +63,11 @@ class AgentFacts:
         model: The model it ended the run under (after swaps and replacements).
         provider: That model's provider.
         models: Every ``provider:model`` the seat ran under, in order of first use.
-        cost_usd: Its spend (USD) from ``simulation_ended.agent_costs``; None when not costed
-            or not recorded.
-        input_tokens: Input tokens from the same entry; None when not recorded.
-        output_tokens: Output tokens from the same entry; None when not recorded.
-        requests: Model requests from the same entry; None when not recorded.
+        cost_usd: Its spend (USD) from ``simulation_ended.agent_costs``, else summed from its
+            ``llm_response_received`` lines; None when some call was not costed.
+        input_tokens: Input tokens from the same entry, else summed from its responses.
+        output_tokens: Output tokens, likewise.
+        requests: Model requests (responses), likewise.
     """
 
     agent_id: str
@@ -98,7 +110,8 @@ class LogFacts:
         duration_seconds: ``simulation_ended.duration_seconds``, else the seconds between the
             first and last timestamps of the log; None when neither is known.
         scanned: Whether the whole log was read (no usable ``simulation_ended``).
-        bad_lines: Lines that did not parse among those parsed.
+        bad_lines: Lines that did not parse or validate among those read.
+        bad_line_numbers: Their 1-based line numbers in the log, in order.
     """
 
     started: dict[str, Any] | None = None
@@ -116,6 +129,7 @@ class LogFacts:
     duration_seconds: float | None = None
     scanned: bool = False
     bad_lines: int = 0
+    bad_line_numbers: list[int] = field(default_factory=list)
 
 
 def event_type(line: bytes) -> str | None:
@@ -154,27 +168,72 @@ def open_log(url: str) -> Iterator[bytes | mmap.mmap]:
                 mm.close()
 
 
+def line_number(data: bytes | mmap.mmap, offset: int) -> int:
+    """Return the 1-based number of the line starting at byte ``offset`` of ``data``."""
+    return data[:offset].count(b"\n") + 1
+
+
+def damaged_note(run_id: str, line_numbers: list[int]) -> str:
+    """Return the one-line note naming a run's skipped lines (at most ten numbers listed).
+
+    Example: ``veyru/1795000009: 2 damaged log lines skipped (lines 23, 40)``.
+    """
+    n = len(line_numbers)
+    shown = ", ".join(str(i) for i in line_numbers[:10]) + (", ..." if n > 10 else "")
+    plural = "s" if n != 1 else ""
+    return f"{run_id}: {n} damaged log line{plural} skipped (line{plural} {shown})"
+
+
 class _Parser:
-    """Parses chosen lines of one log, upcasting 0.5.x lines in order, counting failures."""
+    """Parses chosen lines of one log, upcasting 0.5.x lines in order, counting failures.
+
+    A line that is not a JSON object, or does not validate against its event model, is
+    counted with its byte offset (:attr:`bad_at`) and yields None.
+    """
 
     def __init__(self) -> None:
         self.upcaster: LegacyUpcaster | None = None
-        self.bad = 0
+        self.bad_at: list[int] = []
+        self.classes = event_classes()
 
-    def parse(self, line: bytes, upcast: bool = True) -> dict[str, Any] | None:
-        """Parse one line (upcast when written by 0.5.x and ``upcast``); None if damaged."""
+    @property
+    def bad(self) -> int:
+        """How many lines failed."""
+        return len(self.bad_at)
+
+    def parse(self, line: bytes, at: int) -> dict[str, Any] | None:
+        """Parse, upcast (a 0.5.x line) and validate the line at offset ``at``; None if bad."""
         try:
             obj = json.loads(line)
         except ValueError:
-            self.bad += 1
-            return None
-        if not isinstance(obj, dict):
-            self.bad += 1
-            return None
-        if upcast and is_legacy(obj):
+            obj = None
+        if isinstance(obj, dict) and is_legacy(obj):
             self.upcaster = self.upcaster or LegacyUpcaster()
             obj = self.upcaster.upcast(obj)
+        if not isinstance(obj, dict) or not valid_event(obj, self.classes):
+            self.bad_at.append(at)
+            return None
         return obj
+
+
+def valid_event(obj: dict[str, Any], classes: dict[str, type] | None = None) -> bool:
+    """Return whether a parsed (and upcast) line validates against its event model.
+
+    A type with no model (a scenario's own event, a 0.5 event with no mapping) is not judged
+    here: True.
+
+    Args:
+        obj: The parsed line.
+        classes: ``event_type`` to event class (default :func:`~glossogen.eventlog.event_classes`).
+    """
+    cls = (classes if classes is not None else event_classes()).get(str(obj.get("event_type")))
+    if cls is None:
+        return True
+    try:
+        cls.model_validate(obj)
+    except ValidationError:
+        return False
+    return True
 
 
 def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
@@ -249,65 +308,70 @@ def find_lines(
         hit = data.find(needle, b, end)
 
 
-def _lines_of(data: bytes | mmap.mmap, kind: str, start: int, end: int) -> Iterator[bytes]:
-    for _, line in find_lines(data, kind, start, end):
-        yield line
+_AGENT_RE = re.compile(rb'"agent_id"\s*:\s*"([^"\\]*)"')
+_USAGE_RE = re.compile(
+    rb'"(input_tokens|output_tokens|cost_usd)"\s*:\s*(null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]'
+)
+_OWN_KEYS = (b'"model"', b'"provider"', b'"cycle"')
 
 
-_CHARS_RE = re.compile(rb'"chars"\s*:\s*(\d+)[,}]')
-_TEXT_RE = re.compile(rb'"text"\s*:\s*("(?:[^"\\]|\\.)*")')
+def _response_usage(line: bytes) -> tuple[str, int, int, float | None] | None:
+    """Return ``(agent_id, input_tokens, output_tokens, cost_usd)`` of a response line, unparsed.
 
-
-def _message_chars(line: bytes) -> int | None:
-    """Return a ``message_sent`` line's character count without parsing the line, or None.
-
-    Reads this release's ``"chars": N``, else the first ``"text"`` string (GlossoGen 0.5.x
-    nests the message, whose ``text`` comes first), decoding only that string. A quote inside
-    a JSON string is escaped, so neither key can be matched inside a value. None when the line
-    does not end like a JSON object or neither key is found: the caller then parses it.
+    The agent id is read from the first 400 bytes (the envelope and ``agent_id`` come first in
+    both shapes); each usage key's last occurrence is taken, since usage follows every
+    free-form field (text, thinking, tool calls) in both shapes, and a quote inside a JSON
+    string is escaped, so no key can be matched inside a value. A line of this release must
+    also name its ``model``, ``provider`` and ``cycle``; a GlossoGen 0.5.x line its ``usage``
+    (no cost: None). None when anything is missing or not a number: the caller parses it.
     """
     if not line.rstrip().endswith(b"}"):
         return None
-    found = _CHARS_RE.search(line)
-    if found:
-        return int(found.group(1))
-    text = _TEXT_RE.search(line)
-    if text is None:
+    agent = _AGENT_RE.search(line, 0, 400)
+    if agent is None:
         return None
-    try:
-        return len(json.loads(text.group(1)))
-    except ValueError:
+    found: dict[bytes, bytes] = {}
+    for hit in _USAGE_RE.finditer(line, agent.end()):
+        found[hit.group(1)] = hit.group(2)
+    tokens_in, tokens_out = found.get(b"input_tokens"), found.get(b"output_tokens")
+    if tokens_in is None or tokens_out is None or not (tokens_in + tokens_out).isdigit():
         return None
+    if b'"schema_version"' in line[:400]:
+        if not all(key in line for key in _OWN_KEYS):
+            return None
+    elif b'"usage"' not in line:
+        return None
+    cost = found.get(b"cost_usd", b"null")
+    return (
+        agent.group(1).decode(),
+        int(tokens_in),
+        int(tokens_out),
+        None if cost == b"null" else float(cost),
+    )
 
 
 def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
-    """Fill the counts (and, for an unfinished run, the spend) from ``data[start:end]``.
+    """Fill the missing counts from ``data[start:end]``: messages, characters and verdicts.
 
-    Only the event types a missing figure needs are searched for: messages for message and
-    character counts, verdicts for round counts, model responses and judge calls for spend.
+    Only the event types a missing figure needs are searched for, and each line found is
+    parsed and validated (a bad one is counted, never a message or a verdict).
     """
     facts.scanned = True
     if facts.total_messages is None or facts.total_chars is None:
         messages = chars = 0
-        for line in _lines_of(data, "message_sent", start, end):
-            counted = _message_chars(line)
-            if counted is None:
-                obj = parser.parse(line, upcast=False)  # both shapes read directly
-                if obj is None:
-                    continue
-                nested = obj.get("message")  # GlossoGen 0.5.x nests the message
-                text = nested.get("text") if isinstance(nested, dict) else obj.get("text")
-                counted = len(str(text or "")) if obj.get("chars") is None else int(obj["chars"])
-            messages += 1
-            chars += counted
+        for at, line in find_lines(data, "message_sent", start, end):
+            obj = parser.parse(line, at)
+            if obj is not None:
+                messages += 1
+                chars += int(obj["chars"])
         if facts.total_messages is None:
             facts.total_messages = messages
         if facts.total_chars is None:
             facts.total_chars = chars
     if facts.rounds_played is None or facts.rounds_won is None:
         verdicts: dict[int, list[bool]] = {}
-        for line in _lines_of(data, "round_result_recorded", start, end):
-            obj = parser.parse(line, upcast=False)  # same fields in both shapes
+        for at, line in find_lines(data, "round_result_recorded", start, end):
+            obj = parser.parse(line, at)
             if obj is not None:
                 ok = bool(obj.get("success")) and not obj.get("void")
                 verdicts.setdefault(int(obj.get("round_number") or 0), []).append(ok)
@@ -315,18 +379,53 @@ def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser
             facts.rounds_played = len(verdicts)
         if facts.rounds_won is None:
             facts.rounds_won = sum(1 for oks in verdicts.values() if oks and all(oks))
-    if facts.status != RUNNING:
+
+
+def _add_cost(total: float | None, spent: float | None) -> float | None:
+    return None if total is None or spent is None else total + spent
+
+
+def _spend(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
+    """Sum spend and usage from the responses and judge calls of ``data[start:end]``.
+
+    Each agent lacking tokens (no ``simulation_ended``, or one with no ``agent_costs`` entry:
+    GlossoGen 0.5.x) gets its input and output tokens, requests (responses) and, when the run
+    has no ``simulation_ended`` or recorded none for it, its cost (None when some response was
+    not costed). A run with no ``simulation_ended`` also gets its totals: agents plus judge.
+    """
+    usage: dict[str, list[Any]] = {a: [0, 0, 0, 0.0] for a in facts.agents}
+    for at, line in find_lines(data, "llm_response_received", start, end):
+        read = _response_usage(line)
+        if read is None:
+            obj = parser.parse(line, at)
+            if obj is None:
+                continue
+            read = (str(obj["agent_id"]), int(obj.get("input_tokens") or 0),
+                    int(obj.get("output_tokens") or 0), obj.get("cost_usd"))  # fmt: skip
+        agent_id, tokens_in, tokens_out, cost = read
+        sums = usage.setdefault(agent_id, [0, 0, 0, 0.0])
+        sums[0] += tokens_in
+        sums[1] += tokens_out
+        sums[2] += 1
+        sums[3] = _add_cost(sums[3], cost)
+    running = facts.status == RUNNING
+    for agent_id, agent in facts.agents.items():
+        sums = usage[agent_id]
+        if agent.input_tokens is None:
+            agent.input_tokens, agent.output_tokens, agent.requests = sums[0], sums[1], sums[2]
+            if running or agent.cost_usd is None:
+                agent.cost_usd = sums[3]
+    if not running:
         return
-    cost: float | None = 0.0
     judge: float | None = 0.0
-    for kind in ("llm_response_received", "judge_called"):
-        for line in _lines_of(data, kind, start, end):
-            obj = parser.parse(line)
-            spent = None if obj is None else obj.get("cost_usd")
-            cost = None if cost is None or spent is None else cost + float(spent)
-            if kind == "judge_called":
-                judge = None if judge is None or spent is None else judge + float(spent)
-    facts.total_cost_usd, facts.judge_cost_usd = cost, judge
+    for at, line in find_lines(data, "judge_called", start, end):
+        obj = parser.parse(line, at)
+        if obj is not None:
+            judge = _add_cost(judge, obj.get("cost_usd"))
+    cost: float | None = 0.0
+    for sums in usage.values():
+        cost = _add_cost(cost, sums[3])
+    facts.total_cost_usd, facts.judge_cost_usd = _add_cost(cost, judge), judge
 
 
 def roster_may_change(started: dict[str, Any] | None) -> bool:
@@ -353,8 +452,8 @@ def read_log_facts(url: str) -> LogFacts:
         url: Local path or fsspec URL of a run's ``<scenario>.jsonl``.
 
     Returns:
-        The facts; a damaged line costs only itself (counted in ``bad_lines``), a torn last
-        line is ignored.
+        The facts; a line that does not parse or validate costs only itself (counted in
+        ``bad_lines``, numbered in ``bad_line_numbers``), a torn last line is ignored.
 
     Raises:
         FileNotFoundError: if the log does not exist.
@@ -367,6 +466,7 @@ def read_log_facts(url: str) -> LogFacts:
         pos = 0
         # Head: simulation_started and the roster, up to the first round.
         while pos < end:
+            at = pos
             nl = data.find(b"\n", pos, end)
             line = data[pos:nl]
             pos = nl + 1
@@ -374,7 +474,7 @@ def read_log_facts(url: str) -> LogFacts:
             if facts.started_at is None:
                 facts.started_at = _timestamp(line)
             if kind in ("simulation_started", "agent_registered"):
-                obj = parser.parse(line)
+                obj = parser.parse(line, at)
                 if obj is None:
                     continue
                 if kind == "simulation_started":
@@ -387,8 +487,8 @@ def read_log_facts(url: str) -> LogFacts:
         # Body: only the rare roster changes, found by a byte search, only where possible.
         if roster_may_change(facts.started):
             for kind in ("agent_registered", "agent_swapped_mid_run"):
-                for line in _lines_of(data, kind, body, end):
-                    obj = parser.parse(line)
+                for at, line in find_lines(data, kind, body, end):
+                    obj = parser.parse(line, at)
                     if obj is not None:
                         _register(facts, obj)
         # Tail: the last simulation_ended among the last lines.
@@ -402,7 +502,7 @@ def read_log_facts(url: str) -> LogFacts:
             if facts.ended_at is None:
                 facts.ended_at = _timestamp(line)
             if event_type(line) == "simulation_ended":
-                ended = parser.parse(line)
+                ended = parser.parse(line, a)
                 break
             stop = a - 1
         if ended is not None:
@@ -410,7 +510,10 @@ def read_log_facts(url: str) -> LogFacts:
         counts = (facts.total_messages, facts.total_chars, facts.rounds_played, facts.rounds_won)
         if ended is None or None in counts:
             _scan(facts, data, body, end, parser)
+        if ended is None or any(a.input_tokens is None for a in facts.agents.values()):
+            _spend(facts, data, body, end, parser)
+        facts.bad_line_numbers = sorted(line_number(data, at) for at in set(parser.bad_at))
     if facts.duration_seconds is None:
         facts.duration_seconds = _seconds_between(facts.started_at, facts.ended_at)
-    facts.bad_lines = parser.bad
+    facts.bad_lines = len(facts.bad_line_numbers)
     return facts

@@ -19,22 +19,24 @@ import os
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
-from glossogen.storage import RunStore, join
+from glossogen.storage import RunStore, is_local, join, open_fs, translate_errors
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``--max-runs`` overrides it)."""
 
 
 class RunIdSelection(BaseModel):
-    """Exactly these runs (``--run-id``, repeatable)."""
+    """Exactly these runs (``--run-id``, repeatable): at least one, none empty."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["run_ids"] = "run_ids"
-    run_ids: list[str]
+    run_ids: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]] = Field(
+        min_length=1
+    )
 
 
 class FilterSelection(BaseModel):
@@ -123,6 +125,33 @@ class SelectedRuns:
         return sorted({r.scenario for r in self.records})
 
 
+class RunsDirError(OSError):
+    """The runs directory does not exist or is not a folder (one line naming it)."""
+
+
+def check_runs_dir(runs_dir: str) -> None:
+    """Check that ``runs_dir`` is an existing folder (or, on object storage, a prefix).
+
+    A runs directory that is not there is refused rather than read as holding no run: a
+    mistyped path would otherwise export empty tables and report success.
+
+    Raises:
+        RunsDirError: ``runs_dir`` does not exist or is a file.
+        StorageError: the storage is unreachable.
+    """
+    fs, path = open_fs(runs_dir)
+    if is_local(fs):
+        if os.path.isdir(path):
+            return
+        what = "is a file, not a folder" if os.path.exists(path) else "does not exist"
+        raise RunsDirError(f"{runs_dir!r} {what}")
+    with translate_errors(runs_dir, fs):
+        if fs.isdir(path):
+            return
+        what = "is an object, not a folder" if fs.exists(path) else "does not exist"
+    raise RunsDirError(f"{runs_dir!r} {what}")
+
+
 def _read_optional_json(store: RunStore, url: str, name: str) -> Any:
     if store.local:
         path = os.path.join(url, name)
@@ -187,10 +216,11 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
 
 def _check_limit(count: int, max_runs: int) -> None:
     if count > max_runs:
+        over = f"the selection holds {count} runs, over the {max_runs}-run limit per export"
         raise SelectionError(
-            f"the selection holds {count} runs, over the {max_runs}-run limit per export; "
-            "narrow the selection or raise it with --max-runs",
+            f"{over}; narrow the selection or raise max_runs",
             "max_runs",
+            cli_message=f"{over}; narrow the selection or raise it with --max-runs",
         )
 
 
@@ -206,10 +236,14 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
         The selected runs with their facts, and the explicit ids that no longer resolve.
 
     Raises:
+        RunsDirError: ``runs_dir`` does not exist or is not a folder (:func:`check_runs_dir`).
         SelectionError: a knob condition is malformed or cannot be read as the recorded type
             (field ``knob``), or the selection is over ``max_runs`` (field ``max_runs``).
+        pydantic.ValidationError: a dict ``selection`` of the wrong shape (an empty
+            ``run_ids`` list among them).
         StorageError: if the storage is unreachable.
     """
+    check_runs_dir(runs_dir)
     if isinstance(selection, dict):
         from pydantic import TypeAdapter
 

@@ -29,8 +29,12 @@ from glossogen.export._frames import (
     METRIC_PREFIXES,
     ROUND_KEYS,
     RUN_META,
+    context_columns,
     default_frames,
+    metrics_of,
+    run_context,
 )
+from glossogen.export._knobfilter import SelectionError
 from glossogen.export._selection import RunRecord
 from glossogen.storage import is_local, join, open_fs, translate_errors
 
@@ -73,13 +77,20 @@ _UNITS = {
 }
 
 
+ROUND_METRIC_UNIT = "; per round: mean over the teams reporting it"
+"""Appended to a metric's unit on ``round_level``, where several teams' values are averaged."""
+
+
 def check_frames(frames: Iterable[str] | None) -> list[str]:
     """Return the requested tables in canonical order (the default set for ``None``).
 
     Raises:
-        ValueError: naming an unknown table and the known ones.
+        ValueError: for an empty list (no table named), naming an unknown table and the known
+            ones.
     """
-    names = list(frames) if frames else list(DEFAULT_FRAMES)
+    names = list(DEFAULT_FRAMES) if frames is None else list(frames)
+    if not names:
+        raise ValueError(f"no table named (tables: {', '.join(FRAMES)})")
     unknown = [f for f in names if f not in FRAMES]
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r} (tables: {', '.join(FRAMES)})")
@@ -107,6 +118,72 @@ def _pick(
     return frame.select(keep)
 
 
+def known_columns(
+    records: list[RunRecord], frames: list[str], repeat_run_columns: bool
+) -> set[str]:
+    """Return every non-metric column the tables ``frames`` of ``records`` can hold.
+
+    Computed from the run contexts and rosters, without reading any event log.
+    """
+    from glossogen.export._logtables import MESSAGE_COLUMNS, roster
+
+    contexts = [run_context(r) for r in records]
+    context = set(context_columns(contexts))
+    known: set[str] = set(ALWAYS)
+    for name in frames:
+        if name == "run_level":
+            known |= context
+        elif name == "round_context":
+            agents = roster(records)
+            known |= {"round_number"} | {f"injection.{a}" for a in agents}
+            known |= {f"postmortem_injection.{a}" for a in agents}
+        else:
+            own = {"round_level": ROUND_KEYS, "agent_level": AGENT_OWN}.get(name, MESSAGE_COLUMNS)
+            known |= set(own) | (context if repeat_run_columns else set())
+    return known
+
+
+def check_picks(
+    records: list[RunRecord],
+    frames: list[str],
+    columns: list[str] | None,
+    metrics: list[str] | None,
+    repeat_run_columns: bool = True,
+) -> None:
+    """Refuse column or metric picks that the selection's tables do not hold.
+
+    A pick naming nothing would give a narrower table that looks complete, so it is refused
+    rather than dropped. With no run selected there is nothing to check against, and the
+    tables are header-only anyway.
+
+    Raises:
+        SelectionError: (field ``columns`` or ``metrics``) naming the unknown picks.
+    """
+    if not records:
+        return
+    if columns is not None:
+        known = known_columns(records, frames, repeat_run_columns)
+        unknown = [c for c in dict.fromkeys(columns) if c not in known]
+        if unknown:
+            hint = ""
+            if any(c.startswith(METRIC_PREFIXES) for c in unknown):
+                hint = "; metric columns are picked by metric name in metrics"
+            raise SelectionError(
+                f"unknown columns for these tables of this selection: "
+                f"{', '.join(map(repr, unknown))}{hint}",
+                "columns",
+            )
+    if metrics is not None:
+        names = {n for r in records for n in metrics_of(r, None)}
+        unknown = [m for m in dict.fromkeys(metrics) if m not in names]
+        if unknown:
+            raise SelectionError(
+                f"unknown metrics for this selection (no selected run's report has them): "
+                f"{', '.join(map(repr, unknown))}",
+                "metrics",
+            )
+
+
 def build_frames(
     records: list[RunRecord],
     frames: list[str],
@@ -132,17 +209,23 @@ def build_frames(
         Table name to frame, text cells already spreadsheet-safe.
 
     Raises:
-        ValueError: for an unknown table name.
+        ValueError: for an unknown table name or none.
+        SelectionError: (field ``columns`` or ``metrics``) a pick the tables do not hold
+            (:func:`check_picks`).
     """
     names = check_frames(frames)
+    check_picks(records, names, columns, metrics, repeat_run_columns)
     wanted = set(metrics) if metrics is not None else None
     out = default_frames(records, names, wanted, repeat_run_columns, include_metric_summaries)
     for name in names:
         if name in LOG_FRAMES:
-            from glossogen.export._logtables import log_frame
+            from glossogen.export._logtables import log_frame, log_table_columns
 
             chunks = list(log_frame(name, records, repeat_run_columns=repeat_run_columns))
-            out[name] = pl.concat(chunks, how="vertical_relaxed") if chunks else pl.DataFrame()
+            if not chunks:  # no run: the header alone
+                columns_of, _ = log_table_columns(name, records, repeat_run_columns)
+                chunks = [pl.DataFrame(schema=dict.fromkeys(columns_of, pl.String))]
+            out[name] = pl.concat(chunks, how="vertical_relaxed")
     return {n: safe_text(_pick(out[n], n, columns, wanted)) for n in names}
 
 
@@ -190,12 +273,15 @@ def legend(
     for table, frame in frames.items():
         counts = frame if isinstance(frame, dict) else coverage(frame)
         for col, count in counts.items():
+            unit = units.get(col)
+            if unit and table == "round_level" and col.startswith("metric."):
+                unit += ROUND_METRIC_UNIT
             rows.append(
                 {
                     "table": table,
                     "column": col,
                     "family": family(col),
-                    "unit": units.get(col),
+                    "unit": unit,
                     "runs_filled": count,
                 }
             )
@@ -209,7 +295,8 @@ def available_columns(records: list[RunRecord]) -> dict[str, Any]:
 
     Returns:
         ``{"columns": [{"table", "column", "family", "unit", "runs_filled"}...],
-        "metrics": [{"name", "runs", "round_rows", "agent_rows"}...],
+        "metrics": [{"name", "runs", "round_rows", "agent_rows"}...] (``round_rows``: the
+        ``round_level`` rows it fills, one per run and round),
         "runs_without_report": int}`` for the default tables.
     """
     frames = build_frames(records, DEFAULT_FRAMES, include_metric_summaries=False)
@@ -221,13 +308,42 @@ def available_columns(records: list[RunRecord]) -> dict[str, Any]:
                 continue
             m = metrics.setdefault(name, {"runs": 0, "round_rows": 0, "agent_rows": 0})
             m["runs"] += 1
-            m["round_rows"] += len(entry.get("per_round") or [])
+            m["round_rows"] += len({o.get("round_number") for o in entry.get("per_round") or []})
             m["agent_rows"] += len(entry.get("per_agent") or [])
     return {
         "columns": table.to_dicts(),
         "metrics": [{"name": n, **metrics[n]} for n in sorted(metrics)],
         "runs_without_report": sum(1 for r in records if r.report is None),
     }
+
+
+def _what(path: str) -> str:
+    return "a file, not a folder" if os.path.isfile(path) else "not a folder"
+
+
+def check_out(out: str) -> None:
+    """Check, before anything is written, that the tables can be written under ``out``.
+
+    Locally ``out`` must be a folder or creatable: no file at ``out`` or at a parent on the
+    way, and the nearest existing folder writable. An object-store URL has no folders to
+    check; its writes report their own errors.
+
+    Raises:
+        ValueError: one line naming ``out`` and what is wrong.
+    """
+    fs, path = open_fs(out)
+    if not is_local(fs):
+        return
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{out!r} is {_what(path)}")
+    probe = path
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ValueError(f"{out!r}: {probe} is {_what(probe)}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"{out!r}: {probe} is not writable")
 
 
 @contextlib.contextmanager
@@ -361,6 +477,9 @@ __all__ = [
     "build_frames",
     "coverage",
     "check_frames",
+    "check_out",
+    "check_picks",
+    "known_columns",
     "csv_bytes",
     "legend",
     "publish",

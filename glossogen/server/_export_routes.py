@@ -16,8 +16,14 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
 - 413: past a ceiling (``limit`` is ``max_runs``, ``raw_zip_bytes`` or ``csv_bytes``, with
   its ``value``);
 - 422: a knob condition that is malformed or cannot be read as the recorded type (``field``
-  ``knob``), an unknown table, or a selection that holds no run;
-- 503: the runs directory cannot be read.
+  ``knob``), an unknown table or an empty ``frames`` list (``frames``), ``columns`` or
+  ``metrics`` naming what the selection's tables do not hold (``columns``/``metrics``; the
+  preview lists it under ``refusals`` instead), an empty ``run_ids`` list (pydantic's
+  validation answer);
+- 503: the runs directory cannot be read (missing, not a folder, unreachable).
+
+A filter that matches no run is not an error, as on the command line: the preview counts 0
+runs, ``/csv`` answers header-only tables and ``/raw`` a zip holding only ``manifest.csv``.
 
 The CSV ceiling is counted while the download is written into a temporary file under
 ``TMPDIR``, and checked before the first byte is sent: a refusal is a plain 413, never a
@@ -45,11 +51,13 @@ from glossogen.export import (
     RawZipTooLarge,
     RunIdSelection,
     RunRecord,
+    RunsDirError,
     Selection,
     SelectionError,
     available_columns,
     build_frames,
     check_frames,
+    check_picks,
     check_raw_size,
     csv_bytes,
     estimate_raw_bytes,
@@ -132,6 +140,8 @@ def _select(request: Request, slug: str, body: ExportRequest) -> _Selected:
         selected = select_runs(settings.runs_dir, body.selection, max_runs=sys.maxsize)
     except SelectionError as exc:
         raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
+    except RunsDirError as exc:
+        raise HTTPException(503, {"message": f"runs directory {exc}"}) from exc
     except StorageError as exc:
         raise HTTPException(503, {"message": str(exc)}) from exc
     records = [r for r in selected.records if _group(r) == slug]
@@ -148,8 +158,15 @@ def _select(request: Request, slug: str, body: ExportRequest) -> _Selected:
     )
 
 
+def _frames(body: ExportRequest) -> list[str]:
+    try:
+        return check_frames(body.frames)
+    except ValueError as exc:
+        raise HTTPException(422, {"field": "frames", "message": str(exc)}) from exc
+
+
 def _refusals(selected: _Selected, slug: str, max_runs: int) -> None:
-    """Refuse a download of missing ids (404), no run (422) or too many runs (413)."""
+    """Refuse a download of missing ids (404) or too many runs (413); no run is no error."""
     if selected.missing_run_ids:
         raise HTTPException(
             404,
@@ -159,10 +176,6 @@ def _refusals(selected: _Selected, slug: str, max_runs: int) -> None:
                 f"resolve in group {slug!r}: {', '.join(selected.missing_run_ids[:10])}; "
                 "drop them from the selection",
             },
-        )
-    if not selected.records:
-        raise HTTPException(
-            422, {"field": "selection", "message": f"the selection holds no run of group {slug!r}"}
         )
     if len(selected.records) > max_runs:
         raise HTTPException(413, _run_ceiling(len(selected.records), max_runs))
@@ -214,10 +227,16 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
         longer resolve), ``unreadable_runs``, ``runs_without_report``, ``columns`` (per
         column of the default tables: ``table``, ``column``, ``family``, ``unit``,
         ``runs_filled``), ``metrics`` (``name``, ``runs``, ``round_rows``, ``agent_rows``),
+        ``damaged_log_lines`` (run id to the numbers of log lines skipped as damaged),
         ``raw_zip_estimated_bytes``, ``limits`` (``max_runs``, ``raw_zip_bytes``,
-        ``csv_bytes``) and ``refusals`` (the messages a download would refuse with now).
+        ``csv_bytes``) and ``refusals`` (the messages a download would refuse with now:
+        ``limit`` ones for a ceiling, ``field`` ones for unknown column or metric picks).
+
+    Raises:
+        HTTPException: 422 a bad knob condition or table list, 503 unreadable storage.
     """
     settings = request.app.state.settings
+    names = _frames(body)
     selected = _select(request, slug, body)
     records = selected.records
     described: dict[str, Any] = {"columns": [], "metrics": [], "runs_without_report": 0}
@@ -226,6 +245,10 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
             described = available_columns(records)
         estimate = estimate_raw_bytes(records, include_logs=body.include_logs)
     refusals = []
+    try:
+        check_picks(records, names, body.columns, body.metrics, body.repeat_run_columns)
+    except SelectionError as exc:
+        refusals.append({"field": exc.field, "message": exc.message})
     if len(records) > settings.max_runs:
         refusals.append(_run_ceiling(len(records), settings.max_runs))
     try:
@@ -243,6 +266,9 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
         "runs_without_report": described["runs_without_report"],
         "columns": described["columns"],
         "metrics": described["metrics"],
+        "damaged_log_lines": {
+            r.run_id: r.facts.bad_line_numbers for r in records if r.facts.bad_line_numbers
+        },
         "raw_zip_estimated_bytes": estimate,
         "limits": {
             "max_runs": settings.max_runs,
@@ -264,24 +290,24 @@ def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse
 
     Raises:
         HTTPException: 404 missing run ids, 413 over the run or CSV ceiling, 422 a bad knob
-            condition, an unknown table or an empty selection, 503 unreadable storage.
+            condition, an unknown table, unknown columns or metrics, 503 unreadable storage.
     """
     settings = request.app.state.settings
-    try:
-        names = check_frames(body.frames)
-    except ValueError as exc:
-        raise HTTPException(422, {"field": "frames", "message": str(exc)}) from exc
+    names = _frames(body)
     selected = _select(request, slug, body)
     _refusals(selected, slug, settings.max_runs)
     with _reading_runs():
-        frames = build_frames(
-            selected.records,
-            names,
-            columns=body.columns,
-            metrics=body.metrics,
-            repeat_run_columns=body.repeat_run_columns,
-            include_metric_summaries=body.include_metric_summaries,
-        )
+        try:
+            frames = build_frames(
+                selected.records,
+                names,
+                columns=body.columns,
+                metrics=body.metrics,
+                repeat_run_columns=body.repeat_run_columns,
+                include_metric_summaries=body.include_metric_summaries,
+            )
+        except SelectionError as exc:
+            raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
     suffix = ".csv" if len(names) == 1 else ".zip"
     sink, path = _temp_file(suffix)
     try:
@@ -327,7 +353,7 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
 
     Raises:
         HTTPException: 404 missing run ids, 413 over the run or raw ceiling, 422 a bad knob
-            condition or an empty selection, 503 unreadable storage.
+            condition, 503 unreadable storage.
     """
     settings = request.app.state.settings
     selected = _select(request, slug, body)

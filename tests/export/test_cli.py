@@ -43,7 +43,7 @@ def test_the_default_tables_and_the_legend(
     assert capsys.readouterr().out.splitlines() == [
         f"exported 6 runs to {out}",
         "run_level.csv: 6 rows",
-        "round_level.csv: 3 rows",
+        "round_level.csv: 2 rows",
         "agent_level.csv: 12 rows",
         "columns.csv: the legend",
     ]
@@ -76,7 +76,12 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
     )  # fmt: skip
     assert code == 0
     assert [r["run_id"] for r in _rows(out / "run_level.csv")] == [A]
-    assert len(_rows(out / "round_level.csv")) == 3
+    assert [
+        (r["round_number"], r["metric.round_success"]) for r in _rows(out / "round_level.csv")
+    ] == [
+        ("1", "0.0"),
+        ("2", "1.0"),
+    ]
     assert {r["table"] for r in _rows(out / "columns.csv")} == {"run_level", "round_level"}
 
 
@@ -84,7 +89,14 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
     ("args", "code", "message"),
     [
         (["--run-id", A, "--scenario", "veyru"], 64,
-         "--run-id cannot be combined with filter flags"),
+         "--run-id cannot be combined with --scenario"),
+        (["--run-id", A, "--label", "x", "--knob", "a=1", "--status", "completed"], 64,
+         "--run-id cannot be combined with --label, --knob, --status"),
+        (["--run-id", ""], 64, "--run-id needs a run id (<scenario>/<run_dir_name>)"),
+        (["--frames", ""], 64, "--frames: no table named (tables: run_level, round_level, "
+         "agent_level, message_level, round_context)"),
+        (["--frames", " , "], 64, "--frames: no table named (tables: run_level, round_level, "
+         "agent_level, message_level, round_context)"),
         (["--knob", "round_count"], 64, "--knob 'round_count': no operator; write "
          "<knob><op><value> with op one of != >= <= = > <"),
         (["--knob", "round_count>=lots"], 65, "--knob 'round_count>=lots': knob 'round_count', "

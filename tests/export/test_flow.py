@@ -31,7 +31,7 @@ def test_the_nightly_parameters_export_every_run(
     prefect_api: str, cohort: Cohort, tmp_path: Path
 ) -> None:
     counts = asyncio.run(export(runs_dir=str(cohort.runs_dir), out=str(tmp_path)))
-    assert counts == {"run_level": 6, "round_level": 3, "agent_level": 12}
+    assert counts == {"run_level": 6, "round_level": 2, "agent_level": 12}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "agent_level.csv",
         "columns.csv",
@@ -40,7 +40,7 @@ def test_the_nightly_parameters_export_every_run(
     ]
     assert asyncio.run(_latest_artifact()) == [
         {"table": "run_level.csv", "rows": 6},
-        {"table": "round_level.csv", "rows": 3},
+        {"table": "round_level.csv", "rows": 2},
         {"table": "agent_level.csv", "rows": 12},
     ]
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from pydantic import ValidationError
 
 from glossogen.export import (
     FilterSelection,
     KnobCondition,
     RunIdSelection,
+    RunsDirError,
     SelectionError,
     select_runs,
 )
@@ -91,21 +95,21 @@ def test_knob_conditions_select_exactly(cohort: Cohort, knob: list[str], expecte
 def test_an_ordering_operator_on_a_string_is_refused(cohort: Cohort) -> None:
     message = _refusal(cohort, "noise_replacement_mode>mask")
     assert message == (
-        "--knob 'noise_replacement_mode>mask': knob 'noise_replacement_mode', operator '>', "
+        "knob condition 'noise_replacement_mode>mask': knob 'noise_replacement_mode', operator '>', "
         "value 'mask': the run records a string; only = and != apply"
     )
 
 
 def test_a_value_not_readable_as_the_recorded_number_is_refused(cohort: Cohort) -> None:
     assert _refusal(cohort, "round_count>=lots") == (
-        "--knob 'round_count>=lots': knob 'round_count', operator '>=', value 'lots': "
+        "knob condition 'round_count>=lots': knob 'round_count', operator '>=', value 'lots': "
         "the run records a number"
     )
 
 
 def test_a_value_not_readable_as_the_recorded_boolean_is_refused(cohort: Cohort) -> None:
     assert _refusal(cohort, "postmortem_enabled=maybe") == (
-        "--knob 'postmortem_enabled=maybe': knob 'postmortem_enabled', operator '=', "
+        "knob condition 'postmortem_enabled=maybe': knob 'postmortem_enabled', operator '=', "
         "value 'maybe': the run records a boolean; write true or false"
     )
     assert "has no order" in _refusal(cohort, "postmortem_enabled>=true")
@@ -121,7 +125,8 @@ def test_a_condition_without_operator_or_knob_is_refused(text: str) -> None:
     with pytest.raises(SelectionError) as caught:
         KnobCondition.parse(text)
     assert caught.value.field == "knob"
-    assert repr(text) in caught.value.message
+    assert caught.value.message.startswith(f"knob condition {text!r}: ")
+    assert caught.value.cli_message.startswith(f"--knob {text!r}: ")
 
 
 def test_operators_parse_longest_first() -> None:
@@ -145,7 +150,31 @@ def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> Non
     assert caught.value.field == "max_runs"
     assert caught.value.message == (
         "the selection holds 5 runs, over the 4-run limit per export; "
+        "narrow the selection or raise max_runs"
+    )
+    assert caught.value.cli_message == (
+        "the selection holds 5 runs, over the 4-run limit per export; "
         "narrow the selection or raise it with --max-runs"
     )
     found = select_runs(str(cohort.runs_dir), {"kind": "filters", "labels": ["baseline"]}, 2)
     assert len(found.records) == 2
+
+
+def test_a_knob_nobody_declares_selects_nothing_without_error(cohort: Cohort) -> None:
+    assert _ids(cohort, knob=["no_such_knob=1"]) == []
+    assert _ids(cohort, knob=["no_such_knob!=1"]) == []
+
+
+def test_a_runs_dir_that_is_not_a_folder_is_refused(cohort: Cohort, tmp_path: Path) -> None:
+    (tmp_path / "file.txt").write_text("x")
+    for path, what in ((tmp_path / "nope", "does not exist"),
+                       (tmp_path / "file.txt", "is a file, not a folder")):  # fmt: skip
+        with pytest.raises(RunsDirError) as caught:
+            select_runs(str(path), {"kind": "filters"})
+        assert str(caught.value) == f"{str(path)!r} {what}"
+
+
+def test_an_empty_or_blank_run_id_list_is_invalid() -> None:
+    for run_ids in ([], [""], ["  "]):
+        with pytest.raises(ValidationError):
+            RunIdSelection(run_ids=run_ids)

@@ -54,7 +54,7 @@ def golden_out(cohort: Cohort, tmp_path_factory: pytest.TempPathFactory) -> Path
     )
     assert counts == {
         "run_level": 3,
-        "round_level": 3,
+        "round_level": 2,
         "agent_level": 6,
         "message_level": 36,
         "round_context": 7,
@@ -168,10 +168,9 @@ def test_columns_and_metrics_can_be_picked(cohort: Cohort) -> None:
         "run_id",
         "scenario_name",
         "round_number",
-        "team_id",
         "metric.round_success",
     ]
-    assert frames["round_level"].height == 2  # the mean_chars round row is not selected
+    assert frames["round_level"].rows() == [(A, "veyru", 1, 0.0), (A, "veyru", 2, 1.0)]
 
 
 def test_spreadsheet_injection_and_control_characters(cohort: Cohort, tmp_path: Path) -> None:
