@@ -177,3 +177,63 @@ def test_runs_dir_may_be_an_s3_url(cohort: Cohort, tmp_path: Path, s3_bucket: st
     assert _export(*args, "--out", str(tmp_path / "local"), *frames) == 0
     for name in ("run_level.csv", "agent_level.csv", "message_level.csv"):
         assert _rows(tmp_path / "s3" / name) == _rows(tmp_path / "local" / name)
+
+
+def test_an_out_or_runs_dir_that_is_no_folder_is_refused_before_writing(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "notes.md"
+    file.write_text("keep me\n")
+    runs = str(cohort.runs_dir)
+    cases = [
+        (["--runs-dir", runs, "--out", str(file)], 64,
+         f"--out {str(file)!r} is a file, not a folder"),
+        (["--runs-dir", runs, "--out", str(file / "x")], 64,
+         f"--out {str(file / 'x')!r}: {file} is a file, not a folder"),
+        (["--runs-dir", runs, "--out", "/dev/null/x"], 64,
+         "--out '/dev/null/x': /dev/null is not a folder"),
+        (["--runs-dir", str(file), "--out", str(tmp_path / "o")], 66,
+         f"--runs-dir {str(file)!r} is a file, not a folder"),
+        (["--runs-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")], 66,
+         f"--runs-dir {str(tmp_path / 'nope')!r} does not exist"),
+    ]  # fmt: skip
+    for args, code, message in cases:
+        assert _export(*args) == code
+        assert capsys.readouterr().err == f"glossogen: error: {message}\n"
+    assert file.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]
+
+
+def test_a_filter_matching_nothing_writes_header_only_tables(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["--runs-dir", str(cohort.runs_dir), "--out", str(out)]
+    assert _export(*args, "--scenario", "nosuch", "--frames", "run_level,message_level") == 0
+    captured = capsys.readouterr()
+    assert captured.err == "glossogen: note: 0 runs matched\n"
+    assert captured.out.splitlines()[:3] == [
+        f"exported 0 runs to {out}",
+        "run_level.csv: 0 rows",
+        "message_level.csv: 0 rows",
+    ]
+    lines = (out / "run_level.csv").read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("run_id,scenario_name,status,status_detail,")
+    assert (out / "message_level.csv").read_text().startswith("run_id,scenario_name,round_number,")
+    assert _export(*args, "--knob", "no_knob_anywhere=1") == 0  # an undeclared knob: no error
+    assert capsys.readouterr().err == "glossogen: note: 0 runs matched\n"
+
+
+def test_help_shows_full_flag_names_at_80_columns() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "export", "--help"],
+        capture_output=True, text=True, check=True, env={"COLUMNS": "80", "PATH": ""},
+    )  # fmt: skip
+    flags = ["--out DIR", "--runs-dir DIR", "--scenario NAME", "--label LABEL",
+             "--run-id-contains SUB", "--contains-agent-id ID", "--knob COND",
+             "--status STATE", "--run-id ID", "--frames TABLES", "--include-metric-summaries",
+             "--repeat-run-columns / --no-repeat-run-columns", "--raw", "--include-logs",
+             "--include-atif", "--max-runs N"]  # fmt: skip
+    for flag in flags:
+        assert f"  {flag}" in done.stdout, flag
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80

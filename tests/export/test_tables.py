@@ -18,6 +18,7 @@ import pytest
 from glossogen.export import (
     FRAMES,
     RunIdSelection,
+    SelectionError,
     available_columns,
     build_frames,
     legend,
@@ -280,3 +281,110 @@ def test_a_scenario_that_does_not_rebuild_leaves_channel_columns_empty(
     assert frame["sender_role"].to_list()[:2] == ["field_observer", "stabilization_engineer"]
     assert "ghost/1795000100: is_primary_channel and team_id left empty" in caplog.text
     assert "unknown scenario 'ghost'" in caplog.text
+
+
+def test_a_round_is_one_row_and_several_teams_are_averaged(cohort: Cohort, tmp_path: Path) -> None:
+    import shutil
+
+    runs = tmp_path / "runs"
+    target = runs / "veyru" / "1795000001"
+    shutil.copytree(cohort.folder(A), target)
+    per_team = [
+        {"round_number": 1, "value": 1.0, "team_id": "north", "note": "won: held"},
+        {"round_number": 1, "value": 0.0, "team_id": "south", "note": "lost: budget"},
+        {"round_number": 2, "value": 1.0, "team_id": "north", "note": "won: held"},
+        {"round_number": 2, "value": 1.0, "team_id": "south", "note": None},
+        {"round_number": 3, "value": 0.0, "team_id": "north", "note": None},
+        {"round_number": 3, "value": 0.0, "team_id": "south", "note": None},
+    ]
+    write_report(
+        target,
+        "veyru",
+        {
+            "round_success": metric("round_success", 1 / 3, 3, per_round=per_team),
+            "mean_chars_per_message": metric(
+                "mean_chars_per_message",
+                20.0,
+                1,
+                per_round=[{"round_number": 2, "value": 20.0, "team_id": None, "note": "n=3"}],
+            ),
+        },
+    )
+    records = select_runs(str(runs), {"kind": "filters"}).records
+    frames = build_frames(records, ["run_level", "round_level"], include_metric_summaries=True,
+                          repeat_run_columns=False)  # fmt: skip
+    rounds = frames["round_level"].select(
+        "round_number",
+        "metric.round_success",
+        "metric.mean_chars_per_message",
+        "metric_note.round_success",
+        "metric_note.mean_chars_per_message",
+    )
+    assert rounds.rows() == [
+        (1, 0.5, None, "north: won: held; south: lost: budget", None),
+        (2, 1.0, 20.0, "north: won: held", "n=3"),
+        (3, 0.0, None, None, None),
+    ]
+    run = frames["run_level"].to_dicts()[0]
+    assert (run["metric_rounds.round_success"], run["metric_rounds.mean_chars_per_message"]) == (
+        3,
+        1,
+    )
+    units = {(r["table"], r["column"]): r["unit"] for r in legend(frames, records).to_dicts()}
+    assert units[("round_level", "metric.round_success")] == (
+        "share of rounds won; per round: mean over the teams reporting it"
+    )
+    assert units[("run_level", "metric.round_success")] == "share of rounds won"
+
+
+def test_providers_lists_every_provider_a_mixed_run_used(cohort: Cohort, tmp_path: Path) -> None:
+    import shutil
+
+    target = tmp_path / "runs" / "veyru" / "1795000001"
+    shutil.copytree(cohort.folder(A), target)
+    log = target / "veyru.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        event = json.loads(line)
+        if event.get("agent_id") == "field_observer" and event["event_type"] == "agent_registered":
+            lines[i] = json.dumps({**event, "provider": "openai", "model": "gpt-5.4"}) + "\n"
+    log.write_text("".join(lines))
+    records = select_runs(str(tmp_path / "runs"), {"kind": "filters"}).records
+    run = build_frames(records, ["run_level"])["run_level"].to_dicts()[0]
+    assert (run["provider"], run["providers"], run["models"], run["model_class"]) == (
+        "scripted",
+        "openai; scripted",
+        "gpt-5.4; scripted",
+        "mixed",
+    )
+
+
+def test_column_and_metric_picks_the_tables_do_not_hold_are_refused(cohort: Cohort) -> None:
+    records = _records(cohort, A, B)
+    with pytest.raises(SelectionError) as caught:
+        build_frames(records, ["run_level"], columns=["status", "knob.nope", "metric.x"])
+    assert (caught.value.field, caught.value.message) == (
+        "columns",
+        "unknown columns for these tables of this selection: 'knob.nope', 'metric.x'; "
+        "metric columns are picked by metric name in metrics",
+    )
+    with pytest.raises(SelectionError) as caught:
+        build_frames(records, ["round_level"], metrics=["round_success", "perplexity"])
+    assert (caught.value.field, caught.value.message) == (
+        "metrics",
+        "unknown metrics for this selection (no selected run's report has them): 'perplexity'",
+    )
+    with pytest.raises(SelectionError):  # run context is not on round rows when not repeated
+        build_frames(records, ["round_level"], columns=["status"], repeat_run_columns=False)
+    picked = build_frames(records, ["message_level", "round_context"],
+                          columns=["text", "injection.field_observer"], repeat_run_columns=False)  # fmt: skip
+    assert picked["round_context"].columns == ["run_id", "scenario_name", "round_number",
+                                               "injection.field_observer"]  # fmt: skip
+
+
+def test_no_run_gives_header_only_tables(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    frames = build_frames([], FRAMES, columns=["knob.anything"], metrics=["anything"])
+    assert {name: frame.height for name, frame in frames.items()} == dict.fromkeys(FRAMES, 0)
+    assert frames["message_level"].columns[:3] == ["run_id", "scenario_name", "round_number"]
+    assert frames["round_level"].columns == ["run_id", "scenario_name", "round_number"]

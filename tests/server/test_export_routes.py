@@ -215,8 +215,11 @@ def test_a_knob_condition_that_cannot_be_read_as_the_recorded_type_is_422(
         got = client.post(f"{API}/{route}", json=body)
         assert got.status_code == 422
         detail = got.json()["detail"]
-        assert detail["field"] == "knob"
-        assert "round_count" in detail["message"] and "lots" in detail["message"]
+        assert detail == {
+            "field": "knob",
+            "message": "knob condition 'round_count>=lots': knob 'round_count', operator '>=', "
+            "value 'lots': the run records a number",
+        }
 
 
 def test_a_mixed_selection_and_an_unknown_table_are_422(cohort: dict[str, str]) -> None:
@@ -375,3 +378,69 @@ def test_a_runs_dir_on_s3_is_served_like_a_local_one(
             zf.read(f"{cohort['two']}/veyru_report.json")
             == (two / "veyru_report.json").read_bytes()
         )
+
+
+def test_an_empty_result_is_no_error(cohort: dict[str, str], tmpdir_env: Path) -> None:
+    client = _client(cohort)
+    for selection in (_filters(scenario=["nosuch"]), _filters(knob=["no_knob_anywhere=1"])):
+        preview = client.post(f"{API}/preview", json={"selection": selection})
+        assert preview.status_code == 200
+        assert (preview.json()["run_count"], preview.json()["refusals"]) == (0, [])
+        got = client.post(f"{API}/csv", json={"selection": selection, "frames": ["run_level"]})
+        assert got.status_code == 200
+        lines = got.text.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("run_id,scenario_name,status,")
+    got = client.post(f"{API}/raw", json={"selection": _filters(scenario=["nosuch"])})
+    assert got.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert zf.namelist() == ["manifest.csv"]
+        assert len(zf.read("manifest.csv").decode().splitlines()) == 1
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> None:
+    client = _client(cohort)
+    for route in ("preview", "csv", "raw"):
+        got = client.post(f"{API}/{route}", json={"selection": _ids()})
+        assert got.status_code == 422
+        assert got.json()["detail"][0]["loc"] == ["body", "selection", "run_ids", "run_ids"]
+    got = client.post(f"{API}/csv", json={"selection": _ids(cohort["two"]), "frames": []})
+    assert got.status_code == 422
+    assert got.json()["detail"] == {
+        "field": "frames",
+        "message": "no table named (tables: run_level, round_level, agent_level, "
+        "message_level, round_context)",
+    }
+
+
+def test_unknown_columns_or_metrics_are_422_and_named(cohort: dict[str, str]) -> None:
+    client = _client(cohort)
+    body = {
+        "selection": _ids(cohort["two"]),
+        "frames": ["run_level"],
+        "columns": ["status", "knob.round_cuont"],
+    }
+    got = client.post(f"{API}/csv", json=body)
+    assert got.status_code == 422
+    assert got.json()["detail"] == {
+        "field": "columns",
+        "message": "unknown columns for these tables of this selection: 'knob.round_cuont'",
+    }
+    preview = client.post(f"{API}/preview", json=body).json()
+    assert preview["refusals"] == [got.json()["detail"]]
+    body = {"selection": _ids(cohort["two"]), "metrics": ["round_success", "round_sucess"]}
+    got = client.post(f"{API}/csv", json=body)
+    assert got.status_code == 422
+    assert got.json()["detail"] == {
+        "field": "metrics",
+        "message": "unknown metrics for this selection (no selected run's report has them): "
+        "'round_sucess'",
+    }
+
+
+def test_a_runs_dir_that_is_gone_is_503(tmp_path: Path) -> None:
+    gone = str(tmp_path / "gone")
+    client = TestClient(create_app(gone))
+    got = client.post(f"{API}/preview", json={"selection": _filters()})
+    assert got.status_code == 503
+    assert got.json()["detail"] == {"message": f"runs directory {gone!r} does not exist"}

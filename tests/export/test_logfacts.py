@@ -1,0 +1,156 @@
+"""Run facts read from the event log: per-agent usage when ``simulation_ended`` lacks it, and
+lines that parse but do not validate skipped and counted, never counted as messages."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.export import RunIdSelection, select_runs, write_tables
+from tests.export.conftest import CUT, OLD, Cohort
+
+INVALID_MESSAGE = '{"event_type":"message_sent","round_number":1}\n'
+"""Well-formed JSON, but a ``message_sent`` with no channel, sender or text (the QA's line)."""
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _usage_by_hand(log: Path) -> dict[str, tuple[int, int, int]]:
+    """Sum each agent's complete ``llm_response_received`` lines, independently of the export."""
+    sums: dict[str, list[int]] = {}
+    for line in log.read_text().splitlines(keepends=True):
+        if not line.endswith("\n"):
+            continue  # the torn tail
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event_type") == "llm_response_received":
+            s = sums.setdefault(event["agent_id"], [0, 0, 0])
+            usage = event.get("usage") or event  # 0.5 nests usage
+            s[0] += usage["input_tokens"]
+            s[1] += usage["output_tokens"]
+            s[2] += 1
+    return {agent: (s[0], s[1], s[2]) for agent, s in sums.items()}
+
+
+def _agents(out: Path) -> dict[str, tuple[str, str, str, str]]:
+    return {
+        r["agent_id"]: (r["input_tokens"], r["output_tokens"], r["requests"], r["cost_usd"])
+        for r in _rows(out / "agent_level.csv")
+    }
+
+
+def test_the_0_5_run_gets_its_tokens_and_requests_from_its_responses(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    records = select_runs(str(cohort.runs_dir), RunIdSelection(run_ids=[OLD])).records
+    write_tables(records, ["agent_level"], str(tmp_path))
+    # Summed by hand from veyru.jsonl's usage blocks; 0.5 recorded no cost: blank, not 0.
+    assert _agents(tmp_path) == {
+        "field_observer": ("11150", "449", "12", ""),
+        "stabilization_engineer": ("13800", "496", "222", ""),
+    }
+    assert _usage_by_hand(cohort.folder(OLD) / "veyru.jsonl") == {
+        "field_observer": (11150, 449, 12),
+        "stabilization_engineer": (13800, 496, 222),
+    }
+
+
+def test_a_crashed_run_gets_usage_and_cost_from_its_responses(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    records = select_runs(str(cohort.runs_dir), RunIdSelection(run_ids=[CUT])).records
+    assert records[0].status == "running"  # no simulation_ended
+    write_tables(records, ["agent_level"], str(tmp_path))
+    got = _agents(tmp_path)
+    by_hand = _usage_by_hand(cohort.folder(CUT) / "veyru.jsonl")
+    assert set(got) == {"field_observer", "stabilization_engineer"}
+    for agent, (tokens_in, tokens_out, requests) in by_hand.items():
+        assert got[agent] == (str(tokens_in), str(tokens_out), str(requests), "0.0")
+    assert all(requests > 5 for _, _, requests in by_hand.values())
+
+
+def _with_invalid_message(cohort: Cohort, runs: Path, run_id: str, new_id: str) -> int:
+    """Copy ``run_id`` to ``new_id`` with the invalid line after its first message; return
+    the invalid line's 1-based number."""
+    scenario = run_id.split("/")[0]
+    target = runs / new_id
+    shutil.copytree(cohort.folder(run_id), target)
+    log = target / f"{scenario}.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if '"message_sent"' in line)
+    lines.insert(first + 1, INVALID_MESSAGE)
+    log.write_text("".join(lines))
+    return first + 2
+
+
+def _line_numbers(log: Path, *needles: str) -> list[int]:
+    lines = log.read_text().splitlines()
+    return [i + 1 for i, line in enumerate(lines) if any(line.startswith(n) for n in needles)]
+
+
+def test_an_invalid_message_is_skipped_counted_and_named(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    cut_line = _with_invalid_message(cohort, runs, CUT, "veyru/1795000010")
+    old_line = _with_invalid_message(cohort, runs, OLD, "veyru/1795000011")
+    broken = _line_numbers(runs / "veyru/1795000010/veyru.jsonl", '{"event_type": "message_sent"')
+    assert len(broken) == 1  # the cut log's own damaged line
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["export", "--runs-dir", str(runs), "--out", str(out),
+              "--frames", "run_level,message_level", "--no-repeat-run-columns"])  # fmt: skip
+    assert done.value.code == 0
+    cut_lines = sorted([cut_line, *broken])
+    assert capsys.readouterr().err.splitlines() == [
+        f"glossogen: note: veyru/1795000010: 2 damaged log lines skipped (lines "
+        f"{cut_lines[0]}, {cut_lines[1]})",
+        f"glossogen: note: veyru/1795000011: 1 damaged log line skipped (line {old_line})",
+        f"glossogen: note: veyru/1795000010: message_level: 2 damaged log lines skipped (lines "
+        f"{cut_lines[0]}, {cut_lines[1]})",
+        f"glossogen: note: veyru/1795000011: message_level: 1 damaged log line skipped "
+        f"(line {old_line})",
+    ]
+    runs_rows = {r["run_id"]: r for r in _rows(out / "run_level.csv")}
+    assert runs_rows["veyru/1795000010"]["message_count"] == "7"  # as without the line
+    assert runs_rows["veyru/1795000011"]["message_count"] == "28"
+    assert runs_rows["veyru/1795000011"]["total_chars"] == "810"
+    messages = _rows(out / "message_level.csv")
+    per_run = {r: sum(1 for m in messages if m["run_id"] == r) for r in runs_rows}
+    assert per_run == {"veyru/1795000010": 7, "veyru/1795000011": 28}
+    assert all(m["channel_id"] and m["sender_agent_id"] for m in messages)  # no blank row
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"event_type":"message_sent","round_number":1,"chars":5}\n',  # no channel or sender
+        '{"event_type":"message_sent","schema_version":1,"channel_id":"link","sender_id":"x",'
+        '"text":"hi","delivered_text":"hi","chars":"two"}\n',  # chars not a number
+        '{"event_type":"message_sent","schema_version":1,"channel_id":"link","sender_id":"x",'
+        '"text":null,"delivered_text":"","chars":3}\n',  # no text
+    ],
+)
+def test_every_invalid_message_shape_is_left_out_of_the_counts(
+    cohort: Cohort, tmp_path: Path, line: str
+) -> None:
+    runs = tmp_path / "runs"
+    target = runs / "veyru" / "1795000012"
+    shutil.copytree(cohort.folder(CUT), target)
+    log = target / "veyru.jsonl"
+    text = log.read_text()
+    cut = text.index('{"event_type": "message_sent", "broken')
+    log.write_text(text[:cut] + line + text[cut:])
+    (record,) = select_runs(str(runs), {"kind": "filters"}).records
+    assert record.facts.total_messages == 7
+    assert record.facts.bad_lines == 2
