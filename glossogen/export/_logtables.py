@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
+from pydantic_core import from_json
 
 from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
@@ -108,7 +109,7 @@ def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[st
         found = sorted(hit for kind in kinds for hit in find_lines(data, kind, 0, end))
         for at, raw in found:
             try:
-                obj = json.loads(raw)
+                obj = from_json(raw)  # pydantic-core's parser: about 3x json.loads here
             except ValueError:
                 obj = None
             if isinstance(obj, dict) and is_legacy(obj):
