@@ -7,7 +7,8 @@ streams the event-log tables one run at a time). The raw zip and ATIF trajectori
 """
 
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
-from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, damaged_note, read_log_facts
+from glossogen.export._lines import damaged_note
+from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
 from glossogen.export._selection import (
     MAX_RUNS,
     FilterSelection,

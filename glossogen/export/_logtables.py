@@ -26,15 +26,15 @@ from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
-from glossogen.export._runlog import (
+from glossogen.export._lines import (
     complete_end,
     damaged_note,
     find_lines,
     line_number,
     open_log,
-    roster_may_change,
     valid_event,
 )
+from glossogen.export._runlog import roster_may_change
 from glossogen.export._selection import RunRecord
 from glossogen.storage import is_local, join, open_fs, translate_errors
 
@@ -87,7 +87,7 @@ def _lines(url: str) -> Iterator[bytes]:
 def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[str, Any]]:
     """Yield the parsed (and, for 0.5 lines, upcast) events of ``wanted`` types, in log order.
 
-    The lines are found by byte searches (:func:`~glossogen.export._runlog.find_lines`) in the
+    The lines are found by byte searches (:func:`~glossogen.export._lines.find_lines`) in the
     log, memory-mapped, up to its last complete line; only they are parsed. Roster changes are
     searched for only where the head says they can happen; a GlossoGen 0.5 log also has its
     phase markers and roster read, since its lines carry no phase and the upcaster needs them.

@@ -17,37 +17,35 @@ only those lines are parsed. A log whose ``simulation_ended`` carries no per-age
 ``llm_response_received`` lines. GlossoGen 0.5.x lines are upcast through
 :class:`~glossogen.eventlog.LegacyUpcaster`, fed the parsed lines in log order.
 
-Every parsed line is validated against its event model (:func:`valid_event`); a line that
+Every parsed line is validated against its event model (``_lines.LineParser``); a line that
 does not parse or validate is skipped and counted (``LogFacts.bad_lines``, with its line
 number), never counted as a message, a verdict or a response. ``llm_response_received`` lines
 (hundreds per run, mostly text) are read without parsing where the line allows
-(:func:`_quick_usage`): the agent id from the envelope, and the usage fields, which follow
-every free-form field in both this release's lines and GlossoGen 0.5.x's, as the last
-occurrence of each key; a line where any is missing or not a number is parsed and validated
-instead.
+(``_usage.sum_responses``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic_core import from_json
-
-from glossogen.eventlog import LegacyUpcaster, event_classes, is_legacy
-from glossogen.storage import is_local, open_fs, translate_errors
+from glossogen.export._lines import (
+    LineParser,
+    complete_end,
+    event_type,
+    find_lines,
+    line_number,
+    open_log,
+)
+from glossogen.export._usage import add_cost, sum_responses
 
 RUNNING = "running"
 """Status of a run whose log has no ``simulation_ended``: still being written, or stopped
 without ending (a killed process); the reconcile flow tells the two apart by its lock."""
 
-_TYPE_RE = re.compile(rb'"event_type"\s*:\s*"([^"\\]+)"')
 _HEAD_END = (b"round_started", b"round_advanced")
 _TAIL_LINES = 16
 """How many lines from the end are searched for the last ``simulation_ended``."""
@@ -133,121 +131,6 @@ class LogFacts:
     bad_line_numbers: list[int] = field(default_factory=list)
 
 
-def event_type(line: bytes) -> str | None:
-    """Return the ``event_type`` of a raw log line without parsing it, or None.
-
-    Only the first 400 bytes are searched: the envelope comes first in both this release's
-    lines and GlossoGen 0.5.x's. A quoted ``"event_type"`` inside a string value is escaped
-    (preceded by a backslash) and so never matches.
-    """
-    found = _TYPE_RE.search(line, 0, 400)
-    return found.group(1).decode() if found else None
-
-
-@contextlib.contextmanager
-def open_log(url: str) -> Iterator[bytes | mmap.mmap]:
-    """Yield the bytes of the log at ``url``: memory-mapped locally, downloaded otherwise.
-
-    Raises:
-        FileNotFoundError: if the log does not exist.
-        StorageError: if the storage is unreachable.
-    """
-    fs, path = open_fs(url)
-    with translate_errors(url, fs):
-        if not is_local(fs):
-            yield fs.cat_file(path)
-            return
-        with open(path, "rb") as f:
-            try:
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # an empty file cannot be mapped
-                yield b""
-                return
-            try:
-                yield mm
-            finally:
-                mm.close()
-
-
-def line_number(data: bytes | mmap.mmap, offset: int) -> int:
-    """Return the 1-based number of the line starting at byte ``offset`` of ``data``."""
-    return data[:offset].count(b"\n") + 1
-
-
-def damaged_note(run_id: str, line_numbers: list[int]) -> str:
-    """Return the one-line note naming a run's skipped lines (at most ten numbers listed).
-
-    Example: ``veyru/1795000009: 2 damaged log lines skipped (lines 23, 40)``.
-    """
-    n = len(line_numbers)
-    shown = ", ".join(str(i) for i in line_numbers[:10]) + (", ..." if n > 10 else "")
-    plural = "s" if n != 1 else ""
-    return f"{run_id}: {n} damaged log line{plural} skipped (line{plural} {shown})"
-
-
-class _Parser:
-    """Parses chosen lines of one log, upcasting 0.5.x lines in order, counting failures.
-
-    A line that is not a JSON object, or does not validate against its event model, is
-    counted with its byte offset (:attr:`bad_at`) and yields None.
-    """
-
-    def __init__(self) -> None:
-        self.upcaster: LegacyUpcaster | None = None
-        self.bad_at: list[int] = []
-        self.classes = event_classes()
-
-    @property
-    def bad(self) -> int:
-        """How many lines failed."""
-        return len(self.bad_at)
-
-    def parse(self, line: bytes, at: int) -> dict[str, Any] | None:
-        """Parse, upcast (a 0.5.x line) and validate the line at offset ``at``; None if bad."""
-        try:
-            obj = from_json(line)  # pydantic-core's parser: about 3x json.loads on these lines
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and is_legacy(obj):
-            self.upcaster = self.upcaster or LegacyUpcaster()
-            obj = self.upcaster.upcast(obj)
-        if not isinstance(obj, dict) or not valid_event(obj, self.classes):
-            self.bad_at.append(at)
-            return None
-        return obj
-
-
-def valid_event(obj: dict[str, Any], classes: dict[str, type] | None = None) -> bool:
-    """Return whether a parsed (and upcast) line validates against its event model.
-
-    A type with no model (a scenario's own event, a 0.5 event with no mapping) is not judged
-    here: True.
-
-    Args:
-        obj: The parsed line.
-        classes: ``event_type`` to event class (default :func:`~glossogen.eventlog.event_classes`).
-    """
-    cls = (classes if classes is not None else event_classes()).get(str(obj.get("event_type")))
-    if cls is None:
-        return True
-    try:
-        cls.model_validate(obj)
-    except ValidationError:
-        return False
-    return True
-
-
-def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
-    start = data.rfind(b"\n", 0, pos) + 1
-    end = data.find(b"\n", pos)
-    return start, (len(data) if end < 0 else end)
-
-
-def complete_end(data: bytes | mmap.mmap) -> int:
-    """Return the end of the last newline-terminated line (a torn tail is ignored)."""
-    return data.rfind(b"\n") + 1
-
-
 def _timestamp(line: bytes) -> str | None:
     found = re.search(rb'"timestamp"\s*:\s*"([^"]+)"', line[:400])
     return found.group(1).decode() if found else None
@@ -291,142 +174,9 @@ def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
             agent.requests = cost.get("requests")
 
 
-def find_lines(
-    data: bytes | mmap.mmap, kind: str, start: int, end: int
-) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, line)`` for each line of ``data[start:end]`` of event type ``kind``.
-
-    Found by a byte search for the quoted type (C speed) instead of reading every line. A line
-    whose envelope is too damaged to name its type is not found.
-    """
-    needle = f'"{kind}"'.encode()
-    hit = data.find(needle, start, end)
-    while hit >= 0:
-        a, b = _line_at(data, hit)
-        line = data[a:b]
-        if event_type(line) == kind:
-            yield a, line
-        hit = data.find(needle, b, end)
-
-
-_LLM = b'"llm_response_received"'
-_STR_AT = re.compile(rb'\s*:\s*"([^"\\]*)"')
-_INT_AT = re.compile(rb"\s*:\s*(\d+)\s*[,}]")
-_COST_AT = re.compile(rb"\s*:\s*(null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]")
-_OWN_KEYS = (b'"model"', b'"provider"', b'"cycle"')
-_LEGACY_USAGE_AT = re.compile(
-    rb'(?:(?<="event_type":)|(?<="event_type": ))"llm_response_received"'
-    rb'\s*,\s*"agent_id"\s*:\s*"([^"\\\n]*)"[^\n]*'
-    rb'"usage"\s*:\s*\{\s*"input_tokens"\s*:\s*(\d+)\s*,\s*"output_tokens"\s*:\s*(\d+)\s*[,}]'
-    rb"[^\n]*\}$",
-    re.M,
-)
-"""A GlossoGen 0.5.x response line from its envelope's type on: the agent id right after the
-type, and the last ``usage`` block's tokens (one match per line, ending at the line's end)."""
-
-Usage = tuple[str, int, int, float | None]
-"""One response's ``(agent_id, input_tokens, output_tokens, cost_usd)``."""
-
-
-def _add_cost(total: float | None, spent: float | None) -> float | None:
-    return None if total is None or spent is None else total + spent
-
-
-def _quick_usage(data: bytes | mmap.mmap, a: int, hit: int, b: int) -> Usage | None:
-    """Read the usage of the response line ``data[a:b]`` (type found at ``hit``) unparsed.
-
-    The type must be the envelope's (the line's first ``"event_type"``, in its first 400
-    bytes), and the agent id is read there too (the envelope and ``agent_id`` come first in
-    both shapes). Each usage key's last occurrence is taken, since usage follows every
-    free-form field (text, thinking, tool calls) in both shapes; a quote inside a JSON string
-    is escaped, so no key can be matched inside a value. A line of this release must also name
-    its ``model``, ``provider``, ``cycle`` and ``cost_usd``; a GlossoGen 0.5.x line must hold
-    the tokens in its ``usage`` (it recorded no cost: None). None when anything is missing or
-    not a number, or the line is not a complete object: the caller parses and validates it.
-    """
-    if hit - a > 400 or data[b - 1 : b] != b"}" or data.find(b'"event_type"', a, hit) < hit - 16:
-        return None
-    at = data.find(b'"agent_id"', a, a + 400)
-    agent = _STR_AT.match(data, at + 10, b) if at >= 0 else None
-    if agent is None:
-        return None
-    i, o = data.rfind(b'"input_tokens"', at, b), data.rfind(b'"output_tokens"', at, b)
-    tokens_in = _INT_AT.match(data, i + 14, b) if i >= 0 else None
-    tokens_out = _INT_AT.match(data, o + 15, b) if o >= 0 else None
-    if tokens_in is None or tokens_out is None:
-        return None
-    cost: float | None = None
-    if data.find(b'"schema_version"', a, min(a + 400, b)) >= 0:
-        if any(data.find(key, a, b) < 0 for key in _OWN_KEYS):
-            return None
-        c = data.rfind(b'"cost_usd"', at, b)
-        spent = _COST_AT.match(data, c + 10, b) if c >= 0 else None
-        if spent is None:
-            return None
-        cost = None if spent.group(1) == b"null" else float(spent.group(1))
-    elif not 0 <= data.rfind(b'"usage"', at, b) < min(i, o):
-        return None
-    return agent.group(1).decode(), int(tokens_in.group(1)), int(tokens_out.group(1)), cost
-
-
-def _responses(
-    data: bytes | mmap.mmap, start: int, end: int, parser: _Parser
-) -> dict[str, list[Any]]:
-    """Sum the usage of each agent's ``llm_response_received`` lines in ``data[start:end]``.
-
-    A GlossoGen 0.5.x line is read by one anchored match (:data:`_LEGACY_USAGE_AT`; hundreds
-    per run, most of their bytes text: this loop is the 0.5 export's hot path), a line of this
-    release by :func:`_quick_usage`; any other is parsed and validated, a bad one counted and
-    skipped.
-
-    Returns:
-        Agent id to ``[input_tokens, output_tokens, requests, cost_usd]`` (cost None when some
-        response was not costed; always None for GlossoGen 0.5.x, which recorded none).
-    """
-    sums: dict[bytes | str, list[Any]] = {}
-    hit = data.find(_LLM, start, end)
-    while hit >= 0:
-        legacy = _LEGACY_USAGE_AT.match(data, hit, end)
-        if legacy is not None:
-            agent_b, tokens_in, tokens_out = legacy.groups()
-            total = sums.get(agent_b)
-            if total is None:
-                total = sums[agent_b] = [0, 0, 0, None]
-            total[0] += int(tokens_in)
-            total[1] += int(tokens_out)
-            total[2] += 1
-            total[3] = None
-            hit = data.find(_LLM, legacy.end(), end)
-            continue
-        a = data.rfind(b"\n", 0, hit) + 1
-        b = data.find(b"\n", hit, end)
-        b = end if b < 0 else b
-        read = _quick_usage(data, a, hit, b)
-        if read is None:
-            line = data[a:b]
-            obj = parser.parse(line, a) if event_type(line) == "llm_response_received" else None
-            if obj is not None:
-                read = (str(obj["agent_id"]), int(obj.get("input_tokens") or 0),
-                        int(obj.get("output_tokens") or 0), obj.get("cost_usd"))  # fmt: skip
-        if read is not None:
-            total = sums.setdefault(read[0], [0, 0, 0, 0.0])
-            total[0] += read[1]
-            total[1] += read[2]
-            total[2] += 1
-            total[3] = _add_cost(total[3], read[3])
-        hit = data.find(_LLM, b, end)
-    out: dict[str, list[Any]] = {}
-    for key, total in sums.items():
-        agent_id = key.decode() if isinstance(key, bytes) else key
-        if agent_id in out:  # one agent in both shapes
-            mine = out[agent_id]
-            total = [*(x + y for x, y in zip(mine[:3], total[:3], strict=True)),
-                     _add_cost(mine[3], total[3])]  # fmt: skip
-        out[agent_id] = total
-    return out
-
-
-def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
+def _scan(
+    facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: LineParser
+) -> None:
     """Fill the missing counts from ``data[start:end]``: messages, characters and verdicts.
 
     Only the event types a missing figure needs are searched for, and each line found is
@@ -457,7 +207,9 @@ def _scan(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser
             facts.rounds_won = sum(1 for oks in verdicts.values() if oks and all(oks))
 
 
-def _spend(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: _Parser) -> None:
+def _spend(
+    facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parser: LineParser
+) -> None:
     """Sum spend and usage from the responses and judge calls of ``data[start:end]``.
 
     Each agent lacking tokens (no ``simulation_ended``, or one with no ``agent_costs`` entry:
@@ -465,7 +217,7 @@ def _spend(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parse
     has no ``simulation_ended`` or recorded none for it, its cost (None when some response was
     not costed). A run with no ``simulation_ended`` also gets its totals: agents plus judge.
     """
-    usage = _responses(data, start, end, parser)
+    usage = sum_responses(data, start, end, parser)
     for agent_id in facts.agents:
         usage.setdefault(agent_id, [0, 0, 0, 0.0])
     running = facts.status == RUNNING
@@ -481,11 +233,11 @@ def _spend(facts: LogFacts, data: bytes | mmap.mmap, start: int, end: int, parse
     for at, line in find_lines(data, "judge_called", start, end):
         obj = parser.parse(line, at)
         if obj is not None:
-            judge = _add_cost(judge, obj.get("cost_usd"))
+            judge = add_cost(judge, obj.get("cost_usd"))
     cost: float | None = 0.0
     for sums in usage.values():
-        cost = _add_cost(cost, sums[3])
-    facts.total_cost_usd, facts.judge_cost_usd = _add_cost(cost, judge), judge
+        cost = add_cost(cost, sums[3])
+    facts.total_cost_usd, facts.judge_cost_usd = add_cost(cost, judge), judge
 
 
 def roster_may_change(started: dict[str, Any] | None) -> bool:
@@ -520,7 +272,7 @@ def read_log_facts(url: str) -> LogFacts:
         StorageError: if the storage is unreachable.
     """
     facts = LogFacts()
-    parser = _Parser()
+    parser = LineParser()
     with open_log(url) as data:
         end = complete_end(data)
         pos = 0
