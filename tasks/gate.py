@@ -17,9 +17,10 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from uuid import UUID
 
-from prefect.client.orchestration import get_client
-from prefect.concurrency.asyncio import concurrency
+import httpx
+from prefect.client.orchestration import PrefectClient, get_client
 from prefect.exceptions import ObjectNotFound
 from prefect.logging import get_logger, get_run_logger
 
@@ -32,6 +33,11 @@ LEASE_SECONDS = 60.0
 held by a killed process is freed at most this long after the kill."""
 SAY_WAITING_AFTER_SECONDS = 2.0
 """A request waiting this long for a slot logs which limit it waits for."""
+HANDOFF_SECONDS = 10.0
+"""How long a slot taken from the server may pass from one request of this process to the next
+before it goes back to the server (so processes share a limit by turns)."""
+MAX_POLL_SECONDS = 1.0
+"""Longest wait between two asks for a slot another process holds (the server suggests one)."""
 RECHECK_SECONDS = 60.0
 """How long the gate trusts what it read of a limit (existence, active flag, size)."""
 
@@ -58,6 +64,60 @@ def _logger() -> logging.Logger | logging.LoggerAdapter:
         return get_logger("glossogen.gate")
 
 
+@dataclass
+class Lease:
+    """One slot of a limit held from the server, and when its lease was last set (monotonic s)."""
+
+    lease_id: UUID
+    acquired_at: float
+    renewed_at: float
+
+
+class SlotPool:
+    """This process's slots of one limit: a local queue in front of the server's limit.
+
+    Requests beyond the limit's size wait in an ``asyncio.Semaphore`` (in order, no polling).
+    A request that finishes while another of this process waits hands its slot over directly
+    (no release and re-acquire round trip), for at most ``HANDOFF_SECONDS`` after the slot was
+    taken from the server, so other processes get their turn; otherwise the slot goes back to
+    the server. The process never holds more slots than it has requests in flight.
+    """
+
+    def __init__(self, name: str, size: int) -> None:
+        """Queue for ``name`` (a limit of ``size`` slots)."""
+        self.name = name
+        self.queue = asyncio.Semaphore(size)
+        self.idle: list[Lease] = []
+        self.waiting = 0
+
+    @asynccontextmanager
+    async def slot(self, client: PrefectClient) -> AsyncIterator[None]:
+        """Hold one slot (from a finished request of this process, or from the server)."""
+        self.waiting += 1
+        try:
+            await self.queue.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            lease = self.idle.pop() if self.idle else await _acquire(client, self.name)
+            renewing = asyncio.create_task(_renew(client, lease)) if lease else None
+            try:
+                yield
+            finally:
+                if renewing is not None:
+                    renewing.cancel()
+                if lease is not None:
+                    fresh = time.monotonic() - lease.acquired_at < HANDOFF_SECONDS
+                    if self.waiting and fresh:
+                        self.idle.append(lease)
+                    else:
+                        await asyncio.shield(
+                            client.release_concurrency_slots_with_lease(lease.lease_id)
+                        )
+        finally:
+            self.queue.release()
+
+
 class PrefectCallGate:
     """A :class:`~glossogen.concurrency.CallGate` taking slots of ``llm:<provider>`` limits."""
 
@@ -65,6 +125,8 @@ class PrefectCallGate:
         """Start with nothing read; ``say_waiting_after`` is in seconds."""
         self.say_waiting_after = say_waiting_after
         self._limits: dict[str, LimitState] = {}
+        self._pools: dict[tuple[str, int, int], SlotPool] = {}
+        self._clients: dict[int, PrefectClient] = {}
         self.waits = 0  # requests that waited past ``say_waiting_after`` (for benches and tests)
 
     async def limit_state(self, provider: str) -> LimitState:
@@ -99,6 +161,22 @@ class PrefectCallGate:
         """Hold one slot of ``llm:<provider>`` for one request (no wait when it is not enforced)."""
         return self._slot(provider)
 
+    def _pool(self, state: LimitState) -> SlotPool:
+        key = (state.name, state.size or 1, id(asyncio.get_running_loop()))
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = SlotPool(state.name, state.size or 1)
+        return pool
+
+    async def _client(self) -> PrefectClient:
+        """One open API client per event loop (opening one costs more than a slot)."""
+        key = id(asyncio.get_running_loop())
+        client = self._clients.get(key)
+        if client is None:
+            client = await get_client().__aenter__()
+            self._clients[key] = client
+        return client
+
     @asynccontextmanager
     async def _slot(self, provider: str) -> AsyncIterator[None]:
         state = await self.limit_state(provider)
@@ -109,7 +187,7 @@ class PrefectCallGate:
         started = loop.time()
         waiting = loop.call_later(self.say_waiting_after, self._say_waiting, state)
         try:
-            async with concurrency(state.name, occupy=1, strict=True, lease_duration=LEASE_SECONDS):
+            async with self._pool(state).slot(await self._client()):
                 waiting.cancel()
                 if loop.time() - started >= self.say_waiting_after:
                     _logger().info("got a slot of %s after %.1f s", state.name,
@@ -121,8 +199,47 @@ class PrefectCallGate:
     def _say_waiting(self, state: LimitState) -> None:
         self.waits += 1
         _logger().info(
-            "waiting for a slot of %s: all %d are held by other model calls", state.name, state.size
+            "waiting for a slot of %s: all %d are held by model calls", state.name, state.size
         )
+
+
+async def _acquire(client: PrefectClient, name: str) -> Lease | None:
+    """Take one slot of ``name`` with a lease; wait while the server answers 423 (all held).
+
+    We call the client's lease endpoints directly rather than ``prefect.concurrency``'s
+    ``concurrency()``: on this machine that helper costs about 300 ms per acquire and release
+    (a queue thread, a lease-renewal thread and events per call) against about 18 ms for the
+    two requests themselves (measured: bench/sweep_throughput.py). Returns None when the limit
+    vanished meanwhile (nothing held, nothing to release).
+    """
+    while True:
+        try:
+            response = await client.increment_concurrency_slots_with_lease(
+                names=[name], slots=1, mode="concurrency", lease_duration=LEASE_SECONDS
+            )
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 423:
+                raise
+            retry_after = float(exc.response.headers.get("Retry-After", 1.0))
+            await asyncio.sleep(min(retry_after, MAX_POLL_SECONDS))
+            continue
+        body = response.json()
+        if not body.get("limits"):
+            return None
+        now = time.monotonic()
+        return Lease(UUID(body["lease_id"]), now, now)
+
+
+async def _renew(client: PrefectClient, lease: Lease) -> None:
+    """Renew the lease every half lease while a request holds it (long model calls)."""
+    while True:
+        await asyncio.sleep(max(0.0, lease.renewed_at + LEASE_SECONDS / 2 - time.monotonic()))
+        try:
+            await client.renew_concurrency_lease(lease.lease_id, LEASE_SECONDS)
+            lease.renewed_at = time.monotonic()
+        except httpx.HTTPError as exc:  # the slot may be lost: say so, let the call finish
+            _logger().warning("could not renew a lease of a model call slot: %s", exc)
+            lease.renewed_at = time.monotonic()
 
 
 def install_call_gate() -> CallGate:
