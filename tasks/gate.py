@@ -99,7 +99,7 @@ class SlotPool:
         finally:
             self.waiting -= 1
         try:
-            lease = self.idle.pop() if self.idle else await _acquire(client, self.name)
+            lease = self._handed_over() or await _acquire(client, self.name)
             renewing = asyncio.create_task(_renew(client, lease)) if lease else None
             try:
                 yield
@@ -116,6 +116,18 @@ class SlotPool:
                         )
         finally:
             self.queue.release()
+
+    def _handed_over(self) -> Lease | None:
+        """A slot a finished request left for this one, if its lease is surely still alive.
+
+        A slot left behind by a waiter that was cancelled meanwhile is dropped once it is older
+        than half a lease (the server frees it when the lease ends).
+        """
+        while self.idle:
+            lease = self.idle.pop()
+            if time.monotonic() - lease.renewed_at < LEASE_SECONDS / 2:
+                return lease
+        return None
 
 
 class PrefectCallGate:
