@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
 
 from deployments.local_server import ProcessWorker
-from flows.reconcile import reconcile
+from flows.reconcile import CANCELLED_TAG, reconcile
 from glossogen.derive._resume import LOCK_NAME
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
@@ -116,6 +117,51 @@ def test_a_prefect_retry_of_a_crashed_run_resumes_it(
     (resumed,) = [e for e in events if e["event_type"] == "run_resumed"]
     assert resumed["after_round"] >= 1
     assert [e["event_type"] for e in events].count("simulation_started") == 1
+
+
+def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
+    self_hosted_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
+) -> None:
+    hold = HoldAfter(HOLD_AFTER)
+    model_stub.responder = hold
+    runs = tmp_path / "runs"
+    flow_run = run_deployment(
+        "simulate/simulate-self-hosted",
+        parameters={"request": _request(runs, "llama-a")},
+        timeout=0,
+    )
+    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to hang")
+    log = run_dir / "prisoners_dilemma.jsonl"
+    wait_until(lambda: time.time() - log.stat().st_mtime > 1.0, "a second of silence")
+    # Pass 1: its process is alive (it holds the lock) but silent: its flow run is cancelled.
+    assert asyncio.run(reconcile(str(runs), silent_seconds=1.0)) == []
+    cancelled = wait_for_state(flow_run.id)
+    assert cancelled.state_name == "Cancelled"
+    assert CANCELLED_TAG in cancelled.tags
+    wait_until(lambda: log_lines(run_dir)[-1]["event_type"] == "simulation_ended", "the stop")
+    assert log_lines(run_dir)[-1]["status"] == "interrupted"
+    # Pass 2: the interrupted run is resumed in place, through the resume deployment.
+    hold.released = True
+    run_id = f"prisoners_dilemma/{run_dir.name}"
+    assert asyncio.run(reconcile(str(runs), silent_seconds=1.0)) == [run_id]
+
+    def resumed() -> bool:
+        lines = log_lines(run_dir)
+        return (
+            lines[-1]["event_type"] == "simulation_ended" and lines[-1]["status"] != "interrupted"
+        )
+
+    wait_until(resumed, "the resumed run to end")
+    events = log_lines(run_dir)
+    assert [e["status"] for e in events if e["event_type"] == "simulation_ended"] == [
+        "interrupted",
+        "completed",
+    ]
+    verdicts = Counter(
+        e["round_number"] for e in events if e["event_type"] == "round_result_recorded"
+    )
+    assert verdicts == Counter({r: 1 for r in range(1, ROUNDS + 1)})
+    assert len({e["event_id"] for e in events}) == len(events)
 
 
 def test_killing_a_worker_mid_run_then_reconcile_finishes_every_run(
