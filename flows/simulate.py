@@ -94,6 +94,11 @@ async def play_rounds(
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         status = "interrupted" if interrupted else "error"
         error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
-        finalize(session, price_spend(plan, claimed), status, error)
+        if interrupted:
+            # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
+            # through the tasks' plain functions, which need no API, so it is always sealed.
+            finalize.fn(session, price_spend.fn(plan, claimed), status, error)
+        else:
+            finalize(session, price_spend(plan, claimed), status, error)
         raise
     return finalize(session, price_spend(plan, claimed), status, error)

@@ -63,6 +63,8 @@ async def sweep(
         run.interrupted()
         run.write(run.exit_code())
         raise
+    finally:
+        run.close()
     summary = run.write(run.exit_code())
     await publish_census(summary)
     return summary

@@ -87,11 +87,38 @@ def build_model(provider: str, model: str) -> Model:
 
     Raises:
         ModelConfigError: for ``scripted`` (built per agent by :func:`scripted_model`), for a
-            self-hosted model missing from ``SELF_HOSTED_BASE_URLS`` or a malformed map.
+            self-hosted model missing from ``SELF_HOSTED_BASE_URLS`` or a malformed map, or a
+            malformed ``<PROVIDER>_BASE_URL``.
     """
     from glossogen.concurrency import GatedModel
 
+    _check_base_url(provider)
     return GatedModel(_build_ungated(provider, model), provider)
+
+
+def _check_base_url(provider: str) -> None:
+    """Refuse a malformed ``<PROVIDER>_BASE_URL`` (read by the provider's SDK) by its name.
+
+    The SDKs read ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``... themselves and fail deep in
+    their HTTP client with a traceback; the value is not echoed (a URL may carry credentials).
+
+    Raises:
+        ModelConfigError: the variable holds whitespace or a control character, or is not an
+            ``http(s)://host`` URL.
+    """
+    from urllib.parse import urlsplit
+
+    name = f"{provider.upper().replace('-', '_')}_BASE_URL"
+    value = os.environ.get(name)
+    if not value:
+        return
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ModelConfigError(
+            f"{name} is not a URL: it contains whitespace or a control character"
+        )
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ModelConfigError(f"{name} is not a URL: use http(s)://host[:port][/path]")
 
 
 def _build_ungated(provider: str, model: str) -> Model:

@@ -8,6 +8,7 @@ idempotency key, the in-process subflow, and the census table artifact.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from typing import Any
@@ -26,6 +27,7 @@ from glossogen.sweep import (
     plan_sweep,
     read_run,
     scan_sweep,
+    sweep_url,
     trial_labels,
 )
 
@@ -138,9 +140,15 @@ async def launch_subflow(launch: Launch) -> RunRecord:
     return read_run(store, result.run_id, launch.request.scenario, labels)
 
 
-def artifact_key(sweep_id: str) -> str:
-    """The census artifact's key: ``sweep-<id>`` in lowercase letters, digits and dashes."""
-    return "sweep-" + re.sub(r"[^a-z0-9-]+", "-", sweep_id.lower()).strip("-")
+def artifact_key(sweep_id: str, runs_dir: str) -> str:
+    """The census artifact's key: ``sweep-<id>-<hash>`` in lowercase letters, digits, dashes.
+
+    ``<hash>`` is 8 hex digits of the SHA-256 of the sweep's folder URL, so two unrelated
+    specs that share a file name (``spec.yaml``) in different runs folders never share an
+    artifact.
+    """
+    digest = hashlib.sha256(sweep_url(runs_dir, sweep_id).encode()).hexdigest()[:8]
+    return "sweep-" + re.sub(r"[^a-z0-9-]+", "-", sweep_id.lower()).strip("-") + "-" + digest
 
 
 def census_rows(summary: SweepSummary) -> list[dict[str, Any]]:
@@ -171,12 +179,12 @@ async def publish_census(summary: SweepSummary) -> None:
     try:
         await acreate_table_artifact(
             table=census_rows(summary),
-            key=artifact_key(summary.sweep_id),
+            key=artifact_key(summary.sweep_id, summary.runs_dir),
             description=(
                 f"sweep {summary.sweep_id}: planned {c.planned} · running {c.running} · "
                 f"done {c.done} · failed {c.failed} · incomplete {c.incomplete} · spent "
                 f"${summary.spend.spent_usd:.4f} of "
-                + ("no cap" if summary.spend.cap_usd is None else f"${summary.spend.cap_usd:.2f}")
+                + ("no cap" if summary.spend.cap_usd is None else f"${summary.spend.cap_usd:.6f}")
             ),
         )
     except Exception as exc:  # noqa: BLE001 (a census display must never fail the sweep)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import typer
 
@@ -13,6 +16,7 @@ from glossogen.launch import observing
 from glossogen.sweep import SweepError, SweepOptions, load_spec, plan_sweep, sweep_url
 
 STABILITY_MODES = ("judge_replay", "agent_rerun")
+T = TypeVar("T")
 
 
 class _Launches:
@@ -22,16 +26,65 @@ class _Launches:
         print(f"run {run_id} started ({round_count} rounds) in {run_url}", flush=True)
 
 
+async def play_until_interrupted(flow_run: Coroutine[Any, Any, T]) -> T:
+    """Await ``flow_run``; on SIGINT cancel it, let it end, and raise ``KeyboardInterrupt``.
+
+    The flow's cancellation path cancels each run and awaits its ``simulation_ended``
+    (bounded) before it returns. Whatever it then raises (Ctrl-C also reaches a temporary
+    Prefect server in the same process group, so reporting the flow's state may fail with a
+    connection error) is reported as the interrupt it is.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(flow_run)
+    interrupts = 0
+
+    def on_sigint() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        return await task
+    except BaseException:
+        if interrupts:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failure to reach the Prefect API."""
+    import httpx
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx.TransportError | ConnectionError):
+            return True
+        if isinstance(seen, RuntimeError) and str(seen).startswith("Failed to reach API"):
+            return True  # Prefect's own check of PREFECT_API_URL
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
 
 def sweep(
-    spec_path: str = typer.Argument(..., help="Sweep spec (YAML): scenario, grid, trials, cap."),
+    spec_path: str = typer.Argument(
+        ..., metavar="SPEC_PATH", help="Sweep spec (YAML): scenario, grid, trials, cap."
+    ),
     replace: bool = typer.Option(
         False, "--replace", help="Start over: relaunch every trial (earlier runs stay on disk)."
     ),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Runs in flight at once."),
+    concurrency: int = typer.Option(4, "--concurrency", help="Runs in flight at once (1 or more)."),
     run_timeout: float = typer.Option(
         0.0,
         "--run-timeout",
@@ -49,6 +102,7 @@ def sweep(
     stability_retry: str = typer.Option(
         "",
         "--stability-retry",
+        metavar="[judge_replay|agent_rerun]",
         help="Second sample of each failed trial: judge_replay or agent_rerun.",
     ),
 ) -> int:
@@ -58,6 +112,9 @@ def sweep(
     """
     if stability_retry and stability_retry not in STABILITY_MODES:
         _error(f"--stability-retry {stability_retry!r}: use judge_replay or agent_rerun")
+        return int(exit_codes.USAGE)
+    if concurrency < 1:
+        _error(f"--concurrency {concurrency}: use 1 or more")
         return int(exit_codes.USAGE)
     options = SweepOptions(
         replace=replace,
@@ -96,14 +153,16 @@ def sweep(
     try:
         with observing(_Launches()):
             summary = asyncio.run(
-                sweep_flow(
-                    spec_path,
-                    replace=replace,
-                    concurrency=concurrency,
-                    run_timeout_seconds=options.run_timeout_seconds,
-                    max_turns=options.max_turns,
-                    qualification=qualification,
-                    stability_retry=options.stability_retry,
+                play_until_interrupted(
+                    sweep_flow(
+                        spec_path,
+                        replace=replace,
+                        concurrency=concurrency,
+                        run_timeout_seconds=options.run_timeout_seconds,
+                        max_turns=options.max_turns,
+                        qualification=qualification,
+                        stability_retry=options.stability_retry,
+                    )
                 )
             )
     except SweepError as exc:
@@ -114,13 +173,19 @@ def sweep(
         sys.stdout.flush()
         os._exit(int(exit_codes.INTERRUPTED))
     except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
-        _error(f"sweep failed: {type(exc).__name__}: {exc}")
+        if _unreachable(exc):
+            from prefect.settings import get_current_settings
+
+            url = get_current_settings().api.url or "the temporary server"
+            _error(f"cannot reach the Prefect API at {url}: {_first_line(exc)}")
+            return int(exit_codes.TRANSPORT)
+        _error(f"sweep failed: {type(exc).__name__}: {_first_line(exc)}")
         return int(exit_codes.INTERNAL)
     c = summary.census
     print(
         f"sweep {sweep_id}: done {c.done} · failed {c.failed} · incomplete {c.incomplete} · "
         f"running {c.running} · planned {c.planned} · spent ${summary.spend.spent_usd:.6f}"
-        + ("" if summary.spend.cap_usd is None else f" of ${summary.spend.cap_usd:.2f}"),
+        + ("" if summary.spend.cap_usd is None else f" of ${summary.spend.cap_usd:.6f}"),
         flush=True,
     )
     if summary.aborted is not None:

@@ -7,12 +7,18 @@ launch of the same spec reads this ledger and launches only what is missing.
 
 from __future__ import annotations
 
+import time
+
 from pydantic import BaseModel
 
 from glossogen.eventlog import read_events
-from glossogen.storage import RunStore, StorageError, join
+from glossogen.storage import RunStore, StorageError, is_local, join, open_fs
 from glossogen.sweep._grid import Part, TrialKey
 
+REMOTE_SILENT_SECONDS = 900.0
+"""A remote run folder unchanged this long (seconds) has no live writer (S3 has no lock)."""
+TRANSPORT_KINDS = frozenset({"connection", "timeout", "unavailable"})
+"""``agent_run_cycle_failed.error_kind`` values that mean the provider could not be reached."""
 RUNNING = "running"
 """Status of a run whose log has no ``simulation_ended`` yet (live, or crashed and awaiting
 reconcile)."""
@@ -58,6 +64,20 @@ class RunRecord(BaseModel):
     total_chars: int | None = None
     cost_usd: float | None = None
     judge_calls: int = 0
+    failure_kinds: list[str] = []
+    """``error_kind`` of each ``agent_run_cycle_failed`` in the log, distinct, in log order."""
+
+    @property
+    def transport_failure(self) -> bool:
+        """True when the run ended ``error`` and every logged failure was transport.
+
+        Transport: the provider unreachable, timing out or unavailable (:data:`TRANSPORT_KINDS`).
+        """
+        return (
+            self.status == "error"
+            and bool(self.failure_kinds)
+            and set(self.failure_kinds) <= TRANSPORT_KINDS
+        )
 
     @property
     def key(self) -> TrialKey:
@@ -70,14 +90,50 @@ class RunRecord(BaseModel):
         return self.status != RUNNING
 
 
-def read_run(store: RunStore, run_id: str, scenario: str, labels: dict[str, object]) -> RunRecord:
+def writer_alive(run_url: str, now_unix: float | None = None) -> bool:
+    """Whether a live process may still be writing the run in ``run_url``.
+
+    A local folder asks its ``.writer.lock`` (``glossogen.derive.RunLock``: an ``flock`` that
+    dies with its process, so a crashed or killed writer never holds it). A remote folder has
+    no lock: its writer is presumed alive while any file of the folder changed within
+    :data:`REMOTE_SILENT_SECONDS` of ``now_unix`` (Unix seconds; default: now).
+    """
+    from glossogen.derive import DeriveError, RunLock
+
+    fs, path = open_fs(run_url)
+    if is_local(fs):
+        try:
+            RunLock(run_url).release()
+        except DeriveError:
+            return True
+        return False
+    now = time.time() if now_unix is None else now_unix
+    try:
+        newest = max((fs.modified(p).timestamp() for p in fs.ls(path, detail=False)), default=None)
+    except (OSError, NotImplementedError):
+        return True
+    return newest is not None and now - newest < REMOTE_SILENT_SECONDS
+
+
+def read_run(
+    store: RunStore,
+    run_id: str,
+    scenario: str,
+    labels: dict[str, object],
+    now_unix: float | None = None,
+) -> RunRecord:
     """Build the record of one labelled run from its event log.
+
+    A log without ``simulation_ended`` is ``running`` only while :func:`writer_alive`; with no
+    live writer (a killed or crashed process) the run is ``interrupted``, so the sweep
+    launches its trial again instead of waiting for it forever.
 
     Raises:
         StorageError: the storage is unreachable.
     """
     url = store.run_url(run_id)
     verdicts_by_round: dict[int, list[bool]] = {}
+    kinds: list[str] = []
     status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
     try:
         events = read_events(join(url, f"{scenario}.jsonl")).events
@@ -89,12 +145,18 @@ def read_run(store: RunStore, run_id: str, scenario: str, labels: dict[str, obje
             verdicts_by_round.setdefault(event.round_number or 0, []).append(won)
         elif event.event_type == "judge_called":
             judge_calls += 1
+        elif event.event_type == "agent_run_cycle_failed":
+            if event.error_kind not in kinds:  # type: ignore[attr-defined]
+                kinds.append(event.error_kind)  # type: ignore[attr-defined]
         elif event.event_type == "simulation_ended":
             status = event.status  # type: ignore[attr-defined]
             error = event.error  # type: ignore[attr-defined]
             messages = event.total_messages  # type: ignore[attr-defined]
             chars = event.total_chars  # type: ignore[attr-defined]
             cost = event.total_cost_usd  # type: ignore[attr-defined]
+    if status == RUNNING and not writer_alive(url, now_unix):
+        status = "interrupted"
+        error = "no live writer: the run stopped without logging simulation_ended"
     verdicts = [all(v) for _, v in sorted(verdicts_by_round.items())]
     played, won = len(verdicts), sum(verdicts)
     return RunRecord(
@@ -114,6 +176,7 @@ def read_run(store: RunStore, run_id: str, scenario: str, labels: dict[str, obje
         total_chars=chars,
         cost_usd=cost,
         judge_calls=judge_calls,
+        failure_kinds=kinds,
     )
 
 

@@ -7,6 +7,7 @@ launched or written: a bad cell refuses the whole sweep with one line naming it.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -145,6 +146,39 @@ class SweepPlan:
         )
 
 
+def _probe_runs_dir(runs_dir: str) -> None:
+    """Create a missing local runs folder (parents too) and remove it again, or refuse.
+
+    ``check_runs_dir`` only asks whether the nearest existing parent is writable, which a
+    pseudo file system such as ``/proc`` answers yes to; creating it is the real test. What
+    the probe created is removed, so a refusal later in planning leaves nothing behind.
+    Remote folders need no creating.
+
+    Raises:
+        SweepError: 66, ``cannot create runs dir <path>: <reason>``.
+    """
+    from glossogen.storage import is_local, open_fs
+
+    fs, path = open_fs(runs_dir)
+    if not is_local(fs):
+        return
+    path = os.path.abspath(path)
+    missing = []
+    probe = path
+    while not os.path.exists(probe):
+        missing.append(probe)
+        probe = os.path.dirname(probe)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(
+            f"cannot create runs dir {path}: {exc.strerror or type(exc).__name__}",
+            int(exit_codes.UNREADABLE),
+        ) from None
+    for created in missing:  # deepest first
+        os.rmdir(created)
+
+
 def _describe(cell: Cell) -> str:
     params = ", ".join(f"{k}={json.dumps(v)}" for k, v in cell.params.items())
     return f"cell {cell.cell_id}" + (f" ({params})" if params else "")
@@ -180,6 +214,7 @@ def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOpt
             check_model_settings(plan)
             if not sweep.cells:
                 check_runs_dir(plan)
+                _probe_runs_dir(spec.runs_dir)
         except LaunchError as exc:
             code = exc.exit_code
             if code == int(exit_codes.USAGE):  # a bad value in a file is refused, not misused

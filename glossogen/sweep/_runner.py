@@ -8,12 +8,14 @@ with the summary each time a run ends). Tests drive the same loop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from glossogen import exit_codes
 from glossogen.launch import RunRequest
+from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
 from glossogen.sweep._ledger import (
     RunRecord,
@@ -37,6 +39,7 @@ from glossogen.sweep._summary import (
     now_iso,
     passes,
     state_of,
+    sweep_url,
     trial_summary,
     write_summary,
 )
@@ -52,6 +55,9 @@ class Launch:
     estimate_usd: float
 
 
+CANCEL_WAIT_SECONDS = 60.0
+"""How long an interrupted sweep waits for its cancelled runs to log ``simulation_ended``."""
+
 Launcher = Callable[[Launch], Awaitable[RunRecord]]
 Publisher = Callable[[SweepSummary], Awaitable[None]]
 
@@ -64,6 +70,7 @@ class SweepRun:
         mode: ``in-process`` or ``deployments`` (recorded in the summary).
         launcher: Plays one run to its end and returns its record.
         publisher: Called with the summary after each run ends (artifact, progress).
+        clock: Unix seconds, for the age of claims (injected in tests).
     """
 
     def __init__(
@@ -72,6 +79,7 @@ class SweepRun:
         mode: Literal["deployments", "in-process", "mixed"],
         launcher: Launcher,
         publisher: Publisher | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """Read the ledger and start the census (``--replace`` opens a new epoch)."""
         self.plan, self.mode, self.launcher, self.publisher = plan, mode, launcher, publisher
@@ -91,19 +99,34 @@ class SweepRun:
         self.aborted: Aborted | None = None
         self.replays: dict[TrialKey, JudgeReplay] = {}
         self.launched: list[TrialKey] = []
+        self.claims = TrialClaims(sweep_url(spec.runs_dir, plan.sweep_id), clock)
+        self.latest: dict[TrialKey, RunRecord] = {
+            r.key: r for r in self.records if r.epoch == self.epoch
+        }
+        """The newest run of each key (interrupted ones too): what the summary shows when no
+        authoritative run stands for the key."""
 
     # -- estimates and launches ------------------------------------------------------------
 
-    def estimate(self, key: TrialKey) -> float:
-        """A run of ``key``'s cell: the mean cost of its ended runs here, else the plan's (USD)."""
+    def estimate_of(self, cell_id: str) -> tuple[float | None, str]:
+        """``(USD, source)`` of one run of ``cell_id``.
+
+        The mean logged cost of the cell's ended main runs in this epoch once there are any,
+        else the plan's pre-launch estimate.
+        """
         costs = [
             r.cost_usd
             for r in self.chosen.values()
-            if r.cell_id == key.cell_id and r.ended and r.cost_usd is not None and r.part == "main"
+            if r.cell_id == cell_id and r.ended and r.cost_usd is not None and r.part == "main"
         ]
         if costs:
-            return sum(costs) / len(costs)
-        return self.plan.cell(key.cell_id).estimate.usd or 0.0
+            return sum(costs) / len(costs), f"mean logged cost of {len(costs)} ended run(s)"
+        planned = self.plan.cell(cell_id).estimate
+        return planned.usd, planned.source
+
+    def estimate(self, key: TrialKey) -> float:
+        """A run of ``key``'s cell (USD; see :meth:`estimate_of`; 0 when not costed)."""
+        return self.estimate_of(key.cell_id)[0] or 0.0
 
     def missing(self, keys: list[TrialKey]) -> list[TrialKey]:
         """The keys no run of this epoch stands for yet."""
@@ -142,15 +165,21 @@ class SweepRun:
                             self.states[rest] = "incomplete"
                             self.errors[rest] = f"not launched: {self.aborted.reason}"
                     break
+                relaunch = relaunches(self.records, key, self.epoch)
+                claim = claim_name(key, self.epoch, relaunch)
+                if not self.claims.take(claim):
+                    slots.release()
+                    if key.part == "main":
+                        self.states[key] = "running"
+                    self.errors[key] = (
+                        f"claimed by another live launch of this sweep "
+                        f"({self.claims.describe(claim)}): not launched here"
+                    )
+                    continue
                 launch = Launch(
                     key,
                     self.plan.request(key, self.epoch),
-                    idempotency_key(
-                        self.plan.sweep_id,
-                        key,
-                        self.epoch,
-                        relaunches(self.records, key, self.epoch),
-                    ),
+                    idempotency_key(self.plan.sweep_id, key, self.epoch, relaunch),
                     estimate,
                 )
                 self.account.launched(key.label(), estimate)
@@ -161,15 +190,21 @@ class SweepRun:
             if tasks:
                 await asyncio.gather(*tasks)
         except BaseException:
+            # Each cancelled run logs simulation_ended (interrupted) on its way out; wait for
+            # that, bounded, so the process never exits before the runs have sealed their logs.
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:
+                await asyncio.wait(tasks, timeout=CANCEL_WAIT_SECONDS)
             raise
 
     async def _play(self, launch: Launch, slots: asyncio.Semaphore) -> None:
         key = launch.key
         try:
             record = await self.launcher(launch)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.adopt(key)
+            raise
         except Exception as exc:  # noqa: BLE001 (one run's failure is recorded, the sweep goes on)
             self.account.ended(key.label(), None)
             if key.part == "main":
@@ -178,6 +213,7 @@ class SweepRun:
         else:
             self.chosen[key] = record
             self.records.append(record)
+            self.latest[key] = record
             self.account.ended(key.label(), record.cost_usd if record.ended else None)
             if key.part == "main":
                 self.states[key] = state_of(record)
@@ -185,6 +221,18 @@ class SweepRun:
             slots.release()
         if self.publisher is not None:
             await self.publisher(self.summary())
+
+    def adopt(self, key: TrialKey) -> None:
+        """Read back the newest run of ``key`` in this epoch (an interrupted one included)."""
+        found = [
+            r
+            for r in scan_sweep(
+                self.plan.spec.runs_dir, self.plan.spec.scenario, self.plan.sweep_id
+            )
+            if r.key == key and r.epoch == self.epoch
+        ]
+        if found:
+            self.latest[key] = found[-1]
 
     # -- the sweep's parts ------------------------------------------------------------------
 
@@ -227,8 +275,20 @@ class SweepRun:
                 self.replays[key] = replay
                 self.account.spent_usd += replay.cost_usd or 0.0
 
+    def stability_mode(self) -> str | None:
+        """The stability mode the summary reports.
+
+        ``--stability-retry`` of this launch, else ``agent_rerun`` when the ledger holds
+        stability runs (a re-run without the option keeps what the disk measured).
+        """
+        if self.plan.options.stability_retry is not None:
+            return self.plan.options.stability_retry
+        if any(k.part == "stability" for k in self.chosen):
+            return "agent_rerun"
+        return None
+
     def _sample(self, key: TrialKey) -> tuple[SampleOutcome, dict[str, object]] | None:
-        mode = self.plan.options.stability_retry
+        mode = self.stability_mode()
         if mode == "judge_replay" and key in self.replays:
             replay = self.replays[key]
             return replay.outcome, {"mode": mode, **replay.model_dump()}
@@ -250,7 +310,7 @@ class SweepRun:
     def summary(self, exit_code: int | None = None) -> SweepSummary:
         """The census, per-cell statistics, spend and abort reason, as ``run_summary.json``."""
         spec, threshold = self.plan.spec, self.plan.spec.pass_threshold
-        requested = self.plan.options.stability_retry is not None
+        requested = self.stability_mode() is not None
         failed = set(self.failed_trials())
         cells = []
         for cell_plan in self.plan.cells:
@@ -258,7 +318,8 @@ class SweepRun:
             trials, samples = [], []
             for t in range(1, spec.trials + 1):
                 key = TrialKey(cell.cell_id, t)
-                summary = trial_summary(t, self.chosen.get(key), threshold, self.states[key])
+                record = self.chosen.get(key) or self.latest.get(key)
+                summary = trial_summary(t, record, threshold, self.states[key])
                 if key in self.errors and summary.error is None:
                     summary.error = self.errors[key]
                 if key in failed and (sample := self._sample(key)) is not None:
@@ -303,8 +364,12 @@ class SweepRun:
                 cap_usd=spec.spend_cap_usd,
                 spent_usd=self.account.spent_usd,
                 in_flight_estimate_usd=self.account.in_flight_usd,
-                estimate_per_run_usd={c.cell.cell_id: c.estimate.usd for c in self.plan.cells},
-                estimate_source={c.cell.cell_id: c.estimate.source for c in self.plan.cells},
+                estimate_per_run_usd={
+                    c.cell.cell_id: self.estimate_of(c.cell.cell_id)[0] for c in self.plan.cells
+                },
+                estimate_source={
+                    c.cell.cell_id: self.estimate_of(c.cell.cell_id)[1] for c in self.plan.cells
+                },
             ),
             aborted=self.aborted,
             exit_code=exit_code,
@@ -315,7 +380,9 @@ class SweepRun:
         """The sweep's exit code (DESIGN.md section 9).
 
         130 interrupted; 65 qualification failed; 20 a trial not measured (spend cap, run
-        timeout, turn limit, still running); 1 a run failed; else 0.
+        timeout, turn limit, still running); 69 every failed run failed for transport (its
+        logged failures were all connection/timeout/unavailable: the provider was
+        unreachable, not the scenario failing); 1 a run failed; else 0.
         """
         if self.aborted is not None and self.aborted.reason == "interrupted":
             return int(exit_codes.INTERRUPTED)
@@ -325,6 +392,9 @@ class SweepRun:
         if self.aborted is not None or states & {"incomplete", "planned", "running"}:
             return int(exit_codes.NOT_MEASURED)
         if "failed" in states:
+            failed = [self.chosen.get(k) for k, state in self.states.items() if state == "failed"]
+            if all(r is not None and r.transport_failure for r in failed):
+                return int(exit_codes.TRANSPORT)
             return int(exit_codes.EVALUATIONS_FAILED)
         return int(exit_codes.OK)
 
@@ -334,6 +404,10 @@ class SweepRun:
         for key, state in self.states.items():
             if state in ("planned", "running"):
                 self.states[key] = "incomplete"
+
+    def close(self) -> None:
+        """End this launch: its claims can be taken over by the next one."""
+        self.claims.close()
 
     def write(self, exit_code: int | None = None) -> SweepSummary:
         """Write ``run_summary.json`` (atomically) and return what was written."""

@@ -7,12 +7,13 @@ folder, not the working directory.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from glossogen import exit_codes
 
@@ -78,7 +79,7 @@ class SweepSpec(BaseModel):
     name: str | None = None
     knobs: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
-    trials: int = Field(default=1, ge=1, le=10)
+    trials: StrictInt = Field(default=1, ge=1, le=10)
     spend_cap_usd: float | None = Field(default=None, ge=0)
     pass_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
     vary_seed: bool = False
@@ -91,6 +92,14 @@ class SweepSpec(BaseModel):
         for key, values in grid.items():
             if not values:
                 raise ValueError(f"grid axis {key!r} has no values")
+            seen: list[str] = []
+            for value in values:
+                text = json.dumps(value, sort_keys=True)
+                if text in seen:
+                    raise ValueError(
+                        f"grid axis {key!r} repeats the value {text}: each cell must be distinct"
+                    )
+                seen.append(text)
             if key == MODELS_KEY:
                 for index, value in enumerate(values):
                     try:
@@ -111,8 +120,40 @@ def _one_line(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(map(str, error["loc"])) or "spec"
-        parts.append(f"{where}: {error['msg']}")
+        got = "" if error["type"] == "value_error" else f" (got {json.dumps(error['input'])})"
+        parts.append(f"{where}: {error['msg']}{got}")
     return "; ".join(parts)
+
+
+def _yaml_error(exc: Exception) -> str:
+    """PyYAML's problem and where it is, in one line (``line L, column C``, 1-based)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{problem}"
+
+
+def _unique_key_loader() -> type:
+    """A PyYAML ``SafeLoader`` that refuses a mapping naming the same key twice.
+
+    PyYAML keeps the last of duplicate keys silently (YAML 1.1 leaves them undefined); a
+    spec's ``trials: 2`` then ``trials: 5`` must not quietly mean 5.
+    """
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _resolve(base: Path, value: str) -> str:
@@ -142,6 +183,8 @@ def load_spec(path: str | os.PathLike[str]) -> tuple[SweepSpec, str]:
     """
     import yaml  # pyyaml: a YAML reader is a library's job
 
+    _UniqueKeyLoader = _unique_key_loader()
+
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -151,10 +194,9 @@ def load_spec(path: str | os.PathLike[str]) -> tuple[SweepSpec, str]:
             f"sweep spec {str(path)!r} cannot be read: {reason}", int(exit_codes.UNREADABLE)
         ) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise SweepError(f"sweep spec {str(path)!r} is not YAML: {first}") from None
+        raise SweepError(f"sweep spec {str(path)!r} is not YAML: {_yaml_error(exc)}") from None
     if not isinstance(raw, dict):
         raise SweepError(f"sweep spec {str(path)!r} is not a mapping of keys to values")
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from glossogen.eventlog import read_events
-from glossogen.launch import RunPlan, estimate_round_cost
+from glossogen.launch import RunPlan, estimate_round_cost, uncosted_models
 from glossogen.storage import RunStore, join
 
 LOOKBACK_RUNS = 20
@@ -78,7 +78,8 @@ def estimate_run(plan: RunPlan) -> RunEstimate:
         return RunEstimate(usd, f"mean cost per round of the last {len(found)} matching run(s)")
     per_round = estimate_round_cost(plan).per_round
     if per_round is None:
-        return RunEstimate(None, "a model is not in the price catalogue")
+        missing = ", ".join(uncosted_models(plan)) or "a model"
+        return RunEstimate(None, f"{missing} is not in the price catalogue (genai-prices)")
     return RunEstimate(per_round * rounds, "assumed token counts (glossogen.launch)")
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.sweep import (
+    SweepError,
     SweepOptions,
     TrialKey,
     expand_grid,
@@ -58,6 +59,42 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
             "grid axis 'models' item 1 must be {model, provider}",
         ),
         (ISSUE_SPEC.replace("[2, 3]", "[]"), 65, "grid axis 'round_count' has no values"),
+        (
+            ISSUE_SPEC.replace("[2, 3]", "[2, 2]"),
+            65,
+            "grid: Value error, grid axis 'round_count' repeats the value 2: each cell must be "
+            "distinct",
+        ),
+        (
+            ISSUE_SPEC.replace("trials: 2", "trials: 0"),
+            65,
+            "trials: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            ISSUE_SPEC.replace("trials: 2", 'trials: "two"'),
+            65,
+            'trials: Input should be a valid integer (got "two")',
+        ),
+        (
+            ISSUE_SPEC.replace("trials: 2", "trials: true"),
+            65,
+            "trials: Input should be a valid integer (got true)",
+        ),
+        (
+            ISSUE_SPEC.replace("spend_cap_usd: 1.0", "spend_cap_usd: -1"),
+            65,
+            "spend_cap_usd: Input should be greater than or equal to 0 (got -1)",
+        ),
+        (
+            ISSUE_SPEC + "trials: 5\n",
+            65,
+            "is not YAML: line 10, column 1: duplicate key 'trials'",
+        ),
+        (
+            ISSUE_SPEC.replace("[2, 3]", "[2, 3"),
+            65,
+            "is not YAML: line 8, column 7: expected ',' or ']', but got ':'",
+        ),
     ],
     ids=[
         "unknown-keys",
@@ -68,6 +105,13 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         "bad-knob",
         "bad-models-axis",
         "empty-axis",
+        "repeated-grid-value",
+        "trials-0-named",
+        "trials-not-a-number",
+        "trials-boolean",
+        "negative-cap",
+        "duplicate-key",
+        "yaml-line-number",
     ],
 )
 def test_a_bad_spec_is_refused_in_one_line_and_writes_nothing(
@@ -153,3 +197,85 @@ def test_cells_trials_and_requests_carry_the_sweep_labels_and_budgets(tmp_path: 
     assert "round_count=1" not in short.overrides
     assert idempotency_key("pd", TrialKey(cells[0].cell_id, 2), 1) == f"pd/{cells[0].cell_id}/2"
     assert idempotency_key("pd", key, 3, 1) == f"pd/{cells[0].cell_id}/1/qualification/e3/r1"
+
+
+def test_concurrency_0_names_its_value_and_the_usage_line_names_the_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(ISSUE_SPEC)
+    exit_code, err = _sweep(spec, capsys, "--concurrency", "0")
+    assert (exit_code, err) == (64, "glossogen: error: --concurrency 0: use 1 or more\n")
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    help_text = capsys.readouterr().out
+    assert help_text.splitlines()[0] == "Usage: glossogen sweep [OPTIONS] {SPEC_PATH}"
+    assert "--stability-retry [judge_replay|agent_rerun]" in help_text
+
+
+def test_a_runs_dir_that_cannot_be_created_is_unreadable_66(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(ISSUE_SPEC.replace("./runs", "/proc/nope/runs"))
+    exit_code, err = _sweep(spec, capsys)
+    assert (exit_code, err) == (
+        66,
+        "glossogen: error: cannot create runs dir /proc/nope/runs: No such file or directory\n",
+    )
+
+
+def test_a_runs_dir_probe_leaves_nothing_behind(tmp_path: Path) -> None:
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(ISSUE_SPEC.replace("./runs", "./a/b/runs"))
+    spec, sweep_id = load_spec(spec_file)
+    plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_a_capped_model_without_a_price_is_named_with_its_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(
+        ISSUE_SPEC.replace(
+            "model: scripted\nprovider: scripted", "model: gpt-nope\nprovider: openai"
+        )
+    )
+    spec, sweep_id = load_spec(spec_file)
+    with pytest.raises(SweepError) as refused:
+        plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
+    cell = expand_grid(spec)[0].cell_id
+    assert (str(refused.value), refused.value.exit_code) == (
+        f"cell {cell} (round_count=2): spend_cap_usd is set but openai:gpt-nope is not in the "
+        "price catalogue (genai-prices), so its spend cannot be capped",
+        65,
+    )
+
+
+def test_a_malformed_openai_base_url_is_refused_by_name_in_sweep_and_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1\nX-Injected: 1")
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(
+        ISSUE_SPEC.replace(
+            "model: scripted\nprovider: scripted", "model: gpt-4.1-mini\nprovider: openai"
+        )
+    )
+    exit_code, err = _sweep(spec_file, capsys)
+    cell = expand_grid(load_spec(spec_file)[0])[0].cell_id
+    reason = "OPENAI_BASE_URL is not a URL: it contains whitespace or a control character"
+    assert (exit_code, err) == (
+        65,
+        f"glossogen: error: cell {cell} (round_count=2): openai:gpt-4.1-mini: {reason}\n",
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["run", "prisoners_dilemma", "--model", "gpt-4.1-mini", "--provider", "openai"]
+            + ["--config", "knobs_default", "--runs-dir", str(tmp_path / "r"), "--dry-run"]
+        )
+    assert exited.value.code == 65
+    assert capsys.readouterr().err == f"glossogen: error: openai:gpt-4.1-mini: {reason}\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -109,7 +110,8 @@ def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replace
     new = {t["run_id"] for c in replaced["cells"] for t in c["trials"]}
     assert len(new) == 4 and not new & old
     # The census artifact's latest version is the final census.
-    artifact = _latest_artifact("sweep-pd")
+    digest = hashlib.sha256(str(runs / "sweeps" / "pd").encode()).hexdigest()[:8]
+    artifact = _latest_artifact(f"sweep-pd-{digest}")
     assert artifact.description.startswith(
         "sweep pd: planned 0 · running 0 · done 4 · failed 0 · incomplete 0"
     )
