@@ -69,11 +69,11 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     capped.write_text(SPEC.format(name="capped", trials=4, cap=2.5 * per_run))
     assert _sweep(capped) == 20
     summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
+    trials = summary["cells"][0]["trials"]
+    # Once runs ended, the estimate is their mean logged cost, no longer the pilot's.
     ((cell_id, estimate),) = summary["spend"]["estimate_per_run_usd"].items()
-    assert estimate == pytest.approx(per_run)
-    assert summary["spend"]["estimate_source"][cell_id] == (
-        "mean cost per round of the last 1 matching run(s)"
-    )
+    assert estimate == pytest.approx(sum(_cost(runs, t["run_id"]) for t in trials[:2]) / 2)
+    assert summary["spend"]["estimate_source"][cell_id] == "mean logged cost of 2 ended run(s)"
     assert summary["census"] == {
         "planned": 0,
         "running": 0,
@@ -91,8 +91,9 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     assert summary["aborted"]["reason"] == "spend_cap"
     assert summary["aborted"]["detail"].endswith("2 run(s) not launched")
     assert summary["exit_code"] == 20
-    err = capsys.readouterr().err
-    assert "glossogen: error: sweep stopped early (spend_cap)" in err
+    printed = capsys.readouterr()
+    assert "glossogen: error: sweep stopped early (spend_cap)" in printed.err
+    assert f"spent ${spent:.6f} of ${2.5 * per_run:.6f}" in printed.out  # the cap's digits
     assert len(list((runs / "prisoners_dilemma").iterdir())) == 3  # pilot + 2
 
 

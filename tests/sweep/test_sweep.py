@@ -211,7 +211,9 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
         assert read_events(str(log)).events[0].max_agent_turns == 50  # --max-turns
 
 
-def test_ctrl_c_exits_130_and_leaves_each_runs_log(prefect_api: str, tmp_path: Path) -> None:
+def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
+    prefect_api: str, tmp_path: Path
+) -> None:
     (tmp_path / "long.yaml").write_text(
         "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
@@ -223,14 +225,22 @@ def test_ctrl_c_exits_130_and_leaves_each_runs_log(prefect_api: str, tmp_path: P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, signalled as a terminal's Ctrl-C is
     )
     runs = tmp_path / "runs" / "prisoners_dilemma"
+
+    def mid_run(log: Path) -> bool:
+        return '"round_result_recorded"' in log.read_text()
+
     try:
-        # Interrupt once the first run has begun its log (polled; no timing guess).
-        while not list(runs.glob("*/prisoners_dilemma.jsonl")):
+        # Interrupt once all three runs are mid-game (polled, bounded; no timing guess).
+        for _ in range(3000):
+            logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
+            if len(logs) == 3 and all(mid_run(log) for log in logs):
+                break
             assert process.poll() is None, process.communicate()
-            time.sleep(0.2)
-        process.send_signal(signal.SIGINT)
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
@@ -240,6 +250,21 @@ def test_ctrl_c_exits_130_and_leaves_each_runs_log(prefect_api: str, tmp_path: P
     summary = _summary(tmp_path / "runs", "long")
     assert (summary["exit_code"], summary["aborted"]["reason"]) == (130, "interrupted")
     assert summary["census"]["incomplete"] == 3
-    for log in runs.glob("*/prisoners_dilemma.jsonl"):
+    logs = sorted(runs.glob("*/prisoners_dilemma.jsonl"))
+    assert len(logs) == 3
+    for log in logs:
         last = read_events(str(log)).events[-1]
         assert (last.event_type, last.status) == ("simulation_ended", "interrupted")
+    shown = {t["run_id"]: t for t in summary["cells"][0]["trials"]}
+    assert sorted(shown) == sorted(f"prisoners_dilemma/{log.parent.name}" for log in logs)
+    for run_id, trial in shown.items():
+        events = read_events(str(tmp_path / "runs" / run_id / "prisoners_dilemma.jsonl")).events
+        verdicts = [e.success for e in events if e.event_type == "round_result_recorded"]
+        assert (trial["state"], trial["status"]) == ("incomplete", "interrupted")
+        assert trial["verdicts"] == verdicts and verdicts
+
+
+def _locked(folder: Path) -> bool:
+    from glossogen.sweep._ledger import writer_alive
+
+    return writer_alive(str(folder))

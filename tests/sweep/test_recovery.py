@@ -1,0 +1,246 @@
+"""Sweeps that were interrupted, crashed, launched twice or could not reach their servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.cli.sweep import play_until_interrupted
+from glossogen.derive import RunLock
+from glossogen.storage import RunStore
+from glossogen.sweep import RunRecord, SweepOptions, SweepRun, load_spec, plan_sweep, scan_sweep
+from glossogen.sweep._claim import CLAIM_TTL_SECONDS, TrialClaims
+from glossogen.sweep._ledger import writer_alive
+from tests.sweep.test_spec import ISSUE_SPEC
+
+ONE_RUN = """\
+scenario: prisoners_dilemma
+model: scripted
+provider: scripted
+knobs: {round_count: 2}
+trials: 1
+"""
+
+
+def _sweep(spec: Path, *options: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", str(spec), *options])
+    return int(exited.value.code)
+
+
+def _summary(runs: Path, sweep_id: str) -> dict[str, Any]:
+    return json.loads((runs / "sweeps" / sweep_id / "run_summary.json").read_text())
+
+
+def _plan(spec_file: Path) -> Any:
+    spec, sweep_id = load_spec(spec_file)
+    return plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
+
+
+def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> None:
+    sealed: list[str] = []
+
+    async def flow() -> str:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered through the loop's handler
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            sealed.append("simulation_ended interrupted")
+            # A temporary Prefect server killed by the same Ctrl-C: the flow's state report
+            # fails; it is still the interrupt that is reported.
+            raise ConnectionError("All connection attempts failed") from None
+        return "not reached"
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(play_until_interrupted(flow()))
+    assert sealed == ["simulation_ended interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_run_without_a_live_writer_is_relaunched_and_nothing_stays_running(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "one.yaml"
+    spec.write_text(ONE_RUN)
+    assert _sweep(spec) == 0
+    runs = tmp_path / "runs"
+    (first,) = sorted((runs / "prisoners_dilemma").iterdir())
+    # The process died before logging simulation_ended: cut that line off.
+    log = first / "prisoners_dilemma.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["event_type"] == "simulation_ended"
+    log.write_text("".join(lines[:-1]))
+
+    lock = RunLock(str(first))  # a live writer: the run is running
+    try:
+        assert writer_alive(str(first))
+        (record,) = scan_sweep(str(runs), "prisoners_dilemma", "one")
+        assert (record.status, record.ended) == ("running", False)
+    finally:
+        lock.release()
+    assert not writer_alive(str(first))
+    (record,) = scan_sweep(str(runs), "prisoners_dilemma", "one")
+    assert (record.status, record.error, record.verdicts) == (
+        "interrupted",
+        "no live writer: the run stopped without logging simulation_ended",
+        [True, True],
+    )
+
+    assert _sweep(spec) == 0
+    folders = sorted((runs / "prisoners_dilemma").iterdir())
+    assert len(folders) == 2
+    summary = _summary(runs, "one")
+    assert summary["census"] == {
+        "planned": 0,
+        "running": 0,
+        "done": 1,
+        "failed": 0,
+        "incomplete": 0,
+    }
+    (cell,) = summary["cells"]
+    assert cell["trials"][0]["run_id"] == f"prisoners_dilemma/{folders[1].name}"
+    assert summary["spend"]["estimate_source"] == {
+        cell["cell_id"]: "mean logged cost of 1 ended run(s)"
+    }
+    assert summary["spend"]["estimate_per_run_usd"] == {cell["cell_id"]: 0.0}
+
+
+def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Path) -> None:
+    from tasks.sweep import launch_subflow
+
+    spec = tmp_path / "pd.yaml"
+    spec.write_text(ISSUE_SPEC)
+    plan = _plan(spec)
+    first = SweepRun(plan, "in-process", launch_subflow)
+    second = SweepRun(plan, "in-process", launch_subflow)
+    keys = plan.main_keys()
+
+    async def both() -> None:
+        await asyncio.gather(first.launch_all(keys), second.launch_all(keys))
+
+    asyncio.run(both())
+    assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 4
+    assert set(first.states.values()) == {"done"}
+    assert set(second.states.values()) == {"running"}
+    owner = f"pid {os.getpid()} on {socket.gethostname()}"
+    assert set(second.errors.values()) == {
+        f"claimed by another live launch of this sweep ({owner}): not launched here"
+    }
+    claims = sorted(p.name for p in (tmp_path / "runs/sweeps/pd/claims").iterdir())
+    assert claims == sorted(f"{k.cell_id}-{k.trial}-main-e1-r0.json" for k in keys)
+    first.close()
+    second.close()
+    again = SweepRun(plan, "in-process", launch_subflow)
+    assert again.missing(keys) == []
+    assert set(again.states.values()) == {"done"}
+
+
+def test_a_claim_whose_owner_is_dead_is_taken_over(tmp_path: Path) -> None:
+    exited = subprocess.run([sys.executable, "-c", "pass"], check=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert exited.returncode == 0
+    url = str(tmp_path / "sweeps" / "s")
+    now = 1_800_000_000.0
+    gone = TrialClaims(url, clock=lambda: now, host="h1", pid=dead.pid)
+    assert gone.take("c1-1-main-e1-r0.json")
+    alive = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
+    assert alive.take("c1-1-main-e1-r0.json")  # its owner's process is gone
+    assert alive.owner("c1-1-main-e1-r0.json") == {
+        "host": "h1",
+        "pid": os.getpid(),
+        "token": alive.token,
+        "claimed_at": now,
+    }
+    other = TrialClaims(url, clock=lambda: now + CLAIM_TTL_SECONDS - 1, host="h2", pid=1)
+    assert not other.take("c1-1-main-e1-r0.json")  # another host's claim, not yet old
+    late = TrialClaims(url, clock=lambda: now + CLAIM_TTL_SECONDS, host="h2", pid=1)
+    assert late.take("c1-1-main-e1-r0.json")
+    # In one process, a closed launch's claims are dead, an open one's are not.
+    mine = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
+    assert mine.take("c1-2-main-e1-r0.json")
+    rival = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
+    assert not rival.take("c1-2-main-e1-r0.json")
+    mine.close()
+    assert rival.take("c1-2-main-e1-r0.json")
+
+
+def _record(key: Any, status: str, kinds: list[str]) -> RunRecord:
+    return RunRecord(
+        run_id=f"prisoners_dilemma/{key.trial}",
+        run_url="/nowhere",
+        cell_id=key.cell_id,
+        trial=key.trial,
+        status=status,
+        failure_kinds=kinds,
+    )
+
+
+def test_a_sweep_whose_runs_all_failed_for_transport_exits_69(tmp_path: Path) -> None:
+    spec = tmp_path / "pd.yaml"
+    spec.write_text(ISSUE_SPEC)
+    plan = _plan(spec)
+
+    async def never(launch: Any) -> RunRecord:
+        raise AssertionError("nothing is launched here")
+
+    run = SweepRun(plan, "in-process", never)
+    keys = plan.main_keys()
+    for key in keys:
+        run.chosen[key] = _record(key, "error", ["connection", "timeout"])
+        run.states[key] = "failed"
+    assert run.exit_code() == 69
+    run.chosen[keys[0]] = _record(keys[0], "error", ["connection", "internal"])
+    assert run.exit_code() == 1
+    run.chosen[keys[0]] = _record(keys[0], "completed", [])
+    run.states[keys[0]] = "done"
+    assert run.exit_code() == 69
+    run.close()
+
+
+def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "one.yaml").write_text(ONE_RUN)
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "sweep", "one.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 69, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "glossogen: error: cannot reach the Prefect API at http://127.0.0.1:9/api: "
+        "Failed to reach API at http://127.0.0.1:9/api/"
+    )
+
+
+def test_a_rerun_without_the_option_keeps_the_stability_on_disk(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "st.yaml"
+    spec.write_text(ONE_RUN.replace("round_count: 2", "round_count: 3"))
+    assert _sweep(spec, "--stability-retry", "agent_rerun") in (0, 1)
+    measured = _summary(tmp_path / "runs", "st")["cells"][0]
+    assert measured["stability"] != "unmeasured"
+    sample = measured["trials"][0]["stability_sample"]
+    assert sample["mode"] == "agent_rerun"
+    _sweep(spec)
+    again = _summary(tmp_path / "runs", "st")["cells"][0]
+    assert (again["stability"], again["stability_detail"]) == (
+        measured["stability"],
+        measured["stability_detail"],
+    )
+    assert again["trials"][0]["stability_sample"] == sample
+    assert len(RunStore(str(tmp_path / "runs")).list_runs("prisoners_dilemma")) == 2
