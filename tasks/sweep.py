@@ -101,7 +101,8 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     """Create the run's flow run on its provider's deployment and wait for it to end.
 
     ``run_deployment`` gets the launch's idempotency key, so a second launch of the same
-    (sweep, cell, trial) returns the first flow run instead of paying twice.
+    (sweep, cell, trial) returns the first flow run instead of paying twice. An interrupted
+    run (``launch.resume_url``) continues in place on ``resume/resume-<provider>``.
 
     Raises:
         RuntimeError: the flow run ended without leaving a run folder (e.g. refused on the
@@ -110,9 +111,15 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
 
+    if launch.resume_url is None:
+        name = simulate_deployment(launch.request.provider)
+        parameters: dict[str, Any] = {"request": launch.request.model_dump()}
+    else:
+        name = f"resume/resume-{launch.request.provider}"
+        parameters = {"request": launch.request.model_dump(), "run_dir": launch.resume_url}
     flow_run = await run_deployment(
-        name=simulate_deployment(launch.request.provider),
-        parameters={"request": launch.request.model_dump()},
+        name=name,
+        parameters=parameters,
         idempotency_key=launch.idempotency_key,
         timeout=0,
         tags=[f"sweep:{sweep_id}"],
@@ -131,10 +138,16 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
 
 
 async def launch_subflow(launch: Launch) -> RunRecord:
-    """Play the run in this process as a ``simulate`` subflow and read its record back."""
-    from flows.simulate import simulate
+    """Play the run in this process as a ``simulate`` subflow and read its record back.
 
-    result = await simulate(launch.request)
+    An interrupted run (``launch.resume_url``) continues in place as a ``resume`` subflow.
+    """
+    from flows.simulate import resume, simulate
+
+    if launch.resume_url is None:
+        result = await simulate(launch.request)
+    else:
+        result = await resume(launch.request, launch.resume_url)
     store = RunStore(launch.request.runs_dir)
     labels = store.read_json(result.run_url, "labels.json")
     return read_run(store, result.run_id, launch.request.scenario, labels)

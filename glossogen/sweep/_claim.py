@@ -34,9 +34,13 @@ CLAIM_TTL_SECONDS = 600.0
 """A claim from another host this old (seconds) whose trial has no run is presumed dead."""
 
 
-def claim_name(key: TrialKey, epoch: int, relaunch: int) -> str:
-    """``<cell>-<trial>-<part>-e<epoch>-r<relaunch>.json``."""
-    return f"{key.cell_id}-{key.trial}-{key.part}-e{epoch}-r{relaunch}.json"
+def claim_name(key: TrialKey, epoch: int, relaunch: int, resume: int = 0) -> str:
+    """The claim file of one launch: ``<cell>-<trial>-<part>-e<epoch>-r<relaunch>.json``.
+
+    ``-m<n>`` comes before ``.json`` for the resume of a run that has logged ``n`` endings.
+    """
+    base = f"{key.cell_id}-{key.trial}-{key.part}-e{epoch}-r{relaunch}"
+    return base + (f"-m{resume}" if resume else "") + ".json"
 
 
 def _pid_alive(pid: int) -> bool:

@@ -64,6 +64,10 @@ class RunRecord(BaseModel):
     total_chars: int | None = None
     cost_usd: float | None = None
     judge_calls: int = 0
+    started: bool = False
+    """True when the log holds ``simulation_started`` (a run that can be resumed in place)."""
+    endings: int = 0
+    """``simulation_ended`` events in the log (one more per interruption that was resumed)."""
     failure_kinds: list[str] = []
     """``error_kind`` of each ``agent_run_cycle_failed`` in the log, distinct, in log order."""
 
@@ -134,6 +138,7 @@ def read_run(
     url = store.run_url(run_id)
     verdicts_by_round: dict[int, list[bool]] = {}
     kinds: list[str] = []
+    started, endings = False, 0
     status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
     try:
         events = read_events(join(url, f"{scenario}.jsonl")).events
@@ -148,7 +153,10 @@ def read_run(
         elif event.event_type == "agent_run_cycle_failed":
             if event.error_kind not in kinds:  # type: ignore[attr-defined]
                 kinds.append(event.error_kind)  # type: ignore[attr-defined]
+        elif event.event_type == "simulation_started":
+            started = True
         elif event.event_type == "simulation_ended":
+            endings += 1
             status = event.status  # type: ignore[attr-defined]
             error = event.error  # type: ignore[attr-defined]
             messages = event.total_messages  # type: ignore[attr-defined]
@@ -176,6 +184,8 @@ def read_run(
         total_chars=chars,
         cost_usd=cost,
         judge_calls=judge_calls,
+        started=started,
+        endings=endings,
         failure_kinds=kinds,
     )
 

@@ -53,6 +53,9 @@ class Launch:
     request: RunRequest
     idempotency_key: str
     estimate_usd: float
+    resume_url: str | None = None
+    """The folder of the trial's interrupted run to continue in place (``resume`` flow), or
+    None for a fresh run (``simulate``)."""
 
 
 CANCEL_WAIT_SECONDS = 60.0
@@ -166,7 +169,9 @@ class SweepRun:
                             self.errors[rest] = f"not launched: {self.aborted.reason}"
                     break
                 relaunch = relaunches(self.records, key, self.epoch)
-                claim = claim_name(key, self.epoch, relaunch)
+                stopped = self.resumable(key)
+                resumes = stopped.endings if stopped else 0
+                claim = claim_name(key, self.epoch, relaunch, resumes)
                 if not self.claims.take(claim):
                     slots.release()
                     if key.part == "main":
@@ -179,8 +184,10 @@ class SweepRun:
                 launch = Launch(
                     key,
                     self.plan.request(key, self.epoch),
-                    idempotency_key(self.plan.sweep_id, key, self.epoch, relaunch),
+                    idempotency_key(self.plan.sweep_id, key, self.epoch, relaunch)
+                    + (f"/resume{resumes}" if stopped else ""),
                     estimate,
+                    stopped.run_url if stopped else None,
                 )
                 self.account.launched(key.label(), estimate)
                 self.launched.append(key)
@@ -221,6 +228,18 @@ class SweepRun:
             slots.release()
         if self.publisher is not None:
             await self.publisher(self.summary())
+
+    def resumable(self, key: TrialKey) -> RunRecord | None:
+        """The trial's newest run when it can continue in place instead of being paid again.
+
+        A run of this epoch that started (``simulation_started`` logged) and was interrupted:
+        it logged ``simulation_ended`` ``interrupted`` (Ctrl-C, cancellation) or stopped with
+        no live writer (a killed process).
+        """
+        record = self.latest.get(key)
+        if record is None or record.epoch != self.epoch:
+            return None
+        return record if record.status == "interrupted" and record.started else None
 
     def adopt(self, key: TrialKey) -> None:
         """Read back the newest run of ``key`` in this epoch (an interrupted one included)."""

@@ -17,6 +17,7 @@ import pytest
 from glossogen.cli import main
 from glossogen.cli.sweep import play_until_interrupted
 from glossogen.derive import RunLock
+from glossogen.eventlog import read_events
 from glossogen.storage import RunStore
 from glossogen.sweep import RunRecord, SweepOptions, SweepRun, load_spec, plan_sweep, scan_sweep
 from glossogen.sweep._claim import CLAIM_TTL_SECONDS, TrialClaims
@@ -67,7 +68,7 @@ def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> Non
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_a_run_without_a_live_writer_is_relaunched_and_nothing_stays_running(
+def test_a_run_without_a_live_writer_is_resumed_in_place_and_nothing_stays_running(
     prefect_api: str, tmp_path: Path
 ) -> None:
     spec = tmp_path / "one.yaml"
@@ -96,9 +97,12 @@ def test_a_run_without_a_live_writer_is_relaunched_and_nothing_stays_running(
         [True, True],
     )
 
+    # The re-run continues that run in place (nothing paid twice) and nothing stays running.
     assert _sweep(spec) == 0
-    folders = sorted((runs / "prisoners_dilemma").iterdir())
-    assert len(folders) == 2
+    assert sorted((runs / "prisoners_dilemma").iterdir()) == [first]
+    events = read_events(str(log)).events
+    assert [e.event_type for e in events].count("run_resumed") == 1
+    assert (events[-1].event_type, events[-1].status) == ("simulation_ended", "completed")
     summary = _summary(runs, "one")
     assert summary["census"] == {
         "planned": 0,
@@ -108,7 +112,14 @@ def test_a_run_without_a_live_writer_is_relaunched_and_nothing_stays_running(
         "incomplete": 0,
     }
     (cell,) = summary["cells"]
-    assert cell["trials"][0]["run_id"] == f"prisoners_dilemma/{folders[1].name}"
+    assert (cell["trials"][0]["run_id"], cell["trials"][0]["verdicts"]) == (
+        f"prisoners_dilemma/{first.name}",
+        [True, True],
+    )
+    assert sorted(p.name for p in (runs / "sweeps/one/claims").iterdir()) == [
+        f"{cell['cell_id']}-1-main-e1-r0.json",
+        f"{cell['cell_id']}-1-main-e1-r1.json",
+    ]
     assert summary["spend"]["estimate_source"] == {
         cell["cell_id"]: "mean logged cost of 1 ended run(s)"
     }
@@ -244,3 +255,34 @@ def test_a_rerun_without_the_option_keeps_the_stability_on_disk(
     )
     assert again["trials"][0]["stability_sample"] == sample
     assert len(RunStore(str(tmp_path / "runs")).list_runs("prisoners_dilemma")) == 2
+
+
+def test_an_interrupted_run_is_resumed_in_place_on_the_next_launch(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "one.yaml"
+    spec.write_text(ONE_RUN)
+    assert _sweep(spec) == 0
+    runs = tmp_path / "runs"
+    (first,) = sorted((runs / "prisoners_dilemma").iterdir())
+    log = first / "prisoners_dilemma.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    ended = json.loads(lines[-1])
+    ended.update(status="interrupted", error="interrupted")  # as Ctrl-C leaves it
+    log.write_text("".join(lines[:-1]) + json.dumps(ended) + "\n")
+    (record,) = scan_sweep(str(runs), "prisoners_dilemma", "one")
+    assert (record.status, record.started, record.endings) == ("interrupted", True, 1)
+
+    assert _sweep(spec) == 0
+    assert sorted((runs / "prisoners_dilemma").iterdir()) == [first]
+    endings = [e.status for e in read_events(str(log)).events if e.event_type == "simulation_ended"]
+    assert endings == ["interrupted", "completed"]
+    summary = _summary(runs, "one")
+    (cell,) = summary["cells"]
+    assert (cell["trials"][0]["run_id"], cell["trials"][0]["status"]) == (
+        f"prisoners_dilemma/{first.name}",
+        "completed",
+    )
+    assert f"{cell['cell_id']}-1-main-e1-r1-m1.json" in {
+        p.name for p in (runs / "sweeps/one/claims").iterdir()
+    }
