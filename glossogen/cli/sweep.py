@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
+from contextlib import ExitStack
 from typing import Any, TypeVar
 
 import typer
@@ -139,48 +140,67 @@ def sweep(
 
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from flows.runtime import TerminationSignal, api_url_configured
     from flows.sweep import sweep as sweep_flow
+    from glossogen.cli._server import DetachedServer
 
-    if not api_url_configured():
-        print(
-            "No PREFECT_API_URL set: every cell plays in this process, on a temporary local "
-            "Prefect server (10-60 s to start on a 2-core machine)...",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    try:
-        with observing(_Launches()):
-            summary = asyncio.run(
-                play_until_interrupted(
-                    sweep_flow(
-                        spec_path,
-                        replace=replace,
-                        concurrency=concurrency,
-                        run_timeout_seconds=options.run_timeout_seconds,
-                        max_turns=options.max_turns,
-                        qualification=qualification,
-                        stability_retry=options.stability_retry,
+    with ExitStack() as stack:
+        server: DetachedServer | None = None
+        if not api_url_configured():
+            print(
+                "No PREFECT_API_URL set: every cell plays in this process, on a temporary local "
+                "Prefect server (10-60 s to start on a 2-core machine)...",
+                file=sys.stderr,
+                flush=True,
+            )
+            timeout = float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"])
+            try:
+                server = DetachedServer.start(timeout)
+            except RuntimeError as exc:
+                _error(str(exc))
+                return int(exit_codes.INTERNAL)
+            stack.callback(server.stop)
+            stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+        try:
+            with observing(_Launches()):
+                summary = asyncio.run(
+                    play_until_interrupted(
+                        sweep_flow(
+                            spec_path,
+                            replace=replace,
+                            concurrency=concurrency,
+                            run_timeout_seconds=options.run_timeout_seconds,
+                            max_turns=options.max_turns,
+                            qualification=qualification,
+                            stability_retry=options.stability_retry,
+                        )
                     )
                 )
+        except SweepError as exc:
+            _error(str(exc))
+            return exc.exit_code
+        except (KeyboardInterrupt, TerminationSignal):
+            _error(
+                "interrupted; every run's log ends with simulation_ended (interrupted), "
+                "run_summary.json says what ran"
             )
-    except SweepError as exc:
-        _error(str(exc))
-        return exc.exit_code
-    except (KeyboardInterrupt, TerminationSignal):
-        _error("interrupted; each run's log ends where it stopped, run_summary.json says what ran")
-        sys.stdout.flush()
-        os._exit(int(exit_codes.INTERRUPTED))
-    except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
-        if _unreachable(exc):
-            from prefect.settings import get_current_settings
+            sys.stdout.flush()
+            if server is not None:
+                server.stop()
+            # The runs' logs are sealed (the flow awaited them); Prefect's shutdown would only
+            # retry sending queued events, so leave at once.
+            os._exit(int(exit_codes.INTERRUPTED))
+        except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
+            if _unreachable(exc):
+                from prefect.settings import get_current_settings
 
-            url = get_current_settings().api.url or "the temporary server"
-            _error(f"cannot reach the Prefect API at {url}: {_first_line(exc)}")
-            return int(exit_codes.TRANSPORT)
-        _error(f"sweep failed: {type(exc).__name__}: {_first_line(exc)}")
-        return int(exit_codes.INTERNAL)
+                url = get_current_settings().api.url or "the temporary server"
+                _error(f"cannot reach the Prefect API at {url}: {_first_line(exc)}")
+                return int(exit_codes.TRANSPORT)
+            _error(f"sweep failed: {type(exc).__name__}: {_first_line(exc)}")
+            return int(exit_codes.INTERNAL)
     c = summary.census
     print(
         f"sweep {sweep_id}: done {c.done} · failed {c.failed} · incomplete {c.incomplete} · "
