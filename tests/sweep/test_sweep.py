@@ -211,9 +211,18 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
         assert read_events(str(log)).events[0].max_agent_turns == 50  # --max-turns
 
 
+@pytest.mark.parametrize("server", ["configured", "temporary"])
 def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str, tmp_path: Path, server: str
 ) -> None:
+    """Ctrl-C reaches the whole process group, as a terminal sends it.
+
+    ``temporary``: no ``PREFECT_API_URL``, so the sweep starts its own server (in a session
+    of its own, which the Ctrl-C must not reach).
+    """
+    env = os.environ.copy()
+    if server == "temporary":
+        env.pop("PREFECT_API_URL")
     (tmp_path / "long.yaml").write_text(
         "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
@@ -221,7 +230,7 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
     process = subprocess.Popen(
         [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
         cwd=tmp_path,
-        env=os.environ.copy(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
