@@ -110,6 +110,7 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     """
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
 
     if launch.resume_url is None:
         name = simulate_deployment(launch.request.provider)
@@ -117,13 +118,18 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     else:
         name = f"resume/resume-{launch.request.provider}"
         parameters = {"request": launch.request.model_dump(), "run_dir": launch.resume_url}
-    flow_run = await run_deployment(
-        name=name,
-        parameters=parameters,
-        idempotency_key=launch.idempotency_key,
-        timeout=0,
-        tags=[f"sweep:{sweep_id}"],
-    )
+    try:
+        flow_run = await run_deployment(
+            name=name,
+            parameters=parameters,
+            idempotency_key=launch.idempotency_key,
+            timeout=0,
+            tags=[f"sweep:{sweep_id}"],
+        )
+    except ObjectNotFound:
+        if launch.resume_url is None:
+            raise
+        return await launch_subflow(launch)  # no resume deployment: continue it here
     async with get_client() as client:
         while True:
             flow_run = await client.read_flow_run(flow_run.id)
