@@ -166,12 +166,16 @@ def resume_request(run: StaleRun, runs_dir: str) -> RunRequest:
 
 
 @flow(name="reconcile")
-async def reconcile(runs_dir: str, silent_seconds: float = 600.0) -> list[str]:
+async def reconcile(
+    runs_dir: str, silent_seconds: float = 600.0, use_deployments: bool = True
+) -> list[str]:
     """Resume crashed, dead and (once cancelled) hung runs under ``runs_dir``; return their ids.
 
     Args:
         runs_dir: Runs root (local folder or fsspec URL), as the runs were launched with.
         silent_seconds: Seconds without a new event after which a run counts as hung or dead.
+        use_deployments: Queue resumes on ``resume-<provider>`` when a worker serves it (they
+            run after this flow returns); False plays every resume here, one after another.
 
     Returns:
         The run ids resumed or queued for resume in this pass, in folder order.
@@ -194,16 +198,18 @@ async def reconcile(runs_dir: str, silent_seconds: float = 600.0) -> list[str]:
             continue
         if decision.mark_crashed and flow_run is not None:
             await mark_crashed(flow_run.id, decision.reason)
-        if await launch_resume(run, runs_dir, decision.reason):
+        if await launch_resume(run, runs_dir, decision.reason, use_deployments):
             resumed.append(run.run_id)
     return resumed
 
 
-async def launch_resume(run: StaleRun, runs_dir: str, reason: str) -> bool:
+async def launch_resume(
+    run: StaleRun, runs_dir: str, reason: str, use_deployments: bool = True
+) -> bool:
     """Resume ``run`` through its provider's deployment, else in this process; True if launched."""
     logger = get_run_logger()
     request = resume_request(run, runs_dir)
-    deployment = await resume_deployment(run.provider)
+    deployment = await resume_deployment(run.provider) if use_deployments else None
     if deployment is not None:
         flow_run = await run_deployment(  # type: ignore[misc]
             deployment,

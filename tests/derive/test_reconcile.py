@@ -34,7 +34,7 @@ def test_reconcile_resumes_a_silent_unfinished_run_once(prefect_api: str, tmp_pa
     lines = log.read_text().splitlines(keepends=True)
     log.write_text("".join(lines[: len(lines) // 2]))  # the process died mid-run
     os.utime(log, (0, os.path.getmtime(log) - 3600))  # and has been silent for an hour
-    resumed = asyncio.run(reconcile(str(runs), silent_seconds=600))
+    resumed = asyncio.run(reconcile(str(runs), silent_seconds=600, use_deployments=False))
     assert resumed == [f"prisoners_dilemma/{crashed.name}"]
     events = read_events(str(log)).events
     assert events[-1].event_type == "simulation_ended" and events[-1].status == "completed"
@@ -43,4 +43,5 @@ def test_reconcile_resumes_a_silent_unfinished_run_once(prefect_api: str, tmp_pa
         for e in read_events(str(finished / "prisoners_dilemma.jsonl")).events
         if e.event_type == "round_result_recorded"
     ]
-    assert asyncio.run(reconcile(str(runs), silent_seconds=0)) == []  # nothing left to do
+    again = asyncio.run(reconcile(str(runs), silent_seconds=0, use_deployments=False))
+    assert again == []  # nothing left to do
