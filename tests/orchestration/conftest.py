@@ -1,9 +1,14 @@
-"""Session fixtures of the orchestration tests: one Prefect server of their own, the pools and
-limits of a test limits file, every deployment of prefect.yaml, and a process worker per pool."""
+"""Package fixtures of the orchestration tests: one Prefect server of their own, the pools and
+limits of a test limits file, every deployment of prefect.yaml, and a process worker per pool.
+
+Package scope: once the last test here ends, the workers stop, the server stops and
+``PREFECT_API_URL`` is restored, so later tests of the session see none of it.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,7 @@ import pytest
 from deployments.local_server import ProcessWorker
 from glossogen.cli import main
 from tests.fixtures.model_stubs import StubModelServer
-from tests.fixtures.prefect_server import StartWorker
+from tests.fixtures.prefect_server import StartWorker, orchestration_server, worker_starter
 
 TEST_LIMITS = """\
 defaults: {pool_concurrency: 2, llm_concurrency: 4}
@@ -35,6 +40,20 @@ def run_cli(*argv: str) -> int:
     return 0
 
 
+@pytest.fixture(scope="package")
+def orchestration_api() -> Iterator[str]:
+    """The API URL of a Prefect server started for these tests alone, exported meanwhile."""
+    with orchestration_server() as api_url:
+        yield api_url
+
+
+@pytest.fixture(scope="package")
+def process_workers(orchestration_api: str) -> Iterator[StartWorker]:
+    """``start(pool, env=None, name=None)``: a process worker on ``orchestration_api``."""
+    with worker_starter(orchestration_api) as start:
+        yield start
+
+
 @pytest.fixture(scope="session")
 def limits_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A limits file: ``llm:openai`` at 2 calls, the openai pool at 4 runs."""
@@ -43,26 +62,26 @@ def limits_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def deployed(orchestration_api: str, limits_file: Path) -> str:
     """Apply the test limits and register prefect.yaml's deployments (``glossogen deploy``)."""
     assert run_cli("deploy", "--limits", str(limits_file)) == 0
     return orchestration_api
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def scripted_worker(deployed: str, process_workers: StartWorker) -> ProcessWorker:
     """A process worker on ``glossogen-scripted``."""
     return process_workers("glossogen-scripted")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def openai_worker_env(model_stub_server: StubModelServer) -> dict[str, str]:
     """What an openai worker's flow runs need: the stub's URL and a key."""
     return {"OPENAI_BASE_URL": model_stub_server.openai_base_url, "OPENAI_API_KEY": STUB_KEY}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def openai_worker(
     deployed: str, process_workers: StartWorker, openai_worker_env: dict[str, str]
 ) -> ProcessWorker:
@@ -73,14 +92,14 @@ def openai_worker(
 SELF_HOSTED_MODELS = ("llama-a", "llama-b")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def self_hosted_env(model_stub_server: StubModelServer) -> dict[str, str]:
     """What a self-hosted worker's flow runs need: two model names served by the stub."""
     urls = {m: model_stub_server.openai_base_url for m in SELF_HOSTED_MODELS}
     return {"SELF_HOSTED_BASE_URLS": json.dumps(urls), "SELF_HOSTED_API_KEY": STUB_KEY}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def self_hosted_worker(
     deployed: str, process_workers: StartWorker, self_hosted_env: dict[str, str]
 ) -> ProcessWorker:
