@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from glossogen.derive._resume import RunLock
 from glossogen.derive._state import RESUMABLE, DeriveError
 from glossogen.eventlog import iter_event_dicts
-from glossogen.storage import RunStore, join, open_fs
+from glossogen.storage import RunStore, is_local, join, open_fs
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class StaleRun:
             or None when the log has none.
         last_event_id: The ``event_id`` of the log's last line, or "" (a key for launching its
             resume once: it changes as soon as the run writes again).
+        lockable: False for folders that cannot be locked (S3): ``locked`` says nothing there.
     """
 
     run_id: str
@@ -44,6 +45,7 @@ class StaleRun:
     locked: bool = False
     ended_status: str | None = None
     last_event_id: str = ""
+    lockable: bool = True
 
 
 def _is_locked(run_url: str) -> bool:
@@ -97,6 +99,7 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
                 locked=_is_locked(url),
                 ended_status=endings[-1] if endings else None,
                 last_event_id=str(events[-1].get("event_id", "")),
+                lockable=is_local(fs),
             )
         )
     return found
