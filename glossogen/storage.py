@@ -154,6 +154,44 @@ class ClaimedRun:
     timestamp: int
 
 
+def write_bytes_atomic(url: str, data: bytes, **storage_options: Any) -> str:
+    """Write ``data`` to ``url`` so that a failure never leaves a partial file under its name.
+
+    Locally: a temporary file in the same folder (created if missing), fsync'd, then renamed
+    over ``url``. On object storage: one put of the whole object (a put is atomic).
+
+    Args:
+        url: Local path or fsspec URL of the file.
+        data: The whole content.
+        **storage_options: Passed to :func:`open_fs`.
+
+    Returns:
+        ``url``.
+
+    Raises:
+        StorageError: if the storage is unreachable or refuses the write.
+    """
+    fs, path = open_fs(url, **storage_options)
+    with translate_errors(url, fs):
+        if not is_local(fs):
+            fs.pipe_file(path, data)
+            return url
+        folder = os.path.dirname(path) or "."
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    return url
+
+
 class RunStore:
     """The runs directory: one folder per run, ``<runs_dir>/<scenario>/<timestamp>``.
 
@@ -256,25 +294,7 @@ class RunStore:
         if hasattr(obj, "model_dump"):
             obj = obj.model_dump(mode="json")
         data = (json.dumps(obj, allow_nan=False, indent=2, ensure_ascii=False) + "\n").encode()
-        url = join(run_url, name)
-        with translate_errors(url, self.fs):
-            if not self.local:
-                self.fs.pipe_file(self._path(url), data)
-                return
-            folder = os.path.dirname(url)
-            os.makedirs(folder, exist_ok=True)
-            prefix = f".{os.path.basename(url)}."
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, url)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+        write_bytes_atomic(join(run_url, name), data, **self._options)
 
     def read_json(self, run_url: str, name: str) -> Any:
         """Return the parsed JSON of ``<run_url>/<name>``.

@@ -9,10 +9,7 @@ entries that drops, for the command to say so).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -22,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from glossogen.evaluation._contract import MetricResult
 from glossogen.evaluation._run import LoadedRun
 from glossogen.pricing import add_costs
-from glossogen.storage import RunStore, is_local, join, open_fs, translate_errors
+from glossogen.storage import RunStore, join, write_bytes_atomic
 
 REPORT_VERSION = 1
 
@@ -174,26 +171,7 @@ def write_text(run_dir: str, name: str, text: str) -> str:
     Raises:
         StorageError: the storage is unreachable.
     """
-    url = join(run_dir, name)
-    fs, path = open_fs(url)
-    data = text.encode("utf-8")
-    with translate_errors(url, fs):
-        if not is_local(fs):
-            fs.pipe_file(path, data)
-            return url
-        folder = os.path.dirname(path) or "."
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    return url
+    return write_bytes_atomic(join(run_dir, name), text.encode("utf-8"))
 
 
 def write_sidecar(run_dir: str, name: str, rows: list[dict[str, Any]]) -> str:
