@@ -301,13 +301,6 @@ def test_ctrl_c_before_the_report_is_written_says_it_is_unchanged(
 # a huggingface judge goes through build_model, so it takes an llm:huggingface slot
 
 
-def _has_huggingface_hub() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("huggingface_hub") is not None
-
-
-@pytest.mark.skipif(not _has_huggingface_hub(), reason="needs pydantic-ai-slim[huggingface]")
 def test_a_huggingface_judge_is_gated_by_its_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     from glossogen.concurrency import GatedModel
     from glossogen.evaluation._judge import build_judge_model
@@ -316,11 +309,3 @@ def test_a_huggingface_judge_is_gated_by_its_provider(monkeypatch: pytest.Monkey
     model = build_judge_model("huggingface", "Qwen/Qwen3-8B")
     assert isinstance(model, GatedModel)
     assert (model.gate_provider, model.model_name) == ("huggingface", "Qwen/Qwen3-8B")
-
-
-@pytest.mark.skipif(_has_huggingface_hub(), reason="huggingface_hub is installed")
-def test_a_huggingface_judge_without_its_sdk_asks_for_the_extra() -> None:
-    from glossogen.models import build_model
-
-    with pytest.raises(ImportError, match=r"pydantic-ai-slim\[huggingface\]"):
-        build_model("huggingface", "Qwen/Qwen3-8B")
