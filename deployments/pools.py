@@ -16,8 +16,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from glossogen.catalog import SIMULATION_PROVIDERS
+from glossogen.catalog import JUDGE_PROVIDERS, SIMULATION_PROVIDERS
 from glossogen.concurrency import limit_name
+
+JUDGE_ONLY_PROVIDERS: tuple[str, ...] = tuple(
+    p for p in JUDGE_PROVIDERS if p not in SIMULATION_PROVIDERS
+)
+"""Providers that only judge (``huggingface``): they get an ``llm:<provider>`` limit, no pool."""
 
 __all__ = [
     "DEFAULT_LIMITS_FILE",
@@ -115,11 +120,11 @@ def load_limits(path: str | Path = DEFAULT_LIMITS_FILE) -> LimitsFile:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise LimitsError(f"limits file {path}: {where}: {first['msg']}") from None
-    unknown = sorted(set(limits.providers) - set(SIMULATION_PROVIDERS))
+    unknown = sorted(set(limits.providers) - set(SIMULATION_PROVIDERS) - set(JUDGE_ONLY_PROVIDERS))
     if unknown:
         raise LimitsError(
             f"limits file {path}: unknown provider(s) {', '.join(unknown)} "
-            f"(known: {', '.join(SIMULATION_PROVIDERS)})"
+            f"(known: {', '.join(SIMULATION_PROVIDERS + JUDGE_ONLY_PROVIDERS)})"
         )
     return limits
 
@@ -142,6 +147,14 @@ def plan_limits(limits: LimitsFile) -> tuple[list[PlannedPool], list[PlannedLimi
         )
         size = pool or limits.defaults.pool_concurrency or 1
         pools.append(PlannedPool(name=pool_name(provider), concurrency_limit=size))
+        if calls is not None:
+            llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
+    for provider in JUDGE_ONLY_PROVIDERS:  # judges only: a call limit, no pool of runs
+        own = limits.providers.get(provider)
+        given = own.model_fields_set if own is not None else set()
+        calls = (
+            own.llm_concurrency if "llm_concurrency" in given else limits.defaults.llm_concurrency
+        )
         if calls is not None:
             llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
     shared = limits.shared_pool

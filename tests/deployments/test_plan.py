@@ -1,0 +1,32 @@
+"""The limits file resolves into pools and llm:<provider> limits, judge-only providers included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deployments.pools import LimitsError, load_limits, plan_limits
+
+
+def test_the_shipped_limits_cover_every_provider_and_the_judge_only_one() -> None:
+    pools, limits = plan_limits(load_limits())
+    by_name = {limit.name: limit.limit for limit in limits}
+    assert by_name["llm:anthropic"] == 8 and by_name["llm:openai"] == 8
+    assert by_name["llm:huggingface"] == 4  # judges only: a call limit ...
+    assert "glossogen-huggingface" not in {pool.name for pool in pools}  # ... and no pool
+    assert "llm:scripted" not in by_name  # null: offline, nothing to rate-limit
+
+
+def test_a_judge_only_provider_takes_its_own_number(tmp_path: Path) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text("providers:\n  huggingface: {llm_concurrency: 2}\n")
+    _, limits = plan_limits(load_limits(path))
+    assert {limit.name: limit.limit for limit in limits}["llm:huggingface"] == 2
+
+
+def test_an_unknown_provider_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text("providers:\n  bedrock: {llm_concurrency: 2}\n")
+    with pytest.raises(LimitsError, match="unknown provider\\(s\\) bedrock"):
+        load_limits(path)
