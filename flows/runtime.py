@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from prefect.exceptions import TerminationSignal
-from prefect.settings import get_current_settings
+from contextlib import AbstractContextManager
 
-__all__ = ["TerminationSignal", "api_url_configured"]
+from prefect.exceptions import TerminationSignal
+from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+__all__ = ["TerminationSignal", "api_url", "api_url_configured", "using_api_url"]
 
 
 def api_url_configured() -> bool:
     """True when a Prefect API URL is configured (else flows start a temporary server)."""
     return bool(get_current_settings().api.url)
+
+
+def api_url() -> str | None:
+    """The configured Prefect API URL, or None (flows then start a temporary server)."""
+    return get_current_settings().api.url or None
+
+
+def using_api_url(url: str) -> AbstractContextManager[object]:
+    """Point every Prefect client in this process at ``url`` until the block exits."""
+    return temporary_settings(updates={PREFECT_API_URL: url})

@@ -140,9 +140,7 @@ def sweep(
 
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from flows.runtime import TerminationSignal, api_url_configured
+    from flows.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
     from flows.sweep import sweep as sweep_flow
     from glossogen.cli._server import DetachedServer
 
@@ -162,7 +160,7 @@ def sweep(
                 _error(str(exc))
                 return int(exit_codes.INTERNAL)
             stack.callback(server.stop)
-            stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+            stack.enter_context(using_api_url(server.api_url))
         try:
             with observing(_Launches()):
                 summary = asyncio.run(
@@ -194,9 +192,7 @@ def sweep(
             os._exit(int(exit_codes.INTERRUPTED))
         except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
             if _unreachable(exc):
-                from prefect.settings import get_current_settings
-
-                url = get_current_settings().api.url or "the temporary server"
+                url = api_url() or "the temporary server"
                 _error(f"cannot reach the Prefect API at {url}: {_first_line(exc)}")
                 return int(exit_codes.TRANSPORT)
             _error(f"sweep failed: {type(exc).__name__}: {_first_line(exc)}")

@@ -29,11 +29,13 @@ from glossogen.export._tables import (
     available_columns,
     build_frames,
     check_frames,
-    check_out,
     check_picks,
     coverage,
-    csv_bytes,
     legend,
+)
+from glossogen.export._write import (
+    check_out,
+    csv_bytes,
     publish,
     write_legend,
     write_table,

@@ -284,7 +284,7 @@ def write_log_table(
     Raises:
         StorageError: if ``target`` is unreachable.
     """
-    from glossogen.export._tables import csv_bytes, publish
+    from glossogen.export._write import csv_bytes, publish
 
     columns, _ = log_table_columns(name, records, repeat_run_columns)
     filled = dict.fromkeys(columns, 0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from typing import Any
 
@@ -11,15 +10,13 @@ from pydantic import BaseModel, Field
 from glossogen.evaluation._contract import (
     AgentObservation,
     MetricContext,
-    MetricFailed,
-    NotApplicable,
     RoundObservation,
     Scored,
 )
 from glossogen.evaluation._registry import metric
-from glossogen.evaluation.metrics._observe import by_round, mean, plural
+from glossogen.evaluation.metrics._judged import every_call_failed, judge_each_round
+from glossogen.evaluation.metrics._observe import mean, plural
 from glossogen.eventlog import MessageSent
-from glossogen.pricing import add_costs
 
 SIDECAR = "language_repetition.jsonl"
 
@@ -75,19 +72,7 @@ async def language_repetition(ctx: MetricContext) -> Scored:
     per message (``repetition_factor`` null when every replica failed for it). Fails when every
     judge call failed.
     """
-    judge = ctx.judge
-    if judge is None:
-        raise MetricFailed("needs a judge: pass --model and --provider")
-    rounds = by_round(ctx.run.messages)
-    if not rounds:
-        raise NotApplicable("no message on the primary channels in phase main")
-    answers = await asyncio.gather(
-        *(
-            judge.ask(INSTRUCTIONS, _prompt(ms), RepetitionJudgement, ctx.judge_replicas)
-            for ms in rounds.values()
-        )
-    )
-    cost = add_costs([a.cost_usd for a in answers])
+    rounds, answers, cost = await judge_each_round(ctx, INSTRUCTIONS, _prompt, RepetitionJudgement)
     rows: list[dict[str, Any]] = []
     samples: list[list[float]] = []
     per_round: list[RoundObservation] = []
@@ -125,10 +110,7 @@ async def language_repetition(ctx: MetricContext) -> Scored:
             )
     rated = [row["repetition_factor"] for row in rows if row["repetition_factor"] is not None]
     if not rated:
-        errors = [e for a in answers for e in a.errors]
-        raise MetricFailed(
-            "every judge call failed" + (f" (first: {errors[0]})" if errors else ""), cost
-        )
+        raise every_call_failed(answers, cost)
     score = mean(rated)
     return Scored(
         score=score,

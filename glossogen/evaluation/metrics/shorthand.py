@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 from pydantic import BaseModel, Field
 
 from glossogen.evaluation._contract import (
     MetricContext,
-    MetricFailed,
-    NotApplicable,
     RoundObservation,
     Scored,
 )
 from glossogen.evaluation._registry import metric
-from glossogen.evaluation.metrics._observe import by_round, mean, plural
+from glossogen.evaluation.metrics._judged import every_call_failed, judge_each_round
+from glossogen.evaluation.metrics._observe import mean, plural
 from glossogen.eventlog import MessageSent
-from glossogen.pricing import add_costs
 
 INSTRUCTIONS = (
     "You read the messages two or more teammates exchanged in one round. List every shorthand "
@@ -62,19 +59,7 @@ async def shorthand_codes(ctx: MetricContext) -> Scored:
     Agreement: mean over rounds answered twice or more of the mean pairwise Jaccard index of the
     replicas' code sets. Fails when every judge call failed.
     """
-    judge = ctx.judge
-    if judge is None:
-        raise MetricFailed("needs a judge: pass --model and --provider")
-    rounds = by_round(ctx.run.messages)
-    if not rounds:
-        raise NotApplicable("no message on the primary channels in phase main")
-    answers = await asyncio.gather(
-        *(
-            judge.ask(INSTRUCTIONS, _prompt(ms), ShorthandJudgement, ctx.judge_replicas)
-            for ms in rounds.values()
-        )
-    )
-    cost = add_costs([a.cost_usd for a in answers])
+    rounds, answers, cost = await judge_each_round(ctx, INSTRUCTIONS, _prompt, ShorthandJudgement)
     per_round: list[RoundObservation] = []
     agreements: list[float] = []
     for r, answer in zip(rounds, answers, strict=True):
@@ -95,10 +80,7 @@ async def shorthand_codes(ctx: MetricContext) -> Scored:
         if pairs:
             agreements.append(mean(pairs))
     if not per_round:
-        errors = [e for a in answers for e in a.errors]
-        raise MetricFailed(
-            "every judge call failed" + (f" (first: {errors[0]})" if errors else ""), cost
-        )
+        raise every_call_failed(answers, cost)
     score = mean(o.value for o in per_round)
     return Scored(
         score=score,

@@ -1,0 +1,54 @@
+"""What the judged metrics share: one judge call per round, and the all-failed refusal."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from glossogen.evaluation._contract import MetricContext, MetricFailed, NotApplicable
+from glossogen.evaluation._judge import Replicas
+from glossogen.evaluation.metrics._observe import by_round
+from glossogen.eventlog import MessageSent
+from glossogen.pricing import add_costs
+
+T = TypeVar("T")
+
+
+async def judge_each_round(
+    ctx: MetricContext,
+    instructions: str,
+    prompt: Callable[[list[MessageSent]], str],
+    output_type: type[T],
+) -> tuple[dict[int, list[MessageSent]], list[Replicas[T]], float | None]:
+    """Ask the judge about each round's primary-channel messages, all rounds concurrently.
+
+    Returns:
+        ``(messages by round, one Replicas per round in the same order, USD spend)``; the spend
+        is None when some call was not costed.
+
+    Raises:
+        MetricFailed: no judge was given.
+        NotApplicable: the run has no message on its primary channels in phase ``main``.
+    """
+    judge = ctx.judge
+    if judge is None:
+        raise MetricFailed("needs a judge: pass --model and --provider")
+    rounds = by_round(ctx.run.messages)
+    if not rounds:
+        raise NotApplicable("no message on the primary channels in phase main")
+    answers = await asyncio.gather(
+        *(
+            judge.ask(instructions, prompt(ms), output_type, ctx.judge_replicas)
+            for ms in rounds.values()
+        )
+    )
+    return rounds, list(answers), add_costs([a.cost_usd for a in answers])
+
+
+def every_call_failed(answers: Sequence[Replicas[Any]], cost: float | None) -> MetricFailed:
+    """The failure of a judged metric none of whose calls answered (names the first error)."""
+    errors = [e for a in answers for e in a.errors]
+    return MetricFailed(
+        "every judge call failed" + (f" (first: {errors[0]})" if errors else ""), cost
+    )
