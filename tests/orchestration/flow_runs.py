@@ -88,3 +88,22 @@ def assert_nothing_lost(run_dir: Path, rounds: int, teams: int) -> list[dict[str
     assert events[-1]["event_type"] == "simulation_ended"
     assert events[-1]["status"] == "completed"
     return events
+
+
+def flow_run_logs(flow_run_id: UUID, limit: int = 200) -> list[str]:
+    """The first ``limit`` log lines the flow run (and its worker) sent to the server."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=limit
+        )
+    return [f"{log.timestamp:%H:%M:%S.%f} {log.level} {log.message[:400]}" for log in logs]
+
+
+def flow_run_story(flow_run_id: UUID) -> str:
+    """The flow run's state history and its log lines, for an assertion message."""
+    with get_client(sync_client=True) as client:
+        states = client.read_flow_run_states(flow_run_id)
+    history = [f"{s.timestamp:%H:%M:%S.%f} {s.name}: {(s.message or '')[:200]}" for s in states]
+    return "\n".join(["states:", *history, "logs:", *flow_run_logs(flow_run_id)])
