@@ -28,7 +28,6 @@ from tests.orchestration.flow_runs import (
     flow_run_logs,
     flow_run_story,
     log_lines,
-    read_flow_run,
     wait_for_state,
     wait_until,
 )
