@@ -25,10 +25,10 @@ async def simulate(request: RunRequest) -> RunResult:
     ``max_agent_turns`` before the last round; ``interrupted`` on Ctrl-C or cancellation.
     """
     install_call_gate()
-    plan = resolve_config(request)
-    check_credentials(plan)
-    claimed = claim_run_dir(plan)
-    session = start_run(plan, claimed)
+    plan = await resolve_config(request)
+    await check_credentials(plan)
+    claimed = await claim_run_dir(plan)
+    session = await start_run(plan, claimed)
     return await play_rounds(plan, claimed, session)
 
 
@@ -47,10 +47,10 @@ async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = 
     The round that never finished reopens (``run_resumed``); a finished run is refused.
     """
     install_call_gate()
-    plan = resolve_config(request)
-    check_credentials(plan)
-    point = open_resume_point(plan, run_dir, allow_config_change)
-    session = reopen_run(plan, point)
+    plan = await resolve_config(request)
+    await check_credentials(plan)
+    point = await open_resume_point(plan, run_dir, allow_config_change)
+    session = await reopen_run(plan, point)
     return await play_rounds(plan, point.claimed, session)
 
 
@@ -97,8 +97,8 @@ async def play_rounds(
         if interrupted:
             # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
             # through the tasks' plain functions, which need no API, so it is always sealed.
-            finalize.fn(session, price_spend.fn(plan, claimed), status, error)
+            await finalize.fn(session, await price_spend.fn(plan, claimed), status, error)
         else:
-            finalize(session, price_spend(plan, claimed), status, error)
+            await finalize(session, await price_spend(plan, claimed), status, error)
         raise
-    return finalize(session, price_spend(plan, claimed), status, error)
+    return await finalize(session, await price_spend(plan, claimed), status, error)

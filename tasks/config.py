@@ -12,7 +12,7 @@ from glossogen.launch import check_credentials as check
 
 
 @task(name="resolve_config", cache_policy=NONE)
-def resolve_config(request: RunRequest) -> RunPlan:
+async def resolve_config(request: RunRequest) -> RunPlan:
     """Resolve preset, overrides and knobs into a plan, and log what it resolved to."""
     plan = plan_run(request)
     get_run_logger().info(
@@ -25,7 +25,7 @@ def resolve_config(request: RunRequest) -> RunPlan:
 
 
 @task(name="check_credentials", cache_policy=NONE)
-def check_credentials(plan: RunPlan) -> list[str]:
+async def check_credentials(plan: RunPlan) -> list[str]:
     """Refuse the run when a provider has no key (77) or a model would drop a setting (65)."""
     providers = check(plan)
     check_model_settings(plan)

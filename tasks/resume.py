@@ -11,13 +11,13 @@ from glossogen.launch import RunPlan, RunSession, open_session
 
 
 @task(name="open_resume_point", cache_policy=NONE)
-def open_resume_point(plan: RunPlan, run_dir: str, allow_config_change: bool) -> ResumePoint:
+async def open_resume_point(plan: RunPlan, run_dir: str, allow_config_change: bool) -> ResumePoint:
     """Read the run's log, refuse a bad resume, and find the round to pick up at."""
     return open_resume(run_dir, plan.request.scenario, plan.knobs, allow_config_change)
 
 
 @task(name="reopen_run", cache_policy=NONE)
-def reopen_run(plan: RunPlan, point: ResumePoint) -> RunSession:
+async def reopen_run(plan: RunPlan, point: ResumePoint) -> RunSession:
     """Rebuild the engine from the log and log ``run_resumed``."""
     return open_session(plan, point.claimed, resume=point)
 

@@ -36,7 +36,7 @@ def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     retries=2,
     retry_delay_seconds=1,
 )
-def claim_run_dir(plan: RunPlan) -> ClaimedRun:
+async def claim_run_dir(plan: RunPlan) -> ClaimedRun:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.
 
     Cached per flow run: a retry of the same flow run gets the folder it claimed before, so a
@@ -44,11 +44,11 @@ def claim_run_dir(plan: RunPlan) -> ClaimedRun:
     id, so the Prefect UI and the runs folder name a run alike.
     """
     claimed = claim_run(plan)
-    _name_flow_run(claimed.run_id)
+    await _name_flow_run(claimed.run_id)
     return claimed
 
 
-def _name_flow_run(run_id: str) -> None:
+async def _name_flow_run(run_id: str) -> None:
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
 
@@ -56,14 +56,14 @@ def _name_flow_run(run_id: str) -> None:
     if context is None or context.flow_run is None:
         return
     try:
-        with get_client(sync_client=True) as client:
-            client.update_flow_run(context.flow_run.id, name=run_id)
+        async with get_client() as client:  # the flow run's own client, when there is one
+            await client.update_flow_run(context.flow_run.id, name=run_id)
     except Exception as exc:  # noqa: BLE001 (a cosmetic rename must never fail a run)
         get_run_logger().warning("could not rename the flow run to %s: %s", run_id, exc)
 
 
 @task(name="start_run", cache_policy=NONE)
-def start_run(plan: RunPlan, claimed: ClaimedRun) -> RunSession:
+async def start_run(plan: RunPlan, claimed: ClaimedRun) -> RunSession:
     """Open the event log and the engine: a fresh start, or a resume if the log has begun.
 
     A log that already holds events means this flow run is a retry of one that crashed: its
@@ -84,12 +84,14 @@ async def play_round(session: RunSession, round_number: int) -> RoundSummary:
 
 
 @task(name="price_spend", cache_policy=NONE, retries=2, retry_delay_seconds=1)
-def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
+async def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
     """Sum the run's spend (USD) from its event log."""
     return price(log_url(plan, claimed))
 
 
 @task(name="finalize", cache_policy=NONE)
-def finalize(session: RunSession, spend: Spend, status: str, error: str | None = None) -> RunResult:
+async def finalize(
+    session: RunSession, spend: Spend, status: str, error: str | None = None
+) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return session.finish(spend, status, error)
