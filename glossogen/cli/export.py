@@ -138,7 +138,7 @@ def export(
     if (include_atif or include_logs) and not raw:
         return _error("--include-logs and --include-atif apply to --raw", exit_codes.USAGE)
     if max_runs < 1:
-        return _error("--max-runs must be at least 1", exit_codes.USAGE)
+        return _error(f"--max-runs must be at least 1, got {max_runs}", exit_codes.USAGE)
     try:
         names = check_frames([f.strip() for f in frames.split(",") if f.strip()])
         parse_conditions(knob)

@@ -109,7 +109,7 @@ def run(
         ..., "--config", help="Preset name (knobs_default) or JSON file path."
     ),
     max_agent_turns: int = typer.Option(
-        200, "--max-agent-turns", min=1, help="Model requests per agent."
+        200, "--max-agent-turns", help="Model requests per agent (1 or more)."
     ),
     group_slug: str = typer.Option("local", "--group-slug", help="Tenant group that owns the run."),
     dry_run: bool = typer.Option(
@@ -125,6 +125,10 @@ def run(
     ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
+    # Checked here, not with typer's ``min=``: its message does not repeat the value typed.
+    if max_agent_turns < 1:
+        _error(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
+        return 64
     if resume_dir and runs_dir:
         _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
         return 64

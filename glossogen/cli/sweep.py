@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 import sys
@@ -89,11 +90,10 @@ def sweep(
     run_timeout: float = typer.Option(
         0.0,
         "--run-timeout",
-        min=0.0,
         help="Seconds per run; a run out of time ends between rounds, incomplete (0: none).",
     ),
     max_turns: int = typer.Option(
-        0, "--max-turns", min=0, help="Model requests per agent per run (0: the spec's or 200)."
+        0, "--max-turns", help="Model requests per agent per run (0: the spec's or 200)."
     ),
     qualification: bool = typer.Option(
         False,
@@ -114,8 +114,18 @@ def sweep(
     if stability_retry and stability_retry not in STABILITY_MODES:
         _error(f"--stability-retry {stability_retry!r}: use judge_replay or agent_rerun")
         return int(exit_codes.USAGE)
+    # Bounds are checked here, not with typer's ``min=``: its message omits the value typed.
     if concurrency < 1:
-        _error(f"--concurrency {concurrency}: use 1 or more")
+        _error(f"--concurrency must be at least 1, got {concurrency}")
+        return int(exit_codes.USAGE)
+    if not math.isfinite(run_timeout) or run_timeout < 0:
+        _error(
+            f"--run-timeout must be a finite number of seconds, 0 or more (0: none), "
+            f"got {run_timeout:g}"
+        )
+        return int(exit_codes.USAGE)
+    if max_turns < 0:
+        _error(f"--max-turns must be at least 0 (0: the spec's or 200), got {max_turns}")
         return int(exit_codes.USAGE)
     options = SweepOptions(
         replace=replace,
