@@ -19,8 +19,15 @@ class RunProgress:
     messages when the scenario has none); otherwise one plain line per finished round.
     """
 
-    def __init__(self, waiting_for_server: bool) -> None:
-        """Remember when we started waiting for a temporary Prefect server, if we are."""
+    def __init__(self, waiting_for_server: bool, announce: bool = True) -> None:
+        """Remember when we started waiting for a temporary Prefect server, if we are.
+
+        Args:
+            waiting_for_server: A temporary Prefect server is starting (say when it is ready).
+            announce: Print ``new_run_id=``/``new_run_dir=`` when the run is claimed (False
+                when the command printed them before the run started).
+        """
+        self.announce = announce
         self.tty = sys.stdout.isatty()
         self.console = Console(file=sys.stdout)
         self.wait_started = time.monotonic() if waiting_for_server else None
@@ -39,8 +46,9 @@ class RunProgress:
                 file=sys.stderr,
             )
             self.wait_started = None
-        print(f"new_run_id={run_id}", flush=True)
-        print(f"new_run_dir={run_url}", flush=True)
+        if self.announce:
+            print(f"new_run_id={run_id}", flush=True)
+            print(f"new_run_dir={run_url}", flush=True)
         self.round_count = round_count
         if self.tty:
             self.progress = Progress(

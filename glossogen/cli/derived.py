@@ -33,12 +33,12 @@ def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
         "--provider", prepared.provider, "--config", prepared.config_url,
     ]  # fmt: skip
     if wait:
-        from glossogen.cli.run import run
+        from glossogen.cli.run import play
 
-        return run(scenario=scenario, model=prepared.model, provider=prepared.provider,
-                   config=prepared.config_url, resume_dir=run_dir, overrides=[],
-                   runs_dir="", max_agent_turns=200, group_slug="local", dry_run=False,
-                   allow_config_change=False)  # fmt: skip
+        # new_run_id= is printed above, before any check of the run can fail; the run's own
+        # progress must not print it again.
+        return play(scenario, [], prepared.model, prepared.provider, "", prepared.config_url,
+                    resume_dir=run_dir, announce=False)  # fmt: skip
     fs, path = open_fs(run_dir)
     log_path = os.path.join(path, f"{scenario}_stdout.log") if is_local(fs) else os.devnull
     with open(log_path, "ab") as log:

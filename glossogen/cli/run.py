@@ -125,6 +125,55 @@ def run(
     ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
+    return play(
+        scenario=scenario,
+        overrides=list(overrides or []),
+        model=model,
+        provider=provider,
+        runs_dir=runs_dir,
+        config=config,
+        max_agent_turns=max_agent_turns,
+        group_slug=group_slug,
+        dry_run=dry_run,
+        resume_dir=resume_dir,
+        allow_config_change=allow_config_change,
+    )
+
+
+def play(
+    scenario: str,
+    overrides: list[str],
+    model: str,
+    provider: str,
+    runs_dir: str,
+    config: str,
+    max_agent_turns: int = 200,
+    group_slug: str = "local",
+    dry_run: bool = False,
+    resume_dir: str = "",
+    allow_config_change: bool = False,
+    announce: bool = True,
+) -> int:
+    """Check a launch and play it as ``glossogen run`` does (the arguments are its flags).
+
+    Args:
+        scenario: Installed scenario name.
+        overrides: ``key=value`` knob overrides.
+        model: Default model of every agent.
+        provider: Default provider of every agent.
+        runs_dir: Root folder or fsspec URL for a new run ("" with ``resume_dir``).
+        config: Preset name or JSON file path.
+        max_agent_turns: Model requests per agent (1 or more).
+        group_slug: Tenant group that owns the run.
+        dry_run: Resolve, check and print the estimate; claim nothing.
+        resume_dir: An existing run folder to continue in place ("" for a new run).
+        allow_config_change: With ``resume_dir``, accept a config that differs.
+        announce: Print ``new_run_id=``/``new_run_dir=`` when the run is claimed; False when
+            the caller has printed them already (a derived run played with ``--wait``).
+
+    Returns:
+        The exit code (DESIGN.md section 9); refusals print one ``glossogen: error:`` line.
+    """
     # Checked here, not with typer's ``min=``: its message does not repeat the value typed.
     if max_agent_turns < 1:
         _error(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
@@ -141,7 +190,7 @@ def run(
         provider=provider,
         runs_dir=runs_dir or _runs_root(resume_dir),
         config=config,
-        overrides=list(overrides or []),
+        overrides=overrides,
         max_agent_turns=max_agent_turns,
         group_slug=group_slug,
     )
@@ -185,7 +234,7 @@ def run(
             file=sys.stderr,
             flush=True,
         )
-    progress = RunProgress(waiting_for_server=ephemeral)
+    progress = RunProgress(waiting_for_server=ephemeral, announce=announce)
     try:
         with observing(progress):
             if resume_dir:

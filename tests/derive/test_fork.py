@@ -299,3 +299,33 @@ def test_per_channel_visibility_refuses_an_unknown_channel(source: Path, tmp_pat
             )
         )
     assert not (tmp_path / "runs").exists()
+
+
+SEAT = ["--replaced-agent-id", "field_observer", "--model", "scripted", "--provider", "scripted"]
+WAITED = {
+    "fork-at-round": [],
+    "replace-agent": SEAT,
+    "cross-run-replace-agent": [
+        *SEAT, "--donor-run-dir", "SOURCE", "--donor-agent-id", "stabilization_engineer",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(WAITED))
+def test_with_wait_the_new_run_id_is_printed_once(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    flags = [str(source) if f == "SOURCE" else f for f in WAITED[command]]
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [command, "veyru", "--source-run-dir", str(source), "--after-round", "4",
+             "--runs-dir", str(tmp_path), *flags, "--wait"]
+        )  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert exited.value.code == 0
+    (run_dir,) = [p for p in (tmp_path / "veyru").iterdir()]
+    run_id = f"veyru/{run_dir.name}"
+    assert out[:2] == [f"new_run_id={run_id}", f"new_run_dir={run_dir}"]
+    assert [line for line in out if line.startswith("new_run_")] == out[:2]
+    assert out[-1].startswith(f"{run_id} completed: ")
+    assert not (run_dir / "veyru_stdout.log").exists()  # played here, not detached
