@@ -87,6 +87,18 @@ def join(url: str, *parts: str) -> str:
     return posixpath.join(url.rstrip("/"), *segments) if segments else url
 
 
+def absolute(url: str) -> str:
+    """Return where ``url`` points, spelled so that it reads the same from any folder.
+
+    A local path becomes absolute (``~`` expanded, ``.``/``..`` and a trailing ``/`` dropped:
+    ``./runs/veyru/17`` run from ``/work`` is ``/work/runs/veyru/17``); an fsspec URL
+    (``s3://bucket/runs/veyru/17``, ``file:///...``) is returned unchanged.
+    """
+    if _is_url(url):
+        return url
+    return os.path.abspath(os.path.expanduser(url))
+
+
 def _one_line(text: str) -> str:
     text = " ".join(str(text).split())
     text = _USERINFO_RE.sub("//***@", _SECRET_RE.sub(r"\1***", text))

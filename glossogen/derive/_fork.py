@@ -3,6 +3,8 @@
 A derived run gets a fresh folder holding ``lineage.json``, its own ``config.json`` and a log
 that starts with its own ``simulation_started`` (lineage included) followed by the source's
 events up to the boundary; it then continues as a resumed run would. The source is only read.
+The lineage names the source (and donor) folder as resolved, an absolute local path or the
+fsspec URL as given, so it stays true when read from another working directory.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from glossogen.eventlog import (
 )
 from glossogen.knobs import ConfigError, knobs_to_config, load_config, resolve_knobs
 from glossogen.scenario import load_scenario, scenario_dir
-from glossogen.storage import ClaimedRun, RunStore, join, open_fs
+from glossogen.storage import ClaimedRun, RunStore, absolute, join, open_fs
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
 SKIPPED = ("simulation_started", "simulation_ended", "run_resumed")
@@ -185,7 +187,7 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
     lineage: dict[str, Any] = {
         "derivation": request.derivation,
         "source_run_id": started.run_id,
-        "source_run_dir": request.source_run_dir,
+        "source_run_dir": absolute(request.source_run_dir),
         "after_round": request.after_round,
     }
     replaced = request.replaced_agent_id
@@ -225,7 +227,7 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
                 )
             history = donor.histories[request.donor_agent_id or ""]
             lineage |= {
-                "donor_run_dir": request.donor_run_dir,
+                "donor_run_dir": absolute(request.donor_run_dir),
                 "donor_agent_id": request.donor_agent_id,
             }
         else:

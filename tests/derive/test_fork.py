@@ -14,6 +14,8 @@ from glossogen.cli import main
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork, read_state
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
+from glossogen.storage import RunStore
+from tests.fixtures.played_runs import play_run
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +331,30 @@ def test_with_wait_the_new_run_id_is_printed_once(
     assert [line for line in out if line.startswith("new_run_")] == out[:2]
     assert out[-1].startswith(f"{run_id} completed: ")
     assert not (run_dir / "veyru_stdout.log").exists()  # played here, not detached
+
+
+def test_lineage_records_the_source_and_donor_folders_resolved(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(source.parents[1])  # the runs folder: ./veyru/<ts> is the source
+    typed = f"./veyru/{source.name}/"
+    prepared = prepare_fork(
+        ForkRequest(
+            "veyru", typed, 3, str(tmp_path), 1, None, "field_observer", "scripted",
+            "scripted", "full", typed, "stabilization_engineer",
+        )
+    )  # fmt: skip
+    fork = Path(prepared.claimed.url)
+    lineage = json.loads((fork / "lineage.json").read_text())
+    assert (lineage["source_run_dir"], lineage["donor_run_dir"]) == (str(source), str(source))
+    started = read_events(str(fork / "veyru.jsonl")).events[0]
+    assert started.lineage == lineage
+
+
+def test_lineage_keeps_an_s3_source_url_as_typed(s3_bucket: str) -> None:
+    source = play_run(f"{s3_bucket}/runs", rounds=2)
+    typed = f"{source.url}/"
+    prepared = prepare_fork(ForkRequest("veyru", typed, 1, f"{s3_bucket}/forks"))
+    store = RunStore(prepared.claimed.url)
+    lineage = store.read_json(prepared.claimed.url, "lineage.json")
+    assert lineage["source_run_dir"] == f"{s3_bucket}/runs/veyru/{source.run_id.split('/')[1]}/"

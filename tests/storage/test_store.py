@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from glossogen.storage import ClaimedRun, RunStore, StorageError, join, open_fs
+from glossogen.storage import ClaimedRun, RunStore, StorageError, absolute, join, open_fs
 
 
 def _tree(root) -> list[str]:
@@ -118,3 +118,13 @@ def test_open_fs_local(tmp_path, monkeypatch):
     fs, path = open_fs("runs")
     assert path == str(tmp_path / "runs")
     assert "file" in fs.protocol
+
+
+def test_absolute_resolves_a_local_path_and_keeps_a_url(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert absolute("./runs/veyru/123/") == str(tmp_path / "runs" / "veyru" / "123")
+    assert absolute("runs/../runs/veyru/123") == str(tmp_path / "runs" / "veyru" / "123")
+    assert absolute("~/runs/veyru/123") == str(tmp_path / "home" / "runs" / "veyru" / "123")
+    assert absolute("s3://bkt/runs/veyru/123/") == "s3://bkt/runs/veyru/123/"
+    assert absolute("file:///data/runs/veyru/123") == "file:///data/runs/veyru/123"
