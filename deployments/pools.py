@@ -100,6 +100,15 @@ class PlannedLimit(BaseModel):
     name: str
     limit: int
 
+    def line(self, verb: str) -> str:
+        """Return what ``pools apply`` prints for it: ``created limit llm:openai (1 call at once)``.
+
+        Args:
+            verb: ``created`` or ``updated``.
+        """
+        calls = "call" if self.limit == 1 else "calls"
+        return f"{verb} limit {self.name} ({self.limit} {calls} at once)"
+
 
 def load_limits(path: str | Path = DEFAULT_LIMITS_FILE) -> LimitsFile:
     """Read and validate a limits file.
@@ -211,11 +220,11 @@ async def apply_limits(limits: LimitsFile) -> list[str]:
                     name=limit.name, limit=limit.limit, active=True
                 )
                 await client.create_global_concurrency_limit(create)
-                done.append(f"created limit {limit.name} ({limit.limit} calls at once)")
+                done.append(limit.line("created"))
                 continue
             update_limit = GlobalConcurrencyLimitUpdate(limit=limit.limit, active=True)
             await client.update_global_concurrency_limit(limit.name, update_limit)
-            done.append(f"updated limit {limit.name} ({limit.limit} calls at once)")
+            done.append(limit.line("updated"))
     return done
 
 

@@ -30,3 +30,19 @@ def test_an_unknown_provider_is_refused_by_name(tmp_path: Path) -> None:
     path.write_text("providers:\n  bedrock: {llm_concurrency: 2}\n")
     with pytest.raises(LimitsError, match="unknown provider\\(s\\) bedrock"):
         load_limits(path)
+
+
+def test_pools_apply_says_one_call_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text(
+        "providers:\n  huggingface: {llm_concurrency: 1}\n  openai: {llm_concurrency: 2}\n"
+    )
+    _, limits = plan_limits(load_limits(path))
+    by_name = {limit.name: limit for limit in limits}
+    assert by_name["llm:huggingface"].line("created") == (
+        "created limit llm:huggingface (1 call at once)"
+    )
+    assert by_name["llm:huggingface"].line("updated") == (
+        "updated limit llm:huggingface (1 call at once)"
+    )
+    assert by_name["llm:openai"].line("created") == "created limit llm:openai (2 calls at once)"
