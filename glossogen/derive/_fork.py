@@ -19,6 +19,7 @@ from glossogen.eventlog import (
     AgentRegistered,
     Event,
     EventLogWriter,
+    RunResumed,
     SimulationStarted,
     read_events,
 )
@@ -152,6 +153,37 @@ def _visible(
     return [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
 
 
+def _config_at_round(
+    config: dict[str, Any], events: list[Event], after_round: int, in_force: bool
+) -> dict[str, Any]:
+    """Return the config a run played round ``after_round + 1`` under.
+
+    A resume with ``--allow-config-change`` logs the difference in ``run_resumed`` (knob ->
+    ``{"recorded": old, "now": new}``) and plays every round after its ``after_round`` under the
+    new config. ``config.json`` holds the config in force at the end (``in_force``): the changes
+    of resumes after ``after_round`` are undone. ``simulation_started.scenario_config`` holds
+    the first one: the changes of resumes up to ``after_round`` are applied.
+
+    Args:
+        config: ``config.json`` (``in_force``) or ``simulation_started.scenario_config``.
+        events: The run's whole log.
+        after_round: The last round kept (a fork plays the next one onward).
+        in_force: Whether ``config`` is the config in force at the end of the log.
+
+    Returns:
+        A new dict; ``config`` is not changed.
+    """
+    config = dict(config)
+    resumes = [e for e in events if isinstance(e, RunResumed) and e.config_changes]
+    for resumed in reversed(resumes) if in_force else resumes:
+        later = resumed.after_round > after_round
+        if in_force != later:
+            continue
+        side = "recorded" if in_force else "now"
+        config |= {knob: change.get(side) for knob, change in resumed.config_changes.items()}
+    return config
+
+
 def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
 
@@ -168,10 +200,14 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
     cls = load_scenario(request.scenario)
     store = RunStore(request.runs_dir)
     source_store = RunStore(request.source_run_dir)
-    config = (
+    in_folder = source_store.exists(request.source_run_dir, "config.json")
+    config = _config_at_round(
         source_store.read_json(request.source_run_dir, "config.json")
-        if source_store.exists(request.source_run_dir, "config.json")
-        else dict(started.scenario_config)
+        if in_folder
+        else dict(started.scenario_config),
+        events,
+        request.after_round,
+        in_force=in_folder,
     )
     extra: dict[str, Any] = {}
     if request.knobs_path:

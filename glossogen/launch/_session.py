@@ -195,10 +195,13 @@ def open_session(
 
     The clock is virtual when every agent and the judge are scripted (offline runs play game
     time without waiting), else the real one. A local run folder is locked for the life of the
-    session, so no second process can write the same log.
+    session, so no second process can write the same log. A resume under a changed config
+    (``--allow-config-change``) logs the difference in ``run_resumed`` and then rewrites the
+    folder's ``config.json`` (atomically) with the config now in force.
 
     Raises:
         DeriveError: another live process writes the run (exit 75).
+        StorageError: ``config.json`` cannot be rewritten.
     """
     apply_dotenv()
     lock = RunLock(claimed.url)
@@ -248,6 +251,12 @@ def open_session(
                 config_changes=resume.config_changes,
             )
         )
+        if resume.config_changes:
+            # config.json holds the config in force; simulation_started keeps the original and
+            # run_resumed the difference. The event is made durable first: a crash in between
+            # leaves the old config.json, and the next resume asks for the change again.
+            writer.round_boundary()
+            RunStore(plan.request.runs_dir).write_json(claimed.url, "config.json", plan.knobs)
         first = state.after_round + 1
         notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
     return RunSession(plan, claimed, writer, engine, time.monotonic(), lock, first)

@@ -13,7 +13,14 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from flows.simulate import resume, simulate
-from glossogen.derive import DeriveError, RunLock, open_resume, read_state
+from glossogen.derive import (
+    DeriveError,
+    ForkRequest,
+    RunLock,
+    open_resume,
+    prepare_fork,
+    read_state,
+)
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
 
@@ -182,3 +189,67 @@ def test_a_run_another_live_process_writes_is_refused(finished: Path, tmp_path: 
         ).next_round
         == 4
     )
+
+
+@pytest.fixture(scope="module")
+def changed(prefect_api: str, finished: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The finished run cut after round 3, resumed with round_count 5 -> 6 and played out."""
+    dest = tmp_path_factory.mktemp("changed")
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    run = _cut_copy(finished, dest, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
+    request = _request(dest).model_copy(update={"overrides": ["round_count=6"]})
+    result = asyncio.run(resume(request, str(run), allow_config_change=True))
+    assert (result.status, result.rounds_played) == ("completed", 6)
+    return run
+
+
+def test_after_an_allowed_change_config_json_holds_the_config_in_force(
+    finished: Path, changed: Path
+) -> None:
+    original = json.loads((finished / "config.json").read_text())
+    assert original["round_count"] == 5
+    assert json.loads((changed / "config.json").read_text()) == {**original, "round_count": 6}
+    events = read_events(str(changed / "veyru.jsonl")).events
+    assert events[0].scenario_config == original  # simulation_started keeps the first config
+    assert [e.config_changes for e in events if e.event_type == "run_resumed"] == [
+        {"round_count": {"recorded": 5, "now": 6}}
+    ]
+
+
+def test_a_second_resume_compares_against_the_config_in_force(
+    finished: Path, changed: Path, tmp_path: Path
+) -> None:
+    lines = (changed / "veyru.jsonl").read_text().splitlines(keepends=True)
+    run = _cut_copy(changed, tmp_path, _cut_points(lines)["at-round-boundary-4"] - 1, False)
+    kept = read_events(str(run / "veyru.jsonl")).events
+    assert max(e.round_number for e in kept if e.event_type == "round_completed") == 4
+    original = json.loads((finished / "config.json").read_text())
+    with pytest.raises(DeriveError) as refused:
+        open_resume(str(run), "veyru", original, False)
+    assert str(refused.value) == (
+        "the config differs from the one the run recorded (round_count 6 -> 5); "
+        "pass --allow-config-change to resume under the new one"
+    )
+    request = _request(tmp_path).model_copy(update={"overrides": ["round_count=6"]})
+    result = asyncio.run(resume(request, str(run)))  # no flag: 6 is the config in force
+    assert (result.status, result.rounds_played) == ("completed", 6)
+    events = read_events(str(run / "veyru.jsonl")).events
+    assert [(e.after_round, e.config_changes) for e in events if e.event_type == "run_resumed"] == [
+        (3, {"round_count": {"recorded": 5, "now": 6}}),
+        (4, {}),
+    ]
+    assert json.loads((run / "config.json").read_text())["round_count"] == 6
+
+
+@pytest.mark.parametrize("config_json", [True, False], ids=["config.json", "started-only"])
+@pytest.mark.parametrize(("after_round", "round_count"), [(2, 5), (3, 6), (4, 6)])
+def test_a_fork_of_a_changed_run_takes_the_config_its_next_round_was_played_under(
+    changed: Path, tmp_path: Path, after_round: int, round_count: int, config_json: bool
+) -> None:
+    source = tmp_path / "source" / "veyru" / changed.name
+    shutil.copytree(changed, source)
+    if not config_json:  # a folder without config.json: simulation_started's is the first
+        (source / "config.json").unlink()
+    prepared = prepare_fork(ForkRequest("veyru", str(source), after_round, str(tmp_path)))
+    fork_config = json.loads((Path(prepared.claimed.url) / "config.json").read_text())
+    assert fork_config["round_count"] == round_count
