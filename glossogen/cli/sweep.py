@@ -116,7 +116,7 @@ def sweep(
         return int(exit_codes.USAGE)
     # Bounds are checked here, not with typer's ``min=``: its message omits the value typed.
     if concurrency < 1:
-        _error(f"--concurrency must be at least 1, got {concurrency}")
+        _error(f"--concurrency {concurrency}: use 1 or more")
         return int(exit_codes.USAGE)
     if not math.isfinite(run_timeout) or run_timeout < 0:
         _error(
