@@ -9,6 +9,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 
+from glossogen.concurrency import current_gate
 from glossogen.evaluation import Evaluation, failed_outcome, get_metric, headline_rows, summarise
 from tasks.evaluate import plan, score, write
 from tasks.gate import install_call_gate
@@ -60,7 +61,10 @@ async def evaluate(
         scenario,
     )
     names = [m.name for m in checked.metrics]
-    states = await asyncio.gather(*(score(checked, name, return_state=True) for name in names))
+    try:
+        states = await asyncio.gather(*(score(checked, name, return_state=True) for name in names))
+    finally:
+        await current_gate().release_idle()  # slots kept for a next judge call go back at once
     outcomes = []
     for name, state in zip(names, states, strict=True):
         value = await state.result(raise_on_failure=False)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from prefect import flow
 
+from glossogen.concurrency import current_gate
 from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession
 from glossogen.storage import ClaimedRun
 from tasks.config import check_credentials, resolve_config
@@ -101,4 +102,6 @@ async def play_rounds(
         else:
             await finalize(session, await price_spend(plan, claimed), status, error)
         raise
+    finally:
+        await current_gate().release_idle()  # slots kept for a next call go back at once
     return await finalize(session, await price_spend(plan, claimed), status, error)

@@ -45,6 +45,10 @@ class CallGate(Protocol):
         """
         ...
 
+    async def release_idle(self) -> None:
+        """Give back at once any slot kept idle for a next request (a run ends)."""
+        ...
+
 
 class OpenGate:
     """The default gate: every request goes at once (no limit configured)."""
@@ -56,6 +60,9 @@ class OpenGate:
     def slot(self, provider: str) -> AbstractAsyncContextManager[None]:
         """Return a context manager that never waits."""
         return self._free()
+
+    async def release_idle(self) -> None:
+        """Nothing is ever held."""
 
 
 _gate: CallGate = OpenGate()

@@ -33,12 +33,12 @@ def _profile(provider: str, model: str) -> Any:
     """
     from pydantic_ai.exceptions import UserError
 
-    from glossogen.models import ModelConfigError, build_model
+    from glossogen.models import ModelConfigError, model_profile
 
     if provider == "scripted":
         return {"supports_thinking": False, "thinking_always_enabled": False}
     try:
-        return build_model(provider, model).profile
+        return model_profile(provider, model)
     except (ModelConfigError, UserError, ImportError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LaunchError(f"{provider}:{model}: {first}", EXIT_REFUSED) from None

@@ -239,6 +239,9 @@ class CountingGate:
 
         return held()
 
+    async def release_idle(self) -> None:
+        """Nothing is held between requests."""
+
 
 def test_judge_requests_take_slots_of_the_provider_gate(
     openai_judge: StubModelServer, tmp_path: Path

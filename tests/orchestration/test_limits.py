@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import PrefectClient, get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.deployments import run_deployment
 
@@ -86,3 +86,45 @@ def test_the_gate_says_what_a_call_waits_for_and_fails_open_visibly(orchestratio
     assert order == ["first in", "first out", "second in"]
     assert waits == 1
     assert (missing, inactive) == (False, False)  # not enforced: calls go unlimited (logged)
+
+
+def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it_back(
+    orchestration_api: str,
+) -> None:
+    """A slot outlives its request (idle, for this process's next call), then goes back."""
+
+    async def active_slots(client: PrefectClient) -> int:
+        return (await client.read_global_concurrency_limit_by_name("llm:gate-linger")).active_slots
+
+    async def scenario() -> list[tuple[str, int]]:
+        seen: list[tuple[str, int]] = []
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name="llm:gate-linger", limit=1, active=True)
+            )
+            gate = PrefectCallGate(linger_seconds=600)
+            for call in ("first", "second"):
+                async with gate.slot("gate-linger"):
+                    seen.append((f"{call} call", await active_slots(client)))
+                seen.append((f"after the {call}", await active_slots(client)))
+            await gate.release_idle()  # the run ends
+            seen.append(("run ended", await active_slots(client)))
+            brief = PrefectCallGate(linger_seconds=0)
+            async with brief.slot("gate-linger"):
+                seen.append(("brief call", await active_slots(client)))
+            for _ in range(200):  # the release is a task of its own: let it reach the server
+                if await active_slots(client) == 0:
+                    break
+                await asyncio.sleep(0.05)
+            seen.append(("after the brief call", await active_slots(client)))
+        return seen
+
+    assert asyncio.run(scenario()) == [
+        ("first call", 1),
+        ("after the first", 1),
+        ("second call", 1),
+        ("after the second", 1),
+        ("run ended", 0),
+        ("brief call", 1),
+        ("after the brief call", 0),
+    ]
