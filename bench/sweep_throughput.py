@@ -1,25 +1,30 @@
 """Sweep throughput under ``llm:<provider>`` limits, and the gate's cost per model call (issue 7).
 
-Starts a Prefect server of its own (or uses ``--api-url``), sets ``llm:openai`` and
-``llm:anthropic`` to 4 calls at once, and points each provider at its own stub model server
-(300 ms per answer; each stub in its own process on 127.0.0.1, so its CPU is not ours). The
-40 runs are prisoners' dilemmas: 2 models (one per provider) x round_count 1|2 x 10 trials.
+Starts a Prefect server of its own (or uses ``--api-url``), backed by a throwaway PostgreSQL
+cluster when the machine has ``initdb`` (``--database postgres``, the default then) or by
+SQLite; sets ``llm:openai`` and ``llm:anthropic`` to 4 calls at once, and points each provider
+at its own stub model server (300 ms per answer; each stub in its own process on 127.0.0.1, so
+its CPU is not ours). The 40 runs are prisoners' dilemmas: 2 models (one per provider) x
+round_count 1|2 x 10 trials.
 
-1. **Runs through the gate**: the 40 runs play at once in this process through the library
-   (no flows), every model call taking a slot of ``llm:<provider>`` from the Prefect server.
-2. **The sweep** (``--sweep``): ``glossogen sweep`` plays the same 40 runs as in-process
-   subflows (``--concurrency 16``), Prefect flow and task overhead included.
+1. **Gate cost** (first, on a quiet server): 40 sequential model calls of one pydantic-ai
+   agent against a 0 ms stub with the open gate, then with the Prefect gate; prints the added
+   milliseconds per call.
+2. **Runs through the gate** (the baseline of what the limits allow): the 40 runs play at
+   once in this process through the library (no flows), every model call taking a slot of
+   ``llm:<provider>`` from the Prefect server.
+3. **The sweep** (the product path): ``glossogen sweep`` plays the same 40 runs as in-process
+   ``simulate`` subflows, all at once (``--concurrency 40``; 16 on SQLite, whose API answers
+   503 to flow-run writes past that on 2 cores), Prefect flow and task overhead included.
 
-For each, from the stubs' own records (arrival and answer time of every request): per provider
-the requests, the most in flight at once and the achieved concurrency (request-seconds over the
-provider's busy window); and the throughput as a ratio to the ideal measured in the same run:
-ideal window = max over providers of (request-seconds / 4), over the actual window from the
-first request to the last answer (target: >= 0.8).
+For 2 and 3, from the stubs' own records (arrival and answer time of every request): per
+provider the requests, the most in flight at once and the achieved concurrency
+(request-seconds over the provider's busy window); and the throughput as a ratio to the ideal
+measured in the same run: ideal window = max over providers of (request-seconds / 4), over the
+actual window from the first request to the last answer (target for the sweep: >= 0.8).
 
-3. **Gate cost** (measured first, on a quiet server): 40 sequential model calls of one pydantic-ai agent against a 0 ms stub with
-   the open gate, then with the Prefect gate; prints the added milliseconds per call.
-
-Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/sweep_throughput.py [--api-url URL] [--sweep]``.
+Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/sweep_throughput.py [--database sqlite]
+[--api-url URL] [--concurrency N]``.
 """
 
 from __future__ import annotations
@@ -45,9 +50,9 @@ ROUNDS = (1, 2)
 MODELS = {"openai": "gpt-5.4", "anthropic": "claude-sonnet-4-6"}
 KNOBS = ["idle_floor_seconds=0.05", "postmortem_enabled=false"]
 GATE_CALLS = 40
-SWEEP_CONCURRENCY = 16
-"""Sweep runs in flight: 8 per provider, 16 agents for 4 slots, so the limits stay saturated.
-(At 40 in one process, a SQLite Prefect server on 2 cores answers 503 to task-run creation.)"""
+SWEEP_CONCURRENCY = {"postgres": 40, "sqlite": 16}
+"""Sweep runs in flight by server database: all 40 on PostgreSQL; 16 on SQLite, which on 2
+cores answers 503 to flow-run writes at 40 (runs then fail after the client's retries)."""
 KEY = "sk-bench-0123456789"
 SPEC = """\
 scenario: prisoners_dilemma
@@ -160,7 +165,7 @@ async def play_all(runs_dir: str) -> list[str | BaseException]:
         install_gate(None)
 
 
-def play_sweep(api_url: str, stubs: dict[str, Stub]) -> float:
+def play_sweep(api_url: str, stubs: dict[str, Stub], concurrency: int) -> float:
     """Run the sweep in a subprocess; return its wall time (seconds)."""
     folder = Path(tempfile.mkdtemp(prefix="glossogen-bench-sweep-"))
     (folder / "bench.yaml").write_text(SPEC.format(trials=TRIALS))
@@ -176,7 +181,7 @@ def play_sweep(api_url: str, stubs: dict[str, Stub]) -> float:
             "sweep",
             "bench.yaml",
             "--concurrency",
-            str(SWEEP_CONCURRENCY),
+            str(concurrency),
         ],  # fmt: skip
         cwd=folder,
         env=env,
@@ -248,15 +253,29 @@ def gate_cost(openai_url: str) -> tuple[float, float]:
 
 def main() -> None:
     """Run the measurements and print the figures."""
+    from deployments.local_postgres import local_postgres, postgres_available
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api-url", default="", help="Use this Prefect server (limits change).")
-    parser.add_argument("--sweep", action="store_true", help="Also measure `glossogen sweep`.")
+    parser.add_argument(
+        "--database",
+        choices=["postgres", "sqlite"],
+        default="postgres" if postgres_available() else "sqlite",
+        help="The database of the server this bench starts (default: postgres if initdb is here).",
+    )
+    parser.add_argument("--concurrency", type=int, default=0, help="Sweep runs in flight.")
     args = parser.parse_args()
     from deployments.local_server import QUIET_ENV, local_prefect_server
 
     os.environ.update(QUIET_ENV)
+    concurrency = args.concurrency or SWEEP_CONCURRENCY[args.database]
     with ExitStack() as stack:
-        api_url = args.api_url or stack.enter_context(local_prefect_server())
+        if args.api_url:
+            api_url, where = args.api_url, f"Prefect server {args.api_url}"
+        else:
+            url = stack.enter_context(local_postgres()) if args.database == "postgres" else None
+            api_url = stack.enter_context(local_prefect_server(database_url=url))
+            where = f"a Prefect server of its own on {args.database}"
         os.environ["PREFECT_API_URL"] = api_url  # before anything imports Prefect's settings
         stubs = {p: Stub(LATENCY_SECONDS) for p in MODELS}
         quick = Stub(0.0)
@@ -267,10 +286,8 @@ def main() -> None:
                            "ANTHROPIC_API_KEY": KEY})  # fmt: skip
         if not os.environ.get("BENCH_NO_LIMITS"):
             asyncio.run(set_limits())
-        print(
-            f"40 runs, {LATENCY_SECONDS * 1000:.0f} ms per answer, llm:<provider> = {LIMIT} "
-            f"(Prefect server {api_url})"
-        )
+        print(f"40 runs, {LATENCY_SECONDS * 1000:.0f} ms per answer, llm:<provider> = {LIMIT} "
+              f"({where})")  # fmt: skip
         quick.ask("plain")
         open_gate, gated = gate_cost(quick.openai_url)
         print(
@@ -281,14 +298,13 @@ def main() -> None:
         started = time.monotonic()
         statuses = asyncio.run(play_all(tempfile.mkdtemp(prefix="glossogen-bench-runs-")))
         wall = time.monotonic() - started
-        report(f"runs through the gate ({statuses.count('completed')}/40 completed, "
+        report(f"runs through the gate, no flows ({statuses.count('completed')}/40 completed, "
                f"{wall:.1f} s)", stubs)  # fmt: skip
-        if args.sweep:
-            for stub in stubs.values():
-                stub.ask("reset")
-            wall = play_sweep(api_url, stubs)
-            report(f"glossogen sweep --concurrency {SWEEP_CONCURRENCY} ({wall:.1f} s wall, "
-                   "process start and planning included)", stubs)  # fmt: skip
+        for stub in stubs.values():
+            stub.ask("reset")
+        wall = play_sweep(api_url, stubs, concurrency)
+        report(f"glossogen sweep --concurrency {concurrency} ({wall:.1f} s wall, process start "
+               "and planning included)", stubs)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -39,8 +39,12 @@ def is_healthy(api_url: str) -> bool:
 
 
 @contextmanager
-def local_prefect_server(port: int | None = None) -> Iterator[str]:
+def local_prefect_server(port: int | None = None, database_url: str | None = None) -> Iterator[str]:
     """Start a Prefect server on 127.0.0.1, yield its API URL once healthy, stop it on exit.
+
+    ``database_url``: a SQLAlchemy URL for the server's database (e.g. from
+    :func:`deployments.local_postgres.local_postgres`); the default is a SQLite file in the
+    server's throwaway ``PREFECT_HOME``.
 
     Raises:
         RuntimeError: the server exited or was not healthy within 180 seconds (its log path is
@@ -51,6 +55,8 @@ def local_prefect_server(port: int | None = None) -> Iterator[str]:
     api_url = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, **QUIET_ENV, "PREFECT_HOME": str(home)}
     env.pop("PREFECT_API_URL", None)
+    if database_url:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
     with open(home / "server.log", "wb") as log:
         server = subprocess.Popen(
             [

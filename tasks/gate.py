@@ -122,14 +122,20 @@ class SlotPool:
             self.in_flight += 1
             lease = self._take_idle() or await _acquire(self.client, self.name)
             renewing = asyncio.create_task(_renew(self.client, lease)) if lease else None
+            done = False
             try:
                 yield
+                done = True
             finally:
                 self.in_flight -= 1
                 if renewing is not None:
                     renewing.cancel()
-                if lease is not None:
+                if lease is not None and done:
                     await self._put_back(lease)
+                elif lease is not None:
+                    # A cancelled or failed request may still be in the provider's hands for a
+                    # moment: its slot goes back through the server rather than straight on.
+                    await asyncio.shield(self._release(lease))
         finally:
             self.queue.release()
 
