@@ -293,14 +293,22 @@ async def _acquire(client: PrefectClient, name: str) -> Lease | None:
     vanished meanwhile (nothing held, nothing to release).
     """
     while True:
-        try:
-            response = await _without_backoff(
+        asking = asyncio.ensure_future(
+            _without_backoff(
                 client.increment_concurrency_slots_with_lease,
                 names=[name],
                 slots=1,
                 mode="concurrency",
                 lease_duration=LEASE_SECONDS,
             )
+        )
+        try:
+            # Shielded: a call cancelled while its ask is on the wire (a round that ends) would
+            # otherwise leave the slot the server grants held by nobody until its lease ends.
+            response = await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            asking.add_done_callback(lambda done: _give_back(client, done))
+            raise
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code != 423:
                 raise
@@ -337,6 +345,24 @@ async def _without_backoff(call: Callable[..., Awaitable[T]], **kwargs: Any) -> 
                 raise
         await asyncio.sleep(random.uniform(delay / 2, delay))  # noqa: S311 (jitter, not secrets)
         delay = min(delay * 2, MAX_POLL_SECONDS)
+
+
+_GIVING_BACK: set[asyncio.Task[Any]] = set()
+
+
+def _give_back(client: PrefectClient, asked: asyncio.Future[Any]) -> None:
+    """Release the slot an abandoned ask was granted (a done-callback; nothing if refused)."""
+    if asked.cancelled() or asked.exception() is not None:
+        return
+    body = asked.result().json()
+    if body.get("limits"):
+        task = asyncio.ensure_future(
+            _without_backoff(
+                client.release_concurrency_slots_with_lease, lease_id=UUID(body["lease_id"])
+            )
+        )
+        _GIVING_BACK.add(task)
+        task.add_done_callback(_GIVING_BACK.discard)
 
 
 _NO_RETRIES: dict[int, tuple[Any, Any]] = {}

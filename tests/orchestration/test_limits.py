@@ -128,3 +128,4 @@ def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it
         ("brief call", 1),
         ("after the brief call", 0),
     ]
+
