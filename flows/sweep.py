@@ -51,7 +51,7 @@ async def sweep(
     async def launcher(launch: Launch) -> RunRecord:
         if launch.request.provider in served:
             return await launch_deployment(launch, sweep_plan.sweep_id, run.epoch)
-        return await launch_subflow(launch)
+        return await launch_subflow(launch, sweep_plan.sweep_id, run.epoch)
 
     run = SweepRun(sweep_plan, mode, launcher, publish_census)
     try:

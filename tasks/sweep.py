@@ -143,17 +143,63 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     return record
 
 
-async def launch_subflow(launch: Launch) -> RunRecord:
+LAUNCH_ATTEMPTS = 5
+"""Attempts at starting an in-process run the Prefect API refused before it claimed a folder."""
+
+
+def refused_before_start(exc: BaseException, launch: Launch, sweep_id: str, epoch: int) -> bool:
+    """True when a fresh run failed only because the Prefect API refused to start it.
+
+    That is: the error is the API's 429/502/503/504 (a SQLite server answers 503 while its
+    database is locked) or a dropped connection, the launch is not a resume, and no run folder
+    of this (cell, trial, epoch) exists, so nothing was written or spent and launching it again
+    cannot pay twice.
+    """
+    import httpx
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    if isinstance(exc, PrefectHTTPStatusError):
+        refused = exc.response.status_code in (429, 502, 503, 504)
+    else:
+        refused = isinstance(exc, httpx.TransportError)
+    return refused and launch.resume_url is None and _find_record(launch, sweep_id, epoch) is None
+
+
+async def launch_subflow(
+    launch: Launch, sweep_id: str | None = None, epoch: int | None = None
+) -> RunRecord:
     """Play the run in this process as a ``simulate`` subflow and read its record back.
 
     An interrupted run (``launch.resume_url``) continues in place as a ``resume`` subflow.
+    Given the sweep's id and epoch, a run the Prefect API refused to start
+    (:func:`refused_before_start`) is launched again, up to :data:`LAUNCH_ATTEMPTS` times,
+    after a jittered exponential wait (tenacity; 1 to 20 s).
     """
+    from tenacity import (
+        AsyncRetrying,
+        retry_if_exception,
+        stop_after_attempt,
+        wait_random_exponential,
+    )
+
     from flows.simulate import resume, simulate
 
-    if launch.resume_url is None:
-        result = await simulate(launch.request)
-    else:
-        result = await resume(launch.request, launch.resume_url)
+    def retryable(exc: BaseException) -> bool:
+        if sweep_id is None or epoch is None:
+            return False
+        return refused_before_start(exc, launch, sweep_id, epoch)
+
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception(retryable),
+        stop=stop_after_attempt(LAUNCH_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=1, max=20),
+        reraise=True,
+    ):
+        with attempt:
+            if launch.resume_url is None:
+                result = await simulate(launch.request)
+            else:
+                result = await resume(launch.request, launch.resume_url)
     store = RunStore(launch.request.runs_dir)
     labels = store.read_json(result.run_url, "labels.json")
     return read_run(store, result.run_id, launch.request.scenario, labels)
