@@ -11,7 +11,6 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.client.schemas.objects import FlowRun, StateType
-from prefect.deployments import run_deployment
 from prefect.events import Event, EventTrigger
 from prefect.events.actions import RunDeployment
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
@@ -30,15 +29,7 @@ from tests.orchestration.flow_runs import (
     wait_for_state,
     wait_until,
 )
-from tests.orchestration.test_recovery import (
-    HOLD_AFTER,
-    ROUNDS,
-    HoldAfter,
-    _kill_writer,
-    _request,
-    _stuck,
-    _worker_done_with,
-)
+from tests.orchestration.test_recovery import ROUNDS, _worker_done_with, kill_a_run_mid_round
 
 AUTOMATION = "reconcile__automation_1"
 """Prefect names a deployment's triggers ``<deployment>__automation_<n>`` (from 1)."""
@@ -122,17 +113,8 @@ def test_a_crashed_simulate_run_is_resumed_by_the_automation(
     (action,) = automation.actions
     assert isinstance(action, RunDeployment)
     assert action.parameters == {"runs_dir": str(tmp_path / "runs"), "silent_seconds": 600}
-    hold = HoldAfter(HOLD_AFTER)
-    model_stub.responder = hold
     runs = tmp_path / "runs"
-    flow_run = run_deployment(
-        "simulate/simulate-self-hosted",
-        parameters={"request": _request(runs, "llama-a")},
-        timeout=0,
-    )
-    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to be stuck")
-    _kill_writer(run_dir)
-    hold.released = True
+    flow_run, run_dir = kill_a_run_mid_round(model_stub, runs)
     run_id = f"prisoners_dilemma/{run_dir.name}"
     simulate_run = f"prefect.flow-run.{flow_run.id}"
 

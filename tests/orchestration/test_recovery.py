@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from uuid import UUID
 
-from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
 from prefect.workers.base import get_infrastructure_exit_info
 
@@ -103,12 +103,11 @@ def _kill_writer(run_dir: Path) -> None:
     os.kill(int((run_dir / LOCK_NAME).read_text()), signal.SIGKILL)
 
 
-def test_a_prefect_retry_of_a_crashed_run_resumes_it(
-    self_hosted_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
-) -> None:
+def kill_a_run_mid_round(model_stub: StubModelServer, runs: Path) -> tuple[FlowRun, Path]:
+    """Start a run on ``simulate-self-hosted``, SIGKILL it once stuck mid-round, then let the
+    stub answer again (for its resume). Returns its flow run and run folder."""
     hold = HoldAfter(HOLD_AFTER)
     model_stub.responder = hold
-    runs = tmp_path / "runs"
     flow_run = run_deployment(
         "simulate/simulate-self-hosted",
         parameters={"request": _request(runs, "llama-a")},
@@ -116,9 +115,17 @@ def test_a_prefect_retry_of_a_crashed_run_resumes_it(
     )
     (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to be stuck")
     _kill_writer(run_dir)
+    hold.released = True
+    return flow_run, run_dir
+
+
+def test_a_prefect_retry_of_a_crashed_run_resumes_it(
+    self_hosted_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    flow_run, run_dir = kill_a_run_mid_round(model_stub, runs)
     crashed = wait_for_state(flow_run.id, {StateType.CRASHED})  # its worker saw it die
     assert crashed.name == f"prisoners_dilemma/{run_dir.name}"
-    hold.released = True
     wait_until(lambda: _worker_done_with(flow_run.id), "the worker's report of the crash")
     subprocess.run(
         [sys.executable, "-m", "prefect", "flow-run", "retry", str(flow_run.id)],
