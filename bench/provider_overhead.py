@@ -11,6 +11,7 @@ Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/provider_overhead.py``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import subprocess
@@ -109,6 +110,7 @@ def measure(latency: float) -> tuple[int, float, float, float]:
 
 def main() -> None:
     """Print the figures for 0 ms and 200 ms of stub latency."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help
     for latency in (0.0, 0.2):
         calls, ours, bare, wall = measure(latency)
         print(

@@ -11,6 +11,7 @@ Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/raw_zip.py [RUNS]`` (default
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import tempfile
@@ -55,7 +56,9 @@ def timed(fn, *args, **kwargs) -> float:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     """Print the figures for a cohort of ``RUNS`` copies."""
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=100, help="Runs in the cohort.")
+    runs = parser.parse_args().runs
     with tempfile.TemporaryDirectory(prefix="glossogen-bench-") as tmp:
         root = Path(tmp)
         folders = cohort(root, runs)

@@ -9,6 +9,7 @@ Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/resume_cost.py``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import sys
@@ -47,6 +48,7 @@ async def play(runs_dir: str) -> tuple[str, list[float]]:
 
 def main() -> None:
     """Print the rebuild time, the per-round play time and their ratio."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help
     url, per_round = asyncio.run(play(tempfile.mkdtemp(prefix="glossogen-bench-")))
     rebuilds = []
     for _ in range(5):

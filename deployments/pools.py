@@ -11,10 +11,10 @@ every limit that does not exist or is inactive, for launchers to refuse or warn 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from glossogen.catalog import JUDGE_PROVIDERS, SIMULATION_PROVIDERS
 from glossogen.concurrency import limit_name
@@ -55,15 +55,28 @@ class LimitsError(ValueError):
         self.exit_code = exit_code
 
 
+Count = Annotated[StrictInt, Field(ge=1)]
+"""A number of 1 or more, written as a number (``true`` is not read as 1)."""
+BUILT_IN_POOL, BUILT_IN_LLM = 8, 4
+"""What ``defaults`` holds for a number it leaves out."""
+
+
 class ProviderLimits(BaseModel):
     """Limits of one provider; a number left out falls back to ``defaults``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    pool_concurrency: int | None = Field(default=None, ge=1)
-    """Flow runs of this provider's work pool at once."""
-    llm_concurrency: int | None = Field(default=None, ge=1)
+    pool_concurrency: Count | None = None
+    """Flow runs of this provider's work pool at once (never null: a pool has a size)."""
+    llm_concurrency: Count | None = None
     """Model requests in flight at once (``llm:<provider>``); null: no limit."""
+
+    @field_validator("pool_concurrency", mode="before")
+    @classmethod
+    def _pool_has_a_size(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must be a number of 1 or more, not null (leave it out for defaults)")
+        return value
 
 
 class SharedPool(BaseModel):
@@ -72,7 +85,7 @@ class SharedPool(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "glossogen"
-    pool_concurrency: int = Field(default=8, ge=1)
+    pool_concurrency: Count = BUILT_IN_POOL
 
 
 class LimitsFile(BaseModel):
@@ -81,7 +94,9 @@ class LimitsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     defaults: ProviderLimits = Field(
-        default_factory=lambda: ProviderLimits(pool_concurrency=8, llm_concurrency=4)
+        default_factory=lambda: ProviderLimits(
+            pool_concurrency=BUILT_IN_POOL, llm_concurrency=BUILT_IN_LLM
+        )
     )
     providers: dict[str, ProviderLimits] = Field(default_factory=dict)
     shared_pool: SharedPool = Field(default_factory=SharedPool)
@@ -95,17 +110,20 @@ class PlannedPool(BaseModel):
 
 
 class PlannedLimit(BaseModel):
-    """One global concurrency limit to create or update (always active)."""
+    """One global concurrency limit: a size to create or update (active), or None: no limit."""
 
     name: str
-    limit: int
+    limit: int | None
 
     def line(self, verb: str) -> str:
         """Return what ``pools apply`` prints for it: ``created limit llm:openai (1 call at once)``.
 
         Args:
-            verb: ``created`` or ``updated``.
+            verb: ``created`` or ``updated`` (a size), ``deactivated`` (None, an existing limit
+                set inactive) or ``left out`` (None, no such limit).
         """
+        if self.limit is None:
+            return f"{verb} limit {self.name} (no limit: calls to it are not limited)"
         calls = "call" if self.limit == 1 else "calls"
         return f"{verb} limit {self.name} ({self.limit} {calls} at once)"
 
@@ -123,8 +141,10 @@ def load_limits(path: str | Path = DEFAULT_LIMITS_FILE) -> LimitsFile:
         raise LimitsError(f"cannot read limits file {path}: {exc.strerror}", 66) from None
     except yaml.YAMLError as exc:
         raise LimitsError(f"limits file {path} is not YAML: {exc}".splitlines()[0]) from None
+    if raw is None:
+        raise LimitsError(f"limits file {path} is empty (see deployments/limits.yaml)")
     try:
-        limits = LimitsFile.model_validate(raw or {})
+        limits = LimitsFile.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -143,29 +163,31 @@ def plan_limits(limits: LimitsFile) -> tuple[list[PlannedPool], list[PlannedLimi
 
     Returns:
         ``(pools, llm_limits)``: pools in catalogue order then the shared pool; one
-        ``llm:<provider>`` limit per provider whose ``llm_concurrency`` resolves to a number.
+        ``llm:<provider>`` limit per provider, its ``limit`` None where ``llm_concurrency``
+        resolves to null (no limit: an existing one is set inactive).
     """
+    defaults = limits.defaults
+    set_by_default = defaults.model_fields_set
+    default_pool = (
+        defaults.pool_concurrency if "pool_concurrency" in set_by_default else BUILT_IN_POOL
+    )
+    default_llm = defaults.llm_concurrency if "llm_concurrency" in set_by_default else BUILT_IN_LLM
+
+    def resolved(provider: str) -> tuple[int, int | None]:
+        own = limits.providers.get(provider)
+        given = own.model_fields_set if own is not None else set()
+        pool = own.pool_concurrency if own and "pool_concurrency" in given else None
+        calls = own.llm_concurrency if own and "llm_concurrency" in given else default_llm
+        return pool or default_pool or BUILT_IN_POOL, calls
+
     pools: list[PlannedPool] = []
     llm: list[PlannedLimit] = []
     for provider in SIMULATION_PROVIDERS:
-        own = limits.providers.get(provider)
-        given = own.model_fields_set if own is not None else set()
-        pool = own.pool_concurrency if "pool_concurrency" in given else None
-        calls = (
-            own.llm_concurrency if "llm_concurrency" in given else limits.defaults.llm_concurrency
-        )
-        size = pool or limits.defaults.pool_concurrency or 1
+        size, calls = resolved(provider)
         pools.append(PlannedPool(name=pool_name(provider), concurrency_limit=size))
-        if calls is not None:
-            llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
+        llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
     for provider in JUDGE_ONLY_PROVIDERS:  # judges only: a call limit, no pool of runs
-        own = limits.providers.get(provider)
-        given = own.model_fields_set if own is not None else set()
-        calls = (
-            own.llm_concurrency if "llm_concurrency" in given else limits.defaults.llm_concurrency
-        )
-        if calls is not None:
-            llm.append(PlannedLimit(name=limit_name(provider), limit=calls))
+        llm.append(PlannedLimit(name=limit_name(provider), limit=resolved(provider)[1]))
     shared = limits.shared_pool
     pools.append(PlannedPool(name=shared.name, concurrency_limit=shared.pool_concurrency))
     return pools, llm
@@ -175,7 +197,8 @@ async def apply_limits(limits: LimitsFile) -> list[str]:
     """Create or update every planned pool and limit on the configured Prefect server.
 
     Idempotent: a pool that exists gets the planned concurrency limit; a limit that exists gets
-    the planned size and is set active. Returns one line per object (``created``/``updated``).
+    the planned size and is set active, or is set inactive where the file now says null (no
+    limit). Returns one line per object changed (``created``/``updated``/``deactivated``).
 
     Raises:
         prefect.exceptions.PrefectHTTPStatusError: the server refused a change.
@@ -214,13 +237,21 @@ async def apply_limits(limits: LimitsFile) -> list[str]:
             done.append(f"updated work pool {pool.name} (concurrency {pool.concurrency_limit})")
         for limit in llm:
             try:
-                await client.read_global_concurrency_limit_by_name(limit.name)
+                existing = await client.read_global_concurrency_limit_by_name(limit.name)
             except ObjectNotFound:
+                if limit.limit is None:
+                    continue  # no limit wanted, none there: nothing to say
                 create = GlobalConcurrencyLimitCreate(
                     name=limit.name, limit=limit.limit, active=True
                 )
                 await client.create_global_concurrency_limit(create)
                 done.append(limit.line("created"))
+                continue
+            if limit.limit is None:  # null now: the old number must not stay in force
+                if existing.active:
+                    inactive = GlobalConcurrencyLimitUpdate(active=False)
+                    await client.update_global_concurrency_limit(limit.name, inactive)
+                    done.append(limit.line("deactivated"))
                 continue
             update_limit = GlobalConcurrencyLimitUpdate(limit=limit.limit, active=True)
             await client.update_global_concurrency_limit(limit.name, update_limit)

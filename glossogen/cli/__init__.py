@@ -100,6 +100,18 @@ EXIT_USAGE = int(exit_codes.USAGE)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 
 
+def _typed_value(exc: BaseException, argv: list[str]) -> str | None:
+    """The value the user typed for the option a usage error is about, if it names one."""
+    options = getattr(getattr(exc, "param", None), "opts", None) or []
+    for index, token in enumerate(argv):
+        for option in options:
+            if token == option and index + 1 < len(argv):
+                return argv[index + 1]
+            if token.startswith(f"{option}="):
+                return token[len(option) + 1 :]
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
     try:
@@ -110,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except TyperException as exc:  # typer's vendored click usage errors (its exit 2)
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        typed = _typed_value(exc, sys.argv[1:] if argv is None else argv)
+        if typed is not None and repr(typed) not in message:
+            message = f"{message}: got {typed!r}"  # typer's type errors omit the value typed
         print(f"glossogen: error: {message}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:

@@ -30,6 +30,10 @@ CASES = [
      "--run-timeout must be a finite number of seconds, 0 or more (0: none), got nan"),
     (EXPORT + ["--max-runs", "0"], "--max-runs must be at least 1, got 0"),
     (FORK + ["--rounds-after", "0"], "--rounds-after must be at least 1, got 0"),
+    (SWEEP + ["--run-timeout", "abc"], "Invalid value for '--run-timeout': Input should be a "
+     "valid number, unable to parse string as a number: got 'abc'"),
+    (SWEEP + ["--concurrency=1.5"], "Invalid value for '--concurrency': Input should be a "
+     "valid integer, unable to parse string as an integer: got '1.5'"),
 ]  # fmt: skip
 
 

@@ -103,6 +103,28 @@ def test_pools_apply_creates_a_pool_per_provider_and_active_llm_limits(
     ]
 
 
+def test_a_limit_the_file_now_says_null_stops_being_enforced(
+    deployed: str, limits_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unlimited = tmp_path / "limits.yaml"
+    unlimited.write_text(
+        limits_file.read_text().replace(
+            "{pool_concurrency: 4, llm_concurrency: 2}",
+            "{pool_concurrency: 4, llm_concurrency: null}",
+            1,
+        )
+    )
+    capsys.readouterr()
+    assert run_cli("pools", "apply", "--limits", str(unlimited)) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "deactivated limit llm:openai (no limit: calls to it are not limited)" in printed
+    assert asyncio.run(_pools_and_limits())[1]["llm:openai"] == (2, False)
+    assert run_cli("pools", "apply", "--limits", str(unlimited)) == 0  # nothing more to say
+    assert not [line for line in capsys.readouterr().out.splitlines() if "llm:openai" in line]
+    assert run_cli("pools", "apply", "--limits", str(limits_file)) == 0  # as the others expect
+    assert asyncio.run(_pools_and_limits())[1]["llm:openai"] == (2, True)
+
+
 def test_deploy_registers_every_deployment_whose_flow_exists(deployed: str) -> None:
     async def read() -> tuple[dict, list]:
         async with get_client() as client:
