@@ -87,6 +87,9 @@ def open_resume(
 ) -> ResumePoint:
     """Check that ``run_dir`` can be resumed with ``knobs`` and return where it picks up.
 
+    Knobs given with no ``labels`` keep the run's own (a sweep's run resumed by hand with its
+    preset is not a config change); other labels are one.
+
     Raises:
         DeriveError: no log in the folder (66); the run already ended (65, use fork-at-round);
             another scenario; a config that differs from the recorded one without
@@ -115,6 +118,8 @@ def open_resume(
         if store.exists(run_dir, "config.json")
         else started.scenario_config  # type: ignore[attr-defined]
     )
+    if not knobs.get("labels") and recorded.get("labels"):
+        knobs = {**knobs, "labels": recorded["labels"]}  # no labels given: the run's are kept
     changes = config_changes(recorded, knobs)
     if changes and not allow_config_change:
         listed = ", ".join(

@@ -167,6 +167,29 @@ def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
     assert resumed.config_changes == {"round_count": {"recorded": 5, "now": 6}}
 
 
+def test_a_labelled_run_resumed_without_labels_keeps_its_own(
+    prefect_api: str, finished: Path, tmp_path: Path
+) -> None:
+    lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
+    run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
+    config = json.loads((run / "config.json").read_text())
+    labels = {"sweep": "s1", "cell": "c1", "trial": "1"}
+    (run / "config.json").write_text(json.dumps({**config, "labels": labels}))
+    (run / "labels.json").write_text(json.dumps(labels))
+    other = _request(tmp_path).model_copy(update={"overrides": ["labels.sweep=s2"]})
+    with pytest.raises(
+        Exception, match='labels {"sweep": "s1", "cell": "c1", "trial": "1"} -> {"sweep": "s2"}'
+    ):
+        asyncio.run(resume(other, str(run)))
+    result = asyncio.run(resume(_request(tmp_path), str(run)))  # the preset, no labels
+    assert (result.status, result.rounds_played) == ("completed", 5)
+    assert json.loads((run / "labels.json").read_text()) == labels
+    (resumed,) = [
+        e for e in read_events(str(run / "veyru.jsonl")).events if e.event_type == "run_resumed"
+    ]
+    assert resumed.config_changes == {}
+
+
 def test_a_folder_without_a_log_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DeriveError, match="no event log") as refused:
         open_resume(str(tmp_path), "veyru", {}, False)
