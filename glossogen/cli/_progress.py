@@ -12,6 +12,11 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from glossogen.eventlog import Event
 
 
+def counted(number: int, noun: str) -> str:
+    """``1 message``, ``2 messages``: a count with its noun in the right number."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 class RunProgress:
     """Observer printing ``new_run_id=``/``new_run_dir=`` at once, then per-round progress.
 
@@ -85,9 +90,10 @@ class RunProgress:
             verdict = (
                 "void" if getattr(data, "void", False) else ("won" if data.success else "lost")
             )
+            said = data.reason if verdict == "void" else f"{verdict} ({data.reason})"
             line = (
-                f"round {event.round_number}/{self.round_count}: {verdict} ({data.reason}) · "
-                f"{self.messages} messages · {self.chars} characters"
+                f"round {event.round_number}/{self.round_count}: {said} · "
+                f"{counted(self.messages, 'message')} · {counted(self.chars, 'character')}"
             )
             if self.progress is not None and self.task is not None:
                 self.progress.update(

@@ -223,7 +223,7 @@ def play(
         os.environ.setdefault(key, value)
     from flows.runtime import TerminationSignal, api_url_configured
     from flows.simulate import resume, simulate
-    from glossogen.cli._progress import RunProgress
+    from glossogen.cli._progress import RunProgress, counted
 
     ephemeral = not api_url_configured()
     if ephemeral:
@@ -259,7 +259,7 @@ def play(
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
     print(
         f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} rounds won · "
-        f"{result.total_messages} messages · {result.total_chars} characters "
+        f"{counted(result.total_messages, 'message')} · {counted(result.total_chars, 'character')} "
         f"(postmortems included) · {cost} · {result.duration_seconds:.1f} s",
         flush=True,
     )
