@@ -166,6 +166,20 @@ class ClaimedRun:
     timestamp: int
 
 
+def _umask() -> int:
+    """The process's umask, read from a new file's mode (``os.umask`` would have to set it)."""
+    global _UMASK
+    if _UMASK is None:
+        with tempfile.TemporaryDirectory() as folder:
+            probe = os.path.join(folder, "probe")
+            os.close(os.open(probe, os.O_CREAT | os.O_WRONLY, 0o666))
+            _UMASK = 0o666 & ~os.stat(probe).st_mode
+    return _UMASK
+
+
+_UMASK: int | None = None
+
+
 def write_bytes_atomic(url: str, data: bytes, **storage_options: Any) -> str:
     """Write ``data`` to ``url`` so that a failure never leaves a partial file under its name.
 
@@ -192,6 +206,7 @@ def write_bytes_atomic(url: str, data: bytes, **storage_options: Any) -> str:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
         try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a new file's mode
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()

@@ -128,3 +128,18 @@ def test_absolute_resolves_a_local_path_and_keeps_a_url(tmp_path, monkeypatch):
     assert absolute("~/runs/veyru/123") == str(tmp_path / "home" / "runs" / "veyru" / "123")
     assert absolute("s3://bkt/runs/veyru/123/") == "s3://bkt/runs/veyru/123/"
     assert absolute("file:///data/runs/veyru/123") == "file:///data/runs/veyru/123"
+
+
+def test_run_json_files_get_a_new_files_mode_not_0600(tmp_path):
+    import os
+    import stat
+
+    from glossogen.storage import RunStore
+
+    umask = os.umask(0o022)
+    os.umask(umask)  # read it back unchanged
+    store = RunStore(str(tmp_path))
+    claimed = store.claim_run_dir("veyru", 1_800_000_000)
+    store.write_json(claimed.url, "config.json", {"round_count": 3})
+    mode = stat.S_IMODE((tmp_path / "veyru" / "1800000000" / "config.json").stat().st_mode)
+    assert mode == 0o666 & ~umask  # 0o644 under the usual umask 022
