@@ -15,6 +15,7 @@ from typing import Literal
 
 from glossogen import exit_codes
 from glossogen.launch import RunRequest
+from glossogen.storage import absolute
 from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
 from glossogen.sweep._ledger import (
@@ -368,7 +369,7 @@ class SweepRun:
         ]
         return SweepSummary(
             sweep_id=self.plan.sweep_id,
-            spec_path=self.plan.spec_path,
+            spec_path=absolute(self.plan.spec_path),
             scenario=spec.scenario,
             runs_dir=spec.runs_dir,
             mode=self.mode,

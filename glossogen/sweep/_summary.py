@@ -117,6 +117,7 @@ class SweepSummary(BaseModel):
 
     sweep_id: str
     spec_path: str
+    """The spec file, absolute (a local path) or as given (an fsspec URL)."""
     scenario: str
     runs_dir: str
     mode: Literal["deployments", "in-process", "mixed"]

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 from prefect.exceptions import PrefectHTTPStatusError
 
 from glossogen.sweep import Launch, SweepOptions, SweepRun, load_spec, plan_sweep
@@ -64,3 +65,22 @@ def test_a_refused_start_is_retried_only_while_nothing_of_the_trial_exists(
     run.close()
     assert run.states[key] == "done"
     assert set(verdicts().values()) == {False}
+
+
+def test_the_summary_names_the_spec_by_its_absolute_path(
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from glossogen.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", "pd.yaml", "--concurrency", "2"])
+    assert exited.value.code == 0
+    summary = json.loads((tmp_path / "runs/sweeps/pd/run_summary.json").read_text())
+    assert (summary["spec_path"], summary["runs_dir"]) == (
+        str(tmp_path / "pd.yaml"),
+        str(tmp_path / "runs"),
+    )
