@@ -33,7 +33,8 @@ def local_postgres() -> Iterator[str]:
     """Start a PostgreSQL cluster on 127.0.0.1 and yield a Prefect database URL for it.
 
     The URL is ``postgresql+asyncpg://prefect@127.0.0.1:<port>/postgres`` (the cluster's
-    default database; trust auth, loopback only; ``fsync=off``: a throwaway cluster). The cluster and its folder are removed when the context exits.
+    default database; trust auth, loopback only; ``fsync=off``: a throwaway cluster). The
+    cluster and its folder are removed when the context exits.
 
     Raises:
         RuntimeError: ``initdb``/``pg_ctl`` are missing, or the cluster did not start (the

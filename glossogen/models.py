@@ -117,7 +117,7 @@ def _shared_ungated(provider: str, model: str) -> Model:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return _build_ungated(provider, model)
-    key = (provider, model, *_endpoint())
+    key = _model_key(provider, model)
     built = _SHARED.setdefault(loop, {})
     if key not in built:
         built[key] = _build_ungated(provider, model)
@@ -149,9 +149,9 @@ def _check_base_url(provider: str) -> None:
         raise ModelConfigError(f"{name} is not a URL: use http(s)://host[:port][/path]")
 
 
-def _endpoint() -> tuple[str, ...]:
-    """The environment variables that choose where and as whom a vendor SDK connects."""
-    return tuple(
+def _model_key(provider: str, model: str) -> tuple[str, ...]:
+    """What a built model depends on: the pair and the SDKs' endpoint and key variables."""
+    return (provider, model) + tuple(
         f"{name}={value}"
         for name, value in sorted(os.environ.items())
         if name.endswith(("_BASE_URL", "_BASE_URLS", "_API_KEY", "_TOKEN"))
@@ -171,7 +171,7 @@ def model_profile(provider: str, model: str) -> Any:
     Raises:
         ModelConfigError: as :func:`build_model`.
     """
-    key = (provider, model, *_endpoint())
+    key = _model_key(provider, model)
     if key not in _PROFILES:
         _check_base_url(provider)
         _PROFILES[key] = _build_ungated(provider, model).profile

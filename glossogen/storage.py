@@ -99,6 +99,14 @@ def absolute(url: str) -> str:
     return os.path.abspath(os.path.expanduser(url))
 
 
+def nearest_existing(path: str) -> str:
+    """The absolute local ``path``, or its nearest ancestor that exists (where creating starts)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    return probe
+
+
 def _one_line(text: str) -> str:
     text = " ".join(str(text).split())
     text = _USERINFO_RE.sub("//***@", _SECRET_RE.sub(r"\1***", text))
@@ -247,10 +255,7 @@ class RunStore:
             StorageError: one line naming ``runs_dir`` and what is wrong.
         """
         if self.local:
-            path = os.path.abspath(self._path(self.runs_dir))
-            probe = path
-            while not os.path.exists(probe):
-                probe = os.path.dirname(probe)
+            probe = nearest_existing(self._path(self.runs_dir))
             if not os.path.isdir(probe):
                 raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is a file, not a folder")
             if not os.access(probe, os.W_OK | os.X_OK):

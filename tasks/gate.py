@@ -365,22 +365,23 @@ def _give_back(client: PrefectClient, asked: asyncio.Future[Any]) -> None:
         task.add_done_callback(_GIVING_BACK.discard)
 
 
-_NO_RETRIES: dict[int, tuple[Any, Any]] = {}
+_NO_RETRIES: list[tuple[Any, Any]] = []
+"""The last (settings, same settings with client retries off): one entry, so none is kept alive."""
 
 
 def _no_retries(settings: Any) -> Any:
-    """``settings`` with the client's retries off, built once per settings object.
+    """``settings`` with the client's retries off, built once per settings object in force.
 
     ``prefect.settings.temporary_settings`` rebuilds the whole settings model on each use:
     27 ms of CPU per call on this machine, more than the request it wraps.
     """
     from prefect.settings import PREFECT_CLIENT_MAX_RETRIES
 
-    known = _NO_RETRIES.get(id(settings))
-    if known is None or known[0] is not settings:
-        known = (settings, settings.copy_with_update(updates={PREFECT_CLIENT_MAX_RETRIES: 0}))
-        _NO_RETRIES[id(settings)] = known
-    return known[1]
+    if not _NO_RETRIES or _NO_RETRIES[0][0] is not settings:
+        _NO_RETRIES[:] = [
+            (settings, settings.copy_with_update(updates={PREFECT_CLIENT_MAX_RETRIES: 0}))
+        ]
+    return _NO_RETRIES[0][1]
 
 
 async def _renew(client: PrefectClient, lease: Lease) -> None:

@@ -24,7 +24,7 @@ from glossogen.export._cells import safe_text
 from glossogen.export._frames import default_frames
 from glossogen.export._selection import RunRecord
 from glossogen.export._tables import LOG_FRAMES, check_frames, coverage, legend
-from glossogen.storage import is_local, join, open_fs, translate_errors
+from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
 
 
 def _what(path: str) -> str:
@@ -47,9 +47,7 @@ def check_out(out: str) -> None:
     path = os.path.abspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{out!r} is {_what(path)}")
-    probe = path
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
+    probe = nearest_existing(path)
     if not os.path.isdir(probe):
         raise ValueError(f"{out!r}: {probe} is {_what(probe)}")
     if not os.access(probe, os.W_OK | os.X_OK):

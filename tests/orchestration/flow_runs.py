@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -13,29 +11,14 @@ from uuid import UUID
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun, StateType
 
+from tests.fixtures.polling import wait_until
+
 TERMINAL = {
     StateType.COMPLETED,
     StateType.FAILED,
     StateType.CRASHED,
     StateType.CANCELLED,
 }
-DEADLINE_SECONDS = 240.0
-"""The longest a test waits for workers (a cold flow run start is 5-9 s on an idle machine)."""
-
-
-def wait_until(check: Callable[[], Any], what: str, seconds: float = DEADLINE_SECONDS) -> Any:
-    """Poll ``check`` (real servers and processes) until it returns a truthy value.
-
-    Raises:
-        AssertionError: ``check`` stayed falsy for ``seconds`` (the message says ``what``).
-    """
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)  # polling a real worker, not pacing the code under test
 
 
 def read_flow_run(flow_run_id: UUID) -> FlowRun:

@@ -112,10 +112,9 @@ def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it
             brief = PrefectCallGate(linger_seconds=0)
             async with brief.slot("gate-linger"):
                 seen.append(("brief call", await active_slots(client)))
-            for _ in range(200):  # the release is a task of its own: let it reach the server
-                if await active_slots(client) == 0:
-                    break
-                await asyncio.sleep(0.05)
+            # The release is a task of its own: wait for it (and nothing else is running).
+            others = asyncio.all_tasks() - {asyncio.current_task()}
+            await asyncio.gather(*others, return_exceptions=True)
             seen.append(("after the brief call", await active_slots(client)))
         return seen
 
@@ -128,4 +127,3 @@ def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it
         ("brief call", 1),
         ("after the brief call", 0),
     ]
-

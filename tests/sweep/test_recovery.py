@@ -43,6 +43,16 @@ def _summary(runs: Path, sweep_id: str) -> dict[str, Any]:
     return json.loads((runs / "sweeps" / sweep_id / "run_summary.json").read_text())
 
 
+def _one_run_swept(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """Sweep ``ONE_RUN`` to its end; return the spec, runs folder, run folder and its log."""
+    spec = tmp_path / "one.yaml"
+    spec.write_text(ONE_RUN)
+    assert _sweep(spec) == 0
+    runs = tmp_path / "runs"
+    (first,) = sorted((runs / "prisoners_dilemma").iterdir())
+    return spec, runs, first, first / "prisoners_dilemma.jsonl"
+
+
 def _plan(spec_file: Path) -> Any:
     spec, sweep_id = load_spec(spec_file)
     return plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
@@ -71,13 +81,8 @@ def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> Non
 def test_a_run_without_a_live_writer_is_resumed_in_place_and_nothing_stays_running(
     prefect_api: str, tmp_path: Path
 ) -> None:
-    spec = tmp_path / "one.yaml"
-    spec.write_text(ONE_RUN)
-    assert _sweep(spec) == 0
-    runs = tmp_path / "runs"
-    (first,) = sorted((runs / "prisoners_dilemma").iterdir())
+    spec, runs, first, log = _one_run_swept(tmp_path)
     # The process died before logging simulation_ended: cut that line off.
-    log = first / "prisoners_dilemma.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     assert json.loads(lines[-1])["event_type"] == "simulation_ended"
     log.write_text("".join(lines[:-1]))
@@ -260,12 +265,7 @@ def test_a_rerun_without_the_option_keeps_the_stability_on_disk(
 def test_an_interrupted_run_is_resumed_in_place_on_the_next_launch(
     prefect_api: str, tmp_path: Path
 ) -> None:
-    spec = tmp_path / "one.yaml"
-    spec.write_text(ONE_RUN)
-    assert _sweep(spec) == 0
-    runs = tmp_path / "runs"
-    (first,) = sorted((runs / "prisoners_dilemma").iterdir())
-    log = first / "prisoners_dilemma.jsonl"
+    spec, runs, first, log = _one_run_swept(tmp_path)
     lines = log.read_text().splitlines(keepends=True)
     ended = json.loads(lines[-1])
     ended.update(status="interrupted", error="interrupted")  # as Ctrl-C leaves it

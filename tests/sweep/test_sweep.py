@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from prefect.client.schemas.filters import (
 
 from glossogen.cli import main
 from glossogen.eventlog import read_events
+from tests.fixtures.polling import wait_until
 from tests.sweep.test_spec import ISSUE_SPEC
 
 
@@ -238,17 +238,13 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
     )
     runs = tmp_path / "runs" / "prisoners_dilemma"
 
-    def mid_run(log: Path) -> bool:
-        return '"round_result_recorded"' in log.read_text()
+    def all_mid_game() -> bool:
+        assert process.poll() is None, process.communicate()
+        logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
+        return len(logs) == 3 and all('"round_result_recorded"' in log.read_text() for log in logs)
 
     try:
-        # Interrupt once all three runs are mid-game (polled, bounded; no timing guess).
-        for _ in range(3000):
-            logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
-            if len(logs) == 3 and all(mid_run(log) for log in logs):
-                break
-            assert process.poll() is None, process.communicate()
-            time.sleep(0.1)
+        wait_until(all_mid_game, "all three runs to be mid-game")  # then interrupt
         os.killpg(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=120)
     finally:
