@@ -70,17 +70,26 @@ class DetachedServer:
         deadline = time.monotonic() + timeout_seconds
         while not _healthy(server.api_url):
             if process.poll() is not None or time.monotonic() > deadline:
-                server.stop()
+                server.stop(send_queued=False)
                 raise RuntimeError(
                     f"the temporary Prefect server did not start within {timeout_seconds:g} s"
                 )
             time.sleep(HEALTH_POLL_SECONDS)
         return server
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 10 s); idempotent."""
+    def stop(self, send_queued: bool = True) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s); idempotent.
+
+        First (unless ``send_queued`` is False: a Ctrl-C leaving at once) the logs and events
+        this process queued for it are sent, at most 5 s each, so that nothing is retried
+        against the stopped server at exit.
+        """
         if self.process.poll() is not None:
             return
+        if send_queued:
+            from flows.runtime import send_queued as send
+
+            send()
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout=10)

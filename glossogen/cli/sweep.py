@@ -196,7 +196,7 @@ def sweep(
             )
             sys.stdout.flush()
             if server is not None:
-                server.stop()
+                server.stop(send_queued=False)
             # The runs' logs are sealed (the flow awaited them); Prefect's shutdown would only
             # retry sending queued events, so leave at once.
             os._exit(int(exit_codes.INTERRUPTED))

@@ -273,3 +273,25 @@ def _locked(folder: Path) -> bool:
     from glossogen.sweep._ledger import writer_alive
 
     return writer_alive(str(folder))
+
+
+def test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it(
+    tmp_path: Path,
+) -> None:
+    """Queued logs and events reach the temporary server before it stops, so nothing is retried
+    against a stopped server at exit (``Error logging to API``, about a minute of waiting)."""
+    env = os.environ.copy()
+    env.pop("PREFECT_API_URL", None)
+    (tmp_path / "pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Error logging to API" not in done.stderr
+    assert done.stdout.splitlines()[-1] == f"summary: {tmp_path}/runs/sweeps/pd/run_summary.json"
