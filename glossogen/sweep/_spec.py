@@ -13,7 +13,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 from glossogen import exit_codes
 
@@ -79,11 +88,13 @@ class SweepSpec(BaseModel):
     name: str | None = None
     knobs: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+    # Strict types: YAML's ``true``, ``"1"`` or ``2.0`` is refused rather than read as a number
+    # or a flag, and a cap must be finite (``.inf`` would play every run, then fail to save).
     trials: StrictInt = Field(default=1, ge=1, le=10)
-    spend_cap_usd: float | None = Field(default=None, ge=0)
-    pass_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-    vary_seed: bool = False
-    max_agent_turns: int | None = Field(default=None, ge=1)
+    spend_cap_usd: StrictFloat | None = Field(default=None, ge=0, allow_inf_nan=False)
+    pass_threshold: StrictFloat = Field(default=1.0, ge=0.0, le=1.0)
+    vary_seed: StrictBool = False
+    max_agent_turns: StrictInt | None = Field(default=None, ge=1)
     group_slug: str = "local"
 
     @field_validator("grid")

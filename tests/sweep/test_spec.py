@@ -86,6 +86,26 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
             "spend_cap_usd: Input should be greater than or equal to 0 (got -1)",
         ),
         (
+            ISSUE_SPEC.replace("spend_cap_usd: 1.0", "spend_cap_usd: .inf"),
+            65,
+            "spend_cap_usd: Input should be a finite number (got Infinity)",
+        ),
+        (
+            ISSUE_SPEC.replace("spend_cap_usd: 1.0", "spend_cap_usd: true"),
+            65,
+            "spend_cap_usd: Input should be a valid number (got true)",
+        ),
+        (
+            ISSUE_SPEC + "max_agent_turns: true\n",
+            65,
+            "max_agent_turns: Input should be a valid integer (got true)",
+        ),
+        (
+            ISSUE_SPEC + 'vary_seed: "yes"\n',
+            65,
+            'vary_seed: Input should be a valid boolean (got "yes")',
+        ),
+        (
             ISSUE_SPEC + "trials: 5\n",
             65,
             "is not YAML: line 10, column 1: duplicate key 'trials'",
@@ -110,6 +130,10 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         "trials-not-a-number",
         "trials-boolean",
         "negative-cap",
+        "infinite-cap",
+        "boolean-cap",
+        "boolean-turns",
+        "string-flag",
         "duplicate-key",
         "yaml-line-number",
     ],
