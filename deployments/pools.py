@@ -15,9 +15,11 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from glossogen.catalog import JUDGE_PROVIDERS, SIMULATION_PROVIDERS
 from glossogen.concurrency import limit_name
+from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
 JUDGE_ONLY_PROVIDERS: tuple[str, ...] = tuple(
     p for p in JUDGE_PROVIDERS if p not in SIMULATION_PROVIDERS
@@ -128,27 +130,73 @@ class PlannedLimit(BaseModel):
         return f"{verb} limit {self.name} ({self.limit} {calls} at once)"
 
 
+def _as_written(value: Any) -> str:
+    """Render a value as YAML writes it (``true``, ``null``, ``'3'``, ``2.5``), on one line."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    text = text.removesuffix("...").strip()
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _refusal(error: ErrorDetails) -> str:
+    """One line naming the key (dotted path) and the value as written: ``<key> <rule>, got <v>``.
+
+    The rule is ours, not pydantic's wording: what the key takes, so the fix is plain.
+    """
+    loc = [str(part) for part in error["loc"]]
+    where = ".".join(loc)
+    got = _as_written(error["input"])
+    kind, field = error["type"], (loc[-1] if loc else "")
+    if kind == "extra_forbidden":
+        parent: type[BaseModel] = ProviderLimits
+        if len(loc) == 1:
+            parent = LimitsFile
+        elif loc[0] == "shared_pool":
+            parent = SharedPool
+        return f"unknown key {where} (known: {', '.join(parent.model_fields)}), got {got}"
+    if field in ("pool_concurrency", "llm_concurrency"):
+        rule = "must be a whole number of at least 1"
+        if field == "llm_concurrency":
+            rule += " or null (no limit)"
+        elif error["input"] is None:
+            rule += ", not null (leave it out for defaults)"
+        return f"{where} {rule}, got {got}"
+    if kind in ("model_type", "dict_type"):
+        return f"{where} must be a mapping of keys to values, got {got}"
+    if kind == "string_type":
+        return f"{where} must be a name, got {got}"
+    return f"{where}: {error['msg']}, got {got}"
+
+
 def load_limits(path: str | Path = DEFAULT_LIMITS_FILE) -> LimitsFile:
     """Read and validate a limits file.
 
     Raises:
-        LimitsError: the file cannot be read (66), is not YAML, has an unknown key, a number
-            below 1, or names a provider the catalogue lacks (65).
+        LimitsError: the file cannot be read (66), is not YAML, names a key twice in one mapping
+            (a provider, or a number under one provider: the key and both lines are named),
+            has an unknown key, a number below 1 or not written as a whole number, or names a
+            provider the catalogue lacks (65). The message names the key and the value as
+            written: ``providers.openai.llm_concurrency must be a whole number of at least 1
+            or null (no limit), got true``.
     """
     try:
-        raw: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise LimitsError(f"cannot read limits file {path}: {exc.strerror}", 66) from None
-    except yaml.YAMLError as exc:
-        raise LimitsError(f"limits file {path} is not YAML: {exc}".splitlines()[0]) from None
+        raw: Any = load_yaml(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise LimitsError(f"cannot read limits file {path}: {reason}", 66) from None
+    except DuplicateKeyError as exc:
+        raise LimitsError(f"limits file {path}: {exc}") from None
+    except YamlError as exc:
+        raise LimitsError(f"limits file {path} is not YAML: {exc}") from None
     if raw is None:
         raise LimitsError(f"limits file {path} is empty (see deployments/limits.yaml)")
+    if not isinstance(raw, dict):
+        raise LimitsError(
+            f"limits file {path} must be a mapping of keys to values, got {_as_written(raw)}"
+        )
     try:
         limits = LimitsFile.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise LimitsError(f"limits file {path}: {where}: {first['msg']}") from None
+        raise LimitsError(f"limits file {path}: {_refusal(exc.errors()[0])}") from None
     unknown = sorted(set(limits.providers) - set(SIMULATION_PROVIDERS) - set(JUDGE_ONLY_PROVIDERS))
     if unknown:
         raise LimitsError(

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from glossogen import exit_codes
+from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MODELS_KEY = "models"
@@ -136,37 +137,6 @@ def _one_line(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _yaml_error(exc: Exception) -> str:
-    """PyYAML's problem and where it is, in one line (``line L, column C``, 1-based)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return f"{where}{problem}"
-
-
-def _unique_key_loader() -> type:
-    """A PyYAML ``SafeLoader`` that refuses a mapping naming the same key twice.
-
-    PyYAML keeps the last of duplicate keys silently (YAML 1.1 leaves them undefined); a
-    spec's ``trials: 2`` then ``trials: 5`` must not quietly mean 5.
-    """
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
 def _resolve(base: Path, value: str) -> str:
     """Resolve a relative local path against ``base``; URLs and absolute paths stay."""
     if "://" in value or os.path.isabs(value):
@@ -187,15 +157,11 @@ def load_spec(path: str | os.PathLike[str]) -> tuple[SweepSpec, str]:
         ``(spec, sweep_id)``.
 
     Raises:
-        SweepError: 66 when the file cannot be read; 65 when it is not YAML, not a mapping,
-            names unknown keys (all named in one line), has a value out of bounds (``trials``
-            outside 1-10), lacks ``model``/``provider`` with no ``models`` axis, or gives an
-            invalid ``name``.
+        SweepError: 66 when the file cannot be read; 65 when it is not YAML, names a key
+            twice in one mapping (the line of each), is not a mapping, names unknown keys (all
+            named in one line), has a value out of bounds (``trials`` outside 1-10), lacks
+            ``model``/``provider`` with no ``models`` axis, or gives an invalid ``name``.
     """
-    import yaml  # pyyaml: a YAML reader is a library's job
-
-    _UniqueKeyLoader = _unique_key_loader()
-
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -205,9 +171,11 @@ def load_spec(path: str | os.PathLike[str]) -> tuple[SweepSpec, str]:
             f"sweep spec {str(path)!r} cannot be read: {reason}", int(exit_codes.UNREADABLE)
         ) from None
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        raise SweepError(f"sweep spec {str(path)!r} is not YAML: {_yaml_error(exc)}") from None
+        raw = load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise SweepError(f"sweep spec {str(path)!r}: {exc}") from None
+    except YamlError as exc:
+        raise SweepError(f"sweep spec {str(path)!r} is not YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise SweepError(f"sweep spec {str(path)!r} is not a mapping of keys to values")
     try:

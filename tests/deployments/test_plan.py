@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from deployments.pools import LimitsError, load_limits, plan_limits
+from glossogen.cli import main
 
 
 def test_the_shipped_limits_cover_every_provider_and_the_judge_only_one() -> None:
@@ -73,3 +74,94 @@ def test_defaults_that_name_one_number_keep_the_built_in_other(tmp_path: Path) -
     pools, limits = plan_limits(load_limits(path))
     assert {p.name: p.concurrency_limit for p in pools}["glossogen-openai"] == 8
     assert {limit.name: limit.limit for limit in limits}["llm:openai"] == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "providers:\n  openai: {llm_concurrency: true}\n",
+            "providers.openai.llm_concurrency must be a whole number of at least 1 or null "
+            "(no limit), got true",
+        ),
+        (
+            "providers:\n  openai: {llm_concurrency: '3'}\n",
+            "providers.openai.llm_concurrency must be a whole number of at least 1 or null "
+            "(no limit), got '3'",
+        ),
+        (
+            "defaults: {llm_concurrency: 0}\n",
+            "defaults.llm_concurrency must be a whole number of at least 1 or null (no limit), "
+            "got 0",
+        ),
+        (
+            "providers:\n  openai: {pool_concurrency: null}\n",
+            "providers.openai.pool_concurrency must be a whole number of at least 1, not null "
+            "(leave it out for defaults), got null",
+        ),
+        (
+            "shared_pool: {pool_concurrency: 2.5}\n",
+            "shared_pool.pool_concurrency must be a whole number of at least 1, got 2.5",
+        ),
+        (
+            "providers:\n  openai: {llm_concurency: 3}\n",
+            "unknown key providers.openai.llm_concurency (known: pool_concurrency, "
+            "llm_concurrency), got 3",
+        ),
+        (
+            "providers:\n  openai: 5\n",
+            "providers.openai must be a mapping of keys to values, got 5",
+        ),
+        ("shared_pool: {name: 5}\n", "shared_pool.name must be a name, got 5"),
+        (
+            "providers:\n  openai:\n    llm_concurrency: 2\n    llm_concurrency: 3\n",
+            "line 4, column 5: duplicate key 'llm_concurrency' (first at line 3)",
+        ),
+        (
+            "providers:\n  openai: {llm_concurrency: 2}\n  openai: {llm_concurrency: 3}\n",
+            "line 3, column 3: duplicate key 'openai' (first at line 2)",
+        ),
+        (
+            "defaults: {llm_concurrency: 2}\ndefaults: {llm_concurrency: 3}\n",
+            "line 2, column 1: duplicate key 'defaults' (first at line 1)",
+        ),
+    ],
+    ids=[
+        "boolean",
+        "quoted-number",
+        "zero",
+        "null-pool",
+        "fraction",
+        "unknown-key",
+        "not-a-mapping",
+        "name-not-text",
+        "duplicate-number",
+        "duplicate-provider",
+        "duplicate-section",
+    ],
+)
+def test_pools_apply_names_the_bad_key_and_its_value_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exited:
+        main(["pools", "apply", "--limits", str(path)])
+    assert exited.value.code == 65
+    assert capsys.readouterr().err.splitlines() == [
+        f"glossogen: error: limits file {path}: {message}"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["limits.yaml"]
+
+
+def test_a_limits_file_that_is_a_list_is_refused_with_its_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text("- openai\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["pools", "apply", "--limits", str(path)])
+    assert exited.value.code == 65
+    assert capsys.readouterr().err.splitlines() == [
+        f"glossogen: error: limits file {path} must be a mapping of keys to values, got [openai]"
+    ]

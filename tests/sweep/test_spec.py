@@ -108,7 +108,12 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         (
             ISSUE_SPEC + "trials: 5\n",
             65,
-            "is not YAML: line 10, column 1: duplicate key 'trials'",
+            "bad.yaml': line 10, column 1: duplicate key 'trials' (first at line 8)",
+        ),
+        (
+            ISSUE_SPEC.replace("[2, 3]\n", "[2, 3]\n  round_count: [4]\n"),
+            65,
+            "bad.yaml': line 8, column 3: duplicate key 'round_count' (first at line 7)",
         ),
         (
             ISSUE_SPEC.replace("[2, 3]", "[2, 3"),
@@ -135,6 +140,7 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         "boolean-turns",
         "string-flag",
         "duplicate-key",
+        "duplicate-grid-axis",
         "yaml-line-number",
     ],
 )
