@@ -191,8 +191,11 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
         DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
             source's completed rounds; a replaced or donor agent the run does not have; a
             visibility rule naming a round after the swap; an invalid ``--knobs`` (65);
-            ``--rounds-after`` below 1 (64).
+            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read).
     """
+    # Bounds known without reading the source are usage errors (64), checked before it is read.
+    if request.after_round < 1:
+        raise DeriveError(f"--after-round must be at least 1, got {request.after_round}", 64)
     if request.rounds_after is not None and request.rounds_after < 1:
         raise DeriveError(f"--rounds-after must be at least 1, got {request.rounds_after}", 64)
     events, started = _load_log(request.source_run_dir, request.scenario)

@@ -15,6 +15,8 @@ SWEEP = ["sweep", "SPEC"]
 EXPORT = ["export", "--runs-dir", "OUT", "--out", "OUT/export"]
 FORK = ["fork-at-round", "veyru", "--source-run-dir", "OUT/veyru/1", "--after-round", "1",
         "--runs-dir", "OUT"]  # fmt: skip
+FORK_FROM = ["fork-at-round", "veyru", "--source-run-dir", "OUT/veyru/1", "--runs-dir", "OUT"]
+# (The source folder does not exist: a bound is refused before the source is read.)
 
 CASES = [
     (RUN + ["--max-agent-turns", "0"], "--max-agent-turns must be at least 1, got 0"),
@@ -30,6 +32,9 @@ CASES = [
      "--run-timeout must be a finite number of seconds, 0 or more (0: none), got nan"),
     (EXPORT + ["--max-runs", "0"], "--max-runs must be at least 1, got 0"),
     (FORK + ["--rounds-after", "0"], "--rounds-after must be at least 1, got 0"),
+    (FORK_FROM + ["--after-round", "0"], "--after-round must be at least 1, got 0"),
+    (FORK_FROM + ["--after-round", "-2", "--rounds-after", "1"],
+     "--after-round must be at least 1, got -2"),
     (SWEEP + ["--run-timeout", "abc"], "Invalid value for '--run-timeout': Input should be a "
      "valid number, unable to parse string as a number: got 'abc'"),
     (SWEEP + ["--concurrency=1.5"], "Invalid value for '--concurrency': Input should be a "

@@ -164,7 +164,7 @@ def test_cross_run_replace_brings_the_donor_history(source: Path, tmp_path: Path
 
 BAD = [
     (dict(after_round=6), "--after-round 6: the run's completed rounds are 1..5", 65),
-    (dict(after_round=0), "--after-round 0", 65),
+    (dict(after_round=0), "--after-round must be at least 1, got 0", 64),
     (
         dict(replaced_agent_id="nobody", model="m", provider="scripted"),
         "--replaced-agent-id 'nobody'",
