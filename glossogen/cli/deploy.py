@@ -75,6 +75,12 @@ def deploy(
         code = apply(limits=limits)
         if code:
             return code
+    else:
+        from glossogen.cli._prefect_api import refuse_unreachable_api
+
+        refused = refuse_unreachable_api()
+        if refused is not None:
+            return refused
     names, skipped = deployable(folder)
     for line in skipped:
         print(f"glossogen: warning: skipping deployment {line}", file=sys.stderr, flush=True)

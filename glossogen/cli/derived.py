@@ -55,10 +55,19 @@ def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
 def _derive(request: ForkRequest, wait: bool) -> int:
     try:
         load_scenario(request.scenario)
-        prepared = prepare_fork(request)
     except UnknownScenarioError as exc:
         _error(str(exc))
         return 64
+    # The run will need the API: 69 before the folder is made. The variable, not Prefect's
+    # settings, decides whether to look: importing Prefect costs a detached fork about 1 s.
+    if os.environ.get("PREFECT_API_URL"):
+        from glossogen.cli._prefect_api import refuse_unreachable_api
+
+        refused = refuse_unreachable_api()
+        if refused is not None:
+            return refused
+    try:
+        prepared = prepare_fork(request)
     except DeriveError as exc:
         _error(str(exc))
         return exc.exit_code

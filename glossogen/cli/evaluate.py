@@ -93,6 +93,11 @@ def evaluate(
 
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    from glossogen.cli._prefect_api import refuse_unreachable_api
+
+    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69, nothing spent
+    if refused is not None:
+        return refused
     from flows.evaluate import evaluate as evaluate_flow
     from flows.runtime import api_url_configured
 

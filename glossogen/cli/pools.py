@@ -47,10 +47,19 @@ def apply(
     if not server_configured():
         _error("PREFECT_API_URL is not set: pools and limits need a running Prefect server")
         return int(exit_codes.USAGE)
+    from flows.runtime import api_url
+    from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
+
+    refused = refuse_unreachable_api()
+    if refused is not None:
+        return refused
     try:
         done = asyncio.run(apply_limits(spec))
-    except Exception as exc:  # noqa: BLE001 (server unreachable or refusing: one line, exit 69)
-        _error(f"the Prefect server refused or is unreachable: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 (server gone or refusing: one line, exit 69)
+        reason = unreachable_reason(exc)
+        if reason is not None:
+            return cannot_reach(str(api_url()), reason)
+        _error(f"the Prefect server at {api_url()} refused: {type(exc).__name__}: {exc}")
         return int(exit_codes.TRANSPORT)
     for line in done:
         print(line)

@@ -214,14 +214,19 @@ def play(
     if dry_run:
         _print_dry_run(plan)
         return 0
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
+
+    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69 before the claim
+    if refused is not None:
+        return refused
     print(
         f"resolved_config={plan.config_source} "
         + json.dumps(plan.knobs, sort_keys=True, separators=(",", ":")),
         flush=True,
     )
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    from flows.runtime import TerminationSignal, api_url_configured
+    from flows.runtime import TerminationSignal, api_url, api_url_configured
     from flows.simulate import resume, simulate
     from glossogen.cli._progress import RunProgress, counted
 
@@ -252,6 +257,10 @@ def play(
         sys.stdout.flush()
         os._exit(EXIT_INTERRUPTED)
     except Exception as exc:  # the flow failed: report one line, the log has the rest
+        reason = unreachable_reason(exc)
+        if reason is not None and not ephemeral:  # the server went away during the run
+            progress.close()
+            return cannot_reach(str(api_url()), reason)
         _error(f"run failed: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
     finally:

@@ -61,20 +61,6 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _unreachable(exc: BaseException) -> bool:
-    """True when ``exc`` (or what caused it) is a failure to reach the Prefect API."""
-    import httpx
-
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, httpx.TransportError | ConnectionError):
-            return True
-        if isinstance(seen, RuntimeError) and str(seen).startswith("Failed to reach API"):
-            return True  # Prefect's own check of PREFECT_API_URL
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
@@ -141,15 +127,19 @@ def sweep(
     except SweepError as exc:
         _error(str(exc))
         return exc.exit_code
+    from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
+    from glossogen.cli.run import PREFECT_DEFAULTS
+
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69, nothing launched
+    if refused is not None:
+        return refused
     print(
         f"sweep {sweep_id}: {len(planned.cells)} cell(s) x {spec.trials} trial(s) of "
         f"{spec.scenario}, runs in {spec.runs_dir}",
         flush=True,
     )
-    from glossogen.cli.run import PREFECT_DEFAULTS
-
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
     from flows.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
     from flows.sweep import sweep as sweep_flow
     from glossogen.cli._server import DetachedServer
@@ -201,10 +191,9 @@ def sweep(
             # retry sending queued events, so leave at once.
             os._exit(int(exit_codes.INTERRUPTED))
         except Exception as exc:  # the flow failed: one line, Prefect's log has the rest
-            if _unreachable(exc):
-                url = api_url() or "the temporary server"
-                _error(f"cannot reach the Prefect API at {url}: {_first_line(exc)}")
-                return int(exit_codes.TRANSPORT)
+            reason = unreachable_reason(exc)
+            if reason is not None:  # the server went away during the sweep
+                return cannot_reach(api_url() or "the temporary server", reason)
             _error(f"sweep failed: {type(exc).__name__}: {_first_line(exc)}")
             return int(exit_codes.INTERNAL)
     c = summary.census

@@ -238,8 +238,9 @@ def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path) -> None
     assert done.returncode == 69, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "glossogen: error: cannot reach the Prefect API at http://127.0.0.1:9/api: "
-        "Failed to reach API at http://127.0.0.1:9/api/"
+        "connection refused"
     )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.yaml"]  # nothing written
 
 
 def test_a_rerun_without_the_option_keeps_the_stability_on_disk(

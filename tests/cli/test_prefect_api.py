@@ -1,0 +1,109 @@
+"""A PREFECT_API_URL naming no server: every command that needs it says so in one line with the
+URL and the reason, exits 69 (transport), and writes nothing."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flows.runtime import using_api_url
+from glossogen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CASE = REPO / "tests/cases/glossogen-0.5-runs/veyru/1795939736"
+SPEC = """\
+scenario: prisoners_dilemma
+config: knobs_default
+model: scripted
+provider: scripted
+runs_dir: ./runs
+trials: 1
+"""
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def dead_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A Prefect API URL on a loopback port nobody listens on, exported for the test."""
+    url = f"http://127.0.0.1:{_closed_port()}/api"
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    with using_api_url(url):
+        yield url
+
+
+@pytest.fixture
+def hanging_up_api() -> Iterator[str]:
+    """A Prefect API URL whose server accepts each connection and closes it unanswered."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def hang_up() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # the listener was closed: the test is over
+                return
+            connection.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/api"
+    try:
+        with using_api_url(url):
+            yield url
+    finally:
+        listener.close()
+
+
+def _exit_code(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    return int(exited.value.code or 0)
+
+
+COMMANDS = {
+    "pools-apply": ["pools", "apply"],
+    "deploy": ["deploy"],
+    "deploy-no-pools": ["deploy", "--no-pools"],
+    "run": ["run", "prisoners_dilemma", "--model", "scripted", "--provider", "scripted",
+            "--config", "knobs_default", "--runs-dir", "TMP/runs"],
+    "sweep": ["sweep", "TMP/spec.yaml"],
+    "fork-at-round": ["fork-at-round", "veyru", "--source-run-dir", "TMP/source",
+                      "--after-round", "1", "--runs-dir", "TMP/runs"],
+    "evaluate": ["evaluate", "veyru", "--run-dir", "TMP/source", "--metrics", "round_success"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_needing_the_api_names_the_url_and_writes_nothing(
+    dead_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    shutil.copytree(CASE, tmp_path / "source")
+    argv = [a.replace("TMP", str(tmp_path)) for a in COMMANDS[command]]
+    assert _exit_code(argv) == 69
+    assert capsys.readouterr().err.splitlines() == [
+        f"glossogen: error: cannot reach the Prefect API at {dead_api}: connection refused"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source", "spec.yaml"]
+    assert [p.name for p in (tmp_path / "source").iterdir()] == ["veyru.jsonl"]
+
+
+def test_a_server_that_hangs_up_is_named_with_what_it_did(
+    hanging_up_api: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _exit_code(["pools", "apply"]) == 69
+    assert capsys.readouterr().err.splitlines() == [
+        f"glossogen: error: cannot reach the Prefect API at {hanging_up_api}: "
+        "server disconnected without sending a response"
+    ]
