@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
-from flows.simulate import simulate
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
+from tests.providers.ungated import play_ungated
 
 
 def _run(tmp_path: Path, *overrides: str) -> tuple:
@@ -28,7 +27,7 @@ def _run(tmp_path: Path, *overrides: str) -> tuple:
             *overrides,
         ],
     )
-    result = asyncio.run(simulate(request))
+    result = play_ungated(request)
     return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
 
 
@@ -151,7 +150,7 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
             "judge_model=gpt-5.4",
         ],
     )
-    result = asyncio.run(simulate(request))
+    result = play_ungated(request)
     events = read_events(f"{result.run_url}/veyru.jsonl").events
     failures = [
         (e.agent_id, e.error_kind) for e in events if e.event_type == "agent_run_cycle_failed"

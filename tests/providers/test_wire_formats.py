@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from genai_prices import Usage, calc_price
 
-from flows.simulate import simulate
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.providers.ungated import play_ungated
 
 SECRET_ANTHROPIC = "sk-ant-test-0123456789abcdefSECRET"
 SECRET_OPENAI = "sk-test-0123456789abcdefSECRET"
@@ -41,7 +40,7 @@ def _run(tmp_path: Path, model: str, provider: str, *overrides: str) -> tuple:
         config="knobs_default",
         overrides=["round_count=2", "idle_floor_seconds=0.05", *overrides],
     )
-    result = asyncio.run(simulate(request))
+    result = play_ungated(request)
     return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
 
 
