@@ -3,11 +3,18 @@ limits of a test limits file, every deployment of prefect.yaml, and a process wo
 
 Package scope: once the last test here ends, the workers stop, the server stops and
 ``PREFECT_API_URL`` is restored, so later tests of the session see none of it.
+
+prefect.yaml is deployed from a scratch project folder (a copy of the file, ``flows/`` linked
+to the checkout's), never from the checkout: Prefect's pull step runs every flow in the folder
+it was deployed from, so a relative ``runs_dir`` (``reconcile``'s ``./runs``, on its 5-minute
+schedule or when a test's kill fires the crash automation) resolves there and never reaches the
+checkout's own ``./runs``.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +23,7 @@ import pytest
 from deployments.local_server import ProcessWorker
 from glossogen.cli import main
 from tests.fixtures.model_stubs import StubModelServer
-from tests.fixtures.prefect_server import StartWorker, orchestration_server, worker_starter
+from tests.fixtures.prefect_server import REPO, StartWorker, orchestration_server, worker_starter
 
 TEST_LIMITS = """\
 defaults: {pool_concurrency: 2, llm_concurrency: 4}
@@ -48,9 +55,23 @@ def orchestration_api() -> Iterator[str]:
 
 
 @pytest.fixture(scope="package")
-def process_workers(orchestration_api: str) -> Iterator[StartWorker]:
+def project_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The scratch project deployed here: ``prefect.yaml`` copied, ``flows/`` linked.
+
+    On exit, checks that the checkout gained no ``runs`` folder (nothing ran in it).
+    """
+    had_runs = (REPO / "runs").exists()
+    folder = tmp_path_factory.mktemp("project")
+    shutil.copy(REPO / "prefect.yaml", folder / "prefect.yaml")
+    (folder / "flows").symlink_to(REPO / "flows", target_is_directory=True)
+    yield folder.resolve()
+    assert had_runs or not (REPO / "runs").exists(), "a deployed flow wrote into the checkout"
+
+
+@pytest.fixture(scope="package")
+def process_workers(orchestration_api: str, project_dir: Path) -> Iterator[StartWorker]:
     """``start(pool, env=None, name=None)``: a process worker on ``orchestration_api``."""
-    with worker_starter(orchestration_api) as start:
+    with worker_starter(orchestration_api, cwd=project_dir) as start:
         yield start
 
 
@@ -63,9 +84,11 @@ def limits_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="package")
-def deployed(orchestration_api: str, limits_file: Path) -> str:
-    """Apply the test limits and register prefect.yaml's deployments (``glossogen deploy``)."""
-    assert run_cli("deploy", "--limits", str(limits_file)) == 0
+def deployed(orchestration_api: str, limits_file: Path, project_dir: Path) -> str:
+    """Apply the test limits and register prefect.yaml's deployments (``glossogen deploy``)
+    from the scratch project."""
+    limits = str(limits_file)
+    assert run_cli("deploy", "--limits", limits, "--project-dir", str(project_dir)) == 0
     return orchestration_api
 
 

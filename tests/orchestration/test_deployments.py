@@ -145,6 +145,22 @@ def test_deploy_registers_every_deployment_whose_flow_exists(deployed: str) -> N
     assert reacting.actions[0].deployment_id == deployments["reconcile"].id
 
 
+def test_deployed_flows_run_in_the_scratch_project_never_the_checkout(
+    deployed: str, project_dir: Path
+) -> None:
+    async def read() -> list:
+        async with get_client() as client:
+            return await client.read_deployments(limit=200)
+
+    deployments = asyncio.run(read())
+    assert deployments
+    where = {"prefect.deployments.steps.set_working_directory": {"directory": str(project_dir)}}
+    # Each flow run starts with this pull step: reconcile's `runs_dir: ./runs` (prefect.yaml's
+    # default) is `<project_dir>/runs`, not the checkout's.
+    assert {d.name: d.pull_steps for d in deployments} == {d.name: [where] for d in deployments}
+    assert not project_dir.is_relative_to(REPO)
+
+
 def test_a_simulate_run_through_a_process_worker_completes(
     scripted_worker: ProcessWorker, tmp_path: Path
 ) -> None:
