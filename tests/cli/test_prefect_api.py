@@ -43,7 +43,8 @@ def dead_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.fixture
 def hanging_up_api() -> Iterator[str]:
-    """A Prefect API URL whose server accepts each connection and closes it unanswered."""
+    """A Prefect API URL whose server reads each request and closes the connection unanswered
+    (the whole request is read first: closing on unread bytes would reset the connection)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -54,7 +55,13 @@ def hanging_up_api() -> Iterator[str]:
                 connection, _ = listener.accept()
             except OSError:  # the listener was closed: the test is over
                 return
-            connection.close()
+            with connection:
+                received = b""
+                while b"\r\n\r\n" not in received:
+                    chunk = connection.recv(4096)
+                    if not chunk:
+                        break
+                    received += chunk
 
     threading.Thread(target=hang_up, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/api"
