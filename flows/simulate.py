@@ -9,7 +9,8 @@ from collections.abc import Callable
 from prefect import flow
 
 from glossogen.concurrency import current_gate
-from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession
+from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession, log_url
+from glossogen.launch import price_spend as price
 from glossogen.storage import ClaimedRun
 from tasks.config import check_credentials, resolve_config
 from tasks.gate import install_call_gate
@@ -97,8 +98,9 @@ async def play_rounds(
         error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
         if interrupted:
             # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
-            # through the tasks' plain functions, which need no API, so it is always sealed.
-            await finalize.fn(session, await price_spend.fn(plan, claimed), status, error)
+            # with the library's plain calls, which need no API and never await (a cancelled
+            # task may not get its awaits), so the log is always sealed.
+            session.finish(price(log_url(plan, claimed)), status, error)
         else:
             await finalize(session, await price_spend(plan, claimed), status, error)
         raise

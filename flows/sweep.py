@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from prefect import flow
 from prefect.exceptions import TerminationSignal
@@ -53,6 +54,12 @@ async def sweep(
             return await launch_deployment(launch, sweep_plan.sweep_id, run.epoch)
         return await launch_subflow(launch, sweep_plan.sweep_id, run.epoch)
 
+    if mode != "deployments":
+        # The runs played here share this process. A full collection of its heap (Prefect,
+        # pydantic-ai and the provider SDKs: hundreds of thousands of objects) held up
+        # every run for 0.5-0.6 s at a time on 2 cores (bench/sweep_throughput.py). What
+        # exists now lives as long as the process: leave it out of later collections.
+        gc.freeze()
     run = SweepRun(sweep_plan, mode, launcher, publish_census)
     try:
         if not options.qualification or await run.qualify():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from prefect import get_run_logger, task
@@ -15,7 +16,7 @@ from glossogen.launch import (
     RunResult,
     RunSession,
     Spend,
-    claim_run,
+    claim_run_async,
     log_url,
     open_session,
 )
@@ -43,7 +44,7 @@ async def claim_run_dir(plan: RunPlan) -> ClaimedRun:
     crashed run is resumed in place instead of started over. The flow run is renamed to the run
     id, so the Prefect UI and the runs folder name a run alike.
     """
-    claimed = claim_run(plan)
+    claimed = await claim_run_async(plan)
     await _name_flow_run(claimed.run_id)
     return claimed
 
@@ -85,8 +86,8 @@ async def play_round(session: RunSession, round_number: int) -> RoundSummary:
 
 @task(name="price_spend", cache_policy=NONE, retries=2, retry_delay_seconds=1)
 async def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
-    """Sum the run's spend (USD) from its event log."""
-    return price(log_url(plan, claimed))
+    """Sum the run's spend (USD) from its event log (read in a worker thread, off the loop)."""
+    return await asyncio.to_thread(price, log_url(plan, claimed))
 
 
 @task(name="finalize", cache_policy=NONE)
@@ -94,4 +95,4 @@ async def finalize(
     session: RunSession, spend: Spend, status: str, error: str | None = None
 ) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
-    return session.finish(spend, status, error)
+    return await session.finish_async(spend, status, error)
