@@ -255,15 +255,26 @@ def main() -> None:
     """Run the measurements and print the figures."""
     from deployments.local_postgres import local_postgres, postgres_available
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--api-url", default="", help="Use this Prefect server (limits change).")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--api-url",
+        default=None,
+        help="Use this Prefect server instead of starting one (its llm:* limits are set to 4).",
+    )
     parser.add_argument(
         "--database",
         choices=["postgres", "sqlite"],
         default="postgres" if postgres_available() else "sqlite",
-        help="The database of the server this bench starts (default: postgres if initdb is here).",
+        help="The database of the server this bench starts (postgres when initdb is on PATH).",
     )
-    parser.add_argument("--concurrency", type=int, default=0, help="Sweep runs in flight.")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=0,
+        help="Sweep runs in flight (0: 40 on postgres, 16 on sqlite).",
+    )
     args = parser.parse_args()
     from deployments.local_server import QUIET_ENV, local_prefect_server
 

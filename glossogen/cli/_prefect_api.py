@@ -75,15 +75,25 @@ def health_problem(api_url: str) -> str | None:
         answer = httpx.get(f"{api_url.rstrip('/')}/health", timeout=HEALTH_TIMEOUT_SECONDS)
     except httpx.HTTPError as exc:
         return unreachable_reason(exc) or _describe(exc)
-    if answer.is_success:
-        return None
+    if answer.is_success or answer.status_code in (401, 403):
+        return None  # reachable; credentials (PREFECT_API_KEY, Cloud) are the client's business
     return f"it answered HTTP {answer.status_code} at /health (is it a Prefect server's /api URL?)"
 
 
 def cannot_reach(api_url: str, reason: str) -> int:
-    """Print ``cannot reach the Prefect API at <api_url>: <reason>``; return 69 (transport)."""
+    """Print ``cannot reach the Prefect API at <api_url>: <reason>``; return 69 (transport).
+
+    A user name and password written in the URL are left out of the line (secrets never reach
+    a log).
+    """
+    import httpx
+
+    try:
+        shown = str(httpx.URL(api_url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        shown = "the configured URL"
     print(
-        f"glossogen: error: cannot reach the Prefect API at {api_url}: {reason}",
+        f"glossogen: error: cannot reach the Prefect API at {shown}: {reason}",
         file=sys.stderr,
         flush=True,
     )

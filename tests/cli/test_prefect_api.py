@@ -114,3 +114,52 @@ def test_a_server_that_hangs_up_is_named_with_what_it_did(
         f"glossogen: error: cannot reach the Prefect API at {hanging_up_api}: "
         "server disconnected without sending a response"
     ]
+
+
+def test_a_password_in_the_api_url_is_left_out_of_the_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _closed_port()
+    url = f"http://admin:hunter2@127.0.0.1:{port}/api"
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    with using_api_url(url):
+        assert _exit_code(["pools", "apply"]) == 69
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"glossogen: error: cannot reach the Prefect API at http://127.0.0.1:{port}/api: "
+        "connection refused"
+    ]
+    assert "hunter2" not in err
+
+
+@pytest.mark.parametrize(("status", "problem"), [
+    (401, None),  # reachable: a server behind auth (Cloud, basic auth) answers its client later
+    (403, None),
+    (404, "it answered HTTP 404 at /health (is it a Prefect server's /api URL?)"),
+])  # fmt: skip
+def test_an_answering_server_is_reachable_unless_it_has_no_health_route(
+    status: int, problem: str | None
+) -> None:
+    from glossogen.cli._prefect_api import health_problem
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(4096)
+            connection.sendall(
+                f"HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".encode()
+            )
+
+    server = threading.Thread(target=answer, daemon=True)
+    server.start()
+    try:
+        assert health_problem(f"http://127.0.0.1:{listener.getsockname()[1]}/api") == problem
+    finally:
+        server.join(timeout=10)
+        listener.close()
