@@ -54,11 +54,13 @@ async def sweep(
             return await launch_deployment(launch, sweep_plan.sweep_id, run.epoch)
         return await launch_subflow(launch, sweep_plan.sweep_id, run.epoch)
 
-    if mode != "deployments":
-        # The runs played here share this process. A full collection of its heap (Prefect,
-        # pydantic-ai and the provider SDKs: hundreds of thousands of objects) held up
-        # every run for 0.5-0.6 s at a time on 2 cores (bench/sweep_throughput.py). What
-        # exists now lives as long as the process: leave it out of later collections.
+    # The runs played here share this process. A full collection of its heap (Prefect,
+    # pydantic-ai and the provider SDKs: hundreds of thousands of objects) held up every run
+    # for 0.5-0.6 s at a time on 2 cores (bench/sweep_throughput.py). What exists now (modules,
+    # classes, clients) mostly outlives the sweep: leave it out of collections until the sweep
+    # ends, then hand it back to the collector.
+    frozen = mode != "deployments"
+    if frozen:
         gc.freeze()
     run = SweepRun(sweep_plan, mode, launcher, publish_census)
     try:
@@ -72,6 +74,8 @@ async def sweep(
         raise
     finally:
         run.close()
+        if frozen:
+            gc.unfreeze()
     summary = run.write(run.exit_code())
     await publish_census(summary)
     return summary

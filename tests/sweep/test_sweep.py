@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -104,6 +105,9 @@ def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replace
     # --replace starts over: four new runs, a new epoch; the old ones stay on disk.
     assert _sweep(str(tmp_path / "pd.yaml"), "--replace") == 0
     assert len(_run_folders(runs)) == 8
+    # The sweep kept its start-up objects out of the collector while its runs played here,
+    # and handed them back at its end (a process that goes on collects them as before).
+    assert gc.get_freeze_count() == 0
     replaced = _summary(runs, "pd")
     assert replaced["epoch"] == 2
     old = {t["run_id"] for c in summary["cells"] for t in c["trials"]}
