@@ -46,6 +46,7 @@ class RunRecord(BaseModel):
         total_chars: Characters sent, from ``simulation_ended``.
         cost_usd: ``simulation_ended.total_cost_usd`` (null: not costed or not ended).
         judge_calls: ``judge_called`` events in the log.
+        responses: ``llm_response_received`` events in the log (agents' answered requests).
     """
 
     run_id: str
@@ -64,6 +65,7 @@ class RunRecord(BaseModel):
     total_chars: int | None = None
     cost_usd: float | None = None
     judge_calls: int = 0
+    responses: int = 0
     started: bool = False
     """True when the log holds ``simulation_started`` (a run that can be resumed in place)."""
     endings: int = 0
@@ -81,6 +83,20 @@ class RunRecord(BaseModel):
             self.status == "error"
             and bool(self.failure_kinds)
             and set(self.failure_kinds) <= TRANSPORT_KINDS
+        )
+
+    @property
+    def cost_basis(self) -> bool:
+        """True when the run's logged cost says what a run of its cell spends.
+
+        It ended, is costed, and some model call was answered (an agent's response or a judge
+        call): a run whose every call failed (provider unreachable) logged $0 for nothing it
+        measured, and taking that as an estimate would let a spend cap admit every run.
+        """
+        return (
+            self.ended
+            and self.cost_usd is not None
+            and (self.responses > 0 or self.judge_calls > 0)
         )
 
     @property
@@ -140,6 +156,7 @@ def read_run(
     kinds: list[str] = []
     started, endings = False, 0
     status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
+    responses = 0
     try:
         events = read_events(join(url, f"{scenario}.jsonl")).events
     except FileNotFoundError:
@@ -150,6 +167,8 @@ def read_run(
             verdicts_by_round.setdefault(event.round_number or 0, []).append(won)
         elif event.event_type == "judge_called":
             judge_calls += 1
+        elif event.event_type == "llm_response_received":
+            responses += 1
         elif event.event_type == "agent_run_cycle_failed":
             if event.error_kind not in kinds:  # type: ignore[attr-defined]
                 kinds.append(event.error_kind)  # type: ignore[attr-defined]
@@ -184,6 +203,7 @@ def read_run(
         total_chars=chars,
         cost_usd=cost,
         judge_calls=judge_calls,
+        responses=responses,
         started=started,
         endings=endings,
         failure_kinds=kinds,

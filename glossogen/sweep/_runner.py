@@ -115,13 +115,14 @@ class SweepRun:
     def estimate_of(self, cell_id: str) -> tuple[float | None, str]:
         """``(USD, source)`` of one run of ``cell_id``.
 
-        The mean logged cost of the cell's ended main runs in this epoch once there are any,
-        else the plan's pre-launch estimate.
+        The mean logged cost of the cell's ended main runs in this epoch once there are any
+        that tell what a run spends (:attr:`RunRecord.cost_basis`: not a run whose every call
+        failed), else the plan's pre-launch estimate.
         """
         costs = [
             r.cost_usd
             for r in self.chosen.values()
-            if r.cell_id == cell_id and r.ended and r.cost_usd is not None and r.part == "main"
+            if r.cell_id == cell_id and r.cost_basis and r.cost_usd is not None and r.part == "main"
         ]
         if costs:
             return sum(costs) / len(costs), f"mean logged cost of {len(costs)} ended run(s)"

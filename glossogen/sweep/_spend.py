@@ -33,7 +33,10 @@ def _seats(plan: RunPlan) -> list[tuple[str, str, str]]:
 
 
 def _cost_per_round(url: str, scenario: str, seats: list[tuple[str, str, str]]) -> float | None:
-    """A finished run's cost per played round if its seats match ``seats``, else None."""
+    """A finished run's cost per played round if its seats match ``seats``, else None.
+
+    None too for a run no model call of which was answered (provider unreachable).
+    """
     try:
         events = read_events(join(url, f"{scenario}.jsonl")).events
     except (FileNotFoundError, OSError):
@@ -46,6 +49,8 @@ def _cost_per_round(url: str, scenario: str, seats: list[tuple[str, str, str]]) 
     ended = next((e for e in reversed(events) if e.event_type == "simulation_ended"), None)
     if ended is None or registered != seats:
         return None
+    if not any(e.event_type in ("llm_response_received", "judge_called") for e in events):
+        return None  # every call failed: its $0 says nothing of what a run spends
     cost, rounds = ended.total_cost_usd, ended.rounds_played  # type: ignore[attr-defined]
     if cost is None or not rounds:
         return None

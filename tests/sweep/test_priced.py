@@ -13,7 +13,7 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.eventlog import read_events
-from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 
 SPEC = """\
@@ -135,3 +135,48 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
             assert (cost > 0) == (cell["provider"] == "openai")
             costs.append(cost)
     assert summary["spend"]["spent_usd"] == pytest.approx(sum(costs))
+
+
+def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_the_cap(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = lambda req: StubFault(status=503, retry_after=0)
+    runs = tmp_path / "runs"
+    # The price-catalogue estimate of one run, read from a sweep its cap stops at once.
+    probe = tmp_path / "probe.yaml"
+    probe.write_text(SPEC.format(name="probe", trials=1, cap="0.000000001"))
+    assert _sweep(probe) == 20
+    spend = json.loads((runs / "sweeps/probe/run_summary.json").read_text())["spend"]
+    ((cell_id, assumed),) = spend["estimate_per_run_usd"].items()
+    assumed_source = "assumed token counts (glossogen.launch)"
+    assert spend["estimate_source"][cell_id] == assumed_source
+    assert assumed > 0
+    # The provider is down: a run whose every call failed ends error, logging $0.
+    down = tmp_path / "down.yaml"
+    down.write_text(SPEC.format(name="down", trials=1, cap=10.0))
+    assert _sweep(down) == 69
+    # That $0 is no estimate: with room for 1.5 runs, the cap admits one run, not all three
+    # (it also stays the estimate once that run failed in turn).
+    capped = tmp_path / "capped.yaml"
+    capped.write_text(SPEC.format(name="capped", trials=3, cap=1.5 * assumed))
+    capsys.readouterr()
+    assert _sweep(capped, concurrency=4) == 20
+    summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
+    assert summary["spend"]["estimate_per_run_usd"] == {cell_id: pytest.approx(assumed)}
+    assert summary["spend"]["estimate_source"] == {cell_id: assumed_source}
+    trials = summary["cells"][0]["trials"]
+    assert [(t["state"], t["status"]) for t in trials] == [
+        ("failed", "error"),
+        ("incomplete", None),
+        ("incomplete", None),
+    ]
+    assert trials[1]["error"] == "not launched: spend_cap"
+    assert summary["aborted"]["reason"] == "spend_cap"
+    assert "sweep stopped early (spend_cap)" in capsys.readouterr().err
+    assert len(list((runs / "prisoners_dilemma").iterdir())) == 2  # down's run + 1
