@@ -28,9 +28,9 @@ async def sweep(
     """Play every (cell, trial) of the spec that has no run yet, and write ``run_summary.json``.
 
     A cell whose provider has a ``simulate-<provider>`` deployment with a worker online runs
-    there (``run_deployment`` with the idempotency key ``<sweep>/<cell>/<trial>``); the others
-    play in this process as ``simulate`` subflows. The summary's ``exit_code`` is the sweep's
-    (0, 1 a run failed, 20 not measured, 65 qualification failed, 130 interrupted).
+    there (``run_deployment`` with the idempotency key ``<sweep>/<cell>/<trial>@<claim nonce>``);
+    the others play in this process as ``simulate`` subflows. The summary's ``exit_code`` is the
+    sweep's (0, 1 a run failed, 20 not measured, 65 qualification failed, 130 interrupted).
 
     Raises:
         SweepError: the spec or a cell is refused (nothing launched or written).

@@ -6,7 +6,11 @@ without a claim both would pay for it. Before launching, a sweep creates
 create-only (locally ``O_CREAT | O_EXCL``; on S3 a put with ``If-None-Match: *``, fsspec's
 ``mode="create"``, as ``RunStore.claim_run_dir`` does), so exactly one launch wins it.
 
-A claim names its owner (host, pid, launch token, time). It can be taken over when its owner
+A claim names its owner (host, pid, launch token, time) and carries a random ``nonce``, part of
+the launch's Prefect idempotency key: a launch that takes a dead owner's claim over keeps its
+nonce (so it gets the flow run the dead owner created, never a second one), while a trial of
+another runs folder, or of a ledger that was deleted, gets a fresh one (never an old flow run
+whose run folder is elsewhere or gone). A claim can be taken over when its owner
 is dead: on the same host, no process with that pid (or, in this process, a launch that was
 closed); from another host, older than :data:`CLAIM_TTL_SECONDS`
 (a launcher's run shows up in the ledger within seconds, and a run that then stops is
@@ -69,6 +73,9 @@ class TrialClaims:
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    nonces: dict[str, str | None] = field(default_factory=dict)
+    """The ``nonce`` of each claim this launch took, by claim name (None: a claim written
+    before claims carried one)."""
 
     def __post_init__(self) -> None:
         """Open the folder's file system (nothing is created yet); count this launch live."""
@@ -95,11 +102,10 @@ class TrialClaims:
             return not _pid_alive(int(owner.get("pid", 0)))
         return self.clock() - float(owner.get("claimed_at", 0.0)) >= CLAIM_TTL_SECONDS
 
-    def _create(self, name: str) -> bool:
-        data = json.dumps(
-            {"host": self.host, "pid": self.pid, "token": self.token, "claimed_at": self.clock()},
-            sort_keys=True,
-        ).encode()
+    def _create(self, name: str, nonce: str | None = None) -> bool:
+        nonce = nonce or uuid.uuid4().hex[:12]
+        owner = {"host": self.host, "pid": self.pid, "token": self.token, "nonce": nonce}
+        data = json.dumps({**owner, "claimed_at": self.clock()}, sort_keys=True).encode()
         path = f"{self.path}/{name}"
         with translate_errors(self.url, self.fs):
             try:
@@ -114,13 +120,15 @@ class TrialClaims:
                     self.fs.pipe_file(path, data, mode="create")
             except FileExistsError:
                 return False
+        self.nonces[name] = nonce
         return True
 
     def take(self, name: str) -> bool:
         """Claim ``name``; True when this process may launch it.
 
         An existing claim is taken over only when its owner is dead (removed, then created
-        create-only again, so of two takers only one wins).
+        create-only again, so of two takers only one wins), keeping its ``nonce``. The nonce
+        of a claim taken is in :attr:`nonces`.
 
         Raises:
             StorageError: the storage is unreachable.
@@ -129,6 +137,7 @@ class TrialClaims:
             return True
         owner = self.owner(name)
         if owner is not None and owner.get("token") == self.token:
+            self.nonces[name] = owner.get("nonce")
             return True  # this launch's own claim
         if not self.owner_dead(owner):
             return False
@@ -137,7 +146,11 @@ class TrialClaims:
                 self.fs.rm_file(f"{self.path}/{name}")
             except FileNotFoundError:
                 pass
-        return self._create(name)
+        if not self._create(name, (owner or {}).get("nonce")):
+            return False
+        if owner is not None and not owner.get("nonce"):
+            self.nonces[name] = None  # an older claim: its launch's key had no nonce
+        return True
 
     def close(self) -> None:
         """End this launch: its claims now count as dead (their trials have runs, or failed)."""

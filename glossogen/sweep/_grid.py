@@ -121,12 +121,17 @@ def trial_overrides(
     return overrides
 
 
-def idempotency_key(sweep_id: str, key: TrialKey, epoch: int, relaunch: int = 0) -> str:
-    """The Prefect idempotency key of one launch: ``<sweep id>/<cell>/<trial>``.
+def idempotency_key(
+    sweep_id: str, key: TrialKey, epoch: int, relaunch: int = 0, nonce: str | None = None
+) -> str:
+    """The Prefect idempotency key of one launch: ``<sweep id>/<cell>/<trial>@<nonce>``.
 
     ``epoch`` (bumped by ``--replace``), the part and ``relaunch`` (runs of this trial that
     were interrupted before) are appended when not the first, so a replaced or interrupted
     trial gets a fresh flow run while a duplicate launch of the same one never does.
+    ``nonce`` is the trial's claim's (``glossogen.sweep._claim``): without it, a spec of the
+    same name in another runs folder, or the same spec after its runs folder was deleted, got
+    the old flow run back and played nothing.
     """
     text = f"{sweep_id}/{key.cell_id}/{key.trial}"
     if key.part != "main":
@@ -135,4 +140,6 @@ def idempotency_key(sweep_id: str, key: TrialKey, epoch: int, relaunch: int = 0)
         text += f"/e{epoch}"
     if relaunch:
         text += f"/r{relaunch}"
+    if nonce:
+        text += f"@{nonce}"
     return text

@@ -186,7 +186,9 @@ class SweepRun:
                 launch = Launch(
                     key,
                     self.plan.request(key, self.epoch),
-                    idempotency_key(self.plan.sweep_id, key, self.epoch, relaunch)
+                    idempotency_key(
+                        self.plan.sweep_id, key, self.epoch, relaunch, self.claims.nonces[claim]
+                    )
                     + (f"/resume{resumes}" if stopped else ""),
                     estimate,
                     stopped.run_url if stopped else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,32 @@ def test_a_2x2x2_sweep_runs_every_cell_on_the_worker_then_launches_nothing(
     assert _sweep(str(spec), "--concurrency", "8") == 0
     assert sorted((runs / "prisoners_dilemma").iterdir()) == folders
     assert _deployed_flow_runs(run_ids) == [(r, "Completed") for r in run_ids]
+
+
+def test_a_spec_of_the_same_name_elsewhere_or_after_its_runs_were_deleted_plays_its_own_runs(
+    scripted_worker: ProcessWorker, tmp_path: Path
+) -> None:
+    one_cell = (
+        SPEC.replace("[2, 3]", "[2]")
+        .replace(
+            "[{model: scripted, provider: scripted}, {model: scripted-b, provider: scripted}]",
+            "[{model: scripted, provider: scripted}]",
+        )
+        .replace("trials: 2", "trials: 1")
+    )
+    played: list[str] = []
+    for folder in ("a", "b", "b"):  # b twice: its runs folder deleted in between
+        project = tmp_path / folder
+        project.mkdir(exist_ok=True)
+        shutil.rmtree(project / "runs", ignore_errors=True)
+        (project / "spec.yaml").write_text(one_cell)
+        assert _sweep(str(project / "spec.yaml")) == 0
+        summary = json.loads((project / "runs/sweeps/spec/run_summary.json").read_text())
+        assert summary["mode"] == "deployments"
+        ((trial,),) = [c["trials"] for c in summary["cells"]]
+        assert (trial["state"], trial["status"], trial["error"]) == ("done", "completed", None)
+        (run,) = (project / "runs" / "prisoners_dilemma").iterdir()
+        assert trial["run_id"] == f"prisoners_dilemma/{run.name}"
+        played.append(trial["run_id"])
+    assert len(set(played)) == 3  # three runs, none another folder's flow run handed back
+    assert _deployed_flow_runs(played) == [(r, "Completed") for r in sorted(played)]

@@ -171,17 +171,27 @@ def test_a_claim_whose_owner_is_dead_is_taken_over(tmp_path: Path) -> None:
     gone = TrialClaims(url, clock=lambda: now, host="h1", pid=dead.pid)
     assert gone.take("c1-1-main-e1-r0.json")
     alive = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
+    nonce = gone.nonces["c1-1-main-e1-r0.json"]
+    assert nonce is not None and len(nonce) == 12 and int(nonce, 16) >= 0
     assert alive.take("c1-1-main-e1-r0.json")  # its owner's process is gone
     assert alive.owner("c1-1-main-e1-r0.json") == {
         "host": "h1",
         "pid": os.getpid(),
         "token": alive.token,
+        "nonce": nonce,  # kept: the launch's idempotency key gets the dead owner's flow run
         "claimed_at": now,
     }
+    assert alive.nonces == {"c1-1-main-e1-r0.json": nonce}
     other = TrialClaims(url, clock=lambda: now + CLAIM_TTL_SECONDS - 1, host="h2", pid=1)
     assert not other.take("c1-1-main-e1-r0.json")  # another host's claim, not yet old
+    assert other.nonces == {}
     late = TrialClaims(url, clock=lambda: now + CLAIM_TTL_SECONDS, host="h2", pid=1)
     assert late.take("c1-1-main-e1-r0.json")
+    assert late.nonces == {"c1-1-main-e1-r0.json": nonce}
+    # The same claim in another sweep folder (another runs dir, or a deleted one) is new.
+    elsewhere = TrialClaims(str(tmp_path / "other" / "sweeps" / "s"), clock=lambda: now)
+    assert elsewhere.take("c1-1-main-e1-r0.json")
+    assert elsewhere.nonces["c1-1-main-e1-r0.json"] not in (None, nonce)
     # In one process, a closed launch's claims are dead, an open one's are not.
     mine = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
     assert mine.take("c1-2-main-e1-r0.json")

@@ -227,6 +227,8 @@ def test_cells_trials_and_requests_carry_the_sweep_labels_and_budgets(tmp_path: 
     assert "round_count=1" not in short.overrides
     assert idempotency_key("pd", TrialKey(cells[0].cell_id, 2), 1) == f"pd/{cells[0].cell_id}/2"
     assert idempotency_key("pd", key, 3, 1) == f"pd/{cells[0].cell_id}/1/qualification/e3/r1"
+    nonced = idempotency_key("pd", TrialKey(cells[0].cell_id, 2), 1, nonce="0a1b2c3d4e5f")
+    assert nonced == f"pd/{cells[0].cell_id}/2@0a1b2c3d4e5f"
 
 
 def test_concurrency_0_names_its_value_and_the_usage_line_names_the_choices(
