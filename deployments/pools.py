@@ -10,6 +10,7 @@ every limit that does not exist or is inactive, for launchers to refuse or warn 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -57,8 +58,13 @@ class LimitsError(ValueError):
         self.exit_code = exit_code
 
 
-Count = Annotated[StrictInt, Field(ge=1)]
-"""A number of 1 or more, written as a number (``true`` is not read as 1)."""
+MAX_COUNT = 2**31 - 1
+"""The largest size Prefect's server stores (a 32-bit integer column on PostgreSQL; SQLite
+answered 500 past 64 bits, after the pools before it were already updated)."""
+Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+"""A number of 1 to :data:`MAX_COUNT`, written as a number (``true`` is not read as 1)."""
+POOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A work pool name the server takes and a shell command line shows as is."""
 BUILT_IN_POOL, BUILT_IN_LLM = 8, 4
 """What ``defaults`` holds for a number it leaves out."""
 
@@ -88,6 +94,16 @@ class SharedPool(BaseModel):
 
     name: str = "glossogen"
     pool_concurrency: Count = BUILT_IN_POOL
+
+    @field_validator("name")
+    @classmethod
+    def _a_pool_of_its_own(cls, value: str) -> str:
+        if not POOL_NAME.fullmatch(value):
+            raise ValueError("must be a pool name (letters, digits, '-', '_', '.')")
+        taken = {pool_name(p): p for p in SIMULATION_PROVIDERS}
+        if value in taken:
+            raise ValueError(f"is the pool of {taken[value]} runs; give the shared pool its own")
+        return value
 
 
 class LimitsFile(BaseModel):
@@ -153,6 +169,8 @@ def _refusal(error: ErrorDetails) -> str:
         elif loc[0] == "shared_pool":
             parent = SharedPool
         return f"unknown key {where} (known: {', '.join(parent.model_fields)}), got {got}"
+    if field in ("pool_concurrency", "llm_concurrency") and kind == "less_than_equal":
+        return f"{where} must be a whole number of at most {MAX_COUNT}, got {got}"
     if field in ("pool_concurrency", "llm_concurrency"):
         rule = "must be a whole number of at least 1"
         if field == "llm_concurrency":
@@ -164,6 +182,8 @@ def _refusal(error: ErrorDetails) -> str:
         return f"{where} must be a mapping of keys to values, got {got}"
     if kind == "string_type":
         return f"{where} must be a name, got {got}"
+    if kind == "value_error":
+        return f"{where} {str(error['msg']).removeprefix('Value error, ')}, got {got}"
     return f"{where}: {error['msg']}, got {got}"
 
 

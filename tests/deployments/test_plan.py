@@ -114,6 +114,25 @@ def test_defaults_that_name_one_number_keep_the_built_in_other(tmp_path: Path) -
         ),
         ("shared_pool: {name: 5}\n", "shared_pool.name must be a name, got 5"),
         (
+            "providers:\n  openai: {llm_concurrency: 99999999999999999999999}\n",
+            "providers.openai.llm_concurrency must be a whole number of at most 2147483647, "
+            "got 99999999999999999999999",
+        ),
+        (
+            "defaults: {pool_concurrency: 2147483648}\n",
+            "defaults.pool_concurrency must be a whole number of at most 2147483647, "
+            "got 2147483648",
+        ),
+        (
+            "shared_pool: {name: ''}\n",
+            "shared_pool.name must be a pool name (letters, digits, '-', '_', '.'), got ''",
+        ),
+        (
+            "shared_pool: {name: glossogen-openai}\n",
+            "shared_pool.name is the pool of openai runs; give the shared pool its own, "
+            "got glossogen-openai",
+        ),
+        (
             "providers:\n  openai:\n    llm_concurrency: 2\n    llm_concurrency: 3\n",
             "line 4, column 5: duplicate key 'llm_concurrency' (first at line 3)",
         ),
@@ -135,6 +154,10 @@ def test_defaults_that_name_one_number_keep_the_built_in_other(tmp_path: Path) -
         "unknown-key",
         "not-a-mapping",
         "name-not-text",
+        "past-32-bits",
+        "one-past-32-bits",
+        "empty-shared-pool-name",
+        "shared-pool-is-a-provider-pool",
         "duplicate-number",
         "duplicate-provider",
         "duplicate-section",
