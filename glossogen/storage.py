@@ -261,10 +261,16 @@ class RunStore:
             if not os.access(probe, os.W_OK | os.X_OK):
                 raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is not writable")
             return
-        with translate_errors(self.runs_dir, self.fs):
-            bucket = self._path(self.runs_dir).split("/", 1)[0]
-            if not self.fs.exists(bucket):
-                raise StorageError(f"runs dir {self.runs_dir!r}: bucket {bucket!r} does not exist")
+        bucket = self._path(self.runs_dir).split("/", 1)[0]
+        with translate_errors(self.runs_dir):
+            try:
+                # info(), not exists(): s3fs's exists() answers False for an endpoint that does
+                # not answer at all, which read as a missing bucket.
+                self.fs.info(bucket)
+            except FileNotFoundError:
+                raise StorageError(
+                    f"runs dir {self.runs_dir!r}: bucket {bucket!r} does not exist"
+                ) from None
 
     def claim_run_dir(self, scenario: str, now_unix: int) -> ClaimedRun:
         """Atomically claim a fresh run folder for ``scenario`` at ``now_unix`` or later.

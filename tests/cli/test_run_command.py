@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -293,3 +294,43 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
         == "glossogen: error: run incomplete: every agent reached --max-agent-turns 3"
     )
     assert " incomplete: 1/1 rounds won" in captured.out.splitlines()[-1]
+
+
+def test_an_s3_endpoint_with_no_server_is_named_unreachable_not_a_missing_bucket(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import s3fs
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-never-shown")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    s3fs.S3FileSystem.clear_instance_cache()
+    monkeypatch.chdir(tmp_path)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(
+                [
+                    "run",
+                    "prisoners_dilemma",
+                    "--model",
+                    "s",
+                    "--provider",
+                    "scripted",
+                    "--config",
+                    "knobs_default",
+                    "--runs-dir",
+                    "s3://qa-bucket/runs",
+                ]
+            )
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert exited.value.code == 69
+    assert capsys.readouterr().err.splitlines() == [
+        "glossogen: error: storage error at s3://qa-bucket/runs: EndpointConnectionError: "
+        f'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/qa-bucket"'
+    ]
+    assert list(tmp_path.iterdir()) == []
