@@ -61,6 +61,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _summary_mode(runs_dir: str, sweep_id: str) -> str | None:
+    """The ``mode`` the sweep's ``run_summary.json`` records (None: not readable)."""
+    from glossogen.storage import RunStore
+    from glossogen.sweep import sweep_url
+
+    try:
+        return RunStore(runs_dir).read_json(sweep_url(runs_dir, sweep_id), "run_summary.json")[
+            "mode"
+        ]
+    except Exception:  # noqa: BLE001 (already on the interrupt's path: say the general line)
+        return None
+
+
 def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
@@ -180,10 +193,17 @@ def sweep(
             _error(str(exc))
             return exc.exit_code
         except (KeyboardInterrupt, TerminationSignal):
-            _error(
-                "interrupted; every run's log ends with simulation_ended (interrupted), "
-                "run_summary.json says what ran"
-            )
+            if _summary_mode(spec.runs_dir, sweep_id) in ("deployments", "mixed"):
+                _error(
+                    "interrupted; runs played in this process end with simulation_ended "
+                    "(interrupted), runs on workers play on (the next launch counts them), "
+                    "run_summary.json says what ran"
+                )
+            else:
+                _error(
+                    "interrupted; every run's log ends with simulation_ended (interrupted), "
+                    "run_summary.json says what ran"
+                )
             sys.stdout.flush()
             if server is not None:
                 server.stop(send_queued=False)

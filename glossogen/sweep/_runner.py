@@ -15,7 +15,7 @@ from typing import Literal
 
 from glossogen import exit_codes
 from glossogen.launch import RunRequest
-from glossogen.storage import absolute
+from glossogen.storage import StorageError, absolute
 from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
 from glossogen.sweep._ledger import (
@@ -422,9 +422,27 @@ class SweepRun:
         return int(exit_codes.OK)
 
     def interrupted(self) -> None:
-        """Record a Ctrl-C: launched-but-unfinished and unlaunched trials are incomplete."""
-        self._stop("interrupted", "interrupted (Ctrl-C or cancellation); each run kept its log")
+        """Record a Ctrl-C: launched-but-unfinished and unlaunched trials are incomplete.
+
+        The ledger is read once more for the trials this launch started (their runs have
+        sealed their logs by now, or play on on a worker), so each shows its run id, status
+        and verdicts; a trial never launched says ``not launched: interrupted``.
+        """
+        detail = "interrupted (Ctrl-C or cancellation); each run kept its log"
+        if self.mode != "in-process":
+            detail += "; runs on workers play on, and the next launch counts them"
+        self._stop("interrupted", detail)
+        launched = set(self.launched)
+        try:
+            found = scan_sweep(self.plan.spec.runs_dir, self.plan.spec.scenario, self.plan.sweep_id)
+        except StorageError:
+            found = []  # the summary keeps what each run's end reported
+        for record in found:  # in ledger order: the newest run of a key comes last
+            if record.key in launched and record.epoch == self.epoch:
+                self.latest[record.key] = record
         for key, state in self.states.items():
+            if state == "planned" and key not in launched:
+                self.errors.setdefault(key, "not launched: interrupted")
             if state in ("planned", "running"):
                 self.states[key] = "incomplete"
 

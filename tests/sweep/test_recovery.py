@@ -297,3 +297,47 @@ def test_an_interrupted_run_is_resumed_in_place_on_the_next_launch(
     assert f"{cell['cell_id']}-1-main-e1-r1-m1.json" in {
         p.name for p in (runs / "sweeps/one/claims").iterdir()
     }
+
+
+@pytest.mark.parametrize("mode", ["in-process", "deployments"])
+def test_an_interrupted_launch_says_which_trials_it_never_launched(
+    tmp_path: Path, mode: str
+) -> None:
+    spec_file = tmp_path / "three.yaml"
+    spec_file.write_text(ONE_RUN.replace("trials: 1", "trials: 3"))
+    spec, sweep_id = load_spec(spec_file)
+    plan = plan_sweep(spec, sweep_id, str(spec_file), SweepOptions(concurrency=1))
+    launched: list[int] = []
+
+    async def launcher(launch: Any) -> RunRecord:
+        launched.append(launch.key.trial)
+        await asyncio.Event().wait()  # in flight until the Ctrl-C
+        raise AssertionError("not reached")
+
+    async def interrupt() -> SweepRun:
+        run = SweepRun(plan, mode, launcher)  # type: ignore[arg-type]
+        playing = asyncio.create_task(run.launch_all(plan.main_keys()))
+        while not launched:
+            await asyncio.sleep(0)
+        playing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await playing
+        run.interrupted()
+        return run
+
+    summary = asyncio.run(interrupt()).summary(130).model_dump()
+    assert launched == [1]
+    assert [
+        (t["trial"], t["state"], t["run_id"], t["error"]) for t in summary["cells"][0]["trials"]
+    ] == [
+        (1, "incomplete", None, None),
+        (2, "incomplete", None, "not launched: interrupted"),
+        (3, "incomplete", None, "not launched: interrupted"),
+    ]
+    workers = "; runs on workers play on, and the next launch counts them"
+    assert summary["aborted"] == {
+        "reason": "interrupted",
+        "detail": "interrupted (Ctrl-C or cancellation); each run kept its log"
+        + (workers if mode == "deployments" else ""),
+    }
+    assert summary["census"]["incomplete"] == 3
