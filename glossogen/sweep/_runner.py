@@ -267,6 +267,11 @@ class SweepRun:
             record = self.chosen.get(key)
             if record is None or record.status != "completed":
                 why = record.error or record.status if record else self.errors.get(key, "no run")
+                if record is not None and key not in self.launched:
+                    why += (
+                        f" (run {record.run_id} of an earlier launch, which stays authoritative; "
+                        "--replace plays it again)"
+                    )
                 self._stop("qualification_failed", f"qualification run of {key.cell_id}: {why}")
                 for main in self.plan.main_keys():
                     if self.states[main] == "planned":

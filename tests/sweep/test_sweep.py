@@ -299,3 +299,31 @@ def test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it(
     assert done.returncode == 0, done.stderr
     assert "Error logging to API" not in done.stderr
     assert done.stdout.splitlines()[-1] == f"summary: {tmp_path}/runs/sweeps/pd/run_summary.json"
+
+
+def test_a_failed_qualification_of_an_earlier_launch_is_named_with_the_way_out(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "q.yaml"
+    spec.write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        "knobs: {postmortem_enabled: false, round_count: 2}\ntrials: 1\n"
+    )
+    assert _sweep(str(spec), "--qualification", "--max-turns", "1") == 65
+    (qualification,) = _summary(tmp_path / "runs", "q")["qualification"]
+    assert qualification["status"] == "incomplete"
+    capsys.readouterr()
+    # Launched again without --max-turns 1: the failed run stays authoritative, and says so.
+    assert _sweep(str(spec), "--qualification") == 65
+    summary = _summary(tmp_path / "runs", "q")
+    cell_id = summary["cells"][0]["cell_id"]
+    detail = (
+        f"qualification run of {cell_id}: every agent reached --max-agent-turns 1 "
+        f"(run {qualification['run_id']} of an earlier launch, which stays authoritative; "
+        "--replace plays it again)"
+    )
+    assert summary["aborted"] == {"reason": "qualification_failed", "detail": detail}
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"glossogen: error: sweep stopped early (qualification_failed): {detail}"
+    )
+    assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 1
