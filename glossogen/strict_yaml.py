@@ -9,6 +9,7 @@ through :func:`load_yaml`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -55,6 +56,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.2 reads ``1e-3`` as a number; PyYAML (YAML 1.1) needs a dot and reads it as the string
+# "1e-3", so ``spend_cap_usd: 5e-2`` was refused as "not a number". The 1.2 core schema's
+# exponent form without a dot is added (the class copies the resolvers: yaml.SafeLoader keeps
+# its own).
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def load_yaml(text: str) -> Any:
     """Parse one YAML document with PyYAML's safe loader, refusing duplicate mapping keys.
 
@@ -62,7 +74,8 @@ def load_yaml(text: str) -> Any:
         text: The document.
 
     Returns:
-        What the document holds (None for an empty one): dicts, lists, str, int, float, bool.
+        What the document holds (None for an empty one): dicts, lists, str, int, float, bool;
+        ``1e-3`` is a float, as YAML 1.2 reads it.
 
     Raises:
         DuplicateKeyError: a mapping names the same key twice (its line, and the first's).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
@@ -34,3 +35,14 @@ def test_text_that_is_not_yaml_names_its_line_and_column() -> None:
         load_yaml("a: [1, 2\nb: 3\n")
     assert not isinstance(refused.value, DuplicateKeyError)
     assert str(refused.value) == "line 2, column 2: expected ',' or ']', but got ':'"
+
+
+def test_an_exponent_without_a_dot_is_a_number_as_yaml_1_2_reads_it() -> None:
+    assert load_yaml("cap: 5e-2\nbig: 1E3\nneg: -2e+1\nword: e5\nquoted: '1e-3'\n") == {
+        "cap": 0.05,
+        "big": 1000.0,
+        "neg": -20.0,
+        "word": "e5",
+        "quoted": "1e-3",
+    }
+    assert yaml.safe_load("cap: 5e-2") == {"cap": "5e-2"}  # PyYAML's own loader is untouched

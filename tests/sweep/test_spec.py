@@ -191,6 +191,12 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path: Path) -> None:
     assert spec.config == str(folder / "knobs.json")
 
 
+def test_a_cap_written_with_an_exponent_is_a_number(tmp_path: Path) -> None:
+    spec_file = tmp_path / "small.yaml"
+    spec_file.write_text(ISSUE_SPEC.replace("spend_cap_usd: 1.0", "spend_cap_usd: 5e-2"))
+    assert load_spec(spec_file)[0].spend_cap_usd == 0.05  # PyYAML alone read the text "5e-2"
+
+
 def test_cells_trials_and_requests_carry_the_sweep_labels_and_budgets(tmp_path: Path) -> None:
     spec_file = tmp_path / "pd.yaml"
     spec_file.write_text(ISSUE_SPEC + "knobs:\n  postmortem_enabled: false\nvary_seed: true\n")
