@@ -133,7 +133,8 @@ def _one_line(exc: ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(map(str, error["loc"])) or "spec"
         got = "" if error["type"] == "value_error" else f" (got {json.dumps(error['input'])})"
-        parts.append(f"{where}: {error['msg']}{got}")
+        message = str(error["msg"]).removeprefix("Value error, ")  # our own text, as written
+        parts.append(f"{where}: {message}{got}")
     return "; ".join(parts)
 
 

@@ -62,8 +62,7 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         (
             ISSUE_SPEC.replace("[2, 3]", "[2, 2]"),
             65,
-            "grid: Value error, grid axis 'round_count' repeats the value 2: each cell must be "
-            "distinct",
+            "grid: grid axis 'round_count' repeats the value 2: each cell must be distinct",
         ),
         (
             ISSUE_SPEC.replace("trials: 2", "trials: 0"),
