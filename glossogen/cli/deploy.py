@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import typer
-import yaml
 
 from glossogen import exit_codes
+from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
 
 def _error(message: str) -> None:
@@ -36,17 +36,64 @@ def project_dir(start: Path) -> Path | None:
     return checkout if (checkout / "prefect.yaml").is_file() else None
 
 
+class ProjectError(ValueError):
+    """A ``prefect.yaml`` that cannot be read or is malformed; one line naming what is wrong."""
+
+    def __init__(self, message: str, exit_code: int = int(exit_codes.REFUSED)) -> None:
+        """Keep ``message`` and the exit code (65 malformed, 66 unreadable)."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _read_project(path: Path) -> list[dict[str, object]]:
+    """The ``deployments`` of ``path``, each a mapping with a name, names distinct.
+
+    Raises:
+        ProjectError: unreadable (66); not YAML, a key written twice, not a mapping, or a
+            deployment with no name or a name written twice (65).
+    """
+    try:
+        spec = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ProjectError(f"cannot read {path}: {reason}", int(exit_codes.UNREADABLE)) from None
+    except DuplicateKeyError as exc:
+        raise ProjectError(f"{path}: {exc}") from None
+    except YamlError as exc:
+        raise ProjectError(f"{path} is not YAML: {exc}") from None
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        raise ProjectError(f"{path} must be a mapping of keys to values")
+    deployments = spec.get("deployments") or []
+    if not isinstance(deployments, list):
+        raise ProjectError(f"{path}: deployments must be a list")
+    first: dict[str, int] = {}
+    for index, deployment in enumerate(deployments, start=1):
+        name = deployment.get("name") if isinstance(deployment, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ProjectError(f"{path}: deployment {index} must be a mapping with a name")
+        if name in first:
+            raise ProjectError(
+                f"{path}: deployment name {name!r} is written twice "
+                f"(deployments {first[name]} and {index})"
+            )
+        first[name] = index
+    return deployments
+
+
 def deployable(folder: Path) -> tuple[list[str], list[str]]:
     """Return the deployments of ``folder/prefect.yaml`` that can be registered.
 
     Returns:
         ``(names, skipped)``: names whose entrypoint file exists, and one line per deployment
         skipped because its file does not.
+
+    Raises:
+        ProjectError: the file is unreadable (66) or malformed (65); see :func:`_read_project`.
     """
-    spec = yaml.safe_load((folder / "prefect.yaml").read_text(encoding="utf-8")) or {}
     names: list[str] = []
     skipped: list[str] = []
-    for deployment in spec.get("deployments") or []:
+    for deployment in _read_project(folder / "prefect.yaml"):
         path = str(deployment.get("entrypoint", "")).split(":", 1)[0]
         if (folder / path).is_file():
             names.append(deployment["name"])
@@ -69,6 +116,11 @@ def deploy(
     if folder is None or not (folder / "prefect.yaml").is_file():
         _error(f"no prefect.yaml in {folder or Path.cwd()} or above")
         return int(exit_codes.UNREADABLE)
+    try:  # read before pools or the server are touched
+        names, skipped = deployable(folder)
+    except ProjectError as exc:
+        _error(str(exc))
+        return exc.exit_code
     if pools:
         from glossogen.cli.pools import apply
 
@@ -81,7 +133,6 @@ def deploy(
         refused = refuse_unreachable_api()
         if refused is not None:
             return refused
-    names, skipped = deployable(folder)
     for line in skipped:
         print(f"glossogen: warning: skipping deployment {line}", file=sys.stderr, flush=True)
     if not names:
