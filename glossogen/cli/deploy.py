@@ -121,6 +121,11 @@ def deploy(
     except ProjectError as exc:
         _error(str(exc))
         return exc.exit_code
+    for line in skipped:
+        print(f"glossogen: warning: skipping deployment {line}", file=sys.stderr, flush=True)
+    if not names:
+        _error(f"no deployment of {folder / 'prefect.yaml'} has its entrypoint file")
+        return int(exit_codes.UNREADABLE)
     if pools:
         from glossogen.cli.pools import apply
 
@@ -133,11 +138,6 @@ def deploy(
         refused = refuse_unreachable_api()
         if refused is not None:
             return refused
-    for line in skipped:
-        print(f"glossogen: warning: skipping deployment {line}", file=sys.stderr, flush=True)
-    if not names:
-        _error(f"no deployment of {folder / 'prefect.yaml'} has its entrypoint file")
-        return int(exit_codes.UNREADABLE)
     which = ["--all"] if not skipped else [a for n in names for a in ("--name", n)]
     env = {**os.environ, "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
     done = subprocess.run(  # noqa: S603 (Prefect's own CLI, no shell)

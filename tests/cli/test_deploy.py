@@ -61,3 +61,17 @@ def test_the_shipped_prefect_yaml_reads_with_every_entrypoint_present() -> None:
         names
     )
     assert len(names) == 31
+
+
+def test_a_project_whose_flow_files_are_all_missing_is_refused_before_the_server_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    (tmp_path / "prefect.yaml").write_text("deployments:\n  - name: a\n    entrypoint: f.py:f\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["deploy", "--project-dir", str(tmp_path)])
+    assert exited.value.code == 66
+    assert capsys.readouterr().err.splitlines() == [
+        "glossogen: warning: skipping deployment a: f.py does not exist",
+        f"glossogen: error: no deployment of {tmp_path / 'prefect.yaml'} has its entrypoint file",
+    ]
