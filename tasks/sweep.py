@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 from typing import Any
 
@@ -131,16 +132,43 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
             raise
         return await launch_subflow(launch)  # no resume deployment: continue it here
     async with get_client() as client:
-        while True:
-            flow_run = await client.read_flow_run(flow_run.id)
-            if flow_run.state is not None and flow_run.state.is_final():
-                break
-            await asyncio.sleep(POLL_SECONDS)
+        try:
+            while True:
+                flow_run = await client.read_flow_run(flow_run.id)
+                if flow_run.state is not None and flow_run.state.is_final():
+                    break
+                await asyncio.sleep(POLL_SECONDS)
+        except asyncio.CancelledError:
+            await _cancel_unstarted(client, flow_run.id)
+            raise
     record = _find_record(launch, sweep_id, epoch)
     if record is None:
         state = flow_run.state.name if flow_run.state else "unknown"
         raise RuntimeError(f"flow run {flow_run.name} ended {state} without a run folder")
     return record
+
+
+async def _cancel_unstarted(client: Any, flow_run_id: Any) -> None:
+    """Cancel a launched flow run no worker has started yet (the sweep was interrupted).
+
+    A run a worker already plays goes on (it is paying; the next launch counts it); one still
+    ``Scheduled`` or ``Pending`` has spent nothing, and left alone it would start whenever a
+    worker next polls, perhaps after the next launch played its trial in-process: paid twice.
+    """
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Cancelled
+
+    try:
+        flow_run = await client.read_flow_run(flow_run_id)
+        if flow_run.state is not None and flow_run.state.type in (
+            StateType.SCHEDULED,
+            StateType.PENDING,
+        ):
+            await client.set_flow_run_state(
+                flow_run_id, Cancelled(message="its sweep was interrupted before it started")
+            )
+    except Exception:  # noqa: BLE001 (already interrupted: the run simply stays scheduled)
+        logging.getLogger(__name__).warning("could not cancel unstarted flow run %s", flow_run_id)
 
 
 LAUNCH_ATTEMPTS = 5

@@ -97,3 +97,44 @@ def test_a_spec_of_the_same_name_elsewhere_or_after_its_runs_were_deleted_plays_
         played.append(trial["run_id"])
     assert len(set(played)) == 3  # three runs, none another folder's flow run handed back
     assert _deployed_flow_runs(played) == [(r, "Completed") for r in sorted(played)]
+
+
+def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
+    deployed: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from glossogen.launch import RunRequest
+    from glossogen.sweep import Launch, TrialKey
+    from tasks.sweep import launch_deployment
+
+    # glossogen-google-gla has no worker here: the flow run stays Scheduled until cancelled.
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model="gemini-2.5-flash",
+        provider="google-gla",
+        runs_dir=str(tmp_path / "runs"),
+        config="knobs_default",
+    )
+    key = f"unstarted-{tmp_path.name}"
+    launch = Launch(TrialKey("c0", 1), request, key, 0.0)
+
+    async def interrupt() -> str:
+        launching = asyncio.create_task(launch_deployment(launch, "unstarted", 1))
+        async with get_client() as client:
+            while True:
+                await asyncio.sleep(0.2)
+                runs = await client.read_flow_runs()
+                mine = [f for f in runs if f.idempotency_key == key]
+                if mine:
+                    break
+        launching.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await launching
+        async with get_client() as client:
+            state = (await client.read_flow_run(mine[0].id)).state
+        assert state is not None
+        return state.name
+
+    assert asyncio.run(interrupt()) == "Cancelled"
+    assert not (tmp_path / "runs").exists()
