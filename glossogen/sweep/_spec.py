@@ -192,7 +192,7 @@ def load_spec(path: str | os.PathLike[str]) -> tuple[SweepSpec, str]:
     updates: dict[str, Any] = {"runs_dir": _resolve(base, spec.runs_dir)}
     if spec.config.endswith(".json"):
         updates["config"] = _resolve(base, spec.config)
-    sweep_id = spec.name or file.name.rsplit(".", 1)[0]
+    sweep_id = file.name.rsplit(".", 1)[0] if spec.name is None else spec.name  # '' is refused
     if not SWEEP_ID.fullmatch(sweep_id):
         raise SweepError(
             f"sweep spec {str(path)!r}: sweep name {sweep_id!r}: use 1-64 of letters, digits, "

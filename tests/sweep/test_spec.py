@@ -119,6 +119,11 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
             65,
             "is not YAML: line 8, column 7: expected ',' or ']', but got ':'",
         ),
+        (
+            ISSUE_SPEC + "name: ''\n",
+            65,
+            "sweep name '': use 1-64 of letters, digits, '.', '-' and '_' (set 'name:')",
+        ),
     ],
     ids=[
         "unknown-keys",
@@ -141,6 +146,7 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         "duplicate-key",
         "duplicate-grid-axis",
         "yaml-line-number",
+        "empty-name",
     ],
 )
 def test_a_bad_spec_is_refused_in_one_line_and_writes_nothing(
