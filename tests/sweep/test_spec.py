@@ -120,6 +120,13 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
             "is not YAML: line 8, column 7: expected ',' or ']', but got ':'",
         ),
         (
+            ISSUE_SPEC.replace("provider: scripted", "provider: nopeprov"),
+            65,
+            "(round_count=2): provider: unknown provider 'nopeprov' (known: anthropic, openai, "
+            "google-gla, xai, groq, mistral, deepseek, openrouter, ollama, self-hosted, "
+            "scripted, local)",
+        ),
+        (
             ISSUE_SPEC + "name: ''\n",
             65,
             "sweep name '': use 1-64 of letters, digits, '.', '-' and '_' (set 'name:')",
@@ -146,6 +153,7 @@ def _sweep(spec: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tup
         "duplicate-key",
         "duplicate-grid-axis",
         "yaml-line-number",
+        "unknown-provider",
         "empty-name",
     ],
 )
