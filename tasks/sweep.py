@@ -17,6 +17,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from glossogen.launch import notify
 from glossogen.storage import RunStore
 from glossogen.sweep import (
     Launch,
@@ -131,6 +132,7 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
         if launch.resume_url is None:
             raise
         return await launch_subflow(launch)  # no resume deployment: continue it here
+    notify("run_queued", launch.key.label(), name, str(flow_run.id))
     async with get_client() as client:
         try:
             while True:
@@ -145,6 +147,7 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     if record is None:
         state = flow_run.state.name if flow_run.state else "unknown"
         raise RuntimeError(f"flow run {flow_run.name} ended {state} without a run folder")
+    notify("run_returned", launch.key.label(), record.run_id, record.status)
     return record
 
 

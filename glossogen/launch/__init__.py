@@ -6,7 +6,7 @@ from glossogen.launch._credentials import (
     check_credentials,
     load_environment,
 )
-from glossogen.launch._observers import RunObserver, observing
+from glossogen.launch._observers import RunObserver, notify, observing
 from glossogen.launch._plan import (
     EXIT_REFUSED,
     EXIT_USAGE,
@@ -57,6 +57,7 @@ __all__ = [
     "claim_run_async",
     "load_environment",
     "log_url",
+    "notify",
     "observing",
     "open_session",
     "plan_run",

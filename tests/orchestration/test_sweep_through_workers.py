@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -43,13 +44,29 @@ def _deployed_flow_runs(run_ids: list[str]) -> list[tuple[str, str]]:
 
 
 def test_a_2x2x2_sweep_runs_every_cell_on_the_worker_then_launches_nothing(
-    scripted_worker: ProcessWorker, tmp_path: Path
+    scripted_worker: ProcessWorker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "grid.yaml"
     spec.write_text(SPEC)
     assert _sweep(str(spec), "--concurrency", "8") == 0
     runs = tmp_path / "runs"
     summary = json.loads((runs / "sweeps" / "grid" / "run_summary.json").read_text())
+    # The terminal follows each trial handed to the worker: queued, then how its run ended.
+    out = capsys.readouterr().out.splitlines()
+    trials = {f"{c['cell_id']}/{t['trial']}": t["run_id"] for c in summary["cells"]
+              for t in c["trials"]}  # fmt: skip
+    queued = sorted(line.split()[1] for line in out if " queued on " in line)
+    assert queued == sorted(trials)
+    assert all(
+        re.fullmatch(
+            r"trial \S+ queued on simulate/simulate-scripted \(flow run [0-9a-f-]{36}\)", line
+        )
+        for line in out
+        if " queued on " in line
+    )
+    assert sorted(line for line in out if " ended " in line) == sorted(
+        f"trial {trial} ended completed: run {run_id}" for trial, run_id in trials.items()
+    )
     assert summary["mode"] == "deployments"
     assert summary["census"] == {"planned": 0, "running": 0, "done": 8, "failed": 0,
                                  "incomplete": 0}  # fmt: skip
