@@ -46,6 +46,7 @@ class RunRecord(BaseModel):
         total_chars: Characters sent, from ``simulation_ended``.
         cost_usd: ``simulation_ended.total_cost_usd`` (null: not costed or not ended).
         judge_calls: ``judge_called`` events in the log.
+        judge_cost_usd: The logged cost of those calls (USD; an uncosted call counts 0).
         responses: ``llm_response_received`` events in the log (agents' answered requests).
     """
 
@@ -65,6 +66,7 @@ class RunRecord(BaseModel):
     total_chars: int | None = None
     cost_usd: float | None = None
     judge_calls: int = 0
+    judge_cost_usd: float = 0.0
     responses: int = 0
     started: bool = False
     """True when the log holds ``simulation_started`` (a run that can be resumed in place)."""
@@ -156,7 +158,7 @@ def read_run(
     kinds: list[str] = []
     started, endings = False, 0
     status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
-    responses = 0
+    responses, judge_cost = 0, 0.0
     try:
         events = read_events(join(url, f"{scenario}.jsonl")).events
     except FileNotFoundError:
@@ -167,6 +169,7 @@ def read_run(
             verdicts_by_round.setdefault(event.round_number or 0, []).append(won)
         elif event.event_type == "judge_called":
             judge_calls += 1
+            judge_cost += event.cost_usd or 0.0  # type: ignore[attr-defined]
         elif event.event_type == "llm_response_received":
             responses += 1
         elif event.event_type == "agent_run_cycle_failed":
@@ -203,6 +206,7 @@ def read_run(
         total_chars=chars,
         cost_usd=cost,
         judge_calls=judge_calls,
+        judge_cost_usd=judge_cost,
         responses=responses,
         started=started,
         endings=endings,

@@ -291,14 +291,29 @@ class SweepRun:
         ]
 
     async def resample(self) -> None:
-        """Take the second sample of every failed trial (``--stability-retry``)."""
+        """Take the second sample of every failed trial (``--stability-retry``).
+
+        Within the spend cap: an ``agent_rerun`` launches like any run; a ``judge_replay`` is
+        run only while spent + its estimate (the run's logged judge cost) stays within the cap,
+        and the first it refuses stops the replays (``aborted.reason = spend_cap``; the trials
+        left have no sample, so their cell's stability reads ``unmeasured``).
+        """
         mode = self.plan.options.stability_retry
         failed = self.failed_trials()
         if mode == "agent_rerun":
             await self.launch_all([TrialKey(k.cell_id, k.trial, "stability") for k in failed])
         elif mode == "judge_replay":
-            for key in failed:
+            for index, key in enumerate(failed):
                 record = self.chosen[key]
+                estimate = record.judge_cost_usd  # a replay asks the same judge calls again
+                if not self.account.admits(estimate):
+                    self._stop(
+                        "spend_cap",
+                        f"spent ${self.account.spent_usd:.6f} + judge replay ~${estimate:.6f} "
+                        f"would pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
+                        f"{len(failed) - index} judge replay(s) not run",
+                    )
+                    break
                 replay = await replay_judge(record.run_url, self.plan.spec.scenario)
                 self.replays[key] = replay
                 self.account.spent_usd += replay.cost_usd or 0.0

@@ -97,3 +97,41 @@ def test_deterministic_verdicts_cannot_be_replayed(prefect_api: str, tmp_path: P
     assert cell["trials"][0]["stability_sample"]["detail"] == (
         "no judge call to replay (the verdicts are deterministic)"
     )
+
+
+def test_a_judge_replay_the_cap_cannot_admit_is_not_run(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = lambda req: StubReply(
+        tool_calls=[("final_result", {"success": False, "reason": "no"})]
+    )
+    spec = tmp_path / "judged.yaml"
+    spec.write_text(VEYRU_SPEC + "spend_cap_usd: 1.0\n")
+    assert _sweep(spec) == 0  # the run, judged (lost), with room to spare
+    summary = json.loads((tmp_path / "runs/sweeps/judged/run_summary.json").read_text())
+    (trial,) = summary["cells"][0]["trials"]
+    run_cost = trial["scores"]["cost_usd"]  # scripted agents: all of it is the judge's
+    assert run_cost > 0 and trial["verdicts"] == [False]
+    asked = len(model_stub.requests)
+
+    # Half a run's judging left under the cap: the replay (the same calls again) does not fit.
+    spec.write_text(VEYRU_SPEC + f"spend_cap_usd: {1.5 * run_cost!r}\n")
+    assert _sweep(spec, "--stability-retry", "judge_replay") == 20
+    summary = json.loads((tmp_path / "runs/sweeps/judged/run_summary.json").read_text())
+    (cell,) = summary["cells"]
+    assert len(model_stub.requests) == asked  # no judge call was asked again
+    assert summary["aborted"]["reason"] == "spend_cap"
+    assert summary["aborted"]["detail"] == (
+        f"spent ${run_cost:.6f} + judge replay ~${run_cost:.6f} would pass the cap "
+        f"${1.5 * run_cost:.6f}; 1 judge replay(s) not run"
+    )
+    assert (cell["stability"], cell["stability_detail"]) == (
+        "unmeasured",
+        "a failed trial's second sample could not be measured",
+    )
+    assert summary["spend"]["spent_usd"] == pytest.approx(run_cost)
