@@ -133,16 +133,16 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
             raise
         return await launch_subflow(launch)  # no resume deployment: continue it here
     notify("run_queued", launch.key.label(), name, str(flow_run.id))
-    async with get_client() as client:
-        try:
+    try:
+        async with get_client() as client:
             while True:
                 flow_run = await client.read_flow_run(flow_run.id)
                 if flow_run.state is not None and flow_run.state.is_final():
                     break
                 await asyncio.sleep(POLL_SECONDS)
-        except asyncio.CancelledError:
-            await _cancel_unstarted(client, flow_run.id)
-            raise
+    except asyncio.CancelledError:  # also while the client opens: the flow run exists already
+        await _cancel_unstarted(flow_run.id)
+        raise
     record = _find_record(launch, sweep_id, epoch)
     if record is None:
         state = flow_run.state.name if flow_run.state else "unknown"
@@ -151,25 +151,27 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     return record
 
 
-async def _cancel_unstarted(client: Any, flow_run_id: Any) -> None:
+async def _cancel_unstarted(flow_run_id: Any) -> None:
     """Cancel a launched flow run no worker has started yet (the sweep was interrupted).
 
     A run a worker already plays goes on (it is paying; the next launch counts it); one still
     ``Scheduled`` or ``Pending`` has spent nothing, and left alone it would start whenever a
     worker next polls, perhaps after the next launch played its trial in-process: paid twice.
     """
+    from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
     from prefect.states import Cancelled
 
     try:
-        flow_run = await client.read_flow_run(flow_run_id)
-        if flow_run.state is not None and flow_run.state.type in (
-            StateType.SCHEDULED,
-            StateType.PENDING,
-        ):
-            await client.set_flow_run_state(
-                flow_run_id, Cancelled(message="its sweep was interrupted before it started")
-            )
+        async with get_client() as client:
+            flow_run = await client.read_flow_run(flow_run_id)
+            if flow_run.state is not None and flow_run.state.type in (
+                StateType.SCHEDULED,
+                StateType.PENDING,
+            ):
+                await client.set_flow_run_state(
+                    flow_run_id, Cancelled(message="its sweep was interrupted before it started")
+                )
     except Exception:  # noqa: BLE001 (already interrupted: the run simply stays scheduled)
         logging.getLogger(__name__).warning("could not cancel unstarted flow run %s", flow_run_id)
 

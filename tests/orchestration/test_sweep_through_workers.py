@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from prefect.client.orchestration import get_client
@@ -121,7 +122,7 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
 ) -> None:
     import asyncio
 
-    from glossogen.launch import RunRequest
+    from glossogen.launch import RunRequest, observing
     from glossogen.sweep import Launch, TrialKey
     from tasks.sweep import launch_deployment
 
@@ -136,22 +137,29 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
     key = f"unstarted-{tmp_path.name}"
     launch = Launch(TrialKey("c0", 1), request, key, 0.0)
 
+    class Queued:
+        """Learns the flow run's id the moment the launch has created it."""
+
+        def __init__(self) -> None:
+            self.flow_run_id = ""
+            self.created = asyncio.Event()
+
+        def run_queued(self, trial: str, deployment: str, flow_run_id: str) -> None:
+            self.flow_run_id = flow_run_id
+            self.created.set()
+
     async def interrupt() -> str:
-        launching = asyncio.create_task(launch_deployment(launch, "unstarted", 1))
+        queued = Queued()
+        with observing(queued):
+            launching = asyncio.create_task(launch_deployment(launch, "unstarted", 1))
+            await asyncio.wait_for(queued.created.wait(), timeout=120)
+            launching.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await launching
         async with get_client() as client:
-            while True:
-                await asyncio.sleep(0.2)
-                runs = await client.read_flow_runs()
-                mine = [f for f in runs if f.idempotency_key == key]
-                if mine:
-                    break
-        launching.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await launching
-        async with get_client() as client:
-            state = (await client.read_flow_run(mine[0].id)).state
-        assert state is not None
-        return state.name
+            flow_run = await client.read_flow_run(UUID(queued.flow_run_id))
+        assert flow_run.idempotency_key == key and flow_run.state is not None
+        return flow_run.state.name
 
     assert asyncio.run(interrupt()) == "Cancelled"
     assert not (tmp_path / "runs").exists()

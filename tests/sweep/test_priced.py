@@ -45,14 +45,11 @@ def _cost(runs: Path, run_id: str) -> float:
 
 def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
+    openai_stub: StubModelServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model_stub.responder = pd_player
+    openai_stub.responder = pd_player
     runs = tmp_path / "runs"
     # A pilot: one run whose cost becomes the estimate of the next sweep (a matching run).
     pilot = tmp_path / "pilot.yaml"
@@ -110,13 +107,10 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
 
 def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
     prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
+    openai_stub: StubModelServer,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model_stub.responder = pd_player
+    openai_stub.responder = pd_player
     spec = tmp_path / "grid.yaml"
     spec.write_text(
         "scenario: prisoners_dilemma\nruns_dir: ./runs\n"
@@ -150,14 +144,11 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
 
 def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_the_cap(
     prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
+    openai_stub: StubModelServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model_stub.responder = lambda req: StubFault(status=503, retry_after=0)
+    openai_stub.responder = lambda req: StubFault(status=503, retry_after=0)
     runs = tmp_path / "runs"
     # The price-catalogue estimate of one run, read from a sweep its cap stops at once.
     probe = tmp_path / "probe.yaml"

@@ -37,12 +37,9 @@ def _sweep(spec: Path | str, *options: str) -> int:
 
 def test_a_judge_that_changes_its_ruling_makes_the_failure_flaky(
     prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
+    openai_stub: StubModelServer,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     seen: set[str] = set()
 
     def judge(req: RecordedRequest) -> StubReply:
@@ -52,7 +49,7 @@ def test_a_judge_that_changes_its_ruling_makes_the_failure_flaky(
         ruling = {"success": again, "reason": "second look" if again else "first look"}
         return StubReply(tool_calls=[("final_result", ruling)])
 
-    model_stub.responder = judge
+    openai_stub.responder = judge
     spec = tmp_path / "judged.yaml"
     spec.write_text(VEYRU_SPEC)
     assert _sweep(spec, "--stability-retry", "judge_replay") == 0
@@ -67,7 +64,7 @@ def test_a_judge_that_changes_its_ruling_makes_the_failure_flaky(
     )
     sample = trial["stability_sample"]
     calls = len(seen)  # distinct judge prompts of the run
-    assert len(model_stub.requests) == 2 * calls  # each asked exactly once more
+    assert len(openai_stub.requests) == 2 * calls  # each asked exactly once more
     assert (sample["mode"], sample["replayed"], sample["agreed"]) == ("judge_replay", calls, 0)
     assert sample["outcome"] == "not_reproduced"
     assert sample["cost_usd"] > 0
@@ -101,13 +98,10 @@ def test_deterministic_verdicts_cannot_be_replayed(prefect_api: str, tmp_path: P
 
 def test_a_judge_replay_the_cap_cannot_admit_is_not_run(
     prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
+    openai_stub: StubModelServer,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model_stub.responder = lambda req: StubReply(
+    openai_stub.responder = lambda req: StubReply(
         tool_calls=[("final_result", {"success": False, "reason": "no"})]
     )
     spec = tmp_path / "judged.yaml"
@@ -117,14 +111,14 @@ def test_a_judge_replay_the_cap_cannot_admit_is_not_run(
     (trial,) = summary["cells"][0]["trials"]
     run_cost = trial["scores"]["cost_usd"]  # scripted agents: all of it is the judge's
     assert run_cost > 0 and trial["verdicts"] == [False]
-    asked = len(model_stub.requests)
+    asked = len(openai_stub.requests)
 
     # Half a run's judging left under the cap: the replay (the same calls again) does not fit.
     spec.write_text(VEYRU_SPEC + f"spend_cap_usd: {1.5 * run_cost!r}\n")
     assert _sweep(spec, "--stability-retry", "judge_replay") == 20
     summary = json.loads((tmp_path / "runs/sweeps/judged/run_summary.json").read_text())
     (cell,) = summary["cells"]
-    assert len(model_stub.requests) == asked  # no judge call was asked again
+    assert len(openai_stub.requests) == asked  # no judge call was asked again
     assert summary["aborted"]["reason"] == "spend_cap"
     assert summary["aborted"]["detail"] == (
         f"spent ${run_cost:.6f} + judge replay ~${run_cost:.6f} would pass the cap "
