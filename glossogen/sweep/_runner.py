@@ -3,6 +3,7 @@
 Prefect-free: the flow hands in a *launcher* (a coroutine that plays one run to its end, as a
 subflow or through a deployment, and returns its :class:`RunRecord`) and a *publisher* (called
 with the summary each time a run ends). Tests drive the same loop.
+What the summary says of a launch is built in ``_report.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal
 
 from glossogen import exit_codes
 from glossogen.launch import RunRequest
-from glossogen.storage import StorageError, absolute
+from glossogen.storage import StorageError
 from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
 from glossogen.sweep._ledger import (
@@ -27,21 +28,14 @@ from glossogen.sweep._ledger import (
 )
 from glossogen.sweep._plan import SweepPlan
 from glossogen.sweep._spend import SpendAccount
-from glossogen.sweep._stability import JudgeReplay, SampleOutcome, annotate, replay_judge
+from glossogen.sweep._stability import JudgeReplay, replay_judge
 from glossogen.sweep._summary import (
-    METRIC_DEFINITIONS,
     Aborted,
-    CellSummary,
-    SpendSummary,
     SweepSummary,
     TrialState,
-    cell_metrics,
-    census_of,
-    now_iso,
     passes,
     state_of,
     sweep_url,
-    trial_summary,
     write_summary,
 )
 
@@ -318,106 +312,11 @@ class SweepRun:
                 self.replays[key] = replay
                 self.account.spent_usd += replay.cost_usd or 0.0
 
-    def stability_mode(self) -> str | None:
-        """The stability mode the summary reports.
-
-        ``--stability-retry`` of this launch, else ``agent_rerun`` when the ledger holds
-        stability runs (a re-run without the option keeps what the disk measured).
-        """
-        if self.plan.options.stability_retry is not None:
-            return self.plan.options.stability_retry
-        if any(k.part == "stability" for k in self.chosen):
-            return "agent_rerun"
-        return None
-
-    def _sample(self, key: TrialKey) -> tuple[SampleOutcome, dict[str, object]] | None:
-        mode = self.stability_mode()
-        if mode == "judge_replay" and key in self.replays:
-            replay = self.replays[key]
-            return replay.outcome, {"mode": mode, **replay.model_dump()}
-        if mode == "agent_rerun":
-            sample = self.chosen.get(TrialKey(key.cell_id, key.trial, "stability"))
-            if sample is None or not sample.ended:
-                return "unmeasured", {"mode": mode, "run_id": None, "outcome": "unmeasured"}
-            ok = passes(sample, "round_success", self.plan.spec.pass_threshold)
-            outcome: SampleOutcome = (
-                "unmeasured"
-                if sample.status != "completed"
-                else ("not_reproduced" if ok else "reproduced")
-            )
-            return outcome, {"mode": mode, "run_id": sample.run_id, "outcome": outcome}
-        return None
-
-    # -- the summary ------------------------------------------------------------------------
-
     def summary(self, exit_code: int | None = None) -> SweepSummary:
         """The census, per-cell statistics, spend and abort reason, as ``run_summary.json``."""
-        spec, threshold = self.plan.spec, self.plan.spec.pass_threshold
-        requested = self.stability_mode() is not None
-        failed = set(self.failed_trials())
-        cells = []
-        for cell_plan in self.plan.cells:
-            cell = cell_plan.cell
-            trials, samples = [], []
-            for t in range(1, spec.trials + 1):
-                key = TrialKey(cell.cell_id, t)
-                record = self.chosen.get(key) or self.latest.get(key)
-                summary = trial_summary(t, record, threshold, self.states[key])
-                if key in self.errors and summary.error is None:
-                    summary.error = self.errors[key]
-                if key in failed and (sample := self._sample(key)) is not None:
-                    samples.append(sample[0])
-                    summary.stability_sample = sample[1]
-                trials.append(summary)
-            n_failed = sum(1 for k in failed if k.cell_id == cell.cell_id)
-            stability, detail = annotate(samples, requested, n_failed)
-            cells.append(
-                CellSummary(
-                    cell_id=cell.cell_id,
-                    index=cell.index,
-                    params=cell.params,
-                    model=cell.model,
-                    provider=cell.provider,
-                    trials=trials,
-                    metrics=cell_metrics(trials),
-                    stability=stability,  # type: ignore[arg-type]
-                    stability_detail=detail,
-                )
-            )
-        qualification = [
-            trial_summary(k.trial, self.chosen.get(k), threshold).model_copy(
-                update={"error": self.errors.get(k) or getattr(self.chosen.get(k), "error", None)}
-            )
-            for k in (self.plan.qualification_keys() if self.plan.options.qualification else [])
-        ]
-        return SweepSummary(
-            sweep_id=self.plan.sweep_id,
-            spec_path=absolute(self.plan.spec_path),
-            scenario=spec.scenario,
-            runs_dir=spec.runs_dir,
-            mode=self.mode,
-            epoch=self.epoch,
-            trials_per_cell=spec.trials,
-            pass_threshold=threshold,
-            metrics_defined=METRIC_DEFINITIONS,
-            census=census_of(self.states),
-            cells=cells,
-            qualification=qualification,
-            spend=SpendSummary(
-                cap_usd=spec.spend_cap_usd,
-                spent_usd=self.account.spent_usd,
-                in_flight_estimate_usd=self.account.in_flight_usd,
-                estimate_per_run_usd={
-                    c.cell.cell_id: self.estimate_of(c.cell.cell_id)[0] for c in self.plan.cells
-                },
-                estimate_source={
-                    c.cell.cell_id: self.estimate_of(c.cell.cell_id)[1] for c in self.plan.cells
-                },
-            ),
-            aborted=self.aborted,
-            exit_code=exit_code,
-            updated_at=now_iso(),
-        )
+        from glossogen.sweep._report import summarize
+
+        return summarize(self, exit_code)
 
     def exit_code(self) -> int:
         """The sweep's exit code (DESIGN.md section 9).
