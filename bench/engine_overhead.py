@@ -34,7 +34,6 @@ from deployments.local_server import QUIET_ENV, local_prefect_server  # noqa: E4
 from glossogen.launch import (  # noqa: E402
     RunRequest,
     claim_run,
-    log_url,  # noqa: E402
     open_session,
     plan_run,
     price_spend,
@@ -57,11 +56,11 @@ def _request(runs_dir: str, scenario: str, rounds: int) -> RunRequest:
 
 async def _engine_run(request: RunRequest) -> int:
     plan = plan_run(request)
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, request.runs_dir)
     session = open_session(plan, claimed)
-    for n in range(1, plan.knobs["round_count"] + 1):
+    for n in range(1, plan.knobs.round_count + 1):
         await session.play_round(n)
-    session.finish(price_spend(log_url(plan, claimed)), "completed")
+    session.finish(price_spend(claimed), "completed")
     return session.writer.count
 
 

@@ -44,7 +44,7 @@ ROUNDS = 10
 
 def _play_template(folder: Path) -> Path:
     """Play one 10-round scripted veyru run into ``folder`` and return its run folder."""
-    from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+    from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 
     async def play() -> Path:
         request = RunRequest(
@@ -56,11 +56,11 @@ def _play_template(folder: Path) -> Path:
             overrides=[f"round_count={ROUNDS}"],
         )
         plan = plan_run(request)
-        claimed = claim_run(plan, now_unix=BASE_TS - 1)
+        claimed = claim_run(plan, request.runs_dir, now_unix=BASE_TS - 1)
         session = open_session(plan, claimed, clock_start=datetime(2026, 11, 29, tzinfo=UTC))
         for n in range(1, ROUNDS + 1):
             await session.play_round(n)
-        session.finish(price_spend(log_url(plan, claimed)), "completed")
+        session.finish(price_spend(claimed), "completed")
         return Path(claimed.url)
 
     return asyncio.run(play())

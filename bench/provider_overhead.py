@@ -49,7 +49,7 @@ def start_stub(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 async def play(runs_dir: str) -> int:
     """Play the run through the library (no Prefect); return the number of model calls."""
-    from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+    from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 
     plan = plan_run(
         RunRequest(
@@ -61,11 +61,11 @@ async def play(runs_dir: str) -> int:
             overrides=["round_count=3", "idle_floor_seconds=0.01", "postmortem_enabled=false"],
         )
     )
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, runs_dir)
     session = open_session(plan, claimed)
     for n in range(1, 4):
         await session.play_round(n)
-    session.finish(price_spend(log_url(plan, claimed)), "completed")
+    session.finish(price_spend(claimed), "completed")
     return sum(1 for r in session.engine.runners.values() for _ in range(r.turns))
 
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from glossogen.derive import read_state  # noqa: E402
 from glossogen.eventlog import read_events  # noqa: E402
-from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend  # noqa: E402
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend  # noqa: E402
 
 ROUNDS = 20
 
@@ -35,15 +35,15 @@ async def play(runs_dir: str) -> tuple[str, list[float]]:
             config="knobs_default", overrides=[f"round_count={ROUNDS}"], max_agent_turns=2000,
         )
     )  # fmt: skip
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, runs_dir)
     session = open_session(plan, claimed)
     per_round: list[float] = []
     for n in range(1, ROUNDS + 1):
         c0 = time.process_time()
         await session.play_round(n)
         per_round.append(time.process_time() - c0)
-    session.finish(price_spend(log_url(plan, claimed)), "completed")
-    return log_url(plan, claimed), per_round
+    session.finish(price_spend(claimed), "completed")
+    return claimed.log_url, per_round
 
 
 def main() -> None:

@@ -127,7 +127,7 @@ async def set_limits() -> None:
 
 async def play_one(runs_dir: str, provider: str, rounds: int) -> str:
     """Play one run through the library (no flows); return its status."""
-    from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+    from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 
     plan = plan_run(
         RunRequest(
@@ -139,11 +139,11 @@ async def play_one(runs_dir: str, provider: str, rounds: int) -> str:
             overrides=[*KNOBS, f"round_count={rounds}"],
         )
     )
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, runs_dir)
     session = open_session(plan, claimed)
     for n in range(1, rounds + 1):
         await session.play_round(n)
-    return session.finish(price_spend(log_url(plan, claimed)), "completed").status
+    return session.finish(price_spend(claimed), "completed").status
 
 
 async def play_all(runs_dir: str) -> list[str | BaseException]:

@@ -1,7 +1,7 @@
 """Start a real ``prefect server`` on 127.0.0.1 for tests, benchmarks and local sweeps.
 
 Used where no ``PREFECT_API_URL`` is configured and the ephemeral server will not do (it is
-slow to start on 2 cores and starts once per process: STACK.md). The server gets a throwaway
+slow to start on 2 cores and starts once per process). The server gets a throwaway
 ``PREFECT_HOME`` and is stopped when the context exits.
 """
 

@@ -4,7 +4,7 @@
 per provider of :mod:`glossogen.catalog` (with its flow-run concurrency limit), the shared pool
 ``glossogen`` (sweeps, evaluations, exports, reconcile, derived runs), and one active global
 concurrency limit ``llm:<p>`` per provider that has a number. Prefect limits fail open
-(STACK.md: a missing limit is ignored, an inactive one too), so :func:`check_limits` reports
+(a missing limit is ignored, an inactive one too), so :func:`check_limits` reports
 every limit that does not exist or is inactive, for launchers to refuse or warn before use.
 """
 

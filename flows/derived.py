@@ -14,7 +14,7 @@ from prefect.context import TaskRunContext
 
 from flows.simulate import resume
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
-from glossogen.launch import RunRequest, RunResult
+from glossogen.launch import RunResult
 from tasks.gate import install_call_gate
 
 
@@ -31,14 +31,7 @@ def prepare_derived_run(request: ForkRequest) -> PreparedFork:
 async def _derive(request: ForkRequest) -> RunResult:
     install_call_gate()
     prepared = prepare_derived_run(request)
-    run_request = RunRequest(
-        scenario=request.scenario,
-        model=prepared.model,
-        provider=prepared.provider,
-        runs_dir=request.runs_dir,
-        config=prepared.config_url,
-    )
-    return await resume(run_request, prepared.claimed.url)
+    return await resume(run_dir=prepared.folder.url)
 
 
 @flow(name="fork-at-round", flow_run_name="fork-{request.scenario}")

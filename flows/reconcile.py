@@ -43,8 +43,7 @@ from prefect.states import Cancelling, Crashed
 
 from flows.simulate import resume
 from glossogen.derive import DeriveError, StaleRun, survey_unfinished_runs
-from glossogen.launch import LaunchError, RunRequest
-from glossogen.storage import join
+from glossogen.launch import LaunchError, ResumeRequest, RunConfig, plan_resume
 
 CANCELLED_TAG = "glossogen-reconcile-cancelled"
 """Tag put on a hung flow run that reconcile cancelled: its ``interrupted`` run is resumed."""
@@ -156,15 +155,15 @@ async def resume_deployment(provider: str) -> str | None:
     return name if any(w.status == WorkerStatus.ONLINE for w in workers) else None
 
 
-def resume_request(run: StaleRun, runs_dir: str) -> RunRequest:
-    """The request a run is resumed with: its recorded model, provider and config."""
-    return RunRequest(
-        scenario=run.scenario,
-        model=run.model,
-        provider=run.provider,
-        runs_dir=runs_dir,
-        config=join(run.run_url, "config.json"),
-    )
+def resume_config(run: StaleRun) -> RunConfig:
+    """The config a run is resumed with: all it recorded (knobs, model, provider, limits).
+
+    Raises:
+        DeriveError: the run cannot be resumed (its log, its lock).
+        LaunchError: its recorded config no longer validates.
+    """
+    config, _ = plan_resume(ResumeRequest(run_dir=run.run_url, scenario=run.scenario))
+    return config
 
 
 @flow(name="reconcile")
@@ -210,12 +209,16 @@ async def launch_resume(
 ) -> bool:
     """Resume ``run`` through its provider's deployment, else in this process; True if launched."""
     logger = get_run_logger()
-    request = resume_request(run, runs_dir)
+    try:
+        config = resume_config(run)
+    except (DeriveError, LaunchError) as exc:
+        logger.warning("%s: %s, but it cannot be resumed: %s", run.run_id, reason, exc)
+        return False
     deployment = await resume_deployment(run.provider) if use_deployments else None
     if deployment is not None:
         flow_run = await run_deployment(  # type: ignore[misc]
             deployment,
-            parameters={"request": request.model_dump(), "run_dir": run.run_url},
+            parameters={"config": config.model_dump(mode="json"), "run_dir": run.run_url},
             flow_run_name=run.run_id,
             idempotency_key=f"reconcile:{run.run_id}:{run.last_event_id}",
             timeout=0,
@@ -225,7 +228,7 @@ async def launch_resume(
                     flow_run.id, deployment)  # fmt: skip
         return True
     try:
-        result = await resume(request, run.run_url)
+        result = await resume(config, run.run_url)
     except (DeriveError, LaunchError) as exc:
         logger.warning("%s: %s, but it cannot be resumed: %s", run.run_id, reason, exc)
         return False

@@ -9,73 +9,103 @@ from collections.abc import Callable
 from prefect import flow
 
 from glossogen.concurrency import current_gate
-from glossogen.launch import RunPlan, RunRequest, RunResult, RunSession, log_url
+from glossogen.launch import (
+    ResumeRequest,
+    RunConfig,
+    RunRequest,
+    RunResult,
+    RunSession,
+    plan_resume,
+    plan_run,
+)
 from glossogen.launch import price_spend as price
-from glossogen.storage import ClaimedRun
-from tasks.config import check_credentials, resolve_config
+from glossogen.storage import RunFolder
+from tasks.config import check_credentials
 from tasks.gate import install_call_gate
 from tasks.resume import finish_round, open_resume_point, reopen_run
 from tasks.rounds import claim_run_dir, finalize, play_round, price_spend, start_run
 
 
-@flow(name="simulate", flow_run_name="{request.scenario}")
-async def simulate(request: RunRequest) -> RunResult:
-    """Play ``request.scenario`` for its ``round_count`` rounds and return how it ended.
+@flow(name="simulate", flow_run_name="{config.scenario}")
+async def simulate(
+    config: RunConfig | RunRequest, runs_dir: str = "", run_dir: str = ""
+) -> RunResult:
+    """Play ``config.scenario`` for its ``round_count`` rounds and return how it ended.
+
+    Args:
+        config: The run as planned (:func:`glossogen.launch.plan_run`, as the CLI and the
+            sweep do before they launch), or a request, planned here once.
+        runs_dir: Runs root under which a fresh folder is claimed (default: the request's).
+        run_dir: A folder the launcher already claimed (instead of ``runs_dir``).
 
     Status is ``completed``; ``error`` when every agent was taken out by failures (a provider
     refusing every call) or the flow crashed; ``incomplete`` when every agent reached
     ``max_agent_turns`` before the last round; ``interrupted`` on Ctrl-C or cancellation.
     """
     install_call_gate()
-    plan = await resolve_config(request)
-    await check_credentials(plan)
-    claimed = await claim_run_dir(plan)
-    session = await start_run(plan, claimed)
-    return await play_rounds(plan, claimed, session)
+    if isinstance(config, RunRequest):
+        runs_dir = runs_dir or config.runs_dir
+        config = plan_run(config)
+    await check_credentials(config)
+    folder = await claim_run_dir(config, runs_dir, run_dir)
+    session = await start_run(config, folder)
+    return await play_rounds(config, folder, session)
 
 
 def _resumed_run_id() -> str:
     """Name a resume flow run after the run it continues (``<scenario>/<unix_ts>``)."""
     from prefect.runtime import flow_run
 
-    run_dir = str(flow_run.parameters.get("run_dir", "")).rstrip("/")
-    return "/".join(run_dir.rsplit("/", 2)[-2:]) or "resume"
+    try:
+        return RunFolder.at(str(flow_run.parameters.get("run_dir", ""))).run_id
+    except ValueError:
+        return "resume"
 
 
 @flow(name="resume", flow_run_name=_resumed_run_id)
-async def resume(request: RunRequest, run_dir: str, allow_config_change: bool = False) -> RunResult:
+async def resume(
+    config: RunConfig | None = None, run_dir: str = "", allow_config_change: bool = False
+) -> RunResult:
     """Continue the run in ``run_dir`` in place, appending to its log, to ``round_count``.
+
+    Args:
+        config: The run as it goes on (:func:`glossogen.launch.plan_resume`: its recorded
+            config with the changes asked for); None: as the run recorded it, planned here.
+        run_dir: The run folder.
+        allow_config_change: Accept a ``config`` that differs from the record (the difference
+            is logged in ``run_resumed``).
 
     The round that never finished reopens (``run_resumed``); a finished run is refused.
     """
     install_call_gate()
-    plan = await resolve_config(request)
-    await check_credentials(plan)
-    point = await open_resume_point(plan, run_dir, allow_config_change)
-    session = await reopen_run(plan, point)
-    return await play_rounds(plan, point.claimed, session)
+    if config is None:
+        config, _ = plan_resume(ResumeRequest(run_dir=run_dir))
+    await check_credentials(config)
+    point = await open_resume_point(config, run_dir, allow_config_change)
+    session = await reopen_run(config, point)
+    return await play_rounds(config, point.folder, session)
 
 
 async def play_rounds(
-    plan: RunPlan,
-    claimed: ClaimedRun,
+    config: RunConfig,
+    folder: RunFolder,
     session: RunSession,
     clock: Callable[[], float] = time.monotonic,
 ) -> RunResult:
     """Play the session's remaining rounds, then price the run and log how it ended.
 
-    With ``request.run_timeout_seconds``, a run whose wall-clock time (``clock``, seconds,
-    counted from here) has passed it stops between rounds, ``incomplete``.
+    With ``config.limits.run_timeout_seconds``, a run whose wall-clock time (``clock``,
+    seconds, counted from here) has passed it stops between rounds, ``incomplete``.
     """
     status, error = "completed", None
-    timeout = plan.request.run_timeout_seconds
+    timeout = config.limits.run_timeout_seconds
     deadline = None if timeout is None else clock() + timeout
     try:
         first = session.first_round
         if session.postmortem_only:
             await finish_round(session, first)
             first += 1
-        last = plan.knobs["round_count"]
+        last = config.knobs.round_count
         for round_number in range(first, last + 1):
             await play_round(session, round_number)
             if reason := session.stopped_early:
@@ -100,10 +130,10 @@ async def play_rounds(
             # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
             # with the library's plain calls, which need no API and never await (a cancelled
             # task may not get its awaits), so the log is always sealed.
-            session.finish(price(log_url(plan, claimed)), status, error)
+            session.finish(price(folder), status, error)
         else:
-            await finalize(session, await price_spend(plan, claimed), status, error)
+            await finalize(session, await price_spend(folder), status, error)
         raise
     finally:
         await current_gate().release_idle()  # slots kept for a next call go back at once
-    return await finalize(session, await price_spend(plan, claimed), status, error)
+    return await finalize(session, await price_spend(folder), status, error)

@@ -1,6 +1,6 @@
 """A process-wide gate around every model request: where a provider's concurrency limit plugs in.
 
-The library imports no Prefect (DESIGN.md section 2), so it only declares the hook: a
+The library imports no Prefect (docs/architecture.md), so it only declares the hook: a
 :class:`CallGate` gives out one slot per model request for a provider, and the default gate
 gives slots freely. The orchestration layer (``tasks/gate.py``) installs a gate backed by
 Prefect's global concurrency limit ``llm:<provider>`` when a server is configured and the limit

@@ -1,4 +1,4 @@
-"""Process exit codes shared by every command, as constants (DESIGN.md section 9).
+"""Process exit codes shared by every command, as constants (docs/architecture.md).
 
 Never 2 (click's usage code is mapped to :data:`USAGE`). Sweeps also write the code they exit
 with into ``run_summary.json``.

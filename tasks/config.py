@@ -1,4 +1,4 @@
-"""Tasks that resolve a launch: the config and the credentials it needs."""
+"""Tasks that check a planned run before it starts: the credentials and settings it needs."""
 
 from __future__ import annotations
 
@@ -7,26 +7,22 @@ import json
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from glossogen.launch import RunPlan, RunRequest, check_model_settings, plan_run
+from glossogen.launch import RunConfig, check_model_settings
 from glossogen.launch import check_credentials as check
 
 
-@task(name="resolve_config", cache_policy=NONE)
-async def resolve_config(request: RunRequest) -> RunPlan:
-    """Resolve preset, overrides and knobs into a plan, and log what it resolved to."""
-    plan = plan_run(request)
-    get_run_logger().info(
-        "resolved %s with %d override(s): %s",
-        plan.config_source,
-        len(request.overrides),
-        json.dumps(plan.knobs, sort_keys=True),
-    )
-    return plan
-
-
 @task(name="check_credentials", cache_policy=NONE)
-async def check_credentials(plan: RunPlan) -> list[str]:
-    """Refuse the run when a provider has no key (77) or a model would drop a setting (65)."""
-    providers = check(plan)
-    check_model_settings(plan)
+async def check_credentials(config: RunConfig) -> list[str]:
+    """Refuse the run when a provider has no key (77) or a model would drop a setting (65).
+
+    Logs what the run resolved to (the plan itself was made once, before the flow started).
+    """
+    get_run_logger().info(
+        "resolved %s: %s; limits %s",
+        config.config_source,
+        json.dumps(config.recorded_knobs, sort_keys=True),
+        config.limits.model_dump_json(),
+    )
+    providers = check(config)
+    check_model_settings(config)
     return providers

@@ -3,7 +3,7 @@
 ``score`` is cached on (log SHA-256, metric name, metric version, judge model, provider and
 settings, replicas): evaluating a run again scores only what is missing or changed. Its
 parameters hold the loaded run (a live object), so the cache key comes from ``_cache_key`` alone
-and Prefect never hashes the parameters (STACK.md). A metric that fails raises, so a failure is
+and Prefect never hashes the parameters. A metric that fails raises, so a failure is
 never cached; the flow turns it into a ``failed`` entry.
 """
 

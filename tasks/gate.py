@@ -3,7 +3,7 @@
 :func:`install_call_gate` puts a :class:`PrefectCallGate` behind the library's hook
 (:mod:`glossogen.concurrency`) when a Prefect API URL is configured. Each model request of a
 provider whose limit ``llm:<provider>`` exists and is active then holds one slot of it, across
-every process on that server (agents and judges). Prefect limits fail open (STACK.md): a
+every process on that server (agents and judges). Prefect limits fail open: a
 missing name is ignored and an inactive limit is ignored even with ``strict=True``; so the gate
 reads each limit before its first use and logs, once, which providers run unlimited. A request
 that waits for a slot longer than ``SAY_WAITING_AFTER_SECONDS`` logs what it waits for.

@@ -5,21 +5,23 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NONE
 
-from glossogen.derive import ResumePoint, open_resume
+from glossogen.derive import ResumePoint
 from glossogen.engine import RoundSummary
-from glossogen.launch import RunPlan, RunSession, open_session
+from glossogen.launch import RunConfig, RunSession, open_session, resume_point
 
 
 @task(name="open_resume_point", cache_policy=NONE)
-async def open_resume_point(plan: RunPlan, run_dir: str, allow_config_change: bool) -> ResumePoint:
+async def open_resume_point(
+    config: RunConfig, run_dir: str, allow_config_change: bool
+) -> ResumePoint:
     """Read the run's log, refuse a bad resume, and find the round to pick up at."""
-    return open_resume(run_dir, plan.request.scenario, plan.knobs, allow_config_change)
+    return resume_point(config, run_dir, allow_config_change)
 
 
 @task(name="reopen_run", cache_policy=NONE)
-async def reopen_run(plan: RunPlan, point: ResumePoint) -> RunSession:
+async def reopen_run(config: RunConfig, point: ResumePoint) -> RunSession:
     """Rebuild the engine from the log and log ``run_resumed``."""
-    return open_session(plan, point.claimed, resume=point)
+    return open_session(config, point.folder, resume=point)
 
 
 @task(name="finish_round", cache_policy=NONE, task_run_name="finish_round-{round_number}")

@@ -9,21 +9,21 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.context import TaskRunContext
 
-from glossogen.derive import open_resume
 from glossogen.engine import RoundSummary
 from glossogen.launch import (
-    RunPlan,
+    RunConfig,
     RunResult,
     RunSession,
-    Spend,
+    RunSpend,
     claim_run_async,
-    log_url,
+    notify,
     open_session,
+    resume_point,
 )
 from glossogen.launch import (
     price_spend as price,
 )
-from glossogen.storage import ClaimedRun, open_fs
+from glossogen.storage import RunFolder
 
 
 def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
@@ -37,16 +37,22 @@ def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     retries=2,
     retry_delay_seconds=1,
 )
-async def claim_run_dir(plan: RunPlan) -> ClaimedRun:
+async def claim_run_dir(config: RunConfig, runs_dir: str, run_dir: str = "") -> RunFolder:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.
 
-    Cached per flow run: a retry of the same flow run gets the folder it claimed before, so a
-    crashed run is resumed in place instead of started over. The flow run is renamed to the run
-    id, so the Prefect UI and the runs folder name a run alike.
+    With ``run_dir`` (a folder its launcher claimed before creating the flow run, as a sweep
+    through deployments does) that folder is taken as it is. Cached per flow run: a retry of
+    the same flow run gets the folder it claimed before, so a crashed run is resumed in place
+    instead of started over. The flow run is renamed to the run id, so the Prefect UI and the
+    runs folder name a run alike.
     """
-    claimed = await claim_run_async(plan)
-    await _name_flow_run(claimed.run_id)
-    return claimed
+    if run_dir:
+        folder = RunFolder.at(run_dir)
+        notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
+    else:
+        folder = await claim_run_async(config, runs_dir)
+    await _name_flow_run(folder.run_id)
+    return folder
 
 
 async def _name_flow_run(run_id: str) -> None:
@@ -64,18 +70,17 @@ async def _name_flow_run(run_id: str) -> None:
 
 
 @task(name="start_run", cache_policy=NONE)
-async def start_run(plan: RunPlan, claimed: ClaimedRun) -> RunSession:
+async def start_run(config: RunConfig, folder: RunFolder) -> RunSession:
     """Open the event log and the engine: a fresh start, or a resume if the log has begun.
 
     A log that already holds events means this flow run is a retry of one that crashed: its
-    state is rebuilt from the log and the cut-off round reopens (``run_resumed``).
+    state is rebuilt from the log and the cut-off round reopens (``run_resumed``), under the
+    same config (limits included) the flow run was given.
     """
-    log = log_url(plan, claimed)
-    fs, path = open_fs(log)
-    if fs.exists(path) and fs.size(path) > 0:
-        point = open_resume(claimed.url, plan.request.scenario, plan.knobs, False)
-        return open_session(plan, point.claimed, resume=point)
-    return open_session(plan, claimed)
+    if folder.has_log():
+        point = resume_point(config, folder.url, allow_config_change=False)
+        return open_session(config, folder, resume=point)
+    return open_session(config, folder)
 
 
 @task(name="play_round", cache_policy=NONE, task_run_name="play_round-{round_number}")
@@ -85,14 +90,14 @@ async def play_round(session: RunSession, round_number: int) -> RoundSummary:
 
 
 @task(name="price_spend", cache_policy=NONE, retries=2, retry_delay_seconds=1)
-async def price_spend(plan: RunPlan, claimed: ClaimedRun) -> Spend:
+async def price_spend(folder: RunFolder) -> RunSpend:
     """Sum the run's spend (USD) from its event log (read in a worker thread, off the loop)."""
-    return await asyncio.to_thread(price, log_url(plan, claimed))
+    return await asyncio.to_thread(price, folder)
 
 
 @task(name="finalize", cache_policy=NONE)
 async def finalize(
-    session: RunSession, spend: Spend, status: str, error: str | None = None
+    session: RunSession, spend: RunSpend, status: str, error: str | None = None
 ) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return await session.finish_async(spend, status, error)

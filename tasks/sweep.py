@@ -17,7 +17,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from glossogen.launch import notify
+from glossogen.launch import ResumeRequest, notify, plan_resume, plan_run
 from glossogen.storage import RunStore
 from glossogen.sweep import (
     Launch,
@@ -116,10 +116,15 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
 
     if launch.resume_url is None:
         name = simulate_deployment(launch.request.provider)
-        parameters: dict[str, Any] = {"request": launch.request.model_dump()}
+        config = plan_run(launch.request)
+        parameters: dict[str, Any] = {
+            "config": config.model_dump(mode="json"),
+            "runs_dir": launch.request.runs_dir,
+        }
     else:
         name = f"resume/resume-{launch.request.provider}"
-        parameters = {"request": launch.request.model_dump(), "run_dir": launch.resume_url}
+        config, _ = plan_resume(ResumeRequest(run_dir=launch.resume_url))
+        parameters = {"config": config.model_dump(mode="json"), "run_dir": launch.resume_url}
     try:
         flow_run = await run_deployment(
             name=name,
@@ -230,9 +235,9 @@ async def launch_subflow(
     ):
         with attempt:
             if launch.resume_url is None:
-                result = await simulate(launch.request)
+                result = await simulate(plan_run(launch.request), runs_dir=launch.request.runs_dir)
             else:
-                result = await resume(launch.request, launch.resume_url)
+                result = await resume(run_dir=launch.resume_url)
     store = RunStore(launch.request.runs_dir)
     labels = store.read_json(result.run_url, "labels.json")
     return read_run(store, result.run_id, launch.request.scenario, labels)

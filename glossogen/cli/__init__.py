@@ -1,6 +1,6 @@
 """The ``glossogen`` command line: a typer app, one command per module, no business logic.
 
-Exit codes follow DESIGN.md §9; typer's usage errors (click's exit 2) become 64.
+Exit codes follow ``glossogen.exit_codes``; typer's usage errors (click's exit 2) become 64.
 """
 
 from __future__ import annotations

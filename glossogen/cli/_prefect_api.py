@@ -3,8 +3,8 @@
 Commands that talk to a configured Prefect server (``pools apply``, ``deploy``, ``run``,
 ``sweep``, the derived-run commands, ``evaluate``) call :func:`refuse_unreachable_api` first: a
 ``PREFECT_API_URL`` naming a server that is not there is refused with
-``glossogen: error: cannot reach the Prefect API at <url>: <reason>`` and exit 69 (DESIGN.md
-section 9: transport), instead of Prefect's bare ``ConnectError:``/``ReadError:`` later on.
+``glossogen: error: cannot reach the Prefect API at <url>: <reason>`` and exit 69 (transport),
+instead of Prefect's bare ``ConnectError:``/``ReadError:`` later on.
 :func:`unreachable_reason` recognises the same failure when the server goes away mid-command.
 """
 

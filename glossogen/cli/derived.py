@@ -24,23 +24,23 @@ def _error(message: str) -> None:
 
 
 def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
-    """Play the prepared run as a resumed run, detached unless ``wait``."""
-    run_dir = prepared.claimed.url
-    print(f"new_run_id={prepared.claimed.run_id}", flush=True)
-    print(f"new_run_dir={run_dir}", flush=True)
-    args = [
-        "run", scenario, "--resume", run_dir, "--model", prepared.model,
-        "--provider", prepared.provider, "--config", prepared.config_url,
-    ]  # fmt: skip
+    """Play the prepared run as a resumed run, detached unless ``wait``.
+
+    The run goes on under what its own log and ``config.json`` record (knobs, default model,
+    limits), so nothing but the folder is passed on.
+    """
+    folder = prepared.folder
+    print(f"new_run_id={folder.run_id}", flush=True)
+    print(f"new_run_dir={folder.url}", flush=True)
     if wait:
         from glossogen.cli.run import play
 
         # new_run_id= is printed above, before any check of the run can fail; the run's own
         # progress must not print it again.
-        return play(scenario, [], prepared.model, prepared.provider, "", prepared.config_url,
-                    resume_dir=run_dir, announce=False)  # fmt: skip
-    fs, path = open_fs(run_dir)
-    log_path = os.path.join(path, f"{scenario}_stdout.log") if is_local(fs) else os.devnull
+        return play(scenario, [], "", "", "", "", resume_dir=folder.url, announce=False)
+    args = ["run", scenario, "--resume", folder.url]
+    fs, path = open_fs(folder.stdout_log_url)
+    log_path = path if is_local(fs) else os.devnull
     with open(log_path, "ab") as log:
         subprocess.Popen(  # noqa: S603 (our own CLI, no shell)
             [sys.executable, "-m", "glossogen", *args],
@@ -87,6 +87,18 @@ KNOBS = typer.Option(
     None, "--knobs", help="JSON file (or preset) whose knobs replace the source's."
 )
 WAIT = typer.Option(False, "--wait", help="Play in the foreground instead of detached.")
+TURNS = typer.Option(
+    None,
+    "--max-agent-turns",
+    help="Model requests per agent in the whole run.",
+    show_default="as the source recorded",
+)
+TIMEOUT = typer.Option(
+    None,
+    "--run-timeout",
+    help="Wall-clock limit of the derived run in seconds.",
+    show_default="as the source recorded",
+)
 SEAT = typer.Option(..., "--replaced-agent-id", help="The seat that moves to another model.")
 MODEL = typer.Option(..., "--model", help="The replaced seat's model.")
 PROVIDER = typer.Option(..., "--provider", help="The replaced seat's provider.")
@@ -100,12 +112,16 @@ def fork_at_round(
     rounds_after: int | None = ROUNDS_AFTER,
     runs_dir: str = RUNS_DIR,
     knobs: str | None = KNOBS,
+    max_agent_turns: int | None = TURNS,
+    run_timeout: float | None = TIMEOUT,
     wait: bool = WAIT,
 ) -> int:
     """Copy rounds 1..N of a run into a fresh folder and play N+1 onward."""
-    return _derive(
-        ForkRequest(scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs), wait
-    )
+    request = ForkRequest(
+        scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
+        max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
+    )  # fmt: skip
+    return _derive(request, wait)
 
 
 def replace_agent(
@@ -119,12 +135,15 @@ def replace_agent(
     runs_dir: str = RUNS_DIR,
     knobs: str | None = KNOBS,
     channel_visibility: str = VISIBILITY,
+    max_agent_turns: int | None = TURNS,
+    run_timeout: float | None = TIMEOUT,
     wait: bool = WAIT,
 ) -> int:
     """Fork after round N with one seat on another model (history per --channel-visibility)."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, channel_visibility,
+        max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
     )  # fmt: skip
     return _derive(request, wait)
 
@@ -143,11 +162,14 @@ def cross_run_replace_agent(
     rounds_after: int | None = ROUNDS_AFTER,
     runs_dir: str = RUNS_DIR,
     knobs: str | None = KNOBS,
+    max_agent_turns: int | None = TURNS,
+    run_timeout: float | None = TIMEOUT,
     wait: bool = WAIT,
 ) -> int:
     """Fork after round N with one seat taken by an agent that brings its donor-run history."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, "full", donor_run_dir, donor_agent_id,
+        max_agent_turns, run_timeout,
     )  # fmt: skip
     return _derive(request, wait)

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import sys
 
 import typer
 
 from glossogen import exit_codes
-from glossogen.derive import DeriveError, open_resume
+from glossogen.derive import DeriveError
 from glossogen.launch import (
+    DEFAULT_MAX_AGENT_TURNS,
     LaunchError,
-    RunPlan,
+    ResumeRequest,
+    RunConfig,
     RunRequest,
     check_credentials,
     check_model_settings,
     check_runs_dir,
     estimate_round_cost,
     observing,
+    plan_resume,
     plan_run,
     uncosted_models,
 )
@@ -29,6 +33,7 @@ from glossogen.launch._settings import (
     ASSUMED_OUTPUT_TOKENS,
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
+from glossogen.storage import StorageError
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -39,10 +44,10 @@ EXIT_CODES = {
     "error": EXIT_TRANSPORT,
     "interrupted": EXIT_INTERRUPTED,
 }
-"""Exit code per final run status (DESIGN.md section 9; 1 = ended short of its rounds)."""
+"""Exit code per final run status (``glossogen.exit_codes``; 1 = ended short of its rounds)."""
 
 PREFECT_DEFAULTS = {
-    # The temporary server needs 12-22 s on a 2-core machine (STACK.md); Prefect's default is 20 s.
+    # The temporary server can take longer than Prefect's default 20 s on a loaded 2-core machine.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -50,12 +55,6 @@ PREFECT_DEFAULTS = {
     # included) still reach its API and UI. Set it to INFO to see them on the terminal.
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
 }
-
-
-def _runs_root(run_dir: str) -> str:
-    """Return the runs root of ``<runs_dir>/<scenario>/<ts>`` (for a resumed run's request)."""
-    root = run_dir.rstrip("/").rsplit("/", 2)[0] if run_dir.rstrip("/").count("/") >= 2 else "."
-    return root or "/"
 
 
 def _error(message: str) -> None:
@@ -66,32 +65,31 @@ def _usd(value: float | None) -> str:
     return "not costed" if value is None else f"${value:.4f}"
 
 
-def _print_dry_run(plan: RunPlan) -> None:
+def _print_dry_run(config: RunConfig) -> None:
     """Print each seat's resolved model and settings, and the estimated cost per round."""
-    estimate = estimate_round_cost(plan)
+    estimate = estimate_round_cost(config)
+    limits = config.limits
+    timeout = "none" if limits.run_timeout_seconds is None else f"{limits.run_timeout_seconds:g} s"
     print(
-        f"dry run: {plan.request.scenario}, {plan.config_source}, "
-        f"{plan.knobs['round_count']} rounds"
+        f"dry run: {config.scenario}, {config.config_source}, "
+        f"{config.knobs.round_count} rounds, max_agent_turns {limits.max_agent_turns}, "
+        f"run timeout {timeout}"
     )
-    for seat in plan.seats:
+    for seat in config.seats:
         settings = json.dumps(seat.model_settings, sort_keys=True)
         cost = _usd(estimate.per_agent[seat.agent_id])
         print(
             f"agent {seat.agent_id}: {seat.provider}:{seat.model} settings={settings} ~{cost}/round"
         )
-    if plan.judge_provider:
-        print(f"judge: {plan.judge_provider}:{plan.judge_model} ~{_usd(estimate.judge)}/round")
-    rounds = plan.knobs["round_count"]
+    if config.judge:
+        print(f"judge: {config.judge.provider}:{config.judge.model} ~{_usd(estimate.judge)}/round")
+    rounds = config.knobs.round_count
     total = None if estimate.per_round is None else estimate.per_round * rounds
     print(
         f"estimated cost: {_usd(estimate.per_round)} per round, {_usd(total)} for {rounds} rounds "
         f"(assuming {ASSUMED_REQUESTS_PER_AGENT_ROUND} requests per agent per round of "
         f"{ASSUMED_INPUT_TOKENS} input and {ASSUMED_OUTPUT_TOKENS} output tokens"
-        + (
-            f", {ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)"
-            if plan.judge_provider
-            else ")"
-        )
+        + (f", {ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)" if config.judge else ")")
     )
 
 
@@ -100,16 +98,32 @@ def run(
         ..., help="Installed scenario name (see `glossogen scenarios`)."
     ),
     overrides: list[str] = typer.Argument(None, help="key=value knob overrides, parsed as JSON."),
-    model: str = typer.Option(..., "--model", help="Default model of every agent."),
-    provider: str = typer.Option(..., "--provider", help="Default provider of every agent."),
+    model: str = typer.Option(
+        "", "--model", help="Default model of every agent (with --resume: as recorded)."
+    ),
+    provider: str = typer.Option(
+        "", "--provider", help="Default provider of every agent (with --resume: as recorded)."
+    ),
     runs_dir: str = typer.Option(
         "", "--runs-dir", help="Root folder or fsspec URL for run output (not with --resume)."
     ),
     config: str = typer.Option(
-        ..., "--config", help="Preset name (knobs_default) or JSON file path."
+        "",
+        "--config",
+        help="Preset name (knobs_default) or JSON file path (with --resume: as recorded).",
     ),
-    max_agent_turns: int = typer.Option(
-        200, "--max-agent-turns", help="Model requests per agent (1 or more)."
+    max_agent_turns: int | None = typer.Option(
+        None,
+        "--max-agent-turns",
+        help="Model requests per agent in the whole run (1 or more).",
+        show_default=f"{DEFAULT_MAX_AGENT_TURNS}; with --resume: as recorded",
+    ),
+    run_timeout: float | None = typer.Option(
+        None,
+        "--run-timeout",
+        help="Wall-clock limit of the run in seconds; past it the run ends between rounds, "
+        "incomplete.",
+        show_default="no limit; with --resume: as recorded",
     ),
     group_slug: str = typer.Option("local", "--group-slug", help="Tenant group that owns the run."),
     dry_run: bool = typer.Option(
@@ -133,6 +147,7 @@ def run(
         runs_dir=runs_dir,
         config=config,
         max_agent_turns=max_agent_turns,
+        run_timeout=run_timeout,
         group_slug=group_slug,
         dry_run=dry_run,
         resume_dir=resume_dir,
@@ -147,7 +162,8 @@ def play(
     provider: str,
     runs_dir: str,
     config: str,
-    max_agent_turns: int = 200,
+    max_agent_turns: int | None = None,
+    run_timeout: float | None = None,
     group_slug: str = "local",
     dry_run: bool = False,
     resume_dir: str = "",
@@ -163,7 +179,8 @@ def play(
         provider: Default provider of every agent.
         runs_dir: Root folder or fsspec URL for a new run ("" with ``resume_dir``).
         config: Preset name or JSON file path.
-        max_agent_turns: Model requests per agent (1 or more).
+        max_agent_turns: Model requests per agent (1 or more; None: 200, or as recorded).
+        run_timeout: Wall-clock limit of the run, seconds (None: none, or as recorded).
         group_slug: Tenant group that owns the run.
         dry_run: Resolve, check and print the estimate; claim nothing.
         resume_dir: An existing run folder to continue in place ("" for a new run).
@@ -172,39 +189,60 @@ def play(
             the caller has printed them already (a derived run played with ``--wait``).
 
     Returns:
-        The exit code (DESIGN.md section 9); refusals print one ``glossogen: error:`` line.
+        The exit code (``glossogen.exit_codes``); refusals print one ``glossogen: error:`` line.
     """
     # Checked here, not with typer's ``min=``: its message does not repeat the value typed.
-    if max_agent_turns < 1:
+    if max_agent_turns is not None and max_agent_turns < 1:
         _error(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
+        return 64
+    if run_timeout is not None and not (math.isfinite(run_timeout) and run_timeout > 0):
+        _error(f"--run-timeout must be a number of seconds above 0, got {run_timeout:g}")
         return 64
     if resume_dir and runs_dir:
         _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
         return 64
-    if not resume_dir and not runs_dir:
-        _error("Missing option '--runs-dir'.")
-        return 64
-    request = RunRequest(
-        scenario=scenario,
-        model=model,
-        provider=provider,
-        runs_dir=runs_dir or _runs_root(resume_dir),
-        config=config,
-        overrides=overrides,
-        max_agent_turns=max_agent_turns,
-        group_slug=group_slug,
-    )
+    if not resume_dir:
+        for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
+                            (provider, "--provider"), (config, "--config")):  # fmt: skip
+            if not value:
+                _error(f"Missing option '{flag}'.")
+                return 64
     try:
-        plan = plan_run(request)
+        if resume_dir:
+            plan, _ = plan_resume(
+                ResumeRequest(
+                    run_dir=resume_dir,
+                    scenario=scenario,
+                    model=model or None,
+                    provider=provider or None,
+                    config=config or None,
+                    overrides=overrides,
+                    max_agent_turns=max_agent_turns,
+                    run_timeout_seconds=run_timeout,
+                    allow_config_change=allow_config_change,
+                )
+            )
+        else:
+            plan = plan_run(
+                RunRequest(
+                    scenario=scenario,
+                    model=model,
+                    provider=provider,
+                    runs_dir=runs_dir,
+                    config=config,
+                    overrides=overrides,
+                    max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+                    run_timeout_seconds=run_timeout,
+                    group_slug=group_slug,
+                )
+            )
         check_credentials(plan)
         check_model_settings(plan)
-        if resume_dir:
-            open_resume(resume_dir, scenario, plan.knobs, allow_config_change)
-        else:
-            check_runs_dir(plan)
-    except (LaunchError, DeriveError) as exc:
+        if not resume_dir:
+            check_runs_dir(runs_dir)
+    except (LaunchError, DeriveError, StorageError) as exc:
         _error(str(exc))
-        return exc.exit_code
+        return getattr(exc, "exit_code", EXIT_TRANSPORT)
     for name in uncosted_models(plan):
         print(
             f"glossogen: warning: {name} is not in the price catalogue; "
@@ -223,7 +261,7 @@ def play(
         return refused
     print(
         f"resolved_config={plan.config_source} "
-        + json.dumps(plan.knobs, sort_keys=True, separators=(",", ":")),
+        + json.dumps(plan.recorded_knobs, sort_keys=True, separators=(",", ":")),
         flush=True,
     )
     from flows.runtime import TerminationSignal, api_url, api_url_configured
@@ -243,9 +281,9 @@ def play(
     try:
         with observing(progress):
             if resume_dir:
-                result = asyncio.run(resume(request, resume_dir, allow_config_change))
+                result = asyncio.run(resume(plan, resume_dir, allow_config_change))
             else:
-                result = asyncio.run(simulate(request))
+                result = asyncio.run(simulate(plan, runs_dir=runs_dir))
     except (LaunchError, DeriveError) as exc:
         _error(str(exc))
         return exc.exit_code

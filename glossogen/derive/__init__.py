@@ -1,7 +1,20 @@
 """Derived runs from the event log: resume in place, fork at a round, swap an agent's seat."""
 
-from glossogen.derive._fork import ForkRequest, PreparedFork, lineage_of, prepare_fork
-from glossogen.derive._resume import ResumePoint, RunLock, config_changes, open_resume
+from glossogen.derive._fork import (
+    ForkRequest,
+    PreparedFork,
+    config_at_round,
+    lineage_of,
+    prepare_fork,
+)
+from glossogen.derive._resume import (
+    ResumePoint,
+    config_changes,
+    open_resume,
+    read_run_log,
+    recorded_limits,
+    run_folder,
+)
 from glossogen.derive._stale import StaleRun, find_stale_runs, survey_unfinished_runs
 from glossogen.derive._state import DeriveError, RunState, read_state
 
@@ -10,14 +23,17 @@ __all__ = [
     "find_stale_runs",
     "survey_unfinished_runs",
     "ForkRequest",
+    "config_at_round",
     "PreparedFork",
     "lineage_of",
     "prepare_fork",
     "DeriveError",
     "ResumePoint",
-    "RunLock",
     "RunState",
     "config_changes",
     "open_resume",
+    "read_run_log",
+    "recorded_limits",
+    "run_folder",
     "read_state",
 ]

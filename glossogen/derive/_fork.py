@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from glossogen.derive._resume import read_run_log, recorded_limits, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.eventlog import (
     AgentHistoryAppended,
@@ -21,11 +22,10 @@ from glossogen.eventlog import (
     EventLogWriter,
     RunResumed,
     SimulationStarted,
-    read_events,
 )
 from glossogen.knobs import ConfigError, knobs_to_config, load_config, resolve_knobs
 from glossogen.scenario import load_scenario, scenario_dir
-from glossogen.storage import ClaimedRun, RunStore, absolute, join, open_fs
+from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore, absolute
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
 SKIPPED = ("simulation_started", "simulation_ended", "run_resumed")
@@ -47,6 +47,10 @@ class ForkRequest:
     channel_visibility: str = "full"
     donor_run_dir: str | None = None
     donor_agent_id: str | None = None
+    max_agent_turns: int | None = None
+    """The derived run's ``max_agent_turns`` (None: the source's, as in force at the boundary)."""
+    run_timeout_seconds: float | None = None
+    """The derived run's wall-clock limit, seconds (None: the source's)."""
 
     @property
     def derivation(self) -> Derivation:
@@ -58,25 +62,16 @@ class ForkRequest:
 
 @dataclass
 class PreparedFork:
-    """A derived run folder ready to be resumed: where it is and how to launch it."""
+    """A derived run folder ready to be resumed: where it is and what it records."""
 
-    claimed: ClaimedRun
-    config_url: str
+    folder: RunFolder
     model: str
     provider: str
     lineage: dict[str, Any]
 
 
 def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], Any]:
-    url = join(run_dir, f"{scenario}.jsonl")
-    fs, path = open_fs(url)
-    if not fs.exists(path):
-        raise DeriveError(f"no event log {url}: is {run_dir!r} a {scenario} run folder?", 66)
-    events = read_events(url).events
-    started = next((e for e in events if e.event_type == "simulation_started"), None)
-    if started is None:
-        raise DeriveError(f"{url} has no simulation_started event", 66)
-    return events, started
+    return read_run_log(run_folder(run_dir, scenario), scenario)
 
 
 def _rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
@@ -153,7 +148,7 @@ def _visible(
     return [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
 
 
-def _config_at_round(
+def config_at_round(
     config: dict[str, Any], events: list[Event], after_round: int, in_force: bool
 ) -> dict[str, Any]:
     """Return the config a run played round ``after_round + 1`` under.
@@ -198,16 +193,21 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
         raise DeriveError(f"--after-round must be at least 1, got {request.after_round}", 64)
     if request.rounds_after is not None and request.rounds_after < 1:
         raise DeriveError(f"--rounds-after must be at least 1, got {request.rounds_after}", 64)
+    if request.max_agent_turns is not None and request.max_agent_turns < 1:
+        raise DeriveError(
+            f"--max-agent-turns must be at least 1, got {request.max_agent_turns}", 64
+        )
+    timeout = request.run_timeout_seconds
+    if timeout is not None and not (timeout > 0 and timeout != float("inf")):
+        raise DeriveError(f"--run-timeout must be a number of seconds above 0, got {timeout}", 64)
     events, started = _load_log(request.source_run_dir, request.scenario)
     state = read_state(events, after_round=request.after_round)
     cls = load_scenario(request.scenario)
     store = RunStore(request.runs_dir)
-    source_store = RunStore(request.source_run_dir)
-    in_folder = source_store.exists(request.source_run_dir, "config.json")
-    config = _config_at_round(
-        source_store.read_json(request.source_run_dir, "config.json")
-        if in_folder
-        else dict(started.scenario_config),
+    source = RunFolder.at(request.source_run_dir)
+    in_folder = source.exists(CONFIG)
+    config = config_at_round(
+        source.read_json(CONFIG) if in_folder else dict(started.scenario_config),
         events,
         request.after_round,
         in_force=in_folder,
@@ -291,41 +291,58 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
         knobs = resolve_knobs(cls.knobs_model, config, {})
     except ConfigError as exc:
         raise DeriveError(str(exc), exc.exit_code) from None
-    claimed = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
+    limits = recorded_limits(events, request.after_round)
+    changed = {
+        key: value
+        for key, value in (
+            ("max_agent_turns", request.max_agent_turns),
+            ("run_timeout_seconds", request.run_timeout_seconds),
+        )
+        if value is not None and value != limits[key]
+    }
+    if changed:
+        lineage["limit_changes"] = {
+            key: {"recorded": limits[key], "now": value} for key, value in changed.items()
+        }
+    limits |= changed
+    folder = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
     recorded = knobs_to_config(knobs)
-    store.write_json(claimed.url, "config.json", recorded)
-    store.write_json(claimed.url, "labels.json", recorded.get("labels", {}))
-    store.write_json(claimed.url, "lineage.json", lineage)
-    model, provider = request.model or started.model, request.provider or started.provider
-    _write_prefix(claimed, request, started, recorded, lineage, state, history)
-    return PreparedFork(claimed, join(claimed.url, "config.json"), model, provider, lineage)
+    folder.write_json(CONFIG, recorded)
+    folder.write_json(LABELS, recorded.get("labels", {}))
+    folder.write_json(LINEAGE, lineage)
+    model = request.model or limits["model"]
+    provider = request.provider or limits["provider"]
+    _write_prefix(folder, request, started, recorded, lineage, state, history, limits)
+    return PreparedFork(folder, model, provider, lineage)
 
 
 def _write_prefix(
-    claimed: ClaimedRun,
+    folder: RunFolder,
     request: ForkRequest,
     started: Any,
     config: dict[str, Any],
     lineage: dict[str, Any],
     state: RunState,
     history: list[Any] | None,
+    limits: dict[str, Any],
 ) -> None:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    with EventLogWriter(join(claimed.url, f"{request.scenario}.jsonl")) as writer:
+    with EventLogWriter(folder.log_url) as writer:
         writer.append(
             SimulationStarted(
-                run_id=claimed.run_id,
+                run_id=folder.run_id,
                 scenario_name=request.scenario,
                 scenario_description=started.scenario_description,
                 scenario_config=config,
-                model=request.model or started.model,
-                provider=request.provider or started.provider,
+                model=request.model or limits["model"],
+                provider=request.provider or limits["provider"],
                 channel_ids=list(started.channel_ids),
                 versions=dict(started.versions),
                 lineage=lineage,
-                max_agent_turns=started.max_agent_turns,
-                group_slug=started.group_slug,
+                max_agent_turns=limits["max_agent_turns"],
+                run_timeout_seconds=limits["run_timeout_seconds"],
+                group_slug=limits["group_slug"],
             )
         )
         for event in state.events:
@@ -371,7 +388,5 @@ def _run_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def lineage_of(run_dir: str) -> dict[str, Any] | None:
     """Return a run folder's ``lineage.json``, or None for an original run."""
-    store = RunStore(run_dir)
-    return (
-        store.read_json(run_dir, "lineage.json") if store.exists(run_dir, "lineage.json") else None
-    )
+    lineage: dict[str, Any] | None = RunFolder.at(run_dir).read_json_or(LINEAGE, None)
+    return lineage

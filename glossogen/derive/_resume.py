@@ -2,69 +2,41 @@
 
 Resume continues a run in its own folder, appending to its own log. The round that was cut off
 reopens from its start (or, when its verdict was already recorded, only its postmortem is
-played), so every round keeps exactly one verdict per team.
+played), so every round keeps exactly one verdict per team. What the run goes on under (its
+recorded config, and any change a resume asks for) is :func:`glossogen.launch.plan_resume`'s.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from glossogen.derive._state import DeriveError, RunState, read_state
-from glossogen.eventlog import read_events
-from glossogen.storage import ClaimedRun, RunStore, join, open_fs
-
-LOCK_NAME = ".writer.lock"
-"""File in a local run folder that the writing process holds an exclusive ``flock`` on."""
-
-
-class RunLock:
-    """An exclusive advisory lock on a local run folder while a process writes its log.
-
-    Remote folders (S3) cannot be locked this way; there the lock is a no-op.
-    """
-
-    def __init__(self, run_url: str) -> None:
-        """Take the lock, or raise.
-
-        Raises:
-            DeriveError: another live process holds it (exit 75: try again later).
-        """
-        self._fd: int | None = None
-        fs, path = open_fs(run_url)
-        if "file" not in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
-            return
-        fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise DeriveError(
-                f"run {run_url} is being written by another live process (pid {holder})", 75
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        """Release the lock (idempotent)."""
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+from glossogen.eventlog import Event, RunResumed, SimulationStarted, read_events
+from glossogen.storage import RunBusyError, RunFolder, join
 
 
 @dataclass
 class ResumePoint:
-    """A run ready to continue: where it lives, its state, and how its config changed."""
+    """A run ready to continue: where it lives, its state, and how its config changed.
 
-    claimed: ClaimedRun
+    Attributes:
+        folder: The run's folder.
+        state: The run at its last completed round.
+        started: The log's ``simulation_started``.
+        events: The whole log, as read.
+        config_changes: ``{key: {"recorded": old, "now": new}}`` for every knob that differs
+            from the record (logged in ``run_resumed``).
+        limit_changes: The same for ``max_agent_turns``, ``run_timeout_seconds``, ``model``
+            and ``provider``.
+    """
+
+    folder: RunFolder
     state: RunState
-    config_changes: dict[str, Any]
+    started: SimulationStarted
+    events: list[Event] = field(default_factory=list)
+    config_changes: dict[str, Any] = field(default_factory=dict)
+    limit_changes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def next_round(self) -> int:
@@ -73,7 +45,7 @@ class ResumePoint:
 
 
 def config_changes(recorded: dict[str, Any], resolved: dict[str, Any]) -> dict[str, Any]:
-    """Return ``{knob: {"recorded": old, "now": new}}`` for every top-level knob that differs."""
+    """Return ``{key: {"recorded": old, "now": new}}`` for every top-level key that differs."""
     keys = sorted(set(recorded) | set(resolved))
     return {
         k: {"recorded": recorded.get(k), "now": resolved.get(k)}
@@ -82,55 +54,101 @@ def config_changes(recorded: dict[str, Any], resolved: dict[str, Any]) -> dict[s
     }
 
 
-def open_resume(
-    run_dir: str, scenario: str, knobs: dict[str, Any], allow_config_change: bool
-) -> ResumePoint:
-    """Check that ``run_dir`` can be resumed with ``knobs`` and return where it picks up.
+def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
+    """Return the run folder at ``run_dir``.
 
-    Knobs given with no ``labels`` keep the run's own (a sweep's run resumed by hand with its
-    preset is not a config change); other labels are one.
+    Raises:
+        DeriveError: ``run_dir`` is not ``<runs_dir>/<scenario>/<unix_ts>`` (66), named as
+            the missing event log it would hold.
+    """
+    try:
+        return RunFolder.at(run_dir)
+    except ValueError:
+        name = f"{scenario}.jsonl" if scenario else "<scenario>.jsonl"
+        raise DeriveError(
+            f"no event log {join(run_dir, name)}: is {run_dir!r} a {scenario or ''} run folder "
+            "(<runs-dir>/<scenario>/<unix_ts>)?".replace("a  run", "a run"),
+            66,
+        ) from None
+
+
+def read_run_log(folder: RunFolder, scenario: str | None = None) -> tuple[list[Event], Any]:
+    """Return a run's events and its ``simulation_started``.
+
+    Raises:
+        DeriveError: no log in the folder, or none that starts a run (66); a log of another
+            scenario than ``scenario`` (65).
+    """
+    scenario = scenario or folder.scenario
+    if not folder.has_log():
+        raise DeriveError(
+            f"no event log {folder.log_url}: is {folder.url!r} a {scenario} run folder?", 66
+        )
+    events = read_events(folder.log_url).events
+    started = next((e for e in events if isinstance(e, SimulationStarted)), None)
+    if started is None:
+        raise DeriveError(f"{folder.log_url} has no simulation_started event", 66)
+    if started.scenario_name != scenario:
+        raise DeriveError(f"{folder.url} is a {started.scenario_name} run, not {scenario}")
+    return events, started
+
+
+def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:
+    """Check that ``folder`` can be resumed and return where it picks up.
 
     Raises:
         DeriveError: no log in the folder (66); the run already ended (65, use fork-at-round);
-            another scenario; a config that differs from the recorded one without
-            ``allow_config_change`` (65); another live process writing it (75).
+            another scenario (65); another live process writing it (75).
     """
-    url = join(run_dir, f"{scenario}.jsonl")
-    fs, path = open_fs(url)
-    if not fs.exists(path):
-        raise DeriveError(f"no event log {url}: is {run_dir!r} a {scenario} run folder?", 66)
-    read = read_events(url)
-    started = next((e for e in read.events if e.event_type == "simulation_started"), None)
-    if started is None:
-        raise DeriveError(f"{url} has no simulation_started event", 66)
-    if started.scenario_name != scenario:  # type: ignore[attr-defined]
-        raise DeriveError(f"{run_dir} is a {started.scenario_name} run, not {scenario}")  # type: ignore[attr-defined]
-    state = read_state(read.events)
+    events, started = read_run_log(folder, scenario)
+    state = read_state(events)
     if state.ended:
         raise DeriveError(
-            f"run {started.run_id} already ended (simulation_ended); "  # type: ignore[attr-defined]
+            f"run {started.run_id} already ended (simulation_ended); "
             "use fork-at-round to play further rounds from it"
         )
-    RunLock(run_dir).release()  # refuses while another process writes the log
-    store = RunStore(os.path.dirname(os.path.dirname(run_dir.rstrip("/"))) or ".")
-    recorded = (
-        store.read_json(run_dir, "config.json")
-        if store.exists(run_dir, "config.json")
-        else started.scenario_config  # type: ignore[attr-defined]
-    )
-    if not knobs.get("labels") and recorded.get("labels"):
-        knobs = {**knobs, "labels": recorded["labels"]}  # no labels given: the run's are kept
-    changes = config_changes(recorded, knobs)
-    if changes and not allow_config_change:
-        listed = ", ".join(
-            f"{k} {json.dumps(v['recorded'])} -> {json.dumps(v['now'])}" for k, v in changes.items()
-        )
-        raise DeriveError(
-            f"the config differs from the one the run recorded ({listed}); "
-            "pass --allow-config-change to resume under the new one"
-        )
-    run_id = started.run_id  # type: ignore[attr-defined]
-    claimed = ClaimedRun(
-        run_id=run_id, url=run_dir.rstrip("/"), timestamp=int(run_id.rsplit("/", 1)[-1])
-    )
-    return ResumePoint(claimed, state, changes)
+    try:
+        folder.lock().release()  # refuses while another process writes the log
+    except RunBusyError as exc:
+        raise DeriveError(str(exc), exc.exit_code) from None
+    return ResumePoint(folder, state, started, events)
+
+
+LIMIT_KEYS = ("max_agent_turns", "run_timeout_seconds", "model", "provider")
+"""What ``run_resumed.limit_changes`` may name: the run limits and the default model."""
+
+
+def recorded_limits(events: list[Event], after_round: int | None = None) -> dict[str, Any]:
+    """Return the run limits and default model the log says are in force.
+
+    ``simulation_started`` records them as launched; each ``run_resumed`` whose
+    ``after_round`` is at most ``after_round`` (every one when None) applies its
+    ``limit_changes`` in order.
+
+    Returns:
+        ``{"max_agent_turns": int, "run_timeout_seconds": float | None, "model": str,
+        "provider": str, "group_slug": str}``.
+
+    Raises:
+        DeriveError: the log has no ``simulation_started`` (66).
+    """
+    started = next((e for e in events if isinstance(e, SimulationStarted)), None)
+    if started is None:
+        raise DeriveError("the log has no simulation_started event", 66)
+    limits: dict[str, Any] = {
+        "max_agent_turns": started.max_agent_turns,
+        "run_timeout_seconds": started.run_timeout_seconds,
+        "model": started.model,
+        "provider": started.provider,
+        "group_slug": started.group_slug or "local",
+    }
+    for event in events:
+        if isinstance(event, RunResumed) and event.limit_changes:
+            if after_round is not None and event.after_round > after_round:
+                continue
+            limits |= {
+                key: change.get("now")
+                for key, change in event.limit_changes.items()
+                if key in LIMIT_KEYS
+            }
+    return limits

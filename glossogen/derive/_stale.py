@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from glossogen.derive._resume import RunLock
-from glossogen.derive._state import RESUMABLE, DeriveError
-from glossogen.eventlog import iter_event_dicts
-from glossogen.storage import RunStore, is_local, join, open_fs
+from glossogen.eventlog import RESUMABLE, iter_event_dicts
+from glossogen.storage import RunStore, is_local, open_fs
 
 
 @dataclass(frozen=True)
@@ -48,14 +46,6 @@ class StaleRun:
     lockable: bool = True
 
 
-def _is_locked(run_url: str) -> bool:
-    try:
-        RunLock(run_url).release()
-    except DeriveError:
-        return True
-    return False
-
-
 def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
     """Return every run under ``runs_dir`` that has not finished, oldest first.
 
@@ -73,10 +63,8 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
     """
     store = RunStore(runs_dir)
     found: list[StaleRun] = []
-    for run_id in store.list_runs():
-        scenario = run_id.split("/", 1)[0]
-        url = store.run_url(run_id)
-        log = join(url, f"{scenario}.jsonl")
+    for folder in store.runs():
+        log = folder.log_url
         fs, path = open_fs(log)
         if not fs.exists(path):
             continue
@@ -90,13 +78,13 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
             continue
         found.append(
             StaleRun(
-                run_id=run_id,
-                run_url=url,
-                scenario=scenario,
+                run_id=folder.run_id,
+                run_url=folder.url,
+                scenario=folder.scenario,
                 model=started["model"],
                 provider=started["provider"],
                 silent_seconds=max(0.0, now_unix - modified),
-                locked=_is_locked(url),
+                locked=folder.is_locked(),
                 ended_status=endings[-1] if endings else None,
                 last_event_id=str(events[-1].get("event_id", "")),
                 lockable=is_local(fs),

@@ -13,10 +13,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from glossogen.eventlog import Event, Verdict
-
-RESUMABLE = ("error", "interrupted")
-"""``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""
+from glossogen.eventlog import Event, Verdict, split_attempts
 
 
 class DeriveError(ValueError):
@@ -67,50 +64,13 @@ class RunState:
     """The latest timestamp in the whole log (a resumed game clock continues from it)."""
 
 
-def _counting(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
-    """Split a log into (events that count up to the last boundary, the cut-off tail, ended)."""
-    kept: list[Event] = []
-    pending: list[Event] = []
-    ended = False
-    for event in events:
-        kind = event.event_type
-        if kind == "run_resumed":
-            if getattr(event, "postmortem_only", False):
-                last = max(
-                    (i for i, e in enumerate(pending) if e.event_type == "round_result_recorded"),
-                    default=-1,
-                )
-                pending = pending[: last + 1]
-            else:
-                pending = []
-            kept.extend(pending)
-            pending = []
-            kept.append(event)
-        elif kind == "round_completed":
-            kept.extend(pending)
-            kept.append(event)
-            pending = []
-        elif kind == "simulation_ended" and getattr(event, "status", "") in RESUMABLE:
-            pending.append(event)  # a crash or interrupt: the run may go on from its last round
-        elif kind == "simulation_ended":
-            ended = True
-            kept.extend(pending)
-            kept.append(event)
-            pending = []
-        elif event.phase == "setup" and not pending:
-            kept.append(event)
-        else:
-            pending.append(event)
-    return kept, pending, ended
-
-
 def read_state(events: list[Event], after_round: int | None = None) -> RunState:
     """Return the state at the last completed round, or at ``after_round`` when given.
 
     Raises:
         DeriveError: ``after_round`` is below 0 or beyond the last completed round.
     """
-    kept, pending, ended = _counting(events)
+    kept, pending, ended = split_attempts(events)
     completed = [e.round_number for e in kept if e.event_type == "round_completed"]
     last = max(completed, default=0)
     if after_round is not None:

@@ -5,9 +5,9 @@ from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._roster import (
-    JudgeModel,
+    JudgeSeat,
     RosterError,
-    SeatModel,
+    Seat,
     future_providers,
     resolve_judge,
     resolve_seats,
@@ -17,13 +17,13 @@ __all__ = [
     "WARNING_THRESHOLDS",
     "BudgetMeter",
     "Clock",
-    "JudgeModel",
+    "JudgeSeat",
     "RosterError",
     "RoundSummary",
     "RunEngine",
     "RunJudge",
     "RunSetup",
-    "SeatModel",
+    "Seat",
     "SystemClock",
     "VirtualClock",
     "apply_noise",

@@ -1,6 +1,6 @@
 """Channels, the per-round character budget and channel noise.
 
-Budget rule (DESIGN.md section 6): characters of the composed text, on metered channels only,
+Budget rule: characters of the composed text, on metered channels only,
 charged inside the send; warnings fire in ascending order, each threshold once per round.
 Noise is applied after metering, so the sender pays for what it wrote, not what arrived.
 """

@@ -21,7 +21,7 @@ from glossogen.engine._channels import BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
-from glossogen.engine._roster import JudgeModel, SeatModel
+from glossogen.engine._roster import JudgeSeat, Seat
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
@@ -78,9 +78,10 @@ class RunSetup:
     knobs: BaseKnobs
     model: str
     provider: str
-    seats: list[SeatModel]
-    judge: JudgeModel | None
+    seats: list[Seat]
+    judge: JudgeSeat | None
     max_agent_turns: int = 200
+    run_timeout_seconds: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
     lineage: dict[str, Any] | None = None
     group_slug: str = "local"
@@ -115,7 +116,8 @@ class RunEngine(ChannelOps):
         self._changed = asyncio.Event()
         self._misplayed = self.scenario.misplayed_rounds()
         self.postmortem_enabled = self.knobs.postmortem_enabled
-        all_ids = tuple(s.spec.agent_id for s in setup.seats)
+        self.specs = {spec.agent_id: spec for spec in self.scenario.agents()}
+        all_ids = tuple(s.agent_id for s in setup.seats)
         self.channels = {
             c.channel_id: Channel(c.channel_id, c.metered, c.members or all_ids)
             for c in self.scenario.channels()
@@ -152,7 +154,7 @@ class RunEngine(ChannelOps):
         )
         self._tools = core_tools(self)
         self.runners: dict[str, AgentRunner] = {
-            s.spec.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
+            s.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
         }
         if state is not None:
             self._restore(state)
@@ -174,12 +176,12 @@ class RunEngine(ChannelOps):
 
     # -- agents -----------------------------------------------------------------------------
 
-    def _seat_from_state(self, seat: SeatModel) -> SeatModel:
+    def _seat_from_state(self, seat: Seat) -> Seat:
         """The seat as the log last registered or swapped it (the ledger wins over the config)."""
-        if self._state is None or seat.spec.agent_id not in self._state.seats:
+        if self._state is None or seat.agent_id not in self._state.seats:
             return seat
-        model, provider, settings = self._state.seats[seat.spec.agent_id]
-        return SeatModel(seat.spec, model, provider, settings)
+        model, provider, settings = self._state.seats[seat.agent_id]
+        return Seat(agent_id=seat.agent_id, model=model, provider=provider, model_settings=settings)
 
     def _restore(self, state: Any) -> None:
         for agent_id, runner in self.runners.items():
@@ -210,8 +212,8 @@ class RunEngine(ChannelOps):
             capabilities=tracing_capabilities(self.setup.tracing),
         )
 
-    def _make_runner(self, seat: SeatModel) -> AgentRunner:
-        spec = seat.spec
+    def _make_runner(self, seat: Seat) -> AgentRunner:
+        spec = self.specs[seat.agent_id]
         agent = self._agent(spec, seat.provider, seat.model)
         runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
         if self._state is not None:
@@ -304,24 +306,24 @@ class RunEngine(ChannelOps):
                 versions=s.versions,
                 lineage=s.lineage,
                 max_agent_turns=s.max_agent_turns,
+                run_timeout_seconds=s.run_timeout_seconds,
                 group_slug=s.group_slug,
             )
         )
         for seat in s.seats:
-            runner = self.runners[seat.spec.agent_id]
+            spec = self.specs[seat.agent_id]
+            runner = self.runners[seat.agent_id]
             self.emit(
                 AgentRegistered(
-                    agent_id=seat.spec.agent_id,
-                    role=seat.spec.role,
-                    display_name=seat.spec.display_name,
-                    team_id=seat.spec.team_id,
+                    agent_id=seat.agent_id,
+                    role=spec.role,
+                    display_name=spec.display_name,
+                    team_id=spec.team_id,
                     model=seat.model,
                     provider=seat.provider,
                     model_settings=seat.model_settings,
                     tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
-                    channels=[
-                        c for c, ch in self.channels.items() if seat.spec.agent_id in ch.members
-                    ],
+                    channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
                 )
             )
 
@@ -413,8 +415,10 @@ class RunEngine(ChannelOps):
             self.emit(PostmortemStarted(channel_id=postmortem[0]))
             for seat in self.setup.seats:
                 self.brief(
-                    seat.spec.agent_id,
-                    self.scenario.postmortem_briefing(seat.spec, verdicts, self.round_number),
+                    seat.agent_id,
+                    self.scenario.postmortem_briefing(
+                        self.specs[seat.agent_id], verdicts, self.round_number
+                    ),
                     {"verdicts": [v.model_dump() for v in verdicts]},
                 )
             pm_trigger, pm_elapsed = await self._run_phase(

@@ -2,7 +2,7 @@
 
 Split out of ``_engine.py`` so the round loop reads on its own; :class:`ChannelOps` is mixed
 into :class:`~glossogen.engine.RunEngine` and uses its state (channels, meter, runners, clock).
-Budget rule (DESIGN.md section 6): composed characters on metered channels, charged inside the
+Budget rule: composed characters on metered channels, charged inside the
 send; noise after metering; warnings in order, once per round.
 """
 

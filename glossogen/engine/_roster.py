@@ -2,41 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from glossogen.catalog import DEFAULT_JUDGE
 from glossogen.catalog import provider as parse_provider
 from glossogen.knobs import BaseKnobs
-from glossogen.scenario import AgentSpec, Scenario
+from glossogen.scenario import Scenario
 
 
 class RosterError(ValueError):
     """A model override or scheduled swap naming an agent the scenario does not have."""
 
 
-@dataclass(frozen=True)
-class SeatModel:
-    """One seat's resolved model, provider and the pydantic-ai settings it sends."""
+class Seat(BaseModel):
+    """One seat's resolved model, provider and the pydantic-ai settings it sends.
 
-    spec: AgentSpec
+    The one type a seat's model travels in, from the plan (``--dry-run``) through the engine to
+    its ``agent_registered`` event; the seat's role and tools are the scenario's
+    :class:`~glossogen.scenario.AgentSpec` of the same ``agent_id``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
     model: str
     provider: str
     model_settings: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class JudgeModel:
+class JudgeSeat(BaseModel):
     """The in-run judge's resolved model, provider and settings."""
 
+    model_config = ConfigDict(frozen=True)
+
     model: str
     provider: str
     model_settings: dict[str, Any]
 
 
-def resolve_seats(
-    scenario: Scenario, knobs: BaseKnobs, model: str, provider: str
-) -> list[SeatModel]:
+def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: str) -> list[Seat]:
     """Return every seat's (model, provider, settings) after ``model_overrides``.
 
     An override's ``provider`` falls back to ``provider``; its ``model_settings`` replace the
@@ -57,7 +63,7 @@ def resolve_seats(
                 f"unknown agent {agent_id!r} in model_overrides or scheduled_events "
                 f"(agents: {', '.join(ids)})"
             )
-    seats: list[SeatModel] = []
+    seats: list[Seat] = []
     for spec in specs:
         override = knobs.model_overrides.get(spec.agent_id)
         settings = knobs.agent_model_settings
@@ -67,7 +73,14 @@ def resolve_seats(
             seat_provider = override.provider or provider
             settings = override.model_settings or type(settings)()
         parse_provider(seat_provider)
-        seats.append(SeatModel(spec, seat_model, seat_provider, settings.to_model_settings()))
+        seats.append(
+            Seat(
+                agent_id=spec.agent_id,
+                model=seat_model,
+                provider=seat_provider,
+                model_settings=settings.to_model_settings(),
+            )
+        )
     return seats
 
 
@@ -77,8 +90,8 @@ def future_providers(knobs: BaseKnobs, provider: str) -> list[str]:
 
 
 def resolve_judge(
-    scenario: Scenario, knobs: BaseKnobs, seats: list[SeatModel], provider: str
-) -> JudgeModel | None:
+    scenario: Scenario, knobs: BaseKnobs, seats: list[Seat], provider: str
+) -> JudgeSeat | None:
     """Return the in-run judge, or None when the scenario rules rounds without one.
 
     With ``judge_provider`` unset the judge is ``scripted`` when every agent (and every
@@ -93,4 +106,8 @@ def resolve_judge(
     judge_model = knobs.judge_model or (
         "scripted-judge" if judge_provider == "scripted" else DEFAULT_JUDGE[0]
     )
-    return JudgeModel(judge_model, judge_provider, knobs.judge_model_settings.to_model_settings())
+    return JudgeSeat(
+        model=judge_model,
+        provider=judge_provider,
+        model_settings=knobs.judge_model_settings.to_model_settings(),
+    )

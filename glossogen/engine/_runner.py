@@ -136,7 +136,7 @@ def close_dangling_calls(history: list[ModelMessage]) -> list[ModelMessage]:
     """Return ``history`` with tool calls that never returned closed by an "interrupted" result.
 
     A history ending in a tool call with no return cannot be continued (pydantic-ai refuses,
-    Anthropic answers 400: STACK.md, Traps), so the interruption is made explicit.
+    Anthropic answers 400), so the interruption is made explicit.
     """
     if not history or not isinstance(history[-1], ModelResponse):
         return history

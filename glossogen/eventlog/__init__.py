@@ -37,9 +37,25 @@ from glossogen.eventlog._events import (
 )
 from glossogen.eventlog._reader import EventLogRead, iter_event_dicts, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
+from glossogen.eventlog._view import (
+    RESUMABLE,
+    RESUMABLE_STATUSES,
+    RunView,
+    SeatSpend,
+    Spend,
+    Status,
+    split_attempts,
+)
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "RESUMABLE",
+    "RESUMABLE_STATUSES",
+    "RunView",
+    "SeatSpend",
+    "Spend",
+    "Status",
+    "split_attempts",
     "LEGACY_SCHEMA_VERSION",
     "LegacyUpcaster",
     "is_legacy",

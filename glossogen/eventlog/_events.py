@@ -16,10 +16,18 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-SCHEMA_VERSION = 1
-"""Schema version written into every event's envelope by this release."""
+SCHEMA_VERSION = 2
+"""Schema version written into every event's envelope by this release.
+
+2: ``simulation_started`` records every run limit (``run_timeout_seconds`` added,
+``max_agent_turns`` always set) and ``run_resumed`` the limits a resume changed
+(``limit_changes``). Version 1 lines are upcast by :meth:`SimulationStarted._upcast_v1`.
+"""
+
+DEFAULT_MAX_AGENT_TURNS = 200
+"""The ``max_agent_turns`` every release before schema 2 played under when none was recorded."""
 
 Phase = Literal["setup", "main", "postmortem"]
 
@@ -88,8 +96,21 @@ class SimulationStarted(Event):
     channel_ids: list[str] = []
     versions: dict[str, str] = {}
     lineage: dict[str, Any] | None = None
-    max_agent_turns: int | None = None
+    max_agent_turns: int = DEFAULT_MAX_AGENT_TURNS
+    run_timeout_seconds: float | None = None
     group_slug: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upcast_v1(cls, data: Any) -> Any:
+        """Upcast a schema 1 (or 0.5.x) line.
+
+        A missing or null ``max_agent_turns`` is the 200 every such run played under;
+        ``run_timeout_seconds`` was not recorded there (None).
+        """
+        if isinstance(data, dict) and data.get("max_agent_turns") is None:
+            data = {**data, "max_agent_turns": DEFAULT_MAX_AGENT_TURNS}
+        return data
 
 
 class AgentRegistered(Event):
@@ -336,12 +357,16 @@ class RunResumed(Event):
     reopened_round: int | None
     postmortem_only: bool = False
     config_changes: dict[str, Any] = {}
+    limit_changes: dict[str, Any] = {}
+    """``{"max_agent_turns" | "run_timeout_seconds" | "model" | "provider": {"recorded": old,
+    "now": new}}`` for every limit or default model this resume changed."""
 
 
 class SimulationEnded(Event):
     """The run ended: status, message count, total and per-agent cost (USD), duration (seconds).
 
-    ``total_cost_usd`` is agents plus the in-run judge; null when some call was not costed.
+    ``total_cost_usd`` is agents plus the in-run judge, this run's own calls (a derived run's
+    copied rounds are ``inherited_cost_usd``); null when some call was not costed.
     This release always writes every count; they are null only on a line upcast from a
     GlossoGen 0.5.x log that did not carry them (``status_detail`` keeps that log's reason).
     """
@@ -358,6 +383,12 @@ class SimulationEnded(Event):
     duration_seconds: float | None
     error: str | None = None
     status_detail: str | None = None
+    process_seconds: float | None = None
+    """Seconds this process played (``duration_seconds`` is every process's, summed; on a line
+    without ``process_seconds``, written before schema 2, it was this process's alone)."""
+    inherited_cost_usd: float | None = 0.0
+    """Spend (USD) of the rounds a derived run copied from its source: paid by the source, not
+    counted in ``total_cost_usd`` (null when some copied call was not costed)."""
 
 
 CORE_EVENTS: tuple[type[Event], ...] = (

@@ -13,7 +13,7 @@ Two sources, in order of fidelity:
   steps, ``llm_response_received`` as agent steps and ``tool_result_received`` joined to them by
   tool-call id (0.5 logged a response after its tools ran, so the join ignores order).
 
-Usage mapping (STACK.md "ATIF"): pydantic-ai ``input_tokens`` (cache reads and writes included)
+Usage mapping: pydantic-ai ``input_tokens`` (cache reads and writes included)
 -> ``prompt_tokens``, ``output_tokens`` -> ``completion_tokens``, ``cache_read_tokens`` ->
 ``cached_tokens``, ``cost_usd`` -> ``cost_usd`` (null when the call was not costed), cache
 writes in ``metrics.extra.cache_write_tokens``.
@@ -25,7 +25,6 @@ response, one clock for the whole trajectory); on the events path, the events' (
 from __future__ import annotations
 
 import json
-import posixpath
 from collections import deque
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -43,7 +42,6 @@ from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
     ModelMessage,
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
@@ -53,15 +51,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from glossogen.derive import read_state
 from glossogen.eventlog import (
-    AgentHistoryAppended,
     AgentRegistered,
     Event,
     LlmResponseReceived,
+    RunView,
     read_events,
 )
-from glossogen.storage import join
+from glossogen.storage import RunFolder
 
 ATIF_SCHEMA_VERSION = "ATIF-v1.8"
 """The ``schema_version`` tag written into every trajectory (the ``atif`` package's version)."""
@@ -309,49 +306,6 @@ def _final_metrics(steps: list[dict[str, Any]]) -> FinalMetrics:
     )
 
 
-_BOUNDARIES = ("round_completed", "run_resumed")
-_RESUMABLE = ("error", "interrupted")  # a simulation_ended resume may continue after
-
-
-def _counted(events: list[Event]) -> tuple[list[Event], dict[str, list[ModelMessage]]]:
-    """Return the events that happened for the record, in log order, and each agent's history.
-
-    Resume's view (:func:`glossogen.derive.read_state`) drops a cut-off attempt that a
-    ``run_resumed`` replayed, but also the tail after the last completed round; a trajectory
-    keeps that tail (a run still being written, or one that stopped), since nothing replaced it.
-    """
-    state = read_state(events)
-    last = max(
-        (
-            i
-            for i, e in enumerate(events)
-            if e.event_type in _BOUNDARIES
-            or (e.event_type == "simulation_ended" and getattr(e, "status", "") not in _RESUMABLE)
-        ),
-        default=-1,
-    )
-    seen = {id(e) for e in state.events}
-    tail = [e for e in events[last + 1 :] if id(e) not in seen]
-    if not tail:  # a finished run: resume's view is the whole record
-        return state.events, state.histories
-    counted = state.events + tail
-    return counted, _histories(counted)
-
-
-def _histories(events: list[Event]) -> dict[str, list[ModelMessage]]:
-    """Rebuild each agent's pydantic-ai history as resume does (``from_index`` replaces)."""
-    histories: dict[str, list[ModelMessage]] = {}
-    for e in events:
-        if isinstance(e, AgentRegistered):
-            histories[e.agent_id] = []  # a (re-)registration starts a fresh history
-        elif isinstance(e, AgentHistoryAppended):
-            messages = ModelMessagesTypeAdapter.validate_python(e.messages)
-            history = histories.setdefault(e.agent_id, [])
-            start = len(history) if e.from_index is None else e.from_index
-            histories[e.agent_id] = history[:start] + list(messages)
-    return histories
-
-
 def build_trajectories(
     run_url: str, storage_options: dict[str, Any] | None = None
 ) -> dict[str, Trajectory]:
@@ -375,13 +329,13 @@ def build_trajectories(
         StorageError: the storage is unreachable.
         pydantic.ValidationError: a trajectory the ``atif`` models refuse (a bug, not bad input).
     """
-    scenario = posixpath.basename(posixpath.dirname(run_url.rstrip("/").replace("\\", "/")))
-    read = read_events(join(run_url, f"{scenario}.jsonl"), storage_options)
-    events, histories = _counted(read.events)
+    folder = RunFolder.at(run_url)
+    scenario = folder.scenario
+    read = read_events(folder.log_url, storage_options)
+    view = RunView.of(read)  # the events that count, and each agent's history from them
+    events, histories = view.counted, view.histories()
     started = next((e for e in events if e.event_type == "simulation_started"), None)
-    run_id = (
-        getattr(started, "run_id", None) or f"{scenario}/{posixpath.basename(run_url.rstrip('/'))}"
-    )
+    run_id = getattr(started, "run_id", None) or folder.run_id
     agent_version = _glossogen_version(started)
     roster: dict[str, AgentRegistered] = {}
     for e in events:

@@ -106,6 +106,13 @@ def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[st
     bad: list[int] = []
     with open_log(record.log_url) as data:
         end = complete_end(data)
+        resumed = data.find(b'"run_resumed"', 0, end) >= 0
+    if resumed:
+        # A resumed log may hold a superseded attempt: the typed view knows what counts.
+        yield from _counted_events(record, kinds & wanted, table)
+        return
+    with open_log(record.log_url) as data:
+        end = complete_end(data)
         found = sorted(hit for kind in kinds for hit in find_lines(data, kind, 0, end))
         for at, raw in found:
             try:
@@ -122,6 +129,20 @@ def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[st
                 yield obj
     if bad:
         log.warning("%s", damaged_note(f"{record.run_id}: {table}", bad))
+
+
+def _counted_events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[str, Any]]:
+    """Yield the events of ``wanted`` types that count (:class:`~glossogen.eventlog.RunView`)."""
+    from glossogen.eventlog import RunView, event_classes
+
+    classes = event_classes()
+    types = tuple(classes[kind] for kind in wanted if kind in classes)
+    view = RunView.load(record.log_url)
+    for event in view.counted:
+        if isinstance(event, types):
+            yield event.model_dump(mode="json")
+    if view.damaged_lines:
+        log.warning("%s: %s: %d damaged line(s) skipped", record.run_id, table, view.damaged_lines)
 
 
 def _repetition(record: RunRecord) -> dict[str, Any] | None:

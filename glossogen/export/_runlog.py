@@ -43,8 +43,11 @@ from glossogen.export._lines import (
 from glossogen.export._usage import add_cost, sum_responses
 
 RUNNING = "running"
-"""Status of a run whose log has no ``simulation_ended``: still being written, or stopped
-without ending (a killed process); the reconcile flow tells the two apart by its lock."""
+"""Status of a run whose log has no ``simulation_ended`` while a live writer holds it."""
+
+STOPPED = "stopped"
+"""Status of a run whose log has no ``simulation_ended`` and no live writer (a killed process):
+resumable, as :data:`glossogen.eventlog.RESUMABLE_STATUSES` says."""
 
 _HEAD_END = (b"round_started", b"round_advanced")
 _TAIL_LINES = 16

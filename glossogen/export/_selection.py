@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.export._knobfilter import SelectionError, parse_conditions
-from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
+from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
 from glossogen.storage import RunStore, is_local, join, open_fs, translate_errors
 
 MAX_RUNS = 5000
@@ -153,17 +153,26 @@ def check_runs_dir(runs_dir: str) -> None:
 
 
 def _read_optional_json(store: RunStore, url: str, name: str) -> Any:
-    if store.local:
-        path = os.path.join(url, name)
-        try:
-            with open(path, "rb") as f:
-                return json.loads(f.read())
-        except FileNotFoundError:
-            return None
+    """Return the parsed ``name`` in the folder, None when it does not exist.
+
+    Raises:
+        ValueError: the file is not valid JSON, named with its path.
+    """
     try:
+        if store.local:
+            with open(os.path.join(url, name), "rb") as f:
+                return json.loads(f.read())
         return store.read_json(url, name)
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise ValueError(f"{join(url, name)} is a folder, not a file") from None
+    except ValueError as exc:
+        raise ValueError(f"{join(url, name)} is not valid JSON ({exc})") from None
+
+
+class NotARunLog(ValueError):
+    """A folder whose ``<scenario>.jsonl`` is not a run's event log; one line saying why."""
 
 
 def _labels(raw: Any, config: dict[str, Any]) -> dict[str, Any]:
@@ -191,11 +200,18 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         ValueError: if ``config.json``, ``labels.json`` or ``lineage.json`` is not valid JSON.
         StorageError: if the storage is unreachable.
     """
-    scenario = run_id.split("/", 1)[0]
-    url = store.run_url(run_id)
-    log_url = join(url, f"{scenario}.jsonl")
-    facts = read_log_facts(log_url)
-    started = facts.started or {}
+    folder = store.open_run(run_id)
+    scenario, url = folder.scenario, folder.url
+    try:
+        facts = read_log_facts(folder.log_url)
+    except (IsADirectoryError, NotADirectoryError):
+        raise NotARunLog(f"{folder.log_url} is a folder, not an event log") from None
+    if facts.started is None:
+        reason = "no simulation_started event" if folder.has_log() else "empty"
+        raise NotARunLog(f"{folder.log_url} is not a run log ({reason})")
+    if facts.status == RUNNING and not folder.is_locked():
+        facts.status = STOPPED
+    started = facts.started
     config = _read_optional_json(store, url, "config.json")
     if not isinstance(config, dict):
         config = dict(started.get("scenario_config") or {})
@@ -205,7 +221,7 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         run_id=run_id,
         scenario=scenario,
         run_url=url,
-        log_url=log_url,
+        log_url=folder.log_url,
         config=config,
         labels=_labels(_read_optional_json(store, url, "labels.json"), config),
         lineage=lineage if isinstance(lineage, dict) else None,
@@ -263,6 +279,8 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
                 result.records.append(load_run(store, run_id))
             except FileNotFoundError:
                 result.missing_run_ids.append(run_id)
+            except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
+                result.unreadable[run_id] = str(exc).splitlines()[0][:300]
         return result
     conditions = parse_conditions(selection.knob)
     scenarios = set(selection.scenario or [])
@@ -282,8 +300,8 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
             record = load_run(store, run_id)
         except FileNotFoundError:
             continue  # a folder with no log yet: a launch that has not written its first event
-        except ValueError as exc:
-            result.unreadable[run_id] = str(exc).splitlines()[0][:200]
+        except ValueError as exc:  # NotARunLog, a broken JSON file: one note, the rest go on
+            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
             continue
         if selection.labels and not _has_labels(record.labels, selection.labels):
             continue

@@ -3,7 +3,7 @@
 One table is written as a bare CSV; two or more as one CSV each plus ``columns.csv``.
 Writing goes through fsspec, so ``out`` may be a local folder or an object-store URL
 (``s3://bucket/prefix``; endpoint from ``AWS_ENDPOINT_URL``). polars writes S3 with its own
-client and options (STACK.md), so the CSV bytes are produced by polars and stored by fsspec:
+client and options, not fsspec's, so the CSV bytes are produced by polars and stored by fsspec:
 one storage path for everything glossogen writes. A file is first written under a temporary
 name (locally) or a local temporary file (remotely) and only then published, so a failure
 never leaves a truncated table under its final name.

@@ -8,22 +8,23 @@ from glossogen.launch._credentials import (
 )
 from glossogen.launch._observers import RunObserver, notify, observing
 from glossogen.launch._plan import (
+    DEFAULT_MAX_AGENT_TURNS,
     EXIT_REFUSED,
     EXIT_USAGE,
     LaunchError,
-    RunPlan,
+    RunConfig,
+    RunLimits,
     RunRequest,
-    SeatPlan,
     plan_run,
 )
+from glossogen.launch._resume import ResumeRequest, plan_resume, recorded_config, resume_point
 from glossogen.launch._session import (
     RunResult,
     RunSession,
-    Spend,
+    RunSpend,
     check_runs_dir,
     claim_run,
     claim_run_async,
-    log_url,
     open_session,
     price_spend,
 )
@@ -35,6 +36,7 @@ from glossogen.launch._settings import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_AGENT_TURNS",
     "check_runs_dir",
     "CostEstimate",
     "check_model_settings",
@@ -44,22 +46,25 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "LaunchError",
+    "ResumeRequest",
+    "RunConfig",
+    "RunLimits",
     "RunObserver",
-    "RunPlan",
     "RunRequest",
     "RunResult",
     "RunSession",
-    "SeatPlan",
-    "Spend",
+    "RunSpend",
     "apply_dotenv",
     "check_credentials",
     "claim_run",
     "claim_run_async",
     "load_environment",
-    "log_url",
     "notify",
     "observing",
     "open_session",
+    "plan_resume",
     "plan_run",
     "price_spend",
+    "recorded_config",
+    "resume_point",
 ]

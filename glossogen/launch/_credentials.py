@@ -13,7 +13,7 @@ from dotenv import dotenv_values
 
 from glossogen import exit_codes
 from glossogen.catalog import Provider, missing_env_vars
-from glossogen.launch._plan import LaunchError, RunPlan
+from glossogen.launch._plan import LaunchError, RunConfig
 
 EXIT_CREDENTIALS = int(exit_codes.CREDENTIALS)
 JUDGE_ENV_VARS = {
@@ -43,7 +43,7 @@ def load_environment(cwd: Path | None = None) -> dict[str, str]:
     return env
 
 
-def check_credentials(plan: RunPlan, cwd: Path | None = None) -> list[str]:
+def check_credentials(config: RunConfig, cwd: Path | None = None) -> list[str]:
     """Return the providers checked; refuse the launch if any needed variable is unset.
 
     Checks every seat's provider, every provider a scheduled swap brings in, and the judge's.
@@ -52,20 +52,21 @@ def check_credentials(plan: RunPlan, cwd: Path | None = None) -> list[str]:
         LaunchError: exit 77, naming each missing variable and who needs it.
     """
     env = load_environment(cwd)
-    needed = {s.provider: f"agent {s.agent_id}" for s in reversed(plan.seats)}
-    for swap in plan.future_providers:
+    needed = {s.provider: f"agent {s.agent_id}" for s in reversed(config.seats)}
+    for swap in config.future_providers:
         needed.setdefault(swap, "a scheduled swap")
     missing: list[str] = []
     for name, who in needed.items():
         for var in missing_env_vars(Provider(name), env):
             missing.append(f"{var} (provider {name}, {who})")
-    if plan.judge_provider and plan.judge_provider != "scripted":
-        var = JUDGE_ENV_VARS[plan.judge_provider]
+    judge = config.judge.provider if config.judge else None
+    if judge and judge != "scripted":
+        var = JUDGE_ENV_VARS[judge]
         if not env.get(var):
-            missing.append(f"{var} (judge provider {plan.judge_provider})")
+            missing.append(f"{var} (judge provider {judge})")
     if missing:
         raise LaunchError("missing credentials: " + "; ".join(missing), EXIT_CREDENTIALS)
-    return sorted(set(needed) | ({plan.judge_provider} if plan.judge_provider else set()))
+    return sorted(set(needed) | ({judge} if judge else set()))
 
 
 def apply_dotenv(cwd: Path | None = None) -> None:

@@ -1,4 +1,4 @@
-"""From a launch request to a run plan: scenario, knobs, seats and judge, all validated.
+"""From a launch request to a :class:`RunConfig`: scenario, knobs, seats, judge and limits.
 
 Everything here runs before a run folder is claimed or a model is called, so a bad request
 costs nothing and writes nothing.
@@ -7,14 +7,21 @@ costs nothing and writes nothing.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    WithJsonSchema,
+    model_validator,
+)
 
 from glossogen import exit_codes
 from glossogen.catalog import UnknownProviderError
 from glossogen.catalog import provider as parse_provider
-from glossogen.engine import RosterError, resolve_judge, resolve_seats
+from glossogen.engine import JudgeSeat, RosterError, Seat, resolve_judge, resolve_seats
 from glossogen.knobs import (
     BaseKnobs,
     ConfigError,
@@ -30,10 +37,14 @@ GROUP_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 EXIT_REFUSED = int(exit_codes.REFUSED)
 
 
+DEFAULT_MAX_AGENT_TURNS = 200
+"""Model requests each agent may make in the whole run when the launch names no limit."""
+
+
 class LaunchError(Exception):
     """A launch refused before anything was claimed.
 
-    ``str()`` is one line naming the bad value; ``exit_code`` follows DESIGN.md section 9.
+    ``str()`` is one line naming the bad value; ``exit_code`` is one of ``glossogen.exit_codes``.
     """
 
     def __init__(self, message: str, exit_code: int = EXIT_REFUSED) -> None:
@@ -64,98 +75,185 @@ class RunRequest(BaseModel):
     runs_dir: str
     config: str
     overrides: list[str] = Field(default_factory=list)
-    max_agent_turns: int = Field(default=200, ge=1)
+    max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1)
     group_slug: str = "local"
     run_timeout_seconds: float | None = Field(default=None, gt=0)
 
 
-class SeatPlan(BaseModel):
-    """One seat's resolved model."""
+class RunLimits(BaseModel):
+    """The limits a run plays under.
 
-    agent_id: str
+    Recorded in ``simulation_started`` and read back by every path that continues or derives
+    the run (resume, a Prefect retry, reconcile, fork-at-round, the agent swaps).
+
+    Attributes:
+        max_agent_turns: Model requests each agent may make in the whole run (1 or more).
+        run_timeout_seconds: Wall-clock limit of the run, seconds from the start of the process
+            that plays it; a run past it ends between rounds ``incomplete`` (None: no limit).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1)
+    run_timeout_seconds: float | None = Field(default=None, gt=0)
+
+
+class RunConfig(BaseModel):
+    """Everything a run was asked for, validated.
+
+    Planned once by :func:`plan_run` (a new run) or :func:`~glossogen.launch.plan_resume` (a run
+    that goes on), then passed whole to the flows, the session and the engine.
+
+    Attributes:
+        scenario: Installed scenario name.
+        model: Default model of every agent.
+        provider: Default provider of every agent.
+        config_source: Where the knobs came from (``preset 'knobs_default'``, a path, or the
+            run's own record).
+        knobs: The scenario's validated knobs model (a JSON dict is validated with the
+            scenario's own knobs model, so the value survives a Prefect parameter round trip).
+        seats: Each seat's resolved model, provider and settings.
+        judge: The in-run judge, or None for a scenario that rules rounds itself.
+        future_providers: Providers scheduled swaps bring in later in the run.
+        limits: ``max_agent_turns`` and ``run_timeout_seconds``.
+        group_slug: Tenant group that owns the run.
+    """
+
+    scenario: str
     model: str
     provider: str
-    model_settings: dict[str, Any]
-
-
-class RunPlan(BaseModel):
-    """A validated launch: the resolved knobs (as recorded), seats, judge and clock kind."""
-
-    request: RunRequest
     config_source: str
-    knobs: dict[str, Any]
-    seats: list[SeatPlan]
-    judge_model: str | None
-    judge_provider: str | None
-    future_providers: list[str]
-    virtual_clock: bool
+    knobs: Annotated[
+        SerializeAsAny[BaseKnobs],
+        # Each scenario has its own knobs model: the schema (a deployment's parameters) says
+        # only "an object"; the validator below checks it against the scenario's model.
+        WithJsonSchema({"type": "object", "title": "Knobs"}),
+    ]
+    seats: list[Seat]
+    judge: JudgeSeat | None
+    future_providers: list[str] = Field(default_factory=list)
+    limits: RunLimits = Field(default_factory=RunLimits)
+    group_slug: str = "local"
 
-    def build(self) -> tuple[Scenario, BaseKnobs]:
-        """Return a fresh scenario instance and its knobs model, from the recorded knobs."""
-        cls = load_scenario(self.request.scenario)
-        knobs = cls.knobs_model.model_validate(self.knobs)
-        return cls(knobs), knobs
+    @model_validator(mode="before")
+    @classmethod
+    def _scenario_knobs(cls, data: Any) -> Any:
+        """Validate a knobs dict with the scenario's own knobs model (not the base model)."""
+        if isinstance(data, dict) and isinstance(data.get("knobs"), dict):
+            knobs_model = load_scenario(str(data.get("scenario"))).knobs_model
+            data = {**data, "knobs": knobs_model.model_validate(data["knobs"])}
+        return data
+
+    @property
+    def recorded_knobs(self) -> dict[str, Any]:
+        """The knobs as ``config.json`` and ``simulation_started`` record them (every knob)."""
+        return knobs_to_config(self.knobs)
+
+    @property
+    def labels(self) -> dict[str, str | bool]:
+        """The run's labels (the ``labels`` knob), as ``labels.json`` holds them."""
+        return dict(self.knobs.labels)
+
+    @property
+    def virtual_clock(self) -> bool:
+        """True when every seat, scheduled swap and the judge are scripted (game time only)."""
+        everyone = [s.provider for s in self.seats] + self.future_providers
+        return all(
+            p == "scripted" for p in everyone + ([self.judge.provider] if self.judge else [])
+        )
+
+    def build(self) -> Scenario:
+        """Return a fresh scenario instance over these knobs."""
+        return load_scenario(self.scenario)(self.knobs)
 
 
-def plan_run(request: RunRequest) -> RunPlan:
-    """Resolve and validate ``request`` into a :class:`RunPlan`.
+def _with_seats(
+    scenario: str,
+    model: str,
+    provider: str,
+    config_source: str,
+    knobs: BaseKnobs,
+    limits: RunLimits,
+    group_slug: str,
+) -> RunConfig:
+    """Resolve seats, swaps and judge of ``knobs`` and return the whole :class:`RunConfig`.
+
+    Raises:
+        LaunchError: an override or swap naming an unknown agent or provider (65).
+    """
+    instance = load_scenario(scenario)(knobs)
+    try:
+        seats = resolve_seats(instance, knobs, model, provider)
+    except (RosterError, UnknownProviderError) as exc:
+        raise LaunchError(str(exc)) from None
+    swaps = [e.provider or provider for e in knobs.scheduled_events if e.kind == "swap_agent"]
+    for swap_provider in swaps:
+        try:
+            parse_provider(swap_provider)
+        except UnknownProviderError as exc:
+            raise LaunchError(f"scheduled_events: {exc}") from None
+    return RunConfig(
+        scenario=scenario,
+        model=model,
+        provider=provider,
+        config_source=config_source,
+        knobs=knobs,
+        seats=seats,
+        judge=resolve_judge(instance, knobs, seats, provider),
+        future_providers=swaps,
+        limits=limits,
+        group_slug=group_slug,
+    )
+
+
+def plan_run(request: RunRequest) -> RunConfig:
+    """Resolve and validate ``request`` into the :class:`RunConfig` of a new run.
 
     Raises:
         LaunchError: unknown scenario or provider (exit 64); an unknown, unreadable or malformed
             preset, a bad override, an invalid knob or a cross-field violation (65, or 66 for a
             preset path that does not exist). The message is one line naming the bad value.
     """
-    try:
-        cls = load_scenario(request.scenario)
-    except UnknownScenarioError as exc:
-        raise LaunchError(str(exc), EXIT_USAGE) from None
-    try:
-        parse_provider(request.provider)
-    except UnknownProviderError as exc:
-        raise LaunchError(f"--provider: {exc}", EXIT_USAGE) from None
-    if not request.model.strip():
-        raise LaunchError("--model is empty", EXIT_USAGE)
+    cls = _scenario_class(request.scenario)
+    check_default_model(request.model, request.provider)
     if not request.runs_dir.strip():
         raise LaunchError("--runs-dir is empty", EXIT_USAGE)
-    if not GROUP_SLUG.fullmatch(request.group_slug):
-        raise LaunchError(
-            f"--group-slug {request.group_slug!r}: use 1-64 of a-z, 0-9, '-' and '_'", EXIT_USAGE
-        )
+    check_group_slug(request.group_slug)
     try:
         base, source = load_config(request.config, scenario_dir(cls))
         knobs = resolve_knobs(cls.knobs_model, base, parse_overrides(request.overrides))
     except ConfigError as exc:
         raise LaunchError(str(exc), exc.exit_code) from None
-    scenario = cls(knobs)
-    try:
-        seats = resolve_seats(scenario, knobs, request.model, request.provider)
-    except (RosterError, UnknownProviderError) as exc:
-        raise LaunchError(str(exc)) from None
-    swaps = [
-        e.provider or request.provider for e in knobs.scheduled_events if e.kind == "swap_agent"
-    ]
-    for swap_provider in swaps:
-        try:
-            parse_provider(swap_provider)
-        except UnknownProviderError as exc:
-            raise LaunchError(f"scheduled_events: {exc}") from None
-    judge = resolve_judge(scenario, knobs, seats, request.provider)
-    everyone = [s.provider for s in seats] + swaps + ([judge.provider] if judge else [])
-    return RunPlan(
-        request=request,
-        config_source=source,
-        knobs=knobs_to_config(knobs),
-        seats=[
-            SeatPlan(
-                agent_id=s.spec.agent_id,
-                model=s.model,
-                provider=s.provider,
-                model_settings=s.model_settings,
-            )
-            for s in seats
-        ],
-        judge_model=judge.model if judge else None,
-        judge_provider=judge.provider if judge else None,
-        future_providers=swaps,
-        virtual_clock=all(p == "scripted" for p in everyone),
+    limits = RunLimits(
+        max_agent_turns=request.max_agent_turns,
+        run_timeout_seconds=request.run_timeout_seconds,
     )
+    return _with_seats(
+        request.scenario, request.model, request.provider, source, knobs, limits,
+        request.group_slug,
+    )  # fmt: skip
+
+
+def _scenario_class(name: str) -> type[Scenario]:
+    try:
+        return load_scenario(name)
+    except UnknownScenarioError as exc:
+        raise LaunchError(str(exc), EXIT_USAGE) from None
+
+
+def check_default_model(model: str, provider: str) -> None:
+    """Refuse an unknown ``--provider`` or an empty ``--model`` (64)."""
+    try:
+        parse_provider(provider)
+    except UnknownProviderError as exc:
+        raise LaunchError(f"--provider: {exc}", EXIT_USAGE) from None
+    if not model.strip():
+        raise LaunchError("--model is empty", EXIT_USAGE)
+
+
+def check_group_slug(group_slug: str) -> None:
+    """Refuse a ``--group-slug`` that is not 1-64 of a-z, 0-9, ``-`` and ``_`` (64)."""
+    if not GROUP_SLUG.fullmatch(group_slug):
+        raise LaunchError(
+            f"--group-slug {group_slug!r}: use 1-64 of a-z, 0-9, '-' and '_'", EXIT_USAGE
+        )

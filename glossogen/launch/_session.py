@@ -17,38 +17,49 @@ from importlib.metadata import version
 from pydantic import BaseModel
 
 from glossogen import exit_codes
-from glossogen.derive import ResumePoint, RunLock
+from glossogen.derive import DeriveError, ResumePoint
 from glossogen.engine import (
     RoundSummary,
     RunEngine,
     RunSetup,
     SystemClock,
     VirtualClock,
-    resolve_judge,
-    resolve_seats,
 )
 from glossogen.eventlog import (
     AgentCost,
     Event,
+    EventLogRead,
     EventLogWriter,
     RunResumed,
+    RunView,
     SimulationEnded,
-    read_events,
 )
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
-from glossogen.launch._plan import LaunchError, RunPlan
-from glossogen.pricing import add_costs
-from glossogen.storage import ClaimedRun, RunStore, StorageError, join
+from glossogen.launch._plan import LaunchError, RunConfig
+from glossogen.storage import (
+    CONFIG,
+    LABELS,
+    RunBusyError,
+    RunFolder,
+    RunLock,
+    RunStore,
+    StorageError,
+)
 from glossogen.tracing import configure_tracing
 
 
-class Spend(BaseModel):
-    """What a run spent, in USD, summed from its event log (null = some call not costed)."""
+class RunSpend(BaseModel):
+    """What a run spent, in USD, read from its event log (null = some call not costed).
+
+    ``total_cost_usd``, ``judge_cost_usd`` and ``agent_costs`` are the run's own calls;
+    ``inherited_cost_usd`` is what a derived run's copied rounds cost its source.
+    """
 
     total_cost_usd: float | None
     judge_cost_usd: float | None
     agent_costs: list[AgentCost]
+    inherited_cost_usd: float | None = 0.0
 
 
 class RunResult(BaseModel):
@@ -70,51 +81,48 @@ EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 
 
-def check_runs_dir(plan: RunPlan) -> None:
+def check_runs_dir(runs_dir: str) -> None:
     """Refuse a ``--runs-dir`` where no run folder can be made; creates nothing.
 
     Raises:
         LaunchError: 66 for a local path that is a file or not writable, 69 for remote
             storage that is unreachable, refuses the credentials or lacks the bucket.
     """
-    store = RunStore(plan.request.runs_dir)
+    store = RunStore(runs_dir)
     try:
         store.check_usable()
     except StorageError as exc:
         raise LaunchError(str(exc), EXIT_UNREADABLE if store.local else EXIT_TRANSPORT) from None
 
 
-def claim_run(plan: RunPlan, now_unix: int | None = None) -> ClaimedRun:
+def claim_run(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` and write ``config.json`` and ``labels.json``."""
-    claimed = _claim_folder(plan, now_unix)
-    notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
-    return claimed
+    folder = _claim_folder(config, runs_dir, now_unix)
+    notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
+    return folder
 
 
-async def claim_run_async(plan: RunPlan, now_unix: int | None = None) -> ClaimedRun:
+async def claim_run_async(
+    config: RunConfig, runs_dir: str, now_unix: int | None = None
+) -> RunFolder:
     """:func:`claim_run` with its storage work (a folder, two fsync'd files) in a worker thread.
 
     Runs that share one event loop (an in-process sweep) are not held up by the disk: an fsync
-    took 10-100 ms on a loaded machine (``bench/sweep_throughput.py``).
+    can hold the loop for tens of milliseconds on a loaded machine (``bench/sweep_throughput.py``).
     """
-    claimed = await asyncio.to_thread(_claim_folder, plan, now_unix)
-    notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
-    return claimed
+    folder = await asyncio.to_thread(_claim_folder, config, runs_dir, now_unix)
+    notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
+    return folder
 
 
-def _claim_folder(plan: RunPlan, now_unix: int | None) -> ClaimedRun:
-    store = RunStore(plan.request.runs_dir)
-    claimed = store.claim_run_dir(
-        plan.request.scenario, int(now_unix if now_unix is not None else time.time())
+def _claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None) -> RunFolder:
+    store = RunStore(runs_dir)
+    folder = store.claim_run_dir(
+        config.scenario, int(now_unix if now_unix is not None else time.time())
     )
-    store.write_json(claimed.url, "config.json", plan.knobs)
-    store.write_json(claimed.url, "labels.json", plan.knobs.get("labels", {}))
-    return claimed
-
-
-def log_url(plan: RunPlan, claimed: ClaimedRun) -> str:
-    """Return the URL of the run's ``<scenario>.jsonl``."""
-    return join(claimed.url, f"{plan.request.scenario}.jsonl")
+    folder.write_json(CONFIG, config.recorded_knobs)
+    folder.write_json(LABELS, config.labels)
+    return folder
 
 
 def _versions() -> dict[str, str]:
@@ -127,14 +135,16 @@ def _versions() -> dict[str, str]:
 class RunSession:
     """The live objects of one run (one asyncio loop)."""
 
-    plan: RunPlan
-    claimed: ClaimedRun
+    config: RunConfig
+    folder: RunFolder
     writer: EventLogWriter
     engine: RunEngine
     started: float
     lock: RunLock | None = None
     first_round: int = 1
     """The first round this session plays (after the last completed one, on resume)."""
+    earlier_seconds: float = 0.0
+    """Seconds the processes before this one played the run (a resumed run's duration goes on)."""
 
     @property
     def postmortem_only(self) -> bool:
@@ -152,7 +162,7 @@ class RunSession:
         from glossogen.tracing import run_span
 
         tracing = self.engine.setup.tracing
-        with run_span(tracing, self.claimed.run_id, self.plan.request.scenario, round_number):
+        with run_span(tracing, self.folder.run_id, self.config.scenario, round_number):
             summary = await self.engine.play_round(round_number)
         await self._round_boundary()
         return summary
@@ -170,15 +180,17 @@ class RunSession:
             return None
         if self.engine.any_agent_failed:
             return "every agent failed (provider errors: see agent_run_cycle_failed events)"
-        return f"every agent reached --max-agent-turns {self.plan.request.max_agent_turns}"
+        return f"every agent reached --max-agent-turns {self.config.limits.max_agent_turns}"
 
-    def finish(self, spend: Spend, status: str, error: str | None = None) -> RunResult:
+    def finish(self, spend: RunSpend, status: str, error: str | None = None) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
         result = self._log_end(spend, status, error)
         self._close()
         return result
 
-    async def finish_async(self, spend: Spend, status: str, error: str | None = None) -> RunResult:
+    async def finish_async(
+        self, spend: RunSpend, status: str, error: str | None = None
+    ) -> RunResult:
         """:meth:`finish` with the closing fsync (or upload) in a worker thread."""
         result = self._log_end(spend, status, error)
         await asyncio.to_thread(self._close)
@@ -191,9 +203,10 @@ class RunSession:
         if self.engine.setup.tracing is not None:
             self.engine.setup.tracing.shutdown()
 
-    def _log_end(self, spend: Spend, status: str, error: str | None) -> RunResult:
+    def _log_end(self, spend: RunSpend, status: str, error: str | None) -> RunResult:
         played, won = len(self.engine.recorded), self.engine.rounds_won
-        duration = round(time.monotonic() - self.started, 3)
+        process = round(time.monotonic() - self.started, 3)
+        duration = round(self.earlier_seconds + process, 3)
         ended = SimulationEnded(
             status=status,  # type: ignore[arg-type]
             rounds_played=played,
@@ -204,12 +217,14 @@ class RunSession:
             judge_cost_usd=spend.judge_cost_usd,
             agent_costs=spend.agent_costs,
             duration_seconds=duration,
+            process_seconds=process,
+            inherited_cost_usd=spend.inherited_cost_usd,
             error=error,
         )
         self.engine.emit(ended)
         return RunResult(
-            run_id=self.claimed.run_id,
-            run_url=self.claimed.url,
+            run_id=self.folder.run_id,
+            run_url=self.folder.url,
             status=status,
             rounds_played=played,
             rounds_won=won,
@@ -222,8 +237,8 @@ class RunSession:
 
 
 def open_session(
-    plan: RunPlan,
-    claimed: ClaimedRun,
+    config: RunConfig,
+    folder: RunFolder,
     clock_start: datetime | None = None,
     resume: ResumePoint | None = None,
 ) -> RunSession:
@@ -240,11 +255,11 @@ def open_session(
         StorageError: ``config.json`` cannot be rewritten.
     """
     apply_dotenv()
-    lock = RunLock(claimed.url)
-    scenario, knobs = plan.build()
-    seats = resolve_seats(scenario, knobs, plan.request.model, plan.request.provider)
-    judge = resolve_judge(scenario, knobs, seats, plan.request.provider)
-    writer = EventLogWriter(log_url(plan, claimed))
+    try:
+        lock = folder.lock()
+    except RunBusyError as exc:
+        raise DeriveError(str(exc), exc.exit_code) from None
+    writer = EventLogWriter(folder.log_url)
     tracing = configure_tracing(os.environ)
     if tracing is not None and tracing.warning:
         logging.getLogger("glossogen").warning(tracing.warning)
@@ -259,18 +274,19 @@ def open_session(
     start = clock_start or datetime.now(UTC)
     if resume is not None and resume.state.last_timestamp is not None:
         start = max(start, resume.state.last_timestamp)  # game time never runs backwards
-    clock = VirtualClock(start) if plan.virtual_clock else SystemClock()
+    clock = VirtualClock(start) if config.virtual_clock else SystemClock()
     setup = RunSetup(
-        run_id=claimed.run_id,
-        scenario=scenario,
-        knobs=knobs,
-        model=plan.request.model,
-        provider=plan.request.provider,
-        seats=seats,
-        judge=judge,
-        max_agent_turns=plan.request.max_agent_turns,
+        run_id=folder.run_id,
+        scenario=config.build(),
+        knobs=config.knobs,
+        model=config.model,
+        provider=config.provider,
+        seats=config.seats,
+        judge=config.judge,
+        max_agent_turns=config.limits.max_agent_turns,
+        run_timeout_seconds=config.limits.run_timeout_seconds,
         versions=_versions(),
-        group_slug=plan.request.group_slug,
+        group_slug=config.group_slug,
         tracing=tracing,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
@@ -285,6 +301,7 @@ def open_session(
                 reopened_round=state.pending_round,
                 postmortem_only=state.pending_verdicts,
                 config_changes=resume.config_changes,
+                limit_changes=resume.limit_changes,
             )
         )
         if resume.config_changes:
@@ -292,44 +309,35 @@ def open_session(
             # run_resumed the difference. The event is made durable first: a crash in between
             # leaves the old config.json, and the next resume asks for the change again.
             writer.round_boundary()
-            RunStore(plan.request.runs_dir).write_json(claimed.url, "config.json", plan.knobs)
+            folder.write_json(CONFIG, config.recorded_knobs)
         first = state.after_round + 1
-        notify("run_claimed", claimed.run_id, claimed.url, plan.knobs["round_count"])
-    return RunSession(plan, claimed, writer, engine, time.monotonic(), lock, first)
+        notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
+    earlier = 0.0
+    if resume is not None:
+        earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
+    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier)
 
 
-def price_spend(url: str) -> Spend:
-    """Sum a run's spend from its event log: each agent's model calls, plus the in-run judge.
+def price_spend(folder: RunFolder) -> RunSpend:
+    """Return a run's spend as its event log records it (:class:`~glossogen.eventlog.RunView`).
 
     Raises:
         StorageError: the log cannot be read.
     """
-    per_agent: dict[str, list[float | None]] = {}
-    tokens: dict[str, list[int]] = {}
-    judge: list[float | None] = []
-    for event in read_events(url).events:
-        if event.event_type == "agent_registered":
-            per_agent.setdefault(event.agent_id, [])  # type: ignore[attr-defined]
-            tokens.setdefault(event.agent_id, [0, 0, 0])  # type: ignore[attr-defined]
-        elif event.event_type == "llm_response_received":
-            agent_id = event.agent_id  # type: ignore[attr-defined]
-            per_agent.setdefault(agent_id, []).append(event.cost_usd)  # type: ignore[attr-defined]
-            t = tokens.setdefault(agent_id, [0, 0, 0])
-            t[0] += event.input_tokens  # type: ignore[attr-defined]
-            t[1] += event.output_tokens  # type: ignore[attr-defined]
-            t[2] += 1
-        elif event.event_type == "judge_called":
-            judge.append(event.cost_usd)  # type: ignore[attr-defined]
-    agent_costs = [
-        AgentCost(
-            agent_id=a,
-            cost_usd=add_costs(c),
-            input_tokens=tokens[a][0],
-            output_tokens=tokens[a][1],
-            requests=tokens[a][2],
-        )
-        for a, c in per_agent.items()
-    ]
-    judge_cost = add_costs(judge)
-    total = add_costs([a.cost_usd for a in agent_costs] + [judge_cost])
-    return Spend(total_cost_usd=total, judge_cost_usd=judge_cost, agent_costs=agent_costs)
+    view = RunView.load(folder.log_url)
+    own = view.spend
+    return RunSpend(
+        total_cost_usd=own.total_cost_usd,
+        judge_cost_usd=own.judge_cost_usd,
+        agent_costs=[
+            AgentCost(
+                agent_id=seat.agent_id,
+                cost_usd=seat.cost_usd,
+                input_tokens=seat.input_tokens,
+                output_tokens=seat.output_tokens,
+                requests=seat.requests,
+            )
+            for seat in own.agents.values()
+        ],
+        inherited_cost_usd=view.inherited_spend.total_cost_usd,
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunPlan
+from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig
 from glossogen.pricing import price_call
 
 ASSUMED_REQUESTS_PER_AGENT_ROUND = 20
@@ -59,7 +59,7 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
     return None
 
 
-def check_model_settings(plan: RunPlan) -> None:
+def check_model_settings(config: RunConfig) -> None:
     """Build every agent's and the judge's model; refuse settings a model would drop.
 
     Raises:
@@ -69,14 +69,15 @@ def check_model_settings(plan: RunPlan) -> None:
     from glossogen.launch._credentials import apply_dotenv
 
     apply_dotenv()  # keys found in a .env must reach the SDKs that build the models
-    for seat in plan.seats:
+    for seat in config.seats:
         reason = _refusal(f"agent {seat.agent_id}", seat.provider, seat.model, seat.model_settings)
         if reason:
             raise LaunchError(reason, EXIT_REFUSED)
-    judge_settings = plan.knobs.get("judge_model_settings") or {}
-    if plan.judge_provider and plan.judge_provider != "scripted" and plan.judge_model:
+    judge_settings = config.knobs.judge_model_settings.model_dump(mode="json")
+    judge = config.judge
+    if judge is not None and judge.provider != "scripted":
         settings = {k: v for k, v in judge_settings.items() if v is not None}
-        reason = _refusal("the judge", plan.judge_provider, plan.judge_model, settings)
+        reason = _refusal("the judge", judge.provider, judge.model, settings)
         if reason:
             raise LaunchError(reason, EXIT_REFUSED)
 
@@ -90,10 +91,10 @@ class CostEstimate:
     per_round: float | None
 
 
-def estimate_round_cost(plan: RunPlan) -> CostEstimate:
+def estimate_round_cost(config: RunConfig) -> CostEstimate:
     """Estimate one round's spend from the stated token assumptions (module constants)."""
     per_agent: dict[str, float | None] = {}
-    for seat in plan.seats:
+    for seat in config.seats:
         call = price_call(
             seat.provider,
             seat.model,
@@ -102,10 +103,10 @@ def estimate_round_cost(plan: RunPlan) -> CostEstimate:
         )
         per_agent[seat.agent_id] = None if call is None else call * ASSUMED_REQUESTS_PER_AGENT_ROUND
     judge: float | None = 0.0
-    if plan.judge_provider and plan.judge_model:
+    if config.judge is not None:
         call = price_call(
-            plan.judge_provider,
-            plan.judge_model,
+            config.judge.provider,
+            config.judge.model,
             input_tokens=JUDGE_INPUT_TOKENS,
             output_tokens=JUDGE_OUTPUT_TOKENS,
         )
@@ -115,11 +116,11 @@ def estimate_round_cost(plan: RunPlan) -> CostEstimate:
     return CostEstimate(per_agent, judge, total)
 
 
-def uncosted_models(plan: RunPlan) -> list[str]:
+def uncosted_models(config: RunConfig) -> list[str]:
     """Return ``provider:model`` of every billed model genai-prices does not know."""
-    pairs = {(s.provider, s.model) for s in plan.seats}
-    if plan.judge_provider and plan.judge_model:
-        pairs.add((plan.judge_provider, plan.judge_model))
+    pairs = {(s.provider, s.model) for s in config.seats}
+    if config.judge is not None:
+        pairs.add((config.judge.provider, config.judge.model))
     return sorted(
         f"{p}:{m}" for p, m in pairs if price_call(p, m, input_tokens=1, output_tokens=1) is None
     )

@@ -11,8 +11,14 @@ import time
 
 from pydantic import BaseModel
 
-from glossogen.eventlog import read_events
-from glossogen.storage import RunStore, StorageError, is_local, join, open_fs
+from glossogen.eventlog import (
+    AgentRunCycleFailed,
+    EventLogRead,
+    RunView,
+    SimulationEnded,
+    read_events,
+)
+from glossogen.storage import RunFolder, RunStore, StorageError, is_local, open_fs
 from glossogen.sweep._grid import Part, TrialKey
 
 REMOTE_SILENT_SECONDS = 900.0
@@ -115,20 +121,14 @@ class RunRecord(BaseModel):
 def writer_alive(run_url: str, now_unix: float | None = None) -> bool:
     """Whether a live process may still be writing the run in ``run_url``.
 
-    A local folder asks its ``.writer.lock`` (``glossogen.derive.RunLock``: an ``flock`` that
+    A local folder asks its ``.writer.lock`` (``glossogen.storage.RunLock``: an ``flock`` that
     dies with its process, so a crashed or killed writer never holds it). A remote folder has
     no lock: its writer is presumed alive while any file of the folder changed within
     :data:`REMOTE_SILENT_SECONDS` of ``now_unix`` (Unix seconds; default: now).
     """
-    from glossogen.derive import DeriveError, RunLock
-
     fs, path = open_fs(run_url)
     if is_local(fs):
-        try:
-            RunLock(run_url).release()
-        except DeriveError:
-            return True
-        return False
+        return RunFolder.at(run_url).is_locked()
     now = time.time() if now_unix is None else now_unix
     try:
         newest = max((fs.modified(p).timestamp() for p in fs.ls(path, detail=False)), default=None)
@@ -153,42 +153,38 @@ def read_run(
     Raises:
         StorageError: the storage is unreachable.
     """
-    url = store.run_url(run_id)
-    verdicts_by_round: dict[int, list[bool]] = {}
-    kinds: list[str] = []
-    started, endings = False, 0
-    status, error, messages, chars, cost, judge_calls = RUNNING, None, None, None, None, 0
-    responses, judge_cost = 0, 0.0
+    folder = store.open_run(run_id)
+    url = folder.url
     try:
-        events = read_events(join(url, f"{scenario}.jsonl")).events
+        read = read_events(folder.log_url)
     except FileNotFoundError:
-        events = []
-    for event in events:
-        if event.event_type == "round_result_recorded":
-            won = bool(event.success) and not event.void  # type: ignore[attr-defined]
-            verdicts_by_round.setdefault(event.round_number or 0, []).append(won)
-        elif event.event_type == "judge_called":
-            judge_calls += 1
-            judge_cost += event.cost_usd or 0.0  # type: ignore[attr-defined]
-        elif event.event_type == "llm_response_received":
-            responses += 1
-        elif event.event_type == "agent_run_cycle_failed":
-            if event.error_kind not in kinds:  # type: ignore[attr-defined]
-                kinds.append(event.error_kind)  # type: ignore[attr-defined]
-        elif event.event_type == "simulation_started":
-            started = True
-        elif event.event_type == "simulation_ended":
-            endings += 1
-            status = event.status  # type: ignore[attr-defined]
-            error = event.error  # type: ignore[attr-defined]
-            messages = event.total_messages  # type: ignore[attr-defined]
-            chars = event.total_chars  # type: ignore[attr-defined]
-            cost = event.total_cost_usd  # type: ignore[attr-defined]
-    if status == RUNNING and not writer_alive(url, now_unix):
+        read = EventLogRead()
+    view = RunView.of(read)
+    ended = view.ended
+    if ended is None:  # asked only where it decides: running or stopped
+        view.live = writer_alive(url, now_unix)
+    kinds: list[str] = []
+    for event in view.events:
+        if isinstance(event, AgentRunCycleFailed) and event.error_kind not in kinds:
+            kinds.append(event.error_kind)
+    status: str = view.status
+    error = ended.error if ended is not None else None
+    if status == "stopped":  # the sweep launches a stopped trial again as interrupted
         status = "interrupted"
         error = "no live writer: the run stopped without logging simulation_ended"
-    verdicts = [all(v) for _, v in sorted(verdicts_by_round.items())]
+    verdicts = [
+        not void and all(v.success for v in found)
+        for _, (found, void) in sorted(view.verdicts.items())
+    ]
     played, won = len(verdicts), sum(verdicts)
+    spend = view.spend
+    messages = ended.total_messages if ended is not None else None
+    chars = ended.total_chars if ended is not None else None
+    cost = ended.total_cost_usd if ended is not None else None
+    judge_calls, responses = spend.judge_calls, spend.requests
+    judge_cost = spend.judge_cost_usd or 0.0  # a judge call not costed counts 0 here
+    started = view.is_run_log
+    endings = sum(1 for e in view.events if isinstance(e, SimulationEnded))
     return RunRecord(
         run_id=run_id,
         run_url=url,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from glossogen import exit_codes
 from glossogen.launch import (
     LaunchError,
-    RunPlan,
+    RunConfig,
     RunRequest,
     check_credentials,
     check_model_settings,
@@ -66,7 +66,7 @@ class CellPlan:
     """A cell with its validated run plan (trial 1) and its estimate per run."""
 
     cell: Cell
-    plan: RunPlan
+    plan: RunConfig
     estimate: RunEstimate
 
 
@@ -123,13 +123,13 @@ class SweepPlan:
         """
         cell_plan = self.cell(key.cell_id)
         cell, spec, options = cell_plan.cell, self.spec, self.options
-        seed = int(cell_plan.plan.knobs["seed"]) + key.trial - 1 if spec.vary_seed else None
+        seed = int(cell_plan.plan.knobs.seed) + key.trial - 1 if spec.vary_seed else None
         overrides = trial_overrides(cell, self.sweep_id, key, epoch, seed)
         max_turns = options.max_turns or spec.max_agent_turns
         timeout = options.run_timeout_seconds
         if key.part == "qualification":
             user_rounds = "round_count" in spec.knobs or "round_count" in spec.grid
-            if not user_rounds and not cell_plan.plan.knobs.get("scheduled_events"):
+            if not user_rounds and not cell_plan.plan.knobs.scheduled_events:
                 overrides.append(f"round_count={QUALIFICATION_ROUNDS}")
             max_turns = max_turns or QUALIFICATION_TURNS
             timeout = timeout or QUALIFICATION_TIMEOUT_SECONDS
@@ -213,7 +213,7 @@ def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOpt
             check_credentials(plan)
             check_model_settings(plan)
             if not sweep.cells:
-                check_runs_dir(plan)
+                check_runs_dir(spec.runs_dir)
                 _probe_runs_dir(spec.runs_dir)
         except LaunchError as exc:
             code = exc.exit_code
@@ -222,7 +222,7 @@ def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOpt
             # A spec has keys, not flags: `--provider: unknown provider` names its `provider`.
             message = str(exc).replace("--provider: ", "provider: ", 1)
             raise SweepError(f"{_describe(cell)}: {message}", code) from None
-        estimate = estimate_run(plan)
+        estimate = estimate_run(plan, spec.runs_dir)
         if spec.spend_cap_usd is not None and estimate.usd is None:
             raise SweepError(
                 f"{_describe(cell)}: spend_cap_usd is set but {estimate.source}, so its spend "

@@ -319,7 +319,7 @@ class SweepRun:
         return summarize(self, exit_code)
 
     def exit_code(self) -> int:
-        """The sweep's exit code (DESIGN.md section 9).
+        """The sweep's exit code (``glossogen.exit_codes``).
 
         130 interrupted; 65 qualification failed; 20 a trial not measured (spend cap, run
         timeout, turn limit, still running); 69 every failed run failed for transport (its

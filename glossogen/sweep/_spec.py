@@ -35,7 +35,8 @@ MODELS_KEY = "models"
 class SweepError(Exception):
     """A sweep refused before anything was launched or written.
 
-    ``str()`` is one line; ``exit_code`` follows DESIGN.md section 9 (65 refused, 66 unreadable).
+    ``str()`` is one line; ``exit_code`` is one of ``glossogen.exit_codes`` (65 refused,
+    66 unreadable).
     """
 
     def __init__(self, message: str, exit_code: int = int(exit_codes.REFUSED)) -> None:

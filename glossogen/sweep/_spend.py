@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from glossogen.eventlog import read_events
-from glossogen.launch import RunPlan, estimate_round_cost, uncosted_models
-from glossogen.storage import RunStore, join
+from glossogen.eventlog import RunView
+from glossogen.launch import RunConfig, estimate_round_cost, uncosted_models
+from glossogen.storage import RunFolder, RunStore
 
 LOOKBACK_RUNS = 20
 """Newest runs of the scenario examined for a matching run."""
@@ -28,7 +28,7 @@ class RunEstimate:
     source: str
 
 
-def _seats(plan: RunPlan) -> list[tuple[str, str, str]]:
+def _seats(plan: RunConfig) -> list[tuple[str, str, str]]:
     return sorted((s.agent_id, s.provider, s.model) for s in plan.seats)
 
 
@@ -38,42 +38,37 @@ def _cost_per_round(url: str, scenario: str, seats: list[tuple[str, str, str]]) 
     None too for a run no model call of which was answered (provider unreachable).
     """
     try:
-        events = read_events(join(url, f"{scenario}.jsonl")).events
+        view = RunView.load(RunFolder.at(url).log_url)
     except (FileNotFoundError, OSError):
         return None
-    registered = sorted(
-        (e.agent_id, e.provider, e.model)  # type: ignore[attr-defined]
-        for e in events
-        if e.event_type == "agent_registered"
-    )
-    ended = next((e for e in reversed(events) if e.event_type == "simulation_ended"), None)
-    if ended is None or registered != seats:
+    roster = view.roster.values()
+    ran = sorted((s.agent_id, s.provider, s.model) for s in roster if len(s.models) == 1)
+    if view.ended is None or len(ran) != len(roster) or ran != seats:
         return None
-    if not any(e.event_type in ("llm_response_received", "judge_called") for e in events):
+    spend = view.spend
+    if not spend.requests and not spend.judge_calls:
         return None  # every call failed: its $0 says nothing of what a run spends
-    cost, rounds = ended.total_cost_usd, ended.rounds_played  # type: ignore[attr-defined]
+    cost, rounds = spend.total_cost_usd, view.rounds_played
     if cost is None or not rounds:
         return None
     return float(cost) / rounds
 
 
-def estimate_run(plan: RunPlan) -> RunEstimate:
+def estimate_run(plan: RunConfig, runs_dir: str) -> RunEstimate:
     """Estimate one run of ``plan`` before launch (see the module docstring for the sources).
 
     Raises:
         StorageError: the runs folder is unreachable.
     """
-    rounds = int(plan.knobs["round_count"])
-    providers = {s.provider for s in plan.seats} | (
-        {plan.judge_provider} if plan.judge_provider else set()
-    )
+    rounds = plan.knobs.round_count
+    providers = {s.provider for s in plan.seats} | ({plan.judge.provider} if plan.judge else set())
     if providers <= {"scripted"}:
         return RunEstimate(0.0, "scripted runs cost nothing")
-    store = RunStore(plan.request.runs_dir)
+    store = RunStore(runs_dir)
     seats = _seats(plan)
     found: list[float] = []
-    for run_id in reversed(store.list_runs(plan.request.scenario)[-LOOKBACK_RUNS:]):
-        per_round = _cost_per_round(store.run_url(run_id), plan.request.scenario, seats)
+    for run_id in reversed(store.list_runs(plan.scenario)[-LOOKBACK_RUNS:]):
+        per_round = _cost_per_round(store.run_url(run_id), plan.scenario, seats)
         if per_round is not None:
             found.append(per_round)
             if len(found) == MATCHES_AVERAGED:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from glossogen.eventlog import Event, read_events
-from glossogen.storage import join
+from glossogen.storage import RunFolder
 
 SampleOutcome = Literal["reproduced", "not_reproduced", "unmeasured"]
 
@@ -57,7 +57,7 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
     from glossogen.pricing import add_costs
     from glossogen.scenario import JudgeDecision
 
-    events = read_events(join(run_url, f"{scenario}.jsonl")).events
+    events = read_events(RunFolder.at(run_url).log_url).events
     calls = [e for e in events if e.event_type == "judge_called"]
     config: dict[str, Any] = next(
         (e.scenario_config for e in events if e.event_type == "simulation_started"),  # type: ignore[attr-defined]

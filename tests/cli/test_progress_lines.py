@@ -16,8 +16,13 @@ def test_round_lines_count_in_the_singular_and_say_void_once(
     progress.event(RoundStarted(round_number=1, phase="main"))
     progress.event(
         MessageSent(
-            round_number=1, phase="main", channel_id="link", sender_id="a", text="x",
-            delivered_text="x", chars=1,
+            round_number=1,
+            phase="main",
+            channel_id="link",
+            sender_id="a",
+            text="x",
+            delivered_text="x",
+            chars=1,
         )  # fmt: skip
     )
     progress.event(
@@ -26,7 +31,10 @@ def test_round_lines_count_in_the_singular_and_say_void_once(
     progress.event(RoundStarted(round_number=2, phase="main"))
     progress.event(
         RoundResultRecorded(
-            round_number=2, team_id="team", success=False, void=True,
+            round_number=2,
+            team_id="team",
+            success=False,
+            void=True,
             reason="void (turn_limit): nobody answered",
         )  # fmt: skip
     )

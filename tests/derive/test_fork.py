@@ -49,16 +49,9 @@ def _verdicts(run: Path) -> list[tuple[int, bool, str]]:
 
 
 def _play(prepared) -> Path:  # type: ignore[no-untyped-def]
-    request = RunRequest(
-        scenario="veyru",
-        model=prepared.model,
-        provider=prepared.provider,
-        runs_dir=str(Path(prepared.claimed.url).parents[1]),
-        config=prepared.config_url,
-    )
-    result = asyncio.run(resume(request, prepared.claimed.url))
+    result = asyncio.run(resume(run_dir=prepared.folder.url))
     assert result.status == "completed"
-    return Path(prepared.claimed.url)
+    return Path(prepared.folder.url)
 
 
 def test_a_fork_after_round_2_replays_rounds_3_to_5_like_the_source(
@@ -78,7 +71,7 @@ def test_a_fork_after_round_2_replays_rounds_3_to_5_like_the_source(
     }
     events = read_events(str(fork / "veyru.jsonl")).events
     assert events[0].event_type == "simulation_started"
-    assert events[0].lineage == lineage and events[0].run_id == prepared.claimed.run_id
+    assert events[0].lineage == lineage and events[0].run_id == prepared.folder.run_id
     assert json.loads((fork / "labels.json").read_text()) == {}
 
 
@@ -105,7 +98,7 @@ def test_a_replaced_seat_starts_with_the_history_its_visibility_allows(
             rule,
         )
     )
-    state = read_state(read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events)
+    state = read_state(read_events(str(Path(prepared.folder.url) / "veyru.jsonl")).events)
     source_state = read_state(read_events(str(source / "veyru.jsonl")).events)
     full = source_state.histories["field_observer"]
     per_round = [
@@ -151,13 +144,13 @@ def test_cross_run_replace_brings_the_donor_history(source: Path, tmp_path: Path
             "stabilization_engineer",
         )
     )
-    state = read_state(read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events)
+    state = read_state(read_events(str(Path(prepared.folder.url) / "veyru.jsonl")).events)
     donor = read_state(read_events(str(source / "veyru.jsonl")).events).histories[
         "stabilization_engineer"
     ]
     assert len(state.histories["field_observer"]) == len(donor)
     assert (
-        json.loads((Path(prepared.claimed.url) / "lineage.json").read_text())["donor_agent_id"]
+        json.loads((Path(prepared.folder.url) / "lineage.json").read_text())["donor_agent_id"]
         == "stabilization_engineer"
     )
 
@@ -268,9 +261,9 @@ def test_per_channel_visibility_keeps_the_link_and_drops_the_postmortems(
             rule,
         )
     )
-    seat = read_state(
-        read_events(str(Path(prepared.claimed.url) / "veyru.jsonl")).events
-    ).histories["field_observer"]
+    seat = read_state(read_events(str(Path(prepared.folder.url) / "veyru.jsonl")).events).histories[
+        "field_observer"
+    ]
     full = read_state(read_events(str(source / "veyru.jsonl")).events).histories["field_observer"]
     assert any(
         "is over:" in p for p in _prompts(full)
@@ -344,7 +337,7 @@ def test_lineage_records_the_source_and_donor_folders_resolved(
             "scripted", "full", typed, "stabilization_engineer",
         )
     )  # fmt: skip
-    fork = Path(prepared.claimed.url)
+    fork = Path(prepared.folder.url)
     lineage = json.loads((fork / "lineage.json").read_text())
     assert (lineage["source_run_dir"], lineage["donor_run_dir"]) == (str(source), str(source))
     started = read_events(str(fork / "veyru.jsonl")).events[0]
@@ -355,6 +348,6 @@ def test_lineage_keeps_an_s3_source_url_as_typed(s3_bucket: str) -> None:
     source = play_run(f"{s3_bucket}/runs", rounds=2)
     typed = f"{source.url}/"
     prepared = prepare_fork(ForkRequest("veyru", typed, 1, f"{s3_bucket}/forks"))
-    store = RunStore(prepared.claimed.url)
-    lineage = store.read_json(prepared.claimed.url, "lineage.json")
+    store = RunStore(prepared.folder.url)
+    lineage = store.read_json(prepared.folder.url, "lineage.json")
     assert lineage["source_run_dir"] == f"{s3_bucket}/runs/veyru/{source.run_id.split('/')[1]}/"

@@ -13,16 +13,17 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from flows.simulate import resume, simulate
-from glossogen.derive import (
-    DeriveError,
-    ForkRequest,
-    RunLock,
-    open_resume,
-    prepare_fork,
-    read_state,
-)
+from glossogen.derive import DeriveError, ForkRequest, open_resume, prepare_fork, read_state
 from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest
+from glossogen.launch import ResumeRequest, RunRequest, plan_resume
+from glossogen.storage import RunFolder, RunLock
+
+
+def _resume(run: Path, *overrides: str, allow: bool = False) -> Any:
+    """Play the run in ``run`` on to its end, with knob ``overrides`` on its recorded config."""
+    request = ResumeRequest(run_dir=str(run), overrides=list(overrides), allow_config_change=allow)
+    config, _ = plan_resume(request)
+    return asyncio.run(resume(config, str(run), allow))
 
 
 def _request(runs_dir: Path) -> RunRequest:
@@ -122,7 +123,7 @@ def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
     expected_histories = _histories(finished / "veyru.jsonl")
     for i, (name, keep) in enumerate(sorted(points.items())):
         run = _cut_copy(finished, tmp_path / name, keep, torn_tail=i % 2 == 0)
-        result = asyncio.run(resume(_request(tmp_path), str(run)))
+        result = asyncio.run(resume(run_dir=str(run)))
         assert result.status == "completed", name
         read = read_events(str(run / "veyru.jsonl"))
         events = read.events
@@ -146,9 +147,7 @@ def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
 
 def test_a_finished_run_is_refused_with_a_pointer_to_fork(finished: Path) -> None:
     with pytest.raises(DeriveError, match="use fork-at-round"):
-        open_resume(
-            str(finished), "veyru", json.loads((finished / "config.json").read_text()), False
-        )
+        open_resume(RunFolder.at(str(finished)))
 
 
 def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
@@ -156,10 +155,9 @@ def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
 ) -> None:
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
     run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
-    request = _request(tmp_path).model_copy(update={"overrides": ["round_count=6"]})
-    with pytest.raises(Exception, match="round_count 5 -> 6"):
-        asyncio.run(resume(request, str(run)))
-    result = asyncio.run(resume(request, str(run), allow_config_change=True))
+    with pytest.raises(DeriveError, match="round_count 5 -> 6"):
+        _resume(run, "round_count=6")
+    result = _resume(run, "round_count=6", allow=True)
     assert (result.status, result.rounds_played) == ("completed", 6)
     events = read_events(str(run / "veyru.jsonl")).events
     (resumed,) = [e for e in events if e.event_type == "run_resumed"]
@@ -176,12 +174,13 @@ def test_a_labelled_run_resumed_without_labels_keeps_its_own(
     labels = {"sweep": "s1", "cell": "c1", "trial": "1"}
     (run / "config.json").write_text(json.dumps({**config, "labels": labels}))
     (run / "labels.json").write_text(json.dumps(labels))
-    other = _request(tmp_path).model_copy(update={"overrides": ["labels.sweep=s2"]})
+    other = ResumeRequest(run_dir=str(run), config="knobs_default", overrides=["labels.sweep=s2"])
     with pytest.raises(
         Exception, match='labels {"sweep": "s1", "cell": "c1", "trial": "1"} -> {"sweep": "s2"}'
     ):
-        asyncio.run(resume(other, str(run)))
-    result = asyncio.run(resume(_request(tmp_path), str(run)))  # the preset, no labels
+        plan_resume(other)
+    config, _ = plan_resume(ResumeRequest(run_dir=str(run), config="knobs_default"))
+    result = asyncio.run(resume(config, str(run)))  # the preset, no labels
     assert (result.status, result.rounds_played) == ("completed", 5)
     assert json.loads((run / "labels.json").read_text()) == labels
     (resumed,) = [
@@ -192,26 +191,21 @@ def test_a_labelled_run_resumed_without_labels_keeps_its_own(
 
 def test_a_folder_without_a_log_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DeriveError, match="no event log") as refused:
-        open_resume(str(tmp_path), "veyru", {}, False)
+        open_resume(RunFolder.at(str(tmp_path / "veyru" / "1700000000")))
     assert refused.value.exit_code == 66
 
 
 def test_a_run_another_live_process_writes_is_refused(finished: Path, tmp_path: Path) -> None:
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
     run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
-    held = RunLock(str(run))  # as the writing process holds it
+    held = RunLock(RunFolder.at(str(run)))  # as the writing process holds it
     try:
         with pytest.raises(DeriveError, match="being written by another live process") as refused:
-            open_resume(str(run), "veyru", json.loads((run / "config.json").read_text()), False)
+            open_resume(RunFolder.at(str(run)))
         assert refused.value.exit_code == 75
     finally:
         held.release()
-    assert (
-        open_resume(
-            str(run), "veyru", json.loads((run / "config.json").read_text()), False
-        ).next_round
-        == 4
-    )
+    assert open_resume(RunFolder.at(str(run))).next_round == 4
 
 
 @pytest.fixture(scope="module")
@@ -220,8 +214,7 @@ def changed(prefect_api: str, finished: Path, tmp_path_factory: pytest.TempPathF
     dest = tmp_path_factory.mktemp("changed")
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
     run = _cut_copy(finished, dest, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
-    request = _request(dest).model_copy(update={"overrides": ["round_count=6"]})
-    result = asyncio.run(resume(request, str(run), allow_config_change=True))
+    result = _resume(run, "round_count=6", allow=True)
     assert (result.status, result.rounds_played) == ("completed", 6)
     return run
 
@@ -248,13 +241,14 @@ def test_a_second_resume_compares_against_the_config_in_force(
     assert max(e.round_number for e in kept if e.event_type == "round_completed") == 4
     original = json.loads((finished / "config.json").read_text())
     with pytest.raises(DeriveError) as refused:
-        open_resume(str(run), "veyru", original, False)
+        plan_resume(
+            ResumeRequest(run_dir=str(run), overrides=[f"round_count={original['round_count']}"])
+        )
     assert str(refused.value) == (
         "the config differs from the one the run recorded (round_count 6 -> 5); "
         "pass --allow-config-change to resume under the new one"
     )
-    request = _request(tmp_path).model_copy(update={"overrides": ["round_count=6"]})
-    result = asyncio.run(resume(request, str(run)))  # no flag: 6 is the config in force
+    result = _resume(run, "round_count=6")  # no flag: 6 is the config in force
     assert (result.status, result.rounds_played) == ("completed", 6)
     events = read_events(str(run / "veyru.jsonl")).events
     assert [(e.after_round, e.config_changes) for e in events if e.event_type == "run_resumed"] == [
@@ -274,5 +268,5 @@ def test_a_fork_of_a_changed_run_takes_the_config_its_next_round_was_played_unde
     if not config_json:  # a folder without config.json: simulation_started's is the first
         (source / "config.json").unlink()
     prepared = prepare_fork(ForkRequest("veyru", str(source), after_round, str(tmp_path)))
-    fork_config = json.loads((Path(prepared.claimed.url) / "config.json").read_text())
+    fork_config = json.loads((Path(prepared.folder.url) / "config.json").read_text())
     assert fork_config["round_count"] == round_count

@@ -19,8 +19,14 @@ NEW_MODEL = "claude-sonnet-4-6"
 @pytest.fixture(scope="module")
 def source(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    request = RunRequest(scenario="veyru", model="scripted", provider="scripted",
-                         runs_dir=str(runs), config="knobs_default", overrides=["round_count=3"])
+    request = RunRequest(
+        scenario="veyru",
+        model="scripted",
+        provider="scripted",
+        runs_dir=str(runs),
+        config="knobs_default",
+        overrides=["round_count=3"],
+    )
     result = asyncio.run(simulate(request))
     assert result.status == "completed"
     return Path(result.run_url)
@@ -30,35 +36,61 @@ def _source_tool_calls(source: Path, rounds: range) -> set[str]:
     return {
         e.tool_call_id
         for e in read_events(str(source / "veyru.jsonl")).events
-        if e.event_type == "tool_call_invoked" and e.agent_id == "field_observer"
+        if e.event_type == "tool_call_invoked"
+        and e.agent_id == "field_observer"
         and e.round_number in rounds
     }
 
 
 def _first_request(model_stub, source: Path, runs: Path, rule: str):  # type: ignore[no-untyped-def]
-    prepared = prepare_fork(ForkRequest("veyru", str(source), 2, str(runs), 1, None,
-                                        "field_observer", NEW_MODEL, "anthropic", rule))
-    request = RunRequest(scenario="veyru", model=prepared.model, provider=prepared.provider,
-                         runs_dir=str(runs), config=prepared.config_url)
-    assert asyncio.run(resume(request, prepared.claimed.url)).status == "completed"
+    prepared = prepare_fork(
+        ForkRequest(
+            "veyru",
+            str(source),
+            2,
+            str(runs),
+            1,
+            None,
+            "field_observer",
+            NEW_MODEL,
+            "anthropic",
+            rule,
+        )
+    )
+    assert asyncio.run(resume(run_dir=prepared.folder.url)).status == "completed"
     return next(r for r in model_stub.requests if r.model == NEW_MODEL)
 
 
 def _texts(request) -> list[str]:  # type: ignore[no-untyped-def]
-    return [b["text"] for m in request.messages if m["role"] == "user"
-            for b in m["content"] if b.get("type") == "text"]
+    return [
+        b["text"]
+        for m in request.messages
+        if m["role"] == "user"
+        for b in m["content"]
+        if b.get("type") == "text"
+    ]
 
 
 def _tool_uses(request) -> set[str]:  # type: ignore[no-untyped-def]
-    return {b["id"] for m in request.messages if m["role"] == "assistant"
-            for b in m["content"] if b.get("type") == "tool_use"}
+    return {
+        b["id"]
+        for m in request.messages
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    }
 
 
-@pytest.mark.parametrize(("rule", "kept"), [("none", range(0)), ("full", range(1, 3)),
-                                            ("from_round:2", range(2, 3))])
+@pytest.mark.parametrize(
+    ("rule", "kept"), [("none", range(0)), ("full", range(1, 3)), ("from_round:2", range(2, 3))]
+)
 def test_the_swapped_seat_is_sent_exactly_the_history_its_rule_allows(
-    source: Path, tmp_path: Path, model_stub, monkeypatch: pytest.MonkeyPatch,
-    rule: str, kept: range,
+    source: Path,
+    tmp_path: Path,
+    model_stub,
+    monkeypatch: pytest.MonkeyPatch,
+    rule: str,
+    kept: range,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")

@@ -12,7 +12,7 @@ import pytest
 
 from glossogen.evaluation import Report, plan_evaluation, score_all, write_outcomes
 from glossogen.eventlog import iter_event_dicts
-from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 
 PRIMARY = {"veyru": "link", "prisoners_dilemma": "table"}
 
@@ -22,11 +22,11 @@ async def _play(scenario: str, runs: Path, rounds: int) -> Path:
         RunRequest(scenario=scenario, model="scripted", provider="scripted", runs_dir=str(runs),
                    config="knobs_default", overrides=[f"round_count={rounds}"])
     )  # fmt: skip
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, str(runs))
     session = open_session(plan, claimed)
     for n in range(1, rounds + 1):
         await session.play_round(n)
-    session.finish(price_spend(log_url(plan, claimed)), "completed")
+    session.finish(price_spend(claimed), "completed")
     return Path(claimed.url)
 
 

@@ -18,8 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.derive import ForkRequest, open_resume, prepare_fork
-from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run, price_spend
+from glossogen.derive import ForkRequest, prepare_fork
+from glossogen.launch import (
+    ResumeRequest,
+    RunRequest,
+    claim_run,
+    open_session,
+    plan_resume,
+    plan_run,
+    price_spend,
+)
 from glossogen.storage import RunStore
 
 CASE_05 = Path(__file__).parents[1] / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
@@ -50,11 +58,11 @@ class Cohort:
 
 async def _play(request: RunRequest, now_unix: int) -> str:
     plan = plan_run(request)
-    claimed = claim_run(plan, now_unix=now_unix)
+    claimed = claim_run(plan, request.runs_dir, now_unix=now_unix)
     session = open_session(plan, claimed, clock_start=CLOCK_START)
-    for n in range(1, plan.knobs["round_count"] + 1):
+    for n in range(1, plan.knobs.round_count + 1):
         await session.play_round(n)
-    session.finish(price_spend(log_url(plan, claimed)), "completed")
+    session.finish(price_spend(claimed), "completed")
     return claimed.url
 
 
@@ -71,13 +79,12 @@ def play(runs_dir: Path, scenario: str, now_unix: int, *overrides: str) -> str:
     return asyncio.run(_play(request, now_unix))
 
 
-async def _resume(request: RunRequest, run_dir: str) -> None:
-    plan = plan_run(request)
-    point = open_resume(run_dir, request.scenario, plan.knobs, False)
-    session = open_session(plan, point.claimed, resume=point)
-    for n in range(session.first_round, plan.knobs["round_count"] + 1):
+async def _resume(run_dir: str) -> None:
+    plan, point = plan_resume(ResumeRequest(run_dir=run_dir))
+    session = open_session(plan, point.folder, resume=point)
+    for n in range(session.first_round, plan.knobs.round_count + 1):
         await session.play_round(n)
-    session.finish(price_spend(log_url(plan, point.claimed)), "completed")
+    session.finish(price_spend(point.folder), "completed")
 
 
 def fork(runs_dir: Path, source: str, after_round: int, now_unix: int) -> str:
@@ -85,15 +92,8 @@ def fork(runs_dir: Path, source: str, after_round: int, now_unix: int) -> str:
     prepared = prepare_fork(
         ForkRequest("veyru", source, after_round, str(runs_dir)), now_unix=now_unix
     )
-    request = RunRequest(
-        scenario="veyru",
-        model=prepared.model,
-        provider=prepared.provider,
-        runs_dir=str(runs_dir),
-        config=prepared.config_url,
-    )
-    asyncio.run(_resume(request, prepared.claimed.url))
-    return prepared.claimed.url
+    asyncio.run(_resume(prepared.folder.url))
+    return prepared.folder.url
 
 
 def write_report(run_dir: Path, scenario: str, metrics: dict, sidecars: dict | None = None) -> None:

@@ -69,7 +69,7 @@ def test_a_crashed_run_gets_usage_and_cost_from_its_responses(
     cohort: Cohort, tmp_path: Path
 ) -> None:
     records = select_runs(str(cohort.runs_dir), RunIdSelection(run_ids=[CUT])).records
-    assert records[0].status == "running"  # no simulation_ended
+    assert records[0].status == "stopped"  # no simulation_ended, no live writer
     write_tables(records, ["agent_level"], str(tmp_path))
     got = _agents(tmp_path)
     by_hand = _usage_by_hand(cohort.folder(CUT) / "veyru.jsonl")

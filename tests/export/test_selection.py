@@ -47,7 +47,8 @@ def _refusal(cohort: Cohort, *knob: str) -> str:
         ({"contains_agent_id": "player_a"}, [C]),
         ({"status": "scenario_complete"}, [OLD]),  # matches the 0.5 run's status_detail
         ({"status": "completed"}, [C, A, B, FORK, OLD]),
-        ({"status": "running"}, [CUT]),  # a log with no simulation_ended
+        ({"status": "stopped"}, [CUT]),  # no simulation_ended and no live writer
+        ({"status": "running"}, []),  # no writer holds any of them
         ({"status": "COMPLETED", "scenario": ["prisoners_dilemma"]}, [C]),
     ],
 )

@@ -119,7 +119,7 @@ def test_a_cut_log_costs_only_its_own_rows(cohort: Cohort, tmp_path: Path) -> No
     cut = runs[1]
     assert (cut["run_id"], cut["status"], cut["rounds_played"], cut["message_count"]) == (
         CUT,
-        "running",
+        "stopped",
         "1",
         "7",
     )

@@ -25,7 +25,7 @@ def test_scripted_agents_get_the_scripted_judge_and_the_virtual_clock(tmp_path: 
     plan = plan_run(
         _request(tmp_path, overrides=["round_count=2", "agents.player_b.model=other-script"])
     )
-    assert plan.knobs["round_count"] == 2
+    assert plan.knobs.round_count == 2
     assert [(s.agent_id, s.model, s.provider) for s in plan.seats] == [
         ("player_a", "scripted", "scripted"),
         ("player_b", "other-script", "scripted"),
@@ -36,8 +36,8 @@ def test_scripted_agents_get_the_scripted_judge_and_the_virtual_clock(tmp_path: 
 
 def test_two_claims_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
     plan = plan_run(_request(tmp_path))
-    first = claim_run(plan, now_unix=1_800_000_000)
-    second = claim_run(plan, now_unix=1_800_000_000)
+    first = claim_run(plan, str(tmp_path), now_unix=1_800_000_000)
+    second = claim_run(plan, str(tmp_path), now_unix=1_800_000_000)
     assert first.run_id == "prisoners_dilemma/1800000000"
     assert second.run_id == "prisoners_dilemma/1800000001"
     assert sorted(p.name for p in Path(first.url).iterdir()) == ["config.json", "labels.json"]

@@ -173,7 +173,7 @@ def test_a_simulate_run_through_a_process_worker_completes(
         overrides=["round_count=3"],
     )
     flow_run = run_deployment(
-        "simulate/simulate-scripted", parameters={"request": request.model_dump()}, timeout=0
+        "simulate/simulate-scripted", parameters={"config": request.model_dump()}, timeout=0
     )
     done = wait_for_state(flow_run.id)
     assert done.state_name == "Completed"

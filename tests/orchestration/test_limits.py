@@ -27,7 +27,7 @@ def test_a_provider_limit_of_2_is_never_exceeded(
         run_deployment(
             "simulate/simulate-openai",
             parameters={
-                "request": RunRequest(
+                "config": RunRequest(
                     scenario="prisoners_dilemma",
                     model="gpt-5.4",
                     provider="openai",

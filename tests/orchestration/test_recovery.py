@@ -19,8 +19,8 @@ from prefect.workers.base import get_infrastructure_exit_info
 
 from deployments.local_server import ProcessWorker
 from flows.reconcile import CANCELLED_TAG, reconcile
-from glossogen.derive._resume import LOCK_NAME
 from glossogen.launch import RunRequest
+from glossogen.storage import LOCK_NAME
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.fixtures.prefect_server import StartWorker
 from tests.orchestration.flow_runs import (
@@ -110,7 +110,7 @@ def kill_a_run_mid_round(model_stub: StubModelServer, runs: Path) -> tuple[FlowR
     model_stub.responder = hold
     flow_run = run_deployment(
         "simulate/simulate-self-hosted",
-        parameters={"request": _request(runs, "llama-a")},
+        parameters={"config": _request(runs, "llama-a")},
         timeout=0,
     )
     (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to be stuck")
@@ -151,7 +151,7 @@ def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
     runs = tmp_path / "runs"
     flow_run = run_deployment(
         "simulate/simulate-self-hosted",
-        parameters={"request": _request(runs, "llama-a")},
+        parameters={"config": _request(runs, "llama-a")},
         timeout=0,
     )
     (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to hang")
@@ -202,7 +202,7 @@ def test_killing_a_worker_mid_run_then_reconcile_finishes_every_run(
     for model in models:
         run_deployment(
             "simulate/simulate-self-hosted",
-            parameters={"request": _request(runs, model)},
+            parameters={"config": _request(runs, model)},
             timeout=0,
         )
     run_dirs = wait_until(lambda: _stuck(runs, hold, models), "both runs to be stuck")

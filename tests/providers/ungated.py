@@ -25,7 +25,7 @@ from glossogen.launch import RunRequest, RunResult, claim_run, open_session, pla
 async def _simulate_ungated(request: RunRequest) -> RunResult:
     """The simulate flow's body without its gate (credentials are the test's business)."""
     plan = plan_run(request)
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, request.runs_dir)
     return await play_rounds(plan, claimed, open_session(plan, claimed))
 
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from glossogen.storage import ClaimedRun, RunStore, StorageError, absolute, join, open_fs
+from glossogen.storage import RunFolder, RunStore, StorageError, absolute, join, open_fs
 
 
 def _tree(root) -> list[str]:
@@ -27,8 +27,8 @@ def test_two_claims_in_the_same_second_get_two_folders(tmp_path):
     store = RunStore(str(runs))
     first = store.claim_run_dir("demo", 1700000000)
     second = store.claim_run_dir("demo", 1700000000)
-    assert first == ClaimedRun("demo/1700000000", str(runs / "demo" / "1700000000"), 1700000000)
-    assert second == ClaimedRun("demo/1700000001", str(runs / "demo" / "1700000001"), 1700000001)
+    assert first == RunFolder("demo/1700000000", str(runs / "demo" / "1700000000"), 1700000000)
+    assert second == RunFolder("demo/1700000001", str(runs / "demo" / "1700000001"), 1700000001)
     assert _tree(runs) == ["demo/", "demo/1700000000/", "demo/1700000001/"]
 
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from glossogen.storage import ClaimedRun, RunStore, StorageError, open_fs
+from glossogen.storage import RunFolder, RunStore, StorageError, open_fs
 
 
 def _objects(url: str) -> list[str]:
@@ -32,8 +32,8 @@ def test_two_claims_in_the_same_second_on_s3(s3_bucket):
     assert _objects(s3_bucket) == []
     first = store.claim_run_dir("demo", 1700000000)
     second = store.claim_run_dir("demo", 1700000000)
-    assert first == ClaimedRun("demo/1700000000", f"{runs}/demo/1700000000", 1700000000)
-    assert second == ClaimedRun("demo/1700000001", f"{runs}/demo/1700000001", 1700000001)
+    assert first == RunFolder("demo/1700000000", f"{runs}/demo/1700000000", 1700000000)
+    assert second == RunFolder("demo/1700000001", f"{runs}/demo/1700000001", 1700000001)
     assert _objects(s3_bucket) == [
         "runs/demo/1700000000/.claim",
         "runs/demo/1700000001/.claim",

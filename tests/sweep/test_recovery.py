@@ -16,9 +16,8 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.cli.sweep import play_until_interrupted
-from glossogen.derive import RunLock
 from glossogen.eventlog import read_events
-from glossogen.storage import RunStore
+from glossogen.storage import RunFolder, RunLock, RunStore
 from glossogen.sweep import RunRecord, SweepOptions, SweepRun, load_spec, plan_sweep, scan_sweep
 from glossogen.sweep._claim import CLAIM_TTL_SECONDS, TrialClaims
 from glossogen.sweep._ledger import writer_alive
@@ -87,7 +86,7 @@ def test_a_run_without_a_live_writer_is_resumed_in_place_and_nothing_stays_runni
     assert json.loads(lines[-1])["event_type"] == "simulation_ended"
     log.write_text("".join(lines[:-1]))
 
-    lock = RunLock(str(first))  # a live writer: the run is running
+    lock = RunLock(RunFolder.at(str(first)))  # a live writer: the run is running
     try:
         assert writer_alive(str(first))
         (record,) = scan_sweep(str(runs), "prisoners_dilemma", "one")

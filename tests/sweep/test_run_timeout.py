@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flows.simulate import play_rounds
 from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest, claim_run, log_url, open_session, plan_run
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run
 
 
 def _clock(readings: list[float]) -> Iterator[float]:
@@ -26,11 +26,11 @@ def _play(tmp_path: Path, timeout: float | None, readings: list[float]) -> tuple
         run_timeout_seconds=timeout,
     )
     plan = plan_run(request)
-    claimed = claim_run(plan)
+    claimed = claim_run(plan, request.runs_dir)
     session = open_session(plan, claimed)
     ticks = _clock(readings)
     result = asyncio.run(play_rounds(plan, claimed, session, clock=lambda: next(ticks)))
-    return result, read_events(log_url(plan, claimed)).events
+    return result, read_events(claimed.log_url).events
 
 
 def test_a_run_past_its_timeout_stops_between_rounds_as_incomplete(

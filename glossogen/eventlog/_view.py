@@ -1,0 +1,387 @@
+"""One typed reading of a run's event log: what counts, how it stands, what it spent.
+
+:class:`RunView` is the one fold of a log; every reader of a run (pricing at the end of a run,
+resume and fork, sweep spend, evaluation, every export table, ATIF, the run browser, MCP) takes
+its facts from here rather than walking the events itself.
+
+Rules, in the order a log is read:
+
+- **Attempts.** A round cut off by a crash is played again after ``run_resumed``; what the
+  cut-off attempt logged after the last ``round_completed`` is superseded and does not count
+  (with ``postmortem_only`` its verdict stands and only what followed it is superseded).
+  :func:`split_attempts` is that rule.
+- **Copied rounds.** A derived run (``simulation_started.lineage``) begins with the source's
+  events up to the boundary, copied; they count for the game (verdicts, messages, histories)
+  but their spend was the source's: it is ``inherited``, never this run's own.
+- **Spend** is every model and judge call the run paid for, superseded attempts included
+  (a call that was answered was paid), in USD; null when some call was not costed. A
+  GlossoGen 0.5.x log priced no call: its total is the one its ``simulation_ended`` recorded.
+- **Duration** is the seconds of every process that played the run, summed: each process's
+  ``simulation_ended.process_seconds`` (a line written before schema 2: its
+  ``duration_seconds``), or for a process that was killed, the span of its event timestamps.
+- **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
+  the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
+  and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
+  resumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from glossogen.eventlog._events import (
+    AgentHistoryAppended,
+    AgentRegistered,
+    AgentSwappedMidRun,
+    Event,
+    JudgeCalled,
+    LlmResponseReceived,
+    MessageSent,
+    RoundCompleted,
+    RoundResultRecorded,
+    RunResumed,
+    SimulationEnded,
+    SimulationStarted,
+    Verdict,
+)
+from glossogen.eventlog._reader import EventLogRead, read_events
+from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
+
+Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped"]
+"""The one status vocabulary of a run (export ``--status``, the run browser, MCP)."""
+
+RESUMABLE: tuple[str, ...] = ("error", "interrupted")
+"""``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""
+
+RESUMABLE_STATUSES: tuple[Status, ...] = ("error", "interrupted", "stopped")
+"""Statuses of a run ``glossogen run --resume`` continues."""
+
+
+def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
+    """Split a log into (events that count up to its last boundary, the tail after it, ended).
+
+    The tail is what was logged after the last ``round_completed`` (or resume) and before
+    anything that closed it: the round in progress, or the one a crash cut off. ``ended`` is
+    True when a ``simulation_ended`` finished the run (``completed`` or ``incomplete``).
+    """
+    kept: list[Event] = []
+    pending: list[Event] = []
+    ended = False
+    for event in events:
+        if isinstance(event, RunResumed):
+            if event.postmortem_only:
+                last = max(
+                    (i for i, e in enumerate(pending) if isinstance(e, RoundResultRecorded)),
+                    default=-1,
+                )
+                kept.extend(pending[: last + 1])
+            kept.append(event)
+            pending = []
+        elif isinstance(event, RoundCompleted):
+            kept.extend(pending)
+            kept.append(event)
+            pending = []
+        elif isinstance(event, SimulationEnded) and event.status in RESUMABLE:
+            pending.append(event)  # a crash or interrupt: the run may go on from its last round
+        elif isinstance(event, SimulationEnded):
+            ended = True
+            kept.extend(pending)
+            kept.append(event)
+            pending = []
+        elif event.phase == "setup" and not pending:
+            kept.append(event)
+        else:
+            pending.append(event)
+    return kept, pending, ended
+
+
+@dataclass
+class SeatSpend:
+    """What one seat's model calls cost and used (USD, tokens, requests)."""
+
+    agent_id: str
+    cost_usd: float | None = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+    def add(self, event: LlmResponseReceived) -> None:
+        """Count one answered model call."""
+        self.cost_usd = _add(self.cost_usd, event.cost_usd)
+        self.input_tokens += event.input_tokens
+        self.output_tokens += event.output_tokens
+        self.requests += 1
+
+
+@dataclass
+class Spend:
+    """Spend of a set of calls: per seat (registration order) and the in-run judge's."""
+
+    agents: dict[str, SeatSpend] = field(default_factory=dict)
+    judge_cost_usd: float | None = 0.0
+    judge_calls: int = 0
+    recorded_total_usd: float | None = None
+    """A GlossoGen 0.5.x log's ``simulation_ended.total_cost_usd``: its calls carry no cost, so
+    the total it recorded is the only figure (None for a log of this platform)."""
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """Agents plus judge, USD; None when some call was not costed."""
+        if self.recorded_total_usd is not None:
+            return self.recorded_total_usd
+        total: float | None = self.judge_cost_usd
+        for seat in self.agents.values():
+            total = _add(total, seat.cost_usd)
+        return total
+
+    @property
+    def requests(self) -> int:
+        """Answered model calls of every seat."""
+        return sum(s.requests for s in self.agents.values())
+
+
+def _add(total: float | None, cost: float | None) -> float | None:
+    return None if total is None or cost is None else total + cost
+
+
+@dataclass
+class Seat:
+    """One registered seat as the log shows it: role, team and every model it ran under."""
+
+    agent_id: str
+    role: str
+    team_id: str
+    model: str
+    provider: str
+    models: list[str] = field(default_factory=list)
+    """Every ``provider:model`` the seat ran under, in order of first use."""
+
+    def use(self, model: str, provider: str) -> None:
+        """Record that the seat now runs ``model`` under ``provider``."""
+        self.model, self.provider = model, provider
+        if f"{provider}:{model}" not in self.models:
+            self.models.append(f"{provider}:{model}")
+
+
+@dataclass
+class RunView:
+    """A run's event log, read once (see the module docstring for every rule).
+
+    Attributes:
+        read: The events as read, with the counts of damaged lines.
+        live: Whether a live writer holds the run (decides ``running`` against ``stopped``).
+    """
+
+    read: EventLogRead
+    live: bool = False
+    started: SimulationStarted | None = None
+    counted: list[Event] = field(default_factory=list)
+    """The events that count, in log order (superseded attempts left out)."""
+    inherited: frozenset[str] = frozenset()
+    """``event_id`` of every event a derived run copied from its source."""
+
+    @classmethod
+    def of(cls, events: EventLogRead, live: bool = False) -> RunView:
+        """Fold ``events`` (one log, as read) into a view."""
+        started = next((e for e in events.events if isinstance(e, SimulationStarted)), None)
+        kept, pending, _ = split_attempts(events.events)
+        inherited: frozenset[str] = frozenset()
+        if started is not None and started.lineage:
+            # A derived log: its own simulation_started, the copied events (verbatim, the
+            # source's ids), then from its first run_resumed on, what it played itself.
+            first_own = next(
+                (i for i, e in enumerate(events.events) if isinstance(e, RunResumed)),
+                len(events.events),
+            )
+            inherited = frozenset(e.event_id for e in events.events[1:first_own])
+        return cls(events, live, started, kept + pending, inherited)
+
+    @classmethod
+    def load(cls, log_url: str, live: bool = False) -> RunView:
+        """Read the log at ``log_url`` and fold it.
+
+        Raises:
+            FileNotFoundError: the log does not exist.
+            StorageError: the storage is unreachable.
+        """
+        return cls.of(read_events(log_url), live)
+
+    # -- what the log is ---------------------------------------------------------------------
+    @property
+    def is_run_log(self) -> bool:
+        """True when the log starts a run (it holds a ``simulation_started``)."""
+        return self.started is not None
+
+    @property
+    def events(self) -> list[Event]:
+        """Every valid event as read, superseded ones included."""
+        return self.read.events
+
+    @property
+    def damaged_lines(self) -> int:
+        """Lines that did not parse or validate (a torn last line excluded)."""
+        return self.read.invalid_lines
+
+    @property
+    def derived(self) -> bool:
+        """True for a fork or an agent swap (its log begins with copied rounds)."""
+        return bool(self.started and self.started.lineage)
+
+    # -- how it stands -----------------------------------------------------------------------
+    @property
+    def ended(self) -> SimulationEnded | None:
+        """The ``simulation_ended`` that closes the log, or None (running or stopped)."""
+        for event in reversed(self.events):
+            if isinstance(event, SimulationEnded):
+                return event
+            if isinstance(event, RunResumed):
+                return None  # resumed after its last ending: it has not ended again
+        return None
+
+    @property
+    def status(self) -> Status:
+        """The run's status (the module docstring's vocabulary)."""
+        ended = self.ended
+        if ended is not None:
+            return ended.status
+        return "running" if self.live else "stopped"
+
+    @property
+    def resumable(self) -> bool:
+        """True for a run ``--resume`` continues: ``error``, ``interrupted`` or ``stopped``."""
+        return self.is_run_log and self.status in RESUMABLE_STATUSES
+
+    # -- the game ----------------------------------------------------------------------------
+    @property
+    def verdicts(self) -> dict[int, tuple[list[Verdict], bool]]:
+        """Verdicts per round that counts, and whether the round was void."""
+        recorded: dict[int, tuple[list[Verdict], bool]] = {}
+        for event in self.counted:
+            if isinstance(event, RoundResultRecorded):
+                verdicts, void = recorded.get(event.round_number, ([], False))
+                reason = event.reason
+                if event.void and ": " in reason:
+                    reason = reason.split(": ", 1)[1]
+                verdict = Verdict(team_id=event.team_id, success=event.success, reason=reason)
+                recorded[event.round_number] = ([*verdicts, verdict], void or event.void)
+        return recorded
+
+    @property
+    def rounds_played(self) -> int:
+        """Rounds with a recorded verdict."""
+        return len(self.verdicts)
+
+    @property
+    def rounds_won(self) -> int:
+        """Rounds every team won (a void round never counts)."""
+        return sum(
+            1
+            for verdicts, void in self.verdicts.values()
+            if verdicts and not void and all(v.success for v in verdicts)
+        )
+
+    @property
+    def messages(self) -> list[MessageSent]:
+        """Channel messages that count, postmortems included, in log order."""
+        return [e for e in self.counted if isinstance(e, MessageSent)]
+
+    @property
+    def total_chars(self) -> int:
+        """Characters of those messages (composed text)."""
+        return sum(m.chars for m in self.messages)
+
+    @property
+    def roster(self) -> dict[str, Seat]:
+        """Every registered seat, in registration order, with the models it ran under."""
+        seats: dict[str, Seat] = {}
+        for event in self.counted:
+            if isinstance(event, AgentRegistered):
+                seat = seats.setdefault(
+                    event.agent_id,
+                    Seat(event.agent_id, event.role, event.team_id, event.model, event.provider),
+                )
+                seat.use(event.model, event.provider)
+            elif isinstance(event, AgentSwappedMidRun) and event.agent_id in seats:
+                seats[event.agent_id].use(event.model, event.provider)
+        return seats
+
+    def histories(self) -> dict[str, list[Any]]:
+        """Each seat's exact pydantic-ai message history, as the counted events rebuild it."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        histories: dict[str, list[Any]] = {}
+        for event in self.counted:
+            if isinstance(event, AgentRegistered):
+                histories[event.agent_id] = []  # a (re-)registration starts a fresh history
+            elif isinstance(event, AgentHistoryAppended):
+                messages = ModelMessagesTypeAdapter.validate_python(event.messages)
+                history = histories.setdefault(event.agent_id, [])
+                start = len(history) if event.from_index is None else event.from_index
+                histories[event.agent_id] = history[:start] + list(messages)
+        return histories
+
+    # -- spend and time ----------------------------------------------------------------------
+    def _spend(self, inherited: bool) -> Spend:
+        spend = Spend()
+        for seat_id in self.roster:
+            spend.agents[seat_id] = SeatSpend(seat_id)
+        for event in self.events:
+            if (event.event_id in self.inherited) != inherited:
+                continue
+            if isinstance(event, LlmResponseReceived):
+                spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
+            elif isinstance(event, JudgeCalled):
+                spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
+                spend.judge_calls += 1
+        ended = self.ended
+        if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
+            spend.recorded_total_usd = ended.total_cost_usd
+        return spend
+
+    @property
+    def spend(self) -> Spend:
+        """This run's own spend: every call it paid for (superseded attempts included)."""
+        return self._spend(inherited=False)
+
+    @property
+    def inherited_spend(self) -> Spend:
+        """The spend of a derived run's copied rounds (the source paid it)."""
+        return self._spend(inherited=True)
+
+    def spend_by_round(self) -> dict[int, float | None]:
+        """This run's own spend per round number (USD; None when some call was not costed)."""
+        rounds: dict[int, float | None] = {}
+        for event in self.events:
+            if event.event_id in self.inherited:
+                continue
+            if isinstance(event, LlmResponseReceived | JudgeCalled):
+                rounds[event.round_number] = _add(
+                    rounds.get(event.round_number, 0.0), event.cost_usd
+                )
+        return rounds
+
+    @property
+    def duration_seconds(self) -> float:
+        """Seconds every process that played this run spent on it, summed (module docstring)."""
+        total = 0.0
+        segment: list[Event] = []
+        for event in self.events:
+            if event.event_id in self.inherited:
+                continue
+            if isinstance(event, RunResumed | SimulationStarted) and segment:
+                total += _segment_seconds(segment)
+                segment = []
+            segment.append(event)
+        return round(total + (_segment_seconds(segment) if segment else 0.0), 3)
+
+
+def _segment_seconds(segment: list[Event]) -> float:
+    """Seconds one process played: its recorded figure, else its events' timestamp span."""
+    for event in reversed(segment):
+        if isinstance(event, SimulationEnded):
+            if event.process_seconds is not None:
+                return event.process_seconds
+            if event.duration_seconds is not None:
+                return event.duration_seconds
+    return (segment[-1].timestamp - segment[0].timestamp).total_seconds()

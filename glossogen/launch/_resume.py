@@ -1,0 +1,180 @@
+"""A run that goes on: read back its recorded config, apply the changes a resume asks for.
+
+Every path that continues a run (``glossogen run --resume``, a Prefect retry, ``reconcile``, a
+sweep's resume of an interrupted trial, and the derived runs, which are resumes of a prepared
+folder) plans it here, from what the run recorded: the knobs in force (``config.json``, else
+``simulation_started`` with the changes of earlier resumes), the default model and provider,
+``max_agent_turns``, ``run_timeout_seconds`` and ``group_slug`` (``simulation_started``, with
+the ``limit_changes`` of earlier resumes). A flag that is absent means "as recorded"; one that
+differs from the record is refused unless ``allow_config_change``, and the difference is logged
+in ``run_resumed``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from glossogen.derive import (
+    DeriveError,
+    ResumePoint,
+    config_at_round,
+    config_changes,
+    open_resume,
+    recorded_limits,
+    run_folder,
+)
+from glossogen.knobs import ConfigError, load_config, parse_overrides, resolve_knobs
+from glossogen.launch._plan import (
+    LaunchError,
+    RunConfig,
+    RunLimits,
+    _scenario_class,
+    _with_seats,
+    check_default_model,
+)
+from glossogen.scenario import scenario_dir
+from glossogen.storage import CONFIG
+
+
+class ResumeRequest(BaseModel):
+    """What a user asks for when a run goes on in its own folder; None means "as recorded".
+
+    Attributes:
+        run_dir: The run folder (local path or fsspec URL).
+        scenario: The scenario the caller expects (None: the folder's).
+        model: Default model of every agent.
+        provider: Default provider of every agent.
+        config: Preset name or JSON file whose knobs the run should go on under.
+        overrides: ``key=value`` overrides applied on ``config`` (or on the recorded knobs).
+        max_agent_turns: Model requests each agent may make in the whole run.
+        run_timeout_seconds: Wall-clock limit of the run, seconds.
+        allow_config_change: Accept a knob or limit that differs from the record.
+    """
+
+    run_dir: str
+    scenario: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    config: str | None = None
+    overrides: list[str] = Field(default_factory=list)
+    max_agent_turns: int | None = Field(default=None, ge=1)
+    run_timeout_seconds: float | None = Field(default=None, gt=0)
+    allow_config_change: bool = False
+
+
+def recorded_config(point: ResumePoint) -> RunConfig:
+    """Return the config the run at ``point`` recorded, as in force now.
+
+    Raises:
+        LaunchError: the recorded knobs no longer validate (65).
+    """
+    folder, started = point.folder, point.started
+    in_folder = folder.exists(CONFIG)
+    knobs_dict = config_at_round(
+        folder.read_json(CONFIG) if in_folder else dict(started.scenario_config),
+        point.events,
+        10**9,
+        in_force=in_folder,
+    )
+    cls = _scenario_class(started.scenario_name)
+    try:
+        knobs = resolve_knobs(cls.knobs_model, knobs_dict, {})
+    except ConfigError as exc:
+        raise LaunchError(f"{folder.config_url}: {exc}", exc.exit_code) from None
+    limits = recorded_limits(point.events)
+    return _with_seats(
+        started.scenario_name,
+        limits["model"],
+        limits["provider"],
+        f"recorded in {folder.config_url}" if in_folder else "recorded in simulation_started",
+        knobs,
+        RunLimits(
+            max_agent_turns=limits["max_agent_turns"],
+            run_timeout_seconds=limits["run_timeout_seconds"],
+        ),
+        limits["group_slug"],
+    )
+
+
+def _listed(changes: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {json.dumps(v['recorded'])} -> {json.dumps(v['now'])}" for k, v in changes.items()
+    )
+
+
+def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
+    """Plan a run that goes on in its own folder: its recorded config with the asked changes.
+
+    Knobs given with no ``labels`` keep the run's own (a sweep's run resumed by hand with its
+    preset is not a config change); other labels are one.
+
+    Returns:
+        The config the run goes on under, and its resume point (with ``config_changes`` and
+        ``limit_changes`` filled in, both empty when nothing changed).
+
+    Raises:
+        DeriveError: not a run folder or no log (66); the run already ended, is of another
+            scenario, or a knob or limit differs from the record without
+            ``allow_config_change`` (65); another live process writes it (75).
+        LaunchError: an unknown provider, an empty model (64); a bad preset or override (65).
+    """
+    point = open_resume(run_folder(request.run_dir, request.scenario), request.scenario)
+    recorded = recorded_config(point)
+    cls = _scenario_class(recorded.scenario)
+    try:
+        if request.config:
+            base, source = load_config(request.config, scenario_dir(cls))
+        else:
+            base, source = recorded.recorded_knobs, recorded.config_source
+        knobs = resolve_knobs(cls.knobs_model, base, parse_overrides(request.overrides))
+    except ConfigError as exc:
+        raise LaunchError(str(exc), exc.exit_code) from None
+    asked = knobs.model_dump(mode="json")
+    if not asked.get("labels") and recorded.labels:
+        knobs = knobs.model_copy(update={"labels": recorded.labels})
+    model = request.model or recorded.model
+    provider = request.provider or recorded.provider
+    check_default_model(model, provider)
+    limits = RunLimits(
+        max_agent_turns=request.max_agent_turns or recorded.limits.max_agent_turns,
+        run_timeout_seconds=request.run_timeout_seconds or recorded.limits.run_timeout_seconds,
+    )
+    config = _with_seats(
+        recorded.scenario, model, provider, source, knobs, limits, recorded.group_slug
+    )
+    _compare(point, recorded, config, request.allow_config_change)
+    return config, point
+
+
+def _compare(
+    point: ResumePoint, recorded: RunConfig, config: RunConfig, allow_config_change: bool
+) -> None:
+    """Fill in ``point``'s changes from ``recorded`` to ``config``; refuse them unless allowed."""
+    point.config_changes = config_changes(recorded.recorded_knobs, config.recorded_knobs)
+    point.limit_changes = config_changes(
+        {**recorded.limits.model_dump(), "model": recorded.model, "provider": recorded.provider},
+        {**config.limits.model_dump(), "model": config.model, "provider": config.provider},
+    )
+    changes = {**point.config_changes, **point.limit_changes}
+    if changes and not allow_config_change:
+        raise DeriveError(
+            f"the config differs from the one the run recorded ({_listed(changes)}); "
+            "pass --allow-config-change to resume under the new one"
+        )
+
+
+def resume_point(config: RunConfig, run_dir: str, allow_config_change: bool) -> ResumePoint:
+    """Read the run in ``run_dir`` again and return where it picks up under ``config``.
+
+    What the resume flow does with a config :func:`plan_resume` planned: the log is read afresh
+    (it is the ledger), and ``config`` is held against the record once more.
+
+    Raises:
+        DeriveError: as :func:`plan_resume`.
+    """
+    point = open_resume(run_folder(run_dir, config.scenario), config.scenario)
+    _compare(point, recorded_config(point), config, allow_config_change)
+    return point

@@ -1,0 +1,226 @@
+"""A run folder as a value: its id, its files' URLs, its JSON files and its writer lock.
+
+A run folder is ``<runs_dir>/<scenario>/<unix timestamp>`` and its run id is
+``<scenario>/<timestamp>``. :class:`RunFolder` is the one place that spells the names of a
+run's files and the one place that reads a folder's id back from its URL; every module that
+touches a run's files takes a :class:`RunFolder` from the runs store
+(:meth:`~glossogen.storage.RunStore.claim_run_dir`, :meth:`~glossogen.storage.RunStore.open_run`)
+or from :meth:`RunFolder.at`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from glossogen.storage._fs import (
+    StorageError,
+    is_local,
+    join,
+    json_bytes,
+    open_fs,
+    translate_errors,
+    write_bytes_atomic,
+)
+
+LOCK_NAME = ".writer.lock"
+"""File in a local run folder that the writing process holds an exclusive ``flock`` on."""
+
+CONFIG = "config.json"
+LABELS = "labels.json"
+LINEAGE = "lineage.json"
+
+
+class RunBusyError(Exception):
+    """Another live process writes the run (exit 75: try again later); one line naming it."""
+
+    exit_code = 75
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Where one run lives.
+
+    Attributes:
+        run_id: ``"<scenario>/<timestamp>"``.
+        url: Full local path or fsspec URL of the run folder (no trailing ``/``).
+        timestamp: The folder's timestamp (unix seconds; may exceed the launch time by the
+            number of same-second collisions).
+    """
+
+    run_id: str
+    url: str
+    timestamp: int
+
+    @classmethod
+    def at(cls, url: str) -> RunFolder:
+        """Return the folder at ``url`` (``.../<scenario>/<timestamp>``), read from its URL.
+
+        Raises:
+            ValueError: ``url`` does not end in ``<scenario>/<unix timestamp>``.
+        """
+        url = url.rstrip("/")
+        parts = url.replace("\\", "/").rsplit("/", 2)
+        if len(parts) < 2 or not parts[-1].isdigit() or not parts[-2] or parts[-2] in (".", ".."):
+            raise ValueError(f"{url!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)")
+        return cls(run_id=f"{parts[-2]}/{parts[-1]}", url=url, timestamp=int(parts[-1]))
+
+    @property
+    def scenario(self) -> str:
+        """The scenario the run plays (the folder's parent name)."""
+        return self.run_id.split("/", 1)[0]
+
+    @property
+    def runs_dir(self) -> str:
+        """The runs root the folder sits in (``<runs_dir>/<scenario>/<ts>``)."""
+        parent = self.url.replace("\\", "/").rsplit("/", 2)[0] if self.url.count("/") >= 2 else "."
+        return parent or "/"
+
+    def file_url(self, name: str) -> str:
+        """Return the URL of ``name`` inside the folder (``name`` may contain ``/``)."""
+        return join(self.url, name)
+
+    @property
+    def log_url(self) -> str:
+        """The run's event log, ``<scenario>.jsonl``."""
+        return self.file_url(f"{self.scenario}.jsonl")
+
+    @property
+    def config_url(self) -> str:
+        """``config.json``: the knobs in force."""
+        return self.file_url(CONFIG)
+
+    @property
+    def report_url(self) -> str:
+        """``<scenario>_report.json``: what ``glossogen evaluate`` wrote."""
+        return self.file_url(f"{self.scenario}_report.json")
+
+    @property
+    def stdout_log_url(self) -> str:
+        """``<scenario>_stdout.log``: what a detached derived run printed."""
+        return self.file_url(f"{self.scenario}_stdout.log")
+
+    def exists(self, name: str) -> bool:
+        """Return whether ``name`` exists in the folder.
+
+        Raises:
+            StorageError: if the storage is unreachable or the bucket is missing.
+        """
+        url = self.file_url(name)
+        fs, path = open_fs(url)
+        if is_local(fs):
+            return os.path.exists(path)
+        with translate_errors(url, fs):
+            fs.invalidate_cache(path)
+            return bool(fs.exists(path))
+
+    def has_log(self) -> bool:
+        """Return whether the event log exists and holds at least one byte."""
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if is_local(fs):
+                return os.path.isfile(path) and os.path.getsize(path) > 0
+            fs.invalidate_cache(path)
+            return bool(fs.exists(path)) and int(fs.size(path)) > 0
+
+    def read_json(self, name: str) -> Any:
+        """Return the parsed JSON of ``name`` in the folder.
+
+        Raises:
+            FileNotFoundError: if the file does not exist.
+            ValueError: if it is not valid JSON.
+            StorageError: if the storage is unreachable or the bucket is missing.
+        """
+        url = self.file_url(name)
+        fs, path = open_fs(url)
+        with translate_errors(url, fs):
+            if is_local(fs):
+                with open(path, "rb") as f:
+                    return json.loads(f.read())
+            return json.loads(fs.cat_file(path))
+
+    def read_json_or(self, name: str, default: Any) -> Any:
+        """Return the parsed JSON of ``name``, or ``default`` when the file does not exist."""
+        try:
+            return self.read_json(name)
+        except FileNotFoundError:
+            return default
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write ``obj`` as indented JSON to ``name`` in the folder, atomically.
+
+        Serialised first (``allow_nan=False``, indent 2, UTF-8; pydantic models in JSON mode),
+        then written to a temporary name, fsync'd and renamed (locally) or put once (S3): a
+        failure never leaves a partial file under ``name``.
+
+        Raises:
+            ValueError: if ``obj`` holds a NaN or infinite float.
+            TypeError: if ``obj`` is not JSON-serialisable.
+            StorageError: if the storage is unreachable.
+        """
+        data = json_bytes(obj)
+        write_bytes_atomic(self.file_url(name), data)
+
+    def lock(self) -> RunLock:
+        """Take the folder's writer lock (see :class:`RunLock`).
+
+        Raises:
+            RunBusyError: another live process holds it.
+        """
+        return RunLock(self)
+
+    def is_locked(self) -> bool:
+        """True while another live process holds the folder's writer lock (local folders)."""
+        try:
+            self.lock().release()
+        except RunBusyError:
+            return True
+        return False
+
+    @property
+    def lockable(self) -> bool:
+        """False for folders that cannot be locked (S3): :meth:`is_locked` says nothing there."""
+        return is_local(open_fs(self.url)[0])
+
+
+class RunLock:
+    """An exclusive advisory lock on a local run folder while a process writes its log.
+
+    Remote folders (S3) cannot be locked this way; there the lock is a no-op.
+    """
+
+    def __init__(self, folder: RunFolder) -> None:
+        """Take the lock, or raise.
+
+        Raises:
+            RunBusyError: another live process holds it (exit 75: try again later).
+        """
+        self._fd: int | None = None
+        fs, path = open_fs(folder.url)
+        if not is_local(fs):
+            return
+        try:
+            fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            raise StorageError(f"run folder {folder.url} does not exist") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RunBusyError(
+                f"run {folder.url} is being written by another live process (pid {holder})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

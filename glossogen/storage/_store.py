@@ -1,0 +1,217 @@
+"""The runs store: claim a run folder, open and list runs, read and write a run's JSON files.
+
+A runs directory is a local path or an fsspec URL (``s3://bucket/prefix``). A run folder is
+``<runs_dir>/<scenario>/<unix timestamp>``; its run id is ``<scenario>/<timestamp>``. Claiming
+one is atomic on both back ends (a local ``mkdir``, an S3 create-only put of ``.claim``), so two
+launches in the same second get two folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from typing import Any
+
+from glossogen.storage._folder import RunFolder
+from glossogen.storage._fs import (
+    StorageError,
+    _bucket_missing,
+    is_local,
+    join,
+    json_bytes,
+    nearest_existing,
+    open_fs,
+    translate_errors,
+    write_bytes_atomic,
+)
+
+MAX_CLAIM_ATTEMPTS = 1000
+"""How many successive timestamps :meth:`RunStore.claim_run_dir` tries before giving up."""
+
+
+class RunStore:
+    """The runs directory: one folder per run, ``<runs_dir>/<scenario>/<timestamp>``.
+
+    Args:
+        runs_dir: Local path or fsspec URL of the runs directory (``s3://bucket/runs``). Nothing
+            is created until :meth:`claim_run_dir`.
+        storage_options: Passed to :func:`open_fs`.
+    """
+
+    def __init__(self, runs_dir: str, storage_options: dict[str, Any] | None = None) -> None:
+        self._options = dict(storage_options or {})
+        self.fs, self._root = open_fs(runs_dir, **self._options)
+        self.local = is_local(self.fs)
+        self.runs_dir = self._root if self.local else runs_dir.rstrip("/")
+
+    def _path(self, url: str) -> str:
+        return open_fs(url, **self._options)[1]
+
+    def check_usable(self) -> None:
+        """Check, before anything is spent, that run folders can be created under ``runs_dir``.
+
+        Locally ``runs_dir`` must be a folder or creatable (no file in the way); remotely the
+        bucket or prefix must be reachable with the configured credentials. Creates nothing.
+
+        Raises:
+            StorageError: one line naming ``runs_dir`` and what is wrong.
+        """
+        if self.local:
+            probe = nearest_existing(self._path(self.runs_dir))
+            if not os.path.isdir(probe):
+                raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is a file, not a folder")
+            if not os.access(probe, os.W_OK | os.X_OK):
+                raise StorageError(f"runs dir {self.runs_dir!r}: {probe} is not writable")
+            return
+        bucket = self._path(self.runs_dir).split("/", 1)[0]
+        with translate_errors(self.runs_dir):
+            try:
+                # info(), not exists(): s3fs's exists() answers False for an endpoint that does
+                # not answer at all, which read as a missing bucket.
+                self.fs.info(bucket)
+            except FileNotFoundError:
+                raise StorageError(
+                    f"runs dir {self.runs_dir!r}: bucket {bucket!r} does not exist"
+                ) from None
+
+    def claim_run_dir(self, scenario: str, now_unix: int) -> RunFolder:
+        """Atomically claim a fresh run folder for ``scenario`` at ``now_unix`` or later.
+
+        Locally the folder is created with ``os.mkdir`` (parents as needed); on S3 the marker
+        ``<folder>/.claim`` is written create-only (``If-None-Match: *``). On a collision the
+        next second is tried, so concurrent launches never share a folder.
+
+        Args:
+            scenario: Scenario name (no ``/``).
+            now_unix: Launch time, unix seconds.
+
+        Raises:
+            ValueError: for an empty or path-like scenario name.
+            StorageError: if the storage is unreachable or no folder was free after
+                :data:`MAX_CLAIM_ATTEMPTS` seconds.
+        """
+        if not scenario or scenario in (".", "..") or "/" in scenario or "\\" in scenario:
+            raise ValueError(f"invalid scenario name for a run folder: {scenario!r}")
+        parent = join(self.runs_dir, scenario)
+        with translate_errors(parent, self.fs):
+            if self.local:
+                os.makedirs(parent, exist_ok=True)
+            for ts in range(now_unix, now_unix + MAX_CLAIM_ATTEMPTS):
+                url = join(parent, str(ts))
+                try:
+                    if self.local:
+                        os.mkdir(url)
+                    else:
+                        marker = json.dumps({"run_id": f"{scenario}/{ts}", "now_unix": now_unix})
+                        claim = self._path(join(url, ".claim"))
+                        self.fs.pipe_file(claim, marker.encode(), mode="create")
+                except FileExistsError:
+                    continue
+                return RunFolder(run_id=f"{scenario}/{ts}", url=url, timestamp=ts)
+        raise StorageError(f"no free run folder in {parent} after {MAX_CLAIM_ATTEMPTS} attempts")
+
+    def run_url(self, run_id: str) -> str:
+        """Return the folder URL (or path) of ``run_id`` (``"<scenario>/<timestamp>"``)."""
+        return self.open_run(run_id).url
+
+    def open_run(self, run_id: str) -> RunFolder:
+        """Return the folder of ``run_id`` (``"<scenario>/<timestamp>"``) in this store.
+
+        Raises:
+            ValueError: ``run_id`` is not ``<scenario>/<unix timestamp>``.
+        """
+        scenario, _, ts = run_id.partition("/")
+        if not scenario or not ts.isdigit() or scenario in (".", ".."):
+            raise ValueError(f"{run_id!r} is not a run id (<scenario>/<unix_ts>)")
+        return RunFolder(run_id=run_id, url=join(self.runs_dir, scenario, ts), timestamp=int(ts))
+
+    def runs(self, scenario: str | None = None) -> list[RunFolder]:
+        """Return the folders of :meth:`list_runs`, in the same order."""
+        return [self.open_run(r) for r in self.list_runs(scenario)]
+
+    def write_json(self, run_url: str, name: str, obj: Any) -> None:
+        """Write ``obj`` as indented JSON to ``<run_url>/<name>``, atomically.
+
+        Serialised first (``allow_nan=False``, indent 2, UTF-8; pydantic models in JSON mode),
+        then written to a temporary name, fsync'd and renamed (locally) or put once (S3): a
+        failure never leaves a partial file under ``name``.
+
+        Args:
+            run_url: The run folder.
+            name: File name inside it (may contain ``/``, e.g. ``atif/a1.json``).
+            obj: A JSON-serialisable value or a pydantic model.
+
+        Raises:
+            ValueError: if ``obj`` holds a NaN or infinite float.
+            TypeError: if ``obj`` is not JSON-serialisable.
+            StorageError: if the storage is unreachable.
+        """
+        data = json_bytes(obj)
+        write_bytes_atomic(join(run_url, name), data, **self._options)
+
+    def read_json(self, run_url: str, name: str) -> Any:
+        """Return the parsed JSON of ``<run_url>/<name>``.
+
+        Raises:
+            FileNotFoundError: if the file does not exist.
+            ValueError: if it is not valid JSON.
+            StorageError: if the storage is unreachable or the bucket is missing.
+        """
+        url = join(run_url, name)
+        with translate_errors(url, self.fs):
+            if self.local:
+                with open(url, "rb") as f:
+                    return json.loads(f.read())
+            return json.loads(self.fs.cat_file(self._path(url)))
+
+    def exists(self, run_url: str, name: str) -> bool:
+        """Return whether ``<run_url>/<name>`` exists.
+
+        Raises:
+            StorageError: if the storage is unreachable or the bucket is missing.
+        """
+        url = join(run_url, name)
+        if self.local:
+            return os.path.exists(url)
+        path = self._path(url)
+        with translate_errors(url, self.fs):
+            self.fs.invalidate_cache(path)
+            if self.fs.exists(path):
+                return True
+        if _bucket_missing(self.fs, url):
+            raise StorageError(f"bucket does not exist: {url}")
+        return False
+
+    def _list_dirs(self, url: str) -> list[str]:
+        """Return the names of the folders directly under ``url``; none if it does not exist."""
+        try:
+            if self.local:
+                with os.scandir(url) as entries:
+                    return [e.name for e in entries if e.is_dir() and not e.name.startswith(".")]
+            entries = self.fs.ls(self._path(url), detail=True, refresh=True)
+        except FileNotFoundError:
+            if _bucket_missing(self.fs, url):
+                raise
+            return []
+        return [
+            posixpath.basename(e["name"].rstrip("/")) for e in entries if e["type"] == "directory"
+        ]
+
+    def list_runs(self, scenario: str | None = None) -> list[str]:
+        """Return the run ids ``"<scenario>/<timestamp>"`` in the store, in timestamp order.
+
+        Args:
+            scenario: Only this scenario's runs; ``None`` for all (sorted by scenario first).
+
+        Returns:
+            The run ids; empty if the runs directory does not exist yet.
+
+        Raises:
+            StorageError: if the storage is unreachable or the bucket is missing.
+        """
+        runs: list[str] = []
+        with translate_errors(self.runs_dir, self.fs):
+            for name in [scenario] if scenario else self._list_dirs(self.runs_dir):
+                runs += [f"{name}/{ts}" for ts in self._list_dirs(join(self.runs_dir, name))]
+        return sorted(runs, key=lambda r: (r.partition("/")[0], len(r), r))

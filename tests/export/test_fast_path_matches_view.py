@@ -1,0 +1,126 @@
+"""The export's byte-level fast path and the typed :class:`RunView` give the same facts.
+
+Twenty logs: scripted runs of both scenarios under varied knobs, priced ones, runs cut mid-round
+(stopped) and after their last round, resumed ones, forks and the GlossoGen 0.5 run folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from glossogen.eventlog import RunView
+from glossogen.export._runlog import RUNNING, read_log_facts
+from tests.export.conftest import CASE_05, fork, play
+from tests.export.test_run_view_cases import _cut_in_round_2, _price, _resume
+
+
+def _facts(log: Path) -> dict[str, object]:
+    facts = read_log_facts(str(log))
+    return {
+        "status": "stopped" if facts.status == RUNNING else facts.status,
+        "rounds_played": facts.rounds_played,
+        "rounds_won": facts.rounds_won,
+        "total_messages": facts.total_messages,
+        "total_chars": facts.total_chars,
+        "total_cost_usd": facts.total_cost_usd,
+        "duration_seconds": facts.duration_seconds,
+        "agents": {
+            a.agent_id: (a.input_tokens, a.output_tokens, a.requests, a.cost_usd)
+            for a in facts.agents.values()
+        },
+        "bad_lines": facts.bad_lines,
+    }
+
+
+def _view(log: Path) -> dict[str, object]:
+    view = RunView.load(str(log))
+    spend = view.spend
+    return {
+        "status": view.status,
+        "rounds_played": view.rounds_played,
+        "rounds_won": view.rounds_won,
+        "total_messages": len(view.messages),
+        "total_chars": view.total_chars,
+        "total_cost_usd": spend.total_cost_usd,
+        "duration_seconds": view.duration_seconds,
+        "agents": {
+            a: (s.input_tokens, s.output_tokens, s.requests, s.cost_usd)
+            for a, s in spend.agents.items()
+        },
+        "bad_lines": view.damaged_lines,
+    }
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    runs = tmp_path_factory.mktemp("twenty")
+    folders: list[Path] = []
+    ts = 1795200000
+    for scenario, overrides in [
+        ("veyru", ("round_count=2",)),
+        ("veyru", ("round_count=3", "seed=7")),
+        ("veyru", ("round_count=2", "round_budget_chars=60")),
+        ("veyru", ("round_count=2", "postmortem_enabled=false", "postmortem_after_swap=false")),
+        ("prisoners_dilemma", ("round_count=3",)),
+        ("prisoners_dilemma", ("round_count=5", "seed=3")),
+        ("prisoners_dilemma", ("round_count=1",)),
+    ]:
+        ts += 1
+        folders.append(Path(play(runs, scenario, ts, *overrides)))
+    for _ in range(3):  # priced: the ending is logged again by a resume, as priced
+        ts += 1
+        run = Path(play(runs, "veyru", ts, "round_count=2"))
+        _price(run / "veyru.jsonl")
+        log = run / "veyru.jsonl"
+        log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+        asyncio.run(_resume(run))
+        folders.append(run)
+    for _ in range(2):  # cut in round 2: stopped
+        ts += 1
+        run = Path(play(runs, "veyru", ts, "round_count=3"))
+        _cut_in_round_2(run)
+        folders.append(run)
+    for _ in range(3):  # cut in round 2, then resumed to the end
+        ts += 1
+        run = Path(play(runs, "veyru", ts, "round_count=3"))
+        _cut_in_round_2(run)
+        asyncio.run(_resume(run))
+        folders.append(run)
+    ts += 1  # priced, cut in round 2, resumed: the cut-off attempt's calls were paid too
+    run = Path(play(runs, "veyru", ts, "round_count=3"))
+    _price(run / "veyru.jsonl")
+    _cut_in_round_2(run)
+    asyncio.run(_resume(run))
+    folders.append(run)
+    for after in (1, 1):  # forks of a priced source
+        ts += 1
+        folders.append(Path(fork(runs, str(folders[7]), after, ts)))
+    ts += 1
+    cut_end = Path(play(runs, "prisoners_dilemma", ts, "round_count=2"))
+    log = cut_end / "prisoners_dilemma.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+    folders.append(cut_end)
+    old = runs / "veyru" / CASE_05.name
+    shutil.copytree(CASE_05, old)
+    folders.append(old)
+    assert len(folders) == 20
+    return [f / f"{f.parent.name}.jsonl" for f in folders]
+
+
+def test_twenty_logs_give_the_same_facts_both_ways(logs: list[Path]) -> None:
+    for log in logs:
+        assert _facts(log) == _view(log), log
+
+
+def test_the_twenty_logs_cover_every_kind(logs: list[Path]) -> None:
+    statuses = sorted({_view(log)["status"] for log in logs})
+    assert statuses == ["completed", "stopped"]
+    resumed = [log for log in logs if '"run_resumed"' in log.read_text()]
+    derived = [log for log in logs if RunView.load(str(log)).derived]
+    assert (len(resumed), len(derived)) == (9, 2)
+    assert json.loads(logs[-1].read_text().splitlines()[0]).get("schema_version") is None
