@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, cast
 
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
+from prefect.states import State
 
 from glossogen.concurrency import current_gate
-from glossogen.evaluation import Evaluation, failed_outcome, get_metric, headline_rows, summarise
+from glossogen.evaluation import (
+    Evaluation,
+    Outcome,
+    failed_outcome,
+    get_metric,
+    headline_rows,
+    summarise,
+)
 from tasks.evaluate import plan, score, write
 from tasks.gate import install_call_gate
 
@@ -62,12 +71,18 @@ async def evaluate(
     )
     names = [m.name for m in checked.metrics]
     try:
-        states = await asyncio.gather(*(score(checked, name, return_state=True) for name in names))
+        # Prefect types an async task called with return_state=True as returning State[T];
+        # inside a flow's event loop the call returns a coroutine of that State.
+        calls = [
+            cast("Awaitable[State[Outcome]]", score(checked, name, return_state=True))
+            for name in names
+        ]
+        states = await asyncio.gather(*calls)
     finally:
         await current_gate().release_idle()  # slots kept for a next judge call go back at once
     outcomes = []
     for name, state in zip(names, states, strict=True):
-        value = await state.result(raise_on_failure=False)
+        value = await state.aresult(raise_on_failure=False)
         if isinstance(value, BaseException) or not state.is_completed():
             error = value if isinstance(value, BaseException) else RuntimeError(state.message)
             outcomes.append(failed_outcome(checked, get_metric(name), error))

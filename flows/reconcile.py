@@ -35,15 +35,14 @@ from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterName,
 )
-from prefect.client.schemas.objects import FlowRun, StateType, WorkerStatus
+from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.client.schemas.sorting import FlowRunSort
-from prefect.deployments import run_deployment
-from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelling, Crashed
 
 from flows.simulate import resume
 from glossogen.derive import DeriveError, StaleRun, survey_unfinished_runs
 from glossogen.launch import LaunchError, ResumeRequest, RunConfig, plan_resume
+from tasks.deployments import create_flow_run, resume_deployment, served
 
 CANCELLED_TAG = "glossogen-reconcile-cancelled"
 """Tag put on a hung flow run that reconcile cancelled: its ``interrupted`` run is resumed."""
@@ -88,7 +87,7 @@ def decide(run: StaleRun, flow_run: FlowRun | None, silent_seconds: float) -> De
     if state is StateType.CRASHED:
         return Decision("resume", "its flow run crashed")
     if state in WAITING:
-        return Decision("skip", f"its flow run is {state.value.lower()}")  # type: ignore[union-attr]
+        return Decision("skip", f"its flow run is {state.value.lower()}")
     if not silent:
         return Decision("skip", f"not silent long enough ({quiet_for})")
     if state is StateType.RUNNING:
@@ -141,18 +140,10 @@ async def mark_crashed(flow_run_id: UUID, reason: str) -> None:
         )
 
 
-async def resume_deployment(provider: str) -> str | None:
+async def served_resume_deployment(provider: str) -> str | None:
     """Return ``resume/resume-<provider>`` if that deployment exists and a worker serves it."""
-    name = f"resume/resume-{provider}"
-    async with get_client() as client:
-        try:
-            deployment = await client.read_deployment_by_name(name)
-        except ObjectNotFound:
-            return None
-        if not deployment.work_pool_name:
-            return None
-        workers = await client.read_workers_for_work_pool(deployment.work_pool_name)
-    return name if any(w.status == WorkerStatus.ONLINE for w in workers) else None
+    found = await served([resume_deployment(provider)])
+    return found[0] if found else None
 
 
 def resume_config(run: StaleRun) -> RunConfig:
@@ -214,14 +205,13 @@ async def launch_resume(
     except (DeriveError, LaunchError) as exc:
         logger.warning("%s: %s, but it cannot be resumed: %s", run.run_id, reason, exc)
         return False
-    deployment = await resume_deployment(run.provider) if use_deployments else None
+    deployment = await served_resume_deployment(run.provider) if use_deployments else None
     if deployment is not None:
-        flow_run = await run_deployment(  # type: ignore[misc]
+        flow_run = await create_flow_run(
             deployment,
-            parameters={"config": config.model_dump(mode="json"), "run_dir": run.run_url},
+            {"config": config.model_dump(mode="json"), "run_dir": run.run_url},
+            f"reconcile:{run.run_id}:{run.last_event_id}",
             flow_run_name=run.run_id,
-            idempotency_key=f"reconcile:{run.run_id}:{run.last_event_id}",
-            timeout=0,
             as_subflow=False,
         )
         logger.info("%s: %s; resume queued as flow run %s on %s", run.run_id, reason,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from prefect import flow
 
 from glossogen.concurrency import current_gate
+from glossogen.eventlog import EndStatus
 from glossogen.launch import (
     ResumeRequest,
     RunConfig,
@@ -94,12 +95,15 @@ async def play_rounds(
 ) -> RunResult:
     """Play the session's remaining rounds, then price the run and log how it ended.
 
-    With ``config.limits.run_timeout_seconds``, a run whose wall-clock time (``clock``,
-    seconds, counted from here) has passed it stops between rounds, ``incomplete``.
+    With ``config.limits.run_timeout_seconds``, a run whose wall-clock time has passed it
+    stops between rounds, ``incomplete``: the seconds of the processes that played it before
+    (``session.earlier_seconds``) plus this one's (``clock``, seconds, counted from here).
     """
-    status, error = "completed", None
+    status: EndStatus = "completed"
+    error: str | None = None
     timeout = config.limits.run_timeout_seconds
-    deadline = None if timeout is None else clock() + timeout
+    # The limit is the run's: the seconds earlier processes played it count against it.
+    deadline = None if timeout is None else clock() + timeout - session.earlier_seconds
     try:
         first = session.first_round
         if session.postmortem_only:

@@ -42,7 +42,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import anyio.to_thread
 from pydantic_ai.exceptions import ModelContextWindowExceededError, UserError
@@ -80,6 +80,10 @@ DEFAULT_MAX_TOKENS = 256
 """Cap on generated tokens per request (tokens) when ``max_tokens`` is unset: 135M rambles."""
 DEFAULT_TEMPERATURE = 0.2
 """Sampling temperature when ``temperature`` is unset (llama-cpp-python's own chat default)."""
+_SAMPLING_SETTINGS: tuple[
+    Literal["top_p", "top_k", "presence_penalty", "frequency_penalty"], ...
+] = ("top_p", "top_k", "presence_penalty", "frequency_penalty")
+"""``ModelSettings`` passed to llama.cpp as they are, when set."""
 DEFAULT_N_CTX = 4096
 """Context window (tokens); env ``GLOSSOGEN_LOCAL_N_CTX`` overrides."""
 DEFAULT_N_THREADS = 2
@@ -306,9 +310,9 @@ class LlamaCppModel(Model):
             "temperature": settings.get("temperature", DEFAULT_TEMPERATURE),
             "stop": [_IM_END, *settings.get("stop_sequences", [])],
         }
-        for name in ("top_p", "top_k", "presence_penalty", "frequency_penalty"):
+        for name in _SAMPLING_SETTINGS:
             if name in settings:
-                kwargs[name] = settings[name]  # type: ignore[literal-required]
+                kwargs[name] = settings[name]
         grammar = _pick_grammar(tool, params, tools_listed=bool(offered))
         if grammar is not None:
             kwargs["grammar"] = grammar

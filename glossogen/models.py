@@ -11,12 +11,13 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
@@ -76,6 +77,17 @@ def estimate_tokens(messages: list[ModelMessage], instructions: str | None) -> i
                 content = getattr(part, "args", None)
             chars += len(content) if isinstance(content, str) else len(str(content))
     return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+def as_model_settings(settings: Mapping[str, Any]) -> ModelSettings:
+    """Return ``settings`` (the same object) typed as pydantic-ai's ``ModelSettings``.
+
+    A run's settings travel as plain dicts (knobs, events, the ledger); their keys are the
+    ``ModelSettings`` subset :class:`~glossogen.knobs.AgentModelSettings` validates, plus the
+    engine's own ``max_retries`` and ``request_timeout``. This is the one place a dict becomes
+    the ``TypedDict`` pydantic-ai's ``run``/``iter`` take: no copy, no check at run time.
+    """
+    return cast(ModelSettings, settings)
 
 
 def build_model(provider: str, model: str) -> Model:

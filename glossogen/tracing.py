@@ -34,7 +34,8 @@ try:
 
     _SDK_MISSING: str | None = None
 except ImportError as _exc:  # pragma: no cover - exercised only without the packages
-    _ProcessorBase = _ExporterBase = object  # type: ignore[assignment,misc]
+    _ProcessorBase = object  # type: ignore[assignment,misc]  # stand-in base without the SDK
+    _ExporterBase = object  # type: ignore[assignment,misc]  # stand-in base without the SDK
     _SDK_MISSING = _exc.name or "opentelemetry-sdk"
 
 logger = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ def _start(endpoint: str, headers: dict[str, str], label: str) -> TracingHandle:
     )
 
 
-class _ContextAttributes(_ProcessorBase):  # type: ignore[misc,valid-type]
+class _ContextAttributes(_ProcessorBase):
     """Copies the run and agent attributes in context onto every span as it starts."""
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -201,7 +202,7 @@ class _ContextAttributes(_ProcessorBase):  # type: ignore[misc,valid-type]
             span.set_attributes(attributes)
 
 
-class _QuietExporter(_ExporterBase):  # type: ignore[misc,valid-type]
+class _QuietExporter(_ExporterBase):
     """Wraps the OTLP exporter: never raises, warns once, and backs off after a failure."""
 
     def __init__(self, inner: Any, label: str) -> None:

@@ -10,6 +10,7 @@ from prefect.cache_policies import NONE
 from prefect.context import TaskRunContext
 
 from glossogen.engine import RoundSummary
+from glossogen.eventlog import EndStatus
 from glossogen.launch import (
     RunConfig,
     RunResult,
@@ -97,7 +98,7 @@ async def price_spend(folder: RunFolder) -> RunSpend:
 
 @task(name="finalize", cache_policy=NONE)
 async def finalize(
-    session: RunSession, spend: RunSpend, status: str, error: str | None = None
+    session: RunSession, spend: RunSpend, status: EndStatus, error: str | None = None
 ) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return await session.finish_async(spend, status, error)

@@ -1,8 +1,7 @@
-"""Tasks of the sweep flow: plan, find workers, launch one run (deployment or subflow), publish.
+"""Tasks of the sweep flow: plan, find workers, launch a trial on a worker, read it, publish.
 
-The sweep's loop, census and statistics live in ``glossogen.sweep`` (Prefect-free); these tasks
-are its Prefect edge: the deployments and workers it can use, ``run_deployment`` with an
-idempotency key, the in-process subflow, and the census table artifact.
+The sweep's steps, census and statistics live in ``glossogen.sweep`` (Prefect-free), the loop in
+``flows/sweep.py``; deployments and their workers are ``tasks/deployments.py``'s.
 """
 
 from __future__ import annotations
@@ -32,14 +31,10 @@ from glossogen.sweep import (
     sweep_url,
     trial_labels,
 )
+from tasks.deployments import create_flow_run, resume_deployment, served, simulate_deployment
 
 POLL_SECONDS = 2.0
 """How often a launched deployment flow run is polled for its end (seconds)."""
-
-
-def simulate_deployment(provider: str) -> str:
-    """The deployment that plays runs of ``provider``: ``simulate/simulate-<provider>``."""
-    return f"simulate/simulate-{provider}"
 
 
 @task(name="plan_sweep", cache_policy=NONE)
@@ -59,33 +54,11 @@ def plan(spec_path: str, options: SweepOptions) -> SweepPlan:
 
 @task(name="find_workers", cache_policy=NONE)
 async def find_workers(providers: list[str]) -> list[str]:
-    """Return the providers whose ``simulate-<provider>`` deployment has a worker online.
-
-    Only against a configured Prefect server (``PREFECT_API_URL``): a temporary server has no
-    workers, so every cell then plays in-process.
-    """
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.objects import WorkerStatus
-    from prefect.exceptions import ObjectNotFound
-
-    from flows.runtime import api_url_configured
-
-    if not api_url_configured():
-        return []
-    served = []
-    async with get_client() as client:
-        for provider in sorted(set(providers)):
-            try:
-                deployment = await client.read_deployment_by_name(simulate_deployment(provider))
-            except ObjectNotFound:
-                continue
-            if not deployment.work_pool_name:
-                continue
-            workers = await client.read_workers_for_work_pool(deployment.work_pool_name)
-            if any(w.status == WorkerStatus.ONLINE for w in workers):
-                served.append(provider)
-    get_run_logger().info("providers served by workers: %s", served or "none (in-process)")
-    return served
+    """Return the providers whose ``simulate-<provider>`` deployment has a worker online."""
+    names = {simulate_deployment(p): p for p in sorted(set(providers))}
+    found = [names[name] for name in await served(list(names))]
+    get_run_logger().info("providers served by workers: %s", found or "none (in-process)")
+    return found
 
 
 def _find_record(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
@@ -99,19 +72,19 @@ def _find_record(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
     return found[-1] if found else None
 
 
-async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRecord:
+async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
     """Create the run's flow run on its provider's deployment and wait for it to end.
 
-    ``run_deployment`` gets the launch's idempotency key, so a second launch of the same
+    The flow run gets the launch's idempotency key, so a second launch of the same
     (sweep, cell, trial) returns the first flow run instead of paying twice. An interrupted
-    run (``launch.resume_url``) continues in place on ``resume/resume-<provider>``.
+    run (``launch.resume_url``) continues in place on ``resume/resume-<provider>``; None when
+    that deployment does not exist (the caller plays it in-process).
 
     Raises:
         RuntimeError: the flow run ended without leaving a run folder (e.g. refused on the
             worker); its state is named.
     """
     from prefect.client.orchestration import get_client
-    from prefect.deployments import run_deployment
     from prefect.exceptions import ObjectNotFound
 
     if launch.resume_url is None:
@@ -122,21 +95,17 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
             "runs_dir": launch.request.runs_dir,
         }
     else:
-        name = f"resume/resume-{launch.request.provider}"
+        name = resume_deployment(launch.request.provider)
         config, _ = plan_resume(ResumeRequest(run_dir=launch.resume_url))
         parameters = {"config": config.model_dump(mode="json"), "run_dir": launch.resume_url}
     try:
-        flow_run = await run_deployment(
-            name=name,
-            parameters=parameters,
-            idempotency_key=launch.idempotency_key,
-            timeout=0,
-            tags=[f"sweep:{sweep_id}"],
+        flow_run = await create_flow_run(
+            name, parameters, launch.idempotency_key, tags=[f"sweep:{sweep_id}"]
         )
     except ObjectNotFound:
         if launch.resume_url is None:
             raise
-        return await launch_subflow(launch)  # no resume deployment: continue it here
+        return None  # no resume deployment: the flow continues it in-process
     notify("run_queued", launch.key.label(), name, str(flow_run.id))
     try:
         async with get_client() as client:
@@ -181,10 +150,6 @@ async def _cancel_unstarted(flow_run_id: Any) -> None:
         logging.getLogger(__name__).warning("could not cancel unstarted flow run %s", flow_run_id)
 
 
-LAUNCH_ATTEMPTS = 5
-"""Attempts at starting an in-process run the Prefect API refused before it claimed a folder."""
-
-
 def refused_before_start(exc: BaseException, launch: Launch, sweep_id: str, epoch: int) -> bool:
     """True when a fresh run failed only because the Prefect API refused to start it.
 
@@ -203,44 +168,43 @@ def refused_before_start(exc: BaseException, launch: Launch, sweep_id: str, epoc
     return refused and launch.resume_url is None and _find_record(launch, sweep_id, epoch) is None
 
 
-async def launch_subflow(
-    launch: Launch, sweep_id: str | None = None, epoch: int | None = None
-) -> RunRecord:
-    """Play the run in this process as a ``simulate`` subflow and read its record back.
+def _api_refused(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry a ``launch_trial`` the Prefect API refused (a 429/5xx or a dropped connection).
 
-    An interrupted run (``launch.resume_url``) continues in place as a ``resume`` subflow.
-    Given the sweep's id and epoch, a run the Prefect API refused to start
-    (:func:`refused_before_start`) is launched again, up to :data:`LAUNCH_ATTEMPTS` times,
-    after a jittered exponential wait (tenacity; 1 to 20 s).
+    Launching again is safe: the flow run's idempotency key returns the first one.
     """
-    from tenacity import (
-        AsyncRetrying,
-        retry_if_exception,
-        stop_after_attempt,
-        wait_random_exponential,
-    )
+    import httpx
+    from prefect.exceptions import PrefectHTTPStatusError
 
-    from flows.simulate import resume, simulate
+    exc = getattr(state, "data", None)  # the engine hands a raised exception in as the data
+    if isinstance(exc, PrefectHTTPStatusError):
+        return exc.response.status_code in (429, 502, 503, 504)
+    return isinstance(exc, httpx.TransportError)
 
-    def retryable(exc: BaseException) -> bool:
-        if sweep_id is None or epoch is None:
-            return False
-        return refused_before_start(exc, launch, sweep_id, epoch)
 
-    async for attempt in AsyncRetrying(
-        retry=retry_if_exception(retryable),
-        stop=stop_after_attempt(LAUNCH_ATTEMPTS),
-        wait=wait_random_exponential(multiplier=1, max=20),
-        reraise=True,
-    ):
-        with attempt:
-            if launch.resume_url is None:
-                result = await simulate(plan_run(launch.request), runs_dir=launch.request.runs_dir)
-            else:
-                result = await resume(run_dir=launch.resume_url)
+@task(
+    name="launch_trial",
+    cache_policy=NONE,
+    task_run_name="launch_trial-{launch.key.cell_id}",
+    retries=3,
+    retry_delay_seconds=[1, 2, 4],
+    retry_condition_fn=_api_refused,
+)
+async def launch_trial(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
+    """Play one trial on its provider's worker (:func:`launch_deployment`).
+
+    A launch the Prefect API refused (a SQLite server answers 503 while its database is locked)
+    is tried again, up to 3 times; the idempotency key keeps it from paying twice.
+    """
+    return await launch_deployment(launch, sweep_id, epoch)
+
+
+@task(name="read_trial", cache_policy=NONE)
+def read_trial(launch: Launch, run_id: str, run_url: str) -> RunRecord:
+    """Read back the record of a trial's run from its folder (labels and log)."""
     store = RunStore(launch.request.runs_dir)
-    labels = store.read_json(result.run_url, "labels.json")
-    return read_run(store, result.run_id, launch.request.scenario, labels)
+    labels = store.read_json(run_url, "labels.json")
+    return read_run(store, run_id, launch.request.scenario, labels)
 
 
 def artifact_key(sweep_id: str, runs_dir: str) -> str:

@@ -10,8 +10,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import click
 import typer
+from typer import _click  # typer's vendored click: the types TyperGroup's methods take
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
@@ -55,14 +55,15 @@ _COMMANDS: dict[str, _Command] = {
 class _LazyGroup(TyperGroup):
     """A click group that imports a command's module only when that command is used."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: _click.Context) -> list[str]:
         return list(_COMMANDS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
         target = getattr(importlib.import_module(f"glossogen.cli.{spec.module}"), spec.attribute)
+        command: _click.Command
         if spec.group:
             command = typer.main.get_group(target)
         else:
@@ -74,7 +75,7 @@ class _LazyGroup(TyperGroup):
         command.name = cmd_name
         return command
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         rows = [(name, spec.help) for name, spec in _COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)

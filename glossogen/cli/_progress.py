@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from glossogen.eventlog import Event
+from glossogen.eventlog import (
+    Event,
+    MessageSent,
+    RoundResultRecorded,
+    RoundStarted,
+    SimulationEnded,
+)
 
 
 def counted(number: int, noun: str) -> str:
@@ -71,37 +76,33 @@ class RunProgress:
 
     def event(self, event: Event) -> None:
         """Follow the events that move the display."""
-        kind = event.event_type
-        data: Any = event
-        if kind == "round_started":
+        if isinstance(event, RoundStarted):
             self.messages = self.chars = 0
             self.budget = None
             if self.progress is not None:
                 self.task = self.progress.add_task(
                     f"round {event.round_number}/{self.round_count}", total=None, detail=""
                 )
-        elif kind == "message_sent" and event.phase == "main":
+        elif isinstance(event, MessageSent) and event.phase == "main":
             self.messages += 1
-            self.chars += data.chars
-            if data.budget_chars:
-                self.budget = data.budget_chars
+            self.chars += event.chars
+            if event.budget_chars:
+                self.budget = event.budget_chars
             self._update()
-        elif kind == "round_result_recorded":
-            verdict = (
-                "void" if getattr(data, "void", False) else ("won" if data.success else "lost")
-            )
-            said = data.reason if verdict == "void" else f"{verdict} ({data.reason})"
+        elif isinstance(event, RoundResultRecorded):
+            verdict = "void" if event.void else ("won" if event.success else "lost")
+            said = event.reason if verdict == "void" else f"{verdict} ({event.reason})"
             line = (
                 f"round {event.round_number}/{self.round_count}: {said} · "
                 f"{counted(self.messages, 'message')} · {counted(self.chars, 'character')}"
             )
             if self.progress is not None and self.task is not None:
                 self.progress.update(
-                    self.task, total=1, completed=1, detail=f"{verdict}: {data.reason}"[:60]
+                    self.task, total=1, completed=1, detail=f"{verdict}: {event.reason}"[:60]
                 )
             else:
                 print(line, flush=True)
-        elif kind == "simulation_ended" and self.progress is not None:
+        elif isinstance(event, SimulationEnded) and self.progress is not None:
             self.progress.stop()
             self.progress = None
 

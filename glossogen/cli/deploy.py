@@ -96,7 +96,7 @@ def deployable(folder: Path) -> tuple[list[str], list[str]]:
     for deployment in _read_project(folder / "prefect.yaml"):
         path = str(deployment.get("entrypoint", "")).split(":", 1)[0]
         if (folder / path).is_file():
-            names.append(deployment["name"])
+            names.append(str(deployment["name"]))  # checked a str by _read_project
         else:
             skipped.append(f"{deployment['name']}: {path} does not exist")
     return names, skipped

@@ -125,7 +125,12 @@ def run(
         "incomplete.",
         show_default="no limit; with --resume: as recorded",
     ),
-    group_slug: str = typer.Option("local", "--group-slug", help="Tenant group that owns the run."),
+    group_slug: str = typer.Option(
+        "",
+        "--group-slug",
+        help="Tenant group that owns the run.",
+        show_default="local; with --resume: as recorded",
+    ),
     dry_run: bool = typer.Option(
         False,
         "--dry-run",
@@ -164,7 +169,7 @@ def play(
     config: str,
     max_agent_turns: int | None = None,
     run_timeout: float | None = None,
-    group_slug: str = "local",
+    group_slug: str = "",
     dry_run: bool = False,
     resume_dir: str = "",
     allow_config_change: bool = False,
@@ -181,7 +186,7 @@ def play(
         config: Preset name or JSON file path.
         max_agent_turns: Model requests per agent (1 or more; None: 200, or as recorded).
         run_timeout: Wall-clock limit of the run, seconds (None: none, or as recorded).
-        group_slug: Tenant group that owns the run.
+        group_slug: Tenant group that owns the run ("": ``local``, or as recorded).
         dry_run: Resolve, check and print the estimate; claim nothing.
         resume_dir: An existing run folder to continue in place ("" for a new run).
         allow_config_change: With ``resume_dir``, accept a config that differs.
@@ -219,6 +224,7 @@ def play(
                     overrides=overrides,
                     max_agent_turns=max_agent_turns,
                     run_timeout_seconds=run_timeout,
+                    group_slug=group_slug or None,
                     allow_config_change=allow_config_change,
                 )
             )
@@ -233,7 +239,7 @@ def play(
                     overrides=overrides,
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
                     run_timeout_seconds=run_timeout,
-                    group_slug=group_slug,
+                    group_slug=group_slug or "local",
                 )
             )
         check_credentials(plan)

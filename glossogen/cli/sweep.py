@@ -138,7 +138,7 @@ def sweep(
         run_timeout_seconds=run_timeout or None,
         max_turns=max_turns or None,
         qualification=qualification,
-        stability_retry=stability_retry or None,  # type: ignore[arg-type]
+        stability_retry=stability_retry or None,  # type: ignore[arg-type]  # pydantic checks the CLI's string against the Literal
     )
     try:
         spec, sweep_id = load_spec(spec_path)

@@ -10,6 +10,7 @@ fsspec URL as given, so it stays true when read from another working directory.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from glossogen.eventlog import (
     Event,
     EventLogWriter,
     RunResumed,
+    SimulationEnded,
     SimulationStarted,
 )
 from glossogen.knobs import ConfigError, knobs_to_config, load_config, resolve_knobs
@@ -28,7 +30,8 @@ from glossogen.scenario import load_scenario, scenario_dir
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore, absolute
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
-SKIPPED = ("simulation_started", "simulation_ended", "run_resumed")
+SKIPPED: tuple[type[Event], ...] = (SimulationStarted, SimulationEnded, RunResumed)
+"""Events of the source not copied into a derived run's log (it writes its own start)."""
 
 
 @dataclass
@@ -70,7 +73,7 @@ class PreparedFork:
     lineage: dict[str, Any]
 
 
-def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], Any]:
+def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], SimulationStarted]:
     return read_run_log(run_folder(run_dir, scenario), scenario)
 
 
@@ -92,7 +95,7 @@ def _rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool
     )
 
 
-def _phase_rules(spelled: str, channel_phases: dict[str, str]) -> dict[str, str]:
+def _phase_rules(spelled: str, channel_phases: Mapping[str, str]) -> dict[str, str]:
     """Map phase -> rule from ``full`` | ``none`` | ``from_round:R`` or ``channel=rule,...``.
 
     A channel not named keeps ``full``. The history an agent has is split by phase (what it
@@ -126,7 +129,7 @@ def _visible(
     agent_id: str,
     spelled: str,
     after: int,
-    channel_phases: dict[str, str],
+    channel_phases: Mapping[str, str],
 ) -> list[Any]:
     """The replaced seat's history under ``--channel-visibility``.
 
@@ -138,12 +141,11 @@ def _visible(
     rules = _phase_rules(spelled, channel_phases)
     tagged: list[tuple[Any, str, int]] = []
     for event in state.events:
-        data: Any = event
-        if event.event_type == "agent_registered" and data.agent_id == agent_id:
+        if isinstance(event, AgentRegistered) and event.agent_id == agent_id:
             tagged = []
-        elif event.event_type == "agent_history_appended" and data.agent_id == agent_id:
-            messages = ModelMessagesTypeAdapter.validate_python(data.messages)
-            start = len(tagged) if data.from_index is None else data.from_index
+        elif isinstance(event, AgentHistoryAppended) and event.agent_id == agent_id:
+            messages = ModelMessagesTypeAdapter.validate_python(event.messages)
+            start = len(tagged) if event.from_index is None else event.from_index
             tagged = tagged[:start] + [(m, event.phase, event.round_number) for m in messages]
     return [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
 
@@ -205,9 +207,13 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
     cls = load_scenario(request.scenario)
     store = RunStore(request.runs_dir)
     source = RunFolder.at(request.source_run_dir)
-    in_folder = source.exists(CONFIG)
+    try:
+        in_force = source.read_object(CONFIG)
+    except ValueError as exc:
+        raise DeriveError(str(exc), 66) from None
+    in_folder = in_force is not None
     config = config_at_round(
-        source.read_json(CONFIG) if in_folder else dict(started.scenario_config),
+        in_force if in_force is not None else dict(started.scenario_config),
         events,
         request.after_round,
         in_force=in_folder,
@@ -319,7 +325,7 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
 def _write_prefix(
     folder: RunFolder,
     request: ForkRequest,
-    started: Any,
+    started: SimulationStarted,
     config: dict[str, Any],
     lineage: dict[str, Any],
     state: RunState,
@@ -346,27 +352,27 @@ def _write_prefix(
             )
         )
         for event in state.events:
-            if event.event_type not in SKIPPED:
+            if not isinstance(event, SKIPPED):
                 writer.append_line(event.model_dump_json())
         if request.replaced_agent_id and history is not None:
             old = next(
                 e
                 for e in state.events
-                if e.event_type == "agent_registered" and e.agent_id == request.replaced_agent_id  # type: ignore[attr-defined]
+                if isinstance(e, AgentRegistered) and e.agent_id == request.replaced_agent_id
             )
             settings = config["model_overrides"][request.replaced_agent_id].get("model_settings")
             writer.append(
                 AgentRegistered(
                     round_number=request.after_round,
-                    agent_id=old.agent_id,  # type: ignore[attr-defined]
-                    role=old.role,  # type: ignore[attr-defined]
-                    display_name=old.display_name,  # type: ignore[attr-defined]
-                    team_id=old.team_id,  # type: ignore[attr-defined]
+                    agent_id=old.agent_id,
+                    role=old.role,
+                    display_name=old.display_name,
+                    team_id=old.team_id,
                     model=request.model or "",
                     provider=request.provider or "",
                     model_settings=settings or _run_settings(config),
-                    tools=list(old.tools),  # type: ignore[attr-defined]
-                    channels=list(old.channels),  # type: ignore[attr-defined]
+                    tools=list(old.tools),
+                    channels=list(old.channels),
                 )
             )
             if history:

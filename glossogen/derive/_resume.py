@@ -8,12 +8,13 @@ recorded config, and any change a resume asks for) is :func:`glossogen.launch.pl
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.eventlog import Event, RunResumed, SimulationStarted, read_events
-from glossogen.storage import RunBusyError, RunFolder, join
+from glossogen.storage import RunBusyError, RunFolder, is_local, join, open_fs
 
 
 @dataclass
@@ -58,13 +59,21 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
     """Return the run folder at ``run_dir``.
 
     Raises:
-        DeriveError: ``run_dir`` is not ``<runs_dir>/<scenario>/<unix_ts>`` (66), named as
-            the missing event log it would hold.
+        DeriveError: ``run_dir`` is a file, or not ``<runs_dir>/<scenario>/<unix_ts>`` (66).
     """
+    fs, path = open_fs(run_dir)
+    if is_local(fs) and os.path.isfile(path):
+        raise DeriveError(f"{run_dir!r} is a file, not a run folder", 66)
     try:
         return RunFolder.at(run_dir)
     except ValueError:
         name = f"{scenario}.jsonl" if scenario else "<scenario>.jsonl"
+        if is_local(fs) and os.path.exists(join(path, name)):
+            raise DeriveError(
+                f"{run_dir!r} holds {name} but is not a run folder: its name must be the run's "
+                "unix timestamp (<runs-dir>/<scenario>/<unix_ts>)",
+                66,
+            ) from None
         raise DeriveError(
             f"no event log {join(run_dir, name)}: is {run_dir!r} a {scenario or ''} run folder "
             "(<runs-dir>/<scenario>/<unix_ts>)?".replace("a  run", "a run"),
@@ -72,18 +81,25 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
         ) from None
 
 
-def read_run_log(folder: RunFolder, scenario: str | None = None) -> tuple[list[Event], Any]:
+def read_run_log(
+    folder: RunFolder, scenario: str | None = None
+) -> tuple[list[Event], SimulationStarted]:
     """Return a run's events and its ``simulation_started``.
 
     Raises:
-        DeriveError: no log in the folder, or none that starts a run (66); a log of another
-            scenario than ``scenario`` (65).
+        DeriveError: no log in the folder, an empty one, a folder in its place, or a log that
+            starts no run (66); a log of another scenario than ``scenario`` (65).
     """
     scenario = scenario or folder.scenario
-    if not folder.has_log():
+    state = folder.log_state()
+    if state == "missing":
         raise DeriveError(
             f"no event log {folder.log_url}: is {folder.url!r} a {scenario} run folder?", 66
         )
+    if state == "folder":
+        raise DeriveError(f"{folder.log_url} is a folder, not an event log", 66)
+    if state == "empty":
+        raise DeriveError(f"{folder.log_url} is empty: the run logged no event", 66)
     events = read_events(folder.log_url).events
     started = next((e for e in events if isinstance(e, SimulationStarted)), None)
     if started is None:
@@ -108,13 +124,13 @@ def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:
             "use fork-at-round to play further rounds from it"
         )
     try:
-        folder.lock().release()  # refuses while another process writes the log
+        folder.check_unlocked()  # refuses while another process writes the log
     except RunBusyError as exc:
         raise DeriveError(str(exc), exc.exit_code) from None
     return ResumePoint(folder, state, started, events)
 
 
-LIMIT_KEYS = ("max_agent_turns", "run_timeout_seconds", "model", "provider")
+LIMIT_KEYS = ("max_agent_turns", "run_timeout_seconds", "model", "provider", "group_slug")
 """What ``run_resumed.limit_changes`` may name: the run limits and the default model."""
 
 

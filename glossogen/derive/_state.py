@@ -13,7 +13,18 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from glossogen.eventlog import Event, Verdict, split_attempts
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    AgentRegistered,
+    AgentSwappedMidRun,
+    Event,
+    LlmResponseReceived,
+    MessageSent,
+    RoundCompleted,
+    RoundResultRecorded,
+    Verdict,
+    split_attempts,
+)
 
 
 class DeriveError(ValueError):
@@ -71,7 +82,7 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
         DeriveError: ``after_round`` is below 0 or beyond the last completed round.
     """
     kept, pending, ended = split_attempts(events)
-    completed = [e.round_number for e in kept if e.event_type == "round_completed"]
+    completed = [e.round_number for e in kept if isinstance(e, RoundCompleted)]
     last = max(completed, default=0)
     if after_round is not None:
         if after_round < 1 or after_round > last:
@@ -83,7 +94,7 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
         cut = next(
             i
             for i, e in enumerate(kept)
-            if e.event_type == "round_completed" and e.round_number == after_round
+            if isinstance(e, RoundCompleted) and e.round_number == after_round
         )
         kept, pending, ended, last = kept[: cut + 1], [], False, after_round
     state = RunState(after_round=last, ended=ended)
@@ -91,10 +102,10 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
     if pending:
         state.pending_round = last + 1
         state.pending_verdicts = any(
-            e.event_type == "round_result_recorded" and e.round_number == last + 1 for e in pending
+            isinstance(e, RoundResultRecorded) and e.round_number == last + 1 for e in pending
         )
         if state.pending_verdicts:
-            cut = max(i for i, e in enumerate(pending) if e.event_type == "round_result_recorded")
+            cut = max(i for i, e in enumerate(pending) if isinstance(e, RoundResultRecorded))
             kept = kept + pending[: cut + 1]
     state.events = kept
     _fold(state, kept)
@@ -103,35 +114,35 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
 
 def _fold(state: RunState, events: list[Event]) -> None:
     """Accumulate the counters, histories, seats and verdicts of ``events`` into ``state``."""
-    data: Any
-    for data in events:
-        kind = data.event_type
-        if kind == "agent_registered":
-            state.histories[data.agent_id] = []  # a (re-)registration starts a fresh history
-            state.seats[data.agent_id] = (data.model, data.provider, dict(data.model_settings))
-            state.turns.setdefault(data.agent_id, 0)
-            state.tool_calls.setdefault(data.agent_id, 0)
-        elif kind == "agent_history_appended":
-            messages = ModelMessagesTypeAdapter.validate_python(data.messages)
-            history = state.histories.setdefault(data.agent_id, [])
-            start = len(history) if data.from_index is None else data.from_index
-            state.histories[data.agent_id] = history[:start] + list(messages)
-        elif kind == "llm_response_received":
-            state.turns[data.agent_id] = state.turns.get(data.agent_id, 0) + 1
-            state.tool_calls[data.agent_id] = state.tool_calls.get(data.agent_id, 0) + len(
-                data.tool_calls
+    for event in events:
+        if isinstance(event, AgentRegistered):
+            state.histories[event.agent_id] = []  # a (re-)registration starts a fresh history
+            state.seats[event.agent_id] = (event.model, event.provider, dict(event.model_settings))
+            state.turns.setdefault(event.agent_id, 0)
+            state.tool_calls.setdefault(event.agent_id, 0)
+        elif isinstance(event, AgentHistoryAppended):
+            messages = ModelMessagesTypeAdapter.validate_python(event.messages)
+            history = state.histories.setdefault(event.agent_id, [])
+            start = len(history) if event.from_index is None else event.from_index
+            state.histories[event.agent_id] = history[:start] + list(messages)
+        elif isinstance(event, LlmResponseReceived):
+            state.turns[event.agent_id] = state.turns.get(event.agent_id, 0) + 1
+            state.tool_calls[event.agent_id] = state.tool_calls.get(event.agent_id, 0) + len(
+                event.tool_calls
             )
-        elif kind == "agent_swapped_mid_run":
-            _, _, settings = state.seats[data.agent_id]
-            state.seats[data.agent_id] = (data.model, data.provider, settings)
-        elif kind == "message_sent":
+        elif isinstance(event, AgentSwappedMidRun):
+            _, _, settings = state.seats[event.agent_id]
+            state.seats[event.agent_id] = (event.model, event.provider, settings)
+        elif isinstance(event, MessageSent):
             state.total_messages += 1
-            state.total_chars += data.chars
+            state.total_chars += event.chars
             state.message_seq += 1
-        elif kind == "round_result_recorded":
-            verdicts, void = state.recorded.get(data.round_number, ([], False))
+        elif isinstance(event, RoundResultRecorded):
+            verdicts, void = state.recorded.get(event.round_number, ([], False))
             reason = (
-                data.reason.split(": ", 1)[1] if data.void and ": " in data.reason else data.reason
+                event.reason.split(": ", 1)[1]
+                if event.void and ": " in event.reason
+                else event.reason
             )
-            verdict = Verdict(team_id=data.team_id, success=data.success, reason=reason)
-            state.recorded[data.round_number] = ([*verdicts, verdict], void or data.void)
+            verdict = Verdict(team_id=event.team_id, success=event.success, reason=reason)
+            state.recorded[event.round_number] = ([*verdicts, verdict], void or event.void)

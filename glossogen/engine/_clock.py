@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Clock(Protocol):
@@ -102,8 +102,9 @@ class VirtualClock:
         deadline: asyncio.Future[None] = loop.create_future()
         self._waiters.append((self._now + timeout, deadline))
         setter = asyncio.ensure_future(event.wait())
+        either: set[asyncio.Future[Any]] = {setter, deadline}
         try:
-            await asyncio.wait({setter, deadline}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             setter.cancel()
             if not deadline.done():

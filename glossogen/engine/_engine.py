@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.models import Model
 
 from glossogen.engine._channels import BudgetMeter, Channel
 from glossogen.engine._clock import Clock
@@ -50,10 +52,15 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
 )
-from glossogen.tracing import tracing_capabilities
+from glossogen.tracing import TracingHandle, tracing_capabilities
+
+if TYPE_CHECKING:
+    from glossogen.derive import RunState
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
+RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed"]
+"""How a round's main phase ended, or why its verdicts were voided after it did."""
 VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed")
 """A round that ended so was not played out: recorded void, never counted as a team's loss."""
 
@@ -85,8 +92,8 @@ class RunSetup:
     versions: dict[str, str] = field(default_factory=dict)
     lineage: dict[str, Any] | None = None
     group_slug: str = "local"
-    tracing: Any = None
-    """A :class:`glossogen.tracing.TracingHandle` when Langfuse tracing is on, else None."""
+    tracing: TracingHandle | None = None
+    """The Langfuse tracing handle when tracing is configured, else None."""
 
 
 class RunEngine(ChannelOps):
@@ -97,7 +104,7 @@ class RunEngine(ChannelOps):
         setup: RunSetup,
         emit_sink: Callable[[Event], None],
         clock: Clock,
-        state: Any = None,
+        state: RunState | None = None,
     ) -> None:
         """Build the channels and agents of ``setup``; nothing is logged until :meth:`start`.
 
@@ -106,6 +113,7 @@ class RunEngine(ChannelOps):
         from the log, not from a fresh start.
         """
         self._state = state
+        self._process_start = time.monotonic()
         self.setup = setup
         self.scenario = setup.scenario
         self.knobs = setup.knobs
@@ -159,13 +167,18 @@ class RunEngine(ChannelOps):
         if state is not None:
             self._restore(state)
 
+    @property
+    def process_seconds(self) -> float:
+        """Wall-clock seconds since this engine was built (this process's share of the run)."""
+        return round(time.monotonic() - self._process_start, 3)
+
     # -- events -----------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
         """Stamp ``event`` (clock, round, phase), hand it to the sink and wake the monitor."""
         event.timestamp = self.clock.wall()
         event.round_number = self.round_number
-        if event.event_type not in ("postmortem_started", "postmortem_ended"):
+        if not isinstance(event, (PostmortemStarted, PostmortemEnded)):
             event.phase = self.phase
         self._sink(event)
         self._changed.set()
@@ -183,7 +196,7 @@ class RunEngine(ChannelOps):
         model, provider, settings = self._state.seats[seat.agent_id]
         return Seat(agent_id=seat.agent_id, model=model, provider=provider, model_settings=settings)
 
-    def _restore(self, state: Any) -> None:
+    def _restore(self, state: RunState) -> None:
         for agent_id, runner in self.runners.items():
             runner.history = list(state.histories.get(agent_id, []))
             runner.logged = list(runner.history)
@@ -220,7 +233,7 @@ class RunEngine(ChannelOps):
             runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
         return runner
 
-    def _model_for(self, agent_id: str, provider: str, model: str) -> Any:
+    def _model_for(self, agent_id: str, provider: str, model: str) -> Model:
         from glossogen.models import build_model, scripted_model
 
         if provider != "scripted":
@@ -357,8 +370,9 @@ class RunEngine(ChannelOps):
         self._open_phase()
         self.emit(RoundStarted())
         self.scenario.start_round(self.context)
-        trigger, elapsed = await self._run_phase("main", self.knobs.max_round_duration_seconds)
-        self.emit(RoundEnded(trigger=trigger, elapsed_seconds=elapsed))
+        ended, elapsed = await self._run_phase("main", self.knobs.max_round_duration_seconds)
+        self.emit(RoundEnded(trigger=ended, elapsed_seconds=elapsed))
+        trigger: RoundTrigger = ended
         verdicts = self.scenario.verdicts(self.context)
         silent = [
             r.spec.agent_id
@@ -383,7 +397,7 @@ class RunEngine(ChannelOps):
             )
         self.recorded[round_number] = (verdicts, void)
         await self._postmortem(verdicts)
-        self.emit(RoundCompleted())
+        self.emit(RoundCompleted(process_seconds=self.process_seconds))
         return RoundSummary(
             round_number,
             verdicts,
@@ -398,7 +412,7 @@ class RunEngine(ChannelOps):
         self.round_number = round_number
         verdicts, _ = self.recorded[round_number]
         await self._postmortem(verdicts)
-        self.emit(RoundCompleted())
+        self.emit(RoundCompleted(process_seconds=self.process_seconds))
         return RoundSummary(
             round_number,
             verdicts,

@@ -8,21 +8,46 @@ send; noise after metering; warnings in order, once per round.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from glossogen.engine._channels import Channel, ChannelMessage, apply_noise
-from glossogen.eventlog import BudgetWarning, MessageSent, new_id
+from glossogen.engine._channels import BudgetMeter, Channel, ChannelMessage, apply_noise
+from glossogen.eventlog import BudgetWarning, Event, MessageSent, new_id
 
 if TYPE_CHECKING:
-    from glossogen.engine._engine import RunEngine
+    import random
 
-    _Base = RunEngine
-else:
-    _Base = object
+    from glossogen.engine._runner import AgentRunner
+    from glossogen.knobs import BaseKnobs
+    from glossogen.scenario import RoundContext, Scenario
 
 
-class ChannelOps(_Base):
+class ChannelOps:
     """Channel membership, read marks, ``send`` and budget warnings (mixed into the engine)."""
+
+    if TYPE_CHECKING:  # what the mixin uses of the engine (RunEngine sets and defines them)
+        channels: dict[str, Channel]
+        channel_phase: dict[str, Literal["main", "postmortem"]]
+        phase: Literal["setup", "main", "postmortem"]
+        seen: dict[tuple[str, str], int]
+        meter: BudgetMeter | None
+        runners: dict[str, AgentRunner]
+        knobs: BaseKnobs
+        scenario: Scenario
+        round_number: int
+        total_messages: int
+        total_chars: int
+        _seq: int
+
+        def emit(self, event: Event) -> None: ...
+
+        def notify(
+            self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
+        ) -> None: ...
+
+        def rng(self, *key: object) -> random.Random: ...
+
+        @property
+        def context(self) -> RoundContext: ...
 
     def open_channel(self, agent_id: str, channel_id: str) -> Channel | str:
         """Return the channel if ``agent_id`` may use it now, else the reason it may not."""

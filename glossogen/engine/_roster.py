@@ -99,7 +99,7 @@ def resolve_judge(
     """
     if not scenario.uses_judge:
         return None
-    judge_provider = knobs.judge_provider
+    judge_provider: str | None = knobs.judge_provider
     if judge_provider is None:
         everyone = [s.provider for s in seats] + future_providers(knobs, provider)
         judge_provider = "scripted" if all(p == "scripted" for p in everyone) else DEFAULT_JUDGE[1]

@@ -24,6 +24,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+from pydantic_ai.settings import ModelSettings
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
@@ -36,6 +37,7 @@ from glossogen.eventlog import (
     ToolCallInvoked,
     ToolResultReceived,
 )
+from glossogen.models import as_model_settings
 from glossogen.pricing import price_usage
 from glossogen.scenario import AgentDeps, AgentSpec, Observation
 from glossogen.tracing import agent_attributes
@@ -43,6 +45,13 @@ from glossogen.tracing import agent_attributes
 INTERRUPTED = "interrupted: the phase ended before this tool returned"
 REQUEST_TIMEOUT_SECONDS = 300.0
 """Longest one model request may take when the agent's settings name no ``timeout``."""
+
+
+def _payload(content: object) -> dict[str, Any]:
+    """A tool's return value as a scripted observation's data (a non-dict under ``value``)."""
+    if isinstance(content, dict):
+        return content
+    return {"value": content}
 
 
 class TurnLimitReached(Exception):
@@ -87,18 +96,18 @@ class AgentRunner:
     failures: int = 0
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def request_settings(self) -> dict[str, Any]:
+    def request_settings(self) -> ModelSettings:
         """Return the settings sent with each request: the agent's, SDK retries off.
 
         Retries are the engine's (each failure is an event), so vendor SDKs must not retry
         silently underneath; a request without its own ``timeout`` gets ``REQUEST_TIMEOUT_SECONDS``.
         """
         if self.provider in ("scripted", "local"):
-            return self.model_settings
+            return as_model_settings(self.model_settings)
         settings = {"max_retries": 0, **self.model_settings}
         if "timeout" not in settings:
             settings["request_timeout"] = REQUEST_TIMEOUT_SECONDS
-        return settings
+        return as_model_settings(settings)
 
     def deliver(self, kind: str, item: dict[str, Any]) -> None:
         """Queue a message (``kind="message"``) or world event (``"event"``) and wake the agent."""
@@ -272,7 +281,7 @@ class CycleDriver:
             prompt,
             message_history=runner.history,
             deps=deps,
-            model_settings=runner.request_settings(),  # type: ignore[arg-type]
+            model_settings=runner.request_settings(),
             usage_limits=UsageLimits(request_limit=None),
         ) as run:
             try:
@@ -303,9 +312,7 @@ class CycleDriver:
         if Agent.is_model_request_node(node):
             for part in node.request.parts:
                 if isinstance(part, ToolReturnPart) and part.content != INTERRUPTED:
-                    result = (
-                        part.content if isinstance(part.content, dict) else {"value": part.content}
-                    )
+                    result = _payload(part.content)
                     runner.observations.append(Observation("tool_result", result, part.tool_name))
                     self.emit(
                         ToolResultReceived(

@@ -178,13 +178,16 @@ class Judge:
         """
         from pydantic_ai import Agent
 
+        from glossogen.models import as_model_settings
+
         if self._model is None:
             self._model = build_judge_model(self.provider, self.model)
         agent = Agent(self._model, output_type=output_type, instructions=instructions, retries=1)
 
         async def once() -> tuple[T | None, float | None, str | None]:
             try:
-                result = await agent.run(prompt, model_settings=self.settings or None)  # type: ignore[arg-type]
+                settings = as_model_settings(self.settings) if self.settings else None
+                result = await agent.run(prompt, model_settings=settings)
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)
                 return None, 0.0, _one_line(exc)
             return result.output, price_usage(self.provider, self.model, result.usage), None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,7 +21,7 @@ from glossogen.evaluation._run import LoadedRun
 from glossogen.pricing import add_costs
 from glossogen.storage import RunStore, join, write_bytes_atomic
 
-REPORT_VERSION = 1
+REPORT_VERSION: Final = 1
 
 
 class EvaluationCost(BaseModel):

@@ -14,12 +14,26 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from glossogen import exit_codes
-from glossogen.eventlog import AgentRegistered, Event, MessageSent, read_events
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    AgentRegistered,
+    AgentSwappedMidRun,
+    Event,
+    MessageSent,
+    RoundCompleted,
+    RoundResultRecorded,
+    RoundStarted,
+    SimulationEnded,
+    SimulationStarted,
+    read_events,
+)
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_names
 from glossogen.storage import StorageError, join, open_fs, translate_errors
+
+EventT = TypeVar("EventT", bound=Event)
 
 
 class EvaluationError(ValueError):
@@ -103,9 +117,9 @@ class LoadedRun:
 
         return read_state(self._all_events).histories
 
-    def of_type(self, event_type: str) -> list[Any]:
-        """Return the counting events of ``event_type``, in log order."""
-        return [e for e in self.events if e.event_type == event_type]
+    def of_type(self, event_class: type[EventT]) -> list[EventT]:
+        """Return the counting events of class ``event_class``, in log order."""
+        return [e for e in self.events if isinstance(e, event_class)]
 
 
 def log_url(run_dir: str, scenario: str) -> str:
@@ -186,11 +200,11 @@ def _scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Sce
 
 def _counting(events: list[Event]) -> list[Event]:
     """Return the events that count; a log with no round boundary (0.5) counts whole."""
-    if not any(e.event_type == "round_completed" for e in events):
+    if not any(isinstance(e, RoundCompleted) for e in events):
         return events
     from glossogen.derive import read_state
 
-    return read_state([e for e in events if e.event_type != "agent_history_appended"]).events
+    return read_state([e for e in events if not isinstance(e, AgentHistoryAppended)]).events
 
 
 def load_run(run_dir: str, scenario: str) -> LoadedRun:
@@ -223,14 +237,14 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
     read = read_events(url)
     everything = read.events
     skipped = SkippedLines(read.invalid_lines, read.unknown_lines, read.truncated_tail)
-    started = next((e for e in everything if e.event_type == "simulation_started"), None)
+    started = next((e for e in everything if isinstance(e, SimulationStarted)), None)
     if started is None:
         what = "is empty" if not data.strip() else "has no readable simulation_started event"
         raise EvaluationError(f"{url} {what}: not a run log", int(exit_codes.UNREADABLE))
-    recorded = started.scenario_name  # type: ignore[attr-defined]
+    recorded = started.scenario_name
     if recorded != scenario:
         raise EvaluationError(f"{run_dir} holds a {recorded!r} run, not {scenario!r}")
-    instance, knobs_exact = _scenario_instance(cls, started.scenario_config)  # type: ignore[attr-defined]
+    instance, knobs_exact = _scenario_instance(cls, started.scenario_config)
     specs = instance.channels()
     primary = tuple(
         c.channel_id
@@ -239,14 +253,14 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
     )
     metered = tuple(c.channel_id for c in specs if c.metered)
     events = _counting(everything)
-    ended = [e for e in everything if e.event_type == "simulation_ended"]
+    ended = [e for e in everything if isinstance(e, SimulationEnded)]
     seats: dict[str, Seat] = {}
     for e in events:
         if isinstance(e, AgentRegistered):
             seats[e.agent_id] = Seat(e.agent_id, e.team_id, e.model, e.provider)
-        elif e.event_type == "agent_swapped_mid_run":
-            old = seats[e.agent_id]  # type: ignore[attr-defined]
-            seats[old.agent_id] = Seat(old.agent_id, old.team_id, e.model, e.provider)  # type: ignore[attr-defined]
+        elif isinstance(e, AgentSwappedMidRun):
+            old = seats[e.agent_id]
+            seats[old.agent_id] = Seat(old.agent_id, old.team_id, e.model, e.provider)
     messages = [
         e
         for e in events
@@ -256,8 +270,8 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         {
             e.round_number
             for e in events
-            if (e.event_type == "round_started" and e.phase == "main")
-            or e.event_type == "round_result_recorded"
+            if (isinstance(e, RoundStarted) and e.phase == "main")
+            or isinstance(e, RoundResultRecorded)
         }
     )
     budget = next(
@@ -267,19 +281,19 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
     if budget is None and knobs_exact:
         budget = instance.budget_chars()
     hooks = {"channels"}
-    if any(e.event_type == "round_result_recorded" for e in events):
+    if any(isinstance(e, RoundResultRecorded) for e in events):
         hooks.add("verdicts")
     if budget and metered:
         hooks.add("budget")
-    if any(e.event_type == "agent_history_appended" for e in everything):
+    if any(isinstance(e, AgentHistoryAppended) for e in everything):
         hooks.add("agent_history")
     return LoadedRun(
         run_dir=run_dir,
         scenario=scenario,
-        run_id=started.run_id,  # type: ignore[attr-defined]
+        run_id=started.run_id,
         log_sha256=hashlib.sha256(data).hexdigest(),
         events=events,
-        status=ended[-1].status if ended else None,  # type: ignore[attr-defined]
+        status=ended[-1].status if ended else None,
         primary_channels=primary,
         metered_channels=metered,
         budget_chars=budget,

@@ -6,7 +6,9 @@ The envelope fields (``event_id``, ``event_type``, ``schema_version``, ``timesta
 fixes ``event_type`` with a ``Literal`` tag, so one discriminated union reads any line.
 
 Scenarios add their own event classes with :func:`register_event`; the union used by
-:func:`event_adapter` covers the core events and every registered one.
+:func:`event_adapter` covers the core events and every registered one. The core classes are
+``@final``: no other class carries their tag, so readers dispatch on the class
+(``isinstance(e, SimulationStarted)``), never on the ``event_type`` string.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from functools import cache
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, final
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -30,6 +32,9 @@ DEFAULT_MAX_AGENT_TURNS = 200
 """The ``max_agent_turns`` every release before schema 2 played under when none was recorded."""
 
 Phase = Literal["setup", "main", "postmortem"]
+
+EndStatus = Literal["completed", "error", "interrupted", "incomplete"]
+"""The statuses a ``simulation_ended`` records."""
 
 
 def new_id() -> str:
@@ -82,6 +87,7 @@ class AgentCost(BaseModel):
     requests: int = 0
 
 
+@final
 class SimulationStarted(Event):
     """The run began: its id, scenario, resolved knobs, default model and provider, lineage."""
 
@@ -113,6 +119,7 @@ class SimulationStarted(Event):
         return data
 
 
+@final
 class AgentRegistered(Event):
     """One agent joined the run with its role, model, provider, settings, tools and channels."""
 
@@ -129,12 +136,14 @@ class AgentRegistered(Event):
     channels: list[str] = []
 
 
+@final
 class RoundStarted(Event):
     """A round (``phase=main``) or its postmortem opened."""
 
     event_type: Literal["round_started"] = "round_started"
 
 
+@final
 class InjectionDelivered(Event):
     """A private briefing was given to one agent (the text it saw, plus structured data)."""
 
@@ -145,6 +154,7 @@ class InjectionDelivered(Event):
     data: dict[str, Any] = {}
 
 
+@final
 class WorldEventDelivered(Event):
     """Something the scenario told one agent mid-round (a new stage, a budget warning)."""
 
@@ -155,6 +165,7 @@ class WorldEventDelivered(Event):
     data: dict[str, Any] = {}
 
 
+@final
 class MessageSent(Event):
     """A message went out on a channel.
 
@@ -175,6 +186,7 @@ class MessageSent(Event):
     budget_chars: int | None = None
 
 
+@final
 class BudgetWarning(Event):
     """The round's character budget passed a threshold (each threshold once per round, in order)."""
 
@@ -185,6 +197,7 @@ class BudgetWarning(Event):
     budget_chars: int
 
 
+@final
 class LlmResponseReceived(Event):
     """One model response of one agent cycle: its text, thinking, tool calls, usage and cost."""
 
@@ -203,6 +216,7 @@ class LlmResponseReceived(Event):
     cost_usd: float | None = None
 
 
+@final
 class ToolCallInvoked(Event):
     """An agent called a tool (name, arguments, the model's tool-call id)."""
 
@@ -213,6 +227,7 @@ class ToolCallInvoked(Event):
     args: dict[str, Any] = {}
 
 
+@final
 class ToolResultReceived(Event):
     """A tool returned to the agent that called it."""
 
@@ -225,6 +240,7 @@ class ToolResultReceived(Event):
     """True when the phase ended before the tool returned (the agent is told so)."""
 
 
+@final
 class AgentRunCycleFailed(Event):
     """An agent cycle failed (provider error, bad tool call) after retries; logged loudly."""
 
@@ -237,6 +253,7 @@ class AgentRunCycleFailed(Event):
     retry_after_seconds: float | None = None
 
 
+@final
 class AgentTurnLimitReached(Event):
     """An agent used up ``max_agent_turns`` model requests and takes no further part in the run."""
 
@@ -245,6 +262,7 @@ class AgentTurnLimitReached(Event):
     max_agent_turns: int
 
 
+@final
 class AgentSwappedMidRun(Event):
     """A scheduled swap moved one seat to another model at a round boundary."""
 
@@ -256,6 +274,7 @@ class AgentSwappedMidRun(Event):
     provider: str
 
 
+@final
 class ScheduledEventFired(Event):
     """A ``scheduled_events`` entry fired at a round boundary (in declared order)."""
 
@@ -264,6 +283,7 @@ class ScheduledEventFired(Event):
     detail: dict[str, Any] = {}
 
 
+@final
 class JudgeCalled(Event):
     """The in-run judge scored one action: model, provider, decision, usage and cost (USD)."""
 
@@ -279,6 +299,7 @@ class JudgeCalled(Event):
     cost_usd: float | None = None
 
 
+@final
 class RoundEnded(Event):
     """A phase of a round closed.
 
@@ -292,6 +313,7 @@ class RoundEnded(Event):
     elapsed_seconds: float | None
 
 
+@final
 class RoundResultRecorded(Event):
     """The verdict of one round for one team, recorded before any postmortem."""
 
@@ -304,6 +326,7 @@ class RoundResultRecorded(Event):
     not a team's loss, and left out of win rates."""
 
 
+@final
 class PostmortemStarted(Event):
     """The postmortem of a round opened on the free channel."""
 
@@ -312,6 +335,7 @@ class PostmortemStarted(Event):
     channel_id: str
 
 
+@final
 class PostmortemEnded(Event):
     """The postmortem of a round closed; ``trigger`` as for ``round_ended``."""
 
@@ -321,6 +345,7 @@ class PostmortemEnded(Event):
     elapsed_seconds: float | None
 
 
+@final
 class AgentHistoryAppended(Event):
     """Messages an agent's pydantic-ai history gained in the phase that just ended.
 
@@ -337,12 +362,17 @@ class AgentHistoryAppended(Event):
     can change; it is then logged again. None means "append"."""
 
 
+@final
 class RoundCompleted(Event):
     """Round ``round_number`` is over, postmortem included: a boundary a run can resume from."""
 
     event_type: Literal["round_completed"] = "round_completed"
+    process_seconds: float | None = None
+    """Wall-clock seconds the process playing the run had played it when the round completed
+    (a killed process's share of the run's duration); None on lines before schema 2."""
 
 
+@final
 class RunResumed(Event):
     """The run continues in this process after the last completed round.
 
@@ -358,10 +388,12 @@ class RunResumed(Event):
     postmortem_only: bool = False
     config_changes: dict[str, Any] = {}
     limit_changes: dict[str, Any] = {}
-    """``{"max_agent_turns" | "run_timeout_seconds" | "model" | "provider": {"recorded": old,
-    "now": new}}`` for every limit or default model this resume changed."""
+    """``{"max_agent_turns" | "run_timeout_seconds" | "model" | "provider" | "group_slug":
+    {"recorded": old, "now": new}}`` for every limit, default model or group this resume
+    changed."""
 
 
+@final
 class SimulationEnded(Event):
     """The run ended: status, message count, total and per-agent cost (USD), duration (seconds).
 
@@ -372,7 +404,7 @@ class SimulationEnded(Event):
     """
 
     event_type: Literal["simulation_ended"] = "simulation_ended"
-    status: Literal["completed", "error", "interrupted", "incomplete"]
+    status: EndStatus
     rounds_played: int | None
     rounds_won: int | None
     total_messages: int | None
@@ -448,5 +480,5 @@ def event_classes() -> dict[str, type[Event]]:
 def event_adapter() -> TypeAdapter[Any]:
     """Return a TypeAdapter over the discriminated union of all known events."""
     classes = tuple(event_classes().values())
-    union = Annotated[Union[classes], Field(discriminator="event_type")]  # noqa: UP007
-    return TypeAdapter(union)
+    members = Union[classes]  # type: ignore[valid-type]  # built at run time  # noqa: UP007
+    return TypeAdapter(Annotated[members, Field(discriminator="event_type")])

@@ -16,9 +16,11 @@ Rules, in the order a log is read:
 - **Spend** is every model and judge call the run paid for, superseded attempts included
   (a call that was answered was paid), in USD; null when some call was not costed. A
   GlossoGen 0.5.x log priced no call: its total is the one its ``simulation_ended`` recorded.
-- **Duration** is the seconds of every process that played the run, summed: each process's
-  ``simulation_ended.process_seconds`` (a line written before schema 2: its
-  ``duration_seconds``), or for a process that was killed, the span of its event timestamps.
+- **Duration** is the wall-clock seconds of every process that played the run, summed: each
+  process's ``simulation_ended.process_seconds`` (a line written before schema 2: its
+  ``duration_seconds``), or for a process that was killed, the ``process_seconds`` of its last
+  ``round_completed`` (event timestamps are game time on a virtual clock, so they are used only
+  for logs written before schema 2).
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
   the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
   and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
@@ -377,11 +379,22 @@ class RunView:
 
 
 def _segment_seconds(segment: list[Event]) -> float:
-    """Seconds one process played: its recorded figure, else its events' timestamp span."""
+    """Seconds one process played (wall clock).
+
+    Its ``simulation_ended.process_seconds`` (before schema 2: its ``duration_seconds``); for a
+    process that was killed, the ``process_seconds`` of its last ``round_completed`` (what it
+    played up to its last boundary: the cut-off round's seconds are not known); for a log
+    before schema 2, the span of its event timestamps.
+    """
     for event in reversed(segment):
         if isinstance(event, SimulationEnded):
             if event.process_seconds is not None:
                 return event.process_seconds
             if event.duration_seconds is not None:
                 return event.duration_seconds
+    for event in reversed(segment):
+        if isinstance(event, RoundCompleted) and event.process_seconds is not None:
+            return event.process_seconds
+    if any(e.schema_version >= 2 for e in segment):
+        return 0.0  # killed before its first boundary: no wall-clock figure was logged
     return (segment[-1].timestamp - segment[0].timestamp).total_seconds()

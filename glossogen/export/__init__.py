@@ -6,6 +6,8 @@ streams the event-log tables one run at a time). The raw zip and ATIF trajectori
 ``_raw``/``_atif``.
 """
 
+from typing import TYPE_CHECKING
+
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
 from glossogen.export._lines import damaged_note
 from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
@@ -41,6 +43,17 @@ from glossogen.export._write import (
     write_table,
     write_tables,
 )
+
+if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
+    from glossogen.export._atif import build_trajectories, trajectory_json
+    from glossogen.export._raw import (
+        RAW_ZIP_MAX_BYTES,
+        RawZipResult,
+        RawZipTooLarge,
+        check_raw_size,
+        estimate_raw_bytes,
+        write_raw_zip,
+    )
 
 _RAW_NAMES = {
     "RAW_ZIP_MAX_BYTES",

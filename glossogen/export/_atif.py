@@ -54,8 +54,12 @@ from pydantic_ai.messages import (
 from glossogen.eventlog import (
     AgentRegistered,
     Event,
+    InjectionDelivered,
     LlmResponseReceived,
     RunView,
+    SimulationStarted,
+    ToolResultReceived,
+    WorldEventDelivered,
     read_events,
 )
 from glossogen.storage import RunFolder
@@ -91,8 +95,8 @@ def _prompt_text(content: Any) -> str:
     return "\n".join(pieces)
 
 
-def _glossogen_version(started: Event | None) -> str:
-    recorded = getattr(started, "versions", None) or {}
+def _glossogen_version(started: SimulationStarted | None) -> str:
+    recorded = started.versions if started is not None else {}
     if recorded.get("glossogen"):
         return str(recorded["glossogen"])
     try:
@@ -131,7 +135,11 @@ class _Steps:
     def add(
         self, source: str, message: str, timestamp: str | None, **fields: Any
     ) -> dict[str, Any]:
-        step = {"step_id": len(self.steps) + 1, "source": source, "message": message}
+        step: dict[str, Any] = {
+            "step_id": len(self.steps) + 1,
+            "source": source,
+            "message": message,
+        }
         step["timestamp"] = timestamp
         step.update({k: v for k, v in fields.items() if v is not None})
         self.steps.append(step)
@@ -247,11 +255,10 @@ def _from_events(
         if isinstance(e, LlmResponseReceived)
         for c in e.tool_calls
     }
-    late: dict[str, list[Event]] = {}  # results logged before the response that called them
+    late: dict[str, list[ToolResultReceived]] = {}  # results logged before the call's response
     for e in mine:
         ts = _iso(e.timestamp)
-        kind = e.event_type
-        if kind in ("injection_delivered", "world_event_delivered"):
+        if isinstance(e, (InjectionDelivered, WorldEventDelivered)):
             extra = {"kind": e.kind, "round_number": e.round_number, "phase": e.phase}
             steps.add("user", e.text, ts, extra=extra)
         elif isinstance(e, LlmResponseReceived):
@@ -276,7 +283,7 @@ def _from_events(
             for c in calls:
                 for result in late.pop(c["tool_call_id"], []):
                     _observe_event(steps, result)
-        elif kind == "tool_result_received":
+        elif isinstance(e, ToolResultReceived):
             if e.tool_call_id in called and not steps.knows(e.tool_call_id):
                 late.setdefault(e.tool_call_id, []).append(e)
             else:
@@ -286,8 +293,8 @@ def _from_events(
             _observe_event(steps, result)
 
 
-def _observe_event(steps: _Steps, e: Any) -> None:
-    extra = {"tool_name": e.tool_name}
+def _observe_event(steps: _Steps, e: ToolResultReceived) -> None:
+    extra: dict[str, Any] = {"tool_name": e.tool_name}
     if e.interrupted:
         extra["interrupted"] = True
     steps.observe(e.tool_call_id, _text(e.result), _iso(e.timestamp), **extra)
@@ -334,8 +341,8 @@ def build_trajectories(
     read = read_events(folder.log_url, storage_options)
     view = RunView.of(read)  # the events that count, and each agent's history from them
     events, histories = view.counted, view.histories()
-    started = next((e for e in events if e.event_type == "simulation_started"), None)
-    run_id = getattr(started, "run_id", None) or folder.run_id
+    started = next((e for e in events if isinstance(e, SimulationStarted)), None)
+    run_id = (started.run_id if started is not None else None) or folder.run_id
     agent_version = _glossogen_version(started)
     roster: dict[str, AgentRegistered] = {}
     for e in events:

@@ -40,8 +40,8 @@ RUN_META = [
 ]
 """Unprefixed run-level columns, in order."""
 
-RUN_PREFIXES = ("knob.", "label.", "label_flag.", "agent_model.", "agent_provider.")
-RUN_PREFIXES += ("agent_role.", "lineage.")
+RUN_PREFIXES: tuple[str, ...] = ("knob.", "label.", "label_flag.", "agent_model.")
+RUN_PREFIXES += ("agent_provider.", "agent_role.", "lineage.")
 METRIC_PREFIXES = ("metric.", "metric_rounds.", "metric_unit.", "metric_summary.", "metric_note.")
 ROUND_KEYS = ["run_id", "scenario_name", "round_number"]
 AGENT_OWN = [

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from glossogen.eventlog import LegacyUpcaster, event_classes, is_legacy
+from glossogen.eventlog import Event, LegacyUpcaster, event_classes, is_legacy
 from glossogen.storage import is_local, open_fs, translate_errors
 
 _TYPE_RE = re.compile(rb'"event_type"\s*:\s*"([^"\\]+)"')
@@ -108,7 +108,7 @@ class LineParser:
         return obj
 
 
-def valid_event(obj: dict[str, Any], classes: dict[str, type] | None = None) -> bool:
+def valid_event(obj: dict[str, Any], classes: dict[str, type[Event]] | None = None) -> bool:
     """Return whether a parsed (and upcast) line validates against its event model.
 
     A type with no model (a scenario's own event, a 0.5 event with no mapping) is not judged

@@ -328,6 +328,12 @@ def read_log_facts(url: str) -> LogFacts:
         if ended is None or any(a.input_tokens is None for a in facts.agents.values()):
             _spend(facts, data, body, end, parser)
         facts.bad_line_numbers = sorted(line_number(data, at) for at in set(parser.bad_at))
+    if facts.duration_seconds is None and ended is None and facts.started is not None:
+        # No ending to read it from: the typed view sums what each process logged (rare: a
+        # run being written or one that stopped).
+        from glossogen.eventlog import RunView
+
+        facts.duration_seconds = RunView.load(url).duration_seconds
     if facts.duration_seconds is None:
         facts.duration_seconds = _seconds_between(facts.started_at, facts.ended_at)
     facts.bad_lines = len(facts.bad_line_numbers)

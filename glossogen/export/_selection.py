@@ -14,7 +14,6 @@ case-insensitively.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
-from glossogen.storage import RunStore, is_local, join, open_fs, translate_errors
+from glossogen.storage import RunStore, is_local, open_fs, translate_errors
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``--max-runs`` overrides it)."""
@@ -152,25 +151,6 @@ def check_runs_dir(runs_dir: str) -> None:
     raise RunsDirError(f"{runs_dir!r} {what}")
 
 
-def _read_optional_json(store: RunStore, url: str, name: str) -> Any:
-    """Return the parsed ``name`` in the folder, None when it does not exist.
-
-    Raises:
-        ValueError: the file is not valid JSON, named with its path.
-    """
-    try:
-        if store.local:
-            with open(os.path.join(url, name), "rb") as f:
-                return json.loads(f.read())
-        return store.read_json(url, name)
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ValueError(f"{join(url, name)} is a folder, not a file") from None
-    except ValueError as exc:
-        raise ValueError(f"{join(url, name)} is not valid JSON ({exc})") from None
-
-
 class NotARunLog(ValueError):
     """A folder whose ``<scenario>.jsonl`` is not a run's event log; one line saying why."""
 
@@ -212,18 +192,19 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     if facts.status == RUNNING and not folder.is_locked():
         facts.status = STOPPED
     started = facts.started
-    config = _read_optional_json(store, url, "config.json")
-    if not isinstance(config, dict):
+    # A broken or non-object file raises ValueError naming it: the run is skipped with a note.
+    config = folder.read_object("config.json")
+    if config is None:
         config = dict(started.get("scenario_config") or {})
-    lineage = _read_optional_json(store, url, "lineage.json") or started.get("lineage")
-    report = _read_optional_json(store, url, f"{scenario}_report.json")
+    lineage = folder.read_object("lineage.json") or started.get("lineage")
+    report = folder.read_object(f"{scenario}_report.json")
     return RunRecord(
         run_id=run_id,
         scenario=scenario,
         run_url=url,
         log_url=folder.log_url,
         config=config,
-        labels=_labels(_read_optional_json(store, url, "labels.json"), config),
+        labels=_labels(folder.read_object("labels.json"), config),
         lineage=lineage if isinstance(lineage, dict) else None,
         facts=facts,
         report=report if isinstance(report, dict) else None,

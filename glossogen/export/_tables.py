@@ -272,7 +272,11 @@ def legend(
                     "runs_filled": count,
                 }
             )
-    schema = {"table": pl.String, "column": pl.String, "family": pl.String}
+    schema: dict[str, type[pl.DataType]] = {
+        "table": pl.String,
+        "column": pl.String,
+        "family": pl.String,
+    }
     schema |= {"unit": pl.String, "runs_filled": pl.Int64}
     return pl.DataFrame(rows, schema=schema)
 

@@ -120,8 +120,8 @@ def write_table(
         from glossogen.export._logtables import write_log_table
 
         return write_log_table(name, records, target, repeat_run_columns=repeat_run_columns)
-    frame = default_frames(records, [name], None, repeat_run_columns, include_metric_summaries)
-    frame = safe_text(frame[name])
+    frames = default_frames(records, [name], None, repeat_run_columns, include_metric_summaries)
+    frame = safe_text(frames[name])
     with publish(target) as f:
         f.write(csv_bytes(frame))
     return frame.height, coverage(frame)

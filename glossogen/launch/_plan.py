@@ -88,7 +88,7 @@ class RunLimits(BaseModel):
 
     Attributes:
         max_agent_turns: Model requests each agent may make in the whole run (1 or more).
-        run_timeout_seconds: Wall-clock limit of the run, seconds from the start of the process
+        run_timeout_seconds: Wall-clock limit of the run, seconds, summed over every process
             that plays it; a run past it ends between rounds ``incomplete`` (None: no limit).
     """
 

@@ -34,6 +34,7 @@ from glossogen.launch._plan import (
     _scenario_class,
     _with_seats,
     check_default_model,
+    check_group_slug,
 )
 from glossogen.scenario import scenario_dir
 from glossogen.storage import CONFIG
@@ -51,6 +52,7 @@ class ResumeRequest(BaseModel):
         overrides: ``key=value`` overrides applied on ``config`` (or on the recorded knobs).
         max_agent_turns: Model requests each agent may make in the whole run.
         run_timeout_seconds: Wall-clock limit of the run, seconds.
+        group_slug: Tenant group that owns the run.
         allow_config_change: Accept a knob or limit that differs from the record.
     """
 
@@ -62,6 +64,7 @@ class ResumeRequest(BaseModel):
     overrides: list[str] = Field(default_factory=list)
     max_agent_turns: int | None = Field(default=None, ge=1)
     run_timeout_seconds: float | None = Field(default=None, gt=0)
+    group_slug: str | None = None
     allow_config_change: bool = False
 
 
@@ -69,12 +72,17 @@ def recorded_config(point: ResumePoint) -> RunConfig:
     """Return the config the run at ``point`` recorded, as in force now.
 
     Raises:
+        DeriveError: ``config.json`` is a folder, not JSON or not an object (66).
         LaunchError: the recorded knobs no longer validate (65).
     """
     folder, started = point.folder, point.started
-    in_folder = folder.exists(CONFIG)
+    try:
+        in_force = folder.read_object(CONFIG)
+    except ValueError as exc:
+        raise DeriveError(str(exc), 66) from None
+    in_folder = in_force is not None
     knobs_dict = config_at_round(
-        folder.read_json(CONFIG) if in_folder else dict(started.scenario_config),
+        in_force if in_force is not None else dict(started.scenario_config),
         point.events,
         10**9,
         in_force=in_folder,
@@ -142,9 +150,9 @@ def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
         max_agent_turns=request.max_agent_turns or recorded.limits.max_agent_turns,
         run_timeout_seconds=request.run_timeout_seconds or recorded.limits.run_timeout_seconds,
     )
-    config = _with_seats(
-        recorded.scenario, model, provider, source, knobs, limits, recorded.group_slug
-    )
+    group_slug = request.group_slug or recorded.group_slug
+    check_group_slug(group_slug)
+    config = _with_seats(recorded.scenario, model, provider, source, knobs, limits, group_slug)
     _compare(point, recorded, config, request.allow_config_change)
     return config, point
 
@@ -155,8 +163,8 @@ def _compare(
     """Fill in ``point``'s changes from ``recorded`` to ``config``; refuse them unless allowed."""
     point.config_changes = config_changes(recorded.recorded_knobs, config.recorded_knobs)
     point.limit_changes = config_changes(
-        {**recorded.limits.model_dump(), "model": recorded.model, "provider": recorded.provider},
-        {**config.limits.model_dump(), "model": config.model, "provider": config.provider},
+        {**recorded.limits.model_dump(), **_defaults(recorded)},
+        {**config.limits.model_dump(), **_defaults(config)},
     )
     changes = {**point.config_changes, **point.limit_changes}
     if changes and not allow_config_change:
@@ -164,6 +172,10 @@ def _compare(
             f"the config differs from the one the run recorded ({_listed(changes)}); "
             "pass --allow-config-change to resume under the new one"
         )
+
+
+def _defaults(config: RunConfig) -> dict[str, str]:
+    return {"model": config.model, "provider": config.provider, "group_slug": config.group_slug}
 
 
 def resume_point(config: RunConfig, run_dir: str, allow_config_change: bool) -> ResumePoint:

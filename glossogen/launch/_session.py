@@ -27,6 +27,7 @@ from glossogen.engine import (
 )
 from glossogen.eventlog import (
     AgentCost,
+    EndStatus,
     Event,
     EventLogRead,
     EventLogWriter,
@@ -182,14 +183,14 @@ class RunSession:
             return "every agent failed (provider errors: see agent_run_cycle_failed events)"
         return f"every agent reached --max-agent-turns {self.config.limits.max_agent_turns}"
 
-    def finish(self, spend: RunSpend, status: str, error: str | None = None) -> RunResult:
+    def finish(self, spend: RunSpend, status: EndStatus, error: str | None = None) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
         result = self._log_end(spend, status, error)
         self._close()
         return result
 
     async def finish_async(
-        self, spend: RunSpend, status: str, error: str | None = None
+        self, spend: RunSpend, status: EndStatus, error: str | None = None
     ) -> RunResult:
         """:meth:`finish` with the closing fsync (or upload) in a worker thread."""
         result = self._log_end(spend, status, error)
@@ -203,12 +204,12 @@ class RunSession:
         if self.engine.setup.tracing is not None:
             self.engine.setup.tracing.shutdown()
 
-    def _log_end(self, spend: RunSpend, status: str, error: str | None) -> RunResult:
+    def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
         played, won = len(self.engine.recorded), self.engine.rounds_won
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
         ended = SimulationEnded(
-            status=status,  # type: ignore[arg-type]
+            status=status,
             rounds_played=played,
             rounds_won=won,
             total_messages=self.engine.total_messages,
@@ -228,8 +229,8 @@ class RunSession:
             status=status,
             rounds_played=played,
             rounds_won=won,
-            total_messages=ended.total_messages,
-            total_chars=ended.total_chars,
+            total_messages=self.engine.total_messages,
+            total_chars=self.engine.total_chars,
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,

@@ -210,7 +210,8 @@ class AgentDeps:
 
     agent_id: str
     round: RoundContext
-    services: Any = field(repr=False, default=None)
+    services: object = field(repr=False, default=None)
+    """The engine playing the run; opaque to scenarios (their tools use ``round``)."""
 
 
 ToolContext = RunContext[AgentDeps]

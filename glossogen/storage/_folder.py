@@ -14,7 +14,7 @@ import fcntl
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from glossogen.storage._fs import (
     StorageError,
@@ -117,6 +117,22 @@ class RunFolder:
             fs.invalidate_cache(path)
             return bool(fs.exists(path))
 
+    def log_state(self) -> Literal["ok", "missing", "empty", "folder"]:
+        """Whether the event log is there: ``ok``, ``missing``, ``empty`` or a ``folder``.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if not is_local(fs):
+                fs.invalidate_cache(path)
+            if not fs.exists(path):
+                return "missing"
+            if fs.isdir(path):
+                return "folder"
+            return "ok" if int(fs.size(path)) > 0 else "empty"
+
     def has_log(self) -> bool:
         """Return whether the event log exists and holds at least one byte."""
         fs, path = open_fs(self.log_url)
@@ -142,6 +158,27 @@ class RunFolder:
                     return json.loads(f.read())
             return json.loads(fs.cat_file(path))
 
+    def read_object(self, name: str) -> dict[str, Any] | None:
+        """Return ``name`` in the folder as a JSON object, or None when it does not exist.
+
+        Raises:
+            ValueError: the file is a folder, not valid JSON, or not a JSON object; one line
+                naming the file.
+            StorageError: if the storage is unreachable.
+        """
+        url = self.file_url(name)
+        try:
+            value = self.read_json(name)
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise ValueError(f"{url} is a folder, not a file") from None
+        except ValueError as exc:
+            raise ValueError(f"{url} is not valid JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"{url} is not a JSON object (it holds a {type(value).__name__})")
+        return value
+
     def read_json_or(self, name: str, default: Any) -> Any:
         """Return the parsed JSON of ``name``, or ``default`` when the file does not exist."""
         try:
@@ -165,17 +202,25 @@ class RunFolder:
         write_bytes_atomic(self.file_url(name), data)
 
     def lock(self) -> RunLock:
-        """Take the folder's writer lock (see :class:`RunLock`).
+        """Take the folder's writer lock (see :class:`RunLock`) and write this process's pid.
 
         Raises:
             RunBusyError: another live process holds it.
         """
         return RunLock(self)
 
+    def check_unlocked(self) -> None:
+        """Refuse a folder another live process writes; writes nothing (the pid stays).
+
+        Raises:
+            RunBusyError: another live process holds the writer lock, named by its pid.
+        """
+        RunLock(self, record_pid=False).release()
+
     def is_locked(self) -> bool:
         """True while another live process holds the folder's writer lock (local folders)."""
         try:
-            self.lock().release()
+            self.check_unlocked()
         except RunBusyError:
             return True
         return False
@@ -192,8 +237,13 @@ class RunLock:
     Remote folders (S3) cannot be locked this way; there the lock is a no-op.
     """
 
-    def __init__(self, folder: RunFolder) -> None:
+    def __init__(self, folder: RunFolder, record_pid: bool = True) -> None:
         """Take the lock, or raise.
+
+        Args:
+            folder: The run folder.
+            record_pid: Write this process's pid into the lock file (a writer does; a probe
+                that only asks whether the folder is free does not, and creates no file).
 
         Raises:
             RunBusyError: another live process holds it (exit 75: try again later).
@@ -202,9 +252,14 @@ class RunLock:
         fs, path = open_fs(folder.url)
         if not is_local(fs):
             return
+        lock_path = os.path.join(path, LOCK_NAME)
+        if not record_pid and not os.path.exists(lock_path):
+            return  # never locked, so nobody holds it; a probe creates nothing
         try:
-            fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock_path, os.O_RDWR | (os.O_CREAT if record_pid else 0), 0o644)
         except FileNotFoundError:
+            if not record_pid:
+                return
             raise StorageError(f"run folder {folder.url} does not exist") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -214,8 +269,9 @@ class RunLock:
             raise RunBusyError(
                 f"run {folder.url} is being written by another live process (pid {holder})"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        if record_pid:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
         self._fd = fd
 
     def release(self) -> None:

@@ -1,9 +1,10 @@
 """Sweeps: a grid of cells times trials, launched once each, summarised with statistics.
 
 The spec (:func:`load_spec`) becomes a checked plan (:func:`plan_sweep`); a :class:`SweepRun`
-reads the sweep's ledger (labelled runs in the runs folder), launches what is missing within the
-concurrency and the spend cap, and writes ``run_summary.json``. The launcher is handed in, so
-this package never imports Prefect (``flows/sweep.py`` does).
+reads the sweep's ledger (labelled runs in the runs folder) and offers the steps of a launch
+(what to launch next within the spend cap, what each run's end changes, the summary); the sweep
+flow (``flows/sweep.py``) owns the loop and the concurrency, so this package never imports
+Prefect.
 """
 
 from glossogen.sweep._grid import Cell, TrialKey, expand_grid, idempotency_key, trial_labels
@@ -17,7 +18,7 @@ from glossogen.sweep._plan import (
     SweepPlan,
     plan_sweep,
 )
-from glossogen.sweep._runner import Launch, Launcher, SweepRun
+from glossogen.sweep._runner import Launch, SweepMode, SweepRun
 from glossogen.sweep._spec import SweepError, SweepSpec, load_spec
 from glossogen.sweep._spend import RunEstimate, SpendAccount, estimate_run
 from glossogen.sweep._stability import JudgeReplay, annotate, replay_judge
@@ -41,12 +42,12 @@ __all__ = [
     "CellPlan",
     "JudgeReplay",
     "Launch",
-    "Launcher",
     "MetricSummary",
     "RunEstimate",
     "RunRecord",
     "SpendAccount",
     "SweepError",
+    "SweepMode",
     "SweepOptions",
     "SweepPlan",
     "SweepRun",

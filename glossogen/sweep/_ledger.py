@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from glossogen.eventlog import (
     AgentRunCycleFailed,
@@ -137,6 +137,10 @@ def writer_alive(run_url: str, now_unix: float | None = None) -> bool:
     return newest is not None and now - newest < REMOTE_SILENT_SECONDS
 
 
+_PART: TypeAdapter[Part] = TypeAdapter(Part)
+"""Checks a label's ``part`` (an unknown one fails as the record's own field would)."""
+
+
 def read_run(
     store: RunStore,
     run_id: str,
@@ -190,7 +194,7 @@ def read_run(
         run_url=url,
         cell_id=str(labels["cell"]),
         trial=int(str(labels["trial"])),
-        part=str(labels.get("part", "main")),  # type: ignore[arg-type]
+        part=_PART.validate_python(str(labels.get("part", "main"))),
         epoch=int(str(labels.get("epoch", "1"))),
         status=status,
         error=error,

@@ -91,7 +91,7 @@ def summarize(run: SweepRun, exit_code: int | None = None) -> SweepSummary:
                 provider=cell.provider,
                 trials=trials,
                 metrics=cell_metrics(trials),
-                stability=stability,  # type: ignore[arg-type]
+                stability=stability,
                 stability_detail=detail,
             )
         )

@@ -1,16 +1,16 @@
-"""The sweep loop: launch what the ledger lacks, within the concurrency and the spend cap.
+"""One launch of a sweep as pure steps: what to launch next under the cap, record what ended.
 
-Prefect-free: the flow hands in a *launcher* (a coroutine that plays one run to its end, as a
-subflow or through a deployment, and returns its :class:`RunRecord`) and a *publisher* (called
-with the summary each time a run ends). Tests drive the same loop.
-What the summary says of a launch is built in ``_report.py``.
+Prefect-free. The sweep flow (``flows/sweep.py``) owns the loop: for each missing trial it asks
+:meth:`SweepRun.admit` for the :class:`Launch` (or learns that the cap stopped the sweep, or that
+another live launch holds the trial), plays it through a task, and hands the outcome back
+(:meth:`SweepRun.finished`, :meth:`SweepRun.failed`, :meth:`SweepRun.cut_off`). What the
+summary says of a launch is built in ``_report.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,6 +31,7 @@ from glossogen.sweep._spend import SpendAccount
 from glossogen.sweep._stability import JudgeReplay, replay_judge
 from glossogen.sweep._summary import (
     Aborted,
+    AbortReason,
     SweepSummary,
     TrialState,
     passes,
@@ -38,6 +39,9 @@ from glossogen.sweep._summary import (
     sweep_url,
     write_summary,
 )
+
+SweepMode = Literal["deployments", "in-process", "mixed"]
+"""Where a sweep launch plays its runs (recorded in the summary)."""
 
 
 @dataclass(frozen=True)
@@ -53,34 +57,23 @@ class Launch:
     None for a fresh run (``simulate``)."""
 
 
-CANCEL_WAIT_SECONDS = 60.0
-"""How long an interrupted sweep waits for its cancelled runs to log ``simulation_ended``."""
-
-Launcher = Callable[[Launch], Awaitable[RunRecord]]
-Publisher = Callable[[SweepSummary], Awaitable[None]]
-
-
 class SweepRun:
-    """One launch of a sweep: its ledger, census, spend account and the loop that fills them.
+    """One launch of a sweep: its ledger, census and spend account, and the steps that fill them.
 
     Args:
         plan: The checked plan.
-        mode: ``in-process`` or ``deployments`` (recorded in the summary).
-        launcher: Plays one run to its end and returns its record.
-        publisher: Called with the summary after each run ends (artifact, progress).
+        mode: ``in-process``, ``deployments`` or ``mixed`` (recorded in the summary).
         clock: Unix seconds, for the age of claims (injected in tests).
     """
 
     def __init__(
         self,
         plan: SweepPlan,
-        mode: Literal["deployments", "in-process", "mixed"],
-        launcher: Launcher,
-        publisher: Publisher | None = None,
+        mode: SweepMode,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """Read the ledger and start the census (``--replace`` opens a new epoch)."""
-        self.plan, self.mode, self.launcher, self.publisher = plan, mode, launcher, publisher
+        self.plan, self.mode = plan, mode
         spec = plan.spec
         self.records = scan_sweep(spec.runs_dir, spec.scenario, plan.sweep_id)
         epoch = current_epoch(self.records)
@@ -131,101 +124,87 @@ class SweepRun:
         """The keys no run of this epoch stands for yet."""
         return [k for k in keys if k not in self.chosen]
 
-    def _stop(self, reason: str, detail: str) -> None:
+    def _stop(self, reason: AbortReason, detail: str) -> None:
         if self.aborted is None:
-            self.aborted = Aborted(reason=reason, detail=detail)  # type: ignore[arg-type]
+            self.aborted = Aborted(reason=reason, detail=detail)
 
-    async def launch_all(self, keys: list[TrialKey]) -> None:
-        """Launch every missing key in order, at most ``concurrency`` at once, within the cap.
+    def admit(self, key: TrialKey, left: int) -> Launch | None:
+        """Return the launch of ``key``, or None when it is not launched here.
 
-        Before each launch the cap must admit spent + in-flight estimates + this run's
-        estimate; the first key it refuses stops launching (``aborted.reason = spend_cap``)
-        and every key not launched is left ``incomplete``. Runs in flight are awaited.
+        The cap must admit spent + in-flight estimates + this run's estimate; the first key it
+        refuses stops the sweep (:attr:`aborted` ``spend_cap``; ``left`` is how many keys,
+        this one included, are then not launched: see :meth:`not_launched`). A trial whose
+        claim another live launch of the sweep holds is left to it (state ``running``). An
+        admitted launch is counted in flight (estimate) and its state is ``running``.
         """
-        slots = asyncio.Semaphore(self.plan.options.concurrency)
-        tasks: list[asyncio.Task[None]] = []
-        pending = self.missing(keys)
-        try:
-            for index, key in enumerate(pending):
-                await slots.acquire()
-                estimate = self.estimate(key)
-                if self.aborted is None and not self.account.admits(estimate):
-                    self._stop(
-                        "spend_cap",
-                        f"spent ${self.account.spent_usd:.6f} + in flight "
-                        f"${self.account.in_flight_usd:.6f} + next run ~${estimate:.6f} would "
-                        f"pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
-                        f"{len(pending) - index} run(s) not launched",
-                    )
-                if self.aborted is not None:
-                    slots.release()
-                    for rest in pending[index:]:
-                        if rest.part == "main":
-                            self.states[rest] = "incomplete"
-                            self.errors[rest] = f"not launched: {self.aborted.reason}"
-                    break
-                relaunch = relaunches(self.records, key, self.epoch)
-                stopped = self.resumable(key)
-                resumes = stopped.endings if stopped else 0
-                claim = claim_name(key, self.epoch, relaunch, resumes)
-                if not self.claims.take(claim):
-                    slots.release()
-                    if key.part == "main":
-                        self.states[key] = "running"
-                    self.errors[key] = (
-                        f"claimed by another live launch of this sweep "
-                        f"({self.claims.describe(claim)}): not launched here"
-                    )
-                    continue
-                launch = Launch(
-                    key,
-                    self.plan.request(key, self.epoch),
-                    idempotency_key(
-                        self.plan.sweep_id, key, self.epoch, relaunch, self.claims.nonces[claim]
-                    )
-                    + (f"/resume{resumes}" if stopped else ""),
-                    estimate,
-                    stopped.run_url if stopped else None,
-                )
-                self.account.launched(key.label(), estimate)
-                self.launched.append(key)
-                if key.part == "main":
-                    self.states[key] = "running"
-                tasks.append(asyncio.create_task(self._play(launch, slots)))
-            if tasks:
-                await asyncio.gather(*tasks)
-        except BaseException:
-            # Each cancelled run logs simulation_ended (interrupted) on its way out; wait for
-            # that, bounded, so the process never exits before the runs have sealed their logs.
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                await asyncio.wait(tasks, timeout=CANCEL_WAIT_SECONDS)
-            raise
+        estimate = self.estimate(key)
+        if self.aborted is None and not self.account.admits(estimate):
+            self._stop(
+                "spend_cap",
+                f"spent ${self.account.spent_usd:.6f} + in flight "
+                f"${self.account.in_flight_usd:.6f} + next run ~${estimate:.6f} would "
+                f"pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
+                f"{left} run(s) not launched",
+            )
+        if self.aborted is not None:
+            return None
+        relaunch = relaunches(self.records, key, self.epoch)
+        stopped = self.resumable(key)
+        resumes = stopped.endings if stopped else 0
+        claim = claim_name(key, self.epoch, relaunch, resumes)
+        if not self.claims.take(claim):
+            if key.part == "main":
+                self.states[key] = "running"
+            self.errors[key] = (
+                f"claimed by another live launch of this sweep "
+                f"({self.claims.describe(claim)}): not launched here"
+            )
+            return None
+        launch = Launch(
+            key,
+            self.plan.request(key, self.epoch),
+            idempotency_key(
+                self.plan.sweep_id, key, self.epoch, relaunch, self.claims.nonces[claim]
+            )
+            + (f"/resume{resumes}" if stopped else ""),
+            estimate,
+            stopped.run_url if stopped else None,
+        )
+        self.account.launched(key.label(), estimate)
+        self.launched.append(key)
+        if key.part == "main":
+            self.states[key] = "running"
+        return launch
 
-    async def _play(self, launch: Launch, slots: asyncio.Semaphore) -> None:
+    def not_launched(self, keys: list[TrialKey]) -> None:
+        """Leave ``keys`` unlaunched after the sweep stopped: main trials are ``incomplete``."""
+        reason = self.aborted.reason if self.aborted is not None else "stopped"
+        for key in keys:
+            if key.part == "main":
+                self.states[key] = "incomplete"
+                self.errors[key] = f"not launched: {reason}"
+
+    def finished(self, launch: Launch, record: RunRecord) -> None:
+        """Record the run a launch played to its end (whatever its status)."""
         key = launch.key
-        try:
-            record = await self.launcher(launch)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            self.adopt(key)
-            raise
-        except Exception as exc:  # noqa: BLE001 (one run's failure is recorded, the sweep goes on)
-            self.account.ended(key.label(), None)
-            if key.part == "main":
-                self.states[key] = "failed"
-            self.errors[key] = f"{type(exc).__name__}: {exc}"[:300]
-        else:
-            self.chosen[key] = record
-            self.records.append(record)
-            self.latest[key] = record
-            self.account.ended(key.label(), record.cost_usd if record.ended else None)
-            if key.part == "main":
-                self.states[key] = state_of(record)
-        finally:
-            slots.release()
-        if self.publisher is not None:
-            await self.publisher(self.summary())
+        self.chosen[key] = record
+        self.records.append(record)
+        self.latest[key] = record
+        self.account.ended(key.label(), record.cost_usd if record.ended else None)
+        if key.part == "main":
+            self.states[key] = state_of(record)
+
+    def failed(self, launch: Launch, exc: BaseException) -> None:
+        """Record a launch that raised (one run's failure; the sweep goes on)."""
+        key = launch.key
+        self.account.ended(key.label(), None)
+        if key.part == "main":
+            self.states[key] = "failed"
+        self.errors[key] = f"{type(exc).__name__}: {exc}"[:300]
+
+    def cut_off(self, launch: Launch) -> None:
+        """Record a launch interrupted in flight: read its newest run back from the ledger."""
+        self.adopt(launch.key)
 
     def resumable(self, key: TrialKey) -> RunRecord | None:
         """The trial's newest run when it can continue in place instead of being paid again.
@@ -253,10 +232,9 @@ class SweepRun:
 
     # -- the sweep's parts ------------------------------------------------------------------
 
-    async def qualify(self) -> bool:
-        """Play one short run per distinct seat set; False (and aborted) if one did not complete."""
+    def qualified(self) -> bool:
+        """After the qualification runs: True, or False (and aborted) if one did not complete."""
         keys = self.plan.qualification_keys()
-        await self.launch_all(keys)
         for key in keys:
             record = self.chosen.get(key)
             if record is None or record.status != "completed":
@@ -284,33 +262,33 @@ class SweepRun:
             and passes(r, "round_success", threshold) is False
         ]
 
-    async def resample(self) -> None:
-        """Take the second sample of every failed trial (``--stability-retry``).
+    def rerun_keys(self) -> list[TrialKey]:
+        """The runs ``--stability-retry agent_rerun`` launches: one per failed trial."""
+        return [TrialKey(k.cell_id, k.trial, "stability") for k in self.failed_trials()]
 
-        Within the spend cap: an ``agent_rerun`` launches like any run; a ``judge_replay`` is
-        run only while spent + its estimate (the run's logged judge cost) stays within the cap,
-        and the first it refuses stops the replays (``aborted.reason = spend_cap``; the trials
-        left have no sample, so their cell's stability reads ``unmeasured``).
+    async def replay_judges(self) -> None:
+        """Replay the judge on every failed trial (``--stability-retry judge_replay``).
+
+        Within the spend cap: a replay is run only while spent + its estimate (the run's logged
+        judge cost) stays within the cap, and the first it refuses stops the replays
+        (``aborted.reason = spend_cap``; the trials left have no sample, so their cell's
+        stability reads ``unmeasured``).
         """
-        mode = self.plan.options.stability_retry
         failed = self.failed_trials()
-        if mode == "agent_rerun":
-            await self.launch_all([TrialKey(k.cell_id, k.trial, "stability") for k in failed])
-        elif mode == "judge_replay":
-            for index, key in enumerate(failed):
-                record = self.chosen[key]
-                estimate = record.judge_cost_usd  # a replay asks the same judge calls again
-                if not self.account.admits(estimate):
-                    self._stop(
-                        "spend_cap",
-                        f"spent ${self.account.spent_usd:.6f} + judge replay ~${estimate:.6f} "
-                        f"would pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
-                        f"{len(failed) - index} judge replay(s) not run",
-                    )
-                    break
-                replay = await replay_judge(record.run_url, self.plan.spec.scenario)
-                self.replays[key] = replay
-                self.account.spent_usd += replay.cost_usd or 0.0
+        for index, key in enumerate(failed):
+            record = self.chosen[key]
+            estimate = record.judge_cost_usd  # a replay asks the same judge calls again
+            if not self.account.admits(estimate):
+                self._stop(
+                    "spend_cap",
+                    f"spent ${self.account.spent_usd:.6f} + judge replay ~${estimate:.6f} "
+                    f"would pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
+                    f"{len(failed) - index} judge replay(s) not run",
+                )
+                break
+            replay = await replay_judge(record.run_url, self.plan.spec.scenario)
+            self.replays[key] = replay
+            self.account.spent_usd += replay.cost_usd or 0.0
 
     def summary(self, exit_code: int | None = None) -> SweepSummary:
         """The census, per-cell statistics, spend and abort reason, as ``run_summary.json``."""

@@ -14,12 +14,14 @@ The first attempt stays authoritative: a sample only annotates, it never changes
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from glossogen.eventlog import Event, read_events
+from glossogen.eventlog import Event, JudgeCalled, SimulationStarted, read_events
 from glossogen.storage import RunFolder
+from glossogen.sweep._summary import Stability
 
 SampleOutcome = Literal["reproduced", "not_reproduced", "unmeasured"]
 
@@ -58,9 +60,9 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
     from glossogen.scenario import JudgeDecision
 
     events = read_events(RunFolder.at(run_url).log_url).events
-    calls = [e for e in events if e.event_type == "judge_called"]
+    calls = [e for e in events if isinstance(e, JudgeCalled)]
     config: dict[str, Any] = next(
-        (e.scenario_config for e in events if e.event_type == "simulation_started"),  # type: ignore[attr-defined]
+        (e.scenario_config for e in events if isinstance(e, SimulationStarted)),
         {},
     )
     settings = {
@@ -75,14 +77,14 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
             detail="no judge call to replay (the verdicts are deterministic)",
         )
     emitted: list[Event] = []
-    agreed, costs = 0, []
+    agreed = 0
+    costs: list[float | None] = []
     for call in calls:
-        logged: Any = call
-        judge = RunJudge(logged.model, logged.provider, settings, emitted.append)
+        judge = RunJudge(call.model, call.provider, settings, emitted.append)
         decision = await judge.rule(
-            logged.question,
-            logged.instructions,
-            lambda logged=logged: JudgeDecision(logged.success, logged.reason),
+            call.question,
+            call.instructions,
+            partial(JudgeDecision, call.success, call.reason),
         )
         if judge.failed_in_round:
             return JudgeReplay(
@@ -92,8 +94,9 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
                 outcome="unmeasured",
                 detail=f"a replayed judge call failed ({decision.reason})",
             )
-        agreed += decision.success == logged.success
-        costs.append(getattr(emitted[-1], "cost_usd", None) if emitted else None)
+        agreed += decision.success == call.success
+        last = emitted[-1] if emitted else None
+        costs.append(last.cost_usd if isinstance(last, JudgeCalled) else None)
     outcome: SampleOutcome = "reproduced" if agreed == len(calls) else "not_reproduced"
     return JudgeReplay(
         replayed=len(calls),
@@ -104,7 +107,9 @@ async def replay_judge(run_url: str, scenario: str) -> JudgeReplay:
     )
 
 
-def annotate(samples: list[SampleOutcome], requested: bool, failed_trials: int) -> tuple[str, str]:
+def annotate(
+    samples: list[SampleOutcome], requested: bool, failed_trials: int
+) -> tuple[Stability, str]:
     """Return a cell's ``(stability, detail)`` from the outcomes of its failed trials' samples.
 
     ``unmeasured`` without ``--stability-retry`` or when a sample could not be taken;

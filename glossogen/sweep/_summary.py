@@ -30,17 +30,20 @@ def sweep_url(runs_dir: str, sweep_id: str) -> str:
     return join(runs_dir, "sweeps", sweep_id)
 
 
+_STATE_OF_STATUS: dict[str, TrialState] = {
+    "completed": "done",
+    "error": "failed",
+    "incomplete": "incomplete",
+    "interrupted": "incomplete",
+    "running": "running",
+}
+
+
 def state_of(record: RunRecord | None) -> TrialState:
     """The census state of a trial from its run: done, failed, incomplete or running."""
     if record is None:
         return "planned"
-    return {
-        "completed": "done",
-        "error": "failed",
-        "incomplete": "incomplete",
-        "interrupted": "incomplete",
-        "running": "running",
-    }.get(record.status, "failed")  # type: ignore[return-value]
+    return _STATE_OF_STATUS.get(record.status, "failed")
 
 
 def passes(record: RunRecord, metric: str, threshold: float) -> bool | None:
@@ -105,10 +108,14 @@ class SpendSummary(BaseModel):
     estimate_source: dict[str, str]
 
 
+AbortReason = Literal["spend_cap", "qualification_failed", "interrupted"]
+"""Why a sweep launch stopped early."""
+
+
 class Aborted(BaseModel):
     """Why the sweep stopped early: ``spend_cap``, ``qualification_failed`` or ``interrupted``."""
 
-    reason: Literal["spend_cap", "qualification_failed", "interrupted"]
+    reason: AbortReason
     detail: str
 
 
@@ -177,7 +184,7 @@ def census_of(states: dict[TrialKey, TrialState]) -> Census:
 def cell_metrics(trials: list[TrialSummary]) -> dict[str, MetricSummary]:
     """Per metric, the statistics over the trials that were measured."""
     return {
-        m: summarize_metric([t.passed[m] for t in trials if t.passed.get(m) is not None])  # type: ignore[misc]
+        m: summarize_metric([p for t in trials if (p := t.passed.get(m)) is not None])
         for m in METRICS
     }
 

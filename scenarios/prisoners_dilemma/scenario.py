@@ -145,7 +145,7 @@ class PrisonersDilemma(Scenario):
     def verdicts(self, ctx: RoundContext) -> list[Verdict]:
         """Score the round: success only when both cooperated; a missing move is a defect."""
         k = self.knobs
-        moves = {p: self.moves.get(p, "defect") for p in PLAYERS}
+        moves: dict[str, str] = {p: self.moves.get(p, "defect") for p in PLAYERS}
         missing = [p for p in PLAYERS if p not in self.moves]
         table = {
             ("cooperate", "cooperate"): (k.payoff_reward, k.payoff_reward),
@@ -190,7 +190,9 @@ class PrisonersDilemma(Scenario):
 
     @staticmethod
     def _debrief(view: ScriptedView) -> str:
-        verdicts = next((b.get("verdicts") for b in view.briefings() if b.get("verdicts")), [])
+        verdicts: list[dict[str, Any]] = next(
+            (b["verdicts"] for b in view.briefings() if b.get("verdicts")), []
+        )
         won = bool(verdicts) and all(v["success"] for v in verdicts)
         return (
             "We both cooperated; let us keep it up."

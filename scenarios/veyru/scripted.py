@@ -217,7 +217,9 @@ def debrief_move(view: ScriptedView) -> ScriptedMove:
     """Send one short line on the postmortem channel, then finish."""
     if any(r.get("status") == "sent" for r in view.tool_results("send_message")):
         return ScriptedMove.finish("Noted.")
-    verdicts = next((b["verdicts"] for b in view.briefings() if b.get("verdicts")), [])
+    verdicts: list[dict[str, Any]] = next(
+        (b["verdicts"] for b in view.briefings() if b.get("verdicts")), []
+    )
     reason = " ".join(str(v.get("reason", "")) for v in verdicts)
     if verdicts and all(v.get("success") for v in verdicts):
         outcome = "won"

@@ -9,8 +9,9 @@ import httpx
 import pytest
 from prefect.exceptions import PrefectHTTPStatusError
 
+from flows.sweep import launch_all, play_in_process
 from glossogen.sweep import Launch, SweepOptions, SweepRun, load_spec, plan_sweep
-from tasks.sweep import launch_subflow, refused_before_start
+from tasks.sweep import refused_before_start
 from tests.sweep.test_spec import ISSUE_SPEC
 
 TASK_RUNS = "http://127.0.0.1:4200/api/task_runs/"
@@ -60,8 +61,10 @@ def test_a_refused_start_is_retried_only_while_nothing_of_the_trial_exists(
     resume = Launch(key, launch.request, "pd/k/1/resume1", 0.0, resume_url=str(tmp_path / "r"))
     assert refused_before_start(_answered(503), resume, sweep_id, 1) is False
 
-    run = SweepRun(plan, "in-process", lambda launch: launch_subflow(launch, sweep_id, 1))
-    asyncio.run(run.launch_all([key]))  # the trial is played: its folder exists now
+    run = SweepRun(plan, "in-process")
+    asyncio.run(
+        launch_all(run, [key], lambda launch: play_in_process(launch, sweep_id, 1))
+    )  # the trial is played: its folder exists now
     run.close()
     assert run.states[key] == "done"
     assert set(verdicts().values()) == {False}

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from flows.sweep import launch_all
 from glossogen.cli import main
 from glossogen.cli.sweep import play_until_interrupted
 from glossogen.eventlog import read_events
@@ -131,17 +132,19 @@ def test_a_run_without_a_live_writer_is_resumed_in_place_and_nothing_stays_runni
 
 
 def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Path) -> None:
-    from tasks.sweep import launch_subflow
+    from flows.sweep import launch_all, play_in_process
 
     spec = tmp_path / "pd.yaml"
     spec.write_text(ISSUE_SPEC)
     plan = _plan(spec)
-    first = SweepRun(plan, "in-process", launch_subflow)
-    second = SweepRun(plan, "in-process", launch_subflow)
+    first = SweepRun(plan, "in-process")
+    second = SweepRun(plan, "in-process")
     keys = plan.main_keys()
 
     async def both() -> None:
-        await asyncio.gather(first.launch_all(keys), second.launch_all(keys))
+        await asyncio.gather(
+            launch_all(first, keys, play_in_process), launch_all(second, keys, play_in_process)
+        )
 
     asyncio.run(both())
     assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 4
@@ -155,7 +158,7 @@ def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Pa
     assert claims == sorted(f"{k.cell_id}-{k.trial}-main-e1-r0.json" for k in keys)
     first.close()
     second.close()
-    again = SweepRun(plan, "in-process", launch_subflow)
+    again = SweepRun(plan, "in-process")
     assert again.missing(keys) == []
     assert set(again.states.values()) == {"done"}
 
@@ -216,10 +219,7 @@ def test_a_sweep_whose_runs_all_failed_for_transport_exits_69(tmp_path: Path) ->
     spec.write_text(ISSUE_SPEC)
     plan = _plan(spec)
 
-    async def never(launch: Any) -> RunRecord:
-        raise AssertionError("nothing is launched here")
-
-    run = SweepRun(plan, "in-process", never)
+    run = SweepRun(plan, "in-process")
     keys = plan.main_keys()
     for key in keys:
         run.chosen[key] = _record(key, "error", ["connection", "timeout"])
@@ -314,8 +314,8 @@ def test_an_interrupted_launch_says_which_trials_it_never_launched(
         raise AssertionError("not reached")
 
     async def interrupt() -> SweepRun:
-        run = SweepRun(plan, mode, launcher)  # type: ignore[arg-type]
-        playing = asyncio.create_task(run.launch_all(plan.main_keys()))
+        run = SweepRun(plan, mode)  # type: ignore[arg-type]  # the mode is a test parameter
+        playing = asyncio.create_task(launch_all(run, plan.main_keys(), launcher))
         while not launched:
             await asyncio.sleep(0)
         playing.cancel()

@@ -6,13 +6,15 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from glossogen.evaluation._contract import MetricContext, MetricFailed, NotApplicable
 from glossogen.evaluation._judge import Replicas
 from glossogen.evaluation.metrics._observe import by_round
 from glossogen.eventlog import MessageSent
 from glossogen.pricing import add_costs
 
-T = TypeVar("T")
+T = TypeVar("T", bound=BaseModel)
 
 
 async def judge_each_round(

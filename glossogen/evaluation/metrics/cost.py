@@ -13,6 +13,7 @@ from glossogen.evaluation._contract import (
 )
 from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import mean, plural
+from glossogen.eventlog import JudgeCalled, LlmResponseReceived
 
 
 @metric("cost_per_round_usd", unit="USD per round")
@@ -32,17 +33,17 @@ async def cost_per_round_usd(ctx: MetricContext) -> Scored:
     rounds: dict[int, float] = defaultdict(float)
     agents: dict[str, float] = defaultdict(float)
     for e in ctx.run.events:
-        if e.event_type not in ("llm_response_received", "judge_called"):
+        if not isinstance(e, (LlmResponseReceived, JudgeCalled)):
             continue
-        cost = e.cost_usd  # type: ignore[attr-defined]
+        cost = e.cost_usd
         if cost is None:
             who = getattr(e, "agent_id", "judge")
             raise NotApplicable(
-                f"not costed: a call of {who} ({e.provider}:{e.model}) has no price"  # type: ignore[attr-defined]
+                f"not costed: a call of {who} ({e.provider}:{e.model}) has no price"
             )
         rounds[e.round_number] += cost
-        if e.event_type == "llm_response_received":
-            agents[e.agent_id] += cost  # type: ignore[attr-defined]
+        if isinstance(e, LlmResponseReceived):
+            agents[e.agent_id] += cost
     per_round = {r: rounds.get(r, 0.0) for r in played}
     score = mean(per_round.values())
     return Scored(

@@ -13,6 +13,7 @@ from glossogen.evaluation._contract import (
 )
 from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import plural
+from glossogen.eventlog import AgentRunCycleFailed
 
 JUDGE_AGENT_ID = "judge"
 """The ``agent_id`` the in-run judge's failures are logged under (not an agent's failure)."""
@@ -30,7 +31,7 @@ async def agent_cycle_failures(ctx: MetricContext) -> Scored:
     played = ctx.run.rounds_played
     if not played:
         raise NotApplicable("no round was played")
-    failed = [e for e in ctx.run.of_type("agent_run_cycle_failed") if e.agent_id != JUDGE_AGENT_ID]
+    failed = [e for e in ctx.run.of_type(AgentRunCycleFailed) if e.agent_id != JUDGE_AGENT_ID]
     rounds = Counter(e.round_number for e in failed)
     agents = Counter(e.agent_id for e in failed)
     return Scored(

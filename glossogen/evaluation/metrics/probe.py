@@ -155,14 +155,14 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
         *(_ask(seat, histories[seat.agent_id], QUESTIONS[qid]) for seat, qid, _ in jobs)
     )
     cost = add_costs([c for _, c in answers])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"agent_id": seat.agent_id, "question_id": qid, "replica": replica, "answer": answer}
         for (seat, qid, replica), (answer, _) in zip(jobs, answers, strict=True)
     ]
     said: dict[tuple[str, str], list[set[str]]] = defaultdict(list)
-    for row in rows:
-        if row["answer"] is not None:
-            said[(row["agent_id"], row["question_id"])].append(set(words(row["answer"])))
+    for (seat, qid, _), (answer, _) in zip(jobs, answers, strict=True):
+        if answer is not None:
+            said[(seat.agent_id, qid)].append(set(words(answer)))
     if not said:
         raise MetricFailed("every probe call failed", cost)
     pair_scores: list[float] = []

@@ -12,6 +12,7 @@ from glossogen.evaluation._contract import (
 )
 from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import plural
+from glossogen.eventlog import RoundResultRecorded
 
 
 @metric("round_success", unit="share of rounds won", needs=("verdicts",))
@@ -27,7 +28,7 @@ async def round_success(ctx: MetricContext) -> Scored:
     """
     verdicts: dict[int, list[tuple[str, bool, str]]] = defaultdict(list)
     void: set[int] = set()
-    for e in ctx.run.of_type("round_result_recorded"):
+    for e in ctx.run.of_type(RoundResultRecorded):
         if e.void:
             void.add(e.round_number)
         else:
