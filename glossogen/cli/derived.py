@@ -16,7 +16,7 @@ import typer
 
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
 from glossogen.scenario import UnknownScenarioError, load_scenario
-from glossogen.storage import StorageError, is_local, open_fs
+from glossogen.storage import StorageError
 
 
 def _error(message: str) -> None:
@@ -39,8 +39,7 @@ def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
         # progress must not print it again.
         return play(scenario, [], "", "", "", "", resume_dir=folder.url, announce=False)
     args = ["run", scenario, "--resume", folder.url]
-    fs, path = open_fs(folder.stdout_log_url)
-    log_path = path if is_local(fs) else os.devnull
+    log_path = folder.local_path(folder.stdout_log_name) or os.devnull
     with open(log_path, "ab") as log:
         subprocess.Popen(  # noqa: S603 (our own CLI, no shell)
             [sys.executable, "-m", "glossogen", *args],

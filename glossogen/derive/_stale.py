@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glossogen.eventlog import RESUMABLE, iter_event_dicts
-from glossogen.storage import RunStore, is_local, open_fs
+from glossogen.storage import RunStore
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,9 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
     found: list[StaleRun] = []
     for folder in store.runs():
         log = folder.log_url
-        fs, path = open_fs(log)
-        if not fs.exists(path):
+        modified = folder.log_modified()
+        if modified is None:
             continue
-        modified = fs.modified(path).timestamp()
         events = list(iter_event_dicts(log))
         started = next((e for e in events if e.get("event_type") == "simulation_started"), None)
         if started is None:
@@ -87,7 +86,7 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
                 locked=folder.is_locked(),
                 ended_status=endings[-1] if endings else None,
                 last_event_id=str(events[-1].get("event_id", "")),
-                lockable=is_local(fs),
+                lockable=folder.lockable,
             )
         )
     return found

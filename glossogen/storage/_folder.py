@@ -99,9 +99,14 @@ class RunFolder:
         return self.file_url(f"{self.scenario}_report.json")
 
     @property
-    def stdout_log_url(self) -> str:
+    def stdout_log_name(self) -> str:
         """``<scenario>_stdout.log``: what a detached derived run printed."""
-        return self.file_url(f"{self.scenario}_stdout.log")
+        return f"{self.scenario}_stdout.log"
+
+    @property
+    def stdout_log_url(self) -> str:
+        """The URL of :attr:`stdout_log_name`."""
+        return self.file_url(self.stdout_log_name)
 
     def exists(self, name: str) -> bool:
         """Return whether ``name`` exists in the folder.
@@ -132,6 +137,23 @@ class RunFolder:
             if fs.isdir(path):
                 return "folder"
             return "ok" if int(fs.size(path)) > 0 else "empty"
+
+    def log_modified(self) -> float | None:
+        """When the event log was last written (Unix seconds), or None when there is none.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if not fs.exists(path):
+                return None
+            return float(fs.modified(path).timestamp())
+
+    def local_path(self, name: str) -> str | None:
+        """The local file system path of ``name`` in the folder, or None for remote storage."""
+        fs, path = open_fs(self.file_url(name))
+        return path if is_local(fs) else None
 
     def has_log(self) -> bool:
         """Return whether the event log exists and holds at least one byte."""
