@@ -4,6 +4,7 @@ from glossogen.derive._fork import (
     ForkRequest,
     PreparedFork,
     config_at_round,
+    knobs_at,
     lineage_of,
     prepare_fork,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "survey_unfinished_runs",
     "ForkRequest",
     "config_at_round",
+    "knobs_at",
     "PreparedFork",
     "lineage_of",
     "prepare_fork",

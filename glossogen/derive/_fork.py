@@ -181,6 +181,31 @@ def config_at_round(
     return config
 
 
+def knobs_at(
+    folder: RunFolder,
+    started: SimulationStarted,
+    events: list[Event],
+    after_round: int | None = None,
+) -> dict[str, Any]:
+    """Return the knobs the run in ``folder`` played round ``after_round + 1`` under.
+
+    ``config.json`` (the config in force at the end) when the folder has one, else
+    ``simulation_started.scenario_config`` (the first), each corrected by the resumes that
+    changed the config (:func:`config_at_round`). None for ``after_round``: the knobs in force
+    now.
+
+    Raises:
+        DeriveError: ``config.json`` is a folder, not JSON or not an object (66).
+    """
+    try:
+        in_force = folder.read_object(CONFIG)
+    except ValueError as exc:
+        raise DeriveError(str(exc), 66) from None
+    first = in_force if in_force is not None else dict(started.scenario_config)
+    last = 10**9 if after_round is None else after_round  # every round played so far
+    return config_at_round(first, events, last, in_force=in_force is not None)
+
+
 def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
 
@@ -206,18 +231,7 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
     state = read_state(events, after_round=request.after_round)
     cls = load_scenario(request.scenario)
     store = RunStore(request.runs_dir)
-    source = RunFolder.at(request.source_run_dir)
-    try:
-        in_force = source.read_object(CONFIG)
-    except ValueError as exc:
-        raise DeriveError(str(exc), 66) from None
-    in_folder = in_force is not None
-    config = config_at_round(
-        in_force if in_force is not None else dict(started.scenario_config),
-        events,
-        request.after_round,
-        in_force=in_folder,
-    )
+    config = knobs_at(RunFolder.at(request.source_run_dir), started, events, request.after_round)
     extra: dict[str, Any] = {}
     if request.knobs_path:
         try:

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from glossogen.derive import (
     DeriveError,
     ResumePoint,
-    config_at_round,
     config_changes,
+    knobs_at,
     open_resume,
     recorded_limits,
     run_folder,
@@ -76,17 +76,8 @@ def recorded_config(point: ResumePoint) -> RunConfig:
         LaunchError: the recorded knobs no longer validate (65).
     """
     folder, started = point.folder, point.started
-    try:
-        in_force = folder.read_object(CONFIG)
-    except ValueError as exc:
-        raise DeriveError(str(exc), 66) from None
-    in_folder = in_force is not None
-    knobs_dict = config_at_round(
-        in_force if in_force is not None else dict(started.scenario_config),
-        point.events,
-        10**9,
-        in_force=in_folder,
-    )
+    knobs_dict = knobs_at(folder, started, point.events)
+    in_folder = folder.exists(CONFIG)
     cls = _scenario_class(started.scenario_name)
     try:
         knobs = resolve_knobs(cls.knobs_model, knobs_dict, {})

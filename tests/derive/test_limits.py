@@ -25,7 +25,14 @@ import pytest
 from flows.reconcile import reconcile
 from flows.simulate import resume, simulate
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork
-from glossogen.eventlog import AgentTurnLimitReached, RoundEnded, read_events
+from glossogen.eventlog import (
+    AgentTurnLimitReached,
+    RoundEnded,
+    RunResumed,
+    SimulationEnded,
+    SimulationStarted,
+    read_events,
+)
 from glossogen.launch import ResumeRequest, RunRequest, plan_resume, plan_run
 
 ROUNDS = 40
@@ -67,11 +74,12 @@ def _outcome(run: Path) -> tuple[str, int, int, list[int]]:
     """(status, rounds played, turn-limit events, rounds that ended on the turn limit)."""
     events = read_events(str(run / "veyru.jsonl")).events
     ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
     limited = [e for e in events if isinstance(e, AgentTurnLimitReached)]
     turn_limit_rounds = [
         e.round_number for e in events if isinstance(e, RoundEnded) and e.trigger == "turn_limit"
     ]
-    return ended.status, ended.rounds_played, len(limited), turn_limit_rounds  # type: ignore[attr-defined]
+    return ended.status, ended.rounds_played or 0, len(limited), turn_limit_rounds
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +94,8 @@ def test_the_source_records_every_limit_and_would_run_out_under_the_default(
     prefect_api: str, source: Path, tmp_path: Path
 ) -> None:
     started = read_events(str(source / "veyru.jsonl")).events[0]
-    assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)  # type: ignore[attr-defined]
+    assert isinstance(started, SimulationStarted)
+    assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)
     assert _outcome(source)[2:] == (0, [])
     # The same run under 200 requests per agent: the limit the derived runs used to fall back to.
     short = asyncio.run(simulate(_request(tmp_path, turns=200)))
@@ -107,9 +116,9 @@ def test_resume_without_the_flag_keeps_the_recorded_limits(
     assert done.returncode == 0, done.stderr
     assert _outcome(run) == ("completed", ROUNDS, 0, [])
     (resumed,) = [
-        e for e in read_events(str(run / "veyru.jsonl")).events if e.event_type == "run_resumed"
+        e for e in read_events(str(run / "veyru.jsonl")).events if isinstance(e, RunResumed)
     ]
-    assert (resumed.config_changes, resumed.limit_changes) == ({}, {})  # type: ignore[attr-defined]
+    assert (resumed.config_changes, resumed.limit_changes) == ({}, {})
 
 
 def test_the_prefect_retry_path_keeps_the_limits_of_its_flow_run(
@@ -141,7 +150,8 @@ def test_a_fork_after_round_3_of_the_resumed_run_keeps_the_limits(
     asyncio.run(resume(run_dir=str(run)))
     prepared = prepare_fork(ForkRequest("veyru", str(run), 3, str(tmp_path / "forks")))
     started = read_events(prepared.folder.log_url).events[0]
-    assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)  # type: ignore[attr-defined]
+    assert isinstance(started, SimulationStarted)
+    assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)
     assert "limit_changes" not in prepared.lineage
     result = asyncio.run(resume(run_dir=prepared.folder.url))
     assert (result.status, result.rounds_played) == ("completed", ROUNDS)
@@ -155,7 +165,8 @@ def test_a_fork_s_limit_flags_are_its_explicit_changes(source: Path, tmp_path: P
         )
     )
     started = read_events(prepared.folder.log_url).events[0]
-    assert (started.max_agent_turns, started.run_timeout_seconds) == (7000, 60.0)  # type: ignore[attr-defined]
+    assert isinstance(started, SimulationStarted)
+    assert (started.max_agent_turns, started.run_timeout_seconds) == (7000, 60.0)
     assert prepared.lineage["limit_changes"] == {
         "max_agent_turns": {"recorded": TURNS, "now": 7000},
         "run_timeout_seconds": {"recorded": TIMEOUT, "now": 60.0},

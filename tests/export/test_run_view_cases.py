@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import LlmResponseReceived, RunView, read_events
+from glossogen.eventlog import LlmResponseReceived, MessageSent, RunResumed, RunView, read_events
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.storage import RunFolder
 from tests.export.conftest import fork, play
@@ -92,7 +92,7 @@ def test_a_resumed_run_exports_only_the_messages_that_count(tmp_path: Path) -> N
     _cut_in_round_2(run)
     asyncio.run(_resume(run))
     view = RunView.load(str(run / "veyru.jsonl"))
-    all_sent = sum(1 for e in view.events if e.event_type == "message_sent")
+    all_sent = sum(1 for e in view.events if isinstance(e, MessageSent))
     assert all_sent == len(view.messages) + 3  # the cut-off attempt's three are superseded
     out = tmp_path / "out"
     code = _export(
@@ -124,7 +124,7 @@ def test_a_run_resumed_three_times_lasts_every_process_summed(tmp_path: Path) ->
     view = RunView.load(str(log))
     ended = view.ended
     assert ended is not None and ended.process_seconds is not None
-    assert [e.event_type for e in view.events].count("run_resumed") == 3
+    assert sum(1 for e in view.events if isinstance(e, RunResumed)) == 3
     assert ended.duration_seconds == round(earlier[-1] + ended.process_seconds, 3)
     assert ended.duration_seconds == view.duration_seconds
     assert ended.duration_seconds > ended.process_seconds  # not the last process's alone
