@@ -10,7 +10,7 @@ import pytest
 
 from flows.simulate import resume, simulate
 from glossogen.derive import ForkRequest, prepare_fork
-from glossogen.eventlog import read_events
+from glossogen.eventlog import ToolCallInvoked, read_events
 from glossogen.launch import RunRequest
 
 NEW_MODEL = "claude-sonnet-4-6"
@@ -36,7 +36,7 @@ def _source_tool_calls(source: Path, rounds: range) -> set[str]:
     return {
         e.tool_call_id
         for e in read_events(str(source / "veyru.jsonl")).events
-        if e.event_type == "tool_call_invoked"
+        if isinstance(e, ToolCallInvoked)
         and e.agent_id == "field_observer"
         and e.round_number in rounds
     }

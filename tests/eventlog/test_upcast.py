@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import iter_event_dicts, read_events
+from glossogen.eventlog import (
+    AgentRegistered,
+    LlmResponseReceived,
+    MessageSent,
+    RoundResultRecorded,
+    SimulationEnded,
+    iter_event_dicts,
+    read_events,
+)
 from glossogen.scenario import load_scenario
 
 CASE = (
@@ -45,10 +53,10 @@ def test_rounds_verdicts_and_end(legacy):
     verdicts = [
         (e.round_number, e.team_id, e.success)
         for e in legacy.events
-        if e.event_type == "round_result_recorded"
+        if isinstance(e, RoundResultRecorded)
     ]
     assert verdicts == [(r, "team", True) for r in range(1, 6)]
-    end = next(e for e in legacy.events if e.event_type == "simulation_ended")
+    end = next(e for e in legacy.events if isinstance(e, SimulationEnded))
     assert (end.status, end.status_detail, end.total_messages) == (
         "completed",
         "scenario_complete",
@@ -58,7 +66,7 @@ def test_rounds_verdicts_and_end(legacy):
 
 
 def test_messages_are_flat_with_phase_and_sender(legacy):
-    sent = [e for e in legacy.events if e.event_type == "message_sent"]
+    sent = [e for e in legacy.events if isinstance(e, MessageSent)]
     first = sent[0]
     assert (first.sender_id, first.channel_id, first.text, first.chars, first.phase) == (
         "field_observer",
@@ -78,7 +86,7 @@ def test_agents_take_models_from_the_recorded_config(legacy):
     agents = [
         (e.agent_id, e.role, e.model, e.provider)
         for e in legacy.events
-        if e.event_type == "agent_registered"
+        if isinstance(e, AgentRegistered)
     ]
     assert agents == [
         ("field_observer", "Field Observer", "scripted-field_observer", "anthropic"),
@@ -92,7 +100,7 @@ def test_agents_take_models_from_the_recorded_config(legacy):
     cycles = [
         e.cycle
         for e in legacy.events
-        if e.event_type == "llm_response_received" and e.agent_id == "field_observer"
+        if isinstance(e, LlmResponseReceived) and e.agent_id == "field_observer"
     ]
     assert cycles == list(range(1, len(cycles) + 1))
 
