@@ -16,8 +16,8 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from glossogen.launch import ResumeRequest, notify, plan_resume, plan_run
-from glossogen.storage import RunStore
+from glossogen.launch import ResumeRequest, claim_folder, notify, plan_resume, plan_run
+from glossogen.storage import LABELS, RunFolder, RunStore
 from glossogen.sweep import (
     Launch,
     RunRecord,
@@ -75,38 +75,53 @@ def _find_record(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
 async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
     """Create the run's flow run on its provider's deployment and wait for it to end.
 
-    The flow run gets the launch's idempotency key, so a second launch of the same
-    (sweep, cell, trial) returns the first flow run instead of paying twice. An interrupted
-    run (``launch.resume_url``) continues in place on ``resume/resume-<provider>``; None when
-    that deployment does not exist (the caller plays it in-process).
+    A fresh run's folder is claimed here, before the flow run is created, and handed to it as
+    ``run_dir``: the launcher names the run at once (``run_queued``), and the worker plays into
+    that folder. The flow run gets the launch's idempotency key, so a second launch of the same
+    (sweep, cell, trial) returns the first flow run (and its folder; the one just claimed is
+    removed) instead of paying twice. A folder whose flow run never started a log (refused by
+    the API, cancelled before a worker took it, refused on the worker) is removed again:
+    nothing was played in it. An interrupted run (``launch.resume_url``) continues in place on
+    ``resume/resume-<provider>``; None when that deployment does not exist (the caller plays it
+    in-process).
 
     Raises:
-        RuntimeError: the flow run ended without leaving a run folder (e.g. refused on the
+        RuntimeError: the flow run ended without starting its run's log (e.g. refused on the
             worker); its state is named.
     """
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
+    claimed: RunFolder | None = None
     if launch.resume_url is None:
         name = simulate_deployment(launch.request.provider)
         config = plan_run(launch.request)
+        claimed = await asyncio.to_thread(claim_folder, config, launch.request.runs_dir)
+        folder = claimed
         parameters: dict[str, Any] = {
             "config": config.model_dump(mode="json"),
-            "runs_dir": launch.request.runs_dir,
+            "run_dir": folder.url,
         }
     else:
         name = resume_deployment(launch.request.provider)
-        config, _ = plan_resume(ResumeRequest(run_dir=launch.resume_url))
-        parameters = {"config": config.model_dump(mode="json"), "run_dir": launch.resume_url}
+        folder = RunFolder.at(launch.resume_url)
+        config, _ = plan_resume(ResumeRequest(run_dir=folder.url))
+        parameters = {"config": config.model_dump(mode="json"), "run_dir": folder.url}
     try:
         flow_run = await create_flow_run(
             name, parameters, launch.idempotency_key, tags=[f"sweep:{sweep_id}"]
         )
-    except ObjectNotFound:
-        if launch.resume_url is None:
-            raise
-        return None  # no resume deployment: the flow continues it in-process
-    notify("run_queued", launch.key.label(), name, str(flow_run.id))
+    except BaseException as exc:
+        if claimed is not None:
+            await asyncio.to_thread(claimed.discard_unstarted)
+        if isinstance(exc, ObjectNotFound) and claimed is None:
+            return None  # no resume deployment: the flow continues it in-process
+        raise
+    given = str(flow_run.parameters.get("run_dir", ""))
+    if claimed is not None and given != claimed.url:  # the key's first flow run, handed back
+        await asyncio.to_thread(claimed.discard_unstarted)
+        folder = RunFolder.at(given)
+    notify("run_queued", launch.key.label(), name, str(flow_run.id), folder.run_id)
     try:
         async with get_client() as client:
             while True:
@@ -115,39 +130,57 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
                     break
                 await asyncio.sleep(POLL_SECONDS)
     except asyncio.CancelledError:  # also while the client opens: the flow run exists already
-        await _cancel_unstarted(flow_run.id)
+        if await _cancel_unstarted(flow_run.id):
+            await asyncio.to_thread(folder.discard_unstarted)
         raise
-    record = _find_record(launch, sweep_id, epoch)
-    if record is None:
+    if not folder.has_log():
+        await asyncio.to_thread(folder.discard_unstarted)
         state = flow_run.state.name if flow_run.state else "unknown"
-        raise RuntimeError(f"flow run {flow_run.name} ended {state} without a run folder")
+        raise RuntimeError(
+            f"flow run {flow_run.name} ended {state} without starting run {folder.run_id}"
+        )
+    record = read_run(
+        RunStore(folder.runs_dir),
+        folder.run_id,
+        launch.request.scenario,
+        folder.read_json_or(LABELS, {}),
+    )
     notify("run_returned", launch.key.label(), record.run_id, record.status)
     return record
 
 
-async def _cancel_unstarted(flow_run_id: Any) -> None:
+async def _cancel_unstarted(flow_run_id: Any) -> bool:
     """Cancel a launched flow run no worker has started yet (the sweep was interrupted).
 
     A run a worker already plays goes on (it is paying; the next launch counts it); one still
     ``Scheduled`` or ``Pending`` has spent nothing, and left alone it would start whenever a
     worker next polls, perhaps after the next launch played its trial in-process: paid twice.
+
+    Returns:
+        True when the flow run was cancelled before any worker started it.
     """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.objects import State
+    from prefect.client.schemas.responses import SetStateStatus
     from prefect.states import Cancelled
 
     try:
         async with get_client() as client:
             flow_run = await client.read_flow_run(flow_run_id)
-            if flow_run.state is not None and flow_run.state.type in (
+            if flow_run.state is None or flow_run.state.type not in (
                 StateType.SCHEDULED,
                 StateType.PENDING,
             ):
-                await client.set_flow_run_state(
-                    flow_run_id, Cancelled(message="its sweep was interrupted before it started")
-                )
+                return False
+            cancelled: State[None] = Cancelled(
+                message="its sweep was interrupted before it started"
+            )
+            result = await client.set_flow_run_state(flow_run_id, cancelled)
+            return result.status == SetStateStatus.ACCEPT
     except Exception:  # noqa: BLE001 (already interrupted: the run simply stays scheduled)
         logging.getLogger(__name__).warning("could not cancel unstarted flow run %s", flow_run_id)
+        return False
 
 
 def refused_before_start(exc: BaseException, launch: Launch, sweep_id: str, epoch: int) -> bool:

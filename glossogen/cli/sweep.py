@@ -27,8 +27,11 @@ class _Launches:
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
         print(f"run {run_id} started ({round_count} rounds) in {run_url}", flush=True)
 
-    def run_queued(self, trial: str, deployment: str, flow_run_id: str) -> None:
-        print(f"trial {trial} queued on {deployment} (flow run {flow_run_id})", flush=True)
+    def run_queued(self, trial: str, deployment: str, flow_run_id: str, run_id: str) -> None:
+        print(
+            f"trial {trial} queued on {deployment} as run {run_id} (flow run {flow_run_id})",
+            flush=True,
+        )
 
     def run_returned(self, trial: str, run_id: str, status: str) -> None:
         print(f"trial {trial} ended {status}: run {run_id}", flush=True)

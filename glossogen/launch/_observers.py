@@ -22,8 +22,11 @@ class RunObserver(Protocol):
     def event(self, event: Event) -> None:
         """An event was appended to the log."""
 
-    def run_queued(self, trial: str, deployment: str, flow_run_id: str) -> None:
-        """A sweep's trial (``<cell>/<trial>``) was handed to a deployment's flow run."""
+    def run_queued(self, trial: str, deployment: str, flow_run_id: str, run_id: str) -> None:
+        """A sweep's trial (``<cell>/<trial>``) was handed to a deployment's flow run.
+
+        ``run_id`` names the run folder claimed for it (the run the worker plays).
+        """
 
     def run_returned(self, trial: str, run_id: str, status: str) -> None:
         """A trial's flow run on a deployment ended: its run and ``simulation_ended.status``."""

@@ -98,7 +98,7 @@ def check_runs_dir(runs_dir: str) -> None:
 
 def claim_run(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` and write ``config.json`` and ``labels.json``."""
-    folder = _claim_folder(config, runs_dir, now_unix)
+    folder = claim_folder(config, runs_dir, now_unix)
     notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
     return folder
 
@@ -111,12 +111,17 @@ async def claim_run_async(
     Runs that share one event loop (an in-process sweep) are not held up by the disk: an fsync
     can hold the loop for tens of milliseconds on a loaded machine (``bench/sweep_throughput.py``).
     """
-    folder = await asyncio.to_thread(_claim_folder, config, runs_dir, now_unix)
+    folder = await asyncio.to_thread(claim_folder, config, runs_dir, now_unix)
     notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
     return folder
 
 
-def _claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None) -> RunFolder:
+def claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
+    """Claim the run's folder and write its config files, announcing nothing.
+
+    For a launcher that names the run before a worker plays it (a sweep through deployments):
+    the worker's flow run takes the folder as it is and announces the run when it starts.
+    """
     store = RunStore(runs_dir)
     folder = store.claim_run_dir(
         config.scenario, int(now_unix if now_unix is not None else time.time())

@@ -223,6 +223,35 @@ class RunFolder:
         data = json_bytes(obj)
         write_bytes_atomic(self.file_url(name), data)
 
+    def discard_unstarted(self, names: tuple[str, ...] = (CONFIG, LABELS, ".claim")) -> bool:
+        """Remove a folder claimed for a run that never started: ``names``, then the folder.
+
+        ``names`` are the files a claim writes (``.claim`` is the runs store's S3 claim marker).
+
+        Only while the folder holds no event log (nothing was played or spent) and nothing but
+        ``names``; otherwise it is left exactly as it is.
+
+        Returns:
+            True when the folder was removed.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        if self.log_state() != "missing":
+            return False
+        fs, path = open_fs(self.url)
+        with translate_errors(self.url, fs):
+            if not is_local(fs):
+                fs.invalidate_cache(path)
+            held = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)}
+            if not held <= set(names):
+                return False
+            for name in sorted(held):
+                fs.rm_file(join(path, name))
+            if is_local(fs):
+                os.rmdir(path)
+        return True
+
     def lock(self) -> RunLock:
         """Take the folder's writer lock (see :class:`RunLock`) and write this process's pid.
 

@@ -56,15 +56,19 @@ def test_a_2x2x2_sweep_runs_every_cell_on_the_worker_then_launches_nothing(
     out = capsys.readouterr().out.splitlines()
     trials = {f"{c['cell_id']}/{t['trial']}": t["run_id"] for c in summary["cells"]
               for t in c["trials"]}  # fmt: skip
-    queued = sorted(line.split()[1] for line in out if " queued on " in line)
-    assert queued == sorted(trials)
-    assert all(
-        re.fullmatch(
-            r"trial \S+ queued on simulate/simulate-scripted \(flow run [0-9a-f-]{36}\)", line
-        )
-        for line in out
-        if " queued on " in line
-    )
+    # Each trial's run is named when it is queued, before a worker plays it: the folder is
+    # claimed by the launcher and handed to the flow run.
+    queued = {}
+    for line in out:
+        if " queued on " in line:
+            found = re.fullmatch(
+                r"trial (\S+) queued on simulate/simulate-scripted as run (\S+) "
+                r"\(flow run [0-9a-f-]{36}\)",
+                line,
+            )
+            assert found is not None, line
+            queued[found[1]] = found[2]
+    assert queued == trials
     assert sorted(line for line in out if " ended " in line) == sorted(
         f"trial {trial} ended completed: run {run_id}" for trial, run_id in trials.items()
     )
@@ -142,10 +146,12 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
 
         def __init__(self) -> None:
             self.flow_run_id = ""
+            self.held: list[str] = []
             self.created = asyncio.Event()
 
-        def run_queued(self, trial: str, deployment: str, flow_run_id: str) -> None:
+        def run_queued(self, trial: str, deployment: str, flow_run_id: str, run_id: str) -> None:
             self.flow_run_id = flow_run_id
+            self.held = sorted(p.name for p in (tmp_path / "runs" / run_id).iterdir())
             self.created.set()
 
     async def interrupt() -> str:
@@ -159,7 +165,10 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
         async with get_client() as client:
             flow_run = await client.read_flow_run(UUID(queued.flow_run_id))
         assert flow_run.idempotency_key == key and flow_run.state is not None
+        # The folder was claimed (its config files written) before the flow run was created.
+        assert queued.held == ["config.json", "labels.json"]
         return flow_run.state.name
 
     assert asyncio.run(interrupt()) == "Cancelled"
-    assert not (tmp_path / "runs").exists()
+    # Cancelled before any worker took it: nothing was played, and its folder is gone again.
+    assert list((tmp_path / "runs" / "prisoners_dilemma").iterdir()) == []
