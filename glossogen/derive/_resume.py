@@ -8,13 +8,12 @@ recorded config, and any change a resume asks for) is :func:`glossogen.launch.pl
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.eventlog import Event, RunResumed, SimulationStarted, read_events
-from glossogen.storage import RunBusyError, RunFolder, is_local, join, open_fs
+from glossogen.storage import RunBusyError, RunFolder, RunStore, join, path_kind
 
 
 @dataclass
@@ -61,14 +60,14 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
     Raises:
         DeriveError: ``run_dir`` is a file, or not ``<runs_dir>/<scenario>/<unix_ts>`` (66).
     """
-    fs, path = open_fs(run_dir)
-    if is_local(fs) and os.path.isfile(path):
+    local = RunStore(run_dir).local
+    if local and path_kind(run_dir) == "file":
         raise DeriveError(f"{run_dir!r} is a file, not a run folder", 66)
     try:
         return RunFolder.at(run_dir)
     except ValueError:
         name = f"{scenario}.jsonl" if scenario else "<scenario>.jsonl"
-        if is_local(fs) and os.path.exists(join(path, name)):
+        if local and path_kind(join(run_dir, name)) != "missing":
             raise DeriveError(
                 f"{run_dir!r} holds {name} but is not a run folder: its name must be the run's "
                 "unix timestamp (<runs-dir>/<scenario>/<unix_ts>)",

@@ -9,7 +9,6 @@ one damaged line costs only itself; :func:`damaged_note` words the note naming t
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import re
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from glossogen.eventlog import Event, LegacyUpcaster, event_classes, is_legacy
-from glossogen.storage import is_local, open_fs, translate_errors
+from glossogen.storage import open_mapped as open_log
 
 _TYPE_RE = re.compile(rb'"event_type"\s*:\s*"([^"\\]+)"')
 
@@ -33,31 +32,6 @@ def event_type(line: bytes) -> str | None:
     """
     found = _TYPE_RE.search(line, 0, 400)
     return found.group(1).decode() if found else None
-
-
-@contextlib.contextmanager
-def open_log(url: str) -> Iterator[bytes | mmap.mmap]:
-    """Yield the bytes of the log at ``url``: memory-mapped locally, downloaded otherwise.
-
-    Raises:
-        FileNotFoundError: if the log does not exist.
-        StorageError: if the storage is unreachable.
-    """
-    fs, path = open_fs(url)
-    with translate_errors(url, fs):
-        if not is_local(fs):
-            yield fs.cat_file(path)
-            return
-        with open(path, "rb") as f:
-            try:
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # an empty file cannot be mapped
-                yield b""
-                return
-            try:
-                yield mm
-            finally:
-                mm.close()
 
 
 def line_number(data: bytes | mmap.mmap, offset: int) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from glossogen.export._atif import build_trajectories, trajectory_json
-from glossogen.storage import is_local, open_fs, translate_errors
+from glossogen.storage import RunFolder
 
 RAW_ZIP_MAX_BYTES = 4 * 1024**3
 """The raw ceiling: 4 GiB of run folders, uncompressed, estimated before the build."""
@@ -51,14 +51,6 @@ class RawZipTooLarge(ValueError):
     """The selected run folders are over the raw ceiling; the message names it and what to do."""
 
 
-@dataclass(frozen=True)
-class RunFolder:
-    """One run to archive: its id (``<scenario>/<run_dir>``) and its folder (path or URL)."""
-
-    run_id: str
-    url: str
-
-
 @dataclass
 class RawZipResult:
     """What went into a raw zip.
@@ -77,13 +69,13 @@ class RawZipResult:
 
 
 def _folder(record: Any) -> RunFolder:
-    """Read a run id and folder from a selection record (``run_url`` or ``url`` attribute)."""
+    """The run folder of a selection record (its ``run_url``), or ``record`` itself."""
     if isinstance(record, RunFolder):
         return record
-    url = getattr(record, "run_url", None) or getattr(record, "url", None)
+    url = getattr(record, "run_url", None)
     if not isinstance(url, str):
         raise TypeError(f"a run record needs a run_url: {record!r}")
-    return RunFolder(run_id=record.run_id, url=url)
+    return RunFolder.at(url)
 
 
 def _left_out(rel: str, include_logs: bool, include_atif: bool) -> bool:
@@ -93,25 +85,6 @@ def _left_out(rel: str, include_logs: bool, include_atif: bool) -> bool:
     if include_atif and rel.startswith("atif/"):
         return True
     return not include_logs and (name == "_debug.jsonl" or name.endswith("_stdout.log"))
-
-
-def _files(folder: RunFolder) -> tuple[Any, list[tuple[str, str, int]]]:
-    """Return the folder's file system and its files as ``(relative name, path, size)``."""
-    fs, root = open_fs(folder.url)
-    with translate_errors(folder.url, fs):
-        if not is_local(fs):
-            fs.invalidate_cache(root)
-        found = fs.find(root, detail=True)
-    if not found and not fs.isdir(root):
-        raise FileNotFoundError(f"run folder not found: {folder.url}")
-    root = root.rstrip("/")
-    files = []
-    for path, info in sorted(found.items()):
-        if info.get("type") == "directory":
-            continue
-        rel = posixpath.relpath(path.replace("\\", "/"), root.replace("\\", "/"))
-        files.append((rel, path, int(info.get("size") or 0)))
-    return fs, files
 
 
 def estimate_raw_bytes(records: Iterable[Any], *, include_logs: bool = False) -> int:
@@ -130,8 +103,8 @@ def estimate_raw_bytes(records: Iterable[Any], *, include_logs: bool = False) ->
     """
     total = 0
     for record in records:
-        _, files = _files(_folder(record))
-        total += sum(size for rel, _, size in files if not _left_out(rel, include_logs, False))
+        files = _folder(record).files()
+        total += sum(f.size for f in files if not _left_out(f.name, include_logs, False))
     return total
 
 
@@ -159,11 +132,11 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def _copy(fs: Any, path: str, zf: zipfile.ZipFile, name: str, chunk: int) -> int:
+def _copy(folder: RunFolder, name: str, zf: zipfile.ZipFile, member: str, chunk: int) -> int:
     """Stream one file into the archive; return the bytes copied (read until end of file)."""
     copied = 0
-    with fs.open(path, "rb") as src, zf.open(name, "w", force_zip64=True) as dst:
-        while block := src.read(chunk):
+    with zf.open(member, "w", force_zip64=True) as dst:
+        for block in folder.read_chunks(name, chunk):
             dst.write(block)
             copied += len(block)
     return copied
@@ -208,19 +181,19 @@ def write_raw_zip(
         StorageError: the storage is unreachable.
     """
     folders = [_folder(r) for r in records]
-    listed = [(f, *_files(f)) for f in folders]
+    listed = [(f, f.files()) for f in folders]
     check_raw_size(
         sum(
-            s
-            for _, _, files in listed
-            for rel, _, s in files
-            if not _left_out(rel, include_logs, False)
+            f.size
+            for _, files in listed
+            for f in files
+            if not _left_out(f.name, include_logs, False)
         ),
         max_bytes,
     )
     result = RawZipResult()
     with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
-        for folder, fs, files in listed:
+        for folder, files in listed:
             scenario, _, run_dir = folder.run_id.partition("/")
             prefix = f"{scenario}/{run_dir}/"
             row: dict[str, Any] = {
@@ -230,12 +203,11 @@ def write_raw_zip(
             }
             written = size = 0
             left_out = []
-            for rel, path, _ in files:
-                if _left_out(rel, include_logs, include_atif):
-                    left_out.append(rel)
+            for file in files:
+                if _left_out(file.name, include_logs, include_atif):
+                    left_out.append(file.name)
                     continue
-                with translate_errors(folder.url, fs):
-                    size += _copy(fs, path, zf, prefix + rel, chunk_bytes)
+                size += _copy(folder, file.name, zf, prefix + file.name, chunk_bytes)
                 written += 1
             row["atif_trajectories"], row["atif_error"] = "", ""
             if include_atif:
@@ -271,7 +243,6 @@ __all__ = [
     "RAW_ZIP_MAX_BYTES",
     "RawZipResult",
     "RawZipTooLarge",
-    "RunFolder",
     "check_raw_size",
     "estimate_raw_bytes",
     "write_raw_zip",

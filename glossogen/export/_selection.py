@@ -14,7 +14,6 @@ case-insensitively.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
-from glossogen.storage import RunStore, is_local, open_fs, translate_errors
+from glossogen.storage import RunStore, path_kind
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``--max-runs`` overrides it)."""
@@ -138,17 +137,13 @@ def check_runs_dir(runs_dir: str) -> None:
         RunsDirError: ``runs_dir`` does not exist or is a file.
         StorageError: the storage is unreachable.
     """
-    fs, path = open_fs(runs_dir)
-    if is_local(fs):
-        if os.path.isdir(path):
-            return
-        what = "is a file, not a folder" if os.path.exists(path) else "does not exist"
-        raise RunsDirError(f"{runs_dir!r} {what}")
-    with translate_errors(runs_dir, fs):
-        if fs.isdir(path):
-            return
-        what = "is an object, not a folder" if fs.exists(path) else "does not exist"
-    raise RunsDirError(f"{runs_dir!r} {what}")
+    kind = path_kind(runs_dir)
+    if kind == "folder":
+        return
+    local = RunStore(runs_dir).local
+    if kind == "file":
+        raise RunsDirError(f"{runs_dir!r} is {'a file' if local else 'an object'}, not a folder")
+    raise RunsDirError(f"{runs_dir!r} does not exist")
 
 
 class NotARunLog(ValueError):

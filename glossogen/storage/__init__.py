@@ -5,6 +5,7 @@ from glossogen.storage._folder import (
     LABELS,
     LINEAGE,
     LOCK_NAME,
+    FolderFile,
     RunBusyError,
     RunFolder,
     RunLock,
@@ -16,6 +17,8 @@ from glossogen.storage._fs import (
     join,
     nearest_existing,
     open_fs,
+    open_mapped,
+    path_kind,
     translate_errors,
     write_bytes_atomic,
 )
@@ -23,6 +26,7 @@ from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
 
 __all__ = [
     "CONFIG",
+    "FolderFile",
     "LABELS",
     "LINEAGE",
     "LOCK_NAME",
@@ -37,6 +41,8 @@ __all__ = [
     "join",
     "nearest_existing",
     "open_fs",
+    "open_mapped",
+    "path_kind",
     "translate_errors",
     "write_bytes_atomic",
 ]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +34,21 @@ LOCK_NAME = ".writer.lock"
 CONFIG = "config.json"
 LABELS = "labels.json"
 LINEAGE = "lineage.json"
+
+
+@dataclass(frozen=True)
+class FolderFile:
+    """One file of a run folder.
+
+    Attributes:
+        name: Its path relative to the folder, ``/``-separated (``atif/alice.json``).
+        url: Its full local path or fsspec URL.
+        size: Its size in bytes.
+    """
+
+    name: str
+    url: str
+    size: int
 
 
 class RunBusyError(Exception):
@@ -222,6 +239,54 @@ class RunFolder:
         """
         data = json_bytes(obj)
         write_bytes_atomic(self.file_url(name), data)
+
+    def files(self) -> list[FolderFile]:
+        """Every file in the folder and its subfolders, sorted by name.
+
+        Raises:
+            FileNotFoundError: the folder does not exist.
+            StorageError: if the storage is unreachable.
+        """
+        fs, root = open_fs(self.url)
+        with translate_errors(self.url, fs):
+            if not is_local(fs):
+                fs.invalidate_cache(root)
+            found = fs.find(root, detail=True)
+            if not found and not fs.isdir(root):
+                raise FileNotFoundError(f"run folder not found: {self.url}")
+        root = root.rstrip("/").replace("\\", "/")
+        files = []
+        for path, info in sorted(found.items()):
+            if info.get("type") == "directory":
+                continue
+            name = posixpath.relpath(path.replace("\\", "/"), root)
+            files.append(FolderFile(name, self.file_url(name), int(info.get("size") or 0)))
+        return files
+
+    def read_chunks(self, name: str, chunk_bytes: int) -> Iterator[bytes]:
+        """Yield the bytes of ``name`` in the folder, ``chunk_bytes`` at a time, to its end.
+
+        Raises:
+            FileNotFoundError: the file does not exist.
+            StorageError: if the storage is unreachable.
+        """
+        url = self.file_url(name)
+        fs, path = open_fs(url)
+        with translate_errors(url, fs), fs.open(path, "rb") as src:
+            while block := src.read(chunk_bytes):
+                yield block
+
+    def newest_change(self) -> float | None:
+        """When any file directly in the folder last changed (Unix seconds); None when empty.
+
+        Raises:
+            OSError: the storage cannot say (the caller decides what silence means).
+        """
+        fs, path = open_fs(self.url)
+        if not is_local(fs):
+            fs.invalidate_cache(path)
+        stamps = [fs.modified(p).timestamp() for p in fs.ls(path, detail=False)]
+        return max(stamps, default=None)
 
     def discard_unstarted(self, names: tuple[str, ...] = (CONFIG, LABELS, ".claim")) -> bool:
         """Remove a folder claimed for a run that never started: ``names``, then the folder.

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import posixpath
 import re
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -215,3 +216,50 @@ def write_bytes_atomic(url: str, data: bytes, **storage_options: Any) -> str:
                 os.unlink(tmp)
             raise
     return url
+
+
+def path_kind(url: str) -> Literal["folder", "file", "missing"]:
+    """Whether ``url`` is a folder, a file, or nothing at all.
+
+    On object storage a folder is a prefix that holds objects.
+
+    Raises:
+        StorageError: if the storage is unreachable or the bucket is missing.
+    """
+    fs, path = open_fs(url)
+    if is_local(fs):
+        if os.path.isdir(path):
+            return "folder"
+        return "file" if os.path.exists(path) else "missing"
+    with translate_errors(url, fs):
+        fs.invalidate_cache(path)
+        if fs.isdir(path):
+            return "folder"
+        return "file" if fs.exists(path) else "missing"
+
+
+@contextlib.contextmanager
+def open_mapped(url: str) -> Iterator[bytes | mmap.mmap]:
+    """Yield the whole content of the file at ``url``.
+
+    Memory-mapped locally (an empty file as ``b""``), downloaded in one request otherwise.
+
+    Raises:
+        FileNotFoundError: if the file does not exist.
+        StorageError: if the storage is unreachable.
+    """
+    fs, path = open_fs(url)
+    with translate_errors(url, fs):
+        if not is_local(fs):
+            yield fs.cat_file(path)
+            return
+        with open(path, "rb") as f:
+            try:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file cannot be mapped
+                yield b""
+                return
+            try:
+                yield mm
+            finally:
+                mm.close()

@@ -18,7 +18,7 @@ from glossogen.eventlog import (
     SimulationEnded,
     read_events,
 )
-from glossogen.storage import RunFolder, RunStore, StorageError, is_local, open_fs
+from glossogen.storage import RunFolder, RunStore, StorageError
 from glossogen.sweep._grid import Part, TrialKey
 
 REMOTE_SILENT_SECONDS = 900.0
@@ -126,12 +126,12 @@ def writer_alive(run_url: str, now_unix: float | None = None) -> bool:
     no lock: its writer is presumed alive while any file of the folder changed within
     :data:`REMOTE_SILENT_SECONDS` of ``now_unix`` (Unix seconds; default: now).
     """
-    fs, path = open_fs(run_url)
-    if is_local(fs):
-        return RunFolder.at(run_url).is_locked()
+    folder = RunFolder.at(run_url)
+    if folder.lockable:
+        return folder.is_locked()
     now = time.time() if now_unix is None else now_unix
     try:
-        newest = max((fs.modified(p).timestamp() for p in fs.ls(path, detail=False)), default=None)
+        newest = folder.newest_change()
     except (OSError, NotImplementedError):
         return True
     return newest is not None and now - newest < REMOTE_SILENT_SECONDS

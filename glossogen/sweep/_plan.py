@@ -157,12 +157,12 @@ def _probe_runs_dir(runs_dir: str) -> None:
     Raises:
         SweepError: 66, ``cannot create runs dir <path>: <reason>``.
     """
-    from glossogen.storage import is_local, open_fs
+    from glossogen.storage import RunStore
 
-    fs, path = open_fs(runs_dir)
-    if not is_local(fs):
+    store = RunStore(runs_dir)
+    if not store.local:
         return
-    path = os.path.abspath(path)
+    path = os.path.abspath(store.runs_dir)
     missing = []
     probe = path
     while not os.path.exists(probe):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from atif import Trajectory
 
-from glossogen.export._raw import RawZipTooLarge, RunFolder, estimate_raw_bytes, write_raw_zip
-from glossogen.storage import open_fs
+from glossogen.export._raw import RawZipTooLarge, estimate_raw_bytes, write_raw_zip
+from glossogen.storage import RunFolder, open_fs
 from tests.fixtures.played_runs import play_run
 
 CASE_05 = Path(__file__).parents[1] / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
@@ -34,8 +34,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RunFolder
         (played / name).write_bytes(data)
     shutil.copytree(CASE_05, root / "veyru" / "1795939736")
     return root, [
-        RunFolder(claimed.run_id, claimed.url),
-        RunFolder("veyru/1795939736", str(root / "veyru" / "1795939736")),
+        claimed,
+        RunFolder.at(str(root / "veyru" / "1795939736")),
     ]
 
 
@@ -148,7 +148,7 @@ def test_a_log_growing_while_it_is_zipped_is_archived_whole_with_a_valid_crc(
             return super().write(data)
 
     dest = GrowsTheLog()
-    write_raw_zip([RunFolder("veyru/1700000000", str(run))], dest, chunk_bytes=4096)
+    write_raw_zip([RunFolder.at(str(run))], dest, chunk_bytes=4096)
     assert dest.grown
     with zipfile.ZipFile(io.BytesIO(dest.getvalue())) as zf:
         assert zf.testzip() is None
@@ -185,7 +185,7 @@ def test_runs_on_s3_zip_like_local_runs(
     fs, bucket = open_fs(s3_bucket)
     fs.put(str(played), f"{bucket}/runs/veyru/{played.name}", recursive=True)
     url = f"{s3_bucket}/runs/veyru/{played.name}"
-    write_raw_zip([RunFolder(folders[0].run_id, url)], tmp_path / "s3.zip", include_atif=True)
+    write_raw_zip([RunFolder.at(url)], tmp_path / "s3.zip", include_atif=True)
     write_raw_zip(folders[:1], tmp_path / "local.zip", include_atif=True)
     with (
         zipfile.ZipFile(tmp_path / "s3.zip") as s3,
