@@ -35,8 +35,8 @@ def send_queued(seconds: float = 5.0) -> None:
     """Send the logs and events Prefect has queued for the API now, waiting at most ``seconds``.
 
     Before a temporary server stops: whatever is still queued would otherwise be retried against
-    the stopped server at interpreter exit (``Error logging to API``; about 66 s measured after
-    a sweep). Call it with no event loop running.
+    the stopped server at interpreter exit (``Error logging to API``, retried for a minute or
+    more). Call it with no event loop running.
     """
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker

@@ -89,10 +89,10 @@ class SlotPool:
     A finished request's slot is kept for the next request of this process instead of going
     back to the server, for at most ``HANDOFF_SECONDS`` after it was taken from the server (so
     other processes get their turn): handed straight to a waiting request, else kept idle for
-    ``LINGER_SECONDS`` (an agent's next turn usually comes sooner) and then released. Each
-    server round trip costs 20 ms on a quiet server and seconds on a busy one, against a few
-    hundred ms of model call. The process never holds more slots than its requests in flight
-    plus the idle ones; a loop that ends releases its idle slots on the way out.
+    ``LINGER_SECONDS`` (an agent's next turn usually comes sooner) and then released: on a
+    busy server a round trip per request costs as much as the model call it guards. The
+    process never holds more slots than its requests in flight plus the idle ones; a loop
+    that ends releases its idle slots on the way out.
     """
 
     def __init__(
@@ -287,10 +287,9 @@ async def _acquire(client: PrefectClient, name: str) -> Lease | None:
     """Take one slot of ``name`` with a lease; wait while the server answers 423 (all held).
 
     We call the client's lease endpoints directly rather than ``prefect.concurrency``'s
-    ``concurrency()``: on this machine that helper costs about 300 ms per acquire and release
-    (a queue thread, a lease-renewal thread and events per call) against about 18 ms for the
-    two requests themselves (measured: bench/sweep_throughput.py). Returns None when the limit
-    vanished meanwhile (nothing held, nothing to release).
+    ``concurrency()``: that helper starts a queue thread, a lease-renewal thread and events on
+    every acquire and release, where the two requests are all a slot needs. Returns None when
+    the limit vanished meanwhile (nothing held, nothing to release).
     """
     while True:
         asking = asyncio.ensure_future(
@@ -372,8 +371,8 @@ _NO_RETRIES: list[tuple[Any, Any]] = []
 def _no_retries(settings: Any) -> Any:
     """``settings`` with the client's retries off, built once per settings object in force.
 
-    ``prefect.settings.temporary_settings`` rebuilds the whole settings model on each use:
-    27 ms of CPU per call on this machine, more than the request it wraps.
+    ``prefect.settings.temporary_settings`` rebuilds the whole settings model on each use,
+    which costs more CPU than the request it wraps.
     """
     from prefect.settings import PREFECT_CLIENT_MAX_RETRIES
 
