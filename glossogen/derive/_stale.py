@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from glossogen.eventlog import RESUMABLE, iter_event_dicts
+from glossogen.eventlog import RESUMABLE, RunView
 from glossogen.storage import RunStore
 
 
@@ -27,8 +27,8 @@ class StaleRun:
         provider: Default provider the run was launched with.
         silent_seconds: Seconds since the log was last written.
         locked: True while a live process holds the folder's lock (local folders only).
-        ended_status: Status of the last ``simulation_ended`` (``interrupted`` or ``error``),
-            or None when the log has none.
+        ended_status: Status of the ``simulation_ended`` that closes the log (``interrupted``
+            or ``error``), or None when the log has not ended.
         last_event_id: The ``event_id`` of the log's last line, or "" (a key for launching its
             resume once: it changes as soon as the run writes again).
         lockable: False for folders that cannot be locked (S3): ``locked`` says nothing there.
@@ -49,10 +49,11 @@ class StaleRun:
 def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
     """Return every run under ``runs_dir`` that has not finished, oldest first.
 
-    A run is unfinished when its log has no ``simulation_ended``, or its last one has a
-    resumable status (``interrupted``, ``error``) and no ``completed``/``incomplete`` ending
-    follows. Runs without a log or without ``simulation_started`` (a launch that died before its
-    first event) are left out: there is nothing to resume.
+    A run is unfinished when its log (read as :class:`~glossogen.eventlog.RunView`) has not
+    ended (no ``simulation_ended``, or a ``run_resumed`` after the last one) or ended with a
+    resumable status (``interrupted``, ``error``). Runs without a log or without
+    ``simulation_started`` (a launch that died before its first event) are left out: there is
+    nothing to resume.
 
     Args:
         runs_dir: Runs root (local folder or fsspec URL).
@@ -64,28 +65,26 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
     store = RunStore(runs_dir)
     found: list[StaleRun] = []
     for folder in store.runs():
-        log = folder.log_url
         modified = folder.log_modified()
         if modified is None:
             continue
-        events = list(iter_event_dicts(log))
-        started = next((e for e in events if e.get("event_type") == "simulation_started"), None)
-        if started is None:
+        view = RunView.load(folder.log_url)
+        if view.started is None:
             continue
-        endings = [e.get("status") for e in events if e.get("event_type") == "simulation_ended"]
-        if endings and endings[-1] not in RESUMABLE:
+        ended = view.ended
+        if ended is not None and ended.status not in RESUMABLE:
             continue
         found.append(
             StaleRun(
                 run_id=folder.run_id,
                 run_url=folder.url,
                 scenario=folder.scenario,
-                model=started["model"],
-                provider=started["provider"],
+                model=view.started.model,
+                provider=view.started.provider,
                 silent_seconds=max(0.0, now_unix - modified),
                 locked=folder.is_locked(),
-                ended_status=endings[-1] if endings else None,
-                last_event_id=str(events[-1].get("event_id", "")),
+                ended_status=ended.status if ended is not None else None,
+                last_event_id=view.events[-1].event_id,
                 lockable=folder.lockable,
             )
         )
