@@ -7,6 +7,7 @@ a thinking level the model never ran with (spec: Agent model settings).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +50,11 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
     thinking = settings.get("thinking")
     if thinking is None:
         return None
-    if thinking is not False and not profile.get("supports_thinking", False):
+    if not profile.get("supports_thinking", False):
+        # pydantic-ai sends such a model nothing, whatever the value: false is dropped too.
         return (
             f"{who} on {provider}:{model} cannot think (pydantic-ai's profile), so "
-            f"thinking={thinking!r} would be dropped"
+            f"thinking={json.dumps(thinking)} would be dropped"
         )
     if thinking is False and profile.get("thinking_always_enabled", False):
         return f"{who} on {provider}:{model} always thinks, so thinking=false would be dropped"
