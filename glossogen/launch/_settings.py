@@ -50,11 +50,12 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
     thinking = settings.get("thinking")
     if thinking is None:
         return None
+    spelled = json.dumps(thinking) if isinstance(thinking, bool) else str(thinking)
     if not profile.get("supports_thinking", False):
         # pydantic-ai sends such a model nothing, whatever the value: false is dropped too.
         return (
             f"{who} on {provider}:{model} cannot think (pydantic-ai's profile), so "
-            f"thinking={json.dumps(thinking)} would be dropped"
+            f"thinking={spelled} would be dropped"
         )
     if thinking is False and profile.get("thinking_always_enabled", False):
         return f"{who} on {provider}:{model} always thinks, so thinking=false would be dropped"
