@@ -83,9 +83,11 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         refused = refuse_unreachable_api()
         if refused is not None:
             return refused
+    from glossogen.launch import LaunchError, derived_run_check
+
     try:
-        prepared = prepare_fork(request)
-    except DeriveError as exc:
+        prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+    except (DeriveError, LaunchError) as exc:
         _error(str(exc))
         return exc.exit_code
     except StorageError as exc:

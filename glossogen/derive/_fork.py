@@ -10,7 +10,7 @@ fsspec URL as given, so it stays true when read from another working directory.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from glossogen.eventlog import (
     SimulationStarted,
 )
 from glossogen.knobs import (
+    BaseKnobs,
     ConfigError,
     knobs_to_config,
     lift_legacy_knobs,
@@ -239,8 +240,19 @@ def knobs_at(
     return config_at_round(first, events, last, in_force=in_force is not None)
 
 
-def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
+SeatCheck = Callable[[BaseKnobs, str, str], None]
+"""A launch check of a derived run before its folder exists: ``(knobs, model, provider)``.
+
+It raises to refuse the run (``glossogen.launch``'s credentials and model-settings checks)."""
+
+
+def prepare_fork(
+    request: ForkRequest, now_unix: int | None = None, check: SeatCheck | None = None
+) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
+
+    ``check``, when given, sees the derived run's knobs and default model and provider after
+    they are resolved and before anything is written; what it raises passes through.
 
     Raises:
         DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
@@ -370,6 +382,8 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
         )
     except (RosterError, UnknownProviderError) as exc:
         raise DeriveError(f"--knobs: {exc}") from None
+    if check is not None:
+        check(knobs, request.model or limits["model"], request.provider or limits["provider"])
     folder = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
     recorded = knobs_to_config(knobs)
     folder.write_json(CONFIG, recorded)
@@ -383,7 +397,7 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
 
 def _seat_entries(
     seats: Mapping[str, tuple[str, str]], extra: Mapping[str, Any], config: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> Any:
     """Return the derived run's ``model_overrides``: one entry per seat of the source.
 
     A ``model_overrides`` in ``--knobs`` replaces the recorded map whole: the entries it names
@@ -392,14 +406,14 @@ def _seat_entries(
     its registered model and provider and the ``model_settings`` its recorded entry names.
     """
     given = "model_overrides" in extra
-    entries: Mapping[str, Any] = (
-        extra.get("model_overrides") if given else config.get("model_overrides")
-    ) or {}
+    entries = (extra.get("model_overrides") if given else config.get("model_overrides")) or {}
+    if not isinstance(entries, Mapping):
+        return entries  # not a map: refused by the knobs model, naming the knob
     overrides: dict[str, Any] = {}
     for agent_id, (model, provider) in seats.items():
-        entry = dict(entries.get(agent_id) or {})
-        if given and entry:
-            overrides[agent_id] = entry
+        entry = entries.get(agent_id) or {}
+        if (given and entry) or not isinstance(entry, Mapping):
+            overrides[agent_id] = entry  # as given (a malformed entry is refused by the knobs)
             continue
         overrides[agent_id] = {"model": model, "provider": provider}
         if not given and entry.get("model_settings") is not None:

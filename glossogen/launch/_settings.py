@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig
+from glossogen.derive import SeatCheck
+from glossogen.knobs import BaseKnobs
+from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
 
 ASSUMED_REQUESTS_PER_AGENT_ROUND = 20
@@ -83,6 +85,27 @@ def check_model_settings(config: RunConfig) -> None:
         reason = _refusal("the judge", judge.provider, judge.model, settings)
         if reason:
             raise LaunchError(reason, EXIT_REFUSED)
+
+
+def derived_run_check(scenario: str) -> SeatCheck:
+    """Return the launch checks of a derived run, for before its folder is claimed.
+
+    Every seat's and the judge's provider needs its variables, and no model may drop a setting
+    it names (``thinking`` on a model that cannot think): the checks ``glossogen run`` makes,
+    over the seats the derived run's knobs resolve to.
+
+    Raises (the returned callable):
+        LaunchError: 77 for a missing variable, 65 for a setting a model would drop.
+    """
+
+    def check(knobs: BaseKnobs, model: str, provider: str) -> None:
+        from glossogen.launch._credentials import check_credentials
+
+        config = plan_knobs(scenario, model, provider, "the derived run's knobs", knobs)
+        check_credentials(config)
+        check_model_settings(config)
+
+    return check
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from flows.simulate import resume, simulate
+from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import AgentRegistered, read_events
 from glossogen.launch import RunRequest
@@ -188,3 +189,20 @@ def test_a_cross_run_replaced_seat_sends_the_runs_settings(
         "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
+
+
+def test_a_fork_whose_seats_would_drop_a_setting_is_refused_before_its_folder(
+    source: Path, stub: StubModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    knobs = _knobs(tmp_path, {"agent_model_settings": {"thinking": False}})
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["fork-at-round", SCENARIO, "--source-run-dir", str(source), "--after-round", "1",
+             "--runs-dir", str(tmp_path / "runs"), "--knobs", knobs]
+        )  # fmt: skip
+    assert exited.value.code == 65
+    assert capsys.readouterr().err == (
+        "glossogen: error: agent player_a on openai:gpt-4.1 cannot think (pydantic-ai's "
+        "profile), so thinking=false would be dropped\n"
+    )
+    assert not (tmp_path / "runs").exists()
