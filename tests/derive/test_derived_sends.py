@@ -20,6 +20,7 @@ from flows.simulate import resume, simulate
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import AgentRegistered, read_events
+from glossogen.export import build_trajectories
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 
@@ -167,12 +168,19 @@ def test_a_replaced_seat_sends_its_knobs_entry_and_the_others_the_runs(
     request = ForkRequest(
         SCENARIO, str(source), 1, str(tmp_path), 1, knobs, "player_a", "gpt-4.1-nano", "openai"
     )
-    seats = _registered_anew(_derive(stub, tmp_path, request))
+    run = _derive(stub, tmp_path, request)
+    seats = _registered_anew(run)
     assert seats == {
         "player_a": ("openai", "gpt-4.1-nano", {"max_tokens": 16384, "temperature": 0.2}),
         "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 4000, "temperature": 0.7}),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
+    # Its trajectories name what each seat ran with in this run, not in the source.
+    trajectories = build_trajectories(str(run))
+    assert {
+        agent_id: (t.agent.model_name, t.agent.extra["model_settings"])
+        for agent_id, t in trajectories.items()
+    } == {agent_id: (model, settings) for agent_id, (_, model, settings) in seats.items()}
 
 
 def test_a_cross_run_replaced_seat_sends_the_runs_settings(
