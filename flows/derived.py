@@ -14,7 +14,7 @@ from prefect.context import TaskRunContext
 
 from flows.simulate import resume
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
-from glossogen.launch import RunResult
+from glossogen.launch import RunResult, derived_run_check
 from tasks.gate import install_call_gate
 
 
@@ -24,8 +24,11 @@ def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
 
 @task(name="prepare_derived_run", cache_key_fn=_per_flow_run, persist_result=True)
 def prepare_derived_run(request: ForkRequest) -> PreparedFork:
-    """Claim the derived run's folder and write its lineage, config and log up to the boundary."""
-    return prepare_fork(request)
+    """Check the derived run as a launch is, then claim its folder and write its log prefix.
+
+    The folder gets ``lineage.json``, ``config.json`` and the log up to the boundary.
+    """
+    return prepare_fork(request, check=derived_run_check(request.scenario))
 
 
 async def _derive(request: ForkRequest) -> RunResult:

@@ -40,7 +40,8 @@ class ProviderSpec:
         env_vars: Variables it reads; a tuple inside the tuple means "any one of these".
         pydantic_ai_prefix: The provider part of a pydantic-ai model string, or "" for ours.
         billed: False where tokens are priced at zero (local and self-hosted GPUs, scripted).
-        weights: Feeds the export's ``model_class``.
+        weights: Feeds the export's ``model_class``: ``unclassified`` (an empty cell) for a
+            provider serving both kinds, or running no model with weights (``scripted``).
         genai_prices_id: The provider id genai-prices knows it by, or None.
     """
 
@@ -72,7 +73,9 @@ PROVIDER_SPECS: dict[Provider, ProviderSpec] = {
     Provider.SELF_HOSTED: ProviderSpec(
         ("SELF_HOSTED_BASE_URLS", "SELF_HOSTED_API_KEY"), "openai", False, "open", None
     ),
-    Provider.SCRIPTED: ProviderSpec((), "", False, "open", None),
+    # Scripted seats are policies, not models with weights (the spec's table does not list the
+    # provider): their model_class is empty. A local seat runs a real open-weight GGUF model.
+    Provider.SCRIPTED: ProviderSpec((), "", False, "unclassified", None),
     Provider.LOCAL: ProviderSpec((), "", False, "open", None),
 }
 

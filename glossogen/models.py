@@ -21,6 +21,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.pricing import base_model
 from glossogen.scenario import ScriptedMove
 
 ScriptedPolicy = Callable[[], Awaitable[ScriptedMove]]
@@ -212,7 +213,24 @@ def _build_ungated(provider: str, model: str) -> Model:
     if name is Provider.OLLAMA:
         base = os.environ.get("OLLAMA_BASE_URL", "").rstrip("/")
         return _openai_compatible(model, base if base.endswith("/v1") else f"{base}/v1", "ollama")
-    return infer_model(f"{PROVIDER_SPECS[name].pydantic_ai_prefix}:{model}")
+    prefix = PROVIDER_SPECS[name].pydantic_ai_prefix
+    base = base_model(model)
+    if base == model:
+        return infer_model(f"{prefix}:{model}")
+
+    def fine_tune_provider(provider_name: str) -> Any:
+        # pydantic-ai reads a model's profile from its provider's model_profile(name) and does
+        # not know fine-tune names: this provider answers for a fine-tune with its base's
+        # profile (what it can think, which reasoning fields it is sent). No pydantic-ai hook
+        # takes a profile through infer_model, so the one instance it builds is adjusted here.
+        from pydantic_ai.providers import infer_provider
+
+        built = infer_provider(provider_name)
+        of_base = built.model_profile
+        vars(built)["model_profile"] = lambda _name: of_base(base)
+        return built
+
+    return infer_model(f"{prefix}:{model}", provider_factory=fine_tune_provider)
 
 
 def _self_hosted_url(model: str) -> str:

@@ -2,7 +2,8 @@
 
 Prices come from the genai-prices package (its snapshot shipped in the wheel; never updated at
 run time). Providers the catalogue marks as not billed (scripted, self-hosted, ollama) cost 0.
-A model genai-prices does not know returns None ("not costed"), never 0.
+A model genai-prices does not know returns None ("not costed"), never 0. A fine-tune
+(``ft:<base>:...``) the catalogue does not list by its own name is priced as its base model.
 """
 
 from __future__ import annotations
@@ -12,6 +13,19 @@ from typing import Any
 from genai_prices import Usage, calc_price
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
+
+FINE_TUNE_PREFIX = "ft:"
+
+
+def base_model(model: str) -> str:
+    """Return the model a fine-tune was trained from, or ``model`` itself when it is not one.
+
+    A fine-tune is named ``ft:<base>:<org>:<suffix>:<id>`` (OpenAI's spelling); its base is the
+    second field. A name with an empty second field is returned as is.
+    """
+    if not model.startswith(FINE_TUNE_PREFIX):
+        return model
+    return model.split(":")[1] or model
 
 
 def price_call(
@@ -26,7 +40,8 @@ def price_call(
     """Return the USD cost of one call, or None when the model is not in the price catalogue.
 
     ``input_tokens`` already includes cache reads and writes (pydantic-ai's and genai-prices'
-    convention). Unknown providers are not costed (None).
+    convention). Unknown providers are not costed (None); a fine-tune the catalogue does not
+    list is priced at its base model's rates when the catalogue has the base.
     """
     try:
         spec = PROVIDER_SPECS[Provider(provider)]
@@ -42,11 +57,13 @@ def price_call(
         cache_read_tokens=cache_read_tokens or None,
         cache_write_tokens=cache_write_tokens or None,
     )
-    try:
-        price = calc_price(usage, model_ref=model, provider_id=spec.genai_prices_id)
-    except LookupError:
-        return None
-    return float(price.total_price)
+    for ref in dict.fromkeys((model, base_model(model))):  # the name, then a fine-tune's base
+        try:
+            price = calc_price(usage, model_ref=ref, provider_id=spec.genai_prices_id)
+        except LookupError:
+            continue
+        return float(price.total_price)
+    return None
 
 
 def price_usage(provider: str, model: str, usage: Any) -> float | None:

@@ -23,11 +23,25 @@ def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
 
+def interpreter() -> str:
+    """Return the interpreter a detached run starts under, spelled ``python`` when possible.
+
+    ``sys.executable`` may end in ``python3`` or ``python3.11``; a ``python`` beside it is the
+    same interpreter (a virtual environment has all three), and the name the process patterns
+    of the reference pages match.
+    """
+    beside = os.path.join(os.path.dirname(sys.executable), "python")
+    if os.path.basename(sys.executable) != "python" and os.access(beside, os.X_OK):
+        return beside
+    return sys.executable
+
+
 def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
     """Play the prepared run as a resumed run, detached unless ``wait``.
 
     The run goes on under what its own log and ``config.json`` record (knobs, default model,
-    limits), so nothing but the folder is passed on.
+    limits): the detached command names the recorded default model and provider (for the
+    process patterns users count runs with) and the folder.
     """
     folder = prepared.folder
     print(f"new_run_id={folder.run_id}", flush=True)
@@ -38,11 +52,15 @@ def _launch(prepared: PreparedFork, scenario: str, wait: bool) -> int:
         # new_run_id= is printed above, before any check of the run can fail; the run's own
         # progress must not print it again.
         return play(scenario, [], "", "", "", "", resume_dir=folder.url, announce=False)
-    args = ["run", scenario, "--resume", folder.url]
+    # The reference pages count live runs with ``pgrep -f "python -m glossogen run <scenario>
+    # --model M"`` and ``... run <scenario> .* --resume``: the default model and provider (as
+    # the folder records them, so no config change) come first, --resume last.
+    args = ["run", scenario, "--model", prepared.model, "--provider", prepared.provider]
+    args += ["--resume", folder.url]
     log_path = folder.local_path(folder.stdout_log_name) or os.devnull
     with open(log_path, "ab") as log:
         subprocess.Popen(  # noqa: S603 (our own CLI, no shell)
-            [sys.executable, "-m", "glossogen", *args],
+            [interpreter(), "-m", "glossogen", *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -65,9 +83,11 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         refused = refuse_unreachable_api()
         if refused is not None:
             return refused
+    from glossogen.launch import LaunchError, derived_run_check
+
     try:
-        prepared = prepare_fork(request)
-    except DeriveError as exc:
+        prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+    except (DeriveError, LaunchError) as exc:
         _error(str(exc))
         return exc.exit_code
     except StorageError as exc:

@@ -265,6 +265,9 @@ def play(
     refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69 before the claim
     if refused is not None:
         return refused
+    # The launch line the reference pages quote, then the knobs it resolved to.
+    origin = plan.config_source
+    print(f"Scenario knobs {'' if origin.startswith('recorded') else 'from '}{origin}", flush=True)
     print(
         f"resolved_config={plan.config_source} "
         + json.dumps(plan.recorded_knobs, sort_keys=True, separators=(",", ":")),

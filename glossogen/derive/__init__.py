@@ -3,6 +3,7 @@
 from glossogen.derive._fork import (
     ForkRequest,
     PreparedFork,
+    SeatCheck,
     config_at_round,
     knobs_at,
     lineage_of,
@@ -27,6 +28,7 @@ __all__ = [
     "config_at_round",
     "knobs_at",
     "PreparedFork",
+    "SeatCheck",
     "lineage_of",
     "prepare_fork",
     "DeriveError",

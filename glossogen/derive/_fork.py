@@ -10,12 +10,14 @@ fsspec URL as given, so it stays true when read from another working directory.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from glossogen.catalog import UnknownProviderError
 from glossogen.derive._resume import read_run_log, recorded_limits, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
+from glossogen.engine import RosterError, Seat, resolve_seats
 from glossogen.eventlog import (
     AgentHistoryAppended,
     AgentRegistered,
@@ -25,7 +27,14 @@ from glossogen.eventlog import (
     SimulationEnded,
     SimulationStarted,
 )
-from glossogen.knobs import ConfigError, knobs_to_config, load_config, resolve_knobs
+from glossogen.knobs import (
+    BaseKnobs,
+    ConfigError,
+    knobs_to_config,
+    lift_legacy_knobs,
+    load_config,
+    resolve_knobs,
+)
 from glossogen.scenario import load_scenario, scenario_dir
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore, absolute
 
@@ -134,20 +143,45 @@ def _visible(
     """The replaced seat's history under ``--channel-visibility``.
 
     Each logged piece of the seat's history keeps the phase and round it was logged in; the
-    rule of that phase's channel decides whether the incoming model sees it.
+    rule of that phase's channel decides whether the incoming model sees it. A derived run
+    registers every seat anew and logs its history again in one setup-phase piece: a message
+    found in the seat's history before that registration keeps the tag it had there, so a
+    fork of a fork is filtered as its source was.
     """
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     rules = _phase_rules(spelled, channel_phases)
-    tagged: list[tuple[Any, str, int]] = []
+    tagged: list[tuple[dict[str, Any], str, int]] = []
+    before: list[tuple[dict[str, Any], str, int]] = []
     for event in state.events:
         if isinstance(event, AgentRegistered) and event.agent_id == agent_id:
-            tagged = []
+            before, tagged = tagged, []
         elif isinstance(event, AgentHistoryAppended) and event.agent_id == agent_id:
-            messages = ModelMessagesTypeAdapter.validate_python(event.messages)
             start = len(tagged) if event.from_index is None else event.from_index
-            tagged = tagged[:start] + [(m, event.phase, event.round_number) for m in messages]
-    return [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
+            tags: list[tuple[dict[str, Any], str, int]] = [
+                (m, str(event.phase), event.round_number) for m in event.messages
+            ]
+            if not tagged and start == 0 and event.phase == "setup":
+                tags = _carried(tags, before)
+            tagged = tagged[:start] + tags
+    kept = [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
+    return list(ModelMessagesTypeAdapter.validate_python(kept))
+
+
+def _carried(
+    tags: list[tuple[dict[str, Any], str, int]], before: list[tuple[dict[str, Any], str, int]]
+) -> list[tuple[dict[str, Any], str, int]]:
+    """Give each message of ``tags`` the tag of the same message in ``before``, in order."""
+    out: list[tuple[dict[str, Any], str, int]] = []
+    at = 0
+    for message, phase, rnd in tags:
+        found = next((i for i in range(at, len(before)) if before[i][0] == message), None)
+        if found is None:
+            out.append((message, phase, rnd))
+        else:
+            out.append(before[found])
+            at = found + 1
+    return out
 
 
 def config_at_round(
@@ -206,8 +240,19 @@ def knobs_at(
     return config_at_round(first, events, last, in_force=in_force is not None)
 
 
-def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedFork:
+SeatCheck = Callable[[BaseKnobs, str, str], None]
+"""A launch check of a derived run before its folder exists: ``(knobs, model, provider)``.
+
+It raises to refuse the run (``glossogen.launch``'s credentials and model-settings checks)."""
+
+
+def prepare_fork(
+    request: ForkRequest, now_unix: int | None = None, check: SeatCheck | None = None
+) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
+
+    ``check``, when given, sees the derived run's knobs and default model and provider after
+    they are resolved and before anything is written; what it raises passes through.
 
     Raises:
         DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
@@ -238,11 +283,12 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
             extra, _ = load_config(request.knobs_path, scenario_dir(cls))
         except ConfigError as exc:
             raise DeriveError(str(exc), exc.exit_code) from None
-    config = {**config, **extra, "labels": extra.get("labels", {})}
+    # A legacy agent_max_tokens on either side is the agent_model_settings object's old
+    # spelling: lifted first, so a --knobs object replaces the source's whole.
+    extra = lift_legacy_knobs(extra)
+    config = {**lift_legacy_knobs(config), **extra, "labels": extra.get("labels", {})}
     seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
-    overrides = dict(extra.get("model_overrides") or config.get("model_overrides") or {})
-    for agent_id, (model, provider) in seats.items():
-        overrides.setdefault(agent_id, {"model": model, "provider": provider})
+    overrides = _seat_entries(seats, extra, config)
     lineage: dict[str, Any] = {
         "derivation": request.derivation,
         "source_run_id": started.run_id,
@@ -268,8 +314,10 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
                 f"{entry.get('provider')}:{entry.get('model')}, "
                 f"not --provider/--model {request.provider}:{request.model}"
             )
+        # The source's settings for this seat stay behind (they were for the model it
+        # replaces): the --knobs entry's own, else the run's agent_model_settings.
         overrides[replaced] = {"model": request.model, "provider": request.provider}
-        if entry.get("model_settings"):
+        if entry.get("model_settings") is not None:
             overrides[replaced]["model_settings"] = entry["model_settings"]
         lineage |= {
             "replaced_agent_id": replaced,
@@ -325,6 +373,17 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
             key: {"recorded": limits[key], "now": value} for key, value in changed.items()
         }
     limits |= changed
+    try:
+        seated = resolve_seats(
+            cls(knobs),
+            knobs,
+            request.model or limits["model"],
+            request.provider or limits["provider"],
+        )
+    except (RosterError, UnknownProviderError) as exc:
+        raise DeriveError(f"--knobs: {exc}") from None
+    if check is not None:
+        check(knobs, request.model or limits["model"], request.provider or limits["provider"])
     folder = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
     recorded = knobs_to_config(knobs)
     folder.write_json(CONFIG, recorded)
@@ -332,8 +391,36 @@ def prepare_fork(request: ForkRequest, now_unix: int | None = None) -> PreparedF
     folder.write_json(LINEAGE, lineage)
     model = request.model or limits["model"]
     provider = request.provider or limits["provider"]
-    _write_prefix(folder, request, started, recorded, lineage, state, history, limits)
+    _write_prefix(folder, request, started, recorded, lineage, state, history, limits, seated)
     return PreparedFork(folder, model, provider, lineage)
+
+
+def _seat_entries(
+    seats: Mapping[str, tuple[str, str]], extra: Mapping[str, Any], config: Mapping[str, Any]
+) -> Any:
+    """Return the derived run's ``model_overrides``: one entry per seat of the source.
+
+    A ``model_overrides`` in ``--knobs`` replaces the recorded map whole: the entries it names
+    stand as given; each seat it leaves out keeps its source model and provider (read from its
+    registration) and sends the run's ``agent_model_settings``. Without one, every seat keeps
+    its registered model and provider and the ``model_settings`` its recorded entry names.
+    """
+    given = "model_overrides" in extra
+    entries = (extra.get("model_overrides") if given else config.get("model_overrides")) or {}
+    if not isinstance(entries, Mapping):
+        return entries  # not a map: refused by the knobs model, naming the knob
+    overrides: dict[str, Any] = {}
+    for agent_id, (model, provider) in seats.items():
+        entry = entries.get(agent_id) or {}
+        if (given and entry) or not isinstance(entry, Mapping):
+            overrides[agent_id] = entry  # as given (a malformed entry is refused by the knobs)
+            continue
+        overrides[agent_id] = {"model": model, "provider": provider}
+        if not given and entry.get("model_settings") is not None:
+            overrides[agent_id]["model_settings"] = entry["model_settings"]
+    for agent_id, entry in entries.items():
+        overrides.setdefault(agent_id, entry)  # an unknown agent is refused with the roster
+    return overrides
 
 
 def _write_prefix(
@@ -345,9 +432,17 @@ def _write_prefix(
     state: RunState,
     history: list[Any] | None,
     limits: dict[str, Any],
+    seats: list[Seat],
 ) -> None:
+    """Write the derived run's log: its own start, the source's events, every seat anew.
+
+    Each seat is registered again (``agent_registered`` at the boundary) with the model,
+    provider and settings the derived run sends, then given its history (the replaced seat's
+    as ``--channel-visibility`` or the donor allows, every other seat's as it stood).
+    """
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+    registered = {e.agent_id: e for e in state.events if isinstance(e, AgentRegistered)}
     with EventLogWriter(folder.log_url) as writer:
         writer.append(
             SimulationStarted(
@@ -368,13 +463,10 @@ def _write_prefix(
         for event in state.events:
             if not isinstance(event, SKIPPED):
                 writer.append_line(event.model_dump_json())
-        if request.replaced_agent_id and history is not None:
-            old = next(
-                e
-                for e in state.events
-                if isinstance(e, AgentRegistered) and e.agent_id == request.replaced_agent_id
-            )
-            settings = config["model_overrides"][request.replaced_agent_id].get("model_settings")
+        for seat in seats:
+            old = registered.get(seat.agent_id)
+            if old is None:
+                continue
             writer.append(
                 AgentRegistered(
                     round_number=request.after_round,
@@ -382,28 +474,28 @@ def _write_prefix(
                     role=old.role,
                     display_name=old.display_name,
                     team_id=old.team_id,
-                    model=request.model or "",
-                    provider=request.provider or "",
-                    model_settings=settings or _run_settings(config),
+                    model=seat.model,
+                    provider=seat.provider,
+                    model_settings=dict(seat.model_settings),
                     tools=list(old.tools),
                     channels=list(old.channels),
                 )
             )
-            if history:
+            kept = (
+                history
+                if seat.agent_id == request.replaced_agent_id
+                else state.histories.get(seat.agent_id)
+            )
+            if kept:
                 writer.append(
                     AgentHistoryAppended(
                         round_number=request.after_round,
                         phase="setup",
-                        agent_id=request.replaced_agent_id,
-                        messages=ModelMessagesTypeAdapter.dump_python(history, mode="json"),
+                        agent_id=seat.agent_id,
+                        messages=ModelMessagesTypeAdapter.dump_python(kept, mode="json"),
                         from_index=0,
                     )
                 )
-
-
-def _run_settings(config: dict[str, Any]) -> dict[str, Any]:
-    settings = config.get("agent_model_settings") or {}
-    return {k: v for k, v in settings.items() if v is not None}
 
 
 def lineage_of(run_dir: str) -> dict[str, Any] | None:

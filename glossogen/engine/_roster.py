@@ -45,8 +45,9 @@ class JudgeSeat(BaseModel):
 def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: str) -> list[Seat]:
     """Return every seat's (model, provider, settings) after ``model_overrides``.
 
-    An override's ``provider`` falls back to ``provider``; its ``model_settings`` replace the
-    run's ``agent_model_settings`` whole.
+    An override's ``provider`` falls back to ``provider``; its ``model_settings``, when it names
+    them, replace the run's ``agent_model_settings`` whole (an entry without them sends the
+    run's).
 
     Raises:
         RosterError: an override or swap names an agent id the scenario does not have.
@@ -71,7 +72,8 @@ def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: st
         if override is not None:
             seat_model = override.model
             seat_provider = override.provider or provider
-            settings = override.model_settings or type(settings)()
+            if override.model_settings is not None:  # an entry without its own sends the run's
+                settings = override.model_settings
         parse_provider(seat_provider)
         seats.append(
             Seat(

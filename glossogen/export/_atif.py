@@ -347,7 +347,9 @@ def build_trajectories(
     roster: dict[str, AgentRegistered] = {}
     for e in events:
         if isinstance(e, AgentRegistered):
-            roster.setdefault(e.agent_id, e)
+            # The last registration, in the place of the first: the history a trajectory is
+            # built from starts at it (a derived run registers every seat anew).
+            roster[e.agent_id] = e
     trajectories: dict[str, Trajectory] = {}
     for agent_id, seat in roster.items():
         steps = _Steps()

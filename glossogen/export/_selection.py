@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
+from glossogen.knobs import lift_legacy_knobs
 from glossogen.storage import RunStore, path_kind
 
 MAX_RUNS = 5000
@@ -63,7 +64,8 @@ class RunRecord:
         scenario: The scenario name.
         run_url: The run folder (local path or URL).
         log_url: Its event log.
-        config: The recorded knobs (``config.json``, else ``simulation_started.scenario_config``).
+        config: The recorded knobs (``config.json``, else ``simulation_started.scenario_config``;
+            a legacy ``agent_max_tokens`` read as ``agent_model_settings.max_tokens``).
         labels: ``labels.json``: a str value is a ``key=value`` label, ``True`` a bare flag.
         lineage: ``lineage.json`` (else ``simulation_started.lineage``); None for an original.
         facts: Run-level facts from the event log.
@@ -191,6 +193,9 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     config = folder.read_object("config.json")
     if config is None:
         config = dict(started.get("scenario_config") or {})
+    # A config written before agent_model_settings existed spells the cap agent_max_tokens:
+    # read as agent_model_settings.max_tokens, for the knob columns and --knob alike.
+    config = lift_legacy_knobs(config)
     lineage = folder.read_object("lineage.json") or started.get("lineage")
     report = folder.read_object(f"{scenario}_report.json")
     return RunRecord(

@@ -14,6 +14,7 @@ from glossogen.knobs._base import (
     ModelOverride,
     ScheduledEvent,
     ThinkingLevel,
+    lift_legacy_knobs,
 )
 from glossogen.knobs._errors import EXIT_REFUSED, EXIT_UNREADABLE, ConfigError
 from glossogen.knobs._overrides import parse_overrides
@@ -34,6 +35,7 @@ __all__ = [
     "ThinkingLevel",
     "knobs_json_schema",
     "knobs_to_config",
+    "lift_legacy_knobs",
     "list_presets",
     "load_config",
     "merge_overrides",

@@ -15,6 +15,7 @@ from glossogen.launch._plan import (
     RunConfig,
     RunLimits,
     RunRequest,
+    plan_knobs,
     plan_run,
 )
 from glossogen.launch._resume import ResumeRequest, plan_resume, recorded_config, resume_point
@@ -32,6 +33,7 @@ from glossogen.launch._session import (
 from glossogen.launch._settings import (
     CostEstimate,
     check_model_settings,
+    derived_run_check,
     estimate_round_cost,
     uncosted_models,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "check_runs_dir",
     "CostEstimate",
     "check_model_settings",
+    "derived_run_check",
     "estimate_round_cost",
     "uncosted_models",
     "EXIT_CREDENTIALS",
@@ -64,6 +67,7 @@ __all__ = [
     "notify",
     "observing",
     "open_session",
+    "plan_knobs",
     "plan_resume",
     "plan_run",
     "price_spend",

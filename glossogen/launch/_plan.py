@@ -206,6 +206,25 @@ def _with_seats(
     )
 
 
+def plan_knobs(
+    scenario: str,
+    model: str,
+    provider: str,
+    config_source: str,
+    knobs: BaseKnobs,
+    limits: RunLimits | None = None,
+    group_slug: str = "local",
+) -> RunConfig:
+    """Return the :class:`RunConfig` of knobs already validated (a derived run's, say).
+
+    Raises:
+        LaunchError: an override or swap naming an unknown agent or provider (65).
+    """
+    return _with_seats(
+        scenario, model, provider, config_source, knobs, limits or RunLimits(), group_slug
+    )
+
+
 def plan_run(request: RunRequest) -> RunConfig:
     """Resolve and validate ``request`` into the :class:`RunConfig` of a new run.
 

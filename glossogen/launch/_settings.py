@@ -7,10 +7,13 @@ a thinking level the model never ran with (spec: Agent model settings).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig
+from glossogen.derive import SeatCheck
+from glossogen.knobs import BaseKnobs
+from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
 
 ASSUMED_REQUESTS_PER_AGENT_ROUND = 20
@@ -49,10 +52,12 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
     thinking = settings.get("thinking")
     if thinking is None:
         return None
-    if thinking is not False and not profile.get("supports_thinking", False):
+    spelled = json.dumps(thinking) if isinstance(thinking, bool) else str(thinking)
+    if not profile.get("supports_thinking", False):
+        # pydantic-ai sends such a model nothing, whatever the value: false is dropped too.
         return (
             f"{who} on {provider}:{model} cannot think (pydantic-ai's profile), so "
-            f"thinking={thinking!r} would be dropped"
+            f"thinking={spelled} would be dropped"
         )
     if thinking is False and profile.get("thinking_always_enabled", False):
         return f"{who} on {provider}:{model} always thinks, so thinking=false would be dropped"
@@ -80,6 +85,27 @@ def check_model_settings(config: RunConfig) -> None:
         reason = _refusal("the judge", judge.provider, judge.model, settings)
         if reason:
             raise LaunchError(reason, EXIT_REFUSED)
+
+
+def derived_run_check(scenario: str) -> SeatCheck:
+    """Return the launch checks of a derived run, for before its folder is claimed.
+
+    Every seat's and the judge's provider needs its variables, and no model may drop a setting
+    it names (``thinking`` on a model that cannot think): the checks ``glossogen run`` makes,
+    over the seats the derived run's knobs resolve to.
+
+    Raises (the returned callable):
+        LaunchError: 77 for a missing variable, 65 for a setting a model would drop.
+    """
+
+    def check(knobs: BaseKnobs, model: str, provider: str) -> None:
+        from glossogen.launch._credentials import check_credentials
+
+        config = plan_knobs(scenario, model, provider, "the derived run's knobs", knobs)
+        check_credentials(config)
+        check_model_settings(config)
+
+    return check
 
 
 @dataclass(frozen=True)

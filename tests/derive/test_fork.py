@@ -12,7 +12,7 @@ import pytest
 from flows.simulate import resume, simulate
 from glossogen.cli import main
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork, read_state
-from glossogen.eventlog import read_events
+from glossogen.eventlog import AgentRegistered, read_events
 from glossogen.launch import RunRequest
 from glossogen.storage import RunStore
 from tests.fixtures.played_runs import play_run
@@ -118,12 +118,14 @@ def test_a_replaced_seat_starts_with_the_history_its_visibility_allows(
     registered = [
         e
         for e in read_events(str(fork / "veyru.jsonl")).events
-        if e.event_type == "agent_registered"
+        if isinstance(e, AgentRegistered)
     ]
-    assert [(e.agent_id, e.model) for e in registered] == [
-        ("field_observer", "scripted"),
-        ("stabilization_engineer", "scripted"),
-        ("field_observer", "other-script"),
+    # The source's registrations, then every seat anew at the boundary (what the fork sends).
+    assert [(e.agent_id, e.model, e.round_number) for e in registered] == [
+        ("field_observer", "scripted", 0),
+        ("stabilization_engineer", "scripted", 0),
+        ("field_observer", "other-script", 5),
+        ("stabilization_engineer", "scripted", 5),
     ]
 
 

@@ -227,7 +227,8 @@ def test_knobs_flatten_scalars_mappings_and_lists() -> None:
 @pytest.mark.parametrize(
     ("providers", "expected"),
     [
-        ({"scripted"}, "open"),
+        ({"scripted"}, None),
+        ({"local"}, "open"),
         ({"anthropic", "openai"}, "closed"),
         ({"anthropic", "groq"}, "mixed"),
         ({"openrouter"}, None),
@@ -355,7 +356,7 @@ def test_providers_lists_every_provider_a_mixed_run_used(cohort: Cohort, tmp_pat
         "scripted",
         "openai; scripted",
         "gpt-5.4; scripted",
-        "mixed",
+        None,  # a scripted seat runs no model with weights: the class is not guessed
     )
 
 

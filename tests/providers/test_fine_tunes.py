@@ -1,0 +1,142 @@
+"""A fine-tune (``ft:<base>:...``) is its base model for the profile and the price.
+
+Over real HTTP to the stub OpenAI server: what a fine-tune's requests carry is what its base's
+carry, and each call is priced at the base's rates. At launch: ``thinking`` is accepted or
+refused as for the base, and ``thinking=false`` on a model that cannot think is refused like
+any other value (pydantic-ai sends such a model nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from genai_prices import Usage, calc_price
+
+from flows.simulate import simulate
+from glossogen.cli import main
+from glossogen.eventlog import LlmResponseReceived, read_events
+from glossogen.launch import RunRequest
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+
+TOKENS = {"input_tokens": 1000, "output_tokens": 50}
+ENCRYPTED = "reasoning.encrypted_content"
+
+
+def dilemma_player(req: RecordedRequest) -> StubReply:
+    """Talk once, lock in cooperate once the status shows it, then stop (fixed usage)."""
+    last = json.dumps(req.messages[-1]) if req.messages else ""
+    if "locked" in last or "postmortem" in last:
+        return StubReply(text="Done.", **TOKENS)
+    if "status" in last and ("sent" in last or "conflict" in last):
+        return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **TOKENS)
+    return StubReply(
+        tool_calls=[("send_message", {"channel_id": "table", "text": "with you"})], **TOKENS
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "base", "reasons"),
+    [("ft:o4-mini:acme::abc123", "o4-mini", True), ("ft:gpt-4.1:acme::abc123", "gpt-4.1", False)],
+)
+def test_a_fine_tune_sends_and_costs_what_its_base_does(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    base: str,
+    reasons: bool,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fine-tune")
+    model_stub.responder = dilemma_player
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model=model,
+        provider="openai",
+        runs_dir=str(tmp_path),
+        config="knobs_default",
+        overrides=["round_count=1", "idle_floor_seconds=0.05"],
+    )
+    result = asyncio.run(simulate(request))
+    assert result.status == "completed"
+    asked = [r for r in model_stub.requests if r.wire == "responses"]
+    assert asked and {r.model for r in asked} == {model}  # the fine-tune is what is called
+    # A reasoning base asks for its encrypted reasoning back; a non-reasoning one does not.
+    assert {ENCRYPTED in (r.body.get("include") or []) for r in asked} == {reasons}
+    unit = float(calc_price(Usage(**TOKENS), model_ref=base, provider_id="openai").total_price)
+    events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+    costs = [e.cost_usd for e in events if isinstance(e, LlmResponseReceived)]
+    assert len(costs) == len(asked)
+    assert costs == [pytest.approx(unit, rel=1e-12)] * len(costs)
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "error"),
+    [
+        (
+            "gpt-4.1",
+            "false",
+            "agent player_a on openai:gpt-4.1 cannot think (pydantic-ai's profile), so "
+            "thinking=false would be dropped",
+        ),
+        (
+            "ft:gpt-4.1:acme::abc123",
+            "high",
+            "agent player_a on openai:ft:gpt-4.1:acme::abc123 cannot think (pydantic-ai's "
+            "profile), so thinking=high would be dropped",
+        ),
+        (
+            "ft:o4-mini:acme::abc123",
+            "false",
+            "agent player_a on openai:ft:o4-mini:acme::abc123 always thinks, so thinking=false "
+            "would be dropped",
+        ),
+    ],
+)
+def test_a_thinking_value_the_model_would_drop_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    model: str,
+    thinking: str,
+    error: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fine-tune")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(_dry_run(tmp_path, model, f"agent_model_settings.thinking={thinking}"))
+    assert exited.value.code == 65
+    assert capsys.readouterr().err == f"glossogen: error: {error}\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_reasoning_fine_tune_takes_thinking_and_is_estimated_at_its_bases_rates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fine-tune")
+    monkeypatch.chdir(tmp_path)
+    model = "ft:o4-mini:acme::abc123"
+    with pytest.raises(SystemExit) as exited:
+        main(_dry_run(tmp_path, model, "agent_model_settings.thinking=high"))
+    out, err = capsys.readouterr()
+    assert exited.value.code == 0, err
+    assert "not in the price catalogue" not in err
+    per_request = calc_price(
+        Usage(input_tokens=4000, output_tokens=200), model_ref="o4-mini", provider_id="openai"
+    ).total_price
+    settings = json.dumps({"max_tokens": 16384, "thinking": "high"}, sort_keys=True)
+    assert (
+        f"agent player_a: openai:{model} settings={settings} ~${float(per_request) * 20:.4f}/round"
+        in (out.splitlines())
+    )
+
+
+def _dry_run(tmp_path: Path, model: str, *overrides: str) -> list[str]:
+    return [
+        "run", "prisoners_dilemma", "--provider", "openai", "--model", model,
+        "--runs-dir", str(tmp_path / "runs"), "--config", "knobs_default", "--dry-run", *overrides,
+    ]  # fmt: skip
