@@ -232,7 +232,7 @@ FAULTS: tuple[Fault, ...] = (
         (
             Variant("recalibrate the gyros against the tracker with a bias trim of {setting}",
                     ("recalibrate",)),
-            Variant("power-cycle the gyro package and load a bias trim of {setting}",
+            Variant("power-cycle the gyros and load a bias trim of {setting}",
                     ("power-cycle", "load")),
             Variant("hold attitude on the wheels and feed the gyros a bias trim of {setting}",
                     ("hold attitude", "feed")),

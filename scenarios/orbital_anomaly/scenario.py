@@ -113,6 +113,12 @@ def telemetry_text(reading: dict[str, Any]) -> str:
     )
 
 
+def table_text(case: OrbitalCase) -> str:
+    """The systems engineer's round briefing: the configuration table, one fault a line."""
+    rows = "\n".join(f"- {fault_id}: variant {v}" for fault_id, v in case.table.items())
+    return f"This round's configuration table (fault: variant that clears it):\n{rows}"
+
+
 class OrbitalAnomaly(Scenario):
     """Three seats, a staged fault case per round, a metered link and a judged panel tool."""
 
@@ -230,12 +236,7 @@ class OrbitalAnomaly(Scenario):
         ctx.brief(ASTRONAUT, f"{opening} {panel_text(panel)}", {**common, **panel})
         reading = telemetry_of(1, case.stages[0])
         ctx.brief(TELEMETRY, f"{opening} {telemetry_text(reading)}", {**common, **reading})
-        rows = "\n".join(f"- {fault_id}: variant {v}" for fault_id, v in case.table.items())
-        ctx.brief(
-            ENGINEER,
-            f"{opening} This round's configuration table (fault: variant that clears it):\n{rows}",
-            {**common, "table": dict(case.table)},
-        )
+        ctx.brief(ENGINEER, f"{opening} {table_text(case)}", {**common, "table": dict(case.table)})
 
     def requirement(self, stage: int) -> Requirement:
         """Return what the actuation of ``stage`` (1-based) must be this round."""
