@@ -21,7 +21,6 @@ from scenarios.drive_module_repair.catalogue import (
     CLASSES,
     COMPONENTS,
     COMPONENTS_PER_MODULE,
-    SYMPTOMS,
     DriveCase,
     Replacement,
     draw_case,
