@@ -61,13 +61,15 @@ class BudgetMeter:
     used_chars: int = 0
     warned: set[float] = field(default_factory=set)
     exceeded_reported: bool = False
+    thresholds: tuple[float, ...] = WARNING_THRESHOLDS
+    """Shares of the budget at which members are warned (the scenario may name its own)."""
 
     def charge(self, chars: int) -> list[float]:
         """Charge ``chars`` characters; return the warning thresholds this charge crossed."""
         self.used_chars += chars
         crossed = [
             t
-            for t in WARNING_THRESHOLDS
+            for t in self.thresholds
             if t not in self.warned and self.used_chars >= t * self.budget_chars
         ]
         self.warned.update(crossed)

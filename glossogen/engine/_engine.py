@@ -19,7 +19,7 @@ from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models import Model
 
-from glossogen.engine._channels import BudgetMeter, Channel
+from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
@@ -366,7 +366,8 @@ class RunEngine(ChannelOps):
             self.judge.failed_in_round = False
         self._fire_scheduled(round_number)
         budget = self.scenario.budget_chars()
-        self.meter = BudgetMeter(budget) if budget else None
+        shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
+        self.meter = BudgetMeter(budget, thresholds=shares) if budget else None
         self._open_phase()
         self.emit(RoundStarted())
         self.scenario.start_round(self.context)

@@ -19,6 +19,15 @@ from glossogen.scenario._registry import (
     scenario_dir,
     scenario_names,
 )
+from glossogen.scenario._staging import (
+    Code,
+    CodeLeakError,
+    MajorityRuling,
+    StageProgress,
+    codes_in,
+    hidden_codes,
+    judge_by_majority,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -26,6 +35,13 @@ __all__ = [
     "load_scenario",
     "scenario_dir",
     "scenario_names",
+    "Code",
+    "CodeLeakError",
+    "MajorityRuling",
+    "StageProgress",
+    "codes_in",
+    "hidden_codes",
+    "judge_by_majority",
     "AgentDeps",
     "AgentSpec",
     "ChannelSpec",

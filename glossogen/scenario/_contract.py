@@ -246,6 +246,13 @@ class Scenario(ABC):
         """Return the per-round character budget of the metered channels, or None for none."""
         return None
 
+    def budget_warning_shares(self) -> tuple[float, ...] | None:
+        """Return the shares of the budget at which every member is warned, ascending.
+
+        ``None`` (the default) keeps the engine's shares (50%, 80%, 100%).
+        """
+        return None
+
     @abstractmethod
     def system_prompt(self, agent: AgentSpec) -> str:
         """Return the standing instructions of ``agent`` (same every round)."""

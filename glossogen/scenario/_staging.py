@@ -1,0 +1,170 @@
+"""What staged, judged scenarios share: stage progress, hidden codes, and a judge with votes.
+
+- :class:`StageProgress` walks a case stage by stage (1-based), counting the attempts at the
+  current stage; a scenario reveals the next stage privately when :meth:`StageProgress.accept`
+  says there is one.
+- :class:`Code` marks a field of a case model (a pydantic model) as an answer-key code: a fault
+  id, a table key, a variant index. :func:`hidden_codes` collects how those codes read in text,
+  and :func:`judge_by_majority` refuses to send a judge prompt that contains one, so the judge
+  can only read an action as plain language.
+- :func:`judge_by_majority` asks the run's judge ``votes`` times (each call logged as
+  ``judge_called`` with its cost, the scripted judge's too) and rules by majority.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from glossogen.scenario._contract import JudgeDecision, RoundContext
+
+
+@dataclass(frozen=True)
+class Code:
+    """Marks a case field as a hidden code (``Annotated[str, Code()]``).
+
+    Attributes:
+        template: How the value reads in text, ``{}`` standing for the value (``"variant {}"``
+            for an index, so a bare digit in a prompt is not taken for the code).
+    """
+
+    template: str = "{}"
+
+
+def hidden_codes(model: BaseModel) -> frozenset[str]:
+    """Return every code of ``model`` as it reads in text, looking into nested models and lists.
+
+    A field is a code when its annotation carries :class:`Code`; the value (each item of a list,
+    each key of a dict) is rendered through the marker's ``template``.
+    """
+    found: set[str] = set()
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        marker = next((m for m in info.metadata if isinstance(m, Code)), None)
+        if marker is not None:
+            found.update(marker.template.format(v) for v in _leaves(value))
+        for nested in _models(value):
+            found |= hidden_codes(nested)
+    return frozenset(found)
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        return list(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(value)
+    return [value]
+
+
+def _models(value: Any) -> Iterable[BaseModel]:
+    if isinstance(value, BaseModel):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, BaseModel)]
+    return []
+
+
+class CodeLeakError(ValueError):
+    """A judge prompt contained a hidden code of the case (a scenario bug, never sent)."""
+
+
+def codes_in(text: str, codes: Iterable[str]) -> list[str]:
+    """Return the codes of ``codes`` that ``text`` contains as whole words (case-insensitive)."""
+    return sorted(
+        c for c in codes if re.search(r"(?<!\w)" + re.escape(c) + r"(?!\w)", text, re.IGNORECASE)
+    )
+
+
+@dataclass
+class StageProgress:
+    """Where a staged case stands: the current stage (1-based), of ``total``, and its attempts.
+
+    Attributes:
+        total: Stages in the case; the agents are not told it.
+        accepted: Stages already accepted.
+        attempts: Attempts made at the current stage.
+    """
+
+    total: int
+    accepted: int = 0
+    attempts: int = 0
+
+    @property
+    def stage(self) -> int:
+        """The stage being worked on (``total`` once every stage is accepted)."""
+        return min(self.accepted + 1, self.total)
+
+    @property
+    def finished(self) -> bool:
+        """True once every stage is accepted."""
+        return self.accepted >= self.total
+
+    def attempt(self) -> int:
+        """Count one attempt at the current stage and return its number (1-based)."""
+        self.attempts += 1
+        return self.attempts
+
+    def accept(self) -> bool:
+        """Accept the current stage; return True when a next stage opens."""
+        self.accepted += 1
+        self.attempts = 0
+        return not self.finished
+
+
+@dataclass(frozen=True)
+class MajorityRuling:
+    """The outcome of several judge calls on one action.
+
+    Attributes:
+        success: The majority's ruling.
+        reason: The reason of the first call on the majority side.
+        votes: Every call's decision, in the order they were made.
+    """
+
+    success: bool
+    reason: str
+    votes: tuple[JudgeDecision, ...]
+
+
+async def judge_by_majority(
+    ctx: RoundContext,
+    question: str,
+    instructions: str,
+    scripted: Callable[[], JudgeDecision],
+    *,
+    votes: int = 1,
+    codes: Iterable[str] = (),
+) -> MajorityRuling:
+    """Ask the run's judge ``votes`` times (concurrently) and rule by majority.
+
+    Args:
+        ctx: The round's context; each call goes through ``ctx.judge`` and is logged there.
+        question: The literal action.
+        instructions: What the action must be, in plain words.
+        scripted: The deterministic check the scripted judge applies (once per vote).
+        votes: How many calls; odd, so there is always a majority.
+        codes: The case's hidden codes; none may appear in ``instructions``.
+
+    Raises:
+        ValueError: ``votes`` is not a positive odd number.
+        CodeLeakError: ``instructions`` contains one of ``codes``; no call is made.
+    """
+    if votes < 1 or votes % 2 == 0:
+        raise ValueError(f"votes must be a positive odd number, got {votes}")
+    leaked = codes_in(instructions, codes)
+    if leaked:
+        raise CodeLeakError(f"judge instructions contain hidden codes: {', '.join(leaked)}")
+    decisions = tuple(
+        await asyncio.gather(*(ctx.judge(question, instructions, scripted) for _ in range(votes)))
+    )
+    yes = sum(d.success for d in decisions)
+    success = yes * 2 > votes
+    reason = next(d.reason for d in decisions if d.success is success)
+    return MajorityRuling(success, reason, decisions)

@@ -1,0 +1,1 @@
+"""drive_module_repair: a heavy structured payload carried across modules by three seats."""

@@ -1,0 +1,364 @@
+"""drive_module_repair: three seats carry a heavy, structured payload from sheet to hands.
+
+The field technician alone sees the symptoms (one fault at a time, tagged with its module) and
+alone can act (``service_component``); the diagnostics engineer alone has each module's fault
+tree (symptom to component) and access-depth order; the spec engineer alone has each module's
+service sheet (component to a full ordered procedure: tool, fasteners and pattern, torque in
+N·m, passes, calibration routine, hold). A module's tree and sheet reach the engineers only when
+the technician reaches that module; nobody is told the workload. Every replacement is ruled by a
+majority of ``judge_votes`` judge calls.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic_ai import Tool
+
+from glossogen.eventlog import Verdict
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario import (
+    AgentSpec,
+    ChannelSpec,
+    RoundContext,
+    Scenario,
+    ScriptedMove,
+    ScriptedView,
+    StageProgress,
+    ToolContext,
+    hidden_codes,
+    judge_by_majority,
+    scenario_dir,
+)
+from scenarios.drive_module_repair import scripted
+from scenarios.drive_module_repair.catalogue import (
+    CLASSES,
+    CRAWLER,
+    DriveCase,
+    ModuleCase,
+    Stage,
+    draw_case,
+)
+from scenarios.drive_module_repair.events import (
+    DriveModuleRepairCaseStarted,
+    DriveModuleRepairReplacementJudged,
+)
+from scenarios.drive_module_repair.judging import Requirement, check_action
+from scenarios.drive_module_repair.knobs import DriveModuleRepairKnobs
+
+TECHNICIAN, DIAGNOSTICS, SPEC = scripted.TECHNICIAN, scripted.DIAGNOSTICS, scripted.SPEC
+SEATS = (TECHNICIAN, DIAGNOSTICS, SPEC)
+TEAM = "bay_crew"
+DISPLAY = {
+    TECHNICIAN: "Field Technician",
+    DIAGNOSTICS: "Diagnostics Engineer",
+    SPEC: "Spec Engineer",
+}
+
+
+@cache
+def _templates() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(scenario_dir(DriveModuleRepair) / "prompts"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(name: str, **values: Any) -> str:
+    """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
+    return _templates().get_template(f"{name}.j2").render(**values).strip()
+
+
+def fault_of(stage: Stage) -> dict[str, Any]:
+    """What the technician sees of one fault: its module and symptom."""
+    return {
+        "step": stage.number,
+        "module": stage.module.module,
+        "symptom": stage.module.symptom(stage.component),
+    }
+
+
+def tree_of(module: ModuleCase) -> dict[str, Any]:
+    """What the diagnostics engineer gets of a module: its fault tree and depth order."""
+    return {
+        "module": module.module,
+        "tree": dict(module.tree),
+        "depth_order": list(module.depth_order),
+    }
+
+
+def sheet_of(module: ModuleCase) -> dict[str, Any]:
+    """What the spec engineer gets of a module: its service sheet."""
+    return {"module": module.module, "sheet": [r.model_dump() for r in module.sheet]}
+
+
+def tree_text(module: ModuleCase) -> str:
+    """A module's fault tree and depth order, in words."""
+    rows = "\n".join(f"- {s} -> {c}" for s, c in module.tree.items())
+    depth = ", ".join(module.depth_order)
+    return (
+        f"Drive module {module.module}, fault tree (symptom -> component):\n{rows}\n"
+        f"Access depth, shallowest first: {depth}."
+    )
+
+
+def sheet_text(module: ModuleCase) -> str:
+    """A module's service sheet, in words."""
+    rows = "\n".join(
+        f"- {r.component} (part {r.part_code}): " + "; ".join(r.step_texts()) for r in module.sheet
+    )
+    return f"Drive module {module.module}, service sheet (steps in order):\n{rows}"
+
+
+class DriveModuleRepair(Scenario):
+    """Three seats, a count-blind multi-module repair per round, a metered bay channel."""
+
+    name = "drive_module_repair"
+    description = (
+        "A field technician who alone sees symptoms and can service components, a diagnostics "
+        "engineer with each module's fault tree and a spec engineer with each module's service "
+        "sheet repair a crawler's drive modules fault by fault over one metered channel. Each "
+        "replacement is judged by a majority of judge calls."
+    )
+    knobs_model = DriveModuleRepairKnobs
+    events = (DriveModuleRepairCaseStarted, DriveModuleRepairReplacementJudged)
+    uses_judge = True
+    knobs: DriveModuleRepairKnobs
+
+    def __init__(self, knobs: BaseKnobs) -> None:
+        """Start with no case drawn."""
+        super().__init__(knobs)
+        self.case: DriveCase | None = None
+        self.stages: list[Stage] = []
+        self.injected: DriveCase | None = None
+        self.progress = StageProgress(total=0)
+        self.lost_reason: str | None = None
+        self.judging = False
+
+    # -- declaration ------------------------------------------------------------------------
+
+    def agents(self) -> list[AgentSpec]:
+        """Return the technician (who has ``service_component``) and the two engineers."""
+        return [
+            AgentSpec(
+                TECHNICIAN, "field_technician", DISPLAY[TECHNICIAN], TEAM, ("service_component",)
+            ),
+            AgentSpec(DIAGNOSTICS, "diagnostics_engineer", DISPLAY[DIAGNOSTICS], TEAM),
+            AgentSpec(SPEC, "spec_engineer", DISPLAY[SPEC], TEAM),
+        ]
+
+    def channels(self) -> list[ChannelSpec]:
+        """Return the metered ``bay`` and the free ``postmortem`` channel."""
+        return [
+            ChannelSpec("bay", metered=True),
+            ChannelSpec("postmortem", metered=False, phase="postmortem"),
+        ]
+
+    def budget_chars(self) -> int:
+        """Return ``round_budget_chars``: characters the three seats may send on ``bay``."""
+        return self.knobs.round_budget_chars
+
+    def system_prompt(self, agent: AgentSpec) -> str:
+        """Return the standing instructions of ``agent``."""
+        k = self.knobs
+        return render(
+            agent.agent_id,
+            display_name=agent.display_name,
+            crawler=CRAWLER,
+            technician=DISPLAY[TECHNICIAN],
+            diagnostics=DISPLAY[DIAGNOSTICS],
+            spec=DISPLAY[SPEC],
+            round_count=k.round_count,
+            budget_chars=k.round_budget_chars,
+            postmortem_enabled=k.postmortem_enabled,
+            classes=CLASSES,
+        )
+
+    # -- the round ----------------------------------------------------------------------------
+
+    def on_scheduled_case(self, payload: dict[str, Any]) -> None:
+        """Play ``payload`` (a :class:`DriveCase` as JSON, checked by the knobs) next round."""
+        self.injected = DriveCase.model_validate(payload)
+
+    def start_round(self, ctx: RoundContext) -> None:
+        """Draw (or take the injected) case, log it, brief the seats on the first module."""
+        k = self.knobs
+        injected, self.injected = self.injected, None
+        self.case = case = injected or draw_case(
+            ctx.rng("drive_module_repair", "case"),
+            module_count_weights=k.module_count_weights,
+            fault_count_weights=k.fault_count_weights,
+        )
+        self.stages = case.stages()
+        self.progress = StageProgress(total=len(self.stages))
+        self.lost_reason = None
+        self.judging = False
+        ctx.emit(
+            DriveModuleRepairCaseStarted(
+                modules=case.model_dump(mode="json")["modules"],
+                stages=[
+                    {
+                        "stage": s.number,
+                        "module": s.module.module,
+                        "component": s.component,
+                        "symptom": s.module.symptom(s.component),
+                        "expected": Requirement.of(s).expected(),
+                    }
+                    for s in self.stages
+                ],
+                budget_chars=k.round_budget_chars,
+                judge_votes=k.judge_votes,
+                injected=injected is not None,
+            )
+        )
+        first = self.stages[0]
+        opening = f"Round {ctx.round_number} of {k.round_count} opens."
+        common = {"round": ctx.round_number, "budget_chars": k.round_budget_chars}
+        fault = fault_of(first)
+        ctx.brief(
+            TECHNICIAN,
+            f"{opening} Drive module {fault['module']} shows: {fault['symptom']}.",
+            {**common, **fault},
+        )
+        self._push_module(ctx, first.module, opening, brief=True)
+
+    def _push_module(
+        self, ctx: RoundContext, module: ModuleCase, lead: str, *, brief: bool
+    ) -> None:
+        """Give the two engineers ``module``'s tree and sheet privately."""
+        common = {"budget_chars": self.knobs.round_budget_chars}
+        if brief:
+            ctx.brief(DIAGNOSTICS, f"{lead} {tree_text(module)}", {**common, **tree_of(module)})
+            ctx.brief(SPEC, f"{lead} {sheet_text(module)}", {**common, **sheet_of(module)})
+            return
+        ctx.notify(DIAGNOSTICS, "module_opened", f"{lead} {tree_text(module)}", tree_of(module))
+        ctx.notify(SPEC, "module_opened", f"{lead} {sheet_text(module)}", sheet_of(module))
+
+    def judge_instructions(self, stage: Stage) -> str:
+        """Return the judge's instructions for ``stage``: the filled replacement, no code."""
+        return render("judge", expected=Requirement.of(stage).expected())
+
+    def tools(self) -> list[Tool[Any]]:
+        """Return ``service_component`` (the technician's alone)."""
+
+        async def service_component(ctx: ToolContext, action: str) -> dict[str, Any]:
+            """Carry out one replacement on a drive module; it acts at once.
+
+            Returns whether the fault is fixed and, if another fault follows, its symptom.
+
+            Args:
+                ctx: The run context (the caller's identity and the round); not a model input.
+                action: What you do, in plain words: the module, the component, and every step
+                    in order with its tool, fasteners, pattern, torque, passes, routine, hold.
+            """
+            return await self._service(ctx, action)
+
+        return [Tool(service_component, takes_ctx=True)]
+
+    async def _service(self, ctx: ToolContext, action: str) -> dict[str, Any]:
+        if ctx.deps.agent_id != TECHNICIAN:
+            return {"status": "error", "reason": "only the field technician is in the bay"}
+        if self.case is None or self.is_settled():
+            return {"status": "error", "reason": "the bay takes no more work this round"}
+        if self.judging:
+            return {"status": "error", "reason": "the previous replacement is still being checked"}
+        if not action.strip():
+            return {"status": "error", "reason": "say what you do, step by step"}
+        stage = self.stages[self.progress.stage - 1]
+        need = Requirement.of(stage)
+        round_ctx = ctx.deps.round
+        self.judging = True
+        try:
+            ruling = await judge_by_majority(
+                round_ctx,
+                action,
+                self.judge_instructions(stage),
+                lambda: check_action(action, need),
+                votes=self.knobs.judge_votes,
+                codes=hidden_codes(self.case),
+            )
+        finally:
+            self.judging = False
+        if self.is_settled():  # the round was lost while the replacement was being ruled on
+            return {"status": "error", "reason": "the round was lost before the work was checked"}
+        attempt = self.progress.attempt()
+        round_ctx.emit(
+            DriveModuleRepairReplacementJudged(
+                step=stage.number,
+                attempt=attempt,
+                expected=need.expected(),
+                action=action,
+                votes=[{"success": v.success, "reason": v.reason} for v in ruling.votes],
+                match=ruling.success,
+                reason=ruling.reason,
+            )
+        )
+        if not ruling.success:
+            return {"status": "rejected", "note": "the fault is still there; check with the team"}
+        if not self.progress.accept():
+            for agent_id in SEATS:
+                round_ctx.notify(
+                    agent_id, "all_fixed", "Every fault is fixed; the crawler can walk."
+                )
+            return {"status": "fixed", "all_fixed": True}
+        nxt = self.stages[self.progress.stage - 1]
+        if nxt.module is not stage.module:
+            self._push_module(
+                round_ctx, nxt.module, "The technician has reached a new module.", brief=False
+            )
+        fault = fault_of(nxt)
+        return {
+            "status": "fixed",
+            "next_fault": fault,
+            "note": f"Drive module {fault['module']} shows: {fault['symptom']}.",
+        }
+
+    def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:
+        """Lose the round on budget exhaustion; every seat is told."""
+        if self.is_settled():
+            return
+        p = self.progress
+        self.lost_reason = f"budget exceeded with {p.accepted} of {p.total} faults fixed"
+        budget = self.knobs.round_budget_chars
+        for agent_id in SEATS:
+            ctx.notify(
+                agent_id,
+                "round_lost",
+                f"The bay carried {used_chars} characters, over its {budget}. The round is lost.",
+                {"used_chars": used_chars, "budget_chars": budget, "channel_id": channel_id},
+            )
+
+    def is_settled(self) -> bool:
+        """True once every fault is fixed or the round is lost."""
+        if self.lost_reason is not None:
+            return True
+        return self.case is not None and self.progress.finished
+
+    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
+        """Success only when every fault of every module was fixed within the budget."""
+        p = self.progress
+        if self.lost_reason is not None:
+            return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
+        if self.case is not None and p.finished:
+            return [
+                Verdict(team_id=TEAM, success=True, reason=f"{p.total} of {p.total} faults fixed")
+            ]
+        reason = f"unfinished: {p.accepted} of {p.total} faults fixed"
+        return [Verdict(team_id=TEAM, success=False, reason=reason)]
+
+    # -- scripted policy ----------------------------------------------------------------------
+
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        """Play ``view.agent_id`` (see :mod:`scenarios.drive_module_repair.scripted`)."""
+        if view.phase == "postmortem":
+            return scripted.debrief_move(view)
+        if view.agent_id == TECHNICIAN:
+            return scripted.technician_move(view, self.knobs.seed)
+        if view.agent_id == DIAGNOSTICS:
+            return scripted.diagnostics_move(view)
+        return scripted.spec_move(view, self.knobs.seed)

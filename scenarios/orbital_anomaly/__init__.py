@@ -1,0 +1,1 @@
+"""orbital_anomaly: three views of a failing spacecraft, fused over one metered link."""

@@ -1,0 +1,377 @@
+"""orbital_anomaly: three seats fuse three partial views of a failing spacecraft into one action.
+
+The astronaut alone sees the panel (an alarm shared by a whole subsystem, the unit that tripped
+and its configuration) and alone can act (``actuate_panel``); the telemetry officer alone sees
+the exact fault, its setting and its hold time; the systems engineer alone holds the handbook
+and the round's configuration table (which of three procedure variants clears each fault this
+round). Every part of the right action is held by exactly one seat. They talk on one metered
+link; a case chains 1..5 faults, revealed one at a time and privately; every actuation is ruled
+by the judge, which reads the action cold against the stage's filled procedure, never a code.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic_ai import Tool
+
+from glossogen.eventlog import Verdict
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario import (
+    AgentSpec,
+    ChannelSpec,
+    RoundContext,
+    Scenario,
+    ScriptedMove,
+    ScriptedView,
+    StageProgress,
+    ToolContext,
+    hidden_codes,
+    judge_by_majority,
+    scenario_dir,
+)
+from scenarios.orbital_anomaly import scripted
+from scenarios.orbital_anomaly.catalogue import (
+    FAULTS,
+    SUBSYSTEM_BY_KEY,
+    SUBSYSTEMS,
+    VEHICLE,
+    FaultStage,
+    OrbitalCase,
+    draw_case,
+)
+from scenarios.orbital_anomaly.events import (
+    OrbitalAnomalyActuationJudged,
+    OrbitalAnomalyCaseStarted,
+)
+from scenarios.orbital_anomaly.judging import Requirement, check_action
+from scenarios.orbital_anomaly.knobs import OrbitalAnomalyKnobs
+
+ASTRONAUT, TELEMETRY, ENGINEER = scripted.ASTRONAUT, scripted.TELEMETRY, scripted.ENGINEER
+SEATS = (ASTRONAUT, TELEMETRY, ENGINEER)
+TEAM = "crew"
+DISPLAY = {
+    ASTRONAUT: "Astronaut",
+    TELEMETRY: "Telemetry Officer",
+    ENGINEER: "Systems Engineer",
+}
+
+
+@cache
+def _templates() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(scenario_dir(OrbitalAnomaly) / "prompts"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(name: str, **values: Any) -> str:
+    """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
+    return _templates().get_template(f"{name}.j2").render(**values).strip()
+
+
+def panel_of(stage_number: int, stage: FaultStage) -> dict[str, Any]:
+    """What the astronaut's panel shows for one stage (the alarm is the subsystem's)."""
+    return {
+        "stage": stage_number,
+        "alarm": SUBSYSTEM_BY_KEY[stage.fault.subsystem].alarm,
+        "unit": stage.unit,
+        "configuration": stage.configuration,
+    }
+
+
+def telemetry_of(stage_number: int, stage: FaultStage) -> dict[str, Any]:
+    """What the telemetry officer reads for one stage."""
+    return {
+        "stage": stage_number,
+        "name": stage.fault.name,
+        "signature": stage.fault.signature,
+        "setting": stage.setting_text(),
+        "setting_name": stage.fault.setting_name,
+        "hold_seconds": stage.hold_seconds,
+    }
+
+
+def panel_text(panel: dict[str, Any]) -> str:
+    """The astronaut's view of a stage, in words."""
+    return (
+        f"Panel: alarm {panel['alarm']}. Tripped unit: the {panel['unit']}, configured "
+        f"{panel['configuration']}."
+    )
+
+
+def telemetry_text(reading: dict[str, Any]) -> str:
+    """The telemetry officer's view of a stage, in words."""
+    return (
+        f"Telemetry: {reading['name']} ({reading['signature']}). Corrective setting: "
+        f"{reading['setting_name']} {reading['setting']}. Hold: {reading['hold_seconds']} seconds."
+    )
+
+
+def table_text(case: OrbitalCase) -> str:
+    """The systems engineer's round briefing: the configuration table, one fault a line."""
+    rows = "\n".join(f"- {fault_id}: variant {v}" for fault_id, v in case.table.items())
+    return f"This round's configuration table (fault: variant that clears it):\n{rows}"
+
+
+class OrbitalAnomaly(Scenario):
+    """Three seats, a staged fault case per round, a metered link and a judged panel tool."""
+
+    name = "orbital_anomaly"
+    description = (
+        "An astronaut who alone sees the panel and can act, a telemetry officer who alone reads "
+        "the exact fault, setting and hold, and a systems engineer who alone holds the handbook "
+        "and the round's variant table clear a chain of spacecraft faults over one metered link. "
+        "Each actuation is judged."
+    )
+    knobs_model = OrbitalAnomalyKnobs
+    events = (OrbitalAnomalyCaseStarted, OrbitalAnomalyActuationJudged)
+    uses_judge = True
+    knobs: OrbitalAnomalyKnobs
+
+    def __init__(self, knobs: BaseKnobs) -> None:
+        """Start with no case drawn."""
+        super().__init__(knobs)
+        self.case: OrbitalCase | None = None
+        self.injected: OrbitalCase | None = None
+        self.progress = StageProgress(total=0)
+        self.lost_reason: str | None = None
+        self.judging = False
+
+    # -- declaration ------------------------------------------------------------------------
+
+    def agents(self) -> list[AgentSpec]:
+        """Return the astronaut (who has ``actuate_panel``), the telemetry officer, the engineer."""
+        return [
+            AgentSpec(ASTRONAUT, "astronaut", DISPLAY[ASTRONAUT], TEAM, ("actuate_panel",)),
+            AgentSpec(TELEMETRY, "telemetry_officer", DISPLAY[TELEMETRY], TEAM),
+            AgentSpec(ENGINEER, "systems_engineer", DISPLAY[ENGINEER], TEAM),
+        ]
+
+    def channels(self) -> list[ChannelSpec]:
+        """Return the metered ``link`` and the free ``postmortem`` channel."""
+        return [
+            ChannelSpec("link", metered=True),
+            ChannelSpec("postmortem", metered=False, phase="postmortem"),
+        ]
+
+    def budget_chars(self) -> int:
+        """Return ``round_budget_chars``: characters the three seats may send on ``link``."""
+        return self.knobs.round_budget_chars
+
+    def budget_warning_shares(self) -> tuple[float, ...]:
+        """Warn every seat once at ``budget_notice_share`` of the budget, and when it is spent."""
+        return (self.knobs.budget_notice_share, 1.0)
+
+    def system_prompt(self, agent: AgentSpec) -> str:
+        """Return the standing instructions; the engineer's hold the whole handbook."""
+        k = self.knobs
+        return render(
+            agent.agent_id,
+            display_name=agent.display_name,
+            vehicle=VEHICLE,
+            astronaut=DISPLAY[ASTRONAUT],
+            telemetry=DISPLAY[TELEMETRY],
+            engineer=DISPLAY[ENGINEER],
+            round_count=k.round_count,
+            budget_chars=k.round_budget_chars,
+            notice_percent=round(k.budget_notice_share * 100),
+            postmortem_enabled=k.postmortem_enabled,
+            subsystems=SUBSYSTEMS,
+            faults=FAULTS,
+        )
+
+    # -- the round ----------------------------------------------------------------------------
+
+    def on_scheduled_case(self, payload: dict[str, Any]) -> None:
+        """Play ``payload`` (an :class:`OrbitalCase` as JSON, checked by the knobs) next round."""
+        self.injected = OrbitalCase.model_validate(payload)
+
+    def start_round(self, ctx: RoundContext) -> None:
+        """Draw (or take the injected) case, log its answer key, brief each seat on stage 1."""
+        k = self.knobs
+        injected, self.injected = self.injected, None
+        self.case = case = injected or draw_case(
+            ctx.rng("orbital_anomaly", "case"),
+            fault_count_weights=k.fault_count_weights,
+            hold_seconds=(k.min_hold_seconds, k.max_hold_seconds),
+            easy=ctx.round_number in k.easy_round_numbers,
+            cipher=k.cipher_enabled,
+        )
+        self.progress = StageProgress(total=len(case.stages))
+        self.lost_reason = None
+        self.judging = False
+        ctx.emit(
+            OrbitalAnomalyCaseStarted(
+                stages=[
+                    {
+                        "stage": n,
+                        "fault_id": s.fault_id,
+                        "fault_name": s.fault.name,
+                        "subsystem": s.fault.subsystem,
+                        "alarm": SUBSYSTEM_BY_KEY[s.fault.subsystem].alarm,
+                        "unit": s.unit,
+                        "configuration": s.configuration,
+                        "hold_seconds": s.hold_seconds,
+                        "setting": s.setting_text(),
+                        "variant": case.table[s.fault_id],
+                        "expected": Requirement.of(case, n).expected(),
+                    }
+                    for n, s in enumerate(case.stages, start=1)
+                ],
+                variant_index=case.variant_index,
+                table=case.table,
+                budget_chars=k.round_budget_chars,
+                injected=injected is not None,
+            )
+        )
+        common = {"round": ctx.round_number, "budget_chars": k.round_budget_chars}
+        panel = panel_of(1, case.stages[0])
+        opening = f"Round {ctx.round_number} of {k.round_count} opens."
+        ctx.brief(ASTRONAUT, f"{opening} {panel_text(panel)}", {**common, **panel})
+        reading = telemetry_of(1, case.stages[0])
+        ctx.brief(TELEMETRY, f"{opening} {telemetry_text(reading)}", {**common, **reading})
+        ctx.brief(ENGINEER, f"{opening} {table_text(case)}", {**common, "table": dict(case.table)})
+
+    def requirement(self, stage: int) -> Requirement:
+        """Return what the actuation of ``stage`` (1-based) must be this round."""
+        assert self.case is not None
+        return Requirement.of(self.case, stage)
+
+    def judge_instructions(self, stage: int) -> str:
+        """Return the judge's instructions for ``stage``: the filled procedure, no code."""
+        need = self.requirement(stage)
+        return render(
+            "judge",
+            expected=need.expected(),
+            unit=need.stage.unit,
+            configuration=need.stage.configuration,
+            setting=need.stage.setting_text(),
+            hold_seconds=need.stage.hold_seconds,
+        )
+
+    def tools(self) -> list[Tool[Any]]:
+        """Return ``actuate_panel`` (the astronaut's alone)."""
+
+        async def actuate_panel(ctx: ToolContext, action: str) -> dict[str, Any]:
+            """Carry out one action at the control panel; it acts at once.
+
+            Returns whether the fault cleared and, if another fault follows, its panel.
+
+            Args:
+                ctx: The run context (the caller's identity and the round); not a model input.
+                action: What you do, in plain words: the procedure, the unit and its
+                    configuration, the setting and the hold in seconds.
+            """
+            return await self._actuate(ctx, action)
+
+        return [Tool(actuate_panel, takes_ctx=True)]
+
+    async def _actuate(self, ctx: ToolContext, action: str) -> dict[str, Any]:
+        if ctx.deps.agent_id != ASTRONAUT:
+            return {"status": "error", "reason": "only the astronaut can reach the panel"}
+        if self.case is None or self.is_settled():
+            return {"status": "error", "reason": "the panel takes no more actions this round"}
+        if self.judging:
+            return {"status": "error", "reason": "the previous action is still being carried out"}
+        if not action.strip():
+            return {"status": "error", "reason": "say what you do at the panel"}
+        case, stage = self.case, self.progress.stage
+        need = self.requirement(stage)
+        round_ctx = ctx.deps.round
+        self.judging = True
+        try:
+            ruling = await judge_by_majority(
+                round_ctx,
+                action,
+                self.judge_instructions(stage),
+                lambda: check_action(action, need),
+                codes=hidden_codes(case) | case.table.keys(),
+            )
+        finally:
+            self.judging = False
+        if self.is_settled():  # the vehicle was lost while the action was being ruled on
+            return {"status": "error", "reason": "the vehicle was lost before the action took"}
+        attempt = self.progress.attempt()
+        round_ctx.emit(
+            OrbitalAnomalyActuationJudged(
+                stage=stage,
+                attempt=attempt,
+                expected=need.expected(),
+                action=action,
+                match=ruling.success,
+                reason=ruling.reason,
+            )
+        )
+        if not ruling.success:
+            return {
+                "status": "rejected",
+                "note": "the fault did not clear; check with the team and try again",
+            }
+        if not self.progress.accept():
+            for agent_id in SEATS:
+                round_ctx.notify(agent_id, "all_clear", "All faults cleared; the vehicle is safe.")
+            return {"status": "accepted", "all_clear": True}
+        nxt = stage + 1
+        reading = telemetry_of(nxt, case.stages[nxt - 1])
+        round_ctx.notify(
+            TELEMETRY,
+            "stage_resolved",
+            f"Stage resolved. New fault. {telemetry_text(reading)}",
+            {"telemetry": reading},
+        )
+        round_ctx.notify(ENGINEER, "stage_resolved", "Stage resolved.")
+        panel = panel_of(nxt, case.stages[nxt - 1])
+        return {"status": "accepted", "next_panel": panel, "panel": panel_text(panel)}
+
+    def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:
+        """Lose the vehicle: the round is lost and every seat is told."""
+        if self.is_settled():
+            return
+        self.lost_reason = (
+            f"budget exceeded at stage {self.progress.stage} of {self.progress.total}"
+        )
+        budget = self.knobs.round_budget_chars
+        for agent_id in SEATS:
+            ctx.notify(
+                agent_id,
+                "vehicle_lost",
+                f"The link carried {used_chars} characters, over its {budget}; the vehicle is "
+                "lost. The round is over.",
+                {"used_chars": used_chars, "budget_chars": budget, "channel_id": channel_id},
+            )
+
+    def is_settled(self) -> bool:
+        """True once every stage is accepted or the vehicle is lost."""
+        if self.lost_reason is not None:
+            return True
+        return self.case is not None and self.progress.finished
+
+    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
+        """Return the crew's verdict: success only when every stage was accepted."""
+        p = self.progress
+        if self.lost_reason is not None:
+            return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
+        if self.case is not None and p.finished:
+            return [
+                Verdict(team_id=TEAM, success=True, reason=f"{p.total} of {p.total} stages cleared")
+            ]
+        reason = f"unfinished: {p.accepted} of {p.total} stages cleared"
+        return [Verdict(team_id=TEAM, success=False, reason=reason)]
+
+    # -- scripted policy ----------------------------------------------------------------------
+
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        """Play ``view.agent_id`` (see :mod:`scenarios.orbital_anomaly.scripted`)."""
+        if view.phase == "postmortem":
+            return scripted.debrief_move(view)
+        if view.agent_id == ASTRONAUT:
+            return scripted.astronaut_move(view, self.knobs.seed)
+        if view.agent_id == TELEMETRY:
+            return scripted.telemetry_move(view)
+        return scripted.engineer_move(view, self.knobs.seed)

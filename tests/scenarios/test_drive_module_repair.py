@@ -1,0 +1,295 @@
+"""drive_module_repair: the case generator, the rules, the scripted check, and scripted plays."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from glossogen.eventlog import (
+    InjectionDelivered,
+    JudgeCalled,
+    MessageSent,
+    WorldEventDelivered,
+    event_adapter,
+)
+from glossogen.knobs import load_config, resolve_knobs
+from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from scenarios.drive_module_repair.catalogue import (
+    CLASSES,
+    COMPONENTS,
+    COMPONENTS_PER_MODULE,
+    DriveCase,
+    Replacement,
+    draw_case,
+)
+from scenarios.drive_module_repair.events import (
+    DriveModuleRepairCaseStarted,
+    DriveModuleRepairReplacementJudged,
+)
+from scenarios.drive_module_repair.judging import Requirement, check_action
+from scenarios.drive_module_repair.knobs import DriveModuleRepairKnobs
+from scenarios.drive_module_repair.scenario import (
+    DriveModuleRepair,
+    fault_of,
+    sheet_text,
+    tree_text,
+)
+from tests.scenarios._play import play, preset
+
+KNOBS = DriveModuleRepairKnobs()
+
+
+def _case(seed: int) -> DriveCase:
+    return draw_case(
+        random.Random(f"case:{seed}"),
+        module_count_weights=KNOBS.module_count_weights,
+        fault_count_weights=KNOBS.fault_count_weights,
+    )
+
+
+CASES = [_case(n) for n in range(200)]
+
+
+# -- the generator ----------------------------------------------------------------------------
+
+
+def test_catalogue_has_fourteen_components_in_five_classes():
+    assert len(COMPONENTS) >= 14 and len(CLASSES) >= 5
+    assert {c.service_class for c in COMPONENTS} == {c.key for c in CLASSES}
+    assert len({c.steps for c in CLASSES}) == len(CLASSES)  # a class fixes the steps' shape
+
+
+def test_cases_are_seeded_and_shaped_by_the_weights():
+    assert _case(3) == _case(3)
+    assert {len(c.modules) for c in CASES} == {1, 2, 3}
+    assert {len(m.faulty) for c in CASES for m in c.modules} == {1, 2, 3, 4}
+    for case in CASES:
+        assert len({m.module for m in case.modules}) == len(case.modules)
+        stages = case.stages()
+        assert [s.number for s in stages] == list(range(1, len(stages) + 1))
+        for m in case.modules:
+            assert len(m.tree) == len(set(m.tree.values())) == COMPONENTS_PER_MODULE
+            assert set(m.depth_order) == set(m.tree.values()) == {r.component for r in m.sheet}
+            assert m.faulty == sorted(m.faulty, key=m.depth_order.index)
+            mine = [s.component for s in stages if s.module is m]
+            assert mine == m.faulty
+
+
+def test_modules_differ_in_their_trees_and_settings():
+    two = [c for c in CASES if len(c.modules) >= 2]
+    assert two
+    differ = 0
+    for case in two:
+        a, b = case.modules[:2]
+        shared = set(a.tree.values()) & set(b.tree.values())
+        differ += any(a.symptom(p) != b.symptom(p) or a.replacement(p) != b.replacement(p) for p in shared)  # fmt: skip
+    assert differ == sum(
+        bool(set(c.modules[0].tree.values()) & set(c.modules[1].tree.values())) for c in two
+    )
+
+
+def test_no_seat_is_redundant_on_200_cases():
+    for case in CASES:
+        for stage in case.stages():
+            fault = fault_of(stage)
+            tech = f"Drive module {fault['module']} shows: {fault['symptom']}."
+            tree, sheet = tree_text(stage.module), sheet_text(stage.module)
+            steps = stage.replacement.step_texts()
+            # only the technician knows which symptom shows; the tree lists them all
+            assert all(s in tree for s in stage.module.tree)
+            assert not any(c.name in tech for c in COMPONENTS)
+            # only the diagnostics engineer maps it to the component
+            assert f"- {fault['symptom']} -> {stage.component}" in tree
+            assert fault["symptom"] not in sheet and not any(t in tree for t in steps)
+            # only the spec engineer has the steps, for every component of the module
+            assert all(t in sheet for t in steps) and not any(t in tech for t in steps)
+            assert sheet.count("\n- ") == COMPONENTS_PER_MODULE
+
+
+def test_judge_instructions_never_hold_a_part_code():
+    scenario = DriveModuleRepair(KNOBS)
+    every_code = {c.part_code for c in COMPONENTS}
+    for case in CASES:
+        codes = hidden_codes(case)
+        assert codes == {r.part_code for m in case.modules for r in m.sheet}
+        for stage in case.stages():
+            text = scenario.judge_instructions(stage)
+            assert codes_in(text, every_code) == []
+            assert Requirement.of(stage).expected() in text
+
+
+# -- knobs and presets ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"judge_votes": 2}, "judge_votes (2) must be odd"),
+        ({"judge_votes": 0}, "greater than or equal to 1"),
+        ({"module_count_weights": [0, 0, 0]}, "module_count_weights [0.0, 0.0, 0.0]: every weight"),
+        ({"fault_count_weights": [1, 1, 1, 1, 1]}, "at most 4 items"),
+        ({"round_budget_chars": 10}, "greater than or equal to 50"),
+        (
+            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"modules": []}}]},
+            "inject_case at round 1: modules: List should have at least 1 item",
+        ),
+    ],
+)  # fmt: skip
+def test_knobs_refused(values, message):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        DriveModuleRepairKnobs(**values)
+
+
+@pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
+def test_presets_validate(name):
+    data, _ = load_config(name, scenario_dir(DriveModuleRepair))
+    knobs = resolve_knobs(DriveModuleRepairKnobs, data, {})
+    assert (knobs.round_count, knobs.judge_votes) == (5, 3)
+    assert knobs.max_round_duration_seconds == 2700
+    assert knobs.postmortem_enabled is (name != "knobs_no_postmortem")
+    assert knobs.round_budget_chars == (450 if name == "knobs_tight_budget" else 900)
+
+
+def test_knob_defaults():
+    k = DriveModuleRepairKnobs()
+    assert (k.round_budget_chars, k.judge_votes) == (900, 3)
+    assert (k.max_round_duration_seconds, k.postmortem_duration_seconds) == (2700, 900)
+    assert k.judge_model_settings.temperature == 0.0
+
+
+# -- the scripted check -----------------------------------------------------------------------
+
+CLAMP = Replacement(
+    component="idler bearing", part_code="CL-204", tool="pin wrench", fasteners=4,
+    pattern="star", torque_nm=32, passes=2, hold_seconds=25,
+)  # fmt: skip
+NEED = Requirement("Heron", CLAMP)
+GOOD = (
+    "Drive module Heron, idler bearing: remove 4 bolts star with pin wrench; fit new; "
+    "torque 32 Nm in 2 passes; hold 25 s"
+)
+
+CHECKS = [
+    (GOOD, True, "idler bearing on Heron replaced as the sheet says"),
+    ("On Heron I took out the 4 bolts of the idler bearing in a star pattern using the pin wrench, installed the new one, tightened to 32 N·m in 2 passes and held the preload 25 seconds", True, None),
+    (GOOD.replace("Heron", "Osprey"), False, "wrong module: needed Heron, got Osprey"),
+    (GOOD.replace("idler bearing", "main bearing"), False, "wrong component: needed idler bearing, got main bearing"),
+    (GOOD.replace("idler bearing", "CL-204"), False, "wrong component: needed idler bearing, got none"),
+    (GOOD.replace("; hold 25 s", ""), False, "missing step: hold"),
+    (GOOD + "; run sweep calibration", False, "a step this component does not take: calibrate"),
+    (GOOD.replace("fit new; torque 32 Nm in 2 passes", "torque 32 Nm in 2 passes; fit new"), False, "steps out of order"),
+    (GOOD.replace("4 bolts", "6 bolts"), False, "wrong fasteners: needed 4 bolts, got 6 bolts"),
+    (GOOD.replace("star", "cross"), False, "wrong pattern: needed star, got cross"),
+    (GOOD.replace("pin wrench", "spanner"), False, "wrong tool: needed pin wrench, got spanner"),
+    (GOOD.replace("32 Nm", "33 Nm"), False, "wrong torque: needed 32, got 33"),
+    (GOOD.replace("2 passes", "3 passes"), False, "wrong passes: needed 2, got 3"),
+    (GOOD.replace("25 s", "30 s"), False, "wrong hold: needed 25, got 30"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
+def test_scripted_check(action, success, reason):
+    decision = check_action(action, NEED)
+    assert decision.success is success
+    if reason is not None:
+        assert decision.reason == reason
+
+
+def test_every_sheet_entry_in_its_own_compact_words_passes():
+    for case in CASES[:50]:
+        for stage in case.stages():
+            r = stage.replacement
+            action = f"Drive module {stage.module.module}, {r.component}: {r.compact()}"
+            assert check_action(action, Requirement.of(stage)).success, action
+
+
+# -- whole scripted plays ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def seed42():
+    return play(DriveModuleRepair, preset(DriveModuleRepair))
+
+
+def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
+    assert load_scenario("drive_module_repair") is DriveModuleRepair
+    adapter = event_adapter()
+    own = seed42.of(DriveModuleRepairCaseStarted) + seed42.of(DriveModuleRepairReplacementJudged)
+    for event in own:
+        back = adapter.validate_python(event.model_dump(mode="json"))
+        assert type(back) is type(event) and back == event
+
+
+PINNED = {
+    42: [
+        (True, "3 of 3 faults fixed"),
+        (False, "budget exceeded with 4 of 5 faults fixed"),
+        (True, "3 of 3 faults fixed"),
+        (True, "4 of 4 faults fixed"),
+        (False, "budget exceeded with 5 of 6 faults fixed"),
+    ],
+    7: [
+        (True, "5 of 5 faults fixed"),
+        (True, "2 of 2 faults fixed"),
+        (True, "2 of 2 faults fixed"),
+        (True, "5 of 5 faults fixed"),
+        (False, "budget exceeded with 0 of 3 faults fixed"),
+    ],
+}
+
+
+@pytest.mark.parametrize("seed", sorted(PINNED))
+def test_exact_verdicts_per_seed(seed, seed42):
+    run = seed42 if seed == 42 else play(DriveModuleRepair, preset(DriveModuleRepair, seed=seed))
+    assert run.verdicts() == PINNED[seed]
+    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+
+
+def test_three_votes_per_replacement_each_logged(seed42):
+    judged = seed42.of(DriveModuleRepairReplacementJudged)
+    assert judged and all(len(j.votes) == 3 for j in judged)
+    assert len(seed42.of(JudgeCalled)) == 3 * len(judged)
+    assert all(c.cost_usd == 0.0 for c in seed42.of(JudgeCalled))
+
+
+def test_a_new_module_is_pushed_to_the_engineers_only_when_reached(seed42):
+    case = seed42.of(DriveModuleRepairCaseStarted, 2)[0]
+    assert [m["module"] for m in case.modules] == ["Tern", "Plover"]
+    briefed = {e.agent_id: e for e in seed42.of(InjectionDelivered, 2) if e.phase == "main"}
+    assert briefed["diagnostics_engineer"].data["module"] == "Tern"
+    assert briefed["spec_engineer"].data["module"] == "Tern"
+    assert "Plover" not in briefed["spec_engineer"].text + briefed["diagnostics_engineer"].text
+    opened = [(e.agent_id, e.data["module"]) for e in seed42.of(WorldEventDelivered, 2) if e.kind == "module_opened"]  # fmt: skip
+    assert opened == [("diagnostics_engineer", "Plover"), ("spec_engineer", "Plover")]
+    judged = seed42.of(DriveModuleRepairReplacementJudged, 2)
+    assert [j.step for j in judged if j.match] == [1, 2, 3, 4]  # lost on budget at the fifth
+    for e in briefed.values():
+        assert "faults" not in e.text.lower().replace("fault tree", "")
+
+
+def test_budget_loss_tells_every_seat(seed42):
+    lost = [e.agent_id for e in seed42.of(WorldEventDelivered, 2) if e.kind == "round_lost"]
+    assert lost == ["field_technician", "diagnostics_engineer", "spec_engineer"]
+    sent = [m for m in seed42.of(MessageSent, 2) if m.channel_id == "bay"]
+    assert sum(m.chars for m in sent) > 900
+
+
+def test_wrong_steps_are_retried_after_a_recheck():
+    run = play(
+        DriveModuleRepair,
+        preset(DriveModuleRepair, seed=3, round_count=1, scripted_misplay_share=1.0),
+    )
+    judged = [
+        (j.step, j.attempt, j.match, j.reason) for j in run.of(DriveModuleRepairReplacementJudged)
+    ]
+    assert judged == [
+        (1, 1, False, "wrong torque: needed 43, got 44"),
+        (1, 2, True, "main bearing on Merlin replaced as the sheet says"),
+        (2, 1, True, "gear pump on Merlin replaced as the sheet says"),
+    ]
+    texts = [m.text for m in run.of(MessageSent) if m.channel_id == "bay"]
+    assert texts.count("rejected, recheck Merlin") == 1
+    assert run.verdicts() == [(True, "2 of 2 faults fixed")]

@@ -1,0 +1,375 @@
+"""orbital_anomaly: the case generator, the rules, the scripted check, and whole scripted plays."""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from glossogen.eventlog import (
+    BudgetWarning,
+    InjectionDelivered,
+    JudgeCalled,
+    MessageSent,
+    WorldEventDelivered,
+    event_adapter,
+)
+from glossogen.knobs import load_config, resolve_knobs
+from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from scenarios.orbital_anomaly.catalogue import (
+    CONFIGURATIONS,
+    FAULTS,
+    LOW_PRIORITY,
+    SUBSYSTEMS,
+    FaultStage,
+    OrbitalCase,
+    draw_case,
+)
+from scenarios.orbital_anomaly.events import (
+    OrbitalAnomalyActuationJudged,
+    OrbitalAnomalyCaseStarted,
+)
+from scenarios.orbital_anomaly.judging import Requirement, check_action
+from scenarios.orbital_anomaly.knobs import OrbitalAnomalyKnobs
+from scenarios.orbital_anomaly.scenario import (
+    OrbitalAnomaly,
+    panel_of,
+    panel_text,
+    table_text,
+    telemetry_of,
+    telemetry_text,
+)
+from tests.scenarios._play import play, preset
+
+KNOBS = OrbitalAnomalyKnobs()
+
+
+def _case(seed: int, **kw: object) -> OrbitalCase:
+    args = {
+        "fault_count_weights": KNOBS.fault_count_weights,
+        "hold_seconds": (10, 90),
+        "easy": False,
+        "cipher": True,
+    } | kw
+    return draw_case(random.Random(f"case:{seed}"), **args)  # type: ignore[arg-type]
+
+
+CASES = [_case(n) for n in range(200)]
+
+
+# -- the generator ----------------------------------------------------------------------------
+
+
+def test_catalogue_has_twelve_faults_over_five_subsystems_with_three_distinct_variants():
+    assert len(FAULTS) >= 12 and len(SUBSYSTEMS) >= 5
+    assert {f.subsystem for f in FAULTS} == {s.key for s in SUBSYSTEMS}
+    for fault in FAULTS:
+        assert len(fault.variants) == 3
+        for variant in fault.variants:
+            words = variant.steps.format(setting="45 units")
+            assert variant.named_in(words), (fault.fault_id, words)
+            others = [v for v in fault.variants if v is not variant]
+            assert not any(v.named_in(words) for v in others), (fault.fault_id, words)
+
+
+def test_cases_are_seeded_distinct_priority_ordered_and_in_range():
+    assert _case(5) == _case(5)
+    assert {len(c.stages) for c in CASES} == {1, 2, 3, 4, 5}
+    for case in CASES:
+        faults = [s.fault for s in case.stages]
+        assert len({f.fault_id for f in faults}) == len(faults)
+        assert [f.priority for f in faults] == sorted((f.priority for f in faults), reverse=True)
+        for s in case.stages:
+            low, high, step = s.fault.setting_range
+            assert low <= s.setting <= high and (s.setting - low) % step == 0
+            assert 10 <= s.hold_seconds <= 90
+            assert s.configuration in CONFIGURATIONS
+
+
+def test_cipher_off_forces_variant_zero_and_leaves_the_cases_alone():
+    plain = [_case(n, cipher=False) for n in range(200)]
+    assert {c.variant_index for c in plain} == {0}
+    assert {c.variant_index for c in CASES} == {0, 1, 2}
+    assert [c.stages for c in plain] == [c.stages for c in CASES]
+    assert all(set(c.table.values()) == {0} for c in plain)
+
+
+def test_easy_rounds_draw_one_low_priority_fault():
+    for n in range(50):
+        (stage,) = _case(n, easy=True).stages
+        assert stage.fault.priority <= LOW_PRIORITY
+
+
+def _seat_texts(scenario: OrbitalAnomaly, case: OrbitalCase, stage: int) -> dict[str, str]:
+    s = case.stages[stage - 1]
+    prompts = _prompts(scenario)
+    return {
+        "astronaut": prompts["astronaut"] + "\n" + panel_text(panel_of(stage, s)),
+        "telemetry_officer": prompts["telemetry_officer"]
+        + "\n"
+        + telemetry_text(telemetry_of(stage, s)),
+        "systems_engineer": prompts["systems_engineer"] + "\n" + table_text(case),
+    }
+
+
+@functools.cache
+def _prompts(scenario: OrbitalAnomaly) -> dict[str, str]:
+    return {a.agent_id: scenario.system_prompt(a) for a in scenario.agents()}
+
+
+def _holders(texts: dict[str, str], value: str) -> list[str]:
+    pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)", re.IGNORECASE)
+    return sorted(seat for seat, text in texts.items() if pattern.search(text))
+
+
+def test_no_seat_is_redundant_each_field_of_the_action_is_held_by_exactly_one_seat():
+    scenario = OrbitalAnomaly(KNOBS)
+    checked = 0
+    for case in CASES:
+        for n, s in enumerate(case.stages, start=1):
+            texts = _seat_texts(scenario, case, n)
+            variant = case.table[s.fault_id]
+            fields = {
+                "unit": (s.unit, "astronaut"),
+                "configuration": (s.configuration, "astronaut"),
+                "setting": (s.setting_text(), "telemetry_officer"),
+                "hold": (f"{s.hold_seconds} seconds", "telemetry_officer"),
+                "variant": (f"{s.fault_id}: variant {variant}", "systems_engineer"),
+                "procedure": (
+                    s.fault.variants[variant].steps.format(setting="the setting"),
+                    "systems_engineer",
+                ),
+            }
+            for name, (value, seat) in fields.items():
+                assert _holders(texts, value) == [seat], (name, value)
+            checked += 1
+    assert checked > 400
+
+
+def test_judge_instructions_never_hold_a_code_of_the_case():
+    scenario = OrbitalAnomaly(KNOBS)
+    every_id = {f.fault_id for f in FAULTS}
+    for case in CASES:
+        scenario.case = case
+        codes = hidden_codes(case) | case.table.keys()
+        assert codes >= {s.fault_id for s in case.stages} | {f"variant {case.variant_index}"}
+        for n, s in enumerate(case.stages, start=1):
+            text = scenario.judge_instructions(n)
+            assert codes_in(text, codes | every_id) == []
+            assert "variant" not in text.lower()
+            assert Requirement.of(case, n).expected() in text
+            assert f"{s.hold_seconds} seconds" in text and s.unit in text
+
+
+# -- knobs and presets ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"fault_count_weights": [0, 0]}, "fault_count_weights [0.0, 0.0]: every weight"),
+        ({"fault_count_weights": [1, -1]}, "every weight must be >= 0"),
+        ({"fault_count_weights": [1] * 6}, "at most 5 items"),
+        ({"min_hold_seconds": 50, "max_hold_seconds": 20}, "min_hold_seconds (50) must not"),
+        ({"round_count": 3, "easy_round_numbers": [4]}, "easy_round_numbers: [4] outside 1..round_count (3)"),
+        ({"round_budget_chars": 10}, "greater than or equal to 50"),
+        ({"budget_notice_share": 1.0}, "less than 1"),
+        (
+            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [], "variant_index": 0}}]},
+            "inject_case at round 1: stages: List should have at least 1 item",
+        ),
+        (
+            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [{"fault_id": "XX-9", "unit": "u", "configuration": "c", "hold_seconds": 5, "setting": 1}], "variant_index": 0}}]},
+            "inject_case at round 1: stage 1: unknown fault_id 'XX-9'",
+        ),
+    ],
+)  # fmt: skip
+def test_knobs_refused(values, message):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        OrbitalAnomalyKnobs(**values)
+
+
+@pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
+def test_presets_validate(name):
+    data, _ = load_config(name, scenario_dir(OrbitalAnomaly))
+    knobs = resolve_knobs(OrbitalAnomalyKnobs, data, {})
+    assert knobs.round_count == 5 and knobs.judge_model_settings.temperature == 0.0
+    assert knobs.postmortem_enabled is (name != "knobs_no_postmortem")
+    assert knobs.round_budget_chars == (300 if name == "knobs_tight_budget" else 600)
+
+
+def test_knob_defaults():
+    k = OrbitalAnomalyKnobs()
+    assert (k.round_budget_chars, k.budget_notice_share, k.cipher_enabled) == (600, 0.75, True)
+    assert k.judge_model_settings.temperature == 0.0
+    assert OrbitalAnomaly(k).budget_warning_shares() == (0.75, 1.0)
+
+
+# -- the scripted check -----------------------------------------------------------------------
+
+STAGE = FaultStage(
+    fault_id="TH-01", unit="coolant pump B", configuration="cross-strapped", hold_seconds=30,
+    setting=45,
+)  # fmt: skip
+NEED = Requirement(STAGE, STAGE.fault.variants[0])
+GOOD = "throttle and purge the coolant pump B (cross-strapped), set to 45 percent, hold 30 seconds"
+
+CHECKS = [
+    (GOOD, True, "procedure on the coolant pump B at 45 percent, held 30 s"),
+    ("Throttled the pump to 45% and purged it; coolant pump B, cross-strapped, held 30 s", True, None),
+    ("TH-01 variant 0 on coolant pump B cross-strapped 45 percent 30 s", False, "the action is not this stage's procedure"),
+    (GOOD.replace("throttle and purge", "bleed the accumulator"), False, "the action is not this stage's procedure"),
+    (GOOD.replace("throttle and purge", "throttle, purge, bleed the accumulator"), False, "the action mixes in another procedure"),
+    (GOOD.replace("pump B", "pump A"), False, "wrong unit: needed the coolant pump B, got coolant pump A"),
+    (GOOD.replace("cross-strapped", "redundant string"), False, "wrong configuration: needed cross-strapped, got redundant string"),
+    (GOOD.replace("45 percent", "50 percent"), False, "wrong setting: needed 45 percent, got 50 percent"),
+    (GOOD.replace(", set to 45 percent", ""), False, "wrong setting: needed 45 percent, got none"),
+    (GOOD.replace("30 seconds", "35 seconds"), False, "wrong hold: needed 30 s, got 35 s"),
+    (GOOD.replace(", hold 30 seconds", ""), False, "wrong hold: needed 30 s, got none"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
+def test_scripted_check(action, success, reason):
+    decision = check_action(action, NEED)
+    assert decision.success is success
+    if reason is not None:
+        assert decision.reason == reason
+
+
+# -- whole scripted plays ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def seed42():
+    return play(OrbitalAnomaly, preset(OrbitalAnomaly))
+
+
+def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
+    assert load_scenario("orbital_anomaly") is OrbitalAnomaly
+    adapter = event_adapter()
+    own = seed42.of(OrbitalAnomalyCaseStarted) + seed42.of(OrbitalAnomalyActuationJudged)
+    assert len(seed42.of(OrbitalAnomalyCaseStarted)) == 5
+    for event in own:
+        back = adapter.validate_python(event.model_dump(mode="json"))
+        assert type(back) is type(event) and back == event
+
+
+PINNED = {
+    42: [
+        (True, "3 of 3 stages cleared"),
+        (True, "2 of 2 stages cleared"),
+        (False, "budget exceeded at stage 2 of 3"),
+        (True, "5 of 5 stages cleared"),
+        (True, "5 of 5 stages cleared"),
+    ],
+    0: [
+        (True, "1 of 1 stages cleared"),
+        (True, "1 of 1 stages cleared"),
+        (False, "budget exceeded at stage 1 of 2"),
+        (True, "2 of 2 stages cleared"),
+        (True, "3 of 3 stages cleared"),
+    ],
+    7: [
+        (True, "4 of 4 stages cleared"),
+        (False, "budget exceeded at stage 1 of 2"),
+        (True, "1 of 1 stages cleared"),
+        (True, "1 of 1 stages cleared"),
+        (True, "1 of 1 stages cleared"),
+    ],
+}
+
+
+@pytest.mark.parametrize("seed", sorted(PINNED))
+def test_exact_verdicts_per_seed(seed, seed42):
+    run = seed42 if seed == 42 else play(OrbitalAnomaly, preset(OrbitalAnomaly, seed=seed))
+    assert run.verdicts() == PINNED[seed]
+    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+
+
+def test_stages_are_revealed_privately_one_at_a_time(seed42):
+    case = seed42.of(OrbitalAnomalyCaseStarted, 1)[0]
+    assert len(case.stages) == 3
+    resolved = [e for e in seed42.of(WorldEventDelivered, 1) if e.kind == "stage_resolved"]
+    assert [(e.agent_id, e.data.get("telemetry", {}).get("stage")) for e in resolved] == [
+        ("telemetry_officer", 2), ("systems_engineer", None),
+        ("telemetry_officer", 3), ("systems_engineer", None),
+    ]  # fmt: skip
+    assert all(e.text == "Stage resolved." for e in resolved if e.agent_id == "systems_engineer")
+    for e in resolved[::2]:
+        stage = case.stages[e.data["telemetry"]["stage"] - 1]
+        assert f"Hold: {stage['hold_seconds']} seconds" in e.text
+    briefed = {e.agent_id: e.text for e in seed42.of(InjectionDelivered, 1) if e.phase == "main"}
+    first = case.stages[0]
+    assert (
+        first["unit"] in briefed["astronaut"] and first["unit"] not in briefed["telemetry_officer"]
+    )
+    assert first["setting"] in briefed["telemetry_officer"]
+    assert first["setting"] not in briefed["astronaut"] + briefed["systems_engineer"]
+    assert "stages" not in briefed["astronaut"] + briefed["telemetry_officer"]
+
+
+def test_budget_loss_ends_the_round_and_warns_at_three_quarters(seed42):
+    warnings = [(w.threshold, w.used_chars) for w in seed42.of(BudgetWarning, 3)]
+    assert [t for t, _ in warnings] == [0.75, 1.0]
+    lost = [e.agent_id for e in seed42.of(WorldEventDelivered, 3) if e.kind == "vehicle_lost"]
+    assert lost == ["astronaut", "telemetry_officer", "systems_engineer"]
+    sent = [m for m in seed42.of(MessageSent, 3) if m.channel_id == "link"]
+    assert sum(m.chars for m in sent) > 600
+    assert seed42.verdicts()[2] == (False, "budget exceeded at stage 2 of 3")
+
+
+def test_good_rounds_send_no_code_and_stay_under_the_notice(seed42):
+    for n in (1, 2, 4, 5):
+        assert [w.threshold for w in seed42.of(BudgetWarning, n)] in ([], [0.75])
+    actions = [j.action for j in seed42.of(OrbitalAnomalyActuationJudged)]
+    assert actions and not any(re.search(r"[A-Z]{2}-\d\d", a) for a in actions)
+
+
+def test_a_wrong_action_is_retried_after_checking_with_the_team():
+    run = play(
+        OrbitalAnomaly,
+        preset(OrbitalAnomaly, seed=1, round_count=3, scripted_misplay_share=1.0),
+    )
+    judged = [
+        (j.round_number, j.stage, j.attempt, j.match) for j in run.of(OrbitalAnomalyActuationJudged)
+    ]
+    assert judged == [
+        (1, 1, 1, True), (1, 2, 1, False), (1, 2, 2, True), (1, 3, 1, True),
+        (2, 1, 1, True), (2, 2, 1, False), (2, 2, 2, True), (2, 3, 1, True),
+        (3, 1, 1, True),
+    ]  # fmt: skip
+    assert run.verdicts() == [
+        (True, "3 of 3 stages cleared"),
+        (True, "3 of 3 stages cleared"),
+        (True, "1 of 1 stages cleared"),
+    ]
+    texts = [m.text for m in run.of(MessageSent, 1) if m.channel_id == "link"]
+    assert texts.count("rejected, check") == 1
+    assert len(run.of(JudgeCalled)) == 9  # one vote per actuation
+
+
+def test_an_injected_case_replaces_the_drawn_one():
+    payload = {
+        "stages": [
+            {"fault_id": "CM-02", "unit": "transponder 2", "configuration": "nominal string",
+             "hold_seconds": 12, "setting": 7},
+        ],
+        "variant_index": 2,
+    }  # fmt: skip
+    knobs = preset(
+        OrbitalAnomaly,
+        round_count=2,
+        scheduled_events=[{"kind": "inject_case", "round": 2, "payload": payload}],
+    )
+    run = play(OrbitalAnomaly, knobs)
+    first, second = run.of(OrbitalAnomalyCaseStarted)
+    assert not first.injected and second.injected
+    assert [(s["fault_id"], s["unit"], s["setting"]) for s in second.stages] == [
+        ("CM-02", "transponder 2", "7 kilohertz")
+    ]
+    assert second.variant_index == 2 and second.table["CM-02"] == (2 * 14) % 3
+    assert run.verdicts()[1] == (True, "1 of 1 stages cleared")
