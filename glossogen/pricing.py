@@ -61,6 +61,18 @@ def price_usage(provider: str, model: str, usage: Any) -> float | None:
     )
 
 
+def price_answered(provider: str, model: str, usage: Any) -> float | None:
+    """USD of the answered requests ``usage`` counts (a failed attempt's); 0.0 if none used a token.
+
+    A call that failed before any answer used nothing and is not billed, even for a model the
+    catalogue lacks; answers that came back are priced, usable or not (None when the model is
+    not in the catalogue).
+    """
+    if not (usage.input_tokens or usage.output_tokens):
+        return 0.0
+    return price_usage(provider, model, usage)
+
+
 def add_costs(costs: list[float | None]) -> float | None:
     """Sum USD costs; None (not costed) when any item is None, 0.0 for an empty list."""
     total = 0.0

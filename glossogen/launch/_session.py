@@ -27,6 +27,7 @@ from glossogen.engine import (
 )
 from glossogen.eventlog import (
     AgentCost,
+    AgentRunCycleFailed,
     EndStatus,
     Event,
     EventLogRead,
@@ -61,6 +62,10 @@ class RunSpend(BaseModel):
     judge_cost_usd: float | None
     agent_costs: list[AgentCost]
     inherited_cost_usd: float | None = 0.0
+    model_errors: dict[str, int] = {}
+    """This run's own ``agent_run_cycle_failed`` events by ``error_kind``."""
+    cost_note: str | None = None
+    """Why ``total_cost_usd`` is null, when it is."""
 
 
 class RunResult(BaseModel):
@@ -76,6 +81,8 @@ class RunResult(BaseModel):
     total_cost_usd: float | None
     duration_seconds: float
     error: str | None = None
+    model_errors: dict[str, int] = {}
+    cost_note: str | None = None
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -174,13 +181,21 @@ class RunSession:
         # Nothing of this run is appended meanwhile (its round is over), and the writer locks.
         await asyncio.to_thread(self.writer.round_boundary)
 
+    async def settle_requests(self) -> None:
+        """Wait for the model requests phase ends abandoned, so the log prices them.
+
+        Up to ``SETTLE_SECONDS`` (``glossogen.engine``); a request that has not answered by then
+        is logged with its cost unknown (the run's total is then null, with the reason).
+        """
+        await self.engine.abandoned.settle()
+
     @property
     def stopped_early(self) -> str | None:
         """Why the run cannot go on, or None: every agent failed, or every one hit its limit."""
         if not self.engine.every_agent_out:
             return None
         if self.engine.any_agent_failed:
-            return "every agent failed (provider errors: see agent_run_cycle_failed events)"
+            return "every agent was taken out by model errors (see agent_run_cycle_failed events)"
         return f"every agent reached --max-agent-turns {self.config.limits.max_agent_turns}"
 
     def finish(self, spend: RunSpend, status: EndStatus, error: str | None = None) -> RunResult:
@@ -205,6 +220,12 @@ class RunSession:
             self.engine.setup.tracing.shutdown()
 
     def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
+        if self.engine.abandoned.pending:  # not settled (an interrupted run): cost unknown
+            given_up = self.engine.abandoned.pending
+            self.engine.abandoned.give_up(f"the run ended {status}")
+            spend = spend.model_copy(
+                update={"total_cost_usd": None, "cost_note": _unanswered_note(given_up)}
+            )
         played, won = len(self.engine.recorded), self.engine.rounds_won
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
@@ -221,6 +242,8 @@ class RunSession:
             process_seconds=process,
             inherited_cost_usd=spend.inherited_cost_usd,
             error=error,
+            model_errors=spend.model_errors,
+            cost_note=spend.cost_note,
         )
         self.engine.emit(ended)
         return RunResult(
@@ -234,7 +257,16 @@ class RunSession:
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,
+            model_errors=spend.model_errors,
+            cost_note=spend.cost_note,
         )
+
+
+def _unanswered_note(count: int) -> str:
+    return (
+        f"{count} model request(s) abandoned at a phase end never answered: "
+        "what they cost is unknown"
+    )
 
 
 def open_session(
@@ -327,6 +359,17 @@ def price_spend(folder: RunFolder) -> RunSpend:
     """
     view = RunView.load(folder.log_url)
     own = view.spend
+    errors: dict[str, int] = {}
+    for event in view.events:
+        if isinstance(event, AgentRunCycleFailed) and event.event_id not in view.inherited:
+            errors[event.error_kind] = errors.get(event.error_kind, 0) + 1
+    note = None
+    if own.total_cost_usd is None:
+        note = (
+            _unanswered_note(own.unanswered_requests)
+            if own.unanswered_requests
+            else "a model of this run is not in the price catalogue (genai-prices)"
+        )
     return RunSpend(
         total_cost_usd=own.total_cost_usd,
         judge_cost_usd=own.judge_cost_usd,
@@ -341,4 +384,6 @@ def price_spend(folder: RunFolder) -> RunSpend:
             for seat in own.agents.values()
         ],
         inherited_cost_usd=view.inherited_spend.total_cost_usd,
+        model_errors=errors,
+        cost_note=note,
     )
