@@ -4,6 +4,7 @@ from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_no
 from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
 from glossogen.engine._judge import RunJudge
+from glossogen.engine._requests import SETTLE_SECONDS, AbandonedRequests
 from glossogen.engine._roster import (
     JudgeSeat,
     RosterError,
@@ -14,6 +15,8 @@ from glossogen.engine._roster import (
 )
 
 __all__ = [
+    "SETTLE_SECONDS",
+    "AbandonedRequests",
     "WARNING_THRESHOLDS",
     "BudgetMeter",
     "Clock",

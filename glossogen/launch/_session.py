@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from glossogen import exit_codes
 from glossogen.derive import DeriveError, ResumePoint
 from glossogen.engine import (
+    SETTLE_SECONDS,
     RoundSummary,
     RunEngine,
     RunSetup,
@@ -181,13 +182,13 @@ class RunSession:
         # Nothing of this run is appended meanwhile (its round is over), and the writer locks.
         await asyncio.to_thread(self.writer.round_boundary)
 
-    async def settle_requests(self) -> None:
+    async def settle_requests(self, seconds: float = SETTLE_SECONDS) -> None:
         """Wait for the model requests phase ends abandoned, so the log prices them.
 
-        Up to ``SETTLE_SECONDS`` (``glossogen.engine``); a request that has not answered by then
-        is logged with its cost unknown (the run's total is then null, with the reason).
+        Up to ``seconds``; a request that has not answered by then is logged with its cost
+        unknown (the run's total is then null, with the reason).
         """
-        await self.engine.abandoned.settle()
+        await self.engine.abandoned.settle(seconds)
 
     @property
     def stopped_early(self) -> str | None:
