@@ -10,6 +10,7 @@ from glossogen.engine._roster import (
     RosterError,
     Seat,
     future_providers,
+    model_name,
     resolve_judge,
     resolve_seats,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "VirtualClock",
     "apply_noise",
     "future_providers",
+    "model_name",
     "resolve_judge",
     "resolve_seats",
 ]

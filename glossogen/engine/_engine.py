@@ -28,7 +28,7 @@ from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
 from glossogen.engine._requests import AbandonedRequests
-from glossogen.engine._roster import JudgeSeat, Seat
+from glossogen.engine._roster import JudgeSeat, Seat, model_name
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
@@ -522,17 +522,18 @@ class RunEngine(ChannelOps):
             elif event.kind == "swap_agent" and event.agent_id and event.model:
                 runner = self.runners[event.agent_id]
                 provider = event.provider or self.setup.provider
+                model = model_name(provider, event.model)  # checked at launch
                 self.emit(
                     AgentSwappedMidRun(
                         agent_id=event.agent_id,
                         old_model=runner.model,
                         old_provider=runner.provider,
-                        model=event.model,
+                        model=model,
                         provider=provider,
                     )
                 )
-                runner.agent = self._agent(runner.spec, provider, event.model)
-                runner.model, runner.provider = event.model, provider
+                runner.agent = self._agent(runner.spec, provider, model)
+                runner.model, runner.provider = model, provider
             elif event.kind == "inject_case":
                 self.scenario.on_scheduled_case(event.payload)
 

@@ -40,6 +40,7 @@ from glossogen.eventlog import (
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunConfig
+from glossogen.pricing import logged_usd
 from glossogen.storage import (
     CONFIG,
     LABELS,
@@ -263,6 +264,10 @@ class RunSession:
         )
 
 
+def _usd(value: float | None) -> float | None:
+    return None if value is None else logged_usd(value)
+
+
 def _unanswered_note(count: int) -> str:
     return (
         f"{count} model request(s) abandoned at a phase end never answered: "
@@ -372,19 +377,19 @@ def price_spend(folder: RunFolder) -> RunSpend:
             else "a model of this run is not in the price catalogue (genai-prices)"
         )
     return RunSpend(
-        total_cost_usd=own.total_cost_usd,
-        judge_cost_usd=own.judge_cost_usd,
+        total_cost_usd=_usd(own.total_cost_usd),
+        judge_cost_usd=_usd(own.judge_cost_usd),
         agent_costs=[
             AgentCost(
                 agent_id=seat.agent_id,
-                cost_usd=seat.cost_usd,
+                cost_usd=_usd(seat.cost_usd),
                 input_tokens=seat.input_tokens,
                 output_tokens=seat.output_tokens,
                 requests=seat.requests,
             )
             for seat in own.agents.values()
         ],
-        inherited_cost_usd=view.inherited_spend.total_cost_usd,
+        inherited_cost_usd=_usd(view.inherited_spend.total_cost_usd),
         model_errors=errors,
         cost_note=note,
     )
