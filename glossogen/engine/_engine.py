@@ -146,13 +146,22 @@ class RunEngine(ChannelOps):
         self.total_messages = 0
         self.total_chars = 0
         self._seq = 0
+        self.abandoned = AbandonedRequests(self._log_abandoned)
+        """Requests the phase end stopped waiting for, finished in the background."""
         self.judge = (
             RunJudge(
                 setup.judge.model,
                 setup.judge.provider,
                 setup.judge.model_settings,
                 self.emit,
-                tracing_capabilities(setup.tracing),
+                [
+                    *tracing_capabilities(setup.tracing),
+                    Hooks[Any](
+                        model_request=self._watched(
+                            "judge", setup.judge.model, setup.judge.provider
+                        )
+                    ),
+                ],
                 clock.sleep,
             )
             if setup.judge
@@ -168,8 +177,6 @@ class RunEngine(ChannelOps):
         )
         self._tools = core_tools(self)
         self._scenario_tools = frozenset(t.name for t in self.scenario.tools())
-        self.abandoned = AbandonedRequests(self._log_abandoned)
-        """Requests the phase end stopped waiting for, finished in the background."""
         self.runners: dict[str, AgentRunner] = {
             s.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
         }
@@ -274,23 +281,27 @@ class RunEngine(ChannelOps):
             self.runners[agent_id].returned[call.tool_call_id] = result
             return result
 
+        return Hooks[AgentDeps](
+            before_tool_execute=before_tool_execute,
+            after_tool_execute=after_tool_execute,
+            model_request=self._watched(agent_id, model, provider),
+        )
+
+    def _watched(self, agent_id: str, model: str, provider: str) -> Any:
+        """A ``wrap_model_request`` hook whose request a cancellation does not drop."""
+
         async def wrap_model_request(
-            ctx: RunContext[AgentDeps],
+            ctx: RunContext[Any],
             *,
             request_context: ModelRequestContext,
             handler: WrapModelRequestHandler,
         ) -> ModelResponse:
-            if provider in ("scripted", "local"):  # played on this process's clock, never billed
+            if provider in ("scripted", "local"):  # on this process's clock, not billed
                 return await handler(request_context)
-            return await self.abandoned.shielded(
-                handler(request_context), (agent_id, model, provider, self.round_number)
-            )
+            sender = (agent_id, model, provider, self.round_number)
+            return await self.abandoned.shielded(handler(request_context), sender)
 
-        return Hooks[AgentDeps](
-            before_tool_execute=before_tool_execute,
-            after_tool_execute=after_tool_execute,
-            model_request=wrap_model_request,
-        )
+        return wrap_model_request
 
     def _log_abandoned(self, event: ModelRequestAbandoned) -> None:
         self.emit(event)
