@@ -114,23 +114,24 @@ def audit(name: str, events: list[Event], injector: Injector, provider: str) -> 
     wrong, tokens, total = 0, [0, 0], 0.0
     for e in events:
         if isinstance(e, LlmResponseReceived | ModelRequestAbandoned | JudgeCalled):
-            model = e.model
+            model, on = e.model, e.provider
         elif isinstance(e, AgentRunCycleFailed):  # the judge's billed failed attempts
-            model = JUDGE_MODEL
+            model, on = JUDGE_MODEL, provider
         else:
             continue
         if isinstance(e, ModelRequestAbandoned) and e.cost_usd is None:
             continue  # unanswered: counted below, its cost unknown
         usage = (e.input_tokens, e.output_tokens)
         expected = (
-            price_call(provider, model, input_tokens=usage[0], output_tokens=usage[1])
+            price_call(on, model, input_tokens=usage[0], output_tokens=usage[1])
             if any(usage)
             else 0.0
         )
         if e.cost_usd != expected:
             wrong += 1
-        tokens[0] += usage[0]
-        tokens[1] += usage[1]
+        if on == provider:  # the stub's calls (scripted seats estimate their own tokens)
+            tokens[0] += usage[0]
+            tokens[1] += usage[1]
         total += e.cost_usd or 0.0
     failures = Counter(e.error_kind for e in events if isinstance(e, AgentRunCycleFailed))
     abandoned = [e for e in events if isinstance(e, ModelRequestAbandoned)]
@@ -146,6 +147,7 @@ def audit(name: str, events: list[Event], injector: Injector, provider: str) -> 
         "abandoned_at_phase_end": f"{len(abandoned)} "
         f"({sum(e.answered for e in abandoned)} answered and priced, "
         f"{sum(e.cost_usd is None for e in abandoned)} unknown)",
+        "abandoned_that_failed": [e.error for e in abandoned if not e.answered],
         "costs_not_equal_to_usage_times_rate": wrong,
         "tokens_stub_answered": injector.answered_tokens,
         "tokens_logged": tokens,
@@ -167,46 +169,47 @@ def main() -> None:
         "OPENAI_BASE_URL": stub.openai_base_url, "OPENAI_API_KEY": "sk-bench",
     })  # fmt: skip
     reports = []
-    with tempfile.TemporaryDirectory() as runs:
-        pd = Injector(args.seed, pd_answer, pd_bad)
-        stub.responder = pd
-        result = play_ungated(
-            RunRequest(
-                scenario="prisoners_dilemma",
-                model="claude-sonnet-4-6",
-                provider="anthropic",
-                runs_dir=runs,
-                config="knobs_default",
-                overrides=[
-                    "round_count=10",
-                    "idle_floor_seconds=0.05",
-                    "max_round_duration_seconds=20",
-                    "postmortem_duration_seconds=5",
-                    "agent_model_settings.timeout=1",
-                ],
-            )  # fmt: skip
-        )
-        events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
-        reports.append(audit("prisoners_dilemma x10", events, pd, "anthropic"))
-        judge = Injector(args.seed + 1, judge_answer, judge_bad)
-        stub.responder = judge
-        result = play_ungated(
-            RunRequest(
-                scenario="veyru",
-                model="scripted",
-                provider="scripted",
-                runs_dir=runs,
-                config="knobs_default",
-                overrides=[
-                    "round_count=5",
-                    "judge_provider=openai",
-                    f"judge_model={JUDGE_MODEL}",
-                    "judge_model_settings.timeout=1",
-                ],
-            )  # fmt: skip
-        )
-        events = read_events(f"{result.run_url}/veyru.jsonl").events
-        reports.append(audit("veyru x5 (judge faulted)", events, judge, "openai"))
+    runs = tempfile.mkdtemp(prefix="fault-injection-")
+    print(f"runs under {runs}", flush=True)
+    pd = Injector(args.seed, pd_answer, pd_bad)
+    stub.responder = pd
+    result = play_ungated(
+        RunRequest(
+            scenario="prisoners_dilemma",
+            model="claude-sonnet-4-6",
+            provider="anthropic",
+            runs_dir=runs,
+            config="knobs_default",
+            overrides=[
+                "round_count=10",
+                "idle_floor_seconds=0.05",
+                "max_round_duration_seconds=20",
+                "postmortem_duration_seconds=5",
+                "agent_model_settings.timeout=1",
+            ],
+        )  # fmt: skip
+    )
+    events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+    reports.append(audit("prisoners_dilemma x10", events, pd, "anthropic"))
+    judge = Injector(args.seed + 1, judge_answer, judge_bad)
+    stub.responder = judge
+    result = play_ungated(
+        RunRequest(
+            scenario="veyru",
+            model="scripted",
+            provider="scripted",
+            runs_dir=runs,
+            config="knobs_default",
+            overrides=[
+                "round_count=5",
+                "judge_provider=openai",
+                f"judge_model={JUDGE_MODEL}",
+                "judge_model_settings.timeout=1",
+            ],
+        )  # fmt: skip
+    )
+    events = read_events(f"{result.run_url}/veyru.jsonl").events
+    reports.append(audit("veyru x5 (judge faulted)", events, judge, "openai"))
     stub.stop()
     for report in reports:
         print(json.dumps(report, indent=1))

@@ -299,7 +299,10 @@ class RunEngine(ChannelOps):
             if provider in ("scripted", "local"):  # on this process's clock, not billed
                 return await handler(request_context)
             sender = (agent_id, model, provider, self.round_number)
-            return await self.abandoned.shielded(handler(request_context), sender)
+            response = await self.abandoned.shielded(handler(request_context), sender)
+            if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
+                self.runners[agent_id].arrived = response
+            return response
 
         return wrap_model_request
 

@@ -109,6 +109,8 @@ class AgentRunner:
     returned: dict[str, Any] = field(default_factory=dict)
     """What each tool call of this phase returned, by ``tool_call_id`` (its effect happened)."""
     refused: dict[str, str] = field(default_factory=dict)
+    arrived: ModelResponse | None = None
+    """A response that came back and is not logged yet (the engine's request hook sets it)."""
     """Why the engine answered a tool call of this phase without running the tool, by id."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -289,12 +291,18 @@ class CycleDriver:
             with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
                 await self._iterate(runner, deps, prompt)
         except asyncio.CancelledError:
+            if runner.arrived is not None:  # answered, cut off before it was handled: paid
+                self._log_response(runner, runner.arrived)
+                runner.arrived = None
             if runner.unconfirmed:  # cut off while its tools ran: the answer was good
                 self._confirm(runner)
             raise
         except (TurnLimitReached, ModelErrorsInARow):
             raise
         except Exception as exc:
+            if runner.arrived is not None:  # answered, failed before it was handled: paid
+                self._log_response(runner, runner.arrived)
+                runner.arrived = None
             runner.unconfirmed = False  # the response that failed to process is no answer
             runner.failures += 1
             runner.phase_failures += 1
@@ -411,38 +419,11 @@ class CycleDriver:
             runner.turns += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):
-            response = node.model_response
-            usage = response.usage
-            calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-            runner.tool_calls += len(calls)
+            runner.arrived = None
+            calls = self._log_response(runner, node.model_response)
             # An answer counts once it is processed without error (a refusal or a tool call
             # with invalid arguments is a model error, though it was answered and paid).
             runner.unconfirmed = True
-            self.emit(
-                LlmResponseReceived(
-                    agent_id=agent_id,
-                    model=runner.model,
-                    provider=runner.provider,
-                    cycle=runner.turns,
-                    text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
-                    thinking="".join(
-                        p.content for p in response.parts if isinstance(p, ThinkingPart)
-                    ),
-                    tool_calls=[
-                        {
-                            "tool_name": c.tool_name,
-                            "tool_call_id": c.tool_call_id,
-                            "args": c.args_as_dict(),
-                        }
-                        for c in calls
-                    ],
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                    cost_usd=price_usage(runner.provider, runner.model, usage),
-                )
-            )
             for call in calls:
                 self.emit(
                     ToolCallInvoked(
@@ -452,3 +433,34 @@ class CycleDriver:
                         args=call.args_as_dict(),
                     )
                 )
+
+    def _log_response(self, runner: AgentRunner, response: ModelResponse) -> list[ToolCallPart]:
+        """Log one answered request (``llm_response_received``, priced); return its tool calls."""
+        agent_id = runner.spec.agent_id
+        usage = response.usage
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+        runner.tool_calls += len(calls)
+        self.emit(
+            LlmResponseReceived(
+                agent_id=agent_id,
+                model=runner.model,
+                provider=runner.provider,
+                cycle=runner.turns,
+                text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
+                thinking="".join(p.content for p in response.parts if isinstance(p, ThinkingPart)),
+                tool_calls=[
+                    {
+                        "tool_name": c.tool_name,
+                        "tool_call_id": c.tool_call_id,
+                        "args": c.args_as_dict(),
+                    }
+                    for c in calls
+                ],
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost_usd=price_usage(runner.provider, runner.model, usage),
+            )
+        )
+        return calls
