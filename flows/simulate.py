@@ -136,8 +136,10 @@ async def play_rounds(
             # task may not get its awaits), so the log is always sealed.
             session.finish(price(folder), status, error)
         else:
+            await session.settle_requests()
             await finalize(session, await price_spend(folder), status, error)
         raise
     finally:
         await current_gate().release_idle()  # slots kept for a next call go back at once
+    await session.settle_requests()  # abandoned requests are priced before the run's total
     return await finalize(session, await price_spend(folder), status, error)

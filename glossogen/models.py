@@ -12,7 +12,8 @@ import json
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from functools import cache
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
@@ -23,6 +24,9 @@ from pydantic_ai.usage import RequestUsage
 from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.pricing import base_model
 from glossogen.scenario import ScriptedMove
+
+if TYPE_CHECKING:
+    from pydantic_ai.models.openai import OpenAIChatModel
 
 ScriptedPolicy = Callable[[], Awaitable[ScriptedMove]]
 """An async callable returning the next scripted move of one agent (it builds its own view)."""
@@ -241,13 +245,46 @@ def _self_hosted_url(model: str) -> str:
         raise ModelConfigError(f"SELF_HOSTED_BASE_URLS is not JSON: {exc.msg}") from None
     if not isinstance(urls, dict) or model not in urls:
         raise ModelConfigError(f"model {model!r} is not a key of SELF_HOSTED_BASE_URLS")
-    return str(urls[model])
+    url = urls[model]
+    if not isinstance(url, str) or not _is_http_url(url):
+        raise ModelConfigError(
+            f"SELF_HOSTED_BASE_URLS[{model!r}] is not a URL: use http(s)://host[:port][/path]"
+        )
+    return url
+
+
+def _is_http_url(value: str) -> bool:
+    from urllib.parse import urlsplit
+
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def _openai_compatible(model: str, base_url: str, api_key: str | None) -> Model:
-    from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return OpenAIChatModel(
+    return _compatible_chat_model()(
         model, provider=OpenAIProvider(base_url=base_url, api_key=api_key or "none")
     )
+
+
+@cache
+def _compatible_chat_model() -> type[OpenAIChatModel]:
+    """pydantic-ai's chat model for OpenAI-compatible servers (self-hosted, ollama).
+
+    Their servers reject ``content: null`` on an assistant turn that only calls tools (OpenAI
+    accepts it): such a turn is sent with ``content: ""``, through the hook pydantic-ai
+    documents for subclasses (``_map_model_response``).
+    """
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    class CompatibleChatModel(OpenAIChatModel):
+        def _map_model_response(self, message: ModelResponse) -> Any:
+            mapped = super()._map_model_response(message)
+            if isinstance(mapped, dict) and mapped.get("content", "") is None:
+                mapped["content"] = ""
+            return mapped
+
+    return CompatibleChatModel

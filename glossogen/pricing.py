@@ -62,8 +62,22 @@ def price_call(
             price = calc_price(usage, model_ref=ref, provider_id=spec.genai_prices_id)
         except LookupError:
             continue
-        return float(price.total_price)
+        return logged_usd(float(price.total_price))
     return None
+
+
+USD_DECIMALS = 10
+"""Decimal places a logged cost keeps (catalogue rates times whole tokens fit in them)."""
+
+
+def logged_usd(value: float) -> float:
+    """Return ``value`` (USD) rounded to ``USD_DECIMALS`` places, never rounded to zero.
+
+    A sum of float costs drifts (``0.04480000000000003``); the log keeps the rounded figure. A
+    cost smaller than the last place is kept as it is: a paid call never logs as free.
+    """
+    rounded = round(value, USD_DECIMALS)
+    return rounded if rounded or not value else value
 
 
 def price_usage(provider: str, model: str, usage: Any) -> float | None:
@@ -76,6 +90,18 @@ def price_usage(provider: str, model: str, usage: Any) -> float | None:
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     )
+
+
+def price_answered(provider: str, model: str, usage: Any) -> float | None:
+    """USD of the answered requests ``usage`` counts (a failed attempt's); 0.0 if none used a token.
+
+    A call that failed before any answer used nothing and is not billed, even for a model the
+    catalogue lacks; answers that came back are priced, usable or not (None when the model is
+    not in the catalogue).
+    """
+    if not (usage.input_tokens or usage.output_tokens):
+        return 0.0
+    return price_usage(provider, model, usage)
 
 
 def add_costs(costs: list[float | None]) -> float | None:

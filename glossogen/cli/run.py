@@ -313,10 +313,14 @@ def play(
     finally:
         progress.close()
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
+    if result.total_cost_usd is None and result.cost_note:
+        cost = f"cost unknown ({result.cost_note})"
+    errors = ", ".join(f"{n} {kind}" for kind, n in sorted(result.model_errors.items()))
     print(
         f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} rounds won · "
         f"{counted(result.total_messages, 'message')} · {counted(result.total_chars, 'character')} "
-        f"(postmortems included) · {cost} · {result.duration_seconds:.1f} s",
+        f"(postmortems included) · {cost} · {result.duration_seconds:.1f} s"
+        + (f" · model errors: {errors}" if errors else ""),
         flush=True,
     )
     if result.status != "completed":

@@ -4,16 +4,20 @@ from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_no
 from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
 from glossogen.engine._judge import RunJudge
+from glossogen.engine._requests import SETTLE_SECONDS, AbandonedRequests
 from glossogen.engine._roster import (
     JudgeSeat,
     RosterError,
     Seat,
     future_providers,
+    model_name,
     resolve_judge,
     resolve_seats,
 )
 
 __all__ = [
+    "SETTLE_SECONDS",
+    "AbandonedRequests",
     "WARNING_THRESHOLDS",
     "BudgetMeter",
     "Clock",
@@ -28,6 +32,7 @@ __all__ = [
     "VirtualClock",
     "apply_noise",
     "future_providers",
+    "model_name",
     "resolve_judge",
     "resolve_seats",
 ]

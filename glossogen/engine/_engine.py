@@ -15,15 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic_ai import Agent, Tool
-from pydantic_ai.messages import ModelMessagesTypeAdapter
-from pydantic_ai.models import Model
+from pydantic_ai import Agent, RunContext, Tool
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
+from pydantic_ai.exceptions import SkipToolExecution
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
 
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
-from glossogen.engine._roster import JudgeSeat, Seat
+from glossogen.engine._requests import AbandonedRequests
+from glossogen.engine._roster import JudgeSeat, Seat, model_name
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
@@ -32,6 +37,7 @@ from glossogen.eventlog import (
     AgentSwappedMidRun,
     Event,
     InjectionDelivered,
+    ModelRequestAbandoned,
     PostmortemEnded,
     PostmortemStarted,
     RoundCompleted,
@@ -140,13 +146,22 @@ class RunEngine(ChannelOps):
         self.total_messages = 0
         self.total_chars = 0
         self._seq = 0
+        self.abandoned = AbandonedRequests(self._log_abandoned)
+        """Requests the phase end stopped waiting for, finished in the background."""
         self.judge = (
             RunJudge(
                 setup.judge.model,
                 setup.judge.provider,
                 setup.judge.model_settings,
                 self.emit,
-                tracing_capabilities(setup.tracing),
+                [
+                    *tracing_capabilities(setup.tracing),
+                    Hooks[Any](
+                        model_request=self._watched(
+                            "judge", setup.judge.model, setup.judge.provider
+                        )
+                    ),
+                ],
                 clock.sleep,
             )
             if setup.judge
@@ -161,6 +176,7 @@ class RunEngine(ChannelOps):
             self.rng,
         )
         self._tools = core_tools(self)
+        self._scenario_tools = frozenset(t.name for t in self.scenario.tools())
         self.runners: dict[str, AgentRunner] = {
             s.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
         }
@@ -222,8 +238,76 @@ class RunEngine(ChannelOps):
             instructions=self.scenario.system_prompt(spec),
             tools=tools,
             name=spec.agent_id,
-            capabilities=tracing_capabilities(self.setup.tracing),
+            capabilities=[
+                *tracing_capabilities(self.setup.tracing),
+                self._hooks(spec.agent_id, provider, model),
+            ],
         )
+
+    def _hooks(self, agent_id: str, provider: str, model: str) -> Hooks[AgentDeps]:
+        """The engine's hooks around one seat's tool calls and model requests.
+
+        - A tool that ran is remembered with its result, so a phase end that cuts the cycle off
+          still hands the agent (and the log) what the tool returned.
+        - A scenario tool acts in the main phase only (the verdicts are read when it ends): in
+          the postmortem it is not run, and the model is told so (logged as ``refused``).
+        - A hosted model's request the phase end cancels is not dropped: it finishes in the
+          background and is logged as ``model_request_abandoned`` with what it cost.
+        """
+
+        async def before_tool_execute(
+            ctx: RunContext[AgentDeps], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+        ) -> Any:
+            if call.tool_name in self._scenario_tools and self.phase != "main":
+                reason = (
+                    f"{call.tool_name} has no effect in the {self.phase}: round "
+                    f"{self.round_number} was already scored; nothing was done"
+                )
+                result = {"status": "refused", "reason": reason}
+                runner = self.runners[agent_id]
+                runner.returned[call.tool_call_id] = result
+                runner.refused[call.tool_call_id] = reason
+                raise SkipToolExecution(result)
+            return args
+
+        async def after_tool_execute(
+            ctx: RunContext[AgentDeps],
+            *,
+            call: ToolCallPart,
+            tool_def: ToolDefinition,
+            args: Any,
+            result: Any,
+        ) -> Any:
+            self.runners[agent_id].returned[call.tool_call_id] = result
+            return result
+
+        return Hooks[AgentDeps](
+            before_tool_execute=before_tool_execute,
+            after_tool_execute=after_tool_execute,
+            model_request=self._watched(agent_id, model, provider),
+        )
+
+    def _watched(self, agent_id: str, model: str, provider: str) -> Any:
+        """A ``wrap_model_request`` hook whose request a cancellation does not drop."""
+
+        async def wrap_model_request(
+            ctx: RunContext[Any],
+            *,
+            request_context: ModelRequestContext,
+            handler: WrapModelRequestHandler,
+        ) -> ModelResponse:
+            if provider in ("scripted", "local"):  # on this process's clock, not billed
+                return await handler(request_context)
+            sender = (agent_id, model, provider, self.round_number)
+            response = await self.abandoned.shielded(handler(request_context), sender)
+            if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
+                self.runners[agent_id].arrived = response
+            return response
+
+        return wrap_model_request
+
+    def _log_abandoned(self, event: ModelRequestAbandoned) -> None:
+        self.emit(event)
 
     def _make_runner(self, seat: Seat) -> AgentRunner:
         spec = self.specs[seat.agent_id]
@@ -453,17 +537,18 @@ class RunEngine(ChannelOps):
             elif event.kind == "swap_agent" and event.agent_id and event.model:
                 runner = self.runners[event.agent_id]
                 provider = event.provider or self.setup.provider
+                model = model_name(provider, event.model)  # checked at launch
                 self.emit(
                     AgentSwappedMidRun(
                         agent_id=event.agent_id,
                         old_model=runner.model,
                         old_provider=runner.provider,
-                        model=event.model,
+                        model=model,
                         provider=provider,
                     )
                 )
-                runner.agent = self._agent(runner.spec, provider, event.model)
-                runner.model, runner.provider = event.model, provider
+                runner.agent = self._agent(runner.spec, provider, model)
+                runner.model, runner.provider = model, provider
             elif event.kind == "inject_case":
                 self.scenario.on_scheduled_case(event.payload)
 

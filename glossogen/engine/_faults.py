@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from pydantic import ValidationError
 from pydantic_ai import exceptions as pa
 
 RETRY_BASE_SECONDS = 1.0
@@ -17,7 +18,10 @@ RETRY_BASE_SECONDS = 1.0
 RETRY_MAX_WAIT_SECONDS = 60.0
 """No single wait exceeds this, whatever ``Retry-After`` asks for."""
 MAX_ATTEMPTS = 3
-"""Attempts per prompt (first try plus retries) before the agent is taken out of the run."""
+"""Model errors in a row (failed calls, refusals, invalid tool arguments) before the agent is
+taken out of the run."""
+INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
+"""The kind of a model error where a tool call's arguments failed validation or named no tool."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,17 @@ _KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
 
 
 def classify(exc: BaseException) -> Fault:
-    """Return the :class:`Fault` of ``exc``; anything unknown is ``internal`` and retryable."""
+    """Return the :class:`Fault` of ``exc``; anything unknown is ``internal`` and retryable.
+
+    pydantic-ai gives up on a tool whose calls keep failing validation with an
+    ``UnexpectedModelBehavior`` caused by the last rejection: that is the model's error of
+    ``INVALID_TOOL_ARGUMENTS``, not a malformed response.
+    """
     retry_after = getattr(exc, "retry_after", None)
+    if isinstance(exc, pa.UnexpectedModelBehavior) and isinstance(
+        exc.__cause__, ValidationError | pa.ToolRetryError | pa.ModelRetry
+    ):
+        return Fault(INVALID_TOOL_ARGUMENTS, True)
     for cls, kind, retryable in _KINDS:
         if isinstance(exc, cls):
             return Fault(kind, retryable, retry_after)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
-from glossogen.pricing import price_usage
+from glossogen.pricing import price_answered, price_usage
 from glossogen.scenario import JudgeDecision
 
 
@@ -26,7 +26,8 @@ class RunJudge:
     """The judge of one run. Under ``provider="scripted"`` the scenario's check decides.
 
     Every ruling is logged as ``judge_called`` with its usage and USD cost (null when the model
-    is not in the price catalogue).
+    is not in the price catalogue). An attempt that fails after the model answered (its answer
+    failed validation) still logs what it cost, on its ``agent_run_cycle_failed``.
     """
 
     def __init__(
@@ -82,15 +83,18 @@ class RunJudge:
                 capabilities=self.capabilities,
                 instructions="You are an impartial judge. Rule only on what the text shows.",
             )
+        from pydantic_ai.usage import RunUsage
+
         from glossogen.tracing import agent_attributes
 
         settings = {"max_retries": 0, **self.model_settings}
         result = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            usage = RunUsage()  # what this attempt's answered requests used, even if it fails
             try:
                 with agent_attributes("judge", "judge", self.model, self.provider):
                     result = await self._agent.run(
-                        f"{instructions}\n\n{question}", model_settings=settings
+                        f"{instructions}\n\n{question}", model_settings=settings, usage=usage
                     )
                 break
             except Exception as exc:  # a judge that fails must not be blamed on an agent
@@ -103,6 +107,9 @@ class RunJudge:
                         attempts=attempt,
                         retryable=fault.retryable,
                         retry_after_seconds=fault.retry_after,
+                        input_tokens=usage.input_tokens,
+                        output_tokens=usage.output_tokens,
+                        cost_usd=price_answered(self.provider, self.model, usage),
                     )
                 )
                 if not fault.retryable or attempt == MAX_ATTEMPTS:

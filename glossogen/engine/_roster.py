@@ -42,6 +42,42 @@ class JudgeSeat(BaseModel):
     model_settings: dict[str, Any]
 
 
+def model_name(provider: str, model: str) -> str:
+    """Return ``model`` without a ``<provider>:`` prefix that names ``provider`` itself.
+
+    ``anthropic:claude-sonnet-4-5`` under provider ``anthropic`` is ``claude-sonnet-4-5`` (the
+    provider is given apart, so the prefix would be sent twice). A prefix is a provider name or
+    a pydantic-ai provider prefix; other colons stay (``llama3:8b`` on ollama).
+
+    Raises:
+        RosterError: the prefix names another provider than ``provider``.
+    """
+    from glossogen.catalog import PROVIDER_SPECS, Provider
+
+    head, sep, rest = model.partition(":")
+    if not sep:
+        return model
+    values = {p.value: p for p in Provider}
+    # A provider's own name wins over a pydantic-ai prefix it shares ("openai" is also the
+    # prefix of self-hosted): "google:" is google-gla's, "openai:" is openai's.
+    prefixes = {
+        s.pydantic_ai_prefix: p
+        for p, s in PROVIDER_SPECS.items()
+        if s.pydantic_ai_prefix and s.pydantic_ai_prefix not in values
+    } | values
+    named = prefixes.get(head)
+    if named is None:
+        return model
+    if named.value != provider:
+        raise RosterError(
+            f"model {model!r} names provider {named.value!r} but its provider is {provider!r}: "
+            "give the model name alone and the provider apart"
+        )
+    if not rest:
+        raise RosterError(f"model {model!r} names a provider and no model")
+    return rest
+
+
 def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: str) -> list[Seat]:
     """Return every seat's (model, provider, settings) after ``model_overrides``.
 
@@ -50,7 +86,8 @@ def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: st
     run's).
 
     Raises:
-        RosterError: an override or swap names an agent id the scenario does not have.
+        RosterError: an override or swap names an agent id the scenario does not have, or a
+            model whose ``<provider>:`` prefix names another provider (:func:`model_name`).
         UnknownProviderError: a provider is not in the catalogue.
     """
     specs = scenario.agents()
@@ -64,6 +101,9 @@ def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: st
                 f"unknown agent {agent_id!r} in model_overrides or scheduled_events "
                 f"(agents: {', '.join(ids)})"
             )
+    for event in knobs.scheduled_events:
+        if event.kind == "swap_agent" and event.model:
+            model_name(event.provider or provider, event.model)
     seats: list[Seat] = []
     for spec in specs:
         override = knobs.model_overrides.get(spec.agent_id)
@@ -78,7 +118,7 @@ def resolve_seats(scenario: Scenario, knobs: BaseKnobs, model: str, provider: st
         seats.append(
             Seat(
                 agent_id=spec.agent_id,
-                model=seat_model,
+                model=model_name(seat_provider, seat_model),
                 provider=seat_provider,
                 model_settings=settings.to_model_settings(),
             )
@@ -109,7 +149,7 @@ def resolve_judge(
         "scripted-judge" if judge_provider == "scripted" else DEFAULT_JUDGE[0]
     )
     return JudgeSeat(
-        model=judge_model,
+        model=model_name(judge_provider, judge_model),
         provider=judge_provider,
         model_settings=knobs.judge_model_settings.to_model_settings(),
     )

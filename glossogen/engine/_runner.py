@@ -27,8 +27,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.settings import ModelSettings
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from glossogen.engine._faults import INVALID_TOOL_ARGUMENTS, backoff_seconds, classify
 from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
-from glossogen.engine._faults import backoff_seconds, classify
 from glossogen.eventlog import (
     AgentRunCycleFailed,
     AgentTurnLimitReached,
@@ -56,6 +56,14 @@ def _payload(content: object) -> dict[str, Any]:
 
 class TurnLimitReached(Exception):
     """Raised inside a cycle when the agent has used ``max_agent_turns`` model requests."""
+
+
+class ModelErrorsInARow(Exception):
+    """Raised inside a cycle when the agent's model errors in a row reached ``MAX_ATTEMPTS``."""
+
+
+REJECTED_CAUSES = ("validation_error", "unknown_tool")
+"""Why pydantic-ai sends a tool call back to the model that are the model's own error."""
 
 
 @dataclass
@@ -94,6 +102,16 @@ class AgentRunner:
     idle: bool = False
     out: bool = False
     failures: int = 0
+    """Model errors in a row (failed calls, refusals, invalid tool arguments); reset by an
+    answer that was processed without error."""
+    unconfirmed: bool = False
+    """A response was logged whose processing (refusal check, tool arguments) is still going."""
+    returned: dict[str, Any] = field(default_factory=dict)
+    """What each tool call of this phase returned, by ``tool_call_id`` (its effect happened)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    arrived: ModelResponse | None = None
+    """A response that came back and is not logged yet (the engine's request hook sets it)."""
+    """Why the engine answered a tool call of this phase without running the tool, by id."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def request_settings(self) -> ModelSettings:
@@ -130,6 +148,8 @@ class AgentRunner:
         self.phase_turns = 0
         self.phase_failures = 0
         self.phase_answers = 0
+        self.returned = {}
+        self.refused = {}
         self.idle = False
         self.wake.clear()
 
@@ -141,24 +161,36 @@ def format_batch(batch: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines) if lines else "No new notifications."
 
 
-def close_dangling_calls(history: list[ModelMessage]) -> list[ModelMessage]:
-    """Return ``history`` with tool calls that never returned closed by an "interrupted" result.
+def close_dangling_calls(
+    history: list[ModelMessage],
+    returned: dict[str, Any] | None = None,
+    unanswered: str = INTERRUPTED,
+) -> list[ModelMessage]:
+    """Return ``history`` with the tool calls of its last response closed by a return part.
 
     A history ending in a tool call with no return cannot be continued (pydantic-ai refuses,
-    Anthropic answers 400), so the interruption is made explicit.
+    Anthropic answers 400). A call whose tool ran (its id in ``returned``) is closed by what the
+    tool returned: its effect happened, whatever cut the cycle off. Any other call is closed by
+    ``unanswered`` (the "interrupted" note by default).
     """
     if not history or not isinstance(history[-1], ModelResponse):
         return history
     calls = [p for p in history[-1].parts if isinstance(p, ToolCallPart)]
     if not calls:
         return history
-    returns = [ToolReturnPart(c.tool_name, INTERRUPTED, tool_call_id=c.tool_call_id) for c in calls]
+    known = returned or {}
+    returns = [
+        ToolReturnPart(
+            c.tool_name, known.get(c.tool_call_id, unanswered), tool_call_id=c.tool_call_id
+        )
+        for c in calls
+    ]
     return [*history, ModelRequest(parts=returns)]
 
 
 def _worth_retrying(exc: BaseException) -> bool:
     """True for a failure a retry may mend; never for cancellation or the turn limit."""
-    if not isinstance(exc, Exception) or isinstance(exc, TurnLimitReached):
+    if not isinstance(exc, Exception) or isinstance(exc, TurnLimitReached | ModelErrorsInARow):
         return False
     return classify(exc).retryable
 
@@ -215,9 +247,10 @@ class CycleDriver:
     async def _prompt(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
         """Run one prompt, retrying failed cycles (tenacity) with backoff on the game clock.
 
-        After ``MAX_ATTEMPTS`` failures in a row (counted across prompts and phases, reset by
-        any answered request), or one failure that retrying cannot mend (credentials, quota, a
-        rejected request), the agent is taken out of the run.
+        After ``MAX_ATTEMPTS`` model errors in a row (failed calls, refusals and invalid tool
+        arguments, counted across prompts and phases, reset by an answer processed without
+        error), or one failure that retrying cannot mend (credentials, quota, a rejected
+        request), the agent is taken out of the run.
         """
 
         def wait(state: RetryCallState) -> float:
@@ -244,6 +277,8 @@ class CycleDriver:
                     agent_id=runner.spec.agent_id, max_agent_turns=self.max_agent_turns
                 )
             )
+        except ModelErrorsInARow:
+            runner.out = True
         except Exception:  # noqa: BLE001 (already logged per attempt; the agent is out)
             runner.out = True
         self.changed()
@@ -255,9 +290,20 @@ class CycleDriver:
         try:
             with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
                 await self._iterate(runner, deps, prompt)
-        except (TurnLimitReached, asyncio.CancelledError):
+        except asyncio.CancelledError:
+            if runner.arrived is not None:  # answered, cut off before it was handled: paid
+                self._log_response(runner, runner.arrived)
+                runner.arrived = None
+            if runner.unconfirmed:  # cut off while its tools ran: the answer was good
+                self._confirm(runner)
+            raise
+        except (TurnLimitReached, ModelErrorsInARow):
             raise
         except Exception as exc:
+            if runner.arrived is not None:  # answered, failed before it was handled: paid
+                self._log_response(runner, runner.arrived)
+                runner.arrived = None
+            runner.unconfirmed = False  # the response that failed to process is no answer
             runner.failures += 1
             runner.phase_failures += 1
             if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
@@ -284,32 +330,72 @@ class CycleDriver:
             model_settings=runner.request_settings(),
             usage_limits=UsageLimits(request_limit=None),
         ) as run:
+            unanswered = INTERRUPTED
             try:
                 async for node in run:
                     self._observe(runner, node)
+            except Exception as exc:
+                if classify(exc).kind == INVALID_TOOL_ARGUMENTS:
+                    unanswered = f"rejected: {exc}"[:500]
+                raise
             finally:
-                runner.history = self._close(runner, run.all_messages())
+                runner.history = self._close(runner, run.all_messages(), unanswered)
 
-    def _close(self, runner: AgentRunner, history: list[ModelMessage]) -> list[ModelMessage]:
-        """Close tool calls the phase end cut off, logging an interrupted result for each."""
-        closed = close_dangling_calls(history)
+    def _close(
+        self, runner: AgentRunner, history: list[ModelMessage], unanswered: str
+    ) -> list[ModelMessage]:
+        """Close the tool calls a cycle's end cut off and log each one's result.
+
+        A tool that ran returns its real result (its effect happened); one that did not gets
+        ``unanswered``, marked ``interrupted``.
+        """
+        closed = close_dangling_calls(history, runner.returned, unanswered)
         if len(closed) > len(history):
             for part in closed[-1].parts:
                 assert isinstance(part, ToolReturnPart)
+                ran = part.tool_call_id in runner.returned
                 self.emit(
                     ToolResultReceived(
                         agent_id=runner.spec.agent_id,
                         tool_name=part.tool_name,
                         tool_call_id=part.tool_call_id,
-                        result=INTERRUPTED,
-                        interrupted=True,
+                        result=part.content,
+                        interrupted=not ran,
+                        refused=runner.refused.get(part.tool_call_id),
                     )
                 )
         return closed
 
+    def _confirm(self, runner: AgentRunner) -> None:
+        """Count the last logged response as an answer: it ends a run of model errors."""
+        if runner.unconfirmed:
+            runner.unconfirmed = False
+            runner.failures = 0
+            runner.phase_answers += 1
+
+    def _rejected(self, runner: AgentRunner, part: ToolReturnPart) -> None:
+        """Log a tool call pydantic-ai sent back (bad arguments, unknown tool) as a model error."""
+        runner.unconfirmed = False
+        runner.failures += 1
+        runner.phase_failures += 1
+        self.emit(
+            AgentRunCycleFailed(
+                agent_id=runner.spec.agent_id,
+                error_kind=INVALID_TOOL_ARGUMENTS,
+                error=f"{part.tool_name}: {part.model_response_str()}"[:500],
+                attempts=runner.failures,
+                retryable=True,
+            )
+        )
+        if runner.failures >= MAX_ATTEMPTS:
+            raise ModelErrorsInARow
+
     def _observe(self, runner: AgentRunner, node: Any) -> None:
         agent_id = runner.spec.agent_id
-        if Agent.is_model_request_node(node):
+        if Agent.is_end_node(node):
+            self._confirm(runner)
+        elif Agent.is_model_request_node(node):
+            rejected = []
             for part in node.request.parts:
                 if isinstance(part, ToolReturnPart) and part.content != INTERRUPTED:
                     result = _payload(part.content)
@@ -320,44 +406,24 @@ class CycleDriver:
                             tool_name=part.tool_name,
                             tool_call_id=part.tool_call_id,
                             result=part.content,
+                            refused=runner.refused.get(part.tool_call_id),
                         )
                     )
+                    if part.retry is not None and part.retry.cause in REJECTED_CAUSES:
+                        rejected.append(part)
+            for part in rejected:
+                self._rejected(runner, part)
+            self._confirm(runner)
             if runner.turns >= self.max_agent_turns:
                 raise TurnLimitReached
             runner.turns += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):
-            response = node.model_response
-            usage = response.usage
-            calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-            runner.tool_calls += len(calls)
-            runner.failures = 0  # an answered request ends a run of failures
-            runner.phase_answers += 1
-            self.emit(
-                LlmResponseReceived(
-                    agent_id=agent_id,
-                    model=runner.model,
-                    provider=runner.provider,
-                    cycle=runner.turns,
-                    text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
-                    thinking="".join(
-                        p.content for p in response.parts if isinstance(p, ThinkingPart)
-                    ),
-                    tool_calls=[
-                        {
-                            "tool_name": c.tool_name,
-                            "tool_call_id": c.tool_call_id,
-                            "args": c.args_as_dict(),
-                        }
-                        for c in calls
-                    ],
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                    cost_usd=price_usage(runner.provider, runner.model, usage),
-                )
-            )
+            runner.arrived = None
+            calls = self._log_response(runner, node.model_response)
+            # An answer counts once it is processed without error (a refusal or a tool call
+            # with invalid arguments is a model error, though it was answered and paid).
+            runner.unconfirmed = True
             for call in calls:
                 self.emit(
                     ToolCallInvoked(
@@ -367,3 +433,34 @@ class CycleDriver:
                         args=call.args_as_dict(),
                     )
                 )
+
+    def _log_response(self, runner: AgentRunner, response: ModelResponse) -> list[ToolCallPart]:
+        """Log one answered request (``llm_response_received``, priced); return its tool calls."""
+        agent_id = runner.spec.agent_id
+        usage = response.usage
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+        runner.tool_calls += len(calls)
+        self.emit(
+            LlmResponseReceived(
+                agent_id=agent_id,
+                model=runner.model,
+                provider=runner.provider,
+                cycle=runner.turns,
+                text="".join(p.content for p in response.parts if isinstance(p, TextPart)),
+                thinking="".join(p.content for p in response.parts if isinstance(p, ThinkingPart)),
+                tool_calls=[
+                    {
+                        "tool_name": c.tool_name,
+                        "tool_call_id": c.tool_call_id,
+                        "args": c.args_as_dict(),
+                    }
+                    for c in calls
+                ],
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost_usd=price_usage(runner.provider, runner.model, usage),
+            )
+        )
+        return calls

@@ -4,7 +4,8 @@ Hosted judges are built with :func:`glossogen.models.build_model`, so every requ
 of the per-provider call gate that simulations use. Each call is priced with genai-prices
 (:func:`glossogen.pricing.price_usage`); a model the catalogue lacks makes the spend None (not
 costed), never 0. A failed call (HTTP error, malformed output) is one failed replica, not an
-exception: the metric decides what every replica failing means.
+exception: the metric decides what every replica failing means. A replica whose answers failed
+validation still costs what its answered requests used.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from glossogen.catalog import JUDGE_PROVIDERS
 from glossogen.evaluation._contract import JudgeInfo
 from glossogen.evaluation._run import EvaluationError
 from glossogen.knobs import JudgeModelSettings, parse_overrides
-from glossogen.pricing import add_costs, price_usage
+from glossogen.pricing import add_costs, price_answered, price_usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -185,11 +186,15 @@ class Judge:
         agent = Agent(self._model, output_type=output_type, instructions=instructions, retries=1)
 
         async def once() -> tuple[T | None, float | None, str | None]:
+            from pydantic_ai.usage import RunUsage
+
+            usage = RunUsage()  # counts every answered request, also of a replica that fails
             try:
                 settings = as_model_settings(self.settings) if self.settings else None
-                result = await agent.run(prompt, model_settings=settings)
+                result = await agent.run(prompt, model_settings=settings, usage=usage)
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)
-                return None, 0.0, _one_line(exc)
+                # Its answers were billed though unusable (output failing validation).
+                return None, price_answered(self.provider, self.model, usage), _one_line(exc)
             return result.output, price_usage(self.provider, self.model, result.usage), None
 
         answers = await asyncio.gather(*(once() for _ in range(replicas)))

@@ -238,6 +238,9 @@ class ToolResultReceived(Event):
     result: Any = None
     interrupted: bool = False
     """True when the phase ended before the tool returned (the agent is told so)."""
+    refused: str | None = None
+    """Why the engine answered the call without running the tool (a scenario tool called in a
+    phase where it has no effect); the model's mistake of timing, not a model error."""
 
 
 @final
@@ -251,6 +254,34 @@ class AgentRunCycleFailed(Event):
     attempts: int = 1
     retryable: bool = True
     retry_after_seconds: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """USD of the requests this failed attempt had answered that no other event prices (the
+    judge's answers that failed validation); null when the model is not in the catalogue."""
+
+
+@final
+class ModelRequestAbandoned(Event):
+    """A model request the engine stopped waiting for (its phase ended), and what it cost.
+
+    The request is finished in the background: ``answered`` with its usage priced in
+    ``cost_usd`` (USD), or failed (``error``, not billed, 0), or still unanswered when the run
+    ended (``cost_usd`` null: its spend is unknown, so the run's total is null).
+    """
+
+    event_type: Literal["model_request_abandoned"] = "model_request_abandoned"
+    agent_id: str
+    model: str
+    provider: str
+    sent_in_round: int
+    answered: bool
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    error: str | None = None
 
 
 @final
@@ -421,6 +452,10 @@ class SimulationEnded(Event):
     inherited_cost_usd: float | None = 0.0
     """Spend (USD) of the rounds a derived run copied from its source: paid by the source, not
     counted in ``total_cost_usd`` (null when some copied call was not costed)."""
+    model_errors: dict[str, int] = {}
+    """This run's ``agent_run_cycle_failed`` events by ``error_kind`` (own rounds only)."""
+    cost_note: str | None = None
+    """Why ``total_cost_usd`` is null, when it is."""
 
 
 CORE_EVENTS: tuple[type[Event], ...] = (
@@ -435,6 +470,7 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     ToolCallInvoked,
     ToolResultReceived,
     AgentRunCycleFailed,
+    ModelRequestAbandoned,
     AgentTurnLimitReached,
     AgentSwappedMidRun,
     ScheduledEventFired,

@@ -35,11 +35,13 @@ from typing import Any, Literal
 from glossogen.eventlog._events import (
     AgentHistoryAppended,
     AgentRegistered,
+    AgentRunCycleFailed,
     AgentSwappedMidRun,
     Event,
     JudgeCalled,
     LlmResponseReceived,
     MessageSent,
+    ModelRequestAbandoned,
     RoundCompleted,
     RoundResultRecorded,
     RunResumed,
@@ -108,8 +110,8 @@ class SeatSpend:
     output_tokens: int = 0
     requests: int = 0
 
-    def add(self, event: LlmResponseReceived) -> None:
-        """Count one answered model call."""
+    def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
+        """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
         self.cost_usd = _add(self.cost_usd, event.cost_usd)
         self.input_tokens += event.input_tokens
         self.output_tokens += event.output_tokens
@@ -123,6 +125,8 @@ class Spend:
     agents: dict[str, SeatSpend] = field(default_factory=dict)
     judge_cost_usd: float | None = 0.0
     judge_calls: int = 0
+    unanswered_requests: int = 0
+    """Requests abandoned at a phase end that never answered: their cost is unknown (null)."""
     recorded_total_usd: float | None = None
     """A GlossoGen 0.5.x log's ``simulation_ended.total_cost_usd``: its calls carry no cost, so
     the total it recorded is the only figure (None for a log of this platform)."""
@@ -336,6 +340,20 @@ class RunView:
             elif isinstance(event, JudgeCalled):
                 spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
                 spend.judge_calls += 1
+            elif isinstance(event, ModelRequestAbandoned):
+                if event.cost_usd is None and not event.answered:
+                    spend.unanswered_requests += 1
+                if event.agent_id == "judge":
+                    spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
+                else:
+                    spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
+            elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
+                # answers a failed attempt was billed for that no other event prices
+                if event.agent_id == "judge":
+                    spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
+                else:
+                    seat = spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id))
+                    seat.cost_usd = _add(seat.cost_usd, event.cost_usd)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
             spend.recorded_total_usd = ended.total_cost_usd
@@ -357,9 +375,15 @@ class RunView:
         for event in self.events:
             if event.event_id in self.inherited:
                 continue
-            if isinstance(event, LlmResponseReceived | JudgeCalled):
+            if isinstance(event, LlmResponseReceived | JudgeCalled) or (
+                isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0
+            ):
                 rounds[event.round_number] = _add(
                     rounds.get(event.round_number, 0.0), event.cost_usd
+                )
+            elif isinstance(event, ModelRequestAbandoned):  # the round that sent it paid it
+                rounds[event.sent_in_round] = _add(
+                    rounds.get(event.sent_in_round, 0.0), event.cost_usd
                 )
         return rounds
 

@@ -46,15 +46,19 @@ def load_environment(cwd: Path | None = None) -> dict[str, str]:
 def check_credentials(config: RunConfig, cwd: Path | None = None) -> list[str]:
     """Return the providers checked; refuse the launch if any needed variable is unset.
 
-    Checks every seat's provider, every provider a scheduled swap brings in, and the judge's.
+    Checks every seat's provider, every provider a scheduled swap brings in, and the judge's;
+    for a run that goes on (``config.providers_ahead``), only the providers still ahead of it.
 
     Raises:
         LaunchError: exit 77, naming each missing variable and who needs it.
     """
     env = load_environment(cwd)
-    needed = {s.provider: f"agent {s.agent_id}" for s in reversed(config.seats)}
-    for swap in config.future_providers:
-        needed.setdefault(swap, "a scheduled swap")
+    if config.providers_ahead is not None:
+        needed = dict(config.providers_ahead)
+    else:
+        needed = {s.provider: f"agent {s.agent_id}" for s in reversed(config.seats)}
+        for swap in config.future_providers:
+            needed.setdefault(swap, "a scheduled swap")
     missing: list[str] = []
     for name, who in needed.items():
         for var in missing_env_vars(Provider(name), env):

@@ -21,7 +21,14 @@ from pydantic import (
 from glossogen import exit_codes
 from glossogen.catalog import UnknownProviderError
 from glossogen.catalog import provider as parse_provider
-from glossogen.engine import JudgeSeat, RosterError, Seat, resolve_judge, resolve_seats
+from glossogen.engine import (
+    JudgeSeat,
+    RosterError,
+    Seat,
+    model_name,
+    resolve_judge,
+    resolve_seats,
+)
 from glossogen.knobs import (
     BaseKnobs,
     ConfigError,
@@ -115,6 +122,8 @@ class RunConfig(BaseModel):
         seats: Each seat's resolved model, provider and settings.
         judge: The in-run judge, or None for a scenario that rules rounds itself.
         future_providers: Providers scheduled swaps bring in later in the run.
+        providers_ahead: A run that goes on: each provider it still calls and who needs it
+            (seats as its log left them, swaps after the resume point); None for a new run.
         limits: ``max_agent_turns`` and ``run_timeout_seconds``.
         group_slug: Tenant group that owns the run.
     """
@@ -132,6 +141,7 @@ class RunConfig(BaseModel):
     seats: list[Seat]
     judge: JudgeSeat | None
     future_providers: list[str] = Field(default_factory=list)
+    providers_ahead: dict[str, str] | None = None
     limits: RunLimits = Field(default_factory=RunLimits)
     group_slug: str = "local"
 
@@ -183,6 +193,7 @@ def _with_seats(
     """
     instance = load_scenario(scenario)(knobs)
     try:
+        model = model_name(provider, model)  # "anthropic:claude-..." names the provider twice
         seats = resolve_seats(instance, knobs, model, provider)
     except (RosterError, UnknownProviderError) as exc:
         raise LaunchError(str(exc)) from None

@@ -145,7 +145,24 @@ def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
     check_group_slug(group_slug)
     config = _with_seats(recorded.scenario, model, provider, source, knobs, limits, group_slug)
     _compare(point, recorded, config, request.allow_config_change)
-    return config, point
+    return config.model_copy(update={"providers_ahead": providers_ahead(config, point)}), point
+
+
+def providers_ahead(config: RunConfig, point: ResumePoint) -> dict[str, str]:
+    """Each provider the run at ``point`` still calls under ``config``, and who calls it.
+
+    A seat plays on as its log last registered or swapped it (the ledger wins over the
+    config, as in the engine); a scheduled swap counts only if its round is still to be played.
+    """
+    state = point.state
+    needed: dict[str, str] = {}
+    for seat in reversed(config.seats):
+        current = state.seats.get(seat.agent_id)
+        needed[current[1] if current else seat.provider] = f"agent {seat.agent_id}"
+    for event in config.knobs.scheduled_events:
+        if event.kind == "swap_agent" and event.round > state.after_round:
+            needed.setdefault(event.provider or config.provider, "a scheduled swap")
+    return needed
 
 
 def _compare(

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from glossogen import exit_codes
 from glossogen.derive import DeriveError, ResumePoint
 from glossogen.engine import (
+    SETTLE_SECONDS,
     RoundSummary,
     RunEngine,
     RunSetup,
@@ -27,6 +28,7 @@ from glossogen.engine import (
 )
 from glossogen.eventlog import (
     AgentCost,
+    AgentRunCycleFailed,
     EndStatus,
     Event,
     EventLogRead,
@@ -38,6 +40,7 @@ from glossogen.eventlog import (
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunConfig
+from glossogen.pricing import logged_usd
 from glossogen.storage import (
     CONFIG,
     LABELS,
@@ -61,6 +64,10 @@ class RunSpend(BaseModel):
     judge_cost_usd: float | None
     agent_costs: list[AgentCost]
     inherited_cost_usd: float | None = 0.0
+    model_errors: dict[str, int] = {}
+    """This run's own ``agent_run_cycle_failed`` events by ``error_kind``."""
+    cost_note: str | None = None
+    """Why ``total_cost_usd`` is null, when it is."""
 
 
 class RunResult(BaseModel):
@@ -76,6 +83,8 @@ class RunResult(BaseModel):
     total_cost_usd: float | None
     duration_seconds: float
     error: str | None = None
+    model_errors: dict[str, int] = {}
+    cost_note: str | None = None
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -179,13 +188,21 @@ class RunSession:
         # Nothing of this run is appended meanwhile (its round is over), and the writer locks.
         await asyncio.to_thread(self.writer.round_boundary)
 
+    async def settle_requests(self, seconds: float = SETTLE_SECONDS) -> None:
+        """Wait for the model requests phase ends abandoned, so the log prices them.
+
+        Up to ``seconds``; a request that has not answered by then is logged with its cost
+        unknown (the run's total is then null, with the reason).
+        """
+        await self.engine.abandoned.settle(seconds)
+
     @property
     def stopped_early(self) -> str | None:
         """Why the run cannot go on, or None: every agent failed, or every one hit its limit."""
         if not self.engine.every_agent_out:
             return None
         if self.engine.any_agent_failed:
-            return "every agent failed (provider errors: see agent_run_cycle_failed events)"
+            return "every agent was taken out by model errors (see agent_run_cycle_failed events)"
         return f"every agent reached --max-agent-turns {self.config.limits.max_agent_turns}"
 
     def finish(self, spend: RunSpend, status: EndStatus, error: str | None = None) -> RunResult:
@@ -210,6 +227,12 @@ class RunSession:
             self.engine.setup.tracing.shutdown()
 
     def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
+        if self.engine.abandoned.pending:  # not settled (an interrupted run): cost unknown
+            given_up = self.engine.abandoned.pending
+            self.engine.abandoned.give_up(f"the run ended {status}")
+            spend = spend.model_copy(
+                update={"total_cost_usd": None, "cost_note": _unanswered_note(given_up)}
+            )
         played, won = len(self.engine.recorded), self.engine.rounds_won
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
@@ -226,6 +249,8 @@ class RunSession:
             process_seconds=process,
             inherited_cost_usd=spend.inherited_cost_usd,
             error=error,
+            model_errors=spend.model_errors,
+            cost_note=spend.cost_note,
         )
         self.engine.emit(ended)
         return RunResult(
@@ -239,7 +264,20 @@ class RunSession:
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,
+            model_errors=spend.model_errors,
+            cost_note=spend.cost_note,
         )
+
+
+def _usd(value: float | None) -> float | None:
+    return None if value is None else logged_usd(value)
+
+
+def _unanswered_note(count: int) -> str:
+    return (
+        f"{count} model request(s) abandoned at a phase end never answered: "
+        "what they cost is unknown"
+    )
 
 
 def open_session(
@@ -332,18 +370,31 @@ def price_spend(folder: RunFolder) -> RunSpend:
     """
     view = RunView.load(folder.log_url)
     own = view.spend
+    errors: dict[str, int] = {}
+    for event in view.events:
+        if isinstance(event, AgentRunCycleFailed) and event.event_id not in view.inherited:
+            errors[event.error_kind] = errors.get(event.error_kind, 0) + 1
+    note = None
+    if own.total_cost_usd is None:
+        note = (
+            _unanswered_note(own.unanswered_requests)
+            if own.unanswered_requests
+            else "a model of this run is not in the price catalogue (genai-prices)"
+        )
     return RunSpend(
-        total_cost_usd=own.total_cost_usd,
-        judge_cost_usd=own.judge_cost_usd,
+        total_cost_usd=_usd(own.total_cost_usd),
+        judge_cost_usd=_usd(own.judge_cost_usd),
         agent_costs=[
             AgentCost(
                 agent_id=seat.agent_id,
-                cost_usd=seat.cost_usd,
+                cost_usd=_usd(seat.cost_usd),
                 input_tokens=seat.input_tokens,
                 output_tokens=seat.output_tokens,
                 requests=seat.requests,
             )
             for seat in own.agents.values()
         ],
-        inherited_cost_usd=view.inherited_spend.total_cost_usd,
+        inherited_cost_usd=_usd(view.inherited_spend.total_cost_usd),
+        model_errors=errors,
+        cost_note=note,
     )

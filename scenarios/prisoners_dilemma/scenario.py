@@ -11,7 +11,7 @@ import random
 from functools import cache
 from typing import Any, Literal
 
-from jinja2 import Template
+from jinja2 import Environment, StrictUndefined, Template
 from pydantic import Field, model_validator
 from pydantic_ai import Tool
 
@@ -64,7 +64,9 @@ class PrisonersDilemmaKnobs(BaseKnobs):
 
 @cache
 def _system_template() -> Template:
-    return Template((scenario_dir(PrisonersDilemma) / "prompts" / "system.j2").read_text())
+    """The system prompt's template; a value the render does not give is an error, not ""."""
+    source = (scenario_dir(PrisonersDilemma) / "prompts" / "system.j2").read_text()
+    return Environment(undefined=StrictUndefined, autoescape=False).from_string(source)
 
 
 class PrisonersDilemma(Scenario):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
-from glossogen.eventlog import read_events
+from glossogen.eventlog import LlmResponseReceived, ModelRequestAbandoned, read_events
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.ungated import play_ungated
@@ -65,8 +65,12 @@ def _assert_priced(events: list, model: str, provider_id: str, cache_write: int)
             provider_id=provider_id,
         ).total_price
     )
-    responses = [e for e in events if e.event_type == "llm_response_received"]
-    assert responses, "no model call was logged"
+    answered = [e for e in events if isinstance(e, LlmResponseReceived)]
+    assert answered, "no model call was logged"
+    # A request a phase end abandoned is finished in the background and priced the same way.
+    abandoned = [e for e in events if isinstance(e, ModelRequestAbandoned)]
+    assert all(e.answered for e in abandoned)
+    responses: list[LlmResponseReceived | ModelRequestAbandoned] = [*answered, *abandoned]
     for e in responses:
         assert (e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens) == (
             1000,

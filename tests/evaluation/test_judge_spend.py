@@ -1,0 +1,100 @@
+"""Judge spend over real HTTP: every answered judge call is paid, usable or not."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from glossogen.evaluation import plan_evaluation, score_all, write_outcomes
+from glossogen.eventlog import (
+    AgentRunCycleFailed,
+    JudgeCalled,
+    RoundResultRecorded,
+    SimulationEnded,
+    read_events,
+)
+from glossogen.launch import RunRequest
+from glossogen.pricing import price_call
+from tests.evaluation._logs import RunLog
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.providers.ungated import play_ungated
+
+FO, SE = "field_observer", "stabilization_engineer"
+JUDGE_MODEL = "gpt-4o-mini"
+
+
+def _unit() -> float:
+    unit = price_call("openai", JUDGE_MODEL, input_tokens=1000, output_tokens=100)
+    assert unit is not None and unit > 0
+    return unit
+
+
+def _unusable(req: RecordedRequest) -> StubReply:
+    """Call the output tool with arguments its schema rejects; 1,000 in and 100 out, billed."""
+    bad = {"messages": "banana", "codes": 7, "success": "perhaps", "reason": ["x"]}
+    return StubReply(tool_calls=[(req.tool_names[0], bad)], input_tokens=1000, output_tokens=100)
+
+
+@pytest.fixture
+def openai_judge(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch) -> StubModelServer:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-judge")
+    return model_stub
+
+
+def test_evaluation_judge_answers_failing_validation_are_still_counted(
+    openai_judge: StubModelServer, tmp_path: Path
+) -> None:
+    openai_judge.responder = _unusable
+    log = RunLog(tmp_path)
+    log.round(1).say(1, FO, "aab aab").say(1, SE, "brace jade").verdict(1, True)
+    log.round(2).say(2, FO, "L4 L4").verdict(2, True)
+    run_dir = log.end().write()
+    plan = plan_evaluation(str(run_dir), "language_repetition", JUDGE_MODEL, "openai", [],
+                           judge_replicas=2)  # fmt: skip
+    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    entry = report.metrics["language_repetition"]
+    assert entry.status == "failed"
+    # 2 rounds x 2 replicas, each asked twice (one output retry): 8 answered, billed calls.
+    assert len(openai_judge.requests) == 8
+    assert entry.cost_usd == pytest.approx(8 * _unit(), abs=1e-12)
+    assert report.evaluation_cost.judge_usd == pytest.approx(8 * _unit(), abs=1e-12)
+    assert report.evaluation_cost.total_usd == pytest.approx(8 * _unit(), abs=1e-12)
+
+
+def test_in_run_judge_answers_failing_validation_are_counted_in_the_runs_spend(
+    prefect_api: str, openai_judge: StubModelServer, tmp_path: Path
+) -> None:
+    openai_judge.responder = _unusable
+    request = RunRequest(
+        scenario="veyru",
+        model="scripted",
+        provider="scripted",
+        runs_dir=str(tmp_path),
+        config="knobs_default",
+        overrides=[
+            "round_count=1",
+            "postmortem_enabled=false",
+            "postmortem_after_swap=false",
+            "judge_provider=openai",
+            f"judge_model={JUDGE_MODEL}",
+        ],
+    )
+    result = play_ungated(request)
+    events = read_events(f"{result.run_url}/veyru.jsonl").events
+    failed = [e for e in events if isinstance(e, AgentRunCycleFailed)]
+    assert [(e.agent_id, e.attempts) for e in failed] == [("judge", 1), ("judge", 2), ("judge", 3)]
+    # Each attempt asked twice (one output retry), both answers billed: 2,000 in, 200 out.
+    assert [(e.input_tokens, e.output_tokens) for e in failed] == [(2000, 200)] * 3
+    for e in failed:
+        assert e.cost_usd == pytest.approx(2 * _unit(), abs=1e-12)
+    assert len(openai_judge.requests) == 6
+    assert not [e for e in events if isinstance(e, JudgeCalled)]
+    (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
+    assert verdict.void
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    assert ended.judge_cost_usd == pytest.approx(6 * _unit(), abs=1e-12)
+    assert result.status == "error"
