@@ -64,6 +64,7 @@ from glossogen.evaluation._registry import (
 from glossogen.evaluation._report import (
     REPORT_VERSION,
     EvaluationCost,
+    LeftBlank,
     LogLinesSkipped,
     Report,
     read_report,
@@ -111,6 +112,7 @@ __all__ = [
     "Judge",
     "JudgeInfo",
     "LoadedRun",
+    "LeftBlank",
     "LogLinesSkipped",
     "SkippedLines",
     "Metric",

@@ -29,6 +29,7 @@ from glossogen.evaluation._judge import (
 )
 from glossogen.evaluation._registry import UnknownMetricError, get_metric, metric_names
 from glossogen.evaluation._report import (
+    LeftBlank,
     Report,
     merge_report,
     read_report,
@@ -121,12 +122,17 @@ def up_to_date(
     The cache key lives in the report itself, so it holds with or without Prefect: the same
     log (``log_sha256``), an ``ok`` entry of the same metric ``version``; for a judged metric
     the same judge (model, provider, settings) and ``replicas``; for a model metric the same
-    ``replicas``; and the entry's sidecar file still in the run folder.
+    ``replicas``; and the entry's sidecar file still in the run folder. A metric the report
+    notes as ``left_blank`` by the same version is up to date too (it found nothing to
+    measure on this log).
     """
     if previous is None or previous.log_sha256 != run.log_sha256:
         return False
     entry = previous.metrics.get(metric.name)
-    if entry is None or entry.status != "ok" or entry.version != metric.version:
+    if entry is None:
+        noted = previous.left_blank.get(metric.name)
+        return noted is not None and noted.version == metric.version
+    if entry.status != "ok" or entry.version != metric.version:
         return False
     if metric.kind == "judged":
         if judge is None or entry.judge != judge.info or entry.replicas != judge_replicas:
@@ -355,8 +361,13 @@ def write_outcomes(
             write_sidecar(plan.run.run_dir, metric.sidecar, outcome.sidecar_rows)
     blank = [name for name, _ in plan.blank] + [o.name for o in outcomes if o.blank is not None]
     results = [o.result for o in outcomes if o.result is not None]
+    noted = {
+        o.name: LeftBlank(version=get_metric(o.name).version, reason=o.blank)
+        for o in outcomes
+        if o.blank is not None
+    }
     report = merge_report(
-        read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now
+        read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now, noted
     )
     write_report(plan.run.run_dir, report)
     return report
@@ -398,6 +409,8 @@ def summarise(
 ) -> Evaluation:
     """Return the :class:`Evaluation` of ``outcomes`` written as ``report``."""
     blank = dict(plan.blank)
+    reused = plan.reused(reuse_all)
+    blank.update({n: report.left_blank[n].reason for n in reused if n in report.left_blank})
     blank.update({o.name: o.blank for o in outcomes if o.blank is not None})
     dropped = [n for n in stale_entries(plan.previous, plan.run) if n not in report.metrics]
     return Evaluation(
@@ -406,7 +419,7 @@ def summarise(
         blank=blank,
         dropped=dropped,
         dropped_log_sha256=plan.previous.log_sha256 if dropped and plan.previous else None,
-        reused=plan.reused(reuse_all),
+        reused=[n for n in reused if n in report.metrics],
     )
 
 
