@@ -136,7 +136,8 @@ async def evaluate_cohort(
     """
     install_call_gate()
     request = request or EvaluationRequest()
-    chosen = select_cohort(runs_dir, selection or {"kind": "filters"}, max_runs)
+    chosen = select_cohort(runs_dir, selection or {"kind": "filters"}, max_runs, request)
+    todo = [h for h in chosen.handles if h.run_id not in chosen.fresh]
     result = CohortEvaluation(
         selected=len(chosen.handles) + len(chosen.unreadable),
         unreadable=chosen.unreadable,
@@ -144,9 +145,13 @@ async def evaluate_cohort(
     )
     estimates: dict[str, float | None] = {}
     if request.model is not None:
-        estimates = estimate_spend(chosen.handles, request)
+        estimates = estimate_spend(todo, request)
         result.estimate_usd = add_costs(list(estimates.values()))
     notify("cohort_estimated", len(chosen.handles), result.estimate_usd)
+    outcomes: dict[str, RunOutcome] = {}
+    for run_id, kept in chosen.fresh.items():  # up to date: no task, nothing written
+        outcomes[run_id] = RunOutcome(run_id=run_id, state="skipped", reused=kept)
+        notify("run_evaluated", outcomes[run_id])
     if spend_cap_usd is not None and result.estimate_usd is None:
         raise SpendCapError(
             f"--spend-cap-usd {spend_cap_usd:g}: the judge {request.provider}:{request.model} "
@@ -155,7 +160,6 @@ async def evaluate_cohort(
     spent, in_flight = 0.0, 0.0
     slots = asyncio.Semaphore(COHORT_CONCURRENCY)
     stop = asyncio.Event()
-    outcomes: dict[str, RunOutcome] = {}
 
     async def one(handle: RunHandle) -> None:
         nonlocal spent, in_flight
@@ -177,7 +181,7 @@ async def evaluate_cohort(
             notify("run_evaluated", outcome)
 
     try:
-        await asyncio.gather(*(one(h) for h in chosen.handles))
+        await asyncio.gather(*(one(h) for h in todo))
     finally:
         await current_gate().release_idle()
     result.outcomes = [outcomes[h.run_id] for h in chosen.handles if h.run_id in outcomes]

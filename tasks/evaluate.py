@@ -20,6 +20,7 @@ from glossogen.evaluation import (
     EvaluationRequest,
     RunHandle,
     RunOutcome,
+    cached_run,
     estimate_judge_usd,
     evaluate_run,
     plan_request,
@@ -45,16 +46,23 @@ async def evaluate_handle(handle: RunHandle, request: EvaluationRequest) -> RunO
 
 
 class CohortSelection(BaseModel):
-    """The runs a cohort evaluates, as handles, and the ones it could not take, with why."""
+    """The runs a cohort evaluates, as handles, and the ones it could not take, with why.
+
+    ``fresh``: run id -> the metrics kept, for the runs whose report is already up to date
+    for the whole request (:func:`glossogen.evaluation.cached_run`); they get no task.
+    """
 
     handles: list[RunHandle] = []
+    fresh: dict[str, list[str]] = {}
     unreadable: dict[str, str] = {}
     missing_run_ids: list[str] = []
 
 
 @task(name="select_cohort", cache_policy=NONE)
-def select_cohort(runs_dir: str, selection: dict[str, object], max_runs: int) -> CohortSelection:
-    """Resolve the export's selection under ``runs_dir`` and hash each selected run's log.
+def select_cohort(
+    runs_dir: str, selection: dict[str, object], max_runs: int, request: EvaluationRequest
+) -> CohortSelection:
+    """Resolve the export's selection under ``runs_dir``, hash each log, read each report.
 
     Raises:
         RunsDirError, SelectionError, StorageError: as :func:`glossogen.export.select_runs`.
@@ -67,9 +75,14 @@ def select_cohort(runs_dir: str, selection: dict[str, object], max_runs: int) ->
     )
     for record in selected.records:
         try:
-            result.handles.append(run_handle(record.run_url, record.scenario, record.run_id))
+            handle = run_handle(record.run_url, record.scenario, record.run_id)
         except EvaluationError as exc:
             result.unreadable[record.run_id] = str(exc)
+            continue
+        result.handles.append(handle)
+        kept = cached_run(handle, request)
+        if kept is not None:
+            result.fresh[handle.run_id] = kept
     return result
 
 

@@ -260,6 +260,46 @@ async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutc
     )
 
 
+def cached_run(handle: RunHandle, request: EvaluationRequest) -> list[str] | None:
+    """Return the metrics to keep when ``handle``'s report is up to date for all of ``request``.
+
+    Read from the report alone, no log parsed: every metric asked (``all``: every registered
+    one, the judged ones only with a judge; ``--plot`` adds the charted ones) must have an
+    up-to-date entry or be noted ``left_blank`` by the same version for the handle's log
+    (:func:`~glossogen.evaluation._evaluate.up_to_date`). A report of a run that had not ended
+    is never enough without ``allow_incomplete``. None when the run must be planned.
+    """
+    from glossogen.evaluation._evaluate import PLOT_METRICS, up_to_date
+    from glossogen.evaluation._judge import Judge
+    from glossogen.evaluation._registry import get_metric, metric_names
+    from glossogen.evaluation._report import read_report
+
+    folder = open_folder(handle.run_url, handle.scenario)
+    try:
+        previous = read_report(folder.url, handle.scenario)
+    except (StorageError, OSError):
+        return None
+    if previous is None or previous.log_sha256 != handle.log_sha256:
+        return None
+    if previous.run_status is None and not request.allow_incomplete:
+        return None
+    judge = None
+    if request.model is not None and request.provider is not None:
+        judge = Judge(request.model, request.provider, dict(request.judge_settings))
+    names = list(request.metrics) if request.metrics is not None else metric_names()
+    if request.plot:
+        names += [n for n in PLOT_METRICS if n not in names]
+    metrics = [get_metric(n) for n in names]
+    if request.metrics is None and judge is None:
+        metrics = [m for m in metrics if not m.needs_judge]
+    for m in metrics:
+        fresh = up_to_date(previous, handle.log_sha256, folder, m, judge,
+                           request.judge_replicas, request.probe_replicas)  # fmt: skip
+        if not fresh:
+            return None
+    return [m.name for m in metrics if m.name in previous.metrics]
+
+
 def estimate_judge_usd(plan: EvaluationPlan) -> float | None:
     """Estimated USD of the judge calls scoring ``plan`` would make now (0.0 with none).
 

@@ -76,6 +76,8 @@ class EvaluationPlan:
     probe_replicas: int = 1
     previous: Report | None = None
     fresh: list[str] = field(default_factory=list)
+    unfit: dict[str, str] = field(default_factory=dict)
+    """Requested metrics that do not apply to this log (it lacks their hooks), with why."""
 
     def context(self) -> MetricContext:
         """Return what each metric's ``compute`` is given."""
@@ -111,7 +113,8 @@ class Outcome:
 
 def up_to_date(
     previous: Report | None,
-    run: LoadedRun,
+    log_sha256: str,
+    folder: RunFolder,
     metric: Metric,
     judge: Judge | None,
     judge_replicas: int,
@@ -124,9 +127,9 @@ def up_to_date(
     the same judge (model, provider, settings) and ``replicas``; for a model metric the same
     ``replicas``; and the entry's sidecar file still in the run folder. A metric the report
     notes as ``left_blank`` by the same version is up to date too (it found nothing to
-    measure on this log).
+    measure on this log, or did not apply to it).
     """
-    if previous is None or previous.log_sha256 != run.log_sha256:
+    if previous is None or previous.log_sha256 != log_sha256:
         return False
     entry = previous.metrics.get(metric.name)
     if entry is None:
@@ -139,7 +142,7 @@ def up_to_date(
             return False
     if metric.kind == "model" and entry.replicas != probe_replicas:
         return False
-    return entry.sidecar is None or run.folder.exists(entry.sidecar)
+    return entry.sidecar is None or folder.exists(entry.sidecar)
 
 
 def scenario_of(run_dir: str) -> str:
@@ -278,12 +281,16 @@ def plan_evaluation(
         elif not m.applies(run):
             if plot and names is not None and m.name not in names:
                 continue  # a chart's metric the user did not ask for: no chart, no note
-            plan.blank.append(
-                (m.name, f"does not apply: run lacks {', '.join(m.missing_hooks(run))}")
-            )
+            reason = f"does not apply: run lacks {', '.join(m.missing_hooks(run))}"
+            plan.blank.append((m.name, reason))
+            plan.unfit[m.name] = reason
         else:
             plan.metrics.append(m)
-            if up_to_date(plan.previous, run, m, judge, judge_replicas, probe_replicas):
+            fresh = up_to_date(
+                plan.previous, run.log_sha256, run.folder, m, judge, judge_replicas,
+                probe_replicas,
+            )  # fmt: skip
+            if fresh:
                 plan.fresh.append(m.name)
     from glossogen.launch import load_environment
 
@@ -362,9 +369,11 @@ def write_outcomes(
     blank = [name for name, _ in plan.blank] + [o.name for o in outcomes if o.blank is not None]
     results = [o.result for o in outcomes if o.result is not None]
     noted = {
-        o.name: LeftBlank(version=get_metric(o.name).version, reason=o.blank)
-        for o in outcomes
-        if o.blank is not None
+        name: LeftBlank(version=get_metric(name).version, reason=reason)
+        for name, reason in [
+            *plan.unfit.items(),
+            *((o.name, o.blank) for o in outcomes if o.blank is not None),
+        ]
     }
     report = merge_report(
         read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now, noted
