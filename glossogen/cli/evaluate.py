@@ -53,11 +53,16 @@ def skipped_note(invalid: int, unknown: int, truncated_tail: bool) -> str | None
 def prefect_api_configured() -> bool:
     """True when a Prefect API URL is configured, asking Prefect only when one may be.
 
+    When this process has already imported Prefect's settings, they are asked; else
     ``PREFECT_API_URL`` in the environment decides at once; otherwise Prefect is imported (about
     2 CPU-s) only when a settings source it reads mentions the API URL: the profiles file
     (``$PREFECT_HOME/profiles.toml``), or ``prefect.toml``, ``pyproject.toml`` or ``.env`` in
     the working directory.
     """
+    if "prefect.settings" in sys.modules:  # already paid for: ask it (temporary settings too)
+        from flows.runtime import api_url_configured
+
+        return api_url_configured()
     if "PREFECT_API_URL" in os.environ:
         return bool(os.environ["PREFECT_API_URL"].strip())
     home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
