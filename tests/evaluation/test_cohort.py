@@ -203,3 +203,29 @@ def test_one_run_is_scored_in_process_without_importing_prefect(
     assert "Prefect server" not in done.stderr
     report = json.loads((run / "veyru_report.json").read_text())
     assert report["metrics"]["round_success"]["rounds"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ([], 64, "name the run with --run-dir, or a cohort with --runs-dir"),
+        (["veyru", "--run-dir", "x", "--runs-dir", "y"], 64,
+         "--run-dir and --runs-dir exclude each other: one run, or a cohort"),
+        (["veyru", "--run-dir", "x", "--label", "a", "--status", "completed"], 64,
+         "--label, --status select runs of --runs-dir, not --run-dir"),
+        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64, "--spend-cap-usd -1: must be at least 0"),
+        (["--runs-dir", "RUNS", "--run-id", "veyru/1", "--label", "a"], 64,
+         "--run-id cannot be combined with --label"),
+        (["--runs-dir", "RUNS/nowhere"], 66, "--runs-dir 'RUNS/nowhere' does not exist"),
+        (["--runs-dir", "RUNS", "--metrics", "shorthand_codes"], 64,
+         "shorthand_codes needs a judge: pass --model and --provider"),
+    ],
+)  # fmt: skip
+def test_a_bad_cohort_request_is_refused_before_anything_is_read(
+    args: list[str], code: int, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(*[a.replace("RUNS", str(tmp_path)) for a in args]) == code
+    assert (
+        capsys.readouterr().err == f"glossogen: error: {message.replace('RUNS', str(tmp_path))}\n"
+    )
+    assert list(tmp_path.iterdir()) == []
