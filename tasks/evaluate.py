@@ -1,102 +1,99 @@
-"""Tasks of the evaluate flow: plan the evaluation, score one metric per task run, write the report.
+"""Tasks of the evaluate flows: select a cohort, estimate its judge spend, evaluate one run.
 
-``score`` is cached on (log SHA-256, metric name, metric version, judge model, provider and
-settings, replicas): evaluating a run again scores only what is missing or changed. Its
-parameters hold the loaded run (a live object), so the cache key comes from ``_cache_key`` alone
-and Prefect never hashes the parameters. A metric that fails raises, so a failure is
-never cached; the flow turns it into a ``failed`` entry.
+Every parameter is a small handle (a run's URL, scenario and log SHA-256, the checked request):
+Prefect walks each task parameter's object graph, so a parsed log passed to a task costs a walk
+of every event (the profile of issue 16: 888,000 ``visit_collection`` calls for one log). The
+run is loaded inside the task, and the cache is the run's report itself
+(:func:`glossogen.evaluation.up_to_date`), so a task needs no Prefect result cache
+(``cache_policy=NONE``): a run whose entries are up to date is skipped in the task.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from datetime import datetime
-from typing import Any
-
 from prefect import task
 from prefect.cache_policies import NONE
-from prefect.context import TaskRunContext
+from pydantic import BaseModel
 
 from glossogen.evaluation import (
-    EvaluationPlan,
-    Outcome,
-    Report,
-    get_metric,
-    plan_evaluation,
-    score_metric,
-    write_html,
-    write_outcomes,
+    Evaluation,
+    EvaluationError,
+    EvaluationRequest,
+    RunHandle,
+    RunOutcome,
+    cached_run,
+    estimate_judge_usd,
+    evaluate_run,
+    plan_request,
+    run_evaluation,
+    run_handle,
 )
 
 
-def cache_key(plan: EvaluationPlan, metric_name: str) -> str:
-    """Return the cache key of scoring ``metric_name`` on the plan's run.
+@task(name="evaluate_one_run", cache_policy=NONE)
+async def score_run(run_url: str, scenario: str | None, request: EvaluationRequest) -> Evaluation:
+    """Plan, score and write one run's report (refusals raise ``EvaluationError``).
 
-    Parts: the log's SHA-256, the metric's name and version, and for judged metrics the judge's
-    model, provider, settings and replicas (for the probe, its replicas); the key is the
-    metric's name and the SHA-256 of those parts.
+    Up-to-date entries of metrics that spend (judged, model) are reused, never paid twice.
     """
-    metric = get_metric(metric_name)
-    parts: list[Any] = [plan.run.log_sha256, metric.name, metric.version]
-    if metric.kind == "judged" and plan.judge is not None:
-        parts += [plan.judge.provider, plan.judge.model, plan.judge.settings, plan.judge_replicas]
-    if metric.kind == "model":
-        parts += [plan.probe_replicas]
-    # hashed: the key names the cached result's file, and a model id may hold "/"
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
-    return f"evaluate-{metric.name}-{hashlib.sha256(text.encode()).hexdigest()}"
+    plan = plan_request(run_url, scenario, request)
+    return await run_evaluation(plan, request.plot)
 
 
-def _cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    return cache_key(parameters["plan"], parameters["metric_name"])
+@task(name="evaluate_run", task_run_name="evaluate-{handle.run_id}", cache_policy=NONE)
+async def evaluate_handle(handle: RunHandle, request: EvaluationRequest) -> RunOutcome:
+    """Evaluate one run of a cohort (never raises for a problem of that run alone)."""
+    return await evaluate_run(handle, request)
 
 
-@task(name="plan_evaluation", cache_policy=NONE)
-def plan(
-    run_dir: str,
-    metrics: str | list[str],
-    model: str | None,
-    provider: str | None,
-    judge_settings: dict[str, Any] | None,
-    judge_replicas: int,
-    probe_replicas: int,
-    allow_incomplete: bool,
-    plot: bool,
-    scenario: str | None = None,
-) -> EvaluationPlan:
-    """Check the request and load the run once (refusals raise ``EvaluationError``)."""
-    return plan_evaluation(
-        run_dir,
-        metrics,
-        model,
-        provider,
-        judge_settings,
-        judge_replicas,
-        probe_replicas,
-        allow_incomplete,
-        scenario=scenario,
-        plot=plot,
+class CohortSelection(BaseModel):
+    """The runs a cohort evaluates, as handles, and the ones it could not take, with why.
+
+    ``fresh``: run id -> the metrics kept, for the runs whose report is already up to date
+    for the whole request (:func:`glossogen.evaluation.cached_run`); they get no task.
+    """
+
+    handles: list[RunHandle] = []
+    fresh: dict[str, list[str]] = {}
+    unreadable: dict[str, str] = {}
+    missing_run_ids: list[str] = []
+
+
+@task(name="select_cohort", cache_policy=NONE)
+def select_cohort(
+    runs_dir: str, selection: dict[str, object], max_runs: int, request: EvaluationRequest
+) -> CohortSelection:
+    """Resolve the export's selection under ``runs_dir``, hash each log, read each report.
+
+    Raises:
+        RunsDirError, SelectionError, StorageError: as :func:`glossogen.export.select_runs`.
+    """
+    from glossogen.export import select_runs
+
+    selected = select_runs(runs_dir, selection, max_runs=max_runs)
+    result = CohortSelection(
+        unreadable=dict(selected.unreadable), missing_run_ids=selected.missing_run_ids
     )
+    for record in selected.records:
+        try:
+            handle = run_handle(record.run_url, record.scenario, record.run_id)
+        except EvaluationError as exc:
+            result.unreadable[record.run_id] = str(exc)
+            continue
+        result.handles.append(handle)
+        kept = cached_run(handle, request)
+        if kept is not None:
+            result.fresh[handle.run_id] = kept
+    return result
 
 
-@task(
-    name="score_metric",
-    task_run_name="score-{metric_name}",
-    cache_key_fn=_cache_key,
-    persist_result=True,
-)
-async def score(plan: EvaluationPlan, metric_name: str) -> Outcome:
-    """Score one metric; raises when it fails (so the failure is not cached)."""
-    return await score_metric(plan, get_metric(metric_name))
-
-
-@task(name="write_report", cache_policy=NONE, retries=2, retry_delay_seconds=1)
-def write(
-    plan: EvaluationPlan, outcomes: list[Outcome], plot: bool, now: datetime | None = None
-) -> Report:
-    """Write the sidecars and the merged ``<scenario>_report.json``; ``report.html`` with plot."""
-    report = write_outcomes(plan, outcomes, now)
-    if plot:
-        write_html(plan.run.run_dir, report)
-    return report
+@task(name="estimate_judge_spend", cache_policy=NONE)
+def estimate_spend(handles: list[RunHandle], request: EvaluationRequest) -> dict[str, float | None]:
+    """Estimated judge USD per run id (runs the request would refuse are left out)."""
+    estimates: dict[str, float | None] = {}
+    for handle in handles:
+        try:
+            plan = plan_request(handle.run_url, handle.scenario, request)
+        except EvaluationError:
+            continue
+        estimates[handle.run_id] = estimate_judge_usd(plan)
+    return estimates

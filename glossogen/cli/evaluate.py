@@ -1,10 +1,18 @@
-"""``glossogen evaluate``: check the request, then score the run with the ``evaluate`` flow."""
+"""``glossogen evaluate``: score one run (``--run-dir``) or a cohort of runs (``--runs-dir``).
+
+One run is scored in this process by the library when no Prefect API is configured (a
+temporary server would cost seconds and show nothing: the report is the record and its own
+cache), else by the ``evaluate`` flow, so it shows in the Prefect UI. A cohort is one
+``evaluate-cohort`` flow, one task per run, with the export's selection flags.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -23,6 +31,10 @@ def _score(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"
 
 
+def _usd(value: float | None) -> str:
+    return "not costed" if value is None else f"${value:.6f}"
+
+
 def skipped_note(invalid: int, unknown: int, truncated_tail: bool) -> str | None:
     """Return the one-line note on skipped log lines (None when none was skipped)."""
     parts = [f"{invalid} invalid"] if invalid else []
@@ -38,9 +50,58 @@ def skipped_note(invalid: int, unknown: int, truncated_tail: bool) -> str | None
     )
 
 
+def prefect_api_configured() -> bool:
+    """True when a Prefect API URL is configured, asking Prefect only when one may be.
+
+    When this process has already imported Prefect's settings, they are asked; else
+    ``PREFECT_API_URL`` in the environment decides at once; otherwise Prefect is imported (about
+    2 CPU-s) only when a settings source it reads mentions the API URL: the profiles file
+    (``$PREFECT_HOME/profiles.toml``), or ``prefect.toml``, ``pyproject.toml`` or ``.env`` in
+    the working directory.
+    """
+    if "prefect.settings" in sys.modules:  # already paid for: ask it (temporary settings too)
+        from flows.runtime import api_url_configured
+
+        return api_url_configured()
+    if "PREFECT_API_URL" in os.environ:
+        return bool(os.environ["PREFECT_API_URL"].strip())
+    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    sources = [
+        Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser(),
+        Path("prefect.toml"),
+        Path("pyproject.toml"),
+        Path(".env"),
+    ]
+    for source in sources:
+        try:
+            text = source.read_text(errors="replace")
+        except OSError:
+            continue
+        if "PREFECT_API_URL" in text or ("[api]" in text and "url" in text):
+            from flows.runtime import api_url_configured
+
+            return api_url_configured()
+    return False
+
+
+def _prefect_defaults() -> int | None:
+    """Set our Prefect defaults and refuse an unreachable API (69); None when it answers."""
+    from glossogen.cli._prefect_api import refuse_unreachable_api
+    from glossogen.cli.run import PREFECT_DEFAULTS
+
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    return refuse_unreachable_api()
+
+
 def evaluate(
-    scenario: str = typer.Argument(..., help="The run's scenario (see `glossogen scenarios`)."),
-    run_dir: str = typer.Option(..., "--run-dir", help="The run folder (path or fsspec URL)."),
+    scenario: str = typer.Argument(
+        None, help="The run's scenario (see `glossogen scenarios`); with --runs-dir, a filter."
+    ),
+    run_dir: str = typer.Option(None, "--run-dir", help="One run folder (path or fsspec URL)."),
+    runs_dir: str = typer.Option(
+        None, "--runs-dir", metavar="DIR", help="Evaluate the selected runs under this folder."
+    ),
     metrics: str = typer.Option(
         "all", "--metrics", help="Comma-separated metric names, or 'all' (every one that applies)."
     ),
@@ -61,72 +122,126 @@ def evaluate(
         False, "--allow-incomplete", help="Score a run whose log has no simulation_ended."
     ),
     plot: bool = typer.Option(False, "--plot", help="Also write report.html with charts."),
+    scenario_filter: list[str] = typer.Option(
+        [], "--scenario", metavar="NAME", help="--runs-dir: only these scenarios (repeatable)."
+    ),
+    label: list[str] = typer.Option(
+        [], "--label", metavar="LABEL", help="--runs-dir: only runs with every label."
+    ),
+    knob: list[str] = typer.Option(
+        [], "--knob", metavar="COND", help="--runs-dir: condition <knob><op><value> (repeatable)."
+    ),
+    status: str | None = typer.Option(
+        None, "--status", metavar="STATE", help="--runs-dir: only runs in this state."
+    ),
+    run_id: list[str] = typer.Option(
+        [], "--run-id", metavar="ID", help="--runs-dir: exactly these runs (repeatable)."
+    ),
+    run_id_contains: str | None = typer.Option(
+        None, "--run-id-contains", metavar="SUB", help="--runs-dir: substring of the run id."
+    ),
+    contains_agent_id: str | None = typer.Option(
+        None, "--contains-agent-id", metavar="ID", help="--runs-dir: runs with this agent."
+    ),
+    spend_cap_usd: float | None = typer.Option(
+        None,
+        "--spend-cap-usd",
+        metavar="USD",
+        help="--runs-dir: start no run whose estimated judge spend would pass this cap (exit 20).",
+    ),
 ) -> int:
-    """Score a run into <run-dir>/<scenario>_report.json (exit 1 when some metric failed)."""
-    from glossogen.evaluation import (
-        REPORT_HTML,
-        EvaluationError,
-        plan_evaluation,
-        read_report,
-        report_name,
-    )
-    from glossogen.storage import StorageError, join
+    """Score a run into <run-dir>/<scenario>_report.json, or every selected run of --runs-dir."""
+    from glossogen.evaluation import EvaluationError, check_request
 
+    filters = {
+        "--scenario": scenario_filter,
+        "--label": label,
+        "--knob": knob,
+        "--status": status,
+        "--run-id": run_id,
+        "--run-id-contains": run_id_contains,
+        "--contains-agent-id": contains_agent_id,
+        "--spend-cap-usd": spend_cap_usd,
+    }
+    given = [flag for flag, value in filters.items() if value not in (None, [], "")]
+    if run_dir is not None and runs_dir is not None:
+        _error("--run-dir and --runs-dir exclude each other: one run, or a cohort")
+        return int(exit_codes.USAGE)
+    if run_dir is None and runs_dir is None:
+        _error("name the run with --run-dir, or a cohort with --runs-dir")
+        return int(exit_codes.USAGE)
+    if run_dir is not None and given:
+        _error(f"{', '.join(given)} select runs of --runs-dir, not --run-dir")
+        return int(exit_codes.USAGE)
+    if run_dir is not None and scenario is None:
+        _error("name the run's scenario (glossogen evaluate SCENARIO --run-dir DIR)")
+        return int(exit_codes.USAGE)
     items = [pair for value in judge_settings or [] for pair in value.split()]
     try:
-        plan = plan_evaluation(
-            run_dir,
-            metrics,
-            model,
-            provider,
-            items,
-            judge_replicas,
-            probe_replicas,
-            allow_incomplete,
-            scenario=scenario,
-            plot=plot,
-        )
+        request = check_request(metrics, model, provider, items, judge_replicas, probe_replicas,
+                                allow_incomplete, plot)  # fmt: skip
     except EvaluationError as exc:
         _error(str(exc))
         return exc.exit_code
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    if runs_dir is not None:
+        selection: dict[str, Any]
+        if run_id:
+            clashing = [f for f in given if f not in ("--run-id", "--spend-cap-usd")]
+            if clashing or scenario is not None:
+                _error(f"--run-id cannot be combined with {', '.join(clashing) or 'a scenario'}")
+                return int(exit_codes.USAGE)
+            selection = {"kind": "run_ids", "run_ids": run_id}
+        else:
+            selection = {
+                "kind": "filters",
+                "scenario": [*([scenario] if scenario else []), *scenario_filter] or None,
+                "labels": label or None,
+                "knob": knob or None,
+                "status": status,
+                "run_id_contains": run_id_contains,
+                "contains_agent_id": contains_agent_id,
+            }
+        return _evaluate_cohort(runs_dir, selection, request, spend_cap_usd)
+    return _evaluate_one(scenario, run_dir, request)
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    from glossogen.cli._prefect_api import refuse_unreachable_api
 
-    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69, nothing spent
-    if refused is not None:
-        return refused
-    from flows.evaluate import evaluate as evaluate_flow
-    from flows.runtime import api_url_configured
+def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
+    from glossogen.evaluation import (
+        REPORT_HTML,
+        Evaluation,
+        EvaluationError,
+        plan_request,
+        read_report,
+        report_name,
+        run_evaluation,
+    )
+    from glossogen.storage import StorageError, join
 
-    if not api_url_configured():
-        print(
-            "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
-            "(10-60 s on a fresh 2-core machine)...",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    settings = plan.judge.settings if plan.judge is not None else None
+    try:
+        plan = plan_request(run_dir, scenario, request)
+    except EvaluationError as exc:
+        _error(str(exc))
+        return exc.exit_code
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
+    in_flow = prefect_api_configured()
     try:
-        done = asyncio.run(
-            evaluate_flow(
-                run_dir,
-                [m.name for m in plan.metrics] or metrics,
-                model,
-                provider,
-                settings,
-                judge_replicas,
-                probe_replicas,
-                allow_incomplete,
-                plot,
-                scenario=plan.run.scenario,
-            )
-        )
+        if in_flow:
+            refused = _prefect_defaults()  # a PREFECT_API_URL with no server: 69, nothing spent
+            if refused is not None:
+                return refused
+            from flows.evaluate import evaluate as evaluate_flow
+
+            done: Evaluation = asyncio.run(
+                evaluate_flow(
+                    run_dir, request.metric_arg, request.model, request.provider,
+                    dict(request.judge_settings), request.judge_replicas,
+                    request.probe_replicas, request.allow_incomplete, request.plot,
+                    scenario=plan.run.scenario,
+                )
+            )  # fmt: skip
+        else:
+            done = asyncio.run(run_evaluation(plan, request.plot))
     except EvaluationError as exc:  # the run changed between the check and the flow
         _error(str(exc))
         return exc.exit_code
@@ -144,13 +259,16 @@ def evaluate(
             else f"interrupted before the report was written: {report_url} is unchanged"
         )
         return int(exit_codes.INTERRUPTED)
-    except Exception as exc:  # a fault of the flow: one line, Prefect has the traceback
+    except Exception as exc:  # a fault: one line (with a flow, Prefect has the traceback)
         _error(f"evaluation failed: {type(exc).__name__}: {exc}")
         return int(exit_codes.INTERNAL)
     report = done.report
     for name in done.scored:
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary}")
+    for name in done.reused:
+        entry = report.metrics[name]
+        print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary} (kept: up to date)")
     for name, reason in (dict(plan.blank) | done.blank).items():
         _note(f"{name} left blank: {reason}")
     skipped = report.log_lines_skipped
@@ -166,12 +284,8 @@ def evaluate(
     if report.run_status != "completed":
         _note(f"run status: {report.run_status or 'no simulation_ended'} (report: run_status)")
     cost = report.evaluation_cost.total_usd
-    print(
-        f"report: {report_url} · evaluation cost "
-        + ("not costed" if cost is None else f"${cost:.6f}"),
-        flush=True,
-    )
-    if plot:
+    print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
+    if request.plot:
         print(f"plot: {join(run_dir, REPORT_HTML)}", flush=True)
     if done.failed:
         _error(
@@ -180,3 +294,132 @@ def evaluate(
         )
         return int(exit_codes.EVALUATIONS_FAILED)
     return int(exit_codes.OK)
+
+
+class CohortProgress:
+    """Observer of a cohort: its estimate at once, then a rich bar (runs, metrics, spend).
+
+    The bar is drawn on stderr when it is a terminal; otherwise only the estimate is said.
+    """
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.console = Console(file=sys.stderr)
+        self.progress = Progress(
+            TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("runs · {task.fields[metrics]} metrics · {task.fields[spend]}"),
+            console=self.console, transient=True, disable=not self.console.is_terminal,
+        )  # fmt: skip
+        self.task = self.progress.add_task("runs", total=None, metrics=0, spend="$0.000000")
+        self.metrics = 0
+        self.spend: float | None = 0.0
+
+    def cohort_estimated(self, runs: int, estimate_usd: float | None) -> None:
+        """Say the estimated judge spend before any call, then start the bar."""
+        if estimate_usd is None or estimate_usd > 0:
+            _note(f"estimated judge spend: {_usd(estimate_usd)} over {runs} runs (assumed tokens)")
+        self.progress.update(self.task, total=runs)
+        self.progress.start()
+
+    def run_evaluated(self, outcome: Any) -> None:
+        """Advance the bar by one run."""
+        from glossogen.pricing import add_costs
+
+        self.metrics += len(outcome.scored)
+        self.spend = add_costs([self.spend, outcome.cost_usd])
+        self.progress.update(self.task, advance=1, metrics=self.metrics, spend=_usd(self.spend))
+
+    def close(self) -> None:
+        """Remove the bar."""
+        self.progress.stop()
+
+
+def _evaluate_cohort(
+    runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
+) -> int:
+    """Evaluate the selected runs under ``runs_dir`` with the ``evaluate-cohort`` flow."""
+    from glossogen.evaluation import JUDGE_ENV_VARS, EvaluationError
+    from glossogen.export import RunsDirError, SelectionError, check_runs_dir, parse_conditions
+    from glossogen.launch import load_environment, observing
+    from glossogen.storage import StorageError
+
+    if spend_cap_usd is not None and spend_cap_usd < 0:
+        _error(f"--spend-cap-usd {spend_cap_usd:g}: must be at least 0")
+        return int(exit_codes.USAGE)
+    try:
+        parse_conditions(selection.get("knob"))
+    except SelectionError as exc:
+        _error(exc.cli_message)
+        return int(exit_codes.USAGE)
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError as exc:
+        _error(f"--runs-dir {exc}")
+        return int(exit_codes.UNREADABLE)
+    except StorageError as exc:
+        _error(str(exc))
+        return int(exit_codes.TRANSPORT)
+    if request.provider is not None:
+        var = JUDGE_ENV_VARS[request.provider]
+        if not load_environment().get(var):
+            _error(f"missing credentials: {var} (judge provider {request.provider})")
+            return int(exit_codes.CREDENTIALS)
+    refused = _prefect_defaults()
+    if refused is not None:
+        return refused
+    from flows.evaluate import SpendCapError, evaluate_cohort
+    from flows.runtime import api_url_configured
+
+    if not api_url_configured():
+        _note("no PREFECT_API_URL set: a temporary local Prefect server starts for the cohort")
+    progress = CohortProgress()
+    try:
+        with observing(progress):
+            done = asyncio.run(evaluate_cohort(runs_dir, selection, request, spend_cap_usd))
+    except SpendCapError as exc:
+        _error(str(exc))
+        return int(exit_codes.REFUSED)
+    except SelectionError as exc:
+        _error(exc.cli_message)
+        return int(exit_codes.REFUSED)
+    except (StorageError, EvaluationError) as exc:
+        _error(str(exc))
+        return int(getattr(exc, "exit_code", exit_codes.TRANSPORT))
+    except KeyboardInterrupt:
+        _error("interrupted: the reports written so far are kept")
+        return int(exit_codes.INTERRUPTED)
+    finally:
+        progress.close()
+    short = False
+    for run_id, reason in done.unreadable.items():
+        _error(f"{run_id}: not evaluated: {reason}")
+        short = True
+    for run_id in done.missing_run_ids:
+        _error(f"{run_id}: no such run under {runs_dir}")
+        short = True
+    for outcome in done.outcomes:
+        if outcome.state in ("refused", "failed"):
+            _error(f"{outcome.run_id}: {outcome.error}")
+            short = True
+        elif outcome.failed:
+            failed = "; ".join(f"{n} ({e})" for n, e in outcome.failed.items())
+            _error(f"{outcome.run_id}: metrics failed: {failed}")
+            short = True
+    not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
+    print(
+        f"evaluated {len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)} "
+        f"runs under {runs_dir}: {done.count('scored')} scored, {done.count('skipped')} skipped "
+        f"(report up to date), {not_evaluated + done.count('failed')} not evaluated"
+        f" · evaluation cost {_usd(done.spent_usd)}",
+        flush=True,
+    )
+    if done.not_measured:
+        shown = ", ".join(done.not_measured[:5]) + (" ..." if len(done.not_measured) > 5 else "")
+        _error(
+            f"spend cap ${spend_cap_usd:g} reached: {len(done.not_measured)} runs not measured "
+            f"({shown})"
+        )
+        return int(exit_codes.NOT_MEASURED)
+    return int(exit_codes.EVALUATIONS_FAILED if short else exit_codes.OK)

@@ -6,6 +6,20 @@ Metric authors import :func:`metric`, :class:`MetricContext`, :class:`Scored`,
 entry-point group.
 """
 
+from glossogen.evaluation._cohort import (
+    JUDGE_TOKENS,
+    EvaluationRequest,
+    JudgeTokens,
+    RunHandle,
+    RunOutcome,
+    cached_run,
+    check_request,
+    estimate_judge_usd,
+    evaluate_run,
+    plan_request,
+    run_evaluation,
+    run_handle,
+)
 from glossogen.evaluation._contract import (
     AgentObservation,
     JudgeInfo,
@@ -31,9 +45,10 @@ from glossogen.evaluation._evaluate import (
     score_all,
     score_metric,
     summarise,
+    up_to_date,
     write_outcomes,
 )
-from glossogen.evaluation._judge import Judge, parse_judge_settings
+from glossogen.evaluation._judge import JUDGE_ENV_VARS, Judge, parse_judge_settings
 from glossogen.evaluation._measures import (
     GZIP_LEVEL,
     character_entropy_bits,
@@ -50,6 +65,7 @@ from glossogen.evaluation._registry import (
 from glossogen.evaluation._report import (
     REPORT_VERSION,
     EvaluationCost,
+    LeftBlank,
     LogLinesSkipped,
     Report,
     read_report,
@@ -62,10 +78,28 @@ from glossogen.evaluation._run import (
     SkippedLines,
     find_scenario,
     load_run,
+    log_digest,
+    open_folder,
     resolve_run_dir,
 )
 
 __all__ = [
+    "JUDGE_ENV_VARS",
+    "JUDGE_TOKENS",
+    "EvaluationRequest",
+    "JudgeTokens",
+    "RunHandle",
+    "RunOutcome",
+    "cached_run",
+    "check_request",
+    "estimate_judge_usd",
+    "evaluate_run",
+    "log_digest",
+    "open_folder",
+    "plan_request",
+    "run_evaluation",
+    "run_handle",
+    "up_to_date",
     "PLOT_METRICS",
     "Evaluation",
     "summarise",
@@ -80,6 +114,7 @@ __all__ = [
     "Judge",
     "JudgeInfo",
     "LoadedRun",
+    "LeftBlank",
     "LogLinesSkipped",
     "SkippedLines",
     "Metric",

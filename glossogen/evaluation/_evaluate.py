@@ -7,6 +7,7 @@ with the exit code to return, :func:`score_metric` computes one metric, and
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ from glossogen.evaluation._judge import (
 )
 from glossogen.evaluation._registry import UnknownMetricError, get_metric, metric_names
 from glossogen.evaluation._report import (
+    LeftBlank,
     Report,
     merge_report,
     read_report,
@@ -42,6 +44,7 @@ from glossogen.evaluation._run import (
     load_run,
     resolve_run_dir,
 )
+from glossogen.storage import RunFolder
 
 USAGE = int(exit_codes.USAGE)
 
@@ -61,6 +64,8 @@ class EvaluationPlan:
         judge_replicas: Judge calls per item.
         probe_replicas: Probe calls per (agent, question).
         previous: The run's report as it was when the plan was made (None when it had none).
+        fresh: Names of planned metrics whose entry in ``previous`` is up to date
+            (:func:`up_to_date`), in plan order.
     """
 
     run: LoadedRun
@@ -70,10 +75,30 @@ class EvaluationPlan:
     judge_replicas: int = 1
     probe_replicas: int = 1
     previous: Report | None = None
+    fresh: list[str] = field(default_factory=list)
+    unfit: dict[str, str] = field(default_factory=dict)
+    """Requested metrics that do not apply to this log (it lacks their hooks), with why."""
 
     def context(self) -> MetricContext:
         """Return what each metric's ``compute`` is given."""
         return MetricContext(self.run, self.judge, self.judge_replicas, self.probe_replicas)
+
+    def to_score(self, reuse_all: bool = False) -> list[Metric]:
+        """The planned metrics to compute now, in plan order.
+
+        An up-to-date entry of a metric that spends (``judged``, ``model``) is always reused,
+        never paid for twice; with ``reuse_all`` (a cohort) deterministic ones are reused too.
+        """
+        return [
+            m
+            for m in self.metrics
+            if m.name not in self.fresh or not (reuse_all or m.kind != "deterministic")
+        ]
+
+    def reused(self, reuse_all: bool = False) -> list[str]:
+        """Names of the planned metrics whose report entry stands (not computed now)."""
+        now = {m.name for m in self.to_score(reuse_all)}
+        return [m.name for m in self.metrics if m.name not in now]
 
 
 @dataclass
@@ -84,6 +109,40 @@ class Outcome:
     result: MetricResult | None = None
     blank: str | None = None
     sidecar_rows: list[dict[str, Any]] | None = None
+
+
+def up_to_date(
+    previous: Report | None,
+    log_sha256: str,
+    folder: RunFolder,
+    metric: Metric,
+    judge: Judge | None,
+    judge_replicas: int,
+    probe_replicas: int,
+) -> bool:
+    """True when ``previous`` holds an entry of ``metric`` that scoring again would reproduce.
+
+    The cache key lives in the report itself, so it holds with or without Prefect: the same
+    log (``log_sha256``), an ``ok`` entry of the same metric ``version``; for a judged metric
+    the same judge (model, provider, settings) and ``replicas``; for a model metric the same
+    ``replicas``; and the entry's sidecar file still in the run folder. A metric the report
+    notes as ``left_blank`` by the same version is up to date too (it found nothing to
+    measure on this log, or did not apply to it).
+    """
+    if previous is None or previous.log_sha256 != log_sha256:
+        return False
+    entry = previous.metrics.get(metric.name)
+    if entry is None:
+        noted = previous.left_blank.get(metric.name)
+        return noted is not None and noted.version == metric.version
+    if entry.status != "ok" or entry.version != metric.version:
+        return False
+    if metric.kind == "judged":
+        if judge is None or entry.judge != judge.info or entry.replicas != judge_replicas:
+            return False
+    if metric.kind == "model" and entry.replicas != probe_replicas:
+        return False
+    return entry.sidecar is None or folder.exists(entry.sidecar)
 
 
 def scenario_of(run_dir: str) -> str:
@@ -144,7 +203,7 @@ def _check_credentials(plan: EvaluationPlan, environ: dict[str, str]) -> None:
 
 
 def plan_evaluation(
-    run_dir: str,
+    run_dir: str | RunFolder,
     metrics: str | list[str] = "all",
     model: str | None = None,
     provider: str | None = None,
@@ -206,8 +265,7 @@ def plan_evaluation(
                 "pass --model and --provider",
                 USAGE,
             )
-    run_dir = resolve_run_dir(run_dir)
-    run = load_run(run_dir, scenario or find_scenario(run_dir))
+    run = load_run(run_dir, scenario)
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
             f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
@@ -223,11 +281,17 @@ def plan_evaluation(
         elif not m.applies(run):
             if plot and names is not None and m.name not in names:
                 continue  # a chart's metric the user did not ask for: no chart, no note
-            plan.blank.append(
-                (m.name, f"does not apply: run lacks {', '.join(m.missing_hooks(run))}")
-            )
+            reason = f"does not apply: run lacks {', '.join(m.missing_hooks(run))}"
+            plan.blank.append((m.name, reason))
+            plan.unfit[m.name] = reason
         else:
             plan.metrics.append(m)
+            fresh = up_to_date(
+                plan.previous, run.log_sha256, run.folder, m, judge, judge_replicas,
+                probe_replicas,
+            )  # fmt: skip
+            if fresh:
+                plan.fresh.append(m.name)
     from glossogen.launch import load_environment
 
     _check_credentials(plan, environ if environ is not None else load_environment())
@@ -271,15 +335,20 @@ def failed_outcome(plan: EvaluationPlan, metric: Metric, exc: BaseException) -> 
     return Outcome(metric.name, metric.failure(f"{type(exc).__name__}: {exc}", judge, None))
 
 
-async def score_all(plan: EvaluationPlan) -> list[Outcome]:
-    """Score every planned metric in order, without Prefect (library use and benchmarks)."""
-    outcomes: list[Outcome] = []
-    for metric in plan.metrics:
-        try:
-            outcomes.append(await score_metric(plan, metric))
-        except Exception as exc:  # noqa: BLE001 (one metric's fault must not lose the others)
-            outcomes.append(failed_outcome(plan, metric, exc))
-    return outcomes
+async def _score_safely(plan: EvaluationPlan, metric: Metric) -> Outcome:
+    try:
+        return await score_metric(plan, metric)
+    except Exception as exc:  # noqa: BLE001 (one metric's fault must not lose the others)
+        return failed_outcome(plan, metric, exc)
+
+
+async def score_all(plan: EvaluationPlan, reuse_all: bool = False) -> list[Outcome]:
+    """Score the planned metrics not reused (:meth:`EvaluationPlan.to_score`), concurrently.
+
+    Judge and probe calls of different metrics overlap; a metric that fails becomes its
+    ``failed`` outcome and never stops the others. Outcomes come back in plan order.
+    """
+    return list(await asyncio.gather(*(_score_safely(plan, m) for m in plan.to_score(reuse_all))))
 
 
 def write_outcomes(
@@ -299,8 +368,15 @@ def write_outcomes(
             write_sidecar(plan.run.run_dir, metric.sidecar, outcome.sidecar_rows)
     blank = [name for name, _ in plan.blank] + [o.name for o in outcomes if o.blank is not None]
     results = [o.result for o in outcomes if o.result is not None]
+    noted = {
+        name: LeftBlank(version=get_metric(name).version, reason=reason)
+        for name, reason in [
+            *plan.unfit.items(),
+            *((o.name, o.blank) for o in outcomes if o.blank is not None),
+        ]
+    }
     report = merge_report(
-        read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now
+        read_report(plan.run.run_dir, plan.run.scenario), plan.run, results, blank, now, noted
     )
     write_report(plan.run.run_dir, report)
     return report
@@ -324,6 +400,8 @@ class Evaluation:
     blank: dict[str, str]
     dropped: list[str] = field(default_factory=list)
     dropped_log_sha256: str | None = None
+    reused: list[str] = field(default_factory=list)
+    """Planned metrics whose up-to-date report entry was kept rather than computed again."""
 
     @property
     def failed(self) -> dict[str, str]:
@@ -335,9 +413,13 @@ class Evaluation:
         }
 
 
-def summarise(plan: EvaluationPlan, outcomes: list[Outcome], report: Report) -> Evaluation:
+def summarise(
+    plan: EvaluationPlan, outcomes: list[Outcome], report: Report, reuse_all: bool = False
+) -> Evaluation:
     """Return the :class:`Evaluation` of ``outcomes`` written as ``report``."""
     blank = dict(plan.blank)
+    reused = plan.reused(reuse_all)
+    blank.update({n: report.left_blank[n].reason for n in reused if n in report.left_blank})
     blank.update({o.name: o.blank for o in outcomes if o.blank is not None})
     dropped = [n for n in stale_entries(plan.previous, plan.run) if n not in report.metrics]
     return Evaluation(
@@ -346,6 +428,7 @@ def summarise(plan: EvaluationPlan, outcomes: list[Outcome], report: Report) -> 
         blank=blank,
         dropped=dropped,
         dropped_log_sha256=plan.previous.log_sha256 if dropped and plan.previous else None,
+        reused=[n for n in reused if n in report.metrics],
     )
 
 

@@ -50,6 +50,13 @@ class LogLinesSkipped(BaseModel):
     truncated_tail: bool = False
 
 
+class LeftBlank(BaseModel):
+    """A metric computed on this log that left itself blank: its version and why."""
+
+    version: int
+    reason: str
+
+
 class Report(BaseModel):
     """``<scenario>_report.json`` (report contract version 1).
 
@@ -68,6 +75,7 @@ class Report(BaseModel):
     log_lines_skipped: LogLinesSkipped = LogLinesSkipped()
     updated_at: str
     metrics: dict[str, MetricResult] = {}
+    left_blank: dict[str, LeftBlank] = {}
     evaluation_cost: EvaluationCost = EvaluationCost()
 
 
@@ -109,6 +117,7 @@ def merge_report(
     results: list[MetricResult],
     blank: Iterable[str] = (),
     now: datetime | None = None,
+    left_blank: dict[str, LeftBlank] | None = None,
 ) -> Report:
     """Return the report after this evaluation.
 
@@ -118,17 +127,23 @@ def merge_report(
         results: Entries scored now; each replaces the entry of the same name.
         blank: Metrics that did not apply now; their old entries are removed (blank, never 0).
         now: The time stamped in ``updated_at`` (UTC; the current time when None).
+        left_blank: Metrics computed now that found nothing to measure (recorded as such).
 
     Returns:
         The merged report with ``evaluation_cost`` recomputed from its entries.
     """
     metrics: dict[str, MetricResult] = {}
+    blanks: dict[str, LeftBlank] = {}
     if previous is not None and previous.log_sha256 == run.log_sha256:
         metrics = dict(previous.metrics)
+        blanks = dict(previous.left_blank)
     for name in blank:
         metrics.pop(name, None)
+        blanks.pop(name, None)
     for result in results:
         metrics[result.name] = result
+        blanks.pop(result.name, None)
+    blanks.update(left_blank or {})
     entries = list(metrics.values())
     judge, probe = _cost(entries, "judged"), _cost(entries, "model")
     total = add_costs([judge, probe])
@@ -145,6 +160,7 @@ def merge_report(
         ),
         updated_at=stamp,
         metrics=dict(sorted(metrics.items())),
+        left_blank=dict(sorted(blanks.items())),
         evaluation_cost=EvaluationCost(
             judge_usd=judge, probe_usd=probe, total_usd=total, estimated_cost_usd=total
         ),

@@ -1,37 +1,35 @@
-"""Load a run for evaluation: its log read once, its scenario, its primary channels.
+"""Load a run for evaluation: its folder from the runs store, its log read once through RunView.
 
-Only the events that count are kept (a round cut off by a crash and played again after
-``run_resumed`` counts once: :func:`glossogen.derive.read_state`). A GlossoGen 0.5 log is read
-through the ledger's upcasters like one of ours; its recorded knobs may not validate against
-today's knobs model, in which case the scenario's channels come from its default knobs and a
-budget is known only where the log states it.
+The run's files are named by :class:`~glossogen.storage.RunFolder` (a folder stored anywhere
+too: :meth:`~glossogen.storage.RunFolder.holding`), and its log is read and folded once by
+:class:`~glossogen.eventlog.RunView`, whose rules decide what counts (a round cut off by a crash
+and played again after ``run_resumed`` counts once), the roster, and this run's own spend per
+round. For an unfinished run the round in progress does not count (``RunView.settled``); a log
+with no round boundary at all (GlossoGen 0.5) counts whole. A GlossoGen 0.5 log is read through
+the ledger's upcasters like one of ours; its recorded knobs may not validate against today's
+knobs model, in which case the scenario's channels come from its default knobs and a budget is
+known only where the log states it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import posixpath
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, TypeVar
 
 from glossogen import exit_codes
 from glossogen.eventlog import (
     AgentHistoryAppended,
-    AgentRegistered,
-    AgentSwappedMidRun,
     Event,
     MessageSent,
     RoundCompleted,
     RoundResultRecorded,
     RoundStarted,
-    SimulationEnded,
-    SimulationStarted,
-    read_events,
+    RunView,
 )
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_names
-from glossogen.storage import StorageError, join, open_fs, translate_errors
+from glossogen.storage import RunFolder, StorageError
 
 EventT = TypeVar("EventT", bound=Event)
 
@@ -78,12 +76,13 @@ class LoadedRun:
     """A run as the metrics see it.
 
     Attributes:
-        run_dir: The run folder (local path or fsspec URL).
+        folder: The run folder (its URL, run id and files).
+        view: The one reading of its log (spend, verdicts, histories, damaged lines).
         scenario: Scenario name.
-        run_id: ``<scenario>/<timestamp>``.
+        run_id: The run id its ``simulation_started`` recorded (``<scenario>/<timestamp>``).
         log_sha256: SHA-256 (hex) of the event log's bytes as read.
-        events: The events that count, in log order.
-        status: ``simulation_ended`` status, or None when the log has none.
+        events: The events that count, in log order (see the module docstring).
+        status: ``simulation_ended`` status, or None when the log has not ended (again).
         primary_channels: Channels the language metrics read (the scenario's main-phase ones).
         metered_channels: Channels whose characters are charged to the round budget.
         budget_chars: The per-round budget of the metered channels, or None when unknown.
@@ -94,7 +93,8 @@ class LoadedRun:
         skipped: Lines of the log the reader skipped (damaged or of unknown event types).
     """
 
-    run_dir: str
+    folder: RunFolder
+    view: RunView
     scenario: str
     run_id: str
     log_sha256: str
@@ -108,23 +108,29 @@ class LoadedRun:
     messages: list[MessageSent]
     hooks: set[str] = field(default_factory=set)
     skipped: SkippedLines = field(default_factory=SkippedLines)
-    _all_events: list[Event] = field(default_factory=list, repr=False)
 
-    @cached_property
+    @property
+    def run_dir(self) -> str:
+        """The run folder's URL (a local folder as an absolute path)."""
+        return self.folder.url
+
+    @property
     def histories(self) -> dict[str, list[Any]]:
-        """Each agent's pydantic-ai message history at the end of the log (parsed on first use)."""
-        from glossogen.derive import read_state
+        """Each agent's pydantic-ai message history at the end of the log (RunView's rebuild)."""
+        return self.view.histories()
 
-        return read_state(self._all_events).histories
+    @property
+    def copied_rounds(self) -> set[int]:
+        """Rounds a derived run copied from its source (their spend was the source's)."""
+        return {
+            e.round_number
+            for e in self.events
+            if isinstance(e, RoundStarted) and e.event_id in self.view.inherited
+        }
 
     def of_type(self, event_class: type[EventT]) -> list[EventT]:
         """Return the counting events of class ``event_class``, in log order."""
         return [e for e in self.events if isinstance(e, event_class)]
-
-
-def log_url(run_dir: str, scenario: str) -> str:
-    """Return the URL of the run's event log, ``<run_dir>/<scenario>.jsonl``."""
-    return join(run_dir, f"{scenario}.jsonl")
 
 
 def resolve_run_dir(run_dir: str) -> str:
@@ -142,47 +148,46 @@ def find_scenario(run_dir: str) -> str:
     """Return the scenario of the run in ``run_dir`` when none is named.
 
     The folder's event log ``<name>.jsonl`` names it, when ``<name>`` is an installed scenario
-    (a folder stored anywhere, ``.`` included); otherwise the parent folder's name, as in
-    ``<runs_dir>/<scenario>/<timestamp>``.
+    (a folder stored anywhere, ``.`` included); otherwise the scenario of the run id the
+    folder's place spells (``<runs_dir>/<scenario>/<timestamp>``).
 
     Raises:
-        EvaluationError: 64 when the folder holds the logs of several installed scenarios.
+        EvaluationError: 64 when the folder holds the logs of several installed scenarios and
+            its place names none of them; 66 when neither says.
     """
-    fs, path = open_fs(run_dir)
+    run_dir = resolve_run_dir(run_dir)
     try:
-        stems = {p.rsplit("/", 1)[-1][: -len(".jsonl")] for p in fs.glob(f"{path}/*.jsonl")}
-    except OSError:
-        stems = set()
-    found = sorted(stems & set(scenario_names()))
-    parent = posixpath.basename(posixpath.dirname(path.replace(os.sep, "/").rstrip("/")))
+        found = RunFolder.logs_in(run_dir, scenario_names())
+    except (StorageError, OSError):
+        found = []
+    try:
+        placed: str | None = RunFolder.at(run_dir).scenario
+    except ValueError:
+        placed = None
     if len(found) == 1:
         return found[0]
-    if len(found) > 1 and parent not in found:
+    if len(found) > 1 and placed not in found:
         raise EvaluationError(
             f"{run_dir} holds logs of several scenarios ({', '.join(found)}): name the scenario",
             int(exit_codes.USAGE),
         )
-    return parent
+    if placed is None:
+        raise EvaluationError(
+            f"no event log of an installed scenario in {run_dir}", int(exit_codes.UNREADABLE)
+        )
+    return placed
 
 
-def _read_bytes(url: str) -> bytes:
-    fs, path = open_fs(url)
-    with translate_errors(url, fs):
-        return fs.cat_file(path)
-
-
-def _missing_log(run_dir: str, scenario: str) -> EvaluationError:
+def _missing_log(folder: RunFolder, scenario: str) -> EvaluationError:
     """65 when the folder holds another scenario's log, else 66 (nothing to read)."""
-    fs, path = open_fs(run_dir)
     try:
-        others = sorted(p.rsplit("/", 1)[-1][: -len(".jsonl")] for p in fs.glob(f"{path}/*.jsonl"))
-    except OSError:
+        others = [s for s in RunFolder.logs_in(folder.url, scenario_names()) if s != scenario]
+    except (StorageError, OSError):
         others = []
-    others = [o for o in others if not o.startswith(("_", "."))]
     if len(others) == 1:
-        return EvaluationError(f"{run_dir} holds a {others[0]!r} run, not {scenario!r}")
+        return EvaluationError(f"{folder.url} holds a {others[0]!r} run, not {scenario!r}")
     return EvaluationError(
-        f"no event log {scenario}.jsonl in {run_dir}", int(exit_codes.UNREADABLE)
+        f"no event log {scenario}.jsonl in {folder.url}", int(exit_codes.UNREADABLE)
     )
 
 
@@ -198,21 +203,48 @@ def _scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Sce
             return cls(cls.knobs_model()), False
 
 
-def _counting(events: list[Event]) -> list[Event]:
-    """Return the events that count; a log with no round boundary (0.5) counts whole."""
-    if not any(isinstance(e, RoundCompleted) for e in events):
-        return events
-    from glossogen.derive import read_state
+def open_folder(run_dir: str, scenario: str) -> RunFolder:
+    """Return the folder at ``run_dir`` (made absolute when local) holding a ``scenario`` run.
 
-    return read_state([e for e in events if not isinstance(e, AgentHistoryAppended)]).events
+    Raises:
+        EvaluationError: 65 for a scenario name that cannot name a run folder.
+    """
+    try:
+        return RunFolder.holding(resolve_run_dir(run_dir), scenario)
+    except ValueError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
-def load_run(run_dir: str, scenario: str) -> LoadedRun:
-    """Read ``<run_dir>/<scenario>.jsonl`` once and describe the run for the metrics.
+def log_digest(folder: RunFolder) -> str:
+    """Return the SHA-256 (hex) of the folder's event log as stored.
+
+    Raises:
+        EvaluationError: 66 when the log is missing, a folder or unreadable; 65 when the folder
+            holds another scenario's log.
+    """
+    state = folder.log_state()
+    if state == "missing":
+        raise _missing_log(folder, folder.scenario)
+    if state == "folder":
+        raise EvaluationError(
+            f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
+        )
+    try:
+        return hashlib.sha256(folder.log_bytes()).hexdigest()
+    except FileNotFoundError:
+        raise _missing_log(folder, folder.scenario) from None
+    except (StorageError, OSError) as exc:
+        raise EvaluationError(
+            f"cannot read {folder.log_url}: {exc}", int(exit_codes.UNREADABLE)
+        ) from None
+
+
+def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun:
+    """Read the run's event log once (through :class:`RunView`) and describe it for the metrics.
 
     Args:
-        run_dir: The run folder (local path, relative ones made absolute, or fsspec URL).
-        scenario: The scenario name given on the command line.
+        run_dir: The run folder, or its URL (local path, relative ones made absolute).
+        scenario: The scenario name given on the command line (default: the folder's).
 
     Returns:
         The loaded run.
@@ -222,28 +254,35 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
             ``simulation_started`` (empty, or only damaged lines: not a run log); 65 when it
             names another scenario or the scenario is not installed.
     """
-    run_dir = resolve_run_dir(run_dir)
-    url = log_url(run_dir, scenario)
-    try:
-        data = _read_bytes(url)
-    except FileNotFoundError:
-        raise _missing_log(run_dir, scenario) from None
-    except (StorageError, OSError) as exc:
-        raise EvaluationError(f"cannot read {url}: {exc}", int(exit_codes.UNREADABLE)) from None
+    if isinstance(run_dir, RunFolder):
+        folder = run_dir
+        if scenario is not None and scenario != folder.scenario:
+            folder = open_folder(folder.url, scenario)
+    else:
+        folder = open_folder(run_dir, scenario or find_scenario(run_dir))
+    scenario = folder.scenario
+    digest = log_digest(folder)
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    read = read_events(url)
-    everything = read.events
-    skipped = SkippedLines(read.invalid_lines, read.unknown_lines, read.truncated_tail)
-    started = next((e for e in everything if isinstance(e, SimulationStarted)), None)
+    try:
+        view = RunView.load(folder.log_url)
+    except (StorageError, OSError) as exc:
+        raise EvaluationError(
+            f"cannot read {folder.log_url}: {exc}", int(exit_codes.UNREADABLE)
+        ) from None
+    started = view.started
     if started is None:
-        what = "is empty" if not data.strip() else "has no readable simulation_started event"
-        raise EvaluationError(f"{url} {what}: not a run log", int(exit_codes.UNREADABLE))
+        what = (
+            "is empty"
+            if folder.log_state() == "empty"
+            else ("has no readable simulation_started event")
+        )
+        raise EvaluationError(f"{folder.log_url} {what}: not a run log", int(exit_codes.UNREADABLE))
     recorded = started.scenario_name
     if recorded != scenario:
-        raise EvaluationError(f"{run_dir} holds a {recorded!r} run, not {scenario!r}")
+        raise EvaluationError(f"{folder.url} holds a {recorded!r} run, not {scenario!r}")
     instance, knobs_exact = _scenario_instance(cls, started.scenario_config)
     specs = instance.channels()
     primary = tuple(
@@ -252,15 +291,11 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         if getattr(c, "primary", c.phase == "main") and c.phase == "main"
     )
     metered = tuple(c.channel_id for c in specs if c.metered)
-    events = _counting(everything)
-    ended = [e for e in everything if isinstance(e, SimulationEnded)]
-    seats: dict[str, Seat] = {}
-    for e in events:
-        if isinstance(e, AgentRegistered):
-            seats[e.agent_id] = Seat(e.agent_id, e.team_id, e.model, e.provider)
-        elif isinstance(e, AgentSwappedMidRun):
-            old = seats[e.agent_id]
-            seats[old.agent_id] = Seat(old.agent_id, old.team_id, e.model, e.provider)
+    bounded = any(isinstance(e, RoundCompleted) for e in view.events)
+    events = view.settled if bounded else view.counted
+    seats = {
+        s.agent_id: Seat(s.agent_id, s.team_id, s.model, s.provider) for s in view.roster.values()
+    }
     messages = [
         e
         for e in events
@@ -285,15 +320,18 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         hooks.add("verdicts")
     if budget and metered:
         hooks.add("budget")
-    if any(isinstance(e, AgentHistoryAppended) for e in everything):
+    if any(isinstance(e, AgentHistoryAppended) for e in view.events):
         hooks.add("agent_history")
+    ended = view.ended
+    read = view.read
     return LoadedRun(
-        run_dir=run_dir,
+        folder=folder,
+        view=view,
         scenario=scenario,
         run_id=started.run_id,
-        log_sha256=hashlib.sha256(data).hexdigest(),
+        log_sha256=digest,
         events=events,
-        status=ended[-1].status if ended else None,
+        status=ended.status if ended is not None else None,
         primary_channels=primary,
         metered_channels=metered,
         budget_chars=budget,
@@ -301,6 +339,5 @@ def load_run(run_dir: str, scenario: str) -> LoadedRun:
         rounds_played=rounds,
         messages=messages,
         hooks=hooks,
-        skipped=skipped,
-        _all_events=everything,
+        skipped=SkippedLines(read.invalid_lines, read.unknown_lines, read.truncated_tail),
     )

@@ -186,6 +186,9 @@ class RunView:
     """The events that count, in log order (superseded attempts left out)."""
     inherited: frozenset[str] = frozenset()
     """``event_id`` of every event a derived run copied from its source."""
+    tail: int = 0
+    """How many of the last ``counted`` events came after the last round boundary (the round
+    in progress, or the one a kill cut off before any resume)."""
 
     @classmethod
     def of(cls, events: EventLogRead, live: bool = False) -> RunView:
@@ -201,7 +204,7 @@ class RunView:
                 len(events.events),
             )
             inherited = frozenset(e.event_id for e in events.events[1:first_own])
-        return cls(events, live, started, kept + pending, inherited)
+        return cls(events, live, started, kept + pending, inherited, len(pending))
 
     @classmethod
     def load(cls, log_url: str, live: bool = False) -> RunView:
@@ -212,6 +215,11 @@ class RunView:
             StorageError: the storage is unreachable.
         """
         return cls.of(read_events(log_url), live)
+
+    @property
+    def settled(self) -> list[Event]:
+        """The events that count up to the last round boundary (``counted`` without the tail)."""
+        return self.counted[: len(self.counted) - self.tail]
 
     # -- what the log is ---------------------------------------------------------------------
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,6 @@ from glossogen.export._frames import context_columns, context_frame, run_context
 from glossogen.export._lines import (
     complete_end,
     damaged_note,
-    find_lines,
     line_number,
     open_log,
     valid_event,
@@ -84,54 +84,75 @@ def _lines(url: str) -> Iterator[bytes]:
                 yield from f
 
 
-def _events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[str, Any]]:
-    """Yield the parsed (and, for 0.5 lines, upcast) events of ``wanted`` types, in log order.
+_TABLE_EVENTS = _MESSAGE_EVENTS | _CONTEXT_EVENTS
 
-    The lines are found by byte searches (:func:`~glossogen.export._lines.find_lines`) in the
-    log, memory-mapped, up to its last complete line; only they are parsed. Roster changes are
-    searched for only where the head says they can happen; a GlossoGen 0.5 log also has its
-    phase markers and roster read, since its lines carry no phase and the upcaster needs them.
+
+def _scan(kinds: set[str]) -> re.Pattern[bytes]:
+    names = b"|".join(k.encode() for k in sorted(kinds))
+    return re.compile(rb'"event_type"\s*:\s*"(' + names + rb')"')
+
+
+_SCAN_RE = _scan(_TABLE_EVENTS | {"run_resumed"})
+"""One scan of a log finds every line the two tables need (and a ``run_resumed``)."""
+_LEGACY_SCAN_RE = _scan(_TABLE_EVENTS | _PHASE_EVENTS | _SETUP_EVENTS)
+"""A GlossoGen 0.5 log: its phase markers and head too (its lines carry no phase)."""
+_ROSTER = (b"agent_registered", b"agent_swapped_mid_run")
+
+
+def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
+    """Yield the parsed events both tables need, in log order, from one read of the log.
+
+    The log is mapped once and scanned once (one regular expression over its bytes, C speed)
+    for the lines of ``message_sent``, ``injection_delivered`` and the roster changes (the
+    latter only where the head says the roster can change); only those are parsed and
+    validated against their event model. A line that fails is skipped, counted and named in
+    a warning (``tables`` names the tables it cost). A GlossoGen 0.5 log also has its phase
+    markers and head read, upcast in order. A log holding a ``run_resumed`` (a resumed or
+    derived run, which may hold a superseded attempt) is read through
+    :class:`~glossogen.eventlog.RunView` instead; the fast path is tested to give the same
+    rows as the view on the logs it takes.
     """
     from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, event_classes, is_legacy
 
     started = record.facts.started
     legacy = (started or {}).get("schema_version") == LEGACY_SCHEMA_VERSION
-    kinds = set(wanted)
-    if legacy:
-        kinds |= _PHASE_EVENTS | _SETUP_EVENTS | {"agent_registered"}
-    elif not roster_may_change(started):
-        kinds -= {"agent_registered", "agent_swapped_mid_run"}
+    roster_fixed = not legacy and not roster_may_change(started)
     classes = event_classes()
     upcaster: LegacyUpcaster | None = None
     bad: list[int] = []
     with open_log(record.log_url) as data:
         end = complete_end(data)
-        resumed = data.find(b'"run_resumed"', 0, end) >= 0
-    if resumed:
-        # A resumed log may hold a superseded attempt: the typed view knows what counts.
-        yield from _counted_events(record, kinds & wanted, table)
-        return
-    with open_log(record.log_url) as data:
-        end = complete_end(data)
-        found = sorted(hit for kind in kinds for hit in find_lines(data, kind, 0, end))
-        for at, raw in found:
+        scan = _LEGACY_SCAN_RE if legacy else _SCAN_RE
+        hits = [(m.start(), m.group(1)) for m in scan.finditer(data, 0, end)]
+        resumed = any(kind == b"run_resumed" for _, kind in hits)
+        last = -1
+        for at, kind in [] if resumed else hits:
+            if roster_fixed and kind in _ROSTER:
+                continue
+            start = data.rfind(b"\n", 0, at) + 1
+            if start == last:
+                continue
+            last = start
+            stop = data.find(b"\n", at)
             try:
-                obj = from_json(raw)  # pydantic-core's parser: about 3x json.loads here
+                obj = from_json(data[start:stop])  # pydantic-core's parser
             except ValueError:
                 obj = None
-            if isinstance(obj, dict) and is_legacy(obj):
+            if isinstance(obj, dict) and legacy and is_legacy(obj):
                 upcaster = upcaster or LegacyUpcaster()
                 obj = upcaster.upcast(obj)
             if not isinstance(obj, dict) or not valid_event(obj, classes):
-                bad.append(line_number(data, at))
+                bad.append(line_number(data, start))
                 continue
-            if obj.get("event_type") in wanted:
+            if obj.get("event_type") in _TABLE_EVENTS:
                 yield obj
-    if bad:
-        log.warning("%s", damaged_note(f"{record.run_id}: {table}", bad))
+    if resumed:
+        yield from _counted_events(record, _TABLE_EVENTS, tables)
+    elif bad:
+        log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad))
 
 
-def _counted_events(record: RunRecord, wanted: set[str], table: str) -> Iterator[dict[str, Any]]:
+def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterator[dict[str, Any]]:
     """Yield the events of ``wanted`` types that count (:class:`~glossogen.eventlog.RunView`)."""
     from glossogen.eventlog import RunView, event_classes
 
@@ -142,7 +163,7 @@ def _counted_events(record: RunRecord, wanted: set[str], table: str) -> Iterator
         if isinstance(event, types):
             yield event.model_dump(mode="json")
     if view.damaged_lines:
-        log.warning("%s: %s: %d damaged line(s) skipped", record.run_id, table, view.damaged_lines)
+        log.warning("%s: %s: %d damaged line(s) skipped", record.run_id, tables, view.damaged_lines)
 
 
 def _repetition(record: RunRecord) -> dict[str, Any] | None:
@@ -166,13 +187,21 @@ def _repetition(record: RunRecord) -> dict[str, Any] | None:
     return factors
 
 
-def message_rows(record: RunRecord) -> list[dict[str, Any]]:
-    """Return one run's ``message_level`` rows: one per channel message, in log order.
+def run_rows(
+    record: RunRecord, tables: str = "message_level, round_context"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return one run's ``message_level`` and ``round_context`` rows, from one read of its log.
 
-    ``message_index_in_round`` counts from 0 per (round, channel). ``is_primary_channel`` and
-    ``team_id`` are empty when the scenario did not rebuild. ``chars`` is ``len(text)`` (the
-    composed text); the two measures are the evaluation's helpers on that text, blank for an
-    empty text. ``repetition_factor`` is blank when the metric never ran on the run.
+    ``message_level``: one row per channel message, in log order. ``message_index_in_round``
+    counts from 0 per (round, channel). ``is_primary_channel`` and ``team_id`` are empty when
+    the scenario did not rebuild. ``chars`` is ``len(text)`` (the composed text); the two
+    measures are the evaluation's helpers on that text, blank for an empty text.
+    ``repetition_factor`` is blank when the metric never ran on the run.
+
+    ``round_context``: one row per round with an injection, in round order.
+    ``injection.<agent_id>`` holds the briefing(s) delivered in the main phase of the round,
+    ``postmortem_injection.<agent_id>`` the one(s) that opened its postmortem; several are
+    joined by a blank line (rendered as spaces in the CSV).
     """
     channels = channel_map(record.scenario, record.config, record.run_id)
     factors = _repetition(record)
@@ -186,8 +215,21 @@ def message_rows(record: RunRecord) -> list[dict[str, Any]]:
         current[agent_id] = (model, provider)
     counters: dict[tuple[int, str], int] = {}
     rows: list[dict[str, Any]] = []
-    for ev in _events(record, _MESSAGE_EVENTS, "message_level"):
+    rounds: dict[int, dict[str, Any]] = {}
+    for ev in _events(record, tables):
         kind = ev["event_type"]
+        if kind == "injection_delivered":
+            number = int(ev.get("round_number") or 0)
+            row = rounds.setdefault(
+                number,
+                {"run_id": record.run_id, "scenario_name": record.scenario,
+                 "round_number": number},
+            )  # fmt: skip
+            prefix = "postmortem_injection." if ev.get("phase") == "postmortem" else "injection."
+            col = f"{prefix}{ev.get('agent_id')}"
+            text = str(ev.get("text") or "")
+            row[col] = f"{row[col]}\n\n{text}" if row.get(col) else text
+            continue
         agent = str(ev.get("agent_id") or "")
         if kind in ("agent_registered", "agent_swapped_mid_run"):
             current[agent] = (str(ev.get("model") or ""), str(ev.get("provider") or ""))
@@ -226,33 +268,22 @@ def message_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "repetition_factor": None if factors is None else factors.get(message_id),
             }
         )
-    return rows
+    return rows, [rounds[n] for n in sorted(rounds)]
+
+
+def message_rows(record: RunRecord) -> list[dict[str, Any]]:
+    """Return one run's ``message_level`` rows (see :func:`run_rows`)."""
+    return run_rows(record, "message_level")[0]
+
+
+def context_rows(record: RunRecord) -> list[dict[str, Any]]:
+    """Return one run's ``round_context`` rows (see :func:`run_rows`)."""
+    return run_rows(record, "round_context")[1]
 
 
 def roster(records: list[RunRecord]) -> list[str]:
     """Return every agent id registered in the selection, in order of first registration."""
     return list(dict.fromkeys(a.agent_id for r in records for a in r.agents))
-
-
-def context_rows(record: RunRecord) -> list[dict[str, Any]]:
-    """Return one run's ``round_context`` rows: one per round with an injection, in order.
-
-    ``injection.<agent_id>`` holds the briefing(s) delivered in the main phase of the round,
-    ``postmortem_injection.<agent_id>`` the one(s) that opened its postmortem; several are
-    joined by a blank line (rendered as spaces in the CSV).
-    """
-    rounds: dict[int, dict[str, Any]] = {}
-    for ev in _events(record, _CONTEXT_EVENTS, "round_context"):
-        number = int(ev.get("round_number") or 0)
-        row = rounds.setdefault(
-            number,
-            {"run_id": record.run_id, "scenario_name": record.scenario, "round_number": number},
-        )
-        prefix = "postmortem_injection." if ev.get("phase") == "postmortem" else "injection."
-        col = f"{prefix}{ev.get('agent_id')}"
-        text = str(ev.get("text") or "")
-        row[col] = f"{row[col]}\n\n{text}" if row.get(col) else text
-    return [rounds[n] for n in sorted(rounds)]
 
 
 def log_table_columns(
@@ -272,52 +303,92 @@ def log_table_columns(
     return MESSAGE_COLUMNS + [c for c in context_columns(contexts) if c not in own], contexts
 
 
+BATCH_ROWS = 20_000
+"""Rows gathered (whole runs at a time) before a batch becomes a frame and is written."""
+
+
+def log_batches(
+    names: list[str], records: list[RunRecord], *, repeat_run_columns: bool = True
+) -> Iterator[dict[str, pl.DataFrame]]:
+    """Yield batches of the event-log tables ``names``: table name to frame, whole runs each.
+
+    Each run's log is read once for every table asked (:func:`run_rows`); rows gather until
+    :data:`BATCH_ROWS` and then become one frame per table (never one per run), text cells
+    made spreadsheet-safe by one vectorised pass per batch. Every frame has the columns of
+    :func:`log_table_columns`; at least one batch is yielded (header-only for no run).
+    """
+    columns = {n: log_table_columns(n, records, repeat_run_columns)[0] for n in names}
+    context = None
+    if "message_level" in names and repeat_run_columns:
+        context = safe_text(
+            context_frame(records, columns["message_level"][len(MESSAGE_COLUMNS) :])
+        )
+    pending: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+
+    def batch() -> dict[str, pl.DataFrame]:
+        frames: dict[str, pl.DataFrame] = {}
+        for name in names:
+            own = MESSAGE_COLUMNS if name == "message_level" else columns[name]
+            frame = safe_text(frame_from_rows(pending[name], own))
+            if name == "message_level" and context is not None:
+                frame = with_context(frame, context)
+            frames[name] = frame
+            pending[name] = []
+        return frames
+
+    yielded = False
+    for record in records:
+        messages, contexts = run_rows(record, ", ".join(names))
+        if "message_level" in pending:
+            pending["message_level"] += messages
+        if "round_context" in pending:
+            pending["round_context"] += contexts
+        if sum(len(rows) for rows in pending.values()) >= BATCH_ROWS:
+            yield batch()
+            yielded = True
+    if not yielded or any(pending.values()):
+        yield batch()
+
+
 def log_frame(
     name: str, records: list[RunRecord], *, repeat_run_columns: bool = True
 ) -> Iterator[pl.DataFrame]:
-    """Yield one frame per run of table ``name`` (``message_level`` or ``round_context``).
-
-    Every frame has the columns of :func:`log_table_columns`, text cells already
-    spreadsheet-safe. The run context is built and made safe once, then joined to each run's
-    rows.
-    """
-    columns, _ = log_table_columns(name, records, repeat_run_columns)
-    if name == "round_context":
-        for record in records:
-            yield frame_from_rows(context_rows(record), columns, clean=True)
-        return
-    context = None
-    if repeat_run_columns:
-        context = safe_text(context_frame(records, columns[len(MESSAGE_COLUMNS) :]))
-    for i, record in enumerate(records):
-        frame = frame_from_rows(message_rows(record), MESSAGE_COLUMNS, clean=True)
-        yield frame if context is None else with_context(frame, context.slice(i, 1))
+    """Yield the frames of table ``name`` (``message_level`` or ``round_context``), in batches."""
+    for frames in log_batches([name], records, repeat_run_columns=repeat_run_columns):
+        yield frames[name]
 
 
-def write_log_table(
-    name: str, records: list[RunRecord], target: str, *, repeat_run_columns: bool = True
-) -> tuple[int, dict[str, int]]:
-    """Stream table ``name`` to the CSV at ``target``, one run at a time.
+def write_log_tables(
+    names: list[str], records: list[RunRecord], out: str, *, repeat_run_columns: bool = True
+) -> dict[str, tuple[int, dict[str, int]]]:
+    """Stream the event-log tables ``names`` to ``<out>/<name>.csv``, each log read once.
 
     Returns:
-        Rows written, and the per-column coverage (distinct runs filling each column).
+        Per table: rows written, and the per-column coverage (distinct runs filling each
+        column; batches hold whole runs, so the counts add up).
 
     Raises:
-        StorageError: if ``target`` is unreachable.
+        StorageError: if ``out`` is unreachable.
     """
+    from contextlib import ExitStack
+
+    from glossogen.export._tables import coverage
     from glossogen.export._write import csv_bytes, publish
 
-    columns, _ = log_table_columns(name, records, repeat_run_columns)
-    filled = dict.fromkeys(columns, 0)
-    rows = 0
-    with publish(target) as f:
-        f.write(csv_bytes(pl.DataFrame(schema=dict.fromkeys(columns, pl.String))))
-        for frame in log_frame(name, records, repeat_run_columns=repeat_run_columns):
-            if frame.height == 0:
-                continue
-            rows += frame.height
-            present = frame.select(pl.all().is_not_null().any()).row(0)
-            for col, hit in zip(columns, present, strict=True):
-                filled[col] += int(bool(hit))
-            f.write(csv_bytes(frame, header=False))
-    return rows, filled
+    columns = {n: log_table_columns(n, records, repeat_run_columns)[0] for n in names}
+    filled = {n: dict.fromkeys(columns[n], 0) for n in names}
+    rows = dict.fromkeys(names, 0)
+    with ExitStack() as stack:
+        files = {n: stack.enter_context(publish(join(out, f"{n}.csv"))) for n in names}
+        for name in names:
+            header = pl.DataFrame(schema=dict.fromkeys(columns[name], pl.String))
+            files[name].write(csv_bytes(header))
+        for frames in log_batches(names, records, repeat_run_columns=repeat_run_columns):
+            for name, frame in frames.items():
+                if frame.height == 0:
+                    continue
+                rows[name] += frame.height
+                for col, runs in coverage(frame).items():
+                    filled[name][col] += runs
+                files[name].write(csv_bytes(frame, header=False))
+    return {n: (rows[n], filled[n]) for n in names}

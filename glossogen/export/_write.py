@@ -117,9 +117,9 @@ def write_table(
     (name,) = check_frames([name])
     target = join(out, f"{name}.csv")
     if name in LOG_FRAMES:
-        from glossogen.export._logtables import write_log_table
+        from glossogen.export._logtables import write_log_tables
 
-        return write_log_table(name, records, target, repeat_run_columns=repeat_run_columns)
+        return write_log_tables([name], records, out, repeat_run_columns=repeat_run_columns)[name]
     frames = default_frames(records, [name], None, repeat_run_columns, include_metric_summaries)
     frame = safe_text(frames[name])
     with publish(target) as f:
@@ -162,7 +162,18 @@ def write_tables(
     names = check_frames(frames)
     counts: dict[str, int] = {}
     coverages: dict[str, dict[str, int]] = {}
+    logged: dict[str, tuple[int, dict[str, int]]] = {}
+    if any(n in LOG_FRAMES for n in names):  # both event-log tables from one read of each log
+        from glossogen.export._logtables import write_log_tables
+
+        logged = write_log_tables(
+            [n for n in names if n in LOG_FRAMES], records, out,
+            repeat_run_columns=repeat_run_columns,
+        )  # fmt: skip
     for name in names:
+        if name in logged:
+            counts[name], coverages[name] = logged[name]
+            continue
         counts[name], coverages[name] = write_table(
             records,
             name,

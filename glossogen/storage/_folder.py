@@ -85,6 +85,53 @@ class RunFolder:
             raise ValueError(f"{url!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)")
         return cls(run_id=f"{parts[-2]}/{parts[-1]}", url=url, timestamp=int(parts[-1]))
 
+    @classmethod
+    def holding(cls, url: str, scenario: str) -> RunFolder:
+        """Return the folder at ``url`` holding a ``scenario`` run, wherever it is stored.
+
+        A folder at ``.../<scenario>/<timestamp>`` is :meth:`at`'s; any other folder (a copy
+        under ``x/run-fresh``, ``.``) gets the run id ``<scenario>/<folder name>`` and
+        timestamp 0, and its files are named as in any run folder (``<scenario>.jsonl``).
+
+        Raises:
+            ValueError: ``scenario`` is empty or path-like.
+        """
+        if not scenario or scenario in (".", "..") or "/" in scenario or "\\" in scenario:
+            raise ValueError(f"invalid scenario name for a run folder: {scenario!r}")
+        url = url.rstrip("/") or "/"
+        try:
+            found = cls.at(url)
+        except ValueError:
+            found = None
+        if found is not None and found.scenario == scenario:
+            return found
+        name = url.replace("\\", "/").rsplit("/", 1)[-1] or "run"
+        return cls(run_id=f"{scenario}/{name}", url=url, timestamp=0)
+
+    @classmethod
+    def logs_in(cls, url: str, scenarios: list[str]) -> list[str]:
+        """Return those of ``scenarios`` whose event log the folder at ``url`` holds.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        return [s for s in scenarios if cls.holding(url, s).log_state() != "missing"]
+
+    def log_bytes(self) -> bytes:
+        """Return the event log's bytes as stored (for its SHA-256).
+
+        Raises:
+            FileNotFoundError: the log does not exist.
+            IsADirectoryError: the log's name is a folder.
+            StorageError: if the storage is unreachable.
+        """
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if is_local(fs):
+                with open(path, "rb") as f:
+                    return f.read()
+            return bytes(fs.cat_file(path))
+
     @property
     def scenario(self) -> str:
         """The scenario the run plays (the folder's parent name)."""

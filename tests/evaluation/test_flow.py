@@ -44,15 +44,20 @@ def test_evaluating_again_reuses_cached_judge_scores(
                   judge_replicas=2)  # fmt: skip
     first = asyncio.run(evaluate(run_dir, "language_repetition", **kwargs))
     assert len(model_stub.requests) == 4
-    (Path(run_dir) / "language_repetition.jsonl").unlink()
     again = asyncio.run(evaluate(run_dir, "language_repetition,round_success", **kwargs))
-    assert len(model_stub.requests) == 4  # cached: no new judge call
+    assert len(model_stub.requests) == 4  # the report's entry is up to date: no new judge call
+    assert (again.scored, again.reused) == (["round_success"], ["language_repetition"])
     assert (
         again.report.metrics["language_repetition"] == first.report.metrics["language_repetition"]
     )
-    assert (Path(run_dir) / "language_repetition.jsonl").exists()  # rewritten from the cache
+    (Path(run_dir) / "language_repetition.jsonl").unlink()
+    asyncio.run(evaluate(run_dir, "language_repetition", **kwargs))
+    assert len(model_stub.requests) == 8  # its sidecar is gone: scored (and paid) again
+    assert (Path(run_dir) / "language_repetition.jsonl").exists()
     asyncio.run(evaluate(run_dir, "language_repetition", **{**kwargs, "judge_replicas": 1}))
-    assert len(model_stub.requests) == 6  # other replicas: another cache key
+    assert len(model_stub.requests) == 10  # other replicas: not the entry's
+    asyncio.run(evaluate(run_dir, "language_repetition", **{**kwargs, "judge_settings": {}}))
+    assert len(model_stub.requests) == 14  # other judge settings (2 rounds x 2 replicas again)
 
 
 def test_re_evaluation_replaces_one_entry_and_keeps_the_others(

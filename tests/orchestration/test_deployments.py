@@ -22,8 +22,8 @@ from tests.orchestration.flow_runs import log_lines, wait_for_state
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((REPO / "prefect.yaml").read_text())
-SHARED = {"fork-at-round", "replace-agent", "evaluate", "export", "sweep", "reconcile",
-          "nightly-export"}  # fmt: skip
+SHARED = {"fork-at-round", "replace-agent", "evaluate", "evaluate-cohort", "export", "sweep",
+          "reconcile", "nightly-export"}  # fmt: skip
 
 
 def _deployment(name: str) -> dict:

@@ -1,0 +1,116 @@
+"""Baselines every bench measures in the same run, so each ratio it prints compares like with like.
+
+- :func:`bare_parse`: the limit of any reader of event logs, a process that reads every log of
+  a cohort and parses every line (orjson, else the standard library's json) and does nothing
+  else; measured as a whole process so its start-up is in it, as in the command it is set
+  against.
+- :func:`bare_agent_runs`: the limit of any engine on pydantic-ai, ``Agent.run`` with a
+  ``FunctionModel`` answering at once, CPU seconds per call, in this process.
+- :func:`original`: the original platform, when ``GLOSSOGEN_ORIGINAL`` names its executable
+  (given the same arguments as ours); it is not on the package index, so without it one line
+  says the comparison was skipped.
+- :func:`process`: wall seconds, CPU seconds and peak resident MiB of one child process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ORIGINAL_ENV = "GLOSSOGEN_ORIGINAL"
+
+_PARSE = """
+import sys
+from pathlib import Path
+try:
+    import orjson
+    loads = orjson.loads
+except ImportError:
+    import json
+    loads = json.loads
+if sys.argv[2] == "json":
+    import json
+    loads = json.loads
+lines = 0
+for log in sorted(Path(sys.argv[1]).glob("*/*/*.jsonl")):
+    if log.name.endswith("_report.jsonl") or log.parent.name.startswith("."):
+        continue
+    with open(log, "rb") as f:
+        for line in f:
+            if line.strip():
+                loads(line)
+                lines += 1
+print(lines)
+"""
+
+
+def process(
+    args: list[str], env: dict[str, str] | None = None, inherit: bool = True
+) -> tuple[float, float, float]:
+    """Run one child process to its end; return (wall s, CPU s, peak RSS MiB).
+
+    ``env`` is added to this process's environment, or with ``inherit=False`` replaces it.
+
+    Raises:
+        SystemExit: the process exited non-zero (its stderr is shown).
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**(os.environ if inherit else {}), **(env or {})},
+    )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"{' '.join(args[:6])} exited {code}: {err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def bare_parse(runs_dir: Path, parser: str = "orjson") -> tuple[float, float, float]:
+    """Parse every line of every ``<scenario>/<ts>/*.jsonl`` under ``runs_dir`` in one process.
+
+    ``parser``: ``orjson`` (the fastest parser installed; falls back to json) or ``json``.
+    Sidecar JSONL files of evaluated runs are parsed too (a few lines each).
+    """
+    return process([sys.executable, "-c", _PARSE, str(runs_dir), parser])
+
+
+def bare_agent_runs(calls: int) -> float:
+    """Return the CPU seconds per ``Agent.run`` of a bare pydantic-ai agent (``FunctionModel``)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = Agent(FunctionModel(answer), instructions="Answer briefly.")
+
+    async def many() -> None:
+        for _ in range(calls):
+            await agent.run("go")
+
+    asyncio.run(many())  # warm-up: imports and schema building are not the limit
+    start = time.process_time()
+    asyncio.run(many())
+    return (time.process_time() - start) / calls
+
+
+def original(args: list[str]) -> tuple[float, float, float] | None:
+    """Run the original platform with ``args`` when ``GLOSSOGEN_ORIGINAL`` names it, else None.
+
+    Prints the one line saying the comparison was skipped when it is not set.
+    """
+    exe = os.environ.get(ORIGINAL_ENV)
+    if not exe:
+        print(f"original platform: skipped ({ORIGINAL_ENV} does not name its executable)")
+        return None
+    return process([exe, *args])

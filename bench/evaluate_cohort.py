@@ -1,0 +1,158 @@
+"""How fast ``glossogen evaluate`` is over a cohort and on one run, against limits measured here.
+
+Builds a cohort under a scratch folder (``--keep DIR`` to reuse one): one scripted veyru run of
+``--rounds`` rounds played through the library on a virtual clock, copied ``--runs`` times with
+new run ids (folder name and ``simulation_started.run_id``). Then, each a whole process
+(wall s, CPU s, peak resident MiB from ``wait4``):
+
+1. limit: a bare parse of every line of every log of the cohort (orjson), and of one log;
+2. ``glossogen evaluate --runs-dir`` over the cohort, every deterministic metric, against a
+   running Prefect server (``PREFECT_API_URL``, else one started here): runs per second;
+3. the same command again: every run's report is up to date, so all are skipped;
+4. ``glossogen evaluate <scenario> --run-dir`` on one run with the server, and with no Prefect
+   API configured (scored in-process);
+5. the original platform with the same arguments, when ``GLOSSOGEN_ORIGINAL`` names it.
+
+Every ratio printed is against a figure measured in this run. Run:
+``python bench/evaluate_cohort.py --runs 1000`` (a few minutes on a shared 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.baselines import bare_parse, original, process  # noqa: E402
+
+BASE_TS = 1796100000
+
+
+def _play_template(folder: Path, rounds: int) -> Path:
+    from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
+
+    async def play() -> Path:
+        request = RunRequest(
+            scenario="veyru", model="scripted", provider="scripted", runs_dir=str(folder),
+            config="knobs_default", overrides=[f"round_count={rounds}"],
+        )  # fmt: skip
+        plan = plan_run(request)
+        claimed = claim_run(plan, request.runs_dir, now_unix=BASE_TS - 1)
+        session = open_session(plan, claimed, clock_start=datetime(2026, 11, 29, tzinfo=UTC))
+        for n in range(1, rounds + 1):
+            await session.play_round(n)
+        session.finish(price_spend(claimed), "completed")
+        return Path(claimed.url)
+
+    return asyncio.run(play())
+
+
+def build_cohort(scratch: Path, runs: int, rounds: int) -> tuple[Path, Path, int]:
+    """Create (or reuse) the cohort; return (runs dir, one run's folder, events per log)."""
+    cohort = scratch / f"runs-{runs}"
+    template = scratch / "template"
+    if not cohort.exists():
+        shutil.rmtree(template, ignore_errors=True)
+        played = _play_template(template, rounds)
+        log = (played / "veyru.jsonl").read_bytes()
+        config = (played / "config.json").read_bytes()
+        source = f"veyru/{played.name}".encode()
+        head, _, rest = log.partition(b"\n")
+        for i in range(runs):
+            folder = cohort / "veyru" / str(BASE_TS + i)
+            folder.mkdir(parents=True)
+            new_head = head.replace(source, f"veyru/{BASE_TS + i}".encode())
+            (folder / "veyru.jsonl").write_bytes(new_head + b"\n" + rest)
+            (folder / "config.json").write_bytes(config)
+    one = scratch / "one" / "veyru" / str(BASE_TS)
+    events = sum(1 for line in (cohort / "veyru" / str(BASE_TS) / "veyru.jsonl").open("rb"))
+    return cohort, one, events
+
+
+def _fresh_one(cohort: Path, one: Path) -> None:
+    shutil.rmtree(one.parent.parent, ignore_errors=True)
+    one.parent.mkdir(parents=True)
+    shutil.copytree(cohort / "veyru" / str(BASE_TS), one, ignore=shutil.ignore_patterns("*report*"))
+
+
+def main() -> None:
+    """Build the cohort, measure, print the table and the ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--keep", help="Folder to build (or reuse) the cohort in.")
+    args = parser.parse_args()
+    from glossogen.evaluation import get_metric, metric_names
+
+    deterministic = ",".join(n for n in metric_names() if get_metric(n).kind == "deterministic")
+    scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="eval-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    cohort, one, events = build_cohort(scratch, args.runs, args.rounds)
+    for report in cohort.glob("*/*/*_report.json"):
+        report.unlink()  # a reused cohort starts unevaluated
+    print(f"cohort: {args.runs} runs of {args.rounds} rounds ({events} events per log), "
+          f"ready in {time.perf_counter() - t0:.1f} s under {scratch}")  # fmt: skip
+    glossogen = [sys.executable, "-m", "glossogen"]
+    rows: list[tuple[str, float, float, float]] = []
+    with ExitStack() as stack:
+        from deployments.local_server import QUIET_ENV, local_prefect_server
+
+        api = os.environ.get("PREFECT_API_URL") or stack.enter_context(local_prefect_server())
+        with_api = {**QUIET_ENV, "PREFECT_API_URL": api}
+        _fresh_one(cohort, one)
+        process([*glossogen, "--help"])  # warm the bytecode and page cache once
+        limit_all = bare_parse(cohort)
+        limit_one = bare_parse(one.parent.parent)
+        rows.append((f"limit: bare parse of {args.runs} logs (orjson)", *limit_all))
+        rows.append(("limit: bare parse of one log (orjson)", *limit_one))
+        rows.append(("limit: glossogen --help (CLI start-up)", *process([*glossogen, "--help"])))
+        cohort_cmd = [*glossogen, "evaluate", "--runs-dir", str(cohort), "--metrics", deterministic]
+        first = process(cohort_cmd, with_api)
+        rows.append((f"evaluate --runs-dir, {args.runs} runs (server)", *first))
+        again = process(cohort_cmd, with_api)
+        rows.append((f"evaluate --runs-dir again: {args.runs} skipped", *again))
+        single = [
+            *glossogen,
+            "evaluate",
+            "veyru",
+            "--run-dir",
+            str(one),
+            "--metrics",
+            deterministic,
+        ]
+        served = process(single, with_api)
+        rows.append(("evaluate --run-dir, one run (server)", *served))
+        _fresh_one(cohort, one)
+        no_api = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+        no_api["PREFECT_HOME"] = str(scratch / "no-prefect-home")
+        alone = process(single, no_api, inherit=False)
+        rows.append(("evaluate --run-dir, one run (no API: in-process)", *alone))
+    print(f"{'process':<52} {'wall s':>7} {'CPU s':>7} {'peak MiB':>9}")
+    for name, wall, cpu, peak in rows:
+        print(f"{name:<52} {wall:>7.2f} {cpu:>7.2f} {peak:>9.1f}")
+    print(f"cohort: {args.runs / first[0]:.1f} runs/s wall, {args.runs / first[1]:.1f} runs/CPU-s, "
+          f"{first[1] / limit_all[1]:.1f}x the CPU of a bare parse of the same logs; "
+          f"skipping all: {again[1] / limit_all[1]:.1f}x")  # fmt: skip
+    print(f"one run, server: {served[1]:.2f} CPU-s = {served[1] / limit_one[1]:.1f}x a bare "
+          f"parse process; in-process: {alone[1]:.2f} CPU-s = {alone[1] / limit_one[1]:.1f}x")  # fmt: skip
+    theirs = original(["evaluate", "veyru", "--run-dir", str(one), "--metrics", deterministic])
+    if theirs is not None:
+        print(f"original platform, one run: {theirs[1]:.2f} CPU-s; ours with a server "
+              f"{served[1] / theirs[1]:.2f}x, in-process {alone[1] / theirs[1]:.2f}x")  # fmt: skip
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""``glossogen evaluate --runs-dir``: a cohort in one command, as each run alone; a second
+command skips every run; a damaged run is named and the others scored; a spend cap stops
+judged work before the cap with exit 20; one run scored in-process without Prefect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.evaluation import (
+    check_request,
+    estimate_judge_usd,
+    plan_request,
+    run_evaluation,
+)
+from tests.evaluation.test_judged import canned
+from tests.export.conftest import CASE_05, _resume, fork, play
+from tests.fixtures.model_stubs import StubModelServer
+
+REPO = Path(__file__).resolve().parents[2]
+VOLATILE = ("updated_at",)
+
+
+def _cli(*args: str) -> int:
+    with pytest.raises(SystemExit) as done:
+        main(["evaluate", *args])
+    return int(done.value.code)
+
+
+def _resumed(runs: Path, now_unix: int) -> None:
+    """A run killed in round 2 (its log cut there, no ending), then resumed to its end."""
+    url = Path(play(runs, "veyru", now_unix, "round_count=3", "seed=11"))
+    log = url / "veyru.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    second = next(
+        i for i, line in enumerate(lines)
+        if '"round_started"' in line and '"round_number":2' in line
+    )  # fmt: skip
+    log.write_text("".join(lines[: second + 6]))
+    asyncio.run(_resume(str(url)))
+    assert '"run_resumed"' in log.read_text()
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30 runs: 5 played, 1 resumed, 1 forked, 1 GlossoGen 0.5 run, and 22 copies of them."""
+    runs = tmp_path_factory.mktemp("cohort") / "runs"
+    firsts = [
+        play(runs, "veyru", 1796000001, "round_count=2", "seed=1"),
+        play(runs, "veyru", 1796000002, "round_count=3", "seed=2", "round_budget_chars=200"),
+        play(runs, "veyru", 1796000003, "round_count=2", "seed=3"),
+        play(runs, "prisoners_dilemma", 1796000004, "round_count=2"),
+        play(runs, "prisoners_dilemma", 1796000005, "round_count=3", "seed=5"),
+    ]
+    _resumed(runs, 1796000006)
+    fork(runs, firsts[0], 1, 1796000007)
+    shutil.copytree(CASE_05, runs / "veyru" / CASE_05.name)
+    originals = sorted(p for p in runs.glob("*/*") if p.is_dir())
+    assert len(originals) == 8
+    for i in range(22):
+        source = originals[i % len(originals)]
+        target = source.parent / str(1797000000 + i)
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".writer.lock"))
+    assert len(list(runs.glob("*/*"))) == 30
+    return runs
+
+
+def _reports(runs: Path) -> dict[str, dict]:
+    out = {}
+    for path in sorted(runs.glob("*/*/*_report.json")):
+        report = json.loads(path.read_text())
+        for key in VOLATILE:
+            report.pop(key)
+        out[f"{path.parent.parent.name}/{path.parent.name}"] = report
+    return out
+
+
+def test_a_cohort_in_one_command_equals_each_run_alone_and_a_second_command_skips_all(
+    prefect_api: str, cohort: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    together, alone = tmp_path / "together", tmp_path / "alone"
+    shutil.copytree(cohort, together)
+    shutil.copytree(cohort, alone)
+    request = check_request("all")
+    for folder in sorted(p for p in alone.glob("*/*") if p.is_dir()):
+        plan = plan_request(str(folder), folder.parent.name, request)
+        asyncio.run(run_evaluation(plan))
+    assert _cli("--runs-dir", str(together)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == (
+        f"evaluated 30 runs under {together}: 30 scored, 0 skipped (report up to date), "
+        "0 not evaluated · evaluation cost $0.000000"
+    )
+    mine, theirs = _reports(together), _reports(alone)
+    assert len(mine) == 30
+    assert mine == theirs
+    old = mine[f"veyru/{CASE_05.name}"]
+    assert old["metrics"]["round_success"]["score"] == 1.0
+    assert old["left_blank"]["cost_per_round_usd"]["reason"].startswith("not costed")
+    resumed = mine["veyru/1796000006"]
+    assert resumed["metrics"]["round_success"]["rounds"] == 3
+    assert _cli("--runs-dir", str(together)) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"evaluated 30 runs under {together}: 0 scored, 30 skipped (report up to date), "
+        "0 not evaluated · evaluation cost $0.000000"
+    )
+    assert _reports(together) == mine  # nothing rewritten
+    assert _cli("--runs-dir", str(together), "--scenario", "prisoners_dilemma",
+                "--metrics", "round_success") == 0  # fmt: skip
+    assert "0 scored, 8 skipped" in capsys.readouterr().out
+
+
+def test_a_damaged_run_is_named_and_the_others_are_scored(
+    prefect_api: str, cohort: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort, runs, ignore=shutil.ignore_patterns("*_report.json"))
+    (runs / "veyru" / "1797000003" / "veyru.jsonl").write_text("garbage\n")
+    cut = runs / "veyru" / "1797000004" / "veyru.jsonl"  # no simulation_ended: refused
+    cut.write_text("".join(cut.read_text().splitlines(keepends=True)[:12]))
+    code = _cli("--runs-dir", str(runs), "--metrics", "round_success,mean_chars_per_message")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.splitlines()[-1] == (
+        f"evaluated 30 runs under {runs}: 28 scored, 0 skipped (report up to date), "
+        "2 not evaluated · evaluation cost $0.000000"
+    )
+    errors = [e for e in captured.err.splitlines() if e.startswith("glossogen: error:")]
+    assert errors[0] == (
+        f"glossogen: error: veyru/1797000003: not evaluated: {cut.parent.parent / '1797000003'}"
+        "/veyru.jsonl is not a run log (no simulation_started event)"
+    )
+    assert errors[1].startswith("glossogen: error: veyru/1797000004: ")
+    assert "has no simulation_ended" in errors[1]
+    assert len(errors) == 2
+    scored = sorted(p.parent.name for p in runs.glob("*/*/*_report.json"))
+    assert len(scored) == 28 and "1797000003" not in scored and "1797000004" not in scored
+
+
+def test_a_judged_cohort_states_its_estimate_and_stops_before_the_cap_with_exit_20(
+    prefect_api: str, model_stub: StubModelServer, cohort: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = canned({"": [{"codes": []}]})  # any round: no invented code
+    runs = tmp_path / "runs"
+    for run_id in ("veyru/1796000001", "veyru/1796000003", "veyru/1797000002"):
+        shutil.copytree(cohort / run_id, runs / run_id)
+    request = check_request("shorthand_codes", "gpt-4o-mini", "openai")
+    estimates = [
+        estimate_judge_usd(plan_request(str(runs / r), "veyru", request))
+        for r in ("veyru/1796000001", "veyru/1796000003", "veyru/1797000002")
+    ]
+    assert all(e is not None and e > 0 for e in estimates)
+    cap = sum(e for e in estimates[:2] if e is not None) * 1.001  # room for two runs, not three
+    judge = ("--metrics", "shorthand_codes", "--model", "gpt-4o-mini", "--provider", "openai")
+    code = _cli("--runs-dir", str(runs), *judge, "--spend-cap-usd", f"{cap:.9f}")
+    captured = capsys.readouterr()
+    assert code == 20
+    total = sum(e for e in estimates if e is not None)
+    assert f"glossogen: note: estimated judge spend: ${total:.6f} over 3 runs" in captured.err
+    assert (
+        f"glossogen: error: spend cap ${cap:g} reached: 1 runs not measured "
+        "(veyru/1797000002)" in captured.err
+    )
+    assert sorted(p.parent.name for p in runs.glob("*/*/*_report.json")) == [
+        "1796000001",
+        "1796000003",
+    ]
+
+
+def test_one_run_is_scored_in_process_without_importing_prefect(
+    cohort: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "veyru" / "1796000002"
+    shutil.copytree(cohort / "veyru" / "1796000002", run)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["PREFECT_HOME"] = str(tmp_path / "no-prefect-home")
+    script = (
+        "import sys\n"
+        "from glossogen.cli import main\n"
+        "try:\n"
+        f"    main(['evaluate', 'veyru', '--run-dir', {str(run)!r}, '--metrics', 'round_success'])\n"
+        "except SystemExit as done:\n"
+        "    print('exit', done.code, 'prefect imported:', 'prefect' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "exit 0 prefect imported: False", done.stderr
+    assert lines[-2] == f"report: {run}/veyru_report.json · evaluation cost $0.000000"
+    assert "Prefect server" not in done.stderr
+    report = json.loads((run / "veyru_report.json").read_text())
+    assert report["metrics"]["round_success"]["rounds"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ([], 64, "name the run with --run-dir, or a cohort with --runs-dir"),
+        (["veyru", "--run-dir", "x", "--runs-dir", "y"], 64,
+         "--run-dir and --runs-dir exclude each other: one run, or a cohort"),
+        (["veyru", "--run-dir", "x", "--label", "a", "--status", "completed"], 64,
+         "--label, --status select runs of --runs-dir, not --run-dir"),
+        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64, "--spend-cap-usd -1: must be at least 0"),
+        (["--runs-dir", "RUNS", "--run-id", "veyru/1", "--label", "a"], 64,
+         "--run-id cannot be combined with --label"),
+        (["--runs-dir", "RUNS/nowhere"], 66, "--runs-dir 'RUNS/nowhere' does not exist"),
+        (["--runs-dir", "RUNS", "--metrics", "shorthand_codes"], 64,
+         "shorthand_codes needs a judge: pass --model and --provider"),
+    ],
+)  # fmt: skip
+def test_a_bad_cohort_request_is_refused_before_anything_is_read(
+    args: list[str], code: int, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(*[a.replace("RUNS", str(tmp_path)) for a in args]) == code
+    assert (
+        capsys.readouterr().err == f"glossogen: error: {message.replace('RUNS', str(tmp_path))}\n"
+    )
+    assert list(tmp_path.iterdir()) == []
