@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from flows.simulate import simulate
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
+from tests.fixtures.parts import require_part
 
-pytest.importorskip("llama_cpp", reason="the local extra is not installed (uv sync --all-extras)")
+require_part("llama_cpp", "the `local` extra: uv sync --extra local")
 
 
 def test_prisoners_dilemma_plays_on_the_local_model(prefect_api: str, tmp_path: Path) -> None:
