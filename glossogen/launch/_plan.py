@@ -43,11 +43,13 @@ EXIT_REFUSED = int(exit_codes.REFUSED)
 VIRTUAL_CLOCK_SETTING = "GLOSSOGEN_TEST_VIRTUAL_CLOCK"
 """Test-only setting: ``1`` plays every run of the process on the virtual clock (game time).
 
-Honoured only when every non-scripted seat, swap and judge calls a model server on loopback
-(``<PROVIDER>_BASE_URL`` or the ``SELF_HOSTED_BASE_URLS`` entry on 127.0.0.1, ``::1`` or
-``localhost``): a stub model server of a test. A real provider, or the in-process ``local``
-model, answers in real seconds the virtual clock would not count, so the setting is refused
-there. It reaches detached runs and workers through the environment they inherit.
+Honoured only when every seat, swap and judge is scripted, runs the in-process ``local``
+model, or calls a model server on loopback (``<PROVIDER>_BASE_URL`` or the
+``SELF_HOSTED_BASE_URLS`` entry on 127.0.0.1, ``::1`` or ``localhost``): a stub model server
+of a test. A hosted provider is refused: its rate limits, timeouts and spend run on real
+seconds the virtual clock would not count. Game time does not move while a call is in flight,
+so a run's phases end by the scenario's own triggers, never by a load-dependent timeout. The
+setting reaches detached runs and workers through the environment they inherit.
 """
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -197,7 +199,7 @@ class RunConfig(BaseModel):
         pairs += [(p, self.model) for p in self.future_providers]
         pairs += [(self.judge.provider, self.judge.model)] if self.judge else []
         for provider, model in pairs:
-            if provider != "scripted" and not _on_loopback(provider, model, environ):
+            if provider not in ("scripted", "local") and not _on_loopback(provider, model, environ):
                 raise LaunchError(
                     f"{VIRTUAL_CLOCK_SETTING}=1 is for stub model servers on loopback; "
                     f"provider {provider!r} is not one",

@@ -1,5 +1,3 @@
-import socket
-
 import pytest
 
 from glossogen.storage import RunFolder, RunStore, StorageError, open_fs
@@ -81,10 +79,8 @@ def test_missing_bucket_is_a_storage_error(s3_server):
         store.write_json(run, "config.json", {})
 
 
-def test_unreachable_storage_is_a_one_line_storage_error(s3_server, monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_unreachable_storage_is_a_one_line_storage_error(s3_server, monkeypatch, refused_port):
+    port = refused_port
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "very-secret-value-123")
     store = RunStore(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import socket
 import subprocess
 import sys
 import threading
@@ -103,12 +102,6 @@ def collector() -> Iterator[Collector]:
 
 def _env(host: str) -> dict[str, str]:
     return {"LANGFUSE_PUBLIC_KEY": PUBLIC, "LANGFUSE_SECRET_KEY": SECRET, "LANGFUSE_HOST": host}
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _model() -> FunctionModel:
@@ -233,9 +226,11 @@ def test_set_round_reaches_running_tasks(collector: Collector) -> None:
 
 
 @needs_sdk
-def test_host_down_warns_once_and_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+def test_host_down_warns_once_and_run_goes_on(
+    caplog: pytest.LogCaptureFixture, refused_port: int
+) -> None:
     caplog.set_level(logging.DEBUG)
-    port = _closed_port()
+    port = refused_port
     handle = configure_tracing(_env(f"http://127.0.0.1:{port}"))
     assert handle is not None and handle.instrumentation is None
     assert handle.warning is not None and "\n" not in handle.warning
