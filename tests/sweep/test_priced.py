@@ -14,6 +14,7 @@ from genai_prices import Usage, calc_price
 
 from glossogen.cli import main
 from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
+from glossogen.launch import RunRequest, estimate_round_cost, plan_run
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.providers.test_wire_formats import USAGE
 
@@ -177,7 +178,18 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
     ((cell_id, assumed),) = spend["estimate_per_run_usd"].items()
     assumed_source = "assumed token counts (glossogen.launch)"
     assert spend["estimate_source"][cell_id] == assumed_source
-    assert assumed > 0
+    # The launch's stated token assumptions for one round of the spec's two gpt-4.1-mini seats.
+    plan = plan_run(
+        RunRequest(
+            scenario="prisoners_dilemma",
+            model="gpt-4.1-mini",
+            provider="openai",
+            runs_dir=str(runs),
+            config="knobs_default",
+            overrides=["round_count=1", "postmortem_enabled=false", "idle_floor_seconds=0.05"],
+        )
+    )
+    assert assumed == pytest.approx(estimate_round_cost(plan).per_round, rel=1e-12)
     # The provider is down: a run whose every call failed ends error, logging $0.
     down = tmp_path / "down.yaml"
     down.write_text(SPEC.format(name="down", trials=1, cap=10.0))
