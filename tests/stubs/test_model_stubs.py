@@ -44,6 +44,7 @@ from pydantic_ai.exceptions import (
     ModelRequestTimeout,
     ModelServerError,
     ModelTimeoutError,
+    ModelUnavailableError,
     UnexpectedModelBehavior,
 )
 from pydantic_ai.models import infer_model
@@ -285,24 +286,32 @@ def test_500_is_retried_with_exponential_backoff_then_model_server_error(model_s
     assert len(model_stub.requests) == 3
 
 
-def test_529_is_model_overloaded_error(model_stub):
-    model_stub.queue(StubFault(status=529))
-    error = _fail(_agent("anthropic", model_stub), max_retries=0)
-    assert isinstance(error, ModelOverloadedError) and error.status_code == 529
-
-
-@pytest.mark.parametrize("wire", WIRES)
-def test_400_is_not_retried_and_is_request_rejected(model_stub, wire):
-    model_stub.queue(StubFault(status=400, message="bad"))
-    error = _fail(_agent(wire, model_stub))
-    assert isinstance(error, ModelRequestRejectedError) and error.status_code == 400
-    assert len(model_stub.requests) == 1
-
-
-def test_x_should_retry_false_stops_the_sdk_retry(model_stub):
-    model_stub.queue(StubFault(status=503, headers={"x-should-retry": "false"}))
-    assert isinstance(_fail(_agent("anthropic", model_stub)), ModelHTTPError)
-    assert len(model_stub.requests) == 1
+@pytest.mark.parametrize(
+    ("wire", "faults", "settings", "error_class", "status", "attempts"),
+    [
+        ("anthropic", [StubFault(status=529)], {"max_retries": 0}, ModelOverloadedError, 529, 1),
+        # x-should-retry: false stops the SDK's retry of a 503 it would otherwise retry.
+        ("anthropic", [StubFault(status=503, headers={"x-should-retry": "false"})], {},
+         ModelUnavailableError, 503, 1),
+        # Anthropic sleeps any Retry-After: still asleep in the SDK when the deadline hit.
+        ("anthropic", [StubFault(status=429, retry_after=300)], {"request_timeout": 0.5},
+         ModelRequestTimeout, None, 1),
+        # Held 30 s each: the SDK retries its timeouts, 3 attempts in all.
+        ("chat", [StubFault(kind="timeout")] * 3, {"timeout": 0.3}, ModelTimeoutError, None, 3),
+        *[
+            (wire, [StubFault(status=400, message="bad")], {}, ModelRequestRejectedError, 400, 1)
+            for wire in WIRES
+        ],
+    ],
+)  # fmt: skip
+def test_each_fault_gives_its_error_after_the_attempts_the_sdk_makes(
+    model_stub, wire, faults, settings, error_class, status, attempts
+):
+    model_stub.queue(*faults)
+    error = _fail(_agent(wire, model_stub), **settings)
+    assert isinstance(error, error_class)
+    assert getattr(error, "status_code", None) == status
+    assert len(model_stub.requests) == attempts
 
 
 def test_openai_sdk_does_not_retry_when_retry_after_exceeds_120s(model_stub, caplog):
@@ -312,13 +321,6 @@ def test_openai_sdk_does_not_retry_when_retry_after_exceeds_120s(model_stub, cap
     error = _fail(_agent("chat", model_stub), request_timeout=5)
     assert isinstance(error, ModelRateLimitError) and error.retry_after == 121
     assert (len(model_stub.requests), _sdk_waits(caplog)) == (1, [])
-
-
-def test_anthropic_sdk_sleeps_any_retry_after_until_request_timeout(model_stub):
-    model_stub.queue(StubFault(status=429, retry_after=300))
-    error = _fail(_agent("anthropic", model_stub), request_timeout=0.5)
-    assert isinstance(error, ModelRequestTimeout)
-    assert len(model_stub.requests) == 1  # still asleep in the SDK when the deadline hit
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -352,13 +354,6 @@ def test_timeout_setting_is_model_timeout_error(model_stub, wire):
     assert isinstance(error, ModelTimeoutError)
     assert type(error.__cause__).__name__ == "APITimeoutError"
     assert model_stub.ended_holds(1) == ["client_left"]
-
-
-def test_timeouts_are_retried_by_the_sdk_3_attempts(model_stub):
-    model_stub.queue(*[StubFault(kind="timeout")] * 3)
-    error = _fail(_agent("chat", model_stub), timeout=0.3)
-    assert isinstance(error, ModelTimeoutError)
-    assert len(model_stub.requests) == 3
 
 
 def test_request_timeout_setting_is_model_request_timeout_without_retries(model_stub):
