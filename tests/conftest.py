@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.s3_server",
     "tests.fixtures.prefect_server",
     "tests.fixtures.model_stubs",
+    "tests.fixtures.ports",
 ]

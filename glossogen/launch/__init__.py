@@ -11,6 +11,7 @@ from glossogen.launch._plan import (
     DEFAULT_MAX_AGENT_TURNS,
     EXIT_REFUSED,
     EXIT_USAGE,
+    VIRTUAL_CLOCK_SETTING,
     LaunchError,
     RunConfig,
     RunLimits,
@@ -39,6 +40,7 @@ from glossogen.launch._settings import (
 )
 
 __all__ = [
+    "VIRTUAL_CLOCK_SETTING",
     "DEFAULT_MAX_AGENT_TURNS",
     "check_runs_dir",
     "CostEstimate",

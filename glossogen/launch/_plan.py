@@ -6,8 +6,11 @@ costs nothing and writes nothing.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -43,6 +46,19 @@ EXIT_USAGE = int(exit_codes.USAGE)
 GROUP_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 EXIT_REFUSED = int(exit_codes.REFUSED)
 
+
+VIRTUAL_CLOCK_SETTING = "GLOSSOGEN_TEST_VIRTUAL_CLOCK"
+"""Test-only setting: ``1`` plays every run of the process on the virtual clock (game time).
+
+Honoured only when every seat, swap and judge is scripted, runs the in-process ``local``
+model, or calls a model server on loopback (``<PROVIDER>_BASE_URL`` or the
+``SELF_HOSTED_BASE_URLS`` entry on 127.0.0.1, ``::1`` or ``localhost``): a stub model server
+of a test. A hosted provider is refused: its rate limits, timeouts and spend run on real
+seconds the virtual clock would not count. Game time does not move while a call is in flight,
+so a run's phases end by the scenario's own triggers, never by a load-dependent timeout. The
+setting reaches detached runs and workers through the environment they inherit.
+"""
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 DEFAULT_MAX_AGENT_TURNS = 200
 """Model requests each agent may make in the whole run when the launch names no limit."""
@@ -172,9 +188,53 @@ class RunConfig(BaseModel):
             p == "scripted" for p in everyone + ([self.judge.provider] if self.judge else [])
         )
 
+    def plays_on_virtual_clock(self, environ: Mapping[str, str]) -> bool:
+        """Whether the run plays on the virtual clock: all scripted, or the test setting.
+
+        ``environ[VIRTUAL_CLOCK_SETTING]`` is ``1`` (on), or ``0``/unset (off).
+
+        Raises:
+            LaunchError: exit 65 when the setting is on and a seat, swap or the judge calls a
+                model that is not a server on loopback (the message names the provider), or
+                when the setting holds another value (the message names it).
+        """
+        if self.virtual_clock:
+            return True
+        setting = environ.get(VIRTUAL_CLOCK_SETTING, "").strip()
+        if setting in ("", "0"):
+            return False
+        if setting != "1":
+            raise LaunchError(f"{VIRTUAL_CLOCK_SETTING}={setting!r}: use 1 or 0", EXIT_REFUSED)
+        pairs = [(s.provider, s.model) for s in self.seats]
+        pairs += [(p, self.model) for p in self.future_providers]
+        pairs += [(self.judge.provider, self.judge.model)] if self.judge else []
+        for provider, model in pairs:
+            if provider not in ("scripted", "local") and not _on_loopback(provider, model, environ):
+                raise LaunchError(
+                    f"{VIRTUAL_CLOCK_SETTING}=1 is for stub model servers on loopback; "
+                    f"provider {provider!r} is not one",
+                    EXIT_REFUSED,
+                )
+        return True
+
     def build(self) -> Scenario:
         """Return a fresh scenario instance over these knobs."""
         return load_scenario(self.scenario)(self.knobs)
+
+
+def _on_loopback(provider: str, model: str, environ: Mapping[str, str]) -> bool:
+    """True when ``provider``'s endpoint for ``model`` is a URL on a loopback host."""
+    if provider == "self-hosted":
+        try:
+            url = json.loads(environ.get("SELF_HOSTED_BASE_URLS", "")).get(model, "")
+        except (ValueError, AttributeError):
+            return False
+    else:
+        url = environ.get(f"{provider.upper().replace('-', '_')}_BASE_URL", "")
+    try:
+        return urlsplit(str(url)).hostname in LOOPBACK_HOSTS
+    except ValueError:
+        return False
 
 
 def _with_seats(

@@ -289,10 +289,11 @@ def open_session(
     """Create the writer and engine of a run and log its start (or its resumption).
 
     The clock is virtual when every agent and the judge are scripted (offline runs play game
-    time without waiting), else the real one. A local run folder is locked for the life of the
-    session, so no second process can write the same log. A resume under a changed config
-    (``--allow-config-change``) logs the difference in ``run_resumed`` and then rewrites the
-    folder's ``config.json`` (atomically) with the config now in force.
+    time without waiting) or when the test-only ``GLOSSOGEN_TEST_VIRTUAL_CLOCK`` asks for it
+    (:meth:`RunConfig.plays_on_virtual_clock`), else the real one. A local run folder is
+    locked for the life of the session, so no second process can write the same log. A resume
+    under a changed config (``--allow-config-change``) logs the difference in ``run_resumed``
+    and then rewrites the folder's ``config.json`` (atomically) with the config now in force.
 
     Raises:
         DeriveError: another live process writes the run (exit 75).
@@ -318,7 +319,7 @@ def open_session(
     start = clock_start or datetime.now(UTC)
     if resume is not None and resume.state.last_timestamp is not None:
         start = max(start, resume.state.last_timestamp)  # game time never runs backwards
-    clock = VirtualClock(start) if config.virtual_clock else SystemClock()
+    clock = VirtualClock(start) if config.plays_on_virtual_clock(os.environ) else SystemClock()
     setup = RunSetup(
         run_id=folder.run_id,
         scenario=config.build(),

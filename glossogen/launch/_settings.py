@@ -8,6 +8,7 @@ a thinking level the model never ran with (spec: Agent model settings).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,11 +70,13 @@ def check_model_settings(config: RunConfig) -> None:
 
     Raises:
         LaunchError: exit 65, naming the agent, its model and the setting (``thinking`` on a
-            model that cannot think), or a model that cannot be built (self-hosted map).
+            model that cannot think), or a model that cannot be built (self-hosted map), or
+            the test-only virtual clock asked for with a provider not on loopback.
     """
     from glossogen.launch._credentials import apply_dotenv
 
     apply_dotenv()  # keys found in a .env must reach the SDKs that build the models
+    config.plays_on_virtual_clock(os.environ)  # the test-only clock setting, refused up front
     for seat in config.seats:
         reason = _refusal(f"agent {seat.agent_id}", seat.provider, seat.model, seat.model_settings)
         if reason:

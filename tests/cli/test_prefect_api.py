@@ -26,16 +26,10 @@ trials: 1
 """
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
-def dead_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A Prefect API URL on a loopback port nobody listens on, exported for the test."""
-    url = f"http://127.0.0.1:{_closed_port()}/api"
+def dead_api(monkeypatch: pytest.MonkeyPatch, refused_port: int) -> Iterator[str]:
+    """A Prefect API URL on a loopback port that refuses connections, exported for the test."""
+    url = f"http://127.0.0.1:{refused_port}/api"
     monkeypatch.setenv("PREFECT_API_URL", url)
     with using_api_url(url):
         yield url
@@ -117,9 +111,9 @@ def test_a_server_that_hangs_up_is_named_with_what_it_did(
 
 
 def test_a_password_in_the_api_url_is_left_out_of_the_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], refused_port: int
 ) -> None:
-    port = _closed_port()
+    port = refused_port
     url = f"http://admin:hunter2@127.0.0.1:{port}/api"
     monkeypatch.setenv("PREFECT_API_URL", url)
     with using_api_url(url):

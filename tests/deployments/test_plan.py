@@ -144,6 +144,7 @@ def test_defaults_that_name_one_number_keep_the_built_in_other(tmp_path: Path) -
             "defaults: {llm_concurrency: 2}\ndefaults: {llm_concurrency: 3}\n",
             "line 2, column 1: duplicate key 'defaults' (first at line 1)",
         ),
+        ("- openai\n", None),  # the whole file is a list: named after the path, no colon
     ],
     ids=[
         "boolean",
@@ -161,30 +162,17 @@ def test_defaults_that_name_one_number_keep_the_built_in_other(tmp_path: Path) -
         "duplicate-number",
         "duplicate-provider",
         "duplicate-section",
+        "file-is-a-list",
     ],
 )
 def test_pools_apply_names_the_bad_key_and_its_value_as_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str | None
 ) -> None:
     path = tmp_path / "limits.yaml"
     path.write_text(text)
     with pytest.raises(SystemExit) as exited:
         main(["pools", "apply", "--limits", str(path)])
     assert exited.value.code == 65
-    assert capsys.readouterr().err.splitlines() == [
-        f"glossogen: error: limits file {path}: {message}"
-    ]
+    said = f": {message}" if message else " must be a mapping of keys to values, got [openai]"
+    assert capsys.readouterr().err.splitlines() == [f"glossogen: error: limits file {path}{said}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["limits.yaml"]
-
-
-def test_a_limits_file_that_is_a_list_is_refused_with_its_value(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "limits.yaml"
-    path.write_text("- openai\n")
-    with pytest.raises(SystemExit) as exited:
-        main(["pools", "apply", "--limits", str(path)])
-    assert exited.value.code == 65
-    assert capsys.readouterr().err.splitlines() == [
-        f"glossogen: error: limits file {path} must be a mapping of keys to values, got [openai]"
-    ]

@@ -12,10 +12,11 @@ import pytest
 from flows.simulate import resume, simulate
 from glossogen.cli import main
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork, read_state
-from glossogen.eventlog import AgentRegistered, read_events
+from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
 from glossogen.launch import RunRequest
 from glossogen.storage import RunStore
 from tests.fixtures.played_runs import play_run
+from tests.fixtures.polling import pids_running, reap
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +235,16 @@ def test_the_cli_launches_detached_and_returns_at_once(
     run_dir = Path(out[1].removeprefix("new_run_dir="))
     assert run_dir == tmp_path / run_id and (run_dir / "lineage.json").is_file()
     assert (run_dir / "veyru_stdout.log").exists()
+    # The detached run is this process's child: it is waited for here, so it never outlives
+    # the test (nor writes into a folder the next test's cleanup removes).
+    (child,) = pids_running(str(run_dir))
+    assert reap(child, "the detached fork to finish") == 0
+    ended = [
+        e
+        for e in read_events(str(run_dir / "veyru.jsonl")).events
+        if isinstance(e, SimulationEnded)
+    ]
+    assert [e.status for e in ended] == ["completed"]
 
 
 def _prompts(history: list) -> list[str]:

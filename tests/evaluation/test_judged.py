@@ -224,7 +224,13 @@ def test_cli_writes_the_report_then_exits_1_naming_the_failed_metric(
 
 
 class CountingGate:
-    """A call gate that records which provider each model request took a slot of."""
+    """A call gate that records which provider each model request took a slot of.
+
+    Not a stand-in for project code: ``install_gate`` is the seam through which a process
+    installs its gate (the ``simulate`` flow installs the Prefect-limits one), and this gate
+    implements that protocol to count. The Prefect-backed gate itself is tested against real
+    limits in ``tests/orchestration/test_limits.py``.
+    """
 
     def __init__(self) -> None:
         self.slots: list[str] = []

@@ -1,5 +1,4 @@
 import os
-import time
 
 import pytest
 
@@ -110,18 +109,19 @@ def test_close_with_no_events_leaves_an_empty_log(tmp_path):
     assert (tmp_path / "demo.jsonl").read_bytes() == b""
 
 
-def test_thousand_appends_are_cheap(tmp_path):
+def test_a_thousand_appends_over_ten_boundaries_read_back_in_order(tmp_path):
+    # Its speed against a plain json-lines write is bench/writer_speed.py's, not a test's.
     events = [
         MessageSent(
-            channel_id="main", sender_id="a1", text="x" * 200, delivered_text="x" * 200, chars=200
+            channel_id="main", sender_id="a1", text=f"m{i}", delivered_text=f"m{i}", chars=2
         )
-        for _ in range(1000)
+        for i in range(1000)
     ]
-    start = time.process_time()
     with EventLogWriter(str(tmp_path / "demo.jsonl")) as w:
         for i, e in enumerate(events):
             w.append(e)
             if i % 100 == 99:
                 w.round_boundary()
-    assert time.process_time() - start < 0.5  # measured ~15 ms; budget is 1 s
-    assert len(read_events(str(tmp_path / "demo.jsonl")).events) == 1000
+        assert w.count == 1000
+    back = read_events(str(tmp_path / "demo.jsonl")).events
+    assert [e.text for e in back] == [f"m{i}" for i in range(1000)]

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from flows.simulate import simulate
-from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest, RunSession
+from glossogen.eventlog import Event, RoundStarted, read_events
+from glossogen.launch import RunRequest, observing
 
 
 def _request(runs: Path) -> RunRequest:
@@ -22,28 +20,26 @@ def _request(runs: Path) -> RunRequest:
     )
 
 
-def test_a_flow_retry_after_a_crash_resumes_in_place(
-    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_flow_retry_after_a_crash_resumes_in_place(prefect_api: str, tmp_path: Path) -> None:
     whole = asyncio.run(simulate(_request(tmp_path / "whole")))
     expected = [
         (e.round_number, e.success)
         for e in read_events(f"{whole.run_url}/veyru.jsonl").events
         if e.event_type == "round_result_recorded"
     ]
-    # The process "dies" in round 3 of the first attempt (fault injection: a flow run cannot
-    # SIGKILL itself and then be retried in the same test process).
-    original = RunSession.play_round
+    # The first attempt dies in round 3: a live watcher of the run (a public seam, as the CLI's
+    # progress display is one) raises as the round starts, the way a lost worker ends a flow
+    # run with an exception. No code of the run is replaced; the fault comes in from outside.
     crashed: list[int] = []
 
-    async def crash_once(self: RunSession, round_number: int):  # type: ignore[no-untyped-def]
-        if round_number == 3 and not crashed:
-            crashed.append(round_number)
-            raise RuntimeError("worker lost")
-        return await original(self, round_number)
+    class LostWorker:
+        def event(self, event: Event) -> None:
+            if isinstance(event, RoundStarted) and event.round_number == 3 and not crashed:
+                crashed.append(event.round_number)
+                raise RuntimeError("worker lost")
 
-    monkeypatch.setattr(RunSession, "play_round", crash_once)
-    result = asyncio.run(simulate.with_options(retries=1)(_request(tmp_path / "runs")))
+    with observing(LostWorker()):
+        result = asyncio.run(simulate.with_options(retries=1)(_request(tmp_path / "runs")))
     assert crashed == [3]
     assert result.status == "completed"
     assert (

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.launch import LaunchError, RunRequest, check_credentials, claim_run, plan_run
+from glossogen.cli import main
+from glossogen.launch import (
+    VIRTUAL_CLOCK_SETTING,
+    LaunchError,
+    RunRequest,
+    check_credentials,
+    claim_run,
+    plan_run,
+)
 
 
 def _request(tmp_path: Path, **changes: object) -> RunRequest:
@@ -83,3 +91,70 @@ def test_an_override_for_an_agent_the_scenario_lacks_is_refused(tmp_path: Path) 
         plan_run(_request(tmp_path, overrides=["agents.nobody.model=x"]))
     assert refused.value.exit_code == 65
     assert "unknown agent 'nobody'" in str(refused.value)
+
+
+def _openai_seat(tmp_path: Path) -> RunRequest:
+    return _request(
+        tmp_path, overrides=["agents.player_a.model=gpt-5.4", "agents.player_a.provider=openai"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "base_url", "virtual"),
+    [
+        ("1", "http://127.0.0.1:9/v1", True),
+        ("1", "http://localhost:9/v1", True),
+        ("0", "http://127.0.0.1:9/v1", False),
+        ("", "http://127.0.0.1:9/v1", False),
+    ],
+)
+def test_the_test_clock_setting_plays_a_run_over_a_loopback_stub_on_game_time(
+    tmp_path: Path, setting: str, base_url: str, virtual: bool
+) -> None:
+    plan = plan_run(_openai_seat(tmp_path))
+    assert plan.virtual_clock is False  # not every seat is scripted
+    environ = {VIRTUAL_CLOCK_SETTING: setting, "OPENAI_BASE_URL": base_url}
+    assert plan.plays_on_virtual_clock(environ) is virtual
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {VIRTUAL_CLOCK_SETTING: "1"},
+            "GLOSSOGEN_TEST_VIRTUAL_CLOCK=1 is for stub model servers on loopback; "
+            "provider 'openai' is not one",
+        ),
+        (
+            {VIRTUAL_CLOCK_SETTING: "1", "OPENAI_BASE_URL": "https://api.openai.com/v1"},
+            "GLOSSOGEN_TEST_VIRTUAL_CLOCK=1 is for stub model servers on loopback; "
+            "provider 'openai' is not one",
+        ),
+        ({VIRTUAL_CLOCK_SETTING: "yes"}, "GLOSSOGEN_TEST_VIRTUAL_CLOCK='yes': use 1 or 0"),
+    ],
+)
+def test_the_test_clock_setting_is_refused_with_a_real_provider(
+    tmp_path: Path, environ: dict[str, str], message: str
+) -> None:
+    plan = plan_run(_openai_seat(tmp_path))
+    with pytest.raises(LaunchError) as refused:
+        plan.plays_on_virtual_clock(environ)
+    assert (str(refused.value), refused.value.exit_code) == (message, 65)
+
+
+def test_the_cli_refuses_the_test_clock_with_a_real_provider_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(VIRTUAL_CLOCK_SETTING, "1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "prisoners_dilemma", "--model", "gpt-5.4", "--provider", "openai",
+              "--runs-dir", str(tmp_path / "runs"), "--config", "knobs_default"])  # fmt: skip
+    assert exited.value.code == 65
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "glossogen: error: GLOSSOGEN_TEST_VIRTUAL_CLOCK=1 is for stub model servers on "
+        "loopback; provider 'openai' is not one"
+    )
+    assert not (tmp_path / "runs").exists()

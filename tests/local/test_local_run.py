@@ -9,12 +9,18 @@ import pytest
 
 from flows.simulate import simulate
 from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest
+from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
+from tests.fixtures.parts import require_part
 
-pytest.importorskip("llama_cpp", reason="the local extra is not installed (uv sync --all-extras)")
+require_part("llama_cpp", "the `local` extra: uv sync --extra local")
 
 
-def test_prisoners_dilemma_plays_on_the_local_model(prefect_api: str, tmp_path: Path) -> None:
+def test_prisoners_dilemma_plays_on_the_local_model(
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the virtual clock: the round ends when both lock in, when both are idle or at the turn
+    # limit, never by its 90 s running out on a loaded machine before the model has answered.
+    monkeypatch.setenv(VIRTUAL_CLOCK_SETTING, "1")
     request = RunRequest(
         scenario="prisoners_dilemma",
         model="smollm2-135m",
@@ -26,6 +32,7 @@ def test_prisoners_dilemma_plays_on_the_local_model(prefect_api: str, tmp_path: 
             "postmortem_enabled=false",
             "idle_floor_seconds=0.1",
             "max_round_duration_seconds=90",
+            "agent_model_settings.max_tokens=64",
         ],
         max_agent_turns=8,
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest
+from glossogen.eventlog import AgentRunCycleFailed, LlmResponseReceived, read_events
+from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -69,21 +69,20 @@ def test_a_rate_limit_waits_as_long_as_retry_after_says(
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path)
     assert (result.status, result.rounds_won) == ("completed", 2)
-    (failure,) = [e for e in events if e.event_type == "agent_run_cycle_failed"]
+    (failure,) = [e for e in events if isinstance(e, AgentRunCycleFailed)]
     assert (failure.error_kind, failure.retry_after_seconds, failure.retryable) == (
         "rate_limit",
         1.0,
         True,
     )
-    first, retry = (
-        anthropic_stub.requests[0],
-        next(
-            r
-            for r in anthropic_stub.requests[1:]
-            if r.body["system"] == anthropic_stub.requests[0].body["system"]
-        ),
+    # On the virtual clock nothing else moves game time while the seat backs off (the other
+    # seat is busy, so no idle floor runs): its next answer comes exactly the wait it chose later.
+    retried = next(
+        e
+        for e in events[events.index(failure) :]
+        if isinstance(e, LlmResponseReceived) and e.agent_id == failure.agent_id
     )
-    assert retry.at - first.at >= 1.0
+    assert (retried.timestamp - failure.timestamp).total_seconds() == 1.0
 
 
 @pytest.mark.parametrize(
@@ -107,11 +106,13 @@ def test_each_fault_is_logged_by_kind_and_the_run_recovers(
 def test_a_hung_request_times_out_on_the_agents_timeout(
     prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
 ) -> None:
-    anthropic_stub.queue(StubFault(kind="timeout", seconds=5))
+    # Held 30 s: only the SDK's 0.5 s timeout (real seconds, httpx's own clock) ends the call.
+    anthropic_stub.queue(StubFault(kind="timeout"))
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path, "agent_model_settings.timeout=0.5")
-    assert result.status == "completed"
-    assert [e.error_kind for e in events if e.event_type == "agent_run_cycle_failed"] == ["timeout"]
+    assert (result.status, result.rounds_won) == ("completed", 2)
+    assert [e.error_kind for e in events if isinstance(e, AgentRunCycleFailed)] == ["timeout"]
+    assert anthropic_stub.ended_holds(1) == ["client_left"]
 
 
 def test_a_wrong_key_is_not_retried(
@@ -163,9 +164,16 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
 
 
 def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
-    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+    prefect_api: str,
+    anthropic_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Retry-After asks for an hour: each wait is cut by the phase end, but failures keep counting.
+    # The one test on the real clock (three 1 s rounds): the phase end must cut one seat's wait
+    # while the other seat's call is still in flight, and on the virtual clock the first wait
+    # jumps game time past the phase end at once, before the other seat's 429 has come back.
+    monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)
     anthropic_stub.responder = lambda req: StubFault(status=429, retry_after=3600)
     result, events = _run(tmp_path, "round_count=3", "max_round_duration_seconds=1")
     assert result.status == "error"

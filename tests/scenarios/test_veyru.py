@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from glossogen.engine import RunEngine, RunSetup, VirtualClock, resolve_judge, resolve_seats
-from glossogen.eventlog import event_adapter
+from glossogen.eventlog import JudgeCalled, event_adapter
 from glossogen.scenario import load_scenario, scenario_dir
 from scenarios.veyru.motifs import FACES, MOTIFS, STAR
 from scenarios.veyru.scenario import Veyru
@@ -23,14 +23,13 @@ def preset(name="knobs_default", **overrides):
 
 
 class Play:
-    """One finished run: round summaries, every event, and each judge call's instructions."""
+    """One finished run: round summaries and every event (each judge call's instructions among them)."""
 
     def __init__(self, knobs):
         self.knobs = knobs
         self.scenario = Veyru(knobs)
         self.events = []
         self.summaries = []
-        self.judge_calls = []  # (round, question, instructions)
 
     async def _run(self):
         seats = resolve_seats(self.scenario, self.knobs, "scripted", "scripted")
@@ -39,16 +38,18 @@ class Play:
             "veyru/test", self.scenario, self.knobs, "scripted", "scripted", seats, judge
         )
         engine = RunEngine(setup, self.events.append, VirtualClock(START))
-        rule = engine.rule
-
-        async def recording_rule(question, instructions, scripted):
-            self.judge_calls.append((engine.round_number, question, instructions))
-            return await rule(question, instructions, scripted)
-
-        engine.rule = recording_rule
         engine.start()
         for n in range(1, self.knobs.round_count + 1):
             self.summaries.append(await engine.play_round(n))
+
+    @property
+    def judge_calls(self):
+        """(round, question, instructions) of each judge call, as ``judge_called`` logs it."""
+        return [
+            (e.round_number, e.question, e.instructions)
+            for e in self.events
+            if isinstance(e, JudgeCalled)
+        ]
 
     def verdicts(self):
         return [(s.verdicts[0].success, s.verdicts[0].reason) for s in self.summaries]

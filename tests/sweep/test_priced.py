@@ -1,7 +1,7 @@
 """Priced sweeps: a spend cap stops launches (the rest incomplete, exit 20); a model axis.
 
 Runs are real priced runs: provider ``openai``, model ``gpt-4.1-mini`` (known to genai-prices),
-answered by the stub model server over HTTP on 127.0.0.1.
+answered by the stub model server over HTTP on 127.0.0.1, on the virtual clock (``model_stub``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+from genai_prices import Usage, calc_price
 
 from glossogen.cli import main
-from glossogen.eventlog import read_events
-from tests.fixtures.model_stubs import StubFault, StubModelServer
-from tests.providers.test_wire_formats import pd_player
+from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
+from glossogen.launch import RunRequest, estimate_round_cost, plan_run
+from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
+from tests.providers.test_wire_formats import USAGE
 
 SPEC = """\
 scenario: prisoners_dilemma
@@ -38,9 +40,35 @@ def _sweep(spec: Path, concurrency: int = 1) -> int:
 
 
 def _cost(runs: Path, run_id: str) -> float:
-    ended = read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events[-1]
-    assert ended.event_type == "simulation_ended"
+    (ended,) = [
+        e
+        for e in read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events
+        if isinstance(e, SimulationEnded)
+    ]
     return ended.total_cost_usd
+
+
+def lock_in_player(req: RecordedRequest) -> StubReply:
+    """Lock in cooperate at once (the one priced call of a seat's round), then stop for free.
+
+    Nothing a seat does reaches the other seat, so each round makes exactly one priced call per
+    seat whichever answer the stub sends first; the call after ``locked`` may be cut off by the
+    round's end, and costs nothing either way.
+    """
+    last = json.dumps(req.messages[-1]) if req.messages else ""
+    if "locked" in last:
+        return StubReply(text="Done.", input_tokens=0, output_tokens=0)
+    return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
+
+
+PER_RUN = 2 * float(
+    calc_price(
+        Usage(input_tokens=1000, output_tokens=50, cache_read_tokens=200),
+        model_ref="gpt-4.1-mini",
+        provider_id="openai",
+    ).total_price
+)
+"""What one run of ``SPEC`` costs under :func:`lock_in_player`: one round, two priced calls."""
 
 
 def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
@@ -49,7 +77,7 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    openai_stub.responder = pd_player
+    openai_stub.responder = lock_in_player
     runs = tmp_path / "runs"
     # A pilot: one run whose cost becomes the estimate of the next sweep (a matching run).
     pilot = tmp_path / "pilot.yaml"
@@ -57,52 +85,44 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     assert _sweep(pilot) == 0
     pilot_summary = json.loads((runs / "sweeps/pilot/run_summary.json").read_text())
     (pilot_trial,) = pilot_summary["cells"][0]["trials"]
-    per_run = _cost(runs, pilot_trial["run_id"])
-    assert per_run > 0
-    assert pilot_summary["spend"]["spent_usd"] == pytest.approx(per_run)
+    assert _cost(runs, pilot_trial["run_id"]) == pytest.approx(PER_RUN, rel=1e-12)
+    assert pilot_summary["spend"]["spent_usd"] == pytest.approx(PER_RUN, rel=1e-12)
     capsys.readouterr()
 
+    # Room for 2.5 runs: run 1 (0 + 1 estimate), run 2 (1 + 1), and no run 3 (2 + 1 > 2.5).
     capped = tmp_path / "capped.yaml"
-    cap = 2.5 * per_run
+    cap = 2.5 * PER_RUN
     capped.write_text(SPEC.format(name="capped", trials=4, cap=cap))
     assert _sweep(capped) == 20
     summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
     trials = summary["cells"][0]["trials"]
-    played = [t for t in trials if t["run_id"] is not None]
-    costs = [_cost(runs, t["run_id"]) for t in played]
-    # The cap's rule, replayed on the logged costs (a run's cost varies a little with how many
-    # model calls its agents made in real time): one run at a time, each launched while spent
-    # + its estimate (the pilot's cost, then the mean of the runs ended) stays within the cap.
-    expected, spent, estimate = 0, 0.0, per_run
-    while expected < len(costs) and spent + estimate <= cap + 1e-12:
-        spent += costs[expected]
-        expected += 1
-        estimate = spent / expected
-    assert spent + estimate > cap  # the next run would have passed it: launching stopped
-    n = len(played)
-    assert (n, 1 < n < 4) == (expected, True)
+    assert [(t["state"], t["run_id"] is None) for t in trials] == [
+        ("done", False),
+        ("done", False),
+        ("incomplete", True),
+        ("incomplete", True),
+    ]
+    assert [_cost(runs, t["run_id"]) for t in trials[:2]] == [pytest.approx(PER_RUN, rel=1e-12)] * 2
     ((cell_id, recorded),) = summary["spend"]["estimate_per_run_usd"].items()
-    assert recorded == pytest.approx(sum(costs) / n)
-    assert summary["spend"]["estimate_source"][cell_id] == f"mean logged cost of {n} ended run(s)"
+    assert recorded == pytest.approx(PER_RUN, rel=1e-12)
+    assert summary["spend"]["estimate_source"][cell_id] == "mean logged cost of 2 ended run(s)"
     assert summary["census"] == {
         "planned": 0,
         "running": 0,
-        "done": n,
+        "done": 2,
         "failed": 0,
-        "incomplete": 4 - n,
+        "incomplete": 2,
     }
-    assert [t["state"] for t in trials] == ["done"] * n + ["incomplete"] * (4 - n)
-    assert [t["run_id"] is None for t in trials] == [False] * n + [True] * (4 - n)
-    assert trials[n]["error"] == "not launched: spend_cap"
-    assert summary["spend"]["spent_usd"] == pytest.approx(sum(costs))
-    assert summary["spend"]["spent_usd"] <= summary["spend"]["cap_usd"]
+    assert trials[2]["error"] == "not launched: spend_cap"
+    assert summary["spend"]["spent_usd"] == pytest.approx(2 * PER_RUN, rel=1e-12)
+    assert summary["spend"]["cap_usd"] == pytest.approx(cap, rel=1e-12)
     assert summary["aborted"]["reason"] == "spend_cap"
-    assert summary["aborted"]["detail"].endswith(f"{4 - n} run(s) not launched")
+    assert summary["aborted"]["detail"].endswith("2 run(s) not launched")
     assert summary["exit_code"] == 20
     printed = capsys.readouterr()
     assert "glossogen: error: sweep stopped early (spend_cap)" in printed.err
-    assert f"spent ${sum(costs):.6f} of ${cap:.6f}" in printed.out  # the cap's digits
-    assert len(list((runs / "prisoners_dilemma").iterdir())) == 1 + n  # the pilot + n
+    assert f"spent ${2 * PER_RUN:.6f} of ${cap:.6f}" in printed.out  # the cap's digits
+    assert len(list((runs / "prisoners_dilemma").iterdir())) == 3  # the pilot + 2
 
 
 def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
@@ -110,7 +130,7 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
     openai_stub: StubModelServer,
     tmp_path: Path,
 ) -> None:
-    openai_stub.responder = pd_player
+    openai_stub.responder = lock_in_player
     spec = tmp_path / "grid.yaml"
     spec.write_text(
         "scenario: prisoners_dilemma\nruns_dir: ./runs\n"
@@ -129,17 +149,17 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
         (2, "scripted", "scripted"),
         (2, "gpt-4.1-mini", "openai"),
     ]
-    costs = []
     for cell in summary["cells"]:
+        rounds, priced = cell["params"]["round_count"], cell["provider"] == "openai"
         for trial in cell["trials"]:
             events = read_events(str(runs / trial["run_id"] / "prisoners_dilemma.jsonl")).events
-            seats = {(e.model, e.provider) for e in events if e.event_type == "agent_registered"}
+            seats = {(e.model, e.provider) for e in events if isinstance(e, AgentRegistered)}
             assert seats == {(cell["model"], cell["provider"])}
-            assert trial["scores"]["rounds_played"] == cell["params"]["round_count"]
-            cost = events[-1].total_cost_usd
-            assert (cost > 0) == (cell["provider"] == "openai")
-            costs.append(cost)
-    assert summary["spend"]["spent_usd"] == pytest.approx(sum(costs))
+            assert trial["scores"]["rounds_played"] == rounds
+            expected = rounds * PER_RUN if priced else 0.0
+            assert _cost(runs, trial["run_id"]) == pytest.approx(expected, rel=1e-12)
+    # Two trials of each openai cell: 2 x (1 + 2) rounds of two priced calls.
+    assert summary["spend"]["spent_usd"] == pytest.approx(6 * PER_RUN, rel=1e-12)
 
 
 def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_the_cap(
@@ -158,7 +178,18 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
     ((cell_id, assumed),) = spend["estimate_per_run_usd"].items()
     assumed_source = "assumed token counts (glossogen.launch)"
     assert spend["estimate_source"][cell_id] == assumed_source
-    assert assumed > 0
+    # The launch's stated token assumptions for one round of the spec's two gpt-4.1-mini seats.
+    plan = plan_run(
+        RunRequest(
+            scenario="prisoners_dilemma",
+            model="gpt-4.1-mini",
+            provider="openai",
+            runs_dir=str(runs),
+            config="knobs_default",
+            overrides=["round_count=1", "postmortem_enabled=false", "idle_floor_seconds=0.05"],
+        )
+    )
+    assert assumed == pytest.approx(estimate_round_cost(plan).per_round, rel=1e-12)
     # The provider is down: a run whose every call failed ends error, logging $0.
     down = tmp_path / "down.yaml"
     down.write_text(SPEC.format(name="down", trials=1, cap=10.0))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import socket
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,7 +17,6 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from glossogen import tracing
 from glossogen.tracing import (
     TracingHandle,
     agent_attributes,
@@ -26,9 +25,11 @@ from glossogen.tracing import (
     set_round,
     tracing_capabilities,
 )
+from tests.fixtures.parts import needs_part
 
-needs_sdk = pytest.mark.skipif(
-    tracing._SDK_MISSING is not None, reason="opentelemetry-sdk / OTLP exporter not installed"
+needs_sdk = needs_part(
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "dependencies opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http",
 )
 PUBLIC, SECRET = "pk-lf-public-0123", "sk-lf-secret-4567"
 OTEL_PATH = "/api/public/otel/v1/traces"
@@ -101,12 +102,6 @@ def collector() -> Iterator[Collector]:
 
 def _env(host: str) -> dict[str, str]:
     return {"LANGFUSE_PUBLIC_KEY": PUBLIC, "LANGFUSE_SECRET_KEY": SECRET, "LANGFUSE_HOST": host}
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _model() -> FunctionModel:
@@ -231,10 +226,11 @@ def test_set_round_reaches_running_tasks(collector: Collector) -> None:
 
 
 @needs_sdk
-def test_host_down_warns_once_and_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+def test_host_down_warns_once_and_run_goes_on(
+    caplog: pytest.LogCaptureFixture, refused_port: int
+) -> None:
     caplog.set_level(logging.DEBUG)
-    port = _closed_port()
-    started = time.monotonic()
+    port = refused_port
     handle = configure_tracing(_env(f"http://127.0.0.1:{port}"))
     assert handle is not None and handle.instrumentation is None
     assert handle.warning is not None and "\n" not in handle.warning
@@ -244,8 +240,7 @@ def test_host_down_warns_once_and_run_goes_on(caplog: pytest.LogCaptureFixture) 
         with agent_attributes("alice", "player", "fn-model", "function"):
             result = _agent(handle).run_sync("go")
     handle.shutdown()
-    assert result.output == "done"
-    assert time.monotonic() - started < 5
+    assert result.output == "done"  # the time it adds: bench/tracing_down.py
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     for record in caplog.records:
         _no_secret_in(record.getMessage())
@@ -273,12 +268,12 @@ def test_host_lost_mid_run_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     server.stop()  # up at start, gone before the first export
     assert handle is not None and handle.instrumentation is not None
     agent = _agent(handle)
-    started = time.monotonic()
     with run_span(handle, "run-2", "veyru", round_number=1):
         with agent_attributes("alice", "player", "fn-model", "function"):
             for _ in range(3):
                 assert agent.run_sync("go").output == "done"
-    assert time.monotonic() - started < 2  # exports never block the run
+    # Exports run in the exporter's thread, so the run never waits on them (the time a lost
+    # host adds is measured in bench/tracing_down.py, not here).
     handle.shutdown(timeout_seconds=6)
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
@@ -287,9 +282,31 @@ def test_host_lost_mid_run_warns_once(caplog: pytest.LogCaptureFixture) -> None:
         _no_secret_in(record.getMessage())
 
 
-def test_missing_sdk_degrades(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tracing, "_SDK_MISSING", "opentelemetry.sdk")
-    handle = configure_tracing(_env("http://127.0.0.1:9"))
-    assert handle is not None and handle.instrumentation is None
-    assert handle.warning is not None and "opentelemetry-sdk" in handle.warning
-    _no_secret_in(handle.warning)
+MISSING_SDK = """
+import sys
+sys.modules["opentelemetry.sdk"] = None  # the package is absent: importing it raises ImportError
+from glossogen.tracing import configure_tracing
+handle = configure_tracing({"LANGFUSE_PUBLIC_KEY": %r, "LANGFUSE_SECRET_KEY": %r,
+                            "LANGFUSE_HOST": "http://127.0.0.1:9"})
+print(handle.instrumentation is None)
+print(handle.warning)
+"""
+
+
+def test_missing_sdk_degrades() -> None:
+    # A fresh interpreter where opentelemetry.sdk cannot be imported, as on a machine without
+    # the package: glossogen.tracing is imported there for real, nothing of it is replaced.
+    done = subprocess.run(
+        [sys.executable, "-c", MISSING_SDK % (PUBLIC, SECRET)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    instrumentation_off, warning = done.stdout.strip().splitlines()
+    assert instrumentation_off == "True"
+    assert warning == (
+        "Langfuse tracing off (http://127.0.0.1:9): install opentelemetry-sdk and "
+        "opentelemetry-exporter-otlp-proto-http (missing module opentelemetry.sdk.trace)"
+    )
+    _no_secret_in(warning)
