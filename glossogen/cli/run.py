@@ -33,7 +33,7 @@ from glossogen.launch._settings import (
     ASSUMED_OUTPUT_TOKENS,
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
-from glossogen.storage import StorageError
+from glossogen.storage import StorageError, WriteConflictError
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -290,8 +290,8 @@ def play(
                 result = asyncio.run(resume(plan, resume_dir, allow_config_change))
             else:
                 result = asyncio.run(simulate(plan, runs_dir=runs_dir))
-    except (LaunchError, DeriveError) as exc:
-        _error(str(exc))
+    except (LaunchError, DeriveError, WriteConflictError) as exc:
+        _error(str(exc))  # a write conflict: another writer shipped the log; nothing overwritten
         return exc.exit_code
     except (KeyboardInterrupt, TerminationSignal):
         progress.close()

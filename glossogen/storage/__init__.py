@@ -11,18 +11,31 @@ from glossogen.storage._folder import (
 )
 from glossogen.storage._fs import (
     StorageError,
+    WriteConflictError,
     absolute,
     is_local,
     join,
     nearest_existing,
     open_fs,
+    put_if_unchanged,
+    read_with_etag,
     translate_errors,
     write_bytes_atomic,
+)
+from glossogen.storage._lease import (
+    DEFAULT_LEASE_SECONDS,
+    LEASE_NAME,
+    LEASE_SECONDS_ENV,
+    WriterLease,
+    lease_seconds,
 )
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
 
 __all__ = [
     "CONFIG",
+    "DEFAULT_LEASE_SECONDS",
+    "LEASE_NAME",
+    "LEASE_SECONDS_ENV",
     "LABELS",
     "LINEAGE",
     "LOCK_NAME",
@@ -32,11 +45,16 @@ __all__ = [
     "RunLock",
     "RunStore",
     "StorageError",
+    "WriteConflictError",
+    "WriterLease",
     "absolute",
     "is_local",
     "join",
+    "lease_seconds",
     "nearest_existing",
     "open_fs",
+    "put_if_unchanged",
+    "read_with_etag",
     "translate_errors",
     "write_bytes_atomic",
 ]

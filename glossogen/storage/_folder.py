@@ -13,6 +13,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,6 +27,7 @@ from glossogen.storage._fs import (
     translate_errors,
     write_bytes_atomic,
 )
+from glossogen.storage._lease import RunBusyError, WriterLease, probe_lease
 
 LOCK_NAME = ".writer.lock"
 """File in a local run folder that the writing process holds an exclusive ``flock`` on."""
@@ -32,12 +35,6 @@ LOCK_NAME = ".writer.lock"
 CONFIG = "config.json"
 LABELS = "labels.json"
 LINEAGE = "lineage.json"
-
-
-class RunBusyError(Exception):
-    """Another live process writes the run (exit 75: try again later); one line naming it."""
-
-    exit_code = 75
 
 
 @dataclass(frozen=True)
@@ -223,24 +220,33 @@ class RunFolder:
         data = json_bytes(obj)
         write_bytes_atomic(self.file_url(name), data)
 
-    def lock(self) -> RunLock:
-        """Take the folder's writer lock (see :class:`RunLock`) and write this process's pid.
+    def lock(self, now: Callable[[], float] = time.time) -> RunLock:
+        """Take the folder's writer lock (see :class:`RunLock`) and name this process in it.
+
+        Args:
+            now: The clock a remote lease's expiry is read against (Unix seconds).
 
         Raises:
             RunBusyError: another live process holds it.
+            StorageError: remote storage is unreachable.
         """
-        return RunLock(self)
+        return RunLock(self, now=now)
 
-    def check_unlocked(self) -> None:
+    def check_unlocked(self, now: Callable[[], float] = time.time) -> None:
         """Refuse a folder another live process writes; writes nothing (the pid stays).
 
         Raises:
-            RunBusyError: another live process holds the writer lock, named by its pid.
+            RunBusyError: another live process holds the writer lock (local: named by its pid;
+                remote: by the lease's owner and expiry).
+            StorageError: remote storage is unreachable.
         """
+        if not is_local(open_fs(self.url)[0]):
+            probe_lease(self.url, now)
+            return
         RunLock(self, record_pid=False).release()
 
     def is_locked(self) -> bool:
-        """True while another live process holds the folder's writer lock (local folders)."""
+        """True while another live process holds the folder's writer lock (flock or lease)."""
         try:
             self.check_unlocked()
         except RunBusyError:
@@ -249,30 +255,41 @@ class RunFolder:
 
     @property
     def lockable(self) -> bool:
-        """False for folders that cannot be locked (S3): :meth:`is_locked` says nothing there."""
-        return is_local(open_fs(self.url)[0])
+        """Whether :meth:`is_locked` tells a live writer: yes on both back ends (flock, lease)."""
+        return True
 
 
 class RunLock:
-    """An exclusive advisory lock on a local run folder while a process writes its log.
+    """An exclusive lock on a run folder while a process writes its log.
 
-    Remote folders (S3) cannot be locked this way; there the lock is a no-op.
+    Locally an advisory ``flock`` on :data:`LOCK_NAME` (gone with its process). On object
+    storage (S3) a :class:`~glossogen.storage._lease.WriterLease`: a create-only lease object
+    with an owner and an expiry, renewed while the run plays, taken over only when stale.
     """
 
-    def __init__(self, folder: RunFolder, record_pid: bool = True) -> None:
+    def __init__(
+        self, folder: RunFolder, record_pid: bool = True, now: Callable[[], float] = time.time
+    ) -> None:
         """Take the lock, or raise.
 
         Args:
             folder: The run folder.
             record_pid: Write this process's pid into the lock file (a writer does; a probe
                 that only asks whether the folder is free does not, and creates no file).
+            now: The clock a remote lease's expiry is read against (Unix seconds).
 
         Raises:
             RunBusyError: another live process holds it (exit 75: try again later).
+            StorageError: remote storage is unreachable.
         """
         self._fd: int | None = None
+        self.lease: WriterLease | None = None
         fs, path = open_fs(folder.url)
         if not is_local(fs):
+            if record_pid:
+                self.lease = WriterLease(folder.url, now=now)
+            else:
+                probe_lease(folder.url, now)
             return
         lock_path = os.path.join(path, LOCK_NAME)
         if not record_pid and not os.path.exists(lock_path):
@@ -298,6 +315,9 @@ class RunLock:
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
