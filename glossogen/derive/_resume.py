@@ -12,8 +12,20 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from glossogen.derive._state import DeriveError, RunState, read_state
-from glossogen.eventlog import Event, RunResumed, SimulationStarted, read_events
+from glossogen.derive._state import (
+    DeriveError,
+    HistoryUnreadable,
+    RunState,
+    read_history,
+    read_state,
+)
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    Event,
+    RunResumed,
+    SimulationStarted,
+    read_events,
+)
 from glossogen.storage import RunBusyError, RunFolder, is_local, join, open_fs
 
 
@@ -86,9 +98,15 @@ def read_run_log(
 ) -> tuple[list[Event], SimulationStarted]:
     """Return a run's events and its ``simulation_started``.
 
+    Every agent history in the log is checked readable here (upcast as
+    :func:`~glossogen.derive.upcast_history` says), so resume and fork refuse an unreadable one
+    before anything is written, naming its line.
+
     Raises:
         DeriveError: no log in the folder, an empty one, a folder in its place, or a log that
             starts no run (66); a log of another scenario than ``scenario`` (65).
+        HistoryUnreadable: (65) an ``agent_history_appended`` no upcast makes readable; one
+            line naming the log, the line number, the event and the first problem.
     """
     scenario = scenario or folder.scenario
     state = folder.log_state()
@@ -106,6 +124,14 @@ def read_run_log(
         raise DeriveError(f"{folder.log_url} has no simulation_started event", 66)
     if started.scenario_name != scenario:
         raise DeriveError(f"{folder.url} is a {started.scenario_name} run, not {scenario}")
+    for event in events:
+        if isinstance(event, AgentHistoryAppended):
+            try:
+                read_history(event)
+            except HistoryUnreadable as exc:
+                line = folder.log_line_of(event.event_id)
+                where = f"{folder.log_url} line {line}: " if line else f"{folder.log_url}: "
+                raise HistoryUnreadable(exc.event_id, exc.agent_id, exc.reason, where) from None
     return events, started
 
 

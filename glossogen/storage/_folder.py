@@ -147,6 +147,26 @@ class RunFolder:
                 return None
             return float(fs.modified(path).timestamp())
 
+    def log_line_of(self, text: str) -> int | None:
+        """The number (from 1) of the first line of the event log holding ``text``, or None.
+
+        A plain byte search, for naming the line of an event found by its ``event_id``; it
+        does not parse the log (reading a run's events is :func:`glossogen.eventlog.read_events`).
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        needle = text.encode()
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if not is_local(fs):
+                fs.invalidate_cache(path)
+            with fs.open(path, "rb") as f:
+                for number, line in enumerate(f, 1):
+                    if needle in line:
+                        return number
+        return None
+
     def local_path(self, name: str) -> str | None:
         """The local file system path of ``name`` in the folder, or None for remote storage."""
         fs, path = open_fs(self.file_url(name))
