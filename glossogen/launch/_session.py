@@ -46,6 +46,8 @@ from glossogen.storage import (
     RunLock,
     RunStore,
     StorageError,
+    join,
+    nearest_existing,
 )
 from glossogen.tracing import configure_tracing
 
@@ -117,12 +119,31 @@ async def claim_run_async(
 
 
 def _claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None) -> RunFolder:
+    """Claim the folder and write its config files, all or nothing.
+
+    Raises:
+        LaunchError: 66 when a local runs dir cannot be created or written (the folder is
+            never made), 69 when the storage fails part-way (a full disk; remote storage): the
+            claimed folder and what was written into it are removed, so nothing is left behind.
+    """
     store = RunStore(runs_dir)
-    folder = store.claim_run_dir(
-        config.scenario, int(now_unix if now_unix is not None else time.time())
-    )
-    folder.write_json(CONFIG, config.recorded_knobs)
-    folder.write_json(LABELS, config.labels)
+    existed = nearest_existing(store.runs_dir) if store.local else ""
+    try:
+        folder = store.claim_run_dir(
+            config.scenario, int(now_unix if now_unix is not None else time.time())
+        )
+    except StorageError as exc:
+        store.remove_empty_folders(join(store.runs_dir, config.scenario), existed)
+        code = EXIT_UNREADABLE if store.local else EXIT_TRANSPORT
+        raise LaunchError(f"cannot claim a run folder: {exc}", code) from None
+    try:
+        folder.write_json(CONFIG, config.recorded_knobs)
+        folder.write_json(LABELS, config.labels)
+    except StorageError as exc:
+        store.release_claim(folder, (CONFIG, LABELS), keep=existed)
+        raise LaunchError(
+            f"storage failed while claiming {folder.url} (removed again): {exc}", EXIT_TRANSPORT
+        ) from None
     return folder
 
 
