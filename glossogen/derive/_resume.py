@@ -156,7 +156,14 @@ def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:
     return ResumePoint(folder, state, started, events)
 
 
-LIMIT_KEYS = ("max_agent_turns", "run_timeout_seconds", "model", "provider", "group_slug")
+LIMIT_KEYS = (
+    "max_agent_turns",
+    "run_timeout_seconds",
+    "spend_cap_usd",
+    "model",
+    "provider",
+    "group_slug",
+)
 """What ``run_resumed.limit_changes`` may name: the run limits and the default model."""
 
 
@@ -168,8 +175,8 @@ def recorded_limits(events: list[Event], after_round: int | None = None) -> dict
     ``limit_changes`` in order.
 
     Returns:
-        ``{"max_agent_turns": int, "run_timeout_seconds": float | None, "model": str,
-        "provider": str, "group_slug": str}``.
+        ``{"max_agent_turns": int, "run_timeout_seconds": float | None, "spend_cap_usd":
+        float | None, "model": str, "provider": str, "group_slug": str}``.
 
     Raises:
         DeriveError: the log has no ``simulation_started`` (66).
@@ -180,6 +187,7 @@ def recorded_limits(events: list[Event], after_round: int | None = None) -> dict
     limits: dict[str, Any] = {
         "max_agent_turns": started.max_agent_turns,
         "run_timeout_seconds": started.run_timeout_seconds,
+        "spend_cap_usd": started.spend_cap_usd,
         "model": started.model,
         "provider": started.provider,
         "group_slug": started.group_slug or "local",

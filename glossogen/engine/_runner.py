@@ -58,6 +58,10 @@ class TurnLimitReached(Exception):
     """Raised inside a cycle when the agent has used ``max_agent_turns`` model requests."""
 
 
+class SpendCapReached(TurnLimitReached):
+    """Raised inside a cycle, before a model request, once the run's spend cap is reached."""
+
+
 @dataclass
 class AgentRunner:
     """The state of one seat: model, history, inbox, observations, counters.
@@ -186,6 +190,8 @@ class CycleDriver:
         self.mark_read = mark_read
         self.pause = pause
         self.rng = rng
+        self.call_allowed: Callable[[], bool] = lambda: True
+        """Asked before every model request; False (the run's spend cap) takes the agent out."""
 
     async def run_phase(self, runner: AgentRunner, deps: AgentDeps) -> None:
         """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out."""
@@ -237,6 +243,8 @@ class CycleDriver:
             async for attempt in retrying:
                 with attempt:
                     await self._cycle(runner, deps, prompt)
+        except SpendCapReached:
+            runner.out = True  # the run's spend cap: the session ends the run with the reason
         except TurnLimitReached:
             runner.out = True
             self.emit(
@@ -324,6 +332,8 @@ class CycleDriver:
                     )
             if runner.turns >= self.max_agent_turns:
                 raise TurnLimitReached
+            if not self.call_allowed():
+                raise SpendCapReached
             runner.turns += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):

@@ -31,6 +31,7 @@ from glossogen.launch._session import (
 from glossogen.launch._settings import (
     CostEstimate,
     check_model_settings,
+    check_spend_cap,
     estimate_round_cost,
     uncosted_models,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "check_runs_dir",
     "CostEstimate",
     "check_model_settings",
+    "check_spend_cap",
     "estimate_round_cost",
     "uncosted_models",
     "EXIT_CREDENTIALS",

@@ -31,6 +31,8 @@ from glossogen.eventlog import (
     Event,
     EventLogRead,
     EventLogWriter,
+    JudgeCalled,
+    LlmResponseReceived,
     RunResumed,
     RunView,
     SimulationEnded,
@@ -78,6 +80,8 @@ class RunResult(BaseModel):
     total_cost_usd: float | None
     duration_seconds: float
     error: str | None = None
+    spend_capped: bool = False
+    """True when the run ended ``incomplete`` because its spend cap was reached (exit 20)."""
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -154,6 +158,33 @@ def _versions() -> dict[str, str]:
 
 
 @dataclass
+class SpendMeter:
+    """The run's own logged spend (USD) against its cap, kept up as events are logged.
+
+    Counts ``cost_usd`` of ``llm_response_received`` and ``judge_called``: what the run's
+    ``simulation_ended.total_cost_usd`` sums. A call not costed adds nothing (a cap is refused
+    at launch for a model the price catalogue lacks).
+    """
+
+    cap: float | None
+    spent: float = 0.0
+
+    def observe(self, event: Event) -> None:
+        """Add ``event``'s cost when it is a priced model or judge call."""
+        if isinstance(event, LlmResponseReceived | JudgeCalled) and event.cost_usd:
+            self.spent += event.cost_usd
+
+    @property
+    def reached(self) -> bool:
+        """True once the logged spend has reached the cap."""
+        return self.cap is not None and self.spent >= self.cap
+
+    def allows_call(self) -> bool:
+        """False once the cap is reached: no new model call is made."""
+        return not self.reached
+
+
+@dataclass
 class RunSession:
     """The live objects of one run (one asyncio loop)."""
 
@@ -167,6 +198,22 @@ class RunSession:
     """The first round this session plays (after the last completed one, on resume)."""
     earlier_seconds: float = 0.0
     """Seconds the processes before this one played the run (a resumed run's duration goes on)."""
+    meter: SpendMeter | None = None
+    """The run's logged spend against ``config.limits.spend_cap_usd``."""
+
+    @property
+    def spend_capped(self) -> bool:
+        """True once the run's own logged spend has reached its spend cap."""
+        return self.meter is not None and self.meter.reached
+
+    def spend_cap_reason(self, after_round: int, last_round: int) -> str:
+        """The one-line reason a capped run ended, naming spend, cap and round."""
+        spent = self.meter.spent if self.meter is not None else 0.0
+        cap = self.config.limits.spend_cap_usd or 0.0
+        return (
+            f"spend cap reached: ${spent:.6f} logged of --spend-cap-usd {cap:g} "
+            f"after round {after_round} of {last_round}"
+        )
 
     @property
     def postmortem_only(self) -> bool:
@@ -227,6 +274,7 @@ class RunSession:
 
     def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
         played, won = len(self.engine.recorded), self.engine.rounds_won
+        capped = status == "incomplete" and self.spend_capped
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
         ended = SimulationEnded(
@@ -255,6 +303,7 @@ class RunSession:
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,
+            spend_capped=capped,
         )
 
 
@@ -287,9 +336,14 @@ def open_session(
         logging.getLogger("glossogen").warning(tracing.warning)
         notify("warning", tracing.warning)
     watched = has_observers()
+    meter = SpendMeter(config.limits.spend_cap_usd)
+    if resume is not None:  # the spend cap counts what every process logged
+        earlier_spend = RunView.of(EventLogRead(events=resume.events)).spend.total_cost_usd
+        meter.spent = earlier_spend or 0.0
 
     def sink(event: Event) -> None:
         writer.append(event)
+        meter.observe(event)
         if watched:
             notify("event", event)
 
@@ -307,11 +361,13 @@ def open_session(
         judge=config.judge,
         max_agent_turns=config.limits.max_agent_turns,
         run_timeout_seconds=config.limits.run_timeout_seconds,
+        spend_cap_usd=config.limits.spend_cap_usd,
         versions=_versions(),
         group_slug=config.group_slug,
         tracing=tracing,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
+    engine.driver.call_allowed = meter.allows_call
     if resume is None:
         engine.start()
         first = 1
@@ -337,7 +393,7 @@ def open_session(
     earlier = 0.0
     if resume is not None:
         earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
-    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier)
+    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier, meter)
 
 
 def price_spend(folder: RunFolder) -> RunSpend:
