@@ -112,6 +112,15 @@ def evaluate(
     settings = plan.judge.settings if plan.judge is not None else None
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
+    from glossogen.evaluation._report import keep_foreign_report
+
+    try:  # a report we did not write is never lost (write_report keeps it too, silently)
+        kept = keep_foreign_report(run_dir, plan.run.scenario)
+    except StorageError as exc:
+        _error(f"cannot keep the report already there: {exc}")
+        return int(exit_codes.TRANSPORT)
+    if kept:
+        _note(f"{report_url} was not written by glossogen evaluate: kept byte for byte as {kept}")
     try:
         done = asyncio.run(
             evaluate_flow(
