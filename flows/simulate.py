@@ -111,7 +111,13 @@ async def play_rounds(
             first += 1
         last = config.knobs.round_count
         for round_number in range(first, last + 1):
+            if session.spend_capped:  # a resumed run whose logged spend reached the cap
+                status, error = "incomplete", session.spend_cap_reason(round_number - 1, last)
+                break
             await play_round(session, round_number)
+            if session.spend_capped:  # checked first: the cap is why its agents are out
+                status, error = "incomplete", session.spend_cap_reason(round_number, last)
+                break
             if reason := session.stopped_early:
                 status = "error" if session.engine.any_agent_failed else "incomplete"
                 error = reason

@@ -31,12 +31,13 @@ def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     return f"claim_run_dir-{context.task_run.flow_run_id}"
 
 
+# No task retries: a claim is retried into the same folder or not at all. A failed claim
+# removes what it made (glossogen.launch) and raises a LaunchError with its exit code; a
+# retry of the flow run finds the cached folder (cache_key_fn) and reuses it.
 @task(
     name="claim_run_dir",
     cache_key_fn=_per_flow_run,
     persist_result=True,
-    retries=2,
-    retry_delay_seconds=1,
 )
 async def claim_run_dir(config: RunConfig, runs_dir: str, run_dir: str = "") -> RunFolder:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.

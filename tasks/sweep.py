@@ -160,8 +160,7 @@ async def _cancel_unstarted(flow_run_id: Any) -> bool:
         True when the flow run was cancelled before any worker started it.
     """
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.objects import StateType
-    from prefect.client.schemas.objects import State
+    from prefect.client.schemas.objects import State, StateType
     from prefect.client.schemas.responses import SetStateStatus
     from prefect.states import Cancelled
 

@@ -8,6 +8,7 @@ The three commands share one module because they differ only in which flags they
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -83,6 +84,10 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         refused = refuse_unreachable_api()
         if refused is not None:
             return refused
+    cap = request.spend_cap_usd
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
+        _error(f"--spend-cap-usd must be a number of USD above 0, got {cap:g}")
+        return 64
     from glossogen.launch import LaunchError, derived_run_check
 
     try:
@@ -93,7 +98,33 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     except StorageError as exc:
         _error(str(exc))
         return 69
+    refused = _refuse_spend_cap(prepared)
+    if refused is not None:
+        return refused
     return _launch(prepared, request.scenario, wait)
+
+
+def _refuse_spend_cap(prepared: PreparedFork) -> int | None:
+    """Refuse a derived run whose spend cap its dry-run estimate passes (65), before it plays.
+
+    The estimate needs the derived run's own config (seats, rounds ahead), which exists once
+    its folder is prepared; a refused folder, made a moment ago and never played, is removed.
+    """
+    from glossogen.launch import LaunchError, ResumeRequest, check_spend_cap, plan_resume
+    from glossogen.storage import CONFIG, LABELS, LINEAGE, RunStore
+
+    folder = prepared.folder
+    plan, point = plan_resume(ResumeRequest(run_dir=folder.url))
+    if plan.limits.spend_cap_usd is None:
+        return None
+    try:
+        check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
+    except LaunchError as exc:
+        names = (CONFIG, LABELS, LINEAGE, folder.log_url.rsplit("/", 1)[-1])
+        RunStore(folder.runs_dir).release_claim(folder, names, keep=folder.runs_dir)
+        _error(f"{exc} (the derived folder {folder.url} was removed)")
+        return exc.exit_code
+    return None
 
 
 SOURCE = typer.Option(..., "--source-run-dir", help="The run to derive from (only read).")
@@ -118,6 +149,13 @@ TIMEOUT = typer.Option(
     help="Wall-clock limit of the derived run in seconds.",
     show_default="as the source recorded",
 )
+SPEND_CAP = typer.Option(
+    None,
+    "--spend-cap-usd",
+    help="USD the derived run's own calls may spend (its copied rounds do not count); "
+    "refused when the dry-run estimate passes it; once reached the run ends incomplete.",
+    show_default="as the source recorded",
+)
 SEAT = typer.Option(..., "--replaced-agent-id", help="The seat that moves to another model.")
 MODEL = typer.Option(..., "--model", help="The replaced seat's model.")
 PROVIDER = typer.Option(..., "--provider", help="The replaced seat's provider.")
@@ -133,12 +171,14 @@ def fork_at_round(
     knobs: str | None = KNOBS,
     max_agent_turns: int | None = TURNS,
     run_timeout: float | None = TIMEOUT,
+    spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
 ) -> int:
     """Copy rounds 1..N of a run into a fresh folder and play N+1 onward."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
+        spend_cap_usd=spend_cap_usd,
     )  # fmt: skip
     return _derive(request, wait)
 
@@ -156,6 +196,7 @@ def replace_agent(
     channel_visibility: str = VISIBILITY,
     max_agent_turns: int | None = TURNS,
     run_timeout: float | None = TIMEOUT,
+    spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
 ) -> int:
     """Fork after round N with one seat on another model (history per --channel-visibility)."""
@@ -163,6 +204,7 @@ def replace_agent(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, channel_visibility,
         max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
+        spend_cap_usd=spend_cap_usd,
     )  # fmt: skip
     return _derive(request, wait)
 
@@ -183,12 +225,13 @@ def cross_run_replace_agent(
     knobs: str | None = KNOBS,
     max_agent_turns: int | None = TURNS,
     run_timeout: float | None = TIMEOUT,
+    spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
 ) -> int:
     """Fork after round N with one seat taken by an agent that brings its donor-run history."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, "full", donor_run_dir, donor_agent_id,
-        max_agent_turns, run_timeout,
+        max_agent_turns, run_timeout, spend_cap_usd,
     )  # fmt: skip
     return _derive(request, wait)

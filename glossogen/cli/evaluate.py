@@ -224,6 +224,15 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         return exc.exit_code
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
+    from glossogen.evaluation._report import keep_foreign_report
+
+    try:  # a report we did not write is never lost (write_report keeps it too, silently)
+        kept = keep_foreign_report(run_dir, plan.run.scenario)
+    except StorageError as exc:
+        _error(f"cannot keep the report already there: {exc}")
+        return int(exit_codes.TRANSPORT)
+    if kept:
+        _note(f"{report_url} was not written by glossogen evaluate: kept byte for byte as {kept}")
     in_flow = prefect_api_configured()
     try:
         if in_flow:

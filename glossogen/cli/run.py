@@ -21,6 +21,7 @@ from glossogen.launch import (
     check_credentials,
     check_model_settings,
     check_runs_dir,
+    check_spend_cap,
     estimate_round_cost,
     observing,
     plan_resume,
@@ -33,7 +34,7 @@ from glossogen.launch._settings import (
     ASSUMED_OUTPUT_TOKENS,
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
-from glossogen.storage import StorageError
+from glossogen.storage import StorageError, WriteConflictError
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -125,6 +126,14 @@ def run(
         "incomplete.",
         show_default="no limit; with --resume: as recorded",
     ),
+    spend_cap_usd: float | None = typer.Option(
+        None,
+        "--spend-cap-usd",
+        help="USD the run's own model calls may spend; refused at launch when the dry-run "
+        "estimate passes it; once reached no new call is made and the run ends incomplete "
+        "(exit 20).",
+        show_default="no cap; with --resume: as recorded",
+    ),
     group_slug: str = typer.Option(
         "",
         "--group-slug",
@@ -153,6 +162,7 @@ def run(
         config=config,
         max_agent_turns=max_agent_turns,
         run_timeout=run_timeout,
+        spend_cap_usd=spend_cap_usd,
         group_slug=group_slug,
         dry_run=dry_run,
         resume_dir=resume_dir,
@@ -169,6 +179,7 @@ def play(
     config: str,
     max_agent_turns: int | None = None,
     run_timeout: float | None = None,
+    spend_cap_usd: float | None = None,
     group_slug: str = "",
     dry_run: bool = False,
     resume_dir: str = "",
@@ -186,6 +197,7 @@ def play(
         config: Preset name or JSON file path.
         max_agent_turns: Model requests per agent (1 or more; None: 200, or as recorded).
         run_timeout: Wall-clock limit of the run, seconds (None: none, or as recorded).
+        spend_cap_usd: USD the run's own calls may spend (None: no cap; resume: as recorded).
         group_slug: Tenant group that owns the run ("": ``local``, or as recorded).
         dry_run: Resolve, check and print the estimate; claim nothing.
         resume_dir: An existing run folder to continue in place ("" for a new run).
@@ -203,6 +215,9 @@ def play(
     if run_timeout is not None and not (math.isfinite(run_timeout) and run_timeout > 0):
         _error(f"--run-timeout must be a number of seconds above 0, got {run_timeout:g}")
         return 64
+    if spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
+        _error(f"--spend-cap-usd must be a number of USD above 0, got {spend_cap_usd:g}")
+        return 64
     if resume_dir and runs_dir:
         _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
         return 64
@@ -213,8 +228,9 @@ def play(
                 _error(f"Missing option '{flag}'.")
                 return 64
     try:
+        done = 0  # rounds already played (a resume's)
         if resume_dir:
-            plan, _ = plan_resume(
+            plan, point = plan_resume(
                 ResumeRequest(
                     run_dir=resume_dir,
                     scenario=scenario,
@@ -224,10 +240,12 @@ def play(
                     overrides=overrides,
                     max_agent_turns=max_agent_turns,
                     run_timeout_seconds=run_timeout,
+                    spend_cap_usd=spend_cap_usd,
                     group_slug=group_slug or None,
                     allow_config_change=allow_config_change,
                 )
             )
+            done = point.state.after_round
         else:
             plan = plan_run(
                 RunRequest(
@@ -239,11 +257,13 @@ def play(
                     overrides=overrides,
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
                     run_timeout_seconds=run_timeout,
+                    spend_cap_usd=spend_cap_usd,
                     group_slug=group_slug or "local",
                 )
             )
         check_credentials(plan)
         check_model_settings(plan)
+        check_spend_cap(plan, max(0, plan.knobs.round_count - done))
         if not resume_dir:
             check_runs_dir(runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
@@ -293,8 +313,8 @@ def play(
                 result = asyncio.run(resume(plan, resume_dir, allow_config_change))
             else:
                 result = asyncio.run(simulate(plan, runs_dir=runs_dir))
-    except (LaunchError, DeriveError) as exc:
-        _error(str(exc))
+    except (LaunchError, DeriveError, WriteConflictError) as exc:
+        _error(str(exc))  # a write conflict: another writer shipped the log; nothing overwritten
         return exc.exit_code
     except (KeyboardInterrupt, TerminationSignal):
         progress.close()
@@ -325,4 +345,6 @@ def play(
     )
     if result.status != "completed":
         _error(f"run {result.status}: {result.error}")
+    if result.spend_capped:
+        return int(exit_codes.NOT_MEASURED)
     return EXIT_CODES.get(result.status, EXIT_INTERNAL)

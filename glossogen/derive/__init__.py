@@ -18,7 +18,14 @@ from glossogen.derive._resume import (
     run_folder,
 )
 from glossogen.derive._stale import StaleRun, find_stale_runs, survey_unfinished_runs
-from glossogen.derive._state import DeriveError, RunState, read_state
+from glossogen.derive._state import (
+    DeriveError,
+    HistoryUnreadable,
+    RunState,
+    read_history,
+    read_state,
+    upcast_history,
+)
 
 __all__ = [
     "StaleRun",
@@ -32,6 +39,9 @@ __all__ = [
     "lineage_of",
     "prepare_fork",
     "DeriveError",
+    "HistoryUnreadable",
+    "read_history",
+    "upcast_history",
     "ResumePoint",
     "RunState",
     "config_changes",

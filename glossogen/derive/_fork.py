@@ -63,6 +63,8 @@ class ForkRequest:
     """The derived run's ``max_agent_turns`` (None: the source's, as in force at the boundary)."""
     run_timeout_seconds: float | None = None
     """The derived run's wall-clock limit, seconds (None: the source's)."""
+    spend_cap_usd: float | None = None
+    """USD the derived run's own calls may spend (None: the source's cap, if any)."""
 
     @property
     def derivation(self) -> Derivation:
@@ -365,6 +367,7 @@ def prepare_fork(
         for key, value in (
             ("max_agent_turns", request.max_agent_turns),
             ("run_timeout_seconds", request.run_timeout_seconds),
+            ("spend_cap_usd", request.spend_cap_usd),
         )
         if value is not None and value != limits[key]
     }
@@ -457,6 +460,7 @@ def _write_prefix(
                 lineage=lineage,
                 max_agent_turns=limits["max_agent_turns"],
                 run_timeout_seconds=limits["run_timeout_seconds"],
+                spend_cap_usd=limits["spend_cap_usd"],
                 group_slug=limits["group_slug"],
             )
         )

@@ -11,8 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from glossogen.derive._state import DeriveError, RunState, read_state
-from glossogen.eventlog import Event, RunResumed, SimulationStarted, read_events
+from glossogen.derive._state import (
+    DeriveError,
+    HistoryUnreadable,
+    RunState,
+    read_history,
+    read_state,
+)
+from glossogen.eventlog import (
+    AgentHistoryAppended,
+    Event,
+    RunResumed,
+    SimulationStarted,
+    read_events,
+)
 from glossogen.storage import RunBusyError, RunFolder, RunStore, join, path_kind
 
 
@@ -85,9 +97,15 @@ def read_run_log(
 ) -> tuple[list[Event], SimulationStarted]:
     """Return a run's events and its ``simulation_started``.
 
+    Every agent history in the log is checked readable here (upcast as
+    :func:`~glossogen.derive.upcast_history` says), so resume and fork refuse an unreadable one
+    before anything is written, naming its line.
+
     Raises:
         DeriveError: no log in the folder, an empty one, a folder in its place, or a log that
             starts no run (66); a log of another scenario than ``scenario`` (65).
+        HistoryUnreadable: (65) an ``agent_history_appended`` no upcast makes readable; one
+            line naming the log, the line number, the event and the first problem.
     """
     scenario = scenario or folder.scenario
     state = folder.log_state()
@@ -105,6 +123,14 @@ def read_run_log(
         raise DeriveError(f"{folder.log_url} has no simulation_started event", 66)
     if started.scenario_name != scenario:
         raise DeriveError(f"{folder.url} is a {started.scenario_name} run, not {scenario}")
+    for event in events:
+        if isinstance(event, AgentHistoryAppended):
+            try:
+                read_history(event)
+            except HistoryUnreadable as exc:
+                line = folder.log_line_of(event.event_id)
+                where = f"{folder.log_url} line {line}: " if line else f"{folder.log_url}: "
+                raise HistoryUnreadable(exc.event_id, exc.agent_id, exc.reason, where) from None
     return events, started
 
 
@@ -129,7 +155,14 @@ def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:
     return ResumePoint(folder, state, started, events)
 
 
-LIMIT_KEYS = ("max_agent_turns", "run_timeout_seconds", "model", "provider", "group_slug")
+LIMIT_KEYS = (
+    "max_agent_turns",
+    "run_timeout_seconds",
+    "spend_cap_usd",
+    "model",
+    "provider",
+    "group_slug",
+)
 """What ``run_resumed.limit_changes`` may name: the run limits and the default model."""
 
 
@@ -141,8 +174,8 @@ def recorded_limits(events: list[Event], after_round: int | None = None) -> dict
     ``limit_changes`` in order.
 
     Returns:
-        ``{"max_agent_turns": int, "run_timeout_seconds": float | None, "model": str,
-        "provider": str, "group_slug": str}``.
+        ``{"max_agent_turns": int, "run_timeout_seconds": float | None, "spend_cap_usd":
+        float | None, "model": str, "provider": str, "group_slug": str}``.
 
     Raises:
         DeriveError: the log has no ``simulation_started`` (66).
@@ -153,6 +186,7 @@ def recorded_limits(events: list[Event], after_round: int | None = None) -> dict
     limits: dict[str, Any] = {
         "max_agent_turns": started.max_agent_turns,
         "run_timeout_seconds": started.run_timeout_seconds,
+        "spend_cap_usd": started.spend_cap_usd,
         "model": started.model,
         "provider": started.provider,
         "group_slug": started.group_slug or "local",

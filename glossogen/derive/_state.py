@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from glossogen.eventlog import (
@@ -34,6 +35,137 @@ class DeriveError(ValueError):
         """Keep the one-line message and the exit code (65 refused, 66 unreadable)."""
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class HistoryUnreadable(DeriveError):
+    """An ``agent_history_appended`` whose messages no upcast makes readable (exit 65).
+
+    Attributes:
+        event_id: The event's id, so a reader holding the log can name its line.
+        agent_id: The agent whose history it is.
+        reason: The first validation problem, one line.
+    """
+
+    def __init__(self, event_id: str, agent_id: str, reason: str, where: str = "") -> None:
+        """Build the one-line refusal; ``where`` is ``"<log> line <n>: "`` when known."""
+        super().__init__(
+            f"{where}agent_history_appended {event_id} (agent {agent_id}) holds a history "
+            f"that cannot be read: {reason}",
+            65,
+        )
+        self.event_id, self.agent_id, self.reason = event_id, agent_id, reason
+
+
+_RESPONSE_ONLY = ("model_name", "usage", "finish_reason", "provider_response_id")
+
+
+def _request_part_kind(part: dict[str, Any]) -> str | None:
+    if "tool_call_id" in part and "tool_name" in part:
+        content = part.get("content")
+        errors = isinstance(content, list) and all(
+            isinstance(c, dict) and "msg" in c for c in content
+        )
+        return "retry-prompt" if errors and content else "tool-return"
+    if "dynamic_ref" in part:
+        return "system-prompt"
+    if "content" in part:
+        return "user-prompt"
+    return None
+
+
+def _response_part_kind(part: dict[str, Any]) -> str | None:
+    if "tool_name" in part and "args" in part:
+        return "tool-call"
+    if "signature" in part and "content" in part:
+        return "thinking"
+    if "content" in part:
+        return "text"
+    return None
+
+
+def upcast_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return logged pydantic-ai messages in the shapes pydantic-ai reads today (new dicts).
+
+    What is upcast, as :mod:`glossogen.eventlog`'s other readers tolerate it:
+
+    - a message without ``kind``: ``response`` when it carries a response's own fields
+      (``model_name``, ``usage``, ...) or a tool call, else ``request``;
+    - a part without ``part_kind``, inferred from its fields: in a request a part with
+      ``tool_name`` and ``tool_call_id`` is a ``retry-prompt`` when its content is a list of
+      validation errors, else a ``tool-return``; one with ``dynamic_ref`` a ``system-prompt``;
+      else a ``user-prompt``. In a response ``tool_name`` and ``args`` make a ``tool-call``,
+      ``signature`` a ``thinking`` part, else ``text``;
+    - a legacy ``retry-prompt`` whose validation errors lack ``input`` (written before
+      pydantic-ai required it): ``input`` null.
+
+    A part whose kind cannot be told is left as is (validation then names it).
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(message)
+            continue
+        message = dict(message)
+        parts = message.get("parts")
+        if "kind" not in message and isinstance(parts, list):
+            response = any(k in message for k in _RESPONSE_ONLY) or any(
+                isinstance(p, dict) and "args" in p for p in parts
+            )
+            message["kind"] = "response" if response else "request"
+        if isinstance(parts, list):
+            infer = _response_part_kind if message.get("kind") == "response" else _request_part_kind
+            fixed: list[Any] = []
+            for part in parts:
+                if isinstance(part, dict):
+                    part = dict(part)
+                    if "part_kind" not in part and (kind := infer(part)) is not None:
+                        part["part_kind"] = kind
+                    if part.get("part_kind") == "retry-prompt" and isinstance(
+                        part.get("content"), list
+                    ):
+                        part["content"] = [
+                            {"input": None, **c} if isinstance(c, dict) else c
+                            for c in part["content"]
+                        ]
+                fixed.append(part)
+            message["parts"] = fixed
+        out.append(message)
+    return out
+
+
+def _first_problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"message {where}: {first['msg']}" if where else first["msg"]
+
+
+def read_history(event: AgentHistoryAppended, where: str = "") -> list[ModelMessage]:
+    """Return the event's messages as pydantic-ai objects, upcast first (:func:`upcast_history`).
+
+    Args:
+        event: The ``agent_history_appended`` event.
+        where: ``"<log> line <n>: "`` naming the event's line, put before the message.
+
+    Raises:
+        HistoryUnreadable: (65) the messages do not validate even upcast; one line naming the
+            event, its agent and the first problem.
+    """
+    messages = upcast_history(event.messages)
+    for i, message in enumerate(messages):
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict) and "part_kind" not in part:
+                fields = ", ".join(sorted(part)) or "none"
+                reason = (
+                    f"message {i} part {j} has no part_kind and its fields ({fields}) "
+                    "do not tell one"
+                )
+                raise HistoryUnreadable(event.event_id, event.agent_id, reason, where)
+    try:
+        return list(ModelMessagesTypeAdapter.validate_python(messages))
+    except ValidationError as exc:
+        reason = _first_problem(exc)
+        raise HistoryUnreadable(event.event_id, event.agent_id, reason, where) from None
 
 
 @dataclass
@@ -78,8 +210,11 @@ class RunState:
 def read_state(events: list[Event], after_round: int | None = None) -> RunState:
     """Return the state at the last completed round, or at ``after_round`` when given.
 
+    Histories are read tolerantly (:func:`read_history`).
+
     Raises:
         DeriveError: ``after_round`` is below 0 or beyond the last completed round.
+        HistoryUnreadable: (65) a history cannot be read even upcast.
     """
     kept, pending, ended = split_attempts(events)
     completed = [e.round_number for e in kept if isinstance(e, RoundCompleted)]
@@ -121,7 +256,7 @@ def _fold(state: RunState, events: list[Event]) -> None:
             state.turns.setdefault(event.agent_id, 0)
             state.tool_calls.setdefault(event.agent_id, 0)
         elif isinstance(event, AgentHistoryAppended):
-            messages = ModelMessagesTypeAdapter.validate_python(event.messages)
+            messages = read_history(event)
             history = state.histories.setdefault(event.agent_id, [])
             start = len(history) if event.from_index is None else event.from_index
             state.histories[event.agent_id] = history[:start] + list(messages)

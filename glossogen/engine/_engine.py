@@ -95,6 +95,7 @@ class RunSetup:
     judge: JudgeSeat | None
     max_agent_turns: int = 200
     run_timeout_seconds: float | None = None
+    spend_cap_usd: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
     lineage: dict[str, Any] | None = None
     group_slug: str = "local"
@@ -404,6 +405,7 @@ class RunEngine(ChannelOps):
                 lineage=s.lineage,
                 max_agent_turns=s.max_agent_turns,
                 run_timeout_seconds=s.run_timeout_seconds,
+                spend_cap_usd=s.spend_cap_usd,
                 group_slug=s.group_slug,
             )
         )

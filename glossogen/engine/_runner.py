@@ -66,6 +66,10 @@ REJECTED_CAUSES = ("validation_error", "unknown_tool")
 """Why pydantic-ai sends a tool call back to the model that are the model's own error."""
 
 
+class SpendCapReached(TurnLimitReached):
+    """Raised inside a cycle, before a model request, once the run's spend cap is reached."""
+
+
 @dataclass
 class AgentRunner:
     """The state of one seat: model, history, inbox, observations, counters.
@@ -218,6 +222,8 @@ class CycleDriver:
         self.mark_read = mark_read
         self.pause = pause
         self.rng = rng
+        self.call_allowed: Callable[[], bool] = lambda: True
+        """Asked before every model request; False (the run's spend cap) takes the agent out."""
 
     async def run_phase(self, runner: AgentRunner, deps: AgentDeps) -> None:
         """Feed ``runner`` prompts until the phase is cancelled; returns if the agent is out."""
@@ -270,6 +276,8 @@ class CycleDriver:
             async for attempt in retrying:
                 with attempt:
                     await self._cycle(runner, deps, prompt)
+        except SpendCapReached:
+            runner.out = True  # the run's spend cap: the session ends the run with the reason
         except TurnLimitReached:
             runner.out = True
             self.emit(
@@ -416,6 +424,8 @@ class CycleDriver:
             self._confirm(runner)
             if runner.turns >= self.max_agent_turns:
                 raise TurnLimitReached
+            if not self.call_allowed():
+                raise SpendCapReached
             runner.turns += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):

@@ -1,5 +1,9 @@
 """The run's evaluation report, ``<run_dir>/<scenario>_report.json``, and its sidecars.
 
+A report we did not write (GlossoGen 0.5's ``measurements`` format) is never lost: before ours
+replaces it, its bytes are kept as ``<scenario>_report.glossogen-0.5.json``, and readers see
+both (:func:`combined_metrics`: ours wins a metric name in both).
+
 Written atomically (temporary name, then rename; one put on S3), JSON with ``allow_nan=False``.
 Evaluating again replaces the entries of the metrics scored and keeps the others, as long as the
 log is the one the report describes; a report of an older log (the run was resumed since) is
@@ -19,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from glossogen.evaluation._contract import MetricResult
 from glossogen.evaluation._run import LoadedRun
 from glossogen.pricing import add_costs
-from glossogen.storage import RunStore, join, write_bytes_atomic
+from glossogen.storage import RunStore, join, open_fs, write_bytes_atomic
 
 REPORT_VERSION: Final = 1
 
@@ -170,9 +174,12 @@ def merge_report(
 def write_report(run_dir: str, report: Report) -> str:
     """Write ``report`` atomically into ``run_dir``; return its URL.
 
+    A report there that we did not write is kept first (:func:`keep_foreign_report`).
+
     Raises:
         StorageError: the storage is unreachable.
     """
+    keep_foreign_report(run_dir, report.scenario)
     name = report_name(report.scenario)
     RunStore(run_dir).write_json(run_dir, name, report)
     return join(run_dir, name)
@@ -199,3 +206,111 @@ def write_sidecar(run_dir: str, name: str, rows: list[dict[str, Any]]) -> str:
     """
     lines = [json.dumps(row, allow_nan=False, ensure_ascii=False) for row in rows]
     return write_text(run_dir, name, "".join(line + "\n" for line in lines))
+
+
+OURS: Final = "glossogen"
+"""The ``source`` of a report entry ``glossogen evaluate`` wrote."""
+GLOSSOGEN_05: Final = "glossogen-0.5"
+"""The ``source`` of an entry read from a GlossoGen 0.5 report (``measurements``)."""
+
+
+def foreign_report_name(scenario: str) -> str:
+    """Where a report we did not write is kept: ``<scenario>_report.glossogen-0.5.json``."""
+    return f"{scenario}_report.{GLOSSOGEN_05}.json"
+
+
+def is_glossogen05_report(data: Any) -> bool:
+    """True for a GlossoGen 0.5 report: an object with a ``measurements`` list, no version."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("measurements"), list)
+        and "report_version" not in data
+    )
+
+
+def glossogen05_metrics(data: Any) -> dict[str, dict[str, Any]]:
+    """Return a GlossoGen 0.5 report's measurements as report entries, keyed by metric name.
+
+    Each ``measurements`` item becomes an entry under its own ``metric_name`` (names kept as
+    they are): ``score``, ``unit`` (its ``score_unit``), ``summary``, ``per_round`` (its
+    ``round_number``/``value``/``note`` observations), ``per_agent``, ``rounds`` (the rounds
+    observed), ``status`` ``ok`` and ``source`` :data:`GLOSSOGEN_05`. Items without a string
+    ``metric_name`` are skipped; anything else not a report is an empty dict.
+    """
+    if not is_glossogen05_report(data):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for item in data["measurements"]:
+        if not isinstance(item, dict) or not isinstance(item.get("metric_name"), str):
+            continue
+        per_round = [r for r in item.get("per_round") or [] if isinstance(r, dict)]
+        score = item.get("score")
+        out[item["metric_name"]] = {
+            "name": item["metric_name"],
+            "status": "ok",
+            "score": score if isinstance(score, int | float) else None,
+            "unit": item.get("score_unit") or "",
+            "summary": item.get("summary") or "",
+            "rounds": len({r.get("round_number") for r in per_round}),
+            "per_round": per_round,
+            "per_agent": [a for a in item.get("per_agent") or [] if isinstance(a, dict)],
+            "source": GLOSSOGEN_05,
+        }
+    return out
+
+
+def combined_metrics(
+    ours: dict[str, Any] | None, foreign: dict[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """The metric entries a reader of a run sees: a foreign report's, then ours over them.
+
+    Where a metric name is in both, our own entry wins. Every entry carries its ``source``
+    (:data:`OURS` or :data:`GLOSSOGEN_05`). ``ours`` may itself be a GlossoGen 0.5 report (a
+    migrated run never evaluated here).
+    """
+    metrics: dict[str, dict[str, Any]] = {}
+    for data in (foreign, ours):
+        if is_glossogen05_report(data):
+            metrics.update(glossogen05_metrics(data))
+        elif isinstance(data, dict) and isinstance(data.get("metrics"), dict):
+            for name, entry in data["metrics"].items():
+                if isinstance(entry, dict):
+                    metrics[name] = {**entry, "source": OURS}
+    return metrics
+
+
+def keep_foreign_report(run_dir: str, scenario: str) -> str | None:
+    """Keep the bytes of a report we did not write before ours replaces it; return where.
+
+    A file at ``<scenario>_report.json`` that is not a version-1 report of ours (a GlossoGen
+    0.5 report, or anything unreadable as ours) is copied byte for byte to
+    :func:`foreign_report_name` (``.2``, ``.3``... before ``.json`` when that name holds other
+    bytes). Done once: the same bytes already kept are not copied again; a kept file is never
+    deleted or overwritten.
+
+    Returns:
+        The URL of the copy made now, or None when nothing needed keeping.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    store = RunStore(run_dir)
+    name = report_name(scenario)
+    if not store.exists(run_dir, name):
+        return None
+    fs, path = open_fs(join(run_dir, name))
+    data = bytes(fs.cat_file(path))
+    try:
+        Report.model_validate_json(data)
+        return None  # ours
+    except ValueError:
+        pass
+    base = foreign_report_name(scenario).removesuffix(".json")
+    for n in range(1, 1000):
+        kept = f"{base}.json" if n == 1 else f"{base}.{n}.json"
+        if not store.exists(run_dir, kept):
+            return write_bytes_atomic(join(run_dir, kept), data)
+        kfs, kpath = open_fs(join(run_dir, kept))
+        if bytes(kfs.cat_file(kpath)) == data:
+            return None  # already kept
+    return None

@@ -104,6 +104,8 @@ class SimulationStarted(Event):
     lineage: dict[str, Any] | None = None
     max_agent_turns: int = DEFAULT_MAX_AGENT_TURNS
     run_timeout_seconds: float | None = None
+    spend_cap_usd: float | None = None
+    """USD the run's own model calls may spend (``RunLimits.spend_cap_usd``); None: no cap."""
     group_slug: str | None = None
 
     @model_validator(mode="before")

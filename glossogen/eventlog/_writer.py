@@ -13,6 +13,12 @@ at a round boundary. **A crash loses, on S3, everything appended since the last 
 boundary**; a killed process leaves its spool file behind in the temp directory, complete up to
 the last event, so that tail can be recovered by hand on the same machine (a lost machine loses
 it). The upload costs one put of the whole log per round (a few MB at most).
+
+Each upload is conditional: the first one of a new log is create-only (``If-None-Match: *``),
+every later one carries ``If-Match`` the ETag of the log this writer read or last uploaded. An
+upload onto a log another writer shipped meanwhile is refused
+(:class:`~glossogen.storage.WriteConflictError`, exit 75), so no writer's events overwrite
+another's; the refused writer's log stays in its spool file, named in the error.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ from types import TracebackType
 from typing import Any
 
 from glossogen.eventlog._events import Event
-from glossogen.storage import StorageError, is_local, open_fs, translate_errors
+from glossogen.storage import (
+    StorageError,
+    WriteConflictError,
+    is_local,
+    open_fs,
+    put_if_unchanged,
+    read_with_etag,
+    translate_errors,
+)
 
 
 class EventLogWriter:
@@ -60,6 +74,8 @@ class EventLogWriter:
         self._local = is_local(self._fs)
         self._dirty = False
         self._uploaded = False
+        self._etag: str | None = None
+        """ETag of the remote log as this writer last read or wrote it (None: no log yet)."""
         if self._local:
             self._spool = ""
             with translate_errors(url):
@@ -83,10 +99,13 @@ class EventLogWriter:
 
     def _download(self) -> bytes:
         try:
-            with translate_errors(self.url, self._fs):  # a missing bucket: StorageError
-                return self._fs.cat_file(self._path)
+            found = read_with_etag(self.url)  # a missing bucket: StorageError
         except FileNotFoundError:
             return b""
+        if found is None:
+            return b""
+        data, self._etag = found
+        return data
 
     def append(self, event: Event) -> None:
         """Append one event (``event.model_dump_json()`` and a newline), flushed to the file.
@@ -134,8 +153,13 @@ class EventLogWriter:
             os.fsync(self._file.fileno())
         elif self._dirty or not self._uploaded:
             try:
-                with translate_errors(self.url, self._fs):
-                    self._fs.put_file(self._spool, self._path)
+                with open(self._spool, "rb") as spool:
+                    data = spool.read()
+                self._etag = put_if_unchanged(self.url, data, self._etag)
+            except WriteConflictError as exc:
+                raise WriteConflictError(
+                    f"{exc}; not overwritten (this writer's log kept at {self._spool})"
+                ) from None
             except StorageError as exc:
                 raise StorageError(f"{exc} (unsent log kept at {self._spool})") from exc
         self._dirty = False

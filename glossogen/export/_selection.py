@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
-from glossogen.storage import RunStore, path_kind
+from glossogen.storage import RunFolder, RunStore, path_kind
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``--max-runs`` overrides it)."""
@@ -197,7 +197,7 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     # read as agent_model_settings.max_tokens, for the knob columns and --knob alike.
     config = lift_legacy_knobs(config)
     lineage = folder.read_object("lineage.json") or started.get("lineage")
-    report = folder.read_object(f"{scenario}_report.json")
+    report = _report_of(folder, scenario)
     return RunRecord(
         run_id=run_id,
         scenario=scenario,
@@ -209,6 +209,32 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         facts=facts,
         report=report if isinstance(report, dict) else None,
     )
+
+
+def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
+    """The run's report as readers see it: ours, and a GlossoGen 0.5 report under it.
+
+    ``<scenario>_report.json`` may be ours or (a migrated run never evaluated here) a
+    GlossoGen 0.5 report; ``<scenario>_report.glossogen-0.5.json`` is the 0.5 report
+    ``evaluate`` kept before writing ours. Their metrics are combined (ours wins a name in
+    both; :func:`glossogen.evaluation._report.combined_metrics`), each entry with its
+    ``source``. None when the run has neither.
+
+    Raises:
+        ValueError: a report file is a folder, not JSON or not an object (names it).
+    """
+    from glossogen.evaluation._report import (
+        combined_metrics,
+        foreign_report_name,
+        is_glossogen05_report,
+    )
+
+    ours = folder.read_object(f"{scenario}_report.json")
+    foreign = folder.read_object(foreign_report_name(scenario))
+    if ours is None and foreign is None:
+        return None
+    base = ours if ours is not None and not is_glossogen05_report(ours) else {}
+    return {**base, "metrics": combined_metrics(ours, foreign)}
 
 
 def _check_limit(count: int, max_runs: int) -> None:

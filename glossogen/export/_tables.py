@@ -241,6 +241,19 @@ def _metric_units(records: list[RunRecord]) -> dict[str, str]:
     return units
 
 
+def _metric_sources(records: list[RunRecord]) -> dict[str, str]:
+    """Metric name -> who wrote its numbers across ``records``, ``; ``-joined when several.
+
+    ``glossogen`` is our ``evaluate``; ``glossogen-0.5`` a GlossoGen 0.5 report.
+    """
+    sources: dict[str, set[str]] = {}
+    for record in records:
+        for name, entry in ((record.report or {}).get("metrics") or {}).items():
+            if isinstance(entry, dict):
+                sources.setdefault(name, set()).add(str(entry.get("source") or "glossogen"))
+    return {name: "; ".join(sorted(found)) for name, found in sources.items()}
+
+
 def legend(
     frames: dict[str, pl.DataFrame | dict[str, int]], records: list[RunRecord] | None = None
 ) -> pl.DataFrame:
@@ -252,10 +265,13 @@ def legend(
 
     Returns:
         Columns ``table``, ``column``, ``family`` (the prefix without its dot, ``run`` for run
-        metadata, ``table`` for a table's own columns), ``unit`` (empty when unitless) and
-        ``runs_filled`` (distinct runs with a non-empty cell in that column).
+        metadata, ``table`` for a table's own columns), ``unit`` (empty when unitless),
+        ``runs_filled`` (distinct runs with a non-empty cell in that column) and, for a
+        metric column, ``source``: which evaluation wrote its numbers (``glossogen``,
+        ``glossogen-0.5`` for a GlossoGen 0.5 report, or both; empty for other columns).
     """
     units = {**_UNITS, **_metric_units(records or [])}
+    sources = _metric_sources(records or [])
     rows: list[dict[str, Any]] = []
     for table, frame in frames.items():
         counts = frame if isinstance(frame, dict) else coverage(frame)
@@ -263,6 +279,8 @@ def legend(
             unit = units.get(col)
             if unit and table == "round_level" and col.startswith("metric."):
                 unit += ROUND_METRIC_UNIT
+            prefix, _, metric_name = col.partition(".")
+            source = sources.get(metric_name) if f"{prefix}." in METRIC_PREFIXES else None
             rows.append(
                 {
                     "table": table,
@@ -270,6 +288,7 @@ def legend(
                     "family": family(col),
                     "unit": unit,
                     "runs_filled": count,
+                    "source": source,
                 }
             )
     schema: dict[str, type[pl.DataType]] = {
@@ -277,7 +296,7 @@ def legend(
         "column": pl.String,
         "family": pl.String,
     }
-    schema |= {"unit": pl.String, "runs_filled": pl.Int64}
+    schema |= {"unit": pl.String, "runs_filled": pl.Int64, "source": pl.String}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -5,6 +5,12 @@ that knob's value whole (``judge_model_settings.thinking=low`` drops a preset's
 ``temperature``). ``model_overrides`` is the exception: its unit is the agent entry, so
 ``agents.field_observer.model=x`` replaces the preset's ``field_observer`` entry whole and keeps
 the other agents'. A validation failure becomes one :class:`ConfigError` line naming the knob.
+
+Values are strict (pydantic's strict mode, validated from JSON): a boolean is not a number
+(``round_count=true`` is refused, not read as 1), a number is not a boolean, and a string of
+digits is not a number (``"seed": "7"`` is refused). A float knob takes an integer; an integer
+knob refuses ``5.0``. A value from the command line has already been parsed as JSON
+(:func:`~glossogen.knobs.parse_value`), so ``round_count=20`` is the integer 20.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, to_json
 
 from glossogen.knobs._base import BaseKnobs, lift_legacy_knobs
 from glossogen.knobs._errors import ConfigError
@@ -159,11 +165,15 @@ def resolve_knobs(
 
     Raises:
         ConfigError: (65) a knob is unknown (with a close match when there is one), a value is
-            of the wrong type or out of bounds, or a cross-field validator refuses the
+            of the wrong type (strictly: see the module's docstring) or out of bounds, or a
+            cross-field validator refuses the
             combination; the message names the knob path, the value and the reason.
     """
     merged = merge_overrides(base, overrides)
     try:
-        return knobs_model.model_validate(merged)
+        # Validated from JSON, not from Python objects: strict mode then still reads a JSON
+        # array as a tuple knob and a string as a Literal, while refusing bool-as-int and
+        # digit strings, which is the strictness wanted here.
+        return knobs_model.model_validate_json(to_json(merged), strict=True)
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, knobs_model)) from exc

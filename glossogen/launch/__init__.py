@@ -34,6 +34,7 @@ from glossogen.launch._session import (
 from glossogen.launch._settings import (
     CostEstimate,
     check_model_settings,
+    check_spend_cap,
     derived_run_check,
     estimate_round_cost,
     uncosted_models,
@@ -45,6 +46,7 @@ __all__ = [
     "check_runs_dir",
     "CostEstimate",
     "check_model_settings",
+    "check_spend_cap",
     "derived_run_check",
     "estimate_round_cost",
     "uncosted_models",

@@ -90,6 +90,7 @@ class RunRequest(BaseModel):
         group_slug: Tenant group that owns the run.
         run_timeout_seconds: Wall-clock limit of the run, seconds from its first round; a run
             past it ends between rounds with status ``incomplete`` (None: no limit).
+        spend_cap_usd: USD the run may spend (:class:`RunLimits`; None: no cap).
     """
 
     scenario: str
@@ -101,6 +102,7 @@ class RunRequest(BaseModel):
     max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1)
     group_slug: str = "local"
     run_timeout_seconds: float | None = Field(default=None, gt=0)
+    spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class RunLimits(BaseModel):
@@ -113,12 +115,17 @@ class RunLimits(BaseModel):
         max_agent_turns: Model requests each agent may make in the whole run (1 or more).
         run_timeout_seconds: Wall-clock limit of the run, seconds, summed over every process
             that plays it; a run past it ends between rounds ``incomplete`` (None: no limit).
+        spend_cap_usd: USD the run's own model calls may spend, agents and in-run judge (its
+            logged ``cost_usd``, summed over every process; a derived run's copied rounds do
+            not count). Once reached, no new model call is made and the run ends
+            ``incomplete`` (None: no cap).
     """
 
     model_config = ConfigDict(frozen=True)
 
     max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1)
     run_timeout_seconds: float | None = Field(default=None, gt=0)
+    spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class RunConfig(BaseModel):
@@ -317,6 +324,7 @@ def plan_run(request: RunRequest) -> RunConfig:
     limits = RunLimits(
         max_agent_turns=request.max_agent_turns,
         run_timeout_seconds=request.run_timeout_seconds,
+        spend_cap_usd=request.spend_cap_usd,
     )
     return _with_seats(
         request.scenario, request.model, request.provider, source, knobs, limits,

@@ -52,6 +52,7 @@ class ResumeRequest(BaseModel):
         overrides: ``key=value`` overrides applied on ``config`` (or on the recorded knobs).
         max_agent_turns: Model requests each agent may make in the whole run.
         run_timeout_seconds: Wall-clock limit of the run, seconds.
+        spend_cap_usd: USD the run's own calls may spend, over every process.
         group_slug: Tenant group that owns the run.
         allow_config_change: Accept a knob or limit that differs from the record.
     """
@@ -64,6 +65,7 @@ class ResumeRequest(BaseModel):
     overrides: list[str] = Field(default_factory=list)
     max_agent_turns: int | None = Field(default=None, ge=1)
     run_timeout_seconds: float | None = Field(default=None, gt=0)
+    spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     group_slug: str | None = None
     allow_config_change: bool = False
 
@@ -93,6 +95,7 @@ def recorded_config(point: ResumePoint) -> RunConfig:
         RunLimits(
             max_agent_turns=limits["max_agent_turns"],
             run_timeout_seconds=limits["run_timeout_seconds"],
+            spend_cap_usd=limits["spend_cap_usd"],
         ),
         limits["group_slug"],
     )
@@ -140,6 +143,7 @@ def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
     limits = RunLimits(
         max_agent_turns=request.max_agent_turns or recorded.limits.max_agent_turns,
         run_timeout_seconds=request.run_timeout_seconds or recorded.limits.run_timeout_seconds,
+        spend_cap_usd=request.spend_cap_usd or recorded.limits.spend_cap_usd,
     )
     group_slug = request.group_slug or recorded.group_slug
     check_group_slug(group_slug)

@@ -33,6 +33,8 @@ from glossogen.eventlog import (
     Event,
     EventLogRead,
     EventLogWriter,
+    JudgeCalled,
+    LlmResponseReceived,
     RunResumed,
     RunView,
     SimulationEnded,
@@ -49,6 +51,8 @@ from glossogen.storage import (
     RunLock,
     RunStore,
     StorageError,
+    join,
+    nearest_existing,
 )
 from glossogen.tracing import configure_tracing
 
@@ -85,6 +89,8 @@ class RunResult(BaseModel):
     error: str | None = None
     model_errors: dict[str, int] = {}
     cost_note: str | None = None
+    spend_capped: bool = False
+    """True when the run ended ``incomplete`` because its spend cap was reached (exit 20)."""
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -126,17 +132,34 @@ async def claim_run_async(
 
 
 def claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
-    """Claim the run's folder and write its config files, announcing nothing.
+    """Claim the run's folder and write its config files, all or nothing, announcing nothing.
 
-    For a launcher that names the run before a worker plays it (a sweep through deployments):
+    For a launcher that names the run before a worker plays it (a sweep through deployments),
     the worker's flow run takes the folder as it is and announces the run when it starts.
+
+    Raises:
+        LaunchError: 66 when a local runs dir cannot be created or written (the folder is
+            never made), 69 when the storage fails part-way (a full disk; remote storage): the
+            claimed folder and what was written into it are removed, so nothing is left behind.
     """
     store = RunStore(runs_dir)
-    folder = store.claim_run_dir(
-        config.scenario, int(now_unix if now_unix is not None else time.time())
-    )
-    folder.write_json(CONFIG, config.recorded_knobs)
-    folder.write_json(LABELS, config.labels)
+    existed = nearest_existing(store.runs_dir) if store.local else ""
+    try:
+        folder = store.claim_run_dir(
+            config.scenario, int(now_unix if now_unix is not None else time.time())
+        )
+    except StorageError as exc:
+        store.remove_empty_folders(join(store.runs_dir, config.scenario), existed)
+        code = EXIT_UNREADABLE if store.local else EXIT_TRANSPORT
+        raise LaunchError(f"cannot claim a run folder: {exc}", code) from None
+    try:
+        folder.write_json(CONFIG, config.recorded_knobs)
+        folder.write_json(LABELS, config.labels)
+    except StorageError as exc:
+        store.release_claim(folder, (CONFIG, LABELS), keep=existed)
+        raise LaunchError(
+            f"storage failed while claiming {folder.url} (removed again): {exc}", EXIT_TRANSPORT
+        ) from None
     return folder
 
 
@@ -144,6 +167,33 @@ def _versions() -> dict[str, str]:
     return {
         name: version(name) for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")
     }
+
+
+@dataclass
+class SpendMeter:
+    """The run's own logged spend (USD) against its cap, kept up as events are logged.
+
+    Counts ``cost_usd`` of ``llm_response_received`` and ``judge_called``: what the run's
+    ``simulation_ended.total_cost_usd`` sums. A call not costed adds nothing (a cap is refused
+    at launch for a model the price catalogue lacks).
+    """
+
+    cap: float | None
+    spent: float = 0.0
+
+    def observe(self, event: Event) -> None:
+        """Add ``event``'s cost when it is a priced model or judge call."""
+        if isinstance(event, LlmResponseReceived | JudgeCalled) and event.cost_usd:
+            self.spent += event.cost_usd
+
+    @property
+    def reached(self) -> bool:
+        """True once the logged spend has reached the cap."""
+        return self.cap is not None and self.spent >= self.cap
+
+    def allows_call(self) -> bool:
+        """False once the cap is reached: no new model call is made."""
+        return not self.reached
 
 
 @dataclass
@@ -160,6 +210,22 @@ class RunSession:
     """The first round this session plays (after the last completed one, on resume)."""
     earlier_seconds: float = 0.0
     """Seconds the processes before this one played the run (a resumed run's duration goes on)."""
+    meter: SpendMeter | None = None
+    """The run's logged spend against ``config.limits.spend_cap_usd``."""
+
+    @property
+    def spend_capped(self) -> bool:
+        """True once the run's own logged spend has reached its spend cap."""
+        return self.meter is not None and self.meter.reached
+
+    def spend_cap_reason(self, after_round: int, last_round: int) -> str:
+        """The one-line reason a capped run ended, naming spend, cap and round."""
+        spent = self.meter.spent if self.meter is not None else 0.0
+        cap = self.config.limits.spend_cap_usd or 0.0
+        return (
+            f"spend cap reached: ${spent:.6f} logged of --spend-cap-usd {cap:g} "
+            f"after round {after_round} of {last_round}"
+        )
 
     @property
     def postmortem_only(self) -> bool:
@@ -234,6 +300,7 @@ class RunSession:
                 update={"total_cost_usd": None, "cost_note": _unanswered_note(given_up)}
             )
         played, won = len(self.engine.recorded), self.engine.rounds_won
+        capped = status == "incomplete" and self.spend_capped
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
         ended = SimulationEnded(
@@ -266,6 +333,7 @@ class RunSession:
             error=error,
             model_errors=spend.model_errors,
             cost_note=spend.cost_note,
+            spend_capped=capped,
         )
 
 
@@ -310,9 +378,14 @@ def open_session(
         logging.getLogger("glossogen").warning(tracing.warning)
         notify("warning", tracing.warning)
     watched = has_observers()
+    meter = SpendMeter(config.limits.spend_cap_usd)
+    if resume is not None:  # the spend cap counts what every process logged
+        earlier_spend = RunView.of(EventLogRead(events=resume.events)).spend.total_cost_usd
+        meter.spent = earlier_spend or 0.0
 
     def sink(event: Event) -> None:
         writer.append(event)
+        meter.observe(event)
         if watched:
             notify("event", event)
 
@@ -330,11 +403,13 @@ def open_session(
         judge=config.judge,
         max_agent_turns=config.limits.max_agent_turns,
         run_timeout_seconds=config.limits.run_timeout_seconds,
+        spend_cap_usd=config.limits.spend_cap_usd,
         versions=_versions(),
         group_slug=config.group_slug,
         tracing=tracing,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
+    engine.driver.call_allowed = meter.allows_call
     if resume is None:
         engine.start()
         first = 1
@@ -360,7 +435,7 @@ def open_session(
     earlier = 0.0
     if resume is not None:
         earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
-    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier)
+    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier, meter)
 
 
 def price_spend(folder: RunFolder) -> RunSpend:

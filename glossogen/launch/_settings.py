@@ -145,6 +145,38 @@ def estimate_round_cost(config: RunConfig) -> CostEstimate:
     return CostEstimate(per_agent, judge, total)
 
 
+def check_spend_cap(config: RunConfig, rounds: int) -> None:
+    """Refuse a spend cap the run cannot keep or cannot be held to, before anything is spent.
+
+    Args:
+        config: The planned run (``config.limits.spend_cap_usd``; None: nothing to check).
+        rounds: Rounds still to play (a resume counts only the rounds ahead).
+
+    Raises:
+        LaunchError: (65) a billed model is not in the price catalogue (its spend could not
+            be counted against the cap), or the dry-run estimate of the rounds to play
+            (:func:`estimate_round_cost` times ``rounds``) passes the cap.
+    """
+    cap = config.limits.spend_cap_usd
+    if cap is None:
+        return
+    missing = uncosted_models(config)
+    if missing:
+        raise LaunchError(
+            f"--spend-cap-usd {cap:g}: {', '.join(missing)} is not in the price catalogue, "
+            "so its spend cannot be counted against the cap",
+            EXIT_REFUSED,
+        )
+    per_round = estimate_round_cost(config).per_round or 0.0
+    total = per_round * rounds
+    if total > cap:
+        raise LaunchError(
+            f"--spend-cap-usd {cap:g}: the dry-run estimate of the {rounds} rounds to play is "
+            f"${total:.6f} (${per_round:.6f} per round), above the cap",
+            EXIT_REFUSED,
+        )
+
+
 def uncosted_models(config: RunConfig) -> list[str]:
     """Return ``provider:model`` of every billed model genai-prices does not know."""
     pairs = {(s.provider, s.model) for s in config.seats}

@@ -12,6 +12,7 @@ from glossogen.storage._folder import (
 )
 from glossogen.storage._fs import (
     StorageError,
+    WriteConflictError,
     absolute,
     is_local,
     join,
@@ -19,14 +20,26 @@ from glossogen.storage._fs import (
     open_fs,
     open_mapped,
     path_kind,
+    put_if_unchanged,
+    read_with_etag,
     translate_errors,
     write_bytes_atomic,
+)
+from glossogen.storage._lease import (
+    DEFAULT_LEASE_SECONDS,
+    LEASE_NAME,
+    LEASE_SECONDS_ENV,
+    WriterLease,
+    lease_seconds,
 )
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
 
 __all__ = [
     "CONFIG",
     "FolderFile",
+    "DEFAULT_LEASE_SECONDS",
+    "LEASE_NAME",
+    "LEASE_SECONDS_ENV",
     "LABELS",
     "LINEAGE",
     "LOCK_NAME",
@@ -36,13 +49,18 @@ __all__ = [
     "RunLock",
     "RunStore",
     "StorageError",
+    "WriteConflictError",
+    "WriterLease",
     "absolute",
     "is_local",
     "join",
+    "lease_seconds",
     "nearest_existing",
     "open_fs",
     "open_mapped",
     "path_kind",
+    "put_if_unchanged",
+    "read_with_etag",
     "translate_errors",
     "write_bytes_atomic",
 ]

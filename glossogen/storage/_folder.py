@@ -14,7 +14,8 @@ import fcntl
 import json
 import os
 import posixpath
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ from glossogen.storage._fs import (
     translate_errors,
     write_bytes_atomic,
 )
+from glossogen.storage._lease import RunBusyError, WriterLease, probe_lease
 
 LOCK_NAME = ".writer.lock"
 """File in a local run folder that the writing process holds an exclusive ``flock`` on."""
@@ -49,12 +51,6 @@ class FolderFile:
     name: str
     url: str
     size: int
-
-
-class RunBusyError(Exception):
-    """Another live process writes the run (exit 75: try again later); one line naming it."""
-
-    exit_code = 75
 
 
 @dataclass(frozen=True)
@@ -214,6 +210,26 @@ class RunFolder:
                 return None
             return float(fs.modified(path).timestamp())
 
+    def log_line_of(self, text: str) -> int | None:
+        """The number (from 1) of the first line of the event log holding ``text``, or None.
+
+        A plain byte search, for naming the line of an event found by its ``event_id``; it
+        does not parse the log (reading a run's events is :func:`glossogen.eventlog.read_events`).
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        needle = text.encode()
+        fs, path = open_fs(self.log_url)
+        with translate_errors(self.log_url, fs):
+            if not is_local(fs):
+                fs.invalidate_cache(path)
+            with fs.open(path, "rb") as f:
+                for number, line in enumerate(f, 1):
+                    if needle in line:
+                        return number
+        return None
+
     def local_path(self, name: str) -> str | None:
         """The local file system path of ``name`` in the folder, or None for remote storage."""
         fs, path = open_fs(self.file_url(name))
@@ -364,24 +380,33 @@ class RunFolder:
                 os.rmdir(path)
         return True
 
-    def lock(self) -> RunLock:
-        """Take the folder's writer lock (see :class:`RunLock`) and write this process's pid.
+    def lock(self, now: Callable[[], float] = time.time) -> RunLock:
+        """Take the folder's writer lock (see :class:`RunLock`) and name this process in it.
+
+        Args:
+            now: The clock a remote lease's expiry is read against (Unix seconds).
 
         Raises:
             RunBusyError: another live process holds it.
+            StorageError: remote storage is unreachable.
         """
-        return RunLock(self)
+        return RunLock(self, now=now)
 
-    def check_unlocked(self) -> None:
+    def check_unlocked(self, now: Callable[[], float] = time.time) -> None:
         """Refuse a folder another live process writes; writes nothing (the pid stays).
 
         Raises:
-            RunBusyError: another live process holds the writer lock, named by its pid.
+            RunBusyError: another live process holds the writer lock (local: named by its pid;
+                remote: by the lease's owner and expiry).
+            StorageError: remote storage is unreachable.
         """
+        if not is_local(open_fs(self.url)[0]):
+            probe_lease(self.url, now)
+            return
         RunLock(self, record_pid=False).release()
 
     def is_locked(self) -> bool:
-        """True while another live process holds the folder's writer lock (local folders)."""
+        """True while another live process holds the folder's writer lock (flock or lease)."""
         try:
             self.check_unlocked()
         except RunBusyError:
@@ -390,30 +415,41 @@ class RunFolder:
 
     @property
     def lockable(self) -> bool:
-        """False for folders that cannot be locked (S3): :meth:`is_locked` says nothing there."""
-        return is_local(open_fs(self.url)[0])
+        """Whether :meth:`is_locked` tells a live writer: yes on both back ends (flock, lease)."""
+        return True
 
 
 class RunLock:
-    """An exclusive advisory lock on a local run folder while a process writes its log.
+    """An exclusive lock on a run folder while a process writes its log.
 
-    Remote folders (S3) cannot be locked this way; there the lock is a no-op.
+    Locally an advisory ``flock`` on :data:`LOCK_NAME` (gone with its process). On object
+    storage (S3) a :class:`~glossogen.storage._lease.WriterLease`: a create-only lease object
+    with an owner and an expiry, renewed while the run plays, taken over only when stale.
     """
 
-    def __init__(self, folder: RunFolder, record_pid: bool = True) -> None:
+    def __init__(
+        self, folder: RunFolder, record_pid: bool = True, now: Callable[[], float] = time.time
+    ) -> None:
         """Take the lock, or raise.
 
         Args:
             folder: The run folder.
             record_pid: Write this process's pid into the lock file (a writer does; a probe
                 that only asks whether the folder is free does not, and creates no file).
+            now: The clock a remote lease's expiry is read against (Unix seconds).
 
         Raises:
             RunBusyError: another live process holds it (exit 75: try again later).
+            StorageError: remote storage is unreachable.
         """
         self._fd: int | None = None
+        self.lease: WriterLease | None = None
         fs, path = open_fs(folder.url)
         if not is_local(fs):
+            if record_pid:
+                self.lease = WriterLease(folder.url, now=now)
+            else:
+                probe_lease(folder.url, now)
             return
         lock_path = os.path.join(path, LOCK_NAME)
         if not record_pid and not os.path.exists(lock_path):
@@ -439,6 +475,9 @@ class RunLock:
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)

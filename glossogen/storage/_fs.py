@@ -263,3 +263,78 @@ def open_mapped(url: str) -> Iterator[bytes | mmap.mmap]:
                 yield mm
             finally:
                 mm.close()
+
+
+class WriteConflictError(StorageError):
+    """A conditional write refused: the object changed (or appeared) since this process read it.
+
+    The object is left as the other writer made it; nothing is overwritten. Exit 75: another
+    process writes the run.
+    """
+
+    exit_code = 75
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """True when ``exc`` is S3's ``412 PreconditionFailed`` (an ``If-Match`` that did not hold)."""
+    cause = exc.__cause__
+    response = getattr(cause, "response", None)
+    if not isinstance(response, dict):
+        return False
+    error = response.get("Error") or {}
+    return error.get("Code") in ("PreconditionFailed", "412")
+
+
+def put_if_unchanged(url: str, data: bytes, etag: str | None) -> str:
+    """Put ``data`` to an object-store ``url`` only if it is still what this process last saw.
+
+    ``etag`` None means the object must not exist yet (a create-only put, ``If-None-Match: *``);
+    otherwise the put carries ``If-Match: <etag>``, so it lands only on the version this process
+    read or wrote last. One put of the whole object (S3's single-request limit, 5 GB).
+
+    Args:
+        url: An fsspec URL on S3 (``s3://bucket/key``).
+        data: The whole new content.
+        etag: The ETag the object must still have, or None for "must not exist".
+
+    Returns:
+        The new object's ETag.
+
+    Raises:
+        WriteConflictError: the object changed or appeared since (another writer); one line.
+        StorageError: the storage is unreachable or refuses the write.
+    """
+    fs, path = open_fs(url)
+    condition: dict[str, Any] = {"mode": "create"} if etag is None else {"IfMatch": etag}
+    with translate_errors(url, fs):  # passes a WriteConflictError (a StorageError) on as is
+        try:
+            out = fs.pipe_file(path, data, **condition)
+        except FileExistsError:
+            raise WriteConflictError(f"{url} was created by another writer") from None
+        except OSError as exc:
+            if _precondition_failed(exc):
+                raise WriteConflictError(
+                    f"{url} was changed by another writer since this process read it"
+                ) from None
+            raise
+    return str((out or {}).get("ETag") or "")
+
+
+def read_with_etag(url: str) -> tuple[bytes, str] | None:
+    """Return an object-store object's bytes and ETag, or None when it does not exist.
+
+    The ETag is read first and the bytes after: when the object changes in between, the bytes
+    are newer than the ETag, and a :func:`put_if_unchanged` with that ETag is refused (safe).
+
+    Raises:
+        StorageError: the storage is unreachable or the bucket is missing.
+    """
+    fs, path = open_fs(url)
+    try:
+        with translate_errors(url, fs):
+            fs.invalidate_cache(path)
+            etag = str(fs.info(path)["ETag"])
+            data = fs.cat_file(path)
+    except FileNotFoundError:
+        return None
+    return bytes(data), etag

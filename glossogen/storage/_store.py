@@ -8,6 +8,7 @@ launches in the same second get two folders.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -28,6 +29,29 @@ from glossogen.storage._fs import (
 
 MAX_CLAIM_ATTEMPTS = 1000
 """How many successive timestamps :meth:`RunStore.claim_run_dir` tries before giving up."""
+
+
+def _make_local(path: str, runs_dir: str, exist_ok: bool) -> None:
+    """Create a local folder (``exist_ok``: with its parents); a collision stays FileExistsError.
+
+    Raises:
+        FileExistsError: ``path`` exists (and not ``exist_ok``): the caller tries the next name.
+        StorageError: the folder cannot be created (no such parent, a file in the way, refused,
+            read-only file system), one line naming ``runs_dir``.
+    """
+    try:
+        if exist_ok:
+            os.makedirs(path, exist_ok=True)
+        else:
+            os.mkdir(path)
+    except FileExistsError:
+        if exist_ok:  # a file where the folder should be
+            message = f"runs dir {runs_dir!r}: cannot create {path}: a file is in the way"
+            raise StorageError(message) from None
+        raise
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise StorageError(f"runs dir {runs_dir!r}: cannot create {path}: {reason}") from None
 
 
 class RunStore:
@@ -96,12 +120,12 @@ class RunStore:
         parent = join(self.runs_dir, scenario)
         with translate_errors(parent, self.fs):
             if self.local:
-                os.makedirs(parent, exist_ok=True)
+                _make_local(parent, self.runs_dir, exist_ok=True)
             for ts in range(now_unix, now_unix + MAX_CLAIM_ATTEMPTS):
                 url = join(parent, str(ts))
                 try:
                     if self.local:
-                        os.mkdir(url)
+                        _make_local(url, self.runs_dir, exist_ok=False)
                     else:
                         marker = json.dumps({"run_id": f"{scenario}/{ts}", "now_unix": now_unix})
                         claim = self._path(join(url, ".claim"))
@@ -110,6 +134,45 @@ class RunStore:
                     continue
                 return RunFolder(run_id=f"{scenario}/{ts}", url=url, timestamp=ts)
         raise StorageError(f"no free run folder in {parent} after {MAX_CLAIM_ATTEMPTS} attempts")
+
+    def release_claim(self, folder: RunFolder, names: tuple[str, ...], keep: str = "") -> None:
+        """Undo a claim whose first writes failed: remove ``names`` and the folder's marker.
+
+        Locally the files ``names`` are removed, then the folder and each empty parent up to
+        (not including) ``keep``, the nearest folder that existed before the claim; a folder
+        that holds anything else is left as it is. On S3 the objects ``names`` and ``.claim``
+        are deleted. Failures here are swallowed: the storage is already failing, and the
+        caller reports the first error.
+
+        Args:
+            folder: The folder :meth:`claim_run_dir` returned.
+            names: Files the claim may have written into it (``config.json``, ...).
+            keep: Local only: the folder that existed before the claim (never removed).
+        """
+        if self.local:
+            for name in names:
+                with contextlib.suppress(OSError):
+                    os.unlink(join(folder.url, name))
+            self.remove_empty_folders(folder.url, keep)
+            return
+        for name in (*names, ".claim"):
+            with contextlib.suppress(Exception):  # already failing storage: report the first
+                self.fs.rm_file(self._path(join(folder.url, name)))
+
+    def remove_empty_folders(self, path: str, keep: str) -> None:
+        """Locally, remove ``path`` and each parent while empty, up to (not including) ``keep``.
+
+        What a failed claim created is undone this way; a folder holding anything stays.
+        """
+        if not self.local or not keep:
+            return
+        probe, stop = os.path.abspath(path), os.path.abspath(keep)
+        while probe != stop and probe.startswith(stop + os.sep):
+            try:
+                os.rmdir(probe)  # only an empty folder goes
+            except OSError:
+                return
+            probe = os.path.dirname(probe)
 
     def run_url(self, run_id: str) -> str:
         """Return the folder URL (or path) of ``run_id`` (``"<scenario>/<timestamp>"``)."""

@@ -148,10 +148,7 @@ REFUSED = [
     ),
     (
         ["round_count=ten"],
-        (
-            "invalid knob 'round_count' = \"ten\": "
-            "Input should be a valid integer, unable to parse string as an integer"
-        ),
+        ("invalid knob 'round_count' = \"ten\": Input should be a valid integer"),
     ),
     (
         ["round_count=0", "crew_size=11", "seed=x"],

@@ -1,0 +1,63 @@
+"""Two ``--resume`` of one S3 run started 0.3 s apart (real processes, real moto S3, real
+Prefect): exactly one plays the rest of the run, the other exits 75 naming the holder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+from glossogen.eventlog import RoundResultRecorded, RunResumed, SimulationEnded, read_events
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
+from tests.fixtures.played_runs import CLOCK_START
+
+ROUNDS = 12
+
+
+async def _interrupted_after_two_rounds(runs_dir: str) -> str:
+    request = RunRequest(scenario="veyru", model="scripted", provider="scripted",
+                         runs_dir=runs_dir, config="knobs_default",
+                         overrides=[f"round_count={ROUNDS}"])  # fmt: skip
+    plan = plan_run(request)
+    folder = claim_run(plan, runs_dir)
+    session = open_session(plan, folder, clock_start=CLOCK_START)
+    for n in (1, 2):
+        await session.play_round(n)
+    session.finish(price_spend(folder), "interrupted", "interrupted")
+    return folder.url
+
+
+def test_two_resumes_of_one_s3_run_exactly_one_plays(prefect_api: str, s3_bucket: str) -> None:
+    run_dir = asyncio.run(_interrupted_after_two_rounds(f"{s3_bucket}/runs"))
+    argv = [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", run_dir]
+    env = {**os.environ, "GLOSSOGEN_WRITER_LEASE_SECONDS": "5"}
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)  # fmt: skip
+    time.sleep(0.3)  # the case itself: the second resume starts 0.3 s after the first
+    second = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)  # fmt: skip
+    outs = {p.pid: (p, *p.communicate(timeout=600)) for p in (first, second)}
+    codes = sorted(p.returncode for p, _, _ in outs.values())
+    assert codes == [0, 75], [(p.returncode, err[-2000:]) for p, _, err in outs.values()]
+    (player,) = [p for p, _, _ in outs.values() if p.returncode == 0]
+    (refused,) = [(p, err) for p, _, err in outs.values() if p.returncode == 75]
+    lines = refused[1].strip().splitlines()
+    assert re.fullmatch(
+        rf"glossogen: error: run {re.escape(run_dir)} is being written by another live process "
+        rf"\(pid {player.pid} on {re.escape(socket.gethostname())}; its lease runs to "
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)",
+        lines[-1],
+    ), lines
+    events = read_events(f"{run_dir}/veyru.jsonl").events
+    assert sum(isinstance(e, RunResumed) for e in events) == 1
+    rounds = Counter(e.round_number for e in events if isinstance(e, RoundResultRecorded))
+    assert sorted(rounds) == list(range(1, ROUNDS + 1))
+    assert set(rounds.values()) == {rounds[1]}  # every round recorded as often as round 1
+    endings = [e.status for e in events if isinstance(e, SimulationEnded)]
+    assert endings == ["interrupted", "completed"]
+    assert max(Counter(e.event_id for e in events).values()) == 1
