@@ -293,24 +293,19 @@ class CycleDriver:
 
     async def _cycle(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
         """Run one prompt to the agent's final answer; log and re-raise a failure."""
-        before = runner.history
+        # A history must never end in an unanswered tool call (pydantic-ai refuses a prompt).
+        before = runner.history = self._close(runner, runner.history, INTERRUPTED)
         spec = runner.spec
         try:
             with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
                 await self._iterate(runner, deps, prompt)
         except asyncio.CancelledError:
-            if runner.arrived is not None:  # answered, cut off before it was handled: paid
-                self._log_response(runner, runner.arrived)
-                runner.arrived = None
             if runner.unconfirmed:  # cut off while its tools ran: the answer was good
                 self._confirm(runner)
             raise
         except (TurnLimitReached, ModelErrorsInARow):
             raise
         except Exception as exc:
-            if runner.arrived is not None:  # answered, failed before it was handled: paid
-                self._log_response(runner, runner.arrived)
-                runner.arrived = None
             runner.unconfirmed = False  # the response that failed to process is no answer
             runner.failures += 1
             runner.phase_failures += 1
@@ -330,7 +325,11 @@ class CycleDriver:
             raise
 
     async def _iterate(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
-        """Drive one pydantic-ai run node by node, logging what happens."""
+        """Drive one pydantic-ai run node by node, logging what happens.
+
+        The history kept is a copy of the run's messages taken as the cycle ends (pydantic-ai
+        may still add to its own list as it closes), with its dangling tool calls closed.
+        """
         async with runner.agent.iter(
             prompt,
             message_history=runner.history,
@@ -347,7 +346,10 @@ class CycleDriver:
                     unanswered = f"rejected: {exc}"[:500]
                 raise
             finally:
-                runner.history = self._close(runner, run.all_messages(), unanswered)
+                if runner.arrived is not None:  # answered, cut off before it was handled: paid
+                    self._log_response(runner, runner.arrived)
+                    runner.arrived = None
+                runner.history = self._close(runner, list(run.all_messages()), unanswered)
 
     def _close(
         self, runner: AgentRunner, history: list[ModelMessage], unanswered: str
