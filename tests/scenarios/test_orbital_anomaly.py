@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from glossogen.eventlog import (
+    AgentSwappedMidRun,
     BudgetWarning,
     InjectionDelivered,
     JudgeCalled,
@@ -373,3 +374,33 @@ def test_an_injected_case_replaces_the_drawn_one():
     ]
     assert second.variant_index == 2 and second.table["CM-02"] == (2 * 14) % 3
     assert run.verdicts()[1] == (True, "1 of 1 stages cleared")
+
+
+def test_noise_hits_the_link_both_texts_are_logged_and_a_swap_takes_its_seat():
+    knobs = preset(
+        OrbitalAnomaly,
+        round_count=3,
+        channel_noise_level=0.1,
+        scheduled_events=[
+            {
+                "kind": "swap_agent",
+                "round": 2,
+                "agent_id": "systems_engineer",
+                "model": "scripted-b",
+            }
+        ],
+    )
+    run = play(OrbitalAnomaly, knobs)
+    link = [m for m in run.of(MessageSent) if m.channel_id == "link"]
+    assert link[0].text == "THERMAL LOOP CAUTION: coolant pump A, nominal string"
+    assert link[0].delivered_text == "THERM_L LOOP CAUTIO_: coolant pump A, no_inal string"
+    assert sum(m.text != m.delivered_text for m in link) == 4 and len(link) == 5
+    # the scripted seats do not read masked text: they wait, and the rounds are lost
+    assert run.verdicts() == [
+        (False, "unfinished: 0 of 3 stages cleared"),
+        (False, "budget exceeded at stage 1 of 2"),
+        (False, "unfinished: 0 of 3 stages cleared"),
+    ]
+    assert [s.trigger for s in run.summaries] == ["all_idle", "settled", "all_idle"]
+    (swap,) = run.of(AgentSwappedMidRun)
+    assert (swap.round_number, swap.agent_id, swap.model) == (2, "systems_engineer", "scripted-b")

@@ -16,6 +16,7 @@ import pytest
 from glossogen.eventlog import JudgeCalled, RoundResultRecorded, RunResumed, read_events
 from glossogen.launch import RunRequest
 from scenarios.drive_module_repair.catalogue import draw_case
+from scenarios.drive_module_repair.events import DriveModuleRepairReplacementJudged
 from scenarios.orbital_anomaly.events import OrbitalAnomalyActuationJudged
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.ungated import play_ungated
@@ -200,7 +201,7 @@ def test_drive_module_repair_over_real_http_with_a_judge_split_two_to_one(
     calls = [e for e in events if isinstance(e, JudgeCalled)]
     assert sorted(c.success for c in calls) == [False, True, True]
     assert all(c.provider == "openai" and c.question == action for c in calls)
-    (judged,) = [e for e in events if e.event_type == "drive_module_repair_replacement_judged"]
+    (judged,) = [e for e in events if isinstance(e, DriveModuleRepairReplacementJudged)]
     assert sorted(v["success"] for v in judged.votes) == [False, True, True]
     assert (judged.match, judged.reason) == (True, "every step as the sheet says")
     assert _verdicts(log) == [(1, True, "1 of 1 faults fixed")]
