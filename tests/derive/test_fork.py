@@ -117,9 +117,7 @@ def test_a_replaced_seat_starts_with_the_history_its_visibility_allows(
     assert state.seats["field_observer"][:2] == ("other-script", "scripted")
     fork = _play(prepared)
     registered = [
-        e
-        for e in read_events(str(fork / "veyru.jsonl")).events
-        if isinstance(e, AgentRegistered)
+        e for e in read_events(str(fork / "veyru.jsonl")).events if isinstance(e, AgentRegistered)
     ]
     # The source's registrations, then every seat anew at the boundary (what the fork sends).
     assert [(e.agent_id, e.model, e.round_number) for e in registered] == [
