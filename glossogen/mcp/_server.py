@@ -33,8 +33,8 @@ DESCRIPTIONS = {
     "get_run": (
         "One run: status (completed, incomplete, error, interrupted, running, stopped; "
         "queued while a just-started run has not begun its log), rounds played and won, "
-        "each round's verdicts with reasons, cost by seat and judge (USD, null = not costed), seats and models, lineage, labels and the "
-        "headline score of each evaluated metric."
+        "each round's verdicts with reasons, cost by seat and judge (USD, null = not "
+        "costed), seats and models, lineage, labels and each evaluated metric's headline score."
     ),
     "read_run_events": (
         "A run's events in log order, filtered by event types, round, phase, channel and seat "

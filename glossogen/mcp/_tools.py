@@ -471,10 +471,21 @@ class Tools:
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
                 )
             )
-            check_model_settings(plan)
         except LaunchError as exc:
             raise _refuse(exc) from None
         return plan
+
+    @staticmethod
+    def _check(plan: RunConfig) -> None:
+        """Refuse a launch without credentials, then one whose model settings do not build.
+
+        In this order, as ``glossogen run``: building a model needs its key.
+        """
+        try:
+            check_credentials(plan)
+            check_model_settings(plan)
+        except LaunchError as exc:
+            raise _refuse(exc) from None
 
     def _estimate(self, plan: RunConfig) -> Estimate:
         cost = estimate_round_cost(plan)
@@ -531,9 +542,11 @@ class Tools:
         max_agent_turns: int | None = None,
     ) -> Estimate:
         """The dry run: resolved seats and settings, credentials by name, cost per round."""
-        return self._estimate(
-            self._plan(scenario, model, provider, config, overrides, max_agent_turns)
-        )
+        plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
+        estimate = self._estimate(plan)
+        if all(c.present for c in estimate.credentials):
+            self._check(plan)  # the settings are checked once the keys are there
+        return estimate
 
     async def start_run(
         self,
@@ -557,8 +570,8 @@ class Tools:
                     f"estimated cost ${estimate.per_round * rounds:.4f} for {rounds} rounds "
                     f"passes --spend-cap-usd {spend_cap_usd:g}"
                 )
+        self._check(plan)
         try:
-            check_credentials(plan)
             check_runs_dir(self.runs_dir)
         except LaunchError as exc:
             raise _refuse(exc) from None
