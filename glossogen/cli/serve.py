@@ -17,8 +17,17 @@ from glossogen import exit_codes
 TOKEN_VARIABLE = "GLOSSOGEN_SERVE_TOKEN"
 """The variable holding the bearer token ``glossogen serve`` requires off loopback."""
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-"""Interfaces ``glossogen serve`` binds without a token."""
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and any loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
@@ -38,7 +47,7 @@ def serve(
         print(f"glossogen: error: --port {port} is not a TCP port (0-65535)", file=sys.stderr)
         return int(exit_codes.USAGE)
     token = os.environ.get(TOKEN_VARIABLE) or None
-    if host not in LOOPBACK and token is None:
+    if not is_loopback(host) and token is None:
         print(
             f"glossogen: error: --host {host!r} is not loopback: set {TOKEN_VARIABLE} "
             "(clients send it as a bearer token)",
