@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from glossogen.launch import RunConfig, claim_folder
-from glossogen.storage import LOCK_NAME, RunFolder, StorageError
+from glossogen.storage import CONFIG, LABELS, LOCK_NAME, RunFolder, StorageError
 
 
 class StopError(Exception):
@@ -70,7 +70,12 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
                 raise
             return folder, f"deployment:{name}"
     payload = config.model_dump_json().encode()
-    pid = _detach(["-m", "glossogen.mcp.play", folder.url], folder, stdin=payload)
+    try:
+        pid = _detach(["-m", "glossogen.mcp.play", folder.url], folder, stdin=payload)
+    except BaseException:
+        # Nothing played in it: the claim (and the stdout log just opened) goes again.
+        folder.discard_unstarted((CONFIG, LABELS, ".claim", folder.stdout_log_name))
+        raise
     return folder, f"local_process:{pid}"
 
 

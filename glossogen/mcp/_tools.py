@@ -70,7 +70,7 @@ from glossogen.mcp._results import (
 )
 from glossogen.scenario import UnknownScenarioError, load_scenario, scenario_dir, scenario_names
 from glossogen.scenario._contract import Scenario
-from glossogen.storage import RunFolder, RunStore, StorageError
+from glossogen.storage import CONFIG, LABELS, RunBusyError, RunFolder, RunStore, StorageError
 
 PAGE_SIZE = 50
 """Rows per page of ``list_runs`` and ``read_run_events`` when the caller names none."""
@@ -202,7 +202,7 @@ class Tools:
             folder = self.store.open_run(run_id)
         except ValueError as exc:
             raise _refuse(exc) from None
-        if unstarted and not folder.has_log() and folder.exists("config.json"):
+        if unstarted and not folder.has_log() and folder.exists(CONFIG):
             return folder
         if not folder.has_log():
             raise ToolError(f"run {run_id!r} has no event log in {self.runs_dir}")
@@ -272,7 +272,7 @@ class Tools:
                 run_dir=folder.url,
                 scenario=folder.scenario,
                 status="queued",
-                rounds_planned=folder.read_json_or("config.json", {}).get("round_count"),
+                rounds_planned=folder.read_json_or(CONFIG, {}).get("round_count"),
                 rounds_played=0,
                 rounds_won=0,
                 rounds=[],
@@ -282,7 +282,7 @@ class Tools:
                 inherited_cost_usd=0.0,
                 duration_seconds=0.0,
                 error=None,
-                labels=folder.read_json_or("labels.json", {}),
+                labels=folder.read_json_or(LABELS, {}),
                 lineage=None,
                 evaluation={},
                 damaged_lines=0,
@@ -333,7 +333,7 @@ class Tools:
             inherited_cost_usd=view.inherited_spend.total_cost_usd,
             duration_seconds=view.duration_seconds,
             error=ended.error if ended else None,
-            labels=folder.read_json_or("labels.json", {}),
+            labels=folder.read_json_or(LABELS, {}),
             lineage=started.lineage if started else None,
             evaluation=scores,
             damaged_lines=view.damaged_lines,
@@ -588,9 +588,7 @@ class Tools:
             config, _ = plan_resume(ResumeRequest(run_dir=folder.url, scenario=folder.scenario))
             check_credentials(config)
             folder.check_unlocked()
-        except (LaunchError, DeriveError, StorageError) as exc:
-            raise _refuse(exc) from None
-        except Exception as exc:  # RunBusyError: another live process writes it
+        except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
             raise _refuse(exc) from None
         return Launched(
             run_id=folder.run_id,
