@@ -251,6 +251,9 @@ def test_glossogen_stop_refuses_a_run_with_no_live_writer(tmp_path: Path) -> Non
     missing = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1")],
                              capture_output=True, text=True)  # fmt: skip
     assert missing.returncode == 66
+    not_a_run = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "loose")],
+                               capture_output=True, text=True)  # fmt: skip
+    assert not_a_run.returncode == 64 and not_a_run.stderr.startswith("glossogen: error: ")
 
 
 def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
