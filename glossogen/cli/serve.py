@@ -1,4 +1,9 @@
-"""``glossogen serve``: the REST server over a runs directory (uvicorn, loopback by default)."""
+"""``glossogen serve``: REST and MCP over a runs directory (uvicorn, loopback by default).
+
+Off loopback the server refuses to start without ``GLOSSOGEN_SERVE_TOKEN``; with the variable
+set (on any interface) every request but ``/api/health`` must carry ``Authorization: Bearer
+<token>``. The token's value is never printed.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,21 @@ import sys
 import typer
 
 from glossogen import exit_codes
+
+TOKEN_VARIABLE = "GLOSSOGEN_SERVE_TOKEN"
+"""The variable holding the bearer token ``glossogen serve`` requires off loopback."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and any loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
@@ -19,16 +39,30 @@ def serve(
         "127.0.0.1", "--host", help="Interface to bind (loopback unless you mean to share)."
     ),
 ) -> int:
-    """Serve the runs directory over REST (export preview, CSV and raw zip endpoints)."""
+    """Serve the runs directory over REST (export endpoints) and MCP (streamable HTTP, /mcp)."""
     if "://" not in runs_dir and not os.path.isdir(runs_dir):
         print(f"glossogen: error: --runs-dir {runs_dir!r} is not a folder", file=sys.stderr)
         return int(exit_codes.UNREADABLE)
     if not 0 <= port <= 65535:
         print(f"glossogen: error: --port {port} is not a TCP port (0-65535)", file=sys.stderr)
         return int(exit_codes.USAGE)
+    token = os.environ.get(TOKEN_VARIABLE) or None
+    if not is_loopback(host) and token is None:
+        print(
+            f"glossogen: error: --host {host!r} is not loopback: set {TOKEN_VARIABLE} "
+            "(clients send it as a bearer token)",
+            file=sys.stderr,
+        )
+        return int(exit_codes.REFUSED)
     import uvicorn  # imported here so `glossogen --help` stays fast
 
+    from glossogen.cli.run import PREFECT_DEFAULTS
     from glossogen.server import create_app
 
-    uvicorn.run(create_app(runs_dir), host=host, port=port, log_level="info")
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    if "://" not in runs_dir:
+        runs_dir = os.path.abspath(runs_dir)
+    app = create_app(runs_dir, token=token, host=host)
+    uvicorn.run(app, host=host, port=port, log_level="info")
     return 0

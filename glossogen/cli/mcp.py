@@ -1,0 +1,28 @@
+"""``glossogen mcp``: the MCP tools over stdio, for desktop MCP clients that start a server."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from glossogen import exit_codes
+
+
+def mcp(
+    runs_dir: str = typer.Option(
+        ..., "--runs-dir", help="Runs directory to serve: a local folder or s3://bucket/prefix."
+    ),
+) -> int:
+    """Serve the MCP tools over stdio (stdout carries the protocol; notes go to stderr)."""
+    if "://" not in runs_dir and not os.path.isdir(runs_dir):
+        print(f"glossogen: error: --runs-dir {runs_dir!r} is not a folder", file=sys.stderr)
+        return int(exit_codes.UNREADABLE)
+    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.mcp import build_server
+
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    build_server(os.path.abspath(runs_dir) if "://" not in runs_dir else runs_dir).run("stdio")
+    return 0

@@ -1,0 +1,255 @@
+"""The structured results of the MCP tools: typed, JSON-able, never carrying a secret value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ScenarioSummary(BaseModel):
+    """One installed scenario."""
+
+    name: str
+    description: str
+    presets: list[str]
+
+
+class ScenarioList(BaseModel):
+    """Every installed scenario."""
+
+    scenarios: list[ScenarioSummary]
+
+
+class SeatInfo(BaseModel):
+    """A seat of a scenario as its default preset lays it out."""
+
+    agent_id: str
+    role: str
+    display_name: str
+    team_id: str
+    tools: list[str]
+
+
+class ChannelInfo(BaseModel):
+    """A channel: metered ones charge every character sent to the round budget."""
+
+    channel_id: str
+    metered: bool
+    phase: str
+    members: list[str] | None = Field(description="Agent ids that may use it; null: everyone.")
+
+
+class ScenarioInfo(BaseModel):
+    """A scenario's seats, channels and presets (seats and channels under knobs_default)."""
+
+    name: str
+    description: str
+    seats: list[SeatInfo]
+    channels: list[ChannelInfo]
+    presets: list[str]
+
+
+class KnobsSchema(BaseModel):
+    """A scenario's knobs as JSON Schema, exactly as ``glossogen schema`` prints it."""
+
+    scenario: str
+    json_schema: dict[str, Any]
+
+
+class KnobsPreset(BaseModel):
+    """A preset's knobs, as the scenario ships them."""
+
+    scenario: str
+    preset: str
+    knobs: dict[str, Any]
+
+
+class RunRow(BaseModel):
+    """One run as the run list shows it."""
+
+    run_id: str
+    scenario: str
+    status: str
+    labels: dict[str, Any]
+    rounds_played: int | None
+    rounds_won: int | None
+    total_messages: int | None
+    total_chars: int | None
+    total_cost_usd: float | None
+    duration_seconds: float | None
+    started_at: str | None
+    derived: bool
+
+
+class RunPage(BaseModel):
+    """A page of runs; pass ``next_cursor`` back for the next page (null: last page)."""
+
+    runs: list[RunRow]
+    total: int
+    next_cursor: str | None
+
+
+class RoundOutcome(BaseModel):
+    """One round's verdicts: won when every team succeeded and the round was not void."""
+
+    round_number: int
+    won: bool
+    void: bool
+    verdicts: list[dict[str, Any]]
+
+
+class SeatDetail(BaseModel):
+    """A seat of a run: its model now and every model it ran under."""
+
+    agent_id: str
+    role: str
+    team_id: str
+    model: str
+    provider: str
+    models: list[str]
+    cost_usd: float | None
+    requests: int
+
+
+class RunDetail(BaseModel):
+    """A run as its event log tells it (through RunView)."""
+
+    run_id: str
+    run_dir: str
+    scenario: str
+    status: str
+    rounds_planned: int | None
+    rounds_played: int
+    rounds_won: int
+    rounds: list[RoundOutcome]
+    seats: list[SeatDetail]
+    total_cost_usd: float | None
+    judge_cost_usd: float | None
+    inherited_cost_usd: float | None
+    duration_seconds: float
+    error: str | None
+    labels: dict[str, Any]
+    lineage: dict[str, Any] | None
+    evaluation: dict[str, float | None] = Field(
+        description="Headline score per metric of the run's report (empty: not evaluated)."
+    )
+    damaged_lines: int
+
+
+class EventRow(BaseModel):
+    """One event; long texts are cut to ``max_text_chars`` with their full length stated."""
+
+    index: int
+    event_type: str
+    round_number: int
+    phase: str
+    fields: dict[str, Any]
+    truncated: dict[str, int] = Field(
+        default_factory=dict, description="Field name to its full length in characters."
+    )
+
+
+class EventPage(BaseModel):
+    """A page of a run's events; pass ``next_cursor`` back for the next page."""
+
+    run_id: str
+    events: list[EventRow]
+    matched: int
+    next_cursor: str | None
+
+
+class TranscriptEntry(BaseModel):
+    """One thing a seat received, said or did."""
+
+    kind: str = Field(description="briefing, world_event, message, tool_call or tool_result.")
+    phase: str
+    channel_id: str | None = None
+    tool_name: str | None = None
+    text: str
+
+
+class TranscriptRound(BaseModel):
+    """A seat's round."""
+
+    round_number: int
+    entries: list[TranscriptEntry]
+
+
+class Transcript(BaseModel):
+    """One seat's messages and tool calls, round by round (the events that count)."""
+
+    run_id: str
+    agent_id: str
+    rounds: list[TranscriptRound]
+
+
+class Credential(BaseModel):
+    """A variable a launch needs, present or missing (never its value)."""
+
+    variable: str
+    needed_by: str
+    present: bool
+
+
+class SeatPlan(BaseModel):
+    """A seat as the launch resolved it."""
+
+    agent_id: str
+    model: str
+    provider: str
+    model_settings: dict[str, Any]
+    cost_per_round_usd: float | None
+
+
+class Estimate(BaseModel):
+    """The dry run: what the launch resolved to and what it would cost (null: not costed)."""
+
+    scenario: str
+    config_source: str
+    rounds: int
+    max_agent_turns: int
+    seats: list[SeatPlan]
+    judge: str | None
+    credentials: list[Credential]
+    cost_per_round_usd: float | None
+    total_cost_usd: float | None
+    uncosted_models: list[str]
+
+
+class Launched(BaseModel):
+    """A run that was claimed and handed to a player; it plays on after this returns."""
+
+    run_id: str
+    run_dir: str
+    launched_via: str = Field(description="deployment:<name>, or local_process:<pid>.")
+
+
+class Stopped(BaseModel):
+    """A run whose writer was asked to stop; it ends ``interrupted`` and can be resumed."""
+
+    run_id: str
+    pid: int
+
+
+class Evaluated(BaseModel):
+    """The report's entries of the metrics asked for."""
+
+    run_id: str
+    report: str
+    entries: dict[str, dict[str, Any]]
+    blank: dict[str, str]
+    failed: dict[str, str]
+    evaluation_cost_usd: float | None
+
+
+class Exported(BaseModel):
+    """What an export wrote: paths, rows per table, and the legend's coverage."""
+
+    out: str
+    runs: int
+    files: list[str]
+    rows: dict[str, int]
+    coverage: dict[str, int] = Field(
+        description="table.column to the number of runs with a non-empty cell in it."
+    )

@@ -1,0 +1,185 @@
+"""The MCP server: the tools of ``_tools.py`` registered on the SDK's ``MCPServer``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from glossogen.derive import ForkRequest
+from glossogen.mcp._results import Launched
+from glossogen.mcp._tools import Tools
+
+INSTRUCTIONS = (
+    "glossogen plays scenarios in which LLM agents must communicate, and records each run as an "
+    "event log. Discover a scenario (list_scenarios, get_scenario, get_knobs_schema, "
+    "get_knobs_preset), check a launch with estimate_run, start it with start_run (it returns "
+    "the run id at once), poll get_run until its status is no longer 'running', then read "
+    "read_run_events and get_agent_transcript. Run ids are '<scenario>/<unix_ts>'."
+)
+
+DESCRIPTIONS = {
+    "list_scenarios": "List installed scenarios with their presets and a description.",
+    "get_scenario": "A scenario's seats (agent ids, roles, teams, tools), channels and presets.",
+    "get_knobs_schema": "The JSON Schema of a scenario's knobs (what overrides may set).",
+    "get_knobs_preset": "The knobs a scenario's preset holds (default preset: knobs_default).",
+    "list_runs": (
+        "List runs, filtered as the export filters: scenario names, labels (all must be "
+        "carried), status (completed, incomplete, error, interrupted, running, stopped), a "
+        "run-id substring, knob conditions '<knob><op><value>' with op one of = != >= <= > <. "
+        "Paged: pass next_cursor back as cursor."
+    ),
+    "get_run": (
+        "One run: status (completed, incomplete, error, interrupted, running, stopped; "
+        "queued while a just-started run has not begun its log), rounds played and won, "
+        "each round's verdicts with reasons, cost by seat and judge (USD, null = not "
+        "costed), seats and models, lineage, labels and each evaluated metric's headline score."
+    ),
+    "read_run_events": (
+        "A run's events in log order, filtered by event types, round, phase, channel and seat "
+        "(agent_id), paged with a cursor; texts longer than max_text_chars are cut and their "
+        "full length given in 'truncated'."
+    ),
+    "get_agent_transcript": ("One seat's briefings, messages and tool calls, round by round."),
+    "estimate_run": (
+        "Dry run of a launch: resolved seats, models and settings, credentials present or "
+        "missing by variable name, estimated cost per round and in total. Claims nothing. "
+        "overrides are 'key=value' items (values parsed as JSON), e.g. 'round_count=3'."
+    ),
+    "start_run": (
+        "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
+        "provider, max_agent_turns, spend_cap_usd (refused when the estimate passes it). "
+        "Refuses without credentials; claims the run folder and returns its run id at once, "
+        "then the run plays on a worker or in a detached process. Poll get_run."
+    ),
+    "fork_run": "Copy rounds 1..after_round of a run into a new run and play on (detached).",
+    "replace_agent": (
+        "Fork a run after a round with one seat moved to another model and provider; "
+        "channel_visibility is full, none or from_round:R."
+    ),
+    "cross_run_replace_agent": (
+        "Fork a run after a round with one seat taken over by an agent of a donor run, which "
+        "brings its donor-run history."
+    ),
+    "resume_run": "Continue a stopped, interrupted or failed run in place (detached).",
+    "stop_run": (
+        "Stop a live run as `glossogen stop` does: it ends 'interrupted' and can be resumed."
+    ),
+    "evaluate_run": (
+        "Score a run into its report: metric names (default: all that apply); judged metrics "
+        "need judge_model and judge_provider (anthropic, huggingface or openai)."
+    ),
+    "export_runs": (
+        "Export CSV tables (run_level, round_level, agent_level, message_level, round_context) "
+        "of runs picked by run_ids or by the list_runs filters, to a folder or an s3:// URL; "
+        "returns the files, row counts and, per column, how many runs fill it."
+    ),
+}
+
+
+def build_server(runs_dir: str) -> MCPServer:
+    """Return the MCP server over ``runs_dir`` (a local folder or ``s3://bucket/prefix``)."""
+    tools = Tools(runs_dir)
+    server: MCPServer = MCPServer(name="glossogen", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def fork_run(
+        source_run_id: str,
+        after_round: int,
+        rounds_after: int | None = None,
+        max_agent_turns: int | None = None,
+    ) -> Launched:
+        source = tools.source(source_run_id)
+        return tools.derive(
+            ForkRequest(
+                source.scenario,
+                source.url,
+                after_round,
+                runs_dir,
+                rounds_after,
+                max_agent_turns=max_agent_turns,
+            )
+        )
+
+    def replace_agent(
+        source_run_id: str,
+        after_round: int,
+        replaced_agent_id: str,
+        model: str,
+        provider: str,
+        channel_visibility: str = "full",
+        rounds_after: int | None = None,
+        max_agent_turns: int | None = None,
+    ) -> Launched:
+        source = tools.source(source_run_id)
+        return tools.derive(
+            ForkRequest(
+                source.scenario,
+                source.url,
+                after_round,
+                runs_dir,
+                rounds_after,
+                None,
+                replaced_agent_id,
+                model,
+                provider,
+                channel_visibility,
+                max_agent_turns=max_agent_turns,
+            )
+        )
+
+    def cross_run_replace_agent(
+        source_run_id: str,
+        after_round: int,
+        replaced_agent_id: str,
+        donor_run_id: str,
+        donor_agent_id: str,
+        model: str,
+        provider: str,
+        rounds_after: int | None = None,
+        max_agent_turns: int | None = None,
+    ) -> Launched:
+        source = tools.source(source_run_id)
+        donor = tools.source(donor_run_id)
+        return tools.derive(
+            ForkRequest(
+                source.scenario,
+                source.url,
+                after_round,
+                runs_dir,
+                rounds_after,
+                None,
+                replaced_agent_id,
+                model,
+                provider,
+                "full",
+                donor.url,
+                donor_agent_id,
+                max_agent_turns,
+            )
+        )
+
+    functions: list[Callable[..., Any]] = [
+        tools.list_scenarios,
+        tools.get_scenario,
+        tools.get_knobs_schema,
+        tools.get_knobs_preset,
+        tools.list_runs,
+        tools.get_run,
+        tools.read_run_events,
+        tools.get_agent_transcript,
+        tools.estimate_run,
+        tools.start_run,
+        fork_run,
+        replace_agent,
+        cross_run_replace_agent,
+        tools.resume_run,
+        tools.stop_run,
+        tools.evaluate_run,
+        tools.export_runs,
+    ]
+    for fn in functions:
+        server.add_tool(
+            fn, name=fn.__name__, description=DESCRIPTIONS[fn.__name__], structured_output=True
+        )
+    return server

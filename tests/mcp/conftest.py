@@ -1,0 +1,183 @@
+"""Clients of the MCP tools through the ``mcp`` SDK: the stdio server as a subprocess, and the
+streamable HTTP endpoint inside a real ``glossogen serve`` on a free port."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from deployments.local_server import free_port
+from tests.fixtures.polling import wait_until
+
+SCRIPTED = {"model": "scripted", "provider": "scripted"}
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GLOSSOGEN_SERVE_TOKEN")
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a server a test starts: ours, without any provider key or token."""
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    return {**env, **(extra or {})}
+
+
+@asynccontextmanager
+async def stdio_session(runs_dir: Path, cwd: Path) -> AsyncIterator[ClientSession]:
+    """A client session with ``glossogen mcp --runs-dir`` started as a subprocess in ``cwd``."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "glossogen", "mcp", "--runs-dir", str(runs_dir)],
+        env=server_env(),
+        cwd=str(cwd),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+class Serve:
+    """A ``glossogen serve`` subprocess on 127.0.0.1 (or another host) and a free port."""
+
+    def __init__(
+        self, runs_dir: Path, cwd: Path, host: str = "127.0.0.1", token: str | None = None
+    ) -> None:
+        self.port = free_port()
+        self.host = host
+        self.token = token
+        env = server_env({"GLOSSOGEN_SERVE_TOKEN": token} if token else None)
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "glossogen",
+                "serve",
+                "--runs-dir",
+                str(runs_dir),
+                "--host",
+                host,
+                "--port",
+                str(self.port),
+            ],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_healthy(self) -> None:
+        def up() -> bool:
+            assert self.process.poll() is None, self.process.stderr.read().decode()  # type: ignore[union-attr]
+            try:
+                return httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, "glossogen serve answers /api/health", 120)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def serve(tmp_path: Path, prefect_api: str) -> Iterator[Serve]:
+    """A healthy ``glossogen serve`` on loopback over ``tmp_path/runs``."""
+    runs = tmp_path / "runs"
+    runs.mkdir(exist_ok=True)
+    server = Serve(runs, tmp_path)
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+    assert server.process.returncode is not None
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+    """A client session over streamable HTTP at ``url`` (``.../mcp``)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with (
+        create_mcp_http_client(headers=headers) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call ``tool`` and return its structured result; fail the test on a tool error."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refusal(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """Call ``tool``, expect a tool error, and return its one-line message (the CLI's)."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    text = result.content[0].text  # type: ignore[union-attr]
+    prefix = f"Error executing tool {tool}: "  # the SDK's, before the CLI's one line
+    assert text.startswith(prefix), text
+    return text.removeprefix(prefix)
+
+
+async def wait_for_end(session: ClientSession, run_id: str, seconds: float = 240) -> dict[str, Any]:
+    """Poll ``get_run`` (a real detached run) until the run has ended; return its detail."""
+    deadline = time.monotonic() + seconds
+    while True:
+        detail = await call(session, "get_run", run_id=run_id)
+        if detail["status"] not in ("queued", "running", "stopped"):
+            return detail
+        assert time.monotonic() < deadline, f"{run_id} still {detail['status']}"
+        await asyncio.sleep(0.5)
+
+
+def pid_of(launched: dict[str, Any]) -> int | None:
+    """The pid of a run launched as a local process (None: on a deployment)."""
+    kind, _, value = launched["launched_via"].partition(":")
+    return int(value) if kind == "local_process" else None
+
+
+def gone(pid: int) -> bool:
+    """True when ``pid`` has exited (a zombie nobody reaped has exited too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def schema_cli(scenario: str) -> dict[str, Any]:
+    """What ``glossogen schema <scenario>`` prints, parsed."""
+    out = subprocess.run(
+        [sys.executable, "-m", "glossogen", "schema", scenario],
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    return json.loads(out.stdout)

@@ -1,0 +1,288 @@
+"""The MCP tools through the SDK's own client, over stdio and over HTTP inside ``glossogen serve``.
+
+Runs are scripted veyru runs (virtual clock) launched by ``start_run`` as detached processes and
+played on the session's Prefect server; every process a test starts is gone when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import subprocess
+import sys
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+
+from tests.fixtures.polling import wait_until
+from tests.mcp.conftest import (
+    SCRIPTED,
+    Serve,
+    call,
+    gone,
+    http_session,
+    pid_of,
+    refusal,
+    schema_cli,
+    stdio_session,
+    wait_for_end,
+)
+
+TOOLS = {
+    "list_scenarios", "get_scenario", "get_knobs_schema", "get_knobs_preset", "list_runs",
+    "get_run", "read_run_events", "get_agent_transcript", "estimate_run", "start_run",
+    "fork_run", "replace_agent", "cross_run_replace_agent", "resume_run", "stop_run",
+    "evaluate_run", "export_runs",
+}  # fmt: skip
+
+
+async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
+    """List, read a scenario, start, poll, read, evaluate, export and fork; return the pids."""
+    listed = (await session.list_tools()).tools
+    assert {t.name for t in listed} == TOOLS
+    by_name = {t.name: t for t in listed}
+    assert by_name["start_run"].input_schema["required"] == ["scenario", "model", "provider"]
+    assert "spend_cap_usd" in by_name["start_run"].input_schema["properties"]
+    assert all(t.description and t.output_schema for t in listed)
+
+    schema = await call(session, "get_knobs_schema", scenario="veyru")
+    assert schema["json_schema"] == schema_cli("veyru")
+    preset = await call(session, "get_knobs_preset", scenario="veyru", preset="knobs_default")
+    shipped = Path("scenarios/veyru/knobs_default.json").read_text()
+    assert preset["knobs"] == __import__("json").loads(shipped)
+    scenario = await call(session, "get_scenario", scenario="veyru")
+    assert [s["agent_id"] for s in scenario["seats"]] == [
+        "field_observer",
+        "stabilization_engineer",
+    ]
+    assert scenario["presets"] == ["knobs_default", "knobs_intern"]
+
+    launched = await call(session, "start_run", scenario="veyru", overrides=["round_count=3"],
+                          **SCRIPTED)  # fmt: skip
+    run_id = launched["run_id"]
+    assert run_id.startswith("veyru/")
+    assert Path(launched["run_dir"], "config.json").is_file()  # claimed before it returned
+    detail = await wait_for_end(session, run_id)
+    assert detail["status"] == "completed"
+    assert (detail["rounds_played"], detail["rounds_won"]) == (3, 2)
+    assert [r["won"] for r in detail["rounds"]] == [False, True, True]
+    assert detail["rounds"][0]["verdicts"] == [
+        {"team_id": "team", "success": False, "reason": "budget exceeded"}
+    ]
+    assert [s["agent_id"] for s in detail["seats"]] == ["field_observer", "stabilization_engineer"]
+    assert detail["total_cost_usd"] == 0.0 and detail["lineage"] is None
+
+    page = await call(session, "read_run_events", run_id=run_id, event_types=["message_sent"],
+                      round_number=1, page_size=2, max_text_chars=5)  # fmt: skip
+    assert page["matched"] > 2 and page["next_cursor"] == "2"
+    first = page["events"][0]
+    assert first["event_type"] == "message_sent" and first["round_number"] == 1
+    assert len(first["fields"]["text"]) <= 5
+    if len(first["fields"]["delivered_text"]) == 5:
+        assert first["truncated"]["delivered_text"] > 5
+    rest = await call(session, "read_run_events", run_id=run_id, event_types=["message_sent"],
+                      round_number=1, page_size=500, cursor="2")  # fmt: skip
+    assert len(rest["events"]) == page["matched"] - 2 and rest["next_cursor"] is None
+
+    transcript = await call(session, "get_agent_transcript", run_id=run_id,
+                            agent_id="field_observer")  # fmt: skip
+    assert [r["round_number"] for r in transcript["rounds"]] == [1, 2, 3]
+    kinds = {e["kind"] for r in transcript["rounds"] for e in r["entries"]}
+    assert {"briefing", "message"} <= kinds
+
+    listed_runs = await call(session, "list_runs", scenario=["veyru"], status="completed")
+    assert [r["run_id"] for r in listed_runs["runs"]] == [run_id]
+    assert (await call(session, "list_runs", knob=["round_count>=4"]))["runs"] == []
+
+    evaluated = await call(session, "evaluate_run", run_id=run_id,
+                           metrics=["round_success", "messages_per_round"])  # fmt: skip
+    assert set(evaluated["entries"]) == {"round_success", "messages_per_round"}
+    assert evaluated["entries"]["round_success"]["score"] == pytest.approx(2 / 3)
+    assert (await call(session, "get_run", run_id=run_id))["evaluation"]["round_success"] == (
+        pytest.approx(2 / 3)
+    )
+
+    out = tmp_path / "export"
+    exported = await call(session, "export_runs", out=str(out), run_ids=[run_id])
+    assert exported["runs"] == 1
+    assert exported["rows"] == {"run_level": 1, "round_level": 3, "agent_level": 2}
+    assert sorted(Path(f).name for f in exported["files"]) == [
+        "agent_level.csv", "columns.csv", "round_level.csv", "run_level.csv"
+    ]  # fmt: skip
+    with open(out / "run_level.csv", newline="") as f:
+        assert [row["run_id"] for row in csv.DictReader(f)] == [run_id]
+    assert exported["coverage"]["run_level.run_id"] == 1
+
+    fork = await call(session, "fork_run", source_run_id=run_id, after_round=1, rounds_after=1)
+    forked = await wait_for_end(session, fork["run_id"])
+    assert forked["status"] == "completed"
+    assert forked["rounds_played"] == 2 and forked["lineage"]["after_round"] == 1
+    return [p for p in (pid_of(launched), pid_of(fork)) if p is not None]
+
+
+def _play(session: AbstractAsyncContextManager[ClientSession], tmp_path: Path) -> list[int]:
+    async def go() -> list[int]:
+        async with session as s:
+            return await _whole_flow(s, tmp_path)
+
+    return asyncio.run(go())
+
+
+def test_stdio_server_lists_reads_starts_evaluates_exports_and_forks(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    pids = _play(stdio_session(runs, Path.cwd()), tmp_path)
+    assert len(pids) == 2
+    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit", 60)
+
+
+def test_http_endpoint_in_glossogen_serve_does_the_same(serve: Serve, tmp_path: Path) -> None:
+    pids = _play(http_session(f"{serve.url}/mcp"), tmp_path)
+    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit", 60)
+
+
+def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go() -> list[str]:
+        async with stdio_session(runs, tmp_path) as s:
+            return [
+                await refusal(s, "start_run", scenario="veyru", model="gpt-5.4", provider="openai"),
+                await refusal(
+                    s, "start_run", scenario="veyru", overrides=["round_count=lots"], **SCRIPTED
+                ),  # fmt: skip
+                await refusal(s, "start_run", scenario="nowhere", **SCRIPTED),
+                await refusal(s, "get_run", run_id="veyru/123"),
+            ]
+
+    missing_key, bad_knob, unknown, no_run = asyncio.run(go())
+    assert missing_key.startswith("missing credentials: OPENAI_API_KEY (provider openai")
+    assert "round_count" in bad_knob and "lots" in bad_knob and "\n" not in bad_knob
+    assert "nowhere" in unknown
+    assert no_run == f"run 'veyru/123' has no event log in {runs}"
+    assert list(runs.iterdir()) == []
+
+
+def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go() -> tuple[dict[str, Any], str]:
+        params_env = {"OPENAI_API_KEY": "sk-test-not-a-real-key"}
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        from tests.mcp.conftest import server_env
+
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "glossogen", "mcp", "--runs-dir", str(runs)],
+            env=server_env(params_env), cwd=str(tmp_path),
+        )  # fmt: skip
+        async with stdio_client(server) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            estimate = await call(s, "estimate_run", scenario="veyru", model="gpt-5.4",
+                                  provider="openai", overrides=["round_count=2"])  # fmt: skip
+            refused = await refusal(s, "start_run", scenario="veyru", model="gpt-5.4",
+                                    provider="openai", overrides=["round_count=2"],
+                                    spend_cap_usd=0.0001)  # fmt: skip
+            return estimate, refused
+
+    estimate, refused = asyncio.run(go())
+    assert estimate["credentials"] == [
+        {"variable": "OPENAI_API_KEY", "needed_by": "agent field_observer", "present": True},
+        {"variable": "ANTHROPIC_API_KEY", "needed_by": "judge", "present": False},
+    ]
+    assert "sk-test" not in str(estimate)
+    total = estimate["total_cost_usd"]
+    assert total == pytest.approx(estimate["cost_per_round_usd"] * 2) and total > 0.0001
+    assert refused == (f"estimated cost ${total:.4f} for 2 rounds passes --spend-cap-usd 0.0001")
+    assert list(runs.iterdir()) == []
+
+
+def test_stop_run_ends_a_live_run_interrupted_and_resume_run_finishes_it(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go() -> tuple[dict[str, Any], dict[str, Any], str, list[int]]:
+        async with stdio_session(runs, tmp_path) as s:
+            launched = await call(s, "start_run", scenario="veyru",
+                                  overrides=["round_count=1000"], **SCRIPTED)  # fmt: skip
+            run_id = launched["run_id"]
+            while (await call(s, "get_run", run_id=run_id))["rounds_played"] < 1:
+                await asyncio.sleep(0.5)
+            assert (await call(s, "get_run", run_id=run_id))["status"] == "running"
+            stopped = await call(s, "stop_run", run_id=run_id)
+            ended = await wait_for_end(s, run_id, 120)
+            again = await refusal(s, "stop_run", run_id=run_id)
+            return stopped, ended, again, [pid_of(launched) or 0]
+
+    stopped, ended, again, pids = asyncio.run(go())
+    assert stopped["pid"] == pids[0]
+    assert ended["status"] == "interrupted" and ended["error"] == "interrupted"
+    assert 1 <= ended["rounds_played"] < 1000
+    assert again == f"run {ended['run_id']} has no live writer: nothing to stop"
+    wait_until(lambda: gone(pids[0]), "the stopped run's process exits", 60)
+
+
+def test_glossogen_stop_refuses_a_run_with_no_live_writer(tmp_path: Path) -> None:
+    folder = tmp_path / "veyru" / "1700000000"
+    folder.mkdir(parents=True)
+    (folder / "veyru.jsonl").write_text("{}\n")
+    done = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(folder)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 65
+    assert (
+        done.stderr
+        == "glossogen: error: run veyru/1700000000 has no live writer: nothing to stop\n"
+    )
+    missing = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1")],
+                             capture_output=True, text=True)  # fmt: skip
+    assert missing.returncode == 66
+    not_a_run = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "loose")],
+                               capture_output=True, text=True)  # fmt: skip
+    assert not_a_run.returncode == 64 and not_a_run.stderr.startswith("glossogen: error: ")
+
+
+def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    open_host = Serve(runs, tmp_path, host="0.0.0.0")
+    assert open_host.process.wait(timeout=60) == 65
+    assert open_host.process.stderr is not None
+    assert open_host.process.stderr.read().decode() == (
+        "glossogen: error: --host '0.0.0.0' is not loopback: set GLOSSOGEN_SERVE_TOKEN "
+        "(clients send it as a bearer token)\n"
+    )
+    guarded = Serve(runs, tmp_path, token="s3cret-token")
+    try:
+        guarded.wait_healthy()
+        no_token = httpx.post(f"{guarded.url}/mcp", json={}, timeout=10)
+        assert no_token.status_code == 401
+        wrong = httpx.post(f"{guarded.url}/mcp", json={}, timeout=10,
+                           headers={"Authorization": "Bearer nope"})  # fmt: skip
+        assert wrong.status_code == 401 and "s3cret" not in wrong.text
+
+        async def go() -> dict[str, Any]:
+            async with http_session(f"{guarded.url}/mcp", token="s3cret-token") as s:
+                return await call(s, "list_scenarios")
+
+        names = [s["name"] for s in asyncio.run(go())["scenarios"]]
+        assert "veyru" in names and "prisoners_dilemma" in names
+    finally:
+        guarded.stop()
+    assert guarded.process.returncode is not None
