@@ -57,10 +57,11 @@ def test_the_shipped_prefect_yaml_reads_with_every_entrypoint_present() -> None:
 
     names, skipped = deployable(Path(__file__).resolve().parents[2])
     assert skipped == []
-    assert {"simulate-openai", "resume-openai", "sweep", "reconcile", "nightly-export"} <= set(
-        names
-    )
-    assert len(names) == 31
+    assert {
+        "simulate-openai", "resume-openai", "sweep", "reconcile", "nightly-export",
+        "evaluate-cohort",
+    } <= set(names)  # fmt: skip
+    assert len(names) == 32
 
 
 def test_a_project_whose_flow_files_are_all_missing_is_refused_before_the_server_is_asked(

@@ -33,8 +33,11 @@ def test_a_fork_records_its_cap(
 
 
 def test_a_replace_agent_whose_estimate_passes_the_cap_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The key is present (credentials are checked first), so the cap is what refuses the run;
+    # nothing is sent with it.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-never-sent")
     source = play_run(str(tmp_path / "runs"), rounds=3)
     out = tmp_path / "forks"
     out.mkdir()
