@@ -124,9 +124,9 @@ _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, ..
 def _shared_ungated(provider: str, model: str) -> Model:
     """One hosted model per (provider, model, endpoint variables) per running event loop.
 
-    Every model a vendor SDK builds opens its own HTTP client, and with it an SSL context (about
-    25 ms of CPU loading the CA bundle, measured with py-spy on a 40-run sweep, where it was the
-    largest CPU cost of the sweep process). Agents of one loop share a model instead, and with
+    Every model a vendor SDK builds opens its own HTTP client, and with it an SSL context (it
+    loads the CA bundle: CPU a sweep process would pay once per agent). Agents of one loop share
+    a model instead, and with
     it a connection pool. Without a running loop (a model built before ``asyncio.run``), each
     call builds its own: an HTTP client must not outlive or cross its loop.
     """

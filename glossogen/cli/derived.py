@@ -77,7 +77,8 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         _error(str(exc))
         return 64
     # The run will need the API: 69 before the folder is made. The variable, not Prefect's
-    # settings, decides whether to look: importing Prefect costs a detached fork about 1 s.
+    # settings, decides whether to look: importing Prefect is a large share of a detached
+    # fork's start-up.
     if os.environ.get("PREFECT_API_URL"):
         from glossogen.cli._prefect_api import refuse_unreachable_api
 

@@ -48,7 +48,7 @@ EXIT_CODES = {
 """Exit code per final run status (``glossogen.exit_codes``; 1 = ended short of its rounds)."""
 
 PREFECT_DEFAULTS = {
-    # The temporary server can take longer than Prefect's default 20 s on a loaded 2-core machine.
+    # A temporary server on a small, loaded machine can take longer than Prefect's default 20 s.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -302,7 +302,7 @@ def play(
         timeout = os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
         print(
             "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
-            f"(10-60 s on a fresh 2-core machine, timeout {timeout} s)...",
+            f"(up to a minute or more; timeout {timeout} s)...",
             file=sys.stderr,
             flush=True,
         )

@@ -171,7 +171,7 @@ def sweep(
         if not api_url_configured():
             print(
                 "No PREFECT_API_URL set: every cell plays in this process, on a temporary local "
-                "Prefect server (10-60 s to start on a 2-core machine)...",
+                "Prefect server (it can take a minute or more to start)...",
                 file=sys.stderr,
                 flush=True,
             )

@@ -250,7 +250,7 @@ class RunSession:
 
     async def _round_boundary(self) -> None:
         # The fsync (or the S3 upload) runs in a worker thread: the loop may be shared with
-        # other runs (an in-process sweep), and a disk under load took 10-100 ms per fsync.
+        # other runs (an in-process sweep), and a disk under load can hold an fsync for long.
         # Nothing of this run is appended meanwhile (its round is over), and the writer locks.
         await asyncio.to_thread(self.writer.round_boundary)
 
