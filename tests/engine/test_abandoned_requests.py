@@ -16,7 +16,15 @@ from glossogen.eventlog import (
     SimulationEnded,
     read_events,
 )
-from glossogen.launch import RunRequest, RunResult, claim_run, open_session, plan_run, price_spend
+from glossogen.launch import (
+    VIRTUAL_CLOCK_SETTING,
+    RunRequest,
+    RunResult,
+    claim_run,
+    open_session,
+    plan_run,
+    price_spend,
+)
 from glossogen.pricing import price_call
 from tests.fixtures.model_stubs import StubModelServer, StubReply
 from tests.providers.ungated import play_ungated
@@ -43,6 +51,9 @@ def _request(tmp_path: Path) -> RunRequest:
 
 @pytest.fixture
 def slow_stub(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch) -> StubModelServer:
+    # On the real clock: what is tested is a request still in flight when the phase's real
+    # seconds run out (the game clock would wait for the answer, so nothing would be cut off).
+    monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     return model_stub
