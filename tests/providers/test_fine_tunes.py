@@ -17,7 +17,7 @@ from genai_prices import Usage, calc_price
 
 from flows.simulate import simulate
 from glossogen.cli import main
-from glossogen.eventlog import LlmResponseReceived, read_events
+from glossogen.eventlog import LlmResponseReceived, ModelRequestAbandoned, read_events
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 
@@ -69,7 +69,14 @@ def test_a_fine_tune_sends_and_costs_what_its_base_does(
     assert {ENCRYPTED in (r.body.get("include") or []) for r in asked} == {reasons}
     unit = float(calc_price(Usage(**TOKENS), model_ref=base, provider_id="openai").total_price)
     events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
-    costs = [e.cost_usd for e in events if isinstance(e, LlmResponseReceived)]
+    # Every request is priced: answered in its turn, or answered after the round settled
+    # (logged as abandoned, priced from the usage that came back).
+    costs = [
+        e.cost_usd
+        for e in events
+        if isinstance(e, LlmResponseReceived)
+        or (isinstance(e, ModelRequestAbandoned) and e.answered)
+    ]
     assert len(costs) == len(asked)
     assert costs == [pytest.approx(unit, rel=1e-12)] * len(costs)
 
