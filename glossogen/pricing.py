@@ -13,6 +13,7 @@ from typing import Any
 from genai_prices import Usage, calc_price
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.eventlog import logged_usd
 
 FINE_TUNE_PREFIX = "ft:"
 
@@ -64,20 +65,6 @@ def price_call(
             continue
         return logged_usd(float(price.total_price))
     return None
-
-
-USD_DECIMALS = 10
-"""Decimal places a logged cost keeps (catalogue rates times whole tokens fit in them)."""
-
-
-def logged_usd(value: float) -> float:
-    """Return ``value`` (USD) rounded to ``USD_DECIMALS`` places, never rounded to zero.
-
-    A sum of float costs drifts (``0.04480000000000003``); the log keeps the rounded figure. A
-    cost smaller than the last place is kept as it is: a paid call never logs as free.
-    """
-    rounded = round(value, USD_DECIMALS)
-    return rounded if rounded or not value else value
 
 
 def price_usage(provider: str, model: str, usage: Any) -> float | None:

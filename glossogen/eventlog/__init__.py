@@ -1,5 +1,6 @@
 """The run's event log: typed events, an append-only writer and a tolerant reader."""
 
+from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
     CORE_EVENTS,
     SCHEMA_VERSION,
@@ -51,6 +52,9 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "USD_DECIMALS",
+    "add_usd",
+    "logged_usd",
     "RESUMABLE",
     "RESUMABLE_STATUSES",
     "RunView",

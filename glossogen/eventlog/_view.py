@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from glossogen.eventlog._cost import add_usd
 from glossogen.eventlog._events import (
     AgentHistoryAppended,
     AgentRegistered,
@@ -147,8 +148,7 @@ class Spend:
         return sum(s.requests for s in self.agents.values())
 
 
-def _add(total: float | None, cost: float | None) -> float | None:
-    return None if total is None or cost is None else total + cost
+_add = add_usd
 
 
 @dataclass

@@ -13,6 +13,7 @@ import mmap
 import re
 from typing import Any
 
+from glossogen.eventlog import add_usd
 from glossogen.export._lines import LineParser, event_type
 
 _LLM = b'"llm_response_received"'
@@ -34,8 +35,7 @@ Usage = tuple[str, int, int, float | None]
 """One response's ``(agent_id, input_tokens, output_tokens, cost_usd)``."""
 
 
-def add_cost(total: float | None, spent: float | None) -> float | None:
-    return None if total is None or spent is None else total + spent
+add_cost = add_usd  # the log's one rule for summing costs
 
 
 def _quick_usage(data: bytes | mmap.mmap, a: int, hit: int, b: int) -> Usage | None:

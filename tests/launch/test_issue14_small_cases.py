@@ -158,6 +158,7 @@ def test_a_resume_needs_only_the_keys_of_providers_still_ahead(
     # Both seats start on anthropic; round 1 swaps both to scripted, round 2 brings player_b
     # to openai. Resumed after round 1, the run calls scripted and openai, never anthropic.
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)  # every seat on loopback
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     swaps = [
         {"kind": "swap_agent", "round": 1, "agent_id": a, "model": "s", "provider": "scripted"}
