@@ -352,15 +352,15 @@ def prepare_fork(
     config["model_overrides"] = overrides
     if request.rounds_after is not None:
         config["round_count"] = request.after_round + request.rounds_after
-    if config.get("round_count", 0) <= request.after_round:
-        raise DeriveError(
-            f"round_count {config.get('round_count')} leaves nothing to play after round "
-            f"{request.after_round}: pass --rounds-after"
-        )
-    try:
+    try:  # validated first: a knob of the wrong type is refused by the knobs model
         knobs = resolve_knobs(cls.knobs_model, config, {})
     except ConfigError as exc:
         raise DeriveError(str(exc), exc.exit_code) from None
+    if knobs.round_count <= request.after_round:
+        raise DeriveError(
+            f"round_count {knobs.round_count} leaves nothing to play after round "
+            f"{request.after_round}: pass --rounds-after"
+        )
     limits = recorded_limits(events, request.after_round)
     changed = {
         key: value
