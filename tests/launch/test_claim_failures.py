@@ -4,6 +4,7 @@ is left behind: no empty run folder, no half-written file, nothing already there
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import signal
@@ -18,6 +19,12 @@ from glossogen.cli import main
 
 RUN = ["run", "veyru", "--model", "scripted", "--provider", "scripted",
        "--config", "knobs_default", "round_count=1"]  # fmt: skip
+
+
+def _without_coverage() -> dict[str, str]:
+    # Coverage measures subprocesses through COVERAGE_PROCESS_CONFIG; a child under a 300-byte
+    # file limit cannot write its data file, and coverage would print that failure on stderr.
+    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
 
 
 def _disk_full_at_300_bytes() -> None:
@@ -37,6 +44,7 @@ def test_a_disk_that_fills_during_the_claim_exits_69_and_leaves_nothing(
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", *RUN, "--runs-dir", str(runs)],
         preexec_fn=_disk_full_at_300_bytes,
+        env=_without_coverage(),
         capture_output=True,
         text=True,
         timeout=300,
@@ -60,6 +68,7 @@ def test_a_disk_full_on_a_fresh_runs_dir_removes_the_folders_it_made(
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", *RUN, "--runs-dir", str(runs)],
         preexec_fn=_disk_full_at_300_bytes,
+        env=_without_coverage(),
         capture_output=True,
         text=True,
         timeout=300,
