@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from flows.simulate import simulate
-from glossogen.eventlog import read_events
+from glossogen.eventlog import (
+    AgentRunCycleFailed,
+    LlmResponseReceived,
+    RoundResultRecorded,
+    SimulationEnded,
+    read_events,
+)
 from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.parts import require_part
 
@@ -37,15 +43,24 @@ def test_prisoners_dilemma_plays_on_the_local_model(
         max_agent_turns=8,
     )
     result = asyncio.run(simulate(request))
-    assert result.status in ("completed", "incomplete")
+    # Temperature 0, seeded: the same answers on every machine (the two seats' order varies,
+    # they play at once). SmolLM2-135M waits for news rather than speak; both do, the round ends
+    # idle and the missing moves count as defect.
+    assert result.status == "completed"
     events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
-    responses = [e for e in events if e.event_type == "llm_response_received"]
-    assert responses
-    assert all(e.provider == "local" and e.model == "smollm2-135m" for e in responses)
-    assert all(e.input_tokens > 0 and e.output_tokens > 0 and e.cost_usd == 0.0 for e in responses)
-    # Every tool call the model made names an offered tool with arguments that validated.
-    offered = {"wait_for_notifications", "read_channel", "send_message", "lock_in"}
-    calls = [c for e in responses for c in e.tool_calls]
-    assert calls and {c["tool_name"] for c in calls} <= offered
-    assert not [e for e in events if e.event_type == "agent_run_cycle_failed"]
-    assert events[-1].event_type == "simulation_ended"
+    responses = sorted(
+        (e.agent_id, e.provider, e.model, e.input_tokens, e.output_tokens, e.cost_usd,
+         [c["tool_name"] for c in e.tool_calls])
+        for e in events
+        if isinstance(e, LlmResponseReceived)
+    )  # fmt: skip
+    assert responses == [
+        ("player_a", "local", "smollm2-135m", 673, 3, 0.0, ["wait_for_notifications"]),
+        ("player_b", "local", "smollm2-135m", 673, 3, 0.0, ["wait_for_notifications"]),
+    ]
+    assert [e for e in events if isinstance(e, AgentRunCycleFailed)] == []
+    verdicts = [
+        (e.team_id, e.success, e.void) for e in events if isinstance(e, RoundResultRecorded)
+    ]
+    assert verdicts == [("team", False, False)]
+    assert isinstance(events[-1], SimulationEnded)
