@@ -87,7 +87,7 @@ def check_action(action: str, need: Requirement) -> JudgeDecision:
     extra = [kind for kind, m in found.items() if m is not None and kind not in c.steps]
     if extra:
         return JudgeDecision(False, f"a step this component does not take: {extra[0]}")
-    starts = [found[kind].start() for kind in c.steps]  # type: ignore[union-attr]
+    starts = [found[kind].start() for kind in c.steps]  # type: ignore[union-attr]  # every kind was found above
     if starts != sorted(starts):
         return JudgeDecision(False, "steps out of order")
     fastened = {(int(n), kind.lower().rstrip("s") + "s") for n, kind in _FASTENED.findall(action)}

@@ -11,7 +11,7 @@ import pytest
 
 from flows.simulate import resume, simulate
 from glossogen.cli import main
-from glossogen.derive import DeriveError, ForkRequest, prepare_fork, read_state
+from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork, read_state
 from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
 from glossogen.launch import RunRequest
 from glossogen.storage import RunStore
@@ -49,7 +49,7 @@ def _verdicts(run: Path) -> list[tuple[int, bool, str]]:
     ]
 
 
-def _play(prepared) -> Path:  # type: ignore[no-untyped-def]
+def _play(prepared: PreparedFork) -> Path:
     result = asyncio.run(resume(run_dir=prepared.folder.url))
     assert result.status == "completed"
     return Path(prepared.folder.url)

@@ -12,6 +12,7 @@ from flows.simulate import resume, simulate
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import ToolCallInvoked, read_events
 from glossogen.launch import RunRequest
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer
 
 NEW_MODEL = "claude-sonnet-4-6"
 
@@ -42,7 +43,9 @@ def _source_tool_calls(source: Path, rounds: range) -> set[str]:
     }
 
 
-def _first_request(model_stub, source: Path, runs: Path, rule: str):  # type: ignore[no-untyped-def]
+def _first_request(
+    model_stub: StubModelServer, source: Path, runs: Path, rule: str
+) -> RecordedRequest:
     prepared = prepare_fork(
         ForkRequest(
             "veyru",
@@ -61,7 +64,7 @@ def _first_request(model_stub, source: Path, runs: Path, rule: str):  # type: ig
     return next(r for r in model_stub.requests if r.model == NEW_MODEL)
 
 
-def _texts(request) -> list[str]:  # type: ignore[no-untyped-def]
+def _texts(request: RecordedRequest) -> list[str]:
     return [
         b["text"]
         for m in request.messages
@@ -71,7 +74,7 @@ def _texts(request) -> list[str]:  # type: ignore[no-untyped-def]
     ]
 
 
-def _tool_uses(request) -> set[str]:  # type: ignore[no-untyped-def]
+def _tool_uses(request: RecordedRequest) -> set[str]:
     return {
         b["id"]
         for m in request.messages

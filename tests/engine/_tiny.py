@@ -147,7 +147,7 @@ class Played:
     def per_agent(self, event_type: str, round_number: int | None = None) -> Counter[str]:
         """Count ``event_type`` events per ``agent_id``."""
         return Counter(
-            e.agent_id  # type: ignore[attr-defined]
+            e.agent_id  # type: ignore[attr-defined]  # the events of() selects carry agent_id
             for e in self.of(event_type)
             if round_number in (None, e.round_number)
         )
@@ -155,7 +155,7 @@ class Played:
     def results(self, agent_id: str, tool_name: str) -> list[Any]:
         """Return what ``tool_name`` returned to ``agent_id``, in order."""
         return [
-            e.result  # type: ignore[attr-defined]
+            e.result  # type: ignore[attr-defined]  # tool_result_received events carry result
             for e in self.of("tool_result_received", agent_id=agent_id, tool_name=tool_name)
         ]
 

@@ -63,7 +63,7 @@ def test_a_played_run_gives_each_agent_its_conversation_usage_and_tool_results(
         assert trajectory.agent.name == "glossogen" and trajectory.agent.model_name == "scripted"
         steps = trajectory.steps
         assert steps[0].source == "system"
-        assert steps[0].message.startswith(  # type: ignore[union-attr]
+        assert steps[0].message.startswith(  # type: ignore[union-attr]  # a system step's message is text
             "You are Field Observer" if agent_id == "field_observer" else "You are Stabilization"
         )
         mine = [e for e in events if getattr(e, "agent_id", None) == agent_id]

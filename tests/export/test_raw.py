@@ -140,7 +140,7 @@ def test_a_log_growing_while_it_is_zipped_is_archived_whole_with_a_valid_crc(
 
         grown = False
 
-        def write(self, data: bytes) -> int:  # type: ignore[override]
+        def write(self, data: bytes) -> int:  # type: ignore[override]  # BytesIO.write takes any buffer; zipfile writes bytes
             if not self.grown and self.tell() > 0:
                 with log.open("ab") as f:
                     f.write(b"".join(line % i for i in range(20000, 21000)))

@@ -22,7 +22,7 @@ VEYRU = [A, B, FORK, CUT, OLD]
 
 
 def _ids(cohort: Cohort, **filters: object) -> list[str]:
-    found = select_runs(str(cohort.runs_dir), FilterSelection(**filters))  # type: ignore[arg-type]
+    found = select_runs(str(cohort.runs_dir), FilterSelection(**filters))  # type: ignore[arg-type]  # each test names valid fields
     return [r.run_id for r in found.records]
 
 

@@ -18,6 +18,7 @@ import pytest
 from glossogen.export import (
     FRAMES,
     RunIdSelection,
+    RunRecord,
     SelectionError,
     available_columns,
     build_frames,
@@ -33,7 +34,7 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GLOSSOGEN_UPDATE_GOLDEN") == "1"
 
 
-def _records(cohort: Cohort, *run_ids: str):  # type: ignore[no-untyped-def]
+def _records(cohort: Cohort, *run_ids: str) -> list[RunRecord]:
     return select_runs(str(cohort.runs_dir), RunIdSelection(run_ids=list(run_ids))).records
 
 

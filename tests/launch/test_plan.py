@@ -26,7 +26,7 @@ def _request(tmp_path: Path, **changes: object) -> RunRequest:
         config="knobs_default",
     )
     fields.update(changes)
-    return RunRequest(**fields)  # type: ignore[arg-type]
+    return RunRequest(**fields)  # type: ignore[arg-type]  # each test names valid fields
 
 
 def test_scripted_agents_get_the_scripted_judge_and_the_virtual_clock(tmp_path: Path) -> None:
