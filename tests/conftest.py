@@ -1,4 +1,26 @@
-"""Session-wide fixtures: real servers on 127.0.0.1 (Prefect, moto S3), loaded as plugins."""
+"""Session-wide fixtures: real servers on 127.0.0.1 (Prefect, moto S3), loaded as plugins.
+
+The suite runs in parallel under pytest-xdist (``-n 2 --dist loadgroup``, README). Each worker
+is a session of its own, so it has its own stub model servers and moto server; ``.ci/run``
+starts one Prefect server per worker and lists them in ``GLOSSOGEN_TEST_PREFECT_API_URLS``, and
+a worker takes its own before anything imports Prefect: run ids are unix seconds and flow runs
+are named after them, so two workers on one server could read each other's flow runs and
+artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
+``PREFECT_API_URL`` names one for all. Every test file is one xdist group (its module fixtures
+set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
+deploy ``prefect.yaml`` and start workers, once.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_SERVERS = os.environ.get("GLOSSOGEN_TEST_PREFECT_API_URLS", "").split()
+if _WORKER.startswith("gw") and _SERVERS:
+    os.environ["PREFECT_API_URL"] = _SERVERS[int(_WORKER[2:]) % len(_SERVERS)]
 
 pytest_plugins = [
     "tests.fixtures.s3_server",
@@ -6,3 +28,16 @@ pytest_plugins = [
     "tests.fixtures.model_stubs",
     "tests.fixtures.ports",
 ]
+
+_PACKAGE_GROUPS = ("orchestration",)
+"""Test packages whose package-scoped fixtures must be set up once: one xdist group each."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put each test in the xdist group of its file, or of its package (``_PACKAGE_GROUPS``)."""
+    tests_dir = os.path.dirname(__file__)
+    for item in items:
+        relative = os.path.relpath(str(item.path), tests_dir)
+        package = relative.split(os.sep, 1)[0]
+        group = package if package in _PACKAGE_GROUPS else relative
+        item.add_marker(pytest.mark.xdist_group(group))
