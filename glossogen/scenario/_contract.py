@@ -229,6 +229,9 @@ class Scenario(ABC):
     """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
     scripted_latency_seconds: ClassVar[float] = 2.0
     """Game seconds a scripted model call takes on the clock."""
+    probe_questions: ClassVar[dict[str, str]] = {}
+    """The ``protocol_probe`` metric's question bank for this scenario (question id -> question,
+    asked each seat after its whole history); empty: the metric's general bank."""
 
     def __init__(self, knobs: BaseKnobs) -> None:
         """Create the scenario for one run from its resolved knobs."""

@@ -128,6 +128,23 @@ class DriveModuleRepair(Scenario):
     knobs_model = DriveModuleRepairKnobs
     events = (DriveModuleRepairCaseStarted, DriveModuleRepairReplacementJudged)
     uses_judge = True
+    probe_questions = {
+        "component_naming": (
+            "The repairs are over. How does your bay crew refer to a module and a component on "
+            "the channel: full names, numbers or shorthand of your own?"
+        ),
+        "sheet_order": (
+            "When a replacement is read out from the spec sheet, in what order do its values "
+            "come, and which ones are left out because everyone knows them?"
+        ),
+        "fault_report": (
+            "What does a diagnostics report of a fault look like on the channel, from first "
+            "word to last?"
+        ),
+        "hand_off": (
+            "How does the technician say that a step is done and the next module can start?"
+        ),
+    }
     knobs: DriveModuleRepairKnobs
 
     def __init__(self, knobs: BaseKnobs) -> None:

@@ -132,6 +132,24 @@ class OrbitalAnomaly(Scenario):
     knobs_model = OrbitalAnomalyKnobs
     events = (OrbitalAnomalyCaseStarted, OrbitalAnomalyActuationJudged)
     uses_judge = True
+    probe_questions = {
+        "fault_naming": (
+            "The rounds are over. How does your crew name a fault on the link: which words, "
+            "codes or numbers stand for the subsystem, the unit and the signature?"
+        ),
+        "action_order": (
+            "When the panel action is agreed, in what order do its parts reach the astronaut, "
+            "and who says each part?"
+        ),
+        "variant": (
+            "How does your crew tell which procedure variant applies this round, and how is it "
+            "said on the link?"
+        ),
+        "confirmation": (
+            "How does a crewmate confirm that a setting or hold time was heard right before the "
+            "panel is touched?"
+        ),
+    }
     knobs: OrbitalAnomalyKnobs
 
     def __init__(self, knobs: BaseKnobs) -> None:

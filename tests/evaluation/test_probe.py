@@ -122,3 +122,33 @@ def test_probe_without_the_agents_key_is_refused_before_any_call(
         "OPENAI_API_KEY (probe of agent stabilization_engineer, provider openai)"
     )
     assert model_stub.requests == []
+
+
+@pytest.mark.parametrize("scenario", ["orbital_anomaly", "drive_module_repair"])
+def test_a_scenario_with_a_bank_of_its_own_is_asked_its_questions(
+    prefect_api: str, tmp_path: Path, scenario: str
+) -> None:
+    from flows.simulate import simulate
+    from glossogen.evaluation.metrics.probe import question_bank
+    from glossogen.launch import RunRequest
+    from glossogen.scenario import load_scenario
+
+    bank = load_scenario(scenario).probe_questions
+    assert len(bank) == 4 and set(bank.values()).isdisjoint(QUESTIONS.values())
+    assert question_bank(scenario) == bank and question_bank("veyru") == QUESTIONS
+    played = asyncio.run(
+        simulate(
+            RunRequest(
+                scenario=scenario, model="scripted", provider="scripted",
+                runs_dir=str(tmp_path), config="knobs_default", overrides=["round_count=1"],
+            )
+        )
+    )  # fmt: skip
+    plan = plan_evaluation(played.run_url, "protocol_probe")
+    entry = write_outcomes(plan, asyncio.run(score_all(plan))).metrics["protocol_probe"]
+    assert entry.rounds == 0 and entry.cost_usd == 0.0
+    lines = [json.loads(x) for x in (Path(played.run_url) / "protocol_probe.jsonl").open()]
+    asked = sorted((x["agent_id"], x["question_id"]) for x in lines)
+    seats = sorted({x["agent_id"] for x in lines})
+    assert len(seats) == 3
+    assert asked == sorted((seat, qid) for seat in seats for qid in bank)

@@ -42,7 +42,22 @@ QUESTIONS: dict[str, str] = {
     ),
     "agreements": "Which habits did your team agree to keep or to change after the rounds so far?",
 }
-"""The question bank: id -> question, asked after the agent's whole history."""
+"""The general question bank: id -> question, asked after the agent's whole history, for a
+scenario that names no bank of its own (``Scenario.probe_questions``)."""
+
+
+def question_bank(scenario: str) -> dict[str, str]:
+    """Return the probe's questions for ``scenario``: its own bank, else :data:`QUESTIONS`.
+
+    The general bank also serves a scenario not installed here (a GlossoGen 0.5 log's, say).
+    """
+    from glossogen.scenario import UnknownScenarioError, load_scenario
+
+    try:
+        return dict(load_scenario(scenario).probe_questions) or QUESTIONS
+    except UnknownScenarioError:
+        return QUESTIONS
+
 
 SCRIPTED_TOP_WORDS = 8
 """How many of its most used words a scripted agent names in its answer."""
@@ -121,6 +136,7 @@ async def _ask(
     "protocol_probe",
     unit="answer similarity between teammates",
     kind="model",
+    version=2,
     needs=("agent_history",),
     sidecar=SIDECAR,
 )
@@ -128,11 +144,12 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
     r"""Mean word-set similarity of teammates' answers to the same question about their protocol.
 
     Every agent, its recorded history replayed to its recorded model (the ``scripted`` provider
-    answers offline, naming the words it sent most), answers each question of
-    :data:`QUESTIONS` ``--probe-replicas`` times. For a question and two agents ``a``, ``b`` of
-    one team, similarity is the mean over their answer pairs of the Jaccard index of the answers'
-    word sets (lower-cased ``\w+`` runs): ``|A & B| / |A | B|``. The score is the mean over
-    (question, teammate pair); ``per_agent`` the mean over pairs involving the agent.
+    answers offline, naming the words it sent most), answers each question of the scenario's
+    bank (:func:`question_bank`) ``--probe-replicas`` times. For a question and two agents
+    ``a``, ``b`` of one team, similarity is the mean over their answer pairs of the Jaccard
+    index of the answers' word sets (lower-cased ``\w+`` runs): ``|A & B| / |A | B|``. The
+    score is the mean over (question, teammate pair); ``per_agent`` the mean over pairs
+    involving the agent.
     Agreement: mean over (agent, question) answered twice or more of the pairwise Jaccard index
     between its own replicas. Sidecar ``protocol_probe.jsonl``: one line per call. Run-level
     (``rounds`` 0). Blank when no team has two agents.
@@ -144,15 +161,16 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
     if not any(len(members) >= 2 for members in teams.values()):
         raise NotApplicable("no team has two agents to compare")
     histories = run.histories
+    bank = question_bank(run.scenario)
     seats = [s for s in run.seats.values() if s.agent_id in histories]
     jobs = [
         (seat, qid, replica)
         for seat in seats
-        for qid in QUESTIONS
+        for qid in bank
         for replica in range(1, ctx.probe_replicas + 1)
     ]
     answers = await asyncio.gather(
-        *(_ask(seat, histories[seat.agent_id], QUESTIONS[qid]) for seat, qid, _ in jobs)
+        *(_ask(seat, histories[seat.agent_id], bank[qid]) for seat, qid, _ in jobs)
     )
     cost = add_costs([c for _, c in answers])
     rows: list[dict[str, Any]] = [
@@ -169,7 +187,7 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
     agent_scores: dict[str, list[float]] = defaultdict(list)
     for members in teams.values():
         for a, b in itertools.combinations([m.agent_id for m in members], 2):
-            for qid in QUESTIONS:
+            for qid in bank:
                 left, right = said.get((a, qid), []), said.get((b, qid), [])
                 if not left or not right:
                     continue
