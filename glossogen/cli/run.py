@@ -12,6 +12,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.derive import DeriveError
+from glossogen.engine import INTERNAL_FAULT
 from glossogen.launch import (
     DEFAULT_MAX_AGENT_TURNS,
     LaunchError,
@@ -343,6 +344,13 @@ def play(
         + (f" · model errors: {errors}" if errors else ""),
         flush=True,
     )
+    internal = result.model_errors.get(INTERNAL_FAULT, 0) if result.status == "error" else 0
+    if internal:  # a bug of ours took an agent out, not the provider: 70, said so
+        _error(
+            f"run error: {result.error}; {internal} of the failures were internal faults of "
+            "glossogen (error_kind internal), not the provider's"
+        )
+        return EXIT_INTERNAL
     if result.status != "completed":
         _error(f"run {result.status}: {result.error}")
     if result.spend_capped:
