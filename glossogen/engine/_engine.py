@@ -65,10 +65,14 @@ if TYPE_CHECKING:
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
-RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed"]
-"""How a round's main phase ended, or why its verdicts were voided after it did."""
-VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed")
+RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed", "spend_cap"]
+"""How a round's main phase ended, or why its verdicts were voided after it did (``spend_cap``:
+the run's spend cap refused a judge call the verdict needed)."""
+VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed", "spend_cap")
 """A round that ended so was not played out: recorded void, never counted as a team's loss."""
+LIMIT_TRIGGERS = ("turn_limit", "spend_cap")
+"""Void for a limit the run was given, not for a failure: such a round does not make the run's
+status ``error``."""
 
 
 @dataclass
@@ -449,7 +453,7 @@ class RunEngine(ChannelOps):
         self.round_number = round_number
         self.phase = "main"
         if self.judge is not None:
-            self.judge.failed_in_round = False
+            self.judge.failed_in_round = self.judge.capped_in_round = False
         self._fire_scheduled(round_number)
         budget = self.scenario.budget_chars()
         shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
@@ -466,12 +470,14 @@ class RunEngine(ChannelOps):
             for r in self.runners.values()
             if r.phase_failures and not r.phase_answers
         ]
-        if self.judge is not None and self.judge.failed_in_round:
+        if self.judge is not None and self.judge.capped_in_round:
+            trigger = "spend_cap"
+        elif self.judge is not None and self.judge.failed_in_round:
             trigger = "judge_failed"
         elif silent and trigger not in ("agents_failed", "turn_limit"):
             trigger = "provider_failed"
         void = trigger in VOID_TRIGGERS
-        if void and trigger != "turn_limit":
+        if void and trigger not in LIMIT_TRIGGERS:
             self.void_rounds.append(round_number)
         for verdict in verdicts:
             self.emit(

@@ -410,6 +410,8 @@ def open_session(
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     engine.driver.call_allowed = meter.allows_call
+    if engine.judge is not None:  # the cap binds the in-run judge's calls too
+        engine.judge.call_allowed = meter.allows_call
     if resume is None:
         engine.start()
         first = 1
