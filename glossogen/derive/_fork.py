@@ -37,7 +37,18 @@ from glossogen.knobs import (
     resolve_knobs,
 )
 from glossogen.scenario import load_scenario, scenario_dir
-from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore, absolute
+from glossogen.storage import (
+    CONFIG,
+    LABELS,
+    LINEAGE,
+    RunFolder,
+    RunStore,
+    StorageError,
+    absolute,
+    join,
+    nearest_existing,
+    translate_errors,
+)
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
 SKIPPED: tuple[type[Event], ...] = (SimulationStarted, SimulationEnded, RunResumed)
@@ -163,7 +174,9 @@ def prepare_fork(
         DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
             source's completed rounds; a replaced or donor agent the run does not have; a
             visibility rule naming a round after the swap; an invalid ``--knobs`` (65);
-            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read).
+            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read);
+            a runs dir in which no folder can be created (66); storage that fails part-way
+            (69): the claim is all or nothing, what it made and wrote is removed again.
     """
     # Bounds known without reading the source are usage errors (64), checked before it is read.
     if request.after_round < 1:
@@ -290,15 +303,49 @@ def prepare_fork(
         raise DeriveError(f"--knobs: {exc}") from None
     if check is not None:
         check(knobs, request.model or limits["model"], request.provider or limits["provider"])
-    folder = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
     recorded = knobs_to_config(knobs)
-    folder.write_json(CONFIG, recorded)
-    folder.write_json(LABELS, recorded.get("labels", {}))
-    folder.write_json(LINEAGE, lineage)
+    existed = nearest_existing(store.runs_dir) if store.local else ""
+    folder = _claim(store, request.scenario, int(now_unix or time.time()), existed)
+    try:
+        folder.write_json(CONFIG, recorded)
+        folder.write_json(LABELS, recorded.get("labels", {}))
+        folder.write_json(LINEAGE, lineage)
+        with translate_errors(folder.log_url):
+            _write_prefix(
+                folder, request, started, recorded, lineage, state, history, limits, seated
+            )
+    except StorageError as exc:
+        names = (CONFIG, LABELS, LINEAGE, *_log_names(folder))
+        store.release_claim(folder, names, keep=existed)
+        raise DeriveError(
+            f"storage failed while claiming {folder.url} (removed again): {exc}", 69
+        ) from None
     model = request.model or limits["model"]
     provider = request.provider or limits["provider"]
-    _write_prefix(folder, request, started, recorded, lineage, state, history, limits, seated)
     return PreparedFork(folder, model, provider, lineage)
+
+
+def _claim(store: RunStore, scenario: str, now_unix: int, existed: str) -> RunFolder:
+    """Claim a fresh folder, as a plain run's claim does (``launch.claim_folder``).
+
+    ``existed`` is the nearest local folder that existed before the claim (never removed).
+
+    Raises:
+        DeriveError: 66 when a local runs dir cannot be created or written, 69 when the
+            storage fails (remote storage); the folders the attempt made are removed.
+    """
+    try:
+        folder = store.claim_run_dir(scenario, now_unix)
+    except StorageError as exc:
+        store.remove_empty_folders(join(store.runs_dir, scenario), existed)
+        raise DeriveError(f"cannot claim a run folder: {exc}", 66 if store.local else 69) from None
+    return folder
+
+
+def _log_names(folder: RunFolder) -> tuple[str, str]:
+    """The log's file name and its set-aside torn tail's, as the writer names them."""
+    name = folder.log_url.rsplit("/", 1)[-1]
+    return name, f"{name}.torn"
 
 
 def _seat_entries(
