@@ -35,7 +35,7 @@ from glossogen.launch._settings import (
     ASSUMED_OUTPUT_TOKENS,
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
-from glossogen.storage import StorageError, WriteConflictError
+from glossogen.storage import LeaseSettingError, StorageError, WriteConflictError, lease_seconds
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -222,6 +222,11 @@ def play(
     if resume_dir and runs_dir:
         _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
         return 64
+    try:  # a setting the run's writer lease reads: bad input, refused before anything is written
+        lease_seconds()
+    except LeaseSettingError as exc:
+        _error(str(exc))
+        return exc.exit_code
     if not resume_dir:
         for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
                             (provider, "--provider"), (config, "--config")):  # fmt: skip
