@@ -414,21 +414,62 @@ class RunEngine(ChannelOps):
             )
         )
         for seat in s.seats:
-            spec = self.specs[seat.agent_id]
-            runner = self.runners[seat.agent_id]
-            self.emit(
-                AgentRegistered(
-                    agent_id=seat.agent_id,
-                    role=spec.role,
-                    display_name=spec.display_name,
-                    team_id=spec.team_id,
-                    model=seat.model,
-                    provider=seat.provider,
-                    model_settings=seat.model_settings,
-                    tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
-                    channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
-                )
+            self._register(seat)
+
+    def _register(self, seat: Seat) -> None:
+        spec = self.specs[seat.agent_id]
+        runner = self.runners[seat.agent_id]
+        self.emit(
+            AgentRegistered(
+                agent_id=seat.agent_id,
+                role=spec.role,
+                display_name=spec.display_name,
+                team_id=spec.team_id,
+                model=seat.model,
+                provider=seat.provider,
+                model_settings=seat.model_settings,
+                tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
+                channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
             )
+        )
+
+    def register_anew(self) -> list[str]:
+        """Register again each seat whose configured settings differ from what it sends.
+
+        For a resume under a changed config (``--allow-config-change``): a seat keeps the
+        model and provider its log last registered or swapped, and from now on sends the
+        settings the config gives it. Each such seat gets ``agent_registered`` with those
+        settings, then its history logged again from index 0 (a registration starts a fresh
+        history in the ledger), so the log records what it sends.
+
+        Returns:
+            The seats registered again, in seat order.
+        """
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        changed: list[str] = []
+        for configured in self.setup.seats:
+            runner = self.runners[configured.agent_id]
+            if configured.model_settings == runner.model_settings:
+                continue
+            runner.model_settings = dict(configured.model_settings)
+            seat = Seat(
+                agent_id=configured.agent_id,
+                model=runner.model,
+                provider=runner.provider,
+                model_settings=runner.model_settings,
+            )
+            self._register(seat)
+            if runner.history:
+                self.emit(
+                    AgentHistoryAppended(
+                        agent_id=seat.agent_id,
+                        messages=ModelMessagesTypeAdapter.dump_python(runner.history, mode="json"),
+                        from_index=0,
+                    )
+                )
+            changed.append(seat.agent_id)
+        return changed
 
     @property
     def rounds_won(self) -> int:

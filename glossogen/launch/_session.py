@@ -430,6 +430,9 @@ def open_session(
             # config.json holds the config in force; simulation_started keeps the original and
             # run_resumed the difference. The event is made durable first: a crash in between
             # leaves the old config.json, and the next resume asks for the change again.
+            # A seat whose settings changed sends the new ones from here, and is registered
+            # anew with them before the event is made durable.
+            engine.register_anew()
             writer.round_boundary()
             folder.write_json(CONFIG, config.recorded_knobs)
         first = state.after_round + 1
