@@ -9,6 +9,7 @@ before every check has passed. No result carries a credential's value, only its 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -34,6 +35,7 @@ from glossogen.launch import (
     check_credentials,
     check_model_settings,
     check_runs_dir,
+    check_spend_cap,
     estimate_round_cost,
     load_environment,
     plan_resume,
@@ -456,9 +458,14 @@ class Tools:
         config: str,
         overrides: list[str] | None,
         max_agent_turns: int | None,
+        spend_cap_usd: float | None = None,
     ) -> RunConfig:
         if max_agent_turns is not None and max_agent_turns < 1:
             raise ToolError(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
+        if spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
+            raise ToolError(
+                f"--spend-cap-usd must be a number of USD above 0, got {spend_cap_usd:g}"
+            )
         try:
             plan = plan_run(
                 RunRequest(
@@ -469,6 +476,7 @@ class Tools:
                     config=config,
                     overrides=list(overrides or []),
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+                    spend_cap_usd=spend_cap_usd,
                 )
             )
         except LaunchError as exc:
@@ -558,18 +566,19 @@ class Tools:
         max_agent_turns: int | None = None,
         spend_cap_usd: float | None = None,
     ) -> Launched:
-        """Check, claim the run's folder, launch it, and return its run id at once."""
-        plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
-        if spend_cap_usd is not None:
-            if not spend_cap_usd > 0:
-                raise ToolError(f"--spend-cap-usd must be above 0, got {spend_cap_usd:g}")
-            estimate = estimate_round_cost(plan)
-            rounds = plan.knobs.round_count
-            if estimate.per_round is not None and estimate.per_round * rounds > spend_cap_usd:
-                raise ToolError(
-                    f"estimated cost ${estimate.per_round * rounds:.4f} for {rounds} rounds "
-                    f"passes --spend-cap-usd {spend_cap_usd:g}"
-                )
+        """Check, claim the run's folder, launch it, and return its run id at once.
+
+        ``spend_cap_usd`` is the run's own cap, as ``glossogen run --spend-cap-usd``: refused
+        when the dry-run estimate passes it, recorded in ``simulation_started`` and enforced
+        while the run plays.
+        """
+        plan = self._plan(
+            scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd
+        )
+        try:
+            check_spend_cap(plan, plan.knobs.round_count)
+        except LaunchError as exc:
+            raise _refuse(exc) from None
         self._check(plan)
         try:
             check_runs_dir(self.runs_dir)
