@@ -17,7 +17,7 @@ import typer
 
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
 from glossogen.scenario import UnknownScenarioError, load_scenario
-from glossogen.storage import StorageError
+from glossogen.storage import LeaseSettingError, StorageError, lease_seconds
 
 
 def _error(message: str) -> None:
@@ -89,6 +89,11 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     if cap is not None and not (math.isfinite(cap) and cap > 0):
         _error(f"--spend-cap-usd must be a number of USD above 0, got {cap:g}")
         return 64
+    try:  # read by the derived run's writer lease: bad input, refused before the folder
+        lease_seconds()
+    except LeaseSettingError as exc:
+        _error(str(exc))
+        return exc.exit_code
     from glossogen.launch import LaunchError, derived_run_check
 
     try:

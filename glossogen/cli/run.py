@@ -12,6 +12,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.derive import DeriveError
+from glossogen.engine import INTERNAL_FAULT
 from glossogen.launch import (
     DEFAULT_MAX_AGENT_TURNS,
     LaunchError,
@@ -34,7 +35,7 @@ from glossogen.launch._settings import (
     ASSUMED_OUTPUT_TOKENS,
     ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
-from glossogen.storage import StorageError, WriteConflictError
+from glossogen.storage import LeaseSettingError, StorageError, WriteConflictError, lease_seconds
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -221,6 +222,11 @@ def play(
     if resume_dir and runs_dir:
         _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
         return 64
+    try:  # a setting the run's writer lease reads: bad input, refused before anything is written
+        lease_seconds()
+    except LeaseSettingError as exc:
+        _error(str(exc))
+        return exc.exit_code
     if not resume_dir:
         for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
                             (provider, "--provider"), (config, "--config")):  # fmt: skip
@@ -343,6 +349,13 @@ def play(
         + (f" · model errors: {errors}" if errors else ""),
         flush=True,
     )
+    internal = result.model_errors.get(INTERNAL_FAULT, 0) if result.status == "error" else 0
+    if internal:  # a bug of ours took an agent out, not the provider: 70, said so
+        _error(
+            f"run error: {result.error}; {internal} of the failures were internal faults of "
+            "glossogen (error_kind internal), not the provider's"
+        )
+        return EXIT_INTERNAL
     if result.status != "completed":
         _error(f"run {result.status}: {result.error}")
     if result.spend_capped:

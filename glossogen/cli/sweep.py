@@ -143,10 +143,13 @@ def sweep(
         qualification=qualification,
         stability_retry=stability_retry or None,  # type: ignore[arg-type]  # pydantic checks the CLI's string against the Literal
     )
+    from glossogen.storage import LeaseSettingError, lease_seconds
+
     try:
+        lease_seconds()  # read by every run's writer lease: bad input, before anything is written
         spec, sweep_id = load_spec(spec_path)
         planned = plan_sweep(spec, sweep_id, spec_path, options)
-    except SweepError as exc:
+    except (SweepError, LeaseSettingError) as exc:
         _error(str(exc))
         return exc.exit_code
     from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason

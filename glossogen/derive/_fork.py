@@ -17,6 +17,7 @@ from typing import Any, Literal
 from glossogen.catalog import UnknownProviderError
 from glossogen.derive._resume import read_run_log, recorded_limits, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
+from glossogen.derive._visibility import visible_history
 from glossogen.engine import RosterError, Seat, resolve_seats
 from glossogen.eventlog import (
     AgentHistoryAppended,
@@ -36,7 +37,18 @@ from glossogen.knobs import (
     resolve_knobs,
 )
 from glossogen.scenario import load_scenario, scenario_dir
-from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore, absolute
+from glossogen.storage import (
+    CONFIG,
+    LABELS,
+    LINEAGE,
+    RunFolder,
+    RunStore,
+    StorageError,
+    absolute,
+    join,
+    nearest_existing,
+    translate_errors,
+)
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
 SKIPPED: tuple[type[Event], ...] = (SimulationStarted, SimulationEnded, RunResumed)
@@ -86,104 +98,6 @@ class PreparedFork:
 
 def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], SimulationStarted]:
     return read_run_log(run_folder(run_dir, scenario), scenario)
-
-
-def _rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
-    if rule == "full":
-        return True
-    if rule == "none":
-        return False
-    if rule.startswith("from_round:") and rule.removeprefix("from_round:").isdigit():
-        first = int(rule.removeprefix("from_round:"))
-        if not 1 <= first <= after:
-            raise DeriveError(
-                f"--channel-visibility {spelled}: R must be 1..{after} (the swap round)"
-            )
-        return round_number >= first
-    raise DeriveError(
-        f"--channel-visibility {spelled!r}: use full, none or from_round:R, "
-        "or channel=rule pairs such as link=full,postmortem=none"
-    )
-
-
-def _phase_rules(spelled: str, channel_phases: Mapping[str, str]) -> dict[str, str]:
-    """Map phase -> rule from ``full`` | ``none`` | ``from_round:R`` or ``channel=rule,...``.
-
-    A channel not named keeps ``full``. The history an agent has is split by phase (what it
-    saw on the main-phase channels, and on the postmortem channel), so two main-phase channels
-    given different rules are refused.
-    """
-    if "=" not in spelled:
-        return {"main": spelled, "postmortem": spelled, "setup": spelled}
-    rules: dict[str, str] = {}
-    for pair in spelled.split(","):
-        channel, _, rule = pair.partition("=")
-        if channel not in channel_phases:
-            raise DeriveError(
-                f"--channel-visibility: unknown channel {channel!r} "
-                f"(channels: {', '.join(channel_phases)})"
-            )
-        phase = channel_phases[channel]
-        if rules.get(phase, rule) != rule:
-            raise DeriveError(
-                f"--channel-visibility: the {phase}-phase channels must share one rule"
-            )
-        rules[phase] = rule
-    rules.setdefault("main", "full")
-    rules.setdefault("postmortem", "full")
-    rules["setup"] = rules["main"]
-    return rules
-
-
-def _visible(
-    state: RunState,
-    agent_id: str,
-    spelled: str,
-    after: int,
-    channel_phases: Mapping[str, str],
-) -> list[Any]:
-    """The replaced seat's history under ``--channel-visibility``.
-
-    Each logged piece of the seat's history keeps the phase and round it was logged in; the
-    rule of that phase's channel decides whether the incoming model sees it. A derived run
-    registers every seat anew and logs its history again in one setup-phase piece: a message
-    found in the seat's history before that registration keeps the tag it had there, so a
-    fork of a fork is filtered as its source was.
-    """
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    rules = _phase_rules(spelled, channel_phases)
-    tagged: list[tuple[dict[str, Any], str, int]] = []
-    before: list[tuple[dict[str, Any], str, int]] = []
-    for event in state.events:
-        if isinstance(event, AgentRegistered) and event.agent_id == agent_id:
-            before, tagged = tagged, []
-        elif isinstance(event, AgentHistoryAppended) and event.agent_id == agent_id:
-            start = len(tagged) if event.from_index is None else event.from_index
-            tags: list[tuple[dict[str, Any], str, int]] = [
-                (m, str(event.phase), event.round_number) for m in event.messages
-            ]
-            if not tagged and start == 0 and event.phase == "setup":
-                tags = _carried(tags, before)
-            tagged = tagged[:start] + tags
-    kept = [m for m, phase, rnd in tagged if _rule_allows(rules[phase], rnd, after, spelled)]
-    return list(ModelMessagesTypeAdapter.validate_python(kept))
-
-
-def _carried(
-    tags: list[tuple[dict[str, Any], str, int]], before: list[tuple[dict[str, Any], str, int]]
-) -> list[tuple[dict[str, Any], str, int]]:
-    """Give each message of ``tags`` the tag of the same message in ``before``, in order."""
-    out: list[tuple[dict[str, Any], str, int]] = []
-    at = 0
-    for message, phase, rnd in tags:
-        found = next((i for i in range(at, len(before)) if before[i][0] == message), None)
-        if found is None:
-            out.append((message, phase, rnd))
-        else:
-            out.append(before[found])
-            at = found + 1
-    return out
 
 
 def config_at_round(
@@ -260,7 +174,9 @@ def prepare_fork(
         DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
             source's completed rounds; a replaced or donor agent the run does not have; a
             visibility rule naming a round after the swap; an invalid ``--knobs`` (65);
-            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read).
+            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read);
+            a runs dir in which no folder can be created (66); storage that fails part-way
+            (69): the claim is all or nothing, what it made and wrote is removed again.
     """
     # Bounds known without reading the source are usage errors (64), checked before it is read.
     if request.after_round < 1:
@@ -345,7 +261,7 @@ def prepare_fork(
             except ConfigError as exc:
                 raise DeriveError(str(exc), exc.exit_code) from None
             phases = {c.channel_id: c.phase for c in channels}
-            history = _visible(
+            history = visible_history(
                 state, replaced, request.channel_visibility, request.after_round, phases
             )
             lineage["channel_visibility"] = request.channel_visibility
@@ -387,15 +303,49 @@ def prepare_fork(
         raise DeriveError(f"--knobs: {exc}") from None
     if check is not None:
         check(knobs, request.model or limits["model"], request.provider or limits["provider"])
-    folder = store.claim_run_dir(request.scenario, int(now_unix or time.time()))
     recorded = knobs_to_config(knobs)
-    folder.write_json(CONFIG, recorded)
-    folder.write_json(LABELS, recorded.get("labels", {}))
-    folder.write_json(LINEAGE, lineage)
+    existed = nearest_existing(store.runs_dir) if store.local else ""
+    folder = _claim(store, request.scenario, int(now_unix or time.time()), existed)
+    try:
+        folder.write_json(CONFIG, recorded)
+        folder.write_json(LABELS, recorded.get("labels", {}))
+        folder.write_json(LINEAGE, lineage)
+        with translate_errors(folder.log_url):
+            _write_prefix(
+                folder, request, started, recorded, lineage, state, history, limits, seated
+            )
+    except StorageError as exc:
+        names = (CONFIG, LABELS, LINEAGE, *_log_names(folder))
+        store.release_claim(folder, names, keep=existed)
+        raise DeriveError(
+            f"storage failed while claiming {folder.url} (removed again): {exc}", 69
+        ) from None
     model = request.model or limits["model"]
     provider = request.provider or limits["provider"]
-    _write_prefix(folder, request, started, recorded, lineage, state, history, limits, seated)
     return PreparedFork(folder, model, provider, lineage)
+
+
+def _claim(store: RunStore, scenario: str, now_unix: int, existed: str) -> RunFolder:
+    """Claim a fresh folder, as a plain run's claim does (``launch.claim_folder``).
+
+    ``existed`` is the nearest local folder that existed before the claim (never removed).
+
+    Raises:
+        DeriveError: 66 when a local runs dir cannot be created or written, 69 when the
+            storage fails (remote storage); the folders the attempt made are removed.
+    """
+    try:
+        folder = store.claim_run_dir(scenario, now_unix)
+    except StorageError as exc:
+        store.remove_empty_folders(join(store.runs_dir, scenario), existed)
+        raise DeriveError(f"cannot claim a run folder: {exc}", 66 if store.local else 69) from None
+    return folder
+
+
+def _log_names(folder: RunFolder) -> tuple[str, str]:
+    """The log's file name and its set-aside torn tail's, as the writer names them."""
+    name = folder.log_url.rsplit("/", 1)[-1]
+    return name, f"{name}.torn"
 
 
 def _seat_entries(

@@ -23,6 +23,7 @@ from glossogen.eventlog import (
     MessageSent,
     RoundCompleted,
     RoundResultRecorded,
+    RunResumed,
     Verdict,
     split_attempts,
 )
@@ -231,7 +232,10 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
             for i, e in enumerate(kept)
             if isinstance(e, RoundCompleted) and e.round_number == after_round
         )
-        kept, pending, ended, last = kept[: cut + 1], [], False, after_round
+        cut += 1
+        while cut < len(kept) and _at_boundary(kept[cut], after_round):
+            cut += 1
+        kept, pending, ended, last = kept[:cut], [], False, after_round
     state = RunState(after_round=last, ended=ended)
     state.last_timestamp = max((e.timestamp for e in events), default=None)
     if pending:
@@ -245,6 +249,18 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
     state.events = kept
     _fold(state, kept)
     return state
+
+
+def _at_boundary(event: Event, after_round: int) -> bool:
+    """Whether ``event`` was logged at the boundary after ``after_round``, before the next round.
+
+    A derived run registers its seats anew there (and logs their histories again), and a
+    resume logs ``run_resumed`` there, then registers anew the seats whose settings it changed:
+    what the run played round ``after_round + 1`` with, so a fork at that round keeps it.
+    """
+    if isinstance(event, RunResumed):
+        return event.after_round == after_round
+    return event.phase == "setup" and event.round_number == after_round
 
 
 def _fold(state: RunState, events: list[Event]) -> None:

@@ -3,6 +3,7 @@
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_noise
 from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
+from glossogen.engine._faults import INTERNAL as INTERNAL_FAULT
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._requests import SETTLE_SECONDS, AbandonedRequests
 from glossogen.engine._roster import (
@@ -16,6 +17,7 @@ from glossogen.engine._roster import (
 )
 
 __all__ = [
+    "INTERNAL_FAULT",
     "SETTLE_SECONDS",
     "AbandonedRequests",
     "WARNING_THRESHOLDS",

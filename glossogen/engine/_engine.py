@@ -65,10 +65,14 @@ if TYPE_CHECKING:
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
-RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed"]
-"""How a round's main phase ended, or why its verdicts were voided after it did."""
-VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed")
+RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed", "spend_cap"]
+"""How a round's main phase ended, or why its verdicts were voided after it did (``spend_cap``:
+the run's spend cap refused a judge call the verdict needed)."""
+VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed", "spend_cap")
 """A round that ended so was not played out: recorded void, never counted as a team's loss."""
+LIMIT_TRIGGERS = ("turn_limit", "spend_cap")
+"""Void for a limit the run was given, not for a failure: such a round does not make the run's
+status ``error``."""
 
 
 @dataclass
@@ -410,21 +414,62 @@ class RunEngine(ChannelOps):
             )
         )
         for seat in s.seats:
-            spec = self.specs[seat.agent_id]
-            runner = self.runners[seat.agent_id]
-            self.emit(
-                AgentRegistered(
-                    agent_id=seat.agent_id,
-                    role=spec.role,
-                    display_name=spec.display_name,
-                    team_id=spec.team_id,
-                    model=seat.model,
-                    provider=seat.provider,
-                    model_settings=seat.model_settings,
-                    tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
-                    channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
-                )
+            self._register(seat)
+
+    def _register(self, seat: Seat) -> None:
+        spec = self.specs[seat.agent_id]
+        runner = self.runners[seat.agent_id]
+        self.emit(
+            AgentRegistered(
+                agent_id=seat.agent_id,
+                role=spec.role,
+                display_name=spec.display_name,
+                team_id=spec.team_id,
+                model=seat.model,
+                provider=seat.provider,
+                model_settings=seat.model_settings,
+                tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
+                channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
             )
+        )
+
+    def register_anew(self) -> list[str]:
+        """Register again each seat whose configured settings differ from what it sends.
+
+        For a resume under a changed config (``--allow-config-change``): a seat keeps the
+        model and provider its log last registered or swapped, and from now on sends the
+        settings the config gives it. Each such seat gets ``agent_registered`` with those
+        settings, then its history logged again from index 0 (a registration starts a fresh
+        history in the ledger), so the log records what it sends.
+
+        Returns:
+            The seats registered again, in seat order.
+        """
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        changed: list[str] = []
+        for configured in self.setup.seats:
+            runner = self.runners[configured.agent_id]
+            if configured.model_settings == runner.model_settings:
+                continue
+            runner.model_settings = dict(configured.model_settings)
+            seat = Seat(
+                agent_id=configured.agent_id,
+                model=runner.model,
+                provider=runner.provider,
+                model_settings=runner.model_settings,
+            )
+            self._register(seat)
+            if runner.history:
+                self.emit(
+                    AgentHistoryAppended(
+                        agent_id=seat.agent_id,
+                        messages=ModelMessagesTypeAdapter.dump_python(runner.history, mode="json"),
+                        from_index=0,
+                    )
+                )
+            changed.append(seat.agent_id)
+        return changed
 
     @property
     def rounds_won(self) -> int:
@@ -449,7 +494,7 @@ class RunEngine(ChannelOps):
         self.round_number = round_number
         self.phase = "main"
         if self.judge is not None:
-            self.judge.failed_in_round = False
+            self.judge.failed_in_round = self.judge.capped_in_round = False
         self._fire_scheduled(round_number)
         budget = self.scenario.budget_chars()
         shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
@@ -466,12 +511,14 @@ class RunEngine(ChannelOps):
             for r in self.runners.values()
             if r.phase_failures and not r.phase_answers
         ]
-        if self.judge is not None and self.judge.failed_in_round:
+        if self.judge is not None and self.judge.capped_in_round:
+            trigger = "spend_cap"
+        elif self.judge is not None and self.judge.failed_in_round:
             trigger = "judge_failed"
         elif silent and trigger not in ("agents_failed", "turn_limit"):
             trigger = "provider_failed"
         void = trigger in VOID_TRIGGERS
-        if void and trigger != "turn_limit":
+        if void and trigger not in LIMIT_TRIGGERS:
             self.void_rounds.append(round_number)
         for verdict in verdicts:
             self.emit(

@@ -22,6 +22,9 @@ MAX_ATTEMPTS = 3
 taken out of the run."""
 INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
 """The kind of a model error where a tool call's arguments failed validation or named no tool."""
+INTERNAL = "internal"
+"""The kind of a failure no provider caused: an exception of ours (or a history pydantic-ai
+refuses), a bug. A run this takes out ends ``error`` with exit 70, not 69."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ _KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
 
 
 def classify(exc: BaseException) -> Fault:
-    """Return the :class:`Fault` of ``exc``; anything unknown is ``internal`` and retryable.
+    """Return the :class:`Fault` of ``exc``; anything unknown is :data:`INTERNAL` and retryable.
 
     pydantic-ai gives up on a tool whose calls keep failing validation with an
     ``UnexpectedModelBehavior`` caused by the last rejection: that is the model's error of
@@ -67,7 +70,7 @@ def classify(exc: BaseException) -> Fault:
     for cls, kind, retryable in _KINDS:
         if isinstance(exc, cls):
             return Fault(kind, retryable, retry_after)
-    return Fault("internal", True, retry_after)
+    return Fault(INTERNAL, True, retry_after)
 
 
 def backoff_seconds(attempt: int, fault: Fault, rng: random.Random) -> float:

@@ -28,6 +28,10 @@ class RunJudge:
     Every ruling is logged as ``judge_called`` with its usage and USD cost (null when the model
     is not in the price catalogue). An attempt that fails after the model answered (its answer
     failed validation) still logs what it cost, on its ``agent_run_cycle_failed``.
+
+    The run's spend cap binds the judge as it binds the agents: once ``call_allowed()`` says
+    no, no judge request is made; the ruling is refused (``capped_in_round``: the round is void
+    for the cap, and the run ends ``incomplete`` with the cap's reason).
     """
 
     def __init__(
@@ -47,6 +51,10 @@ class RunJudge:
         self.pause = pause or asyncio.sleep
         self.failed_in_round = False
         """True once a ruling of the current round failed after every retry."""
+        self.capped_in_round = False
+        """True once a ruling of the current round was refused by the run's spend cap."""
+        self.call_allowed: Callable[[], bool] = lambda: True
+        """False once the run's spend cap is reached (set by the session)."""
         self.model = model
         self.provider = provider
         self.model_settings = model_settings
@@ -90,6 +98,9 @@ class RunJudge:
         settings = {"max_retries": 0, **self.model_settings}
         result = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not self.call_allowed():  # the run's spend cap: no new judge request
+                self.capped_in_round = True
+                return JudgeDecision(False, "no ruling: the run's spend cap was reached")
             usage = RunUsage()  # what this attempt's answered requests used, even if it fails
             try:
                 with agent_attributes("judge", "judge", self.model, self.provider):

@@ -39,15 +39,36 @@ def line_number(data: bytes | mmap.mmap, offset: int) -> int:
     return data[:offset].count(b"\n") + 1
 
 
-def damaged_note(run_id: str, line_numbers: list[int]) -> str:
+def damaged_note(
+    run_id: str,
+    line_numbers: list[int],
+    log_url: str | None = None,
+    truncated: int | None = None,
+) -> str:
     """Return the one-line note naming a run's skipped lines (at most ten numbers listed).
 
-    Example: ``veyru/1795000009: 2 damaged log lines skipped (lines 23, 40)``.
+    ``truncated`` is the number of a last line cut off mid-write (no newline), counted and
+    listed with the others; ``log_url``, when given, names the file the lines are in.
+
+    Examples: ``veyru/1795000009: 2 damaged log lines skipped (lines 23, 40)``;
+    ``veyru/1795000009: message_level: 2 damaged log lines skipped (lines 23, 41 truncated)
+    in runs/veyru/1795000009/veyru.jsonl``.
     """
-    n = len(line_numbers)
-    shown = ", ".join(str(i) for i in line_numbers[:10]) + (", ..." if n > 10 else "")
+    numbers = sorted([*line_numbers, *([truncated] if truncated is not None else [])])
+    n = len(numbers)
+    words = [f"{i} truncated" if i == truncated else str(i) for i in numbers[:10]]
+    shown = ", ".join(words) + (", ..." if n > 10 else "")
     plural = "s" if n != 1 else ""
-    return f"{run_id}: {n} damaged log line{plural} skipped (line{plural} {shown})"
+    where = f" in {log_url}" if log_url else ""
+    return f"{run_id}: {n} damaged log line{plural} skipped (line{plural} {shown}){where}"
+
+
+def truncated_line(data: bytes | mmap.mmap) -> int | None:
+    """The 1-based number of a last line cut off mid-write (text after the last newline)."""
+    end = complete_end(data)
+    if not data[end:].strip():
+        return None
+    return line_number(data, end)
 
 
 class LineParser:
@@ -135,6 +156,7 @@ __all__ = [
     "LineParser",
     "complete_end",
     "damaged_note",
+    "truncated_line",
     "event_type",
     "find_lines",
     "line_number",

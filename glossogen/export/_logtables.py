@@ -31,6 +31,7 @@ from glossogen.export._lines import (
     damaged_note,
     event_type,
     open_log,
+    truncated_line,
     valid_event,
 )
 from glossogen.export._runlog import roster_may_change
@@ -126,6 +127,10 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
         wanted -= _ROSTER
     with open_log(record.log_url) as data:
         lines = data[: complete_end(data)].split(b"\n")
+        torn = truncated_line(data)
+        cut_kind = event_type(data[complete_end(data) :]) if torn is not None else None
+        if cut_kind is not None and cut_kind not in wanted:
+            torn = None  # a cut line of an event these tables do not read costs them nothing
     chosen: list[tuple[int, bytes]] = []
     for number, line in enumerate(lines, 1):
         kind = _kind(line)
@@ -151,8 +156,8 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
             continue
         if obj.get("event_type") in _TABLE_EVENTS:
             yield obj
-    if bad:
-        log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad))
+    if bad or torn is not None:
+        log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad, record.log_url, torn))
 
 
 def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterator[dict[str, Any]]:
@@ -166,7 +171,10 @@ def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterato
         if isinstance(event, types):
             yield event.model_dump(mode="json")
     if view.damaged_lines:
-        log.warning("%s: %s: %d damaged line(s) skipped", record.run_id, tables, view.damaged_lines)
+        log.warning(
+            "%s: %s: %d damaged line(s) skipped in %s",
+            record.run_id, tables, view.damaged_lines, record.log_url,
+        )  # fmt: skip
 
 
 def _repetition(record: RunRecord) -> dict[str, Any] | None:

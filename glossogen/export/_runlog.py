@@ -260,6 +260,20 @@ def roster_may_change(started: dict[str, Any] | None) -> bool:
     return config.get("swap_round") is not None or bool(config.get("intern_enabled"))
 
 
+def _own_start(facts: LogFacts, data: bytes | mmap.mmap, body: int, end: int) -> int:
+    """Where the calls a run made itself begin: ``body``, or a derived run's first resume.
+
+    A derived log holds the source's events copied verbatim, then, from its first
+    ``run_resumed`` on, what it played itself (:class:`~glossogen.eventlog.RunView`'s rule
+    of ``inherited``): the copied rounds' requests and spend are never its own. A derived
+    run that has not begun playing has none (``end``).
+    """
+    if not (facts.started or {}).get("lineage"):
+        return body
+    first = next(find_lines(data, "run_resumed", body, end), None)
+    return end if first is None else first[0]
+
+
 def read_log_facts(url: str) -> LogFacts:
     """Return the run-level facts of the event log at ``url`` (head and tail where possible).
 
@@ -326,7 +340,7 @@ def read_log_facts(url: str) -> LogFacts:
         if ended is None or None in counts:
             _scan(facts, data, body, end, parser)
         if ended is None or any(a.input_tokens is None for a in facts.agents.values()):
-            _spend(facts, data, body, end, parser)
+            _spend(facts, data, _own_start(facts, data, body, end), end, parser)
         facts.bad_line_numbers = sorted(line_number(data, at) for at in set(parser.bad_at))
     if facts.duration_seconds is None and ended is None and facts.started is not None:
         # No ending to read it from: the typed view sums what each process logged (rare: a

@@ -410,6 +410,8 @@ def open_session(
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     engine.driver.call_allowed = meter.allows_call
+    if engine.judge is not None:  # the cap binds the in-run judge's calls too
+        engine.judge.call_allowed = meter.allows_call
     if resume is None:
         engine.start()
         first = 1
@@ -428,6 +430,9 @@ def open_session(
             # config.json holds the config in force; simulation_started keeps the original and
             # run_resumed the difference. The event is made durable first: a crash in between
             # leaves the old config.json, and the next resume asks for the change again.
+            # A seat whose settings changed sends the new ones from here, and is registered
+            # anew with them before the event is made durable.
+            engine.register_anew()
             writer.round_boundary()
             folder.write_json(CONFIG, config.recorded_knobs)
         first = state.after_round + 1

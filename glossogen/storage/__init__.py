@@ -29,6 +29,7 @@ from glossogen.storage._lease import (
     DEFAULT_LEASE_SECONDS,
     LEASE_NAME,
     LEASE_SECONDS_ENV,
+    LeaseSettingError,
     WriterLease,
     lease_seconds,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "CONFIG",
     "FolderFile",
     "DEFAULT_LEASE_SECONDS",
+    "LeaseSettingError",
     "LEASE_NAME",
     "LEASE_SECONDS_ENV",
     "LABELS",

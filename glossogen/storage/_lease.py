@@ -59,11 +59,21 @@ class RunBusyError(Exception):
     exit_code = 75
 
 
+class LeaseSettingError(ValueError):
+    """:data:`LEASE_SECONDS_ENV` is not a number of seconds above 0: bad input (exit 64, usage).
+
+    Commands check it (:func:`lease_seconds`) before anything is written.
+    """
+
+    exit_code = 64
+
+
 def lease_seconds() -> float:
     """The lease length in force: :data:`LEASE_SECONDS_ENV`, else :data:`DEFAULT_LEASE_SECONDS`.
 
     Raises:
-        StorageError: the variable is not a finite number of seconds above 0; one line.
+        LeaseSettingError: the variable is not a finite number of seconds above 0; one line
+            naming the value.
     """
     raw = os.environ.get(LEASE_SECONDS_ENV, "").strip()
     if not raw:
@@ -73,7 +83,9 @@ def lease_seconds() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise StorageError(f"{LEASE_SECONDS_ENV} must be a number of seconds above 0, got {raw!r}")
+        raise LeaseSettingError(
+            f"{LEASE_SECONDS_ENV} must be a number of seconds above 0, got {raw!r}"
+        )
     return value
 
 
@@ -137,7 +149,8 @@ class WriterLease:
 
     Raises:
         RunBusyError: another process holds an unexpired lease (exit 75), named with its expiry.
-        StorageError: the storage is unreachable, or the lease length setting is invalid.
+        StorageError: the storage is unreachable.
+        LeaseSettingError: the lease length setting is invalid (64).
     """
 
     def __init__(

@@ -214,3 +214,28 @@ def test_a_fork_whose_seats_would_drop_a_setting_is_refused_before_its_folder(
         "profile), so thinking=false would be dropped\n"
     )
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_fork_of_a_fork_at_its_boundary_keeps_the_parents_registrations(
+    source: Path, stub: StubModelServer, tmp_path: Path
+) -> None:
+    # The parent moved player_a to gpt-4.1-nano after round 1; its child forks it after the
+    # same round, where the parent's registrations were logged after round 1's events.
+    request = ForkRequest(
+        SCENARIO, str(source), 1, str(tmp_path / "parent"), 1, None, "player_a", "gpt-4.1-nano",
+        "openai",
+    )  # fmt: skip
+    parent = _derive(stub, tmp_path, request)
+    child = _derive(
+        stub, tmp_path, ForkRequest(SCENARIO, str(parent), 1, str(tmp_path / "child"), 1)
+    )
+    seats = _registered_anew(child)
+    assert (
+        seats
+        == _registered_anew(parent)
+        == {
+            "player_a": ("openai", "gpt-4.1-nano", {"max_tokens": 4000, "temperature": 0.7}),
+            "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
+        }
+    )
+    _assert_each_seat_sends_its_registration(stub, seats)

@@ -3,6 +3,7 @@ lines that parse but do not validate skipped and counted, never counted as messa
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import shutil
@@ -11,8 +12,12 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
+from glossogen.derive import ForkRequest, prepare_fork
+from glossogen.eventlog import LlmResponseReceived, RunView
 from glossogen.export import RunIdSelection, select_runs, write_tables
+from glossogen.launch import ResumeRequest, open_session, plan_resume
 from tests.export.conftest import CUT, OLD, Cohort
+from tests.fixtures.played_runs import play_run
 
 INVALID_MESSAGE = '{"event_type":"message_sent","round_number":1}\n'
 """Well-formed JSON, but a ``message_sent`` with no channel, sender or text (the QA's line)."""
@@ -112,14 +117,18 @@ def test_an_invalid_message_is_skipped_counted_and_named(
               "--frames", "run_level,message_level", "--no-repeat-run-columns"])  # fmt: skip
     assert done.value.code == 0
     cut_lines = sorted([cut_line, *broken])
+    cut_log = runs / "veyru/1795000010/veyru.jsonl"
+    # The cut log ends in a message_sent line cut off mid-write: message_level names it too.
+    torn = cut_log.read_text().count("\n") + 1
+    assert cut_log.read_text().rsplit("\n", 1)[1].startswith('{"event_id":"x","event_type":"m')
     assert capsys.readouterr().err.splitlines() == [
         f"glossogen: note: veyru/1795000010: 2 damaged log lines skipped (lines "
         f"{cut_lines[0]}, {cut_lines[1]})",
         f"glossogen: note: veyru/1795000011: 1 damaged log line skipped (line {old_line})",
-        f"glossogen: note: veyru/1795000010: message_level: 2 damaged log lines skipped (lines "
-        f"{cut_lines[0]}, {cut_lines[1]})",
+        f"glossogen: note: veyru/1795000010: message_level: 3 damaged log lines skipped (lines "
+        f"{cut_lines[0]}, {cut_lines[1]}, {torn} truncated) in {cut_log}",
         f"glossogen: note: veyru/1795000011: message_level: 1 damaged log line skipped "
-        f"(line {old_line})",
+        f"(line {old_line}) in {runs / 'veyru/1795000011/veyru.jsonl'}",
     ]
     runs_rows = {r["run_id"]: r for r in _rows(out / "run_level.csv")}
     assert runs_rows["veyru/1795000010"]["message_count"] == "7"  # as without the line
@@ -154,3 +163,33 @@ def test_every_invalid_message_shape_is_left_out_of_the_counts(
     (record,) = select_runs(str(runs), {"kind": "filters"}).records
     assert record.facts.total_messages == 7
     assert record.facts.bad_lines == 2
+
+
+async def _derived_stopped_in_round_2(runs: Path, source_url: str) -> str:
+    """A fork of a 2-round scripted veyru run after round 1, stopped once round 2 was played."""
+    prepared = prepare_fork(ForkRequest("veyru", source_url, 1, str(runs), 1))
+    plan, point = plan_resume(ResumeRequest(run_dir=prepared.folder.url))
+    session = open_session(plan, prepared.folder, resume=point)
+    await session.play_round(2)
+    session.writer.close()  # the process stops here: no simulation_ended
+    assert session.lock is not None
+    session.lock.release()
+    return prepared.folder.run_id
+
+
+def test_an_unended_derived_run_counts_only_its_own_requests(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    source = play_run(str(tmp_path / "source"), "veyru", rounds=2)
+    run_id = asyncio.run(_derived_stopped_in_round_2(runs, source.url))
+    records = select_runs(str(runs), RunIdSelection(run_ids=[run_id])).records
+    assert records[0].status == "stopped"
+    write_tables(records, ["agent_level"], str(tmp_path / "out"))
+    got = {agent: int(row[2]) for agent, row in _agents(tmp_path / "out").items()}
+    view = RunView.load(f"{runs / run_id}/veyru.jsonl")
+    responses = [e for e in view.counted if isinstance(e, LlmResponseReceived)]
+    own = {a: sum(1 for e in responses if e.agent_id == a and e.event_id not in view.inherited)
+           for a in got}  # fmt: skip
+    copied = {a: sum(1 for e in responses if e.agent_id == a and e.event_id in view.inherited)
+              for a in got}  # fmt: skip
+    assert got == own == {a: s.requests for a, s in view.spend.agents.items()}
+    assert all(n > 0 for n in own.values()) and all(n > 0 for n in copied.values())

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
+from tests.fixtures.played_runs import play_run
 
 RUN = ["run", "veyru", "--model", "scripted", "--provider", "scripted",
        "--config", "knobs_default", "round_count=1"]  # fmt: skip
@@ -91,3 +92,53 @@ def test_a_runs_dir_that_cannot_be_created_exits_66(
         f"{runs}/veyru: No such file or directory\n"
     )
     assert not Path(runs).parent.exists()
+
+
+def _disk_full_at_4096_bytes() -> None:
+    # config.json, labels.json and lineage.json fit; the derived log (the source's events
+    # copied) does not: the storage fails part-way through the claim.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+
+@pytest.mark.parametrize(
+    "derivation",
+    [
+        ["fork-at-round"],
+        ["replace-agent", "--replaced-agent-id", "field_observer", "--model", "scripted",
+         "--provider", "scripted"],
+        ["cross-run-replace-agent", "--replaced-agent-id", "field_observer", "--model",
+         "scripted", "--provider", "scripted", "--donor-run-dir", "SOURCE", "--donor-agent-id",
+         "stabilization_engineer"],
+    ],
+    ids=["fork-at-round", "replace-agent", "cross-run-replace-agent"],
+)  # fmt: skip
+def test_a_derived_claim_the_disk_fills_during_exits_69_and_leaves_nothing(
+    prefect_api: str, tmp_path: Path, derivation: list[str]
+) -> None:
+    source = play_run(str(tmp_path / "source"), "veyru", rounds=2)
+    assert Path(source.log_url).stat().st_size > 4096
+    runs = tmp_path / "runs"
+    earlier = runs / "veyru" / "1700000000"
+    earlier.mkdir(parents=True)
+    (earlier / "config.json").write_text("{}\n")  # another run's folder: must stay untouched
+    command, *flags = derivation
+    flags = [source.url if f == "SOURCE" else f for f in flags]
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", command, "veyru", "--source-run-dir", source.url,
+         "--after-round", "1", "--runs-dir", str(runs), *flags],
+        preexec_fn=_disk_full_at_4096_bytes,
+        env=_without_coverage(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 69, done.stderr
+    assert re.fullmatch(
+        rf"glossogen: error: storage failed while claiming {re.escape(str(runs))}/veyru/(\d+) "
+        rf"\(removed again\): storage error at {re.escape(str(runs))}/veyru/\1/veyru\.jsonl: "
+        r"OSError: \[Errno 27\] File too large\n",
+        done.stderr,
+    ), done.stderr
+    assert sorted(str(p.relative_to(runs)) for p in runs.rglob("*")) == [
+        "veyru", "veyru/1700000000", "veyru/1700000000/config.json"]  # fmt: skip

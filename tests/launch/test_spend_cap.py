@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
-from glossogen.eventlog import LlmResponseReceived, SimulationEnded, SimulationStarted, read_events
+from glossogen.eventlog import (
+    JudgeCalled,
+    LlmResponseReceived,
+    RoundResultRecorded,
+    SimulationEnded,
+    SimulationStarted,
+    read_events,
+)
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
@@ -114,3 +121,48 @@ def test_the_dry_run_estimate_and_the_cap_of_a_scripted_run(
             "--dry-run"]  # fmt: skip
     assert _exit(argv) == 0
     assert not runs.exists()
+
+
+def test_the_cap_refuses_the_in_run_judges_calls_as_it_does_the_agents(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    # veyru's field observer on gpt-4o-mini over the stub (the engineer scripted, free), the
+    # judge on gpt-4o-mini too. The observer's first answer, 1,000,000 input and 1,000 output
+    # tokens ($0.1506), calls apply_treatment and passes the $0.10 cap: the treatment's ruling
+    # is a judge call past the cap, refused like the agents' next calls. The dry run estimates
+    # $0.01656 per round (20 observer requests and 3 rulings of 4,000 + 200 tokens): under it.
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-judge")
+
+    def answer(req: RecordedRequest) -> StubReply:
+        if "final_result" in req.tool_names:  # the judge
+            ruling = {"success": True, "reason": "the action follows the procedure"}
+            return StubReply(tool_calls=[("final_result", ruling)])
+        treat = ("apply_treatment", {"action": "cool the core slowly"})
+        return StubReply(tool_calls=[treat], input_tokens=1_000_000, output_tokens=1_000)
+
+    model_stub.responder = answer
+    runs = tmp_path / "runs"
+    argv = ["run", "veyru", "--model", "scripted", "--provider", "scripted", "--config",
+            "knobs_default", "round_count=2", "postmortem_enabled=false",
+            "postmortem_after_swap=false", "agents.field_observer.model=gpt-4o-mini",
+            "agents.field_observer.provider=openai", "judge_provider=openai",
+            "judge_model=gpt-4o-mini", "--runs-dir", str(runs), "--spend-cap-usd", "0.1"]  # fmt: skip
+    assert _exit(argv) == 20
+    (log,) = runs.glob("veyru/*/veyru.jsonl")
+    events = read_events(str(log)).events
+    # One request, the observer's; the treatment it called was never put to the judge.
+    assert [r.tool_names[:1] != ["final_result"] for r in model_stub.requests] == [True]
+    priced = [(e.agent_id, e.cost_usd) for e in events if isinstance(e, LlmResponseReceived)]
+    assert [(a, c) for a, c in priced if c] == [("field_observer", 0.1506)]
+    assert [e for e in events if isinstance(e, JudgeCalled)] == []
+    (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
+    assert (verdict.round_number, verdict.void, verdict.success) == (1, True, False)
+    assert verdict.reason.startswith("void (spend_cap): ")
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    reason = "spend cap reached: $0.150600 logged of --spend-cap-usd 0.1 after round 1 of 2"
+    assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
+    assert ended.total_cost_usd == pytest.approx(0.1506, abs=1e-12)
+    assert capsys.readouterr().err.endswith(f"glossogen: error: run incomplete: {reason}\n")

@@ -206,7 +206,11 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
     assert "sk-test" not in str(estimate)
     total = estimate["total_cost_usd"]
     assert total == pytest.approx(estimate["cost_per_round_usd"] * 2) and total > 0.0001
-    assert refused == (f"estimated cost ${total:.4f} for 2 rounds passes --spend-cap-usd 0.0001")
+    per_round = estimate["cost_per_round_usd"]
+    assert refused == (  # the line glossogen run prints
+        f"--spend-cap-usd 0.0001: the dry-run estimate of the 2 rounds to play is ${total:.6f} "
+        f"(${per_round:.6f} per round), above the cap"
+    )
     assert list(runs.iterdir()) == []
 
 

@@ -10,21 +10,24 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from glossogen.cli import main
 from glossogen.eventlog import EventLogWriter, RoundCompleted, read_events
 from glossogen.storage import (
     LEASE_NAME,
+    LeaseSettingError,
     RunBusyError,
     RunFolder,
     RunStore,
-    StorageError,
     WriteConflictError,
     WriterLease,
     lease_seconds,
     open_fs,
 )
+from tests.fixtures.played_runs import play_run
 
 HOST = socket.gethostname()
 T0 = 1_800_000_000.0
@@ -180,11 +183,42 @@ def test_a_bad_lease_length_is_refused_in_one_line(
     raw: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GLOSSOGEN_WRITER_LEASE_SECONDS", raw)
-    with pytest.raises(StorageError) as bad:
+    with pytest.raises(LeaseSettingError) as bad:
         lease_seconds()
     assert str(bad.value) == (
         f"GLOSSOGEN_WRITER_LEASE_SECONDS must be a number of seconds above 0, got {raw!r}"
     )
+    assert bad.value.exit_code == 64
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "veyru", "--model", "scripted", "--provider", "scripted", "--config",
+         "knobs_default", "round_count=1", "--runs-dir", "RUNS"],
+        ["fork-at-round", "veyru", "--source-run-dir", "SOURCE", "--after-round", "1",
+         "--runs-dir", "RUNS"],
+    ],
+    ids=["run", "fork-at-round"],
+)  # fmt: skip
+def test_a_bad_lease_length_is_a_usage_error_before_anything_is_written(
+    command: list[str], s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    source = play_run(str(tmp_path / "source"), "veyru", rounds=2)
+    runs = f"{s3_bucket}/runs"
+    argv = [runs if a == "RUNS" else source.url if a == "SOURCE" else a for a in command]
+    monkeypatch.setenv("GLOSSOGEN_WRITER_LEASE_SECONDS", "soon")
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 64
+    assert capsys.readouterr().err == (
+        "glossogen: error: GLOSSOGEN_WRITER_LEASE_SECONDS must be a number of seconds above 0, "
+        "got 'soon'\n"
+    )
+    fs, path = open_fs(s3_bucket)
+    fs.invalidate_cache()
+    assert fs.find(path) == []  # nothing claimed, nothing written
 
 
 def test_a_log_upload_never_overwrites_another_writers(s3_bucket: str) -> None:

@@ -1,0 +1,96 @@
+"""What every MCP tool shares: the runs directory, the refusal rule, paging, run folders.
+
+A refusal raises ``ToolError`` with the message ``glossogen`` would print after
+``glossogen: error:``. Runs are opened through ``RunStore``/``RunFolder`` and read through
+``RunView`` (never a new parse of the log).
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from glossogen.eventlog import (
+    RunView,
+)
+from glossogen.scenario import UnknownScenarioError, load_scenario
+from glossogen.scenario._contract import Scenario
+from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
+
+PAGE_SIZE = 50
+"""Rows per page of ``list_runs`` and ``read_run_events`` when the caller names none."""
+
+MAX_PAGE_SIZE = 500
+"""The most rows one page returns."""
+
+TEXT_CHARS = 2000
+"""Characters of one long text field an event row keeps unless the caller asks otherwise."""
+
+
+def refuse(exc: BaseException) -> ToolError:
+    """The tool error of a library refusal: its first line, as the CLI prints it."""
+    text = getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
+    return ToolError(str(text).splitlines()[0])
+
+
+def scenario_class(name: str) -> type[Scenario]:
+    """The installed scenario ``name``; an unknown one is refused in the CLI's line."""
+    try:
+        return load_scenario(name)
+    except UnknownScenarioError as exc:
+        raise refuse(exc) from None
+
+
+def cursor_offset(cursor: str | None, what: str) -> int:
+    """The row a page starts at: 0 without a cursor, else the cursor this server returned.
+
+    Raises:
+        ToolError: a cursor that is not a row number (one line naming it and the tool).
+    """
+    if not cursor:
+        return 0
+    if not cursor.isdigit():
+        raise ToolError(f"cursor {cursor!r} is not one this server returned for {what}")
+    return int(cursor)
+
+
+def checked_page_size(size: int | None) -> int:
+    """Rows per page: :data:`PAGE_SIZE` when not given.
+
+    Raises:
+        ToolError: a size outside 1..:data:`MAX_PAGE_SIZE`.
+    """
+    size = PAGE_SIZE if size is None else size
+    if not 1 <= size <= MAX_PAGE_SIZE:
+        raise ToolError(f"page_size must be 1..{MAX_PAGE_SIZE}, got {size}")
+    return size
+
+
+class ToolBase:
+    """The runs directory (local folder or ``s3://`` URL) the tools serve, and its folders."""
+
+    def __init__(self, runs_dir: str) -> None:
+        """Serve ``runs_dir``."""
+        self.runs_dir = runs_dir
+        self.store = RunStore(runs_dir)
+
+    def _folder(self, run_id: str, unstarted: bool = False) -> RunFolder:
+        """The folder of ``run_id``, refused when it has no log.
+
+        With ``unstarted``, a claimed folder (its ``config.json`` written) whose log has not
+        begun is returned too.
+        """
+        try:
+            folder = self.store.open_run(run_id)
+        except ValueError as exc:
+            raise refuse(exc) from None
+        if unstarted and not folder.has_log() and folder.exists(CONFIG):
+            return folder
+        if not folder.has_log():
+            raise ToolError(f"run {run_id!r} has no event log in {self.runs_dir}")
+        return folder
+
+    def _view(self, folder: RunFolder) -> RunView:
+        try:
+            return RunView.load(folder.log_url, live=folder.is_locked())
+        except (FileNotFoundError, StorageError) as exc:
+            raise refuse(exc) from None

@@ -1,0 +1,232 @@
+"""The launching tools: estimate and start a run, derive one from a run, resume and stop one.
+
+Planned by ``plan_run``/``plan_resume``, derived by ``prepare_fork``; nothing is claimed or
+written before every check has passed. No result carries a credential's value, only its
+variable name.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.derive import DeriveError, ForkRequest, prepare_fork
+from glossogen.launch import (
+    DEFAULT_MAX_AGENT_TURNS,
+    LaunchError,
+    ResumeRequest,
+    RunConfig,
+    RunRequest,
+    check_credentials,
+    check_model_settings,
+    check_runs_dir,
+    check_spend_cap,
+    estimate_round_cost,
+    load_environment,
+    plan_resume,
+    plan_run,
+    uncosted_models,
+)
+from glossogen.launch._credentials import JUDGE_ENV_VARS
+from glossogen.mcp._base import (
+    ToolBase,
+    refuse,
+    scenario_class,
+)
+from glossogen.mcp._launch import StopError, launch_new, launch_resume, stop_writer
+from glossogen.mcp._results import (
+    Credential,
+    Estimate,
+    Launched,
+    SeatPlan,
+    Stopped,
+)
+from glossogen.storage import RunBusyError, RunFolder, StorageError
+
+
+class Launching(ToolBase):
+    """Starting, deriving, resuming and stopping runs."""
+
+    def _plan(
+        self,
+        scenario: str,
+        model: str,
+        provider: str,
+        config: str,
+        overrides: list[str] | None,
+        max_agent_turns: int | None,
+        spend_cap_usd: float | None = None,
+    ) -> RunConfig:
+        if max_agent_turns is not None and max_agent_turns < 1:
+            raise ToolError(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
+        if spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
+            raise ToolError(
+                f"--spend-cap-usd must be a number of USD above 0, got {spend_cap_usd:g}"
+            )
+        try:
+            plan = plan_run(
+                RunRequest(
+                    scenario=scenario,
+                    model=model,
+                    provider=provider,
+                    runs_dir=self.runs_dir,
+                    config=config,
+                    overrides=list(overrides or []),
+                    max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+                    spend_cap_usd=spend_cap_usd,
+                )
+            )
+        except LaunchError as exc:
+            raise refuse(exc) from None
+        return plan
+
+    @staticmethod
+    def _check(plan: RunConfig) -> None:
+        """Refuse a launch without credentials, then one whose model settings do not build.
+
+        In this order, as ``glossogen run``: building a model needs its key.
+        """
+        try:
+            check_credentials(plan)
+            check_model_settings(plan)
+        except LaunchError as exc:
+            raise refuse(exc) from None
+
+    def _estimate(self, plan: RunConfig) -> Estimate:
+        cost = estimate_round_cost(plan)
+        env = load_environment()
+        credentials: list[Credential] = []
+        needed = {s.provider: f"agent {s.agent_id}" for s in reversed(plan.seats)}
+        for swap in plan.future_providers:
+            needed.setdefault(swap, "a scheduled swap")
+        for name, who in needed.items():
+            for var in PROVIDER_SPECS[Provider(name)].env_vars:
+                group = var if isinstance(var, tuple) else (var,)
+                credentials.append(
+                    Credential(
+                        variable="|".join(group),
+                        needed_by=who,
+                        present=any(env.get(v) for v in group),
+                    )
+                )
+        if plan.judge and plan.judge.provider != "scripted":
+            var = JUDGE_ENV_VARS[plan.judge.provider]
+            credentials.append(
+                Credential(variable=var, needed_by="judge", present=bool(env.get(var)))
+            )
+        rounds = plan.knobs.round_count
+        return Estimate(
+            scenario=plan.scenario,
+            config_source=plan.config_source,
+            rounds=rounds,
+            max_agent_turns=plan.limits.max_agent_turns,
+            seats=[
+                SeatPlan(
+                    agent_id=s.agent_id,
+                    model=s.model,
+                    provider=s.provider,
+                    model_settings=s.model_settings,
+                    cost_per_round_usd=cost.per_agent[s.agent_id],
+                )
+                for s in plan.seats
+            ],
+            judge=f"{plan.judge.provider}:{plan.judge.model}" if plan.judge else None,
+            credentials=credentials,
+            cost_per_round_usd=cost.per_round,
+            total_cost_usd=None if cost.per_round is None else cost.per_round * rounds,
+            uncosted_models=uncosted_models(plan),
+        )
+
+    def estimate_run(
+        self,
+        scenario: str,
+        model: str,
+        provider: str,
+        config: str = "knobs_default",
+        overrides: list[str] | None = None,
+        max_agent_turns: int | None = None,
+    ) -> Estimate:
+        """The dry run: resolved seats and settings, credentials by name, cost per round."""
+        plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
+        estimate = self._estimate(plan)
+        if all(c.present for c in estimate.credentials):
+            self._check(plan)  # the settings are checked once the keys are there
+        return estimate
+
+    async def start_run(
+        self,
+        scenario: str,
+        model: str,
+        provider: str,
+        config: str = "knobs_default",
+        overrides: list[str] | None = None,
+        max_agent_turns: int | None = None,
+        spend_cap_usd: float | None = None,
+    ) -> Launched:
+        """Check, claim the run's folder, launch it, and return its run id at once.
+
+        ``spend_cap_usd`` is the run's own cap, as ``glossogen run --spend-cap-usd``: refused
+        when the dry-run estimate passes it, recorded in ``simulation_started`` and enforced
+        while the run plays.
+        """
+        plan = self._plan(
+            scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd
+        )
+        try:
+            check_spend_cap(plan, plan.knobs.round_count)
+        except LaunchError as exc:
+            raise refuse(exc) from None
+        self._check(plan)
+        try:
+            check_runs_dir(self.runs_dir)
+        except LaunchError as exc:
+            raise refuse(exc) from None
+        try:
+            folder, via = await launch_new(plan, self.runs_dir)
+        except StorageError as exc:
+            raise refuse(exc) from None
+        return Launched(run_id=folder.run_id, run_dir=folder.url, launched_via=via)
+
+    def resume_run(self, run_id: str) -> Launched:
+        """Continue a stopped, interrupted or failed run in place, detached."""
+        folder = self._folder(run_id)
+        try:
+            config, _ = plan_resume(ResumeRequest(run_dir=folder.url, scenario=folder.scenario))
+            check_credentials(config)
+            folder.check_unlocked()
+        except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
+            raise refuse(exc) from None
+        return Launched(
+            run_id=folder.run_id,
+            run_dir=folder.url,
+            launched_via=launch_resume(folder, folder.scenario),
+        )
+
+    def derive(self, request: ForkRequest) -> Launched:
+        """Prepare a derived run's folder from its source, then play it on, detached."""
+        try:
+            scenario_class(request.scenario)
+            prepared = prepare_fork(request)
+        except (DeriveError, StorageError) as exc:
+            raise refuse(exc) from None
+        folder = prepared.folder
+        return Launched(
+            run_id=folder.run_id,
+            run_dir=folder.url,
+            launched_via=launch_resume(folder, request.scenario),
+        )
+
+    def source(self, run_id: str) -> RunFolder:
+        """The folder of a source or donor run named by id."""
+        return self._folder(run_id)
+
+    def stop_run(self, run_id: str) -> Stopped:
+        """Ask a live run's writer to stop: the run ends ``interrupted``, resumable."""
+        folder = self._folder(run_id)
+        try:
+            pid = stop_writer(folder)
+        except StopError as exc:
+            raise refuse(exc) from None
+        return Stopped(run_id=folder.run_id, pid=pid)

@@ -1,0 +1,275 @@
+"""The run-reading tools, all through ``RunView``.
+
+List runs (the export's filters, paged), one run's detail, its events and one seat's
+transcript.
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from glossogen.eventlog import (
+    Event,
+    InjectionDelivered,
+    MessageSent,
+    ToolCallInvoked,
+    ToolResultReceived,
+    WorldEventDelivered,
+)
+from glossogen.mcp._base import (
+    TEXT_CHARS,
+    ToolBase,
+    checked_page_size,
+    cursor_offset,
+    refuse,
+)
+from glossogen.mcp._results import (
+    EventPage,
+    EventRow,
+    RoundOutcome,
+    RunDetail,
+    RunPage,
+    RunRow,
+    SeatDetail,
+    Transcript,
+    TranscriptEntry,
+    TranscriptRound,
+)
+from glossogen.storage import CONFIG, LABELS, StorageError
+
+
+class RunReading(ToolBase):
+    """Reading runs of the served directory."""
+
+    def list_runs(
+        self,
+        scenario: list[str] | None = None,
+        labels: list[str] | None = None,
+        status: str | None = None,
+        run_id_contains: str | None = None,
+        knob: list[str] | None = None,
+        cursor: str | None = None,
+        page_size: int | None = None,
+    ) -> RunPage:
+        """Runs matching every filter (the export's), oldest first, one page at a time."""
+        from glossogen.export import FilterSelection, RunsDirError, SelectionError, select_runs
+
+        start, size = cursor_offset(cursor, "list_runs"), checked_page_size(page_size)
+        selection = FilterSelection(
+            scenario=scenario or None,
+            labels=labels or None,
+            status=status,
+            run_id_contains=run_id_contains,
+            knob=knob or None,
+        )
+        try:
+            selected = select_runs(self.runs_dir, selection)
+        except (RunsDirError, SelectionError, StorageError) as exc:
+            raise refuse(exc) from None
+        rows = [
+            RunRow(
+                run_id=r.run_id,
+                scenario=r.scenario,
+                status=r.status,
+                labels=r.labels,
+                rounds_played=r.facts.rounds_played,
+                rounds_won=r.facts.rounds_won,
+                total_messages=r.facts.total_messages,
+                total_chars=r.facts.total_chars,
+                total_cost_usd=r.facts.total_cost_usd,
+                duration_seconds=r.facts.duration_seconds,
+                started_at=r.facts.started_at,
+                derived=r.lineage is not None,
+            )
+            for r in selected.records
+        ]
+        end = start + size
+        return RunPage(
+            runs=rows[start:end], total=len(rows), next_cursor=str(end) if end < len(rows) else None
+        )
+
+    def get_run(self, run_id: str) -> RunDetail:
+        """A run's status, rounds and verdicts, cost by seat and judge, seats, lineage, scores."""
+        from glossogen.evaluation import read_report
+
+        folder = self._folder(run_id, unstarted=True)
+        if not folder.has_log():  # claimed, its player has not begun the log yet
+            return RunDetail(
+                run_id=folder.run_id,
+                run_dir=folder.url,
+                scenario=folder.scenario,
+                status="queued",
+                rounds_planned=folder.read_json_or(CONFIG, {}).get("round_count"),
+                rounds_played=0,
+                rounds_won=0,
+                rounds=[],
+                seats=[],
+                total_cost_usd=0.0,
+                judge_cost_usd=0.0,
+                inherited_cost_usd=0.0,
+                duration_seconds=0.0,
+                error=None,
+                labels=folder.read_json_or(LABELS, {}),
+                lineage=None,
+                evaluation={},
+                damaged_lines=0,
+            )
+        view = self._view(folder)
+        spend = view.spend
+        rounds = [
+            RoundOutcome(
+                round_number=n,
+                void=void,
+                won=bool(verdicts) and not void and all(v.success for v in verdicts),
+                verdicts=[v.model_dump() for v in verdicts],
+            )
+            for n, (verdicts, void) in sorted(view.verdicts.items())
+        ]
+        seats = []
+        for agent_id, seat in view.roster.items():
+            own = spend.agents.get(agent_id)
+            seats.append(
+                SeatDetail(
+                    agent_id=agent_id,
+                    role=seat.role,
+                    team_id=seat.team_id,
+                    model=seat.model,
+                    provider=seat.provider,
+                    models=list(seat.models),
+                    cost_usd=own.cost_usd if own else 0.0,
+                    requests=own.requests if own else 0,
+                )
+            )
+        started = view.started
+        ended = view.ended
+        report = read_report(folder.url, folder.scenario)
+        scores = {n: e.score for n, e in report.metrics.items()} if report else {}
+        planned = started.scenario_config.get("round_count") if started else None
+        return RunDetail(
+            run_id=folder.run_id,
+            run_dir=folder.url,
+            scenario=folder.scenario,
+            status=view.status,
+            rounds_planned=planned,
+            rounds_played=view.rounds_played,
+            rounds_won=view.rounds_won,
+            rounds=rounds,
+            seats=seats,
+            total_cost_usd=spend.total_cost_usd,
+            judge_cost_usd=spend.judge_cost_usd,
+            inherited_cost_usd=view.inherited_spend.total_cost_usd,
+            duration_seconds=view.duration_seconds,
+            error=ended.error if ended else None,
+            labels=folder.read_json_or(LABELS, {}),
+            lineage=started.lineage if started else None,
+            evaluation=scores,
+            damaged_lines=view.damaged_lines,
+        )
+
+    def read_run_events(
+        self,
+        run_id: str,
+        event_types: list[str] | None = None,
+        round_number: int | None = None,
+        phase: str | None = None,
+        channel_id: str | None = None,
+        agent_id: str | None = None,
+        cursor: str | None = None,
+        page_size: int | None = None,
+        max_text_chars: int = TEXT_CHARS,
+    ) -> EventPage:
+        """A run's events in log order (superseded attempts included), filtered and paged."""
+        start, size = cursor_offset(cursor, "read_run_events"), checked_page_size(page_size)
+        if max_text_chars < 1:
+            raise ToolError(f"max_text_chars must be at least 1, got {max_text_chars}")
+        folder = self._folder(run_id)
+        view = self._view(folder)
+        wanted = set(event_types or [])
+        matched: list[tuple[int, Event]] = []
+        for index, event in enumerate(view.events):
+            if wanted and event.event_type not in wanted:
+                continue
+            if round_number is not None and event.round_number != round_number:
+                continue
+            if phase is not None and event.phase != phase:
+                continue
+            if channel_id is not None and getattr(event, "channel_id", None) != channel_id:
+                continue
+            if agent_id is not None and agent_id not in (
+                getattr(event, "agent_id", None),
+                getattr(event, "sender_id", None),
+            ):
+                continue
+            matched.append((index, event))
+        rows = []
+        for index, event in matched[start : start + size]:
+            fields = event.model_dump(
+                mode="json", exclude={"event_type", "round_number", "phase", "schema_version"}
+            )
+            truncated = {}
+            for key, value in fields.items():
+                if isinstance(value, str) and len(value) > max_text_chars:
+                    truncated[key] = len(value)
+                    fields[key] = value[:max_text_chars]
+            rows.append(
+                EventRow(
+                    index=index,
+                    event_type=event.event_type,
+                    round_number=event.round_number,
+                    phase=event.phase,
+                    fields=fields,
+                    truncated=truncated,
+                )
+            )
+        end = start + size
+        return EventPage(
+            run_id=folder.run_id,
+            events=rows,
+            matched=len(matched),
+            next_cursor=str(end) if end < len(matched) else None,
+        )
+
+    def get_agent_transcript(self, run_id: str, agent_id: str) -> Transcript:
+        """One seat's briefings, messages and tool calls, round by round (events that count)."""
+        folder = self._folder(run_id)
+        view = self._view(folder)
+        if agent_id not in view.roster:
+            raise ToolError(
+                f"run {run_id} has no agent {agent_id!r} (agents: {', '.join(view.roster)})"
+            )
+        rounds: dict[int, list[TranscriptEntry]] = {}
+        for event in view.counted:
+            entry: TranscriptEntry | None = None
+            match event:
+                case InjectionDelivered() if event.agent_id == agent_id:
+                    entry = TranscriptEntry(kind="briefing", phase=event.phase, text=event.text)
+                case WorldEventDelivered() if event.agent_id == agent_id:
+                    entry = TranscriptEntry(kind="world_event", phase=event.phase, text=event.text)
+                case MessageSent() if event.sender_id == agent_id:
+                    entry = TranscriptEntry(
+                        kind="message",
+                        phase=event.phase,
+                        channel_id=event.channel_id,
+                        text=event.text,
+                    )
+                case ToolCallInvoked() if event.agent_id == agent_id:
+                    entry = TranscriptEntry(
+                        kind="tool_call",
+                        phase=event.phase,
+                        tool_name=event.tool_name,
+                        text=str(event.args),
+                    )
+                case ToolResultReceived() if event.agent_id == agent_id:
+                    entry = TranscriptEntry(
+                        kind="tool_result",
+                        phase=event.phase,
+                        tool_name=event.tool_name,
+                        text=str(event.result),
+                    )
+            if entry is not None:
+                rounds.setdefault(event.round_number, []).append(entry)
+        return Transcript(
+            run_id=folder.run_id,
+            agent_id=agent_id,
+            rounds=[TranscriptRound(round_number=n, entries=e) for n, e in sorted(rounds.items())],
+        )

@@ -1,0 +1,127 @@
+"""The scoring tools: evaluate a run (the ``evaluate`` flow) and export tables of runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from glossogen.mcp._base import (
+    ToolBase,
+    refuse,
+)
+from glossogen.mcp._results import (
+    Evaluated,
+    Exported,
+)
+from glossogen.storage import StorageError
+
+
+class Scoring(ToolBase):
+    """Evaluating and exporting runs."""
+
+    async def evaluate_run(
+        self,
+        run_id: str,
+        metrics: list[str] | None = None,
+        judge_model: str | None = None,
+        judge_provider: str | None = None,
+    ) -> Evaluated:
+        """Score a finished run into its report and return the entries of the metrics asked."""
+        from flows.evaluate import evaluate as evaluate_flow
+        from glossogen.evaluation import EvaluationError, plan_evaluation
+
+        folder = self._folder(run_id)
+        names = ",".join(metrics) if metrics else "all"
+        try:
+            plan = plan_evaluation(
+                folder.url,
+                names,
+                judge_model,
+                judge_provider,
+                [],
+                1,
+                1,
+                False,
+                scenario=folder.scenario,
+            )
+            done = await evaluate_flow(
+                plan.run.run_dir,
+                [m.name for m in plan.metrics] or names,
+                judge_model,
+                judge_provider,
+                plan.judge.settings if plan.judge else None,
+                scenario=plan.run.scenario,
+            )
+        except (EvaluationError, StorageError) as exc:
+            raise refuse(exc) from None
+        report = done.report
+        return Evaluated(
+            run_id=folder.run_id,
+            report=folder.report_url,
+            entries={n: report.metrics[n].model_dump(mode="json") for n in done.scored},
+            blank=dict(plan.blank) | done.blank,
+            failed=done.failed,
+            evaluation_cost_usd=report.evaluation_cost.total_usd,
+        )
+
+    def export_runs(
+        self,
+        out: str,
+        frames: list[str] | None = None,
+        scenario: list[str] | None = None,
+        labels: list[str] | None = None,
+        status: str | None = None,
+        run_id_contains: str | None = None,
+        knob: list[str] | None = None,
+        run_ids: list[str] | None = None,
+    ) -> Exported:
+        """Write CSV tables of the selected runs to a folder or ``s3://`` URL."""
+        from glossogen.export import (
+            DEFAULT_FRAMES,
+            FilterSelection,
+            RunIdSelection,
+            RunsDirError,
+            SelectionError,
+            build_frames,
+            check_frames,
+            check_out,
+            coverage,
+            select_runs,
+            write_tables,
+        )
+        from glossogen.storage import join
+
+        filters = [scenario, labels, status, run_id_contains, knob]
+        if run_ids and any(filters):
+            raise ToolError("run_ids cannot be combined with filters")
+        try:
+            names = check_frames(list(frames or DEFAULT_FRAMES))
+            check_out(out)
+            selection: Any = (
+                RunIdSelection(run_ids=run_ids)
+                if run_ids
+                else FilterSelection(
+                    scenario=scenario or None,
+                    labels=labels or None,
+                    status=status,
+                    run_id_contains=run_id_contains,
+                    knob=knob or None,
+                )
+            )
+            selected = select_runs(self.runs_dir, selection)
+            if selected.missing_run_ids:
+                raise ToolError(
+                    f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
+                )
+            rows = write_tables(selected.records, names, out)
+            tables = build_frames(selected.records, names)
+        except (SelectionError, RunsDirError, StorageError, ValueError) as exc:
+            raise refuse(exc) from None
+        files = [join(out, f"{n}.csv") for n in names]
+        if len(names) > 1:
+            files.append(join(out, "columns.csv"))
+        filled = {f"{t}.{c}": n for t, frame in tables.items() for c, n in coverage(frame).items()}
+        return Exported(
+            out=out, runs=len(selected.records), files=files, rows=rows, coverage=filled
+        )

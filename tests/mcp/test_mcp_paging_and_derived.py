@@ -1,0 +1,125 @@
+"""The MCP tools the whole-flow tests leave out, through the SDK's own client over stdio.
+
+Source runs are scripted veyru runs played through the library into the server's runs folder
+(a second each, virtual clock): three completed 2-round runs and one stopped after round 1 of
+2 (no ``simulation_ended``, as a killed process leaves it). The session pages through them with
+``list_runs``, replaces a seat (``replace_agent``, ``cross_run_replace_agent``), resumes the
+stopped run (``resume_run``) and starts a run with its own spend cap (``start_run``); every
+launched run is played to its end and every process a launch started is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from glossogen.eventlog import SimulationStarted, read_events
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run
+from tests.fixtures.played_runs import play_run
+from tests.fixtures.polling import wait_until
+from tests.mcp.conftest import SCRIPTED, call, gone, pid_of, refusal, stdio_session, wait_for_end
+
+
+async def _stopped_after_round_1(runs: Path) -> str:
+    request = RunRequest(scenario="veyru", runs_dir=str(runs), config="knobs_default",
+                         overrides=["round_count=2"], **SCRIPTED)  # fmt: skip
+    plan = plan_run(request)
+    folder = claim_run(plan, str(runs))
+    session = open_session(plan, folder)
+    await session.play_round(1)
+    session.writer.close()  # the process stops here: no simulation_ended
+    assert session.lock is not None
+    session.lock.release()
+    return folder.run_id
+
+
+def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    sources = [play_run(str(runs), "veyru", rounds=2).run_id for _ in range(3)]
+    stopped = asyncio.run(_stopped_after_round_1(runs))
+    everyone = sorted([*sources, stopped])  # oldest first: run ids are claim timestamps
+    assert len(set(everyone)) == 4
+
+    async def go() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with stdio_session(runs, tmp_path) as s:
+            first = await call(s, "list_runs", scenario=["veyru"], page_size=3)
+            second = await call(s, "list_runs", scenario=["veyru"], page_size=3,
+                                cursor=first["next_cursor"])  # fmt: skip
+            got["pages"] = (first, second)
+            got["bad_cursor"] = await refusal(s, "list_runs", cursor="page-two")
+            got["replaced"] = await call(
+                s, "replace_agent", source_run_id=sources[0], after_round=1,
+                replaced_agent_id="field_observer", model="other-script", provider="scripted",
+                channel_visibility="postmortem=none",
+            )  # fmt: skip
+            got["crossed"] = await call(
+                s, "cross_run_replace_agent", source_run_id=sources[1], after_round=1,
+                replaced_agent_id="stabilization_engineer", donor_run_id=sources[2],
+                donor_agent_id="stabilization_engineer", model="donor-script",
+                provider="scripted",
+            )  # fmt: skip
+            got["resumed"] = await call(s, "resume_run", run_id=stopped)
+            got["capped"] = await call(s, "start_run", scenario="veyru",
+                                       overrides=["round_count=1"], spend_cap_usd=0.5,
+                                       **SCRIPTED)  # fmt: skip
+            launched = ("replaced", "crossed", "resumed", "capped")
+            for name in launched:
+                got[f"{name}_end"] = await wait_for_end(s, got[name]["run_id"])
+            got["finished_again"] = await refusal(s, "resume_run", run_id=stopped)
+        return got
+
+    got = asyncio.run(go())
+    first, second = got["pages"]
+    assert [r["run_id"] for r in first["runs"]] == everyone[:3]
+    assert (first["total"], first["next_cursor"]) == (4, "3")
+    assert [r["run_id"] for r in second["runs"]] == everyone[3:]
+    assert (second["total"], second["next_cursor"]) == (4, None)
+    assert [r["status"] for r in first["runs"] + second["runs"]] == [
+        "stopped" if r == stopped else "completed"
+        for r in everyone  # no live writer
+    ]
+    assert got["bad_cursor"] == "cursor 'page-two' is not one this server returned for list_runs"
+
+    replaced = got["replaced_end"]
+    assert (replaced["status"], replaced["rounds_played"]) == ("completed", 2)
+    assert replaced["lineage"] == {
+        "derivation": "replace_agent", "source_run_id": sources[0],
+        "source_run_dir": str(runs / sources[0]), "after_round": 1,
+        "replaced_agent_id": "field_observer", "model": "other-script", "provider": "scripted",
+        "channel_visibility": "postmortem=none",
+    }  # fmt: skip
+    seats = {s["agent_id"]: s["model"] for s in replaced["seats"]}
+    assert seats == {"field_observer": "other-script", "stabilization_engineer": "scripted"}
+
+    crossed = got["crossed_end"]
+    assert (crossed["status"], crossed["rounds_played"]) == ("completed", 2)
+    assert crossed["lineage"]["derivation"] == "cross_run_replace_agent"
+    assert crossed["lineage"]["donor_run_dir"] == str(runs / sources[2])
+    assert crossed["lineage"]["donor_agent_id"] == "stabilization_engineer"
+    seats = {s["agent_id"]: s["model"] for s in crossed["seats"]}
+    assert seats == {"field_observer": "scripted", "stabilization_engineer": "donor-script"}
+
+    resumed = got["resumed_end"]
+    assert (resumed["run_id"], resumed["status"], resumed["rounds_played"]) == (
+        stopped, "completed", 2)  # fmt: skip
+    assert resumed["lineage"] is None  # in place: the same run, not a derived one
+    assert got["finished_again"] == (
+        f"run {stopped} already ended (simulation_ended); use fork-at-round to play further "
+        "rounds from it"
+    )
+
+    capped = got["capped_end"]
+    assert (capped["status"], capped["rounds_played"]) == ("completed", 1)
+    (started,) = [
+        e
+        for e in read_events(f"{capped['run_dir']}/veyru.jsonl").events
+        if isinstance(e, SimulationStarted)
+    ]
+    assert started.spend_cap_usd == 0.5  # the cap reached the run, recorded with its limits
+    pids = [pid_of(got[name]) for name in ("replaced", "crossed", "resumed", "capped")]
+    assert all(p is not None for p in pids)
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
