@@ -16,7 +16,7 @@ from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
 from glossogen.launch import RunRequest
 from glossogen.storage import RunStore
 from tests.fixtures.played_runs import play_run
-from tests.fixtures.polling import pids_running, reap
+from tests.fixtures.polling import child_pids, reap
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +214,7 @@ def test_bad_derivations_are_refused_and_claim_nothing(
 def test_the_cli_launches_detached_and_returns_at_once(
     source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    before = child_pids()
     with pytest.raises(SystemExit) as exited:
         main(
             [
@@ -235,7 +236,8 @@ def test_the_cli_launches_detached_and_returns_at_once(
     assert (run_dir / "veyru_stdout.log").exists()
     # The detached run is this process's child: it is waited for here, so it never outlives
     # the test (nor writes into a folder the next test's cleanup removes).
-    (child,) = pids_running(str(run_dir))
+    # It may have ended already (a zombie until reaped): found as a new child, not by its args.
+    (child,) = child_pids() - before
     assert reap(child, "the detached fork to finish") == 0
     ended = [
         e
