@@ -210,6 +210,32 @@ class RunFolder:
                 return None
             return float(fs.modified(path).timestamp())
 
+    def log_stamp(self) -> tuple[int, float] | None:
+        """The event log's size (bytes) and last change (Unix seconds), or None with no log.
+
+        What a cache of a run's reading is keyed by: a log that grew or was rewritten has
+        another stamp; a finished run's stamp never changes.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        fs, path = open_fs(self.log_url)
+        if is_local(fs):
+            try:
+                st = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return st.st_size, st.st_mtime
+        with translate_errors(self.log_url, fs):
+            fs.invalidate_cache(path)
+            try:
+                info = fs.info(path)
+            except FileNotFoundError:
+                return None
+            modified = info.get("LastModified") or info.get("mtime") or 0
+            stamp = modified.timestamp() if hasattr(modified, "timestamp") else float(modified)
+            return int(info.get("size") or 0), stamp
+
     def log_line_of(self, text: str) -> int | None:
         """The number (from 1) of the first line of the event log holding ``text``, or None.
 
