@@ -151,6 +151,7 @@ async def play_rounds(
         else:
             await session.settle_requests()
             await finalize(session, await price_spend(folder), status, error)
+            await publish_run_table(folder)
         raise
     finally:
         await current_gate().release_idle()  # slots kept for a next call go back at once
