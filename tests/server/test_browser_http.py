@@ -212,3 +212,20 @@ def test_the_token_rule_over_plain_http(cohort: dict[str, str]) -> None:
             assert events.status_code == 200 and "event: simulation_ended" in events.text
             assert browser.get("/?token=wrong").status_code in (200,)  # the cookie still holds
         assert httpx.get(f"{base}/?token=wrong", follow_redirects=False).status_code == 401
+
+
+def test_the_list_and_the_stream_read_a_runs_dir_on_s3(prefect_api: str, s3_bucket: str) -> None:
+    runs = f"{s3_bucket}/experiments"
+    run = play_run(runs, rounds=1)
+    client = TestClient(create_app(runs))
+    assert _rows(client.get("/").text) == [run.run_id]
+    ids = [e.event_id for e in read_events(f"{run.url}/veyru.jsonl").events]
+    with client.stream("GET", f"/api/g/local/runs/{run.run_id}/events") as got:
+        body = got.read().decode()
+    assert [line[4:] for line in body.splitlines() if line.startswith("id: ")] == ids
+    with client.stream(
+        "GET", f"/api/g/local/runs/{run.run_id}/events", headers={"Last-Event-ID": ids[-3]}
+    ) as got:
+        rest = got.read().decode()
+    assert [line[4:] for line in rest.splitlines() if line.startswith("id: ")] == ids[-2:]
+    assert client.get(f"/runs/{run.run_id}").status_code == 200

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from glossogen.eventlog import read_events
+from glossogen.scenario import load_scenario
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
@@ -140,6 +141,24 @@ def played(tmp_path: Path) -> dict[str, Any]:
     return {"runs": runs, "short": short, "long": long}
 
 
+def _read_stream(url: str, headers: dict[str, str], until: str | None = None) -> list[str]:
+    """The event ids of the run's stream, to its end or (then cut) through event ``until``."""
+    import httpx
+
+    ids: list[str] = []
+    with httpx.stream("GET", url, headers=headers, timeout=60) as got:
+        assert got.status_code == 200
+        event_id = ""
+        for line in got.iter_lines():
+            if line.startswith("id: "):
+                event_id = line[4:]
+            elif line.startswith("event: "):
+                ids.append(event_id)
+                if line[7:] == until:
+                    break  # leaving the block closes the connection mid-run
+    return ids
+
+
 def _row_ids(page: Any) -> list[str]:
     return page.eval_on_selector_all("tr.run", "rows => rows.map(r => r.dataset.runId)")
 
@@ -228,11 +247,16 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 assert page.inner_text("#status") == "running"  # before simulation_ended
                 assert "simulation_ended" not in (folder / "prisoners_dilemma.jsonl").read_text()
                 page.screenshot(path=str(shots / "run-live.png"), full_page=True)
+                # The stream is cut mid-run (after round 1's verdict) and reconnected after the
+                # run ended, with Last-Event-ID: every event arrives once, in log order.
+                events_url = f"{base}/api/g/local/runs/{run_id}/events"
+                before = _read_stream(events_url, {}, until="round_result_recorded")
                 gate.open(2)
                 page.wait_for_function(
                     "document.getElementById('status').textContent === 'completed'",
                     timeout=TIMEOUT_MS,
                 )
+                load_scenario("prisoners_dilemma")  # its own events are typed here too
                 logged = read_events(str(folder / "prisoners_dilemma.jsonl")).events
                 sent = [e.event_id for e in logged if e.event_type == "message_sent"]
                 shown = page.eval_on_selector_all(
@@ -240,6 +264,8 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 )
                 assert shown == sent and len(sent) == 2  # every message once, in log order
                 assert page.locator("#round-table tbody tr").count() == 2
+                after = _read_stream(events_url, {"Last-Event-ID": before[-1]})
+                assert before + after == [e.event_id for e in logged]
                 listing.wait_for_function(
                     f"document.querySelector('tr[data-run-id=\"{run_id}\"] .status')"
                     ".textContent.trim() === 'completed'",
