@@ -149,9 +149,16 @@ class RunListPage:
         return any(r.live for r in self.rows)
 
 
-def _badges(lineage: dict[str, Any] | None) -> list[str]:
+def _badges(lineage: dict[str, Any] | None, resumes: int) -> list[str]:
+    # A derived run's first run_resumed starts what it played itself: not a resume.
+    resumed = resumes - (1 if lineage else 0)
+    again = [f"resumed ×{resumed}" if resumed > 1 else "resumed"] if resumed > 0 else []
     if not lineage:
-        return []
+        return again
+    return _derived_badges(lineage) + again
+
+
+def _derived_badges(lineage: dict[str, Any]) -> list[str]:
     derivation = str(lineage.get("derivation") or lineage.get("derivation_type") or "derived")
     after = lineage.get("after_round")
     seat = lineage.get("replaced_agent_id")
@@ -181,7 +188,7 @@ def _row(record: RunRecord) -> RunRow:
         group=group_of(record),
         day=day,
         round_count=count if isinstance(count, int) else None,
-        lineage_badges=_badges(record.lineage),
+        lineage_badges=_badges(record.lineage, record.facts.resumes),
         scores=scores,
     )
 

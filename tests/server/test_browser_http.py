@@ -229,3 +229,50 @@ def test_the_list_and_the_stream_read_a_runs_dir_on_s3(prefect_api: str, s3_buck
         rest = got.read().decode()
     assert [line[4:] for line in rest.splitlines() if line.startswith("id: ")] == ids[-2:]
     assert client.get(f"/runs/{run.run_id}").status_code == 200
+
+
+def test_a_fork_shows_its_badge_its_fork_point_and_links_both_ways(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from flows.derived import fork_at_round
+    from glossogen.derive import ForkRequest
+
+    source = play_run(str(tmp_path), rounds=3)
+    forked = asyncio.run(fork_at_round(ForkRequest("veyru", source.url, 1, str(tmp_path))))
+    fork_id = forked.run_id
+    client = TestClient(create_app(str(tmp_path)))
+    listed = client.get("/").text
+    assert '<span class="badge lineage">fork after round 1</span>' in listed
+    assert listed.count('<span class="badge lineage">') == 1  # its own play is not a resume
+    fork_page = client.get(f"/runs/{fork_id}").text
+    assert f'<a href="/runs/{source.run_id}">{source.run_id}</a>' in fork_page
+    assert f"fork point: after round 1 of {source.run_id}" in fork_page
+    source_page = client.get(f"/runs/{source.run_id}").text
+    assert f'<dt>derived runs</dt><dd><a href="/runs/{fork_id}">{fork_id}</a>' in source_page
+
+
+def test_the_run_page_shows_the_evaluation_report_with_a_chart_per_round(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import re
+
+    run = play_run(str(tmp_path), rounds=3)
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "evaluate", "veyru", "--run-dir", run.url,
+         "--metrics", "round_success,mean_chars_per_round"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((Path(run.url) / "veyru_report.json").read_text())["metrics"]
+    page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run.run_id}").text
+    section = page[page.index("<h2>Evaluation</h2>") :]
+    for name in ("round_success", "mean_chars_per_round"):
+        entry = report[name]
+        row = re.search(rf"<tr><td>{name}</td>(.*?)</tr>", section, re.S)
+        assert row is not None
+        assert f"<td>{entry['score']:.4g}</td><td>{entry['unit']}</td>" in row.group(1)
+        assert row.group(1).count("<circle") == len(entry["per_round"]) == 3
+    listed = TestClient(create_app(str(tmp_path))).get("/").text
+    assert '<span class="badge evaluated">evaluated</span>' in listed

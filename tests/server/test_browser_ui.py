@@ -38,7 +38,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]  # fmt: skip
 BRIEFING = re.compile(r"Round (\d+) of \d+ begins")
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = 120_000
 
 
 class RoundGate:
@@ -100,7 +100,12 @@ def live_run(runs: Path, stub: StubModelServer, rounds: int) -> Iterator[tuple[s
         assert run_id, f"the run printed no new_run_id (exit {child.wait()})"
         threading.Thread(target=child.stdout.read, daemon=True).start()
         folder = runs / run_id
-        wait_until(lambda: (folder / ".writer.lock").exists(), "the run takes its lock", 60)
+        log = folder / "prisoners_dilemma.jsonl"
+        wait_until(
+            lambda: log.exists() and b"simulation_started" in log.read_bytes(),
+            "the run begins its log",
+            120,
+        )
         yield run_id, folder
         child.wait(timeout=120)
     finally:
@@ -245,6 +250,7 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 assert page.evaluate("window.__xss") is None  # shown as text, never run
                 assert page.locator(".column img").count() == 0
                 assert page.inner_text("#status") == "running"  # before simulation_ended
+                assert page.inner_text("#rounds-played") == "1 played, 1 won of 2"
                 assert "simulation_ended" not in (folder / "prisoners_dilemma.jsonl").read_text()
                 page.screenshot(path=str(shots / "run-live.png"), full_page=True)
                 # The stream is cut mid-run (after round 1's verdict) and reconnected after the
@@ -264,6 +270,7 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 )
                 assert shown == sent and len(sent) == 2  # every message once, in log order
                 assert page.locator("#round-table tbody tr").count() == 2
+                assert page.inner_text("#rounds-played") == "2 played, 2 won of 2"
                 after = _read_stream(events_url, {"Last-Event-ID": before[-1]})
                 assert before + after == [e.event_id for e in logged]
                 listing.wait_for_function(

@@ -48,6 +48,7 @@
     d.dataset.eventId = id;
     column("activity").appendChild(d);
   }
+  const rounds = {}; // verdicts that arrived live, by round (the page held the earlier ones)
   const handlers = {
     message_sent(e) {
       const m = el("div", "msg phase-" + e.phase);
@@ -73,6 +74,12 @@
     round_started(e) { if (e.phase === "main") everywhere("round " + e.round_number, e.event_id); },
     postmortem_started(e) { everywhere("round " + e.round_number + " postmortem", e.event_id); },
     round_result_recorded(e) {
+      const dd = document.getElementById("rounds-played");
+      const seen = rounds[e.round_number] || (rounds[e.round_number] = { won: true });
+      seen.won = seen.won && e.success && !e.void;
+      const played = Number(dd.dataset.played) + Object.keys(rounds).length;
+      const won = Number(dd.dataset.won) + Object.values(rounds).filter((r) => r.won).length;
+      dd.textContent = played + " played, " + won + " won" + (dd.dataset.of ? " of " + dd.dataset.of : "");
       const tr = el("tr", e.void ? "void" : (e.success ? "won" : "lost"));
       [String(e.round_number), e.void ? "void" : e.team_id + ": " + (e.success ? "won" : "lost"), e.reason, "", ""]
         .forEach((t) => tr.appendChild(el("td", "", t)));
