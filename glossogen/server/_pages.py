@@ -182,7 +182,7 @@ def knob_rows(schema: dict[str, Any]) -> list[dict[str, Any]]:
             (o.get("$ref") for o in node.get("anyOf", []) if "$ref" in o), None
         )
         if ref:
-            return {**defs.get(ref.rsplit("/", 1)[-1], {}), **{k: v for k, v in node.items()}}
+            return {**defs.get(ref.rsplit("/", 1)[-1], {}), **node}
         return node
 
     def kind(node: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -191,11 +192,16 @@ def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
         )
 
         page.goto(base + "/")
-        page.check(f'input.tick[value="{long.run_id}"]')
+        page.check("#select-all")  # both rows; then one of them is deleted before the preview
+        shutil.rmtree(short.url)
         page.click("#open-export")
+        assert page.inner_text("#ticked-count") == "2"
         page.click("#do-preview")
-        page.wait_for_selector("#preview p")
-        assert page.inner_text("#preview p >> nth=0") == "1 runs · scenarios veyru"
+        page.wait_for_selector("#preview p >> nth=1")
+        assert page.inner_text("#preview p >> nth=0") == (
+            f"dropped, no longer resolve: {short.run_id}"
+        )
+        assert page.inner_text("#preview p >> nth=1") == "1 runs · scenarios veyru"
         with page.expect_download() as download:
             page.click("#download-csv")
         zipped = tmp_path / "tables.zip"
