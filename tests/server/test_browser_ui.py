@@ -237,6 +237,11 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
         page = browser.new_page()
         page.goto(f"{base}/runs/{finished.run_id}")
         page.screenshot(path=str(shots / "run-finished-veyru.png"), full_page=True)
+        page.select_option("#channel-view", "link")  # one channel at a time
+        visible = page.eval_on_selector_all(
+            ".column", "cs => cs.filter(c => c.offsetParent !== null).map(c => c.dataset.channel)"
+        )
+        assert visible == ["link", "activity"]
         try:
             with live_run(runs, model_stub, rounds=2) as (run_id, folder):
                 listing = browser.new_page()

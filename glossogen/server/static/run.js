@@ -16,6 +16,16 @@
       document.getElementById("stop-result").textContent = res.ok ? data.message : data.detail.message;
     };
   }
+  // Channels side by side, or one at a time (with the tool calls beside it).
+  const view = document.getElementById("channel-view");
+  if (view) {
+    view.onchange = () => {
+      document.querySelectorAll(".column").forEach((c) => {
+        const shown = !view.value || c.dataset.channel === view.value || c.dataset.channel === "activity";
+        c.hidden = !shown;
+      });
+    };
+  }
   if (run.dataset.live !== "true") return;
 
   function el(tag, cls, text) {
