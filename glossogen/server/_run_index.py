@@ -19,7 +19,7 @@ from typing import Any
 
 from glossogen.export import FilterSelection, RunRecord, load_run, select_runs
 from glossogen.export._runlog import RUNNING, STOPPED
-from glossogen.storage import RunStore
+from glossogen.storage import RunFolder, RunStore
 
 DEFAULT_GROUP = "local"
 """The group of a run that recorded no ``group_slug``."""
@@ -45,6 +45,7 @@ class RunCache:
     def __init__(self) -> None:
         """Start empty."""
         self._records: dict[str, tuple[tuple[int, float], RunRecord]] = {}
+        self._folders: dict[str, RunFolder] = {}
         self._lock = threading.Lock()
         self.reads = 0
         """How many records were read from storage (a hit reads none)."""
@@ -57,11 +58,14 @@ class RunCache:
             ValueError: ``load_run``'s refusals (not a run log, a broken JSON file).
             StorageError: the storage is unreachable.
         """
-        folder = store.open_run(run_id)
+        key = f"{store.runs_dir}|{run_id}"
+        with self._lock:
+            folder = self._folders.get(key)
+        if folder is None:
+            folder = self._folders.setdefault(key, store.open_run(run_id))
         stamp = folder.log_stamp()
         if stamp is None:
             raise FileNotFoundError(folder.log_url)
-        key = f"{store.runs_dir}|{run_id}"
         with self._lock:
             cached = self._records.get(key)
         if cached is not None and cached[0] == stamp:

@@ -17,6 +17,7 @@ import posixpath
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from glossogen.storage._fs import (
@@ -143,9 +144,9 @@ class RunFolder:
         """Return the URL of ``name`` inside the folder (``name`` may contain ``/``)."""
         return join(self.url, name)
 
-    @property
+    @cached_property
     def log_url(self) -> str:
-        """The run's event log, ``<scenario>.jsonl``."""
+        """The run's event log, ``<scenario>.jsonl`` (spelled once per folder value)."""
         return self.file_url(f"{self.scenario}.jsonl")
 
     @property
@@ -219,7 +220,14 @@ class RunFolder:
         Raises:
             StorageError: if the storage is unreachable.
         """
-        fs, path = open_fs(self.log_url)
+        url = self.log_url
+        if "://" not in url:  # a plain local path: no file system object to make (the run
+            try:  # list asks this of every run on every listing)
+                st = os.stat(url)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return st.st_size, st.st_mtime
+        fs, path = open_fs(url)
         if is_local(fs):
             try:
                 st = os.stat(path)
