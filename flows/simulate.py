@@ -24,7 +24,14 @@ from glossogen.storage import RunFolder
 from tasks.config import check_credentials
 from tasks.gate import install_call_gate
 from tasks.resume import finish_round, open_resume_point, reopen_run
-from tasks.rounds import claim_run_dir, finalize, play_round, price_spend, start_run
+from tasks.rounds import (
+    claim_run_dir,
+    finalize,
+    play_round,
+    price_spend,
+    publish_run_table,
+    start_run,
+)
 
 
 @flow(name="simulate", flow_run_name="{config.scenario}")
@@ -144,8 +151,11 @@ async def play_rounds(
         else:
             await session.settle_requests()
             await finalize(session, await price_spend(folder), status, error)
+            await publish_run_table(folder)
         raise
     finally:
         await current_gate().release_idle()  # slots kept for a next call go back at once
     await session.settle_requests()  # abandoned requests are priced before the run's total
-    return await finalize(session, await price_spend(folder), status, error)
+    result = await finalize(session, await price_spend(folder), status, error)
+    await publish_run_table(folder)  # the run's rounds in the Prefect UI, linked to its page
+    return result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import re
 from typing import Any
 
 from prefect import get_run_logger, task
@@ -103,3 +105,39 @@ async def finalize(
 ) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return await session.finish_async(spend, status, error)
+
+
+def _run_artifact_key(folder: RunFolder) -> str:
+    """``run-<scenario>-<ts>-<8 hex of the folder URL>``: one key per run folder."""
+    digest = hashlib.sha256(folder.url.encode()).hexdigest()[:8]
+    return "run-" + re.sub(r"[^a-z0-9-]+", "-", folder.run_id.lower()).strip("-") + "-" + digest
+
+
+async def publish_run_table(folder: RunFolder) -> None:
+    """Publish the run's round table (``glossogen.launch._run_table``) as a table artifact.
+
+    Its description names the run, how it ended, its folder and, with
+    ``GLOSSOGEN_BROWSER_URL`` set, its page in the run browser. A failure to publish is a
+    warning, never the run's failure.
+    """
+    from prefect.artifacts import acreate_table_artifact
+
+    from glossogen.eventlog import RunView
+    from glossogen.launch._run_table import browser_url, round_table
+
+    try:
+        view = await asyncio.to_thread(RunView.load, folder.log_url)
+        total = view.spend.total_cost_usd
+        link = browser_url(folder.run_id)
+        description = (
+            f"run {folder.run_id}: {view.status}, {view.rounds_won} of {view.rounds_played} "
+            f"rounds won, {len(view.messages)} messages, {view.total_chars} chars, "
+            + ("cost unknown" if total is None else f"${total:.6f}")
+            + f"; folder {folder.url}"
+            + (f"; page [{link}]({link})" if link else "")
+        )
+        await acreate_table_artifact(
+            table=round_table(view), key=_run_artifact_key(folder), description=description
+        )
+    except Exception as exc:  # noqa: BLE001 (a display must never fail the run)
+        get_run_logger().warning("could not publish the run's table artifact: %s", exc)

@@ -251,7 +251,12 @@ def artifact_key(sweep_id: str, runs_dir: str) -> str:
 
 
 def census_rows(summary: SweepSummary) -> list[dict[str, Any]]:
-    """One row per (cell, trial): grid values, state, run, round success, pass, cost (USD)."""
+    """One row per (cell, trial): grid values, state, run, round success, pass, cost (USD).
+
+    ``page`` is the run's page in the run browser when ``GLOSSOGEN_BROWSER_URL`` is set.
+    """
+    from glossogen.launch._run_table import browser_url
+
     rows = []
     for cell in summary.cells:
         for trial in cell.trials:
@@ -265,6 +270,7 @@ def census_rows(summary: SweepSummary) -> list[dict[str, Any]]:
                     "round_success": trial.scores.get("round_success"),
                     "passed": trial.passed.get("round_success"),
                     "cost_usd": trial.scores.get("cost_usd"),
+                    "page": browser_url(trial.run_id) if trial.run_id else None,
                 }
             )
     return rows

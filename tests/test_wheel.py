@@ -38,6 +38,23 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
     } <= expected_data
     assert expected_data - names == set()
     assert {"glossogen/cli/__init__.py", "flows/simulate.py", "tasks/rounds.py"} <= names
+    # The run browser's templates and assets ship inside the package (no CDN at run time).
+    browser_assets = {
+        str(p.relative_to(ROOT))
+        for folder in ("glossogen/server/templates", "glossogen/server/static")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file()
+    }
+    assert {
+        "glossogen/server/templates/runs.html",
+        "glossogen/server/templates/run.html",
+        "glossogen/server/static/run.js",
+        "glossogen/server/static/browser.css",
+    } <= browser_assets
+    assert browser_assets - names == set()
+    for asset in browser_assets:  # nothing fetched from a network by a page
+        text = (ROOT / asset).read_text()
+        assert "http://" not in text and "https://" not in text, asset
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "glossogen = glossogen.cli:main" in text

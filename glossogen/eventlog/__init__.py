@@ -38,7 +38,7 @@ from glossogen.eventlog._events import (
     new_id,
     register_event,
 )
-from glossogen.eventlog._reader import EventLogRead, iter_event_dicts, read_events
+from glossogen.eventlog._reader import EventLogRead, LogTail, iter_event_dicts, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._view import (
     RESUMABLE,
@@ -52,6 +52,7 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "LogTail",
     "USD_DECIMALS",
     "add_usd",
     "logged_usd",

@@ -113,24 +113,103 @@ def read_events(url: str, storage_options: dict[str, Any] | None = None) -> Even
     adapter = event_adapter()
     known = event_classes()
     for obj, terminated in _objects(url, storage_options):
-        if obj is _UNPARSED:
-            if terminated:
-                result.invalid_lines += 1
-            else:
-                result.truncated_tail = True
-            continue
-        tag = obj.get("event_type") if isinstance(obj, dict) else None
-        if not isinstance(tag, str):
-            result.invalid_lines += 1
-        elif tag not in known:
-            result.unknown_lines += 1
-            result.raw_unknown.append(obj)
-        else:
-            try:
-                result.events.append(adapter.validate_python(obj))
-            except ValidationError:
-                result.invalid_lines += 1
+        _classify(result, obj, terminated, adapter, known)
     return result
+
+
+def _classify(
+    result: EventLogRead, obj: Any, terminated: bool, adapter: Any, known: dict[str, Any]
+) -> Event | dict[str, Any] | None:
+    """Add one parsed line to ``result`` (the module docstring's rule); return what it added."""
+    if obj is _UNPARSED:
+        if terminated:
+            result.invalid_lines += 1
+        else:
+            result.truncated_tail = True
+        return None
+    tag = obj.get("event_type") if isinstance(obj, dict) else None
+    if not isinstance(tag, str):
+        result.invalid_lines += 1
+        return None
+    if tag not in known:
+        result.unknown_lines += 1
+        result.raw_unknown.append(obj)
+        return dict(obj)
+    try:
+        event: Event = adapter.validate_python(obj)
+    except ValidationError:
+        result.invalid_lines += 1
+        return None
+    result.events.append(event)
+    return event
+
+
+class LogTail:
+    """Follow a log as it grows: each :meth:`poll` reads the complete lines appended since.
+
+    The same rule as :func:`read_events`, line by line: a known event is validated into its
+    class, an unknown one comes back as its dict, a damaged line is counted and skipped. Only
+    complete lines (ending in a newline) are read; a line still being written is read by the
+    poll after it is finished. A GlossoGen 0.5.x log is upcast as it is read (one upcaster
+    over the whole follow). Locally the file is opened at the offset; on object storage
+    (``s3://``) the shipped object is read from the offset (``cat_file(start=...)``).
+
+    Attributes:
+        url: The log's local path or fsspec URL.
+        offset: Bytes of the log consumed so far.
+        read: Every line classified so far (events, counts of damaged and unknown lines).
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        """Follow the log at ``url`` from its first byte."""
+        self.url = url
+        self.offset = 0
+        self.read = EventLogRead()
+        self._options = storage_options or {}
+        self._upcaster: LegacyUpcaster | None = None
+
+    def _new_bytes(self) -> bytes:
+        fs, path = open_fs(self.url, **self._options)
+        with translate_errors(self.url, fs):
+            if is_local(fs):
+                with open(path, "rb") as f:
+                    f.seek(self.offset)
+                    return f.read()
+            fs.invalidate_cache(path)
+            size = int(fs.size(path))
+            if size <= self.offset:
+                return b""
+            return bytes(fs.cat_file(path, start=self.offset))
+
+    def poll(self) -> list[Event | dict[str, Any]]:
+        """Return the events of the complete lines appended since the last poll, in log order.
+
+        Raises:
+            FileNotFoundError: the log does not exist.
+            StorageError: the storage is unreachable.
+        """
+        data = self._new_bytes()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        adapter, known = event_adapter(), event_classes()
+        out: list[Event | dict[str, Any]] = []
+        for raw in data[: end + 1].splitlines():
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                obj = _parse(line)
+            except ValueError:
+                obj = _UNPARSED
+            if isinstance(obj, dict) and is_legacy(obj):
+                self._upcaster = self._upcaster or LegacyUpcaster()
+                obj = self._upcaster.upcast(obj)
+            added = _classify(self.read, obj, True, adapter, known)
+            if added is not None:
+                out.append(added)
+        return out
 
 
 def iter_event_dicts(

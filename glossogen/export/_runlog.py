@@ -114,6 +114,8 @@ class LogFacts:
         scanned: Whether the whole log was read (no usable ``simulation_ended``).
         bad_lines: Lines that did not parse or validate among those read.
         bad_line_numbers: Their 1-based line numbers in the log, in order.
+        resumes: ``run_resumed`` lines in the log's body (a derived run's first one starts
+            what it played itself), found by a byte search.
     """
 
     started: dict[str, Any] | None = None
@@ -132,6 +134,7 @@ class LogFacts:
     scanned: bool = False
     bad_lines: int = 0
     bad_line_numbers: list[int] = field(default_factory=list)
+    resumes: int = 0
 
 
 def _timestamp(line: bytes) -> str | None:
@@ -320,6 +323,7 @@ def read_log_facts(url: str) -> LogFacts:
                     obj = parser.parse(line, at)
                     if obj is not None:
                         _register(facts, obj)
+        facts.resumes = sum(1 for _ in find_lines(data, "run_resumed", body, end))
         # Tail: the last simulation_ended among the last lines.
         stop = end - 1
         ended: dict[str, Any] | None = None

@@ -14,6 +14,7 @@ case-insensitively.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -247,13 +248,20 @@ def _check_limit(count: int, max_runs: int) -> None:
         )
 
 
-def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> SelectedRuns:
+def select_runs(
+    runs_dir: str,
+    selection: Any,
+    max_runs: int = MAX_RUNS,
+    load: Callable[[RunStore, str], RunRecord] | None = None,
+) -> SelectedRuns:
     """Resolve a selection against the runs directory.
 
     Args:
         runs_dir: Local path or fsspec URL of the runs directory.
         selection: A :class:`RunIdSelection` or :class:`FilterSelection` (or its dict form).
         max_runs: Ceiling on selected runs (default :data:`MAX_RUNS`).
+        load: Reads one run (default :func:`load_run`); the run browser passes its cache
+            of :func:`load_run`'s records, so both select by the same rules.
 
     Returns:
         The selected runs with their facts, and the explicit ids that no longer resolve.
@@ -267,6 +275,7 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
         StorageError: if the storage is unreachable.
     """
     check_runs_dir(runs_dir)
+    load = load or load_run
     if isinstance(selection, dict):
         from pydantic import TypeAdapter
 
@@ -283,7 +292,7 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
                 result.missing_run_ids.append(run_id)
                 continue
             try:
-                result.records.append(load_run(store, run_id))
+                result.records.append(load(store, run_id))
             except FileNotFoundError:
                 result.missing_run_ids.append(run_id)
             except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
@@ -304,7 +313,7 @@ def select_runs(runs_dir: str, selection: Any, max_runs: int = MAX_RUNS) -> Sele
     status = (selection.status or "").casefold()
     for run_id in run_ids:
         try:
-            record = load_run(store, run_id)
+            record = load(store, run_id)
         except FileNotFoundError:
             continue  # a folder with no log yet: a launch that has not written its first event
         except ValueError as exc:  # NotARunLog, a broken JSON file: one note, the rest go on

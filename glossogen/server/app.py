@@ -1,8 +1,14 @@
 """The FastAPI application: ``create_app(runs_dir)`` serves one runs directory over REST.
 
-Routes live in one module per concern (``_export_routes.py``: the export endpoints) and are
-mounted here. Nothing is cached between requests: every request reads the runs directory as it
-is, so a run written or deleted meanwhile is seen at once.
+Routes live in one module per concern (``_export_routes.py``: the export endpoints;
+``_live_routes.py``: a run's event stream and Stop; ``_pages.py``: the run browser's pages) and
+are mounted here. Every request reads the runs directory as it is, so a run written or deleted
+meanwhile is seen at once; the one cache, the run list's records, is keyed by each log's size
+and modification time (``_run_index.RunCache``), so it never serves a log that changed.
+
+With a token, every request but ``/api/health`` must carry it: ``Authorization: Bearer
+<token>``, or the ``glossogen_token`` cookie a page sets when opened once with ``?token=``
+(the browser then sends it with every page, fetch and ``EventSource``). Anything else is 401.
 """
 
 from __future__ import annotations
@@ -11,12 +17,21 @@ import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
 
 from glossogen.export import MAX_RUNS, RAW_ZIP_MAX_BYTES
+from glossogen.mcp._tools import Tools
 from glossogen.server._export_routes import router as export_router
+from glossogen.server._live_routes import router as live_router
+from glossogen.server._pages import router as pages_router
+from glossogen.server._run_index import RunCache
+
+TOKEN_COOKIE = "glossogen_token"
+"""The cookie a page sets from ``?token=`` so the browser (and its ``EventSource``) sends it."""
 
 CSV_MAX_BYTES = 512 * 1024**2
 """The CSV ceiling of the REST endpoint: 512 MiB the client would receive."""
@@ -92,21 +107,11 @@ def create_app(
         title="glossogen", summary="Runs of glossogen scenarios over REST.", lifespan=lifespan
     )
     app.state.settings = ServerSettings(runs_dir, max_runs, raw_max_bytes, csv_max_bytes)
+    app.state.run_cache = RunCache()
+    app.state.tools = Tools(runs_dir)
 
     if token:
-        expected = f"Bearer {token}".encode()
-
-        @app.middleware("http")
-        async def require_token(
-            request: Request, call_next: Callable[[Request], Awaitable[Response]]
-        ) -> Response:
-            given = request.headers.get("authorization", "").encode()
-            if request.url.path != "/api/health" and not hmac.compare_digest(given, expected):
-                return JSONResponse(
-                    {"detail": "missing or wrong bearer token (GLOSSOGEN_SERVE_TOKEN)"},
-                    status_code=401,
-                )
-            return await call_next(request)
+        _guard(app, token)
 
     @app.get("/api/health")
     def health() -> dict[str, str]:
@@ -114,5 +119,43 @@ def create_app(
         return {"status": "ok"}
 
     app.include_router(export_router)
+    app.include_router(live_router)
+    app.include_router(pages_router)
+    app.mount("/static", StaticFiles(packages=[("glossogen.server", "static")]), name="static")
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp (streamable HTTP)
     return app
+
+
+def _guard(app: FastAPI, token: str) -> None:
+    """Require ``token`` on every request but ``/api/health`` (bearer header or cookie).
+
+    A page opened with ``?token=<token>`` sets the cookie (HttpOnly, SameSite=Strict) and is
+    redirected to itself without the token, so the token does not stay in the address bar.
+    """
+    expected = token.encode()
+
+    def matches(given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), expected)
+
+    @app.middleware("http")
+    async def require_token(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        if request.url.path == "/api/health":
+            return await call_next(request)
+        header = request.headers.get("authorization", "")
+        bearer = header.removeprefix("Bearer ") if header.startswith("Bearer ") else None
+        if matches(bearer) or matches(request.cookies.get(TOKEN_COOKIE)):
+            return await call_next(request)
+        if matches(request.query_params.get("token")) and request.method == "GET":
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = request.url.path + ("?" + urlencode(rest) if rest else "")
+            redirect = RedirectResponse(target, status_code=303)
+            redirect.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return redirect
+        message = "missing or wrong bearer token (GLOSSOGEN_SERVE_TOKEN)"
+        if request.url.path.startswith(("/api/", "/mcp")):
+            return JSONResponse({"detail": message}, status_code=401)
+        return PlainTextResponse(
+            f"401: {message}; open the page once with ?token=<token>", status_code=401
+        )

@@ -17,6 +17,7 @@ import posixpath
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from glossogen.storage._fs import (
@@ -143,9 +144,9 @@ class RunFolder:
         """Return the URL of ``name`` inside the folder (``name`` may contain ``/``)."""
         return join(self.url, name)
 
-    @property
+    @cached_property
     def log_url(self) -> str:
-        """The run's event log, ``<scenario>.jsonl``."""
+        """The run's event log, ``<scenario>.jsonl`` (spelled once per folder value)."""
         return self.file_url(f"{self.scenario}.jsonl")
 
     @property
@@ -209,6 +210,39 @@ class RunFolder:
             if not fs.exists(path):
                 return None
             return float(fs.modified(path).timestamp())
+
+    def log_stamp(self) -> tuple[int, float] | None:
+        """The event log's size (bytes) and last change (Unix seconds), or None with no log.
+
+        What a cache of a run's reading is keyed by: a log that grew or was rewritten has
+        another stamp; a finished run's stamp never changes.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        url = self.log_url
+        if "://" not in url:  # a plain local path: no file system object to make (the run
+            try:  # list asks this of every run on every listing)
+                st = os.stat(url)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return st.st_size, st.st_mtime
+        fs, path = open_fs(url)
+        if is_local(fs):
+            try:
+                st = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return st.st_size, st.st_mtime
+        with translate_errors(self.log_url, fs):
+            fs.invalidate_cache(path)
+            try:
+                info = fs.info(path)
+            except FileNotFoundError:
+                return None
+            modified = info.get("LastModified") or info.get("mtime") or 0
+            stamp = modified.timestamp() if hasattr(modified, "timestamp") else float(modified)
+            return int(info.get("size") or 0), stamp
 
     def log_line_of(self, text: str) -> int | None:
         """The number (from 1) of the first line of the event log holding ``text``, or None.

@@ -6,10 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from flows.simulate import simulate
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest, observing
-from glossogen.storage import RunStore
+from glossogen.storage import RunFolder, RunStore
 
 
 def _play(runs_dir: str, scenario: str, *overrides: str) -> tuple:
@@ -126,3 +128,42 @@ def test_the_flow_run_is_named_after_the_run_id(prefect_api: str, tmp_path: Path
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=named)
     assert [(r.name, r.state_name) for r in runs] == [(result.run_id, "Completed")]
+
+
+def test_the_flow_run_publishes_the_runs_rounds_with_a_link_to_its_page(
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from tasks.rounds import _run_artifact_key
+
+    monkeypatch.setenv("GLOSSOGEN_BROWSER_URL", "http://127.0.0.1:8000/")
+    result, _ = _play(str(tmp_path), "prisoners_dilemma", "round_count=3")
+    key = _run_artifact_key(RunFolder.at(result.run_url))
+    assert key.startswith("run-prisoners-dilemma-")
+
+    async def read() -> list:
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=5
+            )
+
+    (artifact,) = asyncio.run(read())
+    rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+    log = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+    per_round = [
+        sum(1 for e in log if e.event_type == "message_sent" and e.round_number == n)
+        for n in (1, 2, 3)
+    ]
+    assert [(r["round"], r["verdict"], r["messages"], r["cost_usd"]) for r in rows] == [
+        (1, "lost", per_round[0], 0.0),
+        (2, "won", per_round[1], 0.0),
+        (3, "won", per_round[2], 0.0),
+    ]
+    link = f"http://127.0.0.1:8000/runs/{result.run_id}"
+    assert artifact.description == (
+        f"run {result.run_id}: completed, 2 of 3 rounds won, {sum(per_round)} messages, "
+        f"{sum(r['chars'] for r in rows)} chars, $0.000000; folder {result.run_url}; "
+        f"page [{link}]({link})"
+    )

@@ -50,7 +50,7 @@ def _wilson(c: int, n: int) -> tuple[float, float]:
 
 
 def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replaces(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "pd.yaml").write_text(ISSUE_SPEC)
     done = subprocess.run(
@@ -103,6 +103,7 @@ def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replace
     ]
 
     # --replace starts over: four new runs, a new epoch; the old ones stay on disk.
+    monkeypatch.setenv("GLOSSOGEN_BROWSER_URL", "http://127.0.0.1:8123")  # census links pages
     assert _sweep(str(tmp_path / "pd.yaml"), "--replace") == 0
     assert len(_run_folders(runs)) == 8
     # The sweep kept its start-up objects out of the collector while its runs played here,
@@ -120,6 +121,9 @@ def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replace
         "sweep pd: planned 0 · running 0 · done 4 · failed 0 · incomplete 0"
     )
     assert sorted(row["run_id"] for row in json.loads(artifact.data)) == sorted(new)
+    assert sorted(row["page"] for row in json.loads(artifact.data)) == sorted(
+        f"http://127.0.0.1:8123/runs/{run_id}" for run_id in new
+    )
 
 
 def _latest_artifact(key: str) -> Any:

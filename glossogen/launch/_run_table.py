@@ -1,0 +1,55 @@
+"""A run's table as its Prefect flow run shows it: one row per round, read from its RunView.
+
+``round_table`` is what the ``simulate``, ``resume`` and derived-run flow runs publish as a
+table artifact (rounds, verdicts, messages, characters, cost); ``browser_url`` is the run's
+page in the run browser (``glossogen serve``) when ``GLOSSOGEN_BROWSER_URL`` names where it is
+served, so the Prefect UI links to it. No Prefect here: the tasks publish what this builds.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from glossogen.eventlog import RunView
+
+BROWSER_URL_VARIABLE = "GLOSSOGEN_BROWSER_URL"
+"""Where ``glossogen serve`` is reached (``http://host:8000``); unset: no links."""
+
+
+def browser_url(run_id: str) -> str | None:
+    """The run's page in the browser (``<GLOSSOGEN_BROWSER_URL>/runs/<run_id>``), or None."""
+    base = os.environ.get(BROWSER_URL_VARIABLE, "").strip().rstrip("/")
+    return f"{base}/runs/{run_id}" if base else None
+
+
+def round_table(view: RunView) -> list[dict[str, Any]]:
+    """One row per round that counts, in round order.
+
+    Columns: ``round``, ``verdict`` (``won``, ``lost`` or ``void``; per team when several),
+    ``reason``, ``messages`` and ``chars`` (composed characters, postmortem included) and
+    ``cost_usd`` (this run's own spend in that round; None when some call was not costed).
+    """
+    messages: dict[int, list[int]] = {}
+    for m in view.messages:
+        messages.setdefault(m.round_number, []).append(m.chars)
+    spend = view.spend_by_round()
+    rows = []
+    for number, (verdicts, void) in sorted(view.verdicts.items()):
+        if void:
+            verdict = "void"
+        elif len(verdicts) == 1:
+            verdict = "won" if verdicts[0].success else "lost"
+        else:
+            verdict = ", ".join(f"{v.team_id} {'won' if v.success else 'lost'}" for v in verdicts)
+        rows.append(
+            {
+                "round": number,
+                "verdict": verdict,
+                "reason": "; ".join(v.reason for v in verdicts),
+                "messages": len(messages.get(number, [])),
+                "chars": sum(messages.get(number, [])),
+                "cost_usd": spend.get(number, 0.0),
+            }
+        )
+    return rows

@@ -1,0 +1,200 @@
+"""A run's live routes: its events as Server-Sent Events, and the Stop button.
+
+``GET /api/g/{group}/runs/{scenario}/{ts}/events`` streams the run's event log
+(``text/event-stream``): per event an ``id:`` (its ``event_id``), an ``event:`` (its
+``event_type``) and one ``data:`` line (the event's JSON). It starts at the log's first event,
+or right after the event a reconnecting client names in ``Last-Event-ID`` (the header every
+``EventSource`` sends again; ``?last_event_id=`` does the same for a first connection), so no
+event is lost or repeated. The log is read through :class:`~glossogen.eventlog.LogTail` (the
+reader's rule, line by line), polled every :data:`POLL_SECONDS`, locally or on ``s3://`` (the
+shipped log). The stream ends once the log ends in ``simulation_ended`` and nothing follows,
+or, for a run no writer holds, once its log has been read to the end; a finished run is sent
+whole and the stream ends.
+
+``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``: the live
+writer (the pid the folder's ``.writer.lock`` records) is signalled and the run ends
+``interrupted``, resumable. 409 with the CLI's one line when no live process writes it.
+
+A run id that is not a run under the runs directory (``..``, an absolute path, an encoded
+separator, a run of another group) is a 404: nothing is read outside the runs directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import StreamingResponse
+
+from glossogen.eventlog import Event, LogTail, SimulationEnded
+from glossogen.storage import RunFolder, RunStore, StorageError
+
+POLL_SECONDS = 0.2
+"""How often a live log is read again, seconds."""
+
+IDLE_POLLS_TO_END = 5
+"""Polls at the end of a log no writer holds before its stream ends (a writer between its
+claim and its lock is given this long to take it)."""
+
+KEEPALIVE_SECONDS = 15.0
+"""A comment line is sent after this many seconds without an event (proxies keep the stream)."""
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+router = APIRouter(prefix="/api/g/{group}/runs/{scenario}/{ts}", tags=["live"])
+
+
+def run_folder(runs_dir: str, scenario: str, ts: str) -> RunFolder:
+    """The folder of run ``<scenario>/<ts>`` under ``runs_dir``, or a 404.
+
+    Raises:
+        HTTPException: 404 when ``scenario`` is not a plain name (``..``, separators), ``ts``
+            is not a unix timestamp, or the folder holds no event log.
+    """
+    if not _NAME.match(scenario) or ".." in scenario or not ts.isdigit():
+        raise HTTPException(404, {"message": f"no run {scenario}/{ts}"})
+    try:
+        folder = RunStore(runs_dir).open_run(f"{scenario}/{ts}")
+        stamp = folder.log_stamp()
+    except (ValueError, StorageError) as exc:
+        raise HTTPException(404, {"message": f"no run {scenario}/{ts}: {exc}"}) from exc
+    if stamp is None:
+        raise HTTPException(404, {"message": f"no run {scenario}/{ts}: it has no event log"})
+    return folder
+
+
+def load_scenario_events(scenario: str) -> None:
+    """Import the scenario so its own events (``<scenario>_case_started``...) are typed."""
+    from glossogen.scenario import load_scenario
+
+    try:
+        load_scenario(scenario)
+    except Exception:  # a run of a scenario not installed here still reads, its events as dicts
+        return
+
+
+def _frame(item: Event | dict[str, Any], number: int) -> bytes:
+    if isinstance(item, Event):
+        event_id, kind, data = item.event_id, item.event_type, item.model_dump_json()
+    else:
+        event_id = str(item.get("event_id") or f"line-{number}")
+        kind, data = str(item.get("event_type")), json.dumps(item, ensure_ascii=False)
+    return f"id: {event_id}\nevent: {kind}\ndata: {data}\n\n".encode()
+
+
+def _id_of(item: Event | dict[str, Any], number: int) -> str:
+    if isinstance(item, Event):
+        return item.event_id
+    return str(item.get("event_id") or f"line-{number}")
+
+
+async def follow(
+    folder: RunFolder, after: str | None, request: Request | None = None
+) -> AsyncIterator[bytes]:
+    """Yield the run's events as SSE frames, from the start or right after event ``after``.
+
+    An ``after`` the log does not hold is ignored once the whole log has been read (the stream
+    then starts from the first event).
+    """
+    tail = LogTail(folder.log_url)
+    skipping: list[Event | dict[str, Any]] | None = [] if after else None
+    number = 0
+    last_was_end = False
+    idle = 0
+    quiet = 0.0
+    yield b"retry: 1000\n\n"
+    while True:
+        try:
+            items = await asyncio.to_thread(tail.poll)
+        except (FileNotFoundError, StorageError):
+            items = []
+        for item in items:
+            number += 1
+            if skipping is not None:
+                if _id_of(item, number) == after:
+                    skipping = None
+                else:
+                    skipping.append(item)
+                continue
+            last_was_end = isinstance(item, SimulationEnded)
+            yield _frame(item, number)
+        if items:
+            idle, quiet = 0, 0.0
+            continue  # read on at once: a long log arrives in several reads
+        if skipping is not None:  # the whole log read without meeting ``after``: from the start
+            for n, item in enumerate(skipping, 1):
+                last_was_end = isinstance(item, SimulationEnded)
+                yield _frame(item, n)
+            skipping = None
+        if last_was_end:
+            return
+        live = await asyncio.to_thread(folder.is_locked)
+        idle = 0 if live else idle + 1
+        if idle >= IDLE_POLLS_TO_END:
+            return
+        if request is not None and await request.is_disconnected():
+            return
+        await asyncio.sleep(POLL_SECONDS)
+        quiet += POLL_SECONDS
+        if quiet >= KEEPALIVE_SECONDS:
+            quiet = 0.0
+            yield b": keep-alive\n\n"
+
+
+def group_of_folder(folder: RunFolder) -> str:
+    """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
+    from glossogen.export import load_run
+    from glossogen.server._run_index import group_of
+
+    try:
+        return group_of(load_run(RunStore(folder.runs_dir), folder.run_id))
+    except (FileNotFoundError, ValueError) as exc:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+
+
+@router.get("/events")
+async def events(group: str, scenario: str, ts: str, request: Request) -> StreamingResponse:
+    """Stream the run's events (the module docstring's rules).
+
+    Raises:
+        HTTPException: 404 for a run that is not one of this group's runs.
+    """
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    if await asyncio.to_thread(group_of_folder, folder) != group:
+        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+    load_scenario_events(scenario)
+    after = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    return StreamingResponse(
+        follow(folder, after or None, request),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("/stop")
+def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
+    """Stop the live run as ``glossogen stop <run-dir>`` does; answer its pid and message.
+
+    Raises:
+        HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
+            line) when no live process writes it or the folder is remote.
+    """
+    from glossogen.mcp._launch import StopError, stop_writer
+
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    if group_of_folder(folder) != group:
+        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+    try:
+        pid = stop_writer(folder)
+    except StopError as exc:
+        raise HTTPException(409, {"message": str(exc)}) from exc
+    return {
+        "run_id": folder.run_id,
+        "pid": pid,
+        "message": f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; resume it "
+        f"with glossogen run {folder.scenario} --resume {folder.url}",
+    }

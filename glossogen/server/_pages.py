@@ -1,0 +1,249 @@
+"""The run browser's pages, rendered on the server with Jinja2 (autoescaped).
+
+- ``/``: the run list (every group; filters as the export reads them; paged; newest first,
+  grouped by day). ``?fragment=rows`` answers the table body alone (the live refresh).
+- ``/runs/{scenario}/{ts}``: one run (header, seats, channels, activity, rounds, report).
+- ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
+  the knobs' JSON Schema as a table.
+
+Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; the
+only markup built in Python is the per-round chart, which holds numbers only. Assets (CSS and
+the two small plain scripts: no framework, nothing fetched from a network) are served from the
+package's ``static`` folder at ``/static``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from glossogen.eventlog import RunView
+from glossogen.export import FilterSelection, RunRecord, RunsDirError, SelectionError, select_runs
+from glossogen.server._live_routes import load_scenario_events, run_folder
+from glossogen.server._run_index import DEFAULT_GROUP, RunCache, RunFilters, list_runs
+from glossogen.server._run_page import build_run_page
+from glossogen.storage import StorageError
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+
+_env = Environment(
+    loader=PackageLoader("glossogen.server", "templates"),
+    autoescape=select_autoescape(["html"], default=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    minutes, seconds = divmod(int(round(value)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _clock(stamp: str | None) -> str:
+    if not stamp:
+        return ""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).strftime("%H:%M:%S")
+    except ValueError:
+        return stamp
+
+
+_env.filters["usd"] = _usd
+_env.filters["seconds"] = _seconds
+_env.filters["clock"] = _clock
+_env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
+
+
+def _render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(name).render(**context), status_code=status_code)
+
+
+def _cache(request: Request) -> RunCache:
+    cache: RunCache = request.app.state.run_cache
+    return cache
+
+
+def _filters(request: Request) -> RunFilters:
+    q = request.query_params
+    return RunFilters(
+        scenario=q.get("scenario", "").strip(),
+        labels=tuple(v.strip() for v in q.getlist("label") if v.strip()),
+        run_id_contains=q.get("run_id", "").strip(),
+        status=q.get("status", "").strip(),
+        knob=tuple(v.strip() for v in q.getlist("knob") if v.strip()),
+        group=q.get("group", "").strip(),
+    )
+
+
+@router.get("/", response_class=HTMLResponse)
+def runs(request: Request) -> HTMLResponse:
+    """The run list; a bad knob condition is shown as the CLI's one-line error (422)."""
+    from glossogen.scenario import scenario_names
+
+    filters = _filters(request)
+    try:
+        page_number = int(request.query_params.get("page", "1"))
+    except ValueError:
+        page_number = 1
+    settings = request.app.state.settings
+    error, page, code = None, None, 200
+    try:
+        page = list_runs(settings.runs_dir, filters, _cache(request), page_number)
+    except SelectionError as exc:
+        error, code = f"glossogen: error: {exc.cli_message}", 422
+    except (RunsDirError, StorageError) as exc:
+        error, code = f"glossogen: error: runs directory {exc}", 503
+    template = "_rows.html" if request.query_params.get("fragment") == "rows" else "runs.html"
+    return _render(
+        template,
+        code,
+        page=page,
+        filters=filters,
+        error=error,
+        scenarios=scenario_names(),
+        statuses=["running", "completed", "incomplete", "error", "interrupted", "stopped"],
+        export_group=filters.group or DEFAULT_GROUP,
+        selection=filters.as_json(),
+        query=urlencode(
+            [(k, v) for k, v in request.query_params.multi_items() if k not in ("fragment",)]
+        ),
+        base_query=urlencode(
+            [(k, v) for k, v in request.query_params.multi_items() if k not in ("fragment", "page")]
+        ),
+    )
+
+
+@router.get("/runs/{scenario}/{ts}", response_class=HTMLResponse)
+def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
+    """One run's page (404 for a run id that is not a run under the runs directory)."""
+    settings = request.app.state.settings
+    folder = run_folder(settings.runs_dir, scenario, ts)
+    load_scenario_events(scenario)
+    try:
+        view = RunView.load(folder.log_url, live=folder.is_locked())
+    except (FileNotFoundError, StorageError) as exc:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+    if not view.is_run_log:
+        raise HTTPException(404, {"message": f"{folder.log_url} is not a run log"})
+    group = (view.started.group_slug if view.started else None) or DEFAULT_GROUP
+    page = build_run_page(folder, view, group)
+    try:  # runs derived from this one: every record's lineage, through the list's cache
+        derived = [
+            r.run_id
+            for r in _all_records(settings.runs_dir, request)
+            if (r.lineage or {}).get("source_run_id") == folder.run_id
+        ]
+    except (SelectionError, RunsDirError, StorageError):
+        derived = []
+    page.derived_runs = derived
+    return _render("run.html", page=page)
+
+
+def _all_records(runs_dir: str, request: Request) -> list[RunRecord]:
+    selected = select_runs(
+        runs_dir, FilterSelection(), max_runs=sys.maxsize, load=_cache(request).load
+    )
+    return selected.records
+
+
+@router.get("/scenarios", response_class=HTMLResponse)
+def scenarios(request: Request) -> HTMLResponse:
+    """Every installed scenario with its description and presets."""
+    tools = request.app.state.tools
+    return _render("scenarios.html", scenarios=tools.list_scenarios().scenarios)
+
+
+def knob_rows(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The knobs' JSON Schema as table rows: name, type, default, bounds, description.
+
+    Nested objects (``$ref`` into ``$defs``) are listed with dotted names.
+    """
+    defs = schema.get("$defs", {})
+    rows: list[dict[str, Any]] = []
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref") or next(
+            (o.get("$ref") for o in node.get("anyOf", []) if "$ref" in o), None
+        )
+        if ref:
+            return {**defs.get(ref.rsplit("/", 1)[-1], {}), **node}
+        return node
+
+    def kind(node: dict[str, Any]) -> str:
+        if "type" in node:
+            return str(node["type"])
+        if "anyOf" in node:
+            return " | ".join(str(o.get("type", "object")) for o in node["anyOf"])
+        if "enum" in node:
+            return "one of " + ", ".join(map(str, node["enum"]))
+        return "object" if "$ref" in node else ""
+
+    def walk(props: dict[str, Any], prefix: str) -> None:
+        for name, raw in props.items():
+            node = resolve(raw)
+            bounds = [
+                f"{label} {node[key]}"
+                for key, label in (
+                    ("minimum", ">="),
+                    ("exclusiveMinimum", ">"),
+                    ("maximum", "<="),
+                    ("exclusiveMaximum", "<"),
+                    ("minLength", "length >="),
+                    ("maxLength", "length <="),
+                )
+                if key in node
+            ]
+            if "enum" in node:
+                bounds.append("one of " + ", ".join(map(str, node["enum"])))
+            rows.append(
+                {
+                    "name": prefix + name,
+                    "type": kind(raw),
+                    "default": json.dumps(node["default"]) if "default" in node else "",
+                    "bounds": "; ".join(bounds),
+                    "description": node.get("description", ""),
+                }
+            )
+            if "properties" in node and node.get("type", "object") == "object":
+                walk(node["properties"], f"{prefix}{name}.")
+
+    walk(schema.get("properties", {}), "")
+    return rows
+
+
+@router.get("/scenarios/{name}", response_class=HTMLResponse)
+def scenario(name: str, request: Request) -> HTMLResponse:
+    """One scenario: seats, channels, every preset's values, the knobs' schema as a table."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from glossogen.scenario import scenario_names
+
+    if name not in scenario_names():
+        raise HTTPException(404, {"message": f"no scenario {name!r}"})
+    tools = request.app.state.tools
+    try:
+        info = tools.get_scenario(name)
+        schema = tools.get_knobs_schema(name).json_schema
+        presets = {
+            p: json.dumps(tools.get_knobs_preset(name, p).knobs, indent=2, sort_keys=True)
+            for p in info.presets
+        }
+    except ToolError as exc:
+        raise HTTPException(404, {"message": str(exc)}) from exc
+    return _render("scenario.html", info=info, presets=presets, knobs=knob_rows(schema))

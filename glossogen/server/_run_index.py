@@ -1,0 +1,220 @@
+"""The run list of the browser: the export's selection over a cache of each run's record.
+
+Every row is the export's :class:`~glossogen.export.RunRecord` (``load_run``: the folder's JSON
+files and its log's head and tail), selected by the export's own rules (``select_runs`` with
+its filters and knob grammar), so the list and a download of the same filters hold the same
+runs. The cache keeps one record per run keyed by its log's size and modification time
+(:meth:`~glossogen.storage.RunFolder.log_stamp`): a live run, whose log grows, is read again;
+a finished one never is. Whether an unfinished run is ``running`` or ``stopped`` depends on its
+writer, not its log, so that is asked again on every listing.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from glossogen.export import FilterSelection, RunRecord, load_run, select_runs
+from glossogen.export._runlog import RUNNING, STOPPED
+from glossogen.storage import RunFolder, RunStore
+
+DEFAULT_GROUP = "local"
+"""The group of a run that recorded no ``group_slug``."""
+
+PAGE_SIZE = 50
+"""Rows per page of the run list."""
+
+RESUMABLE = ("stopped", "error", "interrupted")
+"""Statuses the list marks as resumable (``glossogen run --resume``)."""
+
+
+def group_of(record: RunRecord) -> str:
+    """The group that owns a run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
+    return (record.facts.started or {}).get("group_slug") or DEFAULT_GROUP
+
+
+class RunCache:
+    """One :class:`RunRecord` per run, read again only when its log's stamp changes.
+
+    Thread-safe: the list is served from FastAPI's thread pool.
+    """
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._records: dict[str, tuple[tuple[int, float], RunRecord]] = {}
+        self._folders: dict[str, RunFolder] = {}
+        self._lock = threading.Lock()
+        self.reads = 0
+        """How many records were read from storage (a hit reads none)."""
+
+    def load(self, store: RunStore, run_id: str) -> RunRecord:
+        """The run's record, from the cache while its log is unchanged (``select_runs``' loader).
+
+        Raises:
+            FileNotFoundError: the run has no log (yet).
+            ValueError: ``load_run``'s refusals (not a run log, a broken JSON file).
+            StorageError: the storage is unreachable.
+        """
+        key = f"{store.runs_dir}|{run_id}"
+        with self._lock:
+            folder = self._folders.get(key)
+        if folder is None:
+            folder = self._folders.setdefault(key, store.open_run(run_id))
+        stamp = folder.log_stamp()
+        if stamp is None:
+            raise FileNotFoundError(folder.log_url)
+        with self._lock:
+            cached = self._records.get(key)
+        if cached is not None and cached[0] == stamp:
+            record = cached[1]
+            if record.facts.status in (RUNNING, STOPPED):
+                record.facts.status = RUNNING if folder.is_locked() else STOPPED
+            return record
+        record = load_run(store, run_id)
+        with self._lock:
+            self.reads += 1
+            self._records[key] = (stamp, record)
+        return record
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """The run list's filters, as the page's query string carries them.
+
+    Attributes:
+        scenario: Only this scenario (empty: every one).
+        labels: Labels every run must hold, ``key=value`` or a bare flag (as the export reads).
+        run_id_contains: A substring of the run id.
+        status: A status of the one vocabulary (or a ``status_detail``).
+        knob: Knob conditions in the export's grammar (``round_budget_chars>=200``).
+        group: Only this group (empty: every group).
+    """
+
+    scenario: str = ""
+    labels: tuple[str, ...] = ()
+    run_id_contains: str = ""
+    status: str = ""
+    knob: tuple[str, ...] = ()
+    group: str = ""
+
+    def selection(self) -> FilterSelection:
+        """The export's filter selection for these filters (the group is the list's own)."""
+        return FilterSelection(
+            scenario=[self.scenario] if self.scenario else None,
+            labels=list(self.labels) or None,
+            run_id_contains=self.run_id_contains or None,
+            status=self.status or None,
+            knob=list(self.knob) or None,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """The filters as the export REST body's ``selection`` (the dialog's "all matching")."""
+        return {"kind": "filters", **self.selection().model_dump(exclude={"kind"})}
+
+
+@dataclass
+class RunRow:
+    """One row of the run list (what the page shows of a run)."""
+
+    record: RunRecord
+    group: str
+    day: str
+    round_count: int | None
+    lineage_badges: list[str]
+    scores: list[tuple[str, float | None]]
+
+    @property
+    def live(self) -> bool:
+        """True while a writer holds the run."""
+        return self.record.status == RUNNING
+
+    @property
+    def resumable(self) -> bool:
+        """True for a run ``--resume`` continues."""
+        return self.record.status in RESUMABLE
+
+
+@dataclass
+class RunListPage:
+    """One page of the list: its rows, the counts behind "showing X of Y", the paging."""
+
+    rows: list[RunRow]
+    matched: int
+    total: int
+    page: int
+    pages: int
+
+    @property
+    def any_live(self) -> bool:
+        """Whether any row shown is live (the page then refreshes itself)."""
+        return any(r.live for r in self.rows)
+
+
+def _badges(lineage: dict[str, Any] | None, resumes: int) -> list[str]:
+    # A derived run's first run_resumed starts what it played itself: not a resume.
+    resumed = resumes - (1 if lineage else 0)
+    again = [f"resumed ×{resumed}" if resumed > 1 else "resumed"] if resumed > 0 else []
+    if not lineage:
+        return again
+    return _derived_badges(lineage) + again
+
+
+def _derived_badges(lineage: dict[str, Any]) -> list[str]:
+    derivation = str(lineage.get("derivation") or lineage.get("derivation_type") or "derived")
+    after = lineage.get("after_round")
+    seat = lineage.get("replaced_agent_id")
+    if derivation == "fork_at_round":
+        return [f"fork after round {after}"]
+    if derivation == "replace_agent":
+        return [f"replace-agent {seat} after round {after}"]
+    if derivation == "cross_run_replace_agent":
+        return [f"cross-run {seat} after round {after}"]
+    return [derivation]
+
+
+def _row(record: RunRecord) -> RunRow:
+    started = record.facts.started_at or ""
+    try:
+        day = datetime.fromisoformat(started.replace("Z", "+00:00")).date().isoformat()
+    except ValueError:
+        day = "unknown day"
+    count = record.config.get("round_count")
+    metrics = (record.report or {}).get("metrics") or {}
+    scores = [
+        (str(name), entry.get("score") if isinstance(entry, dict) else None)
+        for name, entry in list(metrics.items())[:3]
+    ]
+    return RunRow(
+        record=record,
+        group=group_of(record),
+        day=day,
+        round_count=count if isinstance(count, int) else None,
+        lineage_badges=_badges(record.lineage, record.facts.resumes),
+        scores=scores,
+    )
+
+
+def list_runs(runs_dir: str, filters: RunFilters, cache: RunCache, page: int = 1) -> RunListPage:
+    """Select the runs matching ``filters``, newest first, and cut out page ``page`` (from 1).
+
+    Raises:
+        SelectionError: a knob condition is malformed or cannot be read as the recorded type
+            (its message is the CLI's one line).
+        RunsDirError: the runs directory is missing; StorageError: it cannot be read.
+    """
+    selected = select_runs(runs_dir, filters.selection(), max_runs=sys.maxsize, load=cache.load)
+    records = [r for r in selected.records if not filters.group or group_of(r) == filters.group]
+    records.sort(key=lambda r: (int(r.run_id.rsplit("/", 1)[1]), r.run_id), reverse=True)
+    pages = max(1, -(-len(records) // PAGE_SIZE))
+    page = min(max(1, page), pages)
+    shown = records[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    return RunListPage(
+        rows=[_row(r) for r in shown],
+        matched=len(records),
+        total=selected.scanned,
+        page=page,
+        pages=pages,
+    )

@@ -1,0 +1,278 @@
+"""The run browser over HTTP: the list and its filters, the run page, the event stream and its
+resume, Stop, scenario pages, the 404 rules and the token rule (a real ``glossogen serve``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from glossogen.eventlog import read_events
+from glossogen.server import create_app
+from tests.fixtures.played_runs import play_run
+from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Three played veyru runs (1, 2 and 3 rounds; the 2-round one labelled ``arm=a`` and
+    ``pilot``, the 3-round one of group ``lab``) and a prisoners_dilemma run."""
+    root = tmp_path_factory.mktemp("runs")
+    one = play_run(str(root), rounds=1)
+    two = play_run(str(root), rounds=2, overrides=("labels.arm=a", "labels.pilot=true"))
+    three = play_run(str(root), rounds=3, group_slug="lab")
+    pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1)
+    return {"root": str(root), "one": one.run_id, "two": two.run_id, "three": three.run_id,
+            "pd": pd.run_id, "two_dir": two.url}  # fmt: skip
+
+
+def _rows(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'<tr class="run [a-z]+" data-run-id="([^"]+)"', html)
+
+
+def _showing(html: str) -> str:
+    import re
+
+    found = re.search(r'<p class="footer" id="showing">([^<]*)</p>', html)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_list_shows_every_run_newest_first_and_each_filter_narrows_it(
+    cohort: dict[str, str],
+) -> None:
+    client = TestClient(create_app(cohort["root"]))
+    every = client.get("/")
+    assert every.status_code == 200
+    # Newest first (the folder's unix timestamp; a tie by run id, descending), every group.
+    played = [cohort[k] for k in ("one", "two", "three", "pd")]
+    newest = sorted(played, key=lambda r: (int(r.split("/")[1]), r), reverse=True)
+    assert _rows(every.text) == newest
+    assert _rows(every.text).index(cohort["three"]) < _rows(every.text).index(cohort["one"])
+    assert _showing(every.text) == "showing 4 of 4"
+    assert "round 3 / 3" in every.text and "round 1 / 1" in every.text
+    knob = client.get("/", params={"knob": "round_count>=2"})
+    assert _rows(knob.text) == [cohort["three"], cohort["two"]]
+    assert _showing(knob.text) == "showing 2 of 2 (of 4 runs in the runs directory)"
+    labelled = client.get("/", params=[("label", "arm=a"), ("label", "pilot")])
+    assert _rows(labelled.text) == [cohort["two"]]
+    assert _rows(client.get("/", params=[("label", "arm=b")]).text) == []
+    assert _rows(client.get("/", params={"group": "lab"}).text) == [cohort["three"]]
+    assert _rows(client.get("/", params={"scenario": "prisoners_dilemma"}).text) == [cohort["pd"]]
+    assert _rows(client.get("/", params={"status": "running"}).text) == []
+    assert _rows(client.get("/", params={"run_id": cohort["one"][-4:]}).text) == [cohort["one"]]
+
+
+def test_a_bad_knob_condition_is_the_clis_one_line_error(cohort: dict[str, str]) -> None:
+    client = TestClient(create_app(cohort["root"]))
+    page = client.get("/", params={"knob": "round_count>=many"})
+    assert page.status_code == 422
+    cli = subprocess.run(
+        [sys.executable, "-m", "glossogen", "export", "--runs-dir", cohort["root"], "--out",
+         str(Path(cohort["root"]).parent / "out-bad"), "--knob", "round_count>=many"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 65
+    line = cli.stderr.strip()
+    assert line == (
+        "glossogen: error: --knob 'round_count>=many': knob 'round_count', operator '>=', "
+        "value 'many': the run records a number"
+    )
+    from markupsafe import escape  # Jinja's own escaping: what the page holds is the line
+
+    assert f'<p class="error" id="filter-error">{escape(line)}</p>' in page.text
+
+
+def test_the_run_page_escapes_what_agents_wrote_and_shows_rounds_seats_and_case(
+    tmp_path: Path,
+) -> None:
+    run = play_run(str(tmp_path), rounds=2)
+    plant_message(run.url, "veyru", [XSS_SCRIPT, XSS_IMG])
+    page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run.run_id}")
+    assert page.status_code == 200
+    assert XSS_SCRIPT not in page.text and "<img src=x" not in page.text
+    assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in page.text
+    assert "&#34;&gt;&lt;img src=x onerror=&#34;window.__xss = 2&#34;&gt;" in page.text
+    assert '<span class="badge status-completed" id="status">completed</span>' in page.text
+    assert "2 played, 2 won of 2" in page.text
+    assert page.text.count("show the case (answer key)") == 2  # one case per round, folded
+    assert '<div class="column" data-channel="link">' in page.text
+    assert "<td>field_observer</td><td>field_observer</td><td>team</td>" in page.text
+
+
+def test_the_stream_sends_the_whole_log_and_resumes_exactly_after_last_event_id(
+    cohort: dict[str, str],
+) -> None:
+    client = TestClient(create_app(cohort["root"]))
+    ids = [e.event_id for e in read_events(f"{cohort['two_dir']}/veyru.jsonl").events]
+    url = f"/api/g/local/runs/{cohort['two']}/events"
+
+    def stream(headers: dict[str, str]) -> list[tuple[str, str, dict]]:
+        with client.stream("GET", url, headers=headers) as got:
+            assert got.status_code == 200
+            assert got.headers["content-type"].startswith("text/event-stream")
+            frames = got.read().decode().split("\n\n")
+        out = []
+        for frame in frames:
+            fields = dict(line.split(": ", 1) for line in frame.splitlines() if ": " in line)
+            if "id" in fields:
+                out.append((fields["id"], fields["event"], json.loads(fields["data"])))
+        return out
+
+    whole = stream({})
+    assert [i for i, _, _ in whole] == ids
+    assert whole[0][1] == "simulation_started" and whole[-1][1] == "simulation_ended"
+    assert all(data["event_type"] == kind and data["event_id"] == i for i, kind, data in whole)
+    rest = stream({"Last-Event-ID": ids[40]})
+    assert [i for i, _, _ in rest] == ids[41:]
+    assert client.get(f"/api/g/lab/runs/{cohort['two']}/events").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/runs/../etc/1",
+        "/runs/%2e%2e/1",
+        "/runs/veyru%2F..%2F..%2Fetc/1",
+        "/runs/veyru/..%2F1",
+        "/runs/veyru/%2Fetc%2Fpasswd",
+        "/runs/veyru/1",
+        "/api/g/local/runs/%2e%2e/1/events",
+        "/api/g/local/runs/veyru/%2Fetc/events",
+        "/api/g/local/runs/..%2Fveyru/1/events",
+        "/scenarios/..%2Fveyru",
+    ],
+)
+def test_a_run_id_that_is_not_a_run_under_the_runs_dir_is_404(
+    cohort: dict[str, str], path: str
+) -> None:
+    assert TestClient(create_app(cohort["root"])).get(path).status_code == 404
+
+
+def test_stop_of_a_finished_run_is_refused_with_the_clis_line(cohort: dict[str, str]) -> None:
+    got = TestClient(create_app(cohort["root"])).post(f"/api/g/local/runs/{cohort['one']}/stop")
+    assert got.status_code == 409
+    assert got.json()["detail"]["message"] == (
+        f"run {cohort['one']} has no live writer: nothing to stop"
+    )
+
+
+def test_the_list_reads_a_run_again_only_when_its_log_changed(tmp_path: Path) -> None:
+    first = play_run(str(tmp_path), rounds=1)
+    play_run(str(tmp_path), rounds=1)
+    app = create_app(str(tmp_path))
+    client = TestClient(app)
+    client.get("/")
+    assert app.state.run_cache.reads == 2
+    client.get("/")
+    assert app.state.run_cache.reads == 2  # both logs unchanged: nothing read again
+    with open(Path(first.url) / "veyru.jsonl", "a") as log:
+        log.write("\n")  # the log grew: its size and mtime changed
+    client.get("/")
+    assert app.state.run_cache.reads == 3
+
+
+def test_scenario_pages_show_seats_channels_presets_and_the_knob_table() -> None:
+    client = TestClient(create_app("."))
+    listed = client.get("/scenarios").text
+    for name in ("veyru", "orbital_anomaly", "drive_module_repair", "prisoners_dilemma"):
+        assert f'<a href="/scenarios/{name}">{name}</a>' in listed
+    page = client.get("/scenarios/prisoners_dilemma").text
+    assert "<td>player_a</td><td>player</td>" in page
+    assert "<td>table</td><td>main</td><td>no</td>" in page
+    assert "<summary>knobs_default</summary>" in page
+    assert "<td><code>round_count</code></td><td>integer</td><td><code>5</code></td>" in page
+    assert client.get("/scenarios/nope").status_code == 404
+
+
+def test_the_token_rule_over_plain_http(cohort: dict[str, str]) -> None:
+    with serving(cohort["root"], env={"GLOSSOGEN_SERVE_TOKEN": "t0ken-x"}) as base:
+        assert httpx.get(f"{base}/api/health").status_code == 200
+        for path in ("/", f"/runs/{cohort['one']}", f"/api/g/local/runs/{cohort['one']}/events"):
+            assert httpx.get(base + path).status_code == 401
+            assert (
+                httpx.get(base + path, headers={"Authorization": "Bearer nope"}).status_code == 401
+            )
+            assert httpx.get(base + path, cookies={"glossogen_token": "nope"}).status_code == 401
+        assert httpx.get(f"{base}/", headers={"Authorization": "Bearer t0ken-x"}).status_code == 200
+        with httpx.Client(base_url=base) as browser:
+            landed = browser.get("/?token=t0ken-x&scenario=veyru", follow_redirects=False)
+            assert landed.status_code == 303
+            assert landed.headers["location"] == "/?scenario=veyru"  # the token leaves the URL
+            assert "HttpOnly" in landed.headers["set-cookie"]
+            assert browser.get("/?scenario=veyru").status_code == 200  # the cookie carries it
+            events = browser.get(f"/api/g/local/runs/{cohort['one']}/events")
+            assert events.status_code == 200 and "event: simulation_ended" in events.text
+            assert browser.get("/?token=wrong").status_code == 200  # the cookie still holds
+        assert httpx.get(f"{base}/?token=wrong", follow_redirects=False).status_code == 401
+
+
+def test_the_list_and_the_stream_read_a_runs_dir_on_s3(prefect_api: str, s3_bucket: str) -> None:
+    runs = f"{s3_bucket}/experiments"
+    run = play_run(runs, rounds=1)
+    client = TestClient(create_app(runs))
+    assert _rows(client.get("/").text) == [run.run_id]
+    ids = [e.event_id for e in read_events(f"{run.url}/veyru.jsonl").events]
+    with client.stream("GET", f"/api/g/local/runs/{run.run_id}/events") as got:
+        body = got.read().decode()
+    assert [line[4:] for line in body.splitlines() if line.startswith("id: ")] == ids
+    with client.stream(
+        "GET", f"/api/g/local/runs/{run.run_id}/events", headers={"Last-Event-ID": ids[-3]}
+    ) as got:
+        rest = got.read().decode()
+    assert [line[4:] for line in rest.splitlines() if line.startswith("id: ")] == ids[-2:]
+    assert client.get(f"/runs/{run.run_id}").status_code == 200
+
+
+def test_a_fork_shows_its_badge_its_fork_point_and_links_both_ways(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from flows.derived import fork_at_round
+    from glossogen.derive import ForkRequest
+
+    source = play_run(str(tmp_path), rounds=3)
+    forked = asyncio.run(fork_at_round(ForkRequest("veyru", source.url, 1, str(tmp_path))))
+    fork_id = forked.run_id
+    client = TestClient(create_app(str(tmp_path)))
+    listed = client.get("/").text
+    assert '<span class="badge lineage">fork after round 1</span>' in listed
+    assert listed.count('<span class="badge lineage">') == 1  # its own play is not a resume
+    fork_page = client.get(f"/runs/{fork_id}").text
+    assert f'<a href="/runs/{source.run_id}">{source.run_id}</a>' in fork_page
+    assert f"fork point: after round 1 of {source.run_id}" in fork_page
+    source_page = client.get(f"/runs/{source.run_id}").text
+    assert f'<dt>derived runs</dt><dd><a href="/runs/{fork_id}">{fork_id}</a>' in source_page
+
+
+def test_the_run_page_shows_the_evaluation_report_with_a_chart_per_round(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import re
+
+    run = play_run(str(tmp_path), rounds=3)
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "evaluate", "veyru", "--run-dir", run.url,
+         "--metrics", "round_success,mean_chars_per_round"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((Path(run.url) / "veyru_report.json").read_text())["metrics"]
+    page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run.run_id}").text
+    section = page[page.index("<h2>Evaluation</h2>") :]
+    for name in ("round_success", "mean_chars_per_round"):
+        entry = report[name]
+        row = re.search(rf"<tr><td>{name}</td>(.*?)</tr>", section, re.S)
+        assert row is not None
+        assert f"<td>{entry['score']:.4g}</td><td>{entry['unit']}</td>" in row.group(1)
+        assert row.group(1).count("<circle") == len(entry["per_round"]) == 3
+    listed = TestClient(create_app(str(tmp_path))).get("/").text
+    assert '<span class="badge evaluated">evaluated</span>' in listed

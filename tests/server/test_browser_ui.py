@@ -1,0 +1,325 @@
+"""The run browser in a real headless Chromium (Debian's, driven by Playwright) against a real
+``glossogen serve`` on 127.0.0.1, over runs played for real: scripted veyru runs, and live
+prisoners_dilemma runs whose two seats are models on the stub server, answering a round only
+once the test opens that round's gate (so nothing races the clock).
+
+Screenshots go to the folder the test prints (``GLOSSOGEN_SCREENSHOTS`` or a temporary one).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from glossogen.eventlog import read_events
+from glossogen.scenario import load_scenario
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.played_runs import play_run
+from tests.fixtures.polling import wait_until
+from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+BRIEFING = re.compile(r"Round (\d+) of \d+ begins")
+TIMEOUT_MS = 120_000
+
+
+class RoundGate:
+    """Answers both seats of a prisoners_dilemma run, round N only once :meth:`open` reached N.
+
+    A seat's first request of a round (the one its briefing prompts) is held until the round's
+    gate is open, then answered with a message on ``table`` (``texts`` in turn) and
+    ``lock_in(cooperate)``; every other request is answered ``done`` (the turn ends). The hold
+    is bounded (60 s), so a test that fails never leaves a run hanging.
+    """
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.sent = 0
+        self.opened = 0
+        self.cond = threading.Condition()
+
+    def open(self, through_round: int) -> None:
+        """Let every request of rounds up to ``through_round`` be answered."""
+        with self.cond:
+            self.opened = through_round
+            self.cond.notify_all()
+
+    def __call__(self, req: RecordedRequest) -> StubReply:
+        last = req.messages[-1] if req.messages else {}
+        found = BRIEFING.search(json.dumps(last))
+        if last.get("role") != "user" or found is None:
+            return StubReply(text="done")
+        with self.cond:
+            self.cond.wait_for(lambda: self.opened >= int(found.group(1)), timeout=60)
+            text = self.texts[self.sent % len(self.texts)]
+            self.sent += 1
+        return StubReply(
+            tool_calls=[
+                ("send_message", {"channel_id": "table", "text": text}),
+                ("lock_in", {"move": "cooperate"}),
+            ]
+        )
+
+
+@contextmanager
+def live_run(runs: Path, stub: StubModelServer, rounds: int) -> Iterator[tuple[str, Path]]:
+    """Start ``glossogen run prisoners_dilemma`` on the stub's models; yield its id and folder."""
+    env = {**os.environ, "OPENAI_BASE_URL": stub.openai_base_url, "OPENAI_API_KEY": "sk-test",
+           "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "gpt-4.1-mini",
+         "--provider", "openai", "--runs-dir", str(runs), "--config", "knobs_default",
+         f"round_count={rounds}", "postmortem_enabled=false"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        run_id = ""
+        for line in child.stdout:
+            if line.startswith("new_run_id="):
+                run_id = line.strip().split("=", 1)[1]
+                break
+        assert run_id, f"the run printed no new_run_id (exit {child.wait()})"
+        threading.Thread(target=child.stdout.read, daemon=True).start()
+        folder = runs / run_id
+        log = folder / "prisoners_dilemma.jsonl"
+        wait_until(
+            lambda: log.exists() and b"simulation_started" in log.read_bytes(),
+            "the run begins its log",
+            120,
+        )
+        yield run_id, folder
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    """The screenshots folder (printed, so a reader of the test log can look at them)."""
+    folder = Path(os.environ.get("GLOSSOGEN_SCREENSHOTS") or "/tmp/glossogen-browser-shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {folder}")
+    return folder
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A real headless Debian Chromium."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    with playwright.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def played(tmp_path: Path) -> dict[str, Any]:
+    """A runs folder with two scripted veyru runs (1 round; 3 rounds labelled ``arm=b``),
+    played before the browser starts (Playwright's sync API holds the thread's event loop)."""
+    runs = tmp_path / "runs"
+    short = play_run(str(runs), rounds=1)
+    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",))
+    return {"runs": runs, "short": short, "long": long}
+
+
+def _read_stream(url: str, headers: dict[str, str], until: str | None = None) -> list[str]:
+    """The event ids of the run's stream, to its end or (then cut) through event ``until``."""
+    import httpx
+
+    ids: list[str] = []
+    with httpx.stream("GET", url, headers=headers, timeout=60) as got:
+        assert got.status_code == 200
+        event_id = ""
+        for line in got.iter_lines():
+            if line.startswith("id: "):
+                event_id = line[4:]
+            elif line.startswith("event: "):
+                ids.append(event_id)
+                if line[7:] == until:
+                    break  # leaving the block closes the connection mid-run
+    return ids
+
+
+def _row_ids(page: Any) -> list[str]:
+    return page.eval_on_selector_all("tr.run", "rows => rows.map(r => r.dataset.runId)")
+
+
+def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
+    played: dict[str, Any], browser: Any, tmp_path: Path, shots: Path
+) -> None:
+    runs, short, long = played["runs"], played["short"], played["long"]
+    with serving(str(runs)) as base:
+        page = browser.new_page(accept_downloads=True)
+        page.goto(base + "/")
+        assert _row_ids(page) == [long.run_id, short.run_id]
+        assert page.inner_text("#showing") == "showing 2 of 2"
+        page.screenshot(path=str(shots / "runs-list.png"), full_page=True)
+        page.fill('input[name="knob"] >> nth=-1', "round_count>=2")
+        page.click("#apply")
+        page.wait_for_url(re.compile(r"knob="))
+        assert _row_ids(page) == [long.run_id]
+        page.goto(base + "/?label=arm%3Db")
+        assert _row_ids(page) == [long.run_id]
+        page.goto(base + "/?knob=round_count%3E%3Dmany")
+        assert page.inner_text("#filter-error") == (
+            "glossogen: error: --knob 'round_count>=many': knob 'round_count', operator '>=', "
+            "value 'many': the run records a number"
+        )
+
+        page.goto(base + "/")
+        page.check("#select-all")  # both rows; then one of them is deleted before the preview
+        shutil.rmtree(short.url)
+        page.click("#open-export")
+        assert page.inner_text("#ticked-count") == "2"
+        page.click("#do-preview")
+        page.wait_for_selector("#preview p >> nth=1")
+        assert page.inner_text("#preview p >> nth=0") == (
+            f"dropped, no longer resolve: {short.run_id}"
+        )
+        assert page.inner_text("#preview p >> nth=1") == "1 runs · scenarios veyru"
+        with page.expect_download() as download:
+            page.click("#download-csv")
+        zipped = tmp_path / "tables.zip"
+        download.value.save_as(zipped)
+        page.screenshot(path=str(shots / "export-dialog.png"), full_page=True)
+    out = tmp_path / "cli"
+    subprocess.run(
+        [sys.executable, "-m", "glossogen", "export", "--runs-dir", str(runs), "--out", str(out),
+         "--run-id", long.run_id],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    with zipfile.ZipFile(zipped) as zf:
+        assert sorted(zf.namelist()) == [
+            "agent_level.csv", "columns.csv", "round_level.csv", "run_level.csv"
+        ]  # fmt: skip
+        from_page = zf.read("run_level.csv").decode()
+    assert from_page == (out / "run_level.csv").read_text()
+    assert [r["run_id"] for r in csv.DictReader(io.StringIO(from_page))] == [long.run_id]
+
+
+def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
+    played: dict[str, Any],
+    browser: Any,
+    shots: Path,
+    prefect_api: str,
+    model_stub: StubModelServer,
+) -> None:
+    runs, finished = played["runs"], played["long"]
+    payload = f"{XSS_SCRIPT} and {XSS_IMG}"
+    gate = RoundGate([payload])
+    model_stub.responder = gate
+    with serving(str(runs)) as base:
+        page = browser.new_page()
+        page.goto(f"{base}/runs/{finished.run_id}")
+        page.screenshot(path=str(shots / "run-finished-veyru.png"), full_page=True)
+        page.select_option("#channel-view", "link")  # one channel at a time
+        visible = page.eval_on_selector_all(
+            ".column", "cs => cs.filter(c => c.offsetParent !== null).map(c => c.dataset.channel)"
+        )
+        assert visible == ["link", "activity"]
+        try:
+            with live_run(runs, model_stub, rounds=2) as (run_id, folder):
+                listing = browser.new_page()
+                listing.goto(base + "/")
+                assert _row_ids(listing)[0] == run_id
+                assert listing.inner_text(f'tr[data-run-id="{run_id}"] .status') == "running"
+                page.goto(f"{base}/runs/{run_id}")
+                assert page.inner_text("#status") == "running"
+                assert page.locator(".column[data-channel=table] .msg").count() == 0
+                gate.open(1)  # round 1 is answered; round 2 waits
+                page.wait_for_selector("#round-table tbody tr", timeout=TIMEOUT_MS)
+                texts = page.eval_on_selector_all(
+                    ".column[data-channel=table] .msg .text", "els => els.map(e => e.textContent)"
+                )
+                # The second seat's send was refused (the other had written since it read).
+                assert texts == [payload]
+                assert page.evaluate("window.__xss") is None  # shown as text, never run
+                assert page.locator(".column img").count() == 0
+                assert page.inner_text("#status") == "running"  # before simulation_ended
+                assert page.inner_text("#rounds-played") == "1 played, 1 won of 2"
+                assert "simulation_ended" not in (folder / "prisoners_dilemma.jsonl").read_text()
+                page.screenshot(path=str(shots / "run-live.png"), full_page=True)
+                # The stream is cut mid-run (after round 1's verdict) and reconnected after the
+                # run ended, with Last-Event-ID: every event arrives once, in log order.
+                events_url = f"{base}/api/g/local/runs/{run_id}/events"
+                before = _read_stream(events_url, {}, until="round_result_recorded")
+                gate.open(2)
+                page.wait_for_function(
+                    "document.getElementById('status').textContent === 'completed'",
+                    timeout=TIMEOUT_MS,
+                )
+                load_scenario("prisoners_dilemma")  # its own events are typed here too
+                logged = read_events(str(folder / "prisoners_dilemma.jsonl")).events
+                sent = [e.event_id for e in logged if e.event_type == "message_sent"]
+                shown = page.eval_on_selector_all(
+                    ".column[data-channel=table] .msg", "els => els.map(e => e.dataset.eventId)"
+                )
+                assert shown == sent and len(sent) == 2  # every message once, in log order
+                assert page.locator("#round-table tbody tr").count() == 2
+                assert page.inner_text("#rounds-played") == "2 played, 2 won of 2"
+                after = _read_stream(events_url, {"Last-Event-ID": before[-1]})
+                assert before + after == [e.event_id for e in logged]
+                listing.wait_for_function(
+                    f"document.querySelector('tr[data-run-id=\"{run_id}\"] .status')"
+                    ".textContent.trim() === 'completed'",
+                    timeout=TIMEOUT_MS,
+                )
+        finally:
+            gate.open(10**6)
+
+
+def test_the_stop_button_ends_a_live_run_interrupted(
+    played: dict[str, Any],
+    browser: Any,
+    shots: Path,
+    prefect_api: str,
+    model_stub: StubModelServer,
+) -> None:
+    runs = played["runs"]
+    gate = RoundGate(["hello"])
+    model_stub.responder = gate
+    with serving(str(runs)) as base:
+        page = browser.new_page()
+        try:
+            with live_run(runs, model_stub, rounds=3) as (run_id, folder):
+                page.goto(f"{base}/runs/{run_id}")
+                gate.open(1)
+                page.wait_for_selector("#round-table tbody tr", timeout=TIMEOUT_MS)
+                page.click("#stop")
+                page.wait_for_function(
+                    "document.getElementById('status').textContent === 'interrupted'",
+                    timeout=TIMEOUT_MS,
+                )
+                assert page.locator("#stop").count() == 0
+                assert page.inner_text("#stop-result").startswith(f"stopping {run_id} (pid ")
+                page.screenshot(path=str(shots / "run-stopped.png"), full_page=True)
+                gate.open(10**6)
+        finally:
+            gate.open(10**6)
+    ended = [json.loads(line) for line in (folder / "prisoners_dilemma.jsonl").open()][-1]
+    assert (ended["event_type"], ended["status"]) == ("simulation_ended", "interrupted")
