@@ -138,7 +138,8 @@ class RunEngine(ChannelOps):
             for c in self.scenario.channels()
         }
         self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
-        self.meter: BudgetMeter | None = None
+        self.meters: dict[str, BudgetMeter] = {}
+        """This round's budget meter of each team that has a budget."""
         self.seen: dict[tuple[str, str], int] = {}
         self.void_rounds: list[int] = []
         """Rounds made void by failing provider calls (agents or judge)."""
@@ -451,9 +452,11 @@ class RunEngine(ChannelOps):
         if self.judge is not None:
             self.judge.failed_in_round = False
         self._fire_scheduled(round_number)
-        budget = self.scenario.budget_chars()
         shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
-        self.meter = BudgetMeter(budget, thresholds=shares) if budget else None
+        self.meters = {
+            team: BudgetMeter(budget, thresholds=shares)
+            for team, budget in self.scenario.team_budget_chars().items()
+        }
         self._open_phase()
         self.emit(RoundStarted())
         self.scenario.start_round(self.context)
@@ -483,6 +486,7 @@ class RunEngine(ChannelOps):
                 )
             )
         self.recorded[round_number] = (verdicts, void)
+        self.scenario.reveal_results(self.context, verdicts)
         await self._postmortem(verdicts)
         self.emit(RoundCompleted(process_seconds=self.process_seconds))
         return RoundSummary(

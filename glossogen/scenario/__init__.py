@@ -28,6 +28,7 @@ from glossogen.scenario._staging import (
     hidden_codes,
     judge_by_majority,
 )
+from glossogen.scenario._submissions import SubmissionBook
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -39,6 +40,7 @@ __all__ = [
     "CodeLeakError",
     "MajorityRuling",
     "StageProgress",
+    "SubmissionBook",
     "codes_in",
     "hidden_codes",
     "judge_by_majority",

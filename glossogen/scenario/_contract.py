@@ -246,6 +246,20 @@ class Scenario(ABC):
         """Return the per-round character budget of the metered channels, or None for none."""
         return None
 
+    def team_budget_chars(self) -> dict[str, int]:
+        """Return each team's per-round character budget on the metered channels.
+
+        A message on a metered channel is charged to the speaker's team, whoever else reads the
+        channel: on a channel two teams share, each team pays only for its own members'
+        characters. A team missing from the map is not capped (its messages are logged with
+        ``charged_chars`` 0). The default gives every team ``budget_chars()`` (none when that
+        is None or 0).
+        """
+        budget = self.budget_chars()
+        if not budget:
+            return {}
+        return {agent.team_id: budget for agent in self.agents()}
+
     def budget_warning_shares(self) -> tuple[float, ...] | None:
         """Return the shares of the budget at which every member is warned, ascending.
 
@@ -270,6 +284,36 @@ class Scenario(ABC):
 
     def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:  # noqa: B027
         """React to the round budget being overspent (default: nothing)."""
+
+    def on_team_budget_exceeded(
+        self, ctx: RoundContext, team_id: str, channel_id: str, used_chars: int
+    ) -> None:
+        """React to ``team_id`` overspending its round budget (once per team and round).
+
+        ``used_chars`` is what that team was charged this round. The default calls
+        :meth:`on_budget_exceeded`, so a one-team scenario need only override that.
+        """
+        self.on_budget_exceeded(ctx, channel_id, used_chars)
+
+    def refuse_message(
+        self, ctx: RoundContext, agent_id: str, channel_id: str, text: str
+    ) -> str | None:
+        """Return why ``agent_id`` may not send ``text`` on ``channel_id`` now, or None.
+
+        Asked by the core ``send_message`` after its own checks (membership, phase, empty text)
+        and before anything is metered or logged: a refused message is not sent, costs
+        nothing, and the sender's tool result is ``{"status": "refused", "reason": ...}``.
+        The default refuses nothing.
+        """
+        return None
+
+    def reveal_results(self, ctx: RoundContext, verdicts: list[Verdict]) -> None:  # noqa: B027
+        """Tell the seats what the round held back (called once the verdicts are recorded).
+
+        The engine calls it after ``round_result_recorded`` and before the postmortem opens,
+        so results a tool kept secret (a one-shot submission's ruling) can be told with
+        ``ctx.notify`` when the round is over. The default tells nothing.
+        """
 
     @abstractmethod
     def is_settled(self) -> bool:
