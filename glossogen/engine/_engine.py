@@ -53,6 +53,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentDeps,
     AgentSpec,
+    ItemRuling,
     JudgeDecision,
     Scenario,
     ScriptedMove,
@@ -381,6 +382,18 @@ class RunEngine(ChannelOps):
             return scripted()
         return await self.judge.rule(question, instructions, scripted)
 
+    async def rule_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> ItemRuling:
+        """Ask the run's judge for an item ruling; without a judge the scripted check decides."""
+        if self.judge is None:
+            return scripted().within(expected_items)
+        return await self.judge.rule_items(question, instructions, scripted, expected_items)
+
     # -- run life ---------------------------------------------------------------------------
 
     @property
@@ -657,6 +670,15 @@ class _RoundContext:
         self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
     ) -> JudgeDecision:
         return await self._engine.rule(question, instructions, scripted)
+
+    async def judge_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> ItemRuling:
+        return await self._engine.rule_items(question, instructions, scripted, expected_items)
 
     def rng(self, *key: object) -> random.Random:
         return self._engine.rng(*key)

@@ -331,6 +331,8 @@ class JudgeCalled(Event):
     question: str
     success: bool
     reason: str
+    detail: dict[str, Any] = {}
+    """What an item ruling found (``matched`` item numbers, ``false_positives``); else empty."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
 
 from glossogen.eventlog import Event, Verdict
@@ -65,6 +66,34 @@ class JudgeDecision:
 
     success: bool
     reason: str
+
+
+class ItemRuling(BaseModel):
+    """A judge's ruling on a list of items against a numbered list of expected ones.
+
+    Attributes:
+        matched: The numbers (1-based) of the expected items the answer states, each once.
+        false_positives: How many of the answer's items match no expected item (or are too
+            ambiguous to tell which).
+        reason: One sentence explaining the ruling.
+    """
+
+    matched: list[int] = Field(
+        description="Numbers (1-based) of the expected items the answer clearly states."
+    )
+    false_positives: int = Field(
+        ge=0, description="How many answer items match no expected item or are ambiguous."
+    )
+    reason: str = Field(description="One sentence explaining the ruling.")
+
+    def within(self, expected_items: int) -> ItemRuling:
+        """Return this ruling with ``matched`` sorted, deduplicated and in 1..``expected_items``."""
+        kept = sorted({n for n in self.matched if 1 <= n <= expected_items})
+        return self.model_copy(update={"matched": kept})
+
+    def complete(self, expected_items: int) -> bool:
+        """True when every expected item was matched and nothing else was claimed."""
+        return self.matched == list(range(1, expected_items + 1)) and not self.false_positives
 
 
 @dataclass(frozen=True)
@@ -195,6 +224,20 @@ class RoundContext(Protocol):
 
         Under the scripted judge provider ``scripted()`` decides; otherwise an LLM reads
         ``instructions`` and ``question`` cold.
+        """
+
+    def judge_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> Awaitable[ItemRuling]:
+        """Have the run's judge say which of ``expected_items`` items ``question`` states.
+
+        Logged as ``judge_called`` (``detail``: ``matched``, ``false_positives``). Under the
+        scripted judge provider ``scripted()`` decides; otherwise an LLM reads ``instructions``
+        (which number the expected items) and ``question`` cold.
         """
 
     def rng(self, *key: object) -> random.Random:
