@@ -140,6 +140,8 @@ class RunEngine(ChannelOps):
         }
         self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
         self.meters: dict[str, BudgetMeter] = {}
+        self.team_chars: dict[str, int] = {}
+        """Characters each team sent on metered channels this round (composed text)."""
         """This round's budget meter of each team that has a budget."""
         self.seen: dict[tuple[str, str], int] = {}
         self.void_rounds: list[int] = []
@@ -466,6 +468,7 @@ class RunEngine(ChannelOps):
             self.judge.failed_in_round = False
         self._fire_scheduled(round_number)
         shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
+        self.team_chars = {}
         self.meters = {
             team: BudgetMeter(budget, thresholds=shares)
             for team, budget in self.scenario.team_budget_chars().items()
@@ -679,6 +682,9 @@ class _RoundContext:
         expected_items: int,
     ) -> ItemRuling:
         return await self._engine.rule_items(question, instructions, scripted, expected_items)
+
+    def team_chars(self, team_id: str) -> int:
+        return self._engine.team_chars.get(team_id, 0)
 
     def rng(self, *key: object) -> random.Random:
         return self._engine.rng(*key)

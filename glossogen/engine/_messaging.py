@@ -32,6 +32,7 @@ class ChannelOps:
         phase: Literal["setup", "main", "postmortem"]
         seen: dict[tuple[str, str], int]
         meters: dict[str, BudgetMeter]
+        team_chars: dict[str, int]
         specs: dict[str, AgentSpec]
         runners: dict[str, AgentRunner]
         knobs: BaseKnobs
@@ -89,6 +90,8 @@ class ChannelOps:
         crossed: list[float] = []
         if meter is not None and charged:
             crossed = meter.charge(charged)
+        if channel.metered:
+            self.team_chars[team_id] = self.team_chars.get(team_id, 0) + chars
         self._seq += 1
         delivered = apply_noise(
             text,

@@ -240,6 +240,14 @@ class RoundContext(Protocol):
         (which number the expected items) and ``question`` cold.
         """
 
+    def team_chars(self, team_id: str) -> int:
+        """Return the characters ``team_id``'s members sent on metered channels this round.
+
+        Composed text, counted whether or not the team has a budget (a shared channel counts
+        each sender for its own team only).
+        """
+        ...
+
     def rng(self, *key: object) -> random.Random:
         """Return a random source seeded from the run's seed and ``key``."""
 
