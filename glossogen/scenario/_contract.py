@@ -311,6 +311,14 @@ class Scenario(ABC):
             return {}
         return {agent.team_id: budget for agent in self.agents()}
 
+    def launch_warnings(self) -> list[str]:
+        """Return one line per knob setting this scenario plays poorly under (default none).
+
+        Printed when a run derived from another is launched (``glossogen: warning: <line>``);
+        never a refusal.
+        """
+        return []
+
     def budget_warning_shares(self) -> tuple[float, ...] | None:
         """Return the shares of the budget at which every member is warned, ascending.
 

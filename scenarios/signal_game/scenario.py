@@ -109,6 +109,15 @@ class SignalGame(Scenario):
         """Return the round's link budget (``chars_per_target * targets_per_round``)."""
         return self.knobs.round_budget_chars
 
+    def launch_warnings(self) -> list[str]:
+        """Warn when the agents may call tools in parallel (the presets turn that off)."""
+        if self.knobs.agent_model_settings.parallel_tool_calls is False:
+            return []
+        return [
+            "signal_game: agent_model_settings.parallel_tool_calls is not false, so a model "
+            "may send and choose in one response; the presets set it to false"
+        ]
+
     def system_prompt(self, agent: AgentSpec) -> str:
         """Return the standing rules (the same for both seats: roles change by round)."""
         k = self.knobs

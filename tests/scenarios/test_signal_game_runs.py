@@ -174,3 +174,23 @@ def test_one_target_over_real_http(
     bodies = [r.body for r in openai_stub.requests if isinstance(r.body, dict)]
     assert {b["model"] for b in bodies} == {"gpt-5.4"}
     assert all(b.get("parallel_tool_calls") is False for b in bodies if b.get("tools"))
+
+
+def test_a_fork_whose_knobs_drop_parallel_tool_calls_is_warned_about(
+    cli_run: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, _ = cli_run
+    knobs = json.loads((source / "config.json").read_text())
+    knobs["agent_model_settings"] = {"max_tokens": 4000}  # the object replaces the source's
+    path = tmp_path / "knobs.json"
+    path.write_text(json.dumps(knobs))
+    argv = ["fork-at-round", NAME, "--source-run-dir", str(source), "--after-round", "4",
+            "--runs-dir", str(tmp_path / "forks"), "--knobs", str(path), "--wait"]  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    warned = [x for x in capsys.readouterr().err.splitlines() if "warning" in x]
+    assert warned == [
+        "glossogen: warning: signal_game: agent_model_settings.parallel_tool_calls is not false, "
+        "so a model may send and choose in one response; the presets set it to false"
+    ]
