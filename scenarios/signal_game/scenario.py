@@ -92,10 +92,15 @@ class SignalGame(Scenario):
         self.lost_reason: str | None = None
 
     def agents(self) -> list[AgentSpec]:
-        """Return ``agent_a`` and ``agent_b``: either may send or receive, both have ``choose``."""
+        """Return ``agent_a`` and ``agent_b``: either may send or receive, both have ``choose``.
+
+        Each seat's ``role`` is its first round's role (``agent_a`` sends first), so the
+        export's ``agent_role.<id>`` says who opened as sender; later rounds' roles are logged
+        as ``signal_game_roles_assigned``.
+        """
         return [
-            AgentSpec(AGENT_A, "player", "Agent A", TEAM, ("choose",)),
-            AgentSpec(AGENT_B, "player", "Agent B", TEAM, ("choose",)),
+            AgentSpec(AGENT_A, "sender", "Agent A", TEAM, ("choose",)),
+            AgentSpec(AGENT_B, "receiver", "Agent B", TEAM, ("choose",)),
         ]
 
     def channels(self) -> list[ChannelSpec]:

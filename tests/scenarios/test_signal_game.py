@@ -64,6 +64,14 @@ def test_the_preset_turns_parallel_tool_calls_off_and_sets_the_budget():
     assert knobs.round_budget_chars == 200 and SignalGame(knobs).budget_chars() == 200
 
 
+def test_each_seat_is_registered_with_its_first_rounds_role():
+    seats = SignalGame(SignalGameKnobs()).agents()
+    assert [(a.agent_id, a.role, a.tools) for a in seats] == [
+        ("agent_a", "sender", ("choose",)),
+        ("agent_b", "receiver", ("choose",)),
+    ]
+
+
 def test_roles_swap_every_n_rounds_and_never_with_zero():
     assert [sender_of(r, 1) for r in (1, 2, 3)] == ["agent_a", "agent_b", "agent_a"]
     assert [sender_of(r, 2) for r in (1, 2, 3, 4, 5)] == [
