@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from glossogen.eventlog import (
+    AgentRegistered,
     Event,
     MessageSent,
     RoundResultRecorded,
@@ -46,6 +47,8 @@ class RunProgress:
         self.round_count = 0
         self.messages = 0
         self.chars = 0
+        self.teams: set[str] = set()
+        """Teams of the run's seats (from ``agent_registered``)."""
         self.budget: int | None = None
 
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
@@ -76,7 +79,9 @@ class RunProgress:
 
     def event(self, event: Event) -> None:
         """Follow the events that move the display."""
-        if isinstance(event, RoundStarted):
+        if isinstance(event, AgentRegistered):
+            self.teams.add(event.team_id)
+        elif isinstance(event, RoundStarted):
             self.messages = self.chars = 0
             self.budget = None
             if self.progress is not None:
@@ -92,6 +97,8 @@ class RunProgress:
         elif isinstance(event, RoundResultRecorded):
             verdict = "void" if event.void else ("won" if event.success else "lost")
             said = event.reason if verdict == "void" else f"{verdict} ({event.reason})"
+            if len(self.teams) > 1:  # one line per team: say whose it is
+                said = f"team {event.team_id} {said}"
             line = (
                 f"round {event.round_number}/{self.round_count}: {said} · "
                 f"{counted(self.messages, 'message')} · {counted(self.chars, 'character')}"

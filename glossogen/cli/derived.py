@@ -107,7 +107,17 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     refused = _refuse_spend_cap(prepared)
     if refused is not None:
         return refused
+    _warn_knobs(prepared, request.scenario)
     return _launch(prepared, request.scenario, wait)
+
+
+def _warn_knobs(prepared: PreparedFork, scenario: str) -> None:
+    """Print the scenario's warnings about the derived run's knobs (``--knobs`` may drop some)."""
+    from glossogen.launch import ResumeRequest, plan_resume
+
+    plan, _ = plan_resume(ResumeRequest(run_dir=prepared.folder.url))
+    for line in load_scenario(scenario)(plan.knobs).launch_warnings():
+        print(f"glossogen: warning: {line}", file=sys.stderr, flush=True)
 
 
 def _refuse_spend_cap(prepared: PreparedFork) -> int | None:

@@ -190,9 +190,9 @@ def prepare_fork(
     timeout = request.run_timeout_seconds
     if timeout is not None and not (timeout > 0 and timeout != float("inf")):
         raise DeriveError(f"--run-timeout must be a number of seconds above 0, got {timeout}", 64)
+    cls = load_scenario(request.scenario)  # registers its events before its log is read
     events, started = _load_log(request.source_run_dir, request.scenario)
     state = read_state(events, after_round=request.after_round)
-    cls = load_scenario(request.scenario)
     store = RunStore(request.runs_dir)
     config = knobs_at(RunFolder.at(request.source_run_dir), started, events, request.after_round)
     extra: dict[str, Any] = {}

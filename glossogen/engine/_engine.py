@@ -53,6 +53,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentDeps,
     AgentSpec,
+    ItemRuling,
     JudgeDecision,
     Scenario,
     ScriptedMove,
@@ -142,7 +143,10 @@ class RunEngine(ChannelOps):
             for c in self.scenario.channels()
         }
         self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
-        self.meter: BudgetMeter | None = None
+        self.meters: dict[str, BudgetMeter] = {}
+        self.team_chars: dict[str, int] = {}
+        """Characters each team sent on metered channels this round (composed text)."""
+        """This round's budget meter of each team that has a budget."""
         self.seen: dict[tuple[str, str], int] = {}
         self.void_rounds: list[int] = []
         """Rounds made void by failing provider calls (agents or judge)."""
@@ -384,6 +388,18 @@ class RunEngine(ChannelOps):
             return scripted()
         return await self.judge.rule(question, instructions, scripted)
 
+    async def rule_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> ItemRuling:
+        """Ask the run's judge for an item ruling; without a judge the scripted check decides."""
+        if self.judge is None:
+            return scripted().within(expected_items)
+        return await self.judge.rule_items(question, instructions, scripted, expected_items)
+
     # -- run life ---------------------------------------------------------------------------
 
     @property
@@ -496,9 +512,12 @@ class RunEngine(ChannelOps):
         if self.judge is not None:
             self.judge.failed_in_round = self.judge.capped_in_round = False
         self._fire_scheduled(round_number)
-        budget = self.scenario.budget_chars()
         shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
-        self.meter = BudgetMeter(budget, thresholds=shares) if budget else None
+        self.team_chars = {}
+        self.meters = {
+            team: BudgetMeter(budget, thresholds=shares)
+            for team, budget in self.scenario.team_budget_chars().items()
+        }
         self._open_phase()
         self.emit(RoundStarted())
         self.scenario.start_round(self.context)
@@ -530,6 +549,7 @@ class RunEngine(ChannelOps):
                 )
             )
         self.recorded[round_number] = (verdicts, void)
+        self.scenario.reveal_results(self.context, verdicts)
         await self._postmortem(verdicts)
         self.emit(RoundCompleted(process_seconds=self.process_seconds))
         return RoundSummary(
@@ -700,6 +720,18 @@ class _RoundContext:
         self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
     ) -> JudgeDecision:
         return await self._engine.rule(question, instructions, scripted)
+
+    async def judge_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> ItemRuling:
+        return await self._engine.rule_items(question, instructions, scripted, expected_items)
+
+    def team_chars(self, team_id: str) -> int:
+        return self._engine.team_chars.get(team_id, 0)
 
     def rng(self, *key: object) -> random.Random:
         return self._engine.rng(*key)

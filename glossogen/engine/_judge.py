@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_answered, price_usage
-from glossogen.scenario import JudgeDecision
+from glossogen.scenario import ItemRuling, JudgeDecision
+
+_Out = TypeVar("_Out", bound=BaseModel)
 
 
 class JudgeRuling(BaseModel):
@@ -59,7 +61,7 @@ class RunJudge:
         self.provider = provider
         self.model_settings = model_settings
         self.emit = emit
-        self._agent: Any = None
+        self._agents: dict[type[BaseModel], Any] = {}
 
     async def rule(
         self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
@@ -67,36 +69,93 @@ class RunJudge:
         """Return the ruling on ``question`` and log it."""
         if self.provider == "scripted":
             decision = scripted()
-            self.emit(
-                JudgeCalled(
-                    model=self.model,
-                    provider=self.provider,
-                    instructions=instructions,
-                    question=question,
-                    success=decision.success,
-                    reason=decision.reason,
-                    cost_usd=0.0,
-                )
-            )
+            self._log(instructions, question, decision.success, decision.reason, {}, None)
             return decision
+        answer = await self._ask(question, instructions, JudgeRuling)
+        if isinstance(answer, str):
+            return JudgeDecision(False, f"judge unavailable ({answer}); round void")
+        ruling, usage = answer
+        self._log(instructions, question, ruling.success, ruling.reason, {}, usage)
+        return JudgeDecision(ruling.success, ruling.reason)
+
+    async def rule_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> ItemRuling:
+        """Return which of ``expected_items`` listed items ``question`` matches, and log it.
+
+        The logged ``success`` is True when every item 1..``expected_items`` was matched with no
+        false positive; ``detail`` holds ``matched`` and ``false_positives``. A judge that fails
+        after every retry returns nothing matched and marks the round void (as :meth:`rule`).
+        """
+        if self.provider == "scripted":
+            ruling = scripted()
+        else:
+            answer = await self._ask(question, instructions, ItemRuling)
+            if isinstance(answer, str):
+                reason = f"judge unavailable ({answer}); round void"
+                return ItemRuling(matched=[], false_positives=0, reason=reason)
+            ruling, usage = answer
+        ruling = ruling.within(expected_items)
+        self._log(
+            instructions,
+            question,
+            ruling.complete(expected_items),
+            ruling.reason,
+            {"matched": ruling.matched, "false_positives": ruling.false_positives},
+            None if self.provider == "scripted" else usage,
+        )
+        return ruling
+
+    def _log(
+        self,
+        instructions: str,
+        question: str,
+        success: bool,
+        reason: str,
+        detail: dict[str, Any],
+        usage: Any,
+    ) -> None:
+        self.emit(
+            JudgeCalled(
+                model=self.model,
+                provider=self.provider,
+                instructions=instructions,
+                question=question,
+                success=success,
+                reason=reason,
+                detail=detail,
+                input_tokens=usage.input_tokens if usage is not None else 0,
+                output_tokens=usage.output_tokens if usage is not None else 0,
+                cost_usd=price_usage(self.provider, self.model, usage)
+                if usage is not None
+                else 0.0,
+            )
+        )
+
+    async def _ask(
+        self, question: str, instructions: str, output_type: type[_Out]
+    ) -> tuple[_Out, Any] | str:
+        """Ask the LLM judge; return its answer and usage, or the fault kind once it gave up."""
         from pydantic_ai import Agent
+        from pydantic_ai.usage import RunUsage
 
         from glossogen.models import build_model
+        from glossogen.tracing import agent_attributes
 
-        if self._agent is None:
-            self._agent = Agent(
+        agent: Any = self._agents.get(output_type)
+        if agent is None:
+            agent = self._agents[output_type] = Agent(
                 build_model(self.provider, self.model),
-                output_type=JudgeRuling,
+                output_type=output_type,
                 name="judge",
                 capabilities=self.capabilities,
                 instructions="You are an impartial judge. Rule only on what the text shows.",
             )
-        from pydantic_ai.usage import RunUsage
-
-        from glossogen.tracing import agent_attributes
-
         settings = {"max_retries": 0, **self.model_settings}
-        result = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not self.call_allowed():  # the run's spend cap: no new judge request
                 self.capped_in_round = True
@@ -104,10 +163,10 @@ class RunJudge:
             usage = RunUsage()  # what this attempt's answered requests used, even if it fails
             try:
                 with agent_attributes("judge", "judge", self.model, self.provider):
-                    result = await self._agent.run(
+                    result = await agent.run(
                         f"{instructions}\n\n{question}", model_settings=settings, usage=usage
                     )
-                break
+                return result.output, result.usage
             except Exception as exc:  # a judge that fails must not be blamed on an agent
                 fault = classify(exc)
                 self.emit(
@@ -125,22 +184,6 @@ class RunJudge:
                 )
                 if not fault.retryable or attempt == MAX_ATTEMPTS:
                     self.failed_in_round = True
-                    return JudgeDecision(False, f"judge unavailable ({fault.kind}); round void")
+                    return fault.kind
                 await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
-        assert result is not None
-        usage = result.usage
-        ruling: JudgeRuling = result.output
-        self.emit(
-            JudgeCalled(
-                model=self.model,
-                provider=self.provider,
-                instructions=instructions,
-                question=question,
-                success=ruling.success,
-                reason=ruling.reason,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost_usd=price_usage(self.provider, self.model, usage),
-            )
-        )
-        return JudgeDecision(ruling.success, ruling.reason)
+        raise AssertionError("unreachable: the last attempt returns")

@@ -2,8 +2,10 @@
 
 Split out of ``_engine.py`` so the round loop reads on its own; :class:`ChannelOps` is mixed
 into :class:`~glossogen.engine.RunEngine` and uses its state (channels, meter, runners, clock).
-Budget rule: composed characters on metered channels, charged inside the
-send; noise after metering; warnings in order, once per round.
+Budget rule: composed characters on metered channels, charged inside the send to the
+speaker's team (each team has its own meter, so a channel two teams share charges each only for
+its own members); noise after metering; warnings in order, once per team and round, to the
+speaker's teammates on that channel.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
     from glossogen.engine._runner import AgentRunner
     from glossogen.knobs import BaseKnobs
-    from glossogen.scenario import RoundContext, Scenario
+    from glossogen.scenario import AgentSpec, RoundContext, Scenario
 
 
 class ChannelOps:
@@ -29,7 +31,9 @@ class ChannelOps:
         channel_phase: dict[str, Literal["main", "postmortem"]]
         phase: Literal["setup", "main", "postmortem"]
         seen: dict[tuple[str, str], int]
-        meter: BudgetMeter | None
+        meters: dict[str, BudgetMeter]
+        team_chars: dict[str, int]
+        specs: dict[str, AgentSpec]
         runners: dict[str, AgentRunner]
         knobs: BaseKnobs
         scenario: Scenario
@@ -74,12 +78,20 @@ class ChannelOps:
         return [m for m in channel.messages[start:] if m.sender_id != agent_id]
 
     def send(self, agent_id: str, channel: Channel, text: str) -> dict[str, Any]:
-        """Meter, noise, log and deliver one message; return what the sender is told."""
+        """Meter, noise, log and deliver one message; return what the sender is told.
+
+        On a metered channel the characters are charged to the meter of the sender's team
+        (none when the team has no budget).
+        """
         chars = len(text)
-        charged = chars if channel.metered and self.meter is not None else 0
+        team_id = self.specs[agent_id].team_id
+        meter = self.meters.get(team_id) if channel.metered else None
+        charged = chars if meter is not None else 0
         crossed: list[float] = []
-        if charged and self.meter is not None:
-            crossed = self.meter.charge(charged)
+        if meter is not None and charged:
+            crossed = meter.charge(charged)
+        if channel.metered:
+            self.team_chars[team_id] = self.team_chars.get(team_id, 0) + chars
         self._seq += 1
         delivered = apply_noise(
             text,
@@ -90,6 +102,7 @@ class ChannelOps:
         message = ChannelMessage(
             new_id(), channel.channel_id, agent_id, text, delivered, self.round_number, self._seq
         )
+        billed = meter if charged else None
         self.emit(
             MessageSent(
                 message_id=message.message_id,
@@ -99,8 +112,9 @@ class ChannelOps:
                 delivered_text=delivered,
                 chars=chars,
                 charged_chars=charged,
-                budget_used_chars=self.meter.used_chars if charged and self.meter else None,
-                budget_chars=self.meter.budget_chars if charged and self.meter else None,
+                budget_used_chars=billed.used_chars if billed else None,
+                budget_chars=billed.budget_chars if billed else None,
+                charged_team_id=team_id if billed else None,
             )
         )
         channel.messages.append(message)
@@ -111,33 +125,36 @@ class ChannelOps:
             if member != agent_id:
                 self.runners[member].deliver("message", message.as_delivered())
         reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
-        if charged and self.meter is not None:
+        if billed is not None:
             reply |= {
-                "budget_used_chars": self.meter.used_chars,
-                "budget_chars": self.meter.budget_chars,
+                "budget_used_chars": billed.used_chars,
+                "budget_chars": billed.budget_chars,
             }
-            self._warn(channel, crossed)
+            self._warn(channel, team_id, billed, crossed)
         return reply
 
-    def _warn(self, channel: Channel, crossed: list[float]) -> None:
-        assert self.meter is not None
+    def _warn(
+        self, channel: Channel, team_id: str, meter: BudgetMeter, crossed: list[float]
+    ) -> None:
+        team = [m for m in channel.members if self.specs[m].team_id == team_id]
         for threshold in crossed:
             self.emit(
                 BudgetWarning(
                     channel_id=channel.channel_id,
                     threshold=threshold,
-                    used_chars=self.meter.used_chars,
-                    budget_chars=self.meter.budget_chars,
+                    used_chars=meter.used_chars,
+                    budget_chars=meter.budget_chars,
+                    team_id=team_id,
                 )
             )
             text = (
-                f"Budget: {self.meter.used_chars} of {self.meter.budget_chars} characters used "
+                f"Budget: {meter.used_chars} of {meter.budget_chars} characters used "
                 f"this round ({int(threshold * 100)}% mark)."
             )
-            for member in channel.members:
+            for member in team:
                 self.notify(member, "budget_warning", text, {"threshold": threshold})
-        if self.meter.exceeded and not self.meter.exceeded_reported:
-            self.meter.exceeded_reported = True
-            self.scenario.on_budget_exceeded(
-                self.context, channel.channel_id, self.meter.used_chars
+        if meter.exceeded and not meter.exceeded_reported:
+            meter.exceeded_reported = True
+            self.scenario.on_team_budget_exceeded(
+                self.context, team_id, channel.channel_id, meter.used_chars
             )

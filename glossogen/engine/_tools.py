@@ -70,6 +70,9 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
             return {"status": "error", "reason": channel}
         if not text.strip():
             return {"status": "error", "reason": "empty message; nothing was sent"}
+        refusal = engine.scenario.refuse_message(engine.context, agent_id, channel_id, text)
+        if refusal is not None:
+            return {"status": "refused", "reason": refusal}
         unread = engine.unread(agent_id, channel)
         if unread:
             engine.mark_seen(agent_id, channel)

@@ -186,17 +186,21 @@ class MessageSent(Event):
     charged_chars: int = 0
     budget_used_chars: int | None = None
     budget_chars: int | None = None
+    charged_team_id: str | None = None
+    """The team whose round budget was charged (the sender's), or None when nothing was."""
 
 
 @final
 class BudgetWarning(Event):
-    """The round's character budget passed a threshold (each threshold once per round, in order)."""
+    """A team's round character budget passed a threshold (once per team and round, in order)."""
 
     event_type: Literal["budget_warning"] = "budget_warning"
     channel_id: str
     threshold: float
     used_chars: int
     budget_chars: int
+    team_id: str | None = None
+    """The team whose budget passed the mark (None in logs written before team budgets)."""
 
 
 @final
@@ -327,6 +331,8 @@ class JudgeCalled(Event):
     question: str
     success: bool
     reason: str
+    detail: dict[str, Any] = {}
+    """What an item ruling found (``matched`` item numbers, ``false_positives``); else empty."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None

@@ -4,6 +4,7 @@ from glossogen.scenario._contract import (
     AgentDeps,
     AgentSpec,
     ChannelSpec,
+    ItemRuling,
     JudgeDecision,
     Observation,
     RoundContext,
@@ -28,6 +29,7 @@ from glossogen.scenario._staging import (
     hidden_codes,
     judge_by_majority,
 )
+from glossogen.scenario._submissions import SubmissionBook
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -39,12 +41,14 @@ __all__ = [
     "CodeLeakError",
     "MajorityRuling",
     "StageProgress",
+    "SubmissionBook",
     "codes_in",
     "hidden_codes",
     "judge_by_majority",
     "AgentDeps",
     "AgentSpec",
     "ChannelSpec",
+    "ItemRuling",
     "JudgeDecision",
     "Observation",
     "RoundContext",

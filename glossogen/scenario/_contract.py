@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
 
 from glossogen.eventlog import Event, Verdict
@@ -65,6 +66,34 @@ class JudgeDecision:
 
     success: bool
     reason: str
+
+
+class ItemRuling(BaseModel):
+    """A judge's ruling on a list of items against a numbered list of expected ones.
+
+    Attributes:
+        matched: The numbers (1-based) of the expected items the answer states, each once.
+        false_positives: How many of the answer's items match no expected item (or are too
+            ambiguous to tell which).
+        reason: One sentence explaining the ruling.
+    """
+
+    matched: list[int] = Field(
+        description="Numbers (1-based) of the expected items the answer clearly states."
+    )
+    false_positives: int = Field(
+        ge=0, description="How many answer items match no expected item or are ambiguous."
+    )
+    reason: str = Field(description="One sentence explaining the ruling.")
+
+    def within(self, expected_items: int) -> ItemRuling:
+        """Return this ruling with ``matched`` sorted, deduplicated and in 1..``expected_items``."""
+        kept = sorted({n for n in self.matched if 1 <= n <= expected_items})
+        return self.model_copy(update={"matched": kept})
+
+    def complete(self, expected_items: int) -> bool:
+        """True when every expected item was matched and nothing else was claimed."""
+        return self.matched == list(range(1, expected_items + 1)) and not self.false_positives
 
 
 @dataclass(frozen=True)
@@ -197,6 +226,28 @@ class RoundContext(Protocol):
         ``instructions`` and ``question`` cold.
         """
 
+    def judge_items(
+        self,
+        question: str,
+        instructions: str,
+        scripted: Callable[[], ItemRuling],
+        expected_items: int,
+    ) -> Awaitable[ItemRuling]:
+        """Have the run's judge say which of ``expected_items`` items ``question`` states.
+
+        Logged as ``judge_called`` (``detail``: ``matched``, ``false_positives``). Under the
+        scripted judge provider ``scripted()`` decides; otherwise an LLM reads ``instructions``
+        (which number the expected items) and ``question`` cold.
+        """
+
+    def team_chars(self, team_id: str) -> int:
+        """Return the characters ``team_id``'s members sent on metered channels this round.
+
+        Composed text, counted whether or not the team has a budget (a shared channel counts
+        each sender for its own team only).
+        """
+        ...
+
     def rng(self, *key: object) -> random.Random:
         """Return a random source seeded from the run's seed and ``key``."""
 
@@ -249,6 +300,28 @@ class Scenario(ABC):
         """Return the per-round character budget of the metered channels, or None for none."""
         return None
 
+    def team_budget_chars(self) -> dict[str, int]:
+        """Return each team's per-round character budget on the metered channels.
+
+        A message on a metered channel is charged to the speaker's team, whoever else reads the
+        channel: on a channel two teams share, each team pays only for its own members'
+        characters. A team missing from the map is not capped (its messages are logged with
+        ``charged_chars`` 0). The default gives every team ``budget_chars()`` (none when that
+        is None or 0).
+        """
+        budget = self.budget_chars()
+        if not budget:
+            return {}
+        return {agent.team_id: budget for agent in self.agents()}
+
+    def launch_warnings(self) -> list[str]:
+        """Return one line per knob setting this scenario plays poorly under (default none).
+
+        Printed when a run derived from another is launched (``glossogen: warning: <line>``);
+        never a refusal.
+        """
+        return []
+
     def budget_warning_shares(self) -> tuple[float, ...] | None:
         """Return the shares of the budget at which every member is warned, ascending.
 
@@ -273,6 +346,36 @@ class Scenario(ABC):
 
     def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:  # noqa: B027
         """React to the round budget being overspent (default: nothing)."""
+
+    def on_team_budget_exceeded(
+        self, ctx: RoundContext, team_id: str, channel_id: str, used_chars: int
+    ) -> None:
+        """React to ``team_id`` overspending its round budget (once per team and round).
+
+        ``used_chars`` is what that team was charged this round. The default calls
+        :meth:`on_budget_exceeded`, so a one-team scenario need only override that.
+        """
+        self.on_budget_exceeded(ctx, channel_id, used_chars)
+
+    def refuse_message(
+        self, ctx: RoundContext, agent_id: str, channel_id: str, text: str
+    ) -> str | None:
+        """Return why ``agent_id`` may not send ``text`` on ``channel_id`` now, or None.
+
+        Asked by the core ``send_message`` after its own checks (membership, phase, empty text)
+        and before anything is metered or logged: a refused message is not sent, costs
+        nothing, and the sender's tool result is ``{"status": "refused", "reason": ...}``.
+        The default refuses nothing.
+        """
+        return None
+
+    def reveal_results(self, ctx: RoundContext, verdicts: list[Verdict]) -> None:  # noqa: B027
+        """Tell the seats what the round held back (called once the verdicts are recorded).
+
+        The engine calls it after ``round_result_recorded`` and before the postmortem opens,
+        so results a tool kept secret (a one-shot submission's ruling) can be told with
+        ``ctx.notify`` when the round is over. The default tells nothing.
+        """
 
     @abstractmethod
     def is_settled(self) -> bool:

@@ -99,6 +99,10 @@ class Veyru(Scenario):
         """Return ``round_budget_chars``: characters both seats may send on ``link`` per round."""
         return self.knobs.round_budget_chars
 
+    def team_budget_chars(self) -> dict[str, int]:
+        """Return the one team's budget: both seats are charged to ``team`` on ``link``."""
+        return {TEAM: self.knobs.round_budget_chars}
+
     def system_prompt(self, agent: AgentSpec) -> str:
         """Return the standing instructions; the engineer's hold the whole care manual."""
         k = self.knobs
@@ -285,7 +289,9 @@ class Veyru(Scenario):
         )
         return {"status": "failed", "stage": stage, "attempts_left": left, "note": "no effect"}
 
-    def on_budget_exceeded(self, ctx: RoundContext, channel_id: str, used_chars: int) -> None:
+    def on_team_budget_exceeded(
+        self, ctx: RoundContext, team_id: str, channel_id: str, used_chars: int
+    ) -> None:
         """Collapse the veyru: the round is lost ("budget exceeded") and both seats are told."""
         if self.is_settled():
             return

@@ -1,0 +1,1 @@
+"""spot_the_difference: two viewers of two scenes find what differs; teams race for brevity."""

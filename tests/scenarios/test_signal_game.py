@@ -1,0 +1,216 @@
+"""signal_game: the draw, the turn discipline, the verdict, topographic similarity, plays."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import re
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from glossogen.eventlog import MessageSent, ToolResultReceived, event_adapter
+from glossogen.knobs import load_config, resolve_knobs
+from glossogen.scenario import ScriptedMove, ScriptedView, load_scenario, scenario_dir
+from scenarios.signal_game.events import (
+    SignalGameChoiceMade,
+    SignalGameRolesAssigned,
+    SignalGameTargetRevealed,
+)
+from scenarios.signal_game.knobs import SignalGameKnobs
+from scenarios.signal_game.metrics import edit_distance, topographic
+from scenarios.signal_game.scenario import SignalGame, sender_of
+from scenarios.signal_game.space import draw_target, hamming
+from tests.scenarios._play import Play, play, preset
+
+# -- the draw and the knobs -------------------------------------------------------------------
+
+
+def test_distractors_share_exactly_the_overlap_and_labels_are_fresh_per_target():
+    rng = random.Random("draw")
+    orders = set()
+    for _ in range(200):
+        t = draw_target(rng, attributes=4, values=4, candidates=8, overlap=2)
+        assert len(t.candidates) == 8 and t.target in t.candidates
+        assert len({tuple(c) for c in t.candidates}) == 8
+        for c in t.candidates:
+            if c != t.target:
+                assert 4 - hamming(tuple(c), tuple(t.target)) == 2
+        orders.add((t.candidates.index(t.target), t.answer))
+    assert len({i for i, _ in orders}) == 8  # the target shows up at every position
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"distractor_overlap": 4}, "distractor_overlap (4) must be below attributes (4)"),
+        ({"attributes": 2, "values_per_attribute": 2, "distractor_overlap": 1, "candidate_count": 4},
+         "candidate_count 4 needs 3 distractors sharing 1 attributes with the target; the space (2 x 2) has 2"),
+        ({"chars_per_target": 0}, "greater than or equal to 1"),
+        ({"pass_share": 1.5}, "less than or equal to 1"),
+    ],
+)  # fmt: skip
+def test_knobs_refused(values, message):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        SignalGameKnobs(**values)
+
+
+def test_the_preset_turns_parallel_tool_calls_off_and_sets_the_budget():
+    data, _ = load_config("knobs_default", scenario_dir(SignalGame))
+    knobs = resolve_knobs(SignalGameKnobs, data, {})
+    assert knobs.agent_model_settings.parallel_tool_calls is False
+    assert knobs.round_budget_chars == 200 and SignalGame(knobs).budget_chars() == 200
+
+
+def test_each_seat_is_registered_with_its_first_rounds_role():
+    seats = SignalGame(SignalGameKnobs()).agents()
+    assert [(a.agent_id, a.role, a.tools) for a in seats] == [
+        ("agent_a", "sender", ("choose",)),
+        ("agent_b", "receiver", ("choose",)),
+    ]
+
+
+def test_roles_swap_every_n_rounds_and_never_with_zero():
+    assert [sender_of(r, 1) for r in (1, 2, 3)] == ["agent_a", "agent_b", "agent_a"]
+    assert [sender_of(r, 2) for r in (1, 2, 3, 4, 5)] == [
+        "agent_a", "agent_a", "agent_b", "agent_b", "agent_a"
+    ]  # fmt: skip
+    assert {sender_of(r, 0) for r in range(1, 9)} == {"agent_a"}
+
+
+# -- topographic similarity -------------------------------------------------------------------
+
+
+def test_edit_distance():
+    assert [edit_distance(a, b) for a, b in [("od", "ol"), ("od", "xyz"), ("", "ab"), ("kitten", "sitting")]] == [1, 3, 2, 3]  # fmt: skip
+
+
+def test_topographic_similarity_of_a_hand_built_message_set():
+    named = [
+        ({"hue": "ochre", "form": "disc"}, "od"),
+        ({"hue": "ochre", "form": "loop"}, "ol"),
+        ({"hue": "rose", "form": "loop"}, "rl"),
+        ({"hue": "rose", "form": "disc"}, "xyz"),
+    ]
+    # pairs 12 13 14 23 24 34: meaning 1 2 1 1 2 1, message 1 2 3 1 3 3; average ranks
+    # 2.5 5.5 2.5 2.5 5.5 2.5 and 1.5 3 5 1.5 5 5; rho = 3 / sqrt(12 * 15) = 1 / sqrt(20)
+    assert topographic(named) == pytest.approx(1 / math.sqrt(20), abs=1e-12)
+    compositional = [(m, "".join(v[0] for v in m.values())) for m, _ in named]
+    assert topographic(compositional) == pytest.approx(1.0)
+    assert topographic(named[:2]) is None  # one pair: undefined
+
+
+# -- whole scripted plays ---------------------------------------------------------------------
+
+PINNED = {
+    42: [(False, "3 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 4,
+    0: [(True, "5 of 5 targets chosen correctly")] * 2 + [(False, "2 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 2,
+    7: [(True, "5 of 5 targets chosen correctly")] * 3 + [(False, "2 of 5 targets chosen correctly"), (True, "5 of 5 targets chosen correctly")],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def seed42():
+    return play(SignalGame, preset(SignalGame))
+
+
+@pytest.mark.parametrize("seed", sorted(PINNED))
+def test_exact_verdicts_per_seed(seed, seed42):
+    run = seed42 if seed == 42 else play(SignalGame, preset(SignalGame, seed=seed))
+    assert run.verdicts() == PINNED[seed]
+    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+
+
+def test_roles_targets_and_choices_are_logged(seed42):
+    assert [(e.round_number, e.sender_id, e.receiver_id) for e in seed42.of(SignalGameRolesAssigned)] == [
+        (1, "agent_a", "agent_b"), (2, "agent_b", "agent_a"), (3, "agent_a", "agent_b"),
+        (4, "agent_b", "agent_a"), (5, "agent_a", "agent_b"),
+    ]  # fmt: skip
+    revealed = seed42.of(SignalGameTargetRevealed, 2)
+    chosen = seed42.of(SignalGameChoiceMade, 2)
+    assert [e.target for e in revealed] == [1, 2, 3, 4, 5] == [c.target for c in chosen]
+    for r, c in zip(revealed, chosen, strict=True):
+        assert c.correct and c.chosen == r.answer and c.attributes == r.attributes
+        assert c.message == " ".join(r.attributes.values()) and c.chars_used == len(c.message)
+    link = [m for m in seed42.of(MessageSent, 2) if m.channel_id == "link"]
+    assert [m.sender_id for m in link] == ["agent_b"] * 5 and link[-1].budget_chars == 200
+    # round 1 was misplayed: two attributes named, three targets still right
+    assert [len(c.message.split()) for c in seed42.of(SignalGameChoiceMade, 1)] == [2] * 5
+    assert [c.correct for c in seed42.of(SignalGameChoiceMade, 1)].count(True) == 3
+
+
+def test_the_next_target_is_revealed_only_after_the_choice(seed42):
+    kinds = [
+        type(e).__name__ for e in seed42.events
+        if e.round_number == 3 and isinstance(e, (SignalGameTargetRevealed, SignalGameChoiceMade, MessageSent))
+        and getattr(e, "channel_id", "link") == "link"
+    ]  # fmt: skip
+    step = ["SignalGameTargetRevealed", "MessageSent", "SignalGameChoiceMade"]
+    assert kinds == step * 5
+
+
+def test_events_round_trip(seed42):
+    assert load_scenario("signal_game") is SignalGame
+    adapter = event_adapter()
+    own = seed42.of(SignalGameRolesAssigned) + seed42.of(SignalGameTargetRevealed) + seed42.of(SignalGameChoiceMade)  # fmt: skip
+    assert len(own) == 5 + 25 + 25
+    for event in own:
+        back = adapter.validate_python(event.model_dump(mode="json"))
+        assert type(back) is type(event) and back == event
+
+
+class Pushy(SignalGame):
+    """The receiver chooses before any message, then stops; the sender reads, then sends twice."""
+
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        if view.phase != "main":
+            return ScriptedMove.finish()
+        role = next(b["role"] for b in view.briefings() if "role" in b)
+        if role == "receiver":
+            if not view.tool_results("choose"):
+                return ScriptedMove.call("choose", label="pell")
+            if not view.tool_results("send_message"):
+                return ScriptedMove.call("send_message", channel_id="link", text="me too")
+            return ScriptedMove.finish()
+        if not view.tool_results("read_channel"):
+            return ScriptedMove.call("read_channel", channel_id="link")
+        sent = view.tool_results("send_message")
+        if len(sent) < 2:
+            return ScriptedMove.call("send_message", channel_id="link", text=f"try {len(sent)}")
+        return ScriptedMove.finish()
+
+
+def _results(run: Play, agent_id: str, tool: str) -> list[dict[str, Any]]:
+    return [
+        e.result
+        for e in run.of(ToolResultReceived)
+        if e.agent_id == agent_id and e.tool_name == tool
+    ]
+
+
+def test_a_second_send_for_a_target_and_a_choice_before_any_message_are_refused():
+    knobs = preset(SignalGame, round_count=1, postmortem_enabled=False)
+    run = asyncio.run(Play(Pushy, knobs).run())
+    sent = _results(run, "agent_a", "send_message")
+    assert [r["status"] for r in sent] == ["sent", "refused"]
+    assert sent[1]["reason"] == (
+        "you already sent your one message for target 1; wait for the receiver's choice"
+    )
+    assert _results(run, "agent_b", "choose") == [
+        {"status": "refused", "reason": "no message for target 1 yet; wait for the sender"}
+    ]
+    assert _results(run, "agent_b", "send_message")[0] == {
+        "status": "refused",
+        "reason": "you are the receiver this round: you do not speak on link, choose(label)",
+    }
+    assert [m.text for m in run.of(MessageSent)] == ["try 0"]
+
+
+def test_passing_the_budget_ends_the_round_lost():
+    run = play(SignalGame, preset(SignalGame, round_count=1, chars_per_target=4, targets_per_round=5))  # fmt: skip
+    # the first message of 24 characters passes the 4 * 5 = 20 at once
+    assert [m.chars for m in run.of(MessageSent) if m.channel_id == "link"] == [24]
+    assert run.verdicts() == [(False, "budget exceeded: 24 of 20 characters")]
+    assert len(run.of(SignalGameChoiceMade)) == 0
