@@ -17,6 +17,17 @@ from glossogen.scenario import ItemRuling, JudgeDecision
 _Out = TypeVar("_Out", bound=BaseModel)
 
 
+SPEND_CAP = "spend_cap"
+"""What :meth:`RunJudge._ask` returns instead of asking once the run's spend cap is reached."""
+
+
+def _unavailable(why: str) -> str:
+    """The ruling's reason when no answer came: the spend cap, or the judge's fault kind."""
+    if why == SPEND_CAP:
+        return "no ruling: the run's spend cap was reached"
+    return f"judge unavailable ({why}); round void"
+
+
 class JudgeRuling(BaseModel):
     """What an LLM judge must answer: a boolean and a one-line reason."""
 
@@ -73,7 +84,7 @@ class RunJudge:
             return decision
         answer = await self._ask(question, instructions, JudgeRuling)
         if isinstance(answer, str):
-            return JudgeDecision(False, f"judge unavailable ({answer}); round void")
+            return JudgeDecision(False, _unavailable(answer))
         ruling, usage = answer
         self._log(instructions, question, ruling.success, ruling.reason, {}, usage)
         return JudgeDecision(ruling.success, ruling.reason)
@@ -96,8 +107,7 @@ class RunJudge:
         else:
             answer = await self._ask(question, instructions, ItemRuling)
             if isinstance(answer, str):
-                reason = f"judge unavailable ({answer}); round void"
-                return ItemRuling(matched=[], false_positives=0, reason=reason)
+                return ItemRuling(matched=[], false_positives=0, reason=_unavailable(answer))
             ruling, usage = answer
         ruling = ruling.within(expected_items)
         self._log(
@@ -139,7 +149,11 @@ class RunJudge:
     async def _ask(
         self, question: str, instructions: str, output_type: type[_Out]
     ) -> tuple[_Out, Any] | str:
-        """Ask the LLM judge; return its answer and usage, or the fault kind once it gave up."""
+        """Ask the LLM judge: its answer and usage, or why there is none.
+
+        Returns the answer and usage, the fault kind once it gave up, or :data:`SPEND_CAP` when
+        the run's spend cap allows no request.
+        """
         from pydantic_ai import Agent
         from pydantic_ai.usage import RunUsage
 
@@ -159,7 +173,7 @@ class RunJudge:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not self.call_allowed():  # the run's spend cap: no new judge request
                 self.capped_in_round = True
-                return JudgeDecision(False, "no ruling: the run's spend cap was reached")
+                return SPEND_CAP
             usage = RunUsage()  # what this attempt's answered requests used, even if it fails
             try:
                 with agent_attributes("judge", "judge", self.model, self.provider):
