@@ -6,7 +6,9 @@ Exit codes follow ``glossogen.exit_codes``; typer's usage errors (click's exit 2
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,8 +117,21 @@ def _typed_value(exc: BaseException, argv: list[str]) -> str | None:
     return None
 
 
+def answer_ctrl_c() -> None:
+    """Make SIGINT raise ``KeyboardInterrupt`` here, even if this process started ignoring it.
+
+    A shell that starts a command in the background (``glossogen run ... &`` in a script) hands
+    it SIGINT ignored, and Python then leaves it ignored: such a run could not be stopped by
+    Ctrl-C's signal, which is what ``glossogen stop`` and the browser's Stop send. Only the main
+    thread may set a handler; elsewhere (an embedding program) this does nothing.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
+    answer_ctrl_c()
     try:
         code = app(args=argv, standalone_mode=False, prog_name="glossogen")
     except typer.Exit as exc:

@@ -95,15 +95,15 @@ def stop_writer(folder: RunFolder) -> int:
         StopError: 66 when the folder has no log; 65 when no live process writes it (nothing to
             stop) or the folder is remote (its lock records no pid here).
     """
+    path = folder.local_path(LOCK_NAME)
+    if path is None:  # asked first: a remote folder is not read (no credentials needed)
+        raise StopError(f"{folder.url} is remote: glossogen stop reaches local writers only", 65)
     if not folder.has_log():
         raise StopError(f"{folder.url} holds no run log", 66)
-    if not folder.lockable:
-        raise StopError(f"{folder.url} is remote: glossogen stop reaches local writers only", 65)
     if not folder.is_locked():
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
-    path = folder.local_path(LOCK_NAME)
     try:
-        with open(path or "", encoding="utf-8") as lock:
+        with open(path, encoding="utf-8") as lock:
             pid = int(lock.read(32).strip())
     except (OSError, ValueError):
         raise StopError(f"run {folder.run_id}: its writer lock records no pid", 65) from None

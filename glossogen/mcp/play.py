@@ -15,9 +15,11 @@ import sys
 
 def main(argv: list[str]) -> int:
     """Play the claimed run folder ``argv[0]`` under the config read from stdin."""
+    from glossogen.cli import answer_ctrl_c
     from glossogen.cli.run import EXIT_CODES, PREFECT_DEFAULTS
     from glossogen.launch import RunConfig
 
+    answer_ctrl_c()
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
     config = RunConfig.model_validate(json.loads(sys.stdin.buffer.read()))

@@ -1,0 +1,69 @@
+"""``glossogen stop``: a run started in the background from a script (SIGINT ignored, as a shell
+hands it to ``cmd &``) still stops ``interrupted``; a remote folder is refused in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
+from tests.fixtures.polling import wait_until
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does for a background job
+
+
+def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "run", "veyru", "--model", "scripted",
+         "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
+         "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        preexec_fn=_ignore_sigint,
+    )  # fmt: skip
+    assert run.stdout is not None
+    line = ""
+    while not line.startswith("new_run_dir="):  # after the preset and resolved-config lines
+        line = run.stdout.readline()
+        assert line, "the run printed no new_run_dir= line"
+    run_dir = Path(line.strip().removeprefix("new_run_dir="))
+    log = run_dir / "veyru.jsonl"
+
+    def a_round_done() -> bool:
+        return log.is_file() and any(
+            isinstance(e, RoundCompleted) for e in read_events(str(log)).events
+        )
+
+    wait_until(a_round_done, "the first round to end")
+    stop = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", str(run_dir)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout.startswith(f"stopping veyru/{run_dir.name} (pid {run.pid}): ")
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130, err
+    ended = read_events(str(log)).events[-1]
+    assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
+    assert ended.rounds_played is not None and 1 <= ended.rounds_played < 1000
+
+
+def test_a_remote_folder_is_refused_without_reading_it() -> None:
+    # No credentials for this bucket: the refusal must not need to read it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", "s3://no-such-bucket/runs/veyru/1796145904"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 65
+    assert done.stderr == (
+        "glossogen: error: s3://no-such-bucket/runs/veyru/1796145904 is remote: "
+        "glossogen stop reaches local writers only\n"
+    )
