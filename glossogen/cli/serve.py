@@ -7,7 +7,9 @@ set (on any interface) every request but ``/api/health`` must carry ``Authorizat
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 
 import typer
@@ -64,5 +66,24 @@ def serve(
     if "://" not in runs_dir:
         runs_dir = os.path.abspath(runs_dir)
     app = create_app(runs_dir, token=token, host=host)
+    logging.getLogger("uvicorn.access").addFilter(TokenRedaction())
     uvicorn.run(app, host=host, port=port, log_level="info")
     return 0
+
+
+class TokenRedaction(logging.Filter):
+    """Blank the value of a ``token=`` query parameter in uvicorn's access lines.
+
+    The browser opens the pages once with ``?token=<token>`` (then a cookie carries it); the
+    access log would otherwise print the secret with every such request.
+    """
+
+    _TOKEN = re.compile(r"(?<=[?&]token=)[^&\s]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the request path argument of an access record; keep every record."""
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self._TOKEN.sub("[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True

@@ -26,32 +26,42 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(runs_dir: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run ``glossogen serve --runs-dir runs_dir`` on a free port; yield its base URL."""
+def serving(
+    runs_dir: str, env: dict[str, str] | None = None, log: list[bytes] | None = None
+) -> Iterator[str]:
+    """Run ``glossogen serve --runs-dir runs_dir`` on a free port; yield its base URL.
+
+    ``log``, when given, receives every line the server writes (its access log included),
+    complete once the block exits.
+    """
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "glossogen", "serve", "--runs-dir", runs_dir, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # uvicorn's access lines; its other lines go to stderr
+        stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     watchdog = threading.Timer(120, server.kill)  # a server that never starts fails the test
     watchdog.start()
     try:
-        assert server.stderr is not None
-        for line in server.stderr:  # uvicorn logs this once it accepts connections
+        assert server.stdout is not None
+        for line in server.stdout:  # uvicorn logs this once it accepts connections
             if b"Application startup complete" in line:
                 break
         else:
             pytest.fail(f"glossogen serve exited with {server.wait()}")
         watchdog.cancel()
         # Drain the rest of its log so a chatty server never blocks on a full pipe.
-        threading.Thread(target=server.stderr.read, daemon=True).start()
+        lines = log if log is not None else []
+        drain = threading.Thread(target=lambda: lines.extend(server.stdout), daemon=True)
+        drain.start()
         yield f"http://127.0.0.1:{port}"
     finally:
         watchdog.cancel()
         server.terminate()
         server.wait(timeout=30)
+        if log is not None:
+            drain.join(timeout=30)
 
 
 def plant_message(run_dir: str, scenario: str, texts: list[str]) -> list[str]:

@@ -193,7 +193,8 @@ def test_scenario_pages_show_seats_channels_presets_and_the_knob_table() -> None
 
 
 def test_the_token_rule_over_plain_http(cohort: dict[str, str]) -> None:
-    with serving(cohort["root"], env={"GLOSSOGEN_SERVE_TOKEN": "t0ken-x"}) as base:
+    log: list[bytes] = []
+    with serving(cohort["root"], env={"GLOSSOGEN_SERVE_TOKEN": "t0ken-x"}, log=log) as base:
         assert httpx.get(f"{base}/api/health").status_code == 200
         for path in ("/", f"/runs/{cohort['one']}", f"/api/g/local/runs/{cohort['one']}/events"):
             assert httpx.get(base + path).status_code == 401
@@ -212,6 +213,10 @@ def test_the_token_rule_over_plain_http(cohort: dict[str, str]) -> None:
             assert events.status_code == 200 and "event: simulation_ended" in events.text
             assert browser.get("/?token=wrong").status_code == 200  # the cookie still holds
         assert httpx.get(f"{base}/?token=wrong", follow_redirects=False).status_code == 401
+    # The secret never reaches the server's log: the access lines show it redacted.
+    written = b"".join(log)
+    assert b"t0ken-x" not in written
+    assert b'"GET /?token=[redacted]&scenario=veyru HTTP/1.1" 303' in written
 
 
 def test_the_list_and_the_stream_read_a_runs_dir_on_s3(prefect_api: str, s3_bucket: str) -> None:
