@@ -7,9 +7,11 @@ tail (``status``, ``contains_agent_id``), so a run never evaluated, or still bei
 is selectable too.
 
 ``status`` matches the run's status (``completed``, ``error``, ``interrupted``,
-``incomplete``, or ``running`` for a log with no ``simulation_ended``) or its
-``status_detail`` (so ``scenario_complete`` selects GlossoGen 0.5 runs that completed),
-case-insensitively.
+``incomplete``, ``running`` for a log with no ``simulation_ended`` a live writer holds,
+``stopped`` for one no writer holds) or its ``status_detail``, case-insensitively. The
+GlossoGen 0.5 words the reference pages use are read as ours (``scenario_complete`` selects
+every completed run, ``keyboard_interrupt`` and ``cancelled`` interrupted ones, as the log
+reader upcasts them); any other word is refused, naming it, before a run is read.
 """
 
 from __future__ import annotations
@@ -54,6 +56,37 @@ class FilterSelection(BaseModel):
 
 Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kind")]
 """The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
+
+
+STATUSES = ("completed", "incomplete", "error", "interrupted", RUNNING, STOPPED)
+"""The statuses a run can have (``RunView``'s vocabulary)."""
+
+LEGACY_STATUSES = {
+    "scenario_complete": "completed",
+    "keyboard_interrupt": "interrupted",
+    "cancelled": "interrupted",
+}
+"""GlossoGen 0.5 status words, read as ours (the upcast of ``simulation_ended``)."""
+
+
+def _status_word(status: str | None) -> str | None:
+    """The status a ``status`` filter selects (lower-cased, 0.5 words as ours), or None.
+
+    Raises:
+        SelectionError: a word no run can have (``status``; the CLI says ``--status``).
+    """
+    if status is None:
+        return None
+    word = status.strip().casefold()
+    word = LEGACY_STATUSES.get(word, word)
+    if word not in STATUSES:
+        known = ", ".join(STATUSES)
+        raise SelectionError(
+            f"status {status!r} is no run's status (one of {known}, or scenario_complete)",
+            "status",
+            f"--status {status!r} is no run's status (one of {known}, or scenario_complete)",
+        )
+    return word
 
 
 @dataclass
@@ -310,7 +343,7 @@ def select_runs(
     log_filters = selection.status is not None or selection.contains_agent_id is not None
     if not log_filters and not selection.labels and not conditions:
         _check_limit(len(run_ids), max_runs)
-    status = (selection.status or "").casefold()
+    status = _status_word(selection.status)
     for run_id in run_ids:
         try:
             record = load(store, run_id)
@@ -323,7 +356,7 @@ def select_runs(
             continue
         if not all(c.matches(record.config) for c in conditions):
             continue
-        if selection.status is not None and status not in (
+        if status is not None and status not in (
             record.status.casefold(),
             (record.facts.status_detail or "").casefold(),
         ):

@@ -45,7 +45,8 @@ def _refusal(cohort: Cohort, *knob: str) -> str:
         ({"labels": ["budget=80"]}, []),
         ({"run_id_contains": "veyru/17950000"}, [A, B, FORK, CUT]),
         ({"contains_agent_id": "player_a"}, [C]),
-        ({"status": "scenario_complete"}, [OLD]),  # matches the 0.5 run's status_detail
+        # The reference pages' 0.5 word: every completed run, the 0.5 one's included.
+        ({"status": "scenario_complete"}, [C, A, B, FORK, OLD]),
         ({"status": "completed"}, [C, A, B, FORK, OLD]),
         ({"status": "stopped"}, [CUT]),  # no simulation_ended and no live writer
         ({"status": "running"}, []),  # no writer holds any of them
@@ -54,6 +55,20 @@ def _refusal(cohort: Cohort, *knob: str) -> str:
 )
 def test_filters_select_exactly(cohort: Cohort, filters: dict, expected: list[str]) -> None:
     assert _ids(cohort, **filters) == sorted(expected, key=ALL.index)
+
+
+@pytest.mark.parametrize("word", ["bogus", "complete", ""])
+def test_a_status_no_run_can_have_is_refused_naming_it(cohort: Cohort, word: str) -> None:
+    with pytest.raises(SelectionError) as caught:
+        _ids(cohort, status=word)
+    known = "completed, incomplete, error, interrupted, running, stopped"
+    assert (caught.value.field, caught.value.message) == (
+        "status",
+        f"status {word!r} is no run's status (one of {known}, or scenario_complete)",
+    )
+    assert caught.value.cli_message == (
+        f"--status {word!r} is no run's status (one of {known}, or scenario_complete)"
+    )
 
 
 @pytest.mark.parametrize(
