@@ -23,6 +23,7 @@ from glossogen.launch import (
     check_model_settings,
     check_runs_dir,
     check_spend_cap,
+    derived_run_check,
     estimate_round_cost,
     load_environment,
     plan_resume,
@@ -208,8 +209,9 @@ class Launching(ToolBase):
         """Prepare a derived run's folder from its source, then play it on, detached."""
         try:
             scenario_class(request.scenario)
-            prepared = prepare_fork(request)
-        except (DeriveError, StorageError) as exc:
+            # The checks the derived-run commands make (keys, settings), before the claim.
+            prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+        except (DeriveError, LaunchError, StorageError) as exc:
             raise refuse(exc) from None
         folder = prepared.folder
         return Launched(

@@ -123,3 +123,31 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     pids = [pid_of(got[name]) for name in ("replaced", "crossed", "resumed", "capped")]
     assert all(p is not None for p in pids)
     wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
+
+
+def test_a_derived_run_without_its_providers_key_is_refused_and_claims_nothing(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    source = play_run(str(runs), "veyru", rounds=2).run_id
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+
+    async def go() -> tuple[str, str]:
+        async with stdio_session(runs, tmp_path) as s:  # no provider key in its environment
+            replaced = await refusal(
+                s, "replace_agent", source_run_id=source, after_round=1,
+                replaced_agent_id="field_observer", model="gpt-4.1", provider="openai",
+            )  # fmt: skip
+            crossed = await refusal(
+                s, "cross_run_replace_agent", source_run_id=source, after_round=1,
+                replaced_agent_id="field_observer", donor_run_id=source,
+                donor_agent_id="stabilization_engineer", model="gpt-4.1", provider="openai",
+            )  # fmt: skip
+            return replaced, crossed
+
+    replaced, crossed = asyncio.run(go())
+    for refused in (replaced, crossed):
+        assert refused.startswith(
+            "missing credentials: OPENAI_API_KEY (provider openai, agent field_observer)"
+        ), refused
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # nothing claimed
