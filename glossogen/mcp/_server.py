@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ConfigDict
 
 from glossogen.derive import ForkRequest
 from glossogen.mcp._results import Launched
@@ -182,4 +184,25 @@ def build_server(runs_dir: str) -> MCPServer:
         server.add_tool(
             fn, name=fn.__name__, description=DESCRIPTIONS[fn.__name__], structured_output=True
         )
+    for tool in server._tool_manager.list_tools():
+        _refuse_unknown_arguments(tool)
     return server
+
+
+def _refuse_unknown_arguments(tool: Tool) -> None:
+    """Make ``tool`` refuse an argument it does not take, naming it, instead of ignoring it.
+
+    The SDK's argument models ignore unknown keys, so a misspelt ``spend_cap`` would launch a
+    run with no cap. There is no SDK option for this (mcp 2.3): the tool's argument model is
+    replaced by a subclass that forbids extra keys, and its published schema says so. The
+    refusal is the SDK's own for arguments that do not fit the schema (pydantic's text, naming
+    the argument: ``spend_cap / Extra inputs are not permitted``).
+    """
+    base = tool.fn_metadata.arg_model
+    strict = type(
+        base.__name__,
+        (base,),
+        {"model_config": ConfigDict(arbitrary_types_allowed=True, extra="forbid")},
+    )
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = {**tool.parameters, "additionalProperties": False}

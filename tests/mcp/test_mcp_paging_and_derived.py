@@ -151,3 +151,34 @@ def test_a_derived_run_without_its_providers_key_is_refused_and_claims_nothing(
             "missing credentials: OPENAI_API_KEY (provider openai, agent field_observer)"
         ), refused
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # nothing claimed
+
+
+def test_an_argument_a_tool_does_not_take_is_refused_naming_it(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go() -> tuple[str, str, dict[str, Any]]:
+        async with stdio_session(runs, tmp_path) as s:
+            typo = await refusal(s, "start_run", scenario="veyru", overrides=["round_count=1"],
+                                 spend_cap=0.0001, **SCRIPTED)  # fmt: skip
+            paged = await refusal(s, "list_runs", limit=1)
+            listed = await s.list_tools()
+            schema = next(t for t in listed.tools if t.name == "start_run").input_schema
+            return typo, paged, schema
+
+    typo, paged, schema = asyncio.run(go())
+    # The SDK's refusal of arguments that do not fit the schema, naming the argument.
+    assert typo.splitlines()[:3] == [
+        "1 validation error for start_runArguments",
+        "spend_cap",
+        "  Extra inputs are not permitted [type=extra_forbidden, input_value=0.0001, "
+        "input_type=float]",
+    ]
+    assert paged.splitlines()[1:3] == [
+        "limit",
+        "  Extra inputs are not permitted [type=extra_forbidden, input_value=1, input_type=int]",
+    ]
+    assert schema["additionalProperties"] is False
+    assert list(runs.iterdir()) == []  # nothing claimed
