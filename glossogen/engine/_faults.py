@@ -22,6 +22,8 @@ MAX_ATTEMPTS = 3
 taken out of the run."""
 INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
 """The kind of a model error where a tool call's arguments failed validation or named no tool."""
+MALFORMED_RESPONSE = "malformed_response"
+"""The kind of a provider answer whose body is not what its wire promises."""
 INTERNAL = "internal"
 """The kind of a failure no provider caused: an exception of ours (or a history pydantic-ai
 refuses), a bug. A run this takes out ends ``error`` with exit 70, not 69."""
@@ -49,7 +51,7 @@ _KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
     (pa.ModelContextWindowExceededError, "context_window", False),
     (pa.ModelRequestRejectedError, "request_rejected", False),
     (pa.ContentFilterError, "refusal", True),
-    (pa.UnexpectedModelBehavior, "malformed_response", True),
+    (pa.UnexpectedModelBehavior, MALFORMED_RESPONSE, True),
     (pa.ModelAPIError, "api_error", True),
     (TimeoutError, "timeout", True),
 )
@@ -70,7 +72,33 @@ def classify(exc: BaseException) -> Fault:
     for cls, kind, retryable in _KINDS:
         if isinstance(exc, cls):
             return Fault(kind, retryable, retry_after)
+    if _raised_reading_a_response(exc):
+        return Fault(MALFORMED_RESPONSE, True, retry_after)
     return Fault(INTERNAL, True, retry_after)
+
+
+_PARSING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+_RESPONSE_READERS = ("/pydantic_ai/models/", "/openai/", "/anthropic/", "/google/genai/")
+"""Where a provider's answer is read: pydantic-ai's model classes and the vendor SDKs."""
+
+
+def _raised_reading_a_response(exc: BaseException) -> bool:
+    """Whether ``exc`` is a plain parsing error raised where a provider's answer is read.
+
+    A 200 whose body is not the shape its wire promises (a chat completion where the
+    Responses API was called, a field missing or null) makes pydantic-ai's model code or the
+    vendor SDK fail with a ``TypeError`` or ``KeyError`` of its own instead of
+    ``UnexpectedModelBehavior``: the provider's malformed response, not a bug of ours.
+    """
+    if not isinstance(exc, _PARSING_ERRORS) or isinstance(exc, pa.UserError):
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return any(reader in where for reader in _RESPONSE_READERS)
 
 
 def backoff_seconds(attempt: int, fault: Fault, rng: random.Random) -> float:

@@ -182,3 +182,27 @@ def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
     )
     assert attempts == [(a, n) for a in ("player_a", "player_b") for n in (1, 2, 3)]
     assert all(e.void for e in events if e.event_type == "round_result_recorded")
+
+
+def test_a_body_of_another_wire_is_the_providers_malformed_response_not_ours(
+    prefect_api: str, model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 200 whose JSON is a chat completion where the Responses API was called: the SDK's
+    # parser fails inside pydantic-ai's model code. The provider answered wrongly; not a bug of
+    # glossogen (which would be internal, exit 70).
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-shape")
+    model_stub.queue(StubFault(kind="wrong_shape"))
+    model_stub.responder = pd_player
+    result = play_ungated(
+        RunRequest(
+            scenario="prisoners_dilemma", model="gpt-4.1-mini", provider="openai",
+            runs_dir=str(tmp_path / "runs"), config="knobs_default",
+            overrides=["round_count=2", "idle_floor_seconds=0.05", "postmortem_enabled=false"],
+        )
+    )  # fmt: skip
+    events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+    assert result.status == "completed"
+    assert [(e.error_kind, e.retryable) for e in events if isinstance(e, AgentRunCycleFailed)] == [
+        ("malformed_response", True)
+    ]
