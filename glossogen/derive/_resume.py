@@ -86,8 +86,9 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
                 66,
             ) from None
         raise DeriveError(
-            f"no event log {join(run_dir, name)}: is {run_dir!r} a {scenario or ''} run folder "
-            "(<runs-dir>/<scenario>/<unix_ts>)?".replace("a  run", "a run"),
+            f"no event log {join(run_dir, name)}: is {run_dir!r} a run folder"
+            + (f" of {scenario}" if scenario else "")
+            + " (<runs-dir>/<scenario>/<unix_ts>)?",
             66,
         ) from None
 
@@ -111,7 +112,7 @@ def read_run_log(
     state = folder.log_state()
     if state == "missing":
         raise DeriveError(
-            f"no event log {folder.log_url}: is {folder.url!r} a {scenario} run folder?", 66
+            f"no event log {folder.log_url}: is {folder.url!r} a run folder of {scenario}?", 66
         )
     if state == "folder":
         raise DeriveError(f"{folder.log_url} is a folder, not an event log", 66)

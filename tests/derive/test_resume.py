@@ -190,9 +190,13 @@ def test_a_labelled_run_resumed_without_labels_keeps_its_own(
 
 
 def test_a_folder_without_a_log_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(DeriveError, match="no event log") as refused:
-        open_resume(RunFolder.at(str(tmp_path / "veyru" / "1700000000")))
+    folder = tmp_path / "veyru" / "1700000000"
+    with pytest.raises(DeriveError) as refused:
+        open_resume(RunFolder.at(str(folder)))
     assert refused.value.exit_code == 66
+    assert str(refused.value) == (
+        f"no event log {folder}/veyru.jsonl: is {str(folder)!r} a run folder of veyru?"
+    )
 
 
 def test_a_run_another_live_process_writes_is_refused(finished: Path, tmp_path: Path) -> None:
