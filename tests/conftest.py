@@ -14,6 +14,7 @@ deploy ``prefect.yaml`` and start workers, once.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -41,3 +42,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         package = relative.split(os.sep, 1)[0]
         group = package if package in _PACKAGE_GROUPS else relative
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+_CONSOLE_LEVEL = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+
+
+@pytest.fixture(autouse=True)
+def _prefect_console_level_as_found() -> Iterator[None]:
+    """Put Prefect's console level back after each test.
+
+    ``glossogen pools`` and ``deploy`` set it (WARNING) for their own process; called in-process
+    by a test, they would leave it to every later test's subprocesses, whose Prefect lines would
+    then reach stderr where ``glossogen run`` keeps them off (CRITICAL, its default).
+    """
+    before = os.environ.get(_CONSOLE_LEVEL)
+    yield
+    if before is None:
+        os.environ.pop(_CONSOLE_LEVEL, None)
+    else:
+        os.environ[_CONSOLE_LEVEL] = before

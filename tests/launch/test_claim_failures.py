@@ -25,7 +25,13 @@ RUN = ["run", "veyru", "--model", "scripted", "--provider", "scripted",
 def _without_coverage() -> dict[str, str]:
     # Coverage measures subprocesses through COVERAGE_PROCESS_CONFIG; a child under a 300-byte
     # file limit cannot write its data file, and coverage would print that failure on stderr.
-    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    # An earlier in-process `glossogen pools`/`deploy` leaves its console level (WARNING) in
+    # os.environ; a user's shell has none, and `glossogen run` then keeps Prefect's lines off.
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("COVERAGE_") and k != "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+    }
 
 
 def _disk_full_at_300_bytes() -> None:
