@@ -37,6 +37,9 @@ from glossogen.mcp._results import (
 )
 from glossogen.storage import CONFIG, LABELS, StorageError
 
+WHOLE_FIELDS = frozenset({"event_id", "timestamp", "run_id", "agent_id", "tool_call_id"})
+"""Event fields ``read_run_events`` never truncates: what a caller matches events by."""
+
 
 class RunReading(ToolBase):
     """Reading runs of the served directory."""
@@ -208,6 +211,8 @@ class RunReading(ToolBase):
             )
             truncated = {}
             for key, value in fields.items():
+                if key in WHOLE_FIELDS:  # ids and times are matched, never cut
+                    continue
                 if isinstance(value, str) and len(value) > max_text_chars:
                     truncated[key] = len(value)
                     fields[key] = value[:max_text_chars]

@@ -82,6 +82,9 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
     first = page["events"][0]
     assert first["event_type"] == "message_sent" and first["round_number"] == 1
     assert len(first["fields"]["text"]) <= 5
+    # What events are matched by is never cut: the id and time stay whole.
+    assert len(first["fields"]["event_id"]) == 36 and "event_id" not in first["truncated"]
+    assert len(first["fields"]["timestamp"]) > 5 and "timestamp" not in first["truncated"]
     if len(first["fields"]["delivered_text"]) == 5:
         assert first["truncated"]["delivered_text"] > 5
     rest = await call(session, "read_run_events", run_id=run_id, event_types=["message_sent"],
