@@ -188,11 +188,12 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
             failures[event.agent_id] = failures.get(event.agent_id, 0) + 1
         elif isinstance(event, RoundEnded):
             triggers[event.round_number] = event.trigger
-        elif event.event_type == case_type:
+        elif event.event_type == case_type:  # each scenario's own class, by the naming rule
             case = event.model_dump(mode="json", exclude=set(Event.model_fields))
             cases[event.round_number] = json.dumps(case, indent=2, ensure_ascii=False)
         if isinstance(event, RunResumed) and fork_point is not None and view.derived:
-            label = f"fork point: after round {fork_point} of {started.lineage['source_run_id']}"  # type: ignore[union-attr,index]
+            source = ((started.lineage if started else None) or {}).get("source_run_id")
+            label = f"fork point: after round {fork_point} of {source}"
             items.append(
                 Item("divider", EVERY_COLUMN, event.round_number, "setup", {"label": label})
             )
