@@ -17,6 +17,7 @@ from glossogen.scenario._registry import (
     ENTRY_POINT_GROUP,
     UnknownScenarioError,
     load_scenario,
+    render_prompt,
     scenario_dir,
     scenario_names,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "UnknownScenarioError",
     "load_scenario",
+    "render_prompt",
     "scenario_dir",
     "scenario_names",
     "Code",

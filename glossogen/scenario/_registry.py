@@ -11,6 +11,7 @@ import inspect
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from glossogen.eventlog import register_event
 from glossogen.scenario._contract import Scenario
@@ -55,3 +56,26 @@ def load_scenario(name: str) -> type[Scenario]:
 def scenario_dir(cls: type[Scenario]) -> Path:
     """Return the folder holding the scenario's module, presets and prompts."""
     return Path(inspect.getfile(cls)).parent
+
+
+@cache
+def _prompts(folder: Path) -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    return Environment(
+        loader=FileSystemLoader(folder),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render_prompt(cls: type[Scenario], name: str, **values: Any) -> str:
+    """Render the scenario's ``prompts/<name>.j2`` with ``values``, stripped.
+
+    One Jinja environment per scenario (strict undefined: a missing value is an error, not an
+    empty string), the convention every built-in scenario follows.
+    """
+    template = _prompts(scenario_dir(cls) / "prompts").get_template(f"{name}.j2")
+    return str(template.render(**values)).strip()

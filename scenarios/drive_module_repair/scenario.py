@@ -11,10 +11,8 @@ majority of ``judge_votes`` judge calls.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
@@ -30,7 +28,7 @@ from glossogen.scenario import (
     ToolContext,
     hidden_codes,
     judge_by_majority,
-    scenario_dir,
+    render_prompt,
 )
 from scenarios.drive_module_repair import scripted
 from scenarios.drive_module_repair.catalogue import (
@@ -58,20 +56,9 @@ DISPLAY = {
 }
 
 
-@cache
-def _templates() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(scenario_dir(DriveModuleRepair) / "prompts"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
     """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
-    return _templates().get_template(f"{name}.j2").render(**values).strip()
+    return render_prompt(DriveModuleRepair, name, **values)
 
 
 def fault_of(stage: Stage) -> dict[str, Any]:

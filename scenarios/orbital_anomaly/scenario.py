@@ -11,10 +11,8 @@ by the judge, which reads the action cold against the stage's filled procedure, 
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
@@ -30,7 +28,7 @@ from glossogen.scenario import (
     ToolContext,
     hidden_codes,
     judge_by_majority,
-    scenario_dir,
+    render_prompt,
 )
 from scenarios.orbital_anomaly import scripted
 from scenarios.orbital_anomaly.catalogue import (
@@ -59,20 +57,9 @@ DISPLAY = {
 }
 
 
-@cache
-def _templates() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(scenario_dir(OrbitalAnomaly) / "prompts"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
     """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
-    return _templates().get_template(f"{name}.j2").render(**values).strip()
+    return render_prompt(OrbitalAnomaly, name, **values)
 
 
 def panel_of(stage_number: int, stage: FaultStage) -> dict[str, Any]:

@@ -11,10 +11,8 @@ link budget (``chars_per_target`` times the targets) ends it lost. No judge.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
@@ -27,7 +25,7 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
     ToolContext,
-    scenario_dir,
+    render_prompt,
 )
 from scenarios.signal_game import scripted
 from scenarios.signal_game.events import (
@@ -43,20 +41,9 @@ TEAM = "pair"
 LINK = "link"
 
 
-@cache
-def _templates() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(scenario_dir(SignalGame) / "prompts"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
     """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
-    return _templates().get_template(f"{name}.j2").render(**values).strip()
+    return render_prompt(SignalGame, name, **values)
 
 
 def sender_of(round_number: int, swap_every: int) -> str:

@@ -12,10 +12,8 @@ links (the default preset), or two teams on one shared link, each charged for it
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
@@ -30,7 +28,7 @@ from glossogen.scenario import (
     ScriptedView,
     SubmissionBook,
     ToolContext,
-    scenario_dir,
+    render_prompt,
 )
 from scenarios.spot_the_difference import scripted
 from scenarios.spot_the_difference.events import (
@@ -45,20 +43,9 @@ from scenarios.spot_the_difference.scene import REGIONS, Case, draw_case, scene_
 SINGLE_TEAM = "team"
 
 
-@cache
-def _templates() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(scenario_dir(SpotTheDifference) / "prompts"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
     """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
-    return _templates().get_template(f"{name}.j2").render(**values).strip()
+    return render_prompt(SpotTheDifference, name, **values)
 
 
 def rank(chars: dict[str, int], eligible: dict[str, bool]) -> list[dict[str, Any]]:

@@ -11,10 +11,8 @@ words, never the manual's codes or the star's table.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
@@ -27,7 +25,7 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
     ToolContext,
-    scenario_dir,
+    render_prompt,
 )
 from scenarios.veyru import scripted
 from scenarios.veyru.events import VeyruCaseStarted, VeyruStabilizationJudged
@@ -39,20 +37,9 @@ OBSERVER, ENGINEER = scripted.OBSERVER, scripted.ENGINEER
 TEAM = "team"
 
 
-@cache
-def _templates() -> Environment:
-    return Environment(
-        loader=FileSystemLoader(scenario_dir(Veyru) / "prompts"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def render(name: str, **values: Any) -> str:
     """Render ``prompts/<name>.j2`` with ``values`` (a missing value is an error)."""
-    return _templates().get_template(f"{name}.j2").render(**values).strip()
+    return render_prompt(Veyru, name, **values)
 
 
 class Veyru(Scenario):
