@@ -1,9 +1,11 @@
 """``glossogen evaluate``: score one run (``--run-dir``) or a cohort of runs (``--runs-dir``).
 
-One run is scored in this process by the library when no Prefect API is configured (a
-temporary server would cost seconds and show nothing: the report is the record and its own
-cache), else by the ``evaluate`` flow, so it shows in the Prefect UI. A cohort is one
-``evaluate-cohort`` flow, one task per run, with the export's selection flags.
+One run's deterministic metrics are scored in this process by the library, server or not
+(importing Prefect would cost more than the scoring; the report is the record and its own
+cache); a run whose request calls a model (judged metrics, the probe) goes through the
+``evaluate`` flow when a Prefect API is configured, so it shows in the Prefect UI and its judge
+calls share the ``llm:<provider>`` limits. A cohort is one ``evaluate-cohort`` flow, one task
+per run, with the export's selection flags.
 """
 
 from __future__ import annotations
@@ -233,7 +235,11 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         return int(exit_codes.TRANSPORT)
     if kept:
         _note(f"{report_url} was not written by glossogen evaluate: kept byte for byte as {kept}")
-    in_flow = prefect_api_configured()
+    # Only work that calls a model goes through the flow (shown in the UI, judge calls under
+    # the llm:<provider> limits): scoring deterministic metrics takes less CPU than importing
+    # Prefect, so it is done here, server or not (docs/architecture.md, "Evaluating runs").
+    calls_models = any(m.kind != "deterministic" and m.name not in plan.fresh for m in plan.metrics)
+    in_flow = calls_models and prefect_api_configured()
     try:
         if in_flow:
             refused = _prefect_defaults()  # a PREFECT_API_URL with no server: 69, nothing spent

@@ -292,7 +292,7 @@ def plan_evaluation(
             )  # fmt: skip
             if fresh:
                 plan.fresh.append(m.name)
-    from glossogen.launch import load_environment
+    from glossogen.environment import load_environment
 
     _check_credentials(plan, environ if environ is not None else load_environment())
     return plan

@@ -6,14 +6,21 @@ directory. Values are never logged or returned, only the names of missing variab
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-from dotenv import dotenv_values
 
 from glossogen import exit_codes
 from glossogen.catalog import Provider, missing_env_vars
+from glossogen.environment import apply_dotenv, load_environment, nearest_dotenv
 from glossogen.launch._plan import LaunchError, RunConfig
+
+__all__ = [
+    "EXIT_CREDENTIALS",
+    "JUDGE_ENV_VARS",
+    "apply_dotenv",
+    "check_credentials",
+    "load_environment",
+    "nearest_dotenv",
+]
 
 EXIT_CREDENTIALS = int(exit_codes.CREDENTIALS)
 JUDGE_ENV_VARS = {
@@ -21,26 +28,6 @@ JUDGE_ENV_VARS = {
     "openai": "OPENAI_API_KEY",
     "huggingface": "HF_TOKEN",
 }
-
-
-def nearest_dotenv(start: Path) -> Path | None:
-    """Return the nearest ``.env`` file at or above ``start``, or None."""
-    for folder in (start, *start.parents):
-        candidate = folder / ".env"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_environment(cwd: Path | None = None) -> dict[str, str]:
-    """Return the environment, completed (not overridden) by the nearest ``.env``."""
-    env = dict(os.environ)
-    found = nearest_dotenv((cwd or Path.cwd()).resolve())
-    if found is not None:
-        for key, value in dotenv_values(found).items():
-            if value is not None:
-                env.setdefault(key, value)
-    return env
 
 
 def check_credentials(config: RunConfig, cwd: Path | None = None) -> list[str]:
@@ -71,9 +58,3 @@ def check_credentials(config: RunConfig, cwd: Path | None = None) -> list[str]:
     if missing:
         raise LaunchError("missing credentials: " + "; ".join(missing), EXIT_CREDENTIALS)
     return sorted(set(needed) | ({judge} if judge else set()))
-
-
-def apply_dotenv(cwd: Path | None = None) -> None:
-    """Copy variables of the nearest ``.env`` into ``os.environ`` where they are unset."""
-    for key, value in load_environment(cwd).items():
-        os.environ.setdefault(key, value)

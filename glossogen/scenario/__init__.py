@@ -1,5 +1,7 @@
 """The scenario contract and registry: what scenario authors import."""
 
+from typing import TYPE_CHECKING, Any
+
 from glossogen.scenario._contract import (
     AgentDeps,
     AgentSpec,
@@ -11,7 +13,7 @@ from glossogen.scenario._contract import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    ToolContext,
+    scenario_tool,
 )
 from glossogen.scenario._registry import (
     ENTRY_POINT_GROUP,
@@ -31,6 +33,19 @@ from glossogen.scenario._staging import (
     judge_by_majority,
 )
 from glossogen.scenario._submissions import SubmissionBook
+
+if TYPE_CHECKING:
+    from glossogen.scenario._contract import ToolContext
+
+
+def __getattr__(name: str) -> Any:
+    """``ToolContext`` is built on first use (see ``glossogen.scenario._contract``)."""
+    if name == "ToolContext":
+        from glossogen.scenario import _contract
+
+        return _contract.ToolContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -58,4 +73,5 @@ __all__ = [
     "ScriptedMove",
     "ScriptedView",
     "ToolContext",
+    "scenario_tool",
 ]

@@ -8,6 +8,7 @@ loop, so scenario code needs no locks.
 
 from __future__ import annotations
 
+import inspect
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
-from pydantic_ai import RunContext, Tool
 
 from glossogen.eventlog import Event, Verdict
 from glossogen.knobs import BaseKnobs
@@ -265,8 +265,48 @@ class AgentDeps:
     """The engine playing the run; opaque to scenarios (their tools use ``round``)."""
 
 
-ToolContext = RunContext[AgentDeps]
-"""Type of the first argument of every scenario tool function."""
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext, Tool
+
+    ToolContext = RunContext[AgentDeps]
+    """Type of the first argument of every scenario tool function."""
+
+
+def __getattr__(name: str) -> Any:
+    """Build ``ToolContext`` (``RunContext[AgentDeps]``) on first use, importing pydantic-ai then.
+
+    Reading runs (evaluate, export, the browser, MCP) loads scenario modules but never builds an
+    agent, and importing pydantic-ai is the largest part of those commands' start-up; so this
+    module imports it only when a tool is built or ``ToolContext`` is asked for at run time.
+    """
+    if name == "ToolContext":
+        from pydantic_ai import RunContext
+
+        return RunContext[AgentDeps]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def scenario_tool(function: Callable[..., Awaitable[Any]], **options: Any) -> Tool[AgentDeps]:
+    """Return a scenario's tool ``function`` as a pydantic-ai ``Tool`` that takes the context.
+
+    The rule: the function's first parameter receives the ``ToolContext`` (annotate it so, a
+    module may import ``ToolContext`` under ``TYPE_CHECKING`` only); the other parameters, with
+    their annotations and the docstring, make the tool's schema as pydantic-ai reads them.
+    ``options`` are ``Tool``'s own (``name``, ``description``, ``prepare``...).
+
+    Raises:
+        TypeError: ``function`` takes no parameter to receive the context.
+    """
+    from pydantic_ai import RunContext
+    from pydantic_ai import Tool as PydanticTool
+
+    parameters = list(inspect.signature(function).parameters)
+    if not parameters:
+        raise TypeError(f"tool {function.__name__} takes no parameter for its ToolContext")
+    # pydantic-ai resolves string annotations in the function's module; the context's is set to
+    # the resolved type here, so it resolves wherever ToolContext was imported.
+    function.__annotations__[parameters[0]] = RunContext[AgentDeps]
+    return PydanticTool(function, takes_ctx=True, **options)
 
 
 class Scenario(ABC):

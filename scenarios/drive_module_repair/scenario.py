@@ -11,9 +11,7 @@ majority of ``judge_votes`` judge calls.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Tool
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -25,10 +23,10 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
     StageProgress,
-    ToolContext,
     hidden_codes,
     judge_by_majority,
     render_prompt,
+    scenario_tool,
 )
 from scenarios.drive_module_repair import scripted
 from scenarios.drive_module_repair.catalogue import (
@@ -45,6 +43,11 @@ from scenarios.drive_module_repair.events import (
 )
 from scenarios.drive_module_repair.judging import Requirement, check_action
 from scenarios.drive_module_repair.knobs import DriveModuleRepairKnobs
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 TECHNICIAN, DIAGNOSTICS, SPEC = scripted.TECHNICIAN, scripted.DIAGNOSTICS, scripted.SPEC
 SEATS = (TECHNICIAN, DIAGNOSTICS, SPEC)
@@ -262,7 +265,7 @@ class DriveModuleRepair(Scenario):
             """
             return await self._service(ctx, action)
 
-        return [Tool(service_component, takes_ctx=True)]
+        return [scenario_tool(service_component)]
 
     async def _service(self, ctx: ToolContext, action: str) -> dict[str, Any]:
         if ctx.deps.agent_id != TECHNICIAN:

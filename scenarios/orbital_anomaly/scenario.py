@@ -11,9 +11,7 @@ by the judge, which reads the action cold against the stage's filled procedure, 
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Tool
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -25,10 +23,10 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
     StageProgress,
-    ToolContext,
     hidden_codes,
     judge_by_majority,
     render_prompt,
+    scenario_tool,
 )
 from scenarios.orbital_anomaly import scripted
 from scenarios.orbital_anomaly.catalogue import (
@@ -46,6 +44,11 @@ from scenarios.orbital_anomaly.events import (
 )
 from scenarios.orbital_anomaly.judging import Requirement, check_action
 from scenarios.orbital_anomaly.knobs import OrbitalAnomalyKnobs
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 ASTRONAUT, TELEMETRY, ENGINEER = scripted.ASTRONAUT, scripted.TELEMETRY, scripted.ENGINEER
 SEATS = (ASTRONAUT, TELEMETRY, ENGINEER)
@@ -275,7 +278,7 @@ class OrbitalAnomaly(Scenario):
             """
             return await self._actuate(ctx, action)
 
-        return [Tool(actuate_panel, takes_ctx=True)]
+        return [scenario_tool(actuate_panel)]
 
     async def _actuate(self, ctx: ToolContext, action: str) -> dict[str, Any]:
         if ctx.deps.agent_id != ASTRONAUT:

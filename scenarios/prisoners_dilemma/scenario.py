@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jinja2 import Environment, StrictUndefined, Template
 from pydantic import Field, model_validator
-from pydantic_ai import Tool
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -24,10 +23,15 @@ from glossogen.scenario import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    ToolContext,
     scenario_dir,
+    scenario_tool,
 )
 from scenarios.prisoners_dilemma.events import MoveLocked, RoundScored
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 Move = Literal["cooperate", "defect"]
 PLAYERS = ("player_a", "player_b")
@@ -127,7 +131,7 @@ class PrisonersDilemma(Scenario):
             ctx.deps.round.emit(MoveLocked(agent_id=agent_id, move=move))
             return {"status": "locked", "move": move}
 
-        return [Tool(lock_in, takes_ctx=True)]
+        return [scenario_tool(lock_in)]
 
     def start_round(self, ctx: RoundContext) -> None:
         """Clear the moves and brief both players."""

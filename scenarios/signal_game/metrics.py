@@ -9,8 +9,6 @@ import itertools
 import math
 from collections import defaultdict
 
-import polars as pl
-
 from glossogen.evaluation import (
     MetricContext,
     NotApplicable,
@@ -51,6 +49,8 @@ def topographic(named: list[Named]) -> float | None:
     pairs = list(itertools.combinations(named, 2))
     if len(pairs) < 2:
         return None
+    import polars as pl  # here, not at import: metrics register in every evaluate's start-up
+
     frame = pl.DataFrame(
         {
             "meaning": [meaning_distance(a, b) for (a, _), (b, _) in pairs],

@@ -11,9 +11,7 @@ link budget (``chars_per_target`` times the targets) ends it lost. No judge.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Tool
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -24,8 +22,8 @@ from glossogen.scenario import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    ToolContext,
     render_prompt,
+    scenario_tool,
 )
 from scenarios.signal_game import scripted
 from scenarios.signal_game.events import (
@@ -35,6 +33,11 @@ from scenarios.signal_game.events import (
 )
 from scenarios.signal_game.knobs import SignalGameKnobs
 from scenarios.signal_game.space import ATTRIBUTES, Target, draw_target, words
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 AGENT_A, AGENT_B = "agent_a", "agent_b"
 TEAM = "pair"
@@ -232,7 +235,7 @@ class SignalGame(Scenario):
             """
             return self._choose(ctx, label)
 
-        return [Tool(choose, takes_ctx=True)]
+        return [scenario_tool(choose)]
 
     def _choose(self, ctx: ToolContext, label: str) -> dict[str, Any]:
         round_ctx = ctx.deps.round

@@ -12,9 +12,7 @@ links (the default preset), or two teams on one shared link, each charged for it
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Tool
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -27,8 +25,8 @@ from glossogen.scenario import (
     ScriptedMove,
     ScriptedView,
     SubmissionBook,
-    ToolContext,
     render_prompt,
+    scenario_tool,
 )
 from scenarios.spot_the_difference import scripted
 from scenarios.spot_the_difference.events import (
@@ -39,6 +37,11 @@ from scenarios.spot_the_difference.events import (
 from scenarios.spot_the_difference.judging import check_items
 from scenarios.spot_the_difference.knobs import DIFFERENCE_COUNTS, SpotTheDifferenceKnobs
 from scenarios.spot_the_difference.scene import REGIONS, Case, draw_case, scene_lines, token
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 SINGLE_TEAM = "team"
 
@@ -256,7 +259,7 @@ class SpotTheDifference(Scenario):
             """
             return await self._submit(ctx, differences)
 
-        return [Tool(submit_differences, takes_ctx=True)]
+        return [scenario_tool(submit_differences)]
 
     async def _submit(self, ctx: ToolContext, differences: list[str]) -> dict[str, Any]:
         agent_id = ctx.deps.agent_id

@@ -11,9 +11,7 @@ words, never the manual's codes or the star's table.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Tool
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -24,14 +22,19 @@ from glossogen.scenario import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    ToolContext,
     render_prompt,
+    scenario_tool,
 )
 from scenarios.veyru import scripted
 from scenarios.veyru.events import VeyruCaseStarted, VeyruStabilizationJudged
 from scenarios.veyru.judging import Requirement, check_action
 from scenarios.veyru.knobs import VeyruKnobs
 from scenarios.veyru.motifs import BY_ID, FACES, MOTIFS, STAR, Case, draw_case
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 OBSERVER, ENGINEER = scripted.OBSERVER, scripted.ENGINEER
 TEAM = "team"
@@ -209,7 +212,7 @@ class Veyru(Scenario):
             """
             return await self._treat(ctx, action)
 
-        return [Tool(apply_treatment, takes_ctx=True)]
+        return [scenario_tool(apply_treatment)]
 
     async def _treat(self, ctx: ToolContext, action: str) -> dict[str, Any]:
         if ctx.deps.agent_id != OBSERVER:

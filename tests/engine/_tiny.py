@@ -11,10 +11,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
-from pydantic_ai import Tool
 
 from glossogen.engine import RoundSummary, RunEngine, RunSetup, VirtualClock, resolve_seats
 from glossogen.eventlog import Event, Verdict
@@ -26,8 +25,13 @@ from glossogen.scenario import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    ToolContext,
+    scenario_tool,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai import Tool
+
+    from glossogen.scenario import ToolContext
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 LATENCY = 1.0
@@ -98,7 +102,7 @@ class Tiny(Scenario):
             self.declared.append(ctx.deps.agent_id)
             return {"status": "declared"}
 
-        return [Tool(declare, takes_ctx=True)]
+        return [scenario_tool(declare)]
 
     def start_round(self, ctx: RoundContext) -> None:
         self.declared = []

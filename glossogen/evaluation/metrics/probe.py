@@ -11,9 +11,7 @@ import asyncio
 import itertools
 import json
 from collections import Counter, defaultdict
-from typing import Any
-
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from typing import TYPE_CHECKING, Any
 
 from glossogen.evaluation._contract import (
     AgentObservation,
@@ -45,6 +43,9 @@ QUESTIONS: dict[str, str] = {
 """The general question bank: id -> question, asked after the agent's whole history, for a
 scenario that names no bank of its own (``Scenario.probe_questions``)."""
 
+if TYPE_CHECKING:  # pydantic-ai is imported when a probe runs, not when metrics register
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+
 
 def question_bank(scenario: str) -> dict[str, str]:
     """Return the probe's questions for ``scenario``: its own bank, else :data:`QUESTIONS`.
@@ -70,6 +71,8 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 def _sent_texts(messages: list[ModelMessage]) -> list[str]:
     """Texts the agent sent with ``send_message`` in ``messages``."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
     texts: list[str] = []
     for message in messages:
         if not isinstance(message, ModelResponse):
@@ -83,6 +86,7 @@ def _sent_texts(messages: list[ModelMessage]) -> list[str]:
 
 def _scripted_model(agent_id: str) -> Any:
     """A deterministic offline answerer: names the words the agent used most on its channels."""
+    from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -96,6 +100,8 @@ def _scripted_model(agent_id: str) -> Any:
 
 def _replayable(history: list[ModelMessage]) -> tuple[list[ModelMessage], str | None]:
     """Drop a trailing response whose tool calls never returned; return the last instructions."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart
+
     kept = list(history)
     while (
         kept
