@@ -8,7 +8,9 @@ are named after them, so two workers on one server could read each other's flow 
 artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
 ``PREFECT_API_URL`` names one for all. Every test file is one xdist group (its module fixtures
 set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
-deploy ``prefect.yaml`` and start workers, once.
+deploy ``prefect.yaml`` and start workers, once. README's test command runs that package
+apart, in one process after the rest: its real workers must not share the cores with a second
+test worker.
 """
 
 from __future__ import annotations

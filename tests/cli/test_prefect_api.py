@@ -81,14 +81,21 @@ COMMANDS = {
     "sweep": ["sweep", "TMP/spec.yaml"],
     "fork-at-round": ["fork-at-round", "veyru", "--source-run-dir", "TMP/source",
                       "--after-round", "1", "--runs-dir", "TMP/runs"],
-    "evaluate": ["evaluate", "veyru", "--run-dir", "TMP/source", "--metrics", "round_success"],
+    # a metric that calls a model goes through the evaluate flow (deterministic ones do not)
+    "evaluate": ["evaluate", "veyru", "--run-dir", "TMP/source", "--metrics", "shorthand_codes",
+                 "--model", "gpt-4.1-mini", "--provider", "openai"],
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_command_needing_the_api_names_the_url_and_writes_nothing(
-    dead_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+    dead_api: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
 ) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-used")  # the judge's; checked before the API
     (tmp_path / "spec.yaml").write_text(SPEC)
     shutil.copytree(CASE, tmp_path / "source")
     argv = [a.replace("TMP", str(tmp_path)) for a in COMMANDS[command]]
@@ -98,6 +105,31 @@ def test_a_command_needing_the_api_names_the_url_and_writes_nothing(
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source", "spec.yaml"]
     assert [p.name for p in (tmp_path / "source").iterdir()] == ["veyru.jsonl"]
+
+
+def test_deterministic_metrics_are_scored_in_process_whatever_the_api(
+    dead_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(CASE, tmp_path / "source")
+    argv = [
+        "evaluate",
+        "veyru",
+        "--run-dir",
+        str(tmp_path / "source"),
+        "--metrics",
+        "round_success",
+    ]
+    assert _exit_code(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split("\t")[0] == "round_success"
+    assert (
+        out[-1]
+        == f"report: {tmp_path / 'source' / 'veyru_report.json'} · evaluation cost $0.000000"
+    )
+    assert sorted(p.name for p in (tmp_path / "source").iterdir()) == [
+        "veyru.jsonl",
+        "veyru_report.json",
+    ]
 
 
 def test_a_server_that_hangs_up_is_named_with_what_it_did(
