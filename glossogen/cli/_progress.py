@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -30,18 +29,16 @@ class RunProgress:
     messages when the scenario has none); otherwise one plain line per finished round.
     """
 
-    def __init__(self, waiting_for_server: bool, announce: bool = True) -> None:
-        """Remember when we started waiting for a temporary Prefect server, if we are.
+    def __init__(self, announce: bool = True) -> None:
+        """Start with nothing shown.
 
         Args:
-            waiting_for_server: A temporary Prefect server is starting (say when it is ready).
             announce: Print ``new_run_id=``/``new_run_dir=`` when the run is claimed (False
                 when the command printed them before the run started).
         """
         self.announce = announce
         self.tty = sys.stdout.isatty()
         self.console = Console(file=sys.stdout)
-        self.wait_started = time.monotonic() if waiting_for_server else None
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self.round_count = 0
@@ -53,12 +50,6 @@ class RunProgress:
 
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
         """Print the run's id and folder the moment it is claimed."""
-        if self.wait_started is not None:
-            print(
-                f"Prefect server ready after {time.monotonic() - self.wait_started:.1f} s",
-                file=sys.stderr,
-            )
-            self.wait_started = None
         if self.announce:
             print(f"new_run_id={run_id}", flush=True)
             print(f"new_run_dir={run_url}", flush=True)

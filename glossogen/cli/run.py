@@ -7,6 +7,8 @@ import json
 import math
 import os
 import sys
+import time
+from contextlib import ExitStack
 
 import typer
 
@@ -299,12 +301,17 @@ def play(
         + json.dumps(plan.recorded_knobs, sort_keys=True, separators=(",", ":")),
         flush=True,
     )
-    from flows.runtime import TerminationSignal, api_url, api_url_configured
+    from flows.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
     from flows.simulate import resume, simulate
     from glossogen.cli._progress import RunProgress, counted
+    from glossogen.cli._server import DetachedServer
 
     ephemeral = not api_url_configured()
+    server: DetachedServer | None = None
+    stack = ExitStack()
     if ephemeral:
+        # Our own temporary server, in a session of its own and stopped on every way out (an
+        # interrupted run leaves with os._exit, which Prefect's own temporary server outlived).
         timeout = os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
         print(
             "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
@@ -312,9 +319,17 @@ def play(
             file=sys.stderr,
             flush=True,
         )
-    progress = RunProgress(waiting_for_server=ephemeral, announce=announce)
+        waited = time.monotonic()
+        try:
+            server = DetachedServer.start(float(timeout))
+        except RuntimeError as exc:
+            _error(str(exc))
+            return EXIT_INTERNAL
+        print(f"Prefect server ready after {time.monotonic() - waited:.1f} s", file=sys.stderr)
+        stack.enter_context(using_api_url(server.api_url))
+    progress = RunProgress(announce=announce)
     try:
-        with observing(progress):
+        with stack, observing(progress):
             if resume_dir:
                 result = asyncio.run(resume(plan, resume_dir, allow_config_change))
             else:
@@ -324,6 +339,8 @@ def play(
         return exc.exit_code
     except (KeyboardInterrupt, TerminationSignal):
         progress.close()
+        if server is not None:
+            server.stop(send_queued=False)
         _error("interrupted; the run's log ends with simulation_ended status 'interrupted'")
         # Prefect's shutdown would retry sending queued events to a temporary server that is
         # already gone (tens of seconds); the run's own log is closed, so leave at once.
@@ -338,6 +355,8 @@ def play(
         return EXIT_INTERNAL
     finally:
         progress.close()
+        if server is not None:  # the interrupted path stopped it before leaving
+            server.stop()
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
     if result.total_cost_usd is None and result.cost_note:
         cost = f"cost unknown ({result.cost_note})"

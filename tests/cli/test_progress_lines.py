@@ -11,7 +11,7 @@ from glossogen.eventlog import MessageSent, RoundResultRecorded, RoundStarted
 def test_round_lines_count_in_the_singular_and_say_void_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    progress = RunProgress(waiting_for_server=False, announce=False)
+    progress = RunProgress(announce=False)
     progress.run_claimed("veyru/1", "/runs/veyru/1", 2)
     progress.event(RoundStarted(round_number=1, phase="main"))
     progress.event(

@@ -55,6 +55,59 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
     assert ended.rounds_played is not None and 1 <= ended.rounds_played < 1000
 
 
+def _processes_with(home: Path) -> list[int]:
+    """Pids of live processes whose environment holds ``PREFECT_HOME=<home>``."""
+    marker = f"PREFECT_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(tmp_path: Path) -> None:
+    home = tmp_path / "prefect-home"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)  # marks every process of this run, the server's included
+    runs = tmp_path / "runs"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "run", "veyru", "--model", "scripted",
+         "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
+         "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.stdout is not None
+    line = ""
+    while not line.startswith("new_run_dir="):
+        line = run.stdout.readline()
+        assert line, "the run printed no new_run_dir= line"
+    run_dir = Path(line.strip().removeprefix("new_run_dir="))
+    log = run_dir / "veyru.jsonl"
+    wait_until(
+        lambda: (
+            log.is_file()
+            and any(isinstance(e, RoundCompleted) for e in read_events(str(log)).events)
+        ),
+        "the first round to end",
+    )
+    assert len(_processes_with(home)) == 2  # the run and its temporary Prefect server
+    stop = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", str(run_dir)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert stop.returncode == 0, stop.stderr
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130, err
+    assert _processes_with(home) == []
+    ended = read_events(str(log)).events[-1]
+    assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
+
+
 def test_a_remote_folder_is_refused_without_reading_it() -> None:
     # No credentials for this bucket: the refusal must not need to read it.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
