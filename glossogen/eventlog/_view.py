@@ -24,13 +24,15 @@ Rules, in the order a log is read:
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
   the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
   and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
-  resumed.
+  resumed. ``queued`` is a run folder that was claimed (``config.json`` written) but whose log
+  holds no event yet: its player (a worker's flow run, a detached process) has not begun; no
+  log is read for it (:data:`QUEUED`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from glossogen.eventlog._cost import add_usd
 from glossogen.eventlog._events import (
@@ -53,8 +55,14 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._reader import EventLogRead, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
-Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped"]
+Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped", "queued"]
 """The one status vocabulary of a run (export ``--status``, the run browser, MCP)."""
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+"""Every status, in the vocabulary's order."""
+
+QUEUED: Status = "queued"
+"""A claimed run folder whose log holds no event yet (its player has not begun)."""
 
 RESUMABLE: tuple[str, ...] = ("error", "interrupted")
 """``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""

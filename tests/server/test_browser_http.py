@@ -281,3 +281,52 @@ def test_the_run_page_shows_the_evaluation_report_with_a_chart_per_round(
         assert row.group(1).count("<circle") == len(entry["per_round"]) == 3
     listed = TestClient(create_app(str(tmp_path))).get("/").text
     assert '<span class="badge evaluated">evaluated</span>' in listed
+
+
+def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
+    tmp_path: Path,
+) -> None:
+    from glossogen.launch import RunRequest, claim_folder, plan_run
+
+    runs = tmp_path / "runs"
+    played = play_run(str(runs), rounds=1)
+    config = plan_run(
+        RunRequest(scenario="veyru", model="scripted", provider="scripted", runs_dir=str(runs),
+                   config="knobs_default", overrides=["round_count=4", "labels.arm=q"])
+    )  # fmt: skip
+    # 26 folders claimed as a launcher claims them before a worker plays them: no log yet.
+    claimed = [claim_folder(config, str(runs), now_unix=1_900_000_000 + i) for i in range(26)]
+    (Path(claimed[0].url) / "veyru.jsonl").write_text("")  # its log created, still empty
+    queued = [f.run_id for f in reversed(claimed)]  # newest first
+    with serving(str(runs)) as base:
+        every = httpx.get(base + "/", timeout=60)
+        assert every.status_code == 200
+        assert _rows(every.text) == [*queued, played.run_id]
+        assert _showing(every.text) == "showing 27 of 27"
+        row = every.text.split(f'data-run-id="{queued[0]}"', 1)[1].split("</tr>", 1)[0]
+        assert '<span class="badge status-queued">queued</span>' in row
+        assert "round ? / 4" in row and '<span class="badge label">arm=q</span>' in row
+        assert f'href="/runs/{queued[0]}"' not in row  # no page before its log begins
+        assert '<option value="queued" >queued</option>' in every.text
+        only = httpx.get(base + "/", params={"status": "queued"}, timeout=60)
+        assert _rows(only.text) == queued
+        assert _showing(only.text) == "showing 26 of 26 (of 27 runs in the runs directory)"
+        assert _rows(httpx.get(base + "/", params={"status": "completed"}, timeout=60).text) == [
+            played.run_id
+        ]
+        # Rows per page: 25 of the 27 on page 1, the last 2 on page 2; the choice is kept.
+        first = httpx.get(base + "/", params={"per_page": "25"}, timeout=60)
+        assert first.status_code == 200
+        assert _rows(first.text) == queued[:25]
+        assert _showing(first.text) == "showing 25 of 27"
+        assert '<option value="25" selected>25</option>' in first.text
+        assert '<a href="?per_page=25&page=2">2</a>' in first.text
+        second = httpx.get(base + "/", params={"per_page": "25", "page": "2"}, timeout=60)
+        assert _rows(second.text) == [queued[25], played.run_id]
+        assert '<option value="50" selected>50</option>' in every.text
+        for bad in ("30", "0", "1000", "many", "-25"):
+            refused = httpx.get(base + "/", params={"per_page": bad}, timeout=60)
+            assert refused.status_code == 422
+            assert _rows(refused.text) == []
+            line = f"glossogen: error: per_page &#39;{bad}&#39; is not one of 25, 50, 100, 200"
+            assert f'<p class="error" id="filter-error">{line}</p>' in refused.text
