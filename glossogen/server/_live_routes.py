@@ -5,11 +5,13 @@
 ``event_type``) and one ``data:`` line (the event's JSON). It starts at the log's first event,
 or right after the event a reconnecting client names in ``Last-Event-ID`` (the header every
 ``EventSource`` sends again; ``?last_event_id=`` does the same for a first connection), so no
-event is lost or repeated. The log is read through :class:`~glossogen.eventlog.LogTail` (the
-reader's rule, line by line), polled every :data:`POLL_SECONDS`, locally or on ``s3://`` (the
-shipped log). The stream ends once the log ends in ``simulation_ended`` and nothing follows,
-or, for a run no writer holds, once its log has been read to the end; a finished run is sent
-whole and the stream ends.
+event is lost or repeated. An id that names no event of the log (another run's, or one from a
+log since rewritten) is refused, 409 with one line, rather than replayed from the start: a
+client that means the start sends none. The log is read through
+:class:`~glossogen.eventlog.LogTail` (the reader's rule, line by line), polled every
+:data:`POLL_SECONDS`, locally or on ``s3://`` (the shipped log). The stream ends once the log
+ends in ``simulation_ended`` and nothing follows, or, for a run no writer holds, once its log
+has been read to the end; a finished run is sent whole and the stream ends.
 
 ``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``: the live
 writer (the pid the folder's ``.writer.lock`` records) is signalled and the run ends
@@ -92,44 +94,69 @@ def _id_of(item: Event | dict[str, Any], number: int) -> str:
     return str(item.get("event_id") or f"line-{number}")
 
 
-async def follow(
-    folder: RunFolder, after: str | None, request: Request | None = None
-) -> AsyncIterator[bytes]:
-    """Yield the run's events as SSE frames, from the start or right after event ``after``.
+def read_backlog(tail: LogTail) -> list[Event | dict[str, Any]]:
+    """Every event the log holds now (``tail`` then follows from its end); none for no log."""
+    backlog: list[Event | dict[str, Any]] = []
+    while True:
+        try:
+            items = tail.poll()
+        except (FileNotFoundError, StorageError):
+            return backlog
+        if not items:
+            return backlog
+        backlog.extend(items)
 
-    An ``after`` the log does not hold is ignored once the whole log has been read (the stream
-    then starts from the first event).
+
+def resume_point(backlog: list[Event | dict[str, Any]], after: str | None, run_id: str) -> int:
+    """Index in ``backlog`` of the first event to send: 0, or right after event ``after``.
+
+    Raises:
+        HTTPException: 409 when ``after`` names no event of the log (an id from another run,
+            or a log rewritten since): the stream would otherwise start over unasked.
     """
-    tail = LogTail(folder.log_url)
-    skipping: list[Event | dict[str, Any]] | None = [] if after else None
-    number = 0
-    last_was_end = False
+    if not after:
+        return 0
+    for number, item in enumerate(backlog, 1):
+        if _id_of(item, number) == after:
+            return number
+    raise HTTPException(
+        409,
+        {
+            "message": f"Last-Event-ID {after!r} names no event of run {run_id}'s log; "
+            "reconnect without it to read the log from its first event"
+        },
+    )
+
+
+async def follow(
+    folder: RunFolder,
+    tail: LogTail,
+    backlog: list[Event | dict[str, Any]],
+    start: int = 0,
+    request: Request | None = None,
+) -> AsyncIterator[bytes]:
+    """Yield the run's events as SSE frames: ``backlog[start:]``, then what ``tail`` reads."""
+    number = len(backlog)
+    last_was_end = bool(backlog) and isinstance(backlog[-1], SimulationEnded)
     idle = 0
     quiet = 0.0
     yield b"retry: 1000\n\n"
+    for n, item in enumerate(backlog[start:], start + 1):
+        yield _frame(item, n)
     while True:
+        if last_was_end:
+            return
         try:
             items = await asyncio.to_thread(tail.poll)
         except (FileNotFoundError, StorageError):
             items = []
         for item in items:
             number += 1
-            if skipping is not None:
-                if _id_of(item, number) == after:
-                    skipping = None
-                else:
-                    skipping.append(item)
-                continue
             last_was_end = isinstance(item, SimulationEnded)
             yield _frame(item, number)
         if items:
             idle, quiet = 0, 0.0
             continue  # read on at once: a long log arrives in several reads
-        if skipping is not None:  # the whole log read without meeting ``after``: from the start
-            for n, item in enumerate(skipping, 1):
-                last_was_end = isinstance(item, SimulationEnded)
-                yield _frame(item, n)
-            skipping = None
         if last_was_end:
             return
         live = await asyncio.to_thread(folder.is_locked)
@@ -168,8 +195,11 @@ async def events(group: str, scenario: str, ts: str, request: Request) -> Stream
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     load_scenario_events(scenario)
     after = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    tail = LogTail(folder.log_url)
+    backlog = await asyncio.to_thread(read_backlog, tail)
+    start = resume_point(backlog, after, folder.run_id)
     return StreamingResponse(
-        follow(folder, after or None, request),
+        follow(folder, tail, backlog, start, request),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
+from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.polling import wait_until
 
 
@@ -53,6 +54,14 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
     ended = read_events(str(log)).events[-1]
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
     assert ended.rounds_played is not None and 1 <= ended.rounds_played < 1000
+    # The interrupted run published its round table too, once its log was sealed.
+    artifact = run_table_artifact(str(run_dir))
+    played = ended.rounds_played
+    assert [row["round"] for row in artifact["rows"]] == list(range(1, played + 1))
+    assert artifact["description"].startswith(
+        f"run veyru/{run_dir.name}: interrupted, {ended.rounds_won} of {played} rounds won, "
+        f"{ended.total_messages} messages, {ended.total_chars} chars, $0.000000; folder "
+    )
 
 
 def test_a_remote_folder_is_refused_without_reading_it() -> None:

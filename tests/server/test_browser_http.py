@@ -132,6 +132,18 @@ def test_the_stream_sends_the_whole_log_and_resumes_exactly_after_last_event_id(
     assert all(data["event_type"] == kind and data["event_id"] == i for i, kind, data in whole)
     rest = stream({"Last-Event-ID": ids[40]})
     assert [i for i, _, _ in rest] == ids[41:]
+    assert stream({"Last-Event-ID": ids[-1]}) == []  # the last one: nothing more to send
+    # An id the log does not hold is refused in one line, never replayed from the start.
+    other = read_events(f"{cohort['root']}/{cohort['one']}/veyru.jsonl").events[3].event_id
+    for refused in (
+        client.get(url, headers={"Last-Event-ID": other}),
+        client.get(url, params={"last_event_id": "no-such-event"}),
+    ):
+        assert refused.status_code == 409
+    assert client.get(url, headers={"Last-Event-ID": other}).json()["detail"]["message"] == (
+        f"Last-Event-ID {other!r} names no event of run {cohort['two']}'s log; reconnect "
+        "without it to read the log from its first event"
+    )
     assert client.get(f"/api/g/lab/runs/{cohort['two']}/events").status_code == 404
 
 
