@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pydantic_ai.usage import RequestUsage
 
 from glossogen.eventlog import LlmResponseReceived, RunView, SimulationEnded, read_events
-from glossogen.launch import RunRequest
 from glossogen.pricing import price_call, price_usage
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.launch.test_issue14_small_cases import USAGE, _pd_player, _request
 from tests.providers.ungated import play_ungated
 
 
@@ -28,15 +28,8 @@ class FirstUsageUnread:
         with self.lock:
             self.answered += 1
             unread = self.answered == 1
-        usage = {"input_tokens": 0, "output_tokens": 0} if unread else {}
-        last = json.dumps(req.messages[-1]) if req.messages else ""
-        if "locked" in last:
-            return StubReply(text="Done.", **usage)
-        if "status" in last and ("sent" in last or "conflict" in last):
-            return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **usage)
-        return StubReply(
-            tool_calls=[("send_message", {"channel_id": "table", "text": "cooperate?"})], **usage
-        )
+        reply = _pd_player(req)
+        return replace(reply, input_tokens=0, output_tokens=0) if unread else reply
 
 
 def test_an_answer_without_readable_usage_is_logged_at_unknown_cost_never_zero(
@@ -45,18 +38,12 @@ def test_an_answer_without_readable_usage_is_logged_at_unknown_cost_never_zero(
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model_stub.responder = FirstUsageUnread()
-    result = play_ungated(
-        RunRequest(
-            scenario="prisoners_dilemma", model="gpt-4.1-mini", provider="openai",
-            runs_dir=str(tmp_path / "runs"), config="knobs_default",
-            overrides=["round_count=1", "idle_floor_seconds=0.05", "postmortem_enabled=false"],
-        )
-    )  # fmt: skip
+    result = play_ungated(_request(tmp_path, "gpt-4.1-mini", "openai"))
     assert result.status == "completed"
     log = f"{result.run_url}/prisoners_dilemma.jsonl"
     events = read_events(log).events
     responses = [e for e in events if isinstance(e, LlmResponseReceived)]
-    unit = price_call("openai", "gpt-4.1-mini", input_tokens=10, output_tokens=5)
+    unit = price_call("openai", "gpt-4.1-mini", **USAGE)
     assert unit is not None and unit > 0
     unread = [e for e in responses if e.cost_usd is None]
     assert [(e.input_tokens, e.output_tokens) for e in unread] == [(0, 0)]
