@@ -31,6 +31,7 @@ from tasks.rounds import (
     play_round,
     price_spend,
     publish_run_table,
+    record_own_flow_run,
     start_run,
 )
 
@@ -91,6 +92,7 @@ async def resume(
         config, _ = plan_resume(ResumeRequest(run_dir=run_dir))
     await check_credentials(config)
     point = await open_resume_point(config, run_dir, allow_config_change)
+    await record_own_flow_run(point.folder)
     session = await reopen_run(config, point)
     return await play_rounds(config, point.folder, session)
 

@@ -13,9 +13,15 @@ client that means the start sends none. The log is read through
 ends in ``simulation_ended`` and nothing follows, or, for a run no writer holds, once its log
 has been read to the end; a finished run is sent whole and the stream ends.
 
-``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``: the live
-writer (the pid the folder's ``.writer.lock`` records) is signalled and the run ends
-``interrupted``, resumable. 409 with the CLI's one line when no live process writes it.
+``GET /api/g/{group}/runs/{scenario}/{ts}/summary`` is what the live page refreshes when a
+cost-bearing event streams in: status, the header's cost line, each seat's requests, tokens,
+spend and failures, all from the run's :class:`~glossogen.eventlog.RunView`.
+
+``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``
+(``glossogen.mcp._launch.stop_run_folder``): a run a worker plays from a deployment is
+cancelled through Prefect, a local writer (the pid the folder's ``.writer.lock`` records) is
+signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line when there is
+nothing to stop.
 
 A run id that is not a run under the runs directory (``..``, an absolute path, an encoded
 separator, a run of another group) is a 404: nothing is read outside the runs directory.
@@ -32,7 +38,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
-from glossogen.eventlog import Event, LogTail, SimulationEnded
+from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
+from glossogen.server._run_page import live_summary
 from glossogen.storage import RunFolder, RunStore, StorageError
 
 POLL_SECONDS = 0.2
@@ -205,6 +212,24 @@ async def events(group: str, scenario: str, ts: str, request: Request) -> Stream
     )
 
 
+@router.get("/summary")
+def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
+    """The live page's summary of the run (the module docstring's), from its ``RunView``.
+
+    Raises:
+        HTTPException: 404 for a run that is not one of this group's runs.
+    """
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    if group_of_folder(folder) != group:
+        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+    load_scenario_events(scenario)
+    try:
+        view = RunView.load(folder.log_url, live=folder.is_locked())
+    except (FileNotFoundError, StorageError) as exc:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+    return live_summary(view)
+
+
 @router.post("/stop")
 def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
     """Stop the live run as ``glossogen stop <run-dir>`` does; answer its pid and message.
@@ -213,18 +238,18 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
             line) when no live process writes it or the folder is remote.
     """
-    from glossogen.mcp._launch import StopError, stop_writer
+    from glossogen.mcp._launch import StopError, stop_run_folder
 
     folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
     if group_of_folder(folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     try:
-        pid = stop_writer(folder)
+        stopping = stop_run_folder(folder)
     except StopError as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
     return {
         "run_id": folder.run_id,
-        "pid": pid,
-        "message": f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; resume it "
-        f"with glossogen run {folder.scenario} --resume {folder.url}",
+        "pid": stopping.pid,
+        "flow_run_id": stopping.flow_run_id,
+        "message": stopping.message,
     }

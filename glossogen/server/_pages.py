@@ -37,7 +37,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import build_run_page
+from glossogen.server._run_page import build_run_page, usd
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -48,12 +48,6 @@ _env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
 
 
 def _seconds(value: float | None) -> str:
@@ -73,7 +67,7 @@ def _clock(stamp: str | None) -> str:
         return stamp
 
 
-_env.filters["usd"] = _usd
+_env.filters["usd"] = usd
 _env.filters["seconds"] = _seconds
 _env.filters["clock"] = _clock
 _env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
