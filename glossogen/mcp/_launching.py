@@ -226,7 +226,7 @@ class Launching(ToolBase):
 
     def stop_run(self, run_id: str) -> Stopped:
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
-        folder = self._folder(run_id)
+        folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
         try:
             stopping = stop_run_folder(folder)
         except StopError as exc:

@@ -40,7 +40,7 @@ from fastapi.responses import StreamingResponse
 
 from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
 from glossogen.server._run_page import live_summary
-from glossogen.storage import RunFolder, RunStore, StorageError
+from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
 
 POLL_SECONDS = 0.2
 """How often a live log is read again, seconds."""
@@ -57,12 +57,15 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 router = APIRouter(prefix="/api/g/{group}/runs/{scenario}/{ts}", tags=["live"])
 
 
-def run_folder(runs_dir: str, scenario: str, ts: str) -> RunFolder:
+def run_folder(runs_dir: str, scenario: str, ts: str, queued: bool = False) -> RunFolder:
     """The folder of run ``<scenario>/<ts>`` under ``runs_dir``, or a 404.
+
+    With ``queued``, a claimed folder (``config.json``) whose log has not begun is one too.
 
     Raises:
         HTTPException: 404 when ``scenario`` is not a plain name (``..``, separators), ``ts``
-            is not a unix timestamp, or the folder holds no event log.
+            is not a unix timestamp, or the folder holds no event log (nor, with ``queued``,
+            a claim).
     """
     if not _NAME.match(scenario) or ".." in scenario or not ts.isdigit():
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}"})
@@ -71,7 +74,7 @@ def run_folder(runs_dir: str, scenario: str, ts: str) -> RunFolder:
         stamp = folder.log_stamp()
     except (ValueError, StorageError) as exc:
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}: {exc}"}) from exc
-    if stamp is None:
+    if stamp is None and not (queued and folder.exists(CONFIG)):
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}: it has no event log"})
     return folder
 
@@ -182,8 +185,10 @@ async def follow(
 def group_of_folder(folder: RunFolder) -> str:
     """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
     from glossogen.export import load_run
-    from glossogen.server._run_index import group_of
+    from glossogen.server._run_index import DEFAULT_GROUP, group_of
 
+    if not folder.has_log():  # a queued run: no group recorded yet (listed under the default)
+        return DEFAULT_GROUP
     try:
         return group_of(load_run(RunStore(folder.runs_dir), folder.run_id))
     except (FileNotFoundError, ValueError) as exc:
@@ -240,7 +245,7 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
     """
     from glossogen.mcp._launch import StopError, stop_run_folder
 
-    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts, queued=True)
     if group_of_folder(folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     try:

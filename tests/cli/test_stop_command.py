@@ -11,6 +11,7 @@ from pathlib import Path
 
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun
 from tests.fixtures.polling import wait_until
 
 
@@ -81,23 +82,13 @@ def test_a_remote_folder_is_refused_without_reading_it() -> None:
 def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed(
     tmp_path: Path,
 ) -> None:
-    from glossogen.launch import RunRequest, claim_folder, plan_run
-
-    runs = tmp_path / "runs"
-    config = plan_run(
-        RunRequest(scenario="veyru", model="scripted", provider="scripted", runs_dir=str(runs),
-                   config="knobs_default")
-    )  # fmt: skip
-    folder = claim_folder(config, str(runs))  # what a launcher claims before its player starts
+    folder = claim_unbegun(str(tmp_path / "runs"))  # a launcher's claim, its player not begun
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", "stop", folder.url],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == (
-        f"cancelled queued run {folder.run_id}: its log had not begun and no process held it; "
-        "its claimed folder was removed\n"
-    )
+    assert done.stdout == claim_cancelled(folder.run_id) + "\n"
     assert not Path(folder.url).exists()
     again = subprocess.run(
         [sys.executable, "-m", "glossogen", "stop", folder.url],

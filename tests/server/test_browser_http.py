@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.eventlog import read_events
 from glossogen.server import create_app
-from tests.fixtures.played_runs import play_run
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving
 
 
@@ -298,16 +298,13 @@ def test_the_run_page_shows_the_evaluation_report_with_a_chart_per_round(
 def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
     tmp_path: Path,
 ) -> None:
-    from glossogen.launch import RunRequest, claim_folder, plan_run
-
     runs = tmp_path / "runs"
     played = play_run(str(runs), rounds=1)
-    config = plan_run(
-        RunRequest(scenario="veyru", model="scripted", provider="scripted", runs_dir=str(runs),
-                   config="knobs_default", overrides=["round_count=4", "labels.arm=q"])
-    )  # fmt: skip
     # 26 folders claimed as a launcher claims them before a worker plays them: no log yet.
-    claimed = [claim_folder(config, str(runs), now_unix=1_900_000_000 + i) for i in range(26)]
+    claimed = [
+        claim_unbegun(str(runs), ("round_count=4", "labels.arm=q"), now_unix=1_900_000_000 + i)
+        for i in range(26)
+    ]
     (Path(claimed[0].url) / "veyru.jsonl").write_text("")  # its log created, still empty
     queued = [f.run_id for f in reversed(claimed)]  # newest first
     with serving(str(runs)) as base:
@@ -342,3 +339,21 @@ def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
             assert _rows(refused.text) == []
             line = f"glossogen: error: per_page &#39;{bad}&#39; is not one of 25, 50, 100, 200"
             assert f'<p class="error" id="filter-error">{line}</p>' in refused.text
+
+
+def test_stop_of_a_queued_run_cancels_its_claim(tmp_path: Path) -> None:
+    folder = claim_unbegun(str(tmp_path))
+    client = TestClient(create_app(str(tmp_path)))
+    url = f"/api/g/local/runs/{folder.run_id}/stop"
+    assert _rows(client.get("/", params={"status": "queued"}).text) == [folder.run_id]
+    stopped = client.post(url)
+    assert stopped.status_code == 200
+    assert stopped.json() == {
+        "run_id": folder.run_id,
+        "pid": None,
+        "flow_run_id": None,
+        "message": claim_cancelled(folder.run_id),
+    }
+    assert not Path(folder.url).exists()
+    assert _rows(client.get("/").text) == []
+    assert client.post(url).status_code == 404  # nothing left to stop
