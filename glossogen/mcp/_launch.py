@@ -138,9 +138,7 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
             return stopping
     if not begun and not folder.is_locked():
         return _cancel_claim(folder)
-    if not folder.has_log():
-        raise StopError(f"{folder.url} holds no run log", 66)
-    if not folder.is_locked():
+    if not folder.is_locked():  # a player that holds the lock, its log not begun: signalled
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
     try:
         with open(path, encoding="utf-8") as lock:
