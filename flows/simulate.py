@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from prefect import flow
+from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
 from glossogen.eventlog import EndStatus
@@ -30,6 +31,7 @@ from tasks.rounds import (
     play_round,
     price_spend,
     publish_run_table,
+    record_own_flow_run,
     start_run,
 )
 
@@ -90,8 +92,26 @@ async def resume(
         config, _ = plan_resume(ResumeRequest(run_dir=run_dir))
     await check_credentials(config)
     point = await open_resume_point(config, run_dir, allow_config_change)
+    await record_own_flow_run(point.folder)
     session = await reopen_run(config, point)
     return await play_rounds(config, point.folder, session)
+
+
+INTERRUPTED_PUBLISH_SECONDS = 10.0
+"""How long an interrupted run waits to publish its table artifact (the log is sealed first)."""
+
+
+async def publish_after_interrupt(folder: RunFolder) -> None:
+    """Publish an interrupted run's table, giving up after :data:`INTERRUPTED_PUBLISH_SECONDS`.
+
+    Never raises: a second interrupt or cancellation while publishing only loses the table
+    (the log is already sealed, and the caller re-raises the first one).
+    """
+    try:
+        async with asyncio.timeout(INTERRUPTED_PUBLISH_SECONDS):
+            await publish_run_table(folder)
+    except (Exception, KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
+        return
 
 
 async def play_rounds(
@@ -140,14 +160,20 @@ async def play_rounds(
                 "calls kept failing (see agent_run_cycle_failed events)"
             )
     except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        # Ctrl-C and ``glossogen stop`` (SIGINT), a Prefect cancellation (the flow's task
+        # cancelled, or the worker's SIGTERM raised as TerminationSignal): one path.
+        interrupted = isinstance(
+            exc, KeyboardInterrupt | asyncio.CancelledError | TerminationSignal
+        )
         status = "interrupted" if interrupted else "error"
         error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
         if interrupted:
             # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
             # with the library's plain calls, which need no API and never await (a cancelled
-            # task may not get its awaits), so the log is always sealed.
+            # task may not get its awaits), so the log is always sealed; only then is the
+            # table published, bounded, as a display that may not make it.
             session.finish(price(folder), status, error)
+            await publish_after_interrupt(folder)
         else:
             await session.settle_requests()
             await finalize(session, await price_spend(folder), status, error)

@@ -4,6 +4,9 @@ Prices come from the genai-prices package (its snapshot shipped in the wheel; ne
 run time). Providers the catalogue marks as not billed (scripted, self-hosted, ollama) cost 0.
 A model genai-prices does not know returns None ("not costed"), never 0. A fine-tune
 (``ft:<base>:...``) the catalogue does not list by its own name is priced as its base model.
+An answered call of a billed model whose usage reads no token at all (the provider sent no
+usage, or one that could not be read) is not costed either (None): it was paid, for what is
+not known.
 """
 
 from __future__ import annotations
@@ -67,8 +70,27 @@ def price_call(
     return None
 
 
+def usage_unread(provider: str, usage_tokens: tuple[int, int]) -> bool:
+    """True when a billed model's answered call reports ``(input, output)`` tokens of none.
+
+    Every request a model answers reads its prompt, so a usage of no token at all means the
+    usage was not read (absent or malformed), not that the call was free.
+    """
+    try:
+        billed = PROVIDER_SPECS[Provider(provider)].billed
+    except ValueError:
+        billed = True
+    return billed and not any(usage_tokens)
+
+
 def price_usage(provider: str, model: str, usage: Any) -> float | None:
-    """Price one call from a pydantic-ai usage object (``RequestUsage`` or ``RunUsage``), USD."""
+    """Price one answered call from a pydantic-ai usage object (``RequestUsage``), USD.
+
+    None when the model is not in the catalogue or its usage was not read
+    (:func:`usage_unread`), never 0 for a billed model.
+    """
+    if usage_unread(provider, (usage.input_tokens, usage.output_tokens)):
+        return None
     return price_call(
         provider,
         model,

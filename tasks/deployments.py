@@ -4,17 +4,27 @@ Shared by the sweep (``simulate-<provider>`` and ``resume-<provider>``) and reco
 (``resume-<provider>``): a deployment counts as served when it exists, has a work pool, and
 that pool has a worker online. Only a configured Prefect server (``PREFECT_API_URL``) can have
 workers; a temporary server has none.
+
+A run folder a deployment's flow run plays records that flow run (``flow_run.json``:
+:func:`record_flow_run`), written by the launcher once the flow run exists and again by the flow
+run when it starts; ``glossogen stop`` reads it and cancels the flow run
+(:func:`cancel_flow_run`) instead of signalling a process.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun, WorkerStatus
+from prefect.client.schemas.objects import FlowRun, StateType, WorkerStatus
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import get_current_settings
+from prefect.states import Cancelling
+
+from glossogen.storage import FLOW_RUN, RunFolder, StorageError
 
 
 def simulate_deployment(provider: str) -> str:
@@ -68,3 +78,62 @@ async def create_flow_run(
         **options,
     )
     return flow_run
+
+
+def record_flow_run(folder: RunFolder, flow_run: FlowRun) -> bool:
+    """Record in ``folder`` the deployment flow run that plays it; False if it could not be.
+
+    Only a flow run of a deployment (a worker plays it) is recorded: a run played in the
+    process that launched it is stopped by signalling that process. A record that could not
+    be written (storage) is only a loss of that shortcut: ``glossogen stop`` then signals the
+    pid the folder's writer lock records, on the worker's host.
+    """
+    if flow_run.deployment_id is None:
+        return False
+    record = {"flow_run_id": str(flow_run.id), "deployment_id": str(flow_run.deployment_id)}
+    try:
+        folder.write_json(FLOW_RUN, record)
+    except StorageError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class FlowRunCancel:
+    """What cancelling a run's flow run did: the state it was in and the state it is in now."""
+
+    flow_run_id: UUID
+    before: str
+    after: str
+
+    @property
+    def never_started(self) -> bool:
+        """True when Prefect cancelled it at once: no worker had started it (it was queued)."""
+        return self.after == "Cancelled"
+
+
+def cancel_flow_run(flow_run_id: UUID, reason: str) -> FlowRunCancel | None:
+    """Move the flow run to ``Cancelling`` (its worker stops the process); None if it has ended.
+
+    Orchestrated, not forced: Prefect cancels a scheduled flow run no worker has started at
+    once (``Cancelled``), and a running one goes ``Cancelling`` until its worker has stopped it.
+    A flow run already ``Cancelling`` is left as it is. Synchronous (the CLI, a FastAPI worker
+    thread and MCP tools call it).
+
+    Raises:
+        ObjectNotFound: the server holds no such flow run.
+        httpx.HTTPError: the server cannot be reached.
+    """
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        state = flow_run.state
+        if state is None or state.is_final():
+            return None
+        if state.type is not StateType.CANCELLING:
+            client.set_flow_run_state(flow_run_id, Cancelling(message=reason))
+        now = client.read_flow_run(flow_run_id).state
+        return FlowRunCancel(flow_run_id, _state_name(state), _state_name(now))
+
+
+def _state_name(state: Any) -> str:
+    return "" if state is None else str(state.name or state.type.value)

@@ -56,7 +56,27 @@ async def claim_run_dir(config: RunConfig, runs_dir: str, run_dir: str = "") -> 
     else:
         folder = await claim_run_async(config, runs_dir)
     await _name_flow_run(folder.run_id)
+    await record_own_flow_run(folder)
     return folder
+
+
+async def record_own_flow_run(folder: RunFolder) -> None:
+    """Record this flow run in the folder when a worker plays it from a deployment.
+
+    So ``glossogen stop`` (and the run page's Stop, MCP ``stop_run``) cancel it through
+    Prefect: ``tasks.deployments.record_flow_run``. A run played in its launcher's own process
+    records nothing.
+    """
+    from prefect.context import FlowRunContext
+
+    from tasks.deployments import record_flow_run
+
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    if flow_run is None or flow_run.deployment_id is None:
+        return
+    if not await asyncio.to_thread(record_flow_run, folder, flow_run):
+        get_run_logger().warning("could not record flow run %s in %s", flow_run.id, folder.url)
 
 
 async def _name_flow_run(run_id: str) -> None:

@@ -31,7 +31,13 @@ from glossogen.sweep import (
     sweep_url,
     trial_labels,
 )
-from tasks.deployments import create_flow_run, resume_deployment, served, simulate_deployment
+from tasks.deployments import (
+    create_flow_run,
+    record_flow_run,
+    resume_deployment,
+    served,
+    simulate_deployment,
+)
 
 POLL_SECONDS = 2.0
 """How often a launched deployment flow run is polled for its end (seconds)."""
@@ -121,6 +127,7 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     if claimed is not None and given != claimed.url:  # the key's first flow run, handed back
         await asyncio.to_thread(claimed.discard_unstarted)
         folder = RunFolder.at(given)
+    await asyncio.to_thread(record_flow_run, folder, flow_run)  # so `glossogen stop` cancels it
     notify("run_queued", launch.key.label(), name, str(flow_run.id), folder.run_id)
     try:
         async with get_client() as client:

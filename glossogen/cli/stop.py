@@ -10,21 +10,22 @@ from glossogen import exit_codes
 
 
 def stop(run_dir: str = typer.Argument(..., help="The run folder a live process writes.")) -> int:
-    """Signal the process writing RUN_DIR (its .writer.lock pid) to end the run interrupted."""
-    from glossogen.mcp._launch import StopError, stop_writer
+    """End the run in RUN_DIR interrupted (resumable); a queued one is cancelled before it starts.
+
+    A run a worker plays from a deployment is cancelled through Prefect (its flow_run.json);
+    otherwise the process writing it (its .writer.lock pid) is signalled.
+    """
+    from glossogen.mcp._launch import StopError, stop_run_folder
     from glossogen.storage import RunFolder
 
     try:
         folder = RunFolder.at(run_dir.rstrip("/"))
-        pid = stop_writer(folder)
+        stopping = stop_run_folder(folder)
     except ValueError as exc:
         print(f"glossogen: error: {exc}", file=sys.stderr)
         return int(exit_codes.USAGE)
     except StopError as exc:
         print(f"glossogen: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(
-        f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; resume it with "
-        f"glossogen run {folder.scenario} --resume {folder.url}"
-    )
+    print(stopping.message)
     return int(exit_codes.OK)

@@ -41,8 +41,10 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._reader import EventLogRead, LogTail, iter_event_dicts, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._view import (
+    QUEUED,
     RESUMABLE,
     RESUMABLE_STATUSES,
+    STATUSES,
     RunView,
     SeatSpend,
     Spend,
@@ -56,8 +58,10 @@ __all__ = [
     "USD_DECIMALS",
     "add_usd",
     "logged_usd",
+    "QUEUED",
     "RESUMABLE",
     "RESUMABLE_STATUSES",
+    "STATUSES",
     "RunView",
     "SeatSpend",
     "Spend",

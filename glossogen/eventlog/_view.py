@@ -14,7 +14,9 @@ Rules, in the order a log is read:
   events up to the boundary, copied; they count for the game (verdicts, messages, histories)
   but their spend was the source's: it is ``inherited``, never this run's own.
 - **Spend** is every model and judge call the run paid for, superseded attempts included
-  (a call that was answered was paid), in USD; null when some call was not costed. A
+  (a call that was answered was paid), in USD; null when some call was not costed. An
+  answered call logged with no cost and no token is one whose usage could not be read: it is
+  counted (``usage_unread``), its cost unknown, never taken as free. A
   GlossoGen 0.5.x log priced no call: its total is the one its ``simulation_ended`` recorded.
 - **Duration** is the wall-clock seconds of every process that played the run, summed: each
   process's ``simulation_ended.process_seconds`` (a line written before schema 2: its
@@ -24,13 +26,15 @@ Rules, in the order a log is read:
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
   the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
   and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
-  resumed.
+  resumed. ``queued`` is a run folder that was claimed (``config.json`` written) but whose log
+  holds no event yet: its player (a worker's flow run, a detached process) has not begun; no
+  log is read for it (:data:`QUEUED`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from glossogen.eventlog._cost import add_usd
 from glossogen.eventlog._events import (
@@ -53,8 +57,14 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._reader import EventLogRead, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
-Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped"]
+Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped", "queued"]
 """The one status vocabulary of a run (export ``--status``, the run browser, MCP)."""
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+"""Every status, in the vocabulary's order."""
+
+QUEUED: Status = "queued"
+"""A claimed run folder whose log holds no event yet (its player has not begun)."""
 
 RESUMABLE: tuple[str, ...] = ("error", "interrupted")
 """``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""
@@ -110,6 +120,8 @@ class SeatSpend:
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    usage_unread: int = 0
+    """Answered calls whose usage could not be read: their cost is unknown (null)."""
 
     def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
         """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
@@ -117,6 +129,8 @@ class SeatSpend:
         self.input_tokens += event.input_tokens
         self.output_tokens += event.output_tokens
         self.requests += 1
+        answered = not isinstance(event, ModelRequestAbandoned) or event.answered
+        self.usage_unread += int(answered and _unread(event))
 
 
 @dataclass
@@ -142,13 +156,26 @@ class Spend:
             total = _add(total, seat.cost_usd)
         return total
 
+    judge_usage_unread: int = 0
+    """Judge calls whose usage could not be read (cost unknown)."""
+
     @property
     def requests(self) -> int:
         """Answered model calls of every seat."""
         return sum(s.requests for s in self.agents.values())
 
+    @property
+    def usage_unread(self) -> int:
+        """Answered calls (seats and judge) whose usage could not be read: cost unknown."""
+        return self.judge_usage_unread + sum(s.usage_unread for s in self.agents.values())
+
 
 _add = add_usd
+
+
+def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:
+    """An answered call logged with no cost and no token: its usage was not read."""
+    return event.cost_usd is None and not (event.input_tokens or event.output_tokens)
 
 
 @dataclass
@@ -348,6 +375,7 @@ class RunView:
             elif isinstance(event, JudgeCalled):
                 spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
                 spend.judge_calls += 1
+                spend.judge_usage_unread += int(_unread(event))
             elif isinstance(event, ModelRequestAbandoned):
                 if event.cost_usd is None and not event.answered:
                     spend.unanswered_requests += 1

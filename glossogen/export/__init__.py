@@ -21,6 +21,7 @@ from glossogen.export._selection import (
     Selection,
     check_runs_dir,
     load_run,
+    queued_run,
     select_runs,
 )
 from glossogen.export._tables import (
@@ -115,6 +116,7 @@ __all__ = [
     "csv_bytes",
     "legend",
     "load_run",
+    "queued_run",
     "parse_conditions",
     "publish",
     "read_log_facts",

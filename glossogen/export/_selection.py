@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from glossogen.eventlog import QUEUED
+from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
@@ -58,8 +60,8 @@ Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kin
 """The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
 
 
-STATUSES = ("completed", "incomplete", "error", "interrupted", RUNNING, STOPPED)
-"""The statuses a run can have (``RunView``'s vocabulary)."""
+STATUSES = _VIEW_STATUSES
+"""The statuses a run can have (``RunView``'s vocabulary, defined there)."""
 
 LEGACY_STATUSES = {
     "scenario_complete": "completed",
@@ -242,6 +244,34 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         lineage=lineage if isinstance(lineage, dict) else None,
         facts=facts,
         report=report if isinstance(report, dict) else None,
+    )
+
+
+def queued_run(folder: RunFolder) -> RunRecord | None:
+    """The record of a claimed folder whose log holds no event yet (``queued``), else None.
+
+    Read from the claim's JSON files alone (``config.json``, ``labels.json``): there is no log,
+    so its facts are empty. :func:`select_runs` never loads one by default (an export has
+    nothing to export of it); the run browser lists it.
+
+    Raises:
+        ValueError: ``config.json`` or ``labels.json`` is not valid JSON.
+        StorageError: the storage is unreachable.
+    """
+    if folder.log_state() not in ("missing", "empty"):
+        return None
+    config = folder.read_object("config.json")
+    if config is None:
+        return None  # not a claim (a stray folder)
+    return RunRecord(
+        run_id=folder.run_id,
+        scenario=folder.scenario,
+        run_url=folder.url,
+        log_url=folder.log_url,
+        config=lift_legacy_knobs(config),
+        labels=_labels(folder.read_object("labels.json"), config),
+        lineage=folder.read_object("lineage.json"),
+        facts=LogFacts(status=QUEUED),
     )
 
 

@@ -457,10 +457,14 @@ def price_spend(folder: RunFolder) -> RunSpend:
             errors[event.error_kind] = errors.get(event.error_kind, 0) + 1
     note = None
     if own.total_cost_usd is None:
+        notes = [_unanswered_note(own.unanswered_requests)] if own.unanswered_requests else []
+        if own.usage_unread:
+            notes.append(
+                f"{own.usage_unread} answered model call(s) returned no usage that could be "
+                "read: what they cost is unknown"
+            )
         note = (
-            _unanswered_note(own.unanswered_requests)
-            if own.unanswered_requests
-            else "a model of this run is not in the price catalogue (genai-prices)"
+            "; ".join(notes) or "a model of this run is not in the price catalogue (genai-prices)"
         )
     return RunSpend(
         total_cost_usd=_usd(own.total_cost_usd),

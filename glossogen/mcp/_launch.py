@@ -6,7 +6,9 @@ serves it, else in a detached local process of its own (``python -m glossogen.mc
 reads the ``RunConfig`` on stdin and plays the ``simulate`` flow into that folder). A derived or
 resumed run plays as ``glossogen run <scenario> --resume <folder>``, detached, as the derived-run
 commands do. Prefect is imported inside the calls that need it (this room is a surface, like
-the CLI: it reaches ``tasks/`` and ``flows/`` lazily).
+the CLI: it reaches ``tasks/`` and ``flows/`` lazily). Stopping a run
+(:func:`stop_run_folder`) cancels its flow run through Prefect when a worker plays it from a
+deployment, removes a claim whose log never began, or signals the local writer.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
+from uuid import UUID
 
 from glossogen.launch import RunConfig, claim_folder
-from glossogen.storage import CONFIG, LABELS, LOCK_NAME, RunFolder, StorageError
+from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, RunFolder, StorageError
 
 
 class StopError(Exception):
@@ -59,15 +63,18 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     folder = claim_folder(config, runs_dir)
     name = f"simulate/simulate-{config.provider}"
     if os.environ.get("PREFECT_API_URL"):
-        from tasks.deployments import create_flow_run, served
+        from tasks.deployments import create_flow_run, record_flow_run, served
 
         if await served([name]):
             parameters = {"config": config.model_dump(mode="json"), "run_dir": folder.url}
             try:
-                await create_flow_run(name, parameters, idempotency_key=f"mcp:{folder.url}")
+                flow_run = await create_flow_run(
+                    name, parameters, idempotency_key=f"mcp:{folder.url}"
+                )
             except BaseException:
                 folder.discard_unstarted()
                 raise
+            record_flow_run(folder, flow_run)  # so stop_run cancels it, queued or playing
             return folder, f"deployment:{name}"
     payload = config.model_dump_json().encode()
     try:
@@ -85,22 +92,53 @@ def launch_resume(folder: RunFolder, scenario: str) -> str:
     return f"local_process:{pid}"
 
 
-def stop_writer(folder: RunFolder) -> int:
-    """Ask the live writer of ``folder`` to stop (SIGINT, as a Ctrl-C) and return its pid.
+@dataclass(frozen=True)
+class Stopping:
+    """How a stop was carried out: the run, the one line said, what was signalled or cancelled.
 
-    The writer ends the round it is in, logs ``simulation_ended`` with status ``interrupted``
-    and exits; the run can then be resumed. Nothing is written here.
+    Attributes:
+        run_id: The run.
+        message: The one line the CLI prints (the page and MCP show it too).
+        pid: The writer signalled (SIGINT), when a local process plays the run.
+        flow_run_id: The Prefect flow run cancelled, when a worker plays (or was to play) it.
+    """
+
+    run_id: str
+    message: str
+    pid: int | None = None
+    flow_run_id: str | None = None
+
+
+def stop_run_folder(folder: RunFolder) -> Stopping:
+    """Stop the run in ``folder``: it ends ``interrupted`` (resumable), or, queued, never starts.
+
+    - A run a worker plays from a deployment (``flow_run.json`` names its flow run, not ended)
+      is cancelled through Prefect: the flow run goes ``Cancelling``, its worker stops the
+      process, and the engine seals the log ``interrupted`` as on Ctrl-C. A flow run no worker
+      had started is cancelled at once, and its claimed folder (no log yet) is removed.
+    - A claimed folder whose log has not begun and which no process holds is removed (the
+      claim is cancelled: nothing was played or spent).
+    - Otherwise the live writer (the pid the folder's ``.writer.lock`` records) is signalled
+      (SIGINT, as a Ctrl-C): it ends the round it is in, logs ``simulation_ended``
+      ``interrupted`` and exits.
 
     Raises:
-        StopError: 66 when the folder has no log; 65 when no live process writes it (nothing to
-            stop) or the folder is remote (its lock records no pid here).
+        StopError: 66 when the folder has no log and is no claim; 65 when no live process
+            writes it (nothing to stop) or the folder is remote (its lock records no pid here);
+            69 when its flow run's Prefect server cannot be reached (or none is configured).
     """
     path = folder.local_path(LOCK_NAME)
     if path is None:  # asked first: a remote folder is not read (no credentials needed)
         raise StopError(f"{folder.url} is remote: glossogen stop reaches local writers only", 65)
-    if not folder.has_log():
-        raise StopError(f"{folder.url} holds no run log", 66)
-    if not folder.is_locked():
+    begun = folder.has_log()
+    flow_run_id = _recorded_flow_run(folder)
+    if flow_run_id is not None:
+        stopping = _cancel_flow_run(folder, flow_run_id, begun)
+        if stopping is not None:
+            return stopping
+    if not begun and not folder.is_locked():
+        return _cancel_claim(folder)
+    if not folder.is_locked():  # a player that holds the lock, its log not begun: signalled
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
     try:
         with open(path, encoding="utf-8") as lock:
@@ -113,7 +151,94 @@ def stop_writer(folder: RunFolder) -> int:
         raise StopError(f"run {folder.run_id}: its writer (pid {pid}) is gone", 65) from None
     except PermissionError:
         raise StopError(f"run {folder.run_id}: not allowed to signal pid {pid}", 65) from None
-    return pid
+    return Stopping(
+        folder.run_id,
+        f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; {_resume_hint(folder)}",
+        pid=pid,
+    )
 
 
-__all__ = ["StopError", "StorageError", "launch_new", "launch_resume", "stop_writer"]
+def _resume_hint(folder: RunFolder) -> str:
+    return f"resume it with glossogen run {folder.scenario} --resume {folder.url}"
+
+
+_UNSTARTED = (CONFIG, LABELS, ".claim", FLOW_RUN, LOCK_NAME)
+"""What a claimed folder may hold before its log begins (its stdout log aside)."""
+
+
+def _recorded_flow_run(folder: RunFolder) -> UUID | None:
+    try:
+        record = folder.read_object(FLOW_RUN)
+        return UUID(str(record["flow_run_id"])) if record else None
+    except (ValueError, KeyError, TypeError):
+        return None  # no record to go by: the lock decides
+
+
+def _cancel_claim(folder: RunFolder) -> Stopping:
+    """Remove a claimed folder whose log never began and which no process holds."""
+    try:
+        claimed = folder.read_object(CONFIG) is not None
+    except ValueError:
+        claimed = False
+    if not claimed:
+        raise StopError(f"{folder.url} holds no run log", 66)
+    if not folder.discard_unstarted((*_UNSTARTED, folder.stdout_log_name)):
+        raise StopError(
+            f"run {folder.run_id} has not begun its log and no process holds it, but its folder "
+            "holds other files: left as it is",
+            65,
+        )
+    return Stopping(
+        folder.run_id,
+        f"cancelled queued run {folder.run_id}: its log had not begun and no process held it; "
+        "its claimed folder was removed",
+    )
+
+
+def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopping | None:
+    """Cancel the run's flow run through Prefect; None when it has ended (the lock decides)."""
+    import httpx
+    from prefect.exceptions import ObjectNotFound
+
+    from flows.runtime import api_url
+    from tasks.deployments import cancel_flow_run
+
+    url = api_url()
+    if url is None:
+        raise StopError(
+            f"run {folder.run_id} is played by Prefect flow run {flow_run_id}: set "
+            "PREFECT_API_URL to its server to stop it",
+            69,
+        )
+    try:
+        cancel = cancel_flow_run(flow_run_id, f"glossogen stop {folder.run_id}")
+    except ObjectNotFound:
+        return None  # a flow run this server never had (another server's record): the lock
+    except (httpx.HTTPError, OSError) as exc:
+        raise StopError(f"cannot reach the Prefect API at {url}: {exc}", 69) from None
+    if cancel is None:
+        return None
+    named = f"flow run {flow_run_id}"
+    if cancel.never_started:
+        removed = not begun and folder.discard_unstarted((*_UNSTARTED, folder.stdout_log_name))
+        message = (
+            f"cancelled queued run {folder.run_id}: {named} was {cancel.before}, no worker had "
+            "started it; "
+            + ("its claimed folder was removed" if removed else "the run is left as its log ends")
+        )
+        return Stopping(folder.run_id, message, flow_run_id=str(flow_run_id))
+    message = (
+        f"stopping {folder.run_id} ({named}, {cancel.before}): cancelled through Prefect, its "
+        f"worker stops it and it ends 'interrupted'; {_resume_hint(folder)}"
+    )
+    return Stopping(folder.run_id, message, flow_run_id=str(flow_run_id))
+
+
+__all__ = [
+    "StopError",
+    "Stopping",
+    "StorageError",
+    "launch_new",
+    "launch_resume",
+    "stop_run_folder",
+]

@@ -36,7 +36,7 @@ from glossogen.mcp._base import (
     refuse,
     scenario_class,
 )
-from glossogen.mcp._launch import StopError, launch_new, launch_resume, stop_writer
+from glossogen.mcp._launch import StopError, launch_new, launch_resume, stop_run_folder
 from glossogen.mcp._results import (
     Credential,
     Estimate,
@@ -225,10 +225,15 @@ class Launching(ToolBase):
         return self._folder(run_id)
 
     def stop_run(self, run_id: str) -> Stopped:
-        """Ask a live run's writer to stop: the run ends ``interrupted``, resumable."""
-        folder = self._folder(run_id)
+        """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
+        folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
         try:
-            pid = stop_writer(folder)
+            stopping = stop_run_folder(folder)
         except StopError as exc:
             raise refuse(exc) from None
-        return Stopped(run_id=folder.run_id, pid=pid)
+        return Stopped(
+            run_id=folder.run_id,
+            pid=stopping.pid,
+            flow_run_id=stopping.flow_run_id,
+            message=stopping.message,
+        )

@@ -226,10 +226,16 @@ class Launched(BaseModel):
 
 
 class Stopped(BaseModel):
-    """A run whose writer was asked to stop; it ends ``interrupted`` and can be resumed."""
+    """A run asked to stop: it ends ``interrupted``, resumable (a queued one never starts).
+
+    ``pid``: the local writer signalled; ``flow_run_id``: the Prefect flow run cancelled;
+    ``message``: the line ``glossogen stop`` prints.
+    """
 
     run_id: str
-    pid: int
+    pid: int | None = None
+    flow_run_id: str | None = None
+    message: str = ""
 
 
 class Evaluated(BaseModel):

@@ -66,7 +66,8 @@ DESCRIPTIONS = {
     ),
     "resume_run": "Continue a stopped, interrupted or failed run in place (detached).",
     "stop_run": (
-        "Stop a live run as `glossogen stop` does: it ends 'interrupted' and can be resumed."
+        "Stop a run as `glossogen stop` does: it ends 'interrupted' and can be resumed (a run a "
+        "worker plays is cancelled through Prefect); a queued one is cancelled before it starts."
     ),
     "evaluate_run": (
         "Score a run into its report: metric names (default: all that apply); judged metrics "

@@ -5,15 +5,23 @@
 ``event_type``) and one ``data:`` line (the event's JSON). It starts at the log's first event,
 or right after the event a reconnecting client names in ``Last-Event-ID`` (the header every
 ``EventSource`` sends again; ``?last_event_id=`` does the same for a first connection), so no
-event is lost or repeated. The log is read through :class:`~glossogen.eventlog.LogTail` (the
-reader's rule, line by line), polled every :data:`POLL_SECONDS`, locally or on ``s3://`` (the
-shipped log). The stream ends once the log ends in ``simulation_ended`` and nothing follows,
-or, for a run no writer holds, once its log has been read to the end; a finished run is sent
-whole and the stream ends.
+event is lost or repeated. An id that names no event of the log (another run's, or one from a
+log since rewritten) is refused, 409 with one line, rather than replayed from the start: a
+client that means the start sends none. The log is read through
+:class:`~glossogen.eventlog.LogTail` (the reader's rule, line by line), polled every
+:data:`POLL_SECONDS`, locally or on ``s3://`` (the shipped log). The stream ends once the log
+ends in ``simulation_ended`` and nothing follows, or, for a run no writer holds, once its log
+has been read to the end; a finished run is sent whole and the stream ends.
 
-``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``: the live
-writer (the pid the folder's ``.writer.lock`` records) is signalled and the run ends
-``interrupted``, resumable. 409 with the CLI's one line when no live process writes it.
+``GET /api/g/{group}/runs/{scenario}/{ts}/summary`` is what the live page refreshes when a
+cost-bearing event streams in: status, the header's cost line, each seat's requests, tokens,
+spend and failures, all from the run's :class:`~glossogen.eventlog.RunView`.
+
+``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``
+(``glossogen.mcp._launch.stop_run_folder``): a run a worker plays from a deployment is
+cancelled through Prefect, a local writer (the pid the folder's ``.writer.lock`` records) is
+signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line when there is
+nothing to stop.
 
 A run id that is not a run under the runs directory (``..``, an absolute path, an encoded
 separator, a run of another group) is a 404: nothing is read outside the runs directory.
@@ -30,8 +38,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
-from glossogen.eventlog import Event, LogTail, SimulationEnded
-from glossogen.storage import RunFolder, RunStore, StorageError
+from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
+from glossogen.server._run_page import live_summary
+from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
 
 POLL_SECONDS = 0.2
 """How often a live log is read again, seconds."""
@@ -48,12 +57,15 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 router = APIRouter(prefix="/api/g/{group}/runs/{scenario}/{ts}", tags=["live"])
 
 
-def run_folder(runs_dir: str, scenario: str, ts: str) -> RunFolder:
+def run_folder(runs_dir: str, scenario: str, ts: str, queued: bool = False) -> RunFolder:
     """The folder of run ``<scenario>/<ts>`` under ``runs_dir``, or a 404.
+
+    With ``queued``, a claimed folder (``config.json``) whose log has not begun is one too.
 
     Raises:
         HTTPException: 404 when ``scenario`` is not a plain name (``..``, separators), ``ts``
-            is not a unix timestamp, or the folder holds no event log.
+            is not a unix timestamp, or the folder holds no event log (nor, with ``queued``,
+            a claim).
     """
     if not _NAME.match(scenario) or ".." in scenario or not ts.isdigit():
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}"})
@@ -62,7 +74,7 @@ def run_folder(runs_dir: str, scenario: str, ts: str) -> RunFolder:
         stamp = folder.log_stamp()
     except (ValueError, StorageError) as exc:
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}: {exc}"}) from exc
-    if stamp is None:
+    if stamp is None and not (queued and folder.exists(CONFIG)):
         raise HTTPException(404, {"message": f"no run {scenario}/{ts}: it has no event log"})
     return folder
 
@@ -92,44 +104,69 @@ def _id_of(item: Event | dict[str, Any], number: int) -> str:
     return str(item.get("event_id") or f"line-{number}")
 
 
-async def follow(
-    folder: RunFolder, after: str | None, request: Request | None = None
-) -> AsyncIterator[bytes]:
-    """Yield the run's events as SSE frames, from the start or right after event ``after``.
+def read_backlog(tail: LogTail) -> list[Event | dict[str, Any]]:
+    """Every event the log holds now (``tail`` then follows from its end); none for no log."""
+    backlog: list[Event | dict[str, Any]] = []
+    while True:
+        try:
+            items = tail.poll()
+        except (FileNotFoundError, StorageError):
+            return backlog
+        if not items:
+            return backlog
+        backlog.extend(items)
 
-    An ``after`` the log does not hold is ignored once the whole log has been read (the stream
-    then starts from the first event).
+
+def resume_point(backlog: list[Event | dict[str, Any]], after: str | None, run_id: str) -> int:
+    """Index in ``backlog`` of the first event to send: 0, or right after event ``after``.
+
+    Raises:
+        HTTPException: 409 when ``after`` names no event of the log (an id from another run,
+            or a log rewritten since): the stream would otherwise start over unasked.
     """
-    tail = LogTail(folder.log_url)
-    skipping: list[Event | dict[str, Any]] | None = [] if after else None
-    number = 0
-    last_was_end = False
+    if not after:
+        return 0
+    for number, item in enumerate(backlog, 1):
+        if _id_of(item, number) == after:
+            return number
+    raise HTTPException(
+        409,
+        {
+            "message": f"Last-Event-ID {after!r} names no event of run {run_id}'s log; "
+            "reconnect without it to read the log from its first event"
+        },
+    )
+
+
+async def follow(
+    folder: RunFolder,
+    tail: LogTail,
+    backlog: list[Event | dict[str, Any]],
+    start: int = 0,
+    request: Request | None = None,
+) -> AsyncIterator[bytes]:
+    """Yield the run's events as SSE frames: ``backlog[start:]``, then what ``tail`` reads."""
+    number = len(backlog)
+    last_was_end = bool(backlog) and isinstance(backlog[-1], SimulationEnded)
     idle = 0
     quiet = 0.0
     yield b"retry: 1000\n\n"
+    for n, item in enumerate(backlog[start:], start + 1):
+        yield _frame(item, n)
     while True:
+        if last_was_end:
+            return
         try:
             items = await asyncio.to_thread(tail.poll)
         except (FileNotFoundError, StorageError):
             items = []
         for item in items:
             number += 1
-            if skipping is not None:
-                if _id_of(item, number) == after:
-                    skipping = None
-                else:
-                    skipping.append(item)
-                continue
             last_was_end = isinstance(item, SimulationEnded)
             yield _frame(item, number)
         if items:
             idle, quiet = 0, 0.0
             continue  # read on at once: a long log arrives in several reads
-        if skipping is not None:  # the whole log read without meeting ``after``: from the start
-            for n, item in enumerate(skipping, 1):
-                last_was_end = isinstance(item, SimulationEnded)
-                yield _frame(item, n)
-            skipping = None
         if last_was_end:
             return
         live = await asyncio.to_thread(folder.is_locked)
@@ -148,8 +185,10 @@ async def follow(
 def group_of_folder(folder: RunFolder) -> str:
     """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
     from glossogen.export import load_run
-    from glossogen.server._run_index import group_of
+    from glossogen.server._run_index import DEFAULT_GROUP, group_of
 
+    if not folder.has_log():  # a queued run: no group recorded yet (listed under the default)
+        return DEFAULT_GROUP
     try:
         return group_of(load_run(RunStore(folder.runs_dir), folder.run_id))
     except (FileNotFoundError, ValueError) as exc:
@@ -168,11 +207,32 @@ async def events(group: str, scenario: str, ts: str, request: Request) -> Stream
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     load_scenario_events(scenario)
     after = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    tail = LogTail(folder.log_url)
+    backlog = await asyncio.to_thread(read_backlog, tail)
+    start = resume_point(backlog, after, folder.run_id)
     return StreamingResponse(
-        follow(folder, after or None, request),
+        follow(folder, tail, backlog, start, request),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.get("/summary")
+def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
+    """The live page's summary of the run (the module docstring's), from its ``RunView``.
+
+    Raises:
+        HTTPException: 404 for a run that is not one of this group's runs.
+    """
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    if group_of_folder(folder) != group:
+        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+    load_scenario_events(scenario)
+    try:
+        view = RunView.load(folder.log_url, live=folder.is_locked())
+    except (FileNotFoundError, StorageError) as exc:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+    return live_summary(view)
 
 
 @router.post("/stop")
@@ -183,18 +243,18 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
             line) when no live process writes it or the folder is remote.
     """
-    from glossogen.mcp._launch import StopError, stop_writer
+    from glossogen.mcp._launch import StopError, stop_run_folder
 
-    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts, queued=True)
     if group_of_folder(folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     try:
-        pid = stop_writer(folder)
+        stopping = stop_run_folder(folder)
     except StopError as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
     return {
         "run_id": folder.run_id,
-        "pid": pid,
-        "message": f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; resume it "
-        f"with glossogen run {folder.scenario} --resume {folder.url}",
+        "pid": stopping.pid,
+        "flow_run_id": stopping.flow_run_id,
+        "message": stopping.message,
     }

@@ -1,7 +1,9 @@
 """The run browser's pages, rendered on the server with Jinja2 (autoescaped).
 
-- ``/``: the run list (every group; filters as the export reads them; paged; newest first,
-  grouped by day). ``?fragment=rows`` answers the table body alone (the live refresh).
+- ``/``: the run list (every group; filters as the export reads them; paged, ``?per_page=``
+  one of :data:`~glossogen.server._run_index.PAGE_SIZES` rows, default 50, another refused
+  with one line, 422; newest first, grouped by day). ``?fragment=rows`` answers the table body
+  alone (the live refresh).
 - ``/runs/{scenario}/{ts}``: one run (header, seats, channels, activity, rounds, report).
 - ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
   the knobs' JSON Schema as a table.
@@ -24,11 +26,18 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from glossogen.eventlog import RunView
+from glossogen.eventlog import STATUSES, RunView
 from glossogen.export import FilterSelection, RunRecord, RunsDirError, SelectionError, select_runs
 from glossogen.server._live_routes import load_scenario_events, run_folder
-from glossogen.server._run_index import DEFAULT_GROUP, RunCache, RunFilters, list_runs
-from glossogen.server._run_page import build_run_page
+from glossogen.server._run_index import (
+    DEFAULT_GROUP,
+    PAGE_SIZE,
+    PAGE_SIZES,
+    RunCache,
+    RunFilters,
+    list_runs,
+)
+from glossogen.server._run_page import build_run_page, usd
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -39,12 +48,6 @@ _env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
 
 
 def _seconds(value: float | None) -> str:
@@ -64,7 +67,7 @@ def _clock(stamp: str | None) -> str:
         return stamp
 
 
-_env.filters["usd"] = _usd
+_env.filters["usd"] = usd
 _env.filters["seconds"] = _seconds
 _env.filters["clock"] = _clock
 _env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
@@ -103,8 +106,14 @@ def runs(request: Request) -> HTMLResponse:
         page_number = 1
     settings = request.app.state.settings
     error, page, code = None, None, 200
+    raw_size = request.query_params.get("per_page", str(PAGE_SIZE)).strip()
+    per_page = int(raw_size) if raw_size.isdigit() else None
     try:
-        page = list_runs(settings.runs_dir, filters, _cache(request), page_number)
+        if per_page is None or per_page not in PAGE_SIZES:
+            sizes = ", ".join(map(str, PAGE_SIZES))
+            error, code = f"glossogen: error: per_page {raw_size!r} is not one of {sizes}", 422
+        else:
+            page = list_runs(settings.runs_dir, filters, _cache(request), page_number, per_page)
     except SelectionError as exc:
         error, code = f"glossogen: error: {exc.cli_message}", 422
     except (RunsDirError, StorageError) as exc:
@@ -117,7 +126,9 @@ def runs(request: Request) -> HTMLResponse:
         filters=filters,
         error=error,
         scenarios=scenario_names(),
-        statuses=["running", "completed", "incomplete", "error", "interrupted", "stopped"],
+        statuses=STATUSES,
+        page_sizes=PAGE_SIZES,
+        per_page=per_page if per_page in PAGE_SIZES else PAGE_SIZE,
         export_group=filters.group or DEFAULT_GROUP,
         selection=filters.as_json(),
         query=urlencode(

@@ -6,7 +6,9 @@ its filters and knob grammar), so the list and a download of the same filters ho
 runs. The cache keeps one record per run keyed by its log's size and modification time
 (:meth:`~glossogen.storage.RunFolder.log_stamp`): a live run, whose log grows, is read again;
 a finished one never is. Whether an unfinished run is ``running`` or ``stopped`` depends on its
-writer, not its log, so that is asked again on every listing.
+writer, not its log, so that is asked again on every listing. A folder that was claimed
+(``config.json``) but whose log holds no event yet is listed ``queued`` (its player, a worker's
+flow run or a detached process, has not begun), read from its JSON files alone.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from glossogen.export import FilterSelection, RunRecord, load_run, select_runs
+from glossogen.eventlog import QUEUED
+from glossogen.export import FilterSelection, RunRecord, load_run, queued_run, select_runs
 from glossogen.export._runlog import RUNNING, STOPPED
 from glossogen.storage import RunFolder, RunStore
 
@@ -25,7 +28,10 @@ DEFAULT_GROUP = "local"
 """The group of a run that recorded no ``group_slug``."""
 
 PAGE_SIZE = 50
-"""Rows per page of the run list."""
+"""Rows per page of the run list by default."""
+
+PAGE_SIZES = (25, 50, 100, 200)
+"""The page sizes the list offers (``?per_page=``); another is refused (422)."""
 
 RESUMABLE = ("stopped", "error", "interrupted")
 """Statuses the list marks as resumable (``glossogen run --resume``)."""
@@ -64,8 +70,11 @@ class RunCache:
         if folder is None:
             folder = self._folders.setdefault(key, store.open_run(run_id))
         stamp = folder.log_stamp()
-        if stamp is None:
-            raise FileNotFoundError(folder.log_url)
+        if stamp is None or stamp[0] == 0:
+            queued = queued_run(folder)
+            if queued is None:
+                raise FileNotFoundError(folder.log_url)
+            return queued
         with self._lock:
             cached = self._records.get(key)
         if cached is not None and cached[0] == stamp:
@@ -132,6 +141,11 @@ class RunRow:
         return self.record.status == RUNNING
 
     @property
+    def queued(self) -> bool:
+        """True for a claimed run whose log has not begun (it has no page yet)."""
+        return self.record.status == QUEUED
+
+    @property
     def resumable(self) -> bool:
         """True for a run ``--resume`` continues."""
         return self.record.status in RESUMABLE
@@ -146,11 +160,12 @@ class RunListPage:
     total: int
     page: int
     pages: int
+    per_page: int = PAGE_SIZE
 
     @property
     def any_live(self) -> bool:
-        """Whether any row shown is live (the page then refreshes itself)."""
-        return any(r.live for r in self.rows)
+        """Whether any row shown is live or queued (the page then refreshes itself)."""
+        return any(r.live or r.queued for r in self.rows)
 
 
 def _badges(lineage: dict[str, Any] | None, resumes: int) -> list[str]:
@@ -181,6 +196,9 @@ def _row(record: RunRecord) -> RunRow:
         day = datetime.fromisoformat(started.replace("Z", "+00:00")).date().isoformat()
     except ValueError:
         day = "unknown day"
+    if not started and record.status == QUEUED:  # no log yet: the day the folder was claimed
+        claimed = int(record.run_id.rsplit("/", 1)[1])
+        day = datetime.fromtimestamp(claimed, UTC).date().isoformat()
     count = record.config.get("round_count")
     metrics = (record.report or {}).get("metrics") or {}
     scores = [
@@ -197,8 +215,12 @@ def _row(record: RunRecord) -> RunRow:
     )
 
 
-def list_runs(runs_dir: str, filters: RunFilters, cache: RunCache, page: int = 1) -> RunListPage:
+def list_runs(
+    runs_dir: str, filters: RunFilters, cache: RunCache, page: int = 1, per_page: int = PAGE_SIZE
+) -> RunListPage:
     """Select the runs matching ``filters``, newest first, and cut out page ``page`` (from 1).
+
+    A page holds ``per_page`` rows (one of :data:`PAGE_SIZES`).
 
     Raises:
         SelectionError: a knob condition is malformed or cannot be read as the recorded type
@@ -208,13 +230,14 @@ def list_runs(runs_dir: str, filters: RunFilters, cache: RunCache, page: int = 1
     selected = select_runs(runs_dir, filters.selection(), max_runs=sys.maxsize, load=cache.load)
     records = [r for r in selected.records if not filters.group or group_of(r) == filters.group]
     records.sort(key=lambda r: (int(r.run_id.rsplit("/", 1)[1]), r.run_id), reverse=True)
-    pages = max(1, -(-len(records) // PAGE_SIZE))
+    pages = max(1, -(-len(records) // per_page))
     page = min(max(1, page), pages)
-    shown = records[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    shown = records[(page - 1) * per_page : page * per_page]
     return RunListPage(
         rows=[_row(r) for r in shown],
         matched=len(records),
         total=selected.scanned,
         page=page,
         pages=pages,
+        per_page=per_page,
     )

@@ -9,7 +9,7 @@ which tool was called, where a round, a postmortem, a swap or the fork point beg
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from glossogen.eventlog import (
@@ -24,6 +24,7 @@ from glossogen.eventlog import (
     RoundStarted,
     RunResumed,
     RunView,
+    SeatSpend,
     ToolCallInvoked,
     ToolResultReceived,
 )
@@ -115,6 +116,11 @@ class RunPage:
     last_event_id: str = ""
     error: str | None = None
 
+    @property
+    def cost(self) -> str:
+        """The header's cost line (the live page refreshes it from :func:`live_summary`)."""
+        return cost_line(self.total_cost_usd, self.judge_cost_usd, self.inherited_cost_usd)
+
 
 def _message(event: MessageSent, models: dict[str, str]) -> Item:
     fields = {
@@ -164,6 +170,67 @@ def _item(event: Event, models: dict[str, str], scenario: str) -> Item | None:
     return None
 
 
+def seat_rows(view: RunView) -> list[SeatRow]:
+    """Every seat of the run with its model, settings, requests, tokens, spend and failures."""
+    settings: dict[str, dict[str, Any]] = {}
+    failures: dict[str, int] = {}
+    for event in view.counted:
+        if isinstance(event, AgentRegistered):
+            settings[event.agent_id] = dict(event.model_settings)
+        elif isinstance(event, AgentRunCycleFailed):
+            failures[event.agent_id] = failures.get(event.agent_id, 0) + 1
+    spend = view.spend
+    seats = []
+    for agent_id, seat in view.roster.items():
+        own = spend.agents.get(agent_id) or SeatSpend(agent_id)
+        seats.append(
+            SeatRow(
+                **asdict(seat),  # agent_id, role, team_id, model, provider, models
+                settings=settings.get(agent_id, {}),
+                requests=own.requests,
+                input_tokens=own.input_tokens,
+                output_tokens=own.output_tokens,
+                cost_usd=own.cost_usd,
+                failures=failures.get(agent_id, 0),
+            )
+        )
+    return seats
+
+
+def usd(value: float | None) -> str:
+    """A USD figure as the pages show it (``unknown`` for a cost not known)."""
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
+
+
+def cost_line(total: float | None, judge: float | None, inherited: float | None) -> str:
+    """The run header's cost: total, the judge's share, a derived run's inherited spend."""
+    line = f"{usd(total)} (judge {usd(judge)}"
+    return line + (f"; inherited {usd(inherited)})" if inherited is not None else ")")
+
+
+def live_summary(view: RunView) -> dict[str, Any]:
+    """What the live page refreshes as a run streams: status, the header's cost, every seat."""
+    spend = view.spend
+    inherited = view.inherited_spend.total_cost_usd if view.derived else None
+    return {
+        "status": view.status,
+        "total_cost_usd": spend.total_cost_usd,
+        "cost": cost_line(spend.total_cost_usd, spend.judge_cost_usd, inherited),
+        "seats": [
+            {
+                "agent_id": s.agent_id,
+                "requests": s.requests,
+                "tokens": f"{s.input_tokens} / {s.output_tokens}",
+                "spend": usd(s.cost_usd),
+                "failures": s.failures,
+            }
+            for s in seat_rows(view)
+        ],
+    }
+
+
 def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
     """Lay out one run's page from its view, its folder's JSON files and its report."""
     from glossogen.evaluation import read_report
@@ -171,21 +238,14 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
     started = view.started
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
     models: dict[str, str] = {}
-    settings: dict[str, dict[str, Any]] = {}
-    failures: dict[str, int] = {}
     triggers: dict[int, str] = {}
     cases: dict[int, str] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
     case_type = f"{folder.scenario}_case_started"
     for event in view.counted:
-        if isinstance(event, AgentRegistered):
+        if isinstance(event, AgentRegistered | AgentSwappedMidRun):
             models[event.agent_id] = f"{event.provider}:{event.model}"
-            settings[event.agent_id] = dict(event.model_settings)
-        elif isinstance(event, AgentSwappedMidRun):
-            models[event.agent_id] = f"{event.provider}:{event.model}"
-        elif isinstance(event, AgentRunCycleFailed):
-            failures[event.agent_id] = failures.get(event.agent_id, 0) + 1
         elif isinstance(event, RoundEnded):
             triggers[event.round_number] = event.trigger
         elif event.event_type == case_type:  # each scenario's own class, by the naming rule
@@ -204,25 +264,7 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
             item.event_id = event.event_id
             items.append(item)
     spend = view.spend
-    seats = []
-    for agent_id, seat in view.roster.items():
-        own = spend.agents.get(agent_id)
-        seats.append(
-            SeatRow(
-                agent_id=agent_id,
-                role=seat.role,
-                team_id=seat.team_id,
-                model=seat.model,
-                provider=seat.provider,
-                models=list(seat.models),
-                settings=settings.get(agent_id, {}),
-                requests=own.requests if own else 0,
-                input_tokens=own.input_tokens if own else 0,
-                output_tokens=own.output_tokens if own else 0,
-                cost_usd=own.cost_usd if own else 0.0,
-                failures=failures.get(agent_id, 0),
-            )
-        )
+    seats = seat_rows(view)
     rounds = [
         RoundRow(
             round_number=n,

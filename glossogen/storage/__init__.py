@@ -2,6 +2,7 @@
 
 from glossogen.storage._folder import (
     CONFIG,
+    FLOW_RUN,
     LABELS,
     LINEAGE,
     LOCK_NAME,
@@ -37,6 +38,7 @@ from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
 
 __all__ = [
     "CONFIG",
+    "FLOW_RUN",
     "FolderFile",
     "DEFAULT_LEASE_SECONDS",
     "LeaseSettingError",

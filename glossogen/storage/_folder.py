@@ -37,6 +37,10 @@ LOCK_NAME = ".writer.lock"
 CONFIG = "config.json"
 LABELS = "labels.json"
 LINEAGE = "lineage.json"
+FLOW_RUN = "flow_run.json"
+"""The Prefect flow run of a deployment that plays (or is queued to play) the run: written by
+its launcher once the flow run exists and by the flow run itself when it starts, so
+``glossogen stop`` cancels it through Prefect (``flow_run_id``, ``deployment_id``)."""
 
 
 @dataclass(frozen=True)

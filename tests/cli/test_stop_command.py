@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
+from tests.fixtures.artifacts import run_table_artifact
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun
 from tests.fixtures.polling import wait_until
 
 
@@ -53,6 +55,14 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
     ended = read_events(str(log)).events[-1]
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
     assert ended.rounds_played is not None and 1 <= ended.rounds_played < 1000
+    # The interrupted run published its round table too, once its log was sealed.
+    artifact = run_table_artifact(str(run_dir))
+    played = ended.rounds_played
+    assert [row["round"] for row in artifact["rows"]] == list(range(1, played + 1))
+    assert artifact["description"].startswith(
+        f"run veyru/{run_dir.name}: interrupted, {ended.rounds_won} of {played} rounds won, "
+        f"{ended.total_messages} messages, {ended.total_chars} chars, $0.000000; folder "
+    )
 
 
 def _processes_with(home: Path) -> list[int]:
@@ -119,4 +129,25 @@ def test_a_remote_folder_is_refused_without_reading_it() -> None:
     assert done.stderr == (
         "glossogen: error: s3://no-such-bucket/runs/veyru/1796145904 is remote: "
         "glossogen stop reaches local writers only\n"
+    )
+
+
+def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed(
+    tmp_path: Path,
+) -> None:
+    folder = claim_unbegun(str(tmp_path / "runs"))  # a launcher's claim, its player not begun
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", folder.url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == claim_cancelled(folder.run_id) + "\n"
+    assert not Path(folder.url).exists()
+    again = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", folder.url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (again.returncode, again.stderr) == (
+        66,
+        f"glossogen: error: {folder.url} holds no run log\n",
     )

@@ -61,7 +61,7 @@ def test_filters_select_exactly(cohort: Cohort, filters: dict, expected: list[st
 def test_a_status_no_run_can_have_is_refused_naming_it(cohort: Cohort, word: str) -> None:
     with pytest.raises(SelectionError) as caught:
         _ids(cohort, status=word)
-    known = "completed, incomplete, error, interrupted, running, stopped"
+    known = "completed, incomplete, error, interrupted, running, stopped, queued"
     assert (caught.value.field, caught.value.message) == (
         "status",
         f"status {word!r} is no run's status (one of {known}, or scenario_complete)",

@@ -73,6 +73,22 @@ def assert_nothing_lost(run_dir: Path, rounds: int, teams: int) -> list[dict[str
     return events
 
 
+def assert_resumed_once(run_dir: Path, rounds: int) -> list[dict[str, Any]]:
+    """Assert the run ended ``interrupted`` once, then ``completed`` after its resume, with one
+    verdict per round and no event id repeated. Returns the log's events."""
+    events = log_lines(run_dir)
+    assert [e["status"] for e in events if e["event_type"] == "simulation_ended"] == [
+        "interrupted",
+        "completed",
+    ]
+    verdicts = Counter(
+        e["round_number"] for e in events if e["event_type"] == "round_result_recorded"
+    )
+    assert verdicts == Counter({r: 1 for r in range(1, rounds + 1)})
+    assert len({e["event_id"] for e in events}) == len(events)
+    return events
+
+
 def flow_run_logs(flow_run_id: UUID, limit: int = 200) -> list[str]:
     """The first ``limit`` log lines the flow run (and its worker) sent to the server."""
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId

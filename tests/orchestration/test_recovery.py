@@ -25,6 +25,7 @@ from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServ
 from tests.fixtures.prefect_server import StartWorker
 from tests.orchestration.flow_runs import (
     assert_nothing_lost,
+    assert_resumed_once,
     flow_run_logs,
     flow_run_story,
     log_lines,
@@ -103,9 +104,12 @@ def _kill_writer(run_dir: Path) -> None:
     os.kill(int((run_dir / LOCK_NAME).read_text()), signal.SIGKILL)
 
 
-def kill_a_run_mid_round(model_stub: StubModelServer, runs: Path) -> tuple[FlowRun, Path]:
-    """Start a run on ``simulate-self-hosted``, SIGKILL it once stuck mid-round, then let the
-    stub answer again (for its resume). Returns its flow run and run folder."""
+def start_a_held_run(
+    model_stub: StubModelServer, runs: Path, what: str = "the run to be stuck"
+) -> tuple[HoldAfter, FlowRun, Path]:
+    """Start a run on ``simulate-self-hosted`` whose model holds its requests after
+    :data:`HOLD_AFTER`; wait (``what``) until its worker's process is stuck mid-round, live.
+    Returns the hold (release it for a resume), the flow run and the run folder."""
     hold = HoldAfter(HOLD_AFTER)
     model_stub.responder = hold
     flow_run = run_deployment(
@@ -113,7 +117,14 @@ def kill_a_run_mid_round(model_stub: StubModelServer, runs: Path) -> tuple[FlowR
         parameters={"config": _request(runs, "llama-a")},
         timeout=0,
     )
-    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to be stuck")
+    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), what)
+    return hold, flow_run, run_dir
+
+
+def kill_a_run_mid_round(model_stub: StubModelServer, runs: Path) -> tuple[FlowRun, Path]:
+    """Start a run on ``simulate-self-hosted``, SIGKILL it once stuck mid-round, then let the
+    stub answer again (for its resume). Returns its flow run and run folder."""
+    hold, flow_run, run_dir = start_a_held_run(model_stub, runs)
     _kill_writer(run_dir)
     hold.released = True
     return flow_run, run_dir
@@ -146,15 +157,8 @@ def test_a_prefect_retry_of_a_crashed_run_resumes_it(
 def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
     self_hosted_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
 ) -> None:
-    hold = HoldAfter(HOLD_AFTER)
-    model_stub.responder = hold
     runs = tmp_path / "runs"
-    flow_run = run_deployment(
-        "simulate/simulate-self-hosted",
-        parameters={"config": _request(runs, "llama-a")},
-        timeout=0,
-    )
-    (run_dir,) = wait_until(lambda: _stuck(runs, hold, ["llama-a"]), "the run to hang")
+    hold, flow_run, run_dir = start_a_held_run(model_stub, runs, "the run to hang")
     log = run_dir / "prisoners_dilemma.jsonl"
     wait_until(lambda: time.time() - log.stat().st_mtime > 1.0, "a second of silence")
     # Pass 1: its process is alive (it holds the lock) but silent: its flow run is cancelled.
@@ -176,16 +180,7 @@ def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
         )
 
     wait_until(resumed, "the resumed run to end")
-    events = log_lines(run_dir)
-    assert [e["status"] for e in events if e["event_type"] == "simulation_ended"] == [
-        "interrupted",
-        "completed",
-    ]
-    verdicts = Counter(
-        e["round_number"] for e in events if e["event_type"] == "round_result_recorded"
-    )
-    assert verdicts == Counter({r: 1 for r in range(1, ROUNDS + 1)})
-    assert len({e["event_id"] for e in events}) == len(events)
+    assert_resumed_once(run_dir, ROUNDS)
 
 
 def test_killing_a_worker_mid_run_then_reconcile_finishes_every_run(

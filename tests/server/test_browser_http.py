@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.eventlog import read_events
 from glossogen.server import create_app
-from tests.fixtures.played_runs import play_run
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving
 
 
@@ -132,6 +132,18 @@ def test_the_stream_sends_the_whole_log_and_resumes_exactly_after_last_event_id(
     assert all(data["event_type"] == kind and data["event_id"] == i for i, kind, data in whole)
     rest = stream({"Last-Event-ID": ids[40]})
     assert [i for i, _, _ in rest] == ids[41:]
+    assert stream({"Last-Event-ID": ids[-1]}) == []  # the last one: nothing more to send
+    # An id the log does not hold is refused in one line, never replayed from the start.
+    other = read_events(f"{cohort['root']}/{cohort['one']}/veyru.jsonl").events[3].event_id
+    for refused in (
+        client.get(url, headers={"Last-Event-ID": other}),
+        client.get(url, params={"last_event_id": "no-such-event"}),
+    ):
+        assert refused.status_code == 409
+    assert client.get(url, headers={"Last-Event-ID": other}).json()["detail"]["message"] == (
+        f"Last-Event-ID {other!r} names no event of run {cohort['two']}'s log; reconnect "
+        "without it to read the log from its first event"
+    )
     assert client.get(f"/api/g/lab/runs/{cohort['two']}/events").status_code == 404
 
 
@@ -281,3 +293,67 @@ def test_the_run_page_shows_the_evaluation_report_with_a_chart_per_round(
         assert row.group(1).count("<circle") == len(entry["per_round"]) == 3
     listed = TestClient(create_app(str(tmp_path))).get("/").text
     assert '<span class="badge evaluated">evaluated</span>' in listed
+
+
+def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    played = play_run(str(runs), rounds=1)
+    # 26 folders claimed as a launcher claims them before a worker plays them: no log yet.
+    claimed = [
+        claim_unbegun(str(runs), ("round_count=4", "labels.arm=q"), now_unix=1_900_000_000 + i)
+        for i in range(26)
+    ]
+    (Path(claimed[0].url) / "veyru.jsonl").write_text("")  # its log created, still empty
+    queued = [f.run_id for f in reversed(claimed)]  # newest first
+    with serving(str(runs)) as base:
+        every = httpx.get(base + "/", timeout=60)
+        assert every.status_code == 200
+        assert _rows(every.text) == [*queued, played.run_id]
+        assert _showing(every.text) == "showing 27 of 27"
+        row = every.text.split(f'data-run-id="{queued[0]}"', 1)[1].split("</tr>", 1)[0]
+        assert '<span class="badge status-queued">queued</span>' in row
+        assert "round ? / 4" in row and '<span class="badge label">arm=q</span>' in row
+        assert f'href="/runs/{queued[0]}"' not in row  # no page before its log begins
+        assert '<option value="queued" >queued</option>' in every.text
+        only = httpx.get(base + "/", params={"status": "queued"}, timeout=60)
+        assert _rows(only.text) == queued
+        assert _showing(only.text) == "showing 26 of 26 (of 27 runs in the runs directory)"
+        assert _rows(httpx.get(base + "/", params={"status": "completed"}, timeout=60).text) == [
+            played.run_id
+        ]
+        # Rows per page: 25 of the 27 on page 1, the last 2 on page 2; the choice is kept.
+        first = httpx.get(base + "/", params={"per_page": "25"}, timeout=60)
+        assert first.status_code == 200
+        assert _rows(first.text) == queued[:25]
+        assert _showing(first.text) == "showing 25 of 27"
+        assert '<option value="25" selected>25</option>' in first.text
+        assert '<a href="?per_page=25&page=2">2</a>' in first.text
+        second = httpx.get(base + "/", params={"per_page": "25", "page": "2"}, timeout=60)
+        assert _rows(second.text) == [queued[25], played.run_id]
+        assert '<option value="50" selected>50</option>' in every.text
+        for bad in ("30", "0", "1000", "many", "-25"):
+            refused = httpx.get(base + "/", params={"per_page": bad}, timeout=60)
+            assert refused.status_code == 422
+            assert _rows(refused.text) == []
+            line = f"glossogen: error: per_page &#39;{bad}&#39; is not one of 25, 50, 100, 200"
+            assert f'<p class="error" id="filter-error">{line}</p>' in refused.text
+
+
+def test_stop_of_a_queued_run_cancels_its_claim(tmp_path: Path) -> None:
+    folder = claim_unbegun(str(tmp_path))
+    client = TestClient(create_app(str(tmp_path)))
+    url = f"/api/g/local/runs/{folder.run_id}/stop"
+    assert _rows(client.get("/", params={"status": "queued"}).text) == [folder.run_id]
+    stopped = client.post(url)
+    assert stopped.status_code == 200
+    assert stopped.json() == {
+        "run_id": folder.run_id,
+        "pid": None,
+        "flow_run_id": None,
+        "message": claim_cancelled(folder.run_id),
+    }
+    assert not Path(folder.url).exists()
+    assert _rows(client.get("/").text) == []
+    assert client.post(url).status_code == 404  # nothing left to stop

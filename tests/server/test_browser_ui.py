@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from glossogen.eventlog import read_events
+from glossogen.pricing import price_call
 from glossogen.scenario import load_scenario
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
@@ -40,6 +41,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]  # fmt: skip
 BRIEFING = re.compile(r"Round (\d+) of \d+ begins")
 TIMEOUT_MS = 120_000
+USAGE = {"input_tokens": 100_000, "output_tokens": 1_000}
+"""What each answer of the gate uses: gpt-4.1-mini prices it at a sum the page shows."""
 
 
 class RoundGate:
@@ -48,7 +51,8 @@ class RoundGate:
     A seat's first request of a round (the one its briefing prompts) is held until the round's
     gate is open, then answered with a message on ``table`` (``texts`` in turn) and
     ``lock_in(cooperate)``; every other request is answered ``done`` (the turn ends). The hold
-    is bounded (60 s), so a test that fails never leaves a run hanging.
+    is bounded (60 s), so a test that fails never leaves a run hanging. Every answer reports
+    :data:`USAGE`.
     """
 
     def __init__(self, texts: list[str]) -> None:
@@ -67,7 +71,7 @@ class RoundGate:
         last = req.messages[-1] if req.messages else {}
         found = BRIEFING.search(json.dumps(last))
         if last.get("role") != "user" or found is None:
-            return StubReply(text="done")
+            return StubReply(text="done", **USAGE)
         with self.cond:
             self.cond.wait_for(lambda: self.opened >= int(found.group(1)), timeout=60)
             text = self.texts[self.sent % len(self.texts)]
@@ -76,7 +80,8 @@ class RoundGate:
             tool_calls=[
                 ("send_message", {"channel_id": "table", "text": text}),
                 ("lock_in", {"move": "cooperate"}),
-            ]
+            ],
+            **USAGE,
         )
 
 
@@ -165,6 +170,40 @@ def _read_stream(url: str, headers: dict[str, str], until: str | None = None) ->
     return ids
 
 
+def _seat_cells(page: Any) -> dict[str, tuple[str, str, str]]:
+    """Each seat row's requests, tokens and spend cells as the page shows them now."""
+    cells = page.eval_on_selector_all(
+        "tr[data-seat]",
+        "rows => rows.map(r => [r.dataset.seat, r.querySelector('.requests').textContent,"
+        " r.querySelector('.tokens').textContent, r.querySelector('.spend').textContent])",
+    )
+    return {seat: (requests, tokens, spend) for seat, requests, tokens, spend in cells}
+
+
+def _paid_so_far(log: Path) -> tuple[str, dict[str, tuple[str, str, str]]]:
+    """What the page must show of the log's answered calls (each :data:`USAGE`, priced alike):
+    the header's cost line and each seat's requests, tokens and spend."""
+    unit = price_call("openai", "gpt-4.1-mini", **USAGE)
+    assert unit is not None
+    answered: dict[str, int] = {"player_a": 0, "player_b": 0}
+    for line in log.read_text().splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line still being written: the next look reads it whole
+        kind = event["event_type"]
+        if kind == "llm_response_received" or (
+            kind == "model_request_abandoned" and event["answered"]
+        ):
+            answered[event["agent_id"]] += 1
+    tokens = USAGE["input_tokens"], USAGE["output_tokens"]
+    seats = {
+        seat: (str(n), f"{n * tokens[0]} / {n * tokens[1]}", f"${n * unit:.4f}")
+        for seat, n in answered.items()
+    }
+    return f"${sum(answered.values()) * unit:.4f} (judge $0.0000)", seats
+
+
 def _row_ids(page: Any) -> list[str]:
     return page.eval_on_selector_all("tr.run", "rows => rows.map(r => r.dataset.runId)")
 
@@ -251,8 +290,26 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 page.goto(f"{base}/runs/{run_id}")
                 assert page.inner_text("#status") == "running"
                 assert page.locator(".column[data-channel=table] .msg").count() == 0
+                nothing_yet = {"player_a": ("0", "0 / 0", "$0.0000"),
+                               "player_b": ("0", "0 / 0", "$0.0000")}  # fmt: skip
+                assert (page.inner_text("#cost"), _seat_cells(page)) == (
+                    "$0.0000 (judge $0.0000)",
+                    nothing_yet,  # every first request is held
+                )
                 gate.open(1)  # round 1 is answered; round 2 waits
                 page.wait_for_selector("#round-table tbody tr", timeout=TIMEOUT_MS)
+                # The header's cost and each seat's requests, tokens and spend follow the log
+                # as it streams, without a reload, before the run ends.
+                log = folder / "prisoners_dilemma.jsonl"
+                wait_until(
+                    lambda: (page.inner_text("#cost"), _seat_cells(page)) == _paid_so_far(log),
+                    "the page's cost and seat table to show what the log paid",
+                    TIMEOUT_MS / 1000,
+                )
+                cost, seats = _paid_so_far(log)
+                assert int(seats["player_a"][0]) >= 1 and int(seats["player_b"][0]) >= 1
+                assert cost != "$0.0000 (judge $0.0000)"
+                assert "simulation_ended" not in log.read_text()
                 texts = page.eval_on_selector_all(
                     ".column[data-channel=table] .msg .text", "els => els.map(e => e.textContent)"
                 )

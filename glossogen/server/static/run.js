@@ -103,6 +103,36 @@
       source.close();
     },
   };
+  // The header's cost and the seat table: re-read from the run's summary (its RunView) when an
+  // event that spends or fails lands; one request at a time, the last event always answered.
+  let fetching = false, again = false;
+  async function refreshSummary() {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      const res = await fetch(base + "/summary", { credentials: "same-origin" });
+      if (res.ok) {
+        const data = await res.json();
+        document.getElementById("cost").textContent = data.cost;
+        data.seats.forEach((s) => {
+          const tr = document.querySelector('tr[data-seat="' + CSS.escape(s.agent_id) + '"]');
+          if (!tr) return;
+          tr.querySelector(".requests").textContent = String(s.requests);
+          tr.querySelector(".tokens").textContent = s.tokens;
+          tr.querySelector(".spend").textContent = s.spend;
+          tr.querySelector(".failures").textContent = String(s.failures);
+        });
+      }
+    } finally {
+      fetching = false;
+      if (again) { again = false; refreshSummary(); }
+    }
+  }
+  ["llm_response_received", "judge_called", "model_request_abandoned", "agent_run_cycle_failed",
+   "simulation_ended"].forEach((type) => {
+    const shown = handlers[type];
+    handlers[type] = (e) => { if (shown) shown(e); refreshSummary(); };
+  });
   const after = run.dataset.lastEventId;
   const source = new EventSource(base + "/events" + (after ? "?last_event_id=" + encodeURIComponent(after) : ""));
   Object.keys(handlers).forEach((type) => {
