@@ -398,6 +398,17 @@ class Scenario(ABC):
             "what to keep or change for the next round, then stop."
         )
 
+    @classmethod
+    def round_winners(cls, event: Event) -> list[str] | None:
+        """Return the teams ``event`` names as its round's winners, or None if it names none.
+
+        A scenario whose verdict says only that a team was eligible, and which ranks the
+        eligible teams in an event of its own, returns that event's winners (every tied team),
+        so the console says who won the ranking rather than who was eligible. The default
+        names none: a team whose verdict is a success won its round.
+        """
+        return None
+
     @abstractmethod
     def scripted_move(self, view: ScriptedView) -> ScriptedMove:
         """Return the scripted policy's next move for ``view.agent_id`` (deterministic)."""
