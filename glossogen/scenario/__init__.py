@@ -15,11 +15,14 @@ from glossogen.scenario._contract import (
 )
 from glossogen.scenario._registry import (
     ENTRY_POINT_GROUP,
+    SCENARIO_PATH,
+    ScenarioSource,
     UnknownScenarioError,
     load_scenario,
     render_prompt,
     scenario_dir,
     scenario_names,
+    scenario_sources,
 )
 from glossogen.scenario._staging import (
     Code,
@@ -34,6 +37,9 @@ from glossogen.scenario._submissions import SubmissionBook
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "SCENARIO_PATH",
+    "ScenarioSource",
+    "scenario_sources",
     "UnknownScenarioError",
     "load_scenario",
     "render_prompt",
