@@ -31,6 +31,7 @@ from glossogen.scenario._staging import (
     StageProgress,
     codes_in,
     hidden_codes,
+    hidden_fields,
     judge_by_majority,
 )
 from glossogen.scenario._submissions import SubmissionBook
@@ -52,6 +53,7 @@ __all__ = [
     "SubmissionBook",
     "codes_in",
     "hidden_codes",
+    "hidden_fields",
     "judge_by_majority",
     "AgentDeps",
     "AgentSpec",
