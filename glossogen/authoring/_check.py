@@ -166,8 +166,10 @@ def judge_leak_problems(cls: type[Scenario], run: RunView) -> list[str]:
     """One line per round and hidden field of its case that a judge prompt holds.
 
     The case is the round's ``<scenario>_case_started`` event (the naming rule); its hidden
-    fields are those annotated with :class:`~glossogen.scenario.Code`. A judged scenario that
-    logs no such event is a problem too: its judge prompts cannot be checked.
+    fields are those annotated with :class:`~glossogen.scenario.Code`. The judge prompt is the
+    instructions the scenario wrote (``judge_called.instructions``); the question is the seat's
+    own words, which may say anything. A judged scenario that logs no such event is a problem
+    too: its judge prompts cannot be checked.
     """
     if not cls.uses_judge:
         return []
@@ -182,9 +184,8 @@ def judge_leak_problems(cls: type[Scenario], run: RunView) -> list[str]:
     for call in run.events:
         if not isinstance(call, JudgeCalled) or call.round_number not in cases:
             continue
-        prompt = f"{call.instructions}\n{call.question}"
         for field, codes in hidden_fields(cases[call.round_number]).items():
-            held = codes_in(prompt, codes)
+            held = codes_in(call.instructions, codes)
             line = (
                 f"round {call.round_number}: a judge prompt holds hidden field {field} "
                 f"of {case_type} ({', '.join(held)})"

@@ -110,8 +110,34 @@ def test_a_scenario_nowhere_to_be_found_is_one_line_and_exit_65(tmp_path: Path) 
     ]
 
 
-@pytest.mark.parametrize("name", ["prisoners_dilemma", "signal_game"])
-def test_a_built_in_scenario_passes(name: str, tmp_path: Path) -> None:
+BUILT_IN = {  # what check-scenario says of each built-in: counts, and the two runs' wins
+    "drive_module_repair": "3 presets, 4 prompts, 3 seats, 2 events",
+    "orbital_anomaly": "3 presets, 4 prompts, 3 seats, 2 events",
+    "prisoners_dilemma": "1 preset, 1 prompt, 2 seats, 2 events",
+    "signal_game": "1 preset, 1 prompt, 2 seats, 3 events",
+    "spot_the_difference": "3 presets, 3 prompts, 4 seats, 3 events",
+    "veyru": "2 presets, 7 prompts, 2 seats, 2 events",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_every_built_in_scenario_passes(name: str, tmp_path: Path) -> None:
     checked = _check(tmp_path, name)
     assert (checked.returncode, checked.stderr) == (0, "")
-    assert checked.stdout.startswith(f"ok: {name}: ")
+    assert checked.stdout == (
+        f"ok: {name}: {BUILT_IN[name]}; two scripted 2-round runs agree (2 of 2 rounds won)\n"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_every_built_in_follows_the_convention(name: str) -> None:
+    """Knobs in knobs.py, prompts under prompts/, rendered by the one strict environment."""
+    from glossogen.scenario import load_scenario, scenario_dir
+
+    cls = load_scenario(name)
+    folder = scenario_dir(cls)
+    assert cls.knobs_model.__module__ == f"scenarios.{name}.knobs"
+    assert sorted(folder.glob("prompts/*.j2")), "no prompts under prompts/"
+    sources = "".join(p.read_text() for p in folder.glob("*.py"))
+    assert "render_prompt(" in sources
+    assert "Environment(" not in sources and "jinja2" not in sources
