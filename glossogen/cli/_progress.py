@@ -17,7 +17,7 @@ from glossogen.eventlog import (
     RoundStarted,
     SimulationEnded,
 )
-from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario
+from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, outcome_word
 
 
 def counted(number: int, noun: str) -> str:
@@ -134,9 +134,7 @@ class RunProgress:
         scenario ranked the round (:meth:`Scenario.round_winners`), a successful team the
         ranking does not name is ``eligible``, not ``won``.
         """
-        verdict = "void" if event.void else ("won" if event.success else "lost")
-        if verdict == "won" and winners is not None and event.team_id not in winners:
-            verdict = "eligible"
+        verdict = "void" if event.void else outcome_word(event.success, event.team_id, winners)
         said = event.reason if verdict == "void" else f"{verdict} ({event.reason})"
         if len(self.teams) > 1:  # one line per team: say whose it is
             said = f"team {event.team_id} {said}"

@@ -12,6 +12,7 @@ from glossogen.scenario._contract import (
     ScriptedMove,
     ScriptedView,
     ToolContext,
+    outcome_word,
 )
 from glossogen.scenario._registry import (
     ENTRY_POINT_GROUP,
@@ -68,4 +69,5 @@ __all__ = [
     "ScriptedMove",
     "ScriptedView",
     "ToolContext",
+    "outcome_word",
 ]

@@ -423,4 +423,17 @@ class Scenario(ABC):
         return frozenset(rng.sample(range(1, self.knobs.round_count + 1), k))
 
 
+def outcome_word(
+    success: bool, team_id: str, winners: list[str] | None
+) -> Literal["won", "eligible", "lost"]:
+    """How a team's verdict reads where a round is reported: ``won``, ``eligible`` or ``lost``.
+
+    ``winners`` is what :meth:`Scenario.round_winners` read from the round's events (None when
+    the scenario ranks nothing): a successful team it does not name was only ``eligible``.
+    """
+    if not success:
+        return "lost"
+    return "won" if winners is None or team_id in winners else "eligible"
+
+
 ScenarioFactory = Callable[[BaseKnobs], Scenario]
