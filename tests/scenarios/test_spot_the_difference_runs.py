@@ -194,5 +194,5 @@ def test_one_team_over_real_http_with_an_llm_judge(
         ("viewer_left", True),
         ("viewer_right", True),
     ]
-    assert _verdicts(log) == [(1, "team", True, "all 1 differences found, 0 characters")]
+    assert _verdicts(log) == [(1, "team", True, "the 1 difference found, 0 characters")]
     assert any("submit_differences" in r.tool_names for r in openai_stub.requests)
