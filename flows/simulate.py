@@ -145,20 +145,15 @@ async def play_rounds(
             if session.spend_capped:  # checked first: the cap is why its agents are out
                 status, error = "incomplete", session.spend_cap_reason(round_number, last)
                 break
-            if reason := session.stopped_early:
-                status = "error" if session.engine.any_agent_failed else "incomplete"
-                error = reason
+            if ended := session.ended_early():
+                status, error = ended
                 break
             if deadline is not None and round_number < last and clock() >= deadline:
                 status = "incomplete"
                 error = f"run timeout: {timeout:g} s passed after round {round_number} of {last}"
                 break
-        if status == "completed" and session.engine.void_rounds:
-            status = "error"
-            error = (
-                f"round(s) {', '.join(map(str, session.engine.void_rounds))} void: model or judge "
-                "calls kept failing (see agent_run_cycle_failed events)"
-            )
+        if status == "completed" and (void := session.void_rounds_error()):
+            status, error = "error", void
     except BaseException as exc:
         # Ctrl-C and ``glossogen stop`` (SIGINT), a Prefect cancellation (the flow's task
         # cancelled, or the worker's SIGTERM raised as TerminationSignal): one path.

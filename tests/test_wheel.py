@@ -38,6 +38,11 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
     } <= expected_data
     assert expected_data - names == set()
     assert {"glossogen/cli/__init__.py", "flows/simulate.py", "tasks/rounds.py"} <= names
+    # new-scenario writes its package from templates that ship inside glossogen.
+    templates = {
+        str(p.relative_to(ROOT)) for p in (ROOT / "glossogen/authoring/template").glob("*.tmpl")
+    }
+    assert len(templates) == 6 and templates <= names
     # The run browser's templates and assets ship inside the package (no CDN at run time).
     browser_assets = {
         str(p.relative_to(ROOT))

@@ -11,10 +11,12 @@ from glossogen.eventlog import (
     AgentRegistered,
     Event,
     MessageSent,
+    RoundCompleted,
     RoundResultRecorded,
     RoundStarted,
     SimulationEnded,
 )
+from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, outcome_word
 
 
 def counted(number: int, noun: str) -> str:
@@ -46,6 +48,10 @@ class RunProgress:
         self.chars = 0
         self.teams: set[str] = set()
         """Teams of the run's seats (from ``agent_registered``)."""
+        self.scenario: type[Scenario] | None = None
+        self.held: list[RoundResultRecorded] = []
+        """A multi-team round's verdicts, held until its ranking (if any) says who won."""
+        self.winners: list[str] | None = None
         self.budget: int | None = None
 
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
@@ -54,6 +60,10 @@ class RunProgress:
             print(f"new_run_id={run_id}", flush=True)
             print(f"new_run_dir={run_url}", flush=True)
         self.round_count = round_count
+        try:  # a run id is <scenario>/<unix_ts>
+            self.scenario = load_scenario(run_id.split("/")[0])
+        except UnknownScenarioError:
+            self.scenario = None
         if self.tty:
             self.progress = Progress(
                 TextColumn("{task.description}"),
@@ -73,6 +83,7 @@ class RunProgress:
         if isinstance(event, AgentRegistered):
             self.teams.add(event.team_id)
         elif isinstance(event, RoundStarted):
+            self._show_held()
             self.messages = self.chars = 0
             self.budget = None
             if self.progress is not None:
@@ -86,23 +97,48 @@ class RunProgress:
                 self.budget = event.budget_chars
             self._update()
         elif isinstance(event, RoundResultRecorded):
-            verdict = "void" if event.void else ("won" if event.success else "lost")
-            said = event.reason if verdict == "void" else f"{verdict} ({event.reason})"
-            if len(self.teams) > 1:  # one line per team: say whose it is
-                said = f"team {event.team_id} {said}"
-            line = (
-                f"round {event.round_number}/{self.round_count}: {said} · "
-                f"{counted(self.messages, 'message')} · {counted(self.chars, 'character')}"
-            )
-            if self.progress is not None and self.task is not None:
-                self.progress.update(
-                    self.task, total=1, completed=1, detail=f"{verdict}: {event.reason}"[:60]
-                )
+            if len(self.teams) > 1:
+                self.held.append(event)  # whose win it is may be said by a ranking after it
             else:
-                print(line, flush=True)
-        elif isinstance(event, SimulationEnded) and self.progress is not None:
-            self.progress.stop()
-            self.progress = None
+                self._show(event, None)
+        elif isinstance(event, RoundCompleted):
+            self._show_held()
+        elif isinstance(event, SimulationEnded):
+            self._show_held()
+            if self.progress is not None:
+                self.progress.stop()
+                self.progress = None
+        elif self.held and self.scenario is not None:
+            winners = self.scenario.round_winners(event)
+            if winners is not None:
+                self.winners = winners
+
+    def _show_held(self) -> None:
+        for held in self.held:
+            self._show(held, self.winners)
+        self.held, self.winners = [], None
+
+    def _show(self, event: RoundResultRecorded, winners: list[str] | None) -> None:
+        """Print (or show on the bar) one verdict: a ranked round says who won, who was eligible.
+
+        One team: ``won``/``lost``/the void reason. Several: ``team <id>`` first; when the
+        scenario ranked the round (:meth:`Scenario.round_winners`), a successful team the
+        ranking does not name is ``eligible``, not ``won``.
+        """
+        verdict = "void" if event.void else outcome_word(event.success, event.team_id, winners)
+        said = event.reason if verdict == "void" else f"{verdict} ({event.reason})"
+        if len(self.teams) > 1:  # one line per team: say whose it is
+            said = f"team {event.team_id} {said}"
+        line = (
+            f"round {event.round_number}/{self.round_count}: {said} · "
+            f"{counted(self.messages, 'message')} · {counted(self.chars, 'character')}"
+        )
+        if self.progress is not None and self.task is not None:
+            self.progress.update(
+                self.task, total=1, completed=1, detail=f"{verdict}: {event.reason}"[:60]
+            )
+        else:
+            print(line, flush=True)
 
     def _update(self) -> None:
         if self.progress is None or self.task is None:

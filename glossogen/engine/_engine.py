@@ -106,6 +106,10 @@ class RunSetup:
     group_slug: str = "local"
     tracing: TracingHandle | None = None
     """The Langfuse tracing handle when tracing is configured, else None."""
+    agent_models: dict[str, Model] = field(default_factory=dict)
+    """Seats played by a given pydantic-ai model (a scenario's tests: ``FunctionModel``s) in
+    place of the one their provider builds; the seat's provider and model are logged as
+    configured."""
 
 
 class RunEngine(ChannelOps):
@@ -329,6 +333,8 @@ class RunEngine(ChannelOps):
     def _model_for(self, agent_id: str, provider: str, model: str) -> Model:
         from glossogen.models import build_model, scripted_model
 
+        if agent_id in self.setup.agent_models:
+            return self.setup.agent_models[agent_id]
         if provider != "scripted":
             return build_model(provider, model)
 

@@ -24,6 +24,7 @@ from glossogen.launch._session import (
     RunResult,
     RunSession,
     RunSpend,
+    check_agent_models,
     check_runs_dir,
     claim_folder,
     claim_run,
@@ -43,6 +44,7 @@ from glossogen.launch._settings import (
 __all__ = [
     "VIRTUAL_CLOCK_SETTING",
     "DEFAULT_MAX_AGENT_TURNS",
+    "check_agent_models",
     "check_runs_dir",
     "CostEstimate",
     "check_model_settings",

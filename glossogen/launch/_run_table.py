@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from glossogen.eventlog import RunView
+from glossogen.eventlog import RunView, SimulationStarted
+from glossogen.scenario import UnknownScenarioError, load_scenario, outcome_word
 
 BROWSER_URL_VARIABLE = "GLOSSOGEN_BROWSER_URL"
 """Where ``glossogen serve`` is reached (``http://host:8000``); unset: no links."""
@@ -26,7 +27,8 @@ def browser_url(run_id: str) -> str | None:
 def round_table(view: RunView) -> list[dict[str, Any]]:
     """One row per round that counts, in round order.
 
-    Columns: ``round``, ``verdict`` (``won``, ``lost`` or ``void``; per team when several),
+    Columns: ``round``, ``verdict`` (``won``, ``lost`` or ``void``; per team when several,
+    where a team the scenario's ranking does not name is ``eligible``, not ``won``),
     ``reason``, ``messages`` and ``chars`` (composed characters, postmortem included) and
     ``cost_usd`` (this run's own spend in that round; None when some call was not costed).
     """
@@ -34,14 +36,18 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
     for m in view.messages:
         messages.setdefault(m.round_number, []).append(m.chars)
     spend = view.spend_by_round()
+    winners = _ranked_winners(view)
     rows = []
     for number, (verdicts, void) in sorted(view.verdicts.items()):
         if void:
             verdict = "void"
         elif len(verdicts) == 1:
-            verdict = "won" if verdicts[0].success else "lost"
+            verdict = outcome_word(verdicts[0].success, verdicts[0].team_id, None)
         else:
-            verdict = ", ".join(f"{v.team_id} {'won' if v.success else 'lost'}" for v in verdicts)
+            ranked = winners.get(number)
+            verdict = ", ".join(
+                f"{v.team_id} {outcome_word(v.success, v.team_id, ranked)}" for v in verdicts
+            )
         rows.append(
             {
                 "round": number,
@@ -53,3 +59,20 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _ranked_winners(view: RunView) -> dict[int, list[str]]:
+    """Each round's winners as the scenario's ranking event names them (none: no ranking)."""
+    started = next((e for e in view.events if isinstance(e, SimulationStarted)), None)
+    if started is None:
+        return {}
+    try:
+        cls = load_scenario(started.scenario_name)
+    except UnknownScenarioError:
+        return {}
+    found: dict[int, list[str]] = {}
+    for event in view.events:
+        named = cls.round_winners(event)
+        if named is not None:
+            found[event.round_number] = named
+    return found

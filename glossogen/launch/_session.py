@@ -10,11 +10,13 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 
 from pydantic import BaseModel
+from pydantic_ai.models import Model
 
 from glossogen import exit_codes
 from glossogen.derive import DeriveError, ResumePoint
@@ -227,6 +229,27 @@ class RunSession:
             f"after round {after_round} of {last_round}"
         )
 
+    def ended_early(self) -> tuple[EndStatus, str] | None:
+        """How the run ends when it cannot go on after a round, or None if it can.
+
+        ``error`` when every agent is out and one was taken out by model errors,
+        ``incomplete`` when every agent reached its turn limit; the reason is
+        :attr:`stopped_early`.
+        """
+        reason = self.stopped_early
+        if reason is None:
+            return None
+        return ("error" if self.engine.any_agent_failed else "incomplete"), reason
+
+    def void_rounds_error(self) -> str | None:
+        """Why a run that played every round still ends ``error``: void rounds, or None."""
+        if not self.engine.void_rounds:
+            return None
+        return (
+            f"round(s) {', '.join(map(str, self.engine.void_rounds))} void: model or judge "
+            "calls kept failing (see agent_run_cycle_failed events)"
+        )
+
     @property
     def postmortem_only(self) -> bool:
         """True when the first round's verdict is recorded and only its postmortem is missing."""
@@ -348,11 +371,26 @@ def _unanswered_note(count: int) -> str:
     )
 
 
+def check_agent_models(config: RunConfig, agent_models: Mapping[str, Model] | None) -> None:
+    """Refuse ``agent_models`` naming a seat ``config`` does not have.
+
+    Raises:
+        ValueError: one line naming the unknown agent ids and the run's seats.
+    """
+    unknown = sorted(set(agent_models or {}) - {seat.agent_id for seat in config.seats})
+    if unknown:
+        raise ValueError(
+            f"agent_models names {', '.join(map(repr, unknown))}, not a seat of "
+            f"{config.scenario} (seats: {', '.join(seat.agent_id for seat in config.seats)})"
+        )
+
+
 def open_session(
     config: RunConfig,
     folder: RunFolder,
     clock_start: datetime | None = None,
     resume: ResumePoint | None = None,
+    agent_models: Mapping[str, Model] | None = None,
 ) -> RunSession:
     """Create the writer and engine of a run and log its start (or its resumption).
 
@@ -362,11 +400,15 @@ def open_session(
     locked for the life of the session, so no second process can write the same log. A resume
     under a changed config (``--allow-config-change``) logs the difference in ``run_resumed``
     and then rewrites the folder's ``config.json`` (atomically) with the config now in force.
+    ``agent_models`` plays the seats it names with the given pydantic-ai models (a scenario's
+    tests, through :mod:`glossogen.testing`); every other seat is built from its provider.
 
     Raises:
+        ValueError: ``agent_models`` names a seat the run does not have.
         DeriveError: another live process writes the run (exit 75).
         StorageError: ``config.json`` cannot be rewritten.
     """
+    check_agent_models(config, agent_models)
     apply_dotenv()
     try:
         lock = folder.lock()
@@ -407,6 +449,7 @@ def open_session(
         versions=_versions(),
         group_slug=config.group_slug,
         tracing=tracing,
+        agent_models=dict(agent_models or {}),
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     engine.driver.call_allowed = meter.allows_call

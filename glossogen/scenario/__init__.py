@@ -13,15 +13,20 @@ from glossogen.scenario._contract import (
     Scenario,
     ScriptedMove,
     ScriptedView,
+    outcome_word,
     scenario_tool,
 )
 from glossogen.scenario._registry import (
     ENTRY_POINT_GROUP,
+    SCENARIO_PATH,
+    ScenarioSource,
     UnknownScenarioError,
     load_scenario,
+    path_scenarios,
     render_prompt,
     scenario_dir,
     scenario_names,
+    scenario_sources,
 )
 from glossogen.scenario._staging import (
     Code,
@@ -30,6 +35,7 @@ from glossogen.scenario._staging import (
     StageProgress,
     codes_in,
     hidden_codes,
+    hidden_fields,
     judge_by_majority,
 )
 from glossogen.scenario._submissions import SubmissionBook
@@ -49,8 +55,12 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "SCENARIO_PATH",
+    "ScenarioSource",
+    "scenario_sources",
     "UnknownScenarioError",
     "load_scenario",
+    "path_scenarios",
     "render_prompt",
     "scenario_dir",
     "scenario_names",
@@ -61,6 +71,7 @@ __all__ = [
     "SubmissionBook",
     "codes_in",
     "hidden_codes",
+    "hidden_fields",
     "judge_by_majority",
     "AgentDeps",
     "AgentSpec",
@@ -73,5 +84,6 @@ __all__ = [
     "ScriptedMove",
     "ScriptedView",
     "ToolContext",
+    "outcome_word",
     "scenario_tool",
 ]

@@ -438,6 +438,17 @@ class Scenario(ABC):
             "what to keep or change for the next round, then stop."
         )
 
+    @classmethod
+    def round_winners(cls, event: Event) -> list[str] | None:
+        """Return the teams ``event`` names as its round's winners, or None if it names none.
+
+        A scenario whose verdict says only that a team was eligible, and which ranks the
+        eligible teams in an event of its own, returns that event's winners (every tied team),
+        so the console says who won the ranking rather than who was eligible. The default
+        names none: a team whose verdict is a success won its round.
+        """
+        return None
+
     @abstractmethod
     def scripted_move(self, view: ScriptedView) -> ScriptedMove:
         """Return the scripted policy's next move for ``view.agent_id`` (deterministic)."""
@@ -450,6 +461,19 @@ class Scenario(ABC):
         k = round(self.knobs.scripted_misplay_share * self.knobs.round_count)
         rng = random.Random(f"{self.knobs.seed}:misplay:{self.name}")
         return frozenset(rng.sample(range(1, self.knobs.round_count + 1), k))
+
+
+def outcome_word(
+    success: bool, team_id: str, winners: list[str] | None
+) -> Literal["won", "eligible", "lost"]:
+    """How a team's verdict reads where a round is reported: ``won``, ``eligible`` or ``lost``.
+
+    ``winners`` is what :meth:`Scenario.round_winners` read from the round's events (None when
+    the scenario ranks nothing): a successful team it does not name was only ``eligible``.
+    """
+    if not success:
+        return "lost"
+    return "won" if winners is None or team_id in winners else "eligible"
 
 
 ScenarioFactory = Callable[[BaseKnobs], Scenario]

@@ -2,14 +2,22 @@
 
 Every scenario, ours included, is declared in the ``glossogen.scenarios`` entry-point group
 (``name = "package.module:ScenarioClass"``), so a plug-in registers exactly as a built-in does.
-Classes load lazily, so listing names imports no scenario code.
+A scenario package that is not installed is found through ``GLOSSOGEN_SCENARIO_PATH``: folders
+(``os.pathsep``-separated) whose sub-folders each hold a scenario package, a ``pyproject.toml``
+declaring the same entry points it would declare installed. Classes load lazily, so listing
+names imports no scenario code.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
@@ -17,31 +25,93 @@ from glossogen.eventlog import register_event
 from glossogen.scenario._contract import Scenario
 
 ENTRY_POINT_GROUP = "glossogen.scenarios"
+SCENARIO_PATH = "GLOSSOGEN_SCENARIO_PATH"
+"""Environment variable: folders holding scenario packages that are not installed."""
 
 
 class UnknownScenarioError(LookupError):
     """A scenario name no installed package provides; the message lists the installed ones."""
 
 
+@dataclass(frozen=True)
+class ScenarioSource:
+    """Where a scenario is declared: its entry point and, off the path, its package folder.
+
+    Attributes:
+        entry_point: ``name = "module:Class"`` in the ``glossogen.scenarios`` group.
+        package_dir: The folder holding the package's ``pyproject.toml`` when the scenario was
+            found through ``GLOSSOGEN_SCENARIO_PATH`` (its modules import from there); None
+            when it is installed.
+    """
+
+    entry_point: EntryPoint
+    package_dir: Path | None = None
+
+
+def path_scenarios(environ: Mapping[str, str] | None = None) -> list[ScenarioSource]:
+    """Return the scenarios the packages under ``GLOSSOGEN_SCENARIO_PATH`` declare, in order.
+
+    Each folder of the path (empty parts skipped) is read one level deep: a sub-folder with a
+    ``pyproject.toml`` whose ``[project.entry-points."glossogen.scenarios"]`` table names
+    scenarios. A folder that does not exist, or a ``pyproject.toml`` that is not TOML, adds
+    nothing (``glossogen check-scenario`` names the scenario it cannot find).
+    """
+    raw = (os.environ if environ is None else environ).get(SCENARIO_PATH, "")
+    found: list[ScenarioSource] = []
+    for folder in (Path(part) for part in raw.split(os.pathsep) if part):
+        if not folder.is_dir():
+            continue
+        for project in sorted(folder.glob("*/pyproject.toml")):
+            try:
+                table = tomllib.loads(project.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            declared = table.get("project", {}).get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+            found += [
+                ScenarioSource(EntryPoint(name, str(value), ENTRY_POINT_GROUP), project.parent)
+                for name, value in declared.items()
+            ]
+    return found
+
+
+def scenario_sources() -> dict[str, ScenarioSource]:
+    """Return every scenario by name: ``GLOSSOGEN_SCENARIO_PATH`` first, then installed ones.
+
+    A name both on the path and installed is the path's (a package being written wins over an
+    older installed copy); the first of two path entries with one name wins.
+    """
+    sources: dict[str, ScenarioSource] = {}
+    for source in path_scenarios():
+        sources.setdefault(source.entry_point.name, source)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        sources.setdefault(ep.name, ScenarioSource(ep))
+    return sources
+
+
 def scenario_names() -> list[str]:
-    """Return the names of every installed scenario, sorted."""
-    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    """Return the names of every installed scenario (and those on the path), sorted."""
+    return sorted(scenario_sources())
 
 
 @cache
 def load_scenario(name: str) -> type[Scenario]:
     """Return the scenario class called ``name`` and register its events.
 
+    A scenario found through ``GLOSSOGEN_SCENARIO_PATH`` imports from its package folder (added
+    to the end of ``sys.path``, so it never hides an installed module).
+
     Raises:
         UnknownScenarioError: no installed scenario has that name, or its module fails to import.
     """
-    found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-    if not found:
+    source = scenario_sources().get(name)
+    if source is None:
         raise UnknownScenarioError(
             f"unknown scenario {name!r} (installed: {', '.join(scenario_names()) or 'none'})"
         )
+    if source.package_dir is not None and str(source.package_dir) not in sys.path:
+        sys.path.append(str(source.package_dir))
     try:
-        cls = found[0].load()
+        cls = source.entry_point.load()
     except Exception as exc:  # a broken plug-in must not take the whole CLI down
         raise UnknownScenarioError(
             f"scenario {name!r} failed to load: {type(exc).__name__}: {exc}"

@@ -42,15 +42,25 @@ def hidden_codes(model: BaseModel) -> frozenset[str]:
     A field is a code when its annotation carries :class:`Code`; the value (each item of a list,
     each key of a dict) is rendered through the marker's ``template``.
     """
-    found: set[str] = set()
+    return frozenset().union(*hidden_fields(model).values())
+
+
+def hidden_fields(model: BaseModel) -> dict[str, frozenset[str]]:
+    """Return each :class:`Code` field of ``model`` by its dotted name, with its codes as text.
+
+    Nested models (alone, in lists, as dict values) are looked into: ``stages.fault_id`` is
+    the ``fault_id`` code of every stage. A field with no value to show is left out.
+    """
+    found: dict[str, set[str]] = {}
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
         marker = next((m for m in info.metadata if isinstance(m, Code)), None)
         if marker is not None:
-            found.update(marker.template.format(v) for v in _leaves(value))
+            found.setdefault(name, set()).update(marker.template.format(v) for v in _leaves(value))
         for nested in _models(value):
-            found |= hidden_codes(nested)
-    return frozenset(found)
+            for inner, codes in hidden_fields(nested).items():
+                found.setdefault(f"{name}.{inner}", set()).update(codes)
+    return {name: frozenset(codes) for name, codes in found.items() if codes}
 
 
 def _leaves(value: Any) -> Iterable[Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from glossogen.eventlog import Event
+from glossogen.scenario import Code
 
 
 class OrbitalAnomalyCaseStarted(Event):
@@ -22,8 +23,10 @@ class OrbitalAnomalyCaseStarted(Event):
 
     event_type: Literal["orbital_anomaly_case_started"] = "orbital_anomaly_case_started"
     stages: list[dict[str, Any]]
-    variant_index: int
-    table: dict[str, int]
+    variant_index: Annotated[int, Code("variant {}")]
+    table: Annotated[dict[str, int], Code()]
+    """Hidden fields (:class:`~glossogen.scenario.Code`): ``check-scenario`` refuses a judge prompt
+    holding the variant or a fault id of the table."""
     budget_chars: int
     injected: bool = False
 

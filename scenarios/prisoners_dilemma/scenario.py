@@ -8,11 +8,7 @@ Evolution of Cooperation", 1984), checked by the knobs model.
 from __future__ import annotations
 
 import random
-from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
-
-from jinja2 import Environment, StrictUndefined, Template
-from pydantic import Field, model_validator
 
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
@@ -23,10 +19,13 @@ from glossogen.scenario import (
     Scenario,
     ScriptedMove,
     ScriptedView,
-    scenario_dir,
+    render_prompt,
     scenario_tool,
 )
 from scenarios.prisoners_dilemma.events import MoveLocked, RoundScored
+from scenarios.prisoners_dilemma.knobs import PrisonersDilemmaKnobs
+
+__all__ = ["PrisonersDilemma", "PrisonersDilemmaKnobs"]
 
 if TYPE_CHECKING:
     from pydantic_ai import Tool
@@ -35,42 +34,6 @@ if TYPE_CHECKING:
 
 Move = Literal["cooperate", "defect"]
 PLAYERS = ("player_a", "player_b")
-
-
-class PrisonersDilemmaKnobs(BaseKnobs):
-    """Knobs of the prisoners' dilemma; payoffs are points per player per round."""
-
-    max_round_duration_seconds: float = Field(default=120.0, gt=0)
-    payoff_temptation: int = Field(default=5, description="T: defecting against a cooperator.")
-    payoff_reward: int = Field(default=3, description="R: both cooperate.")
-    payoff_punishment: int = Field(default=1, description="P: both defect.")
-    payoff_sucker: int = Field(default=0, description="S: cooperating against a defector.")
-
-    @model_validator(mode="after")
-    def _dilemma_ordering(self) -> PrisonersDilemmaKnobs:
-        t, r, p, s = (
-            self.payoff_temptation,
-            self.payoff_reward,
-            self.payoff_punishment,
-            self.payoff_sucker,
-        )
-        if not t > r > p > s:
-            raise ValueError(
-                "payoffs must satisfy temptation > reward > punishment > sucker "
-                f"(got {t}, {r}, {p}, {s})"
-            )
-        if not 2 * r > t + s:
-            raise ValueError(
-                f"payoffs must satisfy 2*reward > temptation + sucker (got 2*{r} <= {t}+{s})"
-            )
-        return self
-
-
-@cache
-def _system_template() -> Template:
-    """The system prompt's template; a value the render does not give is an error, not ""."""
-    source = (scenario_dir(PrisonersDilemma) / "prompts" / "system.j2").read_text()
-    return Environment(undefined=StrictUndefined, autoescape=False).from_string(source)
 
 
 class PrisonersDilemma(Scenario):
@@ -107,7 +70,9 @@ class PrisonersDilemma(Scenario):
     def system_prompt(self, agent: AgentSpec) -> str:
         """Return the rules and payoffs for ``agent``."""
         k = self.knobs
-        return _system_template().render(
+        return render_prompt(
+            PrisonersDilemma,
+            "system",
             display_name=agent.display_name,
             round_count=k.round_count,
             reward=k.payoff_reward,

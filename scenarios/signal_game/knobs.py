@@ -71,7 +71,8 @@ class SignalGameKnobs(BaseKnobs):
         if pool < self.candidate_count - 1:
             raise ValueError(
                 f"candidate_count {self.candidate_count} needs {self.candidate_count - 1} "
-                f"distractors sharing {self.distractor_overlap} attributes with the target; the "
+                f"distractors sharing {self.distractor_overlap} "
+                f"attribute{'' if self.distractor_overlap == 1 else 's'} with the target; the "
                 f"space ({self.attributes} x {self.values_per_attribute}) has {pool}"
             )
         return self

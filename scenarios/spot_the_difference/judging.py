@@ -28,6 +28,16 @@ APPEAR = ("added", "appears", "appeared", "new", "extra")
 VANISH = ("removed", "missing", "gone", "absent", "vanished")
 
 
+def all_differences(k: int) -> str:
+    """How a reason names all ``k`` differences: ``all 3 differences``, ``the 1 difference``."""
+    return "the 1 difference" if k == 1 else f"all {k} differences"
+
+
+def found_of(found: int, k: int) -> str:
+    """How a reason counts ``found`` of ``k``: ``1 of 2 differences``, ``0 of 1 difference``."""
+    return f"{found} of {k} difference" if k == 1 else f"{found} of {k} differences"
+
+
 def regions_in(text: str) -> set[str]:
     """Return every region ``text`` names (``top centre`` is not also ``centre``)."""
     return set(_REGION.findall(text.lower()))
@@ -86,7 +96,7 @@ def check_items(items: list[str], differences: list[Difference], grid_size: int)
     k = len(differences)
     missed = k - len(matched)
     if not missed and not false_positives:
-        reason = f"all {k} differences stated, nothing false"
+        reason = f"{all_differences(k)} stated, nothing false"
     else:
-        reason = f"{len(matched)} of {k} differences stated, {false_positives} false positive(s)"
+        reason = f"{found_of(len(matched), k)} stated, {false_positives} false positive(s)"
     return ItemRuling(matched=sorted(matched), false_positives=false_positives, reason=reason)

@@ -39,8 +39,9 @@ class SpotTheDifferenceKnobs(BaseKnobs):
         default=-1,
         ge=-1,
         le=20_000,
-        description="Characters each team may send on its link per round; -1 means no cap. "
-        "A team over its cap is not eligible that round.",
+        description="Characters each team may send on its link per round; -1 means no cap, "
+        "0 is refused (no team could ever be eligible). A team over its cap is not eligible "
+        "that round.",
     )
     all_must_submit: bool = Field(
         default=True,
@@ -72,7 +73,8 @@ class SpotTheDifferenceKnobs(BaseKnobs):
     )
     easy_round_numbers: list[int] = Field(
         default_factory=list,
-        description="Rounds with exactly one difference. Each within 1..round_count.",
+        description="Rounds with exactly one difference. Each within 1..round_count, each "
+        "listed once.",
     )
     judge_model_settings: JudgeModelSettings = Field(
         default_factory=lambda: JudgeModelSettings(temperature=0.0),
@@ -110,6 +112,16 @@ class SpotTheDifferenceKnobs(BaseKnobs):
             raise ValueError(
                 f"grid_size {self.grid_size} is too small for {max(self.object_counts)} objects: "
                 f"needs at least {2 * most} cells, has {self.grid_size**2}"
+            )
+        if self.round_budget_chars == 0:
+            raise ValueError(
+                "round_budget_chars 0: every team would be over budget every round; "
+                "use -1 for no cap or a positive number of characters"
+            )
+        twice = sorted({r for r in self.easy_round_numbers if self.easy_round_numbers.count(r) > 1})
+        if twice:
+            raise ValueError(
+                f"easy_round_numbers {self.easy_round_numbers}: round(s) {twice} listed twice"
             )
         late = [r for r in self.easy_round_numbers if not 1 <= r <= self.round_count]
         if late:

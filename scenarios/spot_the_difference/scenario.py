@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from glossogen.eventlog import Verdict
+from glossogen.eventlog import Event, Verdict
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
@@ -34,7 +34,7 @@ from scenarios.spot_the_difference.events import (
     SpotTheDifferenceRoundRanked,
     SpotTheDifferenceSubmissionJudged,
 )
-from scenarios.spot_the_difference.judging import check_items
+from scenarios.spot_the_difference.judging import all_differences, check_items, found_of
 from scenarios.spot_the_difference.knobs import DIFFERENCE_COUNTS, SpotTheDifferenceKnobs
 from scenarios.spot_the_difference.scene import REGIONS, Case, draw_case, scene_lines, token
 
@@ -98,6 +98,11 @@ class SpotTheDifference(Scenario):
         self.over_budget: set[str] = set()
         self.ranking: list[dict[str, Any]] = []
         self.last_ranking: list[dict[str, Any]] = []
+
+    @classmethod
+    def round_winners(cls, event: Event) -> list[str] | None:
+        """The teams the round's ranking names as winners (a verdict says only "eligible")."""
+        return event.winners if isinstance(event, SpotTheDifferenceRoundRanked) else None
 
     # -- declaration ------------------------------------------------------------------------
 
@@ -337,10 +342,10 @@ class SpotTheDifference(Scenario):
         for member, ruling in answers:
             if not ruling.complete(k):
                 return False, (
-                    f"{member}: {len(ruling.matched)} of {k} differences found, "
+                    f"{member}: {found_of(len(ruling.matched), k)} found, "
                     f"{ruling.false_positives} false positive(s)"
                 )
-        return True, f"all {k} differences found, {chars} characters"
+        return True, f"{all_differences(k)} found, {chars} characters"
 
     def verdicts(self, ctx: RoundContext) -> list[Verdict]:
         """Return one verdict per team: success is eligibility; the ranking is kept for later."""

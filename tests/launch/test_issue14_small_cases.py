@@ -31,7 +31,8 @@ from glossogen.launch import (
     price_spend,
 )
 from glossogen.pricing import logged_usd, price_call
-from scenarios.prisoners_dilemma.scenario import _system_template
+from glossogen.scenario import render_prompt
+from scenarios.prisoners_dilemma.scenario import PrisonersDilemma
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.ungated import play_ungated
 
@@ -143,7 +144,7 @@ def test_tool_call_only_turns_reach_a_self_hosted_server_with_empty_content(
 
 def test_the_prisoners_dilemma_prompt_refuses_an_undefined_value() -> None:
     with pytest.raises(jinja2.UndefinedError, match="'round_count' is undefined"):
-        _system_template().render(display_name="Player A")
+        render_prompt(PrisonersDilemma, "system", display_name="Player A")
 
 
 def test_logged_costs_keep_ten_decimals_and_never_round_to_zero() -> None:

@@ -47,7 +47,9 @@ def test_distractors_share_exactly_the_overlap_and_labels_are_fresh_per_target()
     [
         ({"distractor_overlap": 4}, "distractor_overlap (4) must be below attributes (4)"),
         ({"attributes": 2, "values_per_attribute": 2, "distractor_overlap": 1, "candidate_count": 4},
-         "candidate_count 4 needs 3 distractors sharing 1 attributes with the target; the space (2 x 2) has 2"),
+         "candidate_count 4 needs 3 distractors sharing 1 attribute with the target; the space (2 x 2) has 2"),
+        ({"attributes": 3, "values_per_attribute": 2, "distractor_overlap": 2, "candidate_count": 5},
+         "candidate_count 5 needs 4 distractors sharing 2 attributes with the target; the space (3 x 2) has 3"),
         ({"chars_per_target": 0}, "greater than or equal to 1"),
         ({"pass_share": 1.5}, "less than or equal to 1"),
     ],

@@ -113,6 +113,8 @@ def test_decoding_reports_every_minimal_solution_when_a_case_is_ambiguous():
         ({"grid_size": 6}, "grid_size 6 is too small for 18 objects: needs at least 44 cells, has 36"),
         ({"round_budget_chars": -2}, "greater than or equal to -1"),
         ({"round_count": 2, "easy_round_numbers": [3]}, "easy_round_numbers: [3] outside 1..round_count (2)"),
+        ({"round_count": 3, "easy_round_numbers": [1, 1]}, "easy_round_numbers [1, 1]: round(s) [1] listed twice"),
+        ({"round_budget_chars": 0}, "round_budget_chars 0: every team would be over budget every round; use -1 for no cap or a positive number of characters"),
     ],
 )  # fmt: skip
 def test_knobs_refused(values, message):
@@ -199,6 +201,30 @@ def test_a_full_answer_is_complete():
     items = [c[0][0] for c in CHECKS[:4]]
     ruling = check_items(items, DIFFS, G)
     assert ruling.complete(4) and ruling.reason == "all 4 differences stated, nothing false"
+
+
+def test_one_planted_difference_is_named_in_the_singular():
+    assert check_items([c[0][0] for c in CHECKS[:1]], DIFFS[:1], G).reason == (
+        "the 1 difference stated, nothing false"
+    )
+    assert check_items(["a red cube vanished"], DIFFS[:1], G).reason == (
+        "0 of 1 difference stated, 1 false positive(s)"
+    )
+
+
+def test_an_easy_round_verdict_names_its_one_difference_in_the_singular():
+    knobs = preset(SpotTheDifference, "knobs_single_team", round_count=2, easy_round_numbers=[2], postmortem_enabled=False)  # fmt: skip
+    assert _verdicts(play(SpotTheDifference, knobs))[1] == [
+        ("team", True, "the 1 difference found, 301 characters")
+    ]
+
+
+def test_the_easy_rounds_and_a_budget_of_0_knobs_refuse_in_one_line():
+    with pytest.raises(ValidationError) as refused:
+        SpotTheDifferenceKnobs(round_count=4, easy_round_numbers=[2, 4, 2])
+    assert [e["msg"] for e in refused.value.errors()] == [
+        "Value error, easy_round_numbers [2, 4, 2]: round(s) [2] listed twice"
+    ]
 
 
 def test_ranking_with_ties_shares_the_rank_and_skips_after_it():

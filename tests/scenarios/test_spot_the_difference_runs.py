@@ -26,16 +26,16 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 from tests.providers.ungated import play_ungated
 
 NAME = "spot_the_difference"
-PRINTED = [
+PRINTED = [  # the ranking's winners (ranked: a, a, a, a, b) won; the other eligible team not
     "team a won (all 2 differences found, 583 characters)",
     "team b lost (viewer_left_b: 1 of 2 differences found, 0 false positive(s))",
     "team a won (all 4 differences found, 553 characters)",
-    "team b won (all 4 differences found, 782 characters)",
+    "team b eligible (all 4 differences found, 782 characters)",
     "team a won (all 3 differences found, 404 characters)",
-    "team b won (all 3 differences found, 544 characters)",
+    "team b eligible (all 3 differences found, 544 characters)",
     "team a won (all 4 differences found, 551 characters)",
-    "team b won (all 4 differences found, 765 characters)",
-    "team a won (all 3 differences found, 537 characters)",
+    "team b eligible (all 4 differences found, 765 characters)",
+    "team a eligible (all 3 differences found, 537 characters)",
     "team b won (all 3 differences found, 384 characters)",
 ]
 
@@ -194,5 +194,5 @@ def test_one_team_over_real_http_with_an_llm_judge(
         ("viewer_left", True),
         ("viewer_right", True),
     ]
-    assert _verdicts(log) == [(1, "team", True, "all 1 differences found, 0 characters")]
+    assert _verdicts(log) == [(1, "team", True, "the 1 difference found, 0 characters")]
     assert any("submit_differences" in r.tool_names for r in openai_stub.requests)

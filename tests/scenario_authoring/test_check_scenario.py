@@ -1,0 +1,143 @@
+"""check-scenario names each kind of problem in one exact line and exits 65 (the real CLI).
+
+Each broken package is the one new-scenario writes, with one thing broken by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from glossogen.authoring import write_new_scenario
+
+NAME = "reef_signal"
+
+
+def _check(packages: Path, name: str = NAME) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(packages)}
+    return subprocess.run(
+        [sys.executable, "-m", "glossogen", "check-scenario", name],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+def _bad_preset(package: Path) -> None:
+    (package / NAME / "knobs_night_watch.json").write_text('{"signal_length": 0}\n')
+
+
+def _undefined_in_prompt(package: Path) -> None:
+    seat = package / NAME / "prompts" / "seat.j2"
+    seat.write_text(seat.read_text() + "\nHigh tide is at {{ tide_hour }}.\n")
+
+
+def _event_without_prefix(package: Path) -> None:
+    scenario = package / NAME / "scenario.py"
+    _edit(scenario, f'"{NAME}_lanterns_raised"', '"lanterns_raised"')
+
+
+def _verdicts_that_drift(package: Path) -> None:
+    scenario = package / NAME / "scenario.py"
+    _edit(scenario, 'LOOKOUT, KEEPER = "lookout", "keeper"',
+          'LOOKOUT, KEEPER = "lookout", "keeper"\nTALLY = __import__("itertools").count(1)')  # fmt: skip
+    _edit(scenario, 'reason=f"raised {shown} exactly"', 'reason=f"raised {shown} exactly, tally {next(TALLY)}"')  # fmt: skip
+
+
+def _judge_told_the_signal(package: Path) -> None:
+    scenario = package / NAME / "scenario.py"
+    _edit(scenario, "from typing import Any, Literal", "from typing import Annotated, Any, Literal")
+    _edit(scenario, "    AgentSpec,\n", "    AgentSpec,\n    Code,\n    JudgeDecision,\n")
+    _edit(scenario, f'event_type: Literal["{NAME}_signal_shown"] = "{NAME}_signal_shown"\n    signal: list[str]',
+          f'event_type: Literal["{NAME}_case_started"] = "{NAME}_case_started"\n    signal: Annotated[list[str], Code()]')  # fmt: skip
+    _edit(scenario, "    events = (SignalShown, LanternsRaised)\n",
+          "    events = (SignalShown, LanternsRaised)\n    uses_judge = True\n")  # fmt: skip
+    _edit(scenario, "            self.raised = list(colours)\n",
+          "            self.raised = list(colours)\n"
+          "            await ctx.deps.round.judge(\n"
+          "                'Did the keeper raise the right lanterns?',\n"
+          "                f\"The signal was {' '.join(self.signal)}.\",\n"
+          "                lambda: JudgeDecision(True, 'they match'),\n"
+          "            )\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("breakage", "lines"),
+    [
+        (_bad_preset, [f"glossogen: error: {NAME}: preset knobs_night_watch: invalid knob 'signal_length' = 0: Input should be greater than or equal to 1"]),
+        (_undefined_in_prompt, [
+            f"glossogen: error: {NAME}: prompt seat.j2 for seat lookout: 'tide_hour' is undefined",
+            f"glossogen: error: {NAME}: prompt seat.j2 for seat keeper: 'tide_hour' is undefined",
+        ]),
+        (_event_without_prefix, [f"glossogen: error: {NAME}: event LanternsRaised is named 'lanterns_raised': a scenario's events must start with '{NAME}_'"]),
+        (_verdicts_that_drift, [
+            f"glossogen: error: {NAME}: two scripted runs of one seed disagree in round 1: team team won (raised blue red red amber exactly, tally 1) then team team won (raised blue red red amber exactly, tally 3)",
+            f"glossogen: error: {NAME}: two scripted runs of one seed disagree in round 2: team team won (raised amber green green amber exactly, tally 2) then team team won (raised amber green green amber exactly, tally 4)",
+        ]),
+        (_judge_told_the_signal, [
+            f"glossogen: error: {NAME}: round 1: a judge prompt holds hidden field signal of {NAME}_case_started (amber, blue, red)",
+            f"glossogen: error: {NAME}: round 2: a judge prompt holds hidden field signal of {NAME}_case_started (amber, green)",
+        ]),
+    ],
+    ids=["preset", "prompt", "event_name", "nondeterministic", "judge_leak"],
+)  # fmt: skip
+def test_each_kind_of_problem_is_one_line_and_exit_65(
+    breakage: Callable[[Path], None], lines: list[str], tmp_path: Path
+) -> None:
+    package = write_new_scenario(NAME, tmp_path / "packages").package_dir
+    breakage(package)
+    checked = _check(tmp_path / "packages")
+    assert (checked.returncode, checked.stdout) == (65, "")
+    assert checked.stderr.splitlines() == lines
+
+
+def test_a_scenario_nowhere_to_be_found_is_one_line_and_exit_65(tmp_path: Path) -> None:
+    checked = _check(tmp_path, "coral_bell")
+    assert checked.returncode == 65
+    assert checked.stderr.splitlines() == [
+        "glossogen: error: coral_bell: unknown scenario 'coral_bell' (installed: "
+        "drive_module_repair, orbital_anomaly, prisoners_dilemma, signal_game, "
+        "spot_the_difference, veyru)"
+    ]
+
+
+BUILT_IN = {  # what check-scenario says of each built-in: counts, and the two runs' wins
+    "drive_module_repair": "3 presets, 4 prompts, 3 seats, 2 events",
+    "orbital_anomaly": "3 presets, 4 prompts, 3 seats, 2 events",
+    "prisoners_dilemma": "1 preset, 1 prompt, 2 seats, 2 events",
+    "signal_game": "1 preset, 1 prompt, 2 seats, 3 events",
+    "spot_the_difference": "3 presets, 3 prompts, 4 seats, 3 events",
+    "veyru": "2 presets, 7 prompts, 2 seats, 2 events",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_every_built_in_scenario_passes(name: str, tmp_path: Path) -> None:
+    checked = _check(tmp_path, name)
+    assert (checked.returncode, checked.stderr) == (0, "")
+    assert checked.stdout == (
+        f"ok: {name}: {BUILT_IN[name]}; two scripted 2-round runs agree (2 of 2 rounds won)\n"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_every_built_in_follows_the_convention(name: str) -> None:
+    """Knobs in knobs.py, prompts under prompts/, rendered by the one strict environment."""
+    from glossogen.scenario import load_scenario, scenario_dir
+
+    cls = load_scenario(name)
+    folder = scenario_dir(cls)
+    assert cls.knobs_model.__module__ == f"scenarios.{name}.knobs"
+    assert sorted(folder.glob("prompts/*.j2")), "no prompts under prompts/"
+    sources = "".join(p.read_text() for p in folder.glob("*.py"))
+    assert "render_prompt(" in sources
+    assert "Environment(" not in sources and "jinja2" not in sources

@@ -1,0 +1,36 @@
+"""GLOSSOGEN_SCENARIO_PATH: folders of scenario packages found without installing them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from glossogen.authoring import write_new_scenario
+from glossogen.scenario import path_scenarios
+
+
+def test_each_folder_of_the_path_is_read_and_a_missing_one_is_skipped(tmp_path: Path) -> None:
+    write_new_scenario("kelp_bell", tmp_path / "second")
+    path = os.pathsep.join([str(tmp_path / "nowhere"), "", str(tmp_path / "second")])
+    found = path_scenarios({"GLOSSOGEN_SCENARIO_PATH": path})
+    assert [(s.entry_point.name, s.entry_point.value, s.package_dir) for s in found] == [
+        ("kelp_bell", "kelp_bell.scenario:KelpBell", tmp_path / "second" / "kelp_bell")
+    ]
+    assert path_scenarios({}) == []
+
+
+def test_glossogen_scenarios_lists_a_package_on_the_path(tmp_path: Path) -> None:
+    write_new_scenario("kelp_bell", tmp_path / "packages")
+    listed = subprocess.run(
+        [sys.executable, "-m", "glossogen", "scenarios"],
+        env={**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert (
+        "kelp_bell\tpresets: knobs_default\tA lookout sees a row of lanterns and tells the "
+        "keeper on a metered channel; the night is won when the keeper raises the same colours "
+        "in the same order."
+    ) in listed.stdout.splitlines()
