@@ -78,7 +78,7 @@ def _two_team_round(progress: RunProgress, winners: list[str]) -> None:
 def test_two_teams_both_eligible_the_line_says_who_won_the_ranking(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    progress = RunProgress(waiting_for_server=False, announce=False)
+    progress = RunProgress(announce=False)
     progress.run_claimed("spot_the_difference/1", "/runs/spot_the_difference/1", 1)
     _two_team_round(progress, winners=["a"])
     assert capsys.readouterr().out.splitlines() == [
@@ -88,7 +88,7 @@ def test_two_teams_both_eligible_the_line_says_who_won_the_ranking(
 
 
 def test_two_teams_tied_for_the_ranking_both_won(capsys: pytest.CaptureFixture[str]) -> None:
-    progress = RunProgress(waiting_for_server=False, announce=False)
+    progress = RunProgress(announce=False)
     progress.run_claimed("spot_the_difference/1", "/runs/spot_the_difference/1", 1)
     _two_team_round(progress, winners=["a", "b"])
     assert [line.split(" · ")[0] for line in capsys.readouterr().out.splitlines()] == [

@@ -55,7 +55,11 @@ def _verdicts_that_drift(package: Path) -> None:
 
 def _judge_told_the_signal(package: Path) -> None:
     scenario = package / NAME / "scenario.py"
-    _edit(scenario, "from typing import Any, Literal", "from typing import Annotated, Any, Literal")
+    _edit(
+        scenario,
+        "from typing import TYPE_CHECKING, Any, Literal",
+        "from typing import TYPE_CHECKING, Annotated, Any, Literal",
+    )
     _edit(scenario, "    AgentSpec,\n", "    AgentSpec,\n    Code,\n    JudgeDecision,\n")
     _edit(scenario, f'event_type: Literal["{NAME}_signal_shown"] = "{NAME}_signal_shown"\n    signal: list[str]',
           f'event_type: Literal["{NAME}_case_started"] = "{NAME}_case_started"\n    signal: Annotated[list[str], Code()]')  # fmt: skip
