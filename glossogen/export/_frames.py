@@ -276,7 +276,7 @@ def with_context(frame: pl.DataFrame, context: pl.DataFrame) -> pl.DataFrame:
     return frame.join(context, on="run_id", how="left", maintain_order="left")
 
 
-BATCH_RUNS = 200
+BATCH_RUNS = 50
 """Runs whose default-table rows are built into one frame at a time when the tables stream."""
 
 _BUILDERS: dict[str, Callable[[RunRecord, set[str] | None, bool], list[dict[str, Any]]]] = {
