@@ -12,7 +12,9 @@ Builds cohorts under a scratch folder (``--keep DIR`` to reuse one):
 
 Each figure is one whole ``glossogen export`` process (``python -m glossogen export``): wall
 seconds (the fastest of three for the quick ones: the machine is shared), CPU seconds and peak
-resident memory (``wait4``'s rusage). Every ratio printed is against a baseline measured in the
+resident memory (``wait4``'s rusage; a child's peak includes the bench's own peak when it starts
+the child, so on the run that builds the cohorts no figure reads below about 90 MiB: build them
+once with ``--keep DIR`` and measure on a second run). Every ratio printed is against a baseline measured in the
 same run on the same logs (``bench/baselines.py``): the CLI's own start-up, and the limit of any
 reader of these logs, a process that parses every line of every log (orjson, and the standard
 library's json); and the original platform with the same arguments when ``GLOSSOGEN_ORIGINAL``

@@ -2,8 +2,9 @@
 
 Select runs (:func:`select_runs` with a :data:`Selection`), then build tables in memory
 (:func:`build_frames`, the REST path) or write them (:func:`write_tables`, the CLI path, which
-streams the event-log tables one run at a time). The raw zip and ATIF trajectories live in
-``_raw``/``_atif``.
+streams every table: the event-log tables one run's log at a time, the default tables in
+batches of runs under a header fixed by a first pass over the records). The raw zip and ATIF
+trajectories live in ``_raw``/``_atif``.
 """
 
 from typing import TYPE_CHECKING

@@ -57,14 +57,28 @@ def _as_text(value: Any) -> str | None:
     return str(value)
 
 
-def typed_series(name: str, values: list[Any]) -> pl.Series:
+def add_kinds(kinds: dict[str, set[type]], rows: list[dict[str, Any]]) -> None:
+    """Add to ``kinds`` every column of ``rows`` and the Python types of its non-None cells."""
+    for row in rows:
+        for column, value in row.items():
+            seen = kinds.get(column)
+            if seen is None:
+                seen = kinds[column] = set()
+            if value is not None:
+                seen.add(type(value))
+
+
+def typed_series(name: str, values: list[Any], kinds: set[type] | None = None) -> pl.Series:
     """Return a polars series for ``values``, typed by what they hold.
 
     All booleans: Boolean; all integers: Int64; integers and floats: Float64; anything else
     (or a mix): String, booleans as ``true``/``false`` and containers as compact JSON. ``None``
-    stays null (an empty cell, never zero).
+    stays null (an empty cell, never zero). ``kinds`` (the types of the whole column, when
+    ``values`` are one batch of it) overrides the types ``values`` hold, so every batch of a
+    streamed table is typed, hence written, as the whole table would be.
     """
-    kinds = {type(v) for v in values if v is not None}
+    if kinds is None:
+        kinds = {type(v) for v in values if v is not None}
     if not kinds:
         return pl.Series(name, values, dtype=pl.Null)  # takes any type when frames are joined
     if kinds == {bool}:
@@ -86,15 +100,24 @@ def clean_text(value: str) -> str:
 
 
 def frame_from_rows(
-    rows: list[dict[str, Any]], columns: list[str], clean: bool = False
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    clean: bool = False,
+    kinds: dict[str, set[type]] | None = None,
 ) -> pl.DataFrame:
     """Return a frame with ``columns`` in order, each typed by :func:`typed_series`.
 
-    With ``clean``, every ``str`` cell goes through :func:`clean_text` first.
+    With ``clean``, every ``str`` cell goes through :func:`clean_text` first. With ``kinds``
+    (:func:`add_kinds` over the whole table), each column is typed by the whole table's cells
+    rather than by ``rows`` alone (a column absent from ``kinds`` holds no value: null).
     """
     if clean:
         rows = [{k: clean_text(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
-    return pl.DataFrame([typed_series(c, [r.get(c) for r in rows]) for c in columns])
+    if kinds is None:
+        return pl.DataFrame([typed_series(c, [r.get(c) for r in rows]) for c in columns])
+    return pl.DataFrame(
+        [typed_series(c, [r.get(c) for r in rows], kinds.get(c, set())) for c in columns]
+    )
 
 
 def safe_text(frame: pl.DataFrame) -> pl.DataFrame:

@@ -381,25 +381,9 @@ def write_log_tables(
     Raises:
         StorageError: if ``out`` is unreachable.
     """
-    from contextlib import ExitStack
-
-    from glossogen.export._tables import coverage
-    from glossogen.export._write import csv_bytes, publish
+    from glossogen.export._write import stream_tables
 
     columns = {n: log_table_columns(n, records, repeat_run_columns)[0] for n in names}
-    filled = {n: dict.fromkeys(columns[n], 0) for n in names}
-    rows = dict.fromkeys(names, 0)
-    with ExitStack() as stack:
-        files = {n: stack.enter_context(publish(join(out, f"{n}.csv"))) for n in names}
-        for name in names:
-            header = pl.DataFrame(schema=dict.fromkeys(columns[name], pl.String))
-            files[name].write(csv_bytes(header))
-        for frames in log_batches(names, records, repeat_run_columns=repeat_run_columns):
-            for name, frame in frames.items():
-                if frame.height == 0:
-                    continue
-                rows[name] += frame.height
-                for col, runs in coverage(frame).items():
-                    filled[name][col] += runs
-                files[name].write(csv_bytes(frame, header=False))
-    return {n: (rows[n], filled[n]) for n in names}
+    return stream_tables(
+        columns, log_batches(names, records, repeat_run_columns=repeat_run_columns), out
+    )

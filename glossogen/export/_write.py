@@ -15,13 +15,13 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 import polars as pl
 
 from glossogen.export._cells import safe_text
-from glossogen.export._frames import default_frames
+from glossogen.export._frames import BATCH_RUNS, default_batches, default_schema
 from glossogen.export._selection import RunRecord
 from glossogen.export._tables import LOG_FRAMES, check_frames, coverage, legend
 from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
@@ -94,6 +94,68 @@ def csv_bytes(frame: pl.DataFrame, header: bool = True) -> bytes:
     return buf.getvalue()
 
 
+def stream_tables(
+    columns: dict[str, list[str]], batches: Iterable[dict[str, pl.DataFrame]], out: str
+) -> dict[str, tuple[int, dict[str, int]]]:
+    """Write tables batch by batch to ``<out>/<name>.csv``: the header, then each batch appended.
+
+    ``columns`` gives each table's header (known before any row); every batch maps a table
+    to a frame of those columns holding whole runs, already spreadsheet-safe. A table's file
+    appears only once its last batch is written (:func:`publish`).
+
+    Returns:
+        Per table: rows written, and per column the distinct runs filling it (batches hold
+        whole runs, so each batch's :func:`coverage` adds up).
+
+    Raises:
+        StorageError: if ``out`` is unreachable.
+    """
+    filled = {n: dict.fromkeys(cols, 0) for n, cols in columns.items()}
+    rows = dict.fromkeys(columns, 0)
+    with contextlib.ExitStack() as stack:
+        files = {n: stack.enter_context(publish(join(out, f"{n}.csv"))) for n in columns}
+        for name, cols in columns.items():
+            files[name].write(csv_bytes(pl.DataFrame(schema=dict.fromkeys(cols, pl.String))))
+        for frames in batches:
+            for name, frame in frames.items():
+                if frame.height == 0:
+                    continue
+                rows[name] += frame.height
+                for col, runs in coverage(frame).items():
+                    filled[name][col] += runs
+                files[name].write(csv_bytes(frame, header=False))
+    return {n: (rows[n], filled[n]) for n in columns}
+
+
+def write_default_tables(
+    names: list[str],
+    records: list[RunRecord],
+    out: str,
+    *,
+    repeat_run_columns: bool = True,
+    include_metric_summaries: bool = False,
+    batch_runs: int = BATCH_RUNS,
+) -> dict[str, tuple[int, dict[str, int]]]:
+    """Stream the default tables ``names`` to ``<out>/<name>.csv`` in batches of runs.
+
+    A first pass over the records fixes each table's columns and cell types
+    (:func:`~glossogen.export._frames.default_schema`); then ``batch_runs`` runs at a time
+    are built into frames and appended under the header, so memory holds one batch of rows,
+    not the selection's, and the bytes are those of the table built whole.
+
+    Returns:
+        Per table: rows written, and the per-column coverage.
+
+    Raises:
+        ValueError: for ``batch_runs`` below 1.
+        StorageError: if ``out`` is unreachable.
+    """
+    schema = default_schema(records, names, None, repeat_run_columns, include_metric_summaries)
+    columns = {n: schema.columns(n) for n in schema.own}
+    batches = default_batches(schema, records, batch_runs)
+    return stream_tables(columns, ({n: safe_text(f) for n, f in b.items()} for b in batches), out)
+
+
 def write_table(
     records: list[RunRecord],
     name: str,
@@ -101,30 +163,32 @@ def write_table(
     *,
     repeat_run_columns: bool = True,
     include_metric_summaries: bool = False,
+    batch_runs: int = BATCH_RUNS,
 ) -> tuple[int, dict[str, int]]:
     """Write one table to ``<out>/<name>.csv`` and return its rows and column coverage.
 
-    The event-log tables are streamed one run at a time (memory does not grow with the
-    selection); the default tables are built in memory (one row per run, round or agent).
+    Every table is streamed: the event-log tables one run's log at a time, the default tables
+    ``batch_runs`` runs at a time (:func:`write_default_tables`); memory holds one batch, not
+    the selection's rows.
 
     Returns:
         Data rows written, and per column the distinct runs filling it (for the legend).
 
     Raises:
-        ValueError: for an unknown table name.
+        ValueError: for an unknown table name, or ``batch_runs`` below 1.
         StorageError: if ``out`` is unreachable.
     """
     (name,) = check_frames([name])
-    target = join(out, f"{name}.csv")
     if name in LOG_FRAMES:
         from glossogen.export._logtables import write_log_tables
 
         return write_log_tables([name], records, out, repeat_run_columns=repeat_run_columns)[name]
-    frames = default_frames(records, [name], None, repeat_run_columns, include_metric_summaries)
-    frame = safe_text(frames[name])
-    with publish(target) as f:
-        f.write(csv_bytes(frame))
-    return frame.height, coverage(frame)
+    return write_default_tables(
+        [name], records, out,
+        repeat_run_columns=repeat_run_columns,
+        include_metric_summaries=include_metric_summaries,
+        batch_runs=batch_runs,
+    )[name]  # fmt: skip
 
 
 def write_legend(coverages: dict[str, dict[str, int]], records: list[RunRecord], out: str) -> None:
@@ -140,10 +204,14 @@ def write_tables(
     *,
     repeat_run_columns: bool = True,
     include_metric_summaries: bool = False,
+    batch_runs: int = BATCH_RUNS,
 ) -> dict[str, int]:
     """Write the requested tables under ``out`` and return the rows written per table.
 
     One table is written as ``<out>/<table>.csv``; two or more add ``<out>/columns.csv``.
+    Every table streams: the event-log tables read one log at a time (both from one read of
+    it), the default tables are built ``batch_runs`` runs at a time (all of them from one
+    pass), so memory holds one batch of rows whatever the selection's size.
 
     Args:
         records: The selected runs.
@@ -151,45 +219,46 @@ def write_tables(
         out: A local folder or fsspec URL (created as needed).
         repeat_run_columns: Copy run context onto round, agent and message rows.
         include_metric_summaries: Add metric units, summaries and notes.
+        batch_runs: Runs per batch of the default tables (:data:`BATCH_RUNS`); the bytes
+            written do not depend on it.
 
     Returns:
         Table name to data rows written (``columns.csv`` not counted).
 
     Raises:
-        ValueError: for an unknown table name.
+        ValueError: for an unknown table name, or ``batch_runs`` below 1.
         StorageError: if ``out`` is unreachable.
     """
     names = check_frames(frames)
-    counts: dict[str, int] = {}
-    coverages: dict[str, dict[str, int]] = {}
-    logged: dict[str, tuple[int, dict[str, int]]] = {}
+    written: dict[str, tuple[int, dict[str, int]]] = {}
+    if any(n not in LOG_FRAMES for n in names):
+        written |= write_default_tables(
+            [n for n in names if n not in LOG_FRAMES], records, out,
+            repeat_run_columns=repeat_run_columns,
+            include_metric_summaries=include_metric_summaries,
+            batch_runs=batch_runs,
+        )  # fmt: skip
     if any(n in LOG_FRAMES for n in names):  # both event-log tables from one read of each log
         from glossogen.export._logtables import write_log_tables
 
-        logged = write_log_tables(
+        written |= write_log_tables(
             [n for n in names if n in LOG_FRAMES], records, out,
             repeat_run_columns=repeat_run_columns,
         )  # fmt: skip
-    for name in names:
-        if name in logged:
-            counts[name], coverages[name] = logged[name]
-            continue
-        counts[name], coverages[name] = write_table(
-            records,
-            name,
-            out,
-            repeat_run_columns=repeat_run_columns,
-            include_metric_summaries=include_metric_summaries,
-        )
+    counts = {n: written[n][0] for n in names}
+    coverages = {n: written[n][1] for n in names}
     if len(names) > 1:
         write_legend(coverages, records, out)
     return counts
 
 
 __all__ = [
+    "BATCH_RUNS",
     "check_out",
     "csv_bytes",
     "publish",
+    "stream_tables",
+    "write_default_tables",
     "write_legend",
     "write_table",
     "write_tables",
