@@ -130,6 +130,9 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
     path = folder.local_path(LOCK_NAME)
     if path is None:  # asked first: a remote folder is not read (no credentials needed)
         raise StopError(f"{folder.url} is remote: glossogen stop reaches local writers only", 65)
+    local = folder.local_path("")
+    if local is not None and os.path.exists(local) and not os.path.isdir(local):
+        raise StopError(f"{folder.url} is a file, not a run folder", 66)
     begun = folder.has_log()
     flow_run_id = _recorded_flow_run(folder)
     if flow_run_id is not None:

@@ -54,24 +54,41 @@ def path_scenarios(environ: Mapping[str, str] | None = None) -> list[ScenarioSou
     Each folder of the path (empty parts skipped) is read one level deep: a sub-folder with a
     ``pyproject.toml`` whose ``[project.entry-points."glossogen.scenarios"]`` table names
     scenarios. A folder that does not exist, or a ``pyproject.toml`` that is not TOML, adds
-    nothing (``glossogen check-scenario`` names the scenario it cannot find).
+    nothing here; :func:`path_problems` names each, and an unknown scenario's error says them.
     """
+    return _read_path(environ)[0]
+
+
+def path_problems(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Return one line per part of ``GLOSSOGEN_SCENARIO_PATH`` that adds no scenario for a fault.
+
+    The faults: a folder that does not exist or is a file; a package's ``pyproject.toml`` that
+    cannot be read or is not TOML (named with the parser's reason).
+    """
+    return _read_path(environ)[1]
+
+
+def _read_path(environ: Mapping[str, str] | None) -> tuple[list[ScenarioSource], list[str]]:
     raw = (os.environ if environ is None else environ).get(SCENARIO_PATH, "")
     found: list[ScenarioSource] = []
+    problems: list[str] = []
     for folder in (Path(part) for part in raw.split(os.pathsep) if part):
         if not folder.is_dir():
+            what = "is a file, not a folder" if folder.exists() else "does not exist"
+            problems.append(f"{SCENARIO_PATH} folder {folder} {what}")
             continue
         for project in sorted(folder.glob("*/pyproject.toml")):
             try:
                 table = tomllib.loads(project.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                problems.append(f"{SCENARIO_PATH}: {project} cannot be read: {exc}")
                 continue
             declared = table.get("project", {}).get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
             found += [
                 ScenarioSource(EntryPoint(name, str(value), ENTRY_POINT_GROUP), project.parent)
                 for name, value in declared.items()
             ]
-    return found
+    return found, problems
 
 
 def scenario_sources() -> dict[str, ScenarioSource]:
@@ -105,8 +122,10 @@ def load_scenario(name: str) -> type[Scenario]:
     """
     source = scenario_sources().get(name)
     if source is None:
+        problems = path_problems()
         raise UnknownScenarioError(
             f"unknown scenario {name!r} (installed: {', '.join(scenario_names()) or 'none'})"
+            + (f"; {'; '.join(problems)}" if problems else "")
         )
     if source.package_dir is not None and str(source.package_dir) not in sys.path:
         sys.path.append(str(source.package_dir))

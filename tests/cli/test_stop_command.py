@@ -151,3 +151,16 @@ def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed
         66,
         f"glossogen: error: {folder.url} holds no run log\n",
     )
+
+
+def test_a_file_where_the_run_folder_should_be_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "veyru").mkdir()
+    (tmp_path / "veyru" / "1700000001").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1700000001")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 66
+    assert done.stderr == (
+        f"glossogen: error: {tmp_path / 'veyru' / '1700000001'} is a file, not a run folder\n"
+    )
