@@ -69,7 +69,13 @@ class DetachedServer:
         server = cls(f"http://127.0.0.1:{port}/api", process)
         deadline = time.monotonic() + timeout_seconds
         while not _healthy(server.api_url):
-            if process.poll() is not None or time.monotonic() > deadline:
+            code = process.poll()
+            if code is not None:
+                raise RuntimeError(
+                    f"the temporary Prefect server exited (code {code}) before it answered; "
+                    "`prefect server start` shows why"
+                )
+            if time.monotonic() > deadline:
                 server.stop(send_queued=False)
                 raise RuntimeError(
                     f"the temporary Prefect server did not start within {timeout_seconds:g} s"

@@ -13,7 +13,13 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from glossogen.cli import main
-from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
+from glossogen.eventlog import (
+    AgentRegistered,
+    LlmResponseReceived,
+    ModelRequestAbandoned,
+    SimulationEnded,
+    read_events,
+)
 from glossogen.launch import RunRequest, estimate_round_cost, plan_run
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.providers.test_wire_formats import USAGE
@@ -48,17 +54,38 @@ def _cost(runs: Path, run_id: str) -> float:
     return ended.total_cost_usd
 
 
-def lock_in_player(req: RecordedRequest) -> StubReply:
-    """Lock in cooperate at once (the one priced call of a seat's round), then stop for free.
+DONE_USAGE = {"input_tokens": 10, "output_tokens": 1}
+"""The usage the stub reports for a seat's call after it locked in (a billed call reports some)."""
 
-    Nothing a seat does reaches the other seat, so each round makes exactly one priced call per
-    seat whichever answer the stub sends first; the call after ``locked`` may be cut off by the
-    round's end, and costs nothing either way.
+
+def lock_in_player(req: RecordedRequest) -> StubReply:
+    """Lock in cooperate at once (the one lock-in call of a seat's round), then stop.
+
+    Nothing a seat does reaches the other seat, so each round makes exactly one lock-in call per
+    seat whichever answer the stub sends first. The call after ``locked`` races the round's end:
+    it may not be sent, or be answered in the round, or be answered after the round ended
+    (logged ``model_request_abandoned``, answered); :func:`expected_cost` counts it from the log.
     """
     last = json.dumps(req.messages[-1]) if req.messages else ""
     if "locked" in last:
-        return StubReply(text="Done.", input_tokens=0, output_tokens=0)
+        return StubReply(text="Done.", **DONE_USAGE)
     return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
+
+
+DONE_PRICE = float(
+    calc_price(Usage(**DONE_USAGE), model_ref="gpt-4.1-mini", provider_id="openai").total_price
+)
+
+
+def expected_cost(runs: Path, run_id: str, rounds: int = 1) -> float:
+    """What the run's log should total: its lock-in calls, plus each call after a lock-in."""
+    events = read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events
+    after = sum(
+        (isinstance(e, LlmResponseReceived) and not e.tool_calls)
+        or (isinstance(e, ModelRequestAbandoned) and e.answered)
+        for e in events
+    )
+    return rounds * PER_RUN + after * DONE_PRICE
 
 
 PER_RUN = 2 * float(
@@ -85,8 +112,9 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     assert _sweep(pilot) == 0
     pilot_summary = json.loads((runs / "sweeps/pilot/run_summary.json").read_text())
     (pilot_trial,) = pilot_summary["cells"][0]["trials"]
-    assert _cost(runs, pilot_trial["run_id"]) == pytest.approx(PER_RUN, rel=1e-12)
-    assert pilot_summary["spend"]["spent_usd"] == pytest.approx(PER_RUN, rel=1e-12)
+    pilot_cost = expected_cost(runs, pilot_trial["run_id"])
+    assert _cost(runs, pilot_trial["run_id"]) == pytest.approx(pilot_cost, rel=1e-12)
+    assert pilot_summary["spend"]["spent_usd"] == pytest.approx(pilot_cost, rel=1e-12)
     capsys.readouterr()
 
     # Room for 2.5 runs: run 1 (0 + 1 estimate), run 2 (1 + 1), and no run 3 (2 + 1 > 2.5).
@@ -102,9 +130,12 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
         ("incomplete", True),
         ("incomplete", True),
     ]
-    assert [_cost(runs, t["run_id"]) for t in trials[:2]] == [pytest.approx(PER_RUN, rel=1e-12)] * 2
+    costs = [expected_cost(runs, t["run_id"]) for t in trials[:2]]
+    assert [_cost(runs, t["run_id"]) for t in trials[:2]] == [
+        pytest.approx(c, rel=1e-12) for c in costs
+    ]
     ((cell_id, recorded),) = summary["spend"]["estimate_per_run_usd"].items()
-    assert recorded == pytest.approx(PER_RUN, rel=1e-12)
+    assert recorded == pytest.approx(sum(costs) / 2, rel=1e-12)
     assert summary["spend"]["estimate_source"][cell_id] == "mean logged cost of 2 ended run(s)"
     assert summary["census"] == {
         "planned": 0,
@@ -114,14 +145,14 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
         "incomplete": 2,
     }
     assert trials[2]["error"] == "not launched: spend_cap"
-    assert summary["spend"]["spent_usd"] == pytest.approx(2 * PER_RUN, rel=1e-12)
+    assert summary["spend"]["spent_usd"] == pytest.approx(sum(costs), rel=1e-12)
     assert summary["spend"]["cap_usd"] == pytest.approx(cap, rel=1e-12)
     assert summary["aborted"]["reason"] == "spend_cap"
     assert summary["aborted"]["detail"].endswith("2 run(s) not launched")
     assert summary["exit_code"] == 20
     printed = capsys.readouterr()
     assert "glossogen: error: sweep stopped early (spend_cap)" in printed.err
-    assert f"spent ${2 * PER_RUN:.6f} of ${cap:.6f}" in printed.out  # the cap's digits
+    assert f"spent ${sum(costs):.6f} of ${cap:.6f}" in printed.out  # the cap's digits
     assert len(list((runs / "prisoners_dilemma").iterdir())) == 3  # the pilot + 2
 
 
@@ -149,6 +180,7 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
         (2, "scripted", "scripted"),
         (2, "gpt-4.1-mini", "openai"),
     ]
+    spent = 0.0
     for cell in summary["cells"]:
         rounds, priced = cell["params"]["round_count"], cell["provider"] == "openai"
         for trial in cell["trials"]:
@@ -156,10 +188,12 @@ def test_a_knob_by_model_by_trials_grid_runs_each_cell_on_its_model(
             seats = {(e.model, e.provider) for e in events if isinstance(e, AgentRegistered)}
             assert seats == {(cell["model"], cell["provider"])}
             assert trial["scores"]["rounds_played"] == rounds
-            expected = rounds * PER_RUN if priced else 0.0
+            expected = expected_cost(runs, trial["run_id"], rounds) if priced else 0.0
             assert _cost(runs, trial["run_id"]) == pytest.approx(expected, rel=1e-12)
-    # Two trials of each openai cell: 2 x (1 + 2) rounds of two priced calls.
-    assert summary["spend"]["spent_usd"] == pytest.approx(6 * PER_RUN, rel=1e-12)
+            spent += expected
+    # Two trials of each openai cell: 2 x (1 + 2) rounds of two lock-in calls, plus calls after.
+    assert spent >= 6 * PER_RUN
+    assert summary["spend"]["spent_usd"] == pytest.approx(spent, rel=1e-12)
 
 
 def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_the_cap(

@@ -229,8 +229,9 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
     of its own, which the Ctrl-C must not reach).
     """
     env = os.environ.copy()
-    if server == "temporary":
+    if server == "temporary":  # its own home: a temporary server of another test never shares it
         env.pop("PREFECT_API_URL")
+        env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     (tmp_path / "long.yaml").write_text(
         "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
@@ -290,6 +291,7 @@ def test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it(
     against a stopped server at exit (``Error logging to API``, about a minute of waiting)."""
     env = os.environ.copy()
     env.pop("PREFECT_API_URL", None)
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # its own database, shared with no test
     (tmp_path / "pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
