@@ -165,8 +165,9 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
         async with get_client() as client:
             flow_run = await client.read_flow_run(UUID(queued.flow_run_id))
         assert flow_run.idempotency_key == key and flow_run.state is not None
-        # The folder was claimed (its config files written) before the flow run was created.
-        assert queued.held == ["config.json", "labels.json"]
+        # The folder was claimed (its config files written) before the flow run was created,
+        # and names that flow run (flow_run.json: glossogen stop cancels it through Prefect).
+        assert queued.held == ["config.json", "flow_run.json", "labels.json"]
         return flow_run.state.name
 
     assert asyncio.run(interrupt()) == "Cancelled"
