@@ -409,10 +409,13 @@ class RunFolder:
         stamps = [fs.modified(p).timestamp() for p in fs.ls(path, detail=False)]
         return max(stamps, default=None)
 
-    def discard_unstarted(self, names: tuple[str, ...] = (CONFIG, LABELS, ".claim")) -> bool:
+    def discard_unstarted(
+        self, names: tuple[str, ...] = (CONFIG, LABELS, ".claim", FLOW_RUN)
+    ) -> bool:
         """Remove a folder claimed for a run that never started: ``names``, then the folder.
 
-        ``names`` are the files a claim writes (``.claim`` is the runs store's S3 claim marker).
+        ``names`` are the files a claim writes (``.claim`` is the runs store's S3 claim marker;
+        ``flow_run.json`` names the flow run a launcher created for it).
 
         Only while the folder holds no event log (nothing was played or spent) and nothing but
         ``names``; otherwise it is left exactly as it is.
