@@ -115,17 +115,20 @@ class FlowRunCancel:
 def cancel_flow_run(flow_run_id: UUID, reason: str) -> FlowRunCancel | None:
     """Move the flow run to ``Cancelling`` (its worker stops the process); None if it has ended.
 
-    Orchestrated, not forced: Prefect cancels a scheduled flow run no worker has started at
+    None too when the server holds no such flow run (another server's record). Orchestrated,
+    not forced: Prefect cancels a scheduled flow run no worker has started at
     once (``Cancelled``), and a running one goes ``Cancelling`` until its worker has stopped it.
     A flow run already ``Cancelling`` is left as it is. Synchronous (the CLI, a FastAPI worker
     thread and MCP tools call it).
 
     Raises:
-        ObjectNotFound: the server holds no such flow run.
         httpx.HTTPError: the server cannot be reached.
     """
     with get_client(sync_client=True) as client:
-        flow_run = client.read_flow_run(flow_run_id)
+        try:
+            flow_run = client.read_flow_run(flow_run_id)
+        except ObjectNotFound:
+            return None
         state = flow_run.state
         if state is None or state.is_final():
             return None

@@ -201,7 +201,6 @@ def _cancel_claim(folder: RunFolder) -> Stopping:
 def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopping | None:
     """Cancel the run's flow run through Prefect; None when it has ended (the lock decides)."""
     import httpx
-    from prefect.exceptions import ObjectNotFound
 
     from flows.runtime import api_url
     from tasks.deployments import cancel_flow_run
@@ -213,10 +212,8 @@ def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopp
             "PREFECT_API_URL to its server to stop it",
             69,
         )
-    try:
+    try:  # None: ended, or a flow run this server never had (the lock decides)
         cancel = cancel_flow_run(flow_run_id, f"glossogen stop {folder.run_id}")
-    except ObjectNotFound:
-        return None  # a flow run this server never had (another server's record): the lock
     except (httpx.HTTPError, OSError) as exc:
         raise StopError(f"cannot reach the Prefect API at {url}: {exc}", 69) from None
     if cancel is None:
