@@ -1,13 +1,14 @@
 """A run's limits are recorded once and read back by every path that continues or derives it.
 
-The source: a 40-round scripted veyru run launched with ``--max-agent-turns 5000`` and
-``--run-timeout 86400``. Played under the old default of 200 requests, its agents run out
-in round 24 (``agent_turn_limit_reached``, rounds ending ``turn_limit``); under 5000 they
-never do. The kill is made by the log: the run's log is cut right after round 3's
-``round_started`` (what a process killed at that moment leaves). Then ``--resume`` without the
-flag, the path a Prefect retry takes (the simulate flow entered again with its folder), and
-``reconcile`` each play all 40 rounds with no turn limit; a fork after round 3 of the resumed
-run plays to round 40 the same way.
+The source: an 8-round scripted veyru run launched with ``--max-agent-turns 48`` and
+``--run-timeout 86400``. Its agents run out in round 6 (the field observer in round 5, the
+stabilization engineer in round 6, which then ends ``turn_limit``), and the run ends
+``incomplete`` after 6 rounds; under the default of 200 requests the same run plays all 8.
+The kill is made by the log: the run's log is cut right after round 3's ``round_started``
+(what a process killed at that moment leaves). Then ``--resume`` without the flag, the path a
+Prefect retry takes (the simulate flow entered again with its folder), and ``reconcile`` each
+end exactly as the source did, after round 6, where a fall-back to the default would have
+played all 8; a fork after round 3 of the resumed run ends the same way.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ from glossogen.eventlog import (
 )
 from glossogen.launch import ResumeRequest, RunRequest, plan_resume, plan_run
 
-ROUNDS = 40
-TURNS = 5000
+ROUNDS = 8
+TURNS = 48
 TIMEOUT = 86400.0
+LIMITED = ("incomplete", 6, 2, [6])
+"""The source's outcome under its recorded 48 requests per agent (see ``_outcome``)."""
+UNLIMITED = ("completed", ROUNDS, 0, [])
+"""The same run's outcome under the default 200."""
 
 
 def _request(runs: Path, *overrides: str, turns: int = TURNS) -> RunRequest:
@@ -86,21 +91,22 @@ def _outcome(run: Path) -> tuple[str, int, int, list[int]]:
 def source(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("source")
     result = asyncio.run(simulate(_request(runs)))
-    assert (result.status, result.rounds_played) == ("completed", ROUNDS)
+    assert (result.status, result.rounds_played) == ("incomplete", 6)
+    assert result.error == f"every agent reached --max-agent-turns {TURNS}"
     return Path(result.run_url)
 
 
-def test_the_source_records_every_limit_and_would_run_out_under_the_default(
+def test_the_source_records_every_limit_and_would_play_on_under_the_default(
     prefect_api: str, source: Path, tmp_path: Path
 ) -> None:
     started = read_events(str(source / "veyru.jsonl")).events[0]
     assert isinstance(started, SimulationStarted)
     assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)
-    assert _outcome(source)[2:] == (0, [])
+    assert _outcome(source) == LIMITED
     # The same run under 200 requests per agent: the limit the derived runs used to fall back to.
-    short = asyncio.run(simulate(_request(tmp_path, turns=200)))
-    assert _outcome(Path(short.run_url)) == ("incomplete", 24, 2, [24])
-    assert short.error == "every agent reached --max-agent-turns 200"
+    free = asyncio.run(simulate(_request(tmp_path, turns=200)))
+    assert _outcome(Path(free.run_url)) == UNLIMITED
+    assert free.error is None
 
 
 def test_resume_without_the_flag_keeps_the_recorded_limits(
@@ -113,8 +119,8 @@ def test_resume_without_the_flag_keeps_the_recorded_limits(
         text=True,
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr
-    assert _outcome(run) == ("completed", ROUNDS, 0, [])
+    assert done.returncode == 1, done.stderr  # README: 1, the run ended incomplete
+    assert _outcome(run) == LIMITED
     (resumed,) = [
         e for e in read_events(str(run / "veyru.jsonl")).events if isinstance(e, RunResumed)
     ]
@@ -128,8 +134,8 @@ def test_the_prefect_retry_path_keeps_the_limits_of_its_flow_run(
     # A retry of the crashed flow run enters simulate again with its parameters and gets its
     # cached folder back; the folder's log has begun, so the run resumes in place.
     result = asyncio.run(simulate(plan_run(_request(tmp_path)), run_dir=str(run)))
-    assert (result.status, result.run_url) == ("completed", str(run))
-    assert _outcome(run) == ("completed", ROUNDS, 0, [])
+    assert (result.status, result.run_url) == ("incomplete", str(run))
+    assert _outcome(run) == LIMITED
 
 
 def test_reconcile_resumes_with_the_recorded_limits(
@@ -140,7 +146,7 @@ def test_reconcile_resumes_with_the_recorded_limits(
     os.utime(log, (0, os.path.getmtime(log) - 3600))  # silent for an hour
     resumed = asyncio.run(reconcile(str(tmp_path), silent_seconds=600, use_deployments=False))
     assert resumed == [f"veyru/{run.name}"]
-    assert _outcome(run) == ("completed", ROUNDS, 0, [])
+    assert _outcome(run) == LIMITED
 
 
 def test_a_fork_after_round_3_of_the_resumed_run_keeps_the_limits(
@@ -154,8 +160,8 @@ def test_a_fork_after_round_3_of_the_resumed_run_keeps_the_limits(
     assert (started.max_agent_turns, started.run_timeout_seconds) == (TURNS, TIMEOUT)
     assert "limit_changes" not in prepared.lineage
     result = asyncio.run(resume(run_dir=prepared.folder.url))
-    assert (result.status, result.rounds_played) == ("completed", ROUNDS)
-    assert _outcome(Path(prepared.folder.url)) == ("completed", ROUNDS, 0, [])
+    assert (result.status, result.rounds_played) == ("incomplete", 6)
+    assert _outcome(Path(prepared.folder.url)) == LIMITED
 
 
 def test_a_fork_s_limit_flags_are_its_explicit_changes(source: Path, tmp_path: Path) -> None:
@@ -197,13 +203,13 @@ def test_a_resume_flag_that_differs_from_the_record_is_refused_unless_allowed(
     with pytest.raises(DeriveError) as refused:
         plan_resume(ResumeRequest(run_dir=str(run), max_agent_turns=200))
     assert str(refused.value) == (
-        "the config differs from the one the run recorded (max_agent_turns 5000 -> 200); "
+        "the config differs from the one the run recorded (max_agent_turns 48 -> 200); "
         "pass --allow-config-change to resume under the new one"
     )
     config, point = plan_resume(
-        ResumeRequest(run_dir=str(run), max_agent_turns=6000, allow_config_change=True)
+        ResumeRequest(run_dir=str(run), max_agent_turns=60, allow_config_change=True)
     )
-    assert config.limits.max_agent_turns == 6000
-    assert point.limit_changes == {"max_agent_turns": {"recorded": TURNS, "now": 6000}}
+    assert config.limits.max_agent_turns == 60
+    assert point.limit_changes == {"max_agent_turns": {"recorded": TURNS, "now": 60}}
     same, _ = plan_resume(ResumeRequest(run_dir=str(run), max_agent_turns=TURNS))
     assert same.limits.max_agent_turns == TURNS
