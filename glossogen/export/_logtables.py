@@ -14,8 +14,11 @@ Memory holds one run's rows at a time: the column set is fixed before the first 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import mmap
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,36 +90,52 @@ def _lines(url: str) -> Iterator[bytes]:
 _TABLE_EVENTS = _MESSAGE_EVENTS | _CONTEXT_EVENTS
 
 
-_TYPE_KEY = b'"event_type":"'
 _ROSTER = {"agent_registered", "agent_swapped_mid_run"}
 _LEGACY_KINDS = _TABLE_EVENTS | _PHASE_EVENTS | _SETUP_EVENTS
+_RESUMED = "run_resumed"
 
 
-def _kind(line: bytes) -> str | None:
-    """The ``event_type`` of a raw line from its first bytes (two C-speed finds, no regex).
+@functools.cache
+def _kinds_pattern(kinds: frozenset[str]) -> re.Pattern[bytes]:
+    """One regex for the quoted ``event_type`` of any of ``kinds`` (spaced keys too, as 0.5)."""
+    names = b"|".join(re.escape(k.encode()) for k in sorted(kinds))
+    return re.compile(rb'"event_type"\s*:\s*"(' + names + rb')"')
 
-    A line whose envelope spaces its keys (GlossoGen 0.5) falls back to
-    :func:`~glossogen.export._lines.event_type`.
+
+def _chosen_lines(
+    data: bytes | mmap.mmap, end: int, kinds: set[str]
+) -> Iterator[tuple[int, str, bytes]]:
+    """Yield ``(offset, kind, line)`` for each line of ``data[:end]`` whose type is in ``kinds``.
+
+    One regex pass over the whole log (C speed) finds the candidates, instead of a Python step
+    per line; a candidate counts only if its line's envelope names that type
+    (:func:`~glossogen.export._lines.event_type`, the first ``event_type`` key of the line's
+    first 400 bytes), so the same key inside a tool call's arguments never chooses a line.
     """
-    at = line.find(_TYPE_KEY, 0, 200)
-    if at < 0:
-        return event_type(line) if b'"event_type"' in line[:400] else None
-    at += len(_TYPE_KEY)
-    return line[at : line.find(b'"', at)].decode()
+    last = -1
+    for found in _kinds_pattern(frozenset(kinds)).finditer(data, 0, end):
+        start = data.rfind(b"\n", 0, found.start()) + 1
+        if start == last:
+            continue
+        stop = data.find(b"\n", found.end(), end)
+        line = data[start : end if stop < 0 else stop]
+        kind = found.group(1).decode()
+        if event_type(line) == kind:
+            last = start
+            yield start, kind, line
 
 
 def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     """Yield the parsed events both tables need, in log order, from one read of the log.
 
-    The log is read once and split into lines once; each line's ``event_type`` is read from
-    its first bytes (:func:`_kind`), and only the lines of ``message_sent``,
-    ``injection_delivered`` and the roster changes (the latter only where the head says the
-    roster can change) are parsed and validated against their event model. A line that fails
-    is skipped, counted and named in a warning (``tables`` names the tables it cost). A
-    GlossoGen 0.5 log also has its phase markers and head read, upcast in order. A log
-    holding a ``run_resumed`` (a resumed or derived run, which may hold a superseded attempt)
-    is read through :class:`~glossogen.eventlog.RunView` instead; the fast path is tested to
-    give the same rows as the view on the logs it takes.
+    The log is read once; the lines of ``message_sent``, ``injection_delivered`` and the
+    roster changes (the latter only where the head says the roster can change) are found by
+    one byte search (:func:`_chosen_lines`), and only they are parsed and validated against
+    their event model. A line that fails is skipped, counted and named in a warning
+    (``tables`` names the tables it cost). A GlossoGen 0.5 log also has its phase markers and
+    head read, upcast in order. A log holding a ``run_resumed`` (a resumed or derived run,
+    which may hold a superseded attempt) is read through :class:`~glossogen.eventlog.RunView`
+    instead; the fast path is tested to give the same rows as the view on the logs it takes.
     """
     from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, event_classes, is_legacy
 
@@ -125,25 +144,26 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     wanted = set(_LEGACY_KINDS if legacy else _TABLE_EVENTS)
     if not legacy and not roster_may_change(started):
         wanted -= _ROSTER
+    chosen: list[tuple[int, bytes]] = []
+    resumed = False
     with open_log(record.log_url) as data:
-        lines = data[: complete_end(data)].split(b"\n")
+        end = complete_end(data)
         torn = truncated_line(data)
-        cut_kind = event_type(data[complete_end(data) :]) if torn is not None else None
+        cut_kind = event_type(data[end:]) if torn is not None else None
         if cut_kind is not None and cut_kind not in wanted:
             torn = None  # a cut line of an event these tables do not read costs them nothing
-    chosen: list[tuple[int, bytes]] = []
-    for number, line in enumerate(lines, 1):
-        kind = _kind(line)
-        if kind == "run_resumed":
-            yield from _counted_events(record, _TABLE_EVENTS, tables)
-            return
-        if kind in wanted:
-            chosen.append((number, line))
-    del lines
+        for offset, kind, line in _chosen_lines(data, end, wanted | {_RESUMED}):
+            if kind == _RESUMED:
+                resumed = True
+                break
+            chosen.append((offset, line))
+    if resumed:
+        yield from _counted_events(record, _TABLE_EVENTS, tables)
+        return
     classes = event_classes()
     upcaster: LegacyUpcaster | None = None
-    bad: list[int] = []
-    for number, line in chosen:
+    bad_at: list[int] = []
+    for offset, line in chosen:
         try:
             obj = from_json(line)  # pydantic-core's parser
         except ValueError:
@@ -152,12 +172,27 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
             upcaster = upcaster or LegacyUpcaster()
             obj = upcaster.upcast(obj)
         if not isinstance(obj, dict) or not valid_event(obj, classes):
-            bad.append(number)
+            bad_at.append(offset)
             continue
         if obj.get("event_type") in _TABLE_EVENTS:
             yield obj
-    if bad or torn is not None:
+    if bad_at or torn is not None:
+        bad: list[int] = []
+        if bad_at:  # rare: the log is mapped again to number the damaged lines
+            with open_log(record.log_url) as data:
+                bad = _line_numbers(data, bad_at)
         log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad, record.log_url, torn))
+
+
+def _line_numbers(data: bytes | mmap.mmap, offsets: list[int]) -> list[int]:
+    """The 1-based line number of each of ``offsets`` (ascending), counting newlines once."""
+    numbers: list[int] = []
+    line, at = 1, 0
+    for offset in offsets:
+        line += data[at:offset].count(b"\n")  # mmap has no count(); the pieces add up to one copy
+        at = offset
+        numbers.append(line)
+    return numbers
 
 
 def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterator[dict[str, Any]]:
@@ -314,8 +349,13 @@ def log_table_columns(
     return MESSAGE_COLUMNS + [c for c in context_columns(contexts) if c not in own], contexts
 
 
-BATCH_ROWS = 5_000
-"""Rows gathered (whole runs at a time) before a batch becomes a frame and is written."""
+BATCH_ROWS = 2_000
+"""Rows gathered (whole runs at a time) before a batch becomes a frame and is written.
+
+An export's peak memory follows the batch's size more than the selection's (polars keeps
+what a large batch allocated), so batches are small; ``bench/export_speed.py`` prints the
+peak's growth from 100 to 1,000 runs, and CPU time does not depend on this size.
+"""
 
 
 def log_batches(
