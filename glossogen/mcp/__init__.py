@@ -3,8 +3,25 @@
 A surface like the CLI, on the official ``mcp`` SDK: ``glossogen mcp`` serves it over stdio,
 ``glossogen serve`` over streamable HTTP at ``/mcp``. Every tool is a library call the CLI
 makes too (``_tools.py``); launching and stopping are ``_launch.py``'s.
+
+``build_server`` is imported on first use (PEP 562): ``glossogen stop`` reaches ``_launch.py``
+through this package and should not pay for the SDK and every tool's imports.
 """
 
-from glossogen.mcp._server import build_server
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from glossogen.mcp._server import build_server
+
+
+def __getattr__(name: str) -> object:
+    if name == "build_server":
+        from glossogen.mcp._server import build_server
+
+        return build_server
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["build_server"]

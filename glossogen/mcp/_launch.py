@@ -18,10 +18,13 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from glossogen.launch import RunConfig, claim_folder
 from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, RunFolder, StorageError
+
+if TYPE_CHECKING:  # glossogen.launch imports the engine: `glossogen stop` needs neither
+    from glossogen.launch import RunConfig
 
 
 class StopError(Exception):
@@ -60,6 +63,8 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     Raises:
         StorageError: the folder could not be claimed; nothing was started.
     """
+    from glossogen.launch import claim_folder
+
     folder = claim_folder(config, runs_dir)
     name = f"simulate/simulate-{config.provider}"
     if os.environ.get("PREFECT_API_URL"):

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import json
 import subprocess
 import sys
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from mcp import ClientSession
 
 from tests.fixtures.polling import wait_until
@@ -53,7 +54,7 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
     assert schema["json_schema"] == schema_cli("veyru")
     preset = await call(session, "get_knobs_preset", scenario="veyru", preset="knobs_default")
     shipped = Path("scenarios/veyru/knobs_default.json").read_text()
-    assert preset["knobs"] == __import__("json").loads(shipped)
+    assert preset["knobs"] == json.loads(shipped)
     scenario = await call(session, "get_scenario", scenario="veyru")
     assert [s["agent_id"] for s in scenario["seats"]] == [
         "field_observer",
@@ -78,15 +79,22 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
 
     page = await call(session, "read_run_events", run_id=run_id, event_types=["message_sent"],
                       round_number=1, page_size=2, max_text_chars=5)  # fmt: skip
-    assert page["matched"] > 2 and page["next_cursor"] == "2"
+    assert (page["matched"], page["next_cursor"]) == (5, "2")  # round 1's five messages
     first = page["events"][0]
-    assert first["event_type"] == "message_sent" and first["round_number"] == 1
-    assert len(first["fields"]["text"]) <= 5
-    # What events are matched by is never cut: the id and time stay whole.
-    assert len(first["fields"]["event_id"]) == 36 and "event_id" not in first["truncated"]
-    assert len(first["fields"]["timestamp"]) > 5 and "timestamp" not in first["truncated"]
-    if len(first["fields"]["delivered_text"]) == 5:
-        assert first["truncated"]["delivered_text"] > 5
+    assert (first["index"], first["event_type"], first["round_number"]) == (11, "message_sent", 1)
+    fields = first["fields"]
+    assert (fields["text"], fields["delivered_text"], fields["chars"]) == ("frost", "frost", 25)
+    assert (fields["channel_id"], fields["sender_id"]) == ("link", "field")
+    # Every string over 5 characters is cut and its length kept; what events are matched by
+    # (the id and the time) is never cut.
+    assert first["truncated"] == {
+        "message_id": 36,
+        "sender_id": 14,
+        "text": 25,
+        "delivered_text": 25,
+    }
+    assert len(fields["event_id"]) == 36
+    assert datetime.fromisoformat(fields["timestamp"]).tzinfo is not None
     rest = await call(session, "read_run_events", run_id=run_id, event_types=["message_sent"],
                       round_number=1, page_size=500, cursor="2")  # fmt: skip
     assert len(rest["events"]) == page["matched"] - 2 and rest["next_cursor"] is None
@@ -94,8 +102,12 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
     transcript = await call(session, "get_agent_transcript", run_id=run_id,
                             agent_id="field_observer")  # fmt: skip
     assert [r["round_number"] for r in transcript["rounds"]] == [1, 2, 3]
-    kinds = {e["kind"] for r in transcript["rounds"] for e in r["entries"]}
-    assert {"briefing", "message"} <= kinds
+    assert [e["kind"] for e in transcript["rounds"][0]["entries"]] == [
+        "briefing", "tool_call", "message", "tool_result", "tool_call", "tool_result",
+        "tool_call", "world_event", "tool_result", "tool_call", "message", "world_event",
+        "world_event", "world_event", "world_event", "tool_result",
+        "briefing", "tool_call", "message", "tool_result",  # the postmortem
+    ]  # fmt: skip
 
     listed_runs = await call(session, "list_runs", scenario=["veyru"], status="completed")
     assert [r["run_id"] for r in listed_runs["runs"]] == [run_id]
@@ -104,10 +116,11 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
     evaluated = await call(session, "evaluate_run", run_id=run_id,
                            metrics=["round_success", "messages_per_round"])  # fmt: skip
     assert set(evaluated["entries"]) == {"round_success", "messages_per_round"}
-    assert evaluated["entries"]["round_success"]["score"] == pytest.approx(2 / 3)
-    assert (await call(session, "get_run", run_id=run_id))["evaluation"]["round_success"] == (
-        pytest.approx(2 / 3)
-    )
+    assert evaluated["entries"]["round_success"]["score"] == 2 / 3  # rounds 2 and 3 of 3
+    assert (await call(session, "get_run", run_id=run_id))["evaluation"] == {
+        "round_success": 2 / 3,
+        "messages_per_round": 13 / 3,
+    }
 
     out = tmp_path / "export"
     exported = await call(session, "export_runs", out=str(out), run_ids=[run_id])
@@ -169,6 +182,7 @@ def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
 
     missing_key, bad_knob, unknown, no_run = asyncio.run(go())
     assert missing_key.startswith("missing credentials: OPENAI_API_KEY (provider openai")
+    print("DBG", repr(missing_key), repr(bad_knob), repr(unknown))
     assert "round_count" in bad_knob and "lots" in bad_knob and "\n" not in bad_knob
     assert "nowhere" in unknown
     assert no_run == f"run 'veyru/123' has no event log in {runs}"
@@ -207,9 +221,9 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
         {"variable": "ANTHROPIC_API_KEY", "needed_by": "judge", "present": False},
     ]
     assert "sk-test" not in str(estimate)
-    total = estimate["total_cost_usd"]
-    assert total == pytest.approx(estimate["cost_per_round_usd"] * 2) and total > 0.0001
-    per_round = estimate["cost_per_round_usd"]
+    # gpt-5.4's prices in the locked genai-prices, on the dry run's token estimate.
+    total, per_round = estimate["total_cost_usd"], estimate["cost_per_round_usd"]
+    assert (total, per_round) == (1.0478, 0.5239)
     assert refused == (  # the line glossogen run prints
         f"--spend-cap-usd 0.0001: the dry-run estimate of the 2 rounds to play is ${total:.6f} "
         f"(${per_round:.6f} per round), above the cap"
@@ -217,7 +231,7 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
     assert list(runs.iterdir()) == []
 
 
-def test_stop_run_ends_a_live_run_interrupted_and_resume_run_finishes_it(
+def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
     prefect_api: str, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
@@ -239,7 +253,9 @@ def test_stop_run_ends_a_live_run_interrupted_and_resume_run_finishes_it(
     stopped, ended, again, pids = asyncio.run(go())
     assert stopped["pid"] == pids[0]
     assert ended["status"] == "interrupted" and ended["error"] == "interrupted"
-    assert 1 <= ended["rounds_played"] < 1000
+    # The round the stop lands in depends on when it arrives (a live process); what is
+    # knowable is that every round played before it holds its verdict.
+    assert 1 <= ended["rounds_played"] == len(ended["rounds"]) < 1000
     assert again == f"run {ended['run_id']} has no live writer: nothing to stop"
     wait_until(lambda: gone(pids[0]), "the stopped run's process exits", 60)
 
@@ -257,10 +273,16 @@ def test_glossogen_stop_refuses_a_run_with_no_live_writer(tmp_path: Path) -> Non
     )
     missing = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1")],
                              capture_output=True, text=True)  # fmt: skip
-    assert missing.returncode == 66
+    assert (missing.returncode, missing.stderr) == (
+        66,
+        f"glossogen: error: {tmp_path / 'veyru' / '1'} holds no run log\n",
+    )
     not_a_run = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "loose")],
                                capture_output=True, text=True)  # fmt: skip
-    assert not_a_run.returncode == 64 and not_a_run.stderr.startswith("glossogen: error: ")
+    assert (not_a_run.returncode, not_a_run.stderr) == (
+        64,
+        f"glossogen: error: '{tmp_path / 'loose'}' is not a run folder (<runs-dir>/<scenario>/<unix_ts>)\n",
+    )
 
 
 def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
