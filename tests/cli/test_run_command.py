@@ -182,9 +182,11 @@ def test_help_and_read_only_commands_do_not_import_prefect(tmp_path: Path) -> No
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(tmp_path: Path) -> None:
+def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(
+    fresh_prefect_home: Path, tmp_path: Path
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env["PREFECT_HOME"] = str(tmp_path / "fresh-prefect-home")
+    env["PREFECT_HOME"] = str(fresh_prefect_home)
     done = subprocess.run(
         [
             sys.executable,

@@ -80,8 +80,10 @@ def _processes_with(home: Path) -> list[int]:
     return found
 
 
-def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(tmp_path: Path) -> None:
-    home = tmp_path / "prefect-home"
+def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(
+    fresh_prefect_home: Path, tmp_path: Path
+) -> None:
+    home = fresh_prefect_home
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(home)  # marks every process of this run, the server's included
     runs = tmp_path / "runs"
