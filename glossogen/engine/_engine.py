@@ -15,13 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import Hooks
-from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
-from pydantic_ai.exceptions import SkipToolExecution
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
-from pydantic_ai.models import Model, ModelRequestContext
-from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.models import Model
 
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, Channel
 from glossogen.engine._clock import Clock
@@ -30,6 +26,7 @@ from glossogen.engine._messaging import ChannelOps
 from glossogen.engine._requests import AbandonedRequests
 from glossogen.engine._roster import JudgeSeat, Seat, model_name
 from glossogen.engine._runner import AgentRunner, CycleDriver
+from glossogen.engine._seating import SeatAgents
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
     AgentHistoryAppended,
@@ -37,7 +34,6 @@ from glossogen.eventlog import (
     AgentSwappedMidRun,
     Event,
     InjectionDelivered,
-    ModelRequestAbandoned,
     PostmortemEnded,
     PostmortemStarted,
     RoundCompleted,
@@ -52,12 +48,9 @@ from glossogen.eventlog import (
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentDeps,
-    AgentSpec,
     ItemRuling,
     JudgeDecision,
     Scenario,
-    ScriptedMove,
-    ScriptedView,
 )
 from glossogen.tracing import TracingHandle, tracing_capabilities
 
@@ -112,7 +105,7 @@ class RunSetup:
     configured."""
 
 
-class RunEngine(ChannelOps):
+class RunEngine(ChannelOps, SeatAgents):
     """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
 
     def __init__(
@@ -239,131 +232,6 @@ class RunEngine(ChannelOps):
         for event in self.knobs.scheduled_events:
             if event.kind == "set_postmortem" and event.round <= through:
                 self.postmortem_enabled = bool(event.enabled)
-
-    def _agent(self, spec: AgentSpec, provider: str, model: str) -> Agent[AgentDeps, str]:
-        """Build the pydantic-ai agent of a seat: its model, instructions and allowed tools."""
-        allowed = set(spec.tools)
-        tools: list[Tool[AgentDeps]] = [*self._tools]
-        tools += [t for t in self.scenario.tools() if t.name in allowed]
-        return Agent(
-            self._model_for(spec.agent_id, provider, model),
-            deps_type=AgentDeps,
-            instructions=self.scenario.system_prompt(spec),
-            tools=tools,
-            name=spec.agent_id,
-            capabilities=[
-                *tracing_capabilities(self.setup.tracing),
-                self._hooks(spec.agent_id, provider, model),
-            ],
-        )
-
-    def _hooks(self, agent_id: str, provider: str, model: str) -> Hooks[AgentDeps]:
-        """The engine's hooks around one seat's tool calls and model requests.
-
-        - A tool that ran is remembered with its result, so a phase end that cuts the cycle off
-          still hands the agent (and the log) what the tool returned.
-        - A scenario tool acts in the main phase only (the verdicts are read when it ends): in
-          the postmortem it is not run, and the model is told so (logged as ``refused``).
-        - A hosted model's request the phase end cancels is not dropped: it finishes in the
-          background and is logged as ``model_request_abandoned`` with what it cost.
-        """
-
-        async def before_tool_execute(
-            ctx: RunContext[AgentDeps], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
-        ) -> Any:
-            if call.tool_name in self._scenario_tools and self.phase != "main":
-                reason = (
-                    f"{call.tool_name} has no effect in the {self.phase}: round "
-                    f"{self.round_number} was already scored; nothing was done"
-                )
-                result = {"status": "refused", "reason": reason}
-                runner = self.runners[agent_id]
-                runner.returned[call.tool_call_id] = result
-                runner.refused[call.tool_call_id] = reason
-                raise SkipToolExecution(result)
-            return args
-
-        async def after_tool_execute(
-            ctx: RunContext[AgentDeps],
-            *,
-            call: ToolCallPart,
-            tool_def: ToolDefinition,
-            args: Any,
-            result: Any,
-        ) -> Any:
-            self.runners[agent_id].returned[call.tool_call_id] = result
-            return result
-
-        return Hooks[AgentDeps](
-            before_tool_execute=before_tool_execute,
-            after_tool_execute=after_tool_execute,
-            model_request=self._watched(agent_id, model, provider),
-        )
-
-    def _watched(self, agent_id: str, model: str, provider: str) -> Any:
-        """A ``wrap_model_request`` hook whose request a cancellation does not drop."""
-
-        async def wrap_model_request(
-            ctx: RunContext[Any],
-            *,
-            request_context: ModelRequestContext,
-            handler: WrapModelRequestHandler,
-        ) -> ModelResponse:
-            if provider in ("scripted", "local"):  # on this process's clock, not billed
-                return await handler(request_context)
-            sender = (agent_id, model, provider, self.round_number)
-            response = await self.abandoned.shielded(handler(request_context), sender)
-            if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
-                self.runners[agent_id].arrived = response
-            return response
-
-        return wrap_model_request
-
-    def _log_abandoned(self, event: ModelRequestAbandoned) -> None:
-        self.emit(event)
-
-    def _make_runner(self, seat: Seat) -> AgentRunner:
-        spec = self.specs[seat.agent_id]
-        agent = self._agent(spec, seat.provider, seat.model)
-        runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
-        if self._state is not None:
-            runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
-        return runner
-
-    def _model_for(self, agent_id: str, provider: str, model: str) -> Model:
-        from glossogen.models import build_model, scripted_model
-
-        if agent_id in self.setup.agent_models:
-            return self.setup.agent_models[agent_id]
-        if provider != "scripted":
-            return build_model(provider, model)
-
-        async def policy() -> ScriptedMove:
-            await self.clock.sleep(self.scenario.scripted_latency_seconds)
-            return self.scenario.scripted_move(self.scripted_view(agent_id))
-
-        runner = getattr(self, "runners", {}).get(agent_id)
-        if runner is not None:
-            calls = runner.tool_calls
-        elif self._state is not None:
-            calls = self._state.tool_calls.get(agent_id, 0)
-        else:
-            calls = 0
-        return scripted_model(model, agent_id, policy, calls)
-
-    def scripted_view(self, agent_id: str) -> ScriptedView:
-        """Return what ``agent_id`` has seen this phase, for its scripted policy."""
-        runner = self.runners[agent_id]
-        phase: PhaseName = "postmortem" if self.phase == "postmortem" else "main"
-        return ScriptedView(
-            agent_id=agent_id,
-            round_number=self.round_number,
-            phase=phase,
-            observations=list(runner.observations),
-            misplay=self.round_number in self._misplayed,
-            turn=runner.phase_turns,
-            rng=self.rng("scripted", agent_id, phase, runner.phase_turns),
-        )
 
     def rng(self, *key: object) -> random.Random:
         """Return a random source seeded from the run's seed, the round and ``key``."""

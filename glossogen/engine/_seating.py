@@ -1,0 +1,186 @@
+"""How the run engine seats an agent: its pydantic-ai agent, model, hooks and scripted policy.
+
+Split out of ``_engine.py`` so the round loop reads on its own; :class:`SeatAgents` is mixed
+into :class:`~glossogen.engine.RunEngine` and uses its state (scenario, setup, runners, clock).
+Rules: a seat's agent gets the engine's core tools plus the scenario tools its spec allows; a
+scenario tool acts in the main phase only; a hosted model's request a phase end cancels
+finishes in the background and is logged as ``model_request_abandoned``; a scripted seat plays
+the scenario's ``scripted_move`` after its ``scripted_latency_seconds`` on the game clock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic_ai import Agent, RunContext, Tool
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
+from pydantic_ai.exceptions import SkipToolExecution
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
+
+from glossogen.engine._roster import Seat
+from glossogen.engine._runner import AgentRunner
+from glossogen.eventlog import Event, ModelRequestAbandoned
+from glossogen.scenario import AgentDeps, AgentSpec, ScriptedMove, ScriptedView
+from glossogen.tracing import tracing_capabilities
+
+if TYPE_CHECKING:
+    import random
+
+    from glossogen.derive import RunState
+    from glossogen.engine._clock import Clock
+    from glossogen.engine._requests import AbandonedRequests
+    from glossogen.scenario import Scenario
+
+
+class SeatAgents:
+    """Build each seat's agent, model, hooks and scripted view (mixed into the engine)."""
+
+    if TYPE_CHECKING:  # what the mixin uses of the engine (RunEngine sets and defines them)
+        from glossogen.engine._engine import RunSetup
+
+        scenario: Scenario
+        setup: RunSetup
+        specs: dict[str, AgentSpec]
+        runners: dict[str, AgentRunner]
+        phase: Literal["setup", "main", "postmortem"]
+        round_number: int
+        clock: Clock
+        abandoned: AbandonedRequests
+        _tools: list[Tool[AgentDeps]]
+        _scenario_tools: frozenset[str]
+        _misplayed: frozenset[int]
+        _state: RunState | None
+
+        def emit(self, event: Event) -> None: ...
+
+        def rng(self, *key: object) -> random.Random: ...
+
+    def _agent(self, spec: AgentSpec, provider: str, model: str) -> Agent[AgentDeps, str]:
+        """Build the pydantic-ai agent of a seat: its model, instructions and allowed tools."""
+        allowed = set(spec.tools)
+        tools: list[Tool[AgentDeps]] = [*self._tools]
+        tools += [t for t in self.scenario.tools() if t.name in allowed]
+        return Agent(
+            self._model_for(spec.agent_id, provider, model),
+            deps_type=AgentDeps,
+            instructions=self.scenario.system_prompt(spec),
+            tools=tools,
+            name=spec.agent_id,
+            capabilities=[
+                *tracing_capabilities(self.setup.tracing),
+                self._hooks(spec.agent_id, provider, model),
+            ],
+        )
+
+    def _hooks(self, agent_id: str, provider: str, model: str) -> Hooks[AgentDeps]:
+        """The engine's hooks around one seat's tool calls and model requests.
+
+        - A tool that ran is remembered with its result, so a phase end that cuts the cycle off
+          still hands the agent (and the log) what the tool returned.
+        - A scenario tool acts in the main phase only (the verdicts are read when it ends): in
+          the postmortem it is not run, and the model is told so (logged as ``refused``).
+        - A hosted model's request the phase end cancels is not dropped: it finishes in the
+          background and is logged as ``model_request_abandoned`` with what it cost.
+        """
+
+        async def before_tool_execute(
+            ctx: RunContext[AgentDeps], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+        ) -> Any:
+            if call.tool_name in self._scenario_tools and self.phase != "main":
+                reason = (
+                    f"{call.tool_name} has no effect in the {self.phase}: round "
+                    f"{self.round_number} was already scored; nothing was done"
+                )
+                result = {"status": "refused", "reason": reason}
+                runner = self.runners[agent_id]
+                runner.returned[call.tool_call_id] = result
+                runner.refused[call.tool_call_id] = reason
+                raise SkipToolExecution(result)
+            return args
+
+        async def after_tool_execute(
+            ctx: RunContext[AgentDeps],
+            *,
+            call: ToolCallPart,
+            tool_def: ToolDefinition,
+            args: Any,
+            result: Any,
+        ) -> Any:
+            self.runners[agent_id].returned[call.tool_call_id] = result
+            return result
+
+        return Hooks[AgentDeps](
+            before_tool_execute=before_tool_execute,
+            after_tool_execute=after_tool_execute,
+            model_request=self._watched(agent_id, model, provider),
+        )
+
+    def _watched(self, agent_id: str, model: str, provider: str) -> Any:
+        """A ``wrap_model_request`` hook whose request a cancellation does not drop."""
+
+        async def wrap_model_request(
+            ctx: RunContext[Any],
+            *,
+            request_context: ModelRequestContext,
+            handler: WrapModelRequestHandler,
+        ) -> ModelResponse:
+            if provider in ("scripted", "local"):  # on this process's clock, not billed
+                return await handler(request_context)
+            sender = (agent_id, model, provider, self.round_number)
+            response = await self.abandoned.shielded(handler(request_context), sender)
+            if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
+                self.runners[agent_id].arrived = response
+            return response
+
+        return wrap_model_request
+
+    def _log_abandoned(self, event: ModelRequestAbandoned) -> None:
+        self.emit(event)
+
+    def _make_runner(self, seat: Seat) -> AgentRunner:
+        spec = self.specs[seat.agent_id]
+        agent = self._agent(spec, seat.provider, seat.model)
+        runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
+        if self._state is not None:
+            runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
+        return runner
+
+    def _model_for(self, agent_id: str, provider: str, model: str) -> Model:
+        from glossogen.models import build_model, scripted_model
+
+        if agent_id in self.setup.agent_models:
+            return self.setup.agent_models[agent_id]
+        if provider != "scripted":
+            return build_model(provider, model)
+
+        async def policy() -> ScriptedMove:
+            await self.clock.sleep(self.scenario.scripted_latency_seconds)
+            return self.scenario.scripted_move(self.scripted_view(agent_id))
+
+        runner = getattr(self, "runners", {}).get(agent_id)
+        if runner is not None:
+            calls = runner.tool_calls
+        elif self._state is not None:
+            calls = self._state.tool_calls.get(agent_id, 0)
+        else:
+            calls = 0
+        return scripted_model(model, agent_id, policy, calls)
+
+    def scripted_view(self, agent_id: str) -> ScriptedView:
+        """Return what ``agent_id`` has seen this phase, for its scripted policy."""
+        runner = self.runners[agent_id]
+        phase: Literal["main", "postmortem"] = (
+            "postmortem" if self.phase == "postmortem" else "main"
+        )
+        return ScriptedView(
+            agent_id=agent_id,
+            round_number=self.round_number,
+            phase=phase,
+            observations=list(runner.observations),
+            misplay=self.round_number in self._misplayed,
+            turn=runner.phase_turns,
+            rng=self.rng("scripted", agent_id, phase, runner.phase_turns),
+        )
