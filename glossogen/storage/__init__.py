@@ -5,11 +5,9 @@ from glossogen.storage._folder import (
     FLOW_RUN,
     LABELS,
     LINEAGE,
-    LOCK_NAME,
     FolderFile,
     RunBusyError,
     RunFolder,
-    RunLock,
 )
 from glossogen.storage._fs import (
     StorageError,
@@ -34,6 +32,7 @@ from glossogen.storage._lease import (
     WriterLease,
     lease_seconds,
 )
+from glossogen.storage._lock import LOCK_NAME, RunLock
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
 
 __all__ = [
