@@ -55,7 +55,7 @@ from glossogen.scenario import (
 from glossogen.tracing import TracingHandle, tracing_capabilities
 
 if TYPE_CHECKING:
-    from glossogen.derive import RunState
+    from glossogen.derive._state import RunState  # not the package: derive imports the engine
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
@@ -107,6 +107,8 @@ class RunSetup:
 
 class RunEngine(ChannelOps, SeatAgents):
     """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
+
+    setup: RunSetup
 
     def __init__(
         self,

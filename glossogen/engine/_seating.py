@@ -10,7 +10,7 @@ the scenario's ``scripted_move`` after its ``scripted_latency_seconds`` on the g
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import Hooks
@@ -24,25 +24,30 @@ from glossogen.engine._roster import Seat
 from glossogen.engine._runner import AgentRunner
 from glossogen.eventlog import Event, ModelRequestAbandoned
 from glossogen.scenario import AgentDeps, AgentSpec, ScriptedMove, ScriptedView
-from glossogen.tracing import tracing_capabilities
+from glossogen.tracing import TracingHandle, tracing_capabilities
 
 if TYPE_CHECKING:
     import random
 
-    from glossogen.derive import RunState
+    from glossogen.derive._state import RunState  # not the package: derive imports the engine
     from glossogen.engine._clock import Clock
     from glossogen.engine._requests import AbandonedRequests
     from glossogen.scenario import Scenario
+
+
+class _Setup(Protocol):
+    """What seating reads of the engine's :class:`~glossogen.engine.RunSetup`."""
+
+    tracing: TracingHandle | None
+    agent_models: dict[str, Model]
 
 
 class SeatAgents:
     """Build each seat's agent, model, hooks and scripted view (mixed into the engine)."""
 
     if TYPE_CHECKING:  # what the mixin uses of the engine (RunEngine sets and defines them)
-        from glossogen.engine._engine import RunSetup
-
         scenario: Scenario
-        setup: RunSetup
+        setup: _Setup
         specs: dict[str, AgentSpec]
         runners: dict[str, AgentRunner]
         phase: Literal["setup", "main", "postmortem"]

@@ -13,16 +13,20 @@ import fcntl
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from glossogen.storage._fs import StorageError, is_local, open_fs
 from glossogen.storage._lease import RunBusyError, WriterLease, probe_lease
 
-if TYPE_CHECKING:
-    from glossogen.storage._folder import RunFolder
-
 LOCK_NAME = ".writer.lock"
 """File in a local run folder that the writing process holds an exclusive ``flock`` on."""
+
+
+class _Folder(Protocol):
+    """What the lock reads of a :class:`~glossogen.storage.RunFolder`: only its URL."""
+
+    @property
+    def url(self) -> str: ...
 
 
 class RunLock:
@@ -34,7 +38,7 @@ class RunLock:
     """
 
     def __init__(
-        self, folder: RunFolder, record_pid: bool = True, now: Callable[[], float] = time.time
+        self, folder: _Folder, record_pid: bool = True, now: Callable[[], float] = time.time
     ) -> None:
         """Take the lock, or raise.
 
