@@ -78,7 +78,11 @@ def test_the_summary_names_the_spec_by_its_absolute_path(
     from glossogen.cli import main
 
     monkeypatch.chdir(tmp_path)
-    Path("pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
+    Path("pd.yaml").write_text(  # one run of one round: the summary's paths are the point
+        ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]").replace(
+            "trials: 2", "trials: 1"
+        )
+    )
     with pytest.raises(SystemExit) as exited:
         main(["sweep", "pd.yaml", "--concurrency", "2"])
     assert exited.value.code == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -43,14 +44,28 @@ def _summary(runs: Path, sweep_id: str) -> dict[str, Any]:
     return json.loads((runs / "sweeps" / sweep_id / "run_summary.json").read_text())
 
 
-def _one_run_swept(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
-    """Sweep ``ONE_RUN`` to its end; return the spec, runs folder, run folder and its log."""
-    spec = tmp_path / "one.yaml"
+@pytest.fixture(scope="module")
+def one_run_played(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where ``ONE_RUN`` was swept to its end, once for the tests that copy it."""
+    folder = tmp_path_factory.mktemp("one-run")
+    spec = folder / "one.yaml"
     spec.write_text(ONE_RUN)
     assert _sweep(spec) == 0
-    runs = tmp_path / "runs"
+    return folder
+
+
+def _one_run_swept(tmp_path: Path, played: Path) -> tuple[Path, Path, Path, Path]:
+    """A copy of ``ONE_RUN`` swept to its end (``played``) in ``tmp_path``; return the spec,
+    runs folder, run folder and its log. The copy's files are the sweep's, its paths this
+    test's own: a sweep records no absolute path but in ``run_summary.json``, which each launch
+    writes anew."""
+    shutil.copytree(played, tmp_path, dirs_exist_ok=True)
+    spec, runs = tmp_path / "one.yaml", tmp_path / "runs"
     (first,) = sorted((runs / "prisoners_dilemma").iterdir())
-    return spec, runs, first, first / "prisoners_dilemma.jsonl"
+    log = first / "prisoners_dilemma.jsonl"
+    ended = read_events(str(log)).events[-1]
+    assert (ended.event_type, ended.status) == ("simulation_ended", "completed")
+    return spec, runs, first, log
 
 
 def _plan(spec_file: Path) -> Any:
@@ -79,9 +94,9 @@ def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> Non
 
 
 def test_a_run_without_a_live_writer_is_resumed_in_place_and_nothing_stays_running(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str, tmp_path: Path, one_run_played: Path
 ) -> None:
-    spec, runs, first, log = _one_run_swept(tmp_path)
+    spec, runs, first, log = _one_run_swept(tmp_path, one_run_played)
     # The process died before logging simulation_ended: cut that line off.
     lines = log.read_text().splitlines(keepends=True)
     assert json.loads(lines[-1])["event_type"] == "simulation_ended"
@@ -135,7 +150,7 @@ def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Pa
     from flows.sweep import launch_all, play_in_process
 
     spec = tmp_path / "pd.yaml"
-    spec.write_text(ISSUE_SPEC)
+    spec.write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))  # 2 trials
     plan = _plan(spec)
     first = SweepRun(plan, "in-process")
     second = SweepRun(plan, "in-process")
@@ -147,7 +162,8 @@ def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Pa
         )
 
     asyncio.run(both())
-    assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 4
+    assert len(keys) == 2
+    assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 2
     assert set(first.states.values()) == {"done"}
     assert set(second.states.values()) == {"running"}
     owner = f"pid {os.getpid()} on {socket.gethostname()}"
@@ -279,9 +295,9 @@ def test_a_rerun_without_the_option_keeps_the_stability_on_disk(
 
 
 def test_an_interrupted_run_is_resumed_in_place_on_the_next_launch(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str, tmp_path: Path, one_run_played: Path
 ) -> None:
-    spec, runs, first, log = _one_run_swept(tmp_path)
+    spec, runs, first, log = _one_run_swept(tmp_path, one_run_played)
     lines = log.read_text().splitlines(keepends=True)
     ended = json.loads(lines[-1])
     ended.update(status="interrupted", error="interrupted")  # as Ctrl-C leaves it

@@ -50,20 +50,20 @@ def _wilson(c: int, n: int) -> tuple[float, float]:
 
 
 def test_the_issue_spec_runs_every_cell_twice_then_launches_nothing_then_replaces(
-    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_api: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Played in this process (the CLI process itself, its exit and its last line on a server of
+    its own, is ``test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it``)."""
     (tmp_path / "pd.yaml").write_text(ISSUE_SPEC)
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
-        cwd=tmp_path,
-        env=os.environ.copy(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    monkeypatch.chdir(tmp_path)  # the spec path as typed in its folder
+    assert _sweep("pd.yaml") == 0
     runs = tmp_path / "runs"
-    assert done.stdout.splitlines()[-1] == f"summary: {runs}/sweeps/pd/run_summary.json"
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"summary: {runs}/sweeps/pd/run_summary.json"
+    )
     summary = _summary(runs, "pd")
     assert summary["census"] == {
         "planned": 0,
@@ -153,7 +153,7 @@ knobs:
   round_count: 2
 grid:
   scripted_misplay_share: [0.0, 1.0]
-trials: 3
+trials: 2
 vary_seed: true
 """
 
@@ -166,18 +166,18 @@ def test_known_pass_counts_give_hand_computed_wilson_intervals_and_stable_failur
     assert _sweep(str(spec), "--stability-retry", "agent_rerun", "--concurrency", "2") == 0
     runs = tmp_path / "runs"
     summary = _summary(runs, "known")
-    assert summary["census"]["done"] == 6
+    assert summary["census"]["done"] == 4
     winning, losing = summary["cells"]
-    assert [t["verdicts"] for t in winning["trials"]] == [[True, True]] * 3
-    assert [t["verdicts"] for t in losing["trials"]] == [[False, False]] * 3
-    for cell, passes in ((winning, 3), (losing, 0)):
+    assert [t["verdicts"] for t in winning["trials"]] == [[True, True]] * 2
+    assert [t["verdicts"] for t in losing["trials"]] == [[False, False]] * 2
+    for cell, passes in ((winning, 2), (losing, 0)):
         metric = cell["metrics"]["round_success"]
-        assert (metric["trials"], metric["passes"]) == (3, passes)
-        assert (metric["wilson_low"], metric["wilson_high"]) == pytest.approx(_wilson(passes, 3))
-        expected_k = {str(k): math.comb(passes, k) / math.comb(3, k) for k in (1, 2, 3)}
+        assert (metric["trials"], metric["passes"]) == (2, passes)
+        assert (metric["wilson_low"], metric["wilson_high"]) == pytest.approx(_wilson(passes, 2))
+        expected_k = {str(k): math.comb(passes, k) / math.comb(2, k) for k in (1, 2)}
         assert metric["pass_hat_k"] == expected_k
         # every run completed, whatever its verdicts
-        assert cell["metrics"]["completed"]["passes"] == 3
+        assert cell["metrics"]["completed"]["passes"] == 2
     assert winning["metrics"]["round_success"]["consistency"] == "passed_consistently"
     assert losing["metrics"]["round_success"]["consistency"] == "failed_consistently"
     # The second sample of each failed trial failed again: the failures reproduce.
@@ -187,13 +187,13 @@ def test_known_pass_counts_give_hand_computed_wilson_intervals_and_stable_failur
     )
     assert (losing["stability"], losing["stability_detail"]) == (
         "stable",
-        "all 3 failure(s) reproduced",
+        "all 2 failure(s) reproduced",
     )
     samples = [t["stability_sample"] for t in losing["trials"]]
-    assert [s["outcome"] for s in samples] == ["reproduced"] * 3
-    assert len(_run_folders(runs)) == 9  # 6 trials + 3 second samples, outside the census
+    assert [s["outcome"] for s in samples] == ["reproduced"] * 2
+    assert len(_run_folders(runs)) == 6  # 4 trials + 2 second samples, outside the census
     parts = sorted(json.loads((f / "labels.json").read_text())["part"] for f in _run_folders(runs))
-    assert parts == ["main"] * 6 + ["stability"] * 3
+    assert parts == ["main"] * 4 + ["stability"] * 2
 
 
 def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
@@ -219,9 +219,21 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
         assert read_events(str(log)).events[0].max_agent_turns == 50  # --max-turns
 
 
+@pytest.fixture(scope="module")
+def temporary_server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``PREFECT_HOME`` of this module's sweeps on a temporary server.
+
+    A home of their own: no server of another test module uses it. This module's tests run one
+    after another (one xdist group), and each sweep stops its temporary server before it exits,
+    so two servers never share the database at once. Shared, the database is created and
+    migrated once (half a minute of CPU on a loaded machine), not once per test.
+    """
+    return tmp_path_factory.mktemp("temporary-server") / "prefect-home"
+
+
 @pytest.mark.parametrize("server", ["configured", "temporary"])
 def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
-    prefect_api: str, tmp_path: Path, server: str
+    prefect_api: str, tmp_path: Path, server: str, temporary_server_home: Path
 ) -> None:
     """Ctrl-C reaches the whole process group, as a terminal sends it.
 
@@ -229,9 +241,9 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
     of its own, which the Ctrl-C must not reach).
     """
     env = os.environ.copy()
-    if server == "temporary":  # its own home: a temporary server of another test never shares it
+    if server == "temporary":  # this module's home: no other test module's server shares it
         env.pop("PREFECT_API_URL")
-        env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+        env["PREFECT_HOME"] = str(temporary_server_home)
     (tmp_path / "long.yaml").write_text(
         "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
@@ -285,13 +297,13 @@ def _locked(folder: Path) -> bool:
 
 
 def test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it(
-    tmp_path: Path,
+    tmp_path: Path, temporary_server_home: Path
 ) -> None:
     """Queued logs and events reach the temporary server before it stops, so nothing is retried
     against a stopped server at exit (``Error logging to API``, about a minute of waiting)."""
     env = os.environ.copy()
     env.pop("PREFECT_API_URL", None)
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # its own database, shared with no test
+    env["PREFECT_HOME"] = str(temporary_server_home)  # no other test module's server shares it
     (tmp_path / "pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
