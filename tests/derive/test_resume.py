@@ -127,7 +127,8 @@ def _cut_copy(finished: Path, dest: Path, keep: int, torn_tail: bool) -> Path:
 def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
     three_rounds: Path, tmp_path: Path
 ) -> None:
-    # The 3-round run's 19 sends: the 16th is in round 3; its rounds 1, 2, 3 are cut.
+    # Sends 0, 3, 9 and 15 of the 3-round run fall in rounds 1, 1, 2 and 3 (checked below);
+    # each of its three rounds is cut between verdict and postmortem, in it, and at its end.
     finished = three_rounds
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
     points = _cut_points(lines, sends=(0, 3, 9, 15), rounds=(0, 1, 2))
