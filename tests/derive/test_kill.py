@@ -1,7 +1,15 @@
-"""SIGKILL a real ``glossogen run`` process mid-run, then ``--resume`` it: nothing lost or repeated."""
+"""SIGKILL a real ``glossogen run`` process mid-run, then ``--resume`` it: nothing lost or repeated.
+
+The killed run is a real process; the ``glossogen run --resume`` that continues it is the CLI
+called in this process (``main``, the same command), and the uninterrupted run the verdicts are
+compared with is the simulate flow called here: neither is about a process of its own, and each
+spares a Python start (Prefect and pydantic-ai imported anew). Runs are 8 rounds: kills after
+rounds 2, 4 and 6 land early, in the middle and with two rounds to go.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from flows.simulate import simulate
+from glossogen.cli import main
 from glossogen.eventlog import read_events
+from glossogen.launch import RunRequest
 
 ARGS = [
     "--model",
@@ -20,7 +31,7 @@ ARGS = [
     "scripted",
     "--config",
     "knobs_default",
-    "round_count=12",
+    "round_count=8",
 ]
 
 
@@ -38,18 +49,22 @@ def uninterrupted(
     prefect_api: str, tmp_path_factory: pytest.TempPathFactory
 ) -> list[tuple[int, bool, str]]:
     runs = tmp_path_factory.mktemp("whole")
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", str(runs), *ARGS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    request = RunRequest(scenario="veyru", model="scripted", provider="scripted",
+                         runs_dir=str(runs), config="knobs_default", overrides=[ARGS[-1]])  # fmt: skip
+    result = asyncio.run(simulate(request))
+    assert (result.status, result.rounds_played) == ("completed", 8)
     (log,) = runs.glob("veyru/*/veyru.jsonl")
     return _verdicts(log)
 
 
-@pytest.mark.parametrize("after_lines_of_round", [2, 6, 10])
+def _resume(run_dir: str) -> None:
+    """``glossogen run veyru --resume <run_dir>`` with the run's own flags, to its end."""
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "veyru", "--resume", run_dir, *ARGS])
+    assert exited.value.code == 0
+
+
+@pytest.mark.parametrize("after_lines_of_round", [2, 4, 6])
 def test_a_killed_run_resumes_to_the_same_verdicts(
     prefect_api: str, uninterrupted: list, tmp_path: Path, after_lines_of_round: int
 ) -> None:
@@ -71,13 +86,7 @@ def test_a_killed_run_resumes_to_the_same_verdicts(
     log = Path(run_dir) / "veyru.jsonl"
     cut = read_events(str(log)).events
     assert "simulation_ended" not in {e.event_type for e in cut}
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", run_dir, *ARGS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    _resume(run_dir)
     events = read_events(str(log)).events
     assert _verdicts(log) == uninterrupted
     assert max(Counter(e.event_id for e in events).values()) == 1
@@ -108,13 +117,7 @@ def test_a_run_on_s3_killed_mid_run_resumes_from_its_last_upload(
             os.kill(child.pid, signal.SIGKILL)
             break
     child.wait(timeout=60)
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", run_dir, *ARGS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    _resume(run_dir)
     events = read_events(f"{run_dir}/veyru.jsonl").events
     assert [
         (e.round_number, e.success, e.reason)

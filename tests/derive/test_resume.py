@@ -26,13 +26,14 @@ def _resume(run: Path, *overrides: str, allow: bool = False) -> Any:
     return asyncio.run(resume(config, str(run), allow))
 
 
-def _request(runs_dir: Path) -> RunRequest:
+def _request(runs_dir: Path, *overrides: str) -> RunRequest:
     return RunRequest(
         scenario="veyru",
         model="scripted",
         provider="scripted",
         runs_dir=str(runs_dir),
         config="knobs_default",
+        overrides=list(overrides),
     )
 
 
@@ -41,6 +42,15 @@ def finished(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path
     runs = tmp_path_factory.mktemp("runs")
     result = asyncio.run(simulate(_request(runs)))
     assert result.status == "completed"
+    return Path(result.run_url)
+
+
+@pytest.fixture(scope="module")
+def three_rounds(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished 3-round run: the first, a middle and the last round, each cut and resumed."""
+    runs = tmp_path_factory.mktemp("three")
+    result = asyncio.run(simulate(_request(runs, "round_count=3")))
+    assert (result.status, result.rounds_played) == ("completed", 3)
     return Path(result.run_url)
 
 
@@ -76,8 +86,13 @@ def _histories(log: Path) -> dict[str, Any]:
     }
 
 
-def _cut_points(lines: list[str]) -> dict[str, int]:
-    """Name -> number of log lines kept: a kill right after that event was written."""
+def _cut_points(
+    lines: list[str], sends: tuple[int, ...] = (0, 3, 9, 20), rounds: tuple[int, ...] = (0, 2, 4)
+) -> dict[str, int]:
+    """Name -> number of log lines kept: a kill right after that event was written.
+
+    ``sends`` and ``rounds`` are the indexes (from 0) of the sends and of the rounds cut in.
+    """
     kinds = [json.loads(line)["event_type"] for line in lines]
     points: dict[str, int] = {}
 
@@ -86,8 +101,9 @@ def _cut_points(lines: list[str]) -> dict[str, int]:
 
     for n in (0, 3, 9, 20):
         points[f"mid-tool-call-{n}"] = nth("tool_call_invoked", n)
+    for n in sends:
         points[f"mid-send-{n}"] = nth("message_sent", n)
-    for n in (0, 2, 4):
+    for n in rounds:
         points[f"between-verdict-and-postmortem-{n}"] = nth("round_result_recorded", n)
         points[f"in-postmortem-{n}"] = nth("postmortem_started", n) + 2
         points[f"at-round-boundary-{n}"] = nth("round_completed", n)
@@ -109,11 +125,18 @@ def _cut_copy(finished: Path, dest: Path, keep: int, torn_tail: bool) -> Path:
 
 
 def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
-    finished: Path, tmp_path: Path
+    three_rounds: Path, tmp_path: Path
 ) -> None:
+    # Sends 0, 3, 9 and 15 of the 3-round run fall in rounds 1, 1, 2 and 3 (checked below);
+    # each of its three rounds is cut between verdict and postmortem, in it, and at its end.
+    finished = three_rounds
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
-    points = _cut_points(lines)
+    points = _cut_points(lines, sends=(0, 3, 9, 15), rounds=(0, 1, 2))
     assert len(points) == 20
+    kept = [json.loads(line) for line in lines]
+    assert [kept[points[f"mid-send-{n}"] - 1]["round_number"] for n in (0, 3, 9, 15)] == [
+        1, 1, 2, 3
+    ]  # fmt: skip
     full = read_events(str(finished / "veyru.jsonl")).events
     expected_verdicts = [
         (e.round_number, e.success, e.reason)
