@@ -219,21 +219,9 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
         assert read_events(str(log)).events[0].max_agent_turns == 50  # --max-turns
 
 
-@pytest.fixture(scope="module")
-def temporary_server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``PREFECT_HOME`` of this module's sweeps on a temporary server.
-
-    A home of their own: no server of another test module uses it. This module's tests run one
-    after another (one xdist group), and each sweep stops its temporary server before it exits,
-    so two servers never share the database at once. Shared, the database is created and
-    migrated once (half a minute of CPU on a loaded machine), not once per test.
-    """
-    return tmp_path_factory.mktemp("temporary-server") / "prefect-home"
-
-
 @pytest.mark.parametrize("server", ["configured", "temporary"])
 def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
-    prefect_api: str, tmp_path: Path, server: str, temporary_server_home: Path
+    prefect_api: str, tmp_path: Path, server: str, fresh_prefect_home: Path
 ) -> None:
     """Ctrl-C reaches the whole process group, as a terminal sends it.
 
@@ -241,9 +229,9 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
     of its own, which the Ctrl-C must not reach).
     """
     env = os.environ.copy()
-    if server == "temporary":  # this module's home: no other test module's server shares it
+    if server == "temporary":  # its own home: a temporary server of another test never shares it
         env.pop("PREFECT_API_URL")
-        env["PREFECT_HOME"] = str(temporary_server_home)
+        env["PREFECT_HOME"] = str(fresh_prefect_home)
     (tmp_path / "long.yaml").write_text(
         "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
@@ -297,13 +285,13 @@ def _locked(folder: Path) -> bool:
 
 
 def test_a_sweep_on_its_temporary_server_sends_everything_before_stopping_it(
-    tmp_path: Path, temporary_server_home: Path
+    tmp_path: Path, fresh_prefect_home: Path
 ) -> None:
     """Queued logs and events reach the temporary server before it stops, so nothing is retried
     against a stopped server at exit (``Error logging to API``, about a minute of waiting)."""
     env = os.environ.copy()
     env.pop("PREFECT_API_URL", None)
-    env["PREFECT_HOME"] = str(temporary_server_home)  # no other test module's server shares it
+    env["PREFECT_HOME"] = str(fresh_prefect_home)  # its own database, shared with no test
     (tmp_path / "pd.yaml").write_text(ISSUE_SPEC.replace("round_count: [2, 3]", "round_count: [1]"))
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", "sweep", "pd.yaml"],
