@@ -73,7 +73,9 @@ def test_a_provider_refusing_every_call_takes_both_agents_out_and_voids_the_roun
     assert [e.trigger for e in _only(events, RoundEnded)] == ["agents_failed"]
     (verdict,) = _only(events, RoundResultRecorded)
     assert (verdict.void, verdict.success) == (True, False)
-    assert verdict.reason.startswith("void (agents_failed): ")
+    assert verdict.reason == (
+        "void (agents_failed): player_a defect (missing), player_b defect (missing)"
+    )
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
     assert (ended.status, ended.rounds_played, ended.rounds_won) == ("error", 1, 0)
