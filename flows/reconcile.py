@@ -77,7 +77,8 @@ def decide(run: StaleRun, flow_run: FlowRun | None, silent_seconds: float) -> De
             return Decision("skip", "live")
         if flow_run is None or state in WAITING or CANCELLED_TAG in flow_run.tags:
             return Decision("skip", f"hung ({quiet_for}) but no flow run to cancel")
-        return Decision("cancel", f"hung: {quiet_for} while its process holds the lock")
+        holder = "its process holds the lock" if run.locked else "its flow run is Running"
+        return Decision("cancel", f"hung: {quiet_for} while {holder}")
     if run.ended_status == "interrupted":
         if flow_run is not None and state is StateType.CANCELLED and CANCELLED_TAG in flow_run.tags:
             return Decision("resume", "cancelled by reconcile as hung")

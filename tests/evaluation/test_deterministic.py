@@ -113,8 +113,8 @@ def test_gzip_ratio_is_the_mean_of_per_message_ratios(report: Report) -> None:
         return len(gzip.compress(t.encode(), compresslevel=9, mtime=0)) / len(t.encode())
 
     entry = report.metrics["gzip_compression_ratio"]
-    assert entry.score == pytest.approx(sum(ratio(t) for t in TEXTS) / 4, abs=1e-12)
-    assert entry.score > 5  # 3-4 byte messages: gzip's 18-byte frame dominates
+    assert entry.score == sum(ratio(t) for t in TEXTS) / 4
+    assert entry.score == 6.416666666666667  # 3-4 byte messages: gzip's 18-byte frame dominates
     assert entry.score != pytest.approx(ratio("".join(TEXTS)))
 
 

@@ -27,7 +27,7 @@ JUDGE_MODEL = "gpt-4o-mini"
 
 def _unit() -> float:
     unit = price_call("openai", JUDGE_MODEL, input_tokens=1000, output_tokens=100)
-    assert unit is not None and unit > 0
+    assert unit == 0.00021  # genai-prices: $0.15 per million in, $0.60 per million out
     return unit
 
 
@@ -59,9 +59,9 @@ def test_evaluation_judge_answers_failing_validation_are_still_counted(
     assert entry.status == "failed"
     # 2 rounds x 2 replicas, each asked twice (one output retry): 8 answered, billed calls.
     assert len(openai_judge.requests) == 8
-    assert entry.cost_usd == pytest.approx(8 * _unit(), abs=1e-12)
-    assert report.evaluation_cost.judge_usd == pytest.approx(8 * _unit(), abs=1e-12)
-    assert report.evaluation_cost.total_usd == pytest.approx(8 * _unit(), abs=1e-12)
+    assert entry.cost_usd == 8 * _unit()  # $0.00168
+    assert report.evaluation_cost.judge_usd == 8 * _unit()
+    assert report.evaluation_cost.total_usd == 8 * _unit()
 
 
 def test_in_run_judge_answers_failing_validation_are_counted_in_the_runs_spend(
@@ -89,12 +89,12 @@ def test_in_run_judge_answers_failing_validation_are_counted_in_the_runs_spend(
     # Each attempt asked twice (one output retry), both answers billed: 2,000 in, 200 out.
     assert [(e.input_tokens, e.output_tokens) for e in failed] == [(2000, 200)] * 3
     for e in failed:
-        assert e.cost_usd == pytest.approx(2 * _unit(), abs=1e-12)
+        assert e.cost_usd == 2 * _unit()  # $0.00042
     assert len(openai_judge.requests) == 6
     assert not [e for e in events if isinstance(e, JudgeCalled)]
     (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
     assert verdict.void
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
-    assert ended.judge_cost_usd == pytest.approx(6 * _unit(), abs=1e-12)
+    assert ended.judge_cost_usd == 6 * _unit()  # $0.00126
     assert result.status == "error"

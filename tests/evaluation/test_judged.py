@@ -153,8 +153,10 @@ def test_every_replica_failing_reports_failure_not_a_score(
     for name in ("language_repetition", "shorthand_codes"):
         entry = report.metrics[name]
         assert (entry.status, entry.score, entry.rounds) == ("failed", None, 0)
-        assert entry.error.startswith(
-            "every judge call failed (first: ModelRequestRejectedError: status_code: 400"
+        assert entry.error == (
+            "every judge call failed (first: ModelRequestRejectedError: status_code: 400, "
+            "model_name: gpt-4o-mini, body: {'message': 'bad request', "
+            "'type': 'invalid_request_error', 'param': None, 'code': None})"
         )
         assert entry.summary == f"failed: {entry.error}"
     assert report.metrics["round_success"].score == 1.0

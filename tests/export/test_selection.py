@@ -136,13 +136,20 @@ def test_a_list_or_mapping_knob_is_not_filterable(cohort: Cohort) -> None:
     assert "not filterable" in _refusal(cohort, "agent_model_settings=1")
 
 
-@pytest.mark.parametrize("text", ["round_count", "  ", "=5", "round_count~5"])
-def test_a_condition_without_operator_or_knob_is_refused(text: str) -> None:
+NO_OPERATOR = "no operator; write <knob><op><value> with op one of != >= <= = > <"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("round_count", NO_OPERATOR), ("  ", NO_OPERATOR), ("=5", "no knob name before ="),
+     ("round_count~5", NO_OPERATOR)],
+)  # fmt: skip
+def test_a_condition_without_operator_or_knob_is_refused(text: str, why: str) -> None:
     with pytest.raises(SelectionError) as caught:
         KnobCondition.parse(text)
     assert caught.value.field == "knob"
-    assert caught.value.message.startswith(f"knob condition {text!r}: ")
-    assert caught.value.cli_message.startswith(f"--knob {text!r}: ")
+    assert caught.value.message == f"knob condition {text!r}: {why}"
+    assert caught.value.cli_message == f"--knob {text!r}: {why}"
 
 
 def test_operators_parse_longest_first() -> None:

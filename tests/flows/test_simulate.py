@@ -49,7 +49,10 @@ def test_prisoners_dilemma_plays_every_round_and_records_its_verdicts(
     assert ended.event_type == "simulation_ended"
     assert ended.total_cost_usd == 0.0
     assert sorted(a.agent_id for a in ended.agent_costs) == ["player_a", "player_b"]
-    assert all(a.requests > 0 and a.cost_usd == 0.0 for a in ended.agent_costs)
+    assert [(a.agent_id, a.requests, a.cost_usd) for a in ended.agent_costs] == [
+        ("player_a", 18, 0.0),
+        ("player_b", 18, 0.0),
+    ]
     assert ended.total_messages == sum(1 for e in log.events if e.event_type == "message_sent")
     config = json.loads(Path(result.run_url, "config.json").read_text())
     assert config["round_count"] == 3

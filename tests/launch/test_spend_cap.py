@@ -159,7 +159,10 @@ def test_the_cap_refuses_the_in_run_judges_calls_as_it_does_the_agents(
     assert [e for e in events if isinstance(e, JudgeCalled)] == []
     (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
     assert (verdict.round_number, verdict.void, verdict.success) == (1, True, False)
-    assert verdict.reason.startswith("void (spend_cap): ")
+    assert verdict.reason == (
+        "void (spend_cap): wrong treatment at stage 1 of 3 "
+        "(no ruling: the run's spend cap was reached)"
+    )
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
     reason = "spend cap reached: $0.150600 logged of --spend-cap-usd 0.1 after round 1 of 2"

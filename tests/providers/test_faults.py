@@ -57,7 +57,9 @@ def test_a_provider_failing_every_call_ends_the_run_in_error(
     assert {e.trigger for e in events if e.event_type == "round_ended"} == {"agents_failed"}
     (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
     assert (verdict.void, verdict.success) == (True, False)
-    assert verdict.reason.startswith("void (agents_failed): ")
+    assert verdict.reason == (
+        "void (agents_failed): player_a defect (missing), player_b defect (missing)"
+    )
     ended = events[-1]
     assert (ended.event_type, ended.status, ended.rounds_played) == ("simulation_ended", "error", 1)
 
@@ -159,7 +161,10 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
     assert failures == [("judge", "server_error")] * 3
     (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
     assert (verdict.void, verdict.success) == (True, False)
-    assert verdict.reason.startswith("void (judge_failed): ")
+    assert verdict.reason == (
+        "void (judge_failed): wrong treatment at stage 1 of 3 "
+        "(judge unavailable (server_error); round void)"
+    )
     assert result.status == "error"
 
 

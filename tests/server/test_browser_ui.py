@@ -307,6 +307,8 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                     TIMEOUT_MS / 1000,
                 )
                 cost, seats = _paid_so_far(log)
+                # A bound: which seat's send is refused (and retried), and how far round 1 has
+                # got when the page catches up, follow real-time thread order.
                 assert int(seats["player_a"][0]) >= 1 and int(seats["player_b"][0]) >= 1
                 assert cost != "$0.0000 (judge $0.0000)"
                 assert "simulation_ended" not in log.read_text()

@@ -91,6 +91,9 @@ def test_unreachable_storage_is_a_one_line_storage_error(s3_server, monkeypatch,
     with pytest.raises(StorageError) as info:
         store.claim_run_dir("demo", 1)
     message = str(info.value)
-    assert message.startswith("storage error at s3://bucket-x/runs/demo: ")
+    assert message == (
+        "storage error at s3://bucket-x/runs/demo: EndpointConnectionError: Could not connect "
+        f'to the endpoint URL: "http://127.0.0.1:{port}/bucket-x/runs/demo/1/.claim"'
+    )
     assert "\n" not in message
     assert "very-secret-value-123" not in message
