@@ -236,4 +236,5 @@ def test_help_shows_full_flag_names_at_80_columns() -> None:
              "--include-atif", "--max-runs N"]  # fmt: skip
     for flag in flags:
         assert f"  {flag}" in done.stdout, flag
-    assert max(len(line) for line in done.stdout.splitlines()) == 78  # fits in 80
+    # The rule is a bound: help laid out for an 80-column terminal never runs past it.
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
