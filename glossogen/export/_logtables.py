@@ -33,6 +33,7 @@ from glossogen.export._lines import (
     complete_end,
     damaged_note,
     event_type,
+    line_number,
     open_log,
     truncated_line,
     valid_event,
@@ -180,19 +181,8 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
         bad: list[int] = []
         if bad_at:  # rare: the log is mapped again to number the damaged lines
             with open_log(record.log_url) as data:
-                bad = _line_numbers(data, bad_at)
+                bad = [line_number(data, offset) for offset in bad_at]
         log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad, record.log_url, torn))
-
-
-def _line_numbers(data: bytes | mmap.mmap, offsets: list[int]) -> list[int]:
-    """The 1-based line number of each of ``offsets`` (ascending), counting newlines once."""
-    numbers: list[int] = []
-    line, at = 1, 0
-    for offset in offsets:
-        line += data[at:offset].count(b"\n")  # mmap has no count(); the pieces add up to one copy
-        at = offset
-        numbers.append(line)
-    return numbers
 
 
 def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterator[dict[str, Any]]:
