@@ -29,11 +29,13 @@ from glossogen.eventlog import read_events
 from glossogen.pricing import price_call
 from glossogen.scenario import load_scenario
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving
 
-playwright = pytest.importorskip("playwright.sync_api")
+require_part("playwright.sync_api", "the dev group's playwright: uv sync")
+from playwright.sync_api import sync_playwright  # noqa: E402 (after the check that fails it under CI=true)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -134,7 +136,7 @@ def browser() -> Iterator[Any]:
     """A real headless Debian Chromium."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    with playwright.sync_playwright() as p:
+    with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield launched
