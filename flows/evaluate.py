@@ -149,9 +149,9 @@ async def evaluate_cohort(
         result.estimate_usd = add_costs(list(estimates.values()))
     notify("cohort_estimated", len(chosen.handles), result.estimate_usd)
     outcomes: dict[str, RunOutcome] = {}
-    for run_id, kept in chosen.fresh.items():  # up to date: no task, nothing written
-        outcomes[run_id] = RunOutcome(run_id=run_id, state="skipped", reused=kept)
-        notify("run_evaluated", outcomes[run_id])
+    for run_id, skipped in chosen.fresh.items():  # up to date: no task, nothing written
+        outcomes[run_id] = skipped
+        notify("run_evaluated", skipped)
     if spend_cap_usd is not None and result.estimate_usd is None:
         raise SpendCapError(
             f"--spend-cap-usd {spend_cap_usd:g}: the judge {request.provider}:{request.model} "

@@ -30,7 +30,8 @@ class ExitCode(IntEnum):
     OK = 0
     """Everything asked for was done."""
     EVALUATIONS_FAILED = 1
-    """Completed, but some evaluations failed (or a run ended ``incomplete``)."""
+    """Completed, but some evaluations failed or a cohort's run was not evaluated (or a run
+    ended ``incomplete``)."""
     NOT_MEASURED = 20
     """Not measured: e.g. a sweep stopped by its spend cap, the rest marked ``incomplete``."""
     USAGE = 64

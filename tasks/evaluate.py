@@ -48,12 +48,13 @@ async def evaluate_handle(handle: RunHandle, request: EvaluationRequest) -> RunO
 class CohortSelection(BaseModel):
     """The runs a cohort evaluates, as handles, and the ones it could not take, with why.
 
-    ``fresh``: run id -> the metrics kept, for the runs whose report is already up to date
-    for the whole request (:func:`glossogen.evaluation.cached_run`); they get no task.
+    ``fresh``: run id -> its ``skipped`` outcome (the metrics kept, the report's skipped log
+    lines), for the runs whose report is already up to date for the whole request
+    (:func:`glossogen.evaluation.cached_run`); they get no task.
     """
 
     handles: list[RunHandle] = []
-    fresh: dict[str, list[str]] = {}
+    fresh: dict[str, RunOutcome] = {}
     unreadable: dict[str, str] = {}
     missing_run_ids: list[str] = []
 

@@ -214,6 +214,7 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         EvaluationError,
         plan_request,
         read_report,
+        refusal,
         report_name,
         run_evaluation,
     )
@@ -222,7 +223,7 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
     try:
         plan = plan_request(run_dir, scenario, request)
     except EvaluationError as exc:
-        _error(str(exc))
+        _error(refusal(run_dir, scenario, exc))  # a report of another log is set aside
         return exc.exit_code
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
@@ -351,6 +352,11 @@ class CohortProgress:
         self.progress.stop()
 
 
+def _naming(run_id: str, error: str) -> str:
+    """Return ``error`` naming ``run_id`` once: prefixed, unless it already begins with it."""
+    return error if error.startswith(f"{run_id} ") else f"{run_id}: {error}"
+
+
 def _evaluate_cohort(
     runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
 ) -> int:
@@ -408,6 +414,11 @@ def _evaluate_cohort(
     finally:
         progress.close()
     short = False
+    for outcome in done.outcomes:  # a report counting skipped lines says so, as for one run
+        skipped = outcome.log_lines_skipped
+        note = skipped_note(skipped.invalid, skipped.unknown, skipped.truncated_tail)
+        if note:
+            _note(f"{outcome.run_id}: {note}")
     for run_id, reason in done.unreadable.items():
         _error(f"{run_id}: not evaluated: {reason}")
         short = True
@@ -416,7 +427,7 @@ def _evaluate_cohort(
         short = True
     for outcome in done.outcomes:
         if outcome.state in ("refused", "failed"):
-            _error(f"{outcome.run_id}: {outcome.error}")
+            _error(_naming(outcome.run_id, outcome.error or ""))
             short = True
         elif outcome.failed:
             failed = "; ".join(f"{n} ({e})" for n, e in outcome.failed.items())

@@ -108,6 +108,7 @@ def export(
 ) -> int:
     """Export runs as CSV tables: the default set is run_level, round_level, agent_level."""
     from glossogen.export import (
+        RUNNING,
         FilterSelection,
         RunIdSelection,
         RunsDirError,
@@ -181,8 +182,11 @@ def export(
         for name, reason in selected.unreadable.items():
             _note(f"skipped {name}: {reason}")
         for record in selected.records:
-            if record.facts.bad_line_numbers:
-                _note(damaged_note(record.run_id, record.facts.bad_line_numbers))
+            # A live run's last line may be mid-write: not damaged, so not named.
+            torn = None if record.status == RUNNING else record.facts.torn_line
+            if record.facts.bad_line_numbers or torn is not None:
+                _note(damaged_note(record.run_id, record.facts.bad_line_numbers,
+                                   record.log_url, torn))  # fmt: skip
         if not selected.records:
             _note("0 runs matched")
         counts = write_tables(

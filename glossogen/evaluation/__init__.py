@@ -17,6 +17,7 @@ from glossogen.evaluation._cohort import (
     estimate_judge_usd,
     evaluate_run,
     plan_request,
+    refusal,
     run_evaluation,
     run_handle,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "RunHandle",
     "RunOutcome",
     "cached_run",
+    "refusal",
     "check_request",
     "estimate_judge_usd",
     "evaluate_run",

@@ -6,7 +6,10 @@ folder URL, scenario and log SHA-256: never a parsed log) with one checked
 to date (:func:`~glossogen.evaluation._evaluate.up_to_date`), writes its report and returns a
 :class:`RunOutcome` of a few fields. A run whose every planned metric is up to date is
 ``skipped`` and nothing is written; a run that cannot be evaluated is ``refused`` with its
-one-line reason; neither stops the others.
+one-line reason; neither stops the others. A refused run's report of another log (it was
+scored before its log was cut, resumed or replaced) is set aside, never left beside a log it
+does not describe (:func:`~glossogen.evaluation._report.set_aside_stale_report`), and the
+reason says so.
 
 :func:`estimate_judge_usd` prices the judge calls a run would make before any is made (the
 cohort's ``--spend-cap-usd`` admits a run only while spent + in flight + its estimate stays
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from glossogen import exit_codes
 from glossogen.evaluation._evaluate import (
@@ -32,6 +35,7 @@ from glossogen.evaluation._evaluate import (
     write_outcomes,
 )
 from glossogen.evaluation._judge import check_judge_provider, parse_judge_settings
+from glossogen.evaluation._report import LogLinesSkipped, set_aside_stale_report
 from glossogen.evaluation._run import EvaluationError, log_digest, open_folder
 from glossogen.pricing import price_call
 from glossogen.storage import StorageError
@@ -175,6 +179,8 @@ class RunOutcome(BaseModel):
         scored: Metrics computed now; ``failed``: those of them that failed, with the error.
         reused: Metrics whose up-to-date entry was kept.
         cost_usd: Evaluation spend of the metrics computed now (None: some call not costed).
+        log_lines_skipped: The run's report's count of log lines the metrics could not read
+            (``scored`` and ``skipped`` runs; zero for the others).
     """
 
     run_id: str
@@ -185,6 +191,7 @@ class RunOutcome(BaseModel):
     failed: dict[str, str] = {}
     reused: list[str] = []
     cost_usd: float | None = 0.0
+    log_lines_skipped: LogLinesSkipped = Field(default_factory=LogLinesSkipped)
 
 
 def plan_request(run_url: str, scenario: str | None, request: EvaluationRequest) -> EvaluationPlan:
@@ -230,18 +237,20 @@ async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutc
     """Evaluate one run of a cohort; never raises for a problem of this run alone.
 
     Every up-to-date entry is reused (deterministic ones too); a run with nothing to compute
-    is ``skipped`` and its report is left as it is.
+    is ``skipped`` and its report is left as it is. A refused run whose report describes
+    another log has it set aside (:func:`_refused`).
     """
     try:
         plan = plan_request(handle.run_url, handle.scenario, request)
     except EvaluationError as exc:
-        return RunOutcome(run_id=handle.run_id, state="refused", exit_code=exc.exit_code,
-                          error=str(exc))  # fmt: skip
+        return _refused(handle, exc)
     except StorageError as exc:
         return RunOutcome(run_id=handle.run_id, state="refused",
                           exit_code=int(exit_codes.TRANSPORT), error=str(exc))  # fmt: skip
+    skipped = plan.previous.log_lines_skipped if plan.previous else LogLinesSkipped()
     if not plan.to_score(reuse_all=True):
-        return RunOutcome(run_id=handle.run_id, state="skipped", reused=plan.reused(True))
+        return RunOutcome(run_id=handle.run_id, state="skipped", reused=plan.reused(True),
+                          log_lines_skipped=skipped)  # fmt: skip
     try:
         done = await run_evaluation(plan, request.plot, reuse_all=True)
     except StorageError as exc:
@@ -257,11 +266,39 @@ async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutc
         failed=failed,
         reused=done.reused,
         cost_usd=_spend(done),
+        log_lines_skipped=done.report.log_lines_skipped,
     )
 
 
-def cached_run(handle: RunHandle, request: EvaluationRequest) -> list[str] | None:
-    """Return the metrics to keep when ``handle``'s report is up to date for all of ``request``.
+def refusal(run_url: str, scenario: str, exc: EvaluationError) -> str:
+    """Return the one-line reason a run is refused, after setting aside a report of another log.
+
+    The run is not scored now, so a report beside its log whose ``log_sha256`` is not the
+    log's hash (taken now: the log may have changed since it was selected) describes a log
+    that is gone: it is moved aside, bytes kept
+    (:func:`~glossogen.evaluation._report.set_aside_stale_report`), and the reason names
+    where. A log that cannot be read leaves the report alone.
+    """
+    try:
+        folder = open_folder(run_url, scenario)
+        aside = set_aside_stale_report(folder.url, scenario, log_digest(folder))
+    except (EvaluationError, StorageError):
+        aside = None
+    if aside is None:
+        return str(exc)
+    return f"{exc}; its report described another log and was moved aside to {aside}"
+
+
+def _refused(handle: RunHandle, exc: EvaluationError) -> RunOutcome:
+    """The ``refused`` outcome of ``handle`` (its reason from :func:`refusal`)."""
+    return RunOutcome(run_id=handle.run_id, state="refused", exit_code=exc.exit_code,
+                      error=refusal(handle.run_url, handle.scenario, exc))  # fmt: skip
+
+
+def cached_run(handle: RunHandle, request: EvaluationRequest) -> RunOutcome | None:
+    """Return the ``skipped`` outcome when ``handle``'s report is up to date for all of ``request``.
+
+    The outcome keeps the report's metrics and its count of skipped log lines.
 
     Read from the report alone, no log parsed: every metric asked (``all``: every registered
     one, the judged ones only with a judge; ``--plot`` adds the charted ones) must have an
@@ -297,7 +334,9 @@ def cached_run(handle: RunHandle, request: EvaluationRequest) -> list[str] | Non
                            request.judge_replicas, request.probe_replicas)  # fmt: skip
         if not fresh:
             return None
-    return [m.name for m in metrics if m.name in previous.metrics]
+    kept = [m.name for m in metrics if m.name in previous.metrics]
+    return RunOutcome(run_id=handle.run_id, state="skipped", reused=kept,
+                      log_lines_skipped=previous.log_lines_skipped)  # fmt: skip
 
 
 def estimate_judge_usd(plan: EvaluationPlan) -> float | None:

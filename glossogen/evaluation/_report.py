@@ -8,7 +8,9 @@ Written atomically (temporary name, then rename; one put on S3), JSON with ``all
 Evaluating again replaces the entries of the metrics scored and keeps the others, as long as the
 log is the one the report describes; a report of an older log (the run was resumed since) is
 started afresh, since its numbers no longer describe the log (:func:`stale_entries` names the
-entries that drops, for the command to say so).
+entries that drops, for the command to say so). A report of an older log beside a log that is
+not evaluated now (refused: cut, or still playing) is moved aside, bytes kept, so no reader
+takes it for the log's (:func:`set_aside_stale_report`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from glossogen.evaluation._contract import MetricResult
 from glossogen.evaluation._run import LoadedRun
 from glossogen.pricing import add_costs
-from glossogen.storage import RunStore, join, open_fs, write_bytes_atomic
+from glossogen.storage import RunStore, join, open_fs, translate_errors, write_bytes_atomic
 
 REPORT_VERSION: Final = 1
 
@@ -109,6 +111,62 @@ def stale_entries(previous: Report | None, run: LoadedRun) -> list[str]:
     if previous is None or previous.log_sha256 == run.log_sha256:
         return []
     return sorted(previous.metrics)
+
+
+def stale_report_name(scenario: str, log_sha256: str) -> str:
+    """Where a report of another log is set aside: ``<scenario>_report.stale-<sha12>.json``.
+
+    ``<sha12>`` is the first 12 hex digits of the SHA-256 of the log the report describes.
+    """
+    return f"{scenario}_report.stale-{log_sha256[:12]}.json"
+
+
+def set_aside_stale_report(run_dir: str, scenario: str, log_sha256: str) -> str | None:
+    """Move our report aside when it describes another log than ``log_sha256``'s; say where.
+
+    The rule: ``<scenario>_report.json`` is the report of the log beside it. When its
+    ``log_sha256`` is another (the log was cut, resumed or replaced since it was scored) and
+    the log is not evaluated now, the report would describe a log that is gone to every reader
+    (export, the run browser), so it is set aside: its bytes are copied to
+    :func:`stale_report_name` (never overwritten: ``.2``, ``.3``... before ``.json`` when that
+    name holds other bytes; the same bytes already there are not copied again), then
+    ``<scenario>_report.json`` is removed only if it still holds those bytes (a report written
+    meanwhile stays). Nothing is lost. A report that is not ours, unreadable, or of this log
+    is left alone.
+
+    Returns:
+        The name the stale report now has, or None when nothing was set aside.
+
+    Raises:
+        StorageError: the storage is unreachable.
+    """
+    name = report_name(scenario)
+    url = join(run_dir, name)
+    fs, path = open_fs(url)
+    with translate_errors(url, fs):
+        if not fs.exists(path):
+            return None
+        data = bytes(fs.cat_file(path))
+    try:
+        previous = Report.model_validate_json(data)
+    except ValueError:
+        return None  # not ours: keep_foreign_report keeps it before ours is ever written
+    if previous.log_sha256 == log_sha256:
+        return None
+    base = stale_report_name(scenario, previous.log_sha256).removesuffix(".json")
+    for n in range(1, 1000):
+        aside = f"{base}.json" if n == 1 else f"{base}.{n}.json"
+        aside_url = join(run_dir, aside)
+        afs, apath = open_fs(aside_url)
+        with translate_errors(aside_url, afs):
+            if afs.exists(apath) and bytes(afs.cat_file(apath)) != data:
+                continue  # another report of that log is kept under this name
+            if not afs.exists(apath):
+                write_bytes_atomic(aside_url, data)
+            if bytes(fs.cat_file(path)) == data:
+                fs.rm_file(path)
+        return aside
+    return None
 
 
 def _cost(results: Iterable[MetricResult], kind: str) -> float | None:

@@ -123,6 +123,33 @@ def valid_event(obj: dict[str, Any], classes: dict[str, type[Event]] | None = No
     return True
 
 
+def census(data: bytes | mmap.mmap, start: int, end: int, kind: str) -> tuple[list[int], list[int]]:
+    """Return the offsets of ``data[start:end]``'s lines naming no type, and of ``kind``'s.
+
+    One pass over the complete lines from ``start`` (a line boundary) to ``end``, reading each
+    line's envelope as :func:`event_type` does (its first 400 bytes) and nothing else. A
+    non-blank line naming no type (not JSON, or no ``event_type``) is found by no byte search
+    for a type and is invalid by the reader's rule; a blank line is neither. About the cost of
+    one byte search for ``kind`` over the same bytes.
+    """
+    untyped: list[int] = []
+    hits: list[int] = []
+    wanted = kind.encode()
+    search, find = _TYPE_RE.search, data.find
+    while start < end:
+        stop = find(b"\n", start, end)
+        if stop < 0:
+            stop = end
+        found = search(data, start, min(start + 400, stop))
+        if found is None:
+            if data[start:stop].strip():
+                untyped.append(start)
+        elif found.group(1) == wanted:
+            hits.append(start)
+        start = stop + 1
+    return untyped, hits
+
+
 def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
     start = data.rfind(b"\n", 0, pos) + 1
     end = data.find(b"\n", pos)
@@ -154,6 +181,7 @@ def find_lines(
 
 __all__ = [
     "LineParser",
+    "census",
     "complete_end",
     "damaged_note",
     "truncated_line",

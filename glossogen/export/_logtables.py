@@ -133,7 +133,9 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     roster changes (the latter only where the head says the roster can change) are found by
     one byte search (:func:`_chosen_lines`), and only they are parsed and validated against
     their event model. A line that fails is skipped, counted and named in a warning
-    (``tables`` names the tables it cost). A GlossoGen 0.5 log also has its phase markers and
+    (``tables`` names the tables it cost), with the lines the run's facts found naming no event
+    type (``LogFacts.untyped_line_numbers``: no byte search finds them, and any may have been a
+    message). A GlossoGen 0.5 log also has its phase markers and
     head read, upcast in order. A log holding a ``run_resumed`` (a resumed or derived run,
     which may hold a superseded attempt) is read through :class:`~glossogen.eventlog.RunView`
     instead; the fast path is tested to give the same rows as the view on the logs it takes.
@@ -177,12 +179,16 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
             continue
         if obj.get("event_type") in _TABLE_EVENTS:
             yield obj
-    if bad_at or torn is not None:
+    # A line naming no event type is found by no byte search; the run's facts number those
+    # (one pass when the selection read them), and any of them may have been a table's event.
+    untyped = record.facts.untyped_line_numbers
+    if bad_at or untyped or torn is not None:
         bad: list[int] = []
         if bad_at:  # rare: the log is mapped again to number the damaged lines
             with open_log(record.log_url) as data:
                 bad = [line_number(data, offset) for offset in bad_at]
-        log.warning("%s", damaged_note(f"{record.run_id}: {tables}", bad, record.log_url, torn))
+        numbers = sorted({*bad, *untyped})
+        log.warning("%s", damaged_note(f"{record.run_id}: {tables}", numbers, record.log_url, torn))
 
 
 def _counted_events(record: RunRecord, wanted: set[str], tables: str) -> Iterator[dict[str, Any]]:

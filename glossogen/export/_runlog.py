@@ -19,7 +19,11 @@ only those lines are parsed. A log whose ``simulation_ended`` carries no per-age
 
 Every parsed line is validated against its event model (``_lines.LineParser``); a line that
 does not parse or validate is skipped and counted (``LogFacts.bad_lines``, with its line
-number), never counted as a message, a verdict or a response. ``llm_response_received`` lines
+number), never counted as a message, a verdict or a response. A line whose envelope names no
+event type is found by no byte search for a type, so the body's envelopes are read once for
+such lines, in the pass that counts ``run_resumed`` (``_lines.census``), and they are counted
+with the damaged ones; a last line cut off mid-write is
+numbered apart (``LogFacts.torn_line``). ``llm_response_received`` lines
 (hundreds per run, mostly text) are read without parsing where the line allows
 (``_usage.sum_responses``).
 """
@@ -34,11 +38,13 @@ from typing import Any
 
 from glossogen.export._lines import (
     LineParser,
+    census,
     complete_end,
     event_type,
     find_lines,
     line_number,
     open_log,
+    truncated_line,
 )
 from glossogen.export._usage import add_cost, sum_responses
 
@@ -112,10 +118,17 @@ class LogFacts:
         duration_seconds: ``simulation_ended.duration_seconds``, else the seconds between the
             first and last timestamps of the log; None when neither is known.
         scanned: Whether the whole log was read (no usable ``simulation_ended``).
-        bad_lines: Lines that did not parse or validate among those read.
+        bad_lines: Damaged complete lines: those that did not parse or validate among those
+            read, and every line naming no event type (:attr:`untyped_line_numbers`).
         bad_line_numbers: Their 1-based line numbers in the log, in order.
+        untyped_line_numbers: The 1-based numbers of the complete, non-blank lines whose
+            envelope names no ``event_type`` (not JSON, or JSON with no type): no byte search
+            finds them, so the envelope of every line is read for them once; invalid by the
+            reader's rule.
+        torn_line: The 1-based number of a last line with no newline (cut off mid-write, or
+            still being written by a live process), which no reader here reads; None if none.
         resumes: ``run_resumed`` lines in the log's body (a derived run's first one starts
-            what it played itself), found by a byte search.
+            what it played itself), found with the lines naming no type (``_lines.census``).
     """
 
     started: dict[str, Any] | None = None
@@ -134,6 +147,8 @@ class LogFacts:
     scanned: bool = False
     bad_lines: int = 0
     bad_line_numbers: list[int] = field(default_factory=list)
+    untyped_line_numbers: list[int] = field(default_factory=list)
+    torn_line: int | None = None
     resumes: int = 0
 
 
@@ -284,8 +299,9 @@ def read_log_facts(url: str) -> LogFacts:
         url: Local path or fsspec URL of a run's ``<scenario>.jsonl``.
 
     Returns:
-        The facts; a line that does not parse or validate costs only itself (counted in
-        ``bad_lines``, numbered in ``bad_line_numbers``), a torn last line is ignored.
+        The facts; a line that does not parse or validate, or names no event type, costs
+        only itself (counted in ``bad_lines``, numbered in ``bad_line_numbers``); a torn
+        last line is not read (numbered in ``torn_line``).
 
     Raises:
         FileNotFoundError: if the log does not exist.
@@ -293,6 +309,7 @@ def read_log_facts(url: str) -> LogFacts:
     """
     facts = LogFacts()
     parser = LineParser()
+    untyped: list[int] = []  # offsets of lines naming no event type: no search finds them
     with open_log(url) as data:
         end = complete_end(data)
         pos = 0
@@ -303,6 +320,8 @@ def read_log_facts(url: str) -> LogFacts:
             line = data[pos:nl]
             pos = nl + 1
             kind = event_type(line)
+            if kind is None and line.strip():
+                untyped.append(at)
             if facts.started_at is None:
                 facts.started_at = _timestamp(line)
             if kind in ("simulation_started", "agent_registered"):
@@ -323,7 +342,10 @@ def read_log_facts(url: str) -> LogFacts:
                     obj = parser.parse(line, at)
                     if obj is not None:
                         _register(facts, obj)
-        facts.resumes = sum(1 for _ in find_lines(data, "run_resumed", body, end))
+        # One pass over the body's envelopes: the resumes, and the lines naming no type.
+        body_untyped, resumed = census(data, body, end, "run_resumed")
+        untyped += body_untyped
+        facts.resumes = len(resumed)
         # Tail: the last simulation_ended among the last lines.
         stop = end - 1
         ended: dict[str, Any] | None = None
@@ -345,7 +367,11 @@ def read_log_facts(url: str) -> LogFacts:
             _scan(facts, data, body, end, parser)
         if ended is None or any(a.input_tokens is None for a in facts.agents.values()):
             _spend(facts, data, _own_start(facts, data, body, end), end, parser)
-        facts.bad_line_numbers = sorted(line_number(data, at) for at in set(parser.bad_at))
+        facts.untyped_line_numbers = [line_number(data, at) for at in untyped]
+        facts.bad_line_numbers = sorted(
+            line_number(data, at) for at in set(parser.bad_at) | set(untyped)
+        )
+        facts.torn_line = truncated_line(data)
     if facts.duration_seconds is None and ended is None and facts.started is not None:
         # No ending to read it from: the typed view sums what each process logged (rare: a
         # run being written or one that stopped).

@@ -5,6 +5,7 @@ judged work before the cap with exit 20; one run scored in-process without Prefe
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import shutil
@@ -234,3 +235,81 @@ def test_a_bad_cohort_request_is_refused_before_anything_is_read(
         capsys.readouterr().err == f"glossogen: error: {message.replace('RUNS', str(tmp_path))}\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def _sha12(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def test_a_cohort_names_skipped_lines_and_sets_aside_the_report_of_a_log_cut_since(
+    prefect_api: str, cohort: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    for run_id in ("veyru/1796000001", "veyru/1796000002", "veyru/1796000003"):
+        shutil.copytree(cohort / run_id, runs / run_id, ignore=shutil.ignore_patterns("*_report*"))
+    damaged = runs / "veyru/1796000002/veyru.jsonl"
+    lines = damaged.read_text().splitlines(keepends=True)
+    lines.insert(30, '{"event_type":"message_sent","round_number":1}\n')  # no channel, sender
+    damaged.write_text("".join(lines))
+    metrics = ("--metrics", "round_success")
+    skipped = (
+        "glossogen: note: veyru/1796000002: skipped log lines: 1 invalid; the metrics describe "
+        "the rest (report: log_lines_skipped)"
+    )
+    assert _cli("--runs-dir", str(runs), *metrics) == 0
+    captured = capsys.readouterr()
+    assert [e for e in captured.err.splitlines() if "veyru/" in e] == [skipped]
+    assert captured.out.splitlines()[-1].startswith(
+        f"evaluated 3 runs under {runs}: 3 scored, 0 skipped"
+    )
+    # The third run's log is cut after it was scored: its ending is gone.
+    folder = runs / "veyru/1796000003"
+    log, report = folder / "veyru.jsonl", folder / "veyru_report.json"
+    scored_on, written = _sha12(log), report.read_bytes()
+    assert json.loads(written)["log_sha256"][:12] == scored_on
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:40]))
+    assert _cli("--runs-dir", str(runs), *metrics) == 1
+    captured = capsys.readouterr()
+    aside = f"veyru_report.stale-{scored_on}.json"
+    assert [e for e in captured.err.splitlines() if "veyru/" in e] == [
+        skipped,  # the kept report still counts it
+        "glossogen: error: veyru/1796000003 has no simulation_ended (still playing, or killed): "
+        "pass --allow-incomplete to score what it logged; its report described another log and "
+        f"was moved aside to {aside}",
+    ]
+    assert captured.out.splitlines()[-1] == (
+        f"evaluated 3 runs under {runs}: 0 scored, 2 skipped (report up to date), "
+        "1 not evaluated · evaluation cost $0.000000"
+    )
+    assert not report.exists()
+    assert (folder / aside).read_bytes() == written  # kept byte for byte
+    # Asked again: refused the same way, nothing more to set aside, the kept bytes untouched.
+    assert _cli("--runs-dir", str(runs), *metrics) == 1
+    assert (
+        "glossogen: error: veyru/1796000003 has no simulation_ended (still playing, or "
+        "killed): pass --allow-incomplete to score what it logged\n" in capsys.readouterr().err
+    )
+    assert (folder / aside).read_bytes() == written
+    assert sorted(p.name for p in folder.glob("*_report*")) == [aside]
+
+
+def test_one_run_refused_since_its_log_was_cut_sets_its_stale_report_aside(
+    cohort: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "veyru" / "1796000001"
+    shutil.copytree(
+        cohort / "veyru" / "1796000001", run, ignore=shutil.ignore_patterns("*_report*")
+    )
+    assert _cli("veyru", "--run-dir", str(run), "--metrics", "round_success") == 0
+    log, report = run / "veyru.jsonl", run / "veyru_report.json"
+    scored_on, written = _sha12(log), report.read_bytes()
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:40]))
+    capsys.readouterr()
+    assert _cli("veyru", "--run-dir", str(run), "--metrics", "round_success") == 65
+    assert capsys.readouterr().err == (
+        "glossogen: error: veyru/1796000001 has no simulation_ended (still playing, or killed): "
+        "pass --allow-incomplete to score what it logged; its report described another log and "
+        f"was moved aside to veyru_report.stale-{scored_on}.json\n"
+    )
+    assert (run / f"veyru_report.stale-{scored_on}.json").read_bytes() == written
+    assert not report.exists()

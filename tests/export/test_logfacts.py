@@ -16,7 +16,8 @@ from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import LlmResponseReceived, RunView
 from glossogen.export import RunIdSelection, select_runs, write_tables
 from glossogen.launch import ResumeRequest, open_session, plan_resume
-from tests.export.conftest import CUT, OLD, Cohort
+from glossogen.storage import RunFolder
+from tests.export.conftest import CUT, OLD, A, Cohort
 from tests.fixtures.played_runs import play_run
 
 INVALID_MESSAGE = '{"event_type":"message_sent","round_number":1}\n'
@@ -124,14 +125,16 @@ def test_an_invalid_message_is_skipped_counted_and_named(
     # The cut log ends in a message_sent line cut off mid-write: message_level names it too.
     torn = cut_log.read_text().count("\n") + 1
     assert cut_log.read_text().rsplit("\n", 1)[1].startswith('{"event_id":"x","event_type":"m')
+    old_log = runs / "veyru/1795000011/veyru.jsonl"
     assert capsys.readouterr().err.splitlines() == [
-        f"glossogen: note: veyru/1795000010: 2 damaged log lines skipped (lines "
-        f"{cut_lines[0]}, {cut_lines[1]})",
-        f"glossogen: note: veyru/1795000011: 1 damaged log line skipped (line {old_line})",
+        f"glossogen: note: veyru/1795000010: 3 damaged log lines skipped (lines "
+        f"{cut_lines[0]}, {cut_lines[1]}, {torn} truncated) in {cut_log}",
+        f"glossogen: note: veyru/1795000011: 1 damaged log line skipped (line {old_line}) "
+        f"in {old_log}",
         f"glossogen: note: veyru/1795000010: message_level: 3 damaged log lines skipped (lines "
         f"{cut_lines[0]}, {cut_lines[1]}, {torn} truncated) in {cut_log}",
         f"glossogen: note: veyru/1795000011: message_level: 1 damaged log line skipped "
-        f"(line {old_line}) in {runs / 'veyru/1795000011/veyru.jsonl'}",
+        f"(line {old_line}) in {old_log}",
     ]
     runs_rows = {r["run_id"]: r for r in _rows(out / "run_level.csv")}
     assert runs_rows["veyru/1795000010"]["message_count"] == "7"  # as without the line
@@ -199,3 +202,76 @@ def test_an_unended_derived_run_counts_only_its_own_requests(tmp_path: Path) -> 
         {"field_observer": 10, "stabilization_engineer": 10},
         {"field_observer": 14, "stabilization_engineer": 13},
     )
+
+
+def _damaged_copies(cohort: Cohort, runs: Path) -> tuple[Path, Path]:
+    """Two copies of the completed run A: one whose ``simulation_ended`` (its last line) is cut
+    in half, one with a garbage line naming no event type inserted as line 21."""
+    torn, garbage = runs / "veyru/1795000013", runs / "veyru/1795000014"
+    for target in (torn, garbage):
+        shutil.copytree(cohort.folder(A), target)
+    log = torn / "veyru.jsonl"
+    text = log.read_bytes()
+    last = text.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    assert last.startswith(b'{"event_id":') and b'"simulation_ended"' in last
+    log.write_bytes(text[: len(text) - len(last) - 1] + last[: len(last) // 2])
+    log = garbage / "veyru.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines.insert(20, "not an event at all\n")
+    log.write_text("".join(lines))
+    return torn, garbage
+
+
+@pytest.mark.parametrize(
+    ("frames", "table_notes"),
+    [("run_level,round_level,agent_level", 0), ("message_level,round_context", 1)],
+)
+def test_a_cut_ending_and_a_line_naming_no_event_are_named_by_file_and_line(
+    cohort: Cohort,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    frames: str,
+    table_notes: int,
+) -> None:
+    runs = tmp_path / "runs"
+    torn, garbage = _damaged_copies(cohort, runs)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["export", "--runs-dir", str(runs), "--out", str(out), "--frames", frames])
+    assert done.value.code == 0
+    # The cut ending was the log's 199th line; the garbage line is the 21st of 200.
+    assert len((cohort.folder(A) / "veyru.jsonl").read_text().splitlines()) == 199
+    notes = [
+        "glossogen: note: veyru/1795000013: 1 damaged log line skipped (line 199 truncated) "
+        f"in {torn / 'veyru.jsonl'}",
+        f"glossogen: note: veyru/1795000014: 1 damaged log line skipped (line 21) "
+        f"in {garbage / 'veyru.jsonl'}",
+    ]
+    table = (  # the event-log tables add theirs: the garbage line may have been a message
+        f"glossogen: note: veyru/1795000014: message_level, round_context: 1 damaged log line "
+        f"skipped (line 21) in {garbage / 'veyru.jsonl'}"
+    )
+    assert capsys.readouterr().err.splitlines() == notes + [table] * table_notes
+    (cut,) = select_runs(str(runs), RunIdSelection(run_ids=["veyru/1795000013"])).records
+    (typeless,) = select_runs(str(runs), RunIdSelection(run_ids=["veyru/1795000014"])).records
+    assert (cut.status, cut.facts.bad_lines, cut.facts.torn_line) == ("stopped", 0, 199)
+    assert (typeless.status, typeless.facts.bad_line_numbers) == ("completed", [21])
+    assert typeless.facts.untyped_line_numbers == [21]
+    assert RunView.load(str(garbage / "veyru.jsonl")).damaged_lines == 1  # as the view counts
+
+
+def test_a_live_runs_last_line_being_written_is_not_named(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    torn, _ = _damaged_copies(cohort, runs)
+    shutil.rmtree(runs / "veyru/1795000014")
+    held = RunFolder.at(str(torn)).lock()  # a live writer, mid-way through its last line
+    try:
+        with pytest.raises(SystemExit) as done:
+            main(["export", "--runs-dir", str(runs), "--out", str(tmp_path / "out")])
+    finally:
+        held.release()
+    assert done.value.code == 0
+    assert capsys.readouterr().err == ""
+    assert [r["status"] for r in _rows(tmp_path / "out" / "run_level.csv")] == ["running"]
