@@ -29,7 +29,7 @@ class Scoring(ToolBase):
     ) -> Evaluated:
         """Score a finished run into its report and return the entries of the metrics asked."""
         from flows.evaluate import evaluate as evaluate_flow
-        from glossogen.evaluation import EvaluationError, plan_evaluation
+        from glossogen.evaluation import EvaluationError, plan_evaluation, refusal
 
         folder = self._folder(run_id)
         names = ",".join(metrics) if metrics else "all"
@@ -53,7 +53,9 @@ class Scoring(ToolBase):
                 plan.judge.settings if plan.judge else None,
                 scenario=plan.run.scenario,
             )
-        except (EvaluationError, StorageError) as exc:
+        except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
+            raise ToolError(refusal(folder.url, folder.scenario, exc)) from None
+        except StorageError as exc:
             raise refuse(exc) from None
         report = done.report
         return Evaluated(
