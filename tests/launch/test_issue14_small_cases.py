@@ -34,17 +34,18 @@ from glossogen.pricing import logged_usd, price_call
 from glossogen.scenario import render_prompt
 from scenarios.prisoners_dilemma.scenario import PrisonersDilemma
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.providers.test_wire_formats import pd_turn
 from tests.providers.ungated import play_ungated
 
 USAGE = dict(input_tokens=1234, output_tokens=57, cache_read_tokens=0)
 
 
 def _pd_player(req: RecordedRequest) -> StubReply:
-    """Talk, lock in cooperate, then stop."""
-    last = json.dumps(req.messages[-1]) if req.messages else ""
-    if "locked" in last:
+    """Talk, lock in cooperate, then stop, each round (see ``pd_turn``)."""
+    phase, called = pd_turn(req)
+    if phase == "postmortem" or "lock_in" in called:
         return StubReply(text="Done.", **USAGE)
-    if "status" in last and ("sent" in last or "conflict" in last):
+    if "send_message" in called:
         return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
     return StubReply(
         tool_calls=[("send_message", {"channel_id": "table", "text": "cooperate?"})], **USAGE

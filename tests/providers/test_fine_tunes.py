@@ -25,17 +25,18 @@ from glossogen.eventlog import (
 )
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.providers.test_wire_formats import pd_turn
 
 TOKENS = {"input_tokens": 1000, "output_tokens": 50}
 ENCRYPTED = "reasoning.encrypted_content"
 
 
 def dilemma_player(req: RecordedRequest) -> StubReply:
-    """Talk once, lock in cooperate once the status shows it, then stop (fixed usage)."""
-    last = json.dumps(req.messages[-1]) if req.messages else ""
-    if "locked" in last or "postmortem" in last:
+    """Talk once, lock in cooperate, then stop, each round (fixed usage; see ``pd_turn``)."""
+    phase, called = pd_turn(req)
+    if phase == "postmortem" or "lock_in" in called:
         return StubReply(text="Done.", **TOKENS)
-    if "status" in last and ("sent" in last or "conflict" in last):
+    if "send_message" in called:
         return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **TOKENS)
     return StubReply(
         tool_calls=[("send_message", {"channel_id": "table", "text": "with you"})], **TOKENS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,28 @@ SECRET_SELF_HOSTED = "self-hosted-token-SECRET"
 USAGE = dict(input_tokens=1000, output_tokens=50, cache_read_tokens=200)
 
 
+def pd_turn(req: RecordedRequest) -> tuple[str, list[str]]:
+    """Where a prisoners' dilemma seat stands, from the whole conversation its request sent.
+
+    Returns the phase of its latest briefing (``main`` or ``postmortem``) and the tools it
+    called since that briefing, in order. Read from the seat's own history, not from the last
+    message: that may be the other seat's notification, or a round's briefing that pydantic-ai
+    merged after the previous round's ``lock_in`` result (the settle cut that cycle off before
+    its next answer arrived), and which of those comes last depends on which seat's HTTP answer
+    the event loop handled first.
+    """
+    sent = json.dumps(req.messages)
+    main, postmortem = sent.rfind("begins. Talk on 'table'"), sent.rfind("Round over.")
+    called = re.findall(r'"name": "(send_message|lock_in)"', sent[max(main, postmortem) :])
+    return ("postmortem" if postmortem > main else "main"), called
+
+
 def pd_player(req: RecordedRequest) -> StubReply:
-    """Play a prisoners' dilemma seat: talk, lock in cooperate, then stop."""
-    last = json.dumps(req.messages[-1]) if req.messages else ""
-    if "locked" in last or "postmortem" in last:
+    """Play a prisoners' dilemma seat: talk, lock in cooperate, then stop (each round)."""
+    phase, called = pd_turn(req)
+    if phase == "postmortem" or "lock_in" in called:
         return StubReply(text="Done.", **USAGE)
-    if "status" in last and ("sent" in last or "conflict" in last):
+    if "send_message" in called:
         return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
     return StubReply(
         tool_calls=[("send_message", {"channel_id": "table", "text": "cooperate?"})], **USAGE
