@@ -198,6 +198,14 @@ def test_the_cli_exits_69_and_names_the_model_errors_in_its_closing_line(
         cwd=tmp_path, env={**os.environ}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 69, done.stderr
+    (log,) = (tmp_path / "runs").glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")
+    ended = read_events(str(log)).events[-1]
+    assert isinstance(ended, SimulationEnded)
     closing = done.stdout.strip().splitlines()[-1]
-    assert " error: 0/1 rounds won · " in closing
-    assert closing.endswith(" · model errors: 6 refusal")
+    # Six refusals, each billed as the stub's default answer (10 in, 5 out: $0.000105); the
+    # seconds are the process's real ones, read from the log the line sums up.
+    assert closing == (
+        f"prisoners_dilemma/{log.parent.name} error: 0/1 rounds won · 0 messages · 0 characters "
+        f"(postmortems included) · $0.000630 · {ended.duration_seconds:.1f} s · "
+        "model errors: 6 refusal"
+    )

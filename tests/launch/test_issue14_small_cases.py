@@ -112,11 +112,12 @@ def test_a_model_prefixed_with_its_own_provider_is_sent_once_and_priced(
     unit = price_call("anthropic", "claude-sonnet-4-6", input_tokens=1234, output_tokens=57)
     assert unit is not None
     assert {(e.model, e.cost_usd) for e in responses} == {("claude-sonnet-4-6", unit)}
-    # A request the settled round cut off is finished and priced alike.
+    # A request the settled round cut off is finished and priced alike. Whether there is one
+    # is the event loop's order: the settling lock-in cancels its seat's next request if sent.
     abandoned = [e for e in events if isinstance(e, ModelRequestAbandoned)]
-    assert {(e.model, e.answered, e.cost_usd) for e in abandoned} <= {
+    assert [(e.model, e.answered, e.cost_usd) for e in abandoned] == [
         ("claude-sonnet-4-6", True, unit)
-    }
+    ] * len(abandoned)
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
     # The total is the sum rounded to 10 decimal places, as logged.
