@@ -19,10 +19,11 @@ import pytest
 from flows.simulate import resume, simulate
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
-from glossogen.eventlog import AgentRegistered, read_events
+from glossogen.eventlog import AgentRegistered, RoundEnded, read_events
 from glossogen.export import build_trajectories
-from glossogen.launch import RunRequest
+from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.providers.test_wire_formats import pd_turn
 
 SCENARIO = "prisoners_dilemma"
 WIRE = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"}
@@ -30,11 +31,11 @@ WIRE = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p"
 
 
 def dilemma_player(req: RecordedRequest) -> StubReply:
-    """Say something on the table, lock in cooperate once the status shows it, then stop."""
-    last = json.dumps(req.messages[-1]) if req.messages else ""
-    if "locked" in last or "postmortem" in last:
+    """Say something on the table, lock in cooperate, then stop, each round (see ``pd_turn``)."""
+    phase, called = pd_turn(req)
+    if phase == "postmortem" or "lock_in" in called:
         return StubReply(text="Done.")
-    if "status" in last and ("sent" in last or "conflict" in last):
+    if "send_message" in called:
         return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})])
     return StubReply(tool_calls=[("send_message", {"channel_id": "table", "text": "together?"})])
 
@@ -43,6 +44,7 @@ def dilemma_player(req: RecordedRequest) -> StubReply:
 def stub(model_stub_server: StubModelServer) -> Iterator[StubModelServer]:
     """The stub OpenAI endpoint, playing dilemma seats, named by the SDK's variables."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(VIRTUAL_CLOCK_SETTING, "1")  # game time: no run here waits on real seconds
         patch.setenv("OPENAI_BASE_URL", model_stub_server.openai_base_url)
         patch.setenv("OPENAI_API_KEY", "sk-test-derived")
         model_stub_server.reset()
@@ -72,7 +74,20 @@ def source(
     )
     result = asyncio.run(simulate(request))
     assert result.status == "completed"
+    assert _round_ends(Path(result.run_url)) == SETTLED_AT_ONCE
     return Path(result.run_url)
+
+
+SETTLED_AT_ONCE = [(1, "settled", 0.0), (2, "settled", 0.0)]
+"""Each round's main phase, on the game clock: settled by both lock-ins before any idle floor
+or backoff moved game time (model calls take none)."""
+
+
+def _round_ends(run: Path) -> list[tuple[int, str, float | None]]:
+    events = read_events(str(run / f"{SCENARIO}.jsonl")).events
+    return [
+        (e.round_number, e.trigger, e.elapsed_seconds) for e in events if isinstance(e, RoundEnded)
+    ]
 
 
 def sent(request: RecordedRequest) -> dict[str, Any]:
@@ -85,6 +100,7 @@ def _derive(stub: StubModelServer, tmp_path: Path, request: ForkRequest) -> Path
     prepared = prepare_fork(request)
     result = asyncio.run(resume(run_dir=prepared.folder.url))
     assert (result.status, result.rounds_played) == ("completed", 2)
+    assert _round_ends(Path(prepared.folder.url)) == SETTLED_AT_ONCE
     return Path(prepared.folder.url)
 
 

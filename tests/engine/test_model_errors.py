@@ -26,6 +26,7 @@ from glossogen.launch import RunRequest, RunResult
 from glossogen.pricing import price_call
 from scenarios.prisoners_dilemma.events import MoveLocked, RoundScored
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
+from tests.providers.test_wire_formats import pd_turn
 from tests.providers.ungated import play_ungated
 
 MODEL = "claude-sonnet-4-6"
@@ -133,12 +134,14 @@ def test_one_bad_argument_then_a_good_one_is_one_model_error_and_the_round_count
 
 def _pd_player(req: RecordedRequest) -> StubReply:
     """Talk, lock in cooperate; in the postmortem, try to lock in again, then stop."""
-    last = json.dumps(req.messages[-1]) if req.messages else ""
-    if "Round over" in last:  # the postmortem's briefing (it may follow a tool result)
+    phase, called = pd_turn(req)  # from the seat's own history, not the message last to arrive
+    if phase == "postmortem":
+        if "lock_in" in called:
+            return StubReply(text="Done.")
         return StubReply(tool_calls=[("lock_in", {"move": "defect"})])
-    if "refused" in last or "locked" in last:
+    if "lock_in" in called:
         return StubReply(text="Done.")
-    if "status" in last and ("sent" in last or "conflict" in last):
+    if "send_message" in called:
         return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})])
     return StubReply(tool_calls=[("send_message", {"channel_id": "table", "text": "cooperate?"})])
 
@@ -195,6 +198,14 @@ def test_the_cli_exits_69_and_names_the_model_errors_in_its_closing_line(
         cwd=tmp_path, env={**os.environ}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 69, done.stderr
+    (log,) = (tmp_path / "runs").glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")
+    ended = read_events(str(log)).events[-1]
+    assert isinstance(ended, SimulationEnded)
     closing = done.stdout.strip().splitlines()[-1]
-    assert " error: 0/1 rounds won · " in closing
-    assert closing.endswith(" · model errors: 6 refusal")
+    # Six refusals, each billed as the stub's default answer (10 in, 5 out: $0.000105); the
+    # seconds are the process's real ones, read from the log the line sums up.
+    assert closing == (
+        f"prisoners_dilemma/{log.parent.name} error: 0/1 rounds won · 0 messages · 0 characters "
+        f"(postmortems included) · $0.000630 · {ended.duration_seconds:.1f} s · "
+        "model errors: 6 refusal"
+    )

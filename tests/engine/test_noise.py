@@ -57,10 +57,11 @@ def test_the_log_keeps_both_texts_and_the_charge_is_on_the_composed_text():
     # Composed: 25 characters; delivered: also 25 (masking keeps length) and charged all 25.
     assert (link.chars, link.charged_chars, link.budget_used_chars) == (25, 25, 25)
     # Free channels are noisy too (message 2 on chat, its own draws), and charge nothing.
-    assert chat.text == TEXT
-    assert chat.delivered_text == apply_noise(TEXT, 0.3, "mask", random.Random("42:1:noise:chat:2"))
-    assert chat.delivered_text != TEXT
-    assert chat.charged_chars == 0
+    assert (chat.text, chat.delivered_text, chat.charged_chars) == (
+        TEXT,
+        "t_e quic_ brown fox j_mp_",
+        0,
+    )
 
 
 def test_dropped_characters_are_still_paid_for():

@@ -30,11 +30,14 @@ def test_verdicts_are_recorded_before_the_postmortem_opens():
 
 def test_the_postmortem_briefing_carries_the_verdict_and_talk_happens_on_its_channel():
     played = play(Tiny(knobs(postmortem_enabled=True), POLICY))
-    briefings = [e.text for e in played.of("injection_delivered") if e.phase == "postmortem"]
-    assert len(briefings) == 2
-    assert all(
-        t.startswith("Round over. Outcome: team team: failure (declared: []).") for t in briefings
+    briefings = [
+        (e.agent_id, e.text) for e in played.of("injection_delivered") if e.phase == "postmortem"
+    ]
+    text = (
+        "Round over. Outcome: team team: failure (declared: []). The postmortem channel is free "
+        "of charge: agree on what to keep or change for the next round, then stop."
     )
+    assert briefings == [("a", text), ("b", text)]
     sent = [(e.phase, e.channel_id, e.text) for e in played.of("message_sent")]
     assert sent == [("main", "chat", "hello"), ("postmortem", "postmortem", "lesson")]
     (ended,) = played.of("postmortem_ended")

@@ -6,9 +6,8 @@ add up: while both agents are thinking, each round of both their calls costs 2 s
 
 import pytest
 
-from glossogen.engine import RunEngine, RunSetup, VirtualClock, resolve_seats
 from glossogen.scenario import ScriptedMove
-from tests.engine._tiny import LATENCY, START, Tiny, by_agent, finish, knobs, play
+from tests.engine._tiny import LATENCY, Tiny, by_agent, finish, knobs, play
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -123,20 +122,29 @@ def test_a_model_failing_every_call_ends_the_first_round_with_every_agent_out():
     played = play(Tiny(knobs(), boom), rounds=1)
     assert played.per_agent("agent_run_cycle_failed") == {"a": 3, "b": 3}
     assert played.out_after_round == [True]
-    assert played.summaries[0].trigger != "all_idle"
+    assert played.summaries[0].trigger == "agents_failed"
 
 
-def test_an_agent_that_is_out_counts_as_idle_even_with_prompts_queued():
+def test_an_agent_out_of_turns_with_a_briefing_queued_lets_the_next_phase_end_all_idle():
     # An agent out of turns never drains its queue; if that kept it "busy", a phase on a
-    # virtual clock would wait forever (nobody else moves time). Found on a 24-round veyru run.
-    scenario = Tiny(knobs(), finish)
-    seats = resolve_seats(scenario, scenario.knobs, "scripted", "scripted")
-    setup = RunSetup("tiny/1", scenario, scenario.knobs, "scripted", "scripted", seats, None)
-    engine = RunEngine(setup, lambda event: None, VirtualClock(START))
-    a, b = engine.runners["a"], engine.runners["b"]
-    a.out = True
-    a.prompts.append(("Round 2 begins.", {}))
-    b.idle = True
-    assert engine._all_idle() is True  # noqa: SLF001
-    b.idle = False
-    assert engine._all_idle() is False  # noqa: SLF001
+    # virtual clock would wait for its time limit (nobody else moves time). Found on a 24-round
+    # veyru run. Each may make 2 model requests in the whole run: a declares on and on, so its
+    # third request is refused in round 1; b stops at once, one request a round.
+    policy = by_agent(a=lambda view: ScriptedMove.call("declare"), b=finish)
+    played = play(Tiny(knobs(idle_floor_seconds=0.5), policy), rounds=2, max_agent_turns=2)
+    assert [(e.round_number, e.agent_id) for e in played.of("agent_turn_limit_reached")] == [
+        (1, "a")
+    ]
+    # Round 2 briefs a all the same: the briefing waits in the queue of an agent that is out.
+    assert [e.text for e in played.of("injection_delivered", agent_id="a")] == [
+        "Round 1 begins.",
+        "Round 2 begins.",
+    ]
+    assert played.per_agent("llm_response_received") == {"a": 2, "b": 2}
+    # Round 1: both call (2 s), a calls again (1 s), then the 0.5 s floor. Round 2: b's one
+    # call and the floor, 1.5 s, not the 60 s time limit that a busy a would have waited for.
+    assert [(e.round_number, e.trigger, e.elapsed_seconds) for e in played.of("round_ended")] == [
+        (1, "all_idle", 3 * LATENCY + 0.5),
+        (2, "all_idle", LATENCY + 0.5),
+    ]
+    assert played.out_after_round == [False, False]

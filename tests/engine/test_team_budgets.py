@@ -130,9 +130,13 @@ def test_results_are_revealed_once_after_the_verdicts_are_recorded():
     played = play(scenario, rounds=2)
     assert scenario.revealed == [["team"], ["team"]]
     types = played.types(1)
-    assert types.index("world_event_delivered", types.index("round_result_recorded")) > types.index(
-        "round_result_recorded"
-    )
+    # The phase's end, in order: the verdict is recorded, then the results are told, once.
+    assert types[types.index("round_ended") :] == [
+        "round_ended",
+        "round_result_recorded",
+        "world_event_delivered",
+        "round_completed",
+    ]
     told = [e for e in played.of("world_event_delivered", kind="results")]
     assert [(e.round_number, e.agent_id) for e in told] == [(1, "a1"), (2, "a1")]
 

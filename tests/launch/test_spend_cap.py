@@ -23,8 +23,7 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
 # of 1,000,000 input and 1,000 output tokens costs $3.015; the dry run assumes 20 requests of
 # 4,000 + 200 tokens per agent and round: $0.30 per agent, $0.60 per round of two players.
-CALL = StubReply(text="Thinking it over.", input_tokens=1_000_000, output_tokens=1_000,
-                 latency=0.3)  # fmt: skip
+CALL = StubReply(text="Thinking it over.", input_tokens=1_000_000, output_tokens=1_000)
 RUN = ["run", "prisoners_dilemma", "--model", "claude-sonnet-4-6", "--provider", "anthropic",
        "--config", "knobs_default", "round_count=2", "idle_floor_seconds=0.05",
        "postmortem_enabled=false"]  # fmt: skip
@@ -51,6 +50,7 @@ def test_the_cap_stops_new_calls_and_ends_the_run_incomplete_with_20(
         return CALL
 
     anthropic_stub.responder = answer
+    anthropic_stub.hold_until_in_flight = 2  # neither answers before both players have asked
     runs = tmp_path / "runs"
     assert _exit([*RUN, "--runs-dir", str(runs), "--spend-cap-usd", "2"]) == 20
     (log,) = runs.glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")

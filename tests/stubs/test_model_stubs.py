@@ -244,11 +244,13 @@ def _sdk_waits(caplog: pytest.LogCaptureFixture) -> list[float]:
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_sdk_retries_429_once_after_exactly_retry_after_seconds(model_stub, wire, caplog):
+def test_sdk_retries_429_once_after_exactly_retry_after_ms(model_stub, wire, caplog):
+    # retry-after-ms alone, 50 ms: the wait is the header's, not the SDK's backoff. The integer
+    # Retry-After is parsed in test_max_retries_setting_0_means_one_attempt (no sleep there).
     caplog.set_level(logging.INFO)
-    model_stub.queue(StubFault(status=429, headers={"retry-after": "1"}))
+    model_stub.queue(StubFault(status=429, headers={"retry-after-ms": "50"}))
     assert _agent(wire, model_stub).run_sync("go", model_settings=SETTINGS).output == "ok"
-    assert _sdk_waits(caplog) == [1.0]
+    assert _sdk_waits(caplog) == [0.05]
     assert [r.headers["x-stainless-retry-count"] for r in model_stub.requests] == ["0", "1"]
 
 
@@ -257,13 +259,13 @@ def test_sdk_makes_3_attempts_then_model_rate_limit_error_with_retry_after(
     model_stub, wire, caplog
 ):
     caplog.set_level(logging.INFO)
-    model_stub.queue(*[StubFault(status=429, retry_after=0.2)] * 3)
+    model_stub.queue(*[StubFault(status=429, retry_after=0.05)] * 3)
     error = _fail(_agent(wire, model_stub))
     assert isinstance(error, ModelRateLimitError) and isinstance(error, ModelHTTPError)
     assert error.status_code == 429
-    assert error.retry_after == 0.2  # from retry-after-ms
+    assert error.retry_after == 0.05  # from retry-after-ms
     assert len(model_stub.requests) == 3
-    assert _sdk_waits(caplog) == [0.2, 0.2]  # retry-after-ms (0.2 s) wins over retry-after (1 s)
+    assert _sdk_waits(caplog) == [0.05, 0.05]  # retry-after-ms (50 ms) wins over retry-after (1 s)
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -276,6 +278,8 @@ def test_max_retries_setting_0_means_one_attempt(model_stub, wire):
 
 
 def test_500_is_retried_with_exponential_backoff_then_model_server_error(model_stub, caplog):
+    # A named exception to short waits: the SDK's own backoff without a header (0.5 s then 1 s,
+    # jittered) is what this shows, so its ~1.3 real seconds of sleep stay.
     caplog.set_level(logging.INFO)
     model_stub.queue(*[StubFault(status=500)] * 3)
     error = _fail(_agent("chat", model_stub))
@@ -294,10 +298,12 @@ def test_500_is_retried_with_exponential_backoff_then_model_server_error(model_s
         ("anthropic", [StubFault(status=503, headers={"x-should-retry": "false"})], {},
          ModelUnavailableError, 503, 1),
         # Anthropic sleeps any Retry-After: still asleep in the SDK when the deadline hit.
-        ("anthropic", [StubFault(status=429, retry_after=300)], {"request_timeout": 0.5},
+        ("anthropic", [StubFault(status=429, retry_after=300)], {"request_timeout": 0.1},
          ModelRequestTimeout, None, 1),
-        # Held 30 s each: the SDK retries its timeouts, 3 attempts in all.
-        ("chat", [StubFault(kind="timeout")] * 3, {"timeout": 0.3}, ModelTimeoutError, None, 3),
+        # Held 30 s each: the SDK retries its timeouts (one retry here: a named exception, the
+        # SDK's own ~0.5 s backoff before it is real sleep), 2 attempts in all.
+        ("chat", [StubFault(kind="timeout")] * 2, {"timeout": 0.1, "max_retries": 1},
+         ModelTimeoutError, None, 2),
         *[
             (wire, [StubFault(status=400, message="bad")], {}, ModelRequestRejectedError, 400, 1)
             for wire in WIRES
@@ -350,7 +356,7 @@ def test_refusal_is_content_filter_error(model_stub, wire):
 @pytest.mark.parametrize("wire", WIRES)
 def test_timeout_setting_is_model_timeout_error(model_stub, wire):
     model_stub.queue(StubFault(kind="timeout"))  # held 30 s: only the client's timeout ends it
-    error = _fail(_agent(wire, model_stub), timeout=0.3, max_retries=0)
+    error = _fail(_agent(wire, model_stub), timeout=0.1, max_retries=0)
     assert isinstance(error, ModelTimeoutError)
     assert type(error.__cause__).__name__ == "APITimeoutError"
     assert model_stub.ended_holds(1) == ["client_left"]
@@ -358,21 +364,21 @@ def test_timeout_setting_is_model_timeout_error(model_stub, wire):
 
 def test_request_timeout_setting_is_model_request_timeout_without_retries(model_stub):
     model_stub.queue(*[StubFault(kind="timeout")] * 3)
-    error = _fail(_agent("responses", model_stub), request_timeout=0.5)
+    error = _fail(_agent("responses", model_stub), request_timeout=0.1)
     assert isinstance(error, ModelRequestTimeout)
     assert len(model_stub.requests) == 1
     assert model_stub.ended_holds(1) == ["client_left"]
 
 
 def test_timeout_fault_answers_ok_when_the_client_waits(model_stub):
-    model_stub.queue(StubFault(kind="timeout", seconds=0.3))
+    model_stub.queue(StubFault(kind="timeout", seconds=0.1))
     assert _agent("chat", model_stub).run_sync("go", model_settings=SETTINGS).output == "ok"
     assert model_stub.holds == ["answered"]  # the hold ran out, then the stub said "ok"
 
 
-def test_latency_and_concurrency(model_stub):
-    # Every answer waits 0.2 s, so the 50 requests of one gather are all in flight at once.
-    model_stub.latency = 0.2
+def test_50_requests_of_one_gather_are_all_in_flight_at_once(model_stub):
+    # Every answer is held until all 50 are in flight: none may answer before the last is sent.
+    model_stub.hold_until_in_flight = 50
     agent = _agent("anthropic", model_stub)
 
     async def many() -> list[str]:
@@ -381,6 +387,22 @@ def test_latency_and_concurrency(model_stub):
 
     assert asyncio.run(many()) == ["ok"] * 50
     assert (len(model_stub.requests), model_stub.max_concurrent) == (50, 50)
+
+
+def test_latency_delays_the_answer_and_a_held_batch_that_never_fills_is_a_500(model_stub):
+    model_stub.latency = 0.2
+    assert _agent("chat", model_stub).run_sync("go", model_settings=SETTINGS).output == "ok"
+    [(arrived, answered)] = model_stub.spans
+    assert answered - arrived >= 0.2  # a lower bound: the stub waits at least its latency
+
+    model_stub.latency = 0.0
+    model_stub.hold_until_in_flight, model_stub.hold_seconds = 2, 0.1
+    error = _fail(_agent("chat", model_stub), max_retries=0)
+    message = "stub: held for 0.1 s waiting for 2 requests in flight, saw 1"
+    assert isinstance(error, ModelServerError) and error.status_code == 500
+    assert error.body == {"message": message, "type": "api_error", "param": None, "code": None}
+    assert model_stub.hold_failures == [message]
+    model_stub.hold_failures = []  # seen: the fixture fails a test that leaves one behind
 
 
 def test_fresh_server_as_context_manager_starts_and_stops():
