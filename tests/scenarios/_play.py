@@ -20,14 +20,13 @@ def preset(cls: type[Scenario], name: str = "knobs_default", **overrides: Any) -
 
 
 class Play:
-    """One finished run: round summaries, every event, and each judge call's instructions."""
+    """One finished run: its round summaries and every event it logged."""
 
     def __init__(self, cls: type[Scenario], knobs: Any) -> None:
         self.knobs = knobs
         self.scenario = cls(knobs)
         self.events: list[Any] = []
         self.summaries: list[Any] = []
-        self.judge_calls: list[tuple[int, str, str]] = []  # (round, question, instructions)
 
     async def run(self) -> Play:
         seats = resolve_seats(self.scenario, self.knobs, "scripted", "scripted")
@@ -37,13 +36,6 @@ class Play:
             seats, judge,
         )  # fmt: skip
         engine = RunEngine(setup, self.events.append, VirtualClock(START))
-        rule = engine.rule
-
-        async def recording_rule(question: str, instructions: str, scripted: Any) -> Any:
-            self.judge_calls.append((engine.round_number, question, instructions))
-            return await rule(question, instructions, scripted)
-
-        engine.rule = recording_rule  # type: ignore[method-assign]
         engine.start()
         for n in range(1, self.knobs.round_count + 1):
             self.summaries.append(await engine.play_round(n))
