@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from glossogen.engine import RunEngine, RunSetup, VirtualClock, resolve_judge, resolve_seats
@@ -53,3 +56,50 @@ class Play:
 def play(cls: type[Scenario], knobs: Any) -> Play:
     """Play ``knobs.round_count`` rounds of ``cls`` with scripted seats and judge."""
     return asyncio.run(Play(cls, knobs).run())
+
+
+class Round:
+    """The scenario contract's round context for rules tests: it records what a scenario emits,
+    briefs and notifies, and its judge applies the scenario's own scripted check.
+
+    ``while_judging``, when set, is awaited inside each judge call, before the ruling: what
+    happens on the link while an action is being ruled on (a second call, the budget passed).
+    """
+
+    def __init__(self, round_number: int = 1, phase: str = "main") -> None:
+        self.round_number = round_number
+        self.phase = phase
+        self.events: list[Any] = []
+        self.briefed: list[tuple[str, str]] = []
+        self.notified: list[tuple[str, str, str]] = []  # (agent_id, kind, text)
+        self.while_judging: Callable[[], Awaitable[None]] | None = None
+
+    def now(self) -> float:
+        return 0.0
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        self.briefed.append((agent_id, text))
+
+    def notify(self, agent_id: str, kind: str, text: str, data: Any = None) -> None:
+        self.notified.append((agent_id, kind, text))
+
+    async def judge(self, question: str, instructions: str, scripted: Callable[[], Any]) -> Any:
+        if self.while_judging is not None:
+            await self.while_judging()
+        return scripted()
+
+    def rng(self, *key: object) -> random.Random:
+        return random.Random(str(key))
+
+    def tool_ctx(self, agent_id: str) -> Any:
+        """The ``ctx`` a scenario tool receives when ``agent_id`` calls it this round."""
+        return SimpleNamespace(deps=SimpleNamespace(agent_id=agent_id, round=self))
+
+
+def call(scenario: Scenario, ctx: Round, agent_id: str, **args: Any) -> Any:
+    """Call ``scenario``'s one tool as ``agent_id`` in round ``ctx`` and return its reply."""
+    (tool,) = scenario.tools()
+    return asyncio.run(tool.function(ctx.tool_ctx(agent_id), **args))  # type: ignore[call-arg]

@@ -23,7 +23,7 @@ from scenarios.signal_game.knobs import SignalGameKnobs
 from scenarios.signal_game.metrics import edit_distance, topographic
 from scenarios.signal_game.scenario import SignalGame, sender_of
 from scenarios.signal_game.space import draw_target, hamming
-from tests.scenarios._play import Play, play, preset
+from tests.scenarios._play import Play, Round, call, play, preset
 
 # -- the draw and the knobs -------------------------------------------------------------------
 
@@ -102,6 +102,81 @@ def test_topographic_similarity_of_a_hand_built_message_set():
     compositional = [(m, "".join(v[0] for v in m.values())) for m, _ in named]
     assert topographic(compositional) == pytest.approx(1.0)
     assert topographic(named[:2]) is None  # one pair: undefined
+
+
+# -- the rules, one round at a time -----------------------------------------------------------
+
+
+def _round(**knobs: Any) -> tuple[SignalGame, Round]:
+    """Round 1 of a signal game started with ``knobs``: agent_a sends, agent_b receives."""
+    scenario = SignalGame(SignalGameKnobs(**knobs))
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _play_target(scenario: SignalGame, ctx: Round, right: bool) -> dict[str, Any]:
+    """The sender's message on link, then the receiver's choice, right or wrong."""
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    target = scenario.targets[scenario.current - 1]
+    label = target.answer if right else next(x for x in target.labels if x != target.answer)
+    return call(scenario, ctx, "agent_b", label=label)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("rights", "verdict"),
+    [
+        ([True, True, True, True, False], (True, "4 of 5 targets chosen correctly")),  # 4 >= 0.8*5
+        ([False, True, True, True, False], (False, "3 of 5 targets chosen correctly")),
+        ([True] * 5, (True, "5 of 5 targets chosen correctly")),
+    ],
+)
+def test_the_round_is_won_from_pass_share_of_the_targets(rights, verdict):
+    scenario, ctx = _round(pass_share=0.8, targets_per_round=5)
+    replies = [_play_target(scenario, ctx, right) for right in rights]
+    assert [r["correct"] for r in replies] == rights
+    assert replies[-1] == {"status": "chosen", "correct": rights[-1], "round_over": True}
+    assert scenario.is_settled() is True
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == ("pair", *verdict)
+    assert [(e.target, e.correct) for e in ctx.events if isinstance(e, SignalGameChoiceMade)] == [
+        (n, right) for n, right in enumerate(rights, start=1)
+    ]
+
+
+def test_targets_not_played_are_counted_in_the_verdict():
+    scenario, ctx = _round(pass_share=0.8, targets_per_round=5)
+    for right in (True, True, False):
+        _play_target(scenario, ctx, right)
+    assert scenario.is_settled() is False
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "2 of 5 targets chosen correctly (2 not played)")
+
+
+def test_choose_refuses_the_sender_an_unknown_label_and_a_finished_round():
+    scenario, ctx = _round(targets_per_round=1)
+    assert call(scenario, ctx, "agent_a", label="pell") == {
+        "status": "refused",
+        "reason": "you are the sender this round; send on link",
+    }
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    assert call(scenario, ctx, "agent_b", label="x") == {
+        "status": "error",
+        "reason": "no candidate is labelled 'x'",
+    }
+    # neither refusal logged a choice
+    assert [type(e) for e in ctx.events] == [SignalGameRolesAssigned, SignalGameTargetRevealed]
+    reply = call(scenario, ctx, "agent_b", label=scenario.targets[0].answer)
+    assert reply == {"status": "chosen", "correct": True, "round_over": True}
+    assert ctx.notified == [("agent_a", "round_over", "The choice was right. Round over.")]
+    assert call(scenario, ctx, "agent_b", label=scenario.targets[0].answer) == {
+        "status": "refused",
+        "reason": "the round is over",
+        "round_over": True,
+    }
+    refused = scenario.refuse_message(ctx, "agent_a", "link", "more")  # type: ignore[arg-type]
+    assert refused == "the round is over; nothing was sent"
+    assert len([e for e in ctx.events if isinstance(e, SignalGameChoiceMade)]) == 1
 
 
 # -- whole scripted plays ---------------------------------------------------------------------
