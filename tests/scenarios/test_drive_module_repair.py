@@ -37,7 +37,7 @@ from scenarios.drive_module_repair.scenario import (
     sheet_text,
     tree_text,
 )
-from tests.scenarios._play import play, preset
+from tests.scenarios._play import Round, call, play, preset
 
 KNOBS = DriveModuleRepairKnobs()
 
@@ -56,8 +56,8 @@ CASES = [_case(n) for n in range(200)]
 # -- the generator ----------------------------------------------------------------------------
 
 
-def test_catalogue_has_fourteen_components_in_five_classes():
-    assert len(COMPONENTS) >= 14 and len(CLASSES) >= 5
+def test_catalogue_has_fifteen_components_in_five_classes():
+    assert (len(COMPONENTS), len(CLASSES)) == (15, 5)
     assert {c.service_class for c in COMPONENTS} == {c.key for c in CLASSES}
     assert len({c.steps for c in CLASSES}) == len(CLASSES)  # a class fixes the steps' shape
 
@@ -80,7 +80,7 @@ def test_cases_are_seeded_and_shaped_by_the_weights():
 
 def test_modules_differ_in_their_trees_and_settings():
     two = [c for c in CASES if len(c.modules) >= 2]
-    assert two
+    assert len(two) == 97
     differ = 0
     for case in two:
         a, b = case.modules[:2]
@@ -174,7 +174,7 @@ GOOD = (
 
 CHECKS = [
     (GOOD, True, "idler bearing on Heron replaced as the sheet says"),
-    ("On Heron I took out the 4 bolts of the idler bearing in a star pattern using the pin wrench, installed the new one, tightened to 32 N·m in 2 passes and held the preload 25 seconds", True, None),
+    ("On Heron I took out the 4 bolts of the idler bearing in a star pattern using the pin wrench, installed the new one, tightened to 32 N·m in 2 passes and held the preload 25 seconds", True, "idler bearing on Heron replaced as the sheet says"),
     (GOOD.replace("Heron", "Osprey"), False, "wrong module: needed Heron, got Osprey"),
     (GOOD.replace("idler bearing", "main bearing"), False, "wrong component: needed idler bearing, got main bearing"),
     (GOOD.replace("idler bearing", "CL-204"), False, "wrong component: needed idler bearing, got none"),
@@ -193,9 +193,7 @@ CHECKS = [
 @pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
 def test_scripted_check(action, success, reason):
     decision = check_action(action, NEED)
-    assert decision.success is success
-    if reason is not None:
-        assert decision.reason == reason
+    assert (decision.success, decision.reason) == (success, reason)
 
 
 def test_every_sheet_entry_in_its_own_compact_words_passes():
@@ -204,6 +202,96 @@ def test_every_sheet_entry_in_its_own_compact_words_passes():
             r = stage.replacement
             action = f"Drive module {stage.module.module}, {r.component}: {r.compact()}"
             assert check_action(action, Requirement.of(stage)).success, action
+
+
+# -- the rules, one round at a time -----------------------------------------------------------
+
+# one module (Plover), two faults: the sensor hub, then the drive flange
+TWO_FAULTS = draw_case(random.Random("rules"), module_count_weights=[1], fault_count_weights=[0, 1])
+FIRST = (
+    "Drive module Plover, sensor hub: hold 21 s; remove 6 screws star with hex key; fit new; "
+    "torque 2 Nm in 3 passes; run zero-offset calibration"
+)
+SEATS = ["field_technician", "diagnostics_engineer", "spec_engineer"]
+
+
+def _two_fault_round() -> tuple[DriveModuleRepair, Round]:
+    scenario = DriveModuleRepair(KNOBS)
+    scenario.on_scheduled_case(TWO_FAULTS.model_dump(mode="json"))
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _judged(ctx: Round) -> list[tuple[int, int, bool]]:
+    return [
+        (e.step, e.attempt, e.match) for e in ctx.events if isinstance(e, DriveModuleRepairReplacementJudged)
+    ]  # fmt: skip
+
+
+def test_the_bay_refuses_before_the_case_other_seats_and_an_empty_action():
+    scenario = DriveModuleRepair(KNOBS)
+    assert call(scenario, Round(), "field_technician", action=FIRST) == {
+        "status": "error", "reason": "the bay takes no more work this round"
+    }  # fmt: skip
+    scenario, ctx = _two_fault_round()
+    for seat in ("diagnostics_engineer", "spec_engineer"):
+        assert call(scenario, ctx, seat, action=FIRST) == {
+            "status": "error", "reason": "only the field technician is in the bay"
+        }  # fmt: skip
+    assert call(scenario, ctx, "field_technician", action="") == {
+        "status": "error", "reason": "say what you do, step by step"
+    }  # fmt: skip
+    assert _judged(ctx) == []
+
+
+def test_one_of_two_faults_fixed_is_unfinished_and_names_the_next_symptom():
+    scenario, ctx = _two_fault_round()
+    assert call(scenario, ctx, "field_technician", action=FIRST) == {
+        "status": "fixed",
+        "next_fault": {"step": 2, "module": "Plover", "symptom": "coolant drips under the box"},
+        "note": "Drive module Plover shows: coolant drips under the box.",
+    }
+    assert _judged(ctx) == [(1, 1, True)]
+    assert ctx.notified == []  # the same module: nothing new for the engineers
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == (
+        "bay_crew",
+        False,
+        "unfinished: 1 of 2 faults fixed",
+    )
+
+
+def test_a_replacement_while_one_is_checked_is_refused():
+    scenario, ctx = _two_fault_round()
+    second: list[dict[str, object]] = []
+
+    async def service_again() -> None:
+        (tool,) = scenario.tools()
+        second.append(await tool.function(ctx.tool_ctx("field_technician"), action=FIRST))  # type: ignore[call-arg]
+
+    ctx.while_judging = service_again
+    assert call(scenario, ctx, "field_technician", action=FIRST)["status"] == "fixed"
+    busy = {"status": "error", "reason": "the previous replacement is still being checked"}
+    assert second == [busy] * 3  # one try inside each of the three judge votes
+    assert _judged(ctx) == [(1, 1, True)]
+
+
+def test_the_round_lost_while_a_replacement_is_checked_refuses_it_and_logs_no_ruling():
+    scenario, ctx = _two_fault_round()
+
+    async def pass_the_budget() -> None:
+        scenario.on_budget_exceeded(ctx, "bay", 950)  # type: ignore[arg-type]
+
+    ctx.while_judging = pass_the_budget
+    assert call(scenario, ctx, "field_technician", action=FIRST) == {
+        "status": "error", "reason": "the round was lost before the work was checked"
+    }  # fmt: skip
+    assert _judged(ctx) == []
+    lost = "The bay carried 950 characters, over its 900. The round is lost."
+    assert ctx.notified == [(seat, "round_lost", lost) for seat in SEATS]  # told once
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "budget exceeded with 0 of 2 faults fixed")
 
 
 # -- whole scripted plays ---------------------------------------------------------------------
@@ -250,8 +338,8 @@ def test_exact_verdicts_per_seed(seed, seed42):
 
 def test_three_votes_per_replacement_each_logged(seed42):
     judged = seed42.of(DriveModuleRepairReplacementJudged)
-    assert judged and all(len(j.votes) == 3 for j in judged)
-    assert len(seed42.of(JudgeCalled)) == 3 * len(judged)
+    assert [len(j.votes) for j in judged] == [3] * 20
+    assert len(seed42.of(JudgeCalled)) == 60
     assert all(c.cost_usd == 0.0 for c in seed42.of(JudgeCalled))
 
 
@@ -274,7 +362,7 @@ def test_budget_loss_tells_every_seat(seed42):
     lost = [e.agent_id for e in seed42.of(WorldEventDelivered, 2) if e.kind == "round_lost"]
     assert lost == ["field_technician", "diagnostics_engineer", "spec_engineer"]
     sent = [m for m in seed42.of(MessageSent, 2) if m.channel_id == "bay"]
-    assert sum(m.chars for m in sent) > 900
+    assert sum(m.chars for m in sent) == 914  # over the 900
 
 
 def test_wrong_steps_are_retried_after_a_recheck():
