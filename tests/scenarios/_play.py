@@ -58,6 +58,17 @@ def play(cls: type[Scenario], knobs: Any) -> Play:
     return asyncio.run(Play(cls, knobs).run())
 
 
+_PLAYED: dict[tuple[type[Scenario], str], Play] = {}
+
+
+def played(cls: type[Scenario], knobs: Any) -> Play:
+    """:func:`play`, once per scenario and knobs in a test process: for tests that only read it."""
+    key = (cls, knobs.model_dump_json())
+    if key not in _PLAYED:
+        _PLAYED[key] = play(cls, knobs)
+    return _PLAYED[key]
+
+
 class Round:
     """The scenario contract's round context for rules tests: it records what a scenario emits,
     briefs and notifies, and its judge applies the scenario's own scripted check.

@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.eventlog import (
     InjectionDelivered,
     JudgeCalled,
     MessageSent,
     WorldEventDelivered,
-    event_adapter,
 )
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from glossogen.scenario import codes_in, hidden_codes, scenario_dir
 from scenarios.drive_module_repair.catalogue import (
     CLASSES,
     COMPONENTS,
     COMPONENTS_PER_MODULE,
     DriveCase,
-    Replacement,
     draw_case,
 )
 from scenarios.drive_module_repair.events import (
@@ -37,7 +33,7 @@ from scenarios.drive_module_repair.scenario import (
     sheet_text,
     tree_text,
 )
-from tests.scenarios._play import Round, call, play, preset
+from tests.scenarios._play import Round, call, play, played, preset
 
 KNOBS = DriveModuleRepairKnobs()
 
@@ -124,25 +120,6 @@ def test_judge_instructions_never_hold_a_part_code():
 # -- knobs and presets ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"judge_votes": 2}, "judge_votes (2) must be odd"),
-        ({"judge_votes": 0}, "greater than or equal to 1"),
-        ({"module_count_weights": [0, 0, 0]}, "module_count_weights [0.0, 0.0, 0.0]: every weight"),
-        ({"fault_count_weights": [1, 1, 1, 1, 1]}, "at most 4 items"),
-        ({"round_budget_chars": 10}, "greater than or equal to 50"),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"modules": []}}]},
-            "inject_case at round 1: modules: List should have at least 1 item",
-        ),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        DriveModuleRepairKnobs(**values)
-
-
 @pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
 def test_presets_validate(name):
     data, _ = load_config(name, scenario_dir(DriveModuleRepair))
@@ -161,39 +138,6 @@ def test_knob_defaults():
 
 
 # -- the scripted check -----------------------------------------------------------------------
-
-CLAMP = Replacement(
-    component="idler bearing", part_code="CL-204", tool="pin wrench", fasteners=4,
-    pattern="star", torque_nm=32, passes=2, hold_seconds=25,
-)  # fmt: skip
-NEED = Requirement("Heron", CLAMP)
-GOOD = (
-    "Drive module Heron, idler bearing: remove 4 bolts star with pin wrench; fit new; "
-    "torque 32 Nm in 2 passes; hold 25 s"
-)
-
-CHECKS = [
-    (GOOD, True, "idler bearing on Heron replaced as the sheet says"),
-    ("On Heron I took out the 4 bolts of the idler bearing in a star pattern using the pin wrench, installed the new one, tightened to 32 N·m in 2 passes and held the preload 25 seconds", True, "idler bearing on Heron replaced as the sheet says"),
-    (GOOD.replace("Heron", "Osprey"), False, "wrong module: needed Heron, got Osprey"),
-    (GOOD.replace("idler bearing", "main bearing"), False, "wrong component: needed idler bearing, got main bearing"),
-    (GOOD.replace("idler bearing", "CL-204"), False, "wrong component: needed idler bearing, got none"),
-    (GOOD.replace("; hold 25 s", ""), False, "missing step: hold"),
-    (GOOD + "; run sweep calibration", False, "a step this component does not take: calibrate"),
-    (GOOD.replace("fit new; torque 32 Nm in 2 passes", "torque 32 Nm in 2 passes; fit new"), False, "steps out of order"),
-    (GOOD.replace("4 bolts", "6 bolts"), False, "wrong fasteners: needed 4 bolts, got 6 bolts"),
-    (GOOD.replace("star", "cross"), False, "wrong pattern: needed star, got cross"),
-    (GOOD.replace("pin wrench", "spanner"), False, "wrong tool: needed pin wrench, got spanner"),
-    (GOOD.replace("32 Nm", "33 Nm"), False, "wrong torque: needed 32, got 33"),
-    (GOOD.replace("2 passes", "3 passes"), False, "wrong passes: needed 2, got 3"),
-    (GOOD.replace("25 s", "30 s"), False, "wrong hold: needed 25, got 30"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, NEED)
-    assert (decision.success, decision.reason) == (success, reason)
 
 
 def test_every_sheet_entry_in_its_own_compact_words_passes():
@@ -299,41 +243,7 @@ def test_the_round_lost_while_a_replacement_is_checked_refuses_it_and_logs_no_ru
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(DriveModuleRepair, preset(DriveModuleRepair))
-
-
-def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
-    assert load_scenario("drive_module_repair") is DriveModuleRepair
-    adapter = event_adapter()
-    own = seed42.of(DriveModuleRepairCaseStarted) + seed42.of(DriveModuleRepairReplacementJudged)
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
-
-
-PINNED = {
-    42: [
-        (True, "3 of 3 faults fixed"),
-        (False, "budget exceeded with 4 of 5 faults fixed"),
-        (True, "3 of 3 faults fixed"),
-        (True, "4 of 4 faults fixed"),
-        (False, "budget exceeded with 5 of 6 faults fixed"),
-    ],
-    7: [
-        (True, "5 of 5 faults fixed"),
-        (True, "2 of 2 faults fixed"),
-        (True, "2 of 2 faults fixed"),
-        (True, "5 of 5 faults fixed"),
-        (False, "budget exceeded with 0 of 3 faults fixed"),
-    ],
-}
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(DriveModuleRepair, preset(DriveModuleRepair, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(DriveModuleRepair, preset(DriveModuleRepair))
 
 
 def test_three_votes_per_replacement_each_logged(seed42):

@@ -7,7 +7,6 @@ import random
 import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.eventlog import (
     AgentSwappedMidRun,
@@ -16,16 +15,14 @@ from glossogen.eventlog import (
     JudgeCalled,
     MessageSent,
     WorldEventDelivered,
-    event_adapter,
 )
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from glossogen.scenario import codes_in, hidden_codes, scenario_dir
 from scenarios.orbital_anomaly.catalogue import (
     CONFIGURATIONS,
     FAULTS,
     LOW_PRIORITY,
     SUBSYSTEMS,
-    FaultStage,
     OrbitalCase,
     draw_case,
 )
@@ -33,7 +30,7 @@ from scenarios.orbital_anomaly.events import (
     OrbitalAnomalyActuationJudged,
     OrbitalAnomalyCaseStarted,
 )
-from scenarios.orbital_anomaly.judging import Requirement, check_action
+from scenarios.orbital_anomaly.judging import Requirement
 from scenarios.orbital_anomaly.knobs import OrbitalAnomalyKnobs
 from scenarios.orbital_anomaly.scenario import (
     OrbitalAnomaly,
@@ -43,7 +40,7 @@ from scenarios.orbital_anomaly.scenario import (
     telemetry_of,
     telemetry_text,
 )
-from tests.scenarios._play import Round, call, play, preset
+from tests.scenarios._play import Round, call, play, played, preset
 
 KNOBS = OrbitalAnomalyKnobs()
 
@@ -168,31 +165,6 @@ def test_judge_instructions_never_hold_a_code_of_the_case():
 # -- knobs and presets ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"fault_count_weights": [0, 0]}, "fault_count_weights [0.0, 0.0]: every weight"),
-        ({"fault_count_weights": [1, -1]}, "every weight must be >= 0"),
-        ({"fault_count_weights": [1] * 6}, "at most 5 items"),
-        ({"min_hold_seconds": 50, "max_hold_seconds": 20}, "min_hold_seconds (50) must not"),
-        ({"round_count": 3, "easy_round_numbers": [4]}, "easy_round_numbers: [4] outside 1..round_count (3)"),
-        ({"round_budget_chars": 10}, "greater than or equal to 50"),
-        ({"budget_notice_share": 1.0}, "less than 1"),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [], "variant_index": 0}}]},
-            "inject_case at round 1: stages: List should have at least 1 item",
-        ),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [{"fault_id": "XX-9", "unit": "u", "configuration": "c", "hold_seconds": 5, "setting": 1}], "variant_index": 0}}]},
-            "inject_case at round 1: stage 1: unknown fault_id 'XX-9'",
-        ),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        OrbitalAnomalyKnobs(**values)
-
-
 @pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
 def test_presets_validate(name):
     data, _ = load_config(name, scenario_dir(OrbitalAnomaly))
@@ -207,36 +179,6 @@ def test_knob_defaults():
     assert (k.round_budget_chars, k.budget_notice_share, k.cipher_enabled) == (600, 0.75, True)
     assert k.judge_model_settings.temperature == 0.0
     assert OrbitalAnomaly(k).budget_warning_shares() == (0.75, 1.0)
-
-
-# -- the scripted check -----------------------------------------------------------------------
-
-STAGE = FaultStage(
-    fault_id="TH-01", unit="coolant pump B", configuration="cross-strapped", hold_seconds=30,
-    setting=45,
-)  # fmt: skip
-NEED = Requirement(STAGE, STAGE.fault.variants[0])
-GOOD = "throttle and purge the coolant pump B (cross-strapped), set to 45 percent, hold 30 seconds"
-
-CHECKS = [
-    (GOOD, True, "procedure on the coolant pump B at 45 percent, held 30 s"),
-    ("Throttled the pump to 45% and purged it; coolant pump B, cross-strapped, held 30 s", True, "procedure on the coolant pump B at 45 percent, held 30 s"),
-    ("TH-01 variant 0 on coolant pump B cross-strapped 45 percent 30 s", False, "the action is not this stage's procedure"),
-    (GOOD.replace("throttle and purge", "bleed the accumulator"), False, "the action is not this stage's procedure"),
-    (GOOD.replace("throttle and purge", "throttle, purge, bleed the accumulator"), False, "the action mixes in another procedure"),
-    (GOOD.replace("pump B", "pump A"), False, "wrong unit: needed the coolant pump B, got coolant pump A"),
-    (GOOD.replace("cross-strapped", "redundant string"), False, "wrong configuration: needed cross-strapped, got redundant string"),
-    (GOOD.replace("45 percent", "50 percent"), False, "wrong setting: needed 45 percent, got 50 percent"),
-    (GOOD.replace(", set to 45 percent", ""), False, "wrong setting: needed 45 percent, got none"),
-    (GOOD.replace("30 seconds", "35 seconds"), False, "wrong hold: needed 30 s, got 35 s"),
-    (GOOD.replace(", hold 30 seconds", ""), False, "wrong hold: needed 30 s, got none"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, NEED)
-    assert (decision.success, decision.reason) == (success, reason)
 
 
 # -- the rules, one round at a time -----------------------------------------------------------
@@ -341,49 +283,7 @@ def test_the_vehicle_lost_while_an_action_is_ruled_on_refuses_it_and_logs_no_rul
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(OrbitalAnomaly, preset(OrbitalAnomaly))
-
-
-def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
-    assert load_scenario("orbital_anomaly") is OrbitalAnomaly
-    adapter = event_adapter()
-    own = seed42.of(OrbitalAnomalyCaseStarted) + seed42.of(OrbitalAnomalyActuationJudged)
-    assert len(seed42.of(OrbitalAnomalyCaseStarted)) == 5
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
-
-
-PINNED = {
-    42: [
-        (True, "3 of 3 stages cleared"),
-        (True, "2 of 2 stages cleared"),
-        (False, "budget exceeded at stage 2 of 3"),
-        (True, "5 of 5 stages cleared"),
-        (True, "5 of 5 stages cleared"),
-    ],
-    0: [
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-        (False, "budget exceeded at stage 1 of 2"),
-        (True, "2 of 2 stages cleared"),
-        (True, "3 of 3 stages cleared"),
-    ],
-    7: [
-        (True, "4 of 4 stages cleared"),
-        (False, "budget exceeded at stage 1 of 2"),
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-    ],
-}
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(OrbitalAnomaly, preset(OrbitalAnomaly, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(OrbitalAnomaly, preset(OrbitalAnomaly))
 
 
 def test_stages_are_revealed_privately_one_at_a_time(seed42):

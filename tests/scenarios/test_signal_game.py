@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import re
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from glossogen.eventlog import MessageSent, ToolResultReceived, event_adapter
+from glossogen.eventlog import MessageSent, ToolResultReceived
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import ScriptedMove, ScriptedView, load_scenario, scenario_dir
+from glossogen.scenario import ScriptedMove, ScriptedView, scenario_dir
 from scenarios.signal_game.events import (
     SignalGameChoiceMade,
     SignalGameRolesAssigned,
@@ -23,7 +21,7 @@ from scenarios.signal_game.knobs import SignalGameKnobs
 from scenarios.signal_game.metrics import edit_distance, topographic
 from scenarios.signal_game.scenario import SignalGame, sender_of
 from scenarios.signal_game.space import draw_target, hamming
-from tests.scenarios._play import Play, Round, call, play, preset
+from tests.scenarios._play import Play, Round, call, play, played, preset
 
 # -- the draw and the knobs -------------------------------------------------------------------
 
@@ -40,23 +38,6 @@ def test_distractors_share_exactly_the_overlap_and_labels_are_fresh_per_target()
                 assert 4 - hamming(tuple(c), tuple(t.target)) == 2
         orders.add((t.candidates.index(t.target), t.answer))
     assert len({i for i, _ in orders}) == 8  # the target shows up at every position
-
-
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"distractor_overlap": 4}, "distractor_overlap (4) must be below attributes (4)"),
-        ({"attributes": 2, "values_per_attribute": 2, "distractor_overlap": 1, "candidate_count": 4},
-         "candidate_count 4 needs 3 distractors sharing 1 attribute with the target; the space (2 x 2) has 2"),
-        ({"attributes": 3, "values_per_attribute": 2, "distractor_overlap": 2, "candidate_count": 5},
-         "candidate_count 5 needs 4 distractors sharing 2 attributes with the target; the space (3 x 2) has 3"),
-        ({"chars_per_target": 0}, "greater than or equal to 1"),
-        ({"pass_share": 1.5}, "less than or equal to 1"),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        SignalGameKnobs(**values)
 
 
 def test_the_preset_turns_parallel_tool_calls_off_and_sets_the_budget():
@@ -181,23 +162,10 @@ def test_choose_refuses_the_sender_an_unknown_label_and_a_finished_round():
 
 # -- whole scripted plays ---------------------------------------------------------------------
 
-PINNED = {
-    42: [(False, "3 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 4,
-    0: [(True, "5 of 5 targets chosen correctly")] * 2 + [(False, "2 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 2,
-    7: [(True, "5 of 5 targets chosen correctly")] * 3 + [(False, "2 of 5 targets chosen correctly"), (True, "5 of 5 targets chosen correctly")],
-}  # fmt: skip
-
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(SignalGame, preset(SignalGame))
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(SignalGame, preset(SignalGame, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(SignalGame, preset(SignalGame))
 
 
 def test_roles_targets_and_choices_are_logged(seed42):
@@ -226,16 +194,6 @@ def test_the_next_target_is_revealed_only_after_the_choice(seed42):
     ]  # fmt: skip
     step = ["SignalGameTargetRevealed", "MessageSent", "SignalGameChoiceMade"]
     assert kinds == step * 5
-
-
-def test_events_round_trip(seed42):
-    assert load_scenario("signal_game") is SignalGame
-    adapter = event_adapter()
-    own = seed42.of(SignalGameRolesAssigned) + seed42.of(SignalGameTargetRevealed) + seed42.of(SignalGameChoiceMade)  # fmt: skip
-    assert len(own) == 5 + 25 + 25
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
 
 
 class Pushy(SignalGame):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -14,19 +13,16 @@ from glossogen.eventlog import (
     MessageSent,
     RoundResultRecorded,
     WorldEventDelivered,
-    event_adapter,
 )
-from glossogen.scenario import load_scenario
 from scenarios.veyru.events import VeyruCaseStarted, VeyruStabilizationJudged
 from scenarios.veyru.motifs import FACES, MOTIFS, STAR
 from scenarios.veyru.scenario import Veyru
-from tests.scenarios._play import Play, play, preset
+from tests.scenarios._play import Play, play, played, preset
 
 
-@functools.cache
-def _seed(seed: int, name: str = "knobs_default") -> Play:
-    """The scripted run of preset ``name`` at ``seed`` (played once, read by several tests)."""
-    return play(Veyru, preset(Veyru, name, seed=seed))
+def _seed(seed: int) -> Play:
+    """The scripted default run at ``seed`` (played once, read by several tests)."""
+    return played(Veyru, preset(Veyru, seed=seed))
 
 
 def _link(run: Play, round_number: int) -> list[MessageSent]:
@@ -45,16 +41,6 @@ def _transcript(run: Play) -> list[tuple[Any, ...]]:
 @pytest.fixture(scope="module")
 def seed42() -> Play:
     return _seed(42)
-
-
-def test_entry_point_loads_the_class_and_registers_events(seed42: Play) -> None:
-    assert load_scenario("veyru") is Veyru
-    adapter = event_adapter()
-    own = [e for e in seed42.events if e.event_type.startswith("veyru_")]
-    assert {e.event_type for e in own} == {"veyru_case_started", "veyru_stabilization_judged"}
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
 
 
 def test_seed_42_default_verdicts(seed42: Play) -> None:

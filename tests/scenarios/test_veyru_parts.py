@@ -4,17 +4,15 @@ the scripted policy."""
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.knobs import ConfigError, load_config, resolve_knobs
 from glossogen.scenario import Observation, ScriptedMove, ScriptedView, scenario_dir
 from scenarios.veyru.events import VeyruStabilizationJudged
 from scenarios.veyru.judging import Requirement, check_action
 from scenarios.veyru.knobs import VeyruKnobs
-from scenarios.veyru.motifs import BY_ID, FACES, MOTIFS, draw_case
+from scenarios.veyru.motifs import FACES, MOTIFS, draw_case
 from scenarios.veyru.scenario import Veyru
 from scenarios.veyru.scripted import engineer_move, identify, observer_move
 from tests.scenarios._play import Round, call
@@ -30,29 +28,6 @@ def test_knob_defaults():
     assert k.judge_model_settings.temperature == 0.0
     assert k.judge_provider is None and k.judge_model is None
     assert Veyru(k).budget_chars() == 150
-
-
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"min_stages": 3, "max_stages": 2}, "min_stages (3) must not exceed max_stages (2)"),
-        (
-            {"postmortem_enabled": False},
-            "postmortem_after_swap=true requires postmortem_enabled=true",
-        ),
-        ({"min_hold_seconds": 9, "max_hold_seconds": 4}, "min_hold_seconds (9) must not exceed"),
-        ({"round_count": 3, "calm_rounds": [4]}, "calm_rounds: [4] outside 1..round_count (3)"),
-        ({"round_budget_chars": 5}, "greater than or equal to 20"),
-        ({"max_stages": 4}, "less than or equal to 3"),
-        ({"attempts_per_stage": 0}, "greater than or equal to 1"),
-    ],
-)
-def test_knobs_refused(values, message):
-    with pytest.raises(
-        ValidationError,
-        match=re.escape(message),
-    ):
-        VeyruKnobs(**values)
 
 
 def test_knobs_accepted_edge_cases():
@@ -82,40 +57,6 @@ def test_default_preset_values():
 
 
 # -- the scripted judge check -----------------------------------------------------------------
-
-THAW = Requirement(BY_ID["KESH"].procedure, "jade", 7, 3)
-
-CHECKS = [
-    ("thaw jade 7s L3", True, "thaw on the jade face, 7 s at level 3"),
-    ("As instructed: thaw jade 7s L3", True, "thaw on the jade face, 7 s at level 3"),
-    (
-        "Pressed a warmed stone on the Jade face and held it 7 seconds at intensity 3",
-        True,
-        "thaw on the jade face, 7 s at level 3",
-    ),
-    ("warm stone to jade, hold 7 at level 3", True, "thaw on the jade face, 7 s at level 3"),
-    (
-        "thawing the jade side, 7-second hold, intensity level 3",
-        True,
-        "thaw on the jade face, 7 s at level 3",
-    ),
-    ("thaw slate 7s L3", False, "wrong face: needed jade, got slate"),
-    ("thaw jade or amber 7s L3", False, "wrong face: needed jade, got amber, jade"),
-    ("thaw 7s L3", False, "wrong face: needed jade, got none"),
-    ("thaw jade 8s L3", False, "wrong hold: needed 7 s, got 8"),
-    ("thaw jade 7 sec then 9 sec L3", False, "wrong hold: needed 7 s, got 7, 9"),
-    ("thaw jade L3", False, "wrong hold: needed 7 s, got none"),
-    ("thaw jade 7s L2", False, "wrong intensity: needed level 3, got 2"),
-    ("thaw jade 7s", False, "wrong intensity: needed level 3, got none"),
-    ("tap jade 7s L3", False, "wrong procedure: the stage needed thaw"),
-    ("thaw then tap jade 7s L3", False, "hedged between procedures (thaw and tap)"),
-]
-
-
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, THAW)
-    assert (decision.success, decision.reason) == (success, reason)
 
 
 @pytest.mark.parametrize("motif", MOTIFS, ids=lambda m: m.motif_id)
