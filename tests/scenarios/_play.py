@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from glossogen.engine import RunEngine, RunSetup, VirtualClock, resolve_judge, resolve_seats
@@ -20,14 +23,13 @@ def preset(cls: type[Scenario], name: str = "knobs_default", **overrides: Any) -
 
 
 class Play:
-    """One finished run: round summaries, every event, and each judge call's instructions."""
+    """One finished run: its round summaries and every event it logged."""
 
     def __init__(self, cls: type[Scenario], knobs: Any) -> None:
         self.knobs = knobs
         self.scenario = cls(knobs)
         self.events: list[Any] = []
         self.summaries: list[Any] = []
-        self.judge_calls: list[tuple[int, str, str]] = []  # (round, question, instructions)
 
     async def run(self) -> Play:
         seats = resolve_seats(self.scenario, self.knobs, "scripted", "scripted")
@@ -37,13 +39,6 @@ class Play:
             seats, judge,
         )  # fmt: skip
         engine = RunEngine(setup, self.events.append, VirtualClock(START))
-        rule = engine.rule
-
-        async def recording_rule(question: str, instructions: str, scripted: Any) -> Any:
-            self.judge_calls.append((engine.round_number, question, instructions))
-            return await rule(question, instructions, scripted)
-
-        engine.rule = recording_rule  # type: ignore[method-assign]
         engine.start()
         for n in range(1, self.knobs.round_count + 1):
             self.summaries.append(await engine.play_round(n))
@@ -61,3 +56,61 @@ class Play:
 def play(cls: type[Scenario], knobs: Any) -> Play:
     """Play ``knobs.round_count`` rounds of ``cls`` with scripted seats and judge."""
     return asyncio.run(Play(cls, knobs).run())
+
+
+_PLAYED: dict[tuple[type[Scenario], str], Play] = {}
+
+
+def played(cls: type[Scenario], knobs: Any) -> Play:
+    """:func:`play`, once per scenario and knobs in a test process: for tests that only read it."""
+    key = (cls, knobs.model_dump_json())
+    if key not in _PLAYED:
+        _PLAYED[key] = play(cls, knobs)
+    return _PLAYED[key]
+
+
+class Round:
+    """The scenario contract's round context for rules tests: it records what a scenario emits,
+    briefs and notifies, and its judge applies the scenario's own scripted check.
+
+    ``while_judging``, when set, is awaited inside each judge call, before the ruling: what
+    happens on the link while an action is being ruled on (a second call, the budget passed).
+    """
+
+    def __init__(self, round_number: int = 1, phase: str = "main") -> None:
+        self.round_number = round_number
+        self.phase = phase
+        self.events: list[Any] = []
+        self.briefed: list[tuple[str, str]] = []
+        self.notified: list[tuple[str, str, str]] = []  # (agent_id, kind, text)
+        self.while_judging: Callable[[], Awaitable[None]] | None = None
+
+    def now(self) -> float:
+        return 0.0
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        self.briefed.append((agent_id, text))
+
+    def notify(self, agent_id: str, kind: str, text: str, data: Any = None) -> None:
+        self.notified.append((agent_id, kind, text))
+
+    async def judge(self, question: str, instructions: str, scripted: Callable[[], Any]) -> Any:
+        if self.while_judging is not None:
+            await self.while_judging()
+        return scripted()
+
+    def rng(self, *key: object) -> random.Random:
+        return random.Random(str(key))
+
+    def tool_ctx(self, agent_id: str) -> Any:
+        """The ``ctx`` a scenario tool receives when ``agent_id`` calls it this round."""
+        return SimpleNamespace(deps=SimpleNamespace(agent_id=agent_id, round=self))
+
+
+def call(scenario: Scenario, ctx: Round, agent_id: str, **args: Any) -> Any:
+    """Call ``scenario``'s one tool as ``agent_id`` in round ``ctx`` and return its reply."""
+    (tool,) = scenario.tools()
+    return asyncio.run(tool.function(ctx.tool_ctx(agent_id), **args))  # type: ignore[call-arg]

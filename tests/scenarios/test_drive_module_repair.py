@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.eventlog import (
     InjectionDelivered,
     JudgeCalled,
     MessageSent,
     WorldEventDelivered,
-    event_adapter,
 )
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from glossogen.scenario import codes_in, hidden_codes, scenario_dir
 from scenarios.drive_module_repair.catalogue import (
     CLASSES,
     COMPONENTS,
     COMPONENTS_PER_MODULE,
     DriveCase,
-    Replacement,
     draw_case,
 )
 from scenarios.drive_module_repair.events import (
@@ -37,7 +33,7 @@ from scenarios.drive_module_repair.scenario import (
     sheet_text,
     tree_text,
 )
-from tests.scenarios._play import play, preset
+from tests.scenarios._play import Round, call, play, played, preset
 
 KNOBS = DriveModuleRepairKnobs()
 
@@ -56,8 +52,8 @@ CASES = [_case(n) for n in range(200)]
 # -- the generator ----------------------------------------------------------------------------
 
 
-def test_catalogue_has_fourteen_components_in_five_classes():
-    assert len(COMPONENTS) >= 14 and len(CLASSES) >= 5
+def test_catalogue_has_fifteen_components_in_five_classes():
+    assert (len(COMPONENTS), len(CLASSES)) == (15, 5)
     assert {c.service_class for c in COMPONENTS} == {c.key for c in CLASSES}
     assert len({c.steps for c in CLASSES}) == len(CLASSES)  # a class fixes the steps' shape
 
@@ -80,7 +76,7 @@ def test_cases_are_seeded_and_shaped_by_the_weights():
 
 def test_modules_differ_in_their_trees_and_settings():
     two = [c for c in CASES if len(c.modules) >= 2]
-    assert two
+    assert len(two) == 97
     differ = 0
     for case in two:
         a, b = case.modules[:2]
@@ -124,25 +120,6 @@ def test_judge_instructions_never_hold_a_part_code():
 # -- knobs and presets ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"judge_votes": 2}, "judge_votes (2) must be odd"),
-        ({"judge_votes": 0}, "greater than or equal to 1"),
-        ({"module_count_weights": [0, 0, 0]}, "module_count_weights [0.0, 0.0, 0.0]: every weight"),
-        ({"fault_count_weights": [1, 1, 1, 1, 1]}, "at most 4 items"),
-        ({"round_budget_chars": 10}, "greater than or equal to 50"),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"modules": []}}]},
-            "inject_case at round 1: modules: List should have at least 1 item",
-        ),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        DriveModuleRepairKnobs(**values)
-
-
 @pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
 def test_presets_validate(name):
     data, _ = load_config(name, scenario_dir(DriveModuleRepair))
@@ -162,41 +139,6 @@ def test_knob_defaults():
 
 # -- the scripted check -----------------------------------------------------------------------
 
-CLAMP = Replacement(
-    component="idler bearing", part_code="CL-204", tool="pin wrench", fasteners=4,
-    pattern="star", torque_nm=32, passes=2, hold_seconds=25,
-)  # fmt: skip
-NEED = Requirement("Heron", CLAMP)
-GOOD = (
-    "Drive module Heron, idler bearing: remove 4 bolts star with pin wrench; fit new; "
-    "torque 32 Nm in 2 passes; hold 25 s"
-)
-
-CHECKS = [
-    (GOOD, True, "idler bearing on Heron replaced as the sheet says"),
-    ("On Heron I took out the 4 bolts of the idler bearing in a star pattern using the pin wrench, installed the new one, tightened to 32 N·m in 2 passes and held the preload 25 seconds", True, None),
-    (GOOD.replace("Heron", "Osprey"), False, "wrong module: needed Heron, got Osprey"),
-    (GOOD.replace("idler bearing", "main bearing"), False, "wrong component: needed idler bearing, got main bearing"),
-    (GOOD.replace("idler bearing", "CL-204"), False, "wrong component: needed idler bearing, got none"),
-    (GOOD.replace("; hold 25 s", ""), False, "missing step: hold"),
-    (GOOD + "; run sweep calibration", False, "a step this component does not take: calibrate"),
-    (GOOD.replace("fit new; torque 32 Nm in 2 passes", "torque 32 Nm in 2 passes; fit new"), False, "steps out of order"),
-    (GOOD.replace("4 bolts", "6 bolts"), False, "wrong fasteners: needed 4 bolts, got 6 bolts"),
-    (GOOD.replace("star", "cross"), False, "wrong pattern: needed star, got cross"),
-    (GOOD.replace("pin wrench", "spanner"), False, "wrong tool: needed pin wrench, got spanner"),
-    (GOOD.replace("32 Nm", "33 Nm"), False, "wrong torque: needed 32, got 33"),
-    (GOOD.replace("2 passes", "3 passes"), False, "wrong passes: needed 2, got 3"),
-    (GOOD.replace("25 s", "30 s"), False, "wrong hold: needed 25, got 30"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, NEED)
-    assert decision.success is success
-    if reason is not None:
-        assert decision.reason == reason
-
 
 def test_every_sheet_entry_in_its_own_compact_words_passes():
     for case in CASES[:50]:
@@ -206,52 +148,108 @@ def test_every_sheet_entry_in_its_own_compact_words_passes():
             assert check_action(action, Requirement.of(stage)).success, action
 
 
+# -- the rules, one round at a time -----------------------------------------------------------
+
+# one module (Plover), two faults: the sensor hub, then the drive flange
+TWO_FAULTS = draw_case(random.Random("rules"), module_count_weights=[1], fault_count_weights=[0, 1])
+FIRST = (
+    "Drive module Plover, sensor hub: hold 21 s; remove 6 screws star with hex key; fit new; "
+    "torque 2 Nm in 3 passes; run zero-offset calibration"
+)
+SEATS = ["field_technician", "diagnostics_engineer", "spec_engineer"]
+
+
+def _two_fault_round() -> tuple[DriveModuleRepair, Round]:
+    scenario = DriveModuleRepair(KNOBS)
+    scenario.on_scheduled_case(TWO_FAULTS.model_dump(mode="json"))
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _judged(ctx: Round) -> list[tuple[int, int, bool]]:
+    return [
+        (e.step, e.attempt, e.match) for e in ctx.events if isinstance(e, DriveModuleRepairReplacementJudged)
+    ]  # fmt: skip
+
+
+def test_the_bay_refuses_before_the_case_other_seats_and_an_empty_action():
+    scenario = DriveModuleRepair(KNOBS)
+    assert call(scenario, Round(), "field_technician", action=FIRST) == {
+        "status": "error", "reason": "the bay takes no more work this round"
+    }  # fmt: skip
+    scenario, ctx = _two_fault_round()
+    for seat in ("diagnostics_engineer", "spec_engineer"):
+        assert call(scenario, ctx, seat, action=FIRST) == {
+            "status": "error", "reason": "only the field technician is in the bay"
+        }  # fmt: skip
+    assert call(scenario, ctx, "field_technician", action="") == {
+        "status": "error", "reason": "say what you do, step by step"
+    }  # fmt: skip
+    assert _judged(ctx) == []
+
+
+def test_one_of_two_faults_fixed_is_unfinished_and_names_the_next_symptom():
+    scenario, ctx = _two_fault_round()
+    assert call(scenario, ctx, "field_technician", action=FIRST) == {
+        "status": "fixed",
+        "next_fault": {"step": 2, "module": "Plover", "symptom": "coolant drips under the box"},
+        "note": "Drive module Plover shows: coolant drips under the box.",
+    }
+    assert _judged(ctx) == [(1, 1, True)]
+    assert ctx.notified == []  # the same module: nothing new for the engineers
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == (
+        "bay_crew",
+        False,
+        "unfinished: 1 of 2 faults fixed",
+    )
+
+
+def test_a_replacement_while_one_is_checked_is_refused():
+    scenario, ctx = _two_fault_round()
+    second: list[dict[str, object]] = []
+
+    async def service_again() -> None:
+        (tool,) = scenario.tools()
+        second.append(await tool.function(ctx.tool_ctx("field_technician"), action=FIRST))  # type: ignore[call-arg]
+
+    ctx.while_judging = service_again
+    assert call(scenario, ctx, "field_technician", action=FIRST)["status"] == "fixed"
+    busy = {"status": "error", "reason": "the previous replacement is still being checked"}
+    assert second == [busy] * 3  # one try inside each of the three judge votes
+    assert _judged(ctx) == [(1, 1, True)]
+
+
+def test_the_round_lost_while_a_replacement_is_checked_refuses_it_and_logs_no_ruling():
+    scenario, ctx = _two_fault_round()
+
+    async def pass_the_budget() -> None:
+        scenario.on_budget_exceeded(ctx, "bay", 950)  # type: ignore[arg-type]
+
+    ctx.while_judging = pass_the_budget
+    assert call(scenario, ctx, "field_technician", action=FIRST) == {
+        "status": "error", "reason": "the round was lost before the work was checked"
+    }  # fmt: skip
+    assert _judged(ctx) == []
+    lost = "The bay carried 950 characters, over its 900. The round is lost."
+    assert ctx.notified == [(seat, "round_lost", lost) for seat in SEATS]  # told once
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "budget exceeded with 0 of 2 faults fixed")
+
+
 # -- whole scripted plays ---------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(DriveModuleRepair, preset(DriveModuleRepair))
-
-
-def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
-    assert load_scenario("drive_module_repair") is DriveModuleRepair
-    adapter = event_adapter()
-    own = seed42.of(DriveModuleRepairCaseStarted) + seed42.of(DriveModuleRepairReplacementJudged)
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
-
-
-PINNED = {
-    42: [
-        (True, "3 of 3 faults fixed"),
-        (False, "budget exceeded with 4 of 5 faults fixed"),
-        (True, "3 of 3 faults fixed"),
-        (True, "4 of 4 faults fixed"),
-        (False, "budget exceeded with 5 of 6 faults fixed"),
-    ],
-    7: [
-        (True, "5 of 5 faults fixed"),
-        (True, "2 of 2 faults fixed"),
-        (True, "2 of 2 faults fixed"),
-        (True, "5 of 5 faults fixed"),
-        (False, "budget exceeded with 0 of 3 faults fixed"),
-    ],
-}
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(DriveModuleRepair, preset(DriveModuleRepair, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(DriveModuleRepair, preset(DriveModuleRepair))
 
 
 def test_three_votes_per_replacement_each_logged(seed42):
     judged = seed42.of(DriveModuleRepairReplacementJudged)
-    assert judged and all(len(j.votes) == 3 for j in judged)
-    assert len(seed42.of(JudgeCalled)) == 3 * len(judged)
+    assert [len(j.votes) for j in judged] == [3] * 20
+    assert len(seed42.of(JudgeCalled)) == 60
     assert all(c.cost_usd == 0.0 for c in seed42.of(JudgeCalled))
 
 
@@ -274,7 +272,7 @@ def test_budget_loss_tells_every_seat(seed42):
     lost = [e.agent_id for e in seed42.of(WorldEventDelivered, 2) if e.kind == "round_lost"]
     assert lost == ["field_technician", "diagnostics_engineer", "spec_engineer"]
     sent = [m for m in seed42.of(MessageSent, 2) if m.channel_id == "bay"]
-    assert sum(m.chars for m in sent) > 900
+    assert sum(m.chars for m in sent) == 914  # over the 900
 
 
 def test_wrong_steps_are_retried_after_a_recheck():

@@ -7,7 +7,6 @@ import random
 import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.eventlog import (
     AgentSwappedMidRun,
@@ -16,16 +15,14 @@ from glossogen.eventlog import (
     JudgeCalled,
     MessageSent,
     WorldEventDelivered,
-    event_adapter,
 )
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import codes_in, hidden_codes, load_scenario, scenario_dir
+from glossogen.scenario import codes_in, hidden_codes, scenario_dir
 from scenarios.orbital_anomaly.catalogue import (
     CONFIGURATIONS,
     FAULTS,
     LOW_PRIORITY,
     SUBSYSTEMS,
-    FaultStage,
     OrbitalCase,
     draw_case,
 )
@@ -33,7 +30,7 @@ from scenarios.orbital_anomaly.events import (
     OrbitalAnomalyActuationJudged,
     OrbitalAnomalyCaseStarted,
 )
-from scenarios.orbital_anomaly.judging import Requirement, check_action
+from scenarios.orbital_anomaly.judging import Requirement
 from scenarios.orbital_anomaly.knobs import OrbitalAnomalyKnobs
 from scenarios.orbital_anomaly.scenario import (
     OrbitalAnomaly,
@@ -43,7 +40,7 @@ from scenarios.orbital_anomaly.scenario import (
     telemetry_of,
     telemetry_text,
 )
-from tests.scenarios._play import play, preset
+from tests.scenarios._play import Round, call, play, played, preset
 
 KNOBS = OrbitalAnomalyKnobs()
 
@@ -64,8 +61,8 @@ CASES = [_case(n) for n in range(200)]
 # -- the generator ----------------------------------------------------------------------------
 
 
-def test_catalogue_has_twelve_faults_over_five_subsystems_with_three_distinct_variants():
-    assert len(FAULTS) >= 12 and len(SUBSYSTEMS) >= 5
+def test_catalogue_has_fourteen_faults_over_five_subsystems_with_three_distinct_variants():
+    assert (len(FAULTS), len(SUBSYSTEMS)) == (14, 5)
     assert {f.subsystem for f in FAULTS} == {s.key for s in SUBSYSTEMS}
     for fault in FAULTS:
         assert len(fault.variants) == 3
@@ -147,7 +144,7 @@ def test_no_seat_is_redundant_each_field_of_the_action_is_held_by_exactly_one_se
             for name, (value, seat) in fields.items():
                 assert _holders(texts, value) == [seat], (name, value)
             checked += 1
-    assert checked > 400
+    assert checked == 474  # the stages of the 200 cases
 
 
 def test_judge_instructions_never_hold_a_code_of_the_case():
@@ -168,31 +165,6 @@ def test_judge_instructions_never_hold_a_code_of_the_case():
 # -- knobs and presets ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"fault_count_weights": [0, 0]}, "fault_count_weights [0.0, 0.0]: every weight"),
-        ({"fault_count_weights": [1, -1]}, "every weight must be >= 0"),
-        ({"fault_count_weights": [1] * 6}, "at most 5 items"),
-        ({"min_hold_seconds": 50, "max_hold_seconds": 20}, "min_hold_seconds (50) must not"),
-        ({"round_count": 3, "easy_round_numbers": [4]}, "easy_round_numbers: [4] outside 1..round_count (3)"),
-        ({"round_budget_chars": 10}, "greater than or equal to 50"),
-        ({"budget_notice_share": 1.0}, "less than 1"),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [], "variant_index": 0}}]},
-            "inject_case at round 1: stages: List should have at least 1 item",
-        ),
-        (
-            {"scheduled_events": [{"kind": "inject_case", "round": 1, "payload": {"stages": [{"fault_id": "XX-9", "unit": "u", "configuration": "c", "hold_seconds": 5, "setting": 1}], "variant_index": 0}}]},
-            "inject_case at round 1: stage 1: unknown fault_id 'XX-9'",
-        ),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        OrbitalAnomalyKnobs(**values)
-
-
 @pytest.mark.parametrize("name", ["knobs_default", "knobs_no_postmortem", "knobs_tight_budget"])
 def test_presets_validate(name):
     data, _ = load_config(name, scenario_dir(OrbitalAnomaly))
@@ -209,36 +181,101 @@ def test_knob_defaults():
     assert OrbitalAnomaly(k).budget_warning_shares() == (0.75, 1.0)
 
 
-# -- the scripted check -----------------------------------------------------------------------
+# -- the rules, one round at a time -----------------------------------------------------------
 
-STAGE = FaultStage(
-    fault_id="TH-01", unit="coolant pump B", configuration="cross-strapped", hold_seconds=30,
-    setting=45,
-)  # fmt: skip
-NEED = Requirement(STAGE, STAGE.fault.variants[0])
-GOOD = "throttle and purge the coolant pump B (cross-strapped), set to 45 percent, hold 30 seconds"
-
-CHECKS = [
-    (GOOD, True, "procedure on the coolant pump B at 45 percent, held 30 s"),
-    ("Throttled the pump to 45% and purged it; coolant pump B, cross-strapped, held 30 s", True, None),
-    ("TH-01 variant 0 on coolant pump B cross-strapped 45 percent 30 s", False, "the action is not this stage's procedure"),
-    (GOOD.replace("throttle and purge", "bleed the accumulator"), False, "the action is not this stage's procedure"),
-    (GOOD.replace("throttle and purge", "throttle, purge, bleed the accumulator"), False, "the action mixes in another procedure"),
-    (GOOD.replace("pump B", "pump A"), False, "wrong unit: needed the coolant pump B, got coolant pump A"),
-    (GOOD.replace("cross-strapped", "redundant string"), False, "wrong configuration: needed cross-strapped, got redundant string"),
-    (GOOD.replace("45 percent", "50 percent"), False, "wrong setting: needed 45 percent, got 50 percent"),
-    (GOOD.replace(", set to 45 percent", ""), False, "wrong setting: needed 45 percent, got none"),
-    (GOOD.replace("30 seconds", "35 seconds"), False, "wrong hold: needed 30 s, got 35 s"),
-    (GOOD.replace(", hold 30 seconds", ""), False, "wrong hold: needed 30 s, got none"),
-]  # fmt: skip
+ONE_STAGE = {
+    "stages": [{"fault_id": "CM-02", "unit": "transponder 2", "configuration": "nominal string",
+                "hold_seconds": 12, "setting": 7}],
+    "variant_index": 2,
+}  # fmt: skip
+CLEARS = (
+    "change over to the other transponder and offset the carrier of transponder 2 "
+    "(nominal string) by 7 kilohertz, hold 12 seconds"
+)
+SEATS = ["astronaut", "telemetry_officer", "systems_engineer"]
 
 
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, NEED)
-    assert decision.success is success
-    if reason is not None:
-        assert decision.reason == reason
+def _one_stage_round() -> tuple[OrbitalAnomaly, Round]:
+    scenario = OrbitalAnomaly(KNOBS)
+    scenario.on_scheduled_case(ONE_STAGE)
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _judged(ctx: Round) -> list[tuple[int, int, bool]]:
+    return [
+        (e.stage, e.attempt, e.match) for e in ctx.events if isinstance(e, OrbitalAnomalyActuationJudged)
+    ]  # fmt: skip
+
+
+def test_the_panel_refuses_before_the_case_other_seats_and_an_empty_action():
+    scenario = OrbitalAnomaly(KNOBS)
+    ctx = Round()
+    assert call(scenario, ctx, "astronaut", action=CLEARS) == {
+        "status": "error", "reason": "the panel takes no more actions this round"
+    }  # fmt: skip
+    scenario, ctx = _one_stage_round()
+    for seat in ("telemetry_officer", "systems_engineer"):
+        assert call(scenario, ctx, seat, action=CLEARS) == {
+            "status": "error", "reason": "only the astronaut can reach the panel"
+        }  # fmt: skip
+    assert call(scenario, ctx, "astronaut", action="  ") == {
+        "status": "error", "reason": "say what you do at the panel"
+    }  # fmt: skip
+    assert _judged(ctx) == [] and ctx.notified == []
+
+
+def test_the_last_stage_cleared_tells_every_seat_all_clear_and_closes_the_panel():
+    scenario, ctx = _one_stage_round()
+    assert call(scenario, ctx, "astronaut", action=CLEARS) == {
+        "status": "accepted", "all_clear": True
+    }  # fmt: skip
+    assert ctx.notified == [
+        (seat, "all_clear", "All faults cleared; the vehicle is safe.") for seat in SEATS
+    ]
+    assert _judged(ctx) == [(1, 1, True)]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == ("crew", True, "1 of 1 stages cleared")
+    assert call(scenario, ctx, "astronaut", action=CLEARS) == {
+        "status": "error", "reason": "the panel takes no more actions this round"
+    }  # fmt: skip
+    assert _judged(ctx) == [(1, 1, True)]
+
+
+def test_an_action_while_one_is_ruled_on_is_refused():
+    scenario, ctx = _one_stage_round()
+    second: list[dict[str, object]] = []
+
+    async def act_again() -> None:
+        (tool,) = scenario.tools()
+        second.append(await tool.function(ctx.tool_ctx("astronaut"), action=CLEARS))  # type: ignore[call-arg]
+
+    ctx.while_judging = act_again
+    assert call(scenario, ctx, "astronaut", action=CLEARS) == {
+        "status": "accepted", "all_clear": True
+    }  # fmt: skip
+    assert second == [
+        {"status": "error", "reason": "the previous action is still being carried out"}
+    ]
+    assert _judged(ctx) == [(1, 1, True)]
+
+
+def test_the_vehicle_lost_while_an_action_is_ruled_on_refuses_it_and_logs_no_ruling():
+    scenario, ctx = _one_stage_round()
+
+    async def pass_the_budget() -> None:
+        scenario.on_budget_exceeded(ctx, "link", 640)  # type: ignore[arg-type]
+
+    ctx.while_judging = pass_the_budget
+    assert call(scenario, ctx, "astronaut", action=CLEARS) == {
+        "status": "error", "reason": "the vehicle was lost before the action took"
+    }  # fmt: skip
+    assert _judged(ctx) == []
+    lost = "The link carried 640 characters, over its 600; the vehicle is lost. The round is over."
+    assert ctx.notified == [(seat, "vehicle_lost", lost) for seat in SEATS]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "budget exceeded at stage 1 of 1")
 
 
 # -- whole scripted plays ---------------------------------------------------------------------
@@ -246,49 +283,7 @@ def test_scripted_check(action, success, reason):
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(OrbitalAnomaly, preset(OrbitalAnomaly))
-
-
-def test_entry_point_loads_the_class_and_its_events_round_trip(seed42):
-    assert load_scenario("orbital_anomaly") is OrbitalAnomaly
-    adapter = event_adapter()
-    own = seed42.of(OrbitalAnomalyCaseStarted) + seed42.of(OrbitalAnomalyActuationJudged)
-    assert len(seed42.of(OrbitalAnomalyCaseStarted)) == 5
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
-
-
-PINNED = {
-    42: [
-        (True, "3 of 3 stages cleared"),
-        (True, "2 of 2 stages cleared"),
-        (False, "budget exceeded at stage 2 of 3"),
-        (True, "5 of 5 stages cleared"),
-        (True, "5 of 5 stages cleared"),
-    ],
-    0: [
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-        (False, "budget exceeded at stage 1 of 2"),
-        (True, "2 of 2 stages cleared"),
-        (True, "3 of 3 stages cleared"),
-    ],
-    7: [
-        (True, "4 of 4 stages cleared"),
-        (False, "budget exceeded at stage 1 of 2"),
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-        (True, "1 of 1 stages cleared"),
-    ],
-}
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(OrbitalAnomaly, preset(OrbitalAnomaly, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(OrbitalAnomaly, preset(OrbitalAnomaly))
 
 
 def test_stages_are_revealed_privately_one_at_a_time(seed42):
@@ -315,17 +310,17 @@ def test_stages_are_revealed_privately_one_at_a_time(seed42):
 
 def test_budget_loss_ends_the_round_and_warns_at_three_quarters(seed42):
     warnings = [(w.threshold, w.used_chars) for w in seed42.of(BudgetWarning, 3)]
-    assert [t for t, _ in warnings] == [0.75, 1.0]
+    assert warnings == [(0.75, 725), (1.0, 725)]  # one message carried the link past both
     lost = [e.agent_id for e in seed42.of(WorldEventDelivered, 3) if e.kind == "vehicle_lost"]
     assert lost == ["astronaut", "telemetry_officer", "systems_engineer"]
     sent = [m for m in seed42.of(MessageSent, 3) if m.channel_id == "link"]
-    assert sum(m.chars for m in sent) > 600
+    assert sum(m.chars for m in sent) == 725
     assert seed42.verdicts()[2] == (False, "budget exceeded at stage 2 of 3")
 
 
 def test_good_rounds_send_no_code_and_stay_under_the_notice(seed42):
-    for n in (1, 2, 4, 5):
-        assert [w.threshold for w in seed42.of(BudgetWarning, n)] in ([], [0.75])
+    warned = {n: [w.threshold for w in seed42.of(BudgetWarning, n)] for n in (1, 2, 4, 5)}
+    assert warned == {1: [], 2: [], 4: [0.75], 5: [0.75]}
     actions = [j.action for j in seed42.of(OrbitalAnomalyActuationJudged)]
     assert actions and not any(re.search(r"[A-Z]{2}-\d\d", a) for a in actions)
 

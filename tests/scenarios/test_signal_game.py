@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import re
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from glossogen.eventlog import MessageSent, ToolResultReceived, event_adapter
+from glossogen.eventlog import MessageSent, ToolResultReceived
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import ScriptedMove, ScriptedView, load_scenario, scenario_dir
+from glossogen.scenario import ScriptedMove, ScriptedView, scenario_dir
 from scenarios.signal_game.events import (
     SignalGameChoiceMade,
     SignalGameRolesAssigned,
@@ -23,7 +21,7 @@ from scenarios.signal_game.knobs import SignalGameKnobs
 from scenarios.signal_game.metrics import edit_distance, topographic
 from scenarios.signal_game.scenario import SignalGame, sender_of
 from scenarios.signal_game.space import draw_target, hamming
-from tests.scenarios._play import Play, play, preset
+from tests.scenarios._play import Play, Round, call, play, played, preset
 
 # -- the draw and the knobs -------------------------------------------------------------------
 
@@ -40,23 +38,6 @@ def test_distractors_share_exactly_the_overlap_and_labels_are_fresh_per_target()
                 assert 4 - hamming(tuple(c), tuple(t.target)) == 2
         orders.add((t.candidates.index(t.target), t.answer))
     assert len({i for i, _ in orders}) == 8  # the target shows up at every position
-
-
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"distractor_overlap": 4}, "distractor_overlap (4) must be below attributes (4)"),
-        ({"attributes": 2, "values_per_attribute": 2, "distractor_overlap": 1, "candidate_count": 4},
-         "candidate_count 4 needs 3 distractors sharing 1 attribute with the target; the space (2 x 2) has 2"),
-        ({"attributes": 3, "values_per_attribute": 2, "distractor_overlap": 2, "candidate_count": 5},
-         "candidate_count 5 needs 4 distractors sharing 2 attributes with the target; the space (3 x 2) has 3"),
-        ({"chars_per_target": 0}, "greater than or equal to 1"),
-        ({"pass_share": 1.5}, "less than or equal to 1"),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        SignalGameKnobs(**values)
 
 
 def test_the_preset_turns_parallel_tool_calls_off_and_sets_the_budget():
@@ -104,25 +85,87 @@ def test_topographic_similarity_of_a_hand_built_message_set():
     assert topographic(named[:2]) is None  # one pair: undefined
 
 
-# -- whole scripted plays ---------------------------------------------------------------------
+# -- the rules, one round at a time -----------------------------------------------------------
 
-PINNED = {
-    42: [(False, "3 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 4,
-    0: [(True, "5 of 5 targets chosen correctly")] * 2 + [(False, "2 of 5 targets chosen correctly")] + [(True, "5 of 5 targets chosen correctly")] * 2,
-    7: [(True, "5 of 5 targets chosen correctly")] * 3 + [(False, "2 of 5 targets chosen correctly"), (True, "5 of 5 targets chosen correctly")],
-}  # fmt: skip
+
+def _round(**knobs: Any) -> tuple[SignalGame, Round]:
+    """Round 1 of a signal game started with ``knobs``: agent_a sends, agent_b receives."""
+    scenario = SignalGame(SignalGameKnobs(**knobs))
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _play_target(scenario: SignalGame, ctx: Round, right: bool) -> dict[str, Any]:
+    """The sender's message on link, then the receiver's choice, right or wrong."""
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    target = scenario.targets[scenario.current - 1]
+    label = target.answer if right else next(x for x in target.labels if x != target.answer)
+    return call(scenario, ctx, "agent_b", label=label)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("rights", "verdict"),
+    [
+        ([True, True, True, True, False], (True, "4 of 5 targets chosen correctly")),  # 4 >= 0.8*5
+        ([False, True, True, True, False], (False, "3 of 5 targets chosen correctly")),
+        ([True] * 5, (True, "5 of 5 targets chosen correctly")),
+    ],
+)
+def test_the_round_is_won_from_pass_share_of_the_targets(rights, verdict):
+    scenario, ctx = _round(pass_share=0.8, targets_per_round=5)
+    replies = [_play_target(scenario, ctx, right) for right in rights]
+    assert [r["correct"] for r in replies] == rights
+    assert replies[-1] == {"status": "chosen", "correct": rights[-1], "round_over": True}
+    assert scenario.is_settled() is True
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == ("pair", *verdict)
+    assert [(e.target, e.correct) for e in ctx.events if isinstance(e, SignalGameChoiceMade)] == [
+        (n, right) for n, right in enumerate(rights, start=1)
+    ]
+
+
+def test_targets_not_played_are_counted_in_the_verdict():
+    scenario, ctx = _round(pass_share=0.8, targets_per_round=5)
+    for right in (True, True, False):
+        _play_target(scenario, ctx, right)
+    assert scenario.is_settled() is False
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "2 of 5 targets chosen correctly (2 not played)")
+
+
+def test_choose_refuses_the_sender_an_unknown_label_and_a_finished_round():
+    scenario, ctx = _round(targets_per_round=1)
+    assert call(scenario, ctx, "agent_a", label="pell") == {
+        "status": "refused",
+        "reason": "you are the sender this round; send on link",
+    }
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    assert call(scenario, ctx, "agent_b", label="x") == {
+        "status": "error",
+        "reason": "no candidate is labelled 'x'",
+    }
+    # neither refusal logged a choice
+    assert [type(e) for e in ctx.events] == [SignalGameRolesAssigned, SignalGameTargetRevealed]
+    reply = call(scenario, ctx, "agent_b", label=scenario.targets[0].answer)
+    assert reply == {"status": "chosen", "correct": True, "round_over": True}
+    assert ctx.notified == [("agent_a", "round_over", "The choice was right. Round over.")]
+    assert call(scenario, ctx, "agent_b", label=scenario.targets[0].answer) == {
+        "status": "refused",
+        "reason": "the round is over",
+        "round_over": True,
+    }
+    refused = scenario.refuse_message(ctx, "agent_a", "link", "more")  # type: ignore[arg-type]
+    assert refused == "the round is over; nothing was sent"
+    assert len([e for e in ctx.events if isinstance(e, SignalGameChoiceMade)]) == 1
+
+
+# -- whole scripted plays ---------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def seed42():
-    return play(SignalGame, preset(SignalGame))
-
-
-@pytest.mark.parametrize("seed", sorted(PINNED))
-def test_exact_verdicts_per_seed(seed, seed42):
-    run = seed42 if seed == 42 else play(SignalGame, preset(SignalGame, seed=seed))
-    assert run.verdicts() == PINNED[seed]
-    assert [s.trigger for s in run.summaries] == ["settled"] * 5
+    return played(SignalGame, preset(SignalGame))
 
 
 def test_roles_targets_and_choices_are_logged(seed42):
@@ -151,16 +194,6 @@ def test_the_next_target_is_revealed_only_after_the_choice(seed42):
     ]  # fmt: skip
     step = ["SignalGameTargetRevealed", "MessageSent", "SignalGameChoiceMade"]
     assert kinds == step * 5
-
-
-def test_events_round_trip(seed42):
-    assert load_scenario("signal_game") is SignalGame
-    adapter = event_adapter()
-    own = seed42.of(SignalGameRolesAssigned) + seed42.of(SignalGameTargetRevealed) + seed42.of(SignalGameChoiceMade)  # fmt: skip
-    assert len(own) == 5 + 25 + 25
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
 
 
 class Pushy(SignalGame):

@@ -17,10 +17,9 @@ from glossogen.eventlog import (
     RoundResultRecorded,
     ToolResultReceived,
     WorldEventDelivered,
-    event_adapter,
 )
 from glossogen.knobs import load_config, resolve_knobs
-from glossogen.scenario import ScriptedMove, ScriptedView, load_scenario, scenario_dir
+from glossogen.scenario import ScriptedMove, ScriptedView, scenario_dir
 from scenarios.spot_the_difference.events import (
     SpotTheDifferenceCaseStarted,
     SpotTheDifferenceRoundRanked,
@@ -39,7 +38,7 @@ from scenarios.spot_the_difference.scene import (
     scene_lines,
     token,
 )
-from tests.scenarios._play import Play, play, preset
+from tests.scenarios._play import Play, play, played, preset
 
 # -- the generator ----------------------------------------------------------------------------
 
@@ -100,26 +99,6 @@ def test_decoding_reports_every_minimal_solution_when_a_case_is_ambiguous():
 
 
 # -- knobs and presets ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"team_count": 1, "shared_link": True}, "shared_link needs two teams (team_count is 1)"),
-        ({"difference_kinds": ["attribute", "swapped"]}, "Input should be 'attribute', 'moved', 'added' or 'removed'"),
-        ({"difference_kinds": ["moved", "added"], "kind_weights": [1, 1, 1]}, "kind_weights [1.0, 1.0, 1.0]: need one weight >= 0 per kind of difference_kinds (2)"),
-        ({"difference_count_weights": [1, 1]}, "difference_count_weights [1.0, 1.0]: need 3 weights"),
-        ({"difference_count_weights": [0, 0, 0]}, "need 3 weights (for 2, 3, 4 differences), each >= 0, not all 0"),
-        ({"grid_size": 6}, "grid_size 6 is too small for 18 objects: needs at least 44 cells, has 36"),
-        ({"round_budget_chars": -2}, "greater than or equal to -1"),
-        ({"round_count": 2, "easy_round_numbers": [3]}, "easy_round_numbers: [3] outside 1..round_count (2)"),
-        ({"round_count": 3, "easy_round_numbers": [1, 1]}, "easy_round_numbers [1, 1]: round(s) [1] listed twice"),
-        ({"round_budget_chars": 0}, "round_budget_chars 0: every team would be over budget every round; use -1 for no cap or a positive number of characters"),
-    ],
-)  # fmt: skip
-def test_knobs_refused(values, message):
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        SpotTheDifferenceKnobs(**values)
 
 
 @pytest.mark.parametrize(
@@ -256,7 +235,7 @@ def _ranked(run: Play) -> list[tuple[list[str], list[tuple[int, int | None]]]]:
 
 @pytest.fixture(scope="module")
 def two_teams():
-    return play(SpotTheDifference, preset(SpotTheDifference))
+    return played(SpotTheDifference, preset(SpotTheDifference))
 
 
 @pytest.fixture(scope="module")
@@ -305,6 +284,23 @@ def test_exact_verdicts_single_team_seed_42():
     assert _ranked(run)[:2] == [([], [(514, None)]), (["team"], [(553, 1)])]
 
 
+ROUND_2_NEWS = (  # what viewer_left_a is told as round 2 of seed 1 opens
+    'Round 2 of 3. Last round team a and team b tied for the win with 422 characters. Your scene A holds 12 objects. There are exactly 3 differences between the scenes this round.\n\n'
+    '- a small violet lantern in the top centre, with a small violet spindle to its right and a small ivory spindle below it\n'
+    '- a small violet spindle in the top right, with a small violet lantern to its left and a large crimson lantern below it\n'
+    '- a small ivory lantern in the middle left, with a small violet kite to its right and a small violet spindle to its right\n'
+    '- a small violet kite in the middle left, with a small ivory lantern to its left and a small violet spindle to its right\n'
+    '- a small ivory spindle in the centre, with a small violet spindle to its left and a large crimson lantern to its right\n'
+    '- a small violet spindle in the centre, with a small ivory spindle to its right and a small violet kite to its left\n'
+    '- a large crimson kite in the middle right, with a large crimson lantern above it and a small ivory spindle to its left\n'
+    '- a large crimson lantern in the middle right, with a large crimson kite below it and a small ivory spindle to its left\n'
+    '- a large ivory kite in the bottom centre, with a small ivory spindle to its right and a small crimson lantern to its right\n'
+    '- a small crimson lantern in the bottom right, with a small violet lantern to its right and a small ivory spindle to its left\n'
+    '- a small ivory spindle in the bottom right, with a small crimson lantern to its right and a large ivory kite to its left\n'
+    '- a small violet lantern in the bottom right, with a small crimson lantern to its left and a small ivory spindle to its left'
+)  # fmt: skip
+
+
 def test_tied_teams_both_win_seed_1():
     run = play(SpotTheDifference, preset(SpotTheDifference, seed=1, round_count=3, postmortem_enabled=False))  # fmt: skip
     assert _ranked(run) == [
@@ -313,7 +309,7 @@ def test_tied_teams_both_win_seed_1():
         (["b"], [(627, 2), (481, 1)]),
     ]
     news = [e.text for e in run.of(InjectionDelivered, 2) if e.agent_id == "viewer_left_a"][0]
-    assert news.startswith("Round 2 of 3. Last round team a and team b tied for the win with 422 characters.")  # fmt: skip
+    assert news == ROUND_2_NEWS
 
 
 def test_on_a_shared_link_each_team_is_charged_for_its_own_members_only():
@@ -339,18 +335,45 @@ def test_the_answer_is_told_only_when_the_round_ends(two_teams):
     submitted = [
         e.result for e in two_teams.of(ToolResultReceived, 1) if e.tool_name == "submit_differences"
     ]
-    assert submitted and all(r == {"status": "submitted", "note": "your answer is recorded; its result is told when the round ends"} for r in submitted)  # fmt: skip
-    types = [type(e).__name__ for e in two_teams.events if e.round_number == 1]
-    recorded = max(i for i, t in enumerate(types) if t == "RoundResultRecorded")
-    told = [i for i, t in enumerate(types) if t == "WorldEventDelivered"]
+    assert submitted == [{"status": "submitted", "note": "your answer is recorded; its result is told when the round ends"}] * 4  # fmt: skip
+    ending = (
+        "SpotTheDifferenceSubmissionJudged", "RoundEnded", "RoundResultRecorded",
+        "SpotTheDifferenceRoundRanked", "WorldEventDelivered", "PostmortemStarted",
+    )  # fmt: skip
+    order = [type(e).__name__ for e in two_teams.events if e.round_number == 1 and type(e).__name__ in ending]  # fmt: skip
+    assert order == (
+        ["SpotTheDifferenceSubmissionJudged"] * 4
+        + ["RoundEnded", "RoundResultRecorded", "RoundResultRecorded", "SpotTheDifferenceRoundRanked"]
+        + ["WorldEventDelivered"] * 4
+        + ["PostmortemStarted"]
+    )  # fmt: skip
     results = [e for e in two_teams.of(WorldEventDelivered, 1) if e.kind == "round_results"]
-    assert len(results) == 4 and min(told) > recorded
-    assert types.index("SpotTheDifferenceRoundRanked") > recorded
+    assert [e.agent_id for e in results] == ["viewer_left_a", "viewer_right_a", "viewer_left_b", "viewer_right_b"]  # fmt: skip
     by = {e.agent_id: e.text for e in results}
     assert by["viewer_left_b"] == (
         "Your answer: 1 matched, 0 false. team a: 583 characters, rank 1; "
         "team b: 327 characters, not eligible."
     )
+
+
+JUDGE_ROUND_1 = (
+    "Two people compared two pictures of the same tabletop and listed what differs between "
+    "them. The true differences, numbered, are:\n\n"
+    "1. Added in scene B: a large crimson spindle in the centre, with a large olive kite below "
+    "it and a small ivory acorn above it.\n"
+    "2. Moved: a large violet kite in the top right, with a small ivory acorn to its left and a "
+    "small ivory kite to its left, is in the bottom right in scene B.\n\n"
+    "Their answer lists items, numbered, at the end. Decide which true differences the answer "
+    "states.\n\n"
+    "Read every item as a plain reader who knows nothing else about the pictures. An item states "
+    "a true difference when it names the same object (its region and what it looks like) and the "
+    "same change. An item carried only by codes, grid positions, numbers or shorthand states "
+    "nothing. An item that could mean more than one of the true differences, or none, is a false "
+    "positive; so is a second item for a difference already stated.\n\n"
+    "Answer with the numbers of the true differences the answer states, the count of false "
+    "positives, and one sentence of reason.\n\n"
+    "The answer:"
+)
 
 
 def test_each_member_answer_is_judged_once_against_the_planted_differences(two_teams):
@@ -360,22 +383,11 @@ def test_each_member_answer_is_judged_once_against_the_planted_differences(two_t
         ("viewer_left_a", [1, 2], 0, True), ("viewer_left_b", [1], 0, False),
     ]  # fmt: skip
     calls = two_teams.of(JudgeCalled, 1)
-    assert len(calls) == 4
+    assert [call.instructions for call in calls] == [JUDGE_ROUND_1] * 4
     (case,) = two_teams.of(SpotTheDifferenceCaseStarted, 1)
-    for call in calls:
-        for n, d in enumerate(case.differences, start=1):
-            assert f"{n}. {d['description']}" in call.instructions
-        assert call.detail["false_positives"] == 0
-
-
-def test_entry_point_loads_the_class_and_its_events_round_trip(two_teams):
-    assert load_scenario("spot_the_difference") is SpotTheDifference
-    adapter = event_adapter()
-    own = [e for e in two_teams.events if type(e).__module__.startswith("scenarios.spot")]
-    assert len(own) == 5 + 20 + 5
-    for event in own:
-        back = adapter.validate_python(event.model_dump(mode="json"))
-        assert type(back) is type(event) and back == event
+    planted = "".join(f"{n}. {d['description']}\n" for n, d in enumerate(case.differences, start=1))
+    assert f"are:\n\n{planted}\n" in JUDGE_ROUND_1  # the case's own descriptions, numbered
+    assert [call.detail["false_positives"] for call in calls] == [0] * 4
 
 
 def test_an_over_budget_team_is_not_eligible():
@@ -423,14 +435,21 @@ def test_a_second_submission_is_refused_and_not_judged():
     assert len(run.of(SpotTheDifferenceSubmissionJudged)) == 1  # the refused one is not judged
     assert [s.trigger for s in run.summaries] == ["all_idle"]  # the left viewer never answered
     assert run.summaries[0].verdicts[0].reason == "no answer from viewer_left"
+    told = [(e.agent_id, e.text) for e in run.of(WorldEventDelivered) if e.kind == "round_results"]
+    assert told == [
+        ("viewer_left", "You did not submit. team team: 0 characters, not eligible."),
+        ("viewer_right", "Your answer: 0 matched, 1 false. team team: 0 characters, not eligible."),
+    ]
 
 
 def test_without_all_must_submit_the_first_answer_locks_the_team():
     knobs = preset(SpotTheDifference, "knobs_single_team", round_count=1, postmortem_enabled=False, all_must_submit=False)  # fmt: skip
     run = asyncio.run(Play(Twice, knobs).run())
-    results = _results(run, "viewer_left") + _results(run, "viewer_right")
-    assert sorted(r["status"] for r in results) == ["refused", "submitted"]
-    locked = [r["reason"] for r in results if r["status"] == "refused"]
-    assert any(re.fullmatch(r"viewer_(left|right) already submitted your team's answer; it is locked", x) for x in locked)  # fmt: skip
+    assert _results(run, "viewer_left") == [
+        {"status": "submitted", "note": "your answer is recorded; its result is told when the round ends"}
+    ]  # fmt: skip
+    assert _results(run, "viewer_right") == [
+        {"status": "refused", "reason": "viewer_left already submitted your team's answer; it is locked"}
+    ]  # fmt: skip
     assert len(run.of(SpotTheDifferenceSubmissionJudged)) == 1
     assert [s.trigger for s in run.summaries] == ["settled"]

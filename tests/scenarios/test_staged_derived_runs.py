@@ -16,19 +16,20 @@ import pytest
 from flows.simulate import resume, simulate
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork, read_state
-from glossogen.eventlog import AgentRegistered, RoundResultRecorded, SimulationEnded, read_events
+from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
 from glossogen.launch import RunRequest
+from tests.scenarios._runs import verdicts
 
 SCENARIOS = ("drive_module_repair", "orbital_anomaly")
 REPLACED = {"orbital_anomaly": "telemetry_officer", "drive_module_repair": "field_technician"}
+SEATS = {
+    "orbital_anomaly": ["astronaut", "telemetry_officer", "systems_engineer"],
+    "drive_module_repair": ["field_technician", "diagnostics_engineer", "spec_engineer"],
+}
 
 
-def _verdicts(run: Path, scenario: str) -> list[tuple[int, bool, str]]:
-    return [
-        (e.round_number, e.success, e.reason)
-        for e in read_events(str(run / f"{scenario}.jsonl")).events
-        if isinstance(e, RoundResultRecorded)
-    ]
+def _verdicts(run: Path, scenario: str) -> list[tuple[int, str, bool, str]]:
+    return verdicts(run / f"{scenario}.jsonl")
 
 
 @pytest.fixture(scope="module", params=SCENARIOS)
@@ -77,7 +78,10 @@ def test_a_replaced_seat_plays_on_from_the_boundary(
     )
     events = read_events(str(swap / f"{scenario}.jsonl")).events
     anew = [(e.agent_id, e.model) for e in events if isinstance(e, AgentRegistered)]
-    assert (seat, "other-script") in anew
+    # the source's seats, copied, then the fork's, the replaced one under its new model
+    assert anew == [(a, "scripted") for a in SEATS[scenario]] + [
+        (a, "other-script" if a == seat else "scripted") for a in SEATS[scenario]
+    ]
     # The scripted seat plays by its rule whatever its model's name: the same five rounds.
     assert _verdicts(swap, scenario) == _verdicts(run, scenario)
     ended = events[-1]

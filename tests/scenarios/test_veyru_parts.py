@@ -1,18 +1,21 @@
-"""Pieces of the veyru scenario: knobs, presets, the scripted judge check, the scripted policy."""
+"""Pieces of the veyru scenario: knobs, presets, the scripted judge check, the rules of a round,
+the scripted policy."""
+
+from __future__ import annotations
 
 import random
-import re
 
 import pytest
-from pydantic import ValidationError
 
 from glossogen.knobs import ConfigError, load_config, resolve_knobs
 from glossogen.scenario import Observation, ScriptedMove, ScriptedView, scenario_dir
+from scenarios.veyru.events import VeyruStabilizationJudged
 from scenarios.veyru.judging import Requirement, check_action
 from scenarios.veyru.knobs import VeyruKnobs
-from scenarios.veyru.motifs import BY_ID, FACES, MOTIFS, draw_case
+from scenarios.veyru.motifs import FACES, MOTIFS, draw_case
 from scenarios.veyru.scenario import Veyru
 from scenarios.veyru.scripted import engineer_move, identify, observer_move
+from tests.scenarios._play import Round, call
 
 # -- knobs ------------------------------------------------------------------------------------
 
@@ -25,29 +28,6 @@ def test_knob_defaults():
     assert k.judge_model_settings.temperature == 0.0
     assert k.judge_provider is None and k.judge_model is None
     assert Veyru(k).budget_chars() == 150
-
-
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"min_stages": 3, "max_stages": 2}, "min_stages (3) must not exceed max_stages (2)"),
-        (
-            {"postmortem_enabled": False},
-            "postmortem_after_swap=true requires postmortem_enabled=true",
-        ),
-        ({"min_hold_seconds": 9, "max_hold_seconds": 4}, "min_hold_seconds (9) must not exceed"),
-        ({"round_count": 3, "calm_rounds": [4]}, "calm_rounds: [4] outside 1..round_count (3)"),
-        ({"round_budget_chars": 5}, "greater than or equal to 20"),
-        ({"max_stages": 4}, "less than or equal to 3"),
-        ({"attempts_per_stage": 0}, "greater than or equal to 1"),
-    ],
-)
-def test_knobs_refused(values, message):
-    with pytest.raises(
-        ValidationError,
-        match=re.escape(message),
-    ):
-        VeyruKnobs(**values)
 
 
 def test_knobs_accepted_edge_cases():
@@ -78,34 +58,6 @@ def test_default_preset_values():
 
 # -- the scripted judge check -----------------------------------------------------------------
 
-THAW = Requirement(BY_ID["KESH"].procedure, "jade", 7, 3)
-
-CHECKS = [
-    ("thaw jade 7s L3", True, "thaw on the jade face, 7 s at level 3"),
-    ("As instructed: thaw jade 7s L3", True, None),
-    ("Pressed a warmed stone on the Jade face and held it 7 seconds at intensity 3", True, None),
-    ("warm stone to jade, hold 7 at level 3", True, None),
-    ("thawing the jade side, 7-second hold, intensity level 3", True, None),
-    ("thaw slate 7s L3", False, "wrong face: needed jade, got slate"),
-    ("thaw jade or amber 7s L3", False, "wrong face: needed jade, got amber, jade"),
-    ("thaw 7s L3", False, "wrong face: needed jade, got none"),
-    ("thaw jade 8s L3", False, "wrong hold: needed 7 s, got 8"),
-    ("thaw jade 7 sec then 9 sec L3", False, "wrong hold: needed 7 s, got 7, 9"),
-    ("thaw jade L3", False, "wrong hold: needed 7 s, got none"),
-    ("thaw jade 7s L2", False, "wrong intensity: needed level 3, got 2"),
-    ("thaw jade 7s", False, "wrong intensity: needed level 3, got none"),
-    ("tap jade 7s L3", False, "wrong procedure: the stage needed thaw"),
-    ("thaw then tap jade 7s L3", False, "hedged between procedures (thaw and tap)"),
-]
-
-
-@pytest.mark.parametrize(("action", "success", "reason"), CHECKS)
-def test_scripted_check(action, success, reason):
-    decision = check_action(action, THAW)
-    assert decision.success is success
-    if reason is not None:
-        assert decision.reason == reason
-
 
 @pytest.mark.parametrize("motif", MOTIFS, ids=lambda m: m.motif_id)
 def test_each_procedure_in_its_own_words_passes_only_for_itself(motif):
@@ -135,7 +87,123 @@ def test_case_draw_is_seeded_and_a_derangement():
     assert a == b and len(set(a.stages)) == 3
     assert all(k != v for k, v in a.reading.remap.items())
     assert sorted(a.reading.remap.values()) == sorted(a.reading.remap)
-    assert a.reading.face in FACES and 3 <= a.reading.hold_seconds <= 12
+    assert (a.reading.face, a.reading.hold_seconds) == ("russet", 12)
+    assert a.reading.face in FACES
+
+
+# -- the rules, one round at a time -----------------------------------------------------------
+
+
+def _two_stage_round(attempts: int = 1) -> tuple[Veyru, Round]:
+    """Round 1 with two stages: thaw, then brush, both on the cobalt face, 6 s at level 1."""
+    scenario = Veyru(VeyruKnobs(min_stages=2, max_stages=2, attempts_per_stage=attempts))
+    ctx = Round()
+    scenario.start_round(ctx)  # type: ignore[arg-type]
+    return scenario, ctx
+
+
+def _judged(ctx: Round) -> list[tuple[int, int, bool, bool]]:
+    return [
+        (e.stage, e.attempt, e.success, e.round_lost)
+        for e in ctx.events
+        if isinstance(e, VeyruStabilizationJudged)
+    ]
+
+
+def test_the_veyru_refuses_before_the_case_the_engineer_and_an_empty_action():
+    assert call(Veyru(VeyruKnobs()), Round(), "field_observer", action="thaw cobalt 6s L1") == {
+        "status": "error",
+        "reason": "this round's veyru needs no more treatment",
+    }
+    scenario, ctx = _two_stage_round()
+    assert call(scenario, ctx, "stabilization_engineer", action="thaw cobalt 6s L1") == {
+        "status": "error",
+        "reason": "only the field observer can touch the veyru",
+    }
+    assert call(scenario, ctx, "field_observer", action=" ") == {
+        "status": "error",
+        "reason": "describe the treatment you carry out",
+    }
+    assert _judged(ctx) == []
+
+
+def test_one_of_two_stages_stabilized_is_unfinished():
+    scenario, ctx = _two_stage_round()
+    reply = call(scenario, ctx, "field_observer", action="thaw cobalt 6s L1")
+    assert (reply["status"], reply["stage"], reply["next_stage"]["stage"]) == ("stabilized", 1, 2)
+    assert _judged(ctx) == [(1, 1, True, False)]
+    assert ctx.notified[-1] == (
+        "stabilization_engineer",
+        "stage_stabilized",
+        "Stage 1 of 2 is stable; the observer now sees new signs.",
+    )
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.team_id, v.success, v.reason) == (
+        "team",
+        False,
+        "unfinished: 1 of 2 stages stabilized",
+    )
+
+
+def test_a_treatment_without_effect_tells_the_engineer_the_attempts_left():
+    scenario, ctx = _two_stage_round(attempts=3)
+    replies = [call(scenario, ctx, "field_observer", action="thaw amber 6s L1") for _ in range(2)]
+    assert replies == [
+        {"status": "failed", "stage": 1, "attempts_left": 2, "note": "no effect"},
+        {"status": "failed", "stage": 1, "attempts_left": 1, "note": "no effect"},
+    ]
+    assert ctx.notified == [
+        (
+            "stabilization_engineer",
+            "treatment_failed",
+            f"The treatment at stage 1 had no effect; {left} attempt(s) left at this stage.",
+        )
+        for left in (2, 1)
+    ]
+    assert _judged(ctx) == [(1, 1, False, False), (1, 2, False, False)]
+
+
+def test_a_treatment_while_one_takes_effect_is_refused():
+    scenario, ctx = _two_stage_round()
+    second: list[dict[str, object]] = []
+
+    async def treat_again() -> None:
+        (tool,) = scenario.tools()
+        observer = ctx.tool_ctx("field_observer")
+        second.append(await tool.function(observer, action="thaw cobalt 6s L1"))  # type: ignore[call-arg]
+
+    ctx.while_judging = treat_again
+    assert call(scenario, ctx, "field_observer", action="thaw cobalt 6s L1")["status"] == (
+        "stabilized"
+    )
+    assert second == [
+        {"status": "error", "reason": "the previous treatment is still taking effect"}
+    ]
+    assert _judged(ctx) == [(1, 1, True, False)]
+
+
+def test_the_veyru_collapsed_while_a_treatment_is_ruled_on_refuses_it():
+    scenario, ctx = _two_stage_round()
+
+    async def pass_the_budget() -> None:
+        scenario.on_team_budget_exceeded(ctx, "team", "link", 160)  # type: ignore[arg-type]
+
+    ctx.while_judging = pass_the_budget
+    assert call(scenario, ctx, "field_observer", action="thaw cobalt 6s L1") == {
+        "status": "error",
+        "reason": "the veyru collapsed before the treatment took",
+    }
+    assert _judged(ctx) == []
+    collapsed = (
+        "The link carried 160 characters, over its 150; the overloaded veyru collapsed. "
+        "The round is lost."
+    )
+    assert ctx.notified == [
+        (seat, "veyru_collapsed", collapsed)
+        for seat in ("field_observer", "stabilization_engineer")
+    ]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    assert (v.success, v.reason) == (False, "budget exceeded")
 
 
 # -- the scripted policy ----------------------------------------------------------------------
