@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -29,6 +31,10 @@ class Clock(Protocol):
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:
         """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False)."""
+        ...
+
+    def call_in_flight(self) -> AbstractContextManager[None]:
+        """Mark a model call in flight for as long as the context is open."""
         ...
 
 
@@ -55,13 +61,23 @@ class SystemClock:
             return False
         return True
 
+    def call_in_flight(self) -> AbstractContextManager[None]:
+        """Nothing to mark: real time moves during a call whatever the engine does."""
+        return nullcontext()
+
 
 class VirtualClock:
-    """A clock whose time moves only when someone sleeps on it.
+    """A clock whose time moves only when someone sleeps on it, and never during a model call.
 
     ``sleep(s)`` moves game time forward by ``s`` at once and wakes every ``wait`` whose deadline
     has passed. Concurrent sleepers add up rather than overlap: simulated latencies of two agents
     in the same moment both count. Wall time is ``start`` plus game time.
+
+    A model call takes no game time: while any call is in flight (:meth:`call_in_flight`), a
+    ``sleep`` (one seat's backoff, a scripted seat's latency, the idle floor) first waits until
+    none is, so a phase limit never cuts off a call because the machine answered it slowly, and
+    a run over stub servers ends the same way however loaded the machine is. :meth:`advance`
+    (a test moving time by hand) does not wait.
     """
 
     def __init__(self, start: datetime | None = None) -> None:
@@ -69,6 +85,8 @@ class VirtualClock:
         self._now = 0.0
         self._start = start or datetime.now(UTC)
         self._waiters: list[tuple[float, asyncio.Future[None]]] = []
+        self._calls = 0
+        self._quiet: list[asyncio.Future[None]] = []
 
     def now(self) -> float:
         """Return game seconds since the clock was made."""
@@ -87,8 +105,26 @@ class VirtualClock:
             if not fut.done():
                 fut.set_result(None)
 
+    @contextmanager
+    def call_in_flight(self) -> Iterator[None]:
+        """Hold game time while the context is open (one model call in flight)."""
+        self._calls += 1
+        try:
+            yield
+        finally:
+            self._calls -= 1
+            if not self._calls:
+                quiet, self._quiet = self._quiet, []
+                for fut in quiet:
+                    if not fut.done():
+                        fut.set_result(None)
+
     async def sleep(self, seconds: float) -> None:
-        """Advance game time by ``seconds``, then yield once to the loop."""
+        """Once no model call is in flight, advance game time by ``seconds``; yield once."""
+        while self._calls:
+            quiet: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._quiet.append(quiet)
+            await quiet
         self.advance(seconds)
         await asyncio.sleep(0)
 

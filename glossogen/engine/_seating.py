@@ -135,7 +135,12 @@ class SeatAgents:
             if provider in ("scripted", "local"):  # on this process's clock, not billed
                 return await handler(request_context)
             sender = (agent_id, model, provider, self.round_number)
-            response = await self.abandoned.shielded(handler(request_context), sender)
+            # No game time passes while the seat waits for its answer; released in this task, so
+            # the seat handles what came back (logs a failure, starts its backoff) before
+            # another seat's sleep can move the clock. A call the phase end cut off is no
+            # longer waited for: game time goes on while it finishes in the background.
+            with self.clock.call_in_flight():
+                response = await self.abandoned.shielded(handler(request_context), sender)
             if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
                 self.runners[agent_id].arrived = response
             return response

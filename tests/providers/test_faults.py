@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.eventlog import AgentRunCycleFailed, LlmResponseReceived, read_events
-from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
+from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -170,18 +170,11 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
 
 
 def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
-    prefect_api: str,
-    anthropic_stub: StubModelServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
 ) -> None:
     # Retry-After asks for an hour: each wait is cut by the phase end, but failures keep counting.
-    # The one test on the real clock (three 2 s rounds). On the virtual clock the first seat's
-    # wait jumps game time past the phase end at once, and whether the other seat's 429 (sent by
-    # the stub in the same moment) is handled before the phase end cancels its call is up to the
-    # event loop: one seat's failure went missing even with both replies held and released
-    # together. The bound: both 429s come back within 2 real seconds of the round's start.
-    monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)
+    # On the virtual clock: a seat's wait moves game time only once no call is in flight and
+    # every seat has handled what came back, so both seats' 429s count in every round.
     anthropic_stub.responder = lambda req: StubFault(status=429, retry_after=3600)
     result, events = _run(tmp_path, "round_count=3", "max_round_duration_seconds=2")
     assert result.status == "error"
