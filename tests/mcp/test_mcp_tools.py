@@ -250,7 +250,9 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
         async with stdio_session(runs, tmp_path) as s:
             launched = await call(s, "start_run", scenario="veyru",
                                   overrides=["round_count=1000"], **SCRIPTED)  # fmt: skip
-            started.append(pid_of(launched) or 0)
+            pid = pid_of(launched)
+            assert pid is not None, launched  # a detached process (it leads its own group)
+            started.append(pid)
             run_id = launched["run_id"]
             await wait_for_a_round(s, run_id)
             assert (await call(s, "get_run", run_id=run_id))["status"] == "running"
