@@ -13,6 +13,7 @@ from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun
 from tests.fixtures.polling import wait_until
+from tests.fixtures.processes import processes_with_home, reaped
 
 
 def _ignore_sigint() -> None:
@@ -28,8 +29,13 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
          "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
          "--runs-dir", str(runs)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-        preexec_fn=_ignore_sigint,
+        preexec_fn=_ignore_sigint, start_new_session=True,  # a group reaped() ends
     )  # fmt: skip
+    with reaped(run):
+        _stop_a_background_run(run)
+
+
+def _stop_a_background_run(run: subprocess.Popen[str]) -> None:
     assert run.stdout is not None
     line = ""
     while not line.startswith("new_run_dir="):  # after the preset and resolved-config lines
@@ -54,6 +60,7 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
     assert run.returncode == 130, err
     ended = read_events(str(log)).events[-1]
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
+    # The round the stop lands in depends on when it arrives (a live process): a bound.
     assert ended.rounds_played is not None and 1 <= ended.rounds_played < 1000
     # The interrupted run published its round table too, once its log was sealed.
     artifact = run_table_artifact(str(run_dir))
@@ -63,21 +70,6 @@ def test_a_background_run_that_started_with_sigint_ignored_stops_interrupted(
         f"run veyru/{run_dir.name}: interrupted, {ended.rounds_won} of {played} rounds won, "
         f"{ended.total_messages} messages, {ended.total_chars} chars, $0.000000; folder "
     )
-
-
-def _processes_with(home: Path) -> list[int]:
-    """Pids of live processes whose environment holds ``PREFECT_HOME=<home>``."""
-    marker = f"PREFECT_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return found
 
 
 def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(
@@ -92,7 +84,13 @@ def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(
          "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
          "--runs-dir", str(runs)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        start_new_session=True,  # a group reaped() ends
     )  # fmt: skip
+    with reaped(run, home=home):  # the temporary server, in a session of its own, too
+        _stop_a_run_on_its_temporary_server(run, home)
+
+
+def _stop_a_run_on_its_temporary_server(run: subprocess.Popen[str], home: Path) -> None:
     assert run.stdout is not None
     line = ""
     while not line.startswith("new_run_dir="):
@@ -107,7 +105,7 @@ def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(
         ),
         "the first round to end",
     )
-    assert len(_processes_with(home)) == 2  # the run and its temporary Prefect server
+    assert len(processes_with_home(home)) == 2  # the run and its temporary Prefect server
     stop = subprocess.run(
         [sys.executable, "-m", "glossogen", "stop", str(run_dir)],
         capture_output=True, text=True, timeout=120,
@@ -115,7 +113,7 @@ def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(
     assert stop.returncode == 0, stop.stderr
     _, err = run.communicate(timeout=300)
     assert run.returncode == 130, err
-    assert _processes_with(home) == []
+    assert processes_with_home(home) == []
     ended = read_events(str(log)).events[-1]
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
 

@@ -23,6 +23,7 @@ from flows.simulate import simulate
 from glossogen.cli import main
 from glossogen.eventlog import read_events
 from glossogen.launch import RunRequest
+from tests.fixtures.processes import reaped
 
 ARGS = [
     "--model",
@@ -72,16 +73,18 @@ def test_a_killed_run_resumes_to_the_same_verdicts(
         [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", str(tmp_path), *ARGS],
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # a group reaped() ends
     )
-    assert child.stdout is not None
-    run_dir = ""
-    for line in child.stdout:  # read the live output; kill right after round k is reported
-        if line.startswith("new_run_dir="):
-            run_dir = line.strip().removeprefix("new_run_dir=")
-        if line.startswith(f"round {after_lines_of_round}/"):
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait(timeout=60)
+    with reaped(child):  # a failed test leaves no run playing
+        assert child.stdout is not None
+        run_dir = ""
+        for line in child.stdout:  # read the live output; kill right after round k is reported
+            if line.startswith("new_run_dir="):
+                run_dir = line.strip().removeprefix("new_run_dir=")
+            if line.startswith(f"round {after_lines_of_round}/"):
+                os.kill(child.pid, signal.SIGKILL)
+                break
+        child.wait(timeout=60)
     assert child.returncode == -signal.SIGKILL
     log = Path(run_dir) / "veyru.jsonl"
     cut = read_events(str(log)).events
@@ -107,16 +110,18 @@ def test_a_run_on_s3_killed_mid_run_resumes_from_its_last_upload(
         [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", runs, *ARGS],
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # a group reaped() ends
     )
-    assert child.stdout is not None
-    run_dir = ""
-    for line in child.stdout:
-        if line.startswith("new_run_dir="):
-            run_dir = line.strip().removeprefix("new_run_dir=")
-        if line.startswith("round 5/"):
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait(timeout=60)
+    with reaped(child):  # a failed test leaves no run playing
+        assert child.stdout is not None
+        run_dir = ""
+        for line in child.stdout:
+            if line.startswith("new_run_dir="):
+                run_dir = line.strip().removeprefix("new_run_dir=")
+            if line.startswith("round 5/"):
+                os.kill(child.pid, signal.SIGKILL)
+                break
+        child.wait(timeout=60)
     _resume(run_dir)
     events = read_events(f"{run_dir}/veyru.jsonl").events
     assert [

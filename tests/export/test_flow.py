@@ -6,23 +6,32 @@ import asyncio
 import csv
 import json
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    ArtifactFilterKey,
+)
 
 from flows.export import export
 from glossogen.export import SelectionError
 from tests.export.conftest import OLD, A, C, Cohort
 
 
-async def _latest_artifact() -> list[dict]:
+async def _row_counts_of(flow_run_id: UUID) -> list[dict]:
+    """The ``export-row-counts`` artifact that flow run ``flow_run_id`` published (run ids are
+    unix seconds: another export on this server may publish one under the same key)."""
     async with get_client() as client:
         found = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["export-row-counts"])),
-            limit=1,
-            sort="CREATED_DESC",
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["export-row-counts"]),
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            ),
         )
+    assert len(found) == 1, found
     data = found[0].data
     return json.loads(data) if isinstance(data, str) else data
 
@@ -30,7 +39,8 @@ async def _latest_artifact() -> list[dict]:
 def test_the_nightly_parameters_export_every_run(
     prefect_api: str, cohort: Cohort, tmp_path: Path
 ) -> None:
-    counts = asyncio.run(export(runs_dir=str(cohort.runs_dir), out=str(tmp_path)))
+    state = asyncio.run(export(runs_dir=str(cohort.runs_dir), out=str(tmp_path), return_state=True))
+    counts = asyncio.run(state.aresult())
     assert counts == {"run_level": 6, "round_level": 2, "agent_level": 12}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "agent_level.csv",
@@ -38,7 +48,8 @@ def test_the_nightly_parameters_export_every_run(
         "round_level.csv",
         "run_level.csv",
     ]
-    assert asyncio.run(_latest_artifact()) == [
+    assert state.state_details.flow_run_id is not None
+    assert asyncio.run(_row_counts_of(state.state_details.flow_run_id)) == [
         {"table": "run_level.csv", "rows": 6},
         {"table": "round_level.csv", "rows": 2},
         {"table": "agent_level.csv", "rows": 12},

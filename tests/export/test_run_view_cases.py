@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import LlmResponseReceived, MessageSent, RunResumed, RunView, read_events
+from glossogen.eventlog import (
+    LlmResponseReceived,
+    MessageSent,
+    RoundCompleted,
+    RunResumed,
+    RunView,
+    read_events,
+)
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.storage import RunFolder
 from tests.export.conftest import fork, play
@@ -125,11 +132,16 @@ def test_a_run_resumed_three_times_lasts_every_process_summed(tmp_path: Path) ->
     ended = view.ended
     assert ended is not None and ended.process_seconds is not None
     assert sum(1 for e in view.events if isinstance(e, RunResumed)) == 3
+    # Each process's seconds are wall-clock (time.monotonic in the session), so they are read
+    # from the log, not guessed: a killed process counts up to its last round_completed.
+    boundaries = [e.process_seconds for e in view.events if isinstance(e, RoundCompleted)]
+    assert len(boundaries) == 3  # round 1 by the first process, rounds 2 and 3 by the second
+    first, second = boundaries[0], boundaries[2]
+    assert first is not None and second is not None
+    # The third process played no round, so it added none.
+    assert earlier == [first, round(first + second, 3), round(first + second, 3)]
     assert ended.duration_seconds == round(earlier[-1] + ended.process_seconds, 3)
     assert ended.duration_seconds == view.duration_seconds
-    assert ended.duration_seconds > ended.process_seconds  # not the last process's alone
-    # Wall-clock seconds; the third process played no round, so it added none.
-    assert 0 < earlier[0] < earlier[1] == earlier[2]
 
 
 NOT_RUN_LOGS = {

@@ -1,13 +1,15 @@
 """Clients of the MCP tools through the ``mcp`` SDK: the stdio server as a subprocess, and the
-streamable HTTP endpoint inside a real ``glossogen serve`` on a free port."""
+streamable HTTP endpoint inside a real ``glossogen serve`` on a port the OS picks."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -20,9 +22,6 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from deployments.local_server import free_port
-from tests.fixtures.polling import wait_until
 
 SCRIPTED = {"model": "scripted", "provider": "scripted"}
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GLOSSOGEN_SERVE_TOKEN")
@@ -48,13 +47,22 @@ async def stdio_session(runs_dir: Path, cwd: Path) -> AsyncIterator[ClientSessio
         yield session
 
 
+RUNNING = re.compile(rb"Uvicorn running on http://\S+:(\d+) \(Press CTRL\+C to quit\)")
+"""The line ``glossogen serve`` logs once it listens; with ``--port 0``, on the OS's port."""
+
+
 class Serve:
-    """A ``glossogen serve`` subprocess on 127.0.0.1 (or another host) and a free port."""
+    """A ``glossogen serve`` subprocess on 127.0.0.1 (or another host), on a port the OS picks.
+
+    It is started with ``--port 0`` and names the port it bound in its log: no port is picked
+    here and bound later, which another process of the machine could take in between.
+    """
 
     def __init__(
         self, runs_dir: Path, cwd: Path, host: str = "127.0.0.1", token: str | None = None
     ) -> None:
-        self.port = free_port()
+        self.port: int | None = None
+        self.log: list[bytes] = []
         self.host = host
         self.token = token
         env = server_env({"GLOSSOGEN_SERVE_TOKEN": token} if token else None)
@@ -69,7 +77,7 @@ class Serve:
                 "--host",
                 host,
                 "--port",
-                str(self.port),
+                "0",
             ],
             cwd=cwd,
             env=env,
@@ -79,17 +87,32 @@ class Serve:
 
     @property
     def url(self) -> str:
+        assert self.port is not None, "wait_healthy() first"
         return f"http://127.0.0.1:{self.port}"
 
     def wait_healthy(self) -> None:
-        def up() -> bool:
-            assert self.process.poll() is None, self.process.stderr.read().decode()  # type: ignore[union-attr]
-            try:
-                return httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
+        """Read its log until it names the port it listens on, then check ``/api/health``.
 
-        wait_until(up, "glossogen serve answers /api/health", 120)
+        Raises:
+            AssertionError: it exited, or named no port within 120 s (a real process starting).
+        """
+        assert self.process.stderr is not None
+        watchdog = threading.Timer(120, self.process.kill)  # a server that never starts
+        watchdog.start()
+        try:
+            for line in self.process.stderr:
+                self.log.append(line)
+                running = RUNNING.search(line)
+                if running:
+                    self.port = int(running.group(1))
+                    break
+        finally:
+            watchdog.cancel()
+        assert self.port is not None, b"".join(self.log).decode()
+        # Drain the rest of its log so the server never blocks on a full pipe.
+        rest = self.process.stderr
+        threading.Thread(target=lambda: self.log.extend(rest), daemon=True).start()
+        assert httpx.get(f"{self.url}/api/health", timeout=10).status_code == 200
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -155,6 +178,20 @@ async def wait_for_end(session: ClientSession, run_id: str, seconds: float = 240
             return detail
         assert time.monotonic() < deadline, f"{run_id} still {detail['status']}"
         await asyncio.sleep(0.5)
+
+
+async def wait_for_a_round(
+    session: ClientSession, run_id: str, seconds: float = 240
+) -> dict[str, Any]:
+    """Poll ``get_run`` (a real detached run) until it has played a round; return its detail."""
+    deadline = time.monotonic() + seconds
+    while True:
+        detail = await call(session, "get_run", run_id=run_id)
+        if detail["rounds_played"] >= 1:
+            return detail
+        assert detail["status"] in ("queued", "running"), detail
+        assert time.monotonic() < deadline, f"{run_id} played no round within {seconds:g} s"
+        await asyncio.sleep(0.5)  # polling a real detached process
 
 
 def pid_of(launched: dict[str, Any]) -> int | None:

@@ -146,10 +146,15 @@ def test_a_derived_run_without_its_providers_key_is_refused_and_claims_nothing(
             return replaced, crossed
 
     replaced, crossed = asyncio.run(go())
-    for refused in (replaced, crossed):
-        assert refused.startswith(
-            "missing credentials: OPENAI_API_KEY (provider openai, agent field_observer)"
-        ), refused
+    # Every key the derived run would need is named: its new model's and the judge's.
+    assert (
+        replaced
+        == crossed
+        == (
+            "missing credentials: OPENAI_API_KEY (provider openai, agent field_observer); "
+            "ANTHROPIC_API_KEY (judge provider anthropic)"
+        )
+    )
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # nothing claimed
 
 

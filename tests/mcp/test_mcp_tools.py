@@ -20,6 +20,7 @@ import httpx
 from mcp import ClientSession
 
 from tests.fixtures.polling import wait_until
+from tests.fixtures.processes import end_group
 from tests.mcp.conftest import (
     SCRIPTED,
     Serve,
@@ -30,6 +31,7 @@ from tests.mcp.conftest import (
     refusal,
     schema_cli,
     stdio_session,
+    wait_for_a_round,
     wait_for_end,
 )
 
@@ -181,10 +183,15 @@ def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
             ]
 
     missing_key, bad_knob, unknown, no_run = asyncio.run(go())
-    assert missing_key.startswith("missing credentials: OPENAI_API_KEY (provider openai")
-    print("DBG", repr(missing_key), repr(bad_knob), repr(unknown))
-    assert "round_count" in bad_knob and "lots" in bad_knob and "\n" not in bad_knob
-    assert "nowhere" in unknown
+    assert missing_key == (
+        "missing credentials: OPENAI_API_KEY (provider openai, agent field_observer); "
+        "ANTHROPIC_API_KEY (judge provider anthropic)"
+    )
+    assert bad_knob == "invalid knob 'round_count' = \"lots\": Input should be a valid integer"
+    assert unknown == (
+        "unknown scenario 'nowhere' (installed: drive_module_repair, orbital_anomaly, "
+        "prisoners_dilemma, signal_game, spot_the_difference, veyru)"
+    )
     assert no_run == f"run 'veyru/123' has no event log in {runs}"
     assert list(runs.iterdir()) == []
 
@@ -237,20 +244,28 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
     runs = tmp_path / "runs"
     runs.mkdir()
 
+    started: list[int] = []
+
     async def go() -> tuple[dict[str, Any], dict[str, Any], str, list[int]]:
         async with stdio_session(runs, tmp_path) as s:
             launched = await call(s, "start_run", scenario="veyru",
                                   overrides=["round_count=1000"], **SCRIPTED)  # fmt: skip
+            pid = pid_of(launched)
+            assert pid is not None, launched  # a detached process (it leads its own group)
+            started.append(pid)
             run_id = launched["run_id"]
-            while (await call(s, "get_run", run_id=run_id))["rounds_played"] < 1:
-                await asyncio.sleep(0.5)
+            await wait_for_a_round(s, run_id)
             assert (await call(s, "get_run", run_id=run_id))["status"] == "running"
             stopped = await call(s, "stop_run", run_id=run_id)
             ended = await wait_for_end(s, run_id, 120)
             again = await refusal(s, "stop_run", run_id=run_id)
-            return stopped, ended, again, [pid_of(launched) or 0]
+            return stopped, ended, again, started
 
-    stopped, ended, again, pids = asyncio.run(go())
+    try:
+        stopped, ended, again, pids = asyncio.run(go())
+    finally:  # the detached run leads a session of its own: a failed test ends it too
+        for pid in started:
+            end_group(pid)
     assert stopped["pid"] == pids[0]
     assert ended["status"] == "interrupted" and ended["error"] == "interrupted"
     # The round the stop lands in depends on when it arrives (a live process); what is
@@ -311,7 +326,14 @@ def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
                 return await call(s, "list_scenarios")
 
         names = [s["name"] for s in asyncio.run(go())["scenarios"]]
-        assert "veyru" in names and "prisoners_dilemma" in names
+        assert names == [  # every shipped scenario
+            "drive_module_repair",
+            "orbital_anomaly",
+            "prisoners_dilemma",
+            "signal_game",
+            "spot_the_difference",
+            "veyru",
+        ]
     finally:
         guarded.stop()
     assert guarded.process.returncode is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from prefect.client.orchestration import PrefectClient, get_client
@@ -62,7 +63,7 @@ def test_the_gate_says_what_a_call_waits_for_and_fails_open_visibly(orchestratio
                 GlobalConcurrencyLimitCreate(name="llm:gate-off", limit=1, active=False)
             )
         holder = PrefectCallGate(say_waiting_after=600)  # another process, in effect
-        gate = PrefectCallGate(say_waiting_after=0.2)
+        gate = PrefectCallGate(say_waiting_after=0)  # says so once it has to wait at all
         order: list[str] = []
         first = holder.slot("gate-test")
         await first.__aenter__()
@@ -73,7 +74,11 @@ def test_the_gate_says_what_a_call_waits_for_and_fails_open_visibly(orchestratio
                 order.append("second in")
 
         waiting = asyncio.create_task(second())
-        while gate.waits == 0:  # the second call logs that it waits for llm:gate-test
+        # The second call logs that it waits for llm:gate-test once the server (a real process)
+        # has answered its reads: bounded.
+        deadline = time.monotonic() + 60
+        while gate.waits == 0:
+            assert time.monotonic() < deadline, "the second call never said that it waits"
             await asyncio.sleep(0.05)
         order.append("first out")
         await first.__aexit__(None, None, None)

@@ -29,6 +29,7 @@ from tests.orchestration.flow_runs import (
     flow_run_logs,
     flow_run_story,
     log_lines,
+    read_flow_run,
     wait_for_state,
     wait_until,
 )
@@ -150,6 +151,8 @@ def test_a_prefect_retry_of_a_crashed_run_resumes_it(
     assert sorted((runs / "prisoners_dilemma").iterdir()) == [run_dir]  # resumed in place
     events = assert_nothing_lost(run_dir, rounds=ROUNDS, teams=1)
     (resumed,) = [e for e in events if e["event_type"] == "run_resumed"]
+    # HOLD_AFTER cuts round 2 when round 1 took its usual ~6 requests, but how many requests a
+    # round takes depends on how the two seats' messages interleave (live processes): a bound.
     assert resumed["after_round"] >= 1
     assert [e["event_type"] for e in events].count("simulation_started") == 1
 
@@ -160,9 +163,17 @@ def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
     runs = tmp_path / "runs"
     hold, flow_run, run_dir = start_a_held_run(model_stub, runs, "the run to hang")
     log = run_dir / "prisoners_dilemma.jsonl"
-    wait_until(lambda: time.time() - log.stat().st_mtime > 1.0, "a second of silence")
+
+    def cancelled_as_silent() -> bool:
+        # Its log is backdated an hour: silent, to a 600 s threshold. An event of the cut round
+        # written between the backdating and reconcile's reading makes the run live for that
+        # pass (it is skipped, nothing done), and the next pass backdates it again.
+        os.utime(log, (0, time.time() - 3600))
+        assert asyncio.run(reconcile(str(runs), silent_seconds=600)) == []
+        return CANCELLED_TAG in read_flow_run(flow_run.id).tags
+
     # Pass 1: its process is alive (it holds the lock) but silent: its flow run is cancelled.
-    assert asyncio.run(reconcile(str(runs), silent_seconds=1.0)) == []
+    wait_until(cancelled_as_silent, "reconcile to find the held run silent")  # a live worker
     cancelled = wait_for_state(flow_run.id)
     assert cancelled.state_name == "Cancelled"
     assert CANCELLED_TAG in cancelled.tags
@@ -171,7 +182,7 @@ def test_a_hung_run_is_cancelled_then_resumed_by_reconcile(
     # Pass 2: the interrupted run is resumed in place, through the resume deployment.
     hold.released = True
     run_id = f"prisoners_dilemma/{run_dir.name}"
-    assert asyncio.run(reconcile(str(runs), silent_seconds=1.0)) == [run_id]
+    assert asyncio.run(reconcile(str(runs), silent_seconds=600)) == [run_id]  # not silence
 
     def resumed() -> bool:
         lines = log_lines(run_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import threading
@@ -18,49 +18,59 @@ XSS_SCRIPT = "<script>window.__xss = 1</script>"
 XSS_IMG = '"><img src=x onerror="window.__xss = 2">'
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 the OS hands out now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+RUNNING = re.compile(rb"Uvicorn running on (http://127\.0\.0\.1:(\d+)) \(Press CTRL\+C to quit\)")
+"""The line ``glossogen serve`` prints once it listens; with ``--port 0`` it names the port the
+OS gave it."""
 
 
 @contextmanager
 def serving(
     runs_dir: str, env: dict[str, str] | None = None, log: list[bytes] | None = None
 ) -> Iterator[str]:
-    """Run ``glossogen serve --runs-dir runs_dir`` on a free port; yield its base URL.
+    """Run ``glossogen serve --runs-dir runs_dir --port 0``; yield its base URL once it listens.
 
-    ``log``, when given, receives every line the server writes (its access log included),
-    complete once the block exits.
+    The server binds a port the OS picks and names it in its log: no port is chosen here and
+    bound later, which another process of the machine could take in between. ``log``, when
+    given, receives every line the server writes (its access log included), complete once the
+    block exits. The server is stopped (and reaped) however the block exits.
     """
-    port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "glossogen", "serve", "--runs-dir", runs_dir, "--port", str(port)],
+        [sys.executable, "-m", "glossogen", "serve", "--runs-dir", runs_dir, "--port", "0"],
         stdout=subprocess.PIPE,  # uvicorn's access lines; its other lines go to stderr
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
+    lines = log if log is not None else []
+    drain: threading.Thread | None = None
     watchdog = threading.Timer(120, server.kill)  # a server that never starts fails the test
     watchdog.start()
     try:
         assert server.stdout is not None
-        for line in server.stdout:  # uvicorn logs this once it accepts connections
-            if b"Application startup complete" in line:
+        base = None
+        for line in server.stdout:  # uvicorn prints this once its socket listens
+            lines.append(line)
+            running = RUNNING.search(line)
+            if running:
+                base = running.group(1).decode()
                 break
-        else:
-            pytest.fail(f"glossogen serve exited with {server.wait()}")
+        if base is None:
+            pytest.fail(
+                f"glossogen serve exited with {server.wait()}: {b''.join(lines).decode()!r}"
+            )
         watchdog.cancel()
         # Drain the rest of its log so a chatty server never blocks on a full pipe.
-        lines = log if log is not None else []
         drain = threading.Thread(target=lambda: lines.extend(server.stdout), daemon=True)
         drain.start()
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
         watchdog.cancel()
         server.terminate()
-        server.wait(timeout=30)
-        if log is not None:
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a server that ignores SIGTERM is killed
+            server.kill()
+            server.wait()
+        if drain is not None:
             drain.join(timeout=30)
 
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
+from tests.server.serving import serving
 
 CASE_05 = Path(__file__).parents[1] / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
 API = "/api/g/local/runs/export"
@@ -93,6 +91,17 @@ def _filters(**fields: object) -> dict[str, object]:
 
 def _ids(*run_ids: str) -> dict[str, object]:
     return {"kind": "run_ids", "run_ids": list(run_ids)}
+
+
+def _archived_bytes(root: str, run_id: str) -> int:
+    """Bytes of the files of a run folder that a raw zip archives (no locks, debug or stdout
+    logs); played runs' logs differ in size from one play to the next."""
+    left_out = {"stream.json", "eval_in_progress.json", ".writer.lock", ".lock", "_debug.jsonl"}
+    return sum(
+        f.stat().st_size
+        for f in (Path(root) / run_id).rglob("*")
+        if f.is_file() and f.name not in left_out and not f.name.endswith("_stdout.log")
+    )
 
 
 def test_preview_reports_runs_columns_metrics_and_the_three_limits(cohort: dict[str, str]) -> None:
@@ -202,8 +211,11 @@ def test_a_download_refuses_an_id_that_no_longer_resolves_with_404(
     for route in ("csv", "raw"):
         got = client.post(f"{API}/{route}", json={"selection": _ids(cohort["two"], "veyru/1")})
         assert got.status_code == 404
-        assert got.json()["detail"]["missing_run_ids"] == ["veyru/1"]
-        assert "veyru/1" in got.json()["detail"]["message"]
+        assert got.json()["detail"] == {
+            "message": "1 selected run id(s) no longer resolve in group 'local': veyru/1; "
+            "drop them from the selection",
+            "missing_run_ids": ["veyru/1"],
+        }
 
 
 def test_a_knob_condition_that_cannot_be_read_as_the_recorded_type_is_422(
@@ -228,7 +240,11 @@ def test_a_mixed_selection_and_an_unknown_table_are_422(cohort: dict[str, str]) 
     assert client.post(f"{API}/csv", json={"selection": mixed}).status_code == 422
     got = client.post(f"{API}/csv", json={"selection": _ids(cohort["two"]), "frames": ["nope"]})
     assert got.status_code == 422
-    assert got.json()["detail"]["field"] == "frames"
+    assert got.json()["detail"] == {
+        "field": "frames",
+        "message": "unknown table 'nope' (tables: run_level, round_level, agent_level, "
+        "message_level, round_context)",
+    }
 
 
 def test_the_csv_ceiling_refuses_before_any_byte_is_sent(
@@ -238,9 +254,14 @@ def test_the_csv_ceiling_refuses_before_any_byte_is_sent(
         f"{API}/csv", json={"selection": _filters(scenario=["veyru"])}
     )
     assert got.status_code == 413
-    detail = got.json()["detail"]
-    assert (detail["limit"], detail["value"]) == ("csv_bytes", 1000)
-    assert "CSV ceiling" in detail["message"] and "glossogen export" in detail["message"]
+    assert got.json()["detail"] == {
+        "limit": "csv_bytes",
+        "value": 1000,
+        "message": "CSV refused: the download passed the 0.000953674 MiB CSV ceiling while "
+        "being written; pick fewer tables, columns, metrics or runs, turn off "
+        "repeat_run_columns, or export on the command line with `glossogen export` "
+        "(no CSV ceiling)",
+    }
     assert list(tmpdir_env.iterdir()) == []
 
 
@@ -252,8 +273,13 @@ def test_the_run_ceiling_refuses_downloads_and_the_preview_still_answers(
     for route in ("csv", "raw"):
         got = client.post(f"{API}/{route}", json=body)
         assert got.status_code == 413
-        assert got.json()["detail"]["limit"] == "max_runs"
-        assert "3 runs, over the 2-run limit" in got.json()["detail"]["message"]
+        assert got.json()["detail"] == {
+            "limit": "max_runs",
+            "value": 2,
+            "message": "export refused: the selection holds 3 runs, over the 2-run limit per "
+            "export; narrow the selection, or export on the command line with "
+            "`glossogen export --max-runs`",
+        }
     preview = client.post(f"{API}/preview", json=body).json()
     assert preview["run_count"] == 3
     assert [r["limit"] for r in preview["refusals"]] == ["max_runs"]
@@ -293,56 +319,28 @@ def test_the_raw_ceiling_refuses_and_names_the_limit(cohort: dict[str, str]) -> 
     client = _client(cohort, raw_max_bytes=1000)
     got = client.post(f"{API}/raw", json={"selection": _ids(cohort["two"])})
     assert got.status_code == 413
-    detail = got.json()["detail"]
-    assert (detail["limit"], detail["value"]) == ("raw_zip_bytes", 1000)
-    assert "over the 1000 bytes raw zip ceiling; select fewer runs" in detail["message"]
+    held = _archived_bytes(cohort["root"], cohort["two"])
+    assert got.json()["detail"] == {
+        "limit": "raw_zip_bytes",
+        "value": 1000,
+        "message": f"raw zip refused: the selected run folders hold {held} bytes, over the "
+        "1000 bytes raw zip ceiling; select fewer runs or leave out the debug and stdout logs",
+    }
     preview = client.post(f"{API}/preview", json={"selection": _ids(cohort["two"])}).json()
     assert [r["limit"] for r in preview["refusals"]] == ["raw_zip_bytes"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_glossogen_serve_answers_over_real_http(cohort: dict[str, str]) -> None:
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "glossogen",
-            "serve",
-            "--runs-dir",
-            cohort["root"],
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    watchdog = threading.Timer(120, server.kill)  # a server that never starts fails the test
-    watchdog.start()
-    try:
-        assert server.stderr is not None
-        for line in server.stderr:  # uvicorn logs this once it accepts connections
-            if b"Application startup complete" in line:
-                break
-        else:
-            pytest.fail(f"glossogen serve exited with {server.wait()}")
-        watchdog.cancel()
-        base = f"http://127.0.0.1:{port}"
+    log: list[bytes] = []
+    with serving(cohort["root"], log=log) as base:
+        # Asked for port 0, it listens on the port the OS gave it and names it.
+        assert base != "http://127.0.0.1:0"
+        assert f"INFO:     Uvicorn running on {base} (Press CTRL+C to quit)\n".encode() in log
         body = {"selection": _ids(cohort["two"]), "frames": ["run_level"], "columns": ["status"]}
         got = httpx.post(f"{base}{API}/csv", json=body, timeout=60)
         assert got.status_code == 200
         assert [r["status"] for r in csv.DictReader(io.StringIO(got.text))] == ["completed"]
         assert httpx.post(f"{base}{API}/preview", json=body, timeout=60).json()["run_count"] == 1
-    finally:
-        watchdog.cancel()
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_serve_refuses_a_runs_dir_that_is_not_a_folder(tmp_path: Path) -> None:

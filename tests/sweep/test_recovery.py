@@ -180,13 +180,14 @@ def test_two_launches_at_once_pay_each_trial_once(prefect_api: str, tmp_path: Pa
 
 
 def test_a_claim_whose_owner_is_dead_is_taken_over(tmp_path: Path) -> None:
-    exited = subprocess.run([sys.executable, "-c", "pass"], check=True)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    assert exited.returncode == 0
+    # No process has this pid: the kernel hands out pids below pid_max only (an exited
+    # child's pid could be handed to a new process before the claim is read).
+    dead_pid = int(Path("/proc/sys/kernel/pid_max").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(dead_pid, 0)
     url = str(tmp_path / "sweeps" / "s")
     now = 1_800_000_000.0
-    gone = TrialClaims(url, clock=lambda: now, host="h1", pid=dead.pid)
+    gone = TrialClaims(url, clock=lambda: now, host="h1", pid=dead_pid)
     assert gone.take("c1-1-main-e1-r0.json")
     alive = TrialClaims(url, clock=lambda: now, host="h1", pid=os.getpid())
     nonce = gone.nonces["c1-1-main-e1-r0.json"]
@@ -249,9 +250,10 @@ def test_a_sweep_whose_runs_all_failed_for_transport_exits_69(tmp_path: Path) ->
     run.close()
 
 
-def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path) -> None:
+def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path, refused_port: int) -> None:
     (tmp_path / "one.yaml").write_text(ONE_RUN)
-    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    api_url = f"http://127.0.0.1:{refused_port}/api"
+    env = {**os.environ, "PREFECT_API_URL": api_url}
     done = subprocess.run(
         [sys.executable, "-m", "glossogen", "sweep", "one.yaml"],
         cwd=tmp_path,
@@ -262,8 +264,7 @@ def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path) -> None
     )
     assert done.returncode == 69, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "glossogen: error: cannot reach the Prefect API at http://127.0.0.1:9/api: "
-        "connection refused"
+        f"glossogen: error: cannot reach the Prefect API at {api_url}: connection refused"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.yaml"]  # nothing written
 

@@ -22,6 +22,7 @@ from prefect.client.schemas.filters import (
 from glossogen.cli import main
 from glossogen.eventlog import read_events
 from tests.fixtures.polling import wait_until
+from tests.fixtures.processes import reaped
 from tests.sweep.test_spec import ISSUE_SPEC
 
 
@@ -252,13 +253,12 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
         logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
         return len(logs) == 3 and all('"round_result_recorded"' in log.read_text() for log in logs)
 
-    try:
+    # However the test ends, the sweep's group and its temporary server (another session,
+    # found by its PREFECT_HOME) are ended.
+    with reaped(process, home=fresh_prefect_home if server == "temporary" else None):
         wait_until(all_mid_game, "all three runs to be mid-game")  # then interrupt
         os.killpg(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 130
     assert err.strip().splitlines()[-1].startswith("glossogen: error: interrupted")
     summary = _summary(tmp_path / "runs", "long")

@@ -36,14 +36,23 @@ OTEL_PATH = "/api/public/otel/v1/traces"
 
 
 class Collector:
-    """A tiny OTLP/HTTP receiver: records every POST, answers ``status``."""
+    """A tiny OTLP/HTTP receiver: records every POST, answers ``status``.
+
+    After :meth:`hang_up` it closes every connection unanswered, as a host that went away, and
+    its port stays its own (a port given up could be taken by another process meanwhile).
+    """
 
     def __init__(self, status: int = 200) -> None:
         self.status = status
+        self.hung_up = False
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
+            def handle(self) -> None:
+                if not collector.hung_up:
+                    super().handle()
+
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 collector.requests.append(
@@ -64,6 +73,10 @@ class Collector:
     @property
     def host(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def hang_up(self) -> None:
+        """Close every connection from now on without reading or answering it."""
+        self.hung_up = True
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -172,7 +185,7 @@ def test_spans_carry_session_and_tags(collector: Collector) -> None:
         assert headers["authorization"] == f"Basic {token}"
     spans = collector.spans()
     names = {name for name, _ in spans}
-    assert any("chat" in n for n in names) and any("note" in n for n in names)
+    assert names == {"invoke_agent agent", "chat fn-model", "execute_tool note"}
     by_agent: dict[str, int] = {}
     for name, attrs in spans:
         agent_id = attrs["glossogen.agent_id"]
@@ -233,8 +246,10 @@ def test_host_down_warns_once_and_run_goes_on(
     port = refused_port
     handle = configure_tracing(_env(f"http://127.0.0.1:{port}"))
     assert handle is not None and handle.instrumentation is None
-    assert handle.warning is not None and "\n" not in handle.warning
-    assert f"127.0.0.1:{port}" in handle.warning and "unreachable" in handle.warning
+    assert handle.warning == (
+        f"Langfuse tracing off: http://127.0.0.1:{port} is unreachable "
+        "(ConnectError: [Errno 111] Connection refused); the run goes on untraced"
+    )
     _no_secret_in(handle.warning)
     with run_span(handle, "run-1", "veyru", round_number=1):
         with agent_attributes("alice", "player", "fn-model", "function"):
@@ -261,11 +276,13 @@ def test_rejected_keys_warn_without_secrets() -> None:
 
 
 @needs_sdk
-def test_host_lost_mid_run_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_host_lost_mid_run_warns_once(
+    caplog: pytest.LogCaptureFixture, collector: Collector
+) -> None:
     caplog.set_level(logging.DEBUG)
-    server = Collector()
+    server = collector
     handle = configure_tracing(_env(server.host))
-    server.stop()  # up at start, gone before the first export
+    server.hang_up()  # up at start, gone before the first export
     assert handle is not None and handle.instrumentation is not None
     agent = _agent(handle)
     with run_span(handle, "run-2", "veyru", round_number=1):
@@ -276,8 +293,10 @@ def test_host_lost_mid_run_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     # host adds is measured in bench/tracing_down.py, not here).
     handle.shutdown(timeout_seconds=6)
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    assert server.host in warnings[0].getMessage()
+    assert [r.getMessage() for r in warnings] == [
+        f"Langfuse export to {server.host} failed; spans are dropped while it fails "
+        "(not reported again)"
+    ]
     for record in caplog.records:
         _no_secret_in(record.getMessage())
 
