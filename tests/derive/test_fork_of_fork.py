@@ -59,5 +59,5 @@ def test_a_swap_in_a_fork_sees_what_the_same_swap_in_the_source_sees(
     in_fork = _swapped_history(fork, rule, tmp_path / "b")
     everything = _swapped_history(source, "full", tmp_path / "c")
     assert in_fork == in_source
-    # the rule keeps that many of the seat's 84 messages after round 4
+    # the rule keeps that many of the seat's 84 messages of rounds 1-4
     assert (len(in_source), len(everything)) == (kept, 84)
