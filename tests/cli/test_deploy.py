@@ -39,9 +39,10 @@ def test_a_malformed_prefect_yaml_is_refused_in_one_line_before_the_server_is_as
     capsys: pytest.CaptureFixture[str],
     text: str,
     message: str,
+    refused_port: int,
 ) -> None:
     # No server answers here: the file is refused first (the pools were applied first before).
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{refused_port}/api")
     (tmp_path / "prefect.yaml").write_text(text)
     with pytest.raises(SystemExit) as exited:
         main(["deploy", "--project-dir", str(tmp_path)])
@@ -57,17 +58,24 @@ def test_the_shipped_prefect_yaml_reads_with_every_entrypoint_present() -> None:
 
     names, skipped = deployable(Path(__file__).resolve().parents[2])
     assert skipped == []
-    assert {
-        "simulate-openai", "resume-openai", "sweep", "reconcile", "nightly-export",
-        "evaluate-cohort",
-    } <= set(names)  # fmt: skip
-    assert len(names) == 32
+    providers = [
+        "anthropic", "openai", "google-gla", "xai", "groq", "mistral", "deepseek", "openrouter",
+        "ollama", "self-hosted", "scripted", "local",
+    ]  # fmt: skip
+    assert names == [
+        *(f"{verb}-{provider}" for provider in providers for verb in ("simulate", "resume")),
+        "fork-at-round", "replace-agent", "evaluate", "evaluate-cohort", "export", "sweep",
+        "reconcile", "nightly-export",
+    ]  # fmt: skip
 
 
 def test_a_project_whose_flow_files_are_all_missing_is_refused_before_the_server_is_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    refused_port: int,
 ) -> None:
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{refused_port}/api")
     (tmp_path / "prefect.yaml").write_text("deployments:\n  - name: a\n    entrypoint: f.py:f\n")
     with pytest.raises(SystemExit) as exited:
         main(["deploy", "--project-dir", str(tmp_path)])

@@ -1,4 +1,5 @@
-"""Provider and settings mistakes are refused at launch with one line, before any folder exists."""
+"""Mistakes on a ``glossogen run`` command line (scenario, config, knobs, providers, settings) are
+refused at launch with one exact line and their own exit code, before any folder exists."""
 
 from __future__ import annotations
 
@@ -9,19 +10,107 @@ import pytest
 
 from glossogen.cli import main
 
+PROVIDER_ENV = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "SELF_HOSTED_BASE_URLS",
+    "SELF_HOSTED_API_KEY",
+)
+PD = ["prisoners_dilemma", "--config", "knobs_default"]
+SCRIPTED = ["--provider", "scripted", "--model", "scripted"]
+PROVIDERS = (
+    "(known: anthropic, openai, google-gla, xai, groq, mistral, deepseek, openrouter, ollama, "
+    "self-hosted, scripted, local)"
+)
+KNOBS = (
+    "agent_model_settings, channel_noise_level, idle_floor_seconds, judge_model, "
+    "judge_model_settings, judge_provider, labels, max_round_duration_seconds, model_overrides, "
+    "noise_replacement_mode, payoff_punishment, payoff_reward, payoff_sucker, payoff_temptation, "
+    "postmortem_duration_seconds, postmortem_enabled, round_count, scheduled_events, "
+    "scripted_misplay_share, seed"
+)
+
 CASES = [
-    # (id, env, extra args, exit code, text the one-line error contains)
+    # (id, env, arguments after `run`, exit code, the whole error line; {tmp} is the working folder)
+    (
+        "unknown scenario",
+        {},
+        ["no_such_scenario", "--config", "knobs_default", *SCRIPTED],
+        64,
+        "unknown scenario 'no_such_scenario' (installed: drive_module_repair, orbital_anomaly, "
+        "prisoners_dilemma, signal_game, spot_the_difference, veyru)",
+    ),
+    (
+        "unknown preset",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_missing", *SCRIPTED],
+        65,
+        "unknown preset 'knobs_missing' (available: knobs_default)",
+    ),
+    (
+        "config file absent",
+        {},
+        ["prisoners_dilemma", "--config", "./absent.json", *SCRIPTED],
+        66,
+        "config file '{tmp}/absent.json' does not exist",
+    ),
+    (
+        "config file not JSON",
+        {},
+        ["prisoners_dilemma", "--config", "./bad.json", *SCRIPTED],
+        65,
+        "config file '{tmp}/bad.json' is not valid JSON: "
+        "Expecting property name enclosed in double quotes at line 1 column 19",
+    ),
+    (
+        "override not JSON",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_default", "labels={oops", *SCRIPTED],
+        65,
+        "override 'labels' has malformed JSON value '{oops': "
+        "Expecting property name enclosed in double quotes at line 1 column 2",
+    ),
+    (
+        "misspelt knob",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_default", "round_cont=3", *SCRIPTED],
+        65,
+        f"unknown knob 'round_cont', did you mean 'round_count'? (known: {KNOBS})",
+    ),
+    (
+        "payoffs out of order",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_default", "payoff_reward=9", *SCRIPTED],
+        65,
+        "invalid knobs: payoffs must satisfy temptation > reward > punishment > sucker "
+        "(got 5, 9, 1, 0)",
+    ),
+    (
+        "round_count=0",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_default", "round_count=0", *SCRIPTED],
+        65,
+        "invalid knob 'round_count' = 0: Input should be greater than or equal to 1",
+    ),
+    (
+        "unsafe group slug",
+        {},
+        ["prisoners_dilemma", "--config", "knobs_default", "--group-slug", "../etc", *SCRIPTED],
+        64,
+        "--group-slug '../etc': use 1-64 of a-z, 0-9, '-' and '_'",
+    ),
     (
         "missing key",
         {},
-        ["--provider", "openai", "--model", "gpt-5.4"],
+        [*PD, "--provider", "openai", "--model", "gpt-5.4"],
         77,
-        "OPENAI_API_KEY (provider openai",
+        "missing credentials: OPENAI_API_KEY (provider openai, agent player_a)",
     ),
     (
         "missing key of an overridden seat",
         {"ANTHROPIC_API_KEY": "k"},
         [
+            *PD,
             "--provider",
             "anthropic",
             "--model",
@@ -30,28 +119,30 @@ CASES = [
             "agents.player_b.provider=openai",
         ],
         77,
-        "OPENAI_API_KEY (provider openai, agent player_b)",
+        "missing credentials: OPENAI_API_KEY (provider openai, agent player_b)",
     ),
     (
         "provider not in the enum",
         {},
-        ["--provider", "bedrock", "--model", "x"],
+        [*PD, "--provider", "bedrock", "--model", "x"],
         64,
-        "unknown provider 'bedrock'",
+        f"--provider: unknown provider 'bedrock' {PROVIDERS}",
     ),
     (
         "judge provider outside the judge list",
         {},
-        ["--provider", "scripted", "--model", "s", "judge_provider=mistral"],
+        [*PD, "--provider", "scripted", "--model", "s", "judge_provider=mistral"],
         65,
-        "judge_provider",
+        "invalid knob 'judge_provider' = \"mistral\": "
+        "Input should be 'anthropic', 'huggingface', 'openai' or 'scripted'",
     ),
     (
         "self-hosted map not JSON",
         {"SELF_HOSTED_BASE_URLS": "{nope", "SELF_HOSTED_API_KEY": "t"},
-        ["--provider", "self-hosted", "--model", "m"],
+        [*PD, "--provider", "self-hosted", "--model", "m"],
         65,
-        "SELF_HOSTED_BASE_URLS is not JSON",
+        "self-hosted:m: SELF_HOSTED_BASE_URLS is not JSON: "
+        "Expecting property name enclosed in double quotes",
     ),
     (
         "self-hosted map lacks the model",
@@ -59,35 +150,39 @@ CASES = [
             "SELF_HOSTED_BASE_URLS": json.dumps({"other": "http://127.0.0.1:9/v1"}),
             "SELF_HOSTED_API_KEY": "t",
         },
-        ["--provider", "self-hosted", "--model", "m"],
+        [*PD, "--provider", "self-hosted", "--model", "m"],
         65,
-        "model 'm' is not a key of SELF_HOSTED_BASE_URLS",
+        "self-hosted:m: model 'm' is not a key of SELF_HOSTED_BASE_URLS",
     ),
     (
         "thinking on a model that cannot think",
         {"OPENAI_API_KEY": "k"},
-        ["--provider", "openai", "--model", "gpt-4.1", "agent_model_settings.thinking=high"],
+        [*PD, "--provider", "openai", "--model", "gpt-4.1", "agent_model_settings.thinking=high"],
         65,
-        "agent player_a on openai:gpt-4.1 cannot think",
+        "agent player_a on openai:gpt-4.1 cannot think (pydantic-ai's profile), "
+        "so thinking=high would be dropped",
     ),
     (
         "thinking=lots",
         {},
-        ["--provider", "scripted", "--model", "s", "agent_model_settings.thinking=lots"],
+        [*PD, "--provider", "scripted", "--model", "s", "agent_model_settings.thinking=lots"],
         65,
-        "agent_model_settings.thinking",
+        "invalid knob 'agent_model_settings.thinking' = \"lots\": "
+        "Input should be 'minimal', 'low', 'medium', 'high', 'xhigh' or 'max'",
     ),
     (
         "max_tokens=-1",
         {},
-        ["--provider", "scripted", "--model", "s", "agent_model_settings.max_tokens=-1"],
+        [*PD, "--provider", "scripted", "--model", "s", "agent_model_settings.max_tokens=-1"],
         65,
-        "agent_model_settings.max_tokens",
+        "invalid knob 'agent_model_settings.max_tokens' = -1: "
+        "Input should be greater than or equal to 1",
     ),
     (
         "model setting without a model",
         {},
         [
+            *PD,
             "--provider",
             "scripted",
             "--model",
@@ -95,49 +190,36 @@ CASES = [
             "agents.player_a.model_settings.temperature=0.2",
         ],
         65,
-        "must name a model",
+        "override 'agents.player_a.model_settings.temperature=0.2': "
+        "an override must name a model (add agents.player_a.model=<model>)",
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("env", "args", "code", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+    ("env", "args", "code", "line"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_refused_at_launch(
+def test_a_bad_run_command_exits_with_its_code_and_one_exact_line_and_claims_nothing(
     env: dict[str, str],
     args: list[str],
     code: int,
-    needle: str,
+    line: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for var in (
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "SELF_HOSTED_BASE_URLS",
-        "SELF_HOSTED_API_KEY",
-    ):
+    for var in PROVIDER_ENV:
         monkeypatch.delenv(var, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text('{"round_count": 3,,}')
     with pytest.raises(SystemExit) as exited:
-        main(
-            [
-                "run",
-                "prisoners_dilemma",
-                "--runs-dir",
-                str(tmp_path / "runs"),
-                "--config",
-                "knobs_default",
-                *args,
-            ]
-        )
-    err = capsys.readouterr().err.strip()
-    assert exited.value.code == code, err
-    assert len(err.splitlines()) == 1
-    assert needle in err
+        main(["run", *args, "--runs-dir", str(tmp_path / "runs")])
+    assert exited.value.code == code
+    assert capsys.readouterr().err.splitlines() == [
+        "glossogen: error: " + line.replace("{tmp}", str(tmp_path))
+    ]
     assert not (tmp_path / "runs").exists()
 
 

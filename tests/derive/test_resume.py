@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -169,8 +170,12 @@ def test_twenty_cut_points_each_resume_to_the_uninterrupted_end(
 
 
 def test_a_finished_run_is_refused_with_a_pointer_to_fork(finished: Path) -> None:
-    with pytest.raises(DeriveError, match="use fork-at-round"):
+    with pytest.raises(DeriveError) as refused:
         open_resume(RunFolder.at(str(finished)))
+    assert str(refused.value) == (
+        f"run veyru/{finished.name} already ended (simulation_ended); "
+        "use fork-at-round to play further rounds from it"
+    )
 
 
 def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
@@ -178,8 +183,12 @@ def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
 ) -> None:
     lines = (finished / "veyru.jsonl").read_text().splitlines(keepends=True)
     run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
-    with pytest.raises(DeriveError, match="round_count 5 -> 6"):
+    with pytest.raises(DeriveError) as refused:
         _resume(run, "round_count=6")
+    assert str(refused.value) == (
+        "the config differs from the one the run recorded (round_count 5 -> 6); "
+        "pass --allow-config-change to resume under the new one"
+    )
     result = _resume(run, "round_count=6", allow=True)
     assert (result.status, result.rounds_played) == ("completed", 6)
     events = read_events(str(run / "veyru.jsonl")).events
@@ -198,10 +207,12 @@ def test_a_labelled_run_resumed_without_labels_keeps_its_own(
     (run / "config.json").write_text(json.dumps({**config, "labels": labels}))
     (run / "labels.json").write_text(json.dumps(labels))
     other = ResumeRequest(run_dir=str(run), config="knobs_default", overrides=["labels.sweep=s2"])
-    with pytest.raises(
-        Exception, match='labels {"sweep": "s1", "cell": "c1", "trial": "1"} -> {"sweep": "s2"}'
-    ):
+    with pytest.raises(Exception) as refused:
         plan_resume(other)
+    assert str(refused.value) == (
+        'the config differs from the one the run recorded (labels {"sweep": "s1", "cell": "c1", '
+        '"trial": "1"} -> {"sweep": "s2"}); pass --allow-config-change to resume under the new one'
+    )
     config, _ = plan_resume(ResumeRequest(run_dir=str(run), config="knobs_default"))
     result = asyncio.run(resume(config, str(run)))  # the preset, no labels
     assert (result.status, result.rounds_played) == ("completed", 5)
@@ -227,8 +238,11 @@ def test_a_run_another_live_process_writes_is_refused(finished: Path, tmp_path: 
     run = _cut_copy(finished, tmp_path, _cut_points(lines)["at-round-boundary-2"], torn_tail=False)
     held = RunLock(RunFolder.at(str(run)))  # as the writing process holds it
     try:
-        with pytest.raises(DeriveError, match="being written by another live process") as refused:
+        with pytest.raises(DeriveError) as refused:
             open_resume(RunFolder.at(str(run)))
+        assert str(refused.value) == (
+            f"run {run} is being written by another live process (pid {os.getpid()})"
+        )
         assert refused.value.exit_code == 75
     finally:
         held.release()

@@ -93,7 +93,11 @@ def test_in_run_judge_answers_failing_validation_are_counted_in_the_runs_spend(
     assert len(openai_judge.requests) == 6
     assert not [e for e in events if isinstance(e, JudgeCalled)]
     (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
-    assert verdict.void
+    assert (verdict.void, verdict.reason) == (
+        True,
+        "void (judge_failed): wrong treatment at stage 1 of 3 "
+        "(judge unavailable (invalid_tool_arguments); round void)",
+    )
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
     assert ended.judge_cost_usd == 6 * _unit()  # $0.00126

@@ -214,10 +214,12 @@ def test_cli_writes_the_report_then_exits_1_naming_the_failed_metric(
         with pytest.raises(SystemExit) as done:
             main(args)
         assert done.value.code == 1
-        err = capsys.readouterr().err
-        assert (
-            "glossogen: error: metrics failed: language_repetition (every judge call failed" in err
-        )
+        assert capsys.readouterr().err.splitlines() == [
+            "glossogen: error: metrics failed: language_repetition (every judge call failed "
+            "(first: ModelRequestRejectedError: status_code: 400, model_name: gpt-4o-mini, body: "
+            "{'message': 'bad request', 'type': 'invalid_request_error', 'param': None, "
+            "'code': None}))"
+        ]
         report = json.loads((run_dir / "veyru_report.json").read_text())
         assert report["metrics"]["round_success"]["score"] == 1.0
         assert report["metrics"]["language_repetition"]["status"] == "failed"

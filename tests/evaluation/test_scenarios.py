@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -40,59 +38,56 @@ def scored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return scenario, run_dir, report, events
 
 
+# What the seeded scripted run of 3 rounds logs on its primary channel, counted once by hand:
+# veyru 13 messages of 466 characters (budget 150 a round), prisoners_dilemma 6 of 186; both
+# lose round 1 and win rounds 2 and 3.
+LANGUAGE = {
+    "veyru": {
+        "mean_chars_per_round": 466 / 3,
+        "mean_chars_per_message": 466 / 13,
+        "messages_per_round": 13 / 3,
+        "budget_utilisation": 466 / 150 / 3,
+    },
+    "prisoners_dilemma": {
+        "mean_chars_per_round": 62.0,
+        "mean_chars_per_message": 31.0,
+        "messages_per_round": 2.0,
+    },
+}
+# The scripted probe answers "We use: " and the agent's 8 most used words: the two teammates'
+# answers share 3 of 17 words in veyru, 7 of 13 in prisoners_dilemma (Jaccard).
+PROBE = {"veyru": 3 / 17, "prisoners_dilemma": 7 / 13}
+
+
 def test_language_metrics_match_the_log(scored: tuple) -> None:
-    scenario, _, report, events = scored
-    sent = [e for e in events if e["event_type"] == "message_sent" and e["phase"] == "main"
-            and e["channel_id"] == PRIMARY[scenario]]  # fmt: skip
-    per_round: dict[int, int] = defaultdict(int)
-    for e in sent:
-        per_round[e["round_number"]] += len(e["text"])
-    assert sent, "the scripted run sent nothing"
+    scenario, _, report, _ = scored
     m = report.metrics
-    assert m["mean_chars_per_round"].score == pytest.approx(
-        sum(per_round.values()) / len(per_round)
-    )
-    assert m["mean_chars_per_message"].score == pytest.approx(
-        sum(len(e["text"]) for e in sent) / len(sent)
-    )
-    assert m["messages_per_round"].score == pytest.approx(len(sent) / 3)
-    verdicts = [e for e in events if e["event_type"] == "round_result_recorded"]
-    won = sum(e["success"] for e in verdicts)
-    assert (m["round_success"].score, m["round_success"].rounds) == (won / 3, 3)
-    assert m["round_success"].summary == f"{won} of 3 rounds won"
+    assert {name: m[name].score for name in LANGUAGE[scenario]} == LANGUAGE[scenario]
+    assert (m["round_success"].score, m["round_success"].rounds) == (2 / 3, 3)
+    assert m["round_success"].summary == "2 of 3 rounds won"
     assert m["agent_cycle_failures"].score == 0.0
     assert m["cost_per_round_usd"].score == 0.0  # scripted calls are priced at zero
     assert ("budget_utilisation" in m) is (scenario == "veyru")
-    if scenario == "veyru":
-        budget = 150  # knobs_default round_budget_chars
-        assert m["budget_utilisation"].score == pytest.approx(sum(per_round.values()) / budget / 3)
-
-
-def _top_words(texts: list[str]) -> set[str]:
-    import re
-
-    counts = Counter(w for t in texts for w in re.findall(r"\w+", t.lower()))
-    return set(sorted(counts, key=lambda w: (-counts[w], w))[:8])
 
 
 def test_protocol_probe_replays_histories_offline(scored: tuple) -> None:
     scenario, run_dir, report, events = scored
     agents = [e["agent_id"] for e in events if e["event_type"] == "agent_registered"]
-    said = {
-        a: [e["args"]["text"] for e in events if e["event_type"] == "tool_call_invoked"
-            and e["tool_name"] == "send_message" and e["agent_id"] == a]
-        for a in agents
-    }  # fmt: skip
-    answers = {a: {"we", "use"} | _top_words(said[a]) for a in agents}
-    pairs = [len(x & y) / len(x | y) for x, y in itertools.combinations(answers.values(), 2)]
+    assert (
+        agents
+        == {
+            "veyru": ["field_observer", "stabilization_engineer"],
+            "prisoners_dilemma": ["player_a", "player_b"],
+        }[scenario]
+    )
     entry = report.metrics["protocol_probe"]
     assert (entry.status, entry.kind, entry.rounds, entry.replicas) == ("ok", "model", 0, 2)
-    assert entry.score == pytest.approx(sum(pairs) / len(pairs))
+    assert entry.score == PROBE[scenario]
     assert entry.agreement == 1.0  # the scripted answerer is deterministic
     assert entry.cost_usd == 0.0
     assert report.evaluation_cost.probe_usd == 0.0
     lines = [json.loads(x) for x in (run_dir / "protocol_probe.jsonl").read_text().splitlines()]
-    assert len(lines) == len(agents) * 4 * 2
+    assert len(lines) == 16  # 2 agents x 4 questions x 2 replicas
     assert {(x["agent_id"], x["question_id"]) for x in lines} == {
         (a, q) for a in agents for q in ("codes", "message_shape", "signals", "agreements")
     }

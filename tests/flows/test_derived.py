@@ -69,6 +69,8 @@ def test_the_replace_agent_flow_moves_one_seat_to_another_model(
 
 
 def test_the_replace_agent_flow_needs_a_seat(source: Path, tmp_path: Path) -> None:
-    with pytest.raises(DeriveError, match="needs replaced_agent_id"):
+    with pytest.raises(
+        DeriveError, match=r"^replace-agent needs replaced_agent_id \(and model, provider\)$"
+    ):
         asyncio.run(replace_agent(ForkRequest("veyru", str(source), 2, str(tmp_path))))
     assert not (tmp_path / "veyru").exists()

@@ -90,7 +90,9 @@ def test_an_override_for_an_agent_the_scenario_lacks_is_refused(tmp_path: Path) 
     with pytest.raises(LaunchError) as refused:
         plan_run(_request(tmp_path, overrides=["agents.nobody.model=x"]))
     assert refused.value.exit_code == 65
-    assert "unknown agent 'nobody'" in str(refused.value)
+    assert str(refused.value) == (
+        "unknown agent 'nobody' in model_overrides or scheduled_events (agents: player_a, player_b)"
+    )
 
 
 def _openai_seat(tmp_path: Path) -> RunRequest:
@@ -99,6 +101,7 @@ def _openai_seat(tmp_path: Path) -> RunRequest:
     )
 
 
+# Port 9 is only parsed here (is the host loopback?), never dialled: no refused_port needed.
 @pytest.mark.parametrize(
     ("setting", "base_url", "virtual"),
     [
