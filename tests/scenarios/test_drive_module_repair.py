@@ -163,7 +163,7 @@ def _two_fault_round() -> tuple[DriveModuleRepair, Round]:
     scenario = DriveModuleRepair(KNOBS)
     scenario.on_scheduled_case(TWO_FAULTS.model_dump(mode="json"))
     ctx = Round()
-    scenario.start_round(ctx)  # type: ignore[arg-type]
+    scenario.start_round(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     return scenario, ctx
 
 
@@ -198,7 +198,7 @@ def test_one_of_two_faults_fixed_is_unfinished_and_names_the_next_symptom():
     }
     assert _judged(ctx) == [(1, 1, True)]
     assert ctx.notified == []  # the same module: nothing new for the engineers
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.team_id, v.success, v.reason) == (
         "bay_crew",
         False,
@@ -212,7 +212,7 @@ def test_a_replacement_while_one_is_checked_is_refused():
 
     async def service_again() -> None:
         (tool,) = scenario.tools()
-        second.append(await tool.function(ctx.tool_ctx("field_technician"), action=FIRST))  # type: ignore[call-arg]
+        second.append(await tool.function(ctx.tool_ctx("field_technician"), action=FIRST))  # type: ignore[call-arg]  # a tool's function is typed by its own signature, called here as pydantic-ai does
 
     ctx.while_judging = service_again
     assert call(scenario, ctx, "field_technician", action=FIRST)["status"] == "fixed"
@@ -225,7 +225,7 @@ def test_the_round_lost_while_a_replacement_is_checked_refuses_it_and_logs_no_ru
     scenario, ctx = _two_fault_round()
 
     async def pass_the_budget() -> None:
-        scenario.on_budget_exceeded(ctx, "bay", 950)  # type: ignore[arg-type]
+        scenario.on_budget_exceeded(ctx, "bay", 950)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
 
     ctx.while_judging = pass_the_budget
     assert call(scenario, ctx, "field_technician", action=FIRST) == {
@@ -234,7 +234,7 @@ def test_the_round_lost_while_a_replacement_is_checked_refuses_it_and_logs_no_ru
     assert _judged(ctx) == []
     lost = "The bay carried 950 characters, over its 900. The round is lost."
     assert ctx.notified == [(seat, "round_lost", lost) for seat in SEATS]  # told once
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.success, v.reason) == (False, "budget exceeded with 0 of 2 faults fixed")
 
 

@@ -52,7 +52,7 @@ def _case(seed: int, **kw: object) -> OrbitalCase:
         "easy": False,
         "cipher": True,
     } | kw
-    return draw_case(random.Random(f"case:{seed}"), **args)  # type: ignore[arg-type]
+    return draw_case(random.Random(f"case:{seed}"), **args)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
 
 
 CASES = [_case(n) for n in range(200)]
@@ -199,7 +199,7 @@ def _one_stage_round() -> tuple[OrbitalAnomaly, Round]:
     scenario = OrbitalAnomaly(KNOBS)
     scenario.on_scheduled_case(ONE_STAGE)
     ctx = Round()
-    scenario.start_round(ctx)  # type: ignore[arg-type]
+    scenario.start_round(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     return scenario, ctx
 
 
@@ -235,7 +235,7 @@ def test_the_last_stage_cleared_tells_every_seat_all_clear_and_closes_the_panel(
         (seat, "all_clear", "All faults cleared; the vehicle is safe.") for seat in SEATS
     ]
     assert _judged(ctx) == [(1, 1, True)]
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.team_id, v.success, v.reason) == ("crew", True, "1 of 1 stages cleared")
     assert call(scenario, ctx, "astronaut", action=CLEARS) == {
         "status": "error", "reason": "the panel takes no more actions this round"
@@ -249,7 +249,7 @@ def test_an_action_while_one_is_ruled_on_is_refused():
 
     async def act_again() -> None:
         (tool,) = scenario.tools()
-        second.append(await tool.function(ctx.tool_ctx("astronaut"), action=CLEARS))  # type: ignore[call-arg]
+        second.append(await tool.function(ctx.tool_ctx("astronaut"), action=CLEARS))  # type: ignore[call-arg]  # a tool's function is typed by its own signature, called here as pydantic-ai does
 
     ctx.while_judging = act_again
     assert call(scenario, ctx, "astronaut", action=CLEARS) == {
@@ -265,7 +265,7 @@ def test_the_vehicle_lost_while_an_action_is_ruled_on_refuses_it_and_logs_no_rul
     scenario, ctx = _one_stage_round()
 
     async def pass_the_budget() -> None:
-        scenario.on_budget_exceeded(ctx, "link", 640)  # type: ignore[arg-type]
+        scenario.on_budget_exceeded(ctx, "link", 640)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
 
     ctx.while_judging = pass_the_budget
     assert call(scenario, ctx, "astronaut", action=CLEARS) == {
@@ -274,7 +274,7 @@ def test_the_vehicle_lost_while_an_action_is_ruled_on_refuses_it_and_logs_no_rul
     assert _judged(ctx) == []
     lost = "The link carried 640 characters, over its 600; the vehicle is lost. The round is over."
     assert ctx.notified == [(seat, "vehicle_lost", lost) for seat in SEATS]
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.success, v.reason) == (False, "budget exceeded at stage 1 of 1")
 
 

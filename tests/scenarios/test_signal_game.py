@@ -92,16 +92,16 @@ def _round(**knobs: Any) -> tuple[SignalGame, Round]:
     """Round 1 of a signal game started with ``knobs``: agent_a sends, agent_b receives."""
     scenario = SignalGame(SignalGameKnobs(**knobs))
     ctx = Round()
-    scenario.start_round(ctx)  # type: ignore[arg-type]
+    scenario.start_round(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     return scenario, ctx
 
 
 def _play_target(scenario: SignalGame, ctx: Round, right: bool) -> dict[str, Any]:
     """The sender's message on link, then the receiver's choice, right or wrong."""
-    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     target = scenario.targets[scenario.current - 1]
     label = target.answer if right else next(x for x in target.labels if x != target.answer)
-    return call(scenario, ctx, "agent_b", label=label)  # type: ignore[no-any-return]
+    return call(scenario, ctx, "agent_b", label=label)  # type: ignore[no-any-return]  # a tool returns the dict it built
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_the_round_is_won_from_pass_share_of_the_targets(rights, verdict):
     assert [r["correct"] for r in replies] == rights
     assert replies[-1] == {"status": "chosen", "correct": rights[-1], "round_over": True}
     assert scenario.is_settled() is True
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.team_id, v.success, v.reason) == ("pair", *verdict)
     assert [(e.target, e.correct) for e in ctx.events if isinstance(e, SignalGameChoiceMade)] == [
         (n, right) for n, right in enumerate(rights, start=1)
@@ -130,7 +130,7 @@ def test_targets_not_played_are_counted_in_the_verdict():
     for right in (True, True, False):
         _play_target(scenario, ctx, right)
     assert scenario.is_settled() is False
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.success, v.reason) == (False, "2 of 5 targets chosen correctly (2 not played)")
 
 
@@ -140,7 +140,7 @@ def test_choose_refuses_the_sender_an_unknown_label_and_a_finished_round():
         "status": "refused",
         "reason": "you are the sender this round; send on link",
     }
-    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]
+    assert scenario.refuse_message(ctx, "agent_a", "link", "a word") is None  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert call(scenario, ctx, "agent_b", label="x") == {
         "status": "error",
         "reason": "no candidate is labelled 'x'",
@@ -155,7 +155,7 @@ def test_choose_refuses_the_sender_an_unknown_label_and_a_finished_round():
         "reason": "the round is over",
         "round_over": True,
     }
-    refused = scenario.refuse_message(ctx, "agent_a", "link", "more")  # type: ignore[arg-type]
+    refused = scenario.refuse_message(ctx, "agent_a", "link", "more")  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert refused == "the round is over; nothing was sent"
     assert len([e for e in ctx.events if isinstance(e, SignalGameChoiceMade)]) == 1
 

@@ -98,7 +98,7 @@ def _two_stage_round(attempts: int = 1) -> tuple[Veyru, Round]:
     """Round 1 with two stages: thaw, then brush, both on the cobalt face, 6 s at level 1."""
     scenario = Veyru(VeyruKnobs(min_stages=2, max_stages=2, attempts_per_stage=attempts))
     ctx = Round()
-    scenario.start_round(ctx)  # type: ignore[arg-type]
+    scenario.start_round(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     return scenario, ctx
 
 
@@ -137,7 +137,7 @@ def test_one_of_two_stages_stabilized_is_unfinished():
         "stage_stabilized",
         "Stage 1 of 2 is stable; the observer now sees new signs.",
     )
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.team_id, v.success, v.reason) == (
         "team",
         False,
@@ -170,7 +170,7 @@ def test_a_treatment_while_one_takes_effect_is_refused():
     async def treat_again() -> None:
         (tool,) = scenario.tools()
         observer = ctx.tool_ctx("field_observer")
-        second.append(await tool.function(observer, action="thaw cobalt 6s L1"))  # type: ignore[call-arg]
+        second.append(await tool.function(observer, action="thaw cobalt 6s L1"))  # type: ignore[call-arg]  # a tool's function is typed by its own signature, called here as pydantic-ai does
 
     ctx.while_judging = treat_again
     assert call(scenario, ctx, "field_observer", action="thaw cobalt 6s L1")["status"] == (
@@ -186,7 +186,7 @@ def test_the_veyru_collapsed_while_a_treatment_is_ruled_on_refuses_it():
     scenario, ctx = _two_stage_round()
 
     async def pass_the_budget() -> None:
-        scenario.on_team_budget_exceeded(ctx, "team", "link", 160)  # type: ignore[arg-type]
+        scenario.on_team_budget_exceeded(ctx, "team", "link", 160)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
 
     ctx.while_judging = pass_the_budget
     assert call(scenario, ctx, "field_observer", action="thaw cobalt 6s L1") == {
@@ -202,7 +202,7 @@ def test_the_veyru_collapsed_while_a_treatment_is_ruled_on_refuses_it():
         (seat, "veyru_collapsed", collapsed)
         for seat in ("field_observer", "stabilization_engineer")
     ]
-    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (v,) = scenario.verdicts(ctx)  # type: ignore[arg-type]  # the test's Round stands in for RoundContext
     assert (v.success, v.reason) == (False, "budget exceeded")
 
 
