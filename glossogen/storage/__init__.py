@@ -33,7 +33,7 @@ from glossogen.storage._lease import (
     lease_seconds,
 )
 from glossogen.storage._lock import LOCK_NAME, RunLock
-from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, RunStore
+from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, SWEEPS_FOLDER, RunStore
 
 __all__ = [
     "CONFIG",
@@ -51,6 +51,7 @@ __all__ = [
     "RunFolder",
     "RunLock",
     "RunStore",
+    "SWEEPS_FOLDER",
     "StorageError",
     "WriteConflictError",
     "WriterLease",

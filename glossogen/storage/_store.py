@@ -54,8 +54,15 @@ def _make_local(path: str, runs_dir: str, exist_ok: bool) -> None:
         raise StorageError(f"runs dir {runs_dir!r}: cannot create {path}: {reason}") from None
 
 
+SWEEPS_FOLDER = "sweeps"
+"""The folder under a runs directory where sweeps keep their state
+(``<runs_dir>/sweeps/<sweep_id>``): never a scenario's, so never listed as runs."""
+
+
 class RunStore:
     """The runs directory: one folder per run, ``<runs_dir>/<scenario>/<timestamp>``.
+
+    Beside the runs lies the sweeps' folder (:data:`SWEEPS_FOLDER`), which holds none.
 
     Args:
         runs_dir: Local path or fsspec URL of the runs directory (``s3://bucket/runs``). Nothing
@@ -268,13 +275,15 @@ class RunStore:
             scenario: Only this scenario's runs; ``None`` for all (sorted by scenario first).
 
         Returns:
-            The run ids; empty if the runs directory does not exist yet.
+            The run ids; empty if the runs directory does not exist yet. The sweeps' folder
+            (:data:`SWEEPS_FOLDER`) holds no runs and is not listed.
 
         Raises:
             StorageError: if the storage is unreachable or the bucket is missing.
         """
         runs: list[str] = []
         with translate_errors(self.runs_dir, self.fs):
-            for name in [scenario] if scenario else self._list_dirs(self.runs_dir):
+            names = [scenario] if scenario else self._list_dirs(self.runs_dir)
+            for name in (n for n in names if n != SWEEPS_FOLDER):
                 runs += [f"{name}/{ts}" for ts in self._list_dirs(join(self.runs_dir, name))]
         return sorted(runs, key=lambda r: (r.partition("/")[0], len(r), r))

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from glossogen.storage import RunStore, join
+from glossogen.storage import SWEEPS_FOLDER, RunStore, join
 from glossogen.sweep._grid import TrialKey
 from glossogen.sweep._ledger import RunRecord
 from glossogen.sweep._stats import MetricSummary, summarize_metric
@@ -27,7 +27,7 @@ rounds won reached ``pass_threshold``) and ``completed`` (the run ended ``comple
 
 def sweep_url(runs_dir: str, sweep_id: str) -> str:
     """The sweep's folder: ``<runs_dir>/sweeps/<sweep_id>``."""
-    return join(runs_dir, "sweeps", sweep_id)
+    return join(runs_dir, SWEEPS_FOLDER, sweep_id)
 
 
 _STATE_OF_STATUS: dict[str, TrialState] = {

@@ -100,6 +100,8 @@ def test_list_runs(tmp_path):
     for scenario, ts in [("zeta", 20), ("alpha", 100), ("alpha", 99), ("alpha", 100)]:
         store.claim_run_dir(scenario, ts)
     (tmp_path / "runs" / "alpha" / "notes.txt").write_text("not a run")
+    (tmp_path / "runs" / "sweeps" / "pd").mkdir(parents=True)  # a sweep's state: no run
+    (tmp_path / "runs" / "sweeps" / "pd" / "run_summary.json").write_text("{}")
     assert store.list_runs() == ["alpha/99", "alpha/100", "alpha/101", "zeta/20"]
     assert store.list_runs("alpha") == ["alpha/99", "alpha/100", "alpha/101"]
     assert store.list_runs("nope") == []
