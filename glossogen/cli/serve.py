@@ -7,9 +7,11 @@ set (on any interface) every request but ``/api/health`` must carry ``Authorizat
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
+import socket
 import sys
 
 import typer
@@ -65,10 +67,65 @@ def serve(
         os.environ.setdefault(key, value)
     if "://" not in runs_dir:
         runs_dir = os.path.abspath(runs_dir)
+    try:
+        listener = listen(host, port)
+    except ListenError as exc:
+        print(f"glossogen: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     app = create_app(runs_dir, token=token, host=host)
     logging.getLogger("uvicorn.access").addFilter(TokenRedaction())
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    config = uvicorn.Config(app, host=host, port=port, log_level="info")  # configures logging
+    # uvicorn names the address only when it binds itself; the same line, for the bound port.
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    logging.getLogger("uvicorn.error").info(
+        "Uvicorn running on http://%s:%d (Press CTRL+C to quit)", shown, bound
+    )
+    uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+class ListenError(Exception):
+    """The server cannot listen where asked; ``str()`` is one line, ``exit_code`` its code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        """Keep the one-line ``message`` and the process ``exit_code``."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind and listen on ``host:port`` before uvicorn starts, so a refusal is one line of ours.
+
+    uvicorn binds inside its own startup and, when that fails, logs its own lines and exits 3;
+    binding here first turns each cause into one line and an exit code from our table.
+
+    Raises:
+        ListenError: ``--host`` names no address (64), is not an address of this machine (64),
+            or the port is taken (75, try again later).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ListenError(
+            f"--host {host!r} names no address: {exc.strerror}", int(exit_codes.USAGE)
+        ) from None
+    listener = socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it
+        listener.bind(address)
+        listener.listen(2048)  # uvicorn's default backlog
+    except OSError as exc:
+        listener.close()
+        where = f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise ListenError(
+                f"cannot listen on {where}: the port is in use", int(exit_codes.TRY_AGAIN)
+            ) from None
+        raise ListenError(
+            f"cannot listen on {where}: {exc.strerror}", int(exit_codes.USAGE)
+        ) from None
+    return listener
 
 
 class TokenRedaction(logging.Filter):

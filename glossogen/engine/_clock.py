@@ -73,11 +73,11 @@ class VirtualClock:
     has passed. Concurrent sleepers add up rather than overlap: simulated latencies of two agents
     in the same moment both count. Wall time is ``start`` plus game time.
 
-    A model call takes no game time: while any call is in flight (:meth:`call_in_flight`), a
-    ``sleep`` (one seat's backoff, a scripted seat's latency, the idle floor) first waits until
-    none is, so a phase limit never cuts off a call because the machine answered it slowly, and
-    a run over stub servers ends the same way however loaded the machine is. :meth:`advance`
-    (a test moving time by hand) does not wait.
+    A model call takes no game time: while any seat waits for a call's answer
+    (:meth:`call_in_flight`), a ``sleep`` (another seat's backoff, a scripted seat's latency,
+    the idle floor) first waits until none does, so a phase limit never cuts off an answer the
+    machine was slow to give. Game time can still move while a seat builds a request it has
+    not yet sent. :meth:`advance` (a test moving time by hand) does not wait.
     """
 
     def __init__(self, start: datetime | None = None) -> None:

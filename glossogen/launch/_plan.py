@@ -54,9 +54,10 @@ Honoured only when every seat, swap and judge is scripted, runs the in-process `
 model, or calls a model server on loopback (``<PROVIDER>_BASE_URL`` or the
 ``SELF_HOSTED_BASE_URLS`` entry on 127.0.0.1, ``::1`` or ``localhost``): a stub model server
 of a test. A hosted provider is refused: its rate limits, timeouts and spend run on real
-seconds the virtual clock would not count. Game time does not move while a call is in flight,
-so a run's phases end by the scenario's own triggers, never by a load-dependent timeout. The
-setting reaches detached runs and workers through the environment they inherit.
+seconds the virtual clock would not count. Game time does not move while a seat waits for a
+call's answer (``VirtualClock``), so a phase limit never cuts off a slow answer; a test whose
+rounds should end by the scenario's own triggers sets limits no backoff reaches. The setting
+reaches detached runs and workers through the environment they inherit.
 """
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.eventlog import AgentRunCycleFailed, LlmResponseReceived, read_events
-from glossogen.launch import RunRequest
+from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -170,11 +170,18 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
 
 
 def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
-    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+    prefect_api: str,
+    anthropic_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Retry-After asks for an hour: each wait is cut by the phase end, but failures keep counting.
-    # On the virtual clock: a seat's wait moves game time only once no call is in flight and
-    # every seat has handled what came back, so both seats' 429s count in every round.
+    # The one test on the real clock (three 2 s rounds). On the virtual clock no game time
+    # passes while a seat waits for an answer, but the first seat's wait can still jump game
+    # time past the phase end before the other seat has sent its request at all (it is still
+    # being built), so one seat's failure went missing (seen in a CI-like run). The bound: both
+    # 429s come back within 2 real seconds of the round's start.
+    monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)
     anthropic_stub.responder = lambda req: StubFault(status=429, retry_after=3600)
     result, events = _run(tmp_path, "round_count=3", "max_round_duration_seconds=2")
     assert result.status == "error"

@@ -442,3 +442,37 @@ def test_a_runs_dir_that_is_gone_is_503(tmp_path: Path) -> None:
     got = client.post(f"{API}/preview", json={"selection": _filters()})
     assert got.status_code == 503
     assert got.json()["detail"] == {"message": f"runs directory {gone!r} does not exist"}
+
+
+def _serve_exit(*argv: str) -> int:
+    from glossogen.cli import main
+
+    try:
+        main(["serve", *argv])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_serve_names_a_port_in_use_or_a_host_it_cannot_listen_on_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    monkeypatch.setenv("GLOSSOGEN_SERVE_TOKEN", "sekrit")  # off loopback needs it first
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert _serve_exit("--runs-dir", str(tmp_path), "--port", str(port)) == 75
+        assert capsys.readouterr().err == (
+            f"glossogen: error: cannot listen on 127.0.0.1:{port}: the port is in use\n"
+        )
+    host = "no.such.host.invalid"
+    assert _serve_exit("--runs-dir", str(tmp_path), "--host", host, "--port", "0") == 64
+    assert capsys.readouterr().err == (
+        f"glossogen: error: --host {host!r} names no address: Name or service not known\n"
+    )
+    # TEST-NET-1 (RFC 5737): an address, but none of this machine's.
+    assert _serve_exit("--runs-dir", str(tmp_path), "--host", "192.0.2.1", "--port", "0") == 64
+    assert capsys.readouterr().err == (
+        "glossogen: error: cannot listen on 192.0.2.1:0: Cannot assign requested address\n"
+    )
