@@ -179,7 +179,13 @@ def find_scenario(run_dir: str) -> str:
 
 
 def _missing_log(folder: RunFolder, scenario: str) -> EvaluationError:
-    """65 when the folder holds another scenario's log, else 66 (nothing to read)."""
+    """64 for a scenario no package provides (the CLI's line), 65 when the folder holds another
+    scenario's log, else 66 (nothing to read)."""
+    if scenario not in scenario_names():
+        try:
+            load_scenario(scenario)
+        except UnknownScenarioError as exc:
+            return EvaluationError(str(exc), int(exit_codes.USAGE))
     try:
         others = [s for s in RunFolder.logs_in(folder.url, scenario_names()) if s != scenario]
     except (StorageError, OSError):

@@ -112,6 +112,9 @@ METRICS = (
 )
 
 
+SIX = "drive_module_repair, orbital_anomaly, prisoners_dilemma, signal_game, spot_the_difference, veyru"
+
+
 # bad judge settings and replica counts are the cases of tests/evaluation/test_command.py
 @pytest.mark.parametrize(
     ("args", "code", "line"),
@@ -127,9 +130,10 @@ METRICS = (
         (["prisoners_dilemma", "--run-dir", "RUN"], 65,
          "RUN holds a 'veyru' run, not 'prisoners_dilemma'"),
         (["veyru", "--run-dir", "NOWHERE"], 66, "no event log veyru.jsonl in NOWHERE"),
+        (["nosuch", "--run-dir", "RUN"], 64, f"unknown scenario 'nosuch' (installed: {SIX})"),
     ],
     ids=["unknown-metric", "judged-without-judge", "model-alone", "xai-judge", "other-scenario",
-         "no-folder"],
+         "no-folder", "unknown-scenario"],
 )  # fmt: skip
 def test_a_bad_request_exits_with_its_code_and_one_exact_line_and_writes_nothing(
     args: list[str], code: int, line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
