@@ -112,6 +112,7 @@ def create_app(
 
     if token:
         _guard(app, token)
+    _one_refusal_shape(app)
 
     @app.get("/api/health")
     def health() -> dict[str, str]:
@@ -124,6 +125,31 @@ def create_app(
     app.mount("/static", StaticFiles(packages=[("glossogen.server", "static")]), name="static")
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp (streamable HTTP)
     return app
+
+
+def _one_refusal_shape(app: FastAPI) -> None:
+    """Answer a body that does not validate in the shape of every other REST 422.
+
+    Under ``/api/`` the answer is ``{"detail": {"field", "message"}}``: ``field`` is the dotted
+    place of the first problem (``selection.run_ids``; ``body`` when the body is not JSON) and
+    ``message`` pydantic's text for it. The pages keep FastAPI's own answer.
+    """
+    from fastapi.exception_handlers import request_validation_exception_handler
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def refused(request: Request, exc: RequestValidationError) -> Response:
+        if not request.url.path.startswith("/api/"):
+            return await request_validation_exception_handler(request, exc)
+        first = exc.errors()[0]
+        place = [str(p) for p in first.get("loc", ()) if p != "body"]
+        if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
+            del place[1]  # the tag pydantic names for the selection's kind, not a field
+        field = "body" if first.get("type") == "json_invalid" or not place else ".".join(place)
+        message = str(first.get("msg", ""))
+        return JSONResponse(
+            status_code=422, content={"detail": {"field": field, "message": message}}
+        )
 
 
 def _guard(app: FastAPI, token: str) -> None:
