@@ -434,9 +434,10 @@ def _evaluate_cohort(
             _error(f"{outcome.run_id}: metrics failed: {failed}")
             short = True
     not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
+    counted = len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)
     print(
-        f"evaluated {len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)} "
-        f"runs under {runs_dir}: {done.count('scored')} scored, {done.count('skipped')} skipped "
+        f"evaluated {counted} run{'' if counted == 1 else 's'} under {runs_dir}: "
+        f"{done.count('scored')} scored, {done.count('skipped')} skipped "
         f"(report up to date), {not_evaluated + done.count('failed')} not evaluated"
         f" · evaluation cost {_usd(done.spent_usd)}",
         flush=True,

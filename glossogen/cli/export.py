@@ -213,7 +213,8 @@ def export(
         return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
     except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
         return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
-    print(f"exported {len(selected.records)} runs to {out}")
+    exported = len(selected.records)
+    print(f"exported {exported} run{'' if exported == 1 else 's'} to {out}")
     for name, rows in counts.items():
         print(f"{name}.csv: {rows} rows")
     if len(counts) > 1:

@@ -25,7 +25,8 @@ class _Launches:
     """Print one line per run this process starts, or hands to a deployment and sees end."""
 
     def run_claimed(self, run_id: str, run_url: str, round_count: int) -> None:
-        print(f"run {run_id} started ({round_count} rounds) in {run_url}", flush=True)
+        rounds = f"{round_count} round{'' if round_count == 1 else 's'}"
+        print(f"run {run_id} started ({rounds}) in {run_url}", flush=True)
 
     def run_queued(self, trial: str, deployment: str, flow_run_id: str, run_id: str) -> None:
         print(

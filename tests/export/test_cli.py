@@ -50,13 +50,16 @@ def test_the_default_tables_and_the_legend(
     assert [r["run_id"] for r in _rows(out / "run_level.csv")] == sorted([A, B, C, FORK, CUT, OLD])
 
 
-def test_one_table_is_a_bare_csv_without_legend(cohort: Cohort, tmp_path: Path) -> None:
+def test_one_table_is_a_bare_csv_without_legend(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     code = _export(
         "--runs-dir", str(cohort.runs_dir), "--out", str(out),
         "--frames", "message_level", "--run-id", C, "--no-repeat-run-columns",
     )  # fmt: skip
     assert code == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"exported 1 run to {out}"
     assert [p.name for p in out.iterdir()] == ["message_level.csv"]
     rows = _rows(out / "message_level.csv")
     assert len(rows) == 8
