@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -33,9 +32,13 @@ class Clock(Protocol):
         """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False)."""
         ...
 
-    def call_in_flight(self) -> AbstractContextManager[None]:
-        """Mark a model call in flight for as long as the context is open."""
+    def hold(self) -> Callable[[], None]:
+        """Mark a model call in flight until the returned function is called (idempotent)."""
         ...
+
+
+def _nothing() -> None:
+    """The release of a hold on the real clock: there is nothing to release."""
 
 
 class SystemClock:
@@ -61,9 +64,9 @@ class SystemClock:
             return False
         return True
 
-    def call_in_flight(self) -> AbstractContextManager[None]:
+    def hold(self) -> Callable[[], None]:
         """Nothing to mark: real time moves during a call whatever the engine does."""
-        return nullcontext()
+        return _nothing
 
 
 class VirtualClock:
@@ -73,11 +76,12 @@ class VirtualClock:
     has passed. Concurrent sleepers add up rather than overlap: simulated latencies of two agents
     in the same moment both count. Wall time is ``start`` plus game time.
 
-    A model call takes no game time: while any seat waits for a call's answer
-    (:meth:`call_in_flight`), a ``sleep`` (another seat's backoff, a scripted seat's latency,
-    the idle floor) first waits until none does, so a phase limit never cuts off an answer the
-    machine was slow to give. Game time can still move while a seat builds a request it has
-    not yet sent. :meth:`advance` (a test moving time by hand) does not wait.
+    A model call takes no game time: while any seat waits for a call's answer (:meth:`hold`,
+    released by the engine once the answer is back, or once a failed call is logged), a
+    ``sleep`` (another seat's backoff, a scripted seat's latency, the idle floor) first waits
+    until no hold is left, so a phase limit never cuts off an answer the machine was slow to
+    give. Game time can still move while a seat builds a request it has not yet sent.
+    :meth:`advance` (a test moving time by hand) does not wait.
     """
 
     def __init__(self, start: datetime | None = None) -> None:
@@ -105,19 +109,27 @@ class VirtualClock:
             if not fut.done():
                 fut.set_result(None)
 
-    @contextmanager
-    def call_in_flight(self) -> Iterator[None]:
-        """Hold game time while the context is open (one model call in flight)."""
+    def hold(self) -> Callable[[], None]:
+        """Hold game time (one model call in flight) until the returned function is called.
+
+        The release is idempotent; once no hold is left, the sleeps waiting for quiet go on.
+        """
         self._calls += 1
-        try:
-            yield
-        finally:
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
             self._calls -= 1
             if not self._calls:
                 quiet, self._quiet = self._quiet, []
                 for fut in quiet:
                     if not fut.done():
                         fut.set_result(None)
+
+        return release
 
     async def sleep(self, seconds: float) -> None:
         """Once no model call is in flight, advance game time by ``seconds``; yield once."""

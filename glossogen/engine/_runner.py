@@ -115,6 +115,10 @@ class AgentRunner:
     refused: dict[str, str] = field(default_factory=dict)
     arrived: ModelResponse | None = None
     """A response that came back and is not logged yet (the engine's request hook sets it)."""
+    held: list[Callable[[], None]] = field(default_factory=list)
+    """Game-clock holds of failed calls, released once the cycle has logged the failure
+    (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
+    between the failure and its event."""
     """Why the engine answered a tool call of this phase without running the tool, by id."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -323,6 +327,9 @@ class CycleDriver:
                 )
             )
             raise
+        finally:
+            while runner.held:  # the failure (if any) is logged: game time may move again
+                runner.held.pop()()
 
     async def _iterate(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
         """Drive one pydantic-ai run node by node, logging what happens.

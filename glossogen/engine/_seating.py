@@ -10,6 +10,7 @@ the scenario's ``scripted_move`` after its ``scripted_latency_seconds`` on the g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai import Agent, RunContext, Tool
@@ -135,12 +136,21 @@ class SeatAgents:
             if provider in ("scripted", "local"):  # on this process's clock, not billed
                 return await handler(request_context)
             sender = (agent_id, model, provider, self.round_number)
-            # No game time passes while the seat waits for its answer; released in this task, so
-            # the seat handles what came back (logs a failure, starts its backoff) before
-            # another seat's sleep can move the clock. A call the phase end cut off is no
+            # No game time passes while the seat waits for its answer. A failed call keeps the
+            # hold until the seat's cycle has logged the failure (AgentRunner.held), so another
+            # seat's sleep cannot end the phase in between. A call the phase end cut off is no
             # longer waited for: game time goes on while it finishes in the background.
-            with self.clock.call_in_flight():
+            release: Callable[[], None] | None = self.clock.hold()
+            try:
                 response = await self.abandoned.shielded(handler(request_context), sender)
+            except Exception:
+                if agent_id in self.runners and release is not None:
+                    self.runners[agent_id].held.append(release)
+                    release = None
+                raise
+            finally:
+                if release is not None:
+                    release()
             if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
                 self.runners[agent_id].arrived = response
             return response

@@ -179,8 +179,11 @@ def find_scenario(run_dir: str) -> str:
 
 
 def _missing_log(folder: RunFolder, scenario: str) -> EvaluationError:
-    """64 for a scenario no package provides (the CLI's line), 65 when the folder holds another
-    scenario's log, else 66 (nothing to read)."""
+    """Say why the folder holds no ``<scenario>.jsonl``, with its exit code.
+
+    64 for a scenario no package provides (the CLI's line), 65 when the folder holds another
+    scenario's log, else 66 (nothing to read).
+    """
     if scenario not in scenario_names():
         try:
             load_scenario(scenario)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.eventlog import AgentRunCycleFailed, LlmResponseReceived, read_events
-from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
+from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -170,18 +170,13 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
 
 
 def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
-    prefect_api: str,
-    anthropic_stub: StubModelServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
 ) -> None:
     # Retry-After asks for an hour: each wait is cut by the phase end, but failures keep counting.
-    # The one test on the real clock (three 2 s rounds). On the virtual clock no game time
-    # passes while a seat waits for an answer, but the first seat's wait can still jump game
-    # time past the phase end before the other seat has sent its request at all (it is still
-    # being built), so one seat's failure went missing (seen in a CI-like run). The bound: both
-    # 429s come back within 2 real seconds of the round's start.
-    monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)
+    # On the virtual clock, with each round's two requests held until both are in flight: no
+    # game time passes while a seat waits for its answer, so neither seat's backoff can end the
+    # phase before the other seat's 429 is back and counted.
+    anthropic_stub.hold_until_in_flight = 2
     anthropic_stub.responder = lambda req: StubFault(status=429, retry_after=3600)
     result, events = _run(tmp_path, "round_count=3", "max_round_duration_seconds=2")
     assert result.status == "error"
