@@ -22,6 +22,7 @@ import pytest
 
 from deployments.local_server import ProcessWorker
 from glossogen.cli import main
+from glossogen.launch import VIRTUAL_CLOCK_SETTING
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.prefect_server import REPO, StartWorker, orchestration_server, worker_starter
 
@@ -100,8 +101,12 @@ def scripted_worker(deployed: str, process_workers: StartWorker) -> ProcessWorke
 
 @pytest.fixture(scope="package")
 def openai_worker_env(model_stub_server: StubModelServer) -> dict[str, str]:
-    """What an openai worker's flow runs need: the stub's URL and a key."""
-    return {"OPENAI_BASE_URL": model_stub_server.openai_base_url, "OPENAI_API_KEY": STUB_KEY}
+    """What an openai worker's flow runs need: the stub's URL, a key, and game time."""
+    return {
+        "OPENAI_BASE_URL": model_stub_server.openai_base_url,
+        "OPENAI_API_KEY": STUB_KEY,
+        VIRTUAL_CLOCK_SETTING: "1",  # the stub is on loopback: no run waits on real seconds
+    }
 
 
 @pytest.fixture(scope="package")
@@ -119,7 +124,11 @@ SELF_HOSTED_MODELS = ("llama-a", "llama-b")
 def self_hosted_env(model_stub_server: StubModelServer) -> dict[str, str]:
     """What a self-hosted worker's flow runs need: two model names served by the stub."""
     urls = {m: model_stub_server.openai_base_url for m in SELF_HOSTED_MODELS}
-    return {"SELF_HOSTED_BASE_URLS": json.dumps(urls), "SELF_HOSTED_API_KEY": STUB_KEY}
+    return {
+        "SELF_HOSTED_BASE_URLS": json.dumps(urls),
+        "SELF_HOSTED_API_KEY": STUB_KEY,
+        VIRTUAL_CLOCK_SETTING: "1",  # the stub is on loopback: no run waits on real seconds
+    }
 
 
 @pytest.fixture(scope="package")
