@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.eventlog import AgentRunCycleFailed, LlmResponseReceived, read_events
+from glossogen.eventlog import (
+    AgentRunCycleFailed,
+    LlmResponseReceived,
+    RoundEnded,
+    RoundResultRecorded,
+    read_events,
+)
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.providers.test_wire_formats import pd_player
@@ -45,17 +51,15 @@ def test_a_provider_failing_every_call_ends_the_run_in_error(
     result, events = _run(tmp_path)
     assert result.status == "error"
     failures = sorted(
-        (e.agent_id, e.error_kind, e.attempts)
-        for e in events
-        if e.event_type == "agent_run_cycle_failed"
+        (e.agent_id, e.error_kind, e.attempts) for e in events if isinstance(e, AgentRunCycleFailed)
     )
     assert failures == [
         (agent, "server_error", n) for agent in ("player_a", "player_b") for n in (1, 2, 3)
     ]
     # One attempt per failure: the SDK's own retries are off, so the stub saw exactly six calls.
     assert len(anthropic_stub.requests) == 6
-    assert [e.trigger for e in events if e.event_type == "round_ended"] == ["agents_failed"]
-    (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
+    assert [e.trigger for e in events if isinstance(e, RoundEnded)] == ["agents_failed"]
+    (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
     assert (verdict.void, verdict.success) == (True, False)
     assert verdict.reason == (
         "void (agents_failed): player_a defect (missing), player_b defect (missing)"
@@ -102,7 +106,7 @@ def test_each_fault_is_logged_by_kind_and_the_run_recovers(
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path)
     assert result.status == "completed"
-    assert [e.error_kind for e in events if e.event_type == "agent_run_cycle_failed"] == [kind]
+    assert [e.error_kind for e in events if isinstance(e, AgentRunCycleFailed)] == [kind]
 
 
 def test_a_hung_request_times_out_on_the_agents_timeout(
@@ -127,7 +131,7 @@ def test_a_wrong_key_is_not_retried(
     assert sorted(
         (e.agent_id, e.error_kind, e.attempts, e.retryable)
         for e in events
-        if e.event_type == "agent_run_cycle_failed"
+        if isinstance(e, AgentRunCycleFailed)
     ) == [
         ("player_a", "authentication", 1, False),
         ("player_b", "authentication", 1, False),
@@ -156,11 +160,9 @@ def test_a_failing_judge_voids_the_round_and_no_agent_is_blamed(
     )
     result = play_ungated(request)
     events = read_events(f"{result.run_url}/veyru.jsonl").events
-    failures = [
-        (e.agent_id, e.error_kind) for e in events if e.event_type == "agent_run_cycle_failed"
-    ]
+    failures = [(e.agent_id, e.error_kind) for e in events if isinstance(e, AgentRunCycleFailed)]
     assert failures == [("judge", "server_error")] * 3
-    (verdict,) = [e for e in events if e.event_type == "round_result_recorded"]
+    (verdict,) = [e for e in events if isinstance(e, RoundResultRecorded)]
     assert (verdict.void, verdict.success) == (True, False)
     assert verdict.reason == (
         "void (judge_failed): wrong treatment at stage 1 of 3 "
@@ -183,12 +185,12 @@ def test_a_provider_that_never_answers_takes_the_agent_out_across_phases(
     attempts = [
         (e.round_number, e.agent_id, e.attempts)
         for e in events
-        if e.event_type == "agent_run_cycle_failed"
+        if isinstance(e, AgentRunCycleFailed)
     ]
     assert sorted(attempts) == [(n, a, n) for n in (1, 2, 3) for a in ("player_a", "player_b")]
-    assert [e.void for e in events if e.event_type == "round_result_recorded"] == [True] * 3
+    assert [e.void for e in events if isinstance(e, RoundResultRecorded)] == [True] * 3
     # Rounds 1 and 2 run out their time; in round 3 both seats' third failure takes them out.
-    assert [e.trigger for e in events if e.event_type == "round_ended"] == [
+    assert [e.trigger for e in events if isinstance(e, RoundEnded)] == [
         "timeout",
         "timeout",
         "agents_failed",

@@ -23,7 +23,7 @@ import pytest
 from flows.simulate import resume
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
-from glossogen.eventlog import read_events
+from glossogen.eventlog import RunResumed, read_events
 from glossogen.scenario import load_scenario
 from tests.scenarios._runs import verdicts
 
@@ -160,7 +160,7 @@ def test_a_run_cut_mid_round_resumes_to_the_same_verdicts(
     result = asyncio.run(resume(run_dir=str(run)))
     assert result.status == "completed"
     assert verdicts(_log(run, scenario)) == verdicts(log)
-    resumed = [e for e in read_events(str(_log(run, scenario))).events if e.event_type == "run_resumed"]  # fmt: skip
+    resumed = [e for e in read_events(str(_log(run, scenario))).events if isinstance(e, RunResumed)]
     assert [e.reopened_round for e in resumed] == [REOPENED[scenario]]
 
 
