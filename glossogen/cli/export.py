@@ -216,7 +216,7 @@ def export(
     exported = len(selected.records)
     print(f"exported {exported} run{'' if exported == 1 else 's'} to {out}")
     for name, rows in counts.items():
-        print(f"{name}.csv: {rows} rows")
+        print(f"{name}.csv: {rows} row{'' if rows == 1 else 's'}")
     if len(counts) > 1:
         print("columns.csv: the legend")
     if raw:

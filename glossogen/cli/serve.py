@@ -51,6 +51,13 @@ def serve(
         print(f"glossogen: error: --port {port} is not a TCP port (0-65535)", file=sys.stderr)
         return int(exit_codes.USAGE)
     token = os.environ.get(TOKEN_VARIABLE) or None
+    try:  # a host that names no address is named as such, before the token rule
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        print(
+            f"glossogen: error: --host {host!r} names no address: {exc.strerror}", file=sys.stderr
+        )
+        return int(exit_codes.USAGE)
     if not is_loopback(host) and token is None:
         print(
             f"glossogen: error: --host {host!r} is not loopback: set {TOKEN_VARIABLE} "

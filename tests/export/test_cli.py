@@ -241,3 +241,15 @@ def test_help_shows_full_flag_names_at_80_columns() -> None:
         assert f"  {flag}" in done.stdout, flag
     # The rule is a bound: help laid out for an 80-column terminal never runs past it.
     assert max(len(line) for line in done.stdout.splitlines()) <= 80
+
+
+def test_one_run_and_one_row_are_said_in_the_singular(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["--runs-dir", str(cohort.runs_dir), "--out", str(out), "--run-id", C]
+    assert _export(*args, "--frames", "run_level") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"exported 1 run to {out}",
+        "run_level.csv: 1 row",
+    ]

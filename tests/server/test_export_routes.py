@@ -467,14 +467,18 @@ def test_serve_names_a_port_in_use_or_a_host_it_cannot_listen_on_in_one_line(
 ) -> None:
     import socket
 
-    monkeypatch.setenv("GLOSSOGEN_SERVE_TOKEN", "sekrit")  # off loopback needs it first
+    host = "no.such.host.invalid"  # named as no address before the token rule asks for one
+    assert _serve_exit("--runs-dir", str(tmp_path), "--host", host, "--port", "0") == 64
+    assert capsys.readouterr().err == (
+        f"glossogen: error: --host {host!r} names no address: Name or service not known\n"
+    )
+    monkeypatch.setenv("GLOSSOGEN_SERVE_TOKEN", "sekrit")  # off loopback needs it
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         assert _serve_exit("--runs-dir", str(tmp_path), "--port", str(port)) == 75
         assert capsys.readouterr().err == (
             f"glossogen: error: cannot listen on 127.0.0.1:{port}: the port is in use\n"
         )
-    host = "no.such.host.invalid"
     assert _serve_exit("--runs-dir", str(tmp_path), "--host", host, "--port", "0") == 64
     assert capsys.readouterr().err == (
         f"glossogen: error: --host {host!r} names no address: Name or service not known\n"
