@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import sys
+from typing import Any
 
 import typer
 
@@ -52,12 +53,10 @@ def serve(
         return int(exit_codes.USAGE)
     token = os.environ.get(TOKEN_VARIABLE) or None
     try:  # a host that names no address is named as such, before the token rule
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        print(
-            f"glossogen: error: --host {host!r} names no address: {exc.strerror}", file=sys.stderr
-        )
-        return int(exit_codes.USAGE)
+        address = resolve(host, port)
+    except ListenError as exc:
+        print(f"glossogen: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     if not is_loopback(host) and token is None:
         print(
             f"glossogen: error: --host {host!r} is not loopback: set {TOKEN_VARIABLE} "
@@ -75,7 +74,7 @@ def serve(
     if "://" not in runs_dir:
         runs_dir = os.path.abspath(runs_dir)
     try:
-        listener = listen(host, port)
+        listener = listen(host, port, address)
     except ListenError as exc:
         print(f"glossogen: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -101,15 +100,15 @@ class ListenError(Exception):
         self.exit_code = exit_code
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """Bind and listen on ``host:port`` before uvicorn starts, so a refusal is one line of ours.
+Address = tuple[socket.AddressFamily, socket.SocketKind, int, Any]
+"""What :func:`resolve` gives :func:`listen`: family, socket kind, protocol, socket address."""
 
-    uvicorn binds inside its own startup and, when that fails, logs its own lines and exits 3;
-    binding here first turns each cause into one line and an exit code from our table.
+
+def resolve(host: str, port: int) -> Address:
+    """Return the first stream address of ``host:port``.
 
     Raises:
-        ListenError: ``--host`` names no address (64), is not an address of this machine (64),
-            or the port is taken (75, try again later).
+        ListenError: ``--host`` names no address (64).
     """
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
@@ -117,10 +116,24 @@ def listen(host: str, port: int) -> socket.socket:
         raise ListenError(
             f"--host {host!r} names no address: {exc.strerror}", int(exit_codes.USAGE)
         ) from None
+    return family, kind, proto, address
+
+
+def listen(host: str, port: int, address: Address) -> socket.socket:
+    """Bind and listen on ``address`` (of ``host:port``) before uvicorn starts.
+
+    uvicorn binds inside its own startup and, when that fails, logs its own lines and exits 3;
+    binding here first turns each cause into one line and an exit code from our table.
+
+    Raises:
+        ListenError: ``--host`` is not an address of this machine (64), or the port is taken
+            (75, try again later).
+    """
+    family, kind, proto, where_to = address
     listener = socket.socket(family, kind, proto)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it
-        listener.bind(address)
+        listener.bind(where_to)
         listener.listen(2048)  # uvicorn's default backlog
     except OSError as exc:
         listener.close()

@@ -113,13 +113,13 @@ class AgentRunner:
     returned: dict[str, Any] = field(default_factory=dict)
     """What each tool call of this phase returned, by ``tool_call_id`` (its effect happened)."""
     refused: dict[str, str] = field(default_factory=dict)
+    """Why the engine answered a tool call of this phase without running the tool, by id."""
     arrived: ModelResponse | None = None
     """A response that came back and is not logged yet (the engine's request hook sets it)."""
     held: list[Callable[[], None]] = field(default_factory=list)
     """Game-clock holds of failed calls, released once the cycle has logged the failure
     (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
     between the failure and its event."""
-    """Why the engine answered a tool call of this phase without running the tool, by id."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def request_settings(self) -> ModelSettings:
