@@ -25,6 +25,7 @@ from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import RunResumed, read_events
 from glossogen.scenario import load_scenario
+from scenarios.spot_the_difference.events import SpotTheDifferenceRoundRanked
 from tests.scenarios._runs import verdicts
 
 CONFIG = {  # each scenario's ``glossogen run`` arguments after the scripted model and provider
@@ -389,7 +390,8 @@ def test_spot_the_difference_counts_a_round_won_when_every_team_won_it(
         (n, t, not (n == 1 and t == "b")) for n in range(1, 6) for t in ("a", "b")
     ]
     load_scenario("spot_the_difference")  # registers its events, so the reader knows them
-    ranked = [e.winners for e in read_events(str(log)).events if e.event_type == "spot_the_difference_round_ranked"]  # fmt: skip
+    events = read_events(str(log)).events
+    ranked = [e.winners for e in events if isinstance(e, SpotTheDifferenceRoundRanked)]
     assert ranked == [["a"], ["a"], ["a"], ["a"], ["b"]]
 
 
