@@ -58,25 +58,23 @@ def _lay_out(template: Path, runs: Path) -> None:
         (folder / "labels.json").write_text(json.dumps({"arm": f"a{i % 7}"}))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class _Server:
-    """``create_app(runs_dir)`` under uvicorn in a thread, on a free loopback port."""
+    """``create_app(runs_dir)`` under uvicorn in a thread, on a loopback socket bound here
+    (port from the OS) and handed to uvicorn, so no other process can take the port first."""
 
     def __init__(self, runs_dir: str) -> None:
         import uvicorn
 
         from glossogen.server import create_app
 
-        self.port = _free_port()
-        config = uvicorn.Config(create_app(runs_dir), host="127.0.0.1", port=self.port,
-                                log_level="warning")  # fmt: skip
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
+        config = uvicorn.Config(create_app(runs_dir), log_level="warning")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
+        )
 
     def __enter__(self) -> str:
         self.thread.start()

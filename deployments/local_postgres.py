@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from deployments.local_server import free_port
+BIND_TRIES = 5
+"""Ports tried before giving up: PostgreSQL cannot take port 0 (its socket file is named after
+the port), so a port the OS named free is tried, and another one if the server then finds it
+taken ("Address already in use": another process bound it in between)."""
 
 UNPRIVILEGED_USER = "nobody"
 """PostgreSQL refuses to run as root: as root, the cluster runs as this user."""
@@ -47,7 +51,7 @@ def local_postgres() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(folder, user=UNPRIVILEGED_USER)
         as_user = ["runuser", "-u", UNPRIVILEGED_USER, "--"]
-    data, log, port = folder / "data", folder / "postgres.log", free_port()
+    data, log = folder / "data", folder / "postgres.log"
 
     def run(*argv: str) -> None:
         done = subprocess.run([*as_user, *argv], capture_output=True, text=True, check=False)  # noqa: S603
@@ -56,11 +60,27 @@ def local_postgres() -> Iterator[str]:
 
     try:
         run("initdb", "-D", str(data), "-U", "prefect", "--auth=trust", "-E", "UTF8")
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
-        run("pg_ctl", "-D", str(data), "-l", str(log), "-o", options, "-w", "start")
+        for tried in range(1, BIND_TRIES + 1):
+            port = _unbound_port()
+            options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
+            try:
+                run("pg_ctl", "-D", str(data), "-l", str(log), "-o", options, "-w", "start")
+                break
+            except RuntimeError:
+                taken = log.exists() and "Address already in use" in log.read_text()
+                if not taken or tried == BIND_TRIES:
+                    raise
+                log.unlink()
         try:
             yield f"postgresql+asyncpg://prefect@127.0.0.1:{port}/postgres"
         finally:
             run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unbound_port() -> int:
+    """A port no socket of this machine holds right now (the caller retries if one takes it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

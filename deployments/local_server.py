@@ -8,12 +8,12 @@ slow to start on 2 cores and starts once per process). The server gets a throwaw
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,71 +22,35 @@ QUIET_ENV = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 STARTUP_TIMEOUT_SECONDS = 180.0
 
 
-def free_port() -> int:
-    """Return a TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def is_healthy(api_url: str) -> bool:
-    """True when ``<api_url>/health`` answers 200 within 2 seconds."""
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:  # noqa: S310 (loopback)
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @contextmanager
-def local_prefect_server(port: int | None = None, database_url: str | None = None) -> Iterator[str]:
+def local_prefect_server(database_url: str | None = None) -> Iterator[str]:
     """Start a Prefect server on 127.0.0.1, yield its API URL once healthy, stop it on exit.
 
-    ``database_url``: a SQLAlchemy URL for the server's database (e.g. from
-    :func:`deployments.local_postgres.local_postgres`); the default is a SQLite file in the
-    server's throwaway ``PREFECT_HOME``.
+    The server takes its port from the OS when it binds (``--port 0``, read back from its log:
+    :func:`glossogen.cli._server.start_prefect_server`), so no other process can take the port
+    between a pick and the bind. ``database_url``: a SQLAlchemy URL for the server's database
+    (e.g. from :func:`deployments.local_postgres.local_postgres`); the default is a SQLite file
+    in the server's throwaway ``PREFECT_HOME``.
 
     Raises:
         RuntimeError: the server exited or was not healthy within 180 seconds (its log path is
             in the message).
     """
+    from glossogen.cli._server import start_prefect_server
+
     home = Path(tempfile.mkdtemp(prefix="glossogen-prefect-"))
-    port = port or free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, **QUIET_ENV, "PREFECT_HOME": str(home)}
-    env.pop("PREFECT_API_URL", None)
     if database_url:
         env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
-    with open(home / "server.log", "wb") as log:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "prefect",
-                "server",
-                "start",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    server, api_url = start_prefect_server(env, home / "server.log", STARTUP_TIMEOUT_SECONDS)
+    try:
+        yield api_url
+    finally:
+        server.terminate()
         try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-            while not is_healthy(api_url):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"prefect server did not come up; see {home / 'server.log'}")
-                time.sleep(0.5)  # polling a real server's start-up
-            yield api_url
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 class ProcessWorker:
@@ -156,7 +120,7 @@ def process_worker(
     Raises:
         RuntimeError: the worker exited or was not online within 120 seconds (log path inside).
     """
-    name = name or f"{pool}-{os.getpid()}-{free_port()}"
+    name = name or f"{pool}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     log_path = Path(tempfile.mkdtemp(prefix="glossogen-worker-")) / "worker.log"
     worker_env = {
         **os.environ,

@@ -1,11 +1,11 @@
 """Session-wide fixtures: real servers on 127.0.0.1 (Prefect, moto S3), loaded as plugins.
 
-The suite runs in parallel under pytest-xdist (``-n 2 --dist loadgroup``, README). Each worker
-is a session of its own, so it has its own stub model servers and moto server; ``.ci/run``
-starts one Prefect server per worker and lists them in ``GLOSSOGEN_TEST_PREFECT_API_URLS``, and
-a worker takes its own before anything imports Prefect: run ids are unix seconds and flow runs
-are named after them, so two workers on one server could read each other's flow runs and
-artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
+The suite runs in parallel under pytest-xdist (``-n 2 --dist loadgroup``: ``python -m tests``,
+README). Each worker is a session of its own, so it has its own stub model servers and moto
+server; ``tests/__main__.py`` starts one Prefect server per worker and lists them in
+``GLOSSOGEN_TEST_PREFECT_API_URLS``, and a worker takes its own before anything imports Prefect:
+run ids are unix seconds and flow runs are named after them, so two workers on one server could
+read each other's flow runs and artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
 ``PREFECT_API_URL`` names one for all. Every test file is one xdist group (its module fixtures
 set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
 deploy ``prefect.yaml`` and start workers, once. README's test command runs that package

@@ -5,26 +5,89 @@ process group, so the Ctrl-C meant for ``glossogen sweep`` kills the server too,
 still in flight then spends its cancellation retrying a dead API instead of ending its log.
 ``glossogen sweep`` starts that server itself with ``prefect server start`` (Prefect's own
 command) in a session of its own, points the flow at it, and stops it once the sweep is over.
+
+Ports: the server is started with ``--port 0``, so the OS hands it a free port at the moment it
+binds, and the port is read back from the line uvicorn prints once it listens
+(:func:`start_prefect_server`). Picking a free port first and starting the server on it later
+is a race: another process of the machine may take the port in between, and a health check
+could then be answered by that other process's server. The tests' and benchmarks' servers
+(``deployments/local_server.py``) start the same way.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 HEALTH_POLL_SECONDS = 0.5
 """Interval between health checks while the server starts (a real process starting up)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+LISTENING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+"""The line uvicorn logs (at INFO) once the server's socket is bound and listening."""
+
+
+def start_prefect_server(
+    env: dict[str, str], log_path: Path, timeout_seconds: float, **popen: object
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``prefect server start --host 127.0.0.1 --port 0``; return it and its API URL.
+
+    The OS picks the port when the server binds it; the port is read back from uvicorn's
+    "running on" line in ``log_path`` (the server's stdout and stderr), and the URL is returned
+    once ``/health`` answers there. ``popen`` passes on to :class:`subprocess.Popen`
+    (``start_new_session``, ``cwd``).
+
+    Raises:
+        RuntimeError: the server exited, or did not listen and answer within ``timeout_seconds``
+            (the message names ``log_path``).
+    """
+    server_env = {**env, "PREFECT_SERVER_LOGGING_LEVEL": "INFO"}  # the "running on" line
+    server_env.pop("PREFECT_API_URL", None)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
+            [sys.executable, "-m", "prefect", "server", "start"]
+            + ["--host", "127.0.0.1", "--port", "0"],
+            env=server_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            **popen,  # type: ignore[call-overload]  # Popen's keyword overloads, passed on
+        )
+    deadline = time.monotonic() + timeout_seconds
+    api_url = ""
+    while not api_url or not _healthy(api_url):
+        if not api_url and (bound := LISTENING.search(log_path.read_bytes())):
+            api_url = f"http://127.0.0.1:{int(bound.group(1))}/api"
+            continue
+        code = process.poll()
+        if code is not None:
+            raise RuntimeError(
+                f"the Prefect server exited (code {code}) before it answered; see {log_path}"
+            )
+        if time.monotonic() > deadline:
+            _end(process)
+            raise RuntimeError(
+                f"the Prefect server did not answer within {timeout_seconds:g} s; see {log_path}"
+            )
+        time.sleep(HEALTH_POLL_SECONDS)  # a real process starting up
+    return process, api_url
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM ``process``, then SIGKILL after 10 s."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _healthy(api_url: str) -> bool:
@@ -43,10 +106,12 @@ class DetachedServer:
     Attributes:
         api_url: ``http://127.0.0.1:<port>/api``.
         process: The server process.
+        log_path: Its output (removed with its folder once the server is stopped).
     """
 
     api_url: str
     process: subprocess.Popen[bytes]
+    log_path: Path
 
     @classmethod
     def start(cls, timeout_seconds: float) -> DetachedServer:
@@ -55,33 +120,17 @@ class DetachedServer:
         Raises:
             RuntimeError: it exited, or was not healthy within ``timeout_seconds``.
         """
-        port = _free_port()
-        env = {**os.environ, "PREFECT_UI_ENABLED": "false"}
-        env.pop("PREFECT_API_URL", None)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start"]
-            + ["--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a terminal's Ctrl-C reaches its process group only
-        )
-        server = cls(f"http://127.0.0.1:{port}/api", process)
-        deadline = time.monotonic() + timeout_seconds
-        while not _healthy(server.api_url):
-            code = process.poll()
-            if code is not None:
-                raise RuntimeError(
-                    f"the temporary Prefect server exited (code {code}) before it answered; "
-                    "`prefect server start` shows why"
-                )
-            if time.monotonic() > deadline:
-                server.stop(send_queued=False)
-                raise RuntimeError(
-                    f"the temporary Prefect server did not start within {timeout_seconds:g} s"
-                )
-            time.sleep(HEALTH_POLL_SECONDS)
-        return server
+        log_path = Path(tempfile.mkdtemp(prefix="glossogen-server-")) / "server.log"
+        try:
+            process, api_url = start_prefect_server(
+                {**os.environ, "PREFECT_UI_ENABLED": "false"},
+                log_path,
+                timeout_seconds,
+                start_new_session=True,  # a terminal's Ctrl-C reaches its process group only
+            )
+        except RuntimeError as exc:
+            raise RuntimeError(f"the temporary {str(exc)[4:]}") from None
+        return cls(api_url, process, log_path)
 
     def stop(self, send_queued: bool = True) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s); idempotent.
@@ -96,9 +145,5 @@ class DetachedServer:
             from flows.runtime import send_queued as send
 
             send()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _end(self.process)
+        shutil.rmtree(self.log_path.parent, ignore_errors=True)

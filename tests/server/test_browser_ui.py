@@ -135,7 +135,7 @@ def shots() -> Path:
 def browser() -> Iterator[Any]:
     """A real headless Debian Chromium."""
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

@@ -1,0 +1,132 @@
+"""The test command: ``python -m tests`` sets up what the suite needs, then runs both steps.
+
+README's test command and ``.ci/run`` call this same module, so a newcomer's machine runs what
+CI runs:
+
+1. Debian's ``chromium`` for the browser tests (``tests/server/test_browser_ui.py``) is installed
+   with ``apt-get`` when ``/usr/bin/chromium`` is missing (once, quietly; its log is printed
+   only if the install fails).
+2. Unless ``PREFECT_API_URL`` names a server, one Prefect server per pytest-xdist worker of the
+   first step is started, each with a throwaway home and a port the OS hands it when it binds
+   (:func:`deployments.local_server.local_prefect_server`), and listed in the test-only
+   ``GLOSSOGEN_TEST_PREFECT_API_URLS`` (worker ``gwN`` takes the Nth: ``tests/conftest.py``).
+3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; the second
+   runs ``tests/orchestration`` in one process (its package fixtures start a Prefect server,
+   deploy ``prefect.yaml`` and start real process workers). Both steps always run; the command
+   exits with the first step's code when it failed, else the second's.
+
+``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
+``pyproject.toml``, subprocesses included; the second step appends to the first's data and
+prints the whole figure). Arguments after ``--`` go to both pytest runs.
+
+This is a plain script (argparse, subprocess) rather than a typer command of the product: it
+runs the product's tests and must not import the product before pytest does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WORKERS = 2
+"""pytest-xdist workers of the first step (the machines this project runs on have 2 cores)."""
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _say(text: str) -> None:
+    print(f"tests: {text}", flush=True)
+
+
+def ensure_chromium() -> None:
+    """Install Debian's chromium with apt-get when it is missing; exit 70 if that fails."""
+    if os.access(CHROMIUM, os.X_OK):
+        return
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        sys.exit(
+            f"tests: error: {CHROMIUM} is missing and only root can install it here: "
+            "run `apt-get install -y chromium` as root, then this command again"
+        )
+    _say(f"{CHROMIUM} is missing: installing Debian's chromium for the browser tests (once)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    update = subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True)
+    install = subprocess.run(
+        ["apt-get", "install", "-y", "-q", "chromium"], env=env, capture_output=True, text=True
+    )
+    if install.returncode or not os.access(CHROMIUM, os.X_OK):
+        print(update.stdout[-2000:], update.stderr[-2000:], install.stdout[-4000:],
+              install.stderr[-4000:], sep="\n", file=sys.stderr)  # fmt: skip
+        sys.exit(f"tests: error: apt-get install chromium failed (exit {install.returncode})")
+
+
+@contextmanager
+def prefect_servers(count: int) -> Iterator[list[str]]:
+    """Start ``count`` Prefect servers at once (each takes 10-30 s to start); yield their URLs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deployments.local_server import local_prefect_server
+
+    with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
+        servers = [local_prefect_server() for _ in range(count)]
+        started = list(pool.map(lambda server: server.__enter__(), servers))
+        for server in servers:
+            stack.push(server.__exit__)
+        yield started
+
+
+def _pytest(args: list[str], env: dict[str, str]) -> int:
+    command = [sys.executable, "-m", "pytest", *args]
+    _say(" ".join(["pytest", *args]))
+    return subprocess.run(command, cwd=REPO, env=env).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite as the module docstring says; return the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n")[0])
+    parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
+    parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to both pytest runs")
+    options = parser.parse_args(argv)
+    ensure_chromium()
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    # The tests' own Prefect settings and database, not the user's ~/.prefect.
+    env.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="glossogen-tests-prefect-"))
+    coverage = ["--cov", "--cov-branch"] if options.coverage else []
+    durations = [f"--durations={options.durations}"] if options.durations else []
+    with ExitStack() as stack:
+        if not env.get("PREFECT_API_URL"):
+            _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
+            urls = stack.enter_context(prefect_servers(WORKERS))
+            env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
+            env["PREFECT_API_URL"] = urls[0]
+        started = time.monotonic()
+        first = _pytest(
+            ["-n", str(WORKERS), "--dist", "loadgroup", "--ignore=tests/orchestration",
+             *durations, *([*coverage, "--cov-report="] if coverage else []),
+             *options.pytest_args],
+            env,
+        )  # fmt: skip
+        _say(f"first step: exit {first}, {time.monotonic() - started:.0f} s wall")
+        second_started = time.monotonic()
+        env.pop("GLOSSOGEN_TEST_PREFECT_API_URLS", None)
+        second = _pytest(
+            ["tests/orchestration", *durations,
+             *([*coverage, "--cov-append", "--cov-report=term:skip-covered"] if coverage else []),
+             *options.pytest_args],
+            env,
+        )  # fmt: skip
+        _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
+        _say(f"both steps: {time.monotonic() - started:.0f} s wall")
+    return first or second
+
+
+if __name__ == "__main__":
+    sys.exit(main())
