@@ -147,10 +147,14 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def played(tmp_path: Path) -> dict[str, Any]:
     """A runs folder with two scripted veyru runs (1 round; 3 rounds labelled ``arm=b``),
-    played before the browser starts (Playwright's sync API holds the thread's event loop)."""
+    played before the browser starts (Playwright's sync API holds the thread's event loop).
+
+    Both are claimed at fixed launch seconds in the past (2023), so a run a test launches now is
+    the newest in the list whatever second it starts in (a run of another scenario claimed in
+    the same second as ``long`` would sort after it: a tie goes by run id, descending)."""
     runs = tmp_path / "runs"
-    short = play_run(str(runs), rounds=1)
-    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",))
+    short = play_run(str(runs), rounds=1, now_unix=1_700_000_101)
+    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",), now_unix=1_700_000_202)
     return {"runs": runs, "short": short, "long": long}
 
 

@@ -26,6 +26,7 @@ from glossogen.tracing import (
     tracing_capabilities,
 )
 from tests.fixtures.parts import needs_part
+from tests.fixtures.polling import wait_until
 
 needs_sdk = needs_part(
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
@@ -290,9 +291,14 @@ def test_host_lost_mid_run_warns_once(
             for _ in range(3):
                 assert agent.run_sync("go").output == "done"
     # Exports run in the exporter's thread, so the run never waits on them (the time a lost
-    # host adds is measured in bench/tracing_down.py, not here).
+    # host adds is measured in bench/tracing_down.py, not here). The shutdown's flush may go on
+    # in that thread past its wait: the failed export's warning is waited for, not timed.
     handle.shutdown(timeout_seconds=6)
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    def warnings_logged() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    warnings = wait_until(warnings_logged, "the failed export's warning")
     assert [r.getMessage() for r in warnings] == [
         f"Langfuse export to {server.host} failed; spans are dropped while it fails "
         "(not reported again)"
