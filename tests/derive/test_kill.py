@@ -5,6 +5,11 @@ called in this process (``main``, the same command), and the uninterrupted run t
 compared with is the simulate flow called here: neither is about a process of its own, and each
 spares a Python start (Prefect and pydantic-ai imported anew). Runs are 8 rounds: kills after
 rounds 2, 4 and 6 land early, in the middle and with two rounds to go.
+
+Where a kill lands is the test's choice, not the load's: the killed process is ``glossogen run``
+(the CLI's ``main``) with a run observer that holds the run still once the next round's first
+message is logged, mid-round; the test kills it there. (Killed on reading the round's progress
+line instead, a loaded machine let the run play on to its end before the kill arrived.)
 """
 
 from __future__ import annotations
@@ -36,6 +41,56 @@ ARGS = [
 ]
 
 
+HELD = "held mid-round"
+"""What the killed process prints once its run is held still (it then waits to be killed)."""
+
+_HELD_RUN = f"""
+import sys, threading
+from glossogen.cli import main
+from glossogen.launch import observing
+
+held_round = int(sys.argv[1])
+
+
+class Hold:
+    def event(self, event):
+        if event.event_type == "message_sent" and event.round_number == held_round:
+            print({HELD!r}, flush=True)
+            threading.Event().wait()  # the run's loop stops here until SIGKILL
+
+
+with observing(Hold()):
+    main(sys.argv[2:])
+"""
+
+
+def _held_run(runs_dir: str, after_round: int) -> subprocess.Popen[str]:
+    """``glossogen run veyru`` in a process of its own, held still once round
+    ``after_round + 1`` has logged its first message."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _HELD_RUN, str(after_round + 1), "run", "veyru",
+         "--runs-dir", runs_dir, *ARGS],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
+
+
+def _kill_when_held(child: subprocess.Popen[str]) -> str:
+    """Read the held run's output to its hold, SIGKILL it there; return its run dir."""
+    assert child.stdout is not None
+    run_dir = ""
+    for line in child.stdout:
+        if line.startswith("new_run_dir="):
+            run_dir = line.strip().removeprefix("new_run_dir=")
+        if line.strip() == HELD:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    return run_dir
+
+
 def _verdicts(log: Path) -> list[tuple[int, bool, str]]:
     events = read_events(str(log)).events
     return [
@@ -65,30 +120,21 @@ def _resume(run_dir: str) -> None:
     assert exited.value.code == 0
 
 
-@pytest.mark.parametrize("after_lines_of_round", [2, 4, 6])
+@pytest.mark.parametrize("after_round", [2, 4, 6])
 def test_a_killed_run_resumes_to_the_same_verdicts(
-    prefect_api: str, uninterrupted: list, tmp_path: Path, after_lines_of_round: int
+    prefect_api: str, uninterrupted: list, tmp_path: Path, after_round: int
 ) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", str(tmp_path), *ARGS],
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a group reaped() ends
-    )
+    child = _held_run(str(tmp_path), after_round)
     with reaped(child):  # a failed test leaves no run playing
-        assert child.stdout is not None
-        run_dir = ""
-        for line in child.stdout:  # read the live output; kill right after round k is reported
-            if line.startswith("new_run_dir="):
-                run_dir = line.strip().removeprefix("new_run_dir=")
-            if line.startswith(f"round {after_lines_of_round}/"):
-                os.kill(child.pid, signal.SIGKILL)
-                break
-        child.wait(timeout=60)
-    assert child.returncode == -signal.SIGKILL
+        run_dir = _kill_when_held(child)
     log = Path(run_dir) / "veyru.jsonl"
     cut = read_events(str(log)).events
     assert "simulation_ended" not in {e.event_type for e in cut}
+    # Killed mid-round: round k+1 has begun (its first message logged), and has no verdict.
+    assert [e.round_number for e in cut if e.event_type == "round_result_recorded"] == list(
+        range(1, after_round + 1)
+    )
+    assert cut[-1].event_type == "message_sent" and cut[-1].round_number == after_round + 1
     _resume(run_dir)
     events = read_events(str(log)).events
     assert _verdicts(log) == uninterrupted
@@ -106,22 +152,14 @@ def test_a_run_on_s3_killed_mid_run_resumes_from_its_last_upload(
     # The S3 log is uploaded whole at each round end, so a kill loses at most the round in
     # progress; the resume reopens it and plays on to the same verdicts.
     runs = f"{s3_bucket}/runs"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--runs-dir", runs, *ARGS],
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a group reaped() ends
-    )
+    child = _held_run(runs, 5)
     with reaped(child):  # a failed test leaves no run playing
-        assert child.stdout is not None
-        run_dir = ""
-        for line in child.stdout:
-            if line.startswith("new_run_dir="):
-                run_dir = line.strip().removeprefix("new_run_dir=")
-            if line.startswith("round 5/"):
-                os.kill(child.pid, signal.SIGKILL)
-                break
-        child.wait(timeout=60)
+        run_dir = _kill_when_held(child)
+    cut = read_events(f"{run_dir}/veyru.jsonl").events  # the upload at round 5's end
+    assert [e.round_number for e in cut if e.event_type == "round_result_recorded"] == [
+        1, 2, 3, 4, 5
+    ]  # fmt: skip
+    assert "simulation_ended" not in {e.event_type for e in cut}
     _resume(run_dir)
     events = read_events(f"{run_dir}/veyru.jsonl").events
     assert [

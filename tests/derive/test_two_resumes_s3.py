@@ -1,10 +1,13 @@
 """Two ``--resume`` of one S3 run started at once (real processes, real moto S3, real Prefect):
-exactly one plays the rest of the run, the other exits 75 naming the holder."""
+exactly one plays the rest of the run, the other exits 75 naming the holder.
+
+Which one takes the lease is the race itself; that the player is still playing when the other
+asks is not left to the load: the player holds its run still once resumed, until the other
+exited (a player done before the other started would make the other's answer "already ended")."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import socket
 import subprocess
@@ -14,9 +17,28 @@ from collections import Counter
 from glossogen.eventlog import RoundResultRecorded, RunResumed, SimulationEnded, read_events
 from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 from tests.fixtures.played_runs import CLOCK_START
+from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import reaped
 
 ROUNDS = 12
+
+_HELD_RESUME = """
+import sys
+from glossogen.cli import main
+from glossogen.launch import observing
+
+
+class Hold:
+    def event(self, event):
+        if event.event_type == "run_resumed":
+            sys.stdin.readline()  # the test's go, once the other resume has exited
+
+
+with observing(Hold()):
+    main(sys.argv[1:])
+"""
+"""``glossogen run`` (the CLI's ``main``) with a run observer that holds a resumed run still,
+right after it logged ``run_resumed`` with the lease held, until a line arrives on stdin."""
 
 
 async def _interrupted_after_two_rounds(runs_dir: str) -> str:
@@ -34,22 +56,27 @@ async def _interrupted_after_two_rounds(runs_dir: str) -> str:
 
 def test_two_resumes_of_one_s3_run_exactly_one_plays(prefect_api: str, s3_bucket: str) -> None:
     run_dir = asyncio.run(_interrupted_after_two_rounds(f"{s3_bucket}/runs"))
-    argv = [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", run_dir]
-    env = {**os.environ, "GLOSSOGEN_WRITER_LEASE_SECONDS": "5"}
+    argv = [sys.executable, "-c", _HELD_RESUME, "run", "veyru", "--resume", run_dir]
     # Both at once, the case itself: either may take the lease; the other must be refused.
     first, second = (
         subprocess.Popen(
             argv,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=env,
             start_new_session=True,
         )
         for _ in range(2)
     )
     with reaped(first), reaped(second):  # neither outlives a failed or timed-out wait
-        outs = {p.pid: (p, *p.communicate(timeout=600)) for p in (first, second)}
+        # The one that took the lease holds its run still (run_resumed logged) until the other
+        # has exited: the player cannot finish before the other asks, whatever the load.
+        done = wait_until(
+            lambda: [p for p in (first, second) if p.poll() is not None], "one resume to exit"
+        )
+        go = {p.pid: "" if p in done else "go\n" for p in (first, second)}
+        outs = {p.pid: (p, *p.communicate(go[p.pid], timeout=600)) for p in (first, second)}
     codes = sorted(p.returncode for p, _, _ in outs.values())
     assert codes == [0, 75], [(p.returncode, err[-2000:]) for p, _, err in outs.values()]
     (player,) = [p for p, _, _ in outs.values() if p.returncode == 0]

@@ -14,6 +14,7 @@ from deployments.local_server import ProcessWorker
 from glossogen.launch import RunRequest
 from tasks.gate import PrefectCallGate
 from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.polling import DEADLINE_SECONDS, wait_until
 from tests.orchestration.flow_runs import assert_nothing_lost, wait_for_state
 from tests.providers.test_wire_formats import pd_player
 
@@ -22,7 +23,10 @@ def test_a_provider_limit_of_2_is_never_exceeded(
     openai_worker: ProcessWorker, model_stub: StubModelServer, tmp_path: Path
 ) -> None:
     model_stub.responder = pd_player
-    model_stub.latency = 0.2  # seconds per answer, so requests overlap
+    model_stub.latency = 0.2  # seconds per answer: requests press on the limit
+    # The first requests are held until two are in flight at once, so the limit is reached
+    # whatever the load of the machine (a hold, not a latency, makes them overlap).
+    model_stub.hold_until_in_flight, model_stub.hold_seconds = 2, DEADLINE_SECONDS
     runs = tmp_path / "runs"
     flow_runs = [
         run_deployment(
@@ -45,6 +49,8 @@ def test_a_provider_limit_of_2_is_never_exceeded(
         )
         for _ in range(3)  # 3 runs x 2 agents: up to 6 requests at once without the limit
     ]
+    wait_until(lambda: model_stub.max_concurrent >= 2, "two requests in flight at once")
+    model_stub.end_holds()  # the rest are answered as they come (a seat may ask alone)
     states = [wait_for_state(f.id).state_name for f in flow_runs]
     assert states == ["Completed"] * 3
     assert model_stub.max_concurrent == 2  # the limit (llm:openai = 2) was reached, never passed

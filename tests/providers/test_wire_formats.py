@@ -11,7 +11,7 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from glossogen.eventlog import LlmResponseReceived, ModelRequestAbandoned, read_events
-from glossogen.launch import RunRequest
+from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.ungated import play_ungated
 
@@ -179,6 +179,9 @@ def test_a_mixed_run_sends_each_agent_its_own_settings(
     prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with StubModelServer() as anthropic_stub, StubModelServer() as openai_stub:
+        # Two stubs of its own (not the model_stub fixture): on the virtual clock all the same,
+        # so no phase of the run ends on the machine's load.
+        monkeypatch.setenv(VIRTUAL_CLOCK_SETTING, "1")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_stub.anthropic_base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
         monkeypatch.setenv("OPENAI_BASE_URL", openai_stub.openai_base_url)

@@ -17,16 +17,24 @@ from glossogen.server import create_app
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving
 
+LAUNCH = 1_800_000_000
+"""The cohort's launch seconds count from here (2027-01-15): ids no clock reading decides."""
+
 
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Three played veyru runs (1, 2 and 3 rounds; the 2-round one labelled ``arm=a`` and
-    ``pilot``, the 3-round one of group ``lab``) and a prisoners_dilemma run."""
+    ``pilot``, the 3-round one of group ``lab``) and a prisoners_dilemma run.
+
+    Each is claimed at a launch second of its own choosing, not the clock's: the 3-round run and
+    the prisoners_dilemma run share a second (the list's tie), and no run's last four digits
+    occur in another's id."""
     root = tmp_path_factory.mktemp("runs")
-    one = play_run(str(root), rounds=1)
-    two = play_run(str(root), rounds=2, overrides=("labels.arm=a", "labels.pilot=true"))
-    three = play_run(str(root), rounds=3, group_slug="lab")
-    pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1)
+    one = play_run(str(root), rounds=1, now_unix=LAUNCH + 101)
+    two = play_run(str(root), rounds=2, overrides=("labels.arm=a", "labels.pilot=true"),
+                   now_unix=LAUNCH + 202)  # fmt: skip
+    three = play_run(str(root), rounds=3, group_slug="lab", now_unix=LAUNCH + 303)
+    pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1, now_unix=LAUNCH + 303)
     return {"root": str(root), "one": one.run_id, "two": two.run_id, "three": three.run_id,
             "pd": pd.run_id, "two_dir": two.url}  # fmt: skip
 
@@ -52,9 +60,8 @@ def test_the_list_shows_every_run_newest_first_and_each_filter_narrows_it(
     every = client.get("/")
     assert every.status_code == 200
     # Newest first (the folder's unix timestamp; a tie by run id, descending), every group.
-    played = [cohort[k] for k in ("one", "two", "three", "pd")]
-    newest = sorted(played, key=lambda r: (int(r.split("/")[1]), r), reverse=True)
-    assert _rows(every.text) == newest
+    assert _rows(every.text) == [cohort["three"], cohort["pd"], cohort["two"], cohort["one"]]
+    assert cohort["three"] == f"veyru/{LAUNCH + 303}" and cohort["pd"].endswith(f"/{LAUNCH + 303}")
     assert _rows(every.text).index(cohort["three"]) < _rows(every.text).index(cohort["one"])
     assert _showing(every.text) == "showing 4 of 4"
     assert "round 3 / 3" in every.text and "round 1 / 1" in every.text

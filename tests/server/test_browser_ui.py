@@ -53,7 +53,9 @@ class RoundGate:
     A seat's first request of a round (the one its briefing prompts) is held until the round's
     gate is open, then answered with a message on ``table`` (``texts`` in turn) and
     ``lock_in(cooperate)``; every other request is answered ``done`` (the turn ends). The hold
-    is bounded (60 s), so a test that fails never leaves a run hanging. Every answer reports
+    lasts until the test opens the round, however long the page takes on a loaded machine (a
+    bounded hold answered the next round before the test let it); each test opens every round
+    in its ``finally``, so a test that fails never leaves a run hanging. Every answer reports
     :data:`USAGE`.
     """
 
@@ -75,7 +77,7 @@ class RoundGate:
         if last.get("role") != "user" or found is None:
             return StubReply(text="done", **USAGE)
         with self.cond:
-            self.cond.wait_for(lambda: self.opened >= int(found.group(1)), timeout=60)
+            self.cond.wait_for(lambda: self.opened >= int(found.group(1)))
             text = self.texts[self.sent % len(self.texts)]
             self.sent += 1
         return StubReply(
@@ -147,10 +149,14 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def played(tmp_path: Path) -> dict[str, Any]:
     """A runs folder with two scripted veyru runs (1 round; 3 rounds labelled ``arm=b``),
-    played before the browser starts (Playwright's sync API holds the thread's event loop)."""
+    played before the browser starts (Playwright's sync API holds the thread's event loop).
+
+    Both are claimed at fixed launch seconds in the past (2023), so a run a test launches now is
+    the newest in the list whatever second it starts in (a run of another scenario claimed in
+    the same second as ``long`` would sort after it: a tie goes by run id, descending)."""
     runs = tmp_path / "runs"
-    short = play_run(str(runs), rounds=1)
-    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",))
+    short = play_run(str(runs), rounds=1, now_unix=1_700_000_101)
+    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",), now_unix=1_700_000_202)
     return {"runs": runs, "short": short, "long": long}
 
 

@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from glossogen.storage import (
     open_fs,
 )
 from tests.fixtures.played_runs import play_run
+from tests.fixtures.polling import wait_until
 
 HOST = socket.gethostname()
 T0 = 1_800_000_000.0
@@ -162,21 +162,19 @@ def test_a_released_lease_lets_the_next_writer_in_at_once(s3_bucket: str) -> Non
 def test_the_renewal_thread_keeps_a_short_lease_alive(
     s3_bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Short enough to be renewed within the test (every 1 s), long enough that a stalled
-    # machine does not let it lapse before its renewal (real seconds: the renewal thread's).
+    # Short enough to be renewed within the test (the thread ticks every 1 real second). The
+    # lease's expiry clock is the test's: a stalled machine cannot let it lapse.
     monkeypatch.setenv("GLOSSOGEN_WRITER_LEASE_SECONDS", "3")
     assert lease_seconds() == 3.0
     folder = _folder(s3_bucket)
-    lock = folder.lock()
+    clock = [T0]
+    lock = folder.lock(now=lambda: clock[0])
     try:
-        first = _lease(folder)["expires_at"]
-        deadline = time.monotonic() + 30
-        while _lease(folder)["expires_at"] == first:  # the renewal thread's write: bounded
-            assert time.monotonic() < deadline, "the lease was not renewed within 30 s"
-            time.sleep(0.1)
-        assert _lease(folder)["expires_at"] > first
-        with pytest.raises(RunBusyError):
-            folder.check_unlocked()
+        assert _lease(folder)["expires_at"] == T0 + 3
+        clock[0] = T0 + 2  # the next renewal extends the lease to T0 + 5
+        wait_until(lambda: _lease(folder)["expires_at"] == T0 + 5, "the lease's renewal", 30)
+        with pytest.raises(RunBusyError):  # past the first expiry: held by the renewal alone
+            folder.check_unlocked(now=lambda: T0 + 4)
     finally:
         lock.release()
 

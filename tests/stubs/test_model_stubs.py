@@ -323,8 +323,9 @@ def test_each_fault_gives_its_error_after_the_attempts_the_sdk_makes(
 def test_openai_sdk_does_not_retry_when_retry_after_exceeds_120s(model_stub, caplog):
     caplog.set_level(logging.INFO)
     model_stub.queue(StubFault(status=429, retry_after=121))
-    # A wait would end in ModelRequestTimeout at the 5 s deadline, not in the 429's own error.
-    error = _fail(_agent("chat", model_stub), request_timeout=5)
+    # A wait would end in ModelRequestTimeout at the 60 s deadline, not in the 429's own error
+    # (a deadline half the 121 s wait it rules out, that no load makes one answer reach).
+    error = _fail(_agent("chat", model_stub), request_timeout=60)
     assert isinstance(error, ModelRateLimitError) and error.retry_after == 121
     assert (len(model_stub.requests), _sdk_waits(caplog)) == (1, [])
 

@@ -10,7 +10,7 @@ import pytest
 
 from flows.simulate import simulate
 from glossogen.launch import RunRequest
-from tests.tracing.test_tracing import Collector, _env
+from tests.tracing.test_tracing import Collector, _env, wait_flushed
 
 
 def test_every_agent_call_of_a_run_is_traced_under_its_run_id(
@@ -29,6 +29,7 @@ def test_every_agent_call_of_a_run_is_traced_under_its_run_id(
             overrides=["round_count=2", "postmortem_enabled=false"],
         )
         result = asyncio.run(simulate(request))
+        wait_flushed()  # the run shut its tracing down; its flush may still be exporting
         spans = collector.spans()
     finally:
         collector.stop()

@@ -26,6 +26,7 @@ from glossogen.tracing import (
     tracing_capabilities,
 )
 from tests.fixtures.parts import needs_part
+from tests.fixtures.polling import wait_until
 
 needs_sdk = needs_part(
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
@@ -144,6 +145,19 @@ def _no_secret_in(text: str) -> None:
         assert secret not in text
 
 
+def wait_flushed() -> None:
+    """Return once every tracing flush has ended, so the collector holds all it will receive.
+
+    A shutdown waits a bounded time for its flush, then lets the flush go on in its thread
+    (``glossogen-tracing``): what reached the collector is read after that thread, not after a
+    time a loaded machine can pass.
+    """
+    wait_until(
+        lambda: not any(t.name == "glossogen-tracing" for t in threading.enumerate()),
+        "the tracing flush to end",
+    )
+
+
 def test_unset_keys_do_nothing(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     assert configure_tracing({}) is None
@@ -177,6 +191,7 @@ def test_spans_carry_session_and_tags(collector: Collector) -> None:
     assert asyncio.run(play()) == ["done", "done"]
     handle.shutdown()
     handle.shutdown()  # idempotent
+    wait_flushed()
 
     probe, *exports = collector.requests
     assert probe[2] == b""  # the reachability check: an empty OTLP export
@@ -234,6 +249,7 @@ def test_set_round_reaches_running_tasks(collector: Collector) -> None:
 
     asyncio.run(play())
     handle.shutdown()
+    wait_flushed()
     rounds = {attrs["glossogen.round"] for _, attrs in collector.spans()}
     assert rounds == {2}
 
@@ -292,6 +308,7 @@ def test_host_lost_mid_run_warns_once(
     # Exports run in the exporter's thread, so the run never waits on them (the time a lost
     # host adds is measured in bench/tracing_down.py, not here).
     handle.shutdown(timeout_seconds=6)
+    wait_flushed()
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
         f"Langfuse export to {server.host} failed; spans are dropped while it fails "
