@@ -49,7 +49,14 @@ def start_prefect_server(
         RuntimeError: the server exited, or did not listen and answer within ``timeout_seconds``
             (the message names ``log_path``).
     """
-    server_env = {**env, "PREFECT_SERVER_LOGGING_LEVEL": "INFO"}  # the "running on" line
+    # The "running on" line is an INFO record of uvicorn's logger, which reaches the log through
+    # Prefect's console handler: both levels are set here, whatever the caller's environment
+    # says (``glossogen run`` quiets that handler to CRITICAL for its own process).
+    server_env = {
+        **env,
+        "PREFECT_SERVER_LOGGING_LEVEL": "INFO",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO",
+    }
     server_env.pop("PREFECT_API_URL", None)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
