@@ -1,13 +1,16 @@
 """``--spend-cap-usd``: refused at launch when the dry-run estimate passes it or a model has no
-price; enforced while playing over real HTTP (each request's worst case is reserved before it is sent,
-the request that would pass the cap is refused and none after it is sent; the run ends
-``incomplete`` with the reason, exit 20, its log sealed, never having logged more than the cap);
-recorded with the run's limits. Every expected figure is priced here with genai-prices from
+price; enforced while playing over real HTTP (each request's worst case is reserved before it
+is sent, the request that would pass the cap is refused and none after it is sent; the run ends
+``incomplete`` with the reason, exit 20, its log sealed, never having logged more than the
+cap); recorded with the run's limits. Every expected figure is priced here with genai-prices from
 what the stub served."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -15,15 +18,18 @@ from genai_prices import Usage, calc_price
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.cli import main
+from glossogen.engine import VirtualClock
 from glossogen.eventlog import (
     JudgeCalled,
     LlmResponseReceived,
+    ModelRequestAbandoned,
     ModelRequestRefused,
     RoundResultRecorded,
     SimulationEnded,
     SimulationStarted,
     read_events,
 )
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
@@ -313,3 +319,54 @@ def test_the_in_run_judges_requests_are_reserved_and_refused_as_the_agents_are(
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
     assert ended.total_cost_usd == pytest.approx(spent, abs=1e-12)
     assert capsys.readouterr().err.endswith(f"glossogen: error: run incomplete: {reason}\n")
+
+
+def test_a_request_a_phase_end_abandons_keeps_its_reservation_until_it_is_answered(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Both players' first requests are held at the stub while the test ends the 1 s phase on
+    # the run's virtual clock: abandoned, they still hold their worst cases against the cap;
+    # answered afterwards, each settles at what it served (1,200 + 80 tokens: $0.0048).
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    model_stub.hold_until_in_flight = math.inf
+    reply = StubReply(text="thinking...", input_tokens=1_200, output_tokens=80)
+    model_stub.responder = lambda req: reply
+    request = RunRequest(
+        scenario="prisoners_dilemma", model="claude-sonnet-4-6", provider="anthropic",
+        runs_dir=str(tmp_path / "runs"), config="knobs_default", spend_cap_usd=2.0,
+        overrides=["round_count=1", "idle_floor_seconds=0.05", "postmortem_enabled=false",
+                   "max_round_duration_seconds=1"],
+    )  # fmt: skip
+    held: list[Decimal] = []
+
+    async def play() -> tuple[str, Decimal, Decimal]:
+        plan = plan_run(request)
+        folder = claim_run(plan, str(tmp_path / "runs"))
+        session = open_session(plan, folder)
+        clock = session.engine.clock
+        assert isinstance(clock, VirtualClock)
+        playing = asyncio.create_task(session.play_round(1))
+        await asyncio.to_thread(model_stub.wait_in_flight, 2)
+        clock.advance(1.0)  # the phase ends with both requests in flight
+        await playing
+        ledger = session.engine.spend
+        held.extend([ledger.spent, ledger.reserved])
+        model_stub.release()
+        await session.settle_requests()
+        session.finish(price_spend(folder), "completed")
+        return folder.log_url, ledger.spent, ledger.reserved
+
+    log_url, spent, reserved = asyncio.run(play())
+    events = read_events(log_url).events
+    unit = _served("anthropic", "claude-sonnet-4-6", reply, 1)
+    assert unit == pytest.approx(0.0048, abs=1e-12)
+    # While abandoned and unanswered: nothing spent, two worst cases (>= $0.24576 each) held.
+    assert held[0] == 0
+    assert held[1] >= 2 * Decimal("0.24576")
+    assert (spent, reserved) == (Decimal(repr(2 * unit)), 0)
+    abandoned = [e.cost_usd for e in events if isinstance(e, ModelRequestAbandoned)]
+    assert abandoned == [pytest.approx(unit, abs=1e-12)] * 2
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    assert ended.total_cost_usd == pytest.approx(2 * unit, abs=1e-12)
