@@ -20,6 +20,7 @@ from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.cli import main
 from glossogen.engine import VirtualClock
 from glossogen.eventlog import (
+    AgentRunCycleFailed,
     JudgeCalled,
     LlmResponseReceived,
     ModelRequestAbandoned,
@@ -30,7 +31,7 @@ from glossogen.eventlog import (
     read_events,
 )
 from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
-from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
 # of 1,000,000 input and 1,000 output tokens costs $3.015; the dry run assumes 20 requests of
@@ -134,6 +135,28 @@ def test_the_cap_refuses_exactly_the_request_whose_worst_case_would_pass_it(
     )
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
     assert capsys.readouterr().err.endswith(f"glossogen: error: run incomplete: {reason}\n")
+
+
+def test_a_failed_request_releases_its_reservation(
+    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+) -> None:
+    # As above, but player_a's first request fails (a 500, not billed) and is retried: its
+    # reservation is released, so the cap still holds the three answers that follow and
+    # refuses the fourth with nothing in flight.
+    anthropic_stub.queue(StubFault(status=500, retry_after=0))
+    anthropic_stub.responder = lambda req: READ
+    runs = tmp_path / "runs"
+    assert _exit([*ONE_SEAT, "--runs-dir", str(runs), "--spend-cap-usd", "0.55"]) == 20
+    (log,) = runs.glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")
+    events = read_events(str(log)).events
+    assert len(anthropic_stub.requests) == 4
+    assert [e.error_kind for e in events if isinstance(e, AgentRunCycleFailed)] == ["server_error"]
+    spent = _served("anthropic", "claude-sonnet-4-6", READ, 3)
+    (refused,) = [e for e in events if isinstance(e, ModelRequestRefused)]
+    assert (refused.spent_usd, refused.reserved_usd) == (pytest.approx(spent, abs=1e-12), 0.0)
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    assert ended.total_cost_usd == pytest.approx(spent, abs=1e-12)
 
 
 # Two players on claude-sonnet-4-6 at max_tokens 20,000: an answer of 1,000 input and 20,000
