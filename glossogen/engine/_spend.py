@@ -114,7 +114,7 @@ class SpendReservations:
         return not self.capped
 
     def reserve(self, worst: float) -> int | None:
-        """Reserve ``worst`` USD; its token, or None when it would pass the cap."""
+        """Reserve ``worst`` USD; its token, or None when it would pass the cap (or capped)."""
         if self.capped:
             return None
         if self.cap is not None and self.spent + self.reserved + _usd(worst) > _usd(self.cap):
@@ -147,6 +147,8 @@ class SpendReservations:
         ) -> ModelResponse:
             if self.cap is None or provider in ("scripted", "local"):
                 return await handler(request_context)
+            if self.refused is not None:  # a request was refused: none is sent after it
+                raise SpendCapReached
             settings = ModelSettings(**(request_context.model_settings or {}))
             max_tokens = settings.get("max_tokens")
             if max_tokens is None:  # an unbounded answer cannot be reserved
@@ -154,8 +156,6 @@ class SpendReservations:
                 request_context.model_settings = settings
             bound = input_token_bound(request_context)
             worst = worst_case_usd(provider, model, bound, max_tokens)
-            if self.capped:  # a request refused already: none is sent after it
-                raise SpendCapReached
             token = None if worst is None else self.reserve(worst)
             if token is None:
                 self._refuse(agent_id, provider, model, bound, max_tokens, worst)
