@@ -264,6 +264,24 @@ def test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written(
     assert anthropic_stub.requests == []
 
 
+def test_a_cap_below_one_requests_output_cap_is_refused_before_anything_is_written(
+    anthropic_stub: StubModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The dry run estimates $0.30 for the round, within $0.30; but every request of player_a
+    # reserves its 21,000 output tokens at $15 per million ($0.315) at least: none could be sent.
+    runs = tmp_path / "runs"
+    argv = [*ONE_SEAT[:-1], "agent_model_settings.max_tokens=21000", "--runs-dir", str(runs),
+            "--spend-cap-usd", "0.3"]  # fmt: skip
+    assert _exit(argv) == 65
+    assert capsys.readouterr().err == (
+        "glossogen: error: --spend-cap-usd 0.3: one request of player_a "
+        "(anthropic:claude-sonnet-4-6) reserves $0.315000 for its output cap alone "
+        "(max_tokens 21000), above the cap, so none could be sent\n"
+    )
+    assert not runs.exists()
+    assert anthropic_stub.requests == []
+
+
 def test_a_cap_with_a_model_the_price_catalogue_lacks_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
