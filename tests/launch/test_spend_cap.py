@@ -204,6 +204,24 @@ def test_two_requests_in_flight_at_once_are_both_reserved_and_the_log_stays_with
     assert ended.total_cost_usd <= 0.8
 
 
+def _held_run(
+    stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    reply: StubReply, cap: float, setting: str,
+) -> RunRequest:  # fmt: skip
+    """A one-round run of two claude-sonnet-4-6 players whose requests the stub holds until the
+    test releases them, played through the library so the test can act while they are held."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    stub.hold_until_in_flight = math.inf
+    stub.responder = lambda req: reply
+    return RunRequest(
+        scenario="prisoners_dilemma", model="claude-sonnet-4-6", provider="anthropic",
+        runs_dir=str(tmp_path / "runs"), config="knobs_default", spend_cap_usd=cap,
+        overrides=["round_count=1", "idle_floor_seconds=0.05", "postmortem_enabled=false",
+                   setting],
+    )  # fmt: skip
+
+
 def test_a_request_in_flight_holds_its_worst_case_against_the_next_one(
     model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -211,16 +229,8 @@ def test_a_request_in_flight_holds_its_worst_case_against_the_next_one(
     # whichever request comes first, so the other player asks while it is in flight: nothing
     # spent, its worst case reserved, and the second is refused unsent. Released, the first
     # answers and settles at what it served ($0.303).
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    model_stub.hold_until_in_flight = math.inf
-    model_stub.responder = lambda req: READ_LONG
-    request = RunRequest(
-        scenario="prisoners_dilemma", model="claude-sonnet-4-6", provider="anthropic",
-        runs_dir=str(tmp_path / "runs"), config="knobs_default", spend_cap_usd=0.62,
-        overrides=["round_count=1", "idle_floor_seconds=0.05", "postmortem_enabled=false",
-                   "agent_model_settings.max_tokens=20000"],
-    )  # fmt: skip
+    setting = "agent_model_settings.max_tokens=20000"
+    request = _held_run(model_stub, monkeypatch, tmp_path, READ_LONG, 0.62, setting)
 
     async def play() -> str:
         plan = plan_run(request)
@@ -396,17 +406,9 @@ def test_a_request_a_phase_end_abandons_keeps_its_reservation_until_it_is_answer
     # Both players' first requests are held at the stub while the test ends the 1 s phase on
     # the run's virtual clock: abandoned, they still hold their worst cases against the cap;
     # answered afterwards, each settles at what it served (1,200 + 80 tokens: $0.0048).
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    model_stub.hold_until_in_flight = math.inf
     reply = StubReply(text="thinking...", input_tokens=1_200, output_tokens=80)
-    model_stub.responder = lambda req: reply
-    request = RunRequest(
-        scenario="prisoners_dilemma", model="claude-sonnet-4-6", provider="anthropic",
-        runs_dir=str(tmp_path / "runs"), config="knobs_default", spend_cap_usd=2.0,
-        overrides=["round_count=1", "idle_floor_seconds=0.05", "postmortem_enabled=false",
-                   "max_round_duration_seconds=1"],
-    )  # fmt: skip
+    setting = "max_round_duration_seconds=1"
+    request = _held_run(model_stub, monkeypatch, tmp_path, reply, 2.0, setting)
     held: list[Decimal] = []
 
     async def play() -> tuple[str, Decimal, Decimal]:
