@@ -15,8 +15,10 @@ from glossogen.engine._roster import (
     resolve_judge,
     resolve_seats,
 )
+from glossogen.engine._spend import FRAMING_TOKENS, SpendReservations, worst_case_usd
 
 __all__ = [
+    "FRAMING_TOKENS",
     "INTERNAL_FAULT",
     "SETTLE_SECONDS",
     "AbandonedRequests",
@@ -30,6 +32,7 @@ __all__ = [
     "RunJudge",
     "RunSetup",
     "Seat",
+    "SpendReservations",
     "SystemClock",
     "VirtualClock",
     "apply_noise",
@@ -37,4 +40,5 @@ __all__ = [
     "model_name",
     "resolve_judge",
     "resolve_seats",
+    "worst_case_usd",
 ]

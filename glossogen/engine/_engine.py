@@ -27,6 +27,7 @@ from glossogen.engine._requests import AbandonedRequests
 from glossogen.engine._roster import JudgeSeat, Seat, model_name
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._seating import SeatAgents
+from glossogen.engine._spend import SpendReservations
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
     AgentHistoryAppended,
@@ -156,6 +157,8 @@ class RunEngine(ChannelOps, SeatAgents):
         self._seq = 0
         self.abandoned = AbandonedRequests(self._log_abandoned)
         """Requests the phase end stopped waiting for, finished in the background."""
+        self.spend = SpendReservations(setup.spend_cap_usd, self.emit)
+        """The spend cap's ledger: a billed request's worst case is reserved before it is sent."""
         self.judge = (
             RunJudge(
                 setup.judge.model,
@@ -169,6 +172,7 @@ class RunEngine(ChannelOps, SeatAgents):
                             "judge", setup.judge.model, setup.judge.provider
                         )
                     ),
+                    self.spend.hooks("judge", setup.judge.provider, setup.judge.model),
                 ],
                 clock.sleep,
             )

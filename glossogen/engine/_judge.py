@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
+from glossogen.engine._runner import SpendCapReached
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_answered, price_usage
 from glossogen.scenario import ItemRuling, JudgeDecision
@@ -42,7 +43,9 @@ class RunJudge:
     is not in the price catalogue). An attempt that fails after the model answered (its answer
     failed validation) still logs what it cost, on its ``agent_run_cycle_failed``.
 
-    The run's spend cap binds the judge as it binds the agents: once ``call_allowed()`` says
+    The run's spend cap binds the judge as it binds the agents: each request's worst case is
+    reserved before it is sent (:class:`~glossogen.engine._spend.SpendReservations`, a
+    capability of the judge's agent), and once the cap refuses one, or ``call_allowed()`` says
     no, no judge request is made; the ruling is refused (``capped_in_round``: the round is void
     for the cap, and the run ends ``incomplete`` with the cap's reason).
     """
@@ -181,6 +184,22 @@ class RunJudge:
                         f"{instructions}\n\n{question}", model_settings=settings, usage=usage
                     )
                 return result.output, result.usage
+            except SpendCapReached:  # the cap refused one of this ruling's requests
+                self.capped_in_round = True
+                if usage.input_tokens or usage.output_tokens:  # an earlier answer was billed
+                    self.emit(
+                        AgentRunCycleFailed(
+                            agent_id="judge",
+                            error_kind=SPEND_CAP,
+                            error="SpendCapReached: the run's spend cap refused the next request",
+                            attempts=attempt,
+                            retryable=False,
+                            input_tokens=usage.input_tokens,
+                            output_tokens=usage.output_tokens,
+                            cost_usd=price_answered(self.provider, self.model, usage),
+                        )
+                    )
+                return SPEND_CAP
             except Exception as exc:  # a judge that fails must not be blamed on an agent
                 fault = classify(exc)
                 self.emit(

@@ -67,7 +67,7 @@ REJECTED_CAUSES = ("validation_error", "unknown_tool")
 
 
 class SpendCapReached(TurnLimitReached):
-    """Raised inside a cycle, before a model request, once the run's spend cap is reached."""
+    """Raised before a model request the run's spend cap refuses (``engine/_spend.py``)."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from glossogen.derive._state import RunState  # not the package: derive imports the engine
     from glossogen.engine._clock import Clock
     from glossogen.engine._requests import AbandonedRequests
+    from glossogen.engine._spend import SpendReservations
     from glossogen.scenario import Scenario
 
 
@@ -55,6 +56,7 @@ class SeatAgents:
         round_number: int
         clock: Clock
         abandoned: AbandonedRequests
+        spend: SpendReservations
         _tools: list[Tool[AgentDeps]]
         _scenario_tools: frozenset[str]
         _misplayed: frozenset[int]
@@ -78,6 +80,7 @@ class SeatAgents:
             capabilities=[
                 *tracing_capabilities(self.setup.tracing),
                 self._hooks(spec.agent_id, provider, model),
+                self.spend.hooks(spec.agent_id, provider, model),  # inside: wraps the HTTP call
             ],
         )
 

@@ -291,6 +291,28 @@ class ModelRequestAbandoned(Event):
 
 
 @final
+class ModelRequestRefused(Event):
+    """A model request the run's spend cap refused before it was sent: nothing was billed.
+
+    Its worst case (``input_tokens_bound`` at the input rate plus ``max_tokens`` at the output
+    rate, USD; null when the model is not priced) on top of what was ``spent_usd`` and
+    ``reserved_usd`` for requests in flight would have passed ``cap_usd``. The caller (a seat,
+    or ``judge``) sends nothing more, nor does any other: the run ends ``incomplete``.
+    """
+
+    event_type: Literal["model_request_refused"] = "model_request_refused"
+    agent_id: str
+    model: str
+    provider: str
+    input_tokens_bound: int
+    max_tokens: int
+    worst_case_usd: float | None
+    spent_usd: float
+    reserved_usd: float
+    cap_usd: float
+
+
+@final
 class AgentTurnLimitReached(Event):
     """An agent used up ``max_agent_turns`` model requests and takes no further part in the run."""
 
@@ -479,6 +501,7 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     ToolResultReceived,
     AgentRunCycleFailed,
     ModelRequestAbandoned,
+    ModelRequestRefused,
     AgentTurnLimitReached,
     AgentSwappedMidRun,
     ScheduledEventFired,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from importlib.metadata import version
 
 from pydantic import BaseModel
@@ -35,8 +36,6 @@ from glossogen.eventlog import (
     Event,
     EventLogRead,
     EventLogWriter,
-    JudgeCalled,
-    LlmResponseReceived,
     RunResumed,
     RunView,
     SimulationEnded,
@@ -172,33 +171,6 @@ def _versions() -> dict[str, str]:
 
 
 @dataclass
-class SpendMeter:
-    """The run's own logged spend (USD) against its cap, kept up as events are logged.
-
-    Counts ``cost_usd`` of ``llm_response_received`` and ``judge_called``: what the run's
-    ``simulation_ended.total_cost_usd`` sums. A call not costed adds nothing (a cap is refused
-    at launch for a model the price catalogue lacks).
-    """
-
-    cap: float | None
-    spent: float = 0.0
-
-    def observe(self, event: Event) -> None:
-        """Add ``event``'s cost when it is a priced model or judge call."""
-        if isinstance(event, LlmResponseReceived | JudgeCalled) and event.cost_usd:
-            self.spent += event.cost_usd
-
-    @property
-    def reached(self) -> bool:
-        """True once the logged spend has reached the cap."""
-        return self.cap is not None and self.spent >= self.cap
-
-    def allows_call(self) -> bool:
-        """False once the cap is reached: no new model call is made."""
-        return not self.reached
-
-
-@dataclass
 class RunSession:
     """The live objects of one run (one asyncio loop)."""
 
@@ -212,20 +184,32 @@ class RunSession:
     """The first round this session plays (after the last completed one, on resume)."""
     earlier_seconds: float = 0.0
     """Seconds the processes before this one played the run (a resumed run's duration goes on)."""
-    meter: SpendMeter | None = None
-    """The run's logged spend against ``config.limits.spend_cap_usd``."""
 
     @property
     def spend_capped(self) -> bool:
-        """True once the run's own logged spend has reached its spend cap."""
-        return self.meter is not None and self.meter.reached
+        """True once the run's spend cap refused a request, or its spend has reached the cap."""
+        return self.config.limits.spend_cap_usd is not None and self.engine.spend.capped
 
     def spend_cap_reason(self, after_round: int, last_round: int) -> str:
-        """The one-line reason a capped run ended, naming spend, cap and round."""
-        spent = self.meter.spent if self.meter is not None else 0.0
+        """The one-line reason a capped run ended, naming spend, cap and round.
+
+        When a request was refused: its worst case (USD) and the spend settled and reserved
+        when it was; else (a resumed run that had already spent its cap) the spend settled.
+        """
+        ledger = self.engine.spend
         cap = self.config.limits.spend_cap_usd or 0.0
+        refused = ledger.refused
+        if refused is None:
+            spent = f"${ledger.spent:.6f} logged of"
+        else:
+            worst = refused.worst_case_usd
+            spent = (
+                f"${refused.spent_usd:.6f} spent + ${refused.reserved_usd:.6f} in flight + "
+                + ("an unpriced" if worst is None else f"${worst:.6f}")
+                + f" worst case of {refused.agent_id}'s next request would pass"
+            )
         return (
-            f"spend cap reached: ${spent:.6f} logged of --spend-cap-usd {cap:g} "
+            f"spend cap reached: {spent} --spend-cap-usd {cap:g} "
             f"after round {after_round} of {last_round}"
         )
 
@@ -420,14 +404,9 @@ def open_session(
         logging.getLogger("glossogen").warning(tracing.warning)
         notify("warning", tracing.warning)
     watched = has_observers()
-    meter = SpendMeter(config.limits.spend_cap_usd)
-    if resume is not None:  # the spend cap counts what every process logged
-        earlier_spend = RunView.of(EventLogRead(events=resume.events)).spend.total_cost_usd
-        meter.spent = earlier_spend or 0.0
 
     def sink(event: Event) -> None:
         writer.append(event)
-        meter.observe(event)
         if watched:
             notify("event", event)
 
@@ -452,9 +431,12 @@ def open_session(
         agent_models=dict(agent_models or {}),
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
-    engine.driver.call_allowed = meter.allows_call
+    if resume is not None:  # the spend cap counts what every process logged
+        earlier_spend = RunView.of(EventLogRead(events=resume.events)).spend.total_cost_usd
+        engine.spend.spent = Decimal(repr(earlier_spend or 0.0))
+    engine.driver.call_allowed = engine.spend.allows_call
     if engine.judge is not None:  # the cap binds the in-run judge's calls too
-        engine.judge.call_allowed = meter.allows_call
+        engine.judge.call_allowed = engine.spend.allows_call
     if resume is None:
         engine.start()
         first = 1
@@ -483,7 +465,7 @@ def open_session(
     earlier = 0.0
     if resume is not None:
         earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
-    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier, meter)
+    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier)
 
 
 def price_spend(folder: RunFolder) -> RunSpend:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from glossogen.derive import SeatCheck
-from glossogen.knobs import BaseKnobs
+from glossogen.knobs import DEFAULT_MAX_TOKENS, BaseKnobs
 from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
 
@@ -154,8 +154,9 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
 
     Raises:
         LaunchError: (65) a billed model is not in the price catalogue (its spend could not
-            be counted against the cap), or the dry-run estimate of the rounds to play
-            (:func:`estimate_round_cost` times ``rounds``) passes the cap.
+            be counted against the cap), the dry-run estimate of the rounds to play
+            (:func:`estimate_round_cost` times ``rounds``) passes the cap, or one request's
+            output cap (its ``max_tokens``, else 16384, at the output rate) alone does.
     """
     cap = config.limits.spend_cap_usd
     if cap is None:
@@ -175,6 +176,22 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
             f"${total:.6f} (${per_round:.6f} per round), above the cap",
             EXIT_REFUSED,
         )
+    callers = [(s.agent_id, s.provider, s.model, s.model_settings) for s in config.seats]
+    if config.judge is not None:
+        j = config.judge
+        callers.append(("judge", j.provider, j.model, j.model_settings))
+    for caller, provider, model, settings in callers:
+        # Each request reserves at least its output cap (engine/_spend.py); one that passes
+        # the cap alone could never be sent.
+        max_tokens = settings.get("max_tokens") or DEFAULT_MAX_TOKENS
+        output = price_call(provider, model, input_tokens=0, output_tokens=max_tokens) or 0.0
+        if output > cap:
+            raise LaunchError(
+                f"--spend-cap-usd {cap:g}: one request of {caller} ({provider}:{model}) "
+                f"reserves ${output:.6f} for its output cap alone (max_tokens {max_tokens}), "
+                "above the cap, so none could be sent",
+                EXIT_REFUSED,
+            )
 
 
 def uncosted_models(config: RunConfig) -> list[str]:
