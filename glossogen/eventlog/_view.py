@@ -23,6 +23,10 @@ Rules, in the order a log is read:
   ``duration_seconds``), or for a process that was killed, the ``process_seconds`` of its last
   ``round_completed`` (event timestamps are game time on a virtual clock, so they are used only
   for logs written before schema 2).
+- **Books**: :meth:`RunView.check_books` names every rule the log breaks (a request that began
+  and did not end once, a round without exactly one verdict per team, a ``simulation_ended``
+  whose figures are not the sum of its priced events, copied spend unlike the source's, a
+  damaged line): ``glossogen.eventlog._books``.
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
   the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
   and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
