@@ -94,3 +94,18 @@ def write(log: Path, events: list[dict[str, Any]]) -> None:
 def line_of(events: list[dict[str, Any]], event: dict[str, Any]) -> int:
     """The 1-based line number of ``event`` in ``events``."""
     return next(n for n, e in enumerate(events, start=1) if e is event)
+
+
+def duplicate_verdict(folder: RunFolder, runs_dir: Path, timestamp: int) -> tuple[str, Path, str]:
+    """Copy a two-round run with round 2's verdict written twice; return its run id, its log
+    and the one line ``glossogen verify`` names it with."""
+    run_id, log = copy_run(folder, runs_dir, timestamp)
+    events = lines(log)
+    verdict = [e for e in events if e["event_type"] == "round_result_recorded"][1]
+    again = dict(verdict)
+    events.insert(events.index(verdict) + 1, again)
+    write(log, events)
+    first, second = line_of(events, verdict), line_of(events, again)
+    line = (f"{run_id}: verdicts: line {second} (round 2): round 2 has 2 verdicts for team "
+            f"{verdict['team_id']} (lines {first}, {second})")  # fmt: skip
+    return run_id, log, line

@@ -14,6 +14,7 @@ from glossogen.verify import verify_run
 from tests.fixtures.played_runs import play_run
 from tests.verify.runs import (
     copy_run,
+    duplicate_verdict,
     fork,
     line_of,
     lines,
@@ -84,17 +85,8 @@ def test_a_dropped_answer_is_named_at_the_next_answer_and_in_the_spend(
 
 
 def test_a_duplicated_verdict_is_named_once(veyru: RunFolder, tmp_path: Path) -> None:
-    run_id, log = copy_run(veyru, tmp_path, 1000000002)
-    events = lines(log)
-    verdict = [e for e in events if e["event_type"] == "round_result_recorded"][1]
-    again = dict(verdict)
-    events.insert(events.index(verdict) + 1, again)
-    write(log, events)
-    first, second = line_of(events, verdict), line_of(events, again)
-    assert _texts(RunFolder.at(str(log.parent))) == [
-        f"{run_id}: verdicts: line {second} (round 2): round 2 has 2 verdicts for team "
-        f"{verdict['team_id']} (lines {first}, {second})"
-    ]
+    _, log, line = duplicate_verdict(veyru, tmp_path, 1000000002)
+    assert _texts(RunFolder.at(str(log.parent))) == [line]
 
 
 def test_an_edited_cost_is_named_at_the_simulation_ended(veyru: RunFolder, tmp_path: Path) -> None:

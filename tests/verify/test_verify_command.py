@@ -11,7 +11,7 @@ from glossogen.cli import main
 from glossogen.eventlog import RunView
 from glossogen.storage import RunFolder
 from tests.fixtures.played_runs import play_run
-from tests.verify.runs import copy_run, line_of, lines, write
+from tests.verify.runs import duplicate_verdict
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
@@ -30,15 +30,7 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1)
     spare = tmp_path_factory.mktemp("spare")
     two = play_run(str(spare), rounds=2)
-    broken, log = copy_run(two, root, 1000000009)
-    events = lines(log)
-    verdict = [e for e in events if e["event_type"] == "round_result_recorded"][1]
-    again = dict(verdict)
-    events.insert(events.index(verdict) + 1, again)
-    write(log, events)
-    line = (f"{broken}: verdicts: line {line_of(events, again)} (round 2): round 2 has 2 "
-            f"verdicts for team {verdict['team_id']} (lines {line_of(events, verdict)}, "
-            f"{line_of(events, again)})")  # fmt: skip
+    broken, log, line = duplicate_verdict(two, root, 1000000009)
     pd_seat = next(iter(RunView.load(pd.log_url).roster))
     return {"root": str(root), "one": one.run_id, "pd": pd.run_id, "broken": broken,
             "line": line, "one_dir": one.url, "pd_dir": pd.url, "pd_seat": pd_seat,
