@@ -148,3 +148,11 @@ def test_a_knob_value_of_the_wrong_type_is_refused_65(
 
 def test_the_line_names_the_run_as_its_folder_does(cohort: dict[str, str]) -> None:
     assert RunFolder.at(cohort["broken_dir"]).run_id == cohort["broken"]
+
+
+def test_runs_on_s3_are_verified_by_url(s3_bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
+    runs_dir = f"{s3_bucket}/runs"
+    one = play_run(runs_dir, rounds=2)
+    play_run(runs_dir, scenario="prisoners_dilemma", rounds=1)
+    assert _verify(capsys, "--runs-dir", runs_dir) == (0, ["verified 2 runs: 0 failed"], [])
+    assert _verify(capsys, one.url) == (0, ["verified 1 run: 0 failed"], [])
