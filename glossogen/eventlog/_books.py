@@ -10,8 +10,9 @@ the log, round, agent):
   its ``cycle``: the engine counts a seat's requests in each process that plays the run
   (a resume starts again from the answers the settled log holds), so within one process
   no cycle is answered twice, and every cycle skipped between answers is a request that ended
-  otherwise: an ``agent_run_cycle_failed`` (other than ``invalid_tool_arguments``, which
-  follows an answer) or a ``model_request_abandoned`` of that seat in that process. An
+  otherwise: an ``agent_run_cycle_failed`` of that seat logged between the two answers (other
+  than ``invalid_tool_arguments``, which follows an answer), or a ``model_request_abandoned``
+  of that seat in that process sent in a round between theirs (it is logged later). An
   unbilled request (``scripted``, ``local``) runs in this process and is not finished in the
   background, so a phase end may cut one off with no event: one skipped cycle per phase end
   between two such answers is allowed. A request sent after a seat's last answer is seen
@@ -174,11 +175,18 @@ class _Books:
                 )
 
     def _check_cycles(self, start: int, stop: int) -> None:
-        """One process's seat cycles: none answered twice, every skipped one ended otherwise."""
+        """One process's seat cycles: none answered twice, every skipped one ended otherwise.
+
+        A cycle skipped between two answers is ended by a failure logged between them (a
+        failure is logged as it happens), else by an abandonment sent in a round from the
+        earlier answer's to the later one's (an abandoned request is logged when it settles,
+        later): each ending serves one skipped cycle, the earliest it can.
+        """
         resumed = start < stop and isinstance(self.events[start], RunResumed)
         turns = self._turns_before(start) if resumed else {}
         answered: dict[str, dict[int, int]] = defaultdict(dict)
-        endings: dict[str, int] = defaultdict(int)
+        failures: dict[str, list[int]] = defaultdict(list)  # seat -> failure indexes
+        abandoned: dict[str, list[int]] = defaultdict(list)  # seat -> sent_in_round, each
         # per seat: (answer index, previous answer index, cycles skipped before it)
         gaps: dict[str, list[tuple[int, int | None, int]]] = defaultdict(list)
         last: dict[str, tuple[int, int | None]] = {}  # seat -> (cycle, its answer's index)
@@ -213,31 +221,49 @@ class _Books:
                     gaps[agent].append((index, previous, skipped))
                 if cycle > before:
                     last[agent] = (cycle, index)
-            elif isinstance(event, ModelRequestAbandoned) or (
+            elif isinstance(event, ModelRequestAbandoned):
+                abandoned[event.agent_id].append(event.sent_in_round)
+            elif (
                 isinstance(event, AgentRunCycleFailed)
                 and event.error_kind != INVALID_TOOL_ARGUMENTS
             ):
-                endings[event.agent_id] += 1
+                failures[event.agent_id].append(index)
         for agent, agent_gaps in gaps.items():
-            spare = endings[agent]
             for index, previous, count in agent_gaps:
-                if count <= spare:
-                    spare -= count
-                    continue
-                missing, spare = count - spare, 0
-                answer = self.events[index]
-                assert isinstance(answer, LlmResponseReceived)
-                after = (
-                    f"after the answer at line {self.line(previous)}"
-                    if previous is not None
-                    else "in this process"
-                )
-                self.add(
-                    "requests",
-                    self.where(index, agent),
-                    f"{missing} request(s) sent {after} and before this one (cycle "
-                    f"{answer.cycle}) ended in no event: no answer, failure or abandonment",
-                )
+                missing = self._unended(index, previous, count, failures[agent], abandoned[agent])
+                if missing:
+                    answer = self.events[index]
+                    assert isinstance(answer, LlmResponseReceived)
+                    after = (
+                        f"after the answer at line {self.line(previous)}"
+                        if previous is not None
+                        else "in this process"
+                    )
+                    self.add(
+                        "requests",
+                        self.where(index, agent),
+                        f"{missing} request(s) sent {after} and before this one (cycle "
+                        f"{answer.cycle}) ended in no event: no answer, failure or abandonment",
+                    )
+
+    def _unended(
+        self, index: int, previous: int | None, count: int, failures: list[int], rounds: list[int]
+    ) -> int:
+        """How many of ``count`` cycles skipped before answer ``index`` no ending accounts for.
+
+        Uses up (removes) the failures logged between the two answers and the abandonments
+        sent in a round between theirs.
+        """
+        low = -1 if previous is None else previous
+        for failure in [f for f in failures if low < f < index][:count]:
+            failures.remove(failure)
+            count -= 1
+        first = 0 if previous is None else self.events[previous].round_number
+        last = self.events[index].round_number
+        for sent in [r for r in rounds if first <= r <= last][:count]:
+            rounds.remove(sent)
+            count -= 1
+        return count
 
     def _turns_before(self, resumed: int) -> dict[str, int]:
         """Each seat's request count a resume at ``resumed`` starts from: the settled answers."""
