@@ -16,7 +16,8 @@ the log, round, agent):
   unbilled request (``scripted``, ``local``) runs in this process and is not finished in the
   background, so a phase end may cut one off with no event: one skipped cycle per phase end
   between two such answers is allowed. A request sent after a seat's last answer is seen
-  only through its request id.
+  only through its request id. A live run's current process is not held to this rule (a
+  request its phase end abandoned is logged when it settles); a killed one is.
 - ``verdicts``: every round that completed has exactly one ``round_result_recorded`` per team
   (the teams the run's verdicts name); rounds a crash cut off are superseded and not counted.
 - ``spend``: every ``simulation_ended`` records what the priced events before it sum to
@@ -228,6 +229,8 @@ class _Books:
                 and event.error_kind != INVALID_TOOL_ARGUMENTS
             ):
                 failures[event.agent_id].append(index)
+        if stop == len(self.events) and self.view.ended is None and self.view.live:
+            return  # a live process: what its phase ends abandoned is logged when it settles
         for agent, agent_gaps in gaps.items():
             for index, previous, count in agent_gaps:
                 missing = self._unended(index, previous, count, failures[agent], abandoned[agent])

@@ -144,6 +144,8 @@ def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRu
     view = RunView.load(folder.log_url)
     if not view.is_run_log:
         raise ValueError(f"{folder.log_url} is not a run log (no simulation_started event)")
+    if view.ended is None:  # asked only where it matters: a live writer's requests in flight
+        view.live = folder.is_locked()
     return VerifiedRun(folder.run_id, folder.url, books_of(view, folder, sources))
 
 

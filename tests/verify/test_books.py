@@ -165,3 +165,27 @@ def test_a_forks_copied_spend_is_checked_against_its_source(tmp_path: Path) -> N
 def test_a_broken_rule_is_one_line_naming_run_rule_and_where() -> None:
     rule = BrokenRule("veyru/17", "verdicts", "line 9 (round 2)", "round 2 has 2 verdicts")
     assert rule.text == "veyru/17: verdicts: line 9 (round 2): round 2 has 2 verdicts"
+
+
+def test_a_live_process_is_not_held_to_requests_still_in_flight(
+    veyru: RunFolder, tmp_path: Path
+) -> None:
+    run_id, log = copy_run(veyru, tmp_path, 1000000006)
+    events = [e for e in lines(log) if e["event_type"] != "simulation_ended"]
+    seat = next(e["agent_id"] for e in events if e["event_type"] == "llm_response_received")
+    answers = [e for e in events
+               if e["event_type"] == "llm_response_received" and e["agent_id"] == seat]  # fmt: skip
+    before, dropped, after = answers[:3]
+    events.remove(dropped)  # as if abandoned at a phase end and not yet settled
+    write(log, events)
+    folder = RunFolder.at(str(log.parent))
+    lock = folder.lock()  # a live writer holds the run
+    try:
+        assert _texts(folder) == []
+    finally:
+        lock.release()
+    assert _texts(folder) == [  # no writer: the request will never be logged
+        f"{run_id}: requests: line {line_of(events, after)} (round {after['round_number']}, "
+        f"agent {seat}): 1 request(s) sent after the answer at line {line_of(events, before)} "
+        "and before this one (cycle 3) ended in no event: no answer, failure or abandonment"
+    ]
