@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from glossogen.eventlog import BrokenRule, RunView
-from glossogen.export import FilterSelection, RunIdSelection
+from glossogen.export import FilterSelection, Selection
 from glossogen.storage import RunFolder, StorageError
 
 
@@ -38,7 +38,7 @@ class VerifyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_dirs: list[str] = []
     runs_dir: str | None = None
-    selection: RunIdSelection | FilterSelection = Field(default_factory=FilterSelection)
+    selection: Selection = Field(default_factory=FilterSelection)
 
     @model_validator(mode="after")
     def _one_source(self) -> VerifyRequest:
