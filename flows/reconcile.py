@@ -7,8 +7,8 @@ start). Then, per run:
 
 - **crashed** (its flow run is ``Crashed``, or ``Running`` while no process holds the folder's
   lock and the log is silent past the threshold): marked ``Crashed`` and resumed;
-- **hung** (a live process holds the lock, or on S3, where folders cannot be locked, its flow
-  run is ``Running``, but the log has been silent past the threshold):
+- **hung** (a live process holds the lock, a local ``flock`` or an S3 lease, but the log has
+  been silent past the threshold):
   its flow run is cancelled and tagged ``glossogen-reconcile-cancelled``; once it has ended
   ``interrupted``, the next pass resumes it;
 - **stopped** (no flow run known, log silent past the threshold, not locked): resumed.
@@ -71,14 +71,12 @@ def decide(run: StaleRun, flow_run: FlowRun | None, silent_seconds: float) -> De
     state = flow_run.state_type if flow_run is not None else None
     silent = run.silent_seconds >= silent_seconds
     quiet_for = f"no new event for {run.silent_seconds:.0f} s"
-    # On S3 no lock tells a live writer from a dead one: a Running flow run counts as live.
-    if run.locked or (not run.lockable and state is StateType.RUNNING):
+    if run.locked:
         if not silent:
             return Decision("skip", "live")
         if flow_run is None or state in WAITING or CANCELLED_TAG in flow_run.tags:
             return Decision("skip", f"hung ({quiet_for}) but no flow run to cancel")
-        holder = "its process holds the lock" if run.locked else "its flow run is Running"
-        return Decision("cancel", f"hung: {quiet_for} while {holder}")
+        return Decision("cancel", f"hung: {quiet_for} while its process holds the lock")
     if run.ended_status == "interrupted":
         if flow_run is not None and state is StateType.CANCELLED and CANCELLED_TAG in flow_run.tags:
             return Decision("resume", "cancelled by reconcile as hung")

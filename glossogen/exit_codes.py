@@ -31,7 +31,7 @@ class ExitCode(IntEnum):
     """Everything asked for was done."""
     EVALUATIONS_FAILED = 1
     """Completed, but some evaluations failed or a cohort's run was not evaluated (or a run
-    ended ``incomplete``)."""
+    ended ``incomplete``, or a verified run's books do not balance)."""
     NOT_MEASURED = 20
     """Not measured: e.g. a sweep stopped by its spend cap, the rest marked ``incomplete``."""
     USAGE = 64

@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli import _selection as options
 
 
 def _error(message: str) -> None:
@@ -124,27 +125,13 @@ def evaluate(
         False, "--allow-incomplete", help="Score a run whose log has no simulation_ended."
     ),
     plot: bool = typer.Option(False, "--plot", help="Also write report.html with charts."),
-    scenario_filter: list[str] = typer.Option(
-        [], "--scenario", metavar="NAME", help="--runs-dir: only these scenarios (repeatable)."
-    ),
-    label: list[str] = typer.Option(
-        [], "--label", metavar="LABEL", help="--runs-dir: only runs with every label."
-    ),
-    knob: list[str] = typer.Option(
-        [], "--knob", metavar="COND", help="--runs-dir: condition <knob><op><value> (repeatable)."
-    ),
-    status: str | None = typer.Option(
-        None, "--status", metavar="STATE", help="--runs-dir: only runs in this state."
-    ),
-    run_id: list[str] = typer.Option(
-        [], "--run-id", metavar="ID", help="--runs-dir: exactly these runs (repeatable)."
-    ),
-    run_id_contains: str | None = typer.Option(
-        None, "--run-id-contains", metavar="SUB", help="--runs-dir: substring of the run id."
-    ),
-    contains_agent_id: str | None = typer.Option(
-        None, "--contains-agent-id", metavar="ID", help="--runs-dir: runs with this agent."
-    ),
+    scenario_filter: list[str] = options.SCENARIO,
+    label: list[str] = options.LABEL,
+    knob: list[str] = options.KNOB,
+    status: str | None = options.STATUS,
+    run_id: list[str] = options.RUN_ID,
+    run_id_contains: str | None = options.RUN_ID_CONTAINS,
+    contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
     spend_cap_usd: float | None = typer.Option(
         None,
         "--spend-cap-usd",
@@ -299,6 +286,11 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         )
     if report.run_status != "completed":
         _note(f"run status: {report.run_status or 'no simulation_ended'} (report: run_status)")
+    from glossogen.verify import books_of
+
+    for rule in books_of(plan.run.view, plan.run.folder):  # its figures rest on its books
+        if rule.rule != "log":  # damaged lines: the skipped-lines note above says them
+            _note(f"books do not balance: {rule.text}")
     cost = report.evaluation_cost.total_usd
     print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
     if request.plot:

@@ -109,40 +109,26 @@ def export(
     """Export runs as CSV tables: the default set is run_level, round_level, agent_level."""
     from glossogen.export import (
         RUNNING,
-        FilterSelection,
-        RunIdSelection,
         RunsDirError,
         SelectionError,
         check_frames,
         check_out,
         check_runs_dir,
         damaged_note,
-        parse_conditions,
         select_runs,
+        selection_of,
         write_tables,
     )
     from glossogen.storage import StorageError, join
 
-    filters = {
-        "--scenario": scenario,
-        "--label": label,
-        "--run-id-contains": run_id_contains,
-        "--contains-agent-id": contains_agent_id,
-        "--knob": knob,
-        "--status": status,
-    }
-    clashing = [flag for flag, value in filters.items() if value]
-    if run_id and clashing:
-        return _error(f"--run-id cannot be combined with {', '.join(clashing)}", exit_codes.USAGE)
-    if any(not r.strip() for r in run_id):
-        return _error("--run-id needs a run id (<scenario>/<run_dir_name>)", exit_codes.USAGE)
     if (include_atif or include_logs) and not raw:
         return _error("--include-logs and --include-atif apply to --raw", exit_codes.USAGE)
     if max_runs < 1:
         return _error(f"--max-runs must be at least 1, got {max_runs}", exit_codes.USAGE)
     try:
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
+                                 contains_agent_id, knob)  # fmt: skip
         names = check_frames([f.strip() for f in frames.split(",") if f.strip()])
-        parse_conditions(knob)
     except SelectionError as exc:
         return _error(exc.cli_message, exit_codes.USAGE)
     except ValueError as exc:
@@ -157,18 +143,6 @@ def export(
         return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
-    selection = (
-        RunIdSelection(run_ids=run_id)
-        if run_id
-        else FilterSelection(
-            scenario=scenario or None,
-            labels=label or None,
-            run_id_contains=run_id_contains,
-            status=status,
-            contains_agent_id=contains_agent_id,
-            knob=knob or None,
-        )
-    )
     _notes_to_stderr()
     try:
         selected = select_runs(runs_dir, selection, max_runs=max_runs)

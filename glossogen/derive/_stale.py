@@ -26,12 +26,12 @@ class StaleRun:
         model: Default model the run was launched with (``simulation_started``).
         provider: Default provider the run was launched with.
         silent_seconds: Seconds since the log was last written.
-        locked: True while a live process holds the folder's lock (local folders only).
+        locked: True while a live process holds the folder's writer lock (a local ``flock``,
+            an S3 lease): every process that writes a run's log holds it.
         ended_status: Status of the ``simulation_ended`` that closes the log (``interrupted``
             or ``error``), or None when the log has not ended.
         last_event_id: The ``event_id`` of the log's last line, or "" (a key for launching its
             resume once: it changes as soon as the run writes again).
-        lockable: False for folders that cannot be locked (S3): ``locked`` says nothing there.
     """
 
     run_id: str
@@ -43,7 +43,6 @@ class StaleRun:
     locked: bool = False
     ended_status: str | None = None
     last_event_id: str = ""
-    lockable: bool = True
 
 
 def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
@@ -85,7 +84,6 @@ def survey_unfinished_runs(runs_dir: str, now_unix: float) -> list[StaleRun]:
                 locked=folder.is_locked(),
                 ended_status=ended.status if ended is not None else None,
                 last_event_id=view.events[-1].event_id,
-                lockable=folder.lockable,
             )
         )
     return found

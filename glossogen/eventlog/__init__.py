@@ -1,5 +1,6 @@
 """The run's event log: typed events, an append-only writer and a tolerant reader."""
 
+from glossogen.eventlog._books import TOLERANCE_USD, BookRule, BrokenRule, check_books
 from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
     CORE_EVENTS,
@@ -55,6 +56,10 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "TOLERANCE_USD",
+    "BookRule",
+    "BrokenRule",
+    "check_books",
     "LogTail",
     "USD_DECIMALS",
     "add_usd",

@@ -42,6 +42,9 @@ class EventLogRead:
         unknown_lines: Valid JSON objects whose ``event_type`` no registered class knows.
         truncated_tail: Whether the last line was cut mid-write (ignored).
         raw_unknown: The unknown lines as parsed dicts, in log order.
+        line_numbers: The line of the log (1-based, blank lines counted) each of ``events``
+            was read from; empty for events not read from a file.
+        invalid_line_numbers: The lines counted in ``invalid_lines``.
     """
 
     events: list[Event] = field(default_factory=list)
@@ -49,6 +52,8 @@ class EventLogRead:
     unknown_lines: int = 0
     truncated_tail: bool = False
     raw_unknown: list[dict[str, Any]] = field(default_factory=list)
+    line_numbers: list[int] = field(default_factory=list)
+    invalid_line_numbers: list[int] = field(default_factory=list)
 
 
 def _reject_constant(name: str) -> float:
@@ -67,32 +72,35 @@ def _open(url: str, storage_options: dict[str, Any] | None) -> IO[bytes]:
         return io.BytesIO(fs.cat_file(path))
 
 
-def _lines(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[bytes, bool]]:
-    """Yield ``(line, terminated)`` for each non-blank line; only the last can be unterminated."""
+def _lines(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[bytes, bool, int]]:
+    """Yield ``(line, terminated, line number)`` for each non-blank line.
+
+    Lines are numbered from 1, blank lines counted; only the last can be unterminated.
+    """
     with _open(url, storage_options) as f:
-        for raw in f:
+        for number, raw in enumerate(f, start=1):
             terminated = raw.endswith(b"\n")
             line = raw.strip()
             if line:
-                yield line, terminated
+                yield line, terminated, number
 
 
 _UNPARSED = object()
 
 
-def _objects(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[Any, bool]]:
-    """Yield ``(parsed line or _UNPARSED, terminated)``; 0.5.x lines come back upcast."""
+def _objects(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[Any, bool, int]]:
+    """Yield ``(parsed line or _UNPARSED, terminated, line number)``; 0.5.x lines upcast."""
     upcaster: LegacyUpcaster | None = None
-    for line, terminated in _lines(url, storage_options):
+    for line, terminated, number in _lines(url, storage_options):
         try:
             obj = _parse(line)
         except ValueError:
-            yield _UNPARSED, terminated
+            yield _UNPARSED, terminated, number
             continue
         if isinstance(obj, dict) and is_legacy(obj):
             upcaster = upcaster or LegacyUpcaster()
             obj = upcaster.upcast(obj)
-        yield obj, terminated
+        yield obj, terminated, number
 
 
 def read_events(url: str, storage_options: dict[str, Any] | None = None) -> EventLogRead:
@@ -112,24 +120,31 @@ def read_events(url: str, storage_options: dict[str, Any] | None = None) -> Even
     result = EventLogRead()
     adapter = event_adapter()
     known = event_classes()
-    for obj, terminated in _objects(url, storage_options):
-        _classify(result, obj, terminated, adapter, known)
+    for obj, terminated, number in _objects(url, storage_options):
+        _classify(result, obj, terminated, adapter, known, number)
     return result
 
 
 def _classify(
-    result: EventLogRead, obj: Any, terminated: bool, adapter: Any, known: dict[str, Any]
+    result: EventLogRead,
+    obj: Any,
+    terminated: bool,
+    adapter: Any,
+    known: dict[str, Any],
+    number: int,
 ) -> Event | dict[str, Any] | None:
-    """Add one parsed line to ``result`` (the module docstring's rule); return what it added."""
+    """Add line ``number`` to ``result`` (the module docstring's rule); return what it added."""
     if obj is _UNPARSED:
         if terminated:
             result.invalid_lines += 1
+            result.invalid_line_numbers.append(number)
         else:
             result.truncated_tail = True
         return None
     tag = obj.get("event_type") if isinstance(obj, dict) else None
     if not isinstance(tag, str):
         result.invalid_lines += 1
+        result.invalid_line_numbers.append(number)
         return None
     if tag not in known:
         result.unknown_lines += 1
@@ -139,8 +154,10 @@ def _classify(
         event: Event = adapter.validate_python(obj)
     except ValidationError:
         result.invalid_lines += 1
+        result.invalid_line_numbers.append(number)
         return None
     result.events.append(event)
+    result.line_numbers.append(number)
     return event
 
 
@@ -167,6 +184,7 @@ class LogTail:
         self.read = EventLogRead()
         self._options = storage_options or {}
         self._upcaster: LegacyUpcaster | None = None
+        self._lines = 0
 
     def _new_bytes(self) -> bytes:
         fs, path = open_fs(self.url, **self._options)
@@ -195,7 +213,8 @@ class LogTail:
         self.offset += end + 1
         adapter, known = event_adapter(), event_classes()
         out: list[Event | dict[str, Any]] = []
-        for raw in data[: end + 1].splitlines():
+        for raw in data[: end + 1].split(b"\n")[:-1]:
+            self._lines += 1
             line = raw.strip()
             if not line:
                 continue
@@ -206,7 +225,7 @@ class LogTail:
             if isinstance(obj, dict) and is_legacy(obj):
                 self._upcaster = self._upcaster or LegacyUpcaster()
                 obj = self._upcaster.upcast(obj)
-            added = _classify(self.read, obj, True, adapter, known)
+            added = _classify(self.read, obj, True, adapter, known, self._lines)
             if added is not None:
                 out.append(added)
         return out
@@ -231,6 +250,6 @@ def iter_event_dicts(
         FileNotFoundError: if the log does not exist.
         StorageError: if the storage is unreachable or the bucket is missing.
     """
-    for obj, _terminated in _objects(url, storage_options):
+    for obj, _terminated, _number in _objects(url, storage_options):
         if isinstance(obj, dict):
             yield obj

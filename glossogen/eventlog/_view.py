@@ -23,6 +23,10 @@ Rules, in the order a log is read:
   ``duration_seconds``), or for a process that was killed, the ``process_seconds`` of its last
   ``round_completed`` (event timestamps are game time on a virtual clock, so they are used only
   for logs written before schema 2).
+- **Books**: :meth:`RunView.check_books` names every rule the log breaks (a request that began
+  and did not end once, a round without exactly one verdict per team, a ``simulation_ended``
+  whose figures are not the sum of its priced events, copied spend unlike the source's, a
+  damaged line): ``glossogen.eventlog._books``.
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
   the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
   and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
@@ -34,7 +38,7 @@ Rules, in the order a log is read:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from glossogen.eventlog._cost import add_usd
 from glossogen.eventlog._events import (
@@ -56,6 +60,9 @@ from glossogen.eventlog._events import (
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from glossogen.eventlog._books import BrokenRule
 
 Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped", "queued"]
 """The one status vocabulary of a run (export ``--status``, the run browser, MCP)."""
@@ -158,6 +165,29 @@ class Spend:
 
     judge_usage_unread: int = 0
     """Judge calls whose usage could not be read (cost unknown)."""
+
+    def count(self, event: Event) -> None:
+        """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
+        if isinstance(event, LlmResponseReceived):
+            self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
+        elif isinstance(event, JudgeCalled):
+            self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
+            self.judge_calls += 1
+            self.judge_usage_unread += int(_unread(event))
+        elif isinstance(event, ModelRequestAbandoned):
+            if event.cost_usd is None and not event.answered:
+                self.unanswered_requests += 1
+            if event.agent_id == "judge":
+                self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
+            else:
+                self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
+        elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
+            # answers a failed attempt was billed for that no other event prices
+            if event.agent_id == "judge":
+                self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
+            else:
+                seat = self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id))
+                seat.cost_usd = _add(seat.cost_usd, event.cost_usd)
 
     @property
     def requests(self) -> int:
@@ -362,34 +392,29 @@ class RunView:
                 histories[event.agent_id] = history[:start] + list(messages)
         return histories
 
+    # -- the books ---------------------------------------------------------------------------
+    def check_books(
+        self, run_id: str | None = None, source: RunView | None = None
+    ) -> list[BrokenRule]:
+        """Every rule this log's books break (``glossogen.eventlog._books``), in rule order.
+
+        Args:
+            run_id: How each line names the run (default: ``simulation_started.run_id``).
+            source: A derived run's source, read: its copied events are checked against it.
+        """
+        from glossogen.eventlog._books import check_books
+
+        name = run_id or (self.started.run_id if self.started else "?")
+        return check_books(self, name, source)
+
     # -- spend and time ----------------------------------------------------------------------
     def _spend(self, inherited: bool) -> Spend:
         spend = Spend()
         for seat_id in self.roster:
             spend.agents[seat_id] = SeatSpend(seat_id)
         for event in self.events:
-            if (event.event_id in self.inherited) != inherited:
-                continue
-            if isinstance(event, LlmResponseReceived):
-                spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
-            elif isinstance(event, JudgeCalled):
-                spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
-                spend.judge_calls += 1
-                spend.judge_usage_unread += int(_unread(event))
-            elif isinstance(event, ModelRequestAbandoned):
-                if event.cost_usd is None and not event.answered:
-                    spend.unanswered_requests += 1
-                if event.agent_id == "judge":
-                    spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
-                else:
-                    spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
-            elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
-                # answers a failed attempt was billed for that no other event prices
-                if event.agent_id == "judge":
-                    spend.judge_cost_usd = _add(spend.judge_cost_usd, event.cost_usd)
-                else:
-                    seat = spend.agents.setdefault(event.agent_id, SeatSpend(event.agent_id))
-                    seat.cost_usd = _add(seat.cost_usd, event.cost_usd)
+            if (event.event_id in self.inherited) == inherited:
+                spend.count(event)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
             spend.recorded_total_usd = ended.total_cost_usd

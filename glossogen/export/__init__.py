@@ -24,6 +24,7 @@ from glossogen.export._selection import (
     load_run,
     queued_run,
     select_runs,
+    selection_of,
 )
 from glossogen.export._tables import (
     ALWAYS,
@@ -122,6 +123,7 @@ __all__ = [
     "publish",
     "read_log_facts",
     "select_runs",
+    "selection_of",
     "write_legend",
     "write_table",
     "write_tables",

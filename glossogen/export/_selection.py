@@ -60,6 +60,66 @@ Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kin
 """The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
 
 
+def selection_of(
+    run_ids: list[str] | None = None,
+    scenario: list[str] | None = None,
+    labels: list[str] | None = None,
+    run_id_contains: str | None = None,
+    status: str | None = None,
+    contains_agent_id: str | None = None,
+    knob: list[str] | None = None,
+) -> RunIdSelection | FilterSelection:
+    """The selection the command line's flags ask for: run ids, or filters, never both.
+
+    Args:
+        run_ids: ``--run-id`` values (each ``<scenario>/<run_dir_name>``).
+        scenario: ``--scenario`` (an empty filter, here and below, does not filter).
+        labels: ``--label``.
+        run_id_contains: ``--run-id-contains``.
+        status: ``--status``.
+        contains_agent_id: ``--contains-agent-id``.
+        knob: ``--knob`` conditions.
+
+    Raises:
+        SelectionError: run ids given with a filter, an empty run id (field ``run_ids``), or
+            a knob condition with no operator (field ``knob``); ``cli_message`` in the flags'
+            words.
+    """
+    filters = {
+        "--scenario": scenario,
+        "--label": labels,
+        "--run-id-contains": run_id_contains,
+        "--contains-agent-id": contains_agent_id,
+        "--knob": knob,
+        "--status": status,
+    }
+    clashing = [flag for flag, value in filters.items() if value]
+    if run_ids and clashing:
+        words = ", ".join(flag.removeprefix("--").replace("-", "_") for flag in clashing)
+        raise SelectionError(
+            f"run_ids cannot be combined with {words}",
+            "run_ids",
+            f"--run-id cannot be combined with {', '.join(clashing)}",
+        )
+    if any(not r.strip() for r in run_ids or []):
+        raise SelectionError(
+            "a run id is empty (<scenario>/<run_dir_name>)",
+            "run_ids",
+            "--run-id needs a run id (<scenario>/<run_dir_name>)",
+        )
+    if run_ids:
+        return RunIdSelection(run_ids=run_ids)
+    parse_conditions(knob)
+    return FilterSelection(
+        scenario=scenario or None,
+        labels=labels or None,
+        run_id_contains=run_id_contains,
+        status=status,
+        contains_agent_id=contains_agent_id,
+        knob=knob or None,
+    )
+
+
 STATUSES = _VIEW_STATUSES
 """The statuses a run can have (``RunView``'s vocabulary, defined there)."""
 

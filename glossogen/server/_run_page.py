@@ -115,6 +115,8 @@ class RunPage:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     last_event_id: str = ""
     error: str | None = None
+    books: list[str] = field(default_factory=list)
+    """One line per rule the run's books break (``glossogen verify``); empty when they balance."""
 
     @property
     def cost(self) -> str:
@@ -234,6 +236,7 @@ def live_summary(view: RunView) -> dict[str, Any]:
 def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
     """Lay out one run's page from its view, its folder's JSON files and its report."""
     from glossogen.evaluation import read_report
+    from glossogen.verify import books_of
 
     started = view.started
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
@@ -325,6 +328,7 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
         metrics=metrics,
         last_event_id=view.events[-1].event_id if view.events else "",
         error=ended.error if ended else None,
+        books=[rule.text for rule in books_of(view, folder)],
     )
 
 

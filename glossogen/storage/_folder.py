@@ -393,18 +393,6 @@ class RunFolder:
             while block := src.read(chunk_bytes):
                 yield block
 
-    def newest_change(self) -> float | None:
-        """When any file directly in the folder last changed (Unix seconds); None when empty.
-
-        Raises:
-            OSError: the storage cannot say (the caller decides what silence means).
-        """
-        fs, path = open_fs(self.url)
-        if not is_local(fs):
-            fs.invalidate_cache(path)
-        stamps = [fs.modified(p).timestamp() for p in fs.ls(path, detail=False)]
-        return max(stamps, default=None)
-
     def discard_unstarted(
         self, names: tuple[str, ...] = (CONFIG, LABELS, ".claim", FLOW_RUN)
     ) -> bool:
@@ -469,8 +457,3 @@ class RunFolder:
         except RunBusyError:
             return True
         return False
-
-    @property
-    def lockable(self) -> bool:
-        """Whether :meth:`is_locked` tells a live writer: yes on both back ends (flock, lease)."""
-        return True

@@ -7,8 +7,6 @@ launch of the same spec reads this ledger and launches only what is missing.
 
 from __future__ import annotations
 
-import time
-
 from pydantic import BaseModel, TypeAdapter
 
 from glossogen.eventlog import (
@@ -21,8 +19,6 @@ from glossogen.eventlog import (
 from glossogen.storage import RunFolder, RunStore, StorageError
 from glossogen.sweep._grid import Part, TrialKey
 
-REMOTE_SILENT_SECONDS = 900.0
-"""A remote run folder unchanged this long (seconds) has no live writer (S3 has no lock)."""
 TRANSPORT_KINDS = frozenset({"connection", "timeout", "unavailable"})
 """``agent_run_cycle_failed.error_kind`` values that mean the provider could not be reached."""
 RUNNING = "running"
@@ -118,23 +114,14 @@ class RunRecord(BaseModel):
         return self.status != RUNNING
 
 
-def writer_alive(run_url: str, now_unix: float | None = None) -> bool:
-    """Whether a live process may still be writing the run in ``run_url``.
+def writer_alive(run_url: str) -> bool:
+    """Whether a live process is writing the run in ``run_url``: it holds the folder's lock.
 
-    A local folder asks its ``.writer.lock`` (``glossogen.storage.RunLock``: an ``flock`` that
-    dies with its process, so a crashed or killed writer never holds it). A remote folder has
-    no lock: its writer is presumed alive while any file of the folder changed within
-    :data:`REMOTE_SILENT_SECONDS` of ``now_unix`` (Unix seconds; default: now).
+    Every process that appends to a run's log holds its lock (``glossogen.storage.RunLock``):
+    locally an ``flock`` that dies with its process, on S3 a lease it renews while it plays, so
+    a crashed or killed writer never holds it for long.
     """
-    folder = RunFolder.at(run_url)
-    if folder.lockable:
-        return folder.is_locked()
-    now = time.time() if now_unix is None else now_unix
-    try:
-        newest = folder.newest_change()
-    except (OSError, NotImplementedError):
-        return True
-    return newest is not None and now - newest < REMOTE_SILENT_SECONDS
+    return RunFolder.at(run_url).is_locked()
 
 
 _PART: TypeAdapter[Part] = TypeAdapter(Part)
@@ -146,7 +133,6 @@ def read_run(
     run_id: str,
     scenario: str,
     labels: dict[str, object],
-    now_unix: float | None = None,
 ) -> RunRecord:
     """Build the record of one labelled run from its event log.
 
@@ -166,7 +152,7 @@ def read_run(
     view = RunView.of(read)
     ended = view.ended
     if ended is None:  # asked only where it decides: running or stopped
-        view.live = writer_alive(url, now_unix)
+        view.live = writer_alive(url)
     kinds: list[str] = []
     for event in view.events:
         if isinstance(event, AgentRunCycleFailed) and event.error_kind not in kinds:

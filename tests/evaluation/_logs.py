@@ -12,6 +12,7 @@ from glossogen.eventlog import (
     AgentRegistered,
     AgentRunCycleFailed,
     Event,
+    EventLogRead,
     EventLogWriter,
     JudgeCalled,
     LlmResponseReceived,
@@ -19,6 +20,7 @@ from glossogen.eventlog import (
     RoundCompleted,
     RoundResultRecorded,
     RoundStarted,
+    RunView,
     SimulationEnded,
     SimulationStarted,
 )
@@ -94,9 +96,12 @@ class RunLog:
         return self
 
     def llm(self, n: int, agent: str, cost: float | None, phase: str = "main") -> RunLog:
+        cycle = 1 + sum(
+            isinstance(e, LlmResponseReceived) and e.agent_id == agent for e in self.events
+        )  # the seat's requests, counted as the engine does
         self.events.append(
             LlmResponseReceived(round_number=n, phase=phase, agent_id=agent, model=self.model,
-                                provider=self.provider, cycle=1, cost_usd=cost)
+                                provider=self.provider, cycle=cycle, cost_usd=cost)
         )  # fmt: skip
         return self
 
@@ -122,9 +127,12 @@ class RunLog:
         return self
 
     def end(self, status: str = "completed") -> RunLog:
+        """End the log as a run does: its spend is what its priced events sum to."""
+        spend = RunView.of(EventLogRead(events=self.events)).spend
         self.events.append(
             SimulationEnded(status=status, rounds_played=None, rounds_won=None, total_messages=None,
-                            total_chars=None, total_cost_usd=None, duration_seconds=None)
+                            total_chars=None, total_cost_usd=spend.total_cost_usd,
+                            judge_cost_usd=spend.judge_cost_usd, duration_seconds=None)
         )  # fmt: skip
         return self
 

@@ -13,12 +13,8 @@ from glossogen.derive import StaleRun
 THRESHOLD = 600.0
 
 
-def _run(
-    silent: float, locked: bool = False, ended: str | None = None, lockable: bool = True
-) -> StaleRun:
-    return StaleRun(
-        "veyru/1", "/runs/veyru/1", "veyru", "m", "openai", silent, locked, ended, "e", lockable
-    )
+def _run(silent: float, locked: bool = False, ended: str | None = None) -> StaleRun:
+    return StaleRun("veyru/1", "/runs/veyru/1", "veyru", "m", "openai", silent, locked, ended, "e")
 
 
 def _flow_run(state: StateType, *tags: str) -> FlowRun:
@@ -45,12 +41,6 @@ CASES = [
      _flow_run(StateType.CANCELLED, CANCELLED_TAG), "resume", "cancelled by reconcile as hung", False),
     ("interrupted by its user", _run(900, ended="interrupted"),
      _flow_run(StateType.CANCELLED), "skip", "interrupted by its user", False),
-    ("on S3, running and writing", _run(5, lockable=False), _flow_run(StateType.RUNNING), "skip",
-     "live", False),
-    ("on S3, running but silent", _run(900, lockable=False), _flow_run(StateType.RUNNING),
-     "cancel", "hung: no new event for 900 s while its flow run is Running", False),
-    ("on S3, crashed", _run(5, lockable=False), _flow_run(StateType.CRASHED), "resume",
-     "its flow run crashed", False),
     ("ended in error", _run(900, ended="error"), _flow_run(StateType.FAILED), "skip",
      "ended error", False),
 ]  # fmt: skip

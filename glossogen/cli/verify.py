@@ -1,0 +1,84 @@
+"""``glossogen verify``: check that runs' books balance before their figures are published.
+
+Each run's event log is read once and its books checked (:mod:`glossogen.verify`): every model
+request that began ended once, every completed round has one verdict per team, every
+``simulation_ended`` records what its priced events sum to, a derived run's copied spend is its
+source's, no line is damaged. One line per broken rule on stdout
+(``<run id>: <rule>: <where>: <what>``), then ``verified N runs: M failed``.
+
+Exit codes: 0 every run balances; 1 some run breaks a rule; 64 usage (run folders and
+``--runs-dir`` together, a selection flag without ``--runs-dir``, ``--run-id`` with a filter,
+a knob condition with no operator); 65 a knob value that cannot be read as the recorded type;
+66 a run that cannot be read (no log, not a run folder, a ``--runs-dir`` that is not a
+folder, run ids that no longer resolve; named on stderr); 69 unreachable storage.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from glossogen import exit_codes
+from glossogen.cli import _selection as options
+
+
+def _error(message: str, code: int) -> int:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    return int(code)
+
+
+def verify(
+    run_dirs: list[str] = typer.Argument(
+        None, metavar="RUN_DIR", help="Run folders (paths or fsspec URLs)."
+    ),
+    runs_dir: str | None = typer.Option(
+        None, "--runs-dir", metavar="DIR", help="Verify the selected runs under this folder."
+    ),
+    scenario: list[str] = options.SCENARIO,
+    label: list[str] = options.LABEL,
+    knob: list[str] = options.KNOB,
+    status: str | None = options.STATUS,
+    run_id: list[str] = options.RUN_ID,
+    run_id_contains: str | None = options.RUN_ID_CONTAINS,
+    contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
+) -> int:
+    """Check that each run's books balance: one line per broken rule, exit 1 if any."""
+    from pydantic import ValidationError
+
+    from glossogen.export import SelectionError, selection_of
+    from glossogen.storage import StorageError
+    from glossogen.verify import VerifiedRun, VerifyError, VerifyRequest, verify_runs
+
+    try:
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
+                                 contains_agent_id, knob)  # fmt: skip
+        request = VerifyRequest(run_dirs=run_dirs or [], runs_dir=runs_dir, selection=selection)
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.USAGE)
+    except ValidationError as exc:
+        return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
+
+    def say(run: VerifiedRun) -> None:
+        for rule in run.broken:
+            print(rule.text, flush=True)
+
+    try:
+        found = verify_runs(request, say)
+    except VerifyError as exc:
+        return _error(str(exc), exc.exit_code)
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.REFUSED)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+    for where, reason in found.unreadable.items():
+        _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
+    for missing in found.missing_run_ids:
+        _error(f"{missing}: no such run under {runs_dir}", exit_codes.UNREADABLE)
+    unread = len(found.unreadable) + len(found.missing_run_ids)
+    summary = f"verified {found.verified} run{'' if found.verified == 1 else 's'}: "
+    summary += f"{len(found.failed)} failed"
+    print(summary + (f", {unread} unreadable" if unread else ""), flush=True)
+    if unread:
+        return int(exit_codes.UNREADABLE)
+    return int(exit_codes.EVALUATIONS_FAILED if found.failed else exit_codes.OK)

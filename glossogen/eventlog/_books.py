@@ -1,0 +1,401 @@
+"""A run's books: the rules its event log must keep, checked in one pass over a :class:`RunView`.
+
+The event log is the ledger; a lab publishes its figures only if the ledger adds up. The rules
+(:data:`BookRule`), each broken one named in one line with the run, the rule and where (line of
+the log, round, agent):
+
+- ``requests``: every model request that began ended once. Where events name a request
+  (a ``request_id`` on the event), each request that began ends in exactly one event (answered,
+  failed, abandoned) and no ending names a request twice. Every seat's request also carries
+  its ``cycle``: the engine counts a seat's requests in each process that plays the run
+  (a resume starts again from the answers the settled log holds), so within one process
+  no cycle is answered twice, and every cycle skipped between answers is a request that ended
+  otherwise: an ``agent_run_cycle_failed`` of that seat logged between the two answers (other
+  than ``invalid_tool_arguments``, which follows an answer), or a ``model_request_abandoned``
+  of that seat in that process sent in a round between theirs (it is logged later). An
+  unbilled request (``scripted``, ``local``) runs in this process and is not finished in the
+  background, so a phase end may cut one off with no event: one skipped cycle per phase end
+  between two such answers is allowed. A request sent after a seat's last answer is seen
+  only through its request id. A live run's current process is not held to this rule (a
+  request its phase end abandoned is logged when it settles); a killed one is.
+- ``verdicts``: every round that completed has exactly one ``round_result_recorded`` per team
+  (the teams the run's verdicts name); rounds a crash cut off are superseded and not counted.
+- ``spend``: every ``simulation_ended`` records what the priced events before it sum to
+  (:meth:`Spend.count`, this run's own calls, superseded attempts included): its
+  ``total_cost_usd``, ``inherited_cost_usd`` and, where both are known, ``judge_cost_usd``
+  and each seat's cost; each seat's tokens always. To :data:`TOLERANCE_USD`. A GlossoGen 0.5.x
+  log priced no call and is not checked.
+- ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
+  the source's view).
+- ``log``: no line is damaged (a damaged line may be a lost event).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from glossogen.eventlog._events import (
+    AgentRunCycleFailed,
+    JudgeCalled,
+    LlmResponseReceived,
+    ModelRequestAbandoned,
+    PostmortemEnded,
+    RoundCompleted,
+    RoundEnded,
+    RoundResultRecorded,
+    RunResumed,
+    SimulationEnded,
+)
+from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from glossogen.eventlog._view import RunView, Spend
+
+BookRule = Literal["requests", "verdicts", "spend", "inherited", "log"]
+"""The rules of a run's books (the module docstring)."""
+
+TOLERANCE_USD = 1e-9
+"""How far a recorded spend may lie from the sum of its events (USD): logged costs keep 10
+decimal places, so a true total is within a few units of the last place."""
+
+UNBILLED_PROVIDERS = frozenset({"scripted", "local"})
+"""Providers whose requests run on this process and bill nothing: the engine does not finish
+them in the background when a phase ends, so a request a phase end cut off logs no event."""
+
+INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
+"""The failure kind that follows an answered request (``glossogen.engine``'s kind)."""
+
+_PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
+
+
+@dataclass(frozen=True)
+class BrokenRule:
+    """One rule a run's books break, where.
+
+    Attributes:
+        run_id: The run (``<scenario>/<run_dir_name>``).
+        rule: Which rule (:data:`BookRule`).
+        where: Where in the log: ``line N`` (with the round and the agent when known).
+        detail: What is wrong, with the figures.
+    """
+
+    run_id: str
+    rule: BookRule
+    where: str
+    detail: str
+
+    @property
+    def text(self) -> str:
+        """The one line naming the run, the rule and where."""
+        return f"{self.run_id}: {self.rule}: {self.where}: {self.detail}"
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.10f}".rstrip("0").rstrip(".")
+
+
+def _same(recorded: float | None, summed: float | None) -> bool:
+    if recorded is None or summed is None:
+        return recorded is None and summed is None
+    return abs(recorded - summed) <= TOLERANCE_USD
+
+
+class _Books:
+    """The checks of one view, one pass each over its events (indexes into ``view.events``)."""
+
+    def __init__(self, view: RunView, run_id: str) -> None:
+        self.view = view
+        self.run_id = run_id
+        self.events = view.events
+        self.broken: list[BrokenRule] = []
+
+    def line(self, index: int) -> int:
+        numbers = self.view.read.line_numbers
+        return numbers[index] if len(numbers) == len(self.events) else index + 1
+
+    def where(self, index: int, agent_id: str | None = None) -> str:
+        event = self.events[index]
+        place = f"line {self.line(index)} (round {event.round_number}"
+        return f"{place}, agent {agent_id})" if agent_id else f"{place})"
+
+    def add(self, rule: BookRule, where: str, detail: str) -> None:
+        self.broken.append(BrokenRule(self.run_id, rule, where, detail))
+
+    # -- log ---------------------------------------------------------------------------------
+    def check_log(self) -> None:
+        read = self.view.read
+        if read.invalid_lines:
+            numbers = ", ".join(str(n) for n in read.invalid_line_numbers[:5])
+            more = " ..." if len(read.invalid_line_numbers) > 5 else ""
+            where = f"line {numbers}{more}" if numbers else "the log"
+            self.add("log", where, f"{read.invalid_lines} damaged line(s): an event may be lost")
+
+    # -- requests ----------------------------------------------------------------------------
+    def check_requests(self) -> None:
+        self._check_request_ids()
+        segment_start = 0
+        for index, event in enumerate(self.events):
+            if isinstance(event, RunResumed) and index > segment_start:
+                self._check_cycles(segment_start, index)
+                segment_start = index
+        self._check_cycles(segment_start, len(self.events))
+
+    def _check_request_ids(self) -> None:
+        """Events naming a request (``request_id``): each began ends once, none twice."""
+        began: dict[str, int] = {}
+        ended: dict[str, int] = {}
+        for index, event in enumerate(self.events):
+            request = getattr(event, "request_id", None)
+            if not isinstance(request, str) or event.event_id in self.view.inherited:
+                continue
+            follows_answer = (
+                isinstance(event, AgentRunCycleFailed)
+                and event.error_kind == INVALID_TOOL_ARGUMENTS
+            )
+            if not isinstance(event, _PRICED) or follows_answer:
+                began.setdefault(request, index)
+            elif request in ended:
+                agent = getattr(event, "agent_id", None)
+                self.add(
+                    "requests",
+                    self.where(index, agent),
+                    f"request {request} ended twice ({event.event_type}; first at line "
+                    f"{self.line(ended[request])})",
+                )
+            else:
+                ended[request] = index
+        if self.view.ended is None:
+            return  # a run still playing (or killed) may have requests in flight
+        for request, index in began.items():
+            if request not in ended:
+                agent = getattr(self.events[index], "agent_id", None)
+                self.add(
+                    "requests", self.where(index, agent), f"request {request} began and never ended"
+                )
+
+    def _check_cycles(self, start: int, stop: int) -> None:
+        """One process's seat cycles: none answered twice, every skipped one ended otherwise.
+
+        A cycle skipped between two answers is ended by a failure logged between them (a
+        failure is logged as it happens), else by an abandonment sent in a round from the
+        earlier answer's to the later one's (an abandoned request is logged when it settles,
+        later): each ending serves one skipped cycle, the earliest it can.
+        """
+        resumed = start < stop and isinstance(self.events[start], RunResumed)
+        turns = self._turns_before(start) if resumed else {}
+        answered: dict[str, dict[int, int]] = defaultdict(dict)
+        failures: dict[str, list[int]] = defaultdict(list)  # seat -> failure indexes
+        abandoned: dict[str, list[int]] = defaultdict(list)  # seat -> sent_in_round, each
+        # per seat: (answer index, previous answer index, cycles skipped before it)
+        gaps: dict[str, list[tuple[int, int | None, int]]] = defaultdict(list)
+        last: dict[str, tuple[int, int | None]] = {}  # seat -> (cycle, its answer's index)
+        phase_ends = 0
+        ends_at: dict[int, int] = {}  # answer index -> phase ends logged before it
+        for index in range(start, stop):
+            event = self.events[index]
+            if isinstance(event, RoundEnded | PostmortemEnded):
+                phase_ends += 1
+            if event.event_id in self.view.inherited:
+                continue
+            if isinstance(event, LlmResponseReceived):
+                ends_at[index] = phase_ends
+                agent, cycle = event.agent_id, event.cycle
+                seen = answered[agent]
+                if cycle in seen:
+                    self.add(
+                        "requests",
+                        self.where(index, agent),
+                        f"request cycle {cycle} answered twice (first at line "
+                        f"{self.line(seen[cycle])})",
+                    )
+                    continue
+                seen[cycle] = index
+                before, previous = last.get(agent, (turns.get(agent, 0), None))
+                skipped = cycle - before - 1
+                if event.provider in UNBILLED_PROVIDERS:
+                    # an unbilled request is not shielded: a phase end may cancel it unlogged
+                    crossed = phase_ends - (ends_at[previous] if previous is not None else 0)
+                    skipped -= min(skipped, crossed)
+                if skipped > 0:
+                    gaps[agent].append((index, previous, skipped))
+                if cycle > before:
+                    last[agent] = (cycle, index)
+            elif isinstance(event, ModelRequestAbandoned):
+                abandoned[event.agent_id].append(event.sent_in_round)
+            elif (
+                isinstance(event, AgentRunCycleFailed)
+                and event.error_kind != INVALID_TOOL_ARGUMENTS
+            ):
+                failures[event.agent_id].append(index)
+        if stop == len(self.events) and self.view.ended is None and self.view.live:
+            return  # a live process: what its phase ends abandoned is logged when it settles
+        for agent, agent_gaps in gaps.items():
+            for index, previous, count in agent_gaps:
+                missing = self._unended(index, previous, count, failures[agent], abandoned[agent])
+                if missing:
+                    answer = self.events[index]
+                    assert isinstance(answer, LlmResponseReceived)
+                    after = (
+                        f"after the answer at line {self.line(previous)}"
+                        if previous is not None
+                        else "in this process"
+                    )
+                    self.add(
+                        "requests",
+                        self.where(index, agent),
+                        f"{missing} request(s) sent {after} and before this one (cycle "
+                        f"{answer.cycle}) ended in no event: no answer, failure or abandonment",
+                    )
+
+    def _unended(
+        self, index: int, previous: int | None, count: int, failures: list[int], rounds: list[int]
+    ) -> int:
+        """How many of ``count`` cycles skipped before answer ``index`` no ending accounts for.
+
+        Uses up (removes) the failures logged between the two answers and the abandonments
+        sent in a round between theirs.
+        """
+        low = -1 if previous is None else previous
+        for failure in [f for f in failures if low < f < index][:count]:
+            failures.remove(failure)
+            count -= 1
+        first = 0 if previous is None else self.events[previous].round_number
+        last = self.events[index].round_number
+        for sent in [r for r in rounds if first <= r <= last][:count]:
+            rounds.remove(sent)
+            count -= 1
+        return count
+
+    def _turns_before(self, resumed: int) -> dict[str, int]:
+        """Each seat's request count a resume at ``resumed`` starts from: the settled answers."""
+        from glossogen.eventlog._view import split_attempts
+
+        kept, _, _ = split_attempts(self.events[: resumed + 1])
+        turns: dict[str, int] = defaultdict(int)
+        for event in kept:
+            if isinstance(event, LlmResponseReceived):
+                turns[event.agent_id] += 1
+        return turns
+
+    # -- verdicts ----------------------------------------------------------------------------
+    def check_verdicts(self) -> None:
+        index_of = {id(e): i for i, e in enumerate(self.events)}
+        verdicts: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        completed: dict[int, int] = {}
+        for event in self.view.counted:
+            if isinstance(event, RoundResultRecorded):
+                verdicts[event.round_number][event.team_id].append(index_of[id(event)])
+            elif isinstance(event, RoundCompleted):
+                completed.setdefault(event.round_number, index_of[id(event)])
+        teams = sorted({team for by_team in verdicts.values() for team in by_team})
+        for round_number in sorted(set(completed) | set(verdicts)):
+            by_team = verdicts.get(round_number, {})
+            for team, indexes in sorted(by_team.items()):
+                if len(indexes) > 1:
+                    lines = ", ".join(str(self.line(i)) for i in indexes)
+                    self.add(
+                        "verdicts",
+                        self.where(indexes[1]),
+                        f"round {round_number} has {len(indexes)} verdicts for team {team} "
+                        f"(lines {lines})",
+                    )
+            if round_number not in completed:
+                continue  # the round in progress, or one a crash cut off after its verdict
+            missing = [t for t in teams if t not in by_team] if teams else ["any team"]
+            if missing:
+                self.add(
+                    "verdicts",
+                    self.where(completed[round_number]),
+                    f"round {round_number} completed with no verdict for {', '.join(missing)}",
+                )
+
+    # -- spend -------------------------------------------------------------------------------
+    def check_spend(self) -> None:
+        from glossogen.eventlog._view import Spend
+
+        own, inherited = Spend(), Spend()
+        for index, event in enumerate(self.events):
+            if isinstance(event, SimulationEnded):
+                if event.schema_version != LEGACY_SCHEMA_VERSION:
+                    self._check_ended(index, event, own, inherited)
+            elif event.event_id in self.view.inherited:
+                inherited.count(event)
+            else:
+                own.count(event)
+
+    def _check_ended(
+        self, index: int, ended: SimulationEnded, own: Spend, inherited: Spend
+    ) -> None:
+        wrong: list[str] = []
+
+        def compare(name: str, recorded: float | None, summed: float | None) -> None:
+            if not _same(recorded, summed):
+                wrong.append(f"{name} {_usd(recorded)} but its events sum to {_usd(summed)}")
+
+        compare("total_cost_usd", ended.total_cost_usd, own.total_cost_usd)
+        if self.view.derived or ended.inherited_cost_usd:
+            compare("inherited_cost_usd", ended.inherited_cost_usd, inherited.total_cost_usd)
+        if ended.judge_cost_usd is not None and own.judge_cost_usd is not None:
+            compare("judge_cost_usd", ended.judge_cost_usd, own.judge_cost_usd)
+        recorded = {cost.agent_id: cost for cost in ended.agent_costs}
+        for agent_id in sorted(set(recorded) | set(own.agents)):
+            seat = own.agents.get(agent_id)
+            cost = recorded.get(agent_id)
+            if cost is None:
+                if seat is not None and (seat.input_tokens or seat.output_tokens):
+                    wrong.append(f"agent {agent_id} spent but is not in agent_costs")
+                continue
+            in_tokens, out_tokens = (seat.input_tokens, seat.output_tokens) if seat else (0, 0)
+            if (cost.input_tokens, cost.output_tokens) != (in_tokens, out_tokens):
+                wrong.append(
+                    f"agent {agent_id} tokens {cost.input_tokens} in / {cost.output_tokens} "
+                    f"out but its events sum to {in_tokens} / {out_tokens}"
+                )
+            summed = seat.cost_usd if seat else 0.0
+            if cost.cost_usd is not None and summed is not None:
+                compare(f"agent {agent_id} cost_usd", cost.cost_usd, summed)
+        if wrong:
+            self.add("spend", f"line {self.line(index)} (simulation_ended)", "; ".join(wrong))
+
+    # -- inherited ---------------------------------------------------------------------------
+    def check_inherited(self, source: RunView) -> None:
+        costs = {e.event_id: e.cost_usd for e in source.events if isinstance(e, _PRICED)}
+        for index, event in enumerate(self.events):
+            if event.event_id not in self.view.inherited or not isinstance(event, _PRICED):
+                continue
+            source_id = source.started.run_id if source.started else "the source"
+            agent = getattr(event, "agent_id", None)
+            if event.event_id not in costs:
+                self.add(
+                    "inherited",
+                    self.where(index, agent),
+                    f"copied {event.event_type} {event.event_id} is not in {source_id}'s log",
+                )
+            elif not _same(event.cost_usd, costs[event.event_id]):
+                self.add(
+                    "inherited",
+                    self.where(index, agent),
+                    f"copied {event.event_type} costs {_usd(event.cost_usd)} here but "
+                    f"{_usd(costs[event.event_id])} in {source_id}",
+                )
+
+
+def check_books(view: RunView, run_id: str, source: RunView | None = None) -> list[BrokenRule]:
+    """Return every rule ``view``'s books break (the module docstring), in rule order.
+
+    Args:
+        view: The run's log, read once.
+        run_id: How the lines name the run.
+        source: A derived run's source, read (its copied events are checked against it);
+            None checks everything else.
+    """
+    books = _Books(view, run_id)
+    books.check_log()
+    books.check_requests()
+    books.check_verdicts()
+    books.check_spend()
+    if source is not None and view.derived:
+        books.check_inherited(source)
+    return books.broken

@@ -1,0 +1,202 @@
+"""Checking the books of many runs: ``glossogen verify``'s library.
+
+A :class:`VerifyRequest` names the runs: run folders given one by one, or a runs directory with
+the export's selection (:data:`glossogen.export.Selection`: run ids, or filters). Each run's log
+is read once (:class:`~glossogen.eventlog.RunView`) and its books checked
+(:meth:`RunView.check_books`); a derived run's copied events are checked against its source's
+log (the folder its ``simulation_started.lineage`` names), read once for every run forked from
+it that comes next. Only the rules a run breaks are kept, so 10,000 runs cost 10,000 reads
+and little memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from glossogen.eventlog import BrokenRule, RunView
+from glossogen.export import FilterSelection, Selection
+from glossogen.storage import RunFolder, StorageError
+
+
+class VerifyError(ValueError):
+    """A request that cannot be verified as asked; one line, with its exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        """Keep the message and the exit code (64 usage, 66 unreadable, 69 storage)."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class VerifyRequest(BaseModel):
+    """Which runs to verify: ``run_dirs``, or ``runs_dir`` with a ``selection``, not both."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_dirs: list[str] = []
+    runs_dir: str | None = None
+    selection: Selection = Field(default_factory=FilterSelection)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VerifyRequest:
+        if self.run_dirs and self.runs_dir is not None:
+            raise ValueError("name run folders or a runs dir (--runs-dir), not both")
+        if not self.run_dirs and self.runs_dir is None:
+            raise ValueError("name the run folders to verify, or a runs dir (--runs-dir)")
+        selected = self.selection.model_dump(exclude_defaults=True)
+        if self.run_dirs and selected:
+            raise ValueError("the selection flags select runs of --runs-dir, not run folders")
+        return self
+
+
+@dataclass
+class VerifiedRun:
+    """One run's books: every rule it breaks (none: they balance)."""
+
+    run_id: str
+    run_url: str
+    broken: list[BrokenRule] = field(default_factory=list)
+
+    @property
+    def balanced(self) -> bool:
+        """True when no rule is broken."""
+        return not self.broken
+
+
+@dataclass
+class Verification:
+    """What verifying a request found.
+
+    Attributes:
+        verified: Runs whose books were checked.
+        failed: Run ids of those that break a rule, in the order verified.
+        unreadable: Runs that could not be read (run folder or id -> the reason).
+        missing_run_ids: Selected run ids that no longer resolve.
+    """
+
+    verified: int = 0
+    failed: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    missing_run_ids: list[str] = field(default_factory=list)
+
+
+class _Sources:
+    """Source runs' views, the last one kept (forks of one source are usually verified together)."""
+
+    def __init__(self) -> None:
+        self._url = ""
+        self._view: RunView | None = None
+
+    def view(self, url: str) -> RunView:
+        if url != self._url or self._view is None:
+            self._view = RunView.load(RunFolder.at(url).log_url)
+            self._url = url
+        return self._view
+
+
+def _source(where: str, sources: _Sources) -> tuple[RunView | None, str]:
+    """A derived run's source, read, or None and why it cannot be read."""
+    try:
+        return sources.view(where), ""
+    except FileNotFoundError as exc:
+        return None, f"no event log {exc.filename or where}"
+    except (ValueError, StorageError) as exc:
+        return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def books_of(view: RunView, folder: RunFolder, sources: _Sources | None = None) -> list[BrokenRule]:
+    """Every rule the books of the run in ``folder`` (read as ``view``) break.
+
+    A derived run's copied events are checked against its source's log, the folder its
+    ``simulation_started.lineage`` names; a source that cannot be read breaks the
+    ``inherited`` rule (its copied spend cannot be checked), named with the reason.
+    """
+    if not view.derived:
+        return view.check_books(folder.run_id)
+    lineage: dict[str, Any] = (view.started.lineage if view.started else None) or {}
+    where = str(lineage.get("source_run_dir") or "")
+    source, reason = _source(where, sources or _Sources())
+    broken = view.check_books(folder.run_id, source)
+    if source is None:
+        broken.append(
+            BrokenRule(
+                folder.run_id,
+                "inherited",
+                "lineage",
+                f"the source run {where or '(not named)'} cannot be read ({reason}): "
+                "its copied spend is unchecked",
+            )
+        )
+    return broken
+
+
+def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRun:
+    """Read one run's log and check its books (:func:`books_of`).
+
+    Raises:
+        FileNotFoundError: the run has no event log.
+        ValueError: the log holds no ``simulation_started`` (not a run's log).
+        StorageError: the storage is unreachable.
+    """
+    view = RunView.load(folder.log_url)
+    if not view.is_run_log:
+        raise ValueError(f"{folder.log_url} is not a run log (no simulation_started event)")
+    if view.ended is None:  # asked only where it matters: a live writer's requests in flight
+        view.live = folder.is_locked()
+    return VerifiedRun(folder.run_id, folder.url, books_of(view, folder, sources))
+
+
+def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
+    """The run folders the request names (unreadable or missing ones noted in ``found``)."""
+    if request.runs_dir is None:
+        folders = []
+        for run_dir in request.run_dirs:
+            try:
+                folders.append(RunFolder.at(run_dir))
+            except ValueError as exc:
+                found.unreadable[run_dir] = str(exc)
+        return folders
+    from glossogen.export import RunsDirError, check_runs_dir, select_runs
+
+    try:
+        check_runs_dir(request.runs_dir)
+    except RunsDirError as exc:
+        raise VerifyError(f"--runs-dir {exc}", 66) from None
+    except StorageError as exc:
+        raise VerifyError(str(exc), 69) from None
+    selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
+    found.unreadable.update(selected.unreadable)
+    found.missing_run_ids.extend(selected.missing_run_ids)
+    return [RunFolder.at(record.run_url) for record in selected.records]
+
+
+def verify_runs(
+    request: VerifyRequest, on_run: Callable[[VerifiedRun], None] | None = None
+) -> Verification:
+    """Check the books of every run ``request`` names, in order; ``on_run`` sees each one.
+
+    Raises:
+        VerifyError: the runs dir is not a folder (66) or its storage is unreachable (69).
+        SelectionError: a knob condition cannot be read as the recorded type (65).
+        StorageError: the storage failed while runs were read.
+    """
+    found = Verification()
+    sources = _Sources()
+    for folder in _folders(request, found):
+        try:
+            run = verify_run(folder, sources)
+        except FileNotFoundError:
+            found.unreadable[folder.url] = "no event log"
+            continue
+        except (ValueError, IsADirectoryError, NotADirectoryError) as exc:
+            found.unreadable[folder.url] = str(exc).splitlines()[0][:300]
+            continue
+        found.verified += 1
+        if run.broken:
+            found.failed.append(run.run_id)
+        if on_run is not None:
+            on_run(run)
+    return found

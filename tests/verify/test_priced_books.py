@@ -1,0 +1,75 @@
+"""A priced run over real HTTP (the stub model server as OpenAI, ``gpt-4.1-mini``): its books
+balance, its total is what the stub served at the catalogue's rates, and an edited cost is named
+against that total."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from genai_prices import Usage, calc_price
+
+from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
+from glossogen.storage import RunFolder
+from glossogen.verify import verify_run
+from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.played_runs import CLOCK_START
+from tests.providers.test_wire_formats import USAGE, pd_player
+from tests.verify.runs import copy_run, line_of, lines, write
+
+PRICE = float(
+    calc_price(Usage(**USAGE), model_ref="gpt-4.1-mini", provider_id="openai").total_price
+)
+"""What one request the stub answers costs (every answer reports ``USAGE``)."""
+
+
+def _play(runs_dir: Path) -> RunFolder:
+    async def go() -> RunFolder:
+        plan = plan_run(RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini",
+                                   provider="openai", runs_dir=str(runs_dir),
+                                   config="knobs_default",
+                                   overrides=["round_count=2", "idle_floor_seconds=0.05"]))  # fmt: skip
+        folder = claim_run(plan, str(runs_dir))
+        session = open_session(plan, folder, clock_start=CLOCK_START)
+        for n in (1, 2):
+            await session.play_round(n)
+        await session.settle_requests()
+        session.finish(price_spend(folder), "completed")
+        return folder
+
+    return asyncio.run(go())
+
+
+def test_a_priced_run_balances_and_an_edited_cost_is_named(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = pd_player
+    folder = _play(tmp_path / "runs")
+    served = [r for r in model_stub.requests if r.wire in ("chat", "responses")]
+    total = len(served) * PRICE
+    assert verify_run(folder).broken == []
+    events = lines(Path(folder.log_url))
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    assert ended["total_cost_usd"] == pytest.approx(total, abs=1e-9)
+
+    run_id, log = copy_run(folder, tmp_path / "copies", 1000000008)
+    events = lines(log)
+    answer = [e for e in events if e["event_type"] == "llm_response_received"][0]
+    assert answer["cost_usd"] == pytest.approx(PRICE, abs=1e-12)
+    answer["cost_usd"] = 0.0
+    write(log, events)
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    seat = answer["agent_id"]
+    recorded = next(c["cost_usd"] for c in ended["agent_costs"] if c["agent_id"] == seat)
+
+    def usd(value: float) -> str:
+        return f"{round(value, 10):.10f}".rstrip("0").rstrip(".")
+
+    assert [rule.text for rule in verify_run(RunFolder.at(str(log.parent))).broken] == [
+        f"{run_id}: spend: line {line_of(events, ended)} (simulation_ended): total_cost_usd "
+        f"{usd(total)} but its events sum to {usd(total - PRICE)}; agent {seat} cost_usd "
+        f"{usd(recorded)} but its events sum to {usd(recorded - PRICE)}"
+    ]

@@ -1,0 +1,158 @@
+"""``glossogen verify``: one line per broken rule, the summary, the export's selection flags and
+the exit codes (0 balanced, 1 broken, 64 usage, 65 refused, 66 unreadable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.eventlog import RunView
+from glossogen.storage import RunFolder
+from tests.fixtures.played_runs import play_run
+from tests.verify.runs import duplicate_verdict
+
+
+def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
+    with pytest.raises(SystemExit) as exited:
+        main(["verify", *args])
+    out, err = capsys.readouterr()
+    return int(exited.value.code), out.splitlines(), err.splitlines()
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Under one runs dir: a 1-round veyru run labelled ``arm=a``, a prisoners_dilemma run,
+    and a 2-round veyru run copied with round 2's verdict duplicated (its books broken)."""
+    root = tmp_path_factory.mktemp("runs")
+    one = play_run(str(root), rounds=1, overrides=("labels.arm=a",))
+    pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1)
+    spare = tmp_path_factory.mktemp("spare")
+    two = play_run(str(spare), rounds=2)
+    broken, log, line = duplicate_verdict(two, root, 1000000009)
+    pd_seat = next(iter(RunView.load(pd.log_url).roster))
+    return {"root": str(root), "one": one.run_id, "pd": pd.run_id, "broken": broken,
+            "line": line, "one_dir": one.url, "pd_dir": pd.url, "pd_seat": pd_seat,
+            "broken_dir": str(log.parent)}  # fmt: skip
+
+
+def test_a_broken_run_is_one_line_and_the_exit_is_1(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _verify(capsys, "--runs-dir", cohort["root"]) == (
+        1, [cohort["line"], "verified 3 runs: 1 failed"], [])  # fmt: skip
+    assert _verify(capsys, cohort["broken_dir"]) == (
+        1, [cohort["line"], "verified 1 run: 1 failed"], [])  # fmt: skip
+
+
+def test_run_folders_that_balance_exit_0(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _verify(capsys, cohort["one_dir"], cohort["pd_dir"]) == (
+        0, ["verified 2 runs: 0 failed"], [])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "runs", "failed"),
+    [
+        (["--scenario", "prisoners_dilemma"], 1, 0),
+        (["--label", "arm=a"], 1, 0),
+        (["--knob", "round_count>=2"], 1, 1),
+        (["--status", "completed"], 3, 1),
+        (["--status", "running"], 0, 0),
+        (["--run-id-contains", "1000000009"], 1, 1),
+        (["--contains-agent-id", "PD_SEAT"], 1, 0),
+        (["--run-id", "ONE", "--run-id", "PD"], 2, 0),
+    ],
+)
+def test_the_exports_selection_flags_pick_the_runs(
+    cohort: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    runs: int,
+    failed: int,
+) -> None:
+    named = {"PD_SEAT": cohort["pd_seat"], "ONE": cohort["one"], "PD": cohort["pd"]}
+    code, out, err = _verify(capsys, "--runs-dir", cohort["root"],
+                             *[named.get(f, f) for f in flags])  # fmt: skip
+    plural = "" if runs == 1 else "s"
+    assert (code, out[-1], err) == (
+        int(failed > 0),
+        f"verified {runs} run{plural}: {failed} failed",
+        [],
+    )
+    assert out[:-1] == ([cohort["line"]] if failed else [])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["RUN", "--runs-dir", "ROOT"], "name run folders or a runs dir (--runs-dir), not both"),
+        ([], "name the run folders to verify, or a runs dir (--runs-dir)"),
+        (["RUN", "--scenario", "veyru"],
+         "the selection flags select runs of --runs-dir, not run folders"),
+        (["--runs-dir", "ROOT", "--run-id", "veyru/1", "--scenario", "veyru"],
+         "--run-id cannot be combined with --scenario"),
+        (["--runs-dir", "ROOT", "--run-id", " "],
+         "--run-id needs a run id (<scenario>/<run_dir_name>)"),
+        (["--runs-dir", "ROOT", "--knob", "round_count"],
+         "--knob 'round_count': no operator; write <knob><op><value> with op one of "
+         "!= >= <= = > <"),
+    ],
+)  # fmt: skip
+def test_usage_errors_exit_64_in_one_line(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    named = {"RUN": cohort["one_dir"], "ROOT": cohort["root"]}
+    assert _verify(capsys, *[named.get(a, a) for a in args]) == (
+        64, [], [f"glossogen: error: {message}"])  # fmt: skip
+
+
+def test_what_cannot_be_read_exits_66_naming_it(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "veyru" / "1000000000"
+    empty.mkdir(parents=True)
+    assert _verify(capsys, str(empty), cohort["one_dir"]) == (
+        66,
+        ["verified 1 run: 0 failed, 1 unreadable"],
+        [f"glossogen: error: {empty}: cannot be read: no event log"],
+    )
+    not_a_run = tmp_path / "loose"
+    not_a_run.mkdir()
+    assert _verify(capsys, str(not_a_run)) == (
+        66,
+        ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: {not_a_run}: cannot be read: '{not_a_run}' is not a run folder "
+         "(<runs-dir>/<scenario>/<unix_ts>)"],
+    )  # fmt: skip
+    missing = tmp_path / "nowhere"
+    assert _verify(capsys, "--runs-dir", str(missing)) == (
+        66, [], [f"glossogen: error: --runs-dir '{missing}' does not exist"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", cohort["root"], "--run-id", "veyru/1") == (
+        66,
+        ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: veyru/1: no such run under {cohort['root']}"],
+    )
+
+
+def test_a_knob_value_of_the_wrong_type_is_refused_65(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _verify(capsys, "--runs-dir", cohort["root"], "--knob", "round_count>=many")
+    assert (code, out) == (65, [])
+    assert err == ["glossogen: error: --knob 'round_count>=many': knob 'round_count', "
+                   "operator '>=', value 'many': the run records a number"]  # fmt: skip
+
+
+def test_the_line_names_the_run_as_its_folder_does(cohort: dict[str, str]) -> None:
+    assert RunFolder.at(cohort["broken_dir"]).run_id == cohort["broken"]
+
+
+def test_runs_on_s3_are_verified_by_url(s3_bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
+    runs_dir = f"{s3_bucket}/runs"
+    one = play_run(runs_dir, rounds=2)
+    play_run(runs_dir, scenario="prisoners_dilemma", rounds=1)
+    assert _verify(capsys, "--runs-dir", runs_dir) == (0, ["verified 2 runs: 0 failed"], [])
+    assert _verify(capsys, one.url) == (0, ["verified 1 run: 0 failed"], [])
