@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
+from glossogen.engine._requests import asking
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_answered, price_usage
 from glossogen.scenario import ItemRuling, JudgeDecision
@@ -175,29 +176,36 @@ class RunJudge:
                 self.capped_in_round = True
                 return SPEND_CAP
             usage = RunUsage()  # what this attempt's answered requests used, even if it fails
-            try:
-                with agent_attributes("judge", "judge", self.model, self.provider):
-                    result = await agent.run(
-                        f"{instructions}\n\n{question}", model_settings=settings, usage=usage
+            # The attempt's billed requests are filed with it: the event that ends it (the
+            # caller's judge_called, or agent_run_cycle_failed) logs them; one cut off (a phase
+            # end cancels the asking tool) is the run ledger's.
+            with asking() as asked:
+                try:
+                    with agent_attributes("judge", "judge", self.model, self.provider):
+                        result = await agent.run(
+                            f"{instructions}\n\n{question}", model_settings=settings, usage=usage
+                        )
+                except Exception as exc:  # a judge that fails must not be blamed on an agent
+                    fault = classify(exc)
+                    asked.claim_ended()  # logged by this event, with what the answered ones cost
+                    self.emit(
+                        AgentRunCycleFailed(
+                            agent_id="judge",
+                            error_kind=fault.kind,
+                            error=f"{type(exc).__name__}: {exc}"[:500],
+                            attempts=attempt,
+                            retryable=fault.retryable,
+                            retry_after_seconds=fault.retry_after,
+                            input_tokens=usage.input_tokens,
+                            output_tokens=usage.output_tokens,
+                            cost_usd=price_answered(self.provider, self.model, usage),
+                        )
                     )
-                return result.output, result.usage
-            except Exception as exc:  # a judge that fails must not be blamed on an agent
-                fault = classify(exc)
-                self.emit(
-                    AgentRunCycleFailed(
-                        agent_id="judge",
-                        error_kind=fault.kind,
-                        error=f"{type(exc).__name__}: {exc}"[:500],
-                        attempts=attempt,
-                        retryable=fault.retryable,
-                        retry_after_seconds=fault.retry_after,
-                        input_tokens=usage.input_tokens,
-                        output_tokens=usage.output_tokens,
-                        cost_usd=price_answered(self.provider, self.model, usage),
-                    )
-                )
-                if not fault.retryable or attempt == MAX_ATTEMPTS:
-                    self.failed_in_round = True
-                    return fault.kind
-                await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
+                else:
+                    asked.claim_ended()  # the caller logs judge_called at once (no await between)
+                    return result.output, result.usage
+            if not fault.retryable or attempt == MAX_ATTEMPTS:
+                self.failed_in_round = True
+                return fault.kind
+            await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
         raise AssertionError("unreachable: the last attempt returns")
