@@ -165,6 +165,8 @@ class RequestLedger:
         self._open: dict[SentRequest, None] = {}
         self.given_up = 0
         """Requests given up unanswered (their cost is unknown)."""
+        self.settling = False
+        """True while :meth:`settle` waits for the requests in flight."""
 
     @property
     def pending(self) -> int:
@@ -260,7 +262,11 @@ class RequestLedger:
     async def settle(self, seconds: float = SETTLE_SECONDS) -> None:
         """Wait up to ``seconds`` for the requests in flight, then close the ledger."""
         if self._open:
-            await asyncio.wait([r.task for r in self._open], timeout=seconds)
+            self.settling = True
+            try:
+                await asyncio.wait([r.task for r in self._open], timeout=seconds)
+            finally:
+                self.settling = False
         self.close(f"the run ended and it had not answered {seconds:g} s later")
 
     def close(self, why: str) -> int:

@@ -18,6 +18,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from flows.simulate import play_rounds
 from glossogen.engine import VirtualClock
 from glossogen.eventlog import (
     Event,
@@ -295,3 +296,36 @@ def test_an_answer_landing_as_the_phase_ends_is_logged_exactly_once(
     assert [e.trigger for e in events if isinstance(e, RoundEnded)] == ["timeout"]
     assert len(model_stub.served) >= 1  # player A's request at least
     _logged_as_served(model_stub, events)
+
+
+def test_a_stop_waits_for_the_answers_already_coming_and_prices_them(
+    prefect_api: str, held_stub: StubModelServer, tmp_path: Path
+) -> None:
+    held_stub.responder = lambda req: StubReply(
+        text="thinking...", input_tokens=1200, output_tokens=80
+    )
+
+    async def play() -> str:
+        plan = plan_run(_request(tmp_path))
+        folder = claim_run(plan, str(tmp_path / "runs"))
+        session = open_session(plan, folder)
+        playing = asyncio.create_task(play_rounds(plan, folder, session))
+        await asyncio.to_thread(held_stub.wait_in_flight, 2)
+        playing.cancel()  # a Stop: Ctrl-C's signal (glossogen stop, the browser) cancels the run
+        async with asyncio.timeout(30):  # a bound, not a pace: the stop starts waiting at once
+            while not session.engine.requests.settling:
+                await asyncio.sleep(0)
+        held_stub.release()  # the provider answers while the stopped run waits
+        with pytest.raises(asyncio.CancelledError):
+            await playing
+        return folder.log_url
+
+    events = read_events(asyncio.run(play())).events
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    assert (ended.status, ended.error) == ("interrupted", "interrupted")
+    assert sorted((e.agent_id, e.answered) for e in _abandoned(events)) == [
+        ("player_a", True),
+        ("player_b", True),
+    ]
+    _logged_as_served(held_stub, events)  # priced: the total is known, not null
