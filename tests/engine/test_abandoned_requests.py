@@ -329,3 +329,71 @@ def test_a_stop_waits_for_the_answers_already_coming_and_prices_them(
         ("player_b", True),
     ]
     _logged_as_served(held_stub, events)  # priced: the total is known, not null
+
+
+def test_a_judge_request_the_phase_end_cuts_off_is_logged_with_what_it_cost(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # veyru's field observer and its judge on gpt-4o-mini over the stub (the engineer scripted).
+    # The observer's treatment is put to the judge; the judge's answer is held until the phase
+    # that asked for it has ended: it is the run ledger's, and logged with its usage.
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-judge")
+
+    def answer(req: RecordedRequest) -> StubReply:
+        if "final_result" in req.tool_names:  # the judge
+            ruling = {"success": True, "reason": "the action follows the procedure"}
+            return StubReply(tool_calls=[("final_result", ruling)], held="judge")
+        if req.tool_results:
+            return StubReply(text="Done.", input_tokens=900, output_tokens=30)
+        treat = ("apply_treatment", {"action": "cool the core slowly"})
+        return StubReply(tool_calls=[treat], input_tokens=2000, output_tokens=60)
+
+    model_stub.responder = answer
+    overrides = ["round_count=1", "postmortem_enabled=false", "postmortem_after_swap=false",
+                 "agents.field_observer.model=gpt-4o-mini",
+                 "agents.field_observer.provider=openai", "judge_provider=openai",
+                 "judge_model=gpt-4o-mini"]  # fmt: skip
+
+    async def play() -> str:
+        plan = plan_run(
+            RunRequest(
+                scenario="veyru",
+                model="scripted",
+                provider="scripted",
+                runs_dir=str(tmp_path / "runs"),
+                config="knobs_default",
+                overrides=overrides,
+            )  # fmt: skip
+        )
+        folder = claim_run(plan, str(tmp_path / "runs"))
+        session = open_session(plan, folder)
+        clock = session.engine.clock
+        assert isinstance(clock, VirtualClock)
+        playing = asyncio.create_task(session.play_round(1))
+        # A bounded wait on the judge's real HTTP request reaching the stub (another thread),
+        # where it is held: the observer sends nothing while its tool waits for the ruling.
+        await asyncio.to_thread(
+            wait_until,
+            lambda: any("final_result" in r.tool_names for r in model_stub.requests),
+            "the judge's request at the stub",
+            10,
+        )
+        clock.advance(300.0)  # max_round_duration_seconds: the phase ends, the ruling unanswered
+        await playing
+        model_stub.release("judge")
+        await session.settle_requests()
+        session.finish(price_spend(folder), "completed")
+        return folder.log_url
+
+    events = read_events(asyncio.run(play())).events
+    assert [e.trigger for e in events if isinstance(e, RoundEnded)] == ["timeout"]
+    judged = [(e.agent_id, e.answered) for e in _abandoned(events) if e.agent_id == "judge"]
+    assert judged == [("judge", True)]
+    served = model_stub.served_usd("gpt-4o-mini", "openai")
+    priced = [e.cost_usd or 0.0 for e in _priced(events) if e.cost_usd]
+    assert len(model_stub.requests) == len(served) == len(priced)
+    assert sorted(priced) == [pytest.approx(c, abs=1e-12) for c in sorted(served)]
+    ended = events[-1]
+    assert isinstance(ended, SimulationEnded)
+    assert (ended.total_cost_usd, ended.cost_note) == (pytest.approx(sum(served), abs=1e-9), None)
