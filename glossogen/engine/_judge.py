@@ -41,7 +41,10 @@ class RunJudge:
 
     Every ruling is logged as ``judge_called`` with its usage and USD cost (null when the model
     is not in the price catalogue). An attempt that fails after the model answered (its answer
-    failed validation) still logs what it cost, on its ``agent_run_cycle_failed``.
+    failed validation) still logs what it cost, on its ``agent_run_cycle_failed``. Each
+    attempt's requests are filed with it in the run's request ledger (:func:`asking`) and
+    settled by that one event; an attempt cut off (a phase end cancels the tool that asked)
+    leaves them to the ledger, which logs each as ``model_request_abandoned``.
 
     The run's spend cap binds the judge as it binds the agents: once ``call_allowed()`` says
     no, no judge request is made; the ruling is refused (``capped_in_round``: the round is void
