@@ -282,9 +282,11 @@ class RunSession:
 
         Up to ``seconds``; a request that has not answered by then is logged with its cost
         unknown (the run's total is then null, with the reason). Called before the run is
-        priced: afterwards every request the run sent is in the log.
+        priced: afterwards every request the run sent is in the log, and the log is durable
+        (on S3, uploaded), so the pricing reads them.
         """
         await self.engine.requests.settle(seconds)
+        await self._round_boundary()
 
     @property
     def stopped_early(self) -> str | None:
@@ -321,6 +323,7 @@ class RunSession:
             # No request may outlive the log: each ended one is logged as it ended, the rest
             # with their cost unknown; the run is priced again with them.
             self.engine.requests.close(f"the run ended {status}")
+            self.writer.round_boundary()  # on S3 the pricing reads the uploaded log
             spend = price_spend(self.folder)
         played, won = len(self.engine.recorded), self.engine.rounds_won
         capped = status == "incomplete" and self.spend_capped
