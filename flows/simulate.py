@@ -10,6 +10,7 @@ from prefect import flow
 from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
+from glossogen.engine import STOP_SETTLE_SECONDS
 from glossogen.eventlog import EndStatus
 from glossogen.launch import (
     ResumeRequest,
@@ -114,6 +115,18 @@ async def publish_after_interrupt(folder: RunFolder) -> None:
         return
 
 
+async def settle_after_interrupt(session: RunSession) -> None:
+    """Wait up to :data:`STOP_SETTLE_SECONDS` for the answers of requests already sent.
+
+    Never raises: a second interrupt or cancellation ends the wait, and the requests still
+    open are then logged with their cost unknown when the run ends.
+    """
+    try:
+        await session.settle_requests(STOP_SETTLE_SECONDS)
+    except (Exception, KeyboardInterrupt, asyncio.CancelledError, TerminationSignal):
+        return
+
+
 async def play_rounds(
     config: RunConfig,
     folder: RunFolder,
@@ -163,10 +176,13 @@ async def play_rounds(
         status = "interrupted" if interrupted else "error"
         error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:300]
         if interrupted:
-            # Ctrl-C reaches a temporary Prefect server too (same process group): end the log
-            # with the library's plain calls, which need no API and never await (a cancelled
-            # task may not get its awaits), so the log is always sealed; only then is the
-            # table published, bounded, as a display that may not make it.
+            # The answers the provider is already giving are waited for, a bounded time, so
+            # they are priced (a second interrupt stops the wait; the rest are logged with
+            # their cost unknown). Ctrl-C reaches a temporary Prefect server too (same process
+            # group): the log is ended with the library's plain calls, which need no API, so it
+            # is always sealed; only then is the table published, bounded, as a display that
+            # may not make it.
+            await settle_after_interrupt(session)
             session.finish(price(folder), status, error)
             await publish_after_interrupt(folder)
         else:

@@ -5,7 +5,7 @@ from glossogen.engine._clock import Clock, SystemClock, VirtualClock
 from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
 from glossogen.engine._faults import INTERNAL as INTERNAL_FAULT
 from glossogen.engine._judge import RunJudge
-from glossogen.engine._requests import SETTLE_SECONDS, AbandonedRequests
+from glossogen.engine._requests import SETTLE_SECONDS, STOP_SETTLE_SECONDS, RequestLedger
 from glossogen.engine._roster import (
     JudgeSeat,
     RosterError,
@@ -21,12 +21,13 @@ __all__ = [
     "FRAMING_TOKENS",
     "INTERNAL_FAULT",
     "SETTLE_SECONDS",
-    "AbandonedRequests",
+    "STOP_SETTLE_SECONDS",
     "WARNING_THRESHOLDS",
     "BudgetMeter",
     "Clock",
     "JudgeSeat",
     "RosterError",
+    "RequestLedger",
     "RoundSummary",
     "RunEngine",
     "RunJudge",

@@ -23,7 +23,7 @@ from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
-from glossogen.engine._requests import AbandonedRequests
+from glossogen.engine._requests import RequestLedger
 from glossogen.engine._roster import JudgeSeat, Seat, model_name
 from glossogen.engine._runner import AgentRunner, CycleDriver
 from glossogen.engine._seating import SeatAgents
@@ -155,8 +155,8 @@ class RunEngine(ChannelOps, SeatAgents):
         self.total_messages = 0
         self.total_chars = 0
         self._seq = 0
-        self.abandoned = AbandonedRequests(self._log_abandoned)
-        """Requests the phase end stopped waiting for, finished in the background."""
+        self.requests = RequestLedger(self.emit)
+        """The billed model requests sent and not yet logged (agents' and the judge's)."""
         self.spend = SpendReservations(setup.spend_cap_usd, self.emit)
         """The spend cap's ledger: a billed request's worst case is reserved before it is sent."""
         self.judge = (

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
+from glossogen.engine._requests import asking
 from glossogen.engine._runner import SpendCapReached
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_answered, price_usage
@@ -41,7 +42,10 @@ class RunJudge:
 
     Every ruling is logged as ``judge_called`` with its usage and USD cost (null when the model
     is not in the price catalogue). An attempt that fails after the model answered (its answer
-    failed validation) still logs what it cost, on its ``agent_run_cycle_failed``.
+    failed validation) still logs what it cost, on its ``agent_run_cycle_failed``. Each
+    attempt's requests are filed with it in the run's request ledger (:func:`asking`) and
+    settled by that one event; an attempt cut off (a phase end cancels the tool that asked)
+    leaves them to the ledger, which logs each as ``model_request_abandoned``.
 
     The run's spend cap binds the judge as it binds the agents: each request's worst case is
     reserved before it is sent (:class:`~glossogen.engine._spend.SpendReservations`, a
@@ -178,45 +182,55 @@ class RunJudge:
                 self.capped_in_round = True
                 return SPEND_CAP
             usage = RunUsage()  # what this attempt's answered requests used, even if it fails
-            try:
-                with agent_attributes("judge", "judge", self.model, self.provider):
-                    result = await agent.run(
-                        f"{instructions}\n\n{question}", model_settings=settings, usage=usage
-                    )
-                return result.output, result.usage
-            except SpendCapReached:  # the cap refused one of this ruling's requests
-                self.capped_in_round = True
-                if usage.input_tokens or usage.output_tokens:  # an earlier answer was billed
+            # The attempt's billed requests are filed with it: the event that ends it (the
+            # caller's judge_called, or agent_run_cycle_failed) logs them; one cut off (a phase
+            # end cancels the asking tool) is the run ledger's.
+            with asking() as asked:
+                try:
+                    with agent_attributes("judge", "judge", self.model, self.provider):
+                        result = await agent.run(
+                            f"{instructions}\n\n{question}", model_settings=settings, usage=usage
+                        )
+                except SpendCapReached:  # the cap refused one of this ruling's requests
+                    self.capped_in_round = True
+                    asked.claim_ended()  # logged by this event, with what the answered ones cost
+                    if usage.input_tokens or usage.output_tokens:  # an earlier answer was billed
+                        self.emit(
+                            AgentRunCycleFailed(
+                                agent_id="judge",
+                                error_kind=SPEND_CAP,
+                                error=(
+                                    "SpendCapReached: the run's spend cap refused the next request"
+                                ),
+                                attempts=attempt,
+                                retryable=False,
+                                input_tokens=usage.input_tokens,
+                                output_tokens=usage.output_tokens,
+                                cost_usd=price_answered(self.provider, self.model, usage),
+                            )
+                        )
+                    return SPEND_CAP
+                except Exception as exc:  # a judge that fails must not be blamed on an agent
+                    fault = classify(exc)
+                    asked.claim_ended()  # logged by this event, with what the answered ones cost
                     self.emit(
                         AgentRunCycleFailed(
                             agent_id="judge",
-                            error_kind=SPEND_CAP,
-                            error="SpendCapReached: the run's spend cap refused the next request",
+                            error_kind=fault.kind,
+                            error=f"{type(exc).__name__}: {exc}"[:500],
                             attempts=attempt,
-                            retryable=False,
+                            retryable=fault.retryable,
+                            retry_after_seconds=fault.retry_after,
                             input_tokens=usage.input_tokens,
                             output_tokens=usage.output_tokens,
                             cost_usd=price_answered(self.provider, self.model, usage),
                         )
                     )
-                return SPEND_CAP
-            except Exception as exc:  # a judge that fails must not be blamed on an agent
-                fault = classify(exc)
-                self.emit(
-                    AgentRunCycleFailed(
-                        agent_id="judge",
-                        error_kind=fault.kind,
-                        error=f"{type(exc).__name__}: {exc}"[:500],
-                        attempts=attempt,
-                        retryable=fault.retryable,
-                        retry_after_seconds=fault.retry_after,
-                        input_tokens=usage.input_tokens,
-                        output_tokens=usage.output_tokens,
-                        cost_usd=price_answered(self.provider, self.model, usage),
-                    )
-                )
-                if not fault.retryable or attempt == MAX_ATTEMPTS:
-                    self.failed_in_round = True
-                    return fault.kind
-                await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
+                else:
+                    asked.claim_ended()  # the caller logs judge_called at once (no await between)
+                    return result.output, result.usage
+            if not fault.retryable or attempt == MAX_ATTEMPTS:
+                self.failed_in_round = True
+                return fault.kind
+            await self.pause(backoff_seconds(attempt, fault, random.Random(attempt)))
         raise AssertionError("unreachable: the last attempt returns")

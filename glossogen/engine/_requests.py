@@ -1,17 +1,34 @@
-"""Model requests a phase end cut off: finished in the background, so their spend is known.
+"""The run's ledger of model requests: each one is accounted from the moment it is sent.
 
-A provider bills a request it answers whether or not the caller still waits, so the engine
-never drops one. A request is run as a task of its own and awaited through ``asyncio.shield``:
-when the phase end cancels the agent, the request goes on; its answer (usage priced with the
-catalogue) or its failure is logged as ``model_request_abandoned``. A request still unanswered
-when the run ends is cancelled and logged with ``cost_usd`` null, so the run's total says it
-is not known instead of undercounting.
+A provider bills a request it answers whether or not the caller still waits, so no billed
+request may end outside the event log. Rules:
+
+- The engine's ``wrap_model_request`` hook opens every hosted model request (an agent's or the
+  judge's) in the :class:`RequestLedger` *before* it is sent (:meth:`RequestLedger.send`). It
+  runs as a task of its own, awaited through ``asyncio.shield``: cancelling whoever waits for it
+  (a phase end, a stop) never cancels the request.
+- The request is filed with its asker (:func:`asking`: an agent's cycle, one attempt of the
+  judge) through a context variable. pydantic-ai runs the hook in its graph's own task, not in
+  the asker's, so nothing may hand the answer over through shared state the asker reads once:
+  the asker may have looked before that task resumed with the answer.
+- It is settled exactly once (:meth:`SentRequest.settle`) by the one event that logs it: its
+  asker's ``llm_response_received``, ``agent_run_cycle_failed`` or ``judge_called``. When the
+  asker ends (cut off, or done) every request it has not settled becomes the ledger's: logged as
+  ``model_request_abandoned`` once it ends (answered: priced from its usage; failed: its error,
+  not billed).
+- Before ``simulation_ended`` the ledger is closed (:meth:`RequestLedger.close`): a request that
+  ended is logged as it ended, one still unanswered is cancelled and logged with ``cost_usd``
+  null (its cost is unknown, so the run's total says so instead of undercounting). The run's end
+  first waits :data:`SETTLE_SECONDS` for them (:meth:`RequestLedger.settle`), a stop
+  :data:`STOP_SETTLE_SECONDS`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic_ai.messages import ModelResponse
@@ -20,54 +37,181 @@ from glossogen.eventlog import ModelRequestAbandoned
 from glossogen.pricing import price_usage
 
 SETTLE_SECONDS = 30.0
-"""How long the run's end waits for abandoned requests still in flight before it gives up on
-them (their cost is then unknown)."""
+"""How long the run's end waits for requests still in flight before it gives up on them (their
+cost is then unknown)."""
+
+STOP_SETTLE_SECONDS = 10.0
+"""How long a stopped run waits for answers already coming before it gives up on them."""
+
+UNBILLED = ("scripted", "local")
+"""Providers whose requests run on this machine and are not billed: not in the ledger."""
 
 Sender = tuple[str, str, str, int]
 """Who sent a request: ``(agent_id, model, provider, round_number)``."""
 
 
-class AbandonedRequests:
-    """The requests of one run that a phase end stopped waiting for.
+class SentRequest:
+    """One billed model request, from the moment it is sent until the one event that logs it."""
 
-    ``log`` receives one ``ModelRequestAbandoned`` per request, when it answers, fails, or is
-    given up at the run's end.
+    def __init__(
+        self, ledger: RequestLedger, sender: Sender, task: asyncio.Task[ModelResponse]
+    ) -> None:
+        self._ledger = ledger
+        self.sender = sender
+        self.task = task
+        self.settled = False
+        """True once an event logs this request (it is then out of the ledger)."""
+        self.watched = False
+        """True once the ledger logs it when it ends (its asker is gone)."""
+
+    @property
+    def response(self) -> ModelResponse | None:
+        """The answer, once the provider answered; else None."""
+        task = self.task
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result()
+        return None
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why the request failed, once it did; else None."""
+        task = self.task
+        if task.done() and not task.cancelled():
+            return task.exception()
+        return None
+
+    def settle(self) -> bool:
+        """Mark the request logged; False when something else already logged it (log nothing)."""
+        if self.settled:
+            return False
+        self.settled = True
+        self._ledger.forget(self)
+        return True
+
+
+class Asked:
+    """The billed requests one asker (an agent's cycle, one judge attempt) sent, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[SentRequest] = []
+
+    def claim(self, response: ModelResponse) -> bool:
+        """Settle the request ``response`` answers; True when the caller is to log it.
+
+        The request is the one whose answer is ``response`` (else the one answered and not
+        yet logged); False when the run's end already logged it.
+        """
+        for request in self.sent:
+            if request.response is response:
+                return request.settle()
+        for request in self.sent:
+            if not request.settled and request.response is not None:
+                return request.settle()
+        return False
+
+    def claim_in(self, messages: Sequence[object]) -> list[ModelResponse]:
+        """Settle the requests whose answers are in ``messages`` and not logged; their answers.
+
+        For the asker that was cut off after the answer reached its history, before it handled
+        it: the caller logs each answer returned.
+        """
+        kept = {id(m) for m in messages}
+        answers = []
+        for request in self.sent:
+            response = request.response
+            if response is not None and id(response) in kept and request.settle():
+                answers.append(response)
+        return answers
+
+    def claim_failed(self) -> int:
+        """Settle every request that failed (the caller's failure event logs them); how many."""
+        failed = [r for r in self.sent if r.failure is not None and not r.settled]
+        return sum(r.settle() for r in failed)
+
+    def claim_ended(self) -> int:
+        """Settle every request that ended (the caller's one event logs them); how many."""
+        ended = [r for r in self.sent if r.task.done() and not r.settled]
+        return sum(r.settle() for r in ended)
+
+
+_ASKER: ContextVar[Asked | None] = ContextVar("glossogen_asker", default=None)
+
+
+@contextmanager
+def asking() -> Iterator[Asked]:
+    """File the billed requests sent inside (this task and the tasks it starts) with the caller.
+
+    On the way out, however it is left, each request the caller did not settle is handed to
+    its ledger, which logs it as ``model_request_abandoned`` once it ends.
+    """
+    asked = Asked()
+    token = _ASKER.set(asked)
+    try:
+        yield asked
+    finally:
+        _ASKER.reset(token)
+        for request in asked.sent:
+            request._ledger.watch(request)  # noqa: SLF001 (the ledger's own type)
+
+
+class RequestLedger:
+    """The billed model requests of one run that no event has logged yet.
+
+    ``log`` receives the ``model_request_abandoned`` of each request the ledger settles itself.
     """
 
-    def __init__(self, log: Callable[[ModelRequestAbandoned], None]) -> None:
+    def __init__(self, log: Any) -> None:
         self._log = log
-        self._pending: dict[asyncio.Task[ModelResponse], Sender] = {}
+        self._open: dict[SentRequest, None] = {}
         self.given_up = 0
-        """Requests given up unanswered at the run's end (their cost is unknown)."""
+        """Requests given up unanswered (their cost is unknown)."""
+        self.settling = False
+        """True while :meth:`settle` waits for the requests in flight."""
 
     @property
     def pending(self) -> int:
-        """Abandoned requests still in flight."""
-        return len(self._pending)
+        """Requests sent and not yet logged."""
+        return len(self._open)
 
-    async def shielded(
+    async def send(
         self, request: Coroutine[Any, Any, ModelResponse] | Awaitable[ModelResponse], sender: Sender
     ) -> ModelResponse:
-        """Await ``request``; if the caller is cancelled first, keep the request going."""
-        task: asyncio.Task[ModelResponse] = asyncio.ensure_future(request)
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.done():
-                self._pending[task] = sender
-                task.add_done_callback(self._ended)
-            elif not task.cancelled() and task.exception() is None:
-                self._log_answer(task.result(), sender)  # it answered as the phase ended
-            raise
+        """Open ``request`` in the ledger, then send it and await its answer.
 
-    def _ended(self, task: asyncio.Task[ModelResponse]) -> None:
-        sender = self._pending.pop(task, None)
-        if sender is None:  # given up by settle/give_up, already logged
+        The request is opened before its task first runs (nothing has been sent yet); if the
+        caller is cancelled, the request goes on and its asker's way out hands it to the ledger.
+        A request sent with no asker is the ledger's from the start.
+        """
+        sent = SentRequest(self, sender, asyncio.ensure_future(request))
+        self._open[sent] = None
+        asker = _ASKER.get()
+        if asker is None:
+            self.watch(sent)
+        else:
+            asker.sent.append(sent)
+        return await asyncio.shield(sent.task)
+
+    def forget(self, request: SentRequest) -> None:
+        """Drop a settled request from the open ones."""
+        self._open.pop(request, None)
+
+    def watch(self, request: SentRequest) -> None:
+        """Log ``request`` when it ends, unless an event already logged it (its asker is gone)."""
+        if request.settled or request.watched:
             return
-        if task.cancelled():
-            self._log_unknown(sender, "cancelled before it answered")
-        elif (exc := task.exception()) is not None:
-            agent_id, model, provider, sent = sender
+        request.watched = True
+        if request.task.done():
+            self._ended(request)
+        else:
+            request.task.add_done_callback(lambda _: self._ended(request))
+
+    def _ended(self, request: SentRequest) -> None:
+        if not request.settle():  # logged already: by its asker, or given up at the run's end
+            return
+        if request.task.cancelled():
+            self._log_unknown(request.sender, "cancelled before it answered")
+        elif (exc := request.task.exception()) is not None:
+            agent_id, model, provider, sent = request.sender
             self._log(
                 ModelRequestAbandoned(
                     agent_id=agent_id,
@@ -80,7 +224,7 @@ class AbandonedRequests:
                 )
             )
         else:
-            self._log_answer(task.result(), sender)
+            self._log_answer(request.task.result(), request.sender)
 
     def _log_answer(self, response: ModelResponse, sender: Sender) -> None:
         agent_id, model, provider, sent = sender
@@ -116,14 +260,29 @@ class AbandonedRequests:
         )
 
     async def settle(self, seconds: float = SETTLE_SECONDS) -> None:
-        """Wait up to ``seconds`` for the requests in flight, then give up on the rest."""
-        if self._pending:
-            await asyncio.wait(list(self._pending), timeout=seconds)
-        self.give_up(f"the run ended and it had not answered {seconds:g} s later")
+        """Wait up to ``seconds`` for the requests in flight, then close the ledger."""
+        if self._open:
+            self.settling = True
+            try:
+                await asyncio.wait([r.task for r in self._open], timeout=seconds)
+            finally:
+                self.settling = False
+        self.close(f"the run ended and it had not answered {seconds:g} s later")
 
-    def give_up(self, why: str) -> None:
-        """Log every request still in flight as unanswered (cost unknown) and cancel it."""
-        for task, sender in list(self._pending.items()):
-            del self._pending[task]
-            self._log_unknown(sender, why)
-            task.cancel()
+    def close(self, why: str) -> int:
+        """Settle every request still open; return how many were given up unanswered.
+
+        A request that ended is logged as it ended (answered and priced, or failed); one still
+        in flight is logged with its cost unknown (``why`` says why it was not waited for) and
+        cancelled.
+        """
+        given_up = 0
+        for request in list(self._open):
+            if request.task.done():
+                request.watched = True
+                self._ended(request)
+            elif request.settle():
+                self._log_unknown(request.sender, why)
+                request.task.cancel()
+                given_up += 1
+        return given_up

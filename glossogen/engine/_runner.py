@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from glossogen.engine._faults import INVALID_TOOL_ARGUMENTS, backoff_seconds, classify
 from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
+from glossogen.engine._requests import UNBILLED, Asked, asking
 from glossogen.eventlog import (
     AgentRunCycleFailed,
     AgentTurnLimitReached,
@@ -114,8 +115,6 @@ class AgentRunner:
     """What each tool call of this phase returned, by ``tool_call_id`` (its effect happened)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Why the engine answered a tool call of this phase without running the tool, by id."""
-    arrived: ModelResponse | None = None
-    """A response that came back and is not logged yet (the engine's request hook sets it)."""
     held: list[Callable[[], None]] = field(default_factory=list)
     """Game-clock holds of failed calls, released once the cycle has logged the failure
     (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
@@ -300,42 +299,56 @@ class CycleDriver:
         # A history must never end in an unanswered tool call (pydantic-ai refuses a prompt).
         before = runner.history = self._close(runner, runner.history, INTERRUPTED)
         spec = runner.spec
-        try:
-            with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
-                await self._iterate(runner, deps, prompt)
-        except asyncio.CancelledError:
-            if runner.unconfirmed:  # cut off while its tools ran: the answer was good
-                self._confirm(runner)
-            raise
-        except (TurnLimitReached, ModelErrorsInARow):
-            raise
-        except Exception as exc:
-            runner.unconfirmed = False  # the response that failed to process is no answer
-            runner.failures += 1
-            runner.phase_failures += 1
-            if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
-                runner.history = before  # nothing was answered: the retry re-sends the prompt
-            fault = classify(exc)
-            self.emit(
-                AgentRunCycleFailed(
-                    agent_id=runner.spec.agent_id,
-                    error_kind=fault.kind,
-                    error=f"{type(exc).__name__}: {exc}"[:500],
-                    attempts=runner.failures,
-                    retryable=fault.retryable,
-                    retry_after_seconds=fault.retry_after,
-                )
-            )
-            raise
-        finally:
-            while runner.held:  # the failure (if any) is logged: game time may move again
-                runner.held.pop()()
+        # The cycle's billed requests are filed with it (the request hook runs in pydantic-ai's
+        # own task); one it does not log is the run ledger's once the cycle is left.
+        with asking() as asked:
+            try:
+                with agent_attributes(spec.agent_id, spec.role, runner.model, runner.provider):
+                    await self._iterate(runner, deps, prompt, asked)
+            except asyncio.CancelledError:
+                if runner.unconfirmed:  # cut off while its tools ran: the answer was good
+                    self._confirm(runner)
+                raise
+            except (TurnLimitReached, ModelErrorsInARow):
+                raise
+            except Exception as exc:
+                self._failed(runner, before, exc, asked)
+                raise
+            finally:
+                while runner.held:  # the failure (if any) is logged: game time may move again
+                    runner.held.pop()()
 
-    async def _iterate(self, runner: AgentRunner, deps: AgentDeps, prompt: str) -> None:
+    def _failed(
+        self, runner: AgentRunner, before: list[ModelMessage], exc: Exception, asked: Asked
+    ) -> None:
+        """Log a failed cycle (``agent_run_cycle_failed``); it accounts for its failed request."""
+        runner.unconfirmed = False  # the response that failed to process is no answer
+        runner.failures += 1
+        runner.phase_failures += 1
+        if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
+            runner.history = before  # nothing was answered: the retry re-sends the prompt
+        fault = classify(exc)
+        asked.claim_failed()  # this event logs its failed request (an answered one is priced)
+        self.emit(
+            AgentRunCycleFailed(
+                agent_id=runner.spec.agent_id,
+                error_kind=fault.kind,
+                error=f"{type(exc).__name__}: {exc}"[:500],
+                attempts=runner.failures,
+                retryable=fault.retryable,
+                retry_after_seconds=fault.retry_after,
+            )
+        )
+
+    async def _iterate(
+        self, runner: AgentRunner, deps: AgentDeps, prompt: str, asked: Asked
+    ) -> None:
         """Drive one pydantic-ai run node by node, logging what happens.
 
         The history kept is a copy of the run's messages taken as the cycle ends (pydantic-ai
-        may still add to its own list as it closes), with its dangling tool calls closed.
+        may still add to its own list as it closes), with its dangling tool calls closed. An
+        answer already in that history whose node was not handled is logged here; one that is
+        not (its answer came as the cycle was cut off) is left to the run's ledger.
         """
         async with runner.agent.iter(
             prompt,
@@ -347,16 +360,16 @@ class CycleDriver:
             unanswered = INTERRUPTED
             try:
                 async for node in run:
-                    self._observe(runner, node)
+                    self._observe(runner, node, asked)
             except Exception as exc:
                 if classify(exc).kind == INVALID_TOOL_ARGUMENTS:
                     unanswered = f"rejected: {exc}"[:500]
                 raise
             finally:
-                if runner.arrived is not None:  # answered, cut off before it was handled: paid
-                    self._log_response(runner, runner.arrived)
-                    runner.arrived = None
-                runner.history = self._close(runner, list(run.all_messages()), unanswered)
+                messages = list(run.all_messages())
+                for answer in asked.claim_in(messages):  # in its history, cut off before handled
+                    self._log_response(runner, answer)
+                runner.history = self._close(runner, messages, unanswered)
 
     def _close(
         self, runner: AgentRunner, history: list[ModelMessage], unanswered: str
@@ -407,7 +420,7 @@ class CycleDriver:
         if runner.failures >= MAX_ATTEMPTS:
             raise ModelErrorsInARow
 
-    def _observe(self, runner: AgentRunner, node: Any) -> None:
+    def _observe(self, runner: AgentRunner, node: Any, asked: Asked) -> None:
         agent_id = runner.spec.agent_id
         if Agent.is_end_node(node):
             self._confirm(runner)
@@ -438,8 +451,10 @@ class CycleDriver:
             runner.turns += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):
-            runner.arrived = None
-            calls = self._log_response(runner, node.model_response)
+            response = node.model_response
+            calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+            if runner.provider in UNBILLED or asked.claim(response):
+                self._log_response(runner, response)
             # An answer counts once it is processed without error (a refusal or a tool call
             # with invalid arguments is a model error, though it was answered and paid).
             runner.unconfirmed = True
@@ -453,8 +468,8 @@ class CycleDriver:
                     )
                 )
 
-    def _log_response(self, runner: AgentRunner, response: ModelResponse) -> list[ToolCallPart]:
-        """Log one answered request (``llm_response_received``, priced); return its tool calls."""
+    def _log_response(self, runner: AgentRunner, response: ModelResponse) -> None:
+        """Log one answered request (``llm_response_received``, priced)."""
         agent_id = runner.spec.agent_id
         usage = response.usage
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
@@ -482,4 +497,3 @@ class CycleDriver:
                 cost_usd=price_usage(runner.provider, runner.model, usage),
             )
         )
-        return calls

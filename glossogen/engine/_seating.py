@@ -3,8 +3,9 @@
 Split out of ``_engine.py`` so the round loop reads on its own; :class:`SeatAgents` is mixed
 into :class:`~glossogen.engine.RunEngine` and uses its state (scenario, setup, runners, clock).
 Rules: a seat's agent gets the engine's core tools plus the scenario tools its spec allows; a
-scenario tool acts in the main phase only; a hosted model's request a phase end cancels
-finishes in the background and is logged as ``model_request_abandoned``; a scripted seat plays
+scenario tool acts in the main phase only; a hosted model's request is opened in the run's
+:class:`~glossogen.engine.RequestLedger` before it is sent, so it ends in the log in exactly one
+way whatever cuts its seat off (:mod:`glossogen.engine._requests`); a scripted seat plays
 the scenario's ``scripted_move`` after its ``scripted_latency_seconds`` on the game clock.
 """
 
@@ -21,9 +22,10 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
+from glossogen.engine._requests import UNBILLED
 from glossogen.engine._roster import Seat
 from glossogen.engine._runner import AgentRunner
-from glossogen.eventlog import Event, ModelRequestAbandoned
+from glossogen.eventlog import Event
 from glossogen.scenario import AgentDeps, AgentSpec, ScriptedMove, ScriptedView
 from glossogen.tracing import TracingHandle, tracing_capabilities
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
     from glossogen.derive._state import RunState  # not the package: derive imports the engine
     from glossogen.engine._clock import Clock
-    from glossogen.engine._requests import AbandonedRequests
+    from glossogen.engine._requests import RequestLedger
     from glossogen.engine._spend import SpendReservations
     from glossogen.scenario import Scenario
 
@@ -55,7 +57,7 @@ class SeatAgents:
         phase: Literal["setup", "main", "postmortem"]
         round_number: int
         clock: Clock
-        abandoned: AbandonedRequests
+        requests: RequestLedger
         spend: SpendReservations
         _tools: list[Tool[AgentDeps]]
         _scenario_tools: frozenset[str]
@@ -91,8 +93,9 @@ class SeatAgents:
           still hands the agent (and the log) what the tool returned.
         - A scenario tool acts in the main phase only (the verdicts are read when it ends): in
           the postmortem it is not run, and the model is told so (logged as ``refused``).
-        - A hosted model's request the phase end cancels is not dropped: it finishes in the
-          background and is logged as ``model_request_abandoned`` with what it cost.
+        - A hosted model's request is opened in the run's ledger before it is sent: one the
+          phase end cuts off finishes in the background and is logged as
+          ``model_request_abandoned`` with what it cost.
         """
 
         async def before_tool_execute(
@@ -128,7 +131,11 @@ class SeatAgents:
         )
 
     def _watched(self, agent_id: str, model: str, provider: str) -> Any:
-        """A ``wrap_model_request`` hook whose request a cancellation does not drop."""
+        """A ``wrap_model_request`` hook that opens each billed request in the run's ledger.
+
+        The request is in the ledger before it is sent, and ends in the log in exactly one way
+        (:mod:`glossogen.engine._requests`); a cancellation does not drop it.
+        """
 
         async def wrap_model_request(
             ctx: RunContext[Any],
@@ -136,7 +143,7 @@ class SeatAgents:
             request_context: ModelRequestContext,
             handler: WrapModelRequestHandler,
         ) -> ModelResponse:
-            if provider in ("scripted", "local"):  # on this process's clock, not billed
+            if provider in UNBILLED:  # on this process's clock, not billed
                 return await handler(request_context)
             sender = (agent_id, model, provider, self.round_number)
             # No game time passes while the seat waits for its answer. A failed call keeps the
@@ -145,7 +152,7 @@ class SeatAgents:
             # longer waited for: game time goes on while it finishes in the background.
             release: Callable[[], None] | None = self.clock.hold()
             try:
-                response = await self.abandoned.shielded(handler(request_context), sender)
+                return await self.requests.send(handler(request_context), sender)
             except Exception:
                 if agent_id in self.runners and release is not None:
                     self.runners[agent_id].held.append(release)
@@ -154,14 +161,8 @@ class SeatAgents:
             finally:
                 if release is not None:
                     release()
-            if agent_id in self.runners:  # logged when its node is handled, or on a cut-off
-                self.runners[agent_id].arrived = response
-            return response
 
         return wrap_model_request
-
-    def _log_abandoned(self, event: ModelRequestAbandoned) -> None:
-        self.emit(event)
 
     def _make_runner(self, seat: Seat) -> AgentRunner:
         spec = self.specs[seat.agent_id]

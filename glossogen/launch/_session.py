@@ -262,12 +262,15 @@ class RunSession:
         await asyncio.to_thread(self.writer.round_boundary)
 
     async def settle_requests(self, seconds: float = SETTLE_SECONDS) -> None:
-        """Wait for the model requests phase ends abandoned, so the log prices them.
+        """Wait for the model requests no event has logged yet, so the log prices them.
 
         Up to ``seconds``; a request that has not answered by then is logged with its cost
-        unknown (the run's total is then null, with the reason).
+        unknown (the run's total is then null, with the reason). Called before the run is
+        priced: afterwards every request the run sent is in the log, and the log is durable
+        (on S3, uploaded), so the pricing reads them.
         """
-        await self.engine.abandoned.settle(seconds)
+        await self.engine.requests.settle(seconds)
+        await self._round_boundary()
 
     @property
     def stopped_early(self) -> str | None:
@@ -300,12 +303,12 @@ class RunSession:
             self.engine.setup.tracing.shutdown()
 
     def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
-        if self.engine.abandoned.pending:  # not settled (an interrupted run): cost unknown
-            given_up = self.engine.abandoned.pending
-            self.engine.abandoned.give_up(f"the run ended {status}")
-            spend = spend.model_copy(
-                update={"total_cost_usd": None, "cost_note": _unanswered_note(given_up)}
-            )
+        if self.engine.requests.pending:  # priced before its requests were settled
+            # No request may outlive the log: each ended one is logged as it ended, the rest
+            # with their cost unknown; the run is priced again with them.
+            self.engine.requests.close(f"the run ended {status}")
+            self.writer.round_boundary()  # on S3 the pricing reads the uploaded log
+            spend = price_spend(self.folder)
         played, won = len(self.engine.recorded), self.engine.rounds_won
         capped = status == "incomplete" and self.spend_capped
         process = round(time.monotonic() - self.started, 3)

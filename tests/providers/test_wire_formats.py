@@ -70,7 +70,10 @@ def _assert_no_secret_in(folder: Path, *secrets: str) -> None:
                 assert secret not in text, f"{secret} leaked into {path}"
 
 
-def _assert_priced(events: list, model: str, provider_id: str, cache_write: int) -> None:
+def _assert_priced(
+    events: list, stub: StubModelServer, model: str, provider_id: str, cache_write: int
+) -> None:
+    """Every reply the stub served is logged once, at genai-prices' price of its usage."""
     unit = float(
         calc_price(
             Usage(
@@ -101,13 +104,15 @@ def _assert_priced(events: list, model: str, provider_id: str, cache_write: int)
             cache_write,
         )
         assert e.cost_usd == pytest.approx(unit, rel=1e-12)
+    served = stub.served_usd(model, provider_id)  # what the provider side billed
+    assert len(stub.requests) == len(served) == len(responses)
     ended = events[-1]
     for agent in ended.agent_costs:
         n = sum(1 for e in responses if e.agent_id == agent.agent_id)
         assert agent.requests == n
         assert round(agent.cost_usd, 2) == round(n * unit, 2)
         assert agent.cost_usd == pytest.approx(n * unit, rel=1e-9)
-    assert ended.total_cost_usd == pytest.approx(len(responses) * unit, rel=1e-9)
+    assert ended.total_cost_usd == pytest.approx(sum(served), abs=1e-9)
 
 
 def test_anthropic_messages_wire(
@@ -118,7 +123,7 @@ def test_anthropic_messages_wire(
     model_stub.responder = lambda req: _with_cache_write(pd_player(req))
     result, events = _run(tmp_path, "claude-sonnet-4-6", "anthropic")
     assert (result.status, result.rounds_won) == ("completed", 2)
-    _assert_priced(events, "claude-sonnet-4-6", "anthropic", cache_write=100)
+    _assert_priced(events, model_stub, "claude-sonnet-4-6", "anthropic", cache_write=100)
     sent = model_stub.requests
     assert {r.wire for r in sent} == {"anthropic"}
     assert {r.model for r in sent} == {"claude-sonnet-4-6"}
@@ -146,7 +151,7 @@ def test_openai_responses_wire(
     model_stub.responder = pd_player
     result, events = _run(tmp_path, "gpt-5.4", "openai", "agent_model_settings.temperature=0.25")
     assert (result.status, result.rounds_won) == ("completed", 2)
-    _assert_priced(events, "gpt-5.4", "openai", cache_write=0)
+    _assert_priced(events, model_stub, "gpt-5.4", "openai", cache_write=0)
     sent = model_stub.requests
     assert {r.wire for r in sent} == {"responses"}
     assert {r.model for r in sent} == {"gpt-5.4"}

@@ -16,12 +16,19 @@ from glossogen.cli import main
 from glossogen.eventlog import (
     AgentRegistered,
     LlmResponseReceived,
-    ModelRequestAbandoned,
     SimulationEnded,
+    ToolCallInvoked,
+    ToolResultReceived,
     read_events,
 )
 from glossogen.launch import RunRequest, estimate_round_cost, plan_run
-from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
+from tests.fixtures.model_stubs import (
+    RecordedRequest,
+    Served,
+    StubFault,
+    StubModelServer,
+    StubReply,
+)
 from tests.providers.test_wire_formats import USAGE
 
 SPEC = """\
@@ -64,7 +71,8 @@ def lock_in_player(req: RecordedRequest) -> StubReply:
     Nothing a seat does reaches the other seat, so each round makes exactly one lock-in call per
     seat whichever answer the stub sends first. The call after ``locked`` races the round's end:
     it may not be sent, or be answered in the round, or be answered after the round ended
-    (logged ``model_request_abandoned``, answered); :func:`expected_cost` counts it from the log.
+    (logged ``model_request_abandoned``, answered); :func:`expected_cost` counts what the stub
+    served, whichever happened.
     """
     last = json.dumps(req.messages[-1]) if req.messages else ""
     if "locked" in last:
@@ -72,21 +80,39 @@ def lock_in_player(req: RecordedRequest) -> StubReply:
     return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
 
 
-DONE_PRICE = float(
-    calc_price(Usage(**DONE_USAGE), model_ref="gpt-4.1-mini", provider_id="openai").total_price
-)
+def _call_ids(runs: Path, run_id: str) -> set[str]:
+    """The tool call ids a run's log names (the stub makes them: ``call_stub_<n>_<i>``)."""
+    ids: set[str] = set()
+    for e in read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events:
+        if isinstance(e, ToolCallInvoked | ToolResultReceived):
+            ids.add(e.tool_call_id)
+        elif isinstance(e, LlmResponseReceived):
+            ids |= {c["tool_call_id"] for c in e.tool_calls}
+    return ids
 
 
-def expected_cost(runs: Path, run_id: str, rounds: int = 1) -> float:
-    """What the run's log should total: its lock-in calls, plus each call after a lock-in."""
-    events = read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events
-    after = sum(
-        (isinstance(e, LlmResponseReceived) and not e.tool_calls)
-        or (isinstance(e, ModelRequestAbandoned) and e.answered)
-        for e in events
-    )
-    return rounds * PER_RUN + after * DONE_PRICE
+def _conversation(served: Served) -> set[str]:
+    """The stub's call ids a served reply made or its request carried results of."""
+    return {*served.call_ids, *(call_id for call_id, _ in served.request.tool_results)}
 
+
+def expected_cost(stub: StubModelServer, runs: Path, run_id: str) -> float:
+    """What the stub billed the run: genai-prices' price of each reply it served the run's
+    conversations (a reply whose call ids, or whose request's tool results, the log names)."""
+    ids = _call_ids(runs, run_id)
+    return sum(s.usd(MODEL, "openai") for s in stub.served if _conversation(s) & ids)
+
+
+def assert_each_reply_billed_to_one_run(
+    stub: StubModelServer, runs: Path, run_ids: list[str]
+) -> None:
+    """Every reply the stub served belongs to exactly one of ``run_ids``: none is in no log."""
+    ids = [_call_ids(runs, run_id) for run_id in run_ids]
+    owners = [sum(bool(_conversation(s) & run) for run in ids) for s in stub.served]
+    assert owners == [1] * len(stub.served)
+
+
+MODEL = "gpt-4.1-mini"
 
 PER_RUN = 2 * float(
     calc_price(
@@ -112,7 +138,7 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     assert _sweep(pilot) == 0
     pilot_summary = json.loads((runs / "sweeps/pilot/run_summary.json").read_text())
     (pilot_trial,) = pilot_summary["cells"][0]["trials"]
-    pilot_cost = expected_cost(runs, pilot_trial["run_id"])
+    pilot_cost = expected_cost(openai_stub, runs, pilot_trial["run_id"])
     assert _cost(runs, pilot_trial["run_id"]) == pytest.approx(pilot_cost, rel=1e-12)
     assert pilot_summary["spend"]["spent_usd"] == pytest.approx(pilot_cost, rel=1e-12)
     capsys.readouterr()
@@ -130,7 +156,10 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
         ("incomplete", True),
         ("incomplete", True),
     ]
-    costs = [expected_cost(runs, t["run_id"]) for t in trials[:2]]
+    costs = [expected_cost(openai_stub, runs, t["run_id"]) for t in trials[:2]]
+    assert_each_reply_billed_to_one_run(
+        openai_stub, runs, [pilot_trial["run_id"], *(t["run_id"] for t in trials[:2])]
+    )
     assert [_cost(runs, t["run_id"]) for t in trials[:2]] == [
         pytest.approx(c, rel=1e-12) for c in costs
     ]
@@ -181,6 +210,7 @@ def test_a_knob_by_model_grid_runs_each_cell_on_its_model(
         (2, "gpt-4.1-mini", "openai"),
     ]
     spent = 0.0
+    priced_runs: list[str] = []
     for cell in summary["cells"]:
         rounds, priced = cell["params"]["round_count"], cell["provider"] == "openai"
         for trial in cell["trials"]:
@@ -188,12 +218,14 @@ def test_a_knob_by_model_grid_runs_each_cell_on_its_model(
             seats = {(e.model, e.provider) for e in events if isinstance(e, AgentRegistered)}
             assert seats == {(cell["model"], cell["provider"])}
             assert trial["scores"]["rounds_played"] == rounds
-            expected = expected_cost(runs, trial["run_id"], rounds) if priced else 0.0
+            expected = expected_cost(openai_stub, runs, trial["run_id"]) if priced else 0.0
             assert _cost(runs, trial["run_id"]) == pytest.approx(expected, rel=1e-12)
             spent += expected
+            priced_runs += [trial["run_id"]] if priced else []
+    assert_each_reply_billed_to_one_run(openai_stub, runs, priced_runs)
     # One trial of each openai cell: 1 + 2 rounds of two lock-in calls, plus calls after.
     # A bound: how many calls after a lock-in are sent races the round's end (seen 0-2, even on
-    # the virtual clock); each trial's exact cost from its log is checked above.
+    # the virtual clock); each trial's exact cost, what the stub served it, is checked above.
     assert spent >= 3 * PER_RUN
     assert summary["spend"]["spent_usd"] == pytest.approx(spent, rel=1e-12)
 
