@@ -10,17 +10,17 @@ CI runs:
    first step is started, each with a throwaway home and a port the OS hands it when it binds
    (:func:`deployments.local_server.local_prefect_server`), and listed in the test-only
    ``GLOSSOGEN_TEST_PREFECT_API_URLS`` (worker ``gwN`` takes the Nth: ``tests/conftest.py``).
-3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; the second,
-   at the same time, runs ``tests/orchestration`` in one process (its package fixtures start a
-   Prefect server, deploy ``prefect.yaml`` and start real process workers; it has a Prefect
-   server of its own for its session fixtures, and its output is printed when both have
-   ended). Both steps always run; the command exits with the first step's code when it failed,
-   else the second's.
+3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; then the
+   second runs ``tests/orchestration`` in one process (its package fixtures start a Prefect
+   server, deploy ``prefect.yaml`` and start real process workers). Both steps always run; the
+   command exits with the first step's code when it failed, else the second's. The second step
+   does not play beside the first: tried so (a clean clone, a loaded machine), it took twice
+   as long, its SQLite-backed server answered 503, and a worker's flow run crashed before its
+   run began (a sweep trial failed).
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
-``pyproject.toml``, subprocesses included); each step keeps its data in a folder of its own
-and the two are combined into ``.coverage`` and reported as one figure at the end. Arguments
-after ``--`` go to both pytest runs.
+``pyproject.toml``, subprocesses included; the second step appends to the first's data and
+prints the whole figure). Arguments after ``--`` go to both pytest runs.
 
 This is a plain script (argparse, subprocess) rather than a typer command of the product: it
 runs the product's tests and must not import the product before pytest does.
@@ -90,16 +90,6 @@ def _pytest_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", *args]
 
 
-def _coverage(step: str, scratch: Path, enabled: bool) -> tuple[list[str], dict[str, str]]:
-    """pytest-cov's arguments and the ``COVERAGE_FILE`` of one step (a folder of its own: the
-    two steps run at once, and each combines the data files its processes wrote beside it)."""
-    if not enabled:
-        return [], {}
-    folder = scratch / step
-    folder.mkdir()
-    return ["--cov", "--cov-branch", "--cov-report="], {"COVERAGE_FILE": str(folder / ".coverage")}
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the suite as the module docstring says; return the exit code."""
     parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n")[0])
@@ -118,57 +108,36 @@ def main(argv: list[str] | None = None) -> int:
     }
     # The tests' own Prefect settings and database, not the user's ~/.prefect.
     env.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="glossogen-tests-prefect-"))
-    scratch = Path(tempfile.mkdtemp(prefix="glossogen-tests-"))
     durations = [f"--durations={options.durations}"] if options.durations else []
-    first_cov, first_env = _coverage("first", scratch, options.coverage)
-    second_cov, second_env = _coverage("second", scratch, options.coverage)
-    first_env, second_env = {**env, **first_env}, {**env, **second_env}
+    cov = ["--cov", "--cov-branch"] if options.coverage else []
     with ExitStack() as stack:
+        first_env = dict(env)
         if not env.get("PREFECT_API_URL"):
-            # Run ids are unix seconds and flow runs are named after them: each session reads
-            # flow runs and artifacts of a server no other session writes to.
-            _say(f"starting {WORKERS + 1} Prefect servers on 127.0.0.1 (ports from the OS)")
-            *urls, second_url = stack.enter_context(prefect_servers(WORKERS + 1))
+            # Run ids are unix seconds and flow runs are named after them: each worker reads
+            # flow runs and artifacts of a server no other worker writes to.
+            _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
+            urls = stack.enter_context(prefect_servers(WORKERS))
             first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
-            first_env["PREFECT_API_URL"] = urls[0]
-            second_env["PREFECT_API_URL"] = second_url
+            first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
         started = time.monotonic()
-        # The second step waits on real process workers (they poll every second, and each flow
-        # run cold-starts a process) more than it computes: it plays beside the first.
-        second_log = scratch / "second-step.log"
-        with open(second_log, "wb") as log:
-            second_step = subprocess.Popen(
-                _pytest_command(["tests/orchestration", *durations, *second_cov,
-                                 *options.pytest_args]),
-                cwd=REPO, env=second_env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        stack.callback(lambda: second_step.poll() is None and second_step.kill())
         first = subprocess.run(
             _pytest_command(["-n", str(WORKERS), "--dist", "loadgroup",
-                             "--ignore=tests/orchestration", *durations, *first_cov,
-                             *options.pytest_args]),
+                             "--ignore=tests/orchestration", *durations,
+                             *([*cov, "--cov-report="] if cov else []), *options.pytest_args]),
             cwd=REPO, env=first_env,
         ).returncode  # fmt: skip
         _say(f"first step: exit {first}, {time.monotonic() - started:.0f} s wall")
-        second = second_step.wait()
-        _say("second step (tests/orchestration, played beside the first):")
-        sys.stdout.flush()
-        sys.stdout.buffer.write(second_log.read_bytes())
-        _say(f"second step: exit {second}; both steps: {time.monotonic() - started:.0f} s wall")
-    if options.coverage:
-        _report_coverage(scratch)
-    shutil.rmtree(scratch, ignore_errors=True)
+        second_started = time.monotonic()
+        # The second step appends to the first's coverage data and prints the whole figure.
+        second = subprocess.run(
+            _pytest_command(["tests/orchestration", *durations,
+                             *([*cov, "--cov-append", "--cov-report=term:skip-covered"]
+                               if cov else []), *options.pytest_args]),
+            cwd=REPO, env=env,
+        ).returncode  # fmt: skip
+        _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
+        _say(f"both steps: {time.monotonic() - started:.0f} s wall")
     return first or second
-
-
-def _report_coverage(scratch: Path) -> None:
-    """Combine both steps' data into ``.coverage`` and print the whole figure."""
-    data = str(REPO / ".coverage")
-    coverage = [sys.executable, "-m", "coverage"]
-    subprocess.run([*coverage, "combine", f"--data-file={data}", "-q",
-                    str(scratch / "first"), str(scratch / "second")], cwd=REPO, check=True)  # fmt: skip
-    subprocess.run([*coverage, "report", f"--data-file={data}", "--skip-covered"], cwd=REPO,
-                   check=True)  # fmt: skip
 
 
 if __name__ == "__main__":
