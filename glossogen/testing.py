@@ -30,6 +30,7 @@ from pydantic_ai.models import Model
 
 from glossogen.eventlog import EndStatus, RunView, Verdict
 from glossogen.launch import (
+    DEFAULT_MAX_AGENT_TURNS,
     RunRequest,
     check_agent_models,
     claim_run,
@@ -52,6 +53,7 @@ def play(
     overrides: Sequence[str] = (),
     agents: Mapping[str, Model] | None = None,
     clock_start: datetime = CLOCK_START,
+    max_agent_turns: int = DEFAULT_MAX_AGENT_TURNS,
 ) -> RunView:
     """Play ``rounds`` rounds of ``scenario`` into ``runs_dir`` and return the run's view.
 
@@ -66,6 +68,8 @@ def play(
             (agent id -> model, typically a ``FunctionModel``); the log still names them
             ``scripted``, and the run stays on the virtual clock.
         clock_start: Game time of the run's first event.
+        max_agent_turns: Model requests each seat may make in the whole run, as
+            ``glossogen run --max-agent-turns`` takes it.
 
     The run ends as the simulate flow would end it: ``completed``, or ``incomplete``/``error``
     when every agent is out, or ``error`` when a round was void. Call it from synchronous code
@@ -83,6 +87,7 @@ def play(
         runs_dir=str(runs_dir),
         config=config,
         overrides=[f"round_count={rounds}", *overrides],
+        max_agent_turns=max_agent_turns,
     )
     return asyncio.run(_play(request, rounds, agents, clock_start))
 

@@ -62,7 +62,8 @@ PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
 RoundTrigger = EndTrigger | Literal["provider_failed", "judge_failed", "spend_cap"]
 """How a round's main phase ended, or why its verdicts were voided after it did (``spend_cap``:
-the run's spend cap refused a judge call the verdict needed)."""
+the run's spend cap refused a judge call the verdict needed; ``turn_limit`` also when the phase
+ended unsettled with a seat out of ``max_agent_turns``)."""
 VOID_TRIGGERS = ("agents_failed", "turn_limit", "provider_failed", "judge_failed", "spend_cap")
 """A round that ended so was not played out: recorded void, never counted as a team's loss."""
 LIMIT_TRIGGERS = ("turn_limit", "spend_cap")
@@ -380,6 +381,12 @@ class RunEngine(ChannelOps, SeatAgents):
         return any(r.out and r.failures for r in self.runners.values())
 
     @property
+    def out_of_turns(self) -> list[str]:
+        """Seats taken out by ``max_agent_turns`` (they make no more requests in this run)."""
+        limit = self.setup.max_agent_turns
+        return [r.spec.agent_id for r in self.runners.values() if r.out and r.turns >= limit]
+
+    @property
     def every_agent_out(self) -> bool:
         """True when no agent can take part any more (turn limit or repeated failures)."""
         return all(r.out for r in self.runners.values())
@@ -416,6 +423,10 @@ class RunEngine(ChannelOps, SeatAgents):
             trigger = "judge_failed"
         elif silent and trigger not in ("agents_failed", "turn_limit"):
             trigger = "provider_failed"
+        elif ended != "settled" and self.out_of_turns:
+            # A seat its turn limit took out did not play the round to its end: what it did
+            # not do is the cap, not a move (a missing move is never scored as one).
+            trigger = "turn_limit"
         void = trigger in VOID_TRIGGERS
         if void and trigger not in LIMIT_TRIGGERS:
             self.void_rounds.append(round_number)

@@ -148,3 +148,21 @@ def test_an_agent_out_of_turns_with_a_briefing_queued_lets_the_next_phase_end_al
         (2, "all_idle", LATENCY + 0.5),
     ]
     assert played.out_after_round == [False, False]
+    # a ran out of turns before either round settled: each round is void for the cap, never
+    # scored on what a did not do.
+    assert [(e.round_number, e.success, e.void, e.reason) for e in played.of("round_result_recorded")] == [
+        (1, False, True, "void (turn_limit): declared: ['a', 'a']"),
+        (2, False, True, "void (turn_limit): declared: []"),
+    ]  # fmt: skip
+    assert [s.trigger for s in played.summaries] == ["turn_limit", "turn_limit"]
+
+
+def test_a_round_that_settled_before_a_seat_ran_out_of_turns_is_scored():
+    # a declares with its second (last) request, which settles the round: the round was played
+    # to its end, so it is scored though a is out of turns when it ends.
+    policy = by_agent(a=lambda view: ScriptedMove.call("declare"), b=finish)
+    scenario = Tiny(knobs(idle_floor_seconds=0.5), policy, settle_when=lambda s: bool(s.declared))
+    played = play(scenario, rounds=1, max_agent_turns=1)
+    (recorded,) = played.of("round_result_recorded")
+    assert (recorded.success, recorded.void, recorded.reason) == (True, False, "declared: ['a']")
+    assert [s.trigger for s in played.summaries] == ["settled"]
