@@ -4,13 +4,11 @@ a tool that ran returns its real result, and a scenario tool out of its phase is
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from glossogen.cli import main
 from glossogen.eventlog import (
     AgentHistoryAppended,
     AgentRunCycleFailed,
@@ -187,21 +185,26 @@ def test_a_tool_that_ran_returns_its_result_and_lock_in_in_the_postmortem_is_ref
 
 
 def test_the_cli_exits_69_and_names_the_model_errors_in_its_closing_line(
-    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+    prefect_api: str,
+    anthropic_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # The command in this process (glossogen.cli.main): its exit code and its closing line.
     anthropic_stub.responder = lambda req: StubFault(kind="refusal")
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", MODEL,
-         "--provider", "anthropic", "--runs-dir", "./runs", "--config", "knobs_default",
-         "round_count=2", "postmortem_enabled=false", "max_round_duration_seconds=30",
-         "idle_floor_seconds=0.05"],
-        cwd=tmp_path, env={**os.environ}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 69, done.stderr
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "prisoners_dilemma", "--model", MODEL, "--provider", "anthropic",
+              "--runs-dir", "./runs", "--config", "knobs_default", "round_count=2",
+              "postmortem_enabled=false", "max_round_duration_seconds=30",
+              "idle_floor_seconds=0.05"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert exited.value.code == 69, err
     (log,) = (tmp_path / "runs").glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")
     ended = read_events(str(log)).events[-1]
     assert isinstance(ended, SimulationEnded)
-    closing = done.stdout.strip().splitlines()[-1]
+    closing = out.strip().splitlines()[-1]
     # Six refusals, each billed as the stub's default answer (10 in, 5 out: $0.000105); the
     # seconds are the process's real ones, read from the log the line sums up.
     assert closing == (
