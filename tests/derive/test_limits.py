@@ -17,14 +17,13 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from flows.reconcile import reconcile
 from flows.simulate import resume, simulate
+from glossogen.cli import main
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork
 from glossogen.eventlog import (
     AgentTurnLimitReached,
@@ -110,16 +109,12 @@ def test_the_source_records_every_limit_and_would_play_on_under_the_default(
 
 
 def test_resume_without_the_flag_keeps_the_recorded_limits(
-    prefect_api: str, source: Path, tmp_path: Path
+    prefect_api: str, source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _cut_at_round_3(source, tmp_path, source.name)
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "run", "veyru", "--resume", str(run)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 1, done.stderr  # README: 1, the run ended incomplete
+    with pytest.raises(SystemExit) as exited:  # the command, in this process
+        main(["run", "veyru", "--resume", str(run)])
+    assert exited.value.code == 1, capsys.readouterr().err  # README: 1, the run ended incomplete
     assert _outcome(run) == LIMITED
     (resumed,) = [
         e for e in read_events(str(run / "veyru.jsonl")).events if isinstance(e, RunResumed)
