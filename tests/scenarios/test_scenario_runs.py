@@ -24,6 +24,7 @@ from flows.simulate import resume
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import RunResumed, read_events
+from glossogen.launch import VIRTUAL_CLOCK_SETTING
 from glossogen.scenario import load_scenario
 from scenarios.spot_the_difference.events import SpotTheDifferenceRoundRanked
 from tests.scenarios._runs import verdicts
@@ -40,10 +41,12 @@ CliRun = tuple[Path, list[str]]
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``glossogen ARGS`` in a process of its own, its scripted run on game time (no real
+    second passes for a scripted seat's latency or an idle floor)."""
     return subprocess.run(
         [sys.executable, "-m", "glossogen", *args],
         cwd=cwd,
-        env=dict(os.environ),
+        env={**os.environ, VIRTUAL_CLOCK_SETTING: "1"},
         capture_output=True,
         text=True,
         timeout=300,
