@@ -17,7 +17,9 @@ CLI. A seeded schedule mixes, run by run:
   s answers (a phase limit ends on requests in flight);
 - a third of the runs are a ``python -m glossogen run`` process SIGKILLed when the stub gets
   its k-th request (the stub's loop is held while the process dies, so no answer is sent
-  meanwhile), then continued with ``glossogen run SCENARIO --resume RUN_DIR``;
+  meanwhile; the process sends API keys of its own, so a request of it the stub reads only
+  after the death is known to have reached nobody), then continued with ``glossogen run
+  SCENARIO --resume RUN_DIR``;
 - some prisoners_dilemma runs have ``--spend-cap-usd`` (just above the dry-run estimate, with
   answers large enough that the cap is reached mid-run).
 
@@ -29,9 +31,10 @@ request for request: each answered request (wire, model, usage) against the log'
 with tokens, ``judge_called``). Per run it checks: no answered request missing from the log and
 no logged usage the stub never served; ``simulation_ended.total_cost_usd`` equals the served
 usage priced with genai-prices (``calc_price``) to 1e-9 USD; a capped run logged and was served
-no more than its cap; ``glossogen verify``'s rules (``RunView.check_books``) hold. Answers sent
-to a process in the instant it was killed cannot be logged by anyone; they are counted apart
-(``lost at kill``), not as missing.
+no more than its cap; ``glossogen verify``'s rules (``RunView.check_books``) hold. An answer the
+killed process received but had not logged when it died is counted apart from the missing ones
+(``answers sent as they died``): the run passes only if its log marks as many requests of
+unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bound).
 
 Prints one line per run and ``ledger audit: N runs, R requests served, L logged, M missing, C
 capped runs over cap, V verify failures``; exits 1 when anything is missing, unpriced, over its
@@ -278,8 +281,7 @@ def overrides(plan: Plan) -> list[str]:
 
 def spend_cap(plan: Plan, runs_dir: str) -> float:
     """A cap just above the dry-run estimate (a cap below it is refused at launch)."""
-    from glossogen.launch import plan_run
-    from glossogen.launch._settings import estimate_round_cost
+    from glossogen.launch import estimate_round_cost, plan_run
 
     config = plan_run(request(plan, runs_dir, None))
     per_round = estimate_round_cost(config).per_round or 0.0
