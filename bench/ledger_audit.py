@@ -211,7 +211,7 @@ def make_stub(plan: Plan, base: int) -> Any:
             self.rng = random.Random(plan.index * 7919 + 1)
             self.count = 0
             self.faults = 0
-            self.served: list[Served] = []
+            self.answered: list[Served] = []  # ``served`` is the stub's own list
             self.victim: subprocess.Popen[str] | None = None
             self.killed = False
             self.to_the_dead = 0  # answers rendered for the killed process after it died
@@ -259,7 +259,7 @@ def make_stub(plan: Plan, base: int) -> Any:
                 self.to_the_dead += 1  # sent before it died, read after: nobody received it
             elif r.input_tokens > base:  # one of ours (a held answer's fallback is not)
                 k = r.input_tokens - base
-                self.served.append(
+                self.answered.append(
                     Served(k, req.model, r.input_tokens, r.output_tokens, not self.killed)
                 )
             return super()._render(r, req)
@@ -380,7 +380,7 @@ def reconcile(audit: Audit, stub: Any, run_dir: str) -> None:
     from glossogen.verify import verify_run
 
     plan, base = audit.plan, CAPPED_BASE if audit.plan.capped else BASE
-    audit.served, audit.faults = list(stub.served), stub.faults
+    audit.served, audit.faults = list(stub.answered), stub.faults
     audit.to_the_dead, audit.killed_at = stub.to_the_dead, stub.killed_at
     by_k = {s.k: s for s in audit.served}
     audit.served_usd = sum(price(plan, s.input_tokens, s.output_tokens) for s in audit.served)
