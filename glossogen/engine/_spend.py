@@ -61,20 +61,23 @@ def input_token_bound(request_context: ModelRequestContext) -> int:
 def worst_case_usd(provider: str, model: str, input_tokens: int, max_tokens: int) -> float | None:
     """USD of a request of ``input_tokens`` whose answer uses its whole ``max_tokens``.
 
-    The input is priced at the dearer of the plain and cache-write rates (a cached prompt
-    costs more the first time); None when the model is not in the price catalogue.
+    The input is priced at the dearest of the plain, cache-write and one-hour cache-write rates
+    (a cached prompt costs more the first time); None when the model is not in the price
+    catalogue.
     """
-    plain = price_call(provider, model, input_tokens=input_tokens, output_tokens=max_tokens)
-    written = price_call(
-        provider,
-        model,
-        input_tokens=input_tokens,
-        output_tokens=max_tokens,
-        cache_write_tokens=input_tokens,
-    )
-    if plain is None or written is None:
-        return None
-    return max(plain, written)
+    prices = [
+        price_call(
+            provider,
+            model,
+            input_tokens=input_tokens,
+            output_tokens=max_tokens,
+            cache_write_tokens=written,
+            cache_write_1h_tokens=written_1h,
+        )
+        for written, written_1h in ((0, 0), (input_tokens, 0), (input_tokens, input_tokens))
+    ]
+    known = [p for p in prices if p is not None]
+    return max(known) if len(known) == len(prices) else None
 
 
 def _usd(value: float) -> Decimal:

@@ -51,6 +51,7 @@ from glossogen.eventlog._view import (
     SeatSpend,
     Spend,
     Status,
+    Tokens,
     split_attempts,
 )
 from glossogen.eventlog._writer import EventLogWriter
@@ -71,6 +72,7 @@ __all__ = [
     "RunView",
     "SeatSpend",
     "Spend",
+    "Tokens",
     "Status",
     "split_attempts",
     "LEGACY_SCHEMA_VERSION",

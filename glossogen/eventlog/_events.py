@@ -78,13 +78,20 @@ class Verdict(BaseModel):
 
 
 class AgentCost(BaseModel):
-    """Spend of one agent over a run, in USD; ``cost_usd`` is null when any call was not costed."""
+    """Spend of one agent over a run, in USD; ``cost_usd`` is null when any call was not costed.
+
+    ``input_tokens`` counts every prompt token, those the cache served (``cache_read_tokens``)
+    and wrote (``cache_write_tokens``, of which ``cache_write_1h_tokens`` for one hour) included.
+    """
 
     agent_id: str
     cost_usd: float | None
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
 
 @final
@@ -219,6 +226,8 @@ class LlmResponseReceived(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
 
 
@@ -286,6 +295,8 @@ class ModelRequestAbandoned(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
     error: str | None = None
 
@@ -357,6 +368,10 @@ class JudgeCalled(Event):
     """What an item ruling found (``matched`` item numbers, ``false_positives``); else empty."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
 
 
