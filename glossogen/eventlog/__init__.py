@@ -5,6 +5,7 @@ from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
     CORE_EVENTS,
     SCHEMA_VERSION,
+    TOKEN_FIELDS,
     AgentCost,
     AgentHistoryAppended,
     AgentRegistered,
@@ -31,6 +32,7 @@ from glossogen.eventlog._events import (
     ScheduledEventFired,
     SimulationEnded,
     SimulationStarted,
+    Tokens,
     ToolCallInvoked,
     ToolResultReceived,
     Verdict,
@@ -51,12 +53,12 @@ from glossogen.eventlog._view import (
     SeatSpend,
     Spend,
     Status,
-    Tokens,
     split_attempts,
 )
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "TOKEN_FIELDS",
     "TOLERANCE_USD",
     "BookRule",
     "BrokenRule",

@@ -56,6 +56,7 @@ from glossogen.eventlog._events import (
     RunResumed,
     SimulationEnded,
     SimulationStarted,
+    Tokens,
     Verdict,
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
@@ -116,48 +117,6 @@ def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]
         else:
             pending.append(event)
     return kept, pending, ended
-
-
-TOKEN_FIELDS = (
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cache_write_1h_tokens",
-    "output_tokens",
-)
-"""The token counts a priced call logs. Input counts every prompt token, cache reads and
-writes included; cache writes count the one-hour ones."""
-
-
-@dataclass(kw_only=True)
-class Tokens:
-    """Tokens of a set of model calls (:data:`TOKEN_FIELDS`)."""
-
-    input_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_write_1h_tokens: int = 0
-    output_tokens: int = 0
-
-    def add_tokens(self, counted: Any) -> None:
-        """Add the token counts of ``counted`` (a priced event, or other :class:`Tokens`)."""
-        for name in TOKEN_FIELDS:
-            setattr(self, name, getattr(self, name) + getattr(counted, name))
-
-    @property
-    def cached_share(self) -> float | None:
-        """Share of input tokens served from the provider's cache (reads / input); None: none."""
-        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
-
-    def summary(self) -> str:
-        """One line of the counts, as the closing line and the run page show them."""
-        share = self.cached_share
-        cached = "" if share is None else f", {share:.1%} of input from cache"
-        return (
-            f"tokens {self.input_tokens} in ({self.cache_read_tokens} cache read, "
-            f"{self.cache_write_tokens} cache write, {self.cache_write_1h_tokens} of it 1 h), "
-            f"{self.output_tokens} out{cached}"
-        )
 
 
 @dataclass

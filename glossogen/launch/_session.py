@@ -76,6 +76,8 @@ class RunSpend(BaseModel):
     """Why ``total_cost_usd`` is null, when it is."""
     tokens: Tokens = Field(default_factory=Tokens)
     """Tokens of the run's own calls, agents and judge (cache reads and writes apart)."""
+    judge_tokens: Tokens = Field(default_factory=Tokens)
+    """Tokens of the in-run judge's own calls."""
 
 
 class RunResult(BaseModel):
@@ -324,6 +326,7 @@ class RunSession:
             total_cost_usd=spend.total_cost_usd,
             judge_cost_usd=spend.judge_cost_usd,
             agent_costs=spend.agent_costs,
+            judge_tokens=spend.judge_tokens,
             duration_seconds=duration,
             process_seconds=process,
             inherited_cost_usd=spend.inherited_cost_usd,
@@ -517,4 +520,5 @@ def price_spend(folder: RunFolder) -> RunSpend:
         model_errors=errors,
         cost_note=note,
         tokens=own.tokens,
+        judge_tokens=own.judge_tokens,
     )
