@@ -26,7 +26,12 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 from tests.providers.test_wire_formats import pd_turn
 
 SCENARIO = "prisoners_dilemma"
-WIRE = {"cache": True, "max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"}
+WIRE = {
+    "cache": True,
+    "max_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+}
 """Setting -> the field of an OpenAI Responses request body that carries it."""
 
 
@@ -154,7 +159,11 @@ def test_a_forks_agent_model_settings_replace_the_sources_whole(
     assert seats == {
         "player_a": ("openai", "gpt-4.1", {"cache": True, "max_tokens": 16384, "top_p": 0.9}),
         # its recorded entry names its own settings: the fork keeps them
-        "player_b": ("openai", "gpt-4.1-mini", {"cache": True, "max_tokens": 16384, "temperature": 0.5}),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     config = json.loads((fork / "config.json").read_text())
@@ -174,7 +183,11 @@ def test_seats_a_forks_model_overrides_leaves_out_send_the_runs_settings(
     assert seats == {
         "player_a": ("openai", "gpt-4.1", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
         # its source model and provider, from its registration; the run's settings
-        "player_b": ("openai", "gpt-4.1-mini", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     entry = json.loads((fork / "config.json").read_text())["model_overrides"]["player_b"]
@@ -192,8 +205,16 @@ def test_a_replaced_seat_sends_its_knobs_entry_and_the_others_the_runs(
     run = _derive(stub, tmp_path, request)
     seats = _registered_anew(run)
     assert seats == {
-        "player_a": ("openai", "gpt-4.1-nano", {"cache": True, "max_tokens": 16384, "temperature": 0.2}),
-        "player_b": ("openai", "gpt-4.1-mini", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
+        "player_a": (
+            "openai",
+            "gpt-4.1-nano",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.2},
+        ),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     # Its trajectories name what each seat ran with in this run, not in the source.
@@ -214,8 +235,16 @@ def test_a_cross_run_replaced_seat_sends_the_runs_settings(
     seats = _registered_anew(_derive(stub, tmp_path, request))
     assert seats == {
         # the source's settings for this seat stay behind with the model it replaces
-        "player_a": ("openai", "gpt-4o-mini", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
-        "player_b": ("openai", "gpt-4.1-mini", {"cache": True, "max_tokens": 16384, "temperature": 0.5}),
+        "player_a": (
+            "openai",
+            "gpt-4o-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
 
@@ -255,8 +284,16 @@ def test_a_fork_of_a_fork_at_its_boundary_keeps_the_parents_registrations(
         seats
         == _registered_anew(parent)
         == {
-            "player_a": ("openai", "gpt-4.1-nano", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
-            "player_b": ("openai", "gpt-4.1-mini", {"cache": True, "max_tokens": 16384, "temperature": 0.5}),
+            "player_a": (
+                "openai",
+                "gpt-4.1-nano",
+                {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+            ),
+            "player_b": (
+                "openai",
+                "gpt-4.1-mini",
+                {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+            ),
         }
     )
     _assert_each_seat_sends_its_registration(stub, seats)
