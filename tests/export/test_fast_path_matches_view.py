@@ -33,6 +33,11 @@ def _facts(log: Path) -> dict[str, object]:
             a.agent_id: (a.input_tokens, a.output_tokens, a.requests, a.cost_usd)
             for a in facts.agents.values()
         },
+        "cache": {
+            a.agent_id: (a.cache_read_tokens, a.cache_write_tokens, a.cache_write_1h_tokens)
+            for a in facts.agents.values()
+        },
+        "judge_tokens": facts.judge_tokens,
         "bad_lines": facts.bad_lines,
     }
 
@@ -52,6 +57,11 @@ def _view(log: Path) -> dict[str, object]:
             a: (s.input_tokens, s.output_tokens, s.requests, s.cost_usd)
             for a, s in spend.agents.items()
         },
+        "cache": {
+            a: (s.cache_read_tokens, s.cache_write_tokens, s.cache_write_1h_tokens)
+            for a, s in spend.agents.items()
+        },
+        "judge_tokens": spend.judge_tokens,
         "bad_lines": view.damaged_lines,
     }
 

@@ -8,12 +8,14 @@ genai-prices from what the stub served, never from the log's own sums.
 from __future__ import annotations
 
 import asyncio
+import csv
 import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from genai_prices import Usage, calc_price
 
 from glossogen.engine import RunJudge
@@ -25,8 +27,10 @@ from glossogen.eventlog import (
     ModelRequestAbandoned,
     read_events,
 )
+from glossogen.export import RunIdSelection, select_runs, write_tables
 from glossogen.launch import LaunchError, RunRequest, check_model_settings, plan_run
 from glossogen.scenario import JudgeDecision
+from glossogen.server import create_app
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -128,10 +132,45 @@ def test_anthropic_caches_tools_instructions_and_conversation_priced_per_lifetim
         assert agent.cost_usd == pytest.approx(n * unit, rel=1e-9)
     n = len(calls)
     assert result.total_cost_usd == pytest.approx(n * unit, rel=1e-9)
-    assert result.tokens.summary() == (
+    shown = (
         f"tokens {1000 * n} in ({600 * n} cache read, {300 * n} cache write, "
         f"{100 * n} of it 1 h), {50 * n} out, 60.0% of input from cache"
     )
+    assert result.tokens.summary() == shown  # the closing line's
+    runs_dir = str(tmp_path / "runs")
+    page = TestClient(create_app(runs_dir)).get(f"/runs/{result.run_id}")
+    assert f'<dt>tokens</dt><dd id="tokens">{shown}</dd>' in page.text
+
+    out = tmp_path / "tables"
+    records = select_runs(runs_dir, RunIdSelection(run_ids=[result.run_id])).records
+    write_tables(records, ["run_level", "agent_level"], str(out))
+    with (out / "run_level.csv").open(newline="") as f:
+        (run,) = list(csv.DictReader(f))
+    columns = ["input", "cache_read", "cache_write", "cache_write_1h", "output"]
+    assert [run[f"total_{c}_tokens"] for c in columns] == [
+        str(1000 * n),
+        str(600 * n),
+        str(300 * n),
+        str(100 * n),
+        str(50 * n),
+    ]
+    assert run["total_cached_input_share"] == "0.6"
+    with (out / "agent_level.csv").open(newline="") as f:
+        agents = {row["agent_id"]: row for row in csv.DictReader(f)}
+    for agent in ended.agent_costs:
+        row = agents[agent.agent_id]
+        k = agent.requests
+        assert [row[f"{c}_tokens"] for c in columns] == [
+            str(1000 * k),
+            str(600 * k),
+            str(300 * k),
+            str(100 * k),
+            str(50 * k),
+        ]
+        assert (row["cached_input_share"], float(row["cost_usd"])) == (
+            "0.6",
+            pytest.approx(k * unit, rel=1e-9),
+        )
 
 
 def test_anthropic_one_hour_cache_marks_every_breakpoint_one_hour(
