@@ -18,13 +18,14 @@ import pytest
 from fastapi.testclient import TestClient
 from genai_prices import Usage, calc_price
 
-from glossogen.engine import RunJudge
+from glossogen.engine import RunJudge, worst_case_usd
 from glossogen.eventlog import (
     AgentRegistered,
     Event,
     JudgeCalled,
     LlmResponseReceived,
     ModelRequestAbandoned,
+    ModelRequestRefused,
     read_events,
 )
 from glossogen.export import RunIdSelection, select_runs, write_tables
@@ -320,3 +321,27 @@ def test_the_judge_is_cached_and_logs_its_cache_tokens_priced(
     assert counts == (1000, 600, 300, one_hour, 50)
     unit = _usd(model, provider_id, **{**SERVED, "cache_write_1h_tokens": one_hour})
     assert event.cost_usd == pytest.approx(unit, rel=1e-12)
+
+
+def test_a_one_hour_cache_reserves_the_one_hour_write_rate_under_a_spend_cap(
+    prefect_api: str, model_stub: StubModelServer, anthropic_env: None, tmp_path: Path
+) -> None:
+    model_stub.responder = _served
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model="claude-sonnet-4-6",
+        provider="anthropic",
+        runs_dir=str(tmp_path / "runs"),
+        config="knobs_default",
+        overrides=["round_count=1", "agent_model_settings.cache=1h"],
+        spend_cap_usd=0.01,
+    )
+    result = play_ungated(request)
+    assert result.status == "incomplete"
+    events = read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+    (refused,) = [e for e in events if isinstance(e, ModelRequestRefused)]
+    bound = refused.input_tokens_bound
+    long = worst_case_usd("anthropic", "claude-sonnet-4-6", bound, 16384, long_cache=True)
+    assert refused.worst_case_usd == long
+    assert long == pytest.approx((bound * 6 + 16384 * 15) / 1e6, rel=1e-12)
+    assert model_stub.requests == []  # refused before it was sent
