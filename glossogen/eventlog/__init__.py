@@ -3,6 +3,7 @@
 from glossogen.eventlog._books import TOLERANCE_USD, BookRule, BrokenRule, check_books
 from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
+    CACHE_TOKEN_FIELDS,
     CORE_EVENTS,
     SCHEMA_VERSION,
     TOKEN_FIELDS,
@@ -58,6 +59,7 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "CACHE_TOKEN_FIELDS",
     "TOKEN_FIELDS",
     "TOLERANCE_USD",
     "BookRule",

@@ -88,6 +88,9 @@ TOKEN_FIELDS = (
 """The token counts a priced call logs. Input counts every prompt token, cache reads and
 writes included; cache writes count the one-hour ones."""
 
+CACHE_TOKEN_FIELDS = ("cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens")
+"""The cache counts among :data:`TOKEN_FIELDS`."""
+
 
 @dataclass(kw_only=True)
 class Tokens:

@@ -28,9 +28,10 @@ numbered apart (``LogFacts.torn_line``). ``llm_response_received`` lines
 (``_usage.sum_responses``).
 
 Cache tokens (reads, writes, one-hour writes) are read from ``simulation_ended`` (each
-``agent_costs`` entry and ``judge_tokens``); a log whose ending does not carry them (none yet,
-one written before they were recorded, GlossoGen 0.5.x) takes them from the typed
-:class:`~glossogen.eventlog.RunView`, the one reading of a run, rather than another byte search.
+``agent_costs`` entry and ``judge_tokens``); a log with no ending takes them from the typed
+:class:`~glossogen.eventlog.RunView` it is read into for its duration anyway. An ending written
+before they were recorded (GlossoGen 0.5.x included) leaves them unknown (None, a blank cell):
+reading such a log whole for them would undo the head-and-tail rule.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from glossogen.eventlog import TOKEN_FIELDS, Tokens
+from glossogen.eventlog import CACHE_TOKEN_FIELDS, TOKEN_FIELDS, Tokens
 from glossogen.export._lines import (
     LineParser,
     census,
@@ -86,7 +87,8 @@ class AgentFacts:
         output_tokens: Output tokens, likewise.
         requests: Model requests (responses), likewise.
         cache_read_tokens: Input tokens the provider's cache served (of ``input_tokens``),
-            from the same entry, else the run's :class:`~glossogen.eventlog.RunView`.
+            from the same entry, else (no ending) the run's :class:`~glossogen.eventlog.RunView`;
+            None when the ending recorded none.
         cache_write_tokens: Input tokens written to the cache, likewise.
         cache_write_1h_tokens: Of those, the ones written for one hour, likewise.
     """
@@ -225,16 +227,11 @@ def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
             agent.input_tokens = cost.get("input_tokens")
             agent.output_tokens = cost.get("output_tokens")
             agent.requests = cost.get("requests")
-            for name in CACHE_FIELDS:
+            for name in CACHE_TOKEN_FIELDS:
                 setattr(agent, name, cost.get(name))
     judge = ended.get("judge_tokens")
     if isinstance(judge, dict):
         facts.judge_tokens = Tokens(**{name: int(judge.get(name) or 0) for name in TOKEN_FIELDS})
-
-
-CACHE_FIELDS = ("cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens")
-"""The cache counts of a seat, which only a view of the whole log gives when the ending lacks
-them (:func:`_cache_from_view`)."""
 
 
 def _cache_from_view(facts: LogFacts, view: RunView) -> None:
@@ -242,7 +239,7 @@ def _cache_from_view(facts: LogFacts, view: RunView) -> None:
     spend = view.spend
     for agent_id, agent in facts.agents.items():
         seat = spend.agents.get(agent_id)
-        for name in CACHE_FIELDS:
+        for name in CACHE_TOKEN_FIELDS:
             if getattr(agent, name) is None:
                 setattr(agent, name, getattr(seat, name) if seat is not None else 0)
     if facts.judge_tokens is None:
@@ -426,18 +423,14 @@ def read_log_facts(url: str) -> LogFacts:
             line_number(data, at) for at in set(parser.bad_at) | set(untyped)
         )
         facts.torn_line = truncated_line(data)
-    cache_unknown = facts.judge_tokens is None or any(
-        getattr(a, name) is None for a in facts.agents.values() for name in CACHE_FIELDS
-    )
-    no_duration = ended is None and facts.duration_seconds is None
-    if facts.started is not None and (cache_unknown or no_duration):
+    if ended is None and facts.started is not None:
         # No ending to read them from: the typed view sums what each process logged (rare: a
-        # run being written or one that stopped, or a log from before cache counts).
+        # run being written or one that stopped).
         from glossogen.eventlog import RunView
 
         view = RunView.load(url)
         _cache_from_view(facts, view)
-        if no_duration:
+        if facts.duration_seconds is None:
             facts.duration_seconds = view.duration_seconds
     if facts.duration_seconds is None:
         facts.duration_seconds = _seconds_between(facts.started_at, facts.ended_at)
