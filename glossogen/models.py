@@ -113,7 +113,10 @@ CACHE_KEY_MAX_CHARS = 64
 
 
 def request_model_settings(
-    settings: Mapping[str, Any], provider: str, cache_key: str | None = None
+    settings: Mapping[str, Any],
+    provider: str,
+    cache_key: str | None = None,
+    conversation: bool = True,
 ) -> ModelSettings:
     """Return the pydantic-ai settings one request of ``provider`` is sent, from a seat's own.
 
@@ -122,10 +125,21 @@ def request_model_settings(
     nothing), and with caching on, a provider that routes by key (:data:`CACHE_KEY_SETTINGS`)
     is sent ``cache_key`` (``<run_id>:<agent_id>``), so one seat's requests meet one cache.
     A copy: ``settings`` is not changed.
+
+    Args:
+        settings: The seat's (or judge's) settings.
+        provider: Where the request goes.
+        cache_key: The caller's prompt cache key.
+        conversation: False for one-off prompts (a judge's rulings): only the tool definitions
+            and instructions are cached, since writing a prompt no later request extends to the
+            cache costs more than sending it (pydantic-ai's ``CacheConfig(messages=False)``).
     """
     sent = dict(settings)
     cache = sent.pop("cache", None)
     if cache is not None and provider in CACHE_MARKED:
+        if cache and not conversation:
+            retention = {"retention": cache} if isinstance(cache, str) else {}
+            cache = {**retention, "messages": False}
         sent["cache"] = cache
     key_setting = CACHE_KEY_SETTINGS.get(provider)
     if cache and cache_key and key_setting:

@@ -180,7 +180,10 @@ class RunJudge:
                 instructions="You are an impartial judge. Rule only on what the text shows.",
             )
         settings = request_model_settings(
-            {"max_retries": 0, **self.model_settings}, self.provider, self.cache_key
+            {"max_retries": 0, **self.model_settings},
+            self.provider,
+            self.cache_key,
+            conversation=False,  # each ruling's prompt is its own: no later call extends it
         )
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not self.call_allowed():  # the run's spend cap: no new judge request

@@ -191,7 +191,9 @@ class Judge:
             usage = RunUsage()  # counts every answered request, also of a replica that fails
             try:
                 settings = (
-                    request_model_settings(self.settings, self.provider) if self.settings else None
+                    request_model_settings(self.settings, self.provider, conversation=False)
+                    if self.settings
+                    else None
                 )
                 result = await agent.run(prompt, model_settings=settings, usage=usage)
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)

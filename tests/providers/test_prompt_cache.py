@@ -308,7 +308,12 @@ def test_the_judge_is_cached_and_logs_its_cache_tokens_priced(
     assert isinstance(event, JudgeCalled)
     one_hour = 100 if provider == "anthropic" else 0  # OpenAI's wire has no one-hour writes
     if provider == "anthropic":
-        assert req.body["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
+        # a ruling's prompt is its own: the judge caches its tools and instructions alone
+        marker = {"type": "ephemeral", "ttl": "5m"}
+        assert "cache_control" not in req.body
+        assert req.body["system"][-1]["cache_control"] == marker
+        assert req.body["tools"][-1]["cache_control"] == marker
+        assert "cache_control" not in json.dumps(req.body["messages"])
     else:
         assert req.body["prompt_cache_key"] == "r/1:judge"
     counts = (
