@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from genai_prices import Usage, calc_price
 
+from glossogen.cli import main
 from glossogen.engine import RunJudge, worst_case_usd
 from glossogen.eventlog import (
     AgentRegistered,
@@ -32,6 +33,7 @@ from glossogen.export import RunIdSelection, select_runs, write_tables
 from glossogen.launch import LaunchError, RunRequest, check_model_settings, plan_run
 from glossogen.scenario import JudgeDecision
 from glossogen.server import create_app
+from tests.derive.test_resume_sends import _play_one_round_and_stop
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
@@ -350,3 +352,41 @@ def test_a_one_hour_cache_reserves_the_one_hour_write_rate_under_a_spend_cap(
     assert refused.worst_case_usd == long
     assert long == pytest.approx((bound * 6 + 16384 * 15) / 1e6, rel=1e-12)
     assert model_stub.requests == []  # refused before it was sent
+
+
+@pytest.mark.parametrize("recorded_cache", [True, None])
+def test_a_resume_sends_what_the_log_recorded_with_the_same_key_per_seat(
+    prefect_api: str,
+    model_stub: StubModelServer,
+    openai_env: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    recorded_cache: bool | None,
+) -> None:
+    model_stub.responder = _served
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model="gpt-5.4",
+        provider="openai",
+        runs_dir=str(tmp_path / "runs"),
+        config="knobs_default",
+        overrides=["round_count=2", "idle_floor_seconds=0.05"],
+    )
+    run = asyncio.run(_play_one_round_and_stop(request))
+    run_id = f"prisoners_dilemma/{Path(run).name}"
+    keys = {f"{run_id}:player_a", f"{run_id}:player_b"}
+    assert {req.body["prompt_cache_key"] for req in model_stub.requests} == keys
+    if recorded_cache is None:  # as a log written before caching existed records its seats
+        log = Path(run) / "prisoners_dilemma.jsonl"
+        events = [json.loads(line) for line in log.read_text().splitlines()]
+        for event in events:
+            if event["event_type"] == "agent_registered":
+                del event["model_settings"]["cache"]
+        log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    model_stub.requests = []
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "prisoners_dilemma", "--resume", run])
+    assert exited.value.code == 0, capsys.readouterr().err
+    assert model_stub.requests  # round 2 was played
+    sent = {req.body.get("prompt_cache_key") for req in model_stub.requests}
+    assert sent == (keys if recorded_cache else {None})
