@@ -61,16 +61,21 @@ def _run(
     tmp_path: Path, stub: StubModelServer, model: str, provider: str, *overrides: str
 ) -> tuple[Any, list[Event]]:
     stub.responder = _served
-    request = RunRequest(
+    result = play_ungated(_request(tmp_path, model, provider, *overrides))
+    return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
+
+
+def _request(tmp_path: Path, model: str, provider: str, *overrides: str, **limits: Any) -> Any:
+    """A two-round prisoners_dilemma run, its overrides after the defaults (the last wins)."""
+    return RunRequest(
         scenario="prisoners_dilemma",
         model=model,
         provider=provider,
         runs_dir=str(tmp_path / "runs"),
         config="knobs_default",
         overrides=["round_count=2", "idle_floor_seconds=0.05", *overrides],
+        **limits,
     )
-    result = play_ungated(request)
-    return result, read_events(f"{result.run_url}/prisoners_dilemma.jsonl").events
 
 
 def _calls(events: list[Event]) -> list[LlmResponseReceived | ModelRequestAbandoned]:
@@ -271,14 +276,7 @@ def test_a_cache_lifetime_the_model_does_not_sell_is_refused_at_launch(
     cache: str,
     refusal: str,
 ) -> None:
-    request = RunRequest(
-        scenario="prisoners_dilemma",
-        model=model,
-        provider=provider,
-        runs_dir=str(tmp_path / "runs"),
-        config="knobs_default",
-        overrides=[f"agent_model_settings.cache={cache}"],
-    )
+    request = _request(tmp_path, model, provider, f"agent_model_settings.cache={cache}")
     with pytest.raises(LaunchError) as info:
         check_model_settings(plan_run(request))
     assert (str(info.value), info.value.exit_code) == (refusal, 65)
@@ -334,13 +332,12 @@ def test_a_one_hour_cache_reserves_the_one_hour_write_rate_under_a_spend_cap(
     prefect_api: str, model_stub: StubModelServer, anthropic_env: None, tmp_path: Path
 ) -> None:
     model_stub.responder = _served
-    request = RunRequest(
-        scenario="prisoners_dilemma",
-        model="claude-sonnet-4-6",
-        provider="anthropic",
-        runs_dir=str(tmp_path / "runs"),
-        config="knobs_default",
-        overrides=["round_count=1", "agent_model_settings.cache=1h"],
+    request = _request(
+        tmp_path,
+        "claude-sonnet-4-6",
+        "anthropic",
+        "round_count=1",
+        "agent_model_settings.cache=1h",
         spend_cap_usd=0.01,
     )
     result = play_ungated(request)
@@ -364,15 +361,7 @@ def test_a_resume_sends_what_the_log_recorded_with_the_same_key_per_seat(
     recorded_cache: bool | None,
 ) -> None:
     model_stub.responder = _served
-    request = RunRequest(
-        scenario="prisoners_dilemma",
-        model="gpt-5.4",
-        provider="openai",
-        runs_dir=str(tmp_path / "runs"),
-        config="knobs_default",
-        overrides=["round_count=2", "idle_floor_seconds=0.05"],
-    )
-    run = asyncio.run(_play_one_round_and_stop(request))
+    run = asyncio.run(_play_one_round_and_stop(_request(tmp_path, "gpt-5.4", "openai")))
     run_id = f"prisoners_dilemma/{Path(run).name}"
     keys = {f"{run_id}:player_a", f"{run_id}:player_b"}
     assert {req.body["prompt_cache_key"] for req in model_stub.requests} == keys
