@@ -95,6 +95,62 @@ def as_model_settings(settings: Mapping[str, Any]) -> ModelSettings:
     return cast(ModelSettings, settings)
 
 
+CACHE_MARKED = frozenset({"anthropic", "openai", "openrouter"})
+"""Providers whose pydantic-ai model is sent the unified ``cache`` setting.
+
+pydantic-ai maps it per model (its profile's ``supports_cache``): on Anthropic it caches the
+tool definitions, the instructions and the growing conversation (``anthropic_cache_*``); on
+OpenAI only models with explicit cache breakpoints (GPT-5.6 on) take it, the others cache by
+themselves; on OpenRouter, its Anthropic and Gemini models. Every other provider (Google, xAI,
+Groq, Mistral, DeepSeek, Ollama, self-hosted, local, scripted) is sent no cache marker: what it
+caches, it caches from the stable prefix alone."""
+
+CACHE_KEY_SETTINGS = {"openai": "openai_prompt_cache_key", "mistral": "mistral_prompt_cache_key"}
+"""Providers that route requests sharing a key to one cache, and the pydantic-ai setting."""
+
+CACHE_KEY_MAX_CHARS = 64
+"""The longest prompt cache key OpenAI accepts; a longer one is sent as its SHA-256 prefix."""
+
+
+def request_model_settings(
+    settings: Mapping[str, Any],
+    provider: str,
+    cache_key: str | None = None,
+    conversation: bool = True,
+) -> ModelSettings:
+    """Return the pydantic-ai settings one request of ``provider`` is sent, from a seat's own.
+
+    A seat's settings are provider-neutral (as recorded in ``agent_registered``); its ``cache``
+    becomes what the provider takes (:data:`CACHE_MARKED`: the unified setting itself; others:
+    nothing), and with caching on, a provider that routes by key (:data:`CACHE_KEY_SETTINGS`)
+    is sent ``cache_key`` (``<run_id>:<agent_id>``), so one seat's requests meet one cache.
+    A copy: ``settings`` is not changed.
+
+    Args:
+        settings: The seat's (or judge's) settings.
+        provider: Where the request goes.
+        cache_key: The caller's prompt cache key.
+        conversation: False for one-off prompts (a judge's rulings): only the tool definitions
+            and instructions are cached, since writing a prompt no later request extends to the
+            cache costs more than sending it (pydantic-ai's ``CacheConfig(messages=False)``).
+    """
+    sent = dict(settings)
+    cache = sent.pop("cache", None)
+    if cache is not None and provider in CACHE_MARKED:
+        if cache and not conversation:
+            retention = {"retention": cache} if isinstance(cache, str) else {}
+            cache = {**retention, "messages": False}
+        sent["cache"] = cache
+    key_setting = CACHE_KEY_SETTINGS.get(provider)
+    if cache and cache_key and key_setting:
+        if len(cache_key) > CACHE_KEY_MAX_CHARS:
+            import hashlib
+
+            cache_key = hashlib.sha256(cache_key.encode()).hexdigest()[:CACHE_KEY_MAX_CHARS]
+        sent[key_setting] = cache_key
+    return as_model_settings(sent)
+
+
 def build_model(provider: str, model: str) -> Model:
     """Return the pydantic-ai model for a hosted or self-hosted ``(provider, model)``.
 

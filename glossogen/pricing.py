@@ -40,12 +40,16 @@ def price_call(
     output_tokens: int,
     cache_read_tokens: int = 0,
     cache_write_tokens: int = 0,
+    cache_write_1h_tokens: int = 0,
 ) -> float | None:
     """Return the USD cost of one call, or None when the model is not in the price catalogue.
 
-    ``input_tokens`` already includes cache reads and writes (pydantic-ai's and genai-prices'
-    convention). Unknown providers are not costed (None); a fine-tune the catalogue does not
-    list is priced at its base model's rates when the catalogue has the base.
+    ``input_tokens`` already includes cache reads and writes, and ``cache_write_tokens`` the
+    one-hour writes (pydantic-ai's and genai-prices' convention). Each part is priced at its
+    own rate: genai-prices (0.2.x) takes the one-hour count as ``cache_write_1h_tokens`` and
+    prices the rest of the writes at the five-minute rate. Unknown providers are not costed
+    (None); a fine-tune the catalogue does not list is priced at its base model's rates when
+    the catalogue has the base.
     """
     try:
         spec = PROVIDER_SPECS[Provider(provider)]
@@ -60,6 +64,7 @@ def price_call(
         output_tokens=output_tokens,
         cache_read_tokens=cache_read_tokens or None,
         cache_write_tokens=cache_write_tokens or None,
+        cache_write_1h_tokens=cache_write_1h_tokens or None,
     )
     for ref in dict.fromkeys((model, base_model(model))):  # the name, then a fine-tune's base
         try:
@@ -98,6 +103,7 @@ def price_usage(provider: str, model: str, usage: Any) -> float | None:
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
     )
 
 

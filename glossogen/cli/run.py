@@ -364,8 +364,8 @@ def play(
     print(
         f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} rounds won · "
         f"{counted(result.total_messages, 'message')} · {counted(result.total_chars, 'character')} "
-        f"(postmortems included) · {cost} · {result.duration_seconds:.1f} s"
-        + (f" · model errors: {errors}" if errors else ""),
+        f"(postmortems included) · {cost} · {result.tokens.summary()} · "
+        f"{result.duration_seconds:.1f} s" + (f" · model errors: {errors}" if errors else ""),
         flush=True,
     )
     internal = result.model_errors.get(INTERNAL_FAULT, 0) if result.status == "error" else 0

@@ -176,6 +176,7 @@ class RunEngine(ChannelOps, SeatAgents):
                     self.spend.hooks("judge", setup.judge.provider, setup.judge.model),
                 ],
                 clock.sleep,
+                cache_key=f"{setup.run_id}:judge",
             )
             if setup.judge
             else None

@@ -62,11 +62,15 @@ class RunJudge:
         emit: Callable[[Event], None],
         capabilities: list[Any] | None = None,
         pause: Callable[[float], Awaitable[None]] | None = None,
+        cache_key: str | None = None,
     ) -> None:
         """Set up the judge; the LLM agent is built on first use.
 
-        ``pause`` waits on the run's clock between retries of a failed call.
+        ``pause`` waits on the run's clock between retries of a failed call; ``cache_key``
+        (``<run_id>:judge``) routes its requests to one prompt cache where the provider takes
+        one (:func:`~glossogen.models.request_model_settings`).
         """
+        self.cache_key = cache_key
         self.capabilities = capabilities or []
         self.pause = pause or asyncio.sleep
         self.failed_in_round = False
@@ -147,6 +151,9 @@ class RunJudge:
                 detail=detail,
                 input_tokens=usage.input_tokens if usage is not None else 0,
                 output_tokens=usage.output_tokens if usage is not None else 0,
+                cache_read_tokens=usage.cache_read_tokens if usage is not None else 0,
+                cache_write_tokens=usage.cache_write_tokens if usage is not None else 0,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens if usage is not None else 0,
                 cost_usd=price_usage(self.provider, self.model, usage)
                 if usage is not None
                 else 0.0,
@@ -164,7 +171,7 @@ class RunJudge:
         from pydantic_ai import Agent
         from pydantic_ai.usage import RunUsage
 
-        from glossogen.models import build_model
+        from glossogen.models import build_model, request_model_settings
         from glossogen.tracing import agent_attributes
 
         agent: Any = self._agents.get(output_type)
@@ -176,7 +183,12 @@ class RunJudge:
                 capabilities=self.capabilities,
                 instructions="You are an impartial judge. Rule only on what the text shows.",
             )
-        settings = {"max_retries": 0, **self.model_settings}
+        settings = request_model_settings(
+            {"max_retries": 0, **self.model_settings},
+            self.provider,
+            self.cache_key,
+            conversation=False,  # each ruling's prompt is its own: no later call extends it
+        )
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not self.call_allowed():  # the run's spend cap: no new judge request
                 self.capped_in_round = True

@@ -240,6 +240,7 @@ class RequestLedger:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens,
                 cost_usd=price_usage(provider, model, usage),
             )
         )

@@ -38,7 +38,7 @@ from glossogen.eventlog import (
     ToolCallInvoked,
     ToolResultReceived,
 )
-from glossogen.models import as_model_settings
+from glossogen.models import request_model_settings
 from glossogen.pricing import price_usage
 from glossogen.scenario import AgentDeps, AgentSpec, Observation
 from glossogen.tracing import agent_attributes
@@ -93,6 +93,8 @@ class AgentRunner:
     model: str
     provider: str
     model_settings: dict[str, Any]
+    cache_key: str | None = None
+    """The seat's prompt cache key, ``<run_id>:<agent_id>`` (:func:`request_model_settings`)."""
     history: list[ModelMessage] = field(default_factory=list)
     inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     prompts: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
@@ -124,15 +126,17 @@ class AgentRunner:
     def request_settings(self) -> ModelSettings:
         """Return the settings sent with each request: the agent's, SDK retries off.
 
+        Its ``cache`` is asked of the provider as it takes it, with the seat's cache key.
+
         Retries are the engine's (each failure is an event), so vendor SDKs must not retry
         silently underneath; a request without its own ``timeout`` gets ``REQUEST_TIMEOUT_SECONDS``.
         """
         if self.provider in ("scripted", "local"):
-            return as_model_settings(self.model_settings)
+            return request_model_settings(self.model_settings, self.provider)
         settings = {"max_retries": 0, **self.model_settings}
         if "timeout" not in settings:
             settings["request_timeout"] = REQUEST_TIMEOUT_SECONDS
-        return as_model_settings(settings)
+        return request_model_settings(settings, self.provider, self.cache_key)
 
     def deliver(self, kind: str, item: dict[str, Any]) -> None:
         """Queue a message (``kind="message"``) or world event (``"event"``) and wake the agent."""
@@ -494,6 +498,7 @@ class CycleDriver:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens,
                 cost_usd=price_usage(runner.provider, runner.model, usage),
             )
         )

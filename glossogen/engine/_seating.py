@@ -44,6 +44,7 @@ class _Setup(Protocol):
 
     tracing: TracingHandle | None
     agent_models: dict[str, Model]
+    run_id: str
 
 
 class SeatAgents:
@@ -167,7 +168,14 @@ class SeatAgents:
     def _make_runner(self, seat: Seat) -> AgentRunner:
         spec = self.specs[seat.agent_id]
         agent = self._agent(spec, seat.provider, seat.model)
-        runner = AgentRunner(spec, agent, seat.model, seat.provider, seat.model_settings)
+        runner = AgentRunner(
+            spec,
+            agent,
+            seat.model,
+            seat.provider,
+            seat.model_settings,
+            cache_key=f"{self.setup.run_id}:{spec.agent_id}",
+        )
         if self._state is not None:
             runner.tool_calls = self._state.tool_calls.get(spec.agent_id, 0)
         return runner

@@ -58,23 +58,34 @@ def input_token_bound(request_context: ModelRequestContext) -> int:
     return len(messages) + len(parameters) + FRAMING_TOKENS
 
 
-def worst_case_usd(provider: str, model: str, input_tokens: int, max_tokens: int) -> float | None:
+LONG_CACHE = ("1h", "12h")
+"""Cache lifetimes whose writes are priced above five-minute ones (Anthropic's one hour)."""
+
+
+def worst_case_usd(
+    provider: str, model: str, input_tokens: int, max_tokens: int, long_cache: bool = False
+) -> float | None:
     """USD of a request of ``input_tokens`` whose answer uses its whole ``max_tokens``.
 
     The input is priced at the dearer of the plain and cache-write rates (a cached prompt
-    costs more the first time); None when the model is not in the price catalogue.
+    costs more the first time), the one-hour write rate too when the request caches for long
+    (``long_cache``: its ``cache`` is one of :data:`LONG_CACHE`); None when the model is not
+    in the price catalogue.
     """
-    plain = price_call(provider, model, input_tokens=input_tokens, output_tokens=max_tokens)
-    written = price_call(
-        provider,
-        model,
-        input_tokens=input_tokens,
-        output_tokens=max_tokens,
-        cache_write_tokens=input_tokens,
-    )
-    if plain is None or written is None:
-        return None
-    return max(plain, written)
+    writes = [(0, 0), (input_tokens, 0)] + ([(input_tokens, input_tokens)] if long_cache else [])
+    prices = [
+        price_call(
+            provider,
+            model,
+            input_tokens=input_tokens,
+            output_tokens=max_tokens,
+            cache_write_tokens=written,
+            cache_write_1h_tokens=written_1h,
+        )
+        for written, written_1h in writes
+    ]
+    known = [p for p in prices if p is not None]
+    return max(known) if len(known) == len(prices) else None
 
 
 def _usd(value: float) -> Decimal:
@@ -155,7 +166,8 @@ class SpendReservations:
                 max_tokens = settings["max_tokens"] = DEFAULT_MAX_TOKENS
                 request_context.model_settings = settings
             bound = input_token_bound(request_context)
-            worst = worst_case_usd(provider, model, bound, max_tokens)
+            long_cache = settings.get("cache") in LONG_CACHE
+            worst = worst_case_usd(provider, model, bound, max_tokens, long_cache)
             token = None if worst is None else self.reserve(worst)
             if token is None:
                 self._refuse(agent_id, provider, model, bound, max_tokens, worst)

@@ -179,7 +179,7 @@ class Judge:
         """
         from pydantic_ai import Agent
 
-        from glossogen.models import as_model_settings
+        from glossogen.models import request_model_settings
 
         if self._model is None:
             self._model = build_judge_model(self.provider, self.model)
@@ -190,7 +190,11 @@ class Judge:
 
             usage = RunUsage()  # counts every answered request, also of a replica that fails
             try:
-                settings = as_model_settings(self.settings) if self.settings else None
+                settings = (
+                    request_model_settings(self.settings, self.provider, conversation=False)
+                    if self.settings
+                    else None
+                )
                 result = await agent.run(prompt, model_settings=settings, usage=usage)
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)
                 # Its answers were billed though unusable (output failing validation).

@@ -3,8 +3,10 @@
 from glossogen.eventlog._books import TOLERANCE_USD, BookRule, BrokenRule, check_books
 from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
+    CACHE_TOKEN_FIELDS,
     CORE_EVENTS,
     SCHEMA_VERSION,
+    TOKEN_FIELDS,
     AgentCost,
     AgentHistoryAppended,
     AgentRegistered,
@@ -31,6 +33,7 @@ from glossogen.eventlog._events import (
     ScheduledEventFired,
     SimulationEnded,
     SimulationStarted,
+    Tokens,
     ToolCallInvoked,
     ToolResultReceived,
     Verdict,
@@ -56,6 +59,8 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "CACHE_TOKEN_FIELDS",
+    "TOKEN_FIELDS",
     "TOLERANCE_USD",
     "BookRule",
     "BrokenRule",
@@ -71,6 +76,7 @@ __all__ = [
     "RunView",
     "SeatSpend",
     "Spend",
+    "Tokens",
     "Status",
     "split_attempts",
     "LEGACY_SCHEMA_VERSION",

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from glossogen.eventlog._events import (
+    CACHE_TOKEN_FIELDS,
     AgentRunCycleFailed,
     JudgeCalled,
     LlmResponseReceived,
@@ -339,6 +340,10 @@ class _Books:
             compare("inherited_cost_usd", ended.inherited_cost_usd, inherited.total_cost_usd)
         if ended.judge_cost_usd is not None and own.judge_cost_usd is not None:
             compare("judge_cost_usd", ended.judge_cost_usd, own.judge_cost_usd)
+        if ended.judge_tokens is not None and ended.judge_tokens != own.judge_tokens:
+            wrong.append(
+                f"judge_tokens {ended.judge_tokens} but its events sum to {own.judge_tokens}"
+            )
         recorded = {cost.agent_id: cost for cost in ended.agent_costs}
         for agent_id in sorted(set(recorded) | set(own.agents)):
             seat = own.agents.get(agent_id)
@@ -353,6 +358,14 @@ class _Books:
                     f"agent {agent_id} tokens {cost.input_tokens} in / {cost.output_tokens} "
                     f"out but its events sum to {in_tokens} / {out_tokens}"
                 )
+            if ended.judge_tokens is not None:  # a line that records cache counts
+                recorded_cache = [getattr(cost, name) for name in CACHE_TOKEN_FIELDS]
+                summed_cache = [getattr(seat, name) if seat else 0 for name in CACHE_TOKEN_FIELDS]
+                if recorded_cache != summed_cache:
+                    wrong.append(
+                        f"agent {agent_id} cache tokens (read, write, 1 h write) "
+                        f"{tuple(recorded_cache)} but its events sum to {tuple(summed_cache)}"
+                    )
             summed = seat.cost_usd if seat else 0.0
             if cost.cost_usd is not None and summed is not None:
                 compare(f"agent {agent_id} cost_usd", cost.cost_usd, summed)

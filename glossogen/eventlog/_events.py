@@ -14,6 +14,7 @@ Scenarios add their own event classes with :func:`register_event`; the union use
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Annotated, Any, Literal, Union, final
@@ -77,14 +78,66 @@ class Verdict(BaseModel):
     reason: str
 
 
+TOKEN_FIELDS = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+)
+"""The token counts a priced call logs. Input counts every prompt token, cache reads and
+writes included; cache writes count the one-hour ones."""
+
+CACHE_TOKEN_FIELDS = ("cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens")
+"""The cache counts among :data:`TOKEN_FIELDS`."""
+
+
+@dataclass(kw_only=True)
+class Tokens:
+    """Tokens of a set of model calls (:data:`TOKEN_FIELDS`)."""
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    output_tokens: int = 0
+
+    def add_tokens(self, counted: Any) -> None:
+        """Add the token counts of ``counted`` (a priced event, or other :class:`Tokens`)."""
+        for name in TOKEN_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(counted, name))
+
+    @property
+    def cached_share(self) -> float | None:
+        """Share of input tokens served from the provider's cache (reads / input); None: none."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
+
+    def summary(self) -> str:
+        """One line of the counts, as the closing line and the run page show them."""
+        share = self.cached_share
+        cached = "" if share is None else f", {share:.1%} of input from cache"
+        return (
+            f"tokens {self.input_tokens} in ({self.cache_read_tokens} cache read, "
+            f"{self.cache_write_tokens} cache write, {self.cache_write_1h_tokens} of it 1 h), "
+            f"{self.output_tokens} out{cached}"
+        )
+
+
 class AgentCost(BaseModel):
-    """Spend of one agent over a run, in USD; ``cost_usd`` is null when any call was not costed."""
+    """Spend of one agent over a run, in USD; ``cost_usd`` is null when any call was not costed.
+
+    ``input_tokens`` counts every prompt token, those the cache served (``cache_read_tokens``)
+    and wrote (``cache_write_tokens``, of which ``cache_write_1h_tokens`` for one hour) included.
+    """
 
     agent_id: str
     cost_usd: float | None
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
 
 @final
@@ -219,6 +272,8 @@ class LlmResponseReceived(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
 
 
@@ -286,6 +341,8 @@ class ModelRequestAbandoned(Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
     error: str | None = None
 
@@ -357,6 +414,10 @@ class JudgeCalled(Event):
     """What an item ruling found (``matched`` item numbers, ``false_positives``); else empty."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
 
 
@@ -473,6 +534,8 @@ class SimulationEnded(Event):
     total_cost_usd: float | None
     judge_cost_usd: float | None = 0.0
     agent_costs: list[AgentCost] = []
+    judge_tokens: Tokens | None = None
+    """Tokens of the in-run judge's calls (null on a line written before it was recorded)."""
     duration_seconds: float | None
     error: str | None = None
     status_detail: str | None = None

@@ -56,6 +56,7 @@ from glossogen.eventlog._events import (
     RunResumed,
     SimulationEnded,
     SimulationStarted,
+    Tokens,
     Verdict,
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
@@ -119,13 +120,11 @@ def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]
 
 
 @dataclass
-class SeatSpend:
+class SeatSpend(Tokens):
     """What one seat's model calls cost and used (USD, tokens, requests)."""
 
     agent_id: str
     cost_usd: float | None = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
     requests: int = 0
     usage_unread: int = 0
     """Answered calls whose usage could not be read: their cost is unknown (null)."""
@@ -133,8 +132,7 @@ class SeatSpend:
     def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
         """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
         self.cost_usd = _add(self.cost_usd, event.cost_usd)
-        self.input_tokens += event.input_tokens
-        self.output_tokens += event.output_tokens
+        self.add_tokens(event)
         self.requests += 1
         answered = not isinstance(event, ModelRequestAbandoned) or event.answered
         self.usage_unread += int(answered and _unread(event))
@@ -147,6 +145,8 @@ class Spend:
     agents: dict[str, SeatSpend] = field(default_factory=dict)
     judge_cost_usd: float | None = 0.0
     judge_calls: int = 0
+    judge_tokens: Tokens = field(default_factory=Tokens)
+    """Tokens of the judge's answered calls (``judge_called`` and its abandoned requests)."""
     unanswered_requests: int = 0
     """Requests abandoned at a phase end that never answered: their cost is unknown (null)."""
     recorded_total_usd: float | None = None
@@ -173,12 +173,14 @@ class Spend:
         elif isinstance(event, JudgeCalled):
             self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
             self.judge_calls += 1
+            self.judge_tokens.add_tokens(event)
             self.judge_usage_unread += int(_unread(event))
         elif isinstance(event, ModelRequestAbandoned):
             if event.cost_usd is None and not event.answered:
                 self.unanswered_requests += 1
             if event.agent_id == "judge":
                 self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
+                self.judge_tokens.add_tokens(event)
             else:
                 self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
         elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
@@ -188,6 +190,14 @@ class Spend:
             else:
                 seat = self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id))
                 seat.cost_usd = _add(seat.cost_usd, event.cost_usd)
+
+    @property
+    def tokens(self) -> Tokens:
+        """Tokens of every seat's and the judge's calls, summed."""
+        total = Tokens()
+        for counted in [*self.agents.values(), self.judge_tokens]:
+            total.add_tokens(counted)
+        return total
 
     @property
     def requests(self) -> int:

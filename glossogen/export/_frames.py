@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
+from glossogen.eventlog import TOKEN_FIELDS, Tokens
 from glossogen.export._cells import add_kinds, flatten_knobs, frame_from_rows
 from glossogen.export._selection import RunRecord
 
@@ -33,6 +34,12 @@ RUN_META = [
     "total_chars",
     "total_cost_usd",
     "judge_cost_usd",
+    "total_input_tokens",
+    "total_cache_read_tokens",
+    "total_cache_write_tokens",
+    "total_cache_write_1h_tokens",
+    "total_output_tokens",
+    "total_cached_input_share",
     "duration_seconds",
     "provider",
     "providers",
@@ -58,9 +65,20 @@ AGENT_OWN = [
     "models_used",
     "cost_usd",
     "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
     "output_tokens",
+    "cached_input_share",
     "requests",
 ]
+
+
+def cached_share(input_tokens: int | None, cache_read_tokens: int | None) -> float | None:
+    """Share of ``input_tokens`` the cache served; None when either count is unknown or 0 in."""
+    if input_tokens is None or cache_read_tokens is None:
+        return None
+    return Tokens(input_tokens=input_tokens, cache_read_tokens=cache_read_tokens).cached_share
 
 
 def model_class(providers: set[str]) -> str | None:
@@ -117,6 +135,7 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
     providers = {p.split(":", 1)[0] for a in agents for p in a.models} or (
         {str(facts.started.get("provider"))} if facts.started else set()
     )
+    tokens = facts.tokens()
     row: dict[str, Any] = {
         "run_id": record.run_id,
         "scenario_name": record.scenario,
@@ -129,6 +148,8 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
         "total_chars": facts.total_chars,
         "total_cost_usd": facts.total_cost_usd,
         "judge_cost_usd": facts.judge_cost_usd,
+        **{f"total_{name}": getattr(tokens, name, None) for name in TOKEN_FIELDS},
+        "total_cached_input_share": tokens.cached_share if tokens else None,
         "duration_seconds": facts.duration_seconds,
         "provider": (facts.started or {}).get("provider") or None,
         "providers": "; ".join(sorted(providers - {"", "None"})) or None,
@@ -248,7 +269,11 @@ def agent_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> l
             "models_used": "; ".join(agent.models) or None,
             "cost_usd": agent.cost_usd,
             "input_tokens": agent.input_tokens,
+            "cache_read_tokens": agent.cache_read_tokens,
+            "cache_write_tokens": agent.cache_write_tokens,
+            "cache_write_1h_tokens": agent.cache_write_1h_tokens,
             "output_tokens": agent.output_tokens,
+            "cached_input_share": cached_share(agent.input_tokens, agent.cache_read_tokens),
             "requests": agent.requests,
         }
         row.update(per_agent.get(agent.agent_id, {}))

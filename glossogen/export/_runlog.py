@@ -26,6 +26,12 @@ with the damaged ones; a last line cut off mid-write is
 numbered apart (``LogFacts.torn_line``). ``llm_response_received`` lines
 (hundreds per run, mostly text) are read without parsing where the line allows
 (``_usage.sum_responses``).
+
+Cache tokens (reads, writes, one-hour writes) are read from ``simulation_ended`` (each
+``agent_costs`` entry and ``judge_tokens``); a log with no ending takes them from the typed
+:class:`~glossogen.eventlog.RunView` it is read into for its duration anyway. An ending written
+before they were recorded (GlossoGen 0.5.x included) leaves them unknown (None, a blank cell):
+reading such a log whole for them would undo the head-and-tail rule.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ import mmap
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from glossogen.eventlog import CACHE_TOKEN_FIELDS, TOKEN_FIELDS, Tokens
 from glossogen.export._lines import (
     LineParser,
     census,
@@ -47,6 +54,9 @@ from glossogen.export._lines import (
     truncated_line,
 )
 from glossogen.export._usage import add_cost, sum_responses
+
+if TYPE_CHECKING:
+    from glossogen.eventlog import RunView
 
 RUNNING = "running"
 """Status of a run whose log has no ``simulation_ended`` while a live writer holds it."""
@@ -76,6 +86,11 @@ class AgentFacts:
         input_tokens: Input tokens from the same entry, else summed from its responses.
         output_tokens: Output tokens, likewise.
         requests: Model requests (responses), likewise.
+        cache_read_tokens: Input tokens the provider's cache served (of ``input_tokens``),
+            from the same entry, else (no ending) the run's :class:`~glossogen.eventlog.RunView`;
+            None when the ending recorded none.
+        cache_write_tokens: Input tokens written to the cache, likewise.
+        cache_write_1h_tokens: Of those, the ones written for one hour, likewise.
     """
 
     agent_id: str
@@ -88,6 +103,9 @@ class AgentFacts:
     input_tokens: int | None = None
     output_tokens: int | None = None
     requests: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
     def use(self, model: str, provider: str) -> None:
         """Record that the seat now runs ``model`` under ``provider``."""
@@ -129,6 +147,8 @@ class LogFacts:
             still being written by a live process), which no reader here reads; None if none.
         resumes: ``run_resumed`` lines in the log's body (a derived run's first one starts
             what it played itself), found with the lines naming no type (``_lines.census``).
+        judge_tokens: Tokens of the in-run judge's calls (``simulation_ended.judge_tokens``,
+            else the run's view); None until read.
     """
 
     started: dict[str, Any] | None = None
@@ -150,6 +170,20 @@ class LogFacts:
     untyped_line_numbers: list[int] = field(default_factory=list)
     torn_line: int | None = None
     resumes: int = 0
+    judge_tokens: Tokens | None = None
+
+    def tokens(self) -> Tokens | None:
+        """Tokens of the run's own calls, agents and judge; None when a count is not known."""
+        total = Tokens()
+        for agent in self.agents.values():
+            counts = [getattr(agent, name) for name in TOKEN_FIELDS]
+            if self.judge_tokens is None or None in counts:
+                return None
+            total.add_tokens(agent)
+        if self.judge_tokens is None:
+            return None
+        total.add_tokens(self.judge_tokens)
+        return total
 
 
 def _timestamp(line: bytes) -> str | None:
@@ -193,6 +227,23 @@ def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
             agent.input_tokens = cost.get("input_tokens")
             agent.output_tokens = cost.get("output_tokens")
             agent.requests = cost.get("requests")
+            for name in CACHE_TOKEN_FIELDS:
+                setattr(agent, name, cost.get(name))
+    judge = ended.get("judge_tokens")
+    if isinstance(judge, dict):
+        facts.judge_tokens = Tokens(**{name: int(judge.get(name) or 0) for name in TOKEN_FIELDS})
+
+
+def _cache_from_view(facts: LogFacts, view: RunView) -> None:
+    """Fill the cache counts the ending did not carry from the run's own spend (its view)."""
+    spend = view.spend
+    for agent_id, agent in facts.agents.items():
+        seat = spend.agents.get(agent_id)
+        for name in CACHE_TOKEN_FIELDS:
+            if getattr(agent, name) is None:
+                setattr(agent, name, getattr(seat, name) if seat is not None else 0)
+    if facts.judge_tokens is None:
+        facts.judge_tokens = spend.judge_tokens
 
 
 def _scan(
@@ -372,12 +423,15 @@ def read_log_facts(url: str) -> LogFacts:
             line_number(data, at) for at in set(parser.bad_at) | set(untyped)
         )
         facts.torn_line = truncated_line(data)
-    if facts.duration_seconds is None and ended is None and facts.started is not None:
-        # No ending to read it from: the typed view sums what each process logged (rare: a
+    if ended is None and facts.started is not None:
+        # No ending to read them from: the typed view sums what each process logged (rare: a
         # run being written or one that stopped).
         from glossogen.eventlog import RunView
 
-        facts.duration_seconds = RunView.load(url).duration_seconds
+        view = RunView.load(url)
+        _cache_from_view(facts, view)
+        if facts.duration_seconds is None:
+            facts.duration_seconds = view.duration_seconds
     if facts.duration_seconds is None:
         facts.duration_seconds = _seconds_between(facts.started_at, facts.ended_at)
     facts.bad_lines = len(facts.bad_line_numbers)

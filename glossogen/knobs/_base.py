@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh", "max"] | bool
 
+CacheRetention = Literal["5m", "30m", "1h", "12h"]
+"""How long a provider keeps a cached prompt prefix (pydantic-ai's ``CacheRetention`` tiers)."""
+
 DEFAULT_MAX_TOKENS = 16384
 """Output cap (tokens, reasoning included) an agent sends when its settings name none."""
 
@@ -23,7 +26,10 @@ class AgentModelSettings(BaseModel):
     """What an agent sends with each request: a subset of pydantic-ai's ``ModelSettings``.
 
     Same names and types as pydantic-ai's; an unset field sends nothing, leaving the provider's
-    default. ``max_tokens`` defaults to 16384 (reasoning tokens included).
+    default. ``max_tokens`` defaults to 16384 (reasoning tokens included). ``cache`` is on by
+    default (``true``: the provider's default lifetime; ``false`` turns it off; a retention such
+    as ``"1h"`` buys a longer one where the provider sells it): how each provider is asked for it
+    is :func:`glossogen.models.request_model_settings`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +41,11 @@ class AgentModelSettings(BaseModel):
     thinking: ThinkingLevel | None = None
     parallel_tool_calls: bool | None = None
     timeout: float | None = Field(default=None, gt=0, description="Request timeout, seconds.")
+    cache: bool | CacheRetention = Field(
+        default=True,
+        description="Prompt caching: true (provider's default lifetime), false, or a lifetime "
+        "the provider sells such as '1h'.",
+    )
 
     @model_validator(mode="before")
     @classmethod

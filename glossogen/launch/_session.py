@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from importlib.metadata import version
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic_ai.models import Model
 
 from glossogen import exit_codes
@@ -39,6 +39,7 @@ from glossogen.eventlog import (
     RunResumed,
     RunView,
     SimulationEnded,
+    Tokens,
 )
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
@@ -73,6 +74,10 @@ class RunSpend(BaseModel):
     """This run's own ``agent_run_cycle_failed`` events by ``error_kind``."""
     cost_note: str | None = None
     """Why ``total_cost_usd`` is null, when it is."""
+    tokens: Tokens = Field(default_factory=Tokens)
+    """Tokens of the run's own calls, agents and judge (cache reads and writes apart)."""
+    judge_tokens: Tokens = Field(default_factory=Tokens)
+    """Tokens of the in-run judge's own calls."""
 
 
 class RunResult(BaseModel):
@@ -92,6 +97,8 @@ class RunResult(BaseModel):
     cost_note: str | None = None
     spend_capped: bool = False
     """True when the run ended ``incomplete`` because its spend cap was reached (exit 20)."""
+    tokens: Tokens = Field(default_factory=Tokens)
+    """Tokens of the run's own calls, agents and judge (:class:`RunSpend`)."""
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -322,6 +329,7 @@ class RunSession:
             total_cost_usd=spend.total_cost_usd,
             judge_cost_usd=spend.judge_cost_usd,
             agent_costs=spend.agent_costs,
+            judge_tokens=spend.judge_tokens,
             duration_seconds=duration,
             process_seconds=process,
             inherited_cost_usd=spend.inherited_cost_usd,
@@ -344,6 +352,7 @@ class RunSession:
             model_errors=spend.model_errors,
             cost_note=spend.cost_note,
             spend_capped=capped,
+            tokens=spend.tokens,
         )
 
 
@@ -504,10 +513,15 @@ def price_spend(folder: RunFolder) -> RunSpend:
                 input_tokens=seat.input_tokens,
                 output_tokens=seat.output_tokens,
                 requests=seat.requests,
+                cache_read_tokens=seat.cache_read_tokens,
+                cache_write_tokens=seat.cache_write_tokens,
+                cache_write_1h_tokens=seat.cache_write_1h_tokens,
             )
             for seat in own.agents.values()
         ],
         inherited_cost_usd=_usd(view.inherited_spend.total_cost_usd),
         model_errors=errors,
         cost_note=note,
+        tokens=own.tokens,
+        judge_tokens=own.judge_tokens,
     )

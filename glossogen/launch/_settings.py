@@ -2,7 +2,10 @@
 
 A run is refused when an agent or the judge would silently drop a setting it names: pydantic-ai
 decides per model (its profile) whether ``thinking`` is sent at all, so a log must never record
-a thinking level the model never ran with (spec: Agent model settings).
+a thinking level the model never ran with (spec: Agent model settings). Likewise a cache
+lifetime (``cache="1h"``) the model does not sell: pydantic-ai would snap it to another one.
+``cache`` true or false is never refused: a provider that takes no cache marker caches what it
+caches by itself.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def _profile(provider: str, model: str) -> Any:
 
 def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> str | None:
     profile = _profile(provider, model)
+    reason = _cache_refusal(who, provider, model, settings.get("cache"), profile)
+    if reason:
+        return reason
     thinking = settings.get("thinking")
     if thinking is None:
         return None
@@ -65,13 +71,32 @@ def _refusal(who: str, provider: str, model: str, settings: dict[str, Any]) -> s
     return None
 
 
+def _cache_refusal(who: str, provider: str, model: str, cache: Any, profile: Any) -> str | None:
+    """Why a cache lifetime would be dropped on this model, or None (``true``/``false``: never)."""
+    from glossogen.models import CACHE_MARKED
+
+    if not isinstance(cache, str):
+        return None
+    sold: tuple[str, ...] = ()
+    if provider in CACHE_MARKED and profile.get("supports_cache", False):
+        sold = tuple(profile.get("supported_cache_retentions", ()))
+    if cache in sold:
+        return None
+    offer = f"sells {', '.join(sold)}" if sold else "has no cache lifetime to choose"
+    return (
+        f"{who} on {provider}:{model} {offer} (pydantic-ai's profile), so cache={cache} "
+        "would be dropped; use cache=true for the provider's default"
+    )
+
+
 def check_model_settings(config: RunConfig) -> None:
     """Build every agent's and the judge's model; refuse settings a model would drop.
 
     Raises:
         LaunchError: exit 65, naming the agent, its model and the setting (``thinking`` on a
-            model that cannot think), or a model that cannot be built (self-hosted map), or
-            the test-only virtual clock asked for with a provider not on loopback.
+            model that cannot think, a ``cache`` lifetime it does not sell), or a model that
+            cannot be built (self-hosted map), or the test-only virtual clock asked for with a
+            provider not on loopback.
     """
     from glossogen.launch._credentials import apply_dotenv
 

@@ -103,6 +103,8 @@ class RunPage:
     judge_cost_usd: float | None
     inherited_cost_usd: float | None
     duration_seconds: float
+    tokens: str
+    """The header's token line: agents' and judge's, cache reads and writes apart."""
     knobs: str
     labels: dict[str, Any]
     lineage: dict[str, Any] | None
@@ -213,13 +215,14 @@ def cost_line(total: float | None, judge: float | None, inherited: float | None)
 
 
 def live_summary(view: RunView) -> dict[str, Any]:
-    """What the live page refreshes as a run streams: status, the header's cost, every seat."""
+    """What the live page refreshes as a run streams: status, header cost and tokens, seats."""
     spend = view.spend
     inherited = view.inherited_spend.total_cost_usd if view.derived else None
     return {
         "status": view.status,
         "total_cost_usd": spend.total_cost_usd,
         "cost": cost_line(spend.total_cost_usd, spend.judge_cost_usd, inherited),
+        "tokens": spend.tokens.summary(),
         "seats": [
             {
                 "agent_id": s.agent_id,
@@ -316,6 +319,7 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
         judge_cost_usd=spend.judge_cost_usd,
         inherited_cost_usd=view.inherited_spend.total_cost_usd if view.derived else None,
         duration_seconds=view.duration_seconds,
+        tokens=spend.tokens.summary(),
         knobs=json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True),
         labels=folder.read_json_or(LABELS, {}) or {},
         lineage=started.lineage if started else None,

@@ -252,8 +252,8 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
     # 20 requests x (4,000 in, 200 out): sonnet-4-6 $3/$15 per MTok -> 20 x $0.015 = $0.30;
     # gpt-5.4 $2.50/$15 per MTok -> 20 x $0.013 = $0.26.
     assert out[-3:] == [
-        'agent player_a: anthropic:claude-sonnet-4-6 settings={"max_tokens": 16384} ~$0.3000/round',
-        'agent player_b: openai:gpt-5.4 settings={"max_tokens": 16384} ~$0.2600/round',
+        'agent player_a: anthropic:claude-sonnet-4-6 settings={"cache": true, "max_tokens": 16384} ~$0.3000/round',
+        'agent player_b: openai:gpt-5.4 settings={"cache": true, "max_tokens": 16384} ~$0.2600/round',
         "estimated cost: $0.5600 per round, $2.2400 for 4 rounds (assuming 20 requests per agent per round of 4000 input and 200 output tokens)",
     ]
     assert not (tmp_path / "runs").exists()

@@ -244,7 +244,8 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     assert re.fullmatch(
         re.escape(
             f"{run_id} incomplete: 1/1 rounds won · 2 messages · 62 characters "
-            "(postmortems included) · $0.000000 · "
+            "(postmortems included) · $0.000000 · tokens 1770 in (0 cache read, 0 cache write, "
+            "0 of it 1 h), 66 out, 0.0% of input from cache · "
         )
         + r"\d+\.\d s",
         lines[5],

@@ -26,7 +26,12 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 from tests.providers.test_wire_formats import pd_turn
 
 SCENARIO = "prisoners_dilemma"
-WIRE = {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"}
+WIRE = {
+    "cache": True,
+    "max_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+}
 """Setting -> the field of an OpenAI Responses request body that carries it."""
 
 
@@ -91,8 +96,12 @@ def _round_ends(run: Path) -> list[tuple[int, str, float | None]]:
 
 
 def sent(request: RecordedRequest) -> dict[str, Any]:
-    """The settings a request body carries, by their ``ModelSettings`` names."""
-    return {name: request.body[field] for name, field in WIRE.items() if field in request.body}
+    """The settings a request body carries, by their ``ModelSettings`` names.
+
+    ``cache`` is true when the body carries a prompt cache key (what caching sends OpenAI).
+    """
+    carried = {name: request.body[field] for name, field in WIRE.items() if field in request.body}
+    return carried | ({"cache": True} if "prompt_cache_key" in request.body else {})
 
 
 def _derive(stub: StubModelServer, tmp_path: Path, request: ForkRequest) -> Path:
@@ -136,8 +145,8 @@ def test_the_source_sends_its_own_settings(source: Path) -> None:
     assert {
         e.agent_id: (e.model, e.model_settings) for e in events if isinstance(e, AgentRegistered)
     } == {
-        "player_a": ("gpt-4.1", {"max_tokens": 4000, "temperature": 0.7}),
-        "player_b": ("gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
+        "player_a": ("gpt-4.1", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
+        "player_b": ("gpt-4.1-mini", {"cache": True, "max_tokens": 16384, "temperature": 0.5}),
     }
 
 
@@ -148,13 +157,18 @@ def test_a_forks_agent_model_settings_replace_the_sources_whole(
     fork = _derive(stub, tmp_path, ForkRequest(SCENARIO, str(source), 1, str(tmp_path), 1, knobs))
     seats = _registered_anew(fork)
     assert seats == {
-        "player_a": ("openai", "gpt-4.1", {"max_tokens": 16384, "top_p": 0.9}),
+        "player_a": ("openai", "gpt-4.1", {"cache": True, "max_tokens": 16384, "top_p": 0.9}),
         # its recorded entry names its own settings: the fork keeps them
-        "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     config = json.loads((fork / "config.json").read_text())
     assert {k: v for k, v in config["agent_model_settings"].items() if v is not None} == {
+        "cache": True,
         "max_tokens": 16384,
         "top_p": 0.9,
     }
@@ -167,9 +181,13 @@ def test_seats_a_forks_model_overrides_leaves_out_send_the_runs_settings(
     fork = _derive(stub, tmp_path, ForkRequest(SCENARIO, str(source), 1, str(tmp_path), 1, knobs))
     seats = _registered_anew(fork)
     assert seats == {
-        "player_a": ("openai", "gpt-4.1", {"max_tokens": 4000, "temperature": 0.7}),
+        "player_a": ("openai", "gpt-4.1", {"cache": True, "max_tokens": 4000, "temperature": 0.7}),
         # its source model and provider, from its registration; the run's settings
-        "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 4000, "temperature": 0.7}),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     entry = json.loads((fork / "config.json").read_text())["model_overrides"]["player_b"]
@@ -187,8 +205,16 @@ def test_a_replaced_seat_sends_its_knobs_entry_and_the_others_the_runs(
     run = _derive(stub, tmp_path, request)
     seats = _registered_anew(run)
     assert seats == {
-        "player_a": ("openai", "gpt-4.1-nano", {"max_tokens": 16384, "temperature": 0.2}),
-        "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 4000, "temperature": 0.7}),
+        "player_a": (
+            "openai",
+            "gpt-4.1-nano",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.2},
+        ),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
     # Its trajectories name what each seat ran with in this run, not in the source.
@@ -209,8 +235,16 @@ def test_a_cross_run_replaced_seat_sends_the_runs_settings(
     seats = _registered_anew(_derive(stub, tmp_path, request))
     assert seats == {
         # the source's settings for this seat stay behind with the model it replaces
-        "player_a": ("openai", "gpt-4o-mini", {"max_tokens": 4000, "temperature": 0.7}),
-        "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
+        "player_a": (
+            "openai",
+            "gpt-4o-mini",
+            {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+        ),
+        "player_b": (
+            "openai",
+            "gpt-4.1-mini",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+        ),
     }
     _assert_each_seat_sends_its_registration(stub, seats)
 
@@ -250,8 +284,16 @@ def test_a_fork_of_a_fork_at_its_boundary_keeps_the_parents_registrations(
         seats
         == _registered_anew(parent)
         == {
-            "player_a": ("openai", "gpt-4.1-nano", {"max_tokens": 4000, "temperature": 0.7}),
-            "player_b": ("openai", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.5}),
+            "player_a": (
+                "openai",
+                "gpt-4.1-nano",
+                {"cache": True, "max_tokens": 4000, "temperature": 0.7},
+            ),
+            "player_b": (
+                "openai",
+                "gpt-4.1-mini",
+                {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+            ),
         }
     )
     _assert_each_seat_sends_its_registration(stub, seats)

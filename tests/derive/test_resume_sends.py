@@ -63,17 +63,17 @@ def test_a_resume_with_changed_settings_sends_and_records_them(
     run = asyncio.run(_play_one_round_and_stop(request))
     before = [r for r in model_stub.requests if r.wire == "responses"]
     assert before and {tuple(sorted(sent(r).items())) for r in before} == {
-        (("max_tokens", 16384), ("temperature", 0.7))
+        (("cache", True), ("max_tokens", 16384), ("temperature", 0.7))
     }
     model_stub.requests = []
     with pytest.raises(SystemExit) as exited:
         main(["run", SCENARIO, "--resume", run, "--allow-config-change",
               "agent_model_settings.temperature=0.2"])  # fmt: skip
     assert exited.value.code == 0, capsys.readouterr().err
-    new = {"max_tokens": 16384, "temperature": 0.2}
+    new = {"cache": True, "max_tokens": 16384, "temperature": 0.2}
     assert _registered(run) == [
-        (0, "player_a", "gpt-4.1", {"max_tokens": 16384, "temperature": 0.7}),
-        (0, "player_b", "gpt-4.1-mini", {"max_tokens": 16384, "temperature": 0.7}),
+        (0, "player_a", "gpt-4.1", {"cache": True, "max_tokens": 16384, "temperature": 0.7}),
+        (0, "player_b", "gpt-4.1-mini", {"cache": True, "max_tokens": 16384, "temperature": 0.7}),
         (1, "player_a", "gpt-4.1", new),  # registered anew at the resume, after round 1
         (1, "player_b", "gpt-4.1-mini", new),
     ]

@@ -209,6 +209,7 @@ def test_the_cli_exits_69_and_names_the_model_errors_in_its_closing_line(
     # seconds are the process's real ones, read from the log the line sums up.
     assert closing == (
         f"prisoners_dilemma/{log.parent.name} error: 0/1 rounds won · 0 messages · 0 characters "
-        f"(postmortems included) · $0.000630 · {ended.duration_seconds:.1f} s · "
+        "(postmortems included) · $0.000630 · tokens 60 in (0 cache read, 0 cache write, "
+        f"0 of it 1 h), 30 out, 0.0% of input from cache · {ended.duration_seconds:.1f} s · "
         "model errors: 6 refusal"
     )

@@ -46,4 +46,6 @@ def test_a_worst_case_prices_the_input_at_the_dearer_of_its_rates() -> None:
     # claude-sonnet-4-6: $3 per million input, $3.75 per million cache writes, $15 output.
     assert worst_case_usd("anthropic", "claude-sonnet-4-6", 1_000_000, 0) == 3.75
     assert worst_case_usd("anthropic", "claude-sonnet-4-6", 10_000, 10_000) == 0.1875
+    # a request caching for one hour may write its whole prompt at $6 per million
+    assert worst_case_usd("anthropic", "claude-sonnet-4-6", 1_000_000, 0, long_cache=True) == 6.0
     assert worst_case_usd("openai", "house-model-7", 10, 10) is None

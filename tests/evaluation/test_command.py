@@ -109,7 +109,7 @@ def test_the_scenario_is_the_logs_name_else_the_parent_folders(tmp_path: Path) -
         (["--judge-settings", "seed=1.5"], "--judge-settings seed='1.5': not an integer"),
         (["--judge-settings", "nosuch=1"],
          "--judge-settings nosuch='1': unknown setting (known: max_tokens, temperature, top_p, "
-         "seed, thinking, parallel_tool_calls, timeout)"),
+         "seed, thinking, parallel_tool_calls, timeout, cache)"),
         (["--judge-settings", "temperature"], "--judge-settings 'temperature': not key=value"),
         (["--judge-replicas", "0"], "--judge-replicas 0: must be at least 1"),
         (["--probe-replicas", "-1"], "--probe-replicas -1: must be at least 1"),

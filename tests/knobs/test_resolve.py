@@ -66,12 +66,16 @@ def test_override_wins_over_preset():
 def test_judge_model_settings_replaced_whole():
     knobs = resolve(["judge_model_settings.thinking=low"])
     assert knobs.judge_model_settings == JudgeModelSettings(thinking="low")
-    assert knobs.judge_model_settings.to_model_settings() == {"thinking": "low"}
+    assert knobs.judge_model_settings.to_model_settings() == {"thinking": "low", "cache": True}
 
 
 def test_judge_model_settings_restated():
     knobs = resolve(["judge_model_settings.thinking=low", "judge_model_settings.temperature=0"])
-    assert knobs.judge_model_settings.to_model_settings() == {"thinking": "low", "temperature": 0}
+    assert knobs.judge_model_settings.to_model_settings() == {
+        "thinking": "low",
+        "temperature": 0,
+        "cache": True,
+    }
 
 
 def test_agent_model_settings_replaced_whole():
@@ -79,6 +83,7 @@ def test_agent_model_settings_replaced_whole():
     assert knobs.agent_model_settings.to_model_settings() == {
         "max_tokens": 16384,
         "thinking": "medium",
+        "cache": True,
     }
 
 
@@ -176,15 +181,15 @@ REFUSED = [
         ["judge_model_settings.temprature=0"],
         (
             "unknown knob 'judge_model_settings.temprature', did you mean "
-            "'judge_model_settings.temperature'? (known: max_tokens, parallel_tool_calls, seed, "
-            "temperature, thinking, timeout, top_p)"
+            "'judge_model_settings.temperature'? (known: cache, max_tokens, parallel_tool_calls, "
+            "seed, temperature, thinking, timeout, top_p)"
         ),
     ),
     (
         ["agents.field_observer.model=m", "agents.field_observer.model_settings.thinkng=high"],
         (
             "unknown knob 'model_overrides.field_observer.model_settings.thinkng', did you mean "
-            "'model_overrides.field_observer.model_settings.thinking'? (known: max_tokens, "
+            "'model_overrides.field_observer.model_settings.thinking'? (known: cache, max_tokens, "
             "parallel_tool_calls, seed, temperature, thinking, timeout, top_p)"
         ),
     ),

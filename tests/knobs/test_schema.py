@@ -47,6 +47,7 @@ def test_config_round_trips():
         "thinking": True,
         "parallel_tool_calls": None,
         "timeout": 30.0,
+        "cache": True,
     }
     assert config["model_overrides"] == {
         "fo": {"model": "m", "provider": "openai", "model_settings": None}

@@ -146,7 +146,7 @@ def test_a_reasoning_fine_tune_takes_thinking_and_is_estimated_at_its_bases_rate
     out, err = capsys.readouterr()
     assert (exited.value.code, err) == (0, "")
     # $0.1056 a round: 20 requests of 4,000 + 200 tokens at o4-mini's $1.10 and $4.40 per million.
-    settings = json.dumps({"max_tokens": 16384, "thinking": "high"}, sort_keys=True)
+    settings = json.dumps({"cache": True, "max_tokens": 16384, "thinking": "high"}, sort_keys=True)
     assert out == (
         "dry run: prisoners_dilemma, preset 'knobs_default', 5 rounds, max_agent_turns 200, "
         "run timeout none\n"

@@ -158,7 +158,7 @@ def test_openai_responses_wire(
     assert {r.body.get("temperature") for r in sent} == {0.25}
     registered = [e for e in events if e.event_type == "agent_registered"]
     assert [e.model_settings for e in registered] == [
-        {"max_tokens": 16384, "temperature": 0.25}
+        {"cache": True, "max_tokens": 16384, "temperature": 0.25}
     ] * 2
     _assert_no_secret_in(Path(result.run_url), SECRET_OPENAI)
 
@@ -211,8 +211,12 @@ def test_a_mixed_run_sends_each_agent_its_own_settings(
         if e.event_type == "agent_registered"
     }
     assert registered == {
-        "player_a": ("anthropic", "claude-sonnet-4-6", {"max_tokens": 16384, "temperature": 0.5}),
-        "player_b": ("openai", "gpt-5.4", {"max_tokens": 999}),
+        "player_a": (
+            "anthropic",
+            "claude-sonnet-4-6",
+            {"cache": True, "max_tokens": 16384, "temperature": 0.5},
+        ),
+        "player_b": ("openai", "gpt-5.4", {"cache": True, "max_tokens": 999}),
     }
     assert {(r.body["max_tokens"], r.body.get("temperature")) for r in anthropic_stub.requests} == {
         (16384, 0.5)

@@ -92,6 +92,7 @@ def _fail(agent: Agent[None, str], **settings: Any) -> BaseException:
 CALL = StubReply(
     tool_calls=[("send_message", {"channel_id": "link", "text": "hi"})],
     input_tokens=100, output_tokens=20, cache_read_tokens=30, cache_write_tokens=7,
+    cache_write_1h_tokens=3,
 )  # fmt: skip
 DONE = StubReply(text="done", input_tokens=200, output_tokens=10, cache_read_tokens=50)
 
@@ -107,8 +108,9 @@ def test_tool_call_then_text_reports_exact_usage_and_sends_tool_result(model_stu
     assert usage.input_tokens == 300  # cache included
     assert usage.output_tokens == 30
     assert usage.cache_read_tokens == 80
-    # only Anthropic reports cache writes; OpenAI has no such field
-    assert usage.cache_write_tokens == (7 if wire == "anthropic" else 0)
+    # every wire reports cache writes; only Anthropic's tells the one-hour ones apart
+    assert usage.cache_write_tokens == 7
+    assert usage.cache_write_1h_tokens == (3 if wire == "anthropic" else 0)
 
     first, second = model_stub.requests
     for req in (first, second):
@@ -142,7 +144,8 @@ def test_event_stream_handler_streams_sse_with_same_usage(model_stub, wire):
     assert seen
     usage = result.usage
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (300, 30, 80)
-    assert usage.cache_write_tokens == (7 if wire == "anthropic" else 0)
+    assert usage.cache_write_tokens == 7
+    assert usage.cache_write_1h_tokens == (3 if wire == "anthropic" else 0)
     assert model_stub.requests[1].tool_results
 
 
@@ -153,7 +156,7 @@ def test_anthropic_without_max_tokens_streams_behind_the_scenes(model_stub):
     assert result.output == "done"
     assert [r.stream for r in model_stub.requests] == [True, True]
     assert model_stub.requests[0].body["max_tokens"] == 128000
-    assert result.usage.cache_write_tokens == 7
+    assert (result.usage.cache_write_tokens, result.usage.cache_write_1h_tokens) == (7, 3)
 
 
 @pytest.mark.parametrize(

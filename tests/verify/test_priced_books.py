@@ -73,3 +73,20 @@ def test_a_priced_run_balances_and_an_edited_cost_is_named(
         f"{usd(total)} but its events sum to {usd(total - PRICE)}; agent {seat} cost_usd "
         f"{usd(recorded)} but its events sum to {usd(recorded - PRICE)}"
     ]
+
+    # A cache count edited on one answer: the ending's cache counts no longer add up.
+    run_id, log = copy_run(folder, tmp_path / "copies", 1000000009)
+    events = lines(log)
+    answer = [e for e in events if e["event_type"] == "llm_response_received"][0]
+    assert (answer["cache_read_tokens"], answer["cache_write_tokens"]) == (200, 0)
+    answer["cache_read_tokens"] = 0
+    write(log, events)
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    cost = next(c for c in ended["agent_costs"] if c["agent_id"] == answer["agent_id"])
+    read = cost["cache_read_tokens"]
+    assert read == 200 * cost["requests"]  # what the stub served
+    assert [rule.text for rule in verify_run(RunFolder.at(str(log.parent))).broken] == [
+        f"{run_id}: spend: line {line_of(events, ended)} (simulation_ended): agent "
+        f"{answer['agent_id']} cache tokens (read, write, 1 h write) ({read}, 0, 0) but its "
+        f"events sum to ({read - 200}, 0, 0)"
+    ]

@@ -114,6 +114,7 @@
       if (res.ok) {
         const data = await res.json();
         document.getElementById("cost").textContent = data.cost;
+        document.getElementById("tokens").textContent = data.tokens;
         data.seats.forEach((s) => {
           const tr = document.querySelector('tr[data-seat="' + CSS.escape(s.agent_id) + '"]');
           if (!tr) return;
