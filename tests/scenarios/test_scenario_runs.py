@@ -112,6 +112,12 @@ SUMMARY = {  # messages and characters of the whole run, postmortems included
     "orbital_anomaly": "46 messages · 2727 characters",
     "drive_module_repair": "59 messages · 3311 characters",
 }
+TOKENS = {  # the scripted seats' usage as pydantic-ai counts it: input, output
+    "signal_game": (463336, 858),
+    "spot_the_difference": (385370, 3202),
+    "orbital_anomaly": (534651, 2117),
+    "drive_module_repair": (688001, 2361),
+}
 
 
 @pytest.mark.parametrize("scenario", sorted(PRINTED))
@@ -123,9 +129,11 @@ def test_the_cli_prints_each_round_and_the_summary(
     printed = [x.split(": ", 1)[1].split(" · ")[0] for x in lines if x.startswith("round ")]
     assert printed == rounds
     summary, took = lines[-1].rsplit(" · ", 1)
+    tokens_in, tokens_out = TOKENS[scenario]
     assert summary == (
         f"{scenario}/{run_dir.name} completed: {won} · {SUMMARY[scenario]} (postmortems "
-        "included) · $0.000000"
+        f"included) · $0.000000 · tokens {tokens_in} in (0 cache read, 0 cache write, 0 of it "
+        f"1 h), {tokens_out} out, 0.0% of input from cache"
     )
     assert re.fullmatch(r"\d+\.\d s", took)  # the run's wall-clock duration
     assert _log(run_dir, scenario).is_file()
