@@ -36,14 +36,14 @@ LISTENING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 def start_prefect_server(
-    env: dict[str, str], log_path: Path, timeout_seconds: float, **popen: object
+    env: dict[str, str], log_path: Path, timeout_seconds: float, start_new_session: bool = False
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``prefect server start --host 127.0.0.1 --port 0``; return it and its API URL.
 
     The OS picks the port when the server binds it; the port is read back from uvicorn's
     "running on" line in ``log_path`` (the server's stdout and stderr), and the URL is returned
-    once ``/health`` answers there. ``popen`` passes on to :class:`subprocess.Popen`
-    (``start_new_session``, ``cwd``).
+    once ``/health`` answers there. ``start_new_session`` passes on to
+    :class:`subprocess.Popen`.
 
     Raises:
         RuntimeError: the server exited, or did not listen and answer within ``timeout_seconds``
@@ -65,7 +65,7 @@ def start_prefect_server(
             env=server_env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            **popen,  # type: ignore[call-overload]  # Popen's keyword overloads, passed on
+            start_new_session=start_new_session,
         )
     deadline = time.monotonic() + timeout_seconds
     api_url = ""

@@ -26,7 +26,7 @@ import pytest
 
 from flows.simulate import simulate
 from glossogen.cli import main
-from glossogen.eventlog import read_events
+from glossogen.eventlog import MessageSent, RoundResultRecorded, read_events
 from glossogen.launch import RunRequest
 from tests.fixtures.processes import reaped
 
@@ -47,6 +47,7 @@ HELD = "held mid-round"
 _HELD_RUN = f"""
 import sys, threading
 from glossogen.cli import main
+from glossogen.eventlog import MessageSent
 from glossogen.launch import observing
 
 held_round = int(sys.argv[1])
@@ -54,7 +55,7 @@ held_round = int(sys.argv[1])
 
 class Hold:
     def event(self, event):
-        if event.event_type == "message_sent" and event.round_number == held_round:
+        if isinstance(event, MessageSent) and event.round_number == held_round:
             print({HELD!r}, flush=True)
             threading.Event().wait()  # the run's loop stops here until SIGKILL
 
@@ -94,9 +95,7 @@ def _kill_when_held(child: subprocess.Popen[str]) -> str:
 def _verdicts(log: Path) -> list[tuple[int, bool, str]]:
     events = read_events(str(log)).events
     return [
-        (e.round_number, e.success, e.reason)
-        for e in events
-        if e.event_type == "round_result_recorded"
+        (e.round_number, e.success, e.reason) for e in events if isinstance(e, RoundResultRecorded)
     ]
 
 
@@ -131,17 +130,15 @@ def test_a_killed_run_resumes_to_the_same_verdicts(
     cut = read_events(str(log)).events
     assert "simulation_ended" not in {e.event_type for e in cut}
     # Killed mid-round: round k+1 has begun (its first message logged), and has no verdict.
-    assert [e.round_number for e in cut if e.event_type == "round_result_recorded"] == list(
+    assert [e.round_number for e in cut if isinstance(e, RoundResultRecorded)] == list(
         range(1, after_round + 1)
     )
-    assert cut[-1].event_type == "message_sent" and cut[-1].round_number == after_round + 1
+    assert isinstance(cut[-1], MessageSent) and cut[-1].round_number == after_round + 1
     _resume(run_dir)
     events = read_events(str(log)).events
     assert _verdicts(log) == uninterrupted
     assert max(Counter(e.event_id for e in events).values()) == 1
-    assert (
-        max(Counter(e.message_id for e in events if e.event_type == "message_sent").values()) == 1
-    )
+    assert max(Counter(e.message_id for e in events if isinstance(e, MessageSent)).values()) == 1
     assert [e.event_type for e in events].count("simulation_ended") == 1
     assert [e.event_type for e in events].count("run_resumed") == 1
 
@@ -156,16 +153,14 @@ def test_a_run_on_s3_killed_mid_run_resumes_from_its_last_upload(
     with reaped(child):  # a failed test leaves no run playing
         run_dir = _kill_when_held(child)
     cut = read_events(f"{run_dir}/veyru.jsonl").events  # the upload at round 5's end
-    assert [e.round_number for e in cut if e.event_type == "round_result_recorded"] == [
+    assert [e.round_number for e in cut if isinstance(e, RoundResultRecorded)] == [
         1, 2, 3, 4, 5
     ]  # fmt: skip
     assert "simulation_ended" not in {e.event_type for e in cut}
     _resume(run_dir)
     events = read_events(f"{run_dir}/veyru.jsonl").events
     assert [
-        (e.round_number, e.success, e.reason)
-        for e in events
-        if e.event_type == "round_result_recorded"
+        (e.round_number, e.success, e.reason) for e in events if isinstance(e, RoundResultRecorded)
     ] == uninterrupted
     assert max(Counter(e.event_id for e in events).values()) == 1
     assert [e.event_type for e in events].count("simulation_ended") == 1

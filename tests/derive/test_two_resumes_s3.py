@@ -25,12 +25,13 @@ ROUNDS = 12
 _HELD_RESUME = """
 import sys
 from glossogen.cli import main
+from glossogen.eventlog import RunResumed
 from glossogen.launch import observing
 
 
 class Hold:
     def event(self, event):
-        if event.event_type == "run_resumed":
+        if isinstance(event, RunResumed):
             sys.stdin.readline()  # the test's go, once the other resume has exited
 
 
