@@ -8,7 +8,9 @@ the same bench run. The stub answers as each provider's documented caching would
 20-block lookback and lifetimes; OpenAI's automatic prefix caching from 1024 tokens in 128-token
 steps, keyed by ``prompt_cache_key``); replies play every round to a win. Every run's dollars
 are priced with genai-prices from what the stub served (the provider's bill), and checked
-against the run's own log. Printed per run: dollars with caching off and on, their ratio
+against the run's own log. Printed per run: dollars with caching off (its tokens priced with no
+cache read or write: OpenAI caches by itself even without a key, so its off run is priced at
+list rates) and on, their ratio
 (target on Anthropic: at most 0.25), the share of input tokens served from cache, each seat's
 prefix stability (the share of its requests whose prompt extends its previous one's; target
 1.0: no documented reset happens in these runs) and the launch estimate (``glossogen.launch.
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -32,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.cache_emulation import CachingResponder, prefix_stability  # noqa: E402
-from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply  # noqa: E402
+from tests.fixtures.model_stubs import StubModelServer  # noqa: E402
+from tests.fixtures.winning_players import PLAYERS, seat_of  # noqa: E402
 
 RUNS = [  # scenario, rounds, provider, model, genai-prices provider id
     ("veyru", 5, "anthropic", "claude-sonnet-4-5"),
@@ -43,95 +45,12 @@ TARGET_RATIO = 0.25
 """On Anthropic a cached run costs at most this share of an uncached one."""
 
 
-def _sent(req: RecordedRequest) -> str:
-    return json.dumps(req.messages)
-
-
-def _called_since(req: RecordedRequest, marker: str) -> list[str]:
-    """Tools the seat called since the last occurrence of ``marker`` in its conversation."""
-    sent = _sent(req)
-    tail = sent[max(0, sent.rfind(marker)) :]
-    names = []
-    for name in ("send_message", "lock_in", "apply_treatment", "wait_for_notifications"):
-        names += [name] * tail.count(f'"name": "{name}"')
-    return names
-
-
-def _phase_marker(req: RecordedRequest, main: str, postmortem: str) -> tuple[str, str]:
-    sent = _sent(req)
-    m, p = sent.rfind(main), sent.rfind(postmortem)
-    return ("postmortem", postmortem) if p > m else ("main", main)
-
-
-def pd_player(req: RecordedRequest) -> StubReply:
-    """A prisoners' dilemma seat: talk, lock in cooperate, stop; in the postmortem one line."""
-    phase, marker = _phase_marker(req, "begins. Talk on 'table'", "Round over.")
-    called = _called_since(req, marker)
-    if phase == "postmortem":
-        if "send_message" in called:
-            return StubReply(text="Done.")
-        return StubReply(tool_calls=[("send_message", {"channel_id": "postmortem",
-                                                         "text": "Both cooperated; keep it."})])  # fmt: skip
-    if "lock_in" in called:
-        return StubReply(text="Locked in.")
-    if "send_message" in called:
-        return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})])
-    return StubReply(
-        tool_calls=[("send_message", {"channel_id": "table", "text": "I cooperate if you do."})]
-    )
-
-
-def veyru_player(req: RecordedRequest) -> StubReply:
-    """A veyru seat (or its judge, which rules every treatment a success)."""
-    if "final_result" in req.tool_names:
-        return StubReply(tool_calls=[("final_result", {"success": True, "reason": "fits"})])
-    system = json.dumps(req.body.get("system") or req.body.get("instructions") or "")
-    observer = "the field observer of" in system
-    phase, marker = _phase_marker(req, "A new veyru is failing" if observer else
-                                  "The observer has a new failing veyru", "is over: the veyru")  # fmt: skip
-    called = _called_since(req, marker)
-    if phase == "postmortem":
-        if "send_message" in called:
-            return StubReply(text="Done.")
-        return StubReply(tool_calls=[("send_message", {"channel_id": "postmortem",
-                                                         "text": "Keep the shorthand."})])  # fmt: skip
-    last = _sent(req)[-600:]
-    if observer:
-        if "send_message" not in called:
-            return StubReply(tool_calls=[("send_message", {"channel_id": "link",
-                                                             "text": "Signs: dim amber, hum low."})])  # fmt: skip
-        if called.count("apply_treatment") < 3 and "needs no more treatment" not in last:
-            action = "soothe the amber face for 6 seconds at level 3"
-            return StubReply(tool_calls=[("apply_treatment", {"action": action})])
-        return StubReply(text="Done.")
-    if "send_message" in called:
-        return StubReply(text="Sent.")
-    if "wait_for_notifications" not in called:
-        return StubReply(tool_calls=[("wait_for_notifications", {})])
-    return StubReply(
-        tool_calls=[("send_message", {"channel_id": "link", "text": "soothe amber 6s L3"})]
-    )
-
-
-PLAYERS = {"prisoners_dilemma": pd_player, "veyru": veyru_player}
-
-
-def seat_of(req: RecordedRequest) -> str | None:
-    """The seat that sent ``req`` (its display name in the instructions), None for the judge."""
-    if "final_result" in req.tool_names:
-        return None
-    system = json.dumps(req.body.get("system") or "") + json.dumps(req.messages[:1])
-    for name in ("Player A", "Player B", "Field Observer", "Stabilization Engineer"):
-        if f"You are {name}" in system:
-            return name
-    return "?"
-
-
 @dataclass
 class Played:
     """One run's bill (USD, as the stub served it, priced), its log's total and token counts."""
 
     usd: float
+    list_usd: float  # the same tokens with no cache read or write (every input at its rate)
     logged_usd: float
     input_tokens: int
     cache_read_tokens: int
@@ -168,7 +87,7 @@ async def play(scenario: str, rounds: int, provider: str, model: str, cache: boo
         await session.play_round(n)
     spend = price_spend(claimed)
     session.finish(spend, "completed")
-    usd = 0.0
+    usd = list_usd = 0.0
     for s in stub.served:
         judge = "final_result" in s.request.tool_names
         m = "claude-haiku-4-5" if judge and scenario == "veyru" else model
@@ -177,9 +96,12 @@ async def play(scenario: str, rounds: int, provider: str, model: str, cache: boo
                           cache_read_tokens=r.cache_read_tokens,
                           cache_write_tokens=r.cache_write_tokens,
                           cache_write_1h_tokens=r.cache_write_1h_tokens) or 0.0  # fmt: skip
+        list_usd += price_call(provider, m, input_tokens=r.input_tokens,
+                               output_tokens=r.output_tokens) or 0.0  # fmt: skip
     stability = {k: v.share for k, v in prefix_stability(stub.requests, seat_of).items()}
     return Played(
         usd=usd,
+        list_usd=list_usd,
         logged_usd=float(spend.total_cost_usd or 0.0),
         input_tokens=sum(s.reply.input_tokens for s in stub.served),
         cache_read_tokens=sum(s.reply.cache_read_tokens for s in stub.served),
@@ -204,12 +126,12 @@ def main() -> None:
             off = asyncio.run(play(scenario, rounds, provider, model, False, stub, runs_dir))
             on = asyncio.run(play(scenario, rounds, provider, model, True, stub, runs_dir))
             rows.append(dict(scenario=scenario, rounds=rounds, model=model, off=off, on=on))
-    print("| run | requests | uncached $ | cached $ | ratio | input from cache | "
+    print("| run | requests | uncached $ (no cache read or write) | cached $ | ratio | input from cache | "
           "prefix stability (min over seats) | estimate $ (cached) | estimate / bill |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         off, on = row["off"], row["on"]
-        ratio = on.usd / off.usd
+        ratio = on.usd / off.list_usd
         share = on.cache_read_tokens / on.input_tokens
         stable = min([*on.stability.values(), *off.stability.values()])
         est = on.estimate_usd
@@ -218,7 +140,7 @@ def main() -> None:
         target = f" (target <= {TARGET_RATIO})" if "claude" in row["model"] else ""
         print(
             f"| {row['scenario']} {row['rounds']} rounds, {row['model']} | {on.requests} | "
-            f"{off.usd:.3f} | {on.usd:.3f} | {ratio:.2f}{target} | {share:.0%} | {stable:.2f} | "
+            f"{off.list_usd:.3f} | {on.usd:.3f} | {ratio:.2f}{target} | {share:.0%} | {stable:.2f} | "
             f"{est_text} | {est_ratio} |"
         )
         for played, label in ((off, "off"), (on, "on")):

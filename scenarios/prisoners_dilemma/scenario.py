@@ -102,12 +102,12 @@ class PrisonersDilemma(Scenario):
     def cost_profile(self) -> CostProfile:
         """Three requests a round (talk, lock in, stop), two in the postmortem (a line, stop)."""
         return CostProfile(
-            main_requests=3.5,
+            main_requests=3.0,
             postmortem_requests=1.5,
-            output_tokens=60,
+            output_tokens=40,
             added_tokens=30,
-            reason="a player talks, locks in and stops, and is woken once by the other's "
-            "message; in the postmortem it sends a line and stops",
+            reason="a player talks, locks in and stops; in the postmortem it sends a line, "
+            "stops, and is woken by the other's line every other round",
         )
 
     def start_round(self, ctx: RoundContext) -> None:
