@@ -9,7 +9,8 @@
 - **Requests and growth**: the scenario's :class:`~glossogen.scenario.CostProfile` (requests
   per seat in the main phase and the postmortem, tokens each answer writes and each cycle adds
   to the history). Request n reads the fixed prompt and the whole history before it.
-- **Output cap**: an answer writes the profile's tokens, at most the seat's ``max_tokens``.
+- **Output cap**: an answer writes the profile's tokens plus, with ``thinking`` set, the
+  reasoning tokens of its level (:data:`THINKING_TOKENS`), at most the seat's ``max_tokens``.
 - **Turn cap**: a seat makes at most ``max_agent_turns`` requests in the run.
 - **Caching**: with ``cache`` on (the default) on a provider that caches (Anthropic, OpenAI,
   OpenRouter), a request reads its previous request's prompt from cache (the seat's prefix is
@@ -41,6 +42,17 @@ CHARS_PER_TOKEN = 4.0
 English text (the o200k tokenizer reads this project's prompts at 3.6-4.2)."""
 JUDGE_OUTPUT_TOKENS = 80
 """Tokens of one judge ruling (a verdict and a one-line reason)."""
+THINKING_TOKENS: dict[object, int] = {
+    "minimal": 128,
+    "low": 512,
+    "medium": 1024,
+    True: 1024,
+    "high": 2048,
+    "xhigh": 4096,
+    "max": 8192,
+}
+"""Reasoning tokens one answer adds at each ``thinking`` level (output-priced; a guess: providers
+spend what a question needs, up to a budget several times these)."""
 OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
 """OpenAI caches a prompt from 1024 tokens, in steps of 128 tokens."""
 ANTHROPIC_CACHE_MIN = 1024
@@ -238,8 +250,11 @@ def _seat(
     knobs = config.knobs
     fixed = prompts.system_tokens + prompts.tools_tokens
     max_tokens = seat.model_settings.get("max_tokens") or DEFAULT_MAX_TOKENS
-    output = min(profile.output_tokens, max_tokens)
-    growth = output + profile.added_tokens
+    thinking = seat.model_settings.get("thinking")
+    reasoning = 0 if thinking is None or thinking is False else THINKING_TOKENS.get(thinking, 0)
+    output = min(profile.output_tokens + reasoning, max_tokens)
+    # reasoning is billed but not sent back: the history grows by the answer's visible part
+    growth = min(profile.output_tokens, max_tokens) + profile.added_tokens
     mode = _cache_mode(seat)
     long_lived = seat.model_settings.get("cache") == "1h"
     turns_left = config.limits.max_agent_turns
@@ -343,11 +358,20 @@ def _assumptions(config: RunConfig, measured: Measured, rounds: int) -> list[str
         f"prompts measured at {CHARS_PER_TOKEN:g} characters per token: system + tools + "
         f"round briefing tokens per seat: {sizes}",
         f"per seat: {p.main_requests:g} requests per round{postmortem}; each answer "
-        f"{p.output_tokens} tokens (at most max_tokens), each cycle adds {p.added_tokens} "
+        f"{p.output_tokens} tokens, plus reasoning at each seat's thinking level (at most "
+        f"max_tokens), each cycle adds {p.added_tokens} "
         f"more to the history ({p.reason})",
         f"turn cap: at most {config.limits.max_agent_turns} requests per seat over {rounds} rounds",
         "cache (a request reads its previous request's prompt): " + ", ".join(cached),
     ]
+    thinking = [
+        f"{s.agent_id} {s.model_settings['thinking']} "
+        f"(+{THINKING_TOKENS.get(s.model_settings['thinking'], 0)} tokens an answer)"
+        for s in config.seats
+        if s.model_settings.get("thinking") not in (None, False)
+    ]
+    if thinking:
+        lines.append("reasoning: " + ", ".join(thinking))
     if config.judge is not None:
         lines.append(
             f"judge: {p.judge_calls:g} calls per round of "
