@@ -70,7 +70,7 @@ async def play(scenario: str, rounds: int, provider: str, model: str, cache: boo
         plan_run,
         price_spend,
     )
-    from glossogen.pricing import price_call
+    from glossogen.pricing import price_call, price_usage
 
     overrides = [f"round_count={rounds}", "idle_floor_seconds=0.01"]
     if not cache:
@@ -92,10 +92,7 @@ async def play(scenario: str, rounds: int, provider: str, model: str, cache: boo
         judge = "final_result" in s.request.tool_names
         m = "claude-haiku-4-5" if judge and scenario == "veyru" else model
         r = s.reply
-        usd += price_call(provider, m, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
-                          cache_read_tokens=r.cache_read_tokens,
-                          cache_write_tokens=r.cache_write_tokens,
-                          cache_write_1h_tokens=r.cache_write_1h_tokens) or 0.0  # fmt: skip
+        usd += price_usage(provider, m, r) or 0.0
         list_usd += price_call(provider, m, input_tokens=r.input_tokens,
                                output_tokens=r.output_tokens) or 0.0  # fmt: skip
     stability = {k: v.share for k, v in prefix_stability(stub.requests, seat_of).items()}

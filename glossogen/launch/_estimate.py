@@ -34,7 +34,7 @@ from glossogen.engine import Seat
 from glossogen.eventlog import Event, Verdict
 from glossogen.knobs import DEFAULT_MAX_TOKENS
 from glossogen.launch._plan import RunConfig
-from glossogen.pricing import price_call
+from glossogen.pricing import price_call, price_usage
 from glossogen.scenario import AgentSpec, CostProfile, Scenario, load_scenario
 
 CHARS_PER_TOKEN = 4.0
@@ -121,6 +121,7 @@ class Measured:
 
     seats: dict[str, SeatPrompts]
     profile: CostProfile
+    unmeasured: str = ""
 
 
 def measure_prompts(config: RunConfig) -> Measured:
@@ -130,7 +131,13 @@ def measure_prompts(config: RunConfig) -> Measured:
     scenario: Scenario = load_scenario(config.scenario)(config.knobs)
     specs: dict[str, AgentSpec] = {a.agent_id: a for a in scenario.agents()}
     recorder = _Recorder(config.knobs, 1)
-    scenario.start_round(recorder)  # a RoundContext, on paper
+    unmeasured = ""
+    try:
+        scenario.start_round(recorder)  # a RoundContext, on paper
+    except Exception as exc:  # noqa: BLE001 - a scenario's hook asked for more than paper has
+        unmeasured = f"round briefings not measured (start_round on paper: {type(exc).__name__})"
+        scenario = load_scenario(config.scenario)(config.knobs)
+        recorder.briefed.clear()
     profile = scenario.cost_profile()
     core = core_tools(None)  # type: ignore[arg-type,unused-ignore]  # definitions only
     scenario_tools = {t.name: t for t in scenario.tools()}
@@ -154,7 +161,7 @@ def measure_prompts(config: RunConfig) -> Measured:
             briefing_tokens=chars_to_tokens(len(briefing)),
             postmortem_tokens=chars_to_tokens(len(postmortem)),
         )
-    return Measured(seats, profile)
+    return Measured(seats, profile, unmeasured)
 
 
 @dataclass
@@ -177,17 +184,7 @@ class _Bill:
         self.cache_write_1h_tokens += write if long_lived else 0
 
     def usd(self, provider: str, model: str) -> float | None:
-        if not self.requests:
-            return 0.0
-        return price_call(
-            provider,
-            model,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            cache_write_1h_tokens=self.cache_write_1h_tokens,
-        )
+        return price_usage(provider, model, self) if self.requests else 0.0
 
 
 @dataclass(frozen=True)
@@ -372,6 +369,8 @@ def _assumptions(config: RunConfig, measured: Measured, rounds: int) -> list[str
     ]
     if thinking:
         lines.append("reasoning: " + ", ".join(thinking))
+    if measured.unmeasured:
+        lines.append(measured.unmeasured)
     if config.judge is not None:
         lines.append(
             f"judge: {p.judge_calls:g} calls per round of "

@@ -25,7 +25,7 @@ from glossogen.launch import (
     plan_run,
     price_spend,
 )
-from glossogen.pricing import price_call
+from glossogen.pricing import price_usage
 from tests.fixtures.cache_emulation import CachingResponder
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.winning_players import PLAYERS
@@ -56,16 +56,7 @@ def _billed(stub: StubModelServer, judge_model: str = "") -> float:
     total = 0.0
     for s in stub.served:
         model = judge_model if "final_result" in s.request.tool_names else "claude-sonnet-4-5"
-        r = s.reply
-        usd = price_call(
-            "anthropic",
-            model,
-            input_tokens=r.input_tokens,
-            output_tokens=r.output_tokens,
-            cache_read_tokens=r.cache_read_tokens,
-            cache_write_tokens=r.cache_write_tokens,
-            cache_write_1h_tokens=r.cache_write_1h_tokens,
-        )
+        usd = price_usage("anthropic", model, s.reply)  # what the stub served, priced
         assert usd is not None
         total += usd
     return total
