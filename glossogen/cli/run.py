@@ -20,6 +20,7 @@ from glossogen.launch import (
     LaunchError,
     ResumeRequest,
     RunConfig,
+    RunCostEstimate,
     RunRequest,
     check_credentials,
     check_model_settings,
@@ -63,9 +64,8 @@ def _usd(value: float | None) -> str:
     return "not costed" if value is None else f"${value:.4f}"
 
 
-def _print_dry_run(config: RunConfig, done: int) -> None:
+def _print_dry_run(config: RunConfig, estimate: RunCostEstimate) -> None:
     """Print each seat's resolved model and settings, the estimated cost and its assumptions."""
-    estimate = estimate_cost(config, done)
     limits = config.limits
     timeout = "none" if limits.run_timeout_seconds is None else f"{limits.run_timeout_seconds:g} s"
     print(
@@ -276,7 +276,7 @@ def play(
             print(f"glossogen: warning: {exc} (a launch would be refused)", file=sys.stderr)
         else:
             check_model_settings(plan)  # building a model needs its key
-        check_spend_cap(plan, max(0, plan.knobs.round_count - done))
+        estimate = check_spend_cap(plan, max(0, plan.knobs.round_count - done))
         if not resume_dir:
             check_runs_dir(runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
@@ -289,7 +289,7 @@ def play(
             file=sys.stderr,
         )
     if dry_run:
-        _print_dry_run(plan, done)
+        _print_dry_run(plan, estimate or estimate_cost(plan, done))
         return 0
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)

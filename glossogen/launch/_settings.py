@@ -16,7 +16,7 @@ from typing import Any
 
 from glossogen.derive import SeatCheck
 from glossogen.knobs import DEFAULT_MAX_TOKENS, BaseKnobs
-from glossogen.launch._estimate import estimate_cost
+from glossogen.launch._estimate import RunCostEstimate, estimate_cost
 from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
 
@@ -126,12 +126,16 @@ def derived_run_check(scenario: str) -> SeatCheck:
     return check
 
 
-def check_spend_cap(config: RunConfig, rounds: int) -> None:
+def check_spend_cap(config: RunConfig, rounds: int) -> RunCostEstimate | None:
     """Refuse a spend cap the run cannot keep or cannot be held to, before anything is spent.
 
     Args:
         config: The planned run (``config.limits.spend_cap_usd``; None: nothing to check).
         rounds: Rounds still to play (a resume counts only the rounds ahead).
+
+    Returns:
+        The estimate the cap was checked against (a dry run prints it rather than estimating
+        again), or None when there is no cap.
 
     Raises:
         LaunchError: (65) a billed model is not in the price catalogue (its spend could not
@@ -141,7 +145,7 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
     """
     cap = config.limits.spend_cap_usd
     if cap is None:
-        return
+        return None
     missing = uncosted_models(config)
     if missing:
         raise LaunchError(
@@ -173,6 +177,7 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
                 "above the cap, so none could be sent",
                 EXIT_REFUSED,
             )
+    return estimate
 
 
 def uncosted_models(config: RunConfig) -> list[str]:
