@@ -11,6 +11,7 @@ from glossogen.launch._estimate import (
     RunCostEstimate,
     SeatEstimate,
     estimate_cost,
+    measure_prompts,
 )
 from glossogen.launch._observers import RunObserver, notify, observing
 from glossogen.launch._plan import (
@@ -54,6 +55,7 @@ __all__ = [
     "RunCostEstimate",
     "SeatEstimate",
     "estimate_cost",
+    "measure_prompts",
     "check_model_settings",
     "check_spend_cap",
     "derived_run_check",

@@ -16,16 +16,18 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.launch import (
+    LaunchError,
     RunConfig,
     RunRequest,
     check_spend_cap,
     claim_run,
     estimate_cost,
+    measure_prompts,
     open_session,
     plan_run,
     price_spend,
 )
-from glossogen.pricing import price_usage
+from glossogen.pricing import price_call, price_usage
 from tests.fixtures.cache_emulation import CachingResponder
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.winning_players import PLAYERS
@@ -115,27 +117,51 @@ def test_the_estimate_lands_within_a_factor_of_2_of_the_bill_of_a_played_run(
 def test_the_turn_cap_bounds_the_estimate_so_a_long_signal_game_fits_a_small_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # Issue 29: 100 rounds of signal_game on gpt-4.1-mini under a $1 cap were refused at $7.68
+    # (20 requests a seat a round), though --max-agent-turns bounds what a seat can ask.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     request = _request(tmp_path, "signal_game", 100).model_copy(
-        update={"max_agent_turns": 5, "spend_cap_usd": 1.0}
+        update={
+            "model": "gpt-4.1-mini",
+            "provider": "openai",
+            "max_agent_turns": 10,
+            "spend_cap_usd": 1.0,
+        }  # fmt: skip
     )
     plan = plan_run(request)
     estimate = estimate_cost(plan)
-    assert [(s.requests, s.turn_capped) for s in estimate.seats] == [(5, True), (5, True)]
-    assert estimate.total_usd is not None and estimate.total_usd < 1.0
-    check_spend_cap(plan, 100)  # not refused
-    uncapped = estimate_cost(plan_run(request.model_copy(update={"max_agent_turns": 10_000})))
-    assert uncapped.total_usd is not None and uncapped.total_usd > 20 * estimate.total_usd
+    assert [(s.requests, s.turn_capped) for s in estimate.seats] == [(10, True), (10, True)]
+    assert estimate.total_usd is not None and estimate.total_usd < 0.01
+    assert check_spend_cap(plan, 100) == estimate  # not refused: the estimate it checked
+    unbounded = plan_run(request.model_copy(update={"max_agent_turns": 10_000}))
+    with pytest.raises(LaunchError, match=r"the dry-run estimate of the 100 rounds to play"):
+        check_spend_cap(unbounded, 100)
+
+    # The arithmetic, uncached: each seat's 10 requests fall in round 1 (11 a round); request k
+    # reads the system prompt, the tools, the briefing and k answers (40) and cycles (60).
+    uncached = plan_run(request.model_copy(
+        update={"overrides": [*request.overrides, "agent_model_settings.cache=false"]}
+    ))  # fmt: skip
+    measured = measure_prompts(uncached)
+    for seat in estimate_cost(uncached).seats:
+        m = measured.seats[seat.agent_id]
+        first = m.system_tokens + m.tools_tokens + m.briefing_tokens
+        prompts = [first + 100 * k for k in range(10)]
+        assert (seat.input_tokens, seat.output_tokens, seat.cache_read_tokens) == (
+            sum(prompts), 400, 0)  # fmt: skip
+        usd = price_call("openai", "gpt-4.1-mini", input_tokens=sum(prompts), output_tokens=400)
+        assert seat.usd == usd
+
     with pytest.raises(SystemExit) as exited:
-        main(["run", "signal_game", "--model", "claude-sonnet-4-5", "--provider", "anthropic",
+        main(["run", "signal_game", "--model", "gpt-4.1-mini", "--provider", "openai",
               "--runs-dir", str(tmp_path / "runs"), "--config", "knobs_default",
-              "--max-agent-turns", "5", "--spend-cap-usd", "1", "--dry-run",
+              "--max-agent-turns", "10", "--spend-cap-usd", "1", "--dry-run",
               "round_count=100"])  # fmt: skip
     assert exited.value.code == 0
     out = capsys.readouterr()
-    assert "estimated cost: $" in out.out
-    assert "  assuming turn cap: at most 5 requests per seat over 100 rounds\n" in out.out
-    assert "(5 requests, turn cap reached)" in out.out
+    assert f"estimated cost: ${estimate.total_usd:.4f} for 100 rounds" in out.out
+    assert "  assuming turn cap: at most 10 requests per seat over 100 rounds\n" in out.out
+    assert out.out.count("(10 requests, turn cap reached)") == 2
     assert not (tmp_path / "runs").exists()  # a dry run claims nothing
 
 
