@@ -200,6 +200,8 @@ class SeatPlan(BaseModel):
     provider: str
     model_settings: dict[str, Any]
     cost_per_round_usd: float | None
+    requests: int = Field(description="Model requests the estimate counts for the seat.")
+    cost_usd: float | None = Field(description="The seat's estimated spend over the run.")
 
 
 class Estimate(BaseModel):
@@ -214,6 +216,9 @@ class Estimate(BaseModel):
     credentials: list[Credential]
     cost_per_round_usd: float | None
     total_cost_usd: float | None
+    judge_calls: int = 0
+    judge_cost_usd: float | None = 0.0
+    assumptions: list[str] = Field(default_factory=list)
     uncosted_models: list[str]
 
 
