@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import pytest
 
 from flows.simulate import resume
 from glossogen.cli import main
-from glossogen.derive import ForkRequest, prepare_fork
+from glossogen.derive import ForkRequest, prepare_fork, read_state
 from glossogen.eventlog import LlmResponseReceived, ModelRequestAbandoned, read_events
 from glossogen.launch import RunRequest
 from tests.derive.test_resume import _strip as strip_fields
@@ -260,25 +261,72 @@ def test_a_resumed_run_extends_each_seat_s_last_prompt_before_the_cut(
         assert_prefix_stable(after[seat], f"resumed {seat}")
 
 
+def _source(tmp_path: Path, stub: StubModelServer) -> tuple[Path, dict[str, list[RecordedRequest]]]:
+    """A two-round prisoners_dilemma run played to its end, and the requests of each seat."""
+    result = play_ungated(_request(tmp_path, "prisoners_dilemma"))
+    assert result.status == "completed"
+    return Path(result.run_url), per_seat(stub.requests)
+
+
+def _requests_made(events: list[Any], seat: str) -> int:
+    """The model requests ``seat`` made in ``events`` (answered or abandoned)."""
+    made = (LlmResponseReceived, ModelRequestAbandoned)
+    return sum(1 for e in events if isinstance(e, made) and e.agent_id == seat)
+
+
 def test_a_fork_extends_each_seat_s_last_prompt_of_the_round_it_keeps(
     prefect_api: str, openai_env: StubModelServer, tmp_path: Path
 ) -> None:
-    source = play_ungated(_request(tmp_path, "prisoners_dilemma"))
-    assert source.status == "completed"
-    played = per_seat(openai_env.requests)
-    log = f"{source.run_url}/prisoners_dilemma.jsonl"
-    asked = [
-        e
-        for e in read_events(log).events
-        if isinstance(e, LlmResponseReceived | ModelRequestAbandoned) and e.round_number == 1
-    ]
+    source, played = _source(tmp_path, openai_env)
+    events = read_events(str(source / "prisoners_dilemma.jsonl")).events
+    round_1 = [e for e in events if e.round_number <= 1]
     openai_env.requests = []
-    fork = prepare_fork(ForkRequest("prisoners_dilemma", source.run_url, 1, str(tmp_path / "f")))
+    fork = prepare_fork(ForkRequest("prisoners_dilemma", str(source), 1, str(tmp_path / "f")))
     assert asyncio.run(resume(run_dir=fork.folder.url)).status == "completed"
     forked = per_seat(openai_env.requests)
     assert sorted(forked) == sorted(played) == ["player_a", "player_b"]
     for seat, requests in played.items():
-        kept = sum(1 for e in asked if e.agent_id == seat)  # the seat's requests of round 1
+        kept = _requests_made(round_1, seat)
         assert 8 <= kept < len(requests)
         assert_prefix_stable([requests[kept - 1], forked[seat][0]], f"forked {seat}")
         assert_prefix_stable(forked[seat], f"forked {seat}")
+
+
+def _cut(finished: Path, dest: Path, keep: int) -> Path:
+    """A copy of the run in ``finished`` as a kill leaves it: its first ``keep`` log lines."""
+    run = dest / "prisoners_dilemma" / finished.name
+    shutil.copytree(finished, run)
+    log = run / "prisoners_dilemma.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:keep]))
+    return run
+
+
+def test_a_run_killed_mid_round_resumes_extending_each_seat_s_last_prompt_it_kept(
+    prefect_api: str, openai_env: StubModelServer, tmp_path: Path
+) -> None:
+    source, played = _source(tmp_path, openai_env)
+    lines = (source / "prisoners_dilemma.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+
+    def after(kind: str, n: int, round_number: int = 2) -> int:
+        at = [i for i, r in enumerate(rows) if (r["event_type"], r["round_number"]) == (
+            kind, round_number)]  # fmt: skip
+        return at[n] + 1
+
+    cuts = {
+        "mid-round-2": after("tool_call_invoked", 2),
+        "between-verdict-and-postmortem-2": after("round_result_recorded", 0),
+        "in-postmortem-2": after("postmortem_started", 0) + 2,
+    }
+    for name, keep in cuts.items():
+        run = _cut(source, tmp_path / name, keep)
+        kept = read_state(read_events(str(run / "prisoners_dilemma.jsonl")).events).events
+        openai_env.requests = []
+        assert asyncio.run(resume(run_dir=str(run))).status == "completed", name
+        resumed = per_seat(openai_env.requests)
+        assert sorted(resumed) == ["player_a", "player_b"], name
+        for seat, requests in played.items():
+            sent = _requests_made(kept, seat)  # their prompts are in the rebuilt history
+            assert 8 <= sent < len(requests), name  # round 1 at least; not all of round 2
+            assert_prefix_stable([requests[sent - 1], resumed[seat][0]], f"{name} {seat}")
+            assert_prefix_stable(resumed[seat], f"{name} {seat}")
