@@ -169,7 +169,7 @@ CASES = [
         [*PD, "--provider", "scripted", "--model", "s", "agent_model_settings.thinking=lots"],
         65,
         "invalid knob 'agent_model_settings.thinking' = \"lots\": "
-        "Input should be 'minimal', 'low', 'medium', 'high', 'xhigh' or 'max'",
+        "accepted values are minimal, low, medium, high, xhigh, max, true, false, null",
     ),
     (
         "max_tokens=-1",
