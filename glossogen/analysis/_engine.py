@@ -157,7 +157,8 @@ def key_labels(frame: pl.DataFrame, column: str) -> pl.Series:
 class _Values:
     """One measure's values in one group: the values and the run of each."""
 
-    values: list[float]
+    values: list[Any]
+    """Floats, except for a ``count`` of a text field (its texts)."""
     runs: list[str]
     missing: int
 
@@ -172,10 +173,12 @@ class _Values:
         return order, [sums[r] for r in order], [counts[r] for r in order]
 
 
-def _aggregate(agg: str, values: list[float]) -> float | None:
+def _aggregate(agg: str, values: list[Any]) -> float | None:
     n = len(values)
+    if agg == "count":
+        return float(n)
     if n == 0:
-        return None if agg != "count" else 0.0
+        return None
     series = pl.Series(values, dtype=pl.Float64)
     if agg in ("mean", "rate"):
         return float(series.mean())  # type: ignore[arg-type]
@@ -183,8 +186,6 @@ def _aggregate(agg: str, values: list[float]) -> float | None:
         return float(series.median())  # type: ignore[arg-type]
     if agg == "sum":
         return float(series.sum())
-    if agg == "count":
-        return float(n)
     if agg == "min":
         return float(series.min())  # type: ignore[arg-type]
     if agg == "max":
@@ -210,7 +211,9 @@ def _interval(grain: str, agg: str, data: _Values, seed: int, resamples: int) ->
 
 def _values(part: pl.DataFrame, column: str) -> _Values:
     present = part.filter(pl.col(column).is_not_null())
-    values = present.get_column(column).cast(pl.Float64).to_list()
+    series = present.get_column(column)
+    numeric = series.dtype.is_numeric() or series.dtype == pl.Boolean
+    values = series.cast(pl.Float64).to_list() if numeric else series.to_list()
     runs = present.get_column("run_id").to_list()
     return _Values(values, runs, part.height - present.height)
 
