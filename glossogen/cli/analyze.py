@@ -63,6 +63,10 @@ def analyze(
     max_runs: int = typer.Option(5000, "--max-runs", metavar="N", help="Run ceiling."),
     as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
     as_csv: bool = typer.Option(False, "--csv", help="Print CSV."),
+    plot: str | None = typer.Option(
+        None, "--plot", metavar="FILE", help="Also draw the first measure to FILE (.svg/.png)."
+    ),
+    chart: str = typer.Option("bar", "--chart", metavar="KIND", help="bar, line or heatmap."),
     list_fields: bool = typer.Option(
         False, "--list-fields", help="List the grain's fields with coverage and values."
     ),
@@ -100,6 +104,10 @@ def analyze(
         from glossogen.analysis import check_sort
 
         check_sort(query)
+        if plot is not None:
+            from glossogen.analysis._plot import check_plot
+
+            check_plot(plot, chart, query)
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except ValidationError as exc:
@@ -114,7 +122,7 @@ def analyze(
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     try:
-        return _answer(runs_dir, query, list_fields, as_json, as_csv)
+        return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart)
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except SelectionError as exc:
@@ -130,7 +138,15 @@ def _flag(field: str) -> str:
     return _FLAGS.get(field.split(".", 1)[0], field.split(".", 1)[0].replace("_", "-"))
 
 
-def _answer(runs_dir: str, query: object, list_fields: bool, as_json: bool, as_csv: bool) -> int:
+def _answer(
+    runs_dir: str,
+    query: object,
+    list_fields: bool,
+    as_json: bool,
+    as_csv: bool,
+    plot: str | None = None,
+    chart: str = "bar",
+) -> int:
     from glossogen.analysis import Query, answer, fields
     from glossogen.analysis._render import comparison_frame, result_frame
 
@@ -153,6 +169,10 @@ def _answer(runs_dir: str, query: object, list_fields: bool, as_json: bool, as_c
         _show(frame, as_csv, f"{query.grain} grain: {found.rows} rows of {found.runs} runs")
         return int(exit_codes.OK)
     result = answer(runs_dir, query)
+    if plot is not None:
+        from glossogen.analysis._plot import write_plot
+
+        write_plot(result, plot, chart)
     if as_json:
         print(result.model_dump_json(indent=2))
         return int(exit_codes.OK)

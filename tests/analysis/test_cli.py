@@ -136,3 +136,42 @@ def test_names_the_rows_do_not_hold(cohort: Cohort, capsys: pytest.CaptureFixtur
     assert capsys.readouterr().err == (
         f"glossogen: error: --runs-dir '{cohort.runs_dir}/absent' does not exist\n"
     )
+
+
+@pytest.mark.parametrize(("name", "chart"), [("bar.svg", "bar"), ("line.png", "line"),
+                                             ("heat.svg", "heatmap")])  # fmt: skip
+def test_plot_writes_a_valid_chart(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, chart: str
+) -> None:
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / name
+    code = analyze(
+        "--runs-dir", cohort.runs_dir, "--grain", "round", "--by", "round_number,round_budget_chars",
+        "--measure", "round_success:rate", "--plot", str(path), "--chart", chart, "--csv",
+    )  # fmt: skip
+    assert code == 0
+    capsys.readouterr()
+    if name.endswith(".svg"):
+        assert ET.parse(path).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    else:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    absent = str(tmp_path / "absent")
+    assert analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.pdf") == 64
+    assert (
+        capsys.readouterr().err == "glossogen: error: --plot 'a.pdf': write a .svg or .png file\n"
+    )
+    assert (
+        analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart", "pie") == 64
+    )
+    assert capsys.readouterr().err == (
+        "glossogen: error: --chart 'pie' is not one of bar, line, heatmap\n"
+    )
+    assert analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart",
+                   "heatmap") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --chart 'heatmap' needs two keys (--by K1,K2)\n"
+    )
