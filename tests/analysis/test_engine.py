@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -272,3 +273,47 @@ def test_a_name_the_rows_do_not_hold_is_named(cohort: Cohort) -> None:
         "compare round_budget_chars=300,900: no row has knob.round_budget_chars '900' "
         "(it holds (blank), 300, 600)"
     )
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Two runs (both seed 1) and a fork of each after round 1, with task_done 0, 0, 1, 0."""
+    from tests.export.conftest import fork
+    from tests.fixtures.played_runs import play_run
+
+    root = Path(tmp_path_factory.mktemp("analysis-forks"))
+    ids = {}
+    for i, short in enumerate(("s1", "s2")):
+        folder = play_run(str(root), rounds=2, overrides=("seed=1",), now_unix=1_791_000_000 + i)
+        ids[short] = folder.run_id
+    for i, short in enumerate(("s1", "s2")):
+        url = fork(root, str(root / ids[short]), 1, 1_791_000_010 + i)
+        ids[f"f{i + 1}"] = f"veyru/{Path(url).name}"
+    for short, done in {"s1": 0, "s2": 0, "f1": 1, "f2": 0}.items():
+        report = {"report_version": 1, "metrics": {"task_done": {
+            "name": "task_done", "kind": "deterministic", "version": 1, "unit": "u",
+            "status": "ok", "score": done, "summary": "", "rounds": 2}}}  # fmt: skip
+        (root / ids[short] / "veyru_report.json").write_text(json.dumps(report))
+    ids["runs_dir"] = str(root)
+    return ids
+
+
+def test_a_fork_pairs_with_its_source(forked: dict[str, str]) -> None:
+    kinds = fields(forked["runs_dir"], FilterSelection(), "run")
+    (derivation,) = [f for f in kinds.fields if f.name == "lineage.derivation_type"]
+    (kind,) = derivation.values
+    result = answer(forked["runs_dir"], Query(
+        measures=[Measure(field="task_done")], seed=7, resamples=10,
+        compare=Compare(key="lineage.derivation_type", a=BLANK, b=kind),
+    ))  # fmt: skip
+    (comparison,) = result.comparisons
+    assert (comparison.paired, comparison.pairing, comparison.pairs) == (
+        True, "fork of its source", 2
+    )  # fmt: skip
+    assert (comparison.a_value, comparison.b_value, comparison.difference) == (0.0, 0.5, 0.5)
+    # Pairs (s1, f1) and (s2, f2): differences 1 and 0, drawn together by SEED7_PICKS.
+    differences = [1.0, 0.0]
+    estimates = [(differences[i] + differences[j]) / 2 for i, j in SEED7_PICKS]
+    assert percentiles(estimates) == (0.0, 1.0)
+    interval = comparison.interval
+    assert (interval.low, interval.high, interval.method) == (0.0, 1.0, "paired bootstrap")
