@@ -37,6 +37,12 @@ def _percentiles(estimates: np.ndarray) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def _ratio_means(sums: Sequence[float], counts: Sequence[int], picks: np.ndarray) -> np.ndarray:
+    """Per draw (a row of ``picks``: run indices), the picked runs' value sum over their count."""
+    s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    return np.asarray(s[picks].sum(axis=1) / c[picks].sum(axis=1))
+
+
 def cluster_bootstrap(
     sums: Sequence[float], counts: Sequence[int], seed: int, resamples: int
 ) -> tuple[float, float] | None:
@@ -54,10 +60,8 @@ def cluster_bootstrap(
     k = len(sums)
     if k < 2:
         return None
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, k, size=(resamples, k))
-    s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    return _percentiles(s[picks].sum(axis=1) / c[picks].sum(axis=1))
+    picks = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+    return _percentiles(_ratio_means(sums, counts, picks))
 
 
 def unpaired_bootstrap(
@@ -74,12 +78,9 @@ def unpaired_bootstrap(
     if len(a[0]) < 2 or len(b[0]) < 2:
         return None
     rng = np.random.default_rng(seed)
-    estimates = []
-    for sums, counts in (a, b):
-        picks = rng.integers(0, len(sums), size=(resamples, len(sums)))
-        s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-        estimates.append(s[picks].sum(axis=1) / c[picks].sum(axis=1))
-    return _percentiles(estimates[1] - estimates[0])
+    a_picks = rng.integers(0, len(a[0]), size=(resamples, len(a[0])))
+    b_picks = rng.integers(0, len(b[0]), size=(resamples, len(b[0])))
+    return _percentiles(_ratio_means(*b, b_picks) - _ratio_means(*a, a_picks))
 
 
 def paired_bootstrap(
@@ -95,13 +96,8 @@ def paired_bootstrap(
     k = len(a[0])
     if k < 2:
         return None
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, k, size=(resamples, k))
-    arms = []
-    for sums, counts in (a, b):
-        s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-        arms.append(s[picks].sum(axis=1) / c[picks].sum(axis=1))
-    return _percentiles(arms[1] - arms[0])
+    picks = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+    return _percentiles(_ratio_means(*b, picks) - _ratio_means(*a, picks))
 
 
 __all__ = ["Z95", "cluster_bootstrap", "paired_bootstrap", "unpaired_bootstrap", "wilson"]

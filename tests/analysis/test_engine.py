@@ -317,3 +317,14 @@ def test_a_fork_pairs_with_its_source(forked: dict[str, str]) -> None:
     assert percentiles(estimates) == (0.0, 1.0)
     interval = comparison.interval
     assert (interval.low, interval.high, interval.method) == (0.0, 1.0, "paired bootstrap")
+
+
+def test_a_query_round_trips_as_json() -> None:
+    query = Query(
+        selection=selection_of(knob=["round_budget_chars>=300"]), grain="round",
+        by=["round_budget_chars"], filters=[RowFilter.parse("round_number<=2")],
+        measures=[Measure.parse("round_success:rate"), Measure.parse("mean_chars_per_round")],
+        compare=Compare.parse("round_budget_chars=300,600"), sort="-round_success:rate",
+        limit=5, seed=3,
+    )  # fmt: skip
+    assert Query.model_validate_json(query.model_dump_json()) == query
