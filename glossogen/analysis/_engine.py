@@ -175,10 +175,10 @@ class _Values:
 
 def _aggregate(agg: str, values: list[Any]) -> float | None:
     n = len(values)
+    if n == 0:
+        return None  # blank under every aggregate, count too (its n says 0)
     if agg == "count":
         return float(n)
-    if n == 0:
-        return None
     series = pl.Series(values, dtype=pl.Float64)
     if agg in ("mean", "rate"):
         return float(series.mean())  # type: ignore[arg-type]

@@ -328,3 +328,23 @@ def test_a_query_round_trips_as_json() -> None:
         limit=5, seed=3,
     )  # fmt: skip
     assert Query.model_validate_json(query.model_dump_json()) == query
+
+
+def test_null_conditions_never_select_a_knob_never_recorded(cohort: Cohort) -> None:
+    names = {v: k for k, v in cohort.ids.items()}
+    for condition, expected in (("=null", set()), ("!=null", {"r1", "r2", "r3", "r4"})):
+        selection = selection_of(knob=[f"round_budget_chars{condition}"])
+        selected = select_runs(cohort.runs_dir, selection).records
+        assert {names[r.run_id] for r in selected} == expected
+
+
+def test_count_of_a_group_with_no_value_is_blank(cohort: Cohort) -> None:
+    result = ask(cohort, by=["channel_noise_level"],
+                 measures=[{"field": "mean_chars_per_round", "agg": "count"}])  # fmt: skip
+    assert cells(result)[2] == (
+        {"channel_noise_level": "0.2"},
+        "mean_chars_per_round:count",
+        None,
+        0,
+        1,
+    )
