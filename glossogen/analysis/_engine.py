@@ -121,6 +121,8 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
     """The rows ``cond`` keeps; a blank cell is never kept, under any operator."""
     dtype = frame.schema[column]
     col = pl.col(column)
+    if dtype == pl.Null:  # every cell blank: nothing matches
+        return pl.lit(False)
     if _numeric(dtype):
         try:
             number = float(cond.value)
@@ -234,7 +236,7 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
     dtype = frame.schema[column]
     if measure.agg == "count":
         return
-    if not _numeric(dtype) and dtype != pl.Boolean:
+    if not _numeric(dtype) and dtype not in (pl.Boolean, pl.Null):  # Null: every cell blank
         raise QueryError(
             f"{measure.label!r}: {column} is not a number (it holds {dtype})", "measures"
         )
@@ -407,7 +409,14 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
 
 
 def answer_records(records: list[RunRecord], query: Query) -> Result:
-    """Answer ``query`` over already selected ``records`` (see :func:`answer`)."""
+    """Answer ``query`` over already selected ``records`` (see :func:`answer`).
+
+    With no run selected there are no rows to check the query's names against: the answer has
+    no group and says so (as an export of no run writes header-only tables).
+    """
+    if not records:
+        return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
+                      notes=["no run matched the selection"])  # fmt: skip
     frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
     for cond in query.filters:

@@ -175,3 +175,14 @@ def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().err == (
         "glossogen: error: --chart 'heatmap' needs two keys (--by K1,K2)\n"
     )
+
+
+def test_a_selection_of_no_run_is_no_error(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--scenario", "nosuch", "--by", "anything",
+                   "--measure", "anything", "--csv")  # fmt: skip
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert out == "anything,measure,value,n,missing,runs,low,high,interval\n"
+    assert err == "glossogen: note: no run matched the selection\n"
