@@ -146,13 +146,8 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
 
 
 def key_labels(frame: pl.DataFrame, column: str) -> pl.Series:
-    """The group labels of ``column``: its text (``true``/``false`` for a boolean), or BLANK."""
-    series = frame.get_column(column)
-    if series.dtype == pl.Boolean:
-        text = series.map_elements(lambda v: "true" if v else "false", return_dtype=pl.String)
-    else:
-        text = series.cast(pl.String)
-    return text.fill_null(BLANK)
+    """The group labels of ``column``, as groups are labelled (:func:`_label`; BLANK if none)."""
+    return pl.Series(column, [_label(v) for v in frame.get_column(column).to_list()], pl.String)
 
 
 @dataclass
