@@ -58,6 +58,8 @@ _UNITS = {
     "judge_cost_usd": "USD",
     "cost_usd": "USD",
     "duration_seconds": "seconds",
+    "latency_seconds": "seconds",
+    "retries": "attempts beyond the first",
     "message_count": "messages",
     "rounds_played": "rounds",
     "rounds_won": "rounds",
