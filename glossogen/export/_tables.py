@@ -59,7 +59,7 @@ _UNITS = {
     "cost_usd": "USD",
     "duration_seconds": "seconds",
     "latency_seconds": "seconds",
-    "retries": "attempts beyond the first",
+    "retries": "earlier attempts of the cycle",
     "message_count": "messages",
     "rounds_played": "rounds",
     "rounds_won": "rounds",

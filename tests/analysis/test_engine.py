@@ -348,3 +348,35 @@ def test_count_of_a_group_with_no_value_is_blank(cohort: Cohort) -> None:
         0,
         1,
     )
+
+
+def _refuse(messages: object, info: object) -> object:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    raise ModelHTTPError(status_code=400, model_name="scripted", body={"error": "bad request"})
+
+
+def test_a_failed_request_is_a_call_row_with_its_failure_kind(tmp_path: Path) -> None:
+    from pydantic_ai.models.function import FunctionModel
+
+    from glossogen.eventlog import AgentRunCycleFailed
+    from glossogen.testing import play
+
+    view = play("veyru", tmp_path, rounds=1, agents={"field_observer": FunctionModel(_refuse)})
+    failed = [e for e in view.counted if isinstance(e, AgentRunCycleFailed)]
+    assert [(e.error_kind, e.attempts) for e in failed] == [
+        ("api_error", 1), ("api_error", 2), ("api_error", 3)
+    ]  # fmt: skip
+    calls = build_frames(select_runs(str(tmp_path), FilterSelection()).records, ["call_level"])
+    rows = calls["call_level"].filter(pl.col("failure_kind").is_not_null())
+    assert rows.select(
+        "round_number", "agent_id", "model", "provider", "retries", "failure_kind", "cost_usd"
+    ).rows() == [
+        (1, "field_observer", "scripted", "scripted", 0, "api_error", 0.0),
+        (1, "field_observer", "scripted", "scripted", 1, "api_error", 0.0),
+        (1, "field_observer", "scripted", "scripted", 2, "api_error", 0.0),
+    ]
+    result = answer(str(tmp_path), Query(
+        grain="call", by=["failure_kind"], measures=[Measure(field="retries", agg="max")]
+    ))  # fmt: skip
+    assert cells(result)[0] == ({"failure_kind": "api_error"}, "retries:max", 2.0, 3, 0)
