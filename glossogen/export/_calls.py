@@ -1,10 +1,11 @@
 """The ``call_level`` table: one row per model request of a run, read through its ``RunView``.
 
-A row is an answered request (``llm_response_received``), a failed agent cycle
-(``agent_run_cycle_failed``: ``failure_kind`` is its ``error_kind``, ``retries`` the attempts of
-the same cycle before it: the engine logs one per failed attempt), a request the engine stopped waiting for (``model_request_abandoned``:
-``failure_kind`` ``abandoned`` when it was never answered, its round the one it was sent in) or
-one the spend cap refused (``model_request_refused``: ``failure_kind`` ``refused_by_cap``).
+A row is an answered request (``llm_response_received``), a failed attempt of an agent cycle
+(``agent_run_cycle_failed``, one per failed attempt: ``failure_kind`` is its ``error_kind``,
+``retries`` the cycle's attempts before it), a request the engine stopped waiting for
+(``model_request_abandoned``: ``failure_kind`` ``abandoned`` when it was never answered, its
+round the one it was sent in) or one the spend cap refused (``model_request_refused``:
+``failure_kind`` ``refused_by_cap``).
 Only the events that count are read (:class:`~glossogen.eventlog.RunView`), so a superseded
 attempt of a resumed run adds no row.
 
