@@ -452,7 +452,9 @@ def _sorted(groups: list[Group], query: Query) -> list[Group]:
             present.sort(key=lambda g: g.cells[at].value or 0.0, reverse=reverse)
             groups = present + blank
         elif name in query.by:
-            groups = sorted(groups, key=lambda g: g.keys[name] == BLANK)
+            present = [g for g in groups if g.keys[name] != BLANK]
+            present.sort(key=lambda g: _sort_key([_number_or_text(g.keys[name])]), reverse=reverse)
+            groups = present + [g for g in groups if g.keys[name] == BLANK]
         else:
             raise QueryError(
                 f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key",

@@ -186,3 +186,21 @@ def test_a_selection_of_no_run_is_no_error(
     out, err = capsys.readouterr()
     assert out == "anything,measure,value,n,missing,runs,low,high,interval\n"
     assert err == "glossogen: note: no run matched the selection\n"
+
+
+def test_sort_and_limit(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--by", "round_budget_chars", "--measure",
+                   "task_done:sum", "--sort", "-round_budget_chars", "--csv")  # fmt: skip
+    assert code == 0
+    assert [line.split(",")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "round_budget_chars", "600", "300", "(blank)"
+    ]  # fmt: skip
+    code = analyze("--runs-dir", cohort.runs_dir, "--by", "seed", "--measure",
+                   "mean_chars_per_round:max", "--sort", "-mean_chars_per_round:max",
+                   "--limit", "2", "--csv")  # fmt: skip
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "seed,measure,value,n,missing,runs,low,high,interval",
+        "3,mean_chars_per_round:max,50.0,1,0,1,,,",
+        "1,mean_chars_per_round:max,30.0,2,0,2,,,",
+    ]
