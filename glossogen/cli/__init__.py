@@ -51,6 +51,8 @@ _COMMANDS: dict[str, _Command] = {
         "Fork a run with one seat taken over by an agent from a donor run."),
     "evaluate": _Command("evaluate", "evaluate", "Score a finished run into its report."),
     "export": _Command("export", "export", "Export runs as CSV tables and/or a raw zip."),
+    "analyze": _Command("analyze", "analyze",
+                        "Answer a grouped question over runs, with n, missing and intervals."),
     "verify": _Command("verify", "verify", "Check that runs' books balance (exit 1 if not)."),
     "serve": _Command("serve", "serve", "Serve the REST export endpoints and MCP at /mcp."),
     "mcp": _Command("mcp", "mcp", "Serve the MCP tools over stdio."),

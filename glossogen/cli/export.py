@@ -87,7 +87,7 @@ def export(
         "--frames",
         metavar="TABLES",
         help="Tables, comma-separated: run_level, round_level, agent_level, message_level, "
-        "round_context.",
+        "round_context, call_level.",
     ),
     include_metric_summaries: bool = typer.Option(
         False, "--include-metric-summaries", help="Add metric units, summaries and notes."

@@ -18,9 +18,11 @@ from glossogen.export._frames import (
     ROUND_KEYS,
     RUN_META,
     context_columns,
+    context_frame,
     default_frames,
     metrics_of,
     run_context,
+    with_context,
 )
 from glossogen.export._knobfilter import SelectionError
 from glossogen.export._selection import RunRecord
@@ -31,7 +33,10 @@ DEFAULT_FRAMES = ["run_level", "round_level", "agent_level"]
 LOG_FRAMES = ["message_level", "round_context"]
 """The tables read from event logs (not in the default set)."""
 
-FRAMES = DEFAULT_FRAMES + LOG_FRAMES
+CALL_FRAME = "call_level"
+"""The table of model requests, one row each (``_calls.py``; read through each run's view)."""
+
+FRAMES = DEFAULT_FRAMES + LOG_FRAMES + [CALL_FRAME]
 """Every table, in the order they are written."""
 
 ALWAYS = ("run_id", "scenario_name")
@@ -43,6 +48,7 @@ KEYS = {
     "agent_level": {"run_id", "scenario_name", "agent_id"},
     "message_level": {"run_id", "scenario_name", "round_number", "channel_id"},
     "round_context": {"run_id", "scenario_name", "round_number"},
+    CALL_FRAME: {"run_id", "scenario_name", "round_number", "agent_id"},
 }
 
 _UNITS = {
@@ -52,6 +58,8 @@ _UNITS = {
     "judge_cost_usd": "USD",
     "cost_usd": "USD",
     "duration_seconds": "seconds",
+    "latency_seconds": "seconds",
+    "retries": "earlier attempts of the cycle",
     "message_count": "messages",
     "rounds_played": "rounds",
     "rounds_won": "rounds",
@@ -135,7 +143,10 @@ def known_columns(
             known |= {"round_number"} | {f"injection.{a}" for a in agents}
             known |= {f"postmortem_injection.{a}" for a in agents}
         else:
-            own = {"round_level": ROUND_KEYS, "agent_level": AGENT_OWN}.get(name, MESSAGE_COLUMNS)
+            from glossogen.export._calls import CALL_COLUMNS
+
+            heads = {"round_level": ROUND_KEYS, "agent_level": AGENT_OWN, CALL_FRAME: CALL_COLUMNS}
+            own = heads.get(name, MESSAGE_COLUMNS)
             known |= set(own) | (context if repeat_run_columns else set())
     return known
 
@@ -223,7 +234,22 @@ def build_frames(
                 columns_of, _ = log_table_columns(name, records, repeat_run_columns)
                 chunks = [pl.DataFrame(schema=dict.fromkeys(columns_of, pl.String))]
             out[name] = pl.concat(chunks, how="vertical_relaxed")
+    if CALL_FRAME in names:
+        out[CALL_FRAME] = call_level(records, repeat_run_columns)
     return {n: safe_text(_pick(out[n], n, columns, wanted)) for n in names}
+
+
+def call_level(records: list[RunRecord], repeat_run_columns: bool = True) -> pl.DataFrame:
+    """Return the ``call_level`` table, the run context joined after its own columns."""
+    from glossogen.export._calls import call_frame
+
+    frame = call_frame(records)
+    if not repeat_run_columns:
+        return frame
+    contexts = [run_context(r) for r in records]
+    own = set(frame.columns)
+    columns = [c for c in context_columns(contexts) if c not in own]
+    return with_context(frame, context_frame(records, columns))
 
 
 def coverage(frame: pl.DataFrame) -> dict[str, int]:
@@ -344,7 +370,9 @@ __all__ = [
     "FRAMES",
     "LOG_FRAMES",
     "available_columns",
+    "CALL_FRAME",
     "build_frames",
+    "call_level",
     "check_frames",
     "check_picks",
     "coverage",

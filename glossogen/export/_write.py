@@ -23,7 +23,14 @@ import polars as pl
 from glossogen.export._cells import safe_text
 from glossogen.export._frames import BATCH_RUNS, default_batches, default_schema
 from glossogen.export._selection import RunRecord
-from glossogen.export._tables import LOG_FRAMES, check_frames, coverage, legend
+from glossogen.export._tables import (
+    CALL_FRAME,
+    LOG_FRAMES,
+    call_level,
+    check_frames,
+    coverage,
+    legend,
+)
 from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
 
 
@@ -156,6 +163,23 @@ def write_default_tables(
     return stream_tables(columns, ({n: safe_text(f) for n, f in b.items()} for b in batches), out)
 
 
+def write_call_level(
+    records: list[RunRecord], out: str, repeat_run_columns: bool = True
+) -> tuple[int, dict[str, int]]:
+    """Write ``<out>/call_level.csv`` (built whole: a row per request is a few numbers).
+
+    Returns:
+        Data rows written, and the per-column coverage.
+
+    Raises:
+        StorageError: if ``out`` is unreachable.
+    """
+    frame = safe_text(call_level(records, repeat_run_columns))
+    with publish(join(out, f"{CALL_FRAME}.csv")) as f:
+        f.write(csv_bytes(frame))
+    return frame.height, coverage(frame)
+
+
 def write_table(
     records: list[RunRecord],
     name: str,
@@ -179,6 +203,8 @@ def write_table(
         StorageError: if ``out`` is unreachable.
     """
     (name,) = check_frames([name])
+    if name == CALL_FRAME:
+        return write_call_level(records, out, repeat_run_columns)
     if name in LOG_FRAMES:
         from glossogen.export._logtables import write_log_tables
 
@@ -231,9 +257,11 @@ def write_tables(
     """
     names = check_frames(frames)
     written: dict[str, tuple[int, dict[str, int]]] = {}
-    if any(n not in LOG_FRAMES for n in names):
+    if CALL_FRAME in names:
+        written[CALL_FRAME] = write_call_level(records, out, repeat_run_columns)
+    if any(n not in LOG_FRAMES and n != CALL_FRAME for n in names):
         written |= write_default_tables(
-            [n for n in names if n not in LOG_FRAMES], records, out,
+            [n for n in names if n not in LOG_FRAMES and n != CALL_FRAME], records, out,
             repeat_run_columns=repeat_run_columns,
             include_metric_summaries=include_metric_summaries,
             batch_runs=batch_runs,
@@ -258,6 +286,7 @@ __all__ = [
     "csv_bytes",
     "publish",
     "stream_tables",
+    "write_call_level",
     "write_default_tables",
     "write_legend",
     "write_table",

@@ -75,7 +75,8 @@ DESCRIPTIONS = {
         "need judge_model and judge_provider (anthropic, huggingface or openai)."
     ),
     "export_runs": (
-        "Export CSV tables (run_level, round_level, agent_level, message_level, round_context) "
+        "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "
+        "call_level) "
         "of runs picked by run_ids or by the list_runs filters, to a folder or an s3:// URL; "
         "returns the files, row counts and, per column, how many runs fill it."
     ),

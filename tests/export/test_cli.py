@@ -97,9 +97,9 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
          "--run-id cannot be combined with --label, --knob, --status"),
         (["--run-id", ""], 64, "--run-id needs a run id (<scenario>/<run_dir_name>)"),
         (["--frames", ""], 64, "--frames: no table named (tables: run_level, round_level, "
-         "agent_level, message_level, round_context)"),
+         "agent_level, message_level, round_context, call_level)"),
         (["--frames", " , "], 64, "--frames: no table named (tables: run_level, round_level, "
-         "agent_level, message_level, round_context)"),
+         "agent_level, message_level, round_context, call_level)"),
         (["--knob", "round_count"], 64, "--knob 'round_count': no operator; write "
          "<knob><op><value> with op one of != >= <= = > <"),
         (["--knob", "round_count>=lots"], 65, "--knob 'round_count>=lots': knob 'round_count', "
@@ -111,7 +111,7 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
         (["--max-runs", "3"], 65, "the selection holds 6 runs, over the 3-run limit per "
          "export; narrow the selection or raise it with --max-runs"),
         (["--frames", "run_level,everything"], 64, "--frames: unknown table 'everything' "
-         "(tables: run_level, round_level, agent_level, message_level, round_context)"),
+         "(tables: run_level, round_level, agent_level, message_level, round_context, call_level)"),
         (["--include-atif"], 64, "--include-logs and --include-atif apply to --raw"),
     ],
 )  # fmt: skip

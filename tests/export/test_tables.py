@@ -60,6 +60,7 @@ def golden_out(cohort: Cohort, tmp_path_factory: pytest.TempPathFactory) -> Path
         "agent_level": 6,
         "message_level": 36,
         "round_context": 7,
+        "call_level": 114,
     }
     return out
 

@@ -243,7 +243,7 @@ def test_a_mixed_selection_and_an_unknown_table_are_422(cohort: dict[str, str]) 
     assert got.json()["detail"] == {
         "field": "frames",
         "message": "unknown table 'nope' (tables: run_level, round_level, agent_level, "
-        "message_level, round_context)",
+        "message_level, round_context, call_level)",
     }
 
 
@@ -415,7 +415,7 @@ def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> No
     assert got.json()["detail"] == {
         "field": "frames",
         "message": "no table named (tables: run_level, round_level, agent_level, "
-        "message_level, round_context)",
+        "message_level, round_context, call_level)",
     }
 
 

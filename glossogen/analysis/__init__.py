@@ -1,0 +1,65 @@
+"""Analysis: a cohort's grouped answers with honest intervals, from one typed query.
+
+A :class:`Query` (the export's selection, a grain, at most two group keys, row filters,
+measures with their aggregates, an optional two-arm comparison, sort and limit) is validated
+when built; :func:`answer` reads the selected runs through the export's tables and returns a
+:class:`Result` (every cell with its n, missing, and for means and rates a 95% interval).
+The CLI (``glossogen analyze``) only translates flags to a query and the result to a table,
+JSON or CSV; other surfaces are to do the same. No Prefect, no server.
+"""
+
+from glossogen.analysis._engine import (
+    answer,
+    answer_records,
+    check_query,
+    check_sort,
+    fields,
+    fields_of,
+    grain_frame,
+)
+from glossogen.analysis._query import (
+    AGGREGATES,
+    BLANK,
+    GRAINS,
+    MAX_KEYS,
+    Cell,
+    Compare,
+    Comparison,
+    Dimension,
+    Fields,
+    Group,
+    Interval,
+    Measure,
+    Query,
+    QueryError,
+    Result,
+    RowFilter,
+)
+from glossogen.analysis._render import result_frame
+
+__all__ = [
+    "AGGREGATES",
+    "BLANK",
+    "GRAINS",
+    "MAX_KEYS",
+    "Cell",
+    "Compare",
+    "Comparison",
+    "Dimension",
+    "Fields",
+    "Group",
+    "Interval",
+    "Measure",
+    "Query",
+    "QueryError",
+    "Result",
+    "RowFilter",
+    "answer",
+    "answer_records",
+    "check_query",
+    "check_sort",
+    "fields",
+    "fields_of",
+    "grain_frame",
+    "result_frame",
+]

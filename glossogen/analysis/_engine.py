@@ -1,0 +1,552 @@
+"""Answering a :class:`~glossogen.analysis.Query`: select, build the grain's rows, filter, group.
+
+The runs are the export's selection (:func:`glossogen.export.select_runs`), and the rows are
+the export's own tables (``run_level``, ``round_level``, ``agent_level``, ``message_level``,
+``call_level``, each with the run's context joined), so an analysis and an export of the same
+selection read the same numbers. The ``observation`` grain is one metric's observations as its
+report writes them (``per_round``, one per team where a metric is per team; else
+``per_agent``).
+
+A blank cell is never a value: a measure's blank rows are dropped and counted as ``missing``;
+a group with no value has value None (never 0); a blank group key is a group of its own,
+labelled :data:`~glossogen.analysis.BLANK`; a filter never matches a blank cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from glossogen.analysis._query import (
+    BLANK,
+    Cell,
+    Compare,
+    Comparison,
+    Dimension,
+    Fields,
+    Grain,
+    Group,
+    Interval,
+    Measure,
+    Query,
+    QueryError,
+    Result,
+    RowFilter,
+)
+from glossogen.analysis._stats import (
+    cluster_bootstrap,
+    paired_bootstrap,
+    unpaired_bootstrap,
+    wilson,
+)
+from glossogen.export import RunRecord, SelectionError, build_frames, select_runs
+from glossogen.export._frames import context_columns, context_frame, run_context, with_context
+from glossogen.export._tables import family
+
+_TABLES = {
+    "run": "run_level",
+    "round": "round_level",
+    "agent": "agent_level",
+    "message": "message_level",
+    "call": "call_level",
+}
+_PREFIXES = ("metric.", "knob.", "label.", "label_flag.", "lineage.", "agent_model.")
+"""Families a bare name is looked up in when no column has the name itself."""
+_INTERVALLED = ("mean", "rate")
+_VALUES_LISTED = 20
+
+
+def grain_frame(records: list[RunRecord], grain: Grain, metric: str | None = None) -> pl.DataFrame:
+    """Return the rows of ``grain`` over ``records``, the run context joined to each row."""
+    if grain == "observation":
+        return _observations(records, metric or "")
+    table = _TABLES[grain]
+    return build_frames(records, [table], repeat_run_columns=True)[table]
+
+
+def _observations(records: list[RunRecord], metric: str) -> pl.DataFrame:
+    from glossogen.export._cells import frame_from_rows
+    from glossogen.export._frames import metrics_of
+
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        entry = metrics_of(record, {metric}).get(metric)
+        if entry is None:
+            continue
+        base = {"run_id": record.run_id, "scenario_name": record.scenario, "metric": metric}
+        for obs in entry.get("per_round") or []:
+            rows.append({**base, "observation": "round", "round_number": obs.get("round_number"),
+                         "team_id": obs.get("team_id"), "agent_id": None,
+                         "value": obs.get("value")})  # fmt: skip
+        if not entry.get("per_round"):
+            for obs in entry.get("per_agent") or []:
+                rows.append({**base, "observation": "agent", "round_number": None,
+                             "team_id": None, "agent_id": obs.get("agent_id"),
+                             "value": obs.get("value")})  # fmt: skip
+    own = ["run_id", "scenario_name", "metric", "observation", "round_number", "team_id"]
+    frame = frame_from_rows(rows, [*own, "agent_id", "value"])
+    contexts = [run_context(r) for r in records]
+    columns = [c for c in context_columns(contexts) if c not in frame.columns]
+    return with_context(frame, context_frame(records, columns))
+
+
+def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
+    """Return the column ``name`` means: itself, else the one family column ending in it.
+
+    Raises:
+        QueryError: (field ``what``) no such column at this grain, or several families hold it.
+    """
+    if name in frame.columns:
+        return name
+    found = [f"{p}{name}" for p in _PREFIXES if f"{p}{name}" in frame.columns]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise QueryError(f"{name!r} is ambiguous: {', '.join(found)}", what)
+    raise QueryError(
+        f"{name!r}: no such field at the {grain} grain of this selection (list the grain's fields)",
+        what,
+    )
+
+
+def _numeric(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric()
+
+
+def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
+    """The rows ``cond`` keeps; a blank cell is never kept, under any operator."""
+    dtype = frame.schema[column]
+    col = pl.col(column)
+    if dtype == pl.Null:  # every cell blank: nothing matches
+        return pl.lit(False)
+    if _numeric(dtype):
+        try:
+            number = float(cond.value)
+        except ValueError:
+            raise QueryError(
+                f"{str(cond)!r}: {column} is a number, {cond.value!r} is not", "filters"
+            ) from None
+        ops = {"=": col == number, "!=": col != number, ">": col > number,
+               ">=": col >= number, "<": col < number, "<=": col <= number}  # fmt: skip
+        expr = ops[cond.op]
+    else:
+        if cond.op not in ("=", "!="):
+            raise QueryError(f"{str(cond)!r}: {column} is text; only = and != apply", "filters")
+        if dtype == pl.Boolean:
+            text = col.cast(pl.String).str.to_lowercase()
+        else:
+            text = col.cast(pl.String).str.to_lowercase()
+        wanted = cond.value.strip().lower() if dtype == pl.Boolean else cond.value.casefold()
+        expr = text == wanted if cond.op == "=" else text != wanted
+    return col.is_not_null() & expr.fill_null(False)
+
+
+def key_labels(frame: pl.DataFrame, column: str) -> pl.Series:
+    """The group labels of ``column``, as groups are labelled (:func:`_label`; BLANK if none)."""
+    return pl.Series(column, [_label(v) for v in frame.get_column(column).to_list()], pl.String)
+
+
+@dataclass
+class _Values:
+    """One measure's values in one group: the values and the run of each."""
+
+    values: list[Any]
+    """Floats, except for a ``count`` of a text field (its texts)."""
+    runs: list[str]
+    missing: int
+
+    def clusters(self) -> tuple[list[str], list[float], list[int]]:
+        """Per run (sorted by run id): the sum and the count of its values."""
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for value, run in zip(self.values, self.runs, strict=True):
+            sums[run] = sums.get(run, 0.0) + value
+            counts[run] = counts.get(run, 0) + 1
+        order = sorted(sums)
+        return order, [sums[r] for r in order], [counts[r] for r in order]
+
+
+def _aggregate(agg: str, values: list[Any]) -> float | None:
+    n = len(values)
+    if n == 0:
+        return None  # blank under every aggregate, count too (its n says 0)
+    if agg == "count":
+        return float(n)
+    series = pl.Series(values, dtype=pl.Float64)
+    if agg in ("mean", "rate"):
+        return float(series.mean())  # type: ignore[arg-type]
+    if agg == "median":
+        return float(series.median())  # type: ignore[arg-type]
+    if agg == "sum":
+        return float(series.sum())
+    if agg == "min":
+        return float(series.min())  # type: ignore[arg-type]
+    if agg == "max":
+        return float(series.max())  # type: ignore[arg-type]
+    if n < 2:
+        return None
+    stddev = float(series.std(ddof=1))  # type: ignore[arg-type]
+    return stddev if agg == "stddev" else stddev / math.sqrt(n)
+
+
+def _interval(grain: str, agg: str, data: _Values, seed: int, resamples: int) -> Interval:
+    if grain == "run" and agg == "rate":
+        bounds = wilson(int(sum(data.values)), len(data.values))
+        method = "wilson"
+    else:
+        _, sums, counts = data.clusters()
+        bounds = cluster_bootstrap(sums, counts, seed, resamples)
+        method = "bootstrap"
+    if bounds is None:
+        return Interval(low=None, high=None, method="none")
+    return Interval(low=bounds[0], high=bounds[1], method=method)
+
+
+def _values(part: pl.DataFrame, column: str) -> _Values:
+    present = part.filter(pl.col(column).is_not_null())
+    series = present.get_column(column)
+    numeric = series.dtype.is_numeric() or series.dtype == pl.Boolean
+    values = series.cast(pl.Float64).to_list() if numeric else series.to_list()
+    runs = present.get_column("run_id").to_list()
+    return _Values(values, runs, part.height - present.height)
+
+
+def _cell(grain: str, measure: Measure, column: str, part: pl.DataFrame, query: Query) -> Cell:
+    data = _values(part, column)
+    value = _aggregate(measure.agg, data.values)
+    interval = None
+    if measure.agg in _INTERVALLED:
+        interval = _interval(grain, measure.agg, data, query.seed, query.resamples)
+    return Cell(
+        measure=measure.label, value=value, n=len(data.values), missing=data.missing,
+        runs=len(set(data.runs)), interval=interval,
+    )  # fmt: skip
+
+
+def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
+    dtype = frame.schema[column]
+    if measure.agg == "count":
+        return
+    if not _numeric(dtype) and dtype not in (pl.Boolean, pl.Null):  # Null: every cell blank
+        raise QueryError(
+            f"{measure.label!r}: {column} is not a number (it holds {dtype})", "measures"
+        )
+    if measure.agg == "rate":
+        values = frame.get_column(column).drop_nulls().cast(pl.Float64)
+        odd = values.filter(~values.is_in([0.0, 1.0]))
+        if odd.len():
+            raise QueryError(
+                f"{measure.label!r}: a rate needs 0/1 values; {column} holds {odd[0]}",
+                "measures",
+            )
+
+
+def _pairing(
+    records: dict[str, RunRecord], a_runs: set[str], b_runs: set[str]
+) -> tuple[list[tuple[str, str]], str]:
+    """Pair the arms' runs: a fork with its source, else the same recorded seed, one to one.
+
+    Returns:
+        The pairs ``(a_run, b_run)`` and how they were paired, or no pair and why not.
+    """
+    sources = {
+        r: str((records[r].lineage or {}).get("source_run_id") or "") for r in a_runs | b_runs
+    }
+    forks = [(sources[b], b) for b in sorted(b_runs) if sources[b] in a_runs]
+    forks += [(a, sources[a]) for a in sorted(a_runs) if sources[a] in b_runs]
+    if forks and len(forks) == len(a_runs) == len(b_runs):
+        if len({a for a, _ in forks}) == len(forks) == len({b for _, b in forks}):
+            return sorted(forks), "fork of its source"
+    if not a_runs or not b_runs:
+        return [], "unpaired: an arm has no value"
+    seeds = {r: records[r].config.get("seed") for r in a_runs | b_runs}
+    a_seeds = [seeds[r] for r in a_runs]
+    b_seeds = [seeds[r] for r in b_runs]
+    if None in a_seeds or None in b_seeds:
+        return [], "unpaired: a run records no seed"
+    if len(set(a_seeds)) != len(a_seeds) or len(set(b_seeds)) != len(b_seeds):
+        return [], "unpaired: an arm repeats a seed"
+    if set(a_seeds) != set(b_seeds):
+        return [], "unpaired: the arms' seeds differ"
+    by_seed = {seeds[b]: b for b in b_runs}
+    return sorted((a, by_seed[seeds[a]]) for a in a_runs), "seed"
+
+
+def _compare(
+    query: Query,
+    compare: Compare,
+    frame: pl.DataFrame,
+    columns: dict[str, str],
+    key_column: str,
+    within: dict[str, str],
+    records: dict[str, RunRecord],
+) -> list[Comparison]:
+    """B - A of each mean and rate measure, within each group of the ``within`` keys.
+
+    ``within`` maps each other key's name in the query to its column.
+    """
+    labels = key_labels(frame, key_column)
+    frame = frame.with_columns(labels.alias("__arm"))
+    columns_within = list(within.values())
+    parts = (
+        frame.partition_by(columns_within, as_dict=True, maintain_order=True)
+        if within
+        else {(): frame}
+    )
+    out = []
+    for key, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
+        names = {w: _label(v) for w, v in zip(within, key, strict=True)}
+        arms = {arm: part.filter(pl.col("__arm") == arm) for arm in (compare.a, compare.b)}
+        for measure in query.measures:
+            if measure.agg not in _INTERVALLED:
+                continue
+            data = {arm: _values(arms[arm], columns[measure.label]) for arm in arms}
+            a, b = data[compare.a], data[compare.b]
+            pairs, pairing = _pairing(records, set(a.runs), set(b.runs))
+            a_runs, a_sums, a_counts = a.clusters()
+            b_runs, b_sums, b_counts = b.clusters()
+            if pairs:
+                ai = {r: i for i, r in enumerate(a_runs)}
+                bi = {r: i for i, r in enumerate(b_runs)}
+                pa = ([a_sums[ai[x]] for x, _ in pairs], [a_counts[ai[x]] for x, _ in pairs])
+                pb = ([b_sums[bi[y]] for _, y in pairs], [b_counts[bi[y]] for _, y in pairs])
+                bounds = paired_bootstrap(pa, pb, query.seed, query.resamples)
+                method = "paired bootstrap"
+            else:
+                bounds = unpaired_bootstrap(
+                    (a_sums, a_counts), (b_sums, b_counts), query.seed, query.resamples
+                )
+                method = "bootstrap"
+            a_value = _aggregate("mean", a.values)
+            b_value = _aggregate("mean", b.values)
+            diff = None if a_value is None or b_value is None else b_value - a_value
+            out.append(
+                Comparison(
+                    measure=measure.label,
+                    key=compare.key,
+                    a=compare.a,
+                    b=compare.b,
+                    within=names,
+                    a_value=a_value,
+                    b_value=b_value,
+                    difference=diff,
+                    interval=Interval(
+                        low=bounds[0] if bounds else None,
+                        high=bounds[1] if bounds else None,
+                        method=method if bounds else "none",
+                    ),
+                    paired=bool(pairs),
+                    pairing=pairing,
+                    n_a=len(a.values),
+                    n_b=len(b.values),
+                    pairs=len(pairs),
+                )  # fmt: skip
+            )
+    return out
+
+
+def _label(value: Any) -> str:
+    if value is None:
+        return BLANK
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _sort_key(key: Sequence[Any]) -> tuple[Any, ...]:
+    """Order groups by their keys' values: numbers as numbers, text as text, blank last."""
+    out: list[Any] = []
+    for value in key:
+        if value is None:
+            out.append((2, 0, ""))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append((0, value, ""))
+        else:
+            out.append((1, 0, _label(value)))
+    return tuple(out)
+
+
+def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list[str], str | None]:
+    """Resolve the query's names against the grain's columns.
+
+    Returns:
+        Measure label to column, the key columns, and the compare key's column (or None).
+
+    Raises:
+        QueryError: a name no column holds, an aggregate its column cannot take, a filter its
+            column cannot read.
+    """
+    keys = [resolve(frame, k, query.grain, "by") for k in query.by]
+    columns = {}
+    for measure in query.measures:
+        column = resolve(frame, measure.field, query.grain, "measures")
+        _check_measure(frame, measure, column)
+        columns[measure.label] = column
+    for cond in query.filters:
+        _filter_expr(frame, cond, resolve(frame, cond.field, query.grain, "filters"))
+    compare = None
+    if query.compare:
+        compare = resolve(frame, query.compare.key, query.grain, "compare")
+        held = set(key_labels(frame, compare).to_list())
+        for arm in (query.compare.a, query.compare.b):
+            if arm not in held:
+                shown = ", ".join(sorted(held)[:10])
+                raise QueryError(
+                    f"{query.compare.key}={query.compare.a},{query.compare.b}: no row has "
+                    f"{compare} {arm!r} (it holds {shown})",
+                    "compare",
+                )
+    return columns, keys, compare
+
+
+def answer_records(records: list[RunRecord], query: Query) -> Result:
+    """Answer ``query`` over already selected ``records`` (see :func:`answer`).
+
+    With no run selected there are no rows to check the query's names against: the answer has
+    no group and says so (as an export of no run writes header-only tables).
+    """
+    if not records:
+        return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
+                      notes=["no run matched the selection"])  # fmt: skip
+    frame = grain_frame(records, query.grain, query.metric)
+    columns, keys, compare_column = check_query(frame, query)
+    for cond in query.filters:
+        frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
+    parts = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}
+    if not keys and frame.height == 0:
+        parts = {(): frame}
+    groups = []
+    for key, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
+        cells = [_cell(query.grain, m, columns[m.label], part, query) for m in query.measures]
+        groups.append(
+            Group(keys={k: _label(v) for k, v in zip(query.by, key, strict=True)}, cells=cells)
+        )
+    groups = _sorted(groups, query)
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+    if query.compare and compare_column:
+        within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
+        by_id = {r.run_id: r for r in records}
+        comparisons = _compare(query, query.compare, frame, columns, compare_column, within, by_id)
+        if any(m.agg not in _INTERVALLED for m in query.measures):
+            notes.append("comparisons are of means and rates only")
+    return Result(
+        query=query, runs=len(records), rows=frame.height, run_ids=[r.run_id for r in records],
+        groups=groups, comparisons=comparisons, notes=notes,
+    )  # fmt: skip
+
+
+def _sorted(groups: list[Group], query: Query) -> list[Group]:
+    if query.sort:
+        name = query.sort.removeprefix("-")
+        reverse = query.sort.startswith("-")
+        labels = [m.label for m in query.measures]
+        if name in labels:
+            at = labels.index(name)
+            present = [g for g in groups if g.cells[at].value is not None]
+            blank = [g for g in groups if g.cells[at].value is None]
+            present.sort(key=lambda g: g.cells[at].value or 0.0, reverse=reverse)
+            groups = present + blank
+        elif name in query.by:
+            present = [g for g in groups if g.keys[name] != BLANK]
+            present.sort(key=lambda g: _sort_key([_number_or_text(g.keys[name])]), reverse=reverse)
+            groups = present + [g for g in groups if g.keys[name] == BLANK]
+        else:
+            raise QueryError(
+                f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key",
+                "sort",
+            )
+    return groups[: query.limit] if query.limit else groups
+
+
+def check_sort(query: Query) -> None:
+    """Refuse a ``sort`` that names neither a measure nor a key (before any run is read).
+
+    Raises:
+        QueryError: (field ``sort``) naming it.
+    """
+    if query.sort is None:
+        return
+    name = query.sort.removeprefix("-")
+    labels = [m.label for m in query.measures]
+    if name not in labels and name not in query.by:
+        raise QueryError(
+            f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key", "sort"
+        )
+
+
+def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord]:
+    """The selected runs (the export's :func:`~glossogen.export.select_runs`).
+
+    Raises:
+        RunsDirError, SelectionError, StorageError: as ``select_runs``.
+    """
+    return select_runs(runs_dir, query_selection, max_runs=max_runs).records
+
+
+def answer(runs_dir: str, query: Query) -> Result:
+    """Answer ``query`` over the runs under ``runs_dir``.
+
+    Raises:
+        QueryError: a name or aggregate the selection's rows cannot answer.
+        RunsDirError, SelectionError, StorageError: from the selection.
+    """
+    check_sort(query)
+    return answer_records(select(runs_dir, query.selection, query.max_runs), query)
+
+
+def fields_of(records: list[RunRecord], grain: Grain, metric: str | None = None) -> Fields:
+    """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values."""
+    frame = grain_frame(records, grain, metric)
+    out = []
+    for column in frame.columns:
+        series = frame.get_column(column)
+        present = frame.filter(pl.col(column).is_not_null())
+        labels = sorted(
+            {_label(v) for v in present.get_column(column).unique().to_list()},
+            key=lambda s: _sort_key([_number_or_text(s)]),
+        )
+        out.append(
+            Dimension(
+                name=column,
+                family=family(column),
+                dtype=str(series.dtype),
+                rows=present.height,
+                runs=present.get_column("run_id").n_unique(),
+                distinct=len(labels),
+                values=labels[:_VALUES_LISTED],
+            )  # fmt: skip
+        )
+    return Fields(grain=grain, runs=len(records), rows=frame.height, fields=out)
+
+
+def _number_or_text(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def fields(
+    runs_dir: str, selection: Any, grain: Grain, metric: str | None = None, max_runs: int = 5000
+) -> Fields:
+    """:func:`fields_of` the runs ``selection`` picks under ``runs_dir``."""
+    return fields_of(select(runs_dir, selection, max_runs), grain, metric)
+
+
+__all__ = [
+    "SelectionError",
+    "answer",
+    "answer_records",
+    "check_query",
+    "check_sort",
+    "fields",
+    "fields_of",
+    "grain_frame",
+    "key_labels",
+    "resolve",
+]

@@ -1,0 +1,113 @@
+"""A :class:`~glossogen.analysis.Result` drawn as a chart file (matplotlib, as the report page).
+
+The chart shows the query's first measure: ``bar`` (groups along the first key, one bar per
+value of the second key side by side), ``line`` (the first key along x, one line per value of
+the second) or ``heatmap`` (first key by second key, the value as colour and printed in the
+cell). Bars and lines carry the cell's 95% interval as error bars where it has one. A blank
+group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no value draws
+nothing (a heatmap leaves its cell empty), never a zero. The file's format is its extension:
+``.svg`` or ``.png``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glossogen.analysis._query import Query, QueryError, Result
+
+CHARTS = ("bar", "line", "heatmap")
+"""Chart kinds (``--chart``)."""
+
+FORMATS = ("svg", "png")
+"""File formats, read from the file's extension."""
+
+
+def check_plot(path: str, chart: str, query: Query) -> str:
+    """Return the file format of ``path`` after checking the chart can be drawn.
+
+    Raises:
+        QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, an
+            unknown chart, or a heatmap without two keys.
+    """
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if ext not in FORMATS:
+        raise QueryError(f"{path!r}: write a .svg or .png file", "plot")
+    if chart not in CHARTS:
+        raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
+    if chart == "heatmap" and len(query.by) != 2:
+        raise QueryError(f"{chart!r} needs two keys (--by K1,K2)", "chart")
+    return ext
+
+
+def _series(result: Result) -> tuple[list[str], dict[str, list[Any]]]:
+    """The first key's labels in order, and per second-key label the first measure's cells."""
+    by = result.query.by
+    xs: list[str] = []
+    for group in result.groups:
+        label = group.keys[by[0]] if by else "all"
+        if label not in xs:
+            xs.append(label)
+    series: dict[str, list[Any]] = {}
+    for group in result.groups:
+        name = group.keys[by[1]] if len(by) > 1 else ""
+        cells = series.setdefault(name, [None] * len(xs))
+        cells[xs.index(group.keys[by[0]] if by else "all")] = group.cells[0]
+    return xs, series
+
+
+def write_plot(result: Result, path: str, chart: str) -> None:
+    """Draw ``result``'s first measure as ``chart`` into ``path`` (.svg or .png)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ext = check_plot(path, chart, result.query)
+    measure = result.query.measures[0].label
+    xs, series = _series(result)
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), dpi=100)
+    try:
+        if chart == "heatmap":
+            names = list(series)
+            grid = [[c.value if c is not None else float("nan") for c in series[n]] for n in names]
+            image = ax.imshow(grid, aspect="auto", cmap="viridis")
+            fig.colorbar(image, ax=ax, label=measure)
+            ax.set_yticks(range(len(names)), names)
+            ax.set_ylabel(result.query.by[1])
+            for row, name in enumerate(names):
+                for col, cell in enumerate(series[name]):
+                    if cell is not None and cell.value is not None:
+                        ax.text(col, row, f"{cell.value:.3g}\nn={cell.n}", ha="center",
+                                va="center", fontsize=8, color="white")  # fmt: skip
+            ax.set_xticks(range(len(xs)), xs)
+        else:
+            width = 0.8 / max(len(series), 1)
+            for i, (name, cells) in enumerate(series.items()):
+                points = [(x, c) for x, c in enumerate(cells) if c and c.value is not None]
+                at = [x + (i - (len(series) - 1) / 2) * width if chart == "bar" else x
+                      for x, _ in points]  # fmt: skip
+                ys = [c.value for _, c in points]
+                low = [c.value - c.interval.low if c.interval and c.interval.low is not None
+                       else float("nan") for _, c in points]  # fmt: skip
+                high = [c.interval.high - c.value if c.interval and c.interval.high is not None
+                        else float("nan") for _, c in points]  # fmt: skip
+                label = name or None
+                if chart == "bar":
+                    ax.bar(at, ys, width=width, label=label, yerr=[low, high], capsize=3)
+                else:
+                    ax.errorbar(at, ys, yerr=[low, high], label=label, marker="o", capsize=3)
+            ax.set_xticks(range(len(xs)), xs)
+            ax.set_ylabel(measure)
+            if len(series) > 1:
+                ax.legend(title=result.query.by[1])
+        ax.set_xlabel(result.query.by[0] if result.query.by else "")
+        note = "" if chart == "heatmap" else "; error bars: 95% interval"
+        ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
+                     f"{result.runs} runs{note}", fontsize=10)  # fmt: skip
+        fig.tight_layout()
+        fig.savefig(path, format=ext)
+    finally:
+        plt.close(fig)
+
+
+__all__ = ["CHARTS", "FORMATS", "check_plot", "write_plot"]

@@ -1,0 +1,310 @@
+"""The analysis query and its answer, as typed values (pydantic).
+
+Every surface (the CLI today; REST, the page and MCP later) translates its input into a
+:class:`Query` and renders the :class:`Result`; the engine (``_engine.py``) is the only place
+that answers one. A query is checked whole when it is built (its grain, keys, measures,
+aggregates, filters and comparison are well formed) before any run is read; the names it uses
+are checked against the fields the selected runs recorded once they are read, before anything
+is computed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from glossogen.export import FilterSelection, Selection
+
+GRAINS = ("run", "round", "agent", "message", "call", "observation")
+"""Row grains: a run, a (run, round), an agent seat, a channel message, a model request, or one
+metric's keyed observations as its report writes them (``per_round`` with ``team_id``, and
+``per_agent``)."""
+
+Grain = Literal["run", "round", "agent", "message", "call", "observation"]
+
+AGGREGATES = ("mean", "median", "sum", "count", "min", "max", "stddev", "sem", "rate")
+"""``rate`` is the mean of a 0/1 measure (refused on any other value)."""
+
+Aggregate = Literal["mean", "median", "sum", "count", "min", "max", "stddev", "sem", "rate"]
+
+OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
+"""Filter operators, longest first (the ``--knob`` grammar's)."""
+
+BLANK = "(blank)"
+"""How a group key a row does not carry is labelled (it is a group of its own, never merged)."""
+
+MAX_KEYS = 2
+"""Group keys a query may take."""
+
+_FILTER_RE = re.compile(r"^(?P<field>[^=!<>]*?)(?P<op>!=|>=|<=|=|>|<)(?P<value>.*)$", re.S)
+
+
+_WORDS = {"measures": "measure", "filters": "filter", "by": "key", "compare": "compare",
+          "sort": "sort", "metric": "metric", "grain": "grain"}  # fmt: skip
+
+
+class QueryError(ValueError):
+    """A query that cannot be answered; one line naming the bad value.
+
+    Attributes:
+        field: The query field at fault (``grain``, ``by``, ``measures``, ``filters``, ...).
+        detail: The reason, starting with the bad value (``'x:avg': unknown aggregate ...``).
+        message: ``<what> <detail>`` (``measure 'x:avg': unknown aggregate ...``), the line a
+            surface without flags shows; the CLI shows ``--<flag> <detail>``.
+    """
+
+    def __init__(self, detail: str, field: str) -> None:
+        """Keep the detail and the field at fault."""
+        self.field = field
+        self.detail = detail
+        self.message = f"{_WORDS.get(field, field)} {detail}"
+        super().__init__(self.message)
+
+
+class Measure(BaseModel):
+    """One measure: a field of the grain's rows and how its values are aggregated per group."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    field: Annotated[str, Field(min_length=1)]
+    agg: Aggregate = "mean"
+
+    @classmethod
+    def parse(cls, text: str) -> Measure:
+        """Read ``FIELD[:AGG]`` (``round_success:rate``, ``total_cost_usd:sum``).
+
+        Raises:
+            QueryError: (field ``measures``) no field, or an aggregate not in :data:`AGGREGATES`.
+        """
+        name, colon, agg = text.strip().rpartition(":")
+        if not colon:
+            name, agg = text.strip(), "mean"
+        if not name:
+            raise QueryError(f"{text!r} names no field", "measures")
+        if agg not in AGGREGATES:
+            raise QueryError(
+                f"{text!r}: unknown aggregate {agg!r} (one of {', '.join(AGGREGATES)})",
+                "measures",
+            )
+        return cls(field=name, agg=agg)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        """``field:agg``, the measure's name in tables and JSON."""
+        return f"{self.field}:{self.agg}"
+
+
+class RowFilter(BaseModel):
+    """A condition on the grain's rows: ``FIELD<op>VALUE``.
+
+    Typed from the column: a numeric column compares numerically (the value must read as a
+    number); any other compares as text, case-insensitively, under ``=`` and ``!=`` only. A row
+    whose cell is blank (the run never recorded it) matches nothing, under every operator.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    field: Annotated[str, Field(min_length=1)]
+    op: Literal["!=", ">=", "<=", "=", ">", "<"]
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> RowFilter:
+        """Read ``FIELD<op>VALUE``.
+
+        Raises:
+            QueryError: (field ``filters``) no operator, or no field before it.
+        """
+        found = _FILTER_RE.match(text)
+        if found is None:
+            raise QueryError(f"{text!r} has no operator (one of {' '.join(OPERATORS)})", "filters")
+        if not found["field"].strip():
+            raise QueryError(f"{text!r} names no field before {found['op']}", "filters")
+        return cls(field=found["field"].strip(), op=found["op"], value=found["value"])  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        """Return the filter as written."""
+        return f"{self.field}{self.op}{self.value}"
+
+
+class Compare(BaseModel):
+    """Compare arm ``b`` with arm ``a`` of group key ``key``: the difference B - A."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: Annotated[str, Field(min_length=1)]
+    a: str
+    b: str
+
+    @classmethod
+    def parse(cls, text: str) -> Compare:
+        """Read ``KEY=A,B``.
+
+        Raises:
+            QueryError: (field ``compare``) not ``KEY=A,B`` with two different arms.
+        """
+        key, eq, arms = text.partition("=")
+        values = arms.split(",")
+        if not eq or not key.strip() or len(values) != 2:
+            raise QueryError(f"{text!r} is not KEY=A,B", "compare")
+        a, b = (v.strip() for v in values)
+        if a == b:
+            raise QueryError(f"{text!r} names the arm {a!r} twice", "compare")
+        return cls(key=key.strip(), a=a, b=b)
+
+
+class Query(BaseModel):
+    """A grouped question over a cohort of runs.
+
+    Attributes:
+        selection: Which runs (the export's selection, unchanged).
+        grain: What one row is (:data:`GRAINS`).
+        metric: For the ``observation`` grain, the metric whose observations are the rows.
+        by: Group keys, at most :data:`MAX_KEYS` (none: one group of every row).
+        filters: Row conditions, all of which must hold.
+        measures: At least one.
+        compare: Optional two-arm comparison on a key (the key need not be in ``by``).
+        sort: A measure label (``field:agg``) or a key to order groups by; ``-`` in front for
+            descending. Default: the keys, ascending, blank last.
+        limit: Keep the first ``limit`` groups after sorting.
+        seed: Seed of the bootstrap's resampling (the same query gives the same interval).
+        resamples: Bootstrap resamples per interval.
+        max_runs: Ceiling on selected runs (the export's).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    selection: Selection = Field(default_factory=FilterSelection)
+    grain: Grain = "run"
+    metric: str | None = None
+    by: list[str] = Field(default_factory=list, max_length=MAX_KEYS)
+    filters: list[RowFilter] = Field(default_factory=list)
+    measures: list[Measure] = Field(min_length=1)
+    compare: Compare | None = None
+    sort: str | None = None
+    limit: Annotated[int, Field(ge=1)] | None = None
+    seed: int = 0
+    resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
+    max_runs: Annotated[int, Field(ge=1)] = 5000
+
+    @field_validator("by")
+    @classmethod
+    def _distinct_keys(cls, by: list[str]) -> list[str]:
+        if len(set(by)) != len(by) or any(not k.strip() for k in by):
+            raise ValueError(f"group keys must be distinct and non-empty, got {by}")
+        return by
+
+    @model_validator(mode="after")
+    def _observation_metric(self) -> Query:
+        if (self.grain == "observation") != (self.metric is not None):
+            raise ValueError("the observation grain needs a metric, and only it takes one")
+        return self
+
+
+class Interval(BaseModel):
+    """A 95% interval and how it was found."""
+
+    low: float | None
+    high: float | None
+    method: str
+    """``wilson`` (a rate of runs), ``bootstrap`` (runs resampled; rows of a run move
+    together), ``paired bootstrap`` (pairs resampled), or ``none`` (fewer than two values)."""
+
+
+class Cell(BaseModel):
+    """One measure of one group: its value (None when the group has no value), n and missing."""
+
+    measure: str
+    value: float | None
+    n: int
+    """Rows with a value."""
+    missing: int
+    """Rows of the group whose cell is blank (dropped, never read as 0)."""
+    runs: int
+    """Distinct runs among the ``n`` rows (the clusters of the interval)."""
+    interval: Interval | None = None
+    """For ``mean`` and ``rate`` only."""
+
+
+class Group(BaseModel):
+    """One group: its key values (:data:`BLANK` for a row without the key) and its cells."""
+
+    keys: dict[str, str]
+    cells: list[Cell]
+
+
+class Comparison(BaseModel):
+    """B - A of one measure (within one group of the other keys, when ``by`` holds more)."""
+
+    measure: str
+    key: str
+    a: str
+    b: str
+    within: dict[str, str] = {}
+    a_value: float | None
+    b_value: float | None
+    difference: float | None
+    interval: Interval
+    paired: bool
+    pairing: str
+    """How the arms were paired (``seed``, ``fork of its source``), or why not (``unpaired:
+    ...``)."""
+    n_a: int
+    n_b: int
+    pairs: int
+
+
+class Dimension(BaseModel):
+    """A field of the grain's rows: its coverage and its distinct values."""
+
+    name: str
+    family: str
+    dtype: str
+    rows: int
+    """Rows that carry a value."""
+    runs: int
+    """Runs with at least one row that carries it."""
+    distinct: int
+    values: list[str]
+    """Up to 20 distinct values, sorted (all of them when ``distinct`` is 20 or fewer)."""
+
+
+class Fields(BaseModel):
+    """What a grain's rows over the selection hold (``--list-fields``)."""
+
+    grain: Grain
+    runs: int
+    rows: int
+    fields: list[Dimension]
+
+
+class Result(BaseModel):
+    """The answer: the query, the runs read, the groups and the comparisons."""
+
+    query: Query
+    runs: int
+    """Runs selected."""
+    rows: int
+    """Rows of the grain after the filters."""
+    run_ids: list[str]
+    groups: list[Group]
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+
+
+__all__ = [
+    "AGGREGATES",
+    "BLANK",
+    "GRAINS",
+    "MAX_KEYS",
+    "Cell",
+    "Compare",
+    "Comparison",
+    "Dimension",
+    "Fields",
+    "Group",
+    "Interval",
+    "Measure",
+    "Query",
+    "QueryError",
+    "Result",
+    "RowFilter",
+]

@@ -1,0 +1,85 @@
+"""A :class:`~glossogen.analysis.Result` as flat frames, blank values left blank.
+
+One row per (group, measure), and one per comparison; the CLI prints them as an aligned table
+or CSV.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from glossogen.analysis._query import Result
+
+CELL_COLUMNS = ["measure", "value", "n", "missing", "runs", "low", "high", "interval"]
+"""Columns after the group keys in :func:`result_frame`."""
+
+COMPARISON_COLUMNS = [
+    "measure", "key", "a", "b", "a_value", "b_value", "difference", "low", "high", "interval",
+    "paired", "pairing", "n_a", "n_b", "pairs",
+]  # fmt: skip
+"""Columns after the other keys in :func:`comparison_frame`."""
+
+_FLOATS = {"value", "low", "high", "a_value", "b_value", "difference"}
+_INTS = {"n", "missing", "runs", "n_a", "n_b", "pairs"}
+
+
+def _schema(keys: list[str], columns: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = dict.fromkeys(keys, pl.String)
+    for column in columns:
+        if column in _FLOATS:
+            schema[column] = pl.Float64
+        elif column in _INTS:
+            schema[column] = pl.Int64
+        elif column == "paired":
+            schema[column] = pl.Boolean
+        else:
+            schema[column] = pl.String
+    return schema
+
+
+def result_frame(result: Result) -> pl.DataFrame:
+    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`."""
+    rows = []
+    for group in result.groups:
+        for cell in group.cells:
+            interval = cell.interval
+            rows.append({
+                **group.keys, "measure": cell.measure, "value": cell.value, "n": cell.n,
+                "missing": cell.missing, "runs": cell.runs,
+                "low": interval.low if interval else None,
+                "high": interval.high if interval else None,
+                "interval": interval.method if interval else None,
+            })  # fmt: skip
+    return pl.DataFrame(rows, schema=_schema(result.query.by, CELL_COLUMNS), orient="row")
+
+
+def comparison_frame(result: Result) -> pl.DataFrame:
+    """One row per comparison: the other keys, then :data:`COMPARISON_COLUMNS`."""
+    within = [k for k in result.query.by if result.query.compare and k != result.query.compare.key]
+    within = [k for k in within if any(k in c.within for c in result.comparisons)] or within
+    rows = []
+    for c in result.comparisons:
+        rows.append({
+            **{k: c.within.get(k) for k in within}, "measure": c.measure, "key": c.key,
+            "a": c.a, "b": c.b, "a_value": c.a_value, "b_value": c.b_value,
+            "difference": c.difference, "low": c.interval.low, "high": c.interval.high,
+            "interval": c.interval.method, "paired": c.paired, "pairing": c.pairing,
+            "n_a": c.n_a, "n_b": c.n_b, "pairs": c.pairs,
+        })  # fmt: skip
+    return pl.DataFrame(rows, schema=_schema(within, COMPARISON_COLUMNS), orient="row")
+
+
+def number(value: Any) -> str:
+    """A cell as the terminal table shows it: blank for None, 4 significant digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+__all__ = ["CELL_COLUMNS", "COMPARISON_COLUMNS", "comparison_frame", "number", "result_frame"]

@@ -1,0 +1,217 @@
+"""``glossogen analyze``: a grouped question over a cohort, answered with n, missing and intervals.
+
+The flags become one :class:`~glossogen.analysis.Query` (the export's selection flags, the
+grain, keys, measures, filters, comparison); the query is checked whole before any run is read,
+and the answer is printed as an aligned table (a terminal), JSON (``--json``: the typed result)
+or CSV (``--csv``: one row per group and measure, then, after a blank line, one per comparison).
+``--list-fields`` prints the grain's fields with their coverage and values instead.
+
+Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
+comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
+filter); 65 a knob value the recorded type cannot read, a selection over ``--max-runs``; 66 a
+``--runs-dir`` that is not a folder; 69 unreachable storage.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from glossogen import exit_codes
+from glossogen.cli import _selection as options
+
+
+def _error(message: str, code: int) -> int:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    return int(code)
+
+
+def analyze(
+    runs_dir: str = typer.Option(
+        "./runs", "--runs-dir", metavar="DIR", help="Runs folder or fsspec URL."
+    ),
+    scenario: list[str] = options.SCENARIO,
+    label: list[str] = options.LABEL,
+    knob: list[str] = options.KNOB,
+    status: str | None = options.STATUS,
+    run_id: list[str] = options.RUN_ID,
+    run_id_contains: str | None = options.RUN_ID_CONTAINS,
+    contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
+    grain: str = typer.Option(
+        "run", "--grain", metavar="G", help="run, round, agent, message, call or observation."
+    ),
+    metric: str | None = typer.Option(
+        None, "--metric", metavar="NAME", help="--grain observation: the metric's observations."
+    ),
+    by: str = typer.Option("", "--by", metavar="K1[,K2]", help="Group keys (at most two)."),
+    measure: list[str] = typer.Option(
+        [], "--measure", metavar="FIELD[:AGG]", help="Measure (repeatable); AGG default mean."
+    ),
+    filter_: list[str] = typer.Option(
+        [], "--filter", metavar="FIELD<op>VALUE", help="Row condition (repeatable, all hold)."
+    ),
+    compare: str | None = typer.Option(
+        None, "--compare", metavar="KEY=A,B", help="Difference B - A with its interval."
+    ),
+    sort: str | None = typer.Option(
+        None, "--sort", metavar="NAME", help="A measure (field:agg) or key; -NAME descending."
+    ),
+    limit: int | None = typer.Option(None, "--limit", metavar="N", help="First N groups."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Bootstrap seed."),
+    resamples: int = typer.Option(2000, "--resamples", metavar="N", help="Bootstrap draws."),
+    max_runs: int = typer.Option(5000, "--max-runs", metavar="N", help="Run ceiling."),
+    as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
+    as_csv: bool = typer.Option(False, "--csv", help="Print CSV."),
+    plot: str | None = typer.Option(
+        None, "--plot", metavar="FILE", help="Also draw the first measure to FILE (.svg/.png)."
+    ),
+    chart: str = typer.Option("bar", "--chart", metavar="KIND", help="bar, line or heatmap."),
+    list_fields: bool = typer.Option(
+        False, "--list-fields", help="List the grain's fields with coverage and values."
+    ),
+) -> int:
+    """Answer a grouped question over runs: n, missing and 95% intervals in every cell."""
+    from pydantic import ValidationError
+
+    from glossogen.analysis import GRAINS, Compare, Measure, Query, QueryError, RowFilter
+    from glossogen.export import RunsDirError, SelectionError, check_runs_dir, selection_of
+    from glossogen.storage import StorageError
+
+    if as_json and as_csv:
+        return _error("--json and --csv are exclusive", exit_codes.USAGE)
+    if grain not in GRAINS:
+        return _error(f"--grain {grain!r} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
+    try:
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
+                                 contains_agent_id, knob)  # fmt: skip
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.USAGE)
+    try:
+        keys = [k.strip() for k in by.split(",") if k.strip()] if by else []
+        if len(keys) > 2:
+            return _error(f"--by {by!r}: at most two keys", exit_codes.USAGE)
+        measures = [Measure.parse(m) for m in measure]
+        if not measures and not list_fields:
+            return _error("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
+        query = Query(
+            selection=selection, grain=grain, metric=metric, by=keys,  # type: ignore[arg-type]
+            filters=[RowFilter.parse(f) for f in filter_],
+            measures=measures or [Measure(field="run_id", agg="count")],
+            compare=Compare.parse(compare) if compare else None,
+            sort=sort, limit=limit, seed=seed, resamples=resamples, max_runs=max_runs,
+        )  # fmt: skip
+        from glossogen.analysis import check_sort
+
+        check_sort(query)
+        if plot is not None:
+            from glossogen.analysis._plot import check_plot
+
+            check_plot(plot, chart, query)
+    except QueryError as exc:
+        return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "metric"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return _error(f"--{_flag(where)}: {message}", exit_codes.USAGE)
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError as exc:
+        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+    try:
+        return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart)
+    except QueryError as exc:
+        return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.REFUSED)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+
+
+_FLAGS = {"measures": "measure", "filters": "filter", "by": "by", "compare": "compare"}
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field.split(".", 1)[0], field.split(".", 1)[0].replace("_", "-"))
+
+
+def _answer(
+    runs_dir: str,
+    query: object,
+    list_fields: bool,
+    as_json: bool,
+    as_csv: bool,
+    plot: str | None = None,
+    chart: str = "bar",
+) -> int:
+    from glossogen.analysis import Query, answer, fields
+    from glossogen.analysis._render import comparison_frame, result_frame
+
+    assert isinstance(query, Query)
+    if list_fields:
+        found = fields(runs_dir, query.selection, query.grain, query.metric, query.max_runs)
+        if as_json:
+            print(found.model_dump_json(indent=2))
+            return int(exit_codes.OK)
+        import polars as pl
+
+        frame = pl.DataFrame(
+            [{**f.model_dump(exclude={"values"}), "values": "; ".join(f.values)}
+             for f in found.fields],
+            schema={"name": pl.String, "family": pl.String, "dtype": pl.String,
+                    "rows": pl.Int64, "runs": pl.Int64, "distinct": pl.Int64,
+                    "values": pl.String},
+            orient="row",
+        )  # fmt: skip
+        _show(frame, as_csv, f"{query.grain} grain: {found.rows} rows of {found.runs} runs")
+        return int(exit_codes.OK)
+    result = answer(runs_dir, query)
+    if plot is not None:
+        from glossogen.analysis._plot import write_plot
+
+        write_plot(result, plot, chart)
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return int(exit_codes.OK)
+    title = f"{query.grain} grain: {result.rows} rows of {result.runs} runs"
+    _show(result_frame(result), as_csv, title)
+    if result.comparisons:
+        if as_csv:
+            print()
+        _show(comparison_frame(result), as_csv, "comparisons (B - A)")
+    for note in result.notes:
+        print(f"glossogen: note: {note}", file=sys.stderr, flush=True)
+    return int(exit_codes.OK)
+
+
+def _show(frame: object, as_csv: bool, title: str) -> None:
+    import polars as pl
+
+    from glossogen.analysis._render import number
+
+    assert isinstance(frame, pl.DataFrame)
+    if as_csv:
+        sys.stdout.write(frame.write_csv())
+        sys.stdout.flush()
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = [[number(v) for v in row] for row in frame.iter_rows()]
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for i, (column, dtype) in enumerate(frame.schema.items()):
+        widest = max([len(column), *(len(r[i]) for r in rows)])
+        table.add_column(column, justify="right" if dtype.is_numeric() else "left",
+                         no_wrap=True, min_width=widest)  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
+    width = sum(c.min_width or 0 for c in table.columns) + 2 * len(table.columns)
+    console = Console(soft_wrap=True)
+    console.width = max(console.width, width)
+    console.print(table)
+
+
+__all__ = ["analyze"]

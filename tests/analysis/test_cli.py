@@ -1,0 +1,206 @@
+"""``glossogen analyze``: its output exactly, and one line naming each bad value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from tests.analysis.cohort import Cohort, build
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("analysis-cli-runs")))
+
+
+def analyze(*args: str) -> int:
+    try:
+        main(["analyze", *args])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_csv_with_a_paired_comparison(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    code = analyze(
+        "--runs-dir", cohort.runs_dir, "--by", "round_budget_chars", "--measure", "task_done",
+        "--measure", "mean_chars_per_round:max", "--compare", "round_budget_chars=300,600",
+        "--seed", "7", "--resamples", "10", "--csv",
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out.splitlines() == [
+        "round_budget_chars,measure,value,n,missing,runs,low,high,interval",
+        "300,task_done:mean,1.0,2,0,2,1.0,1.0,bootstrap",
+        "300,mean_chars_per_round:max,20.0,2,0,2,,,",
+        "600,task_done:mean,0.5,2,0,2,0.0,1.0,bootstrap",
+        "600,mean_chars_per_round:max,30.0,1,1,1,,,",
+        "(blank),task_done:mean,0.0,1,0,1,,,none",
+        "(blank),mean_chars_per_round:max,50.0,1,0,1,,,",
+        "",
+        "measure,key,a,b,a_value,b_value,difference,low,high,interval,paired,pairing,n_a,n_b,pairs",
+        "task_done:mean,round_budget_chars,300,600,1.0,0.5,-0.5,-1.0,0.0,paired bootstrap,true,"
+        "seed,2,2,2",
+    ]
+    assert err == "glossogen: note: comparisons are of means and rates only\n"
+
+
+def test_the_terminal_table(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    code = analyze(
+        "--runs-dir", cohort.runs_dir, "--grain", "round", "--by", "round_budget_chars",
+        "--measure", "round_success:rate", "--seed", "7", "--resamples", "10",
+    )  # fmt: skip
+    assert code == 0
+    assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == [
+        "round grain: 10 rows of 5 runs",
+        "round_budget_chars  measure             value  n  missing  runs  low  high  interval",
+        "300                 round_success:rate   0.75  4        0     2  0.5     1  bootstrap",
+        "600                 round_success:rate   0.25  4        0     2    0   0.5  bootstrap",
+        "(blank)             round_success:rate      1  2        0     1             none",
+    ]
+
+
+def test_json_is_the_typed_result(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done:rate", "--json")
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    (group,) = result["groups"]
+    (cell,) = group["cells"]
+    assert (cell["measure"], cell["value"], cell["n"], cell["missing"]) == (
+        "task_done:rate",
+        0.6,
+        5,
+        0,
+    )
+    assert cell["interval"]["method"] == "wilson"
+    assert result["run_ids"] == sorted(cohort.ids.values())
+
+
+def test_list_fields(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, "--list-fields", "--csv") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "name,family,dtype,rows,runs,distinct,values"
+    assert "knob.round_budget_chars,knob,Int64,4,4,2,300; 600" in lines
+    assert "metric.task_done,metric,Int64,5,5,2,0; 1" in lines
+
+
+BAD = [
+    (["--grain", "week", "--measure", "x"],
+     "--grain 'week' is not one of run, round, agent, message, call, observation"),
+    (["--measure", "x:avg"],
+     "--measure 'x:avg': unknown aggregate 'avg' (one of mean, median, sum, count, min, max, "
+     "stddev, sem, rate)"),
+    (["--by", "a,b,c", "--measure", "x"], "--by 'a,b,c': at most two keys"),
+    (["--filter", "noise", "--measure", "x"],
+     "--filter 'noise' has no operator (one of != >= <= = > <)"),
+    (["--compare", "budget", "--measure", "x"], "--compare 'budget' is not KEY=A,B"),
+    (["--sort", "zzz", "--measure", "x"], "--sort 'zzz' is neither a measure (x:mean) nor a key"),
+    (["--knob", "seed", "--measure", "x"],
+     "--knob 'seed': no operator; write <knob><op><value> with op one of != >= <= = > <"),
+    (["--grain", "observation", "--measure", "x"],
+     "--metric: the observation grain needs a metric, and only it takes one"),
+    ([], "--measure is required (FIELD[:AGG])"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "line"), BAD)
+def test_bad_input_is_refused_before_any_run_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str
+) -> None:
+    # The runs dir does not exist: the query is refused first, so its line is the one shown.
+    assert analyze("--runs-dir", str(tmp_path / "absent"), *args) == 64
+    assert capsys.readouterr().err == f"glossogen: error: {line}\n"
+
+
+def test_names_the_rows_do_not_hold(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "nosuch") == 64
+    assert capsys.readouterr().err == (
+        "glossogen: error: --measure 'nosuch': no such field at the run grain of this "
+        "selection (list the grain's fields)\n"
+    )
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "x", "--filter",
+                   "knob.seed>a") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --measure 'x': no such field at the run grain of this "
+        "selection (list the grain's fields)\n"
+    )
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--filter",
+                   "knob.seed>a") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --filter 'knob.seed>a': knob.seed is a number, 'a' is not\n"
+    )
+    assert analyze("--runs-dir", str(Path(cohort.runs_dir) / "absent"), "--measure", "x") == 66
+    assert capsys.readouterr().err == (
+        f"glossogen: error: --runs-dir '{cohort.runs_dir}/absent' does not exist\n"
+    )
+
+
+@pytest.mark.parametrize(("name", "chart"), [("bar.svg", "bar"), ("line.png", "line"),
+                                             ("heat.svg", "heatmap")])  # fmt: skip
+def test_plot_writes_a_valid_chart(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, chart: str
+) -> None:
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / name
+    code = analyze(
+        "--runs-dir", cohort.runs_dir, "--grain", "round", "--by", "round_number,round_budget_chars",
+        "--measure", "round_success:rate", "--plot", str(path), "--chart", chart, "--csv",
+    )  # fmt: skip
+    assert code == 0
+    capsys.readouterr()
+    if name.endswith(".svg"):
+        assert ET.parse(path).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    else:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    absent = str(tmp_path / "absent")
+    assert analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.pdf") == 64
+    assert (
+        capsys.readouterr().err == "glossogen: error: --plot 'a.pdf': write a .svg or .png file\n"
+    )
+    assert (
+        analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart", "pie") == 64
+    )
+    assert capsys.readouterr().err == (
+        "glossogen: error: --chart 'pie' is not one of bar, line, heatmap\n"
+    )
+    assert analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart",
+                   "heatmap") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --chart 'heatmap' needs two keys (--by K1,K2)\n"
+    )
+
+
+def test_a_selection_of_no_run_is_no_error(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--scenario", "nosuch", "--by", "anything",
+                   "--measure", "anything", "--csv")  # fmt: skip
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert out == "anything,measure,value,n,missing,runs,low,high,interval\n"
+    assert err == "glossogen: note: no run matched the selection\n"
+
+
+def test_sort_and_limit(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--by", "round_budget_chars", "--measure",
+                   "task_done:sum", "--sort", "-round_budget_chars", "--csv")  # fmt: skip
+    assert code == 0
+    assert [line.split(",")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "round_budget_chars", "600", "300", "(blank)"
+    ]  # fmt: skip
+    code = analyze("--runs-dir", cohort.runs_dir, "--by", "seed", "--measure",
+                   "mean_chars_per_round:max", "--sort", "-mean_chars_per_round:max",
+                   "--limit", "2", "--csv")  # fmt: skip
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "seed,measure,value,n,missing,runs,low,high,interval",
+        "3,mean_chars_per_round:max,50.0,1,0,1,,,",
+        "1,mean_chars_per_round:max,30.0,2,0,2,,,",
+    ]
