@@ -55,7 +55,7 @@ from glossogen.evaluation._measures import (
     character_entropy_bits,
     gzip_compression_ratio,
 )
-from glossogen.evaluation._plot import REPORT_HTML, write_html
+from glossogen.evaluation._plot import REPORT_HTML, report_charts, write_html
 from glossogen.evaluation._registry import (
     ENTRY_POINT_GROUP,
     UnknownMetricError,
@@ -149,6 +149,7 @@ __all__ = [
     "score_all",
     "score_metric",
     "stale_entries",
+    "report_charts",
     "write_html",
     "write_outcomes",
 ]

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -37,7 +38,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import build_run_page, usd
+from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -92,6 +93,41 @@ def _filters(request: Request) -> RunFilters:
         knob=tuple(v.strip() for v in q.getlist("knob") if v.strip()),
         group=q.get("group", "").strip(),
     )
+
+
+FAVICON = "favicon.svg"
+"""The icon every page names (``/favicon.ico``, served as SVG from the static folder)."""
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """The browser's tab icon (an SVG: every browser the pages target draws it)."""
+    data = resources.files("glossogen.server").joinpath("static", FAVICON).read_bytes()
+    return Response(data, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
+
+
+def error_pages(app: FastAPI) -> None:
+    """Answer a page that cannot be served (a missing run or scenario) with a page, not JSON.
+
+    Under ``/api/``, ``/mcp`` and ``/static`` the answer stays FastAPI's JSON.
+    """
+    from fastapi.exception_handlers import http_exception_handler
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+        if request.url.path.startswith(("/api/", "/mcp", "/static/")):
+            return await http_exception_handler(request, exc)
+        detail = exc.detail
+        message = detail.get("message") if isinstance(detail, dict) else detail
+        title = "Not found" if exc.status_code == 404 else f"Error {exc.status_code}"
+        return _render(
+            "missing.html",
+            exc.status_code,
+            title=title,
+            message=str(message or title),
+            code=exc.status_code,
+        )
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -163,7 +199,10 @@ def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     except (SelectionError, RunsDirError, StorageError):
         derived = []
     page.derived_runs = derived
-    return _render("run.html", page=page)
+    picked = request.query_params.get("round", "")
+    if picked.isdigit() and any(r.round_number == int(picked) for r in page.rounds):
+        page.selected_round = int(picked)
+    return _render("run.html", page=page, not_recorded=NOT_RECORDED)
 
 
 def _all_records(runs_dir: str, request: Request) -> list[RunRecord]:
