@@ -68,7 +68,15 @@ def _clock(stamp: str | None) -> str:
         return stamp
 
 
+def _score(value: float | None) -> str:
+    """A metric's score as the list shows it: three significant digits, whole above 1000."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 _env.filters["usd"] = usd
+_env.filters["score"] = _score
 _env.filters["seconds"] = _seconds
 _env.filters["clock"] = _clock
 _env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)

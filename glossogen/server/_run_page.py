@@ -117,7 +117,7 @@ class RoundRow:
         postmortem: Postmortem messages per channel (channels that held one).
         tools: Tool calls in log order, each with its result.
         notes: Judge rulings, failed cycles, swaps and resumes, in log order.
-        case: The round's case as ``(field, value)`` rows (the answer key), or None.
+        case: The round's case as table rows (the answer key), or None.
     """
 
     round_number: int
@@ -125,7 +125,7 @@ class RoundRow:
     void: bool
     won: bool
     trigger: str | None = None
-    case: list[tuple[str, str]] | None = None
+    case: list[CaseField] | None = None
     messages: dict[str, list[Item]] = field(default_factory=dict)
     postmortem: dict[str, list[Item]] = field(default_factory=dict)
     tools: list[ToolRow] = field(default_factory=list)
@@ -325,29 +325,52 @@ def live_summary(view: RunView) -> dict[str, Any]:
     }
 
 
-def case_rows(case: dict[str, Any]) -> list[tuple[str, str]]:
-    """A round's case as ``(field, value)`` rows, readable in a table.
+@dataclass
+class CaseField:
+    """One field of a round's case as the page's table shows it.
 
-    Nested objects by dotted field, a list of plain values joined with commas, anything else as
-    compact JSON (wrapped by the page).
+    Attributes:
+        name: The field (nested objects by dotted name).
+        text: Its value as one line (empty when ``rows`` holds it).
+        header: A list of objects' keys, the columns of its own small table.
+        rows: That table's rows, one per object (values as text).
     """
-    rows: list[tuple[str, str]] = []
+
+    name: str
+    text: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
+def case_rows(case: dict[str, Any]) -> list[CaseField]:
+    """A round's case as table rows, readable in the page rather than raw JSON.
+
+    A nested object is listed by dotted field; a list of objects becomes a small table (a row
+    per object, a column per key, a nested value written ``key=value``); anything else is one
+    line of text.
+    """
+    rows: list[CaseField] = []
 
     def walk(value: Any, name: str) -> None:
         if isinstance(value, dict) and value:
             for key, inner in value.items():
                 walk(inner, f"{name}.{key}" if name else str(key))
-        elif isinstance(value, list) and all(
-            isinstance(v, str | int | float | bool) or v is None for v in value
-        ):
-            rows.append((name, ", ".join("—" if v is None else str(v) for v in value)))
-        elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
-            for i, inner in enumerate(value, 1):
-                walk(inner, f"{name}[{i}]")
-        elif isinstance(value, str | int | float | bool) or value is None:
-            rows.append((name, "—" if value is None else str(value)))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            header = list(dict.fromkeys(k for v in value for k in v))
+            table = [[_plain(v.get(k)) for k in header] for v in value]
+            rows.append(CaseField(name, header=header, rows=table))
         else:
-            rows.append((name, json.dumps(value, ensure_ascii=False)))
+            rows.append(CaseField(name, text=_plain(value)))
 
     walk(case, "")
     return rows
@@ -416,7 +439,7 @@ def build_run_page(
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
     models: dict[str, str] = {}
     triggers: dict[int, str] = {}
-    cases: dict[int, list[tuple[str, str]]] = {}
+    cases: dict[int, list[CaseField]] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
     case_type = f"{folder.scenario}_case_started"

@@ -19,5 +19,6 @@
     });
   }
   tick();
-  window.glossogenClock = setInterval(tick, 1000);
+  setInterval(tick, 1000);
+  window.glossogenDuration = format; // the run page writes a run's final duration with it
 })();

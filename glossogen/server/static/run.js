@@ -41,7 +41,9 @@
     return e;
   }
   const channels = JSON.parse(run.dataset.channels || "[]");
+  const models = {}; // seats registered (or swapped) since the page was rendered
   function modelOf(seat) {
+    if (models[seat]) return models[seat];
     const tr = document.querySelector('tr[data-seat="' + CSS.escape(seat) + '"]');
     return tr ? tr.dataset.model : "";
   }
@@ -110,6 +112,8 @@
   const calls = {}; // tool_call_id -> its row (the result folds into it)
   const recorded = {}; // verdicts that arrived live, by round (the page held the earlier ones)
   const handlers = {
+    agent_registered(e) { models[e.agent_id] = e.provider + ":" + e.model; },
+    agent_swapped_mid_run(e) { models[e.agent_id] = e.provider + ":" + e.model; },
     message_sent(e) {
       const art = round(e.round_number);
       const m = el("div", "msg phase-" + e.phase);
@@ -224,6 +228,8 @@
         if (duration.hasAttribute("data-live-seconds")) {
           duration.dataset.liveSeconds = String(data.duration_seconds);
           duration.dataset.since = String(Date.now());
+        } else {  // the run is over: the seconds it played, no longer counting
+          duration.textContent = window.glossogenDuration(data.duration_seconds);
         }
         data.seats.forEach((s) => {
           const tr = document.querySelector('tr[data-seat="' + CSS.escape(s.agent_id) + '"]');
