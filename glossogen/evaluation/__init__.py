@@ -82,6 +82,7 @@ from glossogen.evaluation._run import (
     log_digest,
     open_folder,
     resolve_run_dir,
+    scenario_instance,
 )
 
 __all__ = [
@@ -145,6 +146,7 @@ __all__ = [
     "read_report",
     "report_name",
     "resolve_run_dir",
+    "scenario_instance",
     "scenario_of",
     "score_all",
     "score_metric",

@@ -399,6 +399,22 @@ def _tool_rows(items: list[Item]) -> list[ToolRow]:
     return rows
 
 
+def postmortem_channels(scenario: str, config: dict[str, Any]) -> set[str]:
+    """The scenario's postmortem-phase channels for the recorded knobs.
+
+    None when the scenario is not installed.
+    """
+    from glossogen.evaluation import scenario_instance
+    from glossogen.scenario import UnknownScenarioError, load_scenario
+
+    try:
+        cls = load_scenario(scenario)
+    except UnknownScenarioError:
+        return set()
+    instance, _ = scenario_instance(cls, config)
+    return {c.channel_id for c in instance.channels() if c.phase == "postmortem"}
+
+
 def _verdicts(view: RunView, winners: dict[int, list[str]]) -> dict[int, list[TeamVerdict]]:
     from glossogen.scenario import outcome_word
 
@@ -469,9 +485,11 @@ def build_run_page(
     for item in items:
         if item.kind == "message" and item.column not in channels:
             channels.append(item.column)
-    # A channel that only ever held postmortems has no column among a round's messages.
+    # A postmortem channel (the scenario's, or one that held postmortems) has no column among
+    # a round's messages, unless main-phase messages were sent on it.
     talk = {i.column for i in items if i.kind == "message" and i.phase != "postmortem"}
-    after = {e.channel_id for e in view.counted if isinstance(e, PostmortemStarted)}
+    after = postmortem_channels(folder.scenario, started.scenario_config if started else {})
+    after |= {e.channel_id for e in view.counted if isinstance(e, PostmortemStarted)}
     after |= {i.column for i in items if i.kind == "message" and i.phase == "postmortem"}
     main_channels = [c for c in channels if c in talk or c not in after]
     recorded = view.verdicts

@@ -124,3 +124,16 @@ def test_a_glossogen_05_runs_seats_say_their_spend_was_not_recorded(tmp_path: Pa
         '<dd id="cost">$0.0000 (judge $0.0000) · the total GlossoGen 0.5 recorded; it recorded no'
         " seat&#39;s spend</dd>"
     ) in page
+
+
+def test_a_run_without_postmortems_has_no_postmortem_column(tmp_path: Path) -> None:
+    run = play_run(
+        str(tmp_path),
+        scenario="prisoners_dilemma",
+        rounds=1,
+        overrides=("postmortem_enabled=false",),
+        now_unix=1_700_000_501,
+    )
+    page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run.run_id}").text
+    assert re.findall(r'<div class="column" data-channel="(\w+)">', page) == ["table"]
+    assert "postmortem-title" not in page
