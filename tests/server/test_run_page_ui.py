@@ -156,7 +156,7 @@ def test_a_finished_run_page_is_a_few_screens_per_round(
 
         listing = browser.new_page(viewport=VIEWPORT)
         listing.goto(base + "/")
-        listing.screenshot(path=str(shots / "runs-list.png"), full_page=True)
+        listing.screenshot(path=str(shots / "runs-list-evaluated.png"), full_page=True)
         cells = listing.eval_on_selector_all(
             "tr.run",
             "rs => rs.map(r => [r.dataset.runId, r.querySelector('.rounds').textContent,"
