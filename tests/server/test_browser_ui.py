@@ -222,6 +222,11 @@ def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
             f"dropped, no longer resolve: {short.run_id}"
         )
         assert page.inner_text("#preview p >> nth=1") == "1 runs · scenarios veyru"
+        tables = page.eval_on_selector_all(  # a row per table, its columns folded
+            "#preview table.preview-tables tbody tr",
+            "rs => rs.map(r => [r.dataset.table, r.querySelector('details').open])",
+        )
+        assert tables == [["run_level", False], ["round_level", False], ["agent_level", False]]
         with page.expect_download() as download:
             page.click("#download-csv")
         zipped = tmp_path / "tables.zip"
