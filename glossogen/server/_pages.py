@@ -4,14 +4,16 @@
   one of :data:`~glossogen.server._run_index.PAGE_SIZES` rows, default 50, another refused
   with one line, 422; newest first, grouped by day). ``?fragment=rows`` answers the table body
   alone (the live refresh).
-- ``/runs/{scenario}/{ts}``: one run (header, seats, channels, activity, rounds, report).
+- ``/runs/{scenario}/{ts}``: one run (header, seats, then one round at a time, ``?round=N``:
+  verdicts, trigger, case, messages per channel, tool calls, postmortem; the report's charts).
+- ``/favicon.ico``; a page that cannot be served (a missing run) answers a page, not JSON.
 - ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
   the knobs' JSON Schema as a table.
 
-Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; the
-only markup built in Python is the per-round chart, which holds numbers only. Assets (CSS and
-the two small plain scripts: no framework, nothing fetched from a network) are served from the
-package's ``static`` folder at ``/static``.
+Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; no
+markup is built in Python (the charts are the evaluation report's PNGs, as ``data:`` URLs).
+Assets (CSS and three small plain scripts: no framework, nothing fetched from a network) are
+served from the package's ``static`` folder at ``/static``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@
 Everything the page shows comes from the view (status, verdicts, messages, spend, roster,
 duration) and the run folder's JSON files (knobs, labels, lineage) and report; the page walks
 the view's counted events only to lay them out in log order (who said what on which channel,
-which tool was called, where a round, a postmortem, a swap or the fork point begins).
+which tool was called, where a round, a postmortem, a swap or the fork point begins), each
+round apart (:class:`RoundRow`). A ranked round's winners are the scenario's own reading
+(``launch.ranked_winners``, ``scenario.outcome_word``), as the console and the flow's round
+table say them.
 """
 
 from __future__ import annotations
