@@ -55,7 +55,7 @@ from glossogen.evaluation._measures import (
     character_entropy_bits,
     gzip_compression_ratio,
 )
-from glossogen.evaluation._plot import REPORT_HTML, write_html
+from glossogen.evaluation._plot import REPORT_HTML, report_charts, write_html
 from glossogen.evaluation._registry import (
     ENTRY_POINT_GROUP,
     UnknownMetricError,
@@ -82,6 +82,7 @@ from glossogen.evaluation._run import (
     log_digest,
     open_folder,
     resolve_run_dir,
+    scenario_instance,
 )
 
 __all__ = [
@@ -145,10 +146,12 @@ __all__ = [
     "read_report",
     "report_name",
     "resolve_run_dir",
+    "scenario_instance",
     "scenario_of",
     "score_all",
     "score_metric",
     "stale_entries",
+    "report_charts",
     "write_html",
     "write_outcomes",
 ]

@@ -68,6 +68,19 @@ def _chart(report: Report, name: str, title: str, ylabel: str) -> str | None:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def report_charts(report: Report) -> list[tuple[str, str]]:
+    """The report's charts that apply, as (title, base64 PNG), in :data:`CHARTS` order.
+
+    The run browser's run page shows these same images.
+    """
+    charts = []
+    for name, title, ylabel in CHARTS:
+        png = _chart(report, name, title, ylabel)
+        if png is not None:
+            charts.append((title, png))
+    return charts
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -86,14 +99,10 @@ def render_html(report: Report) -> str:
         + "</tr>"
         for name, e in report.metrics.items()
     )
-    charts = []
-    for name, title, ylabel in CHARTS:
-        png = _chart(report, name, title, ylabel)
-        if png is not None:
-            charts.append(
-                f'<figure><img alt="{html.escape(title)}" '
-                f'src="data:image/png;base64,{png}"></figure>'
-            )
+    charts = [
+        f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{png}"></figure>'
+        for title, png in report_charts(report)
+    ]
     cost = report.evaluation_cost
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"

@@ -200,7 +200,7 @@ def _missing_log(folder: RunFolder, scenario: str) -> EvaluationError:
     )
 
 
-def _scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Scenario, bool]:
+def scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Scenario, bool]:
     """Build the scenario from the recorded knobs; fall back to its defaults (False) if invalid."""
     try:
         return cls(cls.knobs_model.model_validate(config)), True
@@ -292,7 +292,7 @@ def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun
     recorded = started.scenario_name
     if recorded != scenario:
         raise EvaluationError(f"{folder.url} holds a {recorded!r} run, not {scenario!r}")
-    instance, knobs_exact = _scenario_instance(cls, started.scenario_config)
+    instance, knobs_exact = scenario_instance(cls, started.scenario_config)
     specs = instance.channels()
     primary = tuple(
         c.channel_id

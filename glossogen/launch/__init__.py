@@ -27,6 +27,7 @@ from glossogen.launch._plan import (
     plan_run,
 )
 from glossogen.launch._resume import ResumeRequest, plan_resume, recorded_config, resume_point
+from glossogen.launch._run_table import ranked_winners, round_table
 from glossogen.launch._session import (
     RunResult,
     RunSession,
@@ -84,6 +85,8 @@ __all__ = [
     "plan_knobs",
     "plan_resume",
     "plan_run",
+    "ranked_winners",
+    "round_table",
     "price_spend",
     "recorded_config",
     "resume_point",

@@ -36,7 +36,7 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
     for m in view.messages:
         messages.setdefault(m.round_number, []).append(m.chars)
     spend = view.spend_by_round()
-    winners = _ranked_winners(view)
+    winners = ranked_winners(view)
     rows = []
     for number, (verdicts, void) in sorted(view.verdicts.items()):
         if void:
@@ -61,7 +61,7 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
     return rows
 
 
-def _ranked_winners(view: RunView) -> dict[int, list[str]]:
+def ranked_winners(view: RunView) -> dict[int, list[str]]:
     """Each round's winners as the scenario's ranking event names them (none: no ranking)."""
     started = next((e for e in view.events if isinstance(e, SimulationStarted)), None)
     if started is None:

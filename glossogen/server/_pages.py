@@ -4,14 +4,16 @@
   one of :data:`~glossogen.server._run_index.PAGE_SIZES` rows, default 50, another refused
   with one line, 422; newest first, grouped by day). ``?fragment=rows`` answers the table body
   alone (the live refresh).
-- ``/runs/{scenario}/{ts}``: one run (header, seats, channels, activity, rounds, report).
+- ``/runs/{scenario}/{ts}``: one run (header, seats, then one round at a time, ``?round=N``:
+  verdicts, trigger, case, messages per channel, tool calls, postmortem; the report's charts).
+- ``/favicon.ico``; a page that cannot be served (a missing run) answers a page, not JSON.
 - ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
   the knobs' JSON Schema as a table.
 
-Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; the
-only markup built in Python is the per-round chart, which holds numbers only. Assets (CSS and
-the two small plain scripts: no framework, nothing fetched from a network) are served from the
-package's ``static`` folder at ``/static``.
+Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; no
+markup is built in Python (the charts are the evaluation report's PNGs, as ``data:`` URLs).
+Assets (CSS and three small plain scripts: no framework, nothing fetched from a network) are
+served from the package's ``static`` folder at ``/static``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -37,7 +40,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import build_run_page, usd
+from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -67,7 +70,15 @@ def _clock(stamp: str | None) -> str:
         return stamp
 
 
+def _score(value: float | None) -> str:
+    """A metric's score as the list shows it: three significant digits, whole above 1000."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 _env.filters["usd"] = usd
+_env.filters["score"] = _score
 _env.filters["seconds"] = _seconds
 _env.filters["clock"] = _clock
 _env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
@@ -92,6 +103,41 @@ def _filters(request: Request) -> RunFilters:
         knob=tuple(v.strip() for v in q.getlist("knob") if v.strip()),
         group=q.get("group", "").strip(),
     )
+
+
+FAVICON = "favicon.svg"
+"""The icon every page names (``/favicon.ico``, served as SVG from the static folder)."""
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """The browser's tab icon (an SVG: every browser the pages target draws it)."""
+    data = resources.files("glossogen.server").joinpath("static", FAVICON).read_bytes()
+    return Response(data, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
+
+
+def error_pages(app: FastAPI) -> None:
+    """Answer a page that cannot be served (a missing run or scenario) with a page, not JSON.
+
+    Under ``/api/``, ``/mcp`` and ``/static`` the answer stays FastAPI's JSON.
+    """
+    from fastapi.exception_handlers import http_exception_handler
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+        if request.url.path.startswith(("/api/", "/mcp", "/static/")):
+            return await http_exception_handler(request, exc)
+        detail = exc.detail
+        message = detail.get("message") if isinstance(detail, dict) else detail
+        title = "Not found" if exc.status_code == 404 else f"Error {exc.status_code}"
+        return _render(
+            "missing.html",
+            exc.status_code,
+            title=title,
+            message=str(message or title),
+            code=exc.status_code,
+        )
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -163,7 +209,10 @@ def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     except (SelectionError, RunsDirError, StorageError):
         derived = []
     page.derived_runs = derived
-    return _render("run.html", page=page)
+    picked = request.query_params.get("round", "")
+    if picked.isdigit() and any(r.round_number == int(picked) for r in page.rounds):
+        page.selected_round = int(picked)
+    return _render("run.html", page=page, not_recorded=NOT_RECORDED)
 
 
 def _all_records(runs_dir: str, request: Request) -> list[RunRecord]:

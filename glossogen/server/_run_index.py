@@ -3,9 +3,12 @@
 Every row is the export's :class:`~glossogen.export.RunRecord` (``load_run``: the folder's JSON
 files and its log's head and tail), selected by the export's own rules (``select_runs`` with
 its filters and knob grammar), so the list and a download of the same filters hold the same
-runs. The cache keeps one record per run keyed by its log's size and modification time
-(:meth:`~glossogen.storage.RunFolder.log_stamp`): a live run, whose log grows, is read again;
-a finished one never is. Whether an unfinished run is ``running`` or ``stopped`` depends on its
+runs. The cache keeps one record per run keyed by the size and modification time
+(:meth:`~glossogen.storage.RunFolder.stamp`) of every file ``load_run`` reads: the log, the
+JSON files (config, labels, lineage) and the reports (ours and a GlossoGen 0.5 one), so a live
+run, whose log grows, a run ``evaluate`` just scored or one whose labels were edited is read
+again; a finished, untouched one never is.
+Whether an unfinished run is ``running`` or ``stopped`` depends on its
 writer, not its log, so that is asked again on every listing. A folder that was claimed
 (``config.json``) but whose log holds no event yet is listed ``queued`` (its player, a worker's
 flow run or a detached process, has not begun), read from its JSON files alone.
@@ -22,7 +25,7 @@ from typing import Any
 from glossogen.eventlog import QUEUED
 from glossogen.export import FilterSelection, RunRecord, load_run, queued_run, select_runs
 from glossogen.export._runlog import RUNNING, STOPPED
-from glossogen.storage import RunFolder, RunStore
+from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
 
 DEFAULT_GROUP = "local"
 """The group of a run that recorded no ``group_slug``."""
@@ -33,6 +36,10 @@ PAGE_SIZE = 50
 PAGE_SIZES = (25, 50, 100, 200)
 """The page sizes the list offers (``?per_page=``); another is refused (422)."""
 
+HEADLINE_METRICS = ("round_success", "mean_chars_per_round")
+"""The report's metrics the list shows beside rounds won, when the report holds them: the share
+of rounds won and the characters a round took (the evaluation report's headline charts)."""
+
 RESUMABLE = ("stopped", "error", "interrupted")
 """Statuses the list marks as resumable (``glossogen run --resume``)."""
 
@@ -42,22 +49,39 @@ def group_of(record: RunRecord) -> str:
     return (record.facts.started or {}).get("group_slug") or DEFAULT_GROUP
 
 
+def read_files(scenario: str) -> tuple[str, ...]:
+    """Every file of a run folder ``load_run`` reads, the log first (the cache's key)."""
+    from glossogen.evaluation._report import foreign_report_name
+
+    return (
+        f"{scenario}.jsonl",
+        CONFIG,
+        LABELS,
+        LINEAGE,
+        f"{scenario}_report.json",
+        foreign_report_name(scenario),
+    )
+
+
+Stamp = tuple[tuple[int, float] | None, ...]
+
+
 class RunCache:
-    """One :class:`RunRecord` per run, read again only when its log's stamp changes.
+    """One :class:`RunRecord` per run, read again only when a file it was read from changes.
 
     Thread-safe: the list is served from FastAPI's thread pool.
     """
 
     def __init__(self) -> None:
         """Start empty."""
-        self._records: dict[str, tuple[tuple[int, float], RunRecord]] = {}
+        self._records: dict[str, tuple[Stamp, RunRecord]] = {}
         self._folders: dict[str, RunFolder] = {}
         self._lock = threading.Lock()
         self.reads = 0
         """How many records were read from storage (a hit reads none)."""
 
     def load(self, store: RunStore, run_id: str) -> RunRecord:
-        """The run's record, from the cache while its log is unchanged (``select_runs``' loader).
+        """The run's record, from the cache while its files are unchanged (``select_runs``' loader).
 
         Raises:
             FileNotFoundError: the run has no log (yet).
@@ -69,8 +93,8 @@ class RunCache:
             folder = self._folders.get(key)
         if folder is None:
             folder = self._folders.setdefault(key, store.open_run(run_id))
-        stamp = folder.log_stamp()
-        if stamp is None or stamp[0] == 0:
+        stamp = tuple(folder.stamp(name) for name in read_files(folder.scenario))
+        if stamp[0] is None or stamp[0][0] == 0:
             queued = queued_run(folder)
             if queued is None:
                 raise FileNotFoundError(folder.log_url)
@@ -134,6 +158,12 @@ class RunRow:
     round_count: int | None
     lineage_badges: list[str]
     scores: list[tuple[str, float | None]]
+    """The report's :data:`HEADLINE_METRICS` it holds, in that order (empty: not evaluated)."""
+    evaluated: bool
+
+    live_seconds: float | None = None
+    """For a live run, the seconds it has played as of the listing (its duration up to its last
+    event plus the time since): the page counts on from there."""
 
     @property
     def live(self) -> bool:
@@ -190,7 +220,20 @@ def _derived_badges(lineage: dict[str, Any]) -> list[str]:
     return [derivation]
 
 
-def _row(record: RunRecord) -> RunRow:
+def seconds_since(stamp: str | None, now: datetime) -> float:
+    """Seconds from ``stamp`` (an event's ISO 8601 time) to ``now``; 0 when unknown or ahead."""
+    if not stamp:
+        return 0.0
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0.0, (now - then).total_seconds())
+
+
+def _row(record: RunRecord, now: datetime) -> RunRow:
     started = record.facts.started_at or ""
     try:
         day = datetime.fromisoformat(started.replace("Z", "+00:00")).date().isoformat()
@@ -202,8 +245,9 @@ def _row(record: RunRecord) -> RunRow:
     count = record.config.get("round_count")
     metrics = (record.report or {}).get("metrics") or {}
     scores = [
-        (str(name), entry.get("score") if isinstance(entry, dict) else None)
-        for name, entry in list(metrics.items())[:3]
+        (name, entry.get("score") if isinstance(entry, dict) else None)
+        for name in HEADLINE_METRICS
+        if isinstance(entry := metrics.get(name), dict)
     ]
     return RunRow(
         record=record,
@@ -212,15 +256,26 @@ def _row(record: RunRecord) -> RunRow:
         round_count=count if isinstance(count, int) else None,
         lineage_badges=_badges(record.lineage, record.facts.resumes),
         scores=scores,
+        evaluated=bool(metrics),
+        live_seconds=(record.facts.duration_seconds or 0.0)
+        + seconds_since(record.facts.ended_at, now)
+        if record.status == RUNNING
+        else None,
     )
 
 
 def list_runs(
-    runs_dir: str, filters: RunFilters, cache: RunCache, page: int = 1, per_page: int = PAGE_SIZE
+    runs_dir: str,
+    filters: RunFilters,
+    cache: RunCache,
+    page: int = 1,
+    per_page: int = PAGE_SIZE,
+    now: datetime | None = None,
 ) -> RunListPage:
     """Select the runs matching ``filters``, newest first, and cut out page ``page`` (from 1).
 
-    A page holds ``per_page`` rows (one of :data:`PAGE_SIZES`).
+    A page holds ``per_page`` rows (one of :data:`PAGE_SIZES`); ``now`` (default: the clock)
+    is when a live row's duration is counted to.
 
     Raises:
         SelectionError: a knob condition is malformed or cannot be read as the recorded type
@@ -234,7 +289,7 @@ def list_runs(
     page = min(max(1, page), pages)
     shown = records[(page - 1) * per_page : page * per_page]
     return RunListPage(
-        rows=[_row(r) for r in shown],
+        rows=[_row(r, now or datetime.now(UTC)) for r in shown],
         matched=len(records),
         total=selected.scanned,
         page=page,

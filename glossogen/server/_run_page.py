@@ -3,13 +3,17 @@
 Everything the page shows comes from the view (status, verdicts, messages, spend, roster,
 duration) and the run folder's JSON files (knobs, labels, lineage) and report; the page walks
 the view's counted events only to lay them out in log order (who said what on which channel,
-which tool was called, where a round, a postmortem, a swap or the fork point begins).
+which tool was called, where a round, a postmortem, a swap or the fork point begins), each
+round apart (:class:`RoundRow`). A ranked round's winners are the scenario's own reading
+(``launch.ranked_winners``, ``scenario.outcome_word``), as the console and the flow's round
+table say them.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from glossogen.eventlog import (
@@ -35,6 +39,13 @@ EVERY_COLUMN = "*"
 
 ACTIVITY = "activity"
 """The column of tool calls, their results, judge rulings and failed cycles."""
+
+
+RECORDED_TOTAL = "the total GlossoGen 0.5 recorded; it recorded no seat's spend"
+"""What the header adds to a GlossoGen 0.5 run's cost, whose seats' spend was never recorded."""
+
+NOT_RECORDED = "not recorded (GlossoGen 0.5)"
+"""A GlossoGen 0.5 run's seat spend cell."""
 
 
 @dataclass
@@ -76,15 +87,73 @@ class SeatRow:
 
 
 @dataclass
+class TeamVerdict:
+    """One team's verdict of a round as the page says it: ``won``, ``eligible`` or ``lost``.
+
+    A ranked round (the scenario names its winners, :meth:`Scenario.round_winners`) says which
+    team won it; a successful team the ranking does not name was only ``eligible``.
+    """
+
+    team_id: str
+    outcome: str
+    reason: str
+
+
+@dataclass
+class ToolRow:
+    """One tool call of a round, with its result (folded on the page)."""
+
+    agent: str
+    tool: str
+    args: str
+    result: str | None = None
+    refused: bool = False
+    event_id: str = ""
+
+
+@dataclass
 class RoundRow:
-    """One round of the timeline: verdicts (per team), void, trigger, the case on demand."""
+    """One round: verdicts (per team), void, trigger, the case, and what was said and done.
+
+    Attributes:
+        messages: Main-phase messages per channel (every channel of the run, in order).
+        postmortem: Postmortem messages per channel (channels that held one).
+        tools: Tool calls in log order, each with its result.
+        notes: Judge rulings, failed cycles, swaps and resumes, in log order.
+        case: The round's case as table rows (the answer key), or None.
+    """
 
     round_number: int
-    verdicts: list[dict[str, Any]]
+    verdicts: list[TeamVerdict]
     void: bool
     won: bool
     trigger: str | None = None
-    case: str | None = None
+    case: list[CaseField] | None = None
+    messages: dict[str, list[Item]] = field(default_factory=dict)
+    postmortem: dict[str, list[Item]] = field(default_factory=dict)
+    tools: list[ToolRow] = field(default_factory=list)
+    notes: list[Item] = field(default_factory=list)
+
+    @property
+    def recorded(self) -> bool:
+        """True once the round's verdict is in the log."""
+        return bool(self.verdicts) or self.void
+
+    @property
+    def outcome(self) -> str:
+        """``won``, ``lost``, ``void`` or ``playing`` (the picker's colour)."""
+        if self.void:
+            return "void"
+        if not self.verdicts:
+            return "playing"
+        return "won" if self.won else "lost"
+
+    @property
+    def ranked_winner(self) -> str | None:
+        """The team(s) that won a multi-team round (``a``, ``a, b`` when tied), else None."""
+        if len(self.verdicts) < 2:
+            return None
+        return ", ".join(v.team_id for v in self.verdicts if v.outcome == "won") or None
 
 
 @dataclass
@@ -103,6 +172,9 @@ class RunPage:
     judge_cost_usd: float | None
     inherited_cost_usd: float | None
     duration_seconds: float
+    live_seconds: float
+    """For a live run, its duration up to its last event plus the time since (what the header
+    counts on from); the duration otherwise."""
     tokens: str
     """The header's token line: agents' and judge's, cache reads and writes apart."""
     knobs: str
@@ -115,6 +187,18 @@ class RunPage:
     items: list[Item]
     rounds: list[RoundRow]
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    charts: list[tuple[str, str]] = field(default_factory=list)
+    """The evaluation report's charts (title, base64 PNG), drawn by the report's own code."""
+    selected_round: int | None = None
+    """The round the page opens on (``?round=``; default the last one)."""
+    postmortems: bool = False
+    """Whether the run held any postmortem."""
+    recorded_total: bool = False
+    """A GlossoGen 0.5 run: its log recorded one total cost and no call's, so no seat's spend
+    is known (the seat table says so rather than ``unknown``)."""
+    main_channels: list[str] = field(default_factory=list)
+    """The channels a round's messages are laid out in (those that carry more than
+    postmortems), in order: a live round the page did not hold gets these columns."""
     last_event_id: str = ""
     error: str | None = None
     books: list[str] = field(default_factory=list)
@@ -123,7 +207,8 @@ class RunPage:
     @property
     def cost(self) -> str:
         """The header's cost line (the live page refreshes it from :func:`live_summary`)."""
-        return cost_line(self.total_cost_usd, self.judge_cost_usd, self.inherited_cost_usd)
+        line = cost_line(self.total_cost_usd, self.judge_cost_usd, self.inherited_cost_usd)
+        return line + (f" · {RECORDED_TOTAL}" if self.recorded_total else "")
 
 
 def _message(event: MessageSent, models: dict[str, str]) -> Item:
@@ -149,7 +234,12 @@ def _item(event: Event, models: dict[str, str], scenario: str) -> Item | None:
         return Item("tool_call", ACTIVITY, r, p, fields)
     if isinstance(event, ToolResultReceived):
         result = event.refused or json.dumps(event.result, ensure_ascii=False, default=str)
-        fields = {"agent": event.agent_id, "tool": event.tool_name, "result": result}
+        fields = {
+            "agent": event.agent_id,
+            "tool": event.tool_name,
+            "result": result,
+            "refused": event.refused is not None,
+        }
         return Item("tool_result", ACTIVITY, r, p, fields)
     if isinstance(event, JudgeCalled):
         fields = {"success": event.success, "reason": event.reason, "model": event.model}
@@ -220,6 +310,8 @@ def live_summary(view: RunView) -> dict[str, Any]:
     inherited = view.inherited_spend.total_cost_usd if view.derived else None
     return {
         "status": view.status,
+        "resumable": view.resumable,
+        "duration_seconds": live_seconds(view, datetime.now(UTC)),
         "total_cost_usd": spend.total_cost_usd,
         "cost": cost_line(spend.total_cost_usd, spend.judge_cost_usd, inherited),
         "tokens": spend.tokens.summary(),
@@ -236,16 +328,137 @@ def live_summary(view: RunView) -> dict[str, Any]:
     }
 
 
-def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
-    """Lay out one run's page from its view, its folder's JSON files and its report."""
+@dataclass
+class CaseField:
+    """One field of a round's case as the page's table shows it.
+
+    Attributes:
+        name: The field (nested objects by dotted name).
+        text: Its value as one line (empty when ``rows`` holds it).
+        header: A list of objects' keys, the columns of its own small table.
+        rows: That table's rows, one per object (values as text).
+    """
+
+    name: str
+    text: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
+def case_rows(case: dict[str, Any]) -> list[CaseField]:
+    """A round's case as table rows, readable in the page rather than raw JSON.
+
+    A nested object is listed by dotted field; a list of objects becomes a small table (a row
+    per object, a column per key, a nested value written ``key=value``); anything else is one
+    line of text.
+    """
+    rows: list[CaseField] = []
+
+    def walk(value: Any, name: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                walk(inner, f"{name}.{key}" if name else str(key))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            header = list(dict.fromkeys(k for v in value for k in v))
+            table = [[_plain(v.get(k)) for k in header] for v in value]
+            rows.append(CaseField(name, header=header, rows=table))
+        else:
+            rows.append(CaseField(name, text=_plain(value)))
+
+    walk(case, "")
+    return rows
+
+
+def _tool_rows(items: list[Item]) -> list[ToolRow]:
+    """Each tool call of a round with the result that answered it (by order, per seat/tool)."""
+    rows: list[ToolRow] = []
+    open_calls: list[ToolRow] = []
+    for item in items:
+        f = item.fields
+        if item.kind == "tool_call":
+            row = ToolRow(f["agent"], f["tool"], f["args"], event_id=item.event_id)
+            rows.append(row)
+            open_calls.append(row)
+        elif item.kind == "tool_result":
+            match = next(
+                (r for r in open_calls if (r.agent, r.tool) == (f["agent"], f["tool"])), None
+            )
+            if match is None:  # a result whose call the page did not see (a resumed round)
+                match = ToolRow(f["agent"], f["tool"], "", event_id=item.event_id)
+                rows.append(match)
+            else:
+                open_calls.remove(match)
+            match.result, match.refused = f["result"], bool(f.get("refused"))
+    return rows
+
+
+def postmortem_channels(scenario: str, config: dict[str, Any]) -> set[str]:
+    """The scenario's postmortem-phase channels for the recorded knobs.
+
+    None when the scenario is not installed.
+    """
+    from glossogen.evaluation import scenario_instance
+    from glossogen.scenario import UnknownScenarioError, load_scenario
+
+    try:
+        cls = load_scenario(scenario)
+    except UnknownScenarioError:
+        return set()
+    instance, _ = scenario_instance(cls, config)
+    return {c.channel_id for c in instance.channels() if c.phase == "postmortem"}
+
+
+def _verdicts(view: RunView, winners: dict[int, list[str]]) -> dict[int, list[TeamVerdict]]:
+    from glossogen.scenario import outcome_word
+
+    out: dict[int, list[TeamVerdict]] = {}
+    for n, (verdicts, _) in view.verdicts.items():
+        ranked = winners.get(n) if len(verdicts) > 1 else None
+        out[n] = [
+            TeamVerdict(v.team_id, outcome_word(v.success, v.team_id, ranked), v.reason)
+            for v in verdicts
+        ]
+    return out
+
+
+def live_seconds(view: RunView, now: datetime) -> float:
+    """The seconds a run has played as of ``now``.
+
+    Its duration, plus, while it is running, the time since its last event (the page counts on
+    from there).
+    """
+    if view.status != "running" or not view.events:
+        return view.duration_seconds
+    since = (now - view.events[-1].timestamp).total_seconds()
+    return round(view.duration_seconds + max(0.0, since), 3)
+
+
+def build_run_page(
+    folder: RunFolder, view: RunView, group: str, now: datetime | None = None
+) -> RunPage:
+    """Lay out one run's page from its view, its folder's JSON files and its report.
+
+    ``now`` (default: the clock) is when a live run's duration is counted to.
+    """
     from glossogen.evaluation import read_report
+    from glossogen.launch import ranked_winners
     from glossogen.verify import books_of
 
     started = view.started
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
     models: dict[str, str] = {}
     triggers: dict[int, str] = {}
-    cases: dict[int, str] = {}
+    cases: dict[int, list[CaseField]] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
     case_type = f"{folder.scenario}_case_started"
@@ -256,7 +469,7 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
             triggers[event.round_number] = event.trigger
         elif event.event_type == case_type:  # each scenario's own class, by the naming rule
             case = event.model_dump(mode="json", exclude=set(Event.model_fields))
-            cases[event.round_number] = json.dumps(case, indent=2, ensure_ascii=False)
+            cases[event.round_number] = case_rows(case)
         if isinstance(event, RunResumed) and fork_point is not None and view.derived:
             source = ((started.lineage if started else None) or {}).get("source_run_id")
             label = f"fork point: after round {fork_point} of {source}"
@@ -271,38 +484,54 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
             items.append(item)
     spend = view.spend
     seats = seat_rows(view)
-    rounds = [
-        RoundRow(
-            round_number=n,
-            verdicts=[v.model_dump() for v in verdicts],
-            void=void,
-            won=bool(verdicts) and not void and all(v.success for v in verdicts),
-            trigger=triggers.get(n),
-            case=cases.get(n),
-        )
-        for n, (verdicts, void) in sorted(view.verdicts.items())
-    ]
     channels = list(started.channel_ids) if started else []
     for item in items:
         if item.kind == "message" and item.column not in channels:
             channels.append(item.column)
+    # A postmortem channel (the scenario's, or one that held postmortems) has no column among
+    # a round's messages, unless main-phase messages were sent on it.
+    talk = {i.column for i in items if i.kind == "message" and i.phase != "postmortem"}
+    after = postmortem_channels(folder.scenario, started.scenario_config if started else {})
+    after |= {e.channel_id for e in view.counted if isinstance(e, PostmortemStarted)}
+    after |= {i.column for i in items if i.kind == "message" and i.phase == "postmortem"}
+    main_channels = [c for c in channels if c in talk or c not in after]
+    recorded = view.verdicts
+    verdicts = _verdicts(view, ranked_winners(view))
+    numbers = sorted(set(recorded) | {i.round_number for i in items if i.round_number > 0})
+    rounds = []
+    for n in numbers:
+        own = [i for i in items if i.round_number == n]
+        mine, void = recorded.get(n, ([], False))
+        row = RoundRow(
+            round_number=n,
+            verdicts=verdicts.get(n, []),
+            void=void,
+            won=bool(mine) and not void and all(v.success for v in mine),
+            trigger=triggers.get(n),
+            case=cases.get(n),
+            messages={c: [] for c in main_channels},
+            tools=_tool_rows(own),
+        )
+        for i in own:
+            if i.kind == "message":
+                place = row.postmortem if i.phase == "postmortem" else row.messages
+                place.setdefault(i.column, []).append(i)
+            elif i.kind in ("judge", "failure") or (
+                i.kind == "divider" and "postmortem" not in i.fields["label"]
+            ):
+                if not (i.kind == "divider" and i.fields["label"] == f"round {n}"):
+                    row.notes.append(i)
+        rounds.append(row)
     report = read_report(folder.url, folder.scenario)
     metrics = []
+    charts: list[tuple[str, str]] = []
     if report is not None:
+        from glossogen.evaluation import report_charts
+
+        charts = report_charts(report)
         for name, entry in report.metrics.items():
-            per_round = [
-                (o.round_number, o.value)
-                for o in entry.per_round
-                if o.round_number is not None and isinstance(o.value, int | float)
-            ]
             metrics.append(
-                {
-                    "name": name,
-                    "score": entry.score,
-                    "unit": entry.unit,
-                    "summary": entry.summary,
-                    "chart": chart_svg(per_round),
-                }
+                {"name": name, "score": entry.score, "unit": entry.unit, "summary": entry.summary}
             )
     ended = view.ended
     count = config.get("round_count") if isinstance(config, dict) else None
@@ -319,6 +548,7 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
         judge_cost_usd=spend.judge_cost_usd,
         inherited_cost_usd=view.inherited_spend.total_cost_usd if view.derived else None,
         duration_seconds=view.duration_seconds,
+        live_seconds=live_seconds(view, now or datetime.now(UTC)),
         tokens=spend.tokens.summary(),
         knobs=json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True),
         labels=folder.read_json_or(LABELS, {}) or {},
@@ -330,34 +560,12 @@ def build_run_page(folder: RunFolder, view: RunView, group: str) -> RunPage:
         items=items,
         rounds=rounds,
         metrics=metrics,
+        charts=charts,
+        selected_round=rounds[-1].round_number if rounds else None,
+        main_channels=main_channels,
+        recorded_total=spend.recorded_total_usd is not None,
+        postmortems=any(isinstance(e, PostmortemStarted) for e in view.counted),
         last_event_id=view.events[-1].event_id if view.events else "",
         error=ended.error if ended else None,
         books=[rule.text for rule in books_of(view, folder)],
-    )
-
-
-def chart_svg(points: list[tuple[int, float]], width: int = 320, height: int = 90) -> str:
-    """A small line chart of per-round values as SVG markup (numbers only: no text to escape).
-
-    Drawn server-side rather than with a vendored chart library: a polyline and a dot per
-    round is all the page needs, and it costs no asset.
-    """
-    if not points:
-        return ""
-    low = min(0.0, *(v for _, v in points))
-    high = max(v for _, v in points)
-    span = (high - low) or 1.0
-    first, last = points[0][0], points[-1][0]
-    step = (width - 20) / max(1, last - first)
-
-    def xy(n: int, v: float) -> tuple[float, float]:
-        return 10 + (n - first) * step, height - 10 - (v - low) / span * (height - 20)
-
-    coords = [xy(n, v) for n, v in points]
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
-    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"/>' for x, y in coords)
-    return (
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}">'
-        f'<polyline fill="none" stroke="currentColor" stroke-width="2" points="{line}"/>'
-        f"{dots}</svg>"
     )

@@ -27,6 +27,7 @@ from glossogen.export import MAX_RUNS, RAW_ZIP_MAX_BYTES
 from glossogen.mcp._tools import Tools
 from glossogen.server._export_routes import router as export_router
 from glossogen.server._live_routes import router as live_router
+from glossogen.server._pages import error_pages
 from glossogen.server._pages import router as pages_router
 from glossogen.server._run_index import RunCache
 
@@ -113,6 +114,7 @@ def create_app(
     if token:
         _guard(app, token)
     _one_refusal_shape(app)
+    error_pages(app)
 
     @app.get("/api/health")
     def health() -> dict[str, str]:

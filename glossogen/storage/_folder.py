@@ -240,7 +240,15 @@ class RunFolder:
         Raises:
             StorageError: if the storage is unreachable.
         """
-        url = self.log_url
+        return self.stamp(f"{self.scenario}.jsonl")
+
+    def stamp(self, name: str) -> tuple[int, float] | None:
+        """File ``name``'s size (bytes) and last change (Unix seconds), or None when absent.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        url = self.log_url if name == f"{self.scenario}.jsonl" else self.file_url(name)
         if "://" not in url:  # a plain local path: no file system object to make (the run
             try:  # list asks this of every run on every listing)
                 st = os.stat(url)
@@ -254,7 +262,7 @@ class RunFolder:
             except (FileNotFoundError, NotADirectoryError):
                 return None
             return st.st_size, st.st_mtime
-        with translate_errors(self.log_url, fs):
+        with translate_errors(url, fs):
             fs.invalidate_cache(path)
             try:
                 info = fs.info(path)

@@ -32,17 +32,12 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
+from tests.server.conftest import TIMEOUT_MS
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
-from playwright.sync_api import sync_playwright  # noqa: E402 (after the check that fails it under CI=true)
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
 BRIEFING = re.compile(r"Round (\d+) of \d+ begins")
-TIMEOUT_MS = 120_000
 USAGE = {"input_tokens": 100_000, "output_tokens": 1_000}
 """What each answer of the gate uses: gpt-4.1-mini prices it at a sum the page shows."""
 
@@ -122,28 +117,6 @@ def live_run(runs: Path, stub: StubModelServer, rounds: int) -> Iterator[tuple[s
         if child.poll() is None:
             child.kill()
             child.wait()
-
-
-@pytest.fixture(scope="module")
-def shots() -> Path:
-    """The screenshots folder (printed, so a reader of the test log can look at them)."""
-    folder = Path(os.environ.get("GLOSSOGEN_SCREENSHOTS") or "/tmp/glossogen-browser-shots")
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {folder}")
-    return folder
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """A real headless Debian Chromium."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture
@@ -249,6 +222,11 @@ def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
             f"dropped, no longer resolve: {short.run_id}"
         )
         assert page.inner_text("#preview p >> nth=1") == "1 runs · scenarios veyru"
+        tables = page.eval_on_selector_all(  # a row per table, its columns folded
+            "#preview table.preview-tables tbody tr",
+            "rs => rs.map(r => [r.dataset.table, r.querySelector('details').open])",
+        )
+        assert tables == [["run_level", False], ["round_level", False], ["agent_level", False]]
         with page.expect_download() as download:
             page.click("#download-csv")
         zipped = tmp_path / "tables.zip"
@@ -284,11 +262,12 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
         page = browser.new_page()
         page.goto(f"{base}/runs/{finished.run_id}")
         page.screenshot(path=str(shots / "run-finished-veyru.png"), full_page=True)
-        page.select_option("#channel-view", "link")  # one channel at a time
+        page.click('#round-picker .pick[data-round="1"]')  # one round at a time
         visible = page.eval_on_selector_all(
-            ".column", "cs => cs.filter(c => c.offsetParent !== null).map(c => c.dataset.channel)"
+            "article.round",
+            "as => as.filter(a => a.offsetParent !== null).map(a => a.dataset.round)",
         )
-        assert visible == ["link", "activity"]
+        assert visible == ["1"]
         try:
             with live_run(runs, model_stub, rounds=2) as (run_id, folder):
                 listing = browser.new_page()
@@ -305,7 +284,9 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                     nothing_yet,  # every first request is held
                 )
                 gate.open(1)  # round 1 is answered; round 2 waits
-                page.wait_for_selector("#round-table tbody tr", timeout=TIMEOUT_MS)
+                page.wait_for_selector(
+                    'article.round[data-round="1"] li.verdict', state="attached", timeout=TIMEOUT_MS
+                )
                 # The header's cost and each seat's requests, tokens and spend follow the log
                 # as it streams, without a reload, before the run ends.
                 log = folder / "prisoners_dilemma.jsonl"
@@ -326,7 +307,17 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 # The second seat's send was refused (the other had written since it read).
                 assert texts == [payload]
                 assert page.evaluate("window.__xss") is None  # shown as text, never run
-                assert page.locator(".column img").count() == 0
+                assert page.locator("article.round img").count() == 0
+                # Live rows name the seat's model, and the round says what ended it.
+                assert page.eval_on_selector_all(
+                    ".column[data-channel=table] .msg .model", "els => els.map(e => e.textContent)"
+                ) == ["openai:gpt-4.1-mini"]
+                ended_by = [
+                    json.loads(line)["trigger"]
+                    for line in log.read_text().splitlines()
+                    if '"round_ended"' in line and json.loads(line)["round_number"] == 1
+                ]
+                assert page.inner_text('article.round[data-round="1"] .ended-by') == ended_by[0]
                 assert page.inner_text("#status") == "running"  # before simulation_ended
                 assert page.inner_text("#rounds-played") == "1 played, 1 won of 2"
                 assert "simulation_ended" not in (folder / "prisoners_dilemma.jsonl").read_text()
@@ -347,7 +338,7 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                     ".column[data-channel=table] .msg", "els => els.map(e => e.dataset.eventId)"
                 )
                 assert shown == sent and len(sent) == 2  # every message once, in log order
-                assert page.locator("#round-table tbody tr").count() == 2
+                assert page.locator("article.round li.verdict").count() == 2
                 assert page.inner_text("#rounds-played") == "2 played, 2 won of 2"
                 after = _read_stream(events_url, {"Last-Event-ID": before[-1]})
                 assert before + after == [e.event_id for e in logged]
@@ -376,7 +367,9 @@ def test_the_stop_button_ends_a_live_run_interrupted(
             with live_run(runs, model_stub, rounds=3) as (run_id, folder):
                 page.goto(f"{base}/runs/{run_id}")
                 gate.open(1)
-                page.wait_for_selector("#round-table tbody tr", timeout=TIMEOUT_MS)
+                page.wait_for_selector(
+                    'article.round[data-round="1"] li.verdict', state="attached", timeout=TIMEOUT_MS
+                )
                 page.click("#stop")
                 page.wait_for_function(
                     "document.getElementById('status').textContent === 'interrupted'",

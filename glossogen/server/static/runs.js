@@ -22,14 +22,8 @@
     document.querySelectorAll("input.tick").forEach((t) => { t.checked = e.target.checked; });
   };
 
-  // Live rows: refresh the body every 2 s while any shown row is live, and not otherwise.
-  const started = Date.now();
-  function tick() {
-    document.querySelectorAll("td.duration[data-live-seconds]").forEach((td) => {
-      const s = Math.round(parseFloat(td.dataset.liveSeconds) + (Date.now() - started) / 1000);
-      td.textContent = Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
-    });
-  }
+  // Live rows: refresh the body every 2 s while any shown row is live, and not otherwise (their
+  // durations count on in clock.js).
   async function refresh() {
     if (rows.dataset.anyLive !== "true") return;
     const keep = new Set(ticked());
@@ -46,7 +40,7 @@
     }
     if (rows.dataset.anyLive === "true") setTimeout(refresh, 2000);
   }
-  if (rows.dataset.anyLive === "true") { setTimeout(refresh, 2000); setInterval(tick, 1000); }
+  if (rows.dataset.anyLive === "true") setTimeout(refresh, 2000);
 
   // The export dialog: ticked rows or every run matching the filters, previewed, downloaded.
   const dialog = document.getElementById("export");
@@ -81,11 +75,17 @@
     if (cls) p.className = cls;
     preview.appendChild(p);
   }
+  // A refusal as one line: the REST answer's message (and the field it names), never JSON.
+  function refusal(detail) {
+    if (typeof detail === "string") return detail;
+    if (detail && detail.message) return (detail.field ? detail.field + ": " : "") + detail.message;
+    return "the server refused the request";
+  }
   async function showPreview() {
     preview.textContent = "";
     const res = await post("preview", body());
     const data = await res.json();
-    if (!res.ok) { line(JSON.stringify(data.detail), "error"); return null; }
+    if (!res.ok) { line(refusal(data.detail), "error"); return null; }
     if (data.missing_run_ids.length) {
       dropped = dropped.concat(data.missing_run_ids);
       line("dropped, no longer resolve: " + data.missing_run_ids.join(", "), "error");
@@ -93,9 +93,38 @@
     line(data.run_count + " runs · scenarios " + data.scenarios.join(", "));
     line("limits: " + data.limits.max_runs + " runs, raw zip " + data.limits.raw_zip_bytes +
          " bytes, CSV " + data.limits.csv_bytes + " bytes; raw zip estimate " + data.raw_zip_estimated_bytes + " bytes");
+    // One row per table: its columns, each with how many runs fill it (folded: a long list).
     const tables = {};
-    data.columns.forEach((c) => { (tables[c.table] = tables[c.table] || []).push(c.column + " (" + c.runs_filled + ")"); });
-    Object.keys(tables).forEach((t) => line(t + ": " + tables[t].join(", ")));
+    data.columns.forEach((c) => { (tables[c.table] = tables[c.table] || []).push(c); });
+    const grid = document.createElement("table");
+    grid.className = "preview-tables";
+    const head = grid.createTHead().insertRow();
+    ["table", "columns", "filled by every run", "columns (runs filling each)"].forEach((t) => {
+      const th = document.createElement("th");
+      th.textContent = t;
+      head.appendChild(th);
+    });
+    const tbody = grid.createTBody();
+    Object.keys(tables).forEach((t) => {
+      const cols = tables[t];
+      const tr = tbody.insertRow();
+      tr.dataset.table = t;
+      [t, String(cols.length), String(cols.filter((c) => c.runs_filled === data.run_count).length)]
+        .forEach((v) => { tr.insertCell().textContent = v; });
+      const fold = document.createElement("details");
+      const summary = document.createElement("summary");
+      summary.textContent = "show";
+      fold.appendChild(summary);
+      const list = document.createElement("ul");
+      cols.forEach((c) => {
+        const li = document.createElement("li");
+        li.textContent = c.column + " (" + c.runs_filled + ")";
+        list.appendChild(li);
+      });
+      fold.appendChild(list);
+      tr.insertCell().appendChild(fold);
+    });
+    preview.appendChild(grid);
     data.refusals.forEach((r) => line(r.message, "error"));
     return data;
   }
@@ -103,7 +132,7 @@
     const data = await showPreview();
     if (!data) return;
     const res = await post(path, body());
-    if (!res.ok) { line(JSON.stringify((await res.json()).detail), "error"); return; }
+    if (!res.ok) { line(refusal((await res.json()).detail), "error"); return; }
     const blob = await res.blob();
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);

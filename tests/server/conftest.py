@@ -1,0 +1,45 @@
+"""Fixtures of the browser tests in a real headless Chromium: the browser, the screenshots."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.parts import require_part
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+TIMEOUT_MS = 120_000
+"""How long a browser test waits for a page to show what the log holds."""
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    """The screenshots folder (printed, so a reader of the test log can look at them)."""
+    folder = Path(os.environ.get("GLOSSOGEN_SCREENSHOTS") or "/tmp/glossogen-browser-shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {folder}")
+    return folder
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A real headless Debian Chromium."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
+    require_part("playwright.sync_api", "the dev group's playwright: uv sync")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

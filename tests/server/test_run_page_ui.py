@@ -1,0 +1,222 @@
+"""Issue 30 (4-7) in a real headless Chromium against a real ``glossogen serve``: a finished
+run page is a few screens per round (one round at a time, the case as a table, the report's
+charts), a two-team round says which team won; a live run whose writer is killed reads
+``stopped`` and stops reconnecting; live durations count from what the server said, never
+ahead of it. The live runs are played runs whose ending was cut and whose folder a real
+process holds the writer lock of (the lock dies with it, as a killed writer's does).
+
+Screenshots go to the folder the test prints (``GLOSSOGEN_SCREENSHOTS`` or a temporary one).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from glossogen.eventlog import RunView
+from tests.fixtures.parts import require_part
+from tests.fixtures.played_runs import play_run
+from tests.server.conftest import TIMEOUT_MS
+from tests.server.serving import serving
+
+require_part("playwright.sync_api", "the dev group's playwright: uv sync")
+
+VIEWPORT = {"width": 1400, "height": 900}
+
+
+def _format(seconds: float) -> str:
+    """The duration as the pages write it (``clock.js`` and the ``seconds`` filter alike)."""
+    s = int(seconds + 0.5)
+    h, m, sec = s // 3600, (s % 3600) // 60, s % 60
+    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
+
+
+def _score(run: Any, name: str) -> str:
+    """A report's score as the list writes it (three significant digits, whole above 1000)."""
+    score = json.loads((Path(run.url) / f"{run.scenario}_report.json").read_text())["metrics"][
+        name
+    ]["score"]
+    return f"{score:,.0f}" if abs(score) >= 1000 else f"{score:.3g}"
+
+
+def _cut_ending(run_url: str, scenario: str) -> None:
+    """Drop the log's ``simulation_ended``: the run is unfinished (running while held)."""
+    log = Path(run_url) / f"{scenario}.jsonl"
+    lines = [
+        line
+        for line in log.read_text().splitlines()
+        if json.loads(line)["event_type"] != "simulation_ended"
+    ]
+    log.write_text("\n".join(lines) + "\n")
+
+
+@contextmanager
+def writer(runs_dir: str, run_id: str) -> Iterator[subprocess.Popen[str]]:
+    """A process holding the run's writer lock (as a player does) until it is killed."""
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from glossogen.storage import RunStore; "
+         "held = RunStore(sys.argv[1]).open_run(sys.argv[2]).lock(); "
+         "print('locked', flush=True); sys.stdin.read()", runs_dir, run_id],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "locked\n"
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+
+
+def _visible_rounds(page: Any) -> list[str]:
+    return page.eval_on_selector_all(
+        "article.round", "as => as.filter(a => a.offsetParent !== null).map(a => a.dataset.round)"
+    )
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> dict[str, Any]:
+    """A 3-round prisoners_dilemma and a 2-round two-team spot_the_difference, evaluated
+    (played before the browser starts: Playwright's sync API holds the thread's event loop)."""
+    runs = tmp_path / "runs"
+    pd = play_run(str(runs), scenario="prisoners_dilemma", rounds=3, now_unix=1_700_000_301)
+    std = play_run(str(runs), scenario="spot_the_difference", rounds=2, now_unix=1_700_000_401)
+    for run in (pd, std):
+        done = subprocess.run(
+            [sys.executable, "-m", "glossogen", "evaluate", run.scenario, "--run-dir", run.url,
+             "--metrics", "round_success,mean_chars_per_round"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    return {"runs": runs, "pd": pd, "std": std}
+
+
+@pytest.fixture
+def unfinished(tmp_path: Path) -> dict[str, Any]:
+    """A veyru run whose ``simulation_ended`` was cut (running while a writer holds it)."""
+    runs = tmp_path / "runs"
+    run = play_run(str(runs), rounds=2, now_unix=1_700_000_101)
+    _cut_ending(run.url, "veyru")
+    return {"runs": runs, "run": run}
+
+
+def test_a_finished_run_page_is_a_few_screens_per_round(
+    finished: dict[str, Any], browser: Any, shots: Path
+) -> None:
+    runs, pd, std = finished["runs"], finished["pd"], finished["std"]
+    with serving(str(runs)) as base:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{base}/runs/{pd.run_id}")
+        page.screenshot(path=str(shots / "run-prisoners-dilemma.png"), full_page=True)
+        size = page.evaluate(
+            "[document.documentElement.scrollHeight, document.documentElement.scrollWidth]"
+        )
+        assert size[0] <= 2 * VIEWPORT["height"] and size[1] == VIEWPORT["width"]
+        assert _visible_rounds(page) == ["3"]
+        page.click('#round-picker .pick[data-round="1"]')
+        assert _visible_rounds(page) == ["1"]
+        assert page.url.endswith("?round=1#rounds")
+        assert page.inner_text('article.round[data-round="1"] h3 .badge') == "lost"
+        charts = page.eval_on_selector_all(
+            ".charts img", "is => is.map(i => [i.alt, i.naturalWidth, i.naturalHeight])"
+        )
+        assert charts == [
+            ["Characters per round (primary channels)", 640, 320],
+            ["Success per round", 640, 320],
+        ]
+        tools = page.locator('article.round[data-round="1"] details.tools')
+        tools.locator("> summary").click()
+        row = tools.locator("tr.tool").first
+        assert row.locator(".result details").get_attribute("open") is None  # folded
+        assert row.bounding_box()["height"] < 40  # one line a call
+
+        page.goto(f"{base}/runs/{std.run_id}?round=1")
+        page.screenshot(path=str(shots / "run-spot-the-difference.png"), full_page=True)
+        size = page.evaluate(
+            "[document.documentElement.scrollHeight, document.documentElement.scrollWidth]"
+        )
+        assert size[0] <= 3 * VIEWPORT["height"] and size[1] == VIEWPORT["width"]
+        page.click('article.round[data-round="1"] details.case > summary')  # the answer key
+        page.screenshot(path=str(shots / "run-spot-the-difference-case.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") == VIEWPORT["width"]
+        one = page.locator('article.round[data-round="1"]')
+        assert one.locator(".winner").inner_text() == "team b won the round"
+        assert one.locator("li.verdict").evaluate_all(
+            "ls => ls.map(l => [l.dataset.team, l.querySelector('.outcome').textContent])"
+        ) == [["a", "eligible"], ["b", "won"]]
+        assert one.locator(".case-table").evaluate("t => t.scrollWidth <= t.clientWidth")
+
+        listing = browser.new_page(viewport=VIEWPORT)
+        listing.goto(base + "/")
+        listing.screenshot(path=str(shots / "runs-list-evaluated.png"), full_page=True)
+        cells = listing.eval_on_selector_all(
+            "tr.run",
+            "rs => rs.map(r => [r.dataset.runId, r.querySelector('.rounds').textContent,"
+            " r.querySelector('.evaluation').textContent.replace(/\\s+/g, ' ').trim()])",
+        )
+        assert cells == [
+            [std.run_id, "round 2 / 2 · 2 won", "evaluated round_success 1 mean_chars_per_round "
+             + _score(std, "mean_chars_per_round")],
+            [pd.run_id, "round 3 / 3 · 2 won", "evaluated round_success 0.667 "
+             "mean_chars_per_round " + _score(pd, "mean_chars_per_round")],
+        ]  # fmt: skip
+        glyph = listing.locator("button.copy").first
+        assert glyph.locator("svg").count() == 1 and glyph.inner_text() == ""
+
+
+def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
+    unfinished: dict[str, Any], browser: Any, shots: Path
+) -> None:
+    runs, run = unfinished["runs"], unfinished["run"]
+    with serving(str(runs)) as base, writer(str(runs), run.run_id) as held:
+        listing = browser.new_page(viewport=VIEWPORT)
+        listing.clock.install()
+        listing.goto(base + "/")
+        cell = f'tr[data-run-id="{run.run_id}"] td.duration'
+        assert listing.inner_text(f'tr[data-run-id="{run.run_id}"] .status') == "running"
+        # A minute on the page's clock: the rows are refreshed from the server meanwhile; once
+        # the fresh rows are in, the duration is what the server said, not a minute more.
+        listing.evaluate("window.__rows = document.getElementById('rows')")
+        listing.clock.run_for(60_000)
+        listing.wait_for_function(
+            "document.getElementById('rows') !== window.__rows", timeout=TIMEOUT_MS
+        )
+        listing.clock.run_for(1_000)
+        said = float(listing.get_attribute(cell, "data-live-seconds") or "nan")
+        assert listing.inner_text(cell) == _format(said)
+
+        page = browser.new_page(viewport=VIEWPORT)
+        page.clock.install()
+        streams: list[str] = []
+        page.on("request", lambda r: streams.append(r.url) if "/events" in r.url else None)
+        page.goto(f"{base}/runs/{run.run_id}")
+        assert page.inner_text("#status") == "running"
+        played = RunView.load(f"{run.url}/veyru.jsonl").duration_seconds
+        header = float(page.get_attribute("#duration", "data-live-seconds") or "nan")
+        page.clock.run_for(5_000)  # the header's duration counts on
+        assert page.inner_text("#duration") == _format(header + 5)
+        held.kill()  # the writer dies: its lock goes with it, no simulation_ended is written
+        held.wait()
+        page.wait_for_function(
+            "document.getElementById('status').textContent === 'stopped'", timeout=TIMEOUT_MS
+        )
+        assert page.locator("#stop").count() == 0
+        assert page.locator("#resumable").count() == 1
+        assert page.get_attribute("#duration", "data-live-seconds") is None  # no more counting
+        page.wait_for_function(  # the seconds it played, as the view sums them
+            f"document.getElementById('duration').textContent === {_format(played)!r}",
+            timeout=TIMEOUT_MS,
+        )
+        page.screenshot(path=str(shots / "run-writer-killed.png"), full_page=True)
+        opened = len(streams)
+        page.clock.run_for(10_000)
+        page.wait_for_timeout(3_000)  # the stream is closed: nothing reconnects
+        assert len(streams) == opened
