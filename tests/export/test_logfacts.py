@@ -83,8 +83,8 @@ def test_a_crashed_run_gets_usage_and_cost_from_its_responses(
     for agent, (tokens_in, tokens_out, requests) in by_hand.items():
         assert got[agent] == (str(tokens_in), str(tokens_out), str(requests), "0.0")
     assert by_hand == {
-        "field_observer": (11212, 103, 12),
-        "stabilization_engineer": (15294, 92, 10),
+        "field_observer": (10874, 103, 12),
+        "stabilization_engineer": (15013, 92, 10),
     }
 
 
