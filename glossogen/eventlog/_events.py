@@ -113,11 +113,15 @@ class Tokens:
         return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
 
     def summary(self) -> str:
-        """One line of the counts, as the closing line and the run page show them."""
+        """One line of the counts, as the closing line shows them (``tokens`` + :meth:`counts`)."""
+        return f"tokens {self.counts()}"
+
+    def counts(self) -> str:
+        """The counts alone, as the run page's ``tokens`` row shows them."""
         share = self.cached_share
         cached = "" if share is None else f", {share:.1%} of input from cache"
         return (
-            f"tokens {self.input_tokens} in ({self.cache_read_tokens} cache read, "
+            f"{self.input_tokens} in ({self.cache_read_tokens} cache read, "
             f"{self.cache_write_tokens} cache write, {self.cache_write_1h_tokens} of it 1 h), "
             f"{self.output_tokens} out{cached}"
         )

@@ -549,7 +549,7 @@ def build_run_page(
         inherited_cost_usd=view.inherited_spend.total_cost_usd if view.derived else None,
         duration_seconds=view.duration_seconds,
         live_seconds=live_seconds(view, now or datetime.now(UTC)),
-        tokens=spend.tokens.summary(),
+        tokens=spend.tokens.counts(),
         knobs=json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True),
         labels=folder.read_json_or(LABELS, {}) or {},
         lineage=started.lineage if started else None,
