@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
+from glossogen.eventlog import ModelRequestAbandoned, ModelRequestSent, RunView, settled_by
 from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 from glossogen.storage import RunFolder
 from glossogen.verify import verify_run
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.played_runs import CLOCK_START
 from tests.providers.test_wire_formats import USAGE, pd_player
-from tests.verify.runs import copy_run, line_of, lines, write
+from tests.verify.runs import copy_run, fork, line_of, lines, write
 
 PRICE = float(
     calc_price(Usage(**USAGE), model_ref="gpt-4.1-mini", provider_id="openai").total_price
@@ -166,3 +167,30 @@ def test_an_old_log_without_sent_requests_still_verifies(
     old.remove(dropped)
     write(log, old)
     assert [r.rule for r in verify_run(old_folder).broken] == ["requests", "spend"]
+
+
+def test_a_fork_of_a_priced_run_abandons_none_of_its_sources_requests_and_balances(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fork plays on as a resume of its folder: the requests it copied are its source's (the
+    source's log settles them), so its resume marks none of them abandoned."""
+    source = _play_on(model_stub, monkeypatch, tmp_path)
+    forked = fork(source, tmp_path / "forks", after_round=1)
+    view = RunView.load(forked.log_url)
+    copied = [
+        e for e in view.events if isinstance(e, ModelRequestSent) and e.event_id in view.inherited
+    ]
+    own = [
+        e
+        for e in view.events
+        if isinstance(e, ModelRequestSent) and e.event_id not in view.inherited
+    ]
+    assert copied and own
+    copied_ids = {e.request_id for e in copied}
+    settled = {r for e in view.events if e.event_id not in view.inherited for r in settled_by(e)}
+    assert not settled & copied_ids
+    assert settled == {e.request_id for e in own}
+    assert not [
+        e for e in view.events if isinstance(e, ModelRequestAbandoned) and e.cost_usd is None
+    ]
+    assert verify_run(forked).broken == []
