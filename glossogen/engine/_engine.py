@@ -174,6 +174,7 @@ class RunEngine(ChannelOps, SeatAgents):
                         )
                     ),
                     self.spend.hooks("judge", setup.judge.provider, setup.judge.model),
+                    self.requests.hooks(),  # innermost: logs model_request_sent before it goes
                 ],
                 clock.sleep,
                 cache_key=f"{setup.run_id}:judge",

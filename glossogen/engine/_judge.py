@@ -91,13 +91,13 @@ class RunJudge:
         """Return the ruling on ``question`` and log it."""
         if self.provider == "scripted":
             decision = scripted()
-            self._log(instructions, question, decision.success, decision.reason, {}, None)
+            self._log(instructions, question, decision.success, decision.reason, {}, None, [])
             return decision
         answer = await self._ask(question, instructions, JudgeRuling)
         if isinstance(answer, str):
             return JudgeDecision(False, _unavailable(answer))
-        ruling, usage = answer
-        self._log(instructions, question, ruling.success, ruling.reason, {}, usage)
+        ruling, usage, settled = answer
+        self._log(instructions, question, ruling.success, ruling.reason, {}, usage, settled)
         return JudgeDecision(ruling.success, ruling.reason)
 
     async def rule_items(
@@ -113,13 +113,14 @@ class RunJudge:
         false positive; ``detail`` holds ``matched`` and ``false_positives``. A judge that fails
         after every retry returns nothing matched and marks the round void (as :meth:`rule`).
         """
+        settled: list[str] = []
         if self.provider == "scripted":
             ruling = scripted()
         else:
             answer = await self._ask(question, instructions, ItemRuling)
             if isinstance(answer, str):
                 return ItemRuling(matched=[], false_positives=0, reason=_unavailable(answer))
-            ruling, usage = answer
+            ruling, usage, settled = answer
         ruling = ruling.within(expected_items)
         self._log(
             instructions,
@@ -128,6 +129,7 @@ class RunJudge:
             ruling.reason,
             {"matched": ruling.matched, "false_positives": ruling.false_positives},
             None if self.provider == "scripted" else usage,
+            settled,
         )
         return ruling
 
@@ -139,7 +141,9 @@ class RunJudge:
         reason: str,
         detail: dict[str, Any],
         usage: Any,
+        settled: list[str],
     ) -> None:
+        """Log one ruling (``judge_called``): its usage priced, the requests it settles named."""
         self.emit(
             JudgeCalled(
                 model=self.model,
@@ -157,15 +161,17 @@ class RunJudge:
                 cost_usd=price_usage(self.provider, self.model, usage)
                 if usage is not None
                 else 0.0,
+                request_ids=settled,
             )
         )
 
     async def _ask(
         self, question: str, instructions: str, output_type: type[_Out]
-    ) -> tuple[_Out, Any] | str:
-        """Ask the LLM judge: its answer and usage, or why there is none.
+    ) -> tuple[_Out, Any, list[str]] | str:
+        """Ask the LLM judge: its answer, usage and requests, or why there is none.
 
-        Returns the answer and usage, the fault kind once it gave up, or :data:`SPEND_CAP` when
+        Returns the answer, usage and the ids of the requests it settled (the caller's
+        ``judge_called`` names them), the fault kind once it gave up, or :data:`SPEND_CAP` when
         the run's spend cap allows no request.
         """
         from pydantic_ai import Agent
@@ -210,8 +216,8 @@ class RunJudge:
                         )
                 except SpendCapReached:  # the cap refused one of this ruling's requests
                     self.capped_in_round = True
-                    asked.claim_ended()  # logged by this event, with what the answered ones cost
-                    if usage.input_tokens or usage.output_tokens:  # an earlier answer was billed
+                    settled = asked.claim_ended()  # logged by this event, with their cost
+                    if usage.input_tokens or usage.output_tokens or settled:  # some were sent
                         self.emit(
                             AgentRunCycleFailed(
                                 agent_id="judge",
@@ -224,12 +230,13 @@ class RunJudge:
                                 input_tokens=usage.input_tokens,
                                 output_tokens=usage.output_tokens,
                                 cost_usd=price_answered(self.provider, self.model, usage),
+                                request_ids=settled,
                             )
                         )
                     return SPEND_CAP
                 except Exception as exc:  # a judge that fails must not be blamed on an agent
                     fault = classify(exc)
-                    asked.claim_ended()  # logged by this event, with what the answered ones cost
+                    settled = asked.claim_ended()  # logged by this event, with their cost
                     self.emit(
                         AgentRunCycleFailed(
                             agent_id="judge",
@@ -241,11 +248,12 @@ class RunJudge:
                             input_tokens=usage.input_tokens,
                             output_tokens=usage.output_tokens,
                             cost_usd=price_answered(self.provider, self.model, usage),
+                            request_ids=settled,
                         )
                     )
                 else:
-                    asked.claim_ended()  # the caller logs judge_called at once (no await between)
-                    return result.output, result.usage
+                    settled = asked.claim_ended()  # the caller logs judge_called at once
+                    return result.output, result.usage, settled
             if not fault.retryable or attempt == MAX_ATTEMPTS:
                 self.failed_in_round = True
                 return fault.kind

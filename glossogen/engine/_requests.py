@@ -7,6 +7,13 @@ request may end outside the event log. Rules:
   judge's) in the :class:`RequestLedger` *before* it is sent (:meth:`RequestLedger.send`). It
   runs as a task of its own, awaited through ``asyncio.shield``: cancelling whoever waits for it
   (a phase end, a stop) never cancels the request.
+- Write-ahead: the innermost hook (:meth:`RequestLedger.hooks`, inside the spend cap's) logs
+  ``model_request_sent`` with the request's id just before the HTTP call, so the log names a
+  request before any byte of it goes out; the one event that settles it names the same id. A
+  request the spend cap refuses never reaches that hook: it is not sent, and no id is logged.
+  A request sent and never settled was in flight when its process was killed:
+  :func:`unsettled_requests` finds it and a resume logs it (:meth:`RequestLedger.abandon_killed`)
+  as ``model_request_abandoned``, cost unknown.
 - The request is filed with its asker (:func:`asking`: an agent's cycle, one attempt of the
   judge) through a context variable. pydantic-ai runs the hook in its graph's own task, not in
   the asker's, so nothing may hand the answer over through shared state the asker reads once:
@@ -26,14 +33,18 @@ request may end outside the event log. Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
 from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import RunContext
 
-from glossogen.eventlog import ModelRequestAbandoned
+from glossogen.eventlog import ModelRequestAbandoned, ModelRequestSent, new_id
 from glossogen.pricing import price_usage
 
 SETTLE_SECONDS = 30.0
@@ -46,19 +57,28 @@ STOP_SETTLE_SECONDS = 10.0
 UNBILLED = ("scripted", "local")
 """Providers whose requests run on this machine and are not billed: not in the ledger."""
 
-Sender = tuple[str, str, str, int]
-"""Who sent a request: ``(agent_id, model, provider, round_number)``."""
+Sender = tuple[str, str, str, int, int | None]
+"""Who sent a request: ``(agent_id, model, provider, round_number, call)``; ``call`` is the
+seat's cycle, None for a caller without one (the judge: the ledger counts its requests)."""
+
+KILLED = "the process that sent it was killed before it answered"
+"""Why a resume gives up a request its log shows sent and never settled."""
 
 
 class SentRequest:
     """One billed model request, from the moment it is sent until the one event that logs it."""
 
-    def __init__(
-        self, ledger: RequestLedger, sender: Sender, task: asyncio.Task[ModelResponse]
-    ) -> None:
+    def __init__(self, ledger: RequestLedger, sender: Sender) -> None:
         self._ledger = ledger
         self.sender = sender
-        self.task = task
+        self.task: asyncio.Future[ModelResponse]
+        """The request running (set by :meth:`RequestLedger.send` as it starts it)."""
+        self.request_id = new_id()
+        """The ledger's key, logged by ``model_request_sent`` and by the event that settles it."""
+        self.reserved_usd: float | None = None
+        """The worst case the spend cap reserved for it (set by the cap's hook), if any."""
+        self.announced = False
+        """True once ``model_request_sent`` is logged (the request reached its HTTP call)."""
         self.settled = False
         """True once an event logs this request (it is then out of the ledger)."""
         self.watched = False
@@ -80,6 +100,11 @@ class SentRequest:
             return task.exception()
         return None
 
+    @property
+    def logged_id(self) -> str | None:
+        """The id its settling event names: None when it was never sent (no event names it)."""
+        return self.request_id if self.announced else None
+
     def settle(self) -> bool:
         """Mark the request logged; False when something else already logged it (log nothing)."""
         if self.settled:
@@ -95,43 +120,56 @@ class Asked:
     def __init__(self) -> None:
         self.sent: list[SentRequest] = []
 
-    def claim(self, response: ModelResponse) -> bool:
-        """Settle the request ``response`` answers; True when the caller is to log it.
+    def claim(self, response: ModelResponse) -> SentRequest | None:
+        """Settle the request ``response`` answers; it, when the caller is to log it.
 
         The request is the one whose answer is ``response`` (else the one answered and not
-        yet logged); False when the run's end already logged it.
+        yet logged); None when the run's end already logged it.
         """
         for request in self.sent:
             if request.response is response:
-                return request.settle()
+                return request if request.settle() else None
         for request in self.sent:
             if not request.settled and request.response is not None:
-                return request.settle()
-        return False
+                return request if request.settle() else None
+        return None
 
-    def claim_in(self, messages: Sequence[object]) -> list[ModelResponse]:
-        """Settle the requests whose answers are in ``messages`` and not logged; their answers.
+    def claim_in(self, messages: Sequence[object]) -> list[tuple[ModelResponse, str | None]]:
+        """Settle the requests whose answers are in ``messages`` and not logged.
 
         For the asker that was cut off after the answer reached its history, before it handled
-        it: the caller logs each answer returned.
+        it: the caller logs each answer returned, with its request id.
         """
         kept = {id(m) for m in messages}
         answers = []
         for request in self.sent:
             response = request.response
             if response is not None and id(response) in kept and request.settle():
-                answers.append(response)
+                answers.append((response, request.logged_id))
         return answers
 
-    def claim_failed(self) -> int:
-        """Settle every request that failed (the caller's failure event logs them); how many."""
+    def claim_failed(self) -> list[str]:
+        """Settle every request that failed (the caller's failure event logs them); their ids."""
         failed = [r for r in self.sent if r.failure is not None and not r.settled]
-        return sum(r.settle() for r in failed)
+        return _ids(r for r in failed if r.settle())
 
-    def claim_ended(self) -> int:
-        """Settle every request that ended (the caller's one event logs them); how many."""
+    def claim_ended(self) -> list[str]:
+        """Settle every request that ended (the caller's one event logs them); their ids."""
         ended = [r for r in self.sent if r.task.done() and not r.settled]
-        return sum(r.settle() for r in ended)
+        return _ids(r for r in ended if r.settle())
+
+
+def _ids(requests: Iterable[SentRequest]) -> list[str]:
+    return [r.request_id for r in requests if r.announced]
+
+
+_SENDING: ContextVar[SentRequest | None] = ContextVar("glossogen_sending", default=None)
+"""The request whose task this is (set by :meth:`RequestLedger.send`, read by its hook)."""
+
+
+def sending() -> SentRequest | None:
+    """The billed request the current task sends (inside a request hook); None elsewhere."""
+    return _SENDING.get()
 
 
 _ASKER: ContextVar[Asked | None] = ContextVar("glossogen_asker", default=None)
@@ -167,6 +205,7 @@ class RequestLedger:
         """Requests given up unanswered (their cost is unknown)."""
         self.settling = False
         """True while :meth:`settle` waits for the requests in flight."""
+        self._calls: dict[str, int] = {}
 
     @property
     def pending(self) -> int:
@@ -182,7 +221,11 @@ class RequestLedger:
         caller is cancelled, the request goes on and its asker's way out hands it to the ledger.
         A request sent with no asker is the ledger's from the start.
         """
-        sent = SentRequest(self, sender, asyncio.ensure_future(request))
+        agent_id, model, provider, round_number, call = sender
+        if call is None:  # a caller without a cycle: its requests in this process, counted
+            call = self._calls[agent_id] = self._calls.get(agent_id, 0) + 1
+        sent = SentRequest(self, (agent_id, model, provider, round_number, call))
+        sent.task = asyncio.ensure_future(self._sending(sent, request))
         self._open[sent] = None
         asker = _ASKER.get()
         if asker is None:
@@ -190,6 +233,73 @@ class RequestLedger:
         else:
             asker.sent.append(sent)
         return await asyncio.shield(sent.task)
+
+    @staticmethod
+    async def _sending(
+        sent: SentRequest, request: Coroutine[Any, Any, ModelResponse] | Awaitable[ModelResponse]
+    ) -> ModelResponse:
+        _SENDING.set(sent)  # this task's own context: its hook (:meth:`hooks`) finds the request
+        return await request
+
+    def hooks(self) -> Hooks[Any]:
+        """The innermost ``wrap_model_request`` capability: log ``model_request_sent``.
+
+        Placed after every other request hook (the spend cap's reservation included), it runs
+        just before the HTTP call of a request :meth:`send` opened, and logs it first.
+        """
+
+        async def wrap_model_request(
+            ctx: RunContext[Any],
+            *,
+            request_context: ModelRequestContext,
+            handler: WrapModelRequestHandler,
+        ) -> ModelResponse:
+            sent = _SENDING.get()
+            if sent is not None and not sent.announced and not sent.settled:
+                sent.announced = True
+                agent_id, model, provider, _, call = sent.sender
+                self._log(
+                    ModelRequestSent(
+                        request_id=sent.request_id,
+                        agent_id=agent_id,
+                        model=model,
+                        provider=provider,
+                        call=call or 0,
+                        reserved_usd=sent.reserved_usd,
+                    )
+                )
+            return await handler(request_context)
+
+        return Hooks[Any](model_request=wrap_model_request)
+
+    def abandon_killed(self, sent: Iterable[ModelRequestSent]) -> int:
+        """Log each request ``sent`` that no event settled as abandoned, cost unknown; how many.
+
+        For a resume: those requests were in flight when the process that sent them was
+        killed. Each is logged once, naming its request id, so the run's total is a lower bound
+        (null, with its note) rather than a quiet undercount.
+        """
+        count = 0
+        for event in sent:
+            sender = (event.agent_id, event.model, event.provider, event.round_number, event.call)
+            self._abandoned(sender, event.request_id, answered=False, cost_usd=None,
+                            error=f"no answer: {KILLED}; its cost is unknown")  # fmt: skip
+            count += 1
+        return count
+
+    def _abandoned(self, sender: Sender, request_id: str | None, **outcome: Any) -> None:
+        """Log ``model_request_abandoned`` of a request of ``sender`` with its ``outcome``."""
+        agent_id, model, provider, sent, _ = sender
+        self._log(
+            ModelRequestAbandoned(
+                agent_id=agent_id,
+                model=model,
+                provider=provider,
+                sent_in_round=sent,
+                request_id=request_id,
+                **outcome,
+            )
+        )
 
     def forget(self, request: SentRequest) -> None:
         """Drop a settled request from the open ones."""
@@ -209,55 +319,41 @@ class RequestLedger:
         if not request.settle():  # logged already: by its asker, or given up at the run's end
             return
         if request.task.cancelled():
-            self._log_unknown(request.sender, "cancelled before it answered")
+            self._log_unknown(request, "cancelled before it answered")
         elif (exc := request.task.exception()) is not None:
-            agent_id, model, provider, sent = request.sender
-            self._log(
-                ModelRequestAbandoned(
-                    agent_id=agent_id,
-                    model=model,
-                    provider=provider,
-                    sent_in_round=sent,
-                    answered=False,
-                    cost_usd=0.0,  # a failed call is not billed (as every failed call)
-                    error=f"{type(exc).__name__}: {exc}"[:300],
-                )
+            self._abandoned(
+                request.sender,
+                request.logged_id,
+                answered=False,
+                cost_usd=0.0,  # a failed call is not billed (as every failed call)
+                error=f"{type(exc).__name__}: {exc}"[:300],
             )
         else:
-            self._log_answer(request.task.result(), request.sender)
+            self._log_answer(request)
 
-    def _log_answer(self, response: ModelResponse, sender: Sender) -> None:
-        agent_id, model, provider, sent = sender
-        usage = response.usage
-        self._log(
-            ModelRequestAbandoned(
-                agent_id=agent_id,
-                model=model,
-                provider=provider,
-                sent_in_round=sent,
-                answered=True,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                cache_write_1h_tokens=usage.cache_write_1h_tokens,
-                cost_usd=price_usage(provider, model, usage),
-            )
+    def _log_answer(self, request: SentRequest) -> None:
+        _, model, provider, _, _ = request.sender
+        usage = request.task.result().usage
+        self._abandoned(
+            request.sender,
+            request.logged_id,
+            answered=True,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cache_write_1h_tokens=usage.cache_write_1h_tokens,
+            cost_usd=price_usage(provider, model, usage),
         )
 
-    def _log_unknown(self, sender: Sender, why: str) -> None:
-        agent_id, model, provider, sent = sender
+    def _log_unknown(self, request: SentRequest, why: str) -> None:
         self.given_up += 1
-        self._log(
-            ModelRequestAbandoned(
-                agent_id=agent_id,
-                model=model,
-                provider=provider,
-                sent_in_round=sent,
-                answered=False,
-                cost_usd=None,
-                error=f"no answer: {why}; its cost is unknown",
-            )
+        self._abandoned(
+            request.sender,
+            request.logged_id,
+            answered=False,
+            cost_usd=None,
+            error=f"no answer: {why}; its cost is unknown",
         )
 
     async def settle(self, seconds: float = SETTLE_SECONDS) -> None:
@@ -283,7 +379,7 @@ class RequestLedger:
                 request.watched = True
                 self._ended(request)
             elif request.settle():
-                self._log_unknown(request.sender, why)
+                self._log_unknown(request, why)
                 request.task.cancel()
                 given_up += 1
         return given_up

@@ -332,7 +332,7 @@ class CycleDriver:
         if not any(isinstance(m, ModelResponse) for m in runner.history[len(before) :]):
             runner.history = before  # nothing was answered: the retry re-sends the prompt
         fault = classify(exc)
-        asked.claim_failed()  # this event logs its failed request (an answered one is priced)
+        settled = asked.claim_failed()  # this event logs its failed request
         self.emit(
             AgentRunCycleFailed(
                 agent_id=runner.spec.agent_id,
@@ -341,6 +341,7 @@ class CycleDriver:
                 attempts=runner.failures,
                 retryable=fault.retryable,
                 retry_after_seconds=fault.retry_after,
+                request_ids=settled,
             )
         )
 
@@ -371,8 +372,8 @@ class CycleDriver:
                 raise
             finally:
                 messages = list(run.all_messages())
-                for answer in asked.claim_in(messages):  # in its history, cut off before handled
-                    self._log_response(runner, answer)
+                for answer, request_id in asked.claim_in(messages):  # cut off before handled
+                    self._log_response(runner, answer, request_id)
                 runner.history = self._close(runner, messages, unanswered)
 
     def _close(
@@ -457,8 +458,10 @@ class CycleDriver:
         elif Agent.is_call_tools_node(node):
             response = node.model_response
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-            if runner.provider in UNBILLED or asked.claim(response):
-                self._log_response(runner, response)
+            if runner.provider in UNBILLED:
+                self._log_response(runner, response, None)
+            elif (request := asked.claim(response)) is not None:
+                self._log_response(runner, response, request.logged_id)
             # An answer counts once it is processed without error (a refusal or a tool call
             # with invalid arguments is a model error, though it was answered and paid).
             runner.unconfirmed = True
@@ -472,8 +475,10 @@ class CycleDriver:
                     )
                 )
 
-    def _log_response(self, runner: AgentRunner, response: ModelResponse) -> None:
-        """Log one answered request (``llm_response_received``, priced)."""
+    def _log_response(
+        self, runner: AgentRunner, response: ModelResponse, request_id: str | None
+    ) -> None:
+        """Log one answered request (``llm_response_received``, priced, naming its request)."""
         agent_id = runner.spec.agent_id
         usage = response.usage
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
@@ -500,5 +505,6 @@ class CycleDriver:
                 cache_write_tokens=usage.cache_write_tokens,
                 cache_write_1h_tokens=usage.cache_write_1h_tokens,
                 cost_usd=price_usage(runner.provider, runner.model, usage),
+                request_id=request_id,
             )
         )

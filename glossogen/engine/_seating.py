@@ -84,6 +84,7 @@ class SeatAgents:
                 *tracing_capabilities(self.setup.tracing),
                 self._hooks(spec.agent_id, provider, model),
                 self.spend.hooks(spec.agent_id, provider, model),  # inside: wraps the HTTP call
+                self.requests.hooks(),  # innermost: logs model_request_sent before it goes
             ],
         )
 
@@ -146,7 +147,9 @@ class SeatAgents:
         ) -> ModelResponse:
             if provider in UNBILLED:  # on this process's clock, not billed
                 return await handler(request_context)
-            sender = (agent_id, model, provider, self.round_number)
+            runner = self.runners.get(agent_id)  # the judge has none: the ledger counts its calls
+            call = runner.turns if runner is not None else None
+            sender = (agent_id, model, provider, self.round_number, call)
             # No game time passes while the seat waits for its answer. A failed call keeps the
             # hold until the seat's cycle has logged the failure (AgentRunner.held), so another
             # seat's sleep cannot end the phase in between. A call the phase end cut off is no

@@ -40,6 +40,7 @@ from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
+from glossogen.engine._requests import sending
 from glossogen.engine._runner import SpendCapReached
 from glossogen.eventlog import Event, ModelRequestRefused
 from glossogen.knobs import DEFAULT_MAX_TOKENS
@@ -172,6 +173,8 @@ class SpendReservations:
             if token is None:
                 self._refuse(agent_id, provider, model, bound, max_tokens, worst)
                 raise SpendCapReached
+            if (sent := sending()) is not None:  # its model_request_sent records the worst case
+                sent.reserved_usd = worst
             try:
                 response = await handler(request_context)
             except asyncio.CancelledError:

@@ -1,6 +1,13 @@
 """The run's event log: typed events, an append-only writer and a tolerant reader."""
 
-from glossogen.eventlog._books import TOLERANCE_USD, BookRule, BrokenRule, check_books
+from glossogen.eventlog._books import (
+    TOLERANCE_USD,
+    BookRule,
+    BrokenRule,
+    check_books,
+    settled_by,
+    unsettled_requests,
+)
 from glossogen.eventlog._cost import USD_DECIMALS, add_usd, logged_usd
 from glossogen.eventlog._events import (
     CACHE_TOKEN_FIELDS,
@@ -22,6 +29,7 @@ from glossogen.eventlog._events import (
     MessageSent,
     ModelRequestAbandoned,
     ModelRequestRefused,
+    ModelRequestSent,
     Phase,
     PostmortemEnded,
     PostmortemStarted,
@@ -65,6 +73,8 @@ __all__ = [
     "BookRule",
     "BrokenRule",
     "check_books",
+    "settled_by",
+    "unsettled_requests",
     "LogTail",
     "USD_DECIMALS",
     "add_usd",
@@ -103,6 +113,7 @@ __all__ = [
     "MessageSent",
     "ModelRequestAbandoned",
     "ModelRequestRefused",
+    "ModelRequestSent",
     "Phase",
     "PostmortemEnded",
     "PostmortemStarted",

@@ -4,10 +4,14 @@ The event log is the ledger; a lab publishes its figures only if the ledger adds
 (:data:`BookRule`), each broken one named in one line with the run, the rule and where (line of
 the log, round, agent):
 
-- ``requests``: every model request that began ended once. Where events name a request
-  (a ``request_id`` on the event), each request that began ends in exactly one event (answered,
-  failed, abandoned) and no ending names a request twice. Every seat's request also carries
-  its ``cycle``: the engine counts a seat's requests in each process that plays the run
+- ``requests``: every model request that began ended once. A process that logs its billed
+  requests as sent (``model_request_sent``, with a request id) is held to the ids: each
+  request sent is settled by exactly one event naming its id (``llm_response_received``,
+  ``agent_run_cycle_failed``, ``judge_called``, ``model_request_abandoned``), no event settles
+  a request twice or one never sent; a request still unsettled when the run ended breaks the
+  rule (one killed in flight is settled by the resume, which logs it abandoned). A process
+  that logged no ``model_request_sent`` (a log written before they were) is checked by its
+  seats' cycles instead: the engine counts a seat's requests in each process that plays the run
   (a resume starts again from the answers the settled log holds), so within one process
   no cycle is answered twice, and every cycle skipped between answers is a request that ended
   otherwise: an ``agent_run_cycle_failed`` of that seat logged between the two answers (other
@@ -39,9 +43,11 @@ from typing import TYPE_CHECKING, Literal
 from glossogen.eventlog._events import (
     CACHE_TOKEN_FIELDS,
     AgentRunCycleFailed,
+    Event,
     JudgeCalled,
     LlmResponseReceived,
     ModelRequestAbandoned,
+    ModelRequestSent,
     PostmortemEnded,
     RoundCompleted,
     RoundEnded,
@@ -136,44 +142,47 @@ class _Books:
     # -- requests ----------------------------------------------------------------------------
     def check_requests(self) -> None:
         self._check_request_ids()
-        segment_start = 0
-        for index, event in enumerate(self.events):
-            if isinstance(event, RunResumed) and index > segment_start:
-                self._check_cycles(segment_start, index)
-                segment_start = index
-        self._check_cycles(segment_start, len(self.events))
+        bounds = [i for i, e in enumerate(self.events) if isinstance(e, RunResumed) and i > 0]
+        for start, stop in zip([0, *bounds], [*bounds, len(self.events)], strict=True):
+            if not any(isinstance(e, ModelRequestSent) for e in self.events[start:stop]):
+                self._check_cycles(start, stop)  # a process of a log without request ids
 
     def _check_request_ids(self) -> None:
-        """Events naming a request (``request_id``): each began ends once, none twice."""
-        began: dict[str, int] = {}
-        ended: dict[str, int] = {}
+        """Requests logged as sent: each settled by exactly one event naming its id."""
+        sent: dict[str, int] = {}
+        settled: dict[str, int] = {}
         for index, event in enumerate(self.events):
-            request = getattr(event, "request_id", None)
-            if not isinstance(request, str) or event.event_id in self.view.inherited:
+            if event.event_id in self.view.inherited:
+                continue  # the source's books hold its requests
+            if isinstance(event, ModelRequestSent):
+                sent.setdefault(event.request_id, index)
                 continue
-            follows_answer = (
-                isinstance(event, AgentRunCycleFailed)
-                and event.error_kind == INVALID_TOOL_ARGUMENTS
-            )
-            if not isinstance(event, _PRICED) or follows_answer:
-                began.setdefault(request, index)
-            elif request in ended:
-                agent = getattr(event, "agent_id", None)
+            agent = getattr(event, "agent_id", None)
+            for request in settled_by(event):
+                if request in settled:
+                    self.add(
+                        "requests",
+                        self.where(index, agent),
+                        f"request {request} settled twice ({event.event_type}; first at line "
+                        f"{self.line(settled[request])})",
+                    )
+                elif request not in sent:
+                    self.add(
+                        "requests",
+                        self.where(index, agent),
+                        f"{event.event_type} settles request {request}, never logged as sent",
+                    )
+                else:
+                    settled[request] = index
+        if self.view.ended is None:
+            return  # still playing, or killed: some may be in flight (a resume settles them)
+        for request, index in sent.items():
+            if request not in settled:
+                event = self.events[index]
                 self.add(
                     "requests",
-                    self.where(index, agent),
-                    f"request {request} ended twice ({event.event_type}; first at line "
-                    f"{self.line(ended[request])})",
-                )
-            else:
-                ended[request] = index
-        if self.view.ended is None:
-            return  # a run still playing (or killed) may have requests in flight
-        for request, index in began.items():
-            if request not in ended:
-                agent = getattr(self.events[index], "agent_id", None)
-                self.add(
-                    "requests", self.where(index, agent), f"request {request} began and never ended"
+                    self.where(index, getattr(event, "agent_id", None)),
+                    f"request {request} was sent and no event settles it",
                 )
 
     def _check_cycles(self, start: int, stop: int) -> None:
@@ -393,6 +402,33 @@ class _Books:
                     f"copied {event.event_type} costs {_usd(event.cost_usd)} here but "
                     f"{_usd(costs[event.event_id])} in {source_id}",
                 )
+
+
+def settled_by(event: Event) -> list[str]:
+    """The ids of the sent requests ``event`` settles (none for most events)."""
+    if isinstance(event, LlmResponseReceived | ModelRequestAbandoned):
+        return [event.request_id] if event.request_id is not None else []
+    if isinstance(event, JudgeCalled | AgentRunCycleFailed):
+        return list(event.request_ids)
+    return []
+
+
+def unsettled_requests(view: RunView) -> list[ModelRequestSent]:
+    """This run's requests logged as sent that no event settles, in log order.
+
+    Requests a process sent and never settled: in flight when it was killed (a resume logs
+    each as abandoned, cost unknown). A derived run's copied events are its source's.
+    """
+    sent: dict[str, ModelRequestSent] = {}
+    settled: set[str] = set()
+    for event in view.events:
+        if event.event_id in view.inherited:
+            continue
+        if isinstance(event, ModelRequestSent):
+            sent.setdefault(event.request_id, event)
+        else:
+            settled.update(settled_by(event))
+    return [event for request, event in sent.items() if request not in settled]
 
 
 def check_books(view: RunView, run_id: str, source: RunView | None = None) -> list[BrokenRule]:

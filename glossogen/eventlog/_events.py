@@ -283,6 +283,9 @@ class LlmResponseReceived(Event):
     cache_write_1h_tokens: int = 0
     """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
+    request_id: str | None = None
+    """The request this answers (its ``model_request_sent``); None for an unbilled seat and on
+    lines written before requests were logged as sent."""
 
 
 @final
@@ -328,6 +331,9 @@ class AgentRunCycleFailed(Event):
     cost_usd: float | None = 0.0
     """USD of the requests this failed attempt had answered that no other event prices (the
     judge's answers that failed validation); null when the model is not in the catalogue."""
+    request_ids: list[str] = []
+    """The sent requests (``model_request_sent``) this failure settles: the failed one, and a
+    judge attempt's answered ones."""
 
 
 @final
@@ -336,7 +342,8 @@ class ModelRequestAbandoned(Event):
 
     The request is finished in the background: ``answered`` with its usage priced in
     ``cost_usd`` (USD), or failed (``error``, not billed, 0), or still unanswered when the run
-    ended (``cost_usd`` null: its spend is unknown, so the run's total is null).
+    ended, or in flight when the process that sent it was killed (logged by the resume;
+    ``cost_usd`` null: its spend is unknown, so the run's total is null).
     """
 
     event_type: Literal["model_request_abandoned"] = "model_request_abandoned"
@@ -353,6 +360,33 @@ class ModelRequestAbandoned(Event):
     """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
     error: str | None = None
+    request_id: str | None = None
+    """The request this settles (its ``model_request_sent``); None on older lines."""
+
+
+@final
+class ModelRequestSent(Event):
+    """A billed model request is about to go to its provider (logged before any byte is sent).
+
+    The write-ahead half of the request ledger: exactly one later event names ``request_id``
+    and settles it (``llm_response_received``, ``agent_run_cycle_failed``, ``judge_called``
+    or ``model_request_abandoned``). One no event settles was in flight when its process was
+    killed: the resume logs it as abandoned, cost unknown. ``round_number`` is the round it
+    was sent in.
+    """
+
+    event_type: Literal["model_request_sent"] = "model_request_sent"
+    request_id: str
+    agent_id: str
+    """The seat that sent it, or ``judge``."""
+    model: str
+    provider: str
+    call: int
+    """The request's index: the seat's cycle (``llm_response_received.cycle`` of its answer),
+    or the judge's count of requests in this process."""
+    reserved_usd: float | None = None
+    """The worst case the run's spend cap reserved for it (USD); None when the run has no cap.
+    A resume counts it against the cap when the request was killed unsettled."""
 
 
 @final
@@ -427,6 +461,8 @@ class JudgeCalled(Event):
     cache_write_1h_tokens: int = 0
     """Of ``cache_write_tokens``, those written with a one-hour lifetime (priced apart)."""
     cost_usd: float | None = None
+    request_ids: list[str] = []
+    """The sent requests (``model_request_sent``) this ruling settles."""
 
 
 @final
@@ -572,6 +608,7 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     ToolResultReceived,
     AgentRunCycleFailed,
     ModelRequestAbandoned,
+    ModelRequestSent,
     ModelRequestRefused,
     AgentTurnLimitReached,
     AgentSwappedMidRun,

@@ -165,9 +165,14 @@ class Spend:
 
     judge_usage_unread: int = 0
     """Judge calls whose usage could not be read (cost unknown)."""
+    known_cost_usd: float = 0.0
+    """USD of the calls whose cost is known: the total's lower bound when it is unknown."""
 
     def count(self, event: Event) -> None:
         """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
+        cost = getattr(event, "cost_usd", None)
+        if isinstance(event, _PRICED) and cost is not None:
+            self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
         if isinstance(event, LlmResponseReceived):
             self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
         elif isinstance(event, JudgeCalled):
@@ -211,6 +216,7 @@ class Spend:
 
 
 _add = add_usd
+_PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
 
 
 def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:

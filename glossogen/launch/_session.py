@@ -36,10 +36,12 @@ from glossogen.eventlog import (
     Event,
     EventLogRead,
     EventLogWriter,
+    ModelRequestSent,
     RunResumed,
     RunView,
     SimulationEnded,
     Tokens,
+    unsettled_requests,
 )
 from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
@@ -360,10 +362,11 @@ def _usd(value: float | None) -> float | None:
     return None if value is None else logged_usd(value)
 
 
-def _unanswered_note(count: int) -> str:
+def _unanswered_note(count: int, known_usd: float) -> str:
     return (
-        f"{count} model request(s) abandoned at a phase end never answered: "
-        "what they cost is unknown"
+        f"{count} model request(s) never answered (abandoned at a phase end, or in flight when "
+        f"a process was killed): what they cost is unknown; the calls priced sum to "
+        f"{known_usd:.6f} USD, a lower bound"
     )
 
 
@@ -443,9 +446,16 @@ def open_session(
         agent_models=dict(agent_models or {}),
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
-    if resume is not None:  # the spend cap counts what every process logged
-        earlier_spend = RunView.of(EventLogRead(events=resume.events)).spend.total_cost_usd
-        engine.spend.spent = Decimal(repr(earlier_spend or 0.0))
+    killed: list[ModelRequestSent] = []
+    if resume is not None:
+        earlier_view = RunView.of(EventLogRead(events=resume.events))
+        # Sent and never settled: in flight when an earlier process was killed.
+        killed = unsettled_requests(earlier_view)
+        # The spend cap counts what every process logged, and a killed request's reservation
+        # (its cost is unknown, its worst case is not).
+        engine.spend.spent = Decimal(repr(earlier_view.spend.known_cost_usd)) + sum(
+            (Decimal(repr(sent.reserved_usd or 0.0)) for sent in killed), Decimal(0)
+        )
     engine.driver.call_allowed = engine.spend.allows_call
     if engine.judge is not None:  # the cap binds the in-run judge's calls too
         engine.judge.call_allowed = engine.spend.allows_call
@@ -463,6 +473,7 @@ def open_session(
                 limit_changes=resume.limit_changes,
             )
         )
+        engine.requests.abandon_killed(killed)  # each logged once, cost unknown
         if resume.config_changes:
             # config.json holds the config in force; simulation_started keeps the original and
             # run_resumed the difference. The event is made durable first: a crash in between
@@ -494,7 +505,11 @@ def price_spend(folder: RunFolder) -> RunSpend:
             errors[event.error_kind] = errors.get(event.error_kind, 0) + 1
     note = None
     if own.total_cost_usd is None:
-        notes = [_unanswered_note(own.unanswered_requests)] if own.unanswered_requests else []
+        notes = (
+            [_unanswered_note(own.unanswered_requests, own.known_cost_usd)]
+            if own.unanswered_requests
+            else []
+        )
         if own.usage_unread:
             notes.append(
                 f"{own.usage_unread} answered model call(s) returned no usage that could be "

@@ -53,6 +53,9 @@ class Launch:
     idempotency_key: str
     estimate_usd: float
     resume_url: str | None = None
+    cap_usd: float | None = None
+    """The trial's hard per-run spend cap, its share of the sweep's (None: no sweep cap, or a
+    resumed run, held to the cap its first launch recorded)."""
     """The folder of the trial's interrupted run to continue in place (``resume`` flow), or
     None for a fresh run (``simulate``)."""
 
@@ -131,11 +134,12 @@ class SweepRun:
     def admit(self, key: TrialKey, left: int) -> Launch | None:
         """Return the launch of ``key``, or None when it is not launched here.
 
-        The cap must admit spent + in-flight estimates + this run's estimate; the first key it
-        refuses stops the sweep (:attr:`aborted` ``spend_cap``; ``left`` is how many keys,
-        this one included, are then not launched: see :meth:`not_launched`). A trial whose
-        claim another live launch of the sweep holds is left to it (state ``running``). An
-        admitted launch is counted in flight (estimate) and its state is ``running``.
+        The cap must admit spent + what the runs in flight may spend + this run's estimate;
+        the first key it refuses stops the sweep (:attr:`aborted` ``spend_cap``; ``left`` is
+        how many keys, this one included, are then not launched: see :meth:`not_launched`). A
+        trial whose claim another live launch of the sweep holds is left to it (state
+        ``running``). An admitted fresh launch gets a hard per-run cap, its share of what is
+        left (:meth:`SpendAccount.share`), counted in flight; its state is ``running``.
         """
         estimate = self.estimate(key)
         if self.aborted is None and not self.account.admits(estimate):
@@ -160,17 +164,25 @@ class SweepRun:
                 f"({self.claims.describe(claim)}): not launched here"
             )
             return None
+        request = self.plan.request(key, self.epoch)
+        cap = None
+        if stopped is None:  # a resumed run keeps the cap its first launch recorded
+            runs = min(self.plan.options.concurrency - len(self.account.in_flight), left)
+            cap = self.account.share(estimate, runs)
+            if cap is not None:
+                request = request.model_copy(update={"spend_cap_usd": cap})
         launch = Launch(
             key,
-            self.plan.request(key, self.epoch),
+            request,
             idempotency_key(
                 self.plan.sweep_id, key, self.epoch, relaunch, self.claims.nonces[claim]
             )
             + (f"/resume{resumes}" if stopped else ""),
             estimate,
             stopped.run_url if stopped else None,
+            cap,
         )
-        self.account.launched(key.label(), estimate)
+        self.account.launched(key.label(), estimate if cap is None else cap)
         self.launched.append(key)
         if key.part == "main":
             self.states[key] = "running"

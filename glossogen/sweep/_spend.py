@@ -8,6 +8,7 @@ Scripted runs cost 0.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from glossogen.eventlog import RunView
@@ -83,15 +84,27 @@ def estimate_run(plan: RunConfig, runs_dir: str) -> RunEstimate:
     return RunEstimate(estimated, "the launch estimate (glossogen.launch.estimate_cost)")
 
 
+SHARE_PLACES = 9
+"""A trial's hard cap is rounded down to this many decimal places of USD, so the caps handed
+out never sum past what is left."""
+
+
 @dataclass
 class SpendAccount:
     """The cap's running account: what ended runs spent and what runs in flight may spend.
 
+    The sweep's cap is hard: each trial launched gets a hard per-run cap (``spend_cap_usd``,
+    :meth:`share`), carved out of what is left (the cap less what ended runs spent and less the
+    caps of the runs in flight). A run never logs more than its cap, so the runs' spend never
+    passes the sweep's.
+
     Attributes:
         cap_usd: The spend cap (None: no cap).
-        spent_usd: Sum of ``total_cost_usd`` of the sweep's ended runs (an uncosted run counts
-            its estimate).
-        in_flight: Estimate of each launched run that has not ended, by label.
+        spent_usd: Sum of ``total_cost_usd`` of the sweep's ended runs (a run whose total is
+            unknown, or that failed, counts what was reserved for it: its cap).
+        in_flight: What each launched run that has not ended may spend, by label: its hard cap
+            (its estimate when it has none: no sweep cap, or a resumed run held to the cap its
+            first launch recorded).
     """
 
     cap_usd: float | None
@@ -107,13 +120,34 @@ class SpendAccount:
         """True when spent + in flight + ``estimate_usd`` stays within the cap (or no cap)."""
         if self.cap_usd is None:
             return True
-        return self.spent_usd + self.in_flight_usd + estimate_usd <= self.cap_usd + 1e-12
+        fits = self.spent_usd + self.in_flight_usd + estimate_usd <= self.cap_usd + 1e-12
+        return fits and self.left_usd > 0  # a run's cap must be above 0
 
-    def launched(self, label: str, estimate_usd: float) -> None:
-        """Count a launched run's estimate as in flight."""
-        self.in_flight[label] = estimate_usd
+    @property
+    def left_usd(self) -> float:
+        """What no run has spent or may spend yet: the cap less spent and in flight (USD)."""
+        assert self.cap_usd is not None
+        return self.cap_usd - self.spent_usd - self.in_flight_usd
+
+    def share(self, estimate_usd: float, runs: int) -> float | None:
+        """The hard cap of the next trial: its share of what is left; None when there is no cap.
+
+        What is left is split evenly between the ``runs`` that may play alongside (this one
+        included: the free launch slots, at most the trials still to launch), but never below
+        the trial's ``estimate_usd`` while that much is left, and never above what is left.
+        Rounded down to :data:`SHARE_PLACES`. Call it only once :meth:`admits` the estimate.
+        """
+        if self.cap_usd is None:
+            return None
+        left = self.left_usd
+        share = min(left, max(estimate_usd, left / max(runs, 1)))
+        return math.floor(share * 10**SHARE_PLACES) / 10**SHARE_PLACES
+
+    def launched(self, label: str, reserved_usd: float) -> None:
+        """Count a launched run as in flight: what it may spend (its cap, else its estimate)."""
+        self.in_flight[label] = reserved_usd
 
     def ended(self, label: str, cost_usd: float | None) -> None:
-        """Move a run from in flight to spent, at its logged cost (else its estimate)."""
+        """Move a run from in flight to spent, at its logged cost (else what was reserved)."""
         estimate = self.in_flight.pop(label, 0.0)
         self.spent_usd += estimate if cost_usd is None else cost_usd

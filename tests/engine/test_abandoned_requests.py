@@ -24,6 +24,7 @@ from glossogen.eventlog import (
     Event,
     LlmResponseReceived,
     ModelRequestAbandoned,
+    ModelRequestSent,
     RoundEnded,
     SimulationEnded,
     read_events,
@@ -128,6 +129,14 @@ def test_a_request_answering_after_the_phase_end_is_priced_from_its_usage(
     ]
     assert (ended.cost_note, result.total_cost_usd) == (None, 2 * unit)
     assert len(held_stub.requests) == 2
+    # Each request was logged as sent before it went out, and its abandonment names it.
+    sent = [e for e in events if isinstance(e, ModelRequestSent)]
+    assert sorted((e.agent_id, e.call, e.round_number, e.provider) for e in sent) == [
+        ("player_a", 1, 1, "anthropic"),
+        ("player_b", 1, 1, "anthropic"),
+    ]
+    assert sorted(e.request_id for e in _abandoned(events)) == sorted(e.request_id for e in sent)
+    assert max(map(events.index, sent)) < min(map(events.index, _abandoned(events)))
 
 
 def test_a_request_with_no_answer_by_the_runs_end_makes_the_total_unknown(
@@ -152,7 +161,10 @@ def test_a_request_with_no_answer_by_the_runs_end_makes_the_total_unknown(
     ]
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
-    note = "2 model request(s) abandoned at a phase end never answered: what they cost is unknown"
+    note = (
+        "2 model request(s) never answered (abandoned at a phase end, or in flight when a process "
+        "was killed): what they cost is unknown; the calls priced sum to 0.000000 USD, a lower bound"
+    )
     assert (ended.total_cost_usd, ended.cost_note) == (None, note)
     assert (result.total_cost_usd, result.cost_note) == (None, note)
     # The given-up calls were cancelled: the client left the stub's held connections.

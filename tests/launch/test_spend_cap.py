@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from glossogen.eventlog import (
     LlmResponseReceived,
     ModelRequestAbandoned,
     ModelRequestRefused,
+    ModelRequestSent,
     RoundResultRecorded,
     SimulationEnded,
     SimulationStarted,
@@ -171,37 +173,62 @@ TWO_SEATS = [*ONE_SEAT[:-1], "agent_model_settings.max_tokens=20000",
 
 
 def test_two_requests_in_flight_at_once_are_both_reserved_and_the_log_stays_within_the_cap(
-    prefect_api: str, anthropic_stub: StubModelServer, tmp_path: Path
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # Neither first request is answered before both are in flight. $0.80 holds both worst
-    # cases, so both are sent; once both answered ($0.606) either player's next worst case
-    # (>= $0.30) would pass it. A cap on the logged spend alone would have let both next
-    # requests go ($1.212 logged).
-    anthropic_stub.responder = lambda req: READ_LONG
-    anthropic_stub.hold_until_in_flight = 2
-    runs = tmp_path / "runs"
-    assert _exit([*TWO_SEATS, "--runs-dir", str(runs), "--spend-cap-usd", "0.8"]) == 20
-    assert anthropic_stub.max_concurrent == 2
-    (log,) = runs.glob("prisoners_dilemma/*/prisoners_dilemma.jsonl")
-    events = read_events(str(log)).events
-    assert [r.body["max_tokens"] for r in anthropic_stub.requests] == [20_000, 20_000]
-    spent = _served("anthropic", "claude-sonnet-4-6", READ_LONG, 2)
-    assert spent == pytest.approx(0.606, abs=1e-12)
+    # Both first requests are held at the stub; $0.80 holds both worst cases, so both are
+    # sent. The test answers the first to arrive alone: its seat, spent $0.303, asks again while
+    # the other's worst case still stands, and that third request (>= $0.30) would pass the
+    # cap: refused, unsent. Then the second is answered. A cap on the logged spend alone would
+    # have let both next requests go ($1.212 logged).
+    setting = "agent_model_settings.max_tokens=20000"
+    request = _held_run(model_stub, monkeypatch, tmp_path, READ_LONG, 0.8, setting)
+    model_stub.hold_until_in_flight = None
+    names = iter(["first", "second"])
+    model_stub.responder = lambda req: replace(READ_LONG, held=next(names, "later"))
+
+    async def play() -> tuple[str, float]:
+        plan = plan_run(request)
+        folder = claim_run(plan, str(tmp_path / "runs"))
+        session = open_session(plan, folder)
+        playing = asyncio.create_task(session.play_round(1))
+        ledger = session.engine.spend
+        await asyncio.to_thread(model_stub.wait_in_flight, 2)
+        model_stub.release("first")
+        await asyncio.to_thread(wait_until, lambda: ledger.refused, "the third request refused")
+        served_at_refusal = sum(model_stub.served_usd("claude-sonnet-4-6", "anthropic"))
+        model_stub.release("second")
+        await playing
+        await session.settle_requests()
+        session.finish(price_spend(folder), "incomplete", "spend cap")
+        return folder.log_url, served_at_refusal
+
+    log_url, served_at_refusal = asyncio.run(play())
+    events = read_events(log_url).events
+    assert [r.body["max_tokens"] for r in model_stub.requests] == [20_000, 20_000]
+    one = _served("anthropic", "claude-sonnet-4-6", READ_LONG, 1)
+    assert one == pytest.approx(0.303, abs=1e-12)
+    assert served_at_refusal == pytest.approx(one, abs=1e-12)
+    sent = {e.request_id: e for e in events if isinstance(e, ModelRequestSent)}
+    answers = [e for e in events if isinstance(e, LlmResponseReceived)]
+    assert len(sent) == len(answers) == 2
+    first, second = (sent[a.request_id] for a in answers)  # answered in the order released
     (refused,) = [e for e in events if isinstance(e, ModelRequestRefused)]
+    assert refused.agent_id == first.agent_id  # the seat answered first asked again
     worst = _worst_case("anthropic", "claude-sonnet-4-6", refused.input_tokens_bound, 20_000)
     assert refused.worst_case_usd == pytest.approx(worst, abs=1e-12)
-    # The two answers are released together: the player whose answer settled first may ask
-    # again before the other's has settled, whose worst case then still stands in its place.
-    if refused.spent_usd == pytest.approx(spent, abs=1e-12):
-        assert refused.reserved_usd == 0.0
-    else:
-        assert refused.spent_usd == pytest.approx(spent / 2, abs=1e-12)
-        assert 0.30 < refused.reserved_usd < 0.8 - 0.30
-    assert refused.spent_usd + refused.reserved_usd + worst > 0.8
+    # Exactly: the first answer settled at what the stub served; the second request's worst
+    # case (recorded as it was sent) still reserved; the first's reservation gone.
+    assert refused.spent_usd == pytest.approx(one, abs=1e-12)
+    assert second.reserved_usd is not None and first.reserved_usd is not None
+    assert refused.reserved_usd == second.reserved_usd
+    assert second.reserved_usd + first.reserved_usd <= 0.8  # both were sent at once
+    assert one + second.reserved_usd <= 0.8 < one + second.reserved_usd + worst
     ended = events[-1]
     assert isinstance(ended, SimulationEnded)
     assert (ended.status, ended.rounds_played) == ("incomplete", 1)
-    assert ended.total_cost_usd == pytest.approx(spent, abs=1e-12)
+    served = sum(model_stub.served_usd("claude-sonnet-4-6", "anthropic"))
+    assert served == pytest.approx(2 * one, abs=1e-12)
+    assert ended.total_cost_usd == pytest.approx(served, abs=1e-12)
     assert ended.total_cost_usd <= 0.8
 
 
@@ -253,7 +280,11 @@ def test_a_request_in_flight_holds_its_worst_case_against_the_next_one(
     worst = _worst_case("anthropic", "claude-sonnet-4-6", refused.input_tokens_bound, 20_000)
     assert refused.worst_case_usd == pytest.approx(worst, abs=1e-12)
     assert refused.spent_usd == 0.0
-    assert 0.30 < refused.reserved_usd <= 0.62 < refused.reserved_usd + worst
+    (held,) = [e for e in events if isinstance(e, ModelRequestSent)]  # the request in flight
+    assert held.agent_id == sent
+    assert held.reserved_usd is not None
+    assert refused.reserved_usd == held.reserved_usd  # exactly its worst case, reserved
+    assert held.reserved_usd <= 0.62 < held.reserved_usd + worst
     answered = [e.agent_id for e in events if isinstance(e, LlmResponseReceived)]
     assert answered == [sent]
     ended = events[-1]

@@ -17,6 +17,7 @@ from glossogen.eventlog import (
     AgentRegistered,
     LlmResponseReceived,
     SimulationEnded,
+    SimulationStarted,
     ToolCallInvoked,
     ToolResultReceived,
     read_events,
@@ -29,7 +30,7 @@ from tests.fixtures.model_stubs import (
     StubModelServer,
     StubReply,
 )
-from tests.providers.test_wire_formats import USAGE
+from tests.providers.test_wire_formats import USAGE, pd_player
 
 SPEC = """\
 scenario: prisoners_dilemma
@@ -78,6 +79,29 @@ def lock_in_player(req: RecordedRequest) -> StubReply:
     if "locked" in last:
         return StubReply(text="Done.", **DONE_USAGE)
     return StubReply(tool_calls=[("lock_in", {"move": "cooperate"})], **USAGE)
+
+
+DEAR_USAGE = {"input_tokens": 1_000, "output_tokens": 15_000}
+"""A dear answer ($0.0244 on gpt-4.1-mini: most of the request's 16,384-token output cap), so a
+run's cost is of the order of the worst cases its hard cap (a share of the sweep's) must hold.
+A usage the request could really have used: the cap's reservation is a bound of it."""
+
+
+def dear_player(req: RecordedRequest) -> StubReply:
+    """:func:`pd_player` (talk, lock in, then stop) whose talk and lock-in answers report
+    :data:`DEAR_USAGE` and whose later answers :data:`DONE_USAGE`: a run costs four dear answers
+    (about 1.7 requests' worst cases), so one run's share can hold its last requests in flight
+    (its spend so far plus two worst cases) while less than another run is left."""
+    reply = pd_player(req)
+    if reply.text:
+        return StubReply(text=reply.text, **DONE_USAGE)
+    return StubReply(tool_calls=reply.tool_calls, **DEAR_USAGE)
+
+
+def _started(runs: Path, run_id: str) -> SimulationStarted:
+    events = read_events(str(runs / run_id / "prisoners_dilemma.jsonl")).events
+    (started,) = [e for e in events if isinstance(e, SimulationStarted)]
+    return started
 
 
 def _call_ids(runs: Path, run_id: str) -> set[str]:
@@ -130,7 +154,7 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    openai_stub.responder = lock_in_player
+    openai_stub.responder = dear_player
     runs = tmp_path / "runs"
     # A pilot: one run whose cost becomes the estimate of the next sweep (a matching run).
     pilot = tmp_path / "pilot.yaml"
@@ -143,9 +167,11 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     assert pilot_summary["spend"]["spent_usd"] == pytest.approx(pilot_cost, rel=1e-12)
     capsys.readouterr()
 
-    # Room for 2.5 runs: run 1 (0 + 1 estimate), run 2 (1 + 1), and no run 3 (2 + 1 > 2.5).
+    # Room for 2.8 runs: run 1 (0 + 1 estimate), run 2 (1 + 1), and no run 3 (2 + 1 > 2.8).
+    # Each launched run is held to a hard cap: what is left when it launches (one at a time);
+    # run 2's 1.8 runs' worth holds its spend plus its two seats' last worst cases.
     capped = tmp_path / "capped.yaml"
-    cap = 2.5 * PER_RUN
+    cap = 2.8 * pilot_cost
     capped.write_text(SPEC.format(name="capped", trials=4, cap=cap))
     assert _sweep(capped) == 20
     summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
@@ -162,6 +188,10 @@ def test_the_cap_stops_launching_marks_the_rest_incomplete_and_exits_20(
     )
     assert [_cost(runs, t["run_id"]) for t in trials[:2]] == [
         pytest.approx(c, rel=1e-12) for c in costs
+    ]
+    assert [_started(runs, t["run_id"]).spend_cap_usd for t in trials[:2]] == [
+        pytest.approx(cap, abs=1e-9),
+        pytest.approx(cap - costs[0], abs=1e-9),
     ]
     ((cell_id, recorded),) = summary["spend"]["estimate_per_run_usd"].items()
     assert recorded == pytest.approx(sum(costs) / 2, rel=1e-12)
@@ -281,3 +311,37 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
     assert summary["aborted"]["reason"] == "spend_cap"
     assert "sweep stopped early (spend_cap)" in capsys.readouterr().err
     assert len(list((runs / "prisoners_dilemma").iterdir())) == 2  # down's run + 1
+
+
+def test_a_capped_sweep_never_logs_more_than_its_cap_even_when_runs_spend_past_their_estimate(
+    prefect_api: str, openai_stub: StubModelServer, tmp_path: Path
+) -> None:
+    # No matching run: the estimate is the launch's token assumptions for one round (about
+    # $0.077). The seats talk and never lock in, each answer $0.0244: a run would go on to its
+    # turn limit ($9.76). Two runs play at once, each held to a hard cap of half the sweep's
+    # $0.16: each stops once its next request's worst case would pass its $0.08. A gate on
+    # estimates alone would have let both spend on.
+    openai_stub.responder = lambda req: StubReply(
+        tool_calls=[("send_message", {"channel_id": "table", "text": "hmm"})], **DEAR_USAGE
+    )
+    runs = tmp_path / "runs"
+    spec = tmp_path / "capped.yaml"
+    cap = 0.16
+    spec.write_text(SPEC.format(name="dear", trials=2, cap=cap))
+    assert _sweep(spec, concurrency=2) == 20
+    summary = json.loads((runs / "sweeps/dear/run_summary.json").read_text())
+    trials = summary["cells"][0]["trials"]
+    run_ids = [t["run_id"] for t in trials]
+    assert [(t["state"], t["status"]) for t in trials] == [("incomplete", "incomplete")] * 2
+    caps = [_started(runs, run_id).spend_cap_usd for run_id in run_ids]
+    assert caps == [pytest.approx(cap / 2, abs=1e-9)] * 2
+    # What the stub served, request for request: within the cap, and every reply in a log.
+    served = openai_stub.served_usd(MODEL, "openai")
+    assert len(served) >= 4 and sum(served) <= cap
+    assert_each_reply_billed_to_one_run(openai_stub, runs, run_ids)
+    costs = [expected_cost(openai_stub, runs, run_id) for run_id in run_ids]
+    assert all(0 < c <= cap / 2 for c in costs)
+    assert [_cost(runs, run_id) for run_id in run_ids] == [
+        pytest.approx(c, abs=1e-12) for c in costs
+    ]
+    assert sum(costs) == pytest.approx(sum(served), abs=1e-12)

@@ -122,19 +122,6 @@ def test_a_missing_verdict_and_a_damaged_line_are_named(veyru: RunFolder, tmp_pa
     ]
 
 
-def test_a_request_id_that_ends_twice_is_named(veyru: RunFolder, tmp_path: Path) -> None:
-    run_id, log = copy_run(veyru, tmp_path, 1000000005)
-    events = lines(log)
-    first, second = [e for e in events if e["event_type"] == "llm_response_received"][:2]
-    first["request_id"] = second["request_id"] = "req-7"
-    write(log, events)
-    assert _texts(RunFolder.at(str(log.parent))) == [
-        f"{run_id}: requests: line {line_of(events, second)} (round 1, agent "
-        f"{second['agent_id']}): request req-7 ended twice (llm_response_received; first at "
-        f"line {line_of(events, first)})"
-    ]
-
-
 def test_a_forks_copied_spend_is_checked_against_its_source(tmp_path: Path) -> None:
     source = RunFolder.at(str(play_run(str(tmp_path / "runs"), rounds=2).url))
     forked = fork(source, tmp_path / "forks", after_round=1)

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
+from glossogen.eventlog import ModelRequestAbandoned, ModelRequestSent, RunView, settled_by
 from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 from glossogen.storage import RunFolder
 from glossogen.verify import verify_run
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.played_runs import CLOCK_START
 from tests.providers.test_wire_formats import USAGE, pd_player
-from tests.verify.runs import copy_run, line_of, lines, write
+from tests.verify.runs import copy_run, fork, line_of, lines, write
 
 PRICE = float(
     calc_price(Usage(**USAGE), model_ref="gpt-4.1-mini", provider_id="openai").total_price
@@ -41,13 +42,20 @@ def _play(runs_dir: Path) -> RunFolder:
     return asyncio.run(go())
 
 
-def test_a_priced_run_balances_and_an_edited_cost_is_named(
+def _play_on(
     model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+) -> RunFolder:
+    """A two-round prisoners' dilemma over the stub as OpenAI, every seat playing along."""
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model_stub.responder = pd_player
-    folder = _play(tmp_path / "runs")
+    return _play(tmp_path / "runs")
+
+
+def test_a_priced_run_balances_and_an_edited_cost_is_named(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = _play_on(model_stub, monkeypatch, tmp_path)
     served = [r for r in model_stub.requests if r.wire in ("chat", "responses")]
     total = len(served) * PRICE
     assert verify_run(folder).broken == []
@@ -90,3 +98,99 @@ def test_a_priced_run_balances_and_an_edited_cost_is_named(
         f"{answer['agent_id']} cache tokens (read, write, 1 h write) ({read}, 0, 0) but its "
         f"events sum to ({read - 200}, 0, 0)"
     ]
+
+
+def test_every_sent_request_is_settled_once_and_a_broken_id_is_named(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = _play_on(model_stub, monkeypatch, tmp_path)
+    served = [r for r in model_stub.requests if r.wire in ("chat", "responses")]
+    events = lines(Path(folder.log_url))
+    sent = [e for e in events if e["event_type"] == "model_request_sent"]
+    answers = [e for e in events if e["event_type"] == "llm_response_received"]
+    # One write-ahead event per request the stub served, each settled by one later event: an
+    # answer, or (sent as a phase ended) an abandonment priced from its usage.
+    assert len(sent) == len(served)
+    settling = [e for e in events if e.get("request_id") and e not in sent]
+    assert sorted(e["request_id"] for e in settling) == sorted(s["request_id"] for s in sent)
+    assert {e["event_type"] for e in settling} <= {
+        "llm_response_received", "model_request_abandoned"}  # fmt: skip
+    by_id = {s["request_id"]: s for s in sent}
+    assert all(line_of(events, by_id[e["request_id"]]) < line_of(events, e) for e in settling)
+    assert [
+        (by_id[a["request_id"]]["agent_id"], by_id[a["request_id"]]["call"]) for a in answers
+    ] == [(a["agent_id"], a["cycle"]) for a in answers]
+    assert verify_run(folder).broken == []
+
+    # An answer settling the request another answer already settled; one naming no sent request.
+    run_id, log = copy_run(folder, tmp_path / "copies", 1000000010)
+    events = lines(log)
+    first, second, third = [e for e in events if e["event_type"] == "llm_response_received"][:3]
+    dropped, renamed = second["request_id"], third["request_id"]
+    second["request_id"] = first["request_id"]
+    third["request_id"] = "req-7"
+    unsettled = [e for e in events if e.get("request_id") in (dropped, renamed)]
+    assert [e["event_type"] for e in unsettled] == ["model_request_sent"] * 2
+    write(log, events)
+    assert [rule.text for rule in verify_run(RunFolder.at(str(log.parent))).broken] == [
+        f"{run_id}: requests: line {line_of(events, second)} (round 1, agent "
+        f"{second['agent_id']}): request {first['request_id']} settled twice "
+        f"(llm_response_received; first at line {line_of(events, first)})",
+        f"{run_id}: requests: line {line_of(events, third)} (round 1, agent "
+        f"{third['agent_id']}): llm_response_received settles request req-7, never logged as sent",
+        *(
+            f"{run_id}: requests: line {line_of(events, e)} (round 1, agent {e['agent_id']}): "
+            f"request {e['request_id']} was sent and no event settles it"
+            for e in unsettled
+        ),
+    ]
+
+
+def test_an_old_log_without_sent_requests_still_verifies(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A log written before requests were logged as sent: checked by its seats' cycles."""
+    folder = _play_on(model_stub, monkeypatch, tmp_path)
+    run_id, log = copy_run(folder, tmp_path / "copies", 1000000011)
+    old = [
+        {k: v for k, v in e.items() if k not in ("request_id", "request_ids")}
+        for e in lines(log)
+        if e["event_type"] != "model_request_sent"
+    ]
+    write(log, old)
+    old_folder = RunFolder.at(str(log.parent))
+    assert verify_run(old_folder).broken == []
+    # The cycle rule still sees a dropped answer in it.
+    answers = [e for e in old if e["event_type"] == "llm_response_received"]
+    seat = answers[0]["agent_id"]
+    before, dropped, after = [a for a in answers if a["agent_id"] == seat][:3]
+    old.remove(dropped)
+    write(log, old)
+    assert [r.rule for r in verify_run(old_folder).broken] == ["requests", "spend"]
+
+
+def test_a_fork_of_a_priced_run_abandons_none_of_its_sources_requests_and_balances(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fork plays on as a resume of its folder: the requests it copied are its source's (the
+    source's log settles them), so its resume marks none of them abandoned."""
+    source = _play_on(model_stub, monkeypatch, tmp_path)
+    forked = fork(source, tmp_path / "forks", after_round=1)
+    view = RunView.load(forked.log_url)
+    copied = [
+        e for e in view.events if isinstance(e, ModelRequestSent) and e.event_id in view.inherited
+    ]
+    own = [
+        e
+        for e in view.events
+        if isinstance(e, ModelRequestSent) and e.event_id not in view.inherited
+    ]
+    assert copied and own
+    copied_ids = {e.request_id for e in copied}
+    settled = {r for e in view.events if e.event_id not in view.inherited for r in settled_by(e)}
+    assert not settled & copied_ids
+    assert settled == {e.request_id for e in own}
+    assert not [
+        e for e in view.events if isinstance(e, ModelRequestAbandoned) and e.cost_usd is None
+    ]
+    assert verify_run(forked).broken == []
