@@ -126,6 +126,8 @@ class SeatSpend(Tokens):
     agent_id: str
     cost_usd: float | None = 0.0
     requests: int = 0
+    answered: int = 0
+    """Of ``requests``, those the provider answered (an abandoned request may have had none)."""
     usage_unread: int = 0
     """Answered calls whose usage could not be read: their cost is unknown (null)."""
 
@@ -135,6 +137,7 @@ class SeatSpend(Tokens):
         self.add_tokens(event)
         self.requests += 1
         answered = not isinstance(event, ModelRequestAbandoned) or event.answered
+        self.answered += int(answered)
         self.usage_unread += int(answered and _unread(event))
 
 
@@ -208,6 +211,11 @@ class Spend:
     def requests(self) -> int:
         """Answered model calls of every seat."""
         return sum(s.requests for s in self.agents.values())
+
+    @property
+    def answered_requests(self) -> int:
+        """Model calls of every seat that the provider answered."""
+        return sum(s.answered for s in self.agents.values())
 
     @property
     def usage_unread(self) -> int:

@@ -49,7 +49,8 @@ class RunRecord(BaseModel):
         cost_usd: ``simulation_ended.total_cost_usd`` (null: not costed or not ended).
         judge_calls: ``judge_called`` events in the log.
         judge_cost_usd: The logged cost of those calls (USD; an uncosted call counts 0).
-        responses: ``llm_response_received`` events in the log (agents' answered requests).
+        responses: The agents' requests the provider answered (an abandoned request that had
+            no answer is not one).
     """
 
     run_id: str
@@ -171,7 +172,7 @@ def read_run(
     messages = ended.total_messages if ended is not None else None
     chars = ended.total_chars if ended is not None else None
     cost = ended.total_cost_usd if ended is not None else None
-    judge_calls, responses = spend.judge_calls, spend.requests
+    judge_calls, responses = spend.judge_calls, spend.answered_requests
     judge_cost = spend.judge_cost_usd or 0.0  # a judge call not costed counts 0 here
     started = view.is_run_log
     endings = sum(1 for e in view.events if isinstance(e, SimulationEnded))

@@ -47,8 +47,8 @@ def _cost_per_round(url: str, scenario: str, seats: list[tuple[str, str, str]]) 
     if view.ended is None or len(ran) != len(roster) or ran != seats:
         return None
     spend = view.spend
-    if not spend.requests and not spend.judge_calls:
-        return None  # every call failed: its $0 says nothing of what a run spends
+    if not spend.answered_requests and not spend.judge_calls:
+        return None  # no call was answered: its $0 says nothing of what a run spends
     cost, rounds = spend.total_cost_usd, view.rounds_played
     if cost is None or not rounds:
         return None

@@ -268,15 +268,21 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
 ) -> None:
     openai_stub.responder = lambda req: StubFault(status=503, retry_after=0)
     runs = tmp_path / "runs"
+    # Three rounds, answers capped at 64 tokens: a trial's hard cap (its share of the sweep's,
+    # at least its estimate, about $0.0067) then holds one request's worst case (about
+    # $0.0026), so the first trial sends its requests.
+    spec = SPEC.replace("round_count: 1\n", "round_count: 3\n").replace(
+        "knobs:\n", "knobs:\n  agent_model_settings: {{max_tokens: 64}}\n"
+    )
     # The price-catalogue estimate of one run, read from a sweep its cap stops at once.
     probe = tmp_path / "probe.yaml"
-    probe.write_text(SPEC.format(name="probe", trials=1, cap="0.000000001"))
+    probe.write_text(spec.format(name="probe", trials=1, cap="0.000000001"))
     assert _sweep(probe) == 20
     spend = json.loads((runs / "sweeps/probe/run_summary.json").read_text())["spend"]
     ((cell_id, assumed),) = spend["estimate_per_run_usd"].items()
     assumed_source = "the launch estimate (glossogen.launch.estimate_cost)"
     assert spend["estimate_source"][cell_id] == assumed_source
-    # The launch estimate of one run of the spec's cell (two gpt-4.1-mini seats, one round).
+    # The launch estimate of one run of the spec's cell (two gpt-4.1-mini seats, three rounds).
     plan = plan_run(
         RunRequest(
             scenario="prisoners_dilemma",
@@ -284,18 +290,23 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
             provider="openai",
             runs_dir=str(runs),
             config="knobs_default",
-            overrides=["round_count=1", "postmortem_enabled=false", "idle_floor_seconds=0.05"],
+            overrides=[
+                "round_count=3",
+                "postmortem_enabled=false",
+                "idle_floor_seconds=0.05",
+                "agent_model_settings.max_tokens=64",
+            ],
         )
     )
     assert assumed == pytest.approx(estimate_cost(plan).total_usd, rel=1e-12)
     # The provider is down: a run whose every call failed ends error, logging $0.
     down = tmp_path / "down.yaml"
-    down.write_text(SPEC.format(name="down", trials=1, cap=10.0))
+    down.write_text(spec.format(name="down", trials=1, cap=10.0))
     assert _sweep(down) == 69
     # That $0 is no estimate: with room for 1.5 runs, the cap admits one run, not all three
     # (it also stays the estimate once that run failed in turn).
     capped = tmp_path / "capped.yaml"
-    capped.write_text(SPEC.format(name="capped", trials=3, cap=1.5 * assumed))
+    capped.write_text(spec.format(name="capped", trials=3, cap=1.5 * assumed))
     capsys.readouterr()
     assert _sweep(capped, concurrency=4) == 20
     summary = json.loads((runs / "sweeps/capped/run_summary.json").read_text())
