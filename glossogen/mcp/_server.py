@@ -10,6 +10,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict
 
 from glossogen.derive import ForkRequest
+from glossogen.mcp._base import LIST_ITEMS, PAGE_CHARS, PAGE_SIZE, TEXT_CHARS
 from glossogen.mcp._results import Launched
 from glossogen.mcp._tools import Tools
 
@@ -40,8 +41,12 @@ DESCRIPTIONS = {
     ),
     "read_run_events": (
         "A run's events in log order, filtered by event types, round, phase, channel and seat "
-        "(agent_id), paged with a cursor; texts longer than max_text_chars are cut and their "
-        "full length given in 'truncated'."
+        "(agent_id), paged with a cursor. Every text longer than max_text_chars (default "
+        f"{TEXT_CHARS}) is cut, nested ones too, and a list keeps its first {LIST_ITEMS} "
+        "items; 'truncated' gives each cut one's path and full length. Ids and times are never "
+        f"cut. A page holds up to page_size events (default {PAGE_SIZE}) and at most "
+        f"{PAGE_CHARS:,} characters of JSON (about {PAGE_CHARS // 4:,} tokens): it ends early "
+        "then, and next_cursor goes on from the first event left out."
     ),
     "get_agent_transcript": ("One seat's briefings, messages and tool calls, round by round."),
     "estimate_run": (
