@@ -199,6 +199,9 @@ class Launching(ToolBase):
             folder.check_unlocked()
         except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
             raise refuse(exc) from None
+        launched = folder.pending_launch()
+        if launched is not None:
+            raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,
