@@ -7,21 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
-from tests.fixtures.played_runs import play_run
+from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
-from tests.mcp.conftest import SCRIPTED, call, gone, pid_of, refusal, stdio_session, wait_for_end
-
-
-async def _interrupted_after_round_1(runs: Path) -> str:
-    request = RunRequest(scenario="veyru", runs_dir=str(runs), config="knobs_default",
-                         overrides=["round_count=2"], **SCRIPTED)  # fmt: skip
-    plan = plan_run(request)
-    folder = claim_run(plan, str(runs))
-    session = open_session(plan, folder)
-    await session.play_round(1)
-    session.finish(price_spend(folder), "interrupted")  # as a Ctrl-C after round 1 ends it
-    return folder.run_id
+from tests.mcp.conftest import call, gone, pid_of, refusal, stdio_session, wait_for_end
 
 
 def test_get_run_says_running_right_after_fork_replace_and_resume(
@@ -29,7 +17,7 @@ def test_get_run_says_running_right_after_fork_replace_and_resume(
 ) -> None:
     runs = tmp_path / "runs"
     source = play_run(str(runs), "veyru", rounds=2, now_unix=1_796_000_001).run_id
-    interrupted = asyncio.run(_interrupted_after_round_1(runs))
+    interrupted = asyncio.run(after_round_1(str(runs), "interrupted"))
 
     async def go() -> dict[str, Any]:
         got: dict[str, Any] = {}
