@@ -28,6 +28,7 @@ from glossogen.launch import (
     load_environment,
     plan_resume,
     plan_run,
+    turn_cap_warning,
     uncosted_models,
 )
 from glossogen.launch._credentials import JUDGE_ENV_VARS
@@ -138,6 +139,7 @@ class Launching(ToolBase):
             cost_per_round_usd=cost.per_round,
             total_cost_usd=None if cost.per_round is None else cost.per_round * rounds,
             uncosted_models=uncosted_models(plan),
+            warnings=[w for w in [turn_cap_warning(plan)] if w is not None],
         )
 
     def estimate_run(

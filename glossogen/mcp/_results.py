@@ -215,6 +215,10 @@ class Estimate(BaseModel):
     cost_per_round_usd: float | None
     total_cost_usd: float | None
     uncosted_models: list[str]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the launch would warn of (max_agent_turns short of the rounds).",
+    )
 
 
 class Launched(BaseModel):
