@@ -58,3 +58,30 @@ def test_get_run_says_running_right_after_fork_replace_and_resume(
         f"run {runs / interrupted} is being written by another live process (pid {pids[2]})",
     )
     wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
+
+
+def test_stop_run_right_after_resume_run_stops_the_launched_process(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    """Launched and not yet holding the lock, or holding it: the launched process is the one
+    signalled, and the run is left interrupted, resumable."""
+    runs = tmp_path / "runs"
+    interrupted = asyncio.run(after_round_1(str(runs), "interrupted"))
+
+    async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with stdio_session(runs, tmp_path) as s:
+            resumed = await call(s, "resume_run", run_id=interrupted)
+            stopped = await call(s, "stop_run", run_id=interrupted)
+            pid = pid_of(resumed)
+            assert pid is not None
+            wait_until(lambda: gone(pid), "the stopped process exits", 60)
+            return resumed, stopped, await call(s, "get_run", run_id=interrupted)
+
+    resumed, stopped, after = asyncio.run(go())
+    pid = pid_of(resumed)
+    assert stopped["pid"] == pid
+    assert stopped["message"] == (
+        f"stopping {interrupted} (pid {pid}): it ends 'interrupted'; resume it with glossogen "
+        f"run veyru --resume {runs / interrupted}"
+    )
+    assert (after["status"], after["rounds_played"]) == ("interrupted", 1)
