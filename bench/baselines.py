@@ -114,3 +114,12 @@ def original(args: list[str]) -> tuple[float, float, float] | None:
         print(f"original platform: skipped ({ORIGINAL_ENV} does not name its executable)")
         return None
     return process([exe, *args])
+
+
+if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(
+        description="Baselines the other benches import and measure in their own run; this "
+        "module measures nothing alone: run one of the benches (bench/README.md)."
+    ).parse_args()

@@ -20,6 +20,7 @@ Run: ``python bench/browser_speed.py`` (about a minute on a 2-core machine).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -158,6 +159,7 @@ def live_delay(scratch: Path) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help
     scratch = Path(tempfile.mkdtemp(prefix="glossogen-browser-bench-"))
     try:
         template = _play(scratch / "template")

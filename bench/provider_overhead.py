@@ -70,7 +70,7 @@ async def play(runs_dir: str) -> int:
 
 
 async def bare_calls(n: int) -> None:
-    """Make ``n`` model requests with a bare pydantic-ai agent (one tool call, then text)."""
+    """Make ``n`` model requests with a bare pydantic-ai agent (two tool calls, then text)."""
     from pydantic_ai import Agent
 
     from glossogen.models import build_model
@@ -80,12 +80,22 @@ async def bare_calls(n: int) -> None:
     @agent.tool_plain
     def send_message(channel_id: str, text: str) -> dict[str, str]:
         """Send a message."""
+        return {"status": "sent"}
+
+    @agent.tool_plain
+    def lock_in(move: str) -> dict[str, str]:
+        """Lock in a move."""
         return {"status": "locked"}
 
     done = 0
     while done < n:
-        await agent.run("Round 1 begins.", model_settings={"max_tokens": 16384, "max_retries": 0})
-        done += 2
+        # The stub's player reads its phase from this briefing's wording: it talks, locks in,
+        # then answers in text, so each run is three requests.
+        await agent.run(
+            "Round 1 begins. Talk on 'table', then lock in a move.",
+            model_settings={"max_tokens": 16384, "max_retries": 0},
+        )
+        done += 3
 
 
 def measure(latency: float) -> tuple[int, float, float, float]:

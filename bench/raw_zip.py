@@ -34,7 +34,7 @@ def cohort(root: Path, runs: int) -> list[RunFolder]:
     for i in range(runs):
         target = root / "runs" / "veyru" / str(1700000000 + i)
         shutil.copytree(source, target)
-        folders.append(RunFolder(f"veyru/{target.name}", str(target)))
+        folders.append(RunFolder.at(str(target)))
     return folders
 
 

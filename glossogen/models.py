@@ -112,6 +112,19 @@ CACHE_KEY_MAX_CHARS = 64
 """The longest prompt cache key OpenAI accepts; a longer one is sent as its SHA-256 prefix."""
 
 
+FRAMING_ANNOUNCEMENT = "never"
+"""pydantic-ai's ``framing_announcement``, pinned for every request (agents, judge, probe).
+
+By default (``when_needed``) pydantic-ai puts a fixed text explaining ``<system>`` blocks at
+the top of the system prompt from the first request whose history holds a frame: a note it
+adds next to text that looks like one, which any agent may write in a message. That rewrites
+the system prompt mid-run, so the seat's whole cached prefix is lost at that request (and
+Claude Sonnet 4.6 defaults to ``always``, so its prompt would differ from other models'). The
+engine sends no mid-conversation system prompts, so the text has nothing to explain: never
+sent, every seat's system prompt is the scenario's own, from the first request to the last.
+pydantic-ai still adds its notes next to lookalike text; they are appended with the text."""
+
+
 def request_model_settings(
     settings: Mapping[str, Any],
     provider: str,
@@ -120,11 +133,12 @@ def request_model_settings(
 ) -> ModelSettings:
     """Return the pydantic-ai settings one request of ``provider`` is sent, from a seat's own.
 
-    A seat's settings are provider-neutral (as recorded in ``agent_registered``); its ``cache``
-    becomes what the provider takes (:data:`CACHE_MARKED`: the unified setting itself; others:
-    nothing), and with caching on, a provider that routes by key (:data:`CACHE_KEY_SETTINGS`)
-    is sent ``cache_key`` (``<run_id>:<agent_id>``), so one seat's requests meet one cache.
-    A copy: ``settings`` is not changed.
+    A seat's settings are provider-neutral (as recorded in ``agent_registered``); every request
+    pins :data:`FRAMING_ANNOUNCEMENT` (a fixed engine setting, not a knob; never sent to the
+    provider); its ``cache`` becomes what the provider takes (:data:`CACHE_MARKED`: the
+    unified setting itself; others: nothing), and with caching on, a provider that routes by
+    key (:data:`CACHE_KEY_SETTINGS`) is sent ``cache_key`` (``<run_id>:<agent_id>``), so one
+    seat's requests meet one cache. A copy: ``settings`` is not changed.
 
     Args:
         settings: The seat's (or judge's) settings.
@@ -134,7 +148,7 @@ def request_model_settings(
             and instructions are cached, since writing a prompt no later request extends to the
             cache costs more than sending it (pydantic-ai's ``CacheConfig(messages=False)``).
     """
-    sent = dict(settings)
+    sent = {**dict(settings), "framing_announcement": FRAMING_ANNOUNCEMENT}
     cache = sent.pop("cache", None)
     if cache is not None and provider in CACHE_MARKED:
         if cache and not conversation:

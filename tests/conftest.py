@@ -8,9 +8,9 @@ run ids are unix seconds and flow runs are named after them, so two workers on o
 read each other's flow runs and artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
 ``PREFECT_API_URL`` names one for all. Every test file is one xdist group (its module fixtures
 set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
-deploy ``prefect.yaml`` and start workers, once. README's test command runs that package
-apart, in one process after the rest: its real workers must not share the cores with a second
-test worker.
+deploy ``prefect.yaml`` and start workers, once per worker. README's test command runs that
+package apart, after the rest, test by test on two workers (``--dist load``, which ignores the
+groups): each worker then has its own server, deployments and process workers.
 """
 
 from __future__ import annotations

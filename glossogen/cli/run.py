@@ -20,23 +20,18 @@ from glossogen.launch import (
     LaunchError,
     ResumeRequest,
     RunConfig,
+    RunCostEstimate,
     RunRequest,
     check_credentials,
     check_model_settings,
     check_runs_dir,
     check_spend_cap,
-    estimate_round_cost,
+    estimate_cost,
     observing,
     plan_resume,
     plan_run,
     turn_cap_warning,
     uncosted_models,
-)
-from glossogen.launch._settings import (
-    ASSUMED_INPUT_TOKENS,
-    ASSUMED_JUDGE_CALLS_PER_ROUND,
-    ASSUMED_OUTPUT_TOKENS,
-    ASSUMED_REQUESTS_PER_AGENT_ROUND,
 )
 from glossogen.storage import LeaseSettingError, StorageError, WriteConflictError, lease_seconds
 
@@ -70,9 +65,8 @@ def _usd(value: float | None) -> str:
     return "not costed" if value is None else f"${value:.4f}"
 
 
-def _print_dry_run(config: RunConfig) -> None:
-    """Print each seat's resolved model and settings, and the estimated cost per round."""
-    estimate = estimate_round_cost(config)
+def _print_dry_run(config: RunConfig, estimate: RunCostEstimate) -> None:
+    """Print each seat's resolved model and settings, the estimated cost and its assumptions."""
     limits = config.limits
     timeout = "none" if limits.run_timeout_seconds is None else f"{limits.run_timeout_seconds:g} s"
     print(
@@ -80,22 +74,26 @@ def _print_dry_run(config: RunConfig) -> None:
         f"{config.knobs.round_count} rounds, max_agent_turns {limits.max_agent_turns}, "
         f"run timeout {timeout}"
     )
+    by_seat = {s.agent_id: s for s in estimate.seats}
     for seat in config.seats:
         settings = json.dumps(seat.model_settings, sort_keys=True)
-        cost = _usd(estimate.per_agent[seat.agent_id])
+        e = by_seat[seat.agent_id]
+        capped = ", turn cap reached" if e.turn_capped else ""
         print(
-            f"agent {seat.agent_id}: {seat.provider}:{seat.model} settings={settings} ~{cost}/round"
+            f"agent {seat.agent_id}: {seat.provider}:{seat.model} settings={settings} "
+            f"~{_usd(e.usd)} ({e.requests} requests{capped})"
         )
     if config.judge:
-        print(f"judge: {config.judge.provider}:{config.judge.model} ~{_usd(estimate.judge)}/round")
-    rounds = config.knobs.round_count
-    total = None if estimate.per_round is None else estimate.per_round * rounds
+        print(
+            f"judge: {config.judge.provider}:{config.judge.model} ~{_usd(estimate.judge_usd)} "
+            f"({estimate.judge_calls} calls)"
+        )
     print(
-        f"estimated cost: {_usd(estimate.per_round)} per round, {_usd(total)} for {rounds} rounds "
-        f"(assuming {ASSUMED_REQUESTS_PER_AGENT_ROUND} requests per agent per round of "
-        f"{ASSUMED_INPUT_TOKENS} input and {ASSUMED_OUTPUT_TOKENS} output tokens"
-        + (f", {ASSUMED_JUDGE_CALLS_PER_ROUND} judge calls per round)" if config.judge else ")")
+        f"estimated cost: {_usd(estimate.total_usd)} for {estimate.rounds} rounds "
+        f"({_usd(estimate.per_round_usd)} per round)"
     )
+    for line in estimate.assumptions:
+        print(f"  assuming {line}")
 
 
 def run(
@@ -275,9 +273,16 @@ def play(
                     group_slug=group_slug or "local",
                 )
             )
-        check_credentials(plan)
-        check_model_settings(plan)
-        check_spend_cap(plan, max(0, plan.knobs.round_count - done))
+        try:
+            check_credentials(plan)
+        except LaunchError as exc:
+            if not dry_run:
+                raise
+            # an estimate needs no key: say what a launch would refuse, and estimate
+            print(f"glossogen: warning: {exc} (a launch would be refused)", file=sys.stderr)
+        else:
+            check_model_settings(plan)  # building a model needs its key
+        estimate = check_spend_cap(plan, max(0, plan.knobs.round_count - done))
         if not resume_dir:
             check_runs_dir(runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
@@ -293,7 +298,7 @@ def play(
     if warning is not None:
         print(f"glossogen: warning: {warning}", file=sys.stderr, flush=True)
     if dry_run:
-        _print_dry_run(plan)
+        _print_dry_run(plan, estimate or estimate_cost(plan, done))
         return 0
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)

@@ -28,11 +28,17 @@ class ChannelMessage:
     delivered_text: str
     round_number: int
     seq: int
+    """The run's count of messages sent, this one included (continued by a resume or fork)."""
+
+    @property
+    def short_id(self) -> str:
+        """The id agents see, ``m<seq>``: a UUID would cost every seat tokens per message."""
+        return f"m{self.seq}"
 
     def as_delivered(self) -> dict[str, str]:
-        """Return what a recipient sees: channel, sender, delivered text, message id."""
+        """Return what a recipient sees: channel, sender, delivered text, short message id."""
         return {
-            "message_id": self.message_id,
+            "message_id": self.short_id,
             "channel_id": self.channel_id,
             "sender_id": self.sender_id,
             "text": self.delivered_text,

@@ -169,6 +169,7 @@ class RunJudge:
         the run's spend cap allows no request.
         """
         from pydantic_ai import Agent
+        from pydantic_ai.messages import CachePoint
         from pydantic_ai.usage import RunUsage
 
         from glossogen.models import build_model, request_model_settings
@@ -189,6 +190,8 @@ class RunJudge:
             self.cache_key,
             conversation=False,  # each ruling's prompt is its own: no later call extends it
         )
+        # The scenario's instructions for a stage are the same for every ruling on it (each
+        # vote, each attempt): cached up to them (a ``CachePoint``), the action itself not.
         for attempt in range(1, MAX_ATTEMPTS + 1):
             if not self.call_allowed():  # the run's spend cap: no new judge request
                 self.capped_in_round = True
@@ -201,7 +204,9 @@ class RunJudge:
                 try:
                     with agent_attributes("judge", "judge", self.model, self.provider):
                         result = await agent.run(
-                            f"{instructions}\n\n{question}", model_settings=settings, usage=usage
+                            [instructions, CachePoint(), question],
+                            model_settings=settings,
+                            usage=usage,
                         )
                 except SpendCapReached:  # the cap refused one of this ruling's requests
                     self.capped_in_round = True

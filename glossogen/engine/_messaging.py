@@ -106,6 +106,7 @@ class ChannelOps:
         self.emit(
             MessageSent(
                 message_id=message.message_id,
+                short_id=message.short_id,
                 channel_id=channel.channel_id,
                 sender_id=agent_id,
                 text=text,
@@ -124,7 +125,7 @@ class ChannelOps:
         for member in channel.members:
             if member != agent_id:
                 self.runners[member].deliver("message", message.as_delivered())
-        reply: dict[str, Any] = {"status": "sent", "message_id": message.message_id, "chars": chars}
+        reply: dict[str, Any] = {"status": "sent", "message_id": message.short_id, "chars": chars}
         if billed is not None:
             reply |= {
                 "budget_used_chars": billed.used_chars,

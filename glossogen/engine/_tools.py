@@ -77,7 +77,7 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
         if unread:
             engine.mark_seen(agent_id, channel)
             runner = engine.runners[agent_id]
-            ids = {m.message_id for m in unread}
+            ids = {m.short_id for m in unread}
             kept = [
                 (k, m) for k, m in runner.inbox if not (k == "message" and m["message_id"] in ids)
             ]

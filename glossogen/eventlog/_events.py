@@ -228,10 +228,14 @@ class MessageSent(Event):
     ``text`` is what the sender composed (and what the budget was charged for); ``delivered_text``
     is what recipients received after channel noise. ``chars`` counts ``text`` in characters;
     ``charged_chars`` is what the round budget was charged (0 on free channels).
+    ``message_id`` is the log's own id; agents are shown ``short_id`` instead.
     """
 
     event_type: Literal["message_sent"] = "message_sent"
     message_id: str = Field(default_factory=new_id)
+    short_id: str | None = None
+    """The id the run's agents see and name the message by: ``m<n>``, the run's n-th message
+    sent (a resume or fork continues the count). None in logs written before short ids."""
     channel_id: str
     sender_id: str
     text: str

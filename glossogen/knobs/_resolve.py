@@ -19,7 +19,7 @@ import copy
 import difflib
 import json
 import types
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, to_json
@@ -66,7 +66,8 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[list[str]
     """Turn a pydantic error location into a knob path, dropping union-member tags.
 
     Returns:
-        The path parts, and the type found at the end of the path (``None`` when lost).
+        The path parts, and the type found at the end of the path (``None`` when lost; a
+        union of several members when the path ends on one).
     """
     parts: list[str] = []
     tp: Any = model
@@ -88,8 +89,31 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[list[str]
         if get_origin(tp) in (Union, types.UnionType):
             members = [arg for arg in get_args(tp) if arg is not type(None)]
             skip_tag = len(members) > 1
-            tp = members[0] if len(members) == 1 else None
+            tp = members[0] if len(members) == 1 else tp
     return parts, _unwrap(tp)
+
+
+_CHOICE_ERRORS = frozenset({"bool_type", "literal_error", "none_required"})
+"""Errors of the members of a union of booleans and literals (``cache: bool | "1h" | ...``)."""
+
+
+def _choices(tp: Any) -> list[str] | None:
+    """The values a union of booleans, literals and None accepts, spelled as typed; else None."""
+    tp = _unwrap(tp)
+    members = get_args(tp) if get_origin(tp) in (Union, types.UnionType, Literal) else (tp,)
+    if get_origin(tp) is Literal:
+        return [json.dumps(v) if isinstance(v, bool) or v is None else str(v) for v in members]
+    spelled: list[str] = []
+    for member in members:
+        if member is bool:
+            spelled += ["true", "false"]
+        elif member is type(None):
+            spelled.append("null")
+        elif get_origin(member) is Literal:
+            spelled += _choices(member) or []
+        else:
+            return None
+    return spelled
 
 
 def _show(value: Any) -> str:
@@ -131,6 +155,32 @@ def _describe(error: ErrorDetails, knobs_model: type[BaseModel]) -> tuple[str, s
     return path, f"invalid knob '{path}' = {_show(error['input'])}: {_reason(error)}"
 
 
+def _choice_message(
+    path: str, details: ErrorDetails, errors: list[ErrorDetails], knobs_model: type[BaseModel]
+) -> str | None:
+    """One line for a value no member of a union of booleans and literals accepts, or None.
+
+    pydantic reports each member's failure apart (``Input should be a valid boolean`` for
+    ``cache="2h"``, as if only booleans were allowed); the knob's accepted values are listed
+    instead: ``invalid knob 'agent_model_settings.cache' = "2h": accepted values are true,
+    false, 5m, 30m, 1h, 12h``.
+    """
+    loc = tuple(details["loc"])
+    if details["type"] not in _CHOICE_ERRORS or len(loc) < 2:
+        return None
+    siblings = [e for e in errors if tuple(e["loc"])[:-1] == loc[:-1]]
+    if len(siblings) < 2 or any(e["type"] not in _CHOICE_ERRORS for e in siblings):
+        return None
+    _, field = _walk(knobs_model, loc[:-1])
+    accepted = _choices(field)
+    if accepted is None:
+        return None
+    return (
+        f"invalid knob '{path}' = {_show(details['input'])}: accepted values are "
+        f"{', '.join(accepted)}"
+    )
+
+
 def validation_message(error: ValidationError, knobs_model: type[BaseModel]) -> str:
     """Summarise a knobs ``ValidationError`` in one line: the first problem, and how many more.
 
@@ -143,9 +193,10 @@ def validation_message(error: ValidationError, knobs_model: type[BaseModel]) -> 
         1``, followed by ``(and N more)`` when other knobs failed too.
     """
     described: dict[str, str] = {}
-    for details in error.errors():
+    errors = error.errors()
+    for details in errors:
         path, message = _describe(details, knobs_model)
-        described.setdefault(path, message)
+        described.setdefault(path, _choice_message(path, details, errors, knobs_model) or message)
     first, *rest = described.values()
     return f"{first} (and {len(rest)} more)" if rest else first
 

@@ -6,6 +6,13 @@ from glossogen.launch._credentials import (
     check_credentials,
     load_environment,
 )
+from glossogen.launch._estimate import (
+    CHARS_PER_TOKEN,
+    RunCostEstimate,
+    SeatEstimate,
+    estimate_cost,
+    measure_prompts,
+)
 from glossogen.launch._observers import RunObserver, notify, observing
 from glossogen.launch._plan import (
     DEFAULT_MAX_AGENT_TURNS,
@@ -33,11 +40,9 @@ from glossogen.launch._session import (
     price_spend,
 )
 from glossogen.launch._settings import (
-    CostEstimate,
     check_model_settings,
     check_spend_cap,
     derived_run_check,
-    estimate_round_cost,
     uncosted_models,
 )
 from glossogen.launch._turns import turn_cap_warning
@@ -48,11 +53,14 @@ __all__ = [
     "DEFAULT_MAX_AGENT_TURNS",
     "check_agent_models",
     "check_runs_dir",
-    "CostEstimate",
+    "CHARS_PER_TOKEN",
+    "RunCostEstimate",
+    "SeatEstimate",
+    "estimate_cost",
+    "measure_prompts",
     "check_model_settings",
     "check_spend_cap",
     "derived_run_check",
-    "estimate_round_cost",
     "uncosted_models",
     "EXIT_CREDENTIALS",
     "EXIT_REFUSED",

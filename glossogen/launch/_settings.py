@@ -1,4 +1,4 @@
-"""Launch checks of what each model would do with its settings, and a cost estimate.
+"""Launch checks of what each model would do with its settings, and of the spend cap.
 
 A run is refused when an agent or the judge would silently drop a setting it names: pydantic-ai
 decides per model (its profile) whether ``thinking`` is sent at all, so a log must never record
@@ -12,23 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from glossogen.derive import SeatCheck
 from glossogen.knobs import DEFAULT_MAX_TOKENS, BaseKnobs
+from glossogen.launch._estimate import RunCostEstimate, estimate_cost
 from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
-
-ASSUMED_REQUESTS_PER_AGENT_ROUND = 20
-"""Dry-run assumption: model requests one agent makes in one round."""
-ASSUMED_INPUT_TOKENS = 4_000
-"""Dry-run assumption: input tokens per request (history grows; this is a mid-run average)."""
-ASSUMED_OUTPUT_TOKENS = 200
-"""Dry-run assumption: output tokens per request."""
-ASSUMED_JUDGE_CALLS_PER_ROUND = 3
-"""Dry-run assumption: judge calls per round of a judged scenario (800 input, 100 output tokens)."""
-JUDGE_INPUT_TOKENS, JUDGE_OUTPUT_TOKENS = 800, 100
 
 
 def _profile(provider: str, model: str) -> Any:
@@ -136,56 +126,26 @@ def derived_run_check(scenario: str) -> SeatCheck:
     return check
 
 
-@dataclass(frozen=True)
-class CostEstimate:
-    """Estimated spend per round in USD (None where a model is not in the price catalogue)."""
-
-    per_agent: dict[str, float | None]
-    judge: float | None
-    per_round: float | None
-
-
-def estimate_round_cost(config: RunConfig) -> CostEstimate:
-    """Estimate one round's spend from the stated token assumptions (module constants)."""
-    per_agent: dict[str, float | None] = {}
-    for seat in config.seats:
-        call = price_call(
-            seat.provider,
-            seat.model,
-            input_tokens=ASSUMED_INPUT_TOKENS,
-            output_tokens=ASSUMED_OUTPUT_TOKENS,
-        )
-        per_agent[seat.agent_id] = None if call is None else call * ASSUMED_REQUESTS_PER_AGENT_ROUND
-    judge: float | None = 0.0
-    if config.judge is not None:
-        call = price_call(
-            config.judge.provider,
-            config.judge.model,
-            input_tokens=JUDGE_INPUT_TOKENS,
-            output_tokens=JUDGE_OUTPUT_TOKENS,
-        )
-        judge = None if call is None else call * ASSUMED_JUDGE_CALLS_PER_ROUND
-    parts = [*per_agent.values(), judge]
-    total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-    return CostEstimate(per_agent, judge, total)
-
-
-def check_spend_cap(config: RunConfig, rounds: int) -> None:
+def check_spend_cap(config: RunConfig, rounds: int) -> RunCostEstimate | None:
     """Refuse a spend cap the run cannot keep or cannot be held to, before anything is spent.
 
     Args:
         config: The planned run (``config.limits.spend_cap_usd``; None: nothing to check).
         rounds: Rounds still to play (a resume counts only the rounds ahead).
 
+    Returns:
+        The estimate the cap was checked against (a dry run prints it rather than estimating
+        again), or None when there is no cap.
+
     Raises:
         LaunchError: (65) a billed model is not in the price catalogue (its spend could not
             be counted against the cap), the dry-run estimate of the rounds to play
-            (:func:`estimate_round_cost` times ``rounds``) passes the cap, or one request's
+            (:func:`~glossogen.launch.estimate_cost`) passes the cap, or one request's
             output cap (its ``max_tokens``, else 16384, at the output rate) alone does.
     """
     cap = config.limits.spend_cap_usd
     if cap is None:
-        return
+        return None
     missing = uncosted_models(config)
     if missing:
         raise LaunchError(
@@ -193,12 +153,12 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
             "so its spend cannot be counted against the cap",
             EXIT_REFUSED,
         )
-    per_round = estimate_round_cost(config).per_round or 0.0
-    total = per_round * rounds
+    estimate = estimate_cost(config, max(0, config.knobs.round_count - rounds))
+    total = estimate.total_usd or 0.0
     if total > cap:
         raise LaunchError(
             f"--spend-cap-usd {cap:g}: the dry-run estimate of the {rounds} rounds to play is "
-            f"${total:.6f} (${per_round:.6f} per round), above the cap",
+            f"${total:.6f} (${estimate.per_round_usd or 0.0:.6f} per round), above the cap",
             EXIT_REFUSED,
         )
     callers = [(s.agent_id, s.provider, s.model, s.model_settings) for s in config.seats]
@@ -217,6 +177,7 @@ def check_spend_cap(config: RunConfig, rounds: int) -> None:
                 "above the cap, so none could be sent",
                 EXIT_REFUSED,
             )
+    return estimate
 
 
 def uncosted_models(config: RunConfig) -> list[str]:

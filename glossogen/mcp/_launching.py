@@ -24,7 +24,7 @@ from glossogen.launch import (
     check_runs_dir,
     check_spend_cap,
     derived_run_check,
-    estimate_round_cost,
+    estimate_cost,
     load_environment,
     plan_resume,
     plan_run,
@@ -97,7 +97,8 @@ class Launching(ToolBase):
             raise refuse(exc) from None
 
     def _estimate(self, plan: RunConfig) -> Estimate:
-        cost = estimate_round_cost(plan)
+        cost = estimate_cost(plan)
+        by_seat = {e.agent_id: e for e in cost.seats}
         env = load_environment()
         credentials: list[Credential] = []
         needed = {s.provider: f"agent {s.agent_id}" for s in reversed(plan.seats)}
@@ -130,14 +131,23 @@ class Launching(ToolBase):
                     model=s.model,
                     provider=s.provider,
                     model_settings=s.model_settings,
-                    cost_per_round_usd=cost.per_agent[s.agent_id],
+                    cost_per_round_usd=(
+                        None
+                        if by_seat[s.agent_id].usd is None
+                        else (by_seat[s.agent_id].usd or 0.0) / max(1, rounds)
+                    ),
+                    requests=by_seat[s.agent_id].requests,
+                    cost_usd=by_seat[s.agent_id].usd,
                 )
                 for s in plan.seats
             ],
             judge=f"{plan.judge.provider}:{plan.judge.model}" if plan.judge else None,
             credentials=credentials,
-            cost_per_round_usd=cost.per_round,
-            total_cost_usd=None if cost.per_round is None else cost.per_round * rounds,
+            cost_per_round_usd=cost.per_round_usd,
+            total_cost_usd=cost.total_usd,
+            judge_calls=cost.judge_calls,
+            judge_cost_usd=cost.judge_usd,
+            assumptions=cost.assumptions,
             uncosted_models=uncosted_models(plan),
             warnings=[w for w in [turn_cap_warning(plan)] if w is not None],
         )

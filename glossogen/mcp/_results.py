@@ -207,6 +207,8 @@ class SeatPlan(BaseModel):
     provider: str
     model_settings: dict[str, Any]
     cost_per_round_usd: Usd | None
+    requests: int = Field(description="Model requests the estimate counts for the seat.")
+    cost_usd: Usd | None = Field(description="The seat's estimated spend over the run.")
 
 
 class Estimate(BaseModel):
@@ -221,6 +223,9 @@ class Estimate(BaseModel):
     credentials: list[Credential]
     cost_per_round_usd: Usd | None
     total_cost_usd: Usd | None
+    judge_calls: int = 0
+    judge_cost_usd: Usd | None = 0.0
+    assumptions: list[str] = Field(default_factory=list)
     uncosted_models: list[str]
     warnings: list[str] = Field(
         default_factory=list,

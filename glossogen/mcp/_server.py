@@ -52,7 +52,8 @@ DESCRIPTIONS = {
     "get_agent_transcript": ("One seat's briefings, messages and tool calls, round by round."),
     "estimate_run": (
         "Dry run of a launch: resolved seats, models and settings, credentials present or "
-        "missing by variable name, estimated cost per round and in total. Claims nothing. "
+        "missing by variable name, the estimated cost (per seat, judge, per round, in total) "
+        "and the assumptions it rests on. Needs no key. Claims nothing. "
         "overrides are 'key=value' items (values parsed as JSON), e.g. 'round_count=3'."
     ),
     "start_run": (

@@ -309,6 +309,34 @@ def scenario_tool(function: Callable[..., Awaitable[Any]], **options: Any) -> To
     return PydanticTool(function, takes_ctx=True, **options)
 
 
+@dataclass(frozen=True)
+class CostProfile:
+    """How a scenario's seats use the model, for the launch estimate (``glossogen.launch``).
+
+    Prompt sizes are not stated here: the estimate measures them from the scenario's own
+    rendered system prompts, tool definitions and briefings. These are the figures a prompt
+    cannot show, each with the reason a scenario's README or policy gives for it.
+
+    Attributes:
+        main_requests: Model requests one seat makes in a round's main phase (mean).
+        postmortem_requests: Model requests one seat makes in a postmortem, when one is held.
+        output_tokens: Tokens one answer writes (tool call arguments or text), before thinking.
+        added_tokens: Tokens one request's cycle adds to the history besides its answer (tool
+            results, the other seats' messages as notifications).
+        judge_calls: In-run judge calls per round (0: the scenario rules rounds itself).
+        judge_prompt_chars: Characters of one judge call's instructions and question.
+        reason: Why these figures (printed with the dry run's assumptions).
+    """
+
+    main_requests: float = 6.0
+    postmortem_requests: float = 2.0
+    output_tokens: int = 120
+    added_tokens: int = 80
+    judge_calls: float = 0.0
+    judge_prompt_chars: int = 0
+    reason: str = "the default profile: a few messages, a tool call and a stop per round"
+
+
 class Scenario(ABC):
     """Base class of every scenario. Subclasses set the class attributes and the hooks below."""
 
@@ -339,6 +367,14 @@ class Scenario(ABC):
     @abstractmethod
     def channels(self) -> list[ChannelSpec]:
         """Return the channels of this run (main-phase and postmortem)."""
+
+    def cost_profile(self) -> CostProfile:
+        """Return how this run's seats use the model (the launch estimate's figures).
+
+        Called after :meth:`start_round` of round 1 (so the round's case is drawn, and judge
+        instructions can be rendered and measured). The default suits a short exchange.
+        """
+        return CostProfile()
 
     def budget_chars(self) -> int | None:
         """Return the per-round character budget of the metered channels, or None for none."""

@@ -2,8 +2,8 @@
 
 The estimate of one run comes, in order, from: runs of the same cell this sweep already
 finished; the last runs in the runs folder with the same scenario and the same seats (model and
-provider per agent); else ``glossogen.launch.estimate_round_cost``'s stated token assumptions
-times ``round_count``. Scripted runs cost 0.
+provider per agent); else ``glossogen.launch.estimate_cost`` (the dry run's estimate).
+Scripted runs cost 0.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from glossogen.eventlog import RunView
-from glossogen.launch import RunConfig, estimate_round_cost, uncosted_models
+from glossogen.launch import RunConfig, estimate_cost, uncosted_models
 from glossogen.storage import RunFolder, RunStore
 
 LOOKBACK_RUNS = 20
@@ -76,11 +76,11 @@ def estimate_run(plan: RunConfig, runs_dir: str) -> RunEstimate:
     if found:
         usd = sum(found) / len(found) * rounds
         return RunEstimate(usd, f"mean cost per round of the last {len(found)} matching run(s)")
-    per_round = estimate_round_cost(plan).per_round
-    if per_round is None:
+    estimated = estimate_cost(plan).total_usd
+    if estimated is None:
         missing = ", ".join(uncosted_models(plan)) or "a model"
         return RunEstimate(None, f"{missing} is not in the price catalogue (genai-prices)")
-    return RunEstimate(per_round * rounds, "assumed token counts (glossogen.launch)")
+    return RunEstimate(estimated, "the launch estimate (glossogen.launch.estimate_cost)")
 
 
 @dataclass

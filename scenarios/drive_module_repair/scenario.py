@@ -18,6 +18,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     RoundContext,
     Scenario,
     ScriptedMove,
@@ -192,6 +193,23 @@ class DriveModuleRepair(Scenario):
     def on_scheduled_case(self, payload: dict[str, Any]) -> None:
         """Play ``payload`` (a :class:`DriveCase` as JSON, checked by the knobs) next round."""
         self.injected = DriveCase.model_validate(payload)
+
+    def cost_profile(self) -> CostProfile:
+        """Per replacement a request of each seat, ruled by ``judge_votes`` judge calls."""
+        stages = len(self.stages) or 1
+        action = "replace the component: tool, fasteners and pattern, torque, passes, routine"
+        instructions = self.judge_instructions(self.stages[0]) if self.stages else ""
+        return CostProfile(
+            main_requests=2 + 1.5 * stages,
+            postmortem_requests=2.0,
+            output_tokens=90,
+            added_tokens=60,
+            judge_calls=stages * self.knobs.judge_votes,
+            judge_prompt_chars=len(instructions) + len(action),
+            reason=f"round 1's case of {stages} replacements: the technician reports and "
+            "services each, the engineers look up and answer each; every replacement is ruled "
+            f"by {self.knobs.judge_votes} judge votes",
+        )
 
     def start_round(self, ctx: RoundContext) -> None:
         """Draw (or take the injected) case, log it, brief the seats on the first module."""

@@ -18,6 +18,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     RoundContext,
     Scenario,
     ScriptedMove,
@@ -200,6 +201,21 @@ class OrbitalAnomaly(Scenario):
     def on_scheduled_case(self, payload: dict[str, Any]) -> None:
         """Play ``payload`` (an :class:`OrbitalCase` as JSON, checked by the knobs) next round."""
         self.injected = OrbitalCase.model_validate(payload)
+
+    def cost_profile(self) -> CostProfile:
+        """Per stage an actuation (judged once) and the officers' readings and answers."""
+        stages = self.progress.total if self.case is not None else 1
+        action = "set the named switch on the named panel, in order, and hold"
+        return CostProfile(
+            main_requests=2 + 1.5 * stages,
+            postmortem_requests=2.0,
+            output_tokens=80,
+            added_tokens=50,
+            judge_calls=stages,
+            judge_prompt_chars=len(self.judge_instructions(1)) + len(action) if self.case else 0,
+            reason=f"round 1's case of {stages} stages: the astronaut reports and actuates each, "
+            "the officers read and answer each; one judge call per actuation",
+        )
 
     def start_round(self, ctx: RoundContext) -> None:
         """Draw (or take the injected) case, log its answer key, brief each seat on stage 1."""

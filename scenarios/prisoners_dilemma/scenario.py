@@ -15,6 +15,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     RoundContext,
     Scenario,
     ScriptedMove,
@@ -98,6 +99,17 @@ class PrisonersDilemma(Scenario):
             return {"status": "locked", "move": move}
 
         return [scenario_tool(lock_in)]
+
+    def cost_profile(self) -> CostProfile:
+        """Three requests a round (talk, lock in, stop), two in the postmortem (a line, stop)."""
+        return CostProfile(
+            main_requests=3.0,
+            postmortem_requests=1.5,
+            output_tokens=40,
+            added_tokens=30,
+            reason="a player talks, locks in and stops; in the postmortem it sends a line, "
+            "stops, and is woken by the other's line every other round",
+        )
 
     def start_round(self, ctx: RoundContext) -> None:
         """Clear the moves and brief both players."""

@@ -18,6 +18,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     RoundContext,
     Scenario,
     ScriptedMove,
@@ -133,6 +134,18 @@ class SignalGame(Scenario):
         )
 
     # -- the round ----------------------------------------------------------------------------
+
+    def cost_profile(self) -> CostProfile:
+        """Per target the sender sends one message and the receiver chooses once."""
+        targets = self.knobs.targets_per_round
+        return CostProfile(
+            main_requests=1 + 2 * targets,
+            postmortem_requests=2.0,
+            output_tokens=40,
+            added_tokens=60,
+            reason=f"{targets} targets a round: per target the sender sends and waits, the "
+            "receiver waits and chooses",
+        )
 
     def start_round(self, ctx: RoundContext) -> None:
         """Assign roles, draw the round's targets, reveal the first."""

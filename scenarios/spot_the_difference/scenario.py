@@ -19,6 +19,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     ItemRuling,
     RoundContext,
     Scenario,
@@ -175,6 +176,20 @@ class SpotTheDifference(Scenario):
         )
 
     # -- the round ----------------------------------------------------------------------------
+
+    def cost_profile(self) -> CostProfile:
+        """Viewers describe their scenes in turns, then each team submits once (judged once)."""
+        teams = self.knobs.team_count
+        return CostProfile(
+            main_requests=6.0,
+            postmortem_requests=2.0,
+            output_tokens=100,
+            added_tokens=80,
+            judge_calls=teams,
+            judge_prompt_chars=len(self.judge_instructions()) + 400 if self.case else 0,
+            reason="viewers trade a few descriptions and a submission each round; one judge "
+            f"call per team's submission ({teams} teams)",
+        )
 
     def start_round(self, ctx: RoundContext) -> None:
         """Draw the case, log it, and brief each viewer with its scene and K."""

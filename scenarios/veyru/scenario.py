@@ -18,6 +18,7 @@ from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
     AgentSpec,
     ChannelSpec,
+    CostProfile,
     RoundContext,
     Scenario,
     ScriptedMove,
@@ -111,6 +112,23 @@ class Veyru(Scenario):
             budget_chars=k.round_budget_chars,
             intensity_levels=k.intensity_levels,
             postmortem_enabled=k.postmortem_enabled,
+        )
+
+    def cost_profile(self) -> CostProfile:
+        """Per stage a treatment (judged once) and a reply; a round's case has mean stages."""
+        k = self.knobs
+        stages = (k.min_stages + k.max_stages) / 2
+        action = "apply the named procedure to the named face for N seconds at level L"
+        return CostProfile(
+            main_requests=1.5 + stages,
+            postmortem_requests=2.0,
+            output_tokens=60,
+            added_tokens=40,
+            judge_calls=stages,
+            judge_prompt_chars=len(self.judge_instructions(1)) + len(action) if self.case else 0,
+            reason=f"a case of {stages:g} stages on average: the observer describes, treats each "
+            "stage and stops, the engineer waits, answers each stage and stops; one judge call "
+            "per treatment",
         )
 
     # -- the round ----------------------------------------------------------------------------

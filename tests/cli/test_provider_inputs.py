@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
+from glossogen.launch import RunRequest, estimate_cost, plan_run
 
 PROVIDER_ENV = (
     "OPENAI_API_KEY",
@@ -45,7 +46,7 @@ CASES = [
         {},
         ["prisoners_dilemma", "--config", "knobs_missing", *SCRIPTED],
         65,
-        "unknown preset 'knobs_missing' (available: knobs_default)",
+        "unknown preset 'knobs_missing' (available: knobs_default, knobs_no_postmortem)",
     ),
     (
         "config file absent",
@@ -168,7 +169,7 @@ CASES = [
         [*PD, "--provider", "scripted", "--model", "s", "agent_model_settings.thinking=lots"],
         65,
         "invalid knob 'agent_model_settings.thinking' = \"lots\": "
-        "Input should be 'minimal', 'low', 'medium', 'high', 'xhigh' or 'max'",
+        "accepted values are minimal, low, medium, high, xhigh, max, true, false, null",
     ),
     (
         "max_tokens=-1",
@@ -249,13 +250,40 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
         )
     out = capsys.readouterr().out.splitlines()
     assert exited.value.code == 0
-    # 20 requests x (4,000 in, 200 out): sonnet-4-6 $3/$15 per MTok -> 20 x $0.015 = $0.30;
-    # gpt-5.4 $2.50/$15 per MTok -> 20 x $0.013 = $0.26.
-    assert out[-3:] == [
-        'agent player_a: anthropic:claude-sonnet-4-6 settings={"cache": true, "max_tokens": 16384} ~$0.3000/round',
-        'agent player_b: openai:gpt-5.4 settings={"cache": true, "max_tokens": 16384} ~$0.2600/round',
-        "estimated cost: $0.5600 per round, $2.2400 for 4 rounds (assuming 20 requests per agent per round of 4000 input and 200 output tokens)",
+    # The figures are estimate_cost's (checked against played runs in tests/launch/
+    # test_estimate.py); here: each seat on its own model and rates, the total, the assumptions.
+    plan = plan_run(
+        RunRequest(
+            scenario="prisoners_dilemma",
+            model="claude-sonnet-4-6",
+            provider="anthropic",
+            runs_dir=str(tmp_path / "runs"),
+            config="knobs_default",
+            overrides=[
+                "round_count=4",
+                "agents.player_b.model=gpt-5.4",
+                "agents.player_b.provider=openai",
+            ],  # fmt: skip
+        )
+    )
+    estimate = estimate_cost(plan)
+    a, b = estimate.seats
+    assert (a.requests, b.requests) == (18, 18)  # 3 a round and 1.5 a postmortem, 4 rounds
+    assert a.input_tokens == b.input_tokens and a.output_tokens == b.output_tokens
+    assert a.usd is not None and b.usd is not None and estimate.total_usd == a.usd + b.usd
+    assert out[1:] == [
+        'agent player_a: anthropic:claude-sonnet-4-6 settings={"cache": true, "max_tokens": 16384} '
+        f"~${a.usd:.4f} (18 requests)",
+        'agent player_b: openai:gpt-5.4 settings={"cache": true, "max_tokens": 16384} '
+        f"~${b.usd:.4f} (18 requests)",
+        f"estimated cost: ${estimate.total_usd:.4f} for 4 rounds "
+        f"(${estimate.total_usd / 4:.4f} per round)",
+        *(f"  assuming {line}" for line in estimate.assumptions),
     ]
+    assert estimate.assumptions[3] == (
+        "cache (a request reads its previous request's prompt): player_a reads and writes, "
+        "player_b reads"
+    )
     assert not (tmp_path / "runs").exists()
 
 

@@ -105,7 +105,7 @@ def test_scenarios_lists_each_scenario_with_its_presets(capsys: pytest.CaptureFi
     rows = {
         line.split("\t")[0]: line.split("\t")[1] for line in capsys.readouterr().out.splitlines()
     }
-    assert rows["prisoners_dilemma"] == "presets: knobs_default"
+    assert rows["prisoners_dilemma"] == "presets: knobs_default, knobs_no_postmortem"
     assert rows["veyru"] == "presets: knobs_default, knobs_intern"
 
 

@@ -43,15 +43,16 @@ def test_a_replace_agent_whose_estimate_passes_the_cap_is_refused(
     out.mkdir()
     argv = ["replace-agent", "veyru", "--source-run-dir", source.url, "--after-round", "1",
             "--replaced-agent-id", "field_observer", "--model", "claude-sonnet-4-6",
-            "--provider", "anthropic", "--runs-dir", str(out), "--spend-cap-usd", "0.5"]  # fmt: skip
+            "--provider", "anthropic", "--runs-dir", str(out), "--spend-cap-usd", "0.01"]  # fmt: skip
     assert _exit(argv) == 65
     lines = capsys.readouterr()
     assert lines.err.count("\n") == 1
-    # one claude-sonnet-4-6 seat: 20 requests of 4,000 + 200 tokens a round = $0.30, and the
-    # in-run judge, no longer scripted: 3 calls of 800 + 100 tokens = $0.0039 a round; for the
-    # 2 rounds after round 1
+    # The launch estimate (glossogen.launch.estimate_cost) of the 2 rounds after round 1: the
+    # one claude-sonnet-4-6 seat $0.0217371 (its history of round 1 read, not billed), the
+    # in-run judge, no longer scripted, 2 calls a round on claude-haiku-4-5 $0.002696, the
+    # scripted engineer $0.
     assert lines.err.startswith(
-        "glossogen: error: --spend-cap-usd 0.5: the dry-run estimate of the 2 rounds to play is "
-        "$0.607800 ($0.303900 per round), above the cap (the derived folder "
+        "glossogen: error: --spend-cap-usd 0.01: the dry-run estimate of the 2 rounds to play is "
+        "$0.024433 ($0.012217 per round), above the cap (the derived folder "
     )
     assert list(out.iterdir()) == []

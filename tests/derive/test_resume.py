@@ -58,12 +58,13 @@ def three_rounds(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> 
 RANDOM_FIELDS = ("timestamp", "run_id", "conversation_id", "message_id")
 
 
-def _strip(value: Any) -> Any:
-    """Drop wall-clock times and random ids, which differ between two plays of the same seed."""
+def _strip(value: Any, fields: tuple[str, ...] = RANDOM_FIELDS) -> Any:
+    """Drop ``fields`` at every depth: by default wall-clock times and random ids, which differ
+    between two plays of the same seed."""
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in RANDOM_FIELDS}
+        return {k: _strip(v, fields) for k, v in value.items() if k not in fields}
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [_strip(v, fields) for v in value]
     return value
 
 

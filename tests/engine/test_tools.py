@@ -32,24 +32,22 @@ def test_a_send_after_someone_else_wrote_unread_is_a_conflict_and_sends_nothing(
     )
     played = play(scenario)
     first, second = played.results("b", "send_message")
-    (seen,) = first["messages"]
-    assert without_ids(first) == {
-        "status": "conflict",
-        "note": CONFLICT_NOTE,
-        "messages": [seen],
-    }
-    assert without_ids(seen) == {"channel_id": "link", "sender_id": "a", "text": "from a"}
+    # agents see the run's short message ids (m<n>), not the log's UUIDs
+    seen = {"message_id": "m1", "channel_id": "link", "sender_id": "a", "text": "from a"}
+    assert first == {"status": "conflict", "note": CONFLICT_NOTE, "messages": [seen]}
     # The conflicted send was not logged nor charged: b's retry is charged 6 on top of a's 6.
-    assert without_ids(second) == {
+    assert second == {
         "status": "sent",
+        "message_id": "m2",
         "chars": 6,
         "budget_used_chars": 12,
         "budget_chars": 150,
     }
-    assert [(e.sender_id, e.text, e.budget_used_chars) for e in played.of("message_sent")] == [
-        ("a", "from a", 6),
-        ("b", "from b", 12),
+    sent = [
+        (e.sender_id, e.text, e.budget_used_chars, e.short_id) for e in played.of("message_sent")
     ]
+    assert sent == [("a", "from a", 6, "m1"), ("b", "from b", 12, "m2")]
+    assert all(len(e.message_id) == 36 for e in played.of("message_sent"))  # the log's own UUIDs
 
 
 def test_a_conflict_counts_as_reading_so_the_message_is_not_notified_again():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from genai_prices import Usage, calc_price
@@ -48,8 +49,8 @@ def _history(agent: str, said: str) -> list[dict]:
     return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
 
-def _run(tmp_path: Path) -> Path:
-    log = RunLog(tmp_path, model="gpt-4o-mini", provider="openai")
+def _run(tmp_path: Path, model: str = "gpt-4o-mini", provider: str = "openai") -> Path:
+    log = RunLog(tmp_path, model=model, provider=provider)
     log.round(1).say(1, FO, "hot shell L4").say(1, SE, "brace L4").verdict(1, True)
     log.history(1, FO, _history(FO, "hot shell L4")).history(1, SE, _history(SE, "brace L4"))
     return log.complete(1).end().write()
@@ -64,15 +65,25 @@ def _answer(req: RecordedRequest) -> StubReply:
     return StubReply(text=ANSWERS[agent], **TOKENS)
 
 
+def _probe(
+    stub: StubModelServer, patch: pytest.MonkeyPatch, tmp_path: Path, model: str, replicas: int = 1
+) -> tuple[Path, Any]:
+    """Probe a run whose seats played ``model`` (on the stub, named by the SDK's variables)."""
+    if model.startswith("claude"):
+        patch.setenv("ANTHROPIC_BASE_URL", stub.anthropic_base_url)
+        patch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-probe")
+    patch.setenv("OPENAI_BASE_URL", stub.openai_base_url)
+    patch.setenv("OPENAI_API_KEY", "sk-test-probe")
+    stub.responder = _answer
+    run_dir = _run(tmp_path, model, "anthropic" if model.startswith("claude") else "openai")
+    plan = plan_evaluation(str(run_dir), "protocol_probe", probe_replicas=replicas)
+    return run_dir, write_outcomes(plan, asyncio.run(score_all(plan)))
+
+
 def test_probe_replays_each_history_to_its_recorded_model(
     model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-probe")
-    model_stub.responder = _answer
-    run_dir = _run(tmp_path)
-    plan = plan_evaluation(str(run_dir), "protocol_probe")
-    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    run_dir, report = _probe(model_stub, monkeypatch, tmp_path, "gpt-4o-mini")
     entry = report.metrics["protocol_probe"]
     # words {l4, means, level, four} vs {l4, means, level, 4, brace}: 3 shared of 6
     assert entry.score == 0.5
@@ -93,9 +104,41 @@ def test_probe_replays_each_history_to_its_recorded_model(
     kinds = [m.get("type") or m["role"] for m in first.messages]
     assert kinds == ["user", "function_call", "function_call_output", "assistant", "user"]
     assert first.messages[1]["arguments"] == '{"channel_id":"link","text":"hot shell L4"}'
-    assert first.messages[-1]["content"] in QUESTIONS.values()
+    (asked,) = first.messages[-1]["content"]
+    assert asked["text"] in QUESTIONS.values()
+    run_id = "veyru/1700000000"  # RunLog's
+    keys = {r.body["prompt_cache_key"] for r in sent}
+    assert keys == {f"{run_id}:{FO}:probe", f"{run_id}:{SE}:probe"}  # one cache per seat
     lines = [json.loads(x) for x in (run_dir / "protocol_probe.jsonl").read_text().splitlines()]
     assert {x["answer"] for x in lines} == set(ANSWERS.values())
+
+
+def test_probe_caches_each_history_once_for_all_its_questions_on_anthropic(
+    model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, report = _probe(model_stub, monkeypatch, tmp_path, "claude-sonnet-4-6", replicas=2)
+    entry = report.metrics["protocol_probe"]
+    assert (entry.status, entry.replicas) == ("ok", 2)
+    sent = model_stub.requests
+    assert len(sent) == 16  # 2 agents x 4 questions x 2 replicas
+    marker = {"type": "ephemeral", "ttl": "5m"}
+    answered = dict(model_stub.spans)  # arrival -> answer
+    for agent in (FO, SE):
+        mine = [r for r in sent if r.body["system"][0]["text"] == f"You are {agent}."]
+        assert len(mine) == 8
+        for req in mine:
+            *history, question = req.messages
+            # the history (every question's shared context) is cached up to its last block,
+            # with the instructions; the question is not, nor anything after it
+            assert "cache_control" not in req.body
+            assert req.body["system"][-1]["cache_control"] == marker
+            assert history[-1]["content"][-1]["cache_control"] == marker
+            assert "cache_control" not in json.dumps(history[:-1])
+            assert question["role"] == "user" and "cache_control" not in json.dumps(question)
+            assert question["content"][-1]["text"] in QUESTIONS.values()
+        # the first question is answered before the others are asked: they read its cache
+        first, *rest = sorted(r.at for r in mine)
+        assert all(answered[first] <= at for at in rest)
 
 
 def test_probe_fails_when_every_call_fails(

@@ -163,7 +163,7 @@ REFUSED = [
         ["agent_model_settings.thinking=huge"],
         (
             "invalid knob 'agent_model_settings.thinking' = \"huge\": "
-            "Input should be 'minimal', 'low', 'medium', 'high', 'xhigh' or 'max'"
+            "accepted values are minimal, low, medium, high, xhigh, max, true, false, null"
         ),
     ),
     (

@@ -91,3 +91,45 @@ def test_a_config_file_with_a_digit_string_is_refused_by_run(
         "glossogen: error: invalid knob 'round_count' = \"2\": Input should be a valid integer\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["knobs.json"]
+
+
+CACHE_VALUES = "true, false, 5m, 30m, 1h, 12h"  # pydantic-ai's CacheRetention tiers
+CHOICE_REFUSED = [
+    ("agent_model_settings.cache=2h", "agent_model_settings.cache", '"2h"', CACHE_VALUES),
+    ("agent_model_settings.cache=1", "agent_model_settings.cache", "1", CACHE_VALUES),
+    ("agent_model_settings.cache=null", "agent_model_settings.cache", "null", CACHE_VALUES),
+    ("judge_model_settings.cache=yes", "judge_model_settings.cache", '"yes"', CACHE_VALUES),
+    ('model_overrides={"player_a": {"model": "claude-haiku-4-5", "model_settings": '
+     '{"cache": "1d"}}}', "model_overrides.player_a.model_settings.cache", '"1d"',
+     CACHE_VALUES),
+    ("agent_model_settings.thinking=huge", "agent_model_settings.thinking", '"huge"',
+     "minimal, low, medium, high, xhigh, max, true, false, null"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("item", "knob", "shown", "accepted"), CHOICE_REFUSED, ids=[c[1] + c[2] for c in CHOICE_REFUSED]
+)
+def test_a_value_no_choice_accepts_is_refused_listing_the_choices(
+    item: str,
+    knob: str,
+    shown: str,
+    accepted: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A knob taking true, false or a named value (cache, thinking) lists them all, not
+    pydantic's 'Input should be a valid boolean' for one member; nothing is claimed or sent."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never reached
+    runs = tmp_path / "runs"
+    argv = ["run", "prisoners_dilemma", "--model", "claude-sonnet-4-6", "--provider",
+            "anthropic", "--config", "knobs_default", "--runs-dir", str(runs), item]  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 65
+    assert capsys.readouterr().err == (
+        f"glossogen: error: invalid knob '{knob}' = {shown}: accepted values are {accepted}\n"
+    )
+    assert not runs.exists()

@@ -35,8 +35,9 @@ from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServ
 from tests.fixtures.polling import wait_until
 
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
-# of 1,000,000 input and 1,000 output tokens costs $3.015; the dry run assumes 20 requests of
-# 4,000 + 200 tokens per agent and round: $0.30 per agent, $0.60 per round of two players.
+# of 1,000,000 input and 1,000 output tokens costs $3.015. The launch estimate of RUN (the
+# arithmetic in test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written) is
+# $0.034128: a cap above it launches, and the stub's large answers then reach the cap.
 CALL = StubReply(text="Thinking it over.", input_tokens=1_000_000, output_tokens=1_000)
 RUN = ["run", "prisoners_dilemma", "--model", "claude-sonnet-4-6", "--provider", "anthropic",
        "--config", "knobs_default", "round_count=2", "idle_floor_seconds=0.05",
@@ -162,7 +163,7 @@ def test_a_failed_request_releases_its_reservation(
 
 # Two players on claude-sonnet-4-6 at max_tokens 20,000: an answer of 1,000 input and 20,000
 # output tokens costs $0.303; a first request's worst case is $0.30 plus its input bound
-# (about 9,000 tokens: $0.034). The dry run estimates $0.60 for the round.
+# (about 9,000 tokens: $0.034). The launch estimate is far below the caps used.
 READ_LONG = StubReply(tool_calls=[("read_channel", {"channel_id": "table"})],
                       input_tokens=1_000, output_tokens=20_000)  # fmt: skip
 TWO_SEATS = [*ONE_SEAT[:-1], "agent_model_settings.max_tokens=20000",
@@ -264,11 +265,17 @@ def test_a_request_in_flight_holds_its_worst_case_against_the_next_one(
 def test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written(
     anthropic_stub: StubModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The estimate, by hand: each seat's fixed prompt is 218 tokens of system prompt and 328 of
+    # tool definitions, its round briefing 18 (4 characters a token); 3 requests a round, each
+    # answer 40 tokens and each cycle 30 more. Round 1 reads 564, 634 and 704 tokens, round 2
+    # (after 210 + 18 more) 792, 862 and 932: 4,488 in and 240 out per seat, under Anthropic's
+    # 1,024-token cache minimum, so uncached: 4,488 x $3 + 240 x $15 per million = $0.017064
+    # per seat, $0.034128 for both.
     runs = tmp_path / "runs"
-    assert _exit([*RUN, "--runs-dir", str(runs), "--spend-cap-usd", "1.1"]) == 65
+    assert _exit([*RUN, "--runs-dir", str(runs), "--spend-cap-usd", "0.03"]) == 65
     assert capsys.readouterr().err == (
-        "glossogen: error: --spend-cap-usd 1.1: the dry-run estimate of the 2 rounds to play "
-        "is $1.200000 ($0.600000 per round), above the cap\n"
+        "glossogen: error: --spend-cap-usd 0.03: the dry-run estimate of the 2 rounds to play "
+        "is $0.034128 ($0.017064 per round), above the cap\n"
     )
     assert not runs.exists()
     assert anthropic_stub.requests == []
@@ -277,7 +284,7 @@ def test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written(
 def test_a_cap_below_one_requests_output_cap_is_refused_before_anything_is_written(
     anthropic_stub: StubModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The dry run estimates $0.30 for the round, within $0.30; but every request of player_a
+    # The launch estimate of the round is far within $0.30; but every request of player_a
     # reserves its 21,000 output tokens at $15 per million ($0.315) at least: none could be sent.
     runs = tmp_path / "runs"
     argv = [*ONE_SEAT[:-1], "agent_model_settings.max_tokens=21000", "--runs-dir", str(runs),
@@ -342,8 +349,8 @@ def test_the_in_run_judges_requests_are_reserved_and_refused_as_the_agents_are(
     # (max_tokens 1,000) answers apply_treatment for 1,000 + 1,000 tokens ($0.00075), the judge
     # rules for 1,000 + 16,000 ($0.00975). With $0.02: the first ruling fits ($0.00075 spent),
     # the observer's next request fits ($0.0105 spent), the second ruling ($0.01125 spent)
-    # would pass it and is refused: its round is void for the cap. The dry run estimates
-    # $0.01656 for the round (20 observer requests and 3 rulings of 4,000 + 200 tokens).
+    # would pass it and is refused: its round is void for the cap. The launch estimate of the
+    # round is within $0.02.
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-judge")
     ruling = StubReply(

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from mcp import ClientSession
 
+from glossogen.launch import RunRequest, estimate_cost, plan_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import end_group
 from tests.mcp.conftest import (
@@ -223,9 +224,22 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
         {"variable": "ANTHROPIC_API_KEY", "needed_by": "judge", "present": False},
     ]
     assert "sk-test" not in str(estimate)
-    # gpt-5.4's prices in the locked genai-prices, on the dry run's token estimate.
+    # The one launch estimate (glossogen run --dry-run's and the cap's), with no judge key:
+    # veyru's seats on gpt-5.4 and its 2 judge calls a round on claude-haiku-4-5.
+    plan = plan_run(
+        RunRequest(
+            scenario="veyru",
+            model="gpt-5.4",
+            provider="openai",
+            runs_dir=str(runs),
+            config="knobs_default",
+            overrides=["round_count=2"],
+        )  # fmt: skip
+    )
+    expected = estimate_cost(plan)
     total, per_round = estimate["total_cost_usd"], estimate["cost_per_round_usd"]
-    assert (total, per_round) == (1.0478, 0.5239)
+    assert (total, per_round) == (expected.total_usd, expected.per_round_usd)
+    assert (estimate["judge_calls"], estimate["assumptions"]) == (4, expected.assumptions)
     assert refused == (  # the line glossogen run prints
         f"--spend-cap-usd 0.0001: the dry-run estimate of the 2 rounds to play is ${total:.6f} "
         f"(${per_round:.6f} per round), above the cap"

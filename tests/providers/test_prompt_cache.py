@@ -308,14 +308,22 @@ def test_the_judge_is_cached_and_logs_its_cache_tokens_priced(
     assert isinstance(event, JudgeCalled)
     one_hour = 100 if provider == "anthropic" else 0  # OpenAI's wire has no one-hour writes
     if provider == "anthropic":
-        # a ruling's prompt is its own: the judge caches its tools and instructions alone
+        # a ruling's action is its own: the judge caches its tools, its instructions and the
+        # scenario's instructions for the ruling (the same for every vote and attempt on it)
         marker = {"type": "ephemeral", "ttl": "5m"}
         assert "cache_control" not in req.body
         assert req.body["system"][-1]["cache_control"] == marker
         assert req.body["tools"][-1]["cache_control"] == marker
-        assert "cache_control" not in json.dumps(req.body["messages"])
+        (asked,) = req.body["messages"]
+        assert asked["content"] == [
+            {"type": "text", "text": "Rule on the promise.", "cache_control": marker},
+            {"type": "text", "text": "Was it kept?"},
+        ]
     else:
         assert req.body["prompt_cache_key"] == "r/1:judge"
+        (asked,) = req.messages
+        texts = [block["text"] for block in asked["content"]]
+        assert texts == ["Rule on the promise.", "Was it kept?"]  # no marker on this model
     counts = (
         event.input_tokens,
         event.cache_read_tokens,

@@ -117,7 +117,7 @@ def test_a_scenario_nowhere_to_be_found_is_one_line_and_exit_65(tmp_path: Path) 
 BUILT_IN = {  # what check-scenario says of each built-in: counts, and the two runs' wins
     "drive_module_repair": "3 presets, 4 prompts, 3 seats, 2 events",
     "orbital_anomaly": "3 presets, 4 prompts, 3 seats, 2 events",
-    "prisoners_dilemma": "1 preset, 1 prompt, 2 seats, 2 events",
+    "prisoners_dilemma": "2 presets, 1 prompt, 2 seats, 2 events",
     "signal_game": "1 preset, 1 prompt, 2 seats, 3 events",
     "spot_the_difference": "3 presets, 3 prompts, 4 seats, 3 events",
     "veyru": "2 presets, 7 prompts, 2 seats, 2 events",

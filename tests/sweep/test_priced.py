@@ -21,7 +21,7 @@ from glossogen.eventlog import (
     ToolResultReceived,
     read_events,
 )
-from glossogen.launch import RunRequest, estimate_round_cost, plan_run
+from glossogen.launch import RunRequest, estimate_cost, plan_run
 from tests.fixtures.model_stubs import (
     RecordedRequest,
     Served,
@@ -244,9 +244,9 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
     assert _sweep(probe) == 20
     spend = json.loads((runs / "sweeps/probe/run_summary.json").read_text())["spend"]
     ((cell_id, assumed),) = spend["estimate_per_run_usd"].items()
-    assumed_source = "assumed token counts (glossogen.launch)"
+    assumed_source = "the launch estimate (glossogen.launch.estimate_cost)"
     assert spend["estimate_source"][cell_id] == assumed_source
-    # The launch's stated token assumptions for one round of the spec's two gpt-4.1-mini seats.
+    # The launch estimate of one run of the spec's cell (two gpt-4.1-mini seats, one round).
     plan = plan_run(
         RunRequest(
             scenario="prisoners_dilemma",
@@ -257,7 +257,7 @@ def test_runs_whose_every_call_failed_never_become_a_zero_estimate_that_defeats_
             overrides=["round_count=1", "postmortem_enabled=false", "idle_floor_seconds=0.05"],
         )
     )
-    assert assumed == pytest.approx(estimate_round_cost(plan).per_round, rel=1e-12)
+    assert assumed == pytest.approx(estimate_cost(plan).total_usd, rel=1e-12)
     # The provider is down: a run whose every call failed ends error, logging $0.
     down = tmp_path / "down.yaml"
     down.write_text(SPEC.format(name="down", trials=1, cap=10.0))

@@ -117,12 +117,18 @@ def _replayable(history: list[ModelMessage]) -> tuple[list[ModelMessage], str | 
 
 
 async def _ask(
-    seat: Seat, history: list[ModelMessage], question: str
+    seat: Seat, history: list[ModelMessage], question: str, cache_key: str
 ) -> tuple[str | None, float | None]:
-    """Ask ``seat``'s recorded model ``question`` after its history; None answer on failure."""
-    from pydantic_ai import Agent
+    """Ask ``seat``'s recorded model ``question`` after its history; None answer on failure.
 
-    from glossogen.models import build_model
+    The history is every question's shared context: it is cached up to its last block (a
+    ``CachePoint`` before the question, with the instructions; on OpenAI the seat's probe
+    ``cache_key`` routes its calls to one cache), and the question alone is not.
+    """
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import CachePoint, UserContent
+
+    from glossogen.models import build_model, request_model_settings
 
     kept, instructions = _replayable(history)
     model = (
@@ -131,11 +137,46 @@ async def _ask(
         else build_model(seat.provider, seat.model)
     )
     agent = Agent(model, instructions=instructions)
+    settings = request_model_settings({"cache": True}, seat.provider, cache_key, conversation=False)
+    prompt: list[UserContent] = [CachePoint(), question] if kept else [question]
     try:
-        result = await agent.run(question, message_history=kept)
+        result = await agent.run(prompt, message_history=kept, model_settings=settings)
     except Exception:  # noqa: BLE001 (a failed probe call is a missing answer)
         return None, 0.0
     return str(result.output), price_usage(seat.provider, seat.model, result.usage)
+
+
+async def _ask_all(
+    jobs: list[tuple[Seat, str, int]],
+    histories: dict[str, list[ModelMessage]],
+    run_id: str,
+    bank: dict[str, str],
+) -> list[tuple[str | None, float | None]]:
+    """Ask every job, in job order; seats at once.
+
+    Per seat, its first job is asked alone and the rest once it is answered, all at once: they
+    read the shared history from the cache the first one wrote, so it is paid for once.
+    """
+
+    def ask(job: tuple[Seat, str, int]) -> Any:
+        seat, qid, _ = job
+        key = f"{run_id}:{seat.agent_id}:probe"
+        return _ask(seat, histories[seat.agent_id], bank[qid], key)
+
+    async def seat_jobs(indices: list[int]) -> list[tuple[str | None, float | None]]:
+        first = await ask(jobs[indices[0]])
+        return [first, *await asyncio.gather(*(ask(jobs[i]) for i in indices[1:]))]
+
+    by_seat: dict[str, list[int]] = defaultdict(list)
+    for i, (seat, _, _) in enumerate(jobs):
+        by_seat[seat.agent_id].append(i)
+    seats = list(by_seat.values())
+    answers: dict[int, tuple[str | None, float | None]] = {}
+    for indices, asked in zip(
+        seats, await asyncio.gather(*(seat_jobs(i) for i in seats)), strict=True
+    ):
+        answers.update(zip(indices, asked, strict=True))
+    return [answers[i] for i in range(len(jobs))]
 
 
 @metric(
@@ -175,9 +216,7 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
         for qid in bank
         for replica in range(1, ctx.probe_replicas + 1)
     ]
-    answers = await asyncio.gather(
-        *(_ask(seat, histories[seat.agent_id], bank[qid]) for seat, qid, _ in jobs)
-    )
+    answers = await _ask_all(jobs, histories, run.run_id, bank)
     cost = add_costs([c for _, c in answers])
     rows: list[dict[str, Any]] = [
         {"agent_id": seat.agent_id, "question_id": qid, "replica": replica, "answer": answer}
