@@ -10,6 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from glossogen.launch import RunRequest, estimate_cost, plan_run
 from tests.mcp.conftest import call, refusal, stdio_session
 
 
@@ -61,9 +62,16 @@ def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Pa
             return estimate, extra, two
 
     estimate, extra, two = asyncio.run(go())
-    # Float sums were 0.038400000000000004 a seat, 0.07680000000000001 a round.
-    assert [s["cost_per_round_usd"] for s in estimate["seats"]] == [0.0384, 0.0384]
-    assert (estimate["cost_per_round_usd"], estimate["total_cost_usd"]) == (0.0768, 0.2304)
+    plan = plan_run(RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini",
+                               provider="openai", runs_dir=str(runs), config="knobs_default",
+                               overrides=["round_count=3"]))  # fmt: skip
+    raw = estimate_cost(plan)
+    seats = [e.usd for e in raw.seats]
+    # Float sums such as 0.038400000000000004 come back rounded to a millionth of a dollar.
+    assert any(round(x, 6) != x for x in (*seats, raw.total_usd) if x is not None)
+    assert [s["cost_usd"] for s in estimate["seats"]] == [round(x, 6) for x in seats if x]
+    assert (estimate["cost_per_round_usd"], estimate["total_cost_usd"]) == (
+        round(raw.per_round_usd, 6), round(raw.total_usd, 6))  # fmt: skip
     assert extra == "rounds: Extra inputs are not permitted"
     assert two == (
         "page_size: Input should be a valid integer, unable to parse string as an integer; "
