@@ -10,7 +10,10 @@ Each rule gives one line per problem it finds; an empty list means the scenario 
   tool a seat names is one ``tools()`` offers;
 - every seat's system prompt renders from the default preset with strict undefined values
   (a missing value is an error naming the template and the value);
-- a scripted run of 2 rounds completes, and a second one records the same verdicts;
+- no module of the scenario's folder names an unseeded source of chance or time (the global
+  ``random`` functions, an unseeded ``Random()``, the wall clock: :mod:`._sources`);
+- a scripted run of 2 rounds completes without drawing from the global ``random`` source
+  (whatever the way in), and a second one records the same verdicts;
 - a judged scenario logs its ``<scenario>_case_started`` event, and no judge prompt of the
   run holds a field that event marks hidden (:class:`~glossogen.scenario.Code`).
 """
@@ -18,6 +21,7 @@ Each rule gives one line per problem it finds; an empty list means the scenario 
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 import traceback
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from jinja2 import TemplateError
 
+from glossogen.authoring._sources import ADVICE, unseeded_sources
 from glossogen.eventlog import JudgeCalled, RunView
 from glossogen.knobs import BaseKnobs, ConfigError, knobs_json_schema, list_presets, load_config
 from glossogen.knobs import resolve_knobs as validate_knobs
@@ -75,6 +80,7 @@ def check_scenario(name: str) -> ScenarioCheck:
     scenario = cls(knobs)
     problems += seat_problems(scenario)
     problems += prompt_problems(scenario)
+    problems += unseeded_sources(scenario_dir(cls))
     if problems:  # a run of a scenario already wrong says nothing more
         return ScenarioCheck(name, problems)
     with tempfile.TemporaryDirectory(prefix="glossogen-check-") as work:
@@ -199,6 +205,7 @@ def _two_runs(name: str, work: Path) -> tuple[list[RunView], list[str]]:
     """Play the scripted check run twice; the problems if one fails or the verdicts differ."""
     runs: list[RunView] = []
     for attempt in ("first", "second"):
+        before = random.getstate()
         try:
             run = play(name, work / attempt, rounds=CHECK_ROUNDS, config=DEFAULT_PRESET)
         except LaunchError as exc:
@@ -210,6 +217,8 @@ def _two_runs(name: str, work: Path) -> tuple[list[RunView], list[str]]:
         if run.status != "completed":
             error = run.ended.error if run.ended is not None else None
             return runs, [f"the scripted run ended {run.status}: {error or 'no reason logged'}"]
+        if random.getstate() != before:  # the engine never draws from it: the scenario did
+            return runs, [f"the scripted run drew from the global random source: {ADVICE}"]
         runs.append(run)
     first, second = (round_verdicts(run) for run in runs)
     problems = [

@@ -54,7 +54,8 @@ _COMMANDS: dict[str, _Command] = {
     "analyze": _Command("analyze", "analyze",
                         "Answer a grouped question over runs, with n, missing and intervals."),
     "verify": _Command("verify", "verify", "Check that runs' books balance (exit 1 if not)."),
-    "serve": _Command("serve", "serve", "Serve the REST export endpoints and MCP at /mcp."),
+    "serve": _Command("serve", "serve",
+                      "Serve the run browser (/), the REST export endpoints and MCP at /mcp."),
     "mcp": _Command("mcp", "mcp", "Serve the MCP tools over stdio."),
     "stop": _Command("stop", "stop", "End a live run 'interrupted' (resumable)."),
     "sweep": _Command("sweep", "sweep", "Launch the runs of a sweep spec (cells x trials)."),
@@ -103,8 +104,21 @@ app = typer.Typer(
 )
 
 
+def _version(asked: bool) -> None:
+    """Print ``glossogen <version>`` (the installed distribution's) and exit 0."""
+    if asked:
+        from importlib.metadata import version
+
+        print(f"glossogen {version('glossogen')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Study how LLM agents communicate when they must: play scenarios, read their event logs."""
 
 

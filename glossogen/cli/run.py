@@ -30,6 +30,7 @@ from glossogen.launch import (
     observing,
     plan_resume,
     plan_run,
+    turn_cap_warning,
     uncosted_models,
 )
 from glossogen.storage import LeaseSettingError, StorageError, WriteConflictError, lease_seconds
@@ -100,17 +101,17 @@ def run(
         ..., help="Installed scenario name (see `glossogen scenarios`)."
     ),
     overrides: list[str] = typer.Argument(None, help="key=value knob overrides, parsed as JSON."),
-    model: str = typer.Option(
-        "", "--model", help="Default model of every agent (with --resume: as recorded)."
+    model: str | None = typer.Option(
+        None, "--model", help="Default model of every agent (with --resume: as recorded)."
     ),
-    provider: str = typer.Option(
-        "", "--provider", help="Default provider of every agent (with --resume: as recorded)."
+    provider: str | None = typer.Option(
+        None, "--provider", help="Default provider of every agent (with --resume: as recorded)."
     ),
-    runs_dir: str = typer.Option(
-        "", "--runs-dir", help="Root folder or fsspec URL for run output (not with --resume)."
+    runs_dir: str | None = typer.Option(
+        None, "--runs-dir", help="Root folder or fsspec URL for run output (not with --resume)."
     ),
-    config: str = typer.Option(
-        "",
+    config: str | None = typer.Option(
+        None,
         "--config",
         help="Preset name (knobs_default) or JSON file path (with --resume: as recorded).",
     ),
@@ -154,13 +155,18 @@ def run(
     ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
+    for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
+                        (provider, "--provider"), (config, "--config")):  # fmt: skip
+        if value is not None and not value.strip():  # given, but empty: not a missing option
+            _error(f"{flag} {value!r} is empty: give it a value")
+            return 64
     return play(
         scenario=scenario,
         overrides=list(overrides or []),
-        model=model,
-        provider=provider,
-        runs_dir=runs_dir,
-        config=config,
+        model=model or "",
+        provider=provider or "",
+        runs_dir=runs_dir or "",
+        config=config or "",
         max_agent_turns=max_agent_turns,
         run_timeout=run_timeout,
         spend_cap_usd=spend_cap_usd,
@@ -288,6 +294,9 @@ def play(
             "its spend is recorded as null",
             file=sys.stderr,
         )
+    warning = None if resume_dir else turn_cap_warning(plan)
+    if warning is not None:
+        print(f"glossogen: warning: {warning}", file=sys.stderr, flush=True)
     if dry_run:
         _print_dry_run(plan, estimate or estimate_cost(plan, done))
         return 0

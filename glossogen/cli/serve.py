@@ -44,7 +44,11 @@ def serve(
         "127.0.0.1", "--host", help="Interface to bind (loopback unless you mean to share)."
     ),
 ) -> int:
-    """Serve the runs directory over REST (export endpoints) and MCP (streamable HTTP, /mcp)."""
+    """Serve the runs directory to a web browser, over REST and over MCP.
+
+    The run browser: open http://HOST:PORT/ in a web browser (the runs, each run live or
+    finished, export, stop). REST: the export endpoints. MCP: streamable HTTP at /mcp.
+    """
     if "://" not in runs_dir and not os.path.isdir(runs_dir):
         print(f"glossogen: error: --runs-dir {runs_dir!r} is not a folder", file=sys.stderr)
         return int(exit_codes.UNREADABLE)

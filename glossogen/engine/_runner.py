@@ -117,6 +117,10 @@ class AgentRunner:
     """What each tool call of this phase returned, by ``tool_call_id`` (its effect happened)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Why the engine answered a tool call of this phase without running the tool, by id."""
+    results_logged: set[str] = field(default_factory=set)
+    """``tool_call_id`` of every ``tool_result_received`` logged this phase: a result logged
+    as its request was built (then the turn limit cut the request off) is not logged again
+    when the cycle's end closes that call in the history."""
     held: list[Callable[[], None]] = field(default_factory=list)
     """Game-clock holds of failed calls, released once the cycle has logged the failure
     (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
@@ -161,6 +165,7 @@ class AgentRunner:
         self.phase_answers = 0
         self.returned = {}
         self.refused = {}
+        self.results_logged = set()
         self.idle = False
         self.wake.clear()
 
@@ -388,6 +393,9 @@ class CycleDriver:
         if len(closed) > len(history):
             for part in closed[-1].parts:
                 assert isinstance(part, ToolReturnPart)
+                if part.tool_call_id in runner.results_logged:
+                    continue  # logged as the request it was in was built, before the cut
+                runner.results_logged.add(part.tool_call_id)
                 ran = part.tool_call_id in runner.returned
                 self.emit(
                     ToolResultReceived(
@@ -435,6 +443,7 @@ class CycleDriver:
                 if isinstance(part, ToolReturnPart) and part.content != INTERRUPTED:
                     result = _payload(part.content)
                     runner.observations.append(Observation("tool_result", result, part.tool_name))
+                    runner.results_logged.add(part.tool_call_id)
                     self.emit(
                         ToolResultReceived(
                             agent_id=agent_id,

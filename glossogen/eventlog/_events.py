@@ -13,6 +13,7 @@ Scenarios add their own event classes with :func:`register_event`; the union use
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -642,18 +643,55 @@ def register_event(cls: type[Event]) -> type[Event]:
     if tag in known and known[tag] is not cls:
         raise ValueError(f"event type {tag!r} is already registered by {known[tag].__name__}")
     _registered[tag] = cls
-    event_adapter.cache_clear()
+    _adapter.cache_clear()
     return cls
 
 
+_scenarios_loaded: set[str] = set()
+"""The ``GLOSSOGEN_SCENARIO_PATH`` values under which every scenario's events were loaded."""
+
+
+def _load_scenario_events() -> None:
+    """Register the events of every installed scenario (and those on the scenario path).
+
+    A reader must know a scenario's events whether or not something imported that scenario
+    before it read (an MCP server's first call, an export): so the first lookup of the known
+    classes loads every scenario, once per value of ``GLOSSOGEN_SCENARIO_PATH``. A scenario
+    that fails to load adds nothing here (its events read as unknown lines); naming it is
+    ``load_scenario``'s job when a command asks for it.
+    """
+    key = os.environ.get("GLOSSOGEN_SCENARIO_PATH", "")
+    if key in _scenarios_loaded:
+        return
+    _scenarios_loaded.add(key)  # first: a scenario module that reads events does not recurse
+    # The registry sits above this module (it registers into it): imported here, when asked.
+    from glossogen.scenario._registry import load_scenario, scenario_names
+
+    for name in scenario_names():
+        try:
+            load_scenario(name)
+        except Exception:  # noqa: BLE001, S112  # a broken plug-in: its events stay unknown
+            continue
+
+
 def event_classes() -> dict[str, type[Event]]:
-    """Return every known event class by its ``event_type`` tag (core and registered)."""
+    """Return every known event class by its ``event_type`` tag (core and registered).
+
+    Registered means every installed scenario's events (loaded on the first call, see
+    :func:`_load_scenario_events`) and any class passed to :func:`register_event`.
+    """
+    _load_scenario_events()
     return {_tag(c): c for c in CORE_EVENTS} | dict(_registered)
 
 
-@cache
 def event_adapter() -> TypeAdapter[Any]:
     """Return a TypeAdapter over the discriminated union of all known events."""
+    _load_scenario_events()
+    return _adapter()
+
+
+@cache
+def _adapter() -> TypeAdapter[Any]:
     classes = tuple(event_classes().values())
     members = Union[classes]  # type: ignore[valid-type]  # built at run time  # noqa: UP007
     return TypeAdapter(Annotated[members, Field(discriminator="event_type")])

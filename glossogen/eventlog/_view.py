@@ -28,8 +28,10 @@ Rules, in the order a log is read:
   whose figures are not the sum of its priced events, copied spend unlike the source's, a
   damaged line): ``glossogen.eventlog._books``.
 - **Status** is one vocabulary: ``completed``, ``incomplete``, ``error``, ``interrupted`` (as
-  the last ``simulation_ended`` says), ``running`` (no ending and a live writer holds the run)
-  and ``stopped`` (no ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
+  the last ``simulation_ended`` says), ``running`` (no ending, or an ending it can be resumed
+  from, and a live writer holds the run or a launched process is about to: a resume or a
+  derived run reads ``running`` from the moment its launch returns) and ``stopped`` (no
+  ending, no live writer). ``error``, ``interrupted`` and ``stopped`` can be
   resumed. ``queued`` is a run folder that was claimed (``config.json`` written) but whose log
   holds no event yet: its player (a worker's flow run, a detached process) has not begun; no
   log is read for it (:data:`QUEUED`).
@@ -338,7 +340,7 @@ class RunView:
     def status(self) -> Status:
         """The run's status (the module docstring's vocabulary)."""
         ended = self.ended
-        if ended is not None:
+        if ended is not None and not (self.live and ended.status in RESUMABLE):
             return ended.status
         return "running" if self.live else "stopped"
 

@@ -46,8 +46,10 @@ from glossogen.launch._settings import (
     derived_run_check,
     uncosted_models,
 )
+from glossogen.launch._turns import turn_cap_warning
 
 __all__ = [
+    "turn_cap_warning",
     "VIRTUAL_CLOCK_SETTING",
     "DEFAULT_MAX_AGENT_TURNS",
     "check_agent_models",

@@ -22,8 +22,15 @@ PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 """The most rows one page returns."""
 
-TEXT_CHARS = 2000
-"""Characters of one long text field an event row keeps unless the caller asks otherwise."""
+TEXT_CHARS = 200
+"""Characters of one text an event row keeps (nested ones too) unless the caller asks otherwise."""
+
+LIST_ITEMS = 10
+"""Items of one list an event row keeps (a history's messages, a message's parts)."""
+
+PAGE_CHARS = 16_000
+"""Characters of JSON one ``read_run_events`` page holds at most (about 4,000 tokens): a page
+ends before the row that would pass it (a page holds at least one row)."""
 
 
 def refuse(exc: BaseException) -> ToolError:

@@ -94,6 +94,7 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
 def launch_resume(folder: RunFolder, scenario: str) -> str:
     """Continue ``folder`` as ``glossogen run <scenario> --resume <folder>``, detached."""
     pid = _detach(["-m", "glossogen", "run", scenario, "--resume", folder.url], folder)
+    folder.mark_launch(pid)  # live from now on, before the process has taken the lock
     return f"local_process:{pid}"
 
 
@@ -148,11 +149,19 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
         return _cancel_claim(folder)
     if not folder.is_locked():  # a player that holds the lock, its log not begun: signalled
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
+    launched = None if folder.writer_locked() else folder.pending_launch()
+    if launched is not None:  # launched, not yet holding the lock: the launched process
+        return _signal(folder, launched)
     try:
         with open(path, encoding="utf-8") as lock:
             pid = int(lock.read(32).strip())
     except (OSError, ValueError):
         raise StopError(f"run {folder.run_id}: its writer lock records no pid", 65) from None
+    return _signal(folder, pid)
+
+
+def _signal(folder: RunFolder, pid: int) -> Stopping:
+    """Interrupt the run's process ``pid`` (SIGINT, as a Ctrl-C)."""
     try:
         os.kill(pid, signal.SIGINT)
     except ProcessLookupError:

@@ -28,6 +28,7 @@ from glossogen.launch import (
     load_environment,
     plan_resume,
     plan_run,
+    turn_cap_warning,
     uncosted_models,
 )
 from glossogen.launch._credentials import JUDGE_ENV_VARS
@@ -148,6 +149,7 @@ class Launching(ToolBase):
             judge_cost_usd=cost.judge_usd,
             assumptions=cost.assumptions,
             uncosted_models=uncosted_models(plan),
+            warnings=[w for w in [turn_cap_warning(plan)] if w is not None],
         )
 
     def estimate_run(
@@ -209,6 +211,9 @@ class Launching(ToolBase):
             folder.check_unlocked()
         except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
             raise refuse(exc) from None
+        launched = folder.pending_launch()
+        if launched is not None:
+            raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,

@@ -6,6 +6,8 @@ transcript.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server.mcpserver.exceptions import ToolError
 
 from glossogen.eventlog import (
@@ -17,6 +19,8 @@ from glossogen.eventlog import (
     WorldEventDelivered,
 )
 from glossogen.mcp._base import (
+    LIST_ITEMS,
+    PAGE_CHARS,
     TEXT_CHARS,
     ToolBase,
     checked_page_size,
@@ -37,8 +41,40 @@ from glossogen.mcp._results import (
 )
 from glossogen.storage import CONFIG, LABELS, StorageError
 
-WHOLE_FIELDS = frozenset({"event_id", "timestamp", "run_id", "agent_id", "tool_call_id"})
-"""Event fields ``read_run_events`` never truncates: what a caller matches events by."""
+WHOLE_FIELDS = frozenset({"id", "timestamp"})
+"""Fields ``read_run_events`` never cuts, at any depth, besides every ``*_id``: what a caller
+matches events by (ids and times)."""
+
+
+def _whole(key: str) -> bool:
+    return key in WHOLE_FIELDS or key.endswith("_id")
+
+
+def cut_texts(value: Any, limit: int, path: str, truncated: dict[str, int]) -> Any:
+    """``value`` with every text longer than ``limit`` cut, nested ones too, never an id.
+
+    Each cut text's full length goes into ``truncated`` under its path (``messages[0].parts[1]
+    .content``); a list longer than :data:`LIST_ITEMS` keeps its first items and its full
+    length is noted the same way.
+    """
+    if isinstance(value, str):
+        if len(value) > limit:
+            truncated[path] = len(value)
+            return value[:limit]
+        return value
+    if isinstance(value, dict):
+        return {
+            k: v if _whole(k) else cut_texts(v, limit, f"{path}.{k}" if path else k, truncated)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        if len(value) > LIST_ITEMS:
+            truncated[path] = len(value)
+        return [
+            cut_texts(item, limit, f"{path}[{i}]", truncated)
+            for i, item in enumerate(value[:LIST_ITEMS])
+        ]
+    return value
 
 
 class RunReading(ToolBase):
@@ -204,29 +240,26 @@ class RunReading(ToolBase):
             ):
                 continue
             matched.append((index, event))
-        rows = []
+        rows: list[EventRow] = []
+        chars = 0
         for index, event in matched[start : start + size]:
             fields = event.model_dump(
                 mode="json", exclude={"event_type", "round_number", "phase", "schema_version"}
             )
-            truncated = {}
-            for key, value in fields.items():
-                if key in WHOLE_FIELDS:  # ids and times are matched, never cut
-                    continue
-                if isinstance(value, str) and len(value) > max_text_chars:
-                    truncated[key] = len(value)
-                    fields[key] = value[:max_text_chars]
-            rows.append(
-                EventRow(
-                    index=index,
-                    event_type=event.event_type,
-                    round_number=event.round_number,
-                    phase=event.phase,
-                    fields=fields,
-                    truncated=truncated,
-                )
+            truncated: dict[str, int] = {}
+            row = EventRow(
+                index=index,
+                event_type=event.event_type,
+                round_number=event.round_number,
+                phase=event.phase,
+                fields=cut_texts(fields, max_text_chars, "", truncated),
+                truncated=truncated,
             )
-        end = start + size
+            chars += len(row.model_dump_json())
+            if rows and chars > PAGE_CHARS:  # the page is full: this row opens the next one
+                break
+            rows.append(row)
+        end = start + len(rows)
         return EventPage(
             run_id=folder.run_id,
             events=rows,

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+
+USD_DECIMALS = 6
+"""Decimals every amount of money a tool returns is rounded to (a millionth of a dollar): sums
+of float prices read ``0.0384``, never ``0.038400000000000004``."""
+
+Usd = Annotated[float, AfterValidator(lambda usd: round(usd, USD_DECIMALS))]
+"""An amount in USD as the tools return it (rounded to :data:`USD_DECIMALS`)."""
 
 
 class ScenarioSummary(BaseModel):
@@ -76,7 +83,7 @@ class RunRow(BaseModel):
     rounds_won: int | None
     total_messages: int | None
     total_chars: int | None
-    total_cost_usd: float | None
+    total_cost_usd: Usd | None
     duration_seconds: float | None
     started_at: str | None
     derived: bool
@@ -108,7 +115,7 @@ class SeatDetail(BaseModel):
     model: str
     provider: str
     models: list[str]
-    cost_usd: float | None
+    cost_usd: Usd | None
     requests: int
 
 
@@ -124,9 +131,9 @@ class RunDetail(BaseModel):
     rounds_won: int
     rounds: list[RoundOutcome]
     seats: list[SeatDetail]
-    total_cost_usd: float | None
-    judge_cost_usd: float | None
-    inherited_cost_usd: float | None
+    total_cost_usd: Usd | None
+    judge_cost_usd: Usd | None
+    inherited_cost_usd: Usd | None
     duration_seconds: float
     error: str | None
     labels: dict[str, Any]
@@ -199,9 +206,9 @@ class SeatPlan(BaseModel):
     model: str
     provider: str
     model_settings: dict[str, Any]
-    cost_per_round_usd: float | None
+    cost_per_round_usd: Usd | None
     requests: int = Field(description="Model requests the estimate counts for the seat.")
-    cost_usd: float | None = Field(description="The seat's estimated spend over the run.")
+    cost_usd: Usd | None = Field(description="The seat's estimated spend over the run.")
 
 
 class Estimate(BaseModel):
@@ -214,12 +221,16 @@ class Estimate(BaseModel):
     seats: list[SeatPlan]
     judge: str | None
     credentials: list[Credential]
-    cost_per_round_usd: float | None
-    total_cost_usd: float | None
+    cost_per_round_usd: Usd | None
+    total_cost_usd: Usd | None
     judge_calls: int = 0
-    judge_cost_usd: float | None = 0.0
+    judge_cost_usd: Usd | None = 0.0
     assumptions: list[str] = Field(default_factory=list)
     uncosted_models: list[str]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the launch would warn of (max_agent_turns short of the rounds).",
+    )
 
 
 class Launched(BaseModel):
@@ -251,7 +262,7 @@ class Evaluated(BaseModel):
     entries: dict[str, dict[str, Any]]
     blank: dict[str, str]
     failed: dict[str, str]
-    evaluation_cost_usd: float | None
+    evaluation_cost_usd: Usd | None
 
 
 class Exported(BaseModel):

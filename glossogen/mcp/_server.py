@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, ValidationError
 
 from glossogen.derive import ForkRequest
+from glossogen.mcp._base import LIST_ITEMS, PAGE_CHARS, PAGE_SIZE, TEXT_CHARS
 from glossogen.mcp._results import Launched
 from glossogen.mcp._tools import Tools
 
@@ -40,8 +42,12 @@ DESCRIPTIONS = {
     ),
     "read_run_events": (
         "A run's events in log order, filtered by event types, round, phase, channel and seat "
-        "(agent_id), paged with a cursor; texts longer than max_text_chars are cut and their "
-        "full length given in 'truncated'."
+        "(agent_id), paged with a cursor. Every text longer than max_text_chars (default "
+        f"{TEXT_CHARS}) is cut, nested ones too, and a list keeps its first {LIST_ITEMS} "
+        "items; 'truncated' gives each cut one's path and full length. Ids and times are never "
+        f"cut. A page holds up to page_size events (default {PAGE_SIZE}) and at most "
+        f"{PAGE_CHARS:,} characters of JSON (about {PAGE_CHARS // 4:,} tokens): it ends early "
+        "then, and next_cursor goes on from the first event left out."
     ),
     "get_agent_transcript": ("One seat's briefings, messages and tool calls, round by round."),
     "estimate_run": (
@@ -189,7 +195,32 @@ def build_server(runs_dir: str) -> MCPServer:
         )
     for tool in server._tool_manager.list_tools():
         _refuse_unknown_arguments(tool)
+        tool.__class__ = _OneLineTool  # the same fields: only its refusal's text differs
     return server
+
+
+class _OneLineTool(Tool):
+    """A tool whose refusal of arguments that do not fit its schema is one line.
+
+    The SDK's is pydantic's whole text (a count, the argument, the error, a link, on four
+    lines); this one names each argument and what is wrong with it, ``; ``-joined, as every
+    other refusal of these tools is one line.
+    """
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            said = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in cause.errors()
+            )
+            raise ToolError(f"Error executing tool {self.name}: {said}") from cause
 
 
 def _refuse_unknown_arguments(tool: Tool) -> None:

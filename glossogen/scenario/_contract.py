@@ -346,6 +346,10 @@ class Scenario(ABC):
     events: ClassVar[tuple[type[Event], ...]] = ()
     uses_judge: ClassVar[bool] = False
     """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
+    requests_per_round: ClassVar[int | None] = None
+    """Model requests a seat takes in one round (main phase and postmortem), about: what its
+    scripted players take, a little under. A launch warns when ``round_count`` times this
+    passes ``--max-agent-turns`` (the run would end ``incomplete``); None: no warning."""
     scripted_latency_seconds: ClassVar[float] = 2.0
     """Game seconds a scripted model call takes on the clock."""
     probe_questions: ClassVar[dict[str, str]] = {}

@@ -11,7 +11,8 @@ client that means the start sends none. The log is read through
 :class:`~glossogen.eventlog.LogTail` (the reader's rule, line by line), polled every
 :data:`POLL_SECONDS`, locally or on ``s3://`` (the shipped log). The stream ends once the log
 ends in ``simulation_ended`` and nothing follows, or, for a run no writer holds, once its log
-has been read to the end; a finished run is sent whole and the stream ends.
+has been read to the end; a finished run is sent whole and the stream ends. A client that
+disconnects ends its stream at the next frame (nothing more is written to its socket).
 
 ``GET /api/g/{group}/runs/{scenario}/{ts}/summary`` is what the live page refreshes when a
 cost-bearing event streams in: status, the header's cost line, each seat's requests, tokens,
@@ -153,6 +154,8 @@ async def follow(
     yield b"retry: 1000\n\n"
     for n, item in enumerate(backlog[start:], start + 1):
         yield _frame(item, n)
+        if await _gone(request):
+            return
     while True:
         if last_was_end:
             return
@@ -164,6 +167,8 @@ async def follow(
             number += 1
             last_was_end = isinstance(item, SimulationEnded)
             yield _frame(item, number)
+            if await _gone(request):
+                return
         if items:
             idle, quiet = 0, 0.0
             continue  # read on at once: a long log arrives in several reads
@@ -173,13 +178,24 @@ async def follow(
         idle = 0 if live else idle + 1
         if idle >= IDLE_POLLS_TO_END:
             return
-        if request is not None and await request.is_disconnected():
+        if await _gone(request):
             return
         await asyncio.sleep(POLL_SECONDS)
         quiet += POLL_SECONDS
         if quiet >= KEEPALIVE_SECONDS:
             quiet = 0.0
             yield b": keep-alive\n\n"
+
+
+async def _gone(request: Request | None) -> bool:
+    """True once the client has disconnected: the stream stops sending.
+
+    The event loop is let run first (``sleep(0)``): frames are written without waiting, so a
+    long backlog would otherwise be written whole before the server heard of the disconnect,
+    every write after it one socket warning in the log.
+    """
+    await asyncio.sleep(0)
+    return request is not None and await request.is_disconnected()
 
 
 def group_of_folder(folder: RunFolder) -> str:

@@ -41,6 +41,33 @@ its launcher once the flow run exists and by the flow run itself when it starts,
 ``glossogen stop`` cancels it through Prefect (``flow_run_id``, ``deployment_id``)."""
 
 
+LAUNCH = ".launch.json"
+"""The process a launcher started to play the run (pid and start time), until it has ended:
+see :meth:`RunFolder.mark_launch`."""
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of live process ``pid`` (Linux: clock ticks since boot), else None.
+
+    None for an exited process (a zombie included). Without ``/proc``, the pid's liveness
+    alone (``"alive"``).
+    """
+    if not os.path.exists("/proc/self/stat"):
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return None
+        return "alive"
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]  # field 22 of stat: starttime
+
+
 def parse_json(data: bytes) -> Any:
     """Return the value of a JSON document, as :func:`json.loads` reads it.
 
@@ -458,10 +485,47 @@ class RunFolder:
             return
         RunLock(self, record_pid=False).release()
 
-    def is_locked(self) -> bool:
+    def writer_locked(self) -> bool:
         """True while another live process holds the folder's writer lock (flock or lease)."""
         try:
             self.check_unlocked()
         except RunBusyError:
             return True
         return False
+
+    def is_locked(self) -> bool:
+        """True while a live process writes the run, or was launched to and has not begun.
+
+        The writer lock (:meth:`writer_locked`), or a launch a launcher recorded
+        (:meth:`mark_launch`) whose process is alive: from the moment a resume or a derived
+        run is launched, before its process has taken the lock, the run reads as live.
+        """
+        return self.writer_locked() or self.pending_launch() is not None
+
+    def mark_launch(self, pid: int) -> None:
+        """Record that process ``pid`` was launched to play the run (local folders only).
+
+        Written by a launcher right after it started the process, before it returns: the
+        run reads as live (:meth:`is_locked`) until that process has ended.
+        """
+        path = self.local_path(LAUNCH)
+        started = _process_start(pid)
+        if path is not None and started is not None:
+            write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
+
+    def pending_launch(self) -> int | None:
+        """The pid of the process :meth:`mark_launch` recorded, while it is alive; else None.
+
+        Alive is the same process: its pid with the start time recorded (a pid the system
+        gave to another process since is not it), not exited (an unreaped zombie has).
+        """
+        path = self.local_path(LAUNCH)
+        if path is None or not os.path.isfile(path):
+            return None
+        try:
+            with open(path, "rb") as f:
+                mark = parse_json(f.read())
+            pid, started = int(mark["pid"]), mark["started"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return pid if _process_start(pid) == started else None

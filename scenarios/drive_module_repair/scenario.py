@@ -110,6 +110,7 @@ class DriveModuleRepair(Scenario):
     """Three seats, a count-blind multi-module repair per round, a metered bay channel."""
 
     name = "drive_module_repair"
+    requests_per_round = 17  # its scripted seats take up to 20 a round
     description = (
         "A field technician who alone sees symptoms and can service components, a diagnostics "
         "engineer with each module's fault tree and a spec engineer with each module's service "

@@ -114,6 +114,7 @@ class OrbitalAnomaly(Scenario):
     """Three seats, a staged fault case per round, a metered link and a judged panel tool."""
 
     name = "orbital_anomaly"
+    requests_per_round = 13  # its scripted seats take up to 14 a round
     description = (
         "An astronaut who alone sees the panel and can act, a telemetry officer who alone reads "
         "the exact fault, setting and hold, and a systems engineer who alone holds the handbook "

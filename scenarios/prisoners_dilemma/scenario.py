@@ -41,6 +41,7 @@ class PrisonersDilemma(Scenario):
     """Two players, a free talk channel, one private move each per round."""
 
     name = "prisoners_dilemma"
+    requests_per_round = 5  # its scripted seats take up to 6 a round
     description = (
         "Two players talk on a free channel, then each privately locks in cooperate or defect. "
         "The round is won when both cooperate; a missing move counts as defect."

@@ -50,6 +50,7 @@ class Veyru(Scenario):
     """Two seats, one failing veyru per round, a metered link and a judged treatment tool."""
 
     name = "veyru"
+    requests_per_round = 11  # its scripted seats take up to 12 a round
     description = (
         "A field observer who alone sees and touches a failing veyru, and a stabilization "
         "engineer who alone holds the care manual and the star's shifting reading, keep it alive "

@@ -145,3 +145,52 @@ def test_every_built_in_follows_the_convention(name: str) -> None:
     sources = "".join(p.read_text() for p in folder.glob("*.py"))
     assert "render_prompt(" in sources
     assert "Environment(" not in sources and "jinja2" not in sources
+
+
+def _verdict_by_chance(package: Path, odds: str, way_in: str) -> int:
+    """The verdict flips with chance ``odds`` through ``CHANCE``, which ``way_in`` makes (a
+    module-level statement); return the verdict's line."""
+    scenario = package / NAME / "scenario.py"
+    _edit(scenario, 'LOOKOUT, KEEPER = "lookout", "keeper"',
+          f'LOOKOUT, KEEPER = "lookout", "keeper"\n{way_in}')  # fmt: skip
+    _edit(scenario, 'return [Verdict(team_id="team", success=True, reason=f"raised {shown} exactly")]',
+          f'return [Verdict(team_id="team", success=CHANCE.random() >= {odds}, reason=f"raised {{shown}} exactly")]')  # fmt: skip
+    lines = scenario.read_text().splitlines()
+    return next(n for n, line in enumerate(lines, start=1) if "CHANCE.random()" in line)
+
+
+@pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
+def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Path) -> None:
+    """Named where the module draws it: ten checks, ten findings (they were 7 and 3 in 10)."""
+    package = write_new_scenario(NAME, tmp_path / "packages").package_dir
+    line = _verdict_by_chance(package, odds, "import random as CHANCE")
+    for _ in range(10):
+        checked = _check(tmp_path / "packages")
+        assert (checked.returncode, checked.stdout) == (65, "")
+        assert checked.stderr.splitlines() == [
+            f"glossogen: error: {NAME}: scenario.py:{line}: random.random is the unseeded global "
+            "random source: draw from ctx.rng(...), never a global or unseeded source"
+        ]
+
+
+@pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
+def test_a_random_draw_the_source_hides_is_caught_by_the_run_every_time(
+    odds: str, tmp_path: Path
+) -> None:
+    """A global draw the module's text does not show is seen by the scripted run (the global
+    random state moved): ten checks in one process, ten findings."""
+    package = write_new_scenario(NAME, tmp_path / "packages").package_dir
+    hidden = 'CHANCE = getattr(__import__("importlib").import_module("ran" + "dom"), "_inst")'
+    _verdict_by_chance(package, odds, hidden)
+    ten = (
+        "from glossogen.authoring import check_scenario\n"
+        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
+    )
+    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")}
+    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
+                         timeout=600, check=True)  # fmt: skip
+    finding = (
+        "the scripted run drew from the global random source: draw from ctx.rng(...), never a "
+        "global or unseeded source"
+    )
+    assert out.stdout.splitlines() == [str([finding])] * 10

@@ -1,0 +1,79 @@
+"""Lines of the CLI and MCP that were each one word off: --version, serve's help naming the
+browser, an empty --config named as empty, MCP money rounded, one-line argument refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from glossogen.launch import RunRequest, estimate_cost, plan_run
+from tests.mcp.conftest import call, refusal, stdio_session
+
+
+def _glossogen(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "glossogen", *argv],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_version() -> None:
+    done = _glossogen("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, f"glossogen {version('glossogen')}\n", "")  # fmt: skip
+
+
+def test_serve_help_names_the_browser() -> None:
+    done = _glossogen("serve", "--help")
+    assert done.returncode == 0
+    assert "The run browser: open http://HOST:PORT/ in a web browser" in " ".join(
+        done.stdout.split()
+    )
+    listed = _glossogen("--help")
+    assert "Serve the run browser (/), the REST export endpoints and MCP at /mcp." in " ".join(
+        listed.stdout.split()
+    )
+
+
+def test_an_empty_config_is_named_as_empty_not_missing(tmp_path: Path) -> None:
+    done = _glossogen("run", "veyru", "--model", "scripted", "--provider", "scripted",
+                      "--runs-dir", str(tmp_path), "--config", "", "--dry-run")  # fmt: skip
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr == "glossogen: error: --config '' is empty: give it a value\n"
+    missing = _glossogen("run", "veyru", "--model", "scripted", "--provider", "scripted",
+                         "--runs-dir", str(tmp_path), "--dry-run")  # fmt: skip
+    assert missing.stderr == "glossogen: error: Missing option '--config'.\n"
+
+
+def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go() -> tuple[dict[str, Any], str, str]:
+        async with stdio_session(runs, tmp_path) as s:
+            estimate = await call(s, "estimate_run", scenario="prisoners_dilemma",
+                                  model="gpt-4.1-mini", provider="openai",
+                                  overrides=["round_count=3"])  # fmt: skip
+            extra = await refusal(s, "estimate_run", scenario="veyru", model="scripted",
+                                  provider="scripted", rounds=3)  # fmt: skip
+            two = await refusal(s, "list_runs", limit=1, page_size="many")
+            return estimate, extra, two
+
+    estimate, extra, two = asyncio.run(go())
+    plan = plan_run(RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini",
+                               provider="openai", runs_dir=str(runs), config="knobs_default",
+                               overrides=["round_count=3"]))  # fmt: skip
+    raw = estimate_cost(plan)
+    seats = [e.usd for e in raw.seats]
+    # Float sums such as 0.038400000000000004 come back rounded to a millionth of a dollar.
+    assert any(round(x, 6) != x for x in (*seats, raw.total_usd) if x is not None)
+    assert [s["cost_usd"] for s in estimate["seats"]] == [round(x, 6) for x in seats if x]
+    assert (estimate["cost_per_round_usd"], estimate["total_cost_usd"]) == (
+        round(raw.per_round_usd, 6), round(raw.total_usd, 6))  # fmt: skip
+    assert extra == "rounds: Extra inputs are not permitted"
+    assert two == (
+        "page_size: Input should be a valid integer, unable to parse string as an integer; "
+        "limit: Extra inputs are not permitted"
+    )
