@@ -62,10 +62,16 @@ def ensure_chromium() -> None:
         )
     _say(f"{CHROMIUM} is missing: installing Debian's chromium for the browser tests (once)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    update = subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True)
-    install = subprocess.run(
-        ["apt-get", "install", "-y", "-q", "chromium"], env=env, capture_output=True, text=True
+    # Two test commands started at once on a new machine both install: the second waits for
+    # dpkg's lock (up to 10 minutes) instead of failing, then finds chromium installed.
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    update = subprocess.run(
+        ["apt-get", *wait, "update", "-q"], env=env, capture_output=True, text=True
     )
+    install = subprocess.run(
+        ["apt-get", *wait, "install", "-y", "-q", "chromium"],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
     if install.returncode or not os.access(CHROMIUM, os.X_OK):
         print(update.stdout[-2000:], update.stderr[-2000:], install.stdout[-4000:],
               install.stderr[-4000:], sep="\n", file=sys.stderr)  # fmt: skip

@@ -154,7 +154,7 @@ def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(
 @pytest.mark.parametrize(
     ("runs_dir", "code", "line"),
     [
-        ("", 64, "Missing option '--runs-dir'."),
+        ("", 64, "--runs-dir '' is empty: give it a value"),
         ("A_FILE/runs", 66, "runs dir 'A_FILE/runs': A_FILE is a file, not a folder"),
     ],
 )
@@ -232,7 +232,11 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     captured = capsys.readouterr()
     assert exited.value.code == 1
     assert captured.err.splitlines() == [
-        "glossogen: error: run incomplete: every agent reached --max-agent-turns 3"
+        "glossogen: warning: --max-agent-turns 3 likely ends the run before its 5 rounds: a "
+        "prisoners_dilemma seat takes about 5 model requests a round (assumed from its scripted "
+        "players), so 3 turns cover about 0 rounds and the run would end incomplete; "
+        "--max-agent-turns 25 covers 5",
+        "glossogen: error: run incomplete: every agent reached --max-agent-turns 3",
     ]
     lines = captured.out.splitlines()
     run_id = lines[2].removeprefix("new_run_id=")
@@ -244,7 +248,7 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     assert re.fullmatch(
         re.escape(
             f"{run_id} incomplete: 1/1 rounds won · 2 messages · 62 characters "
-            "(postmortems included) · $0.000000 · tokens 1770 in (0 cache read, 0 cache write, "
+            "(postmortems included) · $0.000000 · tokens 1718 in (0 cache read, 0 cache write, "
             "0 of it 1 h), 66 out, 0.0% of input from cache · "
         )
         + r"\d+\.\d s",
