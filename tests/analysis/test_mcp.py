@@ -4,19 +4,21 @@ typed result as ``glossogen analyze --json`` for the same query, and one-line re
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from glossogen.cli import main
-from tests.analysis.cohort import Cohort, build
+from tests.analysis.cohort import (
+    SURFACE_CELLS,
+    SURFACE_FLAGS,
+    Cohort,
+    analyze_json,
+    build,
+    cells,
+)
 from tests.mcp.conftest import call, refusal, stdio_session
 
-QUERY = ["--grain", "round", "--by", "round_budget_chars", "--measure", "round_success:rate",
-         "--measure", "mean_chars_per_round", "--compare", "round_budget_chars=300,600",
-         "--seed", "7", "--resamples", "10"]  # fmt: skip
 ARGUMENTS: dict[str, Any] = {
     "grain": "round", "by": ["round_budget_chars"],
     "measures": ["round_success:rate", "mean_chars_per_round"],
@@ -29,22 +31,14 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
     return build(Path(tmp_path_factory.mktemp("analysis-mcp-runs")))
 
 
-def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    try:
-        main(["analyze", *args, "--json"])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
-
-
 def test_the_same_answer_as_the_cli(
     cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cli = cli_json(capsys, "--runs-dir", cohort.runs_dir, *QUERY)
+    cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *SURFACE_FLAGS)
     picked = [cohort.ids["r1"], cohort.ids["r3"]]
-    by_id = cli_json(capsys, "--runs-dir", cohort.runs_dir, "--run-id", picked[0], "--run-id",
+    by_id = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--run-id", picked[0], "--run-id",
                      picked[1], "--measure", "task_done:rate")  # fmt: skip
-    fields_cli = cli_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
+    fields_cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
                           "--list-fields")  # fmt: skip
 
     async def flow() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
@@ -76,16 +70,7 @@ def test_the_same_answer_as_the_cli(
     assert picked_got == by_id
     assert picked_got["groups"][0]["cells"][0]["value"] == 0.5
     assert listed == fields_cli
-    cells = [(g["keys"]["round_budget_chars"], c["measure"], c["value"], c["n"], c["missing"])
-             for g in got["groups"] for c in g["cells"]]  # fmt: skip
-    assert cells == [
-        ("300", "round_success:rate", 0.75, 4, 0),
-        ("300", "mean_chars_per_round:mean", 15.0, 4, 0),
-        ("600", "round_success:rate", 0.25, 4, 0),
-        ("600", "mean_chars_per_round:mean", 30.0, 2, 2),
-        ("(blank)", "round_success:rate", 1.0, 2, 0),
-        ("(blank)", "mean_chars_per_round:mean", 50.0, 2, 0),
-    ]
+    assert cells(got) == SURFACE_CELLS
     assert got["groups"][0]["cells"][0]["interval"] == {
         "low": 0.5, "high": 1.0, "method": "bootstrap"
     }  # fmt: skip
