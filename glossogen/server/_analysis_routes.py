@@ -8,7 +8,10 @@ repeatable; ``status``, ``run_id_contains``, ``contains_agent_id``; or ``run_id`
 with ``grain`` and ``metric``, and answers the grain's fields with their coverage and values.
 
 As the export routes do, each sees only its group's runs (``{slug}``); the ceiling
-(``max_runs``) applies to what remains. Refusals, one line each, as every REST refusal:
+(``max_runs``) applies to what remains. The runs are selected through the run list's cache of
+run records (``_run_index.RunCache``: a run is read again only when a file it was read from
+changed), so a query repeated on an unchanged cohort does not re-read its logs' heads and tails
+to select them. Refusals, one line each, as every REST refusal:
 ``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
 rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
 ``{"detail": {"message"}}`` with 503 for an unreadable runs directory.
@@ -65,7 +68,9 @@ def _records(request: Request, slug: str, query: Query) -> list[RunRecord]:
     runs_dir = request.app.state.settings.runs_dir
     try:
         # No ceiling here: the group is applied first, then the ceiling on what remains.
-        selected = select_runs(runs_dir, query.selection, max_runs=sys.maxsize)
+        selected = select_runs(
+            runs_dir, query.selection, max_runs=sys.maxsize, load=request.app.state.run_cache.load
+        )
         records = [r for r in selected.records if group_of(r) == slug]
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,20 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
             refused({"measures": [{"field": "task_done"}], "max_runs": 2}, 413),
         ]
         bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=60)
+        # A run re-evaluated after a query is read again (the run cache's stamp changed).
+        report = Path(cohort.runs_dir, cohort.ids["r5"], "veyru_report.json")
+        written = json.loads(report.read_text())
+        del written["metrics"]["mean_chars_per_round"]
+        report.write_text(json.dumps(written))
+        again = httpx.post(f"{base}{API}/query", json=QUERY, timeout=60).json()
         other_group = httpx.post(
             f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=60
         ).json()
     assert got.json() == cli
     assert listed.json() == fields_cli
     assert made.cells(got.json()) == made.SURFACE_CELLS
+    assert made.cells(again) == [*made.SURFACE_CELLS[:5], ("(blank)", "mean_chars_per_round:mean",
+                                                            None, 0, 2)]  # fmt: skip
     assert (listed.json()["runs"], listed.json()["rows"]) == (2, 4)
     assert refusals == [
         {"field": "measures.0.agg", "message": "Input should be 'mean', 'median', 'sum', "
