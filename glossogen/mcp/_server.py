@@ -11,6 +11,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict, ValidationError
 
 from glossogen.derive import ForkRequest
+from glossogen.mcp._analysis import register as register_analysis
 from glossogen.mcp._base import LIST_ITEMS, PAGE_CHARS, PAGE_SIZE, TEXT_CHARS
 from glossogen.mcp._results import Launched
 from glossogen.mcp._tools import Tools
@@ -193,6 +194,7 @@ def build_server(runs_dir: str) -> MCPServer:
         server.add_tool(
             fn, name=fn.__name__, description=DESCRIPTIONS[fn.__name__], structured_output=True
         )
+    register_analysis(server, runs_dir)
     for tool in server._tool_manager.list_tools():
         _refuse_unknown_arguments(tool)
         tool.__class__ = _OneLineTool  # the same fields: only its refusal's text differs

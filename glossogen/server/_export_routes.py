@@ -132,7 +132,7 @@ class _CountedWriter:
         """Leave the sink open: the caller owns it (zipfile's stream type asks for close)."""
 
 
-def _group(record: RunRecord) -> str:
+def group_of(record: RunRecord) -> str:
     return (record.facts.started or {}).get("group_slug") or DEFAULT_GROUP
 
 
@@ -147,10 +147,10 @@ def _select(request: Request, slug: str, body: ExportRequest) -> _Selected:
         raise HTTPException(503, {"message": f"runs directory {exc}"}) from exc
     except StorageError as exc:
         raise HTTPException(503, {"message": str(exc)}) from exc
-    records = [r for r in selected.records if _group(r) == slug]
+    records = [r for r in selected.records if group_of(r) == slug]
     missing = set(selected.missing_run_ids)
     if isinstance(body.selection, RunIdSelection):
-        missing |= {r.run_id for r in selected.records if _group(r) != slug}
+        missing |= {r.run_id for r in selected.records if group_of(r) != slug}
         order = list(dict.fromkeys(body.selection.run_ids))
     else:
         order = selected.missing_run_ids

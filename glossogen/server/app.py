@@ -1,6 +1,7 @@
 """The FastAPI application: ``create_app(runs_dir)`` serves one runs directory over REST.
 
 Routes live in one module per concern (``_export_routes.py``: the export endpoints;
+``_analysis_routes.py``: the analysis fields and query;
 ``_live_routes.py``: a run's event stream and Stop; ``_pages.py``: the run browser's pages) and
 are mounted here. Every request reads the runs directory as it is, so a run written or deleted
 meanwhile is seen at once; the one cache, the run list's records, is keyed by each log's size
@@ -25,6 +26,7 @@ from fastapi.staticfiles import StaticFiles
 
 from glossogen.export import MAX_RUNS, RAW_ZIP_MAX_BYTES
 from glossogen.mcp._tools import Tools
+from glossogen.server._analysis_routes import router as analysis_router
 from glossogen.server._export_routes import router as export_router
 from glossogen.server._live_routes import router as live_router
 from glossogen.server._pages import error_pages
@@ -79,7 +81,8 @@ def create_app(
             ``Host`` is not a loopback name (DNS rebinding).
 
     Returns:
-        A FastAPI app with ``GET /api/health``, ``POST /api/g/{slug}/runs/export/...`` and the
+        A FastAPI app with ``GET /api/health``, ``POST /api/g/{slug}/runs/export/...``,
+        ``GET .../runs/analysis/fields``, ``POST .../runs/analysis/query`` and the
         MCP tools over streamable HTTP at ``/mcp``.
     """
     from mcp.server.transport_security import TransportSecuritySettings
@@ -122,6 +125,7 @@ def create_app(
         return {"status": "ok"}
 
     app.include_router(export_router)
+    app.include_router(analysis_router)
     app.include_router(live_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(packages=[("glossogen.server", "static")]), name="static")

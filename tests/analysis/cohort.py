@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from glossogen.cli import main
 from tests.fixtures.played_runs import play_run
 
 RUNS: dict[str, dict[str, Any]] = {
@@ -90,3 +93,34 @@ def build(root: Path) -> Cohort:
         (path / "veyru_report.json").write_text(json.dumps(_report(short)))
         ids[short] = folder.run_id
     return Cohort(str(root), ids)
+
+
+SURFACE_FLAGS = ["--grain", "round", "--by", "round_budget_chars", "--measure",
+                 "round_success:rate", "--measure", "mean_chars_per_round", "--compare",
+                 "round_budget_chars=300,600", "--seed", "7", "--resamples", "10"]  # fmt: skip
+"""The query every surface is asked in its own words, answered by ``glossogen analyze``."""
+
+SURFACE_CELLS = [
+    ("300", "round_success:rate", 0.75, 4, 0),
+    ("300", "mean_chars_per_round:mean", 15.0, 4, 0),
+    ("600", "round_success:rate", 0.25, 4, 0),
+    ("600", "mean_chars_per_round:mean", 30.0, 2, 2),
+    ("(blank)", "round_success:rate", 1.0, 2, 0),
+    ("(blank)", "mean_chars_per_round:mean", 50.0, 2, 0),
+]
+"""Its cells, worked out by hand from the table above: (budget, measure, value, n, missing)."""
+
+
+def cells(result: dict[str, Any]) -> list[tuple[str, str, float | None, int, int]]:
+    """The cells of a JSON result of :data:`SURFACE_FLAGS` as :data:`SURFACE_CELLS` lists them."""
+    return [(g["keys"]["round_budget_chars"], c["measure"], c["value"], c["n"], c["missing"])
+            for g in result["groups"] for c in g["cells"]]  # fmt: skip
+
+
+def analyze_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    """What ``glossogen analyze ARGS --json`` prints, parsed (the test fails on a refusal)."""
+    try:
+        main(["analyze", *args, "--json"])
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)

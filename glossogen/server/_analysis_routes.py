@@ -1,0 +1,132 @@
+"""The analysis endpoints: ``GET /api/g/{slug}/runs/analysis/fields`` and ``POST .../query``.
+
+``/query`` takes the :class:`~glossogen.analysis.Query` itself as its JSON body and answers the
+engine's :class:`~glossogen.analysis.Result` (every cell's value, n, missing, interval and its
+method; the comparisons; the notes), the numbers ``glossogen analyze --json`` prints for the same
+query. ``/fields`` takes the selection as query parameters (``scenario``, ``label``, ``knob``
+repeatable; ``status``, ``run_id_contains``, ``contains_agent_id``; or ``run_id`` repeatable)
+with ``grain`` and ``metric``, and answers the grain's fields with their coverage and values.
+
+As the export routes do, each sees only its group's runs (``{slug}``); the ceiling
+(``max_runs``) applies to what remains. The runs are selected through the run list's cache of
+run records (``_run_index.RunCache``: a run is read again only when a file it was read from
+changed), so a query repeated on an unchanged cohort does not re-read its logs' heads and tails
+to select them. Refusals, one line each, as every REST refusal:
+``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
+rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
+``{"detail": {"message"}}`` with 503 for an unreadable runs directory.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, NoReturn
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi import Query as Param
+from pydantic import ValidationError
+
+from glossogen.analysis import (
+    Fields,
+    Measure,
+    Query,
+    QueryError,
+    Result,
+    answer_records,
+    check_sort,
+    fields_of,
+)
+from glossogen.export import RunRecord, RunsDirError, SelectionError, select_runs, selection_of
+from glossogen.export._selection import _check_limit as check_limit
+from glossogen.server._export_routes import group_of
+from glossogen.storage import StorageError
+
+router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
+
+Many = Annotated[list[str] | None, Param()]
+"""A repeatable query parameter (``?scenario=a&scenario=b``)."""
+
+
+def _refuse(exc: Exception) -> NoReturn:
+    """Raise the HTTP refusal of a library refusal (one line)."""
+    if isinstance(exc, SelectionError) and exc.field == "max_runs":
+        raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
+    if isinstance(exc, (QueryError, SelectionError)):
+        raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
+    if isinstance(exc, RunsDirError):
+        raise HTTPException(503, {"message": f"runs directory {exc}"}) from exc
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "query"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise HTTPException(422, {"field": field, "message": message}) from exc
+    raise HTTPException(503, {"message": str(exc).splitlines()[0]}) from exc
+
+
+def _records(request: Request, slug: str, query: Query) -> list[RunRecord]:
+    """The group's runs the query's selection picks, within its ``max_runs``."""
+    runs_dir = request.app.state.settings.runs_dir
+    try:
+        # No ceiling here: the group is applied first, then the ceiling on what remains.
+        selected = select_runs(
+            runs_dir, query.selection, max_runs=sys.maxsize, load=request.app.state.run_cache.load
+        )
+        records = [r for r in selected.records if group_of(r) == slug]
+        check_limit(len(records), query.max_runs)
+    except (SelectionError, RunsDirError, StorageError) as exc:
+        _refuse(exc)
+    return records
+
+
+@router.post("/query")
+def query_runs(slug: str, query: Query, request: Request) -> Result:
+    """Answer the query over the group's runs.
+
+    Raises:
+        HTTPException: 422 a sort, name, aggregate or filter the rows cannot answer, or a bad
+            knob condition; 413 over ``max_runs``; 503 unreadable storage.
+    """
+    try:
+        check_sort(query)
+    except QueryError as exc:
+        _refuse(exc)
+    records = _records(request, slug, query)
+    try:
+        return answer_records(records, query)
+    except (QueryError, StorageError) as exc:
+        _refuse(exc)
+
+
+@router.get("/fields")
+def list_fields(
+    slug: str,
+    request: Request,
+    grain: str = "run",
+    metric: str | None = None,
+    max_runs: int = 5000,
+    scenario: Many = None,
+    label: Many = None,
+    knob: Many = None,
+    run_id: Many = None,
+    status: str | None = None,
+    run_id_contains: str | None = None,
+    contains_agent_id: str | None = None,
+) -> Fields:
+    """The fields of ``grain``'s rows over the group's selected runs.
+
+    Raises:
+        HTTPException: 422 a grain, metric or selection the query refuses; 413 over
+            ``max_runs``; 503 unreadable storage.
+    """
+    try:
+        selection: Any = selection_of(run_id, scenario, label, run_id_contains, status,
+                                      contains_agent_id, knob)  # fmt: skip
+        query = Query(selection=selection, grain=grain, metric=metric, max_runs=max_runs,  # type: ignore[arg-type]
+                      measures=[Measure(field="run_id", agg="count")])  # fmt: skip
+    except (SelectionError, ValidationError) as exc:
+        _refuse(exc)
+    records = _records(request, slug, query)
+    try:
+        return fields_of(records, query.grain, query.metric)
+    except StorageError as exc:
+        _refuse(exc)

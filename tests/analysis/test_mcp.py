@@ -1,0 +1,88 @@
+"""``analyze_runs`` and ``list_analysis_fields`` through the SDK's client over stdio: the same
+typed result as ``glossogen analyze --json`` for the same query, and one-line refusals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.analysis.cohort import (
+    SURFACE_CELLS,
+    SURFACE_FLAGS,
+    Cohort,
+    analyze_json,
+    build,
+    cells,
+)
+from tests.mcp.conftest import call, refusal, stdio_session
+
+ARGUMENTS: dict[str, Any] = {
+    "grain": "round", "by": ["round_budget_chars"],
+    "measures": ["round_success:rate", "mean_chars_per_round"],
+    "compare": "round_budget_chars=300,600", "seed": 7, "resamples": 10,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("analysis-mcp-runs")))
+
+
+def test_the_same_answer_as_the_cli(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *SURFACE_FLAGS)
+    picked = [cohort.ids["r1"], cohort.ids["r3"]]
+    by_id = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--run-id", picked[0], "--run-id",
+                     picked[1], "--measure", "task_done:rate")  # fmt: skip
+    fields_cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
+                          "--list-fields")  # fmt: skip
+
+    async def flow() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
+        async with stdio_session(Path(cohort.runs_dir), tmp_path) as session:
+            got = await call(session, "analyze_runs", **ARGUMENTS)
+            picked_got = await call(
+                session,
+                "analyze_runs",
+                measures=["task_done:rate"],
+                selection={"kind": "run_ids", "run_ids": picked},
+            )
+            listed = await call(session, "list_analysis_fields", grain="round")
+            refused = [
+                await refusal(session, "analyze_runs", measures=["round_success:avg"]),
+                await refusal(session, "analyze_runs", measures=["nope"]),
+                await refusal(session, "analyze_runs", measures=["task_done"], by=["a", "b", "c"]),
+                await refusal(
+                    session,
+                    "analyze_runs",
+                    measures=["task_done"],
+                    selection={"kind": "filters", "knob": ["x"]},
+                ),
+                await refusal(session, "list_analysis_fields", grain="turn"),
+            ]
+            return got, picked_got, listed, refused
+
+    got, picked_got, listed, refused = asyncio.run(flow())
+    assert got == cli
+    assert picked_got == by_id
+    assert picked_got["groups"][0]["cells"][0]["value"] == 0.5
+    assert listed == fields_cli
+    assert cells(got) == SURFACE_CELLS
+    assert got["groups"][0]["cells"][0]["interval"] == {
+        "low": 0.5, "high": 1.0, "method": "bootstrap"
+    }  # fmt: skip
+    (success, chars) = got["comparisons"]
+    assert (success["difference"], success["paired"], success["pairing"]) == (-0.5, True, "seed")
+    assert (chars["difference"], chars["pairing"]) == (15.0, "unpaired: the arms' seeds differ")
+    assert refused == [
+        "measure 'round_success:avg': unknown aggregate 'avg' (one of mean, median, sum, count, "
+        "min, max, stddev, sem, rate)",
+        "measure 'nope': no such field at the run grain of this selection (list the grain's "
+        "fields)",
+        "by: List should have at most 2 items after validation, not 3",
+        "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
+        "grain: Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
+    ]

@@ -1,0 +1,93 @@
+"""The analysis endpoints over real HTTP (``glossogen serve``): the same numbers as
+``glossogen analyze --json`` for the same query, and each refusal in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.analysis import cohort as made
+from tests.analysis.cohort import Cohort
+from tests.server.serving import serving
+
+API = "/api/g/local/runs/analysis"
+QUERY: dict[str, Any] = {
+    "grain": "round", "by": ["round_budget_chars"],
+    "measures": [{"field": "round_success", "agg": "rate"}, {"field": "mean_chars_per_round"}],
+    "compare": {"key": "round_budget_chars", "a": "300", "b": "600"},
+    "seed": 7, "resamples": 10,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return made.build(Path(tmp_path_factory.mktemp("analysis-rest-runs")))
+
+
+def test_the_same_answer_as_the_cli_and_one_line_refusals(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, *made.SURFACE_FLAGS)
+    fields_cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
+                          "--knob", "round_budget_chars=300", "--list-fields")  # fmt: skip
+    with serving(cohort.runs_dir) as base:
+        got = httpx.post(f"{base}{API}/query", json=QUERY, timeout=60)
+        assert got.status_code == 200, got.text
+        params = {"grain": "round", "knob": "round_budget_chars=300"}
+        listed = httpx.get(f"{base}{API}/fields", params=params, timeout=60)
+        assert listed.status_code == 200, listed.text
+
+        def refused(body: dict[str, Any], status: int = 422) -> dict[str, Any]:
+            answer = httpx.post(f"{base}{API}/query", json=body, timeout=60)
+            assert answer.status_code == status, answer.text
+            return answer.json()["detail"]
+
+        refusals = [
+            refused({"measures": [{"field": "round_success", "agg": "avg"}]}),
+            refused({"measures": [{"field": "nope"}]}),
+            refused({"measures": [{"field": "task_done"}], "sort": "nope"}),
+            refused(
+                {
+                    "measures": [{"field": "task_done"}],
+                    "selection": {"kind": "filters", "knob": ["x"]},
+                }
+            ),  # fmt: skip
+            refused({"measures": [{"field": "task_done"}], "max_runs": 2}, 413),
+        ]
+        bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=60)
+        # A run re-evaluated after a query is read again (the run cache's stamp changed).
+        report = Path(cohort.runs_dir, cohort.ids["r5"], "veyru_report.json")
+        written = json.loads(report.read_text())
+        del written["metrics"]["mean_chars_per_round"]
+        report.write_text(json.dumps(written))
+        again = httpx.post(f"{base}{API}/query", json=QUERY, timeout=60).json()
+        other_group = httpx.post(
+            f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=60
+        ).json()
+    assert got.json() == cli
+    assert listed.json() == fields_cli
+    assert made.cells(got.json()) == made.SURFACE_CELLS
+    assert made.cells(again) == [*made.SURFACE_CELLS[:5], ("(blank)", "mean_chars_per_round:mean",
+                                                            None, 0, 2)]  # fmt: skip
+    assert (listed.json()["runs"], listed.json()["rows"]) == (2, 4)
+    assert refusals == [
+        {"field": "measures.0.agg", "message": "Input should be 'mean', 'median', 'sum', "
+         "'count', 'min', 'max', 'stddev', 'sem' or 'rate'"},
+        {"field": "measures", "message": "measure 'nope': no such field at the run grain of "
+         "this selection (list the grain's fields)"},
+        {"field": "sort", "message": "sort 'nope' is neither a measure (task_done:mean) nor a key"},
+        {"field": "knob", "message": "knob condition 'x': no operator; write <knob><op><value> "
+         "with op one of != >= <= = > <"},
+        {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit per "
+         "export; narrow the selection or raise max_runs"},
+    ]  # fmt: skip
+    assert bad_grain.status_code == 422
+    assert bad_grain.json()["detail"] == {
+        "field": "grain",
+        "message": "Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
+    }
+    assert (other_group["runs"], other_group["groups"]) == (0, [])
