@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -65,9 +65,12 @@ def _clock(stamp: str | None) -> str:
     if not stamp:
         return ""
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).strftime("%H:%M:%S")
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return stamp
+    if moment.tzinfo is None:  # a log's stamps are UTC; an old one may not say so
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _score(value: float | None) -> str:

@@ -554,7 +554,9 @@ def build_run_page(
         labels=folder.read_json_or(LABELS, {}) or {},
         lineage=started.lineage if started else None,
         derived_runs=[],
-        resumes=sum(1 for e in view.events if isinstance(e, RunResumed)),
+        # a derived run (fork, swap) begins with a run_resumed of its own: that is no resume
+        resumes=sum(1 for e in view.events if isinstance(e, RunResumed))
+        - int(bool(started and started.lineage)),
         seats=seats,
         channels=channels,
         items=items,

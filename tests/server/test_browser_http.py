@@ -4,6 +4,7 @@ resume, Stop, scenario pages, the 404 rules and the token rule (a real ``glossog
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -270,7 +271,10 @@ def test_a_fork_shows_its_badge_its_fork_point_and_links_both_ways(
     listed = client.get("/").text
     assert '<span class="badge lineage">fork after round 1</span>' in listed
     assert listed.count('<span class="badge lineage">') == 1  # its own play is not a resume
+    # each row's start has its date and zone (it showed 12:00:04 alone)
+    assert len(re.findall(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", listed)) == 2
     fork_page = client.get(f"/runs/{fork_id}").text
+    assert "<dt>resumed</dt>" not in fork_page  # a fork's own start is no resume
     assert f'<a href="/runs/{source.run_id}">{source.run_id}</a>' in fork_page
     assert f"fork point: after round 1 of {source.run_id}" in fork_page
     source_page = client.get(f"/runs/{source.run_id}").text
