@@ -11,6 +11,7 @@ nothing (a heatmap leaves its cell empty), never a zero. The file's format is it
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result
@@ -26,12 +27,15 @@ def check_plot(path: str, chart: str, query: Query) -> str:
     """Return the file format of ``path`` after checking the chart can be drawn.
 
     Raises:
-        QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, an
-            unknown chart, or a heatmap without two keys.
+        QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, a
+            folder that does not exist, an unknown chart, or a heatmap without two keys.
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
         raise QueryError(f"{path!r}: write a .svg or .png file", "plot")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):  # asked before any run is read, not after the query
+        raise QueryError(f"{path!r}: its folder {folder!r} does not exist", "plot")
     if chart not in CHARTS:
         raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
     if chart == "heatmap" and len(query.by) != 2:

@@ -28,6 +28,7 @@ from glossogen.launch import (
     check_spend_cap,
     estimate_cost,
     observing,
+    placeholder_keys,
     plan_resume,
     plan_run,
     turn_cap_warning,
@@ -278,8 +279,11 @@ def play(
         except LaunchError as exc:
             if not dry_run:
                 raise
-            # an estimate needs no key: say what a launch would refuse, and estimate
+            # an estimate needs no key: say what a launch would refuse, and estimate; the
+            # settings a model would drop are refused all the same (built with placeholders)
             print(f"glossogen: warning: {exc} (a launch would be refused)", file=sys.stderr)
+            with placeholder_keys(plan):
+                check_model_settings(plan)
         else:
             check_model_settings(plan)  # building a model needs its key
         estimate = check_spend_cap(plan, max(0, plan.knobs.round_count - done))

@@ -5,6 +5,7 @@ from glossogen.launch._credentials import (
     apply_dotenv,
     check_credentials,
     load_environment,
+    placeholder_keys,
 )
 from glossogen.launch._estimate import (
     CHARS_PER_TOKEN,
@@ -77,6 +78,7 @@ __all__ = [
     "RunSpend",
     "apply_dotenv",
     "check_credentials",
+    "placeholder_keys",
     "claim_folder",
     "claim_run",
     "claim_run_async",

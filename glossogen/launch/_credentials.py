@@ -6,6 +6,9 @@ directory. Values are never logged or returned, only the names of missing variab
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from glossogen import exit_codes
@@ -20,6 +23,7 @@ __all__ = [
     "check_credentials",
     "load_environment",
     "nearest_dotenv",
+    "placeholder_keys",
 ]
 
 EXIT_CREDENTIALS = int(exit_codes.CREDENTIALS)
@@ -58,3 +62,35 @@ def check_credentials(config: RunConfig, cwd: Path | None = None) -> list[str]:
     if missing:
         raise LaunchError("missing credentials: " + "; ".join(missing), EXIT_CREDENTIALS)
     return sorted(set(needed) | ({judge} if judge else set()))
+
+
+PLACEHOLDER_KEY = "glossogen-dry-run-placeholder"
+"""What a missing key reads while a dry run builds the models (no request is ever sent)."""
+
+
+@contextmanager
+def placeholder_keys(config: RunConfig) -> Iterator[list[str]]:
+    """Set every key the run's providers lack to a placeholder meanwhile; yield their names.
+
+    A dry run estimates without keys, but the settings check builds each model as a run would
+    (pydantic-ai's profile says what a model drops), and an SDK refuses to build a client with
+    no key. Only key and token variables are filled (an endpoint variable is no key: a model
+    that needs one still fails to build); the environment is restored on exit.
+    """
+    env = load_environment()
+    needed = {s.provider for s in config.seats} | set(config.future_providers)
+    wanted = [v for name in needed for v in missing_env_vars(Provider(name), env)]
+    judge = config.judge.provider if config.judge else None
+    if judge and judge != "scripted" and not env.get(JUDGE_ENV_VARS[judge]):
+        wanted.append(JUDGE_ENV_VARS[judge])
+    filled = sorted(
+        {g.split("|")[0] for g in wanted if "KEY" in g.split("|")[0] or "TOKEN" in g.split("|")[0]}
+    )
+    for var in filled:
+        os.environ[var] = PLACEHOLDER_KEY
+    try:
+        yield filled
+    finally:
+        for var in filled:
+            if os.environ.get(var) == PLACEHOLDER_KEY:
+                del os.environ[var]

@@ -103,6 +103,8 @@ BAD = [
     (["--grain", "observation", "--measure", "x"],
      "--metric: the observation grain needs a metric, and only it takes one"),
     ([], "--measure is required (FIELD[:AGG])"),
+    (["--measure", "x", "--plot", "/absent-folder/chart.svg"],
+     "--plot '/absent-folder/chart.svg': its folder '/absent-folder' does not exist"),
 ]  # fmt: skip
 
 
