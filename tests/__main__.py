@@ -11,13 +11,12 @@ CI runs:
    (:func:`deployments.local_server.local_prefect_server`), and listed in the test-only
    ``GLOSSOGEN_TEST_PREFECT_API_URLS`` (worker ``gwN`` takes the Nth: ``tests/conftest.py``).
 3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; then the
-   second runs ``tests/orchestration``: without ``--coverage`` on ``WORKERS`` workers, test by
-   test (``--dist load``; each worker's package fixtures start a Prefect server of its own,
-   deploy ``prefect.yaml`` there and start real process workers on it, so the two never share
-   a server, a work pool or a limit; its tests have no module fixtures to set up twice), and
-   under ``--coverage`` in one process. Measured on this 2-core machine kind: 308 s in one
-   process against 216 s on two workers without coverage, but 313 s against 390 s under
-   coverage, where every flow-run process is traced and the step is CPU-bound. Both
+   second runs ``tests/orchestration`` on ``WORKERS`` workers too, test by test (``--dist
+   load``; each worker's package fixtures start a Prefect server of its own, deploy
+   ``prefect.yaml`` there and start real process workers on it, so the two never share a
+   server, a work pool or a limit; its tests have no module fixtures to set up twice).
+   Measured on this 2-core machine kind, same tree: 308 s in one process against 216 s on two
+   workers without coverage; under coverage 464 s in one process against 390 s on two. Both
    steps always run; the command exits with the first step's code when it failed, else the
    second's. The second step does not play beside the first: tried so (a clean clone, a loaded
    machine), it took twice as long, its SQLite-backed server answered 503, and a worker's flow
@@ -141,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         second_started = time.monotonic()
         # The second step appends to the first's coverage data and prints the whole figure.
         second = subprocess.run(
-            _pytest_command([*([] if cov else ["-n", str(WORKERS), "--dist", "load"]),
-                             "tests/orchestration", *durations,
+            _pytest_command(["-n", str(WORKERS), "--dist", "load", "tests/orchestration",
+                             *durations,
                              *([*cov, "--cov-append", "--cov-report=term:skip-covered"]
                                if cov else []), *options.pytest_args]),
             cwd=REPO, env=env,

@@ -10,8 +10,7 @@ read each other's flow runs and artifacts. Without that list each worker starts 
 set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
 deploy ``prefect.yaml`` and start workers, once per worker. README's test command runs that
 package apart, after the rest, test by test on two workers (``--dist load``, which ignores the
-groups; in one process under ``--coverage``): each worker then has its own server,
-deployments and process workers.
+groups): each worker then has its own server, deployments and process workers.
 """
 
 from __future__ import annotations
