@@ -11,14 +11,22 @@
   to the history). Request n reads the fixed prompt and the whole history before it.
 - **Output cap**: an answer writes the profile's tokens plus, with ``thinking`` set, the
   reasoning tokens of its level (:data:`THINKING_TOKENS`), at most the seat's ``max_tokens``.
-- **Turn cap**: a seat makes at most ``max_agent_turns`` requests in the run.
+- **Turn cap**: a seat makes at most ``max_agent_turns`` requests in the run; the rounds past
+  it are not played, so neither their judge calls nor their postmortems are priced.
+- **Postmortems**: held in the rounds where ``postmortem_enabled`` (as scheduled
+  ``set_postmortem`` events leave it) holds and the scenario has a postmortem channel.
 - **Caching**: with ``cache`` on (the default) on a provider that caches (Anthropic, OpenAI,
   OpenRouter), a request reads its previous request's prompt from cache (the seat's prefix is
   stable) at the cache-read rate; on Anthropic the new part is written (five-minute rate, or the
   one-hour rate with ``cache="1h"``); OpenAI writes are free and its reads come in 128-token
   steps from 1024 tokens. Other providers are priced with no cache.
 - **Judge**: the profile's judge calls per round (drive_module_repair: one per vote) of its
-  measured prompt, uncached, with :data:`JUDGE_OUTPUT_TOKENS` tokens out.
+  measured prompt, uncached, with :data:`JUDGE_OUTPUT_TOKENS` tokens out, for the rounds the
+  seats play: a round the turn cap cuts off counts in the share of its main-phase requests
+  the seats still make.
+
+:func:`round_requests` is the one reading of a seat's requests a round; the launch's
+``--max-agent-turns`` warning (``glossogen.launch._turns``) takes its figure from it too.
 
 No credential is read. A model genai-prices does not know makes its part None ("not costed").
 """
@@ -28,7 +36,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from glossogen.engine import Seat
 from glossogen.eventlog import Event, Verdict
@@ -105,6 +113,57 @@ class _Recorder:
         raise NotImplementedError
 
 
+def postmortems_held(config: RunConfig, scenario: Scenario) -> list[bool]:
+    """For rounds 1..``round_count``: whether each holds a postmortem.
+
+    ``postmortem_enabled`` as the run's scheduled ``set_postmortem`` events leave it when the
+    round opens, and only when the scenario has a postmortem channel (the engine's rule).
+    """
+    knobs = config.knobs
+    has_channel = any(c.phase == "postmortem" for c in scenario.channels())
+    enabled, held = knobs.postmortem_enabled, []
+    toggles = {e.round: e.enabled for e in knobs.scheduled_events if e.kind == "set_postmortem"}
+    for round_number in range(1, knobs.round_count + 1):
+        if round_number in toggles:
+            enabled = bool(toggles[round_number])
+        held.append(enabled and has_channel)
+    return held
+
+
+class RoundRequests(NamedTuple):
+    """One seat's requests in one round: its main phase's and its postmortem's (0: none held)."""
+
+    main: int
+    postmortem: int
+
+    @property
+    def total(self) -> int:
+        """Both phases' requests."""
+        return self.main + self.postmortem
+
+
+def round_requests(profile: CostProfile, held: list[bool]) -> list[RoundRequests]:
+    """A seat's requests in each round, from ``profile`` (``held``: the postmortems held).
+
+    A fractional mean spreads its requests over the rounds (2.5 a round: 2, 3, 2, 3, ...).
+    """
+    carry = {"main": 0.0, "postmortem": 0.0}
+
+    def take(phase: str, mean: float) -> int:
+        carry[phase] += mean
+        n = int(carry[phase] + 1e-9)
+        carry[phase] -= n
+        return n
+
+    return [
+        RoundRequests(
+            take("main", profile.main_requests),
+            take("postmortem", profile.postmortem_requests) if pm else 0,
+        )
+        for pm in held
+    ]
+
+
 @dataclass(frozen=True)
 class SeatPrompts:
     """A seat's measured prompts (tokens): system, tools, round and postmortem briefings."""
@@ -121,7 +180,13 @@ class Measured:
 
     seats: dict[str, SeatPrompts]
     profile: CostProfile
+    postmortems: list[bool]
     unmeasured: str = ""
+
+    @property
+    def rounds(self) -> list[RoundRequests]:
+        """A seat's requests in each round of the run (:func:`round_requests`)."""
+        return round_requests(self.profile, self.postmortems)
 
 
 def measure_prompts(config: RunConfig) -> Measured:
@@ -161,7 +226,7 @@ def measure_prompts(config: RunConfig) -> Measured:
             briefing_tokens=chars_to_tokens(len(briefing)),
             postmortem_tokens=chars_to_tokens(len(postmortem)),
         )
-    return Measured(seats, profile, unmeasured)
+    return Measured(seats, profile, postmortems_held(config, scenario), unmeasured)
 
 
 @dataclass
@@ -189,7 +254,11 @@ class _Bill:
 
 @dataclass(frozen=True)
 class SeatEstimate:
-    """One seat's estimated requests, tokens and USD over the rounds estimated."""
+    """One seat's estimated requests, tokens and USD over the rounds estimated.
+
+    ``played`` is, per round estimated, the share of its main-phase requests the turn cap lets
+    the seat make (1.0: the whole round; 0.0: none).
+    """
 
     agent_id: str
     requests: int
@@ -198,6 +267,7 @@ class SeatEstimate:
     output_tokens: int
     usd: float | None
     turn_capped: bool
+    played: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -207,7 +277,7 @@ class RunCostEstimate:
     Attributes:
         rounds: Rounds estimated (the rounds still to play).
         seats: Per seat.
-        judge_calls: Judge calls over those rounds.
+        judge_calls: Judge calls over the rounds the seats play (the turn cap may end them).
         judge_usd: Their USD (0.0 without a judge).
         total_usd: Seats and judge (None when any part is not costed).
         assumptions: One line per assumption, as the dry run prints them.
@@ -219,6 +289,12 @@ class RunCostEstimate:
     judge_usd: float | None
     total_usd: float | None
     assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def rounds_played(self) -> float:
+        """Rounds the seats play within the turn cap (a cut-off round in its played share)."""
+        shares = zip(*(s.played for s in self.seats), strict=True)
+        return sum(max(share, default=0.0) for share in shares)
 
     @property
     def per_round_usd(self) -> float | None:
@@ -241,10 +317,10 @@ def _cache_mode(seat: Seat) -> str | None:
 
 
 def _seat(
-    seat: Seat, prompts: SeatPrompts, profile: CostProfile, config: RunConfig, done: int
+    seat: Seat, prompts: SeatPrompts, measured: Measured, config: RunConfig, done: int
 ) -> SeatEstimate:
     """Play the seat's requests on paper: rounds 1..round_count, billed from round done+1."""
-    knobs = config.knobs
+    profile = measured.profile
     fixed = prompts.system_tokens + prompts.tools_tokens
     max_tokens = seat.model_settings.get("max_tokens") or DEFAULT_MAX_TOKENS
     thinking = seat.model_settings.get("thinking")
@@ -256,16 +332,16 @@ def _seat(
     long_lived = seat.model_settings.get("cache") == "1h"
     turns_left = config.limits.max_agent_turns
     bill = _Bill()
-    history, previous, carry = 0, 0, {"main": 0.0, "postmortem": 0.0}
-    capped = False
-    phases = [("main", profile.main_requests, prompts.briefing_tokens)]
-    if knobs.postmortem_enabled:
-        phases.append(("postmortem", profile.postmortem_requests, prompts.postmortem_tokens))
-    for round_number in range(1, knobs.round_count + 1):
-        for phase, mean, briefing in phases:
-            carry[phase] += mean  # a fractional mean spreads its requests over the rounds
-            n = int(carry[phase] + 1e-9)
-            carry[phase] -= n
+    history, previous = 0, 0
+    played: list[float] = []
+    for round_number, wanted in enumerate(measured.rounds, start=1):
+        phases = [(wanted.main, prompts.briefing_tokens)]
+        if wanted.postmortem:
+            phases.append((wanted.postmortem, prompts.postmortem_tokens))
+        if round_number > done:
+            made = min(wanted.main, max(0, turns_left))
+            played.append(made / wanted.main if wanted.main else float(turns_left > 0))
+        for n, briefing in phases:
             history += briefing
             for _ in range(n):
                 prompt = fixed + history
@@ -274,7 +350,6 @@ def _seat(
                     previous = prompt
                     continue
                 if turns_left <= 0:
-                    capped = True
                     continue
                 turns_left -= 1
                 read = write = 0
@@ -286,6 +361,7 @@ def _seat(
                     read = OPENAI_CACHE_MIN + steps * OPENAI_CACHE_STEP
                 bill.add(prompt, output, read, write, long_lived)
                 previous = prompt
+    wanted_total = sum(r.total for r in measured.rounds[done:])
     return SeatEstimate(
         agent_id=seat.agent_id,
         requests=bill.requests,
@@ -293,7 +369,8 @@ def _seat(
         cache_read_tokens=bill.cache_read_tokens,
         output_tokens=bill.output_tokens,
         usd=bill.usd(seat.provider, seat.model),
-        turn_capped=capped,
+        turn_capped=bill.requests < wanted_total,
+        played=played,
     )
 
 
@@ -311,13 +388,14 @@ def estimate_cost(config: RunConfig, rounds_done: int = 0) -> RunCostEstimate:
     knobs = config.knobs
     rounds = max(0, knobs.round_count - rounds_done)
     seats = [
-        _seat(seat, measured.seats[seat.agent_id], profile, config, rounds_done)
+        _seat(seat, measured.seats[seat.agent_id], measured, config, rounds_done)
         for seat in config.seats
     ]
     judge_calls, judge_usd = 0, 0.0
     judge: float | None = 0.0
     if config.judge is not None and profile.judge_calls:
-        judge_calls = round(profile.judge_calls * rounds)
+        played = RunCostEstimate(rounds, seats, 0, 0.0, 0.0).rounds_played
+        judge_calls = round(profile.judge_calls * played)
         judge = price_call(
             config.judge.provider,
             config.judge.model,
@@ -327,38 +405,55 @@ def estimate_cost(config: RunConfig, rounds_done: int = 0) -> RunCostEstimate:
         judge_usd = 0.0 if judge is None else judge * judge_calls
     parts = [s.usd for s in seats] + [None if judge is None else judge_usd]
     total = None if any(p is None for p in parts) else sum(p or 0.0 for p in parts)
-    return RunCostEstimate(
+    estimate = RunCostEstimate(
         rounds=rounds,
         seats=seats,
         judge_calls=judge_calls,
         judge_usd=None if judge is None else judge_usd,
         total_usd=total,
-        assumptions=_assumptions(config, measured, rounds),
     )
+    estimate.assumptions.extend(_assumptions(config, measured, estimate, rounds_done))
+    return estimate
 
 
-def _assumptions(config: RunConfig, measured: Measured, rounds: int) -> list[str]:
+def _assumptions(
+    config: RunConfig, measured: Measured, estimate: RunCostEstimate, done: int
+) -> list[str]:
     p = measured.profile
     first = next(iter(measured.seats.values()))
     sizes = ", ".join(
         f"{agent_id} {s.system_tokens}+{s.tools_tokens}+{s.briefing_tokens}"
         for agent_id, s in measured.seats.items()
     )
-    postmortem = (
-        f", {p.postmortem_requests:g} in each postmortem ({first.postmortem_tokens} tokens briefed)"
-        if config.knobs.postmortem_enabled
-        else ", no postmortem"
-    )
+    ahead = measured.postmortems[done:]
+    held = sum(ahead)
+    if not held:
+        postmortem = "no postmortem"
+    else:
+        which = "each postmortem" if held == len(ahead) else f"each of {held} postmortems"
+        postmortem = (
+            f"{p.postmortem_requests:g} in {which} ({first.postmortem_tokens} tokens briefed; "
+            f"{p.postmortem_reason})"
+        )
     words = {"write": "reads and writes", "read": "reads", None: "none"}
     cached = [f"{s.agent_id} {words[_cache_mode(s)]}" for s in config.seats]
+    cap = config.limits.max_agent_turns
+    wanted = round(sum(r.total for r in measured.rounds[done:]))
+    rounds = estimate.rounds
+    turns = f"turn cap: at most {cap} requests per seat, where the {rounds} rounds take {wanted}"
+    if any(s.turn_capped for s in estimate.seats):
+        turns += (
+            f": the seats play about {estimate.rounds_played:.1f} rounds, and only those are "
+            "priced (their judge calls, and a postmortem only where one is reached)"
+        )
     lines = [
         f"prompts measured at {CHARS_PER_TOKEN:g} characters per token: system + tools + "
         f"round briefing tokens per seat: {sizes}",
-        f"per seat: {p.main_requests:g} requests per round{postmortem}; each answer "
-        f"{p.output_tokens} tokens, plus reasoning at each seat's thinking level (at most "
-        f"max_tokens), each cycle adds {p.added_tokens} "
-        f"more to the history ({p.reason})",
-        f"turn cap: at most {config.limits.max_agent_turns} requests per seat over {rounds} rounds",
+        f"per seat: {p.main_requests:g} requests in a round's main phase ({p.reason}); "
+        f"{postmortem}",
+        f"each answer {p.output_tokens} tokens, plus reasoning at each seat's thinking level "
+        f"(at most max_tokens); each cycle adds {p.added_tokens} more to the history",
+        turns,
         "cache (a request reads its previous request's prompt): " + ", ".join(cached),
     ]
     thinking = [
@@ -373,7 +468,7 @@ def _assumptions(config: RunConfig, measured: Measured, rounds: int) -> list[str
         lines.append(measured.unmeasured)
     if config.judge is not None:
         lines.append(
-            f"judge: {p.judge_calls:g} calls per round of "
+            f"judge: {p.judge_calls:g} calls per round played of "
             f"{chars_to_tokens(p.judge_prompt_chars)} input and {JUDGE_OUTPUT_TOKENS} output "
             "tokens, uncached"
         )

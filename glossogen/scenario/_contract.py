@@ -325,7 +325,12 @@ class CostProfile:
             results, the other seats' messages as notifications).
         judge_calls: In-run judge calls per round (0: the scenario rules rounds itself).
         judge_prompt_chars: Characters of one judge call's instructions and question.
-        reason: Why these figures (printed with the dry run's assumptions).
+        reason: Why the main phase's figures (printed with the dry run's assumptions).
+        postmortem_reason: Why ``postmortem_requests`` (printed only when a postmortem is held).
+
+    ``main_requests`` plus ``postmortem_requests`` (when the run holds postmortems) is also the
+    figure the launch's ``--max-agent-turns`` warning takes for a seat's requests a round: one
+    source for both, checked against played runs (``tests/launch/test_requests_per_round.py``).
     """
 
     main_requests: float = 6.0
@@ -335,6 +340,7 @@ class CostProfile:
     judge_calls: float = 0.0
     judge_prompt_chars: int = 0
     reason: str = "the default profile: a few messages, a tool call and a stop per round"
+    postmortem_reason: str = "a line and a stop"
 
 
 class Scenario(ABC):
@@ -346,10 +352,6 @@ class Scenario(ABC):
     events: ClassVar[tuple[type[Event], ...]] = ()
     uses_judge: ClassVar[bool] = False
     """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
-    requests_per_round: ClassVar[int | None] = None
-    """Model requests a seat takes in one round (main phase and postmortem), about: what its
-    scripted players take, a little under. A launch warns when ``round_count`` times this
-    passes ``--max-agent-turns`` (the run would end ``incomplete``); None: no warning."""
     scripted_latency_seconds: ClassVar[float] = 2.0
     """Game seconds a scripted model call takes on the clock."""
     probe_questions: ClassVar[dict[str, str]] = {}

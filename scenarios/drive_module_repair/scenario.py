@@ -110,7 +110,6 @@ class DriveModuleRepair(Scenario):
     """Three seats, a count-blind multi-module repair per round, a metered bay channel."""
 
     name = "drive_module_repair"
-    requests_per_round = 17  # its scripted seats take up to 20 a round
     description = (
         "A field technician who alone sees symptoms and can service components, a diagnostics "
         "engineer with each module's fault tree and a spec engineer with each module's service "
@@ -200,15 +199,16 @@ class DriveModuleRepair(Scenario):
         action = "replace the component: tool, fasteners and pattern, torque, passes, routine"
         instructions = self.judge_instructions(self.stages[0]) if self.stages else ""
         return CostProfile(
-            main_requests=2 + 1.5 * stages,
-            postmortem_requests=2.0,
+            main_requests=1 + 4.5 * stages,
+            postmortem_requests=3.0,
             output_tokens=90,
             added_tokens=60,
             judge_calls=stages * self.knobs.judge_votes,
             judge_prompt_chars=len(instructions) + len(action),
-            reason=f"round 1's case of {stages} replacements: the technician reports and "
-            "services each, the engineers look up and answer each; every replacement is ruled "
-            f"by {self.knobs.judge_votes} judge votes",
+            reason=f"round 1's case of {stages} replacements: at each the technician reports, "
+            "services and waits (a failed service is retried), the engineers wait, look up and "
+            f"answer; every service is ruled by {self.knobs.judge_votes} judge votes",
+            postmortem_reason="a seat sends a line and stops; the others' lines may wake it",
         )
 
     def start_round(self, ctx: RoundContext) -> None:

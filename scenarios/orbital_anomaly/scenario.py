@@ -114,7 +114,6 @@ class OrbitalAnomaly(Scenario):
     """Three seats, a staged fault case per round, a metered link and a judged panel tool."""
 
     name = "orbital_anomaly"
-    requests_per_round = 13  # its scripted seats take up to 14 a round
     description = (
         "An astronaut who alone sees the panel and can act, a telemetry officer who alone reads "
         "the exact fault, setting and hold, and a systems engineer who alone holds the handbook "
@@ -207,14 +206,15 @@ class OrbitalAnomaly(Scenario):
         stages = self.progress.total if self.case is not None else 1
         action = "set the named switch on the named panel, in order, and hold"
         return CostProfile(
-            main_requests=2 + 1.5 * stages,
-            postmortem_requests=2.0,
+            main_requests=1 + 4 * stages,
+            postmortem_requests=3.0,
             output_tokens=80,
             added_tokens=50,
             judge_calls=stages,
             judge_prompt_chars=len(self.judge_instructions(1)) + len(action) if self.case else 0,
-            reason=f"round 1's case of {stages} stages: the astronaut reports and actuates each, "
-            "the officers read and answer each; one judge call per actuation",
+            reason=f"round 1's case of {stages} stages: at each the astronaut reports, actuates "
+            "and waits, the officers wait, read and answer; one judge call per actuation",
+            postmortem_reason="a seat sends a line and stops; the others' lines may wake it",
         )
 
     def start_round(self, ctx: RoundContext) -> None:

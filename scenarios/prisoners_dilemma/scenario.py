@@ -41,7 +41,6 @@ class PrisonersDilemma(Scenario):
     """Two players, a free talk channel, one private move each per round."""
 
     name = "prisoners_dilemma"
-    requests_per_round = 5  # its scripted seats take up to 6 a round
     description = (
         "Two players talk on a free channel, then each privately locks in cooperate or defect. "
         "The round is won when both cooperate; a missing move counts as defect."
@@ -101,14 +100,14 @@ class PrisonersDilemma(Scenario):
         return [scenario_tool(lock_in)]
 
     def cost_profile(self) -> CostProfile:
-        """Three requests a round (talk, lock in, stop), two in the postmortem (a line, stop)."""
+        """Two or three requests a round (talk, lock in, a stop), two in the postmortem."""
         return CostProfile(
-            main_requests=3.0,
-            postmortem_requests=1.5,
+            main_requests=2.5,
+            postmortem_requests=2.0,
             output_tokens=40,
             added_tokens=30,
-            reason="a player talks, locks in and stops; in the postmortem it sends a line, "
-            "stops, and is woken by the other's line every other round",
+            reason="a player talks, locks in and stops, unless the round settles first",
+            postmortem_reason="a player sends a line and stops; the other's line may wake it",
         )
 
     def start_round(self, ctx: RoundContext) -> None:

@@ -61,7 +61,6 @@ class SignalGame(Scenario):
     """Two seats, a sender and a receiver, a referential game of one message per target."""
 
     name = "signal_game"
-    requests_per_round = 12  # its scripted seats take up to 13 a round
     description = (
         "A Lewis signalling game: the sender sees a target object's attributes and sends one "
         "short message; the receiver picks the target among distractors shown in its own order "

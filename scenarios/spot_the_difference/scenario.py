@@ -74,7 +74,6 @@ class SpotTheDifference(Scenario):
     """One or two teams of two viewers, a generated scene pair per round, a judged submission."""
 
     name = "spot_the_difference"
-    requests_per_round = 5  # its scripted seats take up to 6 a round
     description = (
         "Two viewers, one seeing scene A and one scene B, find the K differences between them "
         "from relational descriptions alone; each submits once and a judge reads the answer "

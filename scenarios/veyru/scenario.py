@@ -50,7 +50,6 @@ class Veyru(Scenario):
     """Two seats, one failing veyru per round, a metered link and a judged treatment tool."""
 
     name = "veyru"
-    requests_per_round = 11  # its scripted seats take up to 12 a round
     description = (
         "A field observer who alone sees and touches a failing veyru, and a stabilization "
         "engineer who alone holds the care manual and the star's shifting reading, keep it alive "
@@ -120,15 +119,16 @@ class Veyru(Scenario):
         stages = (k.min_stages + k.max_stages) / 2
         action = "apply the named procedure to the named face for N seconds at level L"
         return CostProfile(
-            main_requests=1.5 + stages,
-            postmortem_requests=2.0,
+            main_requests=1.5 + 1.5 * stages,
+            postmortem_requests=2.5,
             output_tokens=60,
             added_tokens=40,
             judge_calls=stages,
             judge_prompt_chars=len(self.judge_instructions(1)) + len(action) if self.case else 0,
-            reason=f"a case of {stages:g} stages on average: the observer describes, treats each "
-            "stage and stops, the engineer waits, answers each stage and stops; one judge call "
+            reason=f"a case of {stages:g} stages on average: the observer describes, then treats "
+            "and waits at each stage, the engineer waits and answers each stage; one judge call "
             "per treatment",
+            postmortem_reason="a seat sends a line and stops; the other's line may wake it",
         )
 
     # -- the round ----------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
     )
     estimate = estimate_cost(plan)
     a, b = estimate.seats
-    assert (a.requests, b.requests) == (18, 18)  # 3 a round and 1.5 a postmortem, 4 rounds
+    assert (a.requests, b.requests) == (18, 18)  # 2.5 a round and 2 a postmortem, 4 rounds
     assert a.input_tokens == b.input_tokens and a.output_tokens == b.output_tokens
     assert a.usd is not None and b.usd is not None and estimate.total_usd == a.usd + b.usd
     assert out[1:] == [
@@ -280,7 +280,7 @@ def test_dry_run_prints_each_seat_and_a_stated_estimate_and_claims_nothing(
         f"(${estimate.total_usd / 4:.4f} per round)",
         *(f"  assuming {line}" for line in estimate.assumptions),
     ]
-    assert estimate.assumptions[3] == (
+    assert estimate.assumptions[4] == (
         "cache (a request reads its previous request's prompt): player_a reads and writes, "
         "player_b reads"
     )

@@ -12,13 +12,22 @@ from glossogen.cli import main
 from tests.mcp.conftest import SCRIPTED, call, stdio_session
 
 
-def _warning(scenario: str, cap: int, rounds: int, per_round: int) -> str:
+def _warning(
+    scenario: str, cap: int, rounds: int, per_round: str, phases: str, covered: int, needed: int
+) -> str:
     return (
         f"--max-agent-turns {cap} likely ends the run before its {rounds} rounds: a {scenario} "
-        f"seat takes about {per_round} model requests a round (assumed from its scripted "
-        f"players), so {cap} turns cover about {cap // per_round} rounds and the run would end "
-        f"incomplete; --max-agent-turns {rounds * per_round} covers {rounds}"
+        f"seat takes about {per_round} model requests a round ({phases}, the scenario's cost "
+        f"profile, as the estimate assumes), so {cap} turns cover about {covered} rounds and the "
+        f"run would end incomplete; --max-agent-turns {needed} covers {rounds}"
     )
+
+
+WARNED = {  # the estimate's own figures (a seat's requests a round, tests/launch/...)
+    "orbital_anomaly": ("16", "13 in the main phase and 3 in a postmortem", 12, 640),
+    "signal_game": ("13", "11 in the main phase and 2 in a postmortem", 15, 260),
+    "prisoners_dilemma": ("4.5", "2.5 in the main phase and 2 in a postmortem", 44, 270),
+}
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -32,11 +41,11 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 @pytest.mark.parametrize(
-    ("scenario", "rounds", "per_round"),
-    [("orbital_anomaly", 40, 13), ("signal_game", 20, 12), ("prisoners_dilemma", 60, 5)],
+    ("scenario", "rounds"),
+    [("orbital_anomaly", 40), ("signal_game", 20), ("prisoners_dilemma", 60)],
 )
 def test_dry_run_warns_when_the_cap_cannot_cover_the_rounds(
-    scenario: str, rounds: int, per_round: int, tmp_path: Path,
+    scenario: str, rounds: int, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     argv = ["run", scenario, f"round_count={rounds}", "--runs-dir", str(tmp_path / "runs"),
@@ -44,10 +53,12 @@ def test_dry_run_warns_when_the_cap_cannot_cover_the_rounds(
             "--dry-run"]  # fmt: skip
     code, out, err = _run(argv, capsys)
     assert code == 0
-    assert err.splitlines() == [f"glossogen: warning: {_warning(scenario, 200, rounds, per_round)}"]
+    per_round, phases, covered, needed = WARNED[scenario]
+    warning = _warning(scenario, 200, rounds, per_round, phases, covered, needed)
+    assert err.splitlines() == [f"glossogen: warning: {warning}"]
     assert out.startswith(f"dry run: {scenario}, preset 'knobs_default', {rounds} rounds, ")
     # Enough turns: no warning.
-    code, _, err = _run([*argv, "--max-agent-turns", str(rounds * per_round)], capsys)
+    code, _, err = _run([*argv, "--max-agent-turns", str(needed)], capsys)
     assert (code, err) == (0, "")
 
 
@@ -58,7 +69,9 @@ def test_a_launch_warns_before_it_plays_and_ends_incomplete_as_warned(
             "--runs-dir", str(tmp_path / "runs"), "--model", "scripted",
             "--provider", "scripted", "--config", "knobs_default"]  # fmt: skip
     code, _, err = _run(argv, capsys)
-    assert err.splitlines()[0] == f"glossogen: warning: {_warning('prisoners_dilemma', 10, 3, 5)}"
+    phases = "2.5 in the main phase and 2 in a postmortem"
+    warning = _warning("prisoners_dilemma", 10, 3, "4.33", phases, 2, 13)
+    assert err.splitlines()[0] == f"glossogen: warning: {warning}"
     assert code == 1  # incomplete: the cap cut the run short, as warned
 
 
@@ -69,4 +82,6 @@ def test_mcp_estimate_run_carries_the_warning(tmp_path: Path) -> None:
                               overrides=["round_count=40"], **SCRIPTED)  # fmt: skip
 
     (tmp_path / "runs").mkdir()
-    assert asyncio.run(go())["warnings"] == [_warning("orbital_anomaly", 200, 40, 13)]
+    per_round, phases, covered, needed = WARNED["orbital_anomaly"]
+    warned = _warning("orbital_anomaly", 200, 40, per_round, phases, covered, needed)
+    assert asyncio.run(go())["warnings"] == [warned]

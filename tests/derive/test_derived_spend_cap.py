@@ -48,11 +48,11 @@ def test_a_replace_agent_whose_estimate_passes_the_cap_is_refused(
     lines = capsys.readouterr()
     assert lines.err.count("\n") == 1
     # The launch estimate (glossogen.launch.estimate_cost) of the 2 rounds after round 1: the
-    # one claude-sonnet-4-6 seat $0.0217371 (its history of round 1 read, not billed), the
+    # one claude-sonnet-4-6 seat about $0.028477 (its history of round 1 read, not billed), the
     # in-run judge, no longer scripted, 2 calls a round on claude-haiku-4-5 $0.002696, the
     # scripted engineer $0.
     assert lines.err.startswith(
         "glossogen: error: --spend-cap-usd 0.01: the dry-run estimate of the 2 rounds to play is "
-        "$0.024433 ($0.012217 per round), above the cap (the derived folder "
+        "$0.031173 ($0.015587 per round), above the cap (the derived folder "
     )
     assert list(out.iterdir()) == []
