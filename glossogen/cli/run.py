@@ -379,10 +379,11 @@ def play(
     if result.total_cost_usd is None and result.cost_note:
         cost = f"cost unknown ({result.cost_note})"
     errors = ", ".join(f"{n} {kind}" for kind, n in sorted(result.model_errors.items()))
+    included = " (postmortems included)" if result.postmortem_messages else ""
     print(
         f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} rounds won · "
-        f"{counted(result.total_messages, 'message')} · {counted(result.total_chars, 'character')} "
-        f"(postmortems included) · {cost} · {result.tokens.summary()} · "
+        f"{counted(result.total_messages, 'message')} · {counted(result.total_chars, 'character')}"
+        f"{included} · {cost} · {result.tokens.summary()} · "
         f"{result.duration_seconds:.1f} s" + (f" · model errors: {errors}" if errors else ""),
         flush=True,
     )

@@ -181,7 +181,8 @@ class RunState:
         tool_calls: Tool calls per agent (continues the scripted models' call ids).
         seats: Each agent's current ``(model, provider, model_settings)``.
         recorded: Verdicts per round and whether the round was void.
-        total_messages: Messages sent; ``total_chars`` their characters.
+        total_messages: Messages sent; ``total_chars`` their characters;
+            ``postmortem_messages`` those of them sent in a postmortem.
         message_seq: Messages ever sent (noise draws are keyed on it).
         pending_round: The round cut off after the boundary, if any.
         pending_verdicts: True when that round's verdict was recorded (only its postmortem
@@ -200,6 +201,7 @@ class RunState:
     recorded: dict[int, tuple[list[Verdict], bool]] = field(default_factory=dict)
     total_messages: int = 0
     total_chars: int = 0
+    postmortem_messages: int = 0
     message_seq: int = 0
     pending_round: int | None = None
     pending_verdicts: bool = False
@@ -287,6 +289,7 @@ def _fold(state: RunState, events: list[Event]) -> None:
         elif isinstance(event, MessageSent):
             state.total_messages += 1
             state.total_chars += event.chars
+            state.postmortem_messages += event.phase == "postmortem"
             state.message_seq += 1
         elif isinstance(event, RoundResultRecorded):
             verdicts, void = state.recorded.get(event.round_number, ([], False))

@@ -155,6 +155,8 @@ class RunEngine(ChannelOps, SeatAgents):
         """Verdicts per round as recorded, and whether the round was void."""
         self.total_messages = 0
         self.total_chars = 0
+        self.postmortem_messages = 0
+        """Of ``total_messages``, those sent in a postmortem."""
         self._seq = 0
         self.requests = RequestLedger(self.emit)
         """The billed model requests sent and not yet logged (agents' and the judge's)."""
@@ -235,6 +237,7 @@ class RunEngine(ChannelOps, SeatAgents):
             runner.out = runner.turns >= self.setup.max_agent_turns
         self.recorded = dict(state.recorded)
         self.total_messages, self.total_chars = state.total_messages, state.total_chars
+        self.postmortem_messages = state.postmortem_messages
         self._seq = state.message_seq
         self.round_number = state.after_round
         through = state.after_round + (1 if state.pending_verdicts else 0)

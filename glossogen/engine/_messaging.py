@@ -40,6 +40,7 @@ class ChannelOps:
         round_number: int
         total_messages: int
         total_chars: int
+        postmortem_messages: int
         _seq: int
 
         def emit(self, event: Event) -> None: ...
@@ -122,6 +123,7 @@ class ChannelOps:
         self.mark_seen(agent_id, channel)
         self.total_messages += 1
         self.total_chars += chars
+        self.postmortem_messages += self.phase == "postmortem"
         for member in channel.members:
             if member != agent_id:
                 self.runners[member].deliver("message", message.as_delivered())

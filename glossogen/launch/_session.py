@@ -97,6 +97,8 @@ class RunResult(BaseModel):
     error: str | None = None
     model_errors: dict[str, int] = {}
     cost_note: str | None = None
+    postmortem_messages: int = 0
+    """Of ``total_messages``, those sent in a postmortem (0: the run held none, or none spoke)."""
     spend_capped: bool = False
     """True when the run ended ``incomplete`` because its spend cap was reached (exit 20)."""
     tokens: Tokens = Field(default_factory=Tokens)
@@ -348,6 +350,7 @@ class RunSession:
             rounds_won=won,
             total_messages=self.engine.total_messages,
             total_chars=self.engine.total_chars,
+            postmortem_messages=self.engine.postmortem_messages,
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,

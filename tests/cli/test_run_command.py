@@ -67,6 +67,22 @@ def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
     assert json.loads((run_dir / "config.json").read_text())["round_count"] == 3
 
 
+def test_a_run_that_held_no_postmortem_does_not_say_postmortems_included(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    done = _cli("run", "prisoners_dilemma", "--model", "scripted", "--provider", "scripted",
+                "--runs-dir", "./runs", "--config", "knobs_no_postmortem", "round_count=3",
+                cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    run_id = next(line for line in lines if line.startswith("new_run_id=")).removeprefix(
+        "new_run_id="
+    )
+    assert lines[-1].startswith(
+        f"{run_id} completed: 2/3 rounds won · 6 messages · 186 characters · $0.000000 · "
+    ), lines[-1]
+
+
 def test_missing_model_is_a_usage_error_64(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,9 +249,10 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     assert exited.value.code == 1
     assert captured.err.splitlines() == [
         "glossogen: warning: --max-agent-turns 3 likely ends the run before its 5 rounds: a "
-        "prisoners_dilemma seat takes about 5 model requests a round (assumed from its scripted "
-        "players), so 3 turns cover about 0 rounds and the run would end incomplete; "
-        "--max-agent-turns 25 covers 5",
+        "prisoners_dilemma seat takes about 4.4 model requests a round (2.5 in the main phase "
+        "and 2 in a postmortem, the scenario's cost profile, as the estimate assumes), so 3 "
+        "turns cover about 0 rounds and the run would end incomplete; --max-agent-turns 22 "
+        "covers 5",
         "glossogen: error: run incomplete: every agent reached --max-agent-turns 3",
     ]
     lines = captured.out.splitlines()
@@ -248,7 +265,7 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     assert re.fullmatch(
         re.escape(
             f"{run_id} incomplete: 1/1 rounds won · 2 messages · 62 characters "
-            "(postmortems included) · $0.000000 · tokens 1718 in (0 cache read, 0 cache write, "
+            "· $0.000000 · tokens 1718 in (0 cache read, 0 cache write, "
             "0 of it 1 h), 66 out, 0.0% of input from cache · "
         )
         + r"\d+\.\d s",

@@ -206,10 +206,11 @@ def test_the_cli_exits_69_and_names_the_model_errors_in_its_closing_line(
     assert isinstance(ended, SimulationEnded)
     closing = out.strip().splitlines()[-1]
     # Six refusals, each billed as the stub's default answer (10 in, 5 out: $0.000105); the
-    # seconds are the process's real ones, read from the log the line sums up.
+    # seconds are the process's real ones, read from the log the line sums up. No postmortem
+    # was held, so the line does not say "(postmortems included)".
     assert closing == (
         f"prisoners_dilemma/{log.parent.name} error: 0/1 rounds won · 0 messages · 0 characters "
-        "(postmortems included) · $0.000630 · tokens 60 in (0 cache read, 0 cache write, "
+        "· $0.000630 · tokens 60 in (0 cache read, 0 cache write, "
         f"0 of it 1 h), 30 out, 0.0% of input from cache · {ended.duration_seconds:.1f} s · "
         "model errors: 6 refusal"
     )
