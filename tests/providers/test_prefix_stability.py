@@ -28,6 +28,8 @@ from glossogen.launch import RunRequest
 from tests.derive.test_resume import _strip as strip_fields
 from tests.derive.test_resume_sends import _play_one_round_and_stop
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.winning_players import veyru_player
+from tests.launch.test_estimate import _play
 from tests.providers.ungated import play_ungated
 
 SCENARIOS = [
@@ -89,14 +91,20 @@ def assert_prefix_stable(requests: list[RecordedRequest], who: str) -> None:
 
 def per_seat(requests: list[RecordedRequest]) -> dict[str, list[RecordedRequest]]:
     """The stub's model requests by seat: by the prompt cache key each carries (OpenAI,
-    ``<run_id>:<agent_id>``), else by its instructions, the last system block (Anthropic; each
-    seat's are its own)."""
+    ``<run_id>:<agent_id>``), else by its instructions (each seat's are its own): the last
+    system block (Anthropic) or the system message (OpenAI Chat with no key: self-hosted).
+    A judge's rulings (its ``final_result`` tool) are not a seat's."""
     seats: dict[str, list[RecordedRequest]] = {}
     for req in requests:
-        if req.wire not in ("responses", "chat", "anthropic"):
+        if req.wire not in ("responses", "chat", "anthropic") or "final_result" in req.tool_names:
             continue
         key = req.body.get("prompt_cache_key")
-        seat = key.rsplit(":", 1)[1] if key else req.body["system"][-1]["text"]
+        if key:
+            seat = key.rsplit(":", 1)[1]
+        elif req.wire == "anthropic":
+            seat = req.body["system"][-1]["text"]
+        else:
+            seat = next(_text(m["content"]) for m in req.messages if m.get("role") == "system")
         seats.setdefault(seat, []).append(req)
     return seats
 
@@ -240,6 +248,49 @@ def test_every_seat_s_prompt_only_grows_with_anthropic_s_moving_breakpoint(
         assert len(requests) >= 8
         assert all(r.body["cache_control"] == {"type": "ephemeral", "ttl": "5m"} for r in requests)
         assert_prefix_stable(requests, "anthropic seat")
+
+
+def test_every_seat_s_prompt_only_grows_on_the_openai_chat_wire(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """OpenAI's Chat Completions wire (a self-hosted model: no cache marker, its server caches
+    from the stable prefix alone). The system prompt is the conversation's first message."""
+    monkeypatch.setenv("SELF_HOSTED_BASE_URLS", json.dumps({"m1": model_stub.openai_base_url}))
+    model_stub.responder = blind_seat  # type: ignore[assignment]
+    request = _request(tmp_path, "prisoners_dilemma", model="m1", provider="self-hosted")
+    asyncio.run(_play(request))
+    assert {r.wire for r in model_stub.requests} == {"chat"}
+    seats = per_seat(model_stub.requests)
+    assert len(seats) == 2
+    for requests in seats.values():
+        assert len(requests) >= 8
+        assert [m["role"] for m in requests[0].messages[:2]] == ["system", "user"]
+        assert not any(marker in json.dumps(r.body) for r in requests for marker in CACHE_MARKERS)
+        assert_prefix_stable(requests, "chat seat")
+    assert not UUID.search(json.dumps([r.body for r in model_stub.requests]))
+
+
+def test_every_seat_s_prompt_only_grows_in_a_judged_scenario_on_anthropic(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """veyru over the Anthropic wire, its treatments ruled by a judge on the same stub: the
+    judge's rulings reach the seats as tool results and notifications, appended; each seat's
+    prompt (moving breakpoint stripped) still only grows."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    model_stub.responder = veyru_player  # type: ignore[assignment]
+    request = _request(tmp_path, "veyru", "judge_provider=anthropic",
+                       "judge_model=claude-haiku-4-5", model="claude-haiku-4-5",
+                       provider="anthropic")  # fmt: skip
+    asyncio.run(_play(request))
+    judged = [r for r in model_stub.requests if "final_result" in r.tool_names]
+    assert len(judged) >= 2  # a treatment a round at least, ruled over HTTP
+    seats = per_seat(model_stub.requests)
+    assert len(seats) == 2
+    for requests in seats.values():
+        assert len(requests) >= 8
+        assert all(r.body["cache_control"] == {"type": "ephemeral", "ttl": "5m"} for r in requests)
+        assert_prefix_stable(requests, "veyru anthropic seat")
 
 
 def test_a_resumed_run_extends_each_seat_s_last_prompt_before_the_cut(
