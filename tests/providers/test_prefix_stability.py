@@ -6,7 +6,9 @@ not exist (the refusal names the seat's channels), send on the first one, read i
 done; a notification batch is acknowledged in one answer. The stub's recorded bodies are then
 grouped per seat by their prompt cache key (``<run_id>:<agent_id>``) and checked by
 :func:`assert_prefix_stable`. A resumed run's first request per seat must extend the last one
-its seat sent before the cut.
+its seat sent before the cut. The other wires: prisoners_dilemma on OpenAI Chat Completions (a
+self-hosted model, seats told apart by their system message), and on Anthropic
+prisoners_dilemma and veyru, whose treatments a judge on the same stub rules.
 """
 
 from __future__ import annotations
