@@ -9,7 +9,8 @@ served, so the Prefect UI links to it. No Prefect here: the tasks publish what t
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from glossogen.eventlog import RunView, SimulationStarted
 from glossogen.scenario import UnknownScenarioError, load_scenario, outcome_word
@@ -24,6 +25,52 @@ def browser_url(run_id: str) -> str | None:
     return f"{base}/runs/{run_id}" if base else None
 
 
+@dataclass(frozen=True)
+class TeamOutcome:
+    """How one team's verdict of a round reads on every surface.
+
+    Attributes:
+        team_id: The team.
+        outcome: ``won``, ``eligible`` (a success the scenario's ranking did not name the
+            winner), ``lost``, or ``void`` (the round could not be played).
+        success: The scenario's verdict as recorded (in a ranked scenario: eligible).
+        reason: The verdict's reason.
+    """
+
+    team_id: str
+    outcome: Literal["won", "eligible", "lost", "void"]
+    success: bool
+    reason: str
+
+    @property
+    def won(self) -> bool:
+        """True when the team won the round (the ranking's winner, where there is one)."""
+        return self.outcome == "won"
+
+
+def team_outcomes(view: RunView) -> dict[int, list[TeamOutcome]]:
+    """Each round that counts: each team's verdict and how it reads, in verdict order.
+
+    A round with several teams that the scenario ranked (:meth:`Scenario.round_winners`)
+    was won by the ranking's winners only; a successful team it did not name was
+    ``eligible``. One team's success, or every success of an unranked round, is ``won``.
+    """
+    winners = ranked_winners(view)
+    out: dict[int, list[TeamOutcome]] = {}
+    for number, (verdicts, void) in sorted(view.verdicts.items()):
+        ranked = winners.get(number) if len(verdicts) > 1 else None
+        out[number] = [
+            TeamOutcome(
+                v.team_id,
+                "void" if void else outcome_word(v.success, v.team_id, ranked),
+                v.success,
+                v.reason,
+            )
+            for v in verdicts
+        ]
+    return out
+
+
 def round_table(view: RunView) -> list[dict[str, Any]]:
     """One row per round that counts, in round order.
 
@@ -36,23 +83,18 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
     for m in view.messages:
         messages.setdefault(m.round_number, []).append(m.chars)
     spend = view.spend_by_round()
-    winners = ranked_winners(view)
     rows = []
-    for number, (verdicts, void) in sorted(view.verdicts.items()):
-        if void:
-            verdict = "void"
-        elif len(verdicts) == 1:
-            verdict = outcome_word(verdicts[0].success, verdicts[0].team_id, None)
-        else:
-            ranked = winners.get(number)
-            verdict = ", ".join(
-                f"{v.team_id} {outcome_word(v.success, v.team_id, ranked)}" for v in verdicts
-            )
+    for number, teams in team_outcomes(view).items():
+        verdict = (
+            str(teams[0].outcome)
+            if len(teams) == 1 or teams[0].outcome == "void"
+            else ", ".join(f"{t.team_id} {t.outcome}" for t in teams)
+        )
         rows.append(
             {
                 "round": number,
                 "verdict": verdict,
-                "reason": "; ".join(v.reason for v in verdicts),
+                "reason": "; ".join(t.reason for t in teams),
                 "messages": len(messages.get(number, [])),
                 "chars": sum(messages.get(number, [])),
                 "cost_usd": spend.get(number, 0.0),
