@@ -9,11 +9,15 @@ served, so the Prefect UI links to it. No Prefect here: the tasks publish what t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from glossogen.eventlog import RunView, SimulationStarted
-from glossogen.scenario import UnknownScenarioError, load_scenario, outcome_word
+from glossogen.scenario import (
+    TeamOutcome,
+    UnknownScenarioError,
+    load_scenario,
+    round_outcomes,
+)
 
 BROWSER_URL_VARIABLE = "GLOSSOGEN_BROWSER_URL"
 """Where ``glossogen serve`` is reached (``http://host:8000``); unset: no links."""
@@ -25,29 +29,6 @@ def browser_url(run_id: str) -> str | None:
     return f"{base}/runs/{run_id}" if base else None
 
 
-@dataclass(frozen=True)
-class TeamOutcome:
-    """How one team's verdict of a round reads on every surface.
-
-    Attributes:
-        team_id: The team.
-        outcome: ``won``, ``eligible`` (a success the scenario's ranking did not name the
-            winner), ``lost``, or ``void`` (the round could not be played).
-        success: The scenario's verdict as recorded (in a ranked scenario: eligible).
-        reason: The verdict's reason.
-    """
-
-    team_id: str
-    outcome: Literal["won", "eligible", "lost", "void"]
-    success: bool
-    reason: str
-
-    @property
-    def won(self) -> bool:
-        """True when the team won the round (the ranking's winner, where there is one)."""
-        return self.outcome == "won"
-
-
 def team_outcomes(view: RunView) -> dict[int, list[TeamOutcome]]:
     """Each round that counts: each team's verdict and how it reads, in verdict order.
 
@@ -56,19 +37,12 @@ def team_outcomes(view: RunView) -> dict[int, list[TeamOutcome]]:
     ``eligible``. One team's success, or every success of an unranked round, is ``won``.
     """
     winners = ranked_winners(view)
-    out: dict[int, list[TeamOutcome]] = {}
-    for number, (verdicts, void) in sorted(view.verdicts.items()):
-        ranked = winners.get(number) if len(verdicts) > 1 else None
-        out[number] = [
-            TeamOutcome(
-                v.team_id,
-                "void" if void else outcome_word(v.success, v.team_id, ranked),
-                v.success,
-                v.reason,
-            )
-            for v in verdicts
-        ]
-    return out
+    return {
+        number: round_outcomes(
+            [(v.team_id, v.success, v.reason) for v in verdicts], void, winners.get(number)
+        )
+        for number, (verdicts, void) in sorted(view.verdicts.items())
+    }
 
 
 def round_table(view: RunView) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ transcript.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -163,16 +164,7 @@ class RunReading(ToolBase):
                 void=teams[0].outcome == "void",
                 won=all(t.success and t.outcome != "void" for t in teams),
                 winners=[t.team_id for t in teams if t.won],
-                verdicts=[
-                    TeamVerdict(
-                        team_id=t.team_id,
-                        won=t.won,
-                        outcome=t.outcome,
-                        success=t.success,
-                        reason=t.reason,
-                    )
-                    for t in teams
-                ],
+                verdicts=[TeamVerdict(won=t.won, **asdict(t)) for t in teams],
             )
             for n, teams in team_outcomes(view).items()
         ]

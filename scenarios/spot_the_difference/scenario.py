@@ -86,6 +86,7 @@ class SpotTheDifference(Scenario):
         SpotTheDifferenceSubmissionJudged,
         SpotTheDifferenceRoundRanked,
     )
+    ranking_events = (SpotTheDifferenceRoundRanked,)
     uses_judge = True
     knobs: SpotTheDifferenceKnobs
 
