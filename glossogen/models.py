@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
+import pydantic_ai
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -27,6 +28,13 @@ from glossogen.scenario import ScriptedMove
 
 if TYPE_CHECKING:
     from pydantic_ai.models.openai import OpenAIChatModel
+
+pydantic_ai.BANNER_ENABLED = False
+"""No pydantic-ai first-run banner in any process that builds our models: on a terminal it
+printed its logo and a Logfire pointer to stderr at the first agent request, inside
+``glossogen run``'s live progress bar. ``BANNER_ENABLED`` is pydantic-ai's switch "for a
+program that would rather own its output" (``PYDANTIC_AI_NO_BANNER`` is its environment twin);
+set here, before any agent runs, it holds for the CLI, flow runs, MCP and ``serve`` alike."""
 
 ScriptedPolicy = Callable[[], Awaitable[ScriptedMove]]
 """An async callable returning the next scripted move of one agent (it builds its own view)."""

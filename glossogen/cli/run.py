@@ -378,6 +378,9 @@ def play(
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
     if result.total_cost_usd is None and result.cost_note:
         cost = f"cost unknown ({result.cost_note})"
+    capped = result.spend_capped and result.total_cost_usd is not None
+    if capped:  # beside the cap's figures below, say which figure this one is
+        cost = f"{cost} spent in all (every request logged)"
     errors = ", ".join(f"{n} {kind}" for kind, n in sorted(result.model_errors.items()))
     included = " (postmortems included)" if result.postmortem_messages else ""
     print(
@@ -395,7 +398,13 @@ def play(
         )
         return EXIT_INTERNAL
     if result.status != "completed":
-        _error(f"run {result.status}: {result.error}")
+        why = result.error
+        if capped:
+            why = (
+                f"{why} (spent and in flight as the cap refused that request; what was in "
+                "flight then is in the spend in all above)"
+            )
+        _error(f"run {result.status}: {why}")
     if result.spend_capped:
         return int(exit_codes.NOT_MEASURED)
     return EXIT_CODES.get(result.status, EXIT_INTERNAL)

@@ -327,6 +327,7 @@ def cached_run(handle: RunHandle, request: EvaluationRequest) -> RunOutcome | No
     if request.plot:
         names += [n for n in PLOT_METRICS if n not in names]
     metrics = [get_metric(n) for n in names]
+    metrics = [m for m in metrics if m.measures(handle.scenario)]
     if request.metrics is None and judge is None:
         metrics = [m for m in metrics if not m.needs_judge]
     for m in metrics:

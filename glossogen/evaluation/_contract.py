@@ -153,6 +153,9 @@ class Metric:
         compute: The async function computing it.
         sidecar: File name of its JSONL sidecar in the run folder, if it writes one.
         description: The docstring of ``compute`` (formula and source).
+        scenarios: The only scenarios whose runs it measures (None: every scenario). On any
+            other run ``--metrics all`` leaves it out altogether (no entry, no note, no
+            export column), and naming it leaves it blank, saying which scenarios it is for.
     """
 
     name: str
@@ -163,6 +166,11 @@ class Metric:
     compute: Compute
     sidecar: str | None = None
     description: str = ""
+    scenarios: tuple[str, ...] | None = None
+
+    def measures(self, scenario: str) -> bool:
+        """Return True when the metric is meant for runs of ``scenario``."""
+        return self.scenarios is None or scenario in self.scenarios
 
     def applies(self, run: LoadedRun) -> bool:
         """Return True when ``run`` offers every hook this metric needs."""

@@ -276,6 +276,11 @@ def plan_evaluation(
         probe_replicas=probe_replicas, previous=read_report(run.run_dir, run.scenario),
     )  # fmt: skip
     for m in requested:
+        if not m.measures(run.scenario):
+            if names is not None and m.name in names:  # named: blank, saying why
+                only = ", ".join(m.scenarios or ())
+                plan.blank.append((m.name, f"does not apply: a metric of {only} runs only"))
+            continue  # not a metric of this scenario: no entry, no note
         if names is None and m.needs_judge and judge is None:
             plan.blank.append((m.name, "needs a judge (--model, --provider)"))
         elif not m.applies(run):

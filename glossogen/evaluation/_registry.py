@@ -34,6 +34,7 @@ def metric(
     version: int = 1,
     needs: tuple[Hook, ...] = ("channels",),
     sidecar: str | None = None,
+    scenarios: tuple[str, ...] | None = None,
 ) -> Callable[[Compute], Compute]:
     """Register the decorated ``async def compute(ctx) -> Scored`` as metric ``name``.
 
@@ -44,6 +45,8 @@ def metric(
         version: Definition version (bump when the formula changes; part of the cache key).
         needs: Run hooks read (:data:`~glossogen.evaluation._contract.Hook`).
         sidecar: JSONL file the metric writes into the run folder, if any.
+        scenarios: The only scenarios it measures (None: all); ``--metrics all`` leaves it
+            out of any other scenario's evaluation.
 
     Raises:
         ValueError: another metric already registered ``name``.
@@ -61,6 +64,7 @@ def metric(
             needs=needs,
             compute=compute,
             sidecar=sidecar,
+            scenarios=scenarios,
             description=(compute.__doc__ or "").strip(),
         )
         return compute

@@ -62,6 +62,7 @@ from glossogen.eventlog._view import (
     SeatSpend,
     Spend,
     Status,
+    live_status,
     split_attempts,
 )
 from glossogen.eventlog._writer import EventLogWriter
@@ -89,6 +90,7 @@ __all__ = [
     "Tokens",
     "Status",
     "split_attempts",
+    "live_status",
     "LEGACY_SCHEMA_VERSION",
     "LegacyUpcaster",
     "is_legacy",

@@ -40,7 +40,7 @@ Rules, in the order a log is read:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from glossogen.eventlog._cost import add_usd
 from glossogen.eventlog._events import (
@@ -81,6 +81,19 @@ RESUMABLE: tuple[str, ...] = ("error", "interrupted")
 
 RESUMABLE_STATUSES: tuple[Status, ...] = ("error", "interrupted", "stopped")
 """Statuses of a run ``glossogen run --resume`` continues."""
+
+
+def live_status(ended: str | None, live: bool) -> str:
+    """A run's status from its log's last ending (None: none) and whether it is live.
+
+    The module docstring's rule, in one place for every reader (:attr:`RunView.status`, the
+    export's and the run list's records): an ending stands unless it is one a run is resumed
+    from (:data:`RESUMABLE`) and a live writer, or a launched process about to be one, holds
+    the run; then, as with no ending, ``running`` when live and ``stopped`` when not.
+    """
+    if ended is not None and not (live and ended in RESUMABLE):
+        return ended
+    return "running" if live else "stopped"
 
 
 def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
@@ -340,9 +353,7 @@ class RunView:
     def status(self) -> Status:
         """The run's status (the module docstring's vocabulary)."""
         ended = self.ended
-        if ended is not None and not (self.live and ended.status in RESUMABLE):
-            return ended.status
-        return "running" if self.live else "stopped"
+        return cast(Status, live_status(ended.status if ended else None, self.live))
 
     @property
     def resumable(self) -> bool:

@@ -40,6 +40,7 @@ from glossogen.export._lines import (
 )
 from glossogen.export._runlog import roster_may_change
 from glossogen.export._selection import RunRecord
+from glossogen.scenario import round_outcomes
 from glossogen.storage import is_local, join, open_fs, translate_errors
 
 log = logging.getLogger("glossogen.export")
@@ -72,7 +73,8 @@ REPETITION_METRIC = "language_repetition"
 """The metric whose sidecar gives ``repetition_factor`` per message id."""
 
 _MESSAGE_EVENTS = {"message_sent", "agent_registered", "agent_swapped_mid_run"}
-_CONTEXT_EVENTS = {"injection_delivered"}
+_VERDICT = "round_result_recorded"
+_CONTEXT_EVENTS = {"injection_delivered", _VERDICT}
 _PHASE_EVENTS = {"round_started", "round_advanced", "postmortem_started", "postmortem_ended"}
 _SETUP_EVENTS = {"simulation_started"}
 
@@ -126,6 +128,17 @@ def _chosen_lines(
             yield start, kind, line
 
 
+def ranking_kinds(scenario: str) -> set[str]:
+    """The event types ``scenario`` names a round's winners in (:attr:`Scenario.ranking_events`)."""
+    from glossogen.scenario import UnknownScenarioError, load_scenario
+
+    try:
+        cls = load_scenario(scenario)
+    except UnknownScenarioError:
+        return set()
+    return {str(e.model_fields["event_type"].default) for e in cls.ranking_events}
+
+
 def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     """Yield the parsed events both tables need, in log order, from one read of the log.
 
@@ -144,7 +157,8 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
 
     started = record.facts.started
     legacy = (started or {}).get("schema_version") == LEGACY_SCHEMA_VERSION
-    wanted = set(_LEGACY_KINDS if legacy else _TABLE_EVENTS)
+    ranking = ranking_kinds(record.scenario)
+    wanted = set(_LEGACY_KINDS if legacy else _TABLE_EVENTS) | ranking
     if not legacy and not roster_may_change(started):
         wanted -= _ROSTER
     chosen: list[tuple[int, bytes]] = []
@@ -161,7 +175,7 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
                 break
             chosen.append((offset, line))
     if resumed:
-        yield from _counted_events(record, _TABLE_EVENTS, tables)
+        yield from _counted_events(record, _TABLE_EVENTS | ranking, tables)
         return
     classes = event_classes()
     upcaster: LegacyUpcaster | None = None
@@ -177,7 +191,7 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
         if not isinstance(obj, dict) or not valid_event(obj, classes):
             bad_at.append(offset)
             continue
-        if obj.get("event_type") in _TABLE_EVENTS:
+        if obj.get("event_type") in _TABLE_EVENTS | ranking:
             yield obj
     # A line naming no event type is found by no byte search; the run's facts number those
     # (one pass when the selection read them), and any of them may have been a table's event.
@@ -240,7 +254,13 @@ def run_rows(
     measures are the evaluation's helpers on that text, blank for an empty text.
     ``repetition_factor`` is blank when the metric never ran on the run.
 
-    ``round_context``: one row per round with an injection, in round order.
+    ``round_context``: one row per round with an injection or a verdict, in round order.
+    ``winners`` names the teams that won the round (``; ``-joined; blank when none did or the
+    round was void): in a round of several teams the scenario ranked (two-team
+    spot_the_difference), only the ranking's winners. ``outcome.<team_id>`` is each team's
+    ``won``, ``eligible`` (a success the ranking did not name the winner), ``lost`` or
+    ``void`` (:func:`~glossogen.scenario.round_outcomes`, as MCP's ``get_run``, the console
+    and the run page say it); both blank for a round with no verdict yet.
     ``injection.<agent_id>`` holds the briefing(s) delivered in the main phase of the round,
     ``postmortem_injection.<agent_id>`` the one(s) that opened its postmortem; several are
     joined by a blank line (rendered as spaces in the CSV).
@@ -258,15 +278,26 @@ def run_rows(
     counters: dict[tuple[int, str], int] = {}
     rows: list[dict[str, Any]] = []
     rounds: dict[int, dict[str, Any]] = {}
+    verdicts: dict[int, list[dict[str, Any]]] = {}
+    winners: dict[int, list[str]] = {}
     for ev in _events(record, tables):
         kind = ev["event_type"]
-        if kind == "injection_delivered":
-            number = int(ev.get("round_number") or 0)
+        number = int(ev.get("round_number") or 0)
+        if kind in _CONTEXT_EVENTS:
             row = rounds.setdefault(
                 number,
                 {"run_id": record.run_id, "scenario_name": record.scenario,
                  "round_number": number},
             )  # fmt: skip
+        if kind == _VERDICT:
+            verdicts.setdefault(number, []).append(ev)
+            continue
+        if kind not in _TABLE_EVENTS:  # the scenario's ranking of the round
+            named = _round_winners(record.scenario, ev)
+            if named is not None:
+                winners[number] = named
+            continue
+        if kind == "injection_delivered":
             prefix = "postmortem_injection." if ev.get("phase") == "postmortem" else "injection."
             col = f"{prefix}{ev.get('agent_id')}"
             text = str(ev.get("text") or "")
@@ -310,7 +341,25 @@ def run_rows(
                 "repetition_factor": None if factors is None else factors.get(message_id),
             }
         )
+    for number, recorded in verdicts.items():
+        outcomes = round_outcomes(
+            [(str(v["team_id"]), bool(v["success"]), str(v.get("reason") or "")) for v in recorded],
+            any(v.get("void") for v in recorded),
+            winners.get(number),
+        )
+        row = rounds[number]
+        row["winners"] = "; ".join(o.team_id for o in outcomes if o.won) or None
+        row.update({f"outcome.{o.team_id}": o.outcome for o in outcomes})
     return rows, [rounds[n] for n in sorted(rounds)]
+
+
+def _round_winners(scenario: str, event: dict[str, Any]) -> list[str] | None:
+    """The winners ``scenario``'s ranking event ``event`` names (None: it names none)."""
+    from glossogen.eventlog import event_classes
+    from glossogen.scenario import load_scenario
+
+    typed = event_classes()[event["event_type"]].model_validate(event)
+    return load_scenario(scenario).round_winners(typed)
 
 
 def message_rows(record: RunRecord) -> list[dict[str, Any]]:
@@ -328,13 +377,19 @@ def roster(records: list[RunRecord]) -> list[str]:
     return list(dict.fromkeys(a.agent_id for r in records for a in r.agents))
 
 
+def teams(records: list[RunRecord]) -> list[str]:
+    """Every team of the selection's registered agents, in order of first registration."""
+    return list(dict.fromkeys(a.team_id for r in records for a in r.agents if a.team_id))
+
+
 def log_table_columns(
     name: str, records: list[RunRecord], repeat_run_columns: bool
 ) -> tuple[list[str], list[dict[str, Any]] | None]:
     """Return a log table's columns and, when repeated, each run's context row."""
     if name == "round_context":
         agents = roster(records)
-        cols = ["run_id", "scenario_name", "round_number"]
+        cols = ["run_id", "scenario_name", "round_number", "winners"]
+        cols += [f"outcome.{t}" for t in teams(records)]
         cols += [f"injection.{a}" for a in agents]
         cols += [f"postmortem_injection.{a}" for a in agents]
         return cols, None

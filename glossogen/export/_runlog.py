@@ -154,6 +154,7 @@ class LogFacts:
     started: dict[str, Any] | None = None
     agents: dict[str, AgentFacts] = field(default_factory=dict)
     status: str = RUNNING
+    ended_status: str | None = None
     status_detail: str | None = None
     started_at: str | None = None
     ended_at: str | None = None
@@ -214,6 +215,7 @@ def _register(facts: LogFacts, obj: dict[str, Any]) -> None:
 
 def _apply_ended(facts: LogFacts, ended: dict[str, Any]) -> None:
     facts.status = str(ended.get("status") or RUNNING)
+    facts.ended_status = str(ended["status"]) if ended.get("status") else None
     facts.status_detail = ended.get("status_detail")
     for name in ("rounds_played", "rounds_won", "total_messages", "total_chars"):
         setattr(facts, name, ended.get(name))
@@ -408,7 +410,9 @@ def read_log_facts(url: str) -> LogFacts:
             if facts.ended_at is None:
                 facts.ended_at = _timestamp(line)
             if event_type(line) == "simulation_ended":
-                ended = parser.parse(line, a)
+                # An ending before the last resume was the previous process's: none stands.
+                if not resumed or a > resumed[-1]:
+                    ended = parser.parse(line, a)
                 break
             stop = a - 1
         if ended is not None:

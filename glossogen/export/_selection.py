@@ -22,10 +22,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from glossogen.eventlog import QUEUED
+from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import SelectionError, parse_conditions
-from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts, read_log_facts
+from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
 from glossogen.storage import RunFolder, RunStore, path_kind
 
@@ -282,8 +282,8 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     if facts.started is None:
         reason = "no simulation_started event" if folder.has_log() else "empty"
         raise NotARunLog(f"{folder.log_url} is not a run log ({reason})")
-    if facts.status == RUNNING and not folder.is_locked():
-        facts.status = STOPPED
+    if facts.ended_status is None or facts.ended_status in RESUMABLE:  # liveness decides
+        facts.status = live_status(facts.ended_status, folder.is_locked())
     started = facts.started
     # A broken or non-object file raises ValueError naming it: the run is skipped with a note.
     config = folder.read_object("config.json")

@@ -130,7 +130,7 @@ def known_columns(
 
     Computed from the run contexts and rosters, without reading any event log.
     """
-    from glossogen.export._logtables import MESSAGE_COLUMNS, roster
+    from glossogen.export._logtables import MESSAGE_COLUMNS, roster, teams
 
     contexts = [run_context(r) for r in records]
     context = set(context_columns(contexts))
@@ -140,7 +140,8 @@ def known_columns(
             known |= context
         elif name == "round_context":
             agents = roster(records)
-            known |= {"round_number"} | {f"injection.{a}" for a in agents}
+            known |= {"round_number", "winners"} | {f"injection.{a}" for a in agents}
+            known |= {f"outcome.{t}" for t in teams(records)}
             known |= {f"postmortem_injection.{a}" for a in agents}
         else:
             from glossogen.export._calls import CALL_COLUMNS

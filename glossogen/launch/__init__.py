@@ -28,7 +28,7 @@ from glossogen.launch._plan import (
     plan_run,
 )
 from glossogen.launch._resume import ResumeRequest, plan_resume, recorded_config, resume_point
-from glossogen.launch._run_table import ranked_winners, round_table
+from glossogen.launch._run_table import TeamOutcome, ranked_winners, round_table, team_outcomes
 from glossogen.launch._session import (
     RunResult,
     RunSession,
@@ -90,6 +90,8 @@ __all__ = [
     "plan_resume",
     "plan_run",
     "ranked_winners",
+    "team_outcomes",
+    "TeamOutcome",
     "round_table",
     "price_spend",
     "recorded_config",

@@ -12,7 +12,12 @@ import os
 from typing import Any
 
 from glossogen.eventlog import RunView, SimulationStarted
-from glossogen.scenario import UnknownScenarioError, load_scenario, outcome_word
+from glossogen.scenario import (
+    TeamOutcome,
+    UnknownScenarioError,
+    load_scenario,
+    round_outcomes,
+)
 
 BROWSER_URL_VARIABLE = "GLOSSOGEN_BROWSER_URL"
 """Where ``glossogen serve`` is reached (``http://host:8000``); unset: no links."""
@@ -22,6 +27,22 @@ def browser_url(run_id: str) -> str | None:
     """The run's page in the browser (``<GLOSSOGEN_BROWSER_URL>/runs/<run_id>``), or None."""
     base = os.environ.get(BROWSER_URL_VARIABLE, "").strip().rstrip("/")
     return f"{base}/runs/{run_id}" if base else None
+
+
+def team_outcomes(view: RunView) -> dict[int, list[TeamOutcome]]:
+    """Each round that counts: each team's verdict and how it reads, in verdict order.
+
+    A round with several teams that the scenario ranked (:meth:`Scenario.round_winners`)
+    was won by the ranking's winners only; a successful team it did not name was
+    ``eligible``. One team's success, or every success of an unranked round, is ``won``.
+    """
+    winners = ranked_winners(view)
+    return {
+        number: round_outcomes(
+            [(v.team_id, v.success, v.reason) for v in verdicts], void, winners.get(number)
+        )
+        for number, (verdicts, void) in sorted(view.verdicts.items())
+    }
 
 
 def round_table(view: RunView) -> list[dict[str, Any]]:
@@ -36,23 +57,18 @@ def round_table(view: RunView) -> list[dict[str, Any]]:
     for m in view.messages:
         messages.setdefault(m.round_number, []).append(m.chars)
     spend = view.spend_by_round()
-    winners = ranked_winners(view)
     rows = []
-    for number, (verdicts, void) in sorted(view.verdicts.items()):
-        if void:
-            verdict = "void"
-        elif len(verdicts) == 1:
-            verdict = outcome_word(verdicts[0].success, verdicts[0].team_id, None)
-        else:
-            ranked = winners.get(number)
-            verdict = ", ".join(
-                f"{v.team_id} {outcome_word(v.success, v.team_id, ranked)}" for v in verdicts
-            )
+    for number, teams in team_outcomes(view).items():
+        verdict = (
+            str(teams[0].outcome)
+            if len(teams) == 1 or teams[0].outcome == "void"
+            else ", ".join(f"{t.team_id} {t.outcome}" for t in teams)
+        )
         rows.append(
             {
                 "round": number,
                 "verdict": verdict,
-                "reason": "; ".join(v.reason for v in verdicts),
+                "reason": "; ".join(t.reason for t in teams),
                 "messages": len(messages.get(number, [])),
                 "chars": sum(messages.get(number, [])),
                 "cost_usd": spend.get(number, 0.0),

@@ -6,6 +6,7 @@ transcript.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -35,6 +36,7 @@ from glossogen.mcp._results import (
     RunPage,
     RunRow,
     SeatDetail,
+    TeamVerdict,
     Transcript,
     TranscriptEntry,
     TranscriptRound,
@@ -130,6 +132,7 @@ class RunReading(ToolBase):
     def get_run(self, run_id: str) -> RunDetail:
         """A run's status, rounds and verdicts, cost by seat and judge, seats, lineage, scores."""
         from glossogen.evaluation import read_report
+        from glossogen.launch import team_outcomes
 
         folder = self._folder(run_id, unstarted=True)
         if not folder.has_log():  # claimed, its player has not begun the log yet
@@ -158,11 +161,12 @@ class RunReading(ToolBase):
         rounds = [
             RoundOutcome(
                 round_number=n,
-                void=void,
-                won=bool(verdicts) and not void and all(v.success for v in verdicts),
-                verdicts=[v.model_dump() for v in verdicts],
+                void=teams[0].outcome == "void",
+                won=all(t.success and t.outcome != "void" for t in teams),
+                winners=[t.team_id for t in teams if t.won],
+                verdicts=[TeamVerdict(won=t.won, **asdict(t)) for t in teams],
             )
-            for n, (verdicts, void) in sorted(view.verdicts.items())
+            for n, teams in team_outcomes(view).items()
         ]
         seats = []
         for agent_id, seat in view.roster.items():

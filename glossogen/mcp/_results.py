@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
@@ -97,13 +97,35 @@ class RunPage(BaseModel):
     next_cursor: str | None
 
 
+class TeamVerdict(BaseModel):
+    """One team's verdict of a round, and whether that team won the round."""
+
+    team_id: str
+    won: bool = Field(
+        description="The team won the round: in a ranked scenario (two teams of "
+        "spot_the_difference), only the ranking's winners did."
+    )
+    outcome: Literal["won", "eligible", "lost", "void"] = Field(
+        description="won; eligible (a success the ranking did not name the winner); lost; void."
+    )
+    success: bool = Field(
+        description="The scenario's verdict as recorded (in a ranked scenario: eligibility)."
+    )
+    reason: str
+
+
 class RoundOutcome(BaseModel):
-    """One round's verdicts: won when every team succeeded and the round was not void."""
+    """One round: each team's verdict, the teams that won it, and the round as counted.
+
+    ``won`` is the round as ``rounds_won`` counts it (every team's verdict a success, not
+    void); which team won a ranked round is ``winners`` and each verdict's ``won``.
+    """
 
     round_number: int
     won: bool
     void: bool
-    verdicts: list[dict[str, Any]]
+    winners: list[str] = Field(description="Teams that won the round (tied teams all).")
+    verdicts: list[TeamVerdict]
 
 
 class SeatDetail(BaseModel):

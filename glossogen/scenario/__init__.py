@@ -14,7 +14,9 @@ from glossogen.scenario._contract import (
     Scenario,
     ScriptedMove,
     ScriptedView,
+    TeamOutcome,
     outcome_word,
+    round_outcomes,
     scenario_tool,
 )
 from glossogen.scenario._registry import (
@@ -87,5 +89,7 @@ __all__ = [
     "ScriptedView",
     "ToolContext",
     "outcome_word",
+    "round_outcomes",
+    "TeamOutcome",
     "scenario_tool",
 ]

@@ -350,6 +350,9 @@ class Scenario(ABC):
     description: ClassVar[str]
     knobs_model: ClassVar[type[BaseKnobs]]
     events: ClassVar[tuple[type[Event], ...]] = ()
+    ranking_events: ClassVar[tuple[type[Event], ...]] = ()
+    """The events :meth:`round_winners` names winners in (none: the scenario ranks nothing),
+    so a reader that parses only some of a log's lines (the export) knows which to parse."""
     uses_judge: ClassVar[bool] = False
     """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
     scripted_latency_seconds: ClassVar[float] = 2.0
@@ -516,6 +519,45 @@ def outcome_word(
     if not success:
         return "lost"
     return "won" if winners is None or team_id in winners else "eligible"
+
+
+@dataclass(frozen=True)
+class TeamOutcome:
+    """How one team's verdict of a round reads on every surface.
+
+    Attributes:
+        team_id: The team.
+        outcome: ``won``, ``eligible`` (a success the scenario's ranking did not name the
+            winner), ``lost``, or ``void`` (the round could not be played).
+        success: The scenario's verdict as recorded (in a ranked scenario: eligible).
+        reason: The verdict's reason.
+    """
+
+    team_id: str
+    outcome: Literal["won", "eligible", "lost", "void"]
+    success: bool
+    reason: str
+
+    @property
+    def won(self) -> bool:
+        """True when the team won the round (the ranking's winner, where there is one)."""
+        return self.outcome == "won"
+
+
+def round_outcomes(
+    verdicts: list[tuple[str, bool, str]], void: bool, winners: list[str] | None
+) -> list[TeamOutcome]:
+    """Each team's outcome of one round from its verdicts ``(team_id, success, reason)``.
+
+    ``winners`` is what :meth:`Scenario.round_winners` read from the round's events (None:
+    not ranked); it decides only a round of several teams: there a successful team it does not
+    name was ``eligible``. A void round is ``void`` for every team.
+    """
+    ranked = winners if len(verdicts) > 1 else None
+    return [
+        TeamOutcome(team, "void" if void else outcome_word(ok, team, ranked), ok, reason)
+        for team, ok, reason in verdicts
+    ]
 
 
 ScenarioFactory = Callable[[BaseKnobs], Scenario]

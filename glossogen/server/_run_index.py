@@ -8,8 +8,10 @@ runs. The cache keeps one record per run keyed by the size and modification time
 JSON files (config, labels, lineage) and the reports (ours and a GlossoGen 0.5 one), so a live
 run, whose log grows, a run ``evaluate`` just scored or one whose labels were edited is read
 again; a finished, untouched one never is.
-Whether an unfinished run is ``running`` or ``stopped`` depends on its
-writer, not its log, so that is asked again on every listing. A folder that was claimed
+Whether an unfinished run (or one that ended resumable) is ``running`` or not depends on its
+writer or launched process, not its log, so that is asked again on every listing by
+RunView's own rule (:func:`~glossogen.eventlog.live_status`): a run being resumed reads
+``running`` from the moment its launch returns, as its page does. A folder that was claimed
 (``config.json``) but whose log holds no event yet is listed ``queued`` (its player, a worker's
 flow run or a detached process, has not begun), read from its JSON files alone.
 """
@@ -22,9 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from glossogen.eventlog import QUEUED
+from glossogen.eventlog import QUEUED, live_status
+from glossogen.eventlog import RESUMABLE as RESUMED_ENDINGS
 from glossogen.export import FilterSelection, RunRecord, load_run, queued_run, select_runs
-from glossogen.export._runlog import RUNNING, STOPPED
+from glossogen.export._runlog import RUNNING
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
 
 DEFAULT_GROUP = "local"
@@ -103,8 +106,9 @@ class RunCache:
             cached = self._records.get(key)
         if cached is not None and cached[0] == stamp:
             record = cached[1]
-            if record.facts.status in (RUNNING, STOPPED):
-                record.facts.status = RUNNING if folder.is_locked() else STOPPED
+            facts = record.facts
+            if facts.ended_status is None or facts.ended_status in RESUMED_ENDINGS:  # ask anew
+                facts.status = live_status(facts.ended_status, folder.is_locked())
             return record
         record = load_run(store, run_id)
         with self._lock:

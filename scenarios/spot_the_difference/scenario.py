@@ -85,6 +85,7 @@ class SpotTheDifference(Scenario):
         SpotTheDifferenceSubmissionJudged,
         SpotTheDifferenceRoundRanked,
     )
+    ranking_events = (SpotTheDifferenceRoundRanked,)
     uses_judge = True
     knobs: SpotTheDifferenceKnobs
 

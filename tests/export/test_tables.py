@@ -28,6 +28,7 @@ from glossogen.export import (
 )
 from glossogen.export._cells import flatten_knobs
 from glossogen.export._frames import model_class
+from glossogen.export._tables import check_picks
 from tests.export.conftest import CUT, OLD, VOLATILE, A, B, C, Cohort, metric, write_report
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -391,3 +392,25 @@ def test_no_run_gives_header_only_tables(tmp_path: Path) -> None:
     assert {name: frame.height for name, frame in frames.items()} == dict.fromkeys(FRAMES, 0)
     assert frames["message_level"].columns[:3] == ["run_id", "scenario_name", "round_number"]
     assert frames["round_level"].columns == ["run_id", "scenario_name", "round_number"]
+
+
+def test_round_context_says_which_team_won_each_ranked_round(tmp_path: Path) -> None:
+    """Two-team spot_the_difference: both teams were eligible in both rounds; the ranking
+    (fewest characters) named b in round 1 and a in round 2, and the table says so, as MCP's
+    ``get_run``, the console and the run page do."""
+    from tests.fixtures.played_runs import play_run
+
+    run = play_run(str(tmp_path), "spot_the_difference", rounds=2, now_unix=1_700_000_401)
+    records = select_runs(str(tmp_path), RunIdSelection(run_ids=[run.run_id])).records
+    out = tmp_path / "out"
+    write_tables(records, ["round_context"], str(out))
+    header, rows = _read(out / "round_context.csv")
+    assert header[:6] == [
+        "run_id", "scenario_name", "round_number", "winners", "outcome.a", "outcome.b",
+    ]  # fmt: skip
+    assert [(r["round_number"], r["winners"], r["outcome.a"], r["outcome.b"]) for r in rows] == [
+        ("1", "b", "eligible", "won"),
+        ("2", "a", "won", "eligible"),
+    ]
+    picked = ["winners", "outcome.a", "outcome.b"]
+    check_picks(records, ["round_context"], picked, None)  # a pick of them is not refused

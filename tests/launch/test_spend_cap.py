@@ -138,7 +138,13 @@ def test_the_cap_refuses_exactly_the_request_whose_worst_case_would_pass_it(
         "case of player_a's next request would pass --spend-cap-usd 0.55 after round 1 of 1"
     )
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
-    assert capsys.readouterr().err.endswith(f"glossogen: error: run incomplete: {reason}\n")
+    shown = capsys.readouterr()
+    assert shown.err.endswith(
+        f"glossogen: error: run incomplete: {reason} (spent and in flight as the cap refused "
+        "that request; what was in flight then is in the spend in all above)\n"
+    )
+    closing = shown.out.splitlines()[-1]
+    assert f" · ${spent:.6f} spent in all (every request logged) · tokens " in closing
 
 
 def test_a_failed_request_releases_its_reservation(
@@ -435,7 +441,10 @@ def test_the_in_run_judges_requests_are_reserved_and_refused_as_the_agents_are(
     )
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
     assert ended.total_cost_usd == pytest.approx(spent, abs=1e-12)
-    assert capsys.readouterr().err.endswith(f"glossogen: error: run incomplete: {reason}\n")
+    assert capsys.readouterr().err.endswith(
+        f"glossogen: error: run incomplete: {reason} (spent and in flight as the cap refused "
+        "that request; what was in flight then is in the spend in all above)\n"
+    )
 
 
 def test_a_request_a_phase_end_abandons_keeps_its_reservation_until_it_is_answered(

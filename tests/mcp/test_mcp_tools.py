@@ -75,8 +75,10 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
     assert (detail["rounds_played"], detail["rounds_won"]) == (3, 2)
     assert [r["won"] for r in detail["rounds"]] == [False, True, True]
     assert detail["rounds"][0]["verdicts"] == [
-        {"team_id": "team", "success": False, "reason": "budget exceeded"}
-    ]
+        {"team_id": "team", "won": False, "outcome": "lost", "success": False,
+         "reason": "budget exceeded"}
+    ]  # fmt: skip
+    assert [r["winners"] for r in detail["rounds"]] == [[], ["team"], ["team"]]
     assert [s["agent_id"] for s in detail["seats"]] == ["field_observer", "stabilization_engineer"]
     assert detail["total_cost_usd"] == 0.0 and detail["lineage"] is None
 

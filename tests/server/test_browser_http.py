@@ -378,3 +378,63 @@ def test_stop_of_a_queued_run_cancels_its_claim(tmp_path: Path) -> None:
     assert not Path(folder.url).exists()
     assert _rows(client.get("/").text) == []
     assert client.post(url).status_code == 404  # nothing left to stop
+
+
+def test_the_list_reads_a_run_being_resumed_as_running_before_its_first_event(
+    tmp_path: Path,
+) -> None:
+    """A run that ended ``interrupted``, with a resume launched and not begun (its process
+    recorded in ``.launch.json``, the log untouched): the list says ``running`` as its page
+    does, from a cached row too, and ``interrupted · resumable`` once that process is gone."""
+    import asyncio
+
+    from glossogen.storage import RunStore
+    from tests.fixtures.played_runs import after_round_1
+
+    run_id = asyncio.run(after_round_1(str(tmp_path), "interrupted"))
+    client = TestClient(create_app(str(tmp_path)))
+
+    def listed() -> list[tuple[str, str]]:
+        html = client.get("/").text
+        return re.findall(r'<span class="badge status-(\w+)">\w+</span>( <span class="hint">'
+                          r"resumable</span>)?", html)  # fmt: skip
+
+    assert listed() == [("interrupted", ' <span class="hint">resumable</span>')]  # cached now
+    launched = subprocess.Popen(["sleep", "60"])  # the launched resume, not begun
+    try:
+        RunStore(str(tmp_path)).open_run(run_id).mark_launch(launched.pid)
+        assert listed() == [("running", "")]
+        page = client.get(f"/runs/{run_id}").text
+        assert '<span class="badge status-running" id="status">running</span>' in page
+        fresh = TestClient(create_app(str(tmp_path))).get("/").text  # not from the cache
+        assert '<span class="badge status-running">running</span>' in fresh
+    finally:
+        launched.kill()
+        launched.wait()
+    assert listed() == [("interrupted", ' <span class="hint">resumable</span>')]
+
+
+def test_a_resume_killed_before_its_first_round_lists_stopped_not_its_old_ending(
+    tmp_path: Path,
+) -> None:
+    """The log ends ``simulation_ended interrupted``, ``run_resumed``, the resumed process's
+    setup, and no ending (the resume was killed): that ending was the previous process's, so
+    the list, the export's selection and the page all say ``stopped``, resumable."""
+    import asyncio
+
+    from glossogen.export import FilterSelection, select_runs
+    from glossogen.launch import ResumeRequest, open_session, plan_resume
+    from tests.fixtures.played_runs import after_round_1
+
+    run_id = asyncio.run(after_round_1(str(tmp_path), "interrupted"))
+    plan, point = plan_resume(ResumeRequest(run_dir=str(tmp_path / run_id)))
+    session = open_session(plan, point.folder, resume=point)
+    session.writer.close()  # killed: no round played, no ending written
+    assert session.lock is not None
+    session.lock.release()
+    client = TestClient(create_app(str(tmp_path)))
+    assert re.findall(r'<span class="badge status-(\w+)">', client.get("/").text) == ["stopped"]
+    selected = select_runs(str(tmp_path), FilterSelection(status="stopped"))
+    assert [r.run_id for r in selected.records] == [run_id]
+    page = client.get(f"/runs/{run_id}").text
+    assert '<span class="badge status-stopped" id="status">stopped</span>' in page
