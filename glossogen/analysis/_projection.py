@@ -89,12 +89,11 @@ def cache_path(runs_dir: str) -> str:
 
 def stamp(run_dir: str, scenario: str) -> str:
     """Size and mtime (ns) of each file a run's projection is read from; ``-`` when absent."""
-    names = (f"{scenario}.jsonl", "config.json", "labels.json", "lineage.json",
-             f"{scenario}_report.json", f"{scenario}_report.glossogen-0.5.json")  # fmt: skip
     parts = []
-    for name in names:
+    for name in (f"/{scenario}.jsonl", "/config.json", "/labels.json", "/lineage.json",
+                 f"/{scenario}_report.json", f"/{scenario}_report.glossogen-0.5.json"):  # fmt: skip
         try:
-            st = os.stat(os.path.join(run_dir, name))
+            st = os.stat(run_dir + name)
         except (FileNotFoundError, NotADirectoryError):
             parts.append("-")
             continue
@@ -141,27 +140,32 @@ def _record_facts(record: RunRecord) -> str:
     )
 
 
-def _light(run_id: str, facts_json: str) -> RunRecord:
-    """A record of what selection and comparison read of a run.
+class _Light(RunRecord):
+    """A record of what selection and comparison read of a run, decoded on first use.
 
-    Knobs, labels, lineage, status and the roster's ids; its rows come from the cache, never
-    from it (it has no report).
+    Knobs, labels, lineage, status and the roster's ids (``facts`` holds only those); its
+    rows come from the cache, never from it (it has no report). A query that filters on none
+    of them decodes none: ``config``, ``labels``, ``lineage`` and ``facts`` are read from the
+    cached JSON when first asked for.
     """
-    facts = json.loads(facts_json)
-    return RunRecord(
-        run_id=run_id,
-        scenario=facts["scenario"],
-        run_url=facts["run_url"],
-        log_url=facts["log_url"],
-        config=facts["config"],
-        labels=facts["labels"],
-        lineage=facts["lineage"],
-        facts=LogFacts(
+
+    def __init__(self, run_id: str, facts_json: str) -> None:  # noqa: D107
+        self.run_id, self.report = run_id, None
+        self.scenario = run_id.partition("/")[0]
+        self._json = facts_json
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("run_url", "log_url", "config", "labels", "lineage", "facts"):
+            raise AttributeError(name)
+        facts = json.loads(self.__dict__["_json"])
+        self.run_url, self.log_url = facts["run_url"], facts["log_url"]
+        self.config, self.labels, self.lineage = facts["config"], facts["labels"], facts["lineage"]
+        self.facts = LogFacts(
             status=facts["status"],
             status_detail=facts["status_detail"],
             agents={a: AgentFacts(agent_id=a) for a in facts["agents"]},
-        ),
-    )
+        )
+        return getattr(self, name)
 
 
 def _project(record: RunRecord, stamped: str) -> list[dict[str, Any]]:
@@ -247,10 +251,10 @@ class Projection:
 
         self.touched.add(run_id)
         scenario, _, name = run_id.partition("/")
-        stamped = stamp(os.path.join(self.runs_dir, scenario, name), scenario)
+        stamped = stamp(f"{self.runs_dir}/{scenario}/{name}", scenario)
         entry = self.entries.get(run_id)
         if entry is not None and entry[0] == stamped:
-            return _light(run_id, entry[1])
+            return _Light(run_id, entry[1])
         if entry is not None:
             self.stale.add(run_id)
         record = load_run(store, run_id)
@@ -330,15 +334,22 @@ class Projection:
             c for c in runs.columns
             if c.startswith(_KIND) and not c.removeprefix(_KIND).startswith(METRIC_PREFIXES)
         ]  # fmt: skip
+        texts = [c.removeprefix(_KIND) for c in context_kinds]
         context = _typed(runs.select([_RUN, *context_kinds,
-                                      *(c.removeprefix(_KIND) for c in context_kinds)]),
+                                      *(c for c in texts if c in runs.columns)]),
                          ["run_id"], context=True)  # fmt: skip
         return with_context(own, context)
 
 
 def _rows(frame: pl.DataFrame, table: str, order: pl.DataFrame) -> pl.DataFrame:
-    """``table``'s rows of the ordered runs, in their order (a run's rows in build order)."""
+    """``table``'s rows of the ordered runs, in their order (a run's rows in build order).
+
+    Only the columns some row of ``table`` holds are kept (the file holds every table's).
+    """
     rows = frame.filter(pl.col(_TABLE) == table)
+    rows = rows.select([c for c in rows.columns if rows[c].null_count() < rows.height])
+    if _RUN not in rows.columns:  # no row of this table at all
+        rows = pl.DataFrame(schema={_RUN: pl.String})
     return (
         rows.join(order, on=_RUN, how="inner", maintain_order="left")
         .sort("__pos", maintain_order=True)
