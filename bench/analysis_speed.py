@@ -168,7 +168,7 @@ def main() -> None:
     fig: dict[str, float] = {}
     fig["CLI cold s"], fig["CLI cold peak MiB"] = cli(runs_dir, args.runs, scratch / "cold.json")
     fig["CLI warm s"], fig["CLI warm peak MiB"] = cli(runs_dir, args.runs, scratch / "warm.json")
-    cache = runs_dir / ".glossogen" / "analysis_projection.parquet"
+    cache = runs_dir / ".glossogen" / "analysis_projection.zip"
     fig["cache file MiB"] = cache.stat().st_size / 2**20
     plain = scratch / "plain.json"
     child = subprocess.run(

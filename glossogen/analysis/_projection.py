@@ -4,9 +4,9 @@ A query at those grains needs of each run only its folder's small files and its 
 and tail (the export's :class:`~glossogen.export.RunRecord`), turned into rows by the export's
 own builders (``run_row``, ``round_rows``, ``agent_rows``). Reading every log again is what
 made a warm query over 10,000 runs take 15 s; this cache keeps each run's rows and its
-selection facts in one Parquet file for the whole runs directory,
-``<runs_dir>/.glossogen/analysis_projection.parquet`` (a dot folder: never listed as a
-scenario), and a query reads a run's log again only when its files changed.
+selection facts in one file for the whole runs directory,
+``<runs_dir>/.glossogen/analysis_projection.zip`` (one Parquet table per grain; a dot folder:
+never listed as a scenario), and a query reads a run's log again only when its files changed.
 
 **Key.** Each run's entry carries a stamp: the size and modification time (ns) of its log,
 ``config.json``, ``labels.json``, ``lineage.json`` and both report files (ours and a
@@ -38,9 +38,11 @@ anyway; observations are per metric), which select and read runs as before.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,14 +68,17 @@ from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts
 CACHE_FOLDER = ".glossogen"
 """The folder under the runs directory that holds the cache (a dot name: never a scenario)."""
 
-CACHE_FILE = "analysis_projection.parquet"
-"""The cache file's name in :data:`CACHE_FOLDER`."""
+CACHE_FILE = "analysis_projection.zip"
+"""The cache file's name in :data:`CACHE_FOLDER`: a zip of one Parquet file per table
+(``run.parquet``, ``round.parquet``, ``agent.parquet``), stored uncompressed (Parquet's own
+zstd compresses)."""
 
 CACHED_GRAINS = ("run", "round", "agent")
 """The grains answered from the cache."""
 
-_TABLE, _RUN, _STAMP, _RECORD = "__table", "__run", "__stamp", "__record"
-_META = (_TABLE, _RUN, _STAMP, _RECORD)
+_RUN, _STAMP, _RECORD = "__run", "__stamp", "__record"
+_META = ("", _RUN, _STAMP, _RECORD)
+_TABLES = ("run", "round", "agent")
 _KIND = "__kind:"
 _HEADS = {"run": RUN_META, "round": ROUND_KEYS, "agent": AGENT_OWN}
 
@@ -116,16 +121,18 @@ def _kind(value: Any) -> int:
     return _PRESENT | _OTHER
 
 
-def _text(value: Any) -> str | None:
-    text = _as_text(value)
-    return None if text is None else clean_text(text)
+def _text(value: Any, kind: int) -> str | None:
+    if value is None:
+        return None
+    if kind & (_STR | _OTHER):
+        return clean_text(_as_text(value) or "")
+    return _as_text(value)  # a number's or a bool's text needs no cleaning
 
 
 def _record_facts(record: RunRecord) -> str:
-    """The facts selection and comparison read of a run, as JSON (see :func:`_light`)."""
+    """The facts selection and comparison read of a run, as JSON (see :class:`_Light`)."""
     return json.dumps(
         {
-            "scenario": record.scenario,
             "run_url": record.run_url,
             "log_url": record.log_url,
             "config": record.config,
@@ -168,81 +175,97 @@ class _Light(RunRecord):
         return getattr(self, name)
 
 
-def _project(record: RunRecord, stamped: str) -> list[dict[str, Any]]:
-    """One run's cache rows: its run row (with its stamp and facts), round rows, agent rows."""
-    tables = (
-        ("run", [run_row(record, None, False)]),
-        ("round", round_rows(record, None, False)),
-        ("agent", agent_rows(record, None, False)),
-    )
-    out = []
-    for table, rows in tables:
+def _project(record: RunRecord, stamped: str) -> dict[str, list[dict[str, Any]]]:
+    """One run's cache rows per table: its run row (with its stamp and facts), round, agent."""
+    tables = {
+        "run": [run_row(record, None, False)],
+        "round": round_rows(record, None, False),
+        "agent": agent_rows(record, None, False),
+    }
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table, rows in tables.items():
+        out[table] = []
         for row in rows:
-            cells: dict[str, Any] = {_TABLE: table, _RUN: record.run_id}
+            cells: dict[str, Any] = {_RUN: record.run_id}
             if table == "run":
                 cells[_STAMP] = stamped
                 cells[_RECORD] = _record_facts(record)
             for column, value in row.items():
-                cells[column] = _text(value)
-                cells[_KIND + column] = _kind(value)
-            out.append(cells)
+                kind = _kind(value)
+                cells[column] = _text(value, kind)
+                cells[_KIND + column] = kind
+            out[table].append(cells)
     return out
 
 
 def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """The cache rows as a frame: text cells String, kinds UInt8."""
+    """Cache rows as a frame: text cells String, kinds UInt8."""
     columns = list(dict.fromkeys(c for row in rows for c in row))
     return pl.DataFrame(
-        {
-            c: pl.Series(
+        [
+            pl.Series(
                 c, [r.get(c) for r in rows], dtype=pl.UInt8 if c.startswith(_KIND) else pl.String
             )
             for c in columns
-        }  # fmt: skip
+        ]  # fmt: skip
     )
+
+
+_FLUSH_ROWS = 20_000
+"""Rows of freshly read runs held as dicts before they are made a frame (memory)."""
 
 
 @dataclass
 class Projection:
     """The cache of one runs directory for one query: read once, stamped, refreshed, written.
 
-    Use :meth:`load` as :func:`~glossogen.export.select_runs`'s ``load``; then
-    :meth:`grain_frame` for the selected records and :meth:`save`.
+    Use :meth:`load` as :func:`~glossogen.export.select_runs`'s ``load``; then :meth:`save`
+    and :meth:`grain_frame` for the selected records.
     """
 
     runs_dir: str
-    frame: pl.DataFrame
     entries: dict[str, tuple[str, str]]
     """Run id to its cached (stamp, facts JSON)."""
-    fresh: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """Runs read this time: their cache rows."""
+    cached: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """The cache file's tables."""
+    fresh: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    """Per table, the rows of the runs read this time (frames of up to :data:`_FLUSH_ROWS`)."""
+    pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    read: set[str] = field(default_factory=set)
+    """Runs read this time."""
     keep: set[str] = field(default_factory=set)
     """Runs read this time that are ended: written to the cache."""
     stale: set[str] = field(default_factory=set)
     """Cached runs whose stamp no longer matches."""
     touched: set[str] = field(default_factory=set)
-    merged: pl.DataFrame | None = None
+    merged: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     @classmethod
     def open(cls, runs_dir: str) -> Projection:
-        """Read ``runs_dir``'s cache (an empty one when there is none or it is unreadable)."""
+        """Read ``runs_dir``'s cache (an empty one when there is none or any part is bad)."""
+        empty = pl.DataFrame(schema=dict.fromkeys(_META[1:], pl.String))
         try:
-            frame = pl.read_parquet(cache_path(runs_dir))
-            runs = frame.filter(pl.col(_TABLE) == "run")
-            entries = dict(
-                zip(
-                    runs.get_column(_RUN).to_list(),
-                    zip(runs.get_column(_STAMP).to_list(), runs.get_column(_RECORD).to_list(),
-                        strict=True),
-                    strict=True,
-                )
-            )  # fmt: skip
-        except (OSError, pl.exceptions.PolarsError):
-            frame, entries = pl.DataFrame(schema=dict.fromkeys(_META, pl.String)), {}
-        return cls(runs_dir=runs_dir, frame=frame, entries=entries)
+            with zipfile.ZipFile(cache_path(runs_dir)) as archive:
+                cached = {t: pl.read_parquet(io.BytesIO(archive.read(f"{t}.parquet")))
+                          for t in _TABLES}  # fmt: skip
+            runs = cached["run"]
+            if any(_RUN not in f.columns for f in cached.values()) or _RECORD not in runs.columns:
+                raise ValueError("not a projection")
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, pl.exceptions.PolarsError):
+            return cls(runs_dir=runs_dir, entries={}, cached=dict.fromkeys(_TABLES, empty))
+        entries = dict(
+            zip(runs.get_column(_RUN).to_list(),
+                zip(runs.get_column(_STAMP).to_list(), runs.get_column(_RECORD).to_list(),
+                    strict=True),
+                strict=True)
+        )  # fmt: skip
+        return cls(runs_dir=runs_dir, entries=entries, cached=cached)
 
     def load(self, store: Any, run_id: str) -> RunRecord:
         """Return ``run_id``'s record: from the cache when its stamp matches, else read.
+
+        A run read afresh is projected at once and returned as a light record too, so the
+        full records of a cold selection are never all held at once.
 
         Raises:
             FileNotFoundError, ValueError, StorageError: as :func:`~glossogen.export.load_run`.
@@ -258,26 +281,32 @@ class Projection:
         if entry is not None:
             self.stale.add(run_id)
         record = load_run(store, run_id)
-        self.fresh[run_id] = _project(record, stamped)
+        tables = _project(record, stamped)
+        self.read.add(run_id)
         if record.status not in _UNCACHED_STATUSES:
             self.keep.add(run_id)
-        return record
+        for table, rows in tables.items():
+            pending = self.pending.setdefault(table, [])
+            pending += rows
+            if len(pending) >= _FLUSH_ROWS:
+                self.fresh.setdefault(table, []).append(_frame(pending))
+                self.pending[table] = []
+        return _Light(run_id, tables["run"][0][_RECORD])
 
-    def _current(self) -> pl.DataFrame:
-        """The cache's rows with this query's reads in: stale and re-read runs replaced."""
-        if self.merged is None:
-            self.merged = self._merge()
-        return self.merged
-
-    def _merge(self) -> pl.DataFrame:
-        drop = self.stale | set(self.fresh)
-        frame = self.frame
-        if drop and frame.height:
-            frame = frame.filter(~pl.col(_RUN).is_in(list(drop)))
-        rows = [row for run in self.fresh.values() for row in run]
-        if rows:
-            frame = pl.concat([frame, _frame(rows)], how="diagonal")
-        return frame
+    def _current(self, table: str) -> pl.DataFrame:
+        """The cache's ``table`` with this query's reads in: stale and re-read runs replaced."""
+        if table not in self.merged:
+            frame = self.cached[table]
+            drop = self.stale | self.read
+            if drop and frame.height:
+                frame = frame.filter(~pl.col(_RUN).is_in(list(drop)))
+            parts = [*self.fresh.get(table, [])]
+            if self.pending.get(table):
+                parts.append(_frame(self.pending[table]))
+            if parts:
+                frame = pl.concat([frame, *parts], how="diagonal")
+            self.merged[table] = frame
+        return self.merged[table]
 
     def save(self) -> None:
         """Write the cache when this query read a run to keep or found one stale or gone.
@@ -291,24 +320,22 @@ class Projection:
             if r not in self.touched and not os.path.exists(
                 os.path.join(self.runs_dir, r, f"{r.split('/', 1)[0]}.jsonl"))
         ]  # fmt: skip
-        unkept = set(self.fresh) - self.keep
         if not self.keep and not self.stale and not gone:
             return
-        frame = self._current()
-        drop = set(gone) | unkept
-        if drop:
-            frame = frame.filter(~pl.col(_RUN).is_in(list(drop)))
-        kinds = [c for c in frame.columns if c.startswith(_KIND)]
-        present = frame.select(pl.col(kinds).fill_null(0).bitwise_or()).row(0) if kinds else ()
-        unused = [c for c, bits in zip(kinds, present, strict=True) if not bits]
-        frame = frame.drop(unused + [c.removeprefix(_KIND) for c in unused])
+        drop = list(set(gone) | (self.read - self.keep))
         folder = os.path.dirname(cache_path(self.runs_dir))
         try:
             os.makedirs(folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".projection-", suffix=".tmp", dir=folder)
             try:
-                with os.fdopen(fd, "wb") as out:
-                    frame.write_parquet(out, compression="zstd", statistics=False)
+                with os.fdopen(fd, "wb") as out, zipfile.ZipFile(out, "w") as archive:
+                    for table in _TABLES:
+                        frame = self._current(table)
+                        if drop:
+                            frame = frame.filter(~pl.col(_RUN).is_in(drop))
+                        data = io.BytesIO()
+                        frame.write_parquet(data, compression="zstd", statistics=False)
+                        archive.writestr(f"{table}.parquet", data.getvalue())
                 os.replace(temp, cache_path(self.runs_dir))
             except BaseException:
                 os.unlink(temp)
@@ -325,11 +352,10 @@ class Projection:
         order = pl.DataFrame(
             {_RUN: [r.run_id for r in records]}, schema={_RUN: pl.String}
         ).with_row_index("__pos")
-        frame = self._current()
-        runs = _rows(frame, "run", order)
+        runs = _rows(self._current("run"), order)
         if grain == "run":
             return _typed(runs, _HEADS["run"])
-        own = _typed(_rows(frame, grain, order), _HEADS[grain])
+        own = _typed(_rows(self._current(grain), order), _HEADS[grain])
         context_kinds = [
             c for c in runs.columns
             if c.startswith(_KIND) and not c.removeprefix(_KIND).startswith(METRIC_PREFIXES)
@@ -341,14 +367,13 @@ class Projection:
         return with_context(own, context)
 
 
-def _rows(frame: pl.DataFrame, table: str, order: pl.DataFrame) -> pl.DataFrame:
-    """``table``'s rows of the ordered runs, in their order (a run's rows in build order).
+def _rows(frame: pl.DataFrame, order: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the ordered runs, in their order (a run's rows in build order).
 
-    Only the columns some row of ``table`` holds are kept (the file holds every table's).
+    Only the columns some of the table's rows hold are kept (a stale run's may be gone).
     """
-    rows = frame.filter(pl.col(_TABLE) == table)
-    rows = rows.select([c for c in rows.columns if rows[c].null_count() < rows.height])
-    if _RUN not in rows.columns:  # no row of this table at all
+    rows = frame.select([c for c in frame.columns if frame[c].null_count() < frame.height])
+    if _RUN not in rows.columns:  # no row at all
         rows = pl.DataFrame(schema={_RUN: pl.String})
     return (
         rows.join(order, on=_RUN, how="inner", maintain_order="left")

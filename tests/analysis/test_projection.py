@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import polars as pl
@@ -40,8 +41,14 @@ def cache_file(cohort: Cohort) -> Path:
 
 
 def cached_runs(cohort: Cohort) -> list[str]:
-    frame = pl.read_parquet(cache_file(cohort))
-    return sorted(frame.filter(pl.col("__table") == "run").get_column("__run").to_list())
+    with zipfile.ZipFile(cache_file(cohort)) as archive:
+        tables = {
+            t: pl.read_parquet(archive.read(f"{t}.parquet")) for t in ("run", "round", "agent")
+        }
+    runs = sorted(tables["run"].get_column("__run").to_list())
+    for table in ("round", "agent"):  # no rows of a run the run table does not hold
+        assert set(tables[table].get_column("__run").to_list()) <= set(runs), table
+    return runs
 
 
 def both(cohort: Cohort, **query: object) -> Result:
