@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from glossogen.analysis._query import (
@@ -160,14 +161,17 @@ class _Values:
     missing: int
 
     def clusters(self) -> tuple[list[str], list[float], list[int]]:
-        """Per run (sorted by run id): the sum and the count of its values."""
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        for value, run in zip(self.values, self.runs, strict=True):
-            sums[run] = sums.get(run, 0.0) + value
-            counts[run] = counts.get(run, 0) + 1
-        order = sorted(sums)
-        return order, [sums[r] for r in order], [counts[r] for r in order]
+        """Per run (sorted by run id): the sum and the count of its values.
+
+        Each run's values are added in row order (``numpy.bincount`` adds its weights in input
+        order), so a sum is the one a running total would give.
+        """
+        if not self.runs:
+            return [], [], []
+        order, codes = np.unique(np.asarray(self.runs, dtype=str), return_inverse=True)
+        sums = np.bincount(codes, weights=np.asarray(self.values, dtype=float))
+        counts = np.bincount(codes)
+        return [str(r) for r in order], sums.tolist(), counts.tolist()
 
 
 def _aggregate(agg: str, values: list[Any]) -> float | None:

@@ -211,7 +211,7 @@ def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     )
 
 
-_FLUSH_ROWS = 20_000
+_FLUSH_ROWS = 2_000
 """Rows of freshly read runs held as dicts before they are made a frame (memory)."""
 
 
