@@ -11,7 +11,8 @@ The query: the round grain, by ``round_budget_chars`` and ``channel_noise_level`
 resampled).
 
 *CLI cold* and *CLI warm* time ``glossogen analyze ... --json`` as a whole process (interpreter
-start and imports included): cold with no projection cache under the runs dir (every log read,
+start and imports included; wall seconds, and CPU seconds, user plus system, which a machine
+shared with other work inflates less; the 1-minute load average is printed before and after): cold with no projection cache under the runs dir (every log read,
 the cache written), warm the same command again (the cache read, each run's files stamped).
 Each one's peak memory is its own ``ru_maxrss`` (``os.wait4``). Then, in a child process (so
 its peak memory is its own): the same answer through the library warm (``answer``, the cache),
@@ -134,8 +135,9 @@ def measure(runs_dir: str, runs: int, out: str) -> dict[str, float]:
     return figures
 
 
-def cli(runs_dir: Path, runs: int, out: Path) -> tuple[float, float]:
-    """Run ``glossogen analyze`` once; its wall seconds and peak MiB (its JSON into ``out``)."""
+def cli(runs_dir: Path, runs: int, out: Path) -> tuple[float, float, float]:
+    """Run ``glossogen analyze`` once: its wall seconds, CPU seconds (user + system) and peak
+    MiB (its JSON into ``out``)."""
     command = [str(Path(sys.executable).with_name("glossogen")), "analyze", "--runs-dir",
                str(runs_dir), "--grain", "round", "--by", "round_budget_chars,channel_noise_level",
                "--measure", "round_success:mean", "--max-runs", str(runs), "--json"]  # fmt: skip
@@ -145,7 +147,7 @@ def cli(runs_dir: Path, runs: int, out: Path) -> tuple[float, float]:
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - t0
     assert os.waitstatus_to_exitcode(status) == 0, f"{command} exited {status}"
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -166,8 +168,10 @@ def main() -> None:
     print(f"cohort of {args.runs} runs ready in {time.perf_counter() - t0:.1f} s: {runs_dir}")
     shutil.rmtree(runs_dir / ".glossogen", ignore_errors=True)  # cold: no projection cache
     fig: dict[str, float] = {}
-    fig["CLI cold s"], fig["CLI cold peak MiB"] = cli(runs_dir, args.runs, scratch / "cold.json")
-    fig["CLI warm s"], fig["CLI warm peak MiB"] = cli(runs_dir, args.runs, scratch / "warm.json")
+    fig["load average before"] = os.getloadavg()[0]
+    for run in ("cold", "warm"):
+        wall, cpu, peak = cli(runs_dir, args.runs, scratch / f"{run}.json")
+        fig[f"CLI {run} s"], fig[f"CLI {run} CPU s"], fig[f"CLI {run} peak MiB"] = wall, cpu, peak
     cache = runs_dir / ".glossogen" / "analysis_projection.zip"
     fig["cache file MiB"] = cache.stat().st_size / 2**20
     plain = scratch / "plain.json"
@@ -182,7 +186,9 @@ def main() -> None:
     print("groups (round_budget_chars, channel_noise_level):", *groups, sep="\n")
     fig |= json.loads(last)
     print(f"{'figure':<44} {'value':>10}")
-    for name in ("runs", "rows", "CLI cold s", "CLI warm s", "CLI cold peak MiB",
+    fig["load average after"] = os.getloadavg()[0]
+    for name in ("runs", "rows", "load average before", "load average after", "CLI cold s",
+                 "CLI cold CPU s", "CLI warm s", "CLI warm CPU s", "CLI cold peak MiB",
                  "CLI warm peak MiB", "cache file MiB", "warm, library s",
                  "read the cache file s", "select and round rows through the cache s",
                  "no cache, library s", "bare group-by s", "peak MiB before", "peak MiB, warm",
