@@ -514,9 +514,10 @@ def select_rows(
     from glossogen.analysis._projection import CACHED_GRAINS, Projection
     from glossogen.storage import RunStore
 
-    if not cache or grain not in CACHED_GRAINS or not RunStore(runs_dir).local:
+    store = RunStore(runs_dir)
+    if not cache or grain not in CACHED_GRAINS or not store.local:
         return select(runs_dir, query_selection, max_runs), None
-    projection = Projection.open(runs_dir)
+    projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     records = select_runs(runs_dir, query_selection, max_runs=max_runs,
                           load=projection.load).records  # fmt: skip
     projection.save()

@@ -276,7 +276,7 @@ class Projection:
         scenario, _, name = run_id.partition("/")
         stamped = stamp(f"{self.runs_dir}/{scenario}/{name}", scenario)
         entry = self.entries.get(run_id)
-        if entry is not None and entry[0] == stamped:
+        if entry is not None and entry[0] == stamped and not stamped.startswith("-"):
             return _Light(run_id, entry[1])
         if entry is not None:
             self.stale.add(run_id)

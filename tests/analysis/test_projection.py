@@ -175,3 +175,13 @@ def test_two_processes_filling_the_cache_at_once_agree(cohort: Cohort) -> None:
     assert outs[0] == outs[1] == json.loads(plain.model_dump_json())
     assert cached_runs(cohort) == sorted(cohort.ids.values())
     assert [p.name for p in cache_file(cohort).parent.iterdir()] == [CACHE_FILE]
+
+
+def test_a_file_url_uses_the_same_cache_as_its_folder(cohort: Cohort) -> None:
+    query = Query.model_validate({"grain": "round", "measures": [{"field": "round_success"}]})
+    plain = answer(cohort.runs_dir, query, cache=False)
+    assert answer(f"file://{cohort.runs_dir}", query) == plain
+    assert cached_runs(cohort) == sorted(cohort.ids.values())
+    log = Path(cohort.runs_dir, cohort.ids["r5"], "veyru.jsonl")
+    log.unlink()  # no log: not a run any more, through the URL as through the folder
+    assert answer(f"file://{cohort.runs_dir}", query).runs == 4
