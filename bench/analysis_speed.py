@@ -11,9 +11,10 @@ The query: the round grain, by ``round_budget_chars`` and ``channel_noise_level`
 resampled).
 
 *CLI cold* and *CLI warm* time ``glossogen analyze ... --json`` as a whole process (interpreter
-start and imports included; wall seconds, and CPU seconds, user plus system, which a machine
-shared with other work inflates less; the 1-minute load average is printed before and after): cold with no projection cache under the runs dir (every log read,
-the cache written), warm the same command again (the cache read, each run's files stamped).
+start and imports included): wall seconds, and CPU seconds (user plus system, which a machine
+shared with other work inflates less; the 1-minute load average is printed before and after).
+Cold runs with no projection cache under the runs dir (every log read, the cache written),
+warm is the same command again (the cache read, each run's files stamped).
 Each one's peak memory is its own ``ru_maxrss`` (``os.wait4``). Then, in a child process (so
 its peak memory is its own): the same answer through the library warm (``answer``, the cache),
 and without the cache (``answer(..., cache=False)``, every log read, as before the cache), which
