@@ -6,20 +6,21 @@ scripted veyru run is played through the library on a virtual clock, given a sma
 and, in ``config.json``, a seed and one of two ``round_budget_chars`` and two
 ``channel_noise_level`` values (copies of ``bench/export_speed.py``'s template and report).
 
-The query, through the library the CLI, REST and MCP call (``glossogen.analysis.answer``):
-the round grain, by ``round_budget_chars`` and ``channel_noise_level``, ``round_success:mean``
-with its 95% interval (a cluster bootstrap, 2,000 resamples, whole runs resampled).
+The query: the round grain, by ``round_budget_chars`` and ``channel_noise_level``,
+``round_success:mean`` with its 95% interval (a cluster bootstrap, 2,000 resamples, whole runs
+resampled).
 
-It is timed in a child process started after the cohort is written (so the child's peak
-memory is its own): *cold*, the first answer in that process (imports done, nothing read yet);
-*warm*, the same query again in the same process. There is no per-run projection cache yet,
-so a warm answer re-reads every log as a cold one does (the page cache is warm for both: the
-cohort was just written). *warm, serve's run cache* is the same answer selected through the
-run list's in-process cache of run records (``server/_run_index.RunCache``, keyed by each
-file's stamp), as ``glossogen serve``'s analysis routes select. Beside them, in the same child: the selection alone
-(``select_runs``), the round rows alone (``grain_frame``), and a bare polars group-by mean of
-the same numbers (the round rows' two keys and ``round_success``), with the ratio of the warm
-answer to it. Peak memory is the child's ``ru_maxrss``.
+*CLI cold* and *CLI warm* time ``glossogen analyze ... --json`` as a whole process (interpreter
+start and imports included): wall seconds, and CPU seconds (user plus system, which a machine
+shared with other work inflates less; the 1-minute load average is printed before and after).
+Cold runs with no projection cache under the runs dir (every log read, the cache written),
+warm is the same command again (the cache read, each run's files stamped).
+Each one's peak memory is its own ``ru_maxrss`` (``os.wait4``). Then, in a child process (so
+its peak memory is its own): the same answer through the library warm (``answer``, the cache),
+and without the cache (``answer(..., cache=False)``, every log read, as before the cache), which
+must equal the CLI's JSON; the parts of the warm answer (reading the cache file, selecting
+through it, the round rows); and a bare polars group-by mean of the same numbers (the round rows'
+two keys and ``round_success``), with the ratio of each warm answer to it.
 
 Run: ``python bench/analysis_speed.py`` (``--runs 1000`` for a quick look).
 """
@@ -29,7 +30,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,30 +83,31 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(runs_dir: str, runs: int) -> dict[str, float]:
-    """Time the query cold and warm, its parts, and the bare group-by (in this process)."""
+def measure(runs_dir: str, runs: int, out: str) -> dict[str, float]:
+    """Time the query through the library with and without the cache, its parts, a bare group-by.
+
+    Writes the uncached answer's JSON to ``out`` (the parent compares the CLI's with it).
+    """
     import polars as pl
 
-    from glossogen.analysis import Measure, Query, answer, answer_records, grain_frame
-    from glossogen.export import select_runs
+    from glossogen.analysis import Measure, Query, answer
+    from glossogen.analysis._engine import select_rows
+    from glossogen.analysis._projection import Projection
 
     query = Query(grain="round", by=["round_budget_chars", "channel_noise_level"],
                   measures=[Measure(field="round_success", agg="mean")], max_runs=runs)  # fmt: skip
     figures: dict[str, float] = {"peak MiB before": _peak_mib()}
     t0 = time.perf_counter()
     result = answer(runs_dir, query)
-    figures["cold s"] = time.perf_counter() - t0
+    figures["warm, library s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    again = answer(runs_dir, query)
-    figures["warm s"] = time.perf_counter() - t0
-    assert again == result
-    figures["peak MiB, cold and warm"] = _peak_mib()
+    Projection.open(runs_dir)
+    figures["read the cache file s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    records = select_runs(runs_dir, query.selection, max_runs=runs).records
-    figures["select s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    frame = grain_frame(records, "round")
-    figures["round rows s"] = time.perf_counter() - t0
+    _, frame = select_rows(runs_dir, query.selection, runs, "round")
+    figures["select and round rows through the cache s"] = time.perf_counter() - t0
+    figures["peak MiB, warm"] = _peak_mib()
+    assert frame is not None
     keys = ["knob.round_budget_chars", "knob.channel_noise_level"]
     numbers = frame.select([*keys, "metric.round_success"])
     best = float("inf")
@@ -112,21 +116,13 @@ def measure(runs_dir: str, runs: int) -> dict[str, float]:
         bare = numbers.group_by(keys).agg(pl.col("metric.round_success").mean()).sort(keys)
         best = min(best, time.perf_counter() - t0)
     figures["bare group-by s"] = best
-    del again, records, frame, numbers
+    del frame, numbers
     gc.collect()
-    from glossogen.server._run_index import RunCache  # imports the server's stack too
-
-    cache = RunCache()  # what `glossogen serve` selects through (REST's analysis routes)
-    select_runs(runs_dir, query.selection, max_runs=runs, load=cache.load)
     t0 = time.perf_counter()
-    cached = select_runs(runs_dir, query.selection, max_runs=runs, load=cache.load).records
-    figures["select, run cache warm s"] = time.perf_counter() - t0
-    assert answer_records(cached, query) == result
-    del cached
-    t0 = time.perf_counter()
-    answer_records(select_runs(runs_dir, query.selection, max_runs=runs, load=cache.load).records,
-                   query)  # fmt: skip
-    figures["warm, serve's run cache s"] = time.perf_counter() - t0
+    plain = answer(runs_dir, query, cache=False)
+    figures["no cache, library s"] = time.perf_counter() - t0
+    assert plain == result, "the cached answer differs from the answer read from the logs"
+    Path(out).write_text(plain.model_dump_json())
     figures["peak MiB, all"] = _peak_mib()
     figures["runs"] = result.runs
     figures["rows"] = result.rows
@@ -140,39 +136,70 @@ def measure(runs_dir: str, runs: int) -> dict[str, float]:
     return figures
 
 
+def cli(runs_dir: Path, runs: int, out: Path) -> tuple[float, float, float]:
+    """Run ``glossogen analyze`` once: its wall seconds, CPU seconds (user + system) and peak
+    MiB (its JSON into ``out``)."""
+    command = [str(Path(sys.executable).with_name("glossogen")), "analyze", "--runs-dir",
+               str(runs_dir), "--grain", "round", "--by", "round_budget_chars,channel_noise_level",
+               "--measure", "round_success:mean", "--max-runs", str(runs), "--json"]  # fmt: skip
+    with out.open("wb") as stdout:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(command, stdout=stdout)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - t0
+    assert os.waitstatus_to_exitcode(status) == 0, f"{command} exited {status}"
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def main() -> None:
     """Build the cohort, measure in a child process, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000, help="Runs in the cohort.")
     parser.add_argument("--keep", help="Folder to build (or reuse) the cohort in.")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the child: a built runs dir
+    parser.add_argument("--out", help=argparse.SUPPRESS)  # the child: where its answer goes
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.runs)))
+        print(json.dumps(measure(args.measure, args.runs, args.out)))
         return
     scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="analysis-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs_dir = build_cohort(scratch, args.runs)
     print(f"cohort of {args.runs} runs ready in {time.perf_counter() - t0:.1f} s: {runs_dir}")
+    shutil.rmtree(runs_dir / ".glossogen", ignore_errors=True)  # cold: no projection cache
+    fig: dict[str, float] = {}
+    fig["load average before"] = os.getloadavg()[0]
+    for run in ("cold", "warm"):
+        wall, cpu, peak = cli(runs_dir, args.runs, scratch / f"{run}.json")
+        fig[f"CLI {run} s"], fig[f"CLI {run} CPU s"], fig[f"CLI {run} peak MiB"] = wall, cpu, peak
+    cache = runs_dir / ".glossogen" / "analysis_projection.zip"
+    fig["cache file MiB"] = cache.stat().st_size / 2**20
+    plain = scratch / "plain.json"
     child = subprocess.run(
-        [sys.executable, __file__, "--runs", str(args.runs), "--measure", str(runs_dir)],
+        [sys.executable, __file__, "--runs", str(args.runs), "--measure", str(runs_dir),
+         "--out", str(plain)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
+    for name in ("cold.json", "warm.json"):
+        assert json.loads((scratch / name).read_text()) == json.loads(plain.read_text()), name
     *groups, last = child.stdout.splitlines()
     print("groups (round_budget_chars, channel_noise_level):", *groups, sep="\n")
-    fig = json.loads(last)
+    fig |= json.loads(last)
     print(f"{'figure':<44} {'value':>10}")
-    for name in ("runs", "rows", "cold s", "warm s", "select s", "round rows s",
-                 "select, run cache warm s", "warm, serve's run cache s", "bare group-by s",
-                 "peak MiB before", "peak MiB, cold and warm", "peak MiB, all"):  # fmt: skip
+    fig["load average after"] = os.getloadavg()[0]
+    for name in ("runs", "rows", "load average before", "load average after", "CLI cold s",
+                 "CLI cold CPU s", "CLI warm s", "CLI warm CPU s", "CLI cold peak MiB",
+                 "CLI warm peak MiB", "cache file MiB", "warm, library s",
+                 "read the cache file s", "select and round rows through the cache s",
+                 "no cache, library s", "bare group-by s", "peak MiB before", "peak MiB, warm",
+                 "peak MiB, all"):  # fmt: skip
         print(f"{name:<44} {fig[name]:>10.3f}")
     bare = fig["bare group-by s"]
-    served = fig["warm, serve's run cache s"]
-    print(f"warm answer / bare polars group-by of the same numbers: {fig['warm s'] / bare:.0f}x; "
-          f"with serve's run cache warm: {served / bare:.0f}x")  # fmt: skip
-    print("target for 10,000 runs: warm <= 2 s, cold <= 30 s, peak < 500 MiB "
-          "(no per-run projection cache yet: warm re-reads every log)")  # fmt: skip
+    print(f"warm CLI / bare polars group-by of the same numbers: {fig['CLI warm s'] / bare:.0f}x; "
+          f"warm library answer / bare group-by: {fig['warm, library s'] / bare:.0f}x")  # fmt: skip
+    print("the CLI's JSON, cold and warm, equals the library's answer read from the logs")
+    print("target for 10,000 runs: CLI warm <= 2 s, cold <= 30 s, peak < 500 MiB")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from glossogen.analysis._query import (
@@ -160,14 +161,17 @@ class _Values:
     missing: int
 
     def clusters(self) -> tuple[list[str], list[float], list[int]]:
-        """Per run (sorted by run id): the sum and the count of its values."""
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        for value, run in zip(self.values, self.runs, strict=True):
-            sums[run] = sums.get(run, 0.0) + value
-            counts[run] = counts.get(run, 0) + 1
-        order = sorted(sums)
-        return order, [sums[r] for r in order], [counts[r] for r in order]
+        """Per run (sorted by run id): the sum and the count of its values.
+
+        Each run's values are added in row order (``numpy.bincount`` adds its weights in input
+        order), so a sum is the one a running total would give.
+        """
+        if not self.runs:
+            return [], [], []
+        order, codes = np.unique(np.asarray(self.runs, dtype=str), return_inverse=True)
+        sums = np.bincount(codes, weights=np.asarray(self.values, dtype=float))
+        counts = np.bincount(codes)
+        return [str(r) for r in order], sums.tolist(), counts.tolist()
 
 
 def _aggregate(agg: str, values: list[Any]) -> float | None:
@@ -403,8 +407,13 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     return columns, keys, compare
 
 
-def answer_records(records: list[RunRecord], query: Query) -> Result:
+def answer_records(
+    records: list[RunRecord], query: Query, frame: pl.DataFrame | None = None
+) -> Result:
     """Answer ``query`` over already selected ``records`` (see :func:`answer`).
+
+    ``frame``: the grain's rows of ``records`` when already built (from the projection cache);
+    else they are built from the records.
 
     With no run selected there are no rows to check the query's names against: the answer has
     no group and says so (as an export of no run writes header-only tables).
@@ -412,7 +421,8 @@ def answer_records(records: list[RunRecord], query: Query) -> Result:
     if not records:
         return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
                       notes=["no run matched the selection"])  # fmt: skip
-    frame = grain_frame(records, query.grain, query.metric)
+    if frame is None:
+        frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
     for cond in query.filters:
         frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
@@ -488,20 +498,59 @@ def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord
     return select_runs(runs_dir, query_selection, max_runs=max_runs).records
 
 
-def answer(runs_dir: str, query: Query) -> Result:
+def select_rows(
+    runs_dir: str, query_selection: Any, max_runs: int, grain: Grain, cache: bool = True
+) -> tuple[list[RunRecord], pl.DataFrame | None]:
+    """The selected runs and, at a cached grain of a local runs dir, their grain's rows.
+
+    With ``cache`` (and a grain in :data:`~glossogen.analysis._projection.CACHED_GRAINS` of a
+    local folder) the runs are selected through the projection cache, which reads only the
+    runs whose files changed and is written back; the rows are the cache's. Otherwise the runs
+    are read as the export reads them and the rows are None (built from the records).
+
+    Raises:
+        RunsDirError, SelectionError, StorageError: as ``select_runs``.
+    """
+    from glossogen.analysis._projection import CACHED_GRAINS, Projection
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    if not cache or grain not in CACHED_GRAINS or not store.local:
+        return select(runs_dir, query_selection, max_runs), None
+    projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
+    records = select_runs(runs_dir, query_selection, max_runs=max_runs,
+                          load=projection.load).records  # fmt: skip
+    projection.save()
+    return records, projection.grain_frame(records, grain) if records else None
+
+
+def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
     """Answer ``query`` over the runs under ``runs_dir``.
+
+    ``cache``: use the projection cache at the grains it serves (:func:`select_rows`); the
+    answer is the same either way.
 
     Raises:
         QueryError: a name or aggregate the selection's rows cannot answer.
         RunsDirError, SelectionError, StorageError: from the selection.
     """
     check_sort(query)
-    return answer_records(select(runs_dir, query.selection, query.max_runs), query)
+    records, frame = select_rows(runs_dir, query.selection, query.max_runs, query.grain, cache)
+    return answer_records(records, query, frame)
 
 
-def fields_of(records: list[RunRecord], grain: Grain, metric: str | None = None) -> Fields:
-    """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values."""
-    frame = grain_frame(records, grain, metric)
+def fields_of(
+    records: list[RunRecord],
+    grain: Grain,
+    metric: str | None = None,
+    frame: pl.DataFrame | None = None,
+) -> Fields:
+    """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values.
+
+    ``frame``: those rows when already built (from the projection cache).
+    """
+    if frame is None:
+        frame = grain_frame(records, grain, metric)
     out = []
     for column in frame.columns:
         series = frame.get_column(column)
@@ -532,10 +581,19 @@ def _number_or_text(text: str) -> Any:
 
 
 def fields(
-    runs_dir: str, selection: Any, grain: Grain, metric: str | None = None, max_runs: int = 5000
+    runs_dir: str,
+    selection: Any,
+    grain: Grain,
+    metric: str | None = None,
+    max_runs: int = 5000,
+    cache: bool = True,
 ) -> Fields:
-    """:func:`fields_of` the runs ``selection`` picks under ``runs_dir``."""
-    return fields_of(select(runs_dir, selection, max_runs), grain, metric)
+    """:func:`fields_of` the runs ``selection`` picks under ``runs_dir``.
+
+    ``cache``: as :func:`answer`.
+    """
+    records, frame = select_rows(runs_dir, selection, max_runs, grain, cache)
+    return fields_of(records, grain, metric, frame)
 
 
 __all__ = [
@@ -549,4 +607,5 @@ __all__ = [
     "grain_frame",
     "key_labels",
     "resolve",
+    "select_rows",
 ]

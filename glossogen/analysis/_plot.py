@@ -2,11 +2,13 @@
 
 The chart shows the query's first measure: ``bar`` (groups along the first key, one bar per
 value of the second key side by side), ``line`` (the first key along x, one line per value of
-the second) or ``heatmap`` (first key by second key, the value as colour and printed in the
-cell). Bars and lines carry the cell's 95% interval as error bars where it has one. A blank
-group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no value draws
-nothing (a heatmap leaves its cell empty), never a zero. The file's format is its extension:
-``.svg`` or ``.png``.
+the second), ``scatter`` (one point per group at the first key's value, on a number axis when
+every label of the first key is a number, else one place per label; one colour per value of
+the second key) or ``heatmap`` (first key by second key, the value as colour and printed in
+the cell). Bars, lines and points carry the cell's 95% interval as error bars where it has
+one. A blank group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no
+value draws nothing (a heatmap leaves its cell empty), never a zero. The file's format is its
+extension: ``.svg`` or ``.png``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result
 
-CHARTS = ("bar", "line", "heatmap")
+CHARTS = ("bar", "line", "scatter", "heatmap")
 """Chart kinds (``--chart``)."""
 
 FORMATS = ("svg", "png")
@@ -59,6 +61,23 @@ def _series(result: Result) -> tuple[list[str], dict[str, list[Any]]]:
     return xs, series
 
 
+def _numbers(labels: list[str]) -> list[float] | None:
+    """The labels as numbers when every one is a number (a blank label is not), else None."""
+    try:
+        return [float(label) for label in labels]
+    except ValueError:
+        return None
+
+
+def _errors(cells: list[Any]) -> tuple[list[float], list[float]]:
+    """Each cell's distance down and up to its interval's ends (NaN where it has none)."""
+    low = [c.value - c.interval.low if c.interval and c.interval.low is not None
+           else float("nan") for c in cells]  # fmt: skip
+    high = [c.interval.high - c.value if c.interval and c.interval.high is not None
+            else float("nan") for c in cells]  # fmt: skip
+    return low, high
+
+
 def write_plot(result: Result, path: str, chart: str) -> None:
     """Draw ``result``'s first measure as ``chart`` into ``path`` (.svg or .png)."""
     import matplotlib
@@ -84,6 +103,19 @@ def write_plot(result: Result, path: str, chart: str) -> None:
                         ax.text(col, row, f"{cell.value:.3g}\nn={cell.n}", ha="center",
                                 va="center", fontsize=8, color="white")  # fmt: skip
             ax.set_xticks(range(len(xs)), xs)
+        elif chart == "scatter":
+            numbers = _numbers(xs)
+            for name, cells in series.items():
+                points = [(x, c) for x, c in enumerate(cells) if c and c.value is not None]
+                at = [numbers[x] if numbers else x for x, _ in points]
+                low, high = _errors([c for _, c in points])
+                ax.errorbar(at, [c.value for _, c in points], yerr=[low, high], label=name or None,
+                            fmt="o", linestyle="none", capsize=3)  # fmt: skip
+            if not numbers:
+                ax.set_xticks(range(len(xs)), xs)
+            ax.set_ylabel(measure)
+            if len(series) > 1:
+                ax.legend(title=result.query.by[1])
         else:
             width = 0.8 / max(len(series), 1)
             for i, (name, cells) in enumerate(series.items()):
@@ -91,10 +123,7 @@ def write_plot(result: Result, path: str, chart: str) -> None:
                 at = [x + (i - (len(series) - 1) / 2) * width if chart == "bar" else x
                       for x, _ in points]  # fmt: skip
                 ys = [c.value for _, c in points]
-                low = [c.value - c.interval.low if c.interval and c.interval.low is not None
-                       else float("nan") for _, c in points]  # fmt: skip
-                high = [c.interval.high - c.value if c.interval and c.interval.high is not None
-                        else float("nan") for _, c in points]  # fmt: skip
+                low, high = _errors([c for _, c in points])
                 label = name or None
                 if chart == "bar":
                     ax.bar(at, ys, width=width, label=label, yerr=[low, high], capsize=3)

@@ -40,6 +40,8 @@ def _percentiles(estimates: np.ndarray) -> tuple[float, float]:
 def _ratio_means(sums: Sequence[float], counts: Sequence[int], picks: np.ndarray) -> np.ndarray:
     """Per draw (a row of ``picks``: run indices), the picked runs' value sum over their count."""
     s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    if c.size and (c == c[0]).all():  # every run holds as many values: the same sum, exactly
+        return np.asarray(s[picks].sum(axis=1) / (c[0] * picks.shape[1]))
     return np.asarray(s[picks].sum(axis=1) / c[picks].sum(axis=1))
 
 

@@ -66,7 +66,9 @@ def analyze(
     plot: str | None = typer.Option(
         None, "--plot", metavar="FILE", help="Also draw the first measure to FILE (.svg/.png)."
     ),
-    chart: str = typer.Option("bar", "--chart", metavar="KIND", help="bar, line or heatmap."),
+    chart: str = typer.Option(
+        "bar", "--chart", metavar="KIND", help="bar, line, scatter or heatmap."
+    ),
     list_fields: bool = typer.Option(
         False, "--list-fields", help="List the grain's fields with coverage and values."
     ),

@@ -9,14 +9,27 @@ round the one it was sent in) or one the spend cap refused (``model_request_refu
 Only the events that count are read (:class:`~glossogen.eventlog.RunView`), so a superseded
 attempt of a resumed run adds no row.
 
-``latency_seconds`` and ``finish_reason`` are columns the log does not record yet: they stay
-blank (never 0) until the engine writes them. ``retries`` is blank on an answered request
-(the log does not say how many tries it took), and ``model``/``provider`` of a failed cycle
-are the seat's model at that moment.
+``latency_seconds`` is the time from the request's ``model_request_sent`` to the event that
+settled it (its answer, its failed attempt, or an abandoned request's late answer), both the
+game clock's timestamps: blank for a request never sent (refused by the cap), one never
+answered (abandoned unanswered: killed, or still out at the end), and one the log sent no
+``model_request_sent`` for (an unbilled scripted seat, a log written before the event
+existed). On the virtual clock (every seat scripted, or the tests' loopback models) a model
+call takes no game time, so a billed request there reads 0.
+
+``finish_reason`` is the provider's, as pydantic-ai normalises it (``stop``, ``length``,
+``tool_call``, ``content_filter``, ``error``), read from the seat's history
+(``agent_history_appended``: the answered response whose text and tool-call ids are the
+row's, in order): blank on a failed, abandoned or refused request, where no response was kept,
+and where the model reported none (a scripted seat). ``retries`` is blank on an answered
+request (the log does not say how many tries it took), and ``model``/``provider`` of a failed
+cycle are the seat's model at that moment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -58,10 +71,13 @@ def call_rows(record: RunRecord) -> list[dict[str, Any]]:
         LlmResponseReceived,
         ModelRequestAbandoned,
         ModelRequestRefused,
+        ModelRequestSent,
         RunView,
     )
 
     view = RunView.load(record.log_url)
+    sent = {e.request_id: e.timestamp for e in view.events if isinstance(e, ModelRequestSent)}
+    finishes = _FinishReasons(view.counted)
     roles = {a.agent_id: a.role or None for a in record.agents}
     seats: dict[str, tuple[str, str]] = {}
     rows: list[dict[str, Any]] = []
@@ -91,12 +107,17 @@ def call_rows(record: RunRecord) -> list[dict[str, Any]]:
             row[name] = getattr(event, name, None)
         if isinstance(event, LlmResponseReceived):
             row["cycle"] = event.cycle
+            row["latency_seconds"] = _latency(sent, [event.request_id], event.timestamp)
+            row["finish_reason"] = finishes.of(event)
         elif isinstance(event, AgentRunCycleFailed):
             row["failure_kind"] = event.error_kind
             row["retries"] = max(event.attempts - 1, 0)
+            row["latency_seconds"] = _latency(sent, event.request_ids, event.timestamp)
         elif isinstance(event, ModelRequestAbandoned):
             row["round_number"] = event.sent_in_round
             row["failure_kind"] = None if event.answered else "abandoned"
+            if event.answered:
+                row["latency_seconds"] = _latency(sent, [event.request_id], event.timestamp)
         else:
             row["failure_kind"] = "refused_by_cap"
             row["cost_usd"] = 0.0
@@ -104,6 +125,59 @@ def call_rows(record: RunRecord) -> list[dict[str, Any]]:
                 row[name] = 0
         rows.append(row)
     return rows
+
+
+def _latency(
+    sent: dict[str, datetime], ids: Sequence[str | None], settled: datetime
+) -> float | None:
+    """Seconds from the one sent request of ``ids`` to ``settled``; None unless exactly one."""
+    times = [sent[i] for i in ids if i is not None and i in sent]
+    if len(times) != 1:
+        return None
+    return (settled - times[0]).total_seconds()
+
+
+class _FinishReasons:
+    """Each seat's answered responses in its history, to read a response's ``finish_reason``.
+
+    A seat's history is its ``agent_history_appended`` messages in log order (a later one
+    replacing from its ``from_index``). An ``llm_response_received`` is matched to the first
+    response not yet matched whose text and tool-call ids are its own.
+    """
+
+    def __init__(self, events: list[Any]) -> None:
+        from glossogen.eventlog import AgentHistoryAppended
+
+        histories: dict[str, list[dict[str, Any]]] = {}
+        for event in events:
+            if isinstance(event, AgentHistoryAppended):
+                history = histories.setdefault(event.agent_id, [])
+                at = len(history) if event.from_index is None else event.from_index
+                history[at:] = event.messages
+        self.responses = {
+            agent: [m for m in history if isinstance(m, dict) and m.get("kind") == "response"]
+            for agent, history in histories.items()
+        }
+        self.next = dict.fromkeys(self.responses, 0)
+
+    def of(self, event: Any) -> str | None:
+        """The ``finish_reason`` of the response ``event`` logged (None when not found)."""
+        responses = self.responses.get(event.agent_id, [])
+        wanted = (event.text, [c.get("tool_call_id") for c in event.tool_calls])
+        for at in range(self.next.get(event.agent_id, 0), len(responses)):
+            if _signature(responses[at]) == wanted:
+                self.next[event.agent_id] = at + 1
+                reason = responses[at].get("finish_reason")
+                return str(reason) if reason else None
+        return None
+
+
+def _signature(response: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A logged response's text (its text parts joined) and its tool calls' ids, in order."""
+    parts = [p for p in response.get("parts") or [] if isinstance(p, dict)]
+    text = "".join(str(p.get("content") or "") for p in parts if p.get("part_kind") == "text")
+    calls = [p.get("tool_call_id") for p in parts if p.get("part_kind") == "tool-call"]
+    return text, calls
 
 
 def call_frame(records: list[RunRecord]) -> pl.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -140,24 +141,30 @@ def test_names_the_rows_do_not_hold(cohort: Cohort, capsys: pytest.CaptureFixtur
     )
 
 
-@pytest.mark.parametrize(("name", "chart"), [("bar.svg", "bar"), ("line.png", "line"),
-                                             ("heat.svg", "heatmap")])  # fmt: skip
+@pytest.mark.parametrize("chart", ["bar", "line", "scatter", "heatmap"])
+@pytest.mark.parametrize("ext", ["svg", "png"])
 def test_plot_writes_a_valid_chart(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, chart: str
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], chart: str, ext: str
 ) -> None:
     import xml.etree.ElementTree as ET
 
-    path = tmp_path / name
+    path = tmp_path / f"{chart}.{ext}"
     code = analyze(
         "--runs-dir", cohort.runs_dir, "--grain", "round", "--by", "round_number,round_budget_chars",
         "--measure", "round_success:rate", "--plot", str(path), "--chart", chart, "--csv",
     )  # fmt: skip
     assert code == 0
     capsys.readouterr()
-    if name.endswith(".svg"):
-        assert ET.parse(path).getroot().tag == "{http://www.w3.org/2000/svg}svg"
-    else:
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if ext == "svg":  # 7.2 by 4 inches, at 72 points an inch
+        root = ET.parse(path).getroot()
+        assert (root.tag, root.get("width"), root.get("height")) == (
+            "{http://www.w3.org/2000/svg}svg", "518.4pt", "288pt"
+        )  # fmt: skip
+        assert root.find(".//{http://www.w3.org/2000/svg}g[@id='axes_1']") is not None
+    else:  # the PNG signature, then IHDR: 720 by 400 pixels (7.2 by 4 inches at 100 dpi)
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+        assert struct.unpack(">II", data[16:24]) == (720, 400)
 
 
 def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +177,7 @@ def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart", "pie") == 64
     )
     assert capsys.readouterr().err == (
-        "glossogen: error: --chart 'pie' is not one of bar, line, heatmap\n"
+        "glossogen: error: --chart 'pie' is not one of bar, line, scatter, heatmap\n"
     )
     assert analyze("--runs-dir", absent, "--measure", "x", "--plot", "a.svg", "--chart",
                    "heatmap") == 64  # fmt: skip

@@ -1,0 +1,187 @@
+"""The projection cache: the same answers as the logs give, kept true when runs change.
+
+Each test works on its own copy of the five-run cohort of ``cohort.py`` (played once per
+module), so a changed or deleted run never leaks into another test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from glossogen.analysis import Query, Result, answer, fields
+from glossogen.analysis._projection import CACHE_FILE, CACHE_FOLDER
+from glossogen.export import FilterSelection
+from tests.analysis.cohort import SURFACE_FLAGS, Cohort, build
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("projection-runs")))
+
+
+@pytest.fixture
+def cohort(played: Cohort, tmp_path: Path) -> Cohort:
+    """A fresh copy of the played cohort, with no cache yet."""
+    copy = tmp_path / "runs"
+    shutil.copytree(played.runs_dir, copy, ignore=shutil.ignore_patterns(CACHE_FOLDER))
+    return Cohort(str(copy), dict(played.ids))
+
+
+def cache_file(cohort: Cohort) -> Path:
+    return Path(cohort.runs_dir) / CACHE_FOLDER / CACHE_FILE
+
+
+def cached_runs(cohort: Cohort) -> list[str]:
+    with zipfile.ZipFile(cache_file(cohort)) as archive:
+        tables = {
+            t: pl.read_parquet(archive.read(f"{t}.parquet")) for t in ("run", "round", "agent")
+        }
+    runs = sorted(tables["run"].get_column("__run").to_list())
+    for table in ("round", "agent"):  # no rows of a run the run table does not hold
+        assert set(tables[table].get_column("__run").to_list()) <= set(runs), table
+    return runs
+
+
+def both(cohort: Cohort, **query: object) -> Result:
+    """The answer through the cache (twice: cold then warm), asserted equal to the logs' one."""
+    parsed = Query.model_validate(query)
+    plain = answer(cohort.runs_dir, parsed, cache=False)
+    assert answer(cohort.runs_dir, parsed) == plain
+    assert answer(cohort.runs_dir, parsed) == plain
+    return plain
+
+
+QUERIES = [
+    {"grain": "run", "by": ["round_budget_chars", "channel_noise_level"],
+     "measures": [{"field": "round_success"}, {"field": "total_chars", "agg": "sum"},
+                  {"field": "task_done", "agg": "rate"}, {"field": "status", "agg": "count"}]},
+    {"grain": "round", "by": ["round_budget_chars"],
+     "measures": [{"field": "round_success", "agg": "rate"}, {"field": "mean_chars_per_round"},
+                  {"field": "team_split", "agg": "max"}],
+     "compare": {"key": "round_budget_chars", "a": "300", "b": "600"}, "seed": 7,
+     "resamples": 50},
+    {"grain": "round", "by": ["round_number", "seed"], "measures": [{"field": "round_success"}],
+     "filters": [{"field": "round_budget_chars", "op": ">=", "value": "300"}]},
+    {"grain": "agent", "by": ["role"],
+     "measures": [{"field": "requests", "agg": "sum"}, {"field": "output_tokens"}]},
+    {"grain": "run", "selection": {"kind": "filters", "knob": ["channel_noise_level>0"]}, "by": ["status"],
+     "measures": [{"field": "message_count", "agg": "median"}]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=["run", "round-compare", "round-filter", "agent",
+                                                "knob-selection"])  # fmt: skip
+def test_answers_with_and_without_the_cache_are_equal(cohort: Cohort, query: dict) -> None:
+    result = both(cohort, **query)
+    assert result.runs in (5, 3) and result.groups
+    assert cached_runs(cohort) == sorted(cohort.ids.values())
+
+
+def test_field_listings_with_and_without_the_cache_are_equal(cohort: Cohort) -> None:
+    for grain in ("run", "round", "agent"):
+        plain = fields(cohort.runs_dir, FilterSelection(), grain, cache=False)
+        assert fields(cohort.runs_dir, FilterSelection(), grain) == plain
+        assert fields(cohort.runs_dir, FilterSelection(), grain) == plain
+
+
+def test_a_knob_int_in_one_run_and_float_in_others_is_typed_by_the_selected_runs(
+    cohort: Cohort,
+) -> None:
+    r1 = Path(cohort.runs_dir, cohort.ids["r1"], "config.json")
+    config = json.loads(r1.read_text())
+    config["channel_noise_level"] = 0  # an int; the other runs recorded floats
+    r1.write_text(json.dumps(config))
+    measure = [{"field": "round_success"}]
+    everyone = both(cohort, by=["channel_noise_level"], measures=measure)
+    assert [g.keys["channel_noise_level"] for g in everyone.groups] == ["0.0", "0.1", "0.2"]
+    alone = both(cohort, selection={"kind": "run_ids", "run_ids": [cohort.ids["r1"]]}, by=["channel_noise_level"],
+                 measures=measure)  # fmt: skip
+    assert [g.keys["channel_noise_level"] for g in alone.groups] == ["0"]
+
+
+def test_a_changed_log_invalidates_its_row(cohort: Cohort) -> None:
+    query = {"grain": "run", "by": ["seed"], "measures": [{"field": "total_chars", "agg": "sum"}]}
+    before = both(cohort, **query)
+    sums = {g.keys["seed"]: g.cells[0].value for g in before.groups}
+    log = Path(cohort.runs_dir, cohort.ids["r1"], "veyru.jsonl")  # seed 1, with r3
+    lines = log.read_text().splitlines(keepends=True)
+    ending = json.loads(lines[-1])
+    assert ending["event_type"] == "simulation_ended"
+    r1_chars = ending["total_chars"]
+    lines[-1] = re.sub(r'"total_chars":\d+', f'"total_chars":{r1_chars + 1000}', lines[-1])
+    log.write_text("".join(lines))
+    after = both(cohort, **query)
+    assert {g.keys["seed"]: g.cells[0].value for g in after.groups} == {
+        **sums,
+        "1": sums["1"] + 1000,  # type: ignore[operator]
+    }
+    assert len(cached_runs(cohort)) == 5
+
+
+def test_a_changed_report_invalidates_its_rounds(cohort: Cohort) -> None:
+    query = {"grain": "round", "by": ["round_number"], "measures": [{"field": "round_success"}]}
+    before = both(cohort, **query)
+    assert [(g.keys["round_number"], g.cells[0].value) for g in before.groups] == [
+        ("1", 0.8), ("2", 0.4)  # r1..r5: 1,1,0,1,1 and 0,1,0,0,1
+    ]  # fmt: skip
+    report = Path(cohort.runs_dir, cohort.ids["r3"], "veyru_report.json")
+    data = json.loads(report.read_text())
+    data["metrics"]["round_success"]["per_round"][1]["value"] = 1  # r3 wins round 2 after all
+    report.write_text(json.dumps(data))
+    after = both(cohort, **query)
+    assert [(g.keys["round_number"], g.cells[0].value) for g in after.groups] == [
+        ("1", 0.8), ("2", 0.6)
+    ]  # fmt: skip
+
+
+def test_a_deleted_run_disappears(cohort: Cohort) -> None:
+    query = {"grain": "run", "measures": [{"field": "round_success"}]}
+    assert both(cohort, **query).runs == 5
+    shutil.rmtree(Path(cohort.runs_dir, cohort.ids["r5"]))
+    after = both(cohort, **query)
+    assert after.runs == 4 and cohort.ids["r5"] not in after.run_ids
+    assert after.groups[0].cells[0].value == pytest.approx((0.5 + 1 + 0 + 0.5) / 4)
+    assert cached_runs(cohort) == sorted(v for k, v in cohort.ids.items() if k != "r5")
+
+
+def test_a_run_without_its_ending_is_answered_but_not_kept(cohort: Cohort) -> None:
+    log = Path(cohort.runs_dir, cohort.ids["r2"], "veyru.jsonl")
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-1]))  # no simulation_ended: stopped, not ended
+    result = both(cohort, grain="run", by=["status"], measures=[{"field": "run_id",
+                                                                 "agg": "count"}])  # fmt: skip
+    assert [(g.keys["status"], g.cells[0].value) for g in result.groups] == [
+        ("completed", 4.0), ("stopped", 1.0)
+    ]  # fmt: skip
+    assert cohort.ids["r2"] not in cached_runs(cohort)
+
+
+def test_two_processes_filling_the_cache_at_once_agree(cohort: Cohort) -> None:
+    command = [str(Path(sys.executable).with_name("glossogen")), "analyze", "--runs-dir", cohort.runs_dir,
+               *SURFACE_FLAGS, "--json"]  # fmt: skip
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE) for _ in range(2)]
+    outs = [json.loads(c.communicate(timeout=120)[0]) for c in children]
+    assert [c.returncode for c in children] == [0, 0]
+    plain = answer(cohort.runs_dir, Query.model_validate(outs[0]["query"]), cache=False)
+    assert outs[0] == outs[1] == json.loads(plain.model_dump_json())
+    assert cached_runs(cohort) == sorted(cohort.ids.values())
+    assert [p.name for p in cache_file(cohort).parent.iterdir()] == [CACHE_FILE]
+
+
+def test_a_file_url_uses_the_same_cache_as_its_folder(cohort: Cohort) -> None:
+    query = Query.model_validate({"grain": "round", "measures": [{"field": "round_success"}]})
+    plain = answer(cohort.runs_dir, query, cache=False)
+    assert answer(f"file://{cohort.runs_dir}", query) == plain
+    assert cached_runs(cohort) == sorted(cohort.ids.values())
+    log = Path(cohort.runs_dir, cohort.ids["r5"], "veyru.jsonl")
+    log.unlink()  # no log: not a run any more, through the URL as through the folder
+    assert answer(f"file://{cohort.runs_dir}", query).runs == 4
