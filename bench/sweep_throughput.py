@@ -149,7 +149,7 @@ async def play_one(runs_dir: str, provider: str, rounds: int) -> str:
 async def play_all(runs_dir: str) -> list[str | BaseException]:
     """Play the 40 runs at once, every model call through the Prefect gate."""
     from glossogen.concurrency import install_gate
-    from tasks.gate import PrefectCallGate
+    from orchestration.gate import PrefectCallGate
 
     install_gate(PrefectCallGate())
     try:
@@ -240,7 +240,7 @@ async def time_calls(count: int) -> float:
 def gate_cost(openai_url: str) -> tuple[float, float]:
     """Return seconds per call with the open gate and with the Prefect gate (best of repeats)."""
     from glossogen.concurrency import install_gate
-    from tasks.gate import PrefectCallGate
+    from orchestration.gate import PrefectCallGate
 
     saved = os.environ.get("OPENAI_BASE_URL", "")
     os.environ["OPENAI_BASE_URL"] = openai_url

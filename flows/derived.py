@@ -2,33 +2,19 @@
 
 Each prepares the new run folder from the source run's log (the source is only read), then
 plays it as a resumed run in the same flow run (``resume`` as a subflow). The folder is claimed
-once per flow run: a retry of a crashed derived flow run continues the folder it prepared.
+once per flow run (``tasks/derived.py``): a retry of a crashed derived flow run continues the
+folder it prepared.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from prefect import flow, task
-from prefect.context import TaskRunContext
+from prefect import flow
 
 from flows.simulate import resume
-from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
-from glossogen.launch import RunResult, derived_run_check
-from tasks.gate import install_call_gate
-
-
-def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    return f"prepare_derived_run-{context.task_run.flow_run_id}"
-
-
-@task(name="prepare_derived_run", cache_key_fn=_per_flow_run, persist_result=True)
-def prepare_derived_run(request: ForkRequest) -> PreparedFork:
-    """Check the derived run as a launch is, then claim its folder and write its log prefix.
-
-    The folder gets ``lineage.json``, ``config.json`` and the log up to the boundary.
-    """
-    return prepare_fork(request, check=derived_run_check(request.scenario))
+from glossogen.derive import DeriveError, ForkRequest
+from glossogen.launch import RunResult
+from orchestration.gate import install_call_gate
+from tasks.derived import prepare_derived_run
 
 
 async def _derive(request: ForkRequest) -> RunResult:

@@ -27,8 +27,8 @@ from glossogen.evaluation import (
 )
 from glossogen.launch import notify
 from glossogen.pricing import add_costs
+from orchestration.gate import install_call_gate
 from tasks.evaluate import estimate_spend, evaluate_handle, score_run, select_cohort
-from tasks.gate import install_call_gate
 
 COHORT_CONCURRENCY = 4
 """Runs of a cohort evaluated at once (their judge calls overlap; deterministic work does not)."""

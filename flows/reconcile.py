@@ -3,7 +3,7 @@
 Each pass surveys the run folders (:func:`glossogen.derive.survey_unfinished_runs`) and joins
 them with the latest ``simulate``/``resume`` flow run named after each run id (the simulate flow
 run is renamed to the run id once its folder is claimed; resume flow runs carry it from the
-start). Then, per run:
+start; the tasks that read and act are ``tasks/reconcile.py``'s). Then, per run:
 
 - **crashed** (its flow run is ``Crashed``, or ``Running`` while no process holds the folder's
   lock and the log is silent past the threshold): marked ``Crashed`` and resumed;
@@ -21,31 +21,17 @@ being resumed is locked, queued under the same key, or finished.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Literal
-from uuid import UUID
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NONE
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import (
-    FlowFilter,
-    FlowFilterName,
-    FlowRunFilter,
-    FlowRunFilterName,
-)
+from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import FlowRun, StateType
-from prefect.client.schemas.sorting import FlowRunSort
-from prefect.states import Cancelling, Crashed
 
 from flows.simulate import resume
-from glossogen.derive import DeriveError, StaleRun, survey_unfinished_runs
+from glossogen.derive import DeriveError, StaleRun
 from glossogen.launch import LaunchError, ResumeRequest, RunConfig, plan_resume
-from tasks.deployments import create_flow_run, resume_deployment, served
-
-CANCELLED_TAG = "glossogen-reconcile-cancelled"
-"""Tag put on a hung flow run that reconcile cancelled: its ``interrupted`` run is resumed."""
+from orchestration.deployments import create_flow_run, served_resume_deployment
+from tasks.reconcile import CANCELLED_TAG, cancel_hung, latest_flow_runs, mark_crashed, survey
 
 Action = Literal["resume", "cancel", "skip"]
 WAITING = {StateType.SCHEDULED, StateType.PENDING, StateType.CANCELLING}
@@ -92,57 +78,6 @@ def decide(run: StaleRun, flow_run: FlowRun | None, silent_seconds: float) -> De
     if state is StateType.RUNNING:
         return Decision("resume", f"its process is gone ({quiet_for})", mark_crashed=True)
     return Decision("resume", f"stopped without ending ({quiet_for})")
-
-
-@task(name="survey_unfinished_runs", cache_policy=NONE)
-def survey(runs_dir: str) -> list[StaleRun]:
-    """List the runs under ``runs_dir`` that have not finished (folder, log and lock)."""
-    return survey_unfinished_runs(runs_dir, time.time())
-
-
-@task(name="read_flow_runs", cache_policy=NONE)
-async def latest_flow_runs(run_ids: list[str]) -> dict[str, FlowRun]:
-    """Return the latest ``simulate``/``resume`` flow run named after each run id."""
-    if not run_ids:
-        return {}
-    latest: dict[str, FlowRun] = {}
-    async with get_client() as client:
-        for start in range(0, len(run_ids), 200):
-            flow_runs = await client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=["simulate", "resume"])),
-                flow_run_filter=FlowRunFilter(
-                    name=FlowRunFilterName(any_=run_ids[start : start + 200])
-                ),
-                sort=FlowRunSort.EXPECTED_START_TIME_DESC,
-            )
-            for flow_run in flow_runs:
-                latest.setdefault(flow_run.name, flow_run)
-    return latest
-
-
-@task(name="cancel_hung_flow_run", cache_policy=NONE)
-async def cancel_hung(flow_run_id: UUID, tags: list[str], reason: str) -> None:
-    """Tag the flow run and move it to ``Cancelling`` (its worker then stops the process)."""
-    async with get_client() as client:
-        await client.update_flow_run(flow_run_id, tags=[*tags, CANCELLED_TAG])
-        await client.set_flow_run_state(
-            flow_run_id, Cancelling(message=f"glossogen reconcile: {reason}"), force=True
-        )
-
-
-@task(name="mark_crashed", cache_policy=NONE)
-async def mark_crashed(flow_run_id: UUID, reason: str) -> None:
-    """Record that the flow run's process is gone (``Running`` -> ``Crashed``)."""
-    async with get_client() as client:
-        await client.set_flow_run_state(
-            flow_run_id, Crashed(message=f"glossogen reconcile: {reason}"), force=True
-        )
-
-
-async def served_resume_deployment(provider: str) -> str | None:
-    """Return ``resume/resume-<provider>`` if that deployment exists and a worker serves it."""
-    found = await served([resume_deployment(provider)])
-    return found[0] if found else None
 
 
 def resume_config(run: StaleRun) -> RunConfig:

@@ -23,8 +23,8 @@ from glossogen.launch import (
 )
 from glossogen.launch import price_spend as price
 from glossogen.storage import RunFolder
+from orchestration.gate import install_call_gate
 from tasks.config import check_credentials
-from tasks.gate import install_call_gate
 from tasks.resume import finish_round, open_resume_point, reopen_run
 from tasks.rounds import (
     claim_run_dir,

@@ -2,7 +2,7 @@
 
 The library imports no Prefect (docs/architecture.md), so it only declares the hook: a
 :class:`CallGate` gives out one slot per model request for a provider, and the default gate
-gives slots freely. The orchestration layer (``tasks/gate.py``) installs a gate backed by
+gives slots freely. The orchestration layer (``orchestration/gate.py``) installs a gate backed by
 Prefect's global concurrency limit ``llm:<provider>`` when a server is configured and the limit
 exists and is active. :func:`glossogen.models.build_model` wraps each hosted model in a
 :class:`GatedModel`, so agents and judges in any process take a slot per request.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NONE
+from prefect import get_run_logger
 
 from glossogen.launch import RunConfig, check_model_settings
 from glossogen.launch import check_credentials as check
+from orchestration import glossogen_task
 
 
-@task(name="check_credentials", cache_policy=NONE)
+@glossogen_task(name="check_credentials")
 async def check_credentials(config: RunConfig) -> list[str]:
     """Refuse the run when a provider has no key (77) or a model would drop a setting (65).
 

@@ -4,14 +4,13 @@ Every parameter is a small handle (a run's URL, scenario and log SHA-256, the ch
 Prefect walks each task parameter's object graph, so a parsed log passed to a task costs a walk
 of every event (the profile of issue 16: 888,000 ``visit_collection`` calls for one log). The
 run is loaded inside the task, and the cache is the run's report itself
-(:func:`glossogen.evaluation.up_to_date`), so a task needs no Prefect result cache
-(``cache_policy=NONE``): a run whose entries are up to date is skipped in the task.
+(:func:`glossogen.evaluation.up_to_date`), so a task needs no Prefect result cache (the task
+policy of :func:`orchestration.glossogen_task`): a run whose entries are up to date is skipped
+in the task.
 """
 
 from __future__ import annotations
 
-from prefect import task
-from prefect.cache_policies import NONE
 from pydantic import BaseModel
 
 from glossogen.evaluation import (
@@ -27,9 +26,10 @@ from glossogen.evaluation import (
     run_evaluation,
     run_handle,
 )
+from orchestration import glossogen_task
 
 
-@task(name="evaluate_one_run", cache_policy=NONE)
+@glossogen_task(name="evaluate_one_run")
 async def score_run(run_url: str, scenario: str | None, request: EvaluationRequest) -> Evaluation:
     """Plan, score and write one run's report (refusals raise ``EvaluationError``).
 
@@ -39,7 +39,7 @@ async def score_run(run_url: str, scenario: str | None, request: EvaluationReque
     return await run_evaluation(plan, request.plot)
 
 
-@task(name="evaluate_run", task_run_name="evaluate-{handle.run_id}", cache_policy=NONE)
+@glossogen_task(name="evaluate_run", task_run_name="evaluate-{handle.run_id}")
 async def evaluate_handle(handle: RunHandle, request: EvaluationRequest) -> RunOutcome:
     """Evaluate one run of a cohort (never raises for a problem of that run alone)."""
     return await evaluate_run(handle, request)
@@ -59,7 +59,7 @@ class CohortSelection(BaseModel):
     missing_run_ids: list[str] = []
 
 
-@task(name="select_cohort", cache_policy=NONE)
+@glossogen_task(name="select_cohort")
 def select_cohort(
     runs_dir: str, selection: dict[str, object], max_runs: int, request: EvaluationRequest
 ) -> CohortSelection:
@@ -87,7 +87,7 @@ def select_cohort(
     return result
 
 
-@task(name="estimate_judge_spend", cache_policy=NONE)
+@glossogen_task(name="estimate_judge_spend")
 def estimate_spend(handles: list[RunHandle], request: EvaluationRequest) -> dict[str, float | None]:
     """Estimated judge USD per run id (runs the request would refuse are left out)."""
     estimates: dict[str, float | None] = {}

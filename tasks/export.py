@@ -1,16 +1,13 @@
 """Tasks of the export flow: select runs, write one table, write the legend, write the raw zip.
 
-The selected runs are plain records (live data, not ids), so every task skips Prefect's cache
-(``cache_policy=NONE``): hashing them is wasted work and an export must re-read runs that
-changed anyway. Only the writes do I/O worth retrying.
+The selected runs are plain records (live data, not ids), so no task keeps Prefect's result
+cache (the task policy of :func:`orchestration.glossogen_task`): hashing them is wasted work and
+an export must re-read runs that changed anyway. Only the writes do I/O worth retrying.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from prefect import task
-from prefect.cache_policies import NONE
 
 from glossogen.export import (
     RunRecord,
@@ -21,9 +18,10 @@ from glossogen.export import (
     write_table,
 )
 from glossogen.storage import join
+from orchestration import glossogen_task
 
 
-@task(name="select_runs", cache_policy=NONE)
+@glossogen_task(name="select_runs")
 def select(runs_dir: str, selection: dict[str, Any] | None, max_runs: int) -> SelectedRuns:
     """Resolve the selection (every run when ``None``); refuse explicit ids that do not resolve.
 
@@ -37,7 +35,7 @@ def select(runs_dir: str, selection: dict[str, Any] | None, max_runs: int) -> Se
     return found
 
 
-@task(name="write_table", cache_policy=NONE, retries=2, task_run_name="write-{name}")
+@glossogen_task(name="write_table", retries=2, task_run_name="write-{name}")
 def write_one_table(
     records: list[RunRecord],
     name: str,
@@ -55,7 +53,7 @@ def write_one_table(
     )
 
 
-@task(name="write_legend", cache_policy=NONE, retries=2)
+@glossogen_task(name="write_legend", retries=2)
 def write_columns_legend(
     coverages: dict[str, dict[str, int]], records: list[RunRecord], out: str
 ) -> None:
@@ -63,7 +61,7 @@ def write_columns_legend(
     write_legend(coverages, records, out)
 
 
-@task(name="write_raw_zip", cache_policy=NONE, retries=1)
+@glossogen_task(name="write_raw_zip", retries=1)
 def write_raw(records: list[RunRecord], out: str, include_logs: bool, include_atif: bool) -> int:
     """Write ``<out>/runs.zip`` (the run folders); return the runs archived."""
     from glossogen.export import publish, write_raw_zip

@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from typing import Any
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NONE
-from prefect.context import TaskRunContext
+from prefect import get_run_logger
 
 from glossogen.engine import RoundSummary
 from glossogen.eventlog import EndStatus
@@ -27,20 +24,13 @@ from glossogen.launch import (
     price_spend as price,
 )
 from glossogen.storage import RunFolder
-
-
-def _per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    return f"claim_run_dir-{context.task_run.flow_run_id}"
+from orchestration import glossogen_task
 
 
 # No task retries: a claim is retried into the same folder or not at all. A failed claim
 # removes what it made (glossogen.launch) and raises a LaunchError with its exit code; a
-# retry of the flow run finds the cached folder (cache_key_fn) and reuses it.
-@task(
-    name="claim_run_dir",
-    cache_key_fn=_per_flow_run,
-    persist_result=True,
-)
+# retry of the flow run finds the folder it claimed (once_per_flow_run) and reuses it.
+@glossogen_task(name="claim_run_dir", once_per_flow_run=True)
 async def claim_run_dir(config: RunConfig, runs_dir: str, run_dir: str = "") -> RunFolder:
     """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` atomically and write its config files.
 
@@ -64,12 +54,12 @@ async def record_own_flow_run(folder: RunFolder) -> None:
     """Record this flow run in the folder when a worker plays it from a deployment.
 
     So ``glossogen stop`` (and the run page's Stop, MCP ``stop_run``) cancel it through
-    Prefect: ``tasks.deployments.record_flow_run``. A run played in its launcher's own process
-    records nothing.
+    Prefect: ``orchestration.deployments.record_flow_run``. A run played in its launcher's own
+    process records nothing.
     """
     from prefect.context import FlowRunContext
 
-    from tasks.deployments import record_flow_run
+    from orchestration.deployments import record_flow_run
 
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
@@ -93,7 +83,7 @@ async def _name_flow_run(run_id: str) -> None:
         get_run_logger().warning("could not rename the flow run to %s: %s", run_id, exc)
 
 
-@task(name="start_run", cache_policy=NONE)
+@glossogen_task(name="start_run")
 async def start_run(config: RunConfig, folder: RunFolder) -> RunSession:
     """Open the event log and the engine: a fresh start, or a resume if the log has begun.
 
@@ -107,19 +97,19 @@ async def start_run(config: RunConfig, folder: RunFolder) -> RunSession:
     return open_session(config, folder)
 
 
-@task(name="play_round", cache_policy=NONE, task_run_name="play_round-{round_number}")
+@glossogen_task(name="play_round", task_run_name="play_round-{round_number}")
 async def play_round(session: RunSession, round_number: int) -> RoundSummary:
     """Play one round (and its postmortem) inside the run's event loop."""
     return await session.play_round(round_number)
 
 
-@task(name="price_spend", cache_policy=NONE, retries=2, retry_delay_seconds=1)
+@glossogen_task(name="price_spend", retries=2, retry_delay_seconds=1)
 async def price_spend(folder: RunFolder) -> RunSpend:
     """Sum the run's spend (USD) from its event log (read in a worker thread, off the loop)."""
     return await asyncio.to_thread(price, folder)
 
 
-@task(name="finalize", cache_policy=NONE)
+@glossogen_task(name="finalize")
 async def finalize(
     session: RunSession, spend: RunSpend, status: EndStatus, error: str | None = None
 ) -> RunResult:

@@ -1,7 +1,7 @@
 """Tasks of the sweep flow: plan, find workers, launch a trial on a worker, read it, publish.
 
 The sweep's steps, census and statistics live in ``glossogen.sweep`` (Prefect-free), the loop in
-``flows/sweep.py``; deployments and their workers are ``tasks/deployments.py``'s.
+``flows/sweep.py``; deployments and their workers are ``orchestration/deployments.py``'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import logging
 import re
 from typing import Any
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NONE
+from prefect import get_run_logger
 
 from glossogen.launch import ResumeRequest, claim_folder, notify, plan_resume, plan_run
 from glossogen.storage import LABELS, RunFolder, RunStore
@@ -31,7 +30,8 @@ from glossogen.sweep import (
     sweep_url,
     trial_labels,
 )
-from tasks.deployments import (
+from orchestration import glossogen_task
+from orchestration.deployments import (
     create_flow_run,
     record_flow_run,
     resume_deployment,
@@ -43,7 +43,7 @@ POLL_SECONDS = 2.0
 """How often a launched deployment flow run is polled for its end (seconds)."""
 
 
-@task(name="plan_sweep", cache_policy=NONE)
+@glossogen_task(name="plan_sweep")
 def plan(spec_path: str, options: SweepOptions) -> SweepPlan:
     """Read the spec and check every cell as ``glossogen run`` would (raises ``SweepError``)."""
     spec, sweep_id = load_spec(spec_path)
@@ -58,7 +58,7 @@ def plan(spec_path: str, options: SweepOptions) -> SweepPlan:
     return sweep
 
 
-@task(name="find_workers", cache_policy=NONE)
+@glossogen_task(name="find_workers")
 async def find_workers(providers: list[str]) -> list[str]:
     """Return the providers whose ``simulate-<provider>`` deployment has a worker online."""
     names = {simulate_deployment(p): p for p in sorted(set(providers))}
@@ -221,9 +221,8 @@ def _api_refused(task: Any, task_run: Any, state: Any) -> bool:
     return isinstance(exc, httpx.TransportError)
 
 
-@task(
+@glossogen_task(
     name="launch_trial",
-    cache_policy=NONE,
     task_run_name="launch_trial-{launch.key.cell_id}",
     retries=3,
     retry_delay_seconds=[1, 2, 4],
@@ -238,7 +237,7 @@ async def launch_trial(launch: Launch, sweep_id: str, epoch: int) -> RunRecord |
     return await launch_deployment(launch, sweep_id, epoch)
 
 
-@task(name="read_trial", cache_policy=NONE)
+@glossogen_task(name="read_trial")
 def read_trial(launch: Launch, run_id: str, run_url: str) -> RunRecord:
     """Read back the record of a trial's run from its folder (labels and log)."""
     store = RunStore(launch.request.runs_dir)

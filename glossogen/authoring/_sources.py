@@ -52,6 +52,12 @@ def unseeded_sources(folder: Path) -> list[str]:
 
 
 def _uses(tree: ast.Module) -> list[tuple[int, str]]:
+    aliases, uses = _imports(tree)
+    return sorted(set(uses + _reads(tree, aliases)))
+
+
+def _imports(tree: ast.Module) -> tuple[dict[str, str], list[tuple[int, str]]]:
+    """The names imports bind to a random or clock source, and the imports that are uses."""
     aliases: dict[str, str] = {}  # local name -> the module or class it stands for
     uses: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -59,21 +65,35 @@ def _uses(tree: ast.Module) -> list[tuple[int, str]]:
             for alias in node.names:
                 if alias.name in ("random", "secrets", *UNSEEDED):
                     aliases[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module in ("random", "secrets"):
-            for alias in node.names:
-                if node.module == "secrets" or alias.name not in SEEDED:
-                    uses.append((node.lineno, f"from {node.module} import {alias.name}"))
-        elif isinstance(node, ast.ImportFrom) and node.module in ("datetime", *UNSEEDED):
-            for alias in node.names:
-                if alias.name in ("datetime", "date"):
-                    aliases[alias.asname or alias.name] = alias.name
-                elif alias.name in UNSEEDED.get(node.module, ()):
-                    uses.append((node.lineno, f"from {node.module} import {alias.name}"))
+        elif isinstance(node, ast.ImportFrom):
+            _import_from(node, aliases, uses)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "random":
             for alias in node.names:
                 if alias.name == "Random":
                     aliases[alias.asname or alias.name] = "random.Random"
+    return aliases, uses
+
+
+def _import_from(
+    node: ast.ImportFrom, aliases: dict[str, str], uses: list[tuple[int, str]]
+) -> None:
+    """Note what ``from <module> import ...`` binds (``aliases``) or uses (``uses``)."""
+    if node.module in ("random", "secrets"):
+        for alias in node.names:
+            if node.module == "secrets" or alias.name not in SEEDED:
+                uses.append((node.lineno, f"from {node.module} import {alias.name}"))
+    elif node.module in ("datetime", *UNSEEDED):
+        for alias in node.names:
+            if alias.name in ("datetime", "date"):
+                aliases[alias.asname or alias.name] = alias.name
+            elif alias.name in UNSEEDED.get(node.module, ()):
+                uses.append((node.lineno, f"from {node.module} import {alias.name}"))
+
+
+def _reads(tree: ast.Module, aliases: dict[str, str]) -> list[tuple[int, str]]:
+    """The attributes and calls that read an unseeded random source, fresh entropy or the clock."""
+    uses: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             module = _named(node.value, aliases)
@@ -91,7 +111,7 @@ def _uses(tree: ast.Module) -> list[tuple[int, str]]:
             and _named(node.func, aliases) == "random.Random"
         ):
             uses.append((node.lineno, "random.Random() with no seed"))
-    return sorted(set(uses))
+    return uses
 
 
 def _named(node: ast.expr, aliases: dict[str, str]) -> str | None:

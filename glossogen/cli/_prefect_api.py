@@ -107,7 +107,7 @@ def refuse_unreachable_api() -> int | None:
         None when no ``PREFECT_API_URL`` is configured (the command starts a temporary server)
         or the server answers; else 69, the error line printed on stderr.
     """
-    from flows.runtime import api_url
+    from orchestration.runtime import api_url
 
     url = api_url()
     if url is None:

@@ -149,7 +149,7 @@ class DetachedServer:
         if self.process.poll() is not None:
             return
         if send_queued:
-            from flows.runtime import send_queued as send
+            from orchestration.runtime import send_queued as send
 
             send()
         _end(self.process)

@@ -63,7 +63,7 @@ def prefect_api_configured() -> bool:
     the working directory.
     """
     if "prefect.settings" in sys.modules:  # already paid for: ask it (temporary settings too)
-        from flows.runtime import api_url_configured
+        from orchestration.runtime import api_url_configured
 
         return api_url_configured()
     if "PREFECT_API_URL" in os.environ:
@@ -81,7 +81,7 @@ def prefect_api_configured() -> bool:
         except OSError:
             continue
         if "PREFECT_API_URL" in text or ("[api]" in text and "url" in text):
-            from flows.runtime import api_url_configured
+            from orchestration.runtime import api_url_configured
 
             return api_url_configured()
     return False
@@ -383,7 +383,7 @@ def _evaluate_cohort(
     if refused is not None:
         return refused
     from flows.evaluate import SpendCapError, evaluate_cohort
-    from flows.runtime import api_url_configured
+    from orchestration.runtime import api_url_configured
 
     if not api_url_configured():
         _note("no PREFECT_API_URL set: a temporary local Prefect server starts for the cohort")

@@ -24,7 +24,7 @@ def _error(message: str) -> None:
 
 def server_configured() -> bool:
     """True when ``PREFECT_API_URL`` names a server (pools and limits on a temporary one vanish)."""
-    from flows.runtime import api_url_configured
+    from orchestration.runtime import api_url_configured
 
     return api_url_configured()
 
@@ -47,8 +47,8 @@ def apply(
     if not server_configured():
         _error("PREFECT_API_URL is not set: pools and limits need a running Prefect server")
         return int(exit_codes.USAGE)
-    from flows.runtime import api_url
     from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
+    from orchestration.runtime import api_url
 
     refused = refuse_unreachable_api()
     if refused is not None:

@@ -319,10 +319,10 @@ def play(
         + json.dumps(plan.recorded_knobs, sort_keys=True, separators=(",", ":")),
         flush=True,
     )
-    from flows.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
     from flows.simulate import resume, simulate
     from glossogen.cli._progress import RunProgress, counted
     from glossogen.cli._server import DetachedServer
+    from orchestration.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
 
     ephemeral = not api_url_configured()
     server: DetachedServer | None = None

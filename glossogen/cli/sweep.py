@@ -166,9 +166,9 @@ def sweep(
         f"{spec.scenario}, runs in {spec.runs_dir}",
         flush=True,
     )
-    from flows.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
     from flows.sweep import sweep as sweep_flow
     from glossogen.cli._server import DetachedServer
+    from orchestration.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
 
     with ExitStack() as stack:
         server: DetachedServer | None = None

@@ -68,7 +68,7 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     folder = claim_folder(config, runs_dir)
     name = f"simulate/simulate-{config.provider}"
     if os.environ.get("PREFECT_API_URL"):
-        from tasks.deployments import create_flow_run, record_flow_run, served
+        from orchestration.deployments import create_flow_run, record_flow_run, served
 
         if await served([name]):
             parameters = {"config": config.model_dump(mode="json"), "run_dir": folder.url}
@@ -216,8 +216,8 @@ def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopp
     """Cancel the run's flow run through Prefect; None when it has ended (the lock decides)."""
     import httpx
 
-    from flows.runtime import api_url
-    from tasks.deployments import cancel_flow_run
+    from orchestration.deployments import cancel_flow_run
+    from orchestration.runtime import api_url
 
     url = api_url()
     if url is None:

@@ -9,19 +9,32 @@
   can only read an action as plain language.
 - :func:`judge_by_majority` asks the run's judge ``votes`` times (each call logged as
   ``judge_called`` with its cost, the scripted judge's too) and rules by majority.
+- :class:`StagedScenario` is the base of a scenario whose one team works a case stage by stage
+  with one judged action tool: when the round is settled, the team's verdict, the tool's
+  refusals (:class:`ActionGuard`) and the scripted seats' dispatch (:class:`ScriptedPolicies`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from glossogen.scenario._contract import JudgeDecision, RoundContext
+from glossogen.eventlog import Verdict
+from glossogen.knobs import BaseKnobs
+from glossogen.scenario._contract import (
+    JudgeDecision,
+    RoundContext,
+    Scenario,
+    ScriptedMove,
+    ScriptedView,
+)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -178,3 +191,136 @@ async def judge_by_majority(
     success = yes * 2 > votes
     reason = next(d.reason for d in decisions if d.success is success)
     return MajorityRuling(success, reason, decisions)
+
+
+@dataclass(frozen=True)
+class ActionGuard:
+    """The refusals of a staged scenario's one action tool, in its own words.
+
+    The tool acts once at a time: an action is refused (``{"status": "error", "reason": ...}``)
+    when another seat calls it, when no case is drawn or the round is settled, while the
+    previous action is still being ruled on, when the action is empty, and when the round was
+    lost while the action was being ruled on (checked in that order).
+
+    Attributes:
+        actor: The one seat that may act.
+        not_actor: Why another seat is refused.
+        settled: Why an action is refused once the round is settled (or before a case).
+        busy: Why an action is refused while the previous one is being ruled on.
+        empty: Why an empty action is refused.
+        lost_meanwhile: Why an action is refused when the round was lost during its ruling.
+    """
+
+    actor: str
+    not_actor: str
+    settled: str
+    busy: str
+    empty: str
+    lost_meanwhile: str
+
+    @staticmethod
+    def refused(reason: str) -> dict[str, Any]:
+        """The tool's answer to a refused action."""
+        return {"status": "error", "reason": reason}
+
+
+@dataclass(frozen=True)
+class ScriptedPolicies:
+    """The scripted policy of each seat of a staged scenario, and the postmortem's.
+
+    Attributes:
+        seats: Seat id -> its main-phase policy, called with the view and the knobs' seed.
+        debrief: Every seat's postmortem policy.
+    """
+
+    seats: Mapping[str, Callable[[ScriptedView, int], ScriptedMove]]
+    debrief: Callable[[ScriptedView], ScriptedMove]
+
+
+class StagedScenario(Scenario):
+    """A scenario whose one team works through a case stage by stage with one judged action.
+
+    What the staged scenarios share is written here once: the round is settled when every
+    stage is done or the round is lost (:attr:`lost_reason`), the team's verdict says how many
+    of how many stages (:meth:`stages_done`) were done (``"<n> of <n> <outcome>"``, else
+    ``"unfinished: <done> of <n> <outcome>"``, else the reason it was lost), the action tool's
+    refusals (:attr:`guard`, :meth:`refusal`, :meth:`rule`), and the scripted seats' dispatch
+    (:attr:`scripted_policies`).
+
+    Attributes:
+        team: The one team's id.
+        outcome: The words after a verdict's count (``"stages cleared"``).
+        guard: The action tool's refusals.
+        scripted_policies: The scripted seats' policies.
+        case: The round's case, None before the first round starts.
+        progress: Where the case stands (a scenario that counts its own way overrides
+            :meth:`stages_done`).
+        lost_reason: Why the round was lost, None while it is not.
+        judging: True while an action is being ruled on.
+    """
+
+    team: ClassVar[str]
+    outcome: ClassVar[str]
+    guard: ClassVar[ActionGuard]
+    scripted_policies: ClassVar[ScriptedPolicies]
+
+    def __init__(self, knobs: BaseKnobs) -> None:
+        """Start with no case drawn, nothing lost, nothing being ruled on."""
+        super().__init__(knobs)
+        self.case: object | None = None
+        self.progress = StageProgress(total=0)
+        self.lost_reason: str | None = None
+        self.judging = False
+
+    def stages_done(self) -> tuple[int, int]:
+        """Return the stages done and the case's stages: :attr:`progress`'s, by default."""
+        return self.progress.accepted, self.progress.total
+
+    def is_settled(self) -> bool:
+        """True once every stage is done or the round is lost."""
+        if self.lost_reason is not None:
+            return True
+        done, total = self.stages_done()
+        return self.case is not None and done >= total
+
+    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
+        """Return the team's verdict: success only when every stage was done."""
+        done, total = self.stages_done()
+        if self.lost_reason is not None:
+            return [Verdict(team_id=self.team, success=False, reason=self.lost_reason)]
+        if self.case is not None and done >= total:
+            reason = f"{total} of {total} {self.outcome}"
+            return [Verdict(team_id=self.team, success=True, reason=reason)]
+        reason = f"unfinished: {done} of {total} {self.outcome}"
+        return [Verdict(team_id=self.team, success=False, reason=reason)]
+
+    def refusal(self, agent_id: str, action: str) -> dict[str, Any] | None:
+        """Return the tool's answer refusing ``agent_id``'s ``action``, or None to rule on it."""
+        guard = self.guard
+        if agent_id != guard.actor:
+            return guard.refused(guard.not_actor)
+        if self.case is None or self.is_settled():
+            return guard.refused(guard.settled)
+        if self.judging:
+            return guard.refused(guard.busy)
+        if not action.strip():
+            return guard.refused(guard.empty)
+        return None
+
+    async def rule(self, ruling: Awaitable[T]) -> T | None:
+        """Await the ruling on the one action in flight; None if the round was settled meanwhile.
+
+        While it is awaited, the tool refuses every other action (:attr:`ActionGuard.busy`).
+        """
+        self.judging = True
+        try:
+            result = await ruling
+        finally:
+            self.judging = False
+        return None if self.is_settled() else result
+
+    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
+        """Play ``view.agent_id``: its seat's policy, or the debrief in the postmortem."""
+        if view.phase == "postmortem":
+            return self.scripted_policies.debrief(view)
+        return self.scripted_policies.seats[view.agent_id](view, self.knobs.seed)

@@ -443,6 +443,23 @@ def live_seconds(view: RunView, now: datetime) -> float:
     return round(view.duration_seconds + max(0.0, since), 3)
 
 
+def _place(row: RoundRow, own: list[Item]) -> None:
+    """Lay out a round's items: messages in their columns, the rest among its notes.
+
+    The notes are its judge calls, failures and dividers, but for its own opening divider and
+    the postmortem's.
+    """
+    for i in own:
+        if i.kind == "message":
+            place = row.postmortem if i.phase == "postmortem" else row.messages
+            place.setdefault(i.column, []).append(i)
+        elif i.kind in ("judge", "failure") or (
+            i.kind == "divider" and "postmortem" not in i.fields["label"]
+        ):
+            if not (i.kind == "divider" and i.fields["label"] == f"round {row.round_number}"):
+                row.notes.append(i)
+
+
 def build_run_page(
     folder: RunFolder, view: RunView, group: str, now: datetime | None = None
 ) -> RunPage:
@@ -512,15 +529,7 @@ def build_run_page(
             messages={c: [] for c in main_channels},
             tools=_tool_rows(own),
         )
-        for i in own:
-            if i.kind == "message":
-                place = row.postmortem if i.phase == "postmortem" else row.messages
-                place.setdefault(i.column, []).append(i)
-            elif i.kind in ("judge", "failure") or (
-                i.kind == "divider" and "postmortem" not in i.fields["label"]
-            ):
-                if not (i.kind == "divider" and i.fields["label"] == f"round {n}"):
-                    row.notes.append(i)
+        _place(row, own)
         rounds.append(row)
     report = read_report(folder.url, folder.scenario)
     metrics = []

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
+    ActionGuard,
     AgentSpec,
     ChannelSpec,
     CostProfile,
     RoundContext,
-    Scenario,
-    ScriptedMove,
-    ScriptedView,
+    ScriptedPolicies,
+    StagedScenario,
     StageProgress,
     hidden_codes,
     judge_by_majority,
@@ -106,7 +105,7 @@ def sheet_text(module: ModuleCase) -> str:
     return f"Drive module {module.module}, service sheet (steps in order):\n{rows}"
 
 
-class DriveModuleRepair(Scenario):
+class DriveModuleRepair(StagedScenario):
     """Three seats, a count-blind multi-module repair per round, a metered bay channel."""
 
     name = "drive_module_repair"
@@ -137,6 +136,24 @@ class DriveModuleRepair(Scenario):
         ),
     }
     knobs: DriveModuleRepairKnobs
+    team = TEAM
+    outcome = "faults fixed"
+    guard = ActionGuard(
+        actor=TECHNICIAN,
+        not_actor="only the field technician is in the bay",
+        settled="the bay takes no more work this round",
+        busy="the previous replacement is still being checked",
+        empty="say what you do, step by step",
+        lost_meanwhile="the round was lost before the work was checked",
+    )
+    scripted_policies = ScriptedPolicies(
+        seats={
+            TECHNICIAN: scripted.technician_move,
+            DIAGNOSTICS: lambda view, _seed: scripted.diagnostics_move(view),
+            SPEC: scripted.spec_move,
+        },
+        debrief=scripted.debrief_move,
+    )
 
     def __init__(self, knobs: BaseKnobs) -> None:
         """Start with no case drawn."""
@@ -144,9 +161,6 @@ class DriveModuleRepair(Scenario):
         self.case: DriveCase | None = None
         self.stages: list[Stage] = []
         self.injected: DriveCase | None = None
-        self.progress = StageProgress(total=0)
-        self.lost_reason: str | None = None
-        self.judging = False
 
     # -- declaration ------------------------------------------------------------------------
 
@@ -287,20 +301,15 @@ class DriveModuleRepair(Scenario):
         return [scenario_tool(service_component)]
 
     async def _service(self, ctx: ToolContext, action: str) -> dict[str, Any]:
-        if ctx.deps.agent_id != TECHNICIAN:
-            return {"status": "error", "reason": "only the field technician is in the bay"}
-        if self.case is None or self.is_settled():
-            return {"status": "error", "reason": "the bay takes no more work this round"}
-        if self.judging:
-            return {"status": "error", "reason": "the previous replacement is still being checked"}
-        if not action.strip():
-            return {"status": "error", "reason": "say what you do, step by step"}
+        refused = self.refusal(ctx.deps.agent_id, action)
+        if refused is not None:
+            return refused
+        assert self.case is not None  # refusal() refuses every action before a case is drawn
         stage = self.stages[self.progress.stage - 1]
         need = Requirement.of(stage)
         round_ctx = ctx.deps.round
-        self.judging = True
-        try:
-            ruling = await judge_by_majority(
+        ruling = await self.rule(
+            judge_by_majority(
                 round_ctx,
                 action,
                 self.judge_instructions(stage),
@@ -308,10 +317,9 @@ class DriveModuleRepair(Scenario):
                 votes=self.knobs.judge_votes,
                 codes=hidden_codes(self.case),
             )
-        finally:
-            self.judging = False
-        if self.is_settled():  # the round was lost while the replacement was being ruled on
-            return {"status": "error", "reason": "the round was lost before the work was checked"}
+        )
+        if ruling is None:  # the round was lost while the replacement was being ruled on
+            return self.guard.refused(self.guard.lost_meanwhile)
         attempt = self.progress.attempt()
         round_ctx.emit(
             DriveModuleRepairReplacementJudged(
@@ -358,33 +366,3 @@ class DriveModuleRepair(Scenario):
                 f"The bay carried {used_chars} characters, over its {budget}. The round is lost.",
                 {"used_chars": used_chars, "budget_chars": budget, "channel_id": channel_id},
             )
-
-    def is_settled(self) -> bool:
-        """True once every fault is fixed or the round is lost."""
-        if self.lost_reason is not None:
-            return True
-        return self.case is not None and self.progress.finished
-
-    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
-        """Success only when every fault of every module was fixed within the budget."""
-        p = self.progress
-        if self.lost_reason is not None:
-            return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
-        if self.case is not None and p.finished:
-            return [
-                Verdict(team_id=TEAM, success=True, reason=f"{p.total} of {p.total} faults fixed")
-            ]
-        reason = f"unfinished: {p.accepted} of {p.total} faults fixed"
-        return [Verdict(team_id=TEAM, success=False, reason=reason)]
-
-    # -- scripted policy ----------------------------------------------------------------------
-
-    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
-        """Play ``view.agent_id`` (see :mod:`scenarios.drive_module_repair.scripted`)."""
-        if view.phase == "postmortem":
-            return scripted.debrief_move(view)
-        if view.agent_id == TECHNICIAN:
-            return scripted.technician_move(view, self.knobs.seed)
-        if view.agent_id == DIAGNOSTICS:
-            return scripted.diagnostics_move(view)
-        return scripted.spec_move(view, self.knobs.seed)

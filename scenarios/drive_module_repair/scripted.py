@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from glossogen.scenario import ScriptedMove, ScriptedView
+from glossogen.scenario import ScriptedMove, ScriptedView, Seen, timeline
+from glossogen.scenario import debrief_move as debrief
 from scenarios.drive_module_repair.catalogue import MODULE_NAMES, Replacement
 
 TECHNICIAN = "field_technician"
@@ -49,37 +50,6 @@ def plan_misplay(seed: int, round_number: int) -> Misplay:
     """Return the mistake of a misplayed round, the same for every seat (fault 1 or 2)."""
     rng = random.Random(f"{seed}:{round_number}:drive-misplay")
     return Misplay(rng.choice(MISPLAY_KINDS), rng.randint(1, 2))
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One thing the seat saw, in order."""
-
-    kind: Literal["briefing", "message", "sent", "service", "event"]
-    data: dict[str, Any]
-
-
-def timeline(view: ScriptedView) -> list[Seen]:
-    """Return what the seat saw this phase as one ordered list."""
-    seen: list[Seen] = []
-
-    def batch(data: dict[str, Any]) -> None:
-        seen.extend(Seen("message", m) for m in data.get("messages", []))
-        seen.extend(Seen("event", e) for e in data.get("events", []))
-
-    for o in view.observations:
-        if o.kind == "briefing":
-            seen.append(Seen("briefing", o.data))
-        elif o.kind == "notifications" or o.tool_name == "wait_for_notifications":
-            batch(o.data)
-        elif o.tool_name == "send_message":
-            if o.data.get("status") == "sent":
-                seen.append(Seen("sent", o.data))
-            else:  # a conflict hands back the unread messages; nothing was sent
-                batch(o.data)
-        elif o.tool_name == "service_component":
-            seen.append(Seen("service", o.data))
-    return seen
 
 
 def _after(seen: list[Seen], test: Any) -> list[Seen]:
@@ -120,7 +90,7 @@ def _opened(seen: list[Seen], key: str) -> dict[str, Any]:
 
 def technician_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the field technician's next move in the main phase."""
-    seen = timeline(view)
+    seen = timeline(view, "service_component", "service")
     brief = _briefing(seen)
     if brief is None or _round_over(seen):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -163,7 +133,7 @@ def _ramble(module: str, symptom: str, budget_chars: int) -> str:
 
 def diagnostics_move(view: ScriptedView) -> ScriptedMove:
     """Return the diagnostics engineer's next move in the main phase."""
-    seen = timeline(view)
+    seen = timeline(view, "service_component", "service")
     if _briefing(seen) is None or _round_over(seen):
         return ScriptedMove.finish("Nothing more to do this round.")
     trees = _opened(seen, "tree")
@@ -184,7 +154,7 @@ def diagnostics_move(view: ScriptedView) -> ScriptedMove:
 
 def spec_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the spec engineer's next move in the main phase."""
-    seen = timeline(view)
+    seen = timeline(view, "service_component", "service")
     if _briefing(seen) is None or _round_over(seen):
         return ScriptedMove.finish("Nothing more to do this round.")
     sheets = _opened(seen, "sheet")
@@ -224,16 +194,4 @@ _DEBRIEF = {
 
 def debrief_move(view: ScriptedView) -> ScriptedMove:
     """Send one short line on the postmortem channel, then finish."""
-    if any(r.get("status") == "sent" for r in view.tool_results("send_message")):
-        return ScriptedMove.finish("Noted.")
-    verdicts: list[dict[str, Any]] = next(
-        (b["verdicts"] for b in view.briefings() if b.get("verdicts")), []
-    )
-    reason = " ".join(str(v.get("reason", "")) for v in verdicts)
-    if verdicts and all(v.get("success") for v in verdicts):
-        outcome = "won"
-    elif "budget" in reason:
-        outcome = "budget"
-    else:
-        outcome = "other"
-    return ScriptedMove.call("send_message", channel_id=POSTMORTEM, text=_DEBRIEF[outcome])
+    return debrief(view, _DEBRIEF.__getitem__, {"budget": "budget"}, POSTMORTEM)

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
+    ActionGuard,
     AgentSpec,
     ChannelSpec,
     CostProfile,
     RoundContext,
-    Scenario,
-    ScriptedMove,
-    ScriptedView,
+    ScriptedPolicies,
+    StagedScenario,
     StageProgress,
     hidden_codes,
     judge_by_majority,
@@ -110,7 +109,7 @@ def table_text(case: OrbitalCase) -> str:
     return f"This round's configuration table (fault: variant that clears it):\n{rows}"
 
 
-class OrbitalAnomaly(Scenario):
+class OrbitalAnomaly(StagedScenario):
     """Three seats, a staged fault case per round, a metered link and a judged panel tool."""
 
     name = "orbital_anomaly"
@@ -142,15 +141,30 @@ class OrbitalAnomaly(Scenario):
         ),
     }
     knobs: OrbitalAnomalyKnobs
+    team = TEAM
+    outcome = "stages cleared"
+    guard = ActionGuard(
+        actor=ASTRONAUT,
+        not_actor="only the astronaut can reach the panel",
+        settled="the panel takes no more actions this round",
+        busy="the previous action is still being carried out",
+        empty="say what you do at the panel",
+        lost_meanwhile="the vehicle was lost before the action took",
+    )
+    scripted_policies = ScriptedPolicies(
+        seats={
+            ASTRONAUT: scripted.astronaut_move,
+            TELEMETRY: lambda view, _seed: scripted.telemetry_move(view),
+            ENGINEER: scripted.engineer_move,
+        },
+        debrief=scripted.debrief_move,
+    )
 
     def __init__(self, knobs: BaseKnobs) -> None:
         """Start with no case drawn."""
         super().__init__(knobs)
         self.case: OrbitalCase | None = None
         self.injected: OrbitalCase | None = None
-        self.progress = StageProgress(total=0)
-        self.lost_reason: str | None = None
-        self.judging = False
 
     # -- declaration ------------------------------------------------------------------------
 
@@ -298,30 +312,24 @@ class OrbitalAnomaly(Scenario):
         return [scenario_tool(actuate_panel)]
 
     async def _actuate(self, ctx: ToolContext, action: str) -> dict[str, Any]:
-        if ctx.deps.agent_id != ASTRONAUT:
-            return {"status": "error", "reason": "only the astronaut can reach the panel"}
-        if self.case is None or self.is_settled():
-            return {"status": "error", "reason": "the panel takes no more actions this round"}
-        if self.judging:
-            return {"status": "error", "reason": "the previous action is still being carried out"}
-        if not action.strip():
-            return {"status": "error", "reason": "say what you do at the panel"}
+        refused = self.refusal(ctx.deps.agent_id, action)
+        if refused is not None:
+            return refused
+        assert self.case is not None  # refusal() refuses every action before a case is drawn
         case, stage = self.case, self.progress.stage
         need = self.requirement(stage)
         round_ctx = ctx.deps.round
-        self.judging = True
-        try:
-            ruling = await judge_by_majority(
+        ruling = await self.rule(
+            judge_by_majority(
                 round_ctx,
                 action,
                 self.judge_instructions(stage),
                 lambda: check_action(action, need),
                 codes=hidden_codes(case) | case.table.keys(),
             )
-        finally:
-            self.judging = False
-        if self.is_settled():  # the vehicle was lost while the action was being ruled on
-            return {"status": "error", "reason": "the vehicle was lost before the action took"}
+        )
+        if ruling is None:  # the vehicle was lost while the action was being ruled on
+            return self.guard.refused(self.guard.lost_meanwhile)
         attempt = self.progress.attempt()
         round_ctx.emit(
             OrbitalAnomalyActuationJudged(
@@ -370,33 +378,3 @@ class OrbitalAnomaly(Scenario):
                 "lost. The round is over.",
                 {"used_chars": used_chars, "budget_chars": budget, "channel_id": channel_id},
             )
-
-    def is_settled(self) -> bool:
-        """True once every stage is accepted or the vehicle is lost."""
-        if self.lost_reason is not None:
-            return True
-        return self.case is not None and self.progress.finished
-
-    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
-        """Return the crew's verdict: success only when every stage was accepted."""
-        p = self.progress
-        if self.lost_reason is not None:
-            return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
-        if self.case is not None and p.finished:
-            return [
-                Verdict(team_id=TEAM, success=True, reason=f"{p.total} of {p.total} stages cleared")
-            ]
-        reason = f"unfinished: {p.accepted} of {p.total} stages cleared"
-        return [Verdict(team_id=TEAM, success=False, reason=reason)]
-
-    # -- scripted policy ----------------------------------------------------------------------
-
-    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
-        """Play ``view.agent_id`` (see :mod:`scenarios.orbital_anomaly.scripted`)."""
-        if view.phase == "postmortem":
-            return scripted.debrief_move(view)
-        if view.agent_id == ASTRONAUT:
-            return scripted.astronaut_move(view, self.knobs.seed)
-        if view.agent_id == TELEMETRY:
-            return scripted.telemetry_move(view)
-        return scripted.engineer_move(view, self.knobs.seed)

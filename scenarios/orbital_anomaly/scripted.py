@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from glossogen.scenario import ScriptedMove, ScriptedView
+from glossogen.scenario import ScriptedMove, ScriptedView, Seen, timeline
+from glossogen.scenario import debrief_move as debrief
 from scenarios.orbital_anomaly.catalogue import FAULT_BY_NAME, VARIANTS
 
 ASTRONAUT = "astronaut"
@@ -55,43 +56,12 @@ def plan_misplay(seed: int, round_number: int) -> Misplay:
     return Misplay(rng.choice(MISPLAY_KINDS), rng.randint(1, 2))
 
 
-@dataclass(frozen=True)
-class Step:
-    """One thing the seat saw, in order."""
-
-    kind: Literal["briefing", "message", "sent", "actuation", "event"]
-    data: dict[str, Any]
-
-
-def timeline(view: ScriptedView) -> list[Step]:
-    """Return what the seat saw this phase as one ordered list of steps."""
-    steps: list[Step] = []
-
-    def batch(data: dict[str, Any]) -> None:
-        steps.extend(Step("message", m) for m in data.get("messages", []))
-        steps.extend(Step("event", e) for e in data.get("events", []))
-
-    for o in view.observations:
-        if o.kind == "briefing":
-            steps.append(Step("briefing", o.data))
-        elif o.kind == "notifications" or o.tool_name == "wait_for_notifications":
-            batch(o.data)
-        elif o.tool_name == "send_message":
-            if o.data.get("status") == "sent":
-                steps.append(Step("sent", o.data))
-            else:  # a conflict hands back the unread messages; nothing was sent
-                batch(o.data)
-        elif o.tool_name == "actuate_panel":
-            steps.append(Step("actuation", o.data))
-    return steps
-
-
-def _after_last(steps: list[Step], *kinds: str) -> list[Step]:
+def _after_last(steps: list[Seen], *kinds: str) -> list[Seen]:
     last = max((i for i, s in enumerate(steps) if _is(s, kinds)), default=-1)
     return steps[last + 1 :]
 
 
-def _is(step: Step, kinds: tuple[str, ...]) -> bool:
+def _is(step: Seen, kinds: tuple[str, ...]) -> bool:
     if step.kind == "event":
         return f"event:{step.data.get('kind')}" in kinds
     if step.kind == "actuation":
@@ -99,7 +69,7 @@ def _is(step: Step, kinds: tuple[str, ...]) -> bool:
     return step.kind in kinds
 
 
-def _texts(steps: list[Step], sender: str) -> list[str]:
+def _texts(steps: list[Seen], sender: str) -> list[str]:
     return [
         str(s.data.get("text", ""))
         for s in steps
@@ -109,13 +79,13 @@ def _texts(steps: list[Step], sender: str) -> list[str]:
     ]
 
 
-def _round_over(steps: list[Step]) -> bool:
+def _round_over(steps: list[Seen]) -> bool:
     return any(s.kind == "event" and s.data.get("kind") in ROUND_OVER for s in steps) or any(
         s.kind == "actuation" and s.data.get("all_clear") for s in steps
     )
 
 
-def _briefing(steps: list[Step]) -> dict[str, Any] | None:
+def _briefing(steps: list[Seen]) -> dict[str, Any] | None:
     return next((s.data for s in steps if s.kind == "briefing"), None)
 
 
@@ -124,7 +94,7 @@ def _briefing(steps: list[Step]) -> dict[str, Any] | None:
 
 def astronaut_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the astronaut's next move in the main phase."""
-    steps = timeline(view)
+    steps = timeline(view, "actuate_panel", "actuation")
     brief = _briefing(steps)
     if brief is None or _round_over(steps):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -176,7 +146,7 @@ def _ramble(panel: dict[str, Any], budget_chars: int) -> str:
 
 def telemetry_move(view: ScriptedView) -> ScriptedMove:
     """Return the telemetry officer's next move in the main phase."""
-    steps = timeline(view)
+    steps = timeline(view, "actuate_panel", "actuation")
     brief = _briefing(steps)
     if brief is None or _round_over(steps):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -195,7 +165,7 @@ def telemetry_move(view: ScriptedView) -> ScriptedMove:
 
 def engineer_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the systems engineer's next move in the main phase."""
-    steps = timeline(view)
+    steps = timeline(view, "actuate_panel", "actuation")
     brief = _briefing(steps)
     if brief is None or _round_over(steps):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -233,16 +203,4 @@ _DEBRIEF = {
 
 def debrief_move(view: ScriptedView) -> ScriptedMove:
     """Send one short line on the postmortem channel, then finish."""
-    if any(r.get("status") == "sent" for r in view.tool_results("send_message")):
-        return ScriptedMove.finish("Noted.")
-    verdicts: list[dict[str, Any]] = next(
-        (b["verdicts"] for b in view.briefings() if b.get("verdicts")), []
-    )
-    reason = " ".join(str(v.get("reason", "")) for v in verdicts)
-    if verdicts and all(v.get("success") for v in verdicts):
-        outcome = "won"
-    elif "budget" in reason:
-        outcome = "budget"
-    else:
-        outcome = "other"
-    return ScriptedMove.call("send_message", channel_id=POSTMORTEM, text=_DEBRIEF[outcome])
+    return debrief(view, _DEBRIEF.__getitem__, {"budget": "budget"}, POSTMORTEM)

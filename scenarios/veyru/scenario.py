@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from glossogen.eventlog import Verdict
 from glossogen.knobs import BaseKnobs
 from glossogen.scenario import (
+    ActionGuard,
     AgentSpec,
     ChannelSpec,
     CostProfile,
     RoundContext,
-    Scenario,
-    ScriptedMove,
-    ScriptedView,
+    ScriptedPolicies,
+    StagedScenario,
     render_prompt,
     scenario_tool,
 )
@@ -46,7 +46,7 @@ def render(name: str, **values: Any) -> str:
     return render_prompt(Veyru, name, **values)
 
 
-class Veyru(Scenario):
+class Veyru(StagedScenario):
     """Two seats, one failing veyru per round, a metered link and a judged treatment tool."""
 
     name = "veyru"
@@ -59,6 +59,20 @@ class Veyru(Scenario):
     events = (VeyruCaseStarted, VeyruStabilizationJudged)
     uses_judge = True
     knobs: VeyruKnobs
+    team = TEAM
+    outcome = "stages stabilized"
+    guard = ActionGuard(
+        actor=OBSERVER,
+        not_actor="only the field observer can touch the veyru",
+        settled="this round's veyru needs no more treatment",
+        busy="the previous treatment is still taking effect",
+        empty="describe the treatment you carry out",
+        lost_meanwhile="the veyru collapsed before the treatment took",
+    )
+    scripted_policies = ScriptedPolicies(
+        seats={OBSERVER: scripted.observer_move, ENGINEER: scripted.engineer_move},
+        debrief=scripted.debrief_move,
+    )
 
     def __init__(self, knobs: BaseKnobs) -> None:
         """Start with no case drawn."""
@@ -67,8 +81,6 @@ class Veyru(Scenario):
         self.case: Case | None = None
         self.stabilized = 0
         self.attempts_used = 0
-        self.lost_reason: str | None = None
-        self.judging = False
 
     # -- declaration ------------------------------------------------------------------------
 
@@ -234,26 +246,20 @@ class Veyru(Scenario):
         return [scenario_tool(apply_treatment)]
 
     async def _treat(self, ctx: ToolContext, action: str) -> dict[str, Any]:
-        if ctx.deps.agent_id != OBSERVER:
-            return {"status": "error", "reason": "only the field observer can touch the veyru"}
-        if self.case is None or self.is_settled():
-            return {"status": "error", "reason": "this round's veyru needs no more treatment"}
-        if self.judging:
-            return {"status": "error", "reason": "the previous treatment is still taking effect"}
-        if not action.strip():
-            return {"status": "error", "reason": "describe the treatment you carry out"}
+        refused = self.refusal(ctx.deps.agent_id, action)
+        if refused is not None:
+            return refused
+        assert self.case is not None  # refusal() refuses every action before a case is drawn
         stage, stages = self.stabilized + 1, len(self.case.stages)
         need = self.requirement(stage)
         round_ctx = ctx.deps.round
-        self.judging = True
-        try:
-            decision = await round_ctx.judge(
+        decision = await self.rule(
+            round_ctx.judge(
                 action, self.judge_instructions(stage), scripted=lambda: check_action(action, need)
             )
-        finally:
-            self.judging = False
-        if self.is_settled():  # the veyru collapsed while the treatment was being ruled on
-            return {"status": "error", "reason": "the veyru collapsed before the treatment took"}
+        )
+        if decision is None:  # the veyru collapsed while the treatment was being ruled on
+            return self.guard.refused(self.guard.lost_meanwhile)
         self.attempts_used += 1
         lost = not decision.success and self.attempts_used >= self.knobs.attempts_per_stage
         round_ctx.emit(
@@ -315,22 +321,9 @@ class Veyru(Scenario):
                 {"used_chars": used_chars, "budget_chars": budget, "channel_id": channel_id},
             )
 
-    def is_settled(self) -> bool:
-        """True once every stage is stable or the veyru is lost."""
-        if self.lost_reason is not None:
-            return True
-        return self.case is not None and self.stabilized >= len(self.case.stages)
-
-    def verdicts(self, ctx: RoundContext) -> list[Verdict]:
-        """Return the team's verdict: success only when every stage was stabilized."""
-        stages = len(self.case.stages) if self.case else 0
-        if self.lost_reason is not None:
-            return [Verdict(team_id=TEAM, success=False, reason=self.lost_reason)]
-        if self.case is not None and self.stabilized >= stages:
-            reason = f"{stages} of {stages} stages stabilized"
-            return [Verdict(team_id=TEAM, success=True, reason=reason)]
-        reason = f"unfinished: {self.stabilized} of {stages} stages stabilized"
-        return [Verdict(team_id=TEAM, success=False, reason=reason)]
+    def stages_done(self) -> tuple[int, int]:
+        """Return the stages stabilized and the case's stages."""
+        return self.stabilized, len(self.case.stages) if self.case else 0
 
     def postmortem_briefing(
         self, agent: AgentSpec, verdicts: list[Verdict], round_number: int
@@ -352,13 +345,3 @@ class Veyru(Scenario):
             swapped=swapped,
             swapped_at=min((e.round for e in swaps), default=0),
         )
-
-    # -- scripted policy ----------------------------------------------------------------------
-
-    def scripted_move(self, view: ScriptedView) -> ScriptedMove:
-        """Play ``view.agent_id`` from what it was shown (see :mod:`scenarios.veyru.scripted`)."""
-        if view.phase == "postmortem":
-            return scripted.debrief_move(view)
-        if view.agent_id == OBSERVER:
-            return scripted.observer_move(view, self.knobs.seed)
-        return scripted.engineer_move(view, self.knobs.seed)

@@ -22,7 +22,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from glossogen.scenario import ScriptedMove, ScriptedView
+from glossogen.scenario import ScriptedMove, ScriptedView, Seen, timeline
+from glossogen.scenario import debrief_move as debrief
 from scenarios.veyru.motifs import BY_ID, FACES, MOTIFS, STAR, Motif
 
 OBSERVER = "field_observer"
@@ -49,43 +50,12 @@ def plan_misplay(seed: int, round_number: int, stages: int) -> Misplay:
     return Misplay(rng.choice(MISPLAY_KINDS), rng.randint(1, stages))
 
 
-@dataclass(frozen=True)
-class Step:
-    """One thing the agent saw, in order: a briefing, a message, its own send, an event..."""
-
-    kind: Literal["briefing", "message", "sent", "treatment", "event"]
-    data: dict[str, Any]
-
-
-def timeline(view: ScriptedView) -> list[Step]:
-    """Return what the agent saw this phase as one ordered list of steps."""
-    steps: list[Step] = []
-
-    def batch(data: dict[str, Any]) -> None:
-        steps.extend(Step("message", m) for m in data.get("messages", []))
-        steps.extend(Step("event", e) for e in data.get("events", []))
-
-    for o in view.observations:
-        if o.kind == "briefing":
-            steps.append(Step("briefing", o.data))
-        elif o.kind == "notifications" or o.tool_name == "wait_for_notifications":
-            batch(o.data)
-        elif o.tool_name == "send_message":
-            if o.data.get("status") == "sent":
-                steps.append(Step("sent", o.data))
-            else:  # a conflict hands back the unread messages; nothing was sent
-                batch(o.data)
-        elif o.tool_name == "apply_treatment":
-            steps.append(Step("treatment", o.data))
-    return steps
-
-
-def _after_last(steps: list[Step], kind: str) -> list[Step]:
+def _after_last(steps: list[Seen], kind: str) -> list[Seen]:
     last = max((i for i, s in enumerate(steps) if s.kind == kind), default=-1)
     return steps[last + 1 :]
 
 
-def _from_partner(steps: list[Step], me: str) -> list[str]:
+def _from_partner(steps: list[Seen], me: str) -> list[str]:
     return [
         s.data.get("text", "")
         for s in steps
@@ -95,14 +65,14 @@ def _from_partner(steps: list[Step], me: str) -> list[str]:
     ]
 
 
-def _round_over(steps: list[Step]) -> bool:
+def _round_over(steps: list[Seen]) -> bool:
     return any(s.kind == "event" and s.data.get("kind") in ROUND_OVER_EVENTS for s in steps) or any(
         s.kind == "treatment" and (s.data.get("round_lost") or s.data.get("all_stable"))
         for s in steps
     )
 
 
-def _briefing(steps: list[Step], key: str) -> dict[str, Any] | None:
+def _briefing(steps: list[Seen], key: str) -> dict[str, Any] | None:
     return next((s.data for s in steps if s.kind == "briefing" and key in s.data), None)
 
 
@@ -111,7 +81,7 @@ def _briefing(steps: list[Step], key: str) -> dict[str, Any] | None:
 
 def observer_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the field observer's next move in the main phase."""
-    steps = timeline(view)
+    steps = timeline(view, "apply_treatment", "treatment")
     brief = _briefing(steps, "symptoms")
     if brief is None or _round_over(steps):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -170,7 +140,7 @@ def identify(text: str) -> Motif | None:
 
 def engineer_move(view: ScriptedView, seed: int) -> ScriptedMove:
     """Return the stabilization engineer's next move in the main phase."""
-    steps = timeline(view)
+    steps = timeline(view, "apply_treatment", "treatment")
     reading = _briefing(steps, "remap")
     if reading is None or _round_over(steps):
         return ScriptedMove.finish("Nothing more to do this round.")
@@ -215,19 +185,10 @@ _DEBRIEF = {
 
 def debrief_move(view: ScriptedView) -> ScriptedMove:
     """Send one short line on the postmortem channel, then finish."""
-    if any(r.get("status") == "sent" for r in view.tool_results("send_message")):
-        return ScriptedMove.finish("Noted.")
-    verdicts: list[dict[str, Any]] = next(
-        (b["verdicts"] for b in view.briefings() if b.get("verdicts")), []
-    )
-    reason = " ".join(str(v.get("reason", "")) for v in verdicts)
-    if verdicts and all(v.get("success") for v in verdicts):
-        outcome = "won"
-    elif "budget exceeded" in reason:
-        outcome = "budget"
-    elif "wrong treatment" in reason:
-        outcome = "treatment"
-    else:
-        outcome = "other"
     role = OBSERVER if view.agent_id == OBSERVER else ENGINEER
-    return ScriptedMove.call("send_message", channel_id=POSTMORTEM, text=_DEBRIEF[(outcome, role)])
+    return debrief(
+        view,
+        lambda outcome: _DEBRIEF[(outcome, role)],
+        {"budget exceeded": "budget", "wrong treatment": "treatment"},
+        POSTMORTEM,
+    )

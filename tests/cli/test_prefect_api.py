@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.runtime import using_api_url
 from glossogen.cli import main
+from orchestration.runtime import using_api_url
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "tests/cases/glossogen-0.5-runs/veyru/1795939736"

@@ -12,7 +12,7 @@ from prefect.deployments import run_deployment
 
 from deployments.local_server import ProcessWorker
 from glossogen.launch import RunRequest
-from tasks.gate import PrefectCallGate
+from orchestration.gate import PrefectCallGate
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.polling import DEADLINE_SECONDS, wait_until
 from tests.orchestration.flow_runs import assert_nothing_lost, wait_for_state

@@ -18,7 +18,7 @@ from prefect.client.schemas.objects import StateType
 from deployments.local_server import ProcessWorker
 from glossogen.launch import RunRequest, claim_folder, plan_run
 from glossogen.storage import FLOW_RUN
-from tasks.deployments import create_flow_run, record_flow_run
+from orchestration.deployments import create_flow_run, record_flow_run
 from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.model_stubs import StubModelServer
 from tests.orchestration.flow_runs import (

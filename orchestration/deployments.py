@@ -59,6 +59,12 @@ async def served(names: list[str]) -> list[str]:
     return found
 
 
+async def served_resume_deployment(provider: str) -> str | None:
+    """Return ``resume/resume-<provider>`` if that deployment exists and a worker serves it."""
+    found = await served([resume_deployment(provider)])
+    return found[0] if found else None
+
+
 async def create_flow_run(
     name: str, parameters: dict[str, Any], idempotency_key: str, **options: Any
 ) -> FlowRun:

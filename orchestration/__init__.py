@@ -1,0 +1,56 @@
+"""The Prefect edge of glossogen, in one place: the task policy, the call gate, deployments.
+
+- :func:`glossogen_task` (here): the one way a task of ``tasks/`` is declared. Its parameters
+  are live values (configs, sessions, run folders, records), so no task keeps a Prefect result
+  cache (Prefect's ``NONE`` cache policy): hashing them is wasted work and a task must re-read what
+  changed. The one exception is a task that runs once per flow run (``once_per_flow_run``):
+  its result is persisted under ``<name>-<flow run id>``, so a retry of the flow run gets what
+  the first attempt made (a claimed run folder, a derived run's prepared folder).
+- :mod:`orchestration.gate`: the ``llm:<provider>`` call gate (Prefect global concurrency
+  limits around every model request).
+- :mod:`orchestration.deployments`: which deployments a worker serves, creating their flow
+  runs, recording and cancelling the flow run that plays a run folder.
+- :mod:`orchestration.runtime`: what the CLI needs of Prefect's settings (the API URL) and
+  its queued logs and events.
+
+Imports point down: ``flows -> tasks -> orchestration -> glossogen``; ``glossogen/`` reaches
+this package only lazily, inside the commands and tools that start or stop Prefect work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from prefect import Task, task
+from prefect.cache_policies import NONE
+from prefect.context import TaskRunContext
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+__all__ = ["glossogen_task"]
+
+
+def glossogen_task(
+    *, name: str, once_per_flow_run: bool = False, **options: Any
+) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """Declare a Prefect task under glossogen's policy (see the module docstring).
+
+    Args:
+        name: The task's name (the Prefect UI's; also the prefix of its per-flow-run key).
+        once_per_flow_run: Persist the result under ``<name>-<flow run id>`` so that a retry
+            of the same flow run returns it instead of running the task again.
+        **options: Prefect's other task options (``retries``, ``task_run_name``, ...); never
+            a cache option: the policy is this function's.
+    """
+
+    def per_flow_run(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+        return f"{name}-{context.task_run.flow_run_id}"
+
+    def declare(fn: Callable[P, R]) -> Task[P, R]:
+        if once_per_flow_run:
+            return task(name=name, cache_key_fn=per_flow_run, persist_result=True, **options)(fn)
+        return task(name=name, cache_policy=NONE, **options)(fn)
+
+    return declare
