@@ -31,7 +31,14 @@ the log, round, agent):
   log priced no call and is not checked.
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
-- ``log``: no line is damaged (a damaged line may be a lost event).
+- ``log``: no line is damaged (a damaged line may be a lost event), and no process that is
+  gone left its last line torn (cut off mid-write: an event it held is lost). A live writer's
+  last line may be half written; it is not named.
+- ``ended``: a run no process is writing (its folder is not locked) ends with
+  ``simulation_ended``. One without (killed, or its ending torn or deleted) is an interrupted
+  run whose books cannot close: named in one line, with its torn last line's number when the
+  ending was cut off mid-write, and every request it sent that no event settles, by request id
+  (a resume settles them). A live run is still playing and is not held to it.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 if TYPE_CHECKING:
     from glossogen.eventlog._view import RunView, Spend
 
-BookRule = Literal["requests", "verdicts", "spend", "inherited", "log"]
+BookRule = Literal["requests", "verdicts", "spend", "inherited", "log", "ended"]
 """The rules of a run's books (the module docstring)."""
 
 TOLERANCE_USD = 1e-9
@@ -138,6 +145,30 @@ class _Books:
             more = " ..." if len(read.invalid_line_numbers) > 5 else ""
             where = f"line {numbers}{more}" if numbers else "the log"
             self.add("log", where, f"{read.invalid_lines} damaged line(s): an event may be lost")
+        torn = read.truncated_line
+        if torn is not None and not self.view.live and self.view.ended is not None:
+            self.add("log", f"line {torn}", "the last line is torn (cut off mid-write): "
+                     "an event may be lost")  # fmt: skip
+
+    # -- ended -------------------------------------------------------------------------------
+    def check_ended(self) -> None:
+        """A run no process writes ends with ``simulation_ended``; else one line names it."""
+        view = self.view
+        if view.ended is not None or view.live or not self.events:
+            return
+        torn = view.read.truncated_line
+        if torn is not None:
+            where = f"line {torn}"
+            what = "the last line is torn (cut off mid-write) and no simulation_ended precedes it"
+        else:
+            last = self.events[-1]
+            where = f"after line {self.line(len(self.events) - 1)} (round {last.round_number})"
+            what = "the log has no simulation_ended and no process is writing it"
+        detail = f"{what}: an interrupted run whose books cannot close"
+        open_ids = [sent.request_id for sent in unsettled_requests(view)]
+        if open_ids:
+            detail += f"; {len(open_ids)} request(s) sent and never settled: {', '.join(open_ids)}"
+        self.add("ended", where, detail)
 
     # -- requests ----------------------------------------------------------------------------
     def check_requests(self) -> None:
@@ -445,6 +476,7 @@ def check_books(view: RunView, run_id: str, source: RunView | None = None) -> li
     books.check_requests()
     books.check_verdicts()
     books.check_spend()
+    books.check_ended()
     if source is not None and view.derived:
         books.check_inherited(source)
     return books.broken

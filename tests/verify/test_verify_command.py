@@ -11,7 +11,7 @@ from glossogen.cli import main
 from glossogen.eventlog import RunView
 from glossogen.storage import RunFolder
 from tests.fixtures.played_runs import play_run
-from tests.verify.runs import duplicate_verdict
+from tests.verify.runs import copy_run, duplicate_verdict
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
@@ -156,3 +156,19 @@ def test_runs_on_s3_are_verified_by_url(s3_bucket: str, capsys: pytest.CaptureFi
     play_run(runs_dir, scenario="prisoners_dilemma", rounds=1)
     assert _verify(capsys, "--runs-dir", runs_dir) == (0, ["verified 2 runs: 0 failed"], [])
     assert _verify(capsys, one.url) == (0, ["verified 1 run: 0 failed"], [])
+
+
+def test_a_run_whose_ending_was_torn_fails_naming_the_line(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run_id, log = copy_run(RunFolder.at(cohort["one_dir"]), tmp_path, 1000000020)
+    text = log.read_text()
+    log.write_text(text[: len(text) - 40])  # the simulation_ended line cut mid-write
+    torn = len(text.splitlines())
+    assert _verify(capsys, str(log.parent), cohort["one_dir"]) == (
+        1,
+        [f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
+         "simulation_ended precedes it: an interrupted run whose books cannot close",
+         "verified 2 runs: 1 failed"],
+        [],
+    )  # fmt: skip
