@@ -168,9 +168,31 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
     except StorageError as exc:
         raise VerifyError(str(exc), 69) from None
     selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
+    if not (selected.records or selected.unreadable or selected.missing_run_ids):
+        asked = _selected(request.selection)
+        runs_dir = request.runs_dir
+        what = (
+            f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
+            if asked
+            else f"{runs_dir} holds no run"
+        )
+        raise VerifyError(f"{what}: nothing to verify", 65)
     found.unreadable.update(selected.unreadable)
     found.missing_run_ids.extend(selected.missing_run_ids)
     return [RunFolder.at(record.run_url) for record in selected.records]
+
+
+_FLAGS = {"labels": "--label", "knob": "--knob", "scenario": "--scenario"}
+
+
+def _selected(selection: Selection) -> str:
+    """The filters of ``selection`` as the flags that set them (``--status 'running'``)."""
+    given = selection.model_dump(exclude_defaults=True, exclude={"kind"})
+    words = []
+    for name, value in given.items():
+        flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+        words += [f"{flag} {v!r}" for v in (value if isinstance(value, list) else [value])]
+    return " ".join(words)
 
 
 def verify_runs(
@@ -179,7 +201,8 @@ def verify_runs(
     """Check the books of every run ``request`` names, in order; ``on_run`` sees each one.
 
     Raises:
-        VerifyError: the runs dir is not a folder (66) or its storage is unreachable (69).
+        VerifyError: the runs dir is not a folder (66), its storage is unreachable (69), or
+            the selection matches no run (65: a verification of nothing is no pass).
         SelectionError: a knob condition cannot be read as the recorded type (65).
         StorageError: the storage failed while runs were read.
     """

@@ -60,7 +60,6 @@ def test_run_folders_that_balance_exit_0(
         (["--label", "arm=a"], 1, 0),
         (["--knob", "round_count>=2"], 1, 1),
         (["--status", "completed"], 3, 1),
-        (["--status", "running"], 0, 0),
         (["--run-id-contains", "1000000009"], 1, 1),
         (["--contains-agent-id", "PD_SEAT"], 1, 0),
         (["--run-id", "ONE", "--run-id", "PD"], 2, 0),
@@ -172,3 +171,31 @@ def test_a_run_whose_ending_was_torn_fails_naming_the_line(
          "verified 2 runs: 1 failed"],
         [],
     )  # fmt: skip
+
+
+def test_a_selection_of_no_run_is_refused_65_naming_it(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = cohort["root"]
+    assert _verify(capsys, "--runs-dir", root, "--scenario", "nosuch") == (
+        65, [], [f"glossogen: error: --scenario 'nosuch' has no run under {root} (scenarios "
+                 "there: prisoners_dilemma, veyru)"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", root, "--scenario", "veyru", "--scenario", "pd") == (
+        65, [], [f"glossogen: error: --scenario 'pd' has no run under {root} (scenarios "
+                 "there: prisoners_dilemma, veyru)"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", root, "--status", "running") == (
+        65, [], [f"glossogen: error: no run under {root} matches --status 'running' (3 scanned): "
+                 "nothing to verify"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", root, "--scenario", "veyru", "--label", "arm=b") == (
+        65, [], [f"glossogen: error: no run under {root} matches --scenario 'veyru' --label "
+                 "'arm=b' (2 scanned): nothing to verify"])  # fmt: skip
+
+
+def test_an_empty_runs_dir_is_refused_65(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert _verify(capsys, "--runs-dir", str(tmp_path)) == (
+        65, [], [f"glossogen: error: {tmp_path} holds no run: nothing to verify"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(tmp_path), "--scenario", "veyru") == (
+        65, [], [f"glossogen: error: --scenario 'veyru' has no run under {tmp_path} (it holds "
+                 "no run)"])  # fmt: skip
