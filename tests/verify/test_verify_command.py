@@ -173,29 +173,32 @@ def test_a_run_whose_ending_was_torn_fails_naming_the_line(
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--scenario", "nosuch"],
+         "--scenario 'nosuch' has no run under ROOT (scenarios there: prisoners_dilemma, veyru)"),
+        (["--scenario", "veyru", "--scenario", "pd"],
+         "--scenario 'pd' has no run under ROOT (scenarios there: prisoners_dilemma, veyru)"),
+        (["--status", "running"],
+         "no run under ROOT matches --status 'running' (3 scanned): nothing to verify"),
+        (["--scenario", "veyru", "--label", "arm=b"],
+         "no run under ROOT matches --scenario 'veyru' --label 'arm=b' (2 scanned): nothing to "
+         "verify"),
+        (["EMPTY"], "EMPTY holds no run: nothing to verify"),
+        (["EMPTY", "--scenario", "veyru"],
+         "--scenario 'veyru' has no run under EMPTY (it holds no run)"),
+    ],
+)  # fmt: skip
 def test_a_selection_of_no_run_is_refused_65_naming_it(
-    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+    cohort: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flags: list[str],
+    message: str,
 ) -> None:
-    root = cohort["root"]
-    assert _verify(capsys, "--runs-dir", root, "--scenario", "nosuch") == (
-        65, [], [f"glossogen: error: --scenario 'nosuch' has no run under {root} (scenarios "
-                 "there: prisoners_dilemma, veyru)"])  # fmt: skip
-    assert _verify(capsys, "--runs-dir", root, "--scenario", "veyru", "--scenario", "pd") == (
-        65, [], [f"glossogen: error: --scenario 'pd' has no run under {root} (scenarios "
-                 "there: prisoners_dilemma, veyru)"])  # fmt: skip
-    assert _verify(capsys, "--runs-dir", root, "--status", "running") == (
-        65, [], [f"glossogen: error: no run under {root} matches --status 'running' (3 scanned): "
-                 "nothing to verify"])  # fmt: skip
-    assert _verify(capsys, "--runs-dir", root, "--scenario", "veyru", "--label", "arm=b") == (
-        65, [], [f"glossogen: error: no run under {root} matches --scenario 'veyru' --label "
-                 "'arm=b' (2 scanned): nothing to verify"])  # fmt: skip
-
-
-def test_an_empty_runs_dir_is_refused_65(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    assert _verify(capsys, "--runs-dir", str(tmp_path)) == (
-        65, [], [f"glossogen: error: {tmp_path} holds no run: nothing to verify"])  # fmt: skip
-    assert _verify(capsys, "--runs-dir", str(tmp_path), "--scenario", "veyru") == (
-        65, [], [f"glossogen: error: --scenario 'veyru' has no run under {tmp_path} (it holds "
-                 "no run)"])  # fmt: skip
+    where = str(tmp_path) if flags[0] == "EMPTY" else cohort["root"]
+    asked = flags[1:] if flags[0] == "EMPTY" else flags
+    expected = message.replace("ROOT", where).replace("EMPTY", where)
+    assert _verify(capsys, "--runs-dir", where, *asked) == (
+        65, [], [f"glossogen: error: {expected}"])  # fmt: skip
