@@ -56,6 +56,7 @@ from glossogen.eventlog._events import (
     ModelRequestAbandoned,
     ModelRequestSent,
     PostmortemEnded,
+    ProbeRequestSettled,
     RoundCompleted,
     RoundEnded,
     RoundResultRecorded,
@@ -65,6 +66,7 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from glossogen.eventlog._reader import EventLogRead
     from glossogen.eventlog._view import RunView, Spend
 
 BookRule = Literal["requests", "verdicts", "spend", "inherited", "log", "ended"]
@@ -129,8 +131,13 @@ class _Books:
         numbers = self.view.read.line_numbers
         return numbers[index] if len(numbers) == len(self.events) else index + 1
 
+    file = ""
+    """The log's name in a line's ``where`` (empty: the run's own log)."""
+
     def where(self, index: int, agent_id: str | None = None) -> str:
         event = self.events[index]
+        if self.file:
+            return f"{self.file} line {self.line(index)} (agent {agent_id})"
         place = f"line {self.line(index)} (round {event.round_number}"
         return f"{place}, agent {agent_id})" if agent_id else f"{place})"
 
@@ -178,8 +185,12 @@ class _Books:
             if not any(isinstance(e, ModelRequestSent) for e in self.events[start:stop]):
                 self._check_cycles(start, stop)  # a process of a log without request ids
 
-    def _check_request_ids(self) -> None:
-        """Requests logged as sent: each settled by exactly one event naming its id."""
+    def _check_request_ids(self, unsettled: str = "") -> None:
+        """Requests logged as sent: each settled by exactly one event naming its id.
+
+        A request no event settles is named once the run has ended; with ``unsettled`` (a
+        ledger outside the run's log, which never ends), always, ``unsettled`` ending the line.
+        """
         sent: dict[str, int] = {}
         settled: dict[str, int] = {}
         for index, event in enumerate(self.events):
@@ -205,7 +216,7 @@ class _Books:
                     )
                 else:
                     settled[request] = index
-        if self.view.ended is None:
+        if not unsettled and self.view.ended is None:
             return  # still playing, or killed: some may be in flight (a resume settles them)
         for request, index in sent.items():
             if request not in settled:
@@ -213,7 +224,7 @@ class _Books:
                 self.add(
                     "requests",
                     self.where(index, getattr(event, "agent_id", None)),
-                    f"request {request} was sent and no event settles it",
+                    f"request {request} was sent and no event settles it{unsettled}",
                 )
 
     def _check_cycles(self, start: int, stop: int) -> None:
@@ -435,9 +446,30 @@ class _Books:
                 )
 
 
+PROBE_LEDGER = "protocol_probe_requests.jsonl"
+"""The run folder's ledger of ``protocol_probe`` requests (``glossogen evaluate``'s)."""
+
+
+def check_probe_ledger(read: EventLogRead, run_id: str) -> list[BrokenRule]:
+    """Every ``requests`` rule the probe's ledger (:data:`PROBE_LEDGER`, as read) breaks.
+
+    Each probe request logged as sent is settled by exactly one ``probe_request_settled``
+    naming it, none twice and none never sent. One no event settles was in flight when the
+    evaluate that sent it was killed: named until the next probe logs it abandoned.
+    """
+    from glossogen.eventlog._view import RunView
+
+    books = _Books(RunView.of(read), run_id)
+    books.file = PROBE_LEDGER
+    books._check_request_ids(
+        ": the evaluate that sent it was killed (the next probe logs it abandoned)"
+    )
+    return books.broken
+
+
 def settled_by(event: Event) -> list[str]:
     """The ids of the sent requests ``event`` settles (none for most events)."""
-    if isinstance(event, LlmResponseReceived | ModelRequestAbandoned):
+    if isinstance(event, LlmResponseReceived | ModelRequestAbandoned | ProbeRequestSettled):
         return [event.request_id] if event.request_id is not None else []
     if isinstance(event, JudgeCalled | AgentRunCycleFailed):
         return list(event.request_ids)

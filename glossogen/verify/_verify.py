@@ -18,7 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from glossogen.eventlog import BrokenRule, RunView
+from glossogen.eventlog import (
+    PROBE_LEDGER,
+    BrokenRule,
+    RunView,
+    check_probe_ledger,
+    read_events,
+)
 from glossogen.export import FilterSelection, Selection
 from glossogen.storage import RunFolder, StorageError
 
@@ -134,7 +140,10 @@ def books_of(view: RunView, folder: RunFolder, sources: _Sources | None = None) 
 
 
 def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRun:
-    """Read one run's log and check its books (:func:`books_of`).
+    """Read one run's log and check its books (:func:`books_of`), and its probe ledger.
+
+    The ledger of ``evaluate``'s ``protocol_probe`` requests (:data:`PROBE_LEDGER`), when the
+    run folder holds one, is held to the ``requests`` rule too.
 
     Raises:
         FileNotFoundError: the run has no event log.
@@ -146,7 +155,10 @@ def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRu
         raise ValueError(f"{folder.log_url} is not a run log (no simulation_started event)")
     if view.ended is None:  # asked only where it matters: a live writer's requests in flight
         view.live = folder.is_locked()
-    return VerifiedRun(folder.run_id, folder.url, books_of(view, folder, sources))
+    broken = books_of(view, folder, sources)
+    if folder.exists(PROBE_LEDGER):  # the probe's requests, asked by evaluate
+        broken += check_probe_ledger(read_events(folder.file_url(PROBE_LEDGER)), folder.run_id)
+    return VerifiedRun(folder.run_id, folder.url, broken)
 
 
 def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
