@@ -8,6 +8,7 @@ the figures are priced with genai-prices directly.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,10 @@ from genai_prices import Usage, calc_price
 
 from glossogen.knobs import DEFAULT_MAX_TOKENS
 from glossogen.scenario import load_scenario
-from glossogen.sweep import RunRecord, SweepOptions, SweepRun, load_spec, plan_sweep
+from glossogen.sweep import RunRecord, SweepOptions, SweepRun, load_spec, plan_sweep, scan_sweep
+from tests.fixtures.model_stubs import StubModelServer
+from tests.verify.runs import copy_run, line_of, lines, write
+from tests.verify.test_priced_books import PRICE, _play_on
 
 SPEC = """\
 scenario: prisoners_dilemma
@@ -123,3 +127,26 @@ def test_a_resumed_trial_counts_its_logged_spend_plus_the_rounds_it_has_left(
         "would pass the cap $0.260000; 2 run(s) not launched"
     )
     capped.close()
+
+
+def test_a_killed_trials_logged_spend_counts_its_priced_calls_and_its_unsettled_reservation(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A priced run over the stub, cut as a kill would leave it right after a request was
+    logged as sent: its record's ``spent_usd`` is its priced calls plus that request's worst
+    case (what its resume's cap starts from)."""
+    played = _play_on(model_stub, monkeypatch, tmp_path / "played")
+    run_id, log = copy_run(played, tmp_path / "runs", 1000000001)
+    events = lines(log)
+    sent = [e for e in events if e["event_type"] == "model_request_sent"][4]
+    kept = events[: line_of(events, sent)]
+    sent["reserved_usd"] = 0.0125  # a capped run's reservation
+    write(log, kept)
+    (log.parent / "labels.json").write_text(
+        json.dumps({"sweep": "shares", "cell": "c1", "trial": "1", "epoch": "1", "part": "main"})
+    )
+    priced = [e["cost_usd"] for e in kept if e["event_type"] == "llm_response_received"]
+    assert len(priced) == 4 and all(c == PRICE for c in priced)
+    (record,) = scan_sweep(str(tmp_path / "runs"), "prisoners_dilemma", "shares")
+    assert (record.run_id, record.status) == (run_id, "interrupted")
+    assert record.spent_usd == pytest.approx(4 * PRICE + 0.0125, abs=1e-12)
