@@ -281,10 +281,10 @@ def overrides(plan: Plan) -> list[str]:
 
 def spend_cap(plan: Plan, runs_dir: str) -> float:
     """A cap just above the dry-run estimate (a cap below it is refused at launch)."""
-    from glossogen.launch import estimate_round_cost, plan_run
+    from glossogen.launch import estimate_cost, plan_run
 
     config = plan_run(request(plan, runs_dir, None))
-    per_round = estimate_round_cost(config).per_round or 0.0
+    per_round = estimate_cost(config).per_round_usd or 0.0
     return round(per_round * PD_ROUNDS * 1.02 + 0.005, 2) if per_round else 1.0
 
 

@@ -6,8 +6,9 @@ line ``glossogen: error: ...`` on stderr and a DESIGN §9 exit code before anyth
 operator, an unknown table or none, an ``--out`` that is a file or lies under one), 65 for a
 refusal (a knob value that cannot be read as the recorded type, a selection over
 ``--max-runs``, a raw zip over its ceiling), 66 for a ``--runs-dir`` that is not a folder or
-explicit run ids that no longer resolve, 69 for unreachable storage. A filter matching no run
-is not an error: the tables are written header-only and a note says ``0 runs matched``.
+explicit run ids that no longer resolve, 69 for unreachable storage. A ``--scenario`` no run
+under ``--runs-dir`` has is refused (65, naming the scenarios there); any other filter matching
+no run is not an error: the tables are written header-only and a note says ``0 runs matched``.
 Notes (runs skipped, damaged log lines) go to stderr as ``glossogen: note: ...``.
 """
 

@@ -8,7 +8,8 @@ source's, no line is damaged. One line per broken rule on stdout
 
 Exit codes: 0 every run balances; 1 some run breaks a rule; 64 usage (run folders and
 ``--runs-dir`` together, a selection flag without ``--runs-dir``, ``--run-id`` with a filter,
-a knob condition with no operator); 65 a knob value that cannot be read as the recorded type;
+a knob condition with no operator); 65 a knob value that cannot be read as the recorded type,
+a ``--scenario`` no run has, or a selection that matches no run (nothing verified is no pass);
 66 a run that cannot be read (no log, not a run folder, a ``--runs-dir`` that is not a
 folder, run ids that no longer resolve; named on stderr); 69 unreachable storage.
 """

@@ -15,10 +15,16 @@ from glossogen.engine._roster import (
     resolve_judge,
     resolve_seats,
 )
-from glossogen.engine._spend import FRAMING_TOKENS, SpendReservations, worst_case_usd
+from glossogen.engine._spend import (
+    FRAMING_TOKENS,
+    LONG_CACHE,
+    SpendReservations,
+    worst_case_usd,
+)
 
 __all__ = [
     "FRAMING_TOKENS",
+    "LONG_CACHE",
     "INTERNAL_FAULT",
     "SETTLE_SECONDS",
     "STOP_SETTLE_SECONDS",

@@ -1,10 +1,12 @@
 """The run's event log: typed events, an append-only writer and a tolerant reader."""
 
 from glossogen.eventlog._books import (
+    PROBE_LEDGER,
     TOLERANCE_USD,
     BookRule,
     BrokenRule,
     check_books,
+    check_probe_ledger,
     settled_by,
     unsettled_requests,
 )
@@ -33,6 +35,7 @@ from glossogen.eventlog._events import (
     Phase,
     PostmortemEnded,
     PostmortemStarted,
+    ProbeRequestSettled,
     RoundCompleted,
     RoundEnded,
     RoundResultRecorded,
@@ -73,7 +76,9 @@ __all__ = [
     "TOLERANCE_USD",
     "BookRule",
     "BrokenRule",
+    "PROBE_LEDGER",
     "check_books",
+    "check_probe_ledger",
     "settled_by",
     "unsettled_requests",
     "LogTail",
@@ -114,6 +119,7 @@ __all__ = [
     "LlmResponseReceived",
     "MessageSent",
     "ModelRequestAbandoned",
+    "ProbeRequestSettled",
     "ModelRequestRefused",
     "ModelRequestSent",
     "Phase",

@@ -31,7 +31,14 @@ the log, round, agent):
   log priced no call and is not checked.
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
-- ``log``: no line is damaged (a damaged line may be a lost event).
+- ``log``: no line is damaged (a damaged line may be a lost event), and no process that is
+  gone left its last line torn (cut off mid-write: an event it held is lost). A live writer's
+  last line may be half written; it is not named.
+- ``ended``: a run no process is writing (its folder is not locked) ends with
+  ``simulation_ended``. One without (killed, or its ending torn or deleted) is an interrupted
+  run whose books cannot close: named in one line, with its torn last line's number when the
+  ending was cut off mid-write, and every request it sent that no event settles, by request id
+  (a resume settles them). A live run is still playing and is not held to it.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from glossogen.eventlog._events import (
     ModelRequestAbandoned,
     ModelRequestSent,
     PostmortemEnded,
+    ProbeRequestSettled,
     RoundCompleted,
     RoundEnded,
     RoundResultRecorded,
@@ -58,9 +66,10 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from glossogen.eventlog._reader import EventLogRead
     from glossogen.eventlog._view import RunView, Spend
 
-BookRule = Literal["requests", "verdicts", "spend", "inherited", "log"]
+BookRule = Literal["requests", "verdicts", "spend", "inherited", "log", "ended"]
 """The rules of a run's books (the module docstring)."""
 
 TOLERANCE_USD = 1e-9
@@ -122,8 +131,13 @@ class _Books:
         numbers = self.view.read.line_numbers
         return numbers[index] if len(numbers) == len(self.events) else index + 1
 
+    file = ""
+    """The log's name in a line's ``where`` (empty: the run's own log)."""
+
     def where(self, index: int, agent_id: str | None = None) -> str:
         event = self.events[index]
+        if self.file:
+            return f"{self.file} line {self.line(index)} (agent {agent_id})"
         place = f"line {self.line(index)} (round {event.round_number}"
         return f"{place}, agent {agent_id})" if agent_id else f"{place})"
 
@@ -138,6 +152,30 @@ class _Books:
             more = " ..." if len(read.invalid_line_numbers) > 5 else ""
             where = f"line {numbers}{more}" if numbers else "the log"
             self.add("log", where, f"{read.invalid_lines} damaged line(s): an event may be lost")
+        torn = read.truncated_line
+        if torn is not None and not self.view.live and self.view.ended is not None:
+            self.add("log", f"line {torn}", "the last line is torn (cut off mid-write): "
+                     "an event may be lost")  # fmt: skip
+
+    # -- ended -------------------------------------------------------------------------------
+    def check_ended(self) -> None:
+        """A run no process writes ends with ``simulation_ended``; else one line names it."""
+        view = self.view
+        if view.ended is not None or view.live or not self.events:
+            return
+        torn = view.read.truncated_line
+        if torn is not None:
+            where = f"line {torn}"
+            what = "the last line is torn (cut off mid-write) and no simulation_ended precedes it"
+        else:
+            last = self.events[-1]
+            where = f"after line {self.line(len(self.events) - 1)} (round {last.round_number})"
+            what = "the log has no simulation_ended and no process is writing it"
+        detail = f"{what}: an interrupted run whose books cannot close"
+        open_ids = [sent.request_id for sent in unsettled_requests(view)]
+        if open_ids:
+            detail += f"; {len(open_ids)} request(s) sent and never settled: {', '.join(open_ids)}"
+        self.add("ended", where, detail)
 
     # -- requests ----------------------------------------------------------------------------
     def check_requests(self) -> None:
@@ -147,8 +185,12 @@ class _Books:
             if not any(isinstance(e, ModelRequestSent) for e in self.events[start:stop]):
                 self._check_cycles(start, stop)  # a process of a log without request ids
 
-    def _check_request_ids(self) -> None:
-        """Requests logged as sent: each settled by exactly one event naming its id."""
+    def _check_request_ids(self, unsettled: str = "") -> None:
+        """Requests logged as sent: each settled by exactly one event naming its id.
+
+        A request no event settles is named once the run has ended; with ``unsettled`` (a
+        ledger outside the run's log, which never ends), always, ``unsettled`` ending the line.
+        """
         sent: dict[str, int] = {}
         settled: dict[str, int] = {}
         for index, event in enumerate(self.events):
@@ -174,7 +216,7 @@ class _Books:
                     )
                 else:
                     settled[request] = index
-        if self.view.ended is None:
+        if not unsettled and self.view.ended is None:
             return  # still playing, or killed: some may be in flight (a resume settles them)
         for request, index in sent.items():
             if request not in settled:
@@ -182,7 +224,7 @@ class _Books:
                 self.add(
                     "requests",
                     self.where(index, getattr(event, "agent_id", None)),
-                    f"request {request} was sent and no event settles it",
+                    f"request {request} was sent and no event settles it{unsettled}",
                 )
 
     def _check_cycles(self, start: int, stop: int) -> None:
@@ -404,9 +446,30 @@ class _Books:
                 )
 
 
+PROBE_LEDGER = "protocol_probe_requests.jsonl"
+"""The run folder's ledger of ``protocol_probe`` requests (``glossogen evaluate``'s)."""
+
+
+def check_probe_ledger(read: EventLogRead, run_id: str) -> list[BrokenRule]:
+    """Every ``requests`` rule the probe's ledger (:data:`PROBE_LEDGER`, as read) breaks.
+
+    Each probe request logged as sent is settled by exactly one ``probe_request_settled``
+    naming it, none twice and none never sent. One no event settles was in flight when the
+    evaluate that sent it was killed: named until the next probe logs it abandoned.
+    """
+    from glossogen.eventlog._view import RunView
+
+    books = _Books(RunView.of(read), run_id)
+    books.file = PROBE_LEDGER
+    books._check_request_ids(
+        ": the evaluate that sent it was killed (the next probe logs it abandoned)"
+    )
+    return books.broken
+
+
 def settled_by(event: Event) -> list[str]:
     """The ids of the sent requests ``event`` settles (none for most events)."""
-    if isinstance(event, LlmResponseReceived | ModelRequestAbandoned):
+    if isinstance(event, LlmResponseReceived | ModelRequestAbandoned | ProbeRequestSettled):
         return [event.request_id] if event.request_id is not None else []
     if isinstance(event, JudgeCalled | AgentRunCycleFailed):
         return list(event.request_ids)
@@ -445,6 +508,7 @@ def check_books(view: RunView, run_id: str, source: RunView | None = None) -> li
     books.check_requests()
     books.check_verdicts()
     books.check_spend()
+    books.check_ended()
     if source is not None and view.derived:
         books.check_inherited(source)
     return books.broken

@@ -391,6 +391,35 @@ class ModelRequestSent(Event):
 
 
 @final
+class ProbeRequestSettled(Event):
+    """How one ``protocol_probe`` request ended (``glossogen evaluate``'s probe ledger).
+
+    The probe's requests are accounted as a run's are, in the run folder's
+    ``protocol_probe_requests.jsonl``: each logged ``model_request_sent`` (``agent_id`` the
+    seat asked, ``call`` the job's index) before it is sent, then settled by exactly one of
+    these: ``answered`` (its usage priced in ``cost_usd``; null when the model is not priced),
+    ``failed`` (``error``; not billed, 0), or ``abandoned`` (cancelled unanswered, or in flight
+    when the evaluate that sent it was killed, logged by the next probe; ``cost_usd`` null:
+    its cost is unknown).
+    """
+
+    event_type: Literal["probe_request_settled"] = "probe_request_settled"
+    request_id: str
+    agent_id: str
+    model: str
+    provider: str
+    outcome: Literal["answered", "failed", "abandoned"]
+    cost_usd: float | None = None
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, the one-hour writes (the answer's usage, as priced)."""
+
+
+@final
 class ModelRequestRefused(Event):
     """A model request the run's spend cap refused before it was sent: nothing was billed.
 
@@ -611,6 +640,7 @@ CORE_EVENTS: tuple[type[Event], ...] = (
     ModelRequestAbandoned,
     ModelRequestSent,
     ModelRequestRefused,
+    ProbeRequestSettled,
     AgentTurnLimitReached,
     AgentSwappedMidRun,
     ScheduledEventFired,

@@ -41,6 +41,7 @@ class EventLogRead:
             truncated tail excluded).
         unknown_lines: Valid JSON objects whose ``event_type`` no registered class knows.
         truncated_tail: Whether the last line was cut mid-write (ignored).
+        truncated_line: The torn last line's number (None when the last line is whole).
         raw_unknown: The unknown lines as parsed dicts, in log order.
         line_numbers: The line of the log (1-based, blank lines counted) each of ``events``
             was read from; empty for events not read from a file.
@@ -51,6 +52,7 @@ class EventLogRead:
     invalid_lines: int = 0
     unknown_lines: int = 0
     truncated_tail: bool = False
+    truncated_line: int | None = None
     raw_unknown: list[dict[str, Any]] = field(default_factory=list)
     line_numbers: list[int] = field(default_factory=list)
     invalid_line_numbers: list[int] = field(default_factory=list)
@@ -140,6 +142,7 @@ def _classify(
             result.invalid_line_numbers.append(number)
         else:
             result.truncated_tail = True
+            result.truncated_line = number
         return None
     tag = obj.get("event_type") if isinstance(obj, dict) else None
     if not isinstance(tag, str):

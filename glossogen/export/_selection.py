@@ -371,11 +371,30 @@ def _check_limit(count: int, max_runs: int) -> None:
         )
 
 
+def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> None:
+    """Refuse a ``scenario`` filter naming a scenario no run under ``runs_dir`` has.
+
+    A mistyped scenario would otherwise select nothing, and an export, analysis or
+    verification of nothing would report success.
+
+    Raises:
+        SelectionError: field ``scenario``, naming the value and the scenarios there are.
+    """
+    there = sorted({r.split("/", 1)[0] for r in run_ids})
+    absent = [name for name in named if name not in there]
+    if not absent:
+        return
+    which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
+    message = f"{absent[0]!r} has no run under {runs_dir} ({which})"
+    raise SelectionError(f"scenario {message}", "scenario", f"--scenario {message}")
+
+
 def select_runs(
     runs_dir: str,
     selection: Any,
     max_runs: int = MAX_RUNS,
     load: Callable[[RunStore, str], RunRecord] | None = None,
+    absent_scenarios: bool = False,
 ) -> SelectedRuns:
     """Resolve a selection against the runs directory.
 
@@ -385,6 +404,9 @@ def select_runs(
         max_runs: Ceiling on selected runs (default :data:`MAX_RUNS`).
         load: Reads one run (default :func:`load_run`); the run browser passes its cache
             of :func:`load_run`'s records, so both select by the same rules.
+        absent_scenarios: Let a ``scenario`` filter name a scenario with no run under
+            ``runs_dir`` (it matches nothing): the run browser's list, whose scenario menu
+            offers every installed scenario. Otherwise such a name is refused.
 
     Returns:
         The selected runs with their facts, and the explicit ids that no longer resolve.
@@ -392,7 +414,9 @@ def select_runs(
     Raises:
         RunsDirError: ``runs_dir`` does not exist or is not a folder (:func:`check_runs_dir`).
         SelectionError: a knob condition is malformed or cannot be read as the recorded type
-            (field ``knob``), or the selection is over ``max_runs`` (field ``max_runs``).
+            (field ``knob``), the selection is over ``max_runs`` (field ``max_runs``), or a
+            ``scenario`` names one no run under ``runs_dir`` has (field ``scenario``, naming
+            the scenarios there).
         pydantic.ValidationError: a dict ``selection`` of the wrong shape (an empty
             ``run_ids`` list among them).
         StorageError: if the storage is unreachable.
@@ -423,9 +447,12 @@ def select_runs(
         return result
     conditions = parse_conditions(selection.knob)
     scenarios = set(selection.scenario or [])
+    every = store.list_runs()
+    if selection.scenario and not absent_scenarios:
+        _check_scenarios(selection.scenario, every, runs_dir)
     run_ids = [
         r
-        for r in store.list_runs()
+        for r in every
         if (not scenarios or r.split("/", 1)[0] in scenarios)
         and (not selection.run_id_contains or selection.run_id_contains in r)
     ]

@@ -9,9 +9,11 @@ from glossogen.launch._credentials import (
 )
 from glossogen.launch._estimate import (
     CHARS_PER_TOKEN,
+    LeastRequest,
     RunCostEstimate,
     SeatEstimate,
     estimate_cost,
+    least_request,
     measure_prompts,
 )
 from glossogen.launch._observers import RunObserver, notify, observing
@@ -56,9 +58,11 @@ __all__ = [
     "check_agent_models",
     "check_runs_dir",
     "CHARS_PER_TOKEN",
+    "LeastRequest",
     "RunCostEstimate",
     "SeatEstimate",
     "estimate_cost",
+    "least_request",
     "measure_prompts",
     "check_model_settings",
     "check_spend_cap",

@@ -38,7 +38,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from glossogen.engine import Seat
+from glossogen.engine import FRAMING_TOKENS, LONG_CACHE, Seat, worst_case_usd
 from glossogen.eventlog import Event, Verdict
 from glossogen.knobs import DEFAULT_MAX_TOKENS
 from glossogen.launch._plan import RunConfig
@@ -473,3 +473,50 @@ def _assumptions(
             "tokens, uncached"
         )
     return lines
+
+
+@dataclass(frozen=True)
+class LeastRequest:
+    """The least worst case any seat's request reserves against a spend cap (a floor, USD).
+
+    Attributes:
+        agent_id: The seat whose request it is.
+        provider: Its provider.
+        model: Its model.
+        input_tokens: A floor of the request's input bound: its system prompt's UTF-8 bytes
+            plus :data:`~glossogen.engine.FRAMING_TOKENS` (every request carries both).
+        max_tokens: Its output cap (the seat's ``max_tokens``, else the default under a cap).
+        usd: That request's worst case (``glossogen.engine.worst_case_usd``).
+    """
+
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int
+    max_tokens: int
+    usd: float
+
+
+def least_request(config: RunConfig) -> LeastRequest | None:
+    """The cheapest worst case a billed seat's request of ``config`` reserves under a cap.
+
+    A run whose hard cap is below it is refused at its first request, whichever seat sends
+    it: the cap's reservation (``glossogen.engine._spend``) bounds a request's input by its
+    whole body, which holds at least the seat's system prompt, plus the framing allowance, and
+    its output by ``max_tokens``. None when no seat is billed or a model is not priced.
+    """
+    scenario = load_scenario(config.scenario)(config.knobs)
+    prompts = {a.agent_id: scenario.system_prompt(a) for a in scenario.agents()}
+    least: LeastRequest | None = None
+    for seat in config.seats:
+        if seat.provider in ("scripted", "local"):
+            continue
+        tokens = FRAMING_TOKENS + len(prompts[seat.agent_id].encode())
+        max_tokens = seat.model_settings.get("max_tokens") or DEFAULT_MAX_TOKENS
+        long_cache = seat.model_settings.get("cache") in LONG_CACHE
+        usd = worst_case_usd(seat.provider, seat.model, tokens, max_tokens, long_cache)
+        if usd is None:
+            return None
+        if least is None or usd < least.usd:
+            least = LeastRequest(seat.agent_id, seat.provider, seat.model, tokens, max_tokens, usd)
+    return least

@@ -286,7 +286,8 @@ def list_runs(
             (its message is the CLI's one line).
         RunsDirError: the runs directory is missing; StorageError: it cannot be read.
     """
-    selected = select_runs(runs_dir, filters.selection(), max_runs=sys.maxsize, load=cache.load)
+    selected = select_runs(runs_dir, filters.selection(), max_runs=sys.maxsize, load=cache.load,
+                           absent_scenarios=True)  # fmt: skip
     records = [r for r in selected.records if not filters.group or group_of(r) == filters.group]
     records.sort(key=lambda r: (int(r.run_id.rsplit("/", 1)[1]), r.run_id), reverse=True)
     pages = max(1, -(-len(records) // per_page))

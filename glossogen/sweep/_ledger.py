@@ -15,6 +15,7 @@ from glossogen.eventlog import (
     RunView,
     SimulationEnded,
     read_events,
+    unsettled_requests,
 )
 from glossogen.storage import RunFolder, RunStore, StorageError
 from glossogen.sweep._grid import Part, TrialKey
@@ -51,6 +52,9 @@ class RunRecord(BaseModel):
         judge_cost_usd: The logged cost of those calls (USD; an uncosted call counts 0).
         responses: The agents' requests the provider answered (an abandoned request that had
             no answer is not one).
+        spent_usd: What the run's own requests have committed so far, as a resume's spend cap
+            counts it: the priced calls' known cost plus the reserved worst case of each
+            request sent and never settled (killed in flight; its cost is unknown).
     """
 
     run_id: str
@@ -71,6 +75,7 @@ class RunRecord(BaseModel):
     judge_calls: int = 0
     judge_cost_usd: float = 0.0
     responses: int = 0
+    spent_usd: float = 0.0
     started: bool = False
     """True when the log holds ``simulation_started`` (a run that can be resumed in place)."""
     endings: int = 0
@@ -174,6 +179,7 @@ def read_run(
     cost = ended.total_cost_usd if ended is not None else None
     judge_calls, responses = spend.judge_calls, spend.answered_requests
     judge_cost = spend.judge_cost_usd or 0.0  # a judge call not costed counts 0 here
+    killed = sum(sent.reserved_usd or 0.0 for sent in unsettled_requests(view))
     started = view.is_run_log
     endings = sum(1 for e in view.events if isinstance(e, SimulationEnded))
     return RunRecord(
@@ -195,6 +201,7 @@ def read_run(
         judge_calls=judge_calls,
         judge_cost_usd=judge_cost,
         responses=responses,
+        spent_usd=spend.known_cost_usd + killed,
         started=started,
         endings=endings,
         failure_kinds=kinds,

@@ -16,11 +16,13 @@ from pydantic import BaseModel, Field
 from glossogen import exit_codes
 from glossogen.launch import (
     LaunchError,
+    LeastRequest,
     RunConfig,
     RunRequest,
     check_credentials,
     check_model_settings,
     check_runs_dir,
+    least_request,
     plan_run,
 )
 from glossogen.sweep._grid import Cell, TrialKey, expand_grid, trial_overrides
@@ -63,11 +65,17 @@ class SweepOptions(BaseModel):
 
 @dataclass(frozen=True)
 class CellPlan:
-    """A cell with its validated run plan (trial 1) and its estimate per run."""
+    """A cell with its validated run plan (trial 1) and its estimate per run.
+
+    ``least`` is the least worst case one of its runs' requests reserves against a hard cap
+    (:func:`glossogen.launch.least_request`; None without a sweep cap, or nothing billed): a
+    trial whose share of the sweep's cap is below it is not launched.
+    """
 
     cell: Cell
     plan: RunConfig
     estimate: RunEstimate
+    least: LeastRequest | None = None
 
 
 @dataclass
@@ -228,5 +236,6 @@ def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOpt
                 f"{_describe(cell)}: spend_cap_usd is set but {estimate.source}, so its spend "
                 "cannot be capped"
             )
-        sweep.cells.append(CellPlan(cell, plan, estimate))
+        least = least_request(plan) if spec.spend_cap_usd is not None else None
+        sweep.cells.append(CellPlan(cell, plan, estimate, least))
     return sweep

@@ -134,27 +134,37 @@ class SweepRun:
     def admit(self, key: TrialKey, left: int) -> Launch | None:
         """Return the launch of ``key``, or None when it is not launched here.
 
-        The cap must admit spent + what the runs in flight may spend + this run's estimate;
+        The cap must admit spent + what the runs in flight may spend + this run's estimate (a
+        run resumed in place: its logged spend so far plus the estimate of its rounds left);
         the first key it refuses stops the sweep (:attr:`aborted` ``spend_cap``; ``left`` is
         how many keys, this one included, are then not launched: see :meth:`not_launched`). A
         trial whose claim another live launch of the sweep holds is left to it (state
         ``running``). An admitted fresh launch gets a hard per-run cap, its share of what is
-        left (:meth:`SpendAccount.share`), counted in flight; its state is ``running``.
+        left (:meth:`SpendAccount.share`), counted in flight, unless that share cannot hold
+        one request's worst case (then the sweep stops, ``spend_cap``); a resumed one is counted
+        in flight at what the cap admitted. Its state is ``running``.
         """
         estimate = self.estimate(key)
-        if self.aborted is None and not self.account.admits(estimate):
+        stopped = self.resumable(key)
+        needs = estimate if stopped is None else self._resumed_needs(key, estimate, stopped)
+        if self.aborted is None and not self.account.admits(needs):
             self._stop(
                 "spend_cap",
                 f"spent ${self.account.spent_usd:.6f} + in flight "
-                f"${self.account.in_flight_usd:.6f} + next run ~${estimate:.6f} would "
+                f"${self.account.in_flight_usd:.6f} + next run ~${needs:.6f} would "
                 f"pass the cap ${self.plan.spec.spend_cap_usd:.6f}; "
                 f"{left} run(s) not launched",
             )
         if self.aborted is not None:
             return None
         relaunch = relaunches(self.records, key, self.epoch)
-        stopped = self.resumable(key)
         resumes = stopped.endings if stopped else 0
+        cap = None
+        if stopped is None:  # a resumed run keeps the cap its first launch recorded
+            runs = min(self.plan.options.concurrency - len(self.account.in_flight), left)
+            cap = self.account.share(estimate, runs)
+            if not self._holds_a_request(key, cap, left):
+                return None
         claim = claim_name(key, self.epoch, relaunch, resumes)
         if not self.claims.take(claim):
             if key.part == "main":
@@ -165,12 +175,8 @@ class SweepRun:
             )
             return None
         request = self.plan.request(key, self.epoch)
-        cap = None
-        if stopped is None:  # a resumed run keeps the cap its first launch recorded
-            runs = min(self.plan.options.concurrency - len(self.account.in_flight), left)
-            cap = self.account.share(estimate, runs)
-            if cap is not None:
-                request = request.model_copy(update={"spend_cap_usd": cap})
+        if cap is not None:
+            request = request.model_copy(update={"spend_cap_usd": cap})
         launch = Launch(
             key,
             request,
@@ -182,11 +188,42 @@ class SweepRun:
             stopped.run_url if stopped else None,
             cap,
         )
-        self.account.launched(key.label(), estimate if cap is None else cap)
+        self.account.launched(key.label(), needs if cap is None else cap)
         self.launched.append(key)
         if key.part == "main":
             self.states[key] = "running"
         return launch
+
+    def _resumed_needs(self, key: TrialKey, estimate: float, stopped: RunRecord) -> float:
+        """What a trial resumed in place may spend (USD).
+
+        Its logged spend so far (:attr:`RunRecord.spent_usd`, in no ended run's figure) plus
+        the estimate of the rounds it has left (``estimate`` spread evenly over the cell's
+        rounds).
+        """
+        rounds = self.plan.cell(key.cell_id).plan.knobs.round_count
+        left = max(0, rounds - stopped.rounds_played)
+        return stopped.spent_usd + (estimate * left / rounds if rounds else 0.0)
+
+    def _holds_a_request(self, key: TrialKey, cap: float | None, left: int) -> bool:
+        """True when ``cap`` (a fresh trial's share) holds one request's worst case.
+
+        A share below the least worst case any of its requests reserves
+        (:attr:`CellPlan.least`) would launch a run its own cap refuses at its first request:
+        the sweep stops here instead (``spend_cap``), naming the trial and the figures.
+        """
+        least = self.plan.cell(key.cell_id).least
+        if cap is None or least is None or cap >= least.usd:
+            return True
+        self._stop(
+            "spend_cap",
+            f"trial {key.label()}: its share of the cap, ${cap:.6f}, is below "
+            f"${least.usd:.6f}, the worst case one request reserves ({least.agent_id} on "
+            f"{least.provider}:{least.model}: at least {least.input_tokens} input tokens, "
+            f"{least.max_tokens} out), so its first request would be refused; "
+            f"{left} run(s) not launched",
+        )
+        return False
 
     def not_launched(self, keys: list[TrialKey]) -> None:
         """Leave ``keys`` unlaunched after the sweep stopped: main trials are ``incomplete``."""

@@ -103,8 +103,9 @@ class SpendAccount:
         spent_usd: Sum of ``total_cost_usd`` of the sweep's ended runs (a run whose total is
             unknown, or that failed, counts what was reserved for it: its cap).
         in_flight: What each launched run that has not ended may spend, by label: its hard cap
-            (its estimate when it has none: no sweep cap, or a resumed run held to the cap its
-            first launch recorded).
+            (its estimate when there is no sweep cap); a resumed run, held to the cap its first
+            launch recorded, counts what it logged so far plus the estimate of the rounds it
+            has left.
     """
 
     cap_usd: float | None

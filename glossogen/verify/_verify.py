@@ -18,7 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from glossogen.eventlog import BrokenRule, RunView
+from glossogen.eventlog import (
+    PROBE_LEDGER,
+    BrokenRule,
+    RunView,
+    check_probe_ledger,
+    read_events,
+)
 from glossogen.export import FilterSelection, Selection
 from glossogen.storage import RunFolder, StorageError
 
@@ -134,7 +140,10 @@ def books_of(view: RunView, folder: RunFolder, sources: _Sources | None = None) 
 
 
 def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRun:
-    """Read one run's log and check its books (:func:`books_of`).
+    """Read one run's log and check its books (:func:`books_of`), and its probe ledger.
+
+    The ledger of ``evaluate``'s ``protocol_probe`` requests (:data:`PROBE_LEDGER`), when the
+    run folder holds one, is held to the ``requests`` rule too.
 
     Raises:
         FileNotFoundError: the run has no event log.
@@ -146,7 +155,10 @@ def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRu
         raise ValueError(f"{folder.log_url} is not a run log (no simulation_started event)")
     if view.ended is None:  # asked only where it matters: a live writer's requests in flight
         view.live = folder.is_locked()
-    return VerifiedRun(folder.run_id, folder.url, books_of(view, folder, sources))
+    broken = books_of(view, folder, sources)
+    if folder.exists(PROBE_LEDGER):  # the probe's requests, asked by evaluate
+        broken += check_probe_ledger(read_events(folder.file_url(PROBE_LEDGER)), folder.run_id)
+    return VerifiedRun(folder.run_id, folder.url, broken)
 
 
 def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
@@ -168,9 +180,31 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
     except StorageError as exc:
         raise VerifyError(str(exc), 69) from None
     selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
+    if not (selected.records or selected.unreadable or selected.missing_run_ids):
+        asked = _selected(request.selection)
+        runs_dir = request.runs_dir
+        what = (
+            f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
+            if asked
+            else f"{runs_dir} holds no run"
+        )
+        raise VerifyError(f"{what}: nothing to verify", 65)
     found.unreadable.update(selected.unreadable)
     found.missing_run_ids.extend(selected.missing_run_ids)
     return [RunFolder.at(record.run_url) for record in selected.records]
+
+
+_FLAGS = {"labels": "--label", "knob": "--knob", "scenario": "--scenario"}
+
+
+def _selected(selection: Selection) -> str:
+    """The filters of ``selection`` as the flags that set them (``--status 'running'``)."""
+    given = selection.model_dump(exclude_defaults=True, exclude={"kind"})
+    words = []
+    for name, value in given.items():
+        flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+        words += [f"{flag} {v!r}" for v in (value if isinstance(value, list) else [value])]
+    return " ".join(words)
 
 
 def verify_runs(
@@ -179,7 +213,8 @@ def verify_runs(
     """Check the books of every run ``request`` names, in order; ``on_run`` sees each one.
 
     Raises:
-        VerifyError: the runs dir is not a folder (66) or its storage is unreachable (69).
+        VerifyError: the runs dir is not a folder (66), its storage is unreachable (69), or
+            the selection matches no run (65: a verification of nothing is no pass).
         SelectionError: a knob condition cannot be read as the recorded type (65).
         StorageError: the storage failed while runs were read.
     """

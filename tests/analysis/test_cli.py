@@ -186,15 +186,27 @@ def test_plot_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     )
 
 
-def test_a_selection_of_no_run_is_no_error(
-    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("flag", "value", "code", "out", "err"),
+    [
+        ("--run-id-contains", "zz", 0, "anything,measure,value,n,missing,runs,low,high,interval\n",
+         "glossogen: note: no run matched the selection\n"),
+        ("--scenario", "nosuch", 65, "",
+         "glossogen: error: --scenario 'nosuch' has no run under RUNS (scenarios there: veyru)\n"),
+    ],
+)  # fmt: skip
+def test_a_selection_of_no_run_is_no_error_but_a_scenario_no_run_has_is_refused(
+    cohort: Cohort,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+    code: int,
+    out: str,
+    err: str,
 ) -> None:
-    code = analyze("--runs-dir", cohort.runs_dir, "--scenario", "nosuch", "--by", "anything",
-                   "--measure", "anything", "--csv")  # fmt: skip
-    assert code == 0
-    out, err = capsys.readouterr()
-    assert out == "anything,measure,value,n,missing,runs,low,high,interval\n"
-    assert err == "glossogen: note: no run matched the selection\n"
+    assert analyze("--runs-dir", cohort.runs_dir, flag, value, "--by", "anything",
+                   "--measure", "anything", "--csv") == code  # fmt: skip
+    assert capsys.readouterr() == (out, err.replace("RUNS", str(cohort.runs_dir)))
 
 
 def test_sort_and_limit(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:

@@ -147,9 +147,15 @@ def test_probe_fails_when_every_call_fails(
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-probe")
     model_stub.responder = lambda req: StubFault(status=400)
-    plan = plan_evaluation(str(_run(tmp_path)), "protocol_probe")
+    run_dir = _run(tmp_path)
+    plan = plan_evaluation(str(run_dir), "protocol_probe")
     entry = write_outcomes(plan, asyncio.run(score_all(plan))).metrics["protocol_probe"]
     assert (entry.status, entry.score, entry.error) == ("failed", None, "every probe call failed")
+    # each request sent, then settled failed, unbilled
+    settled = [e for e in _ledger(run_dir) if e["event_type"] == "probe_request_settled"]
+    assert len(settled) == len(model_stub.requests) == 8
+    assert {(e["outcome"], e["cost_usd"], e["error"].split(":")[0]) for e in settled} == {
+        ("failed", 0.0, "ModelRequestRejectedError")}  # fmt: skip
 
 
 def test_probe_without_the_agents_key_is_refused_before_any_call(
@@ -195,3 +201,58 @@ def test_a_scenario_with_a_bank_of_its_own_is_asked_its_questions(
     seats = sorted({x["agent_id"] for x in lines})
     assert len(seats) == 3
     assert asked == sorted((seat, qid) for seat in seats for qid in bank)
+
+
+def _ledger(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "protocol_probe_requests.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_probe_request_is_logged_as_sent_then_settled_once_and_verified(
+    model_stub: StubModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from glossogen.storage import RunFolder
+    from glossogen.verify import verify_run
+
+    run_dir, report = _probe(model_stub, monkeypatch, tmp_path, "gpt-4o-mini")
+    unit = float(
+        calc_price(Usage(**TOKENS), model_ref="gpt-4o-mini", provider_id="openai").total_price
+    )
+    ledger = _ledger(run_dir)
+    sent = [e for e in ledger if e["event_type"] == "model_request_sent"]
+    settled = [e for e in ledger if e["event_type"] == "probe_request_settled"]
+    assert len(sent) == len(model_stub.requests) == 8
+    assert sorted(e["request_id"] for e in settled) == sorted(e["request_id"] for e in sent)
+    assert {(e["outcome"], e["input_tokens"], e["output_tokens"], e["error"]) for e in settled} == {
+        ("answered", 2000, 40, None)}  # fmt: skip
+    assert sum(e["cost_usd"] for e in settled) == pytest.approx(8 * unit, rel=1e-12)
+    assert report.metrics["protocol_probe"].cost_usd == pytest.approx(8 * unit, rel=1e-12)
+    by_id = {e["request_id"]: n for n, e in enumerate(ledger) if e in sent}
+    assert all(by_id[e["request_id"]] < n for n, e in enumerate(ledger) if e in settled)
+    folder = RunFolder.at(str(run_dir))
+    assert verify_run(folder).broken == []
+
+    # An evaluate killed with a request in flight: its sent line has no settling one.
+    dropped = settled[0]
+    kept = [e for e in ledger if e is not dropped]
+    (run_dir / "protocol_probe_requests.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in kept)
+    )
+    line = next(n for n, e in enumerate(kept, start=1) if e.get("request_id") == dropped[
+        "request_id"])  # fmt: skip
+    assert [r.text for r in verify_run(folder).broken] == [
+        f"{folder.run_id}: requests: protocol_probe_requests.jsonl line {line} (agent "
+        f"{dropped['agent_id']}): request {dropped['request_id']} was sent and no event settles "
+        "it: the evaluate that sent it was killed (the next probe logs it abandoned)"
+    ]
+    # The next probe (two replicas: not the cached one) settles it first: abandoned, cost
+    # unknown; then its own 16 requests, each sent then settled.
+    plan = plan_evaluation(str(run_dir), "protocol_probe", probe_replicas=2)
+    write_outcomes(plan, asyncio.run(score_all(plan)))
+    again = _ledger(run_dir)
+    assert again[len(kept)] == {**again[len(kept)], "event_type": "probe_request_settled",
+                                "request_id": dropped["request_id"], "outcome": "abandoned",
+                                "cost_usd": None, "error": "no answer: the evaluate that sent it "
+                                "was killed before it answered; its cost is unknown"}  # fmt: skip
+    assert len(again) == len(kept) + 1 + 2 * 16
+    assert verify_run(folder).broken == []

@@ -212,7 +212,7 @@ def test_a_filter_matching_nothing_writes_header_only_tables(
 ) -> None:
     out = tmp_path / "out"
     args = ["--runs-dir", str(cohort.runs_dir), "--out", str(out)]
-    assert _export(*args, "--scenario", "nosuch", "--frames", "run_level,message_level") == 0
+    assert _export(*args, "--run-id-contains", "zz", "--frames", "run_level,message_level") == 0
     captured = capsys.readouterr()
     assert captured.err == "glossogen: note: 0 runs matched\n"
     assert captured.out.splitlines()[:3] == [
@@ -225,6 +225,19 @@ def test_a_filter_matching_nothing_writes_header_only_tables(
     assert (out / "message_level.csv").read_text().startswith("run_id,scenario_name,round_number,")
     assert _export(*args, "--knob", "no_knob_anywhere=1") == 0  # an undeclared knob: no error
     assert capsys.readouterr().err == "glossogen: note: 0 runs matched\n"
+
+
+def test_a_scenario_no_run_has_is_refused_65_before_anything_is_written(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["--runs-dir", str(cohort.runs_dir), "--out", str(out)]
+    assert _export(*args, "--scenario", "nosuch") == 65
+    assert capsys.readouterr().err == (
+        f"glossogen: error: --scenario 'nosuch' has no run under {cohort.runs_dir} (scenarios "
+        "there: prisoners_dilemma, veyru)\n"
+    )
+    assert not out.exists()
 
 
 def test_help_shows_full_flag_names_at_80_columns() -> None:

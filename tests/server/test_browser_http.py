@@ -74,6 +74,9 @@ def test_the_list_shows_every_run_newest_first_and_each_filter_narrows_it(
     assert _rows(client.get("/", params=[("label", "arm=b")]).text) == []
     assert _rows(client.get("/", params={"group": "lab"}).text) == [cohort["three"]]
     assert _rows(client.get("/", params={"scenario": "prisoners_dilemma"}).text) == [cohort["pd"]]
+    # the menu offers every installed scenario: one with no run lists none, no error
+    no_runs = client.get("/", params={"scenario": "signal_game"})
+    assert (no_runs.status_code, _rows(no_runs.text)) == (200, [])
     assert _rows(client.get("/", params={"status": "running"}).text) == []
     assert _rows(client.get("/", params={"run_id": cohort["one"][-4:]}).text) == [cohort["one"]]
 

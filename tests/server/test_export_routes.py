@@ -380,7 +380,7 @@ def test_a_runs_dir_on_s3_is_served_like_a_local_one(
 
 def test_an_empty_result_is_no_error(cohort: dict[str, str], tmpdir_env: Path) -> None:
     client = _client(cohort)
-    for selection in (_filters(scenario=["nosuch"]), _filters(knob=["no_knob_anywhere=1"])):
+    for selection in (_filters(knob=["no_knob_anywhere=1"]), _filters(run_id_contains="zz")):
         preview = client.post(f"{API}/preview", json={"selection": selection})
         assert preview.status_code == 200
         assert (preview.json()["run_count"], preview.json()["refusals"]) == (0, [])
@@ -388,12 +388,23 @@ def test_an_empty_result_is_no_error(cohort: dict[str, str], tmpdir_env: Path) -
         assert got.status_code == 200
         lines = got.text.splitlines()
         assert len(lines) == 1 and lines[0].startswith("run_id,scenario_name,status,")
-    got = client.post(f"{API}/raw", json={"selection": _filters(scenario=["nosuch"])})
+    got = client.post(f"{API}/raw", json={"selection": _filters(knob=["no_knob_anywhere=1"])})
     assert got.status_code == 200
     with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
         assert zf.namelist() == ["manifest.csv"]
         assert len(zf.read("manifest.csv").decode().splitlines()) == 1
     assert list(tmpdir_env.iterdir()) == []
+
+
+def test_a_scenario_no_run_has_is_422_naming_it(cohort: dict[str, str]) -> None:
+    client = _client(cohort)
+    body = {"selection": _filters(scenario=["nosuch"]), "frames": ["run_level"]}
+    for route in ("preview", "csv", "raw"):
+        got = client.post(f"{API}/{route}", json=body)
+        assert (got.status_code, got.json()) == (422, {"detail": {
+            "field": "scenario",
+            "message": f"scenario 'nosuch' has no run under {cohort['root']} (scenarios "
+                       "there: veyru)"}})  # fmt: skip
 
 
 def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> None:

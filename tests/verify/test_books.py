@@ -3,6 +3,7 @@ in exact lines (run, rule, line, round, agent)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -174,5 +175,53 @@ def test_a_live_process_is_not_held_to_requests_still_in_flight(
     assert _texts(folder) == [  # no writer: the request will never be logged
         f"{run_id}: requests: line {line_of(events, after)} (round {after['round_number']}, "
         f"agent {seat}): 1 request(s) sent after the answer at line {line_of(events, before)} "
-        "and before this one (cycle 3) ended in no event: no answer, failure or abandonment"
+        "and before this one (cycle 3) ended in no event: no answer, failure or abandonment",
+        f"{run_id}: ended: after line {len(events)} (round {events[-1]['round_number']}): the "
+        "log has no simulation_ended and no process is writing it: an interrupted run whose "
+        "books cannot close",
+    ]
+
+
+def test_a_torn_or_deleted_ending_names_the_run_interrupted_in_one_line(
+    veyru: RunFolder, tmp_path: Path
+) -> None:
+    assert _texts(veyru) == []  # the finished run passes
+    run_id, log = copy_run(veyru, tmp_path, 1000000011)
+    text = log.read_text()
+    torn = len(text.splitlines())
+    ending = text.splitlines()[-1]
+    assert json.loads(ending)["event_type"] == "simulation_ended"
+    log.write_text(text[: len(text) - len(ending) - 1 + len(ending) // 2])  # cut mid-write
+    assert _texts(RunFolder.at(str(log.parent))) == [
+        f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
+        "simulation_ended precedes it: an interrupted run whose books cannot close"
+    ]
+    folder = RunFolder.at(str(log.parent))
+    lock = folder.lock()  # a live writer's last line may be half written: not named
+    try:
+        assert _texts(folder) == []
+    finally:
+        lock.release()
+
+    run_id, log = copy_run(veyru, tmp_path, 1000000012)
+    events = lines(log)
+    assert events.pop()["event_type"] == "simulation_ended"  # the ending deleted
+    write(log, events)
+    assert _texts(RunFolder.at(str(log.parent))) == [
+        f"{run_id}: ended: after line {len(events)} (round {events[-1]['round_number']}): the "
+        "log has no simulation_ended and no process is writing it: an interrupted run whose "
+        "books cannot close"
+    ]
+
+
+def test_a_torn_line_after_an_ending_is_named_by_its_number(
+    veyru: RunFolder, tmp_path: Path
+) -> None:
+    run_id, log = copy_run(veyru, tmp_path, 1000000013)
+    torn = len(log.read_text().splitlines()) + 1
+    with log.open("a") as f:
+        f.write('{"event_type": "run_resumed", "after_r')
+    assert _texts(RunFolder.at(str(log.parent))) == [
+        f"{run_id}: log: line {torn}: the last line is torn (cut off mid-write): an event may "
+        "be lost"
     ]

@@ -11,7 +11,7 @@ from glossogen.cli import main
 from glossogen.eventlog import RunView
 from glossogen.storage import RunFolder
 from tests.fixtures.played_runs import play_run
-from tests.verify.runs import duplicate_verdict
+from tests.verify.runs import copy_run, duplicate_verdict
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
@@ -60,7 +60,6 @@ def test_run_folders_that_balance_exit_0(
         (["--label", "arm=a"], 1, 0),
         (["--knob", "round_count>=2"], 1, 1),
         (["--status", "completed"], 3, 1),
-        (["--status", "running"], 0, 0),
         (["--run-id-contains", "1000000009"], 1, 1),
         (["--contains-agent-id", "PD_SEAT"], 1, 0),
         (["--run-id", "ONE", "--run-id", "PD"], 2, 0),
@@ -156,3 +155,50 @@ def test_runs_on_s3_are_verified_by_url(s3_bucket: str, capsys: pytest.CaptureFi
     play_run(runs_dir, scenario="prisoners_dilemma", rounds=1)
     assert _verify(capsys, "--runs-dir", runs_dir) == (0, ["verified 2 runs: 0 failed"], [])
     assert _verify(capsys, one.url) == (0, ["verified 1 run: 0 failed"], [])
+
+
+def test_a_run_whose_ending_was_torn_fails_naming_the_line(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run_id, log = copy_run(RunFolder.at(cohort["one_dir"]), tmp_path, 1000000020)
+    text = log.read_text()
+    log.write_text(text[: len(text) - 40])  # the simulation_ended line cut mid-write
+    torn = len(text.splitlines())
+    assert _verify(capsys, str(log.parent), cohort["one_dir"]) == (
+        1,
+        [f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
+         "simulation_ended precedes it: an interrupted run whose books cannot close",
+         "verified 2 runs: 1 failed"],
+        [],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--scenario", "nosuch"],
+         "--scenario 'nosuch' has no run under ROOT (scenarios there: prisoners_dilemma, veyru)"),
+        (["--scenario", "veyru", "--scenario", "pd"],
+         "--scenario 'pd' has no run under ROOT (scenarios there: prisoners_dilemma, veyru)"),
+        (["--status", "running"],
+         "no run under ROOT matches --status 'running' (3 scanned): nothing to verify"),
+        (["--scenario", "veyru", "--label", "arm=b"],
+         "no run under ROOT matches --scenario 'veyru' --label 'arm=b' (2 scanned): nothing to "
+         "verify"),
+        (["EMPTY"], "EMPTY holds no run: nothing to verify"),
+        (["EMPTY", "--scenario", "veyru"],
+         "--scenario 'veyru' has no run under EMPTY (it holds no run)"),
+    ],
+)  # fmt: skip
+def test_a_selection_of_no_run_is_refused_65_naming_it(
+    cohort: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flags: list[str],
+    message: str,
+) -> None:
+    where = str(tmp_path) if flags[0] == "EMPTY" else cohort["root"]
+    asked = flags[1:] if flags[0] == "EMPTY" else flags
+    expected = message.replace("ROOT", where).replace("EMPTY", where)
+    assert _verify(capsys, "--runs-dir", where, *asked) == (
+        65, [], [f"glossogen: error: {expected}"])  # fmt: skip

@@ -3,6 +3,12 @@
 Each agent's recorded history (rebuilt from ``agent_history_appended``) is replayed to the model
 it last played under, followed by one question of the bank; ``--probe-replicas`` calls per
 (agent, question). Agents of one team that share a protocol should answer alike.
+
+Every billed probe request is accounted as a run's are (:class:`ProbeLedger`, the run folder's
+``protocol_probe_requests.jsonl``): logged as sent (``model_request_sent``, flushed) before it
+goes out, then settled by one ``probe_request_settled``: answered and priced, failed, or
+abandoned (cancelled unanswered; or in flight when an earlier evaluate was killed, logged when
+the next probe opens the ledger), so ``glossogen verify`` can hold it to the ``requests`` rule.
 """
 
 from __future__ import annotations
@@ -10,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import uuid
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from glossogen.evaluation._contract import (
     AgentObservation,
@@ -23,7 +30,16 @@ from glossogen.evaluation._contract import (
 from glossogen.evaluation._registry import metric
 from glossogen.evaluation._run import Seat
 from glossogen.evaluation.metrics._observe import mean, plural, words
+from glossogen.eventlog import (
+    PROBE_LEDGER,
+    EventLogWriter,
+    ModelRequestSent,
+    ProbeRequestSettled,
+    read_events,
+    settled_by,
+)
 from glossogen.pricing import add_costs, price_usage
+from glossogen.storage import RunFolder
 
 SIDECAR = "protocol_probe.jsonl"
 
@@ -116,8 +132,101 @@ def _replayable(history: list[ModelMessage]) -> tuple[list[ModelMessage], str | 
     return kept, instructions
 
 
+KILLED = "no answer: the evaluate that sent it was killed before it answered; its cost is unknown"
+"""The error of a probe request an earlier evaluate left unsettled (logged by the next probe)."""
+
+
+class ProbeLedger:
+    """The probe's write-ahead ledger of billed requests, in the run folder (module docstring).
+
+    Opening it settles what an earlier, killed evaluate left in flight (``abandoned``, cost
+    unknown). Unbilled seats (``scripted``, ``local``) are not logged, as in a run; a probe
+    that sends nothing billed writes no ledger.
+    """
+
+    def __init__(self, folder: RunFolder) -> None:
+        """Open ``folder``'s ledger (appended to) and settle what it left in flight."""
+        self._url = folder.file_url(PROBE_LEDGER)
+        self._writer: EventLogWriter | None = None
+        self._ids = itertools.count(1)
+        earlier: list[Any] = read_events(self._url).events if folder.exists(PROBE_LEDGER) else []
+        settled = {request for event in earlier for request in settled_by(event)}
+        for event in earlier:
+            if isinstance(event, ModelRequestSent) and event.request_id not in settled:
+                settled.add(event.request_id)
+                self._settle(event.request_id, event.agent_id, event.model, event.provider,
+                             "abandoned", None, KILLED, {})  # fmt: skip
+
+    def _append(self, event: ModelRequestSent | ProbeRequestSettled) -> None:
+        if self._writer is None:
+            self._writer = EventLogWriter(self._url)
+        self._writer.append(event)
+
+    def _settle(
+        self,
+        request_id: str,
+        agent_id: str,
+        model: str,
+        provider: str,
+        outcome: Literal["answered", "failed", "abandoned"],
+        cost: float | None,
+        error: str | None,
+        tokens: dict[str, int],
+    ) -> None:
+        self._append(
+            ProbeRequestSettled(
+                request_id=request_id,
+                agent_id=agent_id,
+                model=model,
+                provider=provider,
+                outcome=outcome,
+                cost_usd=cost,
+                error=error,
+            ).model_copy(update=tokens)  # fmt: skip
+        )
+
+    def sent(self, seat: Seat) -> str:
+        """Log a request of ``seat``'s as sent (flushed); return its request id."""
+        seated = {"agent_id": seat.agent_id, "model": seat.model, "provider": seat.provider}
+        sent = ModelRequestSent.model_validate(
+            {"request_id": str(uuid.uuid4()), "call": next(self._ids), **seated}
+        )
+        self._append(sent)
+        return sent.request_id
+
+    def settled(self, request_id: str, seat: Seat, usage: Any = None, error: str = "") -> None:
+        """Log how request ``request_id`` ended.
+
+        Answered (``usage``, priced), failed (``error``; not billed), or abandoned (neither:
+        cancelled unanswered, its cost unknown).
+        """
+        where = (request_id, seat.agent_id, seat.model, seat.provider)
+        if usage is not None:
+            tokens = {name: getattr(usage, name, 0) or 0 for name in _TOKENS}
+            cost = price_usage(seat.provider, seat.model, usage)
+            self._settle(*where, "answered", cost, None, tokens)
+        elif error:
+            self._settle(*where, "failed", 0.0, error, {})
+        else:
+            self._settle(*where, "abandoned", None, "no answer: the probe was cancelled", {})
+
+    def close(self) -> None:
+        """Close the ledger (its lines are already flushed)."""
+        if self._writer is not None:
+            self._writer.close()
+
+
+_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+           "cache_write_1h_tokens")  # fmt: skip
+"""Usage counts a settled probe request records (the names :func:`price_usage` reads)."""
+
+
 async def _ask(
-    seat: Seat, history: list[ModelMessage], question: str, cache_key: str
+    seat: Seat,
+    history: list[ModelMessage],
+    question: str,
+    cache_key: str,
+    ledger: ProbeLedger | None = None,
 ) -> tuple[str | None, float | None]:
     """Ask ``seat``'s recorded model ``question`` after its history; None answer on failure.
 
@@ -139,11 +248,22 @@ async def _ask(
     agent = Agent(model, instructions=instructions)
     settings = request_model_settings({"cache": True}, seat.provider, cache_key, conversation=False)
     prompt: list[UserContent] = [CachePoint(), question] if kept else [question]
+    billed = ledger is not None and seat.provider not in ("scripted", "local")
+    request_id = ledger.sent(seat) if ledger is not None and billed else ""
     try:
         result = await agent.run(prompt, message_history=kept, model_settings=settings)
-    except Exception:  # noqa: BLE001 (a failed probe call is a missing answer)
+    except asyncio.CancelledError:
+        if ledger is not None and billed:
+            ledger.settled(request_id, seat)
+        raise
+    except Exception as exc:  # noqa: BLE001 (a failed probe call is a missing answer)
+        if ledger is not None and billed:
+            ledger.settled(request_id, seat, error=f"{type(exc).__name__}: {exc}"[:300])
         return None, 0.0
-    return str(result.output), price_usage(seat.provider, seat.model, result.usage)
+    usage = result.usage
+    if ledger is not None and billed:
+        ledger.settled(request_id, seat, usage)
+    return str(result.output), price_usage(seat.provider, seat.model, usage)
 
 
 async def _ask_all(
@@ -151,6 +271,7 @@ async def _ask_all(
     histories: dict[str, list[ModelMessage]],
     run_id: str,
     bank: dict[str, str],
+    ledger: ProbeLedger | None = None,
 ) -> list[tuple[str | None, float | None]]:
     """Ask every job, in job order; seats at once.
 
@@ -161,7 +282,7 @@ async def _ask_all(
     def ask(job: tuple[Seat, str, int]) -> Any:
         seat, qid, _ = job
         key = f"{run_id}:{seat.agent_id}:probe"
-        return _ask(seat, histories[seat.agent_id], bank[qid], key)
+        return _ask(seat, histories[seat.agent_id], bank[qid], key, ledger)
 
     async def seat_jobs(indices: list[int]) -> list[tuple[str | None, float | None]]:
         first = await ask(jobs[indices[0]])
@@ -216,7 +337,11 @@ async def protocol_probe(ctx: MetricContext) -> Scored:
         for qid in bank
         for replica in range(1, ctx.probe_replicas + 1)
     ]
-    answers = await _ask_all(jobs, histories, run.run_id, bank)
+    ledger = ProbeLedger(run.folder)
+    try:
+        answers = await _ask_all(jobs, histories, run.run_id, bank, ledger)
+    finally:
+        ledger.close()
     cost = add_costs([c for _, c in answers])
     rows: list[dict[str, Any]] = [
         {"agent_id": seat.agent_id, "question_id": qid, "replica": replica, "answer": answer}
