@@ -54,7 +54,17 @@ from glossogen.eventlog._events import (
     new_id,
     register_event,
 )
-from glossogen.eventlog._reader import EventLogRead, LogTail, iter_event_dicts, read_events
+from glossogen.eventlog._reader import (
+    ENVELOPE_BYTES,
+    EventLogRead,
+    LinesRead,
+    LogTail,
+    envelope_type,
+    iter_event_dicts,
+    parse_line,
+    read_events,
+    read_lines,
+)
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._view import (
     QUEUED,
@@ -112,7 +122,12 @@ __all__ = [
     "BudgetWarning",
     "EndStatus",
     "Event",
+    "ENVELOPE_BYTES",
     "EventLogRead",
+    "LinesRead",
+    "envelope_type",
+    "parse_line",
+    "read_lines",
     "EventLogWriter",
     "InjectionDelivered",
     "JudgeCalled",

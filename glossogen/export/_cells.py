@@ -87,6 +87,8 @@ def typed_series(name: str, values: list[Any], kinds: set[type] | None = None) -
         return pl.Series(name, values, dtype=pl.Int64)
     if kinds and kinds <= {int, float}:
         return pl.Series(name, [None if v is None else float(v) for v in values], pl.Float64)
+    if kinds == {str}:  # text already (most cells of the event-log tables): nothing to convert
+        return pl.Series(name, values, dtype=pl.String)
     return pl.Series(name, [_as_text(v) for v in values], dtype=pl.String)
 
 

@@ -10,28 +10,29 @@ one damaged line costs only itself; :func:`damaged_note` words the note naming t
 from __future__ import annotations
 
 import mmap
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json
 
-from glossogen.eventlog import Event, LegacyUpcaster, event_classes, is_legacy
+from glossogen.eventlog import (
+    Event,
+    LegacyUpcaster,
+    envelope_type,
+    event_classes,
+    is_legacy,
+    parse_line,
+)
 from glossogen.storage import open_mapped as open_log
-
-_TYPE_RE = re.compile(rb'"event_type"\s*:\s*"([^"\\]+)"')
 
 
 def event_type(line: bytes) -> str | None:
     """Return the ``event_type`` of a raw log line without parsing it, or None.
 
-    Only the first 400 bytes are searched: the envelope comes first in both this release's
-    lines and GlossoGen 0.5.x's. A quoted ``"event_type"`` inside a string value is escaped
-    (preceded by a backslash) and so never matches.
+    The reader's rule (:func:`~glossogen.eventlog.envelope_type`): the envelope's type, in
+    the line's first 400 bytes.
     """
-    found = _TYPE_RE.search(line, 0, 400)
-    return found.group(1).decode() if found else None
+    return envelope_type(line, 0, len(line))
 
 
 def line_number(data: bytes | mmap.mmap, offset: int) -> int:
@@ -91,7 +92,7 @@ class LineParser:
     def parse(self, line: bytes, at: int) -> dict[str, Any] | None:
         """Parse, upcast (a 0.5.x line) and validate the line at offset ``at``; None if bad."""
         try:
-            obj = from_json(line)  # pydantic-core's parser: about 3x json.loads on these lines
+            obj = parse_line(line)  # the reader's parser (orjson)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and is_legacy(obj):
@@ -121,33 +122,6 @@ def valid_event(obj: dict[str, Any], classes: dict[str, type[Event]] | None = No
     except ValidationError:
         return False
     return True
-
-
-def census(data: bytes | mmap.mmap, start: int, end: int, kind: str) -> tuple[list[int], list[int]]:
-    """Return the offsets of ``data[start:end]``'s lines naming no type, and of ``kind``'s.
-
-    One pass over the complete lines from ``start`` (a line boundary) to ``end``, reading each
-    line's envelope as :func:`event_type` does (its first 400 bytes) and nothing else. A
-    non-blank line naming no type (not JSON, or no ``event_type``) is found by no byte search
-    for a type and is invalid by the reader's rule; a blank line is neither. About the cost of
-    one byte search for ``kind`` over the same bytes.
-    """
-    untyped: list[int] = []
-    hits: list[int] = []
-    wanted = kind.encode()
-    search, find = _TYPE_RE.search, data.find
-    while start < end:
-        stop = find(b"\n", start, end)
-        if stop < 0:
-            stop = end
-        found = search(data, start, min(start + 400, stop))
-        if found is None:
-            if data[start:stop].strip():
-                untyped.append(start)
-        elif found.group(1) == wanted:
-            hits.append(start)
-        start = stop + 1
-    return untyped, hits
 
 
 def _line_at(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
@@ -181,7 +155,6 @@ def find_lines(
 
 __all__ = [
     "LineParser",
-    "census",
     "complete_end",
     "damaged_note",
     "truncated_line",

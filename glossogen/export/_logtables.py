@@ -1,7 +1,8 @@
 """The event-log tables: ``message_level`` and ``round_context``, read one run at a time.
 
-Each selected run's log is streamed line by line; a line's ``event_type`` is read from its
-first bytes and only the events a table needs are parsed (``message_sent``,
+Each selected run's log is read once and walked line by line by the reader
+(:func:`~glossogen.eventlog.read_lines`); a line's ``event_type`` is read from its envelope
+and only the events a table needs are parsed (``message_sent``,
 ``injection_delivered``, the phase markers and the rare roster changes), so an event these
 tables discard can never fail them. Each line parsed is validated against its event model; a
 line that fails to parse or validate is skipped and counted (a warning names the run, the
@@ -14,30 +15,18 @@ Memory holds one run's rows at a time: the column set is fixed before the first 
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import mmap
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
-from pydantic_core import from_json
 
 from glossogen.evaluation import character_entropy_bits, gzip_compression_ratio
 from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
-from glossogen.export._lines import (
-    complete_end,
-    damaged_note,
-    event_type,
-    line_number,
-    open_log,
-    truncated_line,
-    valid_event,
-)
+from glossogen.export._lines import damaged_note, valid_event
 from glossogen.export._runlog import roster_may_change
 from glossogen.export._selection import RunRecord
 from glossogen.scenario import round_outcomes
@@ -98,36 +87,6 @@ _LEGACY_KINDS = _TABLE_EVENTS | _PHASE_EVENTS | _SETUP_EVENTS
 _RESUMED = "run_resumed"
 
 
-@functools.cache
-def _kinds_pattern(kinds: frozenset[str]) -> re.Pattern[bytes]:
-    """One regex for the quoted ``event_type`` of any of ``kinds`` (spaced keys too, as 0.5)."""
-    names = b"|".join(re.escape(k.encode()) for k in sorted(kinds))
-    return re.compile(rb'"event_type"\s*:\s*"(' + names + rb')"')
-
-
-def _chosen_lines(
-    data: bytes | mmap.mmap, end: int, kinds: set[str]
-) -> Iterator[tuple[int, str, bytes]]:
-    """Yield ``(offset, kind, line)`` for each line of ``data[:end]`` whose type is in ``kinds``.
-
-    One regex pass over the whole log (C speed) finds the candidates, instead of a Python step
-    per line; a candidate counts only if its line's envelope names that type
-    (:func:`~glossogen.export._lines.event_type`, the first ``event_type`` key of the line's
-    first 400 bytes), so the same key inside a tool call's arguments never chooses a line.
-    """
-    last = -1
-    for found in _kinds_pattern(frozenset(kinds)).finditer(data, 0, end):
-        start = data.rfind(b"\n", 0, found.start()) + 1
-        if start == last:
-            continue
-        stop = data.find(b"\n", found.end(), end)
-        line = data[start : end if stop < 0 else stop]
-        kind = found.group(1).decode()
-        if event_type(line) == kind:
-            last = start
-            yield start, kind, line
-
-
 def ranking_kinds(scenario: str) -> set[str]:
     """The event types ``scenario`` names a round's winners in (:attr:`Scenario.ranking_events`)."""
     from glossogen.scenario import UnknownScenarioError, load_scenario
@@ -142,18 +101,25 @@ def ranking_kinds(scenario: str) -> set[str]:
 def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     """Yield the parsed events both tables need, in log order, from one read of the log.
 
-    The log is read once; the lines of ``message_sent``, ``injection_delivered`` and the
-    roster changes (the latter only where the head says the roster can change) are found by
-    one byte search (:func:`_chosen_lines`), and only they are parsed and validated against
-    their event model. A line that fails is skipped, counted and named in a warning
-    (``tables`` names the tables it cost), with the lines the run's facts found naming no event
-    type (``LogFacts.untyped_line_numbers``: no byte search finds them, and any may have been a
-    message). A GlossoGen 0.5 log also has its phase markers and
-    head read, upcast in order. A log holding a ``run_resumed`` (a resumed or derived run,
-    which may hold a superseded attempt) is read through :class:`~glossogen.eventlog.RunView`
-    instead; the fast path is tested to give the same rows as the view on the logs it takes.
+    One walk over the log's lines (:func:`~glossogen.eventlog.read_lines`) reads each line's
+    envelope only, keeps the lines of ``message_sent``, ``injection_delivered`` and the roster
+    changes (the latter only where the head says the roster can change) and numbers the lines
+    naming no event type; only the kept lines are parsed and validated against their event
+    model. A line that fails, and a line naming no event type (any may have been a message),
+    is skipped, counted and named in a warning (``tables`` names the tables it cost). A
+    GlossoGen 0.5 log also has its phase markers and head read, upcast in order. A log holding
+    a ``run_resumed`` (a resumed or derived run, which may hold a superseded attempt) is read
+    through :class:`~glossogen.eventlog.RunView` instead, from the walk's first ``run_resumed``
+    on; the fast path is tested to give the same rows as the view on the logs it takes.
     """
-    from glossogen.eventlog import LEGACY_SCHEMA_VERSION, LegacyUpcaster, event_classes, is_legacy
+    from glossogen.eventlog import (
+        LEGACY_SCHEMA_VERSION,
+        LegacyUpcaster,
+        event_classes,
+        is_legacy,
+        parse_line,
+        read_lines,
+    )
 
     started = record.facts.started
     legacy = (started or {}).get("schema_version") == LEGACY_SCHEMA_VERSION
@@ -161,47 +127,31 @@ def _events(record: RunRecord, tables: str) -> Iterator[dict[str, Any]]:
     wanted = set(_LEGACY_KINDS if legacy else _TABLE_EVENTS) | ranking
     if not legacy and not roster_may_change(started):
         wanted -= _ROSTER
-    chosen: list[tuple[int, bytes]] = []
-    resumed = False
-    with open_log(record.log_url) as data:
-        end = complete_end(data)
-        torn = truncated_line(data)
-        cut_kind = event_type(data[end:]) if torn is not None else None
-        if cut_kind is not None and cut_kind not in wanted:
-            torn = None  # a cut line of an event these tables do not read costs them nothing
-        for offset, kind, line in _chosen_lines(data, end, wanted | {_RESUMED}):
-            if kind == _RESUMED:
-                resumed = True
-                break
-            chosen.append((offset, line))
-    if resumed:
+    read = read_lines(record.log_url, wanted, stop={_RESUMED})
+    if read.stopped_at is not None:
         yield from _counted_events(record, _TABLE_EVENTS | ranking, tables)
         return
+    torn = read.torn
+    if read.torn_type is not None and read.torn_type not in wanted:
+        torn = None  # a cut line of an event these tables do not read costs them nothing
     classes = event_classes()
     upcaster: LegacyUpcaster | None = None
-    bad_at: list[int] = []
-    for offset, line in chosen:
+    bad: list[int] = []
+    for number, _kind, line in read.lines:
         try:
-            obj = from_json(line)  # pydantic-core's parser
+            obj = parse_line(line)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and legacy and is_legacy(obj):
             upcaster = upcaster or LegacyUpcaster()
             obj = upcaster.upcast(obj)
         if not isinstance(obj, dict) or not valid_event(obj, classes):
-            bad_at.append(offset)
+            bad.append(number)
             continue
         if obj.get("event_type") in _TABLE_EVENTS | ranking:
             yield obj
-    # A line naming no event type is found by no byte search; the run's facts number those
-    # (one pass when the selection read them), and any of them may have been a table's event.
-    untyped = record.facts.untyped_line_numbers
-    if bad_at or untyped or torn is not None:
-        bad: list[int] = []
-        if bad_at:  # rare: the log is mapped again to number the damaged lines
-            with open_log(record.log_url) as data:
-                bad = [line_number(data, offset) for offset in bad_at]
-        numbers = sorted({*bad, *untyped})
+    if bad or read.untyped or torn is not None:
+        numbers = sorted({*bad, *read.untyped})
         log.warning("%s", damaged_note(f"{record.run_id}: {tables}", numbers, record.log_url, torn))
 
 

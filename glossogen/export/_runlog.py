@@ -19,13 +19,13 @@ only those lines are parsed. A log whose ``simulation_ended`` carries no per-age
 
 Every parsed line is validated against its event model (``_lines.LineParser``); a line that
 does not parse or validate is skipped and counted (``LogFacts.bad_lines``, with its line
-number), never counted as a message, a verdict or a response. A line whose envelope names no
-event type is found by no byte search for a type, so the body's envelopes are read once for
-such lines, in the pass that counts ``run_resumed`` (``_lines.census``), and they are counted
-with the damaged ones; a last line cut off mid-write is
-numbered apart (``LogFacts.torn_line``). ``llm_response_received`` lines
+number), never counted as a message, a verdict or a response. Only the lines read are judged:
+a damaged line in the body of a log whose ending holds the figures costs these facts nothing
+and is not read (the event-log tables, which walk the whole log, name it). A last line cut off
+mid-write is numbered apart (``LogFacts.torn_line``). ``llm_response_received`` lines
 (hundreds per run, mostly text) are read without parsing where the line allows
-(``_usage.sum_responses``).
+(``_usage.sum_responses``). ``LogFacts.resumes`` (the run browser's badge; no table needs it)
+is searched for in the log the first time it is asked for.
 
 Cache tokens (reads, writes, one-hour writes) are read from ``simulation_ended`` (each
 ``agent_costs`` entry and ``judge_tokens``); a log with no ending takes them from the typed
@@ -36,6 +36,7 @@ reading such a log whole for them would undo the head-and-tail rule.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import re
 from dataclasses import dataclass, field
@@ -45,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 from glossogen.eventlog import CACHE_TOKEN_FIELDS, TOKEN_FIELDS, Tokens
 from glossogen.export._lines import (
     LineParser,
-    census,
     complete_end,
     event_type,
     find_lines,
@@ -136,19 +136,14 @@ class LogFacts:
         duration_seconds: ``simulation_ended.duration_seconds``, else the seconds between the
             first and last timestamps of the log; None when neither is known.
         scanned: Whether the whole log was read (no usable ``simulation_ended``).
-        bad_lines: Damaged complete lines: those that did not parse or validate among those
-            read, and every line naming no event type (:attr:`untyped_line_numbers`).
+        bad_lines: Damaged complete lines among those read (head, tail, and what a missing
+            figure sent the reader to): they did not parse, name an event type or validate.
         bad_line_numbers: Their 1-based line numbers in the log, in order.
-        untyped_line_numbers: The 1-based numbers of the complete, non-blank lines whose
-            envelope names no ``event_type`` (not JSON, or JSON with no type): no byte search
-            finds them, so the envelope of every line is read for them once; invalid by the
-            reader's rule.
         torn_line: The 1-based number of a last line with no newline (cut off mid-write, or
             still being written by a live process), which no reader here reads; None if none.
-        resumes: ``run_resumed`` lines in the log's body (a derived run's first one starts
-            what it played itself), found with the lines naming no type (``_lines.census``).
         judge_tokens: Tokens of the in-run judge's calls (``simulation_ended.judge_tokens``,
             else the run's view); None until read.
+        log_url: The log the facts were read from.
     """
 
     started: dict[str, Any] | None = None
@@ -168,10 +163,21 @@ class LogFacts:
     scanned: bool = False
     bad_lines: int = 0
     bad_line_numbers: list[int] = field(default_factory=list)
-    untyped_line_numbers: list[int] = field(default_factory=list)
     torn_line: int | None = None
-    resumes: int = 0
     judge_tokens: Tokens | None = None
+    log_url: str = ""
+
+    @functools.cached_property
+    def resumes(self) -> int:
+        """``run_resumed`` lines in the log (a derived run's first starts its own play).
+
+        Found by a byte search the first time they are asked for (the run browser's badge):
+        no table needs them, so reading the facts never walks the body for them.
+        """
+        if not self.log_url:
+            return 0
+        with open_log(self.log_url) as data:
+            return sum(1 for _ in find_lines(data, "run_resumed", 0, complete_end(data)))
 
     def tokens(self) -> Tokens | None:
         """Tokens of the run's own calls, agents and judge; None when a count is not known."""
@@ -360,9 +366,9 @@ def read_log_facts(url: str) -> LogFacts:
         FileNotFoundError: if the log does not exist.
         StorageError: if the storage is unreachable.
     """
-    facts = LogFacts()
+    facts = LogFacts(log_url=url)
     parser = LineParser()
-    untyped: list[int] = []  # offsets of lines naming no event type: no search finds them
+    untyped: list[int] = []  # offsets of head and tail lines naming no event type
     with open_log(url) as data:
         end = complete_end(data)
         pos = 0
@@ -395,10 +401,6 @@ def read_log_facts(url: str) -> LogFacts:
                     obj = parser.parse(line, at)
                     if obj is not None:
                         _register(facts, obj)
-        # One pass over the body's envelopes: the resumes, and the lines naming no type.
-        body_untyped, resumed = census(data, body, end, "run_resumed")
-        untyped += body_untyped
-        facts.resumes = len(resumed)
         # Tail: the last simulation_ended among the last lines.
         stop = end - 1
         ended: dict[str, Any] | None = None
@@ -409,10 +411,13 @@ def read_log_facts(url: str) -> LogFacts:
             line = data[a:stop]
             if facts.ended_at is None:
                 facts.ended_at = _timestamp(line)
-            if event_type(line) == "simulation_ended":
-                # An ending before the last resume was the previous process's: none stands.
-                if not resumed or a > resumed[-1]:
-                    ended = parser.parse(line, a)
+            kind = event_type(line)
+            if kind is None and line.strip():
+                untyped.append(a)
+            if kind == "run_resumed":
+                break  # an ending before the last resume was the previous process's: none stands
+            if kind == "simulation_ended":
+                ended = parser.parse(line, a)
                 break
             stop = a - 1
         if ended is not None:
@@ -422,7 +427,6 @@ def read_log_facts(url: str) -> LogFacts:
             _scan(facts, data, body, end, parser)
         if ended is None or any(a.input_tokens is None for a in facts.agents.values()):
             _spend(facts, data, _own_start(facts, data, body, end), end, parser)
-        facts.untyped_line_numbers = [line_number(data, at) for at in untyped]
         facts.bad_line_numbers = sorted(
             line_number(data, at) for at in set(parser.bad_at) | set(untyped)
         )

@@ -3,7 +3,16 @@ from typing import Literal
 
 import pytest
 
-from glossogen.eventlog import Event, EventLogRead, iter_event_dicts, read_events, register_event
+from glossogen.eventlog import (
+    Event,
+    EventLogRead,
+    LinesRead,
+    iter_event_dicts,
+    parse_line,
+    read_events,
+    read_lines,
+    register_event,
+)
 from tests.eventlog.samples import sample_events
 
 
@@ -98,3 +107,33 @@ def test_missing_log_raises_file_not_found(tmp_path):
         read_events(str(tmp_path / "nope.jsonl"))
     with pytest.raises(FileNotFoundError):
         list(iter_event_dicts(str(tmp_path / "nope.jsonl")))
+
+
+def test_read_lines_keeps_the_chosen_types_unparsed_and_numbers_the_typeless(tmp_path):
+    e1, e2, e3, e4, e5 = sample_events()
+    lines = [
+        e1.model_dump_json(),
+        e2.model_dump_json(),
+        "not an event at all",  # names no type: numbered, whatever was asked
+        "",
+        '{"event_type": "message_sent", "broken',  # kept as found: the caller parses it
+        e3.model_dump_json(),
+        '{"text": "\\"event_type\\": \\"message_sent\\""}',  # the key inside a value: no type
+        e4.model_dump_json(),
+    ]
+    url = _write(tmp_path / "demo.jsonl", lines, tail=b'{"event_id":"x","event_type":"simulat')
+    got = read_lines(url, {"message_sent"})
+    assert [(n, kind) for n, kind, _ in got.lines] == [(5, "message_sent"), (6, "message_sent")]
+    assert got.lines[1][2] == e3.model_dump_json().encode()
+    assert (got.untyped, got.torn, got.torn_type, got.stopped_at) == ([3, 7], 9, None, None)
+    stopped = read_lines(url, {"message_sent"}, stop={"round_started"})
+    assert (stopped.lines, stopped.untyped, stopped.stopped_at) == ([], [], "round_started")
+    ended = _write(tmp_path / "ended.jsonl", [e5.model_dump_json()])
+    assert read_lines(ended, {"message_sent"}) == LinesRead()
+
+
+def test_parse_line_refuses_what_the_standard_parser_refuses():
+    assert parse_line(b'{"text": "\\ud800"}') == {"text": "\ud800"}  # orjson refuses; json reads
+    for bad in (b'{"elapsed": NaN}', b'{"a": Infinity}', b"{", b"\xff"):
+        with pytest.raises(ValueError):
+            parse_line(bad)

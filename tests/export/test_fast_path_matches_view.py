@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from glossogen.eventlog import RunView
+from glossogen.export import FilterSelection, select_runs
+from glossogen.export._logtables import _TABLE_EVENTS, _counted_events, _events
 from glossogen.export._runlog import RUNNING, read_log_facts
 from tests.export.conftest import CASE_05, fork, play
 from tests.export.test_run_view_cases import _cut_in_round_2, _price, _resume
@@ -40,6 +43,16 @@ def _facts(log: Path) -> dict[str, object]:
         "judge_tokens": facts.judge_tokens,
         "bad_lines": facts.bad_lines,
     }
+
+
+TABLE_FIELDS = ("event_type", "round_number", "phase", "channel_id", "message_id", "timestamp",
+                "sender_id", "text", "delivered_text", "agent_id", "model", "provider")  # fmt: skip
+
+
+def _table_rows(events: Iterable[dict[str, object]]) -> list[tuple[object, ...]]:
+    """The rows' events (a fixed roster is read from the head, so its events are not needed)."""
+    rows = ("message_sent", "injection_delivered")
+    return [tuple(e.get(f) for f in TABLE_FIELDS) for e in events if e["event_type"] in rows]
 
 
 def _view(log: Path) -> dict[str, object]:
@@ -143,3 +156,17 @@ def test_the_twenty_logs_cover_every_kind(logs: list[Path]) -> None:
     derived = [log for log in logs if RunView.load(str(log)).derived]
     assert (len(resumed), len(derived)) == (9, 2)
     assert json.loads(logs[-1].read_text().splitlines()[0]).get("schema_version") is None
+
+
+def test_twenty_logs_give_the_same_table_events_both_ways(logs: list[Path]) -> None:
+    """The event-log tables' one walk reads the events the view counts, on all twenty logs."""
+    runs = logs[0].parents[2]
+    records = select_runs(str(runs), FilterSelection()).records
+    assert len(records) == 20
+    fast_path = rows = 0
+    for record in records:
+        fast = _table_rows(_events(record, "t"))
+        assert fast == _table_rows(_counted_events(record, _TABLE_EVENTS, "t")), record.run_id
+        rows += len(fast)
+        fast_path += '"run_resumed"' not in Path(record.log_url).read_text()
+    assert (fast_path, rows) == (11, 478)  # the nine resumed or derived logs: through the view
