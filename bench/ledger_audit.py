@@ -152,6 +152,9 @@ class Audit:
     to_the_dead: int = 0  # answers the stub rendered for the killed process after it died
     priced_usd: float = 0.0  # the costs the log's priced events carry
     cost_unknown: int = 0  # requests the log marks unanswered, their cost unknown
+    late: list[Served] = field(default_factory=list)  # answered after a client's timeout
+    timed_out_unknown: int = 0  # timed-out requests the log marks cost-unknown
+    unknown_usage_usd: float = 0.0  # answered usage the log carries in a cost-unknown failure
     abandoned: tuple[int, int] = (0, 0)  # requests a phase end abandoned: all, answered
     refused_in_round: int | None = None  # where the spend cap refused a request
     served_usd: float = 0.0
@@ -167,10 +170,14 @@ class Audit:
     def cost_ok(self) -> bool:
         """The logged total equals the served usage priced (less what a kill lost)."""
         lost = sum(price(self.plan, s.input_tokens, s.output_tokens) for s in self.lost_at_kill)
+        late = sum(price(self.plan, s.input_tokens, s.output_tokens) for s in self.late)
         if self.logged_usd is None:  # a lower bound: some request's cost is unknown
-            known = self.priced_usd if self.cost_unknown else None
-            return known is not None and abs(known - (self.served_usd - lost)) <= COST_TOLERANCE_USD
-        return abs(self.logged_usd - (self.served_usd - lost)) <= COST_TOLERANCE_USD
+            known = self.priced_usd if self.cost_unknown or self.timed_out_unknown else None
+            expected = self.served_usd - lost - late - self.unknown_usage_usd
+            return known is not None and abs(known - expected) <= COST_TOLERANCE_USD
+        return (
+            not self.late and abs(self.logged_usd - (self.served_usd - lost)) <= COST_TOLERANCE_USD
+        )
 
     @property
     def silent_loss(self) -> int:
@@ -178,11 +185,17 @@ class Audit:
         return max(0, len(self.lost_at_kill) - self.cost_unknown)
 
     @property
+    def silent_late(self) -> int:
+        """Answers sent after the client's timeout that the log does not mark cost-unknown."""
+        return max(0, len(self.late) - self.timed_out_unknown)
+
+    @property
     def ok(self) -> bool:
         """Nothing missing (or lost unmarked), phantom, mispriced, over the cap or unverified."""
         return not (
             self.missing
             or self.silent_loss
+            or self.silent_late
             or self.phantom
             or self.over_cap
             or self.broken
@@ -216,6 +229,7 @@ def make_stub(plan: Plan, base: int) -> Any:
             self.killed = False
             self.to_the_dead = 0  # answers rendered for the killed process after it died
             self.killed_at: int | None = None  # the request that triggered the kill
+            self.timed_out: set[int] = set()  # requests answered past the client's timeout
             self.responder = self.respond
 
         def respond(self, req: RecordedRequest) -> Any:
@@ -246,6 +260,7 @@ def make_stub(plan: Plan, base: int) -> Any:
                 return reply
             self.faults += 1
             if kind == "timeout":  # answered after the client's 1 s timeout: it has left
+                self.timed_out.add(k)
                 reply.latency = 5.0
                 return reply
             if kind == "429":
@@ -389,6 +404,10 @@ def reconcile(audit: Audit, stub: Any, run_dir: str) -> None:
     abandoned = [e for e in view.events if isinstance(e, ModelRequestAbandoned)]
     audit.abandoned = (len(abandoned), sum(e.answered for e in abandoned))
     audit.cost_unknown = sum(not e.answered and e.cost_usd is None for e in abandoned)
+    audit.timed_out_unknown = sum(
+        isinstance(e, AgentRunCycleFailed) and e.error_kind == "timeout" and e.cost_usd is None
+        for e in view.events
+    )
     refused = [e for e in view.events if isinstance(e, ModelRequestRefused)]
     audit.refused_in_round = refused[0].round_number if refused else None
     for e in view.events:
@@ -410,10 +429,19 @@ def reconcile(audit: Audit, stub: Any, run_dir: str) -> None:
         for k in ks:
             by_k[k].matched = True
         audit.priced_usd += e.cost_usd or 0.0
+        if e.cost_usd is None and isinstance(e, AgentRunCycleFailed):  # a timeout's attempt
+            audit.unknown_usage_usd += sum(
+                price(plan, by_k[k].input_tokens, by_k[k].output_tokens) for k in ks
+            )
         audit.logged += len(ks)
     for s in audit.served:
         if not s.matched:
-            (audit.lost_at_kill if plan.killed and s.before_kill else audit.missing).append(s)
+            if s.k in stub.timed_out:  # the provider answered after the client gave up on it
+                audit.late.append(s)
+            elif plan.killed and s.before_kill:
+                audit.lost_at_kill.append(s)
+            else:
+                audit.missing.append(s)
     ended = view.ended
     audit.status = ended.status if ended else "no end"
     audit.logged_usd = ended.total_cost_usd if ended else None
@@ -448,6 +476,11 @@ def line(a: Audit) -> str:
         notes.append(f"killed at request {at}, resumed" if at else "ended before its kill")
     if a.missing:
         notes.append("missing k=" + ",".join(str(s.k) for s in a.missing))
+    if a.late:
+        notes.append(
+            f"{len(a.late)} answered after the client's timeout, {a.timed_out_unknown} timeouts "
+            "marked cost-unknown"
+        )
     if a.lost_at_kill:
         notes.append(
             f"{len(a.lost_at_kill)} answered as it was killed, {a.cost_unknown} marked cost-unknown"
@@ -529,6 +562,8 @@ def main() -> int:
         f"({sum(a.abandoned[1] for a in audits)} answered); {len(killed)} runs killed and "
         f"resumed, {sum(len(a.lost_at_kill) for a in killed)} answers sent as they died "
         f"({sum(a.silent_loss for a in killed)} not marked cost-unknown); "
+        f"{sum(len(a.late) for a in audits)} answered after the client's timeout "
+        f"({sum(a.silent_late for a in audits)} not marked cost-unknown); "
         f"{sum(a.refused_in_round is not None for a in audits)} of "
         f"{sum(a.cap_usd is not None for a in audits)} capped runs refused a request; "
         f"{sum(not a.cost_ok for a in audits)} runs whose total is not the served usage priced; "

@@ -7,6 +7,7 @@ The sweep's steps, census and statistics live in ``glossogen.sweep`` (Prefect-fr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -78,7 +79,40 @@ def _find_record(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
     return found[-1] if found else None
 
 
+CRASH_RELAUNCHES = 2
+"""Times a fresh trial is launched again when its flow run crashed before its run began."""
+
+
+class CrashedBeforeStart(RuntimeError):
+    """A fresh trial's flow run crashed before it wrote its run's log: nothing was played."""
+
+
 async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
+    """Play ``launch`` on its provider's deployment (:func:`launch_once`), relaunching a crash.
+
+    A fresh trial whose flow run crashed before its run began (its process died on the worker,
+    say under load: nothing was played or spent, and the crashed flow run is final, so it cannot
+    play later) is launched again under a new idempotency key (``~crashed<n>``), up to
+    :data:`CRASH_RELAUNCHES` times; each relaunch is announced (``run_relaunched``).
+
+    Raises:
+        CrashedBeforeStart: it crashed so on every launch.
+        RuntimeError: see :func:`launch_once`.
+    """
+    for relaunch in range(CRASH_RELAUNCHES + 1):
+        key = launch.idempotency_key + (f"~crashed{relaunch}" if relaunch else "")
+        try:
+            return await launch_once(
+                dataclasses.replace(launch, idempotency_key=key), sweep_id, epoch
+            )
+        except CrashedBeforeStart as exc:
+            if relaunch == CRASH_RELAUNCHES:
+                raise
+            notify("run_relaunched", launch.key.label(), str(exc))
+    raise AssertionError("unreachable: the last launch returned or raised")
+
+
+async def launch_once(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | None:
     """Create the run's flow run on its provider's deployment and wait for it to end.
 
     A fresh run's folder is claimed here, before the flow run is created, and handed to it as
@@ -92,8 +126,10 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     in-process).
 
     Raises:
-        RuntimeError: the flow run ended without starting its run's log (e.g. refused on the
-            worker); its state is named.
+        CrashedBeforeStart: a fresh run's flow run crashed before it started the run's log
+            (its process died on the worker, say under load); its folder was removed.
+        RuntimeError: the flow run ended otherwise without starting its run's log (e.g.
+            refused on the worker); its state is named.
     """
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
@@ -143,9 +179,9 @@ async def launch_deployment(launch: Launch, sweep_id: str, epoch: int) -> RunRec
     if not folder.has_log():
         await asyncio.to_thread(folder.discard_unstarted)
         state = flow_run.state.name if flow_run.state else "unknown"
-        raise RuntimeError(
-            f"flow run {flow_run.name} ended {state} without starting run {folder.run_id}"
-        )
+        said = f"flow run {flow_run.name} ended {state} without starting run {folder.run_id}"
+        crashed = flow_run.state is not None and flow_run.state.is_crashed()
+        raise (CrashedBeforeStart if crashed and claimed is not None else RuntimeError)(said)
     record = read_run(
         RunStore(folder.runs_dir),
         folder.run_id,

@@ -37,6 +37,9 @@ class _Launches:
     def run_returned(self, trial: str, run_id: str, status: str) -> None:
         print(f"trial {trial} ended {status}: run {run_id}", flush=True)
 
+    def run_relaunched(self, trial: str, why: str) -> None:
+        print(f"trial {trial}: {why} (nothing was played); launching it again", flush=True)
+
 
 async def play_until_interrupted(flow_run: Coroutine[Any, Any, T]) -> T:
     """Await ``flow_run``; on SIGINT cancel it, let it end, and raise ``KeyboardInterrupt``.

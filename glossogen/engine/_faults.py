@@ -24,6 +24,8 @@ INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
 """The kind of a model error where a tool call's arguments failed validation or named no tool."""
 MALFORMED_RESPONSE = "malformed_response"
 """The kind of a provider answer whose body is not what its wire promises."""
+TIMEOUT = "timeout"
+"""The kind of a request the client stopped waiting for (its timeout)."""
 INTERNAL = "internal"
 """The kind of a failure no provider caused: an exception of ours (or a history pydantic-ai
 refuses), a bug. A run this takes out ends ``error`` with exit 70, not 69."""
@@ -44,7 +46,7 @@ _KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
     (pa.ModelOverloadedError, "overloaded", True),
     (pa.ModelUnavailableError, "unavailable", True),
     (pa.ModelServerError, "server_error", True),
-    (pa.ModelTimeoutError, "timeout", True),
+    (pa.ModelTimeoutError, TIMEOUT, True),
     (pa.ModelConnectionError, "connection", True),
     (pa.ModelAuthenticationError, "authentication", False),
     (pa.ModelNotFoundError, "model_not_found", False),
@@ -53,7 +55,7 @@ _KINDS: tuple[tuple[type[BaseException], str, bool], ...] = (
     (pa.ContentFilterError, "refusal", True),
     (pa.UnexpectedModelBehavior, MALFORMED_RESPONSE, True),
     (pa.ModelAPIError, "api_error", True),
-    (TimeoutError, "timeout", True),
+    (TimeoutError, TIMEOUT, True),
 )
 
 
@@ -75,6 +77,19 @@ def classify(exc: BaseException) -> Fault:
     if _raised_reading_a_response(exc):
         return Fault(MALFORMED_RESPONSE, True, retry_after)
     return Fault(INTERNAL, True, retry_after)
+
+
+def cost_of_failed(fault: Fault, sent: bool, answered_usd: float | None) -> float | None:
+    """USD a failed attempt is logged with: what its answered requests cost, or unknown.
+
+    A failed request is not billed, except one that timed out after it was sent: the provider
+    may have answered it (and billed it) after the client left, so its cost is unknown (None),
+    and the run's total becomes a lower bound that says so. ``answered_usd`` is what the
+    attempt's answered requests cost (0 when none answered).
+    """
+    if fault.kind == TIMEOUT and sent:
+        return None
+    return answered_usd
 
 
 _PARSING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)

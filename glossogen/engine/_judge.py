@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify
+from glossogen.engine._faults import MAX_ATTEMPTS, backoff_seconds, classify, cost_of_failed
 from glossogen.engine._requests import asking
 from glossogen.engine._runner import SpendCapReached
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
@@ -247,7 +247,11 @@ class RunJudge:
                             retry_after_seconds=fault.retry_after,
                             input_tokens=usage.input_tokens,
                             output_tokens=usage.output_tokens,
-                            cost_usd=price_answered(self.provider, self.model, usage),
+                            cost_usd=cost_of_failed(
+                                fault,
+                                bool(settled),
+                                price_answered(self.provider, self.model, usage),
+                            ),
                             request_ids=settled,
                         )
                     )

@@ -27,7 +27,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.settings import ModelSettings
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from glossogen.engine._faults import INVALID_TOOL_ARGUMENTS, backoff_seconds, classify
+from glossogen.engine._faults import (
+    INVALID_TOOL_ARGUMENTS,
+    backoff_seconds,
+    classify,
+    cost_of_failed,
+)
 from glossogen.engine._faults import MAX_ATTEMPTS as MAX_ATTEMPTS
 from glossogen.engine._requests import UNBILLED, Asked, asking
 from glossogen.eventlog import (
@@ -346,6 +351,7 @@ class CycleDriver:
                 attempts=runner.failures,
                 retryable=fault.retryable,
                 retry_after_seconds=fault.retry_after,
+                cost_usd=cost_of_failed(fault, bool(settled), 0.0),
                 request_ids=settled,
             )
         )

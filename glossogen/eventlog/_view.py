@@ -183,6 +183,9 @@ class Spend:
 
     judge_usage_unread: int = 0
     """Judge calls whose usage could not be read (cost unknown)."""
+    timed_out_requests: int = 0
+    """Sent requests that timed out at the client (seats and judge): the provider may have
+    answered and billed them after the client left, so their cost is unknown (null)."""
     known_cost_usd: float = 0.0
     """USD of the calls whose cost is known: the total's lower bound when it is unknown."""
 
@@ -207,7 +210,10 @@ class Spend:
             else:
                 self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
         elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
-            # answers a failed attempt was billed for that no other event prices
+            # answers a failed attempt was billed for that no other event prices, or a request
+            # that timed out after it was sent (its cost unknown)
+            if event.cost_usd is None and event.error_kind == "timeout":
+                self.timed_out_requests += 1
             if event.agent_id == "judge":
                 self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
             else:

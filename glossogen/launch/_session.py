@@ -513,6 +513,13 @@ def price_spend(folder: RunFolder) -> RunSpend:
             if own.unanswered_requests
             else []
         )
+        if own.timed_out_requests:
+            notes.append(
+                f"{own.timed_out_requests} model request(s) timed out after they were sent: the "
+                "provider may have answered and billed them after the client left, so what they "
+                f"cost is unknown; the calls priced sum to {own.known_cost_usd:.6f} USD, a lower "
+                "bound"
+            )
         if own.usage_unread:
             notes.append(
                 f"{own.usage_unread} answered model call(s) returned no usage that could be "

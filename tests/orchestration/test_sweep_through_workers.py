@@ -175,3 +175,69 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
     assert asyncio.run(interrupt()) == "Cancelled"
     # Cancelled before any worker took it: nothing was played, and its folder is gone again.
     assert list((tmp_path / "runs" / "prisoners_dilemma").iterdir()) == []
+
+
+def test_a_trial_whose_flow_run_crashed_before_its_run_began_is_launched_again(
+    deployed: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from prefect.states import Crashed
+
+    from glossogen.launch import RunRequest, observing
+    from glossogen.sweep import Launch, TrialKey
+    from tasks.sweep import CRASH_RELAUNCHES, CrashedBeforeStart, launch_deployment
+
+    # glossogen-google-gla has no worker here: each flow run stays Scheduled until the test
+    # crashes it, as a worker whose flow-run process died before the run began leaves it.
+    request = RunRequest(
+        scenario="prisoners_dilemma",
+        model="gemini-2.5-flash",
+        provider="google-gla",
+        runs_dir=str(tmp_path / "runs"),
+        config="knobs_default",
+    )
+    key = f"crashing-{tmp_path.name}"
+    launch = Launch(TrialKey("c0", 1), request, key, 0.0)
+
+    class Crasher:
+        """Crashes each flow run the launch creates; keeps what the launch said."""
+
+        def __init__(self) -> None:
+            self.flow_run_ids: list[str] = []
+            self.said: list[str] = []
+
+        def run_queued(self, trial: str, deployment: str, flow_run_id: str, run_id: str) -> None:
+            self.flow_run_ids.append(flow_run_id)
+            asyncio.get_running_loop().create_task(self.crash(flow_run_id))
+
+        async def crash(self, flow_run_id: str) -> None:
+            async with get_client() as client:
+                await client.set_flow_run_state(
+                    UUID(flow_run_id), Crashed(message="its process died"), force=True
+                )
+
+        def run_relaunched(self, trial: str, why: str) -> None:
+            self.said.append(f"{trial}: {why}")
+
+    async def launch_crashing() -> tuple[Crasher, list[str | None]]:
+        crasher = Crasher()
+        with observing(crasher), pytest.raises(CrashedBeforeStart):
+            await launch_deployment(launch, "crashing", 1)
+        async with get_client() as client:
+            keys = [
+                (await client.read_flow_run(UUID(i))).idempotency_key for i in crasher.flow_run_ids
+            ]
+        return crasher, keys
+
+    crasher, keys = asyncio.run(launch_crashing())
+    # Launched once, then again under a new key each time it crashed before its run began.
+    assert CRASH_RELAUNCHES == 2
+    assert keys == [key, f"{key}~crashed1", f"{key}~crashed2"]
+    assert len(crasher.said) == 2
+    assert all(
+        line.startswith("c0/1: flow run ") and " ended Crashed without starting run " in line
+        for line in crasher.said
+    )
+    # Nothing was played in any of them: each claimed folder was removed again.
+    assert list((tmp_path / "runs" / "prisoners_dilemma").iterdir()) == []

@@ -14,7 +14,7 @@ from glossogen.eventlog import (
     read_events,
 )
 from glossogen.launch import RunRequest
-from tests.fixtures.model_stubs import StubFault, StubModelServer
+from tests.fixtures.model_stubs import StubFault, StubModelServer, StubReply
 from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
 
@@ -118,8 +118,26 @@ def test_a_hung_request_times_out_on_the_agents_timeout(
     anthropic_stub.responder = pd_player
     result, events = _run(tmp_path, "agent_model_settings.timeout=3")
     assert (result.status, result.rounds_won) == ("completed", 2)
-    assert [e.error_kind for e in events if isinstance(e, AgentRunCycleFailed)] == ["timeout"]
+    (failure,) = [e for e in events if isinstance(e, AgentRunCycleFailed)]
     assert anthropic_stub.ended_holds(1) == ["client_left"]
+    # Sent, then given up by the client: a provider may answer (and bill) after the client left,
+    # so its cost is unknown, never 0, and the run's total is a lower bound that says why.
+    assert (failure.error_kind, failure.cost_usd, len(failure.request_ids)) == ("timeout", None, 1)
+    # The stub answers the held request once its hold ends (its default reply), as a provider
+    # would after the client left: billed on the provider's side, unknown on ours.
+    default = StubReply()
+    late = [s for s in anthropic_stub.served
+            if (s.reply.input_tokens, s.reply.output_tokens) == (default.input_tokens,
+                                                                 default.output_tokens)]  # fmt: skip
+    assert len(late) == 1
+    served = sum(s.usd("claude-sonnet-4-6", "anthropic") for s in anthropic_stub.served
+                 if s not in late)  # fmt: skip
+    assert result.total_cost_usd is None
+    assert result.cost_note == (
+        "1 model request(s) timed out after they were sent: the provider may have answered and "
+        "billed them after the client left, so what they cost is unknown; the calls priced sum "
+        f"to {served:.6f} USD, a lower bound"
+    )
 
 
 def test_a_wrong_key_is_not_retried(
