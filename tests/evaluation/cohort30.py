@@ -42,6 +42,18 @@ DAMAGED = {
     ),
     # A torn line (a write cut short, then the log went on) after line 12.
     "veyru/1797000004": (12, '{"event_id":"y","event_type":"tool_call_invoked","sche\n'),
+    # In this writer's shape: a message_sent without its fields (invalid), an unknown type, a
+    # blank line, a round boundary holding NaN (invalid: not JSON), after line 30.
+    "veyru/1797000005": (
+        30,
+        '{"event_id":"00000000-0000-4000-8000-000000000001","event_type":"message_sent",'
+        '"schema_version":2,"round_number":1}\n'
+        '{"event_id":"00000000-0000-4000-8000-000000000002","event_type":"not_installed_anywhere",'
+        '"schema_version":2}\n'
+        "\n"
+        '{"event_id":"00000000-0000-4000-8000-000000000003","event_type":"round_completed",'
+        '"schema_version":2,"round_number":NaN}\n',
+    ),
 }
 
 
