@@ -34,6 +34,7 @@ def metric(
     version: int = 1,
     needs: tuple[Hook, ...] = ("channels",),
     sidecar: str | None = None,
+    reads: tuple[str, ...] | None = None,
 ) -> Callable[[Compute], Compute]:
     """Register the decorated ``async def compute(ctx) -> Scored`` as metric ``name``.
 
@@ -44,6 +45,9 @@ def metric(
         version: Definition version (bump when the formula changes; part of the cache key).
         needs: Run hooks read (:data:`~glossogen.evaluation._contract.Hook`).
         sidecar: JSONL file the metric writes into the run folder, if any.
+        reads: Event types read beyond what a loaded run describes
+            (:attr:`~glossogen.evaluation._contract.Metric.reads`); None (the default):
+            every event, so the whole log is parsed whenever the metric is scored.
 
     Raises:
         ValueError: another metric already registered ``name``.
@@ -62,6 +66,7 @@ def metric(
             compute=compute,
             sidecar=sidecar,
             description=(compute.__doc__ or "").strip(),
+            reads=reads,
         )
         return compute
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from glossogen import exit_codes
+from glossogen.evaluation._read import FACTS, read_for_metrics
 from glossogen.eventlog import (
     AgentHistoryAppended,
     Event,
@@ -228,19 +229,25 @@ def log_digest(folder: RunFolder) -> str:
     """Return the SHA-256 (hex) of the folder's event log as stored.
 
     Raises:
+        EvaluationError: as :func:`read_log`.
+    """
+    return hashlib.sha256(read_log(folder)).hexdigest()
+
+
+def read_log(folder: RunFolder) -> bytes:
+    """Return the bytes of the folder's event log as stored.
+
+    Raises:
         EvaluationError: 66 when the log is missing, a folder or unreadable; 65 when the folder
             holds another scenario's log.
     """
-    state = folder.log_state()
-    if state == "missing":
-        raise _missing_log(folder, folder.scenario)
-    if state == "folder":
-        raise EvaluationError(
-            f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
-        )
     try:
-        return hashlib.sha256(folder.log_bytes()).hexdigest()
-    except FileNotFoundError:
+        return folder.log_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        if folder.log_state() == "folder":
+            raise EvaluationError(
+                f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
+            ) from None
         raise _missing_log(folder, folder.scenario) from None
     except (StorageError, OSError) as exc:
         raise EvaluationError(
@@ -248,12 +255,23 @@ def log_digest(folder: RunFolder) -> str:
         ) from None
 
 
-def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun:
+def load_run(
+    run_dir: str | RunFolder,
+    scenario: str | None = None,
+    log: bytes | None = None,
+    reads: frozenset[str] | None = None,
+) -> LoadedRun:
     """Read the run's event log once (through :class:`RunView`) and describe it for the metrics.
+
+    The log's bytes are read once, hashed and parsed; only the event types in ``reads`` (and
+    :data:`~glossogen.evaluation._read.FACTS`) are parsed when it is given
+    (:func:`~glossogen.evaluation._read.read_for_metrics`), so ``events`` holds those alone.
 
     Args:
         run_dir: The run folder, or its URL (local path, relative ones made absolute).
         scenario: The scenario name given on the command line (default: the folder's).
+        log: The log's bytes when the caller has read them already (not read again).
+        reads: Event types the metrics read (None: every event).
 
     Returns:
         The loaded run.
@@ -270,17 +288,13 @@ def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun
     else:
         folder = open_folder(run_dir, scenario or find_scenario(run_dir))
     scenario = folder.scenario
-    digest = log_digest(folder)
+    data = read_log(folder) if log is None else log
+    digest = hashlib.sha256(data).hexdigest()
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    try:
-        view = RunView.load(folder.log_url)
-    except (StorageError, OSError) as exc:
-        raise EvaluationError(
-            f"cannot read {folder.log_url}: {exc}", int(exit_codes.UNREADABLE)
-        ) from None
+    view = RunView.of(read_for_metrics(data, None if reads is None else FACTS | reads))
     started = view.started
     if started is None:
         what = (

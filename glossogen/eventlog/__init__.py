@@ -51,7 +51,13 @@ from glossogen.eventlog._events import (
     new_id,
     register_event,
 )
-from glossogen.eventlog._reader import EventLogRead, LogTail, iter_event_dicts, read_events
+from glossogen.eventlog._reader import (
+    EventLogRead,
+    LogTail,
+    iter_event_dicts,
+    read_event_bytes,
+    read_events,
+)
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._view import (
     QUEUED,
@@ -131,6 +137,7 @@ __all__ = [
     "event_classes",
     "iter_event_dicts",
     "new_id",
+    "read_event_bytes",
     "read_events",
     "register_event",
 ]
