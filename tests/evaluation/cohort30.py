@@ -57,9 +57,24 @@ DAMAGED = {
 }
 
 
-def _play_sources(dest: Path) -> None:
-    """Play the 7 run folders into ``dest`` (as ``tests/evaluation/test_cohort.py`` does)."""
-    from tests.evaluation.test_cohort import _resumed
+def resumed(runs: Path, now_unix: int) -> None:
+    """A run killed in round 2 (its log cut there, no ending), then resumed to its end."""
+    from tests.export.conftest import _resume, play
+
+    url = Path(play(runs, "veyru", now_unix, "round_count=3", "seed=11"))
+    log = url / "veyru.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    second = next(
+        i for i, line in enumerate(lines)
+        if '"round_started"' in line and '"round_number":2' in line
+    )  # fmt: skip
+    log.write_text("".join(lines[: second + 6]))
+    asyncio.run(_resume(str(url)))
+    assert '"run_resumed"' in log.read_text()
+
+
+def play_sources(dest: Path) -> None:
+    """Play the 7 run folders into ``dest``: 5 played, 1 resumed after a kill, 1 fork."""
     from tests.export.conftest import fork, play
 
     firsts = [
@@ -69,8 +84,13 @@ def _play_sources(dest: Path) -> None:
         play(dest, "prisoners_dilemma", 1796000004, "round_count=2"),
         play(dest, "prisoners_dilemma", 1796000005, "round_count=3", "seed=5"),
     ]
-    _resumed(dest, 1796000006)
+    resumed(dest, 1796000006)
     fork(dest, firsts[0], 1, 1796000007)
+
+
+def _commit_sources(dest: Path) -> None:
+    """Play the 7 run folders into ``dest`` as committed: logs gzipped, no writer locks."""
+    play_sources(dest)
     for lock in dest.glob("*/*/.writer.lock"):
         lock.unlink()
     for log in dest.glob("*/*/*.jsonl"):
@@ -170,7 +190,7 @@ def main() -> None:
     scratch = Path(args.scratch)
     if args.play:
         shutil.rmtree(SOURCES, ignore_errors=True)
-        _play_sources(SOURCES)
+        _commit_sources(SOURCES)
     _pin("all", "all", scratch)
     _pin("deterministic", deterministic_metrics(), scratch)
 
