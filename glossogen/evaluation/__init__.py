@@ -79,6 +79,7 @@ from glossogen.evaluation._report import (
 from glossogen.evaluation._run import (
     EvaluationError,
     LoadedRun,
+    RunLog,
     SkippedLines,
     find_scenario,
     load_run,
@@ -123,6 +124,7 @@ __all__ = [
     "Judge",
     "JudgeInfo",
     "LoadedRun",
+    "RunLog",
     "LeftBlank",
     "LogLinesSkipped",
     "SkippedLines",

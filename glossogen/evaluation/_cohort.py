@@ -20,7 +20,6 @@ within the cap).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +39,13 @@ from glossogen.evaluation._evaluate import (
 )
 from glossogen.evaluation._judge import check_judge_provider, parse_judge_settings
 from glossogen.evaluation._report import LogLinesSkipped, set_aside_stale_report
-from glossogen.evaluation._run import EvaluationError, log_digest, open_folder, read_log
+from glossogen.evaluation._run import (
+    EvaluationError,
+    RunLog,
+    log_digest,
+    open_folder,
+    read_log,
+)
 from glossogen.pricing import price_call
 from glossogen.storage import StorageError
 
@@ -217,7 +222,7 @@ class RunOutcome(BaseModel):
 
 
 def plan_request(
-    run_url: str, scenario: str | None, request: EvaluationRequest, log: bytes | None = None
+    run_url: str, scenario: str | None, request: EvaluationRequest, log: RunLog | None = None
 ) -> EvaluationPlan:
     """Plan ``request`` on the run in ``run_url`` (see :func:`plan_evaluation` for refusals).
 
@@ -264,7 +269,7 @@ def _spend(evaluation: Evaluation) -> float | None:
 async def evaluate_run(
     handle: RunHandle,
     request: EvaluationRequest,
-    log: bytes | None = None,
+    log: RunLog | None = None,
     now: datetime | None = None,
 ) -> RunOutcome:
     """Evaluate one run of a cohort; never raises for a problem of this run alone.
@@ -272,7 +277,7 @@ async def evaluate_run(
     Every up-to-date entry is reused (deterministic ones too); a run with nothing to compute
     is ``skipped`` and its report is left as it is. A refused run whose report describes
     another log has it set aside (:func:`_refused`). ``log``: the run's log as read already
-    (its SHA-256 is the handle's); ``now``: the report's ``updated_at`` (default: the time).
+    (its SHA-256 the handle's); ``now``: the report's ``updated_at`` (default: the time).
     """
     try:
         plan = plan_request(handle.run_url, handle.scenario, request, log)
@@ -332,15 +337,12 @@ async def evaluate_batch(
     for run in runs:
         try:
             folder = open_folder(run.run_url, run.scenario)
-            log = read_log(folder)
+            log = RunLog.of(read_log(folder))
         except EvaluationError as exc:
             done.unreadable[run.run_id] = str(exc)
             continue
         handle = RunHandle(
-            run_id=run.run_id,
-            run_url=folder.url,
-            scenario=run.scenario,
-            log_sha256=hashlib.sha256(log).hexdigest(),
+            run_id=run.run_id, run_url=folder.url, scenario=run.scenario, log_sha256=log.sha256
         )
         outcome = cached_run(handle, request)
         if outcome is None:

@@ -40,6 +40,7 @@ from glossogen.evaluation._report import (
 from glossogen.evaluation._run import (
     EvaluationError,
     LoadedRun,
+    RunLog,
     find_scenario,
     load_run,
     resolve_run_dir,
@@ -214,7 +215,7 @@ def plan_evaluation(
     scenario: str | None = None,
     environ: dict[str, str] | None = None,
     plot: bool = False,
-    log: bytes | None = None,
+    log: RunLog | None = None,
 ) -> EvaluationPlan:
     """Check an evaluation request and load its run; spend and write nothing.
 
@@ -235,7 +236,7 @@ def plan_evaluation(
             whose ``<name>.jsonl`` the folder holds, else the folder's parent's name).
         environ: Environment to check credentials in (default: process env and nearest .env).
         plot: Also score the metrics ``report.html`` charts (:data:`PLOT_METRICS`) that apply.
-        log: The run's log as read already (its bytes); read from the folder when None. Only
+        log: The run's log as read already; read from the folder when None. Only
             the event types the requested metrics read are parsed (:func:`reads_of`).
 
     Raises:

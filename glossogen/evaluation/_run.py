@@ -225,6 +225,19 @@ def open_folder(run_dir: str, scenario: str) -> RunFolder:
         raise EvaluationError(str(exc)) from None
 
 
+@dataclass(frozen=True)
+class RunLog:
+    """A run's event log as read once: its bytes and their SHA-256 (hex)."""
+
+    data: bytes
+    sha256: str
+
+    @classmethod
+    def of(cls, data: bytes) -> RunLog:
+        """Hash ``data`` once."""
+        return cls(data, hashlib.sha256(data).hexdigest())
+
+
 def log_digest(folder: RunFolder) -> str:
     """Return the SHA-256 (hex) of the folder's event log as stored.
 
@@ -258,7 +271,7 @@ def read_log(folder: RunFolder) -> bytes:
 def load_run(
     run_dir: str | RunFolder,
     scenario: str | None = None,
-    log: bytes | None = None,
+    log: RunLog | None = None,
     reads: frozenset[str] | None = None,
 ) -> LoadedRun:
     """Read the run's event log once (through :class:`RunView`) and describe it for the metrics.
@@ -270,7 +283,7 @@ def load_run(
     Args:
         run_dir: The run folder, or its URL (local path, relative ones made absolute).
         scenario: The scenario name given on the command line (default: the folder's).
-        log: The log's bytes when the caller has read them already (not read again).
+        log: The log when the caller has read it already (not read again).
         reads: Event types the metrics read (None: every event).
 
     Returns:
@@ -288,13 +301,12 @@ def load_run(
     else:
         folder = open_folder(run_dir, scenario or find_scenario(run_dir))
     scenario = folder.scenario
-    data = read_log(folder) if log is None else log
-    digest = hashlib.sha256(data).hexdigest()
+    log = log or RunLog.of(read_log(folder))
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    view = RunView.of(read_for_metrics(data, None if reads is None else FACTS | reads))
+    view = RunView.of(read_for_metrics(log.data, None if reads is None else FACTS | reads))
     started = view.started
     if started is None:
         what = (
@@ -352,7 +364,7 @@ def load_run(
         view=view,
         scenario=scenario,
         run_id=started.run_id,
-        log_sha256=digest,
+        log_sha256=log.sha256,
         events=events,
         status=ended.status if ended is not None else None,
         primary_channels=primary,
