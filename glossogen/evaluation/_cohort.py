@@ -44,7 +44,6 @@ from glossogen.evaluation._run import (
     RunLog,
     log_digest,
     open_folder,
-    read_log,
 )
 from glossogen.pricing import price_call
 from glossogen.storage import StorageError
@@ -337,7 +336,7 @@ async def evaluate_batch(
     for run in runs:
         try:
             folder = open_folder(run.run_url, run.scenario)
-            log = RunLog.of(read_log(folder))
+            log = RunLog.read(folder)
         except EvaluationError as exc:
             done.unreadable[run.run_id] = str(exc)
             continue

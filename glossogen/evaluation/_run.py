@@ -233,8 +233,13 @@ class RunLog:
     sha256: str
 
     @classmethod
-    def of(cls, data: bytes) -> RunLog:
-        """Hash ``data`` once."""
+    def read(cls, folder: RunFolder) -> RunLog:
+        """Read the folder's log once and hash it.
+
+        Raises:
+            EvaluationError: as :func:`read_log`.
+        """
+        data = read_log(folder)
         return cls(data, hashlib.sha256(data).hexdigest())
 
 
@@ -301,7 +306,7 @@ def load_run(
     else:
         folder = open_folder(run_dir, scenario or find_scenario(run_dir))
     scenario = folder.scenario
-    log = log or RunLog.of(read_log(folder))
+    log = log or RunLog.read(folder)
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
