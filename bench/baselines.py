@@ -10,6 +10,8 @@
   (given the same arguments as ours); it is not on the package index, so without it one line
   says the comparison was skipped.
 - :func:`process`: wall seconds, CPU seconds and peak resident MiB of one child process.
+- :func:`children_cpu`: CPU seconds of this process's live descendants (a Prefect server the
+  bench started), read from ``/proc`` once they have settled.
 """
 
 from __future__ import annotations
@@ -72,6 +74,57 @@ def process(
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{' '.join(args[:6])} exited {code}: {err[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far, from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a process that exited while the table was read
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def children_cpu(settle_seconds: float = 1.0) -> float | None:
+    """CPU seconds of this process's live descendants (e.g. the Prefect server it started).
+
+    Read once they settle: a server finishes writing what a command sent it after the command
+    has exited, so the figure is taken when a ``settle_seconds`` pause adds under 0.02 s (at
+    most 60 s). None where ``/proc`` is not there to read.
+    """
+    if not Path("/proc/self/stat").exists():
+        return None
+
+    def total() -> float:
+        cpu = 0.0
+        for pid in _descendants(os.getpid()):
+            try:
+                cpu += _cpu_of(pid)
+            except (OSError, IndexError):
+                continue
+        return cpu
+
+    last, deadline = total(), time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(settle_seconds)
+        now = total()
+        if now - last < 0.02:
+            return now
+        last = now
+    return last
 
 
 def bare_parse(runs_dir: Path, parser: str = "orjson") -> tuple[float, float, float]:

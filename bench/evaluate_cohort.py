@@ -8,6 +8,7 @@ new run ids (folder name and ``simulation_started.run_id``). Then, each a whole 
 1. limit: a bare parse of every line of every log of the cohort (orjson), and of one log;
 2. ``glossogen evaluate --runs-dir`` over the cohort, every deterministic metric, against a
    running Prefect server (``PREFECT_API_URL``, else one started here): runs per second;
+   with the CPU the Prefect server spent on it, when the server is the one started here;
 3. the same command again: every run's report is up to date, so all are skipped;
 4. ``glossogen evaluate <scenario> --run-dir`` on one run with the server, and with no Prefect
    API configured (scored in-process);
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import bare_parse, original, process  # noqa: E402
+from bench.baselines import bare_parse, children_cpu, original, process  # noqa: E402
 
 BASE_TS = 1796100000
 
@@ -105,10 +106,21 @@ def main() -> None:
           f"ready in {time.perf_counter() - t0:.1f} s under {scratch}")  # fmt: skip
     glossogen = [sys.executable, "-m", "glossogen"]
     rows: list[tuple[str, float, float, float]] = []
+    server: dict[str, float] = {}
     with ExitStack() as stack:
         from deployments.local_server import QUIET_ENV, local_prefect_server
 
+        own_server = not os.environ.get("PREFECT_API_URL")
         api = os.environ.get("PREFECT_API_URL") or stack.enter_context(local_prefect_server())
+
+        def served_by(name: str, cmd: list[str]) -> tuple[float, float, float]:
+            before = children_cpu() if own_server else None
+            measured = process(cmd, with_api)
+            after = children_cpu() if own_server else None
+            if before is not None and after is not None:
+                server[name] = after - before
+            return measured
+
         with_api = {**QUIET_ENV, "PREFECT_API_URL": api}
         _fresh_one(cohort, one)
         process([*glossogen, "--help"])  # warm the bytecode and page cache once
@@ -118,9 +130,9 @@ def main() -> None:
         rows.append(("limit: bare parse of one log (orjson)", *limit_one))
         rows.append(("limit: glossogen --help (CLI start-up)", *process([*glossogen, "--help"])))
         cohort_cmd = [*glossogen, "evaluate", "--runs-dir", str(cohort), "--metrics", deterministic]
-        first = process(cohort_cmd, with_api)
+        first = served_by("cohort", cohort_cmd)
         rows.append((f"evaluate --runs-dir, {args.runs} runs (server)", *first))
-        again = process(cohort_cmd, with_api)
+        again = served_by("again", cohort_cmd)
         rows.append((f"evaluate --runs-dir again: {args.runs} skipped", *again))
         single = [
             *glossogen,
@@ -131,7 +143,7 @@ def main() -> None:
             "--metrics",
             deterministic,
         ]
-        served = process(single, with_api)
+        served = served_by("one", single)
         rows.append(("evaluate --run-dir, one run (server)", *served))
         _fresh_one(cohort, one)
         no_api = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -146,6 +158,13 @@ def main() -> None:
           f"skipping all: {again[1] / limit_all[1]:.1f}x")  # fmt: skip
     print(f"one run, server: {served[1]:.2f} CPU-s = {served[1] / limit_one[1]:.1f}x a bare "
           f"parse process; in-process: {alone[1]:.2f} CPU-s = {alone[1] / limit_one[1]:.1f}x")  # fmt: skip
+    if server:
+        print(f"Prefect server CPU-s: cohort {server['cohort']:.2f}, again {server['again']:.2f}, "
+              f"one run {server['one']:.2f}; cohort, command and server together: "
+              f"{first[1] + server['cohort']:.2f} CPU-s = "
+              f"{(first[1] + server['cohort']) / limit_all[1]:.1f}x a bare parse")  # fmt: skip
+    else:
+        print("Prefect server CPU: not measured (PREFECT_API_URL names a server not started here)")
     theirs = original(["evaluate", "veyru", "--run-dir", str(one), "--metrics", deterministic])
     if theirs is not None:
         print(f"original platform, one run: {theirs[1]:.2f} CPU-s; ours with a server "

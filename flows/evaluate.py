@@ -1,37 +1,75 @@
 """The evaluate flows: one run into its ``<scenario>_report.json``, or a cohort of runs.
 
-Tasks take small handles (a run's URL and log SHA-256, the checked request), never a parsed
-log; the run is loaded inside its task and the cache is the run's report (see
-``tasks/evaluate.py``). Judge and probe requests take ``llm:<provider>`` slots, shared with
-simulations (``install_call_gate``).
+Tasks take small handles (a run's URL and id, the checked request), never a parsed log; the
+run's log is read inside its task and the cache is the run's report (see
+``tasks/evaluate.py``). A cohort's runs go to tasks in batches, so the Prefect server records a
+few task runs, not one per run. Judge and probe requests take ``llm:<provider>`` slots, shared
+with simulations (``install_call_gate``); a cohort that calls no model installs no gate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from pydantic import BaseModel
 
-from glossogen.concurrency import current_gate
 from glossogen.evaluation import (
+    CohortRun,
     Evaluation,
     EvaluationRequest,
-    RunHandle,
     RunOutcome,
     check_request,
     headline_rows,
 )
 from glossogen.launch import notify
 from glossogen.pricing import add_costs
-from orchestration.gate import install_call_gate
-from tasks.evaluate import estimate_spend, evaluate_handle, score_run, select_cohort
+from tasks.evaluate import (
+    SpendEstimate,
+    estimate_spend,
+    evaluate_runs,
+    score_run,
+    select_cohort,
+)
 
 COHORT_CONCURRENCY = 4
-"""Runs of a cohort evaluated at once (their judge calls overlap; deterministic work does not)."""
+"""Batches of a cohort evaluated at once (their judge calls overlap; deterministic work does
+not)."""
+BATCH_RUNS = 100
+"""Most runs one task of a cohort evaluates (one after the other, each log read once)."""
+
+
+@asynccontextmanager
+async def _call_gate(needed: bool = True) -> AsyncIterator[None]:
+    """Model calls take ``llm:<provider>`` slots while open; idle slots go back at the end."""
+    if not needed:
+        yield
+        return
+    from glossogen.concurrency import current_gate
+    from orchestration.gate import install_call_gate
+
+    install_call_gate()  # judge and probe calls take llm:<provider> slots, as simulations do
+    try:
+        yield
+    finally:
+        await current_gate().release_idle()  # slots kept for a next call go back at once
+
+
+def batches(runs: list[CohortRun], capped: bool) -> list[list[CohortRun]]:
+    """Split a cohort's runs into the batches its tasks take, in order.
+
+    At least :data:`COHORT_CONCURRENCY` batches when there are that many runs, each of at most
+    :data:`BATCH_RUNS`; one run per batch under a spend cap with judged work (a run starts
+    only while its estimate fits the cap).
+    """
+    size = 1 if capped else max(1, min(BATCH_RUNS, math.ceil(len(runs) / COHORT_CONCURRENCY)))
+    return [runs[i : i + size] for i in range(0, len(runs), size)]
 
 
 def _artifact_key(run_id: str) -> str:
@@ -66,13 +104,10 @@ async def evaluate(
     Raises:
         EvaluationError: the request or run was refused (exit code on the exception).
     """
-    install_call_gate()  # judge and probe calls take llm:<provider> slots, as simulations do
-    request = check_request(metrics, model, provider, judge_settings, judge_replicas,
-                            probe_replicas, allow_incomplete, plot)  # fmt: skip
-    try:
+    async with _call_gate():
+        request = check_request(metrics, model, provider, judge_settings, judge_replicas,
+                                probe_replicas, allow_incomplete, plot)  # fmt: skip
         done = await score_run(run_dir, scenario, request)
-    finally:
-        await current_gate().release_idle()  # slots kept for a next judge call go back at once
     report = done.report
     await acreate_table_artifact(
         table=headline_rows(report, done.scored),
@@ -121,70 +156,81 @@ async def evaluate_cohort(
     spend_cap_usd: float | None = None,
     max_runs: int = 5000,
 ) -> CohortEvaluation:
-    """Evaluate every selected run under ``runs_dir`` in this flow, one task per run.
+    """Evaluate every selected run under ``runs_dir`` in this flow, runs batched per task.
 
     ``selection`` is the export's (``{"kind": "filters", ...}`` or ``{"kind": "run_ids",
-    ...}``; all runs when None). With judged metrics the cohort's judge spend is estimated
-    first (observers get ``cohort_estimated``); with ``spend_cap_usd`` a run starts only while
-    spent + in flight + its estimate stays within the cap, and the rest are ``not_measured``.
-    A run that fails or is refused never stops the others. Observers get ``run_evaluated``
-    after each run.
+    ...}``; all runs when None). Each task evaluates a batch of runs (:func:`batches`), each
+    log read once; a run whose report is up to date is skipped from the report alone. With
+    judged metrics the cohort's judge spend is estimated first (observers get
+    ``cohort_estimated``); with ``spend_cap_usd`` a run starts only while spent + in flight +
+    its estimate stays within the cap, and the rest are ``not_measured`` (a run with nothing to
+    score is skipped, never held back). A run that fails or is refused never stops the others.
+    Observers get ``run_evaluated`` after each run.
 
     Raises:
         RunsDirError, SelectionError, StorageError: the selection cannot be resolved.
         SpendCapError: a cap was given and the judge spend cannot be estimated.
     """
-    install_call_gate()
     request = request or EvaluationRequest()
-    chosen = select_cohort(runs_dir, selection or {"kind": "filters"}, max_runs, request)
-    todo = [h for h in chosen.handles if h.run_id not in chosen.fresh]
+    async with _call_gate(request.calls_models):
+        return await _evaluate_cohort(runs_dir, selection, request, spend_cap_usd, max_runs)
+
+
+async def _evaluate_cohort(
+    runs_dir: str,
+    selection: dict[str, Any] | None,
+    request: EvaluationRequest,
+    spend_cap_usd: float | None,
+    max_runs: int,
+) -> CohortEvaluation:
+    chosen = select_cohort(runs_dir, selection or {"kind": "filters"}, max_runs)
     result = CohortEvaluation(
-        selected=len(chosen.handles) + len(chosen.unreadable),
+        selected=len(chosen.runs) + len(chosen.unreadable),
         unreadable=chosen.unreadable,
         missing_run_ids=chosen.missing_run_ids,
     )
-    estimates: dict[str, float | None] = {}
+    estimate = SpendEstimate()
     if request.model is not None:
-        estimates = estimate_spend(todo, request)
-        result.estimate_usd = add_costs(list(estimates.values()))
-    notify("cohort_estimated", len(chosen.handles), result.estimate_usd)
-    outcomes: dict[str, RunOutcome] = {}
-    for run_id, skipped in chosen.fresh.items():  # up to date: no task, nothing written
-        outcomes[run_id] = skipped
-        notify("run_evaluated", skipped)
+        estimate = estimate_spend(chosen.runs, request)
+        result.estimate_usd = add_costs(list(estimate.usd.values()))
+    notify("cohort_estimated", len(chosen.runs), result.estimate_usd)
     if spend_cap_usd is not None and result.estimate_usd is None:
         raise SpendCapError(
             f"--spend-cap-usd {spend_cap_usd:g}: the judge {request.provider}:{request.model} "
             "is not in the price catalogue (genai-prices), so its spend cannot be estimated"
         )
+    capped = spend_cap_usd is not None and request.calls_models
+    outcomes: dict[str, RunOutcome] = {}
     spent, in_flight = 0.0, 0.0
     slots = asyncio.Semaphore(COHORT_CONCURRENCY)
     stop = asyncio.Event()
 
-    async def one(handle: RunHandle) -> None:
+    def admitted(batch: list[CohortRun], usd: float) -> bool:
+        if spend_cap_usd is None or all(r.run_id in estimate.up_to_date for r in batch):
+            return True
+        return not stop.is_set() and spent + in_flight + usd <= spend_cap_usd + 1e-12
+
+    async def one(batch: list[CohortRun]) -> None:
         nonlocal spent, in_flight
         async with slots:
-            estimate = estimates.get(handle.run_id) or 0.0
-            if stop.is_set() or (
-                spend_cap_usd is not None and spent + in_flight + estimate > spend_cap_usd + 1e-12
-            ):
+            usd = sum(estimate.usd.get(r.run_id) or 0.0 for r in batch)
+            if not admitted(batch, usd):
                 stop.set()
-                result.not_measured.append(handle.run_id)
+                result.not_measured += [r.run_id for r in batch]
                 return
-            in_flight += estimate
+            in_flight += usd
             try:
-                outcome = await evaluate_handle(handle, request)
+                done = await evaluate_runs(batch, request)
             finally:
-                in_flight -= estimate
-            spent += estimate if outcome.cost_usd is None else outcome.cost_usd
-            outcomes[handle.run_id] = outcome
-            notify("run_evaluated", outcome)
+                in_flight -= usd
+            for outcome in done.outcomes:
+                usd_run = estimate.usd.get(outcome.run_id) or 0.0
+                spent += usd_run if outcome.cost_usd is None else outcome.cost_usd
+                outcomes[outcome.run_id] = outcome
+            result.unreadable.update(done.unreadable)
 
-    try:
-        await asyncio.gather(*(one(h) for h in todo))
-    finally:
-        await current_gate().release_idle()
-    result.outcomes = [outcomes[h.run_id] for h in chosen.handles if h.run_id in outcomes]
+    await asyncio.gather(*(one(b) for b in batches(chosen.runs, capped)))
+    result.outcomes = [outcomes[r.run_id] for r in chosen.runs if r.run_id in outcomes]
     result.not_measured.sort()
     result.spent_usd = add_costs([o.cost_usd for o in result.outcomes])
     return result

@@ -1,12 +1,13 @@
-"""Tasks of the evaluate flows: select a cohort, estimate its judge spend, evaluate one run.
+"""Tasks of the evaluate flows: select a cohort, estimate its judge spend, evaluate its runs.
 
-Every parameter is a small handle (a run's URL, scenario and log SHA-256, the checked request):
-Prefect walks each task parameter's object graph, so a parsed log passed to a task costs a walk
-of every event (the profile of issue 16: 888,000 ``visit_collection`` calls for one log). The
-run is loaded inside the task, and the cache is the run's report itself
+Every parameter is small (run folder URLs and ids, the checked request): Prefect walks each task
+parameter's object graph, so a parsed log passed to a task costs a walk of every event (the
+profile of issue 16: 888,000 ``visit_collection`` calls for one log). A run's log is read inside
+the task, once, and the cache is the run's report itself
 (:func:`glossogen.evaluation.up_to_date`), so a task needs no Prefect result cache (the task
 policy of :func:`orchestration.glossogen_task`): a run whose entries are up to date is skipped
-in the task.
+in the task. A cohort's runs go to the server in batches (:func:`evaluate_runs`), not one
+task per run.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from glossogen.evaluation import (
+    BatchOutcome,
+    CohortRun,
     Evaluation,
     EvaluationError,
     EvaluationRequest,
-    RunHandle,
-    RunOutcome,
-    cached_run,
     estimate_judge_usd,
-    evaluate_run,
+    evaluate_batch,
     plan_request,
     run_evaluation,
-    run_handle,
 )
 from orchestration import glossogen_task
 
@@ -39,31 +38,36 @@ async def score_run(run_url: str, scenario: str | None, request: EvaluationReque
     return await run_evaluation(plan, request.plot)
 
 
-@glossogen_task(name="evaluate_run", task_run_name="evaluate-{handle.run_id}")
-async def evaluate_handle(handle: RunHandle, request: EvaluationRequest) -> RunOutcome:
-    """Evaluate one run of a cohort (never raises for a problem of that run alone)."""
-    return await evaluate_run(handle, request)
+def _batch_name() -> str:
+    from prefect.runtime import task_run
+
+    runs = task_run.parameters["runs"]
+    more = f"-and-{len(runs) - 1}-more" if len(runs) > 1 else ""
+    return f"evaluate-{runs[0].run_id}{more}" if runs else "evaluate-none"
+
+
+@glossogen_task(name="evaluate_runs", task_run_name=_batch_name)
+async def evaluate_runs(runs: list[CohortRun], request: EvaluationRequest) -> BatchOutcome:
+    """Evaluate a batch of a cohort's runs in turn (never raises for a problem of one run).
+
+    Observers get ``run_evaluated`` after each run.
+    """
+    from glossogen.launch import notify
+
+    return await evaluate_batch(runs, request, lambda o: notify("run_evaluated", o))
 
 
 class CohortSelection(BaseModel):
-    """The runs a cohort evaluates, as handles, and the ones it could not take, with why.
+    """The runs a cohort evaluates, and the ones it could not take, with why."""
 
-    ``fresh``: run id -> its ``skipped`` outcome (the metrics kept, the report's skipped log
-    lines), for the runs whose report is already up to date for the whole request
-    (:func:`glossogen.evaluation.cached_run`); they get no task.
-    """
-
-    handles: list[RunHandle] = []
-    fresh: dict[str, RunOutcome] = {}
+    runs: list[CohortRun] = []
     unreadable: dict[str, str] = {}
     missing_run_ids: list[str] = []
 
 
 @glossogen_task(name="select_cohort")
-def select_cohort(
-    runs_dir: str, selection: dict[str, object], max_runs: int, request: EvaluationRequest
-) -> CohortSelection:
-    """Resolve the export's selection under ``runs_dir``, hash each log, read each report.
+def select_cohort(runs_dir: str, selection: dict[str, object], max_runs: int) -> CohortSelection:
+    """Resolve the export's selection under ``runs_dir`` (no log is read here for evaluation).
 
     Raises:
         RunsDirError, SelectionError, StorageError: as :func:`glossogen.export.select_runs`.
@@ -71,30 +75,38 @@ def select_cohort(
     from glossogen.export import select_runs
 
     selected = select_runs(runs_dir, selection, max_runs=max_runs)
-    result = CohortSelection(
-        unreadable=dict(selected.unreadable), missing_run_ids=selected.missing_run_ids
+    return CohortSelection(
+        runs=[
+            CohortRun(run_id=r.run_id, run_url=r.run_url, scenario=r.scenario)
+            for r in selected.records
+        ],
+        unreadable=dict(selected.unreadable),
+        missing_run_ids=selected.missing_run_ids,
     )
-    for record in selected.records:
-        try:
-            handle = run_handle(record.run_url, record.scenario, record.run_id)
-        except EvaluationError as exc:
-            result.unreadable[record.run_id] = str(exc)
-            continue
-        result.handles.append(handle)
-        kept = cached_run(handle, request)
-        if kept is not None:
-            result.fresh[handle.run_id] = kept
-    return result
+
+
+class SpendEstimate(BaseModel):
+    """A cohort's judge spend before any call.
+
+    ``usd``: estimated judge USD per run id (runs the request would refuse are left out);
+    ``up_to_date``: runs with nothing to score (every planned entry up to date): skipped, never
+    held back by a spend cap.
+    """
+
+    usd: dict[str, float | None] = {}
+    up_to_date: set[str] = set()
 
 
 @glossogen_task(name="estimate_judge_spend")
-def estimate_spend(handles: list[RunHandle], request: EvaluationRequest) -> dict[str, float | None]:
-    """Estimated judge USD per run id (runs the request would refuse are left out)."""
-    estimates: dict[str, float | None] = {}
-    for handle in handles:
+def estimate_spend(runs: list[CohortRun], request: EvaluationRequest) -> SpendEstimate:
+    """Plan each run (its log read) and price the judge calls scoring it would make."""
+    estimate = SpendEstimate()
+    for run in runs:
         try:
-            plan = plan_request(handle.run_url, handle.scenario, request)
+            plan = plan_request(run.run_url, run.scenario, request)
         except EvaluationError:
             continue
-        estimates[handle.run_id] = estimate_judge_usd(plan)
-    return estimates
+        estimate.usd[run.run_id] = estimate_judge_usd(plan)
+        if not plan.to_score(reuse_all=True):
+            estimate.up_to_date.add(run.run_id)
+    return estimate

@@ -1,9 +1,11 @@
 """Evaluate one run end to end from a small handle, and what a cohort of runs needs around it.
 
-A cohort (``glossogen evaluate --runs-dir``) hands each run over as a :class:`RunHandle` (its
-folder URL, scenario and log SHA-256: never a parsed log) with one checked
-:class:`EvaluationRequest`; :func:`evaluate_run` loads the run inside, scores what is not up
-to date (:func:`~glossogen.evaluation._evaluate.up_to_date`), writes its report and returns a
+A cohort (``glossogen evaluate --runs-dir``) hands its runs over in batches of
+:class:`CohortRun` (a folder URL, scenario and run id: never a parsed log) with one checked
+:class:`EvaluationRequest`; :func:`evaluate_batch` reads each run's log once (hashed and parsed
+from the same bytes), skips a run whose report is up to date (:func:`cached_run`, from the
+report alone), and otherwise :func:`evaluate_run` scores what is not up to date
+(:func:`~glossogen.evaluation._evaluate.up_to_date`), writes its report and returns a
 :class:`RunOutcome` of a few fields. A run whose every planned metric is up to date is
 ``skipped`` and nothing is written; a run that cannot be evaluated is ``refused`` with its
 one-line reason; neither stops the others. A refused run's report of another log (it was
@@ -18,6 +20,7 @@ within the cap).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -36,7 +39,12 @@ from glossogen.evaluation._evaluate import (
 )
 from glossogen.evaluation._judge import check_judge_provider, parse_judge_settings
 from glossogen.evaluation._report import LogLinesSkipped, set_aside_stale_report
-from glossogen.evaluation._run import EvaluationError, log_digest, open_folder
+from glossogen.evaluation._run import (
+    EvaluationError,
+    RunLog,
+    log_digest,
+    open_folder,
+)
 from glossogen.pricing import price_call
 from glossogen.storage import StorageError
 
@@ -90,6 +98,14 @@ class EvaluationRequest(BaseModel):
         """The ``metrics`` argument of :func:`plan_evaluation`."""
         return "all" if self.metrics is None else list(self.metrics)
 
+    @property
+    def calls_models(self) -> bool:
+        """Whether scoring may call a model: a judge, or a probe of the agents' own models."""
+        from glossogen.evaluation._registry import get_metric, metric_names
+
+        names = metric_names() if self.metrics is None else self.metrics
+        return self.model is not None or any(get_metric(n).kind == "model" for n in names)
+
 
 def check_request(
     metrics: str | list[str] = "all",
@@ -135,6 +151,16 @@ def check_request(
         judge_replicas=judge_replicas, probe_replicas=probe_replicas,
         allow_incomplete=allow_incomplete, plot=plot,
     )  # fmt: skip
+
+
+class CohortRun(BaseModel):
+    """A run of a cohort as a task parameter: where it is (its log is read in the task)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    run_url: str
+    scenario: str
 
 
 class RunHandle(BaseModel):
@@ -194,8 +220,13 @@ class RunOutcome(BaseModel):
     log_lines_skipped: LogLinesSkipped = Field(default_factory=LogLinesSkipped)
 
 
-def plan_request(run_url: str, scenario: str | None, request: EvaluationRequest) -> EvaluationPlan:
-    """Plan ``request`` on the run in ``run_url`` (see :func:`plan_evaluation` for refusals)."""
+def plan_request(
+    run_url: str, scenario: str | None, request: EvaluationRequest, log: RunLog | None = None
+) -> EvaluationPlan:
+    """Plan ``request`` on the run in ``run_url`` (see :func:`plan_evaluation` for refusals).
+
+    ``log``: the run's log as read already (not read again).
+    """
     return plan_evaluation(
         run_url,
         request.metric_arg,
@@ -207,6 +238,7 @@ def plan_request(run_url: str, scenario: str | None, request: EvaluationRequest)
         request.allow_incomplete,
         scenario=scenario,
         plot=request.plot,
+        log=log,
     )
 
 
@@ -233,15 +265,21 @@ def _spend(evaluation: Evaluation) -> float | None:
     return add_costs([evaluation.report.metrics[n].cost_usd for n in evaluation.scored])
 
 
-async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutcome:
+async def evaluate_run(
+    handle: RunHandle,
+    request: EvaluationRequest,
+    log: RunLog | None = None,
+    now: datetime | None = None,
+) -> RunOutcome:
     """Evaluate one run of a cohort; never raises for a problem of this run alone.
 
     Every up-to-date entry is reused (deterministic ones too); a run with nothing to compute
     is ``skipped`` and its report is left as it is. A refused run whose report describes
-    another log has it set aside (:func:`_refused`).
+    another log has it set aside (:func:`_refused`). ``log``: the run's log as read already
+    (its SHA-256 the handle's); ``now``: the report's ``updated_at`` (default: the time).
     """
     try:
-        plan = plan_request(handle.run_url, handle.scenario, request)
+        plan = plan_request(handle.run_url, handle.scenario, request, log)
     except EvaluationError as exc:
         return _refused(handle, exc)
     except StorageError as exc:
@@ -252,7 +290,7 @@ async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutc
         return RunOutcome(run_id=handle.run_id, state="skipped", reused=plan.reused(True),
                           log_lines_skipped=skipped)  # fmt: skip
     try:
-        done = await run_evaluation(plan, request.plot, reuse_all=True)
+        done = await run_evaluation(plan, request.plot, reuse_all=True, now=now)
     except StorageError as exc:
         return RunOutcome(run_id=handle.run_id, state="failed",
                           exit_code=int(exit_codes.TRANSPORT),
@@ -268,6 +306,50 @@ async def evaluate_run(handle: RunHandle, request: EvaluationRequest) -> RunOutc
         cost_usd=_spend(done),
         log_lines_skipped=done.report.log_lines_skipped,
     )
+
+
+class BatchOutcome(BaseModel):
+    """What :func:`evaluate_batch` did: one outcome per run taken, and the runs not taken.
+
+    ``unreadable``: run id -> why its log could not be read at all (missing, a folder).
+    """
+
+    outcomes: list[RunOutcome] = []
+    unreadable: dict[str, str] = {}
+
+
+async def evaluate_batch(
+    runs: list[CohortRun],
+    request: EvaluationRequest,
+    on_outcome: Callable[[RunOutcome], None] | None = None,
+    now: datetime | None = None,
+) -> BatchOutcome:
+    """Evaluate ``runs`` one after the other, each log read once; never raises for one run.
+
+    A run's log is read, hashed and (when it is scored) parsed from the same bytes. A run
+    whose report is up to date for the whole request is ``skipped`` from the report alone
+    (:func:`cached_run`), its log not parsed; any other is :func:`evaluate_run`'s.
+    ``on_outcome`` is called with each outcome as it is known; ``now`` is the reports'
+    ``updated_at`` (default: the time each is written).
+    """
+    done = BatchOutcome()
+    for run in runs:
+        try:
+            folder = open_folder(run.run_url, run.scenario)
+            log = RunLog.read(folder)
+        except EvaluationError as exc:
+            done.unreadable[run.run_id] = str(exc)
+            continue
+        handle = RunHandle(
+            run_id=run.run_id, run_url=folder.url, scenario=run.scenario, log_sha256=log.sha256
+        )
+        outcome = cached_run(handle, request)
+        if outcome is None:
+            outcome = await evaluate_run(handle, request, log, now)
+        done.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return done
 
 
 def refusal(run_url: str, scenario: str, exc: EvaluationError) -> str:

@@ -28,6 +28,9 @@ Hook = Literal["channels", "verdicts", "budget", "agent_history"]
 channels (known from the log or from knobs that validate); ``agent_history``: the agents'
 pydantic-ai histories (``agent_history_appended``; GlossoGen 0.5 logs carry none)."""
 
+HOOK_EVENTS: dict[str, tuple[str, ...]] = {"agent_history": ("agent_history_appended",)}
+"""Event types a hook is read from, beyond what a loaded run describes."""
+
 
 class RoundObservation(BaseModel):
     """One round's value of a metric (``team_id`` null for a metric not per team)."""
@@ -156,6 +159,9 @@ class Metric:
         scenarios: The only scenarios whose runs it measures (None: every scenario). On any
             other run ``--metrics all`` leaves it out altogether (no entry, no note, no
             export column), and naming it leaves it blank, saying which scenarios it is for.
+        reads: The ``event_type`` of every event the metric reads from ``run.events`` (or
+            through ``run.view``) beyond what a loaded run describes (seats, rounds, verdicts,
+            messages, the ending); None: every event. The log's other lines are not parsed.
     """
 
     name: str
@@ -171,6 +177,15 @@ class Metric:
     def measures(self, scenario: str) -> bool:
         """Return True when the metric is meant for runs of ``scenario``."""
         return self.scenarios is None or scenario in self.scenarios
+
+    reads: tuple[str, ...] | None = None
+
+    @property
+    def event_types(self) -> frozenset[str] | None:
+        """Event types scoring this metric parses (its reads and its hooks'); None: all."""
+        if self.reads is None:
+            return None
+        return frozenset(self.reads).union(*(HOOK_EVENTS.get(h, ()) for h in self.needs))
 
     def applies(self, run: LoadedRun) -> bool:
         """Return True when ``run`` offers every hook this metric needs."""

@@ -40,6 +40,7 @@ from glossogen.evaluation._report import (
 from glossogen.evaluation._run import (
     EvaluationError,
     LoadedRun,
+    RunLog,
     find_scenario,
     load_run,
     resolve_run_dir,
@@ -214,6 +215,7 @@ def plan_evaluation(
     scenario: str | None = None,
     environ: dict[str, str] | None = None,
     plot: bool = False,
+    log: RunLog | None = None,
 ) -> EvaluationPlan:
     """Check an evaluation request and load its run; spend and write nothing.
 
@@ -234,6 +236,8 @@ def plan_evaluation(
             whose ``<name>.jsonl`` the folder holds, else the folder's parent's name).
         environ: Environment to check credentials in (default: process env and nearest .env).
         plot: Also score the metrics ``report.html`` charts (:data:`PLOT_METRICS`) that apply.
+        log: The run's log as read already; read from the folder when None. Only
+            the event types the requested metrics read are parsed (:func:`reads_of`).
 
     Raises:
         EvaluationError: 64 usage (unknown metric, judge half given, bad settings, replicas
@@ -265,7 +269,7 @@ def plan_evaluation(
                 "pass --model and --provider",
                 USAGE,
             )
-    run = load_run(run_dir, scenario)
+    run = load_run(run_dir, scenario, log, reads_of(requested))
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
             f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
@@ -301,6 +305,17 @@ def plan_evaluation(
 
     _check_credentials(plan, environ if environ is not None else load_environment())
     return plan
+
+
+def reads_of(metrics: list[Metric]) -> frozenset[str] | None:
+    """Event types scoring ``metrics`` parses (:attr:`Metric.event_types`); None: every one."""
+    reads: set[str] = set()
+    for m in metrics:
+        types = m.event_types
+        if types is None:
+            return None
+        reads |= types
+    return frozenset(reads)
 
 
 def _json(value: Any) -> str:

@@ -35,6 +35,7 @@ def metric(
     needs: tuple[Hook, ...] = ("channels",),
     sidecar: str | None = None,
     scenarios: tuple[str, ...] | None = None,
+    reads: tuple[str, ...] | None = None,
 ) -> Callable[[Compute], Compute]:
     """Register the decorated ``async def compute(ctx) -> Scored`` as metric ``name``.
 
@@ -47,6 +48,9 @@ def metric(
         sidecar: JSONL file the metric writes into the run folder, if any.
         scenarios: The only scenarios it measures (None: all); ``--metrics all`` leaves it
             out of any other scenario's evaluation.
+        reads: Event types read beyond what a loaded run describes
+            (:attr:`~glossogen.evaluation._contract.Metric.reads`); None (the default):
+            every event, so the whole log is parsed whenever the metric is scored.
 
     Raises:
         ValueError: another metric already registered ``name``.
@@ -66,6 +70,7 @@ def metric(
             sidecar=sidecar,
             scenarios=scenarios,
             description=(compute.__doc__ or "").strip(),
+            reads=reads,
         )
         return compute
 

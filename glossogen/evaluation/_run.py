@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from glossogen import exit_codes
+from glossogen.evaluation._read import FACTS, read_for_metrics
 from glossogen.eventlog import (
     AgentHistoryAppended,
     Event,
@@ -224,23 +225,47 @@ def open_folder(run_dir: str, scenario: str) -> RunFolder:
         raise EvaluationError(str(exc)) from None
 
 
+@dataclass(frozen=True)
+class RunLog:
+    """A run's event log as read once: its bytes and their SHA-256 (hex)."""
+
+    data: bytes
+    sha256: str
+
+    @classmethod
+    def read(cls, folder: RunFolder) -> RunLog:
+        """Read the folder's log once and hash it.
+
+        Raises:
+            EvaluationError: as :func:`read_log`.
+        """
+        data = read_log(folder)
+        return cls(data, hashlib.sha256(data).hexdigest())
+
+
 def log_digest(folder: RunFolder) -> str:
     """Return the SHA-256 (hex) of the folder's event log as stored.
+
+    Raises:
+        EvaluationError: as :func:`read_log`.
+    """
+    return hashlib.sha256(read_log(folder)).hexdigest()
+
+
+def read_log(folder: RunFolder) -> bytes:
+    """Return the bytes of the folder's event log as stored.
 
     Raises:
         EvaluationError: 66 when the log is missing, a folder or unreadable; 65 when the folder
             holds another scenario's log.
     """
-    state = folder.log_state()
-    if state == "missing":
-        raise _missing_log(folder, folder.scenario)
-    if state == "folder":
-        raise EvaluationError(
-            f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
-        )
     try:
-        return hashlib.sha256(folder.log_bytes()).hexdigest()
-    except FileNotFoundError:
+        return folder.log_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        if folder.log_state() == "folder":
+            raise EvaluationError(
+                f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
+            ) from None
         raise _missing_log(folder, folder.scenario) from None
     except (StorageError, OSError) as exc:
         raise EvaluationError(
@@ -248,12 +273,23 @@ def log_digest(folder: RunFolder) -> str:
         ) from None
 
 
-def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun:
+def load_run(
+    run_dir: str | RunFolder,
+    scenario: str | None = None,
+    log: RunLog | None = None,
+    reads: frozenset[str] | None = None,
+) -> LoadedRun:
     """Read the run's event log once (through :class:`RunView`) and describe it for the metrics.
+
+    The log's bytes are read once, hashed and parsed; only the event types in ``reads`` (and
+    :data:`~glossogen.evaluation._read.FACTS`) are parsed when it is given
+    (:func:`~glossogen.evaluation._read.read_for_metrics`), so ``events`` holds those alone.
 
     Args:
         run_dir: The run folder, or its URL (local path, relative ones made absolute).
         scenario: The scenario name given on the command line (default: the folder's).
+        log: The log when the caller has read it already (not read again).
+        reads: Event types the metrics read (None: every event).
 
     Returns:
         The loaded run.
@@ -270,17 +306,12 @@ def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun
     else:
         folder = open_folder(run_dir, scenario or find_scenario(run_dir))
     scenario = folder.scenario
-    digest = log_digest(folder)
+    log = log or RunLog.read(folder)
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    try:
-        view = RunView.load(folder.log_url)
-    except (StorageError, OSError) as exc:
-        raise EvaluationError(
-            f"cannot read {folder.log_url}: {exc}", int(exit_codes.UNREADABLE)
-        ) from None
+    view = RunView.of(read_for_metrics(log.data, None if reads is None else FACTS | reads))
     started = view.started
     if started is None:
         what = (
@@ -338,7 +369,7 @@ def load_run(run_dir: str | RunFolder, scenario: str | None = None) -> LoadedRun
         view=view,
         scenario=scenario,
         run_id=started.run_id,
-        log_sha256=digest,
+        log_sha256=log.sha256,
         events=events,
         status=ended.status if ended is not None else None,
         primary_channels=primary,

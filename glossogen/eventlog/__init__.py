@@ -62,6 +62,7 @@ from glossogen.eventlog._reader import (
     envelope_type,
     iter_event_dicts,
     parse_line,
+    read_event_bytes,
     read_events,
     read_lines,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "event_classes",
     "iter_event_dicts",
     "new_id",
+    "read_event_bytes",
     "read_events",
     "register_event",
 ]

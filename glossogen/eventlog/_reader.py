@@ -102,20 +102,24 @@ def _lines(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[b
     Lines are numbered from 1, blank lines counted; only the last can be unterminated.
     """
     with _open(url, storage_options) as f:
-        for number, raw in enumerate(f, start=1):
-            terminated = raw.endswith(b"\n")
-            line = raw.strip()
-            if line:
-                yield line, terminated, number
+        yield from _numbered(f)
+
+
+def _numbered(f: IO[bytes]) -> Iterator[tuple[bytes, bool, int]]:
+    for number, raw in enumerate(f, start=1):
+        terminated = raw.endswith(b"\n")
+        line = raw.strip()
+        if line:
+            yield line, terminated, number
 
 
 _UNPARSED = object()
 
 
-def _objects(url: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[Any, bool, int]]:
+def _objects(lines: Iterator[tuple[bytes, bool, int]]) -> Iterator[tuple[Any, bool, int]]:
     """Yield ``(parsed line or _UNPARSED, terminated, line number)``; 0.5.x lines upcast."""
     upcaster: LegacyUpcaster | None = None
-    for line, terminated, number in _lines(url, storage_options):
+    for line, terminated, number in lines:
         try:
             obj = parse_line(line)
         except ValueError:
@@ -141,10 +145,19 @@ def read_events(url: str, storage_options: dict[str, Any] | None = None) -> Even
         FileNotFoundError: if the log does not exist.
         StorageError: if the storage is unreachable or the bucket is missing.
     """
+    return _read(_lines(url, storage_options))
+
+
+def read_event_bytes(data: bytes) -> EventLogRead:
+    """:func:`read_events` over the bytes of a log already read (the same rules)."""
+    return _read(_numbered(io.BytesIO(data)))
+
+
+def _read(lines: Iterator[tuple[bytes, bool, int]]) -> EventLogRead:
     result = EventLogRead()
     adapter = event_adapter()
     known = event_classes()
-    for obj, terminated, number in _objects(url, storage_options):
+    for obj, terminated, number in _objects(lines):
         _classify(result, obj, terminated, adapter, known, number)
     return result
 
@@ -375,6 +388,6 @@ def iter_event_dicts(
         FileNotFoundError: if the log does not exist.
         StorageError: if the storage is unreachable or the bucket is missing.
     """
-    for obj, _terminated, _number in _objects(url, storage_options):
+    for obj, _terminated, _number in _objects(_lines(url, storage_options)):
         if isinstance(obj, dict):
             yield obj

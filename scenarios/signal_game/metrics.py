@@ -68,6 +68,7 @@ def topographic(named: list[Named]) -> float | None:
     unit="Spearman correlation of meaning and message distances",
     needs=("channels",),
     scenarios=("signal_game",),
+    reads=("signal_game_choice_made",),
 )
 async def topographic_similarity(ctx: MetricContext) -> Scored:
     """Spearman correlation between targets' attribute distances and their messages' distances.

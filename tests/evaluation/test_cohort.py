@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,15 @@ from glossogen.evaluation import (
     plan_request,
     run_evaluation,
 )
+from tests.evaluation.cohort30 import (
+    assemble,
+    deterministic_metrics,
+    expected,
+    play_sources,
+    written,
+)
 from tests.evaluation.test_judged import canned
-from tests.export.conftest import CASE_05, _resume, fork, play
+from tests.export.conftest import CASE_05
 from tests.fixtures.model_stubs import StubModelServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,33 +44,11 @@ def _cli(*args: str) -> int:
     return int(done.value.code)
 
 
-def _resumed(runs: Path, now_unix: int) -> None:
-    """A run killed in round 2 (its log cut there, no ending), then resumed to its end."""
-    url = Path(play(runs, "veyru", now_unix, "round_count=3", "seed=11"))
-    log = url / "veyru.jsonl"
-    lines = log.read_text().splitlines(keepends=True)
-    second = next(
-        i for i, line in enumerate(lines)
-        if '"round_started"' in line and '"round_number":2' in line
-    )  # fmt: skip
-    log.write_text("".join(lines[: second + 6]))
-    asyncio.run(_resume(str(url)))
-    assert '"run_resumed"' in log.read_text()
-
-
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """30 runs: 5 played, 1 resumed, 1 forked, 1 GlossoGen 0.5 run, and 22 copies of them."""
     runs = tmp_path_factory.mktemp("cohort") / "runs"
-    firsts = [
-        play(runs, "veyru", 1796000001, "round_count=2", "seed=1"),
-        play(runs, "veyru", 1796000002, "round_count=3", "seed=2", "round_budget_chars=200"),
-        play(runs, "veyru", 1796000003, "round_count=2", "seed=3"),
-        play(runs, "prisoners_dilemma", 1796000004, "round_count=2"),
-        play(runs, "prisoners_dilemma", 1796000005, "round_count=3", "seed=5"),
-    ]
-    _resumed(runs, 1796000006)
-    fork(runs, firsts[0], 1, 1796000007)
+    play_sources(runs)
     shutil.copytree(CASE_05, runs / "veyru" / CASE_05.name)
     originals = sorted(p for p in runs.glob("*/*") if p.is_dir())
     assert len(originals) == 8
@@ -119,6 +105,25 @@ def test_a_cohort_in_one_command_equals_each_run_alone_and_a_second_command_skip
     assert _cli("--runs-dir", str(together), "--scenario", "prisoners_dilemma",
                 "--metrics", "round_success") == 0  # fmt: skip
     assert "0 scored, 8 skipped" in capsys.readouterr().out
+
+
+def test_the_command_writes_the_pinned_cohort_bytes_but_for_the_time_it_wrote_them(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    pinned = assemble(runs)
+    inputs = {p for p in runs.rglob("*") if p.is_file()}
+    assert _cli("--runs-dir", str(runs), "--metrics", ",".join(deterministic_metrics())) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"evaluated 30 runs under {runs}: 30 scored, 0 skipped (report up to date), "
+        "0 not evaluated · evaluation cost $0.000000"
+    )
+    stamp = re.compile(rb'"updated_at": "[0-9TZ:-]+"')
+    pinned_stamp = b'"updated_at": "2026-12-02T12:00:00Z"'
+    got = {k: stamp.sub(pinned_stamp, v) for k, v in written(runs, inputs).items()}
+    want = expected("deterministic", pinned)
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
 
 
 def test_a_damaged_run_is_named_and_the_others_are_scored(

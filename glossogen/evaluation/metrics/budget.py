@@ -16,7 +16,7 @@ from glossogen.evaluation.metrics._observe import mean, plural
 from glossogen.eventlog import MessageSent
 
 
-@metric("budget_utilisation", unit="share of the round budget used", needs=("budget",))
+@metric("budget_utilisation", unit="share of the round budget used", needs=("budget",), reads=())
 async def budget_utilisation(ctx: MetricContext) -> Scored:
     """Mean over rounds played of ``characters sent on metered channels / round budget``.
 

@@ -8,7 +8,7 @@ from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import per_message_mean
 
 
-@metric("gzip_compression_ratio", unit="compressed bytes per raw byte")
+@metric("gzip_compression_ratio", unit="compressed bytes per raw byte", reads=())
 async def gzip_compression_ratio(ctx: MetricContext) -> Scored:
     """Mean over messages of each message's gzip ratio, compressed over raw UTF-8 bytes.
 

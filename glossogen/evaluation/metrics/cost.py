@@ -12,8 +12,16 @@ from glossogen.evaluation._contract import (
 from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import mean, plural
 
+SPEND_EVENTS = (
+    "llm_response_received",
+    "judge_called",
+    "model_request_abandoned",
+    "agent_run_cycle_failed",
+)
+"""The priced events :class:`~glossogen.eventlog.RunView`'s spend is the sum of."""
 
-@metric("cost_per_round_usd", unit="USD per round", version=2)
+
+@metric("cost_per_round_usd", unit="USD per round", version=2, reads=SPEND_EVENTS)
 async def cost_per_round_usd(ctx: MetricContext) -> Scored:
     """Mean over the rounds this run played itself of its own spend in the round, USD.
 

@@ -8,7 +8,7 @@ from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import per_message_mean
 
 
-@metric("character_entropy_bits", unit="bits per character")
+@metric("character_entropy_bits", unit="bits per character", reads=())
 async def character_entropy_bits(ctx: MetricContext) -> Scored:
     """Mean over messages of each message's Shannon character entropy, bits per character.
 

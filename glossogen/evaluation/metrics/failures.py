@@ -19,7 +19,7 @@ JUDGE_AGENT_ID = "judge"
 """The ``agent_id`` the in-run judge's failures are logged under (not an agent's failure)."""
 
 
-@metric("agent_cycle_failures", unit="failed agent cycles")
+@metric("agent_cycle_failures", unit="failed agent cycles", reads=("agent_run_cycle_failed",))
 async def agent_cycle_failures(ctx: MetricContext) -> Scored:
     """Count of ``agent_run_cycle_failed`` events of agents over the run (0 is a real count).
 

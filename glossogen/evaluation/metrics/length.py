@@ -19,7 +19,7 @@ def _require(ctx: MetricContext) -> None:
         raise NotApplicable(f"no message on the primary channels ({channels}) in phase main")
 
 
-@metric("mean_chars_per_round", unit="characters per round")
+@metric("mean_chars_per_round", unit="characters per round", reads=())
 async def mean_chars_per_round(ctx: MetricContext) -> Scored:
     """Mean characters sent per round on the primary channels, over rounds with a message.
 
@@ -55,7 +55,7 @@ async def mean_chars_per_round(ctx: MetricContext) -> Scored:
     )
 
 
-@metric("mean_chars_per_message", unit="characters per message")
+@metric("mean_chars_per_message", unit="characters per message", reads=())
 async def mean_chars_per_message(ctx: MetricContext) -> Scored:
     """Mean characters per message on the primary channels: ``sum(len(text)) / messages``.
 
@@ -91,7 +91,7 @@ async def mean_chars_per_message(ctx: MetricContext) -> Scored:
     )
 
 
-@metric("messages_per_round", unit="messages per round")
+@metric("messages_per_round", unit="messages per round", reads=())
 async def messages_per_round(ctx: MetricContext) -> Scored:
     """Mean messages sent per round on the primary channels, over every round played.
 

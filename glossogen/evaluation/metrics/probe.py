@@ -307,6 +307,7 @@ async def _ask_all(
     version=2,
     needs=("agent_history",),
     sidecar=SIDECAR,
+    reads=(),
 )
 async def protocol_probe(ctx: MetricContext) -> Scored:
     r"""Mean word-set similarity of teammates' answers to the same question about their protocol.

@@ -60,6 +60,7 @@ def _agreement(samples: list[list[float]]) -> float | None:
     unit="repetition factor per message",
     kind="judged",
     sidecar=SIDECAR,
+    reads=(),
 )
 async def language_repetition(ctx: MetricContext) -> Scored:
     """Mean over messages of the judge's repetition factor (1.0 = no redundancy).

@@ -48,7 +48,7 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-@metric("shorthand_codes", unit="shorthand codes per round", kind="judged")
+@metric("shorthand_codes", unit="shorthand codes per round", kind="judged", reads=())
 async def shorthand_codes(ctx: MetricContext) -> Scored:
     """Mean over judged rounds of the distinct shorthand codes the judge lists for the round.
 

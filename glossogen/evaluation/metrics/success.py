@@ -15,7 +15,7 @@ from glossogen.evaluation.metrics._observe import plural
 from glossogen.eventlog import RoundResultRecorded
 
 
-@metric("round_success", unit="share of rounds won", needs=("verdicts",))
+@metric("round_success", unit="share of rounds won", needs=("verdicts",), reads=())
 async def round_success(ctx: MetricContext) -> Scored:
     """Share of judged rounds won: ``rounds won / rounds judged``.
 

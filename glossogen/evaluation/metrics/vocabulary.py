@@ -13,7 +13,7 @@ from glossogen.evaluation._registry import metric
 from glossogen.evaluation.metrics._observe import by_round, mean, plural, words
 
 
-@metric("vocabulary_growth", unit="new word types per round")
+@metric("vocabulary_growth", unit="new word types per round", reads=())
 async def vocabulary_growth(ctx: MetricContext) -> Scored:
     r"""Mean over rounds played of the word types first used in that round.
 
