@@ -87,12 +87,16 @@ def _print_dry_run(config: RunConfig, estimate: RunCostEstimate) -> None:
     if config.judge:
         print(
             f"judge: {config.judge.provider}:{config.judge.model} ~{_usd(estimate.judge_usd)} "
-            f"({estimate.judge_calls} calls)"
+            f"({estimate.judge_calls} call{'' if estimate.judge_calls == 1 else 's'})"
         )
-    print(
-        f"estimated cost: {_usd(estimate.total_usd)} for {estimate.rounds} rounds "
-        f"({_usd(estimate.per_round_usd)} per round)"
+    played = estimate.rounds_played
+    within = (
+        f"about {played:.1f} played within the turn cap, {_usd(estimate.per_round_usd)} per round "
+        "played"
+        if estimate.seats and played < estimate.rounds
+        else f"{_usd(estimate.per_round_usd)} per round"
     )
+    print(f"estimated cost: {_usd(estimate.total_usd)} for {estimate.rounds} rounds ({within})")
     for line in estimate.assumptions:
         print(f"  assuming {line}")
 

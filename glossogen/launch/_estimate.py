@@ -298,10 +298,14 @@ class RunCostEstimate:
 
     @property
     def per_round_usd(self) -> float | None:
-        """The total spread evenly over the rounds (None: not costed; 0 rounds: 0)."""
+        """The total spread over the rounds the seats play (None: not costed; no round: 0).
+
+        Every round asked, or under a turn cap that binds, the share of them it reaches.
+        """
         if self.total_usd is None:
             return None
-        return self.total_usd / self.rounds if self.rounds else 0.0
+        played = min(self.rounds_played, self.rounds) if self.seats else self.rounds
+        return self.total_usd / played if played else 0.0
 
 
 def _cache_mode(seat: Seat) -> str | None:

@@ -133,6 +133,8 @@ def test_the_judge_is_priced_only_for_the_rounds_the_turn_cap_lets_the_seats_pla
         2: (0.5, 1, [2, 2]),  # 2 of round 1's 4: no round covered, one call, not ten
     }
     capped = estimate_cost(_veyru(tmp_path, 2))
+    # Spread over the half round the seats play, not the 5 asked.
+    assert capped.per_round_usd == capped.total_usd / 0.5
     assert capped.judge_usd == pytest.approx(
         estimate_cost(_veyru(tmp_path, 200)).judge_usd / 10, rel=1e-12)  # fmt: skip
     assert capped.assumptions[3] == (
