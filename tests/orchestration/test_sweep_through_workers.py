@@ -14,6 +14,8 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
 from deployments.local_server import ProcessWorker
 from glossogen.cli import main
+from glossogen.launch import RunRequest
+from glossogen.sweep import Launch, TrialKey
 
 SPEC = """\
 scenario: prisoners_dilemma
@@ -123,16 +125,9 @@ def test_a_spec_of_the_same_name_elsewhere_or_after_its_runs_were_deleted_plays_
     assert _deployed_flow_runs(played) == [(r, "Completed") for r in sorted(played)]
 
 
-def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
-    deployed: str, tmp_path: Path
-) -> None:
-    import asyncio
+def _unserved_launch(tmp_path: Path, key: str) -> Launch:
+    """A fresh trial (cell c0, trial 1) on glossogen-google-gla, a pool no worker serves here."""
 
-    from glossogen.launch import RunRequest, observing
-    from glossogen.sweep import Launch, TrialKey
-    from tasks.sweep import launch_deployment
-
-    # glossogen-google-gla has no worker here: the flow run stays Scheduled until cancelled.
     request = RunRequest(
         scenario="prisoners_dilemma",
         model="gemini-2.5-flash",
@@ -140,8 +135,20 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
         runs_dir=str(tmp_path / "runs"),
         config="knobs_default",
     )
+    return Launch(TrialKey("c0", 1), request, key, 0.0)
+
+
+def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
+    deployed: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from glossogen.launch import observing
+    from tasks.sweep import launch_deployment
+
+    # glossogen-google-gla has no worker here: the flow run stays Scheduled until cancelled.
     key = f"unstarted-{tmp_path.name}"
-    launch = Launch(TrialKey("c0", 1), request, key, 0.0)
+    launch = _unserved_launch(tmp_path, key)
 
     class Queued:
         """Learns the flow run's id the moment the launch has created it."""
@@ -184,21 +191,13 @@ def test_a_trial_whose_flow_run_crashed_before_its_run_began_is_launched_again(
 
     from prefect.states import Crashed
 
-    from glossogen.launch import RunRequest, observing
-    from glossogen.sweep import Launch, TrialKey
+    from glossogen.launch import observing
     from tasks.sweep import CRASH_RELAUNCHES, CrashedBeforeStart, launch_deployment
 
     # glossogen-google-gla has no worker here: each flow run stays Scheduled until the test
     # crashes it, as a worker whose flow-run process died before the run began leaves it.
-    request = RunRequest(
-        scenario="prisoners_dilemma",
-        model="gemini-2.5-flash",
-        provider="google-gla",
-        runs_dir=str(tmp_path / "runs"),
-        config="knobs_default",
-    )
     key = f"crashing-{tmp_path.name}"
-    launch = Launch(TrialKey("c0", 1), request, key, 0.0)
+    launch = _unserved_launch(tmp_path, key)
 
     class Crasher:
         """Crashes each flow run the launch creates; keeps what the launch said."""
