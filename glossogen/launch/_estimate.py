@@ -446,9 +446,13 @@ def _assumptions(
     rounds = estimate.rounds
     turns = f"turn cap: at most {cap} requests per seat, where the {rounds} rounds take {wanted}"
     if any(s.turn_capped for s in estimate.seats):
+        priced = [
+            *(["their judge calls"] if config.judge is not None and p.judge_calls else []),
+            *(["a postmortem only where one is reached"] if held else []),
+        ]
         turns += (
             f": the seats play about {estimate.rounds_played:.1f} rounds, and only those are "
-            "priced (their judge calls, and a postmortem only where one is reached)"
+            "priced" + (f" ({', and '.join(priced)})" if priced else "")
         )
     lines = [
         f"prompts measured at {CHARS_PER_TOKEN:g} characters per token: system + tools + "

@@ -25,20 +25,27 @@ def turn_cap_warning(config: RunConfig) -> str | None:
     cap = config.limits.max_agent_turns
     if needed <= cap:
         return None
-    covered, used = 0, 0
+    # The rounds the cap covers, as the estimate counts them (its ``rounds_played``): whole
+    # rounds while they fit, then the share of the next round's main phase the turns left reach.
+    covered, used = 0.0, 0
     for r in rounds:
         if used + r.total > cap:
+            covered += min(cap - used, r.main) / r.main if r.main else float(cap > used)
             break
         covered, used = covered + 1, used + r.total
     p = measured.profile
-    per_round = needed / len(rounds)
     postmortem = (
         f" and {p.postmortem_requests:g} in a postmortem" if any(measured.postmortems) else ""
     )
+    reach = (
+        f"cover the {len(rounds)} rounds' main phases but not every postmortem"
+        if covered >= len(rounds)
+        else f"cover about {covered:.1f} of them"
+    )
     return (
         f"--max-agent-turns {cap} likely ends the run before its {len(rounds)} rounds: a "
-        f"{config.scenario} seat takes about {per_round:.3g} model requests a round "
-        f"({p.main_requests:g} in the main phase{postmortem}, the scenario's cost profile, as "
-        f"the estimate assumes), so {cap} turns cover about {covered} rounds and the run would "
-        f"end incomplete; --max-agent-turns {needed} covers {len(rounds)}"
+        f"{config.scenario} seat takes about {needed} model requests over them (about "
+        f"{p.main_requests:g} in a round's main phase{postmortem}, the scenario's cost profile, "
+        f"as the estimate assumes), so {cap} turns {reach} and the run would end incomplete; "
+        f"--max-agent-turns {needed} covers {len(rounds)}"
     )

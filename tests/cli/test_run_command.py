@@ -249,10 +249,10 @@ def test_a_run_whose_agents_run_out_of_turns_ends_incomplete_with_exit_1(
     assert exited.value.code == 1
     assert captured.err.splitlines() == [
         "glossogen: warning: --max-agent-turns 3 likely ends the run before its 5 rounds: a "
-        "prisoners_dilemma seat takes about 4.4 model requests a round (2.5 in the main phase "
-        "and 2 in a postmortem, the scenario's cost profile, as the estimate assumes), so 3 "
-        "turns cover about 0 rounds and the run would end incomplete; --max-agent-turns 22 "
-        "covers 5",
+        "prisoners_dilemma seat takes about 22 model requests over them (about 2.5 in a round's "
+        "main phase and 2 in a postmortem, the scenario's cost profile, as the estimate "
+        "assumes), so 3 turns cover about 1.0 of them and the run would end incomplete; "
+        "--max-agent-turns 22 covers 5",
         "glossogen: error: run incomplete: every agent reached --max-agent-turns 3",
     ]
     lines = captured.out.splitlines()

@@ -12,21 +12,20 @@ from glossogen.cli import main
 from tests.mcp.conftest import SCRIPTED, call, stdio_session
 
 
-def _warning(
-    scenario: str, cap: int, rounds: int, per_round: str, phases: str, covered: int, needed: int
-) -> str:
+def _warning(scenario: str, cap: int, rounds: int, needed: int, phases: str, covered: str) -> str:
     return (
         f"--max-agent-turns {cap} likely ends the run before its {rounds} rounds: a {scenario} "
-        f"seat takes about {per_round} model requests a round ({phases}, the scenario's cost "
-        f"profile, as the estimate assumes), so {cap} turns cover about {covered} rounds and the "
-        f"run would end incomplete; --max-agent-turns {needed} covers {rounds}"
+        f"seat takes about {needed} model requests over them (about {phases}, the scenario's "
+        f"cost profile, as the estimate assumes), so {cap} turns cover about {covered} of them "
+        f"and the run would end incomplete; --max-agent-turns {needed} covers {rounds}"
     )
 
 
-WARNED = {  # the estimate's own figures (a seat's requests a round, tests/launch/...)
-    "orbital_anomaly": ("16", "13 in the main phase and 3 in a postmortem", 12, 640),
-    "signal_game": ("13", "11 in the main phase and 2 in a postmortem", 15, 260),
-    "prisoners_dilemma": ("4.5", "2.5 in the main phase and 2 in a postmortem", 44, 270),
+WARNED = {  # the estimate's own figures: a round's requests, the rounds the cap covers as the
+    # estimate counts them (whole rounds, then the share of the next main phase it reaches)
+    "orbital_anomaly": ("13 in a round's main phase and 3 in a postmortem", "12.6", 640),
+    "signal_game": ("11 in a round's main phase and 2 in a postmortem", "15.5", 260),
+    "prisoners_dilemma": ("2.5 in a round's main phase and 2 in a postmortem", "45.0", 270),
 }
 
 
@@ -53,8 +52,8 @@ def test_dry_run_warns_when_the_cap_cannot_cover_the_rounds(
             "--dry-run"]  # fmt: skip
     code, out, err = _run(argv, capsys)
     assert code == 0
-    per_round, phases, covered, needed = WARNED[scenario]
-    warning = _warning(scenario, 200, rounds, per_round, phases, covered, needed)
+    phases, covered, needed = WARNED[scenario]
+    warning = _warning(scenario, 200, rounds, needed, phases, covered)
     assert err.splitlines() == [f"glossogen: warning: {warning}"]
     assert out.startswith(f"dry run: {scenario}, preset 'knobs_default', {rounds} rounds, ")
     # Enough turns: no warning.
@@ -69,8 +68,8 @@ def test_a_launch_warns_before_it_plays_and_ends_incomplete_as_warned(
             "--runs-dir", str(tmp_path / "runs"), "--model", "scripted",
             "--provider", "scripted", "--config", "knobs_default"]  # fmt: skip
     code, _, err = _run(argv, capsys)
-    phases = "2.5 in the main phase and 2 in a postmortem"
-    warning = _warning("prisoners_dilemma", 10, 3, "4.33", phases, 2, 13)
+    phases = "2.5 in a round's main phase and 2 in a postmortem"
+    warning = _warning("prisoners_dilemma", 10, 3, 13, phases, "2.5")
     assert err.splitlines()[0] == f"glossogen: warning: {warning}"
     assert code == 1  # incomplete: the cap cut the run short, as warned
 
@@ -82,6 +81,6 @@ def test_mcp_estimate_run_carries_the_warning(tmp_path: Path) -> None:
                               overrides=["round_count=40"], **SCRIPTED)  # fmt: skip
 
     (tmp_path / "runs").mkdir()
-    per_round, phases, covered, needed = WARNED["orbital_anomaly"]
-    warned = _warning("orbital_anomaly", 200, 40, per_round, phases, covered, needed)
+    phases, covered, needed = WARNED["orbital_anomaly"]
+    warned = _warning("orbital_anomaly", 200, 40, needed, phases, covered)
     assert asyncio.run(go())["warnings"] == [warned]

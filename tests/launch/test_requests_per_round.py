@@ -198,3 +198,14 @@ def test_the_no_postmortem_preset_describes_no_postmortem(
         "and stops, unless the round settles first); 2 in each postmortem (37 tokens briefed; "
         "a player sends a line and stops; the other's line may wake it)"
     )
+
+
+def test_a_binding_turn_cap_names_only_the_parts_the_run_holds(tmp_path: Path) -> None:
+    # No judge and no postmortem: the turn-cap line names neither. Rounds take 2, 3, 2, 3, 2
+    # requests (2.5 on average): 3 turns play round 1 and a third of round 2.
+    request = _request(tmp_path, "prisoners_dilemma", 5, "postmortem_enabled=false")
+    estimate = estimate_cost(plan_run(request.model_copy(update={"max_agent_turns": 3})))
+    assert estimate.assumptions[3] == (
+        "turn cap: at most 3 requests per seat, where the 5 rounds take 12: the seats play about "
+        "1.3 rounds, and only those are priced"
+    )
