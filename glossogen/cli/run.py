@@ -70,10 +70,11 @@ def _print_dry_run(config: RunConfig, estimate: RunCostEstimate) -> None:
     """Print each seat's resolved model and settings, the estimated cost and its assumptions."""
     limits = config.limits
     timeout = "none" if limits.run_timeout_seconds is None else f"{limits.run_timeout_seconds:g} s"
+    cap = "none" if limits.spend_cap_usd is None else f"${limits.spend_cap_usd:.6f}"
     print(
         f"dry run: {config.scenario}, {config.config_source}, "
         f"{config.knobs.round_count} rounds, max_agent_turns {limits.max_agent_turns}, "
-        f"run timeout {timeout}"
+        f"run timeout {timeout}, spend cap {cap}"
     )
     by_seat = {s.agent_id: s for s in estimate.seats}
     for seat in config.seats:

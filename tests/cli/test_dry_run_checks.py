@@ -66,3 +66,13 @@ def test_a_dry_run_without_a_key_refuses_a_setting_the_model_would_drop(
     # the same settings a model takes still estimate without a key
     assert _dry_run(tmp_path, model, provider) == 0
     assert variable not in os.environ
+
+
+def test_a_dry_run_says_the_spend_cap_it_checked_the_estimate_against(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _dry_run(tmp_path, "gpt-5-mini", "openai", "--spend-cap-usd", "5") == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "dry run: prisoners_dilemma, preset 'knobs_default', 5 rounds, max_agent_turns 200, "
+        "run timeout none, spend cap $5.000000"
+    )

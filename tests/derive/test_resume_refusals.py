@@ -85,7 +85,7 @@ def test_a_dry_run_of_a_resume_prints_the_recorded_limits(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == (
         f"dry run: veyru, recorded in {stopped}/config.json, 3 rounds, max_agent_turns 200, "
-        "run timeout none"
+        "run timeout none, spend cap none"
     )
 
 
