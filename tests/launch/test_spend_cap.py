@@ -39,7 +39,7 @@ from tests.fixtures.polling import wait_until
 # claude-sonnet-4-6 costs $3 per million input and $15 per million output tokens, so one call
 # of 1,000,000 input and 1,000 output tokens costs $3.015. The launch estimate of RUN (the
 # arithmetic in test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written) is
-# $0.034128: a cap above it launches, and the stub's large answers then reach the cap.
+# $0.027444: a cap above it launches, and the stub's large answers then reach the cap.
 CALL = StubReply(text="Thinking it over.", input_tokens=1_000_000, output_tokens=1_000)
 RUN = ["run", "prisoners_dilemma", "--model", "claude-sonnet-4-6", "--provider", "anthropic",
        "--config", "knobs_default", "round_count=2", "idle_floor_seconds=0.05",
@@ -303,16 +303,16 @@ def test_a_cap_below_the_dry_run_estimate_is_refused_before_anything_is_written(
     anthropic_stub: StubModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The estimate, by hand: each seat's fixed prompt is 218 tokens of system prompt and 328 of
-    # tool definitions, its round briefing 18 (4 characters a token); 3 requests a round, each
-    # answer 40 tokens and each cycle 30 more. Round 1 reads 564, 634 and 704 tokens, round 2
-    # (after 210 + 18 more) 792, 862 and 932: 4,488 in and 240 out per seat, under Anthropic's
-    # 1,024-token cache minimum, so uncached: 4,488 x $3 + 240 x $15 per million = $0.017064
-    # per seat, $0.034128 for both.
+    # tool definitions, its round briefing 18 (4 characters a token); 2.5 requests a round (2 in
+    # round 1, 3 in round 2), each answer 40 tokens and each cycle 30 more. Round 1 reads 564
+    # and 634 tokens, round 2 (after 140 + 18 more) 722, 792 and 862: 3,574 in and 200 out per
+    # seat, under Anthropic's 1,024-token cache minimum, so uncached: 3,574 x $3 + 200 x $15
+    # per million = $0.013722 per seat, $0.027444 for both.
     runs = tmp_path / "runs"
-    assert _exit([*RUN, "--runs-dir", str(runs), "--spend-cap-usd", "0.03"]) == 65
+    assert _exit([*RUN, "--runs-dir", str(runs), "--spend-cap-usd", "0.025"]) == 65
     assert capsys.readouterr().err == (
-        "glossogen: error: --spend-cap-usd 0.03: the dry-run estimate of the 2 rounds to play "
-        "is $0.034128 ($0.017064 per round), above the cap\n"
+        "glossogen: error: --spend-cap-usd 0.025: the dry-run estimate of the 2 rounds to play "
+        "is $0.027444 ($0.013722 per round), above the cap\n"
     )
     assert not runs.exists()
     assert anthropic_stub.requests == []

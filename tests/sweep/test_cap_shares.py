@@ -108,8 +108,10 @@ def test_a_resumed_trial_counts_its_logged_spend_plus_the_rounds_it_has_left(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     run = _run(tmp_path, cap=1.0, rounds=4)
     key = run.plan.main_keys()[0]
-    estimate = run.estimate(key)  # one four-round run, the launch estimate
-    assert estimate == run.plan.cells[0].estimate.usd == pytest.approx(0.0081408, abs=1e-12)
+    # One four-round run, the launch estimate (prisoners_dilemma's profile: 2.5 requests a
+    # round, 10 a seat; the estimate itself is checked by hand in tests/launch).
+    estimate = run.estimate(key)
+    assert estimate == run.plan.cells[0].estimate.usd == pytest.approx(0.0072368, abs=1e-12)
     run.latest[key] = stopped = _stopped(run, tmp_path, 0.25)
     launch = run.admit(key, 2)
     assert launch is not None and launch.resume_url == stopped.run_url
