@@ -162,8 +162,8 @@ def test_the_turn_cap_bounds_the_estimate_so_a_long_signal_game_fits_a_small_cap
     assert f"estimated cost: ${estimate.total_usd:.4f} for 100 rounds" in out.out
     assert (
         "  assuming turn cap: at most 10 requests per seat, where the 100 rounds take 1300: the "
-        "seats play about 0.9 rounds, and only those are priced (their judge calls, and a "
-        "postmortem only where one is reached)\n"
+        "seats play about 0.9 rounds, and only those are priced (a postmortem only where one "
+        "is reached)\n"  # signal_game has no judge: no judge calls are named
     ) in out.out
     assert out.out.count("(10 requests, turn cap reached)") == 2
     assert not (tmp_path / "runs").exists()  # a dry run claims nothing
