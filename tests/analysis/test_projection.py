@@ -122,7 +122,7 @@ def test_a_changed_log_invalidates_its_row(cohort: Cohort) -> None:
     after = both(cohort, **query)
     assert {g.keys["seed"]: g.cells[0].value for g in after.groups} == {
         **sums,
-        "1": sums["1"] + 1000,  # type: ignore[operator]
+        "1": sums["1"] + 1000,
     }
     assert len(cached_runs(cohort)) == 5
 

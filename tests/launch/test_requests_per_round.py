@@ -75,7 +75,7 @@ def test_the_declared_figure_is_what_a_seat_takes_on_the_stub_within_the_stated_
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    model_stub.responder = PLAYERS[scenario]  # type: ignore[assignment]
+    model_stub.responder = PLAYERS[scenario]
     request = _request(tmp_path, scenario, 5, *extra)
     plan = plan_run(request)
     assert _declared(plan) == declared

@@ -212,7 +212,7 @@ def _request(
 def openai_env(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch) -> StubModelServer:
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-prefix")
-    model_stub.responder = blind_seat  # type: ignore[assignment]
+    model_stub.responder = blind_seat
     return model_stub
 
 
@@ -239,7 +239,7 @@ def test_every_seat_s_prompt_only_grows_with_anthropic_s_moving_breakpoint(
     with every request. Stripped of it, each seat's prompt still only grows."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    model_stub.responder = blind_seat  # type: ignore[assignment]
+    model_stub.responder = blind_seat
     request = _request(
         tmp_path, "prisoners_dilemma", model="claude-haiku-4-5", provider="anthropic"
     )
@@ -258,7 +258,7 @@ def test_every_seat_s_prompt_only_grows_on_the_openai_chat_wire(
     """OpenAI's Chat Completions wire (a self-hosted model: no cache marker, its server caches
     from the stable prefix alone). The system prompt is the conversation's first message."""
     monkeypatch.setenv("SELF_HOSTED_BASE_URLS", json.dumps({"m1": model_stub.openai_base_url}))
-    model_stub.responder = blind_seat  # type: ignore[assignment]
+    model_stub.responder = blind_seat
     request = _request(tmp_path, "prisoners_dilemma", model="m1", provider="self-hosted")
     asyncio.run(_play(request))
     assert {r.wire for r in model_stub.requests} == {"chat"}
@@ -280,7 +280,7 @@ def test_every_seat_s_prompt_only_grows_in_a_judged_scenario_on_anthropic(
     prompt (moving breakpoint stripped) still only grows."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    model_stub.responder = veyru_player  # type: ignore[assignment]
+    model_stub.responder = veyru_player
     request = _request(tmp_path, "veyru", "judge_provider=anthropic",
                        "judge_model=claude-haiku-4-5", model="claude-haiku-4-5",
                        provider="anthropic")  # fmt: skip
