@@ -25,7 +25,6 @@ def _cli(
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
-        timeout=300,
     )
 
 
@@ -128,7 +127,7 @@ def test_scenarios_lists_each_scenario_with_its_presets(capsys: pytest.CaptureFi
 def test_help_and_read_only_commands_do_not_import_prefect(tmp_path: Path) -> None:
     probe = "import sys; from glossogen.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\nprint('prefect' in sys.modules)"
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path
     )
     assert done.stdout.strip().splitlines()[-1] == "False"
 
@@ -159,7 +158,6 @@ def test_with_no_server_configured_the_first_run_waits_for_a_temporary_one(
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "waiting for a temporary local Prefect server to start" in done.stderr

@@ -16,7 +16,7 @@ from tests.mcp.conftest import call, refusal, stdio_session
 
 def _glossogen(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "glossogen", *argv],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True)  # fmt: skip
 
 
 def test_version() -> None:

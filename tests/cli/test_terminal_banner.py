@@ -35,7 +35,7 @@ def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
             break
         chunks.append(chunk)
     os.close(main)
-    code = process.wait(timeout=300)
+    code = process.wait()
     return code, ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
 
 

@@ -75,7 +75,7 @@ def detached(
         yield run_dir, pid
     finally:
         os.kill(pid, signal.SIGTERM)
-        wait_until(lambda: not _pgrep(str(run_dir)), "the detached run to end", 60)
+        wait_until(lambda: not _pgrep(str(run_dir)), "the detached run to end")
 
 
 def test_both_patterns_of_the_pages_count_a_live_detached_run(

@@ -77,7 +77,7 @@ def test_two_resumes_of_one_s3_run_exactly_one_plays(prefect_api: str, s3_bucket
             lambda: [p for p in (first, second) if p.poll() is not None], "one resume to exit"
         )
         go = {p.pid: "" if p in done else "go\n" for p in (first, second)}
-        outs = {p.pid: (p, *p.communicate(go[p.pid], timeout=600)) for p in (first, second)}
+        outs = {p.pid: (p, *p.communicate(go[p.pid])) for p in (first, second)}
     codes = sorted(p.returncode for p, _, _ in outs.values())
     assert codes == [0, 75], [(p.returncode, err[-2000:]) for p, _, err in outs.values()]
     (player,) = [p for p, _, _ in outs.values() if p.returncode == 0]

@@ -86,7 +86,7 @@ async def _round_cut_off_in_flight(stub: StubModelServer, session: RunSession) -
     clock = session.engine.clock
     assert isinstance(clock, VirtualClock)
     playing = asyncio.create_task(session.play_round(1))
-    # A bounded wait on the run's real HTTP requests reaching the stub (in another thread).
+    # A wait on the run's real HTTP requests reaching the stub (in another thread).
     await asyncio.to_thread(stub.wait_in_flight, 2)
     clock.advance(1.0)  # max_round_duration_seconds
     await playing
@@ -168,7 +168,7 @@ def test_a_request_with_no_answer_by_the_runs_end_makes_the_total_unknown(
     assert (ended.total_cost_usd, ended.cost_note) == (None, note)
     assert (result.total_cost_usd, result.cost_note) == (None, note)
     # The given-up calls were cancelled: the client left the stub's held connections.
-    wait_until(lambda: held_stub.in_flight == 0, "the held requests' clients to leave", 10)
+    wait_until(lambda: held_stub.in_flight == 0, "the held requests' clients to leave")
 
 
 def _seat(req: RecordedRequest) -> str:
@@ -383,13 +383,12 @@ def test_a_judge_request_the_phase_end_cuts_off_is_logged_with_what_it_cost(
         clock = session.engine.clock
         assert isinstance(clock, VirtualClock)
         playing = asyncio.create_task(session.play_round(1))
-        # A bounded wait on the judge's real HTTP request reaching the stub (another thread),
-        # where it is held: the observer sends nothing while its tool waits for the ruling.
+        # A wait on the judge's real HTTP request reaching the stub (another thread), where it
+        # is held: the observer sends nothing while its tool waits for the ruling.
         await asyncio.to_thread(
             wait_until,
             lambda: any("final_result" in r.tool_names for r in model_stub.requests),
             "the judge's request at the stub",
-            10,
         )
         clock.advance(300.0)  # max_round_duration_seconds: the phase ends, the ruling unanswered
         await playing

@@ -206,7 +206,6 @@ def test_one_run_is_scored_in_process_without_importing_prefect(
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=120,
     )  # fmt: skip
     lines = done.stdout.splitlines()
     assert lines[-1] == "exit 0 prefect imported: False", done.stderr

@@ -54,7 +54,6 @@ def test_a_disk_that_fills_during_the_claim_exits_69_and_leaves_nothing(
         env=_without_coverage(),
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert done.returncode == 69, done.stderr
     assert re.fullmatch(
@@ -78,7 +77,6 @@ def test_a_disk_full_on_a_fresh_runs_dir_removes_the_folders_it_made(
         env=_without_coverage(),
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert done.returncode == 69, done.stderr
     assert done.stderr.count("\n") == 1
@@ -137,7 +135,6 @@ def test_a_derived_claim_the_disk_fills_during_exits_69_and_leaves_nothing(
         env=_without_coverage(),
         capture_output=True,
         text=True,
-        timeout=300,
     )  # fmt: skip
     assert done.returncode == 69, done.stderr
     assert re.fullmatch(

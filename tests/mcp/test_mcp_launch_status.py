@@ -59,7 +59,7 @@ def test_get_run_says_running_right_after_fork_replace_and_resume(
         f"run {interrupted} was just launched (pid {pids[2]}): it is starting",
         f"run {runs / interrupted} is being written by another live process (pid {pids[2]})",
     )
-    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")
 
 
 @pytest.mark.xfail(
@@ -82,7 +82,7 @@ def test_stop_run_right_after_resume_run_stops_the_launched_process(
             stopped = await call(s, "stop_run", run_id=interrupted)
             pid = pid_of(resumed)
             assert pid is not None
-            wait_until(lambda: gone(pid), "the stopped process exits", 60)
+            wait_until(lambda: gone(pid), "the stopped process exits")
             return resumed, stopped, await call(s, "get_run", run_id=interrupted)
 
     resumed, stopped, after = asyncio.run(go())

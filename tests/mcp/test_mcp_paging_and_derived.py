@@ -108,7 +108,7 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     assert started.spend_cap_usd == 0.5  # the cap reached the run, recorded with its limits
     pids = [pid_of(got[name]) for name in ("replaced", "crossed", "resumed", "capped")]
     assert all(p is not None for p in pids)
-    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")
 
 
 def test_a_derived_run_without_its_providers_key_is_refused_and_claims_nothing(

@@ -155,12 +155,12 @@ def test_stdio_server_lists_reads_starts_evaluates_exports_and_forks(
     runs.mkdir()
     pids = _play(stdio_session(runs, Path.cwd()), tmp_path)
     assert len(pids) == 2
-    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit", 60)
+    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit")
 
 
 def test_http_endpoint_in_glossogen_serve_does_the_same(serve: Serve, tmp_path: Path) -> None:
     pids = _play(http_session(f"{serve.url}/mcp"), tmp_path)
-    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit", 60)
+    wait_until(lambda: all(gone(p) for p in pids), "the launched runs exit")
 
 
 def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
@@ -271,7 +271,7 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
             await wait_for_a_round(s, run_id)
             assert (await call(s, "get_run", run_id=run_id))["status"] == "running"
             stopped = await call(s, "stop_run", run_id=run_id)
-            ended = await wait_for_end(s, run_id, 120)
+            ended = await wait_for_end(s, run_id)
             again = await refusal(s, "stop_run", run_id=run_id)
             return stopped, ended, again, started
 
@@ -286,7 +286,7 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
     # knowable is that every round played before it holds its verdict.
     assert 1 <= ended["rounds_played"] == len(ended["rounds"]) < 1000
     assert again == f"run {ended['run_id']} has no live writer: nothing to stop"
-    wait_until(lambda: gone(pids[0]), "the stopped run's process exits", 60)
+    wait_until(lambda: gone(pids[0]), "the stopped run's process exits")
 
 
 def test_glossogen_stop_refuses_a_run_with_no_live_writer(tmp_path: Path) -> None:
@@ -320,7 +320,7 @@ def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
     runs = tmp_path / "runs"
     runs.mkdir()
     open_host = Serve(runs, tmp_path, host="0.0.0.0")
-    assert open_host.process.wait(timeout=60) == 65
+    assert open_host.process.wait() == 65
     assert open_host.process.stderr is not None
     assert open_host.process.stderr.read().decode() == (
         "glossogen: error: --host '0.0.0.0' is not loopback: set GLOSSOGEN_SERVE_TOKEN "
@@ -329,9 +329,9 @@ def test_serve_needs_a_token_off_loopback_and_checks_it_when_set(
     guarded = Serve(runs, tmp_path, token="s3cret-token")
     try:
         guarded.wait_healthy()
-        no_token = httpx.post(f"{guarded.url}/mcp", json={}, timeout=10)
+        no_token = httpx.post(f"{guarded.url}/mcp", json={}, timeout=None)
         assert no_token.status_code == 401
-        wrong = httpx.post(f"{guarded.url}/mcp", json={}, timeout=10,
+        wrong = httpx.post(f"{guarded.url}/mcp", json={}, timeout=None,
                            headers={"Authorization": "Bearer nope"})  # fmt: skip
         assert wrong.status_code == 401 and "s3cret" not in wrong.text
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from prefect.client.orchestration import PrefectClient, get_client
@@ -14,7 +13,7 @@ from deployments.local_server import ProcessWorker
 from glossogen.launch import RunRequest
 from orchestration.gate import PrefectCallGate
 from tests.fixtures.model_stubs import StubModelServer
-from tests.fixtures.polling import DEADLINE_SECONDS, wait_until
+from tests.fixtures.polling import wait_until
 from tests.orchestration.flow_runs import assert_nothing_lost, wait_for_state
 from tests.providers.test_wire_formats import pd_player
 
@@ -26,7 +25,7 @@ def test_a_provider_limit_of_2_is_never_exceeded(
     model_stub.latency = 0.2  # seconds per answer: requests press on the limit
     # The first requests are held until two are in flight at once, so the limit is reached
     # whatever the load of the machine (a hold, not a latency, makes them overlap).
-    model_stub.hold_until_in_flight, model_stub.hold_seconds = 2, DEADLINE_SECONDS
+    model_stub.hold_until_in_flight = 2
     runs = tmp_path / "runs"
     flow_runs = [
         run_deployment(
@@ -81,10 +80,8 @@ def test_the_gate_says_what_a_call_waits_for_and_fails_open_visibly(orchestratio
 
         waiting = asyncio.create_task(second())
         # The second call logs that it waits for llm:gate-test once the server (a real process)
-        # has answered its reads: bounded.
-        deadline = time.monotonic() + 60
+        # has answered its reads (pytest-timeout ends a call that never says so).
         while gate.waits == 0:
-            assert time.monotonic() < deadline, "the second call never said that it waits"
             await asyncio.sleep(0.05)
         order.append("first out")
         await first.__aexit__(None, None, None)

@@ -33,7 +33,7 @@ from tests.orchestration.test_recovery import ROUNDS, _request, start_a_held_run
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "glossogen", *args],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 

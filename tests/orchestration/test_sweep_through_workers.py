@@ -167,7 +167,7 @@ def test_an_interrupted_launch_cancels_its_flow_run_that_no_worker_started(
         queued = Queued()
         with observing(queued):
             launching = asyncio.create_task(launch_deployment(launch, "unstarted", 1))
-            await asyncio.wait_for(queued.created.wait(), timeout=120)
+            await asyncio.wait_for(queued.created.wait(), timeout=None)
             launching.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await launching

@@ -36,9 +36,7 @@ def _run(*args: str, cwd: Path, path: Path | None = None) -> subprocess.Complete
     env = dict(os.environ)
     if path is not None:
         env["GLOSSOGEN_SCENARIO_PATH"] = str(path)
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def test_a_new_scenario_checks_plays_and_passes_its_own_test(

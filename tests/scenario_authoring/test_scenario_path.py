@@ -27,7 +27,7 @@ def test_glossogen_scenarios_lists_a_package_on_the_path(tmp_path: Path) -> None
     listed = subprocess.run(
         [sys.executable, "-m", "glossogen", "scenarios"],
         env={**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")},
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
     assert (
@@ -56,13 +56,13 @@ def test_each_faulty_part_of_the_path_is_named_and_an_unknown_scenario_says_them
     assert path_problems({"GLOSSOGEN_SCENARIO_PATH": path}) == problems
     listed = subprocess.run(
         [sys.executable, "-m", "glossogen", "scenarios"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert listed.returncode == 0
     assert listed.stderr.splitlines() == [f"glossogen: warning: {p}" for p in problems]
     checked = subprocess.run(
         [sys.executable, "-m", "glossogen", "check-scenario", "kelp_bell"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert checked.returncode == 65
     assert checked.stderr.splitlines() == [

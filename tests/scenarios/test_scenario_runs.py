@@ -49,7 +49,6 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env={**os.environ, VIRTUAL_CLOCK_SETTING: "1"},
         capture_output=True,
         text=True,
-        timeout=300,
     )
 
 

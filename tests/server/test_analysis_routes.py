@@ -35,14 +35,14 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
     fields_cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
                           "--knob", "round_budget_chars=300", "--list-fields")  # fmt: skip
     with serving(cohort.runs_dir) as base:
-        got = httpx.post(f"{base}{API}/query", json=QUERY, timeout=60)
+        got = httpx.post(f"{base}{API}/query", json=QUERY, timeout=None)
         assert got.status_code == 200, got.text
         params = {"grain": "round", "knob": "round_budget_chars=300"}
-        listed = httpx.get(f"{base}{API}/fields", params=params, timeout=60)
+        listed = httpx.get(f"{base}{API}/fields", params=params, timeout=None)
         assert listed.status_code == 200, listed.text
 
         def refused(body: dict[str, Any], status: int = 422) -> dict[str, Any]:
-            answer = httpx.post(f"{base}{API}/query", json=body, timeout=60)
+            answer = httpx.post(f"{base}{API}/query", json=body, timeout=None)
             assert answer.status_code == status, answer.text
             return answer.json()["detail"]
 
@@ -58,15 +58,15 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
             ),  # fmt: skip
             refused({"measures": [{"field": "task_done"}], "max_runs": 2}, 413),
         ]
-        bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=60)
+        bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=None)
         # A run re-evaluated after a query is read again (the run cache's stamp changed).
         report = Path(cohort.runs_dir, cohort.ids["r5"], "veyru_report.json")
         written = json.loads(report.read_text())
         del written["metrics"]["mean_chars_per_round"]
         report.write_text(json.dumps(written))
-        again = httpx.post(f"{base}{API}/query", json=QUERY, timeout=60).json()
+        again = httpx.post(f"{base}{API}/query", json=QUERY, timeout=None).json()
         other_group = httpx.post(
-            f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=60
+            f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=None
         ).json()
     assert got.json() == cli
     assert listed.json() == fields_cli

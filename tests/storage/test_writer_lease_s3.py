@@ -118,7 +118,7 @@ def test_a_killed_holder_on_this_host_is_taken_over_at_once(s3_bucket: str) -> N
             folder.lock()
     finally:
         child.kill()
-        child.wait(timeout=30)
+        child.wait()
     lock = folder.lock()  # the lease has not expired, but its holder is gone
     try:
         assert lock.lease is not None
@@ -172,7 +172,7 @@ def test_the_renewal_thread_keeps_a_short_lease_alive(
     try:
         assert _lease(folder)["expires_at"] == T0 + 3
         clock[0] = T0 + 2  # the next renewal extends the lease to T0 + 5
-        wait_until(lambda: _lease(folder)["expires_at"] == T0 + 5, "the lease's renewal", 30)
+        wait_until(lambda: _lease(folder)["expires_at"] == T0 + 5, "the lease's renewal")
         with pytest.raises(RunBusyError):  # past the first expiry: held by the renewal alone
             folder.check_unlocked(now=lambda: T0 + 4)
     finally:

@@ -260,7 +260,6 @@ def test_an_unreachable_prefect_api_exits_69_in_one_line(tmp_path: Path, refused
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
     )
     assert done.returncode == 69, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
