@@ -139,10 +139,14 @@ def load_dashboard(path: str) -> Dashboard:
 
 
 def dump_dashboard(dashboard: Dashboard) -> str:
-    """The dashboard as YAML, fields at their defaults left out (what the page saves)."""
+    """The dashboard as YAML, blank fields left out (what the page saves).
+
+    Every other field is written, defaults too (a query's seed and resamples, a selection's
+    ``kind``), so the file says exactly what is answered.
+    """
     import yaml
 
-    data = dashboard.model_dump(mode="json", exclude_defaults=True)
+    data = dashboard.model_dump(mode="json", exclude_none=True)
     return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
@@ -296,6 +300,74 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
     return written
 
 
+def dashboards_folder(runs_dir: str) -> Path:
+    """The folder of the run browser's dashboards under a local ``runs_dir``.
+
+    Raises:
+        DashboardError: the runs directory is not a local folder.
+    """
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    if not store.local:
+        raise DashboardError(f"{runs_dir}: dashboards are kept only under a local runs dir")
+    return Path(store.runs_dir, DASHBOARDS_FOLDER)
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name):
+        raise DashboardError(f"{name!r}: a dashboard's name is letters, digits, _ . - (64 at most)")
+
+
+def saved_dashboards(runs_dir: str) -> list[str]:
+    """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted)."""
+    folder = dashboards_folder(runs_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.stem
+        for p in folder.iterdir()
+        if p.suffix in (".yaml", ".yml", ".json") and NAME.match(p.stem)
+    )
+
+
+def open_saved(runs_dir: str, name: str) -> Dashboard:
+    """The dashboard ``name`` kept under ``runs_dir``.
+
+    Raises:
+        DashboardError: a bad name, no such dashboard, or a file that does not validate.
+        FileNotFoundError: no dashboard of that name.
+    """
+    _check_name(name)
+    folder = dashboards_folder(runs_dir)
+    for ext in (".yaml", ".yml", ".json"):
+        path = folder / f"{name}{ext}"
+        if path.is_file():
+            return load_dashboard(str(path))
+    raise FileNotFoundError(f"no dashboard {name!r} in {folder}")
+
+
+def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> Path:
+    """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``.
+
+    The file is written whole (aside, then moved); a ``.yml`` or ``.json`` file of the same
+    name is replaced by it.
+
+    Raises:
+        DashboardError: a bad name, or a runs dir that is not a local folder.
+    """
+    _check_name(name)
+    folder = dashboards_folder(runs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    aside = folder / f".{name}.yaml.tmp"
+    aside.write_text(dump_dashboard(dashboard), encoding="utf-8")
+    os.replace(aside, path)
+    for ext in (".yml", ".json"):
+        (folder / f"{name}{ext}").unlink(missing_ok=True)
+    return path
+
+
 __all__ = [
     "DASHBOARDS_FOLDER",
     "Chart",
@@ -305,7 +377,11 @@ __all__ = [
     "answer_dashboard",
     "chart_bytes",
     "check_out",
+    "dashboards_folder",
     "dump_dashboard",
+    "open_saved",
+    "save_dashboard",
+    "saved_dashboards",
     "load_dashboard",
     "one_line",
     "parse_dashboard",

@@ -28,6 +28,7 @@ BOARD = """\
 title: Budget study
 queries:
   done:
+    selection: {kind: filters, scenario: [veyru]}
     by: [round_budget_chars]
     measures: [{field: task_done, agg: rate}, {field: mean_chars_per_round, agg: max}]
   success:
@@ -232,15 +233,19 @@ def test_json_and_yaml_read_alike_and_a_saved_dashboard_reads_back(tmp_path: Pat
     path.write_text(from_yaml.model_dump_json())
     assert load_dashboard(str(path)) == from_yaml
     assert parse_dashboard(dump_dashboard(from_yaml), "saved.yaml") == from_yaml
-    assert dump_dashboard(from_yaml).splitlines()[:8] == [
+    assert dump_dashboard(from_yaml).splitlines()[:12] == [
         "title: Budget study",
+        "description: ''",
         "queries:",
         "  done:",
+        "    selection:",
+        "      kind: filters",
+        "      scenario:",
+        "      - veyru",
+        "    grain: run",
         "    by:",
         "    - round_budget_chars",
-        "    measures:",
-        "    - field: task_done",
-        "      agg: rate",
+        "    filters: []",
     ]
     with pytest.raises(DashboardError, match=r"^board.json: Expecting value: line 1 column 1"):
         parse_dashboard("title: x", "board.json", json_only=True)
