@@ -15,7 +15,7 @@
 
 Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; no
 markup is built in Python (the charts are the evaluation report's PNGs, as ``data:`` URLs).
-Assets (CSS and three small plain scripts: no framework, nothing fetched from a network) are
+Assets (CSS and four small plain scripts: no framework, nothing fetched from a network) are
 served from the package's ``static`` folder at ``/static``.
 """
 
