@@ -157,7 +157,19 @@ def test_the_page_answers_as_every_surface(
         reopened = page_cells(page)
         assert page.inner_text("#cohort") == "from dashboard study, chart success"
         assert page.input_value("#key1") == "round_budget_chars"
+        # A refusal is the REST answer's one line, and nothing is drawn.
+        page.goto(f"{base}/analysis?knob=x")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        page.wait_for_selector("#analysis-error:not([hidden])")
+        refused = page.inner_text("#analysis-error")
+        assert page.locator("#answer").is_hidden()
         assert errors == []
+    assert refused == (
+        "knob: knob condition 'x': no operator; write <knob><op><value> with op one of "
+        "!= >= <= = > <"
+    )
     assert rest.json() == cli
     assert mcp == cli
     assert shown == expected
