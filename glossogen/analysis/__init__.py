@@ -5,7 +5,8 @@ measures with their aggregates, an optional two-arm comparison, sort and limit) 
 when built; :func:`answer` reads the selected runs through the export's tables and returns a
 :class:`Result` (every cell with its n, missing, and for means and rates a 95% interval).
 The CLI (``glossogen analyze``) only translates flags to a query and the result to a table,
-JSON or CSV; other surfaces are to do the same. No Prefect, no server.
+JSON or CSV; REST, MCP and the run browser's page do the same. Dashboards (``_dashboard.py``)
+are files of named queries and charts, rendered as a static report. No Prefect, no server.
 """
 
 from glossogen.analysis._engine import (

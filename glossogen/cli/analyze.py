@@ -5,6 +5,9 @@ grain, keys, measures, filters, comparison); the query is checked whole before a
 and the answer is printed as an aligned table (a terminal), JSON (``--json``: the typed result)
 or CSV (``--csv``: one row per group and measure, then, after a blank line, one per comparison).
 ``--list-fields`` prints the grain's fields with their coverage and values instead.
+``--dashboard FILE --out DIR`` renders a dashboard file (named queries and charts) as a static
+report instead (``glossogen.analysis._dashboard``): the file is read and every query answered
+before anything is written.
 
 Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
 comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
@@ -72,6 +75,12 @@ def analyze(
     list_fields: bool = typer.Option(
         False, "--list-fields", help="List the grain's fields with coverage and values."
     ),
+    dashboard: str | None = typer.Option(
+        None, "--dashboard", metavar="FILE", help="Render a dashboard file (.yaml/.json) to --out."
+    ),
+    out: str | None = typer.Option(
+        None, "--out", metavar="DIR", help="--dashboard: the static report's folder."
+    ),
 ) -> int:
     """Answer a grouped question over runs: n, missing and 95% intervals in every cell."""
     from pydantic import ValidationError
@@ -82,6 +91,19 @@ def analyze(
 
     if as_json and as_csv:
         return _error("--json and --csv are exclusive", exit_codes.USAGE)
+    if dashboard is not None or out is not None:
+        asked = [flag for flag, given in (
+            ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
+            ("--metric", metric), ("--sort", sort), ("--limit", limit), ("--plot", plot),
+            ("--json", as_json), ("--csv", as_csv), ("--list-fields", list_fields),
+            ("--grain", grain != "run"), ("--scenario", scenario), ("--label", label),
+            ("--knob", knob), ("--status", status), ("--run-id", run_id),
+            ("--run-id-contains", run_id_contains), ("--contains-agent-id", contains_agent_id),
+        ) if given]  # fmt: skip
+        if asked:
+            return _error(f"--dashboard takes its queries from the file, not {asked[0]}",
+                          exit_codes.USAGE)  # fmt: skip
+        return _dashboard(runs_dir, dashboard, out)
     if grain not in GRAINS:
         return _error(f"--grain {grain!r} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
     try:
@@ -131,6 +153,42 @@ def analyze(
         return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
+    """Render the dashboard at ``path`` over ``runs_dir`` into the folder ``out``."""
+    from glossogen.analysis import QueryError
+    from glossogen.analysis._dashboard import (
+        DashboardError,
+        answer_dashboard,
+        check_out,
+        load_dashboard,
+        write_report,
+    )
+    from glossogen.export import RunsDirError, SelectionError, check_runs_dir
+    from glossogen.storage import StorageError
+
+    if path is None or out is None:
+        return _error("--dashboard FILE and --out DIR go together", exit_codes.USAGE)
+    try:
+        board = load_dashboard(path)
+        check_out(out)
+    except DashboardError as exc:
+        return _error(f"--dashboard {exc}", exit_codes.USAGE)
+    try:
+        check_runs_dir(runs_dir)
+        rendered = answer_dashboard(runs_dir, board)
+    except RunsDirError as exc:
+        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+    except QueryError as exc:
+        return _error(f"--dashboard {path}: {exc.field} {exc.detail}", exit_codes.USAGE)
+    except SelectionError as exc:
+        return _error(f"--dashboard {path}: {exc.cli_message}", exit_codes.REFUSED)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+    written = write_report(rendered, out, source=path)
+    print(f"wrote {len(written)} files to {out}: {', '.join(written)}")
+    return int(exit_codes.OK)
 
 
 _FLAGS = {"measures": "measure", "filters": "filter", "by": "by", "compare": "compare"}

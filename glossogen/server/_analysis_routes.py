@@ -1,4 +1,12 @@
-"""The analysis endpoints: ``GET /api/g/{slug}/runs/analysis/fields`` and ``POST .../query``.
+"""The analysis endpoints under ``/api/g/{slug}/runs/analysis``: fields, query, render, dashboards.
+
+``GET .../fields``, ``POST .../query``, ``POST .../render`` and the kept dashboards (``GET
+.../dashboards``, ``GET``/``PUT .../dashboards/{name}``).
+
+``/render`` takes a result ``/query`` answered (with a chart kind) and answers its CSV and its
+chart as SVG (the ``--plot`` drawing), reading no run. The dashboards are files under the runs
+dir (``.glossogen/dashboards/<name>.yaml``, :mod:`glossogen.analysis._dashboard`), shared by
+every group; a body is the typed :class:`~glossogen.analysis._dashboard.Dashboard`.
 
 ``/query`` takes the :class:`~glossogen.analysis.Query` itself as its JSON body and answers the
 engine's :class:`~glossogen.analysis.Result` (every cell's value, n, missing, interval and its
@@ -24,7 +32,7 @@ from typing import Annotated, Any, NoReturn
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi import Query as Param
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from glossogen.analysis import (
     Fields,
@@ -36,6 +44,7 @@ from glossogen.analysis import (
     check_sort,
     fields_of,
 )
+from glossogen.analysis._dashboard import ChartKind, Dashboard, DashboardError
 from glossogen.export import RunRecord, RunsDirError, SelectionError, select_runs, selection_of
 from glossogen.export._selection import _check_limit as check_limit
 from glossogen.server._export_routes import group_of
@@ -130,3 +139,96 @@ def list_fields(
         return fields_of(records, query.grain, query.metric)
     except StorageError as exc:
         _refuse(exc)
+
+
+class RenderRequest(BaseModel):
+    """A result to draw: the engine's :class:`~glossogen.analysis.Result` and a chart kind."""
+
+    result: Result
+    chart: ChartKind = "bar"
+
+
+class RenderedResult(BaseModel):
+    """A result as files: its CSV (``analyze --csv``'s rows), its comparisons' CSV, its chart."""
+
+    csv: str
+    comparisons_csv: str | None
+    svg: str | None
+    """The chart as SVG (the ``--plot`` drawing); None for a ``table``."""
+
+
+@router.post("/render")
+def render_result(slug: str, body: RenderRequest) -> RenderedResult:
+    """Draw a result the query route answered: no run is read again.
+
+    Raises:
+        HTTPException: 422 a chart the result cannot take (a heatmap without two keys).
+    """
+    from glossogen.analysis._dashboard import chart_bytes
+    from glossogen.analysis._plot import CHARTS, check_plot
+    from glossogen.analysis._render import comparison_frame, result_frame
+
+    result = body.result
+    svg = None
+    if body.chart in CHARTS:
+        try:
+            check_plot("chart.svg", body.chart, result.query)
+        except QueryError as exc:
+            _refuse(exc)
+        svg = chart_bytes(result, body.chart).decode()
+    comparisons = comparison_frame(result).write_csv() if result.comparisons else None
+    return RenderedResult(csv=result_frame(result).write_csv(), comparisons_csv=comparisons,
+                          svg=svg)  # fmt: skip
+
+
+class SavedDashboards(BaseModel):
+    """The dashboards kept under the runs dir (``.glossogen/dashboards``)."""
+
+    names: list[str]
+
+
+class SavedDashboard(BaseModel):
+    """Where a dashboard was saved."""
+
+    name: str
+    path: str
+
+
+def _dashboard_refusal(exc: DashboardError) -> NoReturn:
+    raise HTTPException(422, {"field": "dashboard", "message": str(exc)}) from exc
+
+
+@router.get("/dashboards")
+def list_dashboards(slug: str, request: Request) -> SavedDashboards:
+    """The names of the dashboards kept under the runs dir (422 for a runs dir not local)."""
+    from glossogen.analysis._dashboard import saved_dashboards
+
+    try:
+        return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
+    except DashboardError as exc:
+        _dashboard_refusal(exc)
+
+
+@router.get("/dashboards/{name}")
+def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
+    """One kept dashboard, as its typed value (404 none of that name; 422 one that is not valid)."""
+    from glossogen.analysis._dashboard import open_saved
+
+    try:
+        return open_saved(request.app.state.settings.runs_dir, name)
+    except FileNotFoundError as exc:
+        raise HTTPException(404, {"message": str(exc)}) from exc
+    except DashboardError as exc:
+        _dashboard_refusal(exc)
+
+
+@router.put("/dashboards/{name}")
+def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> SavedDashboard:
+    """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it)."""
+    from glossogen.analysis._dashboard import save_dashboard as save
+
+    try:
+        path = save(request.app.state.settings.runs_dir, name, body)
+    except DashboardError as exc:
+        _dashboard_refusal(exc)
+    return SavedDashboard(name=name, path=str(path))

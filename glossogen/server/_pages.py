@@ -6,13 +6,16 @@
   alone (the live refresh).
 - ``/runs/{scenario}/{ts}``: one run (header, seats, then one round at a time, ``?round=N``:
   verdicts, trigger, case, messages per channel, tool calls, postmortem; the report's charts).
+- ``/analysis``: the analysis page (the list's filters in its query string are the cohort;
+  grain, keys, measures, chart; the table with n, missing and intervals; CSV and chart
+  downloads; dashboards opened and saved under the runs dir), driving the analysis REST routes.
 - ``/favicon.ico``; a page that cannot be served (a missing run) answers a page, not JSON.
 - ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
   the knobs' JSON Schema as a table.
 
 Every text an agent wrote reaches the page through Jinja's autoescape, never ``|safe``; no
 markup is built in Python (the charts are the evaluation report's PNGs, as ``data:`` URLs).
-Assets (CSS and three small plain scripts: no framework, nothing fetched from a network) are
+Assets (CSS and four small plain scripts: no framework, nothing fetched from a network) are
 served from the package's ``static`` folder at ``/static``.
 """
 
@@ -186,6 +189,40 @@ def runs(request: Request) -> HTMLResponse:
         base_query=urlencode(
             [(k, v) for k, v in request.query_params.multi_items() if k not in ("fragment", "page")]
         ),
+    )
+
+
+@router.get("/analysis", response_class=HTMLResponse)
+def analysis(request: Request) -> HTMLResponse:
+    """The analysis page: the list's filters (its query string) as the cohort.
+
+    The page only translates: its form becomes the engine's ``Query`` (posted to the analysis
+    REST route), the ``Result`` becomes the table, and the chart and CSV are the ``/render``
+    route's (the ``--plot`` drawing and ``--csv`` rows), so no number is computed in the page.
+    """
+    from glossogen.analysis import AGGREGATES, GRAINS
+    from glossogen.analysis._plot import CHARTS
+
+    filters = _filters(request)
+    fields_query = [("scenario", filters.scenario)] if filters.scenario else []
+    fields_query += [("label", v) for v in filters.labels] + [("knob", v) for v in filters.knob]
+    if filters.status:
+        fields_query.append(("status", filters.status))
+    if filters.run_id_contains:
+        fields_query.append(("run_id_contains", filters.run_id_contains))
+    list_query = [(k, v) for k, v in request.query_params.multi_items() if k in
+                  ("scenario", "label", "knob", "status", "run_id", "group")]  # fmt: skip
+    shown = [f"{k}={v}" for k, v in list_query]
+    return _render(
+        "analysis.html",
+        selection=filters.as_json(),
+        group=filters.group or DEFAULT_GROUP,
+        cohort=", ".join(shown) or "every run",
+        list_query=urlencode(list_query),
+        fields_query=urlencode(fields_query),
+        grains=GRAINS,
+        aggregates=AGGREGATES,
+        charts=[*CHARTS, "table"],
     )
 
 

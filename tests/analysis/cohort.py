@@ -117,6 +117,15 @@ def cells(result: dict[str, Any]) -> list[tuple[str, str, float | None, int, int
             for g in result["groups"] for c in g["cells"]]  # fmt: skip
 
 
+def analyze(*args: str) -> int:
+    """Run ``glossogen analyze ARGS`` in this process; return its exit code."""
+    try:
+        main(["analyze", *args])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
 def analyze_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     """What ``glossogen analyze ARGS --json`` prints, parsed (the test fails on a refusal)."""
     try:

@@ -8,21 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from glossogen.cli import main
-from tests.analysis.cohort import Cohort, build
+from tests.analysis.cohort import Cohort, analyze, build
 
 
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
     return build(Path(tmp_path_factory.mktemp("analysis-cli-runs")))
-
-
-def analyze(*args: str) -> int:
-    try:
-        main(["analyze", *args])
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def test_csv_with_a_paired_comparison(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,390 @@
+"""Dashboards as files: named queries and the charts drawn from them, never their numbers.
+
+A dashboard is a YAML or JSON file::
+
+    title: Budget study
+    queries:
+      success:                      # a Query, as REST's POST .../analysis/query body
+        grain: round
+        by: [round_budget_chars]
+        measures: [{field: round_success, agg: rate}]
+    charts:
+      - {name: success_by_budget, query: success, chart: bar}
+
+It is read into a typed :class:`Dashboard` (each query a :class:`~glossogen.analysis.Query`,
+each chart naming one of them); a file that does not validate is refused with one line
+naming the bad key (``charts.0.query 'nope': no such query (success)``). :func:`render_report`
+answers every query (the engine's :func:`~glossogen.analysis.answer`) and only then writes a
+static report into a folder: ``index.html`` (each chart as its SVG, the table of each chart
+with n, missing and the interval, the queries, the run list), per chart ``<name>.svg`` (the
+same matplotlib drawing as ``glossogen analyze --plot``) and ``<name>.csv`` (as ``analyze
+--csv``), ``dashboard.json`` (the queries as read), ``results.json`` (every query's typed
+result) and ``runs.csv`` (every run any query read, with the sha256 of its log and report as
+stored), so a figure can be regenerated and cited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from glossogen.analysis._query import Query, Result
+
+ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
+"""How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""A chart's or query's name: it names the chart's files, so no path separator."""
+
+DASHBOARDS_FOLDER = ".glossogen/dashboards"
+"""Where the run browser keeps dashboards, under the runs directory."""
+
+
+class DashboardError(ValueError):
+    """A dashboard file that cannot be read or rendered; one line naming the bad key."""
+
+
+class Chart(BaseModel):
+    """One chart: a name (its files' name), the query it draws, and how it draws it."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(pattern=NAME.pattern)]
+    query: Annotated[str, Field(min_length=1)]
+    chart: ChartKind = "bar"
+    title: str = ""
+
+
+class Dashboard(BaseModel):
+    """Named queries and the charts drawn from them (no numbers: those are answered anew)."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = "Dashboard"
+    description: str = ""
+    queries: Annotated[dict[str, Query], Field(min_length=1)]
+    charts: Annotated[list[Chart], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _charts_name_queries(self) -> Dashboard:
+        seen: set[str] = set()
+        for i, chart in enumerate(self.charts):
+            if chart.query not in self.queries:
+                known = ", ".join(self.queries)
+                raise ValueError(f"charts.{i}.query {chart.query!r}: no such query ({known})")
+            if chart.name in seen:
+                raise ValueError(f"charts.{i}.name {chart.name!r}: named twice")
+            seen.add(chart.name)
+            by = self.queries[chart.query].by
+            if chart.chart == "heatmap" and len(by) != 2:
+                raise ValueError(f"charts.{i}.chart 'heatmap': query {chart.query!r} has "
+                                 f"{len(by)} keys, a heatmap needs two")  # fmt: skip
+        for name in self.queries:
+            if not NAME.match(name):
+                raise ValueError(f"queries.{name!r}: a name is letters, digits, _ . - (64 at most)")
+        return self
+
+
+def one_line(exc: ValidationError) -> str:
+    """The first problem of ``exc`` as one line: ``<dotted key>: <message>``."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def parse_dashboard(text: str, where: str, json_only: bool = False) -> Dashboard:
+    """Read a dashboard from YAML (JSON is YAML too) or, with ``json_only``, JSON.
+
+    Raises:
+        DashboardError: ``<where>: <problem>``, one line: not YAML/JSON, not a mapping, or the
+            first key that does not validate.
+    """
+    from glossogen.strict_yaml import YamlError, load_yaml
+
+    try:
+        data = json.loads(text) if json_only else load_yaml(text)
+    except (YamlError, json.JSONDecodeError) as exc:
+        raise DashboardError(f"{where}: {exc}") from None
+    if not isinstance(data, dict):
+        raise DashboardError(f"{where}: a dashboard is a mapping (title, queries, charts)")
+    try:
+        return Dashboard.model_validate(data)
+    except ValidationError as exc:
+        raise DashboardError(f"{where}: {one_line(exc)}") from None
+
+
+def load_dashboard(path: str) -> Dashboard:
+    """Read the dashboard file at ``path`` (``.yaml``, ``.yml`` or ``.json``).
+
+    Raises:
+        DashboardError: a missing or unreadable file, another extension, or a file that does
+            not validate (one line naming the bad key).
+    """
+    ext = Path(path).suffix.lower()
+    if ext not in (".yaml", ".yml", ".json"):
+        raise DashboardError(f"{path}: a dashboard is a .yaml, .yml or .json file")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DashboardError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DashboardError(f"{path}: not UTF-8 text") from None
+    return parse_dashboard(text, path, json_only=ext == ".json")
+
+
+def dump_dashboard(dashboard: Dashboard) -> str:
+    """The dashboard as YAML, blank fields left out (what the page saves).
+
+    Every other field is written, defaults too (a query's seed and resamples, a selection's
+    ``kind``), so the file says exactly what is answered.
+    """
+    import yaml
+
+    data = dashboard.model_dump(mode="json", exclude_none=True)
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+@dataclass
+class RunHash:
+    """One run a report read: its id and the sha256 of its log and report as stored."""
+
+    run_id: str
+    log_sha256: str
+    report_sha256: str
+    """Blank when the run has no report."""
+
+
+def _sha256(folder: object, name: str) -> str:
+    from glossogen.storage import RunFolder
+
+    assert isinstance(folder, RunFolder)
+    digest = hashlib.sha256()
+    try:
+        for block in folder.read_chunks(name, 1 << 20):
+            digest.update(block)
+    except FileNotFoundError:
+        return ""
+    return digest.hexdigest()
+
+
+def run_hashes(runs_dir: str, run_ids: list[str]) -> list[RunHash]:
+    """The sha256 of each run's log and report, as stored now (sorted by run id)."""
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    out = []
+    for run_id in sorted(set(run_ids)):
+        folder = store.open_run(run_id)
+        out.append(RunHash(run_id, _sha256(folder, f"{folder.scenario}.jsonl"),
+                           _sha256(folder, f"{folder.scenario}_report.json")))  # fmt: skip
+    return out
+
+
+@dataclass
+class Rendered:
+    """What a rendered dashboard holds: each query's result and each run read."""
+
+    dashboard: Dashboard
+    results: dict[str, Result]
+    runs: list[RunHash]
+
+
+def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) -> Rendered:
+    """Answer every query of ``dashboard`` over ``runs_dir`` (nothing is written).
+
+    Raises:
+        QueryError: a query the selection's rows cannot answer (its field names the query).
+        RunsDirError, SelectionError, StorageError: from a query's selection.
+    """
+    from glossogen.analysis._engine import answer
+    from glossogen.analysis._query import QueryError
+
+    results = {}
+    for name, query in dashboard.queries.items():
+        try:
+            results[name] = answer(runs_dir, query, cache=cache)
+        except QueryError as exc:
+            raise QueryError(exc.detail, f"queries.{name}.{exc.field}") from None
+    run_ids = [r for result in results.values() for r in result.run_ids]
+    return Rendered(dashboard, results, run_hashes(runs_dir, run_ids))
+
+
+def chart_bytes(result: Result, chart: str, fmt: str = "svg") -> bytes:
+    """``result``'s first measure drawn as ``chart`` (the plot's matplotlib figure)."""
+    import tempfile
+
+    from glossogen.analysis._plot import write_plot
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, f"chart.{fmt}")
+        write_plot(result, path, chart)
+        return Path(path).read_bytes()
+
+
+def check_out(out: str) -> None:
+    """Refuse an ``--out`` that is a file, or whose parent folder does not exist.
+
+    Raises:
+        DashboardError: naming it.
+    """
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise DashboardError(f"{out}: --out is a file, not a folder")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise DashboardError(f"{out}: its folder {parent} does not exist")
+
+
+def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
+    """Write the static report of ``rendered`` into the folder ``out`` (made if missing).
+
+    Returns:
+        The files written, relative to ``out``, in order.
+    """
+    from importlib.metadata import version
+
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from glossogen.analysis._render import comparison_frame, number, result_frame
+
+    os.makedirs(out, exist_ok=True)
+    written: list[str] = []
+
+    def put(name: str, data: bytes | str) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        Path(out, name).write_bytes(raw)
+        written.append(name)
+
+    dashboard = rendered.dashboard
+    sections = []
+    for chart in dashboard.charts:
+        result = rendered.results[chart.query]
+        frame = result_frame(result)
+        put(f"{chart.name}.csv", frame.write_csv())
+        svg = None
+        if chart.chart != "table":
+            put(f"{chart.name}.svg", chart_bytes(result, chart.chart))
+            svg = f"{chart.name}.svg"
+        comparisons = comparison_frame(result) if result.comparisons else None
+        if comparisons is not None:
+            put(f"{chart.name}.comparisons.csv", comparisons.write_csv())
+        sections.append({
+            "chart": chart, "svg": svg, "result": result,
+            "columns": frame.columns,
+            "rows": [[number(v) for v in row] for row in frame.iter_rows()],
+            "comparison_columns": comparisons.columns if comparisons is not None else [],
+            "comparison_rows": [[number(v) for v in row] for row in comparisons.iter_rows()]
+            if comparisons is not None else [],
+            "query": json.dumps(dashboard.queries[chart.query].model_dump(mode="json"), indent=2),
+        })  # fmt: skip
+    put("dashboard.json", dashboard.model_dump_json(indent=2))
+    results = {name: r.model_dump(mode="json") for name, r in rendered.results.items()}
+    put("results.json", json.dumps(results, indent=2))
+    lines = ["run_id,log_sha256,report_sha256"]
+    lines += [f"{r.run_id},{r.log_sha256},{r.report_sha256}" for r in rendered.runs]
+    put("runs.csv", "\n".join(lines) + "\n")
+    env = Environment(
+        loader=PackageLoader("glossogen.analysis", "templates"),
+        autoescape=select_autoescape(["html"], default=True),
+    )
+    html = env.get_template("report.html").render(
+        dashboard=dashboard, sections=sections, runs=rendered.runs, source=source,
+        version=version("glossogen"),
+    )  # fmt: skip
+    put("index.html", html)
+    return written
+
+
+def dashboards_folder(runs_dir: str) -> Path:
+    """The folder of the run browser's dashboards under a local ``runs_dir``.
+
+    Raises:
+        DashboardError: the runs directory is not a local folder.
+    """
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    if not store.local:
+        raise DashboardError(f"{runs_dir}: dashboards are kept only under a local runs dir")
+    return Path(store.runs_dir, DASHBOARDS_FOLDER)
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name):
+        raise DashboardError(f"{name!r}: a dashboard's name is letters, digits, _ . - (64 at most)")
+
+
+def saved_dashboards(runs_dir: str) -> list[str]:
+    """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted)."""
+    folder = dashboards_folder(runs_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.stem
+        for p in folder.iterdir()
+        if p.suffix in (".yaml", ".yml", ".json") and NAME.match(p.stem)
+    )
+
+
+def open_saved(runs_dir: str, name: str) -> Dashboard:
+    """The dashboard ``name`` kept under ``runs_dir``.
+
+    Raises:
+        DashboardError: a bad name, no such dashboard, or a file that does not validate.
+        FileNotFoundError: no dashboard of that name.
+    """
+    _check_name(name)
+    folder = dashboards_folder(runs_dir)
+    for ext in (".yaml", ".yml", ".json"):
+        path = folder / f"{name}{ext}"
+        if path.is_file():
+            return load_dashboard(str(path))
+    raise FileNotFoundError(f"no dashboard {name!r} in {folder}")
+
+
+def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> Path:
+    """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``.
+
+    The file is written whole (aside, then moved); a ``.yml`` or ``.json`` file of the same
+    name is replaced by it.
+
+    Raises:
+        DashboardError: a bad name, or a runs dir that is not a local folder.
+    """
+    _check_name(name)
+    folder = dashboards_folder(runs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    aside = folder / f".{name}.yaml.tmp"
+    aside.write_text(dump_dashboard(dashboard), encoding="utf-8")
+    os.replace(aside, path)
+    for ext in (".yml", ".json"):
+        (folder / f"{name}{ext}").unlink(missing_ok=True)
+    return path
+
+
+__all__ = [
+    "DASHBOARDS_FOLDER",
+    "Chart",
+    "Dashboard",
+    "DashboardError",
+    "RunHash",
+    "answer_dashboard",
+    "chart_bytes",
+    "check_out",
+    "dashboards_folder",
+    "dump_dashboard",
+    "open_saved",
+    "save_dashboard",
+    "saved_dashboards",
+    "load_dashboard",
+    "one_line",
+    "parse_dashboard",
+    "run_hashes",
+    "write_report",
+]

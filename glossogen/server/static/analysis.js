@@ -1,0 +1,228 @@
+// The analysis page: its form becomes the engine's Query (POST .../analysis/query), the Result
+// becomes the table, and the chart and CSV come from POST .../analysis/render (the --plot
+// drawing and the --csv rows). Nothing is computed here: it only translates. Plain JavaScript,
+// nothing fetched from another origin.
+(function () {
+  "use strict";
+  const root = document.getElementById("analysis");
+  if (!root) return;
+  const api = "/api/g/" + encodeURIComponent(root.dataset.group) + "/runs/analysis/";
+  const $ = (id) => document.getElementById(id);
+  let base = { selection: JSON.parse(root.dataset.selection) };
+  let urls = [];
+
+  async function call(method, path, body) {
+    const res = await fetch(api + path, {
+      method: method, credentials: "same-origin",
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = await res.json();
+    return { ok: res.ok, status: res.status, data: data };
+  }
+  // A refusal as one line: the REST answer's field and message, never JSON.
+  function refusal(detail) {
+    if (typeof detail === "string") return detail;
+    if (detail && detail.message) return (detail.field ? detail.field + ": " : "") + detail.message;
+    return "the server refused the request";
+  }
+  function fail(text) {
+    $("analysis-error").textContent = text;
+    $("analysis-error").hidden = !text;
+  }
+  function shown(v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v === "number") return String(Number(v.toPrecision(4)));
+    return String(v);
+  }
+
+  async function loadFields() {
+    const q = root.dataset.fieldsQuery;
+    const params = "grain=" + encodeURIComponent($("grain").value) + (q ? "&" + q : "");
+    const metric = $("metric").value.trim();
+    const got = await call("GET", "fields?" + params + (metric ? "&metric=" + encodeURIComponent(metric) : ""));
+    const list = $("field-names");
+    list.textContent = "";
+    if (!got.ok) return;
+    got.data.fields.forEach((f) => {
+      const o = document.createElement("option");
+      o.value = f.name;
+      o.label = f.name + " (" + f.rows + " rows, " + f.distinct + " values)";
+      list.appendChild(o);
+    });
+  }
+
+  function addMeasure(field, agg) {
+    const row = $("measure-row").content.firstElementChild.cloneNode(true);
+    row.querySelector(".drop-measure").onclick = () => row.remove();
+    $("measures").appendChild(row);
+    row.querySelector(".measure-field").value = field || "";
+    if (agg) row.querySelector(".measure-agg").value = agg;
+    return row;
+  }
+
+  function formQuery() {
+    const query = Object.assign({}, base);
+    query.grain = $("grain").value;
+    const metric = $("metric").value.trim();
+    if (query.grain === "observation") query.metric = metric; else delete query.metric;
+    query.by = [$("key1").value.trim(), $("key2").value.trim()].filter((k) => k);
+    query.measures = Array.from(document.querySelectorAll("#measures .measure"))
+      .map((m) => ({ field: m.querySelector(".measure-field").value.trim(),
+                     agg: m.querySelector(".measure-agg").value }))
+      .filter((m) => m.field);
+    return query;
+  }
+
+  function fillForm(query) {
+    $("grain").value = query.grain || "run";
+    $("metric").value = query.metric || "";
+    const by = query.by || [];
+    $("key1").value = by[0] || "";
+    $("key2").value = by[1] || "";
+    document.querySelectorAll("#measures .measure").forEach((m) => m.remove());
+    (query.measures || []).forEach((m) => addMeasure(m.field, m.agg || "mean"));
+  }
+
+  function table(el, columns, rows) {
+    el.tHead.textContent = "";
+    el.tBodies[0].textContent = "";
+    const head = el.tHead.insertRow();
+    columns.forEach((c) => {
+      const th = document.createElement("th");
+      th.textContent = c;
+      head.appendChild(th);
+    });
+    rows.forEach((r) => {
+      const tr = el.tBodies[0].insertRow();
+      r.forEach((v) => {
+        const td = tr.insertCell();
+        td.textContent = shown(v);
+        if (typeof v === "number") td.dataset.value = String(v);
+        if (v === null) td.className = "blank";
+      });
+    });
+  }
+
+  function download(a, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type: type }));
+    urls.push(url);
+    a.href = url;
+    a.hidden = false;
+    return url;
+  }
+
+  async function answer() {
+    fail("");
+    const query = formQuery();
+    const got = await call("POST", "query", query);
+    if (!got.ok) { fail(refusal(got.data.detail)); $("answer").hidden = true; return; }
+    const result = got.data;
+    urls.forEach((u) => URL.revokeObjectURL(u));
+    urls = [];
+    const by = result.query.by;
+    $("summary").textContent = result.query.grain + " grain: " + result.rows + " rows of " +
+      result.runs + " runs";
+    const rows = [];
+    result.groups.forEach((g) => g.cells.forEach((c) => {
+      const i = c.interval;
+      rows.push(by.map((k) => g.keys[k]).concat([c.measure, c.value, c.n, c.missing, c.runs,
+        i ? i.low : null, i ? i.high : null, i ? i.method : null]));
+    }));
+    table($("cells"), by.concat(["measure", "value", "n", "missing", "runs", "low", "high", "interval"]), rows);
+    const comparisons = result.comparisons.map((c) => [c.measure, c.key, c.a, c.b, c.a_value,
+      c.b_value, c.difference, c.interval.low, c.interval.high, c.interval.method, c.paired, c.pairing]);
+    table($("comparisons"), ["measure", "key", "a", "b", "a_value", "b_value", "difference", "low",
+      "high", "interval", "paired", "pairing"], comparisons);
+    $("comparisons").hidden = !comparisons.length;
+    $("notes").textContent = "";
+    result.notes.forEach((n) => {
+      const li = document.createElement("li");
+      li.textContent = n;
+      $("notes").appendChild(li);
+    });
+    $("answer").hidden = false;
+    const chart = $("chart").value;
+    const drawn = await call("POST", "render", { result: result, chart: chart });
+    if (!drawn.ok) { fail(refusal(drawn.data.detail)); return; }
+    download($("download-csv"), drawn.data.csv, "text/csv");
+    if (drawn.data.svg) {
+      $("chart-image").src = download($("download-chart"), drawn.data.svg, "image/svg+xml");
+      $("figure").hidden = false;
+    } else {
+      $("figure").hidden = true;
+      $("download-chart").hidden = true;
+    }
+    root.dataset.answered = String(Number(root.dataset.answered || "0") + 1);
+  }
+
+  async function listDashboards() {
+    const got = await call("GET", "dashboards");
+    const select = $("dashboard-names");
+    select.querySelectorAll("option:not([value=''])").forEach((o) => o.remove());
+    if (!got.ok) return;
+    got.data.names.forEach((n) => {
+      const o = document.createElement("option");
+      o.value = n;
+      o.textContent = n;
+      select.appendChild(o);
+    });
+  }
+
+  async function openDashboard() {
+    const name = $("dashboard-names").value;
+    if (!name) return;
+    const got = await call("GET", "dashboards/" + encodeURIComponent(name));
+    if (!got.ok) { fail(refusal(got.data.detail)); return; }
+    const board = got.data;
+    const holder = $("dashboard-charts");
+    holder.textContent = "";
+    board.charts.forEach((c) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "dashboard-chart";
+      b.textContent = c.title || c.name;
+      b.dataset.chart = c.name;
+      b.onclick = () => {
+        base = Object.assign({}, board.queries[c.query]);
+        fillForm(base);
+        $("chart").value = c.chart;
+        $("cohort").textContent = "from dashboard " + name + ", chart " + c.name;
+        $("chart-name").value = c.name;
+        $("dashboard-name").value = name;
+        loadFields();
+        answer();
+      };
+      holder.appendChild(b);
+    });
+  }
+
+  async function saveDashboard() {
+    const chartName = $("chart-name").value.trim();
+    const name = $("dashboard-name").value.trim();
+    $("dashboard-status").textContent = "";
+    if (!chartName || !name) { fail("name the chart and the dashboard to save"); return; }
+    const got = await call("GET", "dashboards/" + encodeURIComponent(name));
+    const board = got.ok ? got.data : { title: name, queries: {}, charts: [] };
+    board.queries[chartName] = formQuery();
+    const chart = { name: chartName, query: chartName, chart: $("chart").value };
+    const at = board.charts.findIndex((c) => c.name === chartName);
+    if (at >= 0) board.charts[at] = Object.assign(board.charts[at], chart); else board.charts.push(chart);
+    const saved = await call("PUT", "dashboards/" + encodeURIComponent(name), board);
+    if (!saved.ok) { fail(refusal(saved.data.detail)); return; }
+    fail("");
+    $("dashboard-status").textContent = "saved " + saved.data.path;
+    await listDashboards();
+  }
+
+  $("add-measure").onclick = () => addMeasure("", "mean");
+  $("grain").onchange = loadFields;
+  $("query-form").onsubmit = (e) => { e.preventDefault(); answer(); };
+  $("open-dashboard").onclick = openDashboard;
+  $("save-dashboard").onclick = saveDashboard;
+  $("download-csv").hidden = true;
+  $("download-chart").hidden = true;
+  loadFields();
+  listDashboards().then(() => { root.dataset.ready = "true"; });
+})();

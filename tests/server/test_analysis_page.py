@@ -1,0 +1,228 @@
+"""The analysis page in a real headless Chromium against a real ``glossogen serve``, over the
+small cohort of ``tests/analysis/cohort.py``: the list's filters carry over, the page's table
+holds the numbers ``glossogen analyze --json`` prints for the same query (as REST and MCP do),
+its CSV and chart downloads are ``--csv``'s rows and a valid SVG, a dashboard saved from the page
+is a file under the runs dir that ``analyze --dashboard`` renders, and opening it answers the
+same again. Every request the page makes goes to the server (no CDN)."""
+
+from __future__ import annotations
+
+import asyncio
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from glossogen.analysis._dashboard import load_dashboard
+from tests.analysis.cohort import Cohort, analyze, analyze_json, build
+from tests.fixtures.parts import require_part
+from tests.server.conftest import TIMEOUT_MS
+from tests.server.serving import serving
+
+require_part("playwright.sync_api", "the dev group's playwright: uv sync")
+
+FLAGS = ["--scenario", "veyru", "--grain", "round", "--by", "round_budget_chars", "--measure",
+         "round_success:rate", "--measure", "mean_chars_per_round"]  # fmt: skip
+"""The query every surface is asked in its own words (default seed and resamples)."""
+
+BODY: dict[str, Any] = {
+    "selection": {"kind": "filters", "scenario": ["veyru"]}, "grain": "round",
+    "by": ["round_budget_chars"],
+    "measures": [{"field": "round_success", "agg": "rate"}, {"field": "mean_chars_per_round"}],
+}  # fmt: skip
+API = "/api/g/local/runs/analysis"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("analysis-page-runs")))
+
+
+def cells(result: dict[str, Any]) -> list[list[Any]]:
+    """A result's cells as the page's table lists them: keys, measure, value, n, missing, runs,
+    low, high, interval."""
+    rows = []
+    for group in result["groups"]:
+        for c in group["cells"]:
+            i = c["interval"] or {"low": None, "high": None, "method": None}
+            rows.append([group["keys"]["round_budget_chars"], c["measure"], c["value"], c["n"],
+                         c["missing"], c["runs"], i["low"], i["high"], i["method"]])  # fmt: skip
+    return rows
+
+
+def page_cells(page: Any) -> list[list[Any]]:
+    """The page's table, each number read from its exact value (``data-value``)."""
+    rows = page.evaluate(
+        """Array.from(document.querySelectorAll('#cells tbody tr')).map(tr =>
+             Array.from(tr.cells).map(td => td.dataset.value !== undefined ?
+               Number(td.dataset.value) : (td.className === 'blank' ? null : td.textContent)))"""
+    )
+    return [[r[0], r[1], *r[2:8], r[8]] for r in rows]
+
+
+def mcp_answer(base: str) -> dict[str, Any]:
+    from tests.mcp.conftest import call, http_session
+
+    async def flow() -> dict[str, Any]:
+        async with http_session(f"{base}/mcp") as session:
+            return await call(session, "analyze_runs", grain="round", by=["round_budget_chars"],
+                              measures=["round_success:rate", "mean_chars_per_round"],
+                              selection={"kind": "filters", "scenario": ["veyru"]})  # fmt: skip
+
+    # Playwright's sync API holds this thread's event loop: the client runs on another thread.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, flow()).result()
+
+
+def answer_on_the_page(page: Any, times: int) -> None:
+    page.wait_for_selector(f"#analysis[data-answered='{times}']", timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => { const i = document.getElementById('chart-image'); "
+        "return i.complete && i.naturalWidth > 0; }",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def test_the_page_answers_as_every_surface(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], browser: Any,
+    shots: Path,
+) -> None:  # fmt: skip
+    cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *FLAGS)
+    assert analyze("--runs-dir", cohort.runs_dir, *FLAGS, "--csv") == 0
+    cli_csv = capsys.readouterr().out
+    expected = cells(cli)
+    # Worked by hand from the cohort's table (the intervals are the seeded bootstrap's).
+    assert [row[:6] for row in expected] == [
+        ["300", "round_success:rate", 0.75, 4, 0, 2],
+        ["300", "mean_chars_per_round:mean", 15.0, 4, 0, 2],
+        ["600", "round_success:rate", 0.25, 4, 0, 2],
+        ["600", "mean_chars_per_round:mean", 30.0, 2, 2, 1],
+        ["(blank)", "round_success:rate", 1.0, 2, 0, 1],
+        ["(blank)", "mean_chars_per_round:mean", 50.0, 2, 0, 1],
+    ]
+    with serving(cohort.runs_dir) as base:
+        rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=60)
+        assert rest.status_code == 200, rest.text
+        mcp = mcp_answer(base)
+        requests: list[str] = []
+        page = browser.new_page(viewport={"width": 1100, "height": 1300})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("request", lambda r: requests.append(r.url))
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/?scenario=veyru")
+        page.click("#open-analysis")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        assert page.url == f"{base}/analysis?scenario=veyru"
+        assert page.inner_text("#cohort") == "scenario=veyru"
+        page.select_option("#grain", "round")
+        page.fill("#key1", "round_budget_chars")
+        page.fill("#measures .measure-field", "round_success")
+        page.select_option("#measures .measure-agg", "rate")
+        page.click("#add-measure")
+        page.locator("#measures .measure-field").nth(1).fill("mean_chars_per_round")
+        page.click("#run-query")
+        answer_on_the_page(page, 1)
+        shown = page_cells(page)
+        assert page.inner_text("#summary") == "round grain: 10 rows of 5 runs"
+        assert page.locator("#cells tbody tr").nth(3).locator("td").all_inner_texts() == [
+            "600", "mean_chars_per_round:mean", "30", "2", "2", "1", "", "", "none",
+        ]  # fmt: skip
+        with page.expect_download() as got_csv:
+            page.click("#download-csv")
+        page_csv = Path(got_csv.value.path()).read_text()
+        with page.expect_download() as got_svg:
+            page.click("#download-chart")
+        svg = ET.parse(got_svg.value.path()).getroot()
+        page.screenshot(path=str(shots / "analysis-page.png"), full_page=True)
+
+        # Save the query as a dashboard, render it with the CLI, open it again on the page.
+        page.fill("#chart-name", "success")
+        page.fill("#dashboard-name", "study")
+        page.click("#save-dashboard")
+        saved = Path(cohort.runs_dir, ".glossogen", "dashboards", "study.yaml")
+        page.wait_for_selector(f"#dashboard-status:has-text('saved {saved}')")
+        board = load_dashboard(str(saved))
+        page.goto(f"{base}/analysis")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        assert page.inner_text("#cohort") == "every run"
+        page.select_option("#dashboard-names", "study")
+        page.click("#open-dashboard")
+        page.click("button.dashboard-chart[data-chart=success]")
+        answer_on_the_page(page, 1)
+        reopened = page_cells(page)
+        assert page.inner_text("#cohort") == "from dashboard study, chart success"
+        assert page.input_value("#key1") == "round_budget_chars"
+        # A refusal is the REST answer's one line, and nothing is drawn.
+        page.goto(f"{base}/analysis?knob=x")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        page.wait_for_selector("#analysis-error:not([hidden])")
+        refused = page.inner_text("#analysis-error")
+        assert page.locator("#answer").is_hidden()
+        assert errors == []
+    assert refused == (
+        "knob: knob condition 'x': no operator; write <knob><op><value> with op one of "
+        "!= >= <= = > <"
+    )
+    assert rest.json() == cli
+    assert mcp == cli
+    assert shown == expected
+    assert reopened == expected
+    assert page_csv == cli_csv
+    assert (svg.tag, svg.get("width"), svg.get("height")) == (f"{SVG}svg", "518.4pt", "288pt")
+    assert svg.find(f".//{SVG}g[@id='axes_1']") is not None
+    # The chart and the downloads are blobs the page made of the server's answers.
+    assert [u for u in requests if not u.startswith((base + "/", f"blob:{base}/"))] == []
+    assert sorted({u.removeprefix(base).split("?")[0] for u in requests if "/static/" in u}) == [
+        "/static/analysis.js", "/static/browser.css", "/static/clock.js", "/static/runs.js",
+    ]  # fmt: skip
+    assert board.queries["success"].model_dump(exclude_defaults=True) == {
+        "selection": {"scenario": ["veyru"]}, "grain": "round",
+        "by": ["round_budget_chars"],
+        "measures": [{"field": "round_success", "agg": "rate"}, {"field": "mean_chars_per_round"}],
+    }  # fmt: skip
+    out = tmp_path / "report"
+    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(saved), "--out", str(out)) == 0
+    capsys.readouterr()
+    assert (out / "success.csv").read_text() == cli_csv
+
+
+def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
+    with serving(cohort.runs_dir) as base:
+        result = httpx.post(f"{base}{API}/query", json=BODY, timeout=60).json()
+        heatmap = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "heatmap"},
+                             timeout=60)  # fmt: skip
+        table = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "table"},
+                           timeout=60)  # fmt: skip
+        missing = httpx.get(f"{base}{API}/dashboards/absent", timeout=60)
+        bad_name = httpx.put(f"{base}{API}/dashboards/..secret",
+                             json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "q"}]},
+                             timeout=60)  # fmt: skip
+        bad_body = httpx.put(f"{base}{API}/dashboards/ok",
+                             json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "x"}]},
+                             timeout=60)  # fmt: skip
+        listed = httpx.get(f"{base}{API}/dashboards", timeout=60)
+    assert (heatmap.status_code, heatmap.json()["detail"]) == (
+        422, {"field": "chart", "message": "chart 'heatmap' needs two keys (--by K1,K2)"},
+    )  # fmt: skip
+    assert table.status_code == 200
+    assert (table.json()["svg"], table.json()["comparisons_csv"]) == (None, None)
+    assert table.json()["csv"].splitlines()[1] == (
+        "300,round_success:rate,0.75,4,0,2,0.5,1.0,bootstrap"
+    )
+    assert missing.status_code == 404
+    assert (bad_name.status_code, bad_name.json()["detail"]) == (422, {
+        "field": "dashboard",
+        "message": "'..secret': a dashboard's name is letters, digits, _ . - (64 at most)",
+    })  # fmt: skip
+    assert (bad_body.status_code, bad_body.json()["detail"]) == (422, {
+        "field": "body", "message": "Value error, charts.0.query 'x': no such query (q)",
+    })  # fmt: skip
+    assert "ok" not in listed.json()["names"]  # a refused dashboard is never written
+    assert not Path(cohort.runs_dir, ".glossogen", "dashboards", "ok.yaml").exists()
