@@ -187,5 +187,5 @@ def test_an_answering_server_is_reachable_unless_it_has_no_health_route(
     try:
         assert health_problem(f"http://127.0.0.1:{listener.getsockname()[1]}/api") == problem
     finally:
-        server.join(timeout=10)
+        server.join(timeout=10)  # bound: a teardown's
         listener.close()

@@ -119,7 +119,7 @@ class Serve:
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=20)  # bound: a teardown's, then SIGKILL
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

@@ -66,12 +66,12 @@ def serving(
         watchdog.cancel()
         server.terminate()
         try:
-            server.wait(timeout=30)
+            server.wait(timeout=30)  # bound: a teardown's, then SIGKILL
         except subprocess.TimeoutExpired:  # a server that ignores SIGTERM is killed
             server.kill()
             server.wait()
         if drain is not None:
-            drain.join(timeout=30)
+            drain.join(timeout=30)  # bound: a teardown's
 
 
 def plant_message(run_dir: str, scenario: str, texts: list[str]) -> list[str]:

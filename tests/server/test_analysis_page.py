@@ -105,7 +105,7 @@ def test_the_page_answers_as_every_surface(
         ["(blank)", "mean_chars_per_round:mean", 50.0, 2, 0, 1],
     ]
     with serving(cohort.runs_dir) as base:
-        rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=60)
+        rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=None)
         assert rest.status_code == 200, rest.text
         mcp = mcp_answer(base)
         requests: list[str] = []
@@ -195,19 +195,19 @@ def test_the_page_answers_as_every_surface(
 
 def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
     with serving(cohort.runs_dir) as base:
-        result = httpx.post(f"{base}{API}/query", json=BODY, timeout=60).json()
+        result = httpx.post(f"{base}{API}/query", json=BODY, timeout=None).json()
         heatmap = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "heatmap"},
-                             timeout=60)  # fmt: skip
+                             timeout=None)  # fmt: skip
         table = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "table"},
-                           timeout=60)  # fmt: skip
-        missing = httpx.get(f"{base}{API}/dashboards/absent", timeout=60)
+                           timeout=None)  # fmt: skip
+        missing = httpx.get(f"{base}{API}/dashboards/absent", timeout=None)
         bad_name = httpx.put(f"{base}{API}/dashboards/..secret",
                              json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "q"}]},
-                             timeout=60)  # fmt: skip
+                             timeout=None)  # fmt: skip
         bad_body = httpx.put(f"{base}{API}/dashboards/ok",
                              json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "x"}]},
-                             timeout=60)  # fmt: skip
-        listed = httpx.get(f"{base}{API}/dashboards", timeout=60)
+                             timeout=None)  # fmt: skip
+        listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
     assert (heatmap.status_code, heatmap.json()["detail"]) == (
         422, {"field": "chart", "message": "chart 'heatmap' needs two keys (--by K1,K2)"},
     )  # fmt: skip
