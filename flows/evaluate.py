@@ -30,6 +30,7 @@ from glossogen.evaluation import (
 )
 from glossogen.launch import notify
 from glossogen.pricing import add_costs
+from glossogen.refusals import Refusal
 from tasks.evaluate import (
     SpendEstimate,
     estimate_spend,
@@ -145,7 +146,15 @@ class CohortEvaluation(BaseModel):
 
 
 class SpendCapError(ValueError):
-    """The cap cannot be honoured: the judge spend cannot be estimated (one line)."""
+    """The cap cannot be honoured: the judge spend cannot be estimated (one line).
+
+    ``refusal`` names the ``spend_cap_usd`` refused; each surface words it (the CLI its flag).
+    """
+
+    def __init__(self, refusal: Refusal) -> None:
+        """Keep the refusal; ``str()`` names the request field."""
+        super().__init__(refusal.worded())
+        self.refusal = refusal
 
 
 @flow(name="evaluate-cohort", flow_run_name="evaluate-cohort-{runs_dir}")
@@ -196,8 +205,12 @@ async def _evaluate_cohort(
     notify("cohort_estimated", len(chosen.runs), result.estimate_usd)
     if spend_cap_usd is not None and result.estimate_usd is None:
         raise SpendCapError(
-            f"--spend-cap-usd {spend_cap_usd:g}: the judge {request.provider}:{request.model} "
-            "is not in the price catalogue (genai-prices), so its spend cannot be estimated"
+            Refusal(
+                field="spend_cap_usd",
+                value=f"{spend_cap_usd:g}",
+                reason=f"the judge {request.provider}:{request.model} is not in the price "
+                "catalogue (genai-prices), so its spend cannot be estimated",
+            )
         )
     capped = spend_cap_usd is not None and request.calls_models
     outcomes: dict[str, RunOutcome] = {}

@@ -22,6 +22,7 @@ from glossogen.launch import (
     plan_run,
 )
 from glossogen.launch import price_spend as price
+from glossogen.refusals import LimitReached
 from glossogen.storage import RunFolder
 from orchestration.gate import install_call_gate
 from tasks.config import check_credentials
@@ -140,7 +141,7 @@ async def play_rounds(
     (``session.earlier_seconds``) plus this one's (``clock``, seconds, counted from here).
     """
     status: EndStatus = "completed"
-    error: str | None = None
+    error: str | LimitReached | None = None
     timeout = config.limits.run_timeout_seconds
     # The limit is the run's: the seconds earlier processes played it count against it.
     deadline = None if timeout is None else clock() + timeout - session.earlier_seconds

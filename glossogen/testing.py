@@ -38,6 +38,7 @@ from glossogen.launch import (
     plan_run,
     price_spend,
 )
+from glossogen.refusals import LimitReached
 
 __all__ = ["CLOCK_START", "play", "round_verdicts"]
 
@@ -69,7 +70,7 @@ def play(
             ``scripted``, and the run stays on the virtual clock.
         clock_start: Game time of the run's first event.
         max_agent_turns: Model requests each seat may make in the whole run, as
-            ``glossogen run --max-agent-turns`` takes it.
+            ``glossogen run`` takes it.
 
     The run ends as the simulate flow would end it: ``completed``, or ``incomplete``/``error``
     when every agent is out, or ``error`` when a round was void. Call it from synchronous code
@@ -100,7 +101,7 @@ async def _play(
     folder = claim_run(plan, request.runs_dir)
     session = open_session(plan, folder, clock_start=clock_start, agent_models=agents)
     status: EndStatus = "completed"
-    error: str | None = None
+    error: str | LimitReached | None = None
     for round_number in range(1, rounds + 1):
         await session.play_round(round_number)
         if ended := session.ended_early():

@@ -23,6 +23,7 @@ from glossogen.launch import (
 from glossogen.launch import (
     price_spend as price,
 )
+from glossogen.refusals import LimitReached
 from glossogen.storage import RunFolder
 from orchestration import glossogen_task
 
@@ -111,7 +112,7 @@ async def price_spend(folder: RunFolder) -> RunSpend:
 
 @glossogen_task(name="finalize")
 async def finalize(
-    session: RunSession, spend: RunSpend, status: EndStatus, error: str | None = None
+    session: RunSession, spend: RunSpend, status: EndStatus, error: str | LimitReached | None = None
 ) -> RunResult:
     """Log ``simulation_ended`` with status, messages and cost, and close the log."""
     return await session.finish_async(spend, status, error)

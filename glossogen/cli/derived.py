@@ -15,6 +15,7 @@ import sys
 
 import typer
 
+from glossogen.cli._refusals import said
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.storage import LeaseSettingError, StorageError, lease_seconds
@@ -99,7 +100,7 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     try:
         prepared = prepare_fork(request, check=derived_run_check(request.scenario))
     except (DeriveError, LaunchError) as exc:
-        _error(str(exc))
+        _error(said(exc))
         return exc.exit_code
     except StorageError as exc:
         _error(str(exc))
@@ -123,22 +124,14 @@ def _warn_knobs(prepared: PreparedFork, scenario: str) -> None:
 def _refuse_spend_cap(prepared: PreparedFork) -> int | None:
     """Refuse a derived run whose spend cap its dry-run estimate passes (65), before it plays.
 
-    The estimate needs the derived run's own config (seats, rounds ahead), which exists once
-    its folder is prepared; a refused folder, made a moment ago and never played, is removed.
+    The library removes the refused folder (made a moment ago, never played); this says so.
     """
-    from glossogen.launch import LaunchError, ResumeRequest, check_spend_cap, plan_resume
-    from glossogen.storage import CONFIG, LABELS, LINEAGE, RunStore
+    from glossogen.launch import LaunchError, check_derived_spend_cap
 
-    folder = prepared.folder
-    plan, point = plan_resume(ResumeRequest(run_dir=folder.url))
-    if plan.limits.spend_cap_usd is None:
-        return None
     try:
-        check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
+        check_derived_spend_cap(prepared.folder)
     except LaunchError as exc:
-        names = (CONFIG, LABELS, LINEAGE, folder.log_url.rsplit("/", 1)[-1])
-        RunStore(folder.runs_dir).release_claim(folder, names, keep=folder.runs_dir)
-        _error(f"{exc} (the derived folder {folder.url} was removed)")
+        _error(f"{said(exc)} (the derived folder {prepared.folder.url} was removed)")
         return exc.exit_code
     return None
 

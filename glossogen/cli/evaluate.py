@@ -20,6 +20,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
+from glossogen.cli._refusals import said
 
 
 def _error(message: str) -> None:
@@ -195,17 +196,13 @@ def evaluate(
 
 
 def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
-    from glossogen.evaluation import (
-        REPORT_HTML,
-        Evaluation,
-        EvaluationError,
-        plan_request,
-        read_report,
-        refusal,
-        report_name,
-        run_evaluation,
-    )
-    from glossogen.storage import StorageError, join
+    """Evaluate one run, in this process or through the ``evaluate`` flow, and print its report.
+
+    Returns:
+        The exit code (``glossogen.exit_codes``).
+    """
+    from glossogen.evaluation import EvaluationError, plan_request, refusal, report_name
+    from glossogen.storage import join
 
     try:
         plan = plan_request(run_dir, scenario, request)
@@ -214,18 +211,48 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         return exc.exit_code
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
+    refused = _keep_foreign_report(run_dir, plan.run.scenario, report_url)
+    if refused is not None:
+        return refused
+    done = _score_run(plan, request, report_url)
+    if isinstance(done, int):
+        return done
+    return _print_evaluation(plan, done, request, report_url)
+
+
+def _keep_foreign_report(run_dir: str, scenario: str, report_url: str) -> int | None:
+    """Set aside a report glossogen did not write, saying where it went.
+
+    Returns:
+        The exit code when it could not be kept, else None.
+    """
     from glossogen.evaluation._report import keep_foreign_report
+    from glossogen.storage import StorageError
 
     try:  # a report we did not write is never lost (write_report keeps it too, silently)
-        kept = keep_foreign_report(run_dir, plan.run.scenario)
+        kept = keep_foreign_report(run_dir, scenario)
     except StorageError as exc:
         _error(f"cannot keep the report already there: {exc}")
         return int(exit_codes.TRANSPORT)
     if kept:
         _note(f"{report_url} was not written by glossogen evaluate: kept byte for byte as {kept}")
-    # Only work that calls a model goes through the flow (shown in the UI, judge calls under
-    # the llm:<provider> limits): scoring deterministic metrics takes less CPU than importing
-    # Prefect, so it is done here, server or not (docs/architecture.md, "Evaluating runs").
+    return None
+
+
+def _score_run(plan: Any, request: Any, report_url: str) -> Any:
+    """Score the planned run: through the ``evaluate`` flow when it calls a model, else here.
+
+    Only work that calls a model goes through the flow (shown in the UI, judge calls under
+    the ``llm:<provider>`` limits): scoring deterministic metrics takes less CPU than importing
+    Prefect, so it is done here, server or not (docs/architecture.md, "Evaluating runs").
+
+    Returns:
+        The ``Evaluation``, or the exit code of a refusal, a fault or an interruption.
+    """
+    from glossogen.evaluation import Evaluation, EvaluationError, run_evaluation
+    from glossogen.storage import StorageError
+
+    run_dir = plan.run.run_dir
     calls_models = any(m.kind != "deterministic" and m.name not in plan.fresh for m in plan.metrics)
     in_flow = calls_models and prefect_api_configured()
     try:
@@ -243,8 +270,8 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
                     scenario=plan.run.scenario,
                 )
             )  # fmt: skip
-        else:
-            done = asyncio.run(run_evaluation(plan, request.plot))
+            return done
+        return asyncio.run(run_evaluation(plan, request.plot))
     except EvaluationError as exc:  # the run changed between the check and the flow
         _error(str(exc))
         return exc.exit_code
@@ -252,19 +279,37 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         _error(f"cannot write the report: {exc}")
         return int(exit_codes.TRANSPORT)
     except KeyboardInterrupt:
-        try:
-            written = read_report(run_dir, plan.run.scenario) != plan.previous
-        except (StorageError, OSError):
-            written = False
         _error(
             f"interrupted after the report was written: {report_url}"
-            if written
+            if _report_written(plan)
             else f"interrupted before the report was written: {report_url} is unchanged"
         )
         return int(exit_codes.INTERRUPTED)
     except Exception as exc:  # a fault: one line (with a flow, Prefect has the traceback)
         _error(f"evaluation failed: {type(exc).__name__}: {exc}")
         return int(exit_codes.INTERNAL)
+
+
+def _report_written(plan: Any) -> bool:
+    """True when the run's report differs from the one there before (False when unreadable)."""
+    from glossogen.evaluation import read_report
+    from glossogen.storage import StorageError
+
+    try:
+        return bool(read_report(plan.run.run_dir, plan.run.scenario) != plan.previous)
+    except (StorageError, OSError):
+        return False
+
+
+def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> int:
+    """Print each metric scored or kept, the notes on the run, and the report's place and cost.
+
+    Returns:
+        ``EVALUATIONS_FAILED`` when a metric failed, else ``OK``.
+    """
+    from glossogen.evaluation import REPORT_HTML
+    from glossogen.storage import join
+
     report = done.report
     for name in done.scored:
         entry = report.metrics[name]
@@ -272,6 +317,25 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
     for name in done.reused:
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary} (kept: up to date)")
+    _note_on_report(plan, done)
+    cost = report.evaluation_cost.total_usd
+    print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
+    if request.plot:
+        print(f"plot: {join(plan.run.run_dir, REPORT_HTML)}", flush=True)
+    if done.failed:
+        _error(
+            "metrics failed: "
+            + "; ".join(f"{name} ({error})" for name, error in done.failed.items())
+        )
+        return int(exit_codes.EVALUATIONS_FAILED)
+    return int(exit_codes.OK)
+
+
+def _note_on_report(plan: Any, done: Any) -> None:
+    """Note the metrics left blank, skipped log lines, dropped entries, status and books."""
+    from glossogen.verify import books_of
+
+    report = done.report
     for name, reason in (dict(plan.blank) | done.blank).items():
         _note(f"{name} left blank: {reason}")
     skipped = report.log_lines_skipped
@@ -286,23 +350,10 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
         )
     if report.run_status != "completed":
         _note(f"run status: {report.run_status or 'no simulation_ended'} (report: run_status)")
-    from glossogen.verify import books_of
-
     for rule in books_of(plan.run.view, plan.run.folder):  # its figures rest on its books
         # damaged lines and a log with no ending: the skipped-lines and status notes say them
         if rule.rule not in ("log", "ended"):
             _note(f"books do not balance: {rule.text}")
-    cost = report.evaluation_cost.total_usd
-    print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
-    if request.plot:
-        print(f"plot: {join(run_dir, REPORT_HTML)}", flush=True)
-    if done.failed:
-        _error(
-            "metrics failed: "
-            + "; ".join(f"{name} ({error})" for name, error in done.failed.items())
-        )
-        return int(exit_codes.EVALUATIONS_FAILED)
-    return int(exit_codes.OK)
 
 
 class CohortProgress:
@@ -354,9 +405,28 @@ def _evaluate_cohort(
     runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
 ) -> int:
     """Evaluate the selected runs under ``runs_dir`` with the ``evaluate-cohort`` flow."""
-    from glossogen.evaluation import JUDGE_ENV_VARS, EvaluationError
+    refused = _refuse_cohort(runs_dir, selection, request, spend_cap_usd)
+    if refused is None:
+        refused = _prefect_defaults()
+    if refused is not None:
+        return refused
+    done = _run_cohort(runs_dir, selection, request, spend_cap_usd)
+    if isinstance(done, int):
+        return done
+    return _print_cohort(done, runs_dir, spend_cap_usd)
+
+
+def _refuse_cohort(
+    runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
+) -> int | None:
+    """Check a cohort's cap, knob conditions, runs folder and judge key before the flow.
+
+    Returns:
+        The exit code of the first refusal (its line printed), or None.
+    """
+    from glossogen.evaluation import JUDGE_ENV_VARS
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, parse_conditions
-    from glossogen.launch import load_environment, observing
+    from glossogen.launch import load_environment
     from glossogen.storage import StorageError
 
     if spend_cap_usd is not None and spend_cap_usd < 0:
@@ -380,10 +450,22 @@ def _evaluate_cohort(
         if not load_environment().get(var):
             _error(f"missing credentials: {var} (judge provider {request.provider})")
             return int(exit_codes.CREDENTIALS)
-    refused = _prefect_defaults()
-    if refused is not None:
-        return refused
+    return None
+
+
+def _run_cohort(
+    runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
+) -> Any:
+    """Play the ``evaluate-cohort`` flow with its progress bar.
+
+    Returns:
+        The cohort's outcome, or the exit code of a refusal, a fault or an interruption.
+    """
     from flows.evaluate import SpendCapError, evaluate_cohort
+    from glossogen.evaluation import EvaluationError
+    from glossogen.export import SelectionError
+    from glossogen.launch import observing
+    from glossogen.storage import StorageError
     from orchestration.runtime import api_url_configured
 
     if not api_url_configured():
@@ -391,9 +473,9 @@ def _evaluate_cohort(
     progress = CohortProgress()
     try:
         with observing(progress):
-            done = asyncio.run(evaluate_cohort(runs_dir, selection, request, spend_cap_usd))
+            return asyncio.run(evaluate_cohort(runs_dir, selection, request, spend_cap_usd))
     except SpendCapError as exc:
-        _error(str(exc))
+        _error(said(exc))
         return int(exit_codes.REFUSED)
     except SelectionError as exc:
         _error(exc.cli_message)
@@ -406,26 +488,21 @@ def _evaluate_cohort(
         return int(exit_codes.INTERRUPTED)
     finally:
         progress.close()
-    short = False
+
+
+def _print_cohort(done: Any, runs_dir: str, spend_cap_usd: float | None) -> int:
+    """Print each run's notes and errors, then the cohort's summary line.
+
+    Returns:
+        ``NOT_MEASURED`` when the cap left runs unmeasured, ``EVALUATIONS_FAILED`` when a run
+        was not evaluated or a metric failed, else ``OK``.
+    """
     for outcome in done.outcomes:  # a report counting skipped lines says so, as for one run
         skipped = outcome.log_lines_skipped
         note = skipped_note(skipped.invalid, skipped.unknown, skipped.truncated_tail)
         if note:
             _note(f"{outcome.run_id}: {note}")
-    for run_id, reason in done.unreadable.items():
-        _error(f"{run_id}: not evaluated: {reason}")
-        short = True
-    for run_id in done.missing_run_ids:
-        _error(f"{run_id}: no such run under {runs_dir}")
-        short = True
-    for outcome in done.outcomes:
-        if outcome.state in ("refused", "failed"):
-            _error(_naming(outcome.run_id, outcome.error or ""))
-            short = True
-        elif outcome.failed:
-            failed = "; ".join(f"{n} ({e})" for n, e in outcome.failed.items())
-            _error(f"{outcome.run_id}: metrics failed: {failed}")
-            short = True
+    short = _print_cohort_errors(done, runs_dir)
     not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
     counted = len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)
     print(
@@ -443,3 +520,27 @@ def _evaluate_cohort(
         )
         return int(exit_codes.NOT_MEASURED)
     return int(exit_codes.EVALUATIONS_FAILED if short else exit_codes.OK)
+
+
+def _print_cohort_errors(done: Any, runs_dir: str) -> bool:
+    """Print one error line per run not evaluated or with a failed metric.
+
+    Returns:
+        True when any run fell short.
+    """
+    short = False
+    for run_id, reason in done.unreadable.items():
+        _error(f"{run_id}: not evaluated: {reason}")
+        short = True
+    for run_id in done.missing_run_ids:
+        _error(f"{run_id}: no such run under {runs_dir}")
+        short = True
+    for outcome in done.outcomes:
+        if outcome.state in ("refused", "failed"):
+            _error(_naming(outcome.run_id, outcome.error or ""))
+            short = True
+        elif outcome.failed:
+            failed = "; ".join(f"{n} ({e})" for n, e in outcome.failed.items())
+            _error(f"{outcome.run_id}: metrics failed: {failed}")
+            short = True
+    return short

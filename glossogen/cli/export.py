@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from glossogen import exit_codes
+
+if TYPE_CHECKING:
+    from glossogen.export import SelectedRuns
 
 _NOTE = "glossogen: note: "
 
@@ -109,13 +113,8 @@ def export(
 ) -> int:
     """Export runs as CSV tables: the default set is run_level, round_level, agent_level."""
     from glossogen.export import (
-        RUNNING,
-        RunsDirError,
         SelectionError,
         check_frames,
-        check_out,
-        check_runs_dir,
-        damaged_note,
         select_runs,
         selection_of,
         write_tables,
@@ -134,16 +133,9 @@ def export(
         return _error(exc.cli_message, exit_codes.USAGE)
     except ValueError as exc:
         return _error(f"--frames: {exc}", exit_codes.USAGE)
-    try:
-        check_out(out)
-    except ValueError as exc:
-        return _error(f"--out {exc}", exit_codes.USAGE)
-    try:
-        check_runs_dir(runs_dir)
-    except RunsDirError as exc:
-        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
-    except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
+    refused = _check_places(out, runs_dir)
+    if refused is not None:
+        return refused
     _notes_to_stderr()
     try:
         selected = select_runs(runs_dir, selection, max_runs=max_runs)
@@ -154,16 +146,7 @@ def export(
             from glossogen.export import check_raw_size, estimate_raw_bytes
 
             check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
-        for name, reason in selected.unreadable.items():
-            _note(f"skipped {name}: {reason}")
-        for record in selected.records:
-            # A live run's last line may be mid-write: not damaged, so not named.
-            torn = None if record.status == RUNNING else record.facts.torn_line
-            if record.facts.bad_line_numbers or torn is not None:
-                _note(damaged_note(record.run_id, record.facts.bad_line_numbers,
-                                   record.log_url, torn))  # fmt: skip
-        if not selected.records:
-            _note("0 runs matched")
+        _note_selected(selected)
         counts = write_tables(
             selected.records,
             names,
@@ -188,7 +171,50 @@ def export(
         return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
     except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
         return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
-    exported = len(selected.records)
+    _print_exported(len(selected.records), out, counts, raw)
+    return 0
+
+
+def _check_places(out: str, runs_dir: str) -> int | None:
+    """Check the export's destination and the runs folder before anything is read.
+
+    Returns:
+        The exit code of the refusal (its line printed), or None.
+    """
+    from glossogen.export import RunsDirError, check_out, check_runs_dir
+    from glossogen.storage import StorageError
+
+    try:
+        check_out(out)
+    except ValueError as exc:
+        return _error(f"--out {exc}", exit_codes.USAGE)
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError as exc:
+        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+    return None
+
+
+def _note_selected(selected: SelectedRuns) -> None:
+    """Note the runs skipped as unreadable, the damaged logs, and an empty selection."""
+    from glossogen.export import RUNNING, damaged_note
+
+    for name, reason in selected.unreadable.items():
+        _note(f"skipped {name}: {reason}")
+    for record in selected.records:
+        # A live run's last line may be mid-write: not damaged, so not named.
+        torn = None if record.status == RUNNING else record.facts.torn_line
+        if record.facts.bad_line_numbers or torn is not None:
+            _note(damaged_note(record.run_id, record.facts.bad_line_numbers,
+                               record.log_url, torn))  # fmt: skip
+    if not selected.records:
+        _note("0 runs matched")
+
+
+def _print_exported(exported: int, out: str, counts: dict[str, int], raw: bool) -> None:
+    """Print how many runs went where, each table's rows, and the legend and zip written."""
     print(f"exported {exported} run{'' if exported == 1 else 's'} to {out}")
     for name, rows in counts.items():
         print(f"{name}.csv: {rows} row{'' if rows == 1 else 's'}")
@@ -196,4 +222,3 @@ def export(
         print("columns.csv: the legend")
     if raw:
         print("runs.zip: the run folders")
-    return 0

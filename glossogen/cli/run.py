@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import sys
 import time
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import FLAGS, said
 from glossogen.derive import DeriveError
 from glossogen.engine import INTERNAL_FAULT
 from glossogen.launch import (
@@ -22,7 +23,9 @@ from glossogen.launch import (
     RunConfig,
     RunCostEstimate,
     RunRequest,
+    RunResult,
     check_credentials,
+    check_limits,
     check_model_settings,
     check_runs_dir,
     check_spend_cap,
@@ -35,6 +38,9 @@ from glossogen.launch import (
     uncosted_models,
 )
 from glossogen.storage import LeaseSettingError, StorageError, WriteConflictError, lease_seconds
+
+if TYPE_CHECKING:
+    from glossogen.cli._server import DetachedServer
 
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
@@ -221,34 +227,14 @@ def play(
     Returns:
         The exit code (``glossogen.exit_codes``); refusals print one ``glossogen: error:`` line.
     """
-    # Checked here, not with typer's ``min=``: its message does not repeat the value typed.
-    if max_agent_turns is not None and max_agent_turns < 1:
-        _error(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
-        return 64
-    if run_timeout is not None and not (math.isfinite(run_timeout) and run_timeout > 0):
-        _error(f"--run-timeout must be a number of seconds above 0, got {run_timeout:g}")
-        return 64
-    if spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
-        _error(f"--spend-cap-usd must be a number of USD above 0, got {spend_cap_usd:g}")
-        return 64
-    if resume_dir and runs_dir:
-        _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
-        return 64
-    try:  # a setting the run's writer lease reads: bad input, refused before anything is written
-        lease_seconds()
-    except LeaseSettingError as exc:
-        _error(str(exc))
-        return exc.exit_code
-    if not resume_dir:
-        for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
-                            (provider, "--provider"), (config, "--config")):  # fmt: skip
-            if not value:
-                _error(f"Missing option '{flag}'.")
-                return 64
+    refused = _refuse_bad_input(
+        max_agent_turns, run_timeout, spend_cap_usd, runs_dir, resume_dir, model, provider, config
+    )
+    if refused is not None:
+        return refused
     try:
-        done = 0  # rounds already played (a resume's)
         if resume_dir:
-            plan, point = plan_resume(
+            plan, done = _plan_resume(
                 ResumeRequest(
                     run_dir=resume_dir,
                     scenario=scenario,
@@ -263,60 +249,139 @@ def play(
                     allow_config_change=allow_config_change,
                 )
             )
-            done = point.state.after_round
         else:
-            plan = plan_run(
-                RunRequest(
-                    scenario=scenario,
-                    model=model,
-                    provider=provider,
-                    runs_dir=runs_dir,
-                    config=config,
-                    overrides=overrides,
-                    max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
-                    run_timeout_seconds=run_timeout,
-                    spend_cap_usd=spend_cap_usd,
-                    group_slug=group_slug or "local",
-                )
+            plan, done = (
+                plan_run(
+                    RunRequest(
+                        scenario=scenario,
+                        model=model,
+                        provider=provider,
+                        runs_dir=runs_dir,
+                        config=config,
+                        overrides=overrides,
+                        max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+                        run_timeout_seconds=run_timeout,
+                        spend_cap_usd=spend_cap_usd,
+                        group_slug=group_slug or "local",
+                    )
+                ),
+                0,
             )
-        try:
-            check_credentials(plan)
-        except LaunchError as exc:
-            if not dry_run:
-                raise
-            # an estimate needs no key: say what a launch would refuse, and estimate; the
-            # settings a model would drop are refused all the same (built with placeholders)
-            print(f"glossogen: warning: {exc} (a launch would be refused)", file=sys.stderr)
-            with placeholder_keys(plan):
-                check_model_settings(plan)
-        else:
-            check_model_settings(plan)  # building a model needs its key
-        estimate = check_spend_cap(plan, max(0, plan.knobs.round_count - done))
-        if not resume_dir:
-            check_runs_dir(runs_dir)
+        estimate = _check_launch(plan, done, dry_run, new_runs_dir=runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
-        _error(str(exc))
+        _error(said(exc))
         return getattr(exc, "exit_code", EXIT_TRANSPORT)
+    _warn_about(plan, resuming=bool(resume_dir))
+    if dry_run:
+        _print_dry_run(plan, estimate or estimate_cost(plan, done))
+        return 0
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    from glossogen.cli._prefect_api import refuse_unreachable_api
+
+    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69 before the claim
+    if refused is not None:
+        return refused
+    _print_launch_line(plan)
+    played = _play_flow(plan, runs_dir, resume_dir, allow_config_change, announce)
+    if isinstance(played, int):
+        return played
+    return _report_result(played)
+
+
+def _refuse_bad_input(
+    max_agent_turns: int | None,
+    run_timeout: float | None,
+    spend_cap_usd: float | None,
+    runs_dir: str,
+    resume_dir: str,
+    model: str,
+    provider: str,
+    config: str,
+) -> int | None:
+    """Print the first flag that is out of bounds, missing or excluded, and return its exit code.
+
+    Returns:
+        The exit code of the refusal, or None when every flag is acceptable.
+    """
+    # Checked here, not with typer's ``min=``: its message does not repeat the value typed.
+    try:
+        check_limits(max_agent_turns, run_timeout, spend_cap_usd)
+    except LaunchError as exc:
+        _error(said(exc))
+        return exc.exit_code
+    if resume_dir and runs_dir:
+        _error("--runs-dir and --resume exclude each other (--resume names the run folder)")
+        return 64
+    try:  # a setting the run's writer lease reads: bad input, refused before anything is written
+        lease_seconds()
+    except LeaseSettingError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    if resume_dir:
+        return None
+    for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
+                        (provider, "--provider"), (config, "--config")):  # fmt: skip
+        if not value:
+            _error(f"Missing option '{flag}'.")
+            return 64
+    return None
+
+
+def _plan_resume(request: ResumeRequest) -> tuple[RunConfig, int]:
+    """Plan a resume.
+
+    Returns:
+        The run's config and the number of rounds already played.
+    """
+    plan, point = plan_resume(request)
+    return plan, point.state.after_round
+
+
+def _check_launch(
+    plan: RunConfig, done: int, dry_run: bool, new_runs_dir: str
+) -> RunCostEstimate | None:
+    """Run the launch checks: credentials, model settings, spend cap, and a new run's folder.
+
+    A dry run without a key is told what a launch would refuse and estimated all the same.
+
+    Returns:
+        The spend cap's dry-run estimate (None when the run has no cap).
+    """
+    try:
+        check_credentials(plan)
+    except LaunchError as exc:
+        if not dry_run:
+            raise
+        # an estimate needs no key: say what a launch would refuse, and estimate; the
+        # settings a model would drop are refused all the same (built with placeholders)
+        print(f"glossogen: warning: {said(exc)} (a launch would be refused)", file=sys.stderr)
+        with placeholder_keys(plan):
+            check_model_settings(plan)
+    else:
+        check_model_settings(plan)  # building a model needs its key
+    estimate = check_spend_cap(plan, max(0, plan.knobs.round_count - done))
+    if new_runs_dir:
+        check_runs_dir(new_runs_dir)
+    return estimate
+
+
+def _warn_about(plan: RunConfig, resuming: bool) -> None:
+    """Warn of models without a price and, for a new run, of a turn cap below the rounds."""
     for name in uncosted_models(plan):
         print(
             f"glossogen: warning: {name} is not in the price catalogue; "
             "its spend is recorded as null",
             file=sys.stderr,
         )
-    warning = None if resume_dir else turn_cap_warning(plan)
+    warning = None if resuming else turn_cap_warning(plan)
     if warning is not None:
-        print(f"glossogen: warning: {warning}", file=sys.stderr, flush=True)
-    if dry_run:
-        _print_dry_run(plan, estimate or estimate_cost(plan, done))
-        return 0
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
+        print(f"glossogen: warning: {warning.worded(FLAGS['max_agent_turns'])}", file=sys.stderr,
+              flush=True)  # fmt: skip
 
-    refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69 before the claim
-    if refused is not None:
-        return refused
-    # The launch line the reference pages quote, then the knobs it resolved to.
+
+def _print_launch_line(plan: RunConfig) -> None:
+    """Print the launch line the reference pages quote, then the knobs it resolved to."""
     origin = plan.config_source
     print(f"Scenario knobs {'' if origin.startswith('recorded') else 'from '}{origin}", flush=True)
     print(
@@ -324,9 +389,44 @@ def play(
         + json.dumps(plan.recorded_knobs, sort_keys=True, separators=(",", ":")),
         flush=True,
     )
-    from flows.simulate import resume, simulate
-    from glossogen.cli._progress import RunProgress, counted
+
+
+def _start_temporary_server() -> DetachedServer | None:
+    """Start our own temporary Prefect server, saying so on stderr.
+
+    Returns:
+        The server, or None when it did not start (the reason printed).
+    """
     from glossogen.cli._server import DetachedServer
+
+    timeout = os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
+    print(
+        "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
+        f"(up to a minute or more; timeout {timeout} s)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    waited = time.monotonic()
+    try:
+        server = DetachedServer.start(float(timeout))
+    except RuntimeError as exc:
+        _error(str(exc))
+        return None
+    print(f"Prefect server ready after {time.monotonic() - waited:.1f} s", file=sys.stderr)
+    return server
+
+
+def _play_flow(
+    plan: RunConfig, runs_dir: str, resume_dir: str, allow_config_change: bool, announce: bool
+) -> RunResult | int:
+    """Play the planned run as the ``simulate`` (or ``resume``) flow, showing its progress.
+
+    Returns:
+        The run's result, or the exit code of a run that failed, was refused or interrupted.
+    """
+    from flows.simulate import resume, simulate
+    from glossogen.cli._prefect_api import cannot_reach, unreachable_reason
+    from glossogen.cli._progress import RunProgress
     from orchestration.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
 
     ephemeral = not api_url_configured()
@@ -335,30 +435,18 @@ def play(
     if ephemeral:
         # Our own temporary server, in a session of its own and stopped on every way out (an
         # interrupted run leaves with os._exit, which Prefect's own temporary server outlived).
-        timeout = os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]
-        print(
-            "No PREFECT_API_URL set: waiting for a temporary local Prefect server to start "
-            f"(up to a minute or more; timeout {timeout} s)...",
-            file=sys.stderr,
-            flush=True,
-        )
-        waited = time.monotonic()
-        try:
-            server = DetachedServer.start(float(timeout))
-        except RuntimeError as exc:
-            _error(str(exc))
+        server = _start_temporary_server()
+        if server is None:
             return EXIT_INTERNAL
-        print(f"Prefect server ready after {time.monotonic() - waited:.1f} s", file=sys.stderr)
         stack.enter_context(using_api_url(server.api_url))
     progress = RunProgress(announce=announce)
     try:
         with stack, observing(progress):
             if resume_dir:
-                result = asyncio.run(resume(plan, resume_dir, allow_config_change))
-            else:
-                result = asyncio.run(simulate(plan, runs_dir=runs_dir))
+                return asyncio.run(resume(plan, resume_dir, allow_config_change))
+            return asyncio.run(simulate(plan, runs_dir=runs_dir))
     except (LaunchError, DeriveError, WriteConflictError) as exc:
-        _error(str(exc))  # a write conflict: another writer shipped the log; nothing overwritten
+        _error(said(exc))  # a write conflict: another writer shipped the log; nothing overwritten
         return exc.exit_code
     except (KeyboardInterrupt, TerminationSignal):
         progress.close()
@@ -380,6 +468,16 @@ def play(
         progress.close()
         if server is not None:  # the interrupted path stopped it before leaving
             server.stop()
+
+
+def _report_result(result: RunResult) -> int:
+    """Print the run's summary line and, when it ended short, why.
+
+    Returns:
+        The exit code of the run's final status.
+    """
+    from glossogen.cli._progress import counted
+
     cost = "not costed" if result.total_cost_usd is None else f"${result.total_cost_usd:.6f}"
     if result.total_cost_usd is None and result.cost_note:
         cost = f"cost unknown ({result.cost_note})"
@@ -403,7 +501,8 @@ def play(
         )
         return EXIT_INTERNAL
     if result.status != "completed":
-        why = result.error
+        limit = result.limit
+        why = result.error if limit is None else limit.worded(FLAGS.get(limit.field))
         if capped:
             why = (
                 f"{why} (spent and in flight as the cap refused that request; what was in "

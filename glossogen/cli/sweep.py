@@ -91,6 +91,25 @@ def _error(message: str) -> None:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
 
 
+def _usage_error(
+    stability_retry: str, concurrency: int, run_timeout: float, max_turns: int
+) -> str | None:
+    """Return the line refusing the first flag out of bounds, or None when all are in bounds."""
+    if stability_retry and stability_retry not in STABILITY_MODES:
+        return f"--stability-retry {stability_retry!r}: use judge_replay or agent_rerun"
+    # Bounds are checked here, not with typer's ``min=``: its message omits the value typed.
+    if concurrency < 1:
+        return f"--concurrency {concurrency}: use 1 or more"
+    if not math.isfinite(run_timeout) or run_timeout < 0:
+        return (
+            f"--run-timeout must be a finite number of seconds, 0 or more (0: none), "
+            f"got {run_timeout:g}"
+        )
+    if max_turns < 0:
+        return f"--max-turns must be at least 0 (0: the spec's or 200), got {max_turns}"
+    return None
+
+
 def sweep(
     spec_path: str = typer.Argument(
         ..., metavar="SPEC_PATH", help="Sweep spec (YAML): scenario, grid, trials, cap."
@@ -123,21 +142,9 @@ def sweep(
 
     The summary goes to <runs_dir>/sweeps/<sweep id>/run_summary.json.
     """
-    if stability_retry and stability_retry not in STABILITY_MODES:
-        _error(f"--stability-retry {stability_retry!r}: use judge_replay or agent_rerun")
-        return int(exit_codes.USAGE)
-    # Bounds are checked here, not with typer's ``min=``: its message omits the value typed.
-    if concurrency < 1:
-        _error(f"--concurrency {concurrency}: use 1 or more")
-        return int(exit_codes.USAGE)
-    if not math.isfinite(run_timeout) or run_timeout < 0:
-        _error(
-            f"--run-timeout must be a finite number of seconds, 0 or more (0: none), "
-            f"got {run_timeout:g}"
-        )
-        return int(exit_codes.USAGE)
-    if max_turns < 0:
-        _error(f"--max-turns must be at least 0 (0: the spec's or 200), got {max_turns}")
+    usage = _usage_error(stability_retry, concurrency, run_timeout, max_turns)
+    if usage is not None:
+        _error(usage)
         return int(exit_codes.USAGE)
     options = SweepOptions(
         replace=replace,

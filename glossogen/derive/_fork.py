@@ -9,9 +9,11 @@ fsspec URL as given, so it stays true when read from another working directory.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from glossogen.catalog import UnknownProviderError
@@ -36,7 +38,8 @@ from glossogen.knobs import (
     load_config,
     resolve_knobs,
 )
-from glossogen.scenario import load_scenario, scenario_dir
+from glossogen.refusals import Refusal
+from glossogen.scenario import Scenario, load_scenario, scenario_dir
 from glossogen.storage import (
     CONFIG,
     LABELS,
@@ -171,29 +174,116 @@ def prepare_fork(
     they are resolved and before anything is written; what it raises passes through.
 
     Raises:
-        DeriveError: no log in the source or donor folder (66); ``--after-round`` outside the
+        DeriveError: no log in the source or donor folder (66); ``after_round`` outside the
             source's completed rounds; a replaced or donor agent the run does not have; a
             visibility rule naming a round after the swap; an invalid ``--knobs`` (65);
-            ``--after-round`` or ``--rounds-after`` below 1 (64, before the source is read);
+            a limit out of bounds (64, before the source is read);
             a runs dir in which no folder can be created (66); storage that fails part-way
             (69): the claim is all or nothing, what it made and wrote is removed again.
+            A refused request value is carried as ``exc.refusal``.
     """
-    # Bounds known without reading the source are usage errors (64), checked before it is read.
-    if request.after_round < 1:
-        raise DeriveError(f"--after-round must be at least 1, got {request.after_round}", 64)
-    if request.rounds_after is not None and request.rounds_after < 1:
-        raise DeriveError(f"--rounds-after must be at least 1, got {request.rounds_after}", 64)
-    if request.max_agent_turns is not None and request.max_agent_turns < 1:
-        raise DeriveError(
-            f"--max-agent-turns must be at least 1, got {request.max_agent_turns}", 64
-        )
-    timeout = request.run_timeout_seconds
-    if timeout is not None and not (timeout > 0 and timeout != float("inf")):
-        raise DeriveError(f"--run-timeout must be a number of seconds above 0, got {timeout}", 64)
+    _check_bounds(request)
     cls = load_scenario(request.scenario)  # registers its events before its log is read
     events, started = _load_log(request.source_run_dir, request.scenario)
     state = read_state(events, after_round=request.after_round)
     store = RunStore(request.runs_dir)
+    extra, config = _derived_config(request, cls, started, events)
+    seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
+    overrides = _seat_entries(seats, extra, config)
+    lineage: dict[str, Any] = {
+        "derivation": request.derivation,
+        "source_run_id": started.run_id,
+        "source_run_dir": absolute(request.source_run_dir),
+        "after_round": request.after_round,
+    }
+    history: list[Any] | None = None
+    if request.replaced_agent_id:
+        history = _replace_seat(request, cls, state, extra, config, overrides, lineage)
+    config["model_overrides"] = overrides
+    if request.rounds_after is not None:
+        config["round_count"] = request.after_round + request.rounds_after
+    try:  # validated first: a knob of the wrong type is refused by the knobs model
+        knobs = resolve_knobs(cls.knobs_model, config, {})
+    except ConfigError as exc:
+        raise DeriveError(str(exc), exc.exit_code) from None
+    if knobs.round_count <= request.after_round:
+        raise DeriveError(
+            refusal=Refusal(
+                field="rounds_after",
+                reason=f"round_count {knobs.round_count} leaves nothing to play after round "
+                f"{request.after_round}",
+                asks=True,
+            )
+        )
+    limits = _derived_limits(request, events, lineage)
+    model = request.model or limits["model"]
+    provider = request.provider or limits["provider"]
+    try:
+        seated = resolve_seats(cls(knobs), knobs, model, provider)
+    except (RosterError, UnknownProviderError) as exc:
+        raise DeriveError(f"--knobs: {exc}") from None
+    if check is not None:
+        check(knobs, model, provider)
+    recorded = knobs_to_config(knobs)
+    write_log = partial(
+        _write_prefix, request=request, started=started, config=recorded, lineage=lineage,
+        state=state, history=history, limits=limits, seats=seated,
+    )  # fmt: skip
+    folder = _write_derived(
+        store, int(now_unix or time.time()), request.scenario, recorded, lineage, write_log
+    )
+    return PreparedFork(folder, model, provider, lineage)
+
+
+def _check_bounds(request: ForkRequest) -> None:
+    """Refuse the bounds known without reading the source: usage errors (64).
+
+    Raises:
+        DeriveError: (64) ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1,
+            a ``run_timeout_seconds`` not above 0 or infinite, a ``spend_cap_usd`` not a
+            finite number above 0; ``exc.refusal`` says which.
+    """
+    at_least_one = (
+        ("after_round", request.after_round),
+        ("rounds_after", request.rounds_after),
+        ("max_agent_turns", request.max_agent_turns),
+    )
+    for field, value in at_least_one:
+        if value is not None and value < 1:
+            raise DeriveError(
+                refusal=Refusal(field=field, reason=f"must be at least 1, got {value}"),
+                exit_code=64,
+            )
+    timeout = request.run_timeout_seconds
+    if timeout is not None and not (timeout > 0 and timeout != float("inf")):
+        raise DeriveError(
+            refusal=Refusal(
+                field="run_timeout_seconds",
+                reason=f"must be a number of seconds above 0, got {timeout}",
+            ),
+            exit_code=64,
+        )
+    cap = request.spend_cap_usd
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
+        raise DeriveError(
+            refusal=Refusal(
+                field="spend_cap_usd", reason=f"must be a number of USD above 0, got {cap:g}"
+            ),
+            exit_code=64,
+        )
+
+
+def _derived_config(
+    request: ForkRequest, cls: type[Scenario], started: SimulationStarted, events: list[Event]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read the source's knobs at the boundary and lay the request's ``--knobs`` over them.
+
+    Returns:
+        The ``--knobs`` given (legacy spellings lifted) and the derived run's config.
+
+    Raises:
+        DeriveError: the ``--knobs`` file cannot be read as a config.
+    """
     config = knobs_at(RunFolder.at(request.source_run_dir), started, events, request.after_round)
     extra: dict[str, Any] = {}
     if request.knobs_path:
@@ -204,79 +294,97 @@ def prepare_fork(
     # A legacy agent_max_tokens on either side is the agent_model_settings object's old
     # spelling: lifted first, so a --knobs object replaces the source's whole.
     extra = lift_legacy_knobs(extra)
-    config = {**lift_legacy_knobs(config), **extra, "labels": extra.get("labels", {})}
+    return extra, {**lift_legacy_knobs(config), **extra, "labels": extra.get("labels", {})}
+
+
+def _replace_seat(
+    request: ForkRequest,
+    cls: type[Scenario],
+    state: RunState,
+    extra: dict[str, Any],
+    config: dict[str, Any],
+    overrides: dict[str, dict[str, Any]],
+    lineage: dict[str, Any],
+) -> list[Any]:
+    """Seat the request's model in the replaced agent's seat, in ``overrides`` and ``lineage``.
+
+    Returns:
+        The history the new model starts from: the donor agent's, or the replaced agent's
+        own as its channel visibility shows it.
+
+    Raises:
+        DeriveError: the agent is not in the run, no model or provider is given, or the
+            ``--knobs`` entry for the seat names another model.
+    """
+    replaced = request.replaced_agent_id or ""
     seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
-    overrides = _seat_entries(seats, extra, config)
-    lineage: dict[str, Any] = {
-        "derivation": request.derivation,
-        "source_run_id": started.run_id,
-        "source_run_dir": absolute(request.source_run_dir),
-        "after_round": request.after_round,
+    if replaced not in seats:
+        raise DeriveError(
+            f"--replaced-agent-id {replaced!r}: the run's agents are {', '.join(seats)}"
+        )
+    if not request.model or not request.provider:
+        raise DeriveError("replacing an agent needs --model and --provider")
+    entry = dict((extra.get("model_overrides") or {}).get(replaced) or {})
+    if entry and (entry.get("model"), entry.get("provider")) != (
+        request.model,
+        request.provider,
+    ):
+        raise DeriveError(
+            f"--knobs model_overrides.{replaced} names "
+            f"{entry.get('provider')}:{entry.get('model')}, "
+            f"not --provider/--model {request.provider}:{request.model}"
+        )
+    # The source's settings for this seat stay behind (they were for the model it
+    # replaces): the --knobs entry's own, else the run's agent_model_settings.
+    overrides[replaced] = {"model": request.model, "provider": request.provider}
+    if entry.get("model_settings") is not None:
+        overrides[replaced]["model_settings"] = entry["model_settings"]
+    lineage |= {
+        "replaced_agent_id": replaced,
+        "model": request.model,
+        "provider": request.provider,
     }
-    replaced = request.replaced_agent_id
-    history: list[Any] | None = None
-    if replaced:
-        if replaced not in seats:
-            raise DeriveError(
-                f"--replaced-agent-id {replaced!r}: the run's agents are {', '.join(seats)}"
-            )
-        if not request.model or not request.provider:
-            raise DeriveError("replacing an agent needs --model and --provider")
-        entry = dict((extra.get("model_overrides") or {}).get(replaced) or {})
-        if entry and (entry.get("model"), entry.get("provider")) != (
-            request.model,
-            request.provider,
-        ):
-            raise DeriveError(
-                f"--knobs model_overrides.{replaced} names "
-                f"{entry.get('provider')}:{entry.get('model')}, "
-                f"not --provider/--model {request.provider}:{request.model}"
-            )
-        # The source's settings for this seat stay behind (they were for the model it
-        # replaces): the --knobs entry's own, else the run's agent_model_settings.
-        overrides[replaced] = {"model": request.model, "provider": request.provider}
-        if entry.get("model_settings") is not None:
-            overrides[replaced]["model_settings"] = entry["model_settings"]
-        lineage |= {
-            "replaced_agent_id": replaced,
-            "model": request.model,
-            "provider": request.provider,
-        }
-        if request.donor_run_dir:
-            donor_events, _ = _load_log(request.donor_run_dir, request.scenario)
-            donor = read_state(donor_events)
-            if request.donor_agent_id not in donor.histories:
-                raise DeriveError(
-                    f"--donor-agent-id {request.donor_agent_id!r}: the donor's agents are "
-                    f"{', '.join(donor.histories)}"
-                )
-            history = donor.histories[request.donor_agent_id or ""]
-            lineage |= {
-                "donor_run_dir": absolute(request.donor_run_dir),
-                "donor_agent_id": request.donor_agent_id,
-            }
-        else:
-            try:
-                channels = cls(resolve_knobs(cls.knobs_model, config, {})).channels()
-            except ConfigError as exc:
-                raise DeriveError(str(exc), exc.exit_code) from None
-            phases = {c.channel_id: c.phase for c in channels}
-            history = visible_history(
-                state, replaced, request.channel_visibility, request.after_round, phases
-            )
-            lineage["channel_visibility"] = request.channel_visibility
-    config["model_overrides"] = overrides
-    if request.rounds_after is not None:
-        config["round_count"] = request.after_round + request.rounds_after
-    try:  # validated first: a knob of the wrong type is refused by the knobs model
-        knobs = resolve_knobs(cls.knobs_model, config, {})
+    if request.donor_run_dir:
+        return _donor_history(request, lineage)
+    try:
+        channels = cls(resolve_knobs(cls.knobs_model, config, {})).channels()
     except ConfigError as exc:
         raise DeriveError(str(exc), exc.exit_code) from None
-    if knobs.round_count <= request.after_round:
+    phases = {c.channel_id: c.phase for c in channels}
+    history = visible_history(
+        state, replaced, request.channel_visibility, request.after_round, phases
+    )
+    lineage["channel_visibility"] = request.channel_visibility
+    return history
+
+
+def _donor_history(request: ForkRequest, lineage: dict[str, Any]) -> list[Any]:
+    """Return the donor agent's history, naming the donor in ``lineage``.
+
+    Raises:
+        DeriveError: no log in the donor folder (66), or no such agent in the donor run.
+    """
+    donor_events, _ = _load_log(request.donor_run_dir or "", request.scenario)
+    donor = read_state(donor_events)
+    if request.donor_agent_id not in donor.histories:
         raise DeriveError(
-            f"round_count {knobs.round_count} leaves nothing to play after round "
-            f"{request.after_round}: pass --rounds-after"
+            f"--donor-agent-id {request.donor_agent_id!r}: the donor's agents are "
+            f"{', '.join(donor.histories)}"
         )
+    lineage |= {
+        "donor_run_dir": absolute(request.donor_run_dir or ""),
+        "donor_agent_id": request.donor_agent_id,
+    }
+    return donor.histories[request.donor_agent_id or ""]
+
+
+def _derived_limits(
+    request: ForkRequest, events: list[Event], lineage: dict[str, Any]
+) -> dict[str, Any]:
+    """Return the limits in force at the boundary with the request's own laid over them.
+
+    A limit the request changes is recorded in ``lineage["limit_changes"]``.
+    """
     limits = recorded_limits(events, request.after_round)
     changed = {
         key: value
@@ -291,38 +399,43 @@ def prepare_fork(
         lineage["limit_changes"] = {
             key: {"recorded": limits[key], "now": value} for key, value in changed.items()
         }
-    limits |= changed
-    try:
-        seated = resolve_seats(
-            cls(knobs),
-            knobs,
-            request.model or limits["model"],
-            request.provider or limits["provider"],
-        )
-    except (RosterError, UnknownProviderError) as exc:
-        raise DeriveError(f"--knobs: {exc}") from None
-    if check is not None:
-        check(knobs, request.model or limits["model"], request.provider or limits["provider"])
-    recorded = knobs_to_config(knobs)
+    return limits | changed
+
+
+def _write_derived(
+    store: RunStore,
+    now_unix: int,
+    scenario: str,
+    recorded: dict[str, Any],
+    lineage: dict[str, Any],
+    write_log: Callable[[RunFolder], None],
+) -> RunFolder:
+    """Claim the derived run's folder and write its config, labels, lineage and log prefix.
+
+    ``write_log`` writes the log prefix into the claimed folder (:func:`_write_prefix`).
+
+    Returns:
+        The claimed folder.
+
+    Raises:
+        DeriveError: a runs dir in which no folder can be created (66), storage that fails
+            part-way (69): what the claim made and wrote is removed again.
+    """
     existed = nearest_existing(store.runs_dir) if store.local else ""
-    folder = _claim(store, request.scenario, int(now_unix or time.time()), existed)
+    folder = _claim(store, scenario, now_unix, existed)
     try:
         folder.write_json(CONFIG, recorded)
         folder.write_json(LABELS, recorded.get("labels", {}))
         folder.write_json(LINEAGE, lineage)
         with translate_errors(folder.log_url):
-            _write_prefix(
-                folder, request, started, recorded, lineage, state, history, limits, seated
-            )
+            write_log(folder)
     except StorageError as exc:
         names = (CONFIG, LABELS, LINEAGE, *_log_names(folder))
         store.release_claim(folder, names, keep=existed)
         raise DeriveError(
             f"storage failed while claiming {folder.url} (removed again): {exc}", 69
         ) from None
-    model = request.model or limits["model"]
-    provider = request.provider or limits["provider"]
-    return PreparedFork(folder, model, provider, lineage)
+    return folder
 
 
 def _claim(store: RunStore, scenario: str, now_unix: int, existed: str) -> RunFolder:

@@ -27,15 +27,23 @@ from glossogen.eventlog import (
     Verdict,
     split_attempts,
 )
+from glossogen.refusals import Refusal
 
 
 class DeriveError(ValueError):
     """A run that cannot be resumed or derived as asked; one line naming the reason."""
 
-    def __init__(self, message: str, exit_code: int = 65) -> None:
-        """Keep the one-line message and the exit code (65 refused, 66 unreadable)."""
-        super().__init__(message)
+    def __init__(
+        self, message: str = "", exit_code: int = 65, refusal: Refusal | None = None
+    ) -> None:
+        """Keep the one-line message and the exit code (65 refused, 66 unreadable).
+
+        A ``refusal`` (a request value refused) words the message when none is given; each
+        surface words it again with its own name for the field (``exc.refusal``).
+        """
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
 
 
 class HistoryUnreadable(DeriveError):
@@ -225,9 +233,13 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
     if after_round is not None:
         if after_round < 1 or after_round > last:
             raise DeriveError(
-                f"--after-round {after_round}: the run's completed rounds are 1..{last}"
-                if last
-                else f"--after-round {after_round}: the run has no completed round"
+                refusal=Refusal(
+                    field="after_round",
+                    value=str(after_round),
+                    reason=f"the run's completed rounds are 1..{last}"
+                    if last
+                    else "the run has no completed round",
+                )
             )
         cut = next(
             i

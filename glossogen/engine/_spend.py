@@ -1,7 +1,7 @@
 """The run's spend cap as a reservation ledger: a model request is paid for before it is sent.
 
 Rule: before a billed model request (an agent's or the in-run judge's) is sent, its worst case
-is reserved against ``--spend-cap-usd``; the request that would pass the cap is refused
+is reserved against the run's ``spend_cap_usd``; the request that would pass the cap is refused
 (:class:`~glossogen.eventlog.ModelRequestRefused`, then ``SpendCapReached``) and none after it is
 sent. So the spend the run commits, ``spent + reserved``, never passes the cap, and neither
 does what it logs.

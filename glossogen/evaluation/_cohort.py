@@ -14,7 +14,7 @@ does not describe (:func:`~glossogen.evaluation._report.set_aside_stale_report`)
 reason says so.
 
 :func:`estimate_judge_usd` prices the judge calls a run would make before any is made (the
-cohort's ``--spend-cap-usd`` admits a run only while spent + in flight + its estimate stays
+cohort's ``spend_cap_usd`` admits a run only while spent + in flight + its estimate stays
 within the cap).
 """
 

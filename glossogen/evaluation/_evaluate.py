@@ -247,17 +247,7 @@ def plan_evaluation(
     _check_replicas("--judge-replicas", judge_replicas)
     _check_replicas("--probe-replicas", probe_replicas)
     names = parse_metric_names(metrics)
-    if (model is None) != (provider is None):
-        raise EvaluationError("--model and --provider go together (the judge)", USAGE)
-    settings: dict[str, Any] = {}
-    if isinstance(judge_settings, list):
-        settings = parse_judge_settings(judge_settings)
-    elif judge_settings:
-        settings = parse_judge_settings([f"{k}={_json(v)}" for k, v in judge_settings.items()])
-    judge = None
-    if model is not None and provider is not None:
-        check_judge_provider(provider)
-        judge = Judge(model, provider, settings)
+    judge = _judge_of(model, provider, judge_settings)
     requested = [get_metric(n) for n in (names if names is not None else metric_names())]
     if plot:
         requested += [get_metric(n) for n in PLOT_METRICS if get_metric(n) not in requested]
@@ -305,6 +295,30 @@ def plan_evaluation(
 
     _check_credentials(plan, environ if environ is not None else load_environment())
     return plan
+
+
+def _judge_of(
+    model: str | None,
+    provider: str | None,
+    judge_settings: dict[str, Any] | list[str] | None,
+) -> Judge | None:
+    """Return the judge a request names, its settings checked (None: no judge named).
+
+    Raises:
+        EvaluationError: (64) only one of model and provider, an unknown provider, or
+            settings that do not parse.
+    """
+    if (model is None) != (provider is None):
+        raise EvaluationError("--model and --provider go together (the judge)", USAGE)
+    settings: dict[str, Any] = {}
+    if isinstance(judge_settings, list):
+        settings = parse_judge_settings(judge_settings)
+    elif judge_settings:
+        settings = parse_judge_settings([f"{k}={_json(v)}" for k, v in judge_settings.items()])
+    if model is None or provider is None:
+        return None
+    check_judge_provider(provider)
+    return Judge(model, provider, settings)
 
 
 def reads_of(metrics: list[Metric]) -> frozenset[str] | None:

@@ -351,6 +351,75 @@ def _own_start(facts: LogFacts, data: bytes | mmap.mmap, body: int, end: int) ->
     return end if first is None else first[0]
 
 
+def _read_head(
+    facts: LogFacts, data: bytes | mmap.mmap, end: int, parser: LineParser, untyped: list[int]
+) -> int:
+    """Read simulation_started and the roster, up to the first round, into ``facts``.
+
+    The offsets of lines naming no event type are added to ``untyped``.
+
+    Returns:
+        The offset where the body (the rounds) begins.
+    """
+    pos = 0
+    while pos < end:
+        at = pos
+        nl = data.find(b"\n", pos, end)
+        line = data[pos:nl]
+        pos = nl + 1
+        kind = event_type(line)
+        if kind is None and line.strip():
+            untyped.append(at)
+        if facts.started_at is None:
+            facts.started_at = _timestamp(line)
+        if kind in ("simulation_started", "agent_registered"):
+            obj = parser.parse(line, at)
+            if obj is None:
+                continue
+            if kind == "simulation_started":
+                facts.started = facts.started or obj
+            else:
+                _register(facts, obj)
+        elif kind is not None and kind.encode() in _HEAD_END:
+            break
+    return pos
+
+
+def _read_tail(
+    facts: LogFacts,
+    data: bytes | mmap.mmap,
+    body: int,
+    end: int,
+    parser: LineParser,
+    untyped: list[int],
+) -> dict[str, Any] | None:
+    """Find the last simulation_ended among the last lines, noting the last timestamp.
+
+    The offsets of lines naming no event type are added to ``untyped``.
+
+    Returns:
+        The ending, parsed, or None: none among the last lines, or one before the last
+        ``run_resumed`` (the previous process's, which does not stand).
+    """
+    stop = end - 1
+    for _ in range(_TAIL_LINES):
+        if stop <= body - 1 or stop < 0:
+            break
+        a = data.rfind(b"\n", 0, stop) + 1
+        line = data[a:stop]
+        if facts.ended_at is None:
+            facts.ended_at = _timestamp(line)
+        kind = event_type(line)
+        if kind is None and line.strip():
+            untyped.append(a)
+        if kind == "run_resumed":
+            return None  # an ending before the last resume was the previous process's
+        if kind == "simulation_ended":
+            return parser.parse(line, a)
+        stop = a - 1
+    return None
+
+
 def read_log_facts(url: str) -> LogFacts:
     """Return the run-level facts of the event log at ``url`` (head and tail where possible).
 
@@ -371,29 +440,7 @@ def read_log_facts(url: str) -> LogFacts:
     untyped: list[int] = []  # offsets of head and tail lines naming no event type
     with open_log(url) as data:
         end = complete_end(data)
-        pos = 0
-        # Head: simulation_started and the roster, up to the first round.
-        while pos < end:
-            at = pos
-            nl = data.find(b"\n", pos, end)
-            line = data[pos:nl]
-            pos = nl + 1
-            kind = event_type(line)
-            if kind is None and line.strip():
-                untyped.append(at)
-            if facts.started_at is None:
-                facts.started_at = _timestamp(line)
-            if kind in ("simulation_started", "agent_registered"):
-                obj = parser.parse(line, at)
-                if obj is None:
-                    continue
-                if kind == "simulation_started":
-                    facts.started = facts.started or obj
-                else:
-                    _register(facts, obj)
-            elif kind is not None and kind.encode() in _HEAD_END:
-                break
-        body = pos
+        body = _read_head(facts, data, end, parser, untyped)
         # Body: only the rare roster changes, found by a byte search, only where possible.
         if roster_may_change(facts.started):
             for kind in ("agent_registered", "agent_swapped_mid_run"):
@@ -401,25 +448,7 @@ def read_log_facts(url: str) -> LogFacts:
                     obj = parser.parse(line, at)
                     if obj is not None:
                         _register(facts, obj)
-        # Tail: the last simulation_ended among the last lines.
-        stop = end - 1
-        ended: dict[str, Any] | None = None
-        for _ in range(_TAIL_LINES):
-            if stop <= body - 1 or stop < 0:
-                break
-            a = data.rfind(b"\n", 0, stop) + 1
-            line = data[a:stop]
-            if facts.ended_at is None:
-                facts.ended_at = _timestamp(line)
-            kind = event_type(line)
-            if kind is None and line.strip():
-                untyped.append(a)
-            if kind == "run_resumed":
-                break  # an ending before the last resume was the previous process's: none stands
-            if kind == "simulation_ended":
-                ended = parser.parse(line, a)
-                break
-            stop = a - 1
+        ended = _read_tail(facts, data, body, end, parser, untyped)
         if ended is not None:
             _apply_ended(facts, ended)
         counts = (facts.total_messages, facts.total_chars, facts.rounds_played, facts.rounds_won)

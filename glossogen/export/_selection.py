@@ -389,6 +389,34 @@ def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> Non
     raise SelectionError(f"scenario {message}", "scenario", f"--scenario {message}")
 
 
+def _select_by_ids(
+    store: RunStore,
+    selection: RunIdSelection,
+    max_runs: int,
+    load: Callable[[RunStore, str], RunRecord],
+    result: SelectedRuns,
+) -> None:
+    """Load the runs named by id into ``result``; an id that does not resolve is missing.
+
+    Raises:
+        SelectionError: more ids than ``max_runs`` (field ``max_runs``).
+    """
+    wanted = list(dict.fromkeys(selection.run_ids))
+    _check_limit(len(wanted), max_runs)
+    for run_id in wanted:
+        result.scanned += 1
+        parts = run_id.strip("/").split("/")
+        if len(parts) != 2 or not all(parts) or ".." in parts:
+            result.missing_run_ids.append(run_id)
+            continue
+        try:
+            result.records.append(load(store, run_id))
+        except FileNotFoundError:
+            result.missing_run_ids.append(run_id)
+        except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
+            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+
+
 def select_runs(
     runs_dir: str,
     selection: Any,
@@ -430,20 +458,7 @@ def select_runs(
     store = RunStore(runs_dir)
     result = SelectedRuns()
     if isinstance(selection, RunIdSelection):
-        wanted = list(dict.fromkeys(selection.run_ids))
-        _check_limit(len(wanted), max_runs)
-        for run_id in wanted:
-            result.scanned += 1
-            parts = run_id.strip("/").split("/")
-            if len(parts) != 2 or not all(parts) or ".." in parts:
-                result.missing_run_ids.append(run_id)
-                continue
-            try:
-                result.records.append(load(store, run_id))
-            except FileNotFoundError:
-                result.missing_run_ids.append(run_id)
-            except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
-                result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+        _select_by_ids(store, selection, max_runs, load, result)
         return result
     conditions = parse_conditions(selection.knob)
     scenarios = set(selection.scenario or [])

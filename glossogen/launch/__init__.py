@@ -26,6 +26,7 @@ from glossogen.launch._plan import (
     RunConfig,
     RunLimits,
     RunRequest,
+    check_limits,
     plan_knobs,
     plan_run,
 )
@@ -44,14 +45,18 @@ from glossogen.launch._session import (
     price_spend,
 )
 from glossogen.launch._settings import (
+    check_derived_spend_cap,
     check_model_settings,
     check_spend_cap,
     derived_run_check,
     uncosted_models,
 )
-from glossogen.launch._turns import turn_cap_warning
+from glossogen.launch._turns import TurnCapWarning, turn_cap_warning
 
 __all__ = [
+    "TurnCapWarning",
+    "check_derived_spend_cap",
+    "check_limits",
     "turn_cap_warning",
     "VIRTUAL_CLOCK_SETTING",
     "DEFAULT_MAX_AGENT_TURNS",

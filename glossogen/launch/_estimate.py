@@ -26,7 +26,7 @@
   the seats still make.
 
 :func:`round_requests` is the one reading of a seat's requests a round; the launch's
-``--max-agent-turns`` warning (``glossogen.launch._turns``) takes its figure from it too.
+``max_agent_turns`` warning (``glossogen.launch._turns``) takes its figure from it too.
 
 No credential is read. A model genai-prices does not know makes its part None ("not costed").
 """

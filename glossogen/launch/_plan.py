@@ -7,6 +7,7 @@ costs nothing and writes nothing.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -40,6 +41,7 @@ from glossogen.knobs import (
     parse_overrides,
     resolve_knobs,
 )
+from glossogen.refusals import Refusal
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
 EXIT_USAGE = int(exit_codes.USAGE)
@@ -71,10 +73,43 @@ class LaunchError(Exception):
     ``str()`` is one line naming the bad value; ``exit_code`` is one of ``glossogen.exit_codes``.
     """
 
-    def __init__(self, message: str, exit_code: int = EXIT_REFUSED) -> None:
-        """Keep the one-line ``message`` and the process ``exit_code``."""
-        super().__init__(message)
+    def __init__(
+        self, message: str = "", exit_code: int = EXIT_REFUSED, refusal: Refusal | None = None
+    ) -> None:
+        """Keep the one-line ``message`` and the process ``exit_code``.
+
+        A ``refusal`` (a request value refused) words the message when none is given; each
+        surface words it again with its own name for the field (``exc.refusal``).
+        """
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
+
+
+def check_limits(
+    max_agent_turns: int | None = None,
+    run_timeout_seconds: float | None = None,
+    spend_cap_usd: float | None = None,
+) -> None:
+    """Refuse a run limit out of bounds (None: not given), before anything is read.
+
+    Raises:
+        LaunchError: (64) ``max_agent_turns`` below 1, or a ``run_timeout_seconds`` or
+            ``spend_cap_usd`` that is not a finite number above 0; ``exc.refusal`` names
+            the field, which each surface words as its own (a flag, a tool argument).
+    """
+    reason = None
+    if max_agent_turns is not None and max_agent_turns < 1:
+        field, reason = "max_agent_turns", f"must be at least 1, got {max_agent_turns}"
+    elif run_timeout_seconds is not None and not (
+        math.isfinite(run_timeout_seconds) and run_timeout_seconds > 0
+    ):
+        field = "run_timeout_seconds"
+        reason = f"must be a number of seconds above 0, got {run_timeout_seconds:g}"
+    elif spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
+        field, reason = "spend_cap_usd", f"must be a number of USD above 0, got {spend_cap_usd:g}"
+    if reason is not None:
+        raise LaunchError(refusal=Refusal(field=field, reason=reason), exit_code=EXIT_USAGE)
 
 
 class RunRequest(BaseModel):

@@ -47,6 +47,7 @@ from glossogen.launch._credentials import apply_dotenv
 from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunConfig
 from glossogen.pricing import logged_usd
+from glossogen.refusals import LimitReached
 from glossogen.storage import (
     CONFIG,
     LABELS,
@@ -103,6 +104,8 @@ class RunResult(BaseModel):
     """True when the run ended ``incomplete`` because its spend cap was reached (exit 20)."""
     tokens: Tokens = Field(default_factory=Tokens)
     """Tokens of the run's own calls, agents and judge (:class:`RunSpend`)."""
+    limit: LimitReached | None = None
+    """The limit the run reached, when that is why it ended (``error`` words it)."""
 
 
 EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
@@ -201,7 +204,7 @@ class RunSession:
         """True once the run's spend cap refused a request, or its spend has reached the cap."""
         return self.config.limits.spend_cap_usd is not None and self.engine.spend.capped
 
-    def spend_cap_reason(self, after_round: int, last_round: int) -> str:
+    def spend_cap_reason(self, after_round: int, last_round: int) -> LimitReached:
         """The one-line reason a capped run ended, naming spend, cap and round.
 
         When a request was refused: its worst case (USD) and the spend settled and reserved
@@ -219,12 +222,15 @@ class RunSession:
                 + ("an unpriced" if worst is None else f"${worst:.6f}")
                 + f" worst case of {refused.agent_id}'s next request would pass"
             )
-        return (
-            f"spend cap reached: {spent} --spend-cap-usd {cap:g} "
-            f"after round {after_round} of {last_round}"
+        return LimitReached(
+            kind="spend",
+            field="spend_cap_usd",
+            limit=cap,
+            before=f"spend cap reached: {spent}",
+            after=f"after round {after_round} of {last_round}",
         )
 
-    def ended_early(self) -> tuple[EndStatus, str] | None:
+    def ended_early(self) -> tuple[EndStatus, str | LimitReached] | None:
         """How the run ends when it cannot go on after a round, or None if it can.
 
         ``error`` when every agent is out and one was taken out by model errors,
@@ -284,22 +290,29 @@ class RunSession:
         await self._round_boundary()
 
     @property
-    def stopped_early(self) -> str | None:
+    def stopped_early(self) -> str | LimitReached | None:
         """Why the run cannot go on, or None: every agent failed, or every one hit its limit."""
         if not self.engine.every_agent_out:
             return None
         if self.engine.any_agent_failed:
             return "every agent was taken out by model errors (see agent_run_cycle_failed events)"
-        return f"every agent reached --max-agent-turns {self.config.limits.max_agent_turns}"
+        return LimitReached(
+            kind="turns",
+            field="max_agent_turns",
+            limit=self.config.limits.max_agent_turns,
+            before="every agent reached",
+        )
 
-    def finish(self, spend: RunSpend, status: EndStatus, error: str | None = None) -> RunResult:
+    def finish(
+        self, spend: RunSpend, status: EndStatus, error: str | LimitReached | None = None
+    ) -> RunResult:
         """Log ``simulation_ended``, close the log and return the result."""
         result = self._log_end(spend, status, error)
         self._close()
         return result
 
     async def finish_async(
-        self, spend: RunSpend, status: EndStatus, error: str | None = None
+        self, spend: RunSpend, status: EndStatus, error: str | LimitReached | None = None
     ) -> RunResult:
         """:meth:`finish` with the closing fsync (or upload) in a worker thread."""
         result = self._log_end(spend, status, error)
@@ -313,7 +326,11 @@ class RunSession:
         if self.engine.setup.tracing is not None:
             self.engine.setup.tracing.shutdown()
 
-    def _log_end(self, spend: RunSpend, status: EndStatus, error: str | None) -> RunResult:
+    def _log_end(
+        self, spend: RunSpend, status: EndStatus, reason: str | LimitReached | None
+    ) -> RunResult:
+        limit = reason if isinstance(reason, LimitReached) else None
+        error = reason.worded() if isinstance(reason, LimitReached) else reason
         if self.engine.requests.pending:  # priced before its requests were settled
             # No request may outlive the log: each ended one is logged as it ended, the rest
             # with their cost unknown; the run is priced again with them.
@@ -358,6 +375,7 @@ class RunSession:
             cost_note=spend.cost_note,
             spend_capped=capped,
             tokens=spend.tokens,
+            limit=limit,
         )
 
 

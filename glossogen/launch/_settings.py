@@ -19,6 +19,8 @@ from glossogen.knobs import DEFAULT_MAX_TOKENS, BaseKnobs
 from glossogen.launch._estimate import RunCostEstimate, estimate_cost
 from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
+from glossogen.refusals import Refusal
+from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
 
 
 def _profile(provider: str, model: str) -> Any:
@@ -126,6 +128,28 @@ def derived_run_check(scenario: str) -> SeatCheck:
     return check
 
 
+def check_derived_spend_cap(folder: RunFolder) -> None:
+    """Refuse a derived run whose spend cap its dry-run estimate passes, before it plays.
+
+    The estimate needs the derived run's own config (seats, rounds ahead), which exists once
+    its folder is prepared; a refused folder, made a moment ago and never played, is removed.
+
+    Raises:
+        LaunchError: (65) as :func:`check_spend_cap`, the folder removed.
+    """
+    from glossogen.launch._resume import ResumeRequest, plan_resume
+
+    plan, point = plan_resume(ResumeRequest(run_dir=folder.url))
+    if plan.limits.spend_cap_usd is None:
+        return
+    try:
+        check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
+    except LaunchError:
+        names = (CONFIG, LABELS, LINEAGE, folder.log_url.rsplit("/", 1)[-1])
+        RunStore(folder.runs_dir).release_claim(folder, names, keep=folder.runs_dir)
+        raise
+
+
 def check_spend_cap(config: RunConfig, rounds: int) -> RunCostEstimate | None:
     """Refuse a spend cap the run cannot keep or cannot be held to, before anything is spent.
 
@@ -149,17 +173,23 @@ def check_spend_cap(config: RunConfig, rounds: int) -> RunCostEstimate | None:
     missing = uncosted_models(config)
     if missing:
         raise LaunchError(
-            f"--spend-cap-usd {cap:g}: {', '.join(missing)} is not in the price catalogue, "
-            "so its spend cannot be counted against the cap",
-            EXIT_REFUSED,
+            refusal=Refusal(
+                field="spend_cap_usd",
+                value=f"{cap:g}",
+                reason=f"{', '.join(missing)} is not in the price catalogue, "
+                "so its spend cannot be counted against the cap",
+            )
         )
     estimate = estimate_cost(config, max(0, config.knobs.round_count - rounds))
     total = estimate.total_usd or 0.0
     if total > cap:
         raise LaunchError(
-            f"--spend-cap-usd {cap:g}: the dry-run estimate of the {rounds} rounds to play is "
-            f"${total:.6f} (${estimate.per_round_usd or 0.0:.6f} per round), above the cap",
-            EXIT_REFUSED,
+            refusal=Refusal(
+                field="spend_cap_usd",
+                value=f"{cap:g}",
+                reason=f"the dry-run estimate of the {rounds} rounds to play is "
+                f"${total:.6f} (${estimate.per_round_usd or 0.0:.6f} per round), above the cap",
+            )
         )
     callers = [(s.agent_id, s.provider, s.model, s.model_settings) for s in config.seats]
     if config.judge is not None:
@@ -172,10 +202,13 @@ def check_spend_cap(config: RunConfig, rounds: int) -> RunCostEstimate | None:
         output = price_call(provider, model, input_tokens=0, output_tokens=max_tokens) or 0.0
         if output > cap:
             raise LaunchError(
-                f"--spend-cap-usd {cap:g}: one request of {caller} ({provider}:{model}) "
-                f"reserves ${output:.6f} for its output cap alone (max_tokens {max_tokens}), "
-                "above the cap, so none could be sent",
-                EXIT_REFUSED,
+                refusal=Refusal(
+                    field="spend_cap_usd",
+                    value=f"{cap:g}",
+                    reason=f"one request of {caller} ({provider}:{model}) "
+                    f"reserves ${output:.6f} for its output cap alone (max_tokens {max_tokens}), "
+                    "above the cap, so none could be sent",
+                )
             )
     return estimate
 

@@ -1,4 +1,4 @@
-"""Whether ``--max-agent-turns`` can cover a run's rounds: a warning said before it starts.
+"""Whether ``max_agent_turns`` can cover a run's rounds: a warning said before it starts.
 
 A seat that reaches the cap stops requesting; the round it is cut off in is void and the run
 ends ``incomplete``. How many requests a seat takes in a round is the estimate's own figure
@@ -11,14 +11,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict
+
 from glossogen.launch._estimate import measure_prompts
 
 if TYPE_CHECKING:
     from glossogen.launch._plan import RunConfig
 
 
-def turn_cap_warning(config: RunConfig) -> str | None:
-    """One line when a seat's requests over ``round_count`` rounds pass the cap, else None."""
+class TurnCapWarning(BaseModel):
+    """A turn cap a seat's requests over the run's rounds pass, as data.
+
+    Each surface words it with its own name for ``max_agent_turns`` (:meth:`worded`): the CLI
+    its flag, MCP the tool argument.
+
+    Attributes:
+        cap: The run's ``max_agent_turns``.
+        needed: The turns a seat takes over the rounds, which would cover them.
+        rounds: The rounds the run plays.
+        why: What the figure rests on and how far the cap reaches, one line.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    cap: int
+    needed: int
+    rounds: int
+    why: str
+
+    def worded(self, name: str = "max_agent_turns") -> str:
+        """Return the one-line warning naming the limit as ``name``."""
+        return (
+            f"{name} {self.cap} likely ends the run before its {self.rounds} rounds: "
+            f"{self.why}; {name} {self.needed} covers {self.rounds}"
+        )
+
+
+def turn_cap_warning(config: RunConfig) -> TurnCapWarning | None:
+    """The warning when a seat's requests over ``round_count`` rounds pass the cap, else None."""
     measured = measure_prompts(config)
     rounds = measured.rounds
     needed = sum(r.total for r in rounds)
@@ -42,10 +72,11 @@ def turn_cap_warning(config: RunConfig) -> str | None:
         if covered >= len(rounds)
         else f"cover about {covered:.1f} of them"
     )
-    return (
-        f"--max-agent-turns {cap} likely ends the run before its {len(rounds)} rounds: a "
-        f"{config.scenario} seat takes about {needed} model requests over them (about "
+    return TurnCapWarning(
+        cap=cap,
+        needed=needed,
+        rounds=len(rounds),
+        why=f"a {config.scenario} seat takes about {needed} model requests over them (about "
         f"{p.main_requests:g} in a round's main phase{postmortem}, the scenario's cost profile, "
-        f"as the estimate assumes), so {cap} turns {reach} and the run would end incomplete; "
-        f"--max-agent-turns {needed} covers {len(rounds)}"
+        f"as the estimate assumes), so {cap} turns {reach} and the run would end incomplete",
     )

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from glossogen.eventlog import (
     RunView,
 )
+from glossogen.refusals import refusal_of
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
 from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
@@ -34,7 +35,14 @@ ends before the row that would pass it (a page holds at least one row)."""
 
 
 def refuse(exc: BaseException) -> ToolError:
-    """The tool error of a library refusal: its first line, as the CLI prints it."""
+    """The tool error of a library refusal: its first line.
+
+    A refused request value is named as the tool argument that set it, never a CLI flag
+    (each tool's argument bears the request field's name: ``spend_cap_usd``, ``after_round``).
+    """
+    refusal = refusal_of(exc)
+    if refusal is not None:
+        return ToolError(refusal.worded().splitlines()[0])
     text = getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
     return ToolError(str(text).splitlines()[0])
 

@@ -7,8 +7,6 @@ variable name.
 
 from __future__ import annotations
 
-import math
-
 from mcp.server.mcpserver.exceptions import ToolError
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
@@ -20,6 +18,8 @@ from glossogen.launch import (
     RunConfig,
     RunRequest,
     check_credentials,
+    check_derived_spend_cap,
+    check_limits,
     check_model_settings,
     check_runs_dir,
     check_spend_cap,
@@ -61,13 +61,8 @@ class Launching(ToolBase):
         max_agent_turns: int | None,
         spend_cap_usd: float | None = None,
     ) -> RunConfig:
-        if max_agent_turns is not None and max_agent_turns < 1:
-            raise ToolError(f"--max-agent-turns must be at least 1, got {max_agent_turns}")
-        if spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
-            raise ToolError(
-                f"--spend-cap-usd must be a number of USD above 0, got {spend_cap_usd:g}"
-            )
         try:
+            check_limits(max_agent_turns, spend_cap_usd=spend_cap_usd)
             plan = plan_run(
                 RunRequest(
                     scenario=scenario,
@@ -149,7 +144,7 @@ class Launching(ToolBase):
             judge_cost_usd=cost.judge_usd,
             assumptions=cost.assumptions,
             uncosted_models=uncosted_models(plan),
-            warnings=[w for w in [turn_cap_warning(plan)] if w is not None],
+            warnings=[w.worded() for w in [turn_cap_warning(plan)] if w is not None],
         )
 
     def estimate_run(
@@ -180,7 +175,7 @@ class Launching(ToolBase):
     ) -> Launched:
         """Check, claim the run's folder, launch it, and return its run id at once.
 
-        ``spend_cap_usd`` is the run's own cap, as ``glossogen run --spend-cap-usd``: refused
+        ``spend_cap_usd`` is the run's own cap, as ``glossogen run``'s: refused
         when the dry-run estimate passes it, recorded in ``simulation_started`` and enforced
         while the run plays.
         """
@@ -226,6 +221,7 @@ class Launching(ToolBase):
             scenario_class(request.scenario)
             # The checks the derived-run commands make (keys, settings), before the claim.
             prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+            check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
         except (DeriveError, LaunchError, StorageError) as exc:
             raise refuse(exc) from None
         folder = prepared.folder

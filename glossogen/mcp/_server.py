@@ -63,7 +63,12 @@ DESCRIPTIONS = {
         "Refuses without credentials; claims the run folder and returns its run id at once, "
         "then the run plays on a worker or in a detached process. Poll get_run."
     ),
-    "fork_run": "Copy rounds 1..after_round of a run into a new run and play on (detached).",
+    "fork_run": (
+        "Copy rounds 1..after_round of a run into a new run and play on (detached). The "
+        "derived tools take the run limits the CLI's derived-run commands take: "
+        "max_agent_turns, run_timeout_seconds, spend_cap_usd (each: the source's when not "
+        "given; spend_cap_usd refused when the estimate passes it)."
+    ),
     "replace_agent": (
         "Fork a run after a round with one seat moved to another model and provider; "
         "channel_visibility is full, none or from_round:R."
@@ -95,23 +100,35 @@ def build_server(runs_dir: str) -> MCPServer:
     tools = Tools(runs_dir)
     server: MCPServer = MCPServer(name="glossogen", instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def derive(source_run_id: str, donor_run_id: str | None, **fields: Any) -> Launched:
+        """Launch the derived run ``fields`` describe (ForkRequest's), from runs named by id."""
+        source = tools.source(source_run_id)
+        donor = tools.source(donor_run_id).url if donor_run_id else None
+        return tools.derive(
+            ForkRequest(
+                scenario=source.scenario,
+                source_run_dir=source.url,
+                runs_dir=runs_dir,
+                donor_run_dir=donor,
+                **fields,
+            )
+        )
+
+    # Each derived tool takes the limits the CLI's derived-run commands take; its arguments
+    # are ForkRequest's fields by name, so a refusal names the argument (glossogen.refusals).
     def fork_run(
         source_run_id: str,
         after_round: int,
         rounds_after: int | None = None,
         max_agent_turns: int | None = None,
+        run_timeout_seconds: float | None = None,
+        spend_cap_usd: float | None = None,
     ) -> Launched:
-        source = tools.source(source_run_id)
-        return tools.derive(
-            ForkRequest(
-                source.scenario,
-                source.url,
-                after_round,
-                runs_dir,
-                rounds_after,
-                max_agent_turns=max_agent_turns,
-            )
-        )
+        return derive(
+            source_run_id, None, after_round=after_round, rounds_after=rounds_after,
+            max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout_seconds,
+            spend_cap_usd=spend_cap_usd,
+        )  # fmt: skip
 
     def replace_agent(
         source_run_id: str,
@@ -122,23 +139,15 @@ def build_server(runs_dir: str) -> MCPServer:
         channel_visibility: str = "full",
         rounds_after: int | None = None,
         max_agent_turns: int | None = None,
+        run_timeout_seconds: float | None = None,
+        spend_cap_usd: float | None = None,
     ) -> Launched:
-        source = tools.source(source_run_id)
-        return tools.derive(
-            ForkRequest(
-                source.scenario,
-                source.url,
-                after_round,
-                runs_dir,
-                rounds_after,
-                None,
-                replaced_agent_id,
-                model,
-                provider,
-                channel_visibility,
-                max_agent_turns=max_agent_turns,
-            )
-        )
+        return derive(
+            source_run_id, None, after_round=after_round, replaced_agent_id=replaced_agent_id,
+            model=model, provider=provider, channel_visibility=channel_visibility,
+            rounds_after=rounds_after, max_agent_turns=max_agent_turns,
+            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd,
+        )  # fmt: skip
 
     def cross_run_replace_agent(
         source_run_id: str,
@@ -150,26 +159,15 @@ def build_server(runs_dir: str) -> MCPServer:
         provider: str,
         rounds_after: int | None = None,
         max_agent_turns: int | None = None,
+        run_timeout_seconds: float | None = None,
+        spend_cap_usd: float | None = None,
     ) -> Launched:
-        source = tools.source(source_run_id)
-        donor = tools.source(donor_run_id)
-        return tools.derive(
-            ForkRequest(
-                source.scenario,
-                source.url,
-                after_round,
-                runs_dir,
-                rounds_after,
-                None,
-                replaced_agent_id,
-                model,
-                provider,
-                "full",
-                donor.url,
-                donor_agent_id,
-                max_agent_turns,
-            )
-        )
+        return derive(
+            source_run_id, donor_run_id, after_round=after_round,
+            replaced_agent_id=replaced_agent_id, donor_agent_id=donor_agent_id, model=model,
+            provider=provider, rounds_after=rounds_after, max_agent_turns=max_agent_turns,
+            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd,
+        )  # fmt: skip
 
     functions: list[Callable[..., Any]] = [
         tools.list_scenarios,

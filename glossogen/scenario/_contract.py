@@ -329,7 +329,7 @@ class CostProfile:
         postmortem_reason: Why ``postmortem_requests`` (printed only when a postmortem is held).
 
     ``main_requests`` plus ``postmortem_requests`` (when the run holds postmortems) is also the
-    figure the launch's ``--max-agent-turns`` warning takes for a seat's requests a round: one
+    figure the launch's ``max_agent_turns`` warning takes for a seat's requests a round: one
     source for both, checked against played runs (``tests/launch/test_requests_per_round.py``).
     """
 

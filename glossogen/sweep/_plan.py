@@ -34,9 +34,9 @@ QUALIFICATION_ROUNDS = 1
 QUALIFICATION_TURNS = 20
 """Model requests per agent in a qualification run, unless ``--max-turns`` or the spec sets it."""
 QUALIFICATION_TIMEOUT_SECONDS = 300.0
-"""Wall-clock limit of a qualification run, unless ``--run-timeout`` sets one."""
+"""Wall-clock limit of a qualification run, unless the launch's ``run_timeout_seconds`` sets one."""
 DEFAULT_MAX_AGENT_TURNS = 200
-"""``glossogen run``'s default ``--max-agent-turns``."""
+"""``glossogen run``'s default ``max_agent_turns``."""
 
 StabilityRetry = Literal["judge_replay", "agent_rerun"]
 
@@ -127,7 +127,7 @@ class SweepPlan:
         Qualification runs get short budgets (:data:`QUALIFICATION_ROUNDS`,
         :data:`QUALIFICATION_TURNS`, :data:`QUALIFICATION_TIMEOUT_SECONDS`) except where the
         user set that budget: the spec's ``round_count`` (knobs or grid), ``--max-turns`` or
-        the spec's ``max_agent_turns``, ``--run-timeout``.
+        the spec's ``max_agent_turns``, ``run_timeout_seconds``.
         """
         cell_plan = self.cell(key.cell_id)
         cell, spec, options = cell_plan.cell, self.spec, self.options

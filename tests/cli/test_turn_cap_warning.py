@@ -12,12 +12,15 @@ from glossogen.cli import main
 from tests.mcp.conftest import SCRIPTED, call, stdio_session
 
 
-def _warning(scenario: str, cap: int, rounds: int, needed: int, phases: str, covered: str) -> str:
+def _warning(
+    scenario: str, cap: int, rounds: int, needed: int, phases: str, covered: str,
+    name: str = "--max-agent-turns",
+) -> str:  # fmt: skip
     return (
-        f"--max-agent-turns {cap} likely ends the run before its {rounds} rounds: a {scenario} "
+        f"{name} {cap} likely ends the run before its {rounds} rounds: a {scenario} "
         f"seat takes about {needed} model requests over them (about {phases}, the scenario's "
         f"cost profile, as the estimate assumes), so {cap} turns cover about {covered} of them "
-        f"and the run would end incomplete; --max-agent-turns {needed} covers {rounds}"
+        f"and the run would end incomplete; {name} {needed} covers {rounds}"
     )
 
 
@@ -82,5 +85,6 @@ def test_mcp_estimate_run_carries_the_warning(tmp_path: Path) -> None:
 
     (tmp_path / "runs").mkdir()
     phases, covered, needed = WARNED["orbital_anomaly"]
-    warned = _warning("orbital_anomaly", 200, 40, needed, phases, covered)
+    # MCP names the tool's argument, not the CLI's flag
+    warned = _warning("orbital_anomaly", 200, 40, needed, phases, covered, "max_agent_turns")
     assert asyncio.run(go())["warnings"] == [warned]

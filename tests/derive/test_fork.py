@@ -11,6 +11,7 @@ import pytest
 
 from flows.simulate import resume, simulate
 from glossogen.cli import main
+from glossogen.cli._refusals import said
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork, read_state
 from glossogen.eventlog import AgentRegistered, SimulationEnded, read_events
 from glossogen.launch import RunRequest
@@ -211,7 +212,8 @@ def test_bad_derivations_are_refused_and_claim_nothing(
     }
     with pytest.raises(DeriveError) as refused:
         prepare_fork(ForkRequest(**fields))
-    assert str(refused.value) == needle.replace("EMPTY", str(tmp_path))
+    # The CLI's line: a refused request value (refused.value.refusal) is named by its flag.
+    assert said(refused.value) == needle.replace("EMPTY", str(tmp_path))
     assert refused.value.exit_code == code
     assert not (tmp_path / "runs").exists()
 

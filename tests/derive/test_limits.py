@@ -91,7 +91,7 @@ def source(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("source")
     result = asyncio.run(simulate(_request(runs)))
     assert (result.status, result.rounds_played) == ("incomplete", 6)
-    assert result.error == f"every agent reached --max-agent-turns {TURNS}"
+    assert result.error == f"every agent reached max_agent_turns {TURNS}"  # the log names the field
     return Path(result.run_url)
 
 

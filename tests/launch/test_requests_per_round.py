@@ -88,7 +88,8 @@ def test_the_declared_figure_is_what_a_seat_takes_on_the_stub_within_the_stated_
     # ... and the warning says the same figure: the turns that cover the run are these
     few = plan.model_copy(update={"limits": plan.limits.model_copy(update={"max_agent_turns": 5})})
     warning = turn_cap_warning(few)
-    assert warning is not None and warning.endswith(f"--max-agent-turns {declared} covers 5")
+    assert warning is not None and warning.needed == declared
+    assert warning.worded("--max-agent-turns").endswith(f"--max-agent-turns {declared} covers 5")
     enough = {"max_agent_turns": declared}
     assert turn_cap_warning(plan.model_copy(update={"limits": plan.limits.model_copy(
         update=enough)})) is None  # fmt: skip

@@ -135,12 +135,13 @@ def test_the_cap_refuses_exactly_the_request_whose_worst_case_would_pass_it(
     assert ended.total_cost_usd <= 0.55
     reason = (
         f"spend cap reached: ${spent:.6f} spent + $0.000000 in flight + ${worst:.6f} worst "
-        "case of player_a's next request would pass --spend-cap-usd 0.55 after round 1 of 1"
+        "case of player_a's next request would pass spend_cap_usd 0.55 after round 1 of 1"
     )
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
     shown = capsys.readouterr()
+    printed = reason.replace("spend_cap_usd", "--spend-cap-usd")  # the CLI names its flag
     assert shown.err.endswith(
-        f"glossogen: error: run incomplete: {reason} (spent and in flight as the cap refused "
+        f"glossogen: error: run incomplete: {printed} (spent and in flight as the cap refused "
         "that request; what was in flight then is in the spend in all above)\n"
     )
     closing = shown.out.splitlines()[-1]
@@ -437,12 +438,13 @@ def test_the_in_run_judges_requests_are_reserved_and_refused_as_the_agents_are(
     assert isinstance(ended, SimulationEnded)
     reason = (
         f"spend cap reached: ${spent:.6f} spent + $0.000000 in flight + ${worst:.6f} worst "
-        "case of judge's next request would pass --spend-cap-usd 0.02 after round 1 of 1"
+        "case of judge's next request would pass spend_cap_usd 0.02 after round 1 of 1"
     )
     assert (ended.status, ended.error, ended.rounds_played) == ("incomplete", reason, 1)
     assert ended.total_cost_usd == pytest.approx(spent, abs=1e-12)
+    printed = reason.replace("spend_cap_usd", "--spend-cap-usd")  # the CLI names its flag
     assert capsys.readouterr().err.endswith(
-        f"glossogen: error: run incomplete: {reason} (spent and in flight as the cap refused "
+        f"glossogen: error: run incomplete: {printed} (spent and in flight as the cap refused "
         "that request; what was in flight then is in the spend in all above)\n"
     )
 

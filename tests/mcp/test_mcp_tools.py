@@ -245,8 +245,8 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
     assert (estimate["total_cost_usd"], estimate["cost_per_round_usd"]) == (
         round(total, 6), round(per_round, 6))  # fmt: skip
     assert (estimate["judge_calls"], estimate["assumptions"]) == (4, expected.assumptions)
-    assert refused == (  # the line glossogen run prints
-        f"--spend-cap-usd 0.0001: the dry-run estimate of the 2 rounds to play is ${total:.6f} "
+    assert refused == (  # glossogen run's line, naming the tool's argument, not the CLI's flag
+        f"spend_cap_usd 0.0001: the dry-run estimate of the 2 rounds to play is ${total:.6f} "
         f"(${per_round:.6f} per round), above the cap"
     )
     assert list(runs.iterdir()) == []

@@ -323,7 +323,7 @@ def test_a_failed_qualification_of_an_earlier_launch_is_named_with_the_way_out(
     summary = _summary(tmp_path / "runs", "q")
     cell_id = summary["cells"][0]["cell_id"]
     detail = (
-        f"qualification run of {cell_id}: every agent reached --max-agent-turns 1 "
+        f"qualification run of {cell_id}: every agent reached max_agent_turns 1 "
         f"(run {qualification['run_id']} of an earlier launch, which stays authoritative; "
         "--replace plays it again)"
     )

@@ -1,0 +1,96 @@
+"""MCP words a library refusal with the tool's argument, never a CLI flag, and the derived-run
+tools take every limit the CLI's derived-run commands take; through the SDK's client over stdio.
+
+The source runs are scripted 2-round veyru runs played through the library into the server's
+runs folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from glossogen.eventlog import SimulationStarted, read_events
+from tests.fixtures.played_runs import play_run
+from tests.fixtures.polling import wait_until
+from tests.mcp.conftest import SCRIPTED, call, gone, pid_of, refusal, stdio_session, wait_for_end
+
+SEAT = {"replaced_agent_id": "field_observer", "model": "other-script", "provider": "scripted"}
+
+
+def test_a_refused_value_is_named_as_the_tools_argument_not_a_flag(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    source = play_run(str(runs), "veyru", rounds=2).run_id
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+    asked = [
+        ("start_run", {"scenario": "veyru", "max_agent_turns": 0, **SCRIPTED}),
+        ("fork_run", {"source_run_id": source, "after_round": 9}),
+        ("fork_run", {"source_run_id": source, "after_round": 2}),
+        ("fork_run", {"source_run_id": source, "after_round": 1, "rounds_after": 0}),
+        ("fork_run", {"source_run_id": source, "after_round": 1, "run_timeout_seconds": 0}),
+        ("replace_agent", {"source_run_id": source, "after_round": 1, "spend_cap_usd": -1, **SEAT}),
+        ("cross_run_replace_agent", {"source_run_id": source, "after_round": 1,
+                                     "max_agent_turns": -2, "donor_run_id": source,
+                                     "donor_agent_id": "field_observer", **SEAT}),
+    ]  # fmt: skip
+
+    async def go() -> tuple[list[str], dict[str, set[str]]]:
+        async with stdio_session(runs, tmp_path) as s:
+            said = [await refusal(s, tool, **arguments) for tool, arguments in asked]
+            listed = await s.list_tools()
+            return said, {t.name: set(t.input_schema["properties"]) for t in listed.tools}
+
+    said, arguments = asyncio.run(go())
+    assert said == [
+        "max_agent_turns must be at least 1, got 0",
+        "after_round 9: the run's completed rounds are 1..2",
+        "round_count 2 leaves nothing to play after round 2: pass rounds_after",
+        "rounds_after must be at least 1, got 0",
+        "run_timeout_seconds must be a number of seconds above 0, got 0.0",
+        "spend_cap_usd must be a number of USD above 0, got -1",
+        "max_agent_turns must be at least 1, got -2",
+    ]
+    # Each names an argument of the tool refused, which an assistant can pass as it reads.
+    named = ["max_agent_turns", "after_round", "rounds_after", "rounds_after",
+             "run_timeout_seconds", "spend_cap_usd", "max_agent_turns"]  # fmt: skip
+    assert [n in arguments[tool] for n, (tool, _) in zip(named, asked, strict=True)] == [True] * 7
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # nothing claimed
+
+
+def test_the_derived_run_tools_take_the_clis_limits(prefect_api: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    source, donor = (play_run(str(runs), "veyru", rounds=2).run_id for _ in range(2))
+    limits = {"max_agent_turns": 150, "run_timeout_seconds": 3600.0, "spend_cap_usd": 0.5}
+    derived = {
+        "fork_run": {"source_run_id": source, "after_round": 1},
+        "replace_agent": {"source_run_id": source, "after_round": 1, **SEAT},
+        "cross_run_replace_agent": {"source_run_id": source, "after_round": 1, **SEAT,
+                                    "donor_run_id": donor, "donor_agent_id": "field_observer"},
+    }  # fmt: skip
+
+    async def go() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+        got: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        async with stdio_session(runs, tmp_path) as s:
+            for tool, arguments in derived.items():
+                launched = await call(s, tool, **arguments, **limits)
+                got[tool] = (launched, await wait_for_end(s, launched["run_id"]))
+        return got
+
+    got = asyncio.run(go())
+    for tool, (launched, ended) in got.items():
+        assert (tool, ended["status"], ended["rounds_played"]) == (tool, "completed", 2)
+        assert ended["lineage"]["limit_changes"] == {
+            "max_agent_turns": {"recorded": 200, "now": 150},
+            "run_timeout_seconds": {"recorded": None, "now": 3600.0},
+            "spend_cap_usd": {"recorded": None, "now": 0.5},
+        }
+        started = next(
+            e
+            for e in read_events(f"{launched['run_dir']}/veyru.jsonl").events
+            if isinstance(e, SimulationStarted)
+        )
+        assert (started.max_agent_turns, started.run_timeout_seconds, started.spend_cap_usd) == (
+            150, 3600.0, 0.5)  # fmt: skip
+    pids = [pid_of(launched) for launched, _ in got.values()]
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
