@@ -18,6 +18,7 @@ filter); 65 a knob value the recorded type cannot read, a selection over ``--max
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -92,18 +93,14 @@ def analyze(
     if as_json and as_csv:
         return _error("--json and --csv are exclusive", exit_codes.USAGE)
     if dashboard is not None or out is not None:
-        asked = [flag for flag, given in (
+        return _dashboard_alone(runs_dir, dashboard, out, given=(
             ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
             ("--metric", metric), ("--sort", sort), ("--limit", limit), ("--plot", plot),
             ("--json", as_json), ("--csv", as_csv), ("--list-fields", list_fields),
             ("--grain", grain != "run"), ("--scenario", scenario), ("--label", label),
             ("--knob", knob), ("--status", status), ("--run-id", run_id),
             ("--run-id-contains", run_id_contains), ("--contains-agent-id", contains_agent_id),
-        ) if given]  # fmt: skip
-        if asked:
-            return _error(f"--dashboard takes its queries from the file, not {asked[0]}",
-                          exit_codes.USAGE)  # fmt: skip
-        return _dashboard(runs_dir, dashboard, out)
+        ))  # fmt: skip
     if grain not in GRAINS:
         return _error(f"--grain {grain!r} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
     try:
@@ -153,6 +150,17 @@ def analyze(
         return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _dashboard_alone(
+    runs_dir: str, dashboard: str | None, out: str | None, given: tuple[tuple[str, Any], ...]
+) -> int:
+    """``--dashboard``: refuse any query flag given with it (the file holds the queries)."""
+    asked = [flag for flag, value in given if value]
+    if asked:
+        return _error(f"--dashboard takes its queries from the file, not {asked[0]}",
+                      exit_codes.USAGE)  # fmt: skip
+    return _dashboard(runs_dir, dashboard, out)
 
 
 def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:

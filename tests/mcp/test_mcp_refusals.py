@@ -93,4 +93,4 @@ def test_the_derived_run_tools_take_the_clis_limits(prefect_api: str, tmp_path: 
         assert (started.max_agent_turns, started.run_timeout_seconds, started.spend_cap_usd) == (
             150, 3600.0, 0.5)  # fmt: skip
     pids = [pid_of(launched) for launched, _ in got.values()]
-    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit", 60)
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")

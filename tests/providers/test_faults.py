@@ -116,7 +116,7 @@ def test_a_hung_request_times_out_on_the_agents_timeout(
     # bound, not a window: every other answer comes at once, far under it on any load.
     anthropic_stub.queue(StubFault(kind="timeout"))
     anthropic_stub.responder = pd_player
-    result, events = _run(tmp_path, "agent_model_settings.timeout=3")  # bound: the client's, under test
+    result, events = _run(tmp_path, "agent_model_settings.timeout=3")
     assert (result.status, result.rounds_won) == ("completed", 2)
     (failure,) = [e for e in events if isinstance(e, AgentRunCycleFailed)]
     assert anthropic_stub.ended_holds(1) == ["client_left"]

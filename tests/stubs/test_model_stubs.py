@@ -360,7 +360,7 @@ def test_refusal_is_content_filter_error(model_stub, wire):
 @pytest.mark.parametrize("wire", WIRES)
 def test_timeout_setting_is_model_timeout_error(model_stub, wire):
     model_stub.queue(StubFault(kind="timeout"))  # held 30 s: only the client's timeout ends it
-    error = _fail(_agent(wire, model_stub), timeout=0.1, max_retries=0)  # bound: the client's, under test
+    error = _fail(_agent(wire, model_stub), timeout=0.1, max_retries=0)  # bound: the client's
     assert isinstance(error, ModelTimeoutError)
     assert type(error.__cause__).__name__ == "APITimeoutError"
     assert model_stub.ended_holds(1) == ["client_left"]
@@ -368,7 +368,9 @@ def test_timeout_setting_is_model_timeout_error(model_stub, wire):
 
 def test_request_timeout_setting_is_model_request_timeout_without_retries(model_stub):
     model_stub.queue(*[StubFault(kind="timeout")] * 3)
-    error = _fail(_agent("responses", model_stub), request_timeout=0.1)  # bound: the client's, under test
+    error = _fail(
+        _agent("responses", model_stub), request_timeout=0.1
+    )  # bound: the client's, under test
     assert isinstance(error, ModelRequestTimeout)
     assert len(model_stub.requests) == 1
     assert model_stub.ended_holds(1) == ["client_left"]
