@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import (
     AgentRegistered,
@@ -33,6 +33,9 @@ from glossogen.eventlog import (
     ToolResultReceived,
 )
 from glossogen.storage import CONFIG, LABELS, RunFolder
+
+if TYPE_CHECKING:
+    from glossogen.scenario import TeamOutcome
 
 EVERY_COLUMN = "*"
 """The channel of an item shown in every column (a round, postmortem, swap or fork divider)."""
@@ -87,19 +90,6 @@ class SeatRow:
 
 
 @dataclass
-class TeamVerdict:
-    """One team's verdict of a round as the page says it: ``won``, ``eligible`` or ``lost``.
-
-    A ranked round (the scenario names its winners, :meth:`Scenario.round_winners`) says which
-    team won it; a successful team the ranking does not name was only ``eligible``.
-    """
-
-    team_id: str
-    outcome: str
-    reason: str
-
-
-@dataclass
 class ToolRow:
     """One tool call of a round, with its result (folded on the page)."""
 
@@ -116,6 +106,9 @@ class RoundRow:
     """One round: verdicts (per team), void, trigger, the case, and what was said and done.
 
     Attributes:
+        verdicts: Each team's outcome (``won``, ``eligible``, ``lost``, ``void``) as
+            :func:`glossogen.launch.team_outcomes` reads it for MCP's ``get_run``, the export
+            and the console: the page cannot say another.
         messages: Main-phase messages per channel (every channel of the run, in order).
         postmortem: Postmortem messages per channel (channels that held one).
         tools: Tool calls in log order, each with its result.
@@ -124,7 +117,7 @@ class RoundRow:
     """
 
     round_number: int
-    verdicts: list[TeamVerdict]
+    verdicts: list[TeamOutcome]
     void: bool
     won: bool
     trigger: str | None = None
@@ -418,19 +411,6 @@ def postmortem_channels(scenario: str, config: dict[str, Any]) -> set[str]:
     return {c.channel_id for c in instance.channels() if c.phase == "postmortem"}
 
 
-def _verdicts(view: RunView, winners: dict[int, list[str]]) -> dict[int, list[TeamVerdict]]:
-    from glossogen.scenario import outcome_word
-
-    out: dict[int, list[TeamVerdict]] = {}
-    for n, (verdicts, _) in view.verdicts.items():
-        ranked = winners.get(n) if len(verdicts) > 1 else None
-        out[n] = [
-            TeamVerdict(v.team_id, outcome_word(v.success, v.team_id, ranked), v.reason)
-            for v in verdicts
-        ]
-    return out
-
-
 def live_seconds(view: RunView, now: datetime) -> float:
     """The seconds a run has played as of ``now``.
 
@@ -468,7 +448,7 @@ def build_run_page(
     ``now`` (default: the clock) is when a live run's duration is counted to.
     """
     from glossogen.evaluation import read_report
-    from glossogen.launch import ranked_winners
+    from glossogen.launch import team_outcomes
     from glossogen.verify import books_of
 
     started = view.started
@@ -513,7 +493,8 @@ def build_run_page(
     after |= {i.column for i in items if i.kind == "message" and i.phase == "postmortem"}
     main_channels = [c for c in channels if c in talk or c not in after]
     recorded = view.verdicts
-    verdicts = _verdicts(view, ranked_winners(view))
+    # The one reading of who won a round (MCP's get_run, the export and the console use it).
+    verdicts = team_outcomes(view)
     numbers = sorted(set(recorded) | {i.round_number for i in items if i.round_number > 0})
     rounds = []
     for n in numbers:
