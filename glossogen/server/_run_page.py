@@ -25,6 +25,7 @@ from glossogen.eventlog import (
     MessageSent,
     PostmortemStarted,
     RoundEnded,
+    RoundResultRecorded,
     RoundStarted,
     RunResumed,
     RunView,
@@ -114,6 +115,8 @@ class RoundRow:
         tools: Tool calls in log order, each with its result.
         notes: Judge rulings, failed cycles, swaps and resumes, in log order.
         case: The round's case as table rows (the answer key), or None.
+        void_cause: Why a void round is void (``turn_limit``, ``spend_cap``,
+            ``provider_failed``...), which its main phase's end (``trigger``) may not say.
     """
 
     round_number: int
@@ -121,6 +124,7 @@ class RoundRow:
     void: bool
     won: bool
     trigger: str | None = None
+    void_cause: str | None = None
     case: list[CaseField] | None = None
     messages: dict[str, list[Item]] = field(default_factory=dict)
     postmortem: dict[str, list[Item]] = field(default_factory=dict)
@@ -455,6 +459,7 @@ def build_run_page(
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
     models: dict[str, str] = {}
     triggers: dict[int, str] = {}
+    causes: dict[int, str] = {}
     cases: dict[int, list[CaseField]] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
@@ -464,6 +469,10 @@ def build_run_page(
             models[event.agent_id] = f"{event.provider}:{event.model}"
         elif isinstance(event, RoundEnded):
             triggers[event.round_number] = event.trigger
+        elif isinstance(event, RoundResultRecorded) and event.reason.startswith("void ("):
+            # The engine records a void round's cause as ``void (<trigger>): <reason>``; the
+            # view keeps the reason only, so the cause is read here (a turn limit, a spend cap).
+            causes[event.round_number] = event.reason.removeprefix("void (").partition(")")[0]
         elif event.event_type == case_type:  # each scenario's own class, by the naming rule
             case = event.model_dump(mode="json", exclude=set(Event.model_fields))
             cases[event.round_number] = case_rows(case)
@@ -506,6 +515,7 @@ def build_run_page(
             void=void,
             won=bool(mine) and not void and all(v.success for v in mine),
             trigger=triggers.get(n),
+            void_cause=causes.get(n) if void else None,
             case=cases.get(n),
             messages={c: [] for c in main_channels},
             tools=_tool_rows(own),

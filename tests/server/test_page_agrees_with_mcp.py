@@ -72,6 +72,12 @@ def test_the_page_and_get_run_agree_that_a_void_two_team_round_is_void_for_both(
     )  # fmt: skip
     run_id = run.events[0].run_id
     page, mcp = _page(tmp_path, run_id), _mcp(tmp_path, run_id)
+    html_page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run_id}").text
+    # Why each round is void, which the reasons (as the view keeps them) do not say.
+    assert re.findall(r'· void: <span class="void-cause">(\w+)</span>', html_page) == [
+        "turn_limit",
+        "turn_limit",
+    ]
     assert page == mcp
     # Team a's seat was cut off, so both teams' rounds are void: b's success is not a win.
     silent = "no answer from viewer_left_a, viewer_right_a"
