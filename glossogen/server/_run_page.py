@@ -302,7 +302,13 @@ def cost_line(total: float | None, judge: float | None, inherited: float | None)
 
 
 def live_summary(view: RunView) -> dict[str, Any]:
-    """What the live page refreshes as a run streams: status, header cost and tokens, seats."""
+    """What the live page refreshes as a run streams: status, header cost and tokens, seats.
+
+    ``outcomes``: each recorded round's team outcomes by the shared rule
+    (:func:`glossogen.launch.team_outcomes`: a ranked round's winner), as the finished page says.
+    """
+    from glossogen.launch import team_outcomes
+
     spend = view.spend
     inherited = view.inherited_spend.total_cost_usd if view.derived else None
     return {
@@ -322,6 +328,12 @@ def live_summary(view: RunView) -> dict[str, Any]:
             }
             for s in seat_rows(view)
         ],
+        "outcomes": {
+            str(n): [
+                {"team_id": t.team_id, "outcome": t.outcome, "reason": t.reason} for t in teams
+            ]
+            for n, teams in team_outcomes(view).items()
+        },
     }
 
 
