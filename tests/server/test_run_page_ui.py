@@ -269,8 +269,11 @@ def test_a_ranked_round_streaming_in_says_which_team_won_as_the_finished_page_do
             ["verdict won", "team a: won — all 4 differences found, 553 characters"],
             ["verdict eligible", "team b: eligible — all 4 differences found, 782 characters"],
         ]
+        winner = 'article.round[data-round="2"] h3 .winner'
+        assert page.inner_text(winner) == "team a won the round"
         finished = browser.new_page(viewport=VIEWPORT)
         finished.goto(f"{base}/runs/{run.run_id}?round=2")
+        assert finished.inner_text(winner) == "team a won the round"
         assert (
             finished.locator('article.round[data-round="2"] li.verdict').evaluate_all(
                 "ls => ls.map(l => [l.className, l.textContent])"

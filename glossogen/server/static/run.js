@@ -234,8 +234,15 @@
         // Each recorded round's verdicts as the server reads them (glossogen.launch's
         // team_outcomes, the rule of the finished page and MCP): a ranked round's winner.
         Object.entries(data.outcomes || {}).forEach(([n, teams]) => {
-          const list = document.querySelector('article.round[data-round="' + n + '"] ul.verdicts');
+          const art = document.querySelector('article.round[data-round="' + n + '"]');
+          const list = art && art.querySelector("ul.verdicts");
           if (!list) return;
+          const won = teams.length > 1 ? teams.filter((t) => t.outcome === "won") : [];
+          const h3 = art.querySelector("h3");
+          h3.querySelectorAll(".winner").forEach((w) => { w.previousSibling.remove(); w.remove(); });
+          if (won.length) {  // a ranked round's winner(s), as the finished page's header says
+            h3.append(" ", el("span", "winner", "team " + won.map((t) => t.team_id).join(", ") + " won the round"));
+          }
           list.replaceChildren(...teams.map((t) => {
             const li = el("li", "verdict " + t.outcome);
             li.dataset.team = t.team_id;
