@@ -5,7 +5,10 @@ a claimed run folder, :func:`~glossogen.launch.open_session`, one ``play_round``
 priced and finished), with every seat and the judge scripted, on the virtual clock from
 ``clock_start``: a run of many game minutes takes a fraction of a second and its timestamps
 are the same on every machine. A seat may instead be played by a pydantic-ai model the test
-builds (a ``FunctionModel`` whose function answers each request), given in ``agents``.
+builds (a ``FunctionModel`` whose function answers each request), given in ``agents``, or
+every seat by a model server on loopback (``model`` and ``provider``: a stub speaking a
+provider's wire, its ``<PROVIDER>_BASE_URL`` pointing at it; the run stays on the virtual
+clock when ``GLOSSOGEN_TEST_VIRTUAL_CLOCK=1``).
 
 The result is the run's :class:`~glossogen.eventlog.RunView`, the one reading of its event log
 every command uses: verdicts, messages, roster, spend, status, each event typed (the
@@ -55,6 +58,8 @@ def play(
     agents: Mapping[str, Model] | None = None,
     clock_start: datetime = CLOCK_START,
     max_agent_turns: int = DEFAULT_MAX_AGENT_TURNS,
+    model: str = "scripted",
+    provider: str = "scripted",
 ) -> RunView:
     """Play ``rounds`` rounds of ``scenario`` into ``runs_dir`` and return the run's view.
 
@@ -71,6 +76,8 @@ def play(
         clock_start: Game time of the run's first event.
         max_agent_turns: Model requests each seat may make in the whole run, as
             ``glossogen run`` takes it.
+            model: The seats' model, as ``glossogen run`` takes it (default: scripted).
+            provider: The seats' provider, as ``glossogen run`` takes it.
 
     The run ends as the simulate flow would end it: ``completed``, or ``incomplete``/``error``
     when every agent is out, or ``error`` when a round was void. Call it from synchronous code
@@ -83,8 +90,8 @@ def play(
     """
     request = RunRequest(
         scenario=scenario,
-        model="scripted",
-        provider="scripted",
+        model=model,
+        provider=provider,
         runs_dir=str(runs_dir),
         config=config,
         overrides=[f"round_count={rounds}", *overrides],

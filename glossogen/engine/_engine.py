@@ -632,5 +632,8 @@ class _RoundContext:
     def rng(self, *key: object) -> random.Random:
         return self._engine.rng(*key)
 
+    def out_of_turns(self) -> list[str]:
+        return self._engine.out_of_turns
+
     def now(self) -> float:
         return self._engine.clock.now()

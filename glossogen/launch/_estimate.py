@@ -102,6 +102,9 @@ class _Recorder:
     def team_chars(self, team_id: str) -> int:
         return 0
 
+    def out_of_turns(self) -> list[str]:
+        return []
+
     def rng(self, *key: object) -> random.Random:
         # the engine's seeding (glossogen.engine), so the case drawn is the run's round 1
         return random.Random(":".join(str(k) for k in (self.knobs.seed, self.round_number, *key)))

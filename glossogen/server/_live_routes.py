@@ -15,8 +15,10 @@ has been read to the end; a finished run is sent whole and the stream ends. A cl
 disconnects ends its stream at the next frame (nothing more is written to its socket).
 
 ``GET /api/g/{group}/runs/{scenario}/{ts}/summary`` is what the live page refreshes when a
-cost-bearing event streams in: status, the header's cost line, each seat's requests, tokens,
-spend and failures, all from the run's :class:`~glossogen.eventlog.RunView`.
+cost-bearing event or a verdict streams in: status, the header's cost line, each seat's
+requests, tokens, spend and failures, and each recorded round's team outcomes
+(:func:`glossogen.launch.team_outcomes`, the finished page's and MCP's rule), all from the
+run's :class:`~glossogen.eventlog.RunView`.
 
 ``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``
 (``glossogen.mcp._launch.stop_run_folder``): a run a worker plays from a deployment is

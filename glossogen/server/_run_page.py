@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glossogen.eventlog import (
     AgentRegistered,
@@ -25,6 +25,7 @@ from glossogen.eventlog import (
     MessageSent,
     PostmortemStarted,
     RoundEnded,
+    RoundResultRecorded,
     RoundStarted,
     RunResumed,
     RunView,
@@ -33,6 +34,9 @@ from glossogen.eventlog import (
     ToolResultReceived,
 )
 from glossogen.storage import CONFIG, LABELS, RunFolder
+
+if TYPE_CHECKING:
+    from glossogen.scenario import TeamOutcome
 
 EVERY_COLUMN = "*"
 """The channel of an item shown in every column (a round, postmortem, swap or fork divider)."""
@@ -87,19 +91,6 @@ class SeatRow:
 
 
 @dataclass
-class TeamVerdict:
-    """One team's verdict of a round as the page says it: ``won``, ``eligible`` or ``lost``.
-
-    A ranked round (the scenario names its winners, :meth:`Scenario.round_winners`) says which
-    team won it; a successful team the ranking does not name was only ``eligible``.
-    """
-
-    team_id: str
-    outcome: str
-    reason: str
-
-
-@dataclass
 class ToolRow:
     """One tool call of a round, with its result (folded on the page)."""
 
@@ -116,18 +107,24 @@ class RoundRow:
     """One round: verdicts (per team), void, trigger, the case, and what was said and done.
 
     Attributes:
+        verdicts: Each team's outcome (``won``, ``eligible``, ``lost``, ``void``) as
+            :func:`glossogen.launch.team_outcomes` reads it for MCP's ``get_run``, the export
+            and the console: the page cannot say another.
         messages: Main-phase messages per channel (every channel of the run, in order).
         postmortem: Postmortem messages per channel (channels that held one).
         tools: Tool calls in log order, each with its result.
         notes: Judge rulings, failed cycles, swaps and resumes, in log order.
         case: The round's case as table rows (the answer key), or None.
+        void_cause: Why a void round is void (``turn_limit``, ``spend_cap``,
+            ``provider_failed``...), which its main phase's end (``trigger``) may not say.
     """
 
     round_number: int
-    verdicts: list[TeamVerdict]
+    verdicts: list[TeamOutcome]
     void: bool
     won: bool
     trigger: str | None = None
+    void_cause: str | None = None
     case: list[CaseField] | None = None
     messages: dict[str, list[Item]] = field(default_factory=dict)
     postmortem: dict[str, list[Item]] = field(default_factory=dict)
@@ -305,7 +302,13 @@ def cost_line(total: float | None, judge: float | None, inherited: float | None)
 
 
 def live_summary(view: RunView) -> dict[str, Any]:
-    """What the live page refreshes as a run streams: status, header cost and tokens, seats."""
+    """What the live page refreshes as a run streams: status, header cost and tokens, seats.
+
+    ``outcomes``: each recorded round's team outcomes by the shared rule
+    (:func:`glossogen.launch.team_outcomes`: a ranked round's winner), as the finished page says.
+    """
+    from glossogen.launch import team_outcomes
+
     spend = view.spend
     inherited = view.inherited_spend.total_cost_usd if view.derived else None
     return {
@@ -325,6 +328,12 @@ def live_summary(view: RunView) -> dict[str, Any]:
             }
             for s in seat_rows(view)
         ],
+        "outcomes": {
+            str(n): [
+                {"team_id": t.team_id, "outcome": t.outcome, "reason": t.reason} for t in teams
+            ]
+            for n, teams in team_outcomes(view).items()
+        },
     }
 
 
@@ -418,19 +427,6 @@ def postmortem_channels(scenario: str, config: dict[str, Any]) -> set[str]:
     return {c.channel_id for c in instance.channels() if c.phase == "postmortem"}
 
 
-def _verdicts(view: RunView, winners: dict[int, list[str]]) -> dict[int, list[TeamVerdict]]:
-    from glossogen.scenario import outcome_word
-
-    out: dict[int, list[TeamVerdict]] = {}
-    for n, (verdicts, _) in view.verdicts.items():
-        ranked = winners.get(n) if len(verdicts) > 1 else None
-        out[n] = [
-            TeamVerdict(v.team_id, outcome_word(v.success, v.team_id, ranked), v.reason)
-            for v in verdicts
-        ]
-    return out
-
-
 def live_seconds(view: RunView, now: datetime) -> float:
     """The seconds a run has played as of ``now``.
 
@@ -468,13 +464,14 @@ def build_run_page(
     ``now`` (default: the clock) is when a live run's duration is counted to.
     """
     from glossogen.evaluation import read_report
-    from glossogen.launch import ranked_winners
+    from glossogen.launch import team_outcomes
     from glossogen.verify import books_of
 
     started = view.started
     config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
     models: dict[str, str] = {}
     triggers: dict[int, str] = {}
+    causes: dict[int, str] = {}
     cases: dict[int, list[CaseField]] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
@@ -484,6 +481,10 @@ def build_run_page(
             models[event.agent_id] = f"{event.provider}:{event.model}"
         elif isinstance(event, RoundEnded):
             triggers[event.round_number] = event.trigger
+        elif isinstance(event, RoundResultRecorded) and event.reason.startswith("void ("):
+            # The engine records a void round's cause as ``void (<trigger>): <reason>``; the
+            # view keeps the reason only, so the cause is read here (a turn limit, a spend cap).
+            causes[event.round_number] = event.reason.removeprefix("void (").partition(")")[0]
         elif event.event_type == case_type:  # each scenario's own class, by the naming rule
             case = event.model_dump(mode="json", exclude=set(Event.model_fields))
             cases[event.round_number] = case_rows(case)
@@ -513,7 +514,8 @@ def build_run_page(
     after |= {i.column for i in items if i.kind == "message" and i.phase == "postmortem"}
     main_channels = [c for c in channels if c in talk or c not in after]
     recorded = view.verdicts
-    verdicts = _verdicts(view, ranked_winners(view))
+    # The one reading of who won a round (MCP's get_run, the export and the console use it).
+    verdicts = team_outcomes(view)
     numbers = sorted(set(recorded) | {i.round_number for i in items if i.round_number > 0})
     rounds = []
     for n in numbers:
@@ -525,6 +527,7 @@ def build_run_page(
             void=void,
             won=bool(mine) and not void and all(v.success for v in mine),
             trigger=triggers.get(n),
+            void_cause=causes.get(n) if void else None,
             case=cases.get(n),
             messages={c: [] for c in main_channels},
             tools=_tool_rows(own),

@@ -137,7 +137,11 @@ class PrisonersDilemma(Scenario):
             ("defect", "defect"): (k.payoff_punishment, k.payoff_punishment),
         }
         a, b = table[(moves["player_a"], moves["player_b"])]
-        ctx.emit(RoundScored(moves=moves, missing=missing, payoffs={"player_a": a, "player_b": b}))
+        # A move missing because the seat's turn limit cut it off is the cap, not a defection:
+        # the round is void (turn_limit) and pays nobody.
+        capped = set(missing) & set(ctx.out_of_turns())
+        payoffs = {} if capped else {"player_a": a, "player_b": b}
+        ctx.emit(RoundScored(moves=moves, missing=missing, payoffs=payoffs))
         both = all(m == "cooperate" for m in moves.values())
         reason = ", ".join(
             f"{p} {m}{' (missing)' if p in missing else ''}" for p, m in moves.items()

@@ -105,6 +105,9 @@ class Round:
     def rng(self, *key: object) -> random.Random:
         return random.Random(str(key))
 
+    def out_of_turns(self) -> list[str]:
+        return []
+
     def tool_ctx(self, agent_id: str) -> Any:
         """The ``ctx`` a scenario tool receives when ``agent_id`` calls it this round."""
         return SimpleNamespace(deps=SimpleNamespace(agent_id=agent_id, round=self))

@@ -28,6 +28,10 @@ class Round:
         self.round_number = 1
         self.events: list[Event] = []
         self.briefed: list[tuple[str, str]] = []
+        self.out: list[str] = []  # seats the turn limit took out
+
+    def out_of_turns(self) -> list[str]:
+        return self.out
 
     def now(self) -> float:
         return 0.0
@@ -120,6 +124,27 @@ def test_a_move_not_locked_in_counts_as_defect(
     (scored,) = [e for e in ctx.events if isinstance(e, RoundScored)]
     assert (scored.missing, scored.payoffs) == (missing, payoffs)
     assert [scored.moves[p] for p in missing] == ["defect"] * len(missing)
+
+
+def test_a_move_missing_because_the_turn_limit_cut_its_seat_off_pays_nobody() -> None:
+    scenario, ctx, _ = _round({"player_a": "cooperate"})
+    ctx.out = ["player_b"]
+    (verdict,) = scenario.verdicts(ctx)  # type: ignore[arg-type]
+    # The engine records the round void (turn_limit); the score says the move was missing.
+    assert (verdict.success, verdict.reason) == (
+        False,
+        "player_a cooperate, player_b defect (missing)",
+    )
+    (scored,) = [e for e in ctx.events if isinstance(e, RoundScored)]
+    assert (scored.missing, scored.payoffs) == (["player_b"], {})
+
+
+def test_a_seat_out_of_turns_that_locked_in_before_is_paid() -> None:
+    scenario, ctx, _ = _round({"player_a": "cooperate", "player_b": "defect"})
+    ctx.out = ["player_b"]  # its last request was its lock-in: the round settled, it counts
+    scenario.verdicts(ctx)  # type: ignore[arg-type]
+    (scored,) = [e for e in ctx.events if isinstance(e, RoundScored)]
+    assert (scored.missing, scored.payoffs) == ([], {"player_a": 1, "player_b": 8})
 
 
 def test_a_second_lock_in_is_refused_and_the_first_move_stands() -> None:

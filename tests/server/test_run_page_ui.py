@@ -220,3 +220,63 @@ def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
         page.clock.run_for(10_000)
         page.wait_for_timeout(3_000)  # the stream is closed: nothing reconnects
         assert len(streams) == opened
+
+
+@pytest.fixture
+def ranked(tmp_path: Path) -> dict[str, Any]:
+    """A played 2-round two-team spot_the_difference run (before the browser starts)."""
+    runs = tmp_path / "runs"
+    run = play_run(str(runs), scenario="spot_the_difference", rounds=2, now_unix=1_700_000_401)
+    return {"runs": runs, "run": run}
+
+
+def test_a_ranked_round_streaming_in_says_which_team_won_as_the_finished_page_does(
+    ranked: dict[str, Any], browser: Any, shots: Path
+) -> None:
+    """The ranked run's log stops after round 2 began, held by a writer; the rest of round 2
+    is then appended. Both teams' verdicts are successes; the scenario's ranking names team a
+    the winner, so the live page says ``a won``, ``b eligible`` (MCP's ``get_run`` and the
+    finished page's words), not ``won`` twice."""
+    runs, run = ranked["runs"], ranked["run"]
+    log = Path(run.url) / "spot_the_difference.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    cut = next(
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line)["event_type"] == "round_started"
+        and json.loads(line)["round_number"] == 2
+    )
+    log.write_text("".join(lines[: cut + 1]))
+    with serving(str(runs)) as base, writer(str(runs), run.run_id):
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{base}/runs/{run.run_id}")
+        assert page.inner_text("#status") == "running"
+        with log.open("a") as f:  # the rest of round 2, as its player writes it
+            f.write("".join(lines[cut + 1 :]))
+        teams = (
+            "[...document.querySelectorAll('article.round[data-round=\"2\"] li.verdict')]"
+            ".map(l => l.dataset.team + ' ' + l.querySelector('.outcome').textContent)"
+        )
+        page.wait_for_function(
+            f"JSON.stringify({teams}) === JSON.stringify(['a won', 'b eligible'])",
+            timeout=TIMEOUT_MS,
+        )
+        page.screenshot(path=str(shots / "run-live-ranked-round.png"), full_page=True)
+        live = page.locator('article.round[data-round="2"] li.verdict').evaluate_all(
+            "ls => ls.map(l => [l.className, l.textContent])"
+        )
+        assert live == [
+            ["verdict won", "team a: won — all 4 differences found, 553 characters"],
+            ["verdict eligible", "team b: eligible — all 4 differences found, 782 characters"],
+        ]
+        winner = 'article.round[data-round="2"] h3 .winner'
+        assert page.inner_text(winner) == "team a won the round"
+        finished = browser.new_page(viewport=VIEWPORT)
+        finished.goto(f"{base}/runs/{run.run_id}?round=2")
+        assert finished.inner_text(winner) == "team a won the round"
+        assert (
+            finished.locator('article.round[data-round="2"] li.verdict').evaluate_all(
+                "ls => ls.map(l => [l.className, l.textContent])"
+            )
+            == live
+        )

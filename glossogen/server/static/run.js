@@ -231,6 +231,31 @@
         } else {  // the run is over: the seconds it played, no longer counting
           duration.textContent = window.glossogenDuration(data.duration_seconds);
         }
+        // Each recorded round's verdicts as the server reads them (glossogen.launch's
+        // team_outcomes, the rule of the finished page and MCP): a ranked round's winner.
+        Object.entries(data.outcomes || {}).forEach(([n, teams]) => {
+          const art = document.querySelector('article.round[data-round="' + n + '"]');
+          const list = art && art.querySelector("ul.verdicts");
+          if (!list) return;
+          const won = teams.length > 1 ? teams.filter((t) => t.outcome === "won") : [];
+          const h3 = art.querySelector("h3");
+          h3.querySelectorAll(".winner").forEach((w) => { w.previousSibling.remove(); w.remove(); });
+          if (won.length) {  // a ranked round's winner(s), as the finished page's header says
+            h3.append(" ", el("span", "winner", "team " + won.map((t) => t.team_id).join(", ") + " won the round"));
+          }
+          list.replaceChildren(...teams.map((t) => {
+            const li = el("li", "verdict " + t.outcome);
+            li.dataset.team = t.team_id;
+            if (teams.length > 1) {
+              li.appendChild(el("strong", "", "team " + t.team_id));
+              li.appendChild(document.createTextNode(": "));
+            }
+            li.appendChild(el("span", "outcome", t.outcome));
+            li.appendChild(document.createTextNode(" — "));
+            li.appendChild(el("span", "reason", t.reason));
+            return li;
+          }));
+        });
         data.seats.forEach((s) => {
           const tr = document.querySelector('tr[data-seat="' + CSS.escape(s.agent_id) + '"]');
           if (!tr) return;
@@ -246,8 +271,8 @@
     }
     return data;
   }
-  ["llm_response_received", "judge_called", "model_request_abandoned", "agent_run_cycle_failed"
-  ].forEach((type) => {
+  ["llm_response_received", "judge_called", "model_request_abandoned", "agent_run_cycle_failed",
+   "round_result_recorded"].forEach((type) => {
     const shown = handlers[type];
     handlers[type] = (e) => { if (shown) shown(e); refreshSummary(); };
   });
