@@ -76,8 +76,8 @@ def play(
         clock_start: Game time of the run's first event.
         max_agent_turns: Model requests each seat may make in the whole run, as
             ``glossogen run`` takes it.
-            model: The seats' model, as ``glossogen run`` takes it (default: scripted).
-            provider: The seats' provider, as ``glossogen run`` takes it.
+        model: The seats' model, as ``glossogen run`` takes it (default: scripted).
+        provider: The seats' provider, as ``glossogen run`` takes it.
 
     The run ends as the simulate flow would end it: ``completed``, or ``incomplete``/``error``
     when every agent is out, or ``error`` when a round was void. Call it from synchronous code
