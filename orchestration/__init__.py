@@ -22,14 +22,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from prefect import Task, task
+from prefect import Task
 from prefect.cache_policies import NONE
 from prefect.context import TaskRunContext
+from prefect.utilities.annotations import quote
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["glossogen_task"]
+__all__ = ["GlossogenTask", "glossogen_task"]
+
+
+class GlossogenTask(Task[P, R]):
+    """A Prefect task that hands its arguments to its function as they are, unvisited.
+
+    Prefect walks every argument of a task call, depth first, twice (once for the run's
+    inputs, once to resolve futures and states in them) and rebuilds each pydantic model and
+    collection it walks. glossogen's tasks take live values (a run's config, its session, its
+    records), never futures or states, so each argument is passed ``quote``-d (Prefect's own
+    annotation for "do not visit"): measured on ``tests/derive/test_fork.py``, that walk was
+    about a quarter of the suite process's CPU (579,043 ``visit_collection`` calls for 131 task
+    calls).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the task as Prefect does, each argument ``quote``-d."""
+        options = {k: kwargs.pop(k) for k in ("return_state", "wait_for") if k in kwargs}
+        quoted = {k: quote(v) for k, v in kwargs.items()}
+        call: Any = super().__call__  # Prefect's overloads take P; these are P's values quoted
+        return call(*(quote(a) for a in args), **options, **quoted)
 
 
 def glossogen_task(
@@ -50,7 +71,9 @@ def glossogen_task(
 
     def declare(fn: Callable[P, R]) -> Task[P, R]:
         if once_per_flow_run:
-            return task(name=name, cache_key_fn=per_flow_run, persist_result=True, **options)(fn)
-        return task(name=name, cache_policy=NONE, **options)(fn)
+            return GlossogenTask(
+                fn, name=name, cache_key_fn=per_flow_run, persist_result=True, **options
+            )
+        return GlossogenTask(fn, name=name, cache_policy=NONE, **options)
 
     return declare
