@@ -252,7 +252,7 @@ class RoundContext(Protocol):
         """Return a random source seeded from the run's seed and ``key``."""
 
     def out_of_turns(self) -> list[str]:
-        """Return the seats the turn cap (``max_agent_turns``) took out (they make no more requests).
+        """Return the seats the turn cap (``max_agent_turns``) took out (no more requests).
 
         A round such a seat was cut off in is void (``turn_limit``) unless it settled: what the
         seat did not do was the cap, not a move, so a scenario that pays for moves pays nothing

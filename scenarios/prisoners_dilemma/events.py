@@ -18,8 +18,9 @@ class MoveLocked(Event):
 class RoundScored(Event):
     """The round's moves (a missing move counts as defect) and each player's payoff (points).
 
-    ``payoffs`` is empty when a move is missing because the turn cap (``max_agent_turns``) cut its seat off:
-    the round is void (``turn_limit``) and nobody is paid for a move that was only the cap.
+    ``payoffs`` is empty when a move is missing because the turn cap (``max_agent_turns``) cut
+    its seat off: the round is void (``turn_limit``) and nobody is paid for a move that was
+    only the cap.
     """
 
     event_type: Literal["prisoners_dilemma_round_scored"] = "prisoners_dilemma_round_scored"
