@@ -161,16 +161,28 @@ def _verdict_by_chance(package: Path, odds: str, way_in: str) -> int:
 
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
 def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Path) -> None:
-    """Named where the module draws it: ten checks, ten findings (they were 7 and 3 in 10)."""
+    """Named where the module draws it: ten checks, ten findings (they were 7 and 3 in 10).
+
+    The CLI's line once; then ten checks in one process (the finding is read from the module's
+    text, so a process per check would pay ten start-ups for the same reading).
+    """
     package = write_new_scenario(NAME, tmp_path / "packages").package_dir
     line = _verdict_by_chance(package, odds, "import random as CHANCE")
-    for _ in range(10):
-        checked = _check(tmp_path / "packages")
-        assert (checked.returncode, checked.stdout) == (65, "")
-        assert checked.stderr.splitlines() == [
-            f"glossogen: error: {NAME}: scenario.py:{line}: random.random is the unseeded global "
-            "random source: draw from ctx.rng(...), never a global or unseeded source"
-        ]
+    finding = (
+        f"scenario.py:{line}: random.random is the unseeded global random source: draw from "
+        "ctx.rng(...), never a global or unseeded source"
+    )
+    checked = _check(tmp_path / "packages")
+    assert (checked.returncode, checked.stdout) == (65, "")
+    assert checked.stderr.splitlines() == [f"glossogen: error: {NAME}: {finding}"]
+    ten = (
+        "from glossogen.authoring import check_scenario\n"
+        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
+    )
+    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")}
+    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    assert out.stdout.splitlines() == [str([finding])] * 10
 
 
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
