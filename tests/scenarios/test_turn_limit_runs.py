@@ -168,7 +168,7 @@ def _check_the_run_ends_after_round_40(run: RunView, turns: int) -> None:
     assert (ended.status, ended.rounds_played, ended.error) == (
         "incomplete",
         ROUNDS,
-        f"every agent reached --max-agent-turns {turns}",
+        f"every agent reached max_agent_turns {turns}",  # the log names the request field
     )
 
 
