@@ -1,0 +1,286 @@
+"""Play a recorded run again from its tape, into a new folder, and compare the two logs.
+
+``glossogen replay RUN_DIR --runs-dir R``: the run's recorded config (``config.json`` and
+``simulation_started``, as a resume reads them) is played again through the same session a
+run takes (``open_session``, one ``play_round`` per round, priced and finished) with every
+seat and the judge played by the ``replay`` provider (:mod:`glossogen.replay._model`), on the
+virtual clock from the recorded run's first timestamp. Seats keep their recorded provider and
+model names, so each answer is priced as it was: the replay's logged costs equal the
+recorded ones, and nothing is sent anywhere.
+
+Then it compares, in this order:
+
+- **Requests.** Each call's fingerprint (``request_sha256``) against the recorded call's,
+  ``(seat, call)`` by ``(seat, call)`` in the replay's order; the first that differs is the
+  divergence. A run recorded before fingerprints existed has none: that check is skipped and
+  the report says so.
+- **Events.** Every event, without what a replay changes: event ids, timestamps, request ids,
+  the run id, wall-clock seconds and the versions of the code.
+- **Verdicts and spend**, from each log's :class:`~glossogen.eventlog.RunView`.
+
+A resumed run is replayed process by process: each recorded process's rounds, ended with the
+status its ``simulation_ended`` recorded, then resumed as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import re
+import time
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_ai.models import Model
+
+from glossogen.eventlog import (
+    Event,
+    RunResumed,
+    RunView,
+    SimulationEnded,
+    Tape,
+)
+from glossogen.replay._model import replay_model
+
+IGNORED = frozenset(
+    {
+        "event_id",
+        "timestamp",
+        "request_id",
+        "request_ids",
+        "run_id",
+        "versions",
+        "duration_seconds",
+        "process_seconds",
+        "conversation_id",
+    }
+)
+"""Fields a replay changes by design, at any depth (a logged history's messages carry their
+own): ids, when it happened, how long the process took, the code's versions."""
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class ReplayRequest(BaseModel):
+    """What ``glossogen replay`` is asked: the recorded run and where its replay goes."""
+
+    run_dir: str
+    runs_dir: str
+
+
+class Divergence(BaseModel):
+    """The first call whose request differs from the recorded one."""
+
+    seat: str
+    call: int
+    round_number: int
+    recorded_sha256: str | None
+    replayed_sha256: str | None
+
+    def line(self) -> str:
+        """One line naming the call."""
+        return (
+            f"first divergence: {self.seat} call {self.call} (round {self.round_number}): "
+            f"request sha256 {(self.replayed_sha256 or 'none')[:12]}, recorded "
+            f"{(self.recorded_sha256 or 'none')[:12]}"
+        )
+
+
+class ReplayReport(BaseModel):
+    """What a replay found."""
+
+    source_run_id: str
+    replay_run_id: str
+    replay_url: str
+    calls: int
+    events: int
+    fingerprinted: bool
+    divergence: Divergence | None
+    event_diff: str | None
+    """A unified diff of the first event that differs (after the ignored fields), or None."""
+    verdicts_equal: bool
+    spend_equal: bool
+    recorded_cost_usd: float | None
+    replayed_cost_usd: float | None
+    seconds: float
+
+    @property
+    def identical(self) -> bool:
+        """True when nothing differs."""
+        return (
+            self.divergence is None
+            and self.event_diff is None
+            and self.verdicts_equal
+            and self.spend_equal
+        )
+
+
+def normalized(event: Event, run_ids: tuple[str, ...]) -> dict[str, Any]:
+    """``event`` as compared: without :data:`IGNORED`, run ids and uuids blanked."""
+    text = json.dumps(_without_ignored(event.model_dump(mode="json")), sort_keys=True)
+    for run_id in run_ids:
+        text = text.replace(run_id, "<run>")
+    loaded: dict[str, Any] = json.loads(_UUID.sub("<id>", text))
+    return loaded
+
+
+def _without_ignored(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_ignored(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_ignored(v) for k, v in value.items() if k not in IGNORED}
+    return value
+
+
+def first_event_diff(recorded: RunView, replayed: RunView) -> str | None:
+    """A unified diff of the first differing event of the two logs, or None."""
+    ids = (recorded.started.run_id if recorded.started else "",
+           replayed.started.run_id if replayed.started else "")  # fmt: skip
+    left = [normalized(e, ids) for e in recorded.events]
+    right = [normalized(e, ids) for e in replayed.events]
+    for index in range(max(len(left), len(right))):
+        a = left[index] if index < len(left) else None
+        b = right[index] if index < len(right) else None
+        if a != b:
+            diff = difflib.unified_diff(
+                json.dumps(a, indent=1, sort_keys=True).splitlines(),
+                json.dumps(b, indent=1, sort_keys=True).splitlines(),
+                f"recorded event {index + 1}",
+                f"replayed event {index + 1}",
+                lineterm="",
+            )
+            return "\n".join(diff)
+    return None
+
+
+def first_divergence(recorded: Tape, replayed: Tape) -> Divergence | None:
+    """The first call of the replay (in its log's order) whose fingerprint differs."""
+    calls = sorted((c for seat in replayed.calls.values() for c in seat), key=lambda c: c.line)
+    for call in calls:
+        was = recorded.call(call.seat, call.call)
+        if was is None or was.request_sha256 != call.request_sha256:
+            return Divergence(
+                seat=call.seat,
+                call=call.call,
+                round_number=call.round_number,
+                recorded_sha256=was.request_sha256 if was else None,
+                replayed_sha256=call.request_sha256,
+            )
+    for seat, seat_calls in recorded.calls.items():  # a call the replay never made
+        made = len(replayed.calls.get(seat, []))
+        if made < len(seat_calls):
+            was = seat_calls[made]
+            return Divergence(seat=seat, call=was.call, round_number=was.round_number,
+                              recorded_sha256=was.request_sha256, replayed_sha256=None)  # fmt: skip
+    return None
+
+
+def replay_run(request: ReplayRequest) -> ReplayReport:
+    """Replay the run at ``request.run_dir`` into ``request.runs_dir`` and compare.
+
+    Raises:
+        DeriveError: not a run folder or no log (66); a run that has not ended (65).
+        LaunchError: its recorded knobs no longer validate (65).
+    """
+    return asyncio.run(_replay(request))
+
+
+async def _replay(request: ReplayRequest) -> ReplayReport:
+    from glossogen.derive import DeriveError
+    from glossogen.derive._resume import ResumePoint, read_run_log, run_folder
+    from glossogen.derive._state import read_state
+    from glossogen.launch import (
+        ResumeRequest,
+        check_runs_dir,
+        claim_run,
+        open_session,
+        plan_resume,
+        price_spend,
+        recorded_config,
+    )
+
+    source = run_folder(request.run_dir)
+    events, started = read_run_log(source)
+    recorded = RunView.load(source.log_url)
+    if recorded.ended is None or recorded.status in ("running", "stopped"):
+        raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
+    check_runs_dir(request.runs_dir)
+    config = recorded_config(ResumePoint(source, read_state(events), started, events))
+    tape = recorded.tape
+    seats = {seat.agent_id: seat for seat in config.seats}
+    latency = config.build().scripted_latency_seconds
+    models: dict[str, Model] = {}
+    clocks = []
+    for agent_id, seat in seats.items():
+        built, set_pause = replay_model(
+            tape, agent_id, seat.model, latency if seat.provider == "scripted" else 0.0
+        )
+        models[agent_id] = built
+        clocks.append(set_pause)
+    judge: Model | None = None
+    if config.judge is not None and config.judge.provider != "scripted":
+        judge, _ = replay_model(tape, "judge", config.judge.model)
+    segments = _segments(recorded.events)
+    began = time.monotonic()
+    folder = claim_run(config, request.runs_dir)
+    first = 1
+    for number, (last_round, ended) in enumerate(segments):
+        point = None
+        if number:
+            config, point = plan_resume(ResumeRequest(run_dir=folder.url))
+        session = open_session(
+            config,
+            folder,
+            clock_start=started.timestamp,
+            resume=point,
+            agent_models=models,
+            judge_model=judge,
+            virtual_clock=True,
+        )
+        for set_pause in clocks:
+            set_pause(session.engine.clock.sleep)
+        first = point.next_round if point is not None else 1
+        for round_number in range(first, last_round + 1):
+            await session.play_round(round_number)
+            if session.ended_early():
+                break
+        await session.settle_requests()
+        session.finish(price_spend(folder), ended.status, ended.error)
+    seconds = time.monotonic() - began
+    replayed = RunView.load(folder.log_url)
+    fingerprinted = tape.fingerprinted
+    divergence = first_divergence(tape, replayed.tape) if fingerprinted else None
+    return ReplayReport(
+        source_run_id=started.run_id,
+        replay_run_id=folder.run_id,
+        replay_url=folder.url,
+        calls=tape.count,
+        events=len(replayed.events),
+        fingerprinted=fingerprinted,
+        divergence=divergence,
+        event_diff=first_event_diff(recorded, replayed),
+        verdicts_equal=recorded.verdicts == replayed.verdicts,
+        spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
+        recorded_cost_usd=recorded.spend.total_cost_usd,
+        replayed_cost_usd=replayed.spend.total_cost_usd,
+        seconds=seconds,
+    )
+
+
+def _segments(events: list[Event]) -> list[tuple[int, SimulationEnded]]:
+    """Each recorded process's last round and its ending: the rounds it played, how it ended.
+
+    A process ends at its ``simulation_ended``; the next begins at ``run_resumed``, whose
+    ``after_round`` is where the earlier one stopped.
+    """
+    segments: list[tuple[int, SimulationEnded]] = []
+    played = 0
+    for event in events:
+        if isinstance(event, RunResumed) and segments:
+            last, ended = segments[-1]
+            segments[-1] = (event.after_round, ended)
+        elif isinstance(event, SimulationEnded):
+            played = max(played, event.rounds_played or 0)
+            segments.append((max(played, event.round_number), event))
+    return segments
