@@ -33,6 +33,8 @@ STAMPED = frozenset(
         "usage",
         "run_id",
         "conversation_id",
+        "canonical_system",
+        "model_id",
         "finish_reason",
         "signature",
         "id",

@@ -12,6 +12,7 @@ the game clock; its replay waits as long (``pause``), so the seats interleave as
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -99,24 +100,67 @@ def _ruling_answer(call: TapeCall, info: AgentInfo, made: int) -> ModelResponse:
     return ModelResponse(parts=[part], model_name=call.model, usage=usage)
 
 
+STALL_YIELDS = 200
+"""How many turns of the event loop in a row an answer waits for its place with no new event
+logged before it is handed over anyway (a replay that diverged may never reach its place)."""
+
+
+class Pacing:
+    """What a replay's answers wait on: the run's clock, and how many events its log holds.
+
+    Set once the replay's session is open (:meth:`bind`); each process of a resumed run binds
+    anew.
+    """
+
+    def __init__(self) -> None:
+        self.pause: Callable[[float], Awaitable[None]] | None = None
+        self.logged: Callable[[], int] = lambda: 0
+
+    def bind(self, pause: Callable[[float], Awaitable[None]], logged: Callable[[], int]) -> None:
+        """Wait on ``pause`` (the game clock) and count the log's events with ``logged``."""
+        self.pause, self.logged = pause, logged
+
+    async def in_turn(self, line: int) -> None:
+        """Return once the log holds ``line`` events: the answer's event is the next one.
+
+        An answer is handed over where the recorded run got it, between the same two events,
+        so the seats interleave as they did (over HTTP, who was answered first is the
+        network's doing). Turns of the event loop, not time, bound the wait.
+        """
+        stalled, seen = 0, self.logged()
+        while seen < line and stalled < STALL_YIELDS:
+            await asyncio.sleep(0)
+            now = self.logged()
+            stalled, seen = (stalled + 1, now) if now == seen else (0, now)
+
+
 def replay_model(
-    tape: Tape, seat: str, model_name: str, latency: float = 0.0
-) -> tuple[FunctionModel, Callable[[Callable[[float], Awaitable[None]]], None]]:
-    """Return the replay model of ``seat`` and a setter for the clock it waits on.
+    tape: Tape,
+    seat: str,
+    model_name: str,
+    pacing: Pacing,
+    latency: float = 0.0,
+    paced: bool = True,
+) -> FunctionModel:
+    """Return the replay model of ``seat``, paced by ``pacing`` when ``paced``.
+
+    A seat on this machine (scripted, local) is not paced: its answers came on the game
+    clock's turn (a scripted seat's after ``latency``), which the replay plays again as is.
 
     pydantic-ai's ``FunctionModel`` is the ``Model`` subclass that takes an answer function;
     the function here reads the tape (kept over a hand-written ``Model``: the request path,
     usage and streaming are pydantic-ai's own).
     """
     made = 0
-    pause: list[Callable[[float], Awaitable[None]]] = []
 
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         nonlocal made
         made += 1
         call = tape.call(seat, made)
-        if latency and pause:
-            await pause[0](latency)
+        if latency and pacing.pause is not None:
+            await pacing.pause(latency)
+        if call is not None and paced:
+            await pacing.in_turn(call.line)
         if call is None:
             raise TapeExhausted(f"{seat} made call {made}; the recorded run made {made - 1}")
         if call.outcome == "failed" or (call.outcome == "abandoned" and not call.answered):
@@ -125,7 +169,7 @@ def replay_model(
             return _ruling_answer(call, info, made)
         return response_of(call)
 
-    return FunctionModel(answer, model_name=model_name), pause.append
+    return FunctionModel(answer, model_name=model_name)
 
 
-__all__ = ["TapeExhausted", "replay_model", "response_of"]
+__all__ = ["Pacing", "TapeExhausted", "replay_model", "response_of"]

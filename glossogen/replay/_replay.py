@@ -29,19 +29,22 @@ import difflib
 import json
 import re
 import time
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_ai.models import Model
 
+from glossogen.engine._requests import UNBILLED
 from glossogen.eventlog import (
     Event,
+    EventLogWriter,
     RunResumed,
     RunView,
     SimulationEnded,
     Tape,
 )
-from glossogen.replay._model import replay_model
+from glossogen.replay._model import Pacing, replay_model
 
 IGNORED = frozenset(
     {
@@ -116,29 +119,37 @@ class ReplayReport(BaseModel):
         )
 
 
-def normalized(event: Event, run_ids: tuple[str, ...]) -> dict[str, Any]:
-    """``event`` as compared: without :data:`IGNORED`, run ids and uuids blanked."""
-    text = json.dumps(_without_ignored(event.model_dump(mode="json")), sort_keys=True)
+def normalized(
+    event: Event, run_ids: tuple[str, ...], ignored: frozenset[str] = IGNORED
+) -> dict[str, Any]:
+    """``event`` as compared: without ``ignored`` fields, run ids and uuids blanked."""
+    text = json.dumps(_without_ignored(event.model_dump(mode="json"), ignored), sort_keys=True)
     for run_id in run_ids:
         text = text.replace(run_id, "<run>")
     loaded: dict[str, Any] = json.loads(_UUID.sub("<id>", text))
     return loaded
 
 
-def _without_ignored(value: Any) -> Any:
+def _without_ignored(value: Any, ignored: frozenset[str]) -> Any:
     if isinstance(value, list):
-        return [_without_ignored(v) for v in value]
+        return [_without_ignored(v, ignored) for v in value]
     if isinstance(value, dict):
-        return {k: _without_ignored(v) for k, v in value.items() if k not in IGNORED}
+        return {k: _without_ignored(v, ignored) for k, v in value.items() if k not in ignored}
     return value
 
 
-def first_event_diff(recorded: RunView, replayed: RunView) -> str | None:
-    """A unified diff of the first differing event of the two logs, or None."""
+def first_event_diff(
+    recorded: RunView, replayed: RunView, fingerprinted: bool = True
+) -> str | None:
+    """A unified diff of the first differing event of the two logs, or None.
+
+    A recorded log without fingerprints (``fingerprinted`` False) is compared without them.
+    """
     ids = (recorded.started.run_id if recorded.started else "",
            replayed.started.run_id if replayed.started else "")  # fmt: skip
-    left = [normalized(e, ids) for e in recorded.events]
-    right = [normalized(e, ids) for e in replayed.events]
+    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    left = [normalized(e, ids, ignored) for e in recorded.events]
+    right = [normalized(e, ids, ignored) for e in replayed.events]
     for index in range(max(len(left), len(right))):
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
@@ -210,17 +221,21 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     tape = recorded.tape
     seats = {seat.agent_id: seat for seat in config.seats}
     latency = config.build().scripted_latency_seconds
-    models: dict[str, Model] = {}
-    clocks = []
-    for agent_id, seat in seats.items():
-        built, set_pause = replay_model(
-            tape, agent_id, seat.model, latency if seat.provider == "scripted" else 0.0
+    pacing = Pacing()
+    models: dict[str, Model] = {
+        agent_id: replay_model(
+            tape,
+            agent_id,
+            seat.model,
+            pacing,
+            latency if seat.provider == "scripted" else 0.0,
+            paced=seat.provider not in UNBILLED,
         )
-        models[agent_id] = built
-        clocks.append(set_pause)
+        for agent_id, seat in seats.items()
+    }
     judge: Model | None = None
     if config.judge is not None and config.judge.provider != "scripted":
-        judge, _ = replay_model(tape, "judge", config.judge.model)
+        judge = replay_model(tape, "judge", config.judge.model, pacing)
     segments = _segments(recorded.events)
     began = time.monotonic()
     folder = claim_run(config, request.runs_dir)
@@ -238,8 +253,8 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
             judge_model=judge,
             virtual_clock=True,
         )
-        for set_pause in clocks:
-            set_pause(session.engine.clock.sleep)
+        before = len(point.events) if point is not None else 0
+        pacing.bind(session.engine.clock.sleep, partial(_logged, before, session.writer))
         first = point.next_round if point is not None else 1
         for round_number in range(first, last_round + 1):
             await session.play_round(round_number)
@@ -259,13 +274,18 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
         events=len(replayed.events),
         fingerprinted=fingerprinted,
         divergence=divergence,
-        event_diff=first_event_diff(recorded, replayed),
+        event_diff=first_event_diff(recorded, replayed, fingerprinted),
         verdicts_equal=recorded.verdicts == replayed.verdicts,
         spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
         recorded_cost_usd=recorded.spend.total_cost_usd,
         replayed_cost_usd=replayed.spend.total_cost_usd,
         seconds=seconds,
     )
+
+
+def _logged(before: int, writer: EventLogWriter) -> int:
+    """Events in the replay's log: those before this process, and those it appended."""
+    return before + writer.count
 
 
 def _segments(events: list[Event]) -> list[tuple[int, SimulationEnded]]:
