@@ -57,6 +57,12 @@ def replay(
         print(report.divergence.line(), flush=True)
     if report.event_diff is not None:
         print(report.event_diff, flush=True)
+    if report.interleaved:
+        print(
+            "the seats' events interleave otherwise than recorded (which answer came first); "
+            "each seat's are the same",
+            flush=True,
+        )
     if not report.verdicts_equal:
         print("verdicts differ from the recorded ones", flush=True)
     if not report.spend_equal:

@@ -102,6 +102,8 @@ class ReplayReport(BaseModel):
     divergence: Divergence | None
     event_diff: str | None
     """A unified diff of the first event that differs (after the ignored fields), or None."""
+    interleaved: bool = False
+    """True when the events are the same seat by seat but interleave otherwise (HTTP order)."""
     verdicts_equal: bool
     spend_equal: bool
     recorded_cost_usd: float | None
@@ -140,16 +142,26 @@ def _without_ignored(value: Any, ignored: frozenset[str]) -> Any:
 
 def first_event_diff(
     recorded: RunView, replayed: RunView, fingerprinted: bool = True
-) -> str | None:
-    """A unified diff of the first differing event of the two logs, or None.
+) -> tuple[str | None, bool]:
+    """A unified diff of the first differing event of the two logs (None: the same events),
+    and whether they are the same only once each seat's events are read apart.
 
-    A recorded log without fingerprints (``fingerprinted`` False) is compared without them.
+    Events are compared in log order. When that fails but every seat's own events (by
+    ``agent_id``; events of no seat as one more stream) are the same in the same order, the
+    logs differ only in how the seats' events interleave: over HTTP that is which answer the
+    event loop handled first, not something the run decided. That is no divergence (the
+    second value says it happened). A recorded log without fingerprints (``fingerprinted``
+    False) is compared without them.
     """
     ids = (recorded.started.run_id if recorded.started else "",
            replayed.started.run_id if replayed.started else "")  # fmt: skip
     ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
     left = [normalized(e, ids, ignored) for e in recorded.events]
     right = [normalized(e, ids, ignored) for e in replayed.events]
+    if left == right:
+        return None, False
+    if _by_seat(left) == _by_seat(right):
+        return None, True
     for index in range(max(len(left), len(right))):
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
@@ -161,8 +173,15 @@ def first_event_diff(
                 f"replayed event {index + 1}",
                 lineterm="",
             )
-            return "\n".join(diff)
-    return None
+            return "\n".join(diff), False
+    raise AssertionError("unreachable: the logs differ")
+
+
+def _by_seat(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    streams: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        streams.setdefault(str(event.get("agent_id", event.get("sender_id", ""))), []).append(event)
+    return streams
 
 
 def first_divergence(recorded: Tape, replayed: Tape) -> Divergence | None:
@@ -266,6 +285,7 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     replayed = RunView.load(folder.log_url)
     fingerprinted = tape.fingerprinted
     divergence = first_divergence(tape, replayed.tape) if fingerprinted else None
+    event_diff, interleaved = first_event_diff(recorded, replayed, fingerprinted)
     return ReplayReport(
         source_run_id=started.run_id,
         replay_run_id=folder.run_id,
@@ -274,7 +294,8 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
         events=len(replayed.events),
         fingerprinted=fingerprinted,
         divergence=divergence,
-        event_diff=first_event_diff(recorded, replayed, fingerprinted),
+        event_diff=event_diff,
+        interleaved=interleaved,
         verdicts_equal=recorded.verdicts == replayed.verdicts,
         spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
         recorded_cost_usd=recorded.spend.total_cost_usd,
