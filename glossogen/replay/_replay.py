@@ -143,8 +143,10 @@ def _without_ignored(value: Any, ignored: frozenset[str]) -> Any:
 def first_event_diff(
     recorded: RunView, replayed: RunView, fingerprinted: bool = True
 ) -> tuple[str | None, bool]:
-    """A unified diff of the first differing event of the two logs (None: the same events),
-    and whether they are the same only once each seat's events are read apart.
+    """The first differing event of the two logs as a diff, and whether only seats interleave.
+
+    The diff is None when the events are the same; the flag is True when they are the same
+    only once each seat's events are read apart.
 
     Events are compared in log order. When that fails but every seat's own events (by
     ``agent_id``; events of no seat as one more stream) are the same in the same order, the
