@@ -114,3 +114,18 @@ def test_a_run_that_has_not_ended_is_refused(
         f"glossogen: error: run {run_id} has not ended: only an ended run is replayed\n"
     )
     assert not (tmp_path / "r").exists()
+
+
+TAPES = Path(__file__).parent / "tapes"
+"""One recorded run per scenario (round 1, scripted, ``tests.fixtures.played_runs.play_run``
+with ``now_unix=1767225600``), committed: replayed through the current engine, a change
+that alters what any seat sends or what the run logs fails here, offline. Re-record after an
+intended change with ``python -m tests.replay.record_tapes``."""
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_path: Path) -> None:
+    (run_dir,) = (TAPES / scenario).iterdir()
+    report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    assert report.source_run_id == f"{scenario}/1767225600"
