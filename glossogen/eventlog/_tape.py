@@ -22,12 +22,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from glossogen.eventlog._events import (
+    TOKEN_FIELDS,
     AgentRunCycleFailed,
     Event,
     JudgeCalled,
     LlmResponseReceived,
     ModelRequestAbandoned,
     ModelRequestSent,
+    Tokens,
 )
 
 Outcome = Literal["answered", "failed", "abandoned", "ruled"]
@@ -47,11 +49,8 @@ class TapeCall(BaseModel):
     text: str = ""
     thinking: str = ""
     tool_calls: list[dict[str, Any]] = []
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_write_1h_tokens: int = 0
+    tokens: Tokens = Tokens()
+    """The call's token usage, as logged (a judge's ruling: its attempt's)."""
     cost_usd: float | None = None
     error_kind: str | None = None
     error: str | None = None
@@ -85,13 +84,8 @@ class Tape(BaseModel):
         return sum(len(calls) for calls in self.calls.values())
 
 
-_USAGE = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cache_write_1h_tokens",
-)
+def _tokens(event: Event) -> Tokens:
+    return Tokens(**{name: getattr(event, name) for name in TOKEN_FIELDS})
 
 
 def read_tape(events: list[Event]) -> Tape:
@@ -131,13 +125,13 @@ def read_tape(events: list[Event]) -> Tape:
             add(order, line, event.agent_id, request, event, outcome="answered",
                 request_sha256=request.request_sha256 if request else event.request_sha256,
                 text=event.text, thinking=event.thinking, tool_calls=event.tool_calls,
-                cost_usd=event.cost_usd, **{k: getattr(event, k) for k in _USAGE})  # fmt: skip
+                cost_usd=event.cost_usd, tokens=_tokens(event))  # fmt: skip
         elif isinstance(event, ModelRequestAbandoned):
             order, request = of(event.request_id, line)
             add(order, line, event.agent_id, request, event, outcome="abandoned",
                 request_sha256=request.request_sha256 if request else None,
                 answered=event.answered, error=event.error, cost_usd=event.cost_usd,
-                **{k: getattr(event, k) for k in _USAGE})  # fmt: skip
+                tokens=_tokens(event))  # fmt: skip
         elif isinstance(event, AgentRunCycleFailed):
             for request_id in event.request_ids:
                 order, request = of(request_id, line)
@@ -152,7 +146,7 @@ def read_tape(events: list[Event]) -> Tape:
                 add(order, line, "judge", request, event, outcome="ruled",
                     request_sha256=request.request_sha256 if request else None,
                     ruling=ruling, cost_usd=event.cost_usd,
-                    **{k: getattr(event, k) for k in _USAGE})  # fmt: skip
+                    tokens=_tokens(event))  # fmt: skip
     calls: dict[str, list[TapeCall]] = {}
     for _, call in sorted(found, key=lambda pair: pair[0]):
         seat = calls.setdefault(call.seat, [])

@@ -27,7 +27,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from glossogen.engine._faults import _KINDS  # noqa: PLC2701 (the one map of failure kinds)
-from glossogen.eventlog import Tape, TapeCall
+from glossogen.eventlog import TOKEN_FIELDS, Tape, TapeCall
 
 
 class TapeExhausted(RuntimeError):
@@ -71,14 +71,12 @@ def response_of(call: TapeCall) -> ModelResponse:
                 tool_call["tool_name"], tool_call["args"], tool_call_id=tool_call["tool_call_id"]
             )
         )
-    usage = RequestUsage(
-        input_tokens=call.input_tokens,
-        output_tokens=call.output_tokens,
-        cache_read_tokens=call.cache_read_tokens,
-        cache_write_tokens=call.cache_write_tokens,
-        cache_write_1h_tokens=call.cache_write_1h_tokens,
-    )
-    return ModelResponse(parts=parts, model_name=call.model, usage=usage)
+    return ModelResponse(parts=parts, model_name=call.model, usage=_usage(call))
+
+
+def _usage(call: TapeCall) -> RequestUsage:
+    """The call's logged token counts as pydantic-ai's usage (priced again as they were)."""
+    return RequestUsage(**{name: getattr(call.tokens, name) for name in TOKEN_FIELDS})
 
 
 def _ruling_answer(call: TapeCall, info: AgentInfo, made: int) -> ModelResponse:
@@ -92,12 +90,8 @@ def _ruling_answer(call: TapeCall, info: AgentInfo, made: int) -> ModelResponse:
     tool = info.output_tools[0]
     fields = tool.parameters_json_schema.get("properties", {})
     args = {name: known[name] for name in fields if name in known}
-    usage = RequestUsage(input_tokens=call.input_tokens, output_tokens=call.output_tokens,
-                         cache_read_tokens=call.cache_read_tokens,
-                         cache_write_tokens=call.cache_write_tokens,
-                         cache_write_1h_tokens=call.cache_write_1h_tokens)  # fmt: skip
     part = ToolCallPart(tool.name, args, tool_call_id=f"judge-{made}")
-    return ModelResponse(parts=[part], model_name=call.model, usage=usage)
+    return ModelResponse(parts=[part], model_name=call.model, usage=_usage(call))
 
 
 STALL_YIELDS = 200
