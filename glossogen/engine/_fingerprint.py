@@ -59,15 +59,20 @@ def canonical_request(
                     "parameters": tool.parameters_json_schema,
                 }
             )
-    return {"messages": _strip(dumped), "tools": tools}
+    return {"messages": unstamped(dumped), "tools": tools}
 
 
-def _strip(value: Any) -> Any:
+def unstamped(value: Any) -> Any:
+    """Messages in their JSON form without :data:`STAMPED` keys, tool arguments parsed.
+
+    What a request's fingerprint is taken of; also how a replay compares the histories its
+    log holds with the recorded ones (``agent_history_appended.messages``).
+    """
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [unstamped(v) for v in value]
     if not isinstance(value, dict):
         return value
-    out = {k: _strip(v) for k, v in value.items() if k not in STAMPED}
+    out = {k: unstamped(v) for k, v in value.items() if k not in STAMPED}
     if out.get("part_kind") == "tool-call" and isinstance(out.get("args"), str):
         try:
             out["args"] = json.loads(out["args"] or "{}")

@@ -35,8 +35,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_ai.models import Model
 
+from glossogen.engine._fingerprint import unstamped
 from glossogen.engine._requests import UNBILLED
 from glossogen.eventlog import (
+    AgentHistoryAppended,
     Event,
     EventLogWriter,
     RunResumed,
@@ -125,7 +127,10 @@ def normalized(
     event: Event, run_ids: tuple[str, ...], ignored: frozenset[str] = IGNORED
 ) -> dict[str, Any]:
     """``event`` as compared: without ``ignored`` fields, run ids and uuids blanked."""
-    text = json.dumps(_without_ignored(event.model_dump(mode="json"), ignored), sort_keys=True)
+    dumped = event.model_dump(mode="json")
+    if isinstance(event, AgentHistoryAppended):  # what the provider stamped is not the run's
+        dumped["messages"] = unstamped(dumped["messages"])
+    text = json.dumps(_without_ignored(dumped, ignored), sort_keys=True)
     for run_id in run_ids:
         text = text.replace(run_id, "<run>")
     loaded: dict[str, Any] = json.loads(_UUID.sub("<id>", text))

@@ -13,7 +13,9 @@ from glossogen.eventlog import RunView
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.replay import ReplayRequest, replay_run
 from glossogen.testing import play
+from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.played_runs import after_round_1
+from tests.fixtures.winning_players import pd_player, veyru_player
 
 SCENARIOS = [
     "prisoners_dilemma",
@@ -129,3 +131,58 @@ def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_
     report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
     assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
     assert report.source_run_id == f"{scenario}/1767225600"
+
+
+def _play_over_http(runs_dir: Path, scenario: str, overrides: list[str]) -> str:
+    """Play 2 rounds of ``scenario`` through the library with the given models; the folder."""
+    from glossogen.launch import RunRequest, claim_run, plan_run
+    from glossogen.testing import CLOCK_START
+
+    async def played() -> str:
+        request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
+                             runs_dir=str(runs_dir), config="knobs_default",
+                             overrides=["round_count=2", *overrides])  # fmt: skip
+        plan = plan_run(request)
+        folder = claim_run(plan, request.runs_dir)
+        session = open_session(plan, folder, clock_start=CLOCK_START)
+        for round_number in (1, 2):
+            await session.play_round(round_number)
+        await session.settle_requests()
+        session.finish(price_spend(folder), "completed")
+        return folder.url
+
+    return asyncio.run(played())
+
+
+@pytest.mark.parametrize(
+    ("scenario", "overrides", "calls"),
+    [
+        # one seat over HTTP (text with tool calls, the OpenAI Responses wire), one scripted
+        ("prisoners_dilemma",
+         ['model_overrides={"player_a": {"model": "gpt-5.4", "provider": "openai"}}'], 24),
+        # every seat scripted, the in-run judge over HTTP (its ruling an output tool call)
+        ("veyru", ["judge_model=gpt-5.4", "judge_provider=openai"], 52),
+    ],
+)  # fmt: skip
+def test_a_run_over_http_replays_with_no_divergence_and_no_request(
+    scenario: str,
+    overrides: list[str],
+    calls: int,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-replay")
+    model_stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
+    run_dir = _play_over_http(tmp_path, scenario, overrides)
+    served = len(model_stub.requests)
+    recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
+    monkeypatch.delenv("OPENAI_API_KEY")  # no key: nothing may be sent
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # and nowhere to send it
+    report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
+    assert len(model_stub.requests) == served
+    assert (report.fingerprinted, report.divergence, report.event_diff) == (True, None, None)
+    assert (report.interleaved, report.identical, report.calls) == (False, True, calls)
+    assert report.replayed_cost_usd == report.recorded_cost_usd == recorded.spend.total_cost_usd
+    assert recorded.spend.total_cost_usd is not None and recorded.spend.total_cost_usd > 0
