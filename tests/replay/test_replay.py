@@ -16,6 +16,7 @@ from glossogen.testing import play
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.played_runs import after_round_1
 from tests.fixtures.winning_players import pd_player, veyru_player
+from tests.replay.record_tapes import HTTP_RUNS, HTTP_TAPES, SECOND, TAPES, play_over_http
 
 SCENARIOS = [
     "prisoners_dilemma",
@@ -118,11 +119,10 @@ def test_a_run_that_has_not_ended_is_refused(
     assert not (tmp_path / "r").exists()
 
 
-TAPES = Path(__file__).parent / "tapes"
-"""One recorded run per scenario (round 1, scripted, ``tests.fixtures.played_runs.play_run``
-with ``now_unix=1767225600``), committed: replayed through the current engine, a change
-that alters what any seat sends or what the run logs fails here, offline. Re-record after an
-intended change with ``python -m tests.replay.record_tapes``."""
+# One recorded run per scenario (round 1, scripted), and two over the stub servers in the style
+# of a hosted model (tests/replay/record_tapes.py), committed: replayed through the current
+# engine, a change that alters what any seat sends or what the run logs fails here, offline.
+# Re-record after an intended change with ``python -m tests.replay.record_tapes``.
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -130,43 +130,30 @@ def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_
     (run_dir,) = (TAPES / scenario).iterdir()
     report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
     assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
-    assert report.source_run_id == f"{scenario}/1767225600"
+    assert report.source_run_id == f"{scenario}/{SECOND}"
 
 
-def _play_over_http(runs_dir: Path, scenario: str, overrides: list[str]) -> str:
-    """Play 2 rounds of ``scenario`` through the library with the given models; the folder."""
-    from glossogen.launch import RunRequest, claim_run, plan_run
-    from glossogen.testing import CLOCK_START
-
-    async def played() -> str:
-        request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
-                             runs_dir=str(runs_dir), config="knobs_default",
-                             overrides=["round_count=2", *overrides])  # fmt: skip
-        plan = plan_run(request)
-        folder = claim_run(plan, request.runs_dir)
-        session = open_session(plan, folder, clock_start=CLOCK_START)
-        for round_number in (1, 2):
-            await session.play_round(round_number)
-        await session.settle_requests()
-        session.finish(price_spend(folder), "completed")
-        return folder.url
-
-    return asyncio.run(played())
+@pytest.mark.parametrize(("scenario", "calls"), [("prisoners_dilemma", 24), ("veyru", 52)])
+def test_a_committed_tape_recorded_over_http_replays_with_no_key(
+    scenario: str, calls: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # nowhere to send anything
+    (run_dir,) = (HTTP_TAPES / scenario).iterdir()
+    recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
+    report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    assert (report.calls, report.replayed_cost_usd) == (calls, recorded.spend.total_cost_usd)
 
 
 @pytest.mark.parametrize(
-    ("scenario", "overrides", "calls"),
-    [
-        # one seat over HTTP (text with tool calls, the OpenAI Responses wire), one scripted
-        ("prisoners_dilemma",
-         ['model_overrides={"player_a": {"model": "gpt-5.4", "provider": "openai"}}'], 24),
-        # every seat scripted, the in-run judge over HTTP (its ruling an output tool call)
-        ("veyru", ["judge_model=gpt-5.4", "judge_provider=openai"], 52),
-    ],
-)  # fmt: skip
+    # prisoners_dilemma: player_a over HTTP (text with tool calls, the OpenAI Responses wire),
+    # player_b scripted; veyru: every seat scripted, the judge over HTTP (an output tool call)
+    ("scenario", "calls"),
+    [("prisoners_dilemma", 24), ("veyru", 52)],
+)
 def test_a_run_over_http_replays_with_no_divergence_and_no_request(
     scenario: str,
-    overrides: list[str],
     calls: int,
     model_stub: StubModelServer,
     tmp_path: Path,
@@ -175,7 +162,7 @@ def test_a_run_over_http_replays_with_no_divergence_and_no_request(
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-replay")
     model_stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
-    run_dir = _play_over_http(tmp_path, scenario, overrides)
+    run_dir = asyncio.run(play_over_http(tmp_path, scenario, HTTP_RUNS[scenario]))
     served = len(model_stub.requests)
     recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
     monkeypatch.delenv("OPENAI_API_KEY")  # no key: nothing may be sent
