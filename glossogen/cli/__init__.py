@@ -54,6 +54,8 @@ _COMMANDS: dict[str, _Command] = {
     "analyze": _Command("analyze", "analyze",
                         "Answer a grouped question over runs, with n, missing and intervals."),
     "verify": _Command("verify", "verify", "Check that runs' books balance (exit 1 if not)."),
+    "replay": _Command("replay", "replay",
+                       "Play a run again from its log, no provider; exit 1 if it diverges."),
     "serve": _Command("serve", "serve",
                       "Serve the run browser (/), the REST export endpoints and MCP at /mcp."),
     "mcp": _Command("mcp", "mcp", "Serve the MCP tools over stdio."),

@@ -105,6 +105,8 @@ class RunSetup:
     """Seats played by a given pydantic-ai model (a scenario's tests: ``FunctionModel``s) in
     place of the one their provider builds; the seat's provider and model are logged as
     configured."""
+    judge_model: Model | None = None
+    """The in-run judge's model in place of the one its provider builds (a replay's)."""
 
 
 class RunEngine(ChannelOps, SeatAgents):
@@ -180,6 +182,7 @@ class RunEngine(ChannelOps, SeatAgents):
                 ],
                 clock.sleep,
                 cache_key=f"{setup.run_id}:judge",
+                model_override=setup.judge_model,
             )
             if setup.judge
             else None

@@ -63,6 +63,7 @@ class RunJudge:
         capabilities: list[Any] | None = None,
         pause: Callable[[float], Awaitable[None]] | None = None,
         cache_key: str | None = None,
+        model_override: Any = None,
     ) -> None:
         """Set up the judge; the LLM agent is built on first use.
 
@@ -71,6 +72,8 @@ class RunJudge:
         one (:func:`~glossogen.models.request_model_settings`).
         """
         self.cache_key = cache_key
+        self.model_override = model_override
+        """A pydantic-ai model asked instead of the one the provider builds (a replay's)."""
         self.capabilities = capabilities or []
         self.pause = pause or asyncio.sleep
         self.failed_in_round = False
@@ -184,7 +187,7 @@ class RunJudge:
         agent: Any = self._agents.get(output_type)
         if agent is None:
             agent = self._agents[output_type] = Agent(
-                build_model(self.provider, self.model),
+                self.model_override or build_model(self.provider, self.model),
                 output_type=output_type,
                 name="judge",
                 capabilities=self.capabilities,

@@ -44,6 +44,7 @@ from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
+from glossogen.engine._fingerprint import request_fingerprint
 from glossogen.eventlog import ModelRequestAbandoned, ModelRequestSent, new_id
 from glossogen.pricing import price_usage
 
@@ -258,6 +259,9 @@ class RequestLedger:
             if sent is not None and not sent.announced and not sent.settled:
                 sent.announced = True
                 agent_id, model, provider, _, call = sent.sender
+                fingerprint = request_fingerprint(
+                    request_context.messages, request_context.model_request_parameters
+                )
                 self._log(
                     ModelRequestSent(
                         request_id=sent.request_id,
@@ -266,6 +270,7 @@ class RequestLedger:
                         provider=provider,
                         call=call or 0,
                         reserved_usd=sent.reserved_usd,
+                        request_sha256=fingerprint,
                     )
                 )
             return await handler(request_context)

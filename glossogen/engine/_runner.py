@@ -131,6 +131,9 @@ class AgentRunner:
     (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
     between the failure and its event."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    sent_sha256: str | None = None
+    """An unbilled seat's last request fingerprint, logged with its answer (billed requests
+    log theirs on ``model_request_sent``)."""
 
     def request_settings(self) -> ModelSettings:
         """Return the settings sent with each request: the agent's, SDK retries off.
@@ -521,5 +524,6 @@ class CycleDriver:
                 cache_write_1h_tokens=usage.cache_write_1h_tokens,
                 cost_usd=price_usage(runner.provider, runner.model, usage),
                 request_id=request_id,
+                request_sha256=runner.sent_sha256 if runner.provider in UNBILLED else None,
             )
         )

@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
+from glossogen.engine._fingerprint import request_fingerprint
 from glossogen.engine._requests import UNBILLED
 from glossogen.engine._roster import Seat
 from glossogen.engine._runner import AgentRunner
@@ -146,6 +147,10 @@ class SeatAgents:
             handler: WrapModelRequestHandler,
         ) -> ModelResponse:
             if provider in UNBILLED:  # on this process's clock, not billed
+                if (runner := self.runners.get(agent_id)) is not None:  # logged with its answer
+                    runner.sent_sha256 = request_fingerprint(
+                        request_context.messages, request_context.model_request_parameters
+                    )
                 return await handler(request_context)
             runner = self.runners.get(agent_id)  # the judge has none: the ledger counts its calls
             call = runner.turns if runner is not None else None

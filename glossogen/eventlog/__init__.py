@@ -66,6 +66,7 @@ from glossogen.eventlog._reader import (
     read_events,
     read_lines,
 )
+from glossogen.eventlog._tape import Tape, TapeCall, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
 from glossogen.eventlog._view import (
     QUEUED,
@@ -82,6 +83,9 @@ from glossogen.eventlog._view import (
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [
+    "Tape",
+    "TapeCall",
+    "read_tape",
     "CACHE_TOKEN_FIELDS",
     "TOKEN_FIELDS",
     "TOLERANCE_USD",

@@ -287,6 +287,10 @@ class LlmResponseReceived(Event):
     request_id: str | None = None
     """The request this answers (its ``model_request_sent``); None for an unbilled seat and on
     lines written before requests were logged as sent."""
+    request_sha256: str | None = None
+    """An unbilled seat's request fingerprint, taken as it was sent (a billed request's is on
+    its ``model_request_sent``); None for a billed seat and on lines written before it was
+    recorded (:mod:`glossogen.engine._fingerprint`)."""
 
 
 @final
@@ -388,6 +392,9 @@ class ModelRequestSent(Event):
     reserved_usd: float | None = None
     """The worst case the run's spend cap reserved for it (USD); None when the run has no cap.
     A resume counts it against the cap when the request was killed unsettled."""
+    request_sha256: str | None = None
+    """The request's fingerprint: SHA-256 of the canonical form of its messages and tools
+    (:mod:`glossogen.engine._fingerprint`); None on lines written before it was recorded."""
 
 
 @final

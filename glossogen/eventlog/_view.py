@@ -62,6 +62,7 @@ from glossogen.eventlog._events import (
     Verdict,
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
+from glossogen.eventlog._tape import Tape, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -317,6 +318,11 @@ class RunView:
             StorageError: the storage is unreachable.
         """
         return cls.of(read_events(log_url), live)
+
+    @property
+    def tape(self) -> Tape:
+        """Each seat's model calls, in order, with what each got back (the events that count)."""
+        return read_tape(self.counted)
 
     @property
     def settled(self) -> list[Event]:

@@ -411,6 +411,8 @@ def open_session(
     clock_start: datetime | None = None,
     resume: ResumePoint | None = None,
     agent_models: Mapping[str, Model] | None = None,
+    judge_model: Model | None = None,
+    virtual_clock: bool = False,
 ) -> RunSession:
     """Create the writer and engine of a run and log its start (or its resumption).
 
@@ -422,6 +424,9 @@ def open_session(
     and then rewrites the folder's ``config.json`` (atomically) with the config now in force.
     ``agent_models`` plays the seats it names with the given pydantic-ai models (a scenario's
     tests, through :mod:`glossogen.testing`); every other seat is built from its provider.
+    ``judge_model`` likewise plays the in-run judge, and ``virtual_clock`` puts the run on the
+    virtual clock whatever it calls (a replay, :mod:`glossogen.replay`: its models answer from
+    a tape).
 
     Raises:
         ValueError: ``agent_models`` names a seat the run does not have.
@@ -449,7 +454,8 @@ def open_session(
     start = clock_start or datetime.now(UTC)
     if resume is not None and resume.state.last_timestamp is not None:
         start = max(start, resume.state.last_timestamp)  # game time never runs backwards
-    clock = VirtualClock(start) if config.plays_on_virtual_clock(os.environ) else SystemClock()
+    virtual = virtual_clock or config.plays_on_virtual_clock(os.environ)
+    clock = VirtualClock(start) if virtual else SystemClock()
     setup = RunSetup(
         run_id=folder.run_id,
         scenario=config.build(),
@@ -465,6 +471,7 @@ def open_session(
         group_slug=config.group_slug,
         tracing=tracing,
         agent_models=dict(agent_models or {}),
+        judge_model=judge_model,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     killed: list[ModelRequestSent] = []

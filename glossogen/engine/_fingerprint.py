@@ -1,0 +1,94 @@
+"""A model request's fingerprint: the SHA-256 of a canonical form of what was sent.
+
+Logged at send time (``model_request_sent.request_sha256``; an unbilled seat's, which logs no
+sent event, on its ``llm_response_received``) so that a replay (:mod:`glossogen.replay`) can
+check that each seat, at its n-th call, sent exactly what it sent in the recorded run.
+
+The canonical form is pydantic-ai's own JSON form of the messages (its
+``ModelMessagesTypeAdapter``) with what a provider or the clock stamps on a message dropped
+(timestamps, provider ids and details, usage, model and provider names, run ids, thinking
+signatures), every tool call's arguments as a parsed object (a provider sends a JSON string,
+a replayed or scripted answer a dict), plus the tool definitions the request offered (name,
+description, JSON schema; function and output tools). Request settings are not part of it:
+they name the run (the prompt cache key), which a replay changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.models import ModelRequestParameters
+
+STAMPED = frozenset(
+    {
+        "timestamp",
+        "provider_response_id",
+        "provider_details",
+        "provider_name",
+        "provider_url",
+        "model_name",
+        "usage",
+        "run_id",
+        "conversation_id",
+        "canonical_system",
+        "model_id",
+        "finish_reason",
+        "signature",
+        "id",
+        "metadata",
+    }
+)
+"""Keys dropped from a message's JSON form: stamped by the provider or the clock, not sent."""
+
+
+def canonical_request(
+    messages: list[ModelMessage], parameters: ModelRequestParameters | None
+) -> dict[str, Any]:
+    """Return the canonical form of one request: its messages and the tools it offered."""
+    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    tools = []
+    if parameters is not None:
+        for tool in [*parameters.function_tools, *parameters.output_tools]:
+            tools.append(
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters_json_schema,
+                }
+            )
+    return {"messages": unstamped(dumped), "tools": tools}
+
+
+def unstamped(value: Any) -> Any:
+    """Messages in their JSON form without :data:`STAMPED` keys, tool arguments parsed.
+
+    What a request's fingerprint is taken of; also how a replay compares the histories its
+    log holds with the recorded ones (``agent_history_appended.messages``).
+    """
+    if isinstance(value, list):
+        return [unstamped(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: unstamped(v) for k, v in value.items() if k not in STAMPED}
+    if out.get("part_kind") == "tool-call" and isinstance(out.get("args"), str):
+        try:
+            out["args"] = json.loads(out["args"] or "{}")
+        except json.JSONDecodeError:
+            pass  # a malformed argument string is sent as it is: fingerprinted as it is
+    return out
+
+
+def canonical_text(canonical: dict[str, Any]) -> str:
+    """The canonical form as the text that is hashed (sorted keys, indented: diffable)."""
+    return json.dumps(canonical, sort_keys=True, indent=1, ensure_ascii=False)
+
+
+def request_fingerprint(
+    messages: list[ModelMessage], parameters: ModelRequestParameters | None
+) -> str:
+    """Return the SHA-256 (hex) of the request's canonical form."""
+    text = canonical_text(canonical_request(messages, parameters))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,30 @@
+"""Replay: a run played again from its event log with no provider, and compared with it.
+
+:func:`replay_run` (``glossogen replay``) plays a recorded run again into a new folder, every
+seat and the judge answered from the run's tape (:attr:`glossogen.eventlog.RunView.tape`) by
+the ``replay`` provider (:func:`replay_model`), and reports the first call whose request
+differs from the recorded one, the first event that differs, and whether verdicts and spend
+are the same.
+"""
+
+from glossogen.replay._model import TapeExhausted, replay_model, response_of
+from glossogen.replay._replay import (
+    Divergence,
+    ReplayReport,
+    ReplayRequest,
+    first_divergence,
+    first_event_diff,
+    replay_run,
+)
+
+__all__ = [
+    "Divergence",
+    "ReplayReport",
+    "ReplayRequest",
+    "TapeExhausted",
+    "first_divergence",
+    "first_event_diff",
+    "replay_model",
+    "replay_run",
+    "response_of",
+]

@@ -1,0 +1,79 @@
+"""Re-record the committed tapes of ``tests/replay/tapes`` and ``tests/replay/tapes_http``.
+
+``tapes``: one scripted round per scenario. ``tapes_http``: two rounds over the stub model
+servers in the style of a hosted model (text with tool calls, OpenAI's Responses wire):
+prisoners_dilemma with ``player_a`` over HTTP, veyru with its in-run judge over HTTP.
+Run ``python -m tests.replay.record_tapes`` after a change that is meant to alter what seats
+send or what a run logs; review the diff of the logs before committing it. A tape of a real
+provider is recorded the same way: play the run, then copy its folder (``config.json``,
+``labels.json`` and the log) here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+from glossogen.launch import (
+    VIRTUAL_CLOCK_SETTING,
+    RunRequest,
+    claim_run,
+    open_session,
+    plan_run,
+    price_spend,
+)
+from glossogen.testing import CLOCK_START
+from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.played_runs import play_run
+from tests.fixtures.winning_players import pd_player, veyru_player
+
+TAPES = Path(__file__).parent / "tapes"
+HTTP_TAPES = Path(__file__).parent / "tapes_http"
+SECOND = 1767225600
+"""The launch second every tape's folder is claimed at (its run id)."""
+HTTP_RUNS = {
+    "prisoners_dilemma": ['model_overrides={"player_a": {"model": "gpt-5.4", "provider": "openai"}}'],
+    "veyru": ["judge_model=gpt-5.4", "judge_provider=openai"],
+}  # fmt: skip
+"""The runs over HTTP: scenario and knob overrides."""
+
+
+async def play_over_http(
+    runs_dir: Path, scenario: str, overrides: list[str], now_unix: int | None = None
+) -> str:
+    """Play 2 rounds of ``scenario`` (seats scripted but as ``overrides`` say); its folder."""
+    request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
+                         runs_dir=str(runs_dir), config="knobs_default",
+                         overrides=["round_count=2", *overrides])  # fmt: skip
+    plan = plan_run(request)
+    folder = claim_run(plan, request.runs_dir, now_unix=now_unix)
+    session = open_session(plan, folder, clock_start=CLOCK_START)
+    for round_number in (1, 2):
+        await session.play_round(round_number)
+    await session.settle_requests()
+    session.finish(price_spend(folder), "completed")
+    return folder.url
+
+
+def main() -> None:
+    """Replace every tape with a fresh recording."""
+    shutil.rmtree(TAPES, ignore_errors=True)
+    shutil.rmtree(HTTP_TAPES, ignore_errors=True)
+    for scenario in ("prisoners_dilemma", "veyru", "signal_game", "orbital_anomaly",
+                     "drive_module_repair", "spot_the_difference"):  # fmt: skip
+        play_run(str(TAPES), scenario=scenario, rounds=1, now_unix=SECOND)
+    with StubModelServer() as stub:
+        os.environ[VIRTUAL_CLOCK_SETTING] = "1"
+        os.environ["OPENAI_BASE_URL"] = stub.openai_base_url
+        os.environ["OPENAI_API_KEY"] = "sk-test-replay"
+        for scenario, overrides in HTTP_RUNS.items():
+            stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
+            asyncio.run(play_over_http(HTTP_TAPES, scenario, overrides, SECOND))
+    for lock in [*TAPES.rglob(".writer.lock"), *HTTP_TAPES.rglob(".writer.lock")]:
+        lock.unlink()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Replay: a run played again from its log by the replay provider, compared with its record."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli.replay import replay as replay_command
+from glossogen.eventlog import RunView
+from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
+from glossogen.replay import ReplayRequest, replay_run
+from glossogen.testing import play
+from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.played_runs import after_round_1
+from tests.fixtures.winning_players import pd_player, veyru_player
+from tests.replay.record_tapes import HTTP_RUNS, HTTP_TAPES, SECOND, TAPES, play_over_http
+
+SCENARIOS = [
+    "prisoners_dilemma",
+    "veyru",
+    "signal_game",
+    "orbital_anomaly",
+    "drive_module_repair",
+    "spot_the_difference",
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_scripted_run_replays_with_no_divergence(scenario: str, tmp_path: Path) -> None:
+    run = play(scenario, tmp_path, rounds=2)
+    report = replay_run(
+        ReplayRequest(run_dir=str(tmp_path / run.started.run_id), runs_dir=str(tmp_path / "r"))
+    )
+    assert (report.fingerprinted, report.divergence, report.event_diff) == (True, None, None)
+    assert (report.verdicts_equal, report.spend_equal, report.identical) == (True, True, True)
+    replayed = RunView.load(f"{report.replay_url}/{scenario}.jsonl")
+    assert replayed.tape.count == run.tape.count == report.calls
+    assert len(replayed.events) == len(run.events) == report.events
+    assert replayed.verdicts == run.verdicts
+
+
+def _edit_first_answer_of(log: Path, seat: str, text: str) -> None:
+    lines = log.read_text().splitlines()
+    for index, line in enumerate(lines):
+        event = json.loads(line)
+        if event["event_type"] == "llm_response_received" and event["agent_id"] == seat:
+            event["tool_calls"][0]["args"]["text"] = text
+            lines[index] = json.dumps(event)
+            break
+    log.write_text("\n".join(lines) + "\n")
+
+
+def test_an_edited_tool_argument_is_the_first_divergence_at_the_next_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = play("prisoners_dilemma", tmp_path, rounds=2)
+    run_dir = tmp_path / run.started.run_id
+    # player_b's first answer says something else: its second request carries that answer
+    _edit_first_answer_of(run_dir / "prisoners_dilemma.jsonl", "player_b", "I defect.")
+    code = replay_command(str(run_dir), str(tmp_path / "r"))
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    divergence = next(line for line in out if line.startswith("first divergence"))
+    assert divergence.startswith("first divergence: player_b call 2 (round 1): request sha256 ")
+    assert out[-1].endswith(": DIVERGED")
+    assert '+    "text": "I defect."' not in out  # the replay sent what the tape said ...
+    assert any('"text": "I defect."' in line for line in out)  # ... and the diff shows it
+
+
+def test_a_resumed_run_replays_process_by_process(tmp_path: Path) -> None:
+    runs_dir = str(tmp_path)
+    run_id = asyncio.run(after_round_1(runs_dir, ending="interrupted"))
+
+    async def resume() -> None:
+        config, point = plan_resume(ResumeRequest(run_dir=f"{runs_dir}/{run_id}"))
+        session = open_session(config, point.folder, resume=point)
+        await session.play_round(point.next_round)
+        await session.settle_requests()
+        session.finish(price_spend(point.folder), "completed")
+
+    asyncio.run(resume())
+    report = replay_run(ReplayRequest(run_dir=f"{runs_dir}/{run_id}", runs_dir=f"{runs_dir}/r"))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    replayed = RunView.load(f"{report.replay_url}/veyru.jsonl")
+    assert [e.event_type for e in replayed.events].count("run_resumed") == 1
+    assert replayed.status == "completed"
+
+
+def test_a_log_without_fingerprints_replays_without_the_request_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = play("prisoners_dilemma", tmp_path, rounds=1)
+    run_dir = tmp_path / run.started.run_id
+    log = run_dir / "prisoners_dilemma.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for event in lines:
+        event.pop("request_sha256", None)
+    log.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    assert replay_command(str(run_dir), str(tmp_path / "r")) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        "no request fingerprints in this log (recorded before they were logged): "
+        "replayed without the request check"
+    )
+    assert out[-1].endswith(": identical")
+
+
+def test_a_run_that_has_not_ended_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = asyncio.run(after_round_1(str(tmp_path)))
+    assert replay_command(f"{tmp_path}/{run_id}", str(tmp_path / "r")) == 65
+    assert capsys.readouterr().err == (
+        f"glossogen: error: run {run_id} has not ended: only an ended run is replayed\n"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+# One recorded run per scenario (round 1, scripted), and two over the stub servers in the style
+# of a hosted model (tests/replay/record_tapes.py), committed: replayed through the current
+# engine, a change that alters what any seat sends or what the run logs fails here, offline.
+# Re-record after an intended change with ``python -m tests.replay.record_tapes``.
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_path: Path) -> None:
+    (run_dir,) = (TAPES / scenario).iterdir()
+    report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    assert report.source_run_id == f"{scenario}/{SECOND}"
+
+
+@pytest.mark.parametrize(("scenario", "calls"), [("prisoners_dilemma", 24), ("veyru", 52)])
+def test_a_committed_tape_recorded_over_http_replays_with_no_key(
+    scenario: str, calls: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # nowhere to send anything
+    (run_dir,) = (HTTP_TAPES / scenario).iterdir()
+    recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
+    report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    assert (report.calls, report.replayed_cost_usd) == (calls, recorded.spend.total_cost_usd)
+
+
+@pytest.mark.parametrize(
+    # prisoners_dilemma: player_a over HTTP (text with tool calls, the OpenAI Responses wire),
+    # player_b scripted; veyru: every seat scripted, the judge over HTTP (an output tool call)
+    ("scenario", "calls"),
+    [("prisoners_dilemma", 24), ("veyru", 52)],
+)
+def test_a_run_over_http_replays_with_no_divergence_and_no_request(
+    scenario: str,
+    calls: int,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-replay")
+    model_stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
+    run_dir = asyncio.run(play_over_http(tmp_path, scenario, HTTP_RUNS[scenario]))
+    served = len(model_stub.requests)
+    recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
+    monkeypatch.delenv("OPENAI_API_KEY")  # no key: nothing may be sent
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # and nowhere to send it
+    report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
+    assert len(model_stub.requests) == served
+    assert (report.fingerprinted, report.divergence, report.event_diff) == (True, None, None)
+    assert (report.interleaved, report.identical, report.calls) == (False, True, calls)
+    assert report.replayed_cost_usd == report.recorded_cost_usd == recorded.spend.total_cost_usd
+    assert recorded.spend.total_cost_usd is not None and recorded.spend.total_cost_usd > 0
