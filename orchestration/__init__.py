@@ -30,7 +30,7 @@ from prefect.utilities.annotations import quote
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["GlossogenTask", "glossogen_task"]
+__all__ = ["GlossogenTask", "glossogen_task", "task_argument"]
 
 
 class GlossogenTask(Task[P, R]):
@@ -77,3 +77,15 @@ def glossogen_task(
         return GlossogenTask(fn, name=name, cache_policy=NONE, **options)
 
     return declare
+
+
+def task_argument(name: str) -> Any:
+    """The running task call's argument ``name``, as its function receives it.
+
+    For a ``task_run_name`` callable: Prefect's ``prefect.runtime.task_run.parameters`` holds
+    the call's arguments as :class:`GlossogenTask` passed them, ``quote``-d.
+    """
+    from prefect.runtime import task_run
+
+    value = task_run.parameters[name]
+    return value.unwrap() if isinstance(value, quote) else value

@@ -25,7 +25,7 @@ from glossogen.evaluation import (
     plan_request,
     run_evaluation,
 )
-from orchestration import glossogen_task
+from orchestration import glossogen_task, task_argument
 
 
 @glossogen_task(name="evaluate_one_run")
@@ -39,9 +39,7 @@ async def score_run(run_url: str, scenario: str | None, request: EvaluationReque
 
 
 def _batch_name() -> str:
-    from prefect.runtime import task_run
-
-    runs = task_run.parameters["runs"]
+    runs: list[CohortRun] = task_argument("runs")
     more = f"-and-{len(runs) - 1}-more" if len(runs) > 1 else ""
     return f"evaluate-{runs[0].run_id}{more}" if runs else "evaluate-none"
 
