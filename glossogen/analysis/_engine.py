@@ -108,8 +108,16 @@ def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
         return found[0]
     if found:
         raise QueryError(f"{name!r} is ambiguous: {', '.join(found)}", what)
+    unscored = "has_evaluation" in frame.columns and not frame.get_column("has_evaluation").any()
+    hint = (
+        "; no run of this selection has a report yet: metrics and the round grain's rows come "
+        "from scoring them (glossogen evaluate)"
+        if unscored
+        else ""
+    )
     raise QueryError(
-        f"{name!r}: no such field at the {grain} grain of this selection (list the grain's fields)",
+        f"{name!r}: no such field at the {grain} grain of this selection "
+        f"(list the grain's fields){hint}",
         what,
     )
 

@@ -26,6 +26,7 @@ from glossogen.analysis._stats import wilson
 from glossogen.eventlog import LlmResponseReceived, RunView
 from glossogen.export import FilterSelection, build_frames, select_runs, selection_of, write_tables
 from tests.analysis.cohort import Cohort, build
+from tests.fixtures.played_runs import play_run
 
 SEED7_PICKS = [[1, 1], [1, 1], [1, 1], [1, 0], [0, 0], [0, 1], [1, 0], [0, 1], [0, 1], [0, 0]]
 """``default_rng(7).integers(0, 2, size=(10, 2))``: the first ten draws of two runs."""
@@ -235,6 +236,20 @@ def test_list_fields_gives_coverage_and_values(cohort: Cohort) -> None:
     noise = by_name["knob.channel_noise_level"]
     assert (noise.rows, noise.values) == (5, ["0.0", "0.1", "0.2"])
     assert by_name["metric.mean_chars_per_round"].rows == 4
+
+
+def test_a_metric_asked_of_runs_never_scored_says_to_score_them(tmp_path: Path) -> None:
+    """A sweep's runs have no report until ``glossogen evaluate``: the refusal says so."""
+    play_run(str(tmp_path), rounds=2, now_unix=1_790_000_100)
+    query = Query(grain="round", measures=[Measure(field="round_success", agg="rate")])
+    with pytest.raises(QueryError) as unscored:
+        answer(str(tmp_path), query)
+    assert unscored.value.message == (
+        "measure 'round_success': no such field at the round grain of this selection "
+        "(list the grain's fields); no run of this selection has a report yet: metrics and "
+        "the round grain's rows come from scoring them (glossogen evaluate)"
+    )
+    assert fields(str(tmp_path), FilterSelection(), "round").rows == 0
 
 
 def test_a_bad_query_is_refused_before_any_run_is_read(tmp_path: Path) -> None:
