@@ -20,6 +20,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,17 +63,21 @@ def process(
     Raises:
         SystemExit: the process exited non-zero (its stderr is shown).
     """
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
-        env={**(os.environ if inherit else {}), **(env or {})},
-    )  # fmt: skip
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"{' '.join(args[:6])} exited {code}: {err[-2000:]}")
+    # stderr goes to a file, not a pipe: os.wait4 reads nothing while it waits, so a child
+    # that writes more than a pipe holds (64 KiB of log lines) would block forever.
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT,
+            env={**(os.environ if inherit else {}), **(env or {})},
+        )  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            stderr.seek(0)
+            err = stderr.read().decode(errors="replace")
+            raise SystemExit(f"{' '.join(args[:6])} exited {code}: {err[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 

@@ -151,7 +151,8 @@ async def play_all(runs_dir: str) -> list[str | BaseException]:
     from glossogen.concurrency import install_gate
     from orchestration.gate import PrefectCallGate
 
-    install_gate(PrefectCallGate())
+    gate = PrefectCallGate()
+    install_gate(gate)
     try:
         return await asyncio.gather(
             *(
@@ -163,7 +164,22 @@ async def play_all(runs_dir: str) -> list[str | BaseException]:
             return_exceptions=True,
         )
     finally:
+        # The slots kept for a next call go back now, as a run's end does: one whose timed
+        # release had not started when this loop ended would stay held on the server until
+        # its lease ran out (60 s), a slot fewer for the sweep that follows.
+        await gate.release_idle()
         install_gate(None)
+
+
+async def held_slots() -> dict[str, int]:
+    """Slots of each ``llm:<provider>`` limit held on the server now."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return {
+            p: (await client.read_global_concurrency_limit_by_name(f"llm:{p}")).active_slots
+            for p in MODELS
+        }
 
 
 def play_sweep(api_url: str, stubs: dict[str, Stub], concurrency: int) -> float:
@@ -319,6 +335,9 @@ def main() -> None:
                f"{wall:.1f} s)", stubs)  # fmt: skip
         for stub in stubs.values():
             stub.ask("reset")
+        if not os.environ.get("BENCH_NO_LIMITS"):
+            held = asyncio.run(held_slots())
+            print("slots held before the sweep:", ", ".join(f"{p} {n}" for p, n in held.items()))
         wall = play_sweep(api_url, stubs, concurrency)
         report(f"glossogen sweep --concurrency {concurrency} ({wall:.1f} s wall, process start "
                "and planning included)", stubs)  # fmt: skip

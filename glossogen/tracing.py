@@ -19,24 +19,12 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
-
-try:
-    from opentelemetry.sdk.trace import SpanProcessor as _ProcessorBase
-    from opentelemetry.sdk.trace.export import SpanExporter as _ExporterBase
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
-    _SDK_MISSING: str | None = None
-except ImportError as _exc:  # pragma: no cover - exercised only without the packages
-    _ProcessorBase = object  # type: ignore[assignment,misc]  # stand-in base without the SDK
-    _ExporterBase = object  # type: ignore[assignment,misc]  # stand-in base without the SDK
-    _SDK_MISSING = _exc.name or "opentelemetry-sdk"
 
 logger = logging.getLogger(__name__)
 
@@ -123,10 +111,16 @@ def configure_tracing(environ: Mapping[str, str]) -> TracingHandle | None:
     endpoint = host.rstrip("/") + OTEL_PATH
     parts = urlsplit(host)  # shown in warnings: no user info, no path
     label = f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
-    if _SDK_MISSING:
+    # The OpenTelemetry SDK is imported only here, when tracing is configured: a run without
+    # Langfuse does not pay for it.
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised only without the packages
         return TracingHandle(
             warning=f"Langfuse tracing off ({label}): install opentelemetry-sdk and "
-            f"opentelemetry-exporter-otlp-proto-http (missing module {_SDK_MISSING})",
+            f"opentelemetry-exporter-otlp-proto-http (missing module "
+            f"{exc.name or 'opentelemetry-sdk'})",
             endpoint=endpoint,
         )
     token = base64.b64encode(f"{public}:{secret}".encode()).decode()
@@ -172,16 +166,18 @@ def _start(endpoint: str, headers: dict[str, str], label: str) -> TracingHandle:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    for name in _QUIETED_LOGGERS:  # their per-batch errors would repeat; _QuietExporter warns once
+    from glossogen._tracing_sdk import ContextAttributes, QuietExporter
+
+    for name in _QUIETED_LOGGERS:  # their per-batch errors would repeat; QuietExporter warns once
         logging.getLogger(name).setLevel(logging.CRITICAL)
     provider = TracerProvider(
         resource=Resource.create({"service.name": "glossogen"}), shutdown_on_exit=False
     )
-    provider.add_span_processor(_ContextAttributes())
+    provider.add_span_processor(ContextAttributes())
     exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=EXPORT_TIMEOUT_SECONDS)
     provider.add_span_processor(
         BatchSpanProcessor(
-            _QuietExporter(exporter, label),
+            QuietExporter(exporter, label),
             schedule_delay_millis=2000,
             export_timeout_millis=EXPORT_TIMEOUT_SECONDS * 1000,
         )
@@ -191,46 +187,6 @@ def _start(endpoint: str, headers: dict[str, str], label: str) -> TracingHandle:
         endpoint=endpoint,
         _provider=provider,
     )
-
-
-class _ContextAttributes(_ProcessorBase):
-    """Copies the run and agent attributes in context onto every span as it starts."""
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        attributes = span_attributes()
-        if attributes:
-            span.set_attributes(attributes)
-
-
-class _QuietExporter(_ExporterBase):
-    """Wraps the OTLP exporter: never raises, warns once, and backs off after a failure."""
-
-    def __init__(self, inner: Any, label: str) -> None:
-        self.inner = inner
-        self.label = label
-        self.warned = False
-        self.paused_until = 0.0
-
-    def export(self, spans: Sequence[Any]) -> Any:
-        if time.monotonic() < self.paused_until:
-            return SpanExportResult.FAILURE
-        try:
-            result = self.inner.export(spans)
-        except Exception:  # noqa: BLE001 (an exporter bug must not reach the run)
-            result = SpanExportResult.FAILURE
-        if result is not SpanExportResult.SUCCESS:
-            self.paused_until = time.monotonic() + PAUSE_AFTER_FAILURE_SECONDS
-            if not self.warned:
-                self.warned = True
-                logger.warning(
-                    "Langfuse export to %s failed; spans are dropped while it fails "
-                    "(not reported again)",
-                    self.label,
-                )
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
 
 
 @contextmanager

@@ -109,6 +109,7 @@ class SlotPool:
         self.idle: list[tuple[Lease, asyncio.Task[None]]] = []
         self.waiting = 0
         self.in_flight = 0
+        self.releasing: set[asyncio.Future[None]] = set()  # releases of this pool on the wire
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -120,7 +121,16 @@ class SlotPool:
             self.waiting -= 1
         try:
             self.in_flight += 1
-            lease = self._take_idle() or await _acquire(self.client, self.name)
+            try:
+                lease = self._take_idle()
+                if lease is None and self.releasing:
+                    # A slot this process is giving back is still held on the server: asking
+                    # now would be refused (423) and wait a poll interval while it comes free.
+                    await asyncio.wait(set(self.releasing))
+                lease = lease or await _acquire(self.client, self.name)
+            except BaseException:  # refused or cancelled while asking: nothing is in flight
+                self.in_flight -= 1
+                raise
             renewing = asyncio.create_task(_renew(self.client, lease)) if lease else None
             done = False
             try:
@@ -168,16 +178,34 @@ class SlotPool:
         """Release every idle slot now, unless a request of this process is in flight or waits.
 
         The end of a run calls it, so a process that exits right after its last model call
-        does not keep a slot from other processes until the lease ends.
+        does not keep a slot from other processes until the lease ends. It also waits for the
+        releases already on the wire (an idle slot whose linger ran out): an event loop that
+        ends cancels every task, a release's too, and a slot whose release was cut off stays
+        held on the server until its lease ends (``LEASE_SECONDS``), a slot fewer for every
+        process sharing the limit.
         """
         if self.in_flight or self.waiting:
             return
+        sent = set(self.releasing)
         idle, self.idle = self.idle, []
         for _, releasing in idle:
             releasing.cancel()
         await asyncio.gather(*(self._release(lease) for lease, _ in idle))
+        if sent:
+            await asyncio.wait(sent)
 
-    async def _release(self, lease: Lease) -> None:
+    def _release(self, lease: Lease) -> asyncio.Future[None]:
+        """Give ``lease`` back to the server (a task, in ``releasing`` from this call on).
+
+        A request of this pool that asks the server meanwhile waits for it, and so does
+        :meth:`release_idle`.
+        """
+        sending = asyncio.ensure_future(self._send_release(lease))
+        self.releasing.add(sending)
+        sending.add_done_callback(self.releasing.discard)
+        return sending
+
+    async def _send_release(self, lease: Lease) -> None:
         try:
             await _without_backoff(
                 self.client.release_concurrency_slots_with_lease, lease_id=lease.lease_id
@@ -199,7 +227,8 @@ class PrefectCallGate:
         self.linger_seconds = linger_seconds
         self._limits: dict[str, LimitState] = {}
         self._pools: dict[tuple[str, int, int], SlotPool] = {}
-        self._clients: dict[int, PrefectClient] = {}
+        self._clients: dict[int, asyncio.Future[PrefectClient]] = {}
+        self._reading: dict[tuple[str, int], asyncio.Future[LimitState]] = {}
         self.waits = 0  # requests that waited past ``say_waiting_after`` (for benches and tests)
 
     async def limit_state(self, provider: str) -> LimitState:
@@ -208,6 +237,18 @@ class PrefectCallGate:
         known = self._limits.get(name)
         if known is not None and time.monotonic() - known.read_at < RECHECK_SECONDS:
             return known
+        # Calls that come while it is read wait for the same read (a sweep's first calls come
+        # together: one read and one log line, not one each).
+        key = (name, id(asyncio.get_running_loop()))
+        reading = self._reading.get(key)
+        if reading is None:
+            reading = self._reading[key] = asyncio.ensure_future(self._read_limit(name, known))
+            reading.add_done_callback(lambda done: _forget(self._reading, key, done, always=True))
+        return await asyncio.shield(reading)
+
+    async def _read_limit(self, name: str, known: LimitState | None) -> LimitState:
+        """Read ``name`` from the server, log a change of whether it is enforced, keep it."""
+        provider = name.removeprefix("llm:")
         async with get_client() as client:
             try:
                 limit = await client.read_global_concurrency_limit_by_name(name)
@@ -235,22 +276,34 @@ class PrefectCallGate:
         return self._slot(provider)
 
     async def _pool(self, state: LimitState) -> SlotPool:
+        """This loop's one pool of ``state``'s limit.
+
+        Many first calls come at once (a sweep starts its runs together): whichever finishes
+        opening the client first makes the pool, and every other call gets that same pool. A
+        second pool would be a second local queue of the full size, whose calls ask the server
+        for slots the first holds and poll while those sit idle in the first's hands.
+        """
         key = (state.name, state.size or 1, id(asyncio.get_running_loop()))
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = SlotPool(
-                state.name, state.size or 1, await self._client(), self.linger_seconds
+            client = await self._client()
+            pool = self._pools.setdefault(
+                key, SlotPool(state.name, state.size or 1, client, self.linger_seconds)
             )
         return pool
 
     async def _client(self) -> PrefectClient:
-        """One open API client per event loop (opening one costs more than a slot)."""
+        """One open API client per event loop (opening one costs more than a slot).
+
+        Calls that come while it opens wait for the same opening (shielded: a cancelled call
+        does not cancel it for the others).
+        """
         key = id(asyncio.get_running_loop())
-        client = self._clients.get(key)
-        if client is None:
-            client = await get_client().__aenter__()
-            self._clients[key] = client
-        return client
+        opening = self._clients.get(key)
+        if opening is None:
+            opening = self._clients[key] = asyncio.ensure_future(get_client().__aenter__())
+            opening.add_done_callback(lambda done: _forget(self._clients, key, done))
+        return await asyncio.shield(opening)
 
     @asynccontextmanager
     async def _slot(self, provider: str) -> AsyncIterator[None]:
@@ -281,6 +334,19 @@ class PrefectCallGate:
         _logger().info(
             "waiting for a slot of %s: all %d are held by model calls", state.name, state.size
         )
+
+
+def _forget(
+    shared: dict[Any, Any], key: Any, done: asyncio.Future[Any], always: bool = False
+) -> None:
+    """A done-callback of a shared future: drop it from ``shared`` when it failed (or ``always``).
+
+    Its exception is read here, so one whose every waiter was cancelled is not reported as
+    never retrieved; the next call starts afresh.
+    """
+    failed = done.cancelled() or done.exception() is not None
+    if always or failed:
+        shared.pop(key, None)
 
 
 async def _acquire(client: PrefectClient, name: str) -> Lease | None:

@@ -311,3 +311,37 @@ def test_an_s3_endpoint_with_no_server_is_named_unreachable_not_a_missing_bucket
         f'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/qa-bucket"'
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_PATH_PROBE = """
+import sys
+import glossogen.cli.run
+import flows.simulate
+from glossogen.scenario._registry import load_scenario
+load_scenario("veyru")
+heavy = %r
+print(sorted(name for name in heavy if name in sys.modules))
+"""
+HEAVY_FOR_A_RUN = [
+    "polars", "pyarrow", "numpy", "mcp", "uvicorn", "openai", "anthropic", "google.genai",
+    "groq", "mistralai", "opentelemetry.sdk", "llama_cpp", "glossogen.export",
+    "glossogen.analysis", "glossogen.server", "glossogen.mcp", "glossogen.evaluation",
+    "glossogen.sweep", "glossogen.verify",
+]  # fmt: skip
+
+
+def test_a_run_path_imports_none_of_the_heavy_modules_it_does_not_use(tmp_path: Path) -> None:
+    """The run command, the simulate flow and a scenario: no optional provider SDK, no
+    tables, export, analysis, server, MCP, tracing SDK (tracing off) or sweep code."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PATH_PROBE % HEAVY_FOR_A_RUN],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import httpx
 from prefect.client.orchestration import PrefectClient, get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.deployments import run_deployment
@@ -120,9 +121,11 @@ def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it
             brief = PrefectCallGate(linger_seconds=0)
             async with brief.slot("gate-linger"):
                 seen.append(("brief call", await active_slots(client)))
-            # The release is a task of its own: wait for it (and nothing else is running).
-            others = asyncio.all_tasks() - {asyncio.current_task()}
-            await asyncio.gather(*others, return_exceptions=True)
+            # Its linger (0 s) runs out at once and its release goes out on its own: a few
+            # turns of the loop put it on the wire, where the end of the run finds it.
+            for _ in range(3):
+                await asyncio.sleep(0)
+            await brief.release_idle()  # the run ends: it waits for that release too
             seen.append(("after the brief call", await active_slots(client)))
         return seen
 
@@ -135,3 +138,44 @@ def test_a_finished_call_keeps_its_slot_for_the_next_call_until_the_run_gives_it
         ("brief call", 1),
         ("after the brief call", 0),
     ]
+
+
+def test_every_slot_of_a_limit_is_used_while_calls_wait_for_one(
+    orchestration_api: str, model_stub: StubModelServer
+) -> None:
+    """12 calls come at once to one process's gate (a sweep's runs start together), limit 3.
+
+    The stub holds each request until 3 are in flight, so every batch of 3 needs every slot:
+    one the waiting calls cannot reach (a second local queue made by calls that came together,
+    its slots kept idle for its own next call) leaves a batch that never fills. Counted on the
+    stub's side: 3 in flight at most and at least, 12 requests answered.
+    """
+    limit, calls = 3, 12
+    model_stub.hold_until_in_flight, model_stub.hold_seconds = limit, DEADLINE_SECONDS
+    body = {"model": "stub", "messages": [{"role": "user", "content": "hi"}]}
+
+    async def scenario() -> tuple[list[int], int, int]:
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name="llm:gate-fill", limit=limit, active=True)
+            )
+            # A finished call's slot stays with this process for its next call the whole test
+            # (no release on a timer): only a waiting call of this process can use it.
+            gate = PrefectCallGate(linger_seconds=600)
+            async with httpx.AsyncClient(base_url=model_stub.base_url, timeout=None) as http:
+
+                async def call() -> int:
+                    async with gate.slot("gate-fill"):
+                        return (await http.post("/chat/completions", json=body)).status_code
+
+                codes = await asyncio.gather(*(call() for _ in range(calls)))
+            held = await client.read_global_concurrency_limit_by_name("llm:gate-fill")
+            await gate.release_idle()  # the run ends
+            after = await client.read_global_concurrency_limit_by_name("llm:gate-fill")
+            return codes, held.active_slots, after.active_slots
+
+    codes, held, after = asyncio.run(scenario())
+    assert codes == [200] * calls
+    assert model_stub.max_concurrent == limit
+    assert len(model_stub.requests) == calls
+    assert (held, after) == (limit, 0)  # kept for the next call, then every one given back
