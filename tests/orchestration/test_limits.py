@@ -151,7 +151,7 @@ def test_every_slot_of_a_limit_is_used_while_calls_wait_for_one(
     stub's side: 3 in flight at most and at least, 12 requests answered.
     """
     limit, calls = 3, 12
-    model_stub.hold_until_in_flight, model_stub.hold_seconds = limit, DEADLINE_SECONDS
+    model_stub.hold_until_in_flight = limit
     body = {"model": "stub", "messages": [{"role": "user", "content": "hi"}]}
 
     async def scenario() -> tuple[list[int], int, int]:
