@@ -20,8 +20,10 @@ CLI. A seeded schedule mixes, run by run:
   meanwhile; the process sends API keys of its own, so a request of it the stub reads only
   after the death is known to have reached nobody), then continued with ``glossogen run
   SCENARIO --resume RUN_DIR``;
-- some prisoners_dilemma runs have ``--spend-cap-usd`` (just above the dry-run estimate, with
-  answers large enough that the cap is reached mid-run).
+- some prisoners_dilemma runs, on both wires, have ``--spend-cap-usd``: what
+  ``CAPPED_ANSWERS`` (20) of their dear answers cost (``CAPPED_BASE`` input tokens), or just
+  above the dry-run estimate when that is higher, so the cap is reached mid-run, after about
+  a dozen answers (the seats' requests in flight reserve their worst cases).
 
 Every answer the stub renders carries a usage of its own: ``output_tokens`` 40 and
 ``input_tokens`` ``BASE + k`` for the run's k-th request. So a logged usage names the requests it
@@ -38,7 +40,7 @@ unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bo
 
 Prints one line per run and ``ledger audit: N runs, R requests served, L logged, M missing, C
 capped runs over cap, V verify failures``; exits 1 when anything is missing, unpriced, over its
-cap or unverified. ``--runs 3`` is a quick mode (one killed, one capped on the real clock, one
+cap or unverified. ``--runs 3`` is a quick mode (one killed and capped, one capped on the real clock, one
 judged).
 
 Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/ledger_audit.py [--runs 30] [--seed 28]``.
@@ -71,7 +73,7 @@ CAPPED_BASE = 40_000
 """``BASE`` of a capped run: answers dear enough that the cap is reached mid-run."""
 FAULTS = ("500", "429", "garbage", "refusal", "timeout")
 WIRES = (("openai", "gpt-4.1-mini"), ("anthropic", "claude-sonnet-4-5"))
-PD_ROUNDS, VEYRU_ROUNDS = 15, 6
+PD_ROUNDS, VEYRU_ROUNDS = 18, 6
 COST_TOLERANCE_USD = 1e-9
 KEYS = {"OPENAI_API_KEY": "sk-ledger-audit", "ANTHROPIC_API_KEY": "sk-ant-ledger-audit"}
 KILLED_KEYS = {name: f"{key}-killed" for name, key in KEYS.items()}
@@ -116,7 +118,7 @@ def schedule(runs: int, seed: int) -> list[Plan]:
                 provider=provider,
                 model=model,
                 killed=i % 3 == 0,
-                capped=pd and i % 4 == 1,
+                capped=pd and (i % 4 == 1 or i % 8 == 0),  # both wires
                 real_clock=pd and i % 3 == 1,
                 fault_share=rng.uniform(0.05, 0.2),
                 kill_at=rng.randint(12, 40) if pd else rng.randint(3, 8),
@@ -294,13 +296,20 @@ def overrides(plan: Plan) -> list[str]:
     return knobs + ["idle_floor_seconds=0.05"]
 
 
+CAPPED_ANSWERS = 20
+"""A capped run's cap is what this many of its dear answers cost: with the worst cases the
+seats' requests in flight reserve, it is reached after about a dozen answers, mid-run."""
+
+
 def spend_cap(plan: Plan, runs_dir: str) -> float:
-    """A cap just above the dry-run estimate (a cap below it is refused at launch)."""
+    """The cap of :data:`CAPPED_ANSWERS` answers, or just above the dry-run estimate when that
+    is higher (a cap below it is refused at launch)."""
     from glossogen.launch import estimate_cost, plan_run
 
     config = plan_run(request(plan, runs_dir, None))
     per_round = estimate_cost(config).per_round_usd or 0.0
-    return round(per_round * PD_ROUNDS * 1.02 + 0.005, 2) if per_round else 1.0
+    answers = CAPPED_ANSWERS * price(plan, CAPPED_BASE + CAPPED_ANSWERS, OUT_TOKENS)
+    return round(max(per_round * PD_ROUNDS * 1.02, answers) + 0.005, 2)
 
 
 def request(plan: Plan, runs_dir: str, cap: float | None) -> Any:
