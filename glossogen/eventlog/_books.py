@@ -27,10 +27,11 @@ the log, round, agent):
 - ``spend``: every ``simulation_ended`` records what the priced events before it sum to
   (:meth:`Spend.count`, this run's own calls, superseded attempts included): its
   ``total_cost_usd``, ``inherited_cost_usd`` and, where both are known, ``judge_cost_usd``
-  and each seat's cost; each seat's tokens always. To :data:`TOLERANCE_USD`. A GlossoGen 0.5.x
-  log priced no call and is not checked. The probe's ledger (:data:`PROBE_LEDGER`): its last
-  probe's requests are priced to the report's ``protocol_probe.cost_usd``
-  (:func:`check_probe_ledger`).
+  and each seat's cost; each seat's tokens always; when the total is unknown (a lower bound),
+  its ``priced_cost_usd``, the calls whose cost is known. To :data:`TOLERANCE_USD`. A
+  GlossoGen 0.5.x log priced no call and is not checked. The probe's ledger
+  (:data:`PROBE_LEDGER`): its last probe's requests are priced to the report's
+  ``protocol_probe.cost_usd`` (:func:`check_probe_ledger`).
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
 - ``log``: no line is damaged (a damaged line may be a lost event), and no process that is
@@ -389,6 +390,8 @@ class _Books:
                 wrong.append(f"{name} {_usd(recorded)} but its events sum to {_usd(summed)}")
 
         compare("total_cost_usd", ended.total_cost_usd, own.total_cost_usd)
+        if ended.priced_cost_usd is not None:  # a total that is a lower bound: its known part
+            compare("priced_cost_usd", ended.priced_cost_usd, own.known_cost_usd)
         if self.view.derived or ended.inherited_cost_usd:
             compare("inherited_cost_usd", ended.inherited_cost_usd, inherited.total_cost_usd)
         if ended.judge_cost_usd is not None and own.judge_cost_usd is not None:
