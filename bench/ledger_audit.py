@@ -36,7 +36,10 @@ usage priced with genai-prices (``calc_price``) to 1e-9 USD; a capped run logged
 no more than its cap; ``glossogen verify``'s rules (``RunView.check_books``) hold. An answer the
 killed process received but had not logged when it died is counted apart from the missing ones
 (``answers sent as they died``): the run passes only if its log marks as many requests of
-unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bound).
+unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bound). An answer the
+stub rendered after the client's timeout (a held one, or on a loaded machine any answer slower
+than the 1 s timeout) is counted apart too (``answered after the client's timeout``): the run
+passes only if its log marks at least as many timeouts of unknown cost.
 
 Prints one line per run and ``ledger audit: N runs, R requests served, L logged, M missing, C
 capped runs over cap, V verify failures``; exits 1 when anything is missing, unpriced, over its
@@ -443,14 +446,23 @@ def reconcile(audit: Audit, stub: Any, run_dir: str) -> None:
                 price(plan, by_k[k].input_tokens, by_k[k].output_tokens) for k in ks
             )
         audit.logged += len(ks)
-    for s in audit.served:
-        if not s.matched:
-            if s.k in stub.timed_out:  # the provider answered after the client gave up on it
-                audit.late.append(s)
-            elif plan.killed and s.before_kill:
-                audit.lost_at_kill.append(s)
-            else:
-                audit.missing.append(s)
+    unmatched = [s for s in audit.served if not s.matched]
+    audit.late = [s for s in unmatched if s.k in stub.timed_out]  # answered after the client left
+    # A request the stub did not hold can time out too: on a loaded machine an answer may take
+    # longer than the client's 1 s timeout, and the stub still renders it. Each such answer is
+    # set against a timeout the log marks cost-unknown, one for one, those the held requests
+    # leave over; an answer no such mark covers is lost (at a kill) or missing.
+    spare = audit.timed_out_unknown - len(audit.late)
+    for s in unmatched:
+        if s.k in stub.timed_out:
+            continue
+        if spare > 0:
+            spare -= 1
+            audit.late.append(s)
+        elif plan.killed and s.before_kill:
+            audit.lost_at_kill.append(s)
+        else:
+            audit.missing.append(s)
     ended = view.ended
     audit.status = ended.status if ended else "no end"
     audit.logged_usd = ended.total_cost_usd if ended else None
