@@ -20,8 +20,10 @@ CLI. A seeded schedule mixes, run by run:
   meanwhile; the process sends API keys of its own, so a request of it the stub reads only
   after the death is known to have reached nobody), then continued with ``glossogen run
   SCENARIO --resume RUN_DIR``;
-- some prisoners_dilemma runs have ``--spend-cap-usd`` (just above the dry-run estimate, with
-  answers large enough that the cap is reached mid-run).
+- some prisoners_dilemma runs, on both wires, have ``--spend-cap-usd``: what
+  ``CAPPED_ANSWERS`` (20) of their dear answers cost (``CAPPED_BASE`` input tokens), or just
+  above the dry-run estimate when that is higher, so the cap is reached mid-run, after about
+  a dozen answers (the seats' requests in flight reserve their worst cases).
 
 Every answer the stub renders carries a usage of its own: ``output_tokens`` 40 and
 ``input_tokens`` ``BASE + k`` for the run's k-th request. So a logged usage names the requests it
@@ -34,11 +36,14 @@ usage priced with genai-prices (``calc_price``) to 1e-9 USD; a capped run logged
 no more than its cap; ``glossogen verify``'s rules (``RunView.check_books``) hold. An answer the
 killed process received but had not logged when it died is counted apart from the missing ones
 (``answers sent as they died``): the run passes only if its log marks as many requests of
-unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bound).
+unknown cost (``model_request_abandoned`` unanswered, so the total is a lower bound). An answer the
+stub rendered after the client's timeout (a held one, or on a loaded machine any answer slower
+than the 1 s timeout) is counted apart too (``answered after the client's timeout``): the run
+passes only if its log marks at least as many timeouts of unknown cost.
 
 Prints one line per run and ``ledger audit: N runs, R requests served, L logged, M missing, C
 capped runs over cap, V verify failures``; exits 1 when anything is missing, unpriced, over its
-cap or unverified. ``--runs 3`` is a quick mode (one killed, one capped on the real clock, one
+cap or unverified. ``--runs 3`` is a quick mode (one killed and capped, one capped on the real clock, one
 judged).
 
 Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/ledger_audit.py [--runs 30] [--seed 28]``.
@@ -71,7 +76,7 @@ CAPPED_BASE = 40_000
 """``BASE`` of a capped run: answers dear enough that the cap is reached mid-run."""
 FAULTS = ("500", "429", "garbage", "refusal", "timeout")
 WIRES = (("openai", "gpt-4.1-mini"), ("anthropic", "claude-sonnet-4-5"))
-PD_ROUNDS, VEYRU_ROUNDS = 15, 6
+PD_ROUNDS, VEYRU_ROUNDS = 18, 6
 COST_TOLERANCE_USD = 1e-9
 KEYS = {"OPENAI_API_KEY": "sk-ledger-audit", "ANTHROPIC_API_KEY": "sk-ant-ledger-audit"}
 KILLED_KEYS = {name: f"{key}-killed" for name, key in KEYS.items()}
@@ -116,7 +121,7 @@ def schedule(runs: int, seed: int) -> list[Plan]:
                 provider=provider,
                 model=model,
                 killed=i % 3 == 0,
-                capped=pd and i % 4 == 1,
+                capped=pd and (i % 4 == 1 or i % 8 == 0),  # both wires
                 real_clock=pd and i % 3 == 1,
                 fault_share=rng.uniform(0.05, 0.2),
                 kill_at=rng.randint(12, 40) if pd else rng.randint(3, 8),
@@ -294,13 +299,20 @@ def overrides(plan: Plan) -> list[str]:
     return knobs + ["idle_floor_seconds=0.05"]
 
 
+CAPPED_ANSWERS = 20
+"""A capped run's cap is what this many of its dear answers cost: with the worst cases the
+seats' requests in flight reserve, it is reached after about a dozen answers, mid-run."""
+
+
 def spend_cap(plan: Plan, runs_dir: str) -> float:
-    """A cap just above the dry-run estimate (a cap below it is refused at launch)."""
+    """The cap of :data:`CAPPED_ANSWERS` answers, or just above the dry-run estimate when that
+    is higher (a cap below it is refused at launch)."""
     from glossogen.launch import estimate_cost, plan_run
 
     config = plan_run(request(plan, runs_dir, None))
     per_round = estimate_cost(config).per_round_usd or 0.0
-    return round(per_round * PD_ROUNDS * 1.02 + 0.005, 2) if per_round else 1.0
+    answers = CAPPED_ANSWERS * price(plan, CAPPED_BASE + CAPPED_ANSWERS, OUT_TOKENS)
+    return round(max(per_round * PD_ROUNDS * 1.02, answers) + 0.005, 2)
 
 
 def request(plan: Plan, runs_dir: str, cap: float | None) -> Any:
@@ -434,14 +446,23 @@ def reconcile(audit: Audit, stub: Any, run_dir: str) -> None:
                 price(plan, by_k[k].input_tokens, by_k[k].output_tokens) for k in ks
             )
         audit.logged += len(ks)
-    for s in audit.served:
-        if not s.matched:
-            if s.k in stub.timed_out:  # the provider answered after the client gave up on it
-                audit.late.append(s)
-            elif plan.killed and s.before_kill:
-                audit.lost_at_kill.append(s)
-            else:
-                audit.missing.append(s)
+    unmatched = [s for s in audit.served if not s.matched]
+    audit.late = [s for s in unmatched if s.k in stub.timed_out]  # answered after the client left
+    # A request the stub did not hold can time out too: on a loaded machine an answer may take
+    # longer than the client's 1 s timeout, and the stub still renders it. Each such answer is
+    # set against a timeout the log marks cost-unknown, one for one, those the held requests
+    # leave over; an answer no such mark covers is lost (at a kill) or missing.
+    spare = audit.timed_out_unknown - len(audit.late)
+    for s in unmatched:
+        if s.k in stub.timed_out:
+            continue
+        if spare > 0:
+            spare -= 1
+            audit.late.append(s)
+        elif plan.killed and s.before_kill:
+            audit.lost_at_kill.append(s)
+        else:
+            audit.missing.append(s)
     ended = view.ended
     audit.status = ended.status if ended else "no end"
     audit.logged_usd = ended.total_cost_usd if ended else None

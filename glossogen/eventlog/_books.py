@@ -27,8 +27,11 @@ the log, round, agent):
 - ``spend``: every ``simulation_ended`` records what the priced events before it sum to
   (:meth:`Spend.count`, this run's own calls, superseded attempts included): its
   ``total_cost_usd``, ``inherited_cost_usd`` and, where both are known, ``judge_cost_usd``
-  and each seat's cost; each seat's tokens always. To :data:`TOLERANCE_USD`. A GlossoGen 0.5.x
-  log priced no call and is not checked.
+  and each seat's cost; each seat's tokens always; when the total is unknown (a lower bound),
+  its ``priced_cost_usd``, the calls whose cost is known. To :data:`TOLERANCE_USD`. A
+  GlossoGen 0.5.x log priced no call and is not checked. The probe's ledger
+  (:data:`PROBE_LEDGER`): its last probe's requests are priced to the report's
+  ``protocol_probe.cost_usd`` (:func:`check_probe_ledger`).
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
 - ``log``: no line is damaged (a damaged line may be a lost event), and no process that is
@@ -387,6 +390,8 @@ class _Books:
                 wrong.append(f"{name} {_usd(recorded)} but its events sum to {_usd(summed)}")
 
         compare("total_cost_usd", ended.total_cost_usd, own.total_cost_usd)
+        if ended.priced_cost_usd is not None:  # a total that is a lower bound: its known part
+            compare("priced_cost_usd", ended.priced_cost_usd, own.known_cost_usd)
         if self.view.derived or ended.inherited_cost_usd:
             compare("inherited_cost_usd", ended.inherited_cost_usd, inherited.total_cost_usd)
         if ended.judge_cost_usd is not None and own.judge_cost_usd is not None:
@@ -423,6 +428,31 @@ class _Books:
         if wrong:
             self.add("spend", f"line {self.line(index)} (simulation_ended)", "; ".join(wrong))
 
+    def check_probe_spend(self, report: str, reported_usd: float | None) -> None:
+        """The last probe's priced requests against the report (:func:`check_probe_ledger`)."""
+        starts = [
+            i for i, e in enumerate(self.events) if isinstance(e, ModelRequestSent) and e.call == 1
+        ]
+        if not starts:
+            return
+        sent = {e.request_id for e in self.events[starts[-1] :] if isinstance(e, ModelRequestSent)}
+        costs: dict[str, float | None] = {}
+        for event in self.events[starts[-1] :]:
+            if isinstance(event, ProbeRequestSettled) and event.request_id in sent:
+                costs.setdefault(event.request_id, event.cost_usd)
+        if set(costs) != sent:
+            return  # killed with requests in flight: the requests rule names them
+        known = [cost for cost in costs.values() if cost is not None]
+        total = sum(known) if len(known) == len(costs) else None
+        where = f"{self.file} lines {self.line(starts[-1])}-{self.line(len(self.events) - 1)}"
+        if not _same(reported_usd, total):
+            self.add(
+                "spend",
+                f"{where} (the last probe, {len(sent)} requests)",
+                f"{report} says protocol_probe cost {_usd(reported_usd)} but its requests are "
+                f"priced at {_usd(total)}",
+            )
+
     # -- inherited ---------------------------------------------------------------------------
     def check_inherited(self, source: RunView) -> None:
         costs = {e.event_id: e.cost_usd for e in source.events if isinstance(e, _PRICED)}
@@ -450,12 +480,24 @@ PROBE_LEDGER = "protocol_probe_requests.jsonl"
 """The run folder's ledger of ``protocol_probe`` requests (``glossogen evaluate``'s)."""
 
 
-def check_probe_ledger(read: EventLogRead, run_id: str) -> list[BrokenRule]:
-    """Every ``requests`` rule the probe's ledger (:data:`PROBE_LEDGER`, as read) breaks.
+def check_probe_ledger(
+    read: EventLogRead, run_id: str, reported: tuple[str, float | None] | None = None
+) -> list[BrokenRule]:
+    """Every rule the probe's ledger (:data:`PROBE_LEDGER`, as read) breaks.
 
-    Each probe request logged as sent is settled by exactly one ``probe_request_settled``
-    naming it, none twice and none never sent. One no event settles was in flight when the
-    evaluate that sent it was killed: named until the next probe logs it abandoned.
+    ``requests``: each probe request logged as sent is settled by exactly one
+    ``probe_request_settled`` naming it, none twice and none never sent. One no event settles
+    was in flight when the evaluate that sent it was killed: named until the next probe logs it
+    abandoned.
+
+    ``spend``, given ``reported`` (the report's file name and its ``protocol_probe.cost_usd``):
+    the last probe's requests, all settled, are priced to what the report says it cost, to
+    :data:`TOLERANCE_USD` (a cost unknown on one side only breaks it too). The ledger keeps
+    every probe the run has had; the report holds the last one's entry (a probe asks again
+    only when its entry is not up to date, and then replaces it). A probe's requests are those
+    from its first ``model_request_sent`` (``call`` 1: each probe counts from 1) to the file's
+    end. A last probe with a request unsettled was killed: the report still holds the probe
+    before it, and the ``requests`` rule names it.
     """
     from glossogen.eventlog._view import RunView
 
@@ -464,6 +506,8 @@ def check_probe_ledger(read: EventLogRead, run_id: str) -> list[BrokenRule]:
     books._check_request_ids(
         ": the evaluate that sent it was killed (the next probe logs it abandoned)"
     )
+    if reported is not None:
+        books.check_probe_spend(*reported)
     return books.broken
 
 

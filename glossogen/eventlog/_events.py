@@ -630,6 +630,10 @@ class SimulationEnded(Event):
     """This run's ``agent_run_cycle_failed`` events by ``error_kind`` (own rounds only)."""
     cost_note: str | None = None
     """Why ``total_cost_usd`` is null, when it is."""
+    priced_cost_usd: float | None = None
+    """When ``total_cost_usd`` is null: this run's calls whose cost is known, summed (USD), the
+    total's lower bound, so ``glossogen verify`` can still hold every priced event to it. Null
+    when the total is known (it is that sum), and on a line written before it was recorded."""
 
 
 CORE_EVENTS: tuple[type[Event], ...] = (

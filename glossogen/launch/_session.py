@@ -77,6 +77,8 @@ class RunSpend(BaseModel):
     """This run's own ``agent_run_cycle_failed`` events by ``error_kind``."""
     cost_note: str | None = None
     """Why ``total_cost_usd`` is null, when it is."""
+    priced_cost_usd: float | None = None
+    """When ``total_cost_usd`` is null: the calls whose cost is known, summed (a lower bound)."""
     tokens: Tokens = Field(default_factory=Tokens)
     """Tokens of the run's own calls, agents and judge (cache reads and writes apart)."""
     judge_tokens: Tokens = Field(default_factory=Tokens)
@@ -357,6 +359,7 @@ class RunSession:
             error=error,
             model_errors=spend.model_errors,
             cost_note=spend.cost_note,
+            priced_cost_usd=spend.priced_cost_usd,
         )
         self.engine.emit(ended)
         return RunResult(
@@ -572,6 +575,7 @@ def price_spend(folder: RunFolder) -> RunSpend:
         inherited_cost_usd=_usd(view.inherited_spend.total_cost_usd),
         model_errors=errors,
         cost_note=note,
+        priced_cost_usd=None if note is None else _usd(own.known_cost_usd),
         tokens=own.tokens,
         judge_tokens=own.judge_tokens,
     )

@@ -143,7 +143,9 @@ def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRu
     """Read one run's log and check its books (:func:`books_of`), and its probe ledger.
 
     The ledger of ``evaluate``'s ``protocol_probe`` requests (:data:`PROBE_LEDGER`), when the
-    run folder holds one, is held to the ``requests`` rule too.
+    run folder holds one, is held to the ``requests`` rule too, and, when the run's report
+    (``<scenario>_report.json``) holds a ``protocol_probe`` entry, its last probe's priced
+    total to that entry's ``cost_usd`` (the ``spend`` rule).
 
     Raises:
         FileNotFoundError: the run has no event log.
@@ -157,8 +159,19 @@ def verify_run(folder: RunFolder, sources: _Sources | None = None) -> VerifiedRu
         view.live = folder.is_locked()
     broken = books_of(view, folder, sources)
     if folder.exists(PROBE_LEDGER):  # the probe's requests, asked by evaluate
-        broken += check_probe_ledger(read_events(folder.file_url(PROBE_LEDGER)), folder.run_id)
+        broken += check_probe_ledger(
+            read_events(folder.file_url(PROBE_LEDGER)), folder.run_id, _probe_cost(folder)
+        )
     return VerifiedRun(folder.run_id, folder.url, broken)
+
+
+def _probe_cost(folder: RunFolder) -> tuple[str, float | None] | None:
+    """The run's report name and its ``protocol_probe.cost_usd``; None without such an entry."""
+    from glossogen.evaluation import read_report, report_name
+
+    report = read_report(folder.url, folder.scenario)
+    entry = report.metrics.get("protocol_probe") if report is not None else None
+    return None if entry is None else (report_name(folder.scenario), entry.cost_usd)
 
 
 def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:

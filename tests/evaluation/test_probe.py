@@ -256,3 +256,49 @@ def test_every_probe_request_is_logged_as_sent_then_settled_once_and_verified(
                                 "was killed before it answered; its cost is unknown"}  # fmt: skip
     assert len(again) == len(kept) + 1 + 2 * 16
     assert verify_run(folder).broken == []
+
+
+def test_verify_prices_the_last_probe_to_the_reports_cost(
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from glossogen.cli import main
+
+    def verify() -> tuple[int, list[str]]:
+        with pytest.raises(SystemExit) as exited:
+            main(["verify", str(run_dir)])
+        return int(exited.value.code), capsys.readouterr().out.splitlines()
+
+    # Two probes: two replicas (16 requests), then one (the report's entry is for two, so it
+    # asks again: 8). The ledger keeps both; the report holds the last one's cost.
+    run_dir, _ = _probe(model_stub, monkeypatch, tmp_path, "gpt-4o-mini", replicas=2)
+    plan = plan_evaluation(str(run_dir), "protocol_probe", probe_replicas=1)
+    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    assert len(model_stub.requests) == 24 and len(_ledger(run_dir)) == 48
+    # gpt-4o-mini: 2000 in at $0.15/M and 40 out at $0.60/M, $0.000324 a request; 8 of them
+    assert report.metrics["protocol_probe"].cost_usd == pytest.approx(0.002592, abs=1e-12)
+    assert verify() == (0, ["verified 1 run: 0 failed"])
+
+    where = "veyru/1700000000: spend: protocol_probe_requests.jsonl lines 33-48 (the last probe, 8 requests)"  # noqa: E501
+    report_path = run_dir / "veyru_report.json"
+    kept = report_path.read_text()
+    edited = json.loads(kept)
+    edited["metrics"]["protocol_probe"]["cost_usd"] = 0.5
+    report_path.write_text(json.dumps(edited))
+    assert verify() == (1, [
+        f"{where}: veyru_report.json says protocol_probe cost 0.5 but its requests are priced at "
+        "0.002592", "verified 1 run: 1 failed"])  # fmt: skip
+
+    # The report as written, a settled request's cost edited in the ledger: 7 requests priced.
+    report_path.write_text(kept)
+    ledger = _ledger(run_dir)
+    first = next(e for e in ledger[32:] if e["event_type"] == "probe_request_settled")
+    first["cost_usd"] = 0.0
+    (run_dir / "protocol_probe_requests.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in ledger)
+    )
+    assert verify() == (1, [
+        f"{where}: veyru_report.json says protocol_probe cost 0.002592 but its requests are "
+        "priced at 0.002268", "verified 1 run: 1 failed"])  # fmt: skip

@@ -14,7 +14,7 @@ from glossogen.eventlog import ModelRequestAbandoned, ModelRequestSent, RunView,
 from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
 from glossogen.storage import RunFolder
 from glossogen.verify import verify_run
-from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.model_stubs import StubFault, StubModelServer
 from tests.fixtures.played_runs import CLOCK_START
 from tests.providers.test_wire_formats import USAGE, pd_player
 from tests.verify.runs import copy_run, fork, line_of, lines, write
@@ -25,12 +25,13 @@ PRICE = float(
 """What one request the stub answers costs (every answer reports ``USAGE``)."""
 
 
-def _play(runs_dir: Path) -> RunFolder:
+def _play(runs_dir: Path, *overrides: str) -> RunFolder:
     async def go() -> RunFolder:
         plan = plan_run(RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini",
                                    provider="openai", runs_dir=str(runs_dir),
                                    config="knobs_default",
-                                   overrides=["round_count=2", "idle_floor_seconds=0.05"]))  # fmt: skip
+                                   overrides=["round_count=2", "idle_floor_seconds=0.05",
+                                              *overrides]))  # fmt: skip
         folder = claim_run(plan, str(runs_dir))
         session = open_session(plan, folder, clock_start=CLOCK_START)
         for n in (1, 2):
@@ -43,13 +44,17 @@ def _play(runs_dir: Path) -> RunFolder:
 
 
 def _play_on(
-    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *overrides: str
 ) -> RunFolder:
     """A two-round prisoners' dilemma over the stub as OpenAI, every seat playing along."""
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model_stub.responder = pd_player
-    return _play(tmp_path / "runs")
+    return _play(tmp_path / "runs", *overrides)
+
+
+def _usd(value: float) -> str:
+    return f"{round(value, 10):.10f}".rstrip("0").rstrip(".")
 
 
 def test_a_priced_run_balances_and_an_edited_cost_is_named(
@@ -97,6 +102,40 @@ def test_a_priced_run_balances_and_an_edited_cost_is_named(
         f"{run_id}: spend: line {line_of(events, ended)} (simulation_ended): agent "
         f"{answer['agent_id']} cache tokens (read, write, 1 h write) ({read}, 0, 0) but its "
         f"events sum to ({read - 200}, 0, 0)"
+    ]
+
+
+def test_a_lower_bound_total_keeps_its_priced_part_and_an_edited_cost_is_named(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A run whose total is unknown (a request timed out after it was sent) records the calls
+    it priced, summed, so an edited cost is still named (the seat's cost is unknown too)."""
+    # Held 30 s: only the SDK's 3 s timeout ends the call; every other answer comes at once.
+    model_stub.queue(StubFault(kind="timeout"))
+    folder = _play_on(model_stub, monkeypatch, tmp_path, "agent_model_settings.timeout=3")
+    answered = [s for s in model_stub.served if s.reply.input_tokens == USAGE["input_tokens"]]
+    priced = len(answered) * PRICE  # what the stub served, less the answer the client left
+    assert len(model_stub.served) == len(answered) + 1
+    events = lines(Path(folder.log_url))
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    assert ended["total_cost_usd"] is None
+    assert ended["priced_cost_usd"] == pytest.approx(priced, abs=1e-9)
+    assert verify_run(folder).broken == []
+
+    run_id, log = copy_run(folder, tmp_path / "copies", 1000000013)
+    events = lines(log)
+    (failed,) = [e for e in events if e["event_type"] == "agent_run_cycle_failed"]
+    seat = failed["agent_id"]  # its cost is unknown: no seat line can name the edit
+    answer = next(
+        e for e in events if e["event_type"] == "llm_response_received" and e["agent_id"] == seat
+    )
+    answer["cost_usd"] = 0.0
+    write(log, events)
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    assert [rule.text for rule in verify_run(RunFolder.at(str(log.parent))).broken] == [
+        f"{run_id}: spend: line {line_of(events, ended)} (simulation_ended): priced_cost_usd "
+        f"{_usd(ended['priced_cost_usd'])} but its events sum to "
+        f"{_usd(ended['priced_cost_usd'] - PRICE)}"
     ]
 
 
