@@ -159,6 +159,18 @@ def _verdict_by_chance(package: Path, odds: str, way_in: str) -> int:
     return next(n for n, line in enumerate(lines, start=1) if "CHANCE.random()" in line)
 
 
+def _ten_checks(packages: Path) -> list[str]:
+    """Each of ten checks' problems, made one after another in one process."""
+    ten = (
+        "from glossogen.authoring import check_scenario\n"
+        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
+    )
+    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(packages)}
+    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    return out.stdout.splitlines()
+
+
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
 def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Path) -> None:
     """Named where the module draws it: ten checks, ten findings (they were 7 and 3 in 10).
@@ -175,14 +187,7 @@ def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Pa
     checked = _check(tmp_path / "packages")
     assert (checked.returncode, checked.stdout) == (65, "")
     assert checked.stderr.splitlines() == [f"glossogen: error: {NAME}: {finding}"]
-    ten = (
-        "from glossogen.authoring import check_scenario\n"
-        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
-    )
-    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")}
-    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
-                         check=True)  # fmt: skip
-    assert out.stdout.splitlines() == [str([finding])] * 10
+    assert _ten_checks(tmp_path / "packages") == [str([finding])] * 10
 
 
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
@@ -194,15 +199,8 @@ def test_a_random_draw_the_source_hides_is_caught_by_the_run_every_time(
     package = write_new_scenario(NAME, tmp_path / "packages").package_dir
     hidden = 'CHANCE = getattr(__import__("importlib").import_module("ran" + "dom"), "_inst")'
     _verdict_by_chance(package, odds, hidden)
-    ten = (
-        "from glossogen.authoring import check_scenario\n"
-        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
-    )
-    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path / "packages")}
-    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
-                         check=True)  # fmt: skip
     finding = (
         "the scripted run drew from the global random source: draw from ctx.rng(...), never a "
         "global or unseeded source"
     )
-    assert out.stdout.splitlines() == [str([finding])] * 10
+    assert _ten_checks(tmp_path / "packages") == [str([finding])] * 10
