@@ -333,6 +333,7 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
 
 def _note_on_report(plan: Any, done: Any) -> None:
     """Note the metrics left blank, skipped log lines, dropped entries, status and books."""
+    from glossogen.eventlog import RunView
     from glossogen.verify import books_of
 
     report = done.report
@@ -350,7 +351,9 @@ def _note_on_report(plan: Any, done: Any) -> None:
         )
     if report.run_status != "completed":
         _note(f"run status: {report.run_status or 'no simulation_ended'} (report: run_status)")
-    for rule in books_of(plan.run.view, plan.run.folder):  # its figures rest on its books
+    run = plan.run
+    view = run.view if run.whole else RunView.load(run.folder.log_url)  # every event: the books
+    for rule in books_of(view, run.folder):  # its figures rest on its books
         # damaged lines and a log with no ending: the skipped-lines and status notes say them
         if rule.rule not in ("log", "ended"):
             _note(f"books do not balance: {rule.text}")

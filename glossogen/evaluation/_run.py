@@ -92,6 +92,9 @@ class LoadedRun:
         messages: ``message_sent`` events on the primary channels in phase ``main``.
         hooks: What the run offers metrics (see :data:`~glossogen.evaluation._contract.Hook`).
         skipped: Lines of the log the reader skipped (damaged or of unknown event types).
+        whole: ``view`` parsed every event of the log. False when only the event types the
+            metrics read were parsed: such a view cannot check the run's books (its spend and
+            tokens would be summed over no events); read the whole log for that.
     """
 
     folder: RunFolder
@@ -109,6 +112,7 @@ class LoadedRun:
     messages: list[MessageSent]
     hooks: set[str] = field(default_factory=set)
     skipped: SkippedLines = field(default_factory=SkippedLines)
+    whole: bool = True
 
     @property
     def run_dir(self) -> str:
@@ -378,6 +382,7 @@ def load_run(
         seats=seats,
         rounds_played=rounds,
         messages=messages,
+        whole=reads is None,
         hooks=hooks,
         skipped=SkippedLines(read.invalid_lines, read.unknown_lines, read.truncated_tail),
     )
