@@ -7,6 +7,7 @@ no longer counts. :func:`read_state` keeps only the events that count.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from glossogen.eventlog import (
     Event,
     LlmResponseReceived,
     MessageSent,
+    ModelRequestSent,
     RoundCompleted,
     RoundResultRecorded,
     RunResumed,
@@ -185,7 +187,11 @@ class RunState:
         after_round: The last completed round.
         events: The events that count up to the boundary, in log order.
         histories: Each agent's exact pydantic-ai message history.
-        turns: Model requests per agent (``max_agent_turns`` counts these).
+        turns: Model requests per agent up to the boundary (each seat's next cycle number).
+        made: For a resume, the model requests each agent made in the whole log, those of a
+            round cut off after the boundary included: what ``max_agent_turns`` caps (a resume
+            plays that round again, but its requests were made and billed). Empty for a fork,
+            whose source's later requests are not its own: there ``turns`` is what it made.
         tool_calls: Tool calls per agent (continues the scripted models' call ids).
         seats: Each agent's current ``(model, provider, model_settings)``.
         recorded: Verdicts per round and whether the round was void.
@@ -204,6 +210,7 @@ class RunState:
     events: list[Event] = field(default_factory=list)
     histories: dict[str, list[ModelMessage]] = field(default_factory=dict)
     turns: dict[str, int] = field(default_factory=dict)
+    made: dict[str, int] = field(default_factory=dict)
     tool_calls: dict[str, int] = field(default_factory=dict)
     seats: dict[str, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
     recorded: dict[int, tuple[list[Verdict], bool]] = field(default_factory=dict)
@@ -262,7 +269,31 @@ def read_state(events: list[Event], after_round: int | None = None) -> RunState:
             kept = kept + pending[: cut + 1]
     state.events = kept
     _fold(state, kept)
+    if after_round is None:  # a resume: the run's own requests, the cut-off round's too
+        state.made = requests_made(events)
     return state
+
+
+def requests_made(events: list[Event]) -> dict[str, int]:
+    """Model requests each seat made in the whole log, all its processes (``max_agent_turns``).
+
+    A billed request is counted by its ``model_request_sent`` (written before it is sent, so a
+    request that failed, was abandoned or was cut off with its round counts too); an unbilled
+    one (scripted, local), which has no sent event, by its ``llm_response_received``. The
+    requests of a round a kill or a stop cut off count: they were made (and billed) although
+    the resume plays that round again. A fork starts from its boundary instead
+    (:func:`read_state` with ``after_round``): the source's later requests are not its own.
+    """
+    made: Counter[str] = Counter()
+    sent: set[str] = set()
+    for event in events:
+        if isinstance(event, ModelRequestSent):
+            made[event.agent_id] += 1
+            sent.add(event.request_id)
+    for event in events:
+        if isinstance(event, LlmResponseReceived) and event.request_id not in sent:
+            made[event.agent_id] += 1
+    return dict(made)
 
 
 def _at_boundary(event: Event, after_round: int) -> bool:

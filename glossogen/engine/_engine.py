@@ -237,7 +237,8 @@ class RunEngine(ChannelOps, SeatAgents):
             runner.history = list(state.histories.get(agent_id, []))
             runner.logged = list(runner.history)
             runner.turns = state.turns.get(agent_id, 0)
-            runner.out = runner.turns >= self.setup.max_agent_turns
+            runner.made = max(runner.turns, state.made.get(agent_id, 0))
+            runner.out = runner.made >= self.setup.max_agent_turns
         self.recorded = dict(state.recorded)
         self.total_messages, self.total_chars = state.total_messages, state.total_chars
         self.postmortem_messages = state.postmortem_messages
@@ -392,7 +393,7 @@ class RunEngine(ChannelOps, SeatAgents):
     def out_of_turns(self) -> list[str]:
         """Seats taken out by ``max_agent_turns`` (they make no more requests in this run)."""
         limit = self.setup.max_agent_turns
-        return [r.spec.agent_id for r in self.runners.values() if r.out and r.turns >= limit]
+        return [r.spec.agent_id for r in self.runners.values() if r.out and r.made >= limit]
 
     @property
     def every_agent_out(self) -> bool:

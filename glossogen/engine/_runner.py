@@ -89,8 +89,11 @@ class AgentRunner:
         inbox: Messages and world events not yet handed to the agent.
         prompts: Briefings waiting to become the next prompt.
         observations: What the agent saw this phase (for scripted policies).
-        turns: Agent cycles made in the whole run; a cycle is one model request and the tool
-            calls of its response (``max_agent_turns`` counts these).
+        turns: Agent cycles of the run as its log keeps them; a cycle is one model request
+            and the tool calls of its response (each cycle's number).
+        made: Model requests the seat made in the whole run, every process of it: what
+            ``max_agent_turns`` caps. It runs ahead of ``turns`` after a resume, which plays
+            again a round a kill or a stop cut off: that round's requests were made and billed.
     """
 
     spec: AgentSpec
@@ -105,6 +108,7 @@ class AgentRunner:
     prompts: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     observations: list[Observation] = field(default_factory=list)
     turns: int = 0
+    made: int = 0
     tool_calls: int = 0
     logged: list[ModelMessage] = field(default_factory=list)
     """The history as last logged (``agent_history_appended``), message objects kept."""
@@ -467,11 +471,12 @@ class CycleDriver:
             for part in rejected:
                 self._rejected(runner, part)
             self._confirm(runner)
-            if runner.turns >= self.max_agent_turns:
+            if runner.made >= self.max_agent_turns:
                 raise TurnLimitReached
             if not self.call_allowed():
                 raise SpendCapReached
             runner.turns += 1
+            runner.made += 1
             runner.phase_turns += 1
         elif Agent.is_call_tools_node(node):
             response = node.model_response

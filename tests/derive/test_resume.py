@@ -312,3 +312,40 @@ def test_a_fork_of_a_changed_run_takes_the_config_its_next_round_was_played_unde
     prepared = prepare_fork(ForkRequest("veyru", str(source), after_round, str(tmp_path)))
     fork_config = json.loads((Path(prepared.folder.url) / "config.json").read_text())
     assert fork_config["round_count"] == round_count
+
+
+def test_a_resume_counts_the_requests_of_the_round_it_plays_again_against_the_turn_cap(
+    three_rounds: Path, tmp_path: Path
+) -> None:
+    """A run cut off in round 2 made requests in that round; the resume plays the round again,
+    and its seats may make only what the cap has left (a fresh user saw 201 requests a seat
+    under ``--max-agent-turns 200`` after a stop and a resume)."""
+    lines = (three_rounds / "veyru.jsonl").read_text().splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]
+    answers = [i for i, e in enumerate(events) if e["event_type"] == "llm_response_received"]
+    in_round_2 = [i for i in answers if events[i]["round_number"] == 2]
+    keep = in_round_2[1] + 1  # killed right after round 2's second answer was written
+    run = _cut_copy(three_rounds, tmp_path / "cut", keep, torn_tail=False)
+
+    def answered(upto: int) -> Counter[str]:
+        return Counter(e["agent_id"] for e in events[:upto]
+                       if e["event_type"] == "llm_response_received")  # fmt: skip
+
+    whole = answered(len(events))  # what each seat needed for the three rounds
+    boundary = answered(in_round_2[0])  # up to round 1's end (no answer between)
+    made = answered(keep)
+    state = read_state(read_events(str(run / "veyru.jsonl")).events)
+    assert (state.after_round, state.turns, state.made) == (1, dict(boundary), dict(made))
+    assert sum(made.values()) == sum(boundary.values()) + 2
+    seat = next(a for a in sorted(made) if made[a] > boundary[a])  # made some of them
+    cap = whole[seat]  # just what it needed for the three rounds uninterrupted
+    request = ResumeRequest(run_dir=str(run), max_agent_turns=cap, allow_config_change=True)
+    config, _ = plan_resume(request)
+    result = asyncio.run(resume(config, str(run), True))
+    logged = Counter(e.agent_id for e in read_events(str(run / "veyru.jsonl")).events
+                     if e.event_type == "llm_response_received")  # fmt: skip
+    # Its cut-off requests in round 2 came on top of what it needed: it stops at the cap (it
+    # made cap + 1 before; its last request comes after the round settled, so the run still
+    # completes).
+    assert (logged[seat], result.status) == (cap, "completed")
+    assert all(n <= cap for n in logged.values())
