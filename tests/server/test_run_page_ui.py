@@ -96,6 +96,10 @@ def finished(tmp_path: Path) -> dict[str, Any]:
             capture_output=True, text=True,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
+    # A sweep's labels, as a sweep trial carries them: the widest cells the list shows.
+    (Path(pd.url) / "labels.json").write_text(
+        '{"sweep": "veyru_grid", "cell": "cf33d9c92", "trial": "2", "epoch": "1", "part": "main"}'
+    )
     return {"runs": runs, "pd": pd, "std": std}
 
 
@@ -170,6 +174,13 @@ def test_a_finished_run_page_is_a_few_screens_per_round(
         ]  # fmt: skip
         glyph = listing.locator("button.copy").first
         assert glyph.locator("svg").count() == 1 and glyph.inner_text() == ""
+        # At 1280 px the table fits: long ids and metric names wrap, no score is pushed past
+        # the window's right edge (a fresh user read round_success 0.6667 as "round_success 0").
+        listing.set_viewport_size({"width": 1280, "height": 900})
+        assert listing.evaluate("document.documentElement.scrollWidth") == 1280
+        assert listing.eval_on_selector_all(
+            "td.evaluation", "cs => cs.every(c => c.getBoundingClientRect().right <= 1280)"
+        )
 
 
 def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
