@@ -16,8 +16,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]  # fmt: skip
 
-TIMEOUT_MS = 120_000
-"""How long a browser test waits for a page to show what the log holds."""
+TIMEOUT_MS = 0
+"""How long a browser test waits for a page to show what the log holds: Playwright's 0, as long
+as it takes (``tests/fixtures/polling.py`` says why no wait has a bound of its own)."""
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,6 @@ def live_run(runs: Path, stub: StubModelServer, rounds: int) -> Iterator[tuple[s
         wait_until(
             lambda: log.exists() and b"simulation_started" in log.read_bytes(),
             "the run begins its log",
-            120,
         )
         yield run_id, folder
         child.wait()
@@ -293,7 +292,6 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 wait_until(
                     lambda: (page.inner_text("#cost"), _seat_cells(page)) == _paid_so_far(log),
                     "the page's cost and seat table to show what the log paid",
-                    TIMEOUT_MS / 1000,
                 )
                 cost, seats = _paid_so_far(log)
                 # A bound: which seat's send is refused (and retried), and how far round 1 has
