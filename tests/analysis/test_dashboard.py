@@ -123,7 +123,7 @@ def test_the_static_report(
     results = json.loads((out / "results.json").read_text())
     assert results["done"]["run_ids"] == sorted(cohort.ids.values())
 
-    page = browser.new_page(viewport={"width": 1000, "height": 1400})  # type: ignore[attr-defined]
+    page = browser.new_page(viewport={"width": 1000, "height": 1400})
     page.goto((out / "index.html").as_uri())
     page.wait_for_function(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"

@@ -15,7 +15,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from flows.simulate import resume, simulate
 from glossogen.derive import DeriveError, ForkRequest, open_resume, prepare_fork, read_state
-from glossogen.eventlog import read_events
+from glossogen.eventlog import LlmResponseReceived, read_events
 from glossogen.launch import ResumeRequest, RunRequest, plan_resume
 from glossogen.storage import RunFolder, RunLock
 
@@ -343,7 +343,7 @@ def test_a_resume_counts_the_requests_of_the_round_it_plays_again_against_the_tu
     config, _ = plan_resume(request)
     result = asyncio.run(resume(config, str(run), True))
     logged = Counter(e.agent_id for e in read_events(str(run / "veyru.jsonl")).events
-                     if e.event_type == "llm_response_received")  # fmt: skip
+                     if isinstance(e, LlmResponseReceived))  # fmt: skip
     # Its cut-off requests in round 2 came on top of what it needed: it stops at the cap (it
     # made cap + 1 before; its last request comes after the round settled, so the run still
     # completes).
