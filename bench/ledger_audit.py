@@ -46,7 +46,12 @@ capped runs over cap, V verify failures``; exits 1 when anything is missing, unp
 cap or unverified. ``--runs 3`` is a quick mode (one killed and capped, one capped on the real clock, one
 judged).
 
-Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/ledger_audit.py [--runs 30] [--seed 28]``.
+The issue's proof asks for at least 2,000 requests: the default 35 runs serve about 2,050-2,150
+answered (billed) requests; ``--min-requests N`` makes an audit that served fewer than N answered
+requests exit 1 (``ledger audit: ... short of N``).
+
+Usage: ``VIRTUAL_ENV= uv run --no-sync python bench/ledger_audit.py [--runs 35] [--seed 28]
+[--min-requests 2000]``.
 """
 
 from __future__ import annotations
@@ -536,12 +541,18 @@ def line(a: Audit) -> str:
 def main() -> int:
     """Play the schedule, print one line per run and the summary; 1 if anything is off."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30, help="runs to play (default 30)")
+    parser.add_argument("--runs", type=int, default=35, help="runs to play (default 35)")
     parser.add_argument("--seed", type=int, default=28, help="seed of the schedule (default 28)")
     parser.add_argument("--runs-dir", default="", help="where the runs go (default: a temp dir)")
+    parser.add_argument(
+        "--min-requests", type=int, default=0,
+        help="exit 1 when fewer answered requests were served (default 0: no floor)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.runs < 1:
         parser.error(f"--runs {args.runs}: play at least 1")
+    if args.min_requests < 0:
+        parser.error(f"--min-requests {args.min_requests}: give 0 or more")
     sys.path.insert(0, str(ROOT))
     os.environ.update({**KEYS, "PREFECT_LOGGING_LEVEL": "ERROR"})
     from deployments.local_server import local_prefect_server
@@ -601,10 +612,11 @@ def main() -> int:
           f"{said[-1] if said else ''}", flush=True)  # fmt: skip
     print(
         f"ledger audit: {len(audits)} runs, {served} requests served, {logged} logged, "
-        f"{missing} missing, {over} capped runs over cap, {unverified} verify failures",
+        f"{missing} missing, {over} capped runs over cap, {unverified} verify failures"
+        + (f"; short of {args.min_requests} requests" if served < args.min_requests else ""),
         flush=True,
     )
-    if verified.returncode != 0:
+    if verified.returncode != 0 or served < args.min_requests:
         return 1
     return 0 if all(a.ok for a in audits) else 1
 
