@@ -189,7 +189,11 @@
       li.appendChild(el("span", "outcome", e.void ? "void" : (e.success ? "won" : "lost")));
       li.appendChild(document.createTextNode(" — "));
       li.appendChild(el("span", "reason", e.reason));
-      art.querySelector("ul.verdicts").appendChild(li);
+      // One line per team: the summary's re-read may have drawn this verdict already (it can
+      // land before the stream's event does), and a second line would show it twice.
+      const list = art.querySelector("ul.verdicts");
+      const drawn = list.querySelector('li[data-team="' + CSS.escape(String(e.team_id)) + '"]');
+      if (drawn) drawn.replaceWith(li); else list.appendChild(li);
     },
     simulation_ended(e) { ended(e.status, e.status !== "completed"); },
   };
