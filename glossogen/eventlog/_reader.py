@@ -5,8 +5,9 @@ file on one bad line). Each line is classified:
 
 - a known event: validated through :func:`~glossogen.eventlog.event_adapter` (so scenario
   events registered before the call, and upcasters on the event classes, apply); a reader
-  starts from the classes registered so far and loads every installed scenario's events only
-  at the first line of a type none of them has (a run's reader never pays for the others);
+  starts from the classes registered so far; at the first line of a type none of them has it
+  loads the scenario the log's ``simulation_started`` names, and every installed scenario's
+  events only when that one lacks the type too (a run's reader never pays for the others);
 - unknown: valid JSON object whose ``event_type`` no class knows; counted and kept as a dict;
 - invalid: not UTF-8, not JSON (``NaN`` included), not an object, no string ``event_type``, or
   failed validation; counted and skipped;
@@ -180,12 +181,34 @@ class _Known:
     def __init__(self) -> None:
         self.classes = registered_event_classes()
         self.adapter = registered_event_adapter()
+        self.scenario = ""
+        """The scenario the log's ``simulation_started`` names ("" before that line)."""
 
     def has(self, tag: str) -> bool:
-        """Whether some event class has ``tag`` (every scenario's events loaded to tell)."""
-        if tag not in self.classes and not scenario_events_loaded():
-            self.classes, self.adapter = event_classes(), event_adapter()
+        """Whether some event class has ``tag``.
+
+        To tell, the log's own scenario is loaded, then (not one of its events) every scenario.
+        """
+        if tag in self.classes or scenario_events_loaded():
+            return tag in self.classes
+        if self.scenario and _load_one(self.scenario):
+            self.classes, self.adapter = registered_event_classes(), registered_event_adapter()
+            if tag in self.classes:
+                return True
+        self.classes, self.adapter = event_classes(), event_adapter()
         return tag in self.classes
+
+
+def _load_one(scenario: str) -> bool:
+    """Register the events of ``scenario``; False when it is not installed or fails to load."""
+    # The registry sits above this package (it registers into it): imported here, when asked.
+    from glossogen.scenario._registry import load_scenario
+
+    try:
+        load_scenario(scenario)
+    except Exception:  # noqa: BLE001  # unknown or broken: every scenario is tried next
+        return False
+    return True
 
 
 def _classify(
@@ -205,6 +228,8 @@ def _classify(
             result.truncated_line = number
         return None
     tag = obj.get("event_type") if isinstance(obj, dict) else None
+    if tag == "simulation_started" and not known.scenario:
+        known.scenario = str(obj.get("scenario_name") or "")
     if not isinstance(tag, str):
         result.invalid_lines += 1
         result.invalid_line_numbers.append(number)

@@ -149,13 +149,15 @@ from glossogen.scenario._registry import load_scenario
 load_scenario("veyru")
 read = read_events("tests/replay/tapes/spot_the_difference/1767225600/spot_the_difference.jsonl")
 kinds = sorted({type(e).__module__ for e in read.events if type(e).__module__.startswith("scen")})
-print(kinds, read.unknown_lines, read.invalid_lines)
+loaded = sorted({m.split(".")[1] for m in sys.modules if m.startswith("scenarios.")})
+print(kinds, read.unknown_lines, read.invalid_lines, loaded)
 """
 
 
 def test_a_log_of_a_scenario_not_loaded_reads_its_events_as_their_classes() -> None:
-    """A reader starts from the registered classes (here veyru's) and loads the other
-    scenarios at the first line of a type it lacks: none is read as unknown."""
+    """A reader starts from the registered classes (here veyru's) and, at the first line of a
+    type it lacks, loads the scenario the log names: none is read as unknown, and no third
+    scenario is imported."""
     done = subprocess.run(
         [sys.executable, "-c", FRESH_READ],
         capture_output=True,
@@ -164,4 +166,6 @@ def test_a_log_of_a_scenario_not_loaded_reads_its_events_as_their_classes() -> N
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "['scenarios.spot_the_difference.events'] 0 0"
+    assert done.stdout.strip() == (
+        "['scenarios.spot_the_difference.events'] 0 0 ['spot_the_difference', 'veyru']"
+    )
