@@ -71,8 +71,10 @@ def health_problem(api_url: str) -> str | None:
     """
     import httpx
 
+    url = f"{api_url.rstrip('/')}/health"
+    tls = not url.lower().startswith("http:")  # plain HTTP: no TLS context (CA bundle) built
     try:
-        answer = httpx.get(f"{api_url.rstrip('/')}/health", timeout=HEALTH_TIMEOUT_SECONDS)
+        answer = httpx.get(url, timeout=HEALTH_TIMEOUT_SECONDS, verify=tls)
     except httpx.HTTPError as exc:
         return unreachable_reason(exc) or _describe(exc)
     if answer.is_success or answer.status_code in (401, 403):

@@ -89,6 +89,52 @@ def canonical_text(canonical: dict[str, Any]) -> str:
 def request_fingerprint(
     messages: list[ModelMessage], parameters: ModelRequestParameters | None
 ) -> str:
-    """Return the SHA-256 (hex) of the request's canonical form."""
-    text = canonical_text(canonical_request(messages, parameters))
+    """Return the SHA-256 (hex) of the request's canonical form.
+
+    The hash of ``canonical_text(canonical_request(messages, parameters))``, that text built from
+    pieces: each message's and each tool's part of it is rendered once and kept (a seat's
+    history is re-sent with every request, so rendering it whole each time made a run's
+    fingerprints quadratic in its length).
+    """
+    canonical = canonical_request([], parameters)
+    if not messages:
+        return hashlib.sha256(canonical_text(canonical).encode()).hexdigest()
+    listed = ",\n  ".join(_message_text(message) for message in messages)
+    tools = ",\n  ".join(_piece(tool) for tool in canonical["tools"])
+    text = (
+        '{\n "messages": [\n  '
+        + listed
+        + "\n ],\n "
+        + ('"tools": [\n  ' + tools + "\n ]\n}" if tools else '"tools": []\n}')
+    )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+_TEXTS: dict[str, str] = {}
+"""A message's or a tool's canonical text at its depth in a request, by its compact JSON form."""
+_KEPT = 4096
+"""Pieces kept at most (the cache starts again past it)."""
+
+
+def _message_text(message: ModelMessage) -> str:
+    """One message's canonical text as it stands in a request's ``messages`` list."""
+    key = ModelMessagesTypeAdapter.dump_json([message]).decode()
+    text = _TEXTS.get(key)
+    if text is None:
+        (dumped,) = ModelMessagesTypeAdapter.dump_python([message], mode="json")
+        text = _keep(key, unstamped(dumped))
+    return text
+
+
+def _piece(value: dict[str, Any]) -> str:
+    """A tool's canonical text as it stands in a request's ``tools`` list."""
+    key = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return _TEXTS.get(key) or _keep(key, value)
+
+
+def _keep(key: str, value: Any) -> str:
+    """Render ``value`` two levels deep in the canonical text (each newline indented by 2)."""
+    if len(_TEXTS) >= _KEPT:
+        _TEXTS.clear()
+    text = _TEXTS[key] = canonical_text(value).replace("\n", "\n  ")
+    return text

@@ -30,6 +30,7 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -49,13 +50,21 @@ from glossogen.pricing import price_call, price_usage
 FRAMING_TOKENS = 1024
 """Input tokens a provider may add to a request beyond its own bytes (a tool-use preamble)."""
 
-_PARAMETERS = TypeAdapter(ModelRequestParameters)
+
+@cache
+def _parameters() -> TypeAdapter[ModelRequestParameters]:
+    """The request parameters' serializer, built on a capped run's first request.
+
+    Not at import: its schema was most of this module's import time, and a run without a cap
+    never needs it.
+    """
+    return TypeAdapter(ModelRequestParameters)
 
 
 def input_token_bound(request_context: ModelRequestContext) -> int:
     """A safe upper bound of the input tokens of one request: its UTF-8 bytes + framing."""
     messages = ModelMessagesTypeAdapter.dump_json(request_context.messages)
-    parameters = _PARAMETERS.dump_json(request_context.model_request_parameters)
+    parameters = _parameters().dump_json(request_context.model_request_parameters)
     return len(messages) + len(parameters) + FRAMING_TOKENS
 
 

@@ -722,7 +722,7 @@ def event_classes() -> dict[str, type[Event]]:
     :func:`_load_scenario_events`) and any class passed to :func:`register_event`.
     """
     _load_scenario_events()
-    return {_tag(c): c for c in CORE_EVENTS} | dict(_registered)
+    return registered_event_classes()
 
 
 def event_adapter() -> TypeAdapter[Any]:
@@ -731,8 +731,30 @@ def event_adapter() -> TypeAdapter[Any]:
     return _adapter()
 
 
+def scenario_events_loaded() -> bool:
+    """Whether every scenario's events are registered (under this ``GLOSSOGEN_SCENARIO_PATH``)."""
+    return os.environ.get("GLOSSOGEN_SCENARIO_PATH", "") in _scenarios_loaded
+
+
+def registered_event_classes() -> dict[str, type[Event]]:
+    """The event classes known so far: core, and those registered (no scenario loaded for it).
+
+    A reader starts from these (a run's own scenario registered its events when it loaded) and
+    asks :func:`event_classes` only for a line whose type none of them has.
+    """
+    return {_tag(c): c for c in CORE_EVENTS} | dict(_registered)
+
+
+def registered_event_adapter() -> TypeAdapter[Any]:
+    """A TypeAdapter over the union of :func:`registered_event_classes`.
+
+    Cached until the next :func:`register_event`.
+    """
+    return _adapter()
+
+
 @cache
 def _adapter() -> TypeAdapter[Any]:
-    classes = tuple(event_classes().values())
+    classes = tuple(registered_event_classes().values())
     members = Union[classes]  # type: ignore[valid-type]  # built at run time  # noqa: UP007
     return TypeAdapter(Annotated[members, Field(discriminator="event_type")])

@@ -4,7 +4,10 @@ The log is read line by line with the standard JSON parser (never polars, which 
 file on one bad line). Each line is classified:
 
 - a known event: validated through :func:`~glossogen.eventlog.event_adapter` (so scenario
-  events registered before the call, and upcasters on the event classes, apply);
+  events registered before the call, and upcasters on the event classes, apply); a reader
+  starts from the classes registered so far; at the first line of a type none of them has it
+  loads the scenario the log's ``simulation_started`` names, and every installed scenario's
+  events only when that one lacks the type too (a run's reader never pays for the others);
 - unknown: valid JSON object whose ``event_type`` no class knows; counted and kept as a dict;
 - invalid: not UTF-8, not JSON (``NaN`` included), not an object, no string ``event_type``, or
   failed validation; counted and skipped;
@@ -36,7 +39,14 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from glossogen.eventlog._events import Event, event_adapter, event_classes
+from glossogen.eventlog._events import (
+    Event,
+    event_adapter,
+    event_classes,
+    registered_event_adapter,
+    registered_event_classes,
+    scenario_events_loaded,
+)
 from glossogen.eventlog._upcast import LegacyUpcaster, is_legacy
 from glossogen.storage import is_local, open_fs, translate_errors
 
@@ -155,19 +165,57 @@ def read_event_bytes(data: bytes) -> EventLogRead:
 
 def _read(lines: Iterator[tuple[bytes, bool, int]]) -> EventLogRead:
     result = EventLogRead()
-    adapter = event_adapter()
-    known = event_classes()
+    known = _Known()
     for obj, terminated, number in _objects(lines):
-        _classify(result, obj, terminated, adapter, known, number)
+        _classify(result, obj, terminated, known, number)
     return result
+
+
+class _Known:
+    """The event classes one read validates against.
+
+    Those registered when it starts, and every installed scenario's from the first line of a
+    type none of them has.
+    """
+
+    def __init__(self) -> None:
+        self.classes = registered_event_classes()
+        self.adapter = registered_event_adapter()
+        self.scenario = ""
+        """The scenario the log's ``simulation_started`` names ("" before that line)."""
+
+    def has(self, tag: str) -> bool:
+        """Whether some event class has ``tag``.
+
+        To tell, the log's own scenario is loaded, then (not one of its events) every scenario.
+        """
+        if tag in self.classes or scenario_events_loaded():
+            return tag in self.classes
+        if self.scenario and _load_one(self.scenario):
+            self.classes, self.adapter = registered_event_classes(), registered_event_adapter()
+            if tag in self.classes:
+                return True
+        self.classes, self.adapter = event_classes(), event_adapter()
+        return tag in self.classes
+
+
+def _load_one(scenario: str) -> bool:
+    """Register the events of ``scenario``; False when it is not installed or fails to load."""
+    # The registry sits above this package (it registers into it): imported here, when asked.
+    from glossogen.scenario._registry import load_scenario
+
+    try:
+        load_scenario(scenario)
+    except Exception:  # noqa: BLE001  # unknown or broken: every scenario is tried next
+        return False
+    return True
 
 
 def _classify(
     result: EventLogRead,
     obj: Any,
     terminated: bool,
-    adapter: Any,
-    known: dict[str, Any],
+    known: _Known,
     number: int,
 ) -> Event | dict[str, Any] | None:
     """Add line ``number`` to ``result`` (the module docstring's rule); return what it added."""
@@ -180,16 +228,18 @@ def _classify(
             result.truncated_line = number
         return None
     tag = obj.get("event_type") if isinstance(obj, dict) else None
+    if tag == "simulation_started" and not known.scenario:
+        known.scenario = str(obj.get("scenario_name") or "")
     if not isinstance(tag, str):
         result.invalid_lines += 1
         result.invalid_line_numbers.append(number)
         return None
-    if tag not in known:
+    if not known.has(tag):
         result.unknown_lines += 1
         result.raw_unknown.append(obj)
         return dict(obj)
     try:
-        event: Event = adapter.validate_python(obj)
+        event: Event = known.adapter.validate_python(obj)
     except ValidationError:
         result.invalid_lines += 1
         result.invalid_line_numbers.append(number)
@@ -249,7 +299,7 @@ class LogTail:
         if end < 0:
             return []
         self.offset += end + 1
-        adapter, known = event_adapter(), event_classes()
+        known = _Known()
         out: list[Event | dict[str, Any]] = []
         for raw in data[: end + 1].split(b"\n")[:-1]:
             self._lines += 1
@@ -263,7 +313,7 @@ class LogTail:
             if isinstance(obj, dict) and is_legacy(obj):
                 self._upcaster = self._upcaster or LegacyUpcaster()
                 obj = self._upcaster.upcast(obj)
-            added = _classify(self.read, obj, True, adapter, known, self._lines)
+            added = _classify(self.read, obj, True, known, self._lines)
             if added is not None:
                 out.append(added)
         return out

@@ -26,26 +26,6 @@ from glossogen.export._selection import (
     select_runs,
     selection_of,
 )
-from glossogen.export._tables import (
-    ALWAYS,
-    DEFAULT_FRAMES,
-    FRAMES,
-    LOG_FRAMES,
-    available_columns,
-    build_frames,
-    check_frames,
-    check_picks,
-    coverage,
-    legend,
-)
-from glossogen.export._write import (
-    check_out,
-    csv_bytes,
-    publish,
-    write_legend,
-    write_table,
-    write_tables,
-)
 
 if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
     from glossogen.export._atif import build_trajectories, trajectory_json
@@ -57,6 +37,26 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         estimate_raw_bytes,
         write_raw_zip,
     )
+    from glossogen.export._tables import (
+        ALWAYS,
+        DEFAULT_FRAMES,
+        FRAMES,
+        LOG_FRAMES,
+        available_columns,
+        build_frames,
+        check_frames,
+        check_picks,
+        coverage,
+        legend,
+    )
+    from glossogen.export._write import (
+        check_out,
+        csv_bytes,
+        publish,
+        write_legend,
+        write_table,
+        write_tables,
+    )
 
 _RAW_NAMES = {
     "RAW_ZIP_MAX_BYTES",
@@ -67,10 +67,35 @@ _RAW_NAMES = {
     "write_raw_zip",
 }
 _ATIF_NAMES = {"build_trajectories", "trajectory_json"}
+_TABLE_NAMES = {
+    "ALWAYS",
+    "DEFAULT_FRAMES",
+    "FRAMES",
+    "LOG_FRAMES",
+    "available_columns",
+    "build_frames",
+    "check_frames",
+    "check_picks",
+    "coverage",
+    "legend",
+}
+_WRITE_NAMES = {"check_out", "csv_bytes", "publish", "write_legend", "write_table", "write_tables"}
 
 
 def __getattr__(name: str) -> object:
-    """Import the raw zip and ATIF names on first use (the atif package is not needed for CSV)."""
+    """Import the tables, writing, raw zip and ATIF names on first use.
+
+    Selecting runs needs none of them (``glossogen verify`` imports no polars); the atif package
+    is not needed for CSV.
+    """
+    if name in _TABLE_NAMES:
+        from glossogen.export import _tables
+
+        return getattr(_tables, name)
+    if name in _WRITE_NAMES:
+        from glossogen.export import _write
+
+        return getattr(_write, name)
     if name in _RAW_NAMES:
         from glossogen.export import _raw
 

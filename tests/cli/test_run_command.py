@@ -320,6 +320,9 @@ import glossogen.cli.run
 import flows.simulate
 from glossogen.scenario._registry import load_scenario
 load_scenario("veyru")
+from glossogen.eventlog import read_events
+read = read_events("tests/replay/tapes/veyru/1767225600/veyru.jsonl")
+assert read.events and not read.unknown_lines and not read.invalid_lines, read
 heavy = %r
 print(sorted(name for name in heavy if name in sys.modules))
 """
@@ -328,12 +331,17 @@ HEAVY_FOR_A_RUN = [
     "groq", "mistralai", "opentelemetry.sdk", "llama_cpp", "glossogen.export",
     "glossogen.analysis", "glossogen.server", "glossogen.mcp", "glossogen.evaluation",
     "glossogen.sweep", "glossogen.verify",
+    # the reader of a run's log loads no other scenario (every scenario only for a line of a
+    # type the registered classes lack)
+    "scenarios.spot_the_difference", "scenarios.prisoners_dilemma", "scenarios.signal_game",
+    "scenarios.orbital_anomaly", "scenarios.drive_module_repair",
 ]  # fmt: skip
 
 
 def test_a_run_path_imports_none_of_the_heavy_modules_it_does_not_use(tmp_path: Path) -> None:
-    """The run command, the simulate flow and a scenario: no optional provider SDK, no
-    tables, export, analysis, server, MCP, tracing SDK (tracing off) or sweep code."""
+    """The run command, the simulate flow, a scenario and a read of its log: no optional
+    provider SDK, no tables, export, analysis, server, MCP, tracing SDK (tracing off), sweep
+    code or other scenario."""
     done = subprocess.run(
         [sys.executable, "-c", RUN_PATH_PROBE % HEAVY_FOR_A_RUN],
         capture_output=True,

@@ -1,4 +1,7 @@
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -137,3 +140,32 @@ def test_parse_line_refuses_what_the_standard_parser_refuses():
     for bad in (b'{"elapsed": NaN}', b'{"a": Infinity}', b"{", b"\xff"):
         with pytest.raises(ValueError):
             parse_line(bad)
+
+
+FRESH_READ = """
+import sys
+from glossogen.eventlog import read_events
+from glossogen.scenario._registry import load_scenario
+load_scenario("veyru")
+read = read_events("tests/replay/tapes/spot_the_difference/1767225600/spot_the_difference.jsonl")
+kinds = sorted({type(e).__module__ for e in read.events if type(e).__module__.startswith("scen")})
+loaded = sorted({m.split(".")[1] for m in sys.modules if m.startswith("scenarios.")})
+print(kinds, read.unknown_lines, read.invalid_lines, loaded)
+"""
+
+
+def test_a_log_of_a_scenario_not_loaded_reads_its_events_as_their_classes() -> None:
+    """A reader starts from the registered classes (here veyru's) and, at the first line of a
+    type it lacks, loads the scenario the log names: none is read as unknown, and no third
+    scenario is imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_READ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == (
+        "['scenarios.spot_the_difference.events'] 0 0 ['spot_the_difference', 'veyru']"
+    )

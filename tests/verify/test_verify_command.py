@@ -3,6 +3,8 @@ the exit codes (0 balanced, 1 broken, 64 usage, 65 refused, 66 unreadable)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,27 @@ def test_a_selection_of_no_run_is_refused_65_naming_it(
     expected = message.replace("ROOT", where).replace("EMPTY", where)
     assert _verify(capsys, "--runs-dir", where, *asked) == (
         65, [], [f"glossogen: error: {expected}"])  # fmt: skip
+
+
+VERIFY_PROBE = """
+import sys
+from glossogen.cli import main
+try:
+    main(["verify", sys.argv[1]])
+except SystemExit as exited:
+    print(exited.code)
+print(sorted(m for m in ("polars", "pyarrow", "prefect", "pydantic_ai") if m in sys.modules))
+"""
+
+
+def test_verify_imports_no_tables_prefect_or_pydantic_ai(cohort: dict[str, str]) -> None:
+    """Selecting and checking runs needs no polars (the export's tables load on first use)."""
+    done = subprocess.run(
+        [sys.executable, "-c", VERIFY_PROBE, cohort["one_dir"]],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-2:] == ["0", "[]"]

@@ -1,0 +1,97 @@
+"""A request's fingerprint: the hash of its canonical text, however that text is assembled."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition
+
+from glossogen.engine._fingerprint import canonical_request, canonical_text, request_fingerprint
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _whole(messages: list[ModelMessage], parameters: ModelRequestParameters | None) -> str:
+    """The fingerprint as the module docstring defines it: one render of the whole request."""
+    text = canonical_text(canonical_request(messages, parameters))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _history() -> list[ModelMessage]:
+    return [
+        ModelRequest(
+            parts=[
+                SystemPromptPart(content="You are seat A.\nSay little.", timestamp=AT),
+                UserPromptPart(content='Round 1: "glyph" ∆ ü\t[x]', timestamp=AT),
+            ]
+        ),
+        ModelResponse(
+            parts=[
+                TextPart(content="thinking, then a call"),
+                ToolCallPart(
+                    tool_name="send", args='{"text": "zu ka", "n": 1.5}', tool_call_id="c1"
+                ),
+                ToolCallPart(tool_name="send", args="{not json", tool_call_id="c2"),
+                ToolCallPart(tool_name="look", args={"at": [1, {"b": None}]}, tool_call_id="c3"),
+            ],
+            model_name="scripted",
+            timestamp=AT,
+            provider_response_id="resp-1",
+        ),
+        ModelRequest(
+            parts=[ToolReturnPart(tool_name="send", content={"ok": True}, tool_call_id="c1")]
+        ),
+    ]
+
+
+TOOLS = ModelRequestParameters(
+    function_tools=[
+        ToolDefinition(
+            name="send",
+            description="Send a message.\nOne line.",
+            parameters_json_schema={
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "n": {"type": "number"}},
+                "required": ["text"],
+            },
+        ),
+        ToolDefinition(name="look", parameters_json_schema={"type": "object", "properties": {}}),
+    ]
+)
+
+
+def test_the_fingerprint_is_the_hash_of_the_whole_canonical_text() -> None:
+    history = _history()
+    cases: list[tuple[list[ModelMessage], ModelRequestParameters | None]] = [
+        ([], None),
+        ([], TOOLS),
+        (history[:1], None),
+        (history[:1], ModelRequestParameters()),
+        (history, TOOLS),
+        (history[:2], TOOLS),
+        (history, TOOLS),  # twice: the second from the kept pieces
+    ]
+    assert [request_fingerprint(m, p) for m, p in cases] == [_whole(m, p) for m, p in cases]
+
+
+def test_a_message_changed_after_it_was_fingerprinted_is_fingerprinted_as_it_now_is() -> None:
+    history = _history()
+    before = request_fingerprint(history, TOOLS)
+    part = history[0].parts[1]
+    assert isinstance(part, UserPromptPart)
+    part.content = "Round 1: another prompt"
+    after = request_fingerprint(history, TOOLS)
+    assert after == _whole(history, TOOLS)
+    assert after != before
