@@ -45,6 +45,9 @@ LAUNCH = ".launch.json"
 """The process a launcher started to play the run (pid and start time), until it has ended:
 see :meth:`RunFolder.mark_launch`."""
 
+STOP = ".stop.json"
+"""The process a stop signalled (pid and start time): see :meth:`RunFolder.request_stop`."""
+
 
 def _process_start(pid: int) -> str | None:
     """The start time of live process ``pid`` (Linux: clock ticks since boot), else None.
@@ -512,6 +515,32 @@ class RunFolder:
         started = _process_start(pid)
         if path is not None and started is not None:
             write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
+
+    def request_stop(self, pid: int) -> None:
+        """Record that process ``pid`` is asked to stop (local folders only).
+
+        Written before the process is sent SIGINT: a process that could not answer the signal
+        yet (still starting: a ``.pth`` file's bare ``except:`` around an import swallows a
+        ``KeyboardInterrupt``) answers the record before its next round
+        (:meth:`stop_requested`).
+        """
+        path = self.local_path(STOP)
+        started = _process_start(pid)
+        if path is not None and started is not None:
+            write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
+
+    def stop_requested(self) -> bool:
+        """True when a stop was recorded for this very process (its pid and start time)."""
+        path = self.local_path(STOP)
+        if path is None or not os.path.isfile(path):
+            return False
+        try:
+            with open(path, "rb") as f:
+                mark = parse_json(f.read())
+            pid, started = int(mark["pid"]), mark["started"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return pid == os.getpid() and _process_start(pid) == started
 
     def pending_launch(self) -> int | None:
         """The pid of the process :meth:`mark_launch` recorded, while it is alive; else None.
