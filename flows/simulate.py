@@ -128,6 +128,19 @@ async def settle_after_interrupt(session: RunSession) -> None:
         return
 
 
+def answer_a_stop(folder: RunFolder) -> None:
+    """Raise ``KeyboardInterrupt`` when a stop was recorded for this process.
+
+    ``glossogen stop`` (the page's Stop, MCP ``stop_run``) records the stop in the folder before
+    it sends SIGINT (:meth:`RunFolder.request_stop`); a process that could not answer the
+    signal (it came while the process started: coverage's ``.pth`` wraps its import in a bare
+    ``except:``, which swallows the ``KeyboardInterrupt``) answers it here, before its next
+    round, and the run ends ``interrupted`` as on the signal.
+    """
+    if folder.stop_requested():
+        raise KeyboardInterrupt
+
+
 async def play_rounds(
     config: RunConfig,
     folder: RunFolder,
@@ -146,12 +159,14 @@ async def play_rounds(
     # The limit is the run's: the seconds earlier processes played it count against it.
     deadline = None if timeout is None else clock() + timeout - session.earlier_seconds
     try:
+        answer_a_stop(folder)
         first = session.first_round
         if session.postmortem_only:
             await finish_round(session, first)
             first += 1
         last = config.knobs.round_count
         for round_number in range(first, last + 1):
+            answer_a_stop(folder)
             if session.spend_capped:  # a resumed run whose logged spend reached the cap
                 status, error = "incomplete", session.spend_cap_reason(round_number - 1, last)
                 break

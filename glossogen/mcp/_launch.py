@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, RunFolder, StorageError
+from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFolder, StorageError
 
 if TYPE_CHECKING:  # glossogen.launch imports the engine: `glossogen stop` needs neither
     from glossogen.launch import RunConfig
@@ -149,8 +149,10 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
         return _cancel_claim(folder)
     if not folder.is_locked():  # a player that holds the lock, its log not begun: signalled
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
-    launched = None if folder.writer_locked() else folder.pending_launch()
-    if launched is not None:  # launched, not yet holding the lock: the launched process
+    # The launched process while it lives, holding the lock or not yet: between its flock and
+    # its pid's write, the lock file still names the writer before it.
+    launched = folder.pending_launch()
+    if launched is not None:
         return _signal(folder, launched)
     try:
         with open(path, encoding="utf-8") as lock:
@@ -161,8 +163,13 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
 
 
 def _signal(folder: RunFolder, pid: int) -> Stopping:
-    """Interrupt the run's process ``pid`` (SIGINT, as a Ctrl-C)."""
+    """Interrupt the run's process ``pid`` (SIGINT, as a Ctrl-C), the stop recorded first.
+
+    The record (:meth:`RunFolder.request_stop`) is answered before the run's next round by a
+    process that could not answer the signal yet.
+    """
     try:
+        folder.request_stop(pid)
         os.kill(pid, signal.SIGINT)
     except ProcessLookupError:
         raise StopError(f"run {folder.run_id}: its writer (pid {pid}) is gone", 65) from None
@@ -179,7 +186,7 @@ def _resume_hint(folder: RunFolder) -> str:
     return f"resume it with glossogen run {folder.scenario} --resume {folder.url}"
 
 
-_UNSTARTED = (CONFIG, LABELS, ".claim", FLOW_RUN, LOCK_NAME)
+_UNSTARTED = (CONFIG, LABELS, ".claim", FLOW_RUN, LOCK_NAME, STOP)
 """What a claimed folder may hold before its log begins (its stdout log aside)."""
 
 

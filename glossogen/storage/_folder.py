@@ -45,6 +45,9 @@ LAUNCH = ".launch.json"
 """The process a launcher started to play the run (pid and start time), until it has ended:
 see :meth:`RunFolder.mark_launch`."""
 
+STOP = ".stop.json"
+"""The process a stop signalled (pid and start time): see :meth:`RunFolder.request_stop`."""
+
 
 def _process_start(pid: int) -> str | None:
     """The start time of live process ``pid`` (Linux: clock ticks since boot), else None.
@@ -508,10 +511,21 @@ class RunFolder:
         Written by a launcher right after it started the process, before it returns: the
         run reads as live (:meth:`is_locked`) until that process has ended.
         """
-        path = self.local_path(LAUNCH)
-        started = _process_start(pid)
-        if path is not None and started is not None:
-            write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
+        self._mark_process(LAUNCH, pid)
+
+    def request_stop(self, pid: int) -> None:
+        """Record that process ``pid`` is asked to stop (local folders only).
+
+        Written before the process is sent SIGINT: a process that could not answer the signal
+        yet (still starting: a ``.pth`` file's bare ``except:`` around an import swallows a
+        ``KeyboardInterrupt``) answers the record before its next round
+        (:meth:`stop_requested`).
+        """
+        self._mark_process(STOP, pid)
+
+    def stop_requested(self) -> bool:
+        """True when a stop was recorded for this very process (its pid and start time)."""
+        return self._marked_process(STOP) == os.getpid()
 
     def pending_launch(self) -> int | None:
         """The pid of the process :meth:`mark_launch` recorded, while it is alive; else None.
@@ -519,7 +533,18 @@ class RunFolder:
         Alive is the same process: its pid with the start time recorded (a pid the system
         gave to another process since is not it), not exited (an unreaped zombie has).
         """
-        path = self.local_path(LAUNCH)
+        return self._marked_process(LAUNCH)
+
+    def _mark_process(self, name: str, pid: int) -> None:
+        """Record live process ``pid`` (its pid and start time) in the folder's file ``name``."""
+        path = self.local_path(name)
+        started = _process_start(pid)
+        if path is not None and started is not None:
+            write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
+
+    def _marked_process(self, name: str) -> int | None:
+        """The pid :meth:`_mark_process` recorded in ``name`` while that process lives."""
+        path = self.local_path(name)
         if path is None or not os.path.isfile(path):
             return None
         try:

@@ -1,4 +1,6 @@
-"""``glossogen run`` as a user types it: whole runs in a subprocess, bad input in-process."""
+"""``glossogen run`` as a user types it, in-process (``main``): the lines a run prints, bad
+input refused. A process of its own only where the process is the point: what a fresh one
+imports, and a first run that starts a temporary Prefect server."""
 
 from __future__ import annotations
 
@@ -17,21 +19,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "glossogen", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-    )
+    *args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int | str | None, str, str]:
+    """``glossogen ARGS`` run in ``cwd`` by the CLI's own entry: exit code, stdout, stderr."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()  # what came before is not this command's
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
 
 
 def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    done = _cli(
+    code, out, err = _cli(
         "run",
         "prisoners_dilemma",
         "--model",
@@ -44,9 +49,11 @@ def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
         "knobs_default",
         "round_count=3",
         cwd=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    assert code == 0, err
+    lines = out.splitlines()
     run_id = next(line for line in lines if line.startswith("new_run_id=")).removeprefix(
         "new_run_id="
     )
@@ -67,13 +74,17 @@ def test_run_prints_the_run_id_at_once_and_a_summary_at_the_end(
 
 
 def test_a_run_that_held_no_postmortem_does_not_say_postmortems_included(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    done = _cli("run", "prisoners_dilemma", "--model", "scripted", "--provider", "scripted",
-                "--runs-dir", "./runs", "--config", "knobs_no_postmortem", "round_count=3",
-                cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    code, out, err = _cli("run", "prisoners_dilemma", "--model", "scripted", "--provider",
+                          "scripted", "--runs-dir", "./runs", "--config", "knobs_no_postmortem",
+                          "round_count=3", cwd=tmp_path, monkeypatch=monkeypatch,
+                          capsys=capsys)  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
     run_id = next(line for line in lines if line.startswith("new_run_id=")).removeprefix(
         "new_run_id="
     )

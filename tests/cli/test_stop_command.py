@@ -1,5 +1,7 @@
 """``glossogen stop``: a run started in the background from a script (SIGINT ignored, as a shell
-hands it to ``cmd &``) still stops ``interrupted``; a remote folder is refused in one line."""
+hands it to ``cmd &``) still stops ``interrupted`` (real processes, signalled); a remote folder
+is refused in one line, and a claim whose log never began is cancelled (the CLI's entry,
+in-process: the result is the point, not a process)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from glossogen.cli import main
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun
@@ -118,49 +123,51 @@ def _stop_a_run_on_its_temporary_server(run: subprocess.Popen[str], home: Path) 
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
 
 
-def test_a_remote_folder_is_refused_without_reading_it() -> None:
+def _stop(run_dir: str, capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str, str]:
+    """``glossogen stop RUN_DIR`` by the CLI's own entry: its exit code, stdout and stderr."""
+    capsys.readouterr()  # what came before is not this command's
+    with pytest.raises(SystemExit) as exited:
+        main(["stop", run_dir])
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+def test_a_remote_folder_is_refused_without_reading_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # No credentials for this bucket: the refusal must not need to read it.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "stop", "s3://no-such-bucket/runs/veyru/1796145904"],
-        capture_output=True, text=True, env=env,
-    )  # fmt: skip
-    assert done.returncode == 65
-    assert done.stderr == (
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    code, _, err = _stop("s3://no-such-bucket/runs/veyru/1796145904", capsys)
+    assert code == 65
+    assert err == (
         "glossogen: error: s3://no-such-bucket/runs/veyru/1796145904 is remote: "
         "glossogen stop reaches local writers only\n"
     )
 
 
 def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = claim_unbegun(str(tmp_path / "runs"))  # a launcher's claim, its player not begun
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "stop", folder.url],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == claim_cancelled(folder.run_id) + "\n"
+    code, out, err = _stop(folder.url, capsys)
+    assert (code, err) == (0, "")
+    assert out == claim_cancelled(folder.run_id) + "\n"
     assert not Path(folder.url).exists()
-    again = subprocess.run(
-        [sys.executable, "-m", "glossogen", "stop", folder.url],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert (again.returncode, again.stderr) == (
+    again = _stop(folder.url, capsys)
+    assert (again[0], again[2]) == (
         66,
         f"glossogen: error: {folder.url} holds no run log\n",
     )
 
 
-def test_a_file_where_the_run_folder_should_be_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_file_where_the_run_folder_should_be_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "veyru").mkdir()
     (tmp_path / "veyru" / "1700000001").write_text("")
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1700000001")],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 66
-    assert done.stderr == (
+    code, _, err = _stop(str(tmp_path / "veyru" / "1700000001"), capsys)
+    assert code == 66
+    assert err == (
         f"glossogen: error: {tmp_path / 'veyru' / '1700000001'} is a file, not a run folder\n"
     )

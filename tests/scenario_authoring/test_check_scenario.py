@@ -1,19 +1,25 @@
 """check-scenario names each kind of problem in one exact line and exits 65 (the real CLI).
 
-Each broken package is the one new-scenario writes, with one thing broken by hand.
+Each broken package is the one new-scenario writes, with one thing broken by hand, checked in a
+process of its own (each is imported as ``reef_signal``, a module a process imports once). The
+built-ins are checked by the CLI's entry in one process for the module, and a scenario found
+nowhere in-process.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from glossogen.authoring import write_new_scenario
+from glossogen.cli import main
 
 NAME = "reef_signal"
 
@@ -104,10 +110,14 @@ def test_each_kind_of_problem_is_one_line_and_exit_65(
     assert checked.stderr.splitlines() == lines
 
 
-def test_a_scenario_nowhere_to_be_found_is_one_line_and_exit_65(tmp_path: Path) -> None:
-    checked = _check(tmp_path, "coral_bell")
-    assert checked.returncode == 65
-    assert checked.stderr.splitlines() == [
+def test_a_scenario_nowhere_to_be_found_is_one_line_and_exit_65(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GLOSSOGEN_SCENARIO_PATH", str(tmp_path))
+    with pytest.raises(SystemExit) as exited:
+        main(["check-scenario", "coral_bell"])
+    assert exited.value.code == 65
+    assert capsys.readouterr().err.splitlines() == [
         "glossogen: error: coral_bell: unknown scenario 'coral_bell' (installed: "
         "drive_module_repair, orbital_anomaly, prisoners_dilemma, signal_game, "
         "spot_the_difference, veyru)"
@@ -124,11 +134,39 @@ BUILT_IN = {  # what check-scenario says of each built-in: counts, and the two r
 }
 
 
+CHECK_EACH = """
+import contextlib, io, json, sys
+from glossogen.cli import main
+said = {}
+for name in sys.argv[1:]:
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["check-scenario", name])
+        except SystemExit as exited:
+            code = exited.code
+    said[name] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(said))
+"""
+
+
+@pytest.fixture(scope="module")
+def built_in_checks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+    """``glossogen check-scenario NAME`` of each built-in by the CLI's entry, one after another
+    in one process started for them (its global random source moved by no other thread):
+    each one's exit code, stdout and stderr."""
+    env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(tmp_path_factory.mktemp("none"))}
+    done = subprocess.run([sys.executable, "-c", CHECK_EACH, *sorted(BUILT_IN)], env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    said: dict[str, list[Any]] = json.loads(done.stdout.splitlines()[-1])
+    return said
+
+
 @pytest.mark.parametrize("name", sorted(BUILT_IN))
-def test_every_built_in_scenario_passes(name: str, tmp_path: Path) -> None:
-    checked = _check(tmp_path, name)
-    assert (checked.returncode, checked.stderr) == (0, "")
-    assert checked.stdout == (
+def test_every_built_in_scenario_passes(name: str, built_in_checks: dict[str, list[Any]]) -> None:
+    code, stdout, stderr = built_in_checks[name]
+    assert (code, stderr) == (0, "")
+    assert stdout == (
         f"ok: {name}: {BUILT_IN[name]}; two scripted 2-round runs agree (2 of 2 rounds won)\n"
     )
 

@@ -1,20 +1,19 @@
 """The scenarios as a user runs them from the CLI: what ``glossogen run`` prints, a run cut
 mid-round and resumed, a fork replaying the later rounds, ``evaluate`` on the finished run.
 
-Each scenario's scripted CLI run is played once (a subprocess, the slowest part) and read by
-every test here; the real-HTTP plays are in each scenario's own ``*_runs`` file.
+Each scenario's scripted CLI run is played once (by the CLI's entry, in-process: the slowest
+part) and read by every test here; the real-HTTP plays are in each scenario's own ``*_runs`` file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +39,17 @@ CliRun = tuple[Path, list[str]]
 """A finished run's folder and the lines ``glossogen run`` printed."""
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``glossogen ARGS`` in a process of its own, its scripted run on game time (no real
-    second passes for a scripted seat's latency or an idle floor)."""
-    return subprocess.run(
-        [sys.executable, "-m", "glossogen", *args],
-        cwd=cwd,
-        env={**os.environ, VIRTUAL_CLOCK_SETTING: "1"},
-        capture_output=True,
-        text=True,
-    )
+def _cli(*args: str, cwd: Path) -> tuple[int | str | None, str, str]:
+    """``glossogen ARGS`` run in ``cwd`` by the CLI's own entry (``main``), its scripted run on
+    game time (no real second passes for a scripted seat's latency or an idle floor): its exit
+    code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        patch.setenv(VIRTUAL_CLOCK_SETTING, "1")
+        with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as exited:
+            main(list(args))
+    return exited.value.code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +60,12 @@ def cli_run(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Calla
     def run(scenario: str) -> CliRun:
         if scenario not in played:
             cwd = tmp_path_factory.mktemp(scenario)
-            done = _cli(
+            code, out, err = _cli(
                 "run", scenario, "--model", "scripted", "--provider", "scripted",
                 "--runs-dir", "./runs", *CONFIG[scenario], cwd=cwd,
             )  # fmt: skip
-            assert done.returncode == 0, done.stderr
-            lines = done.stdout.splitlines()
+            assert code == 0, err
+            lines = out.splitlines()
             folder = next(x for x in lines if x.startswith("new_run_dir=")).split("=", 1)[1]
             played[scenario] = (Path(folder), lines)
         return played[scenario]

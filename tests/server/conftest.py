@@ -18,7 +18,24 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 TIMEOUT_MS = 0
 """How long a browser test waits for a page to show what the log holds: Playwright's 0, as long
-as it takes (``tests/fixtures/polling.py`` says why no wait has a bound of its own)."""
+as it takes (``tests/fixtures/polling.py`` says why no wait has a bound of its own). Every page
+the ``browser`` fixture opens has it as its default, so a call given no timeout (``goto``,
+``click``, ``wait_for_selector``) is not bounded by Playwright's 30 s either."""
+
+
+class Chromium:
+    """The launched browser, opening each page in a context of its own whose calls wait
+    :data:`TIMEOUT_MS` by default (Playwright's ``Browser.new_page`` would leave them 30 s)."""
+
+    def __init__(self, browser: Any) -> None:
+        self.browser = browser
+
+    def new_page(self, **options: Any) -> Any:
+        """A page in a new context made with ``options`` (viewport, accept_downloads...)."""
+        context = self.browser.new_context(**options)
+        context.set_default_timeout(TIMEOUT_MS)
+        context.set_default_navigation_timeout(TIMEOUT_MS)
+        return context.new_page()
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +49,7 @@ def shots() -> Path:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    """A real headless Debian Chromium."""
+    """A real headless Debian Chromium; its pages' calls wait as long as it takes."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
     require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -41,6 +58,6 @@ def browser() -> Iterator[Any]:
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield launched
+            yield Chromium(launched)
         finally:
             launched.close()

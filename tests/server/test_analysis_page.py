@@ -110,7 +110,6 @@ def test_the_page_answers_as_every_surface(
         mcp = mcp_answer(base)
         requests: list[str] = []
         page = browser.new_page(viewport={"width": 1100, "height": 1300})
-        page.set_default_timeout(TIMEOUT_MS)
         page.on("request", lambda r: requests.append(r.url))
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
