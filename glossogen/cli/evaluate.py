@@ -91,10 +91,9 @@ def prefect_api_configured() -> bool:
 def _prefect_defaults() -> int | None:
     """Set our Prefect defaults and refuse an unreachable API (69); None when it answers."""
     from glossogen.cli._prefect_api import refuse_unreachable_api
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.launch import apply_prefect_defaults
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     return refuse_unreachable_api()
 
 
