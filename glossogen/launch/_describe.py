@@ -101,25 +101,9 @@ def describe_scenario(scenario: str, runs_dir: str) -> ScenarioInfo:
         )
     )
     instance = config.build()
-    seats = [
-        SeatInfo(
-            agent_id=a.agent_id,
-            role=a.role,
-            display_name=a.display_name,
-            team_id=a.team_id,
-            tools=list(a.tools),
-        )
-        for a in instance.agents()
-    ]
-    channels = [
-        ChannelInfo(
-            channel_id=c.channel_id,
-            metered=c.metered,
-            phase=c.phase,
-            members=None if c.members is None else list(c.members),
-        )
-        for c in instance.channels()
-    ]
+    # A seat's and a channel's attributes bear the fields' names (tuples read as lists).
+    seats = [SeatInfo.model_validate(a, from_attributes=True) for a in instance.agents()]
+    channels = [ChannelInfo.model_validate(c, from_attributes=True) for c in instance.channels()]
     return ScenarioInfo(
         name=scenario,
         description=cls.description,
