@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = [
+    "BY_RUN_STATUS",
     "CREDENTIALS",
     "EVALUATIONS_FAILED",
     "ExitCode",
@@ -21,6 +22,7 @@ __all__ = [
     "TRY_AGAIN",
     "UNREADABLE",
     "USAGE",
+    "of_run_status",
 ]
 
 
@@ -63,3 +65,17 @@ INTERNAL = ExitCode.INTERNAL
 TRY_AGAIN = ExitCode.TRY_AGAIN
 CREDENTIALS = ExitCode.CREDENTIALS
 INTERRUPTED = ExitCode.INTERRUPTED
+
+BY_RUN_STATUS = {
+    "completed": OK,
+    "incomplete": EVALUATIONS_FAILED,
+    "error": TRANSPORT,
+    "interrupted": INTERRUPTED,
+}
+"""The code a command that played one run exits with, per the run's final status (1: it ended
+short of its rounds)."""
+
+
+def of_run_status(status: str) -> int:
+    """The exit code for a run that ended ``status`` (:data:`INTERNAL` for one not listed)."""
+    return int(BY_RUN_STATUS.get(status, INTERNAL))

@@ -9,6 +9,7 @@ the sweep word it. Each other surface words the refusal its own way with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +26,11 @@ class Refusal(BaseModel):
         reason: Why, one line, without the field's name.
         asks: True when the reason asks for the field rather than refusing its value: worded
             ``"<reason>: pass <name>"``.
+        also: Further fields named together with ``field`` (``model`` and ``provider``, the
+            judge): worded ``"<name> and <name>"``.
+        colon: With no value shown, a reason that does not read on from the name: worded
+            ``"<name>: <reason>"``.
+        trails: The name ends the line: ``"<reason> <name>"`` (``replacing an agent needs``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -33,24 +39,46 @@ class Refusal(BaseModel):
     value: str = ""
     reason: str
     asks: bool = False
+    also: tuple[str, ...] = ()
+    colon: bool = False
+    trails: bool = False
 
-    def worded(self, name: str | None = None) -> str:
-        """Return the one-line refusal naming the field as ``name`` (default: the field).
+    def worded(self, names: str | Mapping[str, str] | None = None) -> str:
+        """Return the one-line refusal naming each field as a surface does.
+
+        Args:
+            names: The surface's name for each field (a field not in it keeps its own name),
+                or one name for ``field``; None: every field by its own name.
 
         Returns:
-            ``"<name> <value>: <reason>"``, ``"<name> <reason>"`` when no value is shown, or
-            ``"<reason>: pass <name>"`` when the reason asks for the field.
+            ``"<name> <value>: <reason>"``, ``"<name> <reason>"`` when no value is shown
+            (``"<name>: <reason>"`` with ``colon``), ``"<reason> <name>"`` with ``trails``,
+            or ``"<reason>: pass <name>"`` when the reason asks for the field.
         """
-        named = name or self.field
+        table = {self.field: names} if isinstance(names, str) else dict(names or {})
+        named = " and ".join(table.get(f, f) for f in (self.field, *self.also))
         if self.asks:
             return f"{self.reason}: pass {named}"
-        return f"{named} {self.value}: {self.reason}" if self.value else f"{named} {self.reason}"
+        if self.trails:
+            return f"{self.reason} {named}"
+        if self.value:
+            return f"{named} {self.value}: {self.reason}"
+        return f"{named}: {self.reason}" if self.colon else f"{named} {self.reason}"
 
 
 def refusal_of(exc: BaseException) -> Refusal | None:
     """Return the refusal an error carries (``exc.refusal``), or None."""
     found = getattr(exc, "refusal", None)
     return found if isinstance(found, Refusal) else None
+
+
+def worded(exc: BaseException, names: Mapping[str, str] | None = None) -> str:
+    """Return an error's one line, a refused request value named as ``names`` says.
+
+    An error that carries no :class:`Refusal` is its ``str()``.
+    """
+    refusal = refusal_of(exc)
+    return str(exc) if refusal is None else refusal.worded(names)
 
 
 class LimitReached(BaseModel):

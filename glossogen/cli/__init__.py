@@ -6,9 +6,7 @@ Exit codes follow ``glossogen.exit_codes``; typer's usage errors (click's exit 2
 from __future__ import annotations
 
 import importlib
-import signal
 import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +16,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
+from glossogen.launch import answer_ctrl_c
 
 
 @dataclass(frozen=True)
@@ -138,18 +137,6 @@ def _typed_value(exc: BaseException, argv: list[str]) -> str | None:
             if token.startswith(f"{option}="):
                 return token[len(option) + 1 :]
     return None
-
-
-def answer_ctrl_c() -> None:
-    """Make SIGINT raise ``KeyboardInterrupt`` here, even if this process started ignoring it.
-
-    A shell that starts a command in the background (``glossogen run ... &`` in a script) hands
-    it SIGINT ignored, and Python then leaves it ignored: such a run could not be stopped by
-    Ctrl-C's signal, which is what ``glossogen stop`` and the browser's Stop send. Only the main
-    thread may set a handler; elsewhere (an embedding program) this does nothing.
-    """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main(argv: list[str] | None = None) -> None:

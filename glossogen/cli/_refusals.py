@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from glossogen.refusals import refusal_of
+from glossogen.refusals import worded
 
 FLAGS = {
     "max_agent_turns": "--max-agent-turns",
@@ -10,13 +10,22 @@ FLAGS = {
     "spend_cap_usd": "--spend-cap-usd",
     "after_round": "--after-round",
     "rounds_after": "--rounds-after",
+    "model": "--model",
+    "provider": "--provider",
+    "judge_replicas": "--judge-replicas",
+    "probe_replicas": "--probe-replicas",
+    "replaced_agent_id": "--replaced-agent-id",
+    "donor_agent_id": "--donor-agent-id",
+    "channel_visibility": "--channel-visibility",
+    "knobs": "--knobs",
+    "metrics": "--metrics",
+    "judge_settings": "--judge-settings",
+    "runs_dir": "--runs-dir",
+    "group_slug": "--group-slug",
 }
-"""The run commands' flag for each request field a library refusal names."""
+"""The commands' flag for each request field a library refusal names."""
 
 
 def said(exc: BaseException) -> str:
     """Return the error's one line, its refused field named by the CLI's flag."""
-    refusal = refusal_of(exc)
-    if refusal is None:
-        return str(exc)
-    return refusal.worded(FLAGS.get(refusal.field, refusal.field))
+    return worded(exc, FLAGS)

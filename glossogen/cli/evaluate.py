@@ -20,7 +20,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import said
+from glossogen.cli._refusals import FLAGS, said
 
 
 def _error(message: str) -> None:
@@ -91,10 +91,9 @@ def prefect_api_configured() -> bool:
 def _prefect_defaults() -> int | None:
     """Set our Prefect defaults and refuse an unreachable API (69); None when it answers."""
     from glossogen.cli._prefect_api import refuse_unreachable_api
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.launch import apply_prefect_defaults
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     return refuse_unreachable_api()
 
 
@@ -171,7 +170,7 @@ def evaluate(
         request = check_request(metrics, model, provider, items, judge_replicas, probe_replicas,
                                 allow_incomplete, plot)  # fmt: skip
     except EvaluationError as exc:
-        _error(str(exc))
+        _error(said(exc))
         return exc.exit_code
     if runs_dir is not None:
         selection: dict[str, Any]
@@ -207,7 +206,7 @@ def _evaluate_one(scenario: str, run_dir: str, request: Any) -> int:
     try:
         plan = plan_request(run_dir, scenario, request)
     except EvaluationError as exc:
-        _error(refusal(run_dir, scenario, exc))  # a report of another log is set aside
+        _error(refusal(run_dir, scenario, exc, FLAGS))  # a report of another log is set aside
         return exc.exit_code
     run_dir = plan.run.run_dir  # absolute for a local folder: the flow may run elsewhere
     report_url = join(run_dir, report_name(plan.run.scenario))
@@ -273,7 +272,7 @@ def _score_run(plan: Any, request: Any, report_url: str) -> Any:
             return done
         return asyncio.run(run_evaluation(plan, request.plot))
     except EvaluationError as exc:  # the run changed between the check and the flow
-        _error(str(exc))
+        _error(said(exc))
         return exc.exit_code
     except StorageError as exc:
         _error(f"cannot write the report: {exc}")
@@ -484,7 +483,7 @@ def _run_cohort(
         _error(exc.cli_message)
         return int(exit_codes.REFUSED)
     except (StorageError, EvaluationError) as exc:
-        _error(str(exc))
+        _error(said(exc))
         return int(getattr(exc, "exit_code", exit_codes.TRANSPORT))
     except KeyboardInterrupt:
         _error("interrupted: the reports written so far are kept")

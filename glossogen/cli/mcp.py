@@ -19,10 +19,9 @@ def mcp(
     if "://" not in runs_dir and not os.path.isdir(runs_dir):
         print(f"glossogen: error: --runs-dir {runs_dir!r} is not a folder", file=sys.stderr)
         return int(exit_codes.UNREADABLE)
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.launch import apply_prefect_defaults
     from glossogen.mcp import build_server
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     build_server(os.path.abspath(runs_dir) if "://" not in runs_dir else runs_dir).run("stdio")
     return 0

@@ -24,6 +24,7 @@ from glossogen.launch import (
     RunCostEstimate,
     RunRequest,
     RunResult,
+    apply_prefect_defaults,
     check_credentials,
     check_limits,
     check_model_settings,
@@ -45,23 +46,6 @@ if TYPE_CHECKING:
 EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
 EXIT_INTERNAL = int(exit_codes.INTERNAL)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
-EXIT_CODES = {
-    "completed": 0,
-    "incomplete": 1,
-    "error": EXIT_TRANSPORT,
-    "interrupted": EXIT_INTERRUPTED,
-}
-"""Exit code per final run status (``glossogen.exit_codes``; 1 = ended short of its rounds)."""
-
-PREFECT_DEFAULTS = {
-    # A temporary server on a small, loaded machine can take longer than Prefect's default 20 s.
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    # The console shows our progress and one-line errors; Prefect's own lines (tracebacks
-    # included) still reach its API and UI. Set it to INFO to see them on the terminal.
-    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
-}
 
 
 def _error(message: str) -> None:
@@ -275,8 +259,7 @@ def play(
     if dry_run:
         _print_dry_run(plan, estimate or estimate_cost(plan, done))
         return 0
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     from glossogen.cli._prefect_api import refuse_unreachable_api
 
     refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69 before the claim
@@ -511,4 +494,4 @@ def _report_result(result: RunResult) -> int:
         _error(f"run {result.status}: {why}")
     if result.spend_capped:
         return int(exit_codes.NOT_MEASURED)
-    return EXIT_CODES.get(result.status, EXIT_INTERNAL)
+    return exit_codes.of_run_status(result.status)

@@ -70,11 +70,10 @@ def serve(
         return int(exit_codes.REFUSED)
     import uvicorn  # imported here so `glossogen --help` stays fast
 
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.launch import apply_prefect_defaults
     from glossogen.server import create_app
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     if "://" not in runs_dir:
         runs_dir = os.path.abspath(runs_dir)
     try:

@@ -15,7 +15,7 @@ def stop(run_dir: str = typer.Argument(..., help="The run folder a live process 
     A run a worker plays from a deployment is cancelled through Prefect (its flow_run.json);
     otherwise the process writing it (its .writer.lock pid) is signalled.
     """
-    from glossogen.mcp._launch import StopError, stop_run_folder
+    from glossogen.launch import StopError, stop_run_folder
     from glossogen.storage import RunFolder
 
     try:

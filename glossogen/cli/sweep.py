@@ -164,10 +164,9 @@ def sweep(
         _error(str(exc))
         return exc.exit_code
     from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
-    from glossogen.cli.run import PREFECT_DEFAULTS
+    from glossogen.launch import apply_prefect_defaults
 
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     refused = refuse_unreachable_api()  # a PREFECT_API_URL with no server: 69, nothing launched
     if refused is not None:
         return refused

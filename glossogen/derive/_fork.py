@@ -221,7 +221,7 @@ def prepare_fork(
     try:
         seated = resolve_seats(cls(knobs), knobs, model, provider)
     except (RosterError, UnknownProviderError) as exc:
-        raise DeriveError(f"--knobs: {exc}") from None
+        raise DeriveError(refusal=Refusal(field="knobs", reason=str(exc), colon=True)) from None
     if check is not None:
         check(knobs, model, provider)
     recorded = knobs_to_config(knobs)
@@ -320,19 +320,30 @@ def _replace_seat(
     seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
     if replaced not in seats:
         raise DeriveError(
-            f"--replaced-agent-id {replaced!r}: the run's agents are {', '.join(seats)}"
+            refusal=Refusal(
+                field="replaced_agent_id",
+                value=repr(replaced),
+                reason=f"the run's agents are {', '.join(seats)}",
+            )
         )
     if not request.model or not request.provider:
-        raise DeriveError("replacing an agent needs --model and --provider")
+        raise DeriveError(
+            refusal=Refusal(
+                field="model", also=("provider",), reason="replacing an agent needs", trails=True
+            )
+        )
     entry = dict((extra.get("model_overrides") or {}).get(replaced) or {})
     if entry and (entry.get("model"), entry.get("provider")) != (
         request.model,
         request.provider,
     ):
         raise DeriveError(
-            f"--knobs model_overrides.{replaced} names "
-            f"{entry.get('provider')}:{entry.get('model')}, "
-            f"not --provider/--model {request.provider}:{request.model}"
+            refusal=Refusal(
+                field="knobs",
+                reason=f"model_overrides.{replaced} names "
+                f"{entry.get('provider')}:{entry.get('model')}, not the replacement's "
+                f"{request.provider}:{request.model}",
+            )
         )
     # The source's settings for this seat stay behind (they were for the model it
     # replaces): the --knobs entry's own, else the run's agent_model_settings.
@@ -368,8 +379,11 @@ def _donor_history(request: ForkRequest, lineage: dict[str, Any]) -> list[Any]:
     donor = read_state(donor_events)
     if request.donor_agent_id not in donor.histories:
         raise DeriveError(
-            f"--donor-agent-id {request.donor_agent_id!r}: the donor's agents are "
-            f"{', '.join(donor.histories)}"
+            refusal=Refusal(
+                field="donor_agent_id",
+                value=repr(request.donor_agent_id),
+                reason=f"the donor's agents are {', '.join(donor.histories)}",
+            )
         )
     lineage |= {
         "donor_run_dir": absolute(request.donor_run_dir or ""),

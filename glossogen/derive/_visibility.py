@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from glossogen.derive._state import DeriveError, RunState, upcast_history
 from glossogen.eventlog import AgentHistoryAppended, AgentRegistered
+from glossogen.refusals import Refusal
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -46,12 +47,20 @@ def rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
         first = int(rule.removeprefix("from_round:"))
         if not 1 <= first <= after:
             raise DeriveError(
-                f"--channel-visibility {spelled}: R must be 1..{after} (the swap round)"
+                refusal=Refusal(
+                    field="channel_visibility",
+                    value=spelled,
+                    reason=f"R must be 1..{after} (the swap round)",
+                )
             )
         return round_number >= first
     raise DeriveError(
-        f"--channel-visibility {spelled!r}: use full, none or from_round:R, "
-        "or channel=rule pairs such as link=full,postmortem=none"
+        refusal=Refusal(
+            field="channel_visibility",
+            value=repr(spelled),
+            reason="use full, none or from_round:R, "
+            "or channel=rule pairs such as link=full,postmortem=none",
+        )
     )
 
 
@@ -72,13 +81,20 @@ def phase_rules(spelled: str, channel_phases: Mapping[str, str]) -> dict[str, st
         channel, _, rule = pair.partition("=")
         if channel not in channel_phases:
             raise DeriveError(
-                f"--channel-visibility: unknown channel {channel!r} "
-                f"(channels: {', '.join(channel_phases)})"
+                refusal=Refusal(
+                    field="channel_visibility",
+                    reason=f"unknown channel {channel!r} (channels: {', '.join(channel_phases)})",
+                    colon=True,
+                )
             )
         phase = channel_phases[channel]
         if rules.get(phase, rule) != rule:
             raise DeriveError(
-                f"--channel-visibility: the {phase}-phase channels must share one rule"
+                refusal=Refusal(
+                    field="channel_visibility",
+                    reason=f"the {phase}-phase channels must share one rule",
+                    colon=True,
+                )
             )
         rules[phase] = rule
     rules.setdefault("main", "full")

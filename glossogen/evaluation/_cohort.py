@@ -20,7 +20,7 @@ within the cap).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -31,6 +31,9 @@ from glossogen import exit_codes
 from glossogen.evaluation._evaluate import (
     Evaluation,
     EvaluationPlan,
+    check_replicas,
+    judge_half_given,
+    needs_a_judge,
     parse_metric_names,
     plan_evaluation,
     score_all,
@@ -46,6 +49,7 @@ from glossogen.evaluation._run import (
     open_folder,
 )
 from glossogen.pricing import price_call
+from glossogen.refusals import worded
 from glossogen.storage import StorageError
 
 USAGE = int(exit_codes.USAGE)
@@ -125,12 +129,11 @@ def check_request(
     """
     from glossogen.evaluation._registry import get_metric
 
-    for flag, value in (("--judge-replicas", judge_replicas), ("--probe-replicas", probe_replicas)):
-        if value < 1:
-            raise EvaluationError(f"{flag} {value}: must be at least 1", USAGE)
+    check_replicas("judge_replicas", judge_replicas)
+    check_replicas("probe_replicas", probe_replicas)
     names = parse_metric_names(metrics)
     if (model is None) != (provider is None):
-        raise EvaluationError("--model and --provider go together (the judge)", USAGE)
+        raise judge_half_given()
     settings: dict[str, Any] = {}
     if isinstance(judge_settings, list):
         settings = parse_judge_settings(judge_settings)
@@ -141,11 +144,7 @@ def check_request(
     if names is not None and model is None:
         judged = [n for n in names if get_metric(n).needs_judge]
         if judged:
-            raise EvaluationError(
-                f"{', '.join(judged)} need{'s' if len(judged) == 1 else ''} a judge: "
-                "pass --model and --provider",
-                USAGE,
-            )
+            raise needs_a_judge(judged)
     return EvaluationRequest(
         metrics=names, model=model, provider=provider, judge_settings=settings,
         judge_replicas=judge_replicas, probe_replicas=probe_replicas,
@@ -352,23 +351,27 @@ async def evaluate_batch(
     return done
 
 
-def refusal(run_url: str, scenario: str, exc: EvaluationError) -> str:
+def refusal(
+    run_url: str, scenario: str, exc: EvaluationError, names: Mapping[str, str] | None = None
+) -> str:
     """Return the one-line reason a run is refused, after setting aside a report of another log.
 
     The run is not scored now, so a report beside its log whose ``log_sha256`` is not the
     log's hash (taken now: the log may have changed since it was selected) describes a log
     that is gone: it is moved aside, bytes kept
     (:func:`~glossogen.evaluation._report.set_aside_stale_report`), and the reason names
-    where. A log that cannot be read leaves the report alone.
+    where. A log that cannot be read leaves the report alone. A refused request value is
+    named as ``names`` says (the CLI's flag, MCP's argument; default: the request field).
     """
     try:
         folder = open_folder(run_url, scenario)
         aside = set_aside_stale_report(folder.url, scenario, log_digest(folder))
     except (EvaluationError, StorageError):
         aside = None
+    said = worded(exc, names)
     if aside is None:
-        return str(exc)
-    return f"{exc}; its report described another log and was moved aside to {aside}"
+        return said
+    return f"{said}; its report described another log and was moved aside to {aside}"
 
 
 def _refused(handle: RunHandle, exc: EvaluationError) -> RunOutcome:

@@ -45,6 +45,7 @@ from glossogen.evaluation._run import (
     load_run,
     resolve_run_dir,
 )
+from glossogen.refusals import Refusal
 from glossogen.storage import RunFolder
 
 USAGE = int(exit_codes.USAGE)
@@ -155,9 +156,35 @@ def scenario_of(run_dir: str) -> str:
     return find_scenario(resolve_run_dir(run_dir))
 
 
-def _check_replicas(flag: str, value: int) -> None:
+def check_replicas(field: str, value: int) -> None:
+    """Refuse fewer than 1 call per item (``judge_replicas``, ``probe_replicas``; 64)."""
     if value < 1:
-        raise EvaluationError(f"{flag} {value}: must be at least 1", USAGE)
+        raise EvaluationError(
+            refusal=Refusal(field=field, value=str(value), reason="must be at least 1"),
+            exit_code=USAGE,
+        )
+
+
+def judge_half_given() -> EvaluationError:
+    """The refusal of a judge's model without its provider, or the other way round (64)."""
+    return EvaluationError(
+        refusal=Refusal(field="model", also=("provider",), reason="go together (the judge)"),
+        exit_code=USAGE,
+    )
+
+
+def needs_a_judge(judged: list[str]) -> EvaluationError:
+    """The refusal of judged metrics named without a judge (64): it asks for one."""
+    verb = "needs" if len(judged) == 1 else "need"
+    return EvaluationError(
+        refusal=Refusal(
+            field="model",
+            also=("provider",),
+            reason=f"{', '.join(judged)} {verb} a judge",
+            asks=True,
+        ),
+        exit_code=USAGE,
+    )
 
 
 def parse_metric_names(metrics: str | list[str]) -> list[str] | None:
@@ -169,14 +196,17 @@ def parse_metric_names(metrics: str | list[str]) -> list[str] | None:
     items = metrics if isinstance(metrics, list) else metrics.split(",")
     names = list(dict.fromkeys(n.strip() for n in items if n.strip()))
     if not names:
-        raise EvaluationError("--metrics names no metric", USAGE)
+        raise EvaluationError(
+            refusal=Refusal(field="metrics", reason="names no metric"), exit_code=USAGE
+        )
     if names == ["all"]:
         return None
     for name in names:
         try:
             get_metric(name)
         except UnknownMetricError as exc:
-            raise EvaluationError(f"--metrics: {exc}", USAGE) from None
+            refusal = Refusal(field="metrics", reason=str(exc), colon=True)
+            raise EvaluationError(refusal=refusal, exit_code=USAGE) from None
     return names
 
 
@@ -244,8 +274,8 @@ def plan_evaluation(
             below 1), 65 refused (incomplete run, wrong scenario), 66 unreadable log or not a
             run log, 77 missing credentials.
     """
-    _check_replicas("--judge-replicas", judge_replicas)
-    _check_replicas("--probe-replicas", probe_replicas)
+    check_replicas("judge_replicas", judge_replicas)
+    check_replicas("probe_replicas", probe_replicas)
     names = parse_metric_names(metrics)
     judge = _judge_of(model, provider, judge_settings)
     requested = [get_metric(n) for n in (names if names is not None else metric_names())]
@@ -254,11 +284,7 @@ def plan_evaluation(
     if names is not None and judge is None:
         judged = [m.name for m in requested if m.needs_judge]
         if judged:
-            raise EvaluationError(
-                f"{', '.join(judged)} need{'s' if len(judged) == 1 else ''} a judge: "
-                "pass --model and --provider",
-                USAGE,
-            )
+            raise needs_a_judge(judged)
     run = load_run(run_dir, scenario, log, reads_of(requested))
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
@@ -309,7 +335,7 @@ def _judge_of(
             settings that do not parse.
     """
     if (model is None) != (provider is None):
-        raise EvaluationError("--model and --provider go together (the judge)", USAGE)
+        raise judge_half_given()
     settings: dict[str, Any] = {}
     if isinstance(judge_settings, list):
         settings = parse_judge_settings(judge_settings)

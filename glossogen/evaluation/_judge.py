@@ -23,6 +23,7 @@ from glossogen.evaluation._contract import JudgeInfo
 from glossogen.evaluation._run import EvaluationError
 from glossogen.knobs import JudgeModelSettings, parse_overrides
 from glossogen.pricing import add_costs, price_answered, price_usage
+from glossogen.refusals import Refusal
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -65,6 +66,12 @@ def _reason(error: Any) -> str:
     return str(error["msg"]).lower()
 
 
+def _bad_setting(shown: str, reason: str) -> EvaluationError:
+    """The refusal of one ``judge_settings`` item (64), naming it and its value."""
+    refused = Refusal(field="judge_settings", value=shown, reason=reason)
+    return EvaluationError(refusal=refused, exit_code=int(exit_codes.USAGE))
+
+
 def parse_judge_settings(items: list[str]) -> dict[str, Any]:
     """Parse ``--judge-settings`` ``key=value`` items into pydantic-ai ``ModelSettings``.
 
@@ -86,35 +93,37 @@ def parse_judge_settings(items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise EvaluationError(f"--judge-settings {item!r}: not key=value", usage)
+            raise _bad_setting(repr(item), "not key=value")
         raw_text[key.strip()] = value
     known = list(JudgeModelSettings.model_fields)
     for key, value in raw_text.items():
         if key not in known:
-            raise EvaluationError(
-                f"--judge-settings {key}={value!r}: unknown setting (known: {', '.join(known)})",
-                usage,
-            )
+            raise _bad_setting(f"{key}={value!r}", f"unknown setting (known: {', '.join(known)})")
     try:
         raw = parse_overrides(items)
     except ConfigError as exc:  # malformed JSON value, e.g. temperature=[1
-        raise EvaluationError(f"--judge-settings: {exc}", usage) from None
+        raise EvaluationError(
+            refusal=Refusal(field="judge_settings", reason=str(exc), colon=True), exit_code=usage
+        ) from None
     try:
         settings = JudgeModelSettings.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else "?"
         shown = f"{key}={raw_text[key]!r}" if key in raw_text else key
-        raise EvaluationError(f"--judge-settings {shown}: {_reason(first)}", usage) from None
+        raise _bad_setting(shown, _reason(first)) from None
     return {k: v for k, v in settings.model_dump().items() if k in raw and v is not None}
 
 
 def check_judge_provider(provider: str) -> None:
     """Refuse a judge provider outside ``JUDGE_PROVIDERS`` (exit 64, naming the allowed ones)."""
     if provider not in JUDGE_PROVIDERS:
+        judges = ", ".join(JUDGE_PROVIDERS)
         raise EvaluationError(
-            f"--provider {provider!r} cannot judge (judge providers: {', '.join(JUDGE_PROVIDERS)})",
-            int(exit_codes.USAGE),
+            refusal=Refusal(
+                field="provider", reason=f"{provider!r} cannot judge (judge providers: {judges})"
+            ),
+            exit_code=int(exit_codes.USAGE),
         )
 
 

@@ -29,6 +29,7 @@ from glossogen.eventlog import (
     RoundStarted,
     RunView,
 )
+from glossogen.refusals import Refusal
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_names
 from glossogen.storage import RunFolder, StorageError
 
@@ -38,10 +39,20 @@ EventT = TypeVar("EventT", bound=Event)
 class EvaluationError(ValueError):
     """A run or request that cannot be evaluated; one line, and the exit code to return."""
 
-    def __init__(self, message: str, exit_code: int = int(exit_codes.REFUSED)) -> None:
-        """Keep the one-line message and the exit code (64 usage, 65 refused, 66 unreadable)."""
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str = "",
+        exit_code: int = int(exit_codes.REFUSED),
+        refusal: Refusal | None = None,
+    ) -> None:
+        """Keep the one-line message and the exit code (64 usage, 65 refused, 66 unreadable).
+
+        A ``refusal`` (a request value refused) words the message when none is given; each
+        surface words it again with its own name for the field (``exc.refusal``).
+        """
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)

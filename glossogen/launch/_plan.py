@@ -350,7 +350,9 @@ def plan_run(request: RunRequest) -> RunConfig:
     cls = _scenario_class(request.scenario)
     check_default_model(request.model, request.provider)
     if not request.runs_dir.strip():
-        raise LaunchError("--runs-dir is empty", EXIT_USAGE)
+        raise LaunchError(
+            refusal=Refusal(field="runs_dir", reason="is empty"), exit_code=EXIT_USAGE
+        )
     check_group_slug(request.group_slug)
     try:
         base, source = load_config(request.config, scenario_dir(cls))
@@ -376,18 +378,24 @@ def _scenario_class(name: str) -> type[Scenario]:
 
 
 def check_default_model(model: str, provider: str) -> None:
-    """Refuse an unknown ``--provider`` or an empty ``--model`` (64)."""
+    """Refuse an unknown ``provider`` or an empty ``model`` (64)."""
     try:
         parse_provider(provider)
     except UnknownProviderError as exc:
-        raise LaunchError(f"--provider: {exc}", EXIT_USAGE) from None
+        refusal = Refusal(field="provider", reason=str(exc), colon=True)
+        raise LaunchError(refusal=refusal, exit_code=EXIT_USAGE) from None
     if not model.strip():
-        raise LaunchError("--model is empty", EXIT_USAGE)
+        raise LaunchError(refusal=Refusal(field="model", reason="is empty"), exit_code=EXIT_USAGE)
 
 
 def check_group_slug(group_slug: str) -> None:
-    """Refuse a ``--group-slug`` that is not 1-64 of a-z, 0-9, ``-`` and ``_`` (64)."""
+    """Refuse a ``group_slug`` that is not 1-64 of a-z, 0-9, ``-`` and ``_`` (64)."""
     if not GROUP_SLUG.fullmatch(group_slug):
         raise LaunchError(
-            f"--group-slug {group_slug!r}: use 1-64 of a-z, 0-9, '-' and '_'", EXIT_USAGE
+            refusal=Refusal(
+                field="group_slug",
+                value=repr(group_slug),
+                reason="use 1-64 of a-z, 0-9, '-' and '_'",
+            ),
+            exit_code=EXIT_USAGE,
         )

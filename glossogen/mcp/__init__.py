@@ -2,10 +2,10 @@
 
 A surface like the CLI, on the official ``mcp`` SDK: ``glossogen mcp`` serves it over stdio,
 ``glossogen serve`` over streamable HTTP at ``/mcp``. Every tool is a library call the CLI
-makes too (``_tools.py``); launching and stopping are ``_launch.py``'s.
+makes too (``_tools.py``); launching and stopping are the library's (``glossogen.launch``).
 
-``build_server`` is imported on first use (PEP 562): ``glossogen stop`` reaches ``_launch.py``
-through this package and should not pay for the SDK and every tool's imports.
+``build_server`` is imported on first use (PEP 562): a command that imports this package but
+serves nothing should not pay for the SDK and every tool's imports.
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ A refusal raises ``ToolError`` with the message ``glossogen`` would print after
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mcp.server.mcpserver.exceptions import ToolError
 
 from glossogen.eventlog import (
     RunView,
 )
-from glossogen.refusals import refusal_of
+from glossogen.refusals import worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
 from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
@@ -34,17 +36,15 @@ PAGE_CHARS = 16_000
 ends before the row that would pass it (a page holds at least one row)."""
 
 
-def refuse(exc: BaseException) -> ToolError:
+def refuse(exc: BaseException, arguments: Mapping[str, str] | None = None) -> ToolError:
     """The tool error of a library refusal: its first line.
 
-    A refused request value is named as the tool argument that set it, never a CLI flag
-    (each tool's argument bears the request field's name: ``spend_cap_usd``, ``after_round``).
+    A refused request value is named as the tool argument that set it, never a CLI flag: each
+    tool's argument bears the request field's name (``spend_cap_usd``, ``after_round``) unless
+    ``arguments`` names it otherwise (``evaluate_run``'s ``judge_model`` for ``model``).
     """
-    refusal = refusal_of(exc)
-    if refusal is not None:
-        return ToolError(refusal.worded().splitlines()[0])
-    text = getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
-    return ToolError(str(text).splitlines()[0])
+    text = worded(exc, arguments) or type(exc).__name__
+    return ToolError(text.splitlines()[0])
 
 
 def scenario_class(name: str) -> type[Scenario]:

@@ -17,6 +17,7 @@ from glossogen.launch import (
     ResumeRequest,
     RunConfig,
     RunRequest,
+    StopError,
     check_credentials,
     check_derived_spend_cap,
     check_limits,
@@ -25,9 +26,12 @@ from glossogen.launch import (
     check_spend_cap,
     derived_run_check,
     estimate_cost,
+    launch_new,
+    launch_resume,
     load_environment,
     plan_resume,
     plan_run,
+    stop_run_folder,
     turn_cap_warning,
     uncosted_models,
 )
@@ -37,7 +41,6 @@ from glossogen.mcp._base import (
     refuse,
     scenario_class,
 )
-from glossogen.mcp._launch import StopError, launch_new, launch_resume, stop_run_folder
 from glossogen.mcp._results import (
     Credential,
     Estimate,

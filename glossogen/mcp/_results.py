@@ -14,64 +14,6 @@ Usd = Annotated[float, AfterValidator(lambda usd: round(usd, USD_DECIMALS))]
 """An amount in USD as the tools return it (rounded to :data:`USD_DECIMALS`)."""
 
 
-class ScenarioSummary(BaseModel):
-    """One installed scenario."""
-
-    name: str
-    description: str
-    presets: list[str]
-
-
-class ScenarioList(BaseModel):
-    """Every installed scenario."""
-
-    scenarios: list[ScenarioSummary]
-
-
-class SeatInfo(BaseModel):
-    """A seat of a scenario as its default preset lays it out."""
-
-    agent_id: str
-    role: str
-    display_name: str
-    team_id: str
-    tools: list[str]
-
-
-class ChannelInfo(BaseModel):
-    """A channel: metered ones charge every character sent to the round budget."""
-
-    channel_id: str
-    metered: bool
-    phase: str
-    members: list[str] | None = Field(description="Agent ids that may use it; null: everyone.")
-
-
-class ScenarioInfo(BaseModel):
-    """A scenario's seats, channels and presets (seats and channels under knobs_default)."""
-
-    name: str
-    description: str
-    seats: list[SeatInfo]
-    channels: list[ChannelInfo]
-    presets: list[str]
-
-
-class KnobsSchema(BaseModel):
-    """A scenario's knobs as JSON Schema, exactly as ``glossogen schema`` prints it."""
-
-    scenario: str
-    json_schema: dict[str, Any]
-
-
-class KnobsPreset(BaseModel):
-    """A preset's knobs, as the scenario ships them."""
-
-    scenario: str
-    preset: str
-    knobs: dict[str, Any]
-
-
 class RunRow(BaseModel):
     """One run as the run list shows it."""
 

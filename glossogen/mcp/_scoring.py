@@ -16,6 +16,9 @@ from glossogen.mcp._results import (
 )
 from glossogen.storage import StorageError
 
+JUDGE_ARGUMENTS = {"model": "judge_model", "provider": "judge_provider"}
+"""``evaluate_run``'s argument for each judge field a refusal names."""
+
 
 class Scoring(ToolBase):
     """Evaluating and exporting runs."""
@@ -54,7 +57,7 @@ class Scoring(ToolBase):
                 scenario=plan.run.scenario,
             )
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
-            raise ToolError(refusal(folder.url, folder.scenario, exc)) from None
+            raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
         except StorageError as exc:
             raise refuse(exc) from None
         report = done.report

@@ -21,7 +21,7 @@ requests, tokens, spend and failures, and each recorded round's team outcomes
 run's :class:`~glossogen.eventlog.RunView`.
 
 ``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``
-(``glossogen.mcp._launch.stop_run_folder``): a run a worker plays from a deployment is
+(``glossogen.launch.stop_run_folder``): a run a worker plays from a deployment is
 cancelled through Prefect, a local writer (the pid the folder's ``.writer.lock`` records) is
 signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line when there is
 nothing to stop.
@@ -261,7 +261,7 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
             line) when no live process writes it or the folder is remote.
     """
-    from glossogen.mcp._launch import StopError, stop_run_folder
+    from glossogen.launch import StopError, stop_run_folder
 
     folder = run_folder(request.app.state.settings.runs_dir, scenario, ts, queued=True)
     if group_of_folder(folder) != group:

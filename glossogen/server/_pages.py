@@ -265,8 +265,9 @@ def _all_records(runs_dir: str, request: Request) -> list[RunRecord]:
 @router.get("/scenarios", response_class=HTMLResponse)
 def scenarios(request: Request) -> HTMLResponse:
     """Every installed scenario with its description and presets."""
-    tools = request.app.state.tools
-    return _render("scenarios.html", scenarios=tools.list_scenarios().scenarios)
+    from glossogen.launch import list_scenarios
+
+    return _render("scenarios.html", scenarios=list_scenarios().scenarios)
 
 
 def knob_rows(schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -330,20 +331,19 @@ def knob_rows(schema: dict[str, Any]) -> list[dict[str, Any]]:
 @router.get("/scenarios/{name}", response_class=HTMLResponse)
 def scenario(name: str, request: Request) -> HTMLResponse:
     """One scenario: seats, channels, every preset's values, the knobs' schema as a table."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
+    from glossogen.knobs import ConfigError
+    from glossogen.launch import describe_scenario, knobs_preset, knobs_schema
     from glossogen.scenario import scenario_names
 
     if name not in scenario_names():
         raise HTTPException(404, {"message": f"no scenario {name!r}"})
-    tools = request.app.state.tools
     try:
-        info = tools.get_scenario(name)
-        schema = tools.get_knobs_schema(name).json_schema
+        info = describe_scenario(name, request.app.state.settings.runs_dir)
+        schema = knobs_schema(name).json_schema
         presets = {
-            p: json.dumps(tools.get_knobs_preset(name, p).knobs, indent=2, sort_keys=True)
+            p: json.dumps(knobs_preset(name, p).knobs, indent=2, sort_keys=True)
             for p in info.presets
         }
-    except ToolError as exc:
-        raise HTTPException(404, {"message": str(exc)}) from exc
+    except ConfigError as exc:
+        raise HTTPException(404, {"message": str(exc).splitlines()[0]}) from exc
     return _render("scenario.html", info=info, presets=presets, knobs=knob_rows(schema))

@@ -25,7 +25,6 @@ from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from glossogen.export import MAX_RUNS, RAW_ZIP_MAX_BYTES
-from glossogen.mcp._tools import Tools
 from glossogen.server._analysis_routes import router as analysis_router
 from glossogen.server._export_routes import router as export_router
 from glossogen.server._live_routes import router as live_router
@@ -112,7 +111,6 @@ def create_app(
     )
     app.state.settings = ServerSettings(runs_dir, max_runs, raw_max_bytes, csv_max_bytes)
     app.state.run_cache = RunCache()
-    app.state.tools = Tools(runs_dir)
 
     if token:
         _guard(app, token)

@@ -227,9 +227,8 @@ def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOpt
             code = exc.exit_code
             if code == int(exit_codes.USAGE):  # a bad value in a file is refused, not misused
                 code = int(exit_codes.REFUSED)
-            # A spec has keys, not flags: `--provider: unknown provider` names its `provider`.
-            message = str(exc).replace("--provider: ", "provider: ", 1)
-            raise SweepError(f"{_describe(cell)}: {message}", code) from None
+            # A spec has keys, not flags: the refusal's own line names the request field.
+            raise SweepError(f"{_describe(cell)}: {exc}", code) from None
         estimate = estimate_run(plan, spec.runs_dir)
         if spec.spend_cap_usd is not None and estimate.usd is None:
             raise SweepError(

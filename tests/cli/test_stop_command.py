@@ -171,3 +171,30 @@ def test_a_file_where_the_run_folder_should_be_is_refused_in_one_line(
     assert err == (
         f"glossogen: error: {tmp_path / 'veyru' / '1700000001'} is a file, not a run folder\n"
     )
+
+
+STOP_PATH_PROBE = """
+import sys
+from glossogen.cli.stop import stop
+code = stop(%r)
+heavy = %r
+print(code, sorted(name for name in heavy if name in sys.modules))
+"""
+HEAVY_FOR_A_STOP = [
+    "glossogen.engine", "glossogen.launch._plan", "glossogen.launch._session",
+    "glossogen.eventlog", "glossogen.mcp", "glossogen.server", "pydantic_ai", "mcp",
+    "fastapi", "polars", "prefect", "orchestration", "flows",
+]  # fmt: skip
+
+
+def test_a_stop_imports_neither_the_engine_nor_another_surface_nor_prefect(
+    tmp_path: Path,
+) -> None:
+    """``glossogen stop`` of a local claim: run control from the library, nothing heavier."""
+    folder = claim_unbegun(str(tmp_path / "runs"))
+    done = subprocess.run(
+        [sys.executable, "-c", STOP_PATH_PROBE % (folder.url, HEAVY_FOR_A_STOP)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [claim_cancelled(folder.run_id), "0 []"]

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from deployments.local_server import ProcessWorker
 from glossogen.eventlog import RoundResultRecorded, SimulationEnded, read_events
-from glossogen.launch import RunRequest, plan_run
-from glossogen.mcp._launch import launch_new
+from glossogen.launch import RunRequest, launch_new, plan_run
 from glossogen.storage import RunFolder
 from tests.fixtures.polling import wait_until
 

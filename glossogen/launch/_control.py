@@ -2,13 +2,15 @@
 
 A new run's folder is claimed before anything plays (``claim_folder``), so the caller gets its
 run id at once. It then plays on the provider's ``simulate-<provider>`` deployment when a worker
-serves it, else in a detached local process of its own (``python -m glossogen.mcp.play``, which
-reads the ``RunConfig`` on stdin and plays the ``simulate`` flow into that folder). A derived or
-resumed run plays as ``glossogen run <scenario> --resume <folder>``, detached, as the derived-run
-commands do. Prefect is imported inside the calls that need it (this room is a surface, like
-the CLI: it reaches ``tasks/`` and ``flows/`` lazily). Stopping a run
-(:func:`stop_run_folder`) cancels its flow run through Prefect when a worker plays it from a
-deployment, removes a claim whose log never began, or signals the local writer.
+serves it, else in a detached local process of its own (``python -m glossogen.launch.play``,
+which reads the ``RunConfig`` on stdin and plays the ``simulate`` flow into that folder). A
+derived or resumed run plays as ``glossogen run <scenario> --resume <folder>``, detached, as the
+derived-run commands do. Prefect is imported inside the calls that need it (``orchestration/``
+lazily, as the surfaces reach ``flows/``), and the engine not at all: ``glossogen stop`` imports
+this module alone. The CLI (``glossogen stop``), the REST server (the page's Stop) and MCP
+(``start_run``, ``stop_run``) each call it and word its :class:`StopError` their own way.
+Stopping a run (:func:`stop_run_folder`) cancels its flow run through Prefect when a worker
+plays it from a deployment, removes a claim whose log never began, or signals the local writer.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFolder, StorageError
+from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFolder
 
-if TYPE_CHECKING:  # glossogen.launch imports the engine: `glossogen stop` needs neither
-    from glossogen.launch import RunConfig
+if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
+    from glossogen.launch._plan import RunConfig
 
 
 class StopError(Exception):
@@ -63,7 +65,7 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     Raises:
         StorageError: the folder could not be claimed; nothing was started.
     """
-    from glossogen.launch import claim_folder
+    from glossogen.launch._session import claim_folder
 
     folder = claim_folder(config, runs_dir)
     name = f"simulate/simulate-{config.provider}"
@@ -83,7 +85,7 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
             return folder, f"deployment:{name}"
     payload = config.model_dump_json().encode()
     try:
-        pid = _detach(["-m", "glossogen.mcp.play", folder.url], folder, stdin=payload)
+        pid = _detach(["-m", "glossogen.launch.play", folder.url], folder, stdin=payload)
     except BaseException:
         # Nothing played in it: the claim (and the stdout log just opened) goes again.
         folder.discard_unstarted((CONFIG, LABELS, ".claim", folder.stdout_log_name))
@@ -258,7 +260,6 @@ def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopp
 __all__ = [
     "StopError",
     "Stopping",
-    "StorageError",
     "launch_new",
     "launch_resume",
     "stop_run_folder",

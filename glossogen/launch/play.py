@@ -1,4 +1,4 @@
-"""A detached start of a claimed run: ``python -m glossogen.mcp.play <run_dir>``.
+"""A detached start of a claimed run: ``python -m glossogen.launch.play <run_dir>``.
 
 Reads the run's ``RunConfig`` (JSON) on stdin and plays the ``simulate`` flow into the folder
 the launcher claimed; its output goes to the folder's stdout log. Exit codes as ``glossogen
@@ -15,13 +15,11 @@ import sys
 
 def main(argv: list[str]) -> int:
     """Play the claimed run folder ``argv[0]`` under the config read from stdin."""
-    from glossogen.cli import answer_ctrl_c
-    from glossogen.cli.run import EXIT_CODES, PREFECT_DEFAULTS
-    from glossogen.launch import RunConfig
+    from glossogen import exit_codes
+    from glossogen.launch import RunConfig, answer_ctrl_c, apply_prefect_defaults
 
     answer_ctrl_c()
-    for key, value in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    apply_prefect_defaults()
     config = RunConfig.model_validate(json.loads(sys.stdin.buffer.read()))
     from flows.simulate import simulate
 
@@ -32,7 +30,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         os._exit(130)  # as `glossogen run`: leave without retrying a Prefect API
     print(f"{result.run_id} {result.status}: {result.rounds_won}/{result.rounds_played} won")
-    return EXIT_CODES.get(result.status, 70)
+    return exit_codes.of_run_status(result.status)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,179 @@
+"""One operation through the CLI, REST and MCP: the same result, and the same refusal worded by
+each surface (the CLI names its flag, MCP its tool argument, REST the request field).
+
+Each surface is driven as a user drives it: ``glossogen`` in this process (its exit code and
+its one line), the FastAPI app over HTTP (``TestClient``), the MCP tools through the SDK's
+client connected to ``build_server`` in-process. REST has no evaluate endpoint: evaluate is
+compared between the CLI and MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from mcp import Client
+
+from glossogen.cli import main
+from glossogen.mcp import build_server
+from glossogen.server import create_app
+from glossogen.storage import RunFolder
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a surface answered: refused or not, its one line, and its own status for it."""
+
+    refused: bool
+    line: str
+    status: int | str
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Answer:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    code = int(exited.value.code or 0)
+    if code:
+        assert (out, err.count("\n")) == ("", 1), (out, err)
+        return Answer(True, err.removeprefix("glossogen: error: ").rstrip("\n"), code)
+    return Answer(False, out.splitlines()[0], code)
+
+
+def _mcp(runs_dir: str, tool: str, **arguments: Any) -> tuple[Answer, dict[str, Any] | None]:
+    async def called() -> Any:
+        async with Client(build_server(runs_dir)) as client:
+            return await client.call_tool(tool, arguments)
+
+    result = asyncio.run(called())
+    text = result.content[0].text if result.content else ""
+    if result.is_error:
+        return Answer(True, text.removeprefix(f"Error executing tool {tool}: "), "tool error"), None
+    return Answer(False, str((result.structured_content or {}).get("message", "")), "ok"), (
+        result.structured_content
+    )
+
+
+def _rest_stop(runs_dir: str, folder: RunFolder) -> Answer:
+    got = TestClient(create_app(runs_dir)).post(f"/api/g/local/runs/{folder.run_id}/stop")
+    body = got.json()
+    if got.status_code != 200:
+        return Answer(True, body["detail"]["message"], got.status_code)
+    return Answer(False, body["message"], got.status_code)
+
+
+def stop_through(
+    surface: str, runs_dir: str, folder: RunFolder, capsys: pytest.CaptureFixture[str]
+) -> Answer:
+    """``glossogen stop``, ``POST .../stop`` or MCP ``stop_run`` of the run in ``folder``."""
+    if surface == "cli":
+        return _cli(capsys, "stop", folder.url)
+    if surface == "rest":
+        return _rest_stop(runs_dir, folder)
+    return _mcp(runs_dir, "stop_run", run_id=folder.run_id)[0]
+
+
+SURFACES = ["cli", "rest", "mcp"]
+STATUS = {"cli": (0, 65), "rest": (200, 409), "mcp": ("ok", "tool error")}
+"""Each surface's own word for done and for refused: an exit code, an HTTP status, a tool
+error."""
+
+
+OTHER_FILES = (
+    "run {run_id} has not begun its log and no process holds it, but its folder holds other "
+    "files: left as it is"
+)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("extra", [False, True], ids=["queued", "holding-other-files"])
+def test_stopping_a_claim_answers_the_same_through_every_surface(
+    surface: str, extra: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A queued claim is cancelled and removed; one holding a file of its own is refused and
+    left as it is: the same line each way, in each surface's status."""
+    runs = str(tmp_path / "runs")
+    folder = claim_unbegun(runs)
+    if extra:
+        (Path(folder.url) / "notes.txt").write_text("mine")
+    answer = stop_through(surface, runs, folder, capsys)
+    if not extra:
+        assert answer == Answer(False, claim_cancelled(folder.run_id), STATUS[surface][0])
+        assert not Path(folder.url).exists()
+        return
+    assert answer == Answer(True, OTHER_FILES.format(run_id=folder.run_id), STATUS[surface][1])
+    assert sorted(p.name for p in Path(folder.url).iterdir()) == [
+        "config.json", "labels.json", "notes.txt"
+    ]  # fmt: skip
+
+
+JUDGE_REFUSALS = [
+    (
+        ["--metrics", "language_repetition"],
+        {"metrics": ["language_repetition"]},
+        "language_repetition needs a judge: pass {model} and {provider}",
+    ),
+    (
+        ["--model", "m"],
+        {"judge_model": "m"},
+        "{model} and {provider} go together (the judge)",
+    ),
+]
+NAMES = {
+    "cli": {"model": "--model", "provider": "--provider"},
+    "mcp": {"model": "judge_model", "provider": "judge_provider"},
+}
+"""How each surface names the judge: the CLI's flags, ``evaluate_run``'s arguments."""
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize(("flags", "arguments", "line"), JUDGE_REFUSALS, ids=["no-judge", "half"])
+def test_an_evaluation_without_its_judge_is_one_refusal_each_surface_words_its_way(
+    surface: str,
+    flags: list[str],
+    arguments: dict[str, Any],
+    line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runs = str(tmp_path / "runs")
+    folder = play_run(runs, "veyru", rounds=1)
+    if surface == "cli":
+        answer = _cli(capsys, "evaluate", "veyru", "--run-dir", folder.url, *flags)
+        expected = Answer(True, line.format(**NAMES["cli"]), 64)
+    else:
+        answer = _mcp(runs, "evaluate_run", run_id=folder.run_id, **arguments)[0]
+        expected = Answer(True, line.format(**NAMES["mcp"]), "tool error")
+    assert answer == expected
+    assert not (Path(folder.url) / "veyru_report.json").exists()
+
+
+def _scored(folder: RunFolder) -> dict[str, Any]:
+    report = json.loads((Path(folder.url) / "veyru_report.json").read_text())
+    entry = report["metrics"]["round_success"]
+    return {k: entry[k] for k in ("status", "score", "rounds")}
+
+
+def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs played alike (one seed, one clock): each scored through one surface."""
+    by_cli = play_run(str(tmp_path / "a"), "veyru", rounds=2, now_unix=1_790_000_000)
+    by_mcp = play_run(str(tmp_path / "b"), "veyru", rounds=2, now_unix=1_790_000_000)
+    cli = _cli(capsys, "evaluate", "veyru", "--run-dir", by_cli.url, "--metrics", "round_success")
+    assert (cli.refused, cli.status) == (False, 0)
+    answer, result = _mcp(
+        str(tmp_path / "b"), "evaluate_run", run_id=by_mcp.run_id, metrics=["round_success"]
+    )
+    assert (answer.refused, answer.status) == (False, "ok")
+    assert result is not None
+    assert _scored(by_cli) == _scored(by_mcp) == {"status": "ok", "score": 1.0, "rounds": 2}
+    assert {k: result["entries"]["round_success"][k] for k in ("status", "score", "rounds")} == (
+        _scored(by_mcp)
+    )
