@@ -301,36 +301,33 @@ def test_an_out_that_is_not_a_report_folder_is_refused_untouched(
 ) -> None:
     board = tmp_path / "board.yaml"
     board.write_text(BOARD)
+
+    def render(out: Path, dashboard: Path = board) -> tuple[int, str]:
+        code = analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(dashboard), "--out",
+                       str(out))  # fmt: skip
+        return code, capsys.readouterr().err
+
     afile = tmp_path / "afile"
     afile.write_text("mine")
-    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
-                   str(afile)) == 64  # fmt: skip
-    assert capsys.readouterr().err == f"glossogen: error: --out {afile}: a file, not a folder\n"
+    assert render(afile) == (64, f"glossogen: error: --out {afile}: a file, not a folder\n")
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "draft.txt").write_text("mine")
-    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
-                   str(notes)) == 64  # fmt: skip
-    assert capsys.readouterr().err == (
+    assert render(notes) == (64, (
         f"glossogen: error: --out {notes}: a folder that holds files and no earlier report "
         "(1, such as 'draft.txt'); name a new or empty folder\n"
-    )
+    ))  # fmt: skip
     report = tmp_path / "report"
-    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
-                   str(report)) == 0  # fmt: skip
+    assert render(report) == (0, "")
     (report / "mine.csv").write_text("kept")
-    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
-                   str(report)) == 64  # fmt: skip
-    assert capsys.readouterr().err == (
+    assert render(report) == (64, (
         f"glossogen: error: --out {report}: an earlier report, and 'mine.csv', which it did not "
         "write; name a new or empty folder\n"
-    )
+    ))  # fmt: skip
     assert (afile.read_text(), (notes / "draft.txt").read_text(), len(list(notes.iterdir())),
             (report / "mine.csv").read_text()) == ("mine", "mine", 1, "kept")  # fmt: skip
     missing = tmp_path / "absent.yaml"
-    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(missing), "--out",
-                   str(tmp_path / "new")) == 66  # fmt: skip
-    assert capsys.readouterr().err == (
+    assert render(tmp_path / "new", missing) == (66, (
         f"glossogen: error: --dashboard {missing}: No such file or directory\n"
-    )
+    ))  # fmt: skip
     assert not (tmp_path / "new").exists()
