@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,15 @@ DASHBOARDS_FOLDER = ".glossogen/dashboards"
 
 class DashboardError(ValueError):
     """A dashboard file that cannot be read or rendered; one line naming the bad key."""
+
+
+class DashboardUnreadable(DashboardError):
+    """A dashboard file that cannot be read at all (missing, refused, not UTF-8 text)."""
+
+
+REPORT_FILES = ("dashboard.json", "results.json", "runs.csv", "index.html")
+"""The files every report holds beside each chart's ``<name>.csv``, ``.svg`` and
+``.comparisons.csv``."""
 
 
 class Chart(BaseModel):
@@ -95,6 +105,10 @@ def one_line(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     message = str(first["msg"]).removeprefix("Value error, ")
+    given = first.get("input")
+    # A value error of ours names the value itself; a bare value given is shown after its key.
+    if where and first["type"] != "value_error" and isinstance(given, (str, int, float, bool)):
+        where = f"{where} {given!r}"
     return f"{where}: {message}" if where else message
 
 
@@ -123,8 +137,9 @@ def load_dashboard(path: str) -> Dashboard:
     """Read the dashboard file at ``path`` (``.yaml``, ``.yml`` or ``.json``).
 
     Raises:
-        DashboardError: a missing or unreadable file, another extension, or a file that does
-            not validate (one line naming the bad key).
+        DashboardUnreadable: a missing or unreadable file, or one that is not UTF-8 text.
+        DashboardError: another extension, or a file that does not validate (one line naming
+            the bad key and the value given).
     """
     ext = Path(path).suffix.lower()
     if ext not in (".yaml", ".yml", ".json"):
@@ -132,9 +147,9 @@ def load_dashboard(path: str) -> Dashboard:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise DashboardError(f"{path}: {exc.strerror or exc}") from None
+        raise DashboardUnreadable(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise DashboardError(f"{path}: not UTF-8 text") from None
+        raise DashboardUnreadable(f"{path}: not UTF-8 text") from None
     return parse_dashboard(text, path, json_only=ext == ".json")
 
 
@@ -227,32 +242,95 @@ def chart_bytes(result: Result, chart: str, fmt: str = "svg") -> bytes:
         return Path(path).read_bytes()
 
 
+def _report_names(out: str) -> set[str] | None:
+    """The files the report in ``out`` may hold (from its ``dashboard.json``); None if none."""
+    try:
+        board = Dashboard.model_validate_json(Path(out, "dashboard.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    names = set(REPORT_FILES)
+    for chart in board.charts:
+        names |= {f"{chart.name}.csv", f"{chart.name}.svg", f"{chart.name}.comparisons.csv"}
+    return names
+
+
 def check_out(out: str) -> None:
-    """Refuse an ``--out`` that is a file, or whose parent folder does not exist.
+    """Refuse an ``out`` the report cannot replace whole.
+
+    ``out`` may be missing (its parent must exist), an empty folder, or the folder of an earlier
+    report (``index.html`` and a ``dashboard.json`` beside only the files that report wrote):
+    :func:`write_report` replaces it whole. Anything else is refused, so no file of another
+    report or of the user's is left beside the new one, or lost.
 
     Raises:
-        DashboardError: naming it.
+        DashboardError: ``<out>: <why>``, one line.
     """
     if os.path.exists(out) and not os.path.isdir(out):
-        raise DashboardError(f"{out}: --out is a file, not a folder")
+        raise DashboardError(f"{out}: a file, not a folder")
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise DashboardError(f"{out}: its folder {parent} does not exist")
+    if not os.path.isdir(out):
+        return
+    entries = sorted(os.listdir(out))
+    if not entries:
+        return
+    names = _report_names(out)
+    if names is None or "index.html" not in entries:
+        raise DashboardError(f"{out}: a folder that holds files and no earlier report "
+                             f"({len(entries)}, such as {entries[0]!r}); name a new or empty "
+                             "folder")  # fmt: skip
+    foreign = [e for e in entries if e not in names or not os.path.isfile(os.path.join(out, e))]
+    if foreign:
+        raise DashboardError(f"{out}: an earlier report, and {foreign[0]!r}, which it did not "
+                             "write; name a new or empty folder")  # fmt: skip
 
 
 def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
-    """Write the static report of ``rendered`` into the folder ``out`` (made if missing).
+    """Write the static report of ``rendered`` as the folder ``out``, replacing it whole.
+
+    The report is written into a new folder beside ``out`` and moved in place of it only when
+    complete, so ``out`` holds exactly this report (an earlier report's files, say a chart no
+    longer in the dashboard, are gone), or, on a failure, what it held before.
 
     Returns:
         The files written, relative to ``out``, in order.
+
+    Raises:
+        DashboardError: an ``out`` that :func:`check_out` refuses.
     """
+    import shutil
+    import tempfile
+
+    from glossogen.storage._fs import _umask
+
+    check_out(out)
+    parent = os.path.dirname(os.path.abspath(out))
+    fresh = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(os.path.abspath(out))}.")
+    try:
+        os.chmod(fresh, 0o777 & ~_umask())  # mkdtemp makes it 0700; give it a new folder's mode
+        written = _write_files(rendered, fresh, source)
+        if os.path.isdir(out):
+            aside = f"{fresh}.old"
+            os.rename(out, aside)
+            os.rename(fresh, out)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.rename(fresh, out)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return written
+
+
+def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
+    """Write the report's files into the existing folder ``out``; return their names."""
     from importlib.metadata import version
 
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     from glossogen.analysis._render import comparison_frame, number, result_frame
 
-    os.makedirs(out, exist_ok=True)
     written: list[str] = []
 
     def put(name: str, data: bytes | str) -> None:
@@ -300,18 +378,12 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
     return written
 
 
-def dashboards_folder(runs_dir: str) -> Path:
-    """The folder of the run browser's dashboards under a local ``runs_dir``.
-
-    Raises:
-        DashboardError: the runs directory is not a local folder.
-    """
+def dashboards_folder(runs_dir: str) -> str:
+    """The folder (a path, or an fsspec URL) of the run browser's dashboards under ``runs_dir``."""
     from glossogen.storage import RunStore
+    from glossogen.storage._fs import join
 
-    store = RunStore(runs_dir)
-    if not store.local:
-        raise DashboardError(f"{runs_dir}: dashboards are kept only under a local runs dir")
-    return Path(store.runs_dir, DASHBOARDS_FOLDER)
+    return join(RunStore(runs_dir).runs_dir, DASHBOARDS_FOLDER)
 
 
 def _check_name(name: str) -> None:
@@ -320,52 +392,78 @@ def _check_name(name: str) -> None:
 
 
 def saved_dashboards(runs_dir: str) -> list[str]:
-    """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted)."""
+    """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted).
+
+    Raises:
+        StorageError: unreachable storage.
+    """
+    from glossogen.storage._fs import open_fs, translate_errors
+
     folder = dashboards_folder(runs_dir)
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.stem
-        for p in folder.iterdir()
-        if p.suffix in (".yaml", ".yml", ".json") and NAME.match(p.stem)
-    )
+    fs, path = open_fs(folder)
+    with translate_errors(folder, fs):
+        try:
+            fs.invalidate_cache(path)
+            names = [posixpath.basename(str(p).rstrip("/")) for p in fs.ls(path, detail=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    stems = {n.rsplit(".", 1)[0] for n in names if n.endswith((".yaml", ".yml", ".json"))}
+    return sorted(s for s in stems if NAME.match(s))
 
 
 def open_saved(runs_dir: str, name: str) -> Dashboard:
     """The dashboard ``name`` kept under ``runs_dir``.
 
     Raises:
-        DashboardError: a bad name, no such dashboard, or a file that does not validate.
+        DashboardError: a bad name, or a file that does not validate.
         FileNotFoundError: no dashboard of that name.
+        StorageError: unreachable storage.
     """
+    from glossogen.storage._fs import join, open_fs, translate_errors
+
     _check_name(name)
     folder = dashboards_folder(runs_dir)
+    fs, _ = open_fs(folder)
     for ext in (".yaml", ".yml", ".json"):
-        path = folder / f"{name}{ext}"
-        if path.is_file():
-            return load_dashboard(str(path))
+        url = join(folder, f"{name}{ext}")
+        with translate_errors(url, fs):
+            try:
+                raw = fs.cat_file(open_fs(url)[1])
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DashboardError(f"{url}: not UTF-8 text") from None
+        return parse_dashboard(text, url, json_only=ext == ".json")
     raise FileNotFoundError(f"no dashboard {name!r} in {folder}")
 
 
-def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> Path:
-    """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``.
+def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
+    """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``; return where.
 
-    The file is written whole (aside, then moved); a ``.yml`` or ``.json`` file of the same
-    name is replaced by it.
+    The runs dir may be local or an fsspec URL (``s3://``). The file is written whole (aside,
+    then moved; one put on object storage); a ``.yml`` or ``.json`` file of the same name is
+    removed after it.
 
     Raises:
-        DashboardError: a bad name, or a runs dir that is not a local folder.
+        DashboardError: a bad name.
+        StorageError: unreachable storage, or a write it refuses.
     """
+    from glossogen.storage._fs import join, open_fs, translate_errors, write_bytes_atomic
+
     _check_name(name)
     folder = dashboards_folder(runs_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.yaml"
-    aside = folder / f".{name}.yaml.tmp"
-    aside.write_text(dump_dashboard(dashboard), encoding="utf-8")
-    os.replace(aside, path)
+    url = write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
+    fs, _ = open_fs(folder)
     for ext in (".yml", ".json"):
-        (folder / f"{name}{ext}").unlink(missing_ok=True)
-    return path
+        other = join(folder, f"{name}{ext}")
+        with translate_errors(other, fs):
+            try:
+                fs.rm_file(open_fs(other)[1])
+            except FileNotFoundError:
+                pass
+    return url
 
 
 __all__ = [
@@ -373,6 +471,8 @@ __all__ = [
     "Chart",
     "Dashboard",
     "DashboardError",
+    "DashboardUnreadable",
+    "REPORT_FILES",
     "RunHash",
     "answer_dashboard",
     "chart_bytes",

@@ -58,6 +58,11 @@ _TABLES = {
 _PREFIXES = ("metric.", "knob.", "label.", "label_flag.", "lineage.", "agent_model.")
 """Families a bare name is looked up in when no column has the name itself."""
 _INTERVALLED = ("mean", "rate")
+UNSCORED = (
+    "no run of this selection has a report yet: metrics and the round grain's rows come from "
+    "scoring them (glossogen evaluate)"
+)
+"""The hint where no selected run is scored (a refused name, ``--list-fields``)."""
 _VALUES_LISTED = 20
 
 
@@ -109,12 +114,7 @@ def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
     if found:
         raise QueryError(f"{name!r} is ambiguous: {', '.join(found)}", what)
     unscored = "has_evaluation" in frame.columns and not frame.get_column("has_evaluation").any()
-    hint = (
-        "; no run of this selection has a report yet: metrics and the round grain's rows come "
-        "from scoring them (glossogen evaluate)"
-        if unscored
-        else ""
-    )
+    hint = f"; {UNSCORED}" if unscored else ""
     raise QueryError(
         f"{name!r}: no such field at the {grain} grain of this selection "
         f"(list the grain's fields){hint}",
@@ -559,6 +559,9 @@ def fields_of(
     """
     if frame is None:
         frame = grain_frame(records, grain, metric)
+        scored = {r.run_id for r in records if r.report is not None}
+    else:  # the cache's records carry no report; its rows say whether theirs had one
+        scored = _scored(frame)
     out = []
     for column in frame.columns:
         series = frame.get_column(column)
@@ -578,7 +581,24 @@ def fields_of(
                 values=labels[:_VALUES_LISTED],
             )  # fmt: skip
         )
-    return Fields(grain=grain, runs=len(records), rows=frame.height, fields=out)
+    unscored = sum(1 for r in records if r.run_id not in scored)
+    notes = []
+    if records and unscored == len(records):
+        notes.append(UNSCORED)
+    elif unscored:
+        notes.append(
+            f"{unscored} of {len(records)} runs of this selection have no report yet: their "
+            "metrics and round rows come from scoring them (glossogen evaluate)"
+        )
+    return Fields(grain=grain, runs=len(records), rows=frame.height, fields=out, notes=notes)
+
+
+def _scored(frame: pl.DataFrame) -> set[str]:
+    """The runs of ``frame`` whose rows say they have a report (``has_evaluation``)."""
+    if "has_evaluation" not in frame.columns or not frame.height:
+        return set()
+    flagged = pl.col("has_evaluation").cast(pl.Boolean).fill_null(False)
+    return set(frame.filter(flagged).get_column("run_id").unique().to_list())
 
 
 def _number_or_text(text: str) -> Any:

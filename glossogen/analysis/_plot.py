@@ -8,7 +8,9 @@ the second key) or ``heatmap`` (first key by second key, the value as colour and
 the cell). Bars, lines and points carry the cell's 95% interval as error bars where it has
 one. A blank group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no
 value draws nothing (a heatmap leaves its cell empty), never a zero. The file's format is its
-extension: ``.svg`` or ``.png``.
+extension: ``.svg`` or ``.png``. A file is the same bytes each time the same result is drawn
+(an SVG carries no date and its ids come from a fixed salt), so a regenerated figure can be
+compared with the one cited.
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
                      f"{result.runs} runs{note}", fontsize=10)  # fmt: skip
         fig.tight_layout()
-        fig.savefig(path, format=ext)
+        # No date in the file and fixed ids: the same result draws the same bytes.
+        with matplotlib.rc_context({"svg.hashsalt": "glossogen"}):
+            fig.savefig(path, format=ext, metadata={"Date": None} if ext == "svg" else None)
     finally:
         plt.close(fig)
 

@@ -274,6 +274,8 @@ class Fields(BaseModel):
     runs: int
     rows: int
     fields: list[Dimension]
+    notes: list[str] = []
+    """What the fields lack and why (runs not scored yet: no metric until ``evaluate``)."""
 
 
 class Result(BaseModel):

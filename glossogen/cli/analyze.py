@@ -11,8 +11,10 @@ before anything is written.
 
 Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
 comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
-filter); 65 a knob value the recorded type cannot read, a selection over ``--max-runs``; 66 a
-``--runs-dir`` that is not a folder; 69 unreachable storage.
+filter, an ``--out`` that is a file or a folder holding files other than an earlier report's);
+65 a knob value the recorded type cannot read, a selection over ``--max-runs``; 66 a
+``--runs-dir`` that is not a folder, a ``--dashboard`` file that cannot be read; 69 unreachable
+storage.
 """
 
 from __future__ import annotations
@@ -132,10 +134,7 @@ def analyze(
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "metric"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        return _error(f"--{_flag(where)}: {message}", exit_codes.USAGE)
+        return _error(_invalid(exc), exit_codes.USAGE)
     try:
         check_runs_dir(runs_dir)
     except RunsDirError as exc:
@@ -150,6 +149,18 @@ def analyze(
         return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _invalid(exc: Any) -> str:
+    """A query the flags made that does not validate, as one line naming the flag and value."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "metric"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    given = first.get("input")
+    flag = f"--{_flag(where)}"
+    if first["type"] != "value_error" and isinstance(given, (str, int, float)):
+        flag = f"{flag} {given}"  # as typed: --limit -1
+    return f"{flag}: {message}"
 
 
 def _dashboard_alone(
@@ -168,6 +179,7 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     from glossogen.analysis import QueryError
     from glossogen.analysis._dashboard import (
         DashboardError,
+        DashboardUnreadable,
         answer_dashboard,
         check_out,
         load_dashboard,
@@ -180,9 +192,14 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
         return _error("--dashboard FILE and --out DIR go together", exit_codes.USAGE)
     try:
         board = load_dashboard(path)
-        check_out(out)
+    except DashboardUnreadable as exc:
+        return _error(f"--dashboard {exc}", exit_codes.UNREADABLE)
     except DashboardError as exc:
         return _error(f"--dashboard {exc}", exit_codes.USAGE)
+    try:
+        check_out(out)
+    except DashboardError as exc:
+        return _error(f"--out {exc}", exit_codes.USAGE)
     try:
         check_runs_dir(runs_dir)
         rendered = answer_dashboard(runs_dir, board)
@@ -194,7 +211,10 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
         return _error(f"--dashboard {path}: {exc.cli_message}", exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
-    written = write_report(rendered, out, source=path)
+    try:
+        written = write_report(rendered, out, source=path)
+    except DashboardError as exc:  # --out changed while the queries were answered
+        return _error(f"--out {exc}", exit_codes.USAGE)
     print(f"wrote {len(written)} files to {out}: {', '.join(written)}")
     return int(exit_codes.OK)
 
@@ -221,6 +241,8 @@ def _answer(
     assert isinstance(query, Query)
     if list_fields:
         found = fields(runs_dir, query.selection, query.grain, query.metric, query.max_runs)
+        for note in found.notes:
+            print(f"glossogen: note: {note}", file=sys.stderr, flush=True)
         if as_json:
             print(found.model_dump_json(indent=2))
             return int(exit_codes.OK)

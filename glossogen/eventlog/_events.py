@@ -667,6 +667,8 @@ CORE_EVENTS: tuple[type[Event], ...] = (
 )
 
 _registered: dict[str, type[Event]] = {}
+_classes: dict[str, type[Event]] = {}
+"""What :func:`event_classes` answers, built once (emptied when an event is registered)."""
 
 
 def _tag(cls: type[Event]) -> str:
@@ -684,6 +686,7 @@ def register_event(cls: type[Event]) -> type[Event]:
     if tag in known and known[tag] is not cls:
         raise ValueError(f"event type {tag!r} is already registered by {known[tag].__name__}")
     _registered[tag] = cls
+    _classes.clear()
     _adapter.cache_clear()
     return cls
 
@@ -742,7 +745,9 @@ def registered_event_classes() -> dict[str, type[Event]]:
     A reader starts from these (a run's own scenario registered its events when it loaded) and
     asks :func:`event_classes` only for a line whose type none of them has.
     """
-    return {_tag(c): c for c in CORE_EVENTS} | dict(_registered)
+    if not _classes:  # built once, emptied when an event is registered
+        _classes.update({_tag(c): c for c in CORE_EVENTS} | _registered)
+    return dict(_classes)
 
 
 def registered_event_adapter() -> TypeAdapter[Any]:

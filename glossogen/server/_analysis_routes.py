@@ -5,8 +5,9 @@
 
 ``/render`` takes a result ``/query`` answered (with a chart kind) and answers its CSV and its
 chart as SVG (the ``--plot`` drawing), reading no run. The dashboards are files under the runs
-dir (``.glossogen/dashboards/<name>.yaml``, :mod:`glossogen.analysis._dashboard`), shared by
-every group; a body is the typed :class:`~glossogen.analysis._dashboard.Dashboard`.
+dir (``.glossogen/dashboards/<name>.yaml``, :mod:`glossogen.analysis._dashboard`; local or on
+object storage through fsspec), shared by every group; a body is the typed
+:class:`~glossogen.analysis._dashboard.Dashboard`.
 
 ``/query`` takes the :class:`~glossogen.analysis.Query` itself as its JSON body and answers the
 engine's :class:`~glossogen.analysis.Result` (every cell's value, n, missing, interval and its
@@ -200,13 +201,13 @@ def _dashboard_refusal(exc: DashboardError) -> NoReturn:
 
 @router.get("/dashboards")
 def list_dashboards(slug: str, request: Request) -> SavedDashboards:
-    """The names of the dashboards kept under the runs dir (422 for a runs dir not local)."""
+    """The names of the dashboards kept under the runs dir (local or ``s3://``; 503 unreachable)."""
     from glossogen.analysis._dashboard import saved_dashboards
 
     try:
         return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
-    except DashboardError as exc:
-        _dashboard_refusal(exc)
+    except StorageError as exc:
+        _refuse(exc)
 
 
 @router.get("/dashboards/{name}")
@@ -220,15 +221,22 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
         raise HTTPException(404, {"message": str(exc)}) from exc
     except DashboardError as exc:
         _dashboard_refusal(exc)
+    except StorageError as exc:
+        _refuse(exc)
 
 
 @router.put("/dashboards/{name}")
 def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> SavedDashboard:
-    """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it)."""
+    """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it).
+
+    The runs dir may be local or an fsspec URL (``s3://``); ``path`` is where it was written.
+    """
     from glossogen.analysis._dashboard import save_dashboard as save
 
     try:
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)
-    return SavedDashboard(name=name, path=str(path))
+    except StorageError as exc:
+        _refuse(exc)
+    return SavedDashboard(name=name, path=path)

@@ -7,7 +7,8 @@
 - ``/runs/{scenario}/{ts}``: one run (header, seats, then one round at a time, ``?round=N``:
   verdicts, trigger, case, messages per channel, tool calls, postmortem; the report's charts).
 - ``/analysis``: the analysis page (the list's filters in its query string are the cohort;
-  grain, keys, measures, chart; the table with n, missing and intervals; CSV and chart
+  grain, keys, measures, row filters, a comparison, seed and resamples, chart; the tables with
+  n, missing and intervals and the comparisons; CSV and chart
   downloads; dashboards opened and saved under the runs dir), driving the analysis REST routes.
 - ``/favicon.ico``; a page that cannot be served (a missing run) answers a page, not JSON.
 - ``/scenarios`` and ``/scenarios/{name}``: installed scenarios, seats, channels, presets and
@@ -200,8 +201,9 @@ def analysis(request: Request) -> HTMLResponse:
     REST route), the ``Result`` becomes the table, and the chart and CSV are the ``/render``
     route's (the ``--plot`` drawing and ``--csv`` rows), so no number is computed in the page.
     """
-    from glossogen.analysis import AGGREGATES, GRAINS
+    from glossogen.analysis import AGGREGATES, GRAINS, Query
     from glossogen.analysis._plot import CHARTS
+    from glossogen.analysis._query import OPERATORS
 
     filters = _filters(request)
     fields_query = [("scenario", filters.scenario)] if filters.scenario else []
@@ -223,6 +225,9 @@ def analysis(request: Request) -> HTMLResponse:
         grains=GRAINS,
         aggregates=AGGREGATES,
         charts=[*CHARTS, "table"],
+        operators=sorted(OPERATORS, key=len),  # = > < != >= <=
+        seed=Query.model_fields["seed"].default,
+        resamples=Query.model_fields["resamples"].default,
     )
 
 

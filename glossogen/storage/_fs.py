@@ -45,6 +45,20 @@ def is_local(fs: fsspec.AbstractFileSystem) -> bool:
     return isinstance(fs, LocalFileSystem)
 
 
+_LOCAL: list[fsspec.AbstractFileSystem] = []
+
+
+def _local_fs() -> fsspec.AbstractFileSystem:
+    """The local file system, made once.
+
+    fsspec's own instance cache hashes its arguments on every call, and a cold selection opens
+    thousands of local files.
+    """
+    if not _LOCAL:
+        _LOCAL.append(fsspec.filesystem("file"))
+    return _LOCAL[0]
+
+
 def open_fs(url: str, **storage_options: Any) -> tuple[fsspec.AbstractFileSystem, str]:
     """Return the file system holding ``url`` and the path of ``url`` inside it.
 
@@ -60,7 +74,7 @@ def open_fs(url: str, **storage_options: Any) -> tuple[fsspec.AbstractFileSystem
         ValueError: if the URL names a protocol fsspec does not know.
     """
     if not _is_url(url):
-        return fsspec.filesystem("file"), os.path.abspath(url)
+        return _local_fs(), os.path.abspath(url)
     protocol = url.split("://", 1)[0]
     if protocol in ("s3", "s3a") and "endpoint_url" not in storage_options:
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")

@@ -97,6 +97,10 @@ BAD = [
     ([], "--measure is required (FIELD[:AGG])"),
     (["--measure", "x", "--plot", "/absent-folder/chart.svg"],
      "--plot '/absent-folder/chart.svg': its folder '/absent-folder' does not exist"),
+    (["--measure", "x", "--limit", "-1"],
+     "--limit -1: Input should be greater than or equal to 1"),
+    (["--measure", "x", "--resamples", "5"],
+     "--resamples 5: Input should be greater than or equal to 10"),
 ]  # fmt: skip
 
 
@@ -216,3 +220,22 @@ def test_sort_and_limit(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> N
         "3,mean_chars_per_round:max,50.0,1,0,1,,,",
         "1,mean_chars_per_round:max,30.0,2,0,2,,,",
     ]
+
+
+def test_fields_of_runs_never_scored_say_how_to_score_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.fixtures.played_runs import play_run
+
+    for i in range(2):
+        play_run(str(tmp_path), rounds=2, now_unix=1_790_000_100 + i)
+    note = (
+        "glossogen: note: no run of this selection has a report yet: metrics and the round "
+        "grain's rows come from scoring them (glossogen evaluate)\n"
+    )
+    # The first listing reads the runs; the second is answered from the projection cache.
+    for grain in ("round", "run", "round"):
+        code = analyze("--runs-dir", str(tmp_path), "--grain", grain, "--list-fields", "--csv")
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, note)
+        assert not [line for line in out.splitlines() if line.startswith("metric.")]

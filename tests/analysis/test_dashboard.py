@@ -123,8 +123,15 @@ def test_the_static_report(
     results = json.loads((out / "results.json").read_text())
     assert results["done"]["run_ids"] == sorted(cohort.ids.values())
 
-    page = browser.new_page(viewport={"width": 1000, "height": 1400})
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto((out / "index.html").as_uri())
+    # Every table within the page's 60rem (960 px), the comparisons' fifteen columns too.
+    assert page.evaluate(
+        "[document.body.getBoundingClientRect().width, Array.from(document.querySelectorAll("
+        "'table')).map(t => [t.className, t.getBoundingClientRect().right <= "
+        "document.body.getBoundingClientRect().right])]"
+    ) == [960, [["cells", True], ["cells", True], ["comparisons", True], ["cells", True],
+                ["comparisons", True], ["runs", True]]]  # fmt: skip
     page.wait_for_function(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -152,16 +159,16 @@ def test_the_static_report(
         ),
         (
             "queries: {a: {measures: [{field: x, agg: avg}]}}\ncharts: [{name: c, query: a}]\n",
-            "queries.a.measures.0.agg: Input should be 'mean', 'median', 'sum', 'count', 'min', "
+            "queries.a.measures.0.agg 'avg': Input should be 'mean', 'median', 'sum', 'count', 'min', "
             "'max', 'stddev', 'sem' or 'rate'",
         ),
         (
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: c, query: a, chart: pie}]\n",
-            "charts.0.chart: Input should be 'bar', 'line', 'scatter', 'heatmap' or 'table'",
+            "charts.0.chart 'pie': Input should be 'bar', 'line', 'scatter', 'heatmap' or 'table'",
         ),
         (
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: ../c, query: a}]\n",
-            "charts.0.name: String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'",
+            "charts.0.name '../c': String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'",
         ),
         (
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: c, query: a, "
@@ -174,7 +181,7 @@ def test_the_static_report(
         ),
         (
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: c, query: a}]\nnumbers: 1\n",
-            "numbers: Extra inputs are not permitted",
+            "numbers 1: Extra inputs are not permitted",
         ),
         (
             "queries: {a: {measures: []}}\ncharts: [{name: c, query: a}]\n",
@@ -250,3 +257,77 @@ def test_json_and_yaml_read_alike_and_a_saved_dashboard_reads_back(tmp_path: Pat
     with pytest.raises(DashboardError, match=r"^board.json: Expecting value: line 1 column 1"):
         parse_dashboard("title: x", "board.json", json_only=True)
     assert isinstance(from_yaml, Dashboard)
+
+
+SMALL = BOARD.split("charts:")[0] + "charts:\n  - {name: done_by_budget, query: done, chart: bar}\n"
+"""The dashboard with only its first chart."""
+
+
+def test_a_report_is_the_same_bytes_each_time_and_replaces_an_earlier_one_whole(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board, small = tmp_path / "board.yaml", tmp_path / "small.yaml"
+    board.write_text(BOARD)
+    small.write_text(SMALL)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
+                       str(out)) == 0  # fmt: skip
+    capsys.readouterr()
+    files = sorted(p.name for p in first.iterdir())
+    assert len(files) == 11
+    # Regenerated, every file is byte for byte the one before: the SVGs carry no date.
+    assert [(second / f).read_bytes() == (first / f).read_bytes() for f in files] == [True] * 11
+    assert b"dc:date" not in (first / "done_by_budget.svg").read_bytes()
+    # Rendered again into an earlier report's folder, the folder is exactly the new report.
+    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(small), "--out",
+                   str(first)) == 0  # fmt: skip
+    assert capsys.readouterr().out == (
+        f"wrote 6 files to {first}: done_by_budget.csv, done_by_budget.svg, dashboard.json, "
+        "results.json, runs.csv, index.html\n"
+    )
+    assert sorted(p.name for p in first.iterdir()) == sorted([
+        "done_by_budget.csv", "done_by_budget.svg", "dashboard.json", "results.json", "runs.csv",
+        "index.html",
+    ])  # fmt: skip
+    assert (first / "done_by_budget.svg").read_bytes() == (
+        second / "done_by_budget.svg"
+    ).read_bytes()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_an_out_that_is_not_a_report_folder_is_refused_untouched(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "board.yaml"
+    board.write_text(BOARD)
+
+    def render(out: Path, dashboard: Path = board) -> tuple[int, str]:
+        code = analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(dashboard), "--out",
+                       str(out))  # fmt: skip
+        return code, capsys.readouterr().err
+
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    assert render(afile) == (64, f"glossogen: error: --out {afile}: a file, not a folder\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "draft.txt").write_text("mine")
+    assert render(notes) == (64, (
+        f"glossogen: error: --out {notes}: a folder that holds files and no earlier report "
+        "(1, such as 'draft.txt'); name a new or empty folder\n"
+    ))  # fmt: skip
+    report = tmp_path / "report"
+    assert render(report) == (0, "")
+    (report / "mine.csv").write_text("kept")
+    assert render(report) == (64, (
+        f"glossogen: error: --out {report}: an earlier report, and 'mine.csv', which it did not "
+        "write; name a new or empty folder\n"
+    ))  # fmt: skip
+    assert (afile.read_text(), (notes / "draft.txt").read_text(), len(list(notes.iterdir())),
+            (report / "mine.csv").read_text()) == ("mine", "mine", 1, "kept")  # fmt: skip
+    missing = tmp_path / "absent.yaml"
+    assert render(tmp_path / "new", missing) == (66, (
+        f"glossogen: error: --dashboard {missing}: No such file or directory\n"
+    ))  # fmt: skip
+    assert not (tmp_path / "new").exists()

@@ -3,7 +3,9 @@ small cohort of ``tests/analysis/cohort.py``: the list's filters carry over, the
 holds the numbers ``glossogen analyze --json`` prints for the same query (as REST and MCP do),
 its CSV and chart downloads are ``--csv``'s rows and a valid SVG, a dashboard saved from the page
 is a file under the runs dir that ``analyze --dashboard`` renders, and opening it answers the
-same again. Every request the page makes goes to the server (no CDN)."""
+same again; a comparison, a row filter, a seed and resamples set in the page's own inputs post
+the query the flags make and show the same cells and comparisons. Every request the page makes
+goes to the server (no CDN)."""
 
 from __future__ import annotations
 
@@ -78,6 +80,16 @@ def mcp_answer(base: str) -> dict[str, Any]:
         return pool.submit(asyncio.run, flow()).result()
 
 
+def fill_the_query(page: Any) -> None:
+    """Ask the page :data:`FLAGS`' query (grain, key, two measures) in its own inputs."""
+    page.select_option("#grain", "round")
+    page.fill("#key1", "round_budget_chars")
+    page.fill("#measures .measure-field", "round_success")
+    page.select_option("#measures .measure-agg", "rate")
+    page.click("#add-measure")
+    page.locator("#measures .measure-field").nth(1).fill("mean_chars_per_round")
+
+
 def answer_on_the_page(page: Any, times: int) -> None:
     page.wait_for_selector(f"#analysis[data-answered='{times}']", timeout=TIMEOUT_MS)
     page.wait_for_function(
@@ -118,12 +130,7 @@ def test_the_page_answers_as_every_surface(
         page.wait_for_selector("#analysis[data-ready=true]")
         assert page.url == f"{base}/analysis?scenario=veyru"
         assert page.inner_text("#cohort") == "scenario=veyru"
-        page.select_option("#grain", "round")
-        page.fill("#key1", "round_budget_chars")
-        page.fill("#measures .measure-field", "round_success")
-        page.select_option("#measures .measure-agg", "rate")
-        page.click("#add-measure")
-        page.locator("#measures .measure-field").nth(1).fill("mean_chars_per_round")
+        fill_the_query(page)
         page.click("#run-query")
         answer_on_the_page(page, 1)
         shown = page_cells(page)
@@ -190,6 +197,112 @@ def test_the_page_answers_as_every_surface(
     assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(saved), "--out", str(out)) == 0
     capsys.readouterr()
     assert (out / "success.csv").read_text() == cli_csv
+
+
+COMPARE_FLAGS = ["--scenario", "veyru", "--grain", "round", "--by", "round_budget_chars",
+                 "--measure", "round_success:rate", "--measure", "mean_chars_per_round",
+                 "--filter", "round_number<2", "--compare", "round_budget_chars=300,600",
+                 "--seed", "7", "--resamples", "50"]  # fmt: skip
+"""A comparison, a row filter, a seed and resamples, as ``glossogen analyze`` takes them."""
+
+
+def page_table(page: Any, table: str) -> list[list[Any]]:
+    """A table of the page, each number read from its exact value (``data-value``)."""
+    rows: list[list[Any]] = page.evaluate(
+        f"""Array.from(document.querySelectorAll('#{table} tbody tr')).map(tr =>
+             Array.from(tr.cells).map(td => td.dataset.value !== undefined ?
+               Number(td.dataset.value) : (td.className === 'blank' ? null : td.textContent)))"""
+    )
+    return rows
+
+
+def comparisons(result: dict[str, Any]) -> list[list[Any]]:
+    """A result's comparisons as the page lists them (as ``--csv`` does: paired as yes/no)."""
+    return [[c["measure"], c["key"], c["a"], c["b"], c["a_value"], c["b_value"], c["difference"],
+             c["interval"]["low"], c["interval"]["high"], c["interval"]["method"],
+             "yes" if c["paired"] else "no", c["pairing"], c["n_a"], c["n_b"], c["pairs"]]
+            for c in result["comparisons"]]  # fmt: skip
+
+
+def fill_the_comparison(page: Any) -> None:
+    """Ask the page :data:`COMPARE_FLAGS`' query in its own inputs."""
+    fill_the_query(page)
+    page.click("#add-filter")
+    page.fill("#filters .filter-field", "round_number")
+    page.select_option("#filters .filter-op", "<")
+    page.fill("#filters .filter-value", "2")
+    page.fill("#compare-key", "round_budget_chars")
+    page.fill("#compare-a", "300")
+    page.fill("#compare-b", "600")
+    page.fill("#seed", "7")
+    page.fill("#resamples", "50")
+
+
+def test_the_page_compares_two_arms_over_filtered_rows(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], browser: Any, shots: Path
+) -> None:
+    cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *COMPARE_FLAGS)
+    # Round 1 only (round_number<2), worked by hand from the cohort's table: r1 1/8, r2 1/20,
+    # r3 0/25, r4 1/none, r5 (no budget) 1/40. Paired by seed for the rate (r1-r3, r2-r4); the
+    # chars arm 600 has r3 alone, so its seeds differ from 300's and the comparison is unpaired.
+    # Per budget: (value, n, missing, runs) of the rate, then of the mean.
+    by_hand = {"300": [(1.0, 2, 0, 2), (14.0, 2, 0, 2)], "600": [(0.5, 2, 0, 2), (25.0, 1, 1, 1)],
+               "(blank)": [(1.0, 1, 0, 1), (40.0, 1, 0, 1)]}  # fmt: skip
+    measures = ["round_success:rate", "mean_chars_per_round:mean"]
+    assert [row[:6] for row in cells(cli)] == [
+        [budget, m, *cell] for budget, pair in by_hand.items()
+        for m, cell in zip(measures, pair, strict=True)
+    ]  # fmt: skip
+    assert [[*row[:7], *row[10:]] for row in comparisons(cli)] == [
+        ["round_success:rate", "round_budget_chars", "300", "600", 1.0, 0.5, -0.5, "yes", "seed",
+         2, 2, 2],
+        ["mean_chars_per_round:mean", "round_budget_chars", "300", "600", 14.0, 25.0, 11.0, "no",
+         "unpaired: the arms' seeds differ", 2, 1, 0],
+    ]  # fmt: skip
+    with serving(cohort.runs_dir) as base:
+        posted: list[Any] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("request", lambda r: posted.append(r.post_data_json)
+                if r.url.endswith("/analysis/query") else None)  # fmt: skip
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/analysis?scenario=veyru")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        fill_the_comparison(page)
+        page.click("#run-query")
+        answer_on_the_page(page, 1)
+        shown = page_table(page, "cells")
+        shown_comparisons = page_table(page, "comparisons")
+        page.screenshot(path=str(shots / "analysis-page-compare.png"), full_page=True)
+        # Saved and opened again, the dashboard's query fills the same inputs.
+        page.fill("#chart-name", "arms")
+        page.fill("#dashboard-name", "arms")
+        page.click("#save-dashboard")
+        page.wait_for_selector("#dashboard-status:has-text('saved')")
+        page.goto(f"{base}/analysis")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        page.select_option("#dashboard-names", "arms")
+        page.click("#open-dashboard")
+        page.click("button.dashboard-chart[data-chart=arms]")
+        answer_on_the_page(page, 1)
+        reopened = (page_table(page, "cells"), page_table(page, "comparisons"))
+        inputs = [page.input_value(f"#{i}") for i in
+                  ("compare-key", "compare-a", "compare-b", "seed", "resamples")]  # fmt: skip
+        assert errors == []
+    # The page posted the engine's query, nothing else: the flags' query, field for field.
+    assert {**posted[0], "selection": posted[0]["selection"]["scenario"]} == {
+        "selection": ["veyru"], "grain": "round", "by": ["round_budget_chars"],
+        "measures": [{"field": "round_success", "agg": "rate"},
+                     {"field": "mean_chars_per_round", "agg": "mean"}],
+        "filters": [{"field": "round_number", "op": "<", "value": "2"}],
+        "compare": {"key": "round_budget_chars", "a": "300", "b": "600"},
+        "seed": 7, "resamples": 50,
+    }  # fmt: skip
+    assert shown == cells(cli)
+    assert shown_comparisons == comparisons(cli)
+    assert reopened == (shown, shown_comparisons)
+    assert inputs == ["round_budget_chars", "300", "600", "7", "50"]
 
 
 def test_render_and_dashboard_refusals(cohort: Cohort) -> None:

@@ -91,3 +91,31 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         "message": "Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
     }
     assert (other_group["runs"], other_group["groups"]) == (0, [])
+
+
+def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
+    import s3fs
+    from fastapi.testclient import TestClient
+
+    from glossogen.analysis._dashboard import dump_dashboard, parse_dashboard
+    from glossogen.server import create_app
+
+    board = {"title": "Budget study", "queries": {"q": QUERY},
+             "charts": [{"name": "c", "query": "q", "chart": "line"}]}  # fmt: skip
+    client = TestClient(create_app(f"{s3_bucket}/runs"))
+    before = client.get(f"{API}/dashboards")
+    saved = client.put(f"{API}/dashboards/study", json=board)
+    listed = client.get(f"{API}/dashboards")
+    opened = client.get(f"{API}/dashboards/study")
+    missing = client.get(f"{API}/dashboards/absent")
+    key = f"{s3_bucket.removeprefix('s3://')}/runs/.glossogen/dashboards/study.yaml"
+    stored = s3fs.S3FileSystem().cat_file(key).decode()
+    assert (before.status_code, before.json()) == (200, {"names": []})
+    assert (saved.status_code, saved.json()) == (200, {
+        "name": "study", "path": f"{s3_bucket}/runs/.glossogen/dashboards/study.yaml",
+    })  # fmt: skip
+    assert listed.json() == {"names": ["study"]}
+    assert opened.status_code == 200
+    assert stored == dump_dashboard(parse_dashboard(json.dumps(board), "board.json"))
+    assert opened.json() == parse_dashboard(stored, "study.yaml").model_dump(mode="json")
+    assert missing.status_code == 404

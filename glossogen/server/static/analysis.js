@@ -62,6 +62,23 @@
     return row;
   }
 
+  function addFilter(field, op, value) {
+    const row = $("filter-row").content.firstElementChild.cloneNode(true);
+    row.querySelector(".drop-filter").onclick = () => row.remove();
+    $("filters").appendChild(row);
+    row.querySelector(".filter-field").value = field || "";
+    if (op) row.querySelector(".filter-op").value = op;
+    row.querySelector(".filter-value").value = value === undefined ? "" : value;
+    return row;
+  }
+
+  // A number input as the query's integer; a blank or unreadable one is sent as written, so the
+  // server's refusal names it (the page checks nothing itself).
+  function integer(id) {
+    const text = $(id).value.trim();
+    return /^-?\d+$/.test(text) ? Number(text) : text;
+  }
+
   function formQuery() {
     const query = Object.assign({}, base);
     query.grain = $("grain").value;
@@ -72,6 +89,16 @@
       .map((m) => ({ field: m.querySelector(".measure-field").value.trim(),
                      agg: m.querySelector(".measure-agg").value }))
       .filter((m) => m.field);
+    query.filters = Array.from(document.querySelectorAll("#filters .filter"))
+      .map((f) => ({ field: f.querySelector(".filter-field").value.trim(),
+                     op: f.querySelector(".filter-op").value,
+                     value: f.querySelector(".filter-value").value }))
+      .filter((f) => f.field);
+    const key = $("compare-key").value.trim();
+    if (key) query.compare = { key: key, a: $("compare-a").value.trim(), b: $("compare-b").value.trim() };
+    else delete query.compare;
+    query.seed = integer("seed");
+    query.resamples = integer("resamples");
     return query;
   }
 
@@ -83,6 +110,14 @@
     $("key2").value = by[1] || "";
     document.querySelectorAll("#measures .measure").forEach((m) => m.remove());
     (query.measures || []).forEach((m) => addMeasure(m.field, m.agg || "mean"));
+    document.querySelectorAll("#filters .filter").forEach((f) => f.remove());
+    (query.filters || []).forEach((f) => addFilter(f.field, f.op, f.value));
+    const compare = query.compare || { key: "", a: "", b: "" };
+    $("compare-key").value = compare.key;
+    $("compare-a").value = compare.a;
+    $("compare-b").value = compare.b;
+    if (query.seed !== undefined) $("seed").value = String(query.seed);
+    if (query.resamples !== undefined) $("resamples").value = String(query.resamples);
   }
 
   function table(el, columns, rows) {
@@ -131,10 +166,13 @@
         i ? i.low : null, i ? i.high : null, i ? i.method : null]));
     }));
     table($("cells"), by.concat(["measure", "value", "n", "missing", "runs", "low", "high", "interval"]), rows);
-    const comparisons = result.comparisons.map((c) => [c.measure, c.key, c.a, c.b, c.a_value,
-      c.b_value, c.difference, c.interval.low, c.interval.high, c.interval.method, c.paired, c.pairing]);
-    table($("comparisons"), ["measure", "key", "a", "b", "a_value", "b_value", "difference", "low",
-      "high", "interval", "paired", "pairing"], comparisons);
+    // As the --csv comparisons: the other keys, then the comparison (how it paired, and n).
+    const within = by.filter((k) => !result.query.compare || k !== result.query.compare.key);
+    const comparisons = result.comparisons.map((c) => within.map((k) => c.within[k] === undefined ?
+      null : c.within[k]).concat([c.measure, c.key, c.a, c.b, c.a_value, c.b_value, c.difference,
+      c.interval.low, c.interval.high, c.interval.method, c.paired, c.pairing, c.n_a, c.n_b, c.pairs]));
+    table($("comparisons"), within.concat(["measure", "key", "a", "b", "a_value", "b_value",
+      "difference", "low", "high", "interval", "paired", "pairing", "n_a", "n_b", "pairs"]), comparisons);
     $("comparisons").hidden = !comparisons.length;
     $("notes").textContent = "";
     result.notes.forEach((n) => {
@@ -217,6 +255,7 @@
   }
 
   $("add-measure").onclick = () => addMeasure("", "mean");
+  $("add-filter").onclick = () => addFilter("", "=", "");
   $("grain").onchange = loadFields;
   $("query-form").onsubmit = (e) => { e.preventDefault(); answer(); };
   $("open-dashboard").onclick = openDashboard;
