@@ -26,6 +26,7 @@ from glossogen.launch._plan import (
     RunConfig,
     RunLimits,
     RunRequest,
+    check_judge_cache,
     check_limits,
     plan_knobs,
     plan_run,
@@ -56,6 +57,7 @@ from glossogen.launch._turns import TurnCapWarning, turn_cap_warning
 __all__ = [
     "TurnCapWarning",
     "check_derived_spend_cap",
+    "check_judge_cache",
     "check_limits",
     "turn_cap_warning",
     "VIRTUAL_CLOCK_SETTING",

@@ -6,6 +6,7 @@ from glossogen.verify._verify import (
     VerifyError,
     VerifyRequest,
     books_of,
+    selection_flags,
     verify_run,
     verify_runs,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "VerifyError",
     "VerifyRequest",
     "books_of",
+    "selection_flags",
     "verify_run",
     "verify_runs",
 ]

@@ -194,7 +194,7 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
         raise VerifyError(str(exc), 69) from None
     selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
     if not (selected.records or selected.unreadable or selected.missing_run_ids):
-        asked = _selected(request.selection)
+        asked = selection_flags(request.selection)
         runs_dir = request.runs_dir
         what = (
             f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
@@ -210,7 +210,7 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
 _FLAGS = {"labels": "--label", "knob": "--knob", "scenario": "--scenario"}
 
 
-def _selected(selection: Selection) -> str:
+def selection_flags(selection: Selection) -> str:
     """The filters of ``selection`` as the flags that set them (``--status 'running'``)."""
     given = selection.model_dump(exclude_defaults=True, exclude={"kind"})
     words = []
