@@ -104,6 +104,9 @@ class ReplayReport(BaseModel):
     divergence: Divergence | None
     event_diff: str | None
     """A unified diff of the first event that differs (after the ignored fields), or None."""
+    event_divergence: str | None = None
+    """One line naming the first event that differs (``first divergence: event 12
+    (tool_call_invoked, player_b, round 1): args differ``), or None."""
     interleaved: bool = False
     """True when the events are the same seat by seat but interleave otherwise (HTTP order)."""
     verdicts_equal: bool
@@ -169,7 +172,8 @@ def first_event_diff(
         return None, False
     if _by_seat(left) == _by_seat(right):
         return None, True
-    for index in range(max(len(left), len(right))):
+    index = first_differing(left, right)
+    if index is not None:
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
         if a != b:
@@ -182,6 +186,54 @@ def first_event_diff(
             )
             return "\n".join(diff), False
     raise AssertionError("unreachable: the logs differ")
+
+
+def first_differing(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> int | None:
+    """The index of the first event that differs between two normalised logs, or None."""
+    for index in range(max(len(left), len(right))):
+        a = left[index] if index < len(left) else None
+        b = right[index] if index < len(right) else None
+        if a != b:
+            return index
+    return None
+
+
+def event_divergence_line(recorded: RunView, replayed: RunView, fingerprinted: bool) -> str:
+    """One line naming the first event the replay logged otherwise than the record.
+
+    ``first divergence: event 12 (tool_call_invoked, player_b, round 1): args differ``: its
+    place in the log (from 1), type, seat, round and the fields that differ; or the event one
+    log has and the other lacks.
+    """
+    ids = (recorded.started.run_id if recorded.started else "",
+           replayed.started.run_id if replayed.started else "")  # fmt: skip
+    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    left = [normalized(e, ids, ignored) for e in recorded.events]
+    right = [normalized(e, ids, ignored) for e in replayed.events]
+    index = first_differing(left, right)
+    if index is None:
+        return "first divergence: none"
+    a = left[index] if index < len(left) else None
+    b = right[index] if index < len(right) else None
+    shown = a if a is not None else b
+    assert shown is not None  # one of the two logs holds the event at ``index``
+    where = ", ".join(
+        str(v)
+        for v in (
+            shown.get("event_type"),
+            shown.get("agent_id") or shown.get("sender_id"),
+            f"round {shown.get('round_number')}",
+        )
+        if v
+    )
+    if a is None or b is None:
+        what = "only the replay logged it" if a is None else "the replay did not log it"
+    elif a.get("event_type") != b.get("event_type"):
+        what = f"the replay logged {b.get('event_type')}"
+    else:
+        fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        what = f"{', '.join(fields)} differ{'s' if len(fields) == 1 else ''}"
+    return f"first divergence: event {index + 1} ({where}): {what}"
 
 
 def _by_seat(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -293,6 +345,11 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     fingerprinted = tape.fingerprinted
     divergence = first_divergence(tape, replayed.tape) if fingerprinted else None
     event_diff, interleaved = first_event_diff(recorded, replayed, fingerprinted)
+    event_line = (
+        event_divergence_line(recorded, replayed, fingerprinted)
+        if event_diff is not None and divergence is None
+        else None
+    )
     return ReplayReport(
         source_run_id=started.run_id,
         replay_run_id=folder.run_id,
@@ -302,6 +359,7 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
         fingerprinted=fingerprinted,
         divergence=divergence,
         event_diff=event_diff,
+        event_divergence=event_line,
         interleaved=interleaved,
         verdicts_equal=recorded.verdicts == replayed.verdicts,
         spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,

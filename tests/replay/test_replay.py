@@ -173,3 +173,49 @@ def test_a_run_over_http_replays_with_no_divergence_and_no_request(
     assert (report.interleaved, report.identical, report.calls) == (False, True, calls)
     assert report.replayed_cost_usd == report.recorded_cost_usd == recorded.spend.total_cost_usd
     assert recorded.spend.total_cost_usd is not None and recorded.spend.total_cost_usd > 0
+
+
+def test_an_edited_tool_call_invoked_alone_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = play("prisoners_dilemma", tmp_path, rounds=2)
+    log = tmp_path / run.started.run_id / "prisoners_dilemma.jsonl"
+    lines = log.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"tool_call_invoked"' in line)
+    event = json.loads(lines[at])
+    seat, round_number = event["agent_id"], event["round_number"]
+    event["args"] = {**event["args"], "edited": True}  # what was asked stays as recorded
+    lines[at] = json.dumps(event)
+    log.write_text("\n".join(lines) + "\n")
+    code = replay_command(str(log.parent), str(tmp_path / "r"))
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    said = [line for line in out if line.startswith("first divergence")]
+    assert said == [
+        f"first divergence: event {at + 1} (tool_call_invoked, {seat}, round {round_number}): "
+        "args differs"
+    ]
+    assert out[-1].endswith(": DIVERGED")
+
+
+@pytest.mark.parametrize("content", ["", '{"event_type": "simulation_st\n'])
+def test_a_folder_with_an_empty_or_broken_log_is_told_what_it_holds(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy-of-a-run"  # not <runs-dir>/<scenario>/<unix_ts>
+    copy.mkdir()
+    (copy / "veyru.jsonl").write_text(content)
+    stamped = tmp_path / "elsewhere" / "1796000000"  # a timestamp under no scenario folder
+    stamped.mkdir(parents=True)
+    (stamped / "veyru.jsonl").write_text(content)
+    assert replay_command(str(copy), str(tmp_path / "r")) == 66
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {str(copy)!r} holds veyru.jsonl but is not a run folder: its name "
+        "must be the run's unix timestamp (<runs-dir>/<scenario>/<unix_ts>)\n"
+    )
+    assert replay_command(str(stamped), str(tmp_path / "r")) == 66
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {str(stamped)!r} holds veyru.jsonl, not elsewhere.jsonl: a run "
+        "folder lies at <runs-dir>/<scenario>/<unix_ts>\n"
+    )
+    assert not (tmp_path / "r").exists()
