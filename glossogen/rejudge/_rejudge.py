@@ -30,7 +30,7 @@ from glossogen import exit_codes
 from glossogen.eventlog import Event, JudgeCalled, RunView
 from glossogen.export import FilterSelection, RunRecord, Selection
 from glossogen.rejudge._cache import JudgeCache
-from glossogen.storage import RunFolder, StorageError, join, json_bytes, write_bytes_atomic
+from glossogen.storage import RunFolder, join, json_bytes, write_bytes_atomic
 
 FLIPS = "judge_flips.json"
 """A run's flip report, in its folder (the last rejudge's)."""
@@ -204,25 +204,13 @@ def _check_judge(request: RejudgeRequest, environ: dict[str, str] | None) -> _Ju
 
 def _select(request: RejudgeRequest) -> tuple[list[RunRecord], list[RunRecord], dict[str, str]]:
     """The selected runs, every run of the runs dir (for lineage), and the unreadable ones."""
-    from glossogen.export import RunsDirError, check_runs_dir, select_runs
+    from glossogen.export import select_runs
+    from glossogen.verify import VerifyError, select_cohort
 
     try:
-        check_runs_dir(request.runs_dir)
-    except RunsDirError as exc:
-        raise RejudgeError(f"--runs-dir {exc}", 66) from None
-    except StorageError as exc:
-        raise RejudgeError(str(exc), 69) from None
-    from glossogen.verify import selection_flags
-
-    selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
-    if not selected.records:
-        asked = selection_flags(request.selection)
-        what = (
-            f"no run under {request.runs_dir} matches {asked} ({selected.scanned} scanned)"
-            if asked
-            else f"{request.runs_dir} holds no run"
-        )
-        raise RejudgeError(f"{what}: nothing to rejudge", 65)
+        selected = select_cohort(request.runs_dir, request.selection, "rejudge")
+    except VerifyError as exc:
+        raise RejudgeError(str(exc), exc.exit_code) from None
     everything = select_runs(request.runs_dir, FilterSelection(), max_runs=sys.maxsize)
     unreadable = dict(selected.unreadable)
     unreadable.update({m: "no such run" for m in selected.missing_run_ids})

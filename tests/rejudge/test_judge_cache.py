@@ -26,13 +26,6 @@ from tests.fixtures.played_runs import CLOCK_START
 FO, SE = "field_observer", "stabilization_engineer"
 
 
-@pytest.fixture
-def openai_stub(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch) -> StubModelServer:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return model_stub
-
-
 def test_an_evaluation_through_the_cache_pays_once_per_question(
     openai_stub: StubModelServer, tmp_path: Path
 ) -> None:
