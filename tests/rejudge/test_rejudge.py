@@ -10,6 +10,7 @@ rejudge with the same judge is answered from the judge cache with no request rea
 from __future__ import annotations
 
 import csv
+import html
 import json
 from pathlib import Path
 
@@ -158,6 +159,21 @@ def test_rejudge_names_each_flip_and_a_second_rejudge_asks_nothing(
         **{r.run_id: str(len(_expected(r, judges.failed_prompts))) for r in records},
         fork: "",
     }
+
+    # the run browser: a badge in the list, the flips on the run's page
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    client = TestClient(create_app(str(runs)))
+    listing = client.get("/").text
+    for record in records:
+        count = len(_expected(record, judges.failed_prompts))
+        assert (f"judge flips {count}</span>" in listing) == (count > 0), record.run_id
+    page = client.get(f"/runs/{first.run_id}").text
+    assert f"rejudged: {len(lines)} flipped" in page
+    for line in lines:
+        assert f"<div>{html.escape(line.strip())}</div>" in page  # "passed -&gt; failed"
 
     # the same judge again: every answer from the cache, no request reaches the stub
     sent = len(model_stub.requests)
