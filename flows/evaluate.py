@@ -90,6 +90,7 @@ async def evaluate(
     allow_incomplete: bool = False,
     plot: bool = False,
     scenario: str | None = None,
+    judge_cache: str | None = None,
 ) -> Evaluation:
     """Score the run in ``run_dir`` and write its report; return what was written.
 
@@ -107,7 +108,7 @@ async def evaluate(
     """
     async with _call_gate():
         request = check_request(metrics, model, provider, judge_settings, judge_replicas,
-                                probe_replicas, allow_incomplete, plot)  # fmt: skip
+                                probe_replicas, allow_incomplete, plot, judge_cache)  # fmt: skip
         done = await score_run(run_dir, scenario, request)
     report = done.report
     await acreate_table_artifact(

@@ -55,6 +55,8 @@ _COMMANDS: dict[str, _Command] = {
     "verify": _Command("verify", "verify", "Check that runs' books balance (exit 1 if not)."),
     "replay": _Command("replay", "replay",
                        "Play a run again from its log, no provider; exit 1 if it diverges."),
+    "rejudge": _Command("rejudge", "rejudge",
+                        "Re-judge a cohort's rulings with a new judge; report the flips."),
     "serve": _Command("serve", "serve",
                       "Serve the run browser (/), the REST export endpoints and MCP at /mcp."),
     "mcp": _Command("mcp", "mcp", "Serve the MCP tools over stdio."),

@@ -108,6 +108,14 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     refused = _refuse_spend_cap(prepared)
     if refused is not None:
         return refused
+    if prepared.replayed is not None:
+        check = prepared.replayed
+        print(
+            f"replayed rounds 1..{check.after_round} of {check.source_run_id} from its tape: "
+            f"{check.calls} calls, {check.events} events reproduced"
+            + ("" if check.fingerprinted else " (no request fingerprints in its log)"),
+            flush=True,
+        )
     _warn_knobs(prepared, request.scenario)
     return _launch(prepared, request.scenario, wait)
 
@@ -182,12 +190,18 @@ def fork_at_round(
     run_timeout: float | None = TIMEOUT,
     spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
+    replay: bool = typer.Option(
+        False,
+        "--replay",
+        help="First replay rounds 1..N from the source's tape (no provider) and fork only if "
+        "every request and event reproduces (exit 1 at the first divergence).",
+    ),
 ) -> int:
     """Copy rounds 1..N of a run into a fresh folder and play N+1 onward."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
-        spend_cap_usd=spend_cap_usd,
+        spend_cap_usd=spend_cap_usd, replay=replay,
     )  # fmt: skip
     return _derive(request, wait)
 

@@ -138,6 +138,13 @@ def evaluate(
         metavar="USD",
         help="--runs-dir: start no run whose estimated judge spend would pass this cap (exit 20).",
     ),
+    judge_cache: str | None = typer.Option(
+        None,
+        "--judge-cache",
+        metavar="DIR",
+        help="Judge cache folder (path or fsspec URL): answers it holds cost $0, others are "
+        "asked and kept.",
+    ),
 ) -> int:
     """Score a run into <run-dir>/<scenario>_report.json, or every selected run of --runs-dir."""
     from glossogen.evaluation import EvaluationError, check_request
@@ -168,7 +175,7 @@ def evaluate(
     items = [pair for value in judge_settings or [] for pair in value.split()]
     try:
         request = check_request(metrics, model, provider, items, judge_replicas, probe_replicas,
-                                allow_incomplete, plot)  # fmt: skip
+                                allow_incomplete, plot, judge_cache)  # fmt: skip
     except EvaluationError as exc:
         _error(said(exc))
         return exc.exit_code
@@ -266,7 +273,7 @@ def _score_run(plan: Any, request: Any, report_url: str) -> Any:
                     run_dir, request.metric_arg, request.model, request.provider,
                     dict(request.judge_settings), request.judge_replicas,
                     request.probe_replicas, request.allow_incomplete, request.plot,
-                    scenario=plan.run.scenario,
+                    scenario=plan.run.scenario, judge_cache=request.judge_cache,
                 )
             )  # fmt: skip
             return done
@@ -336,6 +343,11 @@ def _note_on_report(plan: Any, done: Any) -> None:
     from glossogen.verify import books_of
 
     report = done.report
+    if done.judge_cache_hits is not None:
+        _note(
+            f"judge cache: {done.judge_cache_hits} answered from the cache ($0), "
+            f"{done.judge_cache_misses} asked of the judge"
+        )
     for name, reason in (dict(plan.blank) | done.blank).items():
         _note(f"{name} left blank: {reason}")
     skipped = report.log_lines_skipped

@@ -4,8 +4,9 @@ The run is played again into a new folder under ``R`` by the ``replay`` provider
 and the judge answered from the run's tape: no network, no key, nothing billed) on the
 virtual clock (:mod:`glossogen.replay`). Printed: the replay's folder, then either
 ``replayed N calls, M events: identical`` with the events per second, or the first call whose
-request differs (one line: seat, call index, round, both fingerprints) followed by a unified
-diff of the first event that differs, and whether verdicts and spend are the same. A run
+request differs (one line: seat, call index, round, both fingerprints; when every request is
+the same, the first event that differs: its place, type, seat, round and fields) followed by a
+unified diff of the first event that differs, and whether verdicts and spend are the same. A run
 recorded before request fingerprints were logged is replayed without the request check, and
 the output says so.
 
@@ -55,6 +56,8 @@ def replay(
     rate = report.events / report.seconds if report.seconds else 0.0
     if report.divergence is not None:
         print(report.divergence.line(), flush=True)
+    elif report.event_divergence is not None:  # every request the same, an event not
+        print(report.event_divergence, flush=True)
     if report.event_diff is not None:
         print(report.event_diff, flush=True)
     if report.interleaved:

@@ -26,6 +26,7 @@ from glossogen.launch import (
     RunResult,
     apply_prefect_defaults,
     check_credentials,
+    check_judge_cache,
     check_limits,
     check_model_settings,
     check_runs_dir,
@@ -149,6 +150,13 @@ def run(
     allow_config_change: bool = typer.Option(
         False, "--allow-config-change", help="With --resume: accept a config that differs."
     ),
+    judge_cache: str | None = typer.Option(
+        None,
+        "--judge-cache",
+        metavar="DIR",
+        help="Judge cache folder (path or fsspec URL), shared across runs: a ruling it holds "
+        "is logged cached at $0; one it lacks is asked, priced and kept.",
+    ),
 ) -> int:
     """Play SCENARIO end to end and write <runs-dir>/<scenario>/<unix_ts>/<scenario>.jsonl."""
     for value, flag in ((runs_dir, "--runs-dir"), (model, "--model"),
@@ -170,6 +178,7 @@ def run(
         dry_run=dry_run,
         resume_dir=resume_dir,
         allow_config_change=allow_config_change,
+        judge_cache=judge_cache,
     )
 
 
@@ -188,6 +197,7 @@ def play(
     resume_dir: str = "",
     allow_config_change: bool = False,
     announce: bool = True,
+    judge_cache: str | None = None,
 ) -> int:
     """Check a launch and play it as ``glossogen run`` does (the arguments are its flags).
 
@@ -207,6 +217,7 @@ def play(
         allow_config_change: With ``resume_dir``, accept a config that differs.
         announce: Print ``new_run_id=``/``new_run_dir=`` when the run is claimed; False when
             the caller has printed them already (a derived run played with ``--wait``).
+        judge_cache: A judge cache folder the in-run judge asks first (None: none).
 
     Returns:
         The exit code (``glossogen.exit_codes``); refusals print one ``glossogen: error:`` line.
@@ -251,6 +262,9 @@ def play(
                 ),
                 0,
             )
+        if judge_cache is not None:
+            check_judge_cache(judge_cache)
+            plan = plan.model_copy(update={"judge_cache": judge_cache})
         estimate = _check_launch(plan, done, dry_run, new_runs_dir=runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
         _error(said(exc))

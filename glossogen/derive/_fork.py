@@ -80,6 +80,9 @@ class ForkRequest:
     """The derived run's wall-clock limit, seconds (None: the source's)."""
     spend_cap_usd: float | None = None
     """USD the derived run's own calls may spend (None: the source's cap, if any)."""
+    replay: bool = False
+    """Replay rounds 1..``after_round`` from the source's tape first, and derive only when
+    they reproduce (``fork-at-round --replay``)."""
 
     @property
     def derivation(self) -> Derivation:
@@ -97,6 +100,8 @@ class PreparedFork:
     model: str
     provider: str
     lineage: dict[str, Any]
+    replayed: Any = None
+    """With ``replay``: the :class:`~glossogen.replay.ForkPointCheck` of rounds 1..N."""
 
 
 def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], SimulationStarted]:
@@ -224,6 +229,7 @@ def prepare_fork(
         raise DeriveError(refusal=Refusal(field="knobs", reason=str(exc), colon=True)) from None
     if check is not None:
         check(knobs, model, provider)
+    replayed = _replay_fork_point(request) if request.replay else None
     recorded = knobs_to_config(knobs)
     write_log = partial(
         _write_prefix, request=request, started=started, config=recorded, lineage=lineage,
@@ -232,7 +238,31 @@ def prepare_fork(
     folder = _write_derived(
         store, int(now_unix or time.time()), request.scenario, recorded, lineage, write_log
     )
-    return PreparedFork(folder, model, provider, lineage)
+    return PreparedFork(folder, model, provider, lineage, replayed)
+
+
+def _replay_fork_point(request: ForkRequest) -> Any:
+    """Replay the source's rounds 1..N from its tape; refuse (exit 1) when they diverge.
+
+    Raises:
+        DeriveError: (1) the first differing request or event, in one line.
+    """
+    from glossogen.replay import check_fork_point
+
+    replayed = check_fork_point(request.source_run_dir, request.after_round)
+    if replayed.divergence is not None:
+        raise DeriveError(
+            f"rounds 1..{request.after_round} do not replay from the tape: "
+            f"{replayed.divergence.line()}",
+            1,
+        )
+    if replayed.event_divergence is not None:
+        raise DeriveError(
+            f"rounds 1..{request.after_round} do not replay from the tape: "
+            f"{replayed.event_divergence}",
+            1,
+        )
+    return replayed
 
 
 def _check_bounds(request: ForkRequest) -> None:

@@ -78,7 +78,7 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
     try:
         return RunFolder.at(run_dir)
     except ValueError:
-        name = f"{scenario}.jsonl" if scenario else "<scenario>.jsonl"
+        name = f"{scenario}.jsonl" if scenario else (_log_named(run_dir) or "<scenario>.jsonl")
         if local and path_kind(join(run_dir, name)) != "missing":
             raise DeriveError(
                 f"{run_dir!r} holds {name} but is not a run folder: its name must be the run's "
@@ -91,6 +91,20 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
             + " (<runs-dir>/<scenario>/<unix_ts>)?",
             66,
         ) from None
+
+
+def _log_named(run_dir: str) -> str | None:
+    """The name of the event log a folder holds (``<scenario>.jsonl``), whatever its content."""
+    import os
+
+    if path_kind(run_dir) != "folder":
+        return None
+    try:
+        names = sorted(os.listdir(run_dir))
+    except OSError:
+        return None
+    logs = [n for n in names if n.endswith(".jsonl") and not n.startswith(("_", "."))]
+    return logs[0] if logs else None
 
 
 def read_run_log(
@@ -111,6 +125,13 @@ def read_run_log(
     scenario = scenario or folder.scenario
     state = folder.log_state()
     if state == "missing":
+        other = _log_named(folder.url) if RunStore(folder.url).local else None
+        if other is not None:  # a log is there, of another name: say what is there
+            raise DeriveError(
+                f"{folder.url!r} holds {other}, not {scenario}.jsonl: a run folder lies at "
+                "<runs-dir>/<scenario>/<unix_ts>",
+                66,
+            )
         raise DeriveError(
             f"no event log {folder.log_url}: is {folder.url!r} a run folder of {scenario}?", 66
         )

@@ -47,6 +47,7 @@ from glossogen.eventlog import (
     WorldEventDelivered,
 )
 from glossogen.knobs import BaseKnobs
+from glossogen.rejudge._cache import JudgeCache
 from glossogen.scenario import (
     AgentDeps,
     ItemRuling,
@@ -107,6 +108,8 @@ class RunSetup:
     configured."""
     judge_model: Model | None = None
     """The in-run judge's model in place of the one its provider builds (a replay's)."""
+    judge_cache: str | None = None
+    """The judge cache folder the in-run judge asks first (``--judge-cache``), or None."""
 
 
 class RunEngine(ChannelOps, SeatAgents):
@@ -183,6 +186,7 @@ class RunEngine(ChannelOps, SeatAgents):
                 clock.sleep,
                 cache_key=f"{setup.run_id}:judge",
                 model_override=setup.judge_model,
+                answers=JudgeCache(setup.judge_cache) if setup.judge_cache else None,
             )
             if setup.judge
             else None

@@ -14,10 +14,14 @@ from glossogen.engine._requests import asking
 from glossogen.engine._runner import SpendCapReached
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled
 from glossogen.pricing import price_answered, price_usage
+from glossogen.rejudge._cache import JudgeCache, cache_key
 from glossogen.scenario import ItemRuling, JudgeDecision
 
 _Out = TypeVar("_Out", bound=BaseModel)
 
+
+JUDGE_SYSTEM = "You are an impartial judge. Rule only on what the text shows."
+"""The in-run judge's system prompt (``glossogen rejudge --judge-prompt`` puts another)."""
 
 SPEND_CAP = "spend_cap"
 """What :meth:`RunJudge._ask` returns instead of asking once the run's spend cap is reached."""
@@ -64,14 +68,20 @@ class RunJudge:
         pause: Callable[[float], Awaitable[None]] | None = None,
         cache_key: str | None = None,
         model_override: Any = None,
+        answers: JudgeCache | None = None,
+        system: str = JUDGE_SYSTEM,
     ) -> None:
         """Set up the judge; the LLM agent is built on first use.
 
         ``pause`` waits on the run's clock between retries of a failed call; ``cache_key``
         (``<run_id>:judge``) routes its requests to one prompt cache where the provider takes
-        one (:func:`~glossogen.models.request_model_settings`).
+        one (:func:`~glossogen.models.request_model_settings`). ``answers`` is a judge cache
+        (``--judge-cache``): a ruling it holds is logged ``cached`` at $0 with no request sent,
+        one it lacks is asked and kept. ``system`` is the judge's system prompt.
         """
         self.cache_key = cache_key
+        self.answers = answers
+        self.system = system
         self.model_override = model_override
         """A pydantic-ai model asked instead of the one the provider builds (a replay's)."""
         self.capabilities = capabilities or []
@@ -100,7 +110,8 @@ class RunJudge:
         if isinstance(answer, str):
             return JudgeDecision(False, _unavailable(answer))
         ruling, usage, settled = answer
-        self._log(instructions, question, ruling.success, ruling.reason, {}, usage, settled)
+        self._log(instructions, question, ruling.success, ruling.reason, {}, usage, settled,
+                  cached=usage is None)  # fmt: skip
         return JudgeDecision(ruling.success, ruling.reason)
 
     async def rule_items(
@@ -133,6 +144,7 @@ class RunJudge:
             {"matched": ruling.matched, "false_positives": ruling.false_positives},
             None if self.provider == "scripted" else usage,
             settled,
+            cached=self.provider != "scripted" and usage is None,
         )
         return ruling
 
@@ -145,10 +157,12 @@ class RunJudge:
         detail: dict[str, Any],
         usage: Any,
         settled: list[str],
+        cached: bool = False,
     ) -> None:
         """Log one ruling (``judge_called``): its usage priced, the requests it settles named."""
         self.emit(
             JudgeCalled(
+                cached=cached,
                 model=self.model,
                 provider=self.provider,
                 instructions=instructions,
@@ -175,8 +189,18 @@ class RunJudge:
 
         Returns the answer, usage and the ids of the requests it settled (the caller's
         ``judge_called`` names them), the fault kind once it gave up, or :data:`SPEND_CAP` when
-        the run's spend cap allows no request.
+        the run's spend cap allows no request. An answer from the judge cache comes with no
+        usage (None) and no request.
         """
+        key = ""
+        if self.answers is not None:
+            key = cache_key(
+                self.model, self.provider, self.model_settings, self.system,
+                [instructions, question], output_type.__name__,
+            )  # fmt: skip
+            kept = self.answers.get(key)
+            if kept is not None:
+                return output_type.model_validate(kept["output"]), None, []
         from pydantic_ai import Agent
         from pydantic_ai.messages import CachePoint
         from pydantic_ai.usage import RunUsage
@@ -191,7 +215,7 @@ class RunJudge:
                 output_type=output_type,
                 name="judge",
                 capabilities=self.capabilities,
-                instructions="You are an impartial judge. Rule only on what the text shows.",
+                instructions=self.system,
             )
         settings = request_model_settings(
             {"max_retries": 0, **self.model_settings},
@@ -260,6 +284,10 @@ class RunJudge:
                     )
                 else:
                     settled = asked.claim_ended()  # the caller logs judge_called at once
+                    if self.answers is not None:
+                        self.answers.put(
+                            key, result.output.model_dump(mode="json"), self.model, self.provider
+                        )
                     return result.output, result.usage, settled
             if not fault.retryable or attempt == MAX_ATTEMPTS:
                 self.failed_in_round = True

@@ -96,6 +96,8 @@ class EvaluationRequest(BaseModel):
     probe_replicas: int = 1
     allow_incomplete: bool = False
     plot: bool = False
+    judge_cache: str | None = None
+    """A judge cache folder asked before the judge (``--judge-cache``); None: none."""
 
     @property
     def metric_arg(self) -> str | list[str]:
@@ -120,14 +122,20 @@ def check_request(
     probe_replicas: int = 1,
     allow_incomplete: bool = False,
     plot: bool = False,
+    judge_cache: str | None = None,
 ) -> EvaluationRequest:
     """Check the flags that do not depend on a run (64 usage, with the bad value named).
 
     Raises:
         EvaluationError: 64 for an unknown metric, a judge half given, a bad judge setting or
-            provider, replicas below 1, or a judged metric named without a judge.
+            provider, replicas below 1, a judged metric named without a judge, or a
+            ``--judge-cache`` that is a file.
     """
     from glossogen.evaluation._registry import get_metric
+    from glossogen.storage import path_kind
+
+    if judge_cache is not None and (not judge_cache.strip() or path_kind(judge_cache) == "file"):
+        raise EvaluationError(f"--judge-cache {judge_cache!r}: not a folder", USAGE)
 
     check_replicas("judge_replicas", judge_replicas)
     check_replicas("probe_replicas", probe_replicas)
@@ -148,7 +156,7 @@ def check_request(
     return EvaluationRequest(
         metrics=names, model=model, provider=provider, judge_settings=settings,
         judge_replicas=judge_replicas, probe_replicas=probe_replicas,
-        allow_incomplete=allow_incomplete, plot=plot,
+        allow_incomplete=allow_incomplete, plot=plot, judge_cache=judge_cache,
     )  # fmt: skip
 
 
@@ -238,6 +246,7 @@ def plan_request(
         scenario=scenario,
         plot=request.plot,
         log=log,
+        judge_cache=request.judge_cache,
     )
 
 
@@ -255,7 +264,11 @@ async def run_evaluation(
     report = write_outcomes(plan, outcomes, now)
     if plot:
         write_html(plan.run.run_dir, report)
-    return summarise(plan, outcomes, report, reuse_all)
+    done = summarise(plan, outcomes, report, reuse_all)
+    answers = plan.judge.answers if plan.judge is not None else None
+    if answers is not None:
+        done.judge_cache_hits, done.judge_cache_misses = answers.hits, answers.misses
+    return done
 
 
 def _spend(evaluation: Evaluation) -> float | None:

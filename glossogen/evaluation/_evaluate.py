@@ -246,6 +246,7 @@ def plan_evaluation(
     environ: dict[str, str] | None = None,
     plot: bool = False,
     log: RunLog | None = None,
+    judge_cache: str | None = None,
 ) -> EvaluationPlan:
     """Check an evaluation request and load its run; spend and write nothing.
 
@@ -268,6 +269,7 @@ def plan_evaluation(
         plot: Also score the metrics ``report.html`` charts (:data:`PLOT_METRICS`) that apply.
         log: The run's log as read already; read from the folder when None. Only
             the event types the requested metrics read are parsed (:func:`reads_of`).
+        judge_cache: A judge cache folder the judge asks first (hits cost $0; None: none).
 
     Raises:
         EvaluationError: 64 usage (unknown metric, judge half given, bad settings, replicas
@@ -278,6 +280,10 @@ def plan_evaluation(
     check_replicas("probe_replicas", probe_replicas)
     names = parse_metric_names(metrics)
     judge = _judge_of(model, provider, judge_settings)
+    if judge is not None and judge_cache is not None:
+        from glossogen.rejudge import JudgeCache
+
+        judge.answers = JudgeCache(judge_cache)
     requested = [get_metric(n) for n in (names if names is not None else metric_names())]
     if plot:
         requested += [get_metric(n) for n in PLOT_METRICS if get_metric(n) not in requested]
@@ -462,6 +468,10 @@ class Evaluation:
     dropped_log_sha256: str | None = None
     reused: list[str] = field(default_factory=list)
     """Planned metrics whose up-to-date report entry was kept rather than computed again."""
+    judge_cache_hits: int | None = None
+    """Judge answers served by the judge cache ($0, nothing sent); None without a cache."""
+    judge_cache_misses: int | None = None
+    """Judge questions the cache lacked (asked, priced and kept); None without a cache."""
 
     @property
     def failed(self) -> dict[str, str]:

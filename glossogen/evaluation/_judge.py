@@ -24,6 +24,7 @@ from glossogen.evaluation._run import EvaluationError
 from glossogen.knobs import JudgeModelSettings, parse_overrides
 from glossogen.pricing import add_costs, price_answered, price_usage
 from glossogen.refusals import Refusal
+from glossogen.rejudge._cache import JudgeCache, cache_key
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -166,10 +167,18 @@ class Judge:
         settings: pydantic-ai ``ModelSettings`` sent with every call.
     """
 
-    def __init__(self, model: str, provider: str, settings: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        provider: str,
+        settings: dict[str, Any] | None = None,
+        answers: JudgeCache | None = None,
+    ) -> None:
         self.model = model
         self.provider = provider
         self.settings = dict(settings or {})
+        self.answers = answers
+        """The judge cache asked first (``--judge-cache``): a hit costs $0 and sends nothing."""
         self._model: Any = None
 
     @property
@@ -194,9 +203,16 @@ class Judge:
             self._model = build_judge_model(self.provider, self.model)
         agent = Agent(self._model, output_type=output_type, instructions=instructions, retries=1)
 
-        async def once() -> tuple[T | None, float | None, str | None]:
+        async def once(replica: int) -> tuple[T | None, float | None, str | None]:
             from pydantic_ai.usage import RunUsage
 
+            key = ""
+            if self.answers is not None:  # replica n of a question: its own entry
+                key = cache_key(self.model, self.provider, self.settings, instructions,
+                                [prompt], output_type.__name__, replica)  # fmt: skip
+                kept = self.answers.get(key)
+                if kept is not None:
+                    return output_type.model_validate(kept["output"]), 0.0, None
             usage = RunUsage()  # counts every answered request, also of a replica that fails
             try:
                 settings = (
@@ -208,9 +224,13 @@ class Judge:
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)
                 # Its answers were billed though unusable (output failing validation).
                 return None, price_answered(self.provider, self.model, usage), _one_line(exc)
+            if self.answers is not None:
+                self.answers.put(
+                    key, result.output.model_dump(mode="json"), self.model, self.provider
+                )
             return result.output, price_usage(self.provider, self.model, result.usage), None
 
-        answers = await asyncio.gather(*(once() for _ in range(replicas)))
+        answers = await asyncio.gather(*(once(n) for n in range(replicas)))
         return Replicas(
             outputs=[a[0] for a in answers],
             cost_usd=add_costs([a[1] for a in answers]),

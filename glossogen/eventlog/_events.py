@@ -500,6 +500,8 @@ class JudgeCalled(Event):
     cost_usd: float | None = None
     request_ids: list[str] = []
     """The sent requests (``model_request_sent``) this ruling settles."""
+    cached: bool = False
+    """Answered from the judge cache (``--judge-cache``): no request sent, priced $0."""
 
 
 @final

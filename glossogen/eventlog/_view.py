@@ -325,6 +325,11 @@ class RunView:
         return read_tape(self.counted)
 
     @property
+    def rulings(self) -> list[JudgeCalled]:
+        """The in-run judge's rulings that count, in log order (a derived run's copied ones too)."""
+        return [e for e in self.counted if isinstance(e, JudgeCalled)]
+
+    @property
     def settled(self) -> list[Event]:
         """The events that count up to the last round boundary (``counted`` without the tail)."""
         return self.counted[: len(self.counted) - self.tail]

@@ -47,6 +47,7 @@ RUN_META = [
     "labels",
     "model_class",
     "has_evaluation",
+    "judge_flips",
 ]
 """Unprefixed run-level columns, in order."""
 
@@ -157,6 +158,7 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
         "labels": "; ".join(record.label_strings()) or None,
         "model_class": model_class(providers),
         "has_evaluation": record.report is not None,
+        "judge_flips": record.judge_flips,
     }
     row.update(flatten_knobs(record.config))
     for key, value in record.labels.items():

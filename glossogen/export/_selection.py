@@ -166,6 +166,8 @@ class RunRecord:
         lineage: ``lineage.json`` (else ``simulation_started.lineage``); None for an original.
         facts: Run-level facts from the event log.
         report: The parsed ``<scenario>_report.json``, or None when the run has none.
+        judge_flips: Rulings the last ``glossogen rejudge`` flipped (``judge_flips.json``);
+            None when the run was never rejudged.
     """
 
     run_id: str
@@ -177,6 +179,7 @@ class RunRecord:
     lineage: dict[str, Any] | None
     facts: LogFacts
     report: dict[str, Any] | None = None
+    judge_flips: int | None = None
 
     @property
     def status(self) -> str:
@@ -294,6 +297,8 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     config = lift_legacy_knobs(config)
     lineage = folder.read_object("lineage.json") or started.get("lineage")
     report = _report_of(folder, scenario)
+    from glossogen.rejudge import flips_of  # the rejudge package reads runs through this one
+
     return RunRecord(
         run_id=run_id,
         scenario=scenario,
@@ -304,6 +309,7 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         lineage=lineage if isinstance(lineage, dict) else None,
         facts=facts,
         report=report if isinstance(report, dict) else None,
+        judge_flips=flips_of(folder),
     )
 
 

@@ -139,6 +139,9 @@ class RunRequest(BaseModel):
     group_slug: str = "local"
     run_timeout_seconds: float | None = Field(default=None, gt=0)
     spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    judge_cache: str | None = None
+    """A judge cache folder (local path or fsspec URL): the in-run judge's rulings are answered
+    from it when it holds them ($0, logged ``cached``) and kept in it when not (None: none)."""
 
 
 class RunLimits(BaseModel):
@@ -203,6 +206,8 @@ class RunConfig(BaseModel):
     providers_ahead: dict[str, str] | None = None
     limits: RunLimits = Field(default_factory=RunLimits)
     group_slug: str = "local"
+    judge_cache: str | None = None
+    """The judge cache this process asks first (``--judge-cache``); never recorded."""
 
     @model_validator(mode="before")
     @classmethod
@@ -364,10 +369,27 @@ def plan_run(request: RunRequest) -> RunConfig:
         run_timeout_seconds=request.run_timeout_seconds,
         spend_cap_usd=request.spend_cap_usd,
     )
-    return _with_seats(
+    if request.judge_cache is not None:
+        check_judge_cache(request.judge_cache)
+    planned = _with_seats(
         request.scenario, request.model, request.provider, source, knobs, limits,
         request.group_slug,
     )  # fmt: skip
+    return planned.model_copy(update={"judge_cache": request.judge_cache})
+
+
+def check_judge_cache(url: str) -> None:
+    """Refuse a ``--judge-cache`` that is empty or names a file (64, naming it).
+
+    Raises:
+        LaunchError: the value cannot be a cache folder.
+    """
+    from glossogen.storage import path_kind
+
+    if not url.strip():
+        raise LaunchError("--judge-cache is empty", EXIT_USAGE)
+    if path_kind(url) == "file":
+        raise LaunchError(f"--judge-cache {url!r} is a file, not a folder", EXIT_USAGE)
 
 
 def _scenario_class(name: str) -> type[Scenario]:

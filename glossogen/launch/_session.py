@@ -475,6 +475,7 @@ def open_session(
         tracing=tracing,
         agent_models=dict(agent_models or {}),
         judge_model=judge_model,
+        judge_cache=config.judge_cache,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     killed: list[ModelRequestSent] = []

@@ -10,8 +10,10 @@ are the same.
 from glossogen.replay._model import TapeExhausted, replay_model, response_of
 from glossogen.replay._replay import (
     Divergence,
+    ForkPointCheck,
     ReplayReport,
     ReplayRequest,
+    check_fork_point,
     first_divergence,
     first_event_diff,
     replay_run,
@@ -19,9 +21,11 @@ from glossogen.replay._replay import (
 
 __all__ = [
     "Divergence",
+    "ForkPointCheck",
     "ReplayReport",
     "ReplayRequest",
     "TapeExhausted",
+    "check_fork_point",
     "first_divergence",
     "first_event_diff",
     "replay_model",

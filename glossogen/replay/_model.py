@@ -111,6 +111,10 @@ class Pacing:
     def __init__(self) -> None:
         self.pause: Callable[[float], Awaitable[None]] | None = None
         self.logged: Callable[[], int] = lambda: 0
+        self.calls: dict[str, int] = {}
+        """Each seat's calls made so far: its next call is answered with the tape's next one.
+        A replay of a run stopped mid-round sets it anew at each resume from the replay's
+        log (a call the stop cut off before its answer was logged is not on the tape)."""
 
     def bind(self, pause: Callable[[float], Awaitable[None]], logged: Callable[[], int]) -> None:
         """Wait on ``pause`` (the game clock) and count the log's events with ``logged``."""
@@ -147,11 +151,9 @@ def replay_model(
     the function here reads the tape (kept over a hand-written ``Model``: the request path,
     usage and streaming are pydantic-ai's own).
     """
-    made = 0
 
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        nonlocal made
-        made += 1
+        made = pacing.calls[seat] = pacing.calls.get(seat, 0) + 1
         call = tape.call(seat, made)
         if latency and pacing.pause is not None:
             await pacing.pause(latency)

@@ -25,10 +25,13 @@ status its ``simulation_ended`` recorded, then resumed as it was.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import json
 import re
 import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -39,12 +42,18 @@ from glossogen.engine._fingerprint import unstamped
 from glossogen.engine._requests import UNBILLED
 from glossogen.eventlog import (
     AgentHistoryAppended,
+    EndStatus,
     Event,
     EventLogWriter,
+    ModelRequestAbandoned,
+    RoundCompleted,
+    RoundStarted,
     RunResumed,
     RunView,
     SimulationEnded,
     Tape,
+    ToolResultReceived,
+    read_tape,
 )
 from glossogen.replay._model import Pacing, replay_model
 
@@ -63,6 +72,22 @@ IGNORED = frozenset(
 )
 """Fields a replay changes by design, at any depth (a logged history's messages carry their
 own): ids, when it happened, how long the process took, the code's versions."""
+
+
+@dataclass(frozen=True)
+class _Process:
+    """One recorded process of a run: the rounds it completed and how it ended.
+
+    ``cut``: for a process stopped mid-round (``glossogen stop``: its round ``last_round + 1``
+    begun, answers logged, then ``simulation_ended``), how many events the log held when the
+    stop came; None when it ended at a round boundary.
+    """
+
+    last_round: int
+    status: EndStatus
+    error: str | None
+    cut: int | None = None
+
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -104,6 +129,9 @@ class ReplayReport(BaseModel):
     divergence: Divergence | None
     event_diff: str | None
     """A unified diff of the first event that differs (after the ignored fields), or None."""
+    event_divergence: str | None = None
+    """One line naming the first event that differs (``first divergence: event 12
+    (tool_call_invoked, player_b, round 1): args differ``), or None."""
     interleaved: bool = False
     """True when the events are the same seat by seat but interleave otherwise (HTTP order)."""
     verdicts_equal: bool
@@ -169,7 +197,8 @@ def first_event_diff(
         return None, False
     if _by_seat(left) == _by_seat(right):
         return None, True
-    for index in range(max(len(left), len(right))):
+    index = first_differing(left, right)
+    if index is not None:
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
         if a != b:
@@ -182,6 +211,60 @@ def first_event_diff(
             )
             return "\n".join(diff), False
     raise AssertionError("unreachable: the logs differ")
+
+
+def first_differing(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> int | None:
+    """The index of the first event that differs between two normalised logs, or None."""
+    for index in range(max(len(left), len(right))):
+        a = left[index] if index < len(left) else None
+        b = right[index] if index < len(right) else None
+        if a != b:
+            return index
+    return None
+
+
+def event_divergence_line(
+    recorded: RunView,
+    replayed: RunView,
+    fingerprinted: bool,
+    events: tuple[list[Event], list[Event]] | None = None,
+) -> str:
+    """One line naming the first event the replay logged otherwise than the record.
+
+    ``first divergence: event 12 (tool_call_invoked, player_b, round 1): args differs``: its
+    place in the log (from 1), type, seat, round and the fields that differ; or the event one
+    log has and the other lacks. ``events``: the two lists compared (default: each whole log).
+    """
+    ids = (recorded.started.run_id if recorded.started else "",
+           replayed.started.run_id if replayed.started else "")  # fmt: skip
+    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    was, now = events if events is not None else (recorded.events, replayed.events)
+    left = [normalized(e, ids, ignored) for e in was]
+    right = [normalized(e, ids, ignored) for e in now]
+    index = first_differing(left, right)
+    if index is None:
+        return "first divergence: none"
+    a = left[index] if index < len(left) else None
+    b = right[index] if index < len(right) else None
+    shown = a if a is not None else b
+    assert shown is not None  # one of the two logs holds the event at ``index``
+    where = ", ".join(
+        str(v)
+        for v in (
+            shown.get("event_type"),
+            shown.get("agent_id") or shown.get("sender_id"),
+            f"round {shown.get('round_number')}",
+        )
+        if v
+    )
+    if a is None or b is None:
+        what = "only the replay logged it" if a is None else "the replay did not log it"
+    elif a.get("event_type") != b.get("event_type"):
+        what = f"the replay logged {b.get('event_type')}"
+    else:
+        fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        what = f"{', '.join(fields)} differ{'s' if len(fields) == 1 else ''}"
+    return f"first divergence: event {index + 1} ({where}): {what}"
 
 
 def _by_seat(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -225,8 +308,63 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
 
 async def _replay(request: ReplayRequest) -> ReplayReport:
     from glossogen.derive import DeriveError
+
+    source, started, recorded, config = _source(request.run_dir)
+    if recorded.ended is None or recorded.status in ("running", "stopped"):
+        raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
+    began = time.monotonic()
+    folder = await _play_tape(recorded, config, started, request.runs_dir, None)
+    seconds = time.monotonic() - began
+    replayed = RunView.load(folder.log_url)
+    tape = recorded.tape
+    fingerprinted = tape.fingerprinted
+    divergence = first_divergence(tape, replayed.tape) if fingerprinted else None
+    event_diff, interleaved = first_event_diff(recorded, replayed, fingerprinted)
+    event_line = (
+        event_divergence_line(recorded, replayed, fingerprinted)
+        if event_diff is not None and divergence is None
+        else None
+    )
+    return ReplayReport(
+        source_run_id=started.run_id,
+        replay_run_id=folder.run_id,
+        replay_url=folder.url,
+        calls=tape.count,
+        events=len(replayed.events),
+        fingerprinted=fingerprinted,
+        divergence=divergence,
+        event_diff=event_diff,
+        event_divergence=event_line,
+        interleaved=interleaved,
+        verdicts_equal=recorded.verdicts == replayed.verdicts,
+        spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
+        recorded_cost_usd=recorded.spend.total_cost_usd,
+        replayed_cost_usd=replayed.spend.total_cost_usd,
+        seconds=seconds,
+    )
+
+
+def _source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
+    """The recorded run's folder, ``simulation_started``, view and recorded config."""
     from glossogen.derive._resume import ResumePoint, read_run_log, run_folder
     from glossogen.derive._state import read_state
+    from glossogen.launch import recorded_config
+
+    source = run_folder(run_dir)
+    events, started = read_run_log(source)
+    recorded = RunView.load(source.log_url)
+    config = recorded_config(ResumePoint(source, read_state(events), started, events))
+    return source, started, recorded, config
+
+
+async def _play_tape(
+    recorded: RunView, config: Any, started: Any, runs_dir: str, through: int | None
+) -> Any:
+    """Play the recorded run from its tape into a new folder under ``runs_dir``; return it.
+
+    Process by process as recorded; with ``through``, only rounds 1..``through`` (the last
+    process sealed ``interrupted`` there).
+    """
     from glossogen.launch import (
         ResumeRequest,
         check_runs_dir,
@@ -234,17 +372,16 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
         open_session,
         plan_resume,
         price_spend,
-        recorded_config,
     )
 
-    source = run_folder(request.run_dir)
-    events, started = read_run_log(source)
-    recorded = RunView.load(source.log_url)
-    if recorded.ended is None or recorded.status in ("running", "stopped"):
-        raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
-    check_runs_dir(request.runs_dir)
-    config = recorded_config(ResumePoint(source, read_state(events), started, events))
-    tape = recorded.tape
+    check_runs_dir(runs_dir)
+    segments = _segments(recorded.events)
+    if through is not None:
+        segments = _through(segments, through)
+    # A process stopped mid-round made calls a resume superseded: the seats are answered from
+    # every call in the log, in order, so the stopped round gets its own answers again.
+    stopped = any(p.cut is not None for p in segments)
+    tape = read_tape(recorded.events) if stopped else recorded.tape
     seats = {seat.agent_id: seat for seat in config.seats}
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
@@ -262,11 +399,8 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     judge: Model | None = None
     if config.judge is not None and config.judge.provider != "scripted":
         judge = replay_model(tape, "judge", config.judge.model, pacing)
-    segments = _segments(recorded.events)
-    began = time.monotonic()
-    folder = claim_run(config, request.runs_dir)
-    first = 1
-    for number, (last_round, ended) in enumerate(segments):
+    folder = claim_run(config, runs_dir)
+    for number, process in enumerate(segments):
         point = None
         if number:
             config, point = plan_resume(ResumeRequest(run_dir=folder.url))
@@ -280,35 +414,55 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
             virtual_clock=True,
         )
         before = len(point.events) if point is not None else 0
-        pacing.bind(session.engine.clock.sleep, partial(_logged, before, session.writer))
+        if point is not None and stopped:  # each seat goes on from its calls the log holds
+            pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
+        logged = partial(_logged, before, session.writer)
+        pacing.bind(session.engine.clock.sleep, logged)
         first = point.next_round if point is not None else 1
-        for round_number in range(first, last_round + 1):
+        for round_number in range(first, process.last_round + 1):
             await session.play_round(round_number)
             if session.ended_early():
                 break
+        if process.cut is not None:  # stopped mid-round: play it up to where the stop came
+            await _play_until(session.play_round(process.last_round + 1), logged, process.cut)
         await session.settle_requests()
-        session.finish(price_spend(folder), ended.status, ended.error)
-    seconds = time.monotonic() - began
-    replayed = RunView.load(folder.log_url)
-    fingerprinted = tape.fingerprinted
-    divergence = first_divergence(tape, replayed.tape) if fingerprinted else None
-    event_diff, interleaved = first_event_diff(recorded, replayed, fingerprinted)
-    return ReplayReport(
-        source_run_id=started.run_id,
-        replay_run_id=folder.run_id,
-        replay_url=folder.url,
-        calls=tape.count,
-        events=len(replayed.events),
-        fingerprinted=fingerprinted,
-        divergence=divergence,
-        event_diff=event_diff,
-        interleaved=interleaved,
-        verdicts_equal=recorded.verdicts == replayed.verdicts,
-        spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
-        recorded_cost_usd=recorded.spend.total_cost_usd,
-        replayed_cost_usd=replayed.spend.total_cost_usd,
-        seconds=seconds,
+        session.finish(price_spend(folder), process.status, process.error)
+    return folder
+
+
+def _left_by_stop(event: Event) -> bool:
+    """Whether the stop itself logged ``event``: a request left open, a tool call cut off."""
+    return isinstance(event, ModelRequestAbandoned) or (
+        isinstance(event, ToolResultReceived) and event.interrupted
     )
+
+
+async def _play_until(
+    round_play: Coroutine[Any, Any, Any], logged: Callable[[], int], cut: int
+) -> None:
+    """Play a round until the log holds ``cut`` events, then cancel it as a stop does.
+
+    The stop reaches a round at a turn of the event loop, between tasks: the round is cancelled
+    at the first turn that finds ``cut`` events logged (or plays to its end, should it end
+    first).
+    """
+    task = asyncio.ensure_future(round_play)
+    while not task.done() and logged() < cut:
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _through(segments: list[_Process], through: int) -> list[_Process]:
+    """The processes that played rounds 1..``through``, the last cut there ``interrupted``."""
+    kept: list[_Process] = []
+    for process in segments:
+        if process.last_round >= through:
+            kept.append(_Process(through, "interrupted", "replayed through the fork point"))
+            break
+        kept.append(process)
+    return kept
 
 
 def _logged(before: int, writer: EventLogWriter) -> int:
@@ -316,19 +470,121 @@ def _logged(before: int, writer: EventLogWriter) -> int:
     return before + writer.count
 
 
-def _segments(events: list[Event]) -> list[tuple[int, SimulationEnded]]:
-    """Each recorded process's last round and its ending: the rounds it played, how it ended.
+def _segments(events: list[Event]) -> list[_Process]:
+    """Each recorded process: the rounds it completed, how it ended, where a stop cut it.
 
     A process ends at its ``simulation_ended``; the next begins at ``run_resumed``, whose
-    ``after_round`` is where the earlier one stopped.
+    ``after_round`` is where the earlier one stopped. A process whose last round began and did
+    not complete was stopped mid-round: its cut is the number of events logged before its
+    ``simulation_ended`` (the requests the stop left open, logged abandoned, not counted).
     """
-    segments: list[tuple[int, SimulationEnded]] = []
+    segments: list[_Process] = []
     played = 0
-    for event in events:
+    begun = completed = 0
+    for index, event in enumerate(events):
+        if isinstance(event, RoundStarted):
+            begun = event.round_number
+        elif isinstance(event, RoundCompleted):
+            completed = event.round_number
         if isinstance(event, RunResumed) and segments:
-            last, ended = segments[-1]
-            segments[-1] = (event.after_round, ended)
+            segments[-1] = replace(segments[-1], last_round=event.after_round)
         elif isinstance(event, SimulationEnded):
             played = max(played, event.rounds_played or 0)
-            segments.append((max(played, event.round_number), event))
+            cut = None
+            if event.status == "interrupted" and begun > completed:
+                cut = index
+                while cut and _left_by_stop(events[cut - 1]):
+                    cut -= 1
+            last = max(played, event.round_number) if cut is None else completed
+            segments.append(_Process(last, event.status, event.error, cut))
     return segments
+
+
+class ForkPointCheck(BaseModel):
+    """Whether a run's rounds 1..N replay from its tape as recorded (``fork-at-round --replay``)."""
+
+    source_run_id: str
+    after_round: int
+    calls: int
+    """The recorded model calls of rounds 1..N, each replayed."""
+    events: int
+    """The recorded events of rounds 1..N, each compared."""
+    fingerprinted: bool
+    divergence: Divergence | None
+    event_divergence: str | None
+
+    @property
+    def reproduced(self) -> bool:
+        """True when every request and every event of rounds 1..N is the same."""
+        return self.divergence is None and self.event_divergence is None
+
+
+def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
+    """Replay rounds 1..``after_round`` of the run at ``run_dir`` from its tape, and compare.
+
+    Played as :func:`replay_run` plays a whole run (the ``replay`` provider, the virtual
+    clock), into a temporary folder removed afterwards; compared are the requests of those
+    rounds (fingerprints, ``(seat, call)`` by ``(seat, call)``) and their events. Nothing is
+    sent anywhere and nothing is written beside the source.
+
+    Raises:
+        DeriveError: not a run folder or no log (66).
+        LaunchError: its recorded knobs no longer validate (65).
+    """
+    return asyncio.run(_check_fork_point(run_dir, after_round))
+
+
+def _rounds_through(view: RunView, through: int) -> list[Event]:
+    return [
+        e
+        for e in view.counted
+        if e.round_number <= through and not isinstance(e, SimulationEnded | RunResumed)
+    ]
+
+
+async def _check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
+    import tempfile
+
+    _, started, recorded, config = _source(run_dir)
+    with tempfile.TemporaryDirectory(prefix="glossogen-fork-replay-") as scratch:
+        folder = await _play_tape(recorded, config, started, scratch, after_round)
+        replayed = RunView.load(folder.log_url)
+    tape = recorded.tape
+    fingerprinted = tape.fingerprinted
+    divergence = _prefix_divergence(tape, replayed.tape, after_round) if fingerprinted else None
+    was, now = _rounds_through(recorded, after_round), _rounds_through(replayed, after_round)
+    event_line = None
+    if divergence is None:
+        line = event_divergence_line(recorded, replayed, fingerprinted, (was, now))
+        event_line = None if line == "first divergence: none" else line
+    return ForkPointCheck(
+        source_run_id=started.run_id,
+        after_round=after_round,
+        calls=sum(c.round_number <= after_round for cs in tape.calls.values() for c in cs),
+        events=len(was),
+        fingerprinted=fingerprinted,
+        divergence=divergence,
+        event_divergence=event_line,
+    )
+
+
+def _prefix_divergence(recorded: Tape, replayed: Tape, through: int) -> Divergence | None:
+    """:func:`first_divergence` over the calls of rounds 1..``through`` only."""
+    made = sorted(
+        (c for seat in replayed.calls.values() for c in seat if c.round_number <= through),
+        key=lambda c: c.line,
+    )
+    for call in made:
+        was = recorded.call(call.seat, call.call)
+        if was is None or was.request_sha256 != call.request_sha256:
+            return Divergence(seat=call.seat, call=call.call, round_number=call.round_number,
+                              recorded_sha256=was.request_sha256 if was else None,
+                              replayed_sha256=call.request_sha256)  # fmt: skip
+    for seat, seat_calls in recorded.calls.items():  # a call of those rounds never made
+        wanted = [c for c in seat_calls if c.round_number <= through]
+        count = sum(c.round_number <= through for c in replayed.calls.get(seat, []))
+        if count < len(wanted):
+            was = wanted[count]
+            return Divergence(seat=seat, call=was.call, round_number=was.round_number,
+                              recorded_sha256=was.request_sha256, replayed_sha256=None)  # fmt: skip
+    return None

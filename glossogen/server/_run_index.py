@@ -63,6 +63,7 @@ def read_files(scenario: str) -> tuple[str, ...]:
         LINEAGE,
         f"{scenario}_report.json",
         foreign_report_name(scenario),
+        "judge_flips.json",
     )
 
 

@@ -200,6 +200,8 @@ class RunPage:
     error: str | None = None
     books: list[str] = field(default_factory=list)
     """One line per rule the run's books break (``glossogen verify``); empty when they balance."""
+    judge_flips: list[str] = field(default_factory=list)
+    """One line per ruling the last ``glossogen rejudge`` flipped (empty: none, or never)."""
 
     @property
     def cost(self) -> str:
@@ -582,4 +584,12 @@ def build_run_page(
         last_event_id=view.events[-1].event_id if view.events else "",
         error=ended.error if ended else None,
         books=[rule.text for rule in books_of(view, folder)],
+        judge_flips=_flip_lines(folder),
     )
+
+
+def _flip_lines(folder: RunFolder) -> list[str]:
+    from glossogen.rejudge import flip_lines, read_flips
+
+    flips = read_flips(folder)
+    return flip_lines(flips) if flips is not None else []

@@ -16,6 +16,7 @@ from glossogen.storage._fs import (
     absolute,
     is_local,
     join,
+    json_bytes,
     nearest_existing,
     open_fs,
     open_mapped,
@@ -37,6 +38,7 @@ from glossogen.storage._lock import LOCK_NAME, RunLock
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, SWEEPS_FOLDER, RunStore
 
 __all__ = [
+    "json_bytes",
     "CONFIG",
     "FLOW_RUN",
     "FolderFile",

@@ -6,6 +6,8 @@ from glossogen.verify._verify import (
     VerifyError,
     VerifyRequest,
     books_of,
+    select_cohort,
+    selection_flags,
     verify_run,
     verify_runs,
 )
@@ -16,6 +18,8 @@ __all__ = [
     "VerifyError",
     "VerifyRequest",
     "books_of",
+    "select_cohort",
+    "selection_flags",
     "verify_run",
     "verify_runs",
 ]

@@ -25,7 +25,7 @@ from glossogen.eventlog import (
     check_probe_ledger,
     read_events,
 )
-from glossogen.export import FilterSelection, Selection
+from glossogen.export import FilterSelection, SelectedRuns, Selection
 from glossogen.storage import RunFolder, StorageError
 
 
@@ -184,33 +184,44 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
             except ValueError as exc:
                 found.unreadable[run_dir] = str(exc)
         return folders
-    from glossogen.export import RunsDirError, check_runs_dir, select_runs
-
-    try:
-        check_runs_dir(request.runs_dir)
-    except RunsDirError as exc:
-        raise VerifyError(f"--runs-dir {exc}", 66) from None
-    except StorageError as exc:
-        raise VerifyError(str(exc), 69) from None
-    selected = select_runs(request.runs_dir, request.selection, max_runs=sys.maxsize)
-    if not (selected.records or selected.unreadable or selected.missing_run_ids):
-        asked = _selected(request.selection)
-        runs_dir = request.runs_dir
-        what = (
-            f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
-            if asked
-            else f"{runs_dir} holds no run"
-        )
-        raise VerifyError(f"{what}: nothing to verify", 65)
+    selected = select_cohort(request.runs_dir, request.selection, "verify")
     found.unreadable.update(selected.unreadable)
     found.missing_run_ids.extend(selected.missing_run_ids)
     return [RunFolder.at(record.run_url) for record in selected.records]
 
 
+def select_cohort(runs_dir: str, selection: Selection, verb: str) -> SelectedRuns:
+    """The export's selection of runs under ``runs_dir``, for a command that must find one.
+
+    Raises:
+        VerifyError: ``runs_dir`` is not a folder (66), its storage is unreachable (69), or
+            the selection matches no run (65: ``... : nothing to <verb>``).
+        SelectionError: a knob condition cannot be read as the recorded type (65).
+    """
+    from glossogen.export import RunsDirError, check_runs_dir, select_runs
+
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError as exc:
+        raise VerifyError(f"--runs-dir {exc}", 66) from None
+    except StorageError as exc:
+        raise VerifyError(str(exc), 69) from None
+    selected = select_runs(runs_dir, selection, max_runs=sys.maxsize)
+    if not (selected.records or selected.unreadable or selected.missing_run_ids):
+        asked = selection_flags(selection)
+        what = (
+            f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
+            if asked
+            else f"{runs_dir} holds no run"
+        )
+        raise VerifyError(f"{what}: nothing to {verb}", 65)
+    return selected
+
+
 _FLAGS = {"labels": "--label", "knob": "--knob", "scenario": "--scenario"}
 
 
-def _selected(selection: Selection) -> str:
+def selection_flags(selection: Selection) -> str:
     """The filters of ``selection`` as the flags that set them (``--status 'running'``)."""
     given = selection.model_dump(exclude_defaults=True, exclude={"kind"})
     words = []

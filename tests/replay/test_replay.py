@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -173,3 +174,95 @@ def test_a_run_over_http_replays_with_no_divergence_and_no_request(
     assert (report.interleaved, report.identical, report.calls) == (False, True, calls)
     assert report.replayed_cost_usd == report.recorded_cost_usd == recorded.spend.total_cost_usd
     assert recorded.spend.total_cost_usd is not None and recorded.spend.total_cost_usd > 0
+
+
+def test_an_edited_tool_call_invoked_alone_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = play("prisoners_dilemma", tmp_path, rounds=2)
+    log = tmp_path / run.started.run_id / "prisoners_dilemma.jsonl"
+    lines = log.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"tool_call_invoked"' in line)
+    event = json.loads(lines[at])
+    seat, round_number = event["agent_id"], event["round_number"]
+    event["args"] = {**event["args"], "edited": True}  # what was asked stays as recorded
+    lines[at] = json.dumps(event)
+    log.write_text("\n".join(lines) + "\n")
+    code = replay_command(str(log.parent), str(tmp_path / "r"))
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    said = [line for line in out if line.startswith("first divergence")]
+    assert said == [
+        f"first divergence: event {at + 1} (tool_call_invoked, {seat}, round {round_number}): "
+        "args differs"
+    ]
+    assert out[-1].endswith(": DIVERGED")
+
+
+@pytest.mark.parametrize("content", ["", '{"event_type": "simulation_st\n'])
+def test_a_folder_with_an_empty_or_broken_log_is_told_what_it_holds(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy-of-a-run"  # not <runs-dir>/<scenario>/<unix_ts>
+    copy.mkdir()
+    (copy / "veyru.jsonl").write_text(content)
+    stamped = tmp_path / "elsewhere" / "1796000000"  # a timestamp under no scenario folder
+    stamped.mkdir(parents=True)
+    (stamped / "veyru.jsonl").write_text(content)
+    assert replay_command(str(copy), str(tmp_path / "r")) == 66
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {str(copy)!r} holds veyru.jsonl but is not a run folder: its name "
+        "must be the run's unix timestamp (<runs-dir>/<scenario>/<unix_ts>)\n"
+    )
+    assert replay_command(str(stamped), str(tmp_path / "r")) == 66
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {str(stamped)!r} holds veyru.jsonl, not elsewhere.jsonl: a run "
+        "folder lies at <runs-dir>/<scenario>/<unix_ts>\n"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+async def _stopped_in_round_2(runs_dir: str) -> str:
+    """A scripted 2-round run stopped as ``glossogen stop`` stops one: mid-round 2, after its
+    first answers (the round's task cancelled at a turn of the loop, the answers already asked
+    settled, the log sealed ``interrupted``); then resumed to its end."""
+    from flows.simulate import settle_after_interrupt
+    from glossogen.launch import RunRequest, claim_run, plan_run
+    from tests.fixtures.played_runs import CLOCK_START
+
+    plan = plan_run(RunRequest(scenario="prisoners_dilemma", model="scripted",
+                               provider="scripted", runs_dir=runs_dir, config="knobs_default",
+                               overrides=["round_count=2"]))  # fmt: skip
+    folder = claim_run(plan, runs_dir)
+    session = open_session(plan, folder, clock_start=CLOCK_START)
+    await session.play_round(1)
+    boundary = session.writer.count
+    round_2 = asyncio.ensure_future(session.play_round(2))
+    while session.writer.count < boundary + 4:  # round_started, 2 briefings, a first answer
+        await asyncio.sleep(0)
+    round_2.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await round_2
+    await settle_after_interrupt(session)
+    session.finish(price_spend(folder), "interrupted", "interrupted")
+    config, point = plan_resume(ResumeRequest(run_dir=folder.url))
+    session = open_session(config, point.folder, resume=point)
+    await session.play_round(point.next_round)
+    await session.settle_requests()
+    session.finish(price_spend(point.folder), "completed")
+    return folder.url
+
+
+def test_a_run_stopped_mid_round_and_resumed_replays_identically(tmp_path: Path) -> None:
+    run_dir = asyncio.run(_stopped_in_round_2(str(tmp_path)))
+    recorded = RunView.load(f"{run_dir}/prisoners_dilemma.jsonl")
+    types = [(e.event_type, e.round_number) for e in recorded.events]
+    stop = types.index(("simulation_ended", 2))  # the stop: round 2 begun and answered
+    assert ("round_started", 2) in types[:stop]
+    assert ("llm_response_received", 2) in types[:stop]
+    assert ("round_completed", 2) not in types[:stop]
+    report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
+    assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
+    replayed = RunView.load(f"{report.replay_url}/prisoners_dilemma.jsonl")
+    assert [(e.event_type, e.round_number) for e in replayed.events] == types
+    assert replayed.verdicts == recorded.verdicts

@@ -1,0 +1,107 @@
+"""``glossogen rejudge --runs-dir R --judge-cache C``: re-judge a cohort's in-run rulings.
+
+Every ruling of the selected runs (the export's selection flags) is asked again of the new judge
+(``--model``/``--provider``, ``--judge-settings``, ``--judge-prompt``; by default each ruling's
+own model and provider) through the judge cache (:mod:`glossogen.rejudge`). Printed: per run
+whose verdicts flipped, ``<run id>: F of N rulings flipped``, one line per flip
+(``  round R ruling K: passed -> failed``) and the derived runs it affects; then
+``rejudged N runs, M rulings: F flipped in K runs; judge cache H hits, X misses; cost $C`` and
+where the cohort summary went. Each run's flip report is its ``judge_flips.json``.
+
+Exit codes: 0 rejudged (flips are findings, not failures); 64 usage (a judge half given, a bad
+setting, a provider that cannot judge, a ``--judge-cache`` that is a file, a selection flag
+misused); 65 a selection that matches no run; 66 a runs dir that is not a folder, a prompt file
+that cannot be read, a run that cannot be read; 69 unreachable storage; 77 a missing key.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from glossogen import exit_codes
+from glossogen.cli import _selection as options
+
+
+def _error(message: str, code: int) -> int:
+    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    return int(code)
+
+
+def rejudge(
+    runs_dir: str = typer.Option(
+        ..., "--runs-dir", metavar="DIR", help="Rejudge the selected runs under this folder."
+    ),
+    judge_cache: str = typer.Option(
+        ...,
+        "--judge-cache",
+        metavar="DIR",
+        help="Judge cache folder (path or fsspec URL): answers it holds cost $0.",
+    ),
+    model: str | None = typer.Option(None, "--model", help="New judge model (with --provider)."),
+    provider: str | None = typer.Option(
+        None, "--provider", help="New judge provider: anthropic, huggingface or openai."
+    ),
+    judge_settings: list[str] = typer.Option(
+        None, "--judge-settings", help="New judge settings as key=value (temperature=0)."
+    ),
+    judge_prompt: str | None = typer.Option(
+        None, "--judge-prompt", metavar="FILE", help="A file whose text is the judge's new prompt."
+    ),
+    scenario: list[str] = options.SCENARIO,
+    label: list[str] = options.LABEL,
+    knob: list[str] = options.KNOB,
+    status: str | None = options.STATUS,
+    run_id: list[str] = options.RUN_ID,
+    run_id_contains: str | None = options.RUN_ID_CONTAINS,
+    contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
+) -> int:
+    """Re-judge the selected runs' rulings with a new judge; write a flip report per run."""
+    from pydantic import ValidationError
+
+    from glossogen.export import SelectionError, selection_of
+    from glossogen.rejudge import RejudgeError, RejudgeRequest, flip_lines, rejudge_runs
+    from glossogen.storage import StorageError
+
+    items = [pair for value in judge_settings or [] for pair in value.split()]
+    try:
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
+                                 contains_agent_id, knob)  # fmt: skip
+        request = RejudgeRequest(
+            runs_dir=runs_dir, selection=selection, judge_cache=judge_cache, model=model,
+            provider=provider, judge_settings=items, judge_prompt_file=judge_prompt,
+        )  # fmt: skip
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.USAGE)
+    except ValidationError as exc:
+        return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
+    try:
+        done = rejudge_runs(request)
+    except RejudgeError as exc:
+        return _error(str(exc), exc.exit_code)
+    except SelectionError as exc:
+        return _error(exc.cli_message, exit_codes.REFUSED)
+    except StorageError as exc:
+        return _error(str(exc), exit_codes.TRANSPORT)
+    for run in done.runs:
+        if not run.flips:
+            continue
+        print(f"{run.run_id}: {len(run.flips)} of {run.rulings} rulings flipped", flush=True)
+        for line in flip_lines(run):
+            print(f"  {line}", flush=True)
+        if run.derived_runs:
+            print(f"  affected derived runs: {', '.join(run.derived_runs)}", flush=True)
+    summary = done.summary
+    assert summary is not None  # rejudge_runs always summarises
+    cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
+    print(
+        f"rejudged {summary.runs} runs, {summary.rulings} rulings: {summary.flips} flipped in "
+        f"{len(summary.flipped_runs)} runs; judge cache {summary.cache_hits} hits, "
+        f"{summary.cache_misses} misses; cost {cost}",
+        flush=True,
+    )
+    print(f"summary: {done.summary_url}", flush=True)
+    for where, reason in done.unreadable.items():
+        _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
+    return int(exit_codes.UNREADABLE if done.unreadable else exit_codes.OK)

@@ -1,0 +1,224 @@
+"""``glossogen rejudge``: a cohort's in-run rulings asked again of a new judge, through the cache.
+
+Ten veyru runs (scripted agents, two rounds) are judged in-run by ``openai:gpt-4.1-mini``,
+answered over real HTTP by the stub model server: it passes every action. They are rejudged by
+``openai:gpt-4.1``, which the stub answers "failed" on every third question it is sent. The
+flip report of each run names exactly the rulings whose question got a "failed"; a second
+rejudge with the same judge is answered from the judge cache with no request reaching the stub.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.derive import ForkRequest, prepare_fork
+from glossogen.eventlog import RunView
+from glossogen.export import RunRecord, select_runs
+from glossogen.storage import RunFolder
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.played_runs import play_run
+
+FIRST, SECOND = "gpt-4.1-mini", "gpt-4.1"
+BASE = 1796100000
+
+
+def _cli(*argv: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    return int(exited.value.code)
+
+
+class Judges:
+    """The stub's two judges: the first passes all, the second fails every third question."""
+
+    def __init__(self) -> None:
+        self.second_asked = 0
+        self.failed_prompts: list[str] = []
+
+    def __call__(self, req: RecordedRequest) -> StubReply:
+        prompt = json.dumps(req.messages)
+        success, reason = True, "first judge: done"
+        if req.model == SECOND:
+            self.second_asked += 1
+            success = self.second_asked % 3 != 0
+            reason = "second judge: done" if success else "second judge: not done"
+            if not success:
+                self.failed_prompts.append(prompt)
+        return StubReply(tool_calls=[("final_result", {"success": success, "reason": reason})])
+
+
+@pytest.fixture
+def cohort(
+    model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> tuple[Path, list[str], str, Judges]:
+    """Ten judged runs and a fork of the first after round 1; the judges answering them."""
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    judges = Judges()
+    model_stub.responder = judges
+    runs = tmp_path / "runs"
+    judged = (
+        "judge_provider=openai",
+        f"judge_model={FIRST}",
+        "postmortem_enabled=false",
+        "postmortem_after_swap=false",
+    )
+    ids = [
+        play_run(str(runs), overrides=(*judged, f"seed={n + 1}"), now_unix=BASE + n).run_id
+        for n in range(10)
+    ]
+    fork = prepare_fork(
+        ForkRequest("veyru", str(runs / ids[0]), 1, str(runs)), now_unix=BASE + 100
+    ).folder.run_id
+    return runs, ids, fork, judges
+
+
+def _expected(record: RunRecord, failed_prompts: list[str]) -> list[tuple[int, int, bool, bool]]:
+    """(round, ruling, old, new) of each ruling of the run whose question the stub failed."""
+    out = []
+    per_round: dict[int, int] = {}
+    for ruling in RunView.load(record.log_url).rulings:
+        n = per_round[ruling.round_number] = per_round.get(ruling.round_number, 0) + 1
+        sent = json.dumps(ruling.question)[1:-1]
+        if any(sent in prompt for prompt in failed_prompts):
+            out.append((ruling.round_number, n, True, False))
+    return out
+
+
+def test_rejudge_names_each_flip_and_a_second_rejudge_asks_nothing(
+    cohort: tuple[Path, list[str], str, Judges],
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runs, ids, fork, judges = cohort
+    records = select_runs(str(runs), {"kind": "run_ids", "run_ids": ids}).records
+    views = {r.run_id: RunView.load(r.log_url) for r in records}
+    rulings = sum(len(v.rulings) for v in views.values())
+    assert rulings == 38  # every stage an action ruled on, two rounds, ten runs
+    assert {r.success for v in views.values() for r in v.rulings} == {True}  # the first judge
+    questions = {(r.instructions, r.question) for v in views.values() for r in v.rulings}
+    cache = tmp_path / "judge-cache"
+    selection = [a for run_id in ids for a in ("--run-id", run_id)]
+    argv = ["rejudge", "--runs-dir", str(runs), "--judge-cache", str(cache),
+            "--model", SECOND, "--provider", "openai", *selection]  # fmt: skip
+    capsys.readouterr()
+    assert _cli(*argv) == 0
+    out = capsys.readouterr().out
+
+    asked = judges.second_asked
+    assert asked == len(questions)  # each distinct question asked once, repeats from the cache
+    assert len(judges.failed_prompts) == asked // 3
+    flips_total = 0
+    for record in records:
+        report = json.loads((Path(record.run_url) / "judge_flips.json").read_text())
+        got = [(f["round_number"], f["ruling"], f["old"], f["new"]) for f in report["flips"]]
+        assert got == _expected(record, judges.failed_prompts), record.run_id
+        assert report["rulings"] == len(views[record.run_id].rulings)
+        assert report["derived_runs"] == ([fork] if record.run_id == ids[0] else [])
+        flips_total += len(got)
+        for flip in report["flips"]:
+            assert (flip["old_reason"], flip["new_reason"]) == (
+                "first judge: done",
+                "second judge: not done",
+            )
+    assert flips_total >= len(judges.failed_prompts) > 0
+    summary = json.loads((runs / "rejudge_summary.json").read_text())
+    flipped = [r.run_id for r in records if _expected(r, judges.failed_prompts)]
+    assert (summary["runs"], summary["rulings"], summary["flips"]) == (10, 38, flips_total)
+    assert summary["flipped_runs"] == flipped
+    hits = rulings - asked  # a question asked again in the cohort (the same action ruled on)
+    assert (summary["cache_hits"], summary["cache_misses"]) == (hits, asked)
+    affected = {ids[0]: [fork]} if ids[0] in flipped else {}
+    assert summary["affected_derived_runs"] == affected
+    assert out.splitlines()[-2] == (
+        f"rejudged 10 runs, 38 rulings: {flips_total} flipped in {len(flipped)} runs; "
+        f"judge cache {hits} hits, {asked} misses; cost ${summary['cost_usd']:.6f}"
+    )
+    first = next(r for r in records if r.run_id == flipped[0])
+    lines = [
+        f"  round {rnd} ruling {k}: passed -> failed"
+        for rnd, k, _, _ in _expected(first, judges.failed_prompts)
+    ]
+    of = len(views[first.run_id].rulings)
+    at = out.splitlines().index(f"{first.run_id}: {len(lines)} of {of} rulings flipped")
+    assert out.splitlines()[at + 1 : at + 1 + len(lines)] == lines
+
+    # export: a judge_flips column (blank for a run never rejudged: the fork)
+    assert _cli("export", "--runs-dir", str(runs), "--out", str(tmp_path / "out"),
+                "--frames", "run_level") == 0  # fmt: skip
+    with (tmp_path / "out" / "run_level.csv").open(newline="") as f:
+        cells = {row["run_id"]: row["judge_flips"] for row in csv.DictReader(f)}
+    assert cells == {
+        **{r.run_id: str(len(_expected(r, judges.failed_prompts))) for r in records},
+        fork: "",
+    }
+
+    # the run browser: a badge in the list, the flips on the run's page
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    client = TestClient(create_app(str(runs)))
+    listing = client.get("/").text
+    for record in records:
+        count = len(_expected(record, judges.failed_prompts))
+        assert (f"judge flips {count}</span>" in listing) == (count > 0), record.run_id
+    page = client.get(f"/runs/{first.run_id}").text
+    assert f"rejudged: {len(lines)} flipped" in page
+    for line in lines:
+        assert f"<div>{html.escape(line.strip())}</div>" in page  # "passed -&gt; failed"
+
+    # the same judge again: every answer from the cache, no request reaches the stub
+    sent = len(model_stub.requests)
+    assert _cli(*argv) == 0
+    out = capsys.readouterr().out
+    assert len(model_stub.requests) == sent
+    assert "judge cache 38 hits, 0 misses; cost $0.000000" in out
+    again = json.loads((runs / "rejudge_summary.json").read_text())
+    assert (again["flips"], again["flipped_runs"]) == (flips_total, flipped)
+
+
+def test_bad_input_is_one_line_naming_the_value_and_writes_nothing(
+    cohort: tuple[Path, list[str], str, Judges],
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runs, _, _, _ = cohort
+    cache = tmp_path / "judge-cache"
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    cases = [
+        (["--model", SECOND], 64, "--model and --provider go together (the new judge)"),
+        (["--model", SECOND, "--provider", "groq"], 64,
+         "--provider 'groq' cannot judge (judge providers: anthropic, huggingface, openai)"),
+        (["--judge-settings", "temperature=hot"], 64,
+         "--judge-settings temperature='hot': not a number"),
+        (["--judge-prompt", str(tmp_path / "none.txt")], 66, None),
+        (["--label", "nobody"], 65, None),
+    ]  # fmt: skip
+    before = sorted(p for p in runs.rglob("*") if p.is_file())
+    sent = len(model_stub.requests)
+    for extra, code, message in cases:
+        assert _cli("rejudge", "--runs-dir", str(runs), "--judge-cache", str(cache), *extra) == code
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1, err
+        if message is not None:
+            assert err[0] == f"glossogen: error: {message}"
+        else:
+            assert extra[1] in err[0]
+    assert _cli("rejudge", "--runs-dir", str(runs), "--judge-cache", str(file)) == 64
+    assert (
+        capsys.readouterr().err == f"glossogen: error: --judge-cache {str(file)!r}: not a folder\n"
+    )
+    assert sorted(p for p in runs.rglob("*") if p.is_file()) == before
+    assert not cache.exists()
+    assert len(model_stub.requests) == sent
+    assert RunFolder.at(str(runs / "veyru" / str(BASE))).read_object("judge_flips.json") is None
