@@ -42,8 +42,10 @@ than the 1 s timeout) is counted apart too (``answered after the client's timeou
 passes only if its log marks at least as many timeouts of unknown cost.
 
 Prints one line per run and ``ledger audit: N runs, R requests served, L logged, M missing, C
-capped runs over cap, V verify failures``; exits 1 when anything is missing, unpriced, over its
-cap or unverified. ``--runs 3`` is a quick mode (one killed and capped, one capped on the real clock, one
+capped runs over cap, V verify failures, K killed and resumed``; exits 1 when anything is missing,
+unpriced, over its cap or unverified, or when a planned kill did not happen (a run that ended
+before its kill: ``P planned kills did not happen``), so an audit's kills are a third of its
+runs (a capped run is killed at its 4th-10th request, before its cap ends it). ``--runs 3`` is a quick mode (one killed and capped, one capped on the real clock, one
 judged).
 
 The issue's proof asks for at least 2,000 requests: the default 35 runs serve about 2,050-2,150
@@ -119,6 +121,7 @@ def schedule(runs: int, seed: int) -> list[Plan]:
         scenario = "veyru" if i % 5 == 2 else "prisoners_dilemma"
         provider, model = WIRES[i % 2]
         pd = scenario == "prisoners_dilemma"
+        capped = pd and (i % 4 == 1 or i % 8 == 0)  # both wires
         plans.append(
             Plan(
                 index=i + 1,
@@ -126,10 +129,11 @@ def schedule(runs: int, seed: int) -> list[Plan]:
                 provider=provider,
                 model=model,
                 killed=i % 3 == 0,
-                capped=pd and (i % 4 == 1 or i % 8 == 0),  # both wires
+                capped=capped,
                 real_clock=pd and i % 3 == 1,
                 fault_share=rng.uniform(0.05, 0.2),
-                kill_at=rng.randint(12, 40) if pd else rng.randint(3, 8),
+                # A capped run is refused after about 15 requests: its kill comes before that.
+                kill_at=rng.randint(4, 10) if capped or not pd else rng.randint(12, 40),
             )
         )
     return plans
@@ -586,7 +590,9 @@ def main() -> int:
     missing = sum(len(a.missing) for a in audits)
     over = sum(a.over_cap for a in audits)
     unverified = sum(bool(a.broken) for a in audits)
-    killed = [a for a in audits if a.plan.killed]
+    # What happened, not what was planned: a run that ended before its kill is not counted.
+    killed = [a for a in audits if a.plan.killed and a.killed_at]
+    unkilled = sum(a.plan.killed and not a.killed_at for a in audits)
     print(
         f"covered: {agent} agent requests and {served - agent} judge requests answered, "
         f"{sum(a.faults for a in audits)} faults; "
@@ -612,11 +618,13 @@ def main() -> int:
           f"{said[-1] if said else ''}", flush=True)  # fmt: skip
     print(
         f"ledger audit: {len(audits)} runs, {served} requests served, {logged} logged, "
-        f"{missing} missing, {over} capped runs over cap, {unverified} verify failures"
+        f"{missing} missing, {over} capped runs over cap, {unverified} verify failures, "
+        f"{len(killed)} killed and resumed"
+        + (f"; {unkilled} planned kills did not happen" if unkilled else "")
         + (f"; short of {args.min_requests} requests" if served < args.min_requests else ""),
         flush=True,
     )
-    if verified.returncode != 0 or served < args.min_requests:
+    if verified.returncode != 0 or served < args.min_requests or unkilled:
         return 1
     return 0 if all(a.ok for a in audits) else 1
 
