@@ -34,9 +34,11 @@ the log, round, agent):
   ``protocol_probe.cost_usd`` (:func:`check_probe_ledger`).
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
-- ``log``: no line is damaged (a damaged line may be a lost event), and no process that is
-  gone left its last line torn (cut off mid-write: an event it held is lost). A live writer's
-  last line may be half written; it is not named.
+- ``log``: no line is damaged (a damaged line may be a lost event), no event is in the log
+  twice (two lines with one ``event_id``: a line written again counts its message twice; a
+  priced event or a verdict written twice is named by ``spend``, ``requests`` or
+  ``verdicts``), and no process that is gone left its last line torn (cut off mid-write: an
+  event it held is lost). A live writer's last line may be half written; it is not named.
 - ``ended``: a run no process is writing (its folder is not locked) ends with
   ``simulation_ended``. One without (killed, or its ending torn or deleted) is an interrupted
   run whose books cannot close: named in one line, with its torn last line's number when the
@@ -87,6 +89,9 @@ INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
 """The failure kind that follows an answered request (``glossogen.engine``'s kind)."""
 
 _PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
+_NAMED_TWICE_ELSEWHERE = (*_PRICED, RoundResultRecorded)
+"""Events a rule of their own names when one is in the log twice (``spend`` and ``requests``,
+``verdicts``): the ``log`` rule leaves them to it, so one break is one line."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,13 @@ class _Books:
             more = " ..." if len(read.invalid_line_numbers) > 5 else ""
             where = f"line {numbers}{more}" if numbers else "the log"
             self.add("log", where, f"{read.invalid_lines} damaged line(s): an event may be lost")
+        first_line: dict[str, int] = {}
+        for index, event in enumerate(self.events):
+            seen = first_line.setdefault(event.event_id, index)
+            if seen != index and not isinstance(event, _NAMED_TWICE_ELSEWHERE):
+                self.add("log", self.where(index), f"event {event.event_id} "
+                         f"({event.event_type}) is in the log twice (lines {self.line(seen)}, "
+                         f"{self.line(index)})")  # fmt: skip
         torn = read.truncated_line
         if torn is not None and not self.view.live and self.view.ended is not None:
             self.add("log", f"line {torn}", "the last line is torn (cut off mid-write): "

@@ -225,3 +225,19 @@ def test_a_torn_line_after_an_ending_is_named_by_its_number(
         f"{run_id}: log: line {torn}: the last line is torn (cut off mid-write): an event may "
         "be lost"
     ]
+
+
+def test_an_event_written_twice_is_named_once(veyru: RunFolder, tmp_path: Path) -> None:
+    # A message_sent line written again (same event id) counts its message twice in every
+    # table; no other rule sees it (a fresh user's copy passed verify).
+    run_id, log = copy_run(veyru, tmp_path, 1000000009)
+    events = lines(log)
+    message = next(e for e in events if e["event_type"] == "message_sent")
+    again = dict(message)
+    events.insert(events.index(message) + 1, again)
+    write(log, events)
+    first, second = line_of(events, message), line_of(events, again)
+    assert _texts(RunFolder.at(str(log.parent))) == [
+        f"{run_id}: log: line {second} (round {message['round_number']}): event "
+        f"{message['event_id']} (message_sent) is in the log twice (lines {first}, {second})"
+    ]
