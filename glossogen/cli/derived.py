@@ -96,9 +96,12 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         _error(str(exc))
         return exc.exit_code
     from glossogen.launch import LaunchError, derived_run_check
+    from glossogen.replay import replayed_fork_point
 
     try:
-        prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+        prepared = prepare_fork(
+            request, check=derived_run_check(request.scenario), replay_check=replayed_fork_point
+        )
     except (DeriveError, LaunchError) as exc:
         _error(said(exc))
         return exc.exit_code

@@ -171,12 +171,19 @@ It raises to refuse the run (``glossogen.launch``'s credentials and model-settin
 
 
 def prepare_fork(
-    request: ForkRequest, now_unix: int | None = None, check: SeatCheck | None = None
+    request: ForkRequest,
+    now_unix: int | None = None,
+    check: SeatCheck | None = None,
+    replay_check: Callable[[str, int], Any] | None = None,
 ) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
 
     ``check``, when given, sees the derived run's knobs and default model and provider after
     they are resolved and before anything is written; what it raises passes through.
+    ``replay_check`` (``glossogen.replay.replayed_fork_point``) replays the source's rounds
+    1..N when the request asks for ``replay``, after ``check`` and before anything is written;
+    it is passed in because replaying plays a run through ``glossogen.launch``, which reads
+    this package: derive does not import the replay (no import circle).
 
     Raises:
         DeriveError: no log in the source or donor folder (66); ``after_round`` outside the
@@ -229,7 +236,11 @@ def prepare_fork(
         raise DeriveError(refusal=Refusal(field="knobs", reason=str(exc), colon=True)) from None
     if check is not None:
         check(knobs, model, provider)
-    replayed = _replay_fork_point(request) if request.replay else None
+    replayed = None
+    if request.replay:
+        if replay_check is None:
+            raise ValueError("a fork with replay needs replay_check (glossogen.replay)")
+        replayed = replay_check(request.source_run_dir, request.after_round)
     recorded = knobs_to_config(knobs)
     write_log = partial(
         _write_prefix, request=request, started=started, config=recorded, lineage=lineage,
@@ -239,30 +250,6 @@ def prepare_fork(
         store, int(now_unix or time.time()), request.scenario, recorded, lineage, write_log
     )
     return PreparedFork(folder, model, provider, lineage, replayed)
-
-
-def _replay_fork_point(request: ForkRequest) -> Any:
-    """Replay the source's rounds 1..N from its tape; refuse (exit 1) when they diverge.
-
-    Raises:
-        DeriveError: (1) the first differing request or event, in one line.
-    """
-    from glossogen.replay import check_fork_point
-
-    replayed = check_fork_point(request.source_run_dir, request.after_round)
-    if replayed.divergence is not None:
-        raise DeriveError(
-            f"rounds 1..{request.after_round} do not replay from the tape: "
-            f"{replayed.divergence.line()}",
-            1,
-        )
-    if replayed.event_divergence is not None:
-        raise DeriveError(
-            f"rounds 1..{request.after_round} do not replay from the tape: "
-            f"{replayed.event_divergence}",
-            1,
-        )
-    return replayed
 
 
 def _check_bounds(request: ForkRequest) -> None:

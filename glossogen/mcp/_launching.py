@@ -48,6 +48,7 @@ from glossogen.mcp._results import (
     SeatPlan,
     Stopped,
 )
+from glossogen.replay import replayed_fork_point
 from glossogen.storage import RunBusyError, RunFolder, StorageError
 
 
@@ -223,7 +224,11 @@ class Launching(ToolBase):
         try:
             scenario_class(request.scenario)
             # The checks the derived-run commands make (keys, settings), before the claim.
-            prepared = prepare_fork(request, check=derived_run_check(request.scenario))
+            prepared = prepare_fork(
+                request,
+                check=derived_run_check(request.scenario),
+                replay_check=replayed_fork_point,
+            )
             check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
         except (DeriveError, LaunchError, StorageError) as exc:
             raise refuse(exc) from None

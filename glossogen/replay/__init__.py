@@ -17,6 +17,7 @@ from glossogen.replay._replay import (
     first_divergence,
     first_event_diff,
     replay_run,
+    replayed_fork_point,
 )
 
 __all__ = [
@@ -30,5 +31,6 @@ __all__ = [
     "first_event_diff",
     "replay_model",
     "replay_run",
+    "replayed_fork_point",
     "response_of",
 ]

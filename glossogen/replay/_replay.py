@@ -534,6 +534,25 @@ def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
     return asyncio.run(_check_fork_point(run_dir, after_round))
 
 
+def replayed_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
+    """:func:`check_fork_point`, refusing a fork point that does not reproduce.
+
+    What ``fork-at-round --replay`` asks of ``glossogen.derive.prepare_fork``
+    (its ``replay_check``).
+
+    Raises:
+        DeriveError: (1) the first differing request or event, in one line; or as
+            :func:`check_fork_point`.
+    """
+    from glossogen.derive import DeriveError
+
+    replayed = check_fork_point(run_dir, after_round)
+    diverged = replayed.divergence.line() if replayed.divergence else replayed.event_divergence
+    if diverged is not None:
+        raise DeriveError(f"rounds 1..{after_round} do not replay from the tape: {diverged}", 1)
+    return replayed
+
+
 def _rounds_through(view: RunView, through: int) -> list[Event]:
     return [
         e

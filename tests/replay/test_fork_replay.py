@@ -17,6 +17,7 @@ from glossogen.cli.derived import fork_at_round
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork
 from glossogen.eventlog import RunView
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
+from glossogen.replay import replayed_fork_point
 from glossogen.replay._replay import IGNORED, normalized
 from glossogen.testing import play
 from tests.fixtures.model_stubs import StubModelServer
@@ -36,7 +37,9 @@ async def _play_on(run_dir: str) -> None:
 
 def _fork(scenario: str, source: str, runs: Path, now_unix: int, replay: bool) -> RunView:
     prepared = prepare_fork(
-        ForkRequest(scenario, source, 1, str(runs), replay=replay), now_unix=now_unix
+        ForkRequest(scenario, source, 1, str(runs), replay=replay),
+        now_unix=now_unix,
+        replay_check=replayed_fork_point,
     )
     if replay:
         assert prepared.replayed is not None and prepared.replayed.reproduced
@@ -98,7 +101,7 @@ def test_a_source_that_does_not_replay_is_refused_at_the_first_divergence(
     _edit_first_answer_of(source / "prisoners_dilemma.jsonl", "player_b", "I defect.")
     with pytest.raises(DeriveError) as refused:
         prepare_fork(ForkRequest("prisoners_dilemma", str(source), 1, str(tmp_path / "f"),
-                                 replay=True))  # fmt: skip
+                                 replay=True), replay_check=replayed_fork_point)  # fmt: skip
     assert refused.value.exit_code == 1
     assert str(refused.value).startswith(
         "rounds 1..1 do not replay from the tape: first divergence: player_b call 2 (round 1): "
