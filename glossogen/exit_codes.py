@@ -33,7 +33,8 @@ class ExitCode(IntEnum):
     """Everything asked for was done."""
     EVALUATIONS_FAILED = 1
     """Completed, but some evaluations failed or a cohort's run was not evaluated (or a run
-    ended ``incomplete``, or a verified run's books do not balance)."""
+    ended ``incomplete``, a verified run's books do not balance, or a rejudged ruling got no
+    answer from the judge)."""
     NOT_MEASURED = 20
     """Not measured: e.g. a sweep stopped by its spend cap, the rest marked ``incomplete``."""
     USAGE = 64

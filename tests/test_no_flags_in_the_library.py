@@ -20,7 +20,6 @@ RUN_COMMANDS = {"--max-agent-turns", "--spend-cap-usd", "--run-timeout", "--afte
 """The run commands' flags issue 32 names: never outside the CLI, without exception."""
 
 NOT_YET_WORDED = {
-    ("glossogen/analysis/_dashboard.py", "--out"),
     ("glossogen/analysis/_plot.py", "--by"),
     ("glossogen/authoring/_new.py", "--dir"),
     ("glossogen/evaluation/_evaluate.py", "--allow-incomplete"),

@@ -22,6 +22,8 @@ FLAGS = {
     "judge_settings": "--judge-settings",
     "runs_dir": "--runs-dir",
     "group_slug": "--group-slug",
+    "judge_cache": "--judge-cache",
+    "judge_prompt_file": "--judge-prompt",
 }
 """The commands' flag for each request field a library refusal names."""
 

@@ -5,13 +5,16 @@ Every ruling of the selected runs (the export's selection flags) is asked again 
 own model and provider) through the judge cache (:mod:`glossogen.rejudge`). Printed: per run
 whose verdicts flipped, ``<run id>: F of N rulings flipped``, one line per flip
 (``  round R ruling K: passed -> failed``) and the derived runs it affects; then
-``rejudged N runs, M rulings: F flipped in K runs; judge cache H hits, X misses; cost $C`` and
+``rejudged N runs, M rulings: F flipped in K runs; judge cache H hits, X misses; cost $C``
+(``; R failed`` when the judge gave no answer to R rulings, its last error then on stderr) and
 where the cohort summary went. Each run's flip report is its ``judge_flips.json``.
 
-Exit codes: 0 rejudged (flips are findings, not failures); 64 usage (a judge half given, a bad
-setting, a provider that cannot judge, a ``--judge-cache`` that is a file, a selection flag
-misused); 65 a selection that matches no run; 66 a runs dir that is not a folder, a prompt file
-that cannot be read, a run that cannot be read; 69 unreachable storage; 77 a missing key.
+Exit codes: 0 rejudged (flips are findings, not failures); 1 rejudged, but some rulings got no
+answer from the judge (not compared); 64 usage (a judge half given, a bad setting, a provider
+that cannot judge, a ``--judge-cache`` that is a file, a selection flag misused); 65 a selection
+that matches no run; 66 a runs dir that is not a folder, a prompt file that cannot be read, a
+run that cannot be read; 69 unreachable storage; 77 the key of a judge the rulings go to is
+missing (the new judge's, or else each recorded judge's), before anything is written.
 """
 
 from __future__ import annotations
@@ -22,11 +25,17 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
+from glossogen.cli._refusals import said
 
 
 def _error(message: str, code: int) -> int:
     print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
     return int(code)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 run``, ``10 runs``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def rejudge(
@@ -79,7 +88,7 @@ def rejudge(
     try:
         done = rejudge_runs(request)
     except RejudgeError as exc:
-        return _error(str(exc), exc.exit_code)
+        return _error(said(exc), exc.exit_code)
     except SelectionError as exc:
         return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
@@ -95,13 +104,20 @@ def rejudge(
     summary = done.summary
     assert summary is not None  # rejudge_runs always summarises
     cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
+    failed = f"; {summary.failed} failed" if summary.failed else ""
     print(
-        f"rejudged {summary.runs} runs, {summary.rulings} rulings: {summary.flips} flipped in "
-        f"{len(summary.flipped_runs)} runs; judge cache {summary.cache_hits} hits, "
-        f"{summary.cache_misses} misses; cost {cost}",
+        f"rejudged {_count(summary.runs, 'run')}, {_count(summary.rulings, 'ruling')}: "
+        f"{summary.flips} flipped in {_count(len(summary.flipped_runs), 'run')}; judge cache "
+        f"{summary.cache_hits} hits, {summary.cache_misses} misses; cost {cost}{failed}",
         flush=True,
     )
     print(f"summary: {done.summary_url}", flush=True)
+    if summary.failed:
+        _error(f"the judge gave no answer to {summary.failed} of {summary.rulings} rulings "
+               f"(not compared); its last error: {summary.last_failure}",
+               exit_codes.EVALUATIONS_FAILED)  # fmt: skip
     for where, reason in done.unreadable.items():
         _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
-    return int(exit_codes.UNREADABLE if done.unreadable else exit_codes.OK)
+    if done.unreadable:
+        return int(exit_codes.UNREADABLE)
+    return int(exit_codes.EVALUATIONS_FAILED if summary.failed else exit_codes.OK)

@@ -49,7 +49,7 @@ from glossogen.evaluation._run import (
     open_folder,
 )
 from glossogen.pricing import price_call
-from glossogen.refusals import worded
+from glossogen.refusals import Refusal, worded
 from glossogen.storage import StorageError
 
 USAGE = int(exit_codes.USAGE)
@@ -128,14 +128,15 @@ def check_request(
 
     Raises:
         EvaluationError: 64 for an unknown metric, a judge half given, a bad judge setting or
-            provider, replicas below 1, a judged metric named without a judge, or a
-            ``--judge-cache`` that is a file.
+            provider, replicas below 1, a judged metric named without a judge, or a judge
+            cache that is a file (``exc.refusal`` names the request field).
     """
     from glossogen.evaluation._registry import get_metric
     from glossogen.storage import path_kind
 
     if judge_cache is not None and (not judge_cache.strip() or path_kind(judge_cache) == "file"):
-        raise EvaluationError(f"--judge-cache {judge_cache!r}: not a folder", USAGE)
+        refused = Refusal(field="judge_cache", value=repr(judge_cache), reason="not a folder")
+        raise EvaluationError(refusal=refused, exit_code=USAGE)
 
     check_replicas("judge_replicas", judge_replicas)
     check_replicas("probe_replicas", probe_replicas)

@@ -379,7 +379,7 @@ def plan_run(request: RunRequest) -> RunConfig:
 
 
 def check_judge_cache(url: str) -> None:
-    """Refuse a ``--judge-cache`` that is empty or names a file (64, naming it).
+    """Refuse a judge cache that is empty or names a file (64; ``exc.refusal``: ``judge_cache``).
 
     Raises:
         LaunchError: the value cannot be a cache folder.
@@ -387,9 +387,11 @@ def check_judge_cache(url: str) -> None:
     from glossogen.storage import path_kind
 
     if not url.strip():
-        raise LaunchError("--judge-cache is empty", EXIT_USAGE)
+        refused = Refusal(field="judge_cache", reason="is empty")
+        raise LaunchError(refusal=refused, exit_code=EXIT_USAGE)
     if path_kind(url) == "file":
-        raise LaunchError(f"--judge-cache {url!r} is a file, not a folder", EXIT_USAGE)
+        refused = Refusal(field="judge_cache", reason=f"{url!r} is a file, not a folder")
+        raise LaunchError(refusal=refused, exit_code=EXIT_USAGE)
 
 
 def _scenario_class(name: str) -> type[Scenario]:

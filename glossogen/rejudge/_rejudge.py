@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from glossogen import exit_codes
-from glossogen.eventlog import Event, JudgeCalled, RunView
+from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled, RunView
 from glossogen.export import FilterSelection, RunRecord, Selection
+from glossogen.refusals import Refusal, refusal_of
 from glossogen.rejudge._cache import JudgeCache
 from glossogen.storage import RunFolder, join, json_bytes, write_bytes_atomic
 
@@ -39,13 +40,24 @@ SUMMARY = "rejudge_summary.json"
 """The cohort summary of the last rejudge, in the runs dir."""
 
 
-class RejudgeError(ValueError):
-    """A rejudge request refused before anything is asked or written: one line, an exit code."""
+USAGE = int(exit_codes.USAGE)
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        """Keep the one-line message and the exit code (64, 65, 66, 69, 77)."""
-        super().__init__(message)
+
+class RejudgeError(ValueError):
+    """A rejudge request refused before anything is asked or written: one line, an exit code.
+
+    A refused request value (``model``, ``provider``, ``judge_settings``, ``judge_cache``,
+    ``judge_prompt_file``) is carried as ``exc.refusal``: ``str()`` names the request field,
+    and each surface words it with its own name (the CLI its flag).
+    """
+
+    def __init__(
+        self, message: str = "", exit_code: int = USAGE, refusal: Refusal | None = None
+    ) -> None:
+        """Keep the one-line message (or the refusal's) and the exit code (64, 65, 66, 69, 77)."""
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
 
 
 class RejudgeRequest(BaseModel):
@@ -69,12 +81,6 @@ class RejudgeRequest(BaseModel):
     provider: str | None = None
     judge_settings: list[str] = []
     judge_prompt_file: str | None = None
-
-    @model_validator(mode="after")
-    def _judge_whole(self) -> RejudgeRequest:
-        if (self.model is None) != (self.provider is None):
-            raise ValueError("--model and --provider go together (the new judge)")
-        return self
 
 
 class Flip(BaseModel):
@@ -110,6 +116,8 @@ class RunFlips(BaseModel):
     flips: list[Flip]
     failed: int = 0
     """Rulings the new judge gave no answer to (after its retries): not compared."""
+    last_failure: str | None = None
+    """The judge's error on the last ruling it gave no answer to (``AuthenticationError: ...``)."""
     cost_usd: float | None = 0.0
     derived_runs: list[str] = []
     """Runs whose lineage names this one (affected when it flipped)."""
@@ -123,6 +131,8 @@ class CohortFlips(BaseModel):
     rulings: int
     flips: int
     failed: int
+    last_failure: str | None = None
+    """The judge's error on the last ruling it gave no answer to, in the cohort."""
     flipped_runs: list[str]
     affected_derived_runs: dict[str, list[str]]
     """Each flipped run -> the derived runs (forks, replacements) whose lineage names it."""
@@ -159,47 +169,83 @@ class _Judge:
         )
 
 
-def _check_judge(request: RejudgeRequest, environ: dict[str, str] | None) -> _Judge:
+def _check_judge(request: RejudgeRequest) -> _Judge:
     """The judge of ``request``, every value checked (see :func:`rejudge_runs`)."""
     from glossogen.engine._judge import JUDGE_SYSTEM
-    from glossogen.environment import load_environment
     from glossogen.evaluation import EvaluationError
-    from glossogen.evaluation._judge import (
-        JUDGE_ENV_VARS,
-        check_judge_provider,
-        parse_judge_settings,
-    )
-    from glossogen.storage import open_fs, path_kind
+    from glossogen.evaluation._judge import check_judge_provider, parse_judge_settings
+    from glossogen.storage import path_kind
 
+    if (request.model is None) != (request.provider is None):
+        refused = Refusal(field="model", also=("provider",), reason="go together (the new judge)")
+        raise RejudgeError(refusal=refused)
     try:
         settings = parse_judge_settings(request.judge_settings)
         if request.provider is not None:
             check_judge_provider(request.provider)
     except EvaluationError as exc:
-        raise RejudgeError(str(exc), exc.exit_code) from None
-    if not request.judge_cache.strip() or path_kind(request.judge_cache) == "file":
-        raise RejudgeError(f"--judge-cache {request.judge_cache!r}: not a folder", 64)
+        raise RejudgeError(str(exc), exc.exit_code, refusal_of(exc)) from None
+    cache = request.judge_cache
+    if not cache.strip() or path_kind(cache) == "file":
+        refused = Refusal(field="judge_cache", value=repr(cache), reason="not a folder")
+        raise RejudgeError(refusal=refused)
     system = JUDGE_SYSTEM
     if request.judge_prompt_file is not None:
-        fs, path = open_fs(request.judge_prompt_file)
-        try:
-            with fs.open(path, "rb") as f:
-                system = f.read().decode().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = type(exc).__name__ if not str(exc) else str(exc).splitlines()[0]
-            raise RejudgeError(
-                f"--judge-prompt {request.judge_prompt_file!r}: cannot be read ({reason})", 66
-            ) from None
-        if not system:
-            raise RejudgeError(f"--judge-prompt {request.judge_prompt_file!r} is empty", 64)
-    if request.provider is not None:
-        env = environ if environ is not None else load_environment()
-        var = JUDGE_ENV_VARS[request.provider]
-        if not env.get(var):
-            raise RejudgeError(f"missing credentials: {var} (judge provider {request.provider})",
-                               int(exit_codes.CREDENTIALS))  # fmt: skip
+        system = _read_prompt(request.judge_prompt_file)
     return _Judge(request.model, request.provider, settings, system,
                   JudgeCache(request.judge_cache))  # fmt: skip
+
+
+def _read_prompt(url: str) -> str:
+    """The judge's new system prompt, read from ``url`` (66 unreadable, 64 empty)."""
+    from glossogen.storage import open_fs
+
+    fs, path = open_fs(url)
+    try:
+        with fs.open(path, "rb") as f:
+            system = f.read().decode().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = type(exc).__name__ if not str(exc) else str(exc).splitlines()[0]
+        refused = Refusal(field="judge_prompt_file", value=repr(url),
+                          reason=f"cannot be read ({reason})")  # fmt: skip
+        raise RejudgeError(refusal=refused, exit_code=int(exit_codes.UNREADABLE)) from None
+    if not system:
+        raise RejudgeError(refusal=Refusal(field="judge_prompt_file", reason=f"{url!r} is empty"))
+    return system
+
+
+def _check_credentials(
+    judge: _Judge, views: dict[str, RunView], environ: dict[str, str] | None
+) -> None:
+    """Refuse (77) when the key of a judge the rulings will go to is missing.
+
+    The judges asked are the new one, or else each ruling's recorded provider: every one of
+    them is checked before anything is asked or written.
+    """
+    from glossogen.environment import load_environment
+    from glossogen.evaluation._judge import JUDGE_ENV_VARS
+
+    if judge.provider is not None:
+        asked = {judge.provider: ["the new judge"]}
+    else:
+        asked = {}
+        for run_id, view in views.items():
+            for provider in dict.fromkeys(r.provider for r in view.rulings):
+                asked.setdefault(provider, []).append(run_id)
+    env = environ if environ is not None else load_environment()
+    missing = []
+    for provider, whose in sorted(asked.items()):
+        var = JUDGE_ENV_VARS.get(provider)
+        if var is None or env.get(var):
+            continue
+        if judge.provider is not None:
+            missing.append(f"{var} (judge provider {provider})")
+        else:
+            runs = f"{len(whose)} run" + ("" if len(whose) == 1 else "s")
+            missing.append(f"{var} (judge provider {provider}, recorded in {runs})")
+    if missing:
+        raise RejudgeError("missing credentials: " + "; ".join(missing),
+                           int(exit_codes.CREDENTIALS))  # fmt: skip
 
 
 def _select(request: RejudgeRequest) -> tuple[list[RunRecord], list[RunRecord], dict[str, str]]:
@@ -227,8 +273,16 @@ def _derived_of(records: list[RunRecord]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in derived.items()}
 
 
-async def _rejudge_one(ruling: JudgeCalled, judge: _Judge) -> JudgeCalled | None:
-    """Ask ``ruling``'s question of ``judge``; its logged ruling, or None when none came."""
+@dataclass
+class _Asked:
+    """One ruling asked again: its new logged ruling, or the judge's error when none came."""
+
+    ruling: JudgeCalled | None
+    failure: str | None = None
+
+
+async def _rejudge_one(ruling: JudgeCalled, judge: _Judge) -> _Asked:
+    """Ask ``ruling``'s question of ``judge``: the new ruling, or the last error of the judge."""
     from glossogen.engine import RunJudge
     from glossogen.scenario import JudgeDecision
 
@@ -245,23 +299,28 @@ async def _rejudge_one(ruling: JudgeCalled, judge: _Judge) -> JudgeCalled | None
         ruling.question, ruling.instructions, partial(JudgeDecision, ruling.success, ruling.reason)
     )
     got = [e for e in emitted if isinstance(e, JudgeCalled)]
-    return None if asked.failed_in_round or not got else got[-1]
+    if not asked.failed_in_round and got:
+        return _Asked(got[-1])
+    errors = [e.error for e in emitted if isinstance(e, AgentRunCycleFailed)]
+    return _Asked(None, errors[-1] if errors else "no ruling logged")
 
 
-async def _rejudge_run(record: RunRecord, judge: _Judge, derived: list[str]) -> RunFlips:
+async def _rejudge_run(
+    record: RunRecord, view: RunView, judge: _Judge, derived: list[str]
+) -> RunFlips:
     from glossogen.pricing import add_costs
 
-    view = RunView.load(record.log_url)
     flips: list[Flip] = []
     costs: list[float | None] = []
-    failed = 0
+    failed, last_failure = 0, None
     per_round: dict[int, int] = {}
     rulings = view.rulings
     for ruling in rulings:
         number = per_round[ruling.round_number] = per_round.get(ruling.round_number, 0) + 1
-        new = await _rejudge_one(ruling, judge)
+        asked = await _rejudge_one(ruling, judge)
+        new = asked.ruling
         if new is None:
-            failed += 1
+            failed, last_failure = failed + 1, asked.failure
             continue
         costs.append(new.cost_usd)
         if new.success != ruling.success:
@@ -278,33 +337,48 @@ async def _rejudge_run(record: RunRecord, judge: _Judge, derived: list[str]) -> 
             )
     return RunFlips(
         run_id=record.run_id, judge=judge.used, rulings=len(rulings), flips=flips,
-        failed=failed, cost_usd=add_costs(costs), derived_runs=derived,
+        failed=failed, last_failure=last_failure, cost_usd=add_costs(costs), derived_runs=derived,
     )  # fmt: skip
+
+
+def _load(selected: list[RunRecord], unreadable: dict[str, str]) -> dict[str, RunView]:
+    """Each selected run's log, by run id; a log that cannot be read is named in ``unreadable``."""
+    views: dict[str, RunView] = {}
+    for record in selected:
+        try:
+            views[record.run_id] = RunView.load(record.log_url)
+        except (FileNotFoundError, ValueError) as exc:
+            unreadable[record.run_id] = str(exc).splitlines()[0][:300]
+    return views
 
 
 def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None) -> Rejudged:
     """Re-judge every counted ruling of the selected runs; write the flip reports and summary.
 
-    Every check comes first; nothing is asked or written before they pass.
+    Every check comes first; nothing is asked or written before they pass. A ruling the judge
+    gives no answer to (after its retries) is counted ``failed``, with the judge's last error.
 
     Raises:
-        RejudgeError: 64 a bad judge setting, a provider that cannot judge, a ``--judge-cache``
-            that is a file, an empty prompt file; 65 a selection that matches no run; 66 a runs
-            dir that is not a folder, a prompt file that cannot be read; 69 unreachable
-            storage; 77 the new judge's key is missing.
+        RejudgeError: 64 a judge's model without its provider (or the other way round), a bad
+            judge setting, a provider that cannot judge, a judge cache that is a file, an empty
+            prompt file; 65 a selection that matches no run; 66 a runs dir that is not a
+            folder, a prompt file that cannot be read; 69 unreachable storage; 77 the key of a
+            judge the rulings go to is missing (the new judge's, or else each recorded one's).
+            ``exc.refusal`` names a refused request value.
         SelectionError: a knob condition that cannot be read as the recorded type (65).
         StorageError: the storage failed while runs were read or reports written.
     """
-    judge = _check_judge(request, environ)
+    judge = _check_judge(request)
     selected, everything, unreadable = _select(request)
     derived = _derived_of(everything)
     done = Rejudged(unreadable=unreadable)
+    views = _load(selected, done.unreadable)
+    _check_credentials(judge, views, environ)
     for record in selected:
-        try:
-            flips = asyncio.run(_rejudge_run(record, judge, derived.get(record.run_id, [])))
-        except (FileNotFoundError, ValueError) as exc:
-            done.unreadable[record.run_id] = str(exc).splitlines()[0][:300]
+        view = views.pop(record.run_id, None)
+        if view is None:
             continue
+        flips = asyncio.run(_rejudge_run(record, view, judge, derived.get(record.run_id, [])))
         RunFolder.at(record.run_url).write_json(FLIPS, flips)
         done.runs.append(flips)
     done.summary = _summary(done.runs, judge)
@@ -323,6 +397,7 @@ def _summary(runs: list[RunFlips], judge: _Judge) -> CohortFlips:
         rulings=sum(r.rulings for r in runs),
         flips=sum(len(r.flips) for r in runs),
         failed=sum(r.failed for r in runs),
+        last_failure=next((r.last_failure for r in reversed(runs) if r.last_failure), None),
         flipped_runs=flipped,
         affected_derived_runs={
             r.run_id: r.derived_runs for r in runs if r.flips and r.derived_runs

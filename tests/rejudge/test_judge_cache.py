@@ -112,3 +112,10 @@ def test_a_judge_cache_that_is_a_file_is_refused_before_anything_is_claimed(
     err = capsys.readouterr().err
     assert err == f"glossogen: error: --judge-cache {str(file)!r} is a file, not a folder\n"
     assert not runs.exists()
+
+    # evaluate refuses it the same way, by its flag, before any run is read
+    with pytest.raises(SystemExit) as exited:
+        main(["evaluate", "veyru", "--run-dir", str(runs), "--judge-cache", str(file)])
+    assert exited.value.code == 64
+    err = capsys.readouterr().err
+    assert err == f"glossogen: error: --judge-cache {str(file)!r}: not a folder\n"

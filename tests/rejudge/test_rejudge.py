@@ -19,9 +19,9 @@ import pytest
 from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import RunView
-from glossogen.export import RunRecord, select_runs
+from glossogen.export import FilterSelection, RunRecord, select_runs
 from glossogen.storage import RunFolder
-from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
+from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
 
 FIRST, SECOND = "gpt-4.1-mini", "gpt-4.1"
@@ -222,3 +222,95 @@ def test_bad_input_is_one_line_naming_the_value_and_writes_nothing(
     assert not cache.exists()
     assert len(model_stub.requests) == sent
     assert RunFolder.at(str(runs / "veyru" / str(BASE))).read_object("judge_flips.json") is None
+
+
+@pytest.fixture
+def two_runs(model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Two runs judged in-run by ``openai:gpt-4.1-mini`` (the stub passes every action)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model_stub.responder = Judges()
+    runs = tmp_path / "runs"
+    judged = ("judge_provider=openai", f"judge_model={FIRST}", "postmortem_enabled=false",
+              "postmortem_after_swap=false")  # fmt: skip
+    for n in range(2):
+        play_run(str(runs), overrides=(*judged, f"seed={n + 1}"), now_unix=BASE + n)
+    monkeypatch.chdir(tmp_path)  # no .env above: the environment alone holds the keys
+    return runs
+
+
+def test_a_missing_key_of_the_recorded_judge_is_refused_before_anything_is_written(
+    two_runs: Path,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No new judge named: each ruling goes to its recorded judge, whose key is checked first."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    before = sorted(p for p in two_runs.rglob("*") if p.is_file())
+    sent = len(model_stub.requests)
+    cache = tmp_path / "judge-cache"
+    capsys.readouterr()
+    assert _cli("rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache)) == 77
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "glossogen: error: missing credentials: OPENAI_API_KEY "
+        "(judge provider openai, recorded in 2 runs)\n"
+    )
+    assert captured.out == ""
+    assert sorted(p for p in two_runs.rglob("*") if p.is_file()) == before
+    assert not cache.exists()
+    assert len(model_stub.requests) == sent
+
+    # a new judge named: its key alone is checked
+    argv = ["rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache),
+            "--model", "claude-sonnet-4-5", "--provider", "anthropic"]  # fmt: skip
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert _cli(*argv) == 77
+    assert capsys.readouterr().err == (
+        "glossogen: error: missing credentials: ANTHROPIC_API_KEY (judge provider anthropic)\n"
+    )
+    assert sorted(p for p in two_runs.rglob("*") if p.is_file()) == before
+
+
+def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
+    two_runs: Path,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The new judge refuses the key (401): every ruling fails, is counted, and exits 1."""
+    record = select_runs(str(two_runs), FilterSelection()).records[0]
+    rulings = len(RunView.load(record.log_url).rulings)
+    assert rulings == 3
+    model_stub.responder = lambda req: StubFault(status=401, message="bad key sk-fake")
+    sent = len(model_stub.requests)
+    cache = tmp_path / "judge-cache"
+    capsys.readouterr()
+    code = _cli("rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache),
+                "--model", SECOND, "--provider", "openai", "--run-id", record.run_id)  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 1
+    assert len(model_stub.requests) - sent == 3  # each ruling asked once: a 401 is not retried
+    assert captured.out.splitlines() == [
+        "rejudged 1 run, 3 rulings: 0 flipped in 0 runs; judge cache 0 hits, 3 misses; "
+        "cost $0.000000; 3 failed",
+        f"summary: {two_runs / 'rejudge_summary.json'}",
+    ]
+    assert captured.err == (
+        "glossogen: error: the judge gave no answer to 3 of 3 rulings (not compared); its last "
+        "error: ModelAuthenticationError: status_code: 401, model_name: gpt-4.1, body: "
+        "{'message': 'bad key sk-fake', 'type': 'authentication_error', 'param': None, "
+        "'code': None}\n"
+    )
+    summary = json.loads((two_runs / "rejudge_summary.json").read_text())
+    assert (summary["runs"], summary["rulings"], summary["flips"], summary["failed"]) == (
+        1,
+        3,
+        0,
+        3,
+    )
+    report = json.loads((Path(record.run_url) / "judge_flips.json").read_text())
+    assert (report["failed"], report["flips"]) == (3, [])
