@@ -281,7 +281,7 @@ def plan_evaluation(
     names = parse_metric_names(metrics)
     judge = _judge_of(model, provider, judge_settings)
     if judge is not None and judge_cache is not None:
-        from glossogen.rejudge import JudgeCache
+        from glossogen.rejudge._cache import JudgeCache  # the cache alone: rejudge imports us
 
         judge.answers = JudgeCache(judge_cache)
     requested = [get_metric(n) for n in (names if names is not None else metric_names())]
