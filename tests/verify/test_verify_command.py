@@ -133,6 +133,13 @@ def test_what_cannot_be_read_exits_66_naming_it(
          "(<runs-dir>/<scenario>/<unix_ts>)"],
     )  # fmt: skip
     missing = tmp_path / "nowhere"
+    gone = missing / "veyru" / "1000000001"
+    assert _verify(capsys, str(missing), str(gone)) == (
+        66,
+        ["verified 0 runs: 0 failed, 2 unreadable"],
+        [f"glossogen: error: {missing}: cannot be read: '{missing}' does not exist",
+         f"glossogen: error: {gone}: cannot be read: '{gone}' does not exist"],
+    )  # fmt: skip
     assert _verify(capsys, "--runs-dir", str(missing)) == (
         66, [], [f"glossogen: error: --runs-dir '{missing}' does not exist"])  # fmt: skip
     assert _verify(capsys, "--runs-dir", cohort["root"], "--run-id", "veyru/1") == (
