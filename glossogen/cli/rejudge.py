@@ -93,15 +93,17 @@ def rejudge(
         if run.derived_runs:
             print(f"  affected derived runs: {', '.join(run.derived_runs)}", flush=True)
     summary = done.summary
-    assert summary is not None  # rejudge_runs always summarises
-    cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
-    print(
-        f"rejudged {summary.runs} runs, {summary.rulings} rulings: {summary.flips} flipped in "
-        f"{len(summary.flipped_runs)} runs; judge cache {summary.cache_hits} hits, "
-        f"{summary.cache_misses} misses; cost {cost}",
-        flush=True,
-    )
-    print(f"summary: {done.summary_url}", flush=True)
+    if summary is None:  # no selected run could be read: nothing was written
+        print("rejudged 0 runs: none could be read; no summary written", flush=True)
+    else:
+        cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
+        print(
+            f"rejudged {summary.runs} runs, {summary.rulings} rulings: {summary.flips} flipped "
+            f"in {len(summary.flipped_runs)} runs; judge cache {summary.cache_hits} hits, "
+            f"{summary.cache_misses} misses; cost {cost}",
+            flush=True,
+        )
+        print(f"summary: {done.summary_url}", flush=True)
     for where, reason in done.unreadable.items():
         _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
     return int(exit_codes.UNREADABLE if done.unreadable else exit_codes.OK)

@@ -133,7 +133,10 @@ class CohortFlips(BaseModel):
 
 @dataclass
 class Rejudged:
-    """What a rejudge did: each run's report and the cohort's summary, with where they went."""
+    """What a rejudge did: each run's report and the cohort's summary, with where they went.
+
+    ``summary`` is None (and nothing was written) when no selected run could be read.
+    """
 
     runs: list[RunFlips] = field(default_factory=list)
     summary: CohortFlips | None = None
@@ -307,6 +310,8 @@ def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None)
             continue
         RunFolder.at(record.run_url).write_json(FLIPS, flips)
         done.runs.append(flips)
+    if not done.runs:  # every selected run unreadable: the last rejudge's summary stays
+        return done
     done.summary = _summary(done.runs, judge)
     done.summary_url = join(request.runs_dir, SUMMARY)
     write_bytes_atomic(done.summary_url, json_bytes(done.summary))
