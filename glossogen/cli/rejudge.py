@@ -102,22 +102,25 @@ def rejudge(
         if run.derived_runs:
             print(f"  affected derived runs: {', '.join(run.derived_runs)}", flush=True)
     summary = done.summary
-    assert summary is not None  # rejudge_runs always summarises
-    cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
-    failed = f"; {summary.failed} failed" if summary.failed else ""
-    print(
-        f"rejudged {_count(summary.runs, 'run')}, {_count(summary.rulings, 'ruling')}: "
-        f"{summary.flips} flipped in {_count(len(summary.flipped_runs), 'run')}; judge cache "
-        f"{summary.cache_hits} hits, {summary.cache_misses} misses; cost {cost}{failed}",
-        flush=True,
-    )
-    print(f"summary: {done.summary_url}", flush=True)
-    if summary.failed:
-        _error(f"the judge gave no answer to {summary.failed} of {summary.rulings} rulings "
-               f"(not compared); its last error: {summary.last_failure}",
-               exit_codes.EVALUATIONS_FAILED)  # fmt: skip
+    if summary is None:  # no selected run could be read: nothing was written
+        print("rejudged 0 runs: none could be read; no summary written", flush=True)
+    else:
+        cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
+        failed = f"; {summary.failed} failed" if summary.failed else ""
+        print(
+            f"rejudged {_count(summary.runs, 'run')}, {_count(summary.rulings, 'ruling')}: "
+            f"{summary.flips} flipped in {_count(len(summary.flipped_runs), 'run')}; judge "
+            f"cache {summary.cache_hits} hits, {summary.cache_misses} misses; cost {cost}{failed}",
+            flush=True,
+        )
+        print(f"summary: {done.summary_url}", flush=True)
+        if summary.failed:
+            _error(f"the judge gave no answer to {summary.failed} of {summary.rulings} rulings "
+                   f"(not compared); its last error: {summary.last_failure}",
+                   exit_codes.EVALUATIONS_FAILED)  # fmt: skip
     for where, reason in done.unreadable.items():
         _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
     if done.unreadable:
         return int(exit_codes.UNREADABLE)
-    return int(exit_codes.EVALUATIONS_FAILED if summary.failed else exit_codes.OK)
+    failed_rulings = summary is not None and summary.failed
+    return int(exit_codes.EVALUATIONS_FAILED if failed_rulings else exit_codes.OK)

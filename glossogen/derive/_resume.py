@@ -70,10 +70,15 @@ def run_folder(run_dir: str, scenario: str | None = None) -> RunFolder:
     """Return the run folder at ``run_dir``.
 
     Raises:
-        DeriveError: ``run_dir`` is a file, or not ``<runs_dir>/<scenario>/<unix_ts>`` (66).
+        DeriveError: ``run_dir`` does not exist, is a file, or is not
+            ``<runs_dir>/<scenario>/<unix_ts>`` (66).
+        StorageError: if the storage is unreachable.
     """
     local = RunStore(run_dir).local
-    if local and path_kind(run_dir) == "file":
+    kind = path_kind(run_dir)
+    if kind == "missing":
+        raise DeriveError(f"{run_dir!r} does not exist", 66)
+    if local and kind == "file":
         raise DeriveError(f"{run_dir!r} is a file, not a run folder", 66)
     try:
         return RunFolder.at(run_dir)

@@ -143,7 +143,10 @@ class CohortFlips(BaseModel):
 
 @dataclass
 class Rejudged:
-    """What a rejudge did: each run's report and the cohort's summary, with where they went."""
+    """What a rejudge did: each run's report and the cohort's summary, with where they went.
+
+    ``summary`` is None (and nothing was written) when no selected run could be read.
+    """
 
     runs: list[RunFlips] = field(default_factory=list)
     summary: CohortFlips | None = None
@@ -381,6 +384,8 @@ def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None)
         flips = asyncio.run(_rejudge_run(record, view, judge, derived.get(record.run_id, [])))
         RunFolder.at(record.run_url).write_json(FLIPS, flips)
         done.runs.append(flips)
+    if not done.runs:  # every selected run unreadable: the last rejudge's summary stays
+        return done
     done.summary = _summary(done.runs, judge)
     done.summary_url = join(request.runs_dir, SUMMARY)
     write_bytes_atomic(done.summary_url, json_bytes(done.summary))

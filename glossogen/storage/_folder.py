@@ -119,6 +119,22 @@ class RunFolder:
     url: str
     timestamp: int
 
+    @staticmethod
+    def names_run(scenario: str, name: str) -> bool:
+        """Whether ``<scenario>/<name>`` is a run id: a scenario folder and a unix timestamp.
+
+        The one definition of a run id: :meth:`at`, :meth:`RunStore.open_run` and
+        :meth:`RunStore.list_runs` read names by it, so a stray folder (``notes/drafts``) is
+        never a run.
+        """
+        return (
+            bool(scenario)
+            and scenario not in (".", "..")
+            and "/" not in scenario
+            and name.isascii()
+            and name.isdigit()
+        )
+
     @classmethod
     def at(cls, url: str) -> RunFolder:
         """Return the folder at ``url`` (``.../<scenario>/<timestamp>``), read from its URL.
@@ -128,7 +144,7 @@ class RunFolder:
         """
         url = url.rstrip("/")
         parts = url.replace("\\", "/").rsplit("/", 2)
-        if len(parts) < 2 or not parts[-1].isdigit() or not parts[-2] or parts[-2] in (".", ".."):
+        if len(parts) < 2 or not cls.names_run(parts[-2], parts[-1]):
             raise ValueError(f"{url!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)")
         return cls(run_id=f"{parts[-2]}/{parts[-1]}", url=url, timestamp=int(parts[-1]))
 

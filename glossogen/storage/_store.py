@@ -192,7 +192,7 @@ class RunStore:
             ValueError: ``run_id`` is not ``<scenario>/<unix timestamp>``.
         """
         scenario, _, ts = run_id.partition("/")
-        if not scenario or not ts.isdigit() or scenario in (".", ".."):
+        if not RunFolder.names_run(scenario, ts):
             raise ValueError(f"{run_id!r} is not a run id (<scenario>/<unix_ts>)")
         return RunFolder(run_id=run_id, url=join(self.runs_dir, scenario, ts), timestamp=int(ts))
 
@@ -275,8 +275,9 @@ class RunStore:
             scenario: Only this scenario's runs; ``None`` for all (sorted by scenario first).
 
         Returns:
-            The run ids; empty if the runs directory does not exist yet. The sweeps' folder
-            (:data:`SWEEPS_FOLDER`) holds no runs and is not listed.
+            The run ids; empty if the runs directory does not exist yet. Only folders named
+            as runs are (:meth:`RunFolder.names_run`: ``<scenario>/<unix_ts>``): a stray folder
+            (``notes/drafts``) and the sweeps' folder (:data:`SWEEPS_FOLDER`) are no runs.
 
         Raises:
             StorageError: if the storage is unreachable or the bucket is missing.
@@ -285,5 +286,9 @@ class RunStore:
         with translate_errors(self.runs_dir, self.fs):
             names = [scenario] if scenario else self._list_dirs(self.runs_dir)
             for name in (n for n in names if n != SWEEPS_FOLDER):
-                runs += [f"{name}/{ts}" for ts in self._list_dirs(join(self.runs_dir, name))]
+                runs += [
+                    f"{name}/{ts}"
+                    for ts in self._list_dirs(join(self.runs_dir, name))
+                    if RunFolder.names_run(name, ts)
+                ]
         return sorted(runs, key=lambda r: (r.partition("/")[0], len(r), r))

@@ -26,7 +26,7 @@ from glossogen.eventlog import (
     read_events,
 )
 from glossogen.export import FilterSelection, SelectedRuns, Selection
-from glossogen.storage import RunFolder, StorageError
+from glossogen.storage import RunFolder, StorageError, path_kind
 
 
 class VerifyError(ValueError):
@@ -179,6 +179,9 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
     if request.runs_dir is None:
         folders = []
         for run_dir in request.run_dirs:
+            if path_kind(run_dir) == "missing":
+                found.unreadable[run_dir] = f"{run_dir!r} does not exist"
+                continue
             try:
                 folders.append(RunFolder.at(run_dir))
             except ValueError as exc:

@@ -193,6 +193,18 @@ BAD = [
         "(<runs-dir>/<scenario>/<unix_ts>)?",
         66,
     ),
+    (dict(source_run_dir="EMPTY/nonexistent/1"), "'EMPTY/nonexistent/1' does not exist", 66),
+    (
+        dict(
+            replaced_agent_id="field_observer",
+            model="m",
+            provider="scripted",
+            donor_run_dir="EMPTY/gone/veyru/2",
+            donor_agent_id="field_observer",
+        ),
+        "'EMPTY/gone/veyru/2' does not exist",
+        66,
+    ),
 ]
 
 
@@ -207,7 +219,13 @@ def test_bad_derivations_are_refused_and_claim_nothing(
         "runs_dir": str(tmp_path / "runs"),
     }
     fields |= {
-        k: (str(source) if v == "SOURCE" else str(tmp_path) if v == "EMPTY" else v)
+        k: (
+            str(source)
+            if v == "SOURCE"
+            else v.replace("EMPTY", str(tmp_path))
+            if isinstance(v, str)
+            else v
+        )
         for k, v in changes.items()
     }
     with pytest.raises(DeriveError) as refused:

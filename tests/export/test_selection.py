@@ -201,3 +201,33 @@ def test_an_empty_or_blank_run_id_list_is_invalid() -> None:
     for run_ids in ([], [""], ["  "]):
         with pytest.raises(ValidationError):
             RunIdSelection(run_ids=run_ids)
+
+
+def test_a_folder_not_named_as_a_run_is_never_selected(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from glossogen.cli import main
+
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir / C, runs / C)
+    for stray in ("notes/drafts", "prisoners_dilemma/scratch", "cap/1795000001x"):
+        (runs / stray).mkdir(parents=True)
+    found = select_runs(str(runs), FilterSelection(status="completed"))
+    assert ([r.run_id for r in found.records], found.scanned, found.unreadable) == ([C], 1, {})
+    with pytest.raises(SelectionError) as caught:
+        select_runs(str(runs), FilterSelection(scenario=["nope"]))
+    assert caught.value.message == (
+        f"scenario 'nope' has no run under {runs} (scenarios there: prisoners_dilemma)"
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["export", "--runs-dir", str(runs), "--out", str(tmp_path / "out"), "--scenario", "cap"]
+        )
+    assert (exited.value.code, capsys.readouterr().err) == (
+        65,
+        f"glossogen: error: --scenario 'cap' has no run under {runs} "
+        "(scenarios there: prisoners_dilemma)\n",
+    )
+    assert not (tmp_path / "out").exists()

@@ -314,3 +314,37 @@ def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
     )
     report = json.loads((Path(record.run_url) / "judge_flips.json").read_text())
     assert (report["failed"], report["flips"]) == (3, [])
+
+
+def test_a_stray_folder_is_no_run_and_a_refused_selection_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder not named as a run is not selected; nothing selected, the last summary stays."""
+    runs, cache = tmp_path / "runs", tmp_path / "judge-cache"
+    play_run(str(runs), rounds=1, now_unix=BASE)
+    (runs / "notes" / "drafts").mkdir(parents=True)
+    summary = runs / "rejudge_summary.json"
+    summary.write_text('{"runs": 7}')
+    argv = ["rejudge", "--runs-dir", str(runs), "--judge-cache", str(cache)]
+    assert _cli(*argv, "--status", "running") == 65
+    assert capsys.readouterr() == (
+        "",
+        f"glossogen: error: no run under {runs} matches --status 'running' (1 scanned): "
+        "nothing to rejudge\n",
+    )
+    assert _cli(*argv, "--scenario", "nope") == 65
+    assert capsys.readouterr() == (
+        "",
+        f"glossogen: error: --scenario 'nope' has no run under {runs} (scenarios there: veyru)\n",
+    )
+    broken = runs / "broken" / str(BASE)
+    broken.mkdir(parents=True)
+    (broken / "broken.jsonl").write_text("not json\n")
+    assert _cli(*argv, "--scenario", "broken") == 66
+    assert capsys.readouterr() == (
+        "rejudged 0 runs: none could be read; no summary written\n",
+        f"glossogen: error: broken/{BASE}: cannot be read: {broken / 'broken.jsonl'} is not a "
+        "run log (no simulation_started event)\n",
+    )
+    assert summary.read_text() == '{"runs": 7}'
+    assert not cache.exists()

@@ -102,6 +102,9 @@ def test_list_runs(tmp_path):
     (tmp_path / "runs" / "alpha" / "notes.txt").write_text("not a run")
     (tmp_path / "runs" / "sweeps" / "pd").mkdir(parents=True)  # a sweep's state: no run
     (tmp_path / "runs" / "sweeps" / "pd" / "run_summary.json").write_text("{}")
+    (tmp_path / "runs" / "notes" / "drafts").mkdir(parents=True)  # stray folders: no run
+    (tmp_path / "runs" / "alpha" / "scratch").mkdir()
+    (tmp_path / "runs" / "alpha" / "\u00b2").mkdir()  # a digit, not an ASCII one
     assert store.list_runs() == ["alpha/99", "alpha/100", "alpha/101", "zeta/20"]
     assert store.list_runs("alpha") == ["alpha/99", "alpha/100", "alpha/101"]
     assert store.list_runs("nope") == []

@@ -26,8 +26,12 @@ def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[s
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Under one runs dir: a 1-round veyru run labelled ``arm=a``, a prisoners_dilemma run,
-    and a 2-round veyru run copied with round 2's verdict duplicated (its books broken)."""
+    and a 2-round veyru run copied with round 2's verdict duplicated (its books broken); and
+    two stray folders not named as runs (``notes/drafts``, ``veyru/scratch``), which no
+    selection counts."""
     root = tmp_path_factory.mktemp("runs")
+    (root / "notes" / "drafts").mkdir(parents=True)
+    (root / "veyru" / "scratch").mkdir(parents=True)
     one = play_run(str(root), rounds=1, overrides=("labels.arm=a",))
     pd = play_run(str(root), scenario="prisoners_dilemma", rounds=1)
     spare = tmp_path_factory.mktemp("spare")
@@ -129,6 +133,13 @@ def test_what_cannot_be_read_exits_66_naming_it(
          "(<runs-dir>/<scenario>/<unix_ts>)"],
     )  # fmt: skip
     missing = tmp_path / "nowhere"
+    gone = missing / "veyru" / "1000000001"
+    assert _verify(capsys, str(missing), str(gone)) == (
+        66,
+        ["verified 0 runs: 0 failed, 2 unreadable"],
+        [f"glossogen: error: {missing}: cannot be read: '{missing}' does not exist",
+         f"glossogen: error: {gone}: cannot be read: '{gone}' does not exist"],
+    )  # fmt: skip
     assert _verify(capsys, "--runs-dir", str(missing)) == (
         66, [], [f"glossogen: error: --runs-dir '{missing}' does not exist"])  # fmt: skip
     assert _verify(capsys, "--runs-dir", cohort["root"], "--run-id", "veyru/1") == (
@@ -204,6 +215,29 @@ def test_a_selection_of_no_run_is_refused_65_naming_it(
     expected = message.replace("ROOT", where).replace("EMPTY", where)
     assert _verify(capsys, "--runs-dir", where, *asked) == (
         65, [], [f"glossogen: error: {expected}"])  # fmt: skip
+
+
+def test_a_stray_folder_is_no_run_and_a_broken_run_stays_unreadable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    (root / "notes" / "drafts").mkdir(parents=True)
+    assert _verify(capsys, "--runs-dir", str(root), "--status", "running") == (
+        65, [], [f"glossogen: error: no run under {root} matches --status 'running' (0 scanned): "
+                 "nothing to verify"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--scenario", "notes") == (
+        65, [], [f"glossogen: error: --scenario 'notes' has no run under {root} (it holds no run)"])  # fmt: skip
+    broken = root / "veyru" / "1000000000"
+    broken.mkdir(parents=True)
+    (broken / "veyru.jsonl").write_text("not json\n")
+    assert _verify(capsys, "--runs-dir", str(root), "--status", "running") == (
+        66,
+        ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: veyru/1000000000: cannot be read: {broken / 'veyru.jsonl'} is not "
+         "a run log (no simulation_started event)"],
+    )  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--scenario", "nope") == (
+        65, [], [f"glossogen: error: --scenario 'nope' has no run under {root} (scenarios there: veyru)"])  # fmt: skip
 
 
 VERIFY_PROBE = """
