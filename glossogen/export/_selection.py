@@ -297,7 +297,7 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
     config = lift_legacy_knobs(config)
     lineage = folder.read_object("lineage.json") or started.get("lineage")
     report = _report_of(folder, scenario)
-    from glossogen.rejudge import flips_of  # the rejudge package reads runs through this one
+    from glossogen.rejudge._flips import flips_of  # the rest of rejudge imports export
 
     return RunRecord(
         run_id=run_id,

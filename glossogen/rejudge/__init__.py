@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from glossogen.rejudge._cache import JudgeCache, cache_key
+from glossogen.rejudge._flips import FLIPS, flips_of
 
 if TYPE_CHECKING:
     from glossogen.rejudge._rejudge import (
-        FLIPS,
         SUMMARY,
         CohortFlips,
         Flip,
@@ -27,14 +27,13 @@ if TYPE_CHECKING:
         RejudgeRequest,
         RunFlips,
         flip_lines,
-        flips_of,
         read_flips,
         rejudge_runs,
     )
 
 _LAZY = frozenset(
-    {"FLIPS", "SUMMARY", "CohortFlips", "Flip", "Rejudged", "RejudgeError", "RejudgeRequest",
-     "RunFlips", "flip_lines", "flips_of", "read_flips", "rejudge_runs"}
+    {"SUMMARY", "CohortFlips", "Flip", "Rejudged", "RejudgeError", "RejudgeRequest",
+     "RunFlips", "flip_lines", "read_flips", "rejudge_runs"}
 )  # fmt: skip
 
 

@@ -31,10 +31,8 @@ from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled, RunView
 from glossogen.export import FilterSelection, RunRecord, Selection
 from glossogen.refusals import Refusal, refusal_of
 from glossogen.rejudge._cache import JudgeCache
+from glossogen.rejudge._flips import FLIPS
 from glossogen.storage import RunFolder, join, json_bytes, write_bytes_atomic
-
-FLIPS = "judge_flips.json"
-"""A run's flip report, in its folder (the last rejudge's)."""
 
 SUMMARY = "rejudge_summary.json"
 """The cohort summary of the last rejudge, in the runs dir."""
@@ -438,14 +436,3 @@ def flip_lines(flips: RunFlips) -> list[str]:
         f"round {f.round_number} ruling {f.ruling}: {word(f.old)} -> {word(f.new)}"
         for f in flips.flips
     ]
-
-
-def flips_of(folder: RunFolder) -> int | None:
-    """How many rulings of the run the last rejudge flipped; None when never rejudged.
-
-    Raises:
-        StorageError: the storage is unreachable.
-    """
-    report = folder.read_object(FLIPS)
-    flips = report.get("flips") if report is not None else None
-    return len(flips) if isinstance(flips, list) else None
