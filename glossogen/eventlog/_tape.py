@@ -17,6 +17,7 @@ output it parsed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -88,9 +89,18 @@ def _tokens(event: Event) -> Tokens:
     return Tokens(**{name: getattr(event, name) for name in TOKEN_FIELDS})
 
 
-def read_tape(events: list[Event]) -> Tape:
-    """Fold ``events`` (one log's, in order) into its tape."""
+def read_tape(events: list[Event], every_event: Iterable[Event] = ()) -> Tape:
+    """Fold ``events`` (one log's, in order) into its tape.
+
+    ``every_event``: the whole log, when ``events`` are its counted events. A request a killed
+    process sent in a round the resume superseded is settled by a counted event (the resume
+    logs it abandoned) while its ``model_request_sent`` is not counted: its fingerprint is
+    taken from there, or the whole tape would count as recorded without fingerprints.
+    """
     sent: dict[str, tuple[int, ModelRequestSent]] = {}
+    fingerprints = {
+        e.request_id: e.request_sha256 for e in every_event if isinstance(e, ModelRequestSent)
+    }
     found: list[tuple[int, TapeCall]] = []  # (order it was sent, call with index 0)
 
     def add(order: int, line: int, seat: str, sent_event: ModelRequestSent | None,
@@ -117,6 +127,11 @@ def read_tape(events: list[Event]) -> Tape:
             return sent[request_id]
         return line, None
 
+    def fingerprint(request: ModelRequestSent | None, request_id: str | None) -> str | None:
+        if request is not None:
+            return request.request_sha256
+        return fingerprints.get(request_id) if request_id is not None else None
+
     for line, event in enumerate(events):
         if isinstance(event, ModelRequestSent):
             sent[event.request_id] = (line, event)
@@ -129,14 +144,14 @@ def read_tape(events: list[Event]) -> Tape:
         elif isinstance(event, ModelRequestAbandoned):
             order, request = of(event.request_id, line)
             add(order, line, event.agent_id, request, event, outcome="abandoned",
-                request_sha256=request.request_sha256 if request else None,
+                request_sha256=fingerprint(request, event.request_id),
                 answered=event.answered, error=event.error, cost_usd=event.cost_usd,
                 tokens=_tokens(event))  # fmt: skip
         elif isinstance(event, AgentRunCycleFailed):
             for request_id in event.request_ids:
                 order, request = of(request_id, line)
                 add(order, line, event.agent_id, request, event, outcome="failed",
-                    request_sha256=request.request_sha256 if request else None,
+                    request_sha256=fingerprint(request, request_id),
                     answered=False, error_kind=event.error_kind, error=event.error,
                     cost_usd=event.cost_usd)  # fmt: skip
         elif isinstance(event, JudgeCalled):
@@ -144,7 +159,7 @@ def read_tape(events: list[Event]) -> Tape:
             for request_id in event.request_ids:
                 order, request = of(request_id, line)
                 add(order, line, "judge", request, event, outcome="ruled",
-                    request_sha256=request.request_sha256 if request else None,
+                    request_sha256=fingerprint(request, request_id),
                     ruling=ruling, cost_usd=event.cost_usd,
                     tokens=_tokens(event))  # fmt: skip
     calls: dict[str, list[TapeCall]] = {}

@@ -322,7 +322,7 @@ class RunView:
     @property
     def tape(self) -> Tape:
         """Each seat's model calls, in order, with what each got back (the events that count)."""
-        return read_tape(self.counted)
+        return read_tape(self.counted, self.events)
 
     @property
     def rulings(self) -> list[JudgeCalled]:

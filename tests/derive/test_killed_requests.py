@@ -24,6 +24,7 @@ from glossogen.eventlog import (
     ModelRequestAbandoned,
     ModelRequestSent,
     RunResumed,
+    RunView,
     SimulationEnded,
     read_events,
 )
@@ -117,3 +118,12 @@ def test_a_request_in_flight_at_a_kill_is_marked_cost_unknown_on_resume(
     # Every request sent (the killed process's and the resume's) is settled exactly once.
     assert len(_sent(log)) == 2 + len(model_stub.served_usd(MODEL, "anthropic"))
     assert verify_run(RunFolder.at(run_dir)).broken == []
+    # The tape keeps the killed requests' fingerprints: their sends are in a round the resume
+    # played again (not counted), their abandonment is counted. Without them the whole tape
+    # read as recorded before fingerprints, and replay skipped its request check.
+    tape = RunView.load(str(log)).tape
+    killed_calls = [c for calls in tape.calls.values() for c in calls if c.error == KILLED]
+    assert sorted(c.request_sha256 or "" for c in killed_calls) == sorted(
+        s.request_sha256 or "" for s in sent
+    )
+    assert all(s.request_sha256 for s in sent) and tape.fingerprinted
