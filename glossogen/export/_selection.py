@@ -27,7 +27,7 @@ from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
-from glossogen.storage import RunFolder, RunStore, path_kind
+from glossogen.storage import RunFolder, RunStore, path_kind, resolved
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``--max-runs`` overrides it)."""
@@ -222,6 +222,19 @@ class SelectedRuns:
     scanned: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)
     unstarted: list[str] = field(default_factory=list)
+    _places: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, record: RunRecord) -> None:
+        """Keep ``record`` unless its folder is one kept already under another run id.
+
+        A run folder linked into the runs dir under a second name (``veyru/17`` and a link
+        ``veyru/18`` to it) is one run: the first name selected keeps it, so no command
+        counts its figures twice.
+        """
+        place = resolved(record.run_url)
+        if place not in self._places:
+            self._places.add(place)
+            self.records.append(record)
 
     @property
     def scenarios(self) -> list[str]:
@@ -435,7 +448,7 @@ def _select_by_ids(
             result.missing_run_ids.append(run_id)
             continue
         try:
-            result.records.append(load(store, run_id))
+            result.add(load(store, run_id))
         except FileNotFoundError:
             result.missing_run_ids.append(run_id)
         except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
@@ -515,7 +528,7 @@ def select_runs(
         if not started:
             result.unstarted.append(run_id)
             continue
-        result.records.append(record)
+        result.add(record)
         _check_limit(len(result.records), max_runs)
     return result
 

@@ -189,10 +189,7 @@ def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
     found.unreadable.update(selected.unreadable)
     found.unreadable.update({run_id: NO_LOG for run_id in selected.unstarted})
     found.missing_run_ids.extend(selected.missing_run_ids)
-    by_place: dict[str, RunFolder] = {}
-    for record in selected.records:  # a run folder linked under a second name is one run
-        by_place.setdefault(resolved(record.run_url), RunFolder.at(record.run_url))
-    return list(by_place.values())
+    return [RunFolder.at(record.run_url) for record in selected.records]  # each place once
 
 
 def _named(run_dirs: list[str], found: Verification) -> list[RunFolder]:
