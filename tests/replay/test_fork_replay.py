@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from glossogen.cli import main
 from glossogen.cli.derived import fork_at_round, replace_agent
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork
 from glossogen.eventlog import AgentHistoryAppended, Event, RunView
@@ -251,3 +252,25 @@ def test_a_source_that_does_not_replay_is_refused_at_the_first_divergence(
     assert capsys.readouterr().err.splitlines() == err
     assert not (tmp_path / "f").exists()
     assert list(scratch.iterdir()) == []  # the replay's temporary folder is gone too
+
+
+def test_the_cli_says_what_it_replayed_and_plays_on(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = play("veyru", tmp_path, rounds=2)
+    source_dir = tmp_path / source.started.run_id
+    with pytest.raises(SystemExit) as exited:
+        main(["fork-at-round", "veyru", "--source-run-dir", str(source_dir), "--after-round", "1",
+              "--runs-dir", str(tmp_path / "f"), "--replay", "--wait"])  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert exited.value.code == 0
+    (path,) = (tmp_path / "f" / "veyru").iterdir()
+    run_id = f"veyru/{path.name}"
+    assert out[:3] == [
+        f"replayed rounds 1..1 of {source.started.run_id} from its tape: 27 calls, 114 events "
+        "reproduced; the new run's rounds 1..1 are the replay's",
+        f"new_run_id={run_id}",
+        f"new_run_dir={path}",
+    ]
+    assert out[-1].startswith(f"{run_id} completed: ")
+    assert _verified(RunFolder.at(str(path))) == []
