@@ -177,3 +177,37 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
     assert {k: result["entries"]["round_success"][k] for k in ("status", "score", "rounds")} == (
         _scored(by_mcp)
     )
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_a_fork_whose_source_does_not_replay_is_refused_alike_by_the_cli_and_mcp(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fork-at-round --replay`` and ``fork_run(replay=True)``: one line, exit 1 / a tool
+    error, nothing claimed."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=2)
+    log = Path(folder.log_url)
+    lines = log.read_text().splitlines()
+    seat = ""
+    for index, text in enumerate(lines):  # a seat's first message says something else
+        event = json.loads(text)
+        calls = event.get("tool_calls") or [{}]
+        if event["event_type"] == "llm_response_received" and "text" in calls[0].get("args", {}):
+            calls[0]["args"]["text"] = "Something else."
+            lines[index], seat = json.dumps(event), event["agent_id"]
+            break
+    log.write_text("\n".join(lines) + "\n")
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+    if surface == "cli":
+        answer = _cli(capsys, "fork-at-round", "veyru", "--source-run-dir", folder.url,
+                      "--after-round", "1", "--runs-dir", str(runs), "--replay")  # fmt: skip
+    else:
+        answer = _mcp(str(runs), "fork_run", source_run_id=folder.run_id, after_round=1,
+                      replay=True)[0]  # fmt: skip
+    assert (answer.refused, answer.status) == (True, 1 if surface == "cli" else "tool error")
+    assert answer.line.startswith(
+        f"rounds 1..1 do not replay from the tape: first divergence: {seat} call 2 "
+        "(round 1): request sha256 "
+    )
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before

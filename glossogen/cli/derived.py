@@ -97,11 +97,11 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         _error(str(exc))
         return exc.exit_code
     from glossogen.launch import LaunchError, derived_run_check
-    from glossogen.replay import replayed_fork_point
+    from glossogen.replay import replayed_rounds
 
     try:
         prepared = prepare_fork(
-            request, check=derived_run_check(request.scenario), replay_check=replayed_fork_point
+            request, check=derived_run_check(request.scenario), replay_check=replayed_rounds
         )
     except (DeriveError, LaunchError) as exc:
         _error(said(exc))
@@ -117,7 +117,8 @@ def _derive(request: ForkRequest, wait: bool) -> int:
         print(
             f"replayed rounds 1..{check.after_round} of {check.source_run_id} from its tape: "
             f"{check.calls} calls, {check.events} events reproduced"
-            + ("" if check.fingerprinted else " (no request fingerprints in its log)"),
+            + ("" if check.fingerprinted else " (no request fingerprints in its log)")
+            + f"; the new run's rounds 1..{check.after_round} are the replay's",
             flush=True,
         )
     _warn_knobs(prepared, request.scenario)
@@ -185,6 +186,13 @@ SEAT = typer.Option(..., "--replaced-agent-id", help="The seat that moves to ano
 MODEL = typer.Option(..., "--model", help="The replaced seat's model.")
 PROVIDER = typer.Option(..., "--provider", help="The replaced seat's provider.")
 VISIBILITY = typer.Option("full", "--channel-visibility", help="full | none | from_round:R")
+REPLAY = typer.Option(
+    False,
+    "--replay",
+    help="Play rounds 1..N again from the source's tape (no provider, $0) instead of copying "
+    "them; refused at the first request or event that differs (exit 1), else the new run's "
+    "rounds 1..N are the replay's and N+1 onward play live.",
+)
 
 
 def fork_at_round(
@@ -198,14 +206,9 @@ def fork_at_round(
     run_timeout: float | None = TIMEOUT,
     spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
-    replay: bool = typer.Option(
-        False,
-        "--replay",
-        help="First replay rounds 1..N from the source's tape (no provider) and fork only if "
-        "every request and event reproduces (exit 1 at the first divergence).",
-    ),
+    replay: bool = REPLAY,
 ) -> int:
-    """Copy rounds 1..N of a run into a fresh folder and play N+1 onward."""
+    """Copy (--replay: replay) rounds 1..N of a run into a fresh folder and play N+1 onward."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
@@ -229,13 +232,14 @@ def replace_agent(
     run_timeout: float | None = TIMEOUT,
     spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
+    replay: bool = REPLAY,
 ) -> int:
     """Fork after round N with one seat on another model (history per --channel-visibility)."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, channel_visibility,
         max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout,
-        spend_cap_usd=spend_cap_usd,
+        spend_cap_usd=spend_cap_usd, replay=replay,
     )  # fmt: skip
     return _derive(request, wait)
 
@@ -258,11 +262,12 @@ def cross_run_replace_agent(
     run_timeout: float | None = TIMEOUT,
     spend_cap_usd: float | None = SPEND_CAP,
     wait: bool = WAIT,
+    replay: bool = REPLAY,
 ) -> int:
     """Fork after round N with one seat taken by an agent that brings its donor-run history."""
     request = ForkRequest(
         scenario, source_run_dir, after_round, runs_dir, rounds_after, knobs,
         replaced_agent_id, model, provider, "full", donor_run_dir, donor_agent_id,
-        max_agent_turns, run_timeout, spend_cap_usd,
+        max_agent_turns, run_timeout, spend_cap_usd, replay,
     )  # fmt: skip
     return _derive(request, wait)

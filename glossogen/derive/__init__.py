@@ -3,6 +3,8 @@
 from glossogen.derive._fork import (
     ForkRequest,
     PreparedFork,
+    ReplayCheck,
+    ReplayedRounds,
     SeatCheck,
     config_at_round,
     knobs_at,
@@ -35,6 +37,8 @@ __all__ = [
     "config_at_round",
     "knobs_at",
     "PreparedFork",
+    "ReplayCheck",
+    "ReplayedRounds",
     "SeatCheck",
     "lineage_of",
     "prepare_fork",

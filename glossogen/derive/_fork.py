@@ -5,6 +5,11 @@ that starts with its own ``simulation_started`` (lineage included) followed by t
 events up to the boundary; it then continues as a resumed run would. The source is only read.
 The lineage names the source (and donor) folder as resolved, an absolute local path or the
 fsspec URL as given, so it stays true when read from another working directory.
+
+With ``replay`` (``fork-at-round --replay``) the events up to the boundary are not copied: they
+are the log of the source's rounds 1..N played again from its tape (``replay_check``, which
+refuses a replay that differs from the record), with the replay's own event ids, request ids
+and virtual-clock timestamps; the lineage says so (``"prefix": "replayed"``).
 """
 
 from __future__ import annotations
@@ -81,8 +86,9 @@ class ForkRequest:
     spend_cap_usd: float | None = None
     """USD the derived run's own calls may spend (None: the source's cap, if any)."""
     replay: bool = False
-    """Replay rounds 1..``after_round`` from the source's tape first, and derive only when
-    they reproduce (``fork-at-round --replay``)."""
+    """Play rounds 1..``after_round`` again from the source's tape, and derive only when they
+    reproduce: the derived log's rounds 1..N are the replay's, not copies
+    (``fork-at-round --replay``)."""
 
     @property
     def derivation(self) -> Derivation:
@@ -90,6 +96,21 @@ class ForkRequest:
         if self.donor_run_dir:
             return "cross_run_replace_agent"
         return "replace_agent" if self.replaced_agent_id else "fork_at_round"
+
+
+@dataclass(frozen=True)
+class ReplayedRounds:
+    """The source's rounds 1..N played again from its tape: what ``replay_check`` returns."""
+
+    check: Any
+    """The comparison with the record (:class:`~glossogen.replay.ForkPointCheck`)."""
+    events: list[Event]
+    """The replay's whole log, as written (its own start, rounds 1..N, its end)."""
+
+
+ReplayCheck = Callable[[str, int], ReplayedRounds]
+"""Plays ``(source_run_dir, after_round)`` again from the tape and compares
+(``glossogen.replay.replayed_rounds``); it raises to refuse rounds that do not reproduce."""
 
 
 @dataclass
@@ -174,16 +195,18 @@ def prepare_fork(
     request: ForkRequest,
     now_unix: int | None = None,
     check: SeatCheck | None = None,
-    replay_check: Callable[[str, int], Any] | None = None,
+    replay_check: ReplayCheck | None = None,
 ) -> PreparedFork:
     """Create the derived run's folder, config, lineage and log prefix; the source is only read.
 
     ``check``, when given, sees the derived run's knobs and default model and provider after
     they are resolved and before anything is written; what it raises passes through.
-    ``replay_check`` (``glossogen.replay.replayed_fork_point``) replays the source's rounds
-    1..N when the request asks for ``replay``, after ``check`` and before anything is written;
-    it is passed in because replaying plays a run through ``glossogen.launch``, which reads
-    this package: derive does not import the replay (no import circle).
+    ``replay_check`` (``glossogen.replay.replayed_rounds``) replays the source's rounds
+    1..N when the request asks for ``replay``, after ``check`` and before anything is written
+    (what it raises passes through, a divergence exit 1); the derived log's rounds 1..N are
+    then the replay's events, and every seat's history at the boundary the replay's. It is
+    passed in because replaying plays a run through ``glossogen.launch``, which reads this
+    package: derive does not import the replay (no import circle).
 
     Raises:
         DeriveError: no log in the source or donor folder (66); ``after_round`` outside the
@@ -240,7 +263,9 @@ def prepare_fork(
     if request.replay:
         if replay_check is None:
             raise ValueError("a fork with replay needs replay_check (glossogen.replay)")
-        replayed = replay_check(request.source_run_dir, request.after_round)
+        rounds = replay_check(request.source_run_dir, request.after_round)
+        replayed = rounds.check
+        state, history = _replayed_state(request, cls, rounds, config, history, lineage)
     recorded = knobs_to_config(knobs)
     write_log = partial(
         _write_prefix, request=request, started=started, config=recorded, lineage=lineage,
@@ -250,6 +275,27 @@ def prepare_fork(
         store, int(now_unix or time.time()), request.scenario, recorded, lineage, write_log
     )
     return PreparedFork(folder, model, provider, lineage, replayed)
+
+
+def _replayed_state(
+    request: ForkRequest,
+    cls: type[Scenario],
+    rounds: ReplayedRounds,
+    config: dict[str, Any],
+    history: list[Any] | None,
+    lineage: dict[str, Any],
+) -> tuple[RunState, list[Any] | None]:
+    """The state at the boundary as the replay left it, and the replaced seat's history.
+
+    The derived log is written from this state: the replay's events of rounds 1..N (its own
+    ids, request ids and timestamps) and each seat's history as the replay built it. A donor's
+    history is the donor's, not replayed. ``lineage`` gains ``"prefix": "replayed"``.
+    """
+    state = read_state(rounds.events, after_round=request.after_round)
+    lineage["prefix"] = "replayed"
+    if request.replaced_agent_id and not request.donor_run_dir:
+        history = _visible(request, cls, state, config)
+    return state, history
 
 
 def _check_bounds(request: ForkRequest) -> None:
@@ -374,16 +420,27 @@ def _replace_seat(
     }
     if request.donor_run_dir:
         return _donor_history(request, lineage)
+    lineage["channel_visibility"] = request.channel_visibility
+    return _visible(request, cls, state, config)
+
+
+def _visible(
+    request: ForkRequest, cls: type[Scenario], state: RunState, config: dict[str, Any]
+) -> list[Any]:
+    """The replaced seat's history in ``state`` as ``--channel-visibility`` shows it.
+
+    Raises:
+        DeriveError: the config does not validate (its exit code).
+    """
     try:
         channels = cls(resolve_knobs(cls.knobs_model, config, {})).channels()
     except ConfigError as exc:
         raise DeriveError(str(exc), exc.exit_code) from None
     phases = {c.channel_id: c.phase for c in channels}
-    history = visible_history(
-        state, replaced, request.channel_visibility, request.after_round, phases
-    )
-    lineage["channel_visibility"] = request.channel_visibility
-    return history
+    return visible_history(
+        state, request.replaced_agent_id or "", request.channel_visibility,
+        request.after_round, phases,
+    )  # fmt: skip
 
 
 def _donor_history(request: ForkRequest, lineage: dict[str, Any]) -> list[Any]:

@@ -35,7 +35,8 @@ the log, round, agent):
   nothing: a negative ``cost_usd`` on one (in the run's log or the probe's ledger) is named,
   even where the totals add it up.
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
-  the source's view).
+  the source's view); a replayed prefix's (``lineage["prefix"] == "replayed"``: the replay's
+  own ids) are matched seat by seat, in order, with the source's of rounds 1..N.
 - ``log``: no line is damaged (a damaged line may be a lost event), no event is in the log
   twice (two lines with one ``event_id``: a line written again counts its message twice; a
   priced event or a verdict written twice is named by ``spend``, ``requests`` or
@@ -484,6 +485,10 @@ class _Books:
 
     # -- inherited ---------------------------------------------------------------------------
     def check_inherited(self, source: RunView) -> None:
+        lineage = (self.view.started.lineage if self.view.started else None) or {}
+        if lineage.get("prefix") == "replayed":
+            self._check_replayed(source, int(lineage.get("after_round") or 0))
+            return
         costs = {e.event_id: e.cost_usd for e in source.events if isinstance(e, _PRICED)}
         for index, event in enumerate(self.events):
             if event.event_id not in self.view.inherited or not isinstance(event, _PRICED):
@@ -502,6 +507,39 @@ class _Books:
                     self.where(index, agent),
                     f"copied {event.event_type} costs {_usd(event.cost_usd)} here but "
                     f"{_usd(costs[event.event_id])} in {source_id}",
+                )
+
+    def _check_replayed(self, source: RunView, after_round: int) -> None:
+        """A replayed prefix's priced events are the source's of rounds 1..N, seat by seat.
+
+        They carry the replay's own ids: each seat's priced events (the judge's as one more
+        seat) are matched in order with the source's of those rounds, type and cost.
+        """
+        left: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
+        for event in source.counted:
+            if isinstance(event, _PRICED) and event.round_number <= after_round:
+                seat = getattr(event, "agent_id", None) or ""
+                left[seat].append((event.event_type, event.cost_usd))
+        source_id = source.started.run_id if source.started else "the source"
+        for index, event in enumerate(self.events):
+            if event.event_id not in self.view.inherited or not isinstance(event, _PRICED):
+                continue
+            agent = getattr(event, "agent_id", None)
+            queue = left[agent or ""]
+            was_type, was_cost = queue.pop(0) if queue else ("", None)
+            if was_type != event.event_type:
+                self.add(
+                    "inherited",
+                    self.where(index, agent),
+                    f"replayed {event.event_type} {event.event_id} has no counterpart in "
+                    f"{source_id}'s rounds 1..{after_round}",
+                )
+            elif not _same(event.cost_usd, was_cost):
+                self.add(
+                    "inherited",
+                    self.where(index, agent),
+                    f"replayed {event.event_type} costs {_usd(event.cost_usd)} here but "
+                    f"{_usd(was_cost)} in {source_id}",
                 )
 
 

@@ -48,7 +48,7 @@ from glossogen.mcp._results import (
     SeatPlan,
     Stopped,
 )
-from glossogen.replay import replayed_fork_point
+from glossogen.replay import replayed_rounds
 from glossogen.storage import RunBusyError, RunFolder, StorageError
 
 
@@ -227,7 +227,7 @@ class Launching(ToolBase):
             prepared = prepare_fork(
                 request,
                 check=derived_run_check(request.scenario),
-                replay_check=replayed_fork_point,
+                replay_check=replayed_rounds,
             )
             check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
         except (DeriveError, LaunchError, StorageError) as exc:

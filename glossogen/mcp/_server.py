@@ -67,7 +67,9 @@ DESCRIPTIONS = {
         "Copy rounds 1..after_round of a run into a new run and play on (detached). The "
         "derived tools take the run limits the CLI's derived-run commands take: "
         "max_agent_turns, run_timeout_seconds, spend_cap_usd (each: the source's when not "
-        "given; spend_cap_usd refused when the estimate passes it)."
+        "given; spend_cap_usd refused when the estimate passes it) and replay: play rounds "
+        "1..after_round again from the source's tape ($0) instead of copying them, refused at "
+        "the first difference."
     ),
     "replace_agent": (
         "Fork a run after a round with one seat moved to another model and provider; "
@@ -123,11 +125,12 @@ def build_server(runs_dir: str) -> MCPServer:
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
+        replay: bool = False,
     ) -> Launched:
         return derive(
             source_run_id, None, after_round=after_round, rounds_after=rounds_after,
             max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout_seconds,
-            spend_cap_usd=spend_cap_usd,
+            spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
     def replace_agent(
@@ -141,12 +144,13 @@ def build_server(runs_dir: str) -> MCPServer:
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
+        replay: bool = False,
     ) -> Launched:
         return derive(
             source_run_id, None, after_round=after_round, replaced_agent_id=replaced_agent_id,
             model=model, provider=provider, channel_visibility=channel_visibility,
             rounds_after=rounds_after, max_agent_turns=max_agent_turns,
-            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd,
+            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
     def cross_run_replace_agent(
@@ -161,12 +165,13 @@ def build_server(runs_dir: str) -> MCPServer:
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
+        replay: bool = False,
     ) -> Launched:
         return derive(
             source_run_id, donor_run_id, after_round=after_round,
             replaced_agent_id=replaced_agent_id, donor_agent_id=donor_agent_id, model=model,
             provider=provider, rounds_after=rounds_after, max_agent_turns=max_agent_turns,
-            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd,
+            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
     functions: list[Callable[..., Any]] = [

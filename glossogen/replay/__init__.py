@@ -18,6 +18,7 @@ from glossogen.replay._replay import (
     first_event_diff,
     replay_run,
     replayed_fork_point,
+    replayed_rounds,
 )
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "replay_model",
     "replay_run",
     "replayed_fork_point",
+    "replayed_rounds",
     "response_of",
 ]

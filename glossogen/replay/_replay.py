@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic_ai.models import Model
@@ -56,6 +56,9 @@ from glossogen.eventlog import (
     read_tape,
 )
 from glossogen.replay._model import Pacing, replay_model
+
+if TYPE_CHECKING:
+    from glossogen.derive import ReplayedRounds
 
 IGNORED = frozenset(
     {
@@ -537,20 +540,32 @@ def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
 def replayed_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
     """:func:`check_fork_point`, refusing a fork point that does not reproduce.
 
-    What ``fork-at-round --replay`` asks of ``glossogen.derive.prepare_fork``
-    (its ``replay_check``).
+    Raises:
+        DeriveError: (1) the first differing request or event, in one line; or as
+            :func:`check_fork_point`.
+    """
+    return replayed_rounds(run_dir, after_round).check
+
+
+def replayed_rounds(run_dir: str, after_round: int) -> ReplayedRounds:
+    """Rounds 1..``after_round`` of the run at ``run_dir`` played from its tape, and their log.
+
+    As :func:`check_fork_point` plays and compares them; the replay's log (read before its
+    temporary folder is removed) is kept for the fork to be written from: what
+    ``fork-at-round --replay`` hands ``glossogen.derive.prepare_fork`` (its ``replay_check``).
 
     Raises:
         DeriveError: (1) the first differing request or event, in one line; or as
             :func:`check_fork_point`.
     """
-    from glossogen.derive import DeriveError
+    from glossogen.derive import DeriveError, ReplayedRounds
 
-    replayed = check_fork_point(run_dir, after_round)
+    events: list[Event] = []
+    replayed = asyncio.run(_check_fork_point(run_dir, after_round, events))
     diverged = replayed.divergence.line() if replayed.divergence else replayed.event_divergence
     if diverged is not None:
         raise DeriveError(f"rounds 1..{after_round} do not replay from the tape: {diverged}", 1)
-    return replayed
+    return ReplayedRounds(replayed, events)
 
 
 def _rounds_through(view: RunView, through: int) -> list[Event]:
@@ -561,13 +576,18 @@ def _rounds_through(view: RunView, through: int) -> list[Event]:
     ]
 
 
-async def _check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
+async def _check_fork_point(
+    run_dir: str, after_round: int, keep: list[Event] | None = None
+) -> ForkPointCheck:
+    """:func:`check_fork_point`; ``keep``, when given, receives the replay's whole log."""
     import tempfile
 
     _, started, recorded, config = _source(run_dir)
     with tempfile.TemporaryDirectory(prefix="glossogen-fork-replay-") as scratch:
         folder = await _play_tape(recorded, config, started, scratch, after_round)
         replayed = RunView.load(folder.log_url)
+    if keep is not None:
+        keep.extend(replayed.read.events)
     tape = recorded.tape
     fingerprinted = tape.fingerprinted
     divergence = _prefix_divergence(tape, replayed.tape, after_round) if fingerprinted else None

@@ -94,3 +94,32 @@ def test_the_derived_run_tools_take_the_clis_limits(prefect_api: str, tmp_path: 
             150, 3600.0, 0.5)  # fmt: skip
     pids = [pid_of(launched) for launched, _ in got.values()]
     wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")
+
+
+def test_the_derived_run_tools_take_replay(prefect_api: str, tmp_path: Path) -> None:
+    """``replay`` as ``--replay``: rounds 1..1 played again from the tape, then on live."""
+    runs = tmp_path / "runs"
+    source = play_run(str(runs), "veyru", rounds=2).run_id
+    derived = {
+        "fork_run": {"source_run_id": source, "after_round": 1, "replay": True},
+        "replace_agent": {"source_run_id": source, "after_round": 1, **SEAT, "replay": True},
+    }
+
+    async def go() -> tuple[dict[str, Any], dict[str, set[str]]]:
+        got: dict[str, Any] = {}
+        async with stdio_session(runs, tmp_path) as s:
+            for tool, arguments in derived.items():
+                launched = await call(s, tool, **arguments)
+                got[tool] = (launched, await wait_for_end(s, launched["run_id"]))
+            listed = await s.list_tools()
+        return got, {t.name: set(t.input_schema["properties"]) for t in listed.tools}
+
+    got, arguments = asyncio.run(go())
+    assert [t for t in arguments if "replay" in arguments[t]] == [
+        "fork_run", "replace_agent", "cross_run_replace_agent"
+    ]  # fmt: skip
+    for tool, (_, ended) in got.items():
+        assert (tool, ended["status"], ended["rounds_played"]) == (tool, "completed", 2)
+        assert ended["lineage"]["prefix"] == "replayed"
+    pids = [pid_of(launched) for launched, _ in got.values()]
+    wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")
