@@ -1,5 +1,4 @@
-"""Tasks of the sweep flow: plan a request, find workers, launch a trial on a worker, read it,
-publish.
+"""Tasks of the sweep flow: plan, find workers, launch a trial on a worker, read it, publish.
 
 The sweep's steps, census and statistics live in ``glossogen.sweep`` (Prefect-free), the loop in
 ``flows/sweep.py``; deployments and their workers are ``orchestration/deployments.py``'s.

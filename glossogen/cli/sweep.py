@@ -198,11 +198,7 @@ def sweep(
             stack.enter_context(using_api_url(server.api_url))
         try:
             with observing(_Launches()):
-                summary = asyncio.run(
-                    play_until_interrupted(
-                        sweep_flow(request, planned)
-                    )
-                )
+                summary = asyncio.run(play_until_interrupted(sweep_flow(request, planned)))
         except SweepError as exc:
             _error(str(exc))
             return exc.exit_code

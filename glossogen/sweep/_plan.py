@@ -29,8 +29,8 @@ from glossogen.launch import (
     least_request,
     plan_run,
 )
-from glossogen.sweep._grid import Cell, TrialKey, expand_grid, trial_overrides
 from glossogen.storage import lease_seconds
+from glossogen.sweep._grid import Cell, TrialKey, expand_grid, trial_overrides
 from glossogen.sweep._spec import SweepError, SweepSpec, load_spec
 from glossogen.sweep._spend import RunEstimate, estimate_run
 
