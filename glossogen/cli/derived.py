@@ -15,6 +15,7 @@ import sys
 
 import typer
 
+from glossogen.cli._numbers import FLOAT, finite
 from glossogen.cli._refusals import said
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
 from glossogen.scenario import UnknownScenarioError, load_scenario
@@ -166,12 +167,16 @@ TURNS = typer.Option(
 TIMEOUT = typer.Option(
     None,
     "--run-timeout",
+    parser=finite,
+    metavar=FLOAT,
     help="Wall-clock limit of the derived run in seconds.",
     show_default="as the source recorded",
 )
 SPEND_CAP = typer.Option(
     None,
     "--spend-cap-usd",
+    parser=finite,
+    metavar=FLOAT,
     help="USD the derived run's own calls may spend (its copied rounds do not count); "
     "refused when the dry-run estimate passes it; once reached the run ends incomplete.",
     show_default="as the source recorded",

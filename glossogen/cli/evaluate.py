@@ -20,6 +20,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
+from glossogen.cli._numbers import finite
 from glossogen.cli._refusals import FLAGS, said, said_of_selection
 
 
@@ -136,6 +137,7 @@ def evaluate(
         None,
         "--spend-cap-usd",
         metavar="USD",
+        parser=finite,
         help="--runs-dir: start no run whose estimated judge spend would pass this cap (exit 20).",
     ),
     judge_cache: str | None = typer.Option(

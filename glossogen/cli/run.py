@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._numbers import FLOAT, finite
 from glossogen.cli._refusals import FLAGS, said
 from glossogen.derive import DeriveError
 from glossogen.engine import INTERNAL_FAULT
@@ -121,6 +122,8 @@ def run(
     run_timeout: float | None = typer.Option(
         None,
         "--run-timeout",
+        parser=finite,
+        metavar=FLOAT,
         help="Wall-clock limit of the run in seconds; past it the run ends between rounds, "
         "incomplete.",
         show_default="no limit; with --resume: as recorded",
@@ -128,6 +131,8 @@ def run(
     spend_cap_usd: float | None = typer.Option(
         None,
         "--spend-cap-usd",
+        parser=finite,
+        metavar=FLOAT,
         help="USD the run's own model calls may spend; refused at launch when the dry-run "
         "estimate passes it; once reached no new call is made and the run ends incomplete "
         "(exit 20).",

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._numbers import FLOAT, finite
 from glossogen.launch import observing
 from glossogen.sweep import SweepError, SweepRequest, prepare_sweep, sweep_url
 
@@ -121,6 +122,8 @@ def sweep(
     run_timeout: float = typer.Option(
         0.0,
         "--run-timeout",
+        parser=finite,
+        metavar=FLOAT,
         help="Seconds per run; a run out of time ends between rounds, incomplete (0: none).",
     ),
     max_turns: int = typer.Option(

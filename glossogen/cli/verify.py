@@ -2,16 +2,21 @@
 
 Each run's event log is read once and its books checked (:mod:`glossogen.verify`): every model
 request that began ended once, every completed round has one verdict per team, every
-``simulation_ended`` records what its priced events sum to, a derived run's copied spend is its
-source's, no line is damaged. One line per broken rule on stdout
-(``<run id>: <rule>: <where>: <what>``), then ``verified N runs: M failed``.
+``simulation_ended`` records what its priced events sum to and no priced request costs less
+than nothing, a derived run's copied spend is its source's, no line is damaged, a run no
+process writes has ended (else it is a stopped run whose books cannot close). One line per
+broken rule on stdout (``<run id>: <rule>: <where>: <what>``), then ``verified N runs: M
+failed``. A folder is read alike named by path or selected under ``--runs-dir`` (one verdict),
+and verified once however often or however spelled it is named.
 
 Exit codes: 0 every run balances; 1 some run breaks a rule; 64 usage (run folders and
 ``--runs-dir`` together, a selection flag without ``--runs-dir``, ``--run-id`` with a filter,
 a knob condition with no operator); 65 a knob value that cannot be read as the recorded type,
 a ``--scenario`` no run has, or a selection that matches no run (nothing verified is no pass);
-66 a run that cannot be read (no log, not a run folder, a ``--runs-dir`` that is not a
-folder, run ids that no longer resolve; named on stderr); 69 unreachable storage.
+66 a run that cannot be read (no log, under ``--runs-dir`` too; a ``labels.json``,
+``config.json`` or ``lineage.json`` that is not a JSON object; not a run folder; a
+``--runs-dir`` that is not a folder; run ids that no longer resolve; named on stderr); 69
+unreachable storage.
 """
 
 from __future__ import annotations

@@ -31,7 +31,9 @@ the log, round, agent):
   its ``priced_cost_usd``, the calls whose cost is known. To :data:`TOLERANCE_USD`. A
   GlossoGen 0.5.x log priced no call and is not checked. The probe's ledger
   (:data:`PROBE_LEDGER`): its last probe's requests are priced to the report's
-  ``protocol_probe.cost_usd`` (:func:`check_probe_ledger`).
+  ``protocol_probe.cost_usd`` (:func:`check_probe_ledger`). No priced request costs less than
+  nothing: a negative ``cost_usd`` on one (in the run's log or the probe's ledger) is named,
+  even where the totals add it up.
 - ``inherited``: a derived run's copied priced events are the source's, cost for cost (given
   the source's view).
 - ``log``: no line is damaged (a damaged line may be a lost event), no event is in the log
@@ -40,8 +42,9 @@ the log, round, agent):
   ``verdicts``), and no process that is gone left its last line torn (cut off mid-write: an
   event it held is lost). A live writer's last line may be half written; it is not named.
 - ``ended``: a run no process is writing (its folder is not locked) ends with
-  ``simulation_ended``. One without (killed, or its ending torn or deleted) is an interrupted
-  run whose books cannot close: named in one line, with its torn last line's number when the
+  ``simulation_ended``. One without (killed, or its ending torn or deleted) is a stopped run
+  (the status ``stopped``; ``interrupted`` is a run that logged its ending) whose books cannot
+  close: named in one line, with its torn last line's number when the
   ending was cut off mid-write, and every request it sent that no event settles, by request id
   (a resume settles them). A live run is still playing and is not held to it.
 """
@@ -186,7 +189,7 @@ class _Books:
             last = self.events[-1]
             where = f"after line {self.line(len(self.events) - 1)} (round {last.round_number})"
             what = "the log has no simulation_ended and no process is writing it"
-        detail = f"{what}: an interrupted run whose books cannot close"
+        detail = f"{what}: a stopped run whose books cannot close"
         open_ids = [sent.request_id for sent in unsettled_requests(view)]
         if open_ids:
             detail += f"; {len(open_ids)} request(s) sent and never settled: {', '.join(open_ids)}"
@@ -379,6 +382,20 @@ class _Books:
                 )
 
     # -- spend -------------------------------------------------------------------------------
+    def check_costs(self) -> None:
+        """No priced request has a negative cost (a total may sum it and still balance)."""
+        for index, event in enumerate(self.events):
+            if not isinstance(event, (*_PRICED, ProbeRequestSettled)):
+                continue
+            cost = event.cost_usd
+            if cost is not None and cost < 0:
+                self.add(
+                    "spend",
+                    self.where(index, getattr(event, "agent_id", None)),
+                    f"{event.event_type} cost_usd {_usd(cost)} is negative: "
+                    "a priced request cannot cost less than nothing",
+                )
+
     def check_spend(self) -> None:
         from glossogen.eventlog._view import Spend
 
@@ -518,6 +535,7 @@ def check_probe_ledger(
     books._check_request_ids(
         ": the evaluate that sent it was killed (the next probe logs it abandoned)"
     )
+    books.check_costs()
     if reported is not None:
         books.check_probe_spend(*reported)
     return books.broken
@@ -563,6 +581,7 @@ def check_books(view: RunView, run_id: str, source: RunView | None = None) -> li
     books.check_log()
     books.check_requests()
     books.check_verdicts()
+    books.check_costs()
     books.check_spend()
     books.check_ended()
     if source is not None and view.derived:

@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
-from glossogen.export._knobfilter import SelectionError, parse_conditions
+from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
 from glossogen.refusals import Refusal
-from glossogen.storage import RunFolder, RunStore, path_kind
+from glossogen.storage import RunFolder, RunStore, path_kind, resolved
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``max_runs`` overrides it)."""
@@ -208,12 +208,30 @@ class SelectedRuns:
         missing_run_ids: Explicit ids that no longer resolve (no folder or no log).
         scanned: Run folders considered before filtering.
         unreadable: Run folders skipped because their files could not be read, with the reason.
+        unstarted: Run folders the filters select whose event log does not exist (a claimed
+            run whose player has not begun, or a log deleted), by run id: not in ``records``
+            (there is nothing of them to export); a reader that must account for every run
+            selected (``glossogen verify``) names them.
     """
 
     records: list[RunRecord] = field(default_factory=list)
     missing_run_ids: list[str] = field(default_factory=list)
     scanned: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)
+    unstarted: list[str] = field(default_factory=list)
+    _places: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, record: RunRecord) -> None:
+        """Keep ``record`` unless its folder is one kept already under another run id.
+
+        A run folder linked into the runs dir under a second name (``veyru/17`` and a link
+        ``veyru/18`` to it) is one run: the first name selected keeps it, so no command
+        counts its figures twice.
+        """
+        place = resolved(record.run_url)
+        if place not in self._places:
+            self._places.add(place)
+            self.records.append(record)
 
     @property
     def scenarios(self) -> list[str]:
@@ -266,15 +284,29 @@ def _has_labels(labels: dict[str, Any], wanted: list[str]) -> bool:
 
 
 def load_run(store: RunStore, run_id: str) -> RunRecord:
-    """Read one run folder into a :class:`RunRecord` (folder files and log head and tail).
+    """Read the folder of ``run_id`` in ``store`` into a :class:`RunRecord` (:func:`load_folder`).
 
     Raises:
         FileNotFoundError: if the run has no event log.
         ValueError: if ``config.json``, ``labels.json`` or ``lineage.json`` is not valid JSON.
         StorageError: if the storage is unreachable.
     """
-    folder = store.open_run(run_id)
-    scenario, url = folder.scenario, folder.url
+    return load_folder(store.open_run(run_id))
+
+
+def load_folder(folder: RunFolder) -> RunRecord:
+    """Read one run folder into a :class:`RunRecord` (folder files and log head and tail).
+
+    A run named by its folder (``glossogen verify RUN_DIR``) and one selected under its runs
+    directory are read alike, so both get the same verdict.
+
+    Raises:
+        FileNotFoundError: if the run has no event log.
+        ValueError: if the log is not a run's (:class:`NotARunLog`), or ``config.json``,
+            ``labels.json``, ``lineage.json`` or a report is not a JSON object (naming it).
+        StorageError: if the storage is unreachable.
+    """
+    run_id, scenario, url = folder.run_id, folder.scenario, folder.url
     try:
         facts = read_log_facts(folder.log_url)
     except (IsADirectoryError, NotADirectoryError):
@@ -411,7 +443,7 @@ def _select_by_ids(
             result.missing_run_ids.append(run_id)
             continue
         try:
-            result.records.append(load(store, run_id))
+            result.add(load(store, run_id))
         except FileNotFoundError:
             result.missing_run_ids.append(run_id)
         except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
@@ -479,25 +511,54 @@ def select_runs(
     status = _status_word(selection.status)
     for run_id in run_ids:
         try:
-            record = load(store, run_id)
-        except FileNotFoundError:
-            continue  # a folder with no log yet: a launch that has not written its first event
+            try:
+                record, started = load(store, run_id), True
+            except FileNotFoundError:  # no log: a launch that has not written its first event
+                record, started = _unstarted(store.open_run(run_id)), False
         except ValueError as exc:  # NotARunLog, a broken JSON file: one note, the rest go on
             result.unreadable[run_id] = str(exc).splitlines()[0][:300]
             continue
-        if selection.labels and not _has_labels(record.labels, selection.labels):
+        if not _matches(record, selection, conditions, status):
             continue
-        if not all(c.matches(record.config) for c in conditions):
+        if not started:
+            result.unstarted.append(run_id)
             continue
-        if status is not None and status not in (
-            record.status.casefold(),
-            (record.facts.status_detail or "").casefold(),
-        ):
-            continue
-        if selection.contains_agent_id is not None and (
-            selection.contains_agent_id not in record.facts.agents
-        ):
-            continue
-        result.records.append(record)
+        result.add(record)
         _check_limit(len(result.records), max_runs)
     return result
+
+
+def _unstarted(folder: RunFolder) -> RunRecord:
+    """The record of a run folder with no event log: its claim's (:func:`queued_run`), else bare.
+
+    Raises:
+        ValueError: ``config.json`` or ``labels.json`` is not valid JSON.
+        StorageError: the storage is unreachable.
+    """
+    queued = queued_run(folder)
+    if queued is not None:
+        return queued
+    return RunRecord(run_id=folder.run_id, scenario=folder.scenario, run_url=folder.url,
+                     log_url=folder.log_url, config={}, labels={}, lineage=None,
+                     facts=LogFacts(status=QUEUED))  # fmt: skip
+
+
+def _matches(
+    record: RunRecord,
+    selection: FilterSelection,
+    conditions: list[KnobCondition],
+    status: str | None,
+) -> bool:
+    """Whether ``record`` passes the filters read from its files (labels, knobs, log)."""
+    if selection.labels and not _has_labels(record.labels, selection.labels):
+        return False
+    if not all(c.matches(record.config) for c in conditions):
+        return False
+    if status is not None and status not in (
+        record.status.casefold(),
+        (record.facts.status_detail or "").casefold(),
+    ):
+        return False
+    return selection.contains_agent_id is None or (
+        selection.contains_agent_id in record.facts.agents
+    )

@@ -23,6 +23,7 @@ from glossogen.storage._fs import (
     path_kind,
     put_if_unchanged,
     read_with_etag,
+    resolved,
     translate_errors,
     write_bytes_atomic,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "path_kind",
     "put_if_unchanged",
     "read_with_etag",
+    "resolved",
     "translate_errors",
     "write_bytes_atomic",
 ]

@@ -106,6 +106,20 @@ def absolute(url: str) -> str:
     return os.path.abspath(os.path.expanduser(url))
 
 
+def resolved(url: str) -> str:
+    """Return one spelling per place: two names of one folder resolve to the same string.
+
+    A local path (or ``file://`` URL) becomes its real path (``~`` expanded, ``.``/``..``,
+    symbolic links and a trailing ``/`` resolved: ``runs/veyru/17/`` and a link to it are one
+    folder); another fsspec URL loses its trailing ``/`` (object storage has no links).
+    """
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    if _is_url(url):
+        return url.rstrip("/")
+    return os.path.realpath(os.path.expanduser(url))
+
+
 def nearest_existing(path: str) -> str:
     """The absolute local ``path``, or its nearest ancestor that exists (where creating starts)."""
     probe = os.path.abspath(path)

@@ -27,7 +27,10 @@ from glossogen.eventlog import (
 )
 from glossogen.export import FilterSelection, SelectedRuns, Selection
 from glossogen.refusals import NothingSelected, Refusal
-from glossogen.storage import RunFolder, StorageError, path_kind
+from glossogen.storage import RunFolder, StorageError, path_kind, resolved
+
+NO_LOG = "no event log"
+"""Why a run folder with no event log cannot be verified (a claim never begun, a log deleted)."""
 
 
 class VerifyError(ValueError):
@@ -196,26 +199,63 @@ def _probe_cost(folder: RunFolder) -> tuple[str, float | None] | None:
 
 
 def _folders(request: VerifyRequest, found: Verification) -> list[RunFolder]:
-    """The run folders the request names (unreadable or missing ones noted in ``found``)."""
+    """The run folders the request names, each once (unreadable or missing ones in ``found``).
+
+    A folder named twice, or by two spellings (``runs/veyru/17/``, a link to it), is one run:
+    it is verified, or named unreadable, once.
+    """
     if request.runs_dir is None:
-        folders = []
-        for run_dir in request.run_dirs:
-            if path_kind(run_dir) == "missing":
-                found.unreadable[run_dir] = f"{run_dir!r} does not exist"
-                continue
-            try:
-                folders.append(RunFolder.at(run_dir))
-            except ValueError as exc:
-                found.unreadable[run_dir] = str(exc)
-        return folders
-    selected = select_cohort(request.runs_dir, request.selection, "verify")
+        return _named(request.run_dirs, found)
+    selected = select_cohort(request.runs_dir, request.selection, "verify", unstarted=True)
     found.unreadable.update(selected.unreadable)
+    found.unreadable.update({run_id: NO_LOG for run_id in selected.unstarted})
     found.missing_run_ids.extend(selected.missing_run_ids)
-    return [RunFolder.at(record.run_url) for record in selected.records]
+    return [RunFolder.at(record.run_url) for record in selected.records]  # each place once
 
 
-def select_cohort(runs_dir: str, selection: Selection, verb: str) -> SelectedRuns:
+def _named(run_dirs: list[str], found: Verification) -> list[RunFolder]:
+    """The run folders named one by one, read as a runs dir's selection reads them.
+
+    Each is read by :func:`~glossogen.export.load_folder`, as ``select_cohort`` reads a run
+    under a runs dir, so a folder gets the same verdict however it is named (a broken
+    ``labels.json`` makes it unreadable both ways).
+    """
+    from glossogen.export import load_folder
+
+    folders: list[RunFolder] = []
+    seen: set[str] = set()
+    for run_dir in run_dirs:
+        where = resolved(run_dir)
+        if where in seen:
+            continue
+        seen.add(where)
+        if path_kind(run_dir) == "missing":
+            found.unreadable[run_dir] = f"{run_dir!r} does not exist"
+            continue
+        try:
+            folder = RunFolder.at(run_dir)
+            load_folder(folder)
+        except FileNotFoundError:
+            found.unreadable[run_dir] = NO_LOG
+            continue
+        except ValueError as exc:  # not a run folder or log, a broken JSON file
+            found.unreadable[run_dir] = str(exc).splitlines()[0][:300]
+            continue
+        folders.append(folder)
+    return folders
+
+
+def select_cohort(
+    runs_dir: str, selection: Selection, verb: str, unstarted: bool = False
+) -> SelectedRuns:
     """The export's selection of runs under ``runs_dir``, for a command that must find one.
+
+    Args:
+        runs_dir: The runs directory.
+        selection: Which runs.
+        verb: What the command does with them (``verify``), for the refusal of none.
+        unstarted: Count a selected run folder with no event log
+            (:attr:`SelectedRuns.unstarted`) as a run found (``verify`` names it).
 
     Raises:
         VerifyError: ``runs_dir`` is not a folder (66), its storage is unreachable (69), or
@@ -233,7 +273,10 @@ def select_cohort(runs_dir: str, selection: Selection, verb: str) -> SelectedRun
     except StorageError as exc:
         raise VerifyError(str(exc), 69) from None
     selected = select_runs(runs_dir, selection, max_runs=sys.maxsize)
-    if not (selected.records or selected.unreadable or selected.missing_run_ids):
+    if not unstarted:
+        selected.unstarted = []
+    if not (selected.records or selected.unreadable or selected.missing_run_ids
+            or selected.unstarted):  # fmt: skip
         nothing = NothingSelected(
             runs_dir=runs_dir,
             filters=selection_filters(selection),
@@ -271,7 +314,7 @@ def verify_runs(
         try:
             run = verify_run(folder, sources)
         except FileNotFoundError:
-            found.unreadable[folder.url] = "no event log"
+            found.unreadable[folder.url] = NO_LOG
             continue
         except (ValueError, IsADirectoryError, NotADirectoryError) as exc:
             found.unreadable[folder.url] = str(exc).splitlines()[0][:300]

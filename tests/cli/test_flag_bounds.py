@@ -1,5 +1,7 @@
 """A numeric flag out of bounds: one line that names the flag and repeats the value, exit 64,
-nothing written. (``evaluate``'s replica flags: tests/evaluation/test_command.py.)"""
+nothing written. A float flag that is no finite number as typed (``inf``, ``nan``, ``1e400``
+that reads as infinity, ``1e-400`` that reads as 0) is refused quoting the text typed, in every
+command that takes one. (``evaluate``'s replica flags: tests/evaluation/test_command.py.)"""
 
 from __future__ import annotations
 
@@ -17,6 +19,23 @@ FORK = ["fork-at-round", "veyru", "--source-run-dir", "OUT/veyru/1", "--after-ro
         "--runs-dir", "OUT"]  # fmt: skip
 FORK_FROM = ["fork-at-round", "veyru", "--source-run-dir", "OUT/veyru/1", "--runs-dir", "OUT"]
 # (The source folder does not exist: a bound is refused before the source is read.)
+REPLACE = ["replace-agent", "veyru", "--source-run-dir", "OUT/veyru/1", "--after-round", "1",
+           "--replaced-agent-id", "field_observer", "--model", "scripted", "--provider",
+           "scripted", "--runs-dir", "OUT"]  # fmt: skip
+EVALUATE = ["evaluate", "--runs-dir", "OUT"]
+
+INFINITE = "not a finite number"
+TOO_LARGE = "not a finite number (too large: it reads as infinity)"
+TOO_SMALL = "too close to 0 to be read (it reads as 0)"
+NOT_FINITE = [  # (command, flag, typed, why): refused quoting the text typed
+    (SWEEP, "--run-timeout", "inf", INFINITE), (SWEEP, "--run-timeout", "nan", "not a number"),
+    (SWEEP, "--run-timeout", "abc", "not a number"), (SWEEP, "--run-timeout", "1e400", TOO_LARGE),
+    (SWEEP, "--run-timeout", "1e-400", TOO_SMALL), (RUN, "--spend-cap-usd", "1e400", TOO_LARGE),
+    (RUN, "--spend-cap-usd", "NaN", "not a number"), (RUN, "--spend-cap-usd", "-1e-400", TOO_SMALL),
+    (RUN, "--run-timeout", "-Infinity", INFINITE), (FORK, "--spend-cap-usd", "1E999", TOO_LARGE),
+    (FORK, "--run-timeout", "nan", "not a number"), (REPLACE, "--spend-cap-usd", "inf", INFINITE),
+    (EVALUATE, "--spend-cap-usd", "1e400", TOO_LARGE),
+]  # fmt: skip
 
 CASES = [
     (RUN + ["--max-agent-turns", "0"], "--max-agent-turns must be at least 1, got 0"),
@@ -26,23 +45,24 @@ CASES = [
     (SWEEP + ["--concurrency", "-2"], "--concurrency -2: use 1 or more"),
     (SWEEP + ["--run-timeout", "-1.5"],
      "--run-timeout must be a finite number of seconds, 0 or more (0: none), got -1.5"),
-    (SWEEP + ["--run-timeout", "inf"],
-     "--run-timeout must be a finite number of seconds, 0 or more (0: none), got inf"),
-    (SWEEP + ["--run-timeout", "nan"],
-     "--run-timeout must be a finite number of seconds, 0 or more (0: none), got nan"),
+    *[(command + [flag, typed], f"Invalid value for '{flag}': {typed!r} is {why}")
+      for command, flag, typed, why in NOT_FINITE],
+    (RUN + ["--spend-cap-usd=inf"], f"Invalid value for '--spend-cap-usd': 'inf' is {INFINITE}"),
+    (RUN + ["--spend-cap-usd", "-2.50"],
+     "--spend-cap-usd must be a number of USD above 0, got -2.5"),
     (EXPORT + ["--max-runs", "0"], "--max-runs must be at least 1, got 0"),
     (FORK + ["--rounds-after", "0"], "--rounds-after must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "0"], "--after-round must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "-2", "--rounds-after", "1"],
      "--after-round must be at least 1, got -2"),
-    (SWEEP + ["--run-timeout", "abc"], "Invalid value for '--run-timeout': Input should be a "
-     "valid number, unable to parse string as a number: got 'abc'"),
     (SWEEP + ["--concurrency=1.5"], "Invalid value for '--concurrency': Input should be a "
      "valid integer, unable to parse string as an integer: got '1.5'"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("argv", "message"), CASES, ids=[c[1][:40] for c in CASES])
+@pytest.mark.parametrize(
+    ("argv", "message"), CASES, ids=[" ".join(c[0][:1] + c[0][-2:]) for c in CASES]
+)
 def test_a_refused_number_is_repeated_in_one_line_and_nothing_is_written(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -352,7 +352,7 @@ def test_a_cap_with_a_model_the_price_catalogue_lacks_is_refused(
     assert not runs.exists()
 
 
-@pytest.mark.parametrize("raw", ["0", "-2", "inf", "nan"])
+@pytest.mark.parametrize("raw", ["0", "-2"])  # inf, nan, 1e400: tests/cli/test_flag_bounds.py
 def test_a_cap_that_is_not_a_positive_amount_is_a_usage_error(
     raw: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

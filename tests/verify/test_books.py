@@ -177,12 +177,12 @@ def test_a_live_process_is_not_held_to_requests_still_in_flight(
         f"agent {seat}): 1 request(s) sent after the answer at line {line_of(events, before)} "
         "and before this one (cycle 3) ended in no event: no answer, failure or abandonment",
         f"{run_id}: ended: after line {len(events)} (round {events[-1]['round_number']}): the "
-        "log has no simulation_ended and no process is writing it: an interrupted run whose "
+        "log has no simulation_ended and no process is writing it: a stopped run whose "
         "books cannot close",
     ]
 
 
-def test_a_torn_or_deleted_ending_names_the_run_interrupted_in_one_line(
+def test_a_torn_or_deleted_ending_names_the_run_stopped_in_one_line(
     veyru: RunFolder, tmp_path: Path
 ) -> None:
     assert _texts(veyru) == []  # the finished run passes
@@ -194,7 +194,7 @@ def test_a_torn_or_deleted_ending_names_the_run_interrupted_in_one_line(
     log.write_text(text[: len(text) - len(ending) - 1 + len(ending) // 2])  # cut mid-write
     assert _texts(RunFolder.at(str(log.parent))) == [
         f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
-        "simulation_ended precedes it: an interrupted run whose books cannot close"
+        "simulation_ended precedes it: a stopped run whose books cannot close"
     ]
     folder = RunFolder.at(str(log.parent))
     lock = folder.lock()  # a live writer's last line may be half written: not named
@@ -209,7 +209,7 @@ def test_a_torn_or_deleted_ending_names_the_run_interrupted_in_one_line(
     write(log, events)
     assert _texts(RunFolder.at(str(log.parent))) == [
         f"{run_id}: ended: after line {len(events)} (round {events[-1]['round_number']}): the "
-        "log has no simulation_ended and no process is writing it: an interrupted run whose "
+        "log has no simulation_ended and no process is writing it: a stopped run whose "
         "books cannot close"
     ]
 

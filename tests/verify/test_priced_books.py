@@ -239,7 +239,7 @@ def test_a_run_killed_with_a_request_in_flight_names_it_by_id_in_one_line(
     model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A log cut right after a request was logged as sent (its process killed, never resumed):
-    one line names the run interrupted, its books open, and the request by its id."""
+    one line names the run stopped, its books open, and the request by its id."""
     folder = _play_on(model_stub, monkeypatch, tmp_path)
     run_id, log = copy_run(folder, tmp_path / "copies", 1000000012)
     events = lines(log)
@@ -248,6 +248,6 @@ def test_a_run_killed_with_a_request_in_flight_names_it_by_id_in_one_line(
     write(log, kept)
     assert [rule.text for rule in verify_run(RunFolder.at(str(log.parent))).broken] == [
         f"{run_id}: ended: after line {len(kept)} (round 1): the log has no simulation_ended "
-        "and no process is writing it: an interrupted run whose books cannot close; 1 "
+        "and no process is writing it: a stopped run whose books cannot close; 1 "
         f"request(s) sent and never settled: {sent['request_id']}"
     ]

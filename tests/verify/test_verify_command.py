@@ -3,6 +3,7 @@ the exit codes (0 balanced, 1 broken, 64 usage, 65 refused, 66 unreadable)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,8 @@ import pytest
 from glossogen.cli import main
 from glossogen.eventlog import RunView
 from glossogen.storage import RunFolder
-from tests.fixtures.played_runs import play_run
-from tests.verify.runs import copy_run, duplicate_verdict
+from tests.fixtures.played_runs import claim_unbegun, play_run
+from tests.verify.runs import copy_run, duplicate_verdict, line_of, lines, write
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
@@ -177,11 +178,104 @@ def test_a_run_whose_ending_was_torn_fails_naming_the_line(
     text = log.read_text()
     log.write_text(text[: len(text) - 40])  # the simulation_ended line cut mid-write
     torn = len(text.splitlines())
+    line = (f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
+            "simulation_ended precedes it: a stopped run whose books cannot close")  # fmt: skip
     assert _verify(capsys, str(log.parent), cohort["one_dir"]) == (
+        1, [line, "verified 2 runs: 1 failed"], [])  # fmt: skip
+    # The words are the status filter's: --status stopped selects it, --status interrupted not.
+    assert _verify(capsys, "--runs-dir", str(tmp_path), "--status", "stopped") == (
+        1, [line, "verified 1 run: 1 failed"], [])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(tmp_path), "--status", "interrupted") == (
+        65, [], [f"glossogen: error: no run under {tmp_path} matches --status 'interrupted' "
+                 "(1 scanned): nothing to verify"])  # fmt: skip
+
+
+def test_a_run_folder_with_no_log_is_unreadable_however_it_is_named(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A claimed run folder whose log never began is named under --runs-dir as by its path
+    (66); a folder not named as a run is still no run; a filter it fails leaves it out."""
+    root = tmp_path / "runs"
+    copy_run(RunFolder.at(cohort["one_dir"]), root, 1000000030)  # labelled arm=a, completed
+    claimed = claim_unbegun(str(root), ("labels.arm=a",), now_unix=1000000031)
+    assert sorted(p.name for p in Path(claimed.url).iterdir()) == ["config.json", "labels.json"]
+    (root / "notes" / "drafts").mkdir(parents=True)
+    unread = "glossogen: error: veyru/1000000031: cannot be read: no event log"
+    assert _verify(capsys, "--runs-dir", str(root)) == (
+        66, ["verified 1 run: 0 failed, 1 unreadable"], [unread])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--label", "arm=a") == (
+        66, ["verified 1 run: 0 failed, 1 unreadable"], [unread])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--status", "queued") == (
+        66, ["verified 0 runs: 0 failed, 1 unreadable"], [unread])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--status", "completed") == (
+        0, ["verified 1 run: 0 failed"], [])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root), "--label", "arm=b", "--scenario", "veyru") == (
+        65, [], [f"glossogen: error: no run under {root} matches --scenario 'veyru' --label "
+                 "'arm=b' (2 scanned): nothing to verify"])  # fmt: skip
+    assert _verify(capsys, claimed.url) == (
+        66, ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: {claimed.url}: cannot be read: no event log"])  # fmt: skip
+
+
+def test_a_broken_labels_json_is_unreadable_however_the_run_is_named(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    run_id, log = copy_run(RunFolder.at(cohort["one_dir"]), root, 1000000040)
+    labels = log.parent / "labels.json"
+    labels.write_text('{"arm": ')
+    reason = (f"cannot be read: {labels} is not valid JSON (Expecting value: line 1 column 9 "
+              "(char 8))")  # fmt: skip
+    assert _verify(capsys, str(log.parent)) == (
+        66, ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: {log.parent}: {reason}"])  # fmt: skip
+    assert _verify(capsys, "--runs-dir", str(root)) == (
+        66, ["verified 0 runs: 0 failed, 1 unreadable"], [f"glossogen: error: {run_id}: {reason}"])  # fmt: skip
+
+
+def test_one_folder_named_twice_is_verified_once(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same folder twice, with a trailing slash, through a link, or linked under a second
+    run id in a runs dir: one run, one line per broken rule."""
+    broken = cohort["broken_dir"]
+    link = tmp_path / "links" / "veyru" / "1000000009"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(broken)
+    assert _verify(capsys, broken, broken + "/", str(link), broken) == (
+        1, [cohort["line"], "verified 1 run: 1 failed"], [])  # fmt: skip
+    gone = tmp_path / "veyru" / "1000000001"
+    assert _verify(capsys, str(gone), str(gone)) == (
+        66, ["verified 0 runs: 0 failed, 1 unreadable"],
+        [f"glossogen: error: {gone}: cannot be read: '{gone}' does not exist"])  # fmt: skip
+    root = tmp_path / "runs"
+    copy_run(RunFolder.at(broken), root, 1000000009)
+    (root / "veyru" / "1000000050").symlink_to(root / "veyru" / "1000000009")
+    assert _verify(capsys, "--runs-dir", str(root)) == (
+        1, [cohort["line"], "verified 1 run: 1 failed"], [])  # fmt: skip
+
+
+def test_a_negative_cost_that_balances_is_named(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One answer priced below nothing, the ending's figures edited to match: the totals
+    balance, and the cost is named in one line."""
+    run_id, log = copy_run(RunFolder.at(cohort["one_dir"]), tmp_path, 1000000060)
+    events = lines(log)
+    answer = next(e for e in events if e["event_type"] == "llm_response_received")
+    ended = next(e for e in events if e["event_type"] == "simulation_ended")
+    seat = answer["agent_id"]
+    assert (answer["cost_usd"], ended["total_cost_usd"]) == (0.0, 0.0)
+    answer["cost_usd"] = ended["total_cost_usd"] = -0.25
+    next(c for c in ended["agent_costs"] if c["agent_id"] == seat)["cost_usd"] = -0.25
+    write(log, events)
+    assert json.loads(log.read_text().splitlines()[-1])["total_cost_usd"] == -0.25
+    assert _verify(capsys, str(log.parent)) == (
         1,
-        [f"{run_id}: ended: line {torn}: the last line is torn (cut off mid-write) and no "
-         "simulation_ended precedes it: an interrupted run whose books cannot close",
-         "verified 2 runs: 1 failed"],
+        [f"{run_id}: spend: line {line_of(events, answer)} (round 1, agent {seat}): "
+         "llm_response_received cost_usd -0.25 is negative: a priced request cannot cost less "
+         "than nothing",
+         "verified 1 run: 1 failed"],
         [],
     )  # fmt: skip
 

@@ -1,0 +1,40 @@
+"""Numbers typed on the command line, read as typed and refused as typed.
+
+A float flag (``--spend-cap-usd``, ``--run-timeout``) read by :func:`finite` takes only a
+finite number that is the number typed: ``1e400`` (which reads as infinity), ``inf``, ``nan``
+and ``1e-400`` (which reads as 0, and 0 is "no limit" to some flags) are refused in one line
+that repeats the text the user typed, before any bound is checked or anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+
+import typer
+
+FLOAT = "FLOAT"
+"""The metavar of a float flag read by :func:`finite` (what typer shows for a plain float)."""
+
+
+def finite(text: str | float) -> float:
+    """Return the finite number ``text`` spells (a typer ``parser=`` of a float flag).
+
+    Raises:
+        typer.BadParameter: ``text`` is no number, ``nan``, infinite (``inf``, or too large
+            to be read: ``1e400``), or a number other than 0 too small to be read (``1e-400``);
+            the message quotes ``text`` as typed.
+    """
+    typed = str(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{typed!r} is not a number") from None
+    if math.isnan(value):
+        raise typer.BadParameter(f"{typed!r} is not a number")
+    digits = [c for c in typed.lower().partition("e")[0] if c.isdigit()]
+    if math.isinf(value):
+        why = " (too large: it reads as infinity)" if digits else ""
+        raise typer.BadParameter(f"{typed!r} is not a finite number{why}")
+    if value == 0 and any(c != "0" for c in digits):
+        raise typer.BadParameter(f"{typed!r} is too close to 0 to be read (it reads as 0)")
+    return value
