@@ -1,6 +1,8 @@
-"""The sweep flow: plan the grid, launch what the ledger lacks, summarise, exit with a code.
+"""The sweep flow: take the plan, launch what the ledger lacks, summarise, exit with a code.
 
-The loop lives here and reads as task calls: ``plan_sweep``, ``find_workers``, then per trial
+The flow takes the sweep's plan whole (``glossogen sweep`` planned it once from its
+``SweepRequest``; a deployment's flow run, handed the request alone, plans it once with the
+``plan_sweep`` task). The loop lives here and reads as task calls: ``find_workers``, then per trial
 ``launch_trial`` (on a worker) or a ``simulate``/``resume`` subflow followed by ``read_trial``
 (in this process), and ``publish_census`` after each run ends. What to launch next under the
 spend cap, and what each outcome changes, are the Prefect-free steps of
@@ -17,12 +19,12 @@ from prefect import flow
 from prefect.exceptions import TerminationSignal
 
 from flows.simulate import resume, simulate
-from glossogen.launch import plan_run
 from glossogen.sweep import (
     Launch,
     RunRecord,
     SweepMode,
-    SweepOptions,
+    SweepPlan,
+    SweepRequest,
     SweepRun,
     SweepSummary,
     TrialKey,
@@ -30,14 +32,11 @@ from glossogen.sweep import (
 from tasks.sweep import (
     find_workers,
     launch_trial,
-    plan,
+    planned,
     publish_census,
     read_trial,
     refused_before_start,
 )
-
-DEFAULT_CONCURRENCY = 4
-"""Runs in flight at once when ``concurrency`` is not given."""
 
 CANCEL_WAIT_SECONDS = 60.0
 """How long an interrupted sweep waits for its cancelled runs to log ``simulation_ended``."""
@@ -52,7 +51,7 @@ Play = Callable[[Launch], Awaitable[RunRecord]]
 async def play_in_process(
     launch: Launch, sweep_id: str | None = None, epoch: int | None = None
 ) -> RunRecord:
-    """Play the trial in this process as a ``simulate`` subflow and read its record back.
+    """Play the trial in this process as a ``simulate`` subflow of its planned config.
 
     An interrupted run (``launch.resume_url``) continues in place as a ``resume`` subflow.
     Given the sweep's id and epoch, a run the Prefect API refused to start
@@ -79,7 +78,7 @@ async def play_in_process(
     ):
         with attempt:
             if launch.resume_url is None:
-                result = await simulate(plan_run(launch.request), runs_dir=launch.request.runs_dir)
+                result = await simulate(launch.config, runs_dir=launch.request.runs_dir)
             else:
                 result = await resume(run_dir=launch.resume_url)
     return read_trial(launch, result.run_id, result.run_url)
@@ -144,17 +143,22 @@ async def _play(
         await publish(run.summary())
 
 
-@flow(name="sweep", flow_run_name="sweep-{spec_path}")
-async def sweep(
-    spec_path: str,
-    replace: bool = False,
-    concurrency: int | None = None,
-    run_timeout_seconds: float | None = None,
-    max_turns: int | None = None,
-    qualification: bool = False,
-    stability_retry: str | None = None,
-) -> SweepSummary:
+def _run_name() -> str:
+    """``sweep-<spec path>``, from the flow run's request (an object, or a deployment's dict)."""
+    from prefect.runtime import flow_run
+
+    request = flow_run.parameters.get("request")
+    if isinstance(request, dict):
+        return f"sweep-{request.get('spec_path', '')}"
+    return f"sweep-{getattr(request, 'spec_path', '')}"
+
+
+@flow(name="sweep", flow_run_name=_run_name)
+async def sweep(request: SweepRequest, plan: SweepPlan | None = None) -> SweepSummary:
     """Play every (cell, trial) of the spec that has no run yet, and write ``run_summary.json``.
+
+    ``plan`` is ``request`` planned (:func:`glossogen.sweep.prepare_sweep`), taken whole;
+    without it (a deployment's flow run) the request is planned here, once.
 
     A cell whose provider has a ``simulate-<provider>`` deployment with a worker online runs
     there (``launch_trial``, idempotency key ``<sweep>/<cell>/<trial>@<claim nonce>``); the
@@ -164,15 +168,8 @@ async def sweep(
     Raises:
         SweepError: the spec or a cell is refused (nothing launched or written).
     """
-    options = SweepOptions(
-        replace=replace,
-        concurrency=concurrency or DEFAULT_CONCURRENCY,
-        run_timeout_seconds=run_timeout_seconds,
-        max_turns=max_turns,
-        qualification=qualification,
-        stability_retry=stability_retry,  # type: ignore[arg-type]  # pydantic validates it
-    )
-    sweep_plan = plan(spec_path, options)
+    sweep_plan = plan if plan is not None else planned(request)
+    options = sweep_plan.options
     served = set(await find_workers([c.cell.provider for c in sweep_plan.cells]))
     providers = {c.cell.provider for c in sweep_plan.cells}
     mode: SweepMode = (

@@ -31,6 +31,12 @@ class Refusal(BaseModel):
         colon: With no value shown, a reason that does not read on from the name: worded
             ``"<name>: <reason>"``.
         trails: The name ends the line: ``"<reason> <name>"`` (``replacing an agent needs``).
+        listed: Fields named after the reason, comma-separated:
+            ``"<name> <reason> <name>, <name>"`` (``run_ids cannot be combined with``).
+        inline: The reason is the whole line and holds ``{name}`` where the name goes
+            (``name run folders or a runs dir ({name}), not both``).
+        called: How the line names ``field`` when the surface gives it no name of its own
+            ("": by the field's name; ``knob condition`` for a refused ``knob`` condition).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -42,6 +48,9 @@ class Refusal(BaseModel):
     also: tuple[str, ...] = ()
     colon: bool = False
     trails: bool = False
+    listed: tuple[str, ...] = ()
+    inline: bool = False
+    called: str = ""
 
     def worded(self, names: str | Mapping[str, str] | None = None) -> str:
         """Return the one-line refusal naming each field as a surface does.
@@ -53,10 +62,17 @@ class Refusal(BaseModel):
         Returns:
             ``"<name> <value>: <reason>"``, ``"<name> <reason>"`` when no value is shown
             (``"<name>: <reason>"`` with ``colon``), ``"<reason> <name>"`` with ``trails``,
-            or ``"<reason>: pass <name>"`` when the reason asks for the field.
+            ``"<reason>: pass <name>"`` when the reason asks for the field, or
+            ``"<name> <reason> <name>, <name>"`` with ``listed``, or the reason with the name
+            in place of ``{name}`` with ``inline``.
         """
         table = {self.field: names} if isinstance(names, str) else dict(names or {})
-        named = " and ".join(table.get(f, f) for f in (self.field, *self.also))
+        own = {self.field: self.called} if self.called else {}
+        named = " and ".join(table.get(f, own.get(f, f)) for f in (self.field, *self.also))
+        if self.inline:
+            return self.reason.replace("{name}", named)
+        if self.listed:
+            return f"{named} {self.reason} {', '.join(table.get(f, f) for f in self.listed)}"
         if self.asks:
             return f"{self.reason}: pass {named}"
         if self.trails:
@@ -66,16 +82,55 @@ class Refusal(BaseModel):
         return f"{named}: {self.reason}" if self.colon else f"{named} {self.reason}"
 
 
-def refusal_of(exc: BaseException) -> Refusal | None:
-    """Return the refusal an error carries (``exc.refusal``), or None."""
+class NothingSelected(BaseModel):
+    """A selection of runs that matched none: where, the filters given, how many were scanned.
+
+    Attributes:
+        runs_dir: The runs directory searched.
+        filters: Each filter given, as ``(field, value shown)``, a list filter once per value.
+        scanned: Runs scanned.
+        verb: What was to be done (``verify``, ``rejudge``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    runs_dir: str
+    filters: tuple[tuple[str, str], ...] = ()
+    scanned: int = 0
+    verb: str
+
+    def worded(self, names: Mapping[str, str] | None = None) -> str:
+        """Return the one line, each filter named as ``names`` says (default: its field)."""
+        table = dict(names or {})
+        asked = " ".join(f"{table.get(f, f)} {value}" for f, value in self.filters)
+        what = (
+            f"no run under {self.runs_dir} matches {asked} ({self.scanned} scanned)"
+            if asked
+            else f"{self.runs_dir} holds no run"
+        )
+        return f"{what}: nothing to {self.verb}"
+
+
+def refusal_of(exc: BaseException) -> Refusal | NothingSelected | None:
+    """Return the refusal an error carries (``exc.refusal``), or None.
+
+    A pydantic ``ValidationError`` whose first error a validator raised carrying one gives
+    that one (its ``ctx["error"]``).
+    """
     found = getattr(exc, "refusal", None)
-    return found if isinstance(found, Refusal) else None
+    if found is None and callable(getattr(exc, "errors", None)):
+        try:
+            cause = exc.errors()[0].get("ctx", {}).get("error")  # type: ignore[attr-defined]
+        except (IndexError, TypeError, AttributeError):
+            cause = None
+        found = getattr(cause, "refusal", None)
+    return found if isinstance(found, (Refusal, NothingSelected)) else None
 
 
 def worded(exc: BaseException, names: Mapping[str, str] | None = None) -> str:
     """Return an error's one line, a refused request value named as ``names`` says.
 
-    An error that carries no :class:`Refusal` is its ``str()``.
+    An error that carries no :class:`Refusal` (nor :class:`NothingSelected`) is its ``str()``.
     """
     refusal = refusal_of(exc)
     return str(exc) if refusal is None else refusal.worded(names)

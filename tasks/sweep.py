@@ -16,16 +16,15 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from glossogen.launch import ResumeRequest, claim_folder, notify, plan_resume, plan_run
+from glossogen.launch import ResumeRequest, claim_folder, notify, plan_resume
 from glossogen.storage import LABELS, RunFolder, RunStore
 from glossogen.sweep import (
     Launch,
     RunRecord,
-    SweepOptions,
     SweepPlan,
+    SweepRequest,
     SweepSummary,
-    load_spec,
-    plan_sweep,
+    prepare_sweep,
     read_run,
     scan_sweep,
     sweep_url,
@@ -45,16 +44,19 @@ POLL_SECONDS = 2.0
 
 
 @glossogen_task(name="plan_sweep")
-def plan(spec_path: str, options: SweepOptions) -> SweepPlan:
-    """Read the spec and check every cell as ``glossogen run`` would (raises ``SweepError``)."""
-    spec, sweep_id = load_spec(spec_path)
-    sweep = plan_sweep(spec, sweep_id, spec_path, options)
+def planned(request: SweepRequest) -> SweepPlan:
+    """Plan a sweep a deployment's flow run was handed as a request (raises ``SweepError``).
+
+    ``glossogen sweep`` hands the flow the plan it made; this plans it once when only the
+    request came (:func:`glossogen.sweep.prepare_sweep`).
+    """
+    sweep = prepare_sweep(request)
     get_run_logger().info(
         "sweep %s: %d cell(s) x %d trial(s), runs in %s",
-        sweep_id,
+        sweep.sweep_id,
         len(sweep.cells),
-        spec.trials,
-        spec.runs_dir,
+        sweep.spec.trials,
+        sweep.spec.runs_dir,
     )
     return sweep
 
@@ -137,7 +139,7 @@ async def launch_once(launch: Launch, sweep_id: str, epoch: int) -> RunRecord | 
     claimed: RunFolder | None = None
     if launch.resume_url is None:
         name = simulate_deployment(launch.request.provider)
-        config = plan_run(launch.request)
+        config = launch.config
         claimed = await asyncio.to_thread(claim_folder, config, launch.request.runs_dir)
         folder = claimed
         parameters: dict[str, Any] = {

@@ -30,6 +30,7 @@ from pathlib import Path
 from string import Template
 
 from glossogen import exit_codes
+from glossogen.refusals import Refusal
 from glossogen.scenario import scenario_names
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -49,13 +50,16 @@ class NewScenarioError(ValueError):
 
     Attributes:
         exit_code: 64 for a name that is not a lowercase identifier, 65 for a name taken or a
-            package already there, 66 for a ``--dir`` that is not a folder.
+            package already there, 66 for a ``dir`` that is not a folder.
+        refusal: The refused request value (``dir``), which each surface names its own way
+            (the CLI by its flag), or None.
     """
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        """Keep the one-line ``message`` and the exit code it carries."""
-        super().__init__(message)
+    def __init__(self, message: str, exit_code: int, refusal: Refusal | None = None) -> None:
+        """Keep the one-line ``message`` (or the refusal's) and the exit code it carries."""
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ def check_new_scenario(name: str, folder: Path) -> Path:
             int(exit_codes.REFUSED),
         )
     if folder.exists() and not folder.is_dir():
-        raise NewScenarioError(f"--dir {str(folder)!r} is not a folder", int(exit_codes.UNREADABLE))
+        refused = Refusal(field="dir", reason=f"{str(folder)!r} is not a folder")
+        raise NewScenarioError("", int(exit_codes.UNREADABLE), refused)
     package_dir = folder / name
     if package_dir.exists() or package_dir.is_symlink():
         raise NewScenarioError(

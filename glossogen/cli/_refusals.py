@@ -24,10 +24,28 @@ FLAGS = {
     "group_slug": "--group-slug",
     "judge_cache": "--judge-cache",
     "judge_prompt_file": "--judge-prompt",
+    "run_ids": "--run-id",
+    "scenario": "--scenario",
+    "labels": "--label",
+    "run_id_contains": "--run-id-contains",
+    "status": "--status",
+    "contains_agent_id": "--contains-agent-id",
+    "knob": "--knob",
+    "max_runs": "--max-runs",
+    "dir": "--dir",
+    "allow_config_change": "--allow-config-change",
 }
 """The commands' flag for each request field a library refusal names."""
+
+SELECTION_FLAGS = {**FLAGS, "max_runs": "it with --max-runs"}
+"""The cohort commands' words for a refused selection (``raise it with --max-runs``)."""
 
 
 def said(exc: BaseException) -> str:
     """Return the error's one line, its refused field named by the CLI's flag."""
     return worded(exc, FLAGS)
+
+
+def said_of_selection(exc: BaseException) -> str:
+    """Return a refused selection's one line (``SelectionError``), in the flags' words."""
+    return worded(exc, SELECTION_FLAGS)

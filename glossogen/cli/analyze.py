@@ -26,6 +26,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
+from glossogen.cli._refusals import said_of_selection
 
 
 def _error(message: str, code: int) -> int:
@@ -109,7 +110,7 @@ def analyze(
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.USAGE)
+        return _error(said_of_selection(exc), exit_codes.USAGE)
     try:
         keys = [k.strip() for k in by.split(",") if k.strip()] if by else []
         if len(keys) > 2:
@@ -146,7 +147,7 @@ def analyze(
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.REFUSED)
+        return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
 
@@ -208,7 +209,7 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     except QueryError as exc:
         return _error(f"--dashboard {path}: {exc.field} {exc.detail}", exit_codes.USAGE)
     except SelectionError as exc:
-        return _error(f"--dashboard {path}: {exc.cli_message}", exit_codes.REFUSED)
+        return _error(f"--dashboard {path}: {said_of_selection(exc)}", exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     try:

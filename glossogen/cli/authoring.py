@@ -22,11 +22,12 @@ def new_scenario(
     taken by a scenario or an importable module (65), or <dir>/<NAME> exists (65).
     """
     from glossogen.authoring import NewScenarioError, write_new_scenario
+    from glossogen.cli._refusals import said
 
     try:
         made = write_new_scenario(name, dir)
     except NewScenarioError as exc:
-        print(f"glossogen: error: {exc}", file=sys.stderr)
+        print(f"glossogen: error: {said(exc)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         print(f"glossogen: error: cannot write {str(dir / name)!r}: {exc}", file=sys.stderr)

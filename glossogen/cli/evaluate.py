@@ -21,7 +21,7 @@ import typer
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
 from glossogen.cli._numbers import finite
-from glossogen.cli._refusals import FLAGS, said
+from glossogen.cli._refusals import FLAGS, said, said_of_selection
 
 
 def _error(message: str) -> None:
@@ -451,7 +451,7 @@ def _refuse_cohort(
     try:
         parse_conditions(selection.get("knob"))
     except SelectionError as exc:
-        _error(exc.cli_message)
+        _error(said_of_selection(exc))
         return int(exit_codes.USAGE)
     try:
         check_runs_dir(runs_dir)
@@ -494,7 +494,7 @@ def _run_cohort(
         _error(said(exc))
         return int(exit_codes.REFUSED)
     except SelectionError as exc:
-        _error(exc.cli_message)
+        _error(said_of_selection(exc))
         return int(exit_codes.REFUSED)
     except (StorageError, EvaluationError) as exc:
         _error(said(exc))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import said_of_selection
 
 if TYPE_CHECKING:
     from glossogen.export import SelectedRuns
@@ -130,7 +131,7 @@ def export(
                                  contains_agent_id, knob)  # fmt: skip
         names = check_frames([f.strip() for f in frames.split(",") if f.strip()])
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.USAGE)
+        return _error(said_of_selection(exc), exit_codes.USAGE)
     except ValueError as exc:
         return _error(f"--frames: {exc}", exit_codes.USAGE)
     refused = _check_places(out, runs_dir)
@@ -162,7 +163,7 @@ def export(
                     selected.records, f, include_logs=include_logs, include_atif=include_atif
                 )
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.REFUSED)
+        return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     except FileNotFoundError as exc:

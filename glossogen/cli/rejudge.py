@@ -25,7 +25,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import said
+from glossogen.cli._refusals import said, said_of_selection
 
 
 def _error(message: str, code: int) -> int:
@@ -82,7 +82,7 @@ def rejudge(
             provider=provider, judge_settings=items, judge_prompt_file=judge_prompt,
         )  # fmt: skip
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.USAGE)
+        return _error(said_of_selection(exc), exit_codes.USAGE)
     except ValidationError as exc:
         return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
     try:
@@ -90,7 +90,7 @@ def rejudge(
     except RejudgeError as exc:
         return _error(said(exc), exc.exit_code)
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.REFUSED)
+        return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     for run in done.runs:

@@ -15,15 +15,10 @@ def stop(run_dir: str = typer.Argument(..., help="The run folder a live process 
     A run a worker plays from a deployment is cancelled through Prefect (its flow_run.json);
     otherwise the process writing it (its .writer.lock pid) is signalled.
     """
-    from glossogen.launch import StopError, stop_run_folder
-    from glossogen.storage import RunFolder
+    from glossogen.launch import StopError, StopRequest, stop_run
 
     try:
-        folder = RunFolder.at(run_dir.rstrip("/"))
-        stopping = stop_run_folder(folder)
-    except ValueError as exc:
-        print(f"glossogen: error: {exc}", file=sys.stderr)
-        return int(exit_codes.USAGE)
+        stopping = stop_run(StopRequest(run_dir=run_dir))
     except StopError as exc:
         print(f"glossogen: error: {exc}", file=sys.stderr)
         return exc.exit_code

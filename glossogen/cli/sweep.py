@@ -16,7 +16,7 @@ import typer
 from glossogen import exit_codes
 from glossogen.cli._numbers import FLOAT, finite
 from glossogen.launch import observing
-from glossogen.sweep import SweepError, SweepOptions, load_spec, plan_sweep, sweep_url
+from glossogen.sweep import SweepError, SweepRequest, prepare_sweep, sweep_url
 
 STABILITY_MODES = ("judge_replay", "agent_rerun")
 T = TypeVar("T")
@@ -149,7 +149,8 @@ def sweep(
     if usage is not None:
         _error(usage)
         return int(exit_codes.USAGE)
-    options = SweepOptions(
+    request = SweepRequest(
+        spec_path=spec_path,
         replace=replace,
         concurrency=concurrency,
         run_timeout_seconds=run_timeout or None,
@@ -157,15 +158,14 @@ def sweep(
         qualification=qualification,
         stability_retry=stability_retry or None,  # type: ignore[arg-type]  # pydantic checks the CLI's string against the Literal
     )
-    from glossogen.storage import LeaseSettingError, lease_seconds
+    from glossogen.storage import LeaseSettingError
 
     try:
-        lease_seconds()  # read by every run's writer lease: bad input, before anything is written
-        spec, sweep_id = load_spec(spec_path)
-        planned = plan_sweep(spec, sweep_id, spec_path, options)
+        planned = prepare_sweep(request)  # the one plan: the flow takes it whole
     except (SweepError, LeaseSettingError) as exc:
         _error(str(exc))
         return exc.exit_code
+    spec, sweep_id = planned.spec, planned.sweep_id
     from glossogen.cli._prefect_api import cannot_reach, refuse_unreachable_api, unreachable_reason
     from glossogen.launch import apply_prefect_defaults
 
@@ -201,19 +201,7 @@ def sweep(
             stack.enter_context(using_api_url(server.api_url))
         try:
             with observing(_Launches()):
-                summary = asyncio.run(
-                    play_until_interrupted(
-                        sweep_flow(
-                            spec_path,
-                            replace=replace,
-                            concurrency=concurrency,
-                            run_timeout_seconds=options.run_timeout_seconds,
-                            max_turns=options.max_turns,
-                            qualification=qualification,
-                            stability_retry=options.stability_retry,
-                        )
-                    )
-                )
+                summary = asyncio.run(play_until_interrupted(sweep_flow(request, planned)))
         except SweepError as exc:
             _error(str(exc))
             return exc.exit_code

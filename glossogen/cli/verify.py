@@ -27,6 +27,8 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
+from glossogen.cli._refusals import said, said_of_selection
+from glossogen.refusals import refusal_of
 
 
 def _error(message: str, code: int) -> int:
@@ -61,8 +63,10 @@ def verify(
                                  contains_agent_id, knob)  # fmt: skip
         request = VerifyRequest(run_dirs=run_dirs or [], runs_dir=runs_dir, selection=selection)
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.USAGE)
+        return _error(said_of_selection(exc), exit_codes.USAGE)
     except ValidationError as exc:
+        if refusal_of(exc) is not None:
+            return _error(said(exc), exit_codes.USAGE)
         return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
 
     def say(run: VerifiedRun) -> None:
@@ -72,9 +76,9 @@ def verify(
     try:
         found = verify_runs(request, say)
     except VerifyError as exc:
-        return _error(str(exc), exc.exit_code)
+        return _error(said_of_selection(exc), exc.exit_code)
     except SelectionError as exc:
-        return _error(exc.cli_message, exit_codes.REFUSED)
+        return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     for where, reason in found.unreadable.items():

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from glossogen.refusals import Refusal
+
 OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 """The operators, longest first (so ``>=`` is not read as ``>`` then ``=...``)."""
 
@@ -36,23 +38,28 @@ class SelectionError(ValueError):
 
     Attributes:
         message: The one-line reason (names knob, operator and value for a knob condition),
-            worded without command-line flags (the REST answer).
+            naming the selection's fields (the REST answer).
         field: The selection field at fault (``knob``, ``run_ids``, ``max_runs``, ...).
-        cli_message: The same reason in the command line's words (``--knob '...'``).
+        refusal: The refusal as data, which each surface words its own way (the CLI names
+            its flags), or None when the line names no field a surface sets.
     """
 
-    def __init__(self, message: str, field: str, cli_message: str | None = None) -> None:
-        """Keep the message, the field at fault and the command line's wording."""
+    def __init__(self, message: str, field: str, refusal: Refusal | None = None) -> None:
+        """Keep the message, the field at fault and the refusal it words."""
         super().__init__(message)
         self.message = message
         self.field = field
-        self.cli_message = cli_message or message
+        self.refusal = refusal
+
+    @classmethod
+    def of(cls, refusal: Refusal) -> SelectionError:
+        """The error of ``refusal``, its line naming the selection's fields."""
+        return cls(refusal.worded(), refusal.field, refusal)
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:
-    return SelectionError(
-        f"knob condition {text!r}: {reason}", "knob", cli_message=f"--knob {text!r}: {reason}"
-    )
+    refusal = Refusal(field="knob", called="knob condition", value=repr(text), reason=reason)
+    return SelectionError.of(refusal)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
+from glossogen.refusals import Refusal
 from glossogen.storage import RunFolder, RunStore, path_kind, resolved
 
 MAX_RUNS = 5000
-"""Default ceiling on runs per export (``--max-runs`` overrides it)."""
+"""Default ceiling on runs per export (``max_runs`` overrides it)."""
 
 
 class RunIdSelection(BaseModel):
@@ -82,30 +83,25 @@ def selection_of(
 
     Raises:
         SelectionError: run ids given with a filter, an empty run id (field ``run_ids``), or
-            a knob condition with no operator (field ``knob``); ``cli_message`` in the flags'
-            words.
+            a knob condition with no operator (field ``knob``); its ``refusal`` names the
+            fields, which each surface words its own way.
     """
     filters = {
-        "--scenario": scenario,
-        "--label": labels,
-        "--run-id-contains": run_id_contains,
-        "--contains-agent-id": contains_agent_id,
-        "--knob": knob,
-        "--status": status,
+        "scenario": scenario,
+        "labels": labels,
+        "run_id_contains": run_id_contains,
+        "contains_agent_id": contains_agent_id,
+        "knob": knob,
+        "status": status,
     }
-    clashing = [flag for flag, value in filters.items() if value]
+    clashing = tuple(name for name, value in filters.items() if value)
     if run_ids and clashing:
-        words = ", ".join(flag.removeprefix("--").replace("-", "_") for flag in clashing)
-        raise SelectionError(
-            f"run_ids cannot be combined with {words}",
-            "run_ids",
-            f"--run-id cannot be combined with {', '.join(clashing)}",
+        raise SelectionError.of(
+            Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
         )
     if any(not r.strip() for r in run_ids or []):
-        raise SelectionError(
-            "a run id is empty (<scenario>/<run_dir_name>)",
-            "run_ids",
-            "--run-id needs a run id (<scenario>/<run_dir_name>)",
+        raise SelectionError.of(
+            Refusal(field="run_ids", reason="needs a run id (<scenario>/<run_dir_name>)")
         )
     if run_ids:
         return RunIdSelection(run_ids=run_ids)
@@ -135,7 +131,7 @@ def _status_word(status: str | None) -> str | None:
     """The status a ``status`` filter selects (lower-cased, 0.5 words as ours), or None.
 
     Raises:
-        SelectionError: a word no run can have (``status``; the CLI says ``--status``).
+        SelectionError: a word no run can have (field ``status``).
     """
     if status is None:
         return None
@@ -143,10 +139,11 @@ def _status_word(status: str | None) -> str | None:
     word = LEGACY_STATUSES.get(word, word)
     if word not in STATUSES:
         known = ", ".join(STATUSES)
-        raise SelectionError(
-            f"status {status!r} is no run's status (one of {known}, or scenario_complete)",
-            "status",
-            f"--status {status!r} is no run's status (one of {known}, or scenario_complete)",
+        raise SelectionError.of(
+            Refusal(
+                field="status",
+                reason=f"{status!r} is no run's status (one of {known}, or scenario_complete)",
+            )
         )
     return word
 
@@ -402,10 +399,8 @@ def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
 def _check_limit(count: int, max_runs: int) -> None:
     if count > max_runs:
         over = f"the selection holds {count} runs, over the {max_runs}-run limit per export"
-        raise SelectionError(
-            f"{over}; narrow the selection or raise max_runs",
-            "max_runs",
-            cli_message=f"{over}; narrow the selection or raise it with --max-runs",
+        raise SelectionError.of(
+            Refusal(field="max_runs", reason=f"{over}; narrow the selection or raise", trails=True)
         )
 
 
@@ -424,7 +419,7 @@ def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> Non
         return
     which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
     message = f"{absent[0]!r} has no run under {runs_dir} ({which})"
-    raise SelectionError(f"scenario {message}", "scenario", f"--scenario {message}")
+    raise SelectionError.of(Refusal(field="scenario", reason=message))
 
 
 def _select_by_ids(

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from glossogen.launch._control import (
         StopError,
         Stopping,
+        StopRequest,
         launch_new,
         launch_resume,
+        stop_run,
         stop_run_folder,
     )
     from glossogen.launch._credentials import (
@@ -175,9 +177,11 @@ _HOME = {
     "TurnCapWarning": "glossogen.launch._turns",
     "turn_cap_warning": "glossogen.launch._turns",
     "StopError": "glossogen.launch._control",
+    "StopRequest": "glossogen.launch._control",
     "Stopping": "glossogen.launch._control",
     "launch_new": "glossogen.launch._control",
     "launch_resume": "glossogen.launch._control",
+    "stop_run": "glossogen.launch._control",
     "stop_run_folder": "glossogen.launch._control",
     "PREFECT_DEFAULTS": "glossogen.launch._process",
     "answer_ctrl_c": "glossogen.launch._process",
@@ -258,8 +262,10 @@ __all__ = [
     "ScenarioSummary",
     "SeatEstimate",
     "SeatInfo",
+    "stop_run",
     "stop_run_folder",
     "StopError",
+    "StopRequest",
     "Stopping",
     "team_outcomes",
     "TeamOutcome",

@@ -9,8 +9,10 @@ derived-run commands do. Prefect is imported inside the calls that need it (``or
 lazily, as the surfaces reach ``flows/``), and the engine not at all: ``glossogen stop`` imports
 this module alone. The CLI (``glossogen stop``), the REST server (the page's Stop) and MCP
 (``start_run``, ``stop_run``) each call it and word its :class:`StopError` their own way.
-Stopping a run (:func:`stop_run_folder`) cancels its flow run through Prefect when a worker
-plays it from a deployment, removes a claim whose log never began, or signals the local writer.
+Stopping a run is one request value, :class:`StopRequest` (the run folder and the mode), and
+one entry, :func:`stop_run` (the typed result :class:`Stopping`, or a :class:`StopError`): it
+cancels the run's flow run through Prefect when a worker plays it from a deployment, removes a
+claim whose log never began, or signals the local writer.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from glossogen import exit_codes
 from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFolder
 
 if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
@@ -100,6 +105,41 @@ def launch_resume(folder: RunFolder, scenario: str) -> str:
     return f"local_process:{pid}"
 
 
+class StopRequest(BaseModel):
+    """What ``glossogen stop``, the page's Stop and MCP's ``stop_run`` ask for.
+
+    Attributes:
+        run_dir: The run folder (a local path or an fsspec URL; a trailing ``/`` is dropped).
+        mode: ``stop``: a live run ends ``interrupted`` (resumable) and a queued one is
+            cancelled before it starts; ``cancel``: only a queued run, whose log has not
+            begun, is cancelled (a run that has begun is refused, nothing is signalled).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run_dir: str
+    mode: Literal["stop", "cancel"] = "stop"
+
+    @field_validator("run_dir")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+def stop_run(request: StopRequest) -> Stopping:
+    """Stop (or, ``mode="cancel"``, cancel) the run in ``request.run_dir``; every check here.
+
+    Raises:
+        StopError: 64 when ``run_dir`` names no run folder (``<runs-dir>/<scenario>/<ts>``);
+            a begun run under ``mode="cancel"`` (65); else see :func:`stop_run_folder`.
+    """
+    try:
+        folder = RunFolder.at(request.run_dir)
+    except ValueError as exc:
+        raise StopError(str(exc), int(exit_codes.USAGE)) from None
+    return stop_run_folder(folder, request.mode)
+
+
 @dataclass(frozen=True)
 class Stopping:
     """How a stop was carried out: the run, the one line said, what was signalled or cancelled.
@@ -117,7 +157,7 @@ class Stopping:
     flow_run_id: str | None = None
 
 
-def stop_run_folder(folder: RunFolder) -> Stopping:
+def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop") -> Stopping:
     """Stop the run in ``folder``: it ends ``interrupted`` (resumable), or, queued, never starts.
 
     - A run a worker plays from a deployment (``flow_run.json`` names its flow run, not ended)
@@ -132,8 +172,9 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
 
     Raises:
         StopError: 66 when the folder has no log and is no claim; 65 when no live process
-            writes it (nothing to stop) or the folder is remote (its lock records no pid here);
-            69 when its flow run's Prefect server cannot be reached (or none is configured).
+            writes it (nothing to stop), the folder is remote (its lock records no pid here),
+            or, under ``mode="cancel"``, its log has begun; 69 when its flow run's Prefect
+            server cannot be reached (or none is configured).
     """
     path = folder.local_path(LOCK_NAME)
     if path is None:  # asked first: a remote folder is not read (no credentials needed)
@@ -142,6 +183,12 @@ def stop_run_folder(folder: RunFolder) -> Stopping:
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StopError(f"{folder.url} is a file, not a run folder", 66)
     begun = folder.has_log()
+    if begun and mode == "cancel":
+        raise StopError(
+            f"run {folder.run_id} has begun its log: only a queued run is cancelled; stop it "
+            "instead (it ends 'interrupted', resumable)",
+            65,
+        )
     flow_run_id = _recorded_flow_run(folder)
     if flow_run_id is not None:
         stopping = _cancel_flow_run(folder, flow_run_id, begun)
@@ -259,8 +306,10 @@ def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopp
 
 __all__ = [
     "StopError",
+    "StopRequest",
     "Stopping",
     "launch_new",
     "launch_resume",
+    "stop_run",
     "stop_run_folder",
 ]

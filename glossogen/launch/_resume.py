@@ -36,6 +36,7 @@ from glossogen.launch._plan import (
     check_default_model,
     check_group_slug,
 )
+from glossogen.refusals import Refusal
 from glossogen.scenario import scenario_dir
 from glossogen.storage import CONFIG
 
@@ -180,10 +181,11 @@ def _compare(
     )
     changes = {**point.config_changes, **point.limit_changes}
     if changes and not allow_config_change:
-        raise DeriveError(
+        reason = (
             f"the config differs from the one the run recorded ({_listed(changes)}); "
-            "pass --allow-config-change to resume under the new one"
+            "pass {name} to resume under the new one"
         )
+        raise DeriveError(refusal=Refusal(field="allow_config_change", reason=reason, inline=True))
 
 
 def _defaults(config: RunConfig) -> dict[str, str]:

@@ -18,6 +18,7 @@ from glossogen.launch import (
     RunConfig,
     RunRequest,
     StopError,
+    StopRequest,
     check_credentials,
     check_derived_spend_cap,
     check_limits,
@@ -31,7 +32,7 @@ from glossogen.launch import (
     load_environment,
     plan_resume,
     plan_run,
-    stop_run_folder,
+    stop_run,
     turn_cap_warning,
     uncosted_models,
 )
@@ -247,7 +248,7 @@ class Launching(ToolBase):
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
         folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
         try:
-            stopping = stop_run_folder(folder)
+            stopping = stop_run(StopRequest(run_dir=folder.url))
         except StopError as exc:
             raise refuse(exc) from None
         return Stopped(

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from glossogen import exit_codes
 from glossogen.eventlog import AgentRunCycleFailed, Event, JudgeCalled, RunView
 from glossogen.export import FilterSelection, RunRecord, Selection
-from glossogen.refusals import Refusal, refusal_of
+from glossogen.refusals import NothingSelected, Refusal, refusal_of
 from glossogen.rejudge._cache import JudgeCache
 from glossogen.rejudge._flips import FLIPS
 from glossogen.storage import RunFolder, join, json_bytes, write_bytes_atomic
@@ -50,7 +50,10 @@ class RejudgeError(ValueError):
     """
 
     def __init__(
-        self, message: str = "", exit_code: int = USAGE, refusal: Refusal | None = None
+        self,
+        message: str = "",
+        exit_code: int = USAGE,
+        refusal: Refusal | NothingSelected | None = None,
     ) -> None:
         """Keep the one-line message (or the refusal's) and the exit code (64, 65, 66, 69, 77)."""
         super().__init__(message or (refusal.worded() if refusal else ""))
@@ -257,7 +260,7 @@ def _select(request: RejudgeRequest) -> tuple[list[RunRecord], list[RunRecord], 
     try:
         selected = select_cohort(request.runs_dir, request.selection, "rejudge")
     except VerifyError as exc:
-        raise RejudgeError(str(exc), exc.exit_code) from None
+        raise RejudgeError(str(exc), exc.exit_code, exc.refusal) from None
     everything = select_runs(request.runs_dir, FilterSelection(), max_runs=sys.maxsize)
     unreadable = dict(selected.unreadable)
     unreadable.update({m: "no such run" for m in selected.missing_run_ids})

@@ -21,7 +21,7 @@ requests, tokens, spend and failures, and each recorded round's team outcomes
 run's :class:`~glossogen.eventlog.RunView`.
 
 ``POST /api/g/{group}/runs/{scenario}/{ts}/stop`` is ``glossogen stop <run-dir>``
-(``glossogen.launch.stop_run_folder``): a run a worker plays from a deployment is
+(``glossogen.launch.stop_run``): a run a worker plays from a deployment is
 cancelled through Prefect, a local writer (the pid the folder's ``.writer.lock`` records) is
 signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line when there is
 nothing to stop.
@@ -261,13 +261,13 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
             line) when no live process writes it or the folder is remote.
     """
-    from glossogen.launch import StopError, stop_run_folder
+    from glossogen.launch import StopError, StopRequest, stop_run
 
     folder = run_folder(request.app.state.settings.runs_dir, scenario, ts, queued=True)
     if group_of_folder(folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     try:
-        stopping = stop_run_folder(folder)
+        stopping = stop_run(StopRequest(run_dir=folder.url))
     except StopError as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
     return {

@@ -35,6 +35,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from glossogen.eventlog import STATUSES, RunView
 from glossogen.export import FilterSelection, RunRecord, RunsDirError, SelectionError, select_runs
+from glossogen.refusals import worded
 from glossogen.server._live_routes import load_scenario_events, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
@@ -98,6 +99,11 @@ def _render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 def _cache(request: Request) -> RunCache:
     cache: RunCache = request.app.state.run_cache
     return cache
+
+
+COMMAND_WORDS = {"knob": "--knob", "status": "--status"}
+"""The list's refusable filters as ``glossogen export``'s flags: a refused filter is said in
+the line the export of the same filters prints (the list's filters are the export's)."""
 
 
 def _filters(request: Request) -> RunFilters:
@@ -168,7 +174,7 @@ def runs(request: Request) -> HTMLResponse:
         else:
             page = list_runs(settings.runs_dir, filters, _cache(request), page_number, per_page)
     except SelectionError as exc:
-        error, code = f"glossogen: error: {exc.cli_message}", 422
+        error, code = f"glossogen: error: {worded(exc, COMMAND_WORDS)}", 422
     except (RunsDirError, StorageError) as exc:
         error, code = f"glossogen: error: runs directory {exc}", 503
     template = "_rows.html" if request.query_params.get("fragment") == "rows" else "runs.html"

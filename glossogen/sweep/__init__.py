@@ -1,10 +1,11 @@
 """Sweeps: a grid of cells times trials, launched once each, summarised with statistics.
 
-The spec (:func:`load_spec`) becomes a checked plan (:func:`plan_sweep`); a :class:`SweepRun`
-reads the sweep's ledger (labelled runs in the runs folder) and offers the steps of a launch
-(what to launch next within the spend cap, what each run's end changes, the summary); the sweep
-flow (``flows/sweep.py``) owns the loop and the concurrency, so this package never imports
-Prefect.
+A :class:`SweepRequest` (the spec file and the launch's options) becomes a checked plan once
+(:func:`prepare_sweep`: the spec, :func:`load_spec`, then every cell, :func:`plan_sweep`); a
+:class:`SweepRun` reads the sweep's ledger (labelled runs in the runs folder) and offers the
+steps of a launch (what to launch next within the spend cap, what each run's end changes, the
+summary); the sweep flow (``flows/sweep.py``) takes the plan whole, owns the loop and the
+concurrency, so this package never imports Prefect.
 """
 
 from glossogen.sweep._grid import Cell, TrialKey, expand_grid, idempotency_key, trial_labels
@@ -16,7 +17,9 @@ from glossogen.sweep._plan import (
     CellPlan,
     SweepOptions,
     SweepPlan,
+    SweepRequest,
     plan_sweep,
+    prepare_sweep,
 )
 from glossogen.sweep._runner import Launch, SweepMode, SweepRun
 from glossogen.sweep._spec import SweepError, SweepSpec, load_spec
@@ -50,6 +53,7 @@ __all__ = [
     "SweepMode",
     "SweepOptions",
     "SweepPlan",
+    "SweepRequest",
     "SweepRun",
     "SweepSpec",
     "SweepSummary",
@@ -62,6 +66,7 @@ __all__ = [
     "load_spec",
     "pass_hat_k",
     "plan_sweep",
+    "prepare_sweep",
     "read_run",
     "replay_judge",
     "scan_sweep",

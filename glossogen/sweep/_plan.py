@@ -1,7 +1,11 @@
 """A sweep plan: the spec's cells validated as runs, their estimates, and each trial's request.
 
-Planning runs every check ``glossogen run`` makes, for every cell, before anything is claimed,
-launched or written: a bad cell refuses the whole sweep with one line naming it.
+A sweep is asked for once, as a :class:`SweepRequest` (the spec file and the launch options),
+and planned once, by :func:`prepare_sweep`, into a :class:`SweepPlan` the sweep flow takes
+whole; each trial takes its part of it (:meth:`SweepPlan.request`, planned as a run once, by
+the trial's :class:`~glossogen.sweep.Launch`). Planning runs every check ``glossogen run``
+makes, for every cell, before anything is claimed, launched or written: a bad cell refuses the
+whole sweep with one line naming it.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from glossogen.launch import (
     least_request,
     plan_run,
 )
+from glossogen.storage import lease_seconds
 from glossogen.sweep._grid import Cell, TrialKey, expand_grid, trial_overrides
-from glossogen.sweep._spec import SweepError, SweepSpec
+from glossogen.sweep._spec import SweepError, SweepSpec, load_spec
 from glossogen.sweep._spend import RunEstimate, estimate_run
 
 QUALIFICATION_ROUNDS = 1
@@ -61,6 +66,16 @@ class SweepOptions(BaseModel):
     max_turns: int | None = Field(default=None, ge=1)
     qualification: bool = False
     stability_retry: StabilityRetry | None = None
+
+
+class SweepRequest(SweepOptions):
+    """One launch of a sweep: the spec file and the options (``glossogen sweep``'s flags).
+
+    Attributes:
+        spec_path: The sweep spec (YAML), as given.
+    """
+
+    spec_path: str
 
 
 @dataclass(frozen=True)
@@ -190,6 +205,22 @@ def _probe_runs_dir(runs_dir: str) -> None:
 def _describe(cell: Cell) -> str:
     params = ", ".join(f"{k}={json.dumps(v)}" for k, v in cell.params.items())
     return f"cell {cell.cell_id}" + (f" ({params})" if params else "")
+
+
+def prepare_sweep(request: SweepRequest) -> SweepPlan:
+    """Plan the sweep ``request`` asks for, once: every check before anything is written.
+
+    The writer lease setting every run's lock reads, then the spec (:func:`load_spec`), then
+    every cell (:func:`plan_sweep`).
+
+    Raises:
+        LeaseSettingError: ``GLOSSOGEN_LEASE_SECONDS`` is not a usable number of seconds.
+        SweepError: the spec or a cell is refused (see :func:`load_spec`, :func:`plan_sweep`).
+    """
+    lease_seconds()  # read by every run's writer lease: bad input, before anything is written
+    spec, sweep_id = load_spec(request.spec_path)
+    options = SweepOptions.model_validate(request.model_dump(exclude={"spec_path"}))
+    return plan_sweep(spec, sweep_id, request.spec_path, options)
 
 
 def plan_sweep(spec: SweepSpec, sweep_id: str, spec_path: str, options: SweepOptions) -> SweepPlan:

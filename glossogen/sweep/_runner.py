@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from glossogen import exit_codes
-from glossogen.launch import RunRequest
+from glossogen.launch import RunConfig, RunRequest, plan_run
 from glossogen.storage import StorageError
 from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
@@ -46,7 +47,18 @@ SweepMode = Literal["deployments", "in-process", "mixed"]
 
 @dataclass(frozen=True)
 class Launch:
-    """One run to play: its key, request, Prefect idempotency key and estimate (USD)."""
+    """One run to play: its key, request, Prefect idempotency key and estimate (USD).
+
+    The trial's part of the sweep's plan: its ``request`` (:meth:`SweepPlan.request`, the spend
+    cap's share set) is planned as a run once, as :attr:`config`, which the flow's ``simulate``
+    subflow or the deployment's flow run takes whole.
+
+    Attributes:
+        resume_url: The folder of the trial's interrupted run to continue in place (``resume``
+            flow), or None for a fresh run (``simulate``).
+        cap_usd: The trial's hard per-run spend cap, its share of the sweep's (None: no sweep
+            cap, or a resumed run, held to the cap its first launch recorded).
+    """
 
     key: TrialKey
     request: RunRequest
@@ -54,10 +66,16 @@ class Launch:
     estimate_usd: float
     resume_url: str | None = None
     cap_usd: float | None = None
-    """The trial's hard per-run spend cap, its share of the sweep's (None: no sweep cap, or a
-    resumed run, held to the cap its first launch recorded)."""
-    """The folder of the trial's interrupted run to continue in place (``resume`` flow), or
-    None for a fresh run (``simulate``)."""
+
+    @cached_property
+    def config(self) -> RunConfig:
+        """The fresh run's plan (``plan_run`` of :attr:`request`, once per launch).
+
+        Raises:
+            LaunchError: the trial's request is refused (its cell was checked when the sweep
+                was planned; a qualification run's short budget or a seed can still be).
+        """
+        return plan_run(self.request)
 
 
 class SweepRun:

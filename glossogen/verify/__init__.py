@@ -7,7 +7,7 @@ from glossogen.verify._verify import (
     VerifyRequest,
     books_of,
     select_cohort,
-    selection_flags,
+    selection_filters,
     verify_run,
     verify_runs,
 )
@@ -19,7 +19,7 @@ __all__ = [
     "VerifyRequest",
     "books_of",
     "select_cohort",
-    "selection_flags",
+    "selection_filters",
     "verify_run",
     "verify_runs",
 ]

@@ -26,6 +26,7 @@ from glossogen.eventlog import (
     read_events,
 )
 from glossogen.export import FilterSelection, SelectedRuns, Selection
+from glossogen.refusals import NothingSelected, Refusal
 from glossogen.storage import RunFolder, StorageError, path_kind, resolved
 
 NO_LOG = "no event log"
@@ -33,12 +34,30 @@ NO_LOG = "no event log"
 
 
 class VerifyError(ValueError):
-    """A request that cannot be verified as asked; one line, with its exit code."""
+    """A request that cannot be verified as asked; one line, with its exit code.
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        """Keep the message and the exit code (64 usage, 66 unreadable, 69 storage)."""
-        super().__init__(message)
+    A refused request value (``runs_dir``) or a selection that matched no run is carried as
+    ``exc.refusal``: ``str()`` names the request's fields, each surface words it its own way.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        exit_code: int = 64,
+        refusal: Refusal | NothingSelected | None = None,
+    ) -> None:
+        """Keep the message (or the refusal's) and the exit code (64, 65, 66, 69)."""
+        super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
+        self.refusal = refusal
+
+
+class _SourcesRefused(ValueError):
+    """A ``VerifyRequest`` naming both sources of runs, or neither (pydantic's ``ctx``)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.worded())
+        self.refusal = refusal
 
 
 class VerifyRequest(BaseModel):
@@ -51,13 +70,15 @@ class VerifyRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> VerifyRequest:
+        reason = None
         if self.run_dirs and self.runs_dir is not None:
-            raise ValueError("name run folders or a runs dir (--runs-dir), not both")
-        if not self.run_dirs and self.runs_dir is None:
-            raise ValueError("name the run folders to verify, or a runs dir (--runs-dir)")
-        selected = self.selection.model_dump(exclude_defaults=True)
-        if self.run_dirs and selected:
-            raise ValueError("the selection flags select runs of --runs-dir, not run folders")
+            reason = "name run folders or a runs dir ({name}), not both"
+        elif not self.run_dirs and self.runs_dir is None:
+            reason = "name the run folders to verify, or a runs dir ({name})"
+        elif self.run_dirs and self.selection.model_dump(exclude_defaults=True):
+            reason = "the selection flags select runs of {name}, not run folders"
+        if reason is not None:
+            raise _SourcesRefused(Refusal(field="runs_dir", reason=reason, inline=True))
         return self
 
 
@@ -246,7 +267,9 @@ def select_cohort(
     try:
         check_runs_dir(runs_dir)
     except RunsDirError as exc:
-        raise VerifyError(f"--runs-dir {exc}", 66) from None
+        raise VerifyError(
+            exit_code=66, refusal=Refusal(field="runs_dir", reason=str(exc))
+        ) from None
     except StorageError as exc:
         raise VerifyError(str(exc), 69) from None
     selected = select_runs(runs_dir, selection, max_runs=sys.maxsize)
@@ -254,27 +277,24 @@ def select_cohort(
         selected.unstarted = []
     if not (selected.records or selected.unreadable or selected.missing_run_ids
             or selected.unstarted):  # fmt: skip
-        asked = selection_flags(selection)
-        what = (
-            f"no run under {runs_dir} matches {asked} ({selected.scanned} scanned)"
-            if asked
-            else f"{runs_dir} holds no run"
+        nothing = NothingSelected(
+            runs_dir=runs_dir,
+            filters=selection_filters(selection),
+            scanned=selected.scanned,
+            verb=verb,
         )
-        raise VerifyError(f"{what}: nothing to {verb}", 65)
+        raise VerifyError(exit_code=65, refusal=nothing)
     return selected
 
 
-_FLAGS = {"labels": "--label", "knob": "--knob", "scenario": "--scenario"}
-
-
-def selection_flags(selection: Selection) -> str:
-    """The filters of ``selection`` as the flags that set them (``--status 'running'``)."""
+def selection_filters(selection: Selection) -> tuple[tuple[str, str], ...]:
+    """The filters ``selection`` gives, ``(field, value shown)``, a list's once per value."""
     given = selection.model_dump(exclude_defaults=True, exclude={"kind"})
-    words = []
-    for name, value in given.items():
-        flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
-        words += [f"{flag} {v!r}" for v in (value if isinstance(value, list) else [value])]
-    return " ".join(words)
+    return tuple(
+        (name, repr(v))
+        for name, value in given.items()
+        for v in (value if isinstance(value, list) else [value])
+    )
 
 
 def verify_runs(

@@ -16,7 +16,7 @@ import pytest
 from glossogen.cli import main
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
-from tests.fixtures.played_runs import claim_cancelled, claim_unbegun
+from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import processes_with_home, reaped
 
@@ -198,3 +198,38 @@ def test_a_stop_imports_neither_the_engine_nor_another_surface_nor_prefect(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [claim_cancelled(folder.run_id), "0 []"]
+
+
+def test_a_cancel_request_cancels_a_queued_run_and_refuses_a_begun_one(tmp_path: Path) -> None:
+    """``StopRequest(mode="cancel")``: a queued claim goes as under ``stop``; a run whose log
+    has begun is refused (65) and left as it is, nothing signalled."""
+    from glossogen.launch import StopError, StopRequest, stop_run
+
+    runs = str(tmp_path / "runs")
+    queued = claim_unbegun(runs)
+    done = stop_run(StopRequest(run_dir=queued.url + "/", mode="cancel"))
+    assert (done.run_id, done.message, done.pid) == (
+        queued.run_id, claim_cancelled(queued.run_id), None
+    )  # fmt: skip
+    assert not Path(queued.url).exists()
+    begun = play_run(runs, rounds=1)
+    files = sorted(p.name for p in Path(begun.url).iterdir())
+    with pytest.raises(StopError) as refused:
+        stop_run(StopRequest(run_dir=begun.url, mode="cancel"))
+    assert (str(refused.value), refused.value.exit_code) == (
+        f"run {begun.run_id} has begun its log: only a queued run is cancelled; stop it "
+        "instead (it ends 'interrupted', resumable)",
+        65,
+    )
+    assert sorted(p.name for p in Path(begun.url).iterdir()) == files
+
+
+def test_a_stop_request_naming_no_run_folder_is_refused_as_usage(tmp_path: Path) -> None:
+    from glossogen.launch import StopError, StopRequest, stop_run
+
+    with pytest.raises(StopError) as refused:
+        stop_run(StopRequest(run_dir=str(tmp_path / "notes")))
+    assert (str(refused.value), refused.value.exit_code) == (
+        f"{str(tmp_path / 'notes')!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)",
+        64,
+    )

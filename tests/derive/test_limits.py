@@ -199,7 +199,7 @@ def test_a_resume_flag_that_differs_from_the_record_is_refused_unless_allowed(
         plan_resume(ResumeRequest(run_dir=str(run), max_agent_turns=200))
     assert str(refused.value) == (
         "the config differs from the one the run recorded (max_agent_turns 48 -> 200); "
-        "pass --allow-config-change to resume under the new one"
+        "pass allow_config_change to resume under the new one"
     )
     config, point = plan_resume(
         ResumeRequest(run_dir=str(run), max_agent_turns=60, allow_config_change=True)

@@ -188,7 +188,7 @@ def test_a_changed_config_is_refused_unless_allowed_and_then_logged(
         _resume(run, "round_count=6")
     assert str(refused.value) == (
         "the config differs from the one the run recorded (round_count 5 -> 6); "
-        "pass --allow-config-change to resume under the new one"
+        "pass allow_config_change to resume under the new one"
     )
     result = _resume(run, "round_count=6", allow=True)
     assert (result.status, result.rounds_played) == ("completed", 6)
@@ -212,7 +212,7 @@ def test_a_labelled_run_resumed_without_labels_keeps_its_own(
         plan_resume(other)
     assert str(refused.value) == (
         'the config differs from the one the run recorded (labels {"sweep": "s1", "cell": "c1", '
-        '"trial": "1"} -> {"sweep": "s2"}); pass --allow-config-change to resume under the new one'
+        '"trial": "1"} -> {"sweep": "s2"}); pass allow_config_change to resume under the new one'
     )
     config, _ = plan_resume(ResumeRequest(run_dir=str(run), config="knobs_default"))
     result = asyncio.run(resume(config, str(run)))  # the preset, no labels
@@ -288,7 +288,7 @@ def test_a_second_resume_compares_against_the_config_in_force(
         )
     assert str(refused.value) == (
         "the config differs from the one the run recorded (round_count 6 -> 5); "
-        "pass --allow-config-change to resume under the new one"
+        "pass allow_config_change to resume under the new one"
     )
     result = _resume(run, "round_count=6")  # no flag: 6 is the config in force
     assert (result.status, result.rounds_played) == ("completed", 6)

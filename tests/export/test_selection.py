@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from glossogen.cli._refusals import said_of_selection
 from glossogen.export import (
     FilterSelection,
     KnobCondition,
@@ -66,7 +67,7 @@ def test_a_status_no_run_can_have_is_refused_naming_it(cohort: Cohort, word: str
         "status",
         f"status {word!r} is no run's status (one of {known}, or scenario_complete)",
     )
-    assert caught.value.cli_message == (
+    assert said_of_selection(caught.value) == (
         f"--status {word!r} is no run's status (one of {known}, or scenario_complete)"
     )
 
@@ -149,7 +150,7 @@ def test_a_condition_without_operator_or_knob_is_refused(text: str, why: str) ->
         KnobCondition.parse(text)
     assert caught.value.field == "knob"
     assert caught.value.message == f"knob condition {text!r}: {why}"
-    assert caught.value.cli_message == f"--knob {text!r}: {why}"
+    assert said_of_selection(caught.value) == f"--knob {text!r}: {why}"
 
 
 def test_operators_parse_longest_first() -> None:
@@ -175,7 +176,7 @@ def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> Non
         "the selection holds 5 runs, over the 4-run limit per export; "
         "narrow the selection or raise max_runs"
     )
-    assert caught.value.cli_message == (
+    assert said_of_selection(caught.value) == (
         "the selection holds 5 runs, over the 4-run limit per export; "
         "narrow the selection or raise it with --max-runs"
     )

@@ -332,3 +332,26 @@ def test_a_failed_qualification_of_an_earlier_launch_is_named_with_the_way_out(
         f"glossogen: error: sweep stopped early (qualification_failed): {detail}"
     )
     assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 1
+
+
+def test_a_flow_run_handed_only_the_request_plans_it_once_and_plays_the_same_census(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    """The ``sweep`` deployment's flow run gets ``request`` alone (no plan): the flow plans it
+    (the ``plan_sweep`` task) and plays what ``glossogen sweep`` would; a second launch plays
+    nothing more."""
+    import asyncio
+
+    from flows.sweep import sweep
+    from glossogen.sweep import SweepRequest
+
+    spec = tmp_path / "pd.yaml"
+    spec.write_text(ISSUE_SPEC)
+    summary = asyncio.run(sweep(SweepRequest(spec_path=str(spec), concurrency=2)))
+    c = summary.census
+    assert (c.planned, c.running, c.done, c.failed, c.incomplete) == (0, 0, 4, 0, 0)
+    assert (summary.exit_code, summary.mode) == (0, "in-process")
+    assert len(_run_folders(tmp_path / "runs")) == 4
+    again = asyncio.run(sweep({"spec_path": str(spec)}))  # type: ignore[arg-type]  # a deployment's JSON
+    assert (again.census.done, again.exit_code) == (4, 0)
+    assert len(_run_folders(tmp_path / "runs")) == 4
