@@ -60,12 +60,12 @@ async def record_own_flow_run(folder: RunFolder) -> None:
     """
     from prefect.context import FlowRunContext
 
-    from orchestration.deployments import record_flow_run
-
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
     if flow_run is None or flow_run.deployment_id is None:
         return
+    from orchestration.deployments import record_flow_run  # a worker's run only
+
     if not await asyncio.to_thread(record_flow_run, folder, flow_run):
         get_run_logger().warning("could not record flow run %s in %s", flow_run.id, folder.url)
 

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
+from glossogen.cli._startup import loading_modules
 from glossogen.launch import answer_ctrl_c
 
 
@@ -77,7 +78,9 @@ class _LazyGroup(TyperGroup):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
-        target = getattr(importlib.import_module(f"glossogen.cli.{spec.module}"), spec.attribute)
+        with loading_modules():
+            module = importlib.import_module(f"glossogen.cli.{spec.module}")
+        target = getattr(module, spec.attribute)
         command: _click.Command
         if spec.group:
             command = typer.main.get_group(target)

@@ -109,7 +109,10 @@ def refuse_unreachable_api() -> int | None:
         None when no ``PREFECT_API_URL`` is configured (the command starts a temporary server)
         or the server answers; else 69, the error line printed on stderr.
     """
-    from orchestration.runtime import api_url
+    from glossogen.cli._startup import loading_modules
+
+    with loading_modules():  # Prefect, for its settings
+        from orchestration.runtime import api_url
 
     url = api_url()
     if url is None:

@@ -426,10 +426,18 @@ def _play_flow(
     Returns:
         The run's result, or the exit code of a run that failed, was refused or interrupted.
     """
-    from flows.simulate import resume, simulate
-    from glossogen.cli._prefect_api import cannot_reach, unreachable_reason
-    from glossogen.cli._progress import RunProgress
-    from orchestration.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
+    from glossogen.cli._startup import loading_modules
+
+    with loading_modules():
+        from flows.simulate import resume, simulate
+        from glossogen.cli._prefect_api import cannot_reach, unreachable_reason
+        from glossogen.cli._progress import RunProgress
+        from orchestration.runtime import (
+            TerminationSignal,
+            api_url,
+            api_url_configured,
+            using_api_url,
+        )
 
     ephemeral = not api_url_configured()
     server: DetachedServer | None = None

@@ -10,8 +10,9 @@ import.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from glossogen._lazy import first_use
 
 if TYPE_CHECKING:
     from glossogen.launch._control import (
@@ -190,13 +191,7 @@ _HOME = {
 """Each exported name and the module it lives in."""
 
 
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # asked once
-    return value
+__getattr__ = first_use(__name__, _HOME)
 
 
 __all__ = [

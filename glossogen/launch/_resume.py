@@ -21,7 +21,6 @@ from glossogen.derive import (
     DeriveError,
     ResumePoint,
     config_changes,
-    knobs_at,
     open_resume,
     recorded_limits,
     run_folder,
@@ -78,6 +77,8 @@ def recorded_config(point: ResumePoint) -> RunConfig:
         DeriveError: ``config.json`` is a folder, not JSON or not an object (66).
         LaunchError: the recorded knobs no longer validate (65).
     """
+    from glossogen.derive import knobs_at  # the fork's module: a plain run never resumes
+
     folder, started = point.folder, point.started
     knobs_dict = knobs_at(folder, started, point.events)
     in_folder = folder.exists(CONFIG)

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from glossogen.derive import SeatCheck
 from glossogen.knobs import DEFAULT_MAX_TOKENS, BaseKnobs
 from glossogen.launch._estimate import RunCostEstimate, estimate_cost
 from glossogen.launch._plan import EXIT_REFUSED, LaunchError, RunConfig, plan_knobs
 from glossogen.pricing import price_call
 from glossogen.refusals import Refusal
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
+
+if TYPE_CHECKING:
+    from glossogen.derive import SeatCheck
 
 
 def _profile(provider: str, model: str) -> Any:

@@ -342,6 +342,9 @@ HEAVY_FOR_A_RUN = [
     "groq", "mistralai", "opentelemetry.sdk", "llama_cpp", "glossogen.export",
     "glossogen.analysis", "glossogen.server", "glossogen.mcp", "glossogen.evaluation",
     "glossogen.sweep", "glossogen.verify",
+    # a plain run neither forks nor surveys stale runs nor records a worker's flow run
+    "glossogen.derive._fork", "glossogen.derive._stale", "glossogen.derive._visibility",
+    "orchestration.deployments",
     # the reader of a run's log loads no other scenario (every scenario only for a line of a
     # type the registered classes lack)
     "scenarios.spot_the_difference", "scenarios.prisoners_dilemma", "scenarios.signal_game",
@@ -352,7 +355,7 @@ HEAVY_FOR_A_RUN = [
 def test_a_run_path_imports_none_of_the_heavy_modules_it_does_not_use(tmp_path: Path) -> None:
     """The run command, the simulate flow, a scenario and a read of its log: no optional
     provider SDK, no tables, export, analysis, server, MCP, tracing SDK (tracing off), sweep
-    code or other scenario."""
+    code, fork or other scenario."""
     done = subprocess.run(
         [sys.executable, "-c", RUN_PATH_PROBE % HEAVY_FOR_A_RUN],
         capture_output=True,
