@@ -21,16 +21,41 @@ from pathlib import Path
 QUIET_ENV = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 STARTUP_TIMEOUT_SECONDS = 180.0
 
+PLAYING_ONLY_SERVICES = {
+    f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false"
+    for name in (
+        "SCHEDULER",  # deployment schedules: none is deployed to such a server
+        "LATE_RUNS",  # scheduled flow runs no worker picked up: no worker polls it
+        "FOREMAN",  # worker and work pool health: no worker
+        "PAUSE_EXPIRATIONS",  # no flow pauses
+        "CLEANUP_RECONCILER",  # workers' cleanup deliveries: no worker
+        "TRIGGERS",  # automations: none is created on such a server
+        "EVENT_PERSISTER",  # events kept for the UI and /events: nothing reads them back
+        "TASK_RUN_RECORDER",  # task runs rebuilt from events for the UI: nothing reads them
+    )
+}
+"""Server services a server that only plays flows in-process does not need, turned off.
+
+Flow runs, their states, artifacts, logs and concurrency limits are written through the API
+itself and stay; so do cancellation cleanup and the repossessor (expired concurrency leases).
+For the first step of the test command (``tests/__main__.py``), whose flows run in the test
+processes: its tests read back flow runs, states and artifacts, never task runs, events or
+automations (those are ``tests/orchestration``'s, whose servers keep every service).
+"""
+
 
 @contextmanager
-def local_prefect_server(database_url: str | None = None) -> Iterator[str]:
+def local_prefect_server(
+    database_url: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """Start a Prefect server on 127.0.0.1, yield its API URL once healthy, stop it on exit.
 
     The server takes its port from the OS when it binds (``--port 0``, read back from its log:
     :func:`glossogen.cli._server.start_prefect_server`), so no other process can take the port
     between a pick and the bind. ``database_url``: a SQLAlchemy URL for the server's database
     (e.g. from :func:`deployments.local_postgres.local_postgres`); the default is a SQLite file
-    in the server's throwaway ``PREFECT_HOME``.
+    in the server's throwaway ``PREFECT_HOME``. ``env``: settings of the server on top of this
+    process's environment (e.g. :data:`PLAYING_ONLY_SERVICES`).
 
     Raises:
         RuntimeError: the server exited or was not healthy within 180 seconds (its log path is
@@ -39,10 +64,10 @@ def local_prefect_server(database_url: str | None = None) -> Iterator[str]:
     from glossogen.cli._server import start_prefect_server
 
     home = Path(tempfile.mkdtemp(prefix="glossogen-prefect-"))
-    env = {**os.environ, **QUIET_ENV, "PREFECT_HOME": str(home)}
+    server_env = {**os.environ, **QUIET_ENV, **(env or {}), "PREFECT_HOME": str(home)}
     if database_url:
-        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
-    server, api_url = start_prefect_server(env, home / "server.log", STARTUP_TIMEOUT_SECONDS)
+        server_env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
+    server, api_url = start_prefect_server(server_env, home / "server.log", STARTUP_TIMEOUT_SECONDS)
     try:
         yield api_url
     finally:

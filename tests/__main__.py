@@ -10,6 +10,9 @@ CI runs:
    first step is started, each with a throwaway home and a port the OS hands it when it binds
    (:func:`deployments.local_server.local_prefect_server`), and listed in the test-only
    ``GLOSSOGEN_TEST_PREFECT_API_URLS`` (worker ``gwN`` takes the Nth: ``tests/conftest.py``).
+   The first step's flows play in its test processes, so these servers run without the
+   services of deployments, workers, automations and the UI's events and task runs
+   (:data:`deployments.local_server.PLAYING_ONLY_SERVICES`): those spent CPU the tests share.
 3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; then the
    second runs ``tests/orchestration`` on ``WORKERS`` workers too, test by test (``--dist
    load``; each worker's package fixtures start a Prefect server of its own, deploy
@@ -85,10 +88,10 @@ def prefect_servers(count: int) -> Iterator[list[str]]:
     """Start ``count`` Prefect servers at once (each takes 10-30 s to start); yield their URLs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from deployments.local_server import local_prefect_server
+    from deployments.local_server import PLAYING_ONLY_SERVICES, local_prefect_server
 
     with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
-        servers = [local_prefect_server() for _ in range(count)]
+        servers = [local_prefect_server(env=PLAYING_ONLY_SERVICES) for _ in range(count)]
         started = list(pool.map(lambda server: server.__enter__(), servers))
         for server in servers:
             stack.push(server.__exit__)

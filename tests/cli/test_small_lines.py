@@ -10,6 +10,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from glossogen.cli import main
 from glossogen.launch import RunRequest, estimate_cost, plan_run
 from tests.mcp.conftest import call, refusal, stdio_session
 
@@ -25,26 +28,39 @@ def test_version() -> None:
         0, f"glossogen {version('glossogen')}\n", "")  # fmt: skip
 
 
-def test_serve_help_names_the_browser() -> None:
-    done = _glossogen("serve", "--help")
-    assert done.returncode == 0
-    assert "The run browser: open http://HOST:PORT/ in a web browser" in " ".join(
-        done.stdout.split()
-    )
-    listed = _glossogen("--help")
+def _in_process(
+    capsys: pytest.CaptureFixture[str], *argv: str
+) -> tuple[int | str | None, str, str]:
+    """``glossogen ARGV`` by the CLI's own entry: exit code, stdout, stderr (the lines are the
+    point here, not a process: ``test_version`` keeps one, whose stderr is empty)."""
+    capsys.readouterr()  # what came before is not this command's
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+def test_serve_help_names_the_browser(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _in_process(capsys, "serve", "--help")
+    assert code == 0
+    assert "The run browser: open http://HOST:PORT/ in a web browser" in " ".join(out.split())
+    _, listed, _ = _in_process(capsys, "--help")
     assert "Serve the run browser (/), the REST export endpoints and MCP at /mcp." in " ".join(
-        listed.stdout.split()
+        listed.split()
     )
 
 
-def test_an_empty_config_is_named_as_empty_not_missing(tmp_path: Path) -> None:
-    done = _glossogen("run", "veyru", "--model", "scripted", "--provider", "scripted",
-                      "--runs-dir", str(tmp_path), "--config", "", "--dry-run")  # fmt: skip
-    assert (done.returncode, done.stdout) == (64, "")
-    assert done.stderr == "glossogen: error: --config '' is empty: give it a value\n"
-    missing = _glossogen("run", "veyru", "--model", "scripted", "--provider", "scripted",
-                         "--runs-dir", str(tmp_path), "--dry-run")  # fmt: skip
-    assert missing.stderr == "glossogen: error: Missing option '--config'.\n"
+def test_an_empty_config_is_named_as_empty_not_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _in_process(capsys, "run", "veyru", "--model", "scripted", "--provider",
+                                 "scripted", "--runs-dir", str(tmp_path), "--config", "",
+                                 "--dry-run")  # fmt: skip
+    assert (code, out) == (64, "")
+    assert err == "glossogen: error: --config '' is empty: give it a value\n"
+    _, _, missing = _in_process(capsys, "run", "veyru", "--model", "scripted", "--provider",
+                                "scripted", "--runs-dir", str(tmp_path), "--dry-run")  # fmt: skip
+    assert missing == "glossogen: error: Missing option '--config'.\n"
 
 
 def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Path) -> None:

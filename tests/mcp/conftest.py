@@ -4,6 +4,8 @@ streamable HTTP endpoint inside a real ``glossogen serve`` on a port the OS pick
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import re
@@ -22,6 +24,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from glossogen.cli import main
 from tests.fixtures.polling import POLL_SECONDS
 
 SCRIPTED = {"model": "scripted", "provider": "scripted"}
@@ -212,11 +215,10 @@ def gone(pid: int) -> bool:
 
 
 def schema_cli(scenario: str) -> dict[str, Any]:
-    """What ``glossogen schema <scenario>`` prints, parsed."""
-    out = subprocess.run(
-        [sys.executable, "-m", "glossogen", "schema", scenario],
-        capture_output=True,
-        check=True,
-        text=True,
-    )
-    return json.loads(out.stdout)
+    """What ``glossogen schema <scenario>`` prints, parsed (the CLI's entry in-process: what it
+    prints is the point, not a process)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        main(["schema", scenario])
+    assert exited.value.code == 0
+    return json.loads(printed.getvalue())

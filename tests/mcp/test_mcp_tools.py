@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import subprocess
 import sys
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -17,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import ClientSession
 
+from glossogen.cli import main
 from glossogen.launch import RunRequest, estimate_cost, plan_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import end_group
@@ -289,26 +290,30 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
     wait_until(lambda: gone(pids[0]), "the stopped run's process exits")
 
 
-def test_glossogen_stop_refuses_a_run_with_no_live_writer(tmp_path: Path) -> None:
+def _stop(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str]:
+    """``glossogen stop RUN_DIR`` by the CLI's own entry: its exit code and stderr."""
+    capsys.readouterr()  # what came before is not this command's
+    with pytest.raises(SystemExit) as exited:
+        main(["stop", str(run_dir)])
+    return exited.value.code, capsys.readouterr().err
+
+
+def test_glossogen_stop_refuses_a_run_with_no_live_writer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CLI's entry in-process: the refusals are the point, not a process.
     folder = tmp_path / "veyru" / "1700000000"
     folder.mkdir(parents=True)
     (folder / "veyru.jsonl").write_text("{}\n")
-    done = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(folder)],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 65
-    assert (
-        done.stderr
-        == "glossogen: error: run veyru/1700000000 has no live writer: nothing to stop\n"
+    assert _stop(folder, capsys) == (
+        65,
+        "glossogen: error: run veyru/1700000000 has no live writer: nothing to stop\n",
     )
-    missing = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "veyru" / "1")],
-                             capture_output=True, text=True)  # fmt: skip
-    assert (missing.returncode, missing.stderr) == (
+    assert _stop(tmp_path / "veyru" / "1", capsys) == (
         66,
         f"glossogen: error: {tmp_path / 'veyru' / '1'} holds no run log\n",
     )
-    not_a_run = subprocess.run([sys.executable, "-m", "glossogen", "stop", str(tmp_path / "loose")],
-                               capture_output=True, text=True)  # fmt: skip
-    assert (not_a_run.returncode, not_a_run.stderr) == (
+    assert _stop(tmp_path / "loose", capsys) == (
         64,
         f"glossogen: error: '{tmp_path / 'loose'}' is not a run folder (<runs-dir>/<scenario>/<unix_ts>)\n",
     )

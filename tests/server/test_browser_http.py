@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from glossogen.cli import main
 from glossogen.eventlog import read_events
 from glossogen.server import create_app
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
@@ -81,17 +81,18 @@ def test_the_list_shows_every_run_newest_first_and_each_filter_narrows_it(
     assert _rows(client.get("/", params={"run_id": cohort["one"][-4:]}).text) == [cohort["one"]]
 
 
-def test_a_bad_knob_condition_is_the_clis_one_line_error(cohort: dict[str, str]) -> None:
+def test_a_bad_knob_condition_is_the_clis_one_line_error(
+    cohort: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     client = TestClient(create_app(cohort["root"]))
     page = client.get("/", params={"knob": "round_count>=many"})
     assert page.status_code == 422
-    cli = subprocess.run(
-        [sys.executable, "-m", "glossogen", "export", "--runs-dir", cohort["root"], "--out",
-         str(Path(cohort["root"]).parent / "out-bad"), "--knob", "round_count>=many"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert cli.returncode == 65
-    line = cli.stderr.strip()
+    capsys.readouterr()  # the CLI's entry in-process: its line is the point, not a process
+    with pytest.raises(SystemExit) as cli:
+        main(["export", "--runs-dir", cohort["root"], "--out",
+              str(Path(cohort["root"]).parent / "out-bad"), "--knob", "round_count>=many"])  # fmt: skip
+    assert cli.value.code == 65
+    line = capsys.readouterr().err.strip()
     assert line == (
         "glossogen: error: --knob 'round_count>=many': knob 'round_count', operator '>=', "
         "value 'many': the run records a number"
@@ -290,12 +291,10 @@ def test_the_run_page_shows_the_evaluation_report_with_its_per_round_charts(
     import re
 
     run = play_run(str(tmp_path), rounds=3)
-    done = subprocess.run(
-        [sys.executable, "-m", "glossogen", "evaluate", "veyru", "--run-dir", run.url,
-         "--metrics", "round_success,mean_chars_per_round"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    with pytest.raises(SystemExit) as done:  # the CLI's entry in-process: the report is the point
+        main(["evaluate", "veyru", "--run-dir", run.url,
+              "--metrics", "round_success,mean_chars_per_round"])  # fmt: skip
+    assert done.value.code == 0
     report = json.loads((Path(run.url) / "veyru_report.json").read_text())["metrics"]
     page = TestClient(create_app(str(tmp_path))).get(f"/runs/{run.run_id}").text
     section = page[page.index("<h2>Evaluation</h2>") :]
