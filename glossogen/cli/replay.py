@@ -54,6 +54,8 @@ def replay(
             flush=True,
         )
     rate = report.events / report.seconds if report.seconds else 0.0
+    if report.stalled is not None:
+        print(report.stalled, flush=True)
     if report.divergence is not None:
         print(report.divergence.line(), flush=True)
     elif report.event_divergence is not None:  # every request the same, an event not
@@ -62,8 +64,7 @@ def replay(
         print(report.event_diff, flush=True)
     if report.interleaved:
         print(
-            "the seats' events interleave otherwise than recorded (which answer came first); "
-            "each seat's are the same",
+            "the seats' events interleave otherwise than recorded; each seat's are the same",
             flush=True,
         )
     if not report.verdicts_equal:

@@ -15,6 +15,7 @@ from glossogen.engine._roster import (
     resolve_judge,
     resolve_seats,
 )
+from glossogen.engine._runner import SEAT
 from glossogen.engine._spend import (
     FRAMING_TOKENS,
     LONG_CACHE,
@@ -27,6 +28,7 @@ __all__ = [
     "LONG_CACHE",
     "INTERNAL_FAULT",
     "SETTLE_SECONDS",
+    "SEAT",
     "STOP_SETTLE_SECONDS",
     "WARNING_THRESHOLDS",
     "BudgetMeter",

@@ -25,7 +25,7 @@ from glossogen.engine._judge import RunJudge
 from glossogen.engine._messaging import ChannelOps
 from glossogen.engine._requests import RequestLedger
 from glossogen.engine._roster import JudgeSeat, Seat, model_name
-from glossogen.engine._runner import AgentRunner, CycleDriver
+from glossogen.engine._runner import AgentRunner, CycleDriver, seat_context
 from glossogen.engine._seating import SeatAgents
 from glossogen.engine._spend import SpendReservations
 from glossogen.engine._tools import core_tools
@@ -544,7 +544,8 @@ class RunEngine(ChannelOps, SeatAgents):
         start = self.clock.now()
         tasks = [
             asyncio.create_task(
-                self.driver.run_phase(r, AgentDeps(r.spec.agent_id, self.context, self))
+                self.driver.run_phase(r, AgentDeps(r.spec.agent_id, self.context, self)),
+                context=seat_context(r.spec.agent_id),
             )
             for r in self.runners.values()
             if not r.out

@@ -8,6 +8,7 @@ inbox, or a finished cycle with nothing queued; a failed or turn-limited agent c
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -49,6 +50,18 @@ from glossogen.scenario import AgentDeps, AgentSpec, Observation
 from glossogen.tracing import agent_attributes
 
 INTERRUPTED = "interrupted: the phase ended before this tool returned"
+SEAT: contextvars.ContextVar[str | None] = contextvars.ContextVar("glossogen_seat", default=None)
+"""The seat whose phase task this is, and of every task that task starts (its model requests,
+its tools); None in the round's own task. A replay orders the seats' steps by it."""
+
+
+def seat_context(agent_id: str) -> contextvars.Context:
+    """A copy of the current context in which :data:`SEAT` names ``agent_id``."""
+    context = contextvars.copy_context()
+    context.run(SEAT.set, agent_id)
+    return context
+
+
 REQUEST_TIMEOUT_SECONDS = 300.0
 """Longest one model request may take when the agent's settings name no ``timeout``."""
 

@@ -40,6 +40,7 @@ Rules, in the order a log is read:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from glossogen.eventlog._cost import add_usd
@@ -319,9 +320,12 @@ class RunView:
         """
         return cls.of(read_events(log_url), live)
 
-    @property
+    @cached_property
     def tape(self) -> Tape:
-        """Each seat's model calls, in order, with what each got back (the events that count)."""
+        """Each seat's model calls, in order, with what each got back (the events that count).
+
+        Folded once per view, on first use.
+        """
         return read_tape(self.counted, self.events)
 
     @property

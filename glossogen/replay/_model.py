@@ -7,12 +7,13 @@ same parts (text, thinking, tool calls with their ids and arguments), the same t
 recorded kind whose text is the recorded error). No network, no key, nothing billed.
 
 A scripted seat's recorded answers came after the scenario's ``scripted_latency_seconds`` on
-the game clock; its replay waits as long (``pause``), so the seats interleave as they did.
+the game clock; its replay waits as long (``pause``). Every answer is handed over at once: the
+seats take it up in the recorded order by the replay's sequencer
+(:mod:`glossogen.replay._sequencer`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -96,42 +97,25 @@ def _ruling_answer(call: TapeCall, info: AgentInfo, made: int) -> ModelResponse:
     return ModelResponse(parts=[part], model_name=call.model, usage=_usage(call))
 
 
-STALL_YIELDS = 200
-"""How many turns of the event loop in a row an answer waits for its place with no new event
-logged before it is handed over anyway (a replay that diverged may never reach its place)."""
-
-
 class Pacing:
-    """What a replay's answers wait on: the run's clock, and how many events its log holds.
+    """What a replay's answers wait on: the run's clock (a scripted seat's latency).
 
     Set once the replay's session is open (:meth:`bind`); each process of a resumed run binds
-    anew.
+    anew. Where each answer is taken up is the sequencer's doing
+    (:mod:`glossogen.replay._sequencer`): the seats step in the recorded order.
     """
 
     def __init__(self) -> None:
         self.pause: Callable[[float], Awaitable[None]] | None = None
-        self.logged: Callable[[], int] = lambda: 0
+
         self.calls: dict[str, int] = {}
         """Each seat's calls made so far: its next call is answered with the tape's next one.
         A replay of a run stopped mid-round sets it anew at each resume from the replay's
         log (a call the stop cut off before its answer was logged is not on the tape)."""
 
-    def bind(self, pause: Callable[[float], Awaitable[None]], logged: Callable[[], int]) -> None:
-        """Wait on ``pause`` (the game clock) and count the log's events with ``logged``."""
-        self.pause, self.logged = pause, logged
-
-    async def in_turn(self, line: int) -> None:
-        """Return once the log holds ``line`` events: the answer's event is the next one.
-
-        An answer is handed over where the recorded run got it, between the same two events,
-        so the seats interleave as they did (over HTTP, who was answered first is the
-        network's doing). Turns of the event loop, not time, bound the wait.
-        """
-        stalled, seen = 0, self.logged()
-        while seen < line and stalled < STALL_YIELDS:
-            await asyncio.sleep(0)
-            now = self.logged()
-            stalled, seen = (stalled + 1, now) if now == seen else (0, now)
+    def bind(self, pause: Callable[[float], Awaitable[None]]) -> None:
+        """Wait on ``pause`` (the game clock)."""
+        self.pause = pause
 
 
 def replay_model(
@@ -140,12 +124,10 @@ def replay_model(
     model_name: str,
     pacing: Pacing,
     latency: float = 0.0,
-    paced: bool = True,
 ) -> FunctionModel:
-    """Return the replay model of ``seat``, paced by ``pacing`` when ``paced``.
+    """Return the replay model of ``seat``: each call answered at once from ``tape``.
 
-    A seat on this machine (scripted, local) is not paced: its answers came on the game
-    clock's turn (a scripted seat's after ``latency``), which the replay plays again as is.
+    A scripted seat's answer waits ``latency`` on the game clock first, as it did.
 
     pydantic-ai's ``FunctionModel`` is the ``Model`` subclass that takes an answer function;
     the function here reads the tape (kept over a hand-written ``Model``: the request path,
@@ -157,8 +139,6 @@ def replay_model(
         call = tape.call(seat, made)
         if latency and pacing.pause is not None:
             await pacing.pause(latency)
-        if call is not None and paced:
-            await pacing.in_turn(call.line)
         if call is None:
             raise TapeExhausted(f"{seat} made call {made}; the recorded run made {made - 1}")
         if call.outcome == "failed" or (call.outcome == "abandoned" and not call.answered):

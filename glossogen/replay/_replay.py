@@ -25,12 +25,10 @@ status its ``simulation_ended`` recorded, then resumed as it was.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
 import json
 import re
 import time
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -56,6 +54,7 @@ from glossogen.eventlog import (
     read_tape,
 )
 from glossogen.replay._model import Pacing, replay_model
+from glossogen.replay._sequencer import Sequencer
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds
@@ -136,7 +135,10 @@ class ReplayReport(BaseModel):
     """One line naming the first event that differs (``first divergence: event 12
     (tool_call_invoked, player_b, round 1): args differ``), or None."""
     interleaved: bool = False
-    """True when the events are the same seat by seat but interleave otherwise (HTTP order)."""
+    """True when the events differ only in how the seats' interleave (each seat's are the same):
+    a divergence all the same, since the replay takes each answer up where the record did."""
+    stalled: str | None = None
+    """Why the replay could not go on (every task waited; the record's next event named)."""
     verdicts_equal: bool
     spend_equal: bool
     recorded_cost_usd: float | None
@@ -149,6 +151,7 @@ class ReplayReport(BaseModel):
         return (
             self.divergence is None
             and self.event_diff is None
+            and self.stalled is None
             and self.verdicts_equal
             and self.spend_equal
         )
@@ -181,15 +184,12 @@ def first_event_diff(
 ) -> tuple[str | None, bool]:
     """The first differing event of the two logs as a diff, and whether only seats interleave.
 
-    The diff is None when the events are the same; the flag is True when they are the same
-    only once each seat's events are read apart.
-
-    Events are compared in log order. When that fails but every seat's own events (by
-    ``agent_id``; events of no seat as one more stream) are the same in the same order, the
-    logs differ only in how the seats' events interleave: over HTTP that is which answer the
-    event loop handled first, not something the run decided. That is no divergence (the
-    second value says it happened). A recorded log without fingerprints (``fingerprinted``
-    False) is compared without them.
+    The diff is None when the events are the same, in the same order; the flag is True when
+    they differ only in how the seats' events interleave (every seat's own events, by
+    ``agent_id``, events of no seat as one more stream, the same in the same order). A replay
+    takes each answer up where the recorded run did, so that too is a divergence; the flag says
+    which kind. A recorded log without fingerprints (``fingerprinted`` False) is compared
+    without them.
     """
     ids = (recorded.started.run_id if recorded.started else "",
            replayed.started.run_id if replayed.started else "")  # fmt: skip
@@ -198,8 +198,7 @@ def first_event_diff(
     right = [normalized(e, ids, ignored) for e in replayed.events]
     if left == right:
         return None, False
-    if _by_seat(left) == _by_seat(right):
-        return None, True
+    interleaved = _by_seat(left) == _by_seat(right)
     index = first_differing(left, right)
     if index is not None:
         a = left[index] if index < len(left) else None
@@ -212,7 +211,7 @@ def first_event_diff(
                 f"replayed event {index + 1}",
                 lineterm="",
             )
-            return "\n".join(diff), False
+            return "\n".join(diff), interleaved
     raise AssertionError("unreachable: the logs differ")
 
 
@@ -316,7 +315,7 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     if recorded.ended is None or recorded.status in ("running", "stopped"):
         raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
     began = time.monotonic()
-    folder = await _play_tape(recorded, config, started, request.runs_dir, None)
+    folder, stalled = await _play_tape(recorded, config, started, request.runs_dir, None)
     seconds = time.monotonic() - began
     replayed = RunView.load(folder.log_url)
     tape = recorded.tape
@@ -325,7 +324,7 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     event_diff, interleaved = first_event_diff(recorded, replayed, fingerprinted)
     event_line = (
         event_divergence_line(recorded, replayed, fingerprinted)
-        if event_diff is not None and divergence is None
+        if event_diff is not None and divergence is None and stalled is None
         else None
     )
     return ReplayReport(
@@ -339,6 +338,7 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
         event_diff=event_diff,
         event_divergence=event_line,
         interleaved=interleaved,
+        stalled=stalled,
         verdicts_equal=recorded.verdicts == replayed.verdicts,
         spend_equal=recorded.spend.total_cost_usd == replayed.spend.total_cost_usd,
         recorded_cost_usd=recorded.spend.total_cost_usd,
@@ -362,11 +362,13 @@ def _source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
 
 async def _play_tape(
     recorded: RunView, config: Any, started: Any, runs_dir: str, through: int | None
-) -> Any:
-    """Play the recorded run from its tape into a new folder under ``runs_dir``; return it.
+) -> tuple[Any, str | None]:
+    """Play the recorded run from its tape into a new folder under ``runs_dir``.
 
-    Process by process as recorded; with ``through``, only rounds 1..``through`` (the last
-    process sealed ``interrupted`` there).
+    Process by process as recorded, each seat's steps in the recorded order
+    (:class:`~glossogen.replay._sequencer.Sequencer`); with ``through``, only rounds
+    1..``through`` (the last process sealed ``interrupted`` there). Returns the folder, and
+    why the replay stalled (then sealed ``interrupted`` where it stalled), or None.
     """
     from glossogen.launch import (
         ResumeRequest,
@@ -386,6 +388,7 @@ async def _play_tape(
     stopped = any(p.cut is not None for p in segments)
     tape = read_tape(recorded.events) if stopped else recorded.tape
     seats = {seat.agent_id: seat for seat in config.seats}
+    hosted = [agent_id for agent_id, seat in seats.items() if seat.provider not in UNBILLED]
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
     models: dict[str, Model] = {
@@ -395,7 +398,6 @@ async def _play_tape(
             seat.model,
             pacing,
             latency if seat.provider == "scripted" else 0.0,
-            paced=seat.provider not in UNBILLED,
         )
         for agent_id, seat in seats.items()
     }
@@ -420,17 +422,22 @@ async def _play_tape(
         if point is not None and stopped:  # each seat goes on from its calls the log holds
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
-        pacing.bind(session.engine.clock.sleep, logged)
+        sequencer = Sequencer(recorded.events, logged, seats, hosted)
+        pacing.bind(session.engine.clock.sleep)
         first = point.next_round if point is not None else 1
         for round_number in range(first, process.last_round + 1):
-            await session.play_round(round_number)
-            if session.ended_early():
+            await sequencer.play(session.play_round(round_number))
+            if session.ended_early() or sequencer.stalled:
                 break
-        if process.cut is not None:  # stopped mid-round: play it up to where the stop came
-            await _play_until(session.play_round(process.last_round + 1), logged, process.cut)
+        if process.cut is not None and not sequencer.stalled:
+            # stopped mid-round: play it up to where the stop came, then cancel it as the stop did
+            await sequencer.play(session.play_round(process.last_round + 1), process.cut)
         await session.settle_requests()
+        if sequencer.stalled:
+            session.finish(price_spend(folder), "interrupted", sequencer.stalled)
+            return folder, sequencer.stalled
         session.finish(price_spend(folder), process.status, process.error)
-    return folder
+    return folder, None
 
 
 def _left_by_stop(event: Event) -> bool:
@@ -438,23 +445,6 @@ def _left_by_stop(event: Event) -> bool:
     return isinstance(event, ModelRequestAbandoned) or (
         isinstance(event, ToolResultReceived) and event.interrupted
     )
-
-
-async def _play_until(
-    round_play: Coroutine[Any, Any, Any], logged: Callable[[], int], cut: int
-) -> None:
-    """Play a round until the log holds ``cut`` events, then cancel it as a stop does.
-
-    The stop reaches a round at a turn of the event loop, between tasks: the round is cancelled
-    at the first turn that finds ``cut`` events logged (or plays to its end, should it end
-    first).
-    """
-    task = asyncio.ensure_future(round_play)
-    while not task.done() and logged() < cut:
-        await asyncio.sleep(0)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 def _through(segments: list[_Process], through: int) -> list[_Process]:
@@ -515,11 +505,13 @@ class ForkPointCheck(BaseModel):
     fingerprinted: bool
     divergence: Divergence | None
     event_divergence: str | None
+    stalled: str | None = None
+    """Why the replay of rounds 1..N could not go on, or None."""
 
     @property
     def reproduced(self) -> bool:
         """True when every request and every event of rounds 1..N is the same."""
-        return self.divergence is None and self.event_divergence is None
+        return self.divergence is None and self.event_divergence is None and not self.stalled
 
 
 def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
@@ -563,6 +555,7 @@ def replayed_rounds(run_dir: str, after_round: int) -> ReplayedRounds:
     events: list[Event] = []
     replayed = asyncio.run(_check_fork_point(run_dir, after_round, events))
     diverged = replayed.divergence.line() if replayed.divergence else replayed.event_divergence
+    diverged = diverged or replayed.stalled
     if diverged is not None:
         raise DeriveError(f"rounds 1..{after_round} do not replay from the tape: {diverged}", 1)
     return ReplayedRounds(replayed, events)
@@ -584,7 +577,7 @@ async def _check_fork_point(
 
     _, started, recorded, config = _source(run_dir)
     with tempfile.TemporaryDirectory(prefix="glossogen-fork-replay-") as scratch:
-        folder = await _play_tape(recorded, config, started, scratch, after_round)
+        folder, stalled = await _play_tape(recorded, config, started, scratch, after_round)
         replayed = RunView.load(folder.log_url)
     if keep is not None:
         keep.extend(replayed.read.events)
@@ -604,6 +597,7 @@ async def _check_fork_point(
         fingerprinted=fingerprinted,
         divergence=divergence,
         event_divergence=event_line,
+        stalled=stalled,
     )
 
 

@@ -2,7 +2,9 @@
 
 ``tapes``: one scripted round per scenario. ``tapes_http``: two rounds over the stub model
 servers in the style of a hosted model (text with tool calls, OpenAI's Responses wire):
-prisoners_dilemma with ``player_a`` over HTTP, veyru with its in-run judge over HTTP.
+prisoners_dilemma with ``player_a`` over HTTP, veyru with its in-run judge over HTTP; and under
+``tapes_http/overlap`` prisoners_dilemma with both seats over HTTP, their calls in flight at
+once.
 Run ``python -m tests.replay.record_tapes`` after a change that is meant to alter what seats
 send or what a run logs; review the diff of the logs before committing it. A tape of a real
 provider is recorded the same way: play the run, then copy its folder (``config.json``,
@@ -12,8 +14,10 @@ provider is recorded the same way: play the run, then copy its folder (``config.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from glossogen.launch import (
@@ -25,7 +29,7 @@ from glossogen.launch import (
     price_spend,
 )
 from glossogen.testing import CLOCK_START
-from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.winning_players import pd_player, veyru_player
 
@@ -38,6 +42,17 @@ HTTP_RUNS = {
     "veyru": ["judge_model=gpt-5.4", "judge_provider=openai"],
 }  # fmt: skip
 """The runs over HTTP: scenario and knob overrides."""
+OVERLAP_TAPES = HTTP_TAPES / "overlap"
+"""Runs over HTTP whose hosted seats had model calls in flight at once (a runs dir)."""
+_HOSTED = {"model": "gpt-5.4", "provider": "openai"}
+BOTH_HOSTED = {
+    "prisoners_dilemma": [
+        f"model_overrides={json.dumps({'player_a': _HOSTED, 'player_b': _HOSTED})}"
+    ],
+}
+"""The runs whose every seat is hosted: scenario and knob overrides. Recorded with the stub
+holding each request until two are in flight (``hold_until_in_flight = 2``): the seats' calls
+overlap, and which answer is taken up first is the event loop's."""
 
 
 async def play_over_http(
@@ -57,6 +72,33 @@ async def play_over_http(
     return folder.url
 
 
+def paired(stub: StubModelServer) -> Callable[[RecordedRequest], StubReply]:
+    """``pd_player`` over ``stub`` holding each request until both seats' are in flight
+    (``hold_until_in_flight = 2``, set by the caller) until a seat's first answer of text alone
+    (it stops asking for the phase): from then on every request is answered as it comes, so a
+    seat never waits for a partner that no longer asks (a conflicted message costs a seat one
+    call more than the other)."""
+
+    def respond(request: RecordedRequest) -> StubReply:
+        reply = pd_player(request)
+        if not reply.tool_calls:
+            stub.end_holds()
+        return reply
+
+    return respond
+
+
+def record_overlapping(stub: StubModelServer) -> None:
+    """Record the runs of :data:`BOTH_HOSTED` into :data:`OVERLAP_TAPES` over ``stub``."""
+    shutil.rmtree(OVERLAP_TAPES, ignore_errors=True)
+    stub.responder, stub.hold_until_in_flight = paired(stub), 2
+    try:
+        for scenario, overrides in BOTH_HOSTED.items():
+            asyncio.run(play_over_http(OVERLAP_TAPES, scenario, overrides, SECOND))
+    finally:
+        stub.hold_until_in_flight = None
+
+
 def main() -> None:
     """Replace every tape with a fresh recording."""
     shutil.rmtree(TAPES, ignore_errors=True)
@@ -71,6 +113,7 @@ def main() -> None:
         for scenario, overrides in HTTP_RUNS.items():
             stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
             asyncio.run(play_over_http(HTTP_TAPES, scenario, overrides, SECOND))
+        record_overlapping(stub)
     for lock in [*TAPES.rglob(".writer.lock"), *HTTP_TAPES.rglob(".writer.lock")]:
         lock.unlink()
 
