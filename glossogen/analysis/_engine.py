@@ -415,20 +415,42 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     return columns, keys, compare
 
 
+def skipped_notes(runs_dir: str, unreadable: dict[str, str]) -> list[str]:
+    """One note per run the selection skipped as unreadable, its files named within the dir.
+
+    As the export names them (``skipped <run id>: <reason>``); a reason's path is shown
+    relative to ``runs_dir`` (a server's own folder is not shown to its callers).
+    """
+    from glossogen.storage import RunStore
+
+    try:
+        root = RunStore(runs_dir).runs_dir.rstrip("/") + "/"
+    except Exception:  # noqa: BLE001 - only a prettier path: the reason stands as it is
+        root = runs_dir.rstrip("/") + "/"
+    return [
+        f"skipped {run_id}: {reason.replace(root, '')}"
+        for run_id, reason in sorted(unreadable.items())
+    ]
+
+
 def answer_records(
-    records: list[RunRecord], query: Query, frame: pl.DataFrame | None = None
+    records: list[RunRecord],
+    query: Query,
+    frame: pl.DataFrame | None = None,
+    skipped: Sequence[str] = (),
 ) -> Result:
     """Answer ``query`` over already selected ``records`` (see :func:`answer`).
 
     ``frame``: the grain's rows of ``records`` when already built (from the projection cache);
-    else they are built from the records.
+    else they are built from the records. ``skipped``: notes of the runs the selection could
+    not read (:func:`skipped_notes`), first among the answer's notes.
 
     With no run selected there are no rows to check the query's names against: the answer has
     no group and says so (as an export of no run writes header-only tables).
     """
     if not records:
         return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
-                      notes=["no run matched the selection"])  # fmt: skip
+                      notes=[*skipped, "no run matched the selection"])  # fmt: skip
     if frame is None:
         frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
@@ -445,7 +467,7 @@ def answer_records(
         )
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
-    notes: list[str] = []
+    notes: list[str] = list(skipped)
     if query.compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
@@ -508,8 +530,11 @@ def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord
 
 def select_rows(
     runs_dir: str, query_selection: Any, max_runs: int, grain: Grain, cache: bool = True
-) -> tuple[list[RunRecord], pl.DataFrame | None]:
-    """The selected runs and, at a cached grain of a local runs dir, their grain's rows.
+) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
+    """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
+
+    The notes name each run skipped as unreadable (:func:`skipped_notes`) and anything the
+    cache could not do.
 
     With ``cache`` (and a grain in :data:`~glossogen.analysis._projection.CACHED_GRAINS` of a
     local folder) the runs are selected through the projection cache, which reads only the
@@ -524,12 +549,13 @@ def select_rows(
 
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
-        return select(runs_dir, query_selection, max_runs), None
+        selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
+        return selected.records, None, skipped_notes(runs_dir, selected.unreadable)
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
-    records = select_runs(runs_dir, query_selection, max_runs=max_runs,
-                          load=projection.load).records  # fmt: skip
-    projection.save()
-    return records, projection.grain_frame(records, grain) if records else None
+    selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
+    records = selected.records
+    notes = [*skipped_notes(runs_dir, selected.unreadable), *projection.save()]
+    return records, projection.grain_frame(records, grain) if records else None, notes
 
 
 def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
@@ -543,8 +569,10 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
         RunsDirError, SelectionError, StorageError: from the selection.
     """
     check_sort(query)
-    records, frame = select_rows(runs_dir, query.selection, query.max_runs, query.grain, cache)
-    return answer_records(records, query, frame)
+    records, frame, notes = select_rows(
+        runs_dir, query.selection, query.max_runs, query.grain, cache
+    )
+    return answer_records(records, query, frame, notes)
 
 
 def fields_of(
@@ -552,6 +580,7 @@ def fields_of(
     grain: Grain,
     metric: str | None = None,
     frame: pl.DataFrame | None = None,
+    skipped: Sequence[str] = (),
 ) -> Fields:
     """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values.
 
@@ -582,7 +611,7 @@ def fields_of(
             )  # fmt: skip
         )
     unscored = sum(1 for r in records if r.run_id not in scored)
-    notes = []
+    notes = list(skipped)
     if records and unscored == len(records):
         notes.append(UNSCORED)
     elif unscored:
@@ -620,8 +649,8 @@ def fields(
 
     ``cache``: as :func:`answer`.
     """
-    records, frame = select_rows(runs_dir, selection, max_runs, grain, cache)
-    return fields_of(records, grain, metric, frame)
+    records, frame, notes = select_rows(runs_dir, selection, max_runs, grain, cache)
+    return fields_of(records, grain, metric, frame, notes)
 
 
 __all__ = [
@@ -636,4 +665,5 @@ __all__ = [
     "key_labels",
     "resolve",
     "select_rows",
+    "skipped_notes",
 ]

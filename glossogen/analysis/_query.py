@@ -181,7 +181,7 @@ class Query(BaseModel):
     compare: Compare | None = None
     sort: str | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0)] = 0
     resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
     max_runs: Annotated[int, Field(ge=1)] = 5000
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,31 @@ def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
     assert stored == dump_dashboard(parse_dashboard(json.dumps(board), "board.json"))
     assert opened.json() == parse_dashboard(stored, "study.yaml").model_dump(mode="json")
     assert missing.status_code == 404
+
+
+def test_a_damaged_run_is_named_in_the_notes(tmp_path: Path) -> None:
+    cohort = made.build(tmp_path / "made")
+    runs_dir = tmp_path / "runs"
+    damaged, kept = cohort.ids["r1"], cohort.ids["r2"]
+    for run_id in (damaged, kept):
+        shutil.copytree(Path(cohort.runs_dir, run_id), runs_dir / run_id)
+    (runs_dir / damaged / "veyru_report.json").write_text("[]")
+    with serving(str(runs_dir)) as base:
+        got = httpx.post(
+            f"{base}{API}/query", json={"measures": [{"field": "total_chars", "agg": "count"}]},
+            timeout=None,
+        )  # fmt: skip
+        listed = httpx.get(f"{base}{API}/fields", timeout=None)
+        seed = httpx.post(f"{base}{API}/query", json={"measures": [{"field": "x"}], "seed": -1},
+                          timeout=None)  # fmt: skip
+    assert got.status_code == 200, got.text
+    assert got.json()["run_ids"] == [kept]
+    assert got.json()["notes"] == [
+        f"skipped {damaged}: {damaged}/veyru_report.json is not a JSON object (it holds a list)"
+    ]
+    assert listed.json()["notes"] == got.json()["notes"]
+    assert seed.status_code == 422
+    assert seed.json()["detail"] == {
+        "field": "seed",
+        "message": "Input should be greater than or equal to 0",
+    }

@@ -1,0 +1,112 @@
+"""A run whose side file is damaged is named in a note on every surface, never silently dropped;
+a cache that cannot be written is noted; a bad seed is one line."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.analysis.cohort import Cohort, analyze, analyze_json, build
+from tests.mcp.conftest import call, refusal, stdio_session
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("analysis-damaged-runs")))
+
+
+DAMAGES = [
+    ("veyru_report.json", b"{not json",
+     "veyru_report.json is not valid JSON (Expecting property name enclosed in double quotes: "
+     "line 1 column 2 (char 1))"),
+    ("labels.json", b"\xff\xfe{bad",
+     "labels.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("config.json", b"\xff\xfe",
+     "config.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("veyru.jsonl", b"", "veyru.jsonl is not a run log (empty)"),
+]  # fmt: skip
+
+
+def _pair(cohort: Cohort, root: Path, name: str, data: bytes) -> tuple[str, str, str]:
+    """Two of the cohort's runs copied under ``root``, the first's ``name`` holding ``data``."""
+    damaged, kept = cohort.ids["r1"], cohort.ids["r2"]
+    for run_id in (damaged, kept):
+        shutil.copytree(Path(cohort.runs_dir, run_id), root / run_id)
+    (root / damaged / name).write_bytes(data)
+    return str(root), damaged, kept
+
+
+@pytest.mark.parametrize(("name", "data", "reason"), DAMAGES)
+def test_a_damaged_run_is_named_in_a_note(
+    cohort: Cohort,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    data: bytes,
+    reason: str,
+) -> None:
+    runs_dir, damaged, kept = _pair(cohort, tmp_path, name, data)
+    args = ["--runs-dir", runs_dir, "--measure", "total_chars:count", "--by", "run_id"]
+    assert analyze(*args) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "run grain: 1 rows of 1 runs"
+    assert err == f"glossogen: note: skipped {damaged}: {damaged}/{reason}\n"
+    result = analyze_json(capsys, *args)
+    assert result["notes"] == [f"skipped {damaged}: {damaged}/{reason}"]
+    assert result["run_ids"] == [kept]
+    listed = analyze_json(capsys, "--runs-dir", runs_dir, "--list-fields")
+    assert listed["notes"] == [f"skipped {damaged}: {damaged}/{reason}"]
+
+
+def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "labels.json", b"\xff\xfe{bad")
+    note = (f"skipped {damaged}: {damaged}/labels.json is not valid JSON (Expecting value: "
+            "line 1 column 1 (char 0))")  # fmt: skip
+
+    async def flow() -> tuple[dict[str, Any], dict[str, Any], str]:
+        async with stdio_session(Path(runs_dir), tmp_path / "home") as session:
+            got = await call(session, "analyze_runs", measures=["total_chars:count"])
+            listed = await call(session, "list_analysis_fields")
+            bad_seed = await refusal(session, "analyze_runs", measures=["total_chars"], seed=-1)
+            return got, listed, bad_seed
+
+    got, listed, bad_seed = asyncio.run(flow())
+    assert got["notes"] == [note]
+    assert listed["notes"] == [note]
+    assert bad_seed == "seed: Input should be greater than or equal to 0"
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        ("folder", "Is a directory"),
+        ("file", ".glossogen is a file"),
+    ],
+)
+def test_a_cache_that_cannot_be_written_is_noted(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str, why: str
+) -> None:
+    runs_dir, _, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    if make == "folder":
+        (tmp_path / ".glossogen" / "analysis_projection.zip").mkdir(parents=True)
+    else:
+        (tmp_path / ".glossogen").write_text("")
+    assert analyze("--runs-dir", runs_dir, "--measure", "total_chars:count") == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "run grain: 2 rows of 2 runs"
+    assert err == (
+        "glossogen: note: answered without the cache: .glossogen/analysis_projection.zip "
+        f"cannot be written ({why})\n"
+    )
+
+
+def test_a_negative_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze("--runs-dir", str(tmp_path), "--measure", "x", "--seed", "-1") == 64
+    assert capsys.readouterr().err == (
+        "glossogen: error: --seed -1: Input should be greater than or equal to 0\n"
+    )
