@@ -94,9 +94,12 @@ def write_plot(result: Result, path: str, chart: str) -> None:
     try:
         if chart == "heatmap":
             names = list(series)
-            grid = [[c.value if c is not None else float("nan") for c in series[n]] for n in names]
-            image = ax.imshow(grid, aspect="auto", cmap="viridis")
-            fig.colorbar(image, ax=ax, label=measure)
+            # A cell with no value (no group, or a group with no value) is NaN: drawn empty.
+            grid = [[c.value if c is not None and c.value is not None else float("nan")
+                     for c in series[n]] for n in names]  # fmt: skip
+            if names and xs:  # an empty result draws empty axes, as the other charts do
+                image = ax.imshow(grid, aspect="auto", cmap="viridis")
+                fig.colorbar(image, ax=ax, label=measure)
             ax.set_yticks(range(len(names)), names)
             ax.set_ylabel(result.query.by[1])
             for row, name in enumerate(names):

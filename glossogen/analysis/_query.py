@@ -291,6 +291,26 @@ class Result(BaseModel):
     comparisons: list[Comparison] = []
     notes: list[str] = []
 
+    @model_validator(mode="after")
+    def _groups_of_the_query(self) -> Result:
+        """Each group is keyed by the query's keys and has a cell per measure, in order.
+
+        A result the engine answered always is; one sent back to be drawn (REST ``/render``)
+        is refused when edited out of shape.
+        """
+        labels = [m.label for m in self.query.measures]
+        for i, group in enumerate(self.groups):
+            if list(group.keys) != self.query.by:
+                raise ValueError(
+                    f"groups.{i} is keyed by {list(group.keys)}, the query by {self.query.by}"
+                )
+            if [c.measure for c in group.cells] != labels:
+                raise ValueError(
+                    f"groups.{i} has cells {[c.measure for c in group.cells]}, "
+                    f"the query measures {labels}"
+                )
+        return self
+
 
 __all__ = [
     "AGGREGATES",

@@ -47,10 +47,17 @@ from glossogen.analysis import (
     skipped_notes,
 )
 from glossogen.analysis._dashboard import ChartKind, Dashboard, DashboardError
-from glossogen.export import RunRecord, RunsDirError, SelectionError, select_runs, selection_of
+from glossogen.export import (
+    RunRecord,
+    RunsDirError,
+    SelectionError,
+    check_runs_dir,
+    select_runs,
+    selection_of,
+)
 from glossogen.export._selection import _check_limit as check_limit
 from glossogen.server._export_routes import group_of
-from glossogen.storage import StorageError
+from glossogen.storage import StorageError, path_kind
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
 
@@ -239,9 +246,11 @@ def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> S
     from glossogen.analysis._dashboard import save_dashboard as save
 
     try:
+        if path_kind(request.app.state.settings.runs_dir) == "file":  # 503 as query and fields
+            check_runs_dir(request.app.state.settings.runs_dir)
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)
-    except StorageError as exc:
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc)
     return SavedDashboard(name=name, path=path)

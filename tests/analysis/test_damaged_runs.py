@@ -110,3 +110,18 @@ def test_a_negative_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().err == (
         "glossogen: error: --seed -1: Input should be greater than or equal to 0\n"
     )
+
+
+@pytest.mark.parametrize("where", [[], ["--filter", "round_number>9"]])
+def test_a_heatmap_with_a_blank_cell_or_no_group_is_drawn(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: list[str]
+) -> None:
+    path = tmp_path / "heat.png"
+    code = analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--by",
+                   "round_budget_chars,channel_noise_level", "--measure", "round_success:rate",
+                   "--resamples", "10", "--chart", "heatmap", "--plot", str(path), *where)  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err == ""
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.splitlines()[0] == f"round grain: {0 if where else 10} rows of 5 runs"

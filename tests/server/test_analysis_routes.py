@@ -148,3 +148,55 @@ def test_a_damaged_run_is_named_in_the_notes(tmp_path: Path) -> None:
         "field": "seed",
         "message": "Input should be greater than or equal to 0",
     }
+
+
+def test_render_refuses_a_result_out_of_shape_and_draws_blank_and_empty_heatmaps(
+    tmp_path: Path,
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    cohort = made.build(tmp_path / "runs")
+    client = TestClient(create_app(cohort.runs_dir))
+    query = {"grain": "round", "by": ["round_budget_chars", "channel_noise_level"],
+             "measures": [{"field": "round_success", "agg": "rate"}], "resamples": 10}  # fmt: skip
+    result = client.post(f"{API}/query", json=query).json()
+    assert ("(blank)", "0.1") in [
+        (g["keys"]["round_budget_chars"], g["keys"]["channel_noise_level"])
+        for g in result["groups"]
+    ]
+    drawn = client.post(f"{API}/render", json={"result": result, "chart": "heatmap"})
+    assert drawn.status_code == 200, drawn.text
+    assert drawn.json()["svg"].startswith("<?xml")
+    empty = client.post(
+        f"{API}/query",
+        json={**query, "filters": [{"field": "round_number", "op": ">", "value": "9"}]},
+    ).json()
+    assert empty["groups"] == []
+    drawn_empty = client.post(f"{API}/render", json={"result": empty, "chart": "heatmap"})
+    assert drawn_empty.status_code == 200, drawn_empty.text
+    bent = {**result, "query": {**result["query"], "by": ["round_budget_chars"]}}
+    refused = client.post(f"{API}/render", json={"result": bent, "chart": "bar"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == {"field": "result", "message": (
+        "Value error, groups.0 is keyed by ['round_budget_chars', 'channel_noise_level'], "
+        "the query by ['round_budget_chars']"
+    )}  # fmt: skip
+
+
+def test_saving_a_dashboard_into_a_runs_dir_that_is_a_file_is_503(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    runs = tmp_path / "runs"
+    runs.write_text("")
+    client = TestClient(create_app(str(runs)))
+    board = {"title": "t", "queries": {"q": QUERY},
+             "charts": [{"name": "c", "query": "q", "chart": "line"}]}  # fmt: skip
+    saved = client.put(f"{API}/dashboards/study", json=board)
+    assert saved.status_code == 503
+    assert saved.json()["detail"] == {
+        "message": f"runs directory {str(runs)!r} is a file, not a folder"
+    }
