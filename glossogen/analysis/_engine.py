@@ -136,9 +136,12 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
         try:
             number = float(cond.value)
         except ValueError:
+            number = math.nan
+        if not math.isfinite(number):  # nan and inf compare with nothing as a user means
             raise QueryError(
-                f"{str(cond)!r}: {column} is a number, {cond.value!r} is not", "filters"
-            ) from None
+                f"{_shown(str(cond))}: {column} is a number, {_shown(cond.value)} is not",
+                "filters",
+            )
         ops = {"=": col == number, "!=": col != number, ">": col > number,
                ">=": col >= number, "<": col < number, "<=": col <= number}  # fmt: skip
         expr = ops[cond.op]
@@ -404,12 +407,13 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     if query.compare:
         compare = resolve(frame, query.compare.key, query.grain, "compare")
         held = set(key_labels(frame, compare).to_list())
-        for arm in (query.compare.a, query.compare.b):
+        typed = _typed_compare(frame, query.compare, compare) or query.compare
+        for given, arm in ((query.compare.a, typed.a), (query.compare.b, typed.b)):
             if arm not in held:
                 shown = ", ".join(sorted(held)[:10])
                 raise QueryError(
                     f"{query.compare.key}={query.compare.a},{query.compare.b}: no row has "
-                    f"{compare} {arm!r} (it holds {shown})",
+                    f"{compare} {given!r} (it holds {shown})",
                     "compare",
                 )
     return columns, keys, compare
@@ -433,6 +437,60 @@ def skipped_notes(runs_dir: str, unreadable: dict[str, str]) -> list[str]:
     ]
 
 
+def _check_metric(records: list[RunRecord], metric: str) -> None:
+    """Refuse an observation grain's metric no selected run's report holds, naming those held.
+
+    Raises:
+        QueryError: (field ``metric``) naming the metrics the reports hold, or saying that no
+            run is scored yet.
+    """
+    from glossogen.export._frames import metrics_of
+
+    held: set[str] = set()
+    for record in records:
+        held.update(metrics_of(record, None))
+    if metric in held:
+        return
+    if not held:
+        raise QueryError(f"{_shown(metric)}: {UNSCORED}", "metric")
+    known = sorted(held)
+    listed = ", ".join(known[:_VALUES_LISTED]) + (", ..." if len(known) > _VALUES_LISTED else "")
+    raise QueryError(
+        f"{_shown(metric)}: no report of this selection has this metric (they have {listed})",
+        "metric",
+    )
+
+
+def _typed_compare(
+    frame: pl.DataFrame, compare: Compare | None, column: str | None
+) -> Compare | None:
+    """The comparison with each arm as its group is labelled, read as a filter reads a value.
+
+    A number column's arm is matched numerically (``0`` is the group ``0.0``), as
+    ``--filter channel_noise_level=0`` matches; a text column's as written.
+    """
+    if compare is None or column is None or not _numeric(frame.schema[column]):
+        return compare
+    labels: dict[float, str] = {}
+    for label in key_labels(frame, column).unique().to_list():
+        try:
+            labels.setdefault(float(label), label)
+        except ValueError:
+            continue
+    arms = []
+    for arm in (compare.a, compare.b):
+        try:
+            arms.append(labels.get(float(arm), arm))
+        except ValueError:
+            arms.append(arm)
+    return Compare(key=compare.key, a=arms[0], b=arms[1])
+
+
+def _shown(value: str, cap: int = 80) -> str:
+    """``value`` as a refusal echoes it: quoted, cut to ``cap`` characters with ``...``."""
+    return repr(value) if len(value) <= cap else repr(value[:cap]) + "..."
+
+
 def answer_records(
     records: list[RunRecord],
     query: Query,
@@ -451,9 +509,12 @@ def answer_records(
     if not records:
         return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
                       notes=[*skipped, "no run matched the selection"])  # fmt: skip
+    if query.grain == "observation":
+        _check_metric(records, query.metric or "")
     if frame is None:
         frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
+    compare = _typed_compare(frame, query.compare, compare_column)
     for cond in query.filters:
         frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
     parts = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}
@@ -468,10 +529,10 @@ def answer_records(
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
     notes: list[str] = list(skipped)
-    if query.compare and compare_column:
+    if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
-        comparisons = _compare(query, query.compare, frame, columns, compare_column, within, by_id)
+        comparisons = _compare(query, compare, frame, columns, compare_column, within, by_id)
         if any(m.agg not in _INTERVALLED for m in query.measures):
             notes.append("comparisons are of means and rates only")
     return Result(

@@ -27,6 +27,16 @@ FORMATS = ("svg", "png")
 """File formats, read from the file's extension."""
 
 
+def check_chart(chart: str) -> None:
+    """Refuse a chart kind that is not one of :data:`CHARTS`.
+
+    Raises:
+        QueryError: (field ``chart``) naming it.
+    """
+    if chart not in CHARTS:
+        raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
+
+
 def check_plot(path: str, chart: str, query: Query) -> str:
     """Return the file format of ``path`` after checking the chart can be drawn.
 
@@ -150,4 +160,4 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         plt.close(fig)
 
 
-__all__ = ["CHARTS", "FORMATS", "check_plot", "write_plot"]
+__all__ = ["CHARTS", "FORMATS", "check_chart", "check_plot", "write_plot"]

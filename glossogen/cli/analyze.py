@@ -111,9 +111,7 @@ def analyze(
     except SelectionError as exc:
         return _error(exc.cli_message, exit_codes.USAGE)
     try:
-        keys = [k.strip() for k in by.split(",") if k.strip()] if by else []
-        if len(keys) > 2:
-            return _error(f"--by {by!r}: at most two keys", exit_codes.USAGE)
+        keys = _keys(by)
         measures = [Measure.parse(m) for m in measure]
         if not measures and not list_fields:
             return _error("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
@@ -127,6 +125,9 @@ def analyze(
         from glossogen.analysis import check_sort
 
         check_sort(query)
+        from glossogen.analysis._plot import check_chart
+
+        check_chart(chart)  # with --plot or without it
         if plot is not None:
             from glossogen.analysis._plot import check_plot
 
@@ -149,6 +150,22 @@ def analyze(
         return _error(exc.cli_message, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _keys(by: str) -> list[str]:
+    """The ``--by`` keys: at most two, none empty.
+
+    Raises:
+        QueryError: (field ``by``) an empty key (``a,``) or more than two.
+    """
+    from glossogen.analysis import QueryError
+
+    keys = [k.strip() for k in by.split(",")] if by else []
+    if any(not k for k in keys):
+        raise QueryError(f"{by!r}: a key is empty (K1[,K2])", "by")
+    if len(keys) > 2:
+        raise QueryError(f"{by!r}: at most two keys", "by")
+    return keys
 
 
 def _invalid(exc: Any) -> str:

@@ -256,6 +256,8 @@ def check_runs_dir(runs_dir: str) -> None:
         RunsDirError: ``runs_dir`` does not exist or is a file.
         StorageError: the storage is unreachable.
     """
+    if not runs_dir.strip():  # never read as the working directory
+        raise RunsDirError(f"{runs_dir!r} names no folder")
     kind = path_kind(runs_dir)
     if kind == "folder":
         return

@@ -125,3 +125,45 @@ def test_a_heatmap_with_a_blank_cell_or_no_group_is_drawn(
     assert err == ""
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.splitlines()[0] == f"round grain: {0 if where else 10} rows of 5 runs"
+
+
+LOOSE = [
+    (["--measure", "x", "--chart", "pie"], 64,
+     "--chart 'pie' is not one of bar, line, scatter, heatmap"),
+    (["--measure", "x", "--by", ","], 64, "--by ',': a key is empty (K1[,K2])"),
+    (["--measure", "x", "--by", "a,"], 64, "--by 'a,': a key is empty (K1[,K2])"),
+    (["--measure", "total_chars", "--filter", "total_chars>=nan"], 64,
+     "--filter 'total_chars>=nan': total_chars is a number, 'nan' is not"),
+    (["--grain", "observation", "--metric", "nope", "--measure", "value"], 64,
+     "--metric 'nope': no report of this selection has this metric (they have "
+     "mean_chars_per_round, round_success, task_done, team_split)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code", "line"), LOOSE)
+def test_loose_input_is_refused(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], args: list[str], code: int, line: str
+) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, *args) == code
+    assert capsys.readouterr().err == f"glossogen: error: {line}\n"
+
+
+def test_an_empty_runs_dir_is_not_the_working_directory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert analyze("--runs-dir", "", "--measure", "x") == 66
+    assert capsys.readouterr().err == "glossogen: error: --runs-dir '' names no folder\n"
+
+
+def test_compare_arms_are_read_as_filters_read_values(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--measure", "task_done",
+                          "--compare", "channel_noise_level=0,0.10", "--resamples", "10")  # fmt: skip
+    (comparison,) = result["comparisons"]
+    assert (comparison["a"], comparison["b"], comparison["n_a"], comparison["n_b"]) == (
+        "0.0",
+        "0.1",
+        2,
+        2,
+    )
