@@ -15,6 +15,7 @@ labelled :data:`~glossogen.analysis.BLANK`; a filter never matches a blank cell.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from glossogen.analysis._query import (
     QueryError,
     Result,
     RowFilter,
+    shown,
 )
 from glossogen.analysis._stats import (
     cluster_bootstrap,
@@ -112,11 +114,11 @@ def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
     if len(found) == 1:
         return found[0]
     if found:
-        raise QueryError(f"{name!r} is ambiguous: {', '.join(found)}", what)
+        raise QueryError(f"{shown(name)} is ambiguous: {', '.join(found)}", what)
     unscored = "has_evaluation" in frame.columns and not frame.get_column("has_evaluation").any()
     hint = f"; {UNSCORED}" if unscored else ""
     raise QueryError(
-        f"{name!r}: no such field at the {grain} grain of this selection "
+        f"{shown(name)}: no such field at the {grain} grain of this selection "
         f"(list the grain's fields){hint}",
         what,
     )
@@ -139,7 +141,7 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
             number = math.nan
         if not math.isfinite(number):  # nan and inf compare with nothing as a user means
             raise QueryError(
-                f"{_shown(str(cond))}: {column} is a number, {_shown(cond.value)} is not",
+                f"{shown(str(cond))}: {column} is a number, {shown(cond.value)} is not",
                 "filters",
             )
         ops = {"=": col == number, "!=": col != number, ">": col > number,
@@ -147,7 +149,7 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
         expr = ops[cond.op]
     else:
         if cond.op not in ("=", "!="):
-            raise QueryError(f"{str(cond)!r}: {column} is text; only = and != apply", "filters")
+            raise QueryError(f"{shown(cond)}: {column} is text; only = and != apply", "filters")
         if dtype == pl.Boolean:
             text = col.cast(pl.String).str.to_lowercase()
         else:
@@ -248,14 +250,14 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
         return
     if not _numeric(dtype) and dtype not in (pl.Boolean, pl.Null):  # Null: every cell blank
         raise QueryError(
-            f"{measure.label!r}: {column} is not a number (it holds {dtype})", "measures"
+            f"{shown(measure.label)}: {column} is not a number (it holds {dtype})", "measures"
         )
     if measure.agg == "rate":
         values = frame.get_column(column).drop_nulls().cast(pl.Float64)
         odd = values.filter(~values.is_in([0.0, 1.0]))
         if odd.len():
             raise QueryError(
-                f"{measure.label!r}: a rate needs 0/1 values; {column} holds {odd[0]}",
+                f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
                 "measures",
             )
 
@@ -410,10 +412,10 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
         typed = _typed_compare(frame, query.compare, compare) or query.compare
         for given, arm in ((query.compare.a, typed.a), (query.compare.b, typed.b)):
             if arm not in held:
-                shown = ", ".join(sorted(held)[:10])
+                listed = ", ".join(sorted(held)[:10])
                 raise QueryError(
                     f"{query.compare.key}={query.compare.a},{query.compare.b}: no row has "
-                    f"{compare} {given!r} (it holds {shown})",
+                    f"{compare} {shown(given)} (it holds {listed})",
                     "compare",
                 )
     return columns, keys, compare
@@ -452,11 +454,11 @@ def _check_metric(records: list[RunRecord], metric: str) -> None:
     if metric in held:
         return
     if not held:
-        raise QueryError(f"{_shown(metric)}: {UNSCORED}", "metric")
+        raise QueryError(f"{shown(metric)}: {UNSCORED}", "metric")
     known = sorted(held)
     listed = ", ".join(known[:_VALUES_LISTED]) + (", ..." if len(known) > _VALUES_LISTED else "")
     raise QueryError(
-        f"{_shown(metric)}: no report of this selection has this metric (they have {listed})",
+        f"{shown(metric)}: no report of this selection has this metric (they have {listed})",
         "metric",
     )
 
@@ -486,9 +488,44 @@ def _typed_compare(
     return Compare(key=compare.key, a=arms[0], b=arms[1])
 
 
-def _shown(value: str, cap: int = 80) -> str:
-    """``value`` as a refusal echoes it: quoted, cut to ``cap`` characters with ``...``."""
-    return repr(value) if len(value) <= cap else repr(value[:cap]) + "..."
+_STALE_NAMED = 5
+"""Stale reports named one by one in a note; more are counted."""
+
+
+def stale_notes(runs_dir: str, records: Sequence[RunRecord]) -> list[str]:
+    """A note naming the runs whose log changed after their report was written (a local dir).
+
+    A log newer than its report whose sha256 is not the one the report was scored from
+    (``log_sha256``) means the report's metrics describe an earlier log. Only a run whose log
+    is newer than its report is hashed.
+    """
+    from glossogen.analysis._dashboard import _sha256
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    if not store.local:
+        return []
+    stale = []
+    for record in records:
+        scenario = record.run_id.split("/", 1)[0]
+        base = os.path.join(store.runs_dir, record.run_id, scenario)
+        try:
+            if os.stat(f"{base}.jsonl").st_mtime_ns <= os.stat(f"{base}_report.json").st_mtime_ns:
+                continue
+            folder = store.open_run(record.run_id)
+            scored = (folder.read_object(f"{scenario}_report.json") or {}).get("log_sha256")
+        except (OSError, ValueError):
+            continue
+        if scored and scored != _sha256(folder, f"{scenario}.jsonl"):
+            stale.append(record.run_id)
+    if not stale:
+        return []
+    named = ", ".join(stale[:_STALE_NAMED])
+    more = f" and {len(stale) - _STALE_NAMED} more" if len(stale) > _STALE_NAMED else ""
+    return [
+        f"the log of {named}{more} changed after its report was written: its metrics are of "
+        "the earlier log (glossogen evaluate scores it again)"
+    ]
 
 
 def answer_records(
@@ -507,7 +544,7 @@ def answer_records(
     no group and says so (as an export of no run writes header-only tables).
     """
     if not records:
-        return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
+        return Result(query=query, runs=0, rows=0, runs_after_filters=0, run_ids=[], groups=[],
                       notes=[*skipped, "no run matched the selection"])  # fmt: skip
     if query.grain == "observation":
         _check_metric(records, query.metric or "")
@@ -536,7 +573,9 @@ def answer_records(
         if any(m.agg not in _INTERVALLED for m in query.measures):
             notes.append("comparisons are of means and rates only")
     return Result(
-        query=query, runs=len(records), rows=frame.height, run_ids=[r.run_id for r in records],
+        query=query, runs=len(records), rows=frame.height,
+        runs_after_filters=frame.get_column("run_id").n_unique() if frame.height else 0,
+        run_ids=[r.run_id for r in records],
         groups=groups, comparisons=comparisons, notes=notes,
     )  # fmt: skip
 
@@ -558,7 +597,7 @@ def _sorted(groups: list[Group], query: Query) -> list[Group]:
             groups = present + [g for g in groups if g.keys[name] == BLANK]
         else:
             raise QueryError(
-                f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key",
+                f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key",
                 "sort",
             )
     return groups[: query.limit] if query.limit else groups
@@ -576,7 +615,7 @@ def check_sort(query: Query) -> None:
     labels = [m.label for m in query.measures]
     if name not in labels and name not in query.by:
         raise QueryError(
-            f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key", "sort"
+            f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key", "sort"
         )
 
 
@@ -611,11 +650,16 @@ def select_rows(
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
-        return selected.records, None, skipped_notes(runs_dir, selected.unreadable)
+        notes = skipped_notes(runs_dir, selected.unreadable)
+        return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
     records = selected.records
-    notes = [*skipped_notes(runs_dir, selected.unreadable), *projection.save()]
+    notes = [
+        *skipped_notes(runs_dir, selected.unreadable),
+        *stale_notes(runs_dir, records),
+        *projection.save(),
+    ]
     return records, projection.grain_frame(records, grain) if records else None, notes
 
 

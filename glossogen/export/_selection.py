@@ -403,7 +403,7 @@ def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
 
 def _check_limit(count: int, max_runs: int) -> None:
     if count > max_runs:
-        over = f"the selection holds {count} runs, over the {max_runs}-run limit per export"
+        over = f"the selection holds {count} runs, over the {max_runs}-run limit"
         raise SelectionError(
             f"{over}; narrow the selection or raise max_runs",
             "max_runs",

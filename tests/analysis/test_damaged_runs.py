@@ -4,6 +4,8 @@ a cache that cannot be written is noted; a bad seed is one line."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -124,7 +126,8 @@ def test_a_heatmap_with_a_blank_cell_or_no_group_is_drawn(
     assert code == 0, err
     assert err == ""
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert out.splitlines()[0] == f"round grain: {0 if where else 10} rows of 5 runs"
+    head = "0 rows of 0 runs (5 selected)" if where else "10 rows of 5 runs"
+    assert out.splitlines()[0] == f"round grain: {head}"
 
 
 LOOSE = [
@@ -167,3 +170,63 @@ def test_compare_arms_are_read_as_filters_read_values(
         2,
         2,
     )
+
+
+def test_a_report_older_than_its_changed_log_is_noted(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    runs_dir, changed, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / changed / "veyru.jsonl"
+    report = tmp_path / changed / "veyru_report.json"
+    scored = json.loads(report.read_text())
+    scored["log_sha256"] = hashlib.sha256(log.read_bytes()).hexdigest()  # as evaluate writes
+    report.write_text(json.dumps(scored))
+    log.write_bytes(log.read_bytes() + b"\n")
+    stamp = report.stat().st_mtime_ns
+    os.utime(log, ns=(stamp + 10**9, stamp + 10**9))
+    assert analyze("--runs-dir", runs_dir, "--measure", "total_chars:count") == 0
+    assert capsys.readouterr().err == (
+        f"glossogen: note: the log of {changed} changed after its report was written: its "
+        "metrics are of the earlier log (glossogen evaluate scores it again)\n"
+    )
+
+
+WORDED = [
+    (["--measure", "x", "--out", "dash"], 64,
+     "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
+    (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
+     "--knob 'channel_noise_level>abc': knob 'channel_noise_level', operator '>', value 'abc': "
+     "the run records a number"),
+    (["--measure", "x", "--knob", "garbage"], 64,
+     "--knob 'garbage': no operator; write <knob><op><value> with op one of != >= <= = > <"),
+    (["--measure", "x", "--max-runs", "3"], 65,
+     "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
+     "--max-runs"),
+    (["--measure", "\udcff\udcfe"], 64,
+     "--measure '\\udcff\\udcfe': Input should be a valid string, unable to parse raw data as a "
+     "unicode string"),
+    (["--measure", "y" * 100_000], 64,
+     f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
+     "grain's fields)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code", "line"), WORDED)
+def test_refusals_are_worded_for_analyze(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], args: list[str], code: int, line: str
+) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, *args) == code
+    assert capsys.readouterr().err == f"glossogen: error: {line}\n"
+
+
+def test_the_header_counts_the_runs_the_filtered_rows_come_from(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--measure", "total_chars:count",
+            "--filter", "channel_noise_level=0"]  # fmt: skip
+    assert analyze(*args) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "run grain: 2 rows of 2 runs (5 selected)"
+    result = analyze_json(capsys, *args)
+    assert (result["runs"], result["runs_after_filters"], result["rows"]) == (5, 2, 2)

@@ -83,8 +83,8 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         {"field": "sort", "message": "sort 'nope' is neither a measure (task_done:mean) nor a key"},
         {"field": "knob", "message": "knob condition 'x': no operator; write <knob><op><value> "
          "with op one of != >= <= = > <"},
-        {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit per "
-         "export; narrow the selection or raise max_runs"},
+        {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
+         "narrow the selection or raise max_runs"},
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
