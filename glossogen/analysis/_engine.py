@@ -14,9 +14,11 @@ labelled :data:`~glossogen.analysis.BLANK`; a filter never matches a blank cell.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -421,18 +423,23 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     return columns, keys, compare
 
 
+def _root(runs_dir: str) -> str:
+    """The runs dir's path as a note's file path starts with it (cut from notes)."""
+    from glossogen.storage import RunStore
+
+    try:
+        return RunStore(runs_dir).runs_dir.rstrip("/") + "/"
+    except Exception:  # noqa: BLE001 - only a prettier path: the reason stands as it is
+        return runs_dir.rstrip("/") + "/"
+
+
 def skipped_notes(runs_dir: str, unreadable: dict[str, str]) -> list[str]:
     """One note per run the selection skipped as unreadable, its files named within the dir.
 
     As the export names them (``skipped <run id>: <reason>``); a reason's path is shown
     relative to ``runs_dir`` (a server's own folder is not shown to its callers).
     """
-    from glossogen.storage import RunStore
-
-    try:
-        root = RunStore(runs_dir).runs_dir.rstrip("/") + "/"
-    except Exception:  # noqa: BLE001 - only a prettier path: the reason stands as it is
-        root = runs_dir.rstrip("/") + "/"
+    root = _root(runs_dir)
     return [
         f"skipped {run_id}: {reason.replace(root, '')}"
         for run_id, reason in sorted(unreadable.items())
@@ -486,6 +493,29 @@ def _typed_compare(
         except ValueError:
             arms.append(arm)
     return Compare(key=compare.key, a=arms[0], b=arms[1])
+
+
+@contextmanager
+def _library_notes(notes: list[str]) -> Iterator[None]:
+    """Collect the export library's warnings (a log's damaged lines) into ``notes``.
+
+    They become the answer's notes (the CLI prints each as ``glossogen: note: ...``; REST and
+    MCP answer them), not bare lines on stderr.
+    """
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notes.append(record.getMessage())
+
+    logger = logging.getLogger("glossogen.export")
+    handler = _Collect(logging.WARNING)
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 _STALE_NAMED = 5
@@ -548,8 +578,10 @@ def answer_records(
                       notes=[*skipped, "no run matched the selection"])  # fmt: skip
     if query.grain == "observation":
         _check_metric(records, query.metric or "")
+    read_notes: list[str] = []
     if frame is None:
-        frame = grain_frame(records, query.grain, query.metric)
+        with _library_notes(read_notes):  # the logs' damaged lines, as the export notes them
+            frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
     compare = _typed_compare(frame, query.compare, compare_column)
     for cond in query.filters:
@@ -565,7 +597,7 @@ def answer_records(
         )
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
-    notes: list[str] = list(skipped)
+    notes: list[str] = [*skipped, *read_notes]
     if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
@@ -677,7 +709,10 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
     records, frame, notes = select_rows(
         runs_dir, query.selection, query.max_runs, query.grain, cache
     )
-    return answer_records(records, query, frame, notes)
+    result = answer_records(records, query, frame, notes)
+    root = _root(runs_dir)
+    result.notes = [note.replace(root, "") for note in result.notes]
+    return result
 
 
 def fields_of(

@@ -114,9 +114,12 @@ def query_runs(slug: str, query: Query, request: Request) -> Result:
         _refuse(exc)
     records, notes = _records(request, slug, query)
     try:
-        return answer_records(records, query, skipped=notes)
+        result = answer_records(records, query, skipped=notes)
     except (QueryError, StorageError) as exc:
         _refuse(exc)
+    root = str(request.app.state.settings.runs_dir).rstrip("/") + "/"
+    result.notes = [note.replace(root, "") for note in result.notes]  # no server path shown
+    return result
 
 
 @router.get("/fields")

@@ -230,3 +230,18 @@ def test_the_header_counts_the_runs_the_filtered_rows_come_from(
     assert capsys.readouterr().out.splitlines()[0] == "run grain: 2 rows of 2 runs (5 selected)"
     result = analyze_json(capsys, *args)
     assert (result["runs"], result["runs_after_filters"], result["rows"]) == (5, 2, 2)
+
+
+def test_damaged_log_lines_are_a_note(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs_dir, damaged, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / damaged / "veyru.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join([*lines[:3], b"{garbage", *lines[3:]]))
+    args = ["--runs-dir", runs_dir, "--grain", "message", "--measure", "run_id:count"]
+    assert analyze(*args) == 0
+    note = (f"{damaged}: message_level: 1 damaged log line skipped (line 4) in "
+            f"{damaged}/veyru.jsonl")  # fmt: skip
+    assert capsys.readouterr().err == f"glossogen: note: {note}\n"
+    assert analyze_json(capsys, *args)["notes"] == [note]
