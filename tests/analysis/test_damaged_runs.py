@@ -142,8 +142,27 @@ LOOSE = [
      "mean_chars_per_round, round_success, task_done, team_split)"),
 ]  # fmt: skip
 
+WORDED = [
+    (["--measure", "x", "--out", "dash"], 64,
+     "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
+    (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
+     "--knob 'channel_noise_level>abc': knob 'channel_noise_level', operator '>', value 'abc': "
+     "the run records a number"),
+    (["--measure", "x", "--knob", "garbage"], 64,
+     "--knob 'garbage': no operator; write <knob><op><value> with op one of != >= <= = > <"),
+    (["--measure", "x", "--max-runs", "3"], 65,
+     "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
+     "--max-runs"),
+    (["--measure", "\udcff\udcfe"], 64,
+     "--measure '\\udcff\\udcfe': Input should be a valid string, unable to parse raw data as a "
+     "unicode string"),
+    (["--measure", "y" * 100_000], 64,
+     f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
+     "grain's fields)"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("args", "code", "line"), LOOSE)
+
+@pytest.mark.parametrize(("args", "code", "line"), [*LOOSE, *WORDED])
 def test_loose_input_is_refused(
     cohort: Cohort, capsys: pytest.CaptureFixture[str], args: list[str], code: int, line: str
 ) -> None:
@@ -191,34 +210,6 @@ def test_a_report_older_than_its_changed_log_is_noted(
         f"glossogen: note: the log of {changed} changed after its report was written: its "
         "metrics are of the earlier log (glossogen evaluate scores it again)\n"
     )
-
-
-WORDED = [
-    (["--measure", "x", "--out", "dash"], 64,
-     "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
-    (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
-     "--knob 'channel_noise_level>abc': knob 'channel_noise_level', operator '>', value 'abc': "
-     "the run records a number"),
-    (["--measure", "x", "--knob", "garbage"], 64,
-     "--knob 'garbage': no operator; write <knob><op><value> with op one of != >= <= = > <"),
-    (["--measure", "x", "--max-runs", "3"], 65,
-     "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
-     "--max-runs"),
-    (["--measure", "\udcff\udcfe"], 64,
-     "--measure '\\udcff\\udcfe': Input should be a valid string, unable to parse raw data as a "
-     "unicode string"),
-    (["--measure", "y" * 100_000], 64,
-     f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
-     "grain's fields)"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("args", "code", "line"), WORDED)
-def test_refusals_are_worded_for_analyze(
-    cohort: Cohort, capsys: pytest.CaptureFixture[str], args: list[str], code: int, line: str
-) -> None:
-    assert analyze("--runs-dir", cohort.runs_dir, *args) == code
-    assert capsys.readouterr().err == f"glossogen: error: {line}\n"
 
 
 def test_the_header_counts_the_runs_the_filtered_rows_come_from(
