@@ -412,6 +412,12 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
         compare = resolve(frame, query.compare.key, query.grain, "compare")
         held = set(key_labels(frame, compare).to_list())
         typed = _typed_compare(frame, query.compare, compare) or query.compare
+        if typed.a == typed.b:  # 0 and 0.0 on a number key: one arm
+            raise QueryError(
+                f"{shown(f'{query.compare.key}={query.compare.a},{query.compare.b}')} names the "
+                f"arm {shown(typed.a)} twice",
+                "compare",
+            )
         for given, arm in ((query.compare.a, typed.a), (query.compare.b, typed.b)):
             if arm not in held:
                 listed = ", ".join(sorted(held)[:10])

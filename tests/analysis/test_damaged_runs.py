@@ -143,6 +143,8 @@ LOOSE = [
 ]  # fmt: skip
 
 WORDED = [
+    (["--measure", "task_done", "--compare", "channel_noise_level=0,0.0"], 64,
+     "--compare 'channel_noise_level=0,0.0' names the arm '0.0' twice"),
     (["--measure", "x", "--out", "dash"], 64,
      "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
     (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
