@@ -17,6 +17,7 @@ from glossogen.analysis._engine import (
     fields,
     fields_of,
     grain_frame,
+    skipped_notes,
 )
 from glossogen.analysis._query import (
     AGGREGATES,
@@ -57,6 +58,7 @@ __all__ = [
     "RowFilter",
     "answer",
     "answer_records",
+    "skipped_notes",
     "check_query",
     "check_sort",
     "fields",

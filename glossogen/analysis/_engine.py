@@ -14,8 +14,11 @@ labelled :data:`~glossogen.analysis.BLANK`; a filter never matches a blank cell.
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,7 @@ from glossogen.analysis._query import (
     QueryError,
     Result,
     RowFilter,
+    shown,
 )
 from glossogen.analysis._stats import (
     cluster_bootstrap,
@@ -112,11 +116,11 @@ def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
     if len(found) == 1:
         return found[0]
     if found:
-        raise QueryError(f"{name!r} is ambiguous: {', '.join(found)}", what)
+        raise QueryError(f"{shown(name)} is ambiguous: {', '.join(found)}", what)
     unscored = "has_evaluation" in frame.columns and not frame.get_column("has_evaluation").any()
     hint = f"; {UNSCORED}" if unscored else ""
     raise QueryError(
-        f"{name!r}: no such field at the {grain} grain of this selection "
+        f"{shown(name)}: no such field at the {grain} grain of this selection "
         f"(list the grain's fields){hint}",
         what,
     )
@@ -136,15 +140,18 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
         try:
             number = float(cond.value)
         except ValueError:
+            number = math.nan
+        if not math.isfinite(number):  # nan and inf compare with nothing as a user means
             raise QueryError(
-                f"{str(cond)!r}: {column} is a number, {cond.value!r} is not", "filters"
-            ) from None
+                f"{shown(str(cond))}: {column} is a number, {shown(cond.value)} is not",
+                "filters",
+            )
         ops = {"=": col == number, "!=": col != number, ">": col > number,
                ">=": col >= number, "<": col < number, "<=": col <= number}  # fmt: skip
         expr = ops[cond.op]
     else:
         if cond.op not in ("=", "!="):
-            raise QueryError(f"{str(cond)!r}: {column} is text; only = and != apply", "filters")
+            raise QueryError(f"{shown(cond)}: {column} is text; only = and != apply", "filters")
         if dtype == pl.Boolean:
             text = col.cast(pl.String).str.to_lowercase()
         else:
@@ -245,14 +252,14 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
         return
     if not _numeric(dtype) and dtype not in (pl.Boolean, pl.Null):  # Null: every cell blank
         raise QueryError(
-            f"{measure.label!r}: {column} is not a number (it holds {dtype})", "measures"
+            f"{shown(measure.label)}: {column} is not a number (it holds {dtype})", "measures"
         )
     if measure.agg == "rate":
         values = frame.get_column(column).drop_nulls().cast(pl.Float64)
         odd = values.filter(~values.is_in([0.0, 1.0]))
         if odd.len():
             raise QueryError(
-                f"{measure.label!r}: a rate needs 0/1 values; {column} holds {odd[0]}",
+                f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
                 "measures",
             )
 
@@ -404,34 +411,185 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     if query.compare:
         compare = resolve(frame, query.compare.key, query.grain, "compare")
         held = set(key_labels(frame, compare).to_list())
-        for arm in (query.compare.a, query.compare.b):
+        typed = _typed_compare(frame, query.compare, compare) or query.compare
+        if typed.a == typed.b:  # 0 and 0.0 on a number key: one arm
+            raise QueryError(
+                f"{shown(f'{query.compare.key}={query.compare.a},{query.compare.b}')} names the "
+                f"arm {shown(typed.a)} twice",
+                "compare",
+            )
+        for given, arm in ((query.compare.a, typed.a), (query.compare.b, typed.b)):
             if arm not in held:
-                shown = ", ".join(sorted(held)[:10])
+                listed = ", ".join(sorted(held)[:10])
                 raise QueryError(
                     f"{query.compare.key}={query.compare.a},{query.compare.b}: no row has "
-                    f"{compare} {arm!r} (it holds {shown})",
+                    f"{compare} {shown(given)} (it holds {listed})",
                     "compare",
                 )
     return columns, keys, compare
 
 
+def _root(runs_dir: str) -> str:
+    """The runs dir's path as a note's file path starts with it (cut from notes)."""
+    from glossogen.storage import RunStore
+
+    try:
+        return RunStore(runs_dir).runs_dir.rstrip("/") + "/"
+    except Exception:  # noqa: BLE001 - only a prettier path: the reason stands as it is
+        return runs_dir.rstrip("/") + "/"
+
+
+def skipped_notes(runs_dir: str, unreadable: dict[str, str]) -> list[str]:
+    """One note per run the selection skipped as unreadable, its files named within the dir.
+
+    As the export names them (``skipped <run id>: <reason>``); a reason's path is shown
+    relative to ``runs_dir`` (a server's own folder is not shown to its callers).
+    """
+    root = _root(runs_dir)
+    return [
+        f"skipped {run_id}: {reason.replace(root, '')}"
+        for run_id, reason in sorted(unreadable.items())
+    ]
+
+
+def _check_metric(records: list[RunRecord], metric: str) -> None:
+    """Refuse an observation grain's metric no selected run's report holds, naming those held.
+
+    Raises:
+        QueryError: (field ``metric``) naming the metrics the reports hold, or saying that no
+            run is scored yet.
+    """
+    from glossogen.export._frames import metrics_of
+
+    held: set[str] = set()
+    for record in records:
+        held.update(metrics_of(record, None))
+    if metric in held:
+        return
+    if not held:
+        raise QueryError(f"{shown(metric)}: {UNSCORED}", "metric")
+    known = sorted(held)
+    listed = ", ".join(known[:_VALUES_LISTED]) + (", ..." if len(known) > _VALUES_LISTED else "")
+    raise QueryError(
+        f"{shown(metric)}: no report of this selection has this metric (they have {listed})",
+        "metric",
+    )
+
+
+def _typed_compare(
+    frame: pl.DataFrame, compare: Compare | None, column: str | None
+) -> Compare | None:
+    """The comparison with each arm as its group is labelled, read as a filter reads a value.
+
+    A number column's arm is matched numerically (``0`` is the group ``0.0``), as
+    ``--filter channel_noise_level=0`` matches; a text column's as written.
+    """
+    if compare is None or column is None or not _numeric(frame.schema[column]):
+        return compare
+    labels: dict[float, str] = {}
+    for label in key_labels(frame, column).unique().to_list():
+        try:
+            labels.setdefault(float(label), label)
+        except ValueError:
+            continue
+    arms = []
+    for arm in (compare.a, compare.b):
+        try:
+            arms.append(labels.get(float(arm), arm))
+        except ValueError:
+            arms.append(arm)
+    return Compare(key=compare.key, a=arms[0], b=arms[1])
+
+
+@contextmanager
+def _library_notes(notes: list[str]) -> Iterator[None]:
+    """Collect the export library's warnings (a log's damaged lines) into ``notes``.
+
+    They become the answer's notes (the CLI prints each as ``glossogen: note: ...``; REST and
+    MCP answer them), not bare lines on stderr.
+    """
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notes.append(record.getMessage())
+
+    logger = logging.getLogger("glossogen.export")
+    handler = _Collect(logging.WARNING)
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+_STALE_NAMED = 5
+"""Stale reports named one by one in a note; more are counted."""
+
+
+def stale_notes(runs_dir: str, records: Sequence[RunRecord]) -> list[str]:
+    """A note naming the runs whose log changed after their report was written (a local dir).
+
+    A log newer than its report whose sha256 is not the one the report was scored from
+    (``log_sha256``) means the report's metrics describe an earlier log. Only a run whose log
+    is newer than its report is hashed.
+    """
+    from glossogen.analysis._dashboard import _sha256
+    from glossogen.storage import RunStore
+
+    store = RunStore(runs_dir)
+    if not store.local:
+        return []
+    stale = []
+    for record in records:
+        scenario = record.run_id.split("/", 1)[0]
+        base = os.path.join(store.runs_dir, record.run_id, scenario)
+        try:
+            if os.stat(f"{base}.jsonl").st_mtime_ns <= os.stat(f"{base}_report.json").st_mtime_ns:
+                continue
+            folder = store.open_run(record.run_id)
+            scored = (folder.read_object(f"{scenario}_report.json") or {}).get("log_sha256")
+        except (OSError, ValueError):
+            continue
+        if scored and scored != _sha256(folder, f"{scenario}.jsonl"):
+            stale.append(record.run_id)
+    if not stale:
+        return []
+    named = ", ".join(stale[:_STALE_NAMED])
+    more = f" and {len(stale) - _STALE_NAMED} more" if len(stale) > _STALE_NAMED else ""
+    return [
+        f"the log of {named}{more} changed after its report was written: its metrics are of "
+        "the earlier log (glossogen evaluate scores it again)"
+    ]
+
+
 def answer_records(
-    records: list[RunRecord], query: Query, frame: pl.DataFrame | None = None
+    records: list[RunRecord],
+    query: Query,
+    frame: pl.DataFrame | None = None,
+    skipped: Sequence[str] = (),
 ) -> Result:
     """Answer ``query`` over already selected ``records`` (see :func:`answer`).
 
     ``frame``: the grain's rows of ``records`` when already built (from the projection cache);
-    else they are built from the records.
+    else they are built from the records. ``skipped``: notes of the runs the selection could
+    not read (:func:`skipped_notes`), first among the answer's notes.
 
     With no run selected there are no rows to check the query's names against: the answer has
     no group and says so (as an export of no run writes header-only tables).
     """
     if not records:
-        return Result(query=query, runs=0, rows=0, run_ids=[], groups=[],
-                      notes=["no run matched the selection"])  # fmt: skip
+        return Result(query=query, runs=0, rows=0, runs_after_filters=0, run_ids=[], groups=[],
+                      notes=[*skipped, "no run matched the selection"])  # fmt: skip
+    if query.grain == "observation":
+        _check_metric(records, query.metric or "")
+    read_notes: list[str] = []
     if frame is None:
-        frame = grain_frame(records, query.grain, query.metric)
+        with _library_notes(read_notes):  # the logs' damaged lines, as the export notes them
+            frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
+    compare = _typed_compare(frame, query.compare, compare_column)
     for cond in query.filters:
         frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
     parts = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}
@@ -445,15 +603,17 @@ def answer_records(
         )
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
-    notes: list[str] = []
-    if query.compare and compare_column:
+    notes: list[str] = [*skipped, *read_notes]
+    if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
-        comparisons = _compare(query, query.compare, frame, columns, compare_column, within, by_id)
+        comparisons = _compare(query, compare, frame, columns, compare_column, within, by_id)
         if any(m.agg not in _INTERVALLED for m in query.measures):
             notes.append("comparisons are of means and rates only")
     return Result(
-        query=query, runs=len(records), rows=frame.height, run_ids=[r.run_id for r in records],
+        query=query, runs=len(records), rows=frame.height,
+        runs_after_filters=frame.get_column("run_id").n_unique() if frame.height else 0,
+        run_ids=[r.run_id for r in records],
         groups=groups, comparisons=comparisons, notes=notes,
     )  # fmt: skip
 
@@ -475,7 +635,7 @@ def _sorted(groups: list[Group], query: Query) -> list[Group]:
             groups = present + [g for g in groups if g.keys[name] == BLANK]
         else:
             raise QueryError(
-                f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key",
+                f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key",
                 "sort",
             )
     return groups[: query.limit] if query.limit else groups
@@ -493,7 +653,7 @@ def check_sort(query: Query) -> None:
     labels = [m.label for m in query.measures]
     if name not in labels and name not in query.by:
         raise QueryError(
-            f"{query.sort!r} is neither a measure ({', '.join(labels)}) nor a key", "sort"
+            f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key", "sort"
         )
 
 
@@ -508,8 +668,11 @@ def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord
 
 def select_rows(
     runs_dir: str, query_selection: Any, max_runs: int, grain: Grain, cache: bool = True
-) -> tuple[list[RunRecord], pl.DataFrame | None]:
-    """The selected runs and, at a cached grain of a local runs dir, their grain's rows.
+) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
+    """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
+
+    The notes name each run skipped as unreadable (:func:`skipped_notes`) and anything the
+    cache could not do.
 
     With ``cache`` (and a grain in :data:`~glossogen.analysis._projection.CACHED_GRAINS` of a
     local folder) the runs are selected through the projection cache, which reads only the
@@ -524,12 +687,18 @@ def select_rows(
 
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
-        return select(runs_dir, query_selection, max_runs), None
+        selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
+        notes = skipped_notes(runs_dir, selected.unreadable)
+        return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
-    records = select_runs(runs_dir, query_selection, max_runs=max_runs,
-                          load=projection.load).records  # fmt: skip
-    projection.save()
-    return records, projection.grain_frame(records, grain) if records else None
+    selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
+    records = selected.records
+    notes = [
+        *skipped_notes(runs_dir, selected.unreadable),
+        *stale_notes(runs_dir, records),
+        *projection.save(),
+    ]
+    return records, projection.grain_frame(records, grain) if records else None, notes
 
 
 def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
@@ -543,8 +712,13 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
         RunsDirError, SelectionError, StorageError: from the selection.
     """
     check_sort(query)
-    records, frame = select_rows(runs_dir, query.selection, query.max_runs, query.grain, cache)
-    return answer_records(records, query, frame)
+    records, frame, notes = select_rows(
+        runs_dir, query.selection, query.max_runs, query.grain, cache
+    )
+    result = answer_records(records, query, frame, notes)
+    root = _root(runs_dir)
+    result.notes = [note.replace(root, "") for note in result.notes]
+    return result
 
 
 def fields_of(
@@ -552,6 +726,7 @@ def fields_of(
     grain: Grain,
     metric: str | None = None,
     frame: pl.DataFrame | None = None,
+    skipped: Sequence[str] = (),
 ) -> Fields:
     """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values.
 
@@ -582,7 +757,7 @@ def fields_of(
             )  # fmt: skip
         )
     unscored = sum(1 for r in records if r.run_id not in scored)
-    notes = []
+    notes = list(skipped)
     if records and unscored == len(records):
         notes.append(UNSCORED)
     elif unscored:
@@ -620,8 +795,8 @@ def fields(
 
     ``cache``: as :func:`answer`.
     """
-    records, frame = select_rows(runs_dir, selection, max_runs, grain, cache)
-    return fields_of(records, grain, metric, frame)
+    records, frame, notes = select_rows(runs_dir, selection, max_runs, grain, cache)
+    return fields_of(records, grain, metric, frame, notes)
 
 
 __all__ = [
@@ -636,4 +811,5 @@ __all__ = [
     "key_labels",
     "resolve",
     "select_rows",
+    "skipped_notes",
 ]

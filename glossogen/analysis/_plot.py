@@ -27,6 +27,16 @@ FORMATS = ("svg", "png")
 """File formats, read from the file's extension."""
 
 
+def check_chart(chart: str) -> None:
+    """Refuse a chart kind that is not one of :data:`CHARTS`.
+
+    Raises:
+        QueryError: (field ``chart``) naming it.
+    """
+    if chart not in CHARTS:
+        raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
+
+
 def check_plot(path: str, chart: str, query: Query) -> str:
     """Return the file format of ``path`` after checking the chart can be drawn.
 
@@ -94,9 +104,12 @@ def write_plot(result: Result, path: str, chart: str) -> None:
     try:
         if chart == "heatmap":
             names = list(series)
-            grid = [[c.value if c is not None else float("nan") for c in series[n]] for n in names]
-            image = ax.imshow(grid, aspect="auto", cmap="viridis")
-            fig.colorbar(image, ax=ax, label=measure)
+            # A cell with no value (no group, or a group with no value) is NaN: drawn empty.
+            grid = [[c.value if c is not None and c.value is not None else float("nan")
+                     for c in series[n]] for n in names]  # fmt: skip
+            if names and xs:  # an empty result draws empty axes, as the other charts do
+                image = ax.imshow(grid, aspect="auto", cmap="viridis")
+                fig.colorbar(image, ax=ax, label=measure)
             ax.set_yticks(range(len(names)), names)
             ax.set_ylabel(result.query.by[1])
             for row, name in enumerate(names):
@@ -147,4 +160,4 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         plt.close(fig)
 
 
-__all__ = ["CHARTS", "FORMATS", "check_plot", "write_plot"]
+__all__ = ["CHARTS", "FORMATS", "check_chart", "check_plot", "write_plot"]

@@ -335,12 +335,17 @@ class Projection:
             self.merged[table] = frame
         return self.merged[table]
 
-    def save(self) -> None:
+    def save(self) -> list[str]:
         """Write the cache when this query read a run to keep or found one stale or gone.
 
         An entry is dropped when its run was not listed this time and its log is gone. The
-        write is atomic (a temporary file moved over the old one); a runs directory that
-        cannot be written (read-only) keeps its old cache, and the answer is unchanged.
+        write is atomic (a temporary file moved over the old one). A cache that cannot be
+        written (a read-only runs directory, ``.glossogen`` a file, the cache's path a folder)
+        is left as it is and the answer is unchanged: read-only says nothing, any other
+        failure is one note.
+
+        Returns:
+            The notes (none, or the one saying the cache was not written and why).
         """
         gone = [
             r for r in self.entries
@@ -348,9 +353,10 @@ class Projection:
                 os.path.join(self.runs_dir, r, f"{r.split('/', 1)[0]}.jsonl"))
         ]  # fmt: skip
         if not self.keep and not self.stale and not gone:
-            return
+            return []
         drop = list(set(gone) | (self.read - self.keep))
-        folder = os.path.dirname(cache_path(self.runs_dir))
+        path = cache_path(self.runs_dir)
+        folder = os.path.dirname(path)
         try:
             os.makedirs(folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".projection-", suffix=".tmp", dir=folder)
@@ -363,12 +369,19 @@ class Projection:
                         data = io.BytesIO()
                         frame.write_parquet(data, compression="zstd", statistics=False)
                         archive.writestr(f"{table}.parquet", data.getvalue())
-                os.replace(temp, cache_path(self.runs_dir))
+                os.replace(temp, path)
             except BaseException:
                 os.unlink(temp)
                 raise
         except PermissionError:
-            return
+            return []
+        except OSError as exc:
+            where = os.path.relpath(path, self.runs_dir)
+            why = exc.strerror or type(exc).__name__
+            if os.path.exists(folder) and not os.path.isdir(folder):
+                why = f"{os.path.relpath(folder, self.runs_dir)} is a file"
+            return [f"answered without the cache: {where} cannot be written ({why})"]
+        return []
 
     def grain_frame(self, records: Iterable[RunRecord], grain: str) -> pl.DataFrame:
         """The rows of ``grain`` (run, round or agent) of ``records``, as the export builds them.

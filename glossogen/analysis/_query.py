@@ -32,6 +32,16 @@ Aggregate = Literal["mean", "median", "sum", "count", "min", "max", "stddev", "s
 OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 """Filter operators, longest first (the ``--knob`` grammar's)."""
 
+ECHOED = 80
+"""Characters of a refused value a refusal echoes (a longer one is cut, with ``...``)."""
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal echoes it: quoted, cut to :data:`ECHOED` characters with ``...``."""
+    text = str(value)
+    return repr(text) if len(text) <= ECHOED else repr(text[:ECHOED]) + "..."
+
+
 BLANK = "(blank)"
 """How a group key a row does not carry is labelled (it is a group of its own, never merged)."""
 
@@ -81,10 +91,10 @@ class Measure(BaseModel):
         if not colon:
             name, agg = text.strip(), "mean"
         if not name:
-            raise QueryError(f"{text!r} names no field", "measures")
+            raise QueryError(f"{shown(text)} names no field", "measures")
         if agg not in AGGREGATES:
             raise QueryError(
-                f"{text!r}: unknown aggregate {agg!r} (one of {', '.join(AGGREGATES)})",
+                f"{shown(text)}: unknown aggregate {shown(agg)} (one of {', '.join(AGGREGATES)})",
                 "measures",
             )
         return cls(field=name, agg=agg)  # type: ignore[arg-type]
@@ -117,9 +127,11 @@ class RowFilter(BaseModel):
         """
         found = _FILTER_RE.match(text)
         if found is None:
-            raise QueryError(f"{text!r} has no operator (one of {' '.join(OPERATORS)})", "filters")
+            raise QueryError(
+                f"{shown(text)} has no operator (one of {' '.join(OPERATORS)})", "filters"
+            )
         if not found["field"].strip():
-            raise QueryError(f"{text!r} names no field before {found['op']}", "filters")
+            raise QueryError(f"{shown(text)} names no field before {found['op']}", "filters")
         return cls(field=found["field"].strip(), op=found["op"], value=found["value"])  # type: ignore[arg-type]
 
     def __str__(self) -> str:
@@ -145,10 +157,10 @@ class Compare(BaseModel):
         key, eq, arms = text.partition("=")
         values = arms.split(",")
         if not eq or not key.strip() or len(values) != 2:
-            raise QueryError(f"{text!r} is not KEY=A,B", "compare")
+            raise QueryError(f"{shown(text)} is not KEY=A,B", "compare")
         a, b = (v.strip() for v in values)
         if a == b:
-            raise QueryError(f"{text!r} names the arm {a!r} twice", "compare")
+            raise QueryError(f"{shown(text)} names the arm {shown(a)} twice", "compare")
         return cls(key=key.strip(), a=a, b=b)
 
 
@@ -181,7 +193,7 @@ class Query(BaseModel):
     compare: Compare | None = None
     sort: str | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0)] = 0
     resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
     max_runs: Annotated[int, Field(ge=1)] = 5000
 
@@ -286,13 +298,37 @@ class Result(BaseModel):
     """Runs selected."""
     rows: int
     """Rows of the grain after the filters."""
+    runs_after_filters: int | None = None
+    """Runs those rows come from (``runs`` less the runs the filters left no row of)."""
     run_ids: list[str]
+    """The runs selected (before the filters)."""
     groups: list[Group]
     comparisons: list[Comparison] = []
     notes: list[str] = []
 
+    @model_validator(mode="after")
+    def _groups_of_the_query(self) -> Result:
+        """Each group is keyed by the query's keys and has a cell per measure, in order.
+
+        A result the engine answered always is; one sent back to be drawn (REST ``/render``)
+        is refused when edited out of shape.
+        """
+        labels = [m.label for m in self.query.measures]
+        for i, group in enumerate(self.groups):
+            if list(group.keys) != self.query.by:
+                raise ValueError(
+                    f"groups.{i} is keyed by {list(group.keys)}, the query by {self.query.by}"
+                )
+            if [c.measure for c in group.cells] != labels:
+                raise ValueError(
+                    f"groups.{i} has cells {[c.measure for c in group.cells]}, "
+                    f"the query measures {labels}"
+                )
+        return self
+
 
 __all__ = [
+    "ECHOED",
     "AGGREGATES",
     "BLANK",
     "GRAINS",
@@ -309,4 +345,5 @@ __all__ = [
     "QueryError",
     "Result",
     "RowFilter",
+    "shown",
 ]

@@ -11,8 +11,8 @@ before anything is written.
 
 Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
 comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
-filter, an ``--out`` that is a file or a folder holding files other than an earlier report's);
-65 a knob value the recorded type cannot read, a selection over ``--max-runs``; 66 a
+filter, a knob value the recorded type cannot read, an ``--out`` that is a file or a folder
+holding files other than an earlier report's); 65 a selection over ``--max-runs``; 66 a
 ``--runs-dir`` that is not a folder, a ``--dashboard`` file that cannot be read; 69 unreachable
 storage.
 """
@@ -90,6 +90,7 @@ def analyze(
     from pydantic import ValidationError
 
     from glossogen.analysis import GRAINS, Compare, Measure, Query, QueryError, RowFilter
+    from glossogen.analysis._query import shown
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, selection_of
     from glossogen.storage import StorageError
 
@@ -105,16 +106,14 @@ def analyze(
             ("--run-id-contains", run_id_contains), ("--contains-agent-id", contains_agent_id),
         ))  # fmt: skip
     if grain not in GRAINS:
-        return _error(f"--grain {grain!r} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
+        return _error(f"--grain {shown(grain)} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
     except SelectionError as exc:
         return _error(said_of_selection(exc), exit_codes.USAGE)
     try:
-        keys = [k.strip() for k in by.split(",") if k.strip()] if by else []
-        if len(keys) > 2:
-            return _error(f"--by {by!r}: at most two keys", exit_codes.USAGE)
+        keys = _keys(by)
         measures = [Measure.parse(m) for m in measure]
         if not measures and not list_fields:
             return _error("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
@@ -128,6 +127,9 @@ def analyze(
         from glossogen.analysis import check_sort
 
         check_sort(query)
+        from glossogen.analysis._plot import check_chart
+
+        check_chart(chart)  # with --plot or without it
         if plot is not None:
             from glossogen.analysis._plot import check_plot
 
@@ -146,20 +148,44 @@ def analyze(
         return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart)
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
+    except SelectionError as exc:  # a knob value its knob cannot read: bad input, as a bad knob
+        code = exit_codes.USAGE if exc.field == "knob" else exit_codes.REFUSED
+        return _error(said_of_selection(exc), code)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
 
 
+def _keys(by: str) -> list[str]:
+    """The ``--by`` keys: at most two, none empty.
+
+    Raises:
+        QueryError: (field ``by``) an empty key (``a,``) or more than two.
+    """
+    from glossogen.analysis import QueryError
+    from glossogen.analysis._query import shown
+
+    keys = [k.strip() for k in by.split(",")] if by else []
+    if any(not k for k in keys):
+        raise QueryError(f"{shown(by)}: a key is empty (K1[,K2])", "by")
+    if len(keys) > 2:
+        raise QueryError(f"{shown(by)}: at most two keys", "by")
+    return keys
+
+
 def _invalid(exc: Any) -> str:
     """A query the flags made that does not validate, as one line naming the flag and value."""
+    from glossogen.analysis._query import shown
+
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "metric"
+    if where in ("field", "agg"):  # a part of one --measure's value
+        where = "measures"
     message = str(first["msg"]).removeprefix("Value error, ")
     given = first.get("input")
     flag = f"--{_flag(where)}"
-    if first["type"] != "value_error" and isinstance(given, (str, int, float)):
+    if first["type"] != "value_error" and isinstance(given, str):
+        flag = f"{flag} {shown(given)}"  # quoted, escaped and cut: a byte that is no UTF-8
+    elif first["type"] != "value_error" and isinstance(given, (int, float)):
         flag = f"{flag} {given}"  # as typed: --limit -1
     return f"{flag}: {message}"
 
@@ -168,6 +194,9 @@ def _dashboard_alone(
     runs_dir: str, dashboard: str | None, out: str | None, given: tuple[tuple[str, Any], ...]
 ) -> int:
     """``--dashboard``: refuse any query flag given with it (the file holds the queries)."""
+    if dashboard is None:  # --out alone: it is the dashboard's folder
+        return _error("--out DIR goes with --dashboard FILE (a dashboard's report folder)",
+                      exit_codes.USAGE)  # fmt: skip
     asked = [flag for flag, value in given if value]
     if asked:
         return _error(f"--dashboard takes its queries from the file, not {asked[0]}",
@@ -268,6 +297,9 @@ def _answer(
         print(result.model_dump_json(indent=2))
         return int(exit_codes.OK)
     title = f"{query.grain} grain: {result.rows} rows of {result.runs} runs"
+    if query.filters:  # the rows' runs, and the runs selected before the filters
+        title = (f"{query.grain} grain: {result.rows} rows of {result.runs_after_filters} runs "
+                 f"({result.runs} selected)")  # fmt: skip
     _show(result_frame(result), as_csv, title)
     if result.comparisons:
         if as_csv:

@@ -253,6 +253,8 @@ def check_runs_dir(runs_dir: str) -> None:
         RunsDirError: ``runs_dir`` does not exist or is a file.
         StorageError: the storage is unreachable.
     """
+    if not runs_dir.strip():  # never read as the working directory
+        raise RunsDirError(f"{runs_dir!r} names no folder")
     kind = path_kind(runs_dir)
     if kind == "folder":
         return
@@ -398,7 +400,7 @@ def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
 
 def _check_limit(count: int, max_runs: int) -> None:
     if count > max_runs:
-        over = f"the selection holds {count} runs, over the {max_runs}-run limit per export"
+        over = f"the selection holds {count} runs, over the {max_runs}-run limit"
         raise SelectionError.of(
             Refusal(field="max_runs", reason=f"{over}; narrow the selection or raise", trails=True)
         )

@@ -44,12 +44,20 @@ from glossogen.analysis import (
     answer_records,
     check_sort,
     fields_of,
+    skipped_notes,
 )
 from glossogen.analysis._dashboard import ChartKind, Dashboard, DashboardError
-from glossogen.export import RunRecord, RunsDirError, SelectionError, select_runs, selection_of
+from glossogen.export import (
+    RunRecord,
+    RunsDirError,
+    SelectionError,
+    check_runs_dir,
+    select_runs,
+    selection_of,
+)
 from glossogen.export._selection import _check_limit as check_limit
 from glossogen.server._export_routes import group_of
-from glossogen.storage import StorageError
+from glossogen.storage import StorageError, path_kind
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
 
@@ -73,8 +81,12 @@ def _refuse(exc: Exception) -> NoReturn:
     raise HTTPException(503, {"message": str(exc).splitlines()[0]}) from exc
 
 
-def _records(request: Request, slug: str, query: Query) -> list[RunRecord]:
-    """The group's runs the query's selection picks, within its ``max_runs``."""
+def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord], list[str]]:
+    """The group's runs the query's selection picks, within its ``max_runs``, and notes.
+
+    The notes name the runs skipped as unreadable (of any group: an unreadable run's group
+    cannot be read either), their files relative to the runs dir.
+    """
     runs_dir = request.app.state.settings.runs_dir
     try:
         # No ceiling here: the group is applied first, then the ceiling on what remains.
@@ -85,7 +97,7 @@ def _records(request: Request, slug: str, query: Query) -> list[RunRecord]:
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc)
-    return records
+    return records, skipped_notes(runs_dir, selected.unreadable)
 
 
 @router.post("/query")
@@ -100,11 +112,14 @@ def query_runs(slug: str, query: Query, request: Request) -> Result:
         check_sort(query)
     except QueryError as exc:
         _refuse(exc)
-    records = _records(request, slug, query)
+    records, notes = _records(request, slug, query)
     try:
-        return answer_records(records, query)
+        result = answer_records(records, query, skipped=notes)
     except (QueryError, StorageError) as exc:
         _refuse(exc)
+    root = str(request.app.state.settings.runs_dir).rstrip("/") + "/"
+    result.notes = [note.replace(root, "") for note in result.notes]  # no server path shown
+    return result
 
 
 @router.get("/fields")
@@ -135,9 +150,9 @@ def list_fields(
                       measures=[Measure(field="run_id", agg="count")])  # fmt: skip
     except (SelectionError, ValidationError) as exc:
         _refuse(exc)
-    records = _records(request, slug, query)
+    records, notes = _records(request, slug, query)
     try:
-        return fields_of(records, query.grain, query.metric)
+        return fields_of(records, query.grain, query.metric, skipped=notes)
     except StorageError as exc:
         _refuse(exc)
 
@@ -234,9 +249,11 @@ def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> S
     from glossogen.analysis._dashboard import save_dashboard as save
 
     try:
+        if path_kind(request.app.state.settings.runs_dir) == "file":  # 503 as query and fields
+            check_runs_dir(request.app.state.settings.runs_dir)
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)
-    except StorageError as exc:
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc)
     return SavedDashboard(name=name, path=path)

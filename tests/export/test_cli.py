@@ -108,8 +108,8 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
          "'postmortem_enabled', operator '=', value 'maybe': the run records a boolean; "
          "write true or false"),
         (["--run-id", A, "--run-id", "veyru/42"], 66, "run ids that no longer resolve: veyru/42"),
-        (["--max-runs", "3"], 65, "the selection holds 6 runs, over the 3-run limit per "
-         "export; narrow the selection or raise it with --max-runs"),
+        (["--max-runs", "3"], 65, "the selection holds 6 runs, over the 3-run limit; "
+         "narrow the selection or raise it with --max-runs"),
         (["--frames", "run_level,everything"], 64, "--frames: unknown table 'everything' "
          "(tables: run_level, round_level, agent_level, message_level, round_context, call_level)"),
         (["--include-atif"], 64, "--include-logs and --include-atif apply to --raw"),

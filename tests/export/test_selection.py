@@ -173,11 +173,10 @@ def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> Non
         select_runs(str(cohort.runs_dir), {"kind": "filters", "scenario": ["veyru"]}, max_runs=4)
     assert caught.value.field == "max_runs"
     assert caught.value.message == (
-        "the selection holds 5 runs, over the 4-run limit per export; "
-        "narrow the selection or raise max_runs"
+        "the selection holds 5 runs, over the 4-run limit; narrow the selection or raise max_runs"
     )
     assert said_of_selection(caught.value) == (
-        "the selection holds 5 runs, over the 4-run limit per export; "
+        "the selection holds 5 runs, over the 4-run limit; "
         "narrow the selection or raise it with --max-runs"
     )
     found = select_runs(str(cohort.runs_dir), {"kind": "filters", "labels": ["baseline"]}, 2)

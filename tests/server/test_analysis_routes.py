@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,8 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         {"field": "sort", "message": "sort 'nope' is neither a measure (task_done:mean) nor a key"},
         {"field": "knob", "message": "knob condition 'x': no operator; write <knob><op><value> "
          "with op one of != >= <= = > <"},
-        {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit per "
-         "export; narrow the selection or raise max_runs"},
+        {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
+         "narrow the selection or raise max_runs"},
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
@@ -119,3 +120,83 @@ def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
     assert stored == dump_dashboard(parse_dashboard(json.dumps(board), "board.json"))
     assert opened.json() == parse_dashboard(stored, "study.yaml").model_dump(mode="json")
     assert missing.status_code == 404
+
+
+def test_a_damaged_run_is_named_in_the_notes(tmp_path: Path) -> None:
+    cohort = made.build(tmp_path / "made")
+    runs_dir = tmp_path / "runs"
+    damaged, kept = cohort.ids["r1"], cohort.ids["r2"]
+    for run_id in (damaged, kept):
+        shutil.copytree(Path(cohort.runs_dir, run_id), runs_dir / run_id)
+    (runs_dir / damaged / "veyru_report.json").write_text("[]")
+    with serving(str(runs_dir)) as base:
+        got = httpx.post(
+            f"{base}{API}/query", json={"measures": [{"field": "total_chars", "agg": "count"}]},
+            timeout=None,
+        )  # fmt: skip
+        listed = httpx.get(f"{base}{API}/fields", timeout=None)
+        seed = httpx.post(f"{base}{API}/query", json={"measures": [{"field": "x"}], "seed": -1},
+                          timeout=None)  # fmt: skip
+    assert got.status_code == 200, got.text
+    assert got.json()["run_ids"] == [kept]
+    assert got.json()["notes"] == [
+        f"skipped {damaged}: {damaged}/veyru_report.json is not a JSON object (it holds a list)"
+    ]
+    assert listed.json()["notes"] == got.json()["notes"]
+    assert seed.status_code == 422
+    assert seed.json()["detail"] == {
+        "field": "seed",
+        "message": "Input should be greater than or equal to 0",
+    }
+
+
+def test_render_refuses_a_result_out_of_shape_and_draws_blank_and_empty_heatmaps(
+    tmp_path: Path,
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    cohort = made.build(tmp_path / "runs")
+    client = TestClient(create_app(cohort.runs_dir))
+    query = {"grain": "round", "by": ["round_budget_chars", "channel_noise_level"],
+             "measures": [{"field": "round_success", "agg": "rate"}], "resamples": 10}  # fmt: skip
+    result = client.post(f"{API}/query", json=query).json()
+    assert ("(blank)", "0.1") in [
+        (g["keys"]["round_budget_chars"], g["keys"]["channel_noise_level"])
+        for g in result["groups"]
+    ]
+    drawn = client.post(f"{API}/render", json={"result": result, "chart": "heatmap"})
+    assert drawn.status_code == 200, drawn.text
+    assert drawn.json()["svg"].startswith("<?xml")
+    empty = client.post(
+        f"{API}/query",
+        json={**query, "filters": [{"field": "round_number", "op": ">", "value": "9"}]},
+    ).json()
+    assert empty["groups"] == []
+    drawn_empty = client.post(f"{API}/render", json={"result": empty, "chart": "heatmap"})
+    assert drawn_empty.status_code == 200, drawn_empty.text
+    bent = {**result, "query": {**result["query"], "by": ["round_budget_chars"]}}
+    refused = client.post(f"{API}/render", json={"result": bent, "chart": "bar"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == {"field": "result", "message": (
+        "Value error, groups.0 is keyed by ['round_budget_chars', 'channel_noise_level'], "
+        "the query by ['round_budget_chars']"
+    )}  # fmt: skip
+
+
+def test_saving_a_dashboard_into_a_runs_dir_that_is_a_file_is_503(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    runs = tmp_path / "runs"
+    runs.write_text("")
+    client = TestClient(create_app(str(runs)))
+    board = {"title": "t", "queries": {"q": QUERY},
+             "charts": [{"name": "c", "query": "q", "chart": "line"}]}  # fmt: skip
+    saved = client.put(f"{API}/dashboards/study", json=board)
+    assert saved.status_code == 503
+    assert saved.json()["detail"] == {
+        "message": f"runs directory {str(runs)!r} is a file, not a folder"
+    }

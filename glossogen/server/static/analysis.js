@@ -158,7 +158,9 @@
     urls = [];
     const by = result.query.by;
     $("summary").textContent = result.query.grain + " grain: " + result.rows + " rows of " +
-      result.runs + " runs";
+      (result.query.filters.length
+        ? result.runs_after_filters + " runs (" + result.runs + " selected)"
+        : result.runs + " runs");
     const rows = [];
     result.groups.forEach((g) => g.cells.forEach((c) => {
       const i = c.interval;

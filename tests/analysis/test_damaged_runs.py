@@ -1,0 +1,240 @@
+"""A run whose side file is damaged is named in a note on every surface, never silently dropped;
+a cache that cannot be written is noted; a bad seed is one line."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.analysis.cohort import Cohort, analyze, analyze_json, build
+from tests.mcp.conftest import call, refusal, stdio_session
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("analysis-damaged-runs")))
+
+
+DAMAGES = [
+    ("veyru_report.json", b"{not json",
+     "veyru_report.json is not valid JSON (Expecting property name enclosed in double quotes: "
+     "line 1 column 2 (char 1))"),
+    ("labels.json", b"\xff\xfe{bad",
+     "labels.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("config.json", b"\xff\xfe",
+     "config.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("veyru.jsonl", b"", "veyru.jsonl is not a run log (empty)"),
+]  # fmt: skip
+
+
+def _pair(cohort: Cohort, root: Path, name: str, data: bytes) -> tuple[str, str, str]:
+    """Two of the cohort's runs copied under ``root``, the first's ``name`` holding ``data``."""
+    damaged, kept = cohort.ids["r1"], cohort.ids["r2"]
+    for run_id in (damaged, kept):
+        shutil.copytree(Path(cohort.runs_dir, run_id), root / run_id)
+    (root / damaged / name).write_bytes(data)
+    return str(root), damaged, kept
+
+
+@pytest.mark.parametrize(("name", "data", "reason"), DAMAGES)
+def test_a_damaged_run_is_named_in_a_note(
+    cohort: Cohort,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    data: bytes,
+    reason: str,
+) -> None:
+    runs_dir, damaged, kept = _pair(cohort, tmp_path, name, data)
+    args = ["--runs-dir", runs_dir, "--measure", "total_chars:count", "--by", "run_id"]
+    assert analyze(*args) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "run grain: 1 rows of 1 runs"
+    assert err == f"glossogen: note: skipped {damaged}: {damaged}/{reason}\n"
+    result = analyze_json(capsys, *args)
+    assert result["notes"] == [f"skipped {damaged}: {damaged}/{reason}"]
+    assert result["run_ids"] == [kept]
+    listed = analyze_json(capsys, "--runs-dir", runs_dir, "--list-fields")
+    assert listed["notes"] == [f"skipped {damaged}: {damaged}/{reason}"]
+
+
+def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "labels.json", b"\xff\xfe{bad")
+    note = (f"skipped {damaged}: {damaged}/labels.json is not valid JSON (Expecting value: "
+            "line 1 column 1 (char 0))")  # fmt: skip
+
+    async def flow() -> tuple[dict[str, Any], dict[str, Any], str]:
+        async with stdio_session(Path(runs_dir), tmp_path / "home") as session:
+            got = await call(session, "analyze_runs", measures=["total_chars:count"])
+            listed = await call(session, "list_analysis_fields")
+            bad_seed = await refusal(session, "analyze_runs", measures=["total_chars"], seed=-1)
+            return got, listed, bad_seed
+
+    got, listed, bad_seed = asyncio.run(flow())
+    assert got["notes"] == [note]
+    assert listed["notes"] == [note]
+    assert bad_seed == "seed: Input should be greater than or equal to 0"
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        ("folder", "Is a directory"),
+        ("file", ".glossogen is a file"),
+    ],
+)
+def test_a_cache_that_cannot_be_written_is_noted(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str, why: str
+) -> None:
+    runs_dir, _, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    if make == "folder":
+        (tmp_path / ".glossogen" / "analysis_projection.zip").mkdir(parents=True)
+    else:
+        (tmp_path / ".glossogen").write_text("")
+    assert analyze("--runs-dir", runs_dir, "--measure", "total_chars:count") == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "run grain: 2 rows of 2 runs"
+    assert err == (
+        "glossogen: note: answered without the cache: .glossogen/analysis_projection.zip "
+        f"cannot be written ({why})\n"
+    )
+
+
+def test_a_negative_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze("--runs-dir", str(tmp_path), "--measure", "x", "--seed", "-1") == 64
+    assert capsys.readouterr().err == (
+        "glossogen: error: --seed -1: Input should be greater than or equal to 0\n"
+    )
+
+
+@pytest.mark.parametrize("where", [[], ["--filter", "round_number>9"]])
+def test_a_heatmap_with_a_blank_cell_or_no_group_is_drawn(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: list[str]
+) -> None:
+    path = tmp_path / "heat.png"
+    code = analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--by",
+                   "round_budget_chars,channel_noise_level", "--measure", "round_success:rate",
+                   "--resamples", "10", "--chart", "heatmap", "--plot", str(path), *where)  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err == ""
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    head = "0 rows of 0 runs (5 selected)" if where else "10 rows of 5 runs"
+    assert out.splitlines()[0] == f"round grain: {head}"
+
+
+LOOSE = [
+    (["--measure", "x", "--chart", "pie"], 64,
+     "--chart 'pie' is not one of bar, line, scatter, heatmap"),
+    (["--measure", "x", "--by", ","], 64, "--by ',': a key is empty (K1[,K2])"),
+    (["--measure", "x", "--by", "a,"], 64, "--by 'a,': a key is empty (K1[,K2])"),
+    (["--measure", "total_chars", "--filter", "total_chars>=nan"], 64,
+     "--filter 'total_chars>=nan': total_chars is a number, 'nan' is not"),
+    (["--grain", "observation", "--metric", "nope", "--measure", "value"], 64,
+     "--metric 'nope': no report of this selection has this metric (they have "
+     "mean_chars_per_round, round_success, task_done, team_split)"),
+]  # fmt: skip
+
+WORDED = [
+    (["--measure", "task_done", "--compare", "channel_noise_level=0,0.0"], 64,
+     "--compare 'channel_noise_level=0,0.0' names the arm '0.0' twice"),
+    (["--measure", "x", "--out", "dash"], 64,
+     "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
+    (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
+     "--knob 'channel_noise_level>abc': knob 'channel_noise_level', operator '>', value 'abc': "
+     "the run records a number"),
+    (["--measure", "x", "--knob", "garbage"], 64,
+     "--knob 'garbage': no operator; write <knob><op><value> with op one of != >= <= = > <"),
+    (["--measure", "x", "--max-runs", "3"], 65,
+     "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
+     "--max-runs"),
+    (["--measure", "\udcff\udcfe"], 64,
+     "--measure '\\udcff\\udcfe': Input should be a valid string, unable to parse raw data as a "
+     "unicode string"),
+    (["--measure", "y" * 100_000], 64,
+     f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
+     "grain's fields)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code", "line"), [*LOOSE, *WORDED])
+def test_loose_input_is_refused(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], args: list[str], code: int, line: str
+) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, *args) == code
+    assert capsys.readouterr().err == f"glossogen: error: {line}\n"
+
+
+def test_an_empty_runs_dir_is_not_the_working_directory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert analyze("--runs-dir", "", "--measure", "x") == 66
+    assert capsys.readouterr().err == "glossogen: error: --runs-dir '' names no folder\n"
+
+
+def test_compare_arms_are_read_as_filters_read_values(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--measure", "task_done",
+                          "--compare", "channel_noise_level=0,0.10", "--resamples", "10")  # fmt: skip
+    (comparison,) = result["comparisons"]
+    assert (comparison["a"], comparison["b"], comparison["n_a"], comparison["n_b"]) == (
+        "0.0",
+        "0.1",
+        2,
+        2,
+    )
+
+
+def test_a_report_older_than_its_changed_log_is_noted(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    runs_dir, changed, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / changed / "veyru.jsonl"
+    report = tmp_path / changed / "veyru_report.json"
+    scored = json.loads(report.read_text())
+    scored["log_sha256"] = hashlib.sha256(log.read_bytes()).hexdigest()  # as evaluate writes
+    report.write_text(json.dumps(scored))
+    log.write_bytes(log.read_bytes() + b"\n")
+    stamp = report.stat().st_mtime_ns
+    os.utime(log, ns=(stamp + 10**9, stamp + 10**9))
+    assert analyze("--runs-dir", runs_dir, "--measure", "total_chars:count") == 0
+    assert capsys.readouterr().err == (
+        f"glossogen: note: the log of {changed} changed after its report was written: its "
+        "metrics are of the earlier log (glossogen evaluate scores it again)\n"
+    )
+
+
+def test_the_header_counts_the_runs_the_filtered_rows_come_from(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--measure", "total_chars:count",
+            "--filter", "channel_noise_level=0"]  # fmt: skip
+    assert analyze(*args) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "run grain: 2 rows of 2 runs (5 selected)"
+    result = analyze_json(capsys, *args)
+    assert (result["runs"], result["runs_after_filters"], result["rows"]) == (5, 2, 2)
+
+
+def test_damaged_log_lines_are_a_note(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs_dir, damaged, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / damaged / "veyru.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join([*lines[:3], b"{garbage", *lines[3:]]))
+    args = ["--runs-dir", runs_dir, "--grain", "message", "--measure", "run_id:count"]
+    assert analyze(*args) == 0
+    note = (f"{damaged}: message_level: 1 damaged log line skipped (line 4) in "
+            f"{damaged}/veyru.jsonl")  # fmt: skip
+    assert capsys.readouterr().err == f"glossogen: note: {note}\n"
+    assert analyze_json(capsys, *args)["notes"] == [note]
