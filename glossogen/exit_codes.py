@@ -10,6 +10,7 @@ from enum import IntEnum
 
 __all__ = [
     "BY_RUN_STATUS",
+    "CANNOT_WRITE",
     "CREDENTIALS",
     "EVALUATIONS_FAILED",
     "ExitCode",
@@ -47,6 +48,8 @@ class ExitCode(IntEnum):
     """A provider or the storage was unreachable."""
     INTERNAL = 70
     """An internal fault (a bug)."""
+    CANNOT_WRITE = 73
+    """An output file or folder could not be written (sysexits' EX_CANTCREAT)."""
     TRY_AGAIN = 75
     """Try again later (e.g. another live process holds the run)."""
     CREDENTIALS = 77
@@ -63,6 +66,7 @@ REFUSED = ExitCode.REFUSED
 UNREADABLE = ExitCode.UNREADABLE
 TRANSPORT = ExitCode.TRANSPORT
 INTERNAL = ExitCode.INTERNAL
+CANNOT_WRITE = ExitCode.CANNOT_WRITE
 TRY_AGAIN = ExitCode.TRY_AGAIN
 CREDENTIALS = ExitCode.CREDENTIALS
 INTERRUPTED = ExitCode.INTERRUPTED

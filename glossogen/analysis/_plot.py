@@ -18,13 +18,58 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from glossogen.analysis._query import Query, QueryError, Result
+from glossogen.analysis._query import Query, QueryError, Result, shown
 
 CHARTS = ("bar", "line", "scatter", "heatmap")
 """Chart kinds (``--chart``)."""
 
 FORMATS = ("svg", "png")
 """File formats, read from the file's extension."""
+
+
+class PlotNotWritten(Exception):  # noqa: N818 - a refusal, as QueryError
+    """A chart file that could not be written after the answer was found (one line).
+
+    Attributes:
+        path: The file asked for.
+        reason: Why, as the system says it (``Permission denied``).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        """Keep the file and the reason."""
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{shown(path)}: cannot be written: {reason}")
+
+
+def name_too_long(path: str) -> bool:
+    """True when ``path``'s last part is longer than its folder's file names may be."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    return len(os.fsencode(os.path.basename(os.path.abspath(path)))) > longest
+
+
+def check_target(path: str, field: str) -> None:
+    """Refuse a file or folder to write that cannot be one, before anything is read.
+
+    Raises:
+        QueryError: (``field``) an empty name, a folder where a file goes, a folder above it
+            that is a file or does not exist, or a name longer than the folder allows.
+    """
+    if not path:
+        raise QueryError("'': names no file", field)
+    if os.path.isdir(path):
+        raise QueryError(f"{shown(path)}: a folder, not a file", field)
+    folder = os.path.dirname(path) or "."
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise QueryError(f"{shown(path)}: its folder {shown(folder)} is a file", field)
+    if not os.path.isdir(folder):
+        raise QueryError(f"{shown(path)}: its folder {shown(folder)} does not exist", field)
+    if name_too_long(path):
+        raise QueryError(f"{shown(path)}: the file name is too long", field)
 
 
 def check_chart(chart: str) -> None:
@@ -34,7 +79,7 @@ def check_chart(chart: str) -> None:
         QueryError: (field ``chart``) naming it.
     """
     if chart not in CHARTS:
-        raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
+        raise QueryError(f"{shown(chart)} is not one of {', '.join(CHARTS)}", "chart")
 
 
 def check_plot(path: str, chart: str, query: Query) -> str:
@@ -42,19 +87,26 @@ def check_plot(path: str, chart: str, query: Query) -> str:
 
     Raises:
         QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, a
-            folder that does not exist, an unknown chart, or a heatmap without two keys.
+            target :func:`check_target` refuses, an unknown chart, or a heatmap without two
+            keys.
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
-        raise QueryError(f"{path!r}: write a .svg or .png file", "plot")
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):  # asked before any run is read, not after the query
-        raise QueryError(f"{path!r}: its folder {folder!r} does not exist", "plot")
-    if chart not in CHARTS:
-        raise QueryError(f"{chart!r} is not one of {', '.join(CHARTS)}", "chart")
-    if chart == "heatmap" and len(query.by) != 2:
-        raise QueryError(f"{chart!r} needs two keys (--by K1,K2)", "chart")
+        raise QueryError(f"{shown(path)}: write a .svg or .png file", "plot")
+    check_target(path, "plot")  # asked before any run is read, not after the query
+    check_drawable(chart, query)
     return ext
+
+
+def check_drawable(chart: str, query: Query) -> None:
+    """Refuse a chart kind the query cannot be drawn as (a plot asked for or not).
+
+    Raises:
+        QueryError: (field ``chart``) an unknown chart, or a heatmap without two keys.
+    """
+    check_chart(chart)
+    if chart == "heatmap" and len(query.by) != 2:
+        raise QueryError(f"{shown(chart)} needs two keys (--by K1,K2)", "chart")
 
 
 def _series(result: Result) -> tuple[list[str], dict[str, list[Any]]]:
@@ -91,7 +143,12 @@ def _errors(cells: list[Any]) -> tuple[list[float], list[float]]:
 
 
 def write_plot(result: Result, path: str, chart: str) -> None:
-    """Draw ``result``'s first measure as ``chart`` into ``path`` (.svg or .png)."""
+    """Draw ``result``'s first measure as ``chart`` into ``path`` (.svg or .png).
+
+    Raises:
+        QueryError: as :func:`check_plot`.
+        PlotNotWritten: the file could not be written (a folder that refuses it).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,8 +213,20 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         # No date in the file and fixed ids: the same result draws the same bytes.
         with matplotlib.rc_context({"svg.hashsalt": "glossogen"}):
             fig.savefig(path, format=ext, metadata={"Date": None} if ext == "svg" else None)
+    except OSError as exc:
+        raise PlotNotWritten(path, exc.strerror or str(exc)) from None
     finally:
         plt.close(fig)
 
 
-__all__ = ["CHARTS", "FORMATS", "check_chart", "check_plot", "write_plot"]
+__all__ = [
+    "CHARTS",
+    "FORMATS",
+    "PlotNotWritten",
+    "check_chart",
+    "check_drawable",
+    "check_plot",
+    "check_target",
+    "name_too_long",
+    "write_plot",
+]

@@ -12,9 +12,11 @@ before anything is written.
 Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
 comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
 filter, a knob value the recorded type cannot read, an ``--out`` that is a file or a folder
-holding files other than an earlier report's); 65 a selection over ``--max-runs``; 66 a
-``--runs-dir`` that is not a folder, a ``--dashboard`` file that cannot be read; 69 unreachable
-storage.
+holding files other than an earlier report's, a ``--plot`` that is a folder or whose folder is a
+file or missing); 65 a selection over ``--max-runs``; 66 a ``--runs-dir`` that is not a folder,
+a ``--dashboard`` file that cannot be read; 69 unreachable storage; 73 a ``--plot`` file or
+``--out`` folder the system refuses to write (the answer is still printed before the
+``--plot`` line).
 """
 
 from __future__ import annotations
@@ -266,7 +268,6 @@ def _answer(
     chart: str = "bar",
 ) -> int:
     from glossogen.analysis import Query, answer, fields
-    from glossogen.analysis._render import comparison_frame, result_frame
 
     assert isinstance(query, Query)
     if list_fields:
@@ -289,13 +290,25 @@ def _answer(
         _show(frame, as_csv, f"{query.grain} grain: {found.rows} rows of {found.runs} runs")
         return int(exit_codes.OK)
     result = answer(runs_dir, query)
-    if plot is not None:
-        from glossogen.analysis._plot import write_plot
-
-        write_plot(result, plot, chart)
     if as_json:
         print(result.model_dump_json(indent=2))
-        return int(exit_codes.OK)
+    else:
+        _print_result(result, as_csv)
+    if plot is not None:  # after the answer is shown: a chart not written loses no table
+        from glossogen.analysis._plot import PlotNotWritten, write_plot
+
+        try:
+            write_plot(result, plot, chart)
+        except PlotNotWritten as exc:
+            return _error(f"--plot {exc}", exit_codes.CANNOT_WRITE)
+    return int(exit_codes.OK)
+
+
+def _print_result(result: Any, as_csv: bool) -> None:
+    """The answer as a table (or CSV), then its comparisons, then its notes on stderr."""
+    from glossogen.analysis._render import comparison_frame, result_frame
+
+    query = result.query
     title = f"{query.grain} grain: {result.rows} rows of {result.runs} runs"
     if query.filters:  # the rows' runs, and the runs selected before the filters
         title = (f"{query.grain} grain: {result.rows} rows of {result.runs_after_filters} runs "
@@ -307,7 +320,6 @@ def _answer(
         _show(comparison_frame(result), as_csv, "comparisons (B - A)")
     for note in result.notes:
         print(f"glossogen: note: {note}", file=sys.stderr, flush=True)
-    return int(exit_codes.OK)
 
 
 def _show(frame: object, as_csv: bool, title: str) -> None:

@@ -1,0 +1,50 @@
+"""What a second fresh user of ``glossogen analyze`` found: each a one-line refusal, never a trace.
+
+Each bad target, value or combination is refused with one line naming it, an exact exit code or
+HTTP status, and nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analysis.cohort import Cohort, analyze, build
+
+LONG = "n" * 300
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
+    return build(Path(tmp_path_factory.mktemp("second-user-runs")))
+
+
+def test_a_plot_target_that_cannot_be_a_file_is_refused_before_any_run_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    absent = str(tmp_path / "absent")  # never read: the target is refused first
+    (tmp_path / "adir.svg").mkdir()
+    (tmp_path / "afile").write_text("x")
+    cut = repr(str(tmp_path / f"{LONG}.svg")[:80]) + "..."
+    for target, line in [
+        (f"{tmp_path}/adir.svg", f"'{tmp_path}/adir.svg': a folder, not a file"),
+        (f"{tmp_path}/afile/x.svg", f"'{tmp_path}/afile/x.svg': its folder '{tmp_path}/afile' "
+         "is a file"),
+        (str(tmp_path / f"{LONG}.svg"), f"{cut}: the file name is too long"),
+    ]:  # fmt: skip
+        assert analyze("--runs-dir", absent, "--measure", "x", "--plot", target) == 64
+        assert capsys.readouterr() == ("", f"glossogen: error: --plot {line}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.svg", "afile"]
+
+
+def test_a_plot_the_system_refuses_is_one_line_after_the_table(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done:count", "--csv",
+                   "--plot", "/proc/x.svg")  # fmt: skip
+    assert code == 73
+    assert capsys.readouterr() == (
+        "measure,value,n,missing,runs,low,high,interval\ntask_done:count,5.0,5,0,5,,,\n",
+        "glossogen: error: --plot '/proc/x.svg': cannot be written: No such file or directory\n",
+    )
