@@ -56,6 +56,10 @@ class DashboardUnreadable(DashboardError):
     """A dashboard file that cannot be read at all (missing, refused, not UTF-8 text)."""
 
 
+class ReportNotWritten(Exception):  # noqa: N818 - a refusal, as DashboardError
+    """A report folder the system refused to write after every query was answered (one line)."""
+
+
 REPORT_FILES = ("dashboard.json", "results.json", "runs.csv", "index.html")
 """The files every report holds beside each chart's ``<name>.csv``, ``.svg`` and
 ``.comparisons.csv``."""
@@ -265,11 +269,19 @@ def check_out(out: str) -> None:
     Raises:
         DashboardError: ``<out>: <why>``, one line.
     """
+    from glossogen.analysis._plot import name_too_long
+
+    if not out:
+        raise DashboardError("'': names no folder")
     if os.path.exists(out) and not os.path.isdir(out):
         raise DashboardError(f"{out}: a file, not a folder")
     parent = os.path.dirname(os.path.abspath(out))
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise DashboardError(f"{out}: its folder {parent} is a file")
     if not os.path.isdir(parent):
         raise DashboardError(f"{out}: its folder {parent} does not exist")
+    if name_too_long(out):
+        raise DashboardError(f"{out}: the folder name is too long")
     if not os.path.isdir(out):
         return
     entries = sorted(os.listdir(out))
@@ -298,6 +310,7 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
 
     Raises:
         DashboardError: an ``out`` that :func:`check_out` refuses.
+        ReportNotWritten: the system refused a write (nothing is left beside ``out``).
     """
     import shutil
     import tempfile
@@ -306,7 +319,10 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
 
     check_out(out)
     parent = os.path.dirname(os.path.abspath(out))
-    fresh = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(os.path.abspath(out))}.")
+    try:
+        fresh = tempfile.mkdtemp(dir=parent, prefix=".report.")
+    except OSError as exc:
+        raise ReportNotWritten(f"{out}: cannot be written: {exc.strerror or exc}") from None
     try:
         os.chmod(fresh, 0o777 & ~_umask())  # mkdtemp makes it 0700; give it a new folder's mode
         written = _write_files(rendered, fresh, source)
@@ -317,6 +333,9 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
             shutil.rmtree(aside, ignore_errors=True)
         else:
             os.rename(fresh, out)
+    except OSError as exc:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise ReportNotWritten(f"{out}: cannot be written: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise
@@ -473,6 +492,7 @@ __all__ = [
     "DashboardError",
     "DashboardUnreadable",
     "REPORT_FILES",
+    "ReportNotWritten",
     "RunHash",
     "answer_dashboard",
     "chart_bytes",

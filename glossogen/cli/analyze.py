@@ -214,6 +214,7 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
         DashboardUnreadable,
         answer_dashboard,
         check_out,
+        ReportNotWritten,
         load_dashboard,
         write_report,
     )
@@ -247,6 +248,8 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
         written = write_report(rendered, out, source=path)
     except DashboardError as exc:  # --out changed while the queries were answered
         return _error(f"--out {exc}", exit_codes.USAGE)
+    except ReportNotWritten as exc:
+        return _error(f"--out {exc}", exit_codes.CANNOT_WRITE)
     print(f"wrote {len(written)} files to {out}: {', '.join(written)}")
     return int(exit_codes.OK)
 

@@ -48,3 +48,35 @@ def test_a_plot_the_system_refuses_is_one_line_after_the_table(
         "measure,value,n,missing,runs,low,high,interval\ntask_done:count,5.0,5,0,5,,,\n",
         "glossogen: error: --plot '/proc/x.svg': cannot be written: No such file or directory\n",
     )
+
+
+BOARD = """\
+queries:
+  done: {measures: [{field: task_done, agg: count}]}
+charts:
+  - {name: done, query: done, chart: table}
+"""
+
+
+def test_a_dashboard_folder_that_cannot_be_made_is_one_line(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "board.yaml"
+    board.write_text(BOARD)
+    (tmp_path / "afile").write_text("x")
+    long = str(tmp_path / LONG)
+    for out, line in [
+        ("", "''': names no folder"[1:]),
+        (long, f"{long}: the folder name is too long"),
+        (f"{tmp_path}/afile/dash", f"{tmp_path}/afile/dash: its folder {tmp_path}/afile is a file"),
+    ]:  # fmt: skip
+        assert analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board),
+                       "--out", out) == 64  # fmt: skip
+        assert capsys.readouterr() == ("", f"glossogen: error: --out {line}\n")
+    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
+                   "/proc/dash") == 73  # fmt: skip
+    assert capsys.readouterr() == (
+        "", "glossogen: error: --out /proc/dash: cannot be written: No such file or directory\n"
+    )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "board.yaml"]
+    assert not Path("/proc/dash").exists()
