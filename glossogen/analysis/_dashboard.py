@@ -36,7 +36,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from glossogen.analysis._query import Query, Result
+from glossogen.analysis._query import Query, Result, shown
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -54,6 +54,17 @@ class DashboardError(ValueError):
 
 class DashboardUnreadable(DashboardError):
     """A dashboard file that cannot be read at all (missing, refused, not UTF-8 text)."""
+
+
+class DashboardsInTheWay(Exception):  # noqa: N818 - a refusal, as DashboardError
+    """The kept dashboards' folder, or a dashboard's file, is something else (one line).
+
+    A file where the folder ``.glossogen/dashboards`` (or ``.glossogen``) goes, or a folder
+    where a dashboard's file goes; named within the runs dir (no server path shown).
+    """
+
+
+_IN_THE_WAY = f"dashboards cannot be kept: a file stands where the folder {DASHBOARDS_FOLDER} goes"
 
 
 class ReportNotWritten(Exception):  # noqa: N818 - a refusal, as DashboardError
@@ -407,7 +418,9 @@ def dashboards_folder(runs_dir: str) -> str:
 
 def _check_name(name: str) -> None:
     if not NAME.match(name):
-        raise DashboardError(f"{name!r}: a dashboard's name is letters, digits, _ . - (64 at most)")
+        raise DashboardError(
+            f"{shown(name)}: a dashboard's name is letters, digits, _ . - (64 at most)"
+        )
 
 
 def saved_dashboards(runs_dir: str) -> list[str]:
@@ -423,7 +436,8 @@ def saved_dashboards(runs_dir: str) -> list[str]:
     with translate_errors(folder, fs):
         try:
             fs.invalidate_cache(path)
-            names = [posixpath.basename(str(p).rstrip("/")) for p in fs.ls(path, detail=False)]
+            names = [posixpath.basename(str(p["name"]).rstrip("/"))
+                     for p in fs.ls(path, detail=True) if p.get("type") == "file"]  # fmt: skip
         except (FileNotFoundError, NotADirectoryError):
             return []
     stems = {n.rsplit(".", 1)[0] for n in names if n.endswith((".yaml", ".yml", ".json"))}
@@ -435,6 +449,7 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
 
     Raises:
         DashboardError: a bad name, or a file that does not validate.
+        DashboardsInTheWay: a file where the dashboards' folder goes.
         FileNotFoundError: no dashboard of that name.
         StorageError: unreachable storage.
     """
@@ -448,8 +463,10 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
         with translate_errors(url, fs):
             try:
                 raw = fs.cat_file(open_fs(url)[1])
-            except (FileNotFoundError, IsADirectoryError):
+            except (FileNotFoundError, IsADirectoryError):  # as the list: files only
                 continue
+            except NotADirectoryError:
+                raise DashboardsInTheWay(_IN_THE_WAY) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -467,13 +484,21 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
 
     Raises:
         DashboardError: a bad name.
+        DashboardsInTheWay: a file where the folder goes, or a folder where the file goes.
         StorageError: unreachable storage, or a write it refuses.
     """
     from glossogen.storage._fs import join, open_fs, translate_errors, write_bytes_atomic
 
     _check_name(name)
     folder = dashboards_folder(runs_dir)
-    url = write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
+    try:
+        url = write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
+    except NotADirectoryError:
+        raise DashboardsInTheWay(_IN_THE_WAY) from None
+    except IsADirectoryError:
+        raise DashboardsInTheWay(
+            f"dashboard {shown(name)}: {DASHBOARDS_FOLDER}/{name}.yaml is a folder, not a file"
+        ) from None
     fs, _ = open_fs(folder)
     for ext in (".yml", ".json"):
         other = join(folder, f"{name}{ext}")
@@ -491,6 +516,7 @@ __all__ = [
     "Dashboard",
     "DashboardError",
     "DashboardUnreadable",
+    "DashboardsInTheWay",
     "REPORT_FILES",
     "ReportNotWritten",
     "RunHash",

@@ -212,9 +212,9 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     from glossogen.analysis._dashboard import (
         DashboardError,
         DashboardUnreadable,
+        ReportNotWritten,
         answer_dashboard,
         check_out,
-        ReportNotWritten,
         load_dashboard,
         write_report,
     )

@@ -23,7 +23,9 @@ changed), so a query repeated on an unchanged cohort does not re-read its logs' 
 to select them. Refusals, one line each, as every REST refusal:
 ``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
 rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
-``{"detail": {"message"}}`` with 503 for an unreadable runs directory.
+``{"detail": {"message"}}`` with 503 for an unreadable runs directory, and with 409 for a file
+where the dashboards' folder goes or a folder where a dashboard's file goes (the list names
+only files).
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ from glossogen.analysis import (
     fields_of,
     skipped_notes,
 )
-from glossogen.analysis._dashboard import ChartKind, Dashboard, DashboardError
+from glossogen.analysis._dashboard import (
+    ChartKind,
+    Dashboard,
+    DashboardError,
+    DashboardsInTheWay,
+)
 from glossogen.export import (
     RunRecord,
     RunsDirError,
@@ -236,6 +243,8 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
         raise HTTPException(404, {"message": str(exc)}) from exc
     except DashboardError as exc:
         _dashboard_refusal(exc)
+    except DashboardsInTheWay as exc:
+        raise HTTPException(409, {"message": str(exc)}) from exc
     except StorageError as exc:
         _refuse(exc)
 
@@ -254,6 +263,8 @@ def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> S
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)
+    except DashboardsInTheWay as exc:
+        raise HTTPException(409, {"message": str(exc)}) from exc
     except (RunsDirError, StorageError) as exc:
         _refuse(exc)
     return SavedDashboard(name=name, path=path)

@@ -200,3 +200,37 @@ def test_saving_a_dashboard_into_a_runs_dir_that_is_a_file_is_503(tmp_path: Path
     assert saved.json()["detail"] == {
         "message": f"runs directory {str(runs)!r} is a file, not a folder"
     }
+
+
+DASH = {"queries": {"q": {"measures": [{"field": "task_done"}]}},
+        "charts": [{"name": "c", "query": "q"}]}  # fmt: skip
+IN_THE_WAY = "dashboards cannot be kept: a file stands where the folder .glossogen/dashboards goes"
+
+
+def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    (a / ".glossogen").write_text("not a folder")
+    (b / ".glossogen" / "dashboards" / "dirdash.yaml").mkdir(parents=True)
+    with TestClient(create_app(str(a))) as client:
+        opened = client.get(f"{API}/dashboards/x")
+        saved = client.put(f"{API}/dashboards/new", json=DASH)
+        listed = client.get(f"{API}/dashboards")
+    assert (opened.status_code, opened.json()) == (409, {"detail": {"message": IN_THE_WAY}})
+    assert (saved.status_code, saved.json()) == (409, {"detail": {"message": IN_THE_WAY}})
+    assert (listed.status_code, listed.json()) == (200, {"names": []})
+    assert (a / ".glossogen").read_text() == "not a folder"
+    with TestClient(create_app(str(b))) as client:
+        saved = client.put(f"{API}/dashboards/dirdash", json=DASH)
+        listed = client.get(f"{API}/dashboards")
+        opened = client.get(f"{API}/dashboards/dirdash")
+    assert (saved.status_code, saved.json()) == (409, {"detail": {"message": (
+        "dashboard 'dirdash': .glossogen/dashboards/dirdash.yaml is a folder, not a file"
+    )}})  # fmt: skip
+    assert (listed.status_code, listed.json()) == (200, {"names": []})
+    assert opened.status_code == 404
+    assert [p.name for p in (b / ".glossogen" / "dashboards").iterdir()] == ["dirdash.yaml"]
