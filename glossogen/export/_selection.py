@@ -382,7 +382,8 @@ def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
     ``source``. None when the run has neither.
 
     Raises:
-        ValueError: a report file is a folder, not JSON or not an object (names it).
+        ValueError: a report file is a folder, not JSON, not an object or an empty object
+            (names it).
     """
     from glossogen.evaluation._report import (
         combined_metrics,
@@ -392,6 +393,10 @@ def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
 
     ours = folder.read_object(f"{scenario}_report.json")
     foreign = folder.read_object(foreign_report_name(scenario))
+    for name, report in ((f"{scenario}_report.json", ours),
+                         (foreign_report_name(scenario), foreign)):  # fmt: skip
+        if report == {}:  # no metrics, no scoring facts: damaged, as a report not JSON
+            raise ValueError(f"{folder.file_url(name)} is an empty JSON object (no metrics)")
     if ours is None and foreign is None:
         return None
     base = ours if ours is not None and not is_glossogen05_report(ours) else {}

@@ -30,6 +30,7 @@ DAMAGES = [
     ("config.json", b"\xff\xfe",
      "config.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
     ("veyru.jsonl", b"", "veyru.jsonl is not a run log (empty)"),
+    ("veyru_report.json", b"{}", "veyru_report.json is an empty JSON object (no metrics)"),
 ]  # fmt: skip
 
 
