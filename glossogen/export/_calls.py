@@ -24,10 +24,15 @@ row's, in order): blank on a failed, abandoned or refused request, where no resp
 and where the model reported none (a scripted seat). ``retries`` is blank on an answered
 request (the log does not say how many tries it took), and ``model``/``provider`` of a failed
 cycle are the seat's model at that moment.
+
+A log line that does not parse or validate costs only itself, and is named in a warning of the
+``glossogen.export`` logger (``<run id>: call_level: 1 damaged log line skipped (line 4) in
+<log>``), as the message table names its own.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -36,6 +41,8 @@ import polars as pl
 
 from glossogen.export._cells import frame_from_rows
 from glossogen.export._selection import RunRecord
+
+log = logging.getLogger("glossogen.export")
 
 CALL_COLUMNS = [
     "run_id",
@@ -76,6 +83,11 @@ def call_rows(record: RunRecord) -> list[dict[str, Any]]:
     )
 
     view = RunView.load(record.log_url)
+    if view.read.invalid_line_numbers:  # a torn last line is a run still being written
+        from glossogen.export._lines import damaged_note
+
+        numbers = view.read.invalid_line_numbers
+        log.warning("%s", damaged_note(f"{record.run_id}: call_level", numbers, record.log_url))
     sent = {e.request_id: e.timestamp for e in view.events if isinstance(e, ModelRequestSent)}
     finishes = _FinishReasons(view.counted)
     roles = {a.agent_id: a.role or None for a in record.agents}

@@ -239,3 +239,9 @@ def test_damaged_log_lines_are_a_note(
             f"{damaged}/veyru.jsonl")  # fmt: skip
     assert capsys.readouterr().err == f"glossogen: note: {note}\n"
     assert analyze_json(capsys, *args)["notes"] == [note]
+    args = ["--runs-dir", runs_dir, "--grain", "call", "--measure", "run_id:count"]
+    assert analyze(*args) == 0
+    note = (f"{damaged}: call_level: 1 damaged log line skipped (line 4) in "
+            f"{damaged}/veyru.jsonl")  # fmt: skip
+    assert capsys.readouterr().err == f"glossogen: note: {note}\n"
+    assert analyze_json(capsys, *args)["notes"] == [note]
