@@ -731,7 +731,13 @@ def fields_of(
     """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values.
 
     ``frame``: those rows when already built (from the projection cache).
+
+    Raises:
+        QueryError: (field ``metric``) at the observation grain, a metric no selected run's
+            report holds (as :func:`answer_records` refuses it).
     """
+    if grain == "observation" and records:
+        _check_metric(records, metric or "")
     if frame is None:
         frame = grain_frame(records, grain, metric)
         scored = {r.run_id for r in records if r.report is not None}

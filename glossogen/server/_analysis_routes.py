@@ -160,7 +160,7 @@ def list_fields(
     records, notes = _records(request, slug, query)
     try:
         return fields_of(records, query.grain, query.metric, skipped=notes)
-    except StorageError as exc:
+    except (QueryError, StorageError) as exc:
         _refuse(exc)
 
 

@@ -62,6 +62,9 @@ def test_the_same_answer_as_the_cli(
                     selection={"kind": "filters", "knob": ["x"]},
                 ),
                 await refusal(session, "list_analysis_fields", grain="turn"),
+                await refusal(
+                    session, "list_analysis_fields", grain="observation", metric="nope"
+                ),  # fmt: skip
             ]
             return got, picked_got, listed, refused
 
@@ -85,4 +88,6 @@ def test_the_same_answer_as_the_cli(
         "by: List should have at most 2 items after validation, not 3",
         "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
         "grain: Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
+        "metric 'nope': no report of this selection has this metric (they have "
+        "mean_chars_per_round, round_success, task_done, team_split)",
     ]

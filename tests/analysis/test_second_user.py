@@ -80,3 +80,17 @@ def test_a_dashboard_folder_that_cannot_be_made_is_one_line(
     )  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "board.yaml"]
     assert not Path("/proc/dash").exists()
+
+
+def test_list_fields_refuses_a_metric_no_report_holds(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert analyze("--runs-dir", cohort.runs_dir, "--list-fields", "--grain", "observation",
+                   "--metric", "nope") == 64  # fmt: skip
+    assert capsys.readouterr() == ("", f"glossogen: error: --metric {NOPE}\n")
+
+
+NOPE = (
+    "'nope': no report of this selection has this metric (they have mean_chars_per_round, "
+    "round_success, task_done, team_split)"
+)

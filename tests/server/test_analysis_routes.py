@@ -234,3 +234,16 @@ def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
     assert (listed.status_code, listed.json()) == (200, {"names": []})
     assert opened.status_code == 404
     assert [p.name for p in (b / ".glossogen" / "dashboards").iterdir()] == ["dirdash.yaml"]
+
+
+def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    with TestClient(create_app(cohort.runs_dir)) as client:
+        got = client.get(f"{API}/fields", params={"grain": "observation", "metric": "nope"})
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "metric", "message": (
+        "metric 'nope': no report of this selection has this metric (they have "
+        "mean_chars_per_round, round_success, task_done, team_split)"
+    )}})  # fmt: skip
