@@ -14,6 +14,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+ECHOED = 80
+"""Characters of a refused value a refusal echoes (a longer one is cut, with ``...``)."""
+
+
+def shown(value: object, quoted: bool = True) -> str:
+    """``value`` as every refusal echoes it: quoted, cut to :data:`ECHOED` characters + ``...``.
+
+    The one place a refused value is cut, so a pasted page of text is never echoed whole.
+    ``quoted=False``: as written (a path a line names bare), cut the same way.
+    """
+    text = str(value)
+    show = repr if quoted else str
+    return show(text) if len(text) <= ECHOED else show(text[:ECHOED]) + "..."
+
 
 class Refusal(BaseModel):
     """One request value refused.

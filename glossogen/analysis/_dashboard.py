@@ -101,17 +101,19 @@ class Dashboard(BaseModel):
         for i, chart in enumerate(self.charts):
             if chart.query not in self.queries:
                 known = ", ".join(self.queries)
-                raise ValueError(f"charts.{i}.query {chart.query!r}: no such query ({known})")
+                raise ValueError(f"charts.{i}.query {shown(chart.query)}: no such query ({known})")
             if chart.name in seen:
-                raise ValueError(f"charts.{i}.name {chart.name!r}: named twice")
+                raise ValueError(f"charts.{i}.name {shown(chart.name)}: named twice")
             seen.add(chart.name)
             by = self.queries[chart.query].by
             if chart.chart == "heatmap" and len(by) != 2:
-                raise ValueError(f"charts.{i}.chart 'heatmap': query {chart.query!r} has "
+                raise ValueError(f"charts.{i}.chart 'heatmap': query {shown(chart.query)} has "
                                  f"{len(by)} keys, a heatmap needs two")  # fmt: skip
         for name in self.queries:
             if not NAME.match(name):
-                raise ValueError(f"queries.{name!r}: a name is letters, digits, _ . - (64 at most)")
+                raise ValueError(
+                    f"queries.{shown(name)}: a name is letters, digits, _ . - (64 at most)"
+                )
         return self
 
 
@@ -123,7 +125,7 @@ def one_line(exc: ValidationError) -> str:
     given = first.get("input")
     # A value error of ours names the value itself; a bare value given is shown after its key.
     if where and first["type"] != "value_error" and isinstance(given, (str, int, float, bool)):
-        where = f"{where} {given!r}"
+        where = f"{where} {shown(given) if isinstance(given, str) else repr(given)}"
     return f"{where}: {message}" if where else message
 
 
@@ -156,16 +158,17 @@ def load_dashboard(path: str) -> Dashboard:
         DashboardError: another extension, or a file that does not validate (one line naming
             the bad key and the value given).
     """
+    named = shown(path, quoted=False)
     ext = Path(path).suffix.lower()
     if ext not in (".yaml", ".yml", ".json"):
-        raise DashboardError(f"{path}: a dashboard is a .yaml, .yml or .json file")
+        raise DashboardError(f"{named}: a dashboard is a .yaml, .yml or .json file")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise DashboardUnreadable(f"{path}: {exc.strerror or exc}") from None
+        raise DashboardUnreadable(f"{named}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise DashboardUnreadable(f"{path}: not UTF-8 text") from None
-    return parse_dashboard(text, path, json_only=ext == ".json")
+        raise DashboardUnreadable(f"{named}: not UTF-8 text") from None
+    return parse_dashboard(text, named, json_only=ext == ".json")
 
 
 def dump_dashboard(dashboard: Dashboard) -> str:
@@ -284,15 +287,16 @@ def check_out(out: str) -> None:
 
     if not out:
         raise DashboardError("'': names no folder")
+    named = shown(out, quoted=False)
     if os.path.exists(out) and not os.path.isdir(out):
-        raise DashboardError(f"{out}: a file, not a folder")
+        raise DashboardError(f"{named}: a file, not a folder")
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(parent) and not os.path.isdir(parent):
-        raise DashboardError(f"{out}: its folder {parent} is a file")
+        raise DashboardError(f"{named}: its folder {shown(parent, quoted=False)} is a file")
     if not os.path.isdir(parent):
-        raise DashboardError(f"{out}: its folder {parent} does not exist")
+        raise DashboardError(f"{named}: its folder {shown(parent, quoted=False)} does not exist")
     if name_too_long(out):
-        raise DashboardError(f"{out}: the folder name is too long")
+        raise DashboardError(f"{named}: the folder name is too long")
     if not os.path.isdir(out):
         return
     entries = sorted(os.listdir(out))
@@ -300,13 +304,13 @@ def check_out(out: str) -> None:
         return
     names = _report_names(out)
     if names is None or "index.html" not in entries:
-        raise DashboardError(f"{out}: a folder that holds files and no earlier report "
-                             f"({len(entries)}, such as {entries[0]!r}); name a new or empty "
+        raise DashboardError(f"{named}: a folder that holds files and no earlier report "
+                             f"({len(entries)}, such as {shown(entries[0])}); name a new or empty "
                              "folder")  # fmt: skip
     foreign = [e for e in entries if e not in names or not os.path.isfile(os.path.join(out, e))]
     if foreign:
-        raise DashboardError(f"{out}: an earlier report, and {foreign[0]!r}, which it did not "
-                             "write; name a new or empty folder")  # fmt: skip
+        raise DashboardError(f"{named}: an earlier report, and {shown(foreign[0])}, which it "
+                             "did not write; name a new or empty folder")  # fmt: skip
 
 
 def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
@@ -333,7 +337,9 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
     try:
         fresh = tempfile.mkdtemp(dir=parent, prefix=".report.")
     except OSError as exc:
-        raise ReportNotWritten(f"{out}: cannot be written: {exc.strerror or exc}") from None
+        raise ReportNotWritten(
+            f"{shown(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
+        ) from None
     try:
         os.chmod(fresh, 0o777 & ~_umask())  # mkdtemp makes it 0700; give it a new folder's mode
         written = _write_files(rendered, fresh, source)
@@ -346,7 +352,9 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
             os.rename(fresh, out)
     except OSError as exc:
         shutil.rmtree(fresh, ignore_errors=True)
-        raise ReportNotWritten(f"{out}: cannot be written: {exc.strerror or exc}") from None
+        raise ReportNotWritten(
+            f"{shown(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
+        ) from None
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise
@@ -472,7 +480,7 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
         except UnicodeDecodeError:
             raise DashboardError(f"{url}: not UTF-8 text") from None
         return parse_dashboard(text, url, json_only=ext == ".json")
-    raise FileNotFoundError(f"no dashboard {name!r} in {folder}")
+    raise FileNotFoundError(f"no dashboard {shown(name)} in {folder}")
 
 
 def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:

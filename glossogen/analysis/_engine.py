@@ -422,8 +422,8 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
             if arm not in held:
                 listed = ", ".join(sorted(held)[:10])
                 raise QueryError(
-                    f"{query.compare.key}={query.compare.a},{query.compare.b}: no row has "
-                    f"{compare} {shown(given)} (it holds {listed})",
+                    f"{shown(f'{query.compare.key}={query.compare.a},{query.compare.b}')}: no "
+                    f"row has {compare} {shown(given)} (it holds {listed})",
                     "compare",
                 )
     return columns, keys, compare

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from glossogen.export import FilterSelection, Selection
+from glossogen.refusals import ECHOED, shown
 
 GRAINS = ("run", "round", "agent", "message", "call", "observation")
 """Row grains: a run, a (run, round), an agent seat, a channel message, a model request, or one
@@ -31,15 +32,6 @@ Aggregate = Literal["mean", "median", "sum", "count", "min", "max", "stddev", "s
 
 OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 """Filter operators, longest first (the ``--knob`` grammar's)."""
-
-ECHOED = 80
-"""Characters of a refused value a refusal echoes (a longer one is cut, with ``...``)."""
-
-
-def shown(value: object) -> str:
-    """``value`` as a refusal echoes it: quoted, cut to :data:`ECHOED` characters with ``...``."""
-    text = str(value)
-    return repr(text) if len(text) <= ECHOED else repr(text[:ECHOED]) + "..."
 
 
 BLANK = "(blank)"

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from glossogen.refusals import Refusal
+from glossogen.refusals import Refusal, shown
 
 OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 """The operators, longest first (so ``>=`` is not read as ``>`` then ``=...``)."""
@@ -58,7 +58,7 @@ class SelectionError(ValueError):
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:
-    refusal = Refusal(field="knob", called="knob condition", value=repr(text), reason=reason)
+    refusal = Refusal(field="knob", called="knob condition", value=shown(text), reason=reason)
     return SelectionError.of(refusal)
 
 
@@ -100,7 +100,8 @@ class KnobCondition:
 
     def _refuse(self, reason: str) -> SelectionError:
         return _condition_error(
-            str(self), f"knob {self.knob!r}, operator {self.op!r}, value {self.value!r}: {reason}"
+            str(self),
+            f"knob {shown(self.knob)}, operator {self.op!r}, value {shown(self.value)}: {reason}",
         )
 
     def matches(self, config: dict[str, Any]) -> bool:

@@ -27,7 +27,7 @@ from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
-from glossogen.refusals import Refusal
+from glossogen.refusals import Refusal, shown
 from glossogen.storage import RunFolder, RunStore, path_kind, resolved
 
 MAX_RUNS = 5000
@@ -142,7 +142,7 @@ def _status_word(status: str | None) -> str | None:
         raise SelectionError.of(
             Refusal(
                 field="status",
-                reason=f"{status!r} is no run's status (one of {known}, or scenario_complete)",
+                reason=f"{shown(status)} is no run's status (one of {known}, or scenario_complete)",
             )
         )
     return word
@@ -425,7 +425,7 @@ def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> Non
     if not absent:
         return
     which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
-    message = f"{absent[0]!r} has no run under {runs_dir} ({which})"
+    message = f"{shown(absent[0])} has no run under {runs_dir} ({which})"
     raise SelectionError.of(Refusal(field="scenario", reason=message))
 
 

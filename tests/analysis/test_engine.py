@@ -285,7 +285,7 @@ def test_a_name_the_rows_do_not_hold_is_named(cohort: Cohort) -> None:
         ask(cohort, measures=[{"field": "task_done"}],
             compare={"key": "round_budget_chars", "a": "300", "b": "900"})  # fmt: skip
     assert arm.value.message == (
-        "compare round_budget_chars=300,900: no row has knob.round_budget_chars '900' "
+        "compare 'round_budget_chars=300,900': no row has knob.round_budget_chars '900' "
         "(it holds (blank), 300, 600)"
     )
 

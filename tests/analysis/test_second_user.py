@@ -67,7 +67,7 @@ def test_a_dashboard_folder_that_cannot_be_made_is_one_line(
     long = str(tmp_path / LONG)
     for out, line in [
         ("", "''': names no folder"[1:]),
-        (long, f"{long}: the folder name is too long"),
+        (long, f"{long[:80]}...: the folder name is too long"),
         (f"{tmp_path}/afile/dash", f"{tmp_path}/afile/dash: its folder {tmp_path}/afile is a file"),
     ]:  # fmt: skip
         assert analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board),
@@ -94,3 +94,41 @@ NOPE = (
     "'nope': no report of this selection has this metric (they have mean_chars_per_round, "
     "round_success, task_done, team_split)"
 )
+
+
+def cut(text: str) -> str:
+    """How a refusal echoes ``text``: quoted, its first 80 characters and ``...``."""
+    return repr(text[:80]) + "..."
+
+
+def test_every_long_value_echoed_is_cut_at_80(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = "9" * 5000
+    absent = str(tmp_path / "absent")
+    for args, code, line in [
+        (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--compare",
+          f"round_budget_chars=300,{huge}"], 64,
+         f"--compare {cut(f'round_budget_chars=300,{huge}')}: no row has "
+         f"knob.round_budget_chars {cut(huge)} (it holds (blank), 300, 600)"),
+        (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--knob",
+          f"round_budget_chars={huge}x"], 64,
+         f"--knob {cut(f'round_budget_chars={huge}x')}: knob 'round_budget_chars', operator "
+         f"'=', value {cut(f'{huge}x')}: the run records a number"),
+        (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--scenario", LONG], 65,
+         f"--scenario {cut(LONG)} has no run under {cohort.runs_dir} (scenarios there: veyru)"),
+        (["--runs-dir", absent, "--measure", "x", "--chart", LONG], 64,
+         f"--chart {cut(LONG)} is not one of bar, line, scatter, heatmap"),
+        (["--runs-dir", cohort.runs_dir, "--measure", "x", "--status", LONG], 65,
+         f"--status {cut(LONG)} is no run's status (one of completed, incomplete, error, "
+         "interrupted, running, stopped, queued, or scenario_complete)"),
+    ]:  # fmt: skip
+        assert (analyze(*args), capsys.readouterr()) == (code, ("", f"glossogen: error: {line}\n"))
+    board = tmp_path / "board.yaml"
+    board.write_text(BOARD.replace("name: done,", f"name: {LONG},"))
+    assert analyze("--runs-dir", absent, "--dashboard", str(board), "--out",
+                   str(tmp_path / "o")) == 64  # fmt: skip
+    assert capsys.readouterr() == ("", (
+        f"glossogen: error: --dashboard {board}: charts.0.name {cut(LONG)}: String should "
+        "match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'\n"
+    ))  # fmt: skip

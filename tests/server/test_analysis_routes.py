@@ -247,3 +247,17 @@ def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
         "metric 'nope': no report of this selection has this metric (they have "
         "mean_chars_per_round, round_success, task_done, team_split)"
     )}})  # fmt: skip
+
+
+def test_a_long_dashboard_name_is_cut_in_its_refusal(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    long = "n" * 300
+    with TestClient(create_app(str(tmp_path))) as client:
+        got = client.put(f"{API}/dashboards/{long}", json=DASH)
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "dashboard", "message": (
+        f"{'n' * 80!r}...: a dashboard's name is letters, digits, _ . - (64 at most)"
+    )}})  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
