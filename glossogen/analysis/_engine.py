@@ -482,10 +482,19 @@ def _typed_compare(
     """The comparison with each arm as its group is labelled, read as a filter reads a value.
 
     A number column's arm is matched numerically (``0`` is the group ``0.0``), as
-    ``--filter channel_noise_level=0`` matches; a text column's as written.
+    ``--filter channel_noise_level=0`` matches; a text column's case-insensitively, as a text
+    filter matches (``VEYRU`` is the group ``veyru``; a label written exactly wins).
     """
-    if compare is None or column is None or not _numeric(frame.schema[column]):
+    if compare is None or column is None:
         return compare
+    if not _numeric(frame.schema[column]):
+        held = key_labels(frame, column).unique().to_list()
+        folded: dict[str, str] = {}
+        for label in sorted(held):
+            folded.setdefault(label.casefold(), label)
+        a, b = (arm if arm in held else folded.get(arm.casefold(), arm)
+                for arm in (compare.a, compare.b))  # fmt: skip
+        return Compare(key=compare.key, a=a, b=b)
     labels: dict[float, str] = {}
     for label in key_labels(frame, column).unique().to_list():
         try:

@@ -132,3 +132,21 @@ def test_every_long_value_echoed_is_cut_at_80(
         f"glossogen: error: --dashboard {board}: charts.0.name {cut(LONG)}: String should "
         "match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'\n"
     ))  # fmt: skip
+
+
+def test_compare_reads_a_text_arm_as_a_filter_reads_it(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--compare"]
+    assert analyze(*args, "scenario_name=VEYRU,other") == 64  # VEYRU is the group veyru
+    assert capsys.readouterr() == ("", (
+        "glossogen: error: --compare 'scenario_name=VEYRU,other': no row has scenario_name "
+        "'other' (it holds veyru)\n"
+    ))  # fmt: skip
+    assert analyze(*args, "scenario_name=VEYRU,veyru") == 64
+    assert capsys.readouterr() == ("", (
+        "glossogen: error: --compare 'scenario_name=VEYRU,veyru' names the arm 'veyru' twice\n"
+    ))  # fmt: skip
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--filter",
+                   "scenario_name=VEYRU", "--csv") == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[1] == "task_done:mean,0.6,5,0,5,0.2,1.0,bootstrap"
