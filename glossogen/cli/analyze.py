@@ -75,8 +75,11 @@ def analyze(
     plot: str | None = typer.Option(
         None, "--plot", metavar="FILE", help="Also draw the first measure to FILE (.svg/.png)."
     ),
-    chart: str = typer.Option(
-        "bar", "--chart", metavar="KIND", help="bar, line, scatter or heatmap."
+    chart: str | None = typer.Option(
+        None,
+        "--chart",
+        metavar="KIND",
+        help="--plot's chart: bar (default), line, scatter or heatmap.",
     ),
     list_fields: bool = typer.Option(
         False, "--list-fields", help="List the grain's fields with coverage and values."
@@ -102,6 +105,7 @@ def analyze(
         return _dashboard_alone(runs_dir, dashboard, out, given=(
             ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
             ("--metric", metric), ("--sort", sort), ("--limit", limit), ("--plot", plot),
+            ("--chart", chart),
             ("--json", as_json), ("--csv", as_csv), ("--list-fields", list_fields),
             ("--grain", grain != "run"), ("--scenario", scenario), ("--label", label),
             ("--knob", knob), ("--status", status), ("--run-id", run_id),
@@ -109,6 +113,12 @@ def analyze(
         ))  # fmt: skip
     if grain not in GRAINS:
         return _error(f"--grain {shown(grain)} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
+    unused = _unused(list_fields, (
+        ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
+        ("--sort", sort), ("--limit", limit is not None), ("--plot", plot is not None),
+        ("--chart", chart is not None)))  # fmt: skip
+    if unused:
+        return _error(unused, exit_codes.USAGE)
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
@@ -129,13 +139,7 @@ def analyze(
         from glossogen.analysis import check_sort
 
         check_sort(query)
-        from glossogen.analysis._plot import check_chart
-
-        check_chart(chart)  # with --plot or without it
-        if plot is not None:
-            from glossogen.analysis._plot import check_plot
-
-            check_plot(plot, chart, query)
+        _check_chart(plot, chart, query)
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except ValidationError as exc:
@@ -147,7 +151,7 @@ def analyze(
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     try:
-        return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart)
+        return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
     except QueryError as exc:
         return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
     except SelectionError as exc:  # a knob value its knob cannot read: bad input, as a bad knob
@@ -155,6 +159,32 @@ def analyze(
         return _error(said_of_selection(exc), code)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _check_chart(plot: str | None, chart: str | None, query: Any) -> None:
+    """Check ``--chart`` the same way with ``--plot`` or without it, then ``--plot``'s file.
+
+    Raises:
+        QueryError: a chart the query cannot be drawn as, a ``--plot`` target refused, or a
+            ``--chart`` without ``--plot`` (it would draw nothing).
+    """
+    from glossogen.analysis import QueryError
+    from glossogen.analysis._plot import check_drawable, check_plot
+    from glossogen.refusals import shown
+
+    check_drawable(chart or "bar", query)
+    if plot is not None:
+        check_plot(plot, chart or "bar", query)
+    elif chart is not None:
+        raise QueryError(f"{shown(chart)} draws the --plot FILE: give --plot", "chart")
+
+
+def _unused(list_fields: bool, given: tuple[tuple[str, Any], ...]) -> str | None:
+    """With ``--list-fields``, the line refusing the first query flag it would not use."""
+    if not list_fields:
+        return None
+    unused = [flag for flag, value in given if value]
+    return f"--list-fields lists the grain's fields; it takes no {unused[0]}" if unused else None
 
 
 def _keys(by: str) -> list[str]:

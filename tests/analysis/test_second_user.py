@@ -150,3 +150,24 @@ def test_compare_reads_a_text_arm_as_a_filter_reads_it(
     assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--filter",
                    "scenario_name=VEYRU", "--csv") == 0  # fmt: skip
     assert capsys.readouterr().out.splitlines()[1] == "task_done:mean,0.6,5,0,5,0.2,1.0,bootstrap"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--list-fields", "--plot", "x.svg"],
+         "--list-fields lists the grain's fields; it takes no --plot"),
+        (["--list-fields", "--measure", "task_done"],
+         "--list-fields lists the grain's fields; it takes no --measure"),
+        (["--measure", "x", "--chart", "heatmap"], "--chart 'heatmap' needs two keys (--by K1,K2)"),
+        (["--measure", "x", "--chart", "heatmap", "--plot", "x.svg"],
+         "--chart 'heatmap' needs two keys (--by K1,K2)"),
+        (["--measure", "x", "--chart", "line"], "--chart 'line' draws the --plot FILE: give --plot"),
+    ],
+)  # fmt: skip
+def test_an_option_that_would_be_ignored_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str
+) -> None:
+    assert analyze("--runs-dir", str(tmp_path / "absent"), *args) == 64
+    assert capsys.readouterr() == ("", f"glossogen: error: {line}\n")
+    assert list(tmp_path.iterdir()) == []
