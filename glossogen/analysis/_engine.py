@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -676,7 +676,12 @@ def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord
 
 
 def select_rows(
-    runs_dir: str, query_selection: Any, max_runs: int, grain: Grain, cache: bool = True
+    runs_dir: str,
+    query_selection: Any,
+    max_runs: int,
+    grain: Grain,
+    cache: bool = True,
+    check: Callable[[pl.DataFrame], object] | None = None,
 ) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
     """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
 
@@ -687,6 +692,9 @@ def select_rows(
     local folder) the runs are selected through the projection cache, which reads only the
     runs whose files changed and is written back; the rows are the cache's. Otherwise the runs
     are read as the export reads them and the rows are None (built from the records).
+
+    ``check``: called with the cached rows before the cache is written; what it raises (a
+    query the rows refuse) leaves the cache as it was.
 
     Raises:
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
@@ -702,12 +710,15 @@ def select_rows(
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
     records = selected.records
+    frame = projection.grain_frame(records, grain) if records else None
+    if check is not None and frame is not None:
+        check(frame)  # a refused query writes no cache
     notes = [
         *skipped_notes(runs_dir, selected.unreadable),
         *stale_notes(runs_dir, records),
         *projection.save(),
     ]
-    return records, projection.grain_frame(records, grain) if records else None, notes
+    return records, frame, notes
 
 
 def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
@@ -722,8 +733,9 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
     """
     check_sort(query)
     records, frame, notes = select_rows(
-        runs_dir, query.selection, query.max_runs, query.grain, cache
-    )
+        runs_dir, query.selection, query.max_runs, query.grain, cache,
+        check=lambda rows: check_query(rows, query),
+    )  # fmt: skip
     result = answer_records(records, query, frame, notes)
     root = _root(runs_dir)
     result.notes = [note.replace(root, "") for note in result.notes]

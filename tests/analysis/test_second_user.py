@@ -171,3 +171,22 @@ def test_an_option_that_would_be_ignored_is_refused(
     assert analyze("--runs-dir", str(tmp_path / "absent"), *args) == 64
     assert capsys.readouterr() == ("", f"glossogen: error: {line}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_query_writes_no_cache(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir, runs, ignore=shutil.ignore_patterns(".glossogen"))
+    for grain in ("run", "round", "agent"):
+        assert analyze("--runs-dir", str(runs), "--grain", grain, "--measure", "nope") == 64
+        assert capsys.readouterr() == ("", (
+            f"glossogen: error: --measure 'nope': no such field at the {grain} grain of this "
+            "selection (list the grain's fields)\n"
+        ))  # fmt: skip
+        assert not (runs / ".glossogen").exists()
+    assert analyze("--runs-dir", str(runs), "--measure", "task_done", "--csv") == 0
+    capsys.readouterr()
+    assert (runs / ".glossogen" / "analysis_projection.zip").is_file()
