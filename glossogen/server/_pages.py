@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from glossogen.eventlog import STATUSES, RunView
@@ -129,16 +129,26 @@ def favicon() -> Response:
     return Response(data, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
 
 
+_UNPARSED = "There was an error parsing the body"
+"""FastAPI's 400 for a body it cannot decode at all (not UTF-8)."""
+
+
 def error_pages(app: FastAPI) -> None:
     """Answer a page that cannot be served (a missing run or scenario) with a page, not JSON.
 
-    Under ``/api/``, ``/mcp`` and ``/static`` the answer stays FastAPI's JSON.
+    Under ``/api/``, ``/mcp`` and ``/static`` the answer stays FastAPI's JSON, but for a body
+    that is not UTF-8 under ``/api/``: 422 ``{"detail": {"field": "body", "message"}}``, as a
+    body that is not JSON.
     """
     from fastapi.exception_handlers import http_exception_handler
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     @app.exception_handler(StarletteHTTPException)
     async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+        if request.url.path.startswith("/api/") and exc.detail == _UNPARSED:
+            # A body that is not UTF-8: refused as a body that is not JSON is (one line, 422).
+            return JSONResponse(status_code=422, content={"detail": {
+                "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
         if request.url.path.startswith(("/api/", "/mcp", "/static/")):
             return await http_exception_handler(request, exc)
         detail = exc.detail

@@ -261,3 +261,15 @@ def test_a_long_dashboard_name_is_cut_in_its_refusal(tmp_path: Path) -> None:
         f"{'n' * 80!r}...: a dashboard's name is letters, digits, _ . - (64 at most)"
     )}})  # fmt: skip
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_body_that_is_not_utf8_is_422_in_the_one_shape(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    with TestClient(create_app(str(tmp_path))) as client:
+        got = client.post(f"{API}/query", content=b'{"measures": ["\xff"]}',
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
