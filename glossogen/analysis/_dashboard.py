@@ -53,7 +53,11 @@ class DashboardError(ValueError):
 
 
 class DashboardUnreadable(DashboardError):
-    """A dashboard file that cannot be read at all (missing, refused, not UTF-8 text)."""
+    """A dashboard file that cannot be read at all (missing, refused).
+
+    One that is read but is not UTF-8 text is a :class:`DashboardError`, as one that does not
+    parse.
+    """
 
 
 class DashboardsInTheWay(Exception):  # noqa: N818 - a refusal, as DashboardError
@@ -154,9 +158,9 @@ def load_dashboard(path: str) -> Dashboard:
     """Read the dashboard file at ``path`` (``.yaml``, ``.yml`` or ``.json``).
 
     Raises:
-        DashboardUnreadable: a missing or unreadable file, or one that is not UTF-8 text.
-        DashboardError: another extension, or a file that does not validate (one line naming
-            the bad key and the value given).
+        DashboardUnreadable: a missing or unreadable file.
+        DashboardError: another extension, a file that is not UTF-8 text or does not parse, or
+            one that does not validate (one line naming the bad key and the value given).
     """
     named = shown(path, quoted=False)
     ext = Path(path).suffix.lower()
@@ -166,8 +170,8 @@ def load_dashboard(path: str) -> Dashboard:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise DashboardUnreadable(f"{named}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise DashboardUnreadable(f"{named}: not UTF-8 text") from None
+    except UnicodeDecodeError:  # read, but not text: refused as a file that does not parse
+        raise DashboardError(f"{named}: not UTF-8 text") from None
     return parse_dashboard(text, named, json_only=ext == ".json")
 
 

@@ -14,7 +14,8 @@ comparison that does not parse, a field the selection's rows do not hold, ``--ru
 filter, a knob value the recorded type cannot read, an ``--out`` that is a file or a folder
 holding files other than an earlier report's, a ``--plot`` that is a folder or whose folder is a
 file or missing); 65 a selection over ``--max-runs``; 66 a ``--runs-dir`` that is not a folder,
-a ``--dashboard`` file that cannot be read; 69 unreachable storage; 73 a ``--plot`` file or
+a ``--dashboard`` file that cannot be read (one read that is not UTF-8 text is 64, as one
+that is not YAML); 69 unreachable storage; 73 a ``--plot`` file or
 ``--out`` folder the system refuses to write (the answer is still printed before the
 ``--plot`` line).
 """

@@ -190,3 +190,22 @@ def test_a_refused_query_writes_no_cache(
     assert analyze("--runs-dir", str(runs), "--measure", "task_done", "--csv") == 0
     capsys.readouterr()
     assert (runs / ".glossogen" / "analysis_projection.zip").is_file()
+
+
+@pytest.mark.parametrize(
+    ("data", "code", "reason"),
+    [
+        (b"queries: [\n", 64,
+         "line 2, column 1: expected the node content, but found '<stream end>'"),
+        (b"title: \xff\xfe\n", 64, "not UTF-8 text"),
+    ],
+)  # fmt: skip
+def test_a_dashboard_that_does_not_parse_exits_64_utf8_or_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, code: int, reason: str
+) -> None:
+    board = tmp_path / "board.yaml"
+    board.write_bytes(data)
+    assert analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board), "--out",
+                   str(tmp_path / "out")) == code  # fmt: skip
+    assert capsys.readouterr() == ("", f"glossogen: error: --dashboard {board}: {reason}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml"]
