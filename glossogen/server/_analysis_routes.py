@@ -23,7 +23,8 @@ changed), so a query repeated on an unchanged cohort does not re-read its logs' 
 to select them. Refusals, one line each, as every REST refusal:
 ``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
 rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
-``{"detail": {"message"}}`` with 503 for an unreadable runs directory, and with 409 for a file
+``{"detail": {"message"}}`` with 503 for an unreadable runs directory, with 404 for a group no
+run records (``{slug}`` other than ``local``), and with 409 for a file
 where the dashboards' folder goes or a folder where a dashboard's file goes (the list names
 only files).
 """
@@ -101,10 +102,30 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
             runs_dir, query.selection, max_runs=sys.maxsize, load=request.app.state.run_cache.load
         )
         records = [r for r in selected.records if group_of(r) == slug]
+        if not records:
+            _check_group(request, slug)
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc)
     return records, skipped_notes(runs_dir, selected.unreadable)
+
+
+def _check_group(request: Request, slug: str) -> None:
+    """Refuse a group no run under the runs dir records (404); the default group always is.
+
+    Raises:
+        HTTPException: 404 naming the group.
+    """
+    from glossogen.export import FilterSelection
+    from glossogen.refusals import shown
+    from glossogen.server._run_index import DEFAULT_GROUP
+
+    if slug == DEFAULT_GROUP:
+        return
+    every = select_runs(request.app.state.settings.runs_dir, FilterSelection(),
+                        max_runs=sys.maxsize, load=request.app.state.run_cache.load)  # fmt: skip
+    if not any(group_of(r) == slug for r in every.records):
+        raise HTTPException(404, {"message": f"no group {shown(slug)}: no run records it"})
 
 
 @router.post("/query")

@@ -66,9 +66,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         del written["metrics"]["mean_chars_per_round"]
         report.write_text(json.dumps(written))
         again = httpx.post(f"{base}{API}/query", json=QUERY, timeout=None).json()
-        other_group = httpx.post(
-            f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=None
-        ).json()
+        other_group = httpx.post(f"{base}/api/g/lab/runs/analysis/query", json=QUERY, timeout=None)
     assert got.json() == cli
     assert listed.json() == fields_cli
     assert made.cells(got.json()) == made.SURFACE_CELLS
@@ -91,7 +89,9 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         "field": "grain",
         "message": "Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
     }
-    assert (other_group["runs"], other_group["groups"]) == (0, [])
+    assert (other_group.status_code, other_group.json()) == (  # no run records the group
+        404, {"detail": {"message": "no group 'lab': no run records it"}}
+    )  # fmt: skip
 
 
 def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
@@ -273,3 +273,20 @@ def test_a_body_that_is_not_utf8_is_422_in_the_one_shape(tmp_path: Path) -> None
                           headers={"content-type": "application/json"})  # fmt: skip
     assert (got.status_code, got.json()) == (422, {"detail": {
         "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
+
+
+def test_a_group_no_run_records_is_404(cohort: Cohort) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    gone = {"detail": {"message": "no group 'nosuch': no run records it"}}
+    with TestClient(create_app(cohort.runs_dir)) as client:
+        query = client.post("/api/g/nosuch/runs/analysis/query",
+                            json={"measures": [{"field": "task_done"}]})  # fmt: skip
+        fields = client.get("/api/g/nosuch/runs/analysis/fields")
+        none = client.post(f"{API}/query", json={"measures": [{"field": "task_done"}],
+                           "selection": {"kind": "filters", "run_id_contains": "zz"}})  # fmt: skip
+    assert (query.status_code, query.json()) == (404, gone)
+    assert (fields.status_code, fields.json()) == (404, gone)
+    assert (none.status_code, none.json()["runs"]) == (200, 0)  # the group exists: no run matched
