@@ -40,6 +40,22 @@ BLANK = "(blank)"
 MAX_KEYS = 2
 """Group keys a query may take."""
 
+MAX_SEED = 2**64 - 1
+"""The largest bootstrap seed: one unsigned 64-bit word, as numpy's generators seed from."""
+
+
+def _utf8(text: str, what: str) -> None:
+    """Refuse ``text`` that holds a byte no UTF-8 decodes (a raw command-line argument).
+
+    Raises:
+        QueryError: (field ``what``) naming it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError(f"{shown(text)}: not UTF-8 text", what) from None
+
+
 _FILTER_RE = re.compile(r"^(?P<field>[^=!<>]*?)(?P<op>!=|>=|<=|=|>|<)(?P<value>.*)$", re.S)
 
 
@@ -115,8 +131,10 @@ class RowFilter(BaseModel):
         """Read ``FIELD<op>VALUE``.
 
         Raises:
-            QueryError: (field ``filters``) no operator, or no field before it.
+            QueryError: (field ``filters``) no operator, no field before it, or a byte that
+                is not UTF-8.
         """
+        _utf8(text, "filters")
         found = _FILTER_RE.match(text)
         if found is None:
             raise QueryError(
@@ -144,8 +162,10 @@ class Compare(BaseModel):
         """Read ``KEY=A,B``.
 
         Raises:
-            QueryError: (field ``compare``) not ``KEY=A,B`` with two different arms.
+            QueryError: (field ``compare``) not ``KEY=A,B`` with two different arms, or a byte
+                that is not UTF-8.
         """
+        _utf8(text, "compare")
         key, eq, arms = text.partition("=")
         values = arms.split(",")
         if not eq or not key.strip() or len(values) != 2:
@@ -185,7 +205,7 @@ class Query(BaseModel):
     compare: Compare | None = None
     sort: str | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    seed: Annotated[int, Field(ge=0)] = 0
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
     max_runs: Annotated[int, Field(ge=1)] = 5000
 
@@ -325,6 +345,7 @@ __all__ = [
     "BLANK",
     "GRAINS",
     "MAX_KEYS",
+    "MAX_SEED",
     "Cell",
     "Compare",
     "Comparison",
