@@ -163,9 +163,17 @@ def test_compare_reads_a_text_arm_as_a_filter_reads_it(
         (["--measure", "x", "--chart", "heatmap", "--plot", "x.svg"],
          "--chart 'heatmap' needs two keys (--by K1,K2)"),
         (["--measure", "x", "--chart", "line"], "--chart 'line' draws the --plot FILE: give --plot"),
+        # A byte no UTF-8 decodes, in any flag, and a seed over 64 bits:
+        (["--measure", "x", "--filter", "a=\udcff"], "--filter 'a=\\udcff': not UTF-8 text"),
+        (["--measure", "x", "--compare", "a=\udcff,b"], "--compare 'a=\\udcff,b': not UTF-8 text"),
+        (["--measure", "\udcff"], "--measure '\\udcff': Input should be a valid string, unable "
+         "to parse raw data as a unicode string"),
+        (["--measure", "x", "--seed", "99999999999999999999999"],
+         "--seed 99999999999999999999999: Input should be less than or equal to "
+         "18446744073709551615"),
     ],
 )  # fmt: skip
-def test_an_option_that_would_be_ignored_is_refused(
+def test_an_option_that_would_be_ignored_or_a_bad_byte_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str
 ) -> None:
     assert analyze("--runs-dir", str(tmp_path / "absent"), *args) == 64
@@ -209,25 +217,6 @@ def test_a_dashboard_that_does_not_parse_exits_64_utf8_or_not(
                    str(tmp_path / "out")) == code  # fmt: skip
     assert capsys.readouterr() == ("", f"glossogen: error: --dashboard {board}: {reason}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml"]
-
-
-@pytest.mark.parametrize(
-    ("args", "line"),
-    [
-        (["--measure", "x", "--filter", "a=\udcff"], "--filter 'a=\\udcff': not UTF-8 text"),
-        (["--measure", "x", "--compare", "a=\udcff,b"], "--compare 'a=\\udcff,b': not UTF-8 text"),
-        (["--measure", "\udcff"], "--measure '\\udcff': Input should be a valid string, unable "
-         "to parse raw data as a unicode string"),
-        (["--measure", "x", "--seed", "99999999999999999999999"],
-         "--seed 99999999999999999999999: Input should be less than or equal to "
-         "18446744073709551615"),
-    ],
-)  # fmt: skip
-def test_a_byte_no_utf8_decodes_and_a_seed_over_64_bits_are_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str
-) -> None:
-    assert analyze("--runs-dir", str(tmp_path / "absent"), *args) == 64
-    assert capsys.readouterr() == ("", f"glossogen: error: {line}\n")
 
 
 def test_the_largest_seed_is_taken(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
