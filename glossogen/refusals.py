@@ -29,6 +29,16 @@ def shown(value: object, quoted: bool = True) -> str:
     return show(text) if len(text) <= ECHOED else show(text[:ECHOED]) + "..."
 
 
+def shown_path(path: object, quoted: bool = True) -> str:
+    """A file or folder path as every refusal echoes it: whole, never cut.
+
+    The user must see the whole path to fix it (a temporary folder alone can pass
+    :data:`ECHOED` characters); the system bounds a path's length, so no page is echoed.
+    ``quoted=False``: as written (a path a line names bare).
+    """
+    return repr(str(path)) if quoted else str(path)
+
+
 class Refusal(BaseModel):
     """One request value refused.
 

@@ -37,6 +37,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from glossogen.analysis._query import Query, Result, shown
+from glossogen.refusals import shown_path
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -162,7 +163,7 @@ def load_dashboard(path: str) -> Dashboard:
         DashboardError: another extension, a file that is not UTF-8 text or does not parse, or
             one that does not validate (one line naming the bad key and the value given).
     """
-    named = shown(path, quoted=False)
+    named = shown_path(path, quoted=False)
     ext = Path(path).suffix.lower()
     if ext not in (".yaml", ".yml", ".json"):
         raise DashboardError(f"{named}: a dashboard is a .yaml, .yml or .json file")
@@ -291,14 +292,16 @@ def check_out(out: str) -> None:
 
     if not out:
         raise DashboardError("'': names no folder")
-    named = shown(out, quoted=False)
+    named = shown_path(out, quoted=False)
     if os.path.exists(out) and not os.path.isdir(out):
         raise DashboardError(f"{named}: a file, not a folder")
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(parent) and not os.path.isdir(parent):
-        raise DashboardError(f"{named}: its folder {shown(parent, quoted=False)} is a file")
+        raise DashboardError(f"{named}: its folder {shown_path(parent, quoted=False)} is a file")
     if not os.path.isdir(parent):
-        raise DashboardError(f"{named}: its folder {shown(parent, quoted=False)} does not exist")
+        raise DashboardError(
+            f"{named}: its folder {shown_path(parent, quoted=False)} does not exist"
+        )
     if name_too_long(out):
         raise DashboardError(f"{named}: the folder name is too long")
     if not os.path.isdir(out):
@@ -309,11 +312,11 @@ def check_out(out: str) -> None:
     names = _report_names(out)
     if names is None or "index.html" not in entries:
         raise DashboardError(f"{named}: a folder that holds files and no earlier report "
-                             f"({len(entries)}, such as {shown(entries[0])}); name a new or empty "
-                             "folder")  # fmt: skip
+                             f"({len(entries)}, such as {shown_path(entries[0])}); name a new or "
+                             "empty folder")  # fmt: skip
     foreign = [e for e in entries if e not in names or not os.path.isfile(os.path.join(out, e))]
     if foreign:
-        raise DashboardError(f"{named}: an earlier report, and {shown(foreign[0])}, which it "
+        raise DashboardError(f"{named}: an earlier report, and {shown_path(foreign[0])}, which it "
                              "did not write; name a new or empty folder")  # fmt: skip
 
 
@@ -342,7 +345,7 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
         fresh = tempfile.mkdtemp(dir=parent, prefix=".report.")
     except OSError as exc:
         raise ReportNotWritten(
-            f"{shown(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
+            f"{shown_path(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
         ) from None
     try:
         os.chmod(fresh, 0o777 & ~_umask())  # mkdtemp makes it 0700; give it a new folder's mode
@@ -357,7 +360,7 @@ def write_report(rendered: Rendered, out: str, source: str = "") -> list[str]:
     except OSError as exc:
         shutil.rmtree(fresh, ignore_errors=True)
         raise ReportNotWritten(
-            f"{shown(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
+            f"{shown_path(out, quoted=False)}: cannot be written: {exc.strerror or exc}"
         ) from None
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)

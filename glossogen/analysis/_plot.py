@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result, shown
+from glossogen.refusals import shown_path
 
 CHARTS = ("bar", "line", "scatter", "heatmap")
 """Chart kinds (``--chart``)."""
@@ -39,7 +40,7 @@ class PlotNotWritten(Exception):  # noqa: N818 - a refusal, as QueryError
         """Keep the file and the reason."""
         self.path = path
         self.reason = reason
-        super().__init__(f"{shown(path)}: cannot be written: {reason}")
+        super().__init__(f"{shown_path(path)}: cannot be written: {reason}")
 
 
 def name_too_long(path: str) -> bool:
@@ -62,14 +63,16 @@ def check_target(path: str, field: str) -> None:
     if not path:
         raise QueryError("'': names no file", field)
     if os.path.isdir(path):
-        raise QueryError(f"{shown(path)}: a folder, not a file", field)
+        raise QueryError(f"{shown_path(path)}: a folder, not a file", field)
     folder = os.path.dirname(path) or "."
     if os.path.exists(folder) and not os.path.isdir(folder):
-        raise QueryError(f"{shown(path)}: its folder {shown(folder)} is a file", field)
+        raise QueryError(f"{shown_path(path)}: its folder {shown_path(folder)} is a file", field)
     if not os.path.isdir(folder):
-        raise QueryError(f"{shown(path)}: its folder {shown(folder)} does not exist", field)
+        raise QueryError(
+            f"{shown_path(path)}: its folder {shown_path(folder)} does not exist", field
+        )
     if name_too_long(path):
-        raise QueryError(f"{shown(path)}: the file name is too long", field)
+        raise QueryError(f"{shown_path(path)}: the file name is too long", field)
 
 
 def check_chart(chart: str) -> None:
@@ -92,7 +95,7 @@ def check_plot(path: str, chart: str, query: Query) -> str:
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
-        raise QueryError(f"{shown(path)}: write a .svg or .png file", "plot")
+        raise QueryError(f"{shown_path(path)}: write a .svg or .png file", "plot")
     check_target(path, "plot")  # asked before any run is read, not after the query
     check_drawable(chart, query)
     return ext

@@ -250,7 +250,7 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
         write_report,
     )
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir
-    from glossogen.refusals import shown
+    from glossogen.refusals import shown_path
     from glossogen.storage import StorageError
 
     if path is None or out is None:
@@ -271,10 +271,10 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     except RunsDirError as exc:
         return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
     except QueryError as exc:
-        return _error(f"--dashboard {shown(path, quoted=False)}: {exc.field} {exc.detail}",
+        return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc.field} {exc.detail}",
                       exit_codes.USAGE)  # fmt: skip
     except SelectionError as exc:
-        return _error(f"--dashboard {shown(path, quoted=False)}: {said_of_selection(exc)}",
+        return _error(f"--dashboard {shown_path(path, quoted=False)}: {said_of_selection(exc)}",
                       exit_codes.REFUSED)  # fmt: skip
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)

@@ -192,13 +192,13 @@ def test_the_static_report(
     ],
 )
 def test_a_bad_dashboard_is_one_line_and_nothing_is_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+    deep_tmp: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
 ) -> None:
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_text(text)
-    out = tmp_path / "report"
+    out = deep_tmp / "report"
     # The runs dir does not exist: the file is refused before any run is looked for.
-    code = analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board), "--out",
+    code = analyze("--runs-dir", str(deep_tmp / "absent"), "--dashboard", str(board), "--out",
                    str(out))  # fmt: skip
     assert (code, capsys.readouterr().err) == (64, f"glossogen: error: --dashboard {board}: "
                                                    f"{message}\n")  # fmt: skip
@@ -206,11 +206,11 @@ def test_a_bad_dashboard_is_one_line_and_nothing_is_written(
 
 
 def test_dashboard_refusals_of_the_command(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cohort: Cohort, deep_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_text(BOARD.replace("field: round_success", "field: nope"))
-    out = tmp_path / "report"
+    out = deep_tmp / "report"
     assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
                    str(out)) == 64  # fmt: skip
     assert capsys.readouterr().err == (
@@ -226,7 +226,7 @@ def test_dashboard_refusals_of_the_command(
     assert (
         capsys.readouterr().err == "glossogen: error: --dashboard FILE and --out DIR go together\n"
     )
-    text = tmp_path / "board.txt"
+    text = deep_tmp / "board.txt"
     text.write_text(BOARD)
     assert analyze("--dashboard", str(text), "--out", str(out)) == 64
     assert capsys.readouterr().err == (
@@ -297,9 +297,9 @@ def test_a_report_is_the_same_bytes_each_time_and_replaces_an_earlier_one_whole(
 
 
 def test_an_out_that_is_not_a_report_folder_is_refused_untouched(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cohort: Cohort, deep_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_text(BOARD)
 
     def render(out: Path, dashboard: Path = board) -> tuple[int, str]:
@@ -307,17 +307,17 @@ def test_an_out_that_is_not_a_report_folder_is_refused_untouched(
                        str(out))  # fmt: skip
         return code, capsys.readouterr().err
 
-    afile = tmp_path / "afile"
+    afile = deep_tmp / "afile"
     afile.write_text("mine")
     assert render(afile) == (64, f"glossogen: error: --out {afile}: a file, not a folder\n")
-    notes = tmp_path / "notes"
+    notes = deep_tmp / "notes"
     notes.mkdir()
     (notes / "draft.txt").write_text("mine")
     assert render(notes) == (64, (
         f"glossogen: error: --out {notes}: a folder that holds files and no earlier report "
         "(1, such as 'draft.txt'); name a new or empty folder\n"
     ))  # fmt: skip
-    report = tmp_path / "report"
+    report = deep_tmp / "report"
     assert render(report) == (0, "")
     (report / "mine.csv").write_text("kept")
     assert render(report) == (64, (
@@ -326,8 +326,8 @@ def test_an_out_that_is_not_a_report_folder_is_refused_untouched(
     ))  # fmt: skip
     assert (afile.read_text(), (notes / "draft.txt").read_text(), len(list(notes.iterdir())),
             (report / "mine.csv").read_text()) == ("mine", "mine", 1, "kept")  # fmt: skip
-    missing = tmp_path / "absent.yaml"
-    assert render(tmp_path / "new", missing) == (66, (
+    missing = deep_tmp / "absent.yaml"
+    assert render(deep_tmp / "new", missing) == (66, (
         f"glossogen: error: --dashboard {missing}: No such file or directory\n"
     ))  # fmt: skip
-    assert not (tmp_path / "new").exists()
+    assert not (deep_tmp / "new").exists()

@@ -21,21 +21,21 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
 
 
 def test_a_plot_target_that_cannot_be_a_file_is_refused_before_any_run_is_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    deep_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    absent = str(tmp_path / "absent")  # never read: the target is refused first
-    (tmp_path / "adir.svg").mkdir()
-    (tmp_path / "afile").write_text("x")
-    cut = repr(str(tmp_path / f"{LONG}.svg")[:80]) + "..."
+    absent = str(deep_tmp / "absent")  # never read: the target is refused first
+    (deep_tmp / "adir.svg").mkdir()
+    (deep_tmp / "afile").write_text("x")
+    whole = repr(str(deep_tmp / f"{LONG}.svg"))  # a path is echoed whole, however long
     for target, line in [
-        (f"{tmp_path}/adir.svg", f"'{tmp_path}/adir.svg': a folder, not a file"),
-        (f"{tmp_path}/afile/x.svg", f"'{tmp_path}/afile/x.svg': its folder '{tmp_path}/afile' "
+        (f"{deep_tmp}/adir.svg", f"'{deep_tmp}/adir.svg': a folder, not a file"),
+        (f"{deep_tmp}/afile/x.svg", f"'{deep_tmp}/afile/x.svg': its folder '{deep_tmp}/afile' "
          "is a file"),
-        (str(tmp_path / f"{LONG}.svg"), f"{cut}: the file name is too long"),
+        (str(deep_tmp / f"{LONG}.svg"), f"{whole}: the file name is too long"),
     ]:  # fmt: skip
         assert analyze("--runs-dir", absent, "--measure", "x", "--plot", target) == 64
         assert capsys.readouterr() == ("", f"glossogen: error: --plot {line}\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.svg", "afile"]
+    assert sorted(p.name for p in deep_tmp.iterdir()) == ["adir.svg", "afile"]
 
 
 def test_a_plot_the_system_refuses_is_one_line_after_the_table(
@@ -59,18 +59,18 @@ charts:
 
 
 def test_a_dashboard_folder_that_cannot_be_made_is_one_line(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cohort: Cohort, deep_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_text(BOARD)
-    (tmp_path / "afile").write_text("x")
-    long = str(tmp_path / LONG)
+    (deep_tmp / "afile").write_text("x")
+    long = str(deep_tmp / LONG)
     for out, line in [
         ("", "''': names no folder"[1:]),
-        (long, f"{long[:80]}...: the folder name is too long"),
-        (f"{tmp_path}/afile/dash", f"{tmp_path}/afile/dash: its folder {tmp_path}/afile is a file"),
+        (long, f"{long}: the folder name is too long"),  # whole, however long
+        (f"{deep_tmp}/afile/dash", f"{deep_tmp}/afile/dash: its folder {deep_tmp}/afile is a file"),
     ]:  # fmt: skip
-        assert analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board),
+        assert analyze("--runs-dir", str(deep_tmp / "absent"), "--dashboard", str(board),
                        "--out", out) == 64  # fmt: skip
         assert capsys.readouterr() == ("", f"glossogen: error: --out {line}\n")
     assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
@@ -78,7 +78,7 @@ def test_a_dashboard_folder_that_cannot_be_made_is_one_line(
     assert capsys.readouterr() == (
         "", "glossogen: error: --out /proc/dash: cannot be written: No such file or directory\n"
     )  # fmt: skip
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "board.yaml"]
+    assert sorted(p.name for p in deep_tmp.iterdir()) == ["afile", "board.yaml"]
     assert not Path("/proc/dash").exists()
 
 
@@ -101,11 +101,11 @@ def cut(text: str) -> str:
     return repr(text[:80]) + "..."
 
 
-def test_every_long_value_echoed_is_cut_at_80(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_every_long_typed_value_echoed_is_cut_at_80_and_a_path_never(
+    cohort: Cohort, deep_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     huge = "9" * 5000
-    absent = str(tmp_path / "absent")
+    absent = str(deep_tmp / "absent")
     for args, code, line in [
         (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--compare",
           f"round_budget_chars=300,{huge}"], 64,
@@ -124,10 +124,10 @@ def test_every_long_value_echoed_is_cut_at_80(
          "interrupted, running, stopped, queued, or scenario_complete)"),
     ]:  # fmt: skip
         assert (analyze(*args), capsys.readouterr()) == (code, ("", f"glossogen: error: {line}\n"))
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_text(BOARD.replace("name: done,", f"name: {LONG},"))
     assert analyze("--runs-dir", absent, "--dashboard", str(board), "--out",
-                   str(tmp_path / "o")) == 64  # fmt: skip
+                   str(deep_tmp / "o")) == 64  # fmt: skip
     assert capsys.readouterr() == ("", (
         f"glossogen: error: --dashboard {board}: charts.0.name {cut(LONG)}: String should "
         "match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'\n"
@@ -209,14 +209,14 @@ def test_a_refused_query_writes_no_cache(
     ],
 )  # fmt: skip
 def test_a_dashboard_that_does_not_parse_exits_64_utf8_or_not(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, code: int, reason: str
+    deep_tmp: Path, capsys: pytest.CaptureFixture[str], data: bytes, code: int, reason: str
 ) -> None:
-    board = tmp_path / "board.yaml"
+    board = deep_tmp / "board.yaml"
     board.write_bytes(data)
-    assert analyze("--runs-dir", str(tmp_path / "absent"), "--dashboard", str(board), "--out",
-                   str(tmp_path / "out")) == code  # fmt: skip
+    assert analyze("--runs-dir", str(deep_tmp / "absent"), "--dashboard", str(board), "--out",
+                   str(deep_tmp / "out")) == code  # fmt: skip
     assert capsys.readouterr() == ("", f"glossogen: error: --dashboard {board}: {reason}\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.yaml"]
+    assert sorted(p.name for p in deep_tmp.iterdir()) == ["board.yaml"]
 
 
 def test_the_largest_seed_is_taken(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None:
