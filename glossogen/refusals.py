@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 ECHOED = 80
 """Characters of a refused value a refusal echoes (a longer one is cut, with ``...``)."""
@@ -142,12 +142,8 @@ def refusal_of(exc: BaseException) -> Refusal | NothingSelected | None:
     that one (its ``ctx["error"]``).
     """
     found = getattr(exc, "refusal", None)
-    if found is None and callable(getattr(exc, "errors", None)):
-        try:
-            cause = exc.errors()[0].get("ctx", {}).get("error")  # type: ignore[attr-defined]
-        except (IndexError, TypeError, AttributeError):
-            cause = None
-        found = getattr(cause, "refusal", None)
+    if found is None and isinstance(exc, ValidationError) and exc.errors():
+        found = getattr(exc.errors()[0].get("ctx", {}).get("error"), "refusal", None)
     return found if isinstance(found, (Refusal, NothingSelected)) else None
 
 

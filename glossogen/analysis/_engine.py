@@ -189,6 +189,13 @@ class _Values:
         return [str(r) for r in order], sums.tolist(), counts.tolist()
 
 
+def _number(value: object) -> float:
+    """A polars aggregate of a non-empty Float64 series without nulls, as a float."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"an aggregate of numbers gave {value!r}")
+    return float(value)
+
+
 def _aggregate(agg: str, values: list[Any]) -> float | None:
     n = len(values)
     if n == 0:
@@ -197,18 +204,18 @@ def _aggregate(agg: str, values: list[Any]) -> float | None:
         return float(n)
     series = pl.Series(values, dtype=pl.Float64)
     if agg in ("mean", "rate"):
-        return float(series.mean())  # type: ignore[arg-type]
+        return _number(series.mean())
     if agg == "median":
-        return float(series.median())  # type: ignore[arg-type]
+        return _number(series.median())
     if agg == "sum":
         return float(series.sum())
     if agg == "min":
-        return float(series.min())  # type: ignore[arg-type]
+        return _number(series.min())
     if agg == "max":
-        return float(series.max())  # type: ignore[arg-type]
+        return _number(series.max())
     if n < 2:
         return None
-    stddev = float(series.std(ddof=1))  # type: ignore[arg-type]
+    stddev = _number(series.std(ddof=1))
     return stddev if agg == "stddev" else stddev / math.sqrt(n)
 
 

@@ -105,7 +105,7 @@ class Measure(BaseModel):
                 f"{shown(text)}: unknown aggregate {shown(agg)} (one of {', '.join(AGGREGATES)})",
                 "measures",
             )
-        return cls(field=name, agg=agg)  # type: ignore[arg-type]
+        return cls.model_validate({"field": name, "agg": agg})
 
     @property
     def label(self) -> str:
@@ -142,7 +142,9 @@ class RowFilter(BaseModel):
             )
         if not found["field"].strip():
             raise QueryError(f"{shown(text)} names no field before {found['op']}", "filters")
-        return cls(field=found["field"].strip(), op=found["op"], value=found["value"])  # type: ignore[arg-type]
+        return cls.model_validate(
+            {"field": found["field"].strip(), "op": found["op"], "value": found["value"]}
+        )
 
     def __str__(self) -> str:
         """Return the filter as written."""

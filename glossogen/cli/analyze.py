@@ -130,13 +130,14 @@ def analyze(
         measures = [Measure.parse(m) for m in measure]
         if not measures and not list_fields:
             return _error("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
-        query = Query(
-            selection=selection, grain=grain, metric=metric, by=keys,  # type: ignore[arg-type]
-            filters=[RowFilter.parse(f) for f in filter_],
-            measures=measures or [Measure(field="run_id", agg="count")],
-            compare=Compare.parse(compare) if compare else None,
-            sort=sort, limit=limit, seed=seed, resamples=resamples, max_runs=max_runs,
-        )  # fmt: skip
+        query = Query.model_validate({
+            "selection": selection, "grain": grain, "metric": metric, "by": keys,
+            "filters": [RowFilter.parse(f) for f in filter_],
+            "measures": measures or [Measure(field="run_id", agg="count")],
+            "compare": Compare.parse(compare) if compare else None,
+            "sort": sort, "limit": limit, "seed": seed, "resamples": resamples,
+            "max_runs": max_runs,
+        })  # fmt: skip
         from glossogen.analysis import check_sort
 
         check_sort(query)

@@ -65,14 +65,15 @@ class Analysis(ToolBase):
         from glossogen.analysis import Compare, Measure, Query, RowFilter, answer
 
         def query() -> Query:
-            return Query(
-                selection=selection or FilterSelection(),
-                grain=grain, metric=metric, by=by or [],  # type: ignore[arg-type]
-                filters=[RowFilter.parse(f) for f in filters or []],
-                measures=[Measure.parse(m) for m in measures],
-                compare=Compare.parse(compare) if compare else None,
-                sort=sort, limit=limit, seed=seed, resamples=resamples, max_runs=max_runs,
-            )  # fmt: skip
+            return Query.model_validate({
+                "selection": selection or FilterSelection(),
+                "grain": grain, "metric": metric, "by": by or [],
+                "filters": [RowFilter.parse(f) for f in filters or []],
+                "measures": [Measure.parse(m) for m in measures],
+                "compare": Compare.parse(compare) if compare else None,
+                "sort": sort, "limit": limit, "seed": seed, "resamples": resamples,
+                "max_runs": max_runs,
+            })  # fmt: skip
 
         return _refused(lambda: answer(self.runs_dir, _refused(query)))
 
@@ -87,11 +88,10 @@ class Analysis(ToolBase):
         from glossogen.analysis import Measure, Query, fields
 
         def query() -> Query:  # the query's own checks of grain, metric and max_runs
-            return Query(
-                selection=selection or FilterSelection(),
-                grain=grain, metric=metric,  # type: ignore[arg-type]
-                measures=[Measure(field="run_id", agg="count")], max_runs=max_runs,
-            )  # fmt: skip
+            return Query.model_validate({
+                "selection": selection or FilterSelection(), "grain": grain, "metric": metric,
+                "measures": [Measure(field="run_id", agg="count")], "max_runs": max_runs,
+            })  # fmt: skip
 
         checked = _refused(query)
         return _refused(

@@ -32,7 +32,7 @@ only files).
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi import Query as Param
@@ -172,10 +172,12 @@ def list_fields(
             ``max_runs``; 503 unreadable storage.
     """
     try:
-        selection: Any = selection_of(run_id, scenario, label, run_id_contains, status,
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                       contains_agent_id, knob)  # fmt: skip
-        query = Query(selection=selection, grain=grain, metric=metric, max_runs=max_runs,  # type: ignore[arg-type]
-                      measures=[Measure(field="run_id", agg="count")])  # fmt: skip
+        query = Query.model_validate({
+            "selection": selection, "grain": grain, "metric": metric, "max_runs": max_runs,
+            "measures": [Measure(field="run_id", agg="count")],
+        })  # fmt: skip
     except (SelectionError, ValidationError) as exc:
         _refuse(exc)
     records, notes = _records(request, slug, query)
