@@ -22,6 +22,7 @@ from glossogen.engine._spend import (
     SpendReservations,
     worst_case_usd,
 )
+from glossogen.engine._state import RunState
 
 __all__ = [
     "FRAMING_TOKENS",
@@ -40,6 +41,7 @@ __all__ = [
     "RunEngine",
     "RunJudge",
     "RunSetup",
+    "RunState",
     "Seat",
     "SpendReservations",
     "SystemClock",

@@ -57,7 +57,7 @@ from glossogen.scenario import (
 from glossogen.tracing import TracingHandle, tracing_capabilities
 
 if TYPE_CHECKING:
-    from glossogen.derive._state import RunState  # not the package: derive imports the engine
+    from glossogen.engine._state import RunState
 
 PhaseName = Literal["main", "postmortem"]
 EndTrigger = Literal["settled", "all_idle", "timeout", "turn_limit", "agents_failed"]
@@ -126,7 +126,8 @@ class RunEngine(ChannelOps, SeatAgents):
     ) -> None:
         """Build the channels and agents of ``setup``; nothing is logged until :meth:`start`.
 
-        With ``state`` (a :class:`glossogen.derive.RunState`) the run continues from the end of
+        With ``state`` (a :class:`~glossogen.engine.RunState`, read from the log by
+        :func:`glossogen.derive.read_state`) the run continues from the end of
         ``state.after_round``: histories, turn counts, seat models, verdicts and counters come
         from the log, not from a fresh start.
         """

@@ -33,10 +33,10 @@ from glossogen.tracing import TracingHandle, tracing_capabilities
 if TYPE_CHECKING:
     import random
 
-    from glossogen.derive._state import RunState  # not the package: derive imports the engine
     from glossogen.engine._clock import Clock
     from glossogen.engine._requests import RequestLedger
     from glossogen.engine._spend import SpendReservations
+    from glossogen.engine._state import RunState
     from glossogen.scenario import Scenario
 
 
