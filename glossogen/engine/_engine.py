@@ -19,14 +19,14 @@ from pydantic_ai.capabilities import Hooks
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models import Model
 
-from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, Channel
 from glossogen.engine._clock import Clock
 from glossogen.engine._judge import RunJudge
-from glossogen.engine._messaging import ChannelOps
+from glossogen.engine._messaging import Channels
+from glossogen.engine._position import Position
 from glossogen.engine._requests import RequestLedger
 from glossogen.engine._roster import JudgeSeat, Seat, model_name
-from glossogen.engine._runner import AgentRunner, CycleDriver, seat_context
-from glossogen.engine._seating import SeatAgents
+from glossogen.engine._runner import CycleDriver, seat_context
+from glossogen.engine._seating import Seating
 from glossogen.engine._spend import SpendReservations
 from glossogen.engine._tools import core_tools
 from glossogen.eventlog import (
@@ -44,7 +44,6 @@ from glossogen.eventlog import (
     ScheduledEventFired,
     SimulationStarted,
     Verdict,
-    WorldEventDelivered,
 )
 from glossogen.knobs import BaseKnobs
 from glossogen.rejudge._cache import JudgeCache
@@ -112,8 +111,16 @@ class RunSetup:
     """The judge cache folder the in-run judge asks first (``--judge-cache``), or None."""
 
 
-class RunEngine(ChannelOps, SeatAgents):
-    """Plays one run. ``emit_sink`` receives every event (already stamped) in order."""
+class RunEngine:
+    """Plays one run. ``emit_sink`` receives every event (already stamped) in order.
+
+    The round loop; its collaborators each own a part of the run and take what they need as
+    explicit values: :class:`~glossogen.engine._position.Position` (where the run is),
+    :class:`~glossogen.engine._seating.Seating` (the seats' agents and runners),
+    :class:`~glossogen.engine._messaging.Channels` (channels, budgets and message counters, the
+    tools' :class:`~glossogen.engine._messaging.Messaging`), the request ledger, the spend cap's
+    reservations, the judge and the cycle driver.
+    """
 
     setup: RunSetup
 
@@ -131,82 +138,103 @@ class RunEngine(ChannelOps, SeatAgents):
         ``state.after_round``: histories, turn counts, seat models, verdicts and counters come
         from the log, not from a fresh start.
         """
-        self._state = state
         self._process_start = time.monotonic()
         self.setup = setup
         self.scenario = setup.scenario
         self.knobs = setup.knobs
         self.clock = clock
         self._sink = emit_sink
-        self.round_number = 0
-        self.phase: Literal["setup", "main", "postmortem"] = "setup"
+        self.position = Position()
         self._changed = asyncio.Event()
-        self._misplayed = self.scenario.misplayed_rounds()
         self.postmortem_enabled = self.knobs.postmortem_enabled
-        self.specs = {spec.agent_id: spec for spec in self.scenario.agents()}
-        all_ids = tuple(s.agent_id for s in setup.seats)
-        self.channels = {
-            c.channel_id: Channel(c.channel_id, c.metered, c.members or all_ids)
-            for c in self.scenario.channels()
-        }
-        self.channel_phase = {c.channel_id: c.phase for c in self.scenario.channels()}
-        self.meters: dict[str, BudgetMeter] = {}
-        self.team_chars: dict[str, int] = {}
-        """Characters each team sent on metered channels this round (composed text)."""
-        """This round's budget meter of each team that has a budget."""
-        self.seen: dict[tuple[str, str], int] = {}
         self.void_rounds: list[int] = []
         """Rounds made void by failing provider calls (agents or judge)."""
         self.recorded: dict[int, tuple[list[Verdict], bool]] = {}
         """Verdicts per round as recorded, and whether the round was void."""
-        self.total_messages = 0
-        self.total_chars = 0
-        self.postmortem_messages = 0
-        """Of ``total_messages``, those sent in a postmortem."""
-        self._seq = 0
         self.requests = RequestLedger(self.emit)
         """The billed model requests sent and not yet logged (agents' and the judge's)."""
         self.spend = SpendReservations(setup.spend_cap_usd, self.emit)
         """The spend cap's ledger: a billed request's worst case is reserved before it is sent."""
-        self.judge = (
-            RunJudge(
-                setup.judge.model,
-                setup.judge.provider,
-                setup.judge.model_settings,
-                self.emit,
-                [
-                    *tracing_capabilities(setup.tracing),
-                    Hooks[Any](
-                        model_request=self._watched(
-                            "judge", setup.judge.model, setup.judge.provider
-                        )
-                    ),
-                    self.spend.hooks("judge", setup.judge.provider, setup.judge.model),
-                    self.requests.hooks(),  # innermost: logs model_request_sent before it goes
-                ],
-                clock.sleep,
-                cache_key=f"{setup.run_id}:judge",
-                model_override=setup.judge_model,
-                answers=JudgeCache(setup.judge_cache) if setup.judge_cache else None,
-            )
-            if setup.judge
-            else None
+        self.seating = Seating(
+            self.scenario,
+            setup,
+            self.position,
+            clock,
+            self.requests,
+            self.spend,
+            self.rng,
+            state.tool_calls if state is not None else None,
         )
+        self.specs = self.seating.specs
+        self.runners = self.seating.runners
+        self.channels = Channels(
+            self.scenario,
+            self.knobs,
+            self.specs,
+            tuple(s.agent_id for s in setup.seats),
+            self.runners,
+            self.position,
+            self.emit,
+            self.changed,
+            self.rng,
+            lambda: self.context,
+        )
+        self.judge = self._judge(setup.judge) if setup.judge else None
         self.driver = CycleDriver(
             self.emit,
             self.changed,
             setup.max_agent_turns,
-            self.mark_batch_read,
+            self.channels.mark_batch_read,
             clock.sleep,
             self.rng,
         )
-        self._tools = core_tools(self)
-        self._scenario_tools = frozenset(t.name for t in self.scenario.tools())
-        self.runners: dict[str, AgentRunner] = {
-            s.agent_id: self._make_runner(self._seat_from_state(s)) for s in setup.seats
-        }
+        self.seating.seat([_as_logged(s, state) for s in setup.seats], core_tools(self.channels))
         if state is not None:
             self._restore(state)
+
+    def _judge(self, seat: JudgeSeat) -> RunJudge:
+        """The in-run judge, its requests watched, capped and ledgered as a seat's are."""
+        return RunJudge(
+            seat.model,
+            seat.provider,
+            seat.model_settings,
+            self.emit,
+            [
+                *tracing_capabilities(self.setup.tracing),
+                Hooks[Any](model_request=self.seating.watched("judge", seat.model, seat.provider)),
+                self.spend.hooks("judge", seat.provider, seat.model),
+                self.requests.hooks(),  # innermost: logs model_request_sent before it goes
+            ],
+            self.clock.sleep,
+            cache_key=f"{self.setup.run_id}:judge",
+            model_override=self.setup.judge_model,
+            answers=JudgeCache(self.setup.judge_cache) if self.setup.judge_cache else None,
+        )
+
+    @property
+    def round_number(self) -> int:
+        """The round being played (0 before round 1)."""
+        return self.position.round_number
+
+    @property
+    def phase(self) -> Literal["setup", "main", "postmortem"]:
+        """The phase being played."""
+        return self.position.phase
+
+    @property
+    def total_messages(self) -> int:
+        """Messages sent in the run (every process of it)."""
+        return self.channels.total_messages
+
+    @property
+    def total_chars(self) -> int:
+        """Characters of those messages."""
+        return self.channels.total_chars
+
+    @property
+    def postmortem_messages(self) -> int:
+        """Of :attr:`total_messages`, those sent in a postmortem."""
+        return self.channels.postmortem_messages
 
     @property
     def process_seconds(self) -> float:
@@ -218,9 +246,9 @@ class RunEngine(ChannelOps, SeatAgents):
     def emit(self, event: Event) -> None:
         """Stamp ``event`` (clock, round, phase), hand it to the sink and wake the monitor."""
         event.timestamp = self.clock.wall()
-        event.round_number = self.round_number
+        event.round_number = self.position.round_number
         if not isinstance(event, (PostmortemStarted, PostmortemEnded)):
-            event.phase = self.phase
+            event.phase = self.position.phase
         self._sink(event)
         self._changed.set()
 
@@ -230,13 +258,6 @@ class RunEngine(ChannelOps, SeatAgents):
 
     # -- agents -----------------------------------------------------------------------------
 
-    def _seat_from_state(self, seat: Seat) -> Seat:
-        """The seat as the log last registered or swapped it (the ledger wins over the config)."""
-        if self._state is None or seat.agent_id not in self._state.seats:
-            return seat
-        model, provider, settings = self._state.seats[seat.agent_id]
-        return Seat(agent_id=seat.agent_id, model=model, provider=provider, model_settings=settings)
-
     def _restore(self, state: RunState) -> None:
         for agent_id, runner in self.runners.items():
             runner.history = list(state.histories.get(agent_id, []))
@@ -245,10 +266,11 @@ class RunEngine(ChannelOps, SeatAgents):
             runner.made = max(runner.turns, state.made.get(agent_id, 0))
             runner.out = runner.made >= self.setup.max_agent_turns
         self.recorded = dict(state.recorded)
-        self.total_messages, self.total_chars = state.total_messages, state.total_chars
-        self.postmortem_messages = state.postmortem_messages
-        self._seq = state.message_seq
-        self.round_number = state.after_round
+        channels = self.channels
+        channels.total_messages, channels.total_chars = state.total_messages, state.total_chars
+        channels.postmortem_messages = state.postmortem_messages
+        channels.seq = state.message_seq
+        self.position.round_number = state.after_round
         through = state.after_round + (1 if state.pending_verdicts else 0)
         for event in self.knobs.scheduled_events:
             if event.kind == "set_postmortem" and event.round <= through:
@@ -256,7 +278,8 @@ class RunEngine(ChannelOps, SeatAgents):
 
     def rng(self, *key: object) -> random.Random:
         """Return a random source seeded from the run's seed, the round and ``key``."""
-        return random.Random(":".join(str(k) for k in (self.knobs.seed, self.round_number, *key)))
+        keys = (self.knobs.seed, self.position.round_number, *key)
+        return random.Random(":".join(str(k) for k in keys))
 
     # -- what the scenario calls --------------------------------------------------------------
 
@@ -272,8 +295,7 @@ class RunEngine(ChannelOps, SeatAgents):
         self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
     ) -> None:
         """Log a world event for one agent and put it in its inbox."""
-        self.emit(WorldEventDelivered(agent_id=agent_id, kind=kind, text=text, data=data or {}))
-        self.runners[agent_id].deliver("event", {"kind": kind, "text": text, "data": data or {}})
+        self.channels.notify(agent_id, kind, text, data)
 
     async def rule(
         self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
@@ -315,7 +337,7 @@ class RunEngine(ChannelOps, SeatAgents):
                 scenario_config=knobs_to_config(self.knobs),
                 model=s.model,
                 provider=s.provider,
-                channel_ids=list(self.channels),
+                channel_ids=list(self.channels.channels),
                 versions=s.versions,
                 lineage=s.lineage,
                 max_agent_turns=s.max_agent_turns,
@@ -340,7 +362,7 @@ class RunEngine(ChannelOps, SeatAgents):
                 provider=seat.provider,
                 model_settings=seat.model_settings,
                 tools=sorted(t.name for t in runner.agent._function_toolset.tools.values()),  # noqa: SLF001
-                channels=[c for c, ch in self.channels.items() if seat.agent_id in ch.members],
+                channels=self.channels.channels_of(seat.agent_id),
             )
         )
 
@@ -408,17 +430,12 @@ class RunEngine(ChannelOps, SeatAgents):
     async def play_round(self, round_number: int) -> RoundSummary:
         """Play round ``round_number``: main phase, verdicts, then the postmortem if enabled."""
         messages_before, chars_before = self.total_messages, self.total_chars
-        self.round_number = round_number
-        self.phase = "main"
+        self.position.round_number = round_number
+        self.position.phase = "main"
         if self.judge is not None:
             self.judge.failed_in_round = self.judge.capped_in_round = False
         self._fire_scheduled(round_number)
-        shares = self.scenario.budget_warning_shares() or WARNING_THRESHOLDS
-        self.team_chars = {}
-        self.meters = {
-            team: BudgetMeter(budget, thresholds=shares)
-            for team, budget in self.scenario.team_budget_chars().items()
-        }
+        self.channels.open_round()
         self._open_phase()
         self.emit(RoundStarted())
         self.scenario.start_round(self.context)
@@ -468,7 +485,7 @@ class RunEngine(ChannelOps, SeatAgents):
     async def finish_round(self, round_number: int) -> RoundSummary:
         """Play only the postmortem of a round whose verdict is already recorded (resume)."""
         messages_before, chars_before = self.total_messages, self.total_chars
-        self.round_number = round_number
+        self.position.round_number = round_number
         verdicts, _ = self.recorded[round_number]
         await self._postmortem(verdicts)
         self.emit(RoundCompleted(process_seconds=self.process_seconds))
@@ -481,16 +498,16 @@ class RunEngine(ChannelOps, SeatAgents):
         )
 
     async def _postmortem(self, verdicts: list[Verdict]) -> None:
-        postmortem = [c for c, p in self.channel_phase.items() if p == "postmortem"]
+        postmortem = self.channels.postmortem_channels()
         if self.postmortem_enabled and postmortem and not self.every_agent_out:
-            self.phase = "postmortem"
+            self.position.phase = "postmortem"
             self._open_phase()
             self.emit(PostmortemStarted(channel_id=postmortem[0]))
             for seat in self.setup.seats:
                 self.brief(
                     seat.agent_id,
                     self.scenario.postmortem_briefing(
-                        self.specs[seat.agent_id], verdicts, self.round_number
+                        self.specs[seat.agent_id], verdicts, self.position.round_number
                     ),
                     {"verdicts": [v.model_dump() for v in verdicts]},
                 )
@@ -521,15 +538,12 @@ class RunEngine(ChannelOps, SeatAgents):
                         provider=provider,
                     )
                 )
-                runner.agent = self._agent(runner.spec, provider, model)
-                runner.model, runner.provider = model, provider
+                self.seating.swap(event.agent_id, provider, model)
             elif event.kind == "inject_case":
                 self.scenario.on_scheduled_case(event.payload)
 
     def _open_phase(self) -> None:
-        for channel in self.channels.values():
-            channel.messages = []
-        self.seen = {}
+        self.channels.open_phase()
         for runner in self.runners.values():
             runner.new_phase()
             runner.inbox.clear()
@@ -602,6 +616,14 @@ class RunEngine(ChannelOps, SeatAgents):
             runner.logged = list(history)
 
 
+def _as_logged(seat: Seat, state: RunState | None) -> Seat:
+    """The seat as the log last registered or swapped it (the ledger wins over the config)."""
+    if state is None or seat.agent_id not in state.seats:
+        return seat
+    model, provider, settings = state.seats[seat.agent_id]
+    return Seat(agent_id=seat.agent_id, model=model, provider=provider, model_settings=settings)
+
+
 class _RoundContext:
     """The :class:`~glossogen.scenario.RoundContext` the engine hands to its scenario."""
 
@@ -637,7 +659,7 @@ class _RoundContext:
         return await self._engine.rule_items(question, instructions, scripted, expected_items)
 
     def team_chars(self, team_id: str) -> int:
-        return self._engine.team_chars.get(team_id, 0)
+        return self._engine.channels.team_chars.get(team_id, 0)
 
     def rng(self, *key: object) -> random.Random:
         return self._engine.rng(*key)
