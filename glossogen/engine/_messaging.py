@@ -22,13 +22,21 @@ from glossogen.engine._channels import (
     ChannelMessage,
     apply_noise,
 )
-from glossogen.eventlog import BudgetWarning, Event, MessageSent, WorldEventDelivered, new_id
+from glossogen.eventlog import (
+    BudgetWarning,
+    Event,
+    InjectionDelivered,
+    MessageSent,
+    WorldEventDelivered,
+    new_id,
+)
 
 if TYPE_CHECKING:
     import random
 
     from glossogen.engine._position import Position
     from glossogen.engine._runner import AgentRunner
+    from glossogen.engine._state import RunState
     from glossogen.knobs import BaseKnobs
     from glossogen.scenario import AgentSpec, RoundContext, Scenario
 
@@ -149,6 +157,20 @@ class Channels:
     def channels_of(self, agent_id: str) -> list[str]:
         """The channels ``agent_id`` is a member of, in the scenario's order."""
         return [c for c, ch in self.channels.items() if agent_id in ch.members]
+
+    def restore(self, state: RunState) -> None:
+        """Continue the run's message counters from ``state``."""
+        self.total_messages, self.total_chars = state.total_messages, state.total_chars
+        self.postmortem_messages = state.postmortem_messages
+        self.seq = state.message_seq
+
+    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
+        """Log a private briefing and queue it as the agent's next prompt."""
+        self.emit(InjectionDelivered(agent_id=agent_id, text=text, data=data or {}))
+        runner = self.runners[agent_id]
+        runner.prompts.append((text, data or {}))
+        runner.idle = False
+        runner.wake.set()
 
     def notify(
         self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None

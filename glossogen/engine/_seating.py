@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from glossogen.engine._position import Position
     from glossogen.engine._requests import RequestLedger
     from glossogen.engine._spend import SpendReservations
+    from glossogen.engine._state import RunState
     from glossogen.scenario import Scenario
 
 
@@ -46,6 +47,7 @@ class SeatSetup(Protocol):
     tracing: TracingHandle | None
     agent_models: dict[str, Model]
     run_id: str
+    max_agent_turns: int
 
 
 class Seating:
@@ -86,6 +88,31 @@ class Seating:
         self.tools = list(tools)
         for seat in seats:
             self.runners[seat.agent_id] = self._make_runner(seat)
+
+    def restore(self, state: RunState) -> None:
+        """Continue each seat from ``state``: its history, cycles and requests made."""
+        for agent_id, runner in self.runners.items():
+            runner.history = list(state.histories.get(agent_id, []))
+            runner.logged = list(runner.history)
+            runner.turns = state.turns.get(agent_id, 0)
+            runner.made = max(runner.turns, state.made.get(agent_id, 0))
+            runner.out = runner.made >= self.setup.max_agent_turns
+
+    @property
+    def any_agent_failed(self) -> bool:
+        """True when some agent was taken out by failures (not by its turn limit)."""
+        return any(r.out and r.failures for r in self.runners.values())
+
+    @property
+    def out_of_turns(self) -> list[str]:
+        """Seats taken out by ``max_agent_turns`` (they make no more requests in this run)."""
+        limit = self.setup.max_agent_turns
+        return [r.spec.agent_id for r in self.runners.values() if r.out and r.made >= limit]
+
+    @property
+    def every_agent_out(self) -> bool:
+        """True when no agent can take part any more (turn limit or repeated failures)."""
+        return all(r.out for r in self.runners.values())
 
     def swap(self, agent_id: str, provider: str, model: str) -> None:
         """Play ``agent_id`` with ``model`` of ``provider`` from its next request on."""
