@@ -34,8 +34,8 @@ from glossogen.eventlog import (
 if TYPE_CHECKING:
     import random
 
+    from glossogen.engine._agent import AgentRunner
     from glossogen.engine._position import Position
-    from glossogen.engine._runner import AgentRunner
     from glossogen.engine._state import RunState
     from glossogen.knobs import BaseKnobs
     from glossogen.scenario import AgentSpec, RoundContext, Scenario

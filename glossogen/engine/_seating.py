@@ -22,10 +22,10 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
+from glossogen.engine._agent import AgentRunner
 from glossogen.engine._fingerprint import request_fingerprint
 from glossogen.engine._requests import UNBILLED
 from glossogen.engine._roster import Seat
-from glossogen.engine._runner import AgentRunner
 from glossogen.scenario import AgentDeps, AgentSpec, ScriptedMove, ScriptedView
 from glossogen.tracing import TracingHandle, tracing_capabilities
 
