@@ -38,7 +38,6 @@ from glossogen.eventlog import (
     PostmortemEnded,
     PostmortemStarted,
     SimulationStarted,
-    Verdict,
 )
 from glossogen.rejudge._cache import JudgeCache
 from glossogen.scenario import ItemRuling, JudgeDecision, RoundContext
@@ -97,7 +96,7 @@ class RunEngine:
             self.requests,
             self.spend,
             self.rng,
-            state.tool_calls if state is not None else None,
+            state.tool_calls if state is not None else {},
         )
         self.specs = self.seating.specs
         self.runners = self.seating.runners
@@ -171,21 +170,6 @@ class RunEngine:
     def phase(self) -> Literal["setup", "main", "postmortem"]:
         """The phase being played."""
         return self.position.phase
-
-    @property
-    def total_messages(self) -> int:
-        """Messages sent in the run (every process of it)."""
-        return self.channels.total_messages
-
-    @property
-    def total_chars(self) -> int:
-        """Characters of those messages."""
-        return self.channels.total_chars
-
-    @property
-    def postmortem_messages(self) -> int:
-        """Of :attr:`total_messages`, those sent in a postmortem."""
-        return self.channels.postmortem_messages
 
     @property
     def process_seconds(self) -> float:
@@ -335,31 +319,6 @@ class RunEngine:
                 )
             changed.append(seat.agent_id)
         return changed
-
-    @property
-    def recorded(self) -> dict[int, tuple[list[Verdict], bool]]:
-        """Verdicts per round as recorded, and whether the round was void."""
-        return self.rounds.recorded
-
-    @property
-    def void_rounds(self) -> list[int]:
-        """Rounds made void by failing provider calls (agents or judge)."""
-        return self.rounds.void_rounds
-
-    @property
-    def rounds_won(self) -> int:
-        """Rounds recorded as won by every team (void rounds never count)."""
-        return self.rounds.rounds_won
-
-    @property
-    def any_agent_failed(self) -> bool:
-        """True when some agent was taken out by failures (not by its turn limit)."""
-        return self.seating.any_agent_failed
-
-    @property
-    def out_of_turns(self) -> list[str]:
-        """Seats taken out by ``max_agent_turns`` (they make no more requests in this run)."""
-        return self.seating.out_of_turns
 
     @property
     def every_agent_out(self) -> bool:

@@ -13,6 +13,7 @@ speaker's teammates on that channel.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from glossogen.engine._channels import (
@@ -77,54 +78,48 @@ class Messaging(Protocol):
         ...
 
 
+@dataclass(eq=False)
 class Channels:
-    """A run's channels and message counters (the :class:`Messaging` the tools use)."""
+    """A run's channels and message counters (the :class:`Messaging` the tools use).
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        knobs: BaseKnobs,
-        specs: Mapping[str, AgentSpec],
-        seat_ids: tuple[str, ...],
-        runners: Mapping[str, AgentRunner],
-        position: Position,
-        emit: Callable[[Event], None],
-        changed: Callable[[], None],
-        rng: Callable[..., random.Random],
-        context: Callable[[], RoundContext],
-    ) -> None:
-        """Open the scenario's channels (a channel naming no members holds every seat).
+    Built from the run's parts; it opens the scenario's channels (a channel naming no members
+    holds every one of ``seat_ids``).
+    """
 
-        ``runners`` is the seats' runners by id (read as messages are delivered, so it may be
-        filled after this); ``context`` gives the scenario's context of the current round.
-        """
-        self.scenario = scenario
-        self.knobs = knobs
-        self.specs = specs
-        self.runners = runners
-        self.position = position
-        self.emit = emit
-        self.changed = changed
-        self.rng = rng
-        self.context = context
+    scenario: Scenario
+    knobs: BaseKnobs
+    specs: Mapping[str, AgentSpec]
+    seat_ids: tuple[str, ...]
+    runners: Mapping[str, AgentRunner]
+    """The seats' runners by id (read as messages are delivered, so filled after this)."""
+    position: Position
+    emit: Callable[[Event], None]
+    changed: Callable[[], None]
+    rng: Callable[..., random.Random]
+    context: Callable[[], RoundContext]
+    """The scenario's context of the current round."""
+    channels: dict[str, Channel] = field(init=False)
+    channel_phase: dict[str, Literal["main", "postmortem"]] = field(init=False)
+    seen: dict[tuple[str, str], int] = field(init=False, default_factory=dict)
+    meters: dict[str, BudgetMeter] = field(init=False, default_factory=dict)
+    """This round's budget meter of each team that has a budget."""
+    team_chars: dict[str, int] = field(init=False, default_factory=dict)
+    """Characters each team sent on metered channels this round (composed text)."""
+    total_messages: int = field(init=False, default=0)
+    total_chars: int = field(init=False, default=0)
+    postmortem_messages: int = field(init=False, default=0)
+    """Of ``total_messages``, those sent in a postmortem."""
+    seq: int = field(init=False, default=0)
+    """Messages ever sent in the run (noise draws are keyed on it; continued by a resume)."""
+
+    def __post_init__(self) -> None:
+        """Open the scenario's channels, each in its phase."""
+        specs = self.scenario.channels()
         self.channels = {
-            c.channel_id: Channel(c.channel_id, c.metered, c.members or seat_ids)
-            for c in scenario.channels()
+            c.channel_id: Channel(c.channel_id, c.metered, c.members or self.seat_ids)
+            for c in specs
         }
-        self.channel_phase: dict[str, Literal["main", "postmortem"]] = {
-            c.channel_id: c.phase for c in scenario.channels()
-        }
-        self.seen: dict[tuple[str, str], int] = {}
-        self.meters: dict[str, BudgetMeter] = {}
-        """This round's budget meter of each team that has a budget."""
-        self.team_chars: dict[str, int] = {}
-        """Characters each team sent on metered channels this round (composed text)."""
-        self.total_messages = 0
-        self.total_chars = 0
-        self.postmortem_messages = 0
-        """Of ``total_messages``, those sent in a postmortem."""
-        self.seq = 0
-        """Messages ever sent in the run (noise draws are keyed on it; continued by a resume)."""
+        self.channel_phase = {c.channel_id: c.phase for c in specs}
 
     @property
     def phase(self) -> Literal["setup", "main", "postmortem"]:

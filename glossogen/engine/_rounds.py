@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -35,6 +35,7 @@ from glossogen.eventlog import (
 from glossogen.scenario import AgentDeps
 
 if TYPE_CHECKING:
+    from glossogen.engine._agent import AgentRunner
     from glossogen.engine._clock import Clock
     from glossogen.engine._judge import RunJudge
     from glossogen.engine._messaging import Channels
@@ -70,54 +71,47 @@ class RoundSummary:
     chars: int
 
 
+@dataclass(eq=False)
 class RoundLoop:
-    """Plays a run's rounds, phase by phase, and records their verdicts."""
+    """Plays a run's rounds, phase by phase, and records their verdicts.
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        knobs: BaseKnobs,
-        seats: list[Seat],
-        default_provider: str,
-        position: Position,
-        seating: Seating,
-        channels: Channels,
-        judge: RunJudge | None,
-        driver: CycleDriver,
-        clock: Clock,
-        emit: Callable[[Event], None],
-        changed: asyncio.Event,
-        context: Callable[[], RoundContext],
-        process_seconds: Callable[[], float],
-        services: object,
-    ) -> None:
-        """Take the run's parts.
+    Built from the run's parts; it owns ``postmortem_enabled``, ``void_rounds`` and
+    ``recorded``.
+    """
 
-        ``changed`` is set whenever the run's state moves (every event); ``context`` gives the
-        scenario's context of the current round; ``services`` is what each seat's tools get
-        as :attr:`AgentDeps.services`.
-        """
-        self.scenario = scenario
-        self.knobs = knobs
-        self.seats = seats
-        self.default_provider = default_provider
-        self.position = position
-        self.seating = seating
-        self.runners = seating.runners
-        self.channels = channels
-        self.judge = judge
-        self.driver = driver
-        self.clock = clock
-        self.emit = emit
-        self._changed = changed
-        self.context = context
-        self.process_seconds = process_seconds
-        self.services = services
-        self.postmortem_enabled = knobs.postmortem_enabled
-        self.void_rounds: list[int] = []
-        """Rounds made void by failing provider calls (agents or judge)."""
-        self.recorded: dict[int, tuple[list[Verdict], bool]] = {}
-        """Verdicts per round as recorded, and whether the round was void."""
+    scenario: Scenario
+    knobs: BaseKnobs
+    seats: list[Seat]
+    default_provider: str
+    """The provider of a scheduled swap that names none."""
+    position: Position
+    seating: Seating
+    channels: Channels
+    judge: RunJudge | None
+    driver: CycleDriver
+    clock: Clock
+    emit: Callable[[Event], None]
+    changed: asyncio.Event
+    """Set whenever the run's state moves (every event): the phase monitor wakes on it."""
+    context: Callable[[], RoundContext]
+    """The scenario's context of the current round."""
+    process_seconds: Callable[[], float]
+    services: object
+    """What each seat's tools get as :attr:`AgentDeps.services`."""
+    postmortem_enabled: bool = field(init=False)
+    void_rounds: list[int] = field(init=False, default_factory=list)
+    """Rounds made void by failing provider calls (agents or judge)."""
+    recorded: dict[int, tuple[list[Verdict], bool]] = field(init=False, default_factory=dict)
+    """Verdicts per round as recorded, and whether the round was void."""
+
+    def __post_init__(self) -> None:
+        """Hold postmortems as the knobs say until a scheduled event says otherwise."""
+        self.postmortem_enabled = self.knobs.postmortem_enabled
+
+    @property
+    def runners(self) -> dict[str, AgentRunner]:
+        """The seats' runners, by agent id."""
+        return self.seating.runners
 
     def restore(self, state: RunState) -> None:
         """Continue from ``state``: the verdicts recorded, postmortems held or not."""
@@ -291,7 +285,7 @@ class RoundLoop:
     async def _watch(self, phase: PhaseName, start: float, limit_seconds: float) -> EndTrigger:
         """Wait until the phase ends; return why it did."""
         while True:
-            self._changed.clear()
+            self.changed.clear()
             if phase == "main" and self.scenario.is_settled():
                 return "settled"
             if self.seating.every_agent_out:
@@ -301,10 +295,10 @@ class RoundLoop:
                 return "timeout"
             if self._all_idle():
                 await self.clock.sleep(self.knobs.idle_floor_seconds)
-                if self._all_idle() and not self._changed.is_set():
+                if self._all_idle() and not self.changed.is_set():
                     return "all_idle"
                 continue
-            await self.clock.wait(self._changed, start + limit_seconds - self.clock.now())
+            await self.clock.wait(self.changed, start + limit_seconds - self.clock.now())
 
     def _checkpoint(self) -> None:
         """Log what each agent's history gained this phase (the basis of resume and forks)."""

@@ -12,6 +12,7 @@ the scenario's ``scripted_move`` after its ``scripted_latency_seconds`` on the g
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai import Agent, RunContext, Tool
@@ -50,38 +51,35 @@ class SeatSetup(Protocol):
     max_agent_turns: int
 
 
+@dataclass(eq=False)
 class Seating:
-    """Build each seat's agent, model, hooks and scripted view; own the seats' runners."""
+    """Build each seat's agent, model, hooks and scripted view; own the seats' runners.
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        setup: SeatSetup,
-        position: Position,
-        clock: Clock,
-        requests: RequestLedger,
-        spend: SpendReservations,
-        rng: Callable[..., random.Random],
-        tool_calls: Mapping[str, int] | None = None,
-    ) -> None:
-        """Take the run's parts; no seat is built until :meth:`seat`.
+    Built from the run's parts; no seat is built until :meth:`seat`.
+    """
 
-        ``tool_calls`` continues each seat's scripted call ids (a resume's, from its state).
-        """
-        self.scenario = scenario
-        self.setup = setup
-        self.position = position
-        self.clock = clock
-        self.requests = requests
-        self.spend = spend
-        self.rng = rng
-        self.tool_calls = dict(tool_calls or {})
-        self.misplayed = scenario.misplayed_rounds()
-        self.specs = {spec.agent_id: spec for spec in scenario.agents()}
-        self.runners: dict[str, AgentRunner] = {}
-        """Each seat's runner, by agent id, in seat order."""
-        self.tools: list[Tool[AgentDeps]] = []
-        self.scenario_tools = frozenset(t.name for t in scenario.tools())
+    scenario: Scenario
+    setup: SeatSetup
+    position: Position
+    clock: Clock
+    requests: RequestLedger
+    spend: SpendReservations
+    rng: Callable[..., random.Random]
+    tool_calls: Mapping[str, int] = field(default_factory=dict)
+    """Each seat's scripted call ids so far (a resume's, from its state)."""
+    misplayed: frozenset[int] = field(init=False)
+    specs: dict[str, AgentSpec] = field(init=False)
+    runners: dict[str, AgentRunner] = field(init=False, default_factory=dict)
+    """Each seat's runner, by agent id, in seat order."""
+    tools: list[Tool[AgentDeps]] = field(init=False, default_factory=list)
+    """The core tools every seat's agent gets."""
+    scenario_tools: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Read the scenario's seats, its tools and the rounds its scripted seats misplay."""
+        self.misplayed = self.scenario.misplayed_rounds()
+        self.specs = {spec.agent_id: spec for spec in self.scenario.agents()}
+        self.scenario_tools = frozenset(t.name for t in self.scenario.tools())
 
     def seat(self, seats: list[Seat], tools: list[Tool[AgentDeps]]) -> None:
         """Build a runner for each of ``seats``; every agent gets ``tools`` (the core tools)."""
