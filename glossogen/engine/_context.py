@@ -8,8 +8,13 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import random
 
-    from glossogen.engine._engine import RunEngine
+    from glossogen.engine._clock import Clock
+    from glossogen.engine._judge import RunJudge
+    from glossogen.engine._messaging import Channels
+    from glossogen.engine._position import Position
+    from glossogen.engine._seating import Seating
     from glossogen.eventlog import Event
+    from glossogen.knobs import BaseKnobs
     from glossogen.scenario import ItemRuling, JudgeDecision
 
 
@@ -17,32 +22,44 @@ class EngineContext:
     """The :class:`~glossogen.scenario.RoundContext` the engine hands to its scenario.
 
     A round's view of the run as the scenario may use it: the round and phase as they were
-    when it was made, and the engine's scenario-facing calls.
+    when it was made; briefings and notices through the channels; rulings by the run's judge,
+    or the scenario's scripted check when the run has none.
     """
 
-    def __init__(self, engine: RunEngine) -> None:
-        self._engine = engine
-        self.round_number = engine.round_number
+    def __init__(
+        self,
+        position: Position,
+        knobs: BaseKnobs,
+        channels: Channels,
+        seating: Seating,
+        judge: RunJudge | None,
+        clock: Clock,
+        emit: Callable[[Event], None],
+        rng: Callable[..., random.Random],
+    ) -> None:
+        self.round_number = position.round_number
         self.phase: Literal["main", "postmortem"] = (
-            "postmortem" if engine.phase == "postmortem" else "main"
+            "postmortem" if position.phase == "postmortem" else "main"
         )
-        self.knobs = engine.knobs
-
-    def emit(self, event: Event) -> None:
-        self._engine.emit(event)
+        self.knobs = knobs
+        self._channels, self._seating, self._judge, self._clock = channels, seating, judge, clock
+        self.emit = emit
+        self.rng = rng
 
     def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
-        self._engine.brief(agent_id, text, data)
+        self._channels.brief(agent_id, text, data)
 
     def notify(
         self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
     ) -> None:
-        self._engine.notify(agent_id, kind, text, data)
+        self._channels.notify(agent_id, kind, text, data)
 
     async def judge(
         self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
     ) -> JudgeDecision:
-        return await self._engine.rule(question, instructions, scripted)
+        if self._judge is None:
+            return scripted()
+        return await self._judge.rule(question, instructions, scripted)
 
     async def judge_items(
         self,
@@ -51,16 +68,15 @@ class EngineContext:
         scripted: Callable[[], ItemRuling],
         expected_items: int,
     ) -> ItemRuling:
-        return await self._engine.rule_items(question, instructions, scripted, expected_items)
+        if self._judge is None:
+            return scripted().within(expected_items)
+        return await self._judge.rule_items(question, instructions, scripted, expected_items)
 
     def team_chars(self, team_id: str) -> int:
-        return self._engine.channels.team_chars.get(team_id, 0)
-
-    def rng(self, *key: object) -> random.Random:
-        return self._engine.rng(*key)
+        return self._channels.team_chars.get(team_id, 0)
 
     def out_of_turns(self) -> list[str]:
-        return self._engine.seating.out_of_turns
+        return self._seating.out_of_turns
 
     def now(self) -> float:
-        return self._engine.clock.now()
+        return self._clock.now()

@@ -40,7 +40,7 @@ from glossogen.eventlog import (
     SimulationStarted,
 )
 from glossogen.rejudge._cache import JudgeCache
-from glossogen.scenario import ItemRuling, JudgeDecision, RoundContext
+from glossogen.scenario import RoundContext
 from glossogen.tracing import tracing_capabilities
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class RunEngine:
     tools' :class:`~glossogen.engine._messaging.Messaging`),
     :class:`~glossogen.engine._rounds.RoundLoop` (the rounds and their verdicts), the request
     ledger, the spend cap's reservations, the judge and the cycle driver. The engine stamps
-    every event and is what the scenario (its round context) and the run session call.
+    every event, makes the scenario's round context and is what the run session calls.
     """
 
     setup: RunSetup
@@ -203,44 +203,21 @@ class RunEngine:
         keys = (self.knobs.seed, self.position.round_number, *key)
         return random.Random(":".join(str(k) for k in keys))
 
-    # -- what the scenario calls --------------------------------------------------------------
-
-    def brief(self, agent_id: str, text: str, data: dict[str, Any] | None = None) -> None:
-        """Log a private briefing and queue it as the agent's next prompt."""
-        self.channels.brief(agent_id, text, data)
-
-    def notify(
-        self, agent_id: str, kind: str, text: str, data: dict[str, Any] | None = None
-    ) -> None:
-        """Log a world event for one agent and put it in its inbox."""
-        self.channels.notify(agent_id, kind, text, data)
-
-    async def rule(
-        self, question: str, instructions: str, scripted: Callable[[], JudgeDecision]
-    ) -> JudgeDecision:
-        """Ask the run's judge; a scenario without a judge falls back to its scripted check."""
-        if self.judge is None:
-            return scripted()
-        return await self.judge.rule(question, instructions, scripted)
-
-    async def rule_items(
-        self,
-        question: str,
-        instructions: str,
-        scripted: Callable[[], ItemRuling],
-        expected_items: int,
-    ) -> ItemRuling:
-        """Ask the run's judge for an item ruling; without a judge the scripted check decides."""
-        if self.judge is None:
-            return scripted().within(expected_items)
-        return await self.judge.rule_items(question, instructions, scripted, expected_items)
-
     # -- run life ---------------------------------------------------------------------------
 
     @property
     def context(self) -> RoundContext:
         """The scenario-facing context of the current round."""
-        return EngineContext(self)
+        return EngineContext(
+            self.position,
+            self.knobs,
+            self.channels,
+            self.seating,
+            self.judge,
+            self.clock,
+            self.emit,
+            self.rng,
+        )
 
     def start(self) -> None:
         """Log ``simulation_started`` and one ``agent_registered`` per seat."""
