@@ -65,3 +65,15 @@ def test_the_library_imports_no_surface() -> None:
                 continue
             upward.update((rel, m) for m in imported(path) if surface_of(m) is not None)
     assert upward == set()
+
+
+def test_the_engine_imports_nothing_from_derive() -> None:
+    """``engine/`` plays a run from the state it is handed (``engine.RunState``); reading that
+    state from a log is ``derive/``'s, which builds on the engine, never the other way."""
+    upward = {
+        (path.relative_to(REPO).as_posix(), m)
+        for path in sorted((REPO / "glossogen" / "engine").rglob("*.py"))
+        for m in imported(path)
+        if m == "glossogen.derive" or m.startswith("glossogen.derive.")
+    }
+    assert upward == set()

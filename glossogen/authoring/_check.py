@@ -14,8 +14,8 @@ Each rule gives one line per problem it finds; an empty list means the scenario 
   ``random`` functions, an unseeded ``Random()``, the wall clock: :mod:`._sources`);
 - a scripted run of 2 rounds completes without drawing from the global ``random`` source
   (whatever the way in), and a second one records the same verdicts;
-- a judged scenario logs its ``<scenario>_case_started`` event, and no judge prompt of the
-  run holds a field that event marks hidden (:class:`~glossogen.scenario.Code`).
+- a judged scenario names its case event (``Scenario.case_event``) and logs it, and no judge
+  prompt of the run holds a field that event marks hidden (:class:`~glossogen.scenario.Code`).
 """
 
 from __future__ import annotations
@@ -171,15 +171,20 @@ def prompt_problems(scenario: Scenario) -> list[str]:
 def judge_leak_problems(cls: type[Scenario], run: RunView) -> list[str]:
     """One line per round and hidden field of its case that a judge prompt holds.
 
-    The case is the round's ``<scenario>_case_started`` event (the naming rule); its hidden
-    fields are those annotated with :class:`~glossogen.scenario.Code`. The judge prompt is the
-    instructions the scenario wrote (``judge_called.instructions``); the question is the seat's
-    own words, which may say anything. A judged scenario that logs no such event is a problem
-    too: its judge prompts cannot be checked.
+    The case is the round's event the scenario names its case (``Scenario.case_event``); its
+    hidden fields are those annotated with :class:`~glossogen.scenario.Code`. The judge prompt
+    is the instructions the scenario wrote (``judge_called.instructions``); the question is the
+    seat's own words, which may say anything. A judged scenario that names no case event, or
+    logs none, is a problem too: its judge prompts cannot be checked.
     """
     if not cls.uses_judge:
         return []
-    case_type = f"{cls.name}_case_started"
+    case_type = cls.case_type()
+    if case_type is None:
+        return [
+            "judged scenario names no case_event: its judge prompts cannot be checked "
+            "against the case's hidden fields"
+        ]
     cases = {e.round_number: e for e in run.events if e.event_type == case_type}
     if not cases:
         return [

@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from glossogen.derive._state import (
         DeriveError,
         HistoryUnreadable,
-        RunState,
         read_history,
         read_state,
         upcast_history,
     )
+    from glossogen.engine._state import RunState
 
 _HOME = {
     "StaleRun": "glossogen.derive._stale",
@@ -62,7 +62,7 @@ _HOME = {
     "run_folder": "glossogen.derive._resume",
     "DeriveError": "glossogen.derive._state",
     "HistoryUnreadable": "glossogen.derive._state",
-    "RunState": "glossogen.derive._state",
+    "RunState": "glossogen.engine._state",  # what the engine continues from
     "read_history": "glossogen.derive._state",
     "read_state": "glossogen.derive._state",
     "upcast_history": "glossogen.derive._state",

@@ -2,7 +2,7 @@
 
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_noise
 from glossogen.engine._clock import Clock, SystemClock, VirtualClock
-from glossogen.engine._engine import RoundSummary, RunEngine, RunSetup
+from glossogen.engine._engine import RunEngine
 from glossogen.engine._faults import INTERNAL as INTERNAL_FAULT
 from glossogen.engine._judge import RunJudge
 from glossogen.engine._requests import SETTLE_SECONDS, STOP_SETTLE_SECONDS, RequestLedger
@@ -15,13 +15,16 @@ from glossogen.engine._roster import (
     resolve_judge,
     resolve_seats,
 )
+from glossogen.engine._rounds import RoundSummary
 from glossogen.engine._runner import SEAT
+from glossogen.engine._setup import RunSetup
 from glossogen.engine._spend import (
     FRAMING_TOKENS,
     LONG_CACHE,
     SpendReservations,
     worst_case_usd,
 )
+from glossogen.engine._state import RunState
 
 __all__ = [
     "FRAMING_TOKENS",
@@ -40,6 +43,7 @@ __all__ = [
     "RunEngine",
     "RunJudge",
     "RunSetup",
+    "RunState",
     "Seat",
     "SpendReservations",
     "SystemClock",

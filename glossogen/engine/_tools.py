@@ -1,7 +1,8 @@
 """The tools every agent has: wait for notifications, read a channel, send a message.
 
 The caller's identity comes from the run context (``ctx.deps.agent_id``), never from an
-argument, so an agent cannot speak as another.
+argument, so an agent cannot speak as another. The tools depend on the run's messaging only
+(:class:`~glossogen.engine._messaging.Messaging`), never on the engine.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic_ai import Tool
 from glossogen.scenario import AgentDeps, ToolContext
 
 if TYPE_CHECKING:
-    from glossogen.engine._engine import RunEngine
+    from glossogen.engine._messaging import Messaging
 
 CONFLICT_NOTE = (
     "New messages arrived since you last read this channel; nothing was sent. "
@@ -21,34 +22,36 @@ CONFLICT_NOTE = (
 )
 
 
-def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
-    """Return the three core tools bound to ``engine``."""
+def core_tools(messaging: Messaging) -> list[Tool[AgentDeps]]:
+    """Return the three core tools bound to a run's ``messaging``.
+
+    The tools' definitions (names, schemas) do not depend on it: the launch estimate measures
+    them with ``None``.
+    """
 
     async def wait_for_notifications(ctx: ToolContext) -> dict[str, Any]:
         """Wait until a message or notice arrives for you, then return everything new.
 
         Returns {"messages": [{channel_id, sender_id, text, message_id}], "events": [{kind, text}]}.
         """
-        runner = engine.runners[ctx.deps.agent_id]
+        runner = messaging.inbox(ctx.deps.agent_id)
         if not runner.inbox:
             runner.wake.clear()
             runner.idle = True
-            engine.changed()
+            messaging.changed()
             await runner.wake.wait()
             runner.idle = False
         batch = runner.drain_inbox()
-        for message in batch["messages"]:
-            channel = engine.channels[message["channel_id"]]
-            engine.mark_seen(ctx.deps.agent_id, channel)
+        messaging.mark_batch_read(ctx.deps.agent_id, batch)
         return dict(batch)
 
     async def read_channel(ctx: ToolContext, channel_id: str) -> dict[str, Any]:
         """Return every message on ``channel_id`` in the current phase, oldest first."""
-        channel = engine.open_channel(ctx.deps.agent_id, channel_id)
+        channel = messaging.open_channel(ctx.deps.agent_id, channel_id)
         if isinstance(channel, str):
             return {"status": "error", "reason": channel}
-        engine.mark_seen(ctx.deps.agent_id, channel)
-        runner = engine.runners[ctx.deps.agent_id]
+        messaging.mark_seen(ctx.deps.agent_id, channel)
+        runner = messaging.inbox(ctx.deps.agent_id)
         kept = [
             (k, m)
             for k, m in runner.inbox
@@ -65,18 +68,18 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
         status "conflict" and the new messages, so you can reconsider.
         """
         agent_id = ctx.deps.agent_id
-        channel = engine.open_channel(agent_id, channel_id)
+        channel = messaging.open_channel(agent_id, channel_id)
         if isinstance(channel, str):
             return {"status": "error", "reason": channel}
         if not text.strip():
             return {"status": "error", "reason": "empty message; nothing was sent"}
-        refusal = engine.scenario.refuse_message(engine.context, agent_id, channel_id, text)
+        refusal = messaging.refusal(agent_id, channel_id, text)
         if refusal is not None:
             return {"status": "refused", "reason": refusal}
-        unread = engine.unread(agent_id, channel)
+        unread = messaging.unread(agent_id, channel)
         if unread:
-            engine.mark_seen(agent_id, channel)
-            runner = engine.runners[agent_id]
+            messaging.mark_seen(agent_id, channel)
+            runner = messaging.inbox(agent_id)
             ids = {m.short_id for m in unread}
             kept = [
                 (k, m) for k, m in runner.inbox if not (k == "message" and m["message_id"] in ids)
@@ -88,7 +91,7 @@ def core_tools(engine: RunEngine) -> list[Tool[AgentDeps]]:
                 "note": CONFLICT_NOTE,
                 "messages": [m.as_delivered() for m in unread],
             }
-        return engine.send(agent_id, channel, text)
+        return messaging.send(agent_id, channel, text)
 
     return [
         Tool(wait_for_notifications, takes_ctx=True),

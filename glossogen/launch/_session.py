@@ -242,21 +242,21 @@ class RunSession:
         reason = self.stopped_early
         if reason is None:
             return None
-        return ("error" if self.engine.any_agent_failed else "incomplete"), reason
+        return ("error" if self.engine.seating.any_agent_failed else "incomplete"), reason
 
     def void_rounds_error(self) -> str | None:
         """Why a run that played every round still ends ``error``: void rounds, or None."""
-        if not self.engine.void_rounds:
+        if not self.engine.rounds.void_rounds:
             return None
         return (
-            f"round(s) {', '.join(map(str, self.engine.void_rounds))} void: model or judge "
+            f"round(s) {', '.join(map(str, self.engine.rounds.void_rounds))} void: model or judge "
             "calls kept failing (see agent_run_cycle_failed events)"
         )
 
     @property
     def postmortem_only(self) -> bool:
         """True when the first round's verdict is recorded and only its postmortem is missing."""
-        return self.first_round in self.engine.recorded
+        return self.first_round in self.engine.rounds.recorded
 
     async def finish_round(self, round_number: int) -> RoundSummary:
         """Play the postmortem of a cut-off round whose verdict stands, and close the round."""
@@ -296,7 +296,7 @@ class RunSession:
         """Why the run cannot go on, or None: every agent failed, or every one hit its limit."""
         if not self.engine.every_agent_out:
             return None
-        if self.engine.any_agent_failed:
+        if self.engine.seating.any_agent_failed:
             return "every agent was taken out by model errors (see agent_run_cycle_failed events)"
         return LimitReached(
             kind="turns",
@@ -339,7 +339,7 @@ class RunSession:
             self.engine.requests.close(f"the run ended {status}")
             self.writer.round_boundary()  # on S3 the pricing reads the uploaded log
             spend = price_spend(self.folder)
-        played, won = len(self.engine.recorded), self.engine.rounds_won
+        played, won = len(self.engine.rounds.recorded), self.engine.rounds.rounds_won
         capped = status == "incomplete" and self.spend_capped
         process = round(time.monotonic() - self.started, 3)
         duration = round(self.earlier_seconds + process, 3)
@@ -347,8 +347,8 @@ class RunSession:
             status=status,
             rounds_played=played,
             rounds_won=won,
-            total_messages=self.engine.total_messages,
-            total_chars=self.engine.total_chars,
+            total_messages=self.engine.channels.total_messages,
+            total_chars=self.engine.channels.total_chars,
             total_cost_usd=spend.total_cost_usd,
             judge_cost_usd=spend.judge_cost_usd,
             agent_costs=spend.agent_costs,
@@ -368,9 +368,9 @@ class RunSession:
             status=status,
             rounds_played=played,
             rounds_won=won,
-            total_messages=self.engine.total_messages,
-            total_chars=self.engine.total_chars,
-            postmortem_messages=self.engine.postmortem_messages,
+            total_messages=self.engine.channels.total_messages,
+            total_chars=self.engine.channels.total_chars,
+            postmortem_messages=self.engine.channels.postmortem_messages,
             total_cost_usd=spend.total_cost_usd,
             duration_seconds=duration,
             error=error,

@@ -362,6 +362,13 @@ class Scenario(ABC):
     ranking_events: ClassVar[tuple[type[Event], ...]] = ()
     """The events :meth:`round_winners` names winners in (none: the scenario ranks nothing),
     so a reader that parses only some of a log's lines (the export) knows which to parse."""
+    case_event: ClassVar[type[Event] | None] = None
+    """The event that logs a round's case, its answer key (None: the scenario logs none).
+    ``check-scenario`` holds a judged scenario's judge prompts to the fields it marks hidden
+    (:class:`Code`), and the run page shows it under its round."""
+    ruling_events: ClassVar[tuple[type[Event], ...]] = ()
+    """Events in which the scenario logs a ruling of its own (``success`` and ``reason``): the
+    run page shows each as the judge's."""
     uses_judge: ClassVar[bool] = False
     """True when rounds are ruled by the in-run judge (its provider then needs credentials)."""
     scripted_latency_seconds: ClassVar[float] = 2.0
@@ -493,6 +500,16 @@ class Scenario(ABC):
         )
 
     @classmethod
+    def case_type(cls) -> str | None:
+        """The ``event_type`` of :attr:`case_event`, or None when the scenario logs no case."""
+        return None if cls.case_event is None else event_type_of(cls.case_event)
+
+    @classmethod
+    def ruling_types(cls) -> frozenset[str]:
+        """The ``event_type`` of each of :attr:`ruling_events`."""
+        return frozenset(event_type_of(e) for e in cls.ruling_events)
+
+    @classmethod
     def round_winners(cls, event: Event) -> list[str] | None:
         """Return the teams ``event`` names as its round's winners, or None if it names none.
 
@@ -567,6 +584,11 @@ def round_outcomes(
         TeamOutcome(team, "void" if void else outcome_word(ok, team, ranked), ok, reason)
         for team, ok, reason in verdicts
     ]
+
+
+def event_type_of(cls: type[Event]) -> str:
+    """The ``event_type`` tag an event class logs (its field's default)."""
+    return str(cls.model_fields["event_type"].default)
 
 
 ScenarioFactory = Callable[[BaseKnobs], Scenario]

@@ -83,7 +83,7 @@ def run_folder(runs_dir: str, scenario: str, ts: str, queued: bool = False) -> R
 
 
 def load_scenario_events(scenario: str) -> None:
-    """Import the scenario so its own events (``<scenario>_case_started``...) are typed."""
+    """Import the scenario so its own events (its case, its rulings...) are typed."""
     from glossogen.scenario import load_scenario
 
     try:

@@ -221,7 +221,7 @@ def _message(event: MessageSent, models: dict[str, str]) -> Item:
     return Item("message", event.channel_id, event.round_number, event.phase, fields)
 
 
-def _item(event: Event, models: dict[str, str], scenario: str) -> Item | None:
+def _item(event: Event, models: dict[str, str], rulings: frozenset[str]) -> Item | None:
     """The page item of one event, or None for an event the page does not lay out."""
     r, p = event.round_number, event.phase
     fields: dict[str, Any]
@@ -256,7 +256,7 @@ def _item(event: Event, models: dict[str, str], scenario: str) -> Item | None:
     if isinstance(event, RunResumed):
         label = f"resumed after round {event.after_round}"
         return Item("divider", EVERY_COLUMN, r, p, {"label": label})
-    if getattr(event, "event_type", "") == f"{scenario}_stabilization_judged":
+    if getattr(event, "event_type", "") in rulings:  # the scenario's own rulings (its hook)
         data = event.model_dump(mode="json", exclude=set(Event.model_fields))
         fields = {"success": data.get("success"), "reason": data.get("reason"), "model": None}
         return Item("judge", ACTIVITY, r, p, fields)
@@ -413,6 +413,20 @@ def _tool_rows(items: list[Item]) -> list[ToolRow]:
     return rows
 
 
+def event_roles(scenario: str) -> tuple[str | None, frozenset[str]]:
+    """The ``event_type`` of the scenario's case event and of its rulings (its own hooks).
+
+    ``Scenario.case_event`` and ``Scenario.ruling_events``; none when it is not installed.
+    """
+    from glossogen.scenario import UnknownScenarioError, load_scenario
+
+    try:
+        cls = load_scenario(scenario)
+    except UnknownScenarioError:
+        return None, frozenset()
+    return cls.case_type(), cls.ruling_types()
+
+
 def postmortem_channels(scenario: str, config: dict[str, Any]) -> set[str]:
     """The scenario's postmortem-phase channels for the recorded knobs.
 
@@ -477,7 +491,7 @@ def build_run_page(
     cases: dict[int, list[CaseField]] = {}
     items: list[Item] = []
     fork_point = (started.lineage or {}).get("after_round") if started else None
-    case_type = f"{folder.scenario}_case_started"
+    case_type, rulings = event_roles(folder.scenario)
     for event in view.counted:
         if isinstance(event, AgentRegistered | AgentSwappedMidRun):
             models[event.agent_id] = f"{event.provider}:{event.model}"
@@ -487,7 +501,7 @@ def build_run_page(
             # The engine records a void round's cause as ``void (<trigger>): <reason>``; the
             # view keeps the reason only, so the cause is read here (a turn limit, a spend cap).
             causes[event.round_number] = event.reason.removeprefix("void (").partition(")")[0]
-        elif event.event_type == case_type:  # each scenario's own class, by the naming rule
+        elif event.event_type == case_type:  # the scenario's case event (its hook)
             case = event.model_dump(mode="json", exclude=set(Event.model_fields))
             cases[event.round_number] = case_rows(case)
         if isinstance(event, RunResumed) and fork_point is not None and view.derived:
@@ -498,7 +512,7 @@ def build_run_page(
             )
             fork_point = None
             continue
-        item = _item(event, models, folder.scenario)
+        item = _item(event, models, rulings)
         if item is not None:
             item.event_id = event.event_id
             items.append(item)

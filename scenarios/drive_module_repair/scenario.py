@@ -117,6 +117,7 @@ class DriveModuleRepair(StagedScenario):
     )
     knobs_model = DriveModuleRepairKnobs
     events = (DriveModuleRepairCaseStarted, DriveModuleRepairReplacementJudged)
+    case_event = DriveModuleRepairCaseStarted
     uses_judge = True
     probe_questions = {
         "component_naming": (

@@ -121,6 +121,7 @@ class OrbitalAnomaly(StagedScenario):
     )
     knobs_model = OrbitalAnomalyKnobs
     events = (OrbitalAnomalyCaseStarted, OrbitalAnomalyActuationJudged)
+    case_event = OrbitalAnomalyCaseStarted
     uses_judge = True
     probe_questions = {
         "fault_naming": (

@@ -86,6 +86,7 @@ class SpotTheDifference(Scenario):
         SpotTheDifferenceRoundRanked,
     )
     ranking_events = (SpotTheDifferenceRoundRanked,)
+    case_event = SpotTheDifferenceCaseStarted
     uses_judge = True
     knobs: SpotTheDifferenceKnobs
 

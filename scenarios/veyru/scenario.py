@@ -57,6 +57,8 @@ class Veyru(StagedScenario):
     )
     knobs_model = VeyruKnobs
     events = (VeyruCaseStarted, VeyruStabilizationJudged)
+    case_event = VeyruCaseStarted
+    ruling_events = (VeyruStabilizationJudged,)
     uses_judge = True
     knobs: VeyruKnobs
     team = TEAM
