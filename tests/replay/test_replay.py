@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli.replay import replay as replay_command
-from glossogen.eventlog import RunView
+from glossogen.eventlog import RunResumed, RunView
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.replay import ReplayRequest, replay_run
 from glossogen.testing import play
@@ -86,7 +86,7 @@ def test_a_resumed_run_replays_process_by_process(tmp_path: Path) -> None:
     report = replay_run(ReplayRequest(run_dir=f"{runs_dir}/{run_id}", runs_dir=f"{runs_dir}/r"))
     assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
     replayed = RunView.load(f"{report.replay_url}/veyru.jsonl")
-    assert [e.event_type for e in replayed.events].count("run_resumed") == 1
+    assert sum(isinstance(e, RunResumed) for e in replayed.events) == 1
     assert replayed.status == "completed"
 
 
