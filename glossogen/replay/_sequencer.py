@@ -9,8 +9,9 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   :data:`~glossogen.engine.SEAT` names the seat) is wrapped (:class:`_Gated`, through the event
   loop's task factory) so that each of its steps first asks the sequencer. A seat may step while
   the next event of the recorded log is its own or the judge's: a seat whose next step may log
-  an event that is not the next recorded one waits until it is. Its answer, handed over at once, is thus taken up exactly
-  where the recorded run took its answer up, between the same two events.
+  an event that is not the next recorded one waits until it is. Its answer, handed over at
+  once, is thus taken up exactly where the recorded run took its answer up, between the same
+  two events.
 - The round's own task (and what it starts: the phase's wait for a change) steps only while
   the next recorded event is one no seat logs, or a tool result the phase's end logged
   (:func:`cut_off`): it does not decide that the phase is settled, idle or over while the
@@ -43,7 +44,7 @@ import asyncio
 import bisect
 import itertools
 from collections.abc import Callable, Coroutine, Generator, Iterable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple
 
 from glossogen.engine import SEAT
@@ -378,9 +379,22 @@ class ReplayLoop(asyncio.SelectorEventLoop):
 
 
 def run_replay(replay: Coroutine[Any, Any, _T]) -> _T:
-    """Run ``replay`` (what plays a recorded run) on a fresh :class:`ReplayLoop`."""
-    with asyncio.Runner(loop_factory=ReplayLoop) as runner:
-        return runner.run(replay)
+    """Run ``replay`` (what plays a recorded run) on a fresh :class:`ReplayLoop`.
+
+    Called where an event loop already runs (a Prefect flow's task of a derived run), it runs
+    on its own loop in a worker thread, and the caller waits for it as for any blocking call.
+    """
+
+    def on_its_own_loop() -> _T:
+        with asyncio.Runner(loop_factory=ReplayLoop) as runner:
+            return runner.run(replay)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return on_its_own_loop()
+    with ThreadPoolExecutor(1, thread_name_prefix="glossogen-replay") as worker:
+        return worker.submit(on_its_own_loop).result()
 
 
 class _Gated(Coroutine[Any, Any, Any]):
