@@ -224,6 +224,46 @@ def test_a_replaced_seat_forked_with_replay_gets_the_replayed_history(tmp_path: 
     assert _verified(folder) == []
 
 
+def test_a_cross_run_replaced_seat_forked_with_replay_keeps_the_donors_history(
+    tmp_path: Path,
+) -> None:
+    source = play("veyru", tmp_path / "s", rounds=2)
+    donor = play("veyru", tmp_path / "d", rounds=2, overrides=["seed=7"])
+    source_dir = str(tmp_path / "s" / source.started.run_id)
+    donor_dir = str(tmp_path / "d" / donor.started.run_id)
+    seat = {"replaced_agent_id": "field_observer", "model": "other-script",
+            "provider": "scripted", "donor_run_dir": donor_dir,
+            "donor_agent_id": "field_observer"}  # fmt: skip
+    copied = prepare_fork(
+        ForkRequest("veyru", source_dir, 1, str(tmp_path / "c"), **seat), now_unix=1796300000
+    ).folder
+    request = ForkRequest("veyru", source_dir, 1, str(tmp_path / "f"), **seat, replay=True)
+    prepared = prepare_fork(request, now_unix=1796300000, replay_check=replayed_rounds)
+    assert prepared.replayed is not None and prepared.replayed.reproduced
+    folder = prepared.folder
+    # the incoming seat's history at the boundary is the donor's, as the copied fork's is
+    history = _boundary_history(RunView.load(folder.log_url), "field_observer")
+    assert history and history == _boundary_history(RunView.load(copied.log_url), "field_observer")
+    asyncio.run(_play_on(folder.url))
+    forked = RunView.load(folder.log_url)
+    assert (forked.status, forked.rounds_played) == ("completed", 2)
+    assert forked.started is not None
+    assert forked.started.lineage == {
+        "derivation": "cross_run_replace_agent",
+        "source_run_id": source.started.run_id,
+        "source_run_dir": source_dir,
+        "after_round": 1,
+        "replaced_agent_id": "field_observer",
+        "model": "other-script",
+        "provider": "scripted",
+        "donor_run_dir": donor_dir,
+        "donor_agent_id": "field_observer",
+        "prefix": "replayed",
+    }
+    assert not {e.event_id for e in _prefix(forked)} & {e.event_id for e in source.events}
+    assert _verified(folder) == []
+
+
 def test_a_source_that_does_not_replay_is_refused_at_the_first_divergence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
