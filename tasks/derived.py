@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from glossogen.derive import ForkRequest, PreparedFork, prepare_fork
 from glossogen.launch import derived_run_check
+from glossogen.replay import replayed_rounds
 from orchestration import glossogen_task
 
 
@@ -12,6 +13,10 @@ def prepare_derived_run(request: ForkRequest) -> PreparedFork:
     """Check the derived run as a launch is, then claim its folder and write its log prefix.
 
     The folder gets ``lineage.json``, ``config.json`` and the log up to the boundary. Once per
-    flow run: a retry of a crashed derived flow run continues the folder it prepared.
+    flow run: a retry of a crashed derived flow run continues the folder it prepared. With
+    ``request.replay`` the source's rounds 1..N are played again from its tape first
+    (``glossogen.replay.replayed_rounds``), as the CLI and MCP do.
     """
-    return prepare_fork(request, check=derived_run_check(request.scenario))
+    return prepare_fork(
+        request, check=derived_run_check(request.scenario), replay_check=replayed_rounds
+    )

@@ -14,6 +14,7 @@ seats take it up in the recorded order by the replay's sequencer
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from glossogen.engine._faults import _KINDS  # noqa: PLC2701 (the one map of failure kinds)
+from glossogen.engine._requests import sending
 from glossogen.eventlog import TOKEN_FIELDS, Tape, TapeCall
 
 
@@ -107,15 +109,40 @@ class Pacing:
 
     def __init__(self) -> None:
         self.pause: Callable[[float], Awaitable[None]] | None = None
+        self.reached: Callable[[int, Callable[[], bool]], Awaitable[None]] | None = None
+        """Waits until the replay's log holds as many events as the record's did and a
+        condition holds (the sequencer's :meth:`~glossogen.replay._sequencer.Sequencer.reached`)."""
+        self.place: Callable[[TapeCall], int] = lambda call: call.line
+        """Where in the recorded log the event that settled a call sits."""
 
         self.calls: dict[str, int] = {}
         """Each seat's calls made so far: its next call is answered with the tape's next one.
         A replay of a run stopped mid-round sets it anew at each resume from the replay's
         log (a call the stop cut off before its answer was logged is not on the tape)."""
 
-    def bind(self, pause: Callable[[float], Awaitable[None]]) -> None:
-        """Wait on ``pause`` (the game clock)."""
+    def bind(
+        self,
+        pause: Callable[[float], Awaitable[None]],
+        reached: Callable[[int, Callable[[], bool]], Awaitable[None]] | None = None,
+    ) -> None:
+        """Wait on ``pause`` (the game clock) and ``reached`` (a place in the log)."""
         self.pause = pause
+        self.reached = reached
+
+
+async def _abandoned(call: TapeCall, pacing: Pacing) -> None:
+    """Wait, for a call the record logged abandoned, until it ended in the record.
+
+    A phase end (or a stop) cut its asker off and the ledger logged the request when it ended:
+    answered, or failed, once the log held the events before it. Handed over at once, the
+    replay's ledger would log it earlier. One the record gave up on unanswered (its cost
+    unknown) never answers: the run's end gives it up again.
+    """
+    sent = sending()  # the ledger's request: its asker's end hands it over (``watched``)
+    if pacing.reached is not None:
+        await pacing.reached(pacing.place(call), lambda: sent is None or sent.watched)
+    if not call.answered and call.cost_usd is None:
+        await asyncio.Event().wait()  # given up at the run's end: cancelled there, as it was
 
 
 def replay_model(
@@ -141,6 +168,8 @@ def replay_model(
             await pacing.pause(latency)
         if call is None:
             raise TapeExhausted(f"{seat} made call {made}; the recorded run made {made - 1}")
+        if call.outcome == "abandoned":
+            await _abandoned(call, pacing)
         if call.outcome == "failed" or (call.outcome == "abandoned" and not call.answered):
             raise _failure(call)
         if call.outcome == "ruled":

@@ -24,7 +24,6 @@ status its ``simulation_ended`` recorded, then resumed as it was.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import json
 import re
@@ -54,7 +53,7 @@ from glossogen.eventlog import (
     read_tape,
 )
 from glossogen.replay._model import Pacing, replay_model
-from glossogen.replay._sequencer import Sequencer
+from glossogen.replay._sequencer import Sequencer, run_replay
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds
@@ -305,7 +304,7 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
         DeriveError: not a run folder or no log (66); a run that has not ended (65).
         LaunchError: its recorded knobs no longer validate (65).
     """
-    return asyncio.run(_replay(request))
+    return run_replay(_replay(request))
 
 
 async def _replay(request: ReplayRequest) -> ReplayReport:
@@ -387,10 +386,13 @@ async def _play_tape(
     # every call in the log, in order, so the stopped round gets its own answers again.
     stopped = any(p.cut is not None for p in segments)
     tape = read_tape(recorded.events) if stopped else recorded.tape
+    places = {id(e): i for i, e in enumerate(recorded.events)}
+    settling = recorded.events if stopped else recorded.counted
     seats = {seat.agent_id: seat for seat in config.seats}
     hosted = [agent_id for agent_id, seat in seats.items() if seat.provider not in UNBILLED]
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
+    pacing.place = lambda call: places.get(id(settling[call.line]), call.line)
     models: dict[str, Model] = {
         agent_id: replay_model(
             tape,
@@ -423,7 +425,7 @@ async def _play_tape(
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
         sequencer = Sequencer(recorded.events, logged, seats, hosted)
-        pacing.bind(session.engine.clock.sleep)
+        pacing.bind(session.engine.clock.sleep, sequencer.reached)
         first = point.next_round if point is not None else 1
         for round_number in range(first, process.last_round + 1):
             await sequencer.play(session.play_round(round_number))
@@ -432,6 +434,7 @@ async def _play_tape(
         if process.cut is not None and not sequencer.stalled:
             # stopped mid-round: play it up to where the stop came, then cancel it as the stop did
             await sequencer.play(session.play_round(process.last_round + 1), process.cut)
+        sequencer.release()  # the requests still open end now, as the run's end found them
         await session.settle_requests()
         if sequencer.stalled:
             session.finish(price_spend(folder), "interrupted", sequencer.stalled)
@@ -526,7 +529,7 @@ def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
         DeriveError: not a run folder or no log (66).
         LaunchError: its recorded knobs no longer validate (65).
     """
-    return asyncio.run(_check_fork_point(run_dir, after_round))
+    return run_replay(_check_fork_point(run_dir, after_round))
 
 
 def replayed_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
@@ -553,7 +556,7 @@ def replayed_rounds(run_dir: str, after_round: int) -> ReplayedRounds:
     from glossogen.derive import DeriveError, ReplayedRounds
 
     events: list[Event] = []
-    replayed = asyncio.run(_check_fork_point(run_dir, after_round, events))
+    replayed = run_replay(_check_fork_point(run_dir, after_round, events))
     diverged = replayed.divergence.line() if replayed.divergence else replayed.event_divergence
     diverged = diverged or replayed.stalled
     if diverged is not None:

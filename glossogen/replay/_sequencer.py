@@ -8,16 +8,26 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
 - Every task of a seat (its phase task, and the tasks it starts: its model requests, its tools;
   :data:`~glossogen.engine.SEAT` names the seat) is wrapped (:class:`_Gated`, through the event
   loop's task factory) so that each of its steps first asks the sequencer. A seat may step while
-  the next event of the recorded log is its own, or is one no seat logs (the round's own
-  events, the judge's, a world event): a seat whose next step may log an event that is not the
-  next recorded one waits until it is. Its answer, handed over at once, is thus taken up exactly
-  where the recorded run took its answer up, between the same two events.
+  the next event of the recorded log is its own or the judge's: a seat whose next step may log
+  an event that is not the next recorded one waits until it is. Its answer, handed over at
+  once, is thus taken up exactly where the recorded run took its answer up, between the same
+  two events.
+- The round's own task (and what it starts: the phase's wait for a change) steps only while
+  the next recorded event is one no seat logs, or a tool result the phase's end logged
+  (:func:`cut_off`): it does not decide that the phase is settled, idle or over while the
+  record shows a seat's event (its next request) still to come first.
+- A request the record logged abandoned (a phase end or a stop cut its asker off; the ledger
+  logged it when its answer came) is answered once the replay's log holds the events the
+  record held before it (:meth:`Sequencer.reached`), not at once; one still open when its
+  process's rounds are played is answered then (:meth:`Sequencer.release`).
 - A run with no hosted seat is not ordered: its seats' answers came on the game clock, which
   the replay plays again as it was.
-- A step that receives a cancellation always goes (a phase end, a stop: the round's task
-  cancels the seats in order, as it did when the run was recorded).
-- When every task waits (nothing is ready to run on the event loop) and some seat waits for its
-  turn, the seat that has waited longest takes one step: a step that logs nothing but that
+- A step that receives a cancellation goes (a phase end, a stop: the round's task cancels the
+  seats), but a seat's waits while the next recorded event is another seat's: the seats cut
+  off close their histories (their tool results, :func:`cut_off`) in the recorded order.
+- When every task waits (nothing is ready to run on the event loop, a :class:`ReplayLoop`) and
+  some task waits for its turn, the round's own task, else the seat that has waited longest,
+  takes one step: a step that logs nothing but that
   another seat waits on (a model call's release of the game clock, which a scripted seat's
   latency waits for). When every task waits and no seat waits for its turn, the replay is stuck:
   :attr:`Sequencer.stalled` names the recorded event it waited for (its place in the log, type,
@@ -31,9 +41,11 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import itertools
 from collections.abc import Callable, Coroutine, Generator, Iterable
-from typing import Any
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, TypeVar, TypeVarTuple
 
 from glossogen.engine import SEAT
 from glossogen.eventlog import (
@@ -43,9 +55,15 @@ from glossogen.eventlog import (
     Event,
     InjectionDelivered,
     JudgeCalled,
+    LlmResponseReceived,
     ModelRequestAbandoned,
+    ModelRequestSent,
+    ToolResultReceived,
     WorldEventDelivered,
 )
+
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 _ROUND_EVENTS = (
     AgentRegistered,
@@ -53,16 +71,14 @@ _ROUND_EVENTS = (
     AgentHistoryAppended,
     InjectionDelivered,
     WorldEventDelivered,
-    ModelRequestAbandoned,
 )
-"""Events naming a seat that the round's task (briefings, notices, checkpoints, swaps) or the
-request ledger's callbacks log, not the seat's own tasks."""
+"""Events naming a seat that the round's task (briefings, notices, checkpoints, swaps) logs, not
+the seat's own tasks."""
 
 
 JUDGE = "judge"
 """The owner of the in-run judge's events (logged by whichever task asked it: a seat's tool, the
-round's) and of an abandoned request's (logged by the ledger when the request ends): any task
-may step towards them."""
+round's): any task may step towards them."""
 
 
 def event_agent(event: Event) -> str | None:
@@ -77,12 +93,58 @@ def owner(event: Event, seats: frozenset[str]) -> str | None:
     scenario's own included (a tool's effect), but for what the round's task or a callback
     logs about a seat (:data:`_ROUND_EVENTS`).
     """
-    if isinstance(event, JudgeCalled | ModelRequestAbandoned) or event_agent(event) == JUDGE:
+    if isinstance(event, JudgeCalled) or event_agent(event) == JUDGE:
         return JUDGE
+    if isinstance(event, ModelRequestAbandoned):  # its seat's request's end (the judge's: above)
+        return event.agent_id if event.agent_id in seats else JUDGE
     if isinstance(event, _ROUND_EVENTS):
         return None
     who = getattr(event, "sender_id", None) or getattr(event, "agent_id", None)
     return who if who in seats else None
+
+
+def _call_of(event: Event) -> int | None:
+    """The seat's call a request or an answer names (its turn), or None."""
+    if isinstance(event, ModelRequestSent):
+        return event.call
+    if isinstance(event, LlmResponseReceived):
+        return event.cycle
+    return None
+
+
+def cut_off(owners: list[str | None], recorded: list[Event]) -> frozenset[int]:
+    """The places of the seats' tool results the phase's end logged (the round's steps first).
+
+    A seat's tool result is logged when pydantic-ai builds the next request from it (and the
+    seat's turn count goes up), or, when the phase ended first, as the seat's cancellation
+    closes its history. The second comes from the round's step that ends the phase, which must
+    then go first. It shows in the record: the seat's next call is in a later phase and its
+    turns go on without a gap (a gap: the request was built, then cut off before it was sent);
+    an interrupted result, or one after which the seat made no call, is always the second.
+    """
+    closing: set[int] = set()
+    calls: dict[str, list[int]] = {}  # each seat's call events, by place in the log
+    for index, event in enumerate(recorded):
+        if _call_of(event) is not None and owners[index] is not None:
+            calls.setdefault(str(owners[index]), []).append(index)
+    for index, event in enumerate(recorded):
+        seat = owners[index]
+        if not isinstance(event, ToolResultReceived) or seat is None:
+            continue
+        places = calls.get(seat, [])
+        at = bisect.bisect(places, index)
+        before = _call_of(recorded[places[at - 1]]) if at else 0
+        later = recorded[places[at]] if at < len(places) else None
+        if (
+            event.interrupted
+            or later is None
+            or (
+                (later.round_number, later.phase) != (event.round_number, event.phase)
+                and _call_of(later) == (before or 0) + 1
+            )
+        ):
+            closing.add(index)
+    return frozenset(closing)
 
 
 def describe(event: Event) -> str:
@@ -110,7 +172,9 @@ class Sequencer:
         known = frozenset(seats)
         self._hosted = frozenset(hosted)
         self._recorded = recorded
+        self._seats = known
         self._owners = [owner(e, known) for e in recorded]
+        self._closing = cut_off(self._owners, recorded)
         self.logged = logged
         self.cut: int | None = None
         self.stalled: str | None = None
@@ -119,26 +183,33 @@ class Sequencer:
         self._waiting: dict[_Gated, tuple[bool, int]] = {}
         self._order = itertools.count()
         self._granted: _Gated | None = None
-        self._offloaded = 0
+        self._released = False
+        self._places: list[tuple[int, Callable[[], bool], asyncio.Future[None]]] = []
 
     # -- the gate ------------------------------------------------------------------------------
     def may_step(self, gated: _Gated, exc: BaseException | None) -> bool:
         """Whether ``gated`` (a task's coroutine) may take its next step now."""
         seat = SEAT.get()
-        if isinstance(exc, asyncio.CancelledError) or gated.cancelled:
-            return True
+        cancelling = isinstance(exc, asyncio.CancelledError) or gated.cancelled
         if self._granted is gated:
             self._granted = None
             return True
         at = self.logged()
-        if self.cut is not None and at >= self.cut and seat is not None:
+        if cancelling and (seat is None or not self._hosted or self._past_cut(at)):
+            return True
+        if self._past_cut(at) and seat is not None:
             return False  # the stop came here: no seat takes another step
         if not self._hosted:
             return True  # every seat on this machine: the game clock ordered them, as it does now
         next_owner = self._owners[at] if at < len(self._owners) else None
-        if seat is None:  # the round's own task (and what it starts)
-            return True
-        return next_owner in (seat, JUDGE, None)
+        if seat is None:  # the round's own task (and what it starts): not ahead of a seat's
+            return next_owner in (JUDGE, None) or at in self._closing
+        if cancelling:  # a seat cut off: not ahead of another seat's closing events
+            return next_owner not in self._seats or next_owner == seat
+        return next_owner in (seat, JUDGE)
+
+    def _past_cut(self, at: int) -> bool:
+        return self.cut is not None and at >= self.cut
 
     def wait_turn(self, gated: _Gated) -> asyncio.Future[None]:
         """A future resolved when the log moves on (or ``gated`` is granted a step).
@@ -154,6 +225,39 @@ class Sequencer:
     def stepped(self, gated: _Gated) -> None:
         """``gated`` took a step: it no longer waits for its turn."""
         self._waiting.pop(gated, None)
+
+    async def reached(self, place: int, ready: Callable[[], bool]) -> None:
+        """Return once the log holds ``place`` events and ``ready()``, or its process played out.
+
+        What a request the record logged abandoned waits for before it answers: the ledger
+        logged it when its answer came, after its asker was cut off (``ready``) and once the
+        record's log held ``place`` events; handed over at once, the replay's asker would take
+        it up, or its ledger log it earlier. Checked at every turn of the event loop while a
+        round plays (:meth:`_watch`).
+        """
+        if self._released or (self.logged() >= place and ready()):
+            return
+        due: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._places.append((place, ready, due))
+        await due
+
+    def _due(self, everything: bool = False) -> None:
+        """Resolve what :meth:`reached` waits for that is due (``everything``: all of it)."""
+        if not self._places:
+            return
+        at, kept = self.logged(), []
+        for place, ready, due in self._places:
+            if everything or (at >= place and ready()):
+                if not due.done():
+                    due.set_result(None)
+            elif not due.done():
+                kept.append((place, ready, due))
+        self._places = kept
+
+    def release(self) -> None:
+        """The process's rounds are played: what waits in :meth:`reached` goes on now."""
+        self._released = True
+        self._due(everything=True)
 
     def _wake(self) -> None:
         turns, self._turns = self._turns, []
@@ -171,45 +275,29 @@ class Sequencer:
         """Play ``round_play`` (a round of the replay) with the seats' steps in recorded order.
 
         With ``cut``: cancel it, as a stop did, once the replay's log holds ``cut`` events.
+        Runs on a :class:`ReplayLoop` (:func:`run_replay`), whose own queues say when every
+        task waits.
         """
         loop = asyncio.get_running_loop()
+        if not isinstance(loop, ReplayLoop):
+            raise TypeError(f"a replay plays on a ReplayLoop (run_replay), not {type(loop)}")
         previous = loop.get_task_factory()
         loop.set_task_factory(self._factory)
-        offload = loop.run_in_executor
-        # mypy: an instance attribute over the method, counting what runs in a worker thread
-        loop.run_in_executor = self._counted(offload)  # type: ignore[method-assign,assignment]
         self.cut = cut
         try:
             task = asyncio.ensure_future(round_play)
             await self._watch(loop, task)
         finally:
             loop.set_task_factory(previous)
-            del loop.run_in_executor  # the loop's own method again
             self.cut = None
 
-    def _counted(self, offload: Callable[..., asyncio.Future[Any]]) -> Callable[..., Any]:
-        """``loop.run_in_executor``, counting the calls running in a worker thread.
-
-        While one runs (the log's fsync at a round's end), the loop waits on no task.
-        """
-
-        def run_in_executor(*args: Any) -> asyncio.Future[Any]:
-            future = offload(*args)
-            self._offloaded += 1
-            future.add_done_callback(self._returned)
-            return future
-
-        return run_in_executor
-
-    def _returned(self, _: asyncio.Future[Any]) -> None:
-        self._offloaded -= 1
-
-    async def _watch(self, loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> None:
+    async def _watch(self, loop: ReplayLoop, task: asyncio.Future[Any]) -> None:
         """Wake the seats as the log moves; cut, grant or give up when every task waits."""
         seen = self.logged()
         cancelled = False
         while not task.done():
             await asyncio.sleep(0)
+            self._due()
             now = self.logged()
             if task.done():
                 break
@@ -219,7 +307,7 @@ class Sequencer:
             elif self.cut is not None and now >= self.cut and not cancelled:
                 task.cancel()  # the stop came here
                 cancelled = True
-            elif self._offloaded or _busy(loop):
+            elif loop.busy():
                 continue
             elif self._waiting and self._granted is None:  # one waits for its turn: it steps
                 self._granted = min(self._waiting, key=self._waiting.__getitem__)
@@ -247,17 +335,66 @@ class Sequencer:
         )
 
 
-def _busy(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether the event loop has anything to run now or later (callbacks ready, timers).
+class ReplayLoop(asyncio.SelectorEventLoop):
+    """The event loop a replay plays on: it can tell when every task waits on another.
 
-    Read from the loop's own queues (asyncio's base event loop): nothing ready and no timer
-    means every task waits on another.
+    asyncio offers no public way to ask a loop whether anything is left to run, so
+    :meth:`busy` reads the two queues of asyncio's base event loop (``BaseEventLoop._ready``,
+    the callbacks to run now, and ``BaseEventLoop._scheduled``, the heap of timer handles), which
+    CPython has kept under these names since asyncio began; a subclass reads them on itself,
+    and ``tests/replay/test_sequencer_loop.py`` fails loudly if they change. The one thing
+    those queues miss is work in a worker thread (the log's fsync at a round's end), whose
+    completion arrives from outside: :meth:`run_in_executor`, overridden, counts it.
     """
-    ready = getattr(loop, "_ready", None)
-    scheduled = getattr(loop, "_scheduled", None)
-    if ready is None or scheduled is None:  # not asyncio's loop: never call it stuck
-        return True
-    return bool(ready) or any(not timer.cancelled() for timer in scheduled)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offloaded = 0
+        """Calls running in a worker thread (:meth:`run_in_executor`) not yet returned."""
+
+    def run_in_executor(
+        self, executor: Executor | None, func: Callable[[*_Ts], _T], *args: *_Ts
+    ) -> asyncio.Future[_T]:
+        """As asyncio's, counted in :attr:`offloaded` until it returns."""
+        future = super().run_in_executor(executor, func, *args)
+        self.offloaded += 1
+        future.add_done_callback(self._returned)
+        return future
+
+    def _returned(self, _: asyncio.Future[Any]) -> None:
+        self.offloaded -= 1
+
+    def busy(self) -> bool:
+        """Whether the loop has anything to run now (callbacks ready, timers due, threads).
+
+        False means every task waits on another task, or on real time: a replay plays on the
+        virtual clock, so a timer not yet due (a request's deadline, which pydantic-ai keeps
+        as a timer while a replayed request waits its turn) is nothing the replay waits for.
+        """
+        ready: Any = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's (class doc)
+        timers: Any = self._scheduled  # type: ignore[attr-defined]
+        now = self.time()
+        due = any(not t.cancelled() and t.when() <= now for t in timers)
+        return bool(self.offloaded or ready or due)
+
+
+def run_replay(replay: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``replay`` (what plays a recorded run) on a fresh :class:`ReplayLoop`.
+
+    Called where an event loop already runs (a Prefect flow's task of a derived run), it runs
+    on its own loop in a worker thread, and the caller waits for it as for any blocking call.
+    """
+
+    def on_its_own_loop() -> _T:
+        with asyncio.Runner(loop_factory=ReplayLoop) as runner:
+            return runner.run(replay)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return on_its_own_loop()
+    with ThreadPoolExecutor(1, thread_name_prefix="glossogen-replay") as worker:
+        return worker.submit(on_its_own_loop).result()
 
 
 class _Gated(Coroutine[Any, Any, Any]):
@@ -312,4 +449,4 @@ class _Gated(Coroutine[Any, Any, Any]):
         return self._inner.throw(exc)
 
 
-__all__ = ["Sequencer", "describe", "owner"]
+__all__ = ["ReplayLoop", "Sequencer", "describe", "owner", "run_replay"]

@@ -213,16 +213,23 @@ def _badges(lineage: dict[str, Any] | None, resumes: int) -> list[str]:
 
 
 def _derived_badges(lineage: dict[str, Any]) -> list[str]:
+    # A derived run whose rounds 1..N were played again from the source's tape (``--replay``)
+    # says so: its prefix is the replay's, not a copy.
+    replayed = ", replayed" if lineage.get("prefix") == "replayed" else ""
+    return [_derivation_badge(lineage) + replayed]
+
+
+def _derivation_badge(lineage: dict[str, Any]) -> str:
     derivation = str(lineage.get("derivation") or lineage.get("derivation_type") or "derived")
     after = lineage.get("after_round")
     seat = lineage.get("replaced_agent_id")
     if derivation == "fork_at_round":
-        return [f"fork after round {after}"]
+        return f"fork after round {after}"
     if derivation == "replace_agent":
-        return [f"replace-agent {seat} after round {after}"]
+        return f"replace-agent {seat} after round {after}"
     if derivation == "cross_run_replace_agent":
-        return [f"cross-run {seat} after round {after}"]
-    return [derivation]
+        return f"cross-run {seat} after round {after}"
+    return derivation
 
 
 def seconds_since(stamp: str | None, now: datetime) -> float:

@@ -74,3 +74,20 @@ def test_the_replace_agent_flow_needs_a_seat(source: Path, tmp_path: Path) -> No
     ):
         asyncio.run(replace_agent(ForkRequest("veyru", str(source), 2, str(tmp_path))))
     assert not (tmp_path / "veyru").exists()
+
+
+@pytest.mark.parametrize("seat", [{}, {"replaced_agent_id": "field_observer", "model": "scripted-b",
+                                       "provider": "scripted"}])  # fmt: skip
+def test_the_derived_flows_replay_the_prefix_when_asked(
+    source: Path, tmp_path: Path, seat: dict[str, str]
+) -> None:
+    request = ForkRequest("veyru", str(source), 2, str(tmp_path), **seat, replay=True)
+    flow = replace_agent if seat else fork_at_round
+    result = asyncio.run(flow(request))
+    assert result.status == "completed"
+    events = _events(Path(result.run_url))
+    assert events[0].lineage["prefix"] == "replayed"
+    assert events[0].lineage["derivation"] == ("replace_agent" if seat else "fork_at_round")
+    source_ids = {e.event_id for e in _events(source)}
+    assert not {e.event_id for e in events} & source_ids  # rounds 1..2 are the replay's
+    assert _verdicts(Path(result.run_url))[:2] == _verdicts(source)[:2]

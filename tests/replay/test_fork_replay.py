@@ -191,37 +191,70 @@ def _boundary_history(view: RunView, seat: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_replaced_seat_forked_with_replay_gets_the_replayed_history(tmp_path: Path) -> None:
-    source = play("veyru", tmp_path, rounds=2)
-    source_dir = str(tmp_path / source.started.run_id)
-    seat = {"replaced_agent_id": "field_observer", "model": "other-script",
-            "provider": "scripted"}  # fmt: skip
+def _replaced_with_replay(
+    source_dir: str, runs: Path, seat: dict[str, str]
+) -> tuple[RunFolder, RunView, list[dict[str, Any]]]:
+    """``seat`` replaced after round 1 with ``--replay``, played on; the replaced seat's history
+    at the boundary (checked the same as a copied fork's)."""
     copied = prepare_fork(
-        ForkRequest("veyru", source_dir, 1, str(tmp_path / "c"), **seat), now_unix=1796300000
+        ForkRequest("veyru", source_dir, 1, str(runs / "c"), **seat), now_unix=1796300000
     ).folder
-    request = ForkRequest("veyru", source_dir, 1, str(tmp_path / "f"), **seat, replay=True)
-    folder = prepare_fork(request, now_unix=1796300000, replay_check=replayed_rounds).folder
-    # the seat's history at the boundary is the replay's, the same as the copied one's
+    request = ForkRequest("veyru", source_dir, 1, str(runs / "f"), **seat, replay=True)
+    prepared = prepare_fork(request, now_unix=1796300000, replay_check=replayed_rounds)
+    assert prepared.replayed is not None and prepared.replayed.reproduced
+    folder = prepared.folder
     history = _boundary_history(RunView.load(folder.log_url), "field_observer")
-    assert len(history) == 1
     assert history == _boundary_history(RunView.load(copied.log_url), "field_observer")
     asyncio.run(_play_on(folder.url))
     forked = RunView.load(folder.log_url)
     assert (forked.status, forked.rounds_played) == ("completed", 2)
     assert forked.started is not None
-    assert forked.started.lineage == {
-        "derivation": "replace_agent",
-        "source_run_id": source.started.run_id,
-        "source_run_dir": source_dir,
-        "after_round": 1,
-        "replaced_agent_id": "field_observer",
-        "model": "other-script",
-        "provider": "scripted",
-        "channel_visibility": "full",
-        "prefix": "replayed",
-    }
-    assert not {e.event_id for e in _prefix(forked)} & {e.event_id for e in source.events}
     assert _verified(folder) == []
+    return folder, forked, history
+
+
+_SEAT = {"replaced_agent_id": "field_observer", "model": "other-script", "provider": "scripted"}
+
+
+def _replaced_after_1(
+    derivation: str, source: RunView, source_dir: str, **more: str
+) -> dict[str, Any]:
+    """The lineage of :data:`_SEAT` replaced after round 1 of ``source``, its prefix replayed."""
+    assert source.started is not None
+    return {"derivation": derivation, "source_run_id": source.started.run_id,
+            "source_run_dir": source_dir, "after_round": 1, **_SEAT, **more,
+            "prefix": "replayed"}  # fmt: skip
+
+
+def test_a_replaced_seat_forked_with_replay_gets_the_replayed_history(tmp_path: Path) -> None:
+    source = play("veyru", tmp_path, rounds=2)
+    source_dir = str(tmp_path / source.started.run_id)
+    # the seat's history at the boundary is the replay's, the same as the copied one's
+    _, forked, history = _replaced_with_replay(source_dir, tmp_path, _SEAT)
+    assert len(history) == 1
+    assert forked.started is not None
+    assert forked.started.lineage == _replaced_after_1(
+        "replace_agent", source, source_dir, channel_visibility="full"
+    )
+    assert not {e.event_id for e in _prefix(forked)} & {e.event_id for e in source.events}
+
+
+def test_a_cross_run_replaced_seat_forked_with_replay_keeps_the_donors_history(
+    tmp_path: Path,
+) -> None:
+    source = play("veyru", tmp_path / "s", rounds=2)
+    donor = play("veyru", tmp_path / "d", rounds=2, overrides=["seed=7"])
+    source_dir = str(tmp_path / "s" / source.started.run_id)
+    donor_dir = str(tmp_path / "d" / donor.started.run_id)
+    donated = {"donor_run_dir": donor_dir, "donor_agent_id": "field_observer"}
+    # the incoming seat's history at the boundary is the donor's, as the copied fork's is
+    _, forked, history = _replaced_with_replay(source_dir, tmp_path, {**_SEAT, **donated})
+    assert history != []
+    assert forked.started is not None
+    assert forked.started.lineage == _replaced_after_1(
+        "cross_run_replace_agent", source, source_dir, **donated
+    )
+    assert not {e.event_id for e in _prefix(forked)} & {e.event_id for e in source.events}
 
 
 def test_a_source_that_does_not_replay_is_refused_at_the_first_divergence(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli.replay import replay as replay_command
-from glossogen.eventlog import RunView
+from glossogen.eventlog import RunResumed, RunView, ToolResultReceived
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.replay import ReplayRequest, replay_run
 from glossogen.testing import play
@@ -86,7 +86,7 @@ def test_a_resumed_run_replays_process_by_process(tmp_path: Path) -> None:
     report = replay_run(ReplayRequest(run_dir=f"{runs_dir}/{run_id}", runs_dir=f"{runs_dir}/r"))
     assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
     replayed = RunView.load(f"{report.replay_url}/veyru.jsonl")
-    assert [e.event_type for e in replayed.events].count("run_resumed") == 1
+    assert sum(isinstance(e, RunResumed) for e in replayed.events) == 1
     assert replayed.status == "completed"
 
 
@@ -222,10 +222,11 @@ def test_a_folder_with_an_empty_or_broken_log_is_told_what_it_holds(
     assert not (tmp_path / "r").exists()
 
 
-async def _stopped_in_round_2(runs_dir: str) -> str:
-    """A scripted 2-round run stopped as ``glossogen stop`` stops one: mid-round 2, after its
-    first answers (the round's task cancelled at a turn of the loop, the answers already asked
-    settled, the log sealed ``interrupted``); then resumed to its end."""
+async def _stopped_in_round_2(runs_dir: str, after: int = 4) -> str:
+    """A scripted 2-round run stopped as ``glossogen stop`` stops one: mid-round 2, ``after``
+    events into it (default: round_started, 2 briefings, a first answer; the round's task
+    cancelled at a turn of the loop, the answers already asked settled, the log sealed
+    ``interrupted``); then resumed to its end."""
     from flows.simulate import settle_after_interrupt
     from glossogen.launch import RunRequest, claim_run, plan_run
     from tests.fixtures.played_runs import CLOCK_START
@@ -238,7 +239,7 @@ async def _stopped_in_round_2(runs_dir: str) -> str:
     await session.play_round(1)
     boundary = session.writer.count
     round_2 = asyncio.ensure_future(session.play_round(2))
-    while session.writer.count < boundary + 4:  # round_started, 2 briefings, a first answer
+    while session.writer.count < boundary + after:
         await asyncio.sleep(0)
     round_2.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -266,3 +267,24 @@ def test_a_run_stopped_mid_round_and_resumed_replays_identically(tmp_path: Path)
     replayed = RunView.load(f"{report.replay_url}/prisoners_dilemma.jsonl")
     assert [(e.event_type, e.round_number) for e in replayed.events] == types
     assert replayed.verdicts == recorded.verdicts
+
+
+@pytest.mark.xfail(
+    reason="defect: a stop that found a seat inside a tool (its result logged interrupted) is not "
+    "cut at the same place: the replay, cancelled once its log holds the record's count before "
+    "the stop, logs the seat's tool result otherwise (or not at all); cause not yet found",
+    strict=True,
+)
+def test_a_run_stopped_while_a_seat_waits_inside_a_tool_replays_identically(
+    tmp_path: Path,
+) -> None:
+    run_dir = asyncio.run(_stopped_in_round_2(str(tmp_path), after=10))
+    recorded = RunView.load(f"{run_dir}/prisoners_dilemma.jsonl")
+    cut_off = [
+        (e.agent_id, e.tool_name)
+        for e in recorded.events
+        if isinstance(e, ToolResultReceived) and e.interrupted
+    ]
+    assert ("player_a", "wait_for_notifications") in cut_off  # the stop found it in the tool
+    report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
+    assert (report.divergence, report.event_divergence, report.identical) == (None, None, True)

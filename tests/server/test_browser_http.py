@@ -285,6 +285,23 @@ def test_a_fork_shows_its_badge_its_fork_point_and_links_both_ways(
     assert f'<dt>derived runs</dt><dd><a href="/runs/{fork_id}">{fork_id}</a>' in source_page
 
 
+def test_a_fork_whose_prefix_was_replayed_says_so_on_its_badge(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from flows.derived import fork_at_round
+    from glossogen.derive import ForkRequest
+
+    source = play_run(str(tmp_path), rounds=2)
+    request = ForkRequest("veyru", source.url, 1, str(tmp_path), replay=True)
+    asyncio.run(fork_at_round(request))
+    listed = TestClient(create_app(str(tmp_path))).get("/").text
+    assert re.findall(r'<span class="badge lineage">([^<]*)</span>', listed) == [
+        "fork after round 1, replayed"
+    ]
+
+
 def test_the_run_page_shows_the_evaluation_report_with_its_per_round_charts(
     prefect_api: str, tmp_path: Path
 ) -> None:
