@@ -11,6 +11,7 @@ per run, with the export's selection flags.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from pathlib import Path
@@ -440,9 +441,9 @@ def _refuse_cohort(
     Returns:
         The exit code of the first refusal (its line printed), or None.
     """
+    from glossogen.environment import load_environment  # not launch's: it imports the engine
     from glossogen.evaluation import JUDGE_ENV_VARS
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, parse_conditions
-    from glossogen.launch import load_environment
     from glossogen.storage import StorageError
 
     if spend_cap_usd is not None and spend_cap_usd < 0:
@@ -487,6 +488,7 @@ def _run_cohort(
     if not api_url_configured():
         _note("no PREFECT_API_URL set: a temporary local Prefect server starts for the cohort")
     progress = CohortProgress()
+    gc.freeze()  # what the imports built is never garbage: a cohort's collections skip it
     try:
         with observing(progress):
             return asyncio.run(evaluate_cohort(runs_dir, selection, request, spend_cap_usd))

@@ -210,8 +210,18 @@ def parse_metric_names(metrics: str | list[str]) -> list[str] | None:
     return names
 
 
-def _check_credentials(plan: EvaluationPlan, environ: dict[str, str]) -> None:
-    """Refuse (77) when a judge or probe call would lack its key; names variables, never values."""
+def _check_credentials(plan: EvaluationPlan, environ: dict[str, str] | None) -> None:
+    """Refuse (77) when a judge or probe call would lack its key; names variables, never values.
+
+    ``environ`` None: the process environment and nearest ``.env``, read only when some planned
+    metric calls a model (a cohort of deterministic metrics reads no ``.env`` per run).
+    """
+    if not any(m.kind in ("judged", "model") for m in plan.metrics):
+        return
+    if environ is None:
+        from glossogen.environment import load_environment
+
+        environ = load_environment()
     missing: list[str] = []
     if plan.judge is not None and any(m.kind == "judged" for m in plan.metrics):
         var = JUDGE_ENV_VARS[plan.judge.provider]
@@ -323,9 +333,7 @@ def plan_evaluation(
             )  # fmt: skip
             if fresh:
                 plan.fresh.append(m.name)
-    from glossogen.environment import load_environment
-
-    _check_credentials(plan, environ if environ is not None else load_environment())
+    _check_credentials(plan, environ)
     return plan
 
 

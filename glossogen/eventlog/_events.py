@@ -104,9 +104,16 @@ class Tokens:
     output_tokens: int = 0
 
     def add_tokens(self, counted: Any) -> None:
-        """Add the token counts of ``counted`` (a priced event, or other :class:`Tokens`)."""
-        for name in TOKEN_FIELDS:
-            setattr(self, name, getattr(self, name) + getattr(counted, name))
+        """Add the token counts of ``counted`` (a priced event, or other :class:`Tokens`).
+
+        Each of :data:`TOKEN_FIELDS` by name (a loop of ``getattr``/``setattr`` cost a
+        cohort's spend fold a tenth of its time).
+        """
+        self.input_tokens += counted.input_tokens
+        self.cache_read_tokens += counted.cache_read_tokens
+        self.cache_write_tokens += counted.cache_write_tokens
+        self.cache_write_1h_tokens += counted.cache_write_1h_tokens
+        self.output_tokens += counted.output_tokens
 
     @property
     def cached_share(self) -> float | None:

@@ -193,8 +193,10 @@ class Spend:
 
     def count(self, event: Event) -> None:
         """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
-        cost = getattr(event, "cost_usd", None)
-        if isinstance(event, _PRICED) and cost is not None:
+        if not isinstance(event, _PRICED):
+            return
+        cost = event.cost_usd
+        if cost is not None:
             self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
         if isinstance(event, LlmResponseReceived):
             self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)

@@ -165,6 +165,21 @@ def test_a_judged_metric_without_its_key_exits_77_before_any_call(
     assert model_stub.requests == []
 
 
+def test_a_cohort_with_a_judge_but_no_key_exits_77_before_any_run_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env above
+    run_dir = _judged_run(tmp_path)
+    code = _cli("--runs-dir", str(run_dir.parent.parent), "--metrics", "language_repetition",
+                "--model", "gpt-4o-mini", "--provider", "openai")  # fmt: skip
+    assert code == 77
+    assert capsys.readouterr().err.splitlines() == [
+        "glossogen: error: missing credentials: OPENAI_API_KEY (judge provider openai)"
+    ]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["veyru.jsonl"]
+
+
 def test_plot_writes_report_html_with_three_charts(prefect_api: str, tmp_path: Path) -> None:
     log = RunLog(tmp_path)
     log.round(1).say(1, FO, "abc", budget_chars=150).verdict(1, True)
