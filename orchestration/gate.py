@@ -96,20 +96,32 @@ class SlotPool:
     """
 
     def __init__(
-        self, name: str, size: int, client: PrefectClient, linger: float = LINGER_SECONDS
+        self,
+        name: str,
+        size: int,
+        client: PrefectClient,
+        linger: float = LINGER_SECONDS,
+        turn: float = HANDOFF_SECONDS,
     ) -> None:
         """Queue for ``name`` (a limit of ``size`` slots), talking to the server with ``client``.
 
-        ``linger``: seconds an idle slot waits for the next request before it is released.
+        ``linger``: seconds an idle slot waits for the next request before it is released;
+        ``turn``: seconds a slot taken from the server is passed on in this process.
         """
         self.name = name
         self.client = client
         self.linger = linger
+        self.turn = turn
         self.queue = asyncio.Semaphore(size)
         self.idle: list[tuple[Lease, asyncio.Task[None]]] = []
         self.waiting = 0
         self.in_flight = 0
         self.releasing: set[asyncio.Future[None]] = set()  # releases of this pool on the wire
+        # Releases of slots whose turn ended, each owed to the request the slot was handed on
+        # to (the next one out of ``queue``): it asks the server once that release has landed.
+        self.turned: list[asyncio.Future[None]] = []
+        self.taken = 0  # slots taken from the server (for benches and tests)
+        self.refused = 0  # asks the server refused (423: all held)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -123,11 +135,19 @@ class SlotPool:
             self.in_flight += 1
             try:
                 lease = self._take_idle()
-                if lease is None and self.releasing:
+                if lease is None and self.turned:
+                    # The slot handed on to this request ended its turn: its release is on the
+                    # wire. Asking before it lands would be refused (423) and wait a poll
+                    # interval; waiting for the other slots' releases too would keep this one
+                    # idle for the slowest of them.
+                    await asyncio.wait({self.turned.pop(0)})
+                elif lease is None and self.releasing:
                     # A slot this process is giving back is still held on the server: asking
                     # now would be refused (423) and wait a poll interval while it comes free.
                     await asyncio.wait(set(self.releasing))
-                lease = lease or await _acquire(self.client, self.name)
+                if lease is None:
+                    lease = await _acquire(self.client, self.name, self._count_refusal)
+                    self.taken += lease is not None
             except BaseException:  # refused or cancelled while asking: nothing is in flight
                 self.in_flight -= 1
                 raise
@@ -141,7 +161,7 @@ class SlotPool:
                 if renewing is not None:
                     renewing.cancel()
                 if lease is not None and done:
-                    await self._put_back(lease)
+                    self._put_back(lease)
                 elif lease is not None:
                     # A cancelled or failed request may still be in the provider's hands for a
                     # moment: its slot goes back through the server rather than straight on.
@@ -149,12 +169,22 @@ class SlotPool:
         finally:
             self.queue.release()
 
-    async def _put_back(self, lease: Lease) -> None:
-        """Keep a finished request's slot for this process while it is fresh, else release it."""
-        if time.monotonic() - lease.acquired_at < HANDOFF_SECONDS:
+    def _put_back(self, lease: Lease) -> None:
+        """Keep a finished request's slot for this process while it is fresh, else release it.
+
+        A slot whose turn ended goes back to the server without holding up the request that
+        finished with it; a request waiting in this process asks the server again once that
+        release has landed (``turned``).
+        """
+        if time.monotonic() - lease.acquired_at < self.turn:
             self.idle.append((lease, asyncio.create_task(self._release_later(lease))))
+        elif self.waiting:
+            self.turned.append(self._release(lease))
         else:
-            await asyncio.shield(self._release(lease))
+            self._release(lease)
+
+    def _count_refusal(self) -> None:
+        self.refused += 1
 
     def _take_idle(self) -> Lease | None:
         """An idle slot whose lease is surely still alive (at most half a lease since renewed)."""
@@ -221,10 +251,17 @@ class PrefectCallGate:
         self,
         say_waiting_after: float = SAY_WAITING_AFTER_SECONDS,
         linger_seconds: float = LINGER_SECONDS,
+        turn_seconds: float = HANDOFF_SECONDS,
     ) -> None:
-        """Start with nothing read; ``say_waiting_after`` and ``linger_seconds`` are in seconds."""
+        """Start with nothing read.
+
+        ``say_waiting_after``, ``linger_seconds`` (``LINGER_SECONDS``) and ``turn_seconds``
+        (``HANDOFF_SECONDS``: how long a slot taken from the server passes from request to
+        request of this process) are in seconds.
+        """
         self.say_waiting_after = say_waiting_after
         self.linger_seconds = linger_seconds
+        self.turn_seconds = turn_seconds
         self._limits: dict[str, LimitState] = {}
         self._pools: dict[tuple[str, int, int], SlotPool] = {}
         self._clients: dict[int, asyncio.Future[PrefectClient]] = {}
@@ -288,7 +325,10 @@ class PrefectCallGate:
         if pool is None:
             client = await self._client()
             pool = self._pools.setdefault(
-                key, SlotPool(state.name, state.size or 1, client, self.linger_seconds)
+                key,
+                SlotPool(
+                    state.name, state.size or 1, client, self.linger_seconds, self.turn_seconds
+                ),
             )
         return pool
 
@@ -324,6 +364,11 @@ class PrefectCallGate:
         finally:
             waiting.cancel()
 
+    def server_asks(self) -> tuple[int, int]:
+        """Over its pools: slots taken from the server, asks it refused (423, all held)."""
+        pools = self._pools.values()
+        return sum(p.taken for p in pools), sum(p.refused for p in pools)
+
     async def release_idle(self) -> None:
         """Give back the idle slots of this loop's pools that no request uses or waits for."""
         loop = id(asyncio.get_running_loop())
@@ -349,13 +394,16 @@ def _forget(
         shared.pop(key, None)
 
 
-async def _acquire(client: PrefectClient, name: str) -> Lease | None:
+async def _acquire(
+    client: PrefectClient, name: str, refused: Callable[[], None] | None = None
+) -> Lease | None:
     """Take one slot of ``name`` with a lease; wait while the server answers 423 (all held).
 
     We call the client's lease endpoints directly rather than ``prefect.concurrency``'s
     ``concurrency()``: that helper starts a queue thread, a lease-renewal thread and events on
     every acquire and release, where the two requests are all a slot needs. Returns None when
-    the limit vanished meanwhile (nothing held, nothing to release).
+    the limit vanished meanwhile (nothing held, nothing to release). ``refused`` is called
+    on each 423.
     """
     while True:
         asking = asyncio.ensure_future(
@@ -377,6 +425,8 @@ async def _acquire(client: PrefectClient, name: str) -> Lease | None:
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code != 423:
                 raise
+            if refused is not None:
+                refused()
             retry_after = float(exc.response.headers.get("Retry-After", 1.0))
             await asyncio.sleep(min(retry_after, MAX_POLL_SECONDS))
             continue

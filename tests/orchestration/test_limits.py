@@ -152,30 +152,71 @@ def test_every_slot_of_a_limit_is_used_while_calls_wait_for_one(
     """
     limit, calls = 3, 12
     model_stub.hold_until_in_flight = limit
-    body = {"model": "stub", "messages": [{"role": "user", "content": "hi"}]}
 
-    async def scenario() -> tuple[list[int], int, int]:
+    async def scenario() -> tuple[list[int], int, int, tuple[int, int]]:
         async with get_client() as client:
-            await client.create_global_concurrency_limit(
-                GlobalConcurrencyLimitCreate(name="llm:gate-fill", limit=limit, active=True)
-            )
             # A finished call's slot stays with this process for its next call the whole test
             # (no release on a timer): only a waiting call of this process can use it.
             gate = PrefectCallGate(linger_seconds=600)
-            async with httpx.AsyncClient(base_url=model_stub.base_url, timeout=None) as http:
-
-                async def call() -> int:
-                    async with gate.slot("gate-fill"):
-                        return (await http.post("/chat/completions", json=body)).status_code
-
-                codes = await asyncio.gather(*(call() for _ in range(calls)))
+            codes = await _calls_at_once(client, gate, "gate-fill", limit, calls, model_stub)
             held = await client.read_global_concurrency_limit_by_name("llm:gate-fill")
             await gate.release_idle()  # the run ends
             after = await client.read_global_concurrency_limit_by_name("llm:gate-fill")
-            return codes, held.active_slots, after.active_slots
+            return codes, held.active_slots, after.active_slots, gate.server_asks()
 
-    codes, held, after = asyncio.run(scenario())
+    codes, held, after, asks = asyncio.run(scenario())
     assert codes == [200] * calls
     assert model_stub.max_concurrent == limit
     assert len(model_stub.requests) == calls
     assert (held, after) == (limit, 0)  # kept for the next call, then every one given back
+    assert asks == (limit, 0)  # 12 calls, 3 slots taken from the server, passed on locally
+
+
+async def _calls_at_once(
+    client: PrefectClient,
+    gate: PrefectCallGate,
+    name: str,
+    limit: int,
+    calls: int,
+    stub: StubModelServer,
+) -> list[int]:
+    """Create ``llm:<name>`` at ``limit``; send ``calls`` stub requests at once through ``gate``."""
+    await client.create_global_concurrency_limit(
+        GlobalConcurrencyLimitCreate(name=f"llm:{name}", limit=limit, active=True)
+    )
+    body = {"model": "stub", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(base_url=stub.base_url, timeout=None) as http:
+
+        async def call() -> int:
+            async with gate.slot(name):
+                return (await http.post("/chat/completions", json=body)).status_code
+
+        return await asyncio.gather(*(call() for _ in range(calls)))
+
+
+def test_a_slot_whose_turn_ends_goes_back_and_is_taken_again_with_no_slot_left_unused(
+    orchestration_api: str, model_stub: StubModelServer
+) -> None:
+    """12 calls at once, limit 3, and every slot's turn ends with its call (a turn of 0 s).
+
+    Each slot goes back to the server as its call ends, and the call waiting for it asks again
+    once that release has landed: never refused (a refused ask waits a poll interval), and the
+    stub, holding each request until 3 are in flight, sees every batch of 3 fill.
+    """
+    limit, calls = 3, 12
+    model_stub.hold_until_in_flight = limit
+
+    async def scenario() -> tuple[list[int], tuple[int, int], int]:
+        async with get_client() as client:
+            gate = PrefectCallGate(linger_seconds=600, turn_seconds=0)
+            codes = await _calls_at_once(client, gate, "gate-turn", limit, calls, model_stub)
+            await gate.release_idle()  # the run ends: the last releases land
+            after = await client.read_global_concurrency_limit_by_name("llm:gate-turn")
+            return codes, gate.server_asks(), after.active_slots
+
+    codes, asks, after = asyncio.run(scenario())
+    assert codes == [200] * calls
+    assert model_stub.max_concurrent == limit
+    assert len(model_stub.requests) == calls
+    assert asks == (calls, 0)  # a slot taken from the server per call, no ask refused
+    assert after == 0  # every one given back
