@@ -13,7 +13,12 @@ CI runs:
    The first step's flows play in its test processes, so these servers run without the
    services of deployments, workers, automations and the UI's events and task runs
    (:data:`deployments.local_server.PLAYING_ONLY_SERVICES`): those spent CPU the tests share.
-3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers; then the
+3. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers, file by
+   file (``--dist loadfile``: a file's tests run on one worker, so its module fixtures, a
+   played cohort, a stub, a server, are set up once; ``loadgroup`` was meant to do this with
+   a group per file, but pytest 9.2 keeps a test's id apart from the ``_nodeid`` pytest-xdist
+   3.8 appends the group to, so every test was sent alone, turn about to either worker, and
+   most module fixtures were set up on both); then the
    second runs ``tests/orchestration`` on ``WORKERS`` workers too, test by test (``--dist
    load``; each worker's package fixtures start a Prefect server of its own, deploy
    ``prefect.yaml`` there and start real process workers on it, so the two never share a
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
         started = time.monotonic()
         first = subprocess.run(
-            _pytest_command(["-n", str(WORKERS), "--dist", "loadgroup",
+            _pytest_command(["-n", str(WORKERS), "--dist", "loadfile",
                              "--ignore=tests/orchestration", *durations,
                              *([*cov, "--cov-report="] if cov else []), *options.pytest_args]),
             cwd=REPO, env=first_env,
