@@ -1,16 +1,15 @@
 """Session-wide fixtures: real servers on 127.0.0.1 (Prefect, moto S3), loaded as plugins.
 
-The suite runs in parallel under pytest-xdist (``-n 2 --dist loadgroup``: ``python -m tests``,
-README). Each worker is a session of its own, so it has its own stub model servers and moto
+The suite runs in parallel under pytest-xdist (``python -m tests``, README): its first step
+``-n 2 --dist loadfile``, so each test file runs on one worker and its module fixtures are set
+up once. Each worker is a session of its own, so it has its own stub model servers and moto
 server; ``tests/__main__.py`` starts one Prefect server per worker and lists them in
 ``GLOSSOGEN_TEST_PREFECT_API_URLS``, and a worker takes its own before anything imports Prefect:
 run ids are unix seconds and flow runs are named after them, so two workers on one server could
 read each other's flow runs and artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
-``PREFECT_API_URL`` names one for all. Every test file is one xdist group (its module fixtures
-set up once), and ``tests/orchestration`` is one group: its package fixtures start a server,
-deploy ``prefect.yaml`` and start workers, once per worker. README's test command runs that
-package apart, after the rest, test by test on two workers (``--dist load``, which ignores the
-groups): each worker then has its own server, deployments and process workers.
+``PREFECT_API_URL`` names one for all. README's test command runs ``tests/orchestration``
+apart, after the rest, test by test on two workers (``--dist load``): each worker then has its
+own server, deployments and process workers (its package fixtures, once per worker).
 """
 
 from __future__ import annotations
@@ -31,20 +30,6 @@ pytest_plugins = [
     "tests.fixtures.model_stubs",
     "tests.fixtures.ports",
 ]
-
-_PACKAGE_GROUPS = ("orchestration",)
-"""Test packages whose package-scoped fixtures must be set up once: one xdist group each."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put each test in the xdist group of its file, or of its package (``_PACKAGE_GROUPS``)."""
-    tests_dir = os.path.dirname(__file__)
-    for item in items:
-        relative = os.path.relpath(str(item.path), tests_dir)
-        package = relative.split(os.sep, 1)[0]
-        group = package if package in _PACKAGE_GROUPS else relative
-        item.add_marker(pytest.mark.xdist_group(group))
-
 
 _CONSOLE_LEVEL = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
