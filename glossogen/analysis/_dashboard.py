@@ -114,12 +114,37 @@ class Dashboard(BaseModel):
             if chart.chart == "heatmap" and len(by) != 2:
                 raise ValueError(f"charts.{i}.chart 'heatmap': query {shown(chart.query)} has "
                                  f"{len(by)} keys, a heatmap needs two")  # fmt: skip
+        self._files_written_once()
         for name in self.queries:
             if not NAME.match(name):
                 raise ValueError(
                     f"queries.{shown(name)}: a name is letters, digits, _ . - (64 at most)"
                 )
         return self
+
+    def _files_written_once(self) -> None:
+        """Refuse a chart whose file is a report file or another chart's (nothing overwritten)."""
+        owners: dict[str, str] = {name: "" for name in REPORT_FILES}
+        for i, chart in enumerate(self.charts):
+            for name in chart_files(chart, self.queries[chart.query].compare is not None):
+                owner = owners.setdefault(name, chart.name)
+                if owner == chart.name:
+                    continue
+                whose = (
+                    f"written by chart {shown(owner)}" if owner else "one of the report's own files"
+                )
+                raise ValueError(f"charts.{i}.name {shown(chart.name)}: its file {name} is also "
+                                 f"{whose}; rename the chart")  # fmt: skip
+
+
+def chart_files(chart: Chart, compared: bool) -> list[str]:
+    """The files a report writes for ``chart``: its CSV, its SVG (not a table), its comparisons."""
+    names = [f"{chart.name}.csv"]
+    if chart.chart != "table":
+        names.append(f"{chart.name}.svg")
+    if compared:
+        names.append(f"{chart.name}.comparisons.csv")
+    return names
 
 
 def one_line(exc: ValidationError) -> str:

@@ -187,6 +187,17 @@ def test_the_static_report(
             "queries: {a: {measures: []}}\ncharts: [{name: c, query: a}]\n",
             "queries.a.measures: List should have at least 1 item after validation, not 0",
         ),
+        (  # a chart named runs would write runs.csv over the run list
+            "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: runs, query: a}]\n",
+            "charts.0.name 'runs': its file runs.csv is also one of the report's own files; "
+            "rename the chart",
+        ),
+        (  # x's comparisons and the chart x.comparisons would write one file
+            "queries: {a: {measures: [{field: x}], compare: {key: k, a: '1', b: '2'}}}\n"
+            "charts: [{name: x, query: a}, {name: x.comparisons, query: a, chart: table}]\n",
+            "charts.1.name 'x.comparisons': its file x.comparisons.csv is also written by chart "
+            "'x'; rename the chart",
+        ),
         ("- a\n", "a dashboard is a mapping (title, queries, charts)"),
         ("queries: {a: 1, a: 2}\n", "line 1, column 17: duplicate key 'a' (first at line 1)"),
     ],

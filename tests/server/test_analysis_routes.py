@@ -273,6 +273,11 @@ def test_a_body_that_is_not_utf8_is_422_in_the_one_shape(tmp_path: Path) -> None
                           headers={"content-type": "application/json"})  # fmt: skip
     assert (got.status_code, got.json()) == (422, {"detail": {
         "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
+    with TestClient(create_app(str(tmp_path))) as client:  # not JSON: the same line (README)
+        got = client.post(f"{API}/query", content=b'{"measures": [',
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
 
 
 def test_a_group_no_run_records_is_404(cohort: Cohort) -> None:
@@ -290,3 +295,18 @@ def test_a_group_no_run_records_is_404(cohort: Cohort) -> None:
     assert (query.status_code, query.json()) == (404, gone)
     assert (fields.status_code, fields.json()) == (404, gone)
     assert (none.status_code, none.json()["runs"]) == (200, 0)  # the group exists: no run matched
+
+
+def test_a_dashboard_whose_chart_would_write_the_run_list_is_not_saved(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    board = {**DASH, "charts": [{"name": "runs", "query": "q"}]}
+    with TestClient(create_app(str(tmp_path))) as client:
+        got = client.put(f"{API}/dashboards/study", json=board)
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "body", "message": (
+        "Value error, charts.0.name 'runs': its file runs.csv is also one of the report's own "
+        "files; rename the chart"
+    )}})  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
