@@ -399,7 +399,7 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
 
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from glossogen.analysis._render import comparison_frame, number, result_frame
+    from glossogen.analysis._render import comparison_frame, number, result_frame, runs_read
 
     written: list[str] = []
 
@@ -422,7 +422,7 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
         if comparisons is not None:
             put(f"{chart.name}.comparisons.csv", comparisons.write_csv())
         sections.append({
-            "chart": chart, "svg": svg, "result": result,
+            "chart": chart, "svg": svg, "result": result, "runs_read": runs_read(result),
             "columns": frame.columns,
             "rows": [[number(v) for v in row] for row in frame.iter_rows()],
             "comparison_columns": comparisons.columns if comparisons is not None else [],

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result, shown
+from glossogen.analysis._render import runs_read
 from glossogen.refusals import shown_path
 
 CHARTS = ("bar", "line", "scatter", "heatmap")
@@ -211,7 +212,7 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         ax.set_xlabel(result.query.by[0] if result.query.by else "")
         note = "" if chart == "heatmap" else "; error bars: 95% interval"
         ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
-                     f"{result.runs} runs{note}", fontsize=10)  # fmt: skip
+                     f"{runs_read(result)}{note}", fontsize=10)  # fmt: skip
         fig.tight_layout()
         # No date in the file and fixed ids: the same result draws the same bytes.
         with matplotlib.rc_context({"svg.hashsalt": "glossogen"}):

@@ -71,6 +71,18 @@ def comparison_frame(result: Result) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_schema(within, COMPARISON_COLUMNS), orient="row")
 
 
+def runs_read(result: Result) -> str:
+    """The runs the rows come from, and the runs selected when a filter is given or they differ.
+
+    ``20 runs (41 selected)``; ``41 runs`` when every selected run adds rows and no filter is
+    given. What the table's title, the chart's subtitle and the report say.
+    """
+    after = result.runs if result.runs_after_filters is None else result.runs_after_filters
+    if result.query.filters or after != result.runs:
+        return f"{after} runs ({result.runs} selected)"
+    return f"{after} runs"
+
+
 def number(value: Any) -> str:
     """A cell as the terminal table shows it: blank for None, 4 significant digits."""
     if value is None:
@@ -82,4 +94,11 @@ def number(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["CELL_COLUMNS", "COMPARISON_COLUMNS", "comparison_frame", "number", "result_frame"]
+__all__ = [
+    "CELL_COLUMNS",
+    "COMPARISON_COLUMNS",
+    "comparison_frame",
+    "number",
+    "result_frame",
+    "runs_read",
+]

@@ -86,6 +86,8 @@ BAD = [
      "--measure 'x:avg': unknown aggregate 'avg' (one of mean, median, sum, count, min, max, "
      "stddev, sem, rate)"),
     (["--by", "a,b,c", "--measure", "x"], "--by 'a,b,c': at most two keys"),
+    (["--by", "", "--measure", "x"], "--by '': a key is empty (K1[,K2])"),
+    (["--by", "a,", "--measure", "x"], "--by 'a,': a key is empty (K1[,K2])"),
     (["--filter", "noise", "--measure", "x"],
      "--filter 'noise' has no operator (one of != >= <= = > <)"),
     (["--compare", "budget", "--measure", "x"], "--compare 'budget' is not KEY=A,B"),
@@ -239,3 +241,38 @@ def test_fields_of_runs_never_scored_say_how_to_score_them(
         out, err = capsys.readouterr()
         assert (code, err) == (0, note)
         assert not [line for line in out.splitlines() if line.startswith("metric.")]
+
+
+def test_the_title_and_the_chart_count_the_runs_the_rows_come_from(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A filter keeps the rounds of r1 and r2: the table and the chart both say 2 runs of 5.
+    svg = tmp_path / "f.svg"
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--filter",
+                   "round_budget_chars=300", "--measure", "round_success", "--by",
+                   "channel_noise_level", "--plot", str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "round grain: 4 rows of 2 runs (5 selected)"
+    assert "<!-- 2 runs (5 selected); error bars: 95% interval -->" in svg.read_text()
+    # No row left: 0 runs, on the chart too.
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--filter",
+                   "round_budget_chars=900", "--measure", "round_success", "--plot",
+                   str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "round grain: 0 rows of 0 runs (5 selected)"
+    assert "<!-- 0 runs (5 selected); error bars: 95% interval -->" in svg.read_text()
+    # No filter, every run adds rows: the runs alone.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--plot",
+                   str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "run grain: 5 rows of 5 runs"
+    assert "<!-- 5 runs; error bars: 95% interval -->" in svg.read_text()
+
+
+def test_the_observation_grain_counts_only_the_runs_that_add_rows(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # r4's report holds no mean_chars_per_round: its run adds no row (8+12+20+20+25+35+40+60).
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "observation", "--metric",
+                   "mean_chars_per_round", "--measure", "value:sum", "--by",
+                   "scenario_name") == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "observation grain: 8 rows of 4 runs (5 selected)"
+    assert out[2].split() == ["veyru", "value:sum", "220", "8", "0", "4"]

@@ -158,7 +158,8 @@
     urls = [];
     const by = result.query.by;
     $("summary").textContent = result.query.grain + " grain: " + result.rows + " rows of " +
-      (result.query.filters.length
+      // As the CLI's title: the rows' runs, and the runs selected when a filter or they differ.
+      ((result.query.filters.length || result.runs_after_filters !== result.runs)
         ? result.runs_after_filters + " runs (" + result.runs + " selected)"
         : result.runs + " runs");
     const rows = [];
