@@ -254,14 +254,19 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
         raise QueryError(
             f"{shown(measure.label)}: {column} is not a number (it holds {dtype})", "measures"
         )
-    if measure.agg == "rate":
-        values = frame.get_column(column).drop_nulls().cast(pl.Float64)
-        odd = values.filter(~values.is_in([0.0, 1.0]))
-        if odd.len():
-            raise QueryError(
-                f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
-                "measures",
-            )
+
+
+def _check_rate(kept: pl.DataFrame, measure: Measure, column: str) -> None:
+    """Refuse a rate over ``kept`` (the rows left after the filters) holding a value not 0/1."""
+    if measure.agg != "rate":
+        return
+    values = kept.get_column(column).drop_nulls().cast(pl.Float64)
+    odd = values.filter(~values.is_in([0.0, 1.0]))
+    if odd.len():
+        raise QueryError(
+            f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
+            "measures",
+        )
 
 
 def _pairing(
@@ -405,8 +410,12 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
         column = resolve(frame, measure.field, query.grain, "measures")
         _check_measure(frame, measure, column)
         columns[measure.label] = column
+    kept = frame
     for cond in query.filters:
-        _filter_expr(frame, cond, resolve(frame, cond.field, query.grain, "filters"))
+        column = resolve(frame, cond.field, query.grain, "filters")
+        kept = kept.filter(_filter_expr(frame, cond, column))
+    for measure in query.measures:  # a rate's 0/1 rule holds of the rows it is computed over
+        _check_rate(kept, measure, columns[measure.label])
     compare = None
     if query.compare:
         compare = resolve(frame, query.compare.key, query.grain, "compare")

@@ -276,3 +276,21 @@ def test_the_observation_grain_counts_only_the_runs_that_add_rows(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "observation grain: 8 rows of 4 runs (5 selected)"
     assert out[2].split() == ["veyru", "value:sum", "220", "8", "0", "4"]
+
+
+def test_a_rate_is_checked_on_the_rows_left_after_the_filters(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run grain round_success: r1 0.5, r2 1, r3 0, r4 0.5, r5 1; below 0.5 only r3's 0 is left.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "round_success:rate", "--filter",
+                   "round_success<0.5", "--csv") == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[1].split(",")[:5] == [
+        "round_success:rate", "0.0", "1", "0", "1"
+    ]  # fmt: skip
+    # A 0.5 left among the rows is refused, as before.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "round_success:rate", "--filter",
+                   "round_success>0") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --measure 'round_success:rate': a rate needs 0/1 values; "
+        "metric.round_success holds 0.5\n"
+    )
