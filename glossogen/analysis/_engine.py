@@ -48,7 +48,13 @@ from glossogen.analysis._stats import (
     unpaired_bootstrap,
     wilson,
 )
-from glossogen.export import RunRecord, SelectionError, build_frames, select_runs
+from glossogen.export import (
+    RunRecord,
+    SelectionError,
+    build_frames,
+    damaged_line_notes,
+    select_runs,
+)
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
 from glossogen.export._tables import family
 
@@ -708,13 +714,14 @@ def select_rows(
     Raises:
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
-    from glossogen.analysis._projection import CACHED_GRAINS, Projection
+    from glossogen.analysis._projection import CACHED_GRAINS, Projection, with_damaged_lines
     from glossogen.storage import RunStore
 
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
-        notes = skipped_notes(runs_dir, selected.unreadable)
+        notes = [*skipped_notes(runs_dir, selected.unreadable),
+                 *damaged_line_notes(selected.records)]  # fmt: skip
         return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
@@ -724,6 +731,7 @@ def select_rows(
         check(frame)  # a refused query writes no cache
     notes = [
         *skipped_notes(runs_dir, selected.unreadable),
+        *damaged_line_notes(with_damaged_lines(records)),
         *stale_notes(runs_dir, records),
         *projection.save(),
     ]
