@@ -318,8 +318,9 @@ def _answer(
             return int(exit_codes.OK)
         import polars as pl
 
+        listed = (lambda vs: "; ".join(vs)) if as_csv else _listed  # CSV: whole, as --json
         frame = pl.DataFrame(
-            [{**f.model_dump(exclude={"values"}), "values": "; ".join(f.values)}
+            [{**f.model_dump(exclude={"values"}), "values": listed(f.values)}
              for f in found.fields],
             schema={"name": pl.String, "family": pl.String, "dtype": pl.String,
                     "rows": pl.Int64, "runs": pl.Int64, "distinct": pl.Int64,
@@ -341,6 +342,21 @@ def _answer(
         except PlotNotWritten as exc:
             return _error(f"--plot {exc}", exit_codes.CANNOT_WRITE)
     return int(exit_codes.OK)
+
+
+VALUE_CUT = 40
+"""A listed value longer than this is cut (``...``) in ``--list-fields``' terminal table."""
+VALUES_CUT = 120
+"""The terminal table's ``values`` column is cut to this many characters (``...``)."""
+
+
+def _cut(text: str, at: int) -> str:
+    return text if len(text) <= at else f"{text[:at]}..."
+
+
+def _listed(values: list[str]) -> str:
+    """A field's values as its terminal row shows them: each on one line and cut, then all."""
+    return _cut("; ".join(_cut(" ".join(v.split()), VALUE_CUT) for v in values), VALUES_CUT)
 
 
 def _print_result(result: Any, as_csv: bool) -> None:

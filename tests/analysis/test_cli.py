@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis.cohort import Cohort, analyze, build
+from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 
 
 @pytest.fixture(scope="module")
@@ -294,3 +294,19 @@ def test_a_rate_is_checked_on_the_rows_left_after_the_filters(
         "glossogen: error: --measure 'round_success:rate': a rate needs 0/1 values; "
         "metric.round_success holds 0.5\n"
     )
+
+
+def test_list_fields_cuts_long_values_in_the_terminal_table_only(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--grain", "message", "--list-fields"]
+    listed = {f["name"]: f["values"] for f in analyze_json(capsys, *args)["fields"]}
+    texts = listed["text"]
+    assert max(len(v) for v in texts) > 40  # --json keeps each value whole
+    assert analyze(*args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.startswith("text "))
+    each = "; ".join(v if len(v) <= 40 else f"{v[:40]}..." for v in texts)
+    assert row.endswith(each if len(each) <= 120 else f"{each[:120]}...")
+    at = lines[1].index("values")  # lines[0] is the title, lines[1] the header
+    assert max(len(line[at:]) for line in lines[2:]) == 123  # 120 and the "..."
