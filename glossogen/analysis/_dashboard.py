@@ -413,7 +413,7 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
     for chart in dashboard.charts:
         result = rendered.results[chart.query]
         frame = result_frame(result)
-        put(f"{chart.name}.csv", frame.write_csv())
+        put(f"{chart.name}.csv", result_frame(result, whole_counts=True).write_csv())
         svg = None
         if chart.chart != "table":
             put(f"{chart.name}.svg", chart_bytes(result, chart.chart))

@@ -39,8 +39,12 @@ def _schema(keys: list[str], columns: list[str]) -> dict[str, Any]:
     return schema
 
 
-def result_frame(result: Result) -> pl.DataFrame:
-    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`."""
+def result_frame(result: Result, whole_counts: bool = False) -> pl.DataFrame:
+    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`.
+
+    ``whole_counts`` (the CSV's frame): ``value`` is text, a ``count`` written as the whole
+    number it is (``40``, not ``40.0``) and any other value as the number column writes it.
+    """
     rows = []
     for group in result.groups:
         for cell in group.cells:
@@ -52,7 +56,16 @@ def result_frame(result: Result) -> pl.DataFrame:
                 "high": interval.high if interval else None,
                 "interval": interval.method if interval else None,
             })  # fmt: skip
-    return pl.DataFrame(rows, schema=_schema(result.query.by, CELL_COLUMNS), orient="row")
+    frame = pl.DataFrame(rows, schema=_schema(result.query.by, CELL_COLUMNS), orient="row")
+    if not whole_counts:
+        return frame
+    counted = pl.col("measure").str.ends_with(":count")
+    return frame.with_columns(
+        pl.when(counted)
+        .then(pl.col("value").cast(pl.Int64).cast(pl.String))
+        .otherwise(pl.col("value").cast(pl.String))
+        .alias("value")
+    )
 
 
 def comparison_frame(result: Result) -> pl.DataFrame:

@@ -364,7 +364,7 @@ def _print_result(result: Any, as_csv: bool) -> None:
     from glossogen.analysis._render import comparison_frame, result_frame, runs_read
 
     title = f"{result.query.grain} grain: {result.rows} rows of {runs_read(result)}"
-    _show(result_frame(result), as_csv, title)
+    _show(result_frame(result, whole_counts=as_csv), as_csv, title)
     if result.comparisons:
         if as_csv:
             print()

@@ -310,3 +310,18 @@ def test_list_fields_cuts_long_values_in_the_terminal_table_only(
     assert row.endswith(each if len(each) <= 120 else f"{each[:120]}...")
     at = lines[1].index("values")  # lines[0] is the title, lines[1] the header
     assert max(len(line[at:]) for line in lines[2:]) == 123  # 120 and the "..."
+
+
+def test_a_count_is_a_whole_number_in_csv_and_in_the_table(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--grain", "round", "--measure", "run_id:count",
+            "--measure", "round_success"]  # fmt: skip
+    assert analyze(*args, "--csv") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "measure,value,n,missing,runs,low,high,interval",
+        "run_id:count,10,10,0,5,,,",
+        "round_success:mean,0.6,10,0,5,0.3,0.9,bootstrap",
+    ]
+    assert analyze(*args) == 0
+    assert capsys.readouterr().out.splitlines()[2].split() == ["run_id:count", "10", "10", "0", "5"]
