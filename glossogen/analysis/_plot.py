@@ -91,12 +91,15 @@ def check_plot(path: str, chart: str, query: Query) -> str:
 
     Raises:
         QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, a
-            target :func:`check_target` refuses, an unknown chart, or a heatmap without two
+            name with nothing before it (``.svg``), a target :func:`check_target` refuses, an unknown chart, or a heatmap without two
             keys.
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
         raise QueryError(f"{shown_path(path)}: write a .svg or .png file", "plot")
+    if not os.path.basename(path)[: -len(ext) - 1]:  # '.svg' alone: a hidden file, no name
+        typed = path.rsplit(".", 1)[-1]
+        raise QueryError(f"{shown_path(path)}: the file has no name before .{typed}", "plot")
     check_target(path, "plot")  # asked before any run is read, not after the query
     check_drawable(chart, query)
     return ext
