@@ -66,6 +66,7 @@ from glossogen.export._frames import (
     with_context,
 )
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts
+from glossogen.storage._fs import _umask
 
 CACHE_FOLDER = ".glossogen"
 """The folder under the runs directory that holds the cache (a dot name: never a scenario)."""
@@ -382,6 +383,7 @@ class Projection:
             os.makedirs(folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".projection-", suffix=".tmp", dir=folder)
             try:
+                os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes it 0600; a new file's mode
                 with os.fdopen(fd, "wb") as out, zipfile.ZipFile(out, "w") as archive:
                     for table in _TABLES:
                         frame = self._current(table)
