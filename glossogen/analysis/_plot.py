@@ -91,8 +91,8 @@ def check_plot(path: str, chart: str, query: Query) -> str:
 
     Raises:
         QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, a
-            name with nothing before it (``.svg``), a target :func:`check_target` refuses, an unknown chart, or a heatmap without two
-            keys.
+            name with nothing before it (``.svg``), a target :func:`check_target` refuses, an
+            unknown chart, or a heatmap without two keys.
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
