@@ -338,3 +338,44 @@ def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
     })  # fmt: skip
     assert "ok" not in listed.json()["names"]  # a refused dashboard is never written
     assert not Path(cohort.runs_dir, ".glossogen", "dashboards", "ok.yaml").exists()
+
+
+def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any) -> None:
+    with serving(cohort.runs_dir) as base:
+        page = browser.new_page(viewport={"width": 1100, "height": 1300})
+        page.goto(f"{base}/analysis")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        page.fill("#measures .measure-field", "nope")
+        page.click("#run-query")
+        page.wait_for_selector("#analysis-error:not([hidden])")
+        first = page.inner_text("#analysis-error")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        answer_on_the_page(page, 1)
+        after_valid = page.locator("#analysis-error").is_hidden()
+        # A refused submit answered after a later valid one: its error is not shown.
+        held: list[Any] = []
+
+        def hold_the_first(route: Any) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append(route)
+
+        page.route("**/analysis/query", hold_the_first)
+        page.fill("#measures .measure-field", "nope")
+        page.click("#run-query")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        answer_on_the_page(page, 2)
+        assert len(held) == 1
+        with page.expect_response("**/analysis/query") as late_answer:
+            held[0].continue_()
+        assert late_answer.value.status == 422
+        page.evaluate("() => fetch('/api/health')")  # a round trip after the late answer
+        late = page.locator("#analysis-error").is_hidden()
+    assert first == (
+        "measures: measure 'nope': no such field at the run grain of this selection (list the "
+        "grain's fields)"
+    )
+    assert (after_valid, late) == (True, True)
