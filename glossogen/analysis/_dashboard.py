@@ -425,6 +425,8 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
             "chart": chart, "svg": svg, "result": result, "runs_read": runs_read(result),
             "columns": frame.columns,
             "rows": [[number(v) for v in row] for row in frame.iter_rows()],
+            "numeric": _numeric_columns(frame),
+            "comparison_numeric": _numeric_columns(comparisons),
             "comparison_columns": comparisons.columns if comparisons is not None else [],
             "comparison_rows": [[number(v) for v in row] for row in comparisons.iter_rows()]
             if comparisons is not None else [],
@@ -446,6 +448,15 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
     )  # fmt: skip
     put("index.html", html)
     return written
+
+
+def _numeric_columns(frame: object) -> set[int]:
+    """The places of ``frame``'s number columns (their cells are never broken across lines)."""
+    import polars as pl
+
+    if not isinstance(frame, pl.DataFrame):
+        return set()
+    return {i for i, dtype in enumerate(frame.schema.values()) if dtype.is_numeric()}
 
 
 def dashboards_folder(runs_dir: str) -> str:
