@@ -114,12 +114,37 @@ class Dashboard(BaseModel):
             if chart.chart == "heatmap" and len(by) != 2:
                 raise ValueError(f"charts.{i}.chart 'heatmap': query {shown(chart.query)} has "
                                  f"{len(by)} keys, a heatmap needs two")  # fmt: skip
+        self._files_written_once()
         for name in self.queries:
             if not NAME.match(name):
                 raise ValueError(
                     f"queries.{shown(name)}: a name is letters, digits, _ . - (64 at most)"
                 )
         return self
+
+    def _files_written_once(self) -> None:
+        """Refuse a chart whose file is a report file or another chart's (nothing overwritten)."""
+        owners: dict[str, str] = {name: "" for name in REPORT_FILES}
+        for i, chart in enumerate(self.charts):
+            for name in chart_files(chart, self.queries[chart.query].compare is not None):
+                owner = owners.setdefault(name, chart.name)
+                if owner == chart.name:
+                    continue
+                whose = (
+                    f"written by chart {shown(owner)}" if owner else "one of the report's own files"
+                )
+                raise ValueError(f"charts.{i}.name {shown(chart.name)}: its file {name} is also "
+                                 f"{whose}; rename the chart")  # fmt: skip
+
+
+def chart_files(chart: Chart, compared: bool) -> list[str]:
+    """The files a report writes for ``chart``: its CSV, its SVG (not a table), its comparisons."""
+    names = [f"{chart.name}.csv"]
+    if chart.chart != "table":
+        names.append(f"{chart.name}.svg")
+    if compared:
+        names.append(f"{chart.name}.comparisons.csv")
+    return names
 
 
 def one_line(exc: ValidationError) -> str:
@@ -374,7 +399,7 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
 
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from glossogen.analysis._render import comparison_frame, number, result_frame
+    from glossogen.analysis._render import comparison_frame, number, result_frame, runs_read
 
     written: list[str] = []
 
@@ -388,7 +413,7 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
     for chart in dashboard.charts:
         result = rendered.results[chart.query]
         frame = result_frame(result)
-        put(f"{chart.name}.csv", frame.write_csv())
+        put(f"{chart.name}.csv", result_frame(result, whole_counts=True).write_csv())
         svg = None
         if chart.chart != "table":
             put(f"{chart.name}.svg", chart_bytes(result, chart.chart))
@@ -397,9 +422,11 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
         if comparisons is not None:
             put(f"{chart.name}.comparisons.csv", comparisons.write_csv())
         sections.append({
-            "chart": chart, "svg": svg, "result": result,
+            "chart": chart, "svg": svg, "result": result, "runs_read": runs_read(result),
             "columns": frame.columns,
             "rows": [[number(v) for v in row] for row in frame.iter_rows()],
+            "numeric": _numeric_columns(frame),
+            "comparison_numeric": _numeric_columns(comparisons),
             "comparison_columns": comparisons.columns if comparisons is not None else [],
             "comparison_rows": [[number(v) for v in row] for row in comparisons.iter_rows()]
             if comparisons is not None else [],
@@ -421,6 +448,15 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
     )  # fmt: skip
     put("index.html", html)
     return written
+
+
+def _numeric_columns(frame: object) -> set[int]:
+    """The places of ``frame``'s number columns (their cells are never broken across lines)."""
+    import polars as pl
+
+    if not isinstance(frame, pl.DataFrame):
+        return set()
+    return {i for i, dtype in enumerate(frame.schema.values()) if dtype.is_numeric()}
 
 
 def dashboards_folder(runs_dir: str) -> str:

@@ -48,7 +48,13 @@ from glossogen.analysis._stats import (
     unpaired_bootstrap,
     wilson,
 )
-from glossogen.export import RunRecord, SelectionError, build_frames, select_runs
+from glossogen.export import (
+    RunRecord,
+    SelectionError,
+    build_frames,
+    damaged_line_notes,
+    select_runs,
+)
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
 from glossogen.export._tables import family
 
@@ -261,14 +267,19 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
         raise QueryError(
             f"{shown(measure.label)}: {column} is not a number (it holds {dtype})", "measures"
         )
-    if measure.agg == "rate":
-        values = frame.get_column(column).drop_nulls().cast(pl.Float64)
-        odd = values.filter(~values.is_in([0.0, 1.0]))
-        if odd.len():
-            raise QueryError(
-                f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
-                "measures",
-            )
+
+
+def _check_rate(kept: pl.DataFrame, measure: Measure, column: str) -> None:
+    """Refuse a rate over ``kept`` (the rows left after the filters) holding a value not 0/1."""
+    if measure.agg != "rate":
+        return
+    values = kept.get_column(column).drop_nulls().cast(pl.Float64)
+    odd = values.filter(~values.is_in([0.0, 1.0]))
+    if odd.len():
+        raise QueryError(
+            f"{shown(measure.label)}: a rate needs 0/1 values; {column} holds {odd[0]}",
+            "measures",
+        )
 
 
 def _pairing(
@@ -412,8 +423,12 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
         column = resolve(frame, measure.field, query.grain, "measures")
         _check_measure(frame, measure, column)
         columns[measure.label] = column
+    kept = frame
     for cond in query.filters:
-        _filter_expr(frame, cond, resolve(frame, cond.field, query.grain, "filters"))
+        column = resolve(frame, cond.field, query.grain, "filters")
+        kept = kept.filter(_filter_expr(frame, cond, column))
+    for measure in query.measures:  # a rate's 0/1 rule holds of the rows it is computed over
+        _check_rate(kept, measure, columns[measure.label])
     compare = None
     if query.compare:
         compare = resolve(frame, query.compare.key, query.grain, "compare")
@@ -706,13 +721,14 @@ def select_rows(
     Raises:
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
-    from glossogen.analysis._projection import CACHED_GRAINS, Projection
+    from glossogen.analysis._projection import CACHED_GRAINS, Projection, with_damaged_lines
     from glossogen.storage import RunStore
 
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
-        notes = skipped_notes(runs_dir, selected.unreadable)
+        notes = [*skipped_notes(runs_dir, selected.unreadable),
+                 *damaged_line_notes(selected.records)]  # fmt: skip
         return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
@@ -722,6 +738,7 @@ def select_rows(
         check(frame)  # a refused query writes no cache
     notes = [
         *skipped_notes(runs_dir, selected.unreadable),
+        *damaged_line_notes(with_damaged_lines(records)),
         *stale_notes(runs_dir, records),
         *projection.save(),
     ]

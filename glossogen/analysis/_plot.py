@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result, shown
+from glossogen.analysis._render import runs_read
 from glossogen.refusals import shown_path
 
 CHARTS = ("bar", "line", "scatter", "heatmap")
@@ -90,12 +91,15 @@ def check_plot(path: str, chart: str, query: Query) -> str:
 
     Raises:
         QueryError: (field ``plot`` or ``chart``) an extension that is not .svg or .png, a
-            target :func:`check_target` refuses, an unknown chart, or a heatmap without two
-            keys.
+            name with nothing before it (``.svg``), a target :func:`check_target` refuses, an
+            unknown chart, or a heatmap without two keys.
     """
     ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if ext not in FORMATS:
         raise QueryError(f"{shown_path(path)}: write a .svg or .png file", "plot")
+    if not os.path.basename(path)[: -len(ext) - 1]:  # '.svg' alone: a hidden file, no name
+        typed = path.rsplit(".", 1)[-1]
+        raise QueryError(f"{shown_path(path)}: the file has no name before .{typed}", "plot")
     check_target(path, "plot")  # asked before any run is read, not after the query
     check_drawable(chart, query)
     return ext
@@ -211,7 +215,7 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         ax.set_xlabel(result.query.by[0] if result.query.by else "")
         note = "" if chart == "heatmap" else "; error bars: 95% interval"
         ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
-                     f"{result.runs} runs{note}", fontsize=10)  # fmt: skip
+                     f"{runs_read(result)}{note}", fontsize=10)  # fmt: skip
         fig.tight_layout()
         # No date in the file and fixed ids: the same result draws the same bytes.
         with matplotlib.rc_context({"svg.hashsalt": "glossogen"}):

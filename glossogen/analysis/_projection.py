@@ -66,6 +66,7 @@ from glossogen.export._frames import (
     with_context,
 )
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts
+from glossogen.storage._fs import _umask
 
 CACHE_FOLDER = ".glossogen"
 """The folder under the runs directory that holds the cache (a dot name: never a scenario)."""
@@ -87,6 +88,8 @@ _HEADS = {"run": RUN_META, "round": ROUND_KEYS, "agent": AGENT_OWN}
 # Kind bits of one cell: the key is present, then the type of its value (none: blank).
 _PRESENT, _BOOL, _INT, _FLOAT, _STR, _OTHER = 1, 2, 4, 8, 16, 32
 _UNCACHED_STATUSES = (RUNNING, STOPPED, "queued")
+_DAMAGE_FACTS = '"torn_line":'
+"""In an entry's facts JSON since damaged lines are kept: an entry without it is read again."""
 _UNSAFE = re.compile(f"{_CONTROL}|{_NEWLINES}|{_FORMULA_START}")
 """Text :func:`~glossogen.export._cells.clean_text` would change (most text it would not)."""
 
@@ -134,7 +137,10 @@ def _text(value: Any, kind: int) -> str | None:
 
 
 def _record_facts(record: RunRecord) -> str:
-    """The facts selection and comparison read of a run, as JSON (see :class:`_Light`)."""
+    """The facts selection and comparison read of a run, as JSON (see :class:`_Light`).
+
+    With the log's damaged lines, so an answer from the cache names them as a fresh read does.
+    """
     import orjson
 
     return orjson.dumps(
@@ -147,6 +153,8 @@ def _record_facts(record: RunRecord) -> str:
             "status": record.facts.status,
             "status_detail": record.facts.status_detail,
             "agents": list(record.facts.agents),
+            "bad_line_numbers": record.facts.bad_line_numbers,
+            "torn_line": record.facts.torn_line,
         },
         default=str,
         option=orjson.OPT_NON_STR_KEYS,
@@ -156,8 +164,9 @@ def _record_facts(record: RunRecord) -> str:
 class _Light(RunRecord):
     """A record of what selection and comparison read of a run, decoded on first use.
 
-    Knobs, labels, lineage, status and the roster's ids (``facts`` holds only those); its
-    rows come from the cache, never from it (it has no report). A query that filters on none
+    Knobs, labels, lineage, status, the roster's ids and the log's damaged lines (``facts``
+    holds only those); its rows come from the cache, never from it (it has no report). A query
+    that filters on none
     of them decodes none: ``config``, ``labels``, ``lineage`` and ``facts`` are read from the
     cached JSON when first asked for.
     """
@@ -177,8 +186,20 @@ class _Light(RunRecord):
             status=facts["status"],
             status_detail=facts["status_detail"],
             agents={a: AgentFacts(agent_id=a) for a in facts["agents"]},
+            bad_lines=len(facts["bad_line_numbers"]),
+            bad_line_numbers=facts["bad_line_numbers"],
+            torn_line=facts["torn_line"],
         )
         return getattr(self, name)
+
+
+_UNDAMAGED = '"bad_line_numbers":[],"torn_line":null'
+"""What an entry's facts JSON holds when its log had no damaged line (``orjson``'s spelling)."""
+
+
+def with_damaged_lines(records: Iterable[RunRecord]) -> list[RunRecord]:
+    """The records whose log may have damaged lines: a cached one's JSON is not decoded for it."""
+    return [r for r in records if not (isinstance(r, _Light) and _UNDAMAGED in r._json)]
 
 
 def _project(record: RunRecord, stamped: str) -> dict[str, list[dict[str, Any]]]:
@@ -303,7 +324,8 @@ class Projection:
         scenario, _, name = run_id.partition("/")
         stamped = stamp(f"{self.runs_dir}/{scenario}/{name}", scenario)
         entry = self.entries.get(run_id)
-        if entry is not None and entry[0] == stamped and not stamped.startswith("-"):
+        if (entry is not None and entry[0] == stamped and not stamped.startswith("-")
+                and _DAMAGE_FACTS in entry[1]):  # fmt: skip
             return _Light(run_id, entry[1])
         if entry is not None:
             self.stale.add(run_id)
@@ -361,6 +383,7 @@ class Projection:
             os.makedirs(folder, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".projection-", suffix=".tmp", dir=folder)
             try:
+                os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes it 0600; a new file's mode
                 with os.fdopen(fd, "wb") as out, zipfile.ZipFile(out, "w") as archive:
                     for table in _TABLES:
                         frame = self._current(table)

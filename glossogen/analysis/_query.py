@@ -214,8 +214,10 @@ class Query(BaseModel):
     @field_validator("by")
     @classmethod
     def _distinct_keys(cls, by: list[str]) -> list[str]:
-        if len(set(by)) != len(by) or any(not k.strip() for k in by):
-            raise ValueError(f"group keys must be distinct and non-empty, got {by}")
+        if any(not k.strip() for k in by):  # as --by '' and --by a, are refused
+            raise ValueError(f"{by}: a key is empty")
+        if len(set(by)) != len(by):
+            raise ValueError(f"{by}: a key is named twice")
         return by
 
     @model_validator(mode="after")

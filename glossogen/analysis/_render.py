@@ -39,8 +39,12 @@ def _schema(keys: list[str], columns: list[str]) -> dict[str, Any]:
     return schema
 
 
-def result_frame(result: Result) -> pl.DataFrame:
-    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`."""
+def result_frame(result: Result, whole_counts: bool = False) -> pl.DataFrame:
+    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`.
+
+    ``whole_counts`` (the CSV's frame): ``value`` is text, a ``count`` written as the whole
+    number it is (``40``, not ``40.0``) and any other value as the number column writes it.
+    """
     rows = []
     for group in result.groups:
         for cell in group.cells:
@@ -52,7 +56,16 @@ def result_frame(result: Result) -> pl.DataFrame:
                 "high": interval.high if interval else None,
                 "interval": interval.method if interval else None,
             })  # fmt: skip
-    return pl.DataFrame(rows, schema=_schema(result.query.by, CELL_COLUMNS), orient="row")
+    frame = pl.DataFrame(rows, schema=_schema(result.query.by, CELL_COLUMNS), orient="row")
+    if not whole_counts:
+        return frame
+    counted = pl.col("measure").str.ends_with(":count")
+    return frame.with_columns(
+        pl.when(counted)
+        .then(pl.col("value").cast(pl.Int64).cast(pl.String))
+        .otherwise(pl.col("value").cast(pl.String))
+        .alias("value")
+    )
 
 
 def comparison_frame(result: Result) -> pl.DataFrame:
@@ -71,6 +84,18 @@ def comparison_frame(result: Result) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_schema(within, COMPARISON_COLUMNS), orient="row")
 
 
+def runs_read(result: Result) -> str:
+    """The runs the rows come from, and the runs selected when a filter is given or they differ.
+
+    ``20 runs (41 selected)``; ``41 runs`` when every selected run adds rows and no filter is
+    given. What the table's title, the chart's subtitle and the report say.
+    """
+    after = result.runs if result.runs_after_filters is None else result.runs_after_filters
+    if result.query.filters or after != result.runs:
+        return f"{after} runs ({result.runs} selected)"
+    return f"{after} runs"
+
+
 def number(value: Any) -> str:
     """A cell as the terminal table shows it: blank for None, 4 significant digits."""
     if value is None:
@@ -82,4 +107,11 @@ def number(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["CELL_COLUMNS", "COMPARISON_COLUMNS", "comparison_frame", "number", "result_frame"]
+__all__ = [
+    "CELL_COLUMNS",
+    "COMPARISON_COLUMNS",
+    "comparison_frame",
+    "number",
+    "result_frame",
+    "runs_read",
+]

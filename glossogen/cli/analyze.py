@@ -54,7 +54,9 @@ def analyze(
     metric: str | None = typer.Option(
         None, "--metric", metavar="NAME", help="--grain observation: the metric's observations."
     ),
-    by: str = typer.Option("", "--by", metavar="K1[,K2]", help="Group keys (at most two)."),
+    by: str | None = typer.Option(
+        None, "--by", metavar="K1[,K2]", help="Group keys (at most two)."
+    ),
     measure: list[str] = typer.Option(
         [], "--measure", metavar="FIELD[:AGG]", help="Measure (repeatable); AGG default mean."
     ),
@@ -104,9 +106,9 @@ def analyze(
         return _error("--json and --csv are exclusive", exit_codes.USAGE)
     if dashboard is not None or out is not None:
         return _dashboard_alone(runs_dir, dashboard, out, given=(
-            ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
-            ("--metric", metric), ("--sort", sort), ("--limit", limit), ("--plot", plot),
-            ("--chart", chart),
+            ("--measure", measure), ("--by", by is not None), ("--filter", filter_),
+            ("--compare", compare), ("--metric", metric), ("--sort", sort), ("--limit", limit),
+            ("--plot", plot), ("--chart", chart),
             ("--json", as_json), ("--csv", as_csv), ("--list-fields", list_fields),
             ("--grain", grain != "run"), ("--scenario", scenario), ("--label", label),
             ("--knob", knob), ("--status", status), ("--run-id", run_id),
@@ -115,9 +117,9 @@ def analyze(
     if grain not in GRAINS:
         return _error(f"--grain {shown(grain)} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
     unused = _unused(list_fields, (
-        ("--measure", measure), ("--by", by), ("--filter", filter_), ("--compare", compare),
-        ("--sort", sort), ("--limit", limit is not None), ("--plot", plot is not None),
-        ("--chart", chart is not None)))  # fmt: skip
+        ("--measure", measure), ("--by", by is not None), ("--filter", filter_),
+        ("--compare", compare), ("--sort", sort), ("--limit", limit is not None),
+        ("--plot", plot is not None), ("--chart", chart is not None)))  # fmt: skip
     if unused:
         return _error(unused, exit_codes.USAGE)
     try:
@@ -189,16 +191,16 @@ def _unused(list_fields: bool, given: tuple[tuple[str, Any], ...]) -> str | None
     return f"--list-fields lists the grain's fields; it takes no {unused[0]}" if unused else None
 
 
-def _keys(by: str) -> list[str]:
-    """The ``--by`` keys: at most two, none empty.
+def _keys(by: str | None) -> list[str]:
+    """The ``--by`` keys: at most two, none empty (no ``--by``: none).
 
     Raises:
-        QueryError: (field ``by``) an empty key (``a,``) or more than two.
+        QueryError: (field ``by``) an empty key (``a,``, or ``--by ""``) or more than two.
     """
     from glossogen.analysis import QueryError
     from glossogen.analysis._query import shown
 
-    keys = [k.strip() for k in by.split(",")] if by else []
+    keys = [k.strip() for k in by.split(",")] if by is not None else []
     if any(not k for k in keys):
         raise QueryError(f"{shown(by)}: a key is empty (K1[,K2])", "by")
     if len(keys) > 2:
@@ -317,8 +319,9 @@ def _answer(
             return int(exit_codes.OK)
         import polars as pl
 
+        listed = (lambda vs: "; ".join(vs)) if as_csv else _listed  # CSV: whole, as --json
         frame = pl.DataFrame(
-            [{**f.model_dump(exclude={"values"}), "values": "; ".join(f.values)}
+            [{**f.model_dump(exclude={"values"}), "values": listed(f.values)}
              for f in found.fields],
             schema={"name": pl.String, "family": pl.String, "dtype": pl.String,
                     "rows": pl.Int64, "runs": pl.Int64, "distinct": pl.Int64,
@@ -342,16 +345,27 @@ def _answer(
     return int(exit_codes.OK)
 
 
+VALUE_CUT = 40
+"""A listed value longer than this is cut (``...``) in ``--list-fields``' terminal table."""
+VALUES_CUT = 120
+"""The terminal table's ``values`` column is cut to this many characters (``...``)."""
+
+
+def _cut(text: str, at: int) -> str:
+    return text if len(text) <= at else f"{text[:at]}..."
+
+
+def _listed(values: list[str]) -> str:
+    """A field's values as its terminal row shows them: each on one line and cut, then all."""
+    return _cut("; ".join(_cut(" ".join(v.split()), VALUE_CUT) for v in values), VALUES_CUT)
+
+
 def _print_result(result: Any, as_csv: bool) -> None:
     """The answer as a table (or CSV), then its comparisons, then its notes on stderr."""
-    from glossogen.analysis._render import comparison_frame, result_frame
+    from glossogen.analysis._render import comparison_frame, result_frame, runs_read
 
-    query = result.query
-    title = f"{query.grain} grain: {result.rows} rows of {result.runs} runs"
-    if query.filters:  # the rows' runs, and the runs selected before the filters
-        title = (f"{query.grain} grain: {result.rows} rows of {result.runs_after_filters} runs "
-                 f"({result.runs} selected)")  # fmt: skip
-    _show(result_frame(result), as_csv, title)
+    title = f"{result.query.grain} grain: {result.rows} rows of {runs_read(result)}"
+    _show(result_frame(result, whole_counts=as_csv), as_csv, title)
     if result.comparisons:
         if as_csv:
             print()

@@ -200,16 +200,12 @@ def _check_places(out: str, runs_dir: str) -> int | None:
 
 def _note_selected(selected: SelectedRuns) -> None:
     """Note the runs skipped as unreadable, the damaged logs, and an empty selection."""
-    from glossogen.export import RUNNING, damaged_note
+    from glossogen.export import damaged_line_notes
 
     for name, reason in selected.unreadable.items():
         _note(f"skipped {name}: {reason}")
-    for record in selected.records:
-        # A live run's last line may be mid-write: not damaged, so not named.
-        torn = None if record.status == RUNNING else record.facts.torn_line
-        if record.facts.bad_line_numbers or torn is not None:
-            _note(damaged_note(record.run_id, record.facts.bad_line_numbers,
-                               record.log_url, torn))  # fmt: skip
+    for note in damaged_line_notes(selected.records):
+        _note(note)
     if not selected.records:
         _note("0 runs matched")
 

@@ -199,6 +199,25 @@ class RunRecord:
         return out
 
 
+def damaged_line_notes(records: list[RunRecord]) -> list[str]:
+    """One note per run whose log had damaged lines as it was selected (its facts' reading).
+
+    Its damaged complete lines and a last line cut off mid-write
+    (:func:`~glossogen.export._lines.damaged_note`: ``veyru/17: 1 damaged log line skipped
+    (line 210 truncated) in <log>``); a live run's last line may be mid-write, so not named.
+    """
+    from glossogen.export._lines import damaged_note
+    from glossogen.export._runlog import RUNNING
+
+    notes = []
+    for record in records:
+        torn = None if record.status == RUNNING else record.facts.torn_line
+        if record.facts.bad_line_numbers or torn is not None:
+            notes.append(damaged_note(record.run_id, record.facts.bad_line_numbers,
+                                      record.log_url, torn))  # fmt: skip
+    return notes
+
+
 @dataclass
 class SelectedRuns:
     """The resolved selection.

@@ -223,8 +223,8 @@ def render_result(slug: str, body: RenderRequest) -> RenderedResult:
             _refuse(exc)
         svg = chart_bytes(result, body.chart).decode()
     comparisons = comparison_frame(result).write_csv() if result.comparisons else None
-    return RenderedResult(csv=result_frame(result).write_csv(), comparisons_csv=comparisons,
-                          svg=svg)  # fmt: skip
+    csv = result_frame(result, whole_counts=True).write_csv()
+    return RenderedResult(csv=csv, comparisons_csv=comparisons, svg=svg)
 
 
 class SavedDashboards(BaseModel):

@@ -129,6 +129,9 @@ def favicon() -> Response:
     return Response(data, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
 
 
+BODY_NOT_JSON = "the body is not UTF-8 JSON"
+"""REST's 422 message (field ``body``) for a body that is not JSON, or not UTF-8."""
+
 _UNPARSED = "There was an error parsing the body"
 """FastAPI's 400 for a body it cannot decode at all (not UTF-8)."""
 
@@ -148,7 +151,7 @@ def error_pages(app: FastAPI) -> None:
         if request.url.path.startswith("/api/") and exc.detail == _UNPARSED:
             # A body that is not UTF-8: refused as a body that is not JSON is (one line, 422).
             return JSONResponse(status_code=422, content={"detail": {
-                "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
+                "field": "body", "message": BODY_NOT_JSON}})  # fmt: skip
         if request.url.path.startswith(("/api/", "/mcp", "/static/")):
             return await http_exception_handler(request, exc)
         detail = exc.detail

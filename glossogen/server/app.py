@@ -28,7 +28,7 @@ from glossogen.export import MAX_RUNS, RAW_ZIP_MAX_BYTES
 from glossogen.server._analysis_routes import router as analysis_router
 from glossogen.server._export_routes import router as export_router
 from glossogen.server._live_routes import router as live_router
-from glossogen.server._pages import error_pages
+from glossogen.server._pages import BODY_NOT_JSON, error_pages
 from glossogen.server._pages import router as pages_router
 from glossogen.server._run_index import RunCache
 
@@ -136,7 +136,8 @@ def _one_refusal_shape(app: FastAPI) -> None:
 
     Under ``/api/`` the answer is ``{"detail": {"field", "message"}}``: ``field`` is the dotted
     place of the first problem (``selection.run_ids``; ``body`` when the body is not JSON) and
-    ``message`` pydantic's text for it. The pages keep FastAPI's own answer.
+    ``message`` pydantic's text for it (:data:`BODY_NOT_JSON` for a body that is not JSON). The
+    pages keep FastAPI's own answer.
     """
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.exceptions import RequestValidationError
@@ -151,6 +152,8 @@ def _one_refusal_shape(app: FastAPI) -> None:
             del place[1]  # the tag pydantic names for the selection's kind, not a field
         field = "body" if first.get("type") == "json_invalid" or not place else ".".join(place)
         message = str(first.get("msg", ""))
+        if first.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
+            message = BODY_NOT_JSON
         return JSONResponse(
             status_code=422, content={"detail": {"field": field, "message": message}}
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis.cohort import Cohort, analyze, build
+from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,8 @@ BAD = [
      "--measure 'x:avg': unknown aggregate 'avg' (one of mean, median, sum, count, min, max, "
      "stddev, sem, rate)"),
     (["--by", "a,b,c", "--measure", "x"], "--by 'a,b,c': at most two keys"),
+    (["--by", "", "--measure", "x"], "--by '': a key is empty (K1[,K2])"),
+    (["--by", "a,", "--measure", "x"], "--by 'a,': a key is empty (K1[,K2])"),
     (["--filter", "noise", "--measure", "x"],
      "--filter 'noise' has no operator (one of != >= <= = > <)"),
     (["--compare", "budget", "--measure", "x"], "--compare 'budget' is not KEY=A,B"),
@@ -97,6 +99,9 @@ BAD = [
     ([], "--measure is required (FIELD[:AGG])"),
     (["--measure", "x", "--plot", "/absent-folder/chart.svg"],
      "--plot '/absent-folder/chart.svg': its folder '/absent-folder' does not exist"),
+    (["--measure", "x", "--plot", ".svg"], "--plot '.svg': the file has no name before .svg"),
+    (["--measure", "x", "--plot", "out/.PNG"],
+     "--plot 'out/.PNG': the file has no name before .PNG"),
     (["--measure", "x", "--limit", "-1"],
      "--limit -1: Input should be greater than or equal to 1"),
     (["--measure", "x", "--resamples", "5"],
@@ -239,3 +244,87 @@ def test_fields_of_runs_never_scored_say_how_to_score_them(
         out, err = capsys.readouterr()
         assert (code, err) == (0, note)
         assert not [line for line in out.splitlines() if line.startswith("metric.")]
+
+
+def test_the_title_and_the_chart_count_the_runs_the_rows_come_from(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A filter keeps the rounds of r1 and r2: the table and the chart both say 2 runs of 5.
+    svg = tmp_path / "f.svg"
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--filter",
+                   "round_budget_chars=300", "--measure", "round_success", "--by",
+                   "channel_noise_level", "--plot", str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "round grain: 4 rows of 2 runs (5 selected)"
+    assert "<!-- 2 runs (5 selected); error bars: 95% interval -->" in svg.read_text()
+    # No row left: 0 runs, on the chart too.
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "round", "--filter",
+                   "round_budget_chars=900", "--measure", "round_success", "--plot",
+                   str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "round grain: 0 rows of 0 runs (5 selected)"
+    assert "<!-- 0 runs (5 selected); error bars: 95% interval -->" in svg.read_text()
+    # No filter, every run adds rows: the runs alone.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--plot",
+                   str(svg)) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "run grain: 5 rows of 5 runs"
+    assert "<!-- 5 runs; error bars: 95% interval -->" in svg.read_text()
+
+
+def test_the_observation_grain_counts_only_the_runs_that_add_rows(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # r4's report holds no mean_chars_per_round: its run adds no row (8+12+20+20+25+35+40+60).
+    assert analyze("--runs-dir", cohort.runs_dir, "--grain", "observation", "--metric",
+                   "mean_chars_per_round", "--measure", "value:sum", "--by",
+                   "scenario_name") == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "observation grain: 8 rows of 4 runs (5 selected)"
+    assert out[2].split() == ["veyru", "value:sum", "220", "8", "0", "4"]
+
+
+def test_a_rate_is_checked_on_the_rows_left_after_the_filters(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run grain round_success: r1 0.5, r2 1, r3 0, r4 0.5, r5 1; below 0.5 only r3's 0 is left.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "round_success:rate", "--filter",
+                   "round_success<0.5", "--csv") == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[1].split(",")[:5] == [
+        "round_success:rate", "0.0", "1", "0", "1"
+    ]  # fmt: skip
+    # A 0.5 left among the rows is refused, as before.
+    assert analyze("--runs-dir", cohort.runs_dir, "--measure", "round_success:rate", "--filter",
+                   "round_success>0") == 64  # fmt: skip
+    assert capsys.readouterr().err == (
+        "glossogen: error: --measure 'round_success:rate': a rate needs 0/1 values; "
+        "metric.round_success holds 0.5\n"
+    )
+
+
+def test_list_fields_cuts_long_values_in_the_terminal_table_only(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--grain", "message", "--list-fields"]
+    listed = {f["name"]: f["values"] for f in analyze_json(capsys, *args)["fields"]}
+    texts = listed["text"]
+    assert max(len(v) for v in texts) > 40  # --json keeps each value whole
+    assert analyze(*args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.startswith("text "))
+    each = "; ".join(v if len(v) <= 40 else f"{v[:40]}..." for v in texts)
+    assert row.endswith(each if len(each) <= 120 else f"{each[:120]}...")
+    at = lines[1].index("values")  # lines[0] is the title, lines[1] the header
+    assert max(len(line[at:]) for line in lines[2:]) == 123  # 120 and the "..."
+
+
+def test_a_count_is_a_whole_number_in_csv_and_in_the_table(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", cohort.runs_dir, "--grain", "round", "--measure", "run_id:count",
+            "--measure", "round_success"]  # fmt: skip
+    assert analyze(*args, "--csv") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "measure,value,n,missing,runs,low,high,interval",
+        "run_id:count,10,10,0,5,,,",
+        "round_success:mean,0.6,10,0,5,0.3,0.9,bootstrap",
+    ]
+    assert analyze(*args) == 0
+    assert capsys.readouterr().out.splitlines()[2].split() == ["run_id:count", "10", "10", "0", "5"]

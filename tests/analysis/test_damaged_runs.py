@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from glossogen.cli import main
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.mcp.conftest import call, refusal, stdio_session
 
@@ -236,7 +237,37 @@ def test_damaged_log_lines_are_a_note(
     for grain in ("message", "call"):  # each grain that reads the whole log names the line
         args = ["--runs-dir", runs_dir, "--grain", grain, "--measure", "run_id:count"]
         assert analyze(*args) == 0
+        # As the export: the line as the run was selected, then as the grain's table read it.
+        selected = f"{damaged}: 1 damaged log line skipped (line 4) in {damaged}/veyru.jsonl"
         note = (f"{damaged}: {grain}_level: 1 damaged log line skipped (line 4) in "
                 f"{damaged}/veyru.jsonl")  # fmt: skip
-        assert capsys.readouterr().err == f"glossogen: note: {note}\n"
-        assert analyze_json(capsys, *args)["notes"] == [note]
+        assert capsys.readouterr().err == (
+            f"glossogen: note: {selected}\nglossogen: note: {note}\n"
+        )
+        assert analyze_json(capsys, *args)["notes"] == [selected, note]
+
+
+def test_a_truncated_last_line_is_named_at_every_grain_as_the_export_names_it(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs_dir, damaged, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / damaged / "veyru.jsonl"
+    whole = log.read_bytes()
+    last = whole.count(b"\n") + 1
+    log.write_bytes(whole + b'{"event_type": "agent_ou')  # cut off mid-write
+    named = (f"{damaged}: 1 damaged log line skipped (line {last} truncated) in "
+             f"{damaged}/veyru.jsonl")  # fmt: skip
+    for grain in ("run", "run", "round", "agent", "message", "call"):  # run twice: cached too
+        args = ["--runs-dir", runs_dir, "--grain", grain, "--measure", "run_id:count"]
+        assert analyze(*args) == 0
+        assert capsys.readouterr().err.splitlines()[0] == f"glossogen: note: {named}"
+        assert analyze_json(capsys, *args)["notes"][0] == named
+    # The export, last (its CLI leaves its note handler in this process):
+    with pytest.raises(SystemExit) as exported:
+        main(["export", "--runs-dir", runs_dir, "--out", str(tmp_path / "out"), "--frames",
+              "run_level"])  # fmt: skip
+    assert exported.value.code == 0
+    assert capsys.readouterr().err == (  # the export names it with the log's whole path
+        f"glossogen: note: {damaged}: 1 damaged log line skipped (line {last} truncated) in "
+        f"{runs_dir}/{damaged}/veyru.jsonl\n"
+    )

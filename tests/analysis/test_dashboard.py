@@ -44,6 +44,7 @@ charts:
   - {name: success_table, query: success, chart: table}
 """
 SVG = "{http://www.w3.org/2000/svg}"
+BODY_WIDTH = 1200 - 2 * 24
 
 
 @pytest.fixture(scope="module")
@@ -123,15 +124,28 @@ def test_the_static_report(
     results = json.loads((out / "results.json").read_text())
     assert results["done"]["run_ids"] == sorted(cohort.ids.values())
 
-    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page = browser.new_page(viewport={"width": 1200, "height": 1400})
     page.goto((out / "index.html").as_uri())
-    # Every table within the page's 60rem (960 px), the comparisons' fifteen columns too.
+    # The tables take the window's width (less the 1.5rem margins and the scroll bar), every
+    # table within it, the comparisons' fifteen columns too; prose keeps its 60rem (960 px).
     assert page.evaluate(
-        "[document.body.getBoundingClientRect().width, Array.from(document.querySelectorAll("
-        "'table')).map(t => [t.className, t.getBoundingClientRect().right <= "
-        "document.body.getBoundingClientRect().right])]"
-    ) == [960, [["cells", True], ["cells", True], ["comparisons", True], ["cells", True],
-                ["comparisons", True], ["runs", True]]]  # fmt: skip
+        "[document.body.getBoundingClientRect().width, "
+        "document.querySelector('p.meta').getBoundingClientRect().width, "
+        "Array.from(document.querySelectorAll('table')).map(t => [t.className, "
+        "t.getBoundingClientRect().right <= document.body.getBoundingClientRect().right])]"
+    ) == [BODY_WIDTH, 960, [["cells", True], ["cells", True], ["comparisons", True],
+                            ["cells", True], ["comparisons", True], ["runs", True]]]  # fmt: skip
+    # No number is broken across lines: each number cell is one line box.
+    assert (
+        page.evaluate(
+            "Array.from(document.querySelectorAll('td.num')).filter(td => { const r = "
+            "document.createRange(); r.selectNodeContents(td); return r.getClientRects().length "
+            "> 1; }).map(td => td.textContent)"
+        )
+        == []
+    )
+    # Two comparison rows (one a table), each with 8 number cells: a_value ... high, n_a ... pairs.
+    assert page.locator("table.comparisons td.num").count() == 2 * 8
     page.wait_for_function(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -186,6 +200,17 @@ def test_the_static_report(
         (
             "queries: {a: {measures: []}}\ncharts: [{name: c, query: a}]\n",
             "queries.a.measures: List should have at least 1 item after validation, not 0",
+        ),
+        (  # a chart named runs would write runs.csv over the run list
+            "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: runs, query: a}]\n",
+            "charts.0.name 'runs': its file runs.csv is also one of the report's own files; "
+            "rename the chart",
+        ),
+        (  # x's comparisons and the chart x.comparisons would write one file
+            "queries: {a: {measures: [{field: x}], compare: {key: k, a: '1', b: '2'}}}\n"
+            "charts: [{name: x, query: a}, {name: x.comparisons, query: a, chart: table}]\n",
+            "charts.1.name 'x.comparisons': its file x.comparisons.csv is also written by chart "
+            "'x'; rename the chart",
         ),
         ("- a\n", "a dashboard is a mapping (title, queries, charts)"),
         ("queries: {a: 1, a: 2}\n", "line 1, column 17: duplicate key 'a' (first at line 1)"),

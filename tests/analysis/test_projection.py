@@ -185,3 +185,22 @@ def test_a_file_url_uses_the_same_cache_as_its_folder(cohort: Cohort) -> None:
     log = Path(cohort.runs_dir, cohort.ids["r5"], "veyru.jsonl")
     log.unlink()  # no log: not a run any more, through the URL as through the folder
     assert answer(f"file://{cohort.runs_dir}", query).runs == 4
+
+
+def test_the_cache_file_has_a_new_files_mode(cohort: Cohort) -> None:
+    """0644 under umask 022, as every other file the product writes (not mkstemp's 0600)."""
+    import os
+    import stat
+
+    answer(cohort.runs_dir, Query.model_validate({"measures": [{"field": "round_success"}]}))
+    made = Path(cohort.runs_dir, "a-new-file")
+    made.write_text("")
+    mode = stat.S_IMODE(os.stat(Path(cohort.runs_dir, CACHE_FOLDER, CACHE_FILE)).st_mode)
+    assert (mode, mode) == (stat.S_IMODE(made.stat().st_mode), 0o666 & ~_process_umask())
+
+
+def _process_umask() -> int:
+    """The umask, read in a child process (setting it here would change this process's)."""
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.umask(0))"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return int(out)

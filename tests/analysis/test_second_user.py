@@ -45,7 +45,7 @@ def test_a_plot_the_system_refuses_is_one_line_after_the_table(
                    "--plot", "/proc/x.svg")  # fmt: skip
     assert code == 73
     assert capsys.readouterr() == (
-        "measure,value,n,missing,runs,low,high,interval\ntask_done:count,5.0,5,0,5,,,\n",
+        "measure,value,n,missing,runs,low,high,interval\ntask_done:count,5,5,0,5,,,\n",
         "glossogen: error: --plot '/proc/x.svg': cannot be written: No such file or directory\n",
     )
 

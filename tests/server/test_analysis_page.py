@@ -90,6 +90,16 @@ def fill_the_query(page: Any) -> None:
     page.locator("#measures .measure-field").nth(1).fill("mean_chars_per_round")
 
 
+def refused_on_the_page(page: Any, url: str, measure: str) -> str:
+    """Open ``url``, ask ``measure`` and return the refusal the page shows."""
+    page.goto(url)
+    page.wait_for_selector("#analysis[data-ready=true]")
+    page.fill("#measures .measure-field", measure)
+    page.click("#run-query")
+    page.wait_for_selector("#analysis-error:not([hidden])")
+    return str(page.inner_text("#analysis-error"))
+
+
 def answer_on_the_page(page: Any, times: int) -> None:
     page.wait_for_selector(f"#analysis[data-answered='{times}']", timeout=TIMEOUT_MS)
     page.wait_for_function(
@@ -164,12 +174,7 @@ def test_the_page_answers_as_every_surface(
         assert page.inner_text("#cohort") == "from dashboard study, chart success"
         assert page.input_value("#key1") == "round_budget_chars"
         # A refusal is the REST answer's one line, and nothing is drawn.
-        page.goto(f"{base}/analysis?knob=x")
-        page.wait_for_selector("#analysis[data-ready=true]")
-        page.fill("#measures .measure-field", "task_done")
-        page.click("#run-query")
-        page.wait_for_selector("#analysis-error:not([hidden])")
-        refused = page.inner_text("#analysis-error")
+        refused = refused_on_the_page(page, f"{base}/analysis?knob=x", "task_done")
         assert page.locator("#answer").is_hidden()
         assert errors == []
     assert refused == (
@@ -338,3 +343,39 @@ def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
     })  # fmt: skip
     assert "ok" not in listed.json()["names"]  # a refused dashboard is never written
     assert not Path(cohort.runs_dir, ".glossogen", "dashboards", "ok.yaml").exists()
+
+
+def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any) -> None:
+    with serving(cohort.runs_dir) as base:
+        page = browser.new_page(viewport={"width": 1100, "height": 1300})
+        first = refused_on_the_page(page, f"{base}/analysis", "nope")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        answer_on_the_page(page, 1)
+        after_valid = page.locator("#analysis-error").is_hidden()
+        # A refused submit answered after a later valid one: its error is not shown.
+        held: list[Any] = []
+
+        def hold_the_first(route: Any) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append(route)
+
+        page.route("**/analysis/query", hold_the_first)
+        page.fill("#measures .measure-field", "nope")
+        page.click("#run-query")
+        page.fill("#measures .measure-field", "task_done")
+        page.click("#run-query")
+        answer_on_the_page(page, 2)
+        assert len(held) == 1
+        with page.expect_response("**/analysis/query") as late_answer:
+            held[0].continue_()
+        assert late_answer.value.status == 422
+        page.evaluate("() => fetch('/api/health')")  # a round trip after the late answer
+        late = page.locator("#analysis-error").is_hidden()
+    assert first == (
+        "measures: measure 'nope': no such field at the run grain of this selection (list the "
+        "grain's fields)"
+    )
+    assert (after_valid, late) == (True, True)

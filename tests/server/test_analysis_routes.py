@@ -58,6 +58,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
                 }
             ),  # fmt: skip
             refused({"measures": [{"field": "task_done"}], "max_runs": 2}, 413),
+            refused({"measures": [{"field": "task_done"}], "by": [""]}),  # as --by ''
         ]
         bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=None)
         # A run re-evaluated after a query is read again (the run cache's stamp changed).
@@ -83,6 +84,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
          "with op one of != >= <= = > <"},
         {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
          "narrow the selection or raise max_runs"},
+        {"field": "by", "message": "Value error, ['']: a key is empty"},
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
@@ -273,6 +275,11 @@ def test_a_body_that_is_not_utf8_is_422_in_the_one_shape(tmp_path: Path) -> None
                           headers={"content-type": "application/json"})  # fmt: skip
     assert (got.status_code, got.json()) == (422, {"detail": {
         "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
+    with TestClient(create_app(str(tmp_path))) as client:  # not JSON: the same line (README)
+        got = client.post(f"{API}/query", content=b'{"measures": [',
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "body", "message": "the body is not UTF-8 JSON"}})  # fmt: skip
 
 
 def test_a_group_no_run_records_is_404(cohort: Cohort) -> None:
@@ -290,3 +297,18 @@ def test_a_group_no_run_records_is_404(cohort: Cohort) -> None:
     assert (query.status_code, query.json()) == (404, gone)
     assert (fields.status_code, fields.json()) == (404, gone)
     assert (none.status_code, none.json()["runs"]) == (200, 0)  # the group exists: no run matched
+
+
+def test_a_dashboard_whose_chart_would_write_the_run_list_is_not_saved(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    board = {**DASH, "charts": [{"name": "runs", "query": "q"}]}
+    with TestClient(create_app(str(tmp_path))) as client:
+        got = client.put(f"{API}/dashboards/study", json=board)
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "body", "message": (
+        "Value error, charts.0.name 'runs': its file runs.csv is also one of the report's own "
+        "files; rename the chart"
+    )}})  # fmt: skip
+    assert list(tmp_path.iterdir()) == []

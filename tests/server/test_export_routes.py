@@ -418,7 +418,7 @@ def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> No
         f"{API}/csv", content=b"{not json", headers={"content-type": "application/json"}
     )
     assert (not_json.status_code, not_json.json()) == (
-        422, {"detail": {"field": "body", "message": "JSON decode error"}}
+        422, {"detail": {"field": "body", "message": "the body is not UTF-8 JSON"}}
     )  # fmt: skip
     got = client.post(f"{API}/csv", json={"selection": _ids(cohort["two"]), "frames": []})
     assert got.status_code == 422

@@ -148,17 +148,22 @@
     return url;
   }
 
+  let asked = 0; // the latest submit: an earlier one's late answer shows nothing, no error
   async function answer() {
     fail("");
+    const mine = ++asked;
     const query = formQuery();
     const got = await call("POST", "query", query);
+    if (mine !== asked) return;
     if (!got.ok) { fail(refusal(got.data.detail)); $("answer").hidden = true; return; }
+    fail("");
     const result = got.data;
     urls.forEach((u) => URL.revokeObjectURL(u));
     urls = [];
     const by = result.query.by;
     $("summary").textContent = result.query.grain + " grain: " + result.rows + " rows of " +
-      (result.query.filters.length
+      // As the CLI's title: the rows' runs, and the runs selected when a filter or they differ.
+      ((result.query.filters.length || result.runs_after_filters !== result.runs)
         ? result.runs_after_filters + " runs (" + result.runs + " selected)"
         : result.runs + " runs");
     const rows = [];
@@ -185,6 +190,7 @@
     $("answer").hidden = false;
     const chart = $("chart").value;
     const drawn = await call("POST", "render", { result: result, chart: chart });
+    if (mine !== asked) return;
     if (!drawn.ok) { fail(refusal(drawn.data.detail)); return; }
     download($("download-csv"), drawn.data.csv, "text/csv");
     if (drawn.data.svg) {
@@ -215,6 +221,7 @@
     if (!name) return;
     const got = await call("GET", "dashboards/" + encodeURIComponent(name));
     if (!got.ok) { fail(refusal(got.data.detail)); return; }
+    fail("");
     const board = got.data;
     const holder = $("dashboard-charts");
     holder.textContent = "";
