@@ -40,7 +40,8 @@ Flow runs, their states, artifacts, logs and concurrency limits are written thro
 itself and stay; so do cancellation cleanup and the repossessor (expired concurrency leases).
 For the first step of the test command (``tests/__main__.py``), whose flows run in the test
 processes: its tests read back flow runs, states and artifacts, never task runs, events or
-automations (those are ``tests/orchestration``'s, whose servers keep every service).
+automations (those are ``tests/orchestration``'s, whose servers keep every service but the
+scheduler: ``tests/fixtures/prefect_server.ORCHESTRATION_SERVER_SETTINGS``).
 """
 
 
@@ -111,6 +112,10 @@ class ProcessWorker:
 WORKER_QUERY_SECONDS = 1
 """How often a test or bench worker polls for flow runs (Prefect's default is 10 s)."""
 
+LOG_BATCH_SECONDS = 0.5
+"""How often a test or bench worker and its flow runs send their queued log lines to the server
+(Prefect's default is 2 s): tests read a worker's report of a crash from the flow run's logs."""
+
 
 def _worker_online(api_url: str, pool: str, name: str) -> bool:
     import json
@@ -139,8 +144,9 @@ def process_worker(
 ) -> Iterator[ProcessWorker]:
     """Start a process worker for ``pool`` on 127.0.0.1; yield it once online; stop it on exit.
 
-    The worker polls every ``WORKER_QUERY_SECONDS`` and its flow runs inherit ``env`` (e.g. stub
-    model URLs and keys) on top of this process's environment.
+    The worker polls every ``WORKER_QUERY_SECONDS``, it and its flow runs send their logs every
+    ``LOG_BATCH_SECONDS``, and its flow runs inherit ``env`` (e.g. stub model URLs and keys) on
+    top of this process's environment.
 
     Raises:
         RuntimeError: the worker exited or was not online within 120 seconds (log path inside).
@@ -153,6 +159,7 @@ def process_worker(
         **(env or {}),
         "PREFECT_API_URL": api_url,
         "PREFECT_WORKER_QUERY_SECONDS": str(WORKER_QUERY_SECONDS),
+        "PREFECT_LOGGING_TO_API_BATCH_INTERVAL": str(LOG_BATCH_SECONDS),
         "PREFECT_WORKER_WEBSERVER_HOST": "127.0.0.1",
     }
     command = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool,

@@ -6,8 +6,9 @@ Package scope: once the last test here ends, the workers stop, the server stops 
 
 prefect.yaml is deployed from a scratch project folder (a copy of the file, ``flows/`` linked
 to the checkout's), never from the checkout: Prefect's pull step runs every flow in the folder
-it was deployed from, so a relative ``runs_dir`` (``reconcile``'s ``./runs``, on its 5-minute
-schedule or when a test's kill fires the crash automation) resolves there and never reaches the
+it was deployed from, so a relative ``runs_dir`` (``reconcile``'s ``./runs``, when a test's
+kill fires the crash automation; its 5-minute schedule is registered but the test server's
+scheduler is off: ``ORCHESTRATION_SERVER_SETTINGS``) resolves there and never reaches the
 checkout's own ``./runs``.
 """
 

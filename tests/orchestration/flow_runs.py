@@ -28,13 +28,21 @@ def read_flow_run(flow_run_id: UUID) -> FlowRun:
 
 
 def wait_for_state(flow_run_id: UUID, states: set[StateType] = TERMINAL) -> FlowRun:
-    """Wait until the flow run is in one of ``states`` and return it."""
+    """Wait until the flow run is in one of ``states`` and return it.
 
-    def reached() -> FlowRun | None:
-        flow_run = read_flow_run(flow_run_id)
-        return flow_run if flow_run.state_type in states else None
+    One client for the whole wait: Prefect's client loads the CA bundle into a new TLS context
+    each time one is made (about 20 ms of CPU, even for http://127.0.0.1), which a client per
+    poll (4 a second) paid throughout the wait, on the cores the worker's runs need.
+    """
+    with get_client(sync_client=True) as client:
 
-    return wait_until(reached, f"flow run {flow_run_id} to reach {sorted(s.value for s in states)}")
+        def reached() -> FlowRun | None:
+            flow_run = client.read_flow_run(flow_run_id)
+            return flow_run if flow_run.state_type in states else None
+
+        return wait_until(
+            reached, f"flow run {flow_run_id} to reach {sorted(s.value for s in states)}"
+        )
 
 
 def log_lines(run_dir: Path) -> list[dict[str, Any]]:
