@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -48,13 +50,21 @@ class _NoteHandler(logging.Handler):
             self.handleError(record)
 
 
-def _notes_to_stderr() -> None:
-    """Print the export library's warnings (damaged lines, unrebuilt scenarios) as notes."""
+@contextmanager
+def _notes_to_stderr() -> Iterator[None]:
+    """Print the export library's warnings (damaged lines, unrebuilt scenarios) as notes.
+
+    Only while this command runs: a handler left on the logger would print every later
+    in-process reader's warnings too (an analysis's, whose notes are its answer's).
+    """
     logger = logging.getLogger("glossogen.export")
-    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
-        handler = _NoteHandler()
-        handler.setFormatter(logging.Formatter(f"{_NOTE}%(message)s"))
-        logger.addHandler(handler)
+    handler = _NoteHandler()
+    handler.setFormatter(logging.Formatter(f"{_NOTE}%(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def export(
@@ -137,41 +147,41 @@ def export(
     refused = _check_places(out, runs_dir)
     if refused is not None:
         return refused
-    _notes_to_stderr()
-    try:
-        selected = select_runs(runs_dir, selection, max_runs=max_runs)
-        if selected.missing_run_ids:
-            missing = ", ".join(selected.missing_run_ids)
-            return _error(f"run ids that no longer resolve: {missing}", exit_codes.UNREADABLE)
-        if raw:
-            from glossogen.export import check_raw_size, estimate_raw_bytes
+    with _notes_to_stderr():
+        try:
+            selected = select_runs(runs_dir, selection, max_runs=max_runs)
+            if selected.missing_run_ids:
+                missing = ", ".join(selected.missing_run_ids)
+                return _error(f"run ids that no longer resolve: {missing}", exit_codes.UNREADABLE)
+            if raw:
+                from glossogen.export import check_raw_size, estimate_raw_bytes
 
-            check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
-        _note_selected(selected)
-        counts = write_tables(
-            selected.records,
-            names,
-            out,
-            repeat_run_columns=repeat_run_columns,
-            include_metric_summaries=include_metric_summaries,
-        )
-        if raw:
-            from glossogen.export import publish, write_raw_zip
+                check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
+            _note_selected(selected)
+            counts = write_tables(
+                selected.records,
+                names,
+                out,
+                repeat_run_columns=repeat_run_columns,
+                include_metric_summaries=include_metric_summaries,
+            )
+            if raw:
+                from glossogen.export import publish, write_raw_zip
 
-            with publish(join(out, "runs.zip")) as f:
-                write_raw_zip(
-                    selected.records, f, include_logs=include_logs, include_atif=include_atif
-                )
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
-    except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
-    except FileNotFoundError as exc:
-        return _error(f"not found: {exc.filename or exc}", exit_codes.UNREADABLE)
-    except OSError as exc:  # a local write failing after the checks (disk full, a race)
-        return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
-    except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
-        return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
+                with publish(join(out, "runs.zip")) as f:
+                    write_raw_zip(
+                        selected.records, f, include_logs=include_logs, include_atif=include_atif
+                    )
+        except SelectionError as exc:
+            return _error(said_of_selection(exc), exit_codes.REFUSED)
+        except StorageError as exc:
+            return _error(str(exc), exit_codes.TRANSPORT)
+        except FileNotFoundError as exc:
+            return _error(f"not found: {exc.filename or exc}", exit_codes.UNREADABLE)
+        except OSError as exc:  # a local write failing after the checks (disk full, a race)
+            return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
+        except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
+            return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
     _print_exported(len(selected.records), out, counts, raw)
     return 0
 

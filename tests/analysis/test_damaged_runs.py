@@ -262,7 +262,7 @@ def test_a_truncated_last_line_is_named_at_every_grain_as_the_export_names_it(
         assert analyze(*args) == 0
         assert capsys.readouterr().err.splitlines()[0] == f"glossogen: note: {named}"
         assert analyze_json(capsys, *args)["notes"][0] == named
-    # The export, last (its CLI leaves its note handler in this process):
+    # The export's CLI, in the same process:
     with pytest.raises(SystemExit) as exported:
         main(["export", "--runs-dir", runs_dir, "--out", str(tmp_path / "out"), "--frames",
               "run_level"])  # fmt: skip
@@ -271,3 +271,23 @@ def test_a_truncated_last_line_is_named_at_every_grain_as_the_export_names_it(
         f"glossogen: note: {damaged}: 1 damaged log line skipped (line {last} truncated) in "
         f"{runs_dir}/{damaged}/veyru.jsonl\n"
     )
+
+
+def test_an_export_before_in_the_same_process_adds_no_line_to_an_analysis(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The export's CLI prints the library's notes only while it runs (an MCP or REST server
+    exports and analyses in one process; so does this test session)."""
+    runs_dir, damaged, _ = _pair(cohort, tmp_path, "labels.json", b"{}")
+    log = tmp_path / damaged / "veyru.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join([*lines[:3], b"{garbage", *lines[3:]]))
+    with pytest.raises(SystemExit) as exported:
+        main(["export", "--runs-dir", runs_dir, "--out", str(tmp_path / "out"), "--frames",
+              "message_level"])  # fmt: skip
+    assert exported.value.code == 0
+    capsys.readouterr()
+    assert analyze("--runs-dir", runs_dir, "--grain", "message", "--measure", "run_id:count") == 0
+    selected = f"{damaged}: 1 damaged log line skipped (line 4) in {damaged}/veyru.jsonl"
+    note = f"{damaged}: message_level: 1 damaged log line skipped (line 4) in {damaged}/veyru.jsonl"
+    assert capsys.readouterr().err == f"glossogen: note: {selected}\nglossogen: note: {note}\n"
