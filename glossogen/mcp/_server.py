@@ -86,7 +86,8 @@ DESCRIPTIONS = {
     ),
     "evaluate_run": (
         "Score a run into its report: metric names (default: all that apply); judged metrics "
-        "need judge_model and judge_provider (anthropic, huggingface or openai)."
+        "need judge_model and judge_provider (anthropic, huggingface or openai); "
+        "allow_incomplete scores a run that has not ended on what it logged."
     ),
     "export_runs": (
         "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "
