@@ -1,8 +1,9 @@
 """The library never spells a command-line flag: each surface words a refusal its own way.
 
-Read from the source (``ast``): every string in ``glossogen/`` outside ``glossogen/cli/``,
-docstrings aside, is searched for ``--flag``. A command line told to the user (``glossogen run
-... --resume``, ``uv sync --extra local``) is a command, not a flag naming a request value.
+Read from the source (``ast``): every string in ``glossogen/`` outside ``glossogen/cli/``, and
+in ``flows/``, ``tasks/``, ``orchestration/`` and ``scenarios/``, docstrings aside, is searched
+for ``--flag``. A command line told to the user (``glossogen run ... --resume``, ``uv sync
+--extra local``) is a command, not a flag naming a request value.
 What is left is listed below as known debt (issue 32): the list may only shrink; a flag spelled
 on purpose (a command's argv, a page saying a command's line) is listed apart with why.
 """
@@ -51,9 +52,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def flags_spelled() -> set[tuple[str, str]]:
-    """(file, flag) for each flag a non-docstring string of the library spells."""
+    """(file, flag) for each flag a non-docstring string of the library spells (``glossogen/``
+    outside ``cli/``, and the flows, tasks, orchestration and scenarios beside it)."""
     found = set()
-    for path in sorted((REPO / "glossogen").rglob("*.py")):
+    folders = ("glossogen", "flows", "tasks", "orchestration", "scenarios")
+    for path in sorted(p for folder in folders for p in (REPO / folder).rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
         if rel.startswith("glossogen/cli/"):
             continue
