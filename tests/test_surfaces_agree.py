@@ -211,3 +211,69 @@ def test_a_fork_whose_source_does_not_replay_is_refused_alike_by_the_cli_and_mcp
         "(round 1): request sha256 "
     )
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
+
+
+NO_SUCH_MEASURE = (
+    "{measure} 'nope': no such field at the run grain of this selection (list the grain's "
+    "fields); no run of this selection has a report yet: metrics and the round grain's rows "
+    "come from scoring them (glossogen evaluate)"
+)
+MEASURE = {"cli": "--measure", "rest": "measure", "mcp": "measure"}
+"""How each surface names a refused measure: the CLI's flag, the request field."""
+
+
+def analyze_through(
+    surface: str, runs_dir: str, measure: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[Answer, dict[str, Any] | None]:
+    """``glossogen analyze --json``, ``POST .../analysis/query`` or MCP ``analyze_runs`` of
+    ``measure`` grouped by ``round_count``: the answer and the result's JSON."""
+    if surface == "cli":
+        with pytest.raises(SystemExit) as exited:
+            main(["analyze", "--runs-dir", runs_dir, "--measure", measure, "--by", "round_count",
+                  "--json"])  # fmt: skip
+        out, err = capsys.readouterr()
+        if exited.value.code:
+            assert (out, err.count("\n")) == ("", 1), (out, err)
+            line = err.removeprefix("glossogen: error: ").rstrip("\n")
+            return Answer(True, line, int(exited.value.code)), None
+        return Answer(False, "", 0), json.loads(out)
+    if surface == "rest":
+        field, _, agg = measure.partition(":")
+        got = TestClient(create_app(runs_dir)).post(
+            "/api/g/local/runs/analysis/query",
+            json={"measures": [{"field": field, "agg": agg or "mean"}], "by": ["round_count"]},
+        )
+        if got.status_code != 200:
+            detail = got.json()["detail"]
+            return Answer(True, f"{detail['field']}: {detail['message']}", got.status_code), None
+        return Answer(False, "", 200), got.json()
+    return _mcp(runs_dir, "analyze_runs", measures=[measure], by=["round_count"])
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_analysis_answers_and_refuses_the_same_through_every_surface(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One query, one result (the same JSON each way); one unknown measure, one line naming
+    it the surface's way (REST also says the field at fault)."""
+    runs = str(tmp_path / "runs")
+    first = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    second = play_run(runs, "veyru", rounds=2, now_unix=1_790_000_100)
+    refused, _ = analyze_through(surface, runs, "nope", capsys)
+    line = NO_SUCH_MEASURE.format(measure=MEASURE[surface])
+    assert (
+        refused
+        == {
+            "cli": Answer(True, line, 64),
+            "rest": Answer(True, f"measures: {line}", 422),
+            "mcp": Answer(True, line, "tool error"),
+        }[surface]
+    )
+    answer, result = analyze_through(surface, runs, "run_id:count", capsys)
+    assert (answer.refused, answer.status) == (False, STATUS[surface][0])
+    assert result is not None
+    assert (result["runs"], result["run_ids"]) == (2, sorted([first.run_id, second.run_id]))
+    assert [(g["keys"], [(c["value"], c["n"]) for c in g["cells"]]) for g in result["groups"]] == [
+        ({"round_count": "1"}, [(1.0, 1)]),
+        ({"round_count": "2"}, [(1.0, 1)]),
+    ]
