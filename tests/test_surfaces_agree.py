@@ -277,3 +277,58 @@ def test_an_analysis_answers_and_refuses_the_same_through_every_surface(
         ({"round_count": "1"}, [(1.0, 1)]),
         ({"round_count": "2"}, [(1.0, 1)]),
     ]
+
+
+NO_OPERATOR = "{knob} 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"
+KNOB = {"cli": "--knob", "rest": "knob condition", "mcp": "knob condition"}
+"""How each surface names a refused knob condition: the CLI's flag, the request's words."""
+
+
+def export_through(
+    surface: str, runs_dir: str, out: Path, knob: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[Answer, bytes | None]:
+    """``glossogen export``, ``POST .../export/csv`` or MCP ``export_runs`` of the run level
+    table of the runs ``knob`` selects: the answer and the table's bytes."""
+    if surface == "cli":
+        flags = [f for k in knob for f in ("--knob", k)]
+        answer = _cli(capsys, "export", "--runs-dir", runs_dir, "--out", str(out),
+                      "--frames", "run_level", *flags)  # fmt: skip
+        return answer, None if answer.refused else (out / "run_level.csv").read_bytes()
+    if surface == "rest":
+        got = TestClient(create_app(runs_dir)).post(
+            "/api/g/local/runs/export/csv",
+            json={"selection": {"kind": "filters", "knob": knob or None}, "frames": ["run_level"]},
+        )
+        if got.status_code != 200:
+            detail = got.json()["detail"]
+            return Answer(True, f"{detail['field']}: {detail['message']}", got.status_code), None
+        return Answer(False, "", 200), got.content
+    answer, _ = _mcp(runs_dir, "export_runs", out=str(out), frames=["run_level"], knob=knob)
+    return answer, None if answer.refused else (out / "run_level.csv").read_bytes()
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_export_writes_and_refuses_the_same_through_every_surface(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One selection, the same run level table byte for byte (the CLI's table is the
+    reference); one knob condition without an operator, one line naming it the surface's way,
+    nothing written."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=2, now_unix=1_790_000_000)
+    refused, _ = export_through(surface, runs, tmp_path / "refused", ["x"], capsys)
+    line = NO_OPERATOR.format(knob=KNOB[surface])
+    assert (
+        refused
+        == {
+            "cli": Answer(True, line, 64),
+            "rest": Answer(True, f"knob: {line}", 422),
+            "mcp": Answer(True, line, "tool error"),
+        }[surface]
+    )
+    assert not (tmp_path / "refused").exists()
+    answer, table = export_through(surface, runs, tmp_path / "out", [], capsys)
+    assert (answer.refused, answer.status) == (False, STATUS[surface][0])
+    assert not export_through("cli", runs, tmp_path / "reference", [], capsys)[0].refused
+    assert table == (tmp_path / "reference" / "run_level.csv").read_bytes()
+    assert table is not None and table.decode().count("\n") == 2  # the header and the run
