@@ -3,8 +3,9 @@ each surface (the CLI names its flag, MCP its tool argument, REST the request fi
 
 Each surface is driven as a user drives it: ``glossogen`` in this process (its exit code and
 its one line), the FastAPI app over HTTP (``TestClient``), the MCP tools through the SDK's
-client connected to ``build_server`` in-process. REST has no evaluate endpoint: evaluate is
-compared between the CLI and MCP.
+client connected to ``build_server`` in-process. Each operation where more than one surface
+offers it: stop, analyze and export (CLI, REST, MCP); evaluate and fork / replace / cross-run
+replace (CLI and MCP: REST has neither).
 """
 
 from __future__ import annotations
@@ -332,3 +333,90 @@ def test_an_export_writes_and_refuses_the_same_through_every_surface(
     assert not export_through("cli", runs, tmp_path / "reference", [], capsys)[0].refused
     assert table == (tmp_path / "reference" / "run_level.csv").read_bytes()
     assert table is not None and table.decode().count("\n") == 2  # the header and the run
+
+
+DERIVED = {
+    "fork": ("fork-at-round", "fork_run", {}),
+    "replace": ("replace-agent", "replace_agent",
+                {"replaced_agent_id": "field_observer", "model": "other-script",
+                 "provider": "scripted"}),
+    "cross-run": ("cross-run-replace-agent", "cross_run_replace_agent",
+                  {"replaced_agent_id": "field_observer", "donor_agent_id": "field_observer",
+                   "model": "other-script", "provider": "scripted"}),
+}  # fmt: skip
+"""Each derived-run operation: its CLI command, its MCP tool and the arguments of its seat."""
+LIMITS = {
+    "max_agent_turns": "--max-agent-turns",
+    "run_timeout_seconds": "--run-timeout",
+    "spend_cap_usd": "--spend-cap-usd",
+    "rounds_after": "--rounds-after",
+}
+"""The limits a derived run takes besides ``after_round``: the request field, the CLI's flag."""
+REFUSED_LIMITS = [
+    ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
+    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0.0"),
+    ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
+    ("rounds_after", "0", 0, "{name} must be at least 1, got 0"),
+]
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize("operation", list(DERIVED))
+@pytest.mark.parametrize(("field", "flag_value", "value", "line"), REFUSED_LIMITS,
+                         ids=[f for f, *_ in REFUSED_LIMITS])  # fmt: skip
+def test_a_derived_run_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
+    surface: str,
+    operation: str,
+    field: str,
+    flag_value: str,
+    value: float,
+    line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Fork, replace and cross-run replace take every limit, each refused in one line naming
+    it (the CLI's flag, MCP's argument), nothing claimed."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=2)
+    command, tool, seat = DERIVED[operation]
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+    if surface == "cli":
+        flags = [f for k, v in seat.items() for f in (f"--{k.replace('_', '-')}", v)]
+        donor = ["--donor-run-dir", folder.url] if operation == "cross-run" else []
+        answer = _cli(capsys, command, "veyru", "--source-run-dir", folder.url,
+                      "--after-round", "1", "--runs-dir", str(runs), *flags, *donor,
+                      LIMITS[field], flag_value)  # fmt: skip
+        assert answer == Answer(True, line.format(name=LIMITS[field]), 64)
+    else:
+        donor_id = {"donor_run_id": folder.run_id} if operation == "cross-run" else {}
+        answer = _mcp(str(runs), tool, source_run_id=folder.run_id, after_round=1, **seat,
+                      **donor_id, **{field: value})[0]  # fmt: skip
+        assert answer == Answer(True, line.format(name=field), "tool error")
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
+
+
+def test_each_derived_tool_takes_every_limit_its_command_takes(tmp_path: Path) -> None:
+    """MCP's ``fork_run``, ``replace_agent`` and ``cross_run_replace_agent`` take each limit
+    ``fork-at-round``, ``replace-agent`` and ``cross-run-replace-agent`` take (issue 32)."""
+    import inspect
+
+    from glossogen.cli import derived
+
+    def flags_of(command: str) -> set[str]:
+        """Every flag the command declares (its parameters' ``typer.Option`` names)."""
+        function = getattr(derived, command.replace("-", "_"))
+        declared = [p.default for p in inspect.signature(function).parameters.values()]
+        return {d for o in declared for d in getattr(o, "param_decls", None) or ()}
+
+    async def listed() -> dict[str, set[str]]:
+        async with Client(build_server(str(tmp_path))) as client:
+            tools = (await client.list_tools()).tools
+        return {t.name: set(t.input_schema["properties"]) for t in tools}
+
+    arguments = asyncio.run(listed())
+    for command, tool, _ in DERIVED.values():
+        flags = flags_of(command)
+        assert {f for f in LIMITS.values() if f in flags} == set(LIMITS.values())
+        taken = {f: f in arguments[tool] for f, flag in LIMITS.items() if flag in flags}
+        assert (command, taken) == (command, dict.fromkeys(LIMITS, True))
+        assert "after_round" in arguments[tool]
