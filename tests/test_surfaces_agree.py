@@ -4,8 +4,9 @@ each surface (the CLI names its flag, MCP its tool argument, REST the request fi
 Each surface is driven as a user drives it: ``glossogen`` in this process (its exit code and
 its one line), the FastAPI app over HTTP (``TestClient``), the MCP tools through the SDK's
 client connected to ``build_server`` in-process. Each operation where more than one surface
-offers it: stop, analyze and export (CLI, REST, MCP); evaluate and fork / replace / cross-run
-replace (CLI and MCP: REST has neither).
+offers it: stop, analyze and export (CLI, REST, MCP); run, resume, evaluate and fork / replace /
+cross-run replace (CLI and MCP: REST has none of them). Sweep, verify and rejudge are the CLI's
+alone.
 """
 
 from __future__ import annotations
@@ -395,28 +396,94 @@ def test_a_derived_run_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
 
 
-def test_each_derived_tool_takes_every_limit_its_command_takes(tmp_path: Path) -> None:
-    """MCP's ``fork_run``, ``replace_agent`` and ``cross_run_replace_agent`` take each limit
-    ``fork-at-round``, ``replace-agent`` and ``cross-run-replace-agent`` take (issue 32)."""
+def flags_of(function: Any) -> set[str]:
+    """Every flag a CLI command declares (its parameters' ``typer.Option`` names)."""
     import inspect
 
-    from glossogen.cli import derived
+    declared = [p.default for p in inspect.signature(function).parameters.values()]
+    return {d for o in declared for d in getattr(o, "param_decls", None) or ()}
 
-    def flags_of(command: str) -> set[str]:
-        """Every flag the command declares (its parameters' ``typer.Option`` names)."""
-        function = getattr(derived, command.replace("-", "_"))
-        declared = [p.default for p in inspect.signature(function).parameters.values()]
-        return {d for o in declared for d in getattr(o, "param_decls", None) or ()}
+
+LAUNCHES = [
+    ("run", "start_run", ("max_agent_turns", "run_timeout_seconds", "spend_cap_usd")),
+    *((command, tool, tuple(LIMITS)) for command, tool, _ in DERIVED.values()),
+]
+"""Each command that launches a run, its MCP tool, and the limits both must take."""
+
+
+@pytest.mark.parametrize(("command", "tool", "limits"), LAUNCHES, ids=[c for c, *_ in LAUNCHES])
+def test_each_launching_tool_takes_every_limit_its_command_takes(
+    command: str, tool: str, limits: tuple[str, ...], tmp_path: Path
+) -> None:
+    """MCP's ``start_run``, ``fork_run``, ``replace_agent`` and ``cross_run_replace_agent``
+    take each limit ``run``, ``fork-at-round``, ``replace-agent`` and
+    ``cross-run-replace-agent`` take (issue 32), under the request field's name."""
+    from glossogen.cli import derived, run
+
+    module = run if command == "run" else derived
+    flags = flags_of(getattr(module, command.replace("-", "_")))
 
     async def listed() -> dict[str, set[str]]:
         async with Client(build_server(str(tmp_path))) as client:
             tools = (await client.list_tools()).tools
         return {t.name: set(t.input_schema["properties"]) for t in tools}
 
-    arguments = asyncio.run(listed())
-    for command, tool, _ in DERIVED.values():
-        flags = flags_of(command)
-        assert {f for f in LIMITS.values() if f in flags} == set(LIMITS.values())
-        taken = {f: f in arguments[tool] for f, flag in LIMITS.items() if flag in flags}
-        assert (command, taken) == (command, dict.fromkeys(LIMITS, True))
-        assert "after_round" in arguments[tool]
+    arguments = asyncio.run(listed())[tool]
+    assert {LIMITS[f] for f in limits} <= flags
+    assert {f: f in arguments for f in limits} == dict.fromkeys(limits, True)
+    assert ("after_round" in arguments) == (command != "run")
+
+
+RUN_LIMITS = [
+    ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
+    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0"),
+    ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
+]
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize(("field", "flag_value", "value", "line"), RUN_LIMITS,
+                         ids=[f for f, *_ in RUN_LIMITS])  # fmt: skip
+def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
+    surface: str,
+    field: str,
+    flag_value: str,
+    value: float,
+    line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``glossogen run`` and ``start_run`` take the same limits, each refused in one line
+    naming it (the CLI's flag, MCP's argument), before any folder is claimed."""
+    runs = tmp_path / "runs"
+    if surface == "cli":
+        answer = _cli(capsys, "run", "veyru", "--model", "scripted", "--provider", "scripted",
+                      "--runs-dir", str(runs), LIMITS[field], flag_value)  # fmt: skip
+        assert answer == Answer(True, line.format(name=LIMITS[field]), 64)
+    else:
+        answer = _mcp(str(runs), "start_run", scenario="veyru", model="scripted",
+                      provider="scripted", **{field: value})[0]  # fmt: skip
+        assert answer == Answer(True, line.format(name=field), "tool error")
+    assert not (runs / "veyru").exists()
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_resuming_an_ended_run_is_refused_alike_by_the_cli_and_mcp(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``glossogen run --resume`` and ``resume_run`` of a run that ended: one line, exit 65 /
+    a tool error, nothing claimed or appended."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1)
+    log = Path(folder.log_url).read_bytes()
+    if surface == "cli":
+        answer = _cli(capsys, "run", "veyru", "--resume", folder.url)
+    else:
+        answer = _mcp(str(runs), "resume_run", run_id=folder.run_id)[0]
+    line = (
+        f"run {folder.run_id} already ended (simulation_ended); use fork-at-round to play "
+        "further rounds from it"
+    )
+    assert answer == Answer(True, line, 65 if surface == "cli" else "tool error")
+    assert [p.name for p in (runs / "veyru").iterdir()] == [Path(folder.url).name]
+    assert Path(folder.log_url).read_bytes() == log

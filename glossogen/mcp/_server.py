@@ -59,7 +59,8 @@ DESCRIPTIONS = {
     ),
     "start_run": (
         "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
-        "provider, max_agent_turns, spend_cap_usd (refused when the estimate passes it). "
+        "provider, max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the "
+        "estimate passes it). "
         "Refuses without credentials; claims the run folder and returns its run id at once, "
         "then the run plays on a worker or in a detached process. Poll get_run."
     ),
