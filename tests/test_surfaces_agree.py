@@ -215,6 +215,16 @@ def test_a_fork_whose_source_does_not_replay_is_refused_alike_by_the_cli_and_mcp
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
 
 
+def refused_as(surface: str, line: str, field: str) -> Answer:
+    """A usage refusal as each surface gives it: the CLI's line and 64, REST's field at fault
+    before its line and 422, MCP's tool error."""
+    return {
+        "cli": Answer(True, line, 64),
+        "rest": Answer(True, f"{field}: {line}", 422),
+        "mcp": Answer(True, line, "tool error"),
+    }[surface]
+
+
 NO_SUCH_MEASURE = (
     "{measure} 'nope': no such field at the run grain of this selection (list the grain's "
     "fields); no run of this selection has a report yet: metrics and the round grain's rows "
@@ -263,14 +273,7 @@ def test_an_analysis_answers_and_refuses_the_same_through_every_surface(
     second = play_run(runs, "veyru", rounds=2, now_unix=1_790_000_100)
     refused, _ = analyze_through(surface, runs, "nope", capsys)
     line = NO_SUCH_MEASURE.format(measure=MEASURE[surface])
-    assert (
-        refused
-        == {
-            "cli": Answer(True, line, 64),
-            "rest": Answer(True, f"measures: {line}", 422),
-            "mcp": Answer(True, line, "tool error"),
-        }[surface]
-    )
+    assert refused == refused_as(surface, line, "measures")
     answer, result = analyze_through(surface, runs, "run_id:count", capsys)
     assert (answer.refused, answer.status) == (False, STATUS[surface][0])
     assert result is not None
@@ -320,14 +323,7 @@ def test_an_export_writes_and_refuses_the_same_through_every_surface(
     play_run(runs, "veyru", rounds=2, now_unix=1_790_000_000)
     refused, _ = export_through(surface, runs, tmp_path / "refused", ["x"], capsys)
     line = NO_OPERATOR.format(knob=KNOB[surface])
-    assert (
-        refused
-        == {
-            "cli": Answer(True, line, 64),
-            "rest": Answer(True, f"knob: {line}", 422),
-            "mcp": Answer(True, line, "tool error"),
-        }[surface]
-    )
+    assert refused == refused_as(surface, line, "knob")
     assert not (tmp_path / "refused").exists()
     answer, table = export_through(surface, runs, tmp_path / "out", [], capsys)
     assert (answer.refused, answer.status) == (False, STATUS[surface][0])
@@ -359,41 +355,6 @@ REFUSED_LIMITS = [
     ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
     ("rounds_after", "0", 0, "{name} must be at least 1, got 0"),
 ]
-
-
-@pytest.mark.parametrize("surface", ["cli", "mcp"])
-@pytest.mark.parametrize("operation", list(DERIVED))
-@pytest.mark.parametrize(("field", "flag_value", "value", "line"), REFUSED_LIMITS,
-                         ids=[f for f, *_ in REFUSED_LIMITS])  # fmt: skip
-def test_a_derived_run_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
-    surface: str,
-    operation: str,
-    field: str,
-    flag_value: str,
-    value: float,
-    line: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """Fork, replace and cross-run replace take every limit, each refused in one line naming
-    it (the CLI's flag, MCP's argument), nothing claimed."""
-    runs = tmp_path / "runs"
-    folder = play_run(str(runs), "veyru", rounds=2)
-    command, tool, seat = DERIVED[operation]
-    before = sorted(p.name for p in (runs / "veyru").iterdir())
-    if surface == "cli":
-        flags = [f for k, v in seat.items() for f in (f"--{k.replace('_', '-')}", v)]
-        donor = ["--donor-run-dir", folder.url] if operation == "cross-run" else []
-        answer = _cli(capsys, command, "veyru", "--source-run-dir", folder.url,
-                      "--after-round", "1", "--runs-dir", str(runs), *flags, *donor,
-                      LIMITS[field], flag_value)  # fmt: skip
-        assert answer == Answer(True, line.format(name=LIMITS[field]), 64)
-    else:
-        donor_id = {"donor_run_id": folder.run_id} if operation == "cross-run" else {}
-        answer = _mcp(str(runs), tool, source_run_id=folder.run_id, after_round=1, **seat,
-                      **donor_id, **{field: value})[0]  # fmt: skip
-        assert answer == Answer(True, line.format(name=field), "tool error")
-    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
 
 
 def flags_of(function: Any) -> set[str]:
@@ -441,11 +402,82 @@ RUN_LIMITS = [
 ]
 
 
+REFUSED = [("run", *limit) for limit in RUN_LIMITS] + [
+    (operation, *limit) for operation in DERIVED for limit in REFUSED_LIMITS
+]
+"""Each launching operation with each limit it takes, refused."""
+
+
+def launch_through(
+    surface: str,
+    operation: str,
+    runs: Path,
+    field: str,
+    value: float,
+    flag_value: str,
+    capsys: pytest.CaptureFixture[str],
+) -> Answer:
+    """``glossogen run`` / ``start_run`` of veyru, or the derived operation from the run in
+    ``runs`` (the CLI's command, the MCP tool), with ``field`` set to the value given."""
+    if operation == "run":
+        if surface == "cli":
+            return _cli(
+                capsys,
+                "run",
+                "veyru",
+                "--model",
+                "scripted",
+                "--provider",
+                "scripted",
+                "--runs-dir",
+                str(runs),
+                LIMITS[field],
+                flag_value,
+            )
+        return _mcp(
+            str(runs),
+            "start_run",
+            scenario="veyru",
+            model="scripted",
+            provider="scripted",
+            **{field: value},
+        )[0]
+    (source,) = (runs / "veyru").iterdir()
+    run_id = f"veyru/{source.name}"
+    command, tool, seat = DERIVED[operation]
+    if surface == "cli":
+        flags = [f for k, v in seat.items() for f in (f"--{k.replace('_', '-')}", v)]
+        donor = ["--donor-run-dir", str(source)] if operation == "cross-run" else []
+        return _cli(
+            capsys,
+            command,
+            "veyru",
+            "--source-run-dir",
+            str(source),
+            "--after-round",
+            "1",
+            "--runs-dir",
+            str(runs),
+            *flags,
+            *donor,
+            LIMITS[field],
+            flag_value,
+        )
+    donor_id = {"donor_run_id": run_id} if operation == "cross-run" else {}
+    return _mcp(
+        str(runs), tool, source_run_id=run_id, after_round=1, **seat, **donor_id, **{field: value}
+    )[0]
+
+
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
-@pytest.mark.parametrize(("field", "flag_value", "value", "line"), RUN_LIMITS,
-                         ids=[f for f, *_ in RUN_LIMITS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("operation", "field", "flag_value", "value", "line"),
+    REFUSED,
+    ids=[f"{o}-{f}" for o, f, *_ in REFUSED],
+)
 def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
     surface: str,
+    operation: str,
     field: str,
     flag_value: str,
     value: float,
@@ -453,18 +485,16 @@ def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """``glossogen run`` and ``start_run`` take the same limits, each refused in one line
-    naming it (the CLI's flag, MCP's argument), before any folder is claimed."""
+    """``glossogen run`` and ``start_run``, and each derived operation, take the same limits:
+    each refused in one line naming it (the CLI's flag, MCP's argument), nothing claimed."""
     runs = tmp_path / "runs"
-    if surface == "cli":
-        answer = _cli(capsys, "run", "veyru", "--model", "scripted", "--provider", "scripted",
-                      "--runs-dir", str(runs), LIMITS[field], flag_value)  # fmt: skip
-        assert answer == Answer(True, line.format(name=LIMITS[field]), 64)
-    else:
-        answer = _mcp(str(runs), "start_run", scenario="veyru", model="scripted",
-                      provider="scripted", **{field: value})[0]  # fmt: skip
-        assert answer == Answer(True, line.format(name=field), "tool error")
-    assert not (runs / "veyru").exists()
+    if operation != "run":
+        play_run(str(runs), "veyru", rounds=2)
+    before = sorted(p.name for p in runs.glob("veyru/*"))
+    answer = launch_through(surface, operation, runs, field, value, flag_value, capsys)
+    name = LIMITS[field] if surface == "cli" else field
+    assert answer == Answer(True, line.format(name=name), 64 if surface == "cli" else "tool error")
+    assert sorted(p.name for p in runs.glob("veyru/*")) == before
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
