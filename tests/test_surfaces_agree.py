@@ -3,8 +3,10 @@ each surface (the CLI names its flag, MCP its tool argument, REST the request fi
 
 Each surface is driven as a user drives it: ``glossogen`` in this process (its exit code and
 its one line), the FastAPI app over HTTP (``TestClient``), the MCP tools through the SDK's
-client connected to ``build_server`` in-process. REST has no evaluate endpoint: evaluate is
-compared between the CLI and MCP.
+client connected to ``build_server`` in-process. Each operation where more than one surface
+offers it: stop, analyze and export (CLI, REST, MCP); run, resume, evaluate and fork / replace /
+cross-run replace (CLI and MCP: REST has none of them). Sweep, verify and rejudge are the CLI's
+alone.
 """
 
 from __future__ import annotations
@@ -211,3 +213,307 @@ def test_a_fork_whose_source_does_not_replay_is_refused_alike_by_the_cli_and_mcp
         "(round 1): request sha256 "
     )
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
+
+
+def refused_as(surface: str, line: str, field: str) -> Answer:
+    """A usage refusal as each surface gives it: the CLI's line and 64, REST's field at fault
+    before its line and 422, MCP's tool error."""
+    return {
+        "cli": Answer(True, line, 64),
+        "rest": Answer(True, f"{field}: {line}", 422),
+        "mcp": Answer(True, line, "tool error"),
+    }[surface]
+
+
+NO_SUCH_MEASURE = (
+    "{measure} 'nope': no such field at the run grain of this selection (list the grain's "
+    "fields); no run of this selection has a report yet: metrics and the round grain's rows "
+    "come from scoring them (glossogen evaluate)"
+)
+MEASURE = {"cli": "--measure", "rest": "measure", "mcp": "measure"}
+"""How each surface names a refused measure: the CLI's flag, the request field."""
+
+
+def analyze_through(
+    surface: str, runs_dir: str, measure: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[Answer, dict[str, Any] | None]:
+    """``glossogen analyze --json``, ``POST .../analysis/query`` or MCP ``analyze_runs`` of
+    ``measure`` grouped by ``round_count``: the answer and the result's JSON."""
+    if surface == "cli":
+        with pytest.raises(SystemExit) as exited:
+            main(["analyze", "--runs-dir", runs_dir, "--measure", measure, "--by", "round_count",
+                  "--json"])  # fmt: skip
+        out, err = capsys.readouterr()
+        if exited.value.code:
+            assert (out, err.count("\n")) == ("", 1), (out, err)
+            line = err.removeprefix("glossogen: error: ").rstrip("\n")
+            return Answer(True, line, int(exited.value.code)), None
+        return Answer(False, "", 0), json.loads(out)
+    if surface == "rest":
+        field, _, agg = measure.partition(":")
+        got = TestClient(create_app(runs_dir)).post(
+            "/api/g/local/runs/analysis/query",
+            json={"measures": [{"field": field, "agg": agg or "mean"}], "by": ["round_count"]},
+        )
+        if got.status_code != 200:
+            detail = got.json()["detail"]
+            return Answer(True, f"{detail['field']}: {detail['message']}", got.status_code), None
+        return Answer(False, "", 200), got.json()
+    return _mcp(runs_dir, "analyze_runs", measures=[measure], by=["round_count"])
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_analysis_answers_and_refuses_the_same_through_every_surface(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One query, one result (the same JSON each way); one unknown measure, one line naming
+    it the surface's way (REST also says the field at fault)."""
+    runs = str(tmp_path / "runs")
+    first = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    second = play_run(runs, "veyru", rounds=2, now_unix=1_790_000_100)
+    refused, _ = analyze_through(surface, runs, "nope", capsys)
+    line = NO_SUCH_MEASURE.format(measure=MEASURE[surface])
+    assert refused == refused_as(surface, line, "measures")
+    answer, result = analyze_through(surface, runs, "run_id:count", capsys)
+    assert (answer.refused, answer.status) == (False, STATUS[surface][0])
+    assert result is not None
+    assert (result["runs"], result["run_ids"]) == (2, sorted([first.run_id, second.run_id]))
+    assert [(g["keys"], [(c["value"], c["n"]) for c in g["cells"]]) for g in result["groups"]] == [
+        ({"round_count": "1"}, [(1.0, 1)]),
+        ({"round_count": "2"}, [(1.0, 1)]),
+    ]
+
+
+NO_OPERATOR = "{knob} 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"
+KNOB = {"cli": "--knob", "rest": "knob condition", "mcp": "knob condition"}
+"""How each surface names a refused knob condition: the CLI's flag, the request's words."""
+
+
+def export_through(
+    surface: str, runs_dir: str, out: Path, knob: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[Answer, bytes | None]:
+    """``glossogen export``, ``POST .../export/csv`` or MCP ``export_runs`` of the run level
+    table of the runs ``knob`` selects: the answer and the table's bytes."""
+    if surface == "cli":
+        flags = [f for k in knob for f in ("--knob", k)]
+        answer = _cli(capsys, "export", "--runs-dir", runs_dir, "--out", str(out),
+                      "--frames", "run_level", *flags)  # fmt: skip
+        return answer, None if answer.refused else (out / "run_level.csv").read_bytes()
+    if surface == "rest":
+        got = TestClient(create_app(runs_dir)).post(
+            "/api/g/local/runs/export/csv",
+            json={"selection": {"kind": "filters", "knob": knob or None}, "frames": ["run_level"]},
+        )
+        if got.status_code != 200:
+            detail = got.json()["detail"]
+            return Answer(True, f"{detail['field']}: {detail['message']}", got.status_code), None
+        return Answer(False, "", 200), got.content
+    answer, _ = _mcp(runs_dir, "export_runs", out=str(out), frames=["run_level"], knob=knob)
+    return answer, None if answer.refused else (out / "run_level.csv").read_bytes()
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_export_writes_and_refuses_the_same_through_every_surface(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One selection, the same run level table byte for byte (the CLI's table is the
+    reference); one knob condition without an operator, one line naming it the surface's way,
+    nothing written."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=2, now_unix=1_790_000_000)
+    refused, _ = export_through(surface, runs, tmp_path / "refused", ["x"], capsys)
+    line = NO_OPERATOR.format(knob=KNOB[surface])
+    assert refused == refused_as(surface, line, "knob")
+    assert not (tmp_path / "refused").exists()
+    answer, table = export_through(surface, runs, tmp_path / "out", [], capsys)
+    assert (answer.refused, answer.status) == (False, STATUS[surface][0])
+    assert not export_through("cli", runs, tmp_path / "reference", [], capsys)[0].refused
+    assert table == (tmp_path / "reference" / "run_level.csv").read_bytes()
+    assert table is not None and table.decode().count("\n") == 2  # the header and the run
+
+
+DERIVED = {
+    "fork": ("fork-at-round", "fork_run", {}),
+    "replace": ("replace-agent", "replace_agent",
+                {"replaced_agent_id": "field_observer", "model": "other-script",
+                 "provider": "scripted"}),
+    "cross-run": ("cross-run-replace-agent", "cross_run_replace_agent",
+                  {"replaced_agent_id": "field_observer", "donor_agent_id": "field_observer",
+                   "model": "other-script", "provider": "scripted"}),
+}  # fmt: skip
+"""Each derived-run operation: its CLI command, its MCP tool and the arguments of its seat."""
+LIMITS = {
+    "max_agent_turns": "--max-agent-turns",
+    "run_timeout_seconds": "--run-timeout",
+    "spend_cap_usd": "--spend-cap-usd",
+    "rounds_after": "--rounds-after",
+}
+"""The limits a derived run takes besides ``after_round``: the request field, the CLI's flag."""
+REFUSED_LIMITS = [
+    ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
+    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0.0"),
+    ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
+    ("rounds_after", "0", 0, "{name} must be at least 1, got 0"),
+]
+
+
+def flags_of(function: Any) -> set[str]:
+    """Every flag a CLI command declares (its parameters' ``typer.Option`` names)."""
+    import inspect
+
+    declared = [p.default for p in inspect.signature(function).parameters.values()]
+    return {d for o in declared for d in getattr(o, "param_decls", None) or ()}
+
+
+LAUNCHES = [
+    ("run", "start_run", ("max_agent_turns", "run_timeout_seconds", "spend_cap_usd")),
+    *((command, tool, tuple(LIMITS)) for command, tool, _ in DERIVED.values()),
+]
+"""Each command that launches a run, its MCP tool, and the limits both must take."""
+
+
+@pytest.mark.parametrize(("command", "tool", "limits"), LAUNCHES, ids=[c for c, *_ in LAUNCHES])
+def test_each_launching_tool_takes_every_limit_its_command_takes(
+    command: str, tool: str, limits: tuple[str, ...], tmp_path: Path
+) -> None:
+    """MCP's ``start_run``, ``fork_run``, ``replace_agent`` and ``cross_run_replace_agent``
+    take each limit ``run``, ``fork-at-round``, ``replace-agent`` and
+    ``cross-run-replace-agent`` take (issue 32), under the request field's name."""
+    from glossogen.cli import derived, run
+
+    module = run if command == "run" else derived
+    flags = flags_of(getattr(module, command.replace("-", "_")))
+
+    async def listed() -> dict[str, set[str]]:
+        async with Client(build_server(str(tmp_path))) as client:
+            tools = (await client.list_tools()).tools
+        return {t.name: set(t.input_schema["properties"]) for t in tools}
+
+    arguments = asyncio.run(listed())[tool]
+    assert {LIMITS[f] for f in limits} <= flags
+    assert {f: f in arguments for f in limits} == dict.fromkeys(limits, True)
+    assert ("after_round" in arguments) == (command != "run")
+
+
+RUN_LIMITS = [
+    ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
+    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0"),
+    ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
+]
+
+
+REFUSED = [("run", *limit) for limit in RUN_LIMITS] + [
+    (operation, *limit) for operation in DERIVED for limit in REFUSED_LIMITS
+]
+"""Each launching operation with each limit it takes, refused."""
+
+
+def launch_through(
+    surface: str,
+    operation: str,
+    runs: Path,
+    field: str,
+    value: float,
+    flag_value: str,
+    capsys: pytest.CaptureFixture[str],
+) -> Answer:
+    """``glossogen run`` / ``start_run`` of veyru, or the derived operation from the run in
+    ``runs`` (the CLI's command, the MCP tool), with ``field`` set to the value given."""
+    if operation == "run":
+        if surface == "cli":
+            return _cli(
+                capsys,
+                "run",
+                "veyru",
+                "--model",
+                "scripted",
+                "--provider",
+                "scripted",
+                "--runs-dir",
+                str(runs),
+                LIMITS[field],
+                flag_value,
+            )
+        return _mcp(
+            str(runs),
+            "start_run",
+            scenario="veyru",
+            model="scripted",
+            provider="scripted",
+            **{field: value},
+        )[0]
+    (source,) = (runs / "veyru").iterdir()
+    run_id = f"veyru/{source.name}"
+    command, tool, seat = DERIVED[operation]
+    if surface == "cli":
+        flags = [f for k, v in seat.items() for f in (f"--{k.replace('_', '-')}", v)]
+        donor = ["--donor-run-dir", str(source)] if operation == "cross-run" else []
+        return _cli(
+            capsys,
+            command,
+            "veyru",
+            "--source-run-dir",
+            str(source),
+            "--after-round",
+            "1",
+            "--runs-dir",
+            str(runs),
+            *flags,
+            *donor,
+            LIMITS[field],
+            flag_value,
+        )
+    donor_id = {"donor_run_id": run_id} if operation == "cross-run" else {}
+    return _mcp(
+        str(runs), tool, source_run_id=run_id, after_round=1, **seat, **donor_id, **{field: value}
+    )[0]
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize(
+    ("operation", "field", "flag_value", "value", "line"),
+    REFUSED,
+    ids=[f"{o}-{f}" for o, f, *_ in REFUSED],
+)
+def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
+    surface: str,
+    operation: str,
+    field: str,
+    flag_value: str,
+    value: float,
+    line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``glossogen run`` and ``start_run``, and each derived operation, take the same limits:
+    each refused in one line naming it (the CLI's flag, MCP's argument), nothing claimed."""
+    runs = tmp_path / "runs"
+    if operation != "run":
+        play_run(str(runs), "veyru", rounds=2)
+    before = sorted(p.name for p in runs.glob("veyru/*"))
+    answer = launch_through(surface, operation, runs, field, value, flag_value, capsys)
+    name = LIMITS[field] if surface == "cli" else field
+    assert answer == Answer(True, line.format(name=name), 64 if surface == "cli" else "tool error")
+    assert sorted(p.name for p in runs.glob("veyru/*")) == before
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_resuming_an_ended_run_is_refused_alike_by_the_cli_and_mcp(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``glossogen run --resume`` and ``resume_run`` of a run that ended: one line, exit 65 /
+    a tool error, nothing claimed or appended."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1)
+    log = Path(folder.log_url).read_bytes()
+    if surface == "cli":
+        answer = _cli(capsys, "run", "veyru", "--resume", folder.url)
+    else:
+        answer = _mcp(str(runs), "resume_run", run_id=folder.run_id)[0]
+    line = (
+        f"run {folder.run_id} already ended (simulation_ended); use fork-at-round to play "
+        "further rounds from it"
+    )
+    assert answer == Answer(True, line, 65 if surface == "cli" else "tool error")
+    assert [p.name for p in (runs / "veyru").iterdir()] == [Path(folder.url).name]
+    assert Path(folder.log_url).read_bytes() == log

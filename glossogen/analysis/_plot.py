@@ -113,7 +113,7 @@ def check_drawable(chart: str, query: Query) -> None:
     """
     check_chart(chart)
     if chart == "heatmap" and len(query.by) != 2:
-        raise QueryError(f"{shown(chart)} needs two keys (--by K1,K2)", "chart")
+        raise QueryError(f"{shown(chart)} needs two keys ({{by}} K1,K2)", "chart", ("by",))
 
 
 def _series(result: Result) -> tuple[list[str], dict[str, list[Any]]]:

@@ -11,6 +11,7 @@ is computed.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -73,12 +74,26 @@ class QueryError(ValueError):
             surface without flags shows; the CLI shows ``--<flag> <detail>``.
     """
 
-    def __init__(self, detail: str, field: str) -> None:
-        """Keep the detail and the field at fault."""
+    def __init__(self, detail: str, field: str, mentions: tuple[str, ...] = ()) -> None:
+        """Keep the detail and the field at fault.
+
+        ``mentions``: further query fields the detail names, each written ``{field}`` in it
+        (``needs two keys ({by} K1,K2)``); ``detail`` and ``message`` name each by its field,
+        :meth:`said` as a surface does (the CLI: ``--by``).
+        """
         self.field = field
-        self.detail = detail
-        self.message = f"{_WORDS.get(field, field)} {detail}"
+        self.mentions = mentions
+        self._template = detail
+        self.detail = self.said()
+        self.message = f"{_WORDS.get(field, field)} {self.detail}"
         super().__init__(self.message)
+
+    def said(self, names: Mapping[str, str] | None = None) -> str:
+        """Return ``detail``, each field it mentions named as ``names`` says (default: field)."""
+        text = self._template
+        for mentioned in self.mentions:
+            text = text.replace("{" + mentioned + "}", (names or {}).get(mentioned, mentioned))
+        return text
 
 
 class Measure(BaseModel):

@@ -34,6 +34,8 @@ FLAGS = {
     "max_runs": "--max-runs",
     "dir": "--dir",
     "allow_config_change": "--allow-config-change",
+    "allow_incomplete": "--allow-incomplete",
+    "replace": "--replace",
 }
 """The commands' flag for each request field a library refusal names."""
 

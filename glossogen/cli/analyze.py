@@ -145,7 +145,7 @@ def analyze(
         check_sort(query)
         _check_chart(plot, chart, query)
     except QueryError as exc:
-        return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
+        return _error(_flagged(exc), exit_codes.USAGE)
     except ValidationError as exc:
         return _error(_invalid(exc), exit_codes.USAGE)
     try:
@@ -157,7 +157,7 @@ def analyze(
     try:
         return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
     except QueryError as exc:
-        return _error(f"--{_flag(exc.field)} {exc.detail}", exit_codes.USAGE)
+        return _error(_flagged(exc), exit_codes.USAGE)
     except SelectionError as exc:  # a knob value its knob cannot read: bad input, as a bad knob
         code = exit_codes.USAGE if exc.field == "knob" else exit_codes.REFUSED
         return _error(said_of_selection(exc), code)
@@ -296,6 +296,11 @@ _FLAGS = {"measures": "measure", "filters": "filter", "by": "by", "compare": "co
 
 def _flag(field: str) -> str:
     return _FLAGS.get(field.split(".", 1)[0], field.split(".", 1)[0].replace("_", "-"))
+
+
+def _flagged(exc: Any) -> str:
+    """A refused query's line (``QueryError``): its field and each field it mentions as flags."""
+    return f"--{_flag(exc.field)} " + exc.said({f: f"--{_flag(f)}" for f in exc.mentions})
 
 
 def _answer(

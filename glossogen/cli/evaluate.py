@@ -555,7 +555,7 @@ def _print_cohort_errors(done: Any, runs_dir: str) -> bool:
         short = True
     for outcome in done.outcomes:
         if outcome.state in ("refused", "failed"):
-            _error(_naming(outcome.run_id, outcome.error or ""))
+            _error(_naming(outcome.run_id, outcome.said(FLAGS)))
             short = True
         elif outcome.failed:
             failed = "; ".join(f"{n} ({e})" for n, e in outcome.failed.items())

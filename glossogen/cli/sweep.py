@@ -15,6 +15,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli._numbers import FLOAT, finite
+from glossogen.cli._refusals import FLAGS
 from glossogen.launch import observing
 from glossogen.sweep import SweepError, SweepRequest, prepare_sweep, sweep_url
 
@@ -237,6 +238,6 @@ def sweep(
         flush=True,
     )
     if summary.aborted is not None:
-        _error(f"sweep stopped early ({summary.aborted.reason}): {summary.aborted.detail}")
+        _error(f"sweep stopped early ({summary.aborted.reason}): {summary.aborted.said(FLAGS)}")
     print(f"summary: {sweep_url(spec.runs_dir, sweep_id)}/run_summary.json", flush=True)
     return int(summary.exit_code if summary.exit_code is not None else exit_codes.INTERNAL)

@@ -210,6 +210,9 @@ class RunOutcome(BaseModel):
             evaluated as asked: ``error`` says why) or ``failed`` (the report could not be
             written, or a fault).
         exit_code: The exit code the run alone would have given.
+        error: Why the run was refused or failed, a refused request value named by its field.
+        refusal: The refused request value behind ``error`` (None: no request value refused),
+            for a surface to name its field its own way (:meth:`said`).
         scored: Metrics computed now; ``failed``: those of them that failed, with the error.
         reused: Metrics whose up-to-date entry was kept.
         cost_usd: Evaluation spend of the metrics computed now (None: some call not costed).
@@ -221,11 +224,19 @@ class RunOutcome(BaseModel):
     state: OutcomeState
     exit_code: int = 0
     error: str | None = None
+    refusal: Refusal | None = None
     scored: list[str] = []
     failed: dict[str, str] = {}
     reused: list[str] = []
     cost_usd: float | None = 0.0
     log_lines_skipped: LogLinesSkipped = Field(default_factory=LogLinesSkipped)
+
+    def said(self, names: Mapping[str, str] | None = None) -> str:
+        """Return ``error``, the refused request value named as ``names`` says (its field)."""
+        error = self.error or ""
+        if self.refusal is None:
+            return error
+        return self.refusal.worded(names) + error.removeprefix(self.refusal.worded())
 
 
 def plan_request(
@@ -391,7 +402,8 @@ def refusal(
 def _refused(handle: RunHandle, exc: EvaluationError) -> RunOutcome:
     """The ``refused`` outcome of ``handle`` (its reason from :func:`refusal`)."""
     return RunOutcome(run_id=handle.run_id, state="refused", exit_code=exc.exit_code,
-                      error=refusal(handle.run_url, handle.scenario, exc))  # fmt: skip
+                      error=refusal(handle.run_url, handle.scenario, exc),
+                      refusal=exc.refusal)  # fmt: skip
 
 
 def cached_run(handle: RunHandle, request: EvaluationRequest) -> RunOutcome | None:

@@ -304,8 +304,12 @@ def plan_evaluation(
     run = load_run(run_dir, scenario, log, reads_of(requested))
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
-            f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
-            "--allow-incomplete to score what it logged"
+            refusal=Refusal(
+                field="allow_incomplete",
+                reason=f"{run.run_id} has no simulation_ended (still playing, or killed): pass "
+                "{name} to score what it logged",
+                inline=True,
+            )
         )
     plan = EvaluationPlan(
         run=run, metrics=[], judge=judge, judge_replicas=judge_replicas,
@@ -318,7 +322,7 @@ def plan_evaluation(
                 plan.blank.append((m.name, f"does not apply: a metric of {only} runs only"))
             continue  # not a metric of this scenario: no entry, no note
         if names is None and m.needs_judge and judge is None:
-            plan.blank.append((m.name, "needs a judge (--model, --provider)"))
+            plan.blank.append((m.name, "needs a judge (model, provider)"))
         elif not m.applies(run):
             if plot and names is not None and m.name not in names:
                 continue  # a chart's metric the user did not ask for: no chart, no note

@@ -65,9 +65,14 @@ class Launching(ToolBase):
         overrides: list[str] | None,
         max_agent_turns: int | None,
         spend_cap_usd: float | None = None,
+        run_timeout_seconds: float | None = None,
     ) -> RunConfig:
         try:
-            check_limits(max_agent_turns, spend_cap_usd=spend_cap_usd)
+            check_limits(
+                max_agent_turns,
+                run_timeout_seconds=run_timeout_seconds,
+                spend_cap_usd=spend_cap_usd,
+            )
             plan = plan_run(
                 RunRequest(
                     scenario=scenario,
@@ -78,6 +83,7 @@ class Launching(ToolBase):
                     overrides=list(overrides or []),
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
                     spend_cap_usd=spend_cap_usd,
+                    run_timeout_seconds=run_timeout_seconds,
                 )
             )
         except LaunchError as exc:
@@ -177,16 +183,19 @@ class Launching(ToolBase):
         overrides: list[str] | None = None,
         max_agent_turns: int | None = None,
         spend_cap_usd: float | None = None,
+        run_timeout_seconds: float | None = None,
     ) -> Launched:
         """Check, claim the run's folder, launch it, and return its run id at once.
 
         ``spend_cap_usd`` is the run's own cap, as ``glossogen run``'s: refused
         when the dry-run estimate passes it, recorded in ``simulation_started`` and enforced
-        while the run plays.
+        while the run plays. ``run_timeout_seconds``: the run's wall-clock limit, as
+        ``glossogen run``'s (None: none).
         """
         plan = self._plan(
-            scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd
-        )
+            scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd,
+            run_timeout_seconds,
+        )  # fmt: skip
         try:
             check_spend_cap(plan, plan.knobs.round_count)
         except LaunchError as exc:

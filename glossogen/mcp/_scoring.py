@@ -29,8 +29,13 @@ class Scoring(ToolBase):
         metrics: list[str] | None = None,
         judge_model: str | None = None,
         judge_provider: str | None = None,
+        allow_incomplete: bool = False,
     ) -> Evaluated:
-        """Score a finished run into its report and return the entries of the metrics asked."""
+        """Score a finished run into its report and return the entries of the metrics asked.
+
+        ``allow_incomplete``: score a run that has not ended (still playing, or killed) on
+        what it logged, as ``glossogen evaluate --allow-incomplete`` does.
+        """
         from flows.evaluate import evaluate as evaluate_flow
         from glossogen.evaluation import EvaluationError, plan_evaluation, refusal
 
@@ -45,7 +50,7 @@ class Scoring(ToolBase):
                 [],
                 1,
                 1,
-                False,
+                allow_incomplete,
                 scenario=folder.scenario,
             )
             done = await evaluate_flow(
@@ -54,6 +59,7 @@ class Scoring(ToolBase):
                 judge_model,
                 judge_provider,
                 plan.judge.settings if plan.judge else None,
+                allow_incomplete=allow_incomplete,
                 scenario=plan.run.scenario,
             )
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does

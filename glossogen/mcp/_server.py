@@ -59,7 +59,8 @@ DESCRIPTIONS = {
     ),
     "start_run": (
         "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
-        "provider, max_agent_turns, spend_cap_usd (refused when the estimate passes it). "
+        "provider, max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the "
+        "estimate passes it). "
         "Refuses without credentials; claims the run folder and returns its run id at once, "
         "then the run plays on a worker or in a detached process. Poll get_run."
     ),
@@ -86,7 +87,8 @@ DESCRIPTIONS = {
     ),
     "evaluate_run": (
         "Score a run into its report: metric names (default: all that apply); judged metrics "
-        "need judge_model and judge_provider (anthropic, huggingface or openai)."
+        "need judge_model and judge_provider (anthropic, huggingface or openai); "
+        "allow_incomplete scores a run that has not ended on what it logged."
     ),
     "export_runs": (
         "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "

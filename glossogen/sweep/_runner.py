@@ -17,6 +17,7 @@ from typing import Literal
 
 from glossogen import exit_codes
 from glossogen.launch import RunConfig, RunRequest, plan_run
+from glossogen.refusals import Refusal
 from glossogen.storage import StorageError
 from glossogen.sweep._claim import TrialClaims, claim_name
 from glossogen.sweep._grid import TrialKey, idempotency_key
@@ -145,9 +146,9 @@ class SweepRun:
         """The keys no run of this epoch stands for yet."""
         return [k for k in keys if k not in self.chosen]
 
-    def _stop(self, reason: AbortReason, detail: str) -> None:
+    def _stop(self, reason: AbortReason, detail: str, refusal: Refusal | None = None) -> None:
         if self.aborted is None:
-            self.aborted = Aborted(reason=reason, detail=detail)
+            self.aborted = Aborted(reason=reason, detail=detail, refusal=refusal)
 
     def admit(self, key: TrialKey, left: int) -> Launch | None:
         """Return the launch of ``key``, or None when it is not launched here.
@@ -306,12 +307,15 @@ class SweepRun:
             record = self.chosen.get(key)
             if record is None or record.status != "completed":
                 why = record.error or record.status if record else self.errors.get(key, "no run")
+                said = f"qualification run of {key.cell_id}: {why}"
                 if record is not None and key not in self.launched:
-                    why += (
-                        f" (run {record.run_id} of an earlier launch, which stays authoritative; "
-                        "--replace plays it again)"
-                    )
-                self._stop("qualification_failed", f"qualification run of {key.cell_id}: {why}")
+                    earlier = Refusal(field="replace", inline=True, reason=(
+                        f"{said} (run {record.run_id} of an earlier launch, which stays "
+                        "authoritative; {name} plays it again)"
+                    ))  # fmt: skip
+                    self._stop("qualification_failed", earlier.worded(), earlier)
+                else:
+                    self._stop("qualification_failed", said)
                 for main in self.plan.main_keys():
                     if self.states[main] == "planned":
                         self.states[main] = "incomplete"

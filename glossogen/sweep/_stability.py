@@ -116,7 +116,7 @@ def annotate(
     ``stable`` when no trial failed or every failure reproduced; ``flaky`` when one did not.
     """
     if not requested:
-        return "unmeasured", "no --stability-retry"
+        return "unmeasured", "no stability_retry"
     if failed_trials == 0:
         return "stable", "no failed trial to re-sample"
     if len(samples) < failed_trials or "unmeasured" in samples:

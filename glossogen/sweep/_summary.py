@@ -7,11 +7,13 @@ the runs' event logs (the ledger) and the plan.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from glossogen.refusals import Refusal
 from glossogen.storage import SWEEPS_FOLDER, RunStore, join
 from glossogen.sweep._grid import TrialKey
 from glossogen.sweep._ledger import RunRecord
@@ -113,10 +115,23 @@ AbortReason = Literal["spend_cap", "qualification_failed", "interrupted"]
 
 
 class Aborted(BaseModel):
-    """Why the sweep stopped early: ``spend_cap``, ``qualification_failed`` or ``interrupted``."""
+    """Why the sweep stopped early: ``spend_cap``, ``qualification_failed`` or ``interrupted``.
+
+    Attributes:
+        reason: The reason's name.
+        detail: One line, a request value that would let it go on named by its field
+            (``replace plays it again``).
+        refusal: That request value, as data (None: none named), for a surface to name its
+            own way (:meth:`said`); not written to ``run_summary.json``, whose ``detail`` says it.
+    """
 
     reason: AbortReason
     detail: str
+    refusal: Refusal | None = Field(default=None, exclude=True)
+
+    def said(self, names: Mapping[str, str] | None = None) -> str:
+        """Return ``detail``, the request value it names named as ``names`` says (its field)."""
+        return self.detail if self.refusal is None else self.refusal.worded(names)
 
 
 class SweepSummary(BaseModel):

@@ -1,10 +1,12 @@
 """MCP ``evaluate_run`` on a run whose log changed since it was scored: refused in the CLI's
-line, and the report of the old log set aside (bytes kept) rather than left beside the new log."""
+line but naming the tool's own argument (``allow_incomplete``, not a flag), and the report of
+the old log set aside (bytes kept) rather than left beside the new log."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,9 @@ def test_evaluate_run_of_a_cut_log_sets_its_old_report_aside(
         asyncio.run(tools.evaluate_run(folder.run_id, metrics=["round_success"]))
     assert str(refused.value) == (
         f"{folder.run_id} has no simulation_ended (still playing, or killed): pass "
-        "--allow-incomplete to score what it logged; its report described another log and "
+        "allow_incomplete to score what it logged; its report described another log and "
         f"was moved aside to veyru_report.stale-{scored_on}.json"
     )
+    assert "allow_incomplete" in inspect.signature(Tools.evaluate_run).parameters
     assert (run / f"veyru_report.stale-{scored_on}.json").read_bytes() == written
     assert not report.exists()

@@ -326,7 +326,7 @@ def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
                              timeout=None)  # fmt: skip
         listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
     assert (heatmap.status_code, heatmap.json()["detail"]) == (
-        422, {"field": "chart", "message": "chart 'heatmap' needs two keys (--by K1,K2)"},
+        422, {"field": "chart", "message": "chart 'heatmap' needs two keys (by K1,K2)"},
     )  # fmt: skip
     assert table.status_code == 200
     assert (table.json()["svg"], table.json()["comparisons_csv"]) == (None, None)

@@ -325,11 +325,15 @@ def test_a_failed_qualification_of_an_earlier_launch_is_named_with_the_way_out(
     detail = (
         f"qualification run of {cell_id}: every agent reached max_agent_turns 1 "
         f"(run {qualification['run_id']} of an earlier launch, which stays authoritative; "
-        "--replace plays it again)"
+        "{replace} plays it again)"
     )
-    assert summary["aborted"] == {"reason": "qualification_failed", "detail": detail}
+    # The summary names the request field; the CLI's line names its flag.
+    assert summary["aborted"] == {
+        "reason": "qualification_failed", "detail": detail.replace("{replace}", "replace")
+    }  # fmt: skip
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"glossogen: error: sweep stopped early (qualification_failed): {detail}"
+        "glossogen: error: sweep stopped early (qualification_failed): "
+        + detail.replace("{replace}", "--replace")
     )
     assert len(list((tmp_path / "runs" / "prisoners_dilemma").iterdir())) == 1
 

@@ -35,7 +35,7 @@ async def judge_each_round(
     """
     judge = ctx.judge
     if judge is None:
-        raise MetricFailed("needs a judge: pass --model and --provider")
+        raise MetricFailed("needs a judge (model, provider)")
     rounds = by_round(ctx.run.messages)
     if not rounds:
         raise NotApplicable("no message on the primary channels in phase main")
