@@ -22,14 +22,20 @@ Z95 = 1.959963984540054
 
 
 def wilson(successes: int, n: int) -> tuple[float, float] | None:
-    """Return the 95% Wilson score interval of ``successes`` out of ``n`` (None for n = 0)."""
+    """Return the 95% Wilson score interval of ``successes`` out of ``n`` (None for n = 0).
+
+    No success has lower bound exactly 0 and all successes upper bound exactly 1, as the
+    formula gives in exact arithmetic (floating point leaves a residue such as ``2.8e-17``).
+    """
     if n == 0:
         return None
     p = successes / n
     z2 = Z95 * Z95
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def _percentiles(estimates: np.ndarray) -> tuple[float, float]:
