@@ -688,6 +688,29 @@ def check_sort(query: Query) -> None:
         )
 
 
+class RunsMissing(SelectionError):
+    """Explicit run ids that no longer resolve: the cohort is the export's selection, refused alike.
+
+    Attributes:
+        missing_run_ids: The ids, in the order given.
+    """
+
+    def __init__(self, missing_run_ids: Sequence[str]) -> None:
+        """Keep the ids; the line names them as ``glossogen export`` does."""
+        self.missing_run_ids = list(missing_run_ids)
+        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
+
+
+def refuse_missing(missing_run_ids: Sequence[str]) -> None:
+    """Refuse a selection naming run ids that no longer resolve (as the export refuses it).
+
+    Raises:
+        RunsMissing: naming them.
+    """
+    if missing_run_ids:
+        raise RunsMissing(missing_run_ids)
+
+
 def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord]:
     """The selected runs (the export's :func:`~glossogen.export.select_runs`).
 
@@ -707,6 +730,9 @@ def select_rows(
 ) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
     """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
 
+    An explicit run id that no longer resolves refuses the selection (:class:`RunsMissing`),
+    as ``glossogen export`` refuses it.
+
     The notes name each run skipped as unreadable (:func:`skipped_notes`) and anything the
     cache could not do.
 
@@ -719,6 +745,7 @@ def select_rows(
     query the rows refuse) leaves the cache as it was.
 
     Raises:
+        RunsMissing: an explicit run id that no longer resolves.
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
     from glossogen.analysis._projection import CACHED_GRAINS, Projection, with_damaged_lines
@@ -727,11 +754,13 @@ def select_rows(
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
+        refuse_missing(selected.missing_run_ids)
         notes = [*skipped_notes(runs_dir, selected.unreadable),
                  *damaged_line_notes(selected.records)]  # fmt: skip
         return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
+    refuse_missing(selected.missing_run_ids)
     records = selected.records
     frame = projection.grain_frame(records, grain) if records else None
     if check is not None and frame is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from glossogen.cli import main
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 
 
@@ -328,3 +329,31 @@ def test_a_count_is_a_whole_number_in_csv_and_in_the_table(
     ]
     assert analyze(*args) == 0
     assert capsys.readouterr().out.splitlines()[2].split() == ["run_id:count", "10", "10", "0", "5"]
+
+
+def test_a_run_id_that_no_longer_resolves_is_refused_as_the_export_refuses_it(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cohort is the export's selection: an unknown id is not silently dropped (exit 66)."""
+    known = cohort.ids["r1"]
+    for grain in ("run", "round"):
+        code = analyze("--runs-dir", cohort.runs_dir, "--grain", grain, "--measure",
+                       "total_chars", "--run-id", known, "--run-id", "veyru/9999999999",
+                       "--run-id", "veyru/1")  # fmt: skip
+        out, err = capsys.readouterr()
+        assert (code, out, err) == (
+            66, "", "glossogen: error: run ids that no longer resolve: veyru/9999999999, veyru/1\n"
+        )  # fmt: skip
+    code = analyze("--runs-dir", cohort.runs_dir, "--list-fields", "--run-id", "veyru/9999999999")
+    assert (code, capsys.readouterr().err) == (
+        66, "glossogen: error: run ids that no longer resolve: veyru/9999999999\n"
+    )  # fmt: skip
+    exported = 0
+    try:  # glossogen export refuses the same selection with the same line and code
+        main(["export", "--runs-dir", cohort.runs_dir, "--out",
+              str(Path(cohort.runs_dir).parent / "export.zip"), "--run-id", "veyru/9999999999"])  # fmt: skip
+    except SystemExit as exc:
+        exported = int(exc.code or 0)
+    assert (exported, capsys.readouterr().err) == (
+        66, "glossogen: error: run ids that no longer resolve: veyru/9999999999\n"
+    )  # fmt: skip
