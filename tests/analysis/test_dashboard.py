@@ -190,6 +190,11 @@ def test_the_static_report(
             "charts.0.chart 'heatmap': query 'a' has 0 keys, a heatmap needs two",
         ),
         (
+            "queries: {a: {by: [k], measures: [{field: x}]}}\ncharts: [{name: c, query: a, "
+            "chart: heatmap}]\n",
+            "charts.0.chart 'heatmap': query 'a' has 1 key, a heatmap needs two",
+        ),
+        (
             "queries: {a: {measures: [{field: x}]}}\ncharts: []\nnumbers: [1]\n",
             "charts: List should have at least 1 item after validation, not 0",
         ),
