@@ -206,11 +206,15 @@ def _keys(by: str | None) -> list[str]:
     """The ``--by`` keys: at most two, none empty (no ``--by``: none).
 
     Raises:
-        QueryError: (field ``by``) an empty key (``a,``, or ``--by ""``) or more than two.
+        QueryError: (field ``by``) an empty key (``a,``, or ``--by ""``), more than two, or
+            a byte that is not UTF-8.
     """
     from glossogen.analysis import QueryError
+    from glossogen.analysis._query import _utf8 as check_utf8
     from glossogen.analysis._query import shown
 
+    if by is not None:  # as --filter refuses a byte that is not UTF-8
+        check_utf8(by, "by")
     keys = [k.strip() for k in by.split(",")] if by is not None else []
     if any(not k for k in keys):
         raise QueryError(f"{shown(by)}: a key is empty (K1[,K2])", "by")

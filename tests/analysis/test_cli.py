@@ -416,3 +416,26 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
             "runs": 4, "interval": None,
         }  # fmt: skip
     assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--by", "\udcff"),
+        ("--measure", "\udcff"),
+        ("--filter", "\udcff=1"),
+        ("--by", "seed,\udcff"),
+    ],
+)
+def test_a_flag_that_is_not_utf8_is_refused_alike(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    """A raw byte no UTF-8 decodes (``$'\\xff'``): the same line for --by, --measure, --filter."""
+    args = ["--runs-dir", cohort.runs_dir, flag, value]
+    if flag != "--measure":
+        args += ["--measure", "total_chars"]
+    code = analyze(*args)
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (
+        64, "", f"glossogen: error: {flag} {value!r}: not UTF-8 text\n"
+    )  # fmt: skip
