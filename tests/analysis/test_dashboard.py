@@ -157,6 +157,11 @@ def test_the_static_report(
         "done_by_budget", "Round success by budget", "success_table", "Runs",
     ]  # fmt: skip
     assert page.locator("table.runs tbody tr").count() == 5
+    # No run id is broken across lines either (the hashes beside it may wrap).
+    assert page.evaluate(
+        "Array.from(document.querySelectorAll('table.runs td.id')).map(td => { const r = "
+        "document.createRange(); r.selectNodeContents(td); return r.getClientRects().length; })"
+    ) == [1, 1, 1, 1, 1]  # fmt: skip
     first = page.locator("#chart-done_by_budget table.cells tbody tr").first
     assert first.locator("td").all_inner_texts() == [
         "300", "task_done:rate", "1", "2", "0", "2", "0.3424", "1", "wilson",
