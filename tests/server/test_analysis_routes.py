@@ -334,3 +334,33 @@ def test_a_run_id_that_no_longer_resolves_is_404_as_the_export_refuses_it(cohort
     assert (query.status_code, query.json()) == (404, refused)
     assert (fields.status_code, fields.json()) == (404, refused)
     assert exported.status_code == 404  # the export's routes refuse it with the same status
+
+
+@pytest.mark.parametrize(
+    ("flags", "body", "groups"),
+    [  # no run selected: no group at all (README: an empty table with a note), both surfaces
+        (["--run-id-contains", "zz"], {"selection": {"kind": "filters", "run_id_contains": "zz"}},
+         []),
+        # runs selected, every row filtered out: the one group of every row, its cell n 0
+        (["--filter", "total_chars>999999"],
+         {"filters": [{"field": "total_chars", "op": ">", "value": "999999"}]},
+         [{"keys": {}, "cells": [{"measure": "total_chars:mean", "value": None, "n": 0,
+                                  "missing": 0, "runs": 0,
+                                  "interval": {"low": None, "high": None, "method": "none"}}]}]),
+    ],
+)  # fmt: skip
+def test_an_empty_answer_is_the_same_on_the_cli_and_rest(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], flags: list[str], body: dict[str, Any],
+    groups: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--measure", "total_chars",
+                            *flags)  # fmt: skip
+    with TestClient(create_app(cohort.runs_dir)) as client:
+        got = client.post(f"{API}/query", json={"measures": [{"field": "total_chars"}], **body})
+    assert got.status_code == 200
+    assert cli["groups"] == got.json()["groups"] == groups
+    assert cli["notes"] == got.json()["notes"]
