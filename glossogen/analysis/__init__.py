@@ -10,6 +10,7 @@ are files of named queries and charts, rendered as a static report. No Prefect, 
 """
 
 from glossogen.analysis._engine import (
+    RunsMissing,
     answer,
     answer_records,
     check_query,
@@ -56,6 +57,7 @@ __all__ = [
     "QueryError",
     "Result",
     "RowFilter",
+    "RunsMissing",
     "answer",
     "answer_records",
     "skipped_notes",

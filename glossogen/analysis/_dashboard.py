@@ -112,8 +112,9 @@ class Dashboard(BaseModel):
             seen.add(chart.name)
             by = self.queries[chart.query].by
             if chart.chart == "heatmap" and len(by) != 2:
+                keys = "1 key" if len(by) == 1 else f"{len(by)} keys"
                 raise ValueError(f"charts.{i}.chart 'heatmap': query {shown(chart.query)} has "
-                                 f"{len(by)} keys, a heatmap needs two")  # fmt: skip
+                                 f"{keys}, a heatmap needs two")  # fmt: skip
         self._files_written_once()
         for name in self.queries:
             if not NAME.match(name):

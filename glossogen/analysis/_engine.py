@@ -620,6 +620,7 @@ def answer_records(
         with _library_notes(read_notes):  # the logs' damaged lines, as the export notes them
             frame = grain_frame(records, query.grain, query.metric)
     columns, keys, compare_column = check_query(frame, query)
+    frame, unfinite = _finite(frame, sorted(set(columns.values())))
     compare = _typed_compare(frame, query.compare, compare_column)
     for cond in query.filters:
         frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
@@ -634,7 +635,7 @@ def answer_records(
         )
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
-    notes: list[str] = [*skipped, *read_notes]
+    notes: list[str] = [*skipped, *read_notes, *unfinite, *_overflowed(groups)]
     if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
@@ -647,6 +648,44 @@ def answer_records(
         run_ids=[r.run_id for r in records],
         groups=groups, comparisons=comparisons, notes=notes,
     )  # fmt: skip
+
+
+def _finite(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[pl.DataFrame, list[str]]:
+    """The frame with each non-finite number (NaN, inf) of the measured ``columns`` blank.
+
+    A report's value that is not a finite number counts as missing, as a value the report
+    does not hold, and a note names the run and the field (the first few runs of each field).
+    """
+    notes: list[str] = []
+    blanked = []
+    for column in columns:
+        if frame.schema[column] not in (pl.Float32, pl.Float64):
+            continue
+        bad = ~pl.col(column).is_finite()
+        runs = frame.filter(bad).get_column("run_id").unique(maintain_order=True).to_list()
+        if not runs:
+            continue
+        named = ", ".join(runs[:_STALE_NAMED]) + (f" and {len(runs) - _STALE_NAMED} more"
+                                                  if len(runs) > _STALE_NAMED else "")  # fmt: skip
+        notes.append(f"{column}: a value that is not a finite number (NaN or infinite) counted "
+                     f"as missing in {named}")  # fmt: skip
+        blanked.append(pl.when(bad).then(None).otherwise(pl.col(column)).alias(column))
+    return (frame.with_columns(blanked) if blanked else frame), notes
+
+
+def _overflowed(groups: list[Group]) -> list[str]:
+    """Blank each cell whose aggregate overflowed a float (inf); the notes naming them.
+
+    JSON has no infinity: every surface shows the same blank value, and the note says why.
+    """
+    labels: list[str] = []
+    for group in groups:
+        for i, cell in enumerate(group.cells):
+            if cell.value is not None and not math.isfinite(cell.value):
+                group.cells[i] = cell.model_copy(update={"value": None, "interval": None})
+                labels.append(cell.measure)
+    return [f"{label}: overflows a float (beyond 1.8e308): left blank"
+            for label in dict.fromkeys(labels)]  # fmt: skip
 
 
 def _sorted(groups: list[Group], query: Query) -> list[Group]:
@@ -688,6 +727,29 @@ def check_sort(query: Query) -> None:
         )
 
 
+class RunsMissing(SelectionError):
+    """Explicit run ids that no longer resolve: the cohort is the export's selection, refused alike.
+
+    Attributes:
+        missing_run_ids: The ids, in the order given.
+    """
+
+    def __init__(self, missing_run_ids: Sequence[str]) -> None:
+        """Keep the ids; the line names them as ``glossogen export`` does."""
+        self.missing_run_ids = list(missing_run_ids)
+        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
+
+
+def refuse_missing(missing_run_ids: Sequence[str]) -> None:
+    """Refuse a selection naming run ids that no longer resolve (as the export refuses it).
+
+    Raises:
+        RunsMissing: naming them.
+    """
+    if missing_run_ids:
+        raise RunsMissing(missing_run_ids)
+
+
 def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord]:
     """The selected runs (the export's :func:`~glossogen.export.select_runs`).
 
@@ -707,6 +769,9 @@ def select_rows(
 ) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
     """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
 
+    An explicit run id that no longer resolves refuses the selection (:class:`RunsMissing`),
+    as ``glossogen export`` refuses it.
+
     The notes name each run skipped as unreadable (:func:`skipped_notes`) and anything the
     cache could not do.
 
@@ -719,6 +784,7 @@ def select_rows(
     query the rows refuse) leaves the cache as it was.
 
     Raises:
+        RunsMissing: an explicit run id that no longer resolves.
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
     from glossogen.analysis._projection import CACHED_GRAINS, Projection, with_damaged_lines
@@ -727,11 +793,13 @@ def select_rows(
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
+        refuse_missing(selected.missing_run_ids)
         notes = [*skipped_notes(runs_dir, selected.unreadable),
                  *damaged_line_notes(selected.records)]  # fmt: skip
         return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
+    refuse_missing(selected.missing_run_ids)
     records = selected.records
     frame = projection.grain_frame(records, grain) if records else None
     if check is not None and frame is not None:

@@ -452,8 +452,10 @@ def _typed(rows: pl.DataFrame, head: list[str], context: bool = False) -> pl.Dat
     :func:`~glossogen.export._frames.context_columns`' order).
     """
     kinds = [c for c in rows.columns if c.startswith(_KIND)]
+    # No selected row (say unscored runs at the round grain, while the cache holds other
+    # runs' rows): no kind is set, as the cold build sees no value.
     unions = rows.select(pl.col(kinds).fill_null(0).bitwise_or()).row(0) if rows.height else ()
-    bits = {c.removeprefix(_KIND): int(b) for c, b in zip(kinds, unions, strict=True) if b}
+    bits = {c.removeprefix(_KIND): int(b) for c, b in zip(kinds, unions, strict=False) if b}
     if context:
         columns = ["run_id", *context_columns([bits])]
     else:

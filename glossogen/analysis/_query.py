@@ -108,8 +108,10 @@ class Measure(BaseModel):
         """Read ``FIELD[:AGG]`` (``round_success:rate``, ``total_cost_usd:sum``).
 
         Raises:
-            QueryError: (field ``measures``) no field, or an aggregate not in :data:`AGGREGATES`.
+            QueryError: (field ``measures``) no field, an aggregate not in :data:`AGGREGATES`,
+                or a byte that is not UTF-8 (as a filter's).
         """
+        _utf8(text, "measures")
         name, colon, agg = text.strip().rpartition(":")
         if not colon:
             name, agg = text.strip(), "mean"

@@ -22,17 +22,26 @@ Z95 = 1.959963984540054
 
 
 def wilson(successes: int, n: int) -> tuple[float, float] | None:
-    """Return the 95% Wilson score interval of ``successes`` out of ``n`` (None for n = 0)."""
+    """Return the 95% Wilson score interval of ``successes`` out of ``n`` (None for n = 0).
+
+    No success has lower bound exactly 0 and all successes upper bound exactly 1, as the
+    formula gives in exact arithmetic (floating point leaves a residue such as ``2.8e-17``).
+    """
     if n == 0:
         return None
     p = successes / n
     z2 = Z95 * Z95
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
-def _percentiles(estimates: np.ndarray) -> tuple[float, float]:
+def _percentiles(estimates: np.ndarray) -> tuple[float, float] | None:
+    """The 2.5th and 97.5th percentiles; None when a draw's estimate overflowed (not finite)."""
+    if not np.isfinite(estimates).all():
+        return None
     low, high = np.quantile(estimates, [0.025, 0.975])
     return float(low), float(high)
 
@@ -40,6 +49,11 @@ def _percentiles(estimates: np.ndarray) -> tuple[float, float]:
 def _ratio_means(sums: Sequence[float], counts: Sequence[int], picks: np.ndarray) -> np.ndarray:
     """Per draw (a row of ``picks``: run indices), the picked runs' value sum over their count."""
     s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is inf: no interval
+        return _ratio_means_of(s, c, picks)
+
+
+def _ratio_means_of(s: np.ndarray, c: np.ndarray, picks: np.ndarray) -> np.ndarray:
     if c.size and (c == c[0]).all():  # every run holds as many values: the same sum, exactly
         return np.asarray(s[picks].sum(axis=1) / (c[0] * picks.shape[1]))
     return np.asarray(s[picks].sum(axis=1) / c[picks].sum(axis=1))
@@ -82,7 +96,8 @@ def unpaired_bootstrap(
     rng = np.random.default_rng(seed)
     a_picks = rng.integers(0, len(a[0]), size=(resamples, len(a[0])))
     b_picks = rng.integers(0, len(b[0]), size=(resamples, len(b[0])))
-    return _percentiles(_ratio_means(*b, b_picks) - _ratio_means(*a, a_picks))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _percentiles(_ratio_means(*b, b_picks) - _ratio_means(*a, a_picks))
 
 
 def paired_bootstrap(
@@ -99,7 +114,8 @@ def paired_bootstrap(
     if k < 2:
         return None
     picks = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
-    return _percentiles(_ratio_means(*b, picks) - _ratio_means(*a, picks))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _percentiles(_ratio_means(*b, picks) - _ratio_means(*a, picks))
 
 
 __all__ = ["Z95", "cluster_bootstrap", "paired_bootstrap", "unpaired_bootstrap", "wilson"]

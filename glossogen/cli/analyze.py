@@ -14,6 +14,7 @@ comparison that does not parse, a field the selection's rows do not hold, ``--ru
 filter, a knob value the recorded type cannot read, an ``--out`` that is a file or a folder
 holding files other than an earlier report's, a ``--plot`` that is a folder or whose folder is a
 file or missing); 65 a selection over ``--max-runs``; 66 a ``--runs-dir`` that is not a folder,
+``--run-id`` values that no longer resolve (as ``glossogen export`` refuses them),
 a ``--dashboard`` file that cannot be read (one read that is not UTF-8 text is 64, as one
 that is not YAML); 69 unreachable storage; 73 a ``--plot`` file or
 ``--out`` folder the system refuses to write (the answer is still printed before the
@@ -97,7 +98,15 @@ def analyze(
     """Answer a grouped question over runs: n, missing and 95% intervals in every cell."""
     from pydantic import ValidationError
 
-    from glossogen.analysis import GRAINS, Compare, Measure, Query, QueryError, RowFilter
+    from glossogen.analysis import (
+        GRAINS,
+        Compare,
+        Measure,
+        Query,
+        QueryError,
+        RowFilter,
+        RunsMissing,
+    )
     from glossogen.analysis._query import shown
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, selection_of
     from glossogen.storage import StorageError
@@ -158,6 +167,8 @@ def analyze(
         return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
     except QueryError as exc:
         return _error(_flagged(exc), exit_codes.USAGE)
+    except RunsMissing as exc:  # as glossogen export refuses them
+        return _error(str(exc), exit_codes.UNREADABLE)
     except SelectionError as exc:  # a knob value its knob cannot read: bad input, as a bad knob
         code = exit_codes.USAGE if exc.field == "knob" else exit_codes.REFUSED
         return _error(said_of_selection(exc), code)
@@ -195,11 +206,15 @@ def _keys(by: str | None) -> list[str]:
     """The ``--by`` keys: at most two, none empty (no ``--by``: none).
 
     Raises:
-        QueryError: (field ``by``) an empty key (``a,``, or ``--by ""``) or more than two.
+        QueryError: (field ``by``) an empty key (``a,``, or ``--by ""``), more than two, or
+            a byte that is not UTF-8.
     """
     from glossogen.analysis import QueryError
+    from glossogen.analysis._query import _utf8 as check_utf8
     from glossogen.analysis._query import shown
 
+    if by is not None:  # as --filter refuses a byte that is not UTF-8
+        check_utf8(by, "by")
     keys = [k.strip() for k in by.split(",")] if by is not None else []
     if any(not k for k in keys):
         raise QueryError(f"{shown(by)}: a key is empty (K1[,K2])", "by")
@@ -242,7 +257,7 @@ def _dashboard_alone(
 
 def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     """Render the dashboard at ``path`` over ``runs_dir`` into the folder ``out``."""
-    from glossogen.analysis import QueryError
+    from glossogen.analysis import QueryError, RunsMissing
     from glossogen.analysis._dashboard import (
         DashboardError,
         DashboardUnreadable,
@@ -276,6 +291,8 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     except QueryError as exc:
         return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc.field} {exc.detail}",
                       exit_codes.USAGE)  # fmt: skip
+    except RunsMissing as exc:
+        return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc}", exit_codes.UNREADABLE)
     except SelectionError as exc:
         return _error(f"--dashboard {shown_path(path, quoted=False)}: {said_of_selection(exc)}",
                       exit_codes.REFUSED)  # fmt: skip

@@ -23,6 +23,8 @@ changed), so a query repeated on an unchanged cohort does not re-read its logs' 
 to select them. Refusals, one line each, as every REST refusal:
 ``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
 rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
+``{"detail": {"field": "run_ids", "message", "missing_run_ids"}}`` with 404 for explicit run ids
+that no longer resolve in the group (as the export's routes refuse them),
 ``{"detail": {"message"}}`` with 503 for an unreadable runs directory, with 404 for a group no
 run records (``{slug}`` other than ``local``), and with 409 for a file
 where the dashboards' folder goes or a folder where a dashboard's file goes (the list names
@@ -44,6 +46,7 @@ from glossogen.analysis import (
     Query,
     QueryError,
     Result,
+    RunsMissing,
     answer_records,
     check_sort,
     fields_of,
@@ -55,6 +58,7 @@ from glossogen.analysis._dashboard import (
     DashboardError,
     DashboardsInTheWay,
 )
+from glossogen.analysis._engine import refuse_missing
 from glossogen.export import (
     RunRecord,
     RunsDirError,
@@ -75,6 +79,9 @@ Many = Annotated[list[str] | None, Param()]
 
 def _refuse(exc: Exception) -> NoReturn:
     """Raise the HTTP refusal of a library refusal (one line)."""
+    if isinstance(exc, RunsMissing):  # as the export's routes refuse them
+        raise HTTPException(404, {"field": "run_ids", "message": exc.message,
+                                  "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip
     if isinstance(exc, SelectionError) and exc.field == "max_runs":
         raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
     if isinstance(exc, (QueryError, SelectionError)):
@@ -104,6 +111,11 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         records = [r for r in selected.records if group_of(r) == slug]
         if not records:
             _check_group(request, slug)
+        # An explicit id of another group's run does not resolve in this group (as the export).
+        found = {r.run_id for r in records}
+        refuse_missing(
+            [i for i in getattr(query.selection, "run_ids", None) or [] if i not in found]
+        )
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc)

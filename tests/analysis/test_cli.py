@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -328,3 +330,112 @@ def test_a_count_is_a_whole_number_in_csv_and_in_the_table(
     ]
     assert analyze(*args) == 0
     assert capsys.readouterr().out.splitlines()[2].split() == ["run_id:count", "10", "10", "0", "5"]
+
+
+def test_a_run_id_that_no_longer_resolves_is_refused_as_the_export_refuses_it(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cohort is the export's selection: an unknown id is not silently dropped (exit 66)."""
+    known = cohort.ids["r1"]
+    for grain in ("run", "round"):
+        code = analyze("--runs-dir", cohort.runs_dir, "--grain", grain, "--measure",
+                       "total_chars", "--run-id", known, "--run-id", "veyru/9999999999",
+                       "--run-id", "veyru/1")  # fmt: skip
+        out, err = capsys.readouterr()
+        assert (code, out, err) == (
+            66, "", "glossogen: error: run ids that no longer resolve: veyru/9999999999, veyru/1\n"
+        )  # fmt: skip
+    code = analyze("--runs-dir", cohort.runs_dir, "--list-fields", "--run-id", "veyru/9999999999")
+    assert (code, capsys.readouterr().err) == (
+        66, "glossogen: error: run ids that no longer resolve: veyru/9999999999\n"
+    )  # fmt: skip
+    # glossogen export refuses the same selection with the same line and code (in its own
+    # process: the export sets up its notes for the process it runs in)
+    exported = subprocess.run(
+        [str(Path(sys.executable).with_name("glossogen")), "export", "--runs-dir", cohort.runs_dir,
+         "--out", str(Path(cohort.runs_dir).parent / "export.zip"), "--run-id",
+         "veyru/9999999999"], capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (exported.returncode, exported.stderr) == (
+        66, "glossogen: error: run ids that no longer resolve: veyru/9999999999\n"
+    )  # fmt: skip
+
+
+def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NaN and infinity count as missing (a note names run and field); an aggregate that
+    overflows is blank with a note; no library warning reaches stderr."""
+    import shutil
+    import warnings
+
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir, runs, ignore=shutil.ignore_patterns(".glossogen"))
+    for short, score, rounds in (("r1", "NaN", ["Infinity", "30"]),
+                                 ("r2", "1e308", ["1e308", "1e308"])):  # fmt: skip
+        report = runs / cohort.ids[short] / "veyru_report.json"
+        data = json.loads(report.read_text())
+        entry = data["metrics"]["mean_chars_per_round"]
+        entry["score"] = "@score@"
+        for row, value in zip(entry["per_round"], rounds, strict=True):
+            row["value"] = f"@{value}@"
+        text = json.dumps(data).replace('"@score@"', score)
+        for value in rounds:
+            text = text.replace(f'"@{value}@"', value, 1)
+        report.write_text(text)
+    note = ("glossogen: note: metric.mean_chars_per_round: a value that is not a finite number "
+            "(NaN or infinite) counted as missing in {}\n")  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = analyze("--runs-dir", str(runs), "--measure", "mean_chars_per_round", "--csv")
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, note.format(cohort.ids["r1"]))
+        assert out.splitlines() == [  # r1's NaN missing; r2 1e308, r3 20, r5 50 (r4 none)
+            "measure,value,n,missing,runs,low,high,interval",
+            f"mean_chars_per_round:mean,{(1e308 + 20 + 50) / 3!r},3,2,3,,,none",
+        ]
+        code = analyze("--runs-dir", str(runs), "--grain", "round", "--measure",
+                       "mean_chars_per_round:sum", "--measure", "mean_chars_per_round",
+                       "--csv")  # fmt: skip
+        out, err = capsys.readouterr()
+        assert (code, err) == (0, note.format(cohort.ids["r1"]) + (
+            "glossogen: note: mean_chars_per_round:sum: overflows a float (beyond 1.8e308): "
+            "left blank\n"
+            "glossogen: note: mean_chars_per_round:mean: overflows a float (beyond 1.8e308): "
+            "left blank\n"
+        ))  # fmt: skip
+        assert out.splitlines() == [  # two 1e308 overflow: blank (JSON has no infinity)
+            "measure,value,n,missing,runs,low,high,interval",
+            "mean_chars_per_round:sum,,7,3,4,,,",
+            "mean_chars_per_round:mean,,7,3,4,,,",
+        ]
+        result = analyze_json(capsys, "--runs-dir", str(runs), "--grain", "round", "--measure",
+                              "mean_chars_per_round:sum")  # fmt: skip
+        assert result["groups"][0]["cells"][0] == {
+            "measure": "mean_chars_per_round:sum", "value": None, "n": 7, "missing": 3,
+            "runs": 4, "interval": None,
+        }  # fmt: skip
+    assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--by", "\udcff"),
+        ("--measure", "\udcff"),
+        ("--filter", "\udcff=1"),
+        ("--by", "seed,\udcff"),
+    ],
+)
+def test_a_flag_that_is_not_utf8_is_refused_alike(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    """A raw byte no UTF-8 decodes (``$'\\xff'``): the same line for --by, --measure, --filter."""
+    args = ["--runs-dir", cohort.runs_dir, flag, value]
+    if flag != "--measure":
+        args += ["--measure", "total_chars"]
+    code = analyze(*args)
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (
+        64, "", f"glossogen: error: {flag} {value!r}: not UTF-8 text\n"
+    )  # fmt: skip

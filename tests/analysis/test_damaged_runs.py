@@ -157,9 +157,7 @@ WORDED = [
     (["--measure", "x", "--max-runs", "3"], 65,
      "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
      "--max-runs"),
-    (["--measure", "\udcff\udcfe"], 64,
-     "--measure '\\udcff\\udcfe': Input should be a valid string, unable to parse raw data as a "
-     "unicode string"),
+    (["--measure", "\udcff\udcfe"], 64, "--measure '\\udcff\\udcfe': not UTF-8 text"),
     (["--measure", "y" * 100_000], 64,
      f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
      "grain's fields)"),

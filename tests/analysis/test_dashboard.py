@@ -157,6 +157,11 @@ def test_the_static_report(
         "done_by_budget", "Round success by budget", "success_table", "Runs",
     ]  # fmt: skip
     assert page.locator("table.runs tbody tr").count() == 5
+    # No run id is broken across lines either (the hashes beside it may wrap).
+    assert page.evaluate(
+        "Array.from(document.querySelectorAll('table.runs td.id')).map(td => { const r = "
+        "document.createRange(); r.selectNodeContents(td); return r.getClientRects().length; })"
+    ) == [1, 1, 1, 1, 1]  # fmt: skip
     first = page.locator("#chart-done_by_budget table.cells tbody tr").first
     assert first.locator("td").all_inner_texts() == [
         "300", "task_done:rate", "1", "2", "0", "2", "0.3424", "1", "wilson",
@@ -188,6 +193,11 @@ def test_the_static_report(
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: c, query: a, "
             "chart: heatmap}]\n",
             "charts.0.chart 'heatmap': query 'a' has 0 keys, a heatmap needs two",
+        ),
+        (
+            "queries: {a: {by: [k], measures: [{field: x}]}}\ncharts: [{name: c, query: a, "
+            "chart: heatmap}]\n",
+            "charts.0.chart 'heatmap': query 'a' has 1 key, a heatmap needs two",
         ),
         (
             "queries: {a: {measures: [{field: x}]}}\ncharts: []\nnumbers: [1]\n",

@@ -103,6 +103,19 @@ def test_wilson_for_a_rate_of_runs(cohort: Cohort) -> None:
     assert wilson(0, 0) is None
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 24, 100])
+def test_wilson_bounds_of_no_success_and_of_all_successes_are_exactly_0_and_1(n: int) -> None:
+    """A zero rate's lower bound prints 0, not 2.776e-17; a full rate's upper bound is 1."""
+    low, high = wilson(0, n) or (None, None)
+    assert low == 0.0 and str(low) == "0.0"
+    assert high is not None and 0.0 < high < 1.0
+    low, high = wilson(n, n) or (None, None)
+    assert high == 1.0 and str(high) == "1.0"
+    assert low is not None and 0.0 < low < 1.0
+    assert wilson(0, 3) == (0.0, 0.5614970317550454)
+    assert wilson(3, 3) == (0.4385029682449546, 1.0)
+
+
 def test_round_grain_interval_resamples_whole_runs(cohort: Cohort) -> None:
     result = ask(
         cohort, grain="round", by=["knob.round_budget_chars"], seed=7, resamples=10,

@@ -93,3 +93,28 @@ def test_the_same_answer_as_the_cli(
         "metric 'nope': no report of this selection has this metric (they have "
         "mean_chars_per_round, round_success, task_done, team_split)",
     ]
+
+
+def test_a_run_id_that_no_longer_resolves_is_refused_as_the_cli_refuses_it(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    """The cohort is the export's selection: the CLI's line, not an answer without the id."""
+    selection = {"kind": "run_ids", "run_ids": [cohort.ids["r1"], "veyru/9999999999"]}
+
+    async def flow() -> list[str]:
+        async with stdio_session(Path(cohort.runs_dir), tmp_path) as session:
+            return [
+                await refusal(
+                    session, "analyze_runs", measures=["total_chars"], selection=selection
+                ),  # fmt: skip
+                await refusal(
+                    session,
+                    "analyze_runs",
+                    measures=["total_chars"],
+                    grain="round",
+                    selection=selection,
+                ),  # fmt: skip
+                await refusal(session, "list_analysis_fields", selection=selection),
+            ]
+
+    assert asyncio.run(flow()) == ["run ids that no longer resolve: veyru/9999999999"] * 3

@@ -19,7 +19,7 @@ import pytest
 
 from glossogen.analysis import Query, Result, answer, fields
 from glossogen.analysis._projection import CACHE_FILE, CACHE_FOLDER
-from glossogen.export import FilterSelection
+from glossogen.export import FilterSelection, RunIdSelection
 from tests.analysis.cohort import SURFACE_FLAGS, Cohort, build
 
 
@@ -204,3 +204,69 @@ def _process_umask() -> int:
     out = subprocess.run([sys.executable, "-c", "import os; print(os.umask(0))"],
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     return int(out)
+
+
+def _outcome(runs_dir: str, query: Query, cache: bool) -> Result | str:
+    """The answer, or the refusal's message (a refusal is an answer too: warm must equal cold)."""
+    try:
+        return answer(runs_dir, query, cache=cache)
+    except ValueError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_unscored_runs_at_the_round_grain_answer_alike_after_the_cache_is_filled(
+    cohort: Cohort,
+) -> None:
+    """Cached round rows of other runs, none of the selected ones: the cold answer, not a crash."""
+    Path(cohort.runs_dir, cohort.ids["r2"], "veyru_report.json").unlink()  # r2 unscored
+    Path(cohort.runs_dir, cohort.ids["r4"], "veyru_report.json").unlink()  # r4 unscored
+    both(cohort, grain="round", measures=[{"field": "round_success"}])  # fills the cache
+    assert cached_runs(cohort) == sorted(cohort.ids.values())
+    unscored = RunIdSelection(run_ids=[cohort.ids["r2"], cohort.ids["r4"]])
+    for grain in ("round", "agent", "run"):
+        plain = fields(cohort.runs_dir, unscored, grain, cache=False)
+        assert fields(cohort.runs_dir, unscored, grain) == plain
+    listed = fields(cohort.runs_dir, unscored, "round")
+    assert (listed.runs, listed.rows) == (2, 0)
+    assert [(f.name, f.rows) for f in listed.fields[:3]] == [
+        ("run_id", 0), ("scenario_name", 0), ("round_number", 0)
+    ]  # fmt: skip
+    selection = {"kind": "run_ids", "run_ids": [cohort.ids["r2"], cohort.ids["r4"]]}
+    counted = both(cohort, grain="round", selection=selection,
+                   measures=[{"field": "run_id", "agg": "count"}])  # fmt: skip
+    assert counted.rows == 0 and counted.runs == 2
+    for measure in ({"field": "round_success"}, {"field": "round_success", "agg": "mean"}):
+        query = Query.model_validate({"grain": "round", "selection": selection,
+                                      "measures": [measure]})  # fmt: skip
+        cold = _outcome(cohort.runs_dir, query, cache=False)
+        assert isinstance(cold, str) and "'round_success': no such field" in cold
+        assert _outcome(cohort.runs_dir, query, cache=True) == cold
+
+
+SELECTIONS = [
+    {"kind": "run_ids", "run_ids": ["r1"]},
+    {"kind": "run_ids", "run_ids": ["r2", "r4"]},
+    {"kind": "run_ids", "run_ids": ["r5", "r3", "r1"]},
+    {"kind": "filters", "knob": ["channel_noise_level>0.1"]},
+    {"kind": "filters", "knob": ["channel_noise_level>5"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("grain", ["run", "round", "agent"])
+def test_every_selection_answers_alike_warm_and_cold(cohort: Cohort, grain: str) -> None:
+    """For each selection and grain, whatever the cache holds, the warm answer is the cold one."""
+    Path(cohort.runs_dir, cohort.ids["r4"], "veyru_report.json").unlink()  # one unscored run
+    both(cohort, grain=grain, measures=[{"field": "run_id", "agg": "count"}])  # fills the cache
+    for raw in SELECTIONS:
+        selection = dict(raw)
+        if raw["kind"] == "run_ids":
+            selection["run_ids"] = [cohort.ids[s] for s in raw["run_ids"]]
+        for measures in ([{"field": "run_id", "agg": "count"}], [{"field": "round_success"}]):
+            query = Query.model_validate({"grain": grain, "selection": selection,
+                                          "measures": measures, "by": ["seed"]})  # fmt: skip
+            cold = _outcome(cohort.runs_dir, query, cache=False)
+            assert _outcome(cohort.runs_dir, query, cache=True) == cold, (selection, measures)
+        chosen = query.selection
+        assert fields(cohort.runs_dir, chosen, grain) == fields(
+            cohort.runs_dir, chosen, grain, cache=False
+        )

@@ -166,8 +166,8 @@ def test_compare_reads_a_text_arm_as_a_filter_reads_it(
         # A byte no UTF-8 decodes, in any flag, and a seed over 64 bits:
         (["--measure", "x", "--filter", "a=\udcff"], "--filter 'a=\\udcff': not UTF-8 text"),
         (["--measure", "x", "--compare", "a=\udcff,b"], "--compare 'a=\\udcff,b': not UTF-8 text"),
-        (["--measure", "\udcff"], "--measure '\\udcff': Input should be a valid string, unable "
-         "to parse raw data as a unicode string"),
+        (["--measure", "\udcff"], "--measure '\\udcff': not UTF-8 text"),
+        (["--measure", "x", "--by", "\udcff"], "--by '\\udcff': not UTF-8 text"),
         (["--measure", "x", "--seed", "99999999999999999999999"],
          "--seed 99999999999999999999999: Input should be less than or equal to "
          "18446744073709551615"),

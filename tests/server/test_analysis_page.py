@@ -280,6 +280,16 @@ def test_the_page_compares_two_arms_over_filtered_rows(
         shown = page_table(page, "cells")
         shown_comparisons = page_table(page, "comparisons")
         page.screenshot(path=str(shots / "analysis-page-compare.png"), full_page=True)
+        # Headed as the CLI and the report head them; within a 1200 px window, nothing past it.
+        heading = page.inner_text("#comparisons-part h3")
+        page.set_viewport_size({"width": 1200, "height": 1400})
+        widths = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
+            "document.querySelector('#comparisons-part').getBoundingClientRect().right <= "
+            "document.documentElement.clientWidth, "
+            "document.querySelector('#comparisons').getBoundingClientRect().right <= "
+            "document.querySelector('#answer').getBoundingClientRect().right]"
+        )
         # Saved and opened again, the dashboard's query fills the same inputs.
         page.fill("#chart-name", "arms")
         page.fill("#dashboard-name", "arms")
@@ -307,6 +317,8 @@ def test_the_page_compares_two_arms_over_filtered_rows(
     assert shown == cells(cli)
     assert shown_comparisons == comparisons(cli)
     assert reopened == (shown, shown_comparisons)
+    assert heading == "comparisons (B - A)"
+    assert widths == [1200, 1200, True, True]
     assert inputs == ["round_budget_chars", "300", "600", "7", "50"]
 
 

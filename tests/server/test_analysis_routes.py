@@ -312,3 +312,55 @@ def test_a_dashboard_whose_chart_would_write_the_run_list_is_not_saved(tmp_path:
         "files; rename the chart"
     )}})  # fmt: skip
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_id_that_no_longer_resolves_is_404_as_the_export_refuses_it(cohort: Cohort) -> None:
+    """The cohort is the export's selection: an unknown id is refused, not silently dropped."""
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    known = cohort.ids["r1"]
+    refused = {"detail": {"field": "run_ids", "missing_run_ids": ["veyru/9999999999"],
+                          "message": "run ids that no longer resolve: veyru/9999999999"}}  # fmt: skip
+    with TestClient(create_app(cohort.runs_dir)) as client:
+        query = client.post(f"{API}/query", json={"measures": [{"field": "total_chars"}],
+                            "selection": {"kind": "run_ids",
+                                          "run_ids": [known, "veyru/9999999999"]}})  # fmt: skip
+        fields = client.get(f"{API}/fields", params={"run_id": [known, "veyru/9999999999"]})
+        exported = client.post("/api/g/local/runs/export/csv",
+                               json={"selection": {"kind": "run_ids",
+                                                   "run_ids": [known, "veyru/9999999999"]}})  # fmt: skip
+    assert (query.status_code, query.json()) == (404, refused)
+    assert (fields.status_code, fields.json()) == (404, refused)
+    assert exported.status_code == 404  # the export's routes refuse it with the same status
+
+
+@pytest.mark.parametrize(
+    ("flags", "body", "groups"),
+    [  # no run selected: no group at all (README: an empty table with a note), both surfaces
+        (["--run-id-contains", "zz"], {"selection": {"kind": "filters", "run_id_contains": "zz"}},
+         []),
+        # runs selected, every row filtered out: the one group of every row, its cell n 0
+        (["--filter", "total_chars>999999"],
+         {"filters": [{"field": "total_chars", "op": ">", "value": "999999"}]},
+         [{"keys": {}, "cells": [{"measure": "total_chars:mean", "value": None, "n": 0,
+                                  "missing": 0, "runs": 0,
+                                  "interval": {"low": None, "high": None, "method": "none"}}]}]),
+    ],
+)  # fmt: skip
+def test_an_empty_answer_is_the_same_on_the_cli_and_rest(
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], flags: list[str], body: dict[str, Any],
+    groups: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--measure", "total_chars",
+                            *flags)  # fmt: skip
+    with TestClient(create_app(cohort.runs_dir)) as client:
+        got = client.post(f"{API}/query", json={"measures": [{"field": "total_chars"}], **body})
+    assert got.status_code == 200
+    assert cli["groups"] == got.json()["groups"] == groups
+    assert cli["notes"] == got.json()["notes"]

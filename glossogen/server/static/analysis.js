@@ -180,7 +180,7 @@
       c.interval.low, c.interval.high, c.interval.method, c.paired, c.pairing, c.n_a, c.n_b, c.pairs]));
     table($("comparisons"), within.concat(["measure", "key", "a", "b", "a_value", "b_value",
       "difference", "low", "high", "interval", "paired", "pairing", "n_a", "n_b", "pairs"]), comparisons);
-    $("comparisons").hidden = !comparisons.length;
+    $("comparisons-part").hidden = !comparisons.length;
     $("notes").textContent = "";
     result.notes.forEach((n) => {
       const li = document.createElement("li");
