@@ -61,6 +61,21 @@ Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kin
 """The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
 
 
+def _check_text(values: dict[str, list[str] | str | None]) -> None:
+    """Refuse a selection value holding a byte that is not UTF-8 (a command line's surrogate).
+
+    Raises:
+        SelectionError: naming the field and the value, ``not UTF-8 text``.
+    """
+    for name, given in values.items():
+        for text in [given] if isinstance(given, str) else given or []:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                refusal = Refusal(field=name, value=shown(text), reason="not UTF-8 text")
+                raise SelectionError.of(refusal) from None
+
+
 def selection_of(
     run_ids: list[str] | None = None,
     scenario: list[str] | None = None,
@@ -82,8 +97,9 @@ def selection_of(
         knob: ``--knob`` conditions.
 
     Raises:
-        SelectionError: run ids given with a filter, an empty run id (field ``run_ids``), or
-            a knob condition with no operator (field ``knob``); its ``refusal`` names the
+        SelectionError: run ids given with a filter, an empty run id (field ``run_ids``), a
+            value that is not UTF-8 text (its field), or a knob condition with no operator
+            (field ``knob``); its ``refusal`` names the
             fields, which each surface words its own way.
     """
     filters = {
@@ -94,6 +110,7 @@ def selection_of(
         "knob": knob,
         "status": status,
     }
+    _check_text({"run_ids": run_ids, **filters})
     clashing = tuple(name for name, value in filters.items() if value)
     if run_ids and clashing:
         raise SelectionError.of(

@@ -289,3 +289,24 @@ def test_an_export_before_in_the_same_process_adds_no_line_to_an_analysis(
     selected = f"{damaged}: 1 damaged log line skipped (line 4) in {damaged}/veyru.jsonl"
     note = f"{damaged}: message_level: 1 damaged log line skipped (line 4) in {damaged}/veyru.jsonl"
     assert capsys.readouterr().err == f"glossogen: note: {selected}\nglossogen: note: {note}\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--run-id", "\udcff"), ("--scenario", "\udcff"), ("--label", "a\udcff"),
+     ("--run-id-contains", "\udcff"), ("--status", "\udcff"), ("--contains-agent-id", "\udcff"),
+     ("--knob", "round_count=\udcff")],
+)  # fmt: skip
+def test_a_selection_value_that_is_not_utf8_is_one_line_in_analyze_and_export(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    """A byte that is not UTF-8 on the command line (a surrogate) is refused by the shared
+    selection, naming the flag, before any run is read (was a pydantic traceback)."""
+    line = f"glossogen: error: {flag} {value!r}: not UTF-8 text\n"
+    assert analyze("--runs-dir", cohort.runs_dir, flag, value, "--measure", "total_chars") == 64
+    assert capsys.readouterr().err == line
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exported:
+        main(["export", "--runs-dir", cohort.runs_dir, flag, value, "--out", str(out)])
+    assert (exported.value.code, capsys.readouterr().err) == (64, line)
+    assert not out.exists()
