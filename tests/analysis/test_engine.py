@@ -103,15 +103,25 @@ def test_wilson_for_a_rate_of_runs(cohort: Cohort) -> None:
     assert wilson(0, 0) is None
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 24, 100])
-def test_wilson_bounds_of_no_success_and_of_all_successes_are_exactly_0_and_1(n: int) -> None:
-    """A zero rate's lower bound prints 0, not 2.776e-17; a full rate's upper bound is 1."""
+@pytest.mark.parametrize(
+    ("n", "other_bound"),
+    [(1, 0.7934506856), (2, 0.6576197725), (3, 0.5614970318), (5, 0.4344824648),
+     (7, 0.3543304351), (24, 0.1379762047), (100, 0.0369934982)],
+)  # fmt: skip
+def test_wilson_bounds_of_no_success_and_of_all_successes_are_exactly_0_and_1(
+    n: int, other_bound: float
+) -> None:
+    """A zero rate's lower bound prints 0, not 2.776e-17; a full rate's upper bound is 1.
+
+    The other bound, by hand: with no success the upper bound is z²/(n + z²); with all
+    successes the lower bound is n/(n + z²), its mirror (z = 1.959963984540054).
+    """
     low, high = wilson(0, n) or (None, None)
     assert low == 0.0 and str(low) == "0.0"
-    assert high is not None and 0.0 < high < 1.0
+    assert high is not None and round(high, 10) == other_bound
     low, high = wilson(n, n) or (None, None)
     assert high == 1.0 and str(high) == "1.0"
-    assert low is not None and 0.0 < low < 1.0
+    assert low is not None and round(low, 10) == round(1 - other_bound, 10)
     assert wilson(0, 3) == (0.0, 0.5614970317550454)
     assert wilson(3, 3) == (0.4385029682449546, 1.0)
 
