@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from pydantic import BaseModel
 
@@ -31,6 +30,7 @@ from glossogen.evaluation import (
 from glossogen.launch import notify
 from glossogen.pricing import add_costs
 from glossogen.refusals import Refusal
+from orchestration import glossogen_flow
 from tasks.evaluate import (
     SpendEstimate,
     estimate_spend,
@@ -78,7 +78,7 @@ def _artifact_key(run_id: str) -> str:
     return "evaluation-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
 
 
-@flow(name="evaluate", flow_run_name="evaluate-{run_dir}")
+@glossogen_flow(name="evaluate", flow_run_name="evaluate-{run_dir}")
 async def evaluate(
     run_dir: str,
     metrics: str | list[str] = "all",
@@ -158,7 +158,7 @@ class SpendCapError(ValueError):
         self.refusal = refusal
 
 
-@flow(name="evaluate-cohort", flow_run_name="evaluate-cohort-{runs_dir}")
+@glossogen_flow(name="evaluate-cohort", flow_run_name="evaluate-cohort-{runs_dir}")
 async def evaluate_cohort(
     runs_dir: str,
     selection: dict[str, Any] | None = None,

@@ -6,7 +6,6 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from prefect import flow
 from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
@@ -24,6 +23,7 @@ from glossogen.launch import (
 from glossogen.launch import price_spend as price
 from glossogen.refusals import LimitReached
 from glossogen.storage import RunFolder
+from orchestration import glossogen_flow
 from orchestration.gate import install_call_gate
 from tasks.config import check_credentials
 from tasks.resume import finish_round, open_resume_point, reopen_run
@@ -38,7 +38,7 @@ from tasks.rounds import (
 )
 
 
-@flow(name="simulate", flow_run_name="{config.scenario}")
+@glossogen_flow(name="simulate", flow_run_name="{config.scenario}")
 async def simulate(
     config: RunConfig | RunRequest, runs_dir: str = "", run_dir: str = ""
 ) -> RunResult:
@@ -74,7 +74,7 @@ def _resumed_run_id() -> str:
         return "resume"
 
 
-@flow(name="resume", flow_run_name=_resumed_run_id)
+@glossogen_flow(name="resume", flow_run_name=_resumed_run_id)
 async def resume(
     config: RunConfig | None = None, run_dir: str = "", allow_config_change: bool = False
 ) -> RunResult:

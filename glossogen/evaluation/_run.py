@@ -288,6 +288,34 @@ def read_log(folder: RunFolder) -> bytes:
         ) from None
 
 
+def _fold(
+    events: list[Event], primary: tuple[str, ...]
+) -> tuple[list[MessageSent], set[int], int | None, bool]:
+    """Fold the counting events once for what a loaded run describes.
+
+    Returns the primary-channel messages of phase ``main``, the rounds played (a main-phase
+    ``round_started`` or a verdict), the first budget a message states, and whether any verdict
+    was recorded.
+    """
+    messages: list[MessageSent] = []
+    rounds: set[int] = set()
+    budget: int | None = None
+    verdicts = False
+    for e in events:
+        if isinstance(e, MessageSent):
+            if budget is None and e.budget_chars:
+                budget = e.budget_chars
+            if e.phase == "main" and e.channel_id in primary:
+                messages.append(e)
+        elif isinstance(e, RoundStarted):
+            if e.phase == "main":
+                rounds.add(e.round_number)
+        elif isinstance(e, RoundResultRecorded):
+            rounds.add(e.round_number)
+            verdicts = True
+    return messages, rounds, budget, verdicts
+
+
 def load_run(
     run_dir: str | RunFolder,
     scenario: str | None = None,
@@ -351,27 +379,12 @@ def load_run(
     seats = {
         s.agent_id: Seat(s.agent_id, s.team_id, s.model, s.provider) for s in view.roster.values()
     }
-    messages = [
-        e
-        for e in events
-        if isinstance(e, MessageSent) and e.phase == "main" and e.channel_id in primary
-    ]
-    rounds = sorted(
-        {
-            e.round_number
-            for e in events
-            if (isinstance(e, RoundStarted) and e.phase == "main")
-            or isinstance(e, RoundResultRecorded)
-        }
-    )
-    budget = next(
-        (m.budget_chars for m in events if isinstance(m, MessageSent) and m.budget_chars),
-        None,
-    )
+    messages, played, budget, verdicts = _fold(events, primary)
+    rounds = sorted(played)
     if budget is None and knobs_exact:
         budget = instance.budget_chars()
     hooks = {"channels"}
-    if any(isinstance(e, RoundResultRecorded) for e in events):
+    if verdicts:
         hooks.add("verdicts")
     if budget and metered:
         hooks.add("budget")

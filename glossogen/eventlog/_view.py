@@ -470,10 +470,13 @@ class RunView:
     # -- spend and time ----------------------------------------------------------------------
     def _spend(self, inherited: bool) -> Spend:
         spend = Spend()
-        for seat_id in self.roster:
-            spend.agents[seat_id] = SeatSpend(seat_id)
+        agents = spend.agents
+        for event in self.counted:  # every registered seat, in registration order (roster's)
+            if isinstance(event, AgentRegistered) and event.agent_id not in agents:
+                agents[event.agent_id] = SeatSpend(event.agent_id)
+        copied = self.inherited
         for event in self.events:
-            if (event.event_id in self.inherited) == inherited:
+            if isinstance(event, _PRICED) and (event.event_id in copied) == inherited:
                 spend.count(event)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:

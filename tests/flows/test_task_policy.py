@@ -52,3 +52,45 @@ def test_the_no_cache_policy_is_written_once() -> None:
         p.relative_to(ROOT).as_posix() for p in sources if "cache_policy=NONE" in p.read_text()
     ]
     assert places == ["orchestration/__init__.py"]
+
+
+def test_the_run_and_cohort_flows_store_the_parameters_prefect_would_without_importing_fastapi() -> (
+    None
+):
+    """A run's and a cohort's flow parameters serialise as Prefect's own ``jsonable_encoder``
+    gives them, and a ``glossogen run`` start-up never imports FastAPI for it."""
+    import subprocess
+    import sys
+
+    from prefect import Flow
+
+    from flows.evaluate import evaluate_cohort
+    from flows.simulate import simulate
+    from glossogen.evaluation import check_request
+    from glossogen.launch import RunRequest, plan_run
+
+    request = RunRequest(scenario="veyru", model="scripted", provider="scripted",
+                         config="knobs_default", overrides=["round_count=2"], runs_dir="runs")  # fmt: skip
+    run = {"config": plan_run(request), "runs_dir": "runs", "run_dir": ""}
+    cohort = {
+        "runs_dir": "runs",
+        "selection": {"kind": "filters", "scenario": ["veyru"], "n": [1, 2.5, None, True]},
+        "request": check_request(["round_success"]),
+        "spend_cap_usd": None,
+        "max_runs": 5000,
+        "odd": (1, 2),  # not plain JSON: Prefect's own serialisation (a list)
+    }
+    for flow, parameters in ((simulate, run), (evaluate_cohort, cohort)):
+        ours = flow.serialize_parameters(parameters)
+        assert ours == Flow.serialize_parameters(flow, parameters)
+        assert list(ours) == list(parameters)
+    assert evaluate_cohort.serialize_parameters(cohort)["odd"] == [1, 2]
+    probe = (
+        "import sys; from flows.simulate import simulate; from glossogen.launch import "
+        "RunRequest, plan_run; c = plan_run(RunRequest(scenario='veyru', model='scripted', "
+        "provider='scripted', config='knobs_default', runs_dir='r')); "
+        "simulate.serialize_parameters({'config': c, 'runs_dir': 'r', 'run_dir': ''}); "
+        "print('fastapi' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, check=True)
+    assert out.stdout.decode().strip() == "False"
