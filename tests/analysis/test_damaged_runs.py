@@ -14,7 +14,7 @@ import pytest
 
 from glossogen.cli import main
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
-from tests.mcp.conftest import call, refusal, stdio_session
+from tests.mcp.conftest import call, in_process_session, refusal
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
             "line 1 column 1 (char 0))")  # fmt: skip
 
     async def flow() -> tuple[dict[str, Any], dict[str, Any], str]:
-        async with stdio_session(Path(runs_dir), tmp_path / "home") as session:
+        async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
             got = await call(session, "analyze_runs", measures=["total_chars:count"])
             listed = await call(session, "list_analysis_fields")
             bad_seed = await refusal(session, "analyze_runs", measures=["total_chars"], seed=-1)

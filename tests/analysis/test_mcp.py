@@ -1,5 +1,6 @@
-"""``analyze_runs`` and ``list_analysis_fields`` through the SDK's client over stdio: the same
-typed result as ``glossogen analyze --json`` for the same query, and one-line refusals."""
+"""``analyze_runs`` and ``list_analysis_fields`` through the SDK's client (the server built
+in-process): the same typed result as ``glossogen analyze --json`` for the same query, and
+one-line refusals."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.analysis.cohort import (
     build,
     cells,
 )
-from tests.mcp.conftest import call, refusal, stdio_session
+from tests.mcp.conftest import call, in_process_session, refusal
 
 ARGUMENTS: dict[str, Any] = {
     "grain": "round", "by": ["round_budget_chars"],
@@ -42,7 +43,7 @@ def test_the_same_answer_as_the_cli(
                           "--list-fields")  # fmt: skip
 
     async def flow() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
-        async with stdio_session(Path(cohort.runs_dir), tmp_path) as session:
+        async with in_process_session(Path(cohort.runs_dir), tmp_path) as session:
             got = await call(session, "analyze_runs", **ARGUMENTS)
             picked_got = await call(
                 session,
@@ -102,7 +103,7 @@ def test_a_run_id_that_no_longer_resolves_is_refused_as_the_cli_refuses_it(
     selection = {"kind": "run_ids", "run_ids": [cohort.ids["r1"], "veyru/9999999999"]}
 
     async def flow() -> list[str]:
-        async with stdio_session(Path(cohort.runs_dir), tmp_path) as session:
+        async with in_process_session(Path(cohort.runs_dir), tmp_path) as session:
             return [
                 await refusal(
                     session, "analyze_runs", measures=["total_chars"], selection=selection

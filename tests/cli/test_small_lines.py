@@ -14,7 +14,7 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.launch import RunRequest, estimate_cost, plan_run
-from tests.mcp.conftest import call, refusal, stdio_session
+from tests.mcp.conftest import call, in_process_session, refusal
 
 
 def _glossogen(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +68,7 @@ def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Pa
     runs.mkdir()
 
     async def go() -> tuple[dict[str, Any], str, str]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             estimate = await call(s, "estimate_run", scenario="prisoners_dilemma",
                                   model="gpt-4.1-mini", provider="openai",
                                   overrides=["round_count=3"])  # fmt: skip

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
-from tests.mcp.conftest import SCRIPTED, call, stdio_session
+from tests.mcp.conftest import SCRIPTED, call, in_process_session
 
 
 def _warning(
@@ -79,7 +79,7 @@ def test_a_launch_warns_before_it_plays_and_ends_incomplete_as_warned(
 
 def test_mcp_estimate_run_carries_the_warning(tmp_path: Path) -> None:
     async def go() -> dict[str, object]:
-        async with stdio_session(tmp_path / "runs", tmp_path) as s:
+        async with in_process_session(tmp_path / "runs", tmp_path) as s:
             return await call(s, "estimate_run", scenario="orbital_anomaly",
                               overrides=["round_count=40"], **SCRIPTED)  # fmt: skip
 

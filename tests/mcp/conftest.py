@@ -1,5 +1,6 @@
-"""Clients of the MCP tools through the ``mcp`` SDK: the stdio server as a subprocess, and the
-streamable HTTP endpoint inside a real ``glossogen serve`` on a port the OS picks."""
+"""Clients of the MCP tools through the ``mcp`` SDK: the stdio server as a subprocess, the
+streamable HTTP endpoint inside a real ``glossogen serve`` on a port the OS picks, and the same
+server built in the test's process (for tests of what a tool answers, not of a process)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from glossogen.cli import main
+from glossogen.mcp import build_server
 from tests.fixtures.polling import POLL_SECONDS
 
 SCRIPTED = {"model": "scripted", "provider": "scripted"}
@@ -49,6 +51,27 @@ async def stdio_session(runs_dir: Path, cwd: Path) -> AsyncIterator[ClientSessio
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
+
+
+@asynccontextmanager
+async def in_process_session(runs_dir: Path, cwd: Path) -> AsyncIterator[Client]:
+    """A client of the tools ``glossogen mcp --runs-dir`` serves, built in this process
+    (:func:`glossogen.mcp.build_server`, the SDK's in-memory transport), in ``cwd`` and without
+    any provider key or token, as :func:`stdio_session` starts its server.
+
+    For tests of what a tool answers or refuses: a stdio server is a process that imports
+    glossogen, about 3 CPU-s. Tests of the stdio server itself (a fresh process, the runs it
+    launches, its lifecycle) use :func:`stdio_session`.
+    """
+    saved = {key: os.environ.pop(key) for key in KEYS if key in os.environ}
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        async with Client(build_server(str(runs_dir))) as client:
+            yield client
+    finally:
+        os.chdir(before)
+        os.environ.update(saved)
 
 
 RUNNING = re.compile(rb"Uvicorn running on http://\S+:(\d+) \(Press CTRL\+C to quit\)")
@@ -155,7 +178,7 @@ async def http_session(url: str, token: str | None = None) -> AsyncIterator[Clie
         yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+async def call(session: ClientSession | Client, tool: str, **arguments: Any) -> dict[str, Any]:
     """Call ``tool`` and return its structured result; fail the test on a tool error."""
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
@@ -163,7 +186,7 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     return result.structured_content
 
 
-async def refusal(session: ClientSession, tool: str, **arguments: Any) -> str:
+async def refusal(session: ClientSession | Client, tool: str, **arguments: Any) -> str:
     """Call ``tool``, expect a tool error, and return its one-line message (the CLI's)."""
     result = await session.call_tool(tool, arguments)
     assert result.is_error, result.structured_content

@@ -1,6 +1,7 @@
-"""``read_run_events`` over stdio through the SDK's client: a fresh server knows every
-installed scenario's events on its first call, and its pages are sized for an assistant
-(every text cut, nested ones too, never an id; a default page of at most 16,000 characters)."""
+"""``read_run_events`` through the SDK's client: a fresh stdio server knows every installed
+scenario's events on its first call, and its pages (read from the server built in-process) are
+sized for an assistant (every text cut, nested ones too, never an id; a default page of at most
+16,000 characters)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from glossogen.eventlog import read_events
 from tests.fixtures.played_runs import play_run
-from tests.mcp.conftest import call, stdio_session
+from tests.mcp.conftest import call, in_process_session, stdio_session
 
 PAGE_CHARS = 16_000
 
@@ -68,7 +69,7 @@ def test_pages_cut_every_text_nested_ones_too_never_ids_and_fit_16000_chars(
     log = read_events(str(runs / run_id / "orbital_anomaly.jsonl"))
 
     async def go() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             pages: list[dict[str, Any]] = []
             cursor = None
             while True:  # every default page of the run

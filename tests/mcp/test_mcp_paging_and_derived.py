@@ -17,7 +17,16 @@ from typing import Any
 from glossogen.eventlog import SimulationStarted, read_events
 from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
-from tests.mcp.conftest import SCRIPTED, call, gone, pid_of, refusal, stdio_session, wait_for_end
+from tests.mcp.conftest import (
+    SCRIPTED,
+    call,
+    gone,
+    in_process_session,
+    pid_of,
+    refusal,
+    stdio_session,
+    wait_for_end,
+)
 
 
 def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
@@ -119,7 +128,7 @@ def test_a_derived_run_without_its_providers_key_is_refused_and_claims_nothing(
     before = sorted(p.name for p in (runs / "veyru").iterdir())
 
     async def go() -> tuple[str, str]:
-        async with stdio_session(runs, tmp_path) as s:  # no provider key in its environment
+        async with in_process_session(runs, tmp_path) as s:  # no provider key in its environment
             replaced = await refusal(
                 s, "replace_agent", source_run_id=source, after_round=1,
                 replaced_agent_id="field_observer", model="gpt-4.1", provider="openai",
@@ -151,7 +160,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_it(
     runs.mkdir()
 
     async def go() -> tuple[str, str, dict[str, Any]]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             typo = await refusal(s, "start_run", scenario="veyru", overrides=["round_count=1"],
                                  spend_cap=0.0001, **SCRIPTED)  # fmt: skip
             paged = await refusal(s, "list_runs", limit=1)

@@ -14,7 +14,16 @@ from typing import Any
 from glossogen.eventlog import SimulationStarted, read_events
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
-from tests.mcp.conftest import SCRIPTED, call, gone, pid_of, refusal, stdio_session, wait_for_end
+from tests.mcp.conftest import (
+    SCRIPTED,
+    call,
+    gone,
+    in_process_session,
+    pid_of,
+    refusal,
+    stdio_session,
+    wait_for_end,
+)
 
 SEAT = {"replaced_agent_id": "field_observer", "model": "other-script", "provider": "scripted"}
 
@@ -36,7 +45,7 @@ def test_a_refused_value_is_named_as_the_tools_argument_not_a_flag(tmp_path: Pat
     ]  # fmt: skip
 
     async def go() -> tuple[list[str], dict[str, set[str]]]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             said = [await refusal(s, tool, **arguments) for tool, arguments in asked]
             listed = await s.list_tools()
             return said, {t.name: set(t.input_schema["properties"]) for t in listed.tools}

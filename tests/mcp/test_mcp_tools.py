@@ -29,6 +29,7 @@ from tests.mcp.conftest import (
     call,
     gone,
     http_session,
+    in_process_session,
     pid_of,
     refusal,
     schema_cli,
@@ -171,7 +172,7 @@ def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
     runs.mkdir()
 
     async def go() -> list[str]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             return [
                 await refusal(s, "start_run", scenario="veyru", model="gpt-5.4", provider="openai"),
                 await refusal(

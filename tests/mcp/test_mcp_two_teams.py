@@ -1,6 +1,7 @@
-"""``get_run`` over stdio through the SDK's client, on a two-team spot_the_difference run: each
-team's verdict says whether that team won the round (the ranking's winner), not only that its
-verdict was a success (both teams were eligible in both rounds)."""
+"""``get_run`` through the SDK's client (the server built in-process), on a two-team
+spot_the_difference run: each team's verdict says whether that team won the round (the
+ranking's winner), not only that its verdict was a success (both teams were eligible in both
+rounds)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.played_runs import play_run
-from tests.mcp.conftest import call, stdio_session
+from tests.mcp.conftest import call, in_process_session
 
 
 def test_get_run_says_which_team_won_each_ranked_round_and_each_teams_reason(
@@ -19,7 +20,7 @@ def test_get_run_says_which_team_won_each_ranked_round_and_each_teams_reason(
     run_id = play_run(str(runs), "spot_the_difference", rounds=2, now_unix=1_700_000_401).run_id
 
     async def get_run() -> dict[str, Any]:
-        async with stdio_session(runs, tmp_path) as session:
+        async with in_process_session(runs, tmp_path) as session:
             return await call(session, "get_run", run_id=run_id)
 
     rounds = asyncio.run(get_run())["rounds"]
