@@ -103,7 +103,7 @@ class Analysis(ToolBase):
 
 def _refused(step: Callable[[], T]) -> T:
     """Run ``step``; a refusal of the query, the selection or the storage is one tool error."""
-    from glossogen.analysis import QueryError
+    from glossogen.analysis import QueryError, query_error_of
     from glossogen.export import RunsDirError, SelectionError
     from glossogen.storage import StorageError
 
@@ -112,6 +112,9 @@ def _refused(step: Callable[[], T]) -> T:
     except (QueryError, SelectionError) as exc:
         raise ToolError(exc.message) from None
     except ValidationError as exc:
+        ours = query_error_of(exc)
+        if ours is not None:  # a query's own check: its line, as the engine's other refusals
+            raise ToolError(ours.message) from None
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "query"
         raise ToolError(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None
