@@ -25,7 +25,8 @@ DESCRIPTIONS = {
     "analyze_runs": (
         "Answer a grouped question over runs: selection {'kind': 'run_ids', 'run_ids': [...]} "
         "or {'kind': 'filters', scenario, labels, status, run_id_contains, contains_agent_id, "
-        "knob} (the list_runs filters; default every run); "
+        "knob} (the list_runs filters; default every run; without kind: filters, or run_ids "
+        "when run_ids are given); "
         "grain (run, round, agent, message, call, observation with metric), up to two group "
         "keys (by), measures 'FIELD[:AGG]' (agg mean, median, sum, count, min, max, stddev, "
         "sem, rate; default mean), filters 'FIELD<op>VALUE' (op = != >= <= > <; a blank cell "
