@@ -164,6 +164,8 @@ def _one_refusal_shape(app: FastAPI) -> None:
         message = str(first.get("msg", ""))
         if first.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
             message = BODY_NOT_JSON
+        elif first.get("type") == "value_error":  # a model's own check: its line, unprefixed
+            message = message.removeprefix("Value error, ")
         elif first.get("type") == "string_unicode":  # a lone surrogate escaped in the JSON
             message = f"{shown(first.get('input'))}: not UTF-8 text"  # as the CLI says it
         return JSONResponse(
