@@ -37,6 +37,7 @@ from glossogen.analysis._query import (
     QueryError,
     Result,
     RowFilter,
+    query_error_of,
 )
 from glossogen.analysis._render import result_frame
 
@@ -60,6 +61,7 @@ __all__ = [
     "RunsMissing",
     "answer",
     "answer_records",
+    "query_error_of",
     "skipped_notes",
     "check_query",
     "check_sort",

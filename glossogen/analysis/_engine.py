@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,25 @@ UNSCORED = (
     "no run of this selection has a report yet: metrics and the round grain's rows come from "
     "scoring them (glossogen evaluate)"
 )
-"""The hint where no selected run is scored (a refused name, ``--list-fields``)."""
+"""The hint where no selected run is scored (a refused name, ``--list-fields``, an answer)."""
+REPORTED_GRAINS = ("run", "round", "agent")
+"""The grains a report adds fields to (metrics; the round grain's rows): a name refused at
+one of them over runs not yet scored says why. The message and call grains come from the
+log alone."""
+
+
+def unscored_notes(unscored: int, runs: int) -> list[str]:
+    """The note saying that ``unscored`` of the ``runs`` selected have no report yet (or none)."""
+    if not unscored:
+        return []
+    if unscored == runs:
+        return [UNSCORED]
+    return [
+        f"{unscored} of {runs} runs of this selection have no report yet: their metrics and "
+        "round rows come from scoring them (glossogen evaluate)"
+    ]
+
+
 _VALUES_LISTED = 20
 
 
@@ -123,7 +142,11 @@ def resolve(frame: pl.DataFrame, name: str, grain: str, what: str) -> str:
         return found[0]
     if found:
         raise QueryError(f"{shown(name)} is ambiguous: {', '.join(found)}", what)
-    unscored = "has_evaluation" in frame.columns and not frame.get_column("has_evaluation").any()
+    unscored = (
+        grain in REPORTED_GRAINS
+        and "has_evaluation" in frame.columns
+        and not frame.get_column("has_evaluation").any()
+    )
     hint = f"; {UNSCORED}" if unscored else ""
     raise QueryError(
         f"{shown(name)}: no such field at the {grain} grain of this selection "
@@ -181,16 +204,23 @@ class _Values:
     runs: list[str]
     missing: int
 
-    def clusters(self) -> tuple[list[str], list[float], list[int]]:
+    def exponent(self) -> int:
+        """The power of two every value's magnitude is below (:func:`_exponent`)."""
+        return _exponent(self.values)
+
+    def clusters(self, exponent: int = 0) -> tuple[list[str], list[float], list[int]]:
         """Per run (sorted by run id): the sum and the count of its values.
 
         Each run's values are added in row order (``numpy.bincount`` adds its weights in input
-        order), so a sum is the one a running total would give.
+        order), so a sum is the one a running total would give. ``exponent``: each value is
+        first scaled by ``2 ** -exponent`` (exactly: a power of two), so that sums of values
+        near the float's limit do not overflow.
         """
         if not self.runs:
             return [], [], []
         order, codes = np.unique(np.asarray(self.runs, dtype=str), return_inverse=True)
-        sums = np.bincount(codes, weights=np.asarray(self.values, dtype=float))
+        values = np.ldexp(np.asarray(self.values, dtype=float), -exponent)
+        sums = np.bincount(codes, weights=values)
         counts = np.bincount(codes)
         return [str(r) for r in order], sums.tolist(), counts.tolist()
 
@@ -202,7 +232,41 @@ def _number(value: object) -> float:
     return float(value)
 
 
+_SCALABLE = ("mean", "rate", "median", "stddev", "sem")
+"""Aggregates that scale with their values: computed again on the values scaled by a power of
+two when a sum or square inside overflowed (the true value may still be a float)."""
+
+
+def _exponent(values: Sequence[float]) -> int:
+    """The least ``e`` with every finite value's magnitude below ``2 ** e`` (0 for none)."""
+    return max((math.frexp(v)[1] for v in values if math.isfinite(v)), default=0)
+
+
+def _ldexp(value: float, exponent: int) -> float:
+    """``value * 2 ** exponent``; infinite where that overflows a float."""
+    try:
+        return math.ldexp(value, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def _aggregate(agg: str, values: list[Any]) -> float | None:
+    """``agg`` of ``values`` (None: no value, or too few for a spread).
+
+    A mean, median or spread of finite values whose computation overflowed (a sum past
+    1.8e308: ``1e308, 1e308, 40, 40``) is computed on the values scaled by ``2 ** -e`` and
+    scaled back, so it is the float it is whenever that fits (``5e307 + 20``); a sum that
+    overflows stays infinite (blanked with a note, :func:`_overflowed`).
+    """
+    value = _plain_aggregate(agg, values)
+    if value is None or math.isfinite(value) or agg not in _SCALABLE:
+        return value
+    exponent = _exponent(values)
+    scaled = _plain_aggregate(agg, [math.ldexp(v, -exponent) for v in values])
+    return None if scaled is None else _ldexp(scaled, exponent)
+
+
+def _plain_aggregate(agg: str, values: list[Any]) -> float | None:
     n = len(values)
     if n == 0:
         return None  # blank under every aggregate, count too (its n says 0)
@@ -225,17 +289,46 @@ def _aggregate(agg: str, values: list[Any]) -> float | None:
     return stddev if agg == "stddev" else stddev / math.sqrt(n)
 
 
-def _interval(grain: str, agg: str, data: _Values, seed: int, resamples: int) -> Interval:
+def _no_interval() -> Interval:
+    return Interval(low=None, high=None, method="none")
+
+
+def _interval(grain: str, agg: str, data: _Values, seed: int, resamples: int) -> Interval | None:
+    """The cell's interval: ``none`` with too few values or runs; None when it overflows."""
     if grain == "run" and agg == "rate":
         bounds = wilson(int(sum(data.values)), len(data.values))
         method = "wilson"
     else:
-        _, sums, counts = data.clusters()
-        bounds = cluster_bootstrap(sums, counts, seed, resamples)
+        if len(set(data.runs)) < 2:
+            return _no_interval()
+        bounds = _scaled_bounds(
+            lambda e: cluster_bootstrap(*data.clusters(e)[1:], seed, resamples), data.exponent()
+        )
         method = "bootstrap"
+        if bounds is None:  # two runs or more, and still no interval: it overflowed
+            return None
     if bounds is None:
-        return Interval(low=None, high=None, method="none")
+        return _no_interval()
     return Interval(low=bounds[0], high=bounds[1], method=method)
+
+
+def _scaled_bounds(
+    bounds_at: Callable[[int], tuple[float, float] | None], exponent: int
+) -> tuple[float, float] | None:
+    """``bounds_at(0)``, or where a draw's sum overflowed, ``bounds_at(exponent)`` scaled back.
+
+    ``bounds_at(e)`` is the interval of the values scaled by ``2 ** -e`` (the same draws, from
+    the same seed). None when even those overflow (a difference past 1.8e308), or when there
+    are too few values for an interval.
+    """
+    plain = bounds_at(0)
+    if plain is not None or not exponent:
+        return plain
+    bounds = bounds_at(exponent)
+    if bounds is None:
+        return None
+    low, high = _ldexp(bounds[0], exponent), _ldexp(bounds[1], exponent)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
 
 def _values(part: pl.DataFrame, column: str) -> _Values:
@@ -247,12 +340,19 @@ def _values(part: pl.DataFrame, column: str) -> _Values:
     return _Values(values, runs, part.height - present.height)
 
 
-def _cell(grain: str, measure: Measure, column: str, part: pl.DataFrame, query: Query) -> Cell:
+def _cell(
+    grain: str, measure: Measure, column: str, part: pl.DataFrame, query: Query,
+    overflowed: list[str],
+) -> Cell:  # fmt: skip
+    """One group's cell; the measure's label added to ``overflowed`` when its interval is."""
     data = _values(part, column)
     value = _aggregate(measure.agg, data.values)
     interval = None
     if measure.agg in _INTERVALLED:
         interval = _interval(grain, measure.agg, data, query.seed, query.resamples)
+        if interval is None:
+            overflowed.append(f"{measure.label}: its interval")
+            interval = _no_interval()
     return Cell(
         measure=measure.label, value=value, n=len(data.values), missing=data.missing,
         runs=len(set(data.runs)), interval=interval,
@@ -321,10 +421,12 @@ def _compare(
     key_column: str,
     within: dict[str, str],
     records: dict[str, RunRecord],
+    overflowed: list[str],
 ) -> list[Comparison]:
     """B - A of each mean and rate measure, within each group of the ``within`` keys.
 
-    ``within`` maps each other key's name in the query to its column.
+    ``within`` maps each other key's name in the query to its column. A difference or an
+    interval past the float's limit is blank, and what it is of is added to ``overflowed``.
     """
     labels = key_labels(frame, key_column)
     frame = frame.with_columns(labels.alias("__arm"))
@@ -344,23 +446,20 @@ def _compare(
             data = {arm: _values(arms[arm], columns[measure.label]) for arm in arms}
             a, b = data[compare.a], data[compare.b]
             pairs, pairing = _pairing(records, set(a.runs), set(b.runs))
-            a_runs, a_sums, a_counts = a.clusters()
-            b_runs, b_sums, b_counts = b.clusters()
-            if pairs:
-                ai = {r: i for i, r in enumerate(a_runs)}
-                bi = {r: i for i, r in enumerate(b_runs)}
-                pa = ([a_sums[ai[x]] for x, _ in pairs], [a_counts[ai[x]] for x, _ in pairs])
-                pb = ([b_sums[bi[y]] for _, y in pairs], [b_counts[bi[y]] for _, y in pairs])
-                bounds = paired_bootstrap(pa, pb, query.seed, query.resamples)
-                method = "paired bootstrap"
-            else:
-                bounds = unpaired_bootstrap(
-                    (a_sums, a_counts), (b_sums, b_counts), query.seed, query.resamples
-                )
-                method = "bootstrap"
+            exponent = max(a.exponent(), b.exponent())
+            bounds = _scaled_bounds(partial(_difference, a, b, pairs, query), exponent)
+            method = "paired bootstrap" if pairs else "bootstrap"
+            enough = len(pairs) >= 2 if pairs else min(len(set(a.runs)), len(set(b.runs))) >= 2
             a_value = _aggregate("mean", a.values)
             b_value = _aggregate("mean", b.values)
             diff = None if a_value is None or b_value is None else b_value - a_value
+            what = (f"{measure.label}: the difference {compare.key} {compare.b} - {compare.a}"
+                    + "".join(f" within {k} {v}" for k, v in names.items()))  # fmt: skip
+            if diff is not None and not math.isfinite(diff):
+                overflowed.append(what)
+                diff = None
+            if enough and bounds is None:
+                overflowed.append(f"{what}: its interval")
             out.append(
                 Comparison(
                     measure=measure.label,
@@ -384,6 +483,23 @@ def _compare(
                 )  # fmt: skip
             )
     return out
+
+
+def _difference(
+    a: _Values, b: _Values, pairs: list[tuple[str, str]], query: Query, exponent: int
+) -> tuple[float, float] | None:
+    """The interval of B - A (paired when ``pairs``), values scaled by ``2 ** -exponent``."""
+    a_runs, a_sums, a_counts = a.clusters(exponent)
+    b_runs, b_sums, b_counts = b.clusters(exponent)
+    if not pairs:
+        return unpaired_bootstrap(
+            (a_sums, a_counts), (b_sums, b_counts), query.seed, query.resamples
+        )
+    ai = {r: i for i, r in enumerate(a_runs)}
+    bi = {r: i for i, r in enumerate(b_runs)}
+    pa = ([a_sums[ai[x]] for x, _ in pairs], [a_counts[ai[x]] for x, _ in pairs])
+    pb = ([b_sums[bi[y]] for _, y in pairs], [b_counts[bi[y]] for _, y in pairs])
+    return paired_bootstrap(pa, pb, query.seed, query.resamples)
 
 
 def _label(value: Any) -> str:
@@ -600,12 +716,18 @@ def answer_records(
     query: Query,
     frame: pl.DataFrame | None = None,
     skipped: Sequence[str] = (),
+    scored: set[str] | None = None,
 ) -> Result:
     """Answer ``query`` over already selected ``records`` (see :func:`answer`).
 
     ``frame``: the grain's rows of ``records`` when already built (from the projection cache);
     else they are built from the records. ``skipped``: notes of the runs the selection could
-    not read (:func:`skipped_notes`), first among the answer's notes.
+    not read (:func:`skipped_notes`), first among the answer's notes. ``scored``: the runs
+    that have a report, when known (as :func:`fields_of`).
+
+    Where a report gives the rows or a measured, grouped or filtered field (the round and
+    observation grains; a ``metric.`` field), a note says how many selected runs have no
+    report yet, so an empty or thin answer says why.
 
     With no run selected there are no rows to check the query's names against: the answer has
     no group and says so (as an export of no run writes header-only tables).
@@ -615,6 +737,7 @@ def answer_records(
                       notes=[*skipped, "no run matched the selection"])  # fmt: skip
     if query.grain == "observation":
         _check_metric(records, query.metric or "")
+    scored = _scored_runs(records, frame, scored)
     read_notes: list[str] = []
     if frame is None:
         with _library_notes(read_notes):  # the logs' damaged lines, as the export notes them
@@ -622,26 +745,36 @@ def answer_records(
     columns, keys, compare_column = check_query(frame, query)
     frame, unfinite = _finite(frame, sorted(set(columns.values())))
     compare = _typed_compare(frame, query.compare, compare_column)
-    for cond in query.filters:
-        frame = frame.filter(_filter_expr(frame, cond, resolve(frame, cond.field, "", "filters")))
+    filtered = [resolve(frame, cond.field, "", "filters") for cond in query.filters]
+    for cond, column in zip(query.filters, filtered, strict=True):
+        frame = frame.filter(_filter_expr(frame, cond, column))
     parts = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}
     if not keys and frame.height == 0:
         parts = {(): frame}
     groups = []
+    overflowed: list[str] = []  # intervals, then differences, past the float's limit
     for key, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
-        cells = [_cell(query.grain, m, columns[m.label], part, query) for m in query.measures]
+        cells = [_cell(query.grain, m, columns[m.label], part, query, overflowed)
+                 for m in query.measures]  # fmt: skip
         groups.append(
             Group(keys={k: _label(v) for k, v in zip(query.by, key, strict=True)}, cells=cells)
         )
     groups = _sorted(groups, query)
     comparisons: list[Comparison] = []
-    notes: list[str] = [*skipped, *read_notes, *unfinite, *_overflowed(groups)]
+    used = [*columns.values(), *keys, compare_column or "", *filtered]
+    reported = query.grain in ("round", "observation") or any(c.startswith("metric.") for c in used)
+    unscored = unscored_notes(sum(r.run_id not in scored for r in records), len(records))
+    notes: list[str] = [*skipped, *read_notes, *(unscored if reported else []), *unfinite,
+                        *_single_values(groups, query), *_overflowed(groups)]  # fmt: skip
     if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
-        comparisons = _compare(query, compare, frame, columns, compare_column, within, by_id)
+        comparisons = _compare(query, compare, frame, columns, compare_column, within, by_id,
+                               overflowed)  # fmt: skip
         if any(m.agg not in _INTERVALLED for m in query.measures):
             notes.append("comparisons are of means and rates only")
+    notes += [f"{what} overflows a float (beyond 1.8e308): left blank"
+              for what in dict.fromkeys(overflowed)]  # fmt: skip
     return Result(
         query=query, runs=len(records), rows=frame.height,
         runs_after_filters=frame.get_column("run_id").n_unique() if frame.height else 0,
@@ -671,6 +804,15 @@ def _finite(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[pl.DataFrame, 
                      f"as missing in {named}")  # fmt: skip
         blanked.append(pl.when(bad).then(None).otherwise(pl.col(column)).alias(column))
     return (frame.with_columns(blanked) if blanked else frame), notes
+
+
+def _single_values(groups: list[Group], query: Query) -> list[str]:
+    """The notes naming each spread (``stddev``, ``sem``) blank for a group of one value."""
+    spreads = [i for i, m in enumerate(query.measures) if m.agg in ("stddev", "sem")]
+    labels = [query.measures[i].label for i in spreads
+              if any(g.cells[i].n == 1 for g in groups)]  # fmt: skip
+    return [f"{label}: blank where a group has a single value (a spread needs two)"
+            for label in labels]  # fmt: skip
 
 
 def _overflowed(groups: list[Group]) -> list[str]:
@@ -766,8 +908,11 @@ def select_rows(
     grain: Grain,
     cache: bool = True,
     check: Callable[[pl.DataFrame], object] | None = None,
-) -> tuple[list[RunRecord], pl.DataFrame | None, list[str]]:
+) -> tuple[list[RunRecord], pl.DataFrame | None, list[str], set[str] | None]:
     """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
+
+    Fourth, with the cache's rows, the runs that have a report (its records carry none);
+    else None (the records' own reports say).
 
     An explicit run id that no longer resolves refuses the selection (:class:`RunsMissing`),
     as ``glossogen export`` refuses it.
@@ -796,7 +941,7 @@ def select_rows(
         refuse_missing(selected.missing_run_ids)
         notes = [*skipped_notes(runs_dir, selected.unreadable),
                  *damaged_line_notes(selected.records)]  # fmt: skip
-        return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)]
+        return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)], None
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
     refuse_missing(selected.missing_run_ids)
@@ -810,7 +955,7 @@ def select_rows(
         *stale_notes(runs_dir, records),
         *projection.save(),
     ]
-    return records, frame, notes
+    return records, frame, notes, projection.scored(records)
 
 
 def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
@@ -824,11 +969,11 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
         RunsDirError, SelectionError, StorageError: from the selection.
     """
     check_sort(query)
-    records, frame, notes = select_rows(
+    records, frame, notes, scored = select_rows(
         runs_dir, query.selection, query.max_runs, query.grain, cache,
         check=lambda rows: check_query(rows, query),
     )  # fmt: skip
-    result = answer_records(records, query, frame, notes)
+    result = answer_records(records, query, frame, notes, scored)
     root = _root(runs_dir)
     result.notes = [note.replace(root, "") for note in result.notes]
     return result
@@ -840,10 +985,12 @@ def fields_of(
     metric: str | None = None,
     frame: pl.DataFrame | None = None,
     skipped: Sequence[str] = (),
+    scored: set[str] | None = None,
 ) -> Fields:
     """Describe the fields of ``grain``'s rows over ``records``: coverage and distinct values.
 
-    ``frame``: those rows when already built (from the projection cache).
+    ``frame``: those rows when already built (from the projection cache); ``scored``: the
+    runs that have a report, when known (the cache's run table; see :func:`_scored_runs`).
 
     Raises:
         QueryError: (field ``metric``) at the observation grain, a metric no selected run's
@@ -851,11 +998,9 @@ def fields_of(
     """
     if grain == "observation" and records:
         _check_metric(records, metric or "")
+    scored = _scored_runs(records, frame, scored)
     if frame is None:
         frame = grain_frame(records, grain, metric)
-        scored = {r.run_id for r in records if r.report is not None}
-    else:  # the cache's records carry no report; its rows say whether theirs had one
-        scored = _scored(frame)
     out = []
     for column in frame.columns:
         series = frame.get_column(column)
@@ -876,15 +1021,24 @@ def fields_of(
             )  # fmt: skip
         )
     unscored = sum(1 for r in records if r.run_id not in scored)
-    notes = list(skipped)
-    if records and unscored == len(records):
-        notes.append(UNSCORED)
-    elif unscored:
-        notes.append(
-            f"{unscored} of {len(records)} runs of this selection have no report yet: their "
-            "metrics and round rows come from scoring them (glossogen evaluate)"
-        )
+    notes = [*skipped, *unscored_notes(unscored, len(records))]
     return Fields(grain=grain, runs=len(records), rows=frame.height, fields=out, notes=notes)
+
+
+def _scored_runs(
+    records: Sequence[RunRecord], frame: pl.DataFrame | None, scored: set[str] | None
+) -> set[str]:
+    """The runs of ``records`` that have a report.
+
+    ``scored`` when the caller knows it (the cache's run table); else each record's report,
+    unless the rows came from the cache (``frame`` given), whose records carry no report: then
+    its rows' ``has_evaluation``.
+    """
+    if scored is not None:
+        return scored
+    if frame is None:
+        return {r.run_id for r in records if r.report is not None}
+    return _scored(frame)
 
 
 def _scored(frame: pl.DataFrame) -> set[str]:
@@ -914,8 +1068,8 @@ def fields(
 
     ``cache``: as :func:`answer`.
     """
-    records, frame, notes = select_rows(runs_dir, selection, max_runs, grain, cache)
-    return fields_of(records, grain, metric, frame, notes)
+    records, frame, notes, scored = select_rows(runs_dir, selection, max_runs, grain, cache)
+    return fields_of(records, grain, metric, frame, notes, scored)
 
 
 __all__ = [

@@ -342,6 +342,15 @@ class Projection:
                 self.pending[table] = []
         return _Light(run_id, tables["run"][0][_RECORD])
 
+    def scored(self, records: Iterable[RunRecord]) -> set[str]:
+        """The runs of ``records`` whose run row says they have a report (``has_evaluation``)."""
+        runs = self._current("run")
+        if "has_evaluation" not in runs.columns:
+            return set()
+        ids = [r.run_id for r in records]
+        held = runs.filter(pl.col(_RUN).is_in(ids) & (pl.col("has_evaluation") == "true"))
+        return set(held.get_column(_RUN).to_list())
+
     def _current(self, table: str) -> pl.DataFrame:
         """The cache's ``table`` with this query's reads in: stale and re-read runs replaced."""
         if table not in self.merged:

@@ -14,7 +14,15 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from glossogen.export import FilterSelection, Selection
 from glossogen.refusals import ECHOED, shown
@@ -94,6 +102,17 @@ class QueryError(ValueError):
         for mentioned in self.mentions:
             text = text.replace("{" + mentioned + "}", (names or {}).get(mentioned, mentioned))
         return text
+
+
+def query_error_of(exc: ValidationError) -> QueryError | None:
+    """The :class:`QueryError` a query's own validator raised, if that is the first error.
+
+    pydantic wraps what a validator raises; a surface answers it as it answers any other
+    refused query (its field and its one line, without pydantic's ``Value error, ``).
+    """
+    errors = exc.errors()
+    found = errors[0].get("ctx", {}).get("error") if errors else None
+    return found if isinstance(found, QueryError) else None
 
 
 class Measure(BaseModel):
@@ -228,19 +247,47 @@ class Query(BaseModel):
     resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
     max_runs: Annotated[int, Field(ge=1)] = 5000
 
+    # A validator raises a QueryError: pydantic keeps it (``ctx["error"]``), and every surface
+    # answers its line in the shape of the engine's other refusals (:func:`query_error_of`).
+
     @field_validator("by")
     @classmethod
     def _distinct_keys(cls, by: list[str]) -> list[str]:
+        for key in by:
+            _utf8(key, "by")
+        listed = f"[{', '.join(shown(k) for k in by)}]"  # each key cut as a refusal cuts it
         if any(not k.strip() for k in by):  # as --by '' and --by a, are refused
-            raise ValueError(f"{by}: a key is empty")
+            raise QueryError(f"{listed}: a key is empty", "by")
         if len(set(by)) != len(by):
-            raise ValueError(f"{by}: a key is named twice")
+            raise QueryError(f"{listed}: a key is named twice", "by")
         return by
+
+    @field_validator("grain", mode="before")
+    @classmethod
+    def _grain_text(cls, grain: object) -> object:
+        if isinstance(grain, str):  # before the Literal check: pydantic would not say which byte
+            _utf8(grain, "grain")
+        return grain
+
+    @field_validator("metric", "sort")
+    @classmethod
+    def _text(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if text is not None:
+            _utf8(text, str(info.field_name))
+        return text
 
     @model_validator(mode="after")
     def _observation_metric(self) -> Query:
-        if (self.grain == "observation") != (self.metric is not None):
-            raise ValueError("the observation grain needs a metric, and only it takes one")
+        if self.grain == "observation" and self.metric is None:
+            raise QueryError("is required at the observation grain (its metric's observations "
+                             "are the rows)", "metric")  # fmt: skip
+        if self.grain != "observation" and self.metric is not None:
+            raise QueryError(
+                f"{shown(self.metric)}: only the observation grain takes a metric (the "
+                f"{{grain}} is {self.grain})",
+                "metric",
+                ("grain",),
+            )
         return self
 
 
@@ -379,5 +426,6 @@ __all__ = [
     "QueryError",
     "Result",
     "RowFilter",
+    "query_error_of",
     "shown",
 ]

@@ -99,7 +99,6 @@ def analyze(
     from pydantic import ValidationError
 
     from glossogen.analysis import (
-        GRAINS,
         Compare,
         Measure,
         Query,
@@ -107,7 +106,6 @@ def analyze(
         RowFilter,
         RunsMissing,
     )
-    from glossogen.analysis._query import shown
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, selection_of
     from glossogen.storage import StorageError
 
@@ -123,8 +121,9 @@ def analyze(
             ("--knob", knob), ("--status", status), ("--run-id", run_id),
             ("--run-id-contains", run_id_contains), ("--contains-agent-id", contains_agent_id),
         ))  # fmt: skip
-    if grain not in GRAINS:
-        return _error(f"--grain {shown(grain)} is not one of {', '.join(GRAINS)}", exit_codes.USAGE)
+    named = _named(grain, metric, sort, chart)
+    if named:
+        return _error(named, exit_codes.USAGE)
     unused = _unused(list_fields, (
         ("--measure", measure), ("--by", by is not None), ("--filter", filter_),
         ("--compare", compare), ("--sort", sort), ("--limit", limit is not None),
@@ -176,6 +175,28 @@ def analyze(
         return _error(str(exc), exit_codes.TRANSPORT)
 
 
+def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) -> str | None:
+    """The line refusing a named flag's value (None: none is refused).
+
+    A ``--grain``, ``--metric``, ``--sort`` or ``--chart`` that is not UTF-8 text (as ``--by``
+    and the selection flags refuse it), or a grain not in :data:`GRAINS`.
+    """
+    from glossogen.analysis import GRAINS, QueryError
+    from glossogen.analysis._query import _utf8 as check_utf8
+    from glossogen.refusals import shown
+
+    try:
+        for field, text in (("grain", grain), ("metric", metric), ("sort", sort),
+                            ("chart", chart)):  # fmt: skip
+            if text is not None:
+                check_utf8(text, field)
+    except QueryError as exc:
+        return _flagged(exc)
+    if grain not in GRAINS:
+        return f"--grain {shown(grain)} is not one of {', '.join(GRAINS)}"
+    return None
+
+
 def _check_chart(plot: str | None, chart: str | None, query: Any) -> None:
     """Check ``--chart`` the same way with ``--plot`` or without it, then ``--plot``'s file.
 
@@ -220,13 +241,18 @@ def _keys(by: str | None) -> list[str]:
         raise QueryError(f"{shown(by)}: a key is empty (K1[,K2])", "by")
     if len(keys) > 2:
         raise QueryError(f"{shown(by)}: at most two keys", "by")
+    if len(set(keys)) != len(keys):
+        raise QueryError(f"{shown(by)}: a key is named twice (K1[,K2])", "by")
     return keys
 
 
 def _invalid(exc: Any) -> str:
     """A query the flags made that does not validate, as one line naming the flag and value."""
-    from glossogen.analysis._query import shown
+    from glossogen.analysis._query import query_error_of, shown
 
+    ours = query_error_of(exc)
+    if ours is not None:  # a query's own check: worded as the engine's other refusals
+        return _flagged(ours)
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "metric"
     if where in ("field", "agg"):  # a part of one --measure's value

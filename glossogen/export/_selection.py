@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
 
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
@@ -57,8 +57,31 @@ class FilterSelection(BaseModel):
     knob: list[str] | None = None
 
 
-Selection = Annotated[RunIdSelection | FilterSelection, Field(discriminator="kind")]
-"""The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``."""
+def _kind(value: Any) -> str | None:
+    """The selection's ``kind``; absent, the default of the model its fields name.
+
+    Each model's schema says its ``kind`` has a default, so a body without it is read as
+    the one its fields make: ``run_ids`` when it gives ``run_ids``, else ``filters`` (``{}``
+    is every run).
+    """
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind is None and "kind" not in value:
+            return "run_ids" if "run_ids" in value else "filters"
+        return kind if isinstance(kind, str) else repr(kind)
+    return getattr(value, "kind", None)
+
+
+Selection = Annotated[
+    Annotated[RunIdSelection, Tag("run_ids")] | Annotated[FilterSelection, Tag("filters")],
+    Discriminator(
+        _kind,
+        custom_error_type="selection_kind",
+        custom_error_message="Input should be an object of kind 'run_ids' or 'filters'",
+    ),
+]
+"""The selection: ``{"kind": "run_ids", ...}`` or ``{"kind": "filters", ...}``; without a
+``kind``, ``run_ids`` when the body gives ``run_ids``, else ``filters``."""
 
 
 def _check_text(values: dict[str, list[str] | str | None]) -> None:

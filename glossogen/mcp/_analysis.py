@@ -25,7 +25,8 @@ DESCRIPTIONS = {
     "analyze_runs": (
         "Answer a grouped question over runs: selection {'kind': 'run_ids', 'run_ids': [...]} "
         "or {'kind': 'filters', scenario, labels, status, run_id_contains, contains_agent_id, "
-        "knob} (the list_runs filters; default every run); "
+        "knob} (the list_runs filters; default every run; without kind: filters, or run_ids "
+        "when run_ids are given); "
         "grain (run, round, agent, message, call, observation with metric), up to two group "
         "keys (by), measures 'FIELD[:AGG]' (agg mean, median, sum, count, min, max, stddev, "
         "sem, rate; default mean), filters 'FIELD<op>VALUE' (op = != >= <= > <; a blank cell "
@@ -103,7 +104,7 @@ class Analysis(ToolBase):
 
 def _refused(step: Callable[[], T]) -> T:
     """Run ``step``; a refusal of the query, the selection or the storage is one tool error."""
-    from glossogen.analysis import QueryError
+    from glossogen.analysis import QueryError, query_error_of
     from glossogen.export import RunsDirError, SelectionError
     from glossogen.storage import StorageError
 
@@ -112,6 +113,9 @@ def _refused(step: Callable[[], T]) -> T:
     except (QueryError, SelectionError) as exc:
         raise ToolError(exc.message) from None
     except ValidationError as exc:
+        ours = query_error_of(exc)
+        if ours is not None:  # a query's own check: its line, as the engine's other refusals
+            raise ToolError(ours.message) from None
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "query"
         raise ToolError(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None

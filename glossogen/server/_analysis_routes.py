@@ -50,6 +50,7 @@ from glossogen.analysis import (
     answer_records,
     check_sort,
     fields_of,
+    query_error_of,
     skipped_notes,
 )
 from glossogen.analysis._dashboard import (
@@ -79,6 +80,8 @@ Many = Annotated[list[str] | None, Param()]
 
 def _refuse(exc: Exception) -> NoReturn:
     """Raise the HTTP refusal of a library refusal (one line)."""
+    if isinstance(exc, ValidationError):  # a query's own check: as the engine's refusals
+        exc = query_error_of(exc) or exc
     if isinstance(exc, RunsMissing):  # as the export's routes refuse them
         raise HTTPException(404, {"field": "run_ids", "message": exc.message,
                                   "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip

@@ -136,17 +136,27 @@ def _one_refusal_shape(app: FastAPI) -> None:
 
     Under ``/api/`` the answer is ``{"detail": {"field", "message"}}``: ``field`` is the dotted
     place of the first problem (``selection.run_ids``; ``body`` when the body is not JSON) and
-    ``message`` pydantic's text for it (:data:`BODY_NOT_JSON` for a body that is not JSON). The
-    pages keep FastAPI's own answer.
+    ``message`` pydantic's text for it (:data:`BODY_NOT_JSON` for a body that is not JSON;
+    ``'\udcff': not UTF-8 text`` for a string escaping a lone surrogate). A refusal a model's
+    own validator raised (a ``QueryError`` or ``SelectionError``) is its field and its line,
+    as the routes answer it when they raise it themselves. The pages keep FastAPI's own answer.
     """
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.exceptions import RequestValidationError
+
+    from glossogen.analysis import QueryError
+    from glossogen.export import SelectionError
+    from glossogen.refusals import shown
 
     @app.exception_handler(RequestValidationError)
     async def refused(request: Request, exc: RequestValidationError) -> Response:
         if not request.url.path.startswith("/api/"):
             return await request_validation_exception_handler(request, exc)
         first = exc.errors()[0]
+        ours = first.get("ctx", {}).get("error")
+        if isinstance(ours, (QueryError, SelectionError)):  # a model's own check: its line
+            content = {"detail": {"field": ours.field, "message": ours.message}}
+            return JSONResponse(status_code=422, content=content)
         place = [str(p) for p in first.get("loc", ()) if p != "body"]
         if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
             del place[1]  # the tag pydantic names for the selection's kind, not a field
@@ -154,6 +164,10 @@ def _one_refusal_shape(app: FastAPI) -> None:
         message = str(first.get("msg", ""))
         if first.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
             message = BODY_NOT_JSON
+        elif first.get("type") == "value_error":  # a model's own check: its line, unprefixed
+            message = message.removeprefix("Value error, ")
+        elif first.get("type") == "string_unicode":  # a lone surrogate escaped in the JSON
+            message = f"{shown(first.get('input'))}: not UTF-8 text"  # as the CLI says it
         return JSONResponse(
             status_code=422, content={"detail": {"field": field, "message": message}}
         )

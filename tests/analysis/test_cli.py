@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from glossogen.cli import main
@@ -96,7 +98,10 @@ BAD = [
     (["--knob", "seed", "--measure", "x"],
      "--knob 'seed': no operator; write <knob><op><value> with op one of != >= <= = > <"),
     (["--grain", "observation", "--measure", "x"],
-     "--metric: the observation grain needs a metric, and only it takes one"),
+     "--metric is required at the observation grain (its metric's observations are the rows)"),
+    (["--metric", "task_done", "--measure", "x"],
+     "--metric 'task_done': only the observation grain takes a metric (the --grain is run)"),
+    (["--by", "a,a", "--measure", "x"], "--by 'a,a': a key is named twice (K1[,K2])"),
     ([], "--measure is required (FIELD[:AGG])"),
     (["--measure", "x", "--plot", "/absent-folder/chart.svg"],
      "--plot '/absent-folder/chart.svg': its folder '/absent-folder' does not exist"),
@@ -363,7 +368,8 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
     cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """NaN and infinity count as missing (a note names run and field); an aggregate that
-    overflows is blank with a note; no library warning reaches stderr."""
+    overflows is blank with a note, while a mean whose sum overflows but which fits a float
+    is given, with its interval; no library warning reaches stderr."""
     import shutil
     import warnings
 
@@ -388,9 +394,12 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
         code = analyze("--runs-dir", str(runs), "--measure", "mean_chars_per_round", "--csv")
         out, err = capsys.readouterr()
         assert (code, err) == (0, note.format(cohort.ids["r1"]))
-        assert out.splitlines() == [  # r1's NaN missing; r2 1e308, r3 20, r5 50 (r4 none)
+        # r1's NaN missing; r2 1e308, r3 30, r5 50 (r4 none). A draw of three runs that holds
+        # r2 twice sums past 1.8e308, yet the interval is found (the values scaled by 2**-1024):
+        # a draw of r3 thrice (1 in 27) is its low end, 30, and of r2 thrice its high, 1e308.
+        assert out.splitlines() == [
             "measure,value,n,missing,runs,low,high,interval",
-            f"mean_chars_per_round:mean,{(1e308 + 20 + 50) / 3!r},3,2,3,,,none",
+            f"mean_chars_per_round:mean,{(1e308 + 30 + 50) / 3!r},3,2,3,30.0,1e+308,bootstrap",
         ]
         code = analyze("--runs-dir", str(runs), "--grain", "round", "--measure",
                        "mean_chars_per_round:sum", "--measure", "mean_chars_per_round",
@@ -399,13 +408,22 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
         assert (code, err) == (0, note.format(cohort.ids["r1"]) + (
             "glossogen: note: mean_chars_per_round:sum: overflows a float (beyond 1.8e308): "
             "left blank\n"
-            "glossogen: note: mean_chars_per_round:mean: overflows a float (beyond 1.8e308): "
-            "left blank\n"
         ))  # fmt: skip
-        assert out.splitlines() == [  # two 1e308 overflow: blank (JSON has no infinity)
+        # Two 1e308: their sum is blank (JSON has no infinity); the mean of the seven values
+        # (30; 1e308, 1e308; 25, 35; 40, 60) is 2e308 / 7 + 190 / 7, a float. Its interval,
+        # worked by hand: runs r1 (30 in 1 round), r2 (2e308 in 2), r3 (60 in 2), r5 (100 in
+        # 2), default_rng(0)'s 2000 draws of 4 runs: 2.5% at a draw of r1 alone (30), 97.5% at
+        # 7.5e307.
+        assert 2 * (1e308 / 7) + 190 / 7 == 2.857142857142857e307
+        scaled = np.ldexp([30.0, 1e308, 60.0, 100.0], -1024) * [1, 2, 1, 1]  # r2: 2 x 1e308
+        picks = np.random.default_rng(0).integers(0, 4, size=(2000, 4))
+        estimates = scaled[picks].sum(axis=1) / np.array([1, 2, 2, 2])[picks].sum(axis=1)
+        bounds = [math.ldexp(b, 1024) for b in np.quantile(estimates, [0.025, 0.975])]
+        assert bounds == [30.0, 7.5e307]
+        assert out.splitlines() == [
             "measure,value,n,missing,runs,low,high,interval",
             "mean_chars_per_round:sum,,7,3,4,,,",
-            "mean_chars_per_round:mean,,7,3,4,,,",
+            "mean_chars_per_round:mean,2.857142857142857e+307,7,3,4,30.0,7.5e+307,bootstrap",
         ]
         result = analyze_json(capsys, "--runs-dir", str(runs), "--grain", "round", "--measure",
                               "mean_chars_per_round:sum")  # fmt: skip
