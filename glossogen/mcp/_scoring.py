@@ -29,39 +29,36 @@ class Scoring(ToolBase):
         metrics: list[str] | None = None,
         judge_model: str | None = None,
         judge_provider: str | None = None,
+        judge_settings: list[str] | None = None,
+        judge_replicas: int = 1,
+        probe_replicas: int = 1,
         allow_incomplete: bool = False,
+        plot: bool = False,
+        judge_cache: str | None = None,
     ) -> Evaluated:
         """Score a finished run into its report and return the entries of the metrics asked.
 
+        Takes what ``glossogen evaluate --run-dir`` takes: ``judge_settings`` as ``key=value``
+        items, ``judge_replicas``, ``probe_replicas``, ``plot``, ``judge_cache``;
         ``allow_incomplete``: score a run that has not ended (still playing, or killed) on
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
         from flows.evaluate import evaluate as evaluate_flow
-        from glossogen.evaluation import EvaluationError, plan_evaluation, refusal
+        from glossogen.evaluation import EvaluationError, check_request, plan_request, refusal
 
         folder = self._folder(run_id)
-        names = ",".join(metrics) if metrics else "all"
         try:
-            plan = plan_evaluation(
-                folder.url,
-                names,
-                judge_model,
-                judge_provider,
-                [],
-                1,
-                1,
-                allow_incomplete,
-                scenario=folder.scenario,
-            )
+            request = check_request(
+                metrics or "all", judge_model, judge_provider, list(judge_settings or []),
+                judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
+            )  # fmt: skip
+            plan = plan_request(folder.url, folder.scenario, request)
             done = await evaluate_flow(
-                plan.run.run_dir,
-                [m.name for m in plan.metrics] or names,
-                judge_model,
-                judge_provider,
-                plan.judge.settings if plan.judge else None,
-                allow_incomplete=allow_incomplete,
-                scenario=plan.run.scenario,
-            )
+                plan.run.run_dir, [m.name for m in plan.metrics] or request.metric_arg,
+                request.model, request.provider, dict(request.judge_settings),
+                request.judge_replicas, request.probe_replicas, request.allow_incomplete,
+                request.plot, scenario=plan.run.scenario, judge_cache=request.judge_cache,
+            )  # fmt: skip
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
             raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
         except StorageError as exc:
