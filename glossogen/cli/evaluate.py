@@ -531,11 +531,10 @@ def _print_cohort(done: Any, runs_dir: str, spend_cap_usd: float | None) -> int:
         flush=True,
     )
     if done.not_measured:
-        shown = ", ".join(done.not_measured[:5]) + (" ..." if len(done.not_measured) > 5 else "")
-        _error(
-            f"spend cap ${spend_cap_usd:g} reached: {len(done.not_measured)} runs not measured "
-            f"({shown})"
-        )
+        n = len(done.not_measured)
+        shown = ", ".join(done.not_measured[:5]) + (" ..." if n > 5 else "")
+        why = done.capped.worded(FLAGS) if done.capped else f"--spend-cap-usd {spend_cap_usd:g}"
+        _error(f"{why}; {n} run{'' if n == 1 else 's'} not measured ({shown})")
         return int(exit_codes.NOT_MEASURED)
     return int(exit_codes.EVALUATIONS_FAILED if short else exit_codes.OK)
 
