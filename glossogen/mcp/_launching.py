@@ -224,15 +224,15 @@ class Launching(ToolBase):
     def resume_run(
         self,
         run_id: str,
-        max_agent_turns: int | None = None,
-        run_timeout_seconds: float | None = None,
-        spend_cap_usd: float | None = None,
         model: str | None = None,
         provider: str | None = None,
         config: str | None = None,
         overrides: list[str] | None = None,
-        group_slug: str | None = None,
         allow_config_change: bool = False,
+        max_agent_turns: int | None = None,
+        run_timeout_seconds: float | None = None,
+        spend_cap_usd: float | None = None,
+        group_slug: str | None = None,
     ) -> Launched:
         """Continue a stopped, interrupted or failed run in place, detached.
 
