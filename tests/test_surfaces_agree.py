@@ -347,6 +347,27 @@ def test_an_export_writes_and_refuses_the_same_through_every_surface(
     assert table is not None and table.decode().count("\n") == 2  # the header and the run
 
 
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_run_ids_with_a_filter_are_refused_alike_by_the_cli_and_mcp(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``export --run-id ... --scenario ...`` and ``export_runs(run_ids, scenario)``: one line
+    naming both (was "run_ids cannot be combined with filters" over MCP), nothing written."""
+    runs = str(tmp_path / "runs")
+    folder = play_run(runs, "veyru", rounds=1)
+    out = tmp_path / "out"
+    if surface == "cli":
+        answer = _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), "--run-id",
+                      folder.run_id, "--scenario", "veyru", "--contains-agent-id", "x")  # fmt: skip
+        line = "--run-id cannot be combined with --scenario, --contains-agent-id"
+    else:
+        answer, _ = _mcp(runs, "export_runs", out=str(out), run_ids=[folder.run_id],
+                         scenario=["veyru"], contains_agent_id="x")  # fmt: skip
+        line = "run_ids cannot be combined with scenario, contains_agent_id"
+    assert answer == Answer(True, line, 64 if surface == "cli" else "tool error")
+    assert not out.exists()
+
+
 DERIVED = {
     "fork": ("fork-at-round", "fork_run", {}),
     "replace": ("replace-agent", "replace_agent",
@@ -567,6 +588,13 @@ COMMAND_ARGUMENTS = {
         "--probe-replicas": "probe_replicas", "--allow-incomplete": "allow_incomplete",
         "--plot": "plot", "--judge-cache": "judge_cache",
     },
+    ("export", "export_runs"): {
+        "--out": "out", "--frames": "frames", "--scenario": "scenario", "--label": "labels",
+        "--status": "status", "--run-id-contains": "run_id_contains",
+        "--contains-agent-id": "contains_agent_id", "--knob": "knob", "--run-id": "run_ids",
+        "--repeat-run-columns/--no-repeat-run-columns": "repeat_run_columns",
+        "--include-metric-summaries": "include_metric_summaries", "--max-runs": "max_runs",
+    },
 }  # fmt: skip
 """Each operation's CLI command and MCP tool, and each flag of the command with the tool's
 argument for it (a flag that names the run, ``--run-dir``/``--source-run-dir``, is the tool's
@@ -582,7 +610,7 @@ def test_each_tool_takes_an_argument_for_each_flag_of_its_command(
     import importlib
 
     name = command.split()[0]
-    module = {"run": "run", "evaluate": "evaluate"}.get(name, "derived")
+    module = {"run": "run", "evaluate": "evaluate", "export": "export"}.get(name, "derived")
     flags = flags_of(getattr(importlib.import_module(f"glossogen.cli.{module}"),
                              name.replace("-", "_")))  # fmt: skip
 

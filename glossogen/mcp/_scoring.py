@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server.mcpserver.exceptions import ToolError
 
 from glossogen.mcp._base import (
@@ -81,14 +79,21 @@ class Scoring(ToolBase):
         labels: list[str] | None = None,
         status: str | None = None,
         run_id_contains: str | None = None,
+        contains_agent_id: str | None = None,
         knob: list[str] | None = None,
         run_ids: list[str] | None = None,
+        repeat_run_columns: bool = True,
+        include_metric_summaries: bool = False,
+        max_runs: int = 5000,
     ) -> Exported:
-        """Write CSV tables of the selected runs to a folder or ``s3://`` URL."""
+        """Write CSV tables of the selected runs to a folder or ``s3://`` URL.
+
+        Takes what ``glossogen export`` takes but for its raw zip: the selection (run ids, or
+        the filters, never both: ``selection_of``), ``repeat_run_columns``,
+        ``include_metric_summaries`` and ``max_runs``.
+        """
         from glossogen.export import (
             DEFAULT_FRAMES,
-            FilterSelection,
-            RunIdSelection,
             RunsDirError,
             SelectionError,
             build_frames,
@@ -96,34 +101,32 @@ class Scoring(ToolBase):
             check_out,
             coverage,
             select_runs,
+            selection_of,
             write_tables,
         )
         from glossogen.storage import join
 
-        filters = [scenario, labels, status, run_id_contains, knob]
-        if run_ids and any(filters):
-            raise ToolError("run_ids cannot be combined with filters")
+        if max_runs < 1:
+            raise ToolError(f"max_runs must be at least 1, got {max_runs}")
         try:
+            selection = selection_of(
+                run_ids, scenario, labels, run_id_contains, status, contains_agent_id, knob
+            )
             names = check_frames(list(frames or DEFAULT_FRAMES))
             check_out(out)
-            selection: Any = (
-                RunIdSelection(run_ids=run_ids)
-                if run_ids
-                else FilterSelection(
-                    scenario=scenario or None,
-                    labels=labels or None,
-                    status=status,
-                    run_id_contains=run_id_contains,
-                    knob=knob or None,
-                )
-            )
-            selected = select_runs(self.runs_dir, selection)
+            selected = select_runs(self.runs_dir, selection, max_runs=max_runs)
             if selected.missing_run_ids:
                 raise ToolError(
                     f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
                 )
-            rows = write_tables(selected.records, names, out)
-            tables = build_frames(selected.records, names)
+            rows = write_tables(
+                selected.records, names, out, repeat_run_columns=repeat_run_columns,
+                include_metric_summaries=include_metric_summaries,
+            )  # fmt: skip
+            tables = build_frames(
+                selected.records, names, repeat_run_columns=repeat_run_columns,
+                include_metric_summaries=include_metric_summaries,
+            )  # fmt: skip
         except (SelectionError, RunsDirError, StorageError, ValueError) as exc:
             raise refuse(exc) from None
         files = [join(out, f"{n}.csv") for n in names]
