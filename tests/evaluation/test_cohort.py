@@ -239,7 +239,11 @@ def test_one_run_is_scored_in_process_without_importing_prefect(
          "--run-dir and --runs-dir exclude each other: one run, or a cohort"),
         (["veyru", "--run-dir", "x", "--label", "a", "--status", "completed"], 64,
          "--label, --status select runs of --runs-dir, not --run-dir"),
-        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64, "--spend-cap-usd -1: must be at least 0"),
+        (["veyru", "--run-dir", "x", "--spend-cap-usd", "1e-7"], 64,
+         "--spend-cap-usd 1e-07 caps a cohort's judge spend: it goes with --runs-dir, not "
+         "--run-dir"),
+        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64,
+         "--spend-cap-usd must be a number of USD of at least 0, got -1"),
         (["--runs-dir", "RUNS", "--run-id", "veyru/1", "--label", "a"], 64,
          "--run-id cannot be combined with --label"),
         (["--runs-dir", "RUNS/nowhere"], 66, "--runs-dir 'RUNS/nowhere' does not exist"),
