@@ -5,7 +5,9 @@ run id at once. It then plays on the provider's ``simulate-<provider>`` deployme
 serves it, else in a detached local process of its own (``python -m glossogen.launch.play``,
 which reads the ``RunConfig`` on stdin and plays the ``simulate`` flow into that folder). A
 derived or resumed run plays as ``glossogen run <scenario> --resume <folder>``, detached, as the
-derived-run commands do. Prefect is imported inside the calls that need it (``orchestration/``
+derived-run commands do; a resume that asks for a change (MCP's ``resume_run`` with a limit,
+model or knobs) as ``python -m glossogen.launch.play <folder> resume``, its ``ResumeRequest``
+on stdin. Prefect is imported inside the calls that need it (``orchestration/``
 lazily, as the surfaces reach ``flows/``), and the engine not at all: ``glossogen stop`` imports
 this module alone. The CLI (``glossogen stop``), the REST server (the page's Stop) and MCP
 (``start_run``, ``stop_run``) each call it and word its :class:`StopError` their own way.
