@@ -131,6 +131,8 @@ class CohortEvaluation(BaseModel):
         estimate_usd: Estimated judge spend of the whole cohort, stated before any call
             (None: the judge model is not in the price catalogue; 0.0 without judged metrics).
         spent_usd: Evaluation spend of the runs evaluated now (None: some call not costed).
+        capped: Why the spend cap held the first run back (``spend_cap_usd`` refused: what was
+            spent, which run's estimate would pass it), None when none was held back.
     """
 
     selected: int = 0
@@ -140,6 +142,7 @@ class CohortEvaluation(BaseModel):
     not_measured: list[str] = []
     estimate_usd: float | None = 0.0
     spent_usd: float | None = 0.0
+    capped: Refusal | None = None
 
     def count(self, state: str) -> int:
         """Outcomes in ``state`` (``scored``, ``skipped``, ``refused``, ``failed``)."""
@@ -156,6 +159,21 @@ class SpendCapError(ValueError):
         """Keep the refusal; ``str()`` names the request field."""
         super().__init__(refusal.worded())
         self.refusal = refusal
+
+
+def _held_back(cap: float | None, spent: float, run: CohortRun, usd: float) -> Refusal:
+    """The cap's refusal of the first run it held back: nothing spent yet, or what was."""
+    if spent <= 0:
+        reason = (
+            f"the estimated judge spend of {run.run_id}, the first run to score, is ${usd:.6f}, "
+            "above the cap: no judge call was made"
+        )
+    else:
+        reason = (
+            f"${spent:.6f} spent or in flight, and the estimated judge spend of {run.run_id}, "
+            f"the next run to score, ${usd:.6f}, would pass it"
+        )
+    return Refusal(field="spend_cap_usd", value=f"{cap:g}", reason=reason)
 
 
 @glossogen_flow(name="evaluate-cohort", flow_run_name="evaluate-cohort-{runs_dir}")
@@ -230,6 +248,8 @@ async def _evaluate_cohort(
             usd = sum(estimate.usd.get(r.run_id) or 0.0 for r in batch)
             if not admitted(batch, usd):
                 stop.set()
+                if result.capped is None:
+                    result.capped = _held_back(spend_cap_usd, spent + in_flight, batch[0], usd)
                 result.not_measured += [r.run_id for r in batch]
                 return
             in_flight += usd

@@ -44,7 +44,8 @@ class Refusal(BaseModel):
 
     Attributes:
         field: The request field refused (``max_agent_turns``, ``spend_cap_usd``,
-            ``run_timeout_seconds``, ``after_round``, ``rounds_after``, ...).
+            ``run_timeout_seconds``, ``after_round``, ``rounds_after``, ...), or the operation
+            a refusal points to instead (``fork``: a run that ended is forked, not resumed).
         value: The value as the refusal shows it (``0.0001``, ``6``), or "" when the reason
             states it (a bound: ``must be at least 1, got 0``).
         reason: Why, one line, without the field's name.

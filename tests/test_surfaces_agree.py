@@ -126,16 +126,31 @@ JUDGE_REFUSALS = [
         {"judge_model": "m"},
         "{model} and {provider} go together (the judge)",
     ),
+    (["--judge-replicas", "0"], {"judge_replicas": 0}, "{judge_replicas} 0: must be at least 1"),
+    (["--probe-replicas", "0"], {"probe_replicas": 0}, "{probe_replicas} 0: must be at least 1"),
+    (
+        ["--judge-settings", "tempxx=1", "--model", "m", "--provider", "openai"],
+        {"judge_settings": ["tempxx=1"], "judge_model": "m", "judge_provider": "openai"},
+        "{judge_settings} tempxx='1': unknown setting (known: max_tokens, temperature, top_p, "
+        "seed, thinking, parallel_tool_calls, timeout, cache)",
+    ),
 ]
+EVALUATE_FIELDS = ("judge_replicas", "probe_replicas", "judge_settings")
 NAMES = {
-    "cli": {"model": "--model", "provider": "--provider"},
-    "mcp": {"model": "judge_model", "provider": "judge_provider"},
+    "cli": {"model": "--model", "provider": "--provider"}
+    | {f: f"--{f.replace('_', '-')}" for f in EVALUATE_FIELDS},
+    "mcp": {"model": "judge_model", "provider": "judge_provider"} | {f: f for f in EVALUATE_FIELDS},
 }
-"""How each surface names the judge: the CLI's flags, ``evaluate_run``'s arguments."""
+"""How each surface names the judge and its settings: the CLI's flags, ``evaluate_run``'s
+arguments."""
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
-@pytest.mark.parametrize(("flags", "arguments", "line"), JUDGE_REFUSALS, ids=["no-judge", "half"])
+@pytest.mark.parametrize(
+    ("flags", "arguments", "line"),
+    JUDGE_REFUSALS,
+    ids=["no-judge", "half", "judge-replicas", "probe-replicas", "judge-settings"],
+)
 def test_an_evaluation_without_its_judge_is_one_refusal_each_surface_words_its_way(
     surface: str,
     flags: list[str],
@@ -332,6 +347,27 @@ def test_an_export_writes_and_refuses_the_same_through_every_surface(
     assert table is not None and table.decode().count("\n") == 2  # the header and the run
 
 
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_run_ids_with_a_filter_are_refused_alike_by_the_cli_and_mcp(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``export --run-id ... --scenario ...`` and ``export_runs(run_ids, scenario)``: one line
+    naming both (was "run_ids cannot be combined with filters" over MCP), nothing written."""
+    runs = str(tmp_path / "runs")
+    folder = play_run(runs, "veyru", rounds=1)
+    out = tmp_path / "out"
+    if surface == "cli":
+        answer = _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), "--run-id",
+                      folder.run_id, "--scenario", "veyru", "--contains-agent-id", "x")  # fmt: skip
+        line = "--run-id cannot be combined with --scenario, --contains-agent-id"
+    else:
+        answer, _ = _mcp(runs, "export_runs", out=str(out), run_ids=[folder.run_id],
+                         scenario=["veyru"], contains_agent_id="x")  # fmt: skip
+        line = "run_ids cannot be combined with scenario, contains_agent_id"
+    assert answer == Answer(True, line, 64 if surface == "cli" else "tool error")
+    assert not out.exists()
+
+
 DERIVED = {
     "fork": ("fork-at-round", "fork_run", {}),
     "replace": ("replace-agent", "replace_agent",
@@ -349,9 +385,11 @@ LIMITS = {
     "rounds_after": "--rounds-after",
 }
 """The limits a derived run takes besides ``after_round``: the request field, the CLI's flag."""
+FLAG_OF = {**LIMITS, "provider": "--provider", "knobs": "--knobs"}
+"""The CLI's flag of each request field a launch test sets."""
 REFUSED_LIMITS = [
     ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
-    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0.0"),
+    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0"),
     ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
     ("rounds_after", "0", 0, "{name} must be at least 1, got 0"),
 ]
@@ -367,9 +405,11 @@ def flags_of(function: Any) -> set[str]:
 
 LAUNCHES = [
     ("run", "start_run", ("max_agent_turns", "run_timeout_seconds", "spend_cap_usd")),
+    ("resume", "resume_run", ("max_agent_turns", "run_timeout_seconds", "spend_cap_usd")),
     *((command, tool, tuple(LIMITS)) for command, tool, _ in DERIVED.values()),
 ]
-"""Each command that launches a run, its MCP tool, and the limits both must take."""
+"""Each command that launches a run (``resume``: ``run --resume``), its MCP tool, and the
+limits both must take."""
 
 
 @pytest.mark.parametrize(("command", "tool", "limits"), LAUNCHES, ids=[c for c, *_ in LAUNCHES])
@@ -381,8 +421,8 @@ def test_each_launching_tool_takes_every_limit_its_command_takes(
     ``cross-run-replace-agent`` take (issue 32), under the request field's name."""
     from glossogen.cli import derived, run
 
-    module = run if command == "run" else derived
-    flags = flags_of(getattr(module, command.replace("-", "_")))
+    module = run if command in ("run", "resume") else derived
+    flags = flags_of(getattr(module, "run" if command == "resume" else command.replace("-", "_")))
 
     async def listed() -> dict[str, set[str]]:
         async with Client(build_server(str(tmp_path))) as client:
@@ -392,20 +432,25 @@ def test_each_launching_tool_takes_every_limit_its_command_takes(
     arguments = asyncio.run(listed())[tool]
     assert {LIMITS[f] for f in limits} <= flags
     assert {f: f in arguments for f in limits} == dict.fromkeys(limits, True)
-    assert ("after_round" in arguments) == (command != "run")
+    assert ("after_round" in arguments) == (command not in ("run", "resume"))
 
 
-RUN_LIMITS = [
-    ("max_agent_turns", "0", 0, "{name} must be at least 1, got 0"),
-    ("run_timeout_seconds", "0", 0.0, "{name} must be a number of seconds above 0, got 0"),
-    ("spend_cap_usd", "-1", -1.0, "{name} must be a number of USD above 0, got -1"),
-]
+RUN_LIMITS = REFUSED_LIMITS[:3]
+"""The limits ``run`` and ``run --resume`` take: worded as the derived runs' (issue 32: the
+value as typed, ``got 0`` for ``--run-timeout 0`` everywhere)."""
+FRACTIONAL_TIMEOUT = ("run_timeout_seconds", "-0.5", -0.5,
+                      "{name} must be a number of seconds above 0, got -0.5")  # fmt: skip
 
-
-REFUSED = [("run", *limit) for limit in RUN_LIMITS] + [
-    (operation, *limit) for operation in DERIVED for limit in REFUSED_LIMITS
-]
+REFUSED = (
+    [(operation, *limit) for operation in ("run", "resume") for limit in RUN_LIMITS]
+    + [(operation, *limit) for operation in DERIVED for limit in REFUSED_LIMITS]
+    + [(operation, *FRACTIONAL_TIMEOUT) for operation in ("run", "resume", *DERIVED)]
+)
 """Each launching operation with each limit it takes, refused."""
+UNKNOWN_PROVIDER = (
+    "{name}: unknown provider 'nope' (known: anthropic, openai, google-gla, xai, groq, "
+    "mistral, deepseek, openrouter, ollama, self-hosted, scripted, local)"
+)
 
 
 def launch_through(
@@ -413,60 +458,37 @@ def launch_through(
     operation: str,
     runs: Path,
     field: str,
-    value: float,
+    value: Any,
     flag_value: str,
     capsys: pytest.CaptureFixture[str],
 ) -> Answer:
-    """``glossogen run`` / ``start_run`` of veyru, or the derived operation from the run in
-    ``runs`` (the CLI's command, the MCP tool), with ``field`` set to the value given."""
+    """``glossogen run`` / ``start_run`` of veyru, ``run --resume`` / ``resume_run`` of the run
+    in ``runs``, or the derived operation from it (the CLI's command, the MCP tool), with
+    ``field`` set to the value given."""
     if operation == "run":
         if surface == "cli":
-            return _cli(
-                capsys,
-                "run",
-                "veyru",
-                "--model",
-                "scripted",
-                "--provider",
-                "scripted",
-                "--runs-dir",
-                str(runs),
-                LIMITS[field],
-                flag_value,
-            )
-        return _mcp(
-            str(runs),
-            "start_run",
-            scenario="veyru",
-            model="scripted",
-            provider="scripted",
-            **{field: value},
-        )[0]
+            return _cli(capsys, "run", "veyru", "--model", "scripted", "--provider", "scripted",
+                        "--config", "knobs_default", "--runs-dir", str(runs), FLAG_OF[field],
+                        flag_value)  # fmt: skip
+        asked = {"scenario": "veyru", "model": "scripted", "provider": "scripted", field: value}
+        return _mcp(str(runs), "start_run", **asked)[0]
     (source,) = (runs / "veyru").iterdir()
     run_id = f"veyru/{source.name}"
+    if operation == "resume":
+        if surface == "cli":
+            return _cli(capsys, "run", "veyru", "--resume", str(source), FLAG_OF[field],
+                        flag_value)  # fmt: skip
+        return _mcp(str(runs), "resume_run", run_id=run_id, **{field: value})[0]
     command, tool, seat = DERIVED[operation]
     if surface == "cli":
         flags = [f for k, v in seat.items() for f in (f"--{k.replace('_', '-')}", v)]
         donor = ["--donor-run-dir", str(source)] if operation == "cross-run" else []
-        return _cli(
-            capsys,
-            command,
-            "veyru",
-            "--source-run-dir",
-            str(source),
-            "--after-round",
-            "1",
-            "--runs-dir",
-            str(runs),
-            *flags,
-            *donor,
-            LIMITS[field],
-            flag_value,
-        )
+        return _cli(capsys, command, "veyru", "--source-run-dir", str(source), "--after-round",
+                    "1", "--runs-dir", str(runs), *flags, *donor, FLAG_OF[field],
+                    flag_value)  # fmt: skip
     donor_id = {"donor_run_id": run_id} if operation == "cross-run" else {}
-    return _mcp(
-        str(runs), tool, source_run_id=run_id, after_round=1, **seat, **donor_id, **{field: value}
-    )[0]
+    asked = {"source_run_id": run_id, "after_round": 1, **seat, **donor_id, field: value}
+    return _mcp(str(runs), tool, **asked)[0]
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
@@ -498,6 +520,112 @@ def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize("operation", ["run", "replace", "cross-run"])
+def test_an_unknown_provider_is_named_alike_by_every_launch(
+    surface: str, operation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --provider nope`` and ``replace-agent``/``cross-run-replace-agent --provider
+    nope`` (and their tools) refuse it in one line naming ``--provider`` / ``provider`` (was
+    ``--knobs: unknown provider`` for the replacements), exit 64, nothing claimed."""
+    runs = tmp_path / "runs"
+    if operation != "run":
+        play_run(str(runs), "veyru", rounds=2)
+    before = sorted(p.name for p in runs.glob("veyru/*"))
+    answer = launch_through(surface, operation, runs, "provider", "nope", "nope", capsys)
+    name = "--provider" if surface == "cli" else "provider"
+    status = 64 if surface == "cli" else "tool error"
+    assert answer == Answer(True, UNKNOWN_PROVIDER.format(name=name), status)
+    assert sorted(p.name for p in runs.glob("veyru/*")) == before
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize("operation", list(DERIVED))
+def test_a_derived_runs_knobs_are_taken_and_refused_alike_by_the_cli_and_mcp(
+    surface: str, operation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--knobs FILE`` and the tools' ``knobs``: a knob of the wrong type in it is one line
+    naming the knob, exit 65 / a tool error, nothing claimed."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=2)
+    knobs = tmp_path / "knobs.json"
+    knobs.write_text('{"round_count": "x"}')
+    before = sorted(p.name for p in runs.glob("veyru/*"))
+    answer = launch_through(surface, operation, runs, "knobs", str(knobs), str(knobs), capsys)
+    line = "invalid knob 'round_count' = \"x\": Input should be a valid integer"
+    assert answer == Answer(True, line, 65 if surface == "cli" else "tool error")
+    assert sorted(p.name for p in runs.glob("veyru/*")) == before
+
+
+COMMAND_ARGUMENTS = {
+    ("run", "start_run"): {
+        "--model": "model", "--provider": "provider", "--config": "config",
+        "--max-agent-turns": "max_agent_turns", "--run-timeout": "run_timeout_seconds",
+        "--spend-cap-usd": "spend_cap_usd", "--group-slug": "group_slug",
+        "--judge-cache": "judge_cache",
+    },
+    ("run --resume", "resume_run"): {
+        "--model": "model", "--provider": "provider", "--config": "config",
+        "--max-agent-turns": "max_agent_turns", "--run-timeout": "run_timeout_seconds",
+        "--spend-cap-usd": "spend_cap_usd", "--group-slug": "group_slug",
+        "--allow-config-change": "allow_config_change",
+    },
+    **{
+        (command, tool): {
+            "--after-round": "after_round", "--rounds-after": "rounds_after",
+            "--knobs": "knobs", "--max-agent-turns": "max_agent_turns",
+            "--run-timeout": "run_timeout_seconds", "--spend-cap-usd": "spend_cap_usd",
+            "--replay": "replay",
+            **{f"--{k.replace('_', '-')}": k for k in seat},
+            **({"--donor-agent-id": "donor_agent_id"} if command.startswith("cross") else {}),
+            **({"--channel-visibility": "channel_visibility"}
+               if command == "replace-agent" else {}),
+        }
+        for command, tool, seat in DERIVED.values()
+    },
+    ("evaluate", "evaluate_run"): {
+        "--metrics": "metrics", "--model": "judge_model", "--provider": "judge_provider",
+        "--judge-settings": "judge_settings", "--judge-replicas": "judge_replicas",
+        "--probe-replicas": "probe_replicas", "--allow-incomplete": "allow_incomplete",
+        "--plot": "plot", "--judge-cache": "judge_cache",
+    },
+    ("export", "export_runs"): {
+        "--out": "out", "--frames": "frames", "--scenario": "scenario", "--label": "labels",
+        "--status": "status", "--run-id-contains": "run_id_contains",
+        "--contains-agent-id": "contains_agent_id", "--knob": "knob", "--run-id": "run_ids",
+        "--repeat-run-columns/--no-repeat-run-columns": "repeat_run_columns",
+        "--include-metric-summaries": "include_metric_summaries", "--max-runs": "max_runs",
+    },
+}  # fmt: skip
+"""Each operation's CLI command and MCP tool, and each flag of the command with the tool's
+argument for it (a flag that names the run, ``--run-dir``/``--source-run-dir``, is the tool's
+run id; ``--runs-dir`` is the server's; ``--wait`` and ``--dry-run`` are the CLI's own)."""
+
+
+@pytest.mark.parametrize(("command", "tool"), list(COMMAND_ARGUMENTS), ids=lambda c: str(c))
+def test_each_tool_takes_an_argument_for_each_flag_of_its_command(
+    command: str, tool: str, tmp_path: Path
+) -> None:
+    """Issue 32: MCP's ``resume_run`` takes the limits of ``run --resume``, ``evaluate_run``
+    the judge's settings and replicas, the derived-run tools ``knobs``."""
+    import importlib
+
+    name = command.split()[0]
+    module = {"run": "run", "evaluate": "evaluate", "export": "export"}.get(name, "derived")
+    flags = flags_of(getattr(importlib.import_module(f"glossogen.cli.{module}"),
+                             name.replace("-", "_")))  # fmt: skip
+
+    async def listed() -> set[str]:
+        async with Client(build_server(str(tmp_path))) as client:
+            tools = (await client.list_tools()).tools
+        return {a for t in tools if t.name == tool for a in t.input_schema["properties"]}
+
+    pairs = COMMAND_ARGUMENTS[(command, tool)]
+    arguments = asyncio.run(listed())
+    assert sorted(set(pairs) - flags) == []
+    assert sorted(set(pairs.values()) - arguments) == []
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
 def test_resuming_an_ended_run_is_refused_alike_by_the_cli_and_mcp(
     surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -510,9 +638,10 @@ def test_resuming_an_ended_run_is_refused_alike_by_the_cli_and_mcp(
         answer = _cli(capsys, "run", "veyru", "--resume", folder.url)
     else:
         answer = _mcp(str(runs), "resume_run", run_id=folder.run_id)[0]
+    fork = {"cli": "fork-at-round", "mcp": "fork_run (source_run_id, after_round)"}[surface]
     line = (
-        f"run {folder.run_id} already ended (simulation_ended); use fork-at-round to play "
-        "further rounds from it"
+        f"run {folder.run_id} already ended (simulation_ended); use {fork} to play further "
+        "rounds from it"
     )
     assert answer == Answer(True, line, 65 if surface == "cli" else "tool error")
     assert [p.name for p in (runs / "veyru").iterdir()] == [Path(folder.url).name]

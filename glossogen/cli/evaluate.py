@@ -160,7 +160,6 @@ def evaluate(
         "--run-id": run_id,
         "--run-id-contains": run_id_contains,
         "--contains-agent-id": contains_agent_id,
-        "--spend-cap-usd": spend_cap_usd,
     }
     given = [flag for flag, value in filters.items() if value not in (None, [], "")]
     if run_dir is not None and runs_dir is not None:
@@ -171,6 +170,10 @@ def evaluate(
         return int(exit_codes.USAGE)
     if run_dir is not None and given:
         _error(f"{', '.join(given)} select runs of --runs-dir, not --run-dir")
+        return int(exit_codes.USAGE)
+    if run_dir is not None and spend_cap_usd is not None:
+        _error(f"--spend-cap-usd {spend_cap_usd:g} caps a cohort's judge spend: it goes with "
+               "--runs-dir, not --run-dir")  # fmt: skip
         return int(exit_codes.USAGE)
     if run_dir is not None and scenario is None:
         _error("name the run's scenario (glossogen evaluate SCENARIO --run-dir DIR)")
@@ -185,7 +188,7 @@ def evaluate(
     if runs_dir is not None:
         selection: dict[str, Any]
         if run_id:
-            clashing = [f for f in given if f not in ("--run-id", "--spend-cap-usd")]
+            clashing = [f for f in given if f != "--run-id"]
             if clashing or scenario is not None:
                 _error(f"--run-id cannot be combined with {', '.join(clashing) or 'a scenario'}")
                 return int(exit_codes.USAGE)
@@ -447,7 +450,7 @@ def _refuse_cohort(
     from glossogen.storage import StorageError
 
     if spend_cap_usd is not None and spend_cap_usd < 0:
-        _error(f"--spend-cap-usd {spend_cap_usd:g}: must be at least 0")
+        _error(f"--spend-cap-usd must be a number of USD of at least 0, got {spend_cap_usd:g}")
         return int(exit_codes.USAGE)
     try:
         parse_conditions(selection.get("knob"))
@@ -531,11 +534,10 @@ def _print_cohort(done: Any, runs_dir: str, spend_cap_usd: float | None) -> int:
         flush=True,
     )
     if done.not_measured:
-        shown = ", ".join(done.not_measured[:5]) + (" ..." if len(done.not_measured) > 5 else "")
-        _error(
-            f"spend cap ${spend_cap_usd:g} reached: {len(done.not_measured)} runs not measured "
-            f"({shown})"
-        )
+        n = len(done.not_measured)
+        shown = ", ".join(done.not_measured[:5]) + (" ..." if n > 5 else "")
+        why = done.capped.worded(FLAGS) if done.capped else f"--spend-cap-usd {spend_cap_usd:g}"
+        _error(f"{why}; {n} run{'' if n == 1 else 's'} not measured ({shown})")
         return int(exit_codes.NOT_MEASURED)
     return int(exit_codes.EVALUATIONS_FAILED if short else exit_codes.OK)
 

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Literal
 
 from glossogen.catalog import UnknownProviderError
+from glossogen.catalog import provider as parse_provider
 from glossogen.derive._resume import read_run_log, recorded_limits, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.derive._visibility import visible_history
@@ -304,7 +305,8 @@ def _check_bounds(request: ForkRequest) -> None:
     Raises:
         DeriveError: (64) ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1,
             a ``run_timeout_seconds`` not above 0 or infinite, a ``spend_cap_usd`` not a
-            finite number above 0; ``exc.refusal`` says which.
+            finite number above 0, an unknown replacement ``provider``; ``exc.refusal`` says
+            which.
     """
     at_least_one = (
         ("after_round", request.after_round),
@@ -322,7 +324,7 @@ def _check_bounds(request: ForkRequest) -> None:
         raise DeriveError(
             refusal=Refusal(
                 field="run_timeout_seconds",
-                reason=f"must be a number of seconds above 0, got {timeout}",
+                reason=f"must be a number of seconds above 0, got {timeout:g}",
             ),
             exit_code=64,
         )
@@ -334,6 +336,13 @@ def _check_bounds(request: ForkRequest) -> None:
             ),
             exit_code=64,
         )
+    if request.provider is not None:
+        try:  # the replacement's provider, named as given (as ``run`` names its default's)
+            parse_provider(request.provider)
+        except UnknownProviderError as exc:
+            raise DeriveError(
+                refusal=Refusal(field="provider", reason=str(exc), colon=True), exit_code=64
+            ) from None
 
 
 def _derived_config(

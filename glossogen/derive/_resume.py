@@ -25,6 +25,7 @@ from glossogen.eventlog import (
     SimulationStarted,
     read_events,
 )
+from glossogen.refusals import Refusal
 from glossogen.storage import RunBusyError, RunFolder, RunStore, join, path_kind
 
 
@@ -165,15 +166,22 @@ def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:
     """Check that ``folder`` can be resumed and return where it picks up.
 
     Raises:
-        DeriveError: no log in the folder (66); the run already ended (65, use fork-at-round);
+        DeriveError: no log in the folder (66); the run already ended (65: its refusal's
+            ``field`` is ``fork``, the operation that plays on from it, each surface naming
+            its own: ``fork-at-round``, MCP's ``fork_run``);
             another scenario (65); another live process writing it (75).
     """
     events, started = read_run_log(folder, scenario)
     state = read_state(events)
     if state.ended:
         raise DeriveError(
-            f"run {started.run_id} already ended (simulation_ended); "
-            "use fork-at-round to play further rounds from it"
+            refusal=Refusal(
+                field="fork",
+                reason=f"run {started.run_id} already ended (simulation_ended); use {{name}} "
+                "to play further rounds from it",
+                inline=True,
+                called="fork-at-round",
+            )
         )
     try:
         folder.check_unlocked()  # refuses while another process writes the log

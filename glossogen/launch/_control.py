@@ -5,7 +5,9 @@ run id at once. It then plays on the provider's ``simulate-<provider>`` deployme
 serves it, else in a detached local process of its own (``python -m glossogen.launch.play``,
 which reads the ``RunConfig`` on stdin and plays the ``simulate`` flow into that folder). A
 derived or resumed run plays as ``glossogen run <scenario> --resume <folder>``, detached, as the
-derived-run commands do. Prefect is imported inside the calls that need it (``orchestration/``
+derived-run commands do; a resume that asks for a change (MCP's ``resume_run`` with a limit,
+model or knobs) as ``python -m glossogen.launch.play <folder> resume``, its ``ResumeRequest``
+on stdin. Prefect is imported inside the calls that need it (``orchestration/``
 lazily, as the surfaces reach ``flows/``), and the engine not at all: ``glossogen stop`` imports
 this module alone. The CLI (``glossogen stop``), the REST server (the page's Stop) and MCP
 (``start_run``, ``stop_run``) each call it and word its :class:`StopError` their own way.
@@ -32,6 +34,7 @@ from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFold
 
 if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
     from glossogen.launch._plan import RunConfig
+    from glossogen.launch._resume import ResumeRequest
 
 
 class StopError(Exception):
@@ -98,9 +101,23 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     return folder, f"local_process:{pid}"
 
 
-def launch_resume(folder: RunFolder, scenario: str) -> str:
-    """Continue ``folder`` as ``glossogen run <scenario> --resume <folder>``, detached."""
-    pid = _detach(["-m", "glossogen", "run", scenario, "--resume", folder.url], folder)
+def launch_resume(folder: RunFolder, scenario: str, request: ResumeRequest | None = None) -> str:
+    """Continue ``folder`` as ``glossogen run <scenario> --resume <folder>``, detached.
+
+    A ``request`` that asks for a change (a limit, the default model, knobs,
+    ``allow_config_change``) is handed whole to ``python -m glossogen.launch.play <folder>
+    resume`` on its stdin, which plans it again and plays the ``resume`` flow; without one the
+    run goes on as it recorded.
+    """
+    asked = request is not None and request.model_dump(exclude_defaults=True).keys() - {
+        "run_dir",
+        "scenario",
+    }
+    if request is not None and asked:
+        payload = request.model_dump_json().encode()
+        pid = _detach(["-m", "glossogen.launch.play", folder.url, "resume"], folder, payload)
+    else:
+        pid = _detach(["-m", "glossogen", "run", scenario, "--resume", folder.url], folder)
     folder.mark_launch(pid)  # live from now on, before the process has taken the lock
     return f"local_process:{pid}"
 

@@ -52,6 +52,9 @@ from glossogen.mcp._results import (
 from glossogen.replay import replayed_rounds
 from glossogen.storage import RunBusyError, RunFolder, StorageError
 
+RESUME_ARGUMENTS = {"fork": "fork_run (source_run_id, after_round)"}
+"""``resume_run``'s words for the tool a refused resume points to (a run that ended)."""
+
 
 class Launching(ToolBase):
     """Starting, deriving, resuming and stopping runs."""
@@ -66,6 +69,8 @@ class Launching(ToolBase):
         max_agent_turns: int | None,
         spend_cap_usd: float | None = None,
         run_timeout_seconds: float | None = None,
+        group_slug: str = "local",
+        judge_cache: str | None = None,
     ) -> RunConfig:
         try:
             check_limits(
@@ -84,6 +89,8 @@ class Launching(ToolBase):
                     max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
                     spend_cap_usd=spend_cap_usd,
                     run_timeout_seconds=run_timeout_seconds,
+                    group_slug=group_slug,
+                    judge_cache=judge_cache,
                 )
             )
         except LaunchError as exc:
@@ -184,17 +191,20 @@ class Launching(ToolBase):
         max_agent_turns: int | None = None,
         spend_cap_usd: float | None = None,
         run_timeout_seconds: float | None = None,
+        group_slug: str = "local",
+        judge_cache: str | None = None,
     ) -> Launched:
         """Check, claim the run's folder, launch it, and return its run id at once.
 
         ``spend_cap_usd`` is the run's own cap, as ``glossogen run``'s: refused
         when the dry-run estimate passes it, recorded in ``simulation_started`` and enforced
         while the run plays. ``run_timeout_seconds``: the run's wall-clock limit, as
-        ``glossogen run``'s (None: none).
+        ``glossogen run``'s (None: none). ``group_slug`` and ``judge_cache`` as ``glossogen
+        run``'s ``--group-slug`` and ``--judge-cache``.
         """
         plan = self._plan(
             scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd,
-            run_timeout_seconds,
+            run_timeout_seconds, group_slug, judge_cache,
         )  # fmt: skip
         try:
             check_spend_cap(plan, plan.knobs.round_count)
@@ -211,22 +221,52 @@ class Launching(ToolBase):
             raise refuse(exc) from None
         return Launched(run_id=folder.run_id, run_dir=folder.url, launched_via=via)
 
-    def resume_run(self, run_id: str) -> Launched:
-        """Continue a stopped, interrupted or failed run in place, detached."""
+    def resume_run(
+        self,
+        run_id: str,
+        model: str | None = None,
+        provider: str | None = None,
+        config: str | None = None,
+        overrides: list[str] | None = None,
+        allow_config_change: bool = False,
+        max_agent_turns: int | None = None,
+        run_timeout_seconds: float | None = None,
+        spend_cap_usd: float | None = None,
+        group_slug: str | None = None,
+    ) -> Launched:
+        """Continue a stopped, interrupted or failed run in place, detached.
+
+        Takes what ``glossogen run --resume`` takes (None: as the run recorded), checked as
+        it checks them: the limits' bounds, the plan (a change refused unless
+        ``allow_config_change``), credentials, model settings, the spend cap against the
+        estimate of the rounds still to play.
+        """
         folder = self._folder(run_id)
+        request = ResumeRequest(
+            run_dir=folder.url, scenario=folder.scenario, model=model, provider=provider,
+            config=config, overrides=list(overrides or []), group_slug=group_slug,
+            allow_config_change=allow_config_change,
+        )  # fmt: skip
         try:
-            config, _ = plan_resume(ResumeRequest(run_dir=folder.url, scenario=folder.scenario))
-            check_credentials(config)
+            check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
+            request = request.model_copy(
+                update={"max_agent_turns": max_agent_turns, "spend_cap_usd": spend_cap_usd,
+                        "run_timeout_seconds": run_timeout_seconds}
+            )  # fmt: skip
+            plan, point = plan_resume(request)
+            check_credentials(plan)
+            check_model_settings(plan)
+            check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
             folder.check_unlocked()
         except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
-            raise refuse(exc) from None
+            raise refuse(exc, RESUME_ARGUMENTS) from None
         launched = folder.pending_launch()
         if launched is not None:
             raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,
-            launched_via=launch_resume(folder, folder.scenario),
+            launched_via=launch_resume(folder, folder.scenario, request),
         )
 
     def derive(self, request: ForkRequest) -> Launched:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server.mcpserver.exceptions import ToolError
 
 from glossogen.mcp._base import (
@@ -29,39 +27,36 @@ class Scoring(ToolBase):
         metrics: list[str] | None = None,
         judge_model: str | None = None,
         judge_provider: str | None = None,
+        judge_settings: list[str] | None = None,
+        judge_replicas: int = 1,
+        probe_replicas: int = 1,
         allow_incomplete: bool = False,
+        plot: bool = False,
+        judge_cache: str | None = None,
     ) -> Evaluated:
         """Score a finished run into its report and return the entries of the metrics asked.
 
+        Takes what ``glossogen evaluate --run-dir`` takes: ``judge_settings`` as ``key=value``
+        items, ``judge_replicas``, ``probe_replicas``, ``plot``, ``judge_cache``;
         ``allow_incomplete``: score a run that has not ended (still playing, or killed) on
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
         from flows.evaluate import evaluate as evaluate_flow
-        from glossogen.evaluation import EvaluationError, plan_evaluation, refusal
+        from glossogen.evaluation import EvaluationError, check_request, plan_request, refusal
 
         folder = self._folder(run_id)
-        names = ",".join(metrics) if metrics else "all"
         try:
-            plan = plan_evaluation(
-                folder.url,
-                names,
-                judge_model,
-                judge_provider,
-                [],
-                1,
-                1,
-                allow_incomplete,
-                scenario=folder.scenario,
-            )
+            request = check_request(
+                metrics or "all", judge_model, judge_provider, list(judge_settings or []),
+                judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
+            )  # fmt: skip
+            plan = plan_request(folder.url, folder.scenario, request)
             done = await evaluate_flow(
-                plan.run.run_dir,
-                [m.name for m in plan.metrics] or names,
-                judge_model,
-                judge_provider,
-                plan.judge.settings if plan.judge else None,
-                allow_incomplete=allow_incomplete,
-                scenario=plan.run.scenario,
-            )
+                plan.run.run_dir, [m.name for m in plan.metrics] or request.metric_arg,
+                request.model, request.provider, dict(request.judge_settings),
+                request.judge_replicas, request.probe_replicas, request.allow_incomplete,
+                request.plot, scenario=plan.run.scenario, judge_cache=request.judge_cache,
+            )  # fmt: skip
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
             raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
         except StorageError as exc:
@@ -84,14 +79,21 @@ class Scoring(ToolBase):
         labels: list[str] | None = None,
         status: str | None = None,
         run_id_contains: str | None = None,
+        contains_agent_id: str | None = None,
         knob: list[str] | None = None,
         run_ids: list[str] | None = None,
+        repeat_run_columns: bool = True,
+        include_metric_summaries: bool = False,
+        max_runs: int = 5000,
     ) -> Exported:
-        """Write CSV tables of the selected runs to a folder or ``s3://`` URL."""
+        """Write CSV tables of the selected runs to a folder or ``s3://`` URL.
+
+        Takes what ``glossogen export`` takes but for its raw zip: the selection (run ids, or
+        the filters, never both: ``selection_of``), ``repeat_run_columns``,
+        ``include_metric_summaries`` and ``max_runs``.
+        """
         from glossogen.export import (
             DEFAULT_FRAMES,
-            FilterSelection,
-            RunIdSelection,
             RunsDirError,
             SelectionError,
             build_frames,
@@ -99,34 +101,32 @@ class Scoring(ToolBase):
             check_out,
             coverage,
             select_runs,
+            selection_of,
             write_tables,
         )
         from glossogen.storage import join
 
-        filters = [scenario, labels, status, run_id_contains, knob]
-        if run_ids and any(filters):
-            raise ToolError("run_ids cannot be combined with filters")
+        if max_runs < 1:
+            raise ToolError(f"max_runs must be at least 1, got {max_runs}")
         try:
+            selection = selection_of(
+                run_ids, scenario, labels, run_id_contains, status, contains_agent_id, knob
+            )
             names = check_frames(list(frames or DEFAULT_FRAMES))
             check_out(out)
-            selection: Any = (
-                RunIdSelection(run_ids=run_ids)
-                if run_ids
-                else FilterSelection(
-                    scenario=scenario or None,
-                    labels=labels or None,
-                    status=status,
-                    run_id_contains=run_id_contains,
-                    knob=knob or None,
-                )
-            )
-            selected = select_runs(self.runs_dir, selection)
+            selected = select_runs(self.runs_dir, selection, max_runs=max_runs)
             if selected.missing_run_ids:
                 raise ToolError(
                     f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
                 )
-            rows = write_tables(selected.records, names, out)
-            tables = build_frames(selected.records, names)
+            rows = write_tables(
+                selected.records, names, out, repeat_run_columns=repeat_run_columns,
+                include_metric_summaries=include_metric_summaries,
+            )  # fmt: skip
+            tables = build_frames(
+                selected.records, names, repeat_run_columns=repeat_run_columns,
+                include_metric_summaries=include_metric_summaries,
+            )  # fmt: skip
         except (SelectionError, RunsDirError, StorageError, ValueError) as exc:
             raise refuse(exc) from None
         files = [join(out, f"{n}.csv") for n in names]

@@ -60,7 +60,8 @@ DESCRIPTIONS = {
     "start_run": (
         "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
         "provider, max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the "
-        "estimate passes it). "
+        "estimate passes it), group_slug (the tenant group that owns the run) and judge_cache "
+        "(a folder of judge rulings shared across runs). "
         "Refuses without credentials; claims the run folder and returns its run id at once, "
         "then the run plays on a worker or in a detached process. Poll get_run."
     ),
@@ -68,7 +69,8 @@ DESCRIPTIONS = {
         "Copy rounds 1..after_round of a run into a new run and play on (detached). The "
         "derived tools take the run limits the CLI's derived-run commands take: "
         "max_agent_turns, run_timeout_seconds, spend_cap_usd (each: the source's when not "
-        "given; spend_cap_usd refused when the estimate passes it) and replay: play rounds "
+        "given; spend_cap_usd refused when the estimate passes it), rounds_after, knobs (a "
+        "preset name or JSON file whose knobs replace the source's) and replay: play rounds "
         "1..after_round again from the source's tape ($0) instead of copying them, refused at "
         "the first difference."
     ),
@@ -80,15 +82,25 @@ DESCRIPTIONS = {
         "Fork a run after a round with one seat taken over by an agent of a donor run, which "
         "brings its donor-run history."
     ),
-    "resume_run": "Continue a stopped, interrupted or failed run in place (detached).",
+    "resume_run": (
+        "Continue a stopped, interrupted or failed run in place (detached). Takes what "
+        "`glossogen run --resume` takes, each as the run recorded when not given: "
+        "max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the estimate of the "
+        "rounds still to play passes it), model, provider, config (preset or JSON file) plus "
+        "'key=value' overrides, group_slug; a change from the record is refused unless "
+        "allow_config_change. A run that ended is not resumed: fork it with fork_run."
+    ),
     "stop_run": (
         "Stop a run as `glossogen stop` does: it ends 'interrupted' and can be resumed (a run a "
         "worker plays is cancelled through Prefect); a queued one is cancelled before it starts."
     ),
     "evaluate_run": (
         "Score a run into its report: metric names (default: all that apply); judged metrics "
-        "need judge_model and judge_provider (anthropic, huggingface or openai); "
-        "allow_incomplete scores a run that has not ended on what it logged."
+        "need judge_model and judge_provider (anthropic, huggingface or openai), with "
+        "judge_settings as 'key=value' items (judge_model_settings' keys), judge_replicas "
+        "(judge calls per item), probe_replicas (protocol_probe calls per agent and question) "
+        "and judge_cache (a folder whose rulings cost $0); allow_incomplete scores a run that "
+        "has not ended on what it logged; plot also writes report.html."
     ),
     "export_runs": (
         "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "
@@ -118,12 +130,14 @@ def build_server(runs_dir: str) -> MCPServer:
             )
         )
 
-    # Each derived tool takes the limits the CLI's derived-run commands take; its arguments
-    # are ForkRequest's fields by name, so a refusal names the argument (glossogen.refusals).
+    # Each derived tool takes the limits and knobs the CLI's derived-run commands take; its
+    # arguments are ForkRequest's fields by name (``knobs``: its knobs_path, which a refusal
+    # names ``knobs``), so a refusal names the argument (glossogen.refusals).
     def fork_run(
         source_run_id: str,
         after_round: int,
         rounds_after: int | None = None,
+        knobs: str | None = None,
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
@@ -131,8 +145,8 @@ def build_server(runs_dir: str) -> MCPServer:
     ) -> Launched:
         return derive(
             source_run_id, None, after_round=after_round, rounds_after=rounds_after,
-            max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout_seconds,
-            spend_cap_usd=spend_cap_usd, replay=replay,
+            knobs_path=knobs, max_agent_turns=max_agent_turns,
+            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
     def replace_agent(
@@ -143,6 +157,7 @@ def build_server(runs_dir: str) -> MCPServer:
         provider: str,
         channel_visibility: str = "full",
         rounds_after: int | None = None,
+        knobs: str | None = None,
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
@@ -151,7 +166,7 @@ def build_server(runs_dir: str) -> MCPServer:
         return derive(
             source_run_id, None, after_round=after_round, replaced_agent_id=replaced_agent_id,
             model=model, provider=provider, channel_visibility=channel_visibility,
-            rounds_after=rounds_after, max_agent_turns=max_agent_turns,
+            rounds_after=rounds_after, knobs_path=knobs, max_agent_turns=max_agent_turns,
             run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
@@ -164,6 +179,7 @@ def build_server(runs_dir: str) -> MCPServer:
         model: str,
         provider: str,
         rounds_after: int | None = None,
+        knobs: str | None = None,
         max_agent_turns: int | None = None,
         run_timeout_seconds: float | None = None,
         spend_cap_usd: float | None = None,
@@ -172,8 +188,9 @@ def build_server(runs_dir: str) -> MCPServer:
         return derive(
             source_run_id, donor_run_id, after_round=after_round,
             replaced_agent_id=replaced_agent_id, donor_agent_id=donor_agent_id, model=model,
-            provider=provider, rounds_after=rounds_after, max_agent_turns=max_agent_turns,
-            run_timeout_seconds=run_timeout_seconds, spend_cap_usd=spend_cap_usd, replay=replay,
+            provider=provider, rounds_after=rounds_after, knobs_path=knobs,
+            max_agent_turns=max_agent_turns, run_timeout_seconds=run_timeout_seconds,
+            spend_cap_usd=spend_cap_usd, replay=replay,
         )  # fmt: skip
 
     functions: list[Callable[..., Any]] = [

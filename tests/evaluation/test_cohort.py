@@ -155,8 +155,27 @@ def test_a_damaged_run_is_named_and_the_others_are_scored(
     assert len(scored) == 28 and "1797000003" not in scored and "1797000004" not in scored
 
 
+HELD_BACK = {
+    "two": (
+        "glossogen: error: --spend-cap-usd {cap:g}: $0.000636 spent or in flight, and the "
+        "estimated judge spend of veyru/1797000002, the next run to score, $0.000761, would "
+        "pass it; 1 run not measured (veyru/1797000002)",
+        ["1796000001", "1796000003"],
+    ),
+    "none": (
+        "glossogen: error: --spend-cap-usd 1e-07: the estimated judge spend of "
+        "veyru/1796000001, the first run to score, is $0.000280, above the cap: no judge call "
+        "was made; 3 runs not measured (veyru/1796000001, veyru/1796000003, veyru/1797000002)",
+        [],
+    ),
+}
+"""The cap's one line naming the flag and its value and what held the runs back (issue 32:
+was "spend cap $1e-07 reached" when nothing was spent), and the runs scored."""
+
+
+@pytest.mark.parametrize("room", list(HELD_BACK))
 def test_a_judged_cohort_states_its_estimate_and_stops_before_the_cap_with_exit_20(
-    prefect_api: str, model_stub: StubModelServer, cohort: Path, tmp_path: Path,
+    room: str, prefect_api: str, model_stub: StubModelServer, cohort: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
@@ -172,21 +191,18 @@ def test_a_judged_cohort_states_its_estimate_and_stops_before_the_cap_with_exit_
     ]
     # Each a float sum of per-round genai-prices figures for gpt-4o-mini.
     assert estimates == [0.00028034999999999996, 0.00035565, 0.0007608000000000001]
-    cap = sum(e for e in estimates[:2] if e is not None) * 1.001  # room for two runs, not three
+    # room for two runs, not three; or for none (nothing is spent)
+    cap = sum(e for e in estimates[:2] if e is not None) * 1.001 if room == "two" else 1e-7
     judge = ("--metrics", "shorthand_codes", "--model", "gpt-4o-mini", "--provider", "openai")
     code = _cli("--runs-dir", str(runs), *judge, "--spend-cap-usd", f"{cap:.9f}")
     captured = capsys.readouterr()
     assert code == 20
     total = sum(e for e in estimates if e is not None)
     assert f"glossogen: note: estimated judge spend: ${total:.6f} over 3 runs" in captured.err
-    assert (
-        f"glossogen: error: spend cap ${cap:g} reached: 1 runs not measured "
-        "(veyru/1797000002)" in captured.err
-    )
-    assert sorted(p.parent.name for p in runs.glob("*/*/*_report.json")) == [
-        "1796000001",
-        "1796000003",
-    ]
+    line, scored = HELD_BACK[room]
+    errors = [e for e in captured.err.splitlines() if e.startswith("glossogen: error:")]
+    assert errors == [line.format(cap=cap)]
+    assert sorted(p.parent.name for p in runs.glob("*/*/*_report.json")) == scored
 
 
 def test_one_run_is_scored_in_process_without_importing_prefect(
@@ -223,7 +239,11 @@ def test_one_run_is_scored_in_process_without_importing_prefect(
          "--run-dir and --runs-dir exclude each other: one run, or a cohort"),
         (["veyru", "--run-dir", "x", "--label", "a", "--status", "completed"], 64,
          "--label, --status select runs of --runs-dir, not --run-dir"),
-        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64, "--spend-cap-usd -1: must be at least 0"),
+        (["veyru", "--run-dir", "x", "--spend-cap-usd", "1e-7"], 64,
+         "--spend-cap-usd 1e-07 caps a cohort's judge spend: it goes with --runs-dir, not "
+         "--run-dir"),
+        (["--runs-dir", "RUNS", "--spend-cap-usd", "-1"], 64,
+         "--spend-cap-usd must be a number of USD of at least 0, got -1"),
         (["--runs-dir", "RUNS", "--run-id", "veyru/1", "--label", "a"], 64,
          "--run-id cannot be combined with --label"),
         (["--runs-dir", "RUNS/nowhere"], 66, "--runs-dir 'RUNS/nowhere' does not exist"),

@@ -4,7 +4,7 @@ Source runs are scripted veyru runs played through the library into the server's
 (a second each, virtual clock): three completed 2-round runs and one stopped after round 1 of
 2 (no ``simulation_ended``, as a killed process leaves it). The session pages through them with
 ``list_runs``, replaces a seat (``replace_agent``, ``cross_run_replace_agent``), resumes the
-stopped run (``resume_run``) and starts a run with its own spend cap (``start_run``); every
+stopped run (``resume_run``, with new limits) and starts a run with its own spend cap (``start_run``); every
 launched run is played to its end and every process a launch started is gone afterwards.
 """
 
@@ -14,7 +14,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from glossogen.eventlog import SimulationStarted, read_events
+from glossogen.eventlog import RunResumed, SimulationStarted, read_events
 from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
 from tests.mcp.conftest import (
@@ -57,7 +57,10 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
                 donor_agent_id="stabilization_engineer", model="donor-script",
                 provider="scripted",
             )  # fmt: skip
-            got["resumed"] = await call(s, "resume_run", run_id=stopped)
+            got["resumed"] = await call(  # a change of limits, as `run --resume` takes it
+                s, "resume_run", run_id=stopped, max_agent_turns=150, run_timeout_seconds=3600,
+                spend_cap_usd=0.5, allow_config_change=True,
+            )  # fmt: skip
             got["capped"] = await call(s, "start_run", scenario="veyru",
                                        overrides=["round_count=1"], spend_cap_usd=0.5,
                                        **SCRIPTED)  # fmt: skip
@@ -102,9 +105,19 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     assert (resumed["run_id"], resumed["status"], resumed["rounds_played"]) == (
         stopped, "completed", 2)  # fmt: skip
     assert resumed["lineage"] is None  # in place: the same run, not a derived one
-    assert got["finished_again"] == (
-        f"run {stopped} already ended (simulation_ended); use fork-at-round to play further "
-        "rounds from it"
+    (reopened,) = [
+        e
+        for e in read_events(f"{got['resumed']['run_dir']}/veyru.jsonl").events
+        if isinstance(e, RunResumed)
+    ]
+    assert reopened.limit_changes == {
+        "max_agent_turns": {"recorded": 200, "now": 150},
+        "run_timeout_seconds": {"recorded": None, "now": 3600.0},
+        "spend_cap_usd": {"recorded": None, "now": 0.5},
+    }
+    assert got["finished_again"] == (  # the tool to call and its arguments, not a CLI command
+        f"run {stopped} already ended (simulation_ended); use fork_run (source_run_id, "
+        "after_round) to play further rounds from it"
     )
 
     capped = got["capped_end"]

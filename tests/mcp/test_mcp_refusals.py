@@ -42,6 +42,10 @@ def test_a_refused_value_is_named_as_the_tools_argument_not_a_flag(tmp_path: Pat
         ("cross_run_replace_agent", {"source_run_id": source, "after_round": 1,
                                      "max_agent_turns": -2, "donor_run_id": source,
                                      "donor_agent_id": "field_observer", **SEAT}),
+        ("replace_agent", {"source_run_id": source, "after_round": 1, **SEAT,
+                           "provider": "nope"}),
+        ("resume_run", {"run_id": source, "spend_cap_usd": 0}),
+        ("evaluate_run", {"run_id": source, "judge_replicas": 0}),
     ]  # fmt: skip
 
     async def go() -> tuple[list[str], dict[str, set[str]]]:
@@ -56,21 +60,31 @@ def test_a_refused_value_is_named_as_the_tools_argument_not_a_flag(tmp_path: Pat
         "after_round 9: the run's completed rounds are 1..2",
         "round_count 2 leaves nothing to play after round 2: pass rounds_after",
         "rounds_after must be at least 1, got 0",
-        "run_timeout_seconds must be a number of seconds above 0, got 0.0",
+        "run_timeout_seconds must be a number of seconds above 0, got 0",
         "spend_cap_usd must be a number of USD above 0, got -1",
         "max_agent_turns must be at least 1, got -2",
+        "provider: unknown provider 'nope' (known: anthropic, openai, google-gla, xai, groq, "
+        "mistral, deepseek, openrouter, ollama, self-hosted, scripted, local)",
+        "spend_cap_usd must be a number of USD above 0, got 0",
+        "judge_replicas 0: must be at least 1",
     ]
     # Each names an argument of the tool refused, which an assistant can pass as it reads.
     named = ["max_agent_turns", "after_round", "rounds_after", "rounds_after",
-             "run_timeout_seconds", "spend_cap_usd", "max_agent_turns"]  # fmt: skip
-    assert [n in arguments[tool] for n, (tool, _) in zip(named, asked, strict=True)] == [True] * 7
+             "run_timeout_seconds", "spend_cap_usd", "max_agent_turns", "provider",
+             "spend_cap_usd", "judge_replicas"]  # fmt: skip
+    assert [n in arguments[tool] for n, (tool, _) in zip(named, asked, strict=True)] == [True] * 10
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # nothing claimed
 
 
-def test_the_derived_run_tools_take_the_clis_limits(prefect_api: str, tmp_path: Path) -> None:
+def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
+    prefect_api: str, tmp_path: Path
+) -> None:
     runs = tmp_path / "runs"
     source, donor = (play_run(str(runs), "veyru", rounds=2).run_id for _ in range(2))
-    limits = {"max_agent_turns": 150, "run_timeout_seconds": 3600.0, "spend_cap_usd": 0.5}
+    knobs = tmp_path / "knobs.json"  # as --knobs: laid over the source's knobs
+    knobs.write_text('{"labels": {"via": "knobs"}}')
+    limits = {"max_agent_turns": 150, "run_timeout_seconds": 3600.0, "spend_cap_usd": 0.5,
+              "knobs": str(knobs)}  # fmt: skip
     derived = {
         "fork_run": {"source_run_id": source, "after_round": 1},
         "replace_agent": {"source_run_id": source, "after_round": 1, **SEAT},
@@ -89,6 +103,7 @@ def test_the_derived_run_tools_take_the_clis_limits(prefect_api: str, tmp_path: 
     got = asyncio.run(go())
     for tool, (launched, ended) in got.items():
         assert (tool, ended["status"], ended["rounds_played"]) == (tool, "completed", 2)
+        assert ended["labels"] == {"via": "knobs"}
         assert ended["lineage"]["limit_changes"] == {
             "max_agent_turns": {"recorded": 200, "now": 150},
             "run_timeout_seconds": {"recorded": None, "now": 3600.0},
