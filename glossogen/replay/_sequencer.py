@@ -403,8 +403,19 @@ class ReplayLoop(asyncio.SelectorEventLoop):
         virtual clock, so a timer not yet due (a request's deadline, which pydantic-ai keeps
         as a timer while a replayed request waits its turn) is nothing the replay waits for.
         """
+        # Why asyncio's own queues and not a public mechanism (reviewed): the question is
+        # whether any callback is due, not which tasks exist. The tasks the sequencer starts
+        # (its task factory sees each) tell neither whether a task's wake-up is already queued
+        # (a future resolved: ``Task`` keeps that in private state too) nor about callbacks that
+        # are no task's (a future's done callbacks, ``call_soon`` from the engine or
+        # pydantic-ai, the virtual clock's hand-offs). Overriding ``call_soon``/``call_at`` to
+        # count handles until they run would be public, but it wraps every callback of the
+        # replay (a frame each), must follow cancelled handles, and still misses what asyncio
+        # queues without calling them (``call_soon_threadsafe``, selector events): a miss there
+        # is a false "every task waits", a wrongly granted step. Two attributes, checked by
+        # ``tests/replay/test_sequencer_loop.py``, are the smaller dependency.
         ready: Any = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's (class doc)
-        timers: Any = self._scheduled  # type: ignore[attr-defined]
+        timers: Any = self._scheduled  # type: ignore[attr-defined]  # likewise
         now = self.time()
         due = any(not t.cancelled() and t.when() <= now for t in timers)
         return bool(self.offloaded or ready or due)
