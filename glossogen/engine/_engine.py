@@ -82,6 +82,8 @@ class RunEngine:
         self.knobs = setup.knobs
         self.clock = clock
         self._sink = emit_sink
+        self.emitted = 0
+        """Events this engine (this process) has logged."""
         self.position = Position()
         self._changed = asyncio.Event()
         self.requests = RequestLedger(self.emit)
@@ -138,6 +140,7 @@ class RunEngine:
             lambda: self.context,
             lambda: self.process_seconds,
             self,
+            lambda: self.emitted,
         )
         if state is not None:
             self._restore(state)
@@ -185,6 +188,7 @@ class RunEngine:
         if not isinstance(event, (PostmortemStarted, PostmortemEnded)):
             event.phase = self.position.phase
         self._sink(event)
+        self.emitted += 1
         self._changed.set()
 
     def changed(self) -> None:

@@ -98,6 +98,12 @@ class RoundLoop:
     process_seconds: Callable[[], float]
     services: object
     """What each seat's tools get as :attr:`AgentDeps.services`."""
+    emitted: Callable[[], int] = field(default=lambda: 0)
+    """How many events this process has logged (the engine's count)."""
+    stopped_at: int | None = field(init=False, default=None)
+    """``emitted`` when a cancellation of the round (a stop) cut a phase's seats off, or None:
+    logged with the process's end (``simulation_ended.stopped_after_events``) for a replay to
+    cut at the same place (what the stop found is not in the events before it)."""
     postmortem_enabled: bool = field(init=False)
     void_rounds: list[int] = field(init=False, default_factory=list)
     """Rounds made void by failing provider calls (agents or judge)."""
@@ -275,6 +281,9 @@ class RoundLoop:
         ]
         try:
             trigger = await self._watch(phase, start, limit_seconds)
+        except asyncio.CancelledError:
+            self.stopped_at = self.emitted()  # the seats are cut off here, as they stand
+            raise
         finally:
             for task in tasks:
                 task.cancel()

@@ -233,9 +233,17 @@ class CycleDriver:
         """Drive one pydantic-ai run node by node, logging what happens.
 
         The history kept is a copy of the run's messages taken as the cycle ends (pydantic-ai
-        may still add to its own list as it closes), with its dangling tool calls closed. An
-        answer already in that history whose node was not handled is logged here; one that is
-        not (its answer came as the cycle was cut off) is left to the run's ledger.
+        may still add to its own list as it closes), with its dangling tool calls closed. A
+        billed answer already in that history whose node was not handled is logged here; one
+        that is not (its answer came as the cycle was cut off) is left to the run's ledger.
+
+        An unbilled seat's answer (scripted, local) that a cancellation (a phase end, a stop)
+        found in that history before its node was handled is dropped from it: nothing logged
+        it, so the seat's history after the cut holds what the log holds, as if the answer
+        had not come (:func:`_unhandled_dropped`). Kept, its tool calls were closed and
+        logged ``interrupted`` for an answer the log never held, and whether it had come
+        before the cancellation (a turn of the event loop either way) is not in the log: a
+        replay cut at the same place could not tell.
         """
         async with runner.agent.iter(
             prompt,
@@ -245,15 +253,24 @@ class CycleDriver:
             usage_limits=UsageLimits(request_limit=None),
         ) as run:
             unanswered = INTERRUPTED
+            handled: list[Any] = []  # the answers this cycle handled (logged), in order
+            cancelled = False
             try:
                 async for node in run:
                     self._observe(runner, node, asked)
+                    if Agent.is_call_tools_node(node):
+                        handled.append(node.model_response)
+            except asyncio.CancelledError:
+                cancelled = True
+                raise
             except Exception as exc:
                 if classify(exc).kind == INVALID_TOOL_ARGUMENTS:
                     unanswered = f"rejected: {exc}"[:500]
                 raise
             finally:
                 messages = list(run.all_messages())
+                if cancelled and runner.provider in UNBILLED:
+                    messages = _unhandled_dropped(messages, handled)
                 for answer, request_id in asked.claim_in(messages):  # cut off before handled
                     self._log_response(runner, answer, request_id)
                 runner.history = self._close(runner, messages, unanswered)
@@ -396,3 +413,14 @@ class CycleDriver:
                 request_sha256=runner.sent_sha256 if runner.provider in UNBILLED else None,
             )
         )
+
+
+def _unhandled_dropped(messages: list[ModelMessage], handled: list[Any]) -> list[ModelMessage]:
+    """``messages`` without a last answer the cycle did not handle (an unbilled seat's, cut off).
+
+    Only the last message can be one: an answer is handled before the next request is built.
+    """
+    if messages and isinstance(messages[-1], ModelResponse):
+        if messages[-1] not in handled:  # by identity, else by value
+            return messages[:-1]
+    return messages

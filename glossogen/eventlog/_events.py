@@ -637,6 +637,11 @@ class SimulationEnded(Event):
     counted in ``total_cost_usd`` (null when some copied call was not costed)."""
     model_errors: dict[str, int] = {}
     """This run's ``agent_run_cycle_failed`` events by ``error_kind`` (own rounds only)."""
+    stopped_after_events: int | None = None
+    """For a process a stop cut off inside a phase (``interrupted``): how many events the log
+    held (from its first line) when the stop cut the seats off; what follows, up to this line,
+    the stop logged (the seats' closed tool calls, the requests left open). What a replay cuts
+    at (``glossogen replay``). Null otherwise, and on a line written before it was recorded."""
     cost_note: str | None = None
     """Why ``total_cost_usd`` is null, when it is."""
     priced_cost_usd: float | None = None

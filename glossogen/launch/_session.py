@@ -200,6 +200,8 @@ class RunSession:
     """The first round this session plays (after the last completed one, on resume)."""
     earlier_seconds: float = 0.0
     """Seconds the processes before this one played the run (a resumed run's duration goes on)."""
+    earlier_events: int = 0
+    """Events the log held before this process (a resumed run's); its own follow."""
 
     @property
     def spend_capped(self) -> bool:
@@ -328,6 +330,11 @@ class RunSession:
         if self.engine.setup.tracing is not None:
             self.engine.setup.tracing.shutdown()
 
+    def _stopped_after(self, status: EndStatus) -> int | None:
+        """Where in the log a stop cut this process's seats off, for ``simulation_ended``."""
+        at = self.engine.rounds.stopped_at
+        return None if status != "interrupted" or at is None else self.earlier_events + at
+
     def _log_end(
         self, spend: RunSpend, status: EndStatus, reason: str | LimitReached | None
     ) -> RunResult:
@@ -360,6 +367,7 @@ class RunSession:
             model_errors=spend.model_errors,
             cost_note=spend.cost_note,
             priced_cost_usd=spend.priced_cost_usd,
+            stopped_after_events=self._stopped_after(status),
         )
         self.engine.emit(ended)
         return RunResult(
@@ -517,10 +525,13 @@ def open_session(
             folder.write_json(CONFIG, config.recorded_knobs)
         first = state.after_round + 1
         notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
-    earlier = 0.0
+    earlier, before = 0.0, 0
     if resume is not None:
         earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
-    return RunSession(config, folder, writer, engine, time.monotonic(), lock, first, earlier)
+        before = len(resume.events)
+    return RunSession(
+        config, folder, writer, engine, time.monotonic(), lock, first, earlier, before
+    )
 
 
 def price_spend(folder: RunFolder) -> RunSpend:

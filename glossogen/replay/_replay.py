@@ -192,7 +192,7 @@ def first_event_diff(
     """
     ids = (recorded.started.run_id if recorded.started else "",
            replayed.started.run_id if replayed.started else "")  # fmt: skip
-    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    ignored = _ignored(recorded, fingerprinted)
     left = [normalized(e, ids, ignored) for e in recorded.events]
     right = [normalized(e, ids, ignored) for e in replayed.events]
     if left == right:
@@ -212,6 +212,19 @@ def first_event_diff(
             )
             return "\n".join(diff), interleaved
     raise AssertionError("unreachable: the logs differ")
+
+
+def _ignored(recorded: RunView, fingerprinted: bool) -> frozenset[str]:
+    """:data:`IGNORED`, and what the recorded log was written without.
+
+    Request fingerprints (``fingerprinted`` False); where a stop cut the seats off
+    (``stopped_after_events``, null on every ``simulation_ended``).
+    """
+    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    ends = [e for e in recorded.events if isinstance(e, SimulationEnded)]
+    if all(e.stopped_after_events is None for e in ends):
+        ignored |= {"stopped_after_events"}
+    return ignored
 
 
 def first_differing(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> int | None:
@@ -238,7 +251,7 @@ def event_divergence_line(
     """
     ids = (recorded.started.run_id if recorded.started else "",
            replayed.started.run_id if replayed.started else "")  # fmt: skip
-    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    ignored = _ignored(recorded, fingerprinted)
     was, now = events if events is not None else (recorded.events, replayed.events)
     left = [normalized(e, ids, ignored) for e in was]
     right = [normalized(e, ids, ignored) for e in now]
@@ -471,8 +484,11 @@ def _segments(events: list[Event]) -> list[_Process]:
 
     A process ends at its ``simulation_ended``; the next begins at ``run_resumed``, whose
     ``after_round`` is where the earlier one stopped. A process whose last round began and did
-    not complete was stopped mid-round: its cut is the number of events logged before its
-    ``simulation_ended`` (the requests the stop left open, logged abandoned, not counted).
+    not complete was stopped mid-round: its cut is where the stop cut its seats off, as
+    ``simulation_ended`` records it (``stopped_after_events``); on a line written before that
+    was recorded, the number of events logged before its ``simulation_ended`` (the requests the
+    stop left open, logged abandoned, and the tool calls it cut off, not counted), which misses
+    a tool result the stop logged for a tool that had returned.
     """
     segments: list[_Process] = []
     played = 0
@@ -488,9 +504,11 @@ def _segments(events: list[Event]) -> list[_Process]:
             played = max(played, event.rounds_played or 0)
             cut = None
             if event.status == "interrupted" and begun > completed:
-                cut = index
-                while cut and _left_by_stop(events[cut - 1]):
-                    cut -= 1
+                cut = event.stopped_after_events
+                if cut is None:  # a log written before the stop's place was recorded
+                    cut = index
+                    while cut and _left_by_stop(events[cut - 1]):
+                        cut -= 1
             last = max(played, event.round_number) if cut is None else completed
             segments.append(_Process(last, event.status, event.error, cut))
     return segments

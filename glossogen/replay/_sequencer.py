@@ -34,8 +34,12 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   seat, round and the seat's call), and the round is cancelled. No time bounds either: "every
   task waits" is read from the event loop itself.
 - A process of the run that was stopped mid-round (``cut``): once the replay's log holds as
-  many events as the record did when the stop came, no seat takes another step (but to receive
-  its cancellation) and the round is cancelled, as the stop cancelled it.
+  many events as the record did when the stop reached the round
+  (``simulation_ended.stopped_after_events``), no seat takes another step and the round is
+  cancelled, as the stop cancelled it. Once that cancellation reaches the round's own task (it
+  then cancels the seats), the seats go on as the record's did after the stop came: a step
+  already due (a tool's effect in a task of its own) and their cancellations, which close
+  what each seat had open.
 """
 
 from __future__ import annotations
@@ -177,6 +181,7 @@ class Sequencer:
         self._closing = cut_off(self._owners, recorded)
         self.logged = logged
         self.cut: int | None = None
+        self._stopping = False
         self.stalled: str | None = None
         """Why the replay could not go on (the recorded event it waited for), or None."""
         self._turns: list[asyncio.Future[None]] = []
@@ -195,10 +200,10 @@ class Sequencer:
             self._granted = None
             return True
         at = self.logged()
-        if cancelling and (seat is None or not self._hosted or self._past_cut(at)):
+        if self._past_cut(at):
+            return self._may_step_stopped(seat, cancelling, at)
+        if cancelling and (seat is None or not self._hosted):
             return True
-        if self._past_cut(at) and seat is not None:
-            return False  # the stop came here: no seat takes another step
         if not self._hosted:
             return True  # every seat on this machine: the game clock ordered them, as it does now
         next_owner = self._owners[at] if at < len(self._owners) else None
@@ -206,6 +211,32 @@ class Sequencer:
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
             return next_owner not in self._seats or next_owner == seat
+        return next_owner in (seat, JUDGE)
+
+    def _may_step_stopped(self, seat: str | None, cancelling: bool, at: int) -> bool:
+        """:meth:`may_step` once the replay's log holds the events before the stop (``cut``).
+
+        No seat steps until the stop's cancellation reaches the round's own task; from then
+        on, every run's seats (hosted or not) step in the order of what the stop logged (the
+        record's events up to its ``simulation_ended``): a tool's effect in a task of its own,
+        the tool calls each seat's cancellation closes.
+        """
+        if seat is None:
+            if cancelling:
+                self._stopping = True  # the stop reached the round: it cuts its seats off now
+            return True
+        if not self._stopping:
+            return False
+        next_owner = self._owners[at] if at < len(self._owners) else None
+        if cancelling:  # what a cut-off seat logs: its closed tool calls (its effects: not)
+            if next_owner != seat:
+                return next_owner not in self._seats
+            closing = self._recorded[at]
+            if isinstance(closing, ToolResultReceived) and not closing.interrupted:
+                # its tool had returned when the seat closed it: the seat's other tasks (the
+                # tool's) go first; the close is granted once every task waits (:meth:`_watch`)
+                return False
+            return isinstance(closing, ToolResultReceived | ModelRequestAbandoned)
         return next_owner in (seat, JUDGE)
 
     def _past_cut(self, at: int) -> bool:
@@ -290,6 +321,7 @@ class Sequencer:
         finally:
             loop.set_task_factory(previous)
             self.cut = None
+            self._stopping = False
 
     async def _watch(self, loop: ReplayLoop, task: asyncio.Future[Any]) -> None:
         """Wake the seats as the log moves; cut, grant or give up when every task waits."""
@@ -371,8 +403,19 @@ class ReplayLoop(asyncio.SelectorEventLoop):
         virtual clock, so a timer not yet due (a request's deadline, which pydantic-ai keeps
         as a timer while a replayed request waits its turn) is nothing the replay waits for.
         """
+        # Why asyncio's own queues and not a public mechanism (reviewed): the question is
+        # whether any callback is due, not which tasks exist. The tasks the sequencer starts
+        # (its task factory sees each) tell neither whether a task's wake-up is already queued
+        # (a future resolved: ``Task`` keeps that in private state too) nor about callbacks that
+        # are no task's (a future's done callbacks, ``call_soon`` from the engine or
+        # pydantic-ai, the virtual clock's hand-offs). Overriding ``call_soon``/``call_at`` to
+        # count handles until they run would be public, but it wraps every callback of the
+        # replay (a frame each), must follow cancelled handles, and still misses what asyncio
+        # queues without calling them (``call_soon_threadsafe``, selector events): a miss there
+        # is a false "every task waits", a wrongly granted step. Two attributes, checked by
+        # ``tests/replay/test_sequencer_loop.py``, are the smaller dependency.
         ready: Any = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's (class doc)
-        timers: Any = self._scheduled  # type: ignore[attr-defined]
+        timers: Any = self._scheduled  # type: ignore[attr-defined]  # likewise
         now = self.time()
         due = any(not t.cancelled() and t.when() <= now for t in timers)
         return bool(self.offloaded or ready or due)
