@@ -66,6 +66,7 @@ class OpenGate:
 
 
 _gate: CallGate = OpenGate()
+_NO_SLOT = OpenGate()._free
 
 
 def current_gate() -> CallGate:
@@ -84,12 +85,21 @@ class GatedModel(WrapperModel):
     """A pydantic-ai model whose every request (plain or streamed) holds a slot of its provider.
 
     The gate is looked up per request, so a gate installed after the agent was built applies.
+    With ``at_transport``, the wrapped model's own HTTP client takes the slot for each HTTP
+    request it sends (:mod:`glossogen.gated_transport`: the slot is not held while the request
+    is built or its answer parsed), and this wrapper takes none.
     """
 
-    def __init__(self, wrapped: Model, provider: str) -> None:
+    def __init__(self, wrapped: Model, provider: str, at_transport: bool = False) -> None:
         """Wrap ``wrapped``, a model of ``provider`` (the name of its limit: ``llm:<provider>``)."""
         super().__init__(wrapped)
         self.gate_provider = provider
+        self.at_transport = at_transport
+
+    def _slot(self) -> AbstractAsyncContextManager[None]:
+        if self.at_transport:
+            return _NO_SLOT()
+        return current_gate().slot(self.gate_provider)
 
     async def request(
         self,
@@ -98,7 +108,7 @@ class GatedModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         """Send one request once a slot is free."""
-        async with current_gate().slot(self.gate_provider):
+        async with self._slot():
             return await self.wrapped.request(messages, model_settings, model_request_parameters)
 
     @asynccontextmanager
@@ -111,7 +121,7 @@ class GatedModel(WrapperModel):
     ) -> AsyncIterator[StreamedResponse]:
         """Stream one response, holding the slot until the stream is closed."""
         async with (
-            current_gate().slot(self.gate_provider),
+            self._slot(),
             self.wrapped.request_stream(
                 messages, model_settings, model_request_parameters, run_context
             ) as stream,

@@ -190,16 +190,18 @@ def build_model(provider: str, model: str) -> Model:
     from glossogen.concurrency import GatedModel
 
     _check_base_url(provider)
-    return GatedModel(_shared_ungated(provider, model), provider)
+    built, at_transport = _shared_ungated(provider, model)
+    return GatedModel(built, provider, at_transport=at_transport)
 
 
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, ...], Model]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Hosted models built in each running event loop, by (provider, model, endpoint variables)."""
+_SHARED: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, ...], tuple[Model, bool]]
+] = weakref.WeakKeyDictionary()
+"""Hosted models built in each running event loop, by (provider, model, endpoint variables),
+each with whether its HTTP client takes the gate's slots itself (:func:`_build_ungated`)."""
 
 
-def _shared_ungated(provider: str, model: str) -> Model:
+def _shared_ungated(provider: str, model: str) -> tuple[Model, bool]:
     """One hosted model per (provider, model, endpoint variables) per running event loop.
 
     Every model a vendor SDK builds opens its own HTTP client, and with it an SSL context (it
@@ -269,50 +271,87 @@ def model_profile(provider: str, model: str) -> Any:
     key = _model_key(provider, model)
     if key not in _PROFILES:
         _check_base_url(provider)
-        _PROFILES[key] = _build_ungated(provider, model).profile
+        _PROFILES[key] = _build_ungated(provider, model)[0].profile
     return _PROFILES[key]
 
 
-def _build_ungated(provider: str, model: str) -> Model:
+TRANSPORT_GATED = frozenset(
+    {Provider.OPENAI, Provider.ANTHROPIC, Provider.SELF_HOSTED, Provider.OLLAMA}
+)
+"""Providers whose SDK client's HTTP transport takes the call gate's slot per HTTP request
+(:mod:`glossogen.gated_transport`): the slot is held while the request is on the wire, not while
+the SDK builds it or pydantic-ai reads the answer. Every other provider's model request holds a
+slot as a whole (:class:`glossogen.concurrency.GatedModel`)."""
+
+
+def _build_ungated(provider: str, model: str) -> tuple[Model, bool]:
+    """Build ``(provider, model)``'s pydantic-ai model; say whether its transport is gated."""
     from pydantic_ai.models import infer_model
 
     if provider == "huggingface":  # a judge provider (JUDGE_PROVIDERS), not an agent one
-        return infer_model(f"huggingface:{model}")
+        return infer_model(f"huggingface:{model}"), False
     name = Provider(provider)
     if name is Provider.SCRIPTED:
         raise ModelConfigError("scripted models are built per agent, with their policy")
     if name is Provider.SELF_HOSTED:
         return _openai_compatible(
-            model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY")
+            provider, model, _self_hosted_url(model), os.environ.get("SELF_HOSTED_API_KEY")
         )
     if name is Provider.LOCAL:
         from glossogen.local_llm import LocalModelError, build_local_model
 
         try:
-            return build_local_model(model)
+            return build_local_model(model), False
         except LocalModelError as exc:
             raise ModelConfigError(str(exc)) from None
     if name is Provider.OLLAMA:
         base = os.environ.get("OLLAMA_BASE_URL", "").rstrip("/")
-        return _openai_compatible(model, base if base.endswith("/v1") else f"{base}/v1", "ollama")
+        url = base if base.endswith("/v1") else f"{base}/v1"
+        return _openai_compatible(provider, model, url, "ollama")
     prefix = PROVIDER_SPECS[name].pydantic_ai_prefix
     base = base_model(model)
-    if base == model:
-        return infer_model(f"{prefix}:{model}")
+    gated: list[bool] = []
 
-    def fine_tune_provider(provider_name: str) -> Any:
-        # pydantic-ai reads a model's profile from its provider's model_profile(name) and does
-        # not know fine-tune names: this provider answers for a fine-tune with its base's
-        # profile (what it can think, which reasoning fields it is sent). No pydantic-ai hook
-        # takes a profile through infer_model, so the one instance it builds is adjusted here.
+    def provider_for(provider_name: str) -> Any:
         from pydantic_ai.providers import infer_provider
 
         built = infer_provider(provider_name)
-        of_base = built.model_profile
-        vars(built)["model_profile"] = lambda _name: of_base(base)
+        if base != model:
+            # pydantic-ai reads a model's profile from its provider's model_profile(name) and
+            # does not know fine-tune names: this provider answers for a fine-tune with its
+            # base's profile (what it can think, which reasoning fields it is sent). No
+            # pydantic-ai hook takes a profile through infer_model, so the one instance it
+            # builds is adjusted here.
+            of_base = built.model_profile
+            vars(built)["model_profile"] = lambda _name: of_base(base)
+        gated.append(name in TRANSPORT_GATED and _gate_transport(built, provider))
         return built
 
-    return infer_model(f"{prefix}:{model}", provider_factory=fine_tune_provider)
+    return infer_model(f"{prefix}:{model}", provider_factory=provider_for), all(gated or [False])
+
+
+def _gate_transport(built: Any, provider: str) -> bool:
+    """Gate the HTTP client a pydantic-ai provider made for itself, and the ones it remakes.
+
+    pydantic-ai remakes its own client when the provider is used on another event loop or after
+    it was closed (``_http_client_factory``): the remade one is gated too. A provider of another
+    layout is left as it is (False: the whole model request then holds the slot).
+    """
+    from glossogen.gated_transport import gate_http_client
+
+    client = getattr(built, "_own_http_client", None)
+    factory = getattr(built, "_http_client_factory", None)
+    if client is None or factory is None or not gate_http_client(client, provider):
+        return False
+
+    def gated_client() -> Any:
+        remade = factory()
+        if not gate_http_client(remade, provider):
+            raise TypeError(f"cannot gate a remade HTTP client of {provider}: {remade!r}")
+        return remade
+
+    built._http_client_factory = gated_client
+    return True
 
 
 def _self_hosted_url(model: str) -> str:
@@ -340,12 +379,13 @@ def _is_http_url(value: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
-def _openai_compatible(model: str, base_url: str, api_key: str | None) -> Model:
+def _openai_compatible(
+    provider: str, model: str, base_url: str, api_key: str | None
+) -> tuple[Model, bool]:
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return _compatible_chat_model()(
-        model, provider=OpenAIProvider(base_url=base_url, api_key=api_key or "none")
-    )
+    built = OpenAIProvider(base_url=base_url, api_key=api_key or "none")
+    return _compatible_chat_model()(model, provider=built), _gate_transport(built, provider)
 
 
 @cache

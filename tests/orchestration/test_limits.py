@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
 import httpx
+import pytest
 from prefect.client.orchestration import PrefectClient, get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.deployments import run_deployment
@@ -220,3 +222,54 @@ def test_a_slot_whose_turn_ends_goes_back_and_is_taken_again_with_no_slot_left_u
     assert len(model_stub.requests) == calls
     assert asks == (calls, 0)  # a slot taken from the server per call, no ask refused
     assert after == 0  # every one given back
+
+
+def test_a_slot_is_held_only_while_a_model_request_is_on_the_wire(
+    orchestration_api: str, model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """12 agent requests to OpenAI at once through the gate, limit 3, the stub holding them all.
+
+    The SDK builds each HTTP request (the whole history turned into JSON) before its slot is
+    asked for: with 3 requests held on the stub, the 9 others wait for a slot at the HTTP
+    transport, their requests built (12 reached the transport, 3 holding slots). Once let go,
+    the stub answers each batch of 3 only when all 3 slots are in use: every slot is used while
+    calls wait, 12 answered, 3 slots taken from the server. Counted, not timed.
+    """
+    from pydantic_ai import Agent
+
+    from glossogen.concurrency import install_gate
+    from glossogen.models import build_model
+
+    limit, calls = 3, 12
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    model_stub.hold_until_in_flight = math.inf
+
+    async def scenario() -> tuple[list[str], int, int, int, tuple[int, int]]:
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name="llm:openai", limit=limit, active=True)
+            )
+            gate = PrefectCallGate(linger_seconds=600)
+            previous = install_gate(gate)
+            try:
+                model = build_model("openai", "gpt-5.4")
+                transport = model.wrapped.client._client._transport  # type: ignore[attr-defined]
+                agent = Agent(model)
+                running = [asyncio.ensure_future(agent.run("hi")) for _ in range(calls)]
+                while model_stub.in_flight < limit or transport.asked < calls:
+                    await asyncio.sleep(0.01)  # poll: every call has reached the transport
+                asked, waiting = transport.asked, sum(p.waiting for p in gate._pools.values())
+                model_stub.hold_until_in_flight = limit
+                model_stub.release()
+                answers = [result.output for result in await asyncio.gather(*running)]
+                await gate.release_idle()
+            finally:
+                install_gate(previous)
+            return answers, asked, waiting, model_stub.max_concurrent, gate.server_asks()
+
+    answers, asked, waiting, most, asks = asyncio.run(scenario())
+    assert (asked, waiting) == (calls, calls - limit)  # built, then waiting for a slot
+    assert len(answers) == calls and len(model_stub.requests) == calls
+    assert most == limit
+    assert asks == (limit, 0)
