@@ -40,8 +40,8 @@ Flow runs, their states, artifacts, logs and concurrency limits are written thro
 itself and stay; so do cancellation cleanup and the repossessor (expired concurrency leases).
 For the first step of the test command (``tests/__main__.py``), whose flows run in the test
 processes: its tests read back flow runs, states and artifacts, never task runs, events or
-automations (those are ``tests/orchestration``'s, whose servers keep every service but the
-scheduler: ``tests/fixtures/prefect_server.ORCHESTRATION_SERVER_SETTINGS``).
+automations (those are ``tests/orchestration``'s, whose servers keep the services of workers,
+automations and events: ``tests/fixtures/prefect_server.ORCHESTRATION_SERVER_SETTINGS``).
 """
 
 

@@ -26,6 +26,7 @@ from glossogen.cli import main
 from glossogen.launch import VIRTUAL_CLOCK_SETTING
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.prefect_server import REPO, StartWorker, orchestration_server, worker_starter
+from tests.orchestration.flow_runs import close_api_clients
 
 TEST_LIMITS = """\
 defaults: {pool_concurrency: 2, llm_concurrency: 4}
@@ -49,11 +50,52 @@ def run_cli(*argv: str) -> int:
     return 0
 
 
+SLOWEST_FIRST = (
+    "test_a_2x2x2_sweep_runs_every_cell_on_the_worker_then_launches_nothing",
+    "test_a_spec_of_the_same_name_elsewhere_or_after_its_runs_were_deleted_plays_its_own_runs",
+    "test_a_crashed_simulate_run_is_resumed_by_the_automation",
+    "test_killing_a_worker_mid_run_then_reconcile_finishes_every_run",
+    "test_a_hung_run_is_cancelled_then_resumed_by_reconcile",
+    "test_stop_cancels_a_worker_played_run_through_prefect_and_resume_finishes_it",
+    "test_a_prefect_retry_of_a_crashed_run_resumes_it",
+    "test_a_provider_limit_of_2_is_never_exceeded",
+    "test_a_simulate_run_through_a_process_worker_completes",
+    "test_nightly_export_writes_the_csvs_to_s3",
+    "test_start_run_plays_on_the_deployment_a_worker_serves",
+)
+"""The tests here that take longest (20-70 s each in CI, the others a few seconds), longest
+first.
+
+The test command runs this folder on two pytest-xdist workers (``--dist load``), which hand
+out tests in collection order, a few at a time: collected by file, the two sweeps of
+``test_sweep_through_workers.py`` came last and one worker played both (2 x 65 s) while the
+other had nothing left. Sent first, the long tests are shared out while short ones remain to
+even the two workers out at the end.
+"""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move this folder's tests into :data:`SLOWEST_FIRST` order, the rest after them as
+    collected; tests of other folders keep their places."""
+    here = Path(__file__).parent
+    slots = [i for i, item in enumerate(items) if item.path.is_relative_to(here)]
+    rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
+    mine = sorted(
+        (items[i] for i in slots),
+        key=lambda item: rank.get(item.originalname, len(SLOWEST_FIRST)),  # type: ignore[attr-defined]
+    )
+    for slot, item in zip(slots, mine, strict=True):
+        items[slot] = item
+
+
 @pytest.fixture(scope="package")
 def orchestration_api() -> Iterator[str]:
     """The API URL of a Prefect server started for these tests alone, exported meanwhile."""
     with orchestration_server() as api_url:
-        yield api_url
+        try:
+            yield api_url
+        finally:
+            close_api_clients()
 
 
 @pytest.fixture(scope="package")

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.settings import PREFECT_API_URL
 
 from tests.fixtures.polling import wait_until
 
@@ -21,28 +22,45 @@ TERMINAL = {
 }
 
 
+_CLIENTS: dict[str, SyncPrefectClient] = {}
+
+
+def api() -> SyncPrefectClient:
+    """This process's one open Prefect client for the configured server (made on first use).
+
+    The tests here read the server 4 times a second while they wait (flow runs, logs,
+    events); a client made per read loaded the CA bundle into a new TLS context each time
+    (about 30 ms of CPU, even for http://127.0.0.1) and opened a new connection, on the cores
+    the workers' runs need. Closed by :func:`close_api_clients` before the server stops.
+    """
+    url = str(PREFECT_API_URL.value())
+    if url not in _CLIENTS:
+        client = get_client(sync_client=True)
+        client.__enter__()
+        _CLIENTS[url] = client
+    return _CLIENTS[url]
+
+
+def close_api_clients() -> None:
+    """Close the clients :func:`api` made."""
+    while _CLIENTS:
+        _, client = _CLIENTS.popitem()
+        client.__exit__(None, None, None)
+
+
 def read_flow_run(flow_run_id: UUID) -> FlowRun:
     """Read one flow run from the configured server."""
-    with get_client(sync_client=True) as client:
-        return client.read_flow_run(flow_run_id)
+    return api().read_flow_run(flow_run_id)
 
 
 def wait_for_state(flow_run_id: UUID, states: set[StateType] = TERMINAL) -> FlowRun:
-    """Wait until the flow run is in one of ``states`` and return it.
+    """Wait until the flow run is in one of ``states`` and return it."""
 
-    One client for the whole wait: Prefect's client loads the CA bundle into a new TLS context
-    each time one is made (about 20 ms of CPU, even for http://127.0.0.1), which a client per
-    poll (4 a second) paid throughout the wait, on the cores the worker's runs need.
-    """
-    with get_client(sync_client=True) as client:
+    def reached() -> FlowRun | None:
+        flow_run = read_flow_run(flow_run_id)
+        return flow_run if flow_run.state_type in states else None
 
-        def reached() -> FlowRun | None:
-            flow_run = client.read_flow_run(flow_run_id)
-            return flow_run if flow_run.state_type in states else None
-
-        return wait_until(
-            reached, f"flow run {flow_run_id} to reach {sorted(s.value for s in states)}"
-        )
+    return wait_until(reached, f"flow run {flow_run_id} to reach {sorted(s.value for s in states)}")
 
 
 def log_lines(run_dir: Path) -> list[dict[str, Any]]:
@@ -101,16 +119,14 @@ def flow_run_logs(flow_run_id: UUID, limit: int = 200) -> list[str]:
     """The first ``limit`` log lines the flow run (and its worker) sent to the server."""
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
-    with get_client(sync_client=True) as client:
-        logs = client.read_logs(
-            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=limit
-        )
+    logs = api().read_logs(
+        log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=limit
+    )
     return [f"{log.timestamp:%H:%M:%S.%f} {log.level} {log.message[:400]}" for log in logs]
 
 
 def flow_run_story(flow_run_id: UUID) -> str:
     """The flow run's state history and its log lines, for an assertion message."""
-    with get_client(sync_client=True) as client:
-        states = client.read_flow_run_states(flow_run_id)
+    states = api().read_flow_run_states(flow_run_id)
     history = [f"{s.timestamp:%H:%M:%S.%f} {s.name}: {(s.message or '')[:200]}" for s in states]
     return "\n".join(["states:", *history, "logs:", *flow_run_logs(flow_run_id)])

@@ -21,6 +21,7 @@ from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.prefect_server import StartWorker
 from tests.orchestration.flow_runs import (
     TERMINAL,
+    api,
     assert_nothing_lost,
     flow_run_logs,
     flow_run_story,
@@ -78,11 +79,10 @@ def reconcile_worker(
 
 
 def _flow_runs_of(deployment_name: str) -> list[FlowRun]:
-    with get_client(sync_client=True) as client:
-        deployment = client.read_deployment_by_name(deployment_name)
-        return client.read_flow_runs(
-            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
-        )
+    deployment = api().read_deployment_by_name(deployment_name)
+    return api().read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+    )
 
 
 def _events(name: str, resource_id: str) -> list[Event]:
@@ -90,8 +90,7 @@ def _events(name: str, resource_id: str) -> list[Event]:
     query = EventFilter(
         event=EventNameFilter(name=[name]), resource=EventResourceFilter(id=[resource_id])
     )
-    with get_client(sync_client=True) as client:
-        return list(client.read_events(query, limit=50).events)
+    return list(api().read_events(query, limit=50).events)
 
 
 def _related(event: Event, role: str) -> str:

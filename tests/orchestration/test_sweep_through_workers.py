@@ -16,6 +16,7 @@ from deployments.local_server import ProcessWorker
 from glossogen.cli import main
 from glossogen.launch import RunRequest
 from glossogen.sweep import Launch, TrialKey
+from tests.orchestration.flow_runs import api
 
 SPEC = """\
 scenario: prisoners_dilemma
@@ -38,11 +39,10 @@ def _sweep(*args: str) -> int:
 
 
 def _deployed_flow_runs(run_ids: list[str]) -> list[tuple[str, str]]:
-    with get_client(sync_client=True) as client:
-        deployment = client.read_deployment_by_name("simulate/simulate-scripted")
-        flow_runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=run_ids))
-        )
+    deployment = api().read_deployment_by_name("simulate/simulate-scripted")
+    flow_runs = api().read_flow_runs(
+        flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=run_ids))
+    )
     return sorted((f.name, f.state_name) for f in flow_runs if f.deployment_id == deployment.id)
 
 
