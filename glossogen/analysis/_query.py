@@ -10,11 +10,20 @@ is computed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from glossogen.export import FilterSelection, Selection
 from glossogen.refusals import ECHOED, shown
@@ -62,6 +71,19 @@ _FILTER_RE = re.compile(r"^(?P<field>[^=!<>]*?)(?P<op>!=|>=|<=|=|>|<)(?P<value>.
 
 _WORDS = {"measures": "measure", "filters": "filter", "by": "key", "compare": "compare",
           "sort": "sort", "metric": "metric", "grain": "grain"}  # fmt: skip
+
+
+def _as_typed(value: object) -> object:
+    """A JSON number or boolean as the text the CLI takes for it (``300``, ``0.1``, ``true``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_as_typed)]
+"""A filter's value or a comparison's arm: text, or a JSON number or boolean read as its text."""
 
 
 class QueryError(ValueError):
@@ -141,7 +163,7 @@ class RowFilter(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     field: Annotated[str, Field(min_length=1)]
     op: Literal["!=", ">=", "<=", "=", ">", "<"]
-    value: str
+    value: Text
 
     @classmethod
     def parse(cls, text: str) -> RowFilter:
@@ -173,8 +195,8 @@ class Compare(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Annotated[str, Field(min_length=1)]
-    a: str
-    b: str
+    a: Text
+    b: Text
 
     @classmethod
     def parse(cls, text: str) -> Compare:
@@ -223,42 +245,85 @@ class Query(BaseModel):
     measures: list[Measure] = Field(min_length=1)
     compare: Compare | None = None
     sort: str | None = None
-    limit: Annotated[int, Field(ge=1)] | None = None
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
-    resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
-    max_runs: Annotated[int, Field(ge=1)] = 5000
+    limit: Annotated[int, Field(strict=True, ge=1)] | None = None
+    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = 0
+    resamples: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 2000
+    max_runs: Annotated[int, Field(strict=True, ge=1)] = 5000
 
     @field_validator("by")
     @classmethod
     def _distinct_keys(cls, by: list[str]) -> list[str]:
+        typed = shown(",".join(by))  # as --by takes them
         if any(not k.strip() for k in by):  # as --by '' and --by a, are refused
-            raise ValueError(f"{by}: a key is empty")
-        if len(set(by)) != len(by):
-            raise ValueError(f"{by}: a key is named twice")
+            raise ValueError(f"{typed}: a key is empty")
+        twice = [k for i, k in enumerate(by) if k in by[:i]]
+        if twice:
+            raise ValueError(f"{typed}: the key {shown(twice[0])} is named twice")
         return by
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_text(cls, metric: str | None) -> str | None:
+        if metric is not None:
+            try:
+                metric.encode("utf-8")
+            except UnicodeEncodeError:  # as a --measure's or --filter's byte
+                raise ValueError(f"{shown(metric)}: not UTF-8 text") from None
+        return metric
+
+    @field_validator("measures")
+    @classmethod
+    def _distinct_measures(cls, measures: list[Measure]) -> list[Measure]:
+        labels = [m.label for m in measures]
+        twice = [label for i, label in enumerate(labels) if label in labels[:i]]
+        if twice:  # its cells would be answered, and printed, twice
+            raise ValueError(f"{shown(twice[0])}: a measure is named twice")
+        return measures
 
     @model_validator(mode="after")
     def _observation_metric(self) -> Query:
-        if (self.grain == "observation") != (self.metric is not None):
+        if self.grain == "observation" and self.metric is None:
             raise ValueError("the observation grain needs a metric, and only it takes one")
+        if self.grain != "observation" and self.metric is not None:
+            raise ValueError(
+                f"{shown(self.metric)}: the {self.grain} grain takes no metric (only the "
+                "observation grain does)"
+            )
         return self
 
 
-class Interval(BaseModel):
-    """A 95% interval and how it was found."""
+def _finite(value: float | None) -> float | None:
+    """A value that is not a finite number (``NaN``, ``Infinity``) is missing (None)."""
+    return value if value is None or math.isfinite(value) else None
 
-    low: float | None
-    high: float | None
+
+Number = Annotated[float | None, AfterValidator(_finite)]
+"""A number of an answer; one that is not finite is blank, as the engine blanks it (a result
+posted back to be drawn, REST ``/render``, is read the same way)."""
+
+
+class Interval(BaseModel):
+    """A 95% interval and how it was found (``low`` never above ``high``)."""
+
+    low: Number
+    high: Number
     method: str
     """``wilson`` (a rate of runs), ``bootstrap`` (runs resampled; rows of a run move
     together), ``paired bootstrap`` (pairs resampled), or ``none`` (fewer than two values)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        """Refuse an interval whose low end is above its high end (one posted to be drawn)."""
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low:g} is above high {self.high:g}")
+        return self
 
 
 class Cell(BaseModel):
     """One measure of one group: its value (None when the group has no value), n and missing."""
 
     measure: str
-    value: float | None
+    value: Number
     n: int
     """Rows with a value."""
     missing: int
@@ -284,9 +349,9 @@ class Comparison(BaseModel):
     a: str
     b: str
     within: dict[str, str] = {}
-    a_value: float | None
-    b_value: float | None
-    difference: float | None
+    a_value: Number
+    b_value: Number
+    difference: Number
     interval: Interval
     paired: bool
     pairing: str

@@ -351,7 +351,7 @@ def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
         "message": "'..secret': a dashboard's name is letters, digits, _ . - (64 at most)",
     })  # fmt: skip
     assert (bad_body.status_code, bad_body.json()["detail"]) == (422, {
-        "field": "body", "message": "Value error, charts.0.query 'x': no such query (q)",
+        "field": "body", "message": "charts.0.query 'x': no such query (q)",
     })  # fmt: skip
     assert "ok" not in listed.json()["names"]  # a refused dashboard is never written
     assert not Path(cohort.runs_dir, ".glossogen", "dashboards", "ok.yaml").exists()

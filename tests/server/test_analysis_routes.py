@@ -84,7 +84,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
          "with op one of != >= <= = > <"},
         {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
          "narrow the selection or raise max_runs"},
-        {"field": "by", "message": "Value error, ['']: a key is empty"},
+        {"field": "by", "message": "'': a key is empty"},
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
@@ -182,7 +182,7 @@ def test_render_refuses_a_result_out_of_shape_and_draws_blank_and_empty_heatmaps
     refused = client.post(f"{API}/render", json={"result": bent, "chart": "bar"})
     assert refused.status_code == 422
     assert refused.json()["detail"] == {"field": "result", "message": (
-        "Value error, groups.0 is keyed by ['round_budget_chars', 'channel_noise_level'], "
+        "groups.0 is keyed by ['round_budget_chars', 'channel_noise_level'], "
         "the query by ['round_budget_chars']"
     )}  # fmt: skip
 
@@ -308,7 +308,7 @@ def test_a_dashboard_whose_chart_would_write_the_run_list_is_not_saved(tmp_path:
     with TestClient(create_app(str(tmp_path))) as client:
         got = client.put(f"{API}/dashboards/study", json=board)
     assert (got.status_code, got.json()) == (422, {"detail": {"field": "body", "message": (
-        "Value error, charts.0.name 'runs': its file runs.csv is also one of the report's own "
+        "charts.0.name 'runs': its file runs.csv is also one of the report's own "
         "files; rename the chart"
     )}})  # fmt: skip
     assert list(tmp_path.iterdir()) == []
