@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from glossogen.cli import main
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
+from tests.export.test_cli import _export as export  # glossogen export in this process
 from tests.mcp.conftest import call, stdio_session
 
 API = "/api/g/local/runs/analysis"
@@ -30,15 +30,6 @@ def client(cohort: Cohort) -> TestClient:
     from glossogen.server import create_app
 
     return TestClient(create_app(cohort.runs_dir))
-
-
-def export(*args: str) -> int:
-    """Run ``glossogen export ARGS`` in this process; return its exit code."""
-    try:
-        main(["export", *args])
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def test_an_export_to_an_empty_out_is_refused_and_writes_nothing(
