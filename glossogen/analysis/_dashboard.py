@@ -189,7 +189,7 @@ def load_dashboard(path: str) -> Dashboard:
         DashboardError: another extension, a file that is not UTF-8 text or does not parse, or
             one that does not validate (one line naming the bad key and the value given).
     """
-    named = shown_path(path, quoted=False)
+    named = shown_path(path, quoted=False) if path else "''"  # an empty name, seen as one
     ext = Path(path).suffix.lower()
     if ext not in (".yaml", ".yml", ".json"):
         raise DashboardError(f"{named}: a dashboard is a .yaml, .yml or .json file")
@@ -400,7 +400,13 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
 
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from glossogen.analysis._render import comparison_frame, number, result_frame, runs_read
+    from glossogen.analysis._render import (
+        comparison_frame,
+        csv_text,
+        number,
+        result_frame,
+        runs_read,
+    )
 
     written: list[str] = []
 
@@ -414,14 +420,14 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
     for chart in dashboard.charts:
         result = rendered.results[chart.query]
         frame = result_frame(result)
-        put(f"{chart.name}.csv", result_frame(result, whole_counts=True).write_csv())
+        put(f"{chart.name}.csv", csv_text(result_frame(result, whole_counts=True)))
         svg = None
         if chart.chart != "table":
             put(f"{chart.name}.svg", chart_bytes(result, chart.chart))
             svg = f"{chart.name}.svg"
         comparisons = comparison_frame(result) if result.comparisons else None
         if comparisons is not None:
-            put(f"{chart.name}.comparisons.csv", comparisons.write_csv())
+            put(f"{chart.name}.comparisons.csv", csv_text(comparisons))
         sections.append({
             "chart": chart, "svg": svg, "result": result, "runs_read": runs_read(result),
             "columns": frame.columns,
@@ -472,6 +478,12 @@ def _check_name(name: str) -> None:
     if not NAME.match(name):
         raise DashboardError(
             f"{shown(name)}: a dashboard's name is letters, digits, _ . - (64 at most)"
+        )
+    stem, dot, ext = name.rpartition(".")
+    if dot and ext.lower() in ("yaml", "yml", "json"):  # x.yaml would be kept as x.yaml.yaml
+        raise DashboardError(
+            f"{shown(name)}: a dashboard's name takes no extension; name it {shown(stem)} "
+            f"(kept as {stem}.yaml)"
         )
 
 

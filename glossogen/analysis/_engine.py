@@ -96,16 +96,20 @@ _VALUES_LISTED = 20
 
 
 def grain_frame(records: list[RunRecord], grain: Grain, metric: str | None = None) -> pl.DataFrame:
-    """Return the rows of ``grain`` over ``records``, the run context joined to each row."""
+    """Return the rows of ``grain`` over ``records``, the run context joined to each row.
+
+    Text is kept as recorded (a label ``=HYPERLINK(...)`` is itself in JSON and in filters);
+    only the CSV an answer is written as guards it (:func:`~glossogen.analysis._render.csv_text`).
+    """
     if grain == "observation":
         return _observations(records, metric or "")
     table = _TABLES[grain]
-    return build_frames(records, [table], repeat_run_columns=True)[table]
+    return build_frames(records, [table], repeat_run_columns=True, safe=False)[table]
 
 
 def _observations(records: list[RunRecord], metric: str) -> pl.DataFrame:
     from glossogen.export._cells import frame_from_rows
-    from glossogen.export._frames import metrics_of
+    from glossogen.export._frames import metrics_of, reported_number
 
     rows: list[dict[str, Any]] = []
     for record in records:
@@ -116,12 +120,12 @@ def _observations(records: list[RunRecord], metric: str) -> pl.DataFrame:
         for obs in entry.get("per_round") or []:
             rows.append({**base, "observation": "round", "round_number": obs.get("round_number"),
                          "team_id": obs.get("team_id"), "agent_id": None,
-                         "value": obs.get("value")})  # fmt: skip
+                         "value": reported_number(obs.get("value"))})  # fmt: skip
         if not entry.get("per_round"):
             for obs in entry.get("per_agent") or []:
                 rows.append({**base, "observation": "agent", "round_number": None,
                              "team_id": None, "agent_id": obs.get("agent_id"),
-                             "value": obs.get("value")})  # fmt: skip
+                             "value": reported_number(obs.get("value"))})  # fmt: skip
     own = ["run_id", "scenario_name", "metric", "observation", "round_number", "team_id"]
     frame = frame_from_rows(rows, [*own, "agent_id", "value"])
     contexts = [run_context(r) for r in records]
@@ -159,12 +163,23 @@ def _numeric(dtype: pl.DataType) -> bool:
     return dtype.is_numeric()
 
 
+_BOOLEANS = {"true": 1, "1": 1, "false": 0, "0": 0}
+"""What a filter on a boolean field takes, as the 0/1 a rate reads."""
+
+
 def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
     """The rows ``cond`` keeps; a blank cell is never kept, under any operator."""
     dtype = frame.schema[column]
     col = pl.col(column)
     if dtype == pl.Null:  # every cell blank: nothing matches
         return pl.lit(False)
+    if dtype == pl.Boolean:  # a 0/1 number to a rate: true/false or 1/0, under every operator
+        bit = _BOOLEANS.get(cond.value.strip().lower())
+        if bit is None:
+            raise QueryError(f"{shown(str(cond))}: {column} is true or false; write true, false, "
+                             "1 or 0", "filters")  # fmt: skip
+        col, cond = col.cast(pl.Int8), RowFilter(field=cond.field, op=cond.op, value=str(bit))
+        dtype = pl.Int8()
     if _numeric(dtype):
         try:
             number = float(cond.value)
@@ -181,11 +196,8 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
     else:
         if cond.op not in ("=", "!="):
             raise QueryError(f"{shown(cond)}: {column} is text; only = and != apply", "filters")
-        if dtype == pl.Boolean:
-            text = col.cast(pl.String).str.to_lowercase()
-        else:
-            text = col.cast(pl.String).str.to_lowercase()
-        wanted = cond.value.strip().lower() if dtype == pl.Boolean else cond.value.casefold()
+        text = col.cast(pl.String).str.to_lowercase()
+        wanted = cond.value.casefold()
         expr = text == wanted if cond.op == "=" else text != wanted
     return col.is_not_null() & expr.fill_null(False)
 
@@ -342,13 +354,20 @@ def _values(part: pl.DataFrame, column: str) -> _Values:
 
 def _cell(
     grain: str, measure: Measure, column: str, part: pl.DataFrame, query: Query,
-    overflowed: list[str],
+    overflowed: list[str], blanked: list[str],
 ) -> Cell:  # fmt: skip
-    """One group's cell; the measure's label added to ``overflowed`` when its interval is."""
+    """One group's cell.
+
+    Its label is added to ``blanked`` when its aggregate overflowed a float (the value is left
+    blank), and ``<label>: its interval`` to ``overflowed`` when its interval did.
+    """
     data = _values(part, column)
     value = _aggregate(measure.agg, data.values)
     interval = None
-    if measure.agg in _INTERVALLED:
+    if value is not None and not math.isfinite(value):  # JSON has no infinity: blank, noted
+        blanked.append(measure.label)
+        value = None
+    elif measure.agg in _INTERVALLED:
         interval = _interval(grain, measure.agg, data, query.seed, query.resamples)
         if interval is None:
             overflowed.append(f"{measure.label}: its interval")
@@ -753,8 +772,9 @@ def answer_records(
         parts = {(): frame}
     groups = []
     overflowed: list[str] = []  # intervals, then differences, past the float's limit
+    blanked: list[str] = []  # aggregates past it
     for key, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
-        cells = [_cell(query.grain, m, columns[m.label], part, query, overflowed)
+        cells = [_cell(query.grain, m, columns[m.label], part, query, overflowed, blanked)
                  for m in query.measures]  # fmt: skip
         groups.append(
             Group(keys={k: _label(v) for k, v in zip(query.by, key, strict=True)}, cells=cells)
@@ -765,7 +785,7 @@ def answer_records(
     reported = query.grain in ("round", "observation") or any(c.startswith("metric.") for c in used)
     unscored = unscored_notes(sum(r.run_id not in scored for r in records), len(records))
     notes: list[str] = [*skipped, *read_notes, *(unscored if reported else []), *unfinite,
-                        *_single_values(groups, query), *_overflowed(groups)]  # fmt: skip
+                        *_single_values(groups, query), *_overflowed(blanked)]  # fmt: skip
     if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}
@@ -800,8 +820,8 @@ def _finite(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[pl.DataFrame, 
             continue
         named = ", ".join(runs[:_STALE_NAMED]) + (f" and {len(runs) - _STALE_NAMED} more"
                                                   if len(runs) > _STALE_NAMED else "")  # fmt: skip
-        notes.append(f"{column}: a value that is not a finite number (NaN or infinite) counted "
-                     f"as missing in {named}")  # fmt: skip
+        notes.append(f"{column}: a value that is not a finite number (text, NaN or infinite) "
+                     f"counted as missing in {named}")  # fmt: skip
         blanked.append(pl.when(bad).then(None).otherwise(pl.col(column)).alias(column))
     return (frame.with_columns(blanked) if blanked else frame), notes
 
@@ -815,17 +835,11 @@ def _single_values(groups: list[Group], query: Query) -> list[str]:
             for label in labels]  # fmt: skip
 
 
-def _overflowed(groups: list[Group]) -> list[str]:
-    """Blank each cell whose aggregate overflowed a float (inf); the notes naming them.
+def _overflowed(labels: list[str]) -> list[str]:
+    """The notes naming each measure whose aggregate overflowed a float (:func:`_cell` blanks it).
 
     JSON has no infinity: every surface shows the same blank value, and the note says why.
     """
-    labels: list[str] = []
-    for group in groups:
-        for i, cell in enumerate(group.cells):
-            if cell.value is not None and not math.isfinite(cell.value):
-                group.cells[i] = cell.model_copy(update={"value": None, "interval": None})
-                labels.append(cell.measure)
     return [f"{label}: overflows a float (beyond 1.8e308): left blank"
             for label in dict.fromkeys(labels)]  # fmt: skip
 

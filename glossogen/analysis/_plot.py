@@ -82,6 +82,10 @@ def check_chart(chart: str) -> None:
     Raises:
         QueryError: (field ``chart``) naming it.
     """
+    try:
+        chart.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError(f"{shown(chart)}: not UTF-8 text", "chart") from None
     if chart not in CHARTS:
         raise QueryError(f"{shown(chart)} is not one of {', '.join(CHARTS)}", "chart")
 
@@ -141,11 +145,20 @@ def _numbers(labels: list[str]) -> list[float] | None:
 
 
 def _errors(cells: list[Any]) -> tuple[list[float], list[float]]:
-    """Each cell's distance down and up to its interval's ends (NaN where it has none)."""
-    low = [c.value - c.interval.low if c.interval and c.interval.low is not None
-           else float("nan") for c in cells]  # fmt: skip
-    high = [c.interval.high - c.value if c.interval and c.interval.high is not None
-            else float("nan") for c in cells]  # fmt: skip
+    """Each cell's distance down and up to its interval's ends (NaN where it has none).
+
+    Drawn from the interval's ends whatever their order (an inverted interval is its ends
+    swapped); an end on the wrong side of the value is clipped to the value (a bar of 0), so a
+    value outside its interval draws the end that is there and never fails.
+    """
+    low: list[float] = []
+    high: list[float] = []
+    for c in cells:
+        ends = (c.interval.low, c.interval.high) if c.interval else (None, None)
+        if ends[0] is not None and ends[1] is not None:
+            ends = (min(ends), max(ends))
+        low.append(float("nan") if ends[0] is None else max(c.value - ends[0], 0.0))
+        high.append(float("nan") if ends[1] is None else max(ends[1] - c.value, 0.0))
     return low, high
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import tempfile
 import zipfile
 from collections.abc import Iterable
@@ -52,7 +51,7 @@ from typing import Any
 import polars as pl
 
 from glossogen.export import RunRecord
-from glossogen.export._cells import _CONTROL, _FORMULA_START, _NEWLINES, _as_text, clean_text
+from glossogen.export._cells import _as_text
 from glossogen.export._frames import (
     AGENT_OWN,
     METRIC_PREFIXES,
@@ -88,10 +87,9 @@ _HEADS = {"run": RUN_META, "round": ROUND_KEYS, "agent": AGENT_OWN}
 # Kind bits of one cell: the key is present, then the type of its value (none: blank).
 _PRESENT, _BOOL, _INT, _FLOAT, _STR, _OTHER = 1, 2, 4, 8, 16, 32
 _UNCACHED_STATUSES = (RUNNING, STOPPED, "queued")
-_DAMAGE_FACTS = '"torn_line":'
-"""In an entry's facts JSON since damaged lines are kept: an entry without it is read again."""
-_UNSAFE = re.compile(f"{_CONTROL}|{_NEWLINES}|{_FORMULA_START}")
-"""Text :func:`~glossogen.export._cells.clean_text` would change (most text it would not)."""
+_DAMAGE_FACTS = '"raw_text":true'
+"""In an entry's facts JSON since text is kept as recorded (earlier entries held it made
+spreadsheet-safe, and before that no damaged lines): an entry without it is read again."""
 
 
 def cache_path(runs_dir: str) -> str:
@@ -131,9 +129,7 @@ def _kind(value: Any) -> int:
 def _text(value: Any, kind: int) -> str | None:
     if value is None:
         return None
-    if kind & (_STR | _OTHER):
-        return clean_text(_as_text(value) or "")
-    return _as_text(value)  # a number's or a bool's text needs no cleaning
+    return _as_text(value)
 
 
 def _record_facts(record: RunRecord) -> str:
@@ -155,6 +151,7 @@ def _record_facts(record: RunRecord) -> str:
             "agents": list(record.facts.agents),
             "bad_line_numbers": record.facts.bad_line_numbers,
             "torn_line": record.facts.torn_line,
+            "raw_text": True,
         },
         default=str,
         option=orjson.OPT_NON_STR_KEYS,
@@ -242,7 +239,7 @@ def _encode(row: dict[str, Any], cells: dict[str, Any]) -> None:
             continue
         kind = type(value)
         if kind is str:
-            cells[column] = clean_text(value) if _UNSAFE.search(value) else value
+            cells[column] = value
             cells[named] = _PRESENT | _STR
         elif kind in _SIMPLE:
             cells[column] = ("true" if value else "false") if kind is bool else str(value)

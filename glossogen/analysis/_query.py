@@ -10,12 +10,15 @@ is computed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -70,6 +73,19 @@ _FILTER_RE = re.compile(r"^(?P<field>[^=!<>]*?)(?P<op>!=|>=|<=|=|>|<)(?P<value>.
 
 _WORDS = {"measures": "measure", "filters": "filter", "by": "key", "compare": "compare",
           "sort": "sort", "metric": "metric", "grain": "grain"}  # fmt: skip
+
+
+def _as_typed(value: object) -> object:
+    """A JSON number or boolean as the text the CLI takes for it (``300``, ``0.1``, ``true``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_as_typed)]
+"""A filter's value or a comparison's arm: text, or a JSON number or boolean read as its text."""
 
 
 class QueryError(ValueError):
@@ -160,7 +176,7 @@ class RowFilter(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     field: Annotated[str, Field(min_length=1)]
     op: Literal["!=", ">=", "<=", "=", ">", "<"]
-    value: str
+    value: Text
 
     @classmethod
     def parse(cls, text: str) -> RowFilter:
@@ -192,8 +208,8 @@ class Compare(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Annotated[str, Field(min_length=1)]
-    a: str
-    b: str
+    a: Text
+    b: Text
 
     @classmethod
     def parse(cls, text: str) -> Compare:
@@ -242,10 +258,10 @@ class Query(BaseModel):
     measures: list[Measure] = Field(min_length=1)
     compare: Compare | None = None
     sort: str | None = None
-    limit: Annotated[int, Field(ge=1)] | None = None
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
-    resamples: Annotated[int, Field(ge=10, le=100_000)] = 2000
-    max_runs: Annotated[int, Field(ge=1)] = 5000
+    limit: Annotated[int, Field(strict=True, ge=1)] | None = None
+    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = 0
+    resamples: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 2000
+    max_runs: Annotated[int, Field(strict=True, ge=1)] = 5000
 
     # A validator raises a QueryError: pydantic keeps it (``ctx["error"]``), and every surface
     # answers its line in the shape of the engine's other refusals (:func:`query_error_of`).
@@ -255,11 +271,12 @@ class Query(BaseModel):
     def _distinct_keys(cls, by: list[str]) -> list[str]:
         for key in by:
             _utf8(key, "by")
-        listed = f"[{', '.join(shown(k) for k in by)}]"  # each key cut as a refusal cuts it
+        typed = shown(",".join(by))  # as --by takes them
         if any(not k.strip() for k in by):  # as --by '' and --by a, are refused
-            raise QueryError(f"{listed}: a key is empty", "by")
-        if len(set(by)) != len(by):
-            raise QueryError(f"{listed}: a key is named twice", "by")
+            raise QueryError(f"{typed}: a key is empty", "by")
+        twice = [k for i, k in enumerate(by) if k in by[:i]]
+        if twice:
+            raise QueryError(f"{typed}: the key {shown(twice[0])} is named twice", "by")
         return by
 
     @field_validator("grain", mode="before")
@@ -276,6 +293,15 @@ class Query(BaseModel):
             _utf8(text, str(info.field_name))
         return text
 
+    @field_validator("measures")
+    @classmethod
+    def _distinct_measures(cls, measures: list[Measure]) -> list[Measure]:
+        labels = [m.label for m in measures]
+        twice = [label for i, label in enumerate(labels) if label in labels[:i]]
+        if twice:  # its cells would be answered, and printed, twice
+            raise QueryError(f"{shown(twice[0])}: a measure is named twice", "measures")
+        return measures
+
     @model_validator(mode="after")
     def _observation_metric(self) -> Query:
         if self.grain == "observation" and self.metric is None:
@@ -291,21 +317,38 @@ class Query(BaseModel):
         return self
 
 
-class Interval(BaseModel):
-    """A 95% interval and how it was found."""
+def _finite(value: float | None) -> float | None:
+    """A value that is not a finite number (``NaN``, ``Infinity``) is missing (None)."""
+    return value if value is None or math.isfinite(value) else None
 
-    low: float | None
-    high: float | None
+
+Number = Annotated[float | None, AfterValidator(_finite)]
+"""A number of an answer; one that is not finite is blank, as the engine blanks it (a result
+posted back to be drawn, REST ``/render``, is read the same way)."""
+
+
+class Interval(BaseModel):
+    """A 95% interval and how it was found (``low`` never above ``high``)."""
+
+    low: Number
+    high: Number
     method: str
     """``wilson`` (a rate of runs), ``bootstrap`` (runs resampled; rows of a run move
     together), ``paired bootstrap`` (pairs resampled), or ``none`` (fewer than two values)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        """Refuse an interval whose low end is above its high end (one posted to be drawn)."""
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low:g} is above high {self.high:g}")
+        return self
 
 
 class Cell(BaseModel):
     """One measure of one group: its value (None when the group has no value), n and missing."""
 
     measure: str
-    value: float | None
+    value: Number
     n: int
     """Rows with a value."""
     missing: int
@@ -331,9 +374,9 @@ class Comparison(BaseModel):
     a: str
     b: str
     within: dict[str, str] = {}
-    a_value: float | None
-    b_value: float | None
-    difference: float | None
+    a_value: Number
+    b_value: Number
+    difference: Number
     interval: Interval
     paired: bool
     pairing: str

@@ -84,6 +84,18 @@ def comparison_frame(result: Result) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_schema(within, COMPARISON_COLUMNS), orient="row")
 
 
+def csv_text(frame: pl.DataFrame) -> str:
+    """``frame`` as CSV, its text made spreadsheet-safe (the export's guard).
+
+    A cell starting ``=``, ``+``, ``@`` or a tab gets a leading ``'`` and control characters
+    and line breaks go, in the CSV alone: the answer (JSON, REST, MCP) and the filters keep
+    the text as recorded.
+    """
+    from glossogen.export._cells import safe_text
+
+    return safe_text(frame).write_csv()
+
+
 def runs_read(result: Result) -> str:
     """The runs the rows come from, and the runs selected when a filter is given or they differ.
 
@@ -97,12 +109,17 @@ def runs_read(result: Result) -> str:
 
 
 def number(value: Any) -> str:
-    """A cell as the terminal table shows it: blank for None, 4 significant digits."""
+    """A cell as the terminal table shows it: blank for None, a whole number whole (77461).
+
+    Any other number with 4 significant digits.
+    """
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:  # a whole number as JSON gives it: 77461
+            return str(int(value))
         return f"{value:.4g}"
     return str(value)
 
@@ -111,6 +128,7 @@ __all__ = [
     "CELL_COLUMNS",
     "COMPARISON_COLUMNS",
     "comparison_frame",
+    "csv_text",
     "number",
     "result_frame",
     "runs_read",

@@ -168,9 +168,8 @@ def analyze(
         return _error(_flagged(exc), exit_codes.USAGE)
     except RunsMissing as exc:  # as glossogen export refuses them
         return _error(str(exc), exit_codes.UNREADABLE)
-    except SelectionError as exc:  # a knob value its knob cannot read: bad input, as a bad knob
-        code = exit_codes.USAGE if exc.field == "knob" else exit_codes.REFUSED
-        return _error(said_of_selection(exc), code)
+    except SelectionError as exc:  # a knob value its knob cannot read: 65, as export and verify
+        return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
 
@@ -264,6 +263,8 @@ def _invalid(exc: Any) -> str:
         flag = f"{flag} {shown(given)}"  # quoted, escaped and cut: a byte that is no UTF-8
     elif first["type"] != "value_error" and isinstance(given, (int, float)):
         flag = f"{flag} {given}"  # as typed: --limit -1
+    elif message.startswith("'"):  # the message opens with the value as typed: --by 'a,a': ...
+        return f"{flag} {message}"
     return f"{flag}: {message}"
 
 
@@ -425,11 +426,11 @@ def _print_result(result: Any, as_csv: bool) -> None:
 def _show(frame: object, as_csv: bool, title: str) -> None:
     import polars as pl
 
-    from glossogen.analysis._render import number
+    from glossogen.analysis._render import csv_text, number
 
     assert isinstance(frame, pl.DataFrame)
     if as_csv:
-        sys.stdout.write(frame.write_csv())
+        sys.stdout.write(csv_text(frame))
         sys.stdout.flush()
         return
     from rich.console import Console

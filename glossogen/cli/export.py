@@ -139,11 +139,12 @@ def export(
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
-        names = check_frames([f.strip() for f in frames.split(",") if f.strip()])
+        names = check_frames(_tables(frames))
     except SelectionError as exc:
         return _error(said_of_selection(exc), exit_codes.USAGE)
-    except ValueError as exc:
-        return _error(f"--frames: {exc}", exit_codes.USAGE)
+    except ValueError as exc:  # the value first when the line names it: --frames 'a,': ...
+        said = f" {exc}" if str(exc).startswith("'") else f": {exc}"
+        return _error(f"--frames{said}", exit_codes.USAGE)
     refused = _check_places(out, runs_dir)
     if refused is not None:
         return refused
@@ -184,6 +185,25 @@ def export(
             return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
     _print_exported(len(selected.records), out, counts, raw)
     return 0
+
+
+def _tables(frames: str) -> list[str]:
+    """The tables ``--frames`` names, as ``--by`` reads its keys: none empty, none twice.
+
+    Raises:
+        ValueError: ``'run_level,': a table name is empty``, or a table named twice.
+    """
+    from glossogen.refusals import shown
+
+    names = [f.strip() for f in frames.split(",")]
+    if not any(names):
+        return []  # no table named: check_frames says which there are
+    if not all(names):
+        raise ValueError(f"{shown(frames)}: a table name is empty")
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise ValueError(f"{shown(frames)}: the table {shown(twice[0])} is named twice")
+    return names
 
 
 def _check_places(out: str, runs_dir: str) -> int | None:

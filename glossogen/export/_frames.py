@@ -10,6 +10,7 @@ no report); it is never zero.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -113,8 +114,19 @@ def metrics_of(record: RunRecord, wanted: set[str] | None) -> dict[str, dict[str
     }
 
 
+def reported_number(value: Any) -> Any:
+    """A value a report gives where a number goes: a number (or None) as it is, else NaN.
+
+    Text (``"12.5"``, ``"abc"``), a list or a mapping is no number: it becomes NaN, so the
+    column stays a number column and every reader counts the value as missing and names the run
+    and the field, as it does a report's own NaN or infinity (the analysis in its notes, the
+    export as a blank cell and a note).
+    """
+    return value if value is None or isinstance(value, (int, float)) else math.nan
+
+
 def _score(entry: dict[str, Any]) -> Any:
-    return entry.get("score") if entry.get("status", "ok") == "ok" else None
+    return reported_number(entry.get("score")) if entry.get("status", "ok") == "ok" else None
 
 
 def run_context(record: RunRecord) -> dict[str, Any]:
@@ -209,7 +221,7 @@ def ordered_columns(rows: list[dict[str, Any]], head: list[str]) -> list[str]:
 
 
 def _mean(values: list[Any]) -> float | None:
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numbers = [reported_number(v) for v in values if v is not None]
     return sum(numbers) / len(numbers) if numbers else None
 
 
@@ -255,7 +267,7 @@ def agent_rows(record: RunRecord, wanted: set[str] | None, summaries: bool) -> l
     for name, entry in metrics_of(record, wanted).items():
         for obs in entry.get("per_agent") or []:
             cells = per_agent.setdefault(str(obs.get("agent_id")), {})
-            cells[f"metric.{name}"] = obs.get("value")
+            cells[f"metric.{name}"] = reported_number(obs.get("value"))
             if summaries:
                 cells[f"metric_note.{name}"] = obs.get("note")
     rows = []

@@ -18,6 +18,7 @@ CSV names its column.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -140,17 +141,28 @@ class KnobCondition:
                 raise self._refuse("the run records a boolean; write true or false")
             return (recorded == (wanted == "true")) == (self.op == "=")
         if isinstance(recorded, (int, float)):
-            try:
-                number = float(self.value)
-            except ValueError:
-                raise self._refuse("the run records a number") from None
-            if self.op in _ORDER:
-                return bool(_ORDER[self.op](recorded, number))
-            return (recorded == number) == (self.op == "=")
+            return self._matches_number(recorded)
         text = str(recorded)
         if self.op in _ORDER:
             raise self._refuse("the run records a string; only = and != apply")
         return (text.casefold() == self.value.casefold()) == (self.op == "=")
+
+    def _matches_number(self, recorded: float) -> bool:
+        """Whether a recorded number satisfies this condition (its value read as a number).
+
+        Raises:
+            SelectionError: (field ``knob``) the value is not a number, or not a finite one
+                (``nan``, ``inf``, ``1e999``: they compare with nothing as a user means).
+        """
+        try:
+            number = float(self.value)
+        except ValueError:
+            raise self._refuse("the run records a number") from None
+        if not math.isfinite(number):
+            raise self._refuse("the run records a number; this is not a finite one")
+        if self.op in _ORDER:
+            return bool(_ORDER[self.op](recorded, number))
+        return (recorded == number) == (self.op == "=")
 
 
 def lookup(config: dict[str, Any], dotted: str) -> Any:

@@ -360,7 +360,11 @@ peak's growth from 100 to 1,000 runs, and CPU time does not depend on this size.
 
 
 def log_batches(
-    names: list[str], records: list[RunRecord], *, repeat_run_columns: bool = True
+    names: list[str],
+    records: list[RunRecord],
+    *,
+    repeat_run_columns: bool = True,
+    safe: bool = True,
 ) -> Iterator[dict[str, pl.DataFrame]]:
     """Yield batches of the event-log tables ``names``: table name to frame, whole runs each.
 
@@ -368,20 +372,20 @@ def log_batches(
     :data:`BATCH_ROWS` and then become one frame per table (never one per run), text cells
     made spreadsheet-safe by one vectorised pass per batch. Every frame has the columns of
     :func:`log_table_columns`; at least one batch is yielded (header-only for no run).
+    Without ``safe`` (the analysis, whose JSON keeps values as recorded) text is left as it is.
     """
+    guard = safe_text if safe else _as_is
     columns = {n: log_table_columns(n, records, repeat_run_columns)[0] for n in names}
     context = None
     if "message_level" in names and repeat_run_columns:
-        context = safe_text(
-            context_frame(records, columns["message_level"][len(MESSAGE_COLUMNS) :])
-        )
+        context = guard(context_frame(records, columns["message_level"][len(MESSAGE_COLUMNS) :]))
     pending: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
 
     def batch() -> dict[str, pl.DataFrame]:
         frames: dict[str, pl.DataFrame] = {}
         for name in names:
             own = MESSAGE_COLUMNS if name == "message_level" else columns[name]
-            frame = safe_text(frame_from_rows(pending[name], own))
+            frame = guard(frame_from_rows(pending[name], own))
             if name == "message_level" and context is not None:
                 frame = with_context(frame, context)
             frames[name] = frame
@@ -402,11 +406,15 @@ def log_batches(
         yield batch()
 
 
+def _as_is(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame
+
+
 def log_frame(
-    name: str, records: list[RunRecord], *, repeat_run_columns: bool = True
+    name: str, records: list[RunRecord], *, repeat_run_columns: bool = True, safe: bool = True
 ) -> Iterator[pl.DataFrame]:
     """Yield the frames of table ``name`` (``message_level`` or ``round_context``), in batches."""
-    for frames in log_batches([name], records, repeat_run_columns=repeat_run_columns):
+    for frames in log_batches([name], records, repeat_run_columns=repeat_run_columns, safe=safe):
         yield frames[name]
 
 

@@ -201,6 +201,7 @@ def build_frames(
     metrics: list[str] | None = None,
     repeat_run_columns: bool = True,
     include_metric_summaries: bool = False,
+    safe: bool = True,
 ) -> dict[str, pl.DataFrame]:
     """Build the requested tables in memory (the REST path; the CLI streams instead).
 
@@ -213,9 +214,11 @@ def build_frames(
         repeat_run_columns: Copy run context onto round, agent and message rows.
         include_metric_summaries: Add ``metric_unit.``/``metric_summary.`` at run level and
             ``metric_note.`` on the round and agent tables.
+        safe: Make text cells spreadsheet-safe (:func:`~glossogen.export._cells.safe_text`);
+            the analysis reads them as recorded and guards only the CSV it writes.
 
     Returns:
-        Table name to frame, text cells already spreadsheet-safe.
+        Table name to frame, text cells spreadsheet-safe when ``safe``.
 
     Raises:
         ValueError: for an unknown table name or none.
@@ -230,14 +233,17 @@ def build_frames(
         if name in LOG_FRAMES:
             from glossogen.export._logtables import log_frame, log_table_columns
 
-            chunks = list(log_frame(name, records, repeat_run_columns=repeat_run_columns))
+            chunks = list(
+                log_frame(name, records, repeat_run_columns=repeat_run_columns, safe=safe)
+            )
             if not chunks:  # no run: the header alone
                 columns_of, _ = log_table_columns(name, records, repeat_run_columns)
                 chunks = [pl.DataFrame(schema=dict.fromkeys(columns_of, pl.String))]
             out[name] = pl.concat(chunks, how="vertical_relaxed")
     if CALL_FRAME in names:
         out[CALL_FRAME] = call_level(records, repeat_run_columns)
-    return {n: safe_text(_pick(out[n], n, columns, wanted)) for n in names}
+    picked = {n: _pick(out[n], n, columns, wanted) for n in names}
+    return {n: safe_text(f) for n, f in picked.items()} if safe else picked
 
 
 def call_level(records: list[RunRecord], repeat_run_columns: bool = True) -> pl.DataFrame:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -33,6 +34,11 @@ from glossogen.export._tables import (
 )
 from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
 
+_log = logging.getLogger("glossogen.export")
+
+_NAMED_RUNS = 5
+"""Runs named one by one in a note of values written blank; more are counted."""
+
 
 def _what(path: str) -> str:
     return "a file, not a folder" if os.path.isfile(path) else "not a folder"
@@ -48,6 +54,8 @@ def check_out(out: str) -> None:
     Raises:
         ValueError: one line naming ``out`` and what is wrong.
     """
+    if not out:  # would be the current folder: name a folder
+        raise ValueError("'': names no folder")
     fs, path = open_fs(out)
     if not is_local(fs):
         return
@@ -94,8 +102,36 @@ def publish(url: str) -> Iterator[IO[bytes]]:
                 os.unlink(tmp)
 
 
+def _blank_unfinite(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with each number that is not finite blank, each column's runs noted.
+
+    A report's NaN or infinity, or text where a number goes (read as NaN), is written as a
+    blank cell, never ``NaN`` or ``inf``, and a warning (the CLI's note) names the column and
+    the runs, as the analysis counts such a value as missing.
+    """
+    floats = [c for c, t in frame.schema.items() if t in (pl.Float32, pl.Float64)]
+    blanked = []
+    for column in floats:
+        bad = ~pl.col(column).is_finite()
+        if not frame.select(bad.any()).item():
+            continue
+        runs = (frame.filter(bad).get_column("run_id").unique(maintain_order=True).to_list()
+                if "run_id" in frame.columns else [])  # fmt: skip
+        named = ", ".join(runs[:_NAMED_RUNS]) + (
+            f" and {len(runs) - _NAMED_RUNS} more" if len(runs) > _NAMED_RUNS else ""
+        )
+        _log.warning("%s: a value that is not a finite number (text, NaN or infinite) written "
+                     "blank%s", column, f" for {named}" if named else "")  # fmt: skip
+        blanked.append(pl.when(bad).then(None).otherwise(pl.col(column)).alias(column))
+    return frame.with_columns(blanked) if blanked else frame
+
+
 def csv_bytes(frame: pl.DataFrame, header: bool = True) -> bytes:
-    """Return ``frame`` as CSV bytes (UTF-8, ``,``, ``"`` quoting, costs unrounded)."""
+    """Return ``frame`` as CSV bytes (UTF-8, ``,``, ``"`` quoting, costs unrounded).
+
+    A number that is not finite is a blank cell, with a note (:func:`_blank_unfinite`).
+    """
+    frame = _blank_unfinite(frame)
     buf = io.BytesIO()
     frame.write_csv(buf, include_header=header)
     return buf.getvalue()

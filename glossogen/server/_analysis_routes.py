@@ -202,6 +202,10 @@ def list_fields(
         _refuse(exc)
 
 
+MAX_DRAWN_GROUPS = 500
+"""Groups ``/render`` draws at most (a chart of more is unreadable and slow to draw)."""
+
+
 class RenderRequest(BaseModel):
     """A result to draw: the engine's :class:`~glossogen.analysis.Result` and a chart kind."""
 
@@ -223,22 +227,27 @@ def render_result(slug: str, body: RenderRequest) -> RenderedResult:
     """Draw a result the query route answered: no run is read again.
 
     Raises:
-        HTTPException: 422 a chart the result cannot take (a heatmap without two keys).
+        HTTPException: 422 a chart the result cannot take (a heatmap without two keys), or
+            more than :data:`MAX_DRAWN_GROUPS` groups to draw.
     """
     from glossogen.analysis._dashboard import chart_bytes
     from glossogen.analysis._plot import CHARTS, check_plot
-    from glossogen.analysis._render import comparison_frame, result_frame
+    from glossogen.analysis._render import comparison_frame, csv_text, result_frame
 
     result = body.result
     svg = None
     if body.chart in CHARTS:
+        if len(result.groups) > MAX_DRAWN_GROUPS:  # drawing takes seconds per hundred groups
+            raise HTTPException(422, {"field": "result.groups", "message": (
+                f"{len(result.groups)} groups: at most {MAX_DRAWN_GROUPS} are drawn; narrow the "
+                "query or set its limit")})  # fmt: skip
         try:
             check_plot("chart.svg", body.chart, result.query)
         except QueryError as exc:
             _refuse(exc)
         svg = chart_bytes(result, body.chart).decode()
-    comparisons = comparison_frame(result).write_csv() if result.comparisons else None
-    csv = result_frame(result, whole_counts=True).write_csv()
+    comparisons = csv_text(comparison_frame(result)) if result.comparisons else None
+    csv = csv_text(result_frame(result, whole_counts=True))
     return RenderedResult(csv=csv, comparisons_csv=comparisons, svg=svg)
 
 

@@ -161,7 +161,7 @@ def _one_refusal_shape(app: FastAPI) -> None:
         if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
             del place[1]  # the tag pydantic names for the selection's kind, not a field
         field = "body" if first.get("type") == "json_invalid" or not place else ".".join(place)
-        message = str(first.get("msg", ""))
+        message = str(first.get("msg", "")).removeprefix("Value error, ")  # pydantic's tag
         if first.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
             message = BODY_NOT_JSON
         elif first.get("type") == "value_error":  # a model's own check: its line, unprefixed

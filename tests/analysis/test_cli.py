@@ -388,7 +388,7 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
             text = text.replace(f'"@{value}@"', value, 1)
         report.write_text(text)
     note = ("glossogen: note: metric.mean_chars_per_round: a value that is not a finite number "
-            "(NaN or infinite) counted as missing in {}\n")  # fmt: skip
+            "(text, NaN or infinite) counted as missing in {}\n")  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code = analyze("--runs-dir", str(runs), "--measure", "mean_chars_per_round", "--csv")

@@ -149,7 +149,7 @@ WORDED = [
      "--compare 'channel_noise_level=0,0.0' names the arm '0.0' twice"),
     (["--measure", "x", "--out", "dash"], 64,
      "--out DIR goes with --dashboard FILE (a dashboard's report folder)"),
-    (["--measure", "x", "--knob", "channel_noise_level>abc"], 64,
+    (["--measure", "x", "--knob", "channel_noise_level>abc"], 65,
      "--knob 'channel_noise_level>abc': knob 'channel_noise_level', operator '>', value 'abc': "
      "the run records a number"),
     (["--measure", "x", "--knob", "garbage"], 64,

@@ -88,7 +88,7 @@ def test_the_same_answer_as_the_cli(
         "measure 'nope': no such field at the run grain of this selection (list the grain's "
         "fields)",
         "by: List should have at most 2 items after validation, not 3",
-        "key ['']: a key is empty",
+        "key '': a key is empty",
         "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
         "grain: Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
         "metric 'nope': no report of this selection has this metric (they have "

@@ -112,7 +112,7 @@ def test_every_long_typed_value_echoed_is_cut_at_80_and_a_path_never(
          f"--compare {cut(f'round_budget_chars=300,{huge}')}: no row has "
          f"knob.round_budget_chars {cut(huge)} (it holds (blank), 300, 600)"),
         (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--knob",
-          f"round_budget_chars={huge}x"], 64,
+          f"round_budget_chars={huge}x"], 65,
          f"--knob {cut(f'round_budget_chars={huge}x')}: knob 'round_budget_chars', operator "
          f"'=', value {cut(f'{huge}x')}: the run records a number"),
         (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--scenario", LONG], 65,

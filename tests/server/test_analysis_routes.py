@@ -84,7 +84,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
          "with op one of != >= <= = > <"},
         {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
          "narrow the selection or raise max_runs"},
-        {"field": "by", "message": "key ['']: a key is empty"},  # as the engine words it
+        {"field": "by", "message": "key '': a key is empty"},  # as the engine words it
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
