@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import glossogen.evaluation._registry as _registry_module
 from glossogen.evaluation import (
     UnknownMetricError,
     get_metric,
@@ -56,6 +57,12 @@ def test_a_name_registers_once() -> None:
 def test_a_plug_in_metric_registers_through_its_entry_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The plug-in is installed for this test only: the registry and its last scan are put
+    # back afterwards, so a later test's `--metrics all` in this process does not score it
+    # (it did, on a worker that ran this file first: its reports had one metric more).
+    assert "plugin_reply_count" not in metric_names()  # the built-ins loaded, the plug-in not
+    monkeypatch.setattr(_registry_module, "_registry", dict(_registry_module._registry))
+    monkeypatch.setattr(_registry_module, "_scanned_for", _registry_module._scanned_for)
     (tmp_path / "glossogen_plugin_replies.py").write_text(
         textwrap.dedent(
             '''
