@@ -22,5 +22,6 @@ def stop(run_dir: str = typer.Argument(..., help="The run folder a live process 
     except StopError as exc:
         print(f"glossogen: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(stopping.message)
+    scenario = stopping.run_id.partition("/")[0]
+    print(stopping.said(f"glossogen run {scenario} --resume {stopping.resume_from}"))
     return int(exit_codes.OK)

@@ -163,15 +163,22 @@ class Stopping:
 
     Attributes:
         run_id: The run.
-        message: The one line the CLI prints (the page and MCP show it too).
+        message: The one line said, every surface alike; how to resume is each surface's own
+            (:meth:`said`).
         pid: The writer signalled (SIGINT), when a local process plays the run.
         flow_run_id: The Prefect flow run cancelled, when a worker plays (or was to play) it.
+        resume_from: The run folder to resume, when the run ends ``interrupted`` (resumable).
     """
 
     run_id: str
     message: str
     pid: int | None = None
     flow_run_id: str | None = None
+    resume_from: str | None = None
+
+    def said(self, resume: str) -> str:
+        """``message``, then ``resume it with <resume>`` when the run is resumable."""
+        return f"{self.message}; resume it with {resume}" if self.resume_from else self.message
 
 
 def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop") -> Stopping:
@@ -243,13 +250,10 @@ def _signal(folder: RunFolder, pid: int) -> Stopping:
         raise StopError(f"run {folder.run_id}: not allowed to signal pid {pid}", 65) from None
     return Stopping(
         folder.run_id,
-        f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'; {_resume_hint(folder)}",
+        f"stopping {folder.run_id} (pid {pid}): it ends 'interrupted'",
         pid=pid,
+        resume_from=folder.url,
     )
-
-
-def _resume_hint(folder: RunFolder) -> str:
-    return f"resume it with glossogen run {folder.scenario} --resume {folder.url}"
 
 
 _UNSTARTED = (CONFIG, LABELS, ".claim", FLOW_RUN, LOCK_NAME, STOP)
@@ -316,9 +320,9 @@ def _cancel_flow_run(folder: RunFolder, flow_run_id: UUID, begun: bool) -> Stopp
         return Stopping(folder.run_id, message, flow_run_id=str(flow_run_id))
     message = (
         f"stopping {folder.run_id} ({named}, {cancel.before}): cancelled through Prefect, its "
-        f"worker stops it and it ends 'interrupted'; {_resume_hint(folder)}"
+        "worker stops it and it ends 'interrupted'"
     )
-    return Stopping(folder.run_id, message, flow_run_id=str(flow_run_id))
+    return Stopping(folder.run_id, message, flow_run_id=str(flow_run_id), resume_from=folder.url)
 
 
 __all__ = [

@@ -304,5 +304,5 @@ class Launching(ToolBase):
             run_id=folder.run_id,
             pid=stopping.pid,
             flow_run_id=stopping.flow_run_id,
-            message=stopping.message,
+            message=stopping.said(f"resume_run (run_id {folder.run_id!r})"),
         )

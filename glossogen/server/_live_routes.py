@@ -274,5 +274,6 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         "run_id": folder.run_id,
         "pid": stopping.pid,
         "flow_run_id": stopping.flow_run_id,
-        "message": stopping.message,
+        # the page's reader resumes from a shell: the command, as `glossogen stop` says it
+        "message": stopping.said(f"glossogen run {scenario} --resume {stopping.resume_from}"),
     }

@@ -84,7 +84,7 @@ def test_stop_run_right_after_resume_run_stops_the_launched_process(
     pid = pid_of(resumed)
     assert stopped["pid"] == pid
     assert stopped["message"] == (
-        f"stopping {interrupted} (pid {pid}): it ends 'interrupted'; resume it with glossogen "
-        f"run veyru --resume {runs / interrupted}"
-    )
+        f"stopping {interrupted} (pid {pid}): it ends 'interrupted'; resume it with resume_run "
+        f"(run_id '{interrupted}')"
+    )  # the tool to call, not the CLI's command
     assert (after["status"], after["rounds_played"]) == ("interrupted", 1)
