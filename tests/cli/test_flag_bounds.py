@@ -55,6 +55,17 @@ CASES = [
     (FORK_FROM + ["--after-round", "0"], "--after-round must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "-2", "--rounds-after", "1"],
      "--after-round must be at least 1, got -2"),
+    # Past a bound no run needs, or past a 64-bit integer the log's readers parse (issue 32):
+    (RUN + ["--max-agent-turns", "99999999999999999999999"],
+     "--max-agent-turns must be at most 1000000, got 99999999999999999999999"),
+    (FORK + ["--max-agent-turns", "1000001"],
+     "--max-agent-turns must be at most 1000000, got 1000001"),
+    (REPLACE + ["--max-agent-turns", "99999999999999999999999"],
+     "--max-agent-turns must be at most 1000000, got 99999999999999999999999"),
+    (FORK + ["--rounds-after", "9223372036854775808"],
+     "--rounds-after must be at most 9223372036854775807, got 9223372036854775808"),
+    (FORK_FROM + ["--after-round", "99999999999999999999999"],
+     "--after-round must be at most 9223372036854775807, got 99999999999999999999999"),
     (SWEEP + ["--concurrency=1.5"], "Invalid value for '--concurrency': Input should be a "
      "valid integer, unable to parse string as an integer: got '1.5'"),
 ]  # fmt: skip
