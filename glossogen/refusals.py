@@ -23,7 +23,9 @@ plays; a larger one is refused before anything is written."""
 
 LOGGED_INT_MAX = 2**63 - 1
 """The largest integer a run may record from a request (``after_round``, ``rounds_after``,
-replicas): the log's readers parse signed 64-bit integers, so a larger one is refused."""
+replicas, seeds): the log's readers parse signed 64-bit integers, so a larger one is refused."""
+LOGGED_INT_MIN = -(2**63)
+"""The smallest integer a run may record from a request (a seed)."""
 
 
 def shown(value: object, quoted: bool = True) -> str:

@@ -89,3 +89,19 @@ def test_a_refused_number_is_repeated_in_one_line_and_nothing_is_written(
     assert exited.value.code == 64
     assert capsys.readouterr().err == f"glossogen: error: {message}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
+
+
+def test_a_seed_past_a_64_bit_integer_is_refused_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log records the seed, and its readers parse signed 64-bit integers (issue 32)."""
+    out = tmp_path / "out"
+    argv = [a.replace("OUT", str(out)) for a in RUN] + ["seed=99999999999999999999999"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 65
+    assert capsys.readouterr().err == (
+        "glossogen: error: invalid knob 'seed' = 99999999999999999999999: Input should be "
+        "less than or equal to 9223372036854775807\n"
+    )
+    assert list(tmp_path.iterdir()) == []
