@@ -17,6 +17,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 ECHOED = 80
 """Characters of a refused value a refusal echoes (a longer one is cut, with ``...``)."""
 
+MAX_AGENT_TURNS_LIMIT = 1_000_000
+"""The most model requests an agent may be given (``max_agent_turns``): far past any run a user
+plays; a larger one is refused before anything is written."""
+
+LOGGED_INT_MAX = 2**63 - 1
+"""The largest integer a run may record from a request (``after_round``, ``rounds_after``,
+replicas, seeds): the log's readers parse signed 64-bit integers, so a larger one is refused."""
+LOGGED_INT_MIN = -(2**63)
+"""The smallest integer a run may record from a request (a seed)."""
+
 
 def shown(value: object, quoted: bool = True) -> str:
     """``value`` as every refusal echoes it: quoted, cut to :data:`ECHOED` characters + ``...``.

@@ -44,7 +44,7 @@ from glossogen.knobs import (
     load_config,
     resolve_knobs,
 )
-from glossogen.refusals import Refusal
+from glossogen.refusals import LOGGED_INT_MAX, MAX_AGENT_TURNS_LIMIT, Refusal
 from glossogen.scenario import Scenario, load_scenario, scenario_dir
 from glossogen.storage import (
     CONFIG,
@@ -303,20 +303,23 @@ def _check_bounds(request: ForkRequest) -> None:
     """Refuse the bounds known without reading the source: usage errors (64).
 
     Raises:
-        DeriveError: (64) ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1,
+        DeriveError: (64) ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1
+            (or past :data:`~glossogen.refusals.LOGGED_INT_MAX`, ``max_agent_turns`` past
+            :data:`~glossogen.refusals.MAX_AGENT_TURNS_LIMIT`),
             a ``run_timeout_seconds`` not above 0 or infinite, a ``spend_cap_usd`` not a
             finite number above 0, an unknown replacement ``provider``; ``exc.refusal`` says
             which.
     """
     at_least_one = (
-        ("after_round", request.after_round),
-        ("rounds_after", request.rounds_after),
-        ("max_agent_turns", request.max_agent_turns),
+        ("after_round", request.after_round, LOGGED_INT_MAX),
+        ("rounds_after", request.rounds_after, LOGGED_INT_MAX),
+        ("max_agent_turns", request.max_agent_turns, MAX_AGENT_TURNS_LIMIT),
     )
-    for field, value in at_least_one:
-        if value is not None and value < 1:
+    for field, value, most in at_least_one:
+        if value is not None and not 1 <= value <= most:
+            bound = "at least 1" if value < 1 else f"at most {most}"
             raise DeriveError(
-                refusal=Refusal(field=field, reason=f"must be at least 1, got {value}"),
+                refusal=Refusal(field=field, reason=f"must be {bound}, got {value}"),
                 exit_code=64,
             )
     timeout = request.run_timeout_seconds

@@ -45,7 +45,7 @@ from glossogen.evaluation._run import (
     load_run,
     resolve_run_dir,
 )
-from glossogen.refusals import Refusal
+from glossogen.refusals import LOGGED_INT_MAX, Refusal
 from glossogen.storage import RunFolder
 
 USAGE = int(exit_codes.USAGE)
@@ -157,10 +157,15 @@ def scenario_of(run_dir: str) -> str:
 
 
 def check_replicas(field: str, value: int) -> None:
-    """Refuse fewer than 1 call per item (``judge_replicas``, ``probe_replicas``; 64)."""
-    if value < 1:
+    """Refuse fewer than 1 call per item, or more than a 64-bit integer (64).
+
+    ``judge_replicas``, ``probe_replicas``: the report records them, and its readers parse
+    signed 64-bit integers (:data:`~glossogen.refusals.LOGGED_INT_MAX`).
+    """
+    if not 1 <= value <= LOGGED_INT_MAX:
+        bound = "must be at least 1" if value < 1 else f"must be at most {LOGGED_INT_MAX}"
         raise EvaluationError(
-            refusal=Refusal(field=field, value=str(value), reason="must be at least 1"),
+            refusal=Refusal(field=field, value=str(value), reason=bound),
             exit_code=USAGE,
         )
 

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from glossogen.refusals import LOGGED_INT_MAX, LOGGED_INT_MIN
+
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh", "max"] | bool
 
 CacheRetention = Literal["5m", "30m", "1h", "12h"]
@@ -34,10 +36,10 @@ class AgentModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=LOGGED_INT_MAX)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=LOGGED_INT_MIN, le=LOGGED_INT_MAX)
     thinking: ThinkingLevel | None = None
     parallel_tool_calls: bool | None = None
     timeout: float | None = Field(default=None, gt=0, description="Request timeout, seconds.")
@@ -167,7 +169,12 @@ class BaseKnobs(BaseModel):
     noise_replacement_mode: Literal["mask", "drop"] = Field(
         default="mask", description="mask: a hit character becomes '_'; drop: it is removed."
     )
-    seed: int = Field(default=42, description="Seed of every random draw in the run.")
+    seed: int = Field(
+        default=42,
+        ge=LOGGED_INT_MIN,
+        le=LOGGED_INT_MAX,
+        description="Seed of every random draw in the run.",
+    )
     scripted_misplay_share: float = Field(
         default=0.25,
         ge=0.0,

@@ -41,7 +41,7 @@ from glossogen.knobs import (
     parse_overrides,
     resolve_knobs,
 )
-from glossogen.refusals import Refusal
+from glossogen.refusals import MAX_AGENT_TURNS_LIMIT, Refusal
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
 EXIT_USAGE = int(exit_codes.USAGE)
@@ -94,13 +94,17 @@ def check_limits(
     """Refuse a run limit out of bounds (None: not given), before anything is read.
 
     Raises:
-        LaunchError: (64) ``max_agent_turns`` below 1, or a ``run_timeout_seconds`` or
+        LaunchError: (64) ``max_agent_turns`` below 1 or above :data:`MAX_AGENT_TURNS_LIMIT`,
+            or a ``run_timeout_seconds`` or
             ``spend_cap_usd`` that is not a finite number above 0; ``exc.refusal`` names
             the field, which each surface words as its own (a flag, a tool argument).
     """
     reason = None
     if max_agent_turns is not None and max_agent_turns < 1:
         field, reason = "max_agent_turns", f"must be at least 1, got {max_agent_turns}"
+    elif max_agent_turns is not None and max_agent_turns > MAX_AGENT_TURNS_LIMIT:
+        field = "max_agent_turns"
+        reason = f"must be at most {MAX_AGENT_TURNS_LIMIT}, got {max_agent_turns}"
     elif run_timeout_seconds is not None and not (
         math.isfinite(run_timeout_seconds) and run_timeout_seconds > 0
     ):
@@ -135,7 +139,7 @@ class RunRequest(BaseModel):
     runs_dir: str
     config: str
     overrides: list[str] = Field(default_factory=list)
-    max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1)
+    max_agent_turns: int = Field(default=DEFAULT_MAX_AGENT_TURNS, ge=1, le=MAX_AGENT_TURNS_LIMIT)
     group_slug: str = "local"
     run_timeout_seconds: float | None = Field(default=None, gt=0)
     spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)

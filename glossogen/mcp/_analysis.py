@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ValidationError
+from pydantic import StrictInt, ValidationError
 
 from glossogen.analysis import Fields, Result
 from glossogen.export import FilterSelection, Selection
@@ -56,10 +56,10 @@ class Analysis(ToolBase):
         compare: str | None = None,
         metric: str | None = None,
         sort: str | None = None,
-        limit: int | None = None,
-        seed: int = 0,
-        resamples: int = 2000,
-        max_runs: int = 5000,
+        limit: StrictInt | None = None,
+        seed: StrictInt = 0,
+        resamples: StrictInt = 2000,
+        max_runs: StrictInt = 5000,
         selection: Selection | None = None,
     ) -> Result:
         """The engine's answer to the query these arguments make."""
@@ -82,7 +82,7 @@ class Analysis(ToolBase):
         self,
         grain: str = "run",
         metric: str | None = None,
-        max_runs: int = 5000,
+        max_runs: StrictInt = 5000,
         selection: Selection | None = None,
     ) -> Fields:
         """The fields of ``grain``'s rows over the selected runs, with coverage and values."""

@@ -8,6 +8,7 @@ variable name.
 from __future__ import annotations
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import StrictFloat, StrictInt
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.derive import DeriveError, ForkRequest, prepare_fork
@@ -66,9 +67,9 @@ class Launching(ToolBase):
         provider: str,
         config: str,
         overrides: list[str] | None,
-        max_agent_turns: int | None,
-        spend_cap_usd: float | None = None,
-        run_timeout_seconds: float | None = None,
+        max_agent_turns: StrictInt | None,
+        spend_cap_usd: StrictFloat | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
         group_slug: str = "local",
         judge_cache: str | None = None,
     ) -> RunConfig:
@@ -172,7 +173,7 @@ class Launching(ToolBase):
         provider: str,
         config: str = "knobs_default",
         overrides: list[str] | None = None,
-        max_agent_turns: int | None = None,
+        max_agent_turns: StrictInt | None = None,
     ) -> Estimate:
         """The dry run: resolved seats and settings, credentials by name, cost per round."""
         plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
@@ -188,9 +189,9 @@ class Launching(ToolBase):
         provider: str,
         config: str = "knobs_default",
         overrides: list[str] | None = None,
-        max_agent_turns: int | None = None,
-        spend_cap_usd: float | None = None,
-        run_timeout_seconds: float | None = None,
+        max_agent_turns: StrictInt | None = None,
+        spend_cap_usd: StrictFloat | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
         group_slug: str = "local",
         judge_cache: str | None = None,
     ) -> Launched:
@@ -229,9 +230,9 @@ class Launching(ToolBase):
         config: str | None = None,
         overrides: list[str] | None = None,
         allow_config_change: bool = False,
-        max_agent_turns: int | None = None,
-        run_timeout_seconds: float | None = None,
-        spend_cap_usd: float | None = None,
+        max_agent_turns: StrictInt | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        spend_cap_usd: StrictFloat | None = None,
         group_slug: str | None = None,
     ) -> Launched:
         """Continue a stopped, interrupted or failed run in place, detached.

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import StrictInt
 
 from glossogen.eventlog import (
     Event,
@@ -90,7 +91,7 @@ class RunReading(ToolBase):
         run_id_contains: str | None = None,
         knob: list[str] | None = None,
         cursor: str | None = None,
-        page_size: int | None = None,
+        page_size: StrictInt | None = None,
     ) -> RunPage:
         """Runs matching every filter (the export's), oldest first, one page at a time."""
         from glossogen.export import FilterSelection, RunsDirError, SelectionError, select_runs
@@ -213,13 +214,13 @@ class RunReading(ToolBase):
         self,
         run_id: str,
         event_types: list[str] | None = None,
-        round_number: int | None = None,
+        round_number: StrictInt | None = None,
         phase: str | None = None,
         channel_id: str | None = None,
         agent_id: str | None = None,
         cursor: str | None = None,
-        page_size: int | None = None,
-        max_text_chars: int = TEXT_CHARS,
+        page_size: StrictInt | None = None,
+        max_text_chars: StrictInt = TEXT_CHARS,
     ) -> EventPage:
         """A run's events in log order (superseded attempts included), filtered and paged."""
         start, size = cursor_offset(cursor, "read_run_events"), checked_page_size(page_size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import StrictInt
 
 from glossogen.mcp._base import (
     ToolBase,
@@ -28,8 +29,8 @@ class Scoring(ToolBase):
         judge_model: str | None = None,
         judge_provider: str | None = None,
         judge_settings: list[str] | None = None,
-        judge_replicas: int = 1,
-        probe_replicas: int = 1,
+        judge_replicas: StrictInt = 1,
+        probe_replicas: StrictInt = 1,
         allow_incomplete: bool = False,
         plot: bool = False,
         judge_cache: str | None = None,
@@ -84,7 +85,7 @@ class Scoring(ToolBase):
         run_ids: list[str] | None = None,
         repeat_run_columns: bool = True,
         include_metric_summaries: bool = False,
-        max_runs: int = 5000,
+        max_runs: StrictInt = 5000,
     ) -> Exported:
         """Write CSV tables of the selected runs to a folder or ``s3://`` URL.
 

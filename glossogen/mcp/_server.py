@@ -8,7 +8,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, StrictFloat, StrictInt, ValidationError
 
 from glossogen.derive import ForkRequest
 from glossogen.mcp._analysis import register as register_analysis
@@ -135,12 +135,12 @@ def build_server(runs_dir: str) -> MCPServer:
     # names ``knobs``), so a refusal names the argument (glossogen.refusals).
     def fork_run(
         source_run_id: str,
-        after_round: int,
-        rounds_after: int | None = None,
+        after_round: StrictInt,
+        rounds_after: StrictInt | None = None,
         knobs: str | None = None,
-        max_agent_turns: int | None = None,
-        run_timeout_seconds: float | None = None,
-        spend_cap_usd: float | None = None,
+        max_agent_turns: StrictInt | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        spend_cap_usd: StrictFloat | None = None,
         replay: bool = False,
     ) -> Launched:
         return derive(
@@ -151,16 +151,16 @@ def build_server(runs_dir: str) -> MCPServer:
 
     def replace_agent(
         source_run_id: str,
-        after_round: int,
+        after_round: StrictInt,
         replaced_agent_id: str,
         model: str,
         provider: str,
         channel_visibility: str = "full",
-        rounds_after: int | None = None,
+        rounds_after: StrictInt | None = None,
         knobs: str | None = None,
-        max_agent_turns: int | None = None,
-        run_timeout_seconds: float | None = None,
-        spend_cap_usd: float | None = None,
+        max_agent_turns: StrictInt | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        spend_cap_usd: StrictFloat | None = None,
         replay: bool = False,
     ) -> Launched:
         return derive(
@@ -172,17 +172,17 @@ def build_server(runs_dir: str) -> MCPServer:
 
     def cross_run_replace_agent(
         source_run_id: str,
-        after_round: int,
+        after_round: StrictInt,
         replaced_agent_id: str,
         donor_run_id: str,
         donor_agent_id: str,
         model: str,
         provider: str,
-        rounds_after: int | None = None,
+        rounds_after: StrictInt | None = None,
         knobs: str | None = None,
-        max_agent_turns: int | None = None,
-        run_timeout_seconds: float | None = None,
-        spend_cap_usd: float | None = None,
+        max_agent_turns: StrictInt | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        spend_cap_usd: StrictFloat | None = None,
         replay: bool = False,
     ) -> Launched:
         return derive(

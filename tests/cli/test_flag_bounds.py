@@ -55,6 +55,17 @@ CASES = [
     (FORK_FROM + ["--after-round", "0"], "--after-round must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "-2", "--rounds-after", "1"],
      "--after-round must be at least 1, got -2"),
+    # Past a bound no run needs, or past a 64-bit integer the log's readers parse (issue 32):
+    (RUN + ["--max-agent-turns", "99999999999999999999999"],
+     "--max-agent-turns must be at most 1000000, got 99999999999999999999999"),
+    (FORK + ["--max-agent-turns", "1000001"],
+     "--max-agent-turns must be at most 1000000, got 1000001"),
+    (REPLACE + ["--max-agent-turns", "99999999999999999999999"],
+     "--max-agent-turns must be at most 1000000, got 99999999999999999999999"),
+    (FORK + ["--rounds-after", "9223372036854775808"],
+     "--rounds-after must be at most 9223372036854775807, got 9223372036854775808"),
+    (FORK_FROM + ["--after-round", "99999999999999999999999"],
+     "--after-round must be at most 9223372036854775807, got 99999999999999999999999"),
     (SWEEP + ["--concurrency=1.5"], "Invalid value for '--concurrency': Input should be a "
      "valid integer, unable to parse string as an integer: got '1.5'"),
 ]  # fmt: skip
@@ -78,3 +89,20 @@ def test_a_refused_number_is_repeated_in_one_line_and_nothing_is_written(
     assert exited.value.code == 64
     assert capsys.readouterr().err == f"glossogen: error: {message}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
+
+
+def test_a_seed_past_a_64_bit_integer_is_refused_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log records the seed, and its readers parse signed 64-bit integers (issue 32)."""
+    out = tmp_path / "out"
+    argv = [a.replace("OUT", str(out)) for a in RUN] + ["seed=99999999999999999999999"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    refused = (exited.value.code, capsys.readouterr().err, list(tmp_path.iterdir()))
+    why = "Input should be less than or equal to 9223372036854775807"
+    assert refused == (
+        65,
+        f"glossogen: error: invalid knob 'seed' = 99999999999999999999999: {why}\n",
+        [],
+    )

@@ -147,3 +147,72 @@ def test_the_derived_run_tools_take_replay(prefect_api: str, tmp_path: Path) -> 
         assert ended["lineage"]["prefix"] == "replayed"
     pids = [pid_of(launched) for launched, _ in got.values()]
     wait_until(lambda: all(gone(p) for p in pids if p is not None), "the launched runs exit")
+
+
+def test_an_infinite_huge_or_loosely_typed_limit_is_refused_and_nothing_is_launched(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: ``Infinity`` (as a JSON client may send it, read as ``inf``), an integer past
+    the bound or past 64 bits, and a bool or numeric string for a number are each refused
+    in one line naming the argument, before anything is written."""
+    from glossogen.mcp import build_server
+
+    runs = tmp_path / "runs"
+    source = play_run(str(runs), "veyru", rounds=2).run_id
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+    inf = float("inf")
+    fork = {"source_run_id": source, "after_round": 1}
+    # Through the server's tools as JSON ``Infinity`` reaches them (the SDK's own client
+    # writes a float inf as null, so it never sends one).
+    infinite = [
+        ("start_run", {"scenario": "veyru", "spend_cap_usd": inf, **SCRIPTED}),
+        ("start_run", {"scenario": "veyru", "run_timeout_seconds": inf, **SCRIPTED}),
+        ("fork_run", {**fork, "spend_cap_usd": inf}),
+        ("fork_run", {**fork, "run_timeout_seconds": inf}),
+        ("replace_agent", {**fork, "spend_cap_usd": inf, **SEAT}),
+        ("resume_run", {"run_id": source, "run_timeout_seconds": inf}),
+    ]
+    huge = 99999999999999999999999
+    loose = [
+        ("start_run", {"scenario": "veyru", "max_agent_turns": huge, **SCRIPTED}),
+        ("fork_run", {**fork, "max_agent_turns": 1000001}),
+        ("fork_run", {**fork, "rounds_after": 2**63}),
+        ("resume_run", {"run_id": source, "max_agent_turns": huge}),
+        ("fork_run", {**fork, "max_agent_turns": True}),
+        ("start_run", {"scenario": "veyru", "max_agent_turns": "7", **SCRIPTED}),
+        ("fork_run", {**fork, "spend_cap_usd": "2"}),
+        ("evaluate_run", {"run_id": source, "judge_replicas": True}),
+        ("evaluate_run", {"run_id": source, "probe_replicas": 2**63}),
+    ]
+
+    async def go() -> list[str]:
+        server = build_server(str(runs))
+        said = []
+        for tool, arguments in infinite:
+            try:
+                await server.call_tool(tool, arguments)
+            except Exception as exc:  # the tool error the session sends back as text
+                said.append(str(exc).removeprefix(f"Error executing tool {tool}: "))
+        async with in_process_session(runs, tmp_path) as s:
+            said += [await refusal(s, tool, **arguments) for tool, arguments in loose]
+        return said
+
+    said = asyncio.run(go())
+    assert said == [
+        "spend_cap_usd must be a number of USD above 0, got inf",
+        "run_timeout_seconds must be a number of seconds above 0, got inf",
+        "spend_cap_usd must be a number of USD above 0, got inf",
+        "run_timeout_seconds must be a number of seconds above 0, got inf",
+        "spend_cap_usd must be a number of USD above 0, got inf",
+        "run_timeout_seconds must be a number of seconds above 0, got inf",
+        "max_agent_turns must be at most 1000000, got 99999999999999999999999",
+        "max_agent_turns must be at most 1000000, got 1000001",
+        "rounds_after must be at most 9223372036854775807, got 9223372036854775808",
+        "max_agent_turns must be at most 1000000, got 99999999999999999999999",
+        "max_agent_turns: Input should be a valid integer",
+        "max_agent_turns: Input should be a valid integer",
+        "spend_cap_usd: Input should be a valid number",
+        "judge_replicas: Input should be a valid integer",
+        "probe_replicas 9223372036854775808: must be at most 9223372036854775807",
+    ]
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
