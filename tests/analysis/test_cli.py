@@ -101,7 +101,7 @@ BAD = [
      "--metric is required at the observation grain (its metric's observations are the rows)"),
     (["--metric", "task_done", "--measure", "x"],
      "--metric 'task_done': only the observation grain takes a metric (the --grain is run)"),
-    (["--by", "a,a", "--measure", "x"], "--by 'a,a': a key is named twice (K1[,K2])"),
+    (["--by", "a,a", "--measure", "x"], "--by 'a,a': the key 'a' is named twice"),
     ([], "--measure is required (FIELD[:AGG])"),
     (["--measure", "x", "--plot", "/absent-folder/chart.svg"],
      "--plot '/absent-folder/chart.svg': its folder '/absent-folder' does not exist"),

@@ -228,7 +228,7 @@ def test_a_key_named_twice_is_named_as_typed(
     assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--by", "a,a") == 64
     assert capsys.readouterr() == ("", "glossogen: error: --by 'a,a': the key 'a' is named twice\n")
     got = client.post(f"{API}/query", json={"by": ["", "x"], "measures": [{"field": "x"}]})
-    assert got.json() == {"detail": {"field": "by", "message": "',x': a key is empty"}}
+    assert got.json() == {"detail": {"field": "by", "message": "key ',x': a key is empty"}}
 
 
 FORMULA = '=HYPERLINK("http://x")'
@@ -292,7 +292,7 @@ def test_wording_names_what_was_typed(
         (["--measure", "task_done", "--measure", "task_done"],
          "--measure 'task_done:mean': a measure is named twice"),
         (["--grain", "run", "--metric", "x", "--measure", "x"],
-         "--metric 'x': the run grain takes no metric (only the observation grain does)"),
+         "--metric 'x': only the observation grain takes a metric (the --grain is run)"),
         (["--grain", "observation", "--metric", "\udcff", "--measure", "x"],
          "--metric '\\udcff': not UTF-8 text"),
         (["--measure", "x", "--chart", "\udcff"], "--chart '\\udcff': not UTF-8 text"),

@@ -234,8 +234,8 @@ def test_a_difference_past_the_float_is_blank_with_a_note_and_so_is_its_interval
          "metric is required at the observation grain (its metric's observations are the rows)"),
         ({"metric": "task_done"}, "metric",
          "metric 'task_done': only the observation grain takes a metric (the grain is run)"),
-        ({"by": [""]}, "by", "key ['']: a key is empty"),
-        ({"by": ["seed", "seed"]}, "by", "key ['seed', 'seed']: a key is named twice"),
+        ({"by": [""]}, "by", "key '': a key is empty"),
+        ({"by": ["seed", "seed"]}, "by", "key 'seed,seed': the key 'seed' is named twice"),
     ],
 )  # fmt: skip
 def test_a_query_that_does_not_hold_together_is_the_engines_one_line_on_rest_and_mcp(
