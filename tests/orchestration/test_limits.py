@@ -9,8 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 from prefect.client.orchestration import PrefectClient, get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.actions import (
+    GlobalConcurrencyLimitCreate,
+    GlobalConcurrencyLimitUpdate,
+)
 from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
 
 from deployments.local_server import ProcessWorker
 from glossogen.launch import RunRequest
@@ -247,9 +251,20 @@ def test_a_slot_is_held_only_while_a_model_request_is_on_the_wire(
 
     async def scenario() -> tuple[list[str], int, int, int, tuple[int, int]]:
         async with get_client() as client:
-            await client.create_global_concurrency_limit(
-                GlobalConcurrencyLimitCreate(name="llm:openai", limit=limit, active=True)
-            )
+            # llm:openai is the real provider's limit, which other tests of this worker's server
+            # set from a limits file (pools apply): set it for this test, put it back after
+            try:
+                before = await client.read_global_concurrency_limit_by_name("llm:openai")
+            except ObjectNotFound:
+                before = None
+            if before is None:
+                await client.create_global_concurrency_limit(
+                    GlobalConcurrencyLimitCreate(name="llm:openai", limit=limit, active=True)
+                )
+            else:
+                await client.update_global_concurrency_limit(
+                    "llm:openai", GlobalConcurrencyLimitUpdate(limit=limit, active=True)
+                )
             gate = PrefectCallGate(linger_seconds=600)
             previous = install_gate(gate)
             try:
@@ -266,6 +281,13 @@ def test_a_slot_is_held_only_while_a_model_request_is_on_the_wire(
                 await gate.release_idle()
             finally:
                 install_gate(previous)
+                if before is None:
+                    await client.delete_global_concurrency_limit_by_name("llm:openai")
+                else:
+                    await client.update_global_concurrency_limit(
+                        "llm:openai",
+                        GlobalConcurrencyLimitUpdate(limit=before.limit, active=before.active),
+                    )
             return answers, asked, waiting, model_stub.max_concurrent, gate.server_asks()
 
     answers, asked, waiting, most, asks = asyncio.run(scenario())
