@@ -28,6 +28,9 @@ COMMAND_LINES = {
     ("glossogen/launch/_control.py", "--resume"):
         "the argv of a detached `glossogen run <scenario> --resume <folder>`: the library starts "
         "the CLI's own command (the same in every surface), it words no refusal",
+    ("glossogen/server/_live_routes.py", "--resume"):
+        "the page's Stop says how to resume as `glossogen stop` says it: the command its reader "
+        "types in a shell (MCP's stop_run names its resume_run tool instead)",
     ("glossogen/server/_pages.py", "--knob"):
         "the run list page says a refused filter in the line `glossogen export` prints for the "
         "same filters (its filters are the export's; tests/server/test_browser_ui.py)",

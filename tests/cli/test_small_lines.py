@@ -90,6 +90,5 @@ def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Pa
         round(raw.per_round_usd, 6), round(raw.total_usd, 6))  # fmt: skip
     assert extra == "rounds: Extra inputs are not permitted"
     assert two == (
-        "page_size: Input should be a valid integer, unable to parse string as an integer; "
-        "limit: Extra inputs are not permitted"
+        "page_size: Input should be a valid integer; limit: Extra inputs are not permitted"
     )
