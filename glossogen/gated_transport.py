@@ -40,7 +40,7 @@ class GatedTransport(httpx2.AsyncBaseTransport):
             self.sent += 1
             response = await self.wrapped.handle_async_request(request)
             try:
-                body = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
+                body = await response.aread()
             finally:
                 await response.aclose()
         return httpx2.Response(

@@ -82,7 +82,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
     mine = sorted(
         (items[i] for i in slots),
-        key=lambda item: rank.get(item.originalname, len(SLOWEST_FIRST)),  # type: ignore[attr-defined]
+        key=lambda item: rank.get(
+            item.originalname if isinstance(item, pytest.Function) else item.name,
+            len(SLOWEST_FIRST),
+        ),
     )
     for slot, item in zip(slots, mine, strict=True):
         items[slot] = item

@@ -269,6 +269,7 @@ def test_a_slot_is_held_only_while_a_model_request_is_on_the_wire(
             previous = install_gate(gate)
             try:
                 model = build_model("openai", "gpt-5.4")
+                # the gated transport is private to the provider SDK client; the test counts on it
                 transport = model.wrapped.client._client._transport  # type: ignore[attr-defined]
                 agent = Agent(model)
                 running = [asyncio.ensure_future(agent.run("hi")) for _ in range(calls)]

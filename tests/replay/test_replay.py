@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli.replay import replay as replay_command
-from glossogen.eventlog import RunResumed, RunView, SimulationEnded, ToolResultReceived
+from glossogen.eventlog import (
+    MessageSent,
+    RunResumed,
+    RunView,
+    SimulationEnded,
+    ToolResultReceived,
+)
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.replay import ReplayRequest, replay_run
 from glossogen.testing import play
@@ -288,7 +294,7 @@ def test_a_run_stopped_while_a_seat_waits_inside_a_tool_replays_identically(
         ("player_a", "wait_for_notifications", True),  # the stop found it in the tool
         ("player_b", "send_message", False),  # its tool had returned: the real result
     ]
-    assert recorded.events[stop - 3].event_type == "message_sent"  # logged after the cut
+    assert isinstance(recorded.events[stop - 3], MessageSent)  # logged after the cut
     assert [e.stopped_after_events for e in ended] == [stop - 3, None]
     report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
     assert (report.divergence, report.event_divergence, report.identical) == (None, None, True)
