@@ -50,10 +50,12 @@ from glossogen.eventlog import (
     SimulationEnded,
     Tape,
     ToolResultReceived,
+    new_id,
     read_tape,
 )
 from glossogen.replay._model import Pacing, replay_model
 from glossogen.replay._sequencer import Sequencer, run_replay
+from glossogen.storage import LINEAGE, RunFolder
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds
@@ -420,9 +422,10 @@ async def _play_tape(
     if config.judge is not None and config.judge.provider != "scripted":
         judge = replay_model(tape, "judge", config.judge.model, pacing)
     folder = claim_run(config, runs_dir)
+    derived = _write_derived_prefix(recorded, folder)
     for number, process in enumerate(segments):
         point = None
-        if number:
+        if number or derived:  # a derived run's every process resumes its written prefix
             config, point = plan_resume(ResumeRequest(run_dir=folder.url))
         session = open_session(
             config,
@@ -434,7 +437,8 @@ async def _play_tape(
             virtual_clock=True,
         )
         before = len(point.events) if point is not None else 0
-        if point is not None and stopped:  # each seat goes on from its calls the log holds
+        if point is not None and (stopped or number == 0):
+            # each seat goes on from its calls the log holds (a derived run's: its prefix's)
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
         sequencer = Sequencer(recorded.events, logged, seats, hosted)
@@ -454,6 +458,29 @@ async def _play_tape(
             return folder, sequencer.stalled
         session.finish(price_spend(folder), process.status, process.error)
     return folder, None
+
+
+def _write_derived_prefix(recorded: RunView, folder: RunFolder) -> bool:
+    """Write a derived run's prefix into the replay's ``folder``; False for an original run.
+
+    A fork or an agent swap played none of what its log holds before its first
+    ``run_resumed``: its derivation wrote it (its own ``simulation_started`` with the lineage,
+    the source's rounds 1..N, every seat registered again with its history at the boundary).
+    The replay's log begins with the same events (its ``simulation_started`` naming the
+    replay's run id), and ``lineage.json`` says what the record's says; the run's own
+    processes are then replayed as resumes of it.
+    """
+    started = recorded.started
+    if started is None or not started.lineage:
+        return False
+    folder.write_json(LINEAGE, dict(started.lineage))
+    with EventLogWriter(folder.log_url) as writer:
+        own = started.model_copy(update={"run_id": folder.run_id, "event_id": new_id()})
+        writer.append_line(own.model_dump_json())
+        for event in recorded.events[1:]:
+            if event.event_id in recorded.inherited:  # the prefix, as the view reads it
+                writer.append_line(event.model_dump_json())
+    return True
 
 
 def _left_by_stop(event: Event) -> bool:
