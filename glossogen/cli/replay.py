@@ -2,7 +2,8 @@
 
 The run is played again into a new folder under ``R`` by the ``replay`` provider (every seat
 and the judge answered from the run's tape: no network, no key, nothing billed) on the
-virtual clock (:mod:`glossogen.replay`). Printed: the replay's folder, then either
+virtual clock, or for a process the record played on the real clock with its time read from
+the record (:mod:`glossogen.replay`). Printed: the replay's folder, then either
 ``replayed N calls, M events: identical`` with the events per second, or the first call whose
 request differs (one line: seat, call index, round, both fingerprints; when every request is
 the same, the first event that differs: its place, type, seat, round and fields) followed by a

@@ -1,7 +1,7 @@
 """The engine: game clock, channels, budget, noise, agent runners and the round loop."""
 
 from glossogen.engine._channels import WARNING_THRESHOLDS, BudgetMeter, apply_noise
-from glossogen.engine._clock import Clock, SystemClock, VirtualClock
+from glossogen.engine._clock import Clock, ClockKind, SystemClock, VirtualClock
 from glossogen.engine._engine import RunEngine
 from glossogen.engine._faults import INTERNAL as INTERNAL_FAULT
 from glossogen.engine._judge import RunJudge
@@ -36,6 +36,7 @@ __all__ = [
     "WARNING_THRESHOLDS",
     "BudgetMeter",
     "Clock",
+    "ClockKind",
     "JudgeSeat",
     "RosterError",
     "RequestLedger",

@@ -10,11 +10,17 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+ClockKind = Literal["virtual", "real"]
+"""What a run's time is: ``virtual`` (it moves only by the run's own waits) or ``real``."""
 
 
 class Clock(Protocol):
     """What the engine needs of time. ``now()`` is in seconds from an arbitrary origin."""
+
+    kind: ClockKind
+    """Logged with the process's start (``simulation_started.clock``, ``run_resumed.clock``)."""
 
     def now(self) -> float:
         """Return the current game time, seconds (monotonic)."""
@@ -43,6 +49,8 @@ def _nothing() -> None:
 
 class SystemClock:
     """The real clock: monotonic time, real sleeps."""
+
+    kind: ClockKind = "real"
 
     def now(self) -> float:
         """Return ``time.monotonic()``, seconds."""
@@ -83,6 +91,8 @@ class VirtualClock:
     give. Game time can still move while a seat builds a request it has not yet sent.
     :meth:`advance` (a test moving time by hand) does not wait.
     """
+
+    kind: ClockKind = "virtual"
 
     def __init__(self, start: datetime | None = None) -> None:
         """Start game time at 0 and wall time at ``start`` (default: now, UTC)."""

@@ -243,6 +243,7 @@ class RunEngine:
                 run_timeout_seconds=s.run_timeout_seconds,
                 spend_cap_usd=s.spend_cap_usd,
                 group_slug=s.group_slug,
+                clock=self.clock.kind,
             )
         )
         for seat in s.seats:

@@ -172,6 +172,11 @@ class SimulationStarted(Event):
     spend_cap_usd: float | None = None
     """USD the run's own model calls may spend (``RunLimits.spend_cap_usd``); None: no cap."""
     group_slug: str | None = None
+    clock: Literal["virtual", "real"] | None = None
+    """The clock the process that logged it played on: ``virtual`` (game time moves only by
+    the run's own waits: every seat and the judge scripted, or the test setting) or ``real``
+    (every run of a hosted or local model). None on a line written before it was logged, and
+    on a derived run's own start (its processes log theirs on ``run_resumed``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -603,6 +608,9 @@ class RunResumed(Event):
     """``{"max_agent_turns" | "run_timeout_seconds" | "model" | "provider" | "group_slug":
     {"recorded": old, "now": new}}`` for every limit, default model or group this resume
     changed."""
+    clock: Literal["virtual", "real"] | None = None
+    """The clock this process played on (as ``simulation_started.clock``); None on a line
+    written before it was logged."""
 
 
 @final

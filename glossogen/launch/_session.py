@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -23,6 +23,7 @@ from glossogen import exit_codes
 from glossogen.derive import DeriveError, ResumePoint
 from glossogen.engine import (
     SETTLE_SECONDS,
+    Clock,
     RoundSummary,
     RunEngine,
     RunSetup,
@@ -424,6 +425,7 @@ def open_session(
     agent_models: Mapping[str, Model] | None = None,
     judge_model: Model | None = None,
     virtual_clock: bool = False,
+    clock_of: Callable[[EventLogWriter], Clock] | None = None,
 ) -> RunSession:
     """Create the writer and engine of a run and log its start (or its resumption).
 
@@ -437,7 +439,8 @@ def open_session(
     tests, through :mod:`glossogen.testing`); every other seat is built from its provider.
     ``judge_model`` likewise plays the in-run judge, and ``virtual_clock`` puts the run on the
     virtual clock whatever it calls (a replay, :mod:`glossogen.replay`: its models answer from
-    a tape).
+    a tape). ``clock_of`` makes the run's clock instead, from the log's writer (the replay of a
+    process that played on the real clock reads its time from the record, place by place).
 
     Raises:
         ValueError: ``agent_models`` names a seat the run does not have.
@@ -466,7 +469,9 @@ def open_session(
     if resume is not None and resume.state.last_timestamp is not None:
         start = max(start, resume.state.last_timestamp)  # game time never runs backwards
     virtual = virtual_clock or config.plays_on_virtual_clock(os.environ)
-    clock = VirtualClock(start) if virtual else SystemClock()
+    clock: Clock = VirtualClock(start) if virtual else SystemClock()
+    if clock_of is not None:
+        clock = clock_of(writer)
     setup = RunSetup(
         run_id=folder.run_id,
         scenario=config.build(),
@@ -511,6 +516,7 @@ def open_session(
                 postmortem_only=state.pending_verdicts,
                 config_changes=resume.config_changes,
                 limit_changes=resume.limit_changes,
+                clock=clock.kind,
             )
         )
         engine.requests.abandon_killed(killed)  # each logged once, cost unknown

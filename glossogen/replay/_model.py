@@ -119,6 +119,9 @@ class Pacing:
         """Each seat's calls made so far: its next call is answered with the tape's next one.
         A replay of a run stopped mid-round sets it anew at each resume from the replay's
         log (a call the stop cut off before its answer was logged is not on the tape)."""
+        self.ordered = False
+        """Whether the seats step in the recorded order (the sequencer orders this process):
+        an unbilled seat's answer then waits for its place in the log (:func:`replay_model`)."""
 
     def bind(
         self,
@@ -128,6 +131,10 @@ class Pacing:
         """Wait on ``pause`` (the game clock) and ``reached`` (a place in the log)."""
         self.pause = pause
         self.reached = reached
+
+
+def _always() -> bool:
+    return True
 
 
 async def _abandoned(call: TapeCall, pacing: Pacing) -> None:
@@ -151,10 +158,16 @@ def replay_model(
     model_name: str,
     pacing: Pacing,
     latency: float = 0.0,
+    unbilled: bool = False,
 ) -> FunctionModel:
     """Return the replay model of ``seat``: each call answered at once from ``tape``.
 
-    A scripted seat's answer waits ``latency`` on the game clock first, as it did.
+    A scripted seat's answer waits ``latency`` on the game clock first, as it did. An
+    ``unbilled`` seat's (scripted, local) logs nothing until its answer came: one a phase end
+    or a stop cut off before it did is on no tape. So where the seats step in the recorded
+    order (``Pacing.ordered``), its answer waits until the replay's log holds what the
+    record's held before the answer was logged; a call cancelled before then (cut off, as in
+    the record) leaves its answer on the tape for the seat's next call.
 
     pydantic-ai's ``FunctionModel`` is the ``Model`` subclass that takes an answer function;
     the function here reads the tape (kept over a hand-written ``Model``: the request path,
@@ -164,8 +177,14 @@ def replay_model(
     async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         made = pacing.calls[seat] = pacing.calls.get(seat, 0) + 1
         call = tape.call(seat, made)
-        if latency and pacing.pause is not None:
-            await pacing.pause(latency)
+        try:
+            if latency and pacing.pause is not None:
+                await pacing.pause(latency)
+            if unbilled and call is not None and pacing.ordered and pacing.reached is not None:
+                await pacing.reached(pacing.place(call), _always)
+        except asyncio.CancelledError:
+            pacing.calls[seat] = made - 1  # cut off before its answer came: not on the tape
+            raise
         if call is None:
             raise TapeExhausted(f"{seat} made call {made}; the recorded run made {made - 1}")
         if call.outcome == "abandoned":

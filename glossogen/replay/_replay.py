@@ -48,12 +48,16 @@ from glossogen.eventlog import (
     RunResumed,
     RunView,
     SimulationEnded,
+    SimulationStarted,
     Tape,
     ToolResultReceived,
+    new_id,
     read_tape,
 )
+from glossogen.replay._clock import RecordedClock, game_times
 from glossogen.replay._model import Pacing, replay_model
-from glossogen.replay._sequencer import Sequencer, run_replay
+from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner, run_replay
+from glossogen.storage import LINEAGE, RunFolder
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds
@@ -88,6 +92,8 @@ class _Process:
     status: EndStatus
     error: str | None
     cut: int | None = None
+    clock: str | None = None
+    """The clock it played on, as its start logged it (``real``, ``virtual``, or None)."""
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -218,12 +224,16 @@ def _ignored(recorded: RunView, fingerprinted: bool) -> frozenset[str]:
     """:data:`IGNORED`, and what the recorded log was written without.
 
     Request fingerprints (``fingerprinted`` False); where a stop cut the seats off
-    (``stopped_after_events``, null on every ``simulation_ended``).
+    (``stopped_after_events``, null on every ``simulation_ended``); the clock each process
+    played on (``clock``, null on every ``simulation_started`` and ``run_resumed``).
     """
     ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
     ends = [e for e in recorded.events if isinstance(e, SimulationEnded)]
     if all(e.stopped_after_events is None for e in ends):
         ignored |= {"stopped_after_events"}
+    starts = [e for e in recorded.events if isinstance(e, SimulationStarted | RunResumed)]
+    if all(e.clock is None for e in starts):
+        ignored |= {"clock"}
     return ignored
 
 
@@ -402,7 +412,11 @@ async def _play_tape(
     places = {id(e): i for i, e in enumerate(recorded.events)}
     settling = recorded.events if stopped else recorded.counted
     seats = {seat.agent_id: seat for seat in config.seats}
-    hosted = [agent_id for agent_id, seat in seats.items() if seat.provider not in UNBILLED]
+    hosted = any(seat.provider not in UNBILLED for seat in seats.values())
+    owners = [owner(e, frozenset(seats)) for e in recorded.events]
+    times = game_times(
+        recorded.events, found_over(recorded.events, cut_off(owners, recorded.events))
+    )
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
     pacing.place = lambda call: places.get(id(settling[call.line]), call.line)
@@ -413,6 +427,7 @@ async def _play_tape(
             seat.model,
             pacing,
             latency if seat.provider == "scripted" else 0.0,
+            seat.provider in UNBILLED,
         )
         for agent_id, seat in seats.items()
     }
@@ -420,10 +435,13 @@ async def _play_tape(
     if config.judge is not None and config.judge.provider != "scripted":
         judge = replay_model(tape, "judge", config.judge.model, pacing)
     folder = claim_run(config, runs_dir)
+    derived = _write_derived_prefix(recorded, folder)
     for number, process in enumerate(segments):
         point = None
-        if number:
+        if number or derived:  # a derived run's every process resumes its written prefix
             config, point = plan_resume(ResumeRequest(run_dir=folder.url))
+        before = len(point.events) if point is not None else 0
+        real = process.clock == "real"  # its time is read from the record, place by place
         session = open_session(
             config,
             folder,
@@ -432,13 +450,15 @@ async def _play_tape(
             agent_models=models,
             judge_model=judge,
             virtual_clock=True,
+            clock_of=partial(_recorded_clock, recorded.events, times, before) if real else None,
         )
-        before = len(point.events) if point is not None else 0
-        if point is not None and stopped:  # each seat goes on from its calls the log holds
+        if point is not None and (stopped or number == 0):
+            # each seat goes on from its calls the log holds (a derived run's: its prefix's)
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
-        sequencer = Sequencer(recorded.events, logged, seats, hosted)
+        sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real)
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
+        pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
         for round_number in range(first, process.last_round + 1):
             await sequencer.play(session.play_round(round_number))
@@ -454,6 +474,29 @@ async def _play_tape(
             return folder, sequencer.stalled
         session.finish(price_spend(folder), process.status, process.error)
     return folder, None
+
+
+def _write_derived_prefix(recorded: RunView, folder: RunFolder) -> bool:
+    """Write a derived run's prefix into the replay's ``folder``; False for an original run.
+
+    A fork or an agent swap played none of what its log holds before its first
+    ``run_resumed``: its derivation wrote it (its own ``simulation_started`` with the lineage,
+    the source's rounds 1..N, every seat registered again with its history at the boundary).
+    The replay's log begins with the same events (its ``simulation_started`` naming the
+    replay's run id), and ``lineage.json`` says what the record's says; the run's own
+    processes are then replayed as resumes of it.
+    """
+    started = recorded.started
+    if started is None or not started.lineage:
+        return False
+    folder.write_json(LINEAGE, dict(started.lineage))
+    with EventLogWriter(folder.log_url) as writer:
+        own = started.model_copy(update={"run_id": folder.run_id, "event_id": new_id()})
+        writer.append_line(own.model_dump_json())
+        for event in recorded.events[1:]:
+            if event.event_id in recorded.inherited:  # the prefix, as the view reads it
+                writer.append_line(event.model_dump_json())
+    return True
 
 
 def _left_by_stop(event: Event) -> bool:
@@ -479,6 +522,13 @@ def _logged(before: int, writer: EventLogWriter) -> int:
     return before + writer.count
 
 
+def _recorded_clock(
+    recorded: list[Event], times: list[float], before: int, writer: EventLogWriter
+) -> RecordedClock:
+    """The clock of a process that played on the real clock, read at the replay's place."""
+    return RecordedClock(recorded, times, partial(_logged, before, writer))
+
+
 def _segments(events: list[Event]) -> list[_Process]:
     """Each recorded process: the rounds it completed, how it ended, where a stop cut it.
 
@@ -493,7 +543,10 @@ def _segments(events: list[Event]) -> list[_Process]:
     segments: list[_Process] = []
     played = 0
     begun = completed = 0
+    clock: str | None = None
     for index, event in enumerate(events):
+        if isinstance(event, SimulationStarted | RunResumed):
+            clock = event.clock  # the process that ends next played on it
         if isinstance(event, RoundStarted):
             begun = event.round_number
         elif isinstance(event, RoundCompleted):
@@ -510,7 +563,7 @@ def _segments(events: list[Event]) -> list[_Process]:
                     while cut and _left_by_stop(events[cut - 1]):
                         cut -= 1
             last = max(played, event.round_number) if cut is None else completed
-            segments.append(_Process(last, event.status, event.error, cut))
+            segments.append(_Process(last, event.status, event.error, cut, clock))
     return segments
 
 

@@ -20,8 +20,9 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   logged it when its answer came) is answered once the replay's log holds the events the
   record held before it (:meth:`Sequencer.reached`), not at once; one still open when its
   process's rounds are played is answered then (:meth:`Sequencer.release`).
-- A run with no hosted seat is not ordered: its seats' answers came on the game clock, which
-  the replay plays again as it was.
+- A process with no hosted seat that played on the virtual clock is not ordered: its seats'
+  answers came on the game clock, which the replay plays again as it was. One that played on
+  the real clock is ordered, hosted seat or not: real time interleaved its seats.
 - A step that receives a cancellation goes (a phase end, a stop: the round's task cancels the
   seats), but a seat's waits while the next recorded event is another seat's: the seats cut
   off close their histories (their tool results, :func:`cut_off`) in the recorded order.
@@ -62,6 +63,8 @@ from glossogen.eventlog import (
     LlmResponseReceived,
     ModelRequestAbandoned,
     ModelRequestSent,
+    PostmortemEnded,
+    RoundEnded,
     ToolResultReceived,
     WorldEventDelivered,
 )
@@ -151,6 +154,39 @@ def cut_off(owners: list[str | None], recorded: list[Event]) -> frozenset[int]:
     return frozenset(closing)
 
 
+def found_over(recorded: list[Event], closing: frozenset[int]) -> dict[int, int]:
+    """Where the round's task found each phase over: ``{its end's place: that place}``.
+
+    A phase's end (``round_ended``, ``postmortem_ended``) is logged after what the round's task
+    logs as it ends the phase: the tool calls the seats' cancellation closed (``closing``,
+    :func:`cut_off`), the requests it left (logged abandoned) and the seats' history
+    checkpoints. The first of those is where the phase was found over.
+    """
+    found: dict[int, int] = {}
+    for end, event in enumerate(recorded):
+        if not isinstance(event, RoundEnded | PostmortemEnded):
+            continue
+        place = end
+        while place > 0:
+            before = recorded[place - 1]
+            left = isinstance(before, ModelRequestAbandoned) or place - 1 in closing
+            checkpoint = isinstance(before, AgentHistoryAppended) and before.phase != "setup"
+            if not (left or checkpoint):
+                break
+            place -= 1
+        found[end] = place
+    return found
+
+
+def timed_out(recorded: list[Event], found: dict[int, int]) -> frozenset[int]:
+    """Where the round's task found a phase over by its time limit (``trigger: timeout``)."""
+    return frozenset(
+        place
+        for end, place in found.items()
+        if getattr(recorded[end], "trigger", None) == "timeout"
+    )
+
+
 def describe(event: Event) -> str:
     """``event`` as a stall names it: type, seat, round and the seat's call."""
     seat = getattr(event, "agent_id", None) or getattr(event, "sender_id", None)
@@ -163,7 +199,9 @@ class Sequencer:
     """Orders the steps of a replay's seats by the recorded log (the module docstring).
 
     ``recorded``: the recorded log's events; ``logged``: how many events the replay's log holds
-    (its place in ``recorded``); ``seats``: the run's seats.
+    (its place in ``recorded``); ``seats``: the run's seats; ``ordered``: whether the seats'
+    steps are ordered by the log (a hosted seat, or a process on the real clock); ``real``:
+    whether the process played on the real clock.
     """
 
     def __init__(
@@ -171,14 +209,20 @@ class Sequencer:
         recorded: list[Event],
         logged: Callable[[], int],
         seats: Iterable[str],
-        hosted: Iterable[str],
+        ordered: bool,
+        real: bool = False,
     ) -> None:
         known = frozenset(seats)
-        self._hosted = frozenset(hosted)
+        self._ordered = ordered
         self._recorded = recorded
         self._seats = known
         self._owners = [owner(e, known) for e in recorded]
         self._closing = cut_off(self._owners, recorded)
+        self._timed: frozenset[int] = frozenset()
+        """Where the round's task found a phase over by time, on the real clock: there the
+        seats take every step they can before it does (:meth:`_next_granted`)."""
+        if real:
+            self._timed = timed_out(recorded, found_over(recorded, self._closing))
         self.logged = logged
         self.cut: int | None = None
         self._stopping = False
@@ -199,15 +243,19 @@ class Sequencer:
         if self._granted is gated:
             self._granted = None
             return True
+        if self.stalled is not None:
+            return True  # given up: every task goes (and a cancellation ends what it cuts)
         at = self.logged()
         if self._past_cut(at):
             return self._may_step_stopped(seat, cancelling, at)
-        if cancelling and (seat is None or not self._hosted):
+        if cancelling and (seat is None or not self._ordered):
             return True
-        if not self._hosted:
+        if not self._ordered:
             return True  # every seat on this machine: the game clock ordered them, as it does now
         next_owner = self._owners[at] if at < len(self._owners) else None
         if seat is None:  # the round's own task (and what it starts): not ahead of a seat's
+            if at in self._timed:  # a limit the real clock passed: the seats had done theirs
+                return False
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
             return next_owner not in self._seats or next_owner == seat
@@ -342,7 +390,7 @@ class Sequencer:
             elif loop.busy():
                 continue
             elif self._waiting and self._granted is None:  # one waits for its turn: it steps
-                self._granted = min(self._waiting, key=self._waiting.__getitem__)
+                self._granted = self._next_granted(now)
                 self._wake()
             elif not cancelled:  # every task waits and none for its turn: stuck
                 self.stalled = self._stall_line(now)
@@ -356,6 +404,20 @@ class Sequencer:
         except asyncio.CancelledError:
             if not cancelled:
                 raise
+
+    def _next_granted(self, at: int) -> _Gated:
+        """Who takes a step when every task waits.
+
+        The round's own task, else the seat that has waited longest; where a real-clock phase
+        was found over by time (``_timed``), the seats first: by then real time had let them
+        take every step they could.
+        """
+        waiting = self._waiting
+        if at in self._timed:
+            seats = [gated for gated, (is_seat, _) in waiting.items() if is_seat]
+            if seats:
+                return min(seats, key=waiting.__getitem__)
+        return min(waiting, key=waiting.__getitem__)
 
     def _stall_line(self, at: int) -> str:
         """One line naming the recorded event the replay waited for when it stalled."""
@@ -492,4 +554,12 @@ class _Gated(Coroutine[Any, Any, Any]):
         return self._inner.throw(exc)
 
 
-__all__ = ["ReplayLoop", "Sequencer", "describe", "owner", "run_replay"]
+__all__ = [
+    "ReplayLoop",
+    "Sequencer",
+    "cut_off",
+    "describe",
+    "found_over",
+    "owner",
+    "run_replay",
+]

@@ -1,0 +1,119 @@
+"""The clock of a replayed process that played on the real clock: its time read from the record.
+
+On the real clock, time passed while the models answered, so how long a phase lasted
+(``round_ended.elapsed_seconds``) and where a phase limit cut it off (``trigger: timeout``) were
+the network's doing, not the run's: the virtual clock, on which a replay's answers take no
+time, measures other phase times and ends a timed-out phase elsewhere. A
+:class:`RecordedClock` tells instead the time the record shows at the replay's place in the
+log (the sequencer, :mod:`glossogen.replay._sequencer`, keeps that place the record's):
+
+- **Wall time** (what every event is stamped with): the timestamp of the recorded event the
+  replay's log holds next, so a replayed event carries its recorded timestamp.
+- **Game time** (what a phase measures): within each recorded phase, its start (seconds from
+  the log's first timestamp to its ``round_started`` or ``postmortem_started``); at its end,
+  that start plus its recorded ``elapsed_seconds``, so the replay's phase lasts as long. A
+  phase the record ended by time is at its end from where its limit was found passed: the
+  first of the events its end logged before ``round_ended`` (the seats' tool calls it closed,
+  their requests it left, their histories' checkpoint). Then, and only then, the round's task
+  finds the limit passed, as the record's did.
+- **Waits**: a sleep takes no time (the log's place moves time, not the replay's waits); a
+  wait for a change waits for the change, since every event logged is one and the time moves
+  only when the log does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from datetime import datetime
+
+from glossogen.engine import ClockKind
+from glossogen.eventlog import (
+    Event,
+    PostmortemEnded,
+    PostmortemStarted,
+    RoundEnded,
+    RoundStarted,
+)
+
+
+def _nothing() -> None:
+    """A hold's release: a model call takes the time the record says, not the replay's."""
+
+
+def _after(start: float, elapsed: float) -> float:
+    """The least time ``t`` with ``t - start >= elapsed``.
+
+    So a phase's limit test holds as it did, and ``round(t - start, 3)`` is the recorded
+    ``elapsed`` (the nearest float sum may fall a unit short).
+    """
+    end = start + elapsed
+    while end - start < elapsed:
+        end = math.nextafter(end, math.inf)
+    return end
+
+
+def game_times(recorded: list[Event], found: dict[int, int]) -> list[float]:
+    """The game time at each place of ``recorded`` (while its event is the next to be logged).
+
+    ``found``: where the round's task found each phase over
+    (:func:`~glossogen.replay._sequencer.found_over`).
+    """
+    if not recorded:
+        return []
+    first = recorded[0].timestamp
+    times: list[float] = []
+    now = start = 0.0
+    for place, event in enumerate(recorded):
+        times.append(now)
+        if isinstance(event, RoundStarted | PostmortemStarted):
+            now = start = max(now, (event.timestamp - first).total_seconds())
+        elif isinstance(event, RoundEnded | PostmortemEnded) and event.elapsed_seconds is not None:
+            now = _after(start, event.elapsed_seconds)
+            over = found.get(place, place) if event.trigger == "timeout" else place
+            times[over:] = [now] * (place + 1 - over)
+    return times
+
+
+class RecordedClock:
+    """The replay's clock of a process that played on the real clock (the module docstring).
+
+    ``times``: :func:`game_times` of the recorded log; ``logged``: how many events the replay's
+    log holds (its place in the record).
+    """
+
+    kind: ClockKind = "real"
+
+    def __init__(self, recorded: list[Event], times: list[float], logged: Callable[[], int]):
+        self._stamps = [e.timestamp for e in recorded]
+        self._times = times
+        self._logged = logged
+
+    def _place(self) -> int:
+        return min(self._logged(), len(self._times) - 1)
+
+    def now(self) -> float:
+        """The game time the record shows at the replay's place."""
+        return self._times[self._place()]
+
+    def wall(self) -> datetime:
+        """The timestamp of the recorded event the replay logs next."""
+        return self._stamps[self._place()]
+
+    async def sleep(self, seconds: float) -> None:  # noqa: ARG002 (the record's time passes)
+        """Yield once: the time the record shows moves with the log, not with a sleep."""
+        await asyncio.sleep(0)
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Wait for ``event`` (every event logged sets it); True, or False for no time left."""
+        if not event.is_set() and timeout > 0:
+            await event.wait()
+        return event.is_set()
+
+    def hold(self) -> Callable[[], None]:
+        """Nothing to hold: a model call took the time the record shows."""
+        return _nothing
+
+
+__all__ = ["RecordedClock", "game_times"]
