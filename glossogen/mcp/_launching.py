@@ -139,6 +139,8 @@ class Launching(ToolBase):
             config_source=plan.config_source,
             rounds=rounds,
             max_agent_turns=plan.limits.max_agent_turns,
+            run_timeout_seconds=plan.limits.run_timeout_seconds,
+            spend_cap_usd=plan.limits.spend_cap_usd,
             seats=[
                 SeatPlan(
                     agent_id=s.agent_id,
@@ -174,12 +176,29 @@ class Launching(ToolBase):
         config: str = "knobs_default",
         overrides: list[str] | None = None,
         max_agent_turns: StrictInt | None = None,
+        spend_cap_usd: StrictFloat | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        group_slug: str = "local",
+        judge_cache: str | None = None,
     ) -> Estimate:
-        """The dry run: resolved seats and settings, credentials by name, cost per round."""
-        plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
+        """The dry run: resolved seats and settings, credentials by name, cost per round.
+
+        As ``glossogen run --dry-run``, it claims nothing. Takes what ``start_run`` takes and
+        checks it as the dry run does: the limits' bounds, the plan, the model settings once
+        the keys are there, and ``spend_cap_usd`` against the estimate (refused when the
+        estimate passes it).
+        """
+        plan = self._plan(
+            scenario, model, provider, config, overrides, max_agent_turns, spend_cap_usd,
+            run_timeout_seconds, group_slug, judge_cache,
+        )  # fmt: skip
         estimate = self._estimate(plan)
         if all(c.present for c in estimate.credentials):
             self._check(plan)  # the settings are checked once the keys are there
+        try:
+            check_spend_cap(plan, plan.knobs.round_count)
+        except LaunchError as exc:
+            raise refuse(exc) from None
         return estimate
 
     async def start_run(
@@ -234,19 +253,20 @@ class Launching(ToolBase):
         run_timeout_seconds: StrictFloat | None = None,
         spend_cap_usd: StrictFloat | None = None,
         group_slug: str | None = None,
+        judge_cache: str | None = None,
     ) -> Launched:
         """Continue a stopped, interrupted or failed run in place, detached.
 
-        Takes what ``glossogen run --resume`` takes (None: as the run recorded), checked as
-        it checks them: the limits' bounds, the plan (a change refused unless
-        ``allow_config_change``), credentials, model settings, the spend cap against the
-        estimate of the rounds still to play.
+        Takes what ``glossogen run --resume`` takes (None: as the run recorded; ``judge_cache``,
+        never recorded: none), checked as it checks them: the limits' bounds, the plan (a
+        change refused unless ``allow_config_change``), credentials, model settings, the spend
+        cap against the estimate of the rounds still to play.
         """
         folder = self._folder(run_id)
         request = ResumeRequest(
             run_dir=folder.url, scenario=folder.scenario, model=model, provider=provider,
             config=config, overrides=list(overrides or []), group_slug=group_slug,
-            allow_config_change=allow_config_change,
+            allow_config_change=allow_config_change, judge_cache=judge_cache,
         )  # fmt: skip
         try:
             check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
@@ -288,6 +308,7 @@ class Launching(ToolBase):
             run_id=folder.run_id,
             run_dir=folder.url,
             launched_via=launch_resume(folder, request.scenario),
+            replayed=None if prepared.replayed is None else prepared.replayed.said(),
         )
 
     def source(self, run_id: str) -> RunFolder:

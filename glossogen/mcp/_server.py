@@ -87,7 +87,8 @@ DESCRIPTIONS = {
         "`glossogen run --resume` takes, each as the run recorded when not given: "
         "max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the estimate of the "
         "rounds still to play passes it), model, provider, config (preset or JSON file) plus "
-        "'key=value' overrides, group_slug; a change from the record is refused unless "
+        "'key=value' overrides, group_slug, judge_cache (a folder of judge rulings, as "
+        "start_run's); a change from the record is refused unless "
         "allow_config_change. A run that ended is not resumed: fork it with fork_run."
     ),
     "stop_run": (
