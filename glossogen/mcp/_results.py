@@ -212,8 +212,8 @@ class Launched(BaseModel):
     launched_via: str = Field(description="deployment:<name>, or local_process:<pid>.")
     replayed: str | None = Field(
         default=None,
-        description="With replay: what was replayed from the source's tape (the line "
-        "fork-at-round --replay prints).",
+        description="With replay: what was replayed from the source's tape (the line the "
+        "CLI's fork-at-round prints).",
     )
 
 
