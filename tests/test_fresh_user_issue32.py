@@ -11,6 +11,7 @@ without its value, and of a ``--channel-visibility`` no run could take (64, usag
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zipfile
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import pytest
 
 from glossogen.cli import main
 from glossogen.eventlog import RunView
-from tests.fixtures.played_runs import play_run
+from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
 from tests.test_surfaces_agree import DERIVED, Answer, _cli, _mcp, launch_through
 
@@ -185,6 +186,21 @@ def test_a_resume_refuses_a_judge_cache_that_is_a_file_alike(
     line = f"{name} {str(cache)!r} is a file, not a folder"
     assert answer == Answer(True, line, 64 if surface == "cli" else "tool error")
     assert (source / "veyru.jsonl").read_bytes() == log
+
+
+def test_a_resume_plans_the_judge_cache_it_is_given(tmp_path: Path) -> None:
+    """What ``resume_run(judge_cache=...)`` hands the detached player (``ResumeRequest`` on its
+    stdin) and ``run --resume --judge-cache`` plans: the cache, not a change from the record
+    (it is never recorded)."""
+    from glossogen.launch import ResumeRequest, plan_resume
+
+    runs = tmp_path / "runs"
+    run_id = asyncio.run(after_round_1(str(runs), ending="interrupted"))
+    cache = tmp_path / "cache"
+    request = ResumeRequest(run_dir=str(runs / run_id), judge_cache=str(cache))
+    plan, point = plan_resume(ResumeRequest.model_validate_json(request.model_dump_json()))
+    assert (plan.judge_cache, point.config_changes, point.limit_changes) == (str(cache), {}, {})
+    assert plan_resume(request.model_copy(update={"judge_cache": None}))[0].judge_cache is None
 
 
 def _zipped(path: Path) -> list[str]:
