@@ -111,14 +111,17 @@ def test_a_fork_with_replay_says_what_was_replayed_on_both_surfaces(
                           after_round=1, replay=True)  # fmt: skip
     assert answer.refused is False
     assert result is not None
-    assert (
-        said
-        == result["replayed"]
-        == (
-            f"replayed rounds 1..1 of {by_cli.run_id} from its tape: CALLS calls, EVENTS events "
-            "reproduced; the new run's rounds 1..1 are the replay's"
-        )
+    # round 1's 27 llm_response_received, and its 111 events after the 3 of round 0
+    # (simulation_started, two agent_registered), counted from the source's log:
+    recorded = [json.loads(line) for line in Path(by_cli.log_url).read_text().splitlines()]
+    assert sum(e["round_number"] == 1 for e in recorded) == 111
+    assert sum(e["round_number"] == 1 and e["event_type"] == "llm_response_received"
+               for e in recorded) == 27  # fmt: skip
+    line = (
+        f"replayed rounds 1..1 of {by_cli.run_id} from its tape: 27 calls, 114 events "
+        "reproduced; the new run's rounds 1..1 are the replay's"
     )
+    assert (said, result["replayed"]) == (line, line)
     assert new_id.startswith("new_run_id=veyru/")
     for folder in (new_dir.removeprefix("new_run_dir="), result["run_dir"]):
         wait_until(lambda f=folder: _ended(f), f"the fork in {folder} ends")
