@@ -167,6 +167,47 @@ def test_the_dry_run_and_estimate_run_take_and_check_the_same_limits(
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
+def test_a_resumes_dry_run_is_estimate_run_with_the_run_id(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --resume --dry-run`` had no tool: ``estimate_run(run_id=...)`` is it, checked as
+    the resume is (a limit change refused unless ``allow_config_change``), the rounds still to
+    play estimated. Nothing claimed, the log untouched."""
+    runs = tmp_path / "runs"
+    run_id = asyncio.run(after_round_1(str(runs), ending="interrupted"))
+    log = (runs / run_id / "veyru.jsonl").read_bytes()
+    limits = {"spend_cap_usd": 10.0, "run_timeout_seconds": 60.0}
+    if surface == "cli":
+        dry = ["run", "veyru", "--resume", str(runs / run_id), "--dry-run", "--spend-cap-usd",
+               "10", "--run-timeout", "60"]  # fmt: skip
+        refused = _cli(capsys, *dry)
+        taken = _cli(capsys, *dry, "--allow-config-change")
+        assert taken.line.endswith(", 2 rounds, max_agent_turns 200, run timeout 60 s, "
+                                   "spend cap $10.000000")  # fmt: skip
+        assert capsys.readouterr() == ("", "")
+        with pytest.raises(SystemExit):
+            main([*dry, "--allow-config-change"])
+        assert "estimated cost: $0.0000 for 1 rounds ($0.0000 per round)" in (
+            capsys.readouterr().out.splitlines()
+        )
+    else:
+        refused = _mcp(str(runs), "estimate_run", run_id=run_id, **limits)[0]
+        _, result = _mcp(str(runs), "estimate_run", run_id=run_id, allow_config_change=True,
+                         **limits)  # fmt: skip
+        assert result is not None
+        assert (result["rounds"], result["total_cost_usd"]) == (1, 0.0)
+        assert (result["spend_cap_usd"], result["run_timeout_seconds"]) == (10.0, 60.0)
+    name = "--allow-config-change" if surface == "cli" else "allow_config_change"
+    line = (
+        "the config differs from the one the run recorded (run_timeout_seconds null -> 60.0, "
+        f"spend_cap_usd null -> 10.0); pass {name} to resume under the new one"
+    )
+    assert refused == Answer(True, line, 65 if surface == "cli" else "tool error")
+    assert [p.name for p in (runs / "veyru").iterdir()] == [run_id.split("/")[1]]
+    assert (runs / run_id / "veyru.jsonl").read_bytes() == log
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
 def test_a_resume_refuses_a_judge_cache_that_is_a_file_alike(
     surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -570,6 +570,9 @@ COMMAND_ARGUMENTS = {
     ("run --resume", "resume_run"): {
         **RUN_ARGUMENTS, "--allow-config-change": "allow_config_change",
     },
+    ("run --resume --dry-run", "estimate_run"): {
+        **RUN_ARGUMENTS, "--allow-config-change": "allow_config_change", "--resume": "run_id",
+    },
     **{
         (command, tool): {
             "--after-round": "after_round", "--rounds-after": "rounds_after",
@@ -607,20 +610,17 @@ NOT_AN_ARGUMENT = {
     "--run-dir": "the run folder: the tool's run_id",
     "--source-run-dir": "the source folder: the tool's source_run_id",
     "--wait": "the CLI's own: a tool launches detached and get_run polls",
-    "--dry-run": "estimate_run is the dry run",
+    "--dry-run": "estimate_run is the dry run (with run_id: a resume's)",
     "--resume": "resume_run is the resume; its run_id names the folder",
     "--allow-config-change": "a resume's only: resume_run takes it",
 }
 """A flag of a command that no tool of the same operation takes as an argument, and why."""
 
-NOT_OFFERED = {
+NOT_OFFERED: dict[tuple[str, str], dict[str, str]] = {
     ("evaluate", "evaluate_run"): {
         flag: "a cohort (--runs-dir): MCP evaluates one run (evaluate_run)"
         for flag in ("--scenario", "--label", "--knob", "--status", "--run-id",
                      "--run-id-contains", "--contains-agent-id", "--spend-cap-usd")
-    },
-    ("run --resume", "resume_run"): {
-        "--dry-run": "a resume's dry run: estimate_run estimates a new run only (not done)",
     },
 }  # fmt: skip
 """Flags whose operation MCP does not offer yet, with why: listed, so the test below holds every

@@ -58,7 +58,8 @@ DESCRIPTIONS = {
         "overrides are 'key=value' items (values parsed as JSON), e.g. 'round_count=3'. "
         "Takes start_run's limits (max_agent_turns, run_timeout_seconds, spend_cap_usd, "
         "group_slug, judge_cache); a spend_cap_usd the estimate passes is refused, as "
-        "start_run would refuse it."
+        "start_run would refuse it. With run_id (and resume_run's arguments): the dry run of "
+        "that resume, the rounds still to play."
     ),
     "start_run": (
         "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
