@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import error
 from glossogen.cli._startup import loading_modules
 from glossogen.launch import answer_ctrl_c
 
@@ -144,6 +145,33 @@ def _typed_value(exc: BaseException, argv: list[str]) -> str | None:
     return None
 
 
+def _taken_as_value(exc: BaseException, argv: list[str]) -> str | None:
+    """The line for an option click calls missing although the user typed it.
+
+    The option before it took it as its value (``--source-run-dir --after-round 2``): that one
+    is named, as the flag left without a value.
+    """
+    options = getattr(getattr(exc, "param", None), "opts", None) or []
+    for index, token in enumerate(argv[1:], start=1):
+        if token in options and argv[index - 1].startswith("-"):
+            before = argv[index - 1]
+            return f"{before} has no value: it took the flag {token!r} as its value"
+    return None
+
+
+def _usage_line(exc: TyperException, argv: list[str]) -> str:
+    """Click's usage error in one line: the value typed named, or the flag left without one."""
+    from typer._click.exceptions import MissingParameter
+
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    if isinstance(exc, MissingParameter):  # nothing was typed for it: no value to name
+        return _taken_as_value(exc, argv) or message
+    typed = _typed_value(exc, argv)
+    if typed is not None and repr(typed) not in message:
+        message = f"{message}: got {typed!r}"  # typer's type errors omit the value typed
+    return message
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
     answer_ctrl_c()
@@ -154,11 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except TyperException as exc:  # typer's vendored click usage errors (its exit 2)
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        typed = _typed_value(exc, sys.argv[1:] if argv is None else argv)
-        if typed is not None and repr(typed) not in message:
-            message = f"{message}: got {typed!r}"  # typer's type errors omit the value typed
-        print(f"glossogen: error: {message}", file=sys.stderr)
+        error(_usage_line(exc, sys.argv[1:] if argv is None else argv))
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 from glossogen.refusals import worded
 
 FLAGS = {
@@ -51,3 +54,26 @@ def said(exc: BaseException) -> str:
 def said_of_selection(exc: BaseException) -> str:
     """Return a refused selection's one line (``SelectionError``), in the flags' words."""
     return worded(exc, SELECTION_FLAGS)
+
+
+_ESCAPED_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+"""``repr``'s escape of a lone surrogate U+DC80..U+DCFF (``\\udcff``) after an even number of
+backslashes (after an odd one it is a backslash the text holds, escaped)."""
+
+
+def bytes_shown(line: str) -> str:
+    r"""``line`` with each byte of a command-line value that was not UTF-8 shown as ``\xNN``.
+
+    An argument or file name that is not UTF-8 reaches Python with each such byte as a lone
+    surrogate (``surrogateescape``: byte 0xff is U+DCFF), printed ``\udcff`` both raw and
+    through ``repr``; every error line goes through this, so the user reads the byte typed
+    (``--channel-visibility 'r\xffn': ...``). REST and MCP do not: their JSON text can hold
+    U+DCFF itself.
+    """
+    raw = "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in line)
+    return _ESCAPED_BYTE.sub(r"\1\\x\2", raw)
+
+
+def error(message: str) -> None:
+    r"""Print ``glossogen: error: <message>`` on stderr, a byte not UTF-8 shown ``\xNN``."""
+    print(f"glossogen: error: {bytes_shown(message)}", file=sys.stderr, flush=True)

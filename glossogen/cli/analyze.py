@@ -30,11 +30,11 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import said_of_selection
+from glossogen.cli._refusals import error, said_of_selection
 
 
 def _error(message: str, code: int) -> int:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
     return int(code)
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import error
 from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def project_dir(start: Path) -> Path | None:

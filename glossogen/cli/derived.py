@@ -16,14 +16,14 @@ import sys
 import typer
 
 from glossogen.cli._numbers import FLOAT, finite
-from glossogen.cli._refusals import said
+from glossogen.cli._refusals import error, said
 from glossogen.derive import DeriveError, ForkRequest, PreparedFork, prepare_fork
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.storage import LeaseSettingError, StorageError, lease_seconds
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def interpreter() -> str:
@@ -113,14 +113,7 @@ def _derive(request: ForkRequest, wait: bool) -> int:
     if refused is not None:
         return refused
     if prepared.replayed is not None:
-        check = prepared.replayed
-        print(
-            f"replayed rounds 1..{check.after_round} of {check.source_run_id} from its tape: "
-            f"{check.calls} calls, {check.events} events reproduced"
-            + ("" if check.fingerprinted else " (no request fingerprints in its log)")
-            + f"; the new run's rounds 1..{check.after_round} are the replay's",
-            flush=True,
-        )
+        print(prepared.replayed.said(), flush=True)
     _warn_knobs(prepared, request.scenario)
     return _launch(prepared, request.scenario, wait)
 

@@ -1,10 +1,11 @@
 """``glossogen evaluate``: score one run (``--run-dir``) or a cohort of runs (``--runs-dir``).
 
-One run's deterministic metrics are scored in this process by the library, server or not
-(importing Prefect would cost more than the scoring; the report is the record and its own
-cache); a run whose request calls a model (judged metrics, the probe) goes through the
-``evaluate`` flow when a Prefect API is configured, so it shows in the Prefect UI and its judge
-calls share the ``llm:<provider>`` limits. A cohort is one ``evaluate-cohort`` flow, one task
+One run is scored by the library's entry ``launch.evaluate_planned``, as MCP's
+``evaluate_run`` scores it: in this process, server or not (importing Prefect would cost more
+than the scoring; the report is the record and its own cache), unless its request calls a
+model (judged metrics, the probe) and a Prefect API is configured: then through the
+``evaluate`` flow, so it shows in the Prefect UI and its judge calls share the
+``llm:<provider>`` limits. A cohort is one ``evaluate-cohort`` flow, one task
 per run, with the export's selection flags.
 """
 
@@ -12,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -22,11 +21,11 @@ import typer
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
 from glossogen.cli._numbers import finite
-from glossogen.cli._refusals import FLAGS, said, said_of_selection
+from glossogen.cli._refusals import FLAGS, error, said, said_of_selection
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def _note(message: str) -> None:
@@ -54,40 +53,6 @@ def skipped_note(invalid: int, unknown: int, truncated_tail: bool) -> str | None
         f"skipped log lines: {', '.join(parts)}; the metrics describe the rest "
         "(report: log_lines_skipped)"
     )
-
-
-def prefect_api_configured() -> bool:
-    """True when a Prefect API URL is configured, asking Prefect only when one may be.
-
-    When this process has already imported Prefect's settings, they are asked; else
-    ``PREFECT_API_URL`` in the environment decides at once; otherwise Prefect is imported (about
-    2 CPU-s) only when a settings source it reads mentions the API URL: the profiles file
-    (``$PREFECT_HOME/profiles.toml``), or ``prefect.toml``, ``pyproject.toml`` or ``.env`` in
-    the working directory.
-    """
-    if "prefect.settings" in sys.modules:  # already paid for: ask it (temporary settings too)
-        from orchestration.runtime import api_url_configured
-
-        return api_url_configured()
-    if "PREFECT_API_URL" in os.environ:
-        return bool(os.environ["PREFECT_API_URL"].strip())
-    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
-    sources = [
-        Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser(),
-        Path("prefect.toml"),
-        Path("pyproject.toml"),
-        Path(".env"),
-    ]
-    for source in sources:
-        try:
-            text = source.read_text(errors="replace")
-        except OSError:
-            continue
-        if "PREFECT_API_URL" in text or ("[api]" in text and "url" in text):
-            from orchestration.runtime import api_url_configured
-
-            return api_url_configured()
-    return False
 
 
 def _prefect_defaults() -> int | None:
@@ -252,38 +217,24 @@ def _keep_foreign_report(run_dir: str, scenario: str, report_url: str) -> int | 
 
 
 def _score_run(plan: Any, request: Any, report_url: str) -> Any:
-    """Score the planned run: through the ``evaluate`` flow when it calls a model, else here.
+    """Score the planned run with the library's entry, ``evaluate_planned`` (MCP's too).
 
-    Only work that calls a model goes through the flow (shown in the UI, judge calls under
-    the ``llm:<provider>`` limits): scoring deterministic metrics takes less CPU than importing
-    Prefect, so it is done here, server or not (docs/architecture.md, "Evaluating runs").
+    It goes through the ``evaluate`` flow only when it calls a model and a Prefect API is
+    configured (docs/architecture.md, "Evaluating runs"); that API is checked first.
 
     Returns:
         The ``Evaluation``, or the exit code of a refusal, a fault or an interruption.
     """
-    from glossogen.evaluation import Evaluation, EvaluationError, run_evaluation
+    from glossogen.evaluation import EvaluationError
+    from glossogen.launch import evaluate_planned, through_flow
     from glossogen.storage import StorageError
 
-    run_dir = plan.run.run_dir
-    calls_models = any(m.kind != "deterministic" and m.name not in plan.fresh for m in plan.metrics)
-    in_flow = calls_models and prefect_api_configured()
     try:
-        if in_flow:
+        if through_flow(plan):
             refused = _prefect_defaults()  # a PREFECT_API_URL with no server: 69, nothing spent
             if refused is not None:
                 return refused
-            from flows.evaluate import evaluate as evaluate_flow
-
-            done: Evaluation = asyncio.run(
-                evaluate_flow(
-                    run_dir, request.metric_arg, request.model, request.provider,
-                    dict(request.judge_settings), request.judge_replicas,
-                    request.probe_replicas, request.allow_incomplete, request.plot,
-                    scenario=plan.run.scenario, judge_cache=request.judge_cache,
-                )
-            )  # fmt: skip
-            return done
-        return asyncio.run(run_evaluation(plan, request.plot))
+        return asyncio.run(evaluate_planned(plan, request))
     except EvaluationError as exc:  # the run changed between the check and the flow
         _error(said(exc))
         return exc.exit_code

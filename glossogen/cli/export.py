@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from glossogen import exit_codes
-from glossogen.cli._refusals import said_of_selection
+from glossogen.cli._refusals import error, said_of_selection
 
 if TYPE_CHECKING:
     from glossogen.export import SelectedRuns
@@ -32,7 +32,7 @@ _NOTE = "glossogen: note: "
 
 
 def _error(message: str, code: int) -> int:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
     return code
 
 
@@ -130,7 +130,7 @@ def export(
         selection_of,
         write_tables,
     )
-    from glossogen.storage import StorageError, join
+    from glossogen.storage import StorageError
 
     if (include_atif or include_logs) and not raw:
         return _error("--include-logs and --include-atif apply to --raw", exit_codes.USAGE)
@@ -167,12 +167,11 @@ def export(
                 include_metric_summaries=include_metric_summaries,
             )
             if raw:
-                from glossogen.export import publish, write_raw_zip
+                from glossogen.export import write_raw_export
 
-                with publish(join(out, "runs.zip")) as f:
-                    write_raw_zip(
-                        selected.records, f, include_logs=include_logs, include_atif=include_atif
-                    )
+                write_raw_export(
+                    selected.records, out, include_logs=include_logs, include_atif=include_atif
+                )
         except SelectionError as exc:
             return _error(said_of_selection(exc), exit_codes.REFUSED)
         except StorageError as exc:

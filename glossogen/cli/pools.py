@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import error
 
 pools = typer.Typer(
     name="pools",
@@ -19,7 +19,7 @@ pools = typer.Typer(
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def server_configured() -> bool:

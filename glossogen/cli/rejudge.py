@@ -19,17 +19,15 @@ missing (the new judge's, or else each recorded judge's), before anything is wri
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import said, said_of_selection
+from glossogen.cli._refusals import error, said, said_of_selection
 
 
 def _error(message: str, code: int) -> int:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
     return int(code)
 
 

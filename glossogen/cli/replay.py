@@ -17,15 +17,14 @@ no longer validate; 66 not a run folder, or no log; 69 unreachable storage.
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from glossogen import exit_codes
+from glossogen.cli._refusals import error
 
 
 def _error(message: str, code: int) -> int:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
     return int(code)
 
 

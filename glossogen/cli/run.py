@@ -14,7 +14,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli._numbers import FLOAT, finite
-from glossogen.cli._refusals import FLAGS, said
+from glossogen.cli._refusals import FLAGS, error, said
 from glossogen.derive import DeriveError
 from glossogen.engine import INTERNAL_FAULT
 from glossogen.launch import (
@@ -27,7 +27,6 @@ from glossogen.launch import (
     RunResult,
     apply_prefect_defaults,
     check_credentials,
-    check_judge_cache,
     check_limits,
     check_model_settings,
     check_runs_dir,
@@ -51,7 +50,7 @@ EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def _usd(value: float | None) -> str:
@@ -247,6 +246,7 @@ def play(
                     spend_cap_usd=spend_cap_usd,
                     group_slug=group_slug or None,
                     allow_config_change=allow_config_change,
+                    judge_cache=judge_cache,
                 )
             )
         else:
@@ -263,13 +263,11 @@ def play(
                         run_timeout_seconds=run_timeout,
                         spend_cap_usd=spend_cap_usd,
                         group_slug=group_slug or "local",
+                        judge_cache=judge_cache,
                     )
                 ),
                 0,
             )
-        if judge_cache is not None:
-            check_judge_cache(judge_cache)
-            plan = plan.model_copy(update={"judge_cache": judge_cache})
         estimate = _check_launch(plan, done, dry_run, new_runs_dir=runs_dir)
     except (LaunchError, DeriveError, StorageError) as exc:
         _error(said(exc))

@@ -15,7 +15,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli._numbers import FLOAT, finite
-from glossogen.cli._refusals import FLAGS
+from glossogen.cli._refusals import FLAGS, error
 from glossogen.launch import observing
 from glossogen.sweep import SweepError, SweepRequest, prepare_sweep, sweep_url
 
@@ -90,7 +90,7 @@ def _summary_mode(runs_dir: str, sweep_id: str) -> str | None:
 
 
 def _error(message: str) -> None:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
 
 
 def _usage_error(

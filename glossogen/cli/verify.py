@@ -21,18 +21,16 @@ unreachable storage.
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import said, said_of_selection
+from glossogen.cli._refusals import error, said, said_of_selection
 from glossogen.refusals import refusal_of
 
 
 def _error(message: str, code: int) -> int:
-    print(f"glossogen: error: {message}", file=sys.stderr, flush=True)
+    error(message)
     return int(code)
 
 

@@ -357,15 +357,17 @@ def _derived_config(
         The ``--knobs`` given (legacy spellings lifted) and the derived run's config.
 
     Raises:
-        DeriveError: the ``--knobs`` file cannot be read as a config.
+        DeriveError: the ``knobs`` file or preset cannot be read as a config (its
+            ``refusal`` names ``knobs``; 66 unreadable, 65 not a config).
     """
     config = knobs_at(RunFolder.at(request.source_run_dir), started, events, request.after_round)
     extra: dict[str, Any] = {}
     if request.knobs_path:
         try:
             extra, _ = load_config(request.knobs_path, scenario_dir(cls))
-        except ConfigError as exc:
-            raise DeriveError(str(exc), exc.exit_code) from None
+        except ConfigError as exc:  # named as the request's knobs: each surface words it
+            refused = Refusal(field="knobs", reason=str(exc), colon=True)
+            raise DeriveError(refusal=refused, exit_code=exc.exit_code) from None
     # A legacy agent_max_tokens on either side is the agent_model_settings object's old
     # spelling: lifted first, so a --knobs object replaces the source's whole.
     extra = lift_legacy_knobs(extra)

@@ -37,7 +37,8 @@ def rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
     """Whether ``rule`` (``full`` | ``none`` | ``from_round:R``) shows a part of ``round_number``.
 
     Raises:
-        DeriveError: (65) R outside 1..``after``, or a rule of another spelling.
+        DeriveError: (65) R outside 1..``after`` (the run's rounds); (64) a rule of another
+            spelling.
     """
     if rule == "full":
         return True
@@ -54,13 +55,14 @@ def rule_allows(rule: str, round_number: int, after: int, spelled: str) -> bool:
                 )
             )
         return round_number >= first
-    raise DeriveError(
+    raise DeriveError(  # a spelling no run could take: usage (64), as a bound's refusal
         refusal=Refusal(
             field="channel_visibility",
             value=repr(spelled),
             reason="use full, none or from_round:R, "
             "or channel=rule pairs such as link=full,postmortem=none",
-        )
+        ),
+        exit_code=64,
     )
 
 
@@ -197,7 +199,8 @@ def visible_history(
         channel_phases: Channel id -> the phase it is used in.
 
     Raises:
-        DeriveError: (65) a rule :func:`phase_rules` or :func:`rule_allows` refuses.
+        DeriveError: a rule :func:`phase_rules` or :func:`rule_allows` refuses (65; 64 for a
+            rule of no known spelling).
     """
     from pydantic_ai.messages import ModelMessagesTypeAdapter, repair_messages
 

@@ -81,6 +81,11 @@ class EvaluationPlan:
     unfit: dict[str, str] = field(default_factory=dict)
     """Requested metrics that do not apply to this log (it lacks their hooks), with why."""
 
+    @property
+    def calls_models(self) -> bool:
+        """True when scoring it calls a model: a judged or model metric not up to date."""
+        return any(m.kind != "deterministic" and m.name not in self.fresh for m in self.metrics)
+
     def context(self) -> MetricContext:
         """Return what each metric's ``compute`` is given."""
         return MetricContext(self.run, self.judge, self.judge_replicas, self.probe_replicas)

@@ -52,10 +52,12 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         legend,
     )
     from glossogen.export._write import (
+        RAW_ZIP,
         check_out,
         csv_bytes,
         publish,
         write_legend,
+        write_raw_export,
         write_table,
         write_tables,
     )
@@ -81,7 +83,16 @@ _TABLE_NAMES = {
     "coverage",
     "legend",
 }
-_WRITE_NAMES = {"check_out", "csv_bytes", "publish", "write_legend", "write_table", "write_tables"}
+_WRITE_NAMES = {
+    "RAW_ZIP",
+    "check_out",
+    "csv_bytes",
+    "publish",
+    "write_legend",
+    "write_raw_export",
+    "write_table",
+    "write_tables",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -156,4 +167,6 @@ __all__ = [
     "write_legend",
     "write_table",
     "write_tables",
+    "write_raw_export",
+    "RAW_ZIP",
 ]

@@ -316,8 +316,33 @@ def write_tables(
     return counts
 
 
+RAW_ZIP = "runs.zip"
+"""The raw zip's file name under an export's ``out``."""
+
+
+def write_raw_export(
+    records: list[RunRecord], out: str, *, include_logs: bool = False, include_atif: bool = False
+) -> str:
+    """Write the raw zip of ``records`` as ``<out>/runs.zip`` (all or nothing); return its URL.
+
+    The CLI's ``export --raw`` and MCP's ``export_runs(raw=True)``; each checks the raw ceiling
+    (``check_raw_size``) before it writes any table.
+
+    Raises:
+        RawZipTooLarge: the folders are over the raw ceiling (nothing written).
+        StorageError: if ``out`` is unreachable.
+    """
+    from glossogen.export._raw import write_raw_zip
+
+    url = join(out, RAW_ZIP)
+    with publish(url) as f:
+        write_raw_zip(records, f, include_logs=include_logs, include_atif=include_atif)
+    return url
+
+
 __all__ = [
     "BATCH_RUNS",
+    "RAW_ZIP",
     "check_out",
     "csv_bytes",
     "publish",
@@ -325,6 +350,7 @@ __all__ = [
     "write_call_level",
     "write_default_tables",
     "write_legend",
+    "write_raw_export",
     "write_table",
     "write_tables",
 ]

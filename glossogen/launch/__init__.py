@@ -53,6 +53,10 @@ if TYPE_CHECKING:
         least_request,
         measure_prompts,
     )
+    from glossogen.launch._evaluate import (
+        evaluate_planned,
+        through_flow,
+    )
     from glossogen.launch._observers import (
         RunObserver,
         notify,
@@ -76,6 +80,7 @@ if TYPE_CHECKING:
         PREFECT_DEFAULTS,
         answer_ctrl_c,
         apply_prefect_defaults,
+        prefect_api_configured,
     )
     from glossogen.launch._resume import (
         ResumeRequest,
@@ -187,6 +192,9 @@ _HOME = {
     "PREFECT_DEFAULTS": "glossogen.launch._process",
     "answer_ctrl_c": "glossogen.launch._process",
     "apply_prefect_defaults": "glossogen.launch._process",
+    "prefect_api_configured": "glossogen.launch._process",
+    "evaluate_planned": "glossogen.launch._evaluate",
+    "through_flow": "glossogen.launch._evaluate",
 }
 """Each exported name and the module it lives in."""
 
@@ -215,6 +223,7 @@ __all__ = [
     "derived_run_check",
     "describe_scenario",
     "estimate_cost",
+    "evaluate_planned",
     "EXIT_CREDENTIALS",
     "EXIT_REFUSED",
     "EXIT_USAGE",
@@ -238,6 +247,7 @@ __all__ = [
     "plan_resume",
     "plan_run",
     "PREFECT_DEFAULTS",
+    "prefect_api_configured",
     "price_spend",
     "ranked_winners",
     "recorded_config",
@@ -264,6 +274,7 @@ __all__ = [
     "Stopping",
     "team_outcomes",
     "TeamOutcome",
+    "through_flow",
     "turn_cap_warning",
     "TurnCapWarning",
     "uncosted_models",

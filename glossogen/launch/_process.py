@@ -1,15 +1,19 @@
 """What every process that plays or serves runs sets up first: Prefect's defaults and Ctrl-C.
 
 Shared by the CLI's commands, the detached player (``python -m glossogen.launch.play``) and
-``glossogen mcp``/``serve``; nothing here imports Prefect (the settings are environment
-variables, read by Prefect when a flow first imports it).
+``glossogen mcp``/``serve``. The settings are environment variables, read by Prefect when a
+flow first imports it; whether a Prefect API is configured is read from the environment, and
+from Prefect's settings (``orchestration.runtime``) only when Prefect is imported already or a
+settings file names an API URL: otherwise nothing here imports Prefect.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
+from pathlib import Path
 
 PREFECT_DEFAULTS = {
     # A temporary server on a small, loaded machine can take longer than Prefect's default 20 s.
@@ -29,6 +33,40 @@ def apply_prefect_defaults() -> None:
         os.environ.setdefault(key, value)
 
 
+def prefect_api_configured() -> bool:
+    """True when a Prefect API URL is configured, asking Prefect only when one may be.
+
+    When this process has already imported Prefect's settings, they are asked; else
+    ``PREFECT_API_URL`` in the environment decides at once; otherwise Prefect is imported (about
+    2 CPU-s) only when a settings source it reads mentions the API URL: the profiles file
+    (``$PREFECT_HOME/profiles.toml``), or ``prefect.toml``, ``pyproject.toml`` or ``.env`` in
+    the working directory.
+    """
+    if "prefect.settings" in sys.modules:  # already paid for: ask it (temporary settings too)
+        from orchestration.runtime import api_url_configured
+
+        return api_url_configured()
+    if "PREFECT_API_URL" in os.environ:
+        return bool(os.environ["PREFECT_API_URL"].strip())
+    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    sources = [
+        Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser(),
+        Path("prefect.toml"),
+        Path("pyproject.toml"),
+        Path(".env"),
+    ]
+    for source in sources:
+        try:
+            text = source.read_text(errors="replace")
+        except OSError:
+            continue
+        if "PREFECT_API_URL" in text or ("[api]" in text and "url" in text):
+            from orchestration.runtime import api_url_configured
+
+            return api_url_configured()
+    return False
+
+
 def answer_ctrl_c() -> None:
     """Make SIGINT raise ``KeyboardInterrupt`` here, even if this process started ignoring it.
 
@@ -41,4 +79,4 @@ def answer_ctrl_c() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-__all__ = ["PREFECT_DEFAULTS", "answer_ctrl_c", "apply_prefect_defaults"]
+__all__ = ["PREFECT_DEFAULTS", "answer_ctrl_c", "apply_prefect_defaults", "prefect_api_configured"]

@@ -34,6 +34,7 @@ from glossogen.launch._plan import (
     _with_seats,
     check_default_model,
     check_group_slug,
+    check_judge_cache,
 )
 from glossogen.refusals import Refusal
 from glossogen.scenario import scenario_dir
@@ -55,6 +56,8 @@ class ResumeRequest(BaseModel):
         spend_cap_usd: USD the run's own calls may spend, over every process.
         group_slug: Tenant group that owns the run.
         allow_config_change: Accept a knob or limit that differs from the record.
+        judge_cache: A judge cache folder the in-run judge asks first (None: none; never
+            recorded, so not a change from the record).
     """
 
     run_dir: str
@@ -68,6 +71,7 @@ class ResumeRequest(BaseModel):
     spend_cap_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     group_slug: str | None = None
     allow_config_change: bool = False
+    judge_cache: str | None = None
 
 
 def recorded_config(point: ResumePoint) -> RunConfig:
@@ -123,8 +127,11 @@ def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
         DeriveError: not a run folder or no log (66); the run already ended, is of another
             scenario, or a knob or limit differs from the record without
             ``allow_config_change`` (65); another live process writes it (75).
-        LaunchError: an unknown provider, an empty model (64); a bad preset or override (65).
+        LaunchError: an unknown provider, an empty model, a judge cache that is empty or a
+            file (64); a bad preset or override (65).
     """
+    if request.judge_cache is not None:
+        check_judge_cache(request.judge_cache)
     point = open_resume(run_folder(request.run_dir, request.scenario), request.scenario)
     recorded = recorded_config(point)
     cls = _scenario_class(recorded.scenario)
@@ -151,7 +158,10 @@ def plan_resume(request: ResumeRequest) -> tuple[RunConfig, ResumePoint]:
     check_group_slug(group_slug)
     config = _with_seats(recorded.scenario, model, provider, source, knobs, limits, group_slug)
     _compare(point, recorded, config, request.allow_config_change)
-    return config.model_copy(update={"providers_ahead": providers_ahead(config, point)}), point
+    ahead = providers_ahead(config, point)
+    return config.model_copy(
+        update={"providers_ahead": ahead, "judge_cache": request.judge_cache}
+    ), point
 
 
 def providers_ahead(config: RunConfig, point: ResumePoint) -> dict[str, str]:

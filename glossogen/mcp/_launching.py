@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictFloat, StrictInt
 
 from glossogen.catalog import PROVIDER_SPECS, Provider
-from glossogen.derive import DeriveError, ForkRequest, prepare_fork
+from glossogen.derive import DeriveError, ForkRequest, ResumePoint, prepare_fork
 from glossogen.launch import (
     DEFAULT_MAX_AGENT_TURNS,
     LaunchError,
@@ -110,8 +110,8 @@ class Launching(ToolBase):
         except LaunchError as exc:
             raise refuse(exc) from None
 
-    def _estimate(self, plan: RunConfig) -> Estimate:
-        cost = estimate_cost(plan)
+    def _estimate(self, plan: RunConfig, rounds_done: int = 0) -> Estimate:
+        cost = estimate_cost(plan, rounds_done)
         by_seat = {e.agent_id: e for e in cost.seats}
         env = load_environment()
         credentials: list[Credential] = []
@@ -133,12 +133,14 @@ class Launching(ToolBase):
             credentials.append(
                 Credential(variable=var, needed_by="judge", present=bool(env.get(var)))
             )
-        rounds = plan.knobs.round_count
+        rounds = cost.rounds
         return Estimate(
             scenario=plan.scenario,
             config_source=plan.config_source,
             rounds=rounds,
             max_agent_turns=plan.limits.max_agent_turns,
+            run_timeout_seconds=plan.limits.run_timeout_seconds,
+            spend_cap_usd=plan.limits.spend_cap_usd,
             seats=[
                 SeatPlan(
                     agent_id=s.agent_id,
@@ -168,18 +170,51 @@ class Launching(ToolBase):
 
     def estimate_run(
         self,
-        scenario: str,
-        model: str,
-        provider: str,
-        config: str = "knobs_default",
+        scenario: str | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        config: str | None = None,
         overrides: list[str] | None = None,
         max_agent_turns: StrictInt | None = None,
+        spend_cap_usd: StrictFloat | None = None,
+        run_timeout_seconds: StrictFloat | None = None,
+        group_slug: str | None = None,
+        judge_cache: str | None = None,
+        run_id: str | None = None,
+        allow_config_change: bool = False,
     ) -> Estimate:
-        """The dry run: resolved seats and settings, credentials by name, cost per round."""
-        plan = self._plan(scenario, model, provider, config, overrides, max_agent_turns)
-        estimate = self._estimate(plan)
+        """The dry run: resolved seats and settings, credentials by name, cost per round.
+
+        As ``glossogen run --dry-run``, it claims nothing. Takes what ``start_run`` takes and
+        checks it as the dry run does: the limits' bounds, the plan, the model settings once
+        the keys are there, and ``spend_cap_usd`` against the estimate (refused when the
+        estimate passes it). With ``run_id``: the dry run of ``resume_run`` with the same
+        arguments (``run --resume --dry-run``), the rounds still to play estimated.
+        """
+        if run_id is not None:
+            _, _, plan, point = self._plan_resume(
+                run_id, model, provider, config, overrides, allow_config_change,
+                max_agent_turns, run_timeout_seconds, spend_cap_usd, group_slug, judge_cache,
+            )  # fmt: skip
+            done = point.state.after_round
+        elif scenario and model and provider:
+            plan = self._plan(
+                scenario, model, provider, config or "knobs_default", overrides,
+                max_agent_turns, spend_cap_usd, run_timeout_seconds, group_slug or "local",
+                judge_cache,
+            )  # fmt: skip
+            done = 0
+        else:
+            raise ToolError(
+                "estimate a new run with scenario, model and provider, or a resume with run_id"
+            )
+        estimate = self._estimate(plan, done)
         if all(c.present for c in estimate.credentials):
             self._check(plan)  # the settings are checked once the keys are there
+        try:
+            check_spend_cap(plan, max(0, plan.knobs.round_count - done))
+        except LaunchError as exc:
+            raise refuse(exc, RESUME_ARGUMENTS) from None
         return estimate
 
     async def start_run(
@@ -222,6 +257,41 @@ class Launching(ToolBase):
             raise refuse(exc) from None
         return Launched(run_id=folder.run_id, run_dir=folder.url, launched_via=via)
 
+    def _plan_resume(
+        self,
+        run_id: str,
+        model: str | None,
+        provider: str | None,
+        config: str | None,
+        overrides: list[str] | None,
+        allow_config_change: bool,
+        max_agent_turns: StrictInt | None,
+        run_timeout_seconds: StrictFloat | None,
+        spend_cap_usd: StrictFloat | None,
+        group_slug: str | None,
+        judge_cache: str | None,
+    ) -> tuple[RunFolder, ResumeRequest, RunConfig, ResumePoint]:
+        """The folder, request, plan and resume point of ``resume_run`` (and its dry run).
+
+        Checked as ``glossogen run --resume`` checks: the limits' bounds, then the plan (a
+        change refused unless ``allow_config_change``).
+        """
+        folder = self._folder(run_id)
+        try:
+            check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
+            request = ResumeRequest(
+                run_dir=folder.url, scenario=folder.scenario, model=model, provider=provider,
+                config=config, overrides=list(overrides or []), group_slug=group_slug,
+                allow_config_change=allow_config_change, judge_cache=judge_cache,
+            ).model_copy(  # the bounds are check_limits' (its wording), not the model's
+                update={"max_agent_turns": max_agent_turns, "spend_cap_usd": spend_cap_usd,
+                        "run_timeout_seconds": run_timeout_seconds}
+            )  # fmt: skip
+            plan, point = plan_resume(request)
+        except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
+            raise refuse(exc, RESUME_ARGUMENTS) from None
+        return folder, request, plan, point
+
     def resume_run(
         self,
         run_id: str,
@@ -234,32 +304,25 @@ class Launching(ToolBase):
         run_timeout_seconds: StrictFloat | None = None,
         spend_cap_usd: StrictFloat | None = None,
         group_slug: str | None = None,
+        judge_cache: str | None = None,
     ) -> Launched:
         """Continue a stopped, interrupted or failed run in place, detached.
 
-        Takes what ``glossogen run --resume`` takes (None: as the run recorded), checked as
-        it checks them: the limits' bounds, the plan (a change refused unless
-        ``allow_config_change``), credentials, model settings, the spend cap against the
-        estimate of the rounds still to play.
+        Takes what ``glossogen run --resume`` takes (None: as the run recorded; ``judge_cache``,
+        never recorded: none), checked as it checks them: the limits' bounds, the plan (a
+        change refused unless ``allow_config_change``), credentials, model settings, the spend
+        cap against the estimate of the rounds still to play.
         """
-        folder = self._folder(run_id)
-        request = ResumeRequest(
-            run_dir=folder.url, scenario=folder.scenario, model=model, provider=provider,
-            config=config, overrides=list(overrides or []), group_slug=group_slug,
-            allow_config_change=allow_config_change,
+        folder, request, plan, point = self._plan_resume(
+            run_id, model, provider, config, overrides, allow_config_change, max_agent_turns,
+            run_timeout_seconds, spend_cap_usd, group_slug, judge_cache,
         )  # fmt: skip
         try:
-            check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
-            request = request.model_copy(
-                update={"max_agent_turns": max_agent_turns, "spend_cap_usd": spend_cap_usd,
-                        "run_timeout_seconds": run_timeout_seconds}
-            )  # fmt: skip
-            plan, point = plan_resume(request)
             check_credentials(plan)
             check_model_settings(plan)
             check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
             folder.check_unlocked()
-        except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
+        except (LaunchError, StorageError, RunBusyError) as exc:
             raise refuse(exc, RESUME_ARGUMENTS) from None
         launched = folder.pending_launch()
         if launched is not None:
@@ -288,6 +351,7 @@ class Launching(ToolBase):
             run_id=folder.run_id,
             run_dir=folder.url,
             launched_via=launch_resume(folder, request.scenario),
+            replayed=None if prepared.replayed is None else prepared.replayed.said(),
         )
 
     def source(self, run_id: str) -> RunFolder:

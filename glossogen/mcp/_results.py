@@ -182,6 +182,13 @@ class Estimate(BaseModel):
     config_source: str
     rounds: int
     max_agent_turns: int
+    run_timeout_seconds: float | None = Field(
+        default=None, description="The run's wall-clock limit in seconds (null: none)."
+    )
+    spend_cap_usd: Usd | None = Field(
+        default=None,
+        description="The run's own spend cap (null: none); checked against the estimate.",
+    )
     seats: list[SeatPlan]
     judge: str | None
     credentials: list[Credential]
@@ -203,6 +210,11 @@ class Launched(BaseModel):
     run_id: str
     run_dir: str
     launched_via: str = Field(description="deployment:<name>, or local_process:<pid>.")
+    replayed: str | None = Field(
+        default=None,
+        description="With replay: what was replayed from the source's tape (the line the "
+        "CLI's fork-at-round prints).",
+    )
 
 
 class Stopped(BaseModel):

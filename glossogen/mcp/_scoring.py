@@ -1,4 +1,9 @@
-"""The scoring tools: evaluate a run (the ``evaluate`` flow) and export tables of runs."""
+"""The scoring tools: evaluate a run and export tables of runs.
+
+A run is scored by the library's entry ``launch.evaluate_planned``, as ``glossogen evaluate
+--run-dir`` scores it: in this process unless it calls a model and a Prefect API is configured
+(then through the ``evaluate`` flow); no Prefect server is started for it.
+"""
 
 from __future__ import annotations
 
@@ -42,8 +47,8 @@ class Scoring(ToolBase):
         ``allow_incomplete``: score a run that has not ended (still playing, or killed) on
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
-        from flows.evaluate import evaluate as evaluate_flow
         from glossogen.evaluation import EvaluationError, check_request, plan_request, refusal
+        from glossogen.launch import evaluate_planned
 
         folder = self._folder(run_id)
         try:
@@ -52,12 +57,7 @@ class Scoring(ToolBase):
                 judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
             )  # fmt: skip
             plan = plan_request(folder.url, folder.scenario, request)
-            done = await evaluate_flow(
-                plan.run.run_dir, [m.name for m in plan.metrics] or request.metric_arg,
-                request.model, request.provider, dict(request.judge_settings),
-                request.judge_replicas, request.probe_replicas, request.allow_incomplete,
-                request.plot, scenario=plan.run.scenario, judge_cache=request.judge_cache,
-            )  # fmt: skip
+            done = await evaluate_planned(plan, request)
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
             raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
         except StorageError as exc:
@@ -86,12 +86,17 @@ class Scoring(ToolBase):
         repeat_run_columns: bool = True,
         include_metric_summaries: bool = False,
         max_runs: StrictInt = 5000,
+        raw: bool = False,
+        include_logs: bool = False,
+        include_atif: bool = False,
     ) -> Exported:
         """Write CSV tables of the selected runs to a folder or ``s3://`` URL.
 
-        Takes what ``glossogen export`` takes but for its raw zip: the selection (run ids, or
-        the filters, never both: ``selection_of``), ``repeat_run_columns``,
-        ``include_metric_summaries`` and ``max_runs``.
+        Takes what ``glossogen export`` takes: the selection (run ids, or the filters, never
+        both: ``selection_of``), ``repeat_run_columns``, ``include_metric_summaries``,
+        ``max_runs``, and ``raw`` (also ``runs.zip`` of the run folders; with it
+        ``include_logs`` keeps the debug and stdout logs, ``include_atif`` adds ATIF
+        trajectories), its ceiling checked before anything is written.
         """
         from glossogen.export import (
             DEFAULT_FRAMES,
@@ -100,13 +105,18 @@ class Scoring(ToolBase):
             build_frames,
             check_frames,
             check_out,
+            check_raw_size,
             coverage,
+            estimate_raw_bytes,
             select_runs,
             selection_of,
+            write_raw_export,
             write_tables,
         )
         from glossogen.storage import join
 
+        if (include_atif or include_logs) and not raw:
+            raise ToolError("include_logs and include_atif apply to raw")
         if max_runs < 1:
             raise ToolError(f"max_runs must be at least 1, got {max_runs}")
         try:
@@ -120,19 +130,25 @@ class Scoring(ToolBase):
                 raise ToolError(
                     f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
                 )
+            if raw:
+                check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
+            files = [join(out, f"{n}.csv") for n in names]
+            if len(names) > 1:
+                files.append(join(out, "columns.csv"))
             rows = write_tables(
                 selected.records, names, out, repeat_run_columns=repeat_run_columns,
                 include_metric_summaries=include_metric_summaries,
             )  # fmt: skip
+            if raw:
+                files.append(write_raw_export(
+                    selected.records, out, include_logs=include_logs, include_atif=include_atif
+                ))  # fmt: skip
             tables = build_frames(
                 selected.records, names, repeat_run_columns=repeat_run_columns,
                 include_metric_summaries=include_metric_summaries,
             )  # fmt: skip
         except (SelectionError, RunsDirError, StorageError, ValueError) as exc:
             raise refuse(exc) from None
-        files = [join(out, f"{n}.csv") for n in names]
-        if len(names) > 1:
-            files.append(join(out, "columns.csv"))
         filled = {f"{t}.{c}": n for t, frame in tables.items() for c, n in coverage(frame).items()}
         return Exported(
             out=out, runs=len(selected.records), files=files, rows=rows, coverage=filled

@@ -55,7 +55,11 @@ DESCRIPTIONS = {
         "Dry run of a launch: resolved seats, models and settings, credentials present or "
         "missing by variable name, the estimated cost (per seat, judge, per round, in total) "
         "and the assumptions it rests on. Needs no key. Claims nothing. "
-        "overrides are 'key=value' items (values parsed as JSON), e.g. 'round_count=3'."
+        "overrides are 'key=value' items (values parsed as JSON), e.g. 'round_count=3'. "
+        "Takes start_run's limits (max_agent_turns, run_timeout_seconds, spend_cap_usd, "
+        "group_slug, judge_cache); a spend_cap_usd the estimate passes is refused, as "
+        "start_run would refuse it. With run_id (and resume_run's arguments): the dry run of "
+        "that resume, the rounds still to play."
     ),
     "start_run": (
         "Launch a run: scenario, preset (config) plus 'key=value' overrides, default model and "
@@ -72,7 +76,7 @@ DESCRIPTIONS = {
         "given; spend_cap_usd refused when the estimate passes it), rounds_after, knobs (a "
         "preset name or JSON file whose knobs replace the source's) and replay: play rounds "
         "1..after_round again from the source's tape ($0) instead of copying them, refused at "
-        "the first difference."
+        "the first difference (the result's replayed says what was replayed)."
     ),
     "replace_agent": (
         "Fork a run after a round with one seat moved to another model and provider; "
@@ -87,7 +91,8 @@ DESCRIPTIONS = {
         "`glossogen run --resume` takes, each as the run recorded when not given: "
         "max_agent_turns, run_timeout_seconds, spend_cap_usd (refused when the estimate of the "
         "rounds still to play passes it), model, provider, config (preset or JSON file) plus "
-        "'key=value' overrides, group_slug; a change from the record is refused unless "
+        "'key=value' overrides, group_slug, judge_cache (a folder of judge rulings, as "
+        "start_run's); a change from the record is refused unless "
         "allow_config_change. A run that ended is not resumed: fork it with fork_run."
     ),
     "stop_run": (
@@ -106,6 +111,7 @@ DESCRIPTIONS = {
         "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "
         "call_level) "
         "of runs picked by run_ids or by the list_runs filters, to a folder or an s3:// URL; "
+        "raw also writes runs.zip of the run folders (include_logs, include_atif); "
         "returns the files, row counts and, per column, how many runs fill it."
     ),
 }

@@ -587,6 +587,16 @@ class ForkPointCheck(BaseModel):
         """True when every request and every event of rounds 1..N is the same."""
         return self.divergence is None and self.event_divergence is None and not self.stalled
 
+    def said(self) -> str:
+        """The line every surface gives for a fork whose rounds 1..N were replayed."""
+        n = self.after_round
+        return (
+            f"replayed rounds 1..{n} of {self.source_run_id} from its tape: {self.calls} calls, "
+            f"{self.events} events reproduced"
+            + ("" if self.fingerprinted else " (no request fingerprints in its log)")
+            + f"; the new run's rounds 1..{n} are the replay's"
+        )
+
 
 def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
     """Replay rounds 1..``after_round`` of the run at ``run_dir`` from its tape, and compare.

@@ -435,23 +435,24 @@ def test_a_report_value_that_is_not_finite_is_missing_with_a_note(
 
 
 @pytest.mark.parametrize(
-    ("flag", "value"),
+    ("flag", "value", "typed"),
     [
-        ("--by", "\udcff"),
-        ("--measure", "\udcff"),
-        ("--filter", "\udcff=1"),
-        ("--by", "seed,\udcff"),
+        ("--by", "\udcff", "'\\xff'"),
+        ("--measure", "\udcff", "'\\xff'"),
+        ("--filter", "\udcff=1", "'\\xff=1'"),
+        ("--by", "seed,\udcff", "'seed,\\xff'"),
     ],
 )
 def test_a_flag_that_is_not_utf8_is_refused_alike(
-    cohort: Cohort, capsys: pytest.CaptureFixture[str], flag: str, value: str
+    cohort: Cohort, capsys: pytest.CaptureFixture[str], flag: str, value: str, typed: str
 ) -> None:
-    """A raw byte no UTF-8 decodes (``$'\\xff'``): the same line for --by, --measure, --filter."""
+    """A raw byte no UTF-8 decodes (``$'\\xff'``): the same line for --by, --measure, --filter,
+    the byte named as typed."""
     args = ["--runs-dir", cohort.runs_dir, flag, value]
     if flag != "--measure":
         args += ["--measure", "total_chars"]
     code = analyze(*args)
     out, err = capsys.readouterr()
     assert (code, out, err) == (
-        64, "", f"glossogen: error: {flag} {value!r}: not UTF-8 text\n"
+        64, "", f"glossogen: error: {flag} {typed}: not UTF-8 text\n"
     )  # fmt: skip

@@ -157,7 +157,7 @@ WORDED = [
     (["--measure", "x", "--max-runs", "3"], 65,
      "the selection holds 5 runs, over the 3-run limit; narrow the selection or raise it with "
      "--max-runs"),
-    (["--measure", "\udcff\udcfe"], 64, "--measure '\\udcff\\udcfe': not UTF-8 text"),
+    (["--measure", "\udcff\udcfe"], 64, "--measure '\\xff\\xfe': not UTF-8 text"),
     (["--measure", "y" * 100_000], 64,
      f"--measure {'y' * 80!r}...: no such field at the run grain of this selection (list the "
      "grain's fields)"),
@@ -292,17 +292,24 @@ def test_an_export_before_in_the_same_process_adds_no_line_to_an_analysis(
 
 
 @pytest.mark.parametrize(
-    ("flag", "value"),
-    [("--run-id", "\udcff"), ("--scenario", "\udcff"), ("--label", "a\udcff"),
-     ("--run-id-contains", "\udcff"), ("--status", "\udcff"), ("--contains-agent-id", "\udcff"),
-     ("--knob", "round_count=\udcff")],
+    ("flag", "value", "typed"),
+    [("--run-id", "\udcff", "'\\xff'"), ("--scenario", "\udcff", "'\\xff'"),
+     ("--label", "a\udcff", "'a\\xff'"), ("--run-id-contains", "\udcff", "'\\xff'"),
+     ("--status", "\udcff", "'\\xff'"), ("--contains-agent-id", "\udcff", "'\\xff'"),
+     ("--knob", "round_count=\udcff", "'round_count=\\xff'")],
 )  # fmt: skip
 def test_a_selection_value_that_is_not_utf8_is_one_line_in_analyze_and_export(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+    cohort: Cohort,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+    typed: str,
 ) -> None:
     """A byte that is not UTF-8 on the command line (a surrogate) is refused by the shared
-    selection, naming the flag, before any run is read (was a pydantic traceback)."""
-    line = f"glossogen: error: {flag} {value!r}: not UTF-8 text\n"
+    selection, naming the flag and the bytes as typed (``\\xff``), before any run is read
+    (was a pydantic traceback)."""
+    line = f"glossogen: error: {flag} {typed}: not UTF-8 text\n"
     assert analyze("--runs-dir", cohort.runs_dir, flag, value, "--measure", "total_chars") == 64
     assert capsys.readouterr().err == line
     out = tmp_path / "out"

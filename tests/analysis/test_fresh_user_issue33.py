@@ -294,8 +294,8 @@ def test_wording_names_what_was_typed(
         (["--grain", "run", "--metric", "x", "--measure", "x"],
          "--metric 'x': only the observation grain takes a metric (the --grain is run)"),
         (["--grain", "observation", "--metric", "\udcff", "--measure", "x"],
-         "--metric '\\udcff': not UTF-8 text"),
-        (["--measure", "x", "--chart", "\udcff"], "--chart '\\udcff': not UTF-8 text"),
+         "--metric '\\xff': not UTF-8 text"),
+        (["--measure", "x", "--chart", "\udcff"], "--chart '\\xff': not UTF-8 text"),
         (["--dashboard", "", "--out", str(tmp_path / "d")],
          "--dashboard '': a dashboard is a .yaml, .yml or .json file"),
     ]:  # fmt: skip

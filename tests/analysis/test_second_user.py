@@ -163,11 +163,11 @@ def test_compare_reads_a_text_arm_as_a_filter_reads_it(
         (["--measure", "x", "--chart", "heatmap", "--plot", "x.svg"],
          "--chart 'heatmap' needs two keys (--by K1,K2)"),
         (["--measure", "x", "--chart", "line"], "--chart 'line' draws the --plot FILE: give --plot"),
-        # A byte no UTF-8 decodes, in any flag, and a seed over 64 bits:
-        (["--measure", "x", "--filter", "a=\udcff"], "--filter 'a=\\udcff': not UTF-8 text"),
-        (["--measure", "x", "--compare", "a=\udcff,b"], "--compare 'a=\\udcff,b': not UTF-8 text"),
-        (["--measure", "\udcff"], "--measure '\\udcff': not UTF-8 text"),
-        (["--measure", "x", "--by", "\udcff"], "--by '\\udcff': not UTF-8 text"),
+        # A byte no UTF-8 decodes, in any flag (named as typed, \xff), and a seed over 64 bits:
+        (["--measure", "x", "--filter", "a=\udcff"], "--filter 'a=\\xff': not UTF-8 text"),
+        (["--measure", "x", "--compare", "a=\udcff,b"], "--compare 'a=\\xff,b': not UTF-8 text"),
+        (["--measure", "\udcff"], "--measure '\\xff': not UTF-8 text"),
+        (["--measure", "x", "--by", "\udcff"], "--by '\\xff': not UTF-8 text"),
         (["--measure", "x", "--seed", "99999999999999999999999"],
          "--seed 99999999999999999999999: Input should be less than or equal to "
          "18446744073709551615"),
