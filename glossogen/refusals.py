@@ -10,7 +10,7 @@ the sweep word it. Each other surface words the refusal its own way with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -47,6 +47,40 @@ def shown_path(path: object, quoted: bool = True) -> str:
     ``quoted=False``: as written (a path a line names bare).
     """
     return repr(str(path)) if quoted else str(path)
+
+
+def is_utf8(text: str) -> bool:
+    r"""Whether ``text`` is UTF-8 text, which every answer can carry.
+
+    Not: a lone surrogate (a command line's byte that is not UTF-8, or a JSON string's
+    ``\udcff`` escape).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
+    """The first string of ``value`` (JSON-like data) that is not UTF-8 text, and its place.
+
+    The place is the keys and indexes down to it (``("selection", "labels", "0")``); a key
+    that is not UTF-8 is named at its mapping (the key itself cannot be echoed as a place).
+    """
+    texts: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while texts:
+        where, item = texts.pop(0)
+        if isinstance(item, str) and not is_utf8(item):
+            return where, item
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(key, str) and not is_utf8(key):
+                    return where, key
+                texts.append(((*where, str(key)), inner))
+        elif isinstance(item, list):
+            texts += [((*where, str(i)), inner) for i, inner in enumerate(item)]
+    return None
 
 
 class Refusal(BaseModel):

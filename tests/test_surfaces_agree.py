@@ -266,9 +266,10 @@ def analyze_through(
         return Answer(False, "", 0), json.loads(out)
     if surface == "rest":
         field, _, agg = measure.partition(":")
+        asked = {"field": field, "agg": agg} if agg else {"field": field}  # as typed
         got = TestClient(create_app(runs_dir)).post(
             "/api/g/local/runs/analysis/query",
-            json={"measures": [{"field": field, "agg": agg or "mean"}], "by": ["round_count"]},
+            json={"measures": [asked], "by": ["round_count"]},
         )
         if got.status_code != 200:
             detail = got.json()["detail"]
@@ -297,6 +298,26 @@ def test_an_analysis_answers_and_refuses_the_same_through_every_surface(
         ({"round_count": "1"}, [(1.0, 1)]),
         ({"round_count": "2"}, [(1.0, 1)]),
     ]
+
+
+TEXT_MEASURE = (
+    "{measure} 'status': status is text, not a number: count it ('status:count') or group by "
+    "it ({by} status)"
+)
+BY = {"cli": "--by", "rest": "by", "mcp": "by"}
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_text_field_measured_is_named_as_typed_alike_through_every_surface(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``status`` with no aggregate: named as asked (not ``'status:mean'``), with what a text
+    field takes, each surface naming ``by`` its way."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    refused, _ = analyze_through(surface, runs, "status", capsys)
+    line = TEXT_MEASURE.format(measure=MEASURE[surface], by=BY[surface])
+    assert refused == refused_as(surface, line, "measures")
 
 
 NO_OPERATOR = "{knob} 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"

@@ -32,12 +32,12 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from glossogen.analysis._query import Query, Result, shown
-from glossogen.refusals import shown_path
+from glossogen.refusals import not_utf8, shown_path
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -99,6 +99,19 @@ class Dashboard(BaseModel):
     description: str = ""
     queries: Annotated[dict[str, Query], Field(min_length=1)]
     charts: Annotated[list[Chart], Field(min_length=1)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, data: Any) -> Any:
+        r"""Refuse a string that is not UTF-8 text (a JSON or YAML ``"\udcff"`` escape).
+
+        Saved, such a dashboard could be neither opened nor drawn (no answer holds it).
+        """
+        odd = not_utf8(data)
+        if odd is not None:
+            place, text = odd
+            raise ValueError(f"{'.'.join(place) or 'a key'} {shown(text)}: not UTF-8 text")
+        return data
 
     @model_validator(mode="after")
     def _charts_name_queries(self) -> Dashboard:

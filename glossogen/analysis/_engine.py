@@ -382,9 +382,16 @@ def _check_measure(frame: pl.DataFrame, measure: Measure, column: str) -> None:
     dtype = frame.schema[column]
     if measure.agg == "count":
         return
+    if dtype == pl.String:  # what a text field takes instead
+        raise QueryError(
+            f"{shown(measure.typed)}: {column} is text, not a number: count it "
+            f"({shown(measure.field + ':count')}) or group by it ({{by}} {measure.field})",
+            "measures",
+            ("by",),
+        )
     if not _numeric(dtype) and dtype not in (pl.Boolean, pl.Null):  # Null: every cell blank
         raise QueryError(
-            f"{shown(measure.label)}: {column} is not a number (it holds {dtype})", "measures"
+            f"{shown(measure.typed)}: {column} is not a number (it holds {dtype})", "measures"
         )
 
 

@@ -157,12 +157,21 @@ class Measure(BaseModel):
                 f"{shown(text)}: unknown aggregate {shown(agg)} (one of {', '.join(AGGREGATES)})",
                 "measures",
             )
-        return cls.model_validate({"field": name, "agg": agg})
+        given = {"field": name, "agg": agg} if colon else {"field": name}  # as typed
+        return cls.model_validate(given)
 
     @property
     def label(self) -> str:
         """``field:agg``, the measure's name in tables and JSON."""
         return f"{self.field}:{self.agg}"
+
+    @property
+    def typed(self) -> str:
+        """The measure as it was asked for: ``field`` alone when no aggregate was given.
+
+        A refusal names what the user wrote (``--measure status``), not the default it took.
+        """
+        return self.label if "agg" in self.model_fields_set else self.field
 
 
 class RowFilter(BaseModel):
@@ -198,6 +207,11 @@ class RowFilter(BaseModel):
             {"field": found["field"].strip(), "op": found["op"], "value": found["value"]}
         )
 
+    @model_validator(mode="after")
+    def _text(self) -> RowFilter:
+        _utf8(str(self), "filters")  # a JSON body's lone surrogate, as a command line's byte
+        return self
+
     def __str__(self) -> str:
         """Return the filter as written."""
         return f"{self.field}{self.op}{self.value}"
@@ -228,6 +242,11 @@ class Compare(BaseModel):
         if a == b:
             raise QueryError(f"{shown(text)} names the arm {shown(a)} twice", "compare")
         return cls(key=key.strip(), a=a, b=b)
+
+    @model_validator(mode="after")
+    def _text(self) -> Compare:
+        _utf8(f"{self.key}={self.a},{self.b}", "compare")  # a JSON body's lone surrogate
+        return self
 
 
 class Query(BaseModel):

@@ -133,15 +133,15 @@ EXIT_USAGE = int(exit_codes.USAGE)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 
 
-def _typed_value(exc: BaseException, argv: list[str]) -> str | None:
-    """The value the user typed for the option a usage error is about, if it names one."""
+def _typed_value(exc: BaseException, argv: list[str]) -> tuple[str, str] | None:
+    """The option a usage error is about and the value the user typed for it, if it names one."""
     options = getattr(getattr(exc, "param", None), "opts", None) or []
     for index, token in enumerate(argv):
         for option in options:
             if token == option and index + 1 < len(argv):
-                return argv[index + 1]
+                return option, argv[index + 1]
             if token.startswith(f"{option}="):
-                return token[len(option) + 1 :]
+                return option, token[len(option) + 1 :]
     return None
 
 
@@ -160,16 +160,28 @@ def _taken_as_value(exc: BaseException, argv: list[str]) -> str | None:
 
 
 def _usage_line(exc: TyperException, argv: list[str]) -> str:
-    """Click's usage error in one line: the value typed named, or the flag left without one."""
+    r"""Click's usage error in one line: the value typed named, or the flag left without one.
+
+    A value holding a byte that is not UTF-8 (``--limit $'\xff'``) is named as the options
+    that take text refuse it (``--limit '\xff': not UTF-8 text``), not by the parser's
+    wording of a string it could not read; typer's type errors omit the value typed.
+    """
     from typer._click.exceptions import MissingParameter
+
+    from glossogen.refusals import shown
 
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
     if isinstance(exc, MissingParameter):  # nothing was typed for it: no value to name
         return _taken_as_value(exc, argv) or message
-    typed = _typed_value(exc, argv)
-    if typed is not None and repr(typed) not in message:
-        message = f"{message}: got {typed!r}"  # typer's type errors omit the value typed
-    return message
+    found = _typed_value(exc, argv)
+    if found is None:
+        return message
+    option, typed = found
+    try:
+        typed.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{option} {shown(typed)}: not UTF-8 text"
+    return message if repr(typed) in message else f"{message}: got {typed!r}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
@@ -55,6 +63,17 @@ class FilterSelection(BaseModel):
     status: str | None = None
     contains_agent_id: str | None = None
     knob: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _text(self) -> FilterSelection:
+        r"""Refuse a value holding a lone surrogate (JSON's ``"\udcff"``), as the CLI refuses it.
+
+        It could be neither matched nor echoed back (a JSON answer is UTF-8).
+        """
+        _check_text({"scenario": self.scenario, "labels": self.labels,
+                     "run_id_contains": self.run_id_contains, "status": self.status,
+                     "contains_agent_id": self.contains_agent_id, "knob": self.knob})  # fmt: skip
+        return self
 
 
 def _kind(value: Any) -> str | None:

@@ -34,11 +34,11 @@ only files).
 from __future__ import annotations
 
 import sys
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi import Query as Param
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from glossogen.analysis import (
     Fields,
@@ -69,7 +69,9 @@ from glossogen.export import (
     selection_of,
 )
 from glossogen.export._selection import _check_limit as check_limit
+from glossogen.refusals import not_utf8, shown
 from glossogen.server._export_routes import group_of
+from glossogen.server._request_text import known_parameters
 from glossogen.storage import StorageError, path_kind
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
@@ -165,7 +167,7 @@ def query_runs(slug: str, query: Query, request: Request) -> Result:
     return result
 
 
-@router.get("/fields")
+@router.get("/fields", dependencies=[Depends(known_parameters)])
 def list_fields(
     slug: str,
     request: Request,
@@ -211,6 +213,20 @@ class RenderRequest(BaseModel):
 
     result: Result
     chart: ChartKind = "bar"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, body: Any) -> Any:
+        r"""Refuse a string that is not UTF-8 text (JSON's ``"\udcff"``): no answer holds it.
+
+        Raises:
+            QueryError: (field: its place, ``result.groups.0.keys.status``) naming it.
+        """
+        odd = not_utf8(body)
+        if odd is not None:
+            place, text = odd
+            raise QueryError(f"{shown(text)}: not UTF-8 text", ".".join(place) or "body")
+        return body
 
 
 class RenderedResult(BaseModel):

@@ -11,14 +11,25 @@
   let base = { selection: JSON.parse(root.dataset.selection) };
   let urls = [];
 
+  // An answer that is not JSON (a server fault's plain 500) or no answer at all is one line
+  // too, so a refused request never leaves the page blank.
   async function call(method, path, body) {
-    const res = await fetch(api + path, {
-      method: method, credentials: "same-origin",
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const data = await res.json();
-    return { ok: res.ok, status: res.status, data: data };
+    let res;
+    try {
+      res = await fetch(api + path, {
+        method: method, credentials: "same-origin",
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      return { ok: false, status: 0, data: { detail: "the server could not be reached" } };
+    }
+    try {
+      return { ok: res.ok, status: res.status, data: await res.json() };
+    } catch (e) {
+      const said = "the server answered " + res.status + (res.statusText ? " " + res.statusText : "");
+      return { ok: false, status: res.status, data: { detail: said } };
+    }
   }
   // A refusal as one line: the REST answer's field and message, never JSON.
   function refusal(detail) {
