@@ -4,7 +4,7 @@ Prefect's default database, SQLite, takes one writer at a time: with tens of flo
 (an in-process sweep of 40 runs), its API answers 503 while the database is locked, the Prefect
 client backs off 2, 4, 8, 16 s, and runs fail (measured: ``bench/sweep_throughput.py``).
 Prefect's documentation recommends PostgreSQL for that load; this starts one from the machine's
-own ``initdb`` and ``pg_ctl`` (no package to install) for benchmarks and local sweeps.
+own ``initdb`` and ``pg_ctl`` (on ``PATH``, or Debian's) for benchmarks and local sweeps.
 """
 
 from __future__ import annotations
@@ -27,9 +27,27 @@ UNPRIVILEGED_USER = "nobody"
 """PostgreSQL refuses to run as root: as root, the cluster runs as this user."""
 
 
+DEBIAN_SERVERS = Path("/usr/lib/postgresql")
+"""Where Debian's PostgreSQL server packages put their programs, one ``<major>/bin`` each (not on
+``PATH``: the machines this project runs on link them into ``/usr/local/bin``, a new Debian
+install of ``postgresql`` does not)."""
+
+
+def postgres_programs() -> dict[str, str] | None:
+    """The paths of ``initdb`` and ``pg_ctl``: on ``PATH``, else Debian's newest; else None."""
+    found = {name: shutil.which(name) for name in ("initdb", "pg_ctl")}
+    if all(found.values()):
+        return {name: str(path) for name, path in found.items()}
+    majors = [d for d in DEBIAN_SERVERS.glob("*/bin") if d.parent.name.isdigit()]
+    for bin_dir in sorted(majors, key=lambda d: int(d.parent.name), reverse=True):
+        if (bin_dir / "initdb").exists() and (bin_dir / "pg_ctl").exists():
+            return {name: str(bin_dir / name) for name in ("initdb", "pg_ctl")}
+    return None
+
+
 def postgres_available() -> bool:
-    """True when ``initdb`` and ``pg_ctl`` are on ``PATH``."""
-    return bool(shutil.which("initdb") and shutil.which("pg_ctl"))
+    """True when ``initdb`` and ``pg_ctl`` are installed (:func:`postgres_programs`)."""
+    return postgres_programs() is not None
 
 
 @contextmanager
@@ -44,8 +62,9 @@ def local_postgres() -> Iterator[str]:
         RuntimeError: ``initdb``/``pg_ctl`` are missing, or the cluster did not start (the
             message names its log).
     """
-    if not postgres_available():
-        raise RuntimeError("initdb and pg_ctl are not on PATH: install PostgreSQL's server")
+    programs = postgres_programs()
+    if programs is None:
+        raise RuntimeError("initdb and pg_ctl are not installed: install PostgreSQL's server")
     folder = Path(tempfile.mkdtemp(prefix="glossogen-postgres-"))
     as_user: list[str] = []
     if os.geteuid() == 0:
@@ -53,10 +72,11 @@ def local_postgres() -> Iterator[str]:
         as_user = ["runuser", "-u", UNPRIVILEGED_USER, "--"]
     data, log = folder / "data", folder / "postgres.log"
 
-    def run(*argv: str) -> None:
-        done = subprocess.run([*as_user, *argv], capture_output=True, text=True, check=False)  # noqa: S603
+    def run(program: str, *argv: str) -> None:
+        command = [*as_user, programs[program], *argv]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
         if done.returncode:
-            raise RuntimeError(f"{argv[0]} failed: {done.stderr.strip()[-300:]} (log: {log})")
+            raise RuntimeError(f"{program} failed: {done.stderr.strip()[-300:]} (log: {log})")
 
     try:
         run("initdb", "-D", str(data), "-U", "prefect", "--auth=trust", "-E", "UTF8")

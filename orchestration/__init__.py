@@ -10,6 +10,8 @@
   limits around every model request).
 - :mod:`orchestration.deployments`: which deployments a worker serves, creating their flow
   runs, recording and cancelling the flow run that plays a run folder.
+- :mod:`orchestration.busy`: asking a busy server again soon (the gate's requests, launches),
+  with the client's own 2-32 s backoff off.
 - :mod:`orchestration.runtime`: what the CLI needs of Prefect's settings (the API URL) and
   its queued logs and events.
 

@@ -19,12 +19,13 @@ from uuid import UUID
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun, StateType, WorkerStatus
-from prefect.deployments import run_deployment
+from prefect.deployments import arun_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import get_current_settings
 from prefect.states import Cancelling
 
 from glossogen.storage import FLOW_RUN, RunFolder, StorageError
+from orchestration.busy import ask_while_busy
 
 
 def simulate_deployment(provider: str) -> str:
@@ -65,18 +66,38 @@ async def served_resume_deployment(provider: str) -> str | None:
     return found[0] if found else None
 
 
+LAUNCH_BUSY_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers on which a launch asks again: rate limited, or the server (or its proxy) busy."""
+LAUNCH_BUSY_SECONDS = 300.0
+"""How long a launch keeps asking a busy server before its error is raised."""
+LAUNCH_LONGEST_WAIT_SECONDS = 5.0
+"""The longest wait between two asks of a launch (unless the server's ``Retry-After`` says)."""
+
+
 async def create_flow_run(
     name: str, parameters: dict[str, Any], idempotency_key: str, **options: Any
 ) -> FlowRun:
     """Create a flow run of deployment ``name`` and return at once (it plays on a worker).
 
     ``idempotency_key`` makes a second call with the same key return the first flow run, so a
-    launcher that runs twice never pays twice.
+    launcher that runs twice never pays twice. That also makes asking again safe: a server
+    that answers 429, 502, 503 or 504 (a SQLite-backed one answers 503 while its database is
+    locked), or a connection dropped mid-request, is asked again after a short jittered wait
+    (or the ``Retry-After`` it gave), for up to :data:`LAUNCH_BUSY_SECONDS`
+    (:func:`orchestration.busy.ask_while_busy`): a busy server holds a sweep back, it does not
+    fail its trials.
 
     Raises:
         ObjectNotFound: no such deployment.
+        PrefectHTTPStatusError: any other refusal, or still busy after
+            :data:`LAUNCH_BUSY_SECONDS`.
     """
-    flow_run: FlowRun = await run_deployment(  # type: ignore[misc]  # sync-or-async in its stub
+    flow_run: FlowRun = await ask_while_busy(
+        arun_deployment,
+        statuses=LAUNCH_BUSY_STATUSES,
+        seconds=LAUNCH_BUSY_SECONDS,
+        longest_wait=LAUNCH_LONGEST_WAIT_SECONDS,
+        dropped=True,
         name=name,
         parameters=parameters,
         idempotency_key=idempotency_key,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -27,6 +26,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.logging import get_logger, get_run_logger
 
 from glossogen.concurrency import CallGate, current_gate, install_gate, limit_name
+from orchestration.busy import ask_while_busy
 
 T = TypeVar("T")
 
@@ -440,26 +440,14 @@ async def _acquire(
 async def _without_backoff(call: Callable[..., Awaitable[T]], **kwargs: Any) -> T:
     """Make one gate request, asking again soon (not after 2, 4, 8, 16 s) while the server is busy.
 
-    A SQLite Prefect server answers 503 while its database is locked by other writes, and the
-    Prefect client's own retries then back off exponentially (``prefect/client/base.py``):
-    measured on a 40-run sweep, slot requests waited 2, 6, 14 and 30 s that way while slots
-    sat free. Here the client does not retry, and a 503 is asked again after a jittered
-    50-``MAX_POLL_SECONDS`` ms, for up to ``BUSY_RETRY_SECONDS``; other errors pass through.
+    Measured on a 40-run sweep, slot requests waited 2, 6, 14 and 30 s in the client's own
+    backoff while slots sat free. Here a 503 is asked again after a jittered
+    50-``MAX_POLL_SECONDS`` ms, for up to ``BUSY_RETRY_SECONDS``
+    (:func:`orchestration.busy.ask_while_busy`); other errors pass through.
     """
-    from prefect.context import SettingsContext, get_settings_context
-
-    deadline = time.monotonic() + BUSY_RETRY_SECONDS
-    delay = 0.05
-    while True:
-        try:
-            context = get_settings_context()
-            with SettingsContext(profile=context.profile, settings=_no_retries(context.settings)):
-                return await call(**kwargs)
-        except httpx.HTTPStatusError as exc:
-            if exc.response.status_code != 503 or time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(random.uniform(delay / 2, delay))  # noqa: S311 (jitter, not secrets)
-        delay = min(delay * 2, MAX_POLL_SECONDS)
+    return await ask_while_busy(
+        call, statuses={503}, seconds=BUSY_RETRY_SECONDS, longest_wait=MAX_POLL_SECONDS, **kwargs
+    )
 
 
 _GIVING_BACK: set[asyncio.Task[Any]] = set()
@@ -478,25 +466,6 @@ def _give_back(client: PrefectClient, asked: asyncio.Future[Any]) -> None:
         )
         _GIVING_BACK.add(task)
         task.add_done_callback(_GIVING_BACK.discard)
-
-
-_NO_RETRIES: list[tuple[Any, Any]] = []
-"""The last (settings, same settings with client retries off): one entry, so none is kept alive."""
-
-
-def _no_retries(settings: Any) -> Any:
-    """``settings`` with the client's retries off, built once per settings object in force.
-
-    ``prefect.settings.temporary_settings`` rebuilds the whole settings model on each use,
-    which costs more CPU than the request it wraps.
-    """
-    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES
-
-    if not _NO_RETRIES or _NO_RETRIES[0][0] is not settings:
-        _NO_RETRIES[:] = [
-            (settings, settings.copy_with_update(updates={PREFECT_CLIENT_MAX_RETRIES: 0}))
-        ]
-    return _NO_RETRIES[0][1]
 
 
 async def _renew(client: PrefectClient, lease: Lease) -> None:

@@ -5,7 +5,8 @@ CI runs:
 
 1. Debian's ``chromium`` for the browser tests (``tests/server/test_browser_ui.py``) is installed
    with ``apt-get`` when ``/usr/bin/chromium`` is missing (once, quietly; its log is printed
-   only if the install fails).
+   only if the install fails); so is Debian's ``postgresql`` when ``initdb``/``pg_ctl`` are
+   missing (:func:`ensure_postgresql`: the second step's servers need a PostgreSQL cluster).
 2. The project's own packages are compiled to bytecode (``__pycache__``, ignored by git): the
    machines this project runs on set ``PYTHONDONTWRITEBYTECODE=1`` and ``uv sync
    --compile-bytecode`` compiles only the installed packages, so every process the tests start
@@ -54,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -72,29 +73,50 @@ def _say(text: str) -> None:
 
 def ensure_chromium() -> None:
     """Install Debian's chromium with apt-get when it is missing; exit 70 if that fails."""
-    if os.access(CHROMIUM, os.X_OK):
-        return
+    if not os.access(CHROMIUM, os.X_OK):
+        _apt_install("chromium", f"{CHROMIUM} is missing", "the browser tests",
+                     lambda: os.access(CHROMIUM, os.X_OK))  # fmt: skip
+
+
+def ensure_postgresql() -> None:
+    """Install Debian's PostgreSQL server with apt-get when ``initdb``/``pg_ctl`` are missing.
+
+    The second step's Prefect servers run on a throwaway PostgreSQL cluster
+    (``tests/fixtures/prefect_server.orchestration_server``); without one they fall back to
+    SQLite, which refuses a write whenever another committed since the request's read: on a
+    loaded fresh machine without PostgreSQL the step's workers then went offline (a sweep
+    played in-process), flow runs crashed before their run began and launches got 503s.
+    """
+    from deployments.local_postgres import postgres_available
+
+    if not postgres_available():
+        _apt_install("postgresql", "PostgreSQL's initdb and pg_ctl are missing",
+                     "the orchestration tests' Prefect servers", postgres_available)  # fmt: skip
+
+
+def _apt_install(package: str, missing: str, needed_by: str, present: Callable[[], bool]) -> None:
+    """Install Debian's ``package`` (once, quietly; its log is printed only if that fails)."""
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         sys.exit(
-            f"tests: error: {CHROMIUM} is missing and only root can install it here: "
-            "run `apt-get install -y chromium` as root, then this command again"
+            f"tests: error: {missing} and only root can install them here: "
+            f"run `apt-get install -y {package}` as root, then this command again"
         )
-    _say(f"{CHROMIUM} is missing: installing Debian's chromium for the browser tests (once)")
+    _say(f"{missing}: installing Debian's {package} for {needed_by} (once)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # Two test commands started at once on a new machine both install: the second waits for
-    # dpkg's lock (up to 10 minutes) instead of failing, then finds chromium installed.
+    # dpkg's lock (up to 10 minutes) instead of failing, then finds the package installed.
     wait = ["-o", "DPkg::Lock::Timeout=600"]
     update = subprocess.run(
         ["apt-get", *wait, "update", "-q"], env=env, capture_output=True, text=True
     )
     install = subprocess.run(
-        ["apt-get", *wait, "install", "-y", "-q", "chromium"],
+        ["apt-get", *wait, "install", "-y", "-q", package],
         env=env, capture_output=True, text=True,
     )  # fmt: skip
-    if install.returncode or not os.access(CHROMIUM, os.X_OK):
+    if install.returncode or not present():
         print(update.stdout[-2000:], update.stderr[-2000:], install.stdout[-4000:],
               install.stderr[-4000:], sep="\n", file=sys.stderr)  # fmt: skip
-        sys.exit(f"tests: error: apt-get install chromium failed (exit {install.returncode})")
+        sys.exit(f"tests: error: apt-get install {package} failed (exit {install.returncode})")
 
 
 def compile_bytecode() -> None:
@@ -133,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to both pytest runs")
     options = parser.parse_args(argv)
     ensure_chromium()
+    ensure_postgresql()
     compile_bytecode()
     env = {
         **os.environ,

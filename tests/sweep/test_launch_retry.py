@@ -1,13 +1,14 @@
-"""Which failed launches the in-process sweep may launch again: refused by the API, nothing started."""
+"""Which failed launches a sweep asks or launches again: refused by the API, nothing started."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from prefect.exceptions import PrefectHTTPStatusError
+from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
 from flows.sweep import launch_all, play_in_process
 from glossogen.sweep import Launch, SweepOptions, SweepRun, load_spec, plan_sweep
@@ -91,3 +92,107 @@ def test_the_summary_names_the_spec_by_its_absolute_path(
         str(tmp_path / "pd.yaml"),
         str(tmp_path / "runs"),
     )
+
+
+class BusyProxy:
+    """A real HTTP proxy on 127.0.0.1 in front of the session's Prefect server.
+
+    Each ``POST .../create_flow_run`` (a launch) takes the next step of ``script``: a status
+    to answer with, and headers (nothing reaches the server), or ``"drop"`` (passed on, and the
+    connection closed before the server's answer reaches the client); once the script is
+    spent, passed on. Every other request is passed on. ``seen`` says what each launch POST got.
+    """
+
+    def __init__(self, upstream: str, script: list[tuple[int, dict[str, str]] | str]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from threading import Thread
+
+        self.script, self.seen = list(script), list[str]()
+        proxy, origin = self, upstream.removesuffix("/api")
+        forward = httpx.Client(base_url=origin)
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                launch = self.command == "POST" and self.path.endswith("/create_flow_run")
+                step = proxy.script.pop(0) if launch and proxy.script else "pass"
+                if isinstance(step, tuple):
+                    status, headers = step
+                    proxy.seen.append(" ".join([str(status), *headers.values()]))
+                    self._answer(status, headers, b'{"exception_message": "busy"}')
+                    return
+                passed = forward.request(
+                    self.command, self.path, content=body,
+                    headers={"content-type": self.headers.get("content-type", "")},
+                )  # fmt: skip
+                if launch:
+                    proxy.seen.append(f"{passed.status_code}{' dropped' * (step == 'drop')}")
+                if step == "drop":
+                    self.close_connection = True  # no answer at all: the client's read fails
+                    return
+                self._answer(passed.status_code, {}, passed.content)
+
+            def _answer(self, status: int, headers: dict[str, str], body: bytes) -> None:
+                self.send_response(status)
+                for name, value in {**headers, "content-type": "application/json"}.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any  # noqa: N815
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
+        Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _launch_through(proxy: BusyProxy, name: str, key: str) -> Any:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from orchestration.deployments import create_flow_run
+
+    with temporary_settings(updates={PREFECT_API_URL: proxy.url}):
+        return asyncio.run(create_flow_run(name, {}, key))
+
+
+def test_a_launch_a_busy_server_refused_is_asked_again_and_creates_one_flow_run(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow_from_name("launch-retry")
+        deployment_id = client.create_deployment(flow_id=flow_id, name=tmp_path.name)
+    busy = [(503, {}), (429, {"Retry-After": "0"}), (502, {}), (504, {}), "drop"]
+    proxy = BusyProxy(prefect_api, busy)
+    try:
+        flow_run = _launch_through(proxy, f"launch-retry/{tmp_path.name}", "busy/c0/1")
+        # Rate limited, busy, behind a busy proxy, then created but the answer lost: each
+        # asked again, and the last ask got the flow run the lost answer had created.
+        assert proxy.seen == ["503", "429 0", "502", "504", "201 dropped", "200"]
+        assert (flow_run.deployment_id, flow_run.idempotency_key) == (deployment_id, "busy/c0/1")
+        with get_client(sync_client=True) as client:
+            flow_runs = client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
+            )
+        assert [f.id for f in flow_runs] == [flow_run.id]
+        # A refusal that is no busy server (a 500, a deployment that does not exist) is
+        # raised at once.
+        proxy.script, proxy.seen = [(500, {})], []
+        with pytest.raises(PrefectHTTPStatusError) as refused:
+            _launch_through(proxy, f"launch-retry/{tmp_path.name}", "busy/c0/2")
+        assert (refused.value.response.status_code, proxy.seen) == (500, ["500"])
+        with pytest.raises(ObjectNotFound):
+            _launch_through(proxy, "launch-retry/no-such-deployment", "busy/c0/3")
+        assert proxy.seen == ["500"]  # it never got as far as a launch
+    finally:
+        proxy.close()
