@@ -93,7 +93,7 @@ def test_an_integer_flag_that_is_not_utf8_is_one_line_naming_it(
     data as a unicode string: got 'r\\udcffn'``: now as the text flags say it."""
     flag = args[0].split("=")[0]
     assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", *args) == 64
-    assert capsys.readouterr() == ("", f"glossogen: error: {flag} 'r\\udcffn': not UTF-8 text\n")
+    assert capsys.readouterr() == ("", f"glossogen: error: {flag} 'r\\xffn': not UTF-8 text\n")
 
 
 def test_a_limit_byte_that_is_not_utf8_on_a_real_command_line(cohort: Cohort) -> None:
@@ -104,7 +104,7 @@ def test_a_limit_byte_that_is_not_utf8_on_a_real_command_line(cohort: Cohort) ->
         capture_output=True, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (
-        64, b"", b"glossogen: error: --limit '\\udcff': not UTF-8 text\n"
+        64, b"", b"glossogen: error: --limit '\\xff': not UTF-8 text\n"
     )  # fmt: skip
 
 
@@ -116,7 +116,7 @@ def test_fields_refuses_a_parameter_not_utf8_as_the_cli_refuses_the_flag(
     cli = capsys.readouterr()
     got = [client.get(f"{API}/fields?{q}") for q in
            ("label=%FF", "scenario=veyru&label=a%FFb", "knob=seed%3D%FF", "grain=%FF")]  # fmt: skip
-    assert cli == ("", "glossogen: error: --label 'r\\udcffn': not UTF-8 text\n")
+    assert cli == ("", "glossogen: error: --label 'r\\xffn': not UTF-8 text\n")
     assert [(g.status_code, g.json()["detail"]) for g in got] == [
         (422, {"field": "label", "message": "label '\\udcff': not UTF-8 text"}),
         (422, {"field": "label", "message": "label 'a\\udcffb': not UTF-8 text"}),
@@ -200,7 +200,7 @@ def test_a_dashboard_file_escaping_a_lone_surrogate_is_one_line(
     )
     assert capsys.readouterr() == (
         "",
-        f"glossogen: error: --dashboard {board}: charts.0.title '\\udcff': not UTF-8 text\n",
+        f"glossogen: error: --dashboard {board}: charts.0.title '\\xff': not UTF-8 text\n",
     )
     assert not out.exists()
 
