@@ -258,3 +258,19 @@ def test_the_page_shows_a_saved_dashboards_refusals_as_one_line(
     assert unopened == f"dashboard: {kept / 'odd.yaml'}: title '\\udcff': not UTF-8 text"
     assert gone == "the server could not be reached"
     assert errors == []
+
+
+def test_the_pages_refuse_a_filter_not_utf8_in_their_address(client: TestClient) -> None:
+    """``/analysis?label=%FF`` carried U+FFFD over as the cohort (and its fields query), and
+    ``/?label=%FF`` listed no run: each now shows the export's line for the flag, 422."""
+    import re
+
+    got = [client.get(u) for u in ("/?label=%FF", "/analysis?label=%FF",
+                                   "/?scenario=veyru&knob=seed%3D%FF")]  # fmt: skip
+    shown = [(g.status_code, re.findall(r'<p class="error"[^>]*>([^<]*)</p>', g.text),
+              'id="analysis"' in g.text) for g in got]  # fmt: skip
+    assert shown == [
+        (422, ["glossogen: error: --label &#39;\\udcff&#39;: not UTF-8 text"], False),
+        (422, ["glossogen: error: --label &#39;\\udcff&#39;: not UTF-8 text"], False),
+        (422, ["glossogen: error: --knob &#39;seed=\\udcff&#39;: not UTF-8 text"], False),
+    ]
