@@ -90,8 +90,9 @@ def ensure_postgresql() -> None:
     The second step's Prefect servers run on a throwaway PostgreSQL cluster
     (``tests/fixtures/prefect_server.orchestration_server``); without one they fall back to
     SQLite, which refuses a write whenever another committed since the request's read: on a
-    loaded fresh machine without PostgreSQL the step's workers then went offline (a sweep
-    played in-process), flow runs crashed before their run began and launches got 503s.
+    loaded fresh machine without PostgreSQL (stop 43) the step failed four ways, a launch got
+    503, a sweep found no worker online and played in-process, and two recovery tests never
+    ended.
     """
     from deployments.local_postgres import postgres_available
 
