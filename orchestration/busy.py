@@ -46,7 +46,8 @@ async def ask_while_busy(
         statuses: The HTTP statuses that mean "busy, ask again" (e.g. 503).
         seconds: How long to keep asking; the answer past it is raised.
         longest_wait: The longest wait between two asks (the waits double from
-            :data:`FIRST_WAIT_SECONDS`, jittered); a ``Retry-After`` header is waited as said.
+            :data:`FIRST_WAIT_SECONDS`, jittered); a ``Retry-After`` header is waited as said
+            (one that ends past ``seconds`` raises at once).
         dropped: Also ask again when the connection failed mid-request (a read or write error,
             a timeout, a broken response), as Prefect's client does; not when it was refused.
         **kwargs: ``call``'s arguments.
@@ -67,9 +68,10 @@ async def ask_while_busy(
             with SettingsContext(profile=context.profile, settings=_no_retries(context.settings)):
                 return await call(**kwargs)
         except httpx.HTTPStatusError as exc:
-            if exc.response.status_code not in statuses or time.monotonic() > deadline:
-                raise
             told = _retry_after(exc.response)
+            later = time.monotonic() + (told or 0.0)
+            if exc.response.status_code not in statuses or later > deadline:
+                raise
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             refused = isinstance(exc, httpx.ConnectError)
             if not dropped or refused or time.monotonic() > deadline:

@@ -14,7 +14,11 @@ CI runs:
    modules of ``glossogen`` it imports again: 125 for a detached run, about 0.6 CPU-s (measured:
    5.1 CPU-s to import a detached run's modules without them, 4.5 with). A stale file is never
    read (Python checks each against its source).
-3. Unless ``PREFECT_API_URL`` names a server, one Prefect server per pytest-xdist worker of the
+3. One Prefect database is migrated to head (:func:`migrated_database`, about 8 CPU-s): the
+   first step's servers start on copies of it, and so do the tests' temporary servers that
+   start on a migrated database (``fresh_prefect_home``), instead of one migration each and
+   one per test worker. Unless ``PREFECT_API_URL`` names a server, one Prefect server per
+   pytest-xdist worker of the
    first step is started, each with a throwaway home and a port the OS hands it when it binds
    (:func:`deployments.local_server.local_prefect_server`), and listed in the test-only
    ``GLOSSOGEN_TEST_PREFECT_API_URLS`` (worker ``gwN`` takes the Nth: ``tests/conftest.py``).
@@ -63,6 +67,8 @@ REPO = Path(__file__).resolve().parents[1]
 WORKERS = 2
 """pytest-xdist workers of the first step (the machines this project runs on have 2 cores)."""
 CHROMIUM = Path("/usr/bin/chromium")
+MIGRATED_DB = "GLOSSOGEN_TEST_MIGRATED_PREFECT_DB"
+"""Test-only: the database :func:`migrated_database` made (``tests/fixtures/prefect_server``)."""
 PACKAGES = ("glossogen", "scenarios", "flows", "tasks", "orchestration", "deployments", "tests")
 """The project's source folders whose bytecode :func:`compile_bytecode` writes."""
 
@@ -84,8 +90,9 @@ def ensure_postgresql() -> None:
     The second step's Prefect servers run on a throwaway PostgreSQL cluster
     (``tests/fixtures/prefect_server.orchestration_server``); without one they fall back to
     SQLite, which refuses a write whenever another committed since the request's read: on a
-    loaded fresh machine without PostgreSQL the step's workers then went offline (a sweep
-    played in-process), flow runs crashed before their run began and launches got 503s.
+    loaded fresh machine without PostgreSQL (stop 43) the step failed four ways, a launch got
+    503, a sweep found no worker online and played in-process, and two recovery tests never
+    ended.
     """
     from deployments.local_postgres import postgres_available
 
@@ -128,14 +135,39 @@ def compile_bytecode() -> None:
 
 
 @contextmanager
-def prefect_servers(count: int) -> Iterator[list[str]]:
-    """Start ``count`` Prefect servers at once (each takes 10-30 s to start); yield their URLs."""
+def migrated_database() -> Iterator[Path]:
+    """Migrate one Prefect database to head for the whole command; yield its path, then remove it.
+
+    The Prefect servers of the first step start on copies of it (:func:`prefect_servers`), and
+    each test worker's temporary servers too (``tests/fixtures/prefect_server.MIGRATED_DB``):
+    one migration instead of one per server and one per worker (each about 8 CPU-s).
+    """
+    from tests.fixtures.prefect_server import migrate_prefect_database
+
+    home = Path(tempfile.mkdtemp(prefix="glossogen-tests-migrated-"))
+    try:
+        yield migrate_prefect_database(home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def prefect_servers(count: int, database: Path) -> Iterator[list[str]]:
+    """Start ``count`` Prefect servers at once, each on a copy of ``database``; yield their URLs."""
     from concurrent.futures import ThreadPoolExecutor
 
     from deployments.local_server import PLAYING_ONLY_SERVICES, local_prefect_server
 
     with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
-        servers = [local_prefect_server(env=PLAYING_ONLY_SERVICES) for _ in range(count)]
+        copies = []
+        for _ in range(count):
+            folder = Path(tempfile.mkdtemp(prefix="glossogen-tests-prefect-db-"))
+            stack.callback(shutil.rmtree, folder, ignore_errors=True)
+            copies.append(shutil.copy(database, folder / "prefect.db"))
+        servers = [
+            local_prefect_server(f"sqlite+aiosqlite:///{copy}", env=PLAYING_ONLY_SERVICES)
+            for copy in copies
+        ]
         started = list(pool.map(lambda server: server.__enter__(), servers))
         for server in servers:
             stack.push(server.__exit__)
@@ -170,12 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
     with ExitStack() as stack:
+        _say("migrating one Prefect database for the servers and workers of the command")
+        database = stack.enter_context(migrated_database())
+        env[MIGRATED_DB] = str(database)
         first_env = dict(env)
         if not env.get("PREFECT_API_URL"):
             # Run ids are unix seconds and flow runs are named after them: each worker reads
             # flow runs and artifacts of a server no other worker writes to.
             _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
-            urls = stack.enter_context(prefect_servers(WORKERS))
+            urls = stack.enter_context(prefect_servers(WORKERS, database))
             first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
             first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
         started = time.monotonic()

@@ -19,6 +19,36 @@ from collections.abc import Iterator
 
 import pytest
 
+
+def _one_certificate_trust_store() -> str:
+    """A CA file holding one certificate (certifi's first), for the tests' Prefect clients.
+
+    Every Prefect client (each flow run makes two or three, each CLI command, worker and wait
+    another) builds a verifying TLS context from ``PREFECT_API_SSL_CERT_FILE``, by default
+    certifi's bundle of about 150 certificates: about 19 ms of CPU each, a quarter of the CPU
+    of a test that plays 20 short flows (``tests/derive/test_resume.py``), though every Prefect
+    API of the tests is plain HTTP on 127.0.0.1 and no certificate is ever checked. The
+    setting is Prefect's own and reaches every process the tests start.
+    """
+    import re
+    import tempfile
+    from pathlib import Path
+
+    import certifi
+
+    bundle = Path(certifi.where()).read_text()
+    first = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", bundle, re.S)
+    assert first is not None, certifi.where()
+    path = Path(tempfile.gettempdir()) / f"glossogen-tests-prefect-ca-{os.getuid()}.pem"
+    if not path.exists() or path.read_text() != first[0]:
+        written = path.with_suffix(f".{os.getpid()}.tmp")
+        written.write_text(first[0])
+        written.replace(path)  # atomic: the other xdist worker may write it at the same time
+    return str(path)
+
+
+os.environ.setdefault("PREFECT_API_SSL_CERT_FILE", _one_certificate_trust_store())
+
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 _SERVERS = os.environ.get("GLOSSOGEN_TEST_PREFECT_API_URLS", "").split()
 if _WORKER.startswith("gw") and _SERVERS:

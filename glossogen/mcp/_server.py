@@ -246,11 +246,20 @@ class _OneLineTool(Tool):
             cause = exc.__cause__
             if not isinstance(cause, ValidationError):
                 raise
-            said = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
-                for error in cause.errors()
-            )
+            said = "; ".join(f"{_place(error['loc'])}: {error['msg']}" for error in cause.errors())
             raise ToolError(f"Error executing tool {self.name}: {said}") from cause
+
+
+def _place(loc: tuple[int | str, ...]) -> str:
+    """An argument's dotted place, as REST names it: without the selection's kind tag.
+
+    pydantic names the tag of the selection's kind (``selection.filters.bogus``); the request
+    has no such key, so the place is ``selection.bogus`` (``selection.run_ids.0`` stays).
+    """
+    parts = [str(part) for part in loc]
+    if len(parts) > 2 and parts[0] == "selection" and parts[1] in ("run_ids", "filters"):
+        del parts[1]
+    return ".".join(parts) or "arguments"
 
 
 def _refuse_unknown_arguments(tool: Tool) -> None:

@@ -35,6 +35,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from glossogen.eventlog import STATUSES, RunView
 from glossogen.export import FilterSelection, RunRecord, RunsDirError, SelectionError, select_runs
+from glossogen.refusals import shown as shown_value
 from glossogen.refusals import worded
 from glossogen.server._live_routes import load_scenario_events, run_folder
 from glossogen.server._run_index import (
@@ -106,6 +107,26 @@ COMMAND_WORDS = {"knob": "--knob", "status": "--status"}
 the line the export of the same filters prints (the list's filters are the export's)."""
 
 
+LIST_FLAGS = {"scenario": "--scenario", "label": "--label", "knob": "--knob",
+              "status": "--status", "run_id": "--run-id-contains"}  # fmt: skip
+"""The list's filters as ``glossogen export``'s flags, for a value refused as not UTF-8."""
+
+
+def _not_utf8(request: Request) -> str | None:
+    r"""The line refusing a filter of the page's address holding a byte that is not UTF-8.
+
+    The parsed address reads such a byte as U+FFFD, a value no run has: refused instead, as
+    the export refuses the flag (``glossogen: error: --label '\udcff': not UTF-8 text``).
+    """
+    from glossogen.server._request_text import not_utf8_parameter
+
+    odd = not_utf8_parameter(request)
+    if odd is None:
+        return None
+    name, value = odd
+    return f"glossogen: error: {LIST_FLAGS.get(name, name)} {shown_value(value)}: not UTF-8 text"
+
+
 def _filters(request: Request) -> RunFilters:
     q = request.query_params
     return RunFilters(
@@ -172,6 +193,7 @@ def runs(request: Request) -> HTMLResponse:
     from glossogen.scenario import scenario_names
 
     filters = _filters(request)
+    refused = _not_utf8(request)
     try:
         page_number = int(request.query_params.get("page", "1"))
     except ValueError:
@@ -181,7 +203,9 @@ def runs(request: Request) -> HTMLResponse:
     raw_size = request.query_params.get("per_page", str(PAGE_SIZE)).strip()
     per_page = int(raw_size) if raw_size.isdigit() else None
     try:
-        if per_page is None or per_page not in PAGE_SIZES:
+        if refused is not None:
+            error, code = refused, 422
+        elif per_page is None or per_page not in PAGE_SIZES:
             sizes = ", ".join(map(str, PAGE_SIZES))
             error, code = f"glossogen: error: per_page {raw_size!r} is not one of {sizes}", 422
         else:
@@ -225,6 +249,9 @@ def analysis(request: Request) -> HTMLResponse:
     from glossogen.analysis._query import OPERATORS
 
     filters = _filters(request)
+    refused = _not_utf8(request)
+    if refused is not None:
+        return _render("analysis.html", 422, error=refused)
     fields_query = [("scenario", filters.scenario)] if filters.scenario else []
     fields_query += [("label", v) for v in filters.labels] + [("knob", v) for v in filters.knob]
     if filters.status:

@@ -25,14 +25,31 @@ def known_parameters(request: Request) -> None:
 
     raw = request.scope.get("query_string", b"").decode("latin-1")
     taken = [p.alias for p in request.scope["route"].dependant.query_params]
-    for name, value in parse_qsl(raw, keep_blank_values=True, errors="surrogateescape"):
+    for name, _ in parse_qsl(raw, keep_blank_values=True, errors="surrogateescape"):
         if name not in taken:  # a misspelt filter would select every run
             raise HTTPException(422, {"field": name if is_utf8(name) else "query", "message": (
                 f"{shown(name)}: not a parameter of this route (it takes {', '.join(taken)})"
             )})  # fmt: skip
+    odd = not_utf8_parameter(request)
+    if odd is not None:
+        name, value = odd
+        raise HTTPException(
+            422, {"field": name, "message": f"{name} {shown(value)}: not UTF-8 text"}
+        )
+
+
+def not_utf8_parameter(request: Request) -> tuple[str, str] | None:
+    """The first query parameter whose value holds a byte that is not UTF-8, and that value.
+
+    Read from the raw query string (the parsed one holds U+FFFD where the byte was).
+    """
+    from urllib.parse import parse_qsl
+
+    raw = request.scope.get("query_string", b"").decode("latin-1")
+    for name, value in parse_qsl(raw, keep_blank_values=True, errors="surrogateescape"):
         if not is_utf8(value):
-            message = f"{name} {shown(value)}: not UTF-8 text"
-            raise HTTPException(422, {"field": name, "message": message})
+            return name, value
+    return None
 
 
-__all__ = ["known_parameters"]
+__all__ = ["known_parameters", "not_utf8_parameter"]

@@ -258,3 +258,46 @@ def test_the_page_shows_a_saved_dashboards_refusals_as_one_line(
     assert unopened == f"dashboard: {kept / 'odd.yaml'}: title '\\udcff': not UTF-8 text"
     assert gone == "the server could not be reached"
     assert errors == []
+
+
+def test_the_pages_refuse_a_filter_not_utf8_in_their_address(client: TestClient) -> None:
+    """``/analysis?label=%FF`` carried U+FFFD over as the cohort (and its fields query), and
+    ``/?label=%FF`` listed no run: each now shows the export's line for the flag, 422."""
+    import re
+
+    got = [client.get(u) for u in ("/?label=%FF", "/analysis?label=%FF",
+                                   "/?scenario=veyru&knob=seed%3D%FF")]  # fmt: skip
+    shown = [(g.status_code, re.findall(r'<p class="error"[^>]*>([^<]*)</p>', g.text),
+              'id="analysis"' in g.text) for g in got]  # fmt: skip
+    assert shown == [
+        (422, ["glossogen: error: --label &#39;\\udcff&#39;: not UTF-8 text"], False),
+        (422, ["glossogen: error: --label &#39;\\udcff&#39;: not UTF-8 text"], False),
+        (422, ["glossogen: error: --knob &#39;seed=\\udcff&#39;: not UTF-8 text"], False),
+    ]
+
+
+def test_a_bad_selection_key_is_placed_alike_by_rest_and_mcp(
+    cohort: Cohort, client: TestClient, tmp_path: Path
+) -> None:
+    """MCP named pydantic's tag of the selection's kind (``selection.filters.bogus``), which
+    no request holds; REST already said ``selection.bogus``."""
+    import asyncio
+
+    from tests.mcp.conftest import in_process_session, refusal
+
+    selections: list[dict[str, Any]] = [{"bogus": 1}, {"kind": "run_ids", "run_ids": [""]}]
+
+    async def asked() -> list[str]:
+        async with in_process_session(Path(cohort.runs_dir), tmp_path) as session:
+            return [await refusal(session, "analyze_runs", measures=["task_done"], selection=s)
+                    for s in selections]  # fmt: skip
+
+    by_mcp = asyncio.run(asked())
+    by_rest = [client.post(f"{API}/query", json={"measures": [{"field": "task_done"}],
+                                                  "selection": s}).json()["detail"]
+               for s in selections]  # fmt: skip
+    assert by_mcp == [
+        "selection.bogus: Extra inputs are not permitted",
+        "selection.run_ids.0: String should have at least 1 character",
+    ]
+    assert [f"{d['field']}: {d['message']}" for d in by_rest] == by_mcp

@@ -109,7 +109,7 @@ class BusyProxy:
 
         self.script, self.seen = list(script), list[str]()
         proxy, origin = self, upstream.removesuffix("/api")
-        forward = httpx.Client(base_url=origin)
+        forward = self.forward = httpx.Client(base_url=origin)
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -152,6 +152,7 @@ class BusyProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        self.forward.close()
 
 
 def _launch_through(proxy: BusyProxy, name: str, key: str) -> Any:
@@ -164,22 +165,27 @@ def _launch_through(proxy: BusyProxy, name: str, key: str) -> Any:
 
 
 def test_a_launch_a_busy_server_refused_is_asked_again_and_creates_one_flow_run(
-    prefect_api: str, tmp_path: Path
+    prefect_api: str,
 ) -> None:
+    from uuid import uuid4
+
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
+    # Its own deployment and keys: a server that outlives the test (PREFECT_API_URL) may hold
+    # an earlier run's, which would hand back that run's flow run.
+    name, key = f"busy-{uuid4().hex}", f"busy/{uuid4().hex}"
     with get_client(sync_client=True) as client:
         flow_id = client.create_flow_from_name("launch-retry")
-        deployment_id = client.create_deployment(flow_id=flow_id, name=tmp_path.name)
+        deployment_id = client.create_deployment(flow_id=flow_id, name=name)
     busy = [(503, {}), (429, {"Retry-After": "0"}), (502, {}), (504, {}), "drop"]
     proxy = BusyProxy(prefect_api, busy)
     try:
-        flow_run = _launch_through(proxy, f"launch-retry/{tmp_path.name}", "busy/c0/1")
+        flow_run = _launch_through(proxy, f"launch-retry/{name}", f"{key}/1")
         # Rate limited, busy, behind a busy proxy, then created but the answer lost: each
         # asked again, and the last ask got the flow run the lost answer had created.
         assert proxy.seen == ["503", "429 0", "502", "504", "201 dropped", "200"]
-        assert (flow_run.deployment_id, flow_run.idempotency_key) == (deployment_id, "busy/c0/1")
+        assert (flow_run.deployment_id, flow_run.idempotency_key) == (deployment_id, f"{key}/1")
         with get_client(sync_client=True) as client:
             flow_runs = client.read_flow_runs(
                 deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
@@ -189,10 +195,10 @@ def test_a_launch_a_busy_server_refused_is_asked_again_and_creates_one_flow_run(
         # raised at once.
         proxy.script, proxy.seen = [(500, {})], []
         with pytest.raises(PrefectHTTPStatusError) as refused:
-            _launch_through(proxy, f"launch-retry/{tmp_path.name}", "busy/c0/2")
+            _launch_through(proxy, f"launch-retry/{name}", f"{key}/2")
         assert (refused.value.response.status_code, proxy.seen) == (500, ["500"])
         with pytest.raises(ObjectNotFound):
-            _launch_through(proxy, "launch-retry/no-such-deployment", "busy/c0/3")
+            _launch_through(proxy, f"launch-retry/no-{name}", f"{key}/3")
         assert proxy.seen == ["500"]  # it never got as far as a launch
     finally:
         proxy.close()
