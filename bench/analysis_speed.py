@@ -104,7 +104,7 @@ def measure(runs_dir: str, runs: int, out: str) -> dict[str, float]:
     Projection.open(runs_dir)
     figures["read the cache file s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _, frame = select_rows(runs_dir, query.selection, runs, "round")
+    _, frame, *_ = select_rows(runs_dir, query.selection, runs, "round")
     figures["select and round rows through the cache s"] = time.perf_counter() - t0
     figures["peak MiB, warm"] = _peak_mib()
     assert frame is not None
