@@ -20,8 +20,6 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from glossogen.engine import Clock
-from glossogen.eventlog import EventLogWriter
 from glossogen.launch import (
     VIRTUAL_CLOCK_SETTING,
     RunRequest,
@@ -58,22 +56,15 @@ overlap, and which answer is taken up first is the event loop's."""
 
 
 async def play_over_http(
-    runs_dir: Path,
-    scenario: str,
-    overrides: list[str],
-    now_unix: int | None = None,
-    clock_of: Callable[[EventLogWriter], Clock] | None = None,
+    runs_dir: Path, scenario: str, overrides: list[str], now_unix: int | None = None
 ) -> str:
-    """Play 2 rounds of ``scenario`` (seats scripted but as ``overrides`` say); its folder.
-
-    ``clock_of``: the run's clock (``open_session``'s), else the one the run calls for.
-    """
+    """Play 2 rounds of ``scenario`` (seats scripted but as ``overrides`` say); its folder."""
     request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
                          runs_dir=str(runs_dir), config="knobs_default",
                          overrides=["round_count=2", *overrides])  # fmt: skip
     plan = plan_run(request)
     folder = claim_run(plan, request.runs_dir, now_unix=now_unix)
-    session = open_session(plan, folder, clock_start=CLOCK_START, clock_of=clock_of)
+    session = open_session(plan, folder, clock_start=CLOCK_START)
     for round_number in (1, 2):
         await session.play_round(round_number)
     await session.settle_requests()
