@@ -135,7 +135,7 @@ def _process(args: list[str]) -> tuple[float, float, float]:
     return process(args)
 
 
-def measure(runs_dir: Path, out: Path, frames: str, repeats: int = 1) -> tuple[float, ...]:
+def measure(runs_dir: Path, out: Path, frames: str, repeats: int = 1) -> tuple[float, float, float]:
     """Run ``glossogen export`` ``repeats`` times; return the fastest (wall s, CPU s, MiB).
 
     The machine is shared, so the fastest of a few runs is the figure least disturbed by
@@ -166,7 +166,7 @@ def main() -> None:
     measure(small, out, "run_level")  # warm the page cache and bytecode once
     startup = min(_process([sys.executable, "-m", "glossogen", "--help"]) for _ in range(3))
     both = "message_level,round_context"
-    rows = [
+    rows: list[tuple[str, float, float, float]] = [
         ("baseline: glossogen --help (CLI start-up)", *startup),
         ("limit: bare parse, 1,000 logs (orjson)", *bare_parse(big)),
         ("limit: bare parse, 1,000 logs (stdlib json)", *bare_parse(big, "json")),

@@ -51,7 +51,7 @@ from tests.providers.ungated import play_ungated  # noqa: E402
 
 FAULT_SHARE = 0.2
 KINDS = ("500", "429", "refusal", "bad_arguments", "timeout")
-TOKENS = dict(input_tokens=1000, output_tokens=50)
+TOKENS: dict[str, Any] = {"input_tokens": 1000, "output_tokens": 50}
 
 
 class Injector:

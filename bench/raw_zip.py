@@ -47,7 +47,7 @@ def baseline(folders: list[RunFolder], dest: Path) -> None:
                     zf.write(path, f"{folder.run_id}/{path.name}")
 
 
-def timed(fn, *args, **kwargs) -> float:  # type: ignore[no-untyped-def]  # times any callable
+def timed(fn, *args, **kwargs) -> float:  # times any callable
     """Return the wall seconds of one call."""
     start = time.perf_counter()
     fn(*args, **kwargs)

@@ -78,6 +78,7 @@ def main() -> None:
         began = time.perf_counter()
         view = play(scenario, Path(scratch) / "runs", rounds=args.rounds)
         original = time.perf_counter() - began
+        assert view.started is not None, f"{scenario}: the run logged no simulation_started"
         run_dir = str(Path(scratch) / "runs" / view.started.run_id)
         _line(f"{scenario} (scripted)", len(view.events), original, run_dir, f"{scratch}/r")
     if args.http:
