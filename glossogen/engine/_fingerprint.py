@@ -15,6 +15,7 @@ they name the run (the prompt cache key), which a replay changes.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -116,13 +117,31 @@ _KEPT = 4096
 """Pieces kept at most (the cache starts again past it)."""
 
 
+_SEEN: dict[int, tuple[ModelMessage, ModelMessage, str]] = {}
+"""A message object already rendered: by ``id()``, the object itself (so the id is not
+reused while kept), a deep copy of it as it was rendered, and its canonical text."""
+
+
 def _message_text(message: ModelMessage) -> str:
-    """One message's canonical text as it stands in a request's ``messages`` list."""
+    """One message's canonical text as it stands in a request's ``messages`` list.
+
+    A seat's history is re-sent with every request, so the same message objects come back each
+    time: one that still equals (dataclass ``==``, field by field) the copy taken when it was
+    rendered gets its text back without being serialised again (serialising it was most of a
+    fingerprint's cost). pydantic-ai may change a message in place (its parts, instructions,
+    timestamp), so a message that no longer equals its copy is rendered anew.
+    """
+    seen = _SEEN.get(id(message))
+    if seen is not None and seen[0] is message and message == seen[1]:
+        return seen[2]
     key = ModelMessagesTypeAdapter.dump_json([message]).decode()
     text = _TEXTS.get(key)
     if text is None:
         (dumped,) = ModelMessagesTypeAdapter.dump_python([message], mode="json")
         text = _keep(key, unstamped(dumped))
+    if len(_SEEN) >= _KEPT:
+        _SEEN.clear()
+    _SEEN[id(message)] = (message, copy.deepcopy(message), text)
     return text
 
 

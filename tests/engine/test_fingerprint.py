@@ -95,3 +95,24 @@ def test_a_message_changed_after_it_was_fingerprinted_is_fingerprinted_as_it_now
     after = request_fingerprint(history, TOOLS)
     assert after == _whole(history, TOOLS)
     assert after != before
+
+
+def test_a_message_changed_deep_inside_or_given_a_new_part_is_fingerprinted_as_it_now_is() -> None:
+    """A seat's messages are rendered once and their text reused while each still equals what
+    was rendered: a tool call's arguments changed in place, or a part added (pydantic-ai
+    rebuilds ``parts``), each gives the fingerprint of a fresh render."""
+    history = _history()
+    seen = [request_fingerprint(history, TOOLS)]
+    call = next(
+        p for m in history for p in m.parts if isinstance(p, ToolCallPart) and p.tool_name == "look"
+    )
+    assert isinstance(call.args, dict)
+    call.args["extra"] = [1, 2]
+    seen.append(request_fingerprint(history, TOOLS))
+    assert seen[-1] == _whole(history, TOOLS)
+    first = history[0]
+    assert isinstance(first, ModelRequest)
+    first.parts = [*first.parts, UserPromptPart(content="one more", timestamp=AT)]
+    seen.append(request_fingerprint(history, TOOLS))
+    assert seen[-1] == _whole(history, TOOLS)
+    assert len(set(seen)) == 3
