@@ -24,7 +24,6 @@ from glossogen.evaluation import (
     Evaluation,
     EvaluationRequest,
     RunOutcome,
-    check_request,
     headline_rows,
 )
 from glossogen.launch import notify
@@ -81,22 +80,16 @@ def _artifact_key(run_id: str) -> str:
 @glossogen_flow(name="evaluate", flow_run_name="evaluate-{run_dir}")
 async def evaluate(
     run_dir: str,
-    metrics: str | list[str] = "all",
-    model: str | None = None,
-    provider: str | None = None,
-    judge_settings: dict[str, Any] | None = None,
-    judge_replicas: int = 1,
-    probe_replicas: int = 1,
-    allow_incomplete: bool = False,
-    plot: bool = False,
+    request: EvaluationRequest | None = None,
     scenario: str | None = None,
-    judge_cache: str | None = None,
 ) -> Evaluation:
-    """Score the run in ``run_dir`` and write its report; return what was written.
+    """Score the run in ``run_dir`` as ``request`` asks and write its report; return it.
 
-    ``scenario`` is the run's scenario as the user named it; without it, the folder's
-    ``<scenario>.jsonl`` (an installed scenario's name) says, else the parent folder's name, so a
-    run folder stored anywhere evaluates. A relative local ``run_dir`` is made absolute.
+    ``request`` is the one value every surface builds (:func:`check_request`, checked once);
+    None scores every metric with no judge. ``scenario`` is the run's scenario as the user
+    named it; without it, the folder's ``<scenario>.jsonl`` (an installed scenario's name)
+    says, else the parent folder's name, so a run folder stored anywhere evaluates. A relative
+    local ``run_dir`` is made absolute.
 
     One task loads the run and scores its metrics concurrently; an up-to-date entry of a judged
     or model metric is kept, never paid for twice. The report is written even when some metrics
@@ -104,11 +97,10 @@ async def evaluate(
     table is published as a Prefect table artifact.
 
     Raises:
-        EvaluationError: the request or run was refused (exit code on the exception).
+        EvaluationError: the run was refused (exit code on the exception).
     """
+    request = request or EvaluationRequest()
     async with _call_gate():
-        request = check_request(metrics, model, provider, judge_settings, judge_replicas,
-                                probe_replicas, allow_incomplete, plot, judge_cache)  # fmt: skip
         done = await score_run(run_dir, scenario, request)
     report = done.report
     await acreate_table_artifact(

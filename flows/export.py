@@ -1,4 +1,7 @@
-"""The export flow: select runs, write each table as a task, the legend, optionally the raw zip.
+"""The export flow: check and select (``plan_export``), write each table as a task, the legend.
+
+The flow's parameters are an :class:`~glossogen.export.ExportRunsRequest`'s fields, built into
+that one value and checked once by the library (the CLI and MCP take the same value).
 
 Scheduled by the ``nightly-export`` deployment (``runs_dir`` and ``out`` only, the default
 tables of every run, straight to object storage). Publishes a table artifact with the rows
@@ -12,7 +15,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
-from glossogen.export import MAX_RUNS, check_frames, check_out
+from glossogen.export import MAX_RUNS, ExportRefused, ExportRunsRequest
 from tasks.export import select, write_columns_legend, write_one_table, write_raw
 
 
@@ -49,12 +52,21 @@ async def export(
     Raises:
         SelectionError: a bad selection (knob condition, over ``max_runs``, missing ids).
         RunsDirError: ``runs_dir`` does not exist or is not a folder.
-        ValueError: an unknown table name, or a local ``out`` that is (or lies under) a file.
+        ValueError: an unknown table name, or a local ``out`` that is (or lies under) a file
+            (the refusal of :func:`~glossogen.export.plan_export`, raised as the error it
+            refused).
     """
-    names = check_frames(frames)
-    check_out(out)
-    found = select(runs_dir, selection, max_runs)
-    records = found.records
+    request = ExportRunsRequest.model_validate({
+        "runs_dir": runs_dir, "out": out, "selection": selection, "frames": frames, "raw": raw,
+        "include_logs": include_logs, "include_atif": include_atif, "max_runs": max_runs,
+        "repeat_run_columns": repeat_run_columns,
+        "include_metric_summaries": include_metric_summaries,
+    })  # fmt: skip
+    try:
+        plan = select(request)
+    except ExportRefused as exc:  # the library's own error, as the flow always raised it
+        raise (exc.cause or exc) from None
+    records, names = plan.records, plan.names
     counts: dict[str, int] = {}
     coverages: dict[str, dict[str, int]] = {}
     for name in names:

@@ -7,13 +7,11 @@ an export must re-read runs that changed anyway. Only the writes do I/O worth re
 
 from __future__ import annotations
 
-from typing import Any
-
 from glossogen.export import (
+    ExportPlan,
+    ExportRunsRequest,
     RunRecord,
-    SelectedRuns,
-    SelectionError,
-    select_runs,
+    plan_export,
     write_legend,
     write_table,
 )
@@ -22,17 +20,14 @@ from orchestration import glossogen_task
 
 
 @glossogen_task(name="select_runs")
-def select(runs_dir: str, selection: dict[str, Any] | None, max_runs: int) -> SelectedRuns:
-    """Resolve the selection (every run when ``None``); refuse explicit ids that do not resolve.
+def select(request: ExportRunsRequest) -> ExportPlan:
+    """Check every value of ``request`` once and resolve its selection (:func:`plan_export`).
 
     Raises:
-        SelectionError: a bad knob condition, over ``max_runs``, or missing explicit run ids.
+        ExportRefused: a bad selection (knob condition, over ``max_runs``, missing explicit
+            run ids), an unknown table, an ``out`` under a file, a runs directory not there.
     """
-    found = select_runs(runs_dir, selection or {"kind": "filters"}, max_runs=max_runs)
-    if found.missing_run_ids:
-        missing = ", ".join(found.missing_run_ids)
-        raise SelectionError(f"run ids that no longer resolve: {missing}", "run_ids")
-    return found
+    return plan_export(request)
 
 
 @glossogen_task(name="write_table", retries=2, task_run_name="write-{name}")

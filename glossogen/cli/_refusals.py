@@ -39,6 +39,9 @@ FLAGS = {
     "allow_config_change": "--allow-config-change",
     "allow_incomplete": "--allow-incomplete",
     "replace": "--replace",
+    "raw": "--raw",
+    "include_logs": "--include-logs",
+    "include_atif": "--include-atif",
 }
 """The commands' flag for each request field a library refusal names."""
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from glossogen import exit_codes
-from glossogen.cli._refusals import error, said_of_selection
+from glossogen.cli._refusals import error, said, said_of_selection
 
 if TYPE_CHECKING:
-    from glossogen.export import SelectedRuns
+    from glossogen.export import ExportRefused, SelectedRuns
 
 _NOTE = "glossogen: note: "
 
@@ -124,66 +124,55 @@ def export(
 ) -> int:
     """Export runs as CSV tables: the default set is run_level, round_level, agent_level."""
     from glossogen.export import (
+        ExportRefused,
+        ExportRunsRequest,
         SelectionError,
-        check_frames,
-        select_runs,
+        plan_export,
         selection_of,
-        write_tables,
+        write_export,
     )
-    from glossogen.storage import StorageError
 
-    if (include_atif or include_logs) and not raw:
-        return _error("--include-logs and --include-atif apply to --raw", exit_codes.USAGE)
-    if max_runs < 1:
-        return _error(f"--max-runs must be at least 1, got {max_runs}", exit_codes.USAGE)
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
-        names = check_frames(_tables(frames))
+        tables = _tables(frames)
     except SelectionError as exc:
         return _error(said_of_selection(exc), exit_codes.USAGE)
-    except ValueError as exc:  # the value first when the line names it: --frames 'a,': ...
-        said = f" {exc}" if str(exc).startswith("'") else f": {exc}"
-        return _error(f"--frames{said}", exit_codes.USAGE)
-    refused = _check_places(out, runs_dir)
-    if refused is not None:
-        return refused
+    except ValueError as exc:
+        return _error(_said_of_frames(exc), exit_codes.USAGE)
+    request = ExportRunsRequest(
+        runs_dir=runs_dir, out=out, selection=selection, frames=tables, raw=raw,
+        include_logs=include_logs, include_atif=include_atif, max_runs=max_runs,
+        repeat_run_columns=repeat_run_columns, include_metric_summaries=include_metric_summaries,
+    )  # fmt: skip
     with _notes_to_stderr():
         try:
-            selected = select_runs(runs_dir, selection, max_runs=max_runs)
-            if selected.missing_run_ids:
-                missing = ", ".join(selected.missing_run_ids)
-                return _error(f"run ids that no longer resolve: {missing}", exit_codes.UNREADABLE)
-            if raw:
-                from glossogen.export import check_raw_size, estimate_raw_bytes
-
-                check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
-            _note_selected(selected)
-            counts = write_tables(
-                selected.records,
-                names,
-                out,
-                repeat_run_columns=repeat_run_columns,
-                include_metric_summaries=include_metric_summaries,
-            )
-            if raw:
-                from glossogen.export import write_raw_export
-
-                write_raw_export(
-                    selected.records, out, include_logs=include_logs, include_atif=include_atif
-                )
-        except SelectionError as exc:
-            return _error(said_of_selection(exc), exit_codes.REFUSED)
-        except StorageError as exc:
-            return _error(str(exc), exit_codes.TRANSPORT)
-        except FileNotFoundError as exc:
-            return _error(f"not found: {exc.filename or exc}", exit_codes.UNREADABLE)
-        except OSError as exc:  # a local write failing after the checks (disk full, a race)
-            return _error(f"cannot write to {out}: {exc}", exit_codes.TRANSPORT)
-        except ValueError as exc:  # the raw ceiling (RawZipTooLarge) and unreadable run files
-            return _error(str(exc).splitlines()[0], exit_codes.REFUSED)
-    _print_exported(len(selected.records), out, counts, raw)
+            plan = plan_export(request)
+            _note_selected(plan.selected)
+            result = write_export(plan)
+        except ExportRefused as exc:
+            return _error(_said(exc), exc.exit_code)
+    _print_exported(result.runs, out, result.rows, raw)
     return 0
+
+
+def _said_of_frames(exc: ValueError) -> str:
+    """``--frames`` and why, the value first when the line names it (``--frames 'a,': ...``)."""
+    said = f" {exc}" if str(exc).startswith("'") else f": {exc}"
+    return f"--frames{said}"
+
+
+def _said(exc: ExportRefused) -> str:
+    """An export's refusal in the flags' words (``--out``, ``--runs-dir``, ``--max-runs``)."""
+    if exc.field == "frames":
+        return _said_of_frames(exc)
+    if exc.field == "out":
+        return f"--out {exc}"
+    if exc.field == "runs_dir":
+        return f"--runs-dir {exc}"
+    if exc.field == "selection":
+        return said_of_selection(exc)
+    return said(exc)
 
 
 def _tables(frames: str) -> list[str]:
@@ -203,28 +192,6 @@ def _tables(frames: str) -> list[str]:
     if twice:
         raise ValueError(f"{shown(frames)}: the table {shown(twice[0])} is named twice")
     return names
-
-
-def _check_places(out: str, runs_dir: str) -> int | None:
-    """Check the export's destination and the runs folder before anything is read.
-
-    Returns:
-        The exit code of the refusal (its line printed), or None.
-    """
-    from glossogen.export import RunsDirError, check_out, check_runs_dir
-    from glossogen.storage import StorageError
-
-    try:
-        check_out(out)
-    except ValueError as exc:
-        return _error(f"--out {exc}", exit_codes.USAGE)
-    try:
-        check_runs_dir(runs_dir)
-    except RunsDirError as exc:
-        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
-    except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
-    return None
 
 
 def _note_selected(selected: SelectedRuns) -> None:

@@ -1,6 +1,9 @@
 """Export: CSV tables (polars) over a selection of runs, read straight from the runs directory.
 
-Select runs (:func:`select_runs` with a :data:`Selection`), then build tables in memory
+One export to a folder or URL is :func:`export_runs` of an :class:`ExportRunsRequest` (every
+check once in :func:`plan_export`, then :func:`write_export`; a refusal is an
+:class:`ExportRefused`): the CLI, MCP and the export flow take it. Underneath, select runs
+(:func:`select_runs` with a :data:`Selection`), then build tables in memory
 (:func:`build_frames`, the REST path) or write them (:func:`write_tables`, the CLI path, which
 streams every table: the event-log tables one run's log at a time, the default tables in
 batches of runs under a header fixed by a first pass over the records). The raw zip and ATIF
@@ -39,6 +42,15 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         estimate_raw_bytes,
         write_raw_zip,
     )
+    from glossogen.export._runs import (
+        ExportPlan,
+        ExportRefused,
+        ExportResult,
+        ExportRunsRequest,
+        export_runs,
+        plan_export,
+        write_export,
+    )
     from glossogen.export._tables import (
         ALWAYS,
         DEFAULT_FRAMES,
@@ -69,6 +81,15 @@ _RAW_NAMES = {
     "check_raw_size",
     "estimate_raw_bytes",
     "write_raw_zip",
+}
+_RUNS_NAMES = {
+    "ExportPlan",
+    "ExportRefused",
+    "ExportResult",
+    "ExportRunsRequest",
+    "export_runs",
+    "plan_export",
+    "write_export",
 }
 _ATIF_NAMES = {"build_trajectories", "trajectory_json"}
 _TABLE_NAMES = {
@@ -113,6 +134,10 @@ def __getattr__(name: str) -> object:
         from glossogen.export import _raw
 
         return getattr(_raw, name)
+    if name in _RUNS_NAMES:
+        from glossogen.export import _runs
+
+        return getattr(_runs, name)
     if name in _ATIF_NAMES:
         from glossogen.export import _atif
 
@@ -121,6 +146,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ExportPlan",
+    "ExportRefused",
+    "ExportResult",
+    "ExportRunsRequest",
+    "export_runs",
+    "plan_export",
+    "write_export",
     "RAW_ZIP_MAX_BYTES",
     "RawZipResult",
     "RawZipTooLarge",

@@ -267,6 +267,7 @@ def write_tables(
     repeat_run_columns: bool = True,
     include_metric_summaries: bool = False,
     batch_runs: int = BATCH_RUNS,
+    filled: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, int]:
     """Write the requested tables under ``out`` and return the rows written per table.
 
@@ -283,6 +284,8 @@ def write_tables(
         include_metric_summaries: Add metric units, summaries and notes.
         batch_runs: Runs per batch of the default tables (:data:`BATCH_RUNS`); the bytes
             written do not depend on it.
+        filled: Given, filled with each table's columns and the runs with a cell in each
+            (what the legend reports).
 
     Returns:
         Table name to data rows written (``columns.csv`` not counted).
@@ -309,11 +312,12 @@ def write_tables(
             [n for n in names if n in LOG_FRAMES], records, out,
             repeat_run_columns=repeat_run_columns,
         )  # fmt: skip
-    counts = {n: written[n][0] for n in names}
     coverages = {n: written[n][1] for n in names}
     if len(names) > 1:
         write_legend(coverages, records, out)
-    return counts
+    if filled is not None:
+        filled |= coverages
+    return {n: written[n][0] for n in names}
 
 
 RAW_ZIP = "runs.zip"

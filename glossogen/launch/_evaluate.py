@@ -42,9 +42,4 @@ async def evaluate_planned(plan: EvaluationPlan, request: EvaluationRequest) -> 
     apply_prefect_defaults()
     from flows.evaluate import evaluate
 
-    return await evaluate(
-        plan.run.run_dir, request.metric_arg, request.model, request.provider,
-        dict(request.judge_settings), request.judge_replicas, request.probe_replicas,
-        request.allow_incomplete, request.plot, scenario=plan.run.scenario,
-        judge_cache=request.judge_cache,
-    )  # fmt: skip
+    return await evaluate(plan.run.run_dir, request, scenario=plan.run.scenario)

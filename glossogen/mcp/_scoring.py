@@ -99,57 +99,24 @@ class Scoring(ToolBase):
         trajectories), its ceiling checked before anything is written.
         """
         from glossogen.export import (
-            DEFAULT_FRAMES,
-            RunsDirError,
+            ExportRefused,
+            ExportRunsRequest,
             SelectionError,
-            build_frames,
-            check_frames,
-            check_out,
-            check_raw_size,
-            coverage,
-            estimate_raw_bytes,
-            select_runs,
+            export_runs,
             selection_of,
-            write_raw_export,
-            write_tables,
         )
-        from glossogen.storage import join
 
-        if (include_atif or include_logs) and not raw:
-            raise ToolError("include_logs and include_atif apply to raw")
-        if max_runs < 1:
-            raise ToolError(f"max_runs must be at least 1, got {max_runs}")
         try:
             selection = selection_of(
                 run_ids, scenario, labels, run_id_contains, status, contains_agent_id, knob
             )
-            names = check_frames(list(frames or DEFAULT_FRAMES))
-            check_out(out)
-            selected = select_runs(self.runs_dir, selection, max_runs=max_runs)
-            if selected.missing_run_ids:
-                raise ToolError(
-                    f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
-                )
-            if raw:
-                check_raw_size(estimate_raw_bytes(selected.records, include_logs=include_logs))
-            files = [join(out, f"{n}.csv") for n in names]
-            if len(names) > 1:
-                files.append(join(out, "columns.csv"))
-            rows = write_tables(
-                selected.records, names, out, repeat_run_columns=repeat_run_columns,
-                include_metric_summaries=include_metric_summaries,
-            )  # fmt: skip
-            if raw:
-                files.append(write_raw_export(
-                    selected.records, out, include_logs=include_logs, include_atif=include_atif
-                ))  # fmt: skip
-            tables = build_frames(
-                selected.records, names, repeat_run_columns=repeat_run_columns,
-                include_metric_summaries=include_metric_summaries,
-            )  # fmt: skip
-        except (SelectionError, RunsDirError, StorageError, ValueError) as exc:
+            done = export_runs(ExportRunsRequest(
+                runs_dir=self.runs_dir, out=out, selection=selection, frames=frames or None,
+                repeat_run_columns=repeat_run_columns, max_runs=max_runs, raw=raw,
+                include_metric_summaries=include_metric_summaries, include_logs=include_logs,
+                include_atif=include_atif,
+            ))  # fmt: skip
+        except (SelectionError, ExportRefused) as exc:
             raise refuse(exc) from None
-        filled = {f"{t}.{c}": n for t, frame in tables.items() for c, n in coverage(frame).items()}
-        return Exported(
-            out=out, runs=len(selected.records), files=files, rows=rows, coverage=filled
-        )
+        filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
+        return Exported(out=out, runs=done.runs, files=done.files, rows=done.rows, coverage=filled)

@@ -16,6 +16,7 @@ from glossogen.cli import main
 from glossogen.evaluation import (
     MetricContext,
     Scored,
+    check_request,
     metric,
     plan_evaluation,
     scenario_of,
@@ -76,10 +77,12 @@ def test_the_flow_takes_the_scenario_or_finds_it_from_the_folders_log(
     prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = _fresh_copy(tmp_path)
-    named = asyncio.run(evaluate(str(folder), "round_success", scenario="veyru"))
+    named = asyncio.run(evaluate(str(folder), check_request("round_success"), scenario="veyru"))
     assert (named.report.scenario, named.report.metrics["round_success"].score) == ("veyru", 1.0)
     monkeypatch.chdir(folder.parent)
-    found = asyncio.run(evaluate("run-fresh", "mean_chars_per_message"))  # no scenario given
+    found = asyncio.run(
+        evaluate("run-fresh", check_request("mean_chars_per_message"))
+    )  # no scenario given
     assert found.report.scenario == "veyru"
     # 456 characters over 18 messages
     assert found.report.metrics["mean_chars_per_message"].score == pytest.approx(456 / 18)

@@ -12,7 +12,7 @@ import pytest
 
 from flows.evaluate import evaluate
 from glossogen.cli import main
-from glossogen.evaluation import EvaluationError
+from glossogen.evaluation import EvaluationError, check_request
 from tests.evaluation._logs import RunLog, copy_case
 from tests.evaluation.test_judged import REPETITION, canned
 from tests.fixtures.model_stubs import StubModelServer
@@ -42,21 +42,27 @@ def test_evaluating_again_reuses_cached_judge_scores(
     run_dir = str(_judged_run(tmp_path))
     kwargs = dict(model="gpt-4o-mini", provider="openai", judge_settings={"temperature": 0},
                   judge_replicas=2)  # fmt: skip
-    first = asyncio.run(evaluate(run_dir, "language_repetition", **kwargs))
+    first = asyncio.run(evaluate(run_dir, check_request("language_repetition", **kwargs)))
     assert len(model_stub.requests) == 4
-    again = asyncio.run(evaluate(run_dir, "language_repetition,round_success", **kwargs))
+    again = asyncio.run(
+        evaluate(run_dir, check_request("language_repetition,round_success", **kwargs))
+    )
     assert len(model_stub.requests) == 4  # the report's entry is up to date: no new judge call
     assert (again.scored, again.reused) == (["round_success"], ["language_repetition"])
     assert (
         again.report.metrics["language_repetition"] == first.report.metrics["language_repetition"]
     )
     (Path(run_dir) / "language_repetition.jsonl").unlink()
-    asyncio.run(evaluate(run_dir, "language_repetition", **kwargs))
+    asyncio.run(evaluate(run_dir, check_request("language_repetition", **kwargs)))
     assert len(model_stub.requests) == 8  # its sidecar is gone: scored (and paid) again
     assert (Path(run_dir) / "language_repetition.jsonl").exists()
-    asyncio.run(evaluate(run_dir, "language_repetition", **{**kwargs, "judge_replicas": 1}))
+    asyncio.run(
+        evaluate(run_dir, check_request("language_repetition", **{**kwargs, "judge_replicas": 1}))
+    )
     assert len(model_stub.requests) == 10  # other replicas: not the entry's
-    asyncio.run(evaluate(run_dir, "language_repetition", **{**kwargs, "judge_settings": {}}))
+    asyncio.run(
+        evaluate(run_dir, check_request("language_repetition", **{**kwargs, "judge_settings": {}}))
+    )
     assert len(model_stub.requests) == 14  # other judge settings (2 rounds x 2 replicas again)
 
 
@@ -64,12 +70,12 @@ def test_re_evaluation_replaces_one_entry_and_keeps_the_others(
     prefect_api: str, tmp_path: Path
 ) -> None:
     run_dir = str(copy_case(tmp_path))
-    asyncio.run(evaluate(run_dir, "round_success,mean_chars_per_round"))
+    asyncio.run(evaluate(run_dir, check_request("round_success,mean_chars_per_round")))
     path = Path(run_dir) / "veyru_report.json"
     saved = json.loads(path.read_text())
     saved["metrics"]["round_success"]["score"] = 0.123  # an entry the next evaluation replaces
     path.write_text(json.dumps(saved))
-    done = asyncio.run(evaluate(run_dir, "round_success,messages_per_round"))
+    done = asyncio.run(evaluate(run_dir, check_request("round_success,messages_per_round")))
     assert done.scored == ["round_success", "messages_per_round"]
     metrics = json.loads(path.read_text())["metrics"]
     assert list(metrics) == ["mean_chars_per_round", "messages_per_round", "round_success"]
@@ -93,7 +99,7 @@ def test_a_run_without_simulation_ended_is_refused_unless_allowed(
     ]
     assert not (Path(run_dir) / "veyru_report.json").exists()
     with pytest.raises(EvaluationError) as refused:
-        asyncio.run(evaluate(run_dir, "mean_chars_per_message"))
+        asyncio.run(evaluate(run_dir, check_request("mean_chars_per_message")))
     assert refused.value.exit_code == 65
     code = _cli("veyru", "--run-dir", run_dir, "--metrics", "mean_chars_per_message",
                 "--allow-incomplete")  # fmt: skip
@@ -211,7 +217,9 @@ def test_the_flow_publishes_the_headline_table(prefect_api: str, tmp_path: Path)
     )
 
     run_dir = str(copy_case(tmp_path))
-    state = asyncio.run(evaluate(run_dir, "round_success,mean_chars_per_round", return_state=True))
+    state = asyncio.run(
+        evaluate(run_dir, check_request("round_success,mean_chars_per_round"), return_state=True)
+    )
     assert state.is_completed()
     flow_run_id = state.state_details.flow_run_id
 
