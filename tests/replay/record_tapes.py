@@ -5,7 +5,8 @@ servers in the style of a hosted model (text with tool calls, OpenAI's Responses
 prisoners_dilemma with ``player_a`` over HTTP, veyru with its in-run judge over HTTP; and under
 ``tapes_http/overlap`` prisoners_dilemma with both seats over HTTP, their calls in flight at
 once.
-Run ``python -m tests.replay.record_tapes`` after a change that is meant to alter what seats
+Run ``python -m tests.replay.record_tapes`` (or ``... record_tapes SCENARIO...`` to replace only
+those scenarios' HTTP tapes) after a change that is meant to alter what seats
 send or what a run logs; review the diff of the logs before committing it. A tape of a real
 provider is recorded the same way: play the run, then copy its folder (``config.json``,
 ``labels.json`` and the log) here.
@@ -17,6 +18,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,17 +33,27 @@ from glossogen.launch import (
 from glossogen.testing import CLOCK_START
 from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
-from tests.fixtures.winning_players import pd_player, veyru_player
+from tests.fixtures.winning_players import PLAYERS, pd_player
 
 TAPES = Path(__file__).parent / "tapes"
 HTTP_TAPES = Path(__file__).parent / "tapes_http"
 SECOND = 1767225600
 """The launch second every tape's folder is claimed at (its run id)."""
+
+
+def _hosted(seat: str, model: dict[str, str] | None = None) -> str:
+    return (
+        f"model_overrides={json.dumps({seat: model or {'model': 'gpt-5.4', 'provider': 'openai'}})}"
+    )
+
+
 HTTP_RUNS = {
     "prisoners_dilemma": ['model_overrides={"player_a": {"model": "gpt-5.4", "provider": "openai"}}'],
     "veyru": ["judge_model=gpt-5.4", "judge_provider=openai"],
+    "signal_game": [_hosted("agent_a"), "role_swap_every=0"],
 }  # fmt: skip
-"""The runs over HTTP: scenario and knob overrides."""
+"""The runs over HTTP: scenario and knob overrides (one seat hosted on OpenAI's Responses
+wire, the rest scripted; veyru: its judge)."""
 OVERLAP_TAPES = HTTP_TAPES / "overlap"
 """Runs over HTTP whose hosted seats had model calls in flight at once (a runs dir)."""
 _HOSTED = {"model": "gpt-5.4", "provider": "openai"}
@@ -99,19 +111,46 @@ def record_overlapping(stub: StubModelServer) -> None:
         stub.hold_until_in_flight = None
 
 
+def _stub_env(stub: StubModelServer) -> None:
+    """Point both SDKs at ``stub`` and run on the virtual clock."""
+    os.environ[VIRTUAL_CLOCK_SETTING] = "1"
+    os.environ["OPENAI_BASE_URL"] = stub.openai_base_url
+    os.environ["OPENAI_API_KEY"] = "sk-test-replay"
+    os.environ["ANTHROPIC_BASE_URL"] = stub.anthropic_base_url
+    os.environ["ANTHROPIC_API_KEY"] = "sk-ant-test-replay"
+
+
+def record_http(scenarios: list[str]) -> None:
+    """Replace only the HTTP tapes of ``scenarios`` (the others stay as committed)."""
+    with StubModelServer() as stub:
+        _stub_env(stub)
+        for scenario in scenarios:
+            shutil.rmtree(HTTP_TAPES / scenario, ignore_errors=True)
+            stub.responder = PLAYERS[scenario]
+            asyncio.run(play_over_http(HTTP_TAPES, scenario, HTTP_RUNS[scenario], SECOND))
+    for lock in HTTP_TAPES.rglob(".writer.lock"):
+        lock.unlink()
+
+
 def main() -> None:
-    """Replace every tape with a fresh recording."""
+    """Replace every tape with a fresh recording (with scenario names: only their HTTP tapes)."""
+    if sys.argv[1:]:
+        unknown = [name for name in sys.argv[1:] if name not in HTTP_RUNS]
+        if unknown:
+            sys.exit(
+                f"record_tapes: no HTTP run for {unknown[0]!r} (known: {', '.join(HTTP_RUNS)})"
+            )
+        record_http(sys.argv[1:])
+        return
     shutil.rmtree(TAPES, ignore_errors=True)
     shutil.rmtree(HTTP_TAPES, ignore_errors=True)
     for scenario in ("prisoners_dilemma", "veyru", "signal_game", "orbital_anomaly",
                      "drive_module_repair", "spot_the_difference"):  # fmt: skip
         play_run(str(TAPES), scenario=scenario, rounds=1, now_unix=SECOND)
     with StubModelServer() as stub:
-        os.environ[VIRTUAL_CLOCK_SETTING] = "1"
-        os.environ["OPENAI_BASE_URL"] = stub.openai_base_url
-        os.environ["OPENAI_API_KEY"] = "sk-test-replay"
+        _stub_env(stub)
         for scenario, overrides in HTTP_RUNS.items():
-            stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
+            stub.responder = PLAYERS[scenario]
             asyncio.run(play_over_http(HTTP_TAPES, scenario, overrides, SECOND))
         record_overlapping(stub)
     for lock in [*TAPES.rglob(".writer.lock"), *HTTP_TAPES.rglob(".writer.lock")]:

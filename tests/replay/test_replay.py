@@ -22,7 +22,7 @@ from glossogen.replay import ReplayRequest, replay_run
 from glossogen.testing import play
 from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.played_runs import after_round_1
-from tests.fixtures.winning_players import pd_player, veyru_player
+from tests.fixtures.winning_players import PLAYERS
 from tests.replay.record_tapes import HTTP_RUNS, HTTP_TAPES, SECOND, TAPES, play_over_http
 
 SCENARIOS = [
@@ -140,24 +140,46 @@ def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_
     assert report.source_run_id == f"{scenario}/{SECOND}"
 
 
-@pytest.mark.parametrize(("scenario", "calls"), [("prisoners_dilemma", 24), ("veyru", 52)])
+_POSTMORTEM_DEFECT = pytest.mark.xfail(
+    strict=True,
+    reason="defect: signal_game with agent_a hosted diverges at agent_a's first postmortem "
+    "request (call 11, round 1: request sha256 differs) and the replay then stalls",
+)
+HTTP_CALLS = [
+    ("prisoners_dilemma", 24),
+    ("veyru", 52),
+    pytest.param("signal_game", 52, marks=_POSTMORTEM_DEFECT),
+]
+"""Each HTTP tape's scenario and its model calls (the hosted seat's and the scripted ones')."""
+
+
+@pytest.mark.parametrize(("scenario", "calls"), HTTP_CALLS)
 def test_a_committed_tape_recorded_over_http_replays_with_no_key(
     scenario: str, calls: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # nowhere to send anything
+    _nowhere(monkeypatch)
     (run_dir,) = (HTTP_TAPES / scenario).iterdir()
     recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
     report = replay_run(ReplayRequest(run_dir=str(run_dir), runs_dir=str(tmp_path)))
     assert (report.divergence, report.event_diff, report.identical) == (None, None, True)
     assert (report.calls, report.replayed_cost_usd) == (calls, recorded.spend.total_cost_usd)
+    replayed = RunView.load(f"{report.replay_url}/{scenario}.jsonl")
+    assert replayed.tape.count == recorded.tape.count == calls
+    assert len(replayed.events) == len(recorded.events) == report.events
+
+
+def _nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key and nowhere to send: a replay that asked a provider anything would fail."""
+    for provider in ("OPENAI", "ANTHROPIC"):
+        monkeypatch.delenv(f"{provider}_API_KEY", raising=False)
+        monkeypatch.setenv(f"{provider}_BASE_URL", "http://127.0.0.1:9")
 
 
 @pytest.mark.parametrize(
-    # prisoners_dilemma: player_a over HTTP (text with tool calls, the OpenAI Responses wire),
-    # player_b scripted; veyru: every seat scripted, the judge over HTTP (an output tool call)
+    # one seat over HTTP (tests/replay/record_tapes.py HTTP_RUNS), the others scripted;
+    # veyru: every seat scripted, its judge over HTTP (an output tool call)
     ("scenario", "calls"),
-    [("prisoners_dilemma", 24), ("veyru", 52)],
+    HTTP_CALLS,
 )
 def test_a_run_over_http_replays_with_no_divergence_and_no_request(
     scenario: str,
@@ -168,17 +190,21 @@ def test_a_run_over_http_replays_with_no_divergence_and_no_request(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", model_stub.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-replay")
-    model_stub.responder = pd_player if scenario == "prisoners_dilemma" else veyru_player
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_stub.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-replay")
+    model_stub.responder = PLAYERS[scenario]
     run_dir = asyncio.run(play_over_http(tmp_path, scenario, HTTP_RUNS[scenario]))
     served = len(model_stub.requests)
     recorded = RunView.load(f"{run_dir}/{scenario}.jsonl")
-    monkeypatch.delenv("OPENAI_API_KEY")  # no key: nothing may be sent
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # and nowhere to send it
+    _nowhere(monkeypatch)
     report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=str(tmp_path / "r")))
     assert len(model_stub.requests) == served
     assert (report.fingerprinted, report.divergence, report.event_diff) == (True, None, None)
     assert (report.interleaved, report.identical, report.calls) == (False, True, calls)
     assert report.replayed_cost_usd == report.recorded_cost_usd == recorded.spend.total_cost_usd
+    replayed = RunView.load(f"{report.replay_url}/{scenario}.jsonl")
+    assert replayed.tape.count == recorded.tape.count == calls
+    assert len(replayed.events) == len(recorded.events) == report.events
     assert recorded.spend.total_cost_usd is not None and recorded.spend.total_cost_usd > 0
 
 
