@@ -36,6 +36,11 @@ COMMAND_LINES = {
         "same filters (its filters are the export's; tests/server/test_browser_ui.py)",
     ("glossogen/server/_pages.py", "--status"):
         "the same: the run list's `status` filter, said as the export's line",
+    ("glossogen/server/_pages.py", "--scenario"):
+        "the same: a run list filter whose address holds a byte that is not UTF-8 is refused in "
+        "the export's line for the same filter (`--scenario '\\xff': not UTF-8 text`)",
+    ("glossogen/server/_pages.py", "--label"): "the same, the list's `label` filter",
+    ("glossogen/server/_pages.py", "--run-id-contains"): "the same, the list's `run_id` filter",
     ("glossogen/server/_export_routes.py", "--max-runs"):
         "REST's run ceiling is the server's own (no request field to name), so its refusal points "
         "to the command with no such ceiling: `glossogen export --max-runs`, typed in a shell",
