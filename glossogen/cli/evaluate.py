@@ -271,6 +271,7 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
         ``EVALUATIONS_FAILED`` when a metric failed, else ``OK``.
     """
     from glossogen.evaluation import REPORT_HTML
+    from glossogen.pricing import add_costs
     from glossogen.storage import join
 
     report = done.report
@@ -281,7 +282,9 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary} (kept: up to date)")
     _note_on_report(plan, done)
-    cost = report.evaluation_cost.total_usd
+    # This evaluation's spend: the metrics scored now (an entry kept up to date cost nothing
+    # now; the report's own evaluation_cost still totals every entry it holds).
+    cost = add_costs([report.metrics[name].cost_usd for name in done.scored])
     print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
     if request.plot:
         print(f"plot: {join(plan.run.run_dir, REPORT_HTML)}", flush=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +84,17 @@ class JudgeCache:
     def _url(self, key: str) -> str:
         return join(self.url, key[:2], f"{key}.json")
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The answer kept under ``key`` (its ``output`` as JSON), or None; counted."""
+    def get(
+        self, key: str, accept: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any] | None:
+        """The answer kept under ``key`` (its ``output`` as JSON), or None; counted.
+
+        ``accept`` judges a kept ``output``: one it rejects (an answer the asker cannot use,
+        e.g. kept by an older version) is a miss, asked again and overwritten.
+        """
         entry = self._seen.get(key) or self._read(key)
+        if entry is not None and accept is not None and not accept(entry["output"]):
+            entry = None
         if entry is None:
             self.misses += 1
             return None
