@@ -20,7 +20,7 @@ from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import RunView
 from glossogen.export import FilterSelection, RunRecord, select_runs
-from glossogen.storage import RunFolder
+from glossogen.storage import RunFolder, RunLock
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
 
@@ -348,3 +348,45 @@ def test_a_stray_folder_is_no_run_and_a_refused_selection_writes_nothing(
     )
     assert summary.read_text() == '{"runs": 7}'
     assert not cache.exists()
+
+
+def test_a_run_still_playing_is_refused_by_name_and_nothing_of_it_is_written(
+    two_runs: Path,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A live writer holds the run's lock: as replay and evaluate, rejudge refuses it (65)."""
+    live, ended = select_runs(str(two_runs), FilterSelection()).records
+    log = Path(live.log_url)  # the writer has not logged simulation_ended yet
+    lines = log.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["event_type"] == "simulation_ended"
+    log.write_text("".join(lines[:-1]))
+    before = sorted(p for p in two_runs.rglob("*") if p.is_file())
+    sent = len(model_stub.requests)
+    cache = tmp_path / "judge-cache"
+    argv = ["rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache),
+            "--model", SECOND, "--provider", "openai"]  # fmt: skip
+    refused = f"glossogen: error: run {live.run_id} has not ended (still playing): only an ended run is rejudged\n"
+    lock = RunLock(RunFolder.at(live.run_url))
+    try:
+        capsys.readouterr()
+        assert _cli(*argv, "--run-id", live.run_id) == 65
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", refused)
+        assert sorted(p for p in two_runs.rglob("*") if p.is_file()) == before
+        assert len(model_stub.requests) == sent
+        assert not cache.exists()
+
+        # over a cohort, as evaluate --runs-dir: the live run is named and left alone, the
+        # others are rejudged; the command still exits 65
+        assert _cli(*argv) == 65
+        captured = capsys.readouterr()
+        rulings = len(RunView.load(ended.log_url).rulings)
+        assert captured.out.splitlines()[0].startswith(f"rejudged 1 run, {rulings} rulings: ")
+        assert captured.err == refused
+        assert not (Path(live.run_url) / "judge_flips.json").exists()
+        assert (Path(ended.run_url) / "judge_flips.json").exists()
+        assert json.loads((two_runs / "rejudge_summary.json").read_text())["runs"] == 1
+    finally:
+        lock.release()
