@@ -15,6 +15,7 @@ from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_fac
 from glossogen.export._selection import (
     MAX_RUNS,
     FilterSelection,
+    RunIds,
     RunIdSelection,
     RunRecord,
     RunsDirError,
@@ -140,6 +141,7 @@ __all__ = [
     "KnobCondition",
     "LogFacts",
     "RunIdSelection",
+    "RunIds",
     "RunRecord",
     "RunsDirError",
     "SelectedRuns",
