@@ -297,6 +297,14 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
     return int(exit_codes.OK)
 
 
+def _kept(done: Any) -> str:
+    """``, K kept`` when some answers asked were not written to the judge cache, else ``""``."""
+    kept = done.judge_cache_kept
+    if kept is None or kept == done.judge_cache_misses:
+        return ""
+    return f" ({kept} answers kept; a failed or unusable answer is not cached)"
+
+
 def _note_on_report(plan: Any, done: Any) -> None:
     """Note the metrics left blank, skipped log lines, dropped entries, status and books."""
     from glossogen.eventlog import RunView
@@ -306,7 +314,7 @@ def _note_on_report(plan: Any, done: Any) -> None:
     if done.judge_cache_hits is not None:
         _note(
             f"judge cache: {done.judge_cache_hits} answered from the cache ($0), "
-            f"{done.judge_cache_misses} asked of the judge"
+            f"{done.judge_cache_misses} asked of the judge{_kept(done)}"
         )
     for name, reason in (dict(plan.blank) | done.blank).items():
         _note(f"{name} left blank: {reason}")

@@ -109,10 +109,13 @@ def rejudge(
     else:
         cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
         failed = f"; {summary.failed} failed" if summary.failed else ""
+        kept = f" ({summary.cache_kept} answers kept)"  # a failed answer is not cached
+        kept = "" if summary.cache_kept == summary.cache_misses else kept
         print(
             f"rejudged {_count(summary.runs, 'run')}, {_count(summary.rulings, 'ruling')}: "
             f"{summary.flips} flipped in {_count(len(summary.flipped_runs), 'run')}; judge "
-            f"cache {summary.cache_hits} hits, {summary.cache_misses} misses; cost {cost}{failed}",
+            f"cache {summary.cache_hits} hits, {summary.cache_misses} misses{kept}; cost {cost}"
+            f"{failed}",
             flush=True,
         )
         print(f"summary: {done.summary_url}", flush=True)

@@ -62,11 +62,14 @@ class JudgeCache:
         url: The cache folder (local path or fsspec URL).
         hits: Questions answered from the cache.
         misses: Questions that were not in it (asked of the judge).
+        kept: Answers written (a miss the judge gave no usable answer to is not kept, so
+            ``kept`` can be below ``misses``).
     """
 
     url: str
     hits: int = 0
     misses: int = 0
+    kept: int = 0
     _seen: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -123,6 +126,7 @@ class JudgeCache:
         data = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
         write_bytes_atomic(self._url(key), data)
         self._seen[key] = entry
+        self.kept += 1
 
 
 __all__ = ["JudgeCache", "StorageError", "cache_key"]

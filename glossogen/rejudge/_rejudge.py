@@ -139,6 +139,8 @@ class CohortFlips(BaseModel):
     """Each flipped run -> the derived runs (forks, replacements) whose lineage names it."""
     cache_hits: int
     cache_misses: int
+    cache_kept: int = 0
+    """Answers written to the cache: a miss the judge gave no answer to is not kept."""
     cost_usd: float | None
 
 
@@ -416,6 +418,7 @@ def _summary(runs: list[RunFlips], judge: _Judge) -> CohortFlips:
         },
         cache_hits=judge.answers.hits,
         cache_misses=judge.answers.misses,
+        cache_kept=judge.answers.kept,
         cost_usd=add_costs([r.cost_usd for r in runs]),
     )
 

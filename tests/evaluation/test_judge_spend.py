@@ -154,7 +154,8 @@ def test_a_judge_answer_the_metric_cannot_use_is_not_cached_and_is_still_paid(
         f"report: {run_dir}/veyru_report.json · evaluation cost $0.000840",  # 4 x $0.00021
     ]
     assert err == [
-        "glossogen: note: judge cache: 0 answered from the cache ($0), 4 asked of the judge",
+        "glossogen: note: judge cache: 0 answered from the cache ($0), 4 asked of the judge "
+        "(2 answers kept; a failed or unusable answer is not cached)",
         *failed,
     ]
     assert report_cost() == served[0] + served[1]  # the failed metric's 2 answered calls
@@ -168,7 +169,8 @@ def test_a_judge_answer_the_metric_cannot_use_is_not_cached_and_is_still_paid(
     assert code == 1
     assert out[-1] == f"report: {run_dir}/veyru_report.json · evaluation cost $0.000420"
     assert err == [
-        "glossogen: note: judge cache: 0 answered from the cache ($0), 2 asked of the judge",
+        "glossogen: note: judge cache: 0 answered from the cache ($0), 2 asked of the judge "
+        "(0 answers kept; a failed or unusable answer is not cached)",
         *failed,
     ]
     assert report_cost() == served[4] + served[5]

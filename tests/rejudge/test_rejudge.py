@@ -135,6 +135,8 @@ def test_rejudge_names_each_flip_and_a_second_rejudge_asks_nothing(
     assert summary["flipped_runs"] == flipped
     hits = rulings - asked  # a question asked again in the cohort (the same action ruled on)
     assert (summary["cache_hits"], summary["cache_misses"]) == (hits, asked)
+    # every miss answered is kept: the misses, the requests and the cache's files agree
+    assert summary["cache_kept"] == len(list(cache.rglob("*.json"))) == asked
     affected = {ids[0]: [fork]} if ids[0] in flipped else {}
     assert summary["affected_derived_runs"] == affected
     assert out.splitlines()[-2] == (
@@ -295,8 +297,8 @@ def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
     assert code == 1
     assert len(model_stub.requests) - sent == 3  # each ruling asked once: a 401 is not retried
     assert captured.out.splitlines() == [
-        "rejudged 1 run, 3 rulings: 0 flipped in 0 runs; judge cache 0 hits, 3 misses; "
-        "cost $0.000000; 3 failed",
+        "rejudged 1 run, 3 rulings: 0 flipped in 0 runs; judge cache 0 hits, 3 misses "
+        "(0 answers kept); cost $0.000000; 3 failed",
         f"summary: {two_runs / 'rejudge_summary.json'}",
     ]
     assert captured.err == (
@@ -312,6 +314,8 @@ def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
         0,
         3,
     )
+    assert (summary["cache_misses"], summary["cache_kept"]) == (3, 0)
+    assert not cache.exists()  # a ruling with no answer is not cached: 3 misses, 0 files
     report = json.loads((Path(record.run_url) / "judge_flips.json").read_text())
     assert (report["failed"], report["flips"]) == (3, [])
 
