@@ -271,6 +271,7 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
         ``EVALUATIONS_FAILED`` when a metric failed, else ``OK``.
     """
     from glossogen.evaluation import REPORT_HTML
+    from glossogen.pricing import add_costs
     from glossogen.storage import join
 
     report = done.report
@@ -281,7 +282,9 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
         entry = report.metrics[name]
         print(f"{name}\t{_score(entry.score)}\t{entry.unit}\t{entry.summary} (kept: up to date)")
     _note_on_report(plan, done)
-    cost = report.evaluation_cost.total_usd
+    # This evaluation's spend: the metrics scored now (an entry kept up to date cost nothing
+    # now; the report's own evaluation_cost still totals every entry it holds).
+    cost = add_costs([report.metrics[name].cost_usd for name in done.scored])
     print(f"report: {report_url} · evaluation cost {_usd(cost)}", flush=True)
     if request.plot:
         print(f"plot: {join(plan.run.run_dir, REPORT_HTML)}", flush=True)
@@ -294,6 +297,14 @@ def _print_evaluation(plan: Any, done: Any, request: Any, report_url: str) -> in
     return int(exit_codes.OK)
 
 
+def _kept(done: Any) -> str:
+    """``, K kept`` when some answers asked were not written to the judge cache, else ``""``."""
+    kept = done.judge_cache_kept
+    if kept is None or kept == done.judge_cache_misses:
+        return ""
+    return f" ({kept} answers kept; a failed or unusable answer is not cached)"
+
+
 def _note_on_report(plan: Any, done: Any) -> None:
     """Note the metrics left blank, skipped log lines, dropped entries, status and books."""
     from glossogen.eventlog import RunView
@@ -303,7 +314,7 @@ def _note_on_report(plan: Any, done: Any) -> None:
     if done.judge_cache_hits is not None:
         _note(
             f"judge cache: {done.judge_cache_hits} answered from the cache ($0), "
-            f"{done.judge_cache_misses} asked of the judge"
+            f"{done.judge_cache_misses} asked of the judge{_kept(done)}"
         )
     for name, reason in (dict(plan.blank) | done.blank).items():
         _note(f"{name} left blank: {reason}")

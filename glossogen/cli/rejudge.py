@@ -12,12 +12,15 @@ where the cohort summary went. Each run's flip report is its ``judge_flips.json`
 Exit codes: 0 rejudged (flips are findings, not failures); 1 rejudged, but some rulings got no
 answer from the judge (not compared); 64 usage (a judge half given, a bad setting, a provider
 that cannot judge, a ``--judge-cache`` that is a file, a selection flag misused); 65 a selection
-that matches no run; 66 a runs dir that is not a folder, a prompt file that cannot be read, a
+that matches no run, a selected run still playing (a live writer; the others are rejudged);
+66 a runs dir that is not a folder, a prompt file that cannot be read, a
 run that cannot be read; 69 unreachable storage; 77 the key of a judge the rulings go to is
 missing (the new judge's, or else each recorded judge's), before anything is written.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import typer
 
@@ -100,15 +103,19 @@ def rejudge(
         if run.derived_runs:
             print(f"  affected derived runs: {', '.join(run.derived_runs)}", flush=True)
     summary = done.summary
-    if summary is None:  # no selected run could be read: nothing was written
-        print("rejudged 0 runs: none could be read; no summary written", flush=True)
+    if summary is None:  # no selected run could be rejudged: nothing was written
+        if done.unreadable or not done.playing:  # (a live run is refused by name alone)
+            print("rejudged 0 runs: none could be read; no summary written", flush=True)
     else:
         cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
         failed = f"; {summary.failed} failed" if summary.failed else ""
+        kept = f" ({summary.cache_kept} answers kept)"  # a failed answer is not cached
+        kept = "" if summary.cache_kept == summary.cache_misses else kept
         print(
             f"rejudged {_count(summary.runs, 'run')}, {_count(summary.rulings, 'ruling')}: "
             f"{summary.flips} flipped in {_count(len(summary.flipped_runs), 'run')}; judge "
-            f"cache {summary.cache_hits} hits, {summary.cache_misses} misses; cost {cost}{failed}",
+            f"cache {summary.cache_hits} hits, {summary.cache_misses} misses{kept}; cost {cost}"
+            f"{failed}",
             flush=True,
         )
         print(f"summary: {done.summary_url}", flush=True)
@@ -116,9 +123,18 @@ def rejudge(
             _error(f"the judge gave no answer to {summary.failed} of {summary.rulings} rulings "
                    f"(not compared); its last error: {summary.last_failure}",
                    exit_codes.EVALUATIONS_FAILED)  # fmt: skip
+    return _not_rejudged(done)
+
+
+def _not_rejudged(done: Any) -> int:
+    """Name each selected run not rejudged (still playing, unreadable); return the exit code."""
+    for live in done.playing:
+        error(f"run {live} has not ended (still playing): only an ended run is rejudged")
     for where, reason in done.unreadable.items():
-        _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
+        error(f"{where}: cannot be read: {reason}")
     if done.unreadable:
         return int(exit_codes.UNREADABLE)
-    failed_rulings = summary is not None and summary.failed
+    if done.playing:
+        return int(exit_codes.REFUSED)
+    failed_rulings = done.summary is not None and done.summary.failed
     return int(exit_codes.EVALUATIONS_FAILED if failed_rulings else exit_codes.OK)

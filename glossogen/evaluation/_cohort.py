@@ -281,6 +281,7 @@ async def run_evaluation(
     answers = plan.judge.answers if plan.judge is not None else None
     if answers is not None:
         done.judge_cache_hits, done.judge_cache_misses = answers.hits, answers.misses
+        done.judge_cache_kept = answers.kept
     return done
 
 

@@ -493,7 +493,9 @@ class Evaluation:
     judge_cache_hits: int | None = None
     """Judge answers served by the judge cache ($0, nothing sent); None without a cache."""
     judge_cache_misses: int | None = None
-    """Judge questions the cache lacked (asked, priced and kept); None without a cache."""
+    """Judge questions the cache lacked (asked and priced); None without a cache."""
+    judge_cache_kept: int | None = None
+    """Answers of those written to the cache (a failed or unusable one is not); None without."""
 
     @property
     def failed(self) -> dict[str, str]:

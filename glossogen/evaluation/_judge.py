@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -187,9 +188,19 @@ class Judge:
         return JudgeInfo(model=self.model, provider=self.provider, settings=self.settings)
 
     async def ask(
-        self, instructions: str, prompt: str, output_type: type[T], replicas: int
+        self,
+        instructions: str,
+        prompt: str,
+        output_type: type[T],
+        replicas: int,
+        unusable: Callable[[T], str | None] | None = None,
     ) -> Replicas[T]:
         """Ask ``prompt`` ``replicas`` times, concurrently; return every answer and the spend.
+
+        ``unusable`` says why the metric cannot use a well-formed answer (None: it can). Such an
+        answer is a failed replica (still priced: it was answered) and is never kept in the
+        judge cache, so a later evaluation asks again instead of failing on it again; an entry
+        kept before that is unusable counts as a miss and is asked again.
 
         Returns:
             The structured outputs (None for a failed call), the USD spend of the calls that
@@ -203,6 +214,14 @@ class Judge:
             self._model = build_judge_model(self.provider, self.model)
         agent = Agent(self._model, output_type=output_type, instructions=instructions, retries=1)
 
+        def _usable(output: dict[str, Any]) -> bool:
+            """True when a kept answer still reads as ``output_type`` and the metric can use it."""
+            try:
+                answer = output_type.model_validate(output)
+            except ValidationError:
+                return False
+            return unusable is None or unusable(answer) is None
+
         async def once(replica: int) -> tuple[T | None, float | None, str | None]:
             from pydantic_ai.usage import RunUsage
 
@@ -210,7 +229,7 @@ class Judge:
             if self.answers is not None:  # replica n of a question: its own entry
                 key = cache_key(self.model, self.provider, self.settings, instructions,
                                 [prompt], output_type.__name__, replica)  # fmt: skip
-                kept = self.answers.get(key)
+                kept = self.answers.get(key, accept=lambda output: _usable(output))
                 if kept is not None:
                     return output_type.model_validate(kept["output"]), 0.0, None
             usage = RunUsage()  # counts every answered request, also of a replica that fails
@@ -224,6 +243,9 @@ class Judge:
             except Exception as exc:  # noqa: BLE001 (a failed replica is data, not a crash)
                 # Its answers were billed though unusable (output failing validation).
                 return None, price_answered(self.provider, self.model, usage), _one_line(exc)
+            why = unusable(result.output) if unusable is not None else None
+            if why is not None:  # answered and billed, but nothing the metric can use
+                return None, price_usage(self.provider, self.model, result.usage), why
             if self.answers is not None:
                 self.answers.put(
                     key, result.output.model_dump(mode="json"), self.model, self.provider

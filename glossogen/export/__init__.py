@@ -18,6 +18,7 @@ from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_fac
 from glossogen.export._selection import (
     MAX_RUNS,
     FilterSelection,
+    RunIds,
     RunIdSelection,
     RunRecord,
     RunsDirError,
@@ -172,6 +173,7 @@ __all__ = [
     "KnobCondition",
     "LogFacts",
     "RunIdSelection",
+    "RunIds",
     "RunRecord",
     "RunsDirError",
     "SelectedRuns",

@@ -42,14 +42,20 @@ MAX_RUNS = 5000
 """Default ceiling on runs per export (``max_runs`` overrides it)."""
 
 
+RunIds = Annotated[
+    list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]],
+    Field(min_length=1),
+]
+"""Run ids as every surface takes them (REST's selection, MCP's ``run_ids``): at least one,
+none empty; an empty list is refused, never read as "every run"."""
+
+
 class RunIdSelection(BaseModel):
     """Exactly these runs (``--run-id``, repeatable): at least one, none empty."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["run_ids"] = "run_ids"
-    run_ids: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]] = Field(
-        min_length=1
-    )
+    run_ids: RunIds
 
 
 class FilterSelection(BaseModel):

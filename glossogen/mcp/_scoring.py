@@ -10,6 +10,7 @@ from __future__ import annotations
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictInt
 
+from glossogen.export import RunIds
 from glossogen.mcp._base import (
     ToolBase,
     refuse,
@@ -82,7 +83,7 @@ class Scoring(ToolBase):
         run_id_contains: str | None = None,
         contains_agent_id: str | None = None,
         knob: list[str] | None = None,
-        run_ids: list[str] | None = None,
+        run_ids: RunIds | None = None,
         repeat_run_columns: bool = True,
         include_metric_summaries: bool = False,
         max_runs: StrictInt = 5000,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,11 +62,14 @@ class JudgeCache:
         url: The cache folder (local path or fsspec URL).
         hits: Questions answered from the cache.
         misses: Questions that were not in it (asked of the judge).
+        kept: Answers written (a miss the judge gave no usable answer to is not kept, so
+            ``kept`` can be below ``misses``).
     """
 
     url: str
     hits: int = 0
     misses: int = 0
+    kept: int = 0
     _seen: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -83,9 +87,17 @@ class JudgeCache:
     def _url(self, key: str) -> str:
         return join(self.url, key[:2], f"{key}.json")
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The answer kept under ``key`` (its ``output`` as JSON), or None; counted."""
+    def get(
+        self, key: str, accept: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any] | None:
+        """The answer kept under ``key`` (its ``output`` as JSON), or None; counted.
+
+        ``accept`` judges a kept ``output``: one it rejects (an answer the asker cannot use,
+        e.g. kept by an older version) is a miss, asked again and overwritten.
+        """
         entry = self._seen.get(key) or self._read(key)
+        if entry is not None and accept is not None and not accept(entry["output"]):
+            entry = None
         if entry is None:
             self.misses += 1
             return None
@@ -114,6 +126,7 @@ class JudgeCache:
         data = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode()
         write_bytes_atomic(self._url(key), data)
         self._seen[key] = entry
+        self.kept += 1
 
 
 __all__ = ["JudgeCache", "StorageError", "cache_key"]

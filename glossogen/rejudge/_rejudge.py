@@ -139,6 +139,8 @@ class CohortFlips(BaseModel):
     """Each flipped run -> the derived runs (forks, replacements) whose lineage names it."""
     cache_hits: int
     cache_misses: int
+    cache_kept: int = 0
+    """Answers written to the cache: a miss the judge gave no answer to is not kept."""
     cost_usd: float | None
 
 
@@ -153,6 +155,8 @@ class Rejudged:
     summary: CohortFlips | None = None
     summary_url: str = ""
     unreadable: dict[str, str] = field(default_factory=dict)
+    playing: list[str] = field(default_factory=list)
+    """Selected runs still being played (a live writer): refused, nothing of theirs written."""
 
 
 @dataclass
@@ -361,6 +365,8 @@ def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None)
 
     Every check comes first; nothing is asked or written before they pass. A ruling the judge
     gives no answer to (after its retries) is counted ``failed``, with the judge's last error.
+    A selected run still being played (a live writer holds its lock) is not rejudged: it is
+    named in ``playing`` and nothing of it is read or written, as ``evaluate`` refuses it.
 
     Raises:
         RejudgeError: 64 a judge's model without its provider (or the other way round), a bad
@@ -376,6 +382,8 @@ def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None)
     selected, everything, unreadable = _select(request)
     derived = _derived_of(everything)
     done = Rejudged(unreadable=unreadable)
+    done.playing = [r.run_id for r in selected if RunFolder.at(r.run_url).is_locked()]
+    selected = [r for r in selected if r.run_id not in done.playing]
     views = _load(selected, done.unreadable)
     _check_credentials(judge, views, environ)
     for record in selected:
@@ -410,6 +418,7 @@ def _summary(runs: list[RunFlips], judge: _Judge) -> CohortFlips:
         },
         cache_hits=judge.answers.hits,
         cache_misses=judge.answers.misses,
+        cache_kept=judge.answers.kept,
         cost_usd=add_costs([r.cost_usd for r in runs]),
     )
 

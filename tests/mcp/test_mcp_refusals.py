@@ -216,3 +216,25 @@ def test_an_infinite_huge_or_loosely_typed_limit_is_refused_and_nothing_is_launc
         "probe_replicas 9223372036854775808: must be at most 9223372036854775807",
     ]
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
+
+
+def test_export_runs_refuses_an_empty_run_ids_as_rest_does_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``run_ids: []`` is no selection of every run: refused in REST's words (its 422)."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=2)
+    out = tmp_path / "export"
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [
+                await refusal(s, "export_runs", out=str(out), run_ids=[]),
+                await refusal(s, "export_runs", out=str(out), run_ids=[" "]),
+            ]
+
+    assert asyncio.run(go()) == [
+        "run_ids: List should have at least 1 item after validation, not 0",
+        "run_ids.0: String should have at least 1 character",
+    ]
+    assert not out.exists()

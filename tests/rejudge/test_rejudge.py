@@ -20,7 +20,7 @@ from glossogen.cli import main
 from glossogen.derive import ForkRequest, prepare_fork
 from glossogen.eventlog import RunView
 from glossogen.export import FilterSelection, RunRecord, select_runs
-from glossogen.storage import RunFolder
+from glossogen.storage import RunFolder, RunLock
 from tests.fixtures.model_stubs import RecordedRequest, StubFault, StubModelServer, StubReply
 from tests.fixtures.played_runs import play_run
 
@@ -135,6 +135,8 @@ def test_rejudge_names_each_flip_and_a_second_rejudge_asks_nothing(
     assert summary["flipped_runs"] == flipped
     hits = rulings - asked  # a question asked again in the cohort (the same action ruled on)
     assert (summary["cache_hits"], summary["cache_misses"]) == (hits, asked)
+    # every miss answered is kept: the misses, the requests and the cache's files agree
+    assert summary["cache_kept"] == len(list(cache.rglob("*.json"))) == asked
     affected = {ids[0]: [fork]} if ids[0] in flipped else {}
     assert summary["affected_derived_runs"] == affected
     assert out.splitlines()[-2] == (
@@ -295,8 +297,8 @@ def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
     assert code == 1
     assert len(model_stub.requests) - sent == 3  # each ruling asked once: a 401 is not retried
     assert captured.out.splitlines() == [
-        "rejudged 1 run, 3 rulings: 0 flipped in 0 runs; judge cache 0 hits, 3 misses; "
-        "cost $0.000000; 3 failed",
+        "rejudged 1 run, 3 rulings: 0 flipped in 0 runs; judge cache 0 hits, 3 misses "
+        "(0 answers kept); cost $0.000000; 3 failed",
         f"summary: {two_runs / 'rejudge_summary.json'}",
     ]
     assert captured.err == (
@@ -312,6 +314,8 @@ def test_rulings_the_judge_does_not_answer_are_counted_and_fail_the_command(
         0,
         3,
     )
+    assert (summary["cache_misses"], summary["cache_kept"]) == (3, 0)
+    assert not cache.exists()  # a ruling with no answer is not cached: 3 misses, 0 files
     report = json.loads((Path(record.run_url) / "judge_flips.json").read_text())
     assert (report["failed"], report["flips"]) == (3, [])
 
@@ -348,3 +352,45 @@ def test_a_stray_folder_is_no_run_and_a_refused_selection_writes_nothing(
     )
     assert summary.read_text() == '{"runs": 7}'
     assert not cache.exists()
+
+
+def test_a_run_still_playing_is_refused_by_name_and_nothing_of_it_is_written(
+    two_runs: Path,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A live writer holds the run's lock: as replay and evaluate, rejudge refuses it (65)."""
+    live, ended = select_runs(str(two_runs), FilterSelection()).records
+    log = Path(live.log_url)  # the writer has not logged simulation_ended yet
+    lines = log.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["event_type"] == "simulation_ended"
+    log.write_text("".join(lines[:-1]))
+    before = sorted(p for p in two_runs.rglob("*") if p.is_file())
+    sent = len(model_stub.requests)
+    cache = tmp_path / "judge-cache"
+    argv = ["rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache),
+            "--model", SECOND, "--provider", "openai"]  # fmt: skip
+    refused = f"glossogen: error: run {live.run_id} has not ended (still playing): only an ended run is rejudged\n"
+    lock = RunLock(RunFolder.at(live.run_url))
+    try:
+        capsys.readouterr()
+        assert _cli(*argv, "--run-id", live.run_id) == 65
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", refused)
+        assert sorted(p for p in two_runs.rglob("*") if p.is_file()) == before
+        assert len(model_stub.requests) == sent
+        assert not cache.exists()
+
+        # over a cohort, as evaluate --runs-dir: the live run is named and left alone, the
+        # others are rejudged; the command still exits 65
+        assert _cli(*argv) == 65
+        captured = capsys.readouterr()
+        rulings = len(RunView.load(ended.log_url).rulings)
+        assert captured.out.splitlines()[0].startswith(f"rejudged 1 run, {rulings} rulings: ")
+        assert captured.err == refused
+        assert not (Path(live.run_url) / "judge_flips.json").exists()
+        assert (Path(ended.run_url) / "judge_flips.json").exists()
+        assert json.loads((two_runs / "rejudge_summary.json").read_text())["runs"] == 1
+    finally:
+        lock.release()

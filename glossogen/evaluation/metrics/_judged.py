@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -22,8 +23,12 @@ async def judge_each_round(
     instructions: str,
     prompt: Callable[[list[MessageSent]], str],
     output_type: type[T],
+    unusable: Callable[[list[MessageSent], T], str | None] | None = None,
 ) -> tuple[dict[int, list[MessageSent]], list[Replicas[T]], float | None]:
     """Ask the judge about each round's primary-channel messages, all rounds concurrently.
+
+    ``unusable`` says why the metric cannot use a round's well-formed answer (None: it can):
+    such an answer is a failed call, priced, and never kept in the judge cache.
 
     Returns:
         ``(messages by round, one Replicas per round in the same order, USD spend)``; the spend
@@ -41,7 +46,13 @@ async def judge_each_round(
         raise NotApplicable("no message on the primary channels in phase main")
     answers = await asyncio.gather(
         *(
-            judge.ask(instructions, prompt(ms), output_type, ctx.judge_replicas)
+            judge.ask(
+                instructions,
+                prompt(ms),
+                output_type,
+                ctx.judge_replicas,
+                None if unusable is None else functools.partial(unusable, ms),
+            )  # fmt: skip
             for ms in rounds.values()
         )
     )

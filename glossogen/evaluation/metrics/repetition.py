@@ -55,6 +55,14 @@ def _agreement(samples: list[list[float]]) -> float | None:
     return mean(spread) if spread else None
 
 
+def _unusable(messages: list[MessageSent], answer: RepetitionJudgement) -> str | None:
+    """Why ``answer`` rates none of the round's numbered messages (None: it rates one)."""
+    if any(1 <= item.index <= len(messages) for item in answer.messages):
+        return None
+    shown = [item.index for item in answer.messages]
+    return f"unusable answer: rates none of messages 1-{len(messages)} (indexes {shown})"
+
+
 @metric(
     "language_repetition",
     unit="repetition factor per message",
@@ -71,9 +79,12 @@ async def language_repetition(ctx: MetricContext) -> Scored:
     over rated messages. Agreement: mean over messages rated twice or more of
     ``1 - (max - min) / max`` of their ratings. Sidecar ``language_repetition.jsonl``: one line
     per message (``repetition_factor`` null when every replica failed for it). Fails when every
-    judge call failed.
+    judge call failed; an answer rating none of the round's messages is a failed call (priced,
+    never kept in the judge cache).
     """
-    rounds, answers, cost = await judge_each_round(ctx, INSTRUCTIONS, _prompt, RepetitionJudgement)
+    rounds, answers, cost = await judge_each_round(
+        ctx, INSTRUCTIONS, _prompt, RepetitionJudgement, _unusable
+    )
     rows: list[dict[str, Any]] = []
     samples: list[list[float]] = []
     per_round: list[RoundObservation] = []
