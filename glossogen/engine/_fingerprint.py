@@ -99,7 +99,11 @@ def request_fingerprint(
     canonical = canonical_request([], parameters)
     if not messages:
         return hashlib.sha256(canonical_text(canonical).encode()).hexdigest()
-    listed = ",\n  ".join(_message_text(message) for message in messages)
+    last = len(messages) - 1  # the request being sent: rendered from its content each time
+    listed = ",\n  ".join(
+        _message_text(message) if at == last else _history_text(message)
+        for at, message in enumerate(messages)
+    )
     tools = ",\n  ".join(_piece(tool) for tool in canonical["tools"])
     text = (
         '{\n "messages": [\n  '
@@ -114,6 +118,39 @@ _TEXTS: dict[str, str] = {}
 """A message's or a tool's canonical text at its depth in a request, by its compact JSON form."""
 _KEPT = 4096
 """Pieces kept at most (the cache starts again past it)."""
+
+
+_SENT: dict[int, tuple[ModelMessage, tuple[int, ...], str]] = {}
+"""A history message's canonical text by the message's identity: the message (kept, so its id
+names no other), the identities of its fields' and its parts' fields' values, and its text."""
+
+
+def _fields(message: ModelMessage) -> tuple[int, ...]:
+    """The identities of the values of ``message``'s fields and of each of its parts' fields."""
+    own = tuple(map(id, vars(message).values()))
+    return own + tuple(i for part in message.parts for i in map(id, vars(part).values()))
+
+
+def _history_text(message: ModelMessage) -> str:
+    """:func:`_message_text` of a message already in a seat's history, by its identity.
+
+    A seat's history is re-sent with every request as the same message objects, so keying its
+    text by each message's JSON form (:data:`_TEXTS`) still serialized the whole history per
+    request: quadratic in a run's length (a 1500-event run's replay spent a fifth of its time
+    there). A message one of whose fields, or one of whose parts' fields, holds another value
+    than when it was rendered (a field set again, a part added, replaced or removed) is
+    rendered again. Not seen: a change made inside a field's value in place (an item set in a
+    tool call's argument dict), which neither the engine nor pydantic-ai makes to a sent message.
+    """
+    fields = _fields(message)
+    kept = _SENT.get(id(message))
+    if kept is not None and kept[0] is message and kept[1] == fields:
+        return kept[2]
+    if len(_SENT) >= _KEPT:
+        _SENT.clear()
+    text = _message_text(message)
+    _SENT[id(message)] = (message, fields, text)
+    return text
 
 
 def _message_text(message: ModelMessage) -> str:
