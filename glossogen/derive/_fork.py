@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from glossogen.catalog import UnknownProviderError
 from glossogen.catalog import provider as parse_provider
-from glossogen.derive._resume import read_run_log, recorded_limits, run_folder
+from glossogen.derive._resume import read_run_view, recorded_limits, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.derive._visibility import visible_history
 from glossogen.engine import RosterError, Seat, resolve_seats
@@ -126,8 +126,11 @@ class PreparedFork:
     """With ``replay``: the :class:`~glossogen.replay.ForkPointCheck` of rounds 1..N."""
 
 
-def _load_log(run_dir: str, scenario: str) -> tuple[list[Event], SimulationStarted]:
-    return read_run_log(run_folder(run_dir, scenario), scenario)
+def _load_log(run_dir: str, scenario: str, whole_for: str) -> tuple[list[Event], SimulationStarted]:
+    """The run's events and ``simulation_started``; a log that lost an event is refused."""
+    view = read_run_view(run_folder(run_dir, scenario), scenario, whole_for)
+    assert view.started is not None  # read_run_view refuses a log that starts no run
+    return view.events, view.started
 
 
 def config_at_round(
@@ -220,7 +223,8 @@ def prepare_fork(
     """
     _check_bounds(request)
     cls = load_scenario(request.scenario)  # registers its events before its log is read
-    events, started = _load_log(request.source_run_dir, request.scenario)
+    copied = "replayed" if request.replay else "copied"  # its rounds 1..N, into the fork
+    events, started = _load_log(request.source_run_dir, request.scenario, copied)
     state = read_state(events, after_round=request.after_round)
     store = RunStore(request.runs_dir)
     extra, config = _derived_config(request, cls, started, events)
@@ -463,7 +467,7 @@ def _donor_history(request: ForkRequest, lineage: dict[str, Any]) -> list[Any]:
     Raises:
         DeriveError: no log in the donor folder (66), or no such agent in the donor run.
     """
-    donor_events, _ = _load_log(request.donor_run_dir or "", request.scenario)
+    donor_events, _ = _load_log(request.donor_run_dir or "", request.scenario, "copied")
     donor = read_state(donor_events)
     if request.donor_agent_id not in donor.histories:
         raise DeriveError(

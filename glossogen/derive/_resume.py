@@ -22,6 +22,7 @@ from glossogen.eventlog import (
     AgentHistoryAppended,
     Event,
     RunResumed,
+    RunView,
     SimulationStarted,
     read_events,
 )
@@ -116,7 +117,22 @@ def _log_named(run_dir: str) -> str | None:
 def read_run_log(
     folder: RunFolder, scenario: str | None = None
 ) -> tuple[list[Event], SimulationStarted]:
-    """Return a run's events and its ``simulation_started``.
+    """Return a run's events and its ``simulation_started`` (:func:`read_run_view`'s)."""
+    view = read_run_view(folder, scenario)
+    assert view.started is not None  # read_run_view refuses a log that starts no run
+    return view.events, view.started
+
+
+def read_run_view(
+    folder: RunFolder, scenario: str | None = None, whole_for: str | None = None
+) -> RunView:
+    """Return the one reading of a run's log, checked as a derivation or replay needs it.
+
+    With ``whole_for`` (what is refused, e.g. ``"replayed"``), a log in which an event may
+    be lost (a damaged line, or the torn last line of an ended run: what ``glossogen verify``
+    names under its ``log`` rule, :attr:`~glossogen.eventlog.RunView.lost_lines`) is refused
+    in one line naming the log and the line(s): ``<log> line 41: 1 damaged line(s): an event
+    may be lost; a run whose log lost an event is not replayed``.
 
     Every agent history in the log is checked readable here (upcast as
     :func:`~glossogen.derive.upcast_history` says), so resume and fork refuse an unreadable one
@@ -124,7 +140,8 @@ def read_run_log(
 
     Raises:
         DeriveError: no log in the folder, an empty one, a folder in its place, or a log that
-            starts no run (66); a log of another scenario than ``scenario`` (65).
+            starts no run (66); a log of another scenario than ``scenario`` (65); with
+            ``whole_for``, a log in which an event may be lost (65).
         HistoryUnreadable: (65) an ``agent_history_appended`` no upcast makes readable; one
             line naming the log, the line number, the event and the first problem.
     """
@@ -145,8 +162,8 @@ def read_run_log(
         raise DeriveError(f"{folder.log_url} is a folder, not an event log", 66)
     if state == "empty":
         raise DeriveError(f"{folder.log_url} is empty: the run logged no event", 66)
-    events = read_events(folder.log_url).events
-    started = next((e for e in events if isinstance(e, SimulationStarted)), None)
+    view = RunView.of(read_events(folder.log_url))
+    events, started = view.events, view.started
     if started is None:
         raise DeriveError(f"{folder.log_url} has no simulation_started event", 66)
     if started.scenario_name != scenario:
@@ -159,7 +176,12 @@ def read_run_log(
                 line = folder.log_line_of(event.event_id)
                 where = f"{folder.log_url} line {line}: " if line else f"{folder.log_url}: "
                 raise HistoryUnreadable(exc.event_id, exc.agent_id, exc.reason, where) from None
-    return events, started
+    if whole_for is not None and view.lost_lines:
+        lost = "; ".join(f"{where}: {what}" for where, what in view.lost_lines)
+        raise DeriveError(
+            f"{folder.log_url} {lost}; a run whose log lost an event is not {whole_for}"
+        )
+    return view
 
 
 def open_resume(folder: RunFolder, scenario: str | None = None) -> ResumePoint:

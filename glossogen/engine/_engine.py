@@ -161,7 +161,8 @@ class RunEngine:
             self.clock.sleep,
             cache_key=f"{self.setup.run_id}:judge",
             model_override=self.setup.judge_model,
-            answers=JudgeCache(self.setup.judge_cache) if self.setup.judge_cache else None,
+            answers=self.setup.judge_answers
+            or (JudgeCache(self.setup.judge_cache) if self.setup.judge_cache else None),
         )
 
     @property

@@ -109,9 +109,9 @@ class RunJudge:
         answer = await self._ask(question, instructions, JudgeRuling)
         if isinstance(answer, str):
             return JudgeDecision(False, _unavailable(answer))
-        ruling, usage, settled = answer
+        ruling, usage, settled, key = answer
         self._log(instructions, question, ruling.success, ruling.reason, {}, usage, settled,
-                  cached=usage is None)  # fmt: skip
+                  cached=key)  # fmt: skip
         return JudgeDecision(ruling.success, ruling.reason)
 
     async def rule_items(
@@ -128,13 +128,14 @@ class RunJudge:
         after every retry returns nothing matched and marks the round void (as :meth:`rule`).
         """
         settled: list[str] = []
+        key: str | None = None
         if self.provider == "scripted":
             ruling = scripted()
         else:
             answer = await self._ask(question, instructions, ItemRuling)
             if isinstance(answer, str):
                 return ItemRuling(matched=[], false_positives=0, reason=_unavailable(answer))
-            ruling, usage, settled = answer
+            ruling, usage, settled, key = answer
         ruling = ruling.within(expected_items)
         self._log(
             instructions,
@@ -144,7 +145,7 @@ class RunJudge:
             {"matched": ruling.matched, "false_positives": ruling.false_positives},
             None if self.provider == "scripted" else usage,
             settled,
-            cached=self.provider != "scripted" and usage is None,
+            cached=key,
         )
         return ruling
 
@@ -157,12 +158,16 @@ class RunJudge:
         detail: dict[str, Any],
         usage: Any,
         settled: list[str],
-        cached: bool = False,
+        cached: str | None = None,
     ) -> None:
-        """Log one ruling (``judge_called``): its usage priced, the requests it settles named."""
+        """Log one ruling (``judge_called``): its usage priced, the requests it settles named.
+
+        ``cached``: the judge cache key the ruling was found under (logged ``cached`` at $0).
+        """
         self.emit(
             JudgeCalled(
-                cached=cached,
+                cached=cached is not None,
+                cache_key=cached,
                 model=self.model,
                 provider=self.provider,
                 instructions=instructions,
@@ -184,13 +189,13 @@ class RunJudge:
 
     async def _ask(
         self, question: str, instructions: str, output_type: type[_Out]
-    ) -> tuple[_Out, Any, list[str]] | str:
+    ) -> tuple[_Out, Any, list[str], str | None] | str:
         """Ask the LLM judge: its answer, usage and requests, or why there is none.
 
-        Returns the answer, usage and the ids of the requests it settled (the caller's
-        ``judge_called`` names them), the fault kind once it gave up, or :data:`SPEND_CAP` when
-        the run's spend cap allows no request. An answer from the judge cache comes with no
-        usage (None) and no request.
+        Returns the answer, usage, the ids of the requests it settled (the caller's
+        ``judge_called`` names them) and the judge cache key it was found under (None: asked),
+        the fault kind once it gave up, or :data:`SPEND_CAP` when the run's spend cap allows
+        no request. An answer from the judge cache comes with no usage (None) and no request.
         """
         key = ""
         if self.answers is not None:
@@ -200,7 +205,7 @@ class RunJudge:
             )  # fmt: skip
             kept = self.answers.get(key)
             if kept is not None:
-                return output_type.model_validate(kept["output"]), None, []
+                return output_type.model_validate(kept["output"]), None, [], key
         from pydantic_ai import Agent
         from pydantic_ai.messages import CachePoint
         from pydantic_ai.usage import RunUsage
@@ -288,7 +293,7 @@ class RunJudge:
                         self.answers.put(
                             key, result.output.model_dump(mode="json"), self.model, self.provider
                         )
-                    return result.output, result.usage, settled
+                    return result.output, result.usage, settled, None
             if not fault.retryable or attempt == MAX_ATTEMPTS:
                 self.failed_in_round = True
                 return fault.kind

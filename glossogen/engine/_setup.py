@@ -9,6 +9,7 @@ from pydantic_ai.models import Model
 
 from glossogen.engine._roster import JudgeSeat, Seat
 from glossogen.knobs import BaseKnobs
+from glossogen.rejudge._cache import JudgeCache
 from glossogen.scenario import Scenario
 from glossogen.tracing import TracingHandle
 
@@ -40,3 +41,5 @@ class RunSetup:
     """The in-run judge's model in place of the one its provider builds (a replay's)."""
     judge_cache: str | None = None
     """The judge cache folder the in-run judge asks first (``--judge-cache``), or None."""
+    judge_answers: JudgeCache | None = None
+    """A judge cache asked in place of ``judge_cache`` (a replay's: the recorded rulings)."""

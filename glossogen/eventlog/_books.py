@@ -158,12 +158,8 @@ class _Books:
 
     # -- log ---------------------------------------------------------------------------------
     def check_log(self) -> None:
-        read = self.view.read
-        if read.invalid_lines:
-            numbers = ", ".join(str(n) for n in read.invalid_line_numbers[:5])
-            more = " ..." if len(read.invalid_line_numbers) > 5 else ""
-            where = f"line {numbers}{more}" if numbers else "the log"
-            self.add("log", where, f"{read.invalid_lines} damaged line(s): an event may be lost")
+        if self.view.damaged_note is not None:
+            self.add("log", *self.view.damaged_note)
         first_line: dict[str, int] = {}
         for index, event in enumerate(self.events):
             seen = first_line.setdefault(event.event_id, index)
@@ -171,10 +167,8 @@ class _Books:
                 self.add("log", self.where(index), f"event {event.event_id} "
                          f"({event.event_type}) is in the log twice (lines {self.line(seen)}, "
                          f"{self.line(index)})")  # fmt: skip
-        torn = read.truncated_line
-        if torn is not None and not self.view.live and self.view.ended is not None:
-            self.add("log", f"line {torn}", "the last line is torn (cut off mid-write): "
-                     "an event may be lost")  # fmt: skip
+        if self.view.torn_note is not None:
+            self.add("log", *self.view.torn_note)
 
     # -- ended -------------------------------------------------------------------------------
     def check_ended(self) -> None:

@@ -514,6 +514,10 @@ class JudgeCalled(Event):
     """The sent requests (``model_request_sent``) this ruling settles."""
     cached: bool = False
     """Answered from the judge cache (``--judge-cache``): no request sent, priced $0."""
+    cache_key: str | None = None
+    """A cached ruling's judge cache key (the SHA-256 of the judge model, its settings, system
+    prompt and question: what would have been sent); a replay checks it as a request's
+    fingerprint. None on a ruling asked of the judge, and in logs written before it was kept."""
 
 
 @final

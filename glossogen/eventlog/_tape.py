@@ -33,7 +33,7 @@ from glossogen.eventlog._events import (
     Tokens,
 )
 
-Outcome = Literal["answered", "failed", "abandoned", "ruled"]
+Outcome = Literal["answered", "failed", "abandoned", "ruled", "cached"]
 
 
 class TapeCall(BaseModel):
@@ -58,7 +58,9 @@ class TapeCall(BaseModel):
     answered: bool = True
     """False for a failed call or an abandoned one the provider never answered."""
     ruling: dict[str, Any] | None = None
-    """The judge's ruling (``success``, ``reason`` and ``detail``) for its ``ruled`` calls."""
+    """The judge's ruling (``success``, ``reason`` and ``detail``) for its ``ruled`` and
+    ``cached`` calls. A ``cached`` call is a ruling the judge cache answered (no request sent):
+    its ``request_sha256`` is the cache key it was found under (``judge_called.cache_key``)."""
     line: int
     """Index, in the events read, of the event that settled the call."""
 
@@ -156,12 +158,14 @@ def read_tape(events: list[Event], every_event: Iterable[Event] = ()) -> Tape:
                     cost_usd=event.cost_usd)  # fmt: skip
         elif isinstance(event, JudgeCalled):
             ruling = {"success": event.success, "reason": event.reason, "detail": event.detail}
-            for request_id in event.request_ids:
-                order, request = of(request_id, line)
-                add(order, line, "judge", request, event, outcome="ruled",
-                    request_sha256=fingerprint(request, request_id),
-                    ruling=ruling, cost_usd=event.cost_usd,
-                    tokens=_tokens(event))  # fmt: skip
+            # a ruling the judge cache answered sent no request: its call is under its key
+            cached: list[str | None] = [None] * event.cached
+            for asked in event.request_ids or cached:
+                order, request = of(asked, line)
+                add(order, line, "judge", request, event,
+                    outcome="ruled" if asked else "cached", ruling=ruling,
+                    request_sha256=fingerprint(request, asked) or event.cache_key,
+                    cost_usd=event.cost_usd, tokens=_tokens(event))  # fmt: skip
     calls: dict[str, list[TapeCall]] = {}
     for _, call in sorted(found, key=lambda pair: pair[0]):
         seat = calls.setdefault(call.seat, [])

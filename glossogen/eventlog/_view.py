@@ -357,6 +357,35 @@ class RunView:
         return self.read.invalid_lines
 
     @property
+    def lost_lines(self) -> list[tuple[str, str]]:
+        """Where an event of this log may be lost, as ``glossogen verify``'s ``log`` rule says it.
+
+        Each is ``(where, what)``: the damaged lines (:attr:`damaged_note`) and the torn last
+        line of a run that ended (:attr:`torn_note`). Empty for an intact log. Replay and a
+        copied derivation refuse a log this names: a lost event cannot be played or copied.
+        """
+        return [note for note in (self.damaged_note, self.torn_note) if note is not None]
+
+    @property
+    def damaged_note(self) -> tuple[str, str] | None:
+        """``("line 41", "1 damaged line(s): an event may be lost")`` (the first five numbered)."""
+        read = self.read
+        if not read.invalid_lines:
+            return None
+        numbers = ", ".join(str(n) for n in read.invalid_line_numbers[:5])
+        more = " ..." if len(read.invalid_line_numbers) > 5 else ""
+        where = f"line {numbers}{more}" if numbers else "the log"
+        return where, f"{read.invalid_lines} damaged line(s): an event may be lost"
+
+    @property
+    def torn_note(self) -> tuple[str, str] | None:
+        """The torn last line of a run that ended and no process writes, or None."""
+        torn = self.read.truncated_line
+        if torn is None or self.live or self.ended is None:
+            return None
+        return f"line {torn}", "the last line is torn (cut off mid-write): an event may be lost"
+
+    @property
     def derived(self) -> bool:
         """True for a fork or an agent swap (its log begins with copied rounds)."""
         return bool(self.started and self.started.lineage)

@@ -49,6 +49,7 @@ from glossogen.launch._observers import has_observers, notify
 from glossogen.launch._plan import LaunchError, RunConfig
 from glossogen.pricing import logged_usd
 from glossogen.refusals import LimitReached
+from glossogen.rejudge._cache import JudgeCache
 from glossogen.storage import (
     CONFIG,
     LABELS,
@@ -425,6 +426,7 @@ def open_session(
     agent_models: Mapping[str, Model] | None = None,
     judge_model: Model | None = None,
     virtual_clock: bool = False,
+    judge_answers: JudgeCache | None = None,
     clock_of: Callable[[EventLogWriter], Clock] | None = None,
 ) -> RunSession:
     """Create the writer and engine of a run and log its start (or its resumption).
@@ -437,10 +439,12 @@ def open_session(
     and then rewrites the folder's ``config.json`` (atomically) with the config now in force.
     ``agent_models`` plays the seats it names with the given pydantic-ai models (a scenario's
     tests, through :mod:`glossogen.testing`); every other seat is built from its provider.
-    ``judge_model`` likewise plays the in-run judge, and ``virtual_clock`` puts the run on the
-    virtual clock whatever it calls (a replay, :mod:`glossogen.replay`: its models answer from
-    a tape). ``clock_of`` makes the run's clock instead, from the log's writer (the replay of a
-    process that played on the real clock reads its time from the record, place by place).
+    ``judge_model`` likewise plays the in-run judge (``judge_answers``: the judge cache it
+    asks in place of the run's ``--judge-cache``: a replay's recorded cached rulings), and
+    ``virtual_clock`` puts the run on the virtual clock whatever it calls (a replay,
+    :mod:`glossogen.replay`: its models answer from a tape). ``clock_of`` makes the run's
+    clock instead, from the log's writer (the replay of a process that played on the real
+    clock reads its time from the record, place by place).
 
     Raises:
         ValueError: ``agent_models`` names a seat the run does not have.
@@ -489,6 +493,7 @@ def open_session(
         agent_models=dict(agent_models or {}),
         judge_model=judge_model,
         judge_cache=config.judge_cache,
+        judge_answers=judge_answers,
     )
     engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
     killed: list[ModelRequestSent] = []

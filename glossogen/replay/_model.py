@@ -31,6 +31,7 @@ from pydantic_ai.usage import RequestUsage
 from glossogen.engine._faults import _KINDS  # noqa: PLC2701 (the one map of failure kinds)
 from glossogen.engine._requests import sending
 from glossogen.eventlog import TOKEN_FIELDS, Tape, TapeCall
+from glossogen.rejudge._cache import JudgeCache
 
 
 class TapeExhausted(RuntimeError):
@@ -198,4 +199,32 @@ def replay_model(
     return FunctionModel(answer, model_name=model_name)
 
 
-__all__ = ["Pacing", "TapeExhausted", "replay_model", "response_of"]
+class TapeAnswers(JudgeCache):
+    """The judge cache of a replay: the recorded run's cached rulings, from its tape.
+
+    The judge's next call on the tape (its calls counted with :class:`Pacing`'s, so a ruling
+    asked of the model and one the cache answered keep their recorded places) is answered
+    here when the record's cache answered it (a ``cached`` call): the recorded ruling,
+    found under the key the replay asked with, which the replay logs as the record logged its
+    own (``judge_called.cache_key``) and the comparison checks as a request's fingerprint.
+    Any other call is a miss (the judge asks its replay model). Nothing is written.
+    """
+
+    def __init__(self, tape: Tape, pacing: Pacing) -> None:
+        super().__init__(url="")
+        self.tape, self.pacing = tape, pacing
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        made = self.pacing.calls.get("judge", 0) + 1
+        call = self.tape.call("judge", made)
+        if call is None or call.outcome != "cached":
+            return None
+        self.pacing.calls["judge"] = made
+        ruling = call.ruling or {}
+        return {"output": {**ruling.get("detail", {}), **ruling}}
+
+    def put(self, key: str, output: dict[str, Any], model: str, provider: str) -> None:
+        """Keep nothing: a replay's answers are the record's."""
+
+
+__all__ = ["Pacing", "TapeAnswers", "TapeExhausted", "replay_model", "response_of"]

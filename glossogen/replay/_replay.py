@@ -55,7 +55,7 @@ from glossogen.eventlog import (
     read_tape,
 )
 from glossogen.replay._clock import RecordedClock, game_times
-from glossogen.replay._model import Pacing, replay_model
+from glossogen.replay._model import Pacing, TapeAnswers, replay_model
 from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner, run_replay
 from glossogen.storage import LINEAGE, RunFolder
 
@@ -227,7 +227,7 @@ def _ignored(recorded: RunView, fingerprinted: bool) -> frozenset[str]:
     (``stopped_after_events``, null on every ``simulation_ended``); the clock each process
     played on (``clock``, null on every ``simulation_started`` and ``run_resumed``).
     """
-    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256"}
+    ignored = IGNORED if fingerprinted else IGNORED | {"request_sha256", "cache_key"}
     ends = [e for e in recorded.events if isinstance(e, SimulationEnded)]
     if all(e.stopped_after_events is None for e in ends):
         ignored |= {"stopped_after_events"}
@@ -324,7 +324,8 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
     """Replay the run at ``request.run_dir`` into ``request.runs_dir`` and compare.
 
     Raises:
-        DeriveError: not a run folder or no log (66); a run that has not ended (65).
+        DeriveError: not a run folder or no log (66); a run that has not ended, or whose log
+            lost an event (a damaged line; 65).
         LaunchError: its recorded knobs no longer validate (65).
     """
     return run_replay(_replay(request))
@@ -371,13 +372,14 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
 
 def _source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
     """The recorded run's folder, ``simulation_started``, view and recorded config."""
-    from glossogen.derive._resume import ResumePoint, read_run_log, run_folder
+    from glossogen.derive._resume import ResumePoint, read_run_view, run_folder
     from glossogen.derive._state import read_state
     from glossogen.launch import recorded_config
 
     source = run_folder(run_dir)
-    events, started = read_run_log(source)
-    recorded = RunView.load(source.log_url)
+    recorded = read_run_view(source, whole_for="replayed")  # refuses a log that lost an event
+    events, started = recorded.events, recorded.started
+    assert started is not None  # read_run_view refuses a log that starts no run
     config = recorded_config(ResumePoint(source, read_state(events), started, events))
     return source, started, recorded, config
 
@@ -432,8 +434,10 @@ async def _play_tape(
         for agent_id, seat in seats.items()
     }
     judge: Model | None = None
+    answers = None
     if config.judge is not None and config.judge.provider != "scripted":
         judge = replay_model(tape, "judge", config.judge.model, pacing)
+        answers = TapeAnswers(tape, pacing)  # the rulings the record's judge cache answered
     folder = claim_run(config, runs_dir)
     derived = _write_derived_prefix(recorded, folder)
     for number, process in enumerate(segments):
@@ -449,6 +453,7 @@ async def _play_tape(
             resume=point,
             agent_models=models,
             judge_model=judge,
+            judge_answers=answers,
             virtual_clock=True,
             clock_of=partial(_recorded_clock, recorded.events, times, before) if real else None,
         )
@@ -607,7 +612,7 @@ def check_fork_point(run_dir: str, after_round: int) -> ForkPointCheck:
     sent anywhere and nothing is written beside the source.
 
     Raises:
-        DeriveError: not a run folder or no log (66).
+        DeriveError: not a run folder or no log (66); a log that lost an event (65).
         LaunchError: its recorded knobs no longer validate (65).
     """
     return run_replay(_check_fork_point(run_dir, after_round))

@@ -116,3 +116,18 @@ def test_a_message_changed_deep_inside_or_given_a_new_part_is_fingerprinted_as_i
     seen.append(request_fingerprint(history, TOOLS))
     assert seen[-1] == _whole(history, TOOLS)
     assert len(set(seen)) == 3
+
+
+def test_a_history_message_given_another_part_or_field_is_fingerprinted_as_it_now_is() -> None:
+    history = _history()
+    request = [*history, ModelRequest(parts=[UserPromptPart(content="Round 2", timestamp=AT)])]
+    seen = [(request_fingerprint(request, TOOLS), _whole(request, TOOLS))]  # history kept
+    seen.append((request_fingerprint(request, TOOLS), _whole(request, TOOLS)))  # from the kept
+    history[2].parts.append(UserPromptPart(content="and one more", timestamp=AT))
+    seen.append((request_fingerprint(request, TOOLS), _whole(request, TOOLS)))
+    history[1].parts[0] = TextPart(content="another thought")
+    seen.append((request_fingerprint(request, TOOLS), _whole(request, TOOLS)))
+    history[0].instructions = "Other instructions."
+    seen.append((request_fingerprint(request, TOOLS), _whole(request, TOOLS)))
+    assert [made == whole for made, whole in seen] == [True] * 5
+    assert len({made for made, _ in seen}) == 4  # the second is the first again

@@ -68,11 +68,18 @@ overlap, and which answer is taken up first is the event loop's."""
 
 
 async def play_over_http(
-    runs_dir: Path, scenario: str, overrides: list[str], now_unix: int | None = None
+    runs_dir: Path,
+    scenario: str,
+    overrides: list[str],
+    now_unix: int | None = None,
+    judge_cache: str | None = None,
 ) -> str:
-    """Play 2 rounds of ``scenario`` (seats scripted but as ``overrides`` say); its folder."""
+    """Play 2 rounds of ``scenario`` (seats scripted but as ``overrides`` say); its folder.
+
+    ``judge_cache``: the ``--judge-cache`` its in-run judge asks first.
+    """
     request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
-                         runs_dir=str(runs_dir), config="knobs_default",
+                         runs_dir=str(runs_dir), config="knobs_default", judge_cache=judge_cache,
                          overrides=["round_count=2", *overrides])  # fmt: skip
     plan = plan_run(request)
     folder = claim_run(plan, request.runs_dir, now_unix=now_unix)

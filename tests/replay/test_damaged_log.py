@@ -1,0 +1,116 @@
+"""A run whose log lost an event (a damaged line) is neither replayed nor copied into a fork.
+
+The refusal is the damage ``glossogen verify`` names under its ``log`` rule, in one line naming
+the log and the line, with a non-zero exit and nothing written: a replay would blame itself
+for the lost event, and a copied fork would carry the loss on where no check can see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from glossogen.cli.replay import replay as replay_command
+from tests.fixtures.played_runs import play_run
+from tests.mcp.conftest import in_process_session, refusal
+
+LOST = "1 damaged line(s): an event may be lost"
+
+
+def _cli(argv: list[str]) -> int:
+    """``glossogen ARGV``'s exit code."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    return int(exited.value.code or 0)
+
+
+def _damaged(runs: Path, line: int | None) -> tuple[str, Path]:
+    """A scripted 2-round veyru run whose ``line`` has a \\xff byte in its middle (None: a
+    non-UTF-8 line appended after ``simulation_ended``); its id and its log."""
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    if line is None:
+        lines.append(b"\xff\xfe not a line of this run\n")
+    else:
+        half = len(lines[line - 1]) // 2
+        lines[line - 1] = lines[line - 1][:half] + b"\xff" + lines[line - 1][half:]
+    log.write_bytes(b"".join(lines))
+    return run_id, log
+
+
+@pytest.mark.parametrize("where", [None, 41])
+def test_replay_refuses_a_log_with_a_damaged_line(
+    where: int | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    run_id, log = _damaged(runs, where)
+    line = where or len(log.read_bytes().splitlines())
+    assert replay_command(str(runs / run_id), str(tmp_path / "r")) == 65
+    assert capsys.readouterr() == (
+        "",
+        f"glossogen: error: {log} line {line}: {LOST}; a run whose log lost an event is not "
+        "replayed\n",
+    )
+    assert not (tmp_path / "r").exists()
+    assert _cli(["verify", str(runs / run_id)]) == 1  # the same damage, as verify names it
+    assert f"log: line {line}: {LOST}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("command", "copied"),
+    [
+        (["fork-at-round"], "copied"),
+        (["fork-at-round", "--replay"], "replayed"),
+        (["replace-agent", "--replaced-agent-id", "field_observer", "--model", "other-script",
+          "--provider", "scripted"], "copied"),
+    ],
+)  # fmt: skip
+def test_a_fork_refuses_a_source_with_a_damaged_line_and_writes_nothing(
+    command: list[str], copied: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    run_id, log = _damaged(runs, 41)
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
+    code = _cli([command[0], "veyru", "--source-run-dir", str(runs / run_id), "--after-round",
+                 "1", "--runs-dir", str(runs), *command[1:]])  # fmt: skip
+    assert code == 65
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {log} line 41: {LOST}; a run whose log lost an event is not {copied}\n"
+    )
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before
+
+
+def test_a_donor_with_a_damaged_line_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    donor_id, donor_log = _damaged(runs, 41)
+    source = play_run(str(runs), "veyru", rounds=2, now_unix=1796000001).run_id
+    code = _cli(["cross-run-replace-agent", "veyru", "--source-run-dir", str(runs / source),
+                 "--after-round", "1", "--runs-dir", str(runs), "--replaced-agent-id",
+                 "field_observer", "--donor-run-dir", str(runs / donor_id), "--donor-agent-id",
+                 "field_observer", "--model", "other-script", "--provider", "scripted"])  # fmt: skip
+    assert code == 65
+    assert capsys.readouterr().err == (
+        f"glossogen: error: {donor_log} line 41: {LOST}; a run whose log lost an event is not "
+        "copied\n"
+    )
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == ["1796000000", "1796000001"]
+
+
+def test_mcp_fork_run_refuses_a_source_with_a_damaged_line(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_id, log = _damaged(runs, 41)
+
+    async def go() -> str:
+        async with in_process_session(runs, tmp_path) as session:
+            return await refusal(session, "fork_run", source_run_id=run_id, after_round=1)
+
+    assert asyncio.run(go()) == (
+        f"{log} line 41: {LOST}; a run whose log lost an event is not copied"
+    )
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == ["1796000000"]
