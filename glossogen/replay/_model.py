@@ -214,7 +214,13 @@ class TapeAnswers(JudgeCache):
         super().__init__(url="")
         self.tape, self.pacing = tape, pacing
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(
+        self, key: str, accept: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any] | None:
+        """The recorded cached ruling when the record's cache answered this call, else None.
+
+        ``accept`` is not asked: the record's cache answered the call, so its answer was taken.
+        """
         made = self.pacing.calls.get("judge", 0) + 1
         call = self.tape.call("judge", made)
         if call is None or call.outcome != "cached":
