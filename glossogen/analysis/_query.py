@@ -47,7 +47,21 @@ OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 
 
 BLANK = "(blank)"
-"""How a group key a row does not carry is labelled (it is a group of its own, never merged)."""
+"""How the terminal and a CSV show a group key a row does not carry (a group of its own, never
+merged); JSON, REST and MCP give it as null. A recorded value that reads ``(blank)`` is shown
+quoted there (:func:`key_shown`), so the two are never taken for each other."""
+
+
+def key_shown(value: str | None) -> str:
+    """A group key as the terminal, a CSV and a chart show it.
+
+    The blank (None) as :data:`BLANK`; a recorded value that reads ``(blank)`` quoted
+    (``"(blank)"``); any other value as it is.
+    """
+    if value is None:
+        return BLANK
+    return f'"{value}"' if value == BLANK else value
+
 
 MAX_KEYS = 2
 """Group keys a query may take."""
@@ -86,6 +100,19 @@ def _as_typed(value: object) -> object:
 
 Text = Annotated[str, BeforeValidator(_as_typed)]
 """A filter's value or a comparison's arm: text, or a JSON number or boolean read as its text."""
+
+
+def _as_arm(value: object) -> object:
+    """An arm as :func:`_as_typed` reads it; an empty one (``""``, the page's empty box) None."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    return _as_typed(value)
+
+
+Arm = Annotated[str | None, BeforeValidator(_as_arm)]
+"""A comparison's arm: a value (as :data:`Text`), or None for the group of rows without the key
+(JSON null or ``""``; an empty arm on the command line, ``KEY=,B``). A text arm is a value, as a
+filter's is: ``(blank)`` is the recorded text ``(blank)``, never the blank group."""
 
 
 class QueryError(ValueError):
@@ -222,12 +249,12 @@ class Compare(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Annotated[str, Field(min_length=1)]
-    a: Text
-    b: Text
+    a: Arm
+    b: Arm
 
     @classmethod
     def parse(cls, text: str) -> Compare:
-        """Read ``KEY=A,B``.
+        """Read ``KEY=A,B``; an empty arm (``KEY=,B``) is the group of rows without the key.
 
         Raises:
             QueryError: (field ``compare``) not ``KEY=A,B`` with two different arms, or a byte
@@ -238,15 +265,22 @@ class Compare(BaseModel):
         values = arms.split(",")
         if not eq or not key.strip() or len(values) != 2:
             raise QueryError(f"{shown(text)} is not KEY=A,B", "compare")
-        a, b = (v.strip() for v in values)
+        a, b = (v.strip() or None for v in values)
         if a == b:
-            raise QueryError(f"{shown(text)} names the arm {shown(a)} twice", "compare")
+            raise QueryError(f"{shown(text)} names the arm {shown(a or '')} twice", "compare")
         return cls(key=key.strip(), a=a, b=b)
 
     @model_validator(mode="after")
     def _text(self) -> Compare:
-        _utf8(f"{self.key}={self.a},{self.b}", "compare")  # a JSON body's lone surrogate
+        _utf8(str(self), "compare")  # a JSON body's lone surrogate
+        if self.a == self.b:  # a JSON body's, as a command line's
+            raise QueryError(f"{shown(str(self))} names the arm {shown(self.a or '')} twice",
+                             "compare")  # fmt: skip
         return self
+
+    def __str__(self) -> str:
+        """Return the comparison as ``--compare`` takes it (a blank arm empty)."""
+        return f"{self.key}={self.a or ''},{self.b or ''}"
 
 
 class Query(BaseModel):
@@ -379,9 +413,9 @@ class Cell(BaseModel):
 
 
 class Group(BaseModel):
-    """One group: its key values (:data:`BLANK` for a row without the key) and its cells."""
+    """One group: its key values (None for rows without the key) and its cells."""
 
-    keys: dict[str, str]
+    keys: dict[str, str | None]
     cells: list[Cell]
 
 
@@ -390,9 +424,10 @@ class Comparison(BaseModel):
 
     measure: str
     key: str
-    a: str
-    b: str
-    within: dict[str, str] = {}
+    a: str | None
+    b: str | None
+    """The arms (None: the group of rows without the key)."""
+    within: dict[str, str | None] = {}
     a_value: Number
     b_value: Number
     difference: Number
@@ -488,6 +523,7 @@ __all__ = [
     "QueryError",
     "Result",
     "RowFilter",
+    "key_shown",
     "query_error_of",
     "shown",
 ]

@@ -123,8 +123,8 @@ def test_the_page_answers_as_every_surface(
         ["300", "mean_chars_per_round:mean", 15.0, 4, 0, 2],
         ["600", "round_success:rate", 0.25, 4, 0, 2],
         ["600", "mean_chars_per_round:mean", 30.0, 2, 2, 1],
-        ["(blank)", "round_success:rate", 1.0, 2, 0, 1],
-        ["(blank)", "mean_chars_per_round:mean", 50.0, 2, 0, 1],
+        [None, "round_success:rate", 1.0, 2, 0, 1],
+        [None, "mean_chars_per_round:mean", 50.0, 2, 0, 1],
     ]
     with serving(cohort.runs_dir) as base:
         rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=None)
@@ -252,7 +252,7 @@ def test_the_page_compares_two_arms_over_filtered_rows(
     # chars arm 600 has r3 alone, so its seeds differ from 300's and the comparison is unpaired.
     # Per budget: (value, n, missing, runs) of the rate, then of the mean.
     by_hand = {"300": [(1.0, 2, 0, 2), (14.0, 2, 0, 2)], "600": [(0.5, 2, 0, 2), (25.0, 1, 1, 1)],
-               "(blank)": [(1.0, 1, 0, 1), (40.0, 1, 0, 1)]}  # fmt: skip
+               None: [(1.0, 1, 0, 1), (40.0, 1, 0, 1)]}  # fmt: skip
     measures = ["round_success:rate", "mean_chars_per_round:mean"]
     assert [row[:6] for row in cells(cli)] == [
         [budget, m, *cell] for budget, pair in by_hand.items()
