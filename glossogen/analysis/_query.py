@@ -237,6 +237,8 @@ class RowFilter(BaseModel):
     @model_validator(mode="after")
     def _text(self) -> RowFilter:
         _utf8(str(self), "filters")  # a JSON body's lone surrogate, as a command line's byte
+        if not self.value.strip():  # it would match nothing (a blank is never matched)
+            raise QueryError(f"{shown(str(self))}: empty value", "filters")
         return self
 
     def __str__(self) -> str:
@@ -397,19 +399,47 @@ class Interval(BaseModel):
         return self
 
 
+Count = Annotated[int, Field(strict=True, ge=0)]
+"""A number of rows or runs: a whole number, never negative (one posted to be drawn too)."""
+
+
 class Cell(BaseModel):
     """One measure of one group: its value (None when the group has no value), n and missing."""
 
     measure: str
     value: Number
-    n: int
+    n: Count
     """Rows with a value."""
-    missing: int
+    missing: Count
     """Rows of the group whose cell is blank (dropped, never read as 0)."""
-    runs: int
+    runs: Count
     """Distinct runs among the ``n`` rows (the clusters of the interval)."""
     interval: Interval | None = None
     """For ``mean`` and ``rate`` only."""
+
+    @model_validator(mode="after")
+    def _possible(self) -> Cell:
+        """Refuse a cell no answer can hold (one posted to be drawn, REST ``/render``).
+
+        Its runs are among its rows (``runs`` at most ``n``); a value comes from at least one
+        row; a rate, and its interval's ends, lie in [0, 1]; the value's distance to each end
+        of its interval is a float (an error bar drawn from it).
+        """
+        if self.runs > self.n:
+            raise ValueError(f"runs {self.runs} is above n {self.n} (its rows' runs)")
+        if self.value is not None and self.n == 0:
+            raise ValueError(f"value {self.value:g} with n 0 (a value needs a row)")
+        ends = [e for e in (self.interval.low, self.interval.high) if e is not None] \
+            if self.interval else []  # fmt: skip
+        if self.measure.endswith(":rate"):
+            for name, number in (("value", self.value), *(("interval", e) for e in ends)):
+                if number is not None and not 0.0 <= number <= 1.0:
+                    raise ValueError(f"{name} {number:g} of a rate is outside [0, 1]")
+        for end in ends if self.value is not None else []:
+            if not math.isfinite(end - self.value):  # type: ignore[operator]
+                raise ValueError(f"value {self.value:g}: its interval's end {end:g} is beyond "
+                                 "a float's reach from it (no bar can be drawn)")  # fmt: skip
+        return self
 
 
 class Group(BaseModel):

@@ -391,3 +391,26 @@ def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any
         "grain's fields)"
     )
     assert (after_valid, late) == (True, True)
+
+
+def test_a_seed_or_resamples_out_of_range_shows_the_servers_line(
+    cohort: Cohort, browser: Any
+) -> None:
+    """The browser's own check of the number boxes (min 10 resamples) used to stop the submit
+    with a bubble a person may not see, and a seed of -1 showed nothing: the form takes no
+    check of its own (``novalidate``), and the page shows the REST refusal's line."""
+    shown: dict[str, str] = {}
+    with serving(cohort.runs_dir) as base:
+        page = browser.new_page(viewport={"width": 1100, "height": 1300})
+        for box, typed in (("#seed", "-1"), ("#resamples", "5")):
+            page.goto(f"{base}/analysis")
+            page.wait_for_selector("#analysis[data-ready=true]")
+            page.fill("#measures .measure-field", "task_done")
+            page.fill(box, typed)
+            page.click("#run-query")
+            page.wait_for_selector("#analysis-error:not([hidden])")
+            shown[box] = page.inner_text("#analysis-error")
+    assert shown == {
+        "#seed": "seed: Input should be greater than or equal to 0",
+        "#resamples": "resamples: Input should be greater than or equal to 10",
+    }
