@@ -103,9 +103,8 @@ Selection = Annotated[
 ``kind``, ``run_ids`` when the body gives ``run_ids``, else ``filters``."""
 
 
-_OWN_EMPTY = ("run_ids", "knob", "status")
-"""Fields whose empty value has its own line: a run id it needs, a condition's operator, the
-statuses a run can have."""
+_OWN_EMPTY = ("run_ids", "knob")
+"""Fields whose empty value has its own line: a run id it needs, a condition's operator."""
 
 
 def _check_text(values: dict[str, list[str] | str | None]) -> None:
