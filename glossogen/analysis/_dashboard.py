@@ -137,18 +137,24 @@ class Dashboard(BaseModel):
         return self
 
     def _files_written_once(self) -> None:
-        """Refuse a chart whose file is a report file or another chart's (nothing overwritten)."""
-        owners: dict[str, str] = {name: "" for name in REPORT_FILES}
+        """Refuse a chart whose file is a report file or another chart's (nothing overwritten).
+
+        File names are compared case-insensitively: ``a.csv`` and ``A.csv`` are one file on a
+        case-insensitive file system (macOS's, Windows'), where one chart would overwrite the
+        other's.
+        """
+        owners: dict[str, tuple[str, str]] = {n.casefold(): ("", n) for n in REPORT_FILES}
         for i, chart in enumerate(self.charts):
             for name in chart_files(chart, self.queries[chart.query].compare is not None):
-                owner = owners.setdefault(name, chart.name)
+                owner, written = owners.setdefault(name.casefold(), (chart.name, name))
                 if owner == chart.name:
                     continue
                 whose = (
                     f"written by chart {shown(owner)}" if owner else "one of the report's own files"
                 )
+                cased = "" if written == name else f" (as {written}, case aside)"
                 raise ValueError(f"charts.{i}.name {shown(chart.name)}: its file {name} is also "
-                                 f"{whose}; rename the chart")  # fmt: skip
+                                 f"{whose}{cased}; rename the chart")  # fmt: skip
 
 
 def chart_files(chart: Chart, compared: bool) -> list[str]:

@@ -9,7 +9,9 @@ report writes them (``per_round``, one per team where a metric is per team; else
 
 A blank cell is never a value: a measure's blank rows are dropped and counted as ``missing``;
 a group with no value has value None (never 0); a blank group key is a group of its own,
-labelled :data:`~glossogen.analysis.BLANK`; a filter never matches a blank cell.
+keyed None (null in JSON; :data:`~glossogen.analysis.BLANK` on the terminal and in a CSV); a
+filter never matches a blank cell, and a comparison's text arm never names the blank group
+(an empty arm does).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import numpy as np
 import polars as pl
 
 from glossogen.analysis._query import (
-    BLANK,
     Cell,
     Compare,
     Comparison,
@@ -41,6 +42,7 @@ from glossogen.analysis._query import (
     QueryError,
     Result,
     RowFilter,
+    key_shown,
     shown,
 )
 from glossogen.analysis._stats import (
@@ -203,7 +205,7 @@ def _filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
 
 
 def key_labels(frame: pl.DataFrame, column: str) -> pl.Series:
-    """The group labels of ``column``, as groups are labelled (:func:`_label`; BLANK if none)."""
+    """The group labels of ``column``, as groups are labelled (:func:`_label`; null if none)."""
     return pl.Series(column, [_label(v) for v in frame.get_column(column).to_list()], pl.String)
 
 
@@ -465,7 +467,9 @@ def _compare(
     out = []
     for key, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
         names = {w: _label(v) for w, v in zip(within, key, strict=True)}
-        arms = {arm: part.filter(pl.col("__arm") == arm) for arm in (compare.a, compare.b)}
+        arms = {arm: part.filter(pl.col("__arm").is_null() if arm is None else
+                                 pl.col("__arm") == arm)
+                for arm in (compare.a, compare.b)}  # fmt: skip
         for measure in query.measures:
             if measure.agg not in _INTERVALLED:
                 continue
@@ -479,8 +483,9 @@ def _compare(
             a_value = _aggregate("mean", a.values)
             b_value = _aggregate("mean", b.values)
             diff = None if a_value is None or b_value is None else b_value - a_value
-            what = (f"{measure.label}: the difference {compare.key} {compare.b} - {compare.a}"
-                    + "".join(f" within {k} {v}" for k, v in names.items()))  # fmt: skip
+            what = (f"{measure.label}: the difference {compare.key} {key_shown(compare.b)} - "
+                    f"{key_shown(compare.a)}"
+                    + "".join(f" within {k} {key_shown(v)}" for k, v in names.items()))  # fmt: skip
             if diff is not None and not math.isfinite(diff):
                 overflowed.append(what)
                 diff = None
@@ -528,9 +533,9 @@ def _difference(
     return paired_bootstrap(pa, pb, query.seed, query.resamples)
 
 
-def _label(value: Any) -> str:
+def _label(value: Any) -> str | None:
     if value is None:
-        return BLANK
+        return None
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -545,7 +550,7 @@ def _sort_key(key: Sequence[Any]) -> tuple[Any, ...]:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             out.append((0, value, ""))
         else:
-            out.append((1, 0, _label(value)))
+            out.append((1, 0, str(_label(value))))
     return tuple(out)
 
 
@@ -578,16 +583,17 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
         typed = _typed_compare(frame, query.compare, compare) or query.compare
         if typed.a == typed.b:  # 0 and 0.0 on a number key: one arm
             raise QueryError(
-                f"{shown(f'{query.compare.key}={query.compare.a},{query.compare.b}')} names the "
-                f"arm {shown(typed.a)} twice",
+                f"{shown(str(query.compare))} names the arm {shown(typed.a or '')} twice",
                 "compare",
             )
         for given, arm in ((query.compare.a, typed.a), (query.compare.b, typed.b)):
             if arm not in held:
-                listed = ", ".join(sorted(held)[:10])
+                values = ", ".join(sorted(h for h in held if h is not None)[:10])
+                blank = "; an empty arm names the rows without it" if None in held else ""
+                what = shown(given) if given is not None else "blank (an empty arm)"
                 raise QueryError(
-                    f"{shown(f'{query.compare.key}={query.compare.a},{query.compare.b}')}: no "
-                    f"row has {compare} {shown(given)} (it holds {listed})",
+                    f"{shown(str(query.compare))}: no row has {compare} {what} (it holds "
+                    f"{values}{blank})",
                     "compare",
                 )
     return columns, keys, compare
@@ -651,27 +657,27 @@ def _typed_compare(
     """
     if compare is None or column is None:
         return compare
+    held = [h for h in key_labels(frame, column).unique().to_list() if h is not None]
     if not _numeric(frame.schema[column]):
-        held = key_labels(frame, column).unique().to_list()
         folded: dict[str, str] = {}
         for label in sorted(held):
             folded.setdefault(label.casefold(), label)
-        a, b = (arm if arm in held else folded.get(arm.casefold(), arm)
+        a, b = (arm if arm is None or arm in held else folded.get(arm.casefold(), arm)
                 for arm in (compare.a, compare.b))  # fmt: skip
-        return Compare(key=compare.key, a=a, b=b)
+        return Compare.model_construct(key=compare.key, a=a, b=b)
     labels: dict[float, str] = {}
-    for label in key_labels(frame, column).unique().to_list():
+    for label in held:
         try:
             labels.setdefault(float(label), label)
         except ValueError:
             continue
-    arms = []
+    arms: list[str | None] = []
     for arm in (compare.a, compare.b):
         try:
-            arms.append(labels.get(float(arm), arm))
+            arms.append(arm if arm is None else labels.get(float(arm), arm))
         except ValueError:
             arms.append(arm)
-    return Compare(key=compare.key, a=arms[0], b=arms[1])
+    return Compare.model_construct(key=compare.key, a=arms[0], b=arms[1])
 
 
 @contextmanager
@@ -863,9 +869,10 @@ def _sorted(groups: list[Group], query: Query) -> list[Group]:
             present.sort(key=lambda g: g.cells[at].value or 0.0, reverse=reverse)
             groups = present + blank
         elif name in query.by:
-            present = [g for g in groups if g.keys[name] != BLANK]
-            present.sort(key=lambda g: _sort_key([_number_or_text(g.keys[name])]), reverse=reverse)
-            groups = present + [g for g in groups if g.keys[name] == BLANK]
+            present = [g for g in groups if g.keys[name] is not None]
+            present.sort(key=lambda g: _sort_key([_number_or_text(g.keys[name] or "")]),
+                         reverse=reverse)  # fmt: skip
+            groups = present + [g for g in groups if g.keys[name] is None]
         else:
             raise QueryError(
                 f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key",
@@ -1027,7 +1034,7 @@ def fields_of(
         series = frame.get_column(column)
         present = frame.filter(pl.col(column).is_not_null())
         labels = sorted(
-            {_label(v) for v in present.get_column(column).unique().to_list()},
+            {str(_label(v)) for v in present.get_column(column).unique().to_list()},
             key=lambda s: _sort_key([_number_or_text(s)]),
         )
         out.append(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from glossogen.analysis._query import Query, QueryError, Result, shown
+from glossogen.analysis._query import Query, QueryError, Result, key_shown, shown
 from glossogen.analysis._render import runs_read
 from glossogen.refusals import shown_path
 
@@ -125,14 +125,14 @@ def _series(result: Result) -> tuple[list[str], dict[str, list[Any]]]:
     by = result.query.by
     xs: list[str] = []
     for group in result.groups:
-        label = group.keys[by[0]] if by else "all"
+        label = key_shown(group.keys[by[0]]) if by else "all"
         if label not in xs:
             xs.append(label)
     series: dict[str, list[Any]] = {}
     for group in result.groups:
-        name = group.keys[by[1]] if len(by) > 1 else ""
+        name = key_shown(group.keys[by[1]]) if len(by) > 1 else ""
         cells = series.setdefault(name, [None] * len(xs))
-        cells[xs.index(group.keys[by[0]] if by else "all")] = group.cells[0]
+        cells[xs.index(key_shown(group.keys[by[0]]) if by else "all")] = group.cells[0]
     return xs, series
 
 

@@ -47,7 +47,21 @@ OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 
 
 BLANK = "(blank)"
-"""How a group key a row does not carry is labelled (it is a group of its own, never merged)."""
+"""How the terminal and a CSV show a group key a row does not carry (a group of its own, never
+merged); JSON, REST and MCP give it as null. A recorded value that reads ``(blank)`` is shown
+quoted there (:func:`key_shown`), so the two are never taken for each other."""
+
+
+def key_shown(value: str | None) -> str:
+    """A group key as the terminal, a CSV and a chart show it.
+
+    The blank (None) as :data:`BLANK`; a recorded value that reads ``(blank)`` quoted
+    (``"(blank)"``); any other value as it is.
+    """
+    if value is None:
+        return BLANK
+    return f'"{value}"' if value == BLANK else value
+
 
 MAX_KEYS = 2
 """Group keys a query may take."""
@@ -86,6 +100,19 @@ def _as_typed(value: object) -> object:
 
 Text = Annotated[str, BeforeValidator(_as_typed)]
 """A filter's value or a comparison's arm: text, or a JSON number or boolean read as its text."""
+
+
+def _as_arm(value: object) -> object:
+    """An arm as :func:`_as_typed` reads it; an empty one (``""``, the page's empty box) None."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    return _as_typed(value)
+
+
+Arm = Annotated[str | None, BeforeValidator(_as_arm)]
+"""A comparison's arm: a value (as :data:`Text`), or None for the group of rows without the key
+(JSON null or ``""``; an empty arm on the command line, ``KEY=,B``). A text arm is a value, as a
+filter's is: ``(blank)`` is the recorded text ``(blank)``, never the blank group."""
 
 
 class QueryError(ValueError):
@@ -210,6 +237,8 @@ class RowFilter(BaseModel):
     @model_validator(mode="after")
     def _text(self) -> RowFilter:
         _utf8(str(self), "filters")  # a JSON body's lone surrogate, as a command line's byte
+        if not self.value.strip():  # it would match nothing (a blank is never matched)
+            raise QueryError(f"{shown(str(self))}: empty value", "filters")
         return self
 
     def __str__(self) -> str:
@@ -222,12 +251,12 @@ class Compare(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Annotated[str, Field(min_length=1)]
-    a: Text
-    b: Text
+    a: Arm
+    b: Arm
 
     @classmethod
     def parse(cls, text: str) -> Compare:
-        """Read ``KEY=A,B``.
+        """Read ``KEY=A,B``; an empty arm (``KEY=,B``) is the group of rows without the key.
 
         Raises:
             QueryError: (field ``compare``) not ``KEY=A,B`` with two different arms, or a byte
@@ -238,15 +267,22 @@ class Compare(BaseModel):
         values = arms.split(",")
         if not eq or not key.strip() or len(values) != 2:
             raise QueryError(f"{shown(text)} is not KEY=A,B", "compare")
-        a, b = (v.strip() for v in values)
+        a, b = (v.strip() or None for v in values)
         if a == b:
-            raise QueryError(f"{shown(text)} names the arm {shown(a)} twice", "compare")
+            raise QueryError(f"{shown(text)} names the arm {shown(a or '')} twice", "compare")
         return cls(key=key.strip(), a=a, b=b)
 
     @model_validator(mode="after")
     def _text(self) -> Compare:
-        _utf8(f"{self.key}={self.a},{self.b}", "compare")  # a JSON body's lone surrogate
+        _utf8(str(self), "compare")  # a JSON body's lone surrogate
+        if self.a == self.b:  # a JSON body's, as a command line's
+            raise QueryError(f"{shown(str(self))} names the arm {shown(self.a or '')} twice",
+                             "compare")  # fmt: skip
         return self
+
+    def __str__(self) -> str:
+        """Return the comparison as ``--compare`` takes it (a blank arm empty)."""
+        return f"{self.key}={self.a or ''},{self.b or ''}"
 
 
 class Query(BaseModel):
@@ -363,25 +399,53 @@ class Interval(BaseModel):
         return self
 
 
+Count = Annotated[int, Field(strict=True, ge=0)]
+"""A number of rows or runs: a whole number, never negative (one posted to be drawn too)."""
+
+
 class Cell(BaseModel):
     """One measure of one group: its value (None when the group has no value), n and missing."""
 
     measure: str
     value: Number
-    n: int
+    n: Count
     """Rows with a value."""
-    missing: int
+    missing: Count
     """Rows of the group whose cell is blank (dropped, never read as 0)."""
-    runs: int
+    runs: Count
     """Distinct runs among the ``n`` rows (the clusters of the interval)."""
     interval: Interval | None = None
     """For ``mean`` and ``rate`` only."""
 
+    @model_validator(mode="after")
+    def _possible(self) -> Cell:
+        """Refuse a cell no answer can hold (one posted to be drawn, REST ``/render``).
+
+        Its runs are among its rows (``runs`` at most ``n``); a value comes from at least one
+        row; a rate, and its interval's ends, lie in [0, 1]; the value's distance to each end
+        of its interval is a float (an error bar drawn from it).
+        """
+        if self.runs > self.n:
+            raise ValueError(f"runs {self.runs} is above n {self.n} (its rows' runs)")
+        if self.value is not None and self.n == 0:
+            raise ValueError(f"value {self.value:g} with n 0 (a value needs a row)")
+        ends = [e for e in (self.interval.low, self.interval.high) if e is not None] \
+            if self.interval else []  # fmt: skip
+        if self.measure.endswith(":rate"):
+            for name, number in (("value", self.value), *(("interval", e) for e in ends)):
+                if number is not None and not 0.0 <= number <= 1.0:
+                    raise ValueError(f"{name} {number:g} of a rate is outside [0, 1]")
+        for end in ends if self.value is not None else []:
+            if not math.isfinite(end - self.value):  # type: ignore[operator]
+                raise ValueError(f"value {self.value:g}: its interval's end {end:g} is beyond "
+                                 "a float's reach from it (no bar can be drawn)")  # fmt: skip
+        return self
+
 
 class Group(BaseModel):
-    """One group: its key values (:data:`BLANK` for a row without the key) and its cells."""
+    """One group: its key values (None for rows without the key) and its cells."""
 
-    keys: dict[str, str]
+    keys: dict[str, str | None]
     cells: list[Cell]
 
 
@@ -390,9 +454,10 @@ class Comparison(BaseModel):
 
     measure: str
     key: str
-    a: str
-    b: str
-    within: dict[str, str] = {}
+    a: str | None
+    b: str | None
+    """The arms (None: the group of rows without the key)."""
+    within: dict[str, str | None] = {}
     a_value: Number
     b_value: Number
     difference: Number
@@ -488,6 +553,7 @@ __all__ = [
     "QueryError",
     "Result",
     "RowFilter",
+    "key_shown",
     "query_error_of",
     "shown",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from glossogen.analysis._query import Result
+from glossogen.analysis._query import Result, key_shown
 
 CELL_COLUMNS = ["measure", "value", "n", "missing", "runs", "low", "high", "interval"]
 """Columns after the group keys in :func:`result_frame`."""
@@ -40,7 +40,7 @@ def _schema(keys: list[str], columns: list[str]) -> dict[str, Any]:
 
 
 def result_frame(result: Result, whole_counts: bool = False) -> pl.DataFrame:
-    """One row per group and measure: the keys, then :data:`CELL_COLUMNS`.
+    """One row per group and measure: the keys (:func:`key_shown`), then :data:`CELL_COLUMNS`.
 
     ``whole_counts`` (the CSV's frame): ``value`` is text, a ``count`` written as the whole
     number it is (``40``, not ``40.0``) and any other value as the number column writes it.
@@ -50,8 +50,8 @@ def result_frame(result: Result, whole_counts: bool = False) -> pl.DataFrame:
         for cell in group.cells:
             interval = cell.interval
             rows.append({
-                **group.keys, "measure": cell.measure, "value": cell.value, "n": cell.n,
-                "missing": cell.missing, "runs": cell.runs,
+                **{k: key_shown(v) for k, v in group.keys.items()}, "measure": cell.measure,
+                "value": cell.value, "n": cell.n, "missing": cell.missing, "runs": cell.runs,
                 "low": interval.low if interval else None,
                 "high": interval.high if interval else None,
                 "interval": interval.method if interval else None,
@@ -69,14 +69,18 @@ def result_frame(result: Result, whole_counts: bool = False) -> pl.DataFrame:
 
 
 def comparison_frame(result: Result) -> pl.DataFrame:
-    """One row per comparison: the other keys, then :data:`COMPARISON_COLUMNS`."""
+    """One row per comparison: the other keys, then :data:`COMPARISON_COLUMNS`.
+
+    Its keys and arms as :func:`result_frame`'s keys (:func:`key_shown`).
+    """
     within = [k for k in result.query.by if result.query.compare and k != result.query.compare.key]
     within = [k for k in within if any(k in c.within for c in result.comparisons)] or within
     rows = []
     for c in result.comparisons:
         rows.append({
-            **{k: c.within.get(k) for k in within}, "measure": c.measure, "key": c.key,
-            "a": c.a, "b": c.b, "a_value": c.a_value, "b_value": c.b_value,
+            **{k: key_shown(c.within[k]) if k in c.within else None for k in within},
+            "measure": c.measure, "key": c.key, "a": key_shown(c.a), "b": key_shown(c.b),
+            "a_value": c.a_value, "b_value": c.b_value,
             "difference": c.difference, "low": c.interval.low, "high": c.interval.high,
             "interval": c.interval.method, "paired": c.paired, "pairing": c.pairing,
             "n_a": c.n_a, "n_b": c.n_b, "pairs": c.pairs,

@@ -175,7 +175,7 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
     row.update(flatten_knobs(record.config))
     for key, value in record.labels.items():
         if value is True:
-            row[f"label_flag.{key}"] = "True"
+            row[f"label_flag.{key}"] = "true"
         else:
             row[f"label.{key}"] = value
     for agent in agents:

@@ -109,11 +109,20 @@ Selection = Annotated[
 ``kind``, ``run_ids`` when the body gives ``run_ids``, else ``filters``."""
 
 
+_OWN_EMPTY = ("run_ids", "knob")
+"""Fields whose empty value has its own line: a run id it needs, a condition's operator."""
+
+
 def _check_text(values: dict[str, list[str] | str | None]) -> None:
-    """Refuse a selection value holding a byte that is not UTF-8 (a command line's surrogate).
+    """Refuse a selection value not UTF-8 (a command line's surrogate), or an empty one.
+
+    ``--label ''``, ``--label sweep=``, ``--label =x``, ``--run-id-contains ''``: an empty
+    filter value would select every run, or none, without saying so; it is refused as an
+    empty run id and an empty knob condition are (one line naming the field and value).
 
     Raises:
-        SelectionError: naming the field and the value, ``not UTF-8 text``.
+        SelectionError: naming the field and the value, ``not UTF-8 text``, ``empty value``
+            or (a label ``=x``) ``empty label name``.
     """
     for name, given in values.items():
         for text in [given] if isinstance(given, str) else given or []:
@@ -122,6 +131,13 @@ def _check_text(values: dict[str, list[str] | str | None]) -> None:
             except UnicodeEncodeError:
                 refusal = Refusal(field=name, value=shown(text), reason="not UTF-8 text")
                 raise SelectionError.of(refusal) from None
+            if name in _OWN_EMPTY:
+                continue
+            key, eq, value = text.partition("=") if name == "labels" else (text, "", "")
+            reason = ("empty value" if not key.strip() and not eq or eq and not value.strip()
+                      else "empty label name" if not key.strip() else "")  # fmt: skip
+            if reason:
+                raise SelectionError.of(Refusal(field=name, value=shown(text), reason=reason))
 
 
 def selection_of(

@@ -195,7 +195,13 @@ def list_fields(
             "selection": selection, "grain": grain, "metric": metric, "max_runs": max_runs,
             "measures": [Measure(field="run_id", agg="count")],
         })  # fmt: skip
-    except (SelectionError, ValidationError) as exc:
+    except SelectionError as exc:
+        if exc.refusal is None:
+            _refuse(exc)
+        names = {"labels": "label", "run_ids": "run_id"}  # as this route's parameters
+        field = names.get(exc.refusal.field, exc.refusal.field)
+        raise HTTPException(422, {"field": field, "message": exc.refusal.worded(names)}) from exc
+    except ValidationError as exc:
         _refuse(exc)
     records, notes = _records(request, slug, query)
     try:

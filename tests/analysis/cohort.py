@@ -105,13 +105,13 @@ SURFACE_CELLS = [
     ("300", "mean_chars_per_round:mean", 15.0, 4, 0),
     ("600", "round_success:rate", 0.25, 4, 0),
     ("600", "mean_chars_per_round:mean", 30.0, 2, 2),
-    ("(blank)", "round_success:rate", 1.0, 2, 0),
-    ("(blank)", "mean_chars_per_round:mean", 50.0, 2, 0),
+    (None, "round_success:rate", 1.0, 2, 0),
+    (None, "mean_chars_per_round:mean", 50.0, 2, 0),
 ]
 """Its cells, worked out by hand from the table above: (budget, measure, value, n, missing)."""
 
 
-def cells(result: dict[str, Any]) -> list[tuple[str, str, float | None, int, int]]:
+def cells(result: dict[str, Any]) -> list[tuple[str | None, str, float | None, int, int]]:
     """The cells of a JSON result of :data:`SURFACE_FLAGS` as :data:`SURFACE_CELLS` lists them."""
     return [(g["keys"]["round_budget_chars"], c["measure"], c["value"], c["n"], c["missing"])
             for g in result["groups"] for c in g["cells"]]  # fmt: skip

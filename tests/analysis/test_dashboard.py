@@ -234,6 +234,17 @@ def test_the_static_report(
             "charts.1.name 'x.comparisons': its file x.comparisons.csv is also written by chart "
             "'x'; rename the chart",
         ),
+        (  # a.csv and A.csv: one file where case is not told apart (macOS, Windows)
+            "queries: {a: {measures: [{field: x}]}}\n"
+            "charts: [{name: a, query: a}, {name: A, query: a}]\n",
+            "charts.1.name 'A': its file A.csv is also written by chart 'a' (as a.csv, case "
+            "aside); rename the chart",
+        ),
+        (
+            "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: RUNS, query: a}]\n",
+            "charts.0.name 'RUNS': its file RUNS.csv is also one of the report's own files (as "
+            "runs.csv, case aside); rename the chart",
+        ),
         ("- a\n", "a dashboard is a mapping (title, queries, charts)"),
         ("queries: {a: 1, a: 2}\n", "line 1, column 17: duplicate key 'a' (first at line 1)"),
     ],

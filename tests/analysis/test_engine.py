@@ -12,7 +12,6 @@ import pytest
 from pydantic import ValidationError
 
 from glossogen.analysis import (
-    BLANK,
     Compare,
     Measure,
     Query,
@@ -89,7 +88,7 @@ def test_a_group_with_no_value_is_blank_and_a_blank_key_is_labelled(cohort: Coho
     assert cells(by_budget) == [
         ({"round_budget_chars": "300"}, "task_done:sum", 2.0, 2, 0),
         ({"round_budget_chars": "600"}, "task_done:sum", 1.0, 2, 0),
-        ({"round_budget_chars": BLANK}, "task_done:sum", 0.0, 1, 0),
+        ({"round_budget_chars": None}, "task_done:sum", 0.0, 1, 0),
     ]
 
 
@@ -309,7 +308,7 @@ def test_a_name_the_rows_do_not_hold_is_named(cohort: Cohort) -> None:
             compare={"key": "round_budget_chars", "a": "300", "b": "900"})  # fmt: skip
     assert arm.value.message == (
         "compare 'round_budget_chars=300,900': no row has knob.round_budget_chars '900' "
-        "(it holds (blank), 300, 600)"
+        "(it holds 300, 600; an empty arm names the rows without it)"
     )
 
 
@@ -342,7 +341,7 @@ def test_a_fork_pairs_with_its_source(forked: dict[str, str]) -> None:
     (kind,) = derivation.values
     result = answer(forked["runs_dir"], Query(
         measures=[Measure(field="task_done")], seed=7, resamples=10,
-        compare=Compare(key="lineage.derivation_type", a=BLANK, b=kind),
+        compare=Compare(key="lineage.derivation_type", a=None, b=kind),
     ))  # fmt: skip
     (comparison,) = result.comparisons
     assert (comparison.paired, comparison.pairing, comparison.pairs) == (

@@ -256,7 +256,7 @@ def test_a_formula_label_is_itself_in_json_rest_mcp_and_filters_and_guarded_in_c
     flags = ["--by", "label.note", "--measure", "task_done:count"]
     for _ in range(2):  # cold, then from the cache
         got = analyze_json(capsys, "--runs-dir", labelled.runs_dir, *flags)
-        assert [g["keys"]["label.note"] for g in got["groups"]] == ["+1", FORMULA, "(blank)"]
+        assert [g["keys"]["label.note"] for g in got["groups"]] == ["+1", FORMULA, None]
     picked = analyze_json(capsys, "--runs-dir", labelled.runs_dir, "--measure",
                           "task_done:count", "--filter", f"note={FORMULA}")  # fmt: skip
     assert [c["value"] for g in picked["groups"] for c in g["cells"]] == [1.0]
@@ -270,7 +270,7 @@ def test_a_formula_label_is_itself_in_json_rest_mcp_and_filters_and_guarded_in_c
     client = TestClient(create_app(labelled.runs_dir))
     query = {"by": ["label.note"], "measures": [{"field": "task_done", "agg": "count"}]}
     answered = client.post(f"{API}/query", json=query).json()
-    assert [g["keys"]["label.note"] for g in answered["groups"]] == ["+1", FORMULA, "(blank)"]
+    assert [g["keys"]["label.note"] for g in answered["groups"]] == ["+1", FORMULA, None]
     drawn = client.post(f"{API}/render", json={"result": answered, "chart": "table"}).json()
     assert [line.split(",")[0] for line in drawn["csv"].splitlines()[1:]] == [
         "'+1", "\"'=HYPERLINK(\"\"http://x\"\")\"", "(blank)"]  # fmt: skip
@@ -281,7 +281,7 @@ def test_a_formula_label_is_itself_in_json_rest_mcp_and_filters_and_guarded_in_c
                               measures=["task_done:count"])  # fmt: skip
 
     mcp = asyncio.run(ask())
-    assert [g["keys"]["label.note"] for g in mcp["groups"]] == ["+1", FORMULA, "(blank)"]
+    assert [g["keys"]["label.note"] for g in mcp["groups"]] == ["+1", FORMULA, None]
 
 
 def test_wording_names_what_was_typed(

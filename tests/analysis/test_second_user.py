@@ -110,7 +110,7 @@ def test_every_long_typed_value_echoed_is_cut_at_80_and_a_path_never(
         (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--compare",
           f"round_budget_chars=300,{huge}"], 64,
          f"--compare {cut(f'round_budget_chars=300,{huge}')}: no row has "
-         f"knob.round_budget_chars {cut(huge)} (it holds (blank), 300, 600)"),
+         f"knob.round_budget_chars {cut(huge)} (it holds 300, 600; an empty arm names the rows without it)"),
         (["--runs-dir", cohort.runs_dir, "--measure", "task_done", "--knob",
           f"round_budget_chars={huge}x"], 65,
          f"--knob {cut(f'round_budget_chars={huge}x')}: knob 'round_budget_chars', operator "

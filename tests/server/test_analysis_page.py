@@ -123,8 +123,8 @@ def test_the_page_answers_as_every_surface(
         ["300", "mean_chars_per_round:mean", 15.0, 4, 0, 2],
         ["600", "round_success:rate", 0.25, 4, 0, 2],
         ["600", "mean_chars_per_round:mean", 30.0, 2, 2, 1],
-        ["(blank)", "round_success:rate", 1.0, 2, 0, 1],
-        ["(blank)", "mean_chars_per_round:mean", 50.0, 2, 0, 1],
+        [None, "round_success:rate", 1.0, 2, 0, 1],
+        [None, "mean_chars_per_round:mean", 50.0, 2, 0, 1],
     ]
     with serving(cohort.runs_dir) as base:
         rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=None)
@@ -252,7 +252,7 @@ def test_the_page_compares_two_arms_over_filtered_rows(
     # chars arm 600 has r3 alone, so its seeds differ from 300's and the comparison is unpaired.
     # Per budget: (value, n, missing, runs) of the rate, then of the mean.
     by_hand = {"300": [(1.0, 2, 0, 2), (14.0, 2, 0, 2)], "600": [(0.5, 2, 0, 2), (25.0, 1, 1, 1)],
-               "(blank)": [(1.0, 1, 0, 1), (40.0, 1, 0, 1)]}  # fmt: skip
+               None: [(1.0, 1, 0, 1), (40.0, 1, 0, 1)]}  # fmt: skip
     measures = ["round_success:rate", "mean_chars_per_round:mean"]
     assert [row[:6] for row in cells(cli)] == [
         [budget, m, *cell] for budget, pair in by_hand.items()
@@ -391,3 +391,26 @@ def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any
         "grain's fields)"
     )
     assert (after_valid, late) == (True, True)
+
+
+def test_a_seed_or_resamples_out_of_range_shows_the_servers_line(
+    cohort: Cohort, browser: Any
+) -> None:
+    """The browser's own check of the number boxes (min 10 resamples) used to stop the submit
+    with a bubble a person may not see, and a seed of -1 showed nothing: the form takes no
+    check of its own (``novalidate``), and the page shows the REST refusal's line."""
+    shown: dict[str, str] = {}
+    with serving(cohort.runs_dir) as base:
+        page = browser.new_page(viewport={"width": 1100, "height": 1300})
+        for box, typed in (("#seed", "-1"), ("#resamples", "5")):
+            page.goto(f"{base}/analysis")
+            page.wait_for_selector("#analysis[data-ready=true]")
+            page.fill("#measures .measure-field", "task_done")
+            page.fill(box, typed)
+            page.click("#run-query")
+            page.wait_for_selector("#analysis-error:not([hidden])")
+            shown[box] = page.inner_text("#analysis-error")
+    assert shown == {
+        "#seed": "seed: Input should be greater than or equal to 0",
+        "#resamples": "resamples: Input should be greater than or equal to 10",
+    }
