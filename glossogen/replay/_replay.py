@@ -61,6 +61,7 @@ from glossogen.storage import LINEAGE, RunFolder
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds
+    from glossogen.engine._agent import AgentRunner
 
 IGNORED = frozenset(
     {
@@ -461,7 +462,8 @@ async def _play_tape(
             # each seat goes on from its calls the log holds (a derived run's: its prefix's)
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
-        sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real)
+        returned = partial(_has_returned, session.engine.runners)
+        sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned)
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
         pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
@@ -520,6 +522,11 @@ def _through(segments: list[_Process], through: int) -> list[_Process]:
             break
         kept.append(process)
     return kept
+
+
+def _has_returned(runners: dict[str, AgentRunner], seat: str, tool_call_id: str) -> bool:
+    """Whether ``seat``'s tool call ``tool_call_id`` has returned in this phase of the replay."""
+    return seat in runners and tool_call_id in runners[seat].returned
 
 
 def _logged(before: int, writer: EventLogWriter) -> int:

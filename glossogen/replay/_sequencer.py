@@ -201,7 +201,8 @@ class Sequencer:
     ``recorded``: the recorded log's events; ``logged``: how many events the replay's log holds
     (its place in ``recorded``); ``seats``: the run's seats; ``ordered``: whether the seats'
     steps are ordered by the log (a hosted seat, or a process on the real clock); ``real``:
-    whether the process played on the real clock.
+    whether the process played on the real clock; ``returned``: whether a seat's tool call has
+    returned in the replay (``agent_id``, ``tool_call_id``).
     """
 
     def __init__(
@@ -211,8 +212,12 @@ class Sequencer:
         seats: Iterable[str],
         ordered: bool,
         real: bool = False,
+        returned: Callable[[str, str], bool] | None = None,
     ) -> None:
         known = frozenset(seats)
+        self._returned = returned
+        """Whether a seat's tool call (``agent_id``, ``tool_call_id``) has returned in the
+        replay (its result kept for the history): see :meth:`_closed_by_the_end`."""
         self._ordered = ordered
         self._recorded = recorded
         self._seats = known
@@ -259,7 +264,31 @@ class Sequencer:
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
             return next_owner not in self._seats or next_owner == seat
+        if next_owner == seat and self._closed_by_the_end(seat, at):
+            return False  # the phase's end closes it: the seat goes on only cut off
         return next_owner in (seat, JUDGE)
+
+    def _closed_by_the_end(self, seat: str, at: int) -> bool:
+        """Whether the next recorded event is ``seat``'s tool result closed by the phase's end.
+
+        That is: logged as the phase's end cut the seat off (:func:`cut_off`), not
+        ``interrupted``, and its tool has now returned in the replay.
+
+        Its tool returned before the phase ended, but the seat did not go on to build its next
+        request from it: the round's task cut it off first, and its cancellation logged the
+        result as it closed the history. Left to step, the seat would log the same result as it
+        built that request and send it (its turn counted, the request answered from the tape
+        with the answer to the seat's next recorded call). Its steps (not its cancellation's)
+        wait from the moment the tool has returned, so the round's task ends the phase first.
+        """
+        closing = self._recorded[at]
+        return (
+            at in self._closing
+            and isinstance(closing, ToolResultReceived)
+            and not closing.interrupted
+            and self._returned is not None
+            and self._returned(seat, closing.tool_call_id)
+        )
 
     def _may_step_stopped(self, seat: str | None, cancelling: bool, at: int) -> bool:
         """:meth:`may_step` once the replay's log holds the events before the stop (``cut``).

@@ -140,16 +140,7 @@ def test_a_committed_tape_replays_through_the_current_engine(scenario: str, tmp_
     assert report.source_run_id == f"{scenario}/{SECOND}"
 
 
-_POSTMORTEM_DEFECT = pytest.mark.xfail(
-    strict=True,
-    reason="defect: signal_game with agent_a hosted diverges at agent_a's first postmortem "
-    "request (call 11, round 1: request sha256 differs) and the replay then stalls",
-)
-HTTP_CALLS = [
-    ("prisoners_dilemma", 24),
-    ("veyru", 52),
-    pytest.param("signal_game", 52, marks=_POSTMORTEM_DEFECT),
-]
+HTTP_CALLS = [("prisoners_dilemma", 24), ("veyru", 52), ("signal_game", 52)]
 """Each HTTP tape's scenario and its model calls (the hosted seat's and the scripted ones')."""
 
 
