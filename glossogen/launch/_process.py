@@ -4,11 +4,13 @@ Shared by the CLI's commands, the detached player (``python -m glossogen.launch.
 ``glossogen mcp``/``serve``. The settings are environment variables, read by Prefect when a
 flow first imports it; whether a Prefect API is configured is read from the environment, and
 from Prefect's settings (``orchestration.runtime``) only when Prefect is imported already or a
-settings file names an API URL: otherwise nothing here imports Prefect.
+settings file names an API URL: otherwise nothing here imports Prefect. A process that imported
+Prefect before (a test, a program that embeds glossogen) has its console handlers set here instead.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -27,10 +29,34 @@ PREFECT_DEFAULTS = {
 """Prefect settings a glossogen process uses unless the environment sets them."""
 
 
+_CONSOLE_LEVEL = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+
+
 def apply_prefect_defaults() -> None:
-    """Set each of :data:`PREFECT_DEFAULTS` the environment does not set already."""
+    """Set each of :data:`PREFECT_DEFAULTS` the environment does not set already.
+
+    Prefect reads its console level once, when its logging is set up (at its first import):
+    if that happened earlier in this process, its console handlers are given the level the
+    environment now names, so that the console shows the same lines whatever ran before.
+    """
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    _console_level_as_set()
+
+
+def _console_level_as_set() -> None:
+    """Give Prefect's console handlers ``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL``, if set up."""
+    configuration = sys.modules.get("prefect.logging.configuration")
+    if configuration is None or not configuration.PROCESS_LOGGING_CONFIG:
+        return  # Prefect reads the variable when it sets up its logging
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    level = os.environ[_CONSOLE_LEVEL]
+    names = [None, *configuration.PROCESS_LOGGING_CONFIG.get("loggers", {})]
+    for name in names:  # the root logger and the loggers Prefect's logging config names
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, PrefectConsoleHandler):
+                handler.setLevel(int(level) if level.isdigit() else level)
 
 
 def prefect_api_configured() -> bool:
