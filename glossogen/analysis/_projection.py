@@ -8,11 +8,12 @@ selection facts in one file for the whole runs directory,
 ``<runs_dir>/.glossogen/analysis_projection.zip`` (one Parquet table per grain; a dot folder:
 never listed as a scenario), and a query reads a run's log again only when its files changed.
 
-**Key.** Each run's entry carries a stamp: the size and modification time (ns) of its log,
+**Key.** Each run's entry carries a stamp: the SHA-256 of the content of its log,
 ``config.json``, ``labels.json``, ``lineage.json`` and both report files (ours and a
 GlossoGen 0.5 one), a missing file stamped as missing. A query stamps every listed run first
-(``stat`` only); an entry whose stamp differs is dropped and the run read again (a changed log
-or report, a config rewritten), a run whose folder or log is gone is not listed, so it is not
+(each file read and hashed); an entry whose stamp differs is dropped and the run read again (a
+changed log or report, a config or labels rewritten, even at the same size with its
+modification time put back), a run whose folder or log is gone is not listed, so it is not
 selected, and its entry is dropped at the next write. A stamp is taken before the files are
 read, so a file changed while it was read leaves an entry that the next query finds stale.
 
@@ -38,6 +39,7 @@ anyway; observations are per metric), which select and read runs as before.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -98,16 +100,25 @@ def cache_path(runs_dir: str) -> str:
 
 
 def stamp(run_dir: str, scenario: str) -> str:
-    """Size and mtime (ns) of each file a run's projection is read from; ``-`` when absent."""
+    """SHA-256 (hex) of the content of each file a run's projection is read from; ``-`` when absent.
+
+    Content, not size and modification time: an edit that keeps a file's size and puts its
+    mtime back (``touch -r``) must not be answered from the cache, and no check on ``stat``
+    alone can tell such a file from an unchanged one, so every file is read. The log too,
+    whole: it is append-only in normal use, but a log cut, resumed or edited in place may keep
+    its size and mtime, and hashing only its head and tail would miss a change in between. Its
+    digest is the same SHA-256 evaluation records as ``log_sha256`` (``hashlib.file_digest``,
+    streamed in chunks, not held whole); the cost was measured with
+    ``bench/analysis_speed.py`` (see the commit that made this change).
+    """
     parts = []
     for name in (f"/{scenario}.jsonl", "/config.json", "/labels.json", "/lineage.json",
                  f"/{scenario}_report.json", f"/{scenario}_report.glossogen-0.5.json"):  # fmt: skip
         try:
-            st = os.stat(run_dir + name)
-        except (FileNotFoundError, NotADirectoryError):
+            with open(run_dir + name, "rb") as file:
+                parts.append(hashlib.file_digest(file, "sha256").hexdigest())
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             parts.append("-")
-            continue
-        parts.append(f"{st.st_size}:{st.st_mtime_ns}")
     return ";".join(parts)
 
 

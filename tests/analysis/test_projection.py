@@ -7,6 +7,7 @@ module), so a changed or deleted run never leaks into another test.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -127,20 +128,22 @@ def test_a_changed_log_invalidates_its_row(cohort: Cohort) -> None:
     assert len(cached_runs(cohort)) == 5
 
 
+ROUND_QUERY = {"grain": "round", "by": ["round_number"], "measures": [{"field": "round_success"}]}
+
+
+def round_success(cohort: Cohort) -> list[tuple[str, object]]:
+    """Round success by round number, through the cache and not, asserted equal."""
+    result = both(cohort, **ROUND_QUERY)
+    return [(g.keys["round_number"], g.cells[0].value) for g in result.groups]
+
+
 def test_a_changed_report_invalidates_its_rounds(cohort: Cohort) -> None:
-    query = {"grain": "round", "by": ["round_number"], "measures": [{"field": "round_success"}]}
-    before = both(cohort, **query)
-    assert [(g.keys["round_number"], g.cells[0].value) for g in before.groups] == [
-        ("1", 0.8), ("2", 0.4)  # r1..r5: 1,1,0,1,1 and 0,1,0,0,1
-    ]  # fmt: skip
+    assert round_success(cohort) == [("1", 0.8), ("2", 0.4)]  # r1..r5: 1,1,0,1,1 and 0,1,0,0,1
     report = Path(cohort.runs_dir, cohort.ids["r3"], "veyru_report.json")
     data = json.loads(report.read_text())
     data["metrics"]["round_success"]["per_round"][1]["value"] = 1  # r3 wins round 2 after all
     report.write_text(json.dumps(data))
-    after = both(cohort, **query)
-    assert [(g.keys["round_number"], g.cells[0].value) for g in after.groups] == [
-        ("1", 0.8), ("2", 0.6)
-    ]  # fmt: skip
+    assert round_success(cohort) == [("1", 0.8), ("2", 0.6)]
 
 
 def test_a_deleted_run_disappears(cohort: Cohort) -> None:
@@ -270,3 +273,72 @@ def test_every_selection_answers_alike_warm_and_cold(cohort: Cohort, grain: str)
         assert fields(cohort.runs_dir, chosen, grain) == fields(
             cohort.runs_dir, chosen, grain, cache=False
         )
+
+
+def _edit_in_place(path: Path, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` (same length) and put the file's mtime back, as ``touch -r``."""
+    assert len(old) == len(new)
+    before = path.stat()
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_labels_edited_at_the_same_size_with_the_mtime_put_back_are_read_again(
+    cohort: Cohort,
+) -> None:
+    """The fresh user's case: ``"trial": "1"`` made ``"9"``, ``touch -r``, the CLI asked again."""
+    for short, trial in (("r1", "1"), ("r2", "2")):
+        Path(cohort.runs_dir, cohort.ids[short], "labels.json").write_text(
+            json.dumps({"trial": trial})
+        )
+    command = [str(Path(sys.executable).with_name("glossogen")), "analyze", "--runs-dir",
+               cohort.runs_dir, "--by", "label.trial", "--measure", "total_chars:count", "--json"]  # fmt: skip
+
+    def trials() -> list[tuple[str | None, int]]:
+        out = json.loads(subprocess.run(command, capture_output=True, check=True).stdout)
+        return [(g["keys"]["label.trial"], g["cells"][0]["value"]) for g in out["groups"]]
+
+    assert trials() == [("1", 1), ("2", 1), (None, 3)]
+    assert cache_file(cohort).exists()
+    labels = Path(cohort.runs_dir, cohort.ids["r1"], "labels.json")
+    _edit_in_place(labels, '"trial": "1"', '"trial": "9"')
+    assert trials() == [("2", 1), ("9", 1), (None, 3)]
+
+
+def test_a_report_edited_at_the_same_size_with_the_mtime_put_back_is_read_again(
+    cohort: Cohort,
+) -> None:
+    assert round_success(cohort) == [("1", 0.8), ("2", 0.4)]  # r1..r5: 1,1,0,1,1 and 0,1,0,0,1
+    report = Path(cohort.runs_dir, cohort.ids["r3"], "veyru_report.json")
+    data = json.loads(report.read_text())
+    report.write_text(json.dumps(data))  # spelled as json.dumps spells it, then cached
+    assert round_success(cohort) == [("1", 0.8), ("2", 0.4)]
+    rounds = data["metrics"]["round_success"]["per_round"]
+    old = json.dumps(rounds)
+    rounds[1]["value"] = 1  # r3 wins round 2 after all
+    _edit_in_place(report, old, json.dumps(rounds))
+    assert round_success(cohort) == [("1", 0.8), ("2", 0.6)]
+
+
+def test_a_log_edited_at_the_same_size_with_the_mtime_put_back_is_read_again(
+    cohort: Cohort,
+) -> None:
+    query = {"grain": "run", "by": ["seed"], "measures": [{"field": "total_chars", "agg": "sum"}]}
+    before = both(cohort, **query)
+    sums = {g.keys["seed"]: g.cells[0].value for g in before.groups}
+    log = Path(cohort.runs_dir, cohort.ids["r1"], "veyru.jsonl")  # seed 1, with r3
+    ending = log.read_text().splitlines()[-1]
+    chars = json.loads(ending)["total_chars"]
+    old = f'"total_chars":{chars}'
+    new = f'"total_chars":{int(str(chars)[0]) % 9 + 1}{str(chars)[1:]}'  # same digits count
+    _edit_in_place(log, old, new)
+    shift = int(new.rpartition(":")[2]) - chars
+    after = both(cohort, **query)
+    assert {g.keys["seed"]: g.cells[0].value for g in after.groups} == {
+        **sums,
+        "1": sums["1"] + shift,
+    }
