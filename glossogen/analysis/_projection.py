@@ -108,8 +108,10 @@ def stamp(run_dir: str, scenario: str) -> str:
     whole: it is append-only in normal use, but a log cut, resumed or edited in place may keep
     its size and mtime, and hashing only its head and tail would miss a change in between. Its
     digest is the same SHA-256 evaluation records as ``log_sha256`` (``hashlib.file_digest``,
-    streamed in chunks, not held whole); the cost was measured with
-    ``bench/analysis_speed.py`` (see the commit that made this change).
+    streamed in chunks, not held whole). Its cost, ``bench/analysis_speed.py`` on 10,000 runs
+    of 1.47 MB logs (14.7 GB), a loaded 2-core machine: CLI warm CPU 2.1 s -> 16.5 s (wall
+    4.5 s -> 80.6 s, the logs read from disk), cold CPU 17.2 s -> 28.9 s: the 2 s warm target
+    is not met by reading content.
     """
     parts = []
     for name in (f"/{scenario}.jsonl", "/config.json", "/labels.json", "/lineage.json",
