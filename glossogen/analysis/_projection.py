@@ -8,13 +8,14 @@ selection facts in one file for the whole runs directory,
 ``<runs_dir>/.glossogen/analysis_projection.zip`` (one Parquet table per grain; a dot folder:
 never listed as a scenario), and a query reads a run's log again only when its files changed.
 
-**Key.** Each run's entry carries a stamp: the SHA-256 of the content of its log,
-``config.json``, ``labels.json``, ``lineage.json`` and both report files (ours and a
-GlossoGen 0.5 one), a missing file stamped as missing. A query stamps every listed run first
-(each file read and hashed); an entry whose stamp differs is dropped and the run read again (a
-changed log or report, a config or labels rewritten, even at the same size with its
-modification time put back), a run whose folder or log is gone is not listed, so it is not
-selected, and its entry is dropped at the next write. A stamp is taken before the files are
+**Key.** Each run's entry carries a stamp: its log's inode, size, mtime and ctime, and the
+SHA-256 of the content of its ``config.json``, ``labels.json``, ``lineage.json`` and both
+report files (ours and a GlossoGen 0.5 one), a missing file stamped as missing (:func:`stamp`
+says why the log is not hashed). A query stamps every listed run first; an entry whose stamp
+differs is dropped and the run read again (a changed log or report, a config or labels
+rewritten, even at the same size with its modification time put back), a run whose folder
+or log is gone is not listed, so it is not selected, and its entry is dropped at the next
+write. A stamp is taken before the files are
 read, so a file changed while it was read leaves an entry that the next query finds stale.
 
 **What is kept.** Only ended runs (a status other than ``running``, ``stopped`` or ``queued``,
@@ -100,21 +101,25 @@ def cache_path(runs_dir: str) -> str:
 
 
 def stamp(run_dir: str, scenario: str) -> str:
-    """SHA-256 (hex) of the content of each file a run's projection is read from; ``-`` when absent.
+    """What each file a run's projection is read from holds; ``-`` when absent.
 
-    Content, not size and modification time: an edit that keeps a file's size and puts its
-    mtime back (``touch -r``) must not be answered from the cache, and no check on ``stat``
-    alone can tell such a file from an unchanged one, so every file is read. The log too,
-    whole: it is append-only in normal use, but a log cut, resumed or edited in place may keep
-    its size and mtime, and hashing only its head and tail would miss a change in between. Its
-    digest is the same SHA-256 evaluation records as ``log_sha256`` (``hashlib.file_digest``,
-    streamed in chunks, not held whole). Its cost, ``bench/analysis_speed.py`` on 10,000 runs
-    of 1.47 MB logs (14.7 GB), a loaded 2-core machine: CLI warm CPU 2.1 s -> 16.5 s (wall
-    4.5 s -> 80.6 s, the logs read from disk), cold CPU 17.2 s -> 28.9 s: the 2 s warm target
-    is not met by reading content.
+    The small files (``config.json``, ``labels.json``, ``lineage.json``, both reports) by the
+    SHA-256 of their content: an edit that keeps a file's size and puts its mtime back
+    (``touch -r``) is found, which no check on size and mtime can do. The log, which can be
+    large (10,000 logs of 1.47 MB are 14.7 GB: hashing them all took a warm query from 2.1 to
+    16.5 CPU-s and from 4.5 to 80.6 s wall, ``bench/analysis_speed.py``), by its inode, size,
+    mtime and *ctime* (ns): the system sets ctime on every write, rename or ``utime`` call and
+    no call sets it back, so a log edited in place, even at its size with its mtime put back,
+    or replaced by another file, has another stamp without being read.
     """
     parts = []
-    for name in (f"/{scenario}.jsonl", "/config.json", "/labels.json", "/lineage.json",
+    try:
+        st = os.stat(f"{run_dir}/{scenario}.jsonl")
+    except (FileNotFoundError, NotADirectoryError):
+        parts.append("-")
+    else:
+        parts.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+    for name in ("/config.json", "/labels.json", "/lineage.json",
                  f"/{scenario}_report.json", f"/{scenario}_report.glossogen-0.5.json"):  # fmt: skip
         try:
             with open(run_dir + name, "rb") as file:
