@@ -112,7 +112,7 @@ def family(column: str, table: str = "") -> str:
     """
     if "." in column:
         return column.split(".", 1)[0]
-    if table == CALL_FRAME and column in CALL_COLUMNS:
+    if table == CALL_FRAME and column in CALL_RUN_RENAMED:
         return "table"
     return "run" if column in RUN_META or column in CALL_RUN_RENAMED.values() else "table"
 
