@@ -13,25 +13,16 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from glossogen.cli import app
 from glossogen.eventlog import LlmResponseReceived, RunView
 from glossogen.launch import RunRequest
 from tests.fixtures.model_stubs import StubModelServer
-from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
 
 
-def test_call_rows_carry_their_own_provider(
-    prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.base_url)
-    model_stub.responder = pd_player
+def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     request = RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini", provider="openai",
                          runs_dir=str(runs), config="knobs_default",
@@ -48,7 +39,7 @@ def test_call_rows_carry_their_own_provider(
     }
     openai = [e for e in answered if e.provider == "openai"]
     scripted = [e for e in answered if e.provider == "scripted"]
-    assert len(openai) == len(model_stub.requests)
+    assert len(openai) == len(pd_stub.requests)
     assert {e.cost_usd for e in scripted} == {0.0}
 
     cli = CliRunner()
