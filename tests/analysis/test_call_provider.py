@@ -13,6 +13,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from glossogen.cli import app
@@ -22,14 +23,31 @@ from tests.fixtures.model_stubs import StubModelServer
 from tests.providers.ungated import play_ungated
 
 
-def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
+def _two_providers(runs: Path) -> str:
+    """Play the module's run into ``runs``; return its folder."""
     request = RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini", provider="openai",
                          runs_dir=str(runs), config="knobs_default",
                          overrides=["round_count=2", "model_overrides.player_b.model=scripted",
                                     "model_overrides.player_b.provider=scripted"])  # fmt: skip
-    result = play_ungated(request)
-    view = RunView.load(f"{result.run_url}/prisoners_dilemma.jsonl")
+    return play_ungated(request).run_url
+
+
+def _cost_by_provider(runs: Path) -> dict[str, tuple[int, float]]:
+    """``analyze --grain call --by provider --measure cost_usd:sum``: (n, sum) per provider."""
+    grouped = CliRunner().invoke(app, ["analyze", "--runs-dir", str(runs), "--grain", "call",
+                                       "--by", "provider", "--measure", "cost_usd:sum",
+                                       "--json"])  # fmt: skip
+    assert grouped.exit_code == 0, grouped.output
+    return {
+        g["keys"]["provider"]: (g["cells"][0]["n"], g["cells"][0]["value"])
+        for g in json.loads(grouped.stdout)["groups"]
+    }
+
+
+def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_url = _two_providers(runs)
+    view = RunView.load(f"{run_url}/prisoners_dilemma.jsonl")
     answered = [e for e in view.counted if isinstance(e, LlmResponseReceived)]
     by_seat = {e.agent_id for e in answered}
     assert by_seat == {"player_a", "player_b"}
@@ -51,16 +69,11 @@ def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: 
         "table", "table", "run"
     )  # fmt: skip
 
-    grouped = cli.invoke(app, ["analyze", "--runs-dir", str(runs), "--grain", "call",
-                               "--by", "provider", "--measure", "cost_usd:sum", "--json"])  # fmt: skip
-    assert grouped.exit_code == 0, grouped.output
-    got = {
-        g["keys"]["provider"]: (g["cells"][0]["n"], g["cells"][0]["value"])
-        for g in json.loads(grouped.stdout)["groups"]
-    }
+    got = _cost_by_provider(runs)
     assert [e.cost_usd for e in openai] == [0.00042] * 10  # the stub's usage, priced
-    # the engine's float sum of the ten (Decimal would give 0.0042: see the report)
-    assert got == {"openai": (10, 0.0042000000000000015), "scripted": (10, 0.0)}
+    assert ({p: n for p, (n, _) in got.items()}, got["scripted"][1]) == (
+        {"openai": 10, "scripted": 10}, 0.0
+    )  # fmt: skip
 
     out = tmp_path / "out"
     exported = cli.invoke(app, ["export", "--runs-dir", str(runs), "--out", str(out),
@@ -90,3 +103,17 @@ def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: 
         for e in answered
     ]  # fmt: skip
     assert len(rows) == 20
+
+
+@pytest.mark.xfail(
+    reason="defect: analyze's sum of money is a float sum: the ten calls the stub served at "
+    "$0.00042 sum to 0.0042000000000000015, where the run's total_cost_usd reads 0.0042",
+    strict=True,
+)
+def test_the_call_grains_cost_sum_is_the_served_spend(
+    pd_stub: StubModelServer, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    _two_providers(runs)
+    assert len(pd_stub.requests) == 10  # the stub served ten, each priced $0.00042 in the log
+    assert _cost_by_provider(runs) == {"openai": (10, 0.0042), "scripted": (10, 0.0)}
