@@ -1040,7 +1040,7 @@ def fields_of(
         out.append(
             Dimension(
                 name=column,
-                family=family(column),
+                family=family(column, _TABLES.get(grain, "")),
                 dtype=str(series.dtype),
                 rows=present.height,
                 runs=present.get_column("run_id").n_unique(),

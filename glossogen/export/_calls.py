@@ -66,6 +66,10 @@ CALL_COLUMNS = [
 ]
 """The table's columns, in order (``agent_id`` is the seat)."""
 
+CALL_RUN_RENAMED = {"provider": "run_provider"}
+"""Run-context columns a call row also holds, to the name the run's value takes when the run
+context is joined: ``provider`` is the call's, ``run_provider`` the run's ``--provider``."""
+
 _TOKENS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
 
 
@@ -198,4 +202,4 @@ def call_frame(records: list[RunRecord]) -> pl.DataFrame:
     return frame_from_rows(rows, CALL_COLUMNS)
 
 
-__all__ = ["CALL_COLUMNS", "call_frame", "call_rows"]
+__all__ = ["CALL_COLUMNS", "CALL_RUN_RENAMED", "call_frame", "call_rows"]

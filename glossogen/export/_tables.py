@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from glossogen.export._calls import CALL_COLUMNS, CALL_RUN_RENAMED
 from glossogen.export._cells import safe_text
 from glossogen.export._frames import (
     AGENT_OWN,
@@ -102,11 +103,18 @@ def check_frames(frames: Iterable[str] | None) -> list[str]:
     return [f for f in FRAMES if f in names]
 
 
-def family(column: str) -> str:
-    """Return a column's family: its prefix without the dot, or ``run`` for run metadata."""
+def family(column: str, table: str = "") -> str:
+    """Return a column's family: its prefix without the dot, or ``run`` for run metadata.
+
+    ``table`` decides a name both a table and the run context hold: ``call_level``'s own
+    ``provider`` is ``table`` (the run's is ``run_provider`` there, see
+    :data:`~glossogen.export._calls.CALL_RUN_RENAMED`).
+    """
     if "." in column:
         return column.split(".", 1)[0]
-    return "run" if column in RUN_META else "table"
+    if table == CALL_FRAME and column in CALL_RUN_RENAMED:
+        return "table"
+    return "run" if column in RUN_META or column in CALL_RUN_RENAMED.values() else "table"
 
 
 def _pick(
@@ -144,11 +152,11 @@ def known_columns(
             known |= {f"outcome.{t}" for t in teams(records)}
             known |= {f"postmortem_injection.{a}" for a in agents}
         else:
-            from glossogen.export._calls import CALL_COLUMNS
-
             heads = {"round_level": ROUND_KEYS, "agent_level": AGENT_OWN, CALL_FRAME: CALL_COLUMNS}
             own = heads.get(name, MESSAGE_COLUMNS)
             known |= set(own) | (context if repeat_run_columns else set())
+            if name == CALL_FRAME and repeat_run_columns:
+                known |= {CALL_RUN_RENAMED[c] for c in context if c in CALL_RUN_RENAMED}
     return known
 
 
@@ -247,16 +255,19 @@ def build_frames(
 
 
 def call_level(records: list[RunRecord], repeat_run_columns: bool = True) -> pl.DataFrame:
-    """Return the ``call_level`` table, the run context joined after its own columns."""
+    """Return the ``call_level`` table, the run context joined after its own columns.
+
+    A context column the call row also holds keeps the call's value under its name, and
+    the run's under :data:`~glossogen.export._calls.CALL_RUN_RENAMED` (``run_provider``).
+    """
     from glossogen.export._calls import call_frame
 
     frame = call_frame(records)
     if not repeat_run_columns:
         return frame
     contexts = [run_context(r) for r in records]
-    own = set(frame.columns)
-    columns = [c for c in context_columns(contexts) if c not in own]
-    return with_context(frame, context_frame(records, columns))
+    context = context_frame(records, context_columns(contexts))
+    return with_context(frame, context.rename(CALL_RUN_RENAMED, strict=False))
 
 
 def coverage(frame: pl.DataFrame) -> dict[str, int]:
@@ -328,7 +339,7 @@ def legend(
                 {
                     "table": table,
                     "column": col,
-                    "family": family(col),
+                    "family": family(col, table),
                     "unit": unit,
                     "runs_filled": count,
                     "source": source,

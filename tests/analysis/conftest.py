@@ -4,9 +4,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.model_stubs import StubModelServer
+from tests.providers.test_wire_formats import pd_player
 from tests.server.conftest import browser, shots
 
-__all__ = ["browser", "deep_tmp", "shots"]
+__all__ = ["browser", "deep_tmp", "pd_stub", "shots"]
+
+
+@pytest.fixture
+def pd_stub(
+    prefect_api: str, model_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch
+) -> StubModelServer:
+    """The OpenAI stub as ``openai``'s endpoint, playing every prisoners_dilemma seat it serves.
+
+    With a Prefect API (a played run's round loop reports to it).
+    """
+    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.base_url)
+    model_stub.responder = pd_player
+    return model_stub
 
 
 @pytest.fixture

@@ -26,19 +26,13 @@ from glossogen.eventlog import (
 from glossogen.export import RunIdSelection, build_frames, select_runs
 from glossogen.launch import VIRTUAL_CLOCK_SETTING, RunRequest
 from tests.fixtures.model_stubs import StubModelServer
-from tests.providers.test_wire_formats import pd_player
 from tests.providers.ungated import play_ungated
 
 
 def test_answered_requests_have_their_latency_and_finish_reason(
-    prefect_api: str,
-    model_stub: StubModelServer,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    pd_stub: StubModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", model_stub.base_url)
     monkeypatch.delenv(VIRTUAL_CLOCK_SETTING)  # the real clock: a model call takes time
-    model_stub.responder = pd_player
     request = RunRequest(scenario="prisoners_dilemma", model="gpt-4.1-mini", provider="openai",
                          runs_dir=str(tmp_path / "runs"), config="knobs_default",
                          overrides=["round_count=2", "idle_floor_seconds=0.05"])  # fmt: skip
@@ -54,7 +48,7 @@ def test_answered_requests_have_their_latency_and_finish_reason(
         elif isinstance(e, ModelRequestAbandoned):  # the phase ended before it was answered
             late = (e.timestamp - sent[e.request_id or ""]).total_seconds() if e.answered else None
             expected.append((e.agent_id, late, None, None if e.answered else "abandoned"))
-    assert len(expected) == len(model_stub.requests) == len(sent) > 0
+    assert len(expected) == len(pd_stub.requests) == len(sent) > 0
 
     records = select_runs(str(tmp_path / "runs"), RunIdSelection(run_ids=[result.run_id])).records
     calls = build_frames(records, ["call_level"])["call_level"]
