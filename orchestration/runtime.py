@@ -12,6 +12,7 @@ __all__ = [
     "api_url",
     "api_url_configured",
     "send_queued",
+    "set_console_level",
     "using_api_url",
 ]
 
@@ -43,3 +44,20 @@ def send_queued(seconds: float = 5.0) -> None:
 
     APILogWorker.drain_all(timeout=seconds)
     EventsWorker.drain_all(timeout=seconds)
+
+
+def set_console_level(level: str) -> None:
+    """Give each of Prefect's console handlers ``level`` (a name or a number).
+
+    On the root logger and the loggers Prefect's logging config names: the library calls this
+    when Prefect set up its logging before glossogen's default level was applied.
+    """
+    import logging
+
+    from prefect.logging.configuration import PROCESS_LOGGING_CONFIG
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for name in [None, *PROCESS_LOGGING_CONFIG.get("loggers", {})]:
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, PrefectConsoleHandler):
+                handler.setLevel(int(level) if level.isdigit() else level)

@@ -435,9 +435,10 @@ class Cell(BaseModel):
             for name, number in (("value", self.value), *(("interval", e) for e in ends)):
                 if number is not None and not 0.0 <= number <= 1.0:
                     raise ValueError(f"{name} {number:g} of a rate is outside [0, 1]")
-        for end in ends if self.value is not None else []:
-            if not math.isfinite(end - self.value):  # type: ignore[operator]
-                raise ValueError(f"value {self.value:g}: its interval's end {end:g} is beyond "
+        value = self.value
+        for end in ends if value is not None else []:
+            if value is not None and not math.isfinite(end - value):
+                raise ValueError(f"value {value:g}: its interval's end {end:g} is beyond "
                                  "a float's reach from it (no bar can be drawn)")  # fmt: skip
         return self
 

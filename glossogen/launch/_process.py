@@ -10,7 +10,6 @@ Prefect before (a test, a program that embeds glossogen) has its console handler
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -45,18 +44,13 @@ def apply_prefect_defaults() -> None:
 
 
 def _console_level_as_set() -> None:
-    """Give Prefect's console handlers ``PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL``, if set up."""
+    """Give Prefect's console handlers the level now set, if Prefect set up its logging."""
     configuration = sys.modules.get("prefect.logging.configuration")
     if configuration is None or not configuration.PROCESS_LOGGING_CONFIG:
         return  # Prefect reads the variable when it sets up its logging
-    from prefect.logging.handlers import PrefectConsoleHandler
+    from orchestration.runtime import set_console_level  # Prefect's edge, already imported
 
-    level = os.environ[_CONSOLE_LEVEL]
-    names = [None, *configuration.PROCESS_LOGGING_CONFIG.get("loggers", {})]
-    for name in names:  # the root logger and the loggers Prefect's logging config names
-        for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, PrefectConsoleHandler):
-                handler.setLevel(int(level) if level.isdigit() else level)
+    set_console_level(os.environ[_CONSOLE_LEVEL])
 
 
 def prefect_api_configured() -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from glossogen.derive import ForkRequest, prepare_fork
-from glossogen.eventlog import RunView
+from glossogen.eventlog import RunView, SimulationEnded
 from glossogen.replay import ReplayReport, ReplayRequest, replay_run, replayed_rounds
 from glossogen.storage import RunFolder
 from glossogen.testing import play
@@ -141,7 +141,7 @@ def test_a_derived_run_stopped_and_resumed_replays_identically(tmp_path: Path) -
     asyncio.run(_play_on(folder.url))  # a resume plays round 3
     report, recorded, replayed = _replayed(folder, tmp_path / "r")
     _same(report, recorded, replayed)
-    assert [e.status for e in recorded.events if e.event_type == "simulation_ended"] == [
+    assert [e.status for e in recorded.events if isinstance(e, SimulationEnded)] == [
         "interrupted",
         "completed",
     ]
