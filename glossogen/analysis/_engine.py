@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from glossogen.analysis import _money as money
 from glossogen.analysis._query import (
     Cell,
     Compare,
@@ -217,6 +218,8 @@ class _Values:
     """Floats, except for a ``count`` of a text field (its texts)."""
     runs: list[str]
     missing: int
+    usd: bool = False
+    """The values are USD (:func:`~glossogen.analysis._money.is_money`): added exactly."""
 
     def exponent(self) -> int:
         """The power of two every value's magnitude is below (:func:`_exponent`)."""
@@ -228,10 +231,14 @@ class _Values:
         Each run's values are added in row order (``numpy.bincount`` adds its weights in input
         order), so a sum is the one a running total would give. ``exponent``: each value is
         first scaled by ``2 ** -exponent`` (exactly: a power of two), so that sums of values
-        near the float's limit do not overflow.
+        near the float's limit do not overflow. Money (``usd``, unscaled) is added exactly
+        (:func:`~glossogen.analysis._money.run_sums`), each run's sum the float nearest it.
         """
         if not self.runs:
             return [], [], []
+        exact = money.run_sums(self.runs, self.values) if self.usd and not exponent else None
+        if exact is not None:  # money: each run's exact sum (no value near the float's limit)
+            return exact
         order, codes = np.unique(np.asarray(self.runs, dtype=str), return_inverse=True)
         values = np.ldexp(np.asarray(self.values, dtype=float), -exponent)
         sums = np.bincount(codes, weights=values)
@@ -264,14 +271,21 @@ def _ldexp(value: float, exponent: int) -> float:
         return math.copysign(math.inf, value)
 
 
-def _aggregate(agg: str, values: list[Any]) -> float | None:
+def _aggregate(agg: str, values: list[Any], usd: bool = False) -> float | None:
     """``agg`` of ``values`` (None: no value, or too few for a spread).
+
+    ``usd``: the values are money, whose sum, mean and median are exact
+    (:func:`~glossogen.analysis._money.aggregate`), unless a value is past its reach.
 
     A mean, median or spread of finite values whose computation overflowed (a sum past
     1.8e308: ``1e308, 1e308, 40, 40``) is computed on the values scaled by ``2 ** -e`` and
     scaled back, so it is the float it is whenever that fits (``5e307 + 20``); a sum that
     overflows stays infinite (blanked with a note, :func:`_overflowed`).
     """
+    if usd and agg in money.EXACT_AGGREGATES and values:
+        exact = money.aggregate(agg, values)
+        if exact is not None:
+            return exact
     value = _plain_aggregate(agg, values)
     if value is None or math.isfinite(value) or agg not in _SCALABLE:
         return value
@@ -351,7 +365,8 @@ def _values(part: pl.DataFrame, column: str) -> _Values:
     numeric = series.dtype.is_numeric() or series.dtype == pl.Boolean
     values = series.cast(pl.Float64).to_list() if numeric else series.to_list()
     runs = present.get_column("run_id").to_list()
-    return _Values(values, runs, part.height - present.height)
+    usd = numeric and money.is_money(column)
+    return _Values(values, runs, part.height - present.height, usd)
 
 
 def _cell(
@@ -364,7 +379,7 @@ def _cell(
     blank), and ``<label>: its interval`` to ``overflowed`` when its interval did.
     """
     data = _values(part, column)
-    value = _aggregate(measure.agg, data.values)
+    value = _aggregate(measure.agg, data.values, data.usd)
     interval = None
     if value is not None and not math.isfinite(value):  # JSON has no infinity: blank, noted
         blanked.append(measure.label)
@@ -480,9 +495,11 @@ def _compare(
             bounds = _scaled_bounds(partial(_difference, a, b, pairs, query), exponent)
             method = "paired bootstrap" if pairs else "bootstrap"
             enough = len(pairs) >= 2 if pairs else min(len(set(a.runs)), len(set(b.runs))) >= 2
-            a_value = _aggregate("mean", a.values)
-            b_value = _aggregate("mean", b.values)
-            diff = None if a_value is None or b_value is None else b_value - a_value
+            a_value = _aggregate("mean", a.values, a.usd)
+            b_value = _aggregate("mean", b.values, b.usd)
+            diff = money.difference(a.values, b.values) if a.usd else None
+            if diff is None and a_value is not None and b_value is not None:
+                diff = b_value - a_value
             what = (f"{measure.label}: the difference {compare.key} {key_shown(compare.b)} - "
                     f"{key_shown(compare.a)}"
                     + "".join(f" within {k} {key_shown(v)}" for k, v in names.items()))  # fmt: skip

@@ -9,16 +9,21 @@ provider; ``call_level.csv`` holds the call's ``provider`` and the run's ``run_p
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
-import pytest
+from fastapi.testclient import TestClient
+from mcp import Client
 from typer.testing import CliRunner
 
 from glossogen.cli import app
 from glossogen.eventlog import LlmResponseReceived, RunView
 from glossogen.launch import RunRequest
+from glossogen.mcp import build_server
+from glossogen.server import create_app
 from tests.fixtures.model_stubs import StubModelServer
 from tests.providers.ungated import play_ungated
 
@@ -105,15 +110,81 @@ def test_call_rows_carry_their_own_provider(pd_stub: StubModelServer, tmp_path: 
     assert len(rows) == 20
 
 
-@pytest.mark.xfail(
-    reason="defect: analyze's sum of money is a float sum: the ten calls the stub served at "
-    "$0.00042 sum to 0.0042000000000000015, where the run's total_cost_usd reads 0.0042",
-    strict=True,
-)
 def test_the_call_grains_cost_sum_is_the_served_spend(
     pd_stub: StubModelServer, tmp_path: Path
 ) -> None:
+    """Money is added exactly: the ten calls the stub served at $0.00042 sum to the run's
+    0.0042 (a float sum gives 0.0042000000000000015), on every surface; a mean, a median and
+    a comparison's difference of money too."""
     runs = tmp_path / "runs"
     _two_providers(runs)
     assert len(pd_stub.requests) == 10  # the stub served ten, each priced $0.00042 in the log
     assert _cost_by_provider(runs) == {"openai": (10, 0.0042), "scripted": (10, 0.0)}
+
+    cli = CliRunner()
+    query = ["--runs-dir", str(runs), "--grain", "call", "--measure", "cost_usd:sum",
+             "--measure", "cost_usd:mean", "--measure", "cost_usd:median"]  # fmt: skip
+    as_json = cli.invoke(app, ["analyze", *query, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    cells = json.loads(as_json.stdout)["groups"][0]["cells"]
+    assert [(c["measure"], c["value"], c["n"]) for c in cells] == [
+        ("cost_usd:sum", 0.0042, 20), ("cost_usd:mean", 0.00021, 20),
+        ("cost_usd:median", 0.00021, 20),
+    ]  # fmt: skip
+    as_csv = cli.invoke(app, ["analyze", *query, "--csv"])
+    assert [line.split(",")[:3] for line in as_csv.stdout.splitlines()] == [
+        ["measure", "value", "n"], ["cost_usd:sum", "0.0042", "20"],
+        ["cost_usd:mean", "0.00021", "20"], ["cost_usd:median", "0.00021", "20"],
+    ]  # fmt: skip
+    table = cli.invoke(app, ["analyze", *query])
+    assert [line.split()[:3] for line in table.stdout.splitlines()[2:5]] == [
+        ["cost_usd:sum", "0.0042", "20"], ["cost_usd:mean", "0.00021", "20"],
+        ["cost_usd:median", "0.00021", "20"],
+    ]  # fmt: skip
+    compared = cli.invoke(app, ["analyze", "--runs-dir", str(runs), "--grain", "call", "--by",
+                                "provider", "--measure", "cost_usd", "--compare",
+                                "provider=scripted,openai", "--json"])  # fmt: skip
+    comparison = json.loads(compared.stdout)["comparisons"][0]
+    assert (comparison["a_value"], comparison["b_value"], comparison["difference"]) == (
+        0.0, 0.00042, 0.00042
+    )  # fmt: skip
+    run_grain = cli.invoke(app, ["analyze", "--runs-dir", str(runs), "--measure",
+                                 "total_cost_usd:sum", "--json"])  # fmt: skip
+    assert json.loads(run_grain.stdout)["groups"][0]["cells"][0]["value"] == 0.0042
+
+    client = TestClient(create_app(str(runs)))
+    body = {"grain": "call", "by": ["provider"], "measures": [{"field": "cost_usd", "agg": "sum"}]}
+    answered = client.post("/api/g/local/runs/analysis/query", json=body)
+    assert [(g["keys"], g["cells"][0]["value"]) for g in answered.json()["groups"]] == [
+        ({"provider": "openai"}, 0.0042), ({"provider": "scripted"}, 0.0)
+    ]  # fmt: skip
+    rendered = client.post("/api/g/local/runs/analysis/render",
+                           json={"result": answered.json(), "chart": "bar"})  # fmt: skip
+    assert rendered.json()["csv"].splitlines()[1].split(",")[:4] == [
+        "openai", "cost_usd:sum", "0.0042", "10"
+    ]  # fmt: skip
+
+    async def through_mcp() -> Any:
+        async with Client(build_server(str(runs))) as mcp_client:
+            got = await mcp_client.call_tool("analyze_runs", {
+                "grain": "call", "by": ["provider"], "measures": ["cost_usd:sum"]})  # fmt: skip
+            return got.structured_content
+
+    tool = asyncio.run(through_mcp())
+    assert [g["cells"][0]["value"] for g in tool["groups"]] == [0.0042, 0.0]
+
+    board = tmp_path / "spend.yaml"
+    board.write_text(
+        "queries:\n  spend: {grain: call, by: [provider], measures: "
+        "[{field: cost_usd, agg: sum}]}\ncharts:\n  - {name: spend, query: spend}\n"
+    )
+    report = tmp_path / "report"
+    done = cli.invoke(app, ["analyze", "--runs-dir", str(runs), "--dashboard", str(board),
+                            "--out", str(report)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert (report / "spend.csv").read_text().splitlines()[1].split(",")[:3] == [
+        "openai", "cost_usd:sum", "0.0042"
+    ]  # fmt: skip
+    kept = json.loads((report / "results.json").read_text())
+    assert [g["cells"][0]["value"] for g in kept["spend"]["groups"]] == [0.0042, 0.0]
+    assert '<td class="num">0.0042</td>' in (report / "index.html").read_text()
