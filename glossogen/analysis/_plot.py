@@ -7,10 +7,11 @@ every label of the first key is a number, else one place per label; one colour p
 the second key) or ``heatmap`` (first key by second key, the value as colour and printed in
 the cell). Bars, lines and points carry the cell's 95% interval as error bars where it has
 one. A blank group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no
-value draws nothing (a heatmap leaves its cell empty), never a zero. The file's format is its
-extension: ``.svg`` or ``.png``. A file is the same bytes each time the same result is drawn
-(an SVG carries no date and its ids come from a fixed salt), so a regenerated figure can be
-compared with the one cited.
+value draws nothing (a heatmap leaves its cell empty), never a zero; a chart with nothing to
+draw says why in its frame (:func:`nothing_drawn`: ``no run matched the selection``). The
+file's format is its extension: ``.svg`` or ``.png``. A file is the same bytes each time the
+same result is drawn (an SVG carries no date and its ids come from a fixed salt), so a
+regenerated figure can be compared with the one cited.
 """
 
 from __future__ import annotations
@@ -162,6 +163,23 @@ def _errors(cells: list[Any]) -> tuple[list[float], list[float]]:
     return low, high
 
 
+def nothing_drawn(result: Result) -> str | None:
+    """Why a chart of ``result`` has no mark (no group holds a value), or None when it has one.
+
+    No run selected: ``no run matched the selection`` (the answer's note); runs but no row:
+    the filters kept none (or the grain has none); rows but no value: the measure has none.
+    """
+    if any(g.cells[0].value is not None for g in result.groups):
+        return None
+    if not result.runs:
+        return "no run matched the selection"
+    if not result.rows:
+        if result.query.filters:
+            return "no row is left after the filters"
+        return f"the runs selected have no row at the {result.query.grain} grain"
+    return f"no group has a value of {result.query.measures[0].label}"
+
+
 def write_plot(result: Result, path: str, chart: str) -> None:
     """Draw ``result``'s first measure as ``chart`` into ``path`` (.svg or .png).
 
@@ -226,6 +244,11 @@ def write_plot(result: Result, path: str, chart: str) -> None:
             if len(series) > 1:
                 ax.legend(title=result.query.by[1])
         ax.set_xlabel(result.query.by[0] if result.query.by else "")
+        empty = nothing_drawn(result)
+        if empty is not None:  # a frame with no mark says why, not a bare scale of 0 to 1
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center", va="center")
         note = "" if chart == "heatmap" else "; error bars: 95% interval"
         ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
                      f"{runs_read(result)}{note}", fontsize=10)  # fmt: skip
@@ -248,5 +271,6 @@ __all__ = [
     "check_plot",
     "check_target",
     "name_too_long",
+    "nothing_drawn",
     "write_plot",
 ]

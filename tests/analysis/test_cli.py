@@ -268,11 +268,38 @@ def test_the_title_and_the_chart_count_the_runs_the_rows_come_from(
                    str(svg)) == 0  # fmt: skip
     assert capsys.readouterr().out.splitlines()[0] == "round grain: 0 rows of 0 runs (5 selected)"
     assert "<!-- 0 runs (5 selected); error bars: 95% interval -->" in svg.read_text()
+    assert "<!-- no row is left after the filters -->" in svg.read_text()  # not a bare frame
     # No filter, every run adds rows: the runs alone.
     assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--plot",
                    str(svg)) == 0  # fmt: skip
     assert capsys.readouterr().out.splitlines()[0] == "run grain: 5 rows of 5 runs"
     assert "<!-- 5 runs; error bars: 95% interval -->" in svg.read_text()
+
+
+def test_a_plot_of_a_selection_of_no_run_says_so_as_the_table_does(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No run matched: the table is empty with a note, and the chart, written as asked, says
+    the same in its frame rather than drawing an empty scale (the answer is not an error)."""
+    for chart in ("bar", "line", "scatter", "heatmap"):
+        svg = tmp_path / f"{chart}.svg"
+        by = "round_budget_chars" + (",channel_noise_level" if chart == "heatmap" else "")
+        assert analyze("--runs-dir", cohort.runs_dir, "--knob", "round_budget_chars>10000",
+                       "--by", by, "--measure", "task_done", "--plot", str(svg),
+                       "--chart", chart) == 0  # fmt: skip
+        out, err = capsys.readouterr()
+        assert (out.splitlines()[0], err) == (
+            "run grain: 0 rows of 0 runs", "glossogen: note: no run matched the selection\n"
+        )  # fmt: skip
+        drawn = svg.read_text()
+        assert "<!-- no run matched the selection -->" in drawn
+        assert "<!-- 0 runs" in drawn and "<!-- 0.0 -->" not in drawn  # no bare 0..1 scale
+    # Runs with rows, but no value of the measure in any group: said too.
+    svg = tmp_path / "none.svg"
+    assert analyze("--runs-dir", cohort.runs_dir, "--filter", f"run_id={cohort.ids['r4']}",
+                   "--measure", "mean_chars_per_round", "--plot", str(svg)) == 0  # fmt: skip
+    capsys.readouterr()
+    assert "<!-- no group has a value of mean_chars_per_round:mean -->" in svg.read_text()
 
 
 def test_the_observation_grain_counts_only_the_runs_that_add_rows(
