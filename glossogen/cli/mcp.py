@@ -20,8 +20,8 @@ def mcp(
         print(f"glossogen: error: --runs-dir {runs_dir!r} is not a folder", file=sys.stderr)
         return int(exit_codes.UNREADABLE)
     from glossogen.launch import apply_prefect_defaults
-    from glossogen.mcp import build_server
+    from glossogen.mcp import build_server, serve_stdio
 
     apply_prefect_defaults()
-    build_server(os.path.abspath(runs_dir) if "://" not in runs_dir else runs_dir).run("stdio")
+    serve_stdio(build_server(os.path.abspath(runs_dir) if "://" not in runs_dir else runs_dir))
     return 0

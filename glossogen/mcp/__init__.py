@@ -1,6 +1,7 @@
 """MCP tools over a runs directory: browse, launch, stop, evaluate and export runs.
 
-A surface like the CLI, on the official ``mcp`` SDK: ``glossogen mcp`` serves it over stdio,
+A surface like the CLI, on the official ``mcp`` SDK: ``glossogen mcp`` serves it over stdio
+(``serve_stdio``: the SDK's transport, a request it cannot parse for its text answered),
 ``glossogen serve`` over streamable HTTP at ``/mcp``. Every tool is a library call the CLI
 makes too (``_tools.py``); launching and stopping are the library's (``glossogen.launch``).
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from glossogen.mcp._server import build_server
+    from glossogen.mcp._stdio import serve_stdio
 
 
 def __getattr__(name: str) -> object:
@@ -21,7 +23,11 @@ def __getattr__(name: str) -> object:
         from glossogen.mcp._server import build_server
 
         return build_server
+    if name == "serve_stdio":
+        from glossogen.mcp._stdio import serve_stdio
+
+        return serve_stdio
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "serve_stdio"]

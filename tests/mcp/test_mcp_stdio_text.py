@@ -1,0 +1,81 @@
+r"""``glossogen mcp`` over stdio answers a request whose string escapes a lone surrogate.
+
+JSON can escape a lone surrogate (``"\udcff"``), which is no UTF-8 text. The SDK's stdio
+transport (mcp 2.3) cannot parse such a line and drops it: the client would wait for ever. Our
+server answers it with a JSON-RPC error naming the argument and the value, and goes on serving.
+The lines are written to the server's stdin as a client writes them (the SDK's own client
+cannot send such a string: it encodes its requests as UTF-8).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from tests.fixtures.played_runs import play_run
+from tests.mcp.conftest import server_env
+
+ANSWER_SECONDS = 60.0
+"""How long a line may take to be answered (a cold start imports glossogen, about 3 CPU-s)."""
+
+
+def _lines(stdout: IO[bytes]) -> queue.Queue[bytes]:
+    """The server's stdout lines, as they come, on a queue (a thread reads the pipe)."""
+    out: queue.Queue[bytes] = queue.Queue()
+
+    def read() -> None:
+        for line in stdout:
+            out.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return out
+
+
+def _ask(server: subprocess.Popen[bytes], line: bytes, answers: queue.Queue[bytes]) -> Any:
+    assert server.stdin is not None
+    server.stdin.write(line + b"\n")
+    server.stdin.flush()
+    return json.loads(answers.get(timeout=ANSWER_SECONDS))
+
+
+def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    played = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "mcp", "--runs-dir", str(runs)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=server_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert server.stdout is not None and server.stdin is not None
+    answers = _lines(server.stdout)
+    try:
+        hello = _ask(server, json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "0"}},
+        }).encode(), answers)  # fmt: skip
+        assert hello["id"] == 1 and "result" in hello
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        bad = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
+               b'"list_runs", "arguments": {"labels": ["ok", "\\udcff"]}}}')  # fmt: skip
+        assert _ask(server, bad, answers) == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": -32602, "message": "labels.1 '\\udcff': not UTF-8 text"},
+        }
+        listed = _ask(server, b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": '
+                              b'{"name": "list_runs", "arguments": {}}}', answers)  # fmt: skip
+        assert listed["id"] == 3
+        runs_listed = listed["result"]["structuredContent"]["runs"]
+        assert [r["run_id"] for r in runs_listed] == [played.run_id]  # still serving
+    finally:
+        server.stdin.close()
+        server.wait(timeout=ANSWER_SECONDS)
+    assert server.returncode == 0
