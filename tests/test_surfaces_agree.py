@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -366,6 +367,63 @@ def test_an_export_writes_and_refuses_the_same_through_every_surface(
     assert not export_through("cli", runs, tmp_path / "reference", [], capsys)[0].refused
     assert table == (tmp_path / "reference" / "run_level.csv").read_bytes()
     assert table is not None and table.decode().count("\n") == 2  # the header and the run
+
+
+def _rest_refusal(runs_dir: str, method: str, route: str, **request: Any) -> Answer:
+    """A REST refusal: its status and its one line (``field: message`` when it names one)."""
+    got = TestClient(create_app(runs_dir)).request(method, f"/api/g/local/runs/{route}", **request)
+    detail = got.json()["detail"]
+    line = f"{detail['field']}: {detail['message']}" if "field" in detail else detail["message"]
+    return Answer(got.status_code != 200, line, got.status_code)
+
+
+def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI's user typed ``--runs-dir``, and its line names it; a client of the server gave
+    no path and cannot act on one: REST and MCP name the server's runs directory, not its path."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    out = str(tmp_path / "out")
+    cli_line = f"--scenario 'nosuch' has no run under {runs} (scenarios there: veyru)"
+    assert _cli(capsys, "analyze", "--runs-dir", runs, "--scenario", "nosuch", "--measure",
+                "run_id:count") == Answer(True, cli_line, 65)  # fmt: skip
+    assert _cli(capsys, "export", "--runs-dir", runs, "--out", out, "--scenario",
+                "nosuch") == Answer(True, cli_line, 65)  # fmt: skip
+    served = "scenario 'nosuch' has no run in the server's runs directory (scenarios there: veyru)"
+    nosuch = {"kind": "filters", "scenario": ["nosuch"]}
+    assert [
+        _rest_refusal(runs, "POST", "analysis/query",
+                      json={"selection": nosuch, "measures": [{"field": "run_id", "agg": "count"}]}),
+        _rest_refusal(runs, "GET", "analysis/fields", params={"scenario": "nosuch"}),
+        _rest_refusal(runs, "POST", "export/preview", json={"selection": nosuch}),
+        _mcp(runs, "analyze_runs", measures=["run_id:count"], selection=nosuch)[0],
+        _mcp(runs, "list_analysis_fields", selection=nosuch)[0],
+        _mcp(runs, "list_runs", scenario=["nosuch"])[0],
+        _mcp(runs, "export_runs", out=out, scenario=["nosuch"])[0],
+    ] == [
+        Answer(True, f"scenario: {served}", 422),
+        Answer(True, f"scenario: {served}", 422),
+        Answer(True, f"scenario: {served}", 422),
+        *[Answer(True, served, "tool error")] * 4,
+    ]  # fmt: skip
+    gone = str(tmp_path / "gone")
+    assert _cli(capsys, "analyze", "--runs-dir", gone, "--measure", "run_id:count") == Answer(
+        True, f"--runs-dir {gone!r} does not exist", 66
+    )
+    missing = "the server's runs directory does not exist"
+    assert [
+        _rest_refusal(
+            gone, "POST", "analysis/query", json={"measures": [{"field": "run_id", "agg": "count"}]}
+        ),
+        _rest_refusal(gone, "GET", "analysis/fields"),
+        _rest_refusal(gone, "POST", "export/preview", json={"selection": {"kind": "filters"}}),
+        _mcp(gone, "analyze_runs", measures=["run_id:count"])[0],
+        _mcp(gone, "list_analysis_fields")[0],
+        _mcp(gone, "list_runs")[0],
+        _mcp(gone, "export_runs", out=out)[0],
+    ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 4]
+    assert not os.path.exists(out)
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])

@@ -169,8 +169,13 @@ def chart_files(chart: Chart, compared: bool) -> list[str]:
 
 def one_line(exc: ValidationError) -> str:
     """The first problem of ``exc`` as one line: ``<dotted key>: <message>``."""
+    from glossogen.analysis._query import QueryError
+
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
+    ours = first.get("ctx", {}).get("error")
+    if isinstance(ours, QueryError) and first["loc"][-1:] == (ours.field,):
+        return f"{where} {ours.detail}"  # its key, then its value: queries.q.grain 'week' ...
     message = str(first["msg"]).removeprefix("Value error, ")
     given = first.get("input")
     # A value error of ours names the value itself; a bare value given is shown after its key.

@@ -10,6 +10,7 @@ is computed.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -337,8 +338,16 @@ class Query(BaseModel):
     @field_validator("grain", mode="before")
     @classmethod
     def _grain_text(cls, grain: object) -> object:
-        if isinstance(grain, str):  # before the Literal check: pydantic would not say which byte
+        """Refuse a grain that is not one of :data:`GRAINS`, naming it and them (as ``--grain``).
+
+        Before the ``Literal`` check: pydantic's line names neither the value nor which byte
+        of it is not UTF-8.
+        """
+        if isinstance(grain, str):
             _utf8(grain, "grain")
+        if grain not in GRAINS:
+            given = shown(grain) if isinstance(grain, str) else shown(json.dumps(grain), False)
+            raise QueryError(f"{given} is not one of {', '.join(GRAINS)}", "grain")
         return grain
 
     @field_validator("metric", "sort")

@@ -17,6 +17,7 @@ from glossogen.export._lines import damaged_note
 from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
 from glossogen.export._selection import (
     MAX_RUNS,
+    SERVED_RUNS_DIR,
     FilterSelection,
     RunIds,
     RunIdSelection,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         ExportRunsRequest,
         export_runs,
         plan_export,
+        served_line,
         write_export,
     )
     from glossogen.export._tables import (
@@ -90,6 +92,7 @@ _RUNS_NAMES = {
     "ExportRunsRequest",
     "export_runs",
     "plan_export",
+    "served_line",
     "write_export",
 }
 _ATIF_NAMES = {"build_trajectories", "trajectory_json"}
@@ -153,6 +156,7 @@ __all__ = [
     "ExportRunsRequest",
     "export_runs",
     "plan_export",
+    "served_line",
     "write_export",
     "RAW_ZIP_MAX_BYTES",
     "RawZipResult",
@@ -168,6 +172,7 @@ __all__ = [
     "LOG_FRAMES",
     "MAX_RUNS",
     "RUNNING",
+    "SERVED_RUNS_DIR",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

@@ -43,6 +43,9 @@ class SelectionError(ValueError):
         field: The selection field at fault (``knob``, ``run_ids``, ``max_runs``, ...).
         refusal: The refusal as data, which each surface words its own way (the CLI names
             its flags), or None when the line names no field a surface sets.
+        served: The refusal as a server's client reads it (REST, MCP), when ``refusal``
+            names the server's own runs directory (which the CLI's user typed, a client did
+            not); None when the two are the same.
     """
 
     def __init__(self, message: str, field: str, refusal: Refusal | None = None) -> None:
@@ -51,11 +54,18 @@ class SelectionError(ValueError):
         self.message = message
         self.field = field
         self.refusal = refusal
+        self.served: Refusal | None = None
 
     @classmethod
-    def of(cls, refusal: Refusal) -> SelectionError:
-        """The error of ``refusal``, its line naming the selection's fields."""
-        return cls(refusal.worded(), refusal.field, refusal)
+    def of(cls, refusal: Refusal, served: Refusal | None = None) -> SelectionError:
+        """The error of ``refusal``, its line naming the selection's fields.
+
+        ``served``: the refusal as a server's client reads it, when ``refusal`` names the
+        server's runs directory.
+        """
+        error = cls(refusal.worded(), refusal.field, refusal)
+        error.served = served
+        return error
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:

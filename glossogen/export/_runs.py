@@ -17,11 +17,13 @@ from glossogen import exit_codes
 from glossogen.export._knobfilter import SelectionError
 from glossogen.export._selection import (
     MAX_RUNS,
+    SERVED_RUNS_DIR,
     RunRecord,
     RunsDirError,
     SelectedRuns,
     Selection,
     select_runs,
+    without_runs_dir,
 )
 from glossogen.refusals import Refusal, worded
 from glossogen.storage import StorageError
@@ -82,6 +84,29 @@ class ExportRefused(ValueError):
         self.field = field
         self.refusal = refusal
         self.cause = cause
+
+
+def served_line(exc: BaseException, runs_dir: str = "", names: dict[str, str] | None = None) -> str:
+    """The one line a server's client (REST, MCP) is shown for a selection's or export's refusal.
+
+    As :func:`~glossogen.refusals.worded` words it (``names``: the surface's name for each
+    field), except that the server's runs directory, which the client neither gave nor can
+    act on, is never named by its path: a runs directory that is missing or a file is
+    ``the server's runs directory does not exist``; a scenario no run has, ``scenario 'x' has
+    no run in the server's runs directory (scenarios there: ...)``; a storage failure's line
+    names the runs dir ``runs_dir`` as the server's runs directory, and a file under it by its
+    path within it (``veyru/1/veyru.jsonl``), as is a run file's that cannot be read. The
+    CLI keeps the path (its user typed it).
+    """
+    if isinstance(exc, ExportRefused) and isinstance(exc.cause, (SelectionError, RunsDirError)):
+        return served_line(exc.cause, runs_dir, names)
+    if isinstance(exc, RunsDirError):
+        return f"{SERVED_RUNS_DIR} {exc.reason}"
+    if isinstance(exc, SelectionError) and exc.served is not None:
+        return exc.served.worded(names)
+    line = (worded(exc, names) or type(exc).__name__).splitlines()[0]
+    own = isinstance(exc, ExportRefused) and exc.field == "out"  # the client's own folder
+    return line if own or not runs_dir.strip() else without_runs_dir(line, runs_dir)
 
 
 @dataclass(frozen=True)

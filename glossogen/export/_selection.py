@@ -16,6 +16,8 @@ reader upcasts them); any other word is refused, naming it, before a run is read
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -339,8 +341,39 @@ class SelectedRuns:
         return sorted({r.scenario for r in self.records})
 
 
+SERVED_RUNS_DIR = "the server's runs directory"
+"""How a server's refusal names its runs directory to a client (REST, MCP), never by its path:
+the client did not give the path and cannot act on it."""
+
+
+def without_runs_dir(text: str, runs_dir: str) -> str:
+    """``text`` without the runs dir's own path: a file under it by its path within it.
+
+    The folder itself is :data:`SERVED_RUNS_DIR`. Only an absolute path or a URL is cut (as
+    given and as resolved), never a relative name, which may be a word of the line.
+    """
+    roots = {runs_dir.rstrip("/")}
+    with contextlib.suppress(Exception):  # only a nicer line: the text stands as it is
+        roots.add(RunStore(runs_dir).runs_dir.rstrip("/"))
+    for root in sorted(roots, key=len, reverse=True):
+        if os.path.isabs(root) or "://" in root:
+            text = text.replace(repr(root), SERVED_RUNS_DIR).replace(root + "/", "")
+            text = text.replace(root, SERVED_RUNS_DIR)
+    return text
+
+
 class RunsDirError(OSError):
-    """The runs directory does not exist or is not a folder (one line naming it)."""
+    """The runs directory does not exist or is not a folder (one line naming it).
+
+    Attributes:
+        reason: What is wrong, without the path (``does not exist``), as a server words it
+            to its client (:data:`SERVED_RUNS_DIR` ``does not exist``).
+    """
+
+    def __init__(self, runs_dir: str, reason: str) -> None:
+        """Keep the reason; the line names the folder (``'runs' does not exist``)."""
+        super().__init__(f"{runs_dir!r} {reason}")
+        self.reason = reason
 
 
 def check_runs_dir(runs_dir: str) -> None:
@@ -354,14 +387,14 @@ def check_runs_dir(runs_dir: str) -> None:
         StorageError: the storage is unreachable.
     """
     if not runs_dir.strip():  # never read as the working directory
-        raise RunsDirError(f"{runs_dir!r} names no folder")
+        raise RunsDirError(runs_dir, "names no folder")
     kind = path_kind(runs_dir)
     if kind == "folder":
         return
     local = RunStore(runs_dir).local
     if kind == "file":
-        raise RunsDirError(f"{runs_dir!r} is {'a file' if local else 'an object'}, not a folder")
-    raise RunsDirError(f"{runs_dir!r} does not exist")
+        raise RunsDirError(runs_dir, f"is {'a file' if local else 'an object'}, not a folder")
+    raise RunsDirError(runs_dir, "does not exist")
 
 
 class NotARunLog(ValueError):
@@ -526,7 +559,10 @@ def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> Non
         return
     which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
     message = f"{shown(absent[0])} has no run under {runs_dir} ({which})"
-    raise SelectionError.of(Refusal(field="scenario", reason=message))
+    served = f"{shown(absent[0])} has no run in {SERVED_RUNS_DIR} ({which})"
+    raise SelectionError.of(
+        Refusal(field="scenario", reason=message), Refusal(field="scenario", reason=served)
+    )
 
 
 def _select_by_ids(

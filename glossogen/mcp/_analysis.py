@@ -76,7 +76,7 @@ class Analysis(ToolBase):
                 "max_runs": max_runs,
             })  # fmt: skip
 
-        return _refused(lambda: answer(self.runs_dir, _refused(query)))
+        return _refused(lambda: answer(self.runs_dir, _refused(query)), self.runs_dir)
 
     def list_analysis_fields(
         self,
@@ -98,20 +98,27 @@ class Analysis(ToolBase):
         return _refused(
             lambda: fields(
                 self.runs_dir, checked.selection, checked.grain, checked.metric, checked.max_runs
-            )
+            ),
+            self.runs_dir,
         )
 
 
-def _refused(step: Callable[[], T]) -> T:
-    """Run ``step``; a refusal of the query, the selection or the storage is one tool error."""
+def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
+    """Run ``step``; a refusal of the query, the selection or the storage is one tool error.
+
+    Its line never names the server's runs directory ``runs_dir`` by its path
+    (:func:`~glossogen.export.served_line`): the client did not give it.
+    """
     from glossogen.analysis import QueryError, query_error_of
-    from glossogen.export import RunsDirError, SelectionError
+    from glossogen.export import RunsDirError, SelectionError, served_line
     from glossogen.storage import StorageError
 
     try:
         return step()
-    except (QueryError, SelectionError) as exc:
+    except QueryError as exc:
         raise ToolError(exc.message) from None
+    except (SelectionError, RunsDirError, StorageError) as exc:
+        raise ToolError(served_line(exc, runs_dir)) from None
     except ValidationError as exc:
         ours = query_error_of(exc)
         if ours is not None:  # a query's own check: its line, as the engine's other refusals
@@ -119,10 +126,6 @@ def _refused(step: Callable[[], T]) -> T:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "query"
         raise ToolError(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None
-    except RunsDirError as exc:
-        raise ToolError(f"runs directory {exc}") from None
-    except StorageError as exc:
-        raise ToolError(str(exc).splitlines()[0]) from None
 
 
 def register(server: MCPServer, runs_dir: str) -> None:

@@ -14,6 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from glossogen.eventlog import (
     RunView,
 )
+from glossogen.export import SERVED_RUNS_DIR
 from glossogen.refusals import worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
@@ -101,7 +102,7 @@ class ToolBase:
         if unstarted and not folder.has_log() and folder.exists(CONFIG):
             return folder
         if not folder.has_log():
-            raise ToolError(f"run {run_id!r} has no event log in {self.runs_dir}")
+            raise ToolError(f"run {run_id!r} has no event log in {SERVED_RUNS_DIR}")
         return folder
 
     def _view(self, folder: RunFolder) -> RunView:

@@ -27,7 +27,6 @@ from glossogen.mcp._base import (
     ToolBase,
     checked_page_size,
     cursor_offset,
-    refuse,
 )
 from glossogen.mcp._results import (
     EventPage,
@@ -94,7 +93,13 @@ class RunReading(ToolBase):
         page_size: StrictInt | None = None,
     ) -> RunPage:
         """Runs matching every filter (the export's), oldest first, one page at a time."""
-        from glossogen.export import FilterSelection, RunsDirError, SelectionError, select_runs
+        from glossogen.export import (
+            FilterSelection,
+            RunsDirError,
+            SelectionError,
+            select_runs,
+            served_line,
+        )
 
         start, size = cursor_offset(cursor, "list_runs"), checked_page_size(page_size)
         selection = FilterSelection(
@@ -106,8 +111,8 @@ class RunReading(ToolBase):
         )
         try:
             selected = select_runs(self.runs_dir, selection)
-        except (RunsDirError, SelectionError, StorageError) as exc:
-            raise refuse(exc) from None
+        except (RunsDirError, SelectionError, StorageError) as exc:  # never the server's path
+            raise ToolError(served_line(exc, self.runs_dir)) from None
         rows = [
             RunRow(
                 run_id=r.run_id,

@@ -105,6 +105,7 @@ class Scoring(ToolBase):
             SelectionError,
             export_runs,
             selection_of,
+            served_line,
         )
 
         try:
@@ -117,7 +118,7 @@ class Scoring(ToolBase):
                 include_metric_summaries=include_metric_summaries, include_logs=include_logs,
                 include_atif=include_atif,
             ))  # fmt: skip
-        except (SelectionError, ExportRefused) as exc:
-            raise refuse(exc) from None
+        except (SelectionError, ExportRefused) as exc:  # never the server's runs dir's path
+            raise ToolError(served_line(exc, self.runs_dir)) from None
         filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
         return Exported(out=out, runs=done.runs, files=done.files, rows=done.rows, coverage=filled)

@@ -67,6 +67,7 @@ from glossogen.export import (
     check_runs_dir,
     select_runs,
     selection_of,
+    served_line,
 )
 from glossogen.export._selection import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown
@@ -80,8 +81,12 @@ Many = Annotated[list[str] | None, Param()]
 """A repeatable query parameter (``?scenario=a&scenario=b``)."""
 
 
-def _refuse(exc: Exception) -> NoReturn:
-    """Raise the HTTP refusal of a library refusal (one line)."""
+def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
+    """Raise the HTTP refusal of a library refusal (one line).
+
+    The line never names the server's runs directory ``runs_dir`` by its path
+    (:func:`~glossogen.export.served_line`): the client did not give it.
+    """
     if isinstance(exc, ValidationError):  # a query's own check: as the engine's refusals
         exc = query_error_of(exc) or exc
     if isinstance(exc, RunsMissing):  # as the export's routes refuse them
@@ -89,16 +94,18 @@ def _refuse(exc: Exception) -> NoReturn:
                                   "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip
     if isinstance(exc, SelectionError) and exc.field == "max_runs":
         raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
-    if isinstance(exc, (QueryError, SelectionError)):
+    if isinstance(exc, QueryError):
         raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
+    if isinstance(exc, SelectionError):
+        raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
     if isinstance(exc, RunsDirError):
-        raise HTTPException(503, {"message": f"runs directory {exc}"}) from exc
+        raise HTTPException(503, {"message": served_line(exc)}) from exc
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "query"
         message = str(first["msg"]).removeprefix("Value error, ")
         raise HTTPException(422, {"field": field, "message": message}) from exc
-    raise HTTPException(503, {"message": str(exc).splitlines()[0]}) from exc
+    raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 
 def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord], list[str]]:
@@ -123,7 +130,7 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         )
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
-        _refuse(exc)
+        _refuse(exc, runs_dir)
     return records, skipped_notes(runs_dir, selected.unreadable)
 
 
@@ -161,7 +168,7 @@ def query_runs(slug: str, query: Query, request: Request) -> Result:
     try:
         result = answer_records(records, query, skipped=notes)
     except (QueryError, StorageError) as exc:
-        _refuse(exc)
+        _refuse(exc, request.app.state.settings.runs_dir)
     root = str(request.app.state.settings.runs_dir).rstrip("/") + "/"
     result.notes = [note.replace(root, "") for note in result.notes]  # no server path shown
     return result
@@ -207,7 +214,7 @@ def list_fields(
     try:
         return fields_of(records, query.grain, query.metric, skipped=notes)
     except (QueryError, StorageError) as exc:
-        _refuse(exc)
+        _refuse(exc, request.app.state.settings.runs_dir)
 
 
 MAX_DRAWN_GROUPS = 500
@@ -298,7 +305,7 @@ def list_dashboards(slug: str, request: Request) -> SavedDashboards:
     try:
         return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
     except StorageError as exc:
-        _refuse(exc)
+        _refuse(exc, request.app.state.settings.runs_dir)
 
 
 @router.get("/dashboards/{name}")
@@ -315,7 +322,7 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
     except DashboardsInTheWay as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
     except StorageError as exc:
-        _refuse(exc)
+        _refuse(exc, request.app.state.settings.runs_dir)
 
 
 @router.put("/dashboards/{name}")
@@ -335,5 +342,5 @@ def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> S
     except DashboardsInTheWay as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
     except (RunsDirError, StorageError) as exc:
-        _refuse(exc)
+        _refuse(exc, request.app.state.settings.runs_dir)
     return SavedDashboard(name=name, path=path)

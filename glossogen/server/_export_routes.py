@@ -63,8 +63,10 @@ from glossogen.export import (
     estimate_raw_bytes,
     legend,
     select_runs,
+    served_line,
     write_raw_zip,
 )
+from glossogen.export._selection import without_runs_dir
 from glossogen.storage import StorageError
 
 DEFAULT_GROUP = "local"
@@ -141,12 +143,12 @@ def _select(request: Request, slug: str, body: ExportRequest) -> _Selected:
     try:
         # No ceiling here: the group is applied first, then the ceiling on what remains.
         selected = select_runs(settings.runs_dir, body.selection, max_runs=sys.maxsize)
-    except SelectionError as exc:
-        raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
+    except SelectionError as exc:  # never the server's runs directory by its path
+        raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
     except RunsDirError as exc:
-        raise HTTPException(503, {"message": f"runs directory {exc}"}) from exc
+        raise HTTPException(503, {"message": served_line(exc)}) from exc
     except StorageError as exc:
-        raise HTTPException(503, {"message": str(exc)}) from exc
+        raise HTTPException(503, {"message": served_line(exc, settings.runs_dir)}) from exc
     records = [r for r in selected.records if group_of(r) == slug]
     missing = set(selected.missing_run_ids)
     if isinstance(body.selection, RunIdSelection):
@@ -195,14 +197,19 @@ def _run_ceiling(count: int, max_runs: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _reading_runs() -> Iterator[None]:
-    """Answer 404 for a run deleted while it is read, 503 for unreadable storage."""
+def _reading_runs(runs_dir: str) -> Iterator[None]:
+    """Answer 404 for a run deleted while it is read, 503 for unreadable storage.
+
+    The file is named by its path within the runs dir ``runs_dir`` (``veyru/1/veyru.jsonl``),
+    never by the server's own path.
+    """
     try:
         yield
     except FileNotFoundError as exc:
-        raise HTTPException(404, {"message": f"{exc}; drop it from the selection"}) from exc
+        line = without_runs_dir(str(exc), runs_dir)
+        raise HTTPException(404, {"message": f"{line}; drop it from the selection"}) from exc
     except StorageError as exc:
-        raise HTTPException(503, {"message": str(exc)}) from exc
+        raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 
 def _temp_file(suffix: str) -> tuple[IO[bytes], str]:
@@ -243,7 +250,7 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
     selected = _select(request, slug, body)
     records = selected.records
     described: dict[str, Any] = {"columns": [], "metrics": [], "runs_without_report": 0}
-    with _reading_runs():
+    with _reading_runs(settings.runs_dir):
         if records:
             described = available_columns(records)
         estimate = estimate_raw_bytes(records, include_logs=body.include_logs)
@@ -299,7 +306,7 @@ def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse
     names = _frames(body)
     selected = _select(request, slug, body)
     _refusals(selected, slug, settings.max_runs)
-    with _reading_runs():
+    with _reading_runs(settings.runs_dir):
         try:
             frames = build_frames(
                 selected.records,
@@ -364,7 +371,7 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
     records = selected.records
     sink, path = _temp_file(".zip")
     try:
-        with sink, _reading_runs():
+        with sink, _reading_runs(settings.runs_dir):
             write_raw_zip(
                 records,
                 sink,

@@ -34,9 +34,15 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from glossogen.eventlog import STATUSES, RunView
-from glossogen.export import FilterSelection, RunRecord, RunsDirError, SelectionError, select_runs
+from glossogen.export import (
+    FilterSelection,
+    RunRecord,
+    RunsDirError,
+    SelectionError,
+    select_runs,
+    served_line,
+)
 from glossogen.refusals import shown as shown_value
-from glossogen.refusals import worded
 from glossogen.server._live_routes import load_scenario_events, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
@@ -210,10 +216,10 @@ def runs(request: Request) -> HTMLResponse:
             error, code = f"glossogen: error: per_page {raw_size!r} is not one of {sizes}", 422
         else:
             page = list_runs(settings.runs_dir, filters, _cache(request), page_number, per_page)
-    except SelectionError as exc:
-        error, code = f"glossogen: error: {worded(exc, COMMAND_WORDS)}", 422
+    except SelectionError as exc:  # never the server's runs directory by its path
+        error, code = f"glossogen: error: {served_line(exc, settings.runs_dir, COMMAND_WORDS)}", 422
     except (RunsDirError, StorageError) as exc:
-        error, code = f"glossogen: error: runs directory {exc}", 503
+        error, code = f"glossogen: error: {served_line(exc, settings.runs_dir)}", 503
     template = "_rows.html" if request.query_params.get("fragment") == "rows" else "runs.html"
     return _render(
         template,

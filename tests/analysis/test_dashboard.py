@@ -223,6 +223,14 @@ def test_the_static_report(
             "queries: {a: {measures: []}}\ncharts: [{name: c, query: a}]\n",
             "queries.a.measures: List should have at least 1 item after validation, not 0",
         ),
+        (  # as --grain words it: the value and the grains
+            "queries: {a: {grain: week, measures: [{field: x}]}}\ncharts: [{name: c, query: a}]\n",
+            "queries.a.grain 'week' is not one of run, round, agent, message, call, observation",
+        ),
+        (
+            "queries: {a: {by: [k, ''], measures: [{field: x}]}}\ncharts: [{name: c, query: a}]\n",
+            "queries.a.by 'k,': a key is empty",
+        ),
         (  # a chart named runs would write runs.csv over the run list
             "queries: {a: {measures: [{field: x}]}}\ncharts: [{name: runs, query: a}]\n",
             "charts.0.name 'runs': its file runs.csv is also one of the report's own files; "

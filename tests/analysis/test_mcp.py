@@ -90,7 +90,7 @@ def test_the_same_answer_as_the_cli(
         "by: List should have at most 2 items after validation, not 3",
         "key '': a key is empty",
         "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
-        "grain: Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
+        "grain 'turn' is not one of run, round, agent, message, call, observation",
         "metric 'nope': no report of this selection has this metric (they have "
         "mean_chars_per_round, round_success, task_done, team_split)",
     ]

@@ -89,8 +89,8 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
         "field": "grain",
-        "message": "Input should be 'run', 'round', 'agent', 'message', 'call' or 'observation'",
-    }
+        "message": "grain 'turn' is not one of run, round, agent, message, call, observation",
+    }  # as --grain words it: the value and the grains
     assert (other_group.status_code, other_group.json()) == (  # no run records the group
         404, {"detail": {"message": "no group 'lab': no run records it"}}
     )  # fmt: skip
@@ -199,8 +199,8 @@ def test_saving_a_dashboard_into_a_runs_dir_that_is_a_file_is_503(tmp_path: Path
              "charts": [{"name": "c", "query": "q", "chart": "line"}]}  # fmt: skip
     saved = client.put(f"{API}/dashboards/study", json=board)
     assert saved.status_code == 503
-    assert saved.json()["detail"] == {
-        "message": f"runs directory {str(runs)!r} is a file, not a folder"
+    assert saved.json()["detail"] == {  # the server's folder, not its path
+        "message": "the server's runs directory is a file, not a folder"
     }
 
 
@@ -364,3 +364,20 @@ def test_an_empty_answer_is_the_same_on_the_cli_and_rest(
     assert got.status_code == 200
     assert cli["groups"] == got.json()["groups"] == groups
     assert cli["notes"] == got.json()["notes"]
+
+
+def test_an_unknown_grain_in_a_query_body_is_named_as_the_cli_names_it(cohort: Cohort) -> None:
+    from fastapi.testclient import TestClient
+
+    from glossogen.server import create_app
+
+    client = TestClient(create_app(cohort.runs_dir))
+    grains = "is not one of run, round, agent, message, call, observation"
+    measures = [{"field": "task_done"}]
+    answers = [client.post(f"{API}/query", json={"grain": grain, "measures": measures})
+               for grain in ("week", 5, None)]  # fmt: skip
+    assert [(a.status_code, a.json()["detail"]) for a in answers] == [
+        (422, {"field": "grain", "message": f"grain 'week' {grains}"}),
+        (422, {"field": "grain", "message": f"grain 5 {grains}"}),
+        (422, {"field": "grain", "message": f"grain null {grains}"}),
+    ]
