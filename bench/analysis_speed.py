@@ -91,8 +91,8 @@ def measure(runs_dir: str, runs: int, out: str) -> dict[str, float]:
     import polars as pl
 
     from glossogen.analysis import Measure, Query, answer
-    from glossogen.analysis._engine import select_rows
     from glossogen.analysis._projection import Projection
+    from glossogen.analysis._select import select_rows
 
     query = Query(grain="round", by=["round_budget_chars", "channel_noise_level"],
                   measures=[Measure(field="round_success", agg="mean")], max_runs=runs)  # fmt: skip

@@ -9,17 +9,8 @@ JSON or CSV; REST, MCP and the run browser's page do the same. Dashboards (``_da
 are files of named queries and charts, rendered as a static report. No Prefect, no server.
 """
 
-from glossogen.analysis._engine import (
-    RunsMissing,
-    answer,
-    answer_records,
-    check_query,
-    check_sort,
-    fields,
-    fields_of,
-    grain_frame,
-    skipped_notes,
-)
+from glossogen.analysis._checks import check_query, check_sort
+from glossogen.analysis._engine import answer, answer_records, fields, fields_of
 from glossogen.analysis._query import (
     AGGREGATES,
     BLANK,
@@ -40,6 +31,8 @@ from glossogen.analysis._query import (
     query_error_of,
 )
 from glossogen.analysis._render import result_frame
+from glossogen.analysis._rows import grain_frame
+from glossogen.analysis._select import RunsMissing, skipped_notes
 
 __all__ = [
     "AGGREGATES",

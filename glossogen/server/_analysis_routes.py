@@ -59,7 +59,7 @@ from glossogen.analysis._dashboard import (
     DashboardError,
     DashboardsInTheWay,
 )
-from glossogen.analysis._engine import refuse_missing
+from glossogen.analysis._select import refuse_missing
 from glossogen.export import (
     RunRecord,
     RunsDirError,
