@@ -25,7 +25,9 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   the real clock is ordered, hosted seat or not: real time interleaved its seats.
 - A step that receives a cancellation goes (a phase end, a stop: the round's task cancels the
   seats), but a seat's waits while the next recorded event is another seat's: the seats cut
-  off close their histories (their tool results, :func:`cut_off`) in the recorded order.
+  off close their histories (their tool results, :func:`cut_off`) in the recorded order. While
+  the next is the seat's own ``llm_response_received`` (an answer that had come when the cut
+  reached it), its other tasks' steps already due go first (:meth:`Sequencer._answer_first`).
 - When every task waits (nothing is ready to run on the event loop, a :class:`ReplayLoop`) and
   some task waits for its turn, the round's own task, else the seat that has waited longest,
   takes one step: a step that logs nothing but that
@@ -240,6 +242,8 @@ class Sequencer:
         self._order = itertools.count()
         self._granted: _Gated | None = None
         self._released = False
+        self._deferred = False
+        """A seat's cancellation waits for another of its tasks' step (:meth:`_answer_first`)."""
         self._places: list[tuple[int, Callable[[], bool], asyncio.Future[None]]] = []
 
     # -- the gate ------------------------------------------------------------------------------
@@ -265,10 +269,26 @@ class Sequencer:
                 return False
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
+            if next_owner == seat and self._answer_first(seat, at):
+                self._deferred = True  # its answer is taken up first; asked again then
+                return False
             return next_owner not in self._seats or next_owner == seat
         if next_owner == seat and self._closed_by_the_end(seat, at):
             return False  # the phase's end closes it: the seat goes on only cut off
         return next_owner in (seat, JUDGE)
+
+    def _answer_first(self, seat: str, at: int) -> bool:
+        """Whether ``seat``, cut off, first takes up the answer the record shows it had.
+
+        The next recorded event is the seat's ``llm_response_received`` while the phase's end
+        cuts it off: the answer had come when the cut reached the seat, so its cycle's end found
+        it in the history and logged it (not its ledger, as abandoned). In the replay the answer
+        came at once; another of the seat's tasks (pydantic-ai's, which puts the answer in the
+        history) has a step due. That step goes before the seat's cancellation, as in the record.
+        """
+        return isinstance(self._recorded[at], LlmResponseReceived) and any(
+            waiting.seat == seat and waiting.due for waiting in self._waiting
+        )
 
     def _closed_by_the_end(self, seat: str, at: int) -> bool:
         """Whether the next recorded event is ``seat``'s tool result closed by the phase's end.
@@ -336,7 +356,9 @@ class Sequencer:
 
     def stepped(self, gated: _Gated) -> None:
         """``gated`` took a step: it no longer waits for its turn."""
-        self._waiting.pop(gated, None)
+        if self._waiting.pop(gated, None) is not None and self._deferred:
+            self._deferred = False
+            self._wake()  # a cancellation put off for this step (:meth:`_answer_first`) goes on
 
     async def reached(self, place: int, ready: Callable[[], bool]) -> None:
         """Return once the log holds ``place`` events and ``ready()``, or its process played out.
@@ -604,6 +626,13 @@ class _Gated(Coroutine[Any, Any, Any]):
         self._gate: asyncio.Future[None] | None = None
         self.cancelled = False
         """True once a cancellation reached the coroutine (it then goes on unasked)."""
+        self.seat: str | None = None
+        """The seat whose task this is (:data:`~glossogen.engine.SEAT`), once it first steps."""
+
+    @property
+    def due(self) -> bool:
+        """Whether the step it waits to take is a plain one (no cancellation, no error)."""
+        return self._gate is not None and self.held is None and not self.cancelled
 
     def send(self, value: Any) -> Any:
         if self._gate is not None:  # the gate's future resolved: ask again
@@ -625,6 +654,7 @@ class _Gated(Coroutine[Any, Any, Any]):
 
     def _step(self, exc: BaseException | None) -> Any:
         sequencer = self._sequencer
+        self.seat = SEAT.get()
         if not sequencer.may_step(self, exc):
             self.held = exc
             gate = sequencer.wait_turn(self)
