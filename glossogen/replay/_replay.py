@@ -54,7 +54,7 @@ from glossogen.eventlog import (
     new_id,
     read_tape,
 )
-from glossogen.replay._clock import RecordedClock, game_times
+from glossogen.replay._clock import RecordedClock, game_times, quiet_ends
 from glossogen.replay._model import Pacing, TapeAnswers, replay_model
 from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner, run_replay
 from glossogen.storage import LINEAGE, RunFolder
@@ -417,9 +417,10 @@ async def _play_tape(
     seats = {seat.agent_id: seat for seat in config.seats}
     hosted = any(seat.provider not in UNBILLED for seat in seats.values())
     owners = [owner(e, frozenset(seats)) for e in recorded.events]
-    times = game_times(
-        recorded.events, found_over(recorded.events, cut_off(owners, recorded.events))
-    )
+    found = found_over(recorded.events, cut_off(owners, recorded.events))
+    quiet = quiet_ends(recorded.events, found, owners)
+    times = game_times(recorded.events, found, frozenset(quiet))
+    expiring = {over: times[end] for end, over in quiet.items()}
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
     pacing.place = lambda call: places.get(id(settling[call.line]), call.line)
@@ -456,7 +457,9 @@ async def _play_tape(
             judge_model=judge,
             judge_answers=answers,
             virtual_clock=True,
-            clock_of=partial(_recorded_clock, recorded.events, times, before) if real else None,
+            clock_of=partial(_recorded_clock, recorded.events, times, expiring, before)
+            if real
+            else None,
         )
         if point is not None and (stopped or number == 0):
             # each seat goes on from its calls the log holds (a derived run's: its prefix's)
@@ -535,10 +538,14 @@ def _logged(before: int, writer: EventLogWriter) -> int:
 
 
 def _recorded_clock(
-    recorded: list[Event], times: list[float], before: int, writer: EventLogWriter
+    recorded: list[Event],
+    times: list[float],
+    expiring: dict[int, float],
+    before: int,
+    writer: EventLogWriter,
 ) -> RecordedClock:
     """The clock of a process that played on the real clock, read at the replay's place."""
-    return RecordedClock(recorded, times, partial(_logged, before, writer))
+    return RecordedClock(list(recorded), list(times), partial(_logged, before, writer), expiring)
 
 
 def _segments(events: list[Event]) -> list[_Process]:
