@@ -326,7 +326,8 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
 
     Raises:
         DeriveError: not a run folder or no log (66); a run that has not ended, or whose log
-            lost an event (a damaged line; 65).
+            lost an event (a damaged line, a torn last line: its ending's, too) or holds one
+            twice (65).
         LaunchError: its recorded knobs no longer validate (65).
     """
     return run_replay(_replay(request))
@@ -336,6 +337,12 @@ async def _replay(request: ReplayRequest) -> ReplayReport:
     from glossogen.derive import DeriveError
 
     source, started, recorded, config = _source(request.run_dir)
+    torn = recorded.torn_tail if recorded.ended is None and not source.is_locked() else None
+    if torn is not None:  # its ending may be the line cut off: an event lost, named as such
+        where, what = torn
+        raise DeriveError(
+            f"{source.log_url} {where}: {what}; a run whose log lost an event is not replayed"
+        )
     if recorded.ended is None or recorded.status in ("running", "stopped"):
         raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
     began = time.monotonic()
