@@ -54,6 +54,8 @@ from glossogen.eventlog import (
     new_id,
     read_tape,
 )
+from glossogen.exit_codes import USAGE
+from glossogen.refusals import Refusal, is_utf8, shown_path
 from glossogen.replay._clock import RecordedClock, game_times, quiet_ends
 from glossogen.replay._model import Pacing, TapeAnswers, replay_model
 from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner, run_replay
@@ -325,9 +327,9 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
     """Replay the run at ``request.run_dir`` into ``request.runs_dir`` and compare.
 
     Raises:
-        DeriveError: not a run folder or no log (66); a run that has not ended, or whose log
-            lost an event (a damaged line, a torn last line: its ending's, too) or holds one
-            twice (65).
+        DeriveError: a ``runs_dir`` that is not UTF-8 text (64); not a run folder or no log
+            (66); a run that has not ended, or whose log lost an event (a damaged line, a torn
+            last line: its ending's, too) or holds one twice (65).
         LaunchError: its recorded knobs no longer validate (65).
     """
     return run_replay(_replay(request))
@@ -336,6 +338,10 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
 async def _replay(request: ReplayRequest) -> ReplayReport:
     from glossogen.derive import DeriveError
 
+    if not is_utf8(request.runs_dir):  # as every command refuses a value that is not text
+        refusal = Refusal(field="runs_dir", value=shown_path(request.runs_dir),
+                          reason="not UTF-8 text")  # fmt: skip
+        raise DeriveError(refusal=refusal, exit_code=USAGE)
     source, started, recorded, config = _source(request.run_dir)
     torn = recorded.torn_tail if recorded.ended is None and not source.is_locked() else None
     if torn is not None:  # its ending may be the line cut off: an event lost, named as such
