@@ -11,8 +11,10 @@ unified diff of the first event that differs, and whether verdicts and spend are
 recorded before request fingerprints were logged is replayed without the request check, and
 the output says so.
 
-Exit codes: 0 identical; 1 a divergence; 65 a run that has not ended, or whose recorded knobs
-no longer validate; 66 not a run folder, or no log; 69 unreachable storage.
+Exit codes: 0 identical; 1 a divergence; 64 a ``--runs-dir`` that is not UTF-8 text; 65 a run
+that has not ended, whose log lost an event or holds one twice, or whose recorded knobs no
+longer validate; 66 not a run folder, or no log, or a ``--runs-dir`` in which no folder can be
+made (a file, not writable); 69 unreachable storage.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import typer
 
 from glossogen import exit_codes
-from glossogen.cli._refusals import error
+from glossogen.cli._refusals import error, said
 
 
 def _error(message: str, code: int) -> int:
@@ -43,7 +45,7 @@ def replay(
     try:
         report = replay_run(ReplayRequest(run_dir=run_dir, runs_dir=runs_dir))
     except (DeriveError, LaunchError) as exc:
-        return _error(str(exc), exc.exit_code)
+        return _error(said(exc), exc.exit_code)  # a refused value named by its flag
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     print(f"replay of {report.source_run_id}: {report.replay_url}", flush=True)

@@ -132,7 +132,10 @@ def read_run_view(
     be lost (a damaged line, or the torn last line of an ended run: what ``glossogen verify``
     names under its ``log`` rule, :attr:`~glossogen.eventlog.RunView.lost_lines`) is refused
     in one line naming the log and the line(s): ``<log> line 41: 1 damaged line(s): an event
-    may be lost; a run whose log lost an event is not replayed``.
+    may be lost; a run whose log lost an event is not replayed``; so is a log that holds an
+    event twice (a line written again, :attr:`~glossogen.eventlog.RunView.repeated_note`):
+    ``<log> line 21: event <id> (model_request_sent) is in the log twice (lines 20, 21); a run
+    whose log holds an event twice is not replayed``.
 
     Every agent history in the log is checked readable here (upcast as
     :func:`~glossogen.derive.upcast_history` says), so resume and fork refuse an unreadable one
@@ -141,7 +144,7 @@ def read_run_view(
     Raises:
         DeriveError: no log in the folder, an empty one, a folder in its place, or a log that
             starts no run (66); a log of another scenario than ``scenario`` (65); with
-            ``whole_for``, a log in which an event may be lost (65).
+            ``whole_for``, a log in which an event may be lost, or one event twice (65).
         HistoryUnreadable: (65) an ``agent_history_appended`` no upcast makes readable; one
             line naming the log, the line number, the event and the first problem.
     """
@@ -180,6 +183,12 @@ def read_run_view(
         lost = "; ".join(f"{where}: {what}" for where, what in view.lost_lines)
         raise DeriveError(
             f"{folder.log_url} {lost}; a run whose log lost an event is not {whole_for}"
+        )
+    if whole_for is not None and (twice := view.repeated_note) is not None:
+        where, what = twice
+        raise DeriveError(
+            f"{folder.log_url} {where}: {what}; a run whose log holds an event twice is not "
+            f"{whole_for}"
         )
     return view
 

@@ -140,8 +140,7 @@ class _Books:
         self.broken: list[BrokenRule] = []
 
     def line(self, index: int) -> int:
-        numbers = self.view.read.line_numbers
-        return numbers[index] if len(numbers) == len(self.events) else index + 1
+        return self.view.line_of(index)
 
     file = ""
     """The log's name in a line's ``where`` (empty: the run's own log)."""
@@ -160,10 +159,9 @@ class _Books:
     def check_log(self) -> None:
         if self.view.damaged_note is not None:
             self.add("log", *self.view.damaged_note)
-        first_line: dict[str, int] = {}
-        for index, event in enumerate(self.events):
-            seen = first_line.setdefault(event.event_id, index)
-            if seen != index and not isinstance(event, _NAMED_TWICE_ELSEWHERE):
+        for seen, index in self.view.repeated:
+            event = self.events[index]
+            if not isinstance(event, _NAMED_TWICE_ELSEWHERE):
                 self.add("log", self.where(index), f"event {event.event_id} "
                          f"({event.event_type}) is in the log twice (lines {self.line(seen)}, "
                          f"{self.line(index)})")  # fmt: skip

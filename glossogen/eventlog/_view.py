@@ -377,11 +377,61 @@ class RunView:
         where = f"line {numbers}{more}" if numbers else "the log"
         return where, f"{read.invalid_lines} damaged line(s): an event may be lost"
 
+    def line_of(self, index: int) -> int:
+        """The line of the log (from 1) that holds ``events[index]``."""
+        numbers = self.read.line_numbers
+        return numbers[index] if len(numbers) == len(self.events) else index + 1
+
+    @cached_property
+    def repeated(self) -> list[tuple[int, int]]:
+        """Each event an earlier line already holds (its ``event_id``): ``(earlier, index)``.
+
+        Indexes into :attr:`events`; a line written twice (``glossogen verify``'s ``log`` rule).
+        """
+        first: dict[str, int] = {}
+        twice: list[tuple[int, int]] = []
+        for index, event in enumerate(self.events):
+            seen = first.setdefault(event.event_id, index)
+            if seen != index:
+                twice.append((seen, index))
+        return twice
+
+    @property
+    def repeated_note(self) -> tuple[str, str] | None:
+        """``("line 21", "event <id> (model_request_sent) is in the log twice (lines 20, 21)")``.
+
+        With more than one, the lines of the first five and a count; None when no event is in
+        the log twice.
+        """
+        twice = self.repeated
+        if not twice:
+            return None
+        lines = [self.line_of(index) for _, index in twice]
+        where = f"line {', '.join(str(n) for n in lines[:5])}{' ...' if len(lines) > 5 else ''}"
+        seen, index = twice[0]
+        event = self.events[index]
+        both = f"lines {self.line_of(seen)}, {self.line_of(index)}"
+        named = f"event {event.event_id} ({event.event_type})"
+        if len(twice) == 1:
+            return where, f"{named} is in the log twice ({both})"
+        first = f"the first, {named}: {both}"
+        return where, f"{len(twice)} events are in the log twice ({first})"
+
     @property
     def torn_note(self) -> tuple[str, str] | None:
         """The torn last line of a run that ended and no process writes, or None."""
+        return self.torn_tail if self.ended is not None else None
+
+    @property
+    def torn_tail(self) -> tuple[str, str] | None:
+        """The torn last line of a log no process writes, whether the run ended or not.
+
+        ``("line 46", "the last line is torn (cut off mid-write): an event may be lost")``: a
+        run killed mid-write, or whose ``simulation_ended`` itself was cut off; None when the
+        last line is whole or a live writer may still finish it.
+        """
         torn = self.read.truncated_line
-        if torn is None or self.live or self.ended is None:
+        if torn is None or self.live:
             return None
         return f"line {torn}", "the last line is torn (cut off mid-write): an event may be lost"
 

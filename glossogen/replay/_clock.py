@@ -54,11 +54,17 @@ def _after(start: float, elapsed: float) -> float:
     return end
 
 
-def game_times(recorded: list[Event], found: dict[int, int]) -> list[float]:
+def game_times(
+    recorded: list[Event], found: dict[int, int], quiet: frozenset[int] = frozenset()
+) -> list[float]:
     """The game time at each place of ``recorded`` (while its event is the next to be logged).
 
     ``found``: where the round's task found each phase over
-    (:func:`~glossogen.replay._sequencer.found_over`).
+    (:func:`~glossogen.replay._sequencer.found_over`). ``quiet``: the places of the phases'
+    ends (``round_ended``, ``postmortem_ended``) ended by their time limit in which no seat
+    logged anything: where such a phase was found over is also where it began (its start is
+    read there), so the time there stays the start's until the round's task waits for a
+    change (:func:`quiet_ends`, :meth:`RecordedClock.wait`).
     """
     if not recorded:
         return []
@@ -72,8 +78,29 @@ def game_times(recorded: list[Event], found: dict[int, int]) -> list[float]:
         elif isinstance(event, RoundEnded | PostmortemEnded) and event.elapsed_seconds is not None:
             now = _after(start, event.elapsed_seconds)
             over = found.get(place, place) if event.trigger == "timeout" else place
+            over += place in quiet
             times[over:] = [now] * (place + 1 - over)
     return times
+
+
+def quiet_ends(
+    recorded: list[Event], found: dict[int, int], seats: list[str | None]
+) -> dict[int, int]:
+    """The phases ended by time in which no seat logged anything: ``{end's place: found}``.
+
+    ``seats``: each recorded event's seat, or None (the round's, the judge's: its owner as
+    the sequencer reads it). ``found``: as :func:`game_times` takes it.
+    """
+    quiet: dict[int, int] = {}
+    began = 0
+    for place, event in enumerate(recorded):
+        if isinstance(event, RoundStarted | PostmortemStarted):
+            began = place
+        elif isinstance(event, RoundEnded | PostmortemEnded) and event.trigger == "timeout":
+            over = found.get(place, place)
+            if not any(seats[began:over]):
+                quiet[place] = over
+    return quiet
 
 
 class RecordedClock:
@@ -85,10 +112,19 @@ class RecordedClock:
 
     kind: ClockKind = "real"
 
-    def __init__(self, recorded: list[Event], times: list[float], logged: Callable[[], int]):
+    def __init__(
+        self,
+        recorded: list[Event],
+        times: list[float],
+        logged: Callable[[], int],
+        expiring: dict[int, float] | None = None,
+    ):
         self._stamps = [e.timestamp for e in recorded]
         self._times = times
         self._logged = logged
+        self._expiring = dict(expiring or {})
+        """``{place: the phase's end}`` of each quiet phase ended by time (:func:`quiet_ends`):
+        the time there is its start's until the round's task waits there."""
 
     def _place(self) -> int:
         return min(self._logged(), len(self._times) - 1)
@@ -106,7 +142,19 @@ class RecordedClock:
         await asyncio.sleep(0)
 
     async def wait(self, event: asyncio.Event, timeout: float) -> bool:
-        """Wait for ``event`` (every event logged sets it); True, or False for no time left."""
+        """Wait for ``event`` (every event logged sets it); True, or False for no time left.
+
+        At the place where a quiet phase was found over by its time limit, the wait runs out
+        there, as the record's did: after one step, in which the seats take the steps real time
+        let them take first (the sequencer grants theirs before the round's there), the time
+        moves on to the phase's end, and False.
+        """
+        if not event.is_set() and self._place() in self._expiring:
+            await asyncio.sleep(0)
+            place = self._place()
+            if not event.is_set() and place in self._expiring:
+                self._times[place] = self._expiring.pop(place)
+                return False
         if not event.is_set() and timeout > 0:
             await event.wait()
         return event.is_set()
@@ -116,4 +164,4 @@ class RecordedClock:
         return _nothing
 
 
-__all__ = ["RecordedClock", "game_times"]
+__all__ = ["RecordedClock", "game_times", "quiet_ends"]

@@ -168,7 +168,9 @@ def replay_model(
     or a stop cut off before it did is on no tape. So where the seats step in the recorded
     order (``Pacing.ordered``), its answer waits until the replay's log holds what the
     record's held before the answer was logged; a call cancelled before then (cut off, as in
-    the record) leaves its answer on the tape for the seat's next call.
+    the record) leaves its answer on the tape for the seat's next call. A call past the seat's
+    last answer on the tape waits until it is cut off: the record's was, before its answer came
+    (a phase its time limit ended before the seat's first answer).
 
     pydantic-ai's ``FunctionModel`` is the ``Model`` subclass that takes an answer function;
     the function here reads the tape (kept over a hand-written ``Model``: the request path,
@@ -181,8 +183,11 @@ def replay_model(
         try:
             if latency and pacing.pause is not None:
                 await pacing.pause(latency)
-            if unbilled and call is not None and pacing.ordered and pacing.reached is not None:
-                await pacing.reached(pacing.place(call), _always)
+            if unbilled and pacing.ordered and pacing.reached is not None:
+                if call is None:  # past its last answer: the record cut it off before it came
+                    await asyncio.Event().wait()
+                else:
+                    await pacing.reached(pacing.place(call), _always)
         except asyncio.CancelledError:
             pacing.calls[seat] = made - 1  # cut off before its answer came: not on the tape
             raise

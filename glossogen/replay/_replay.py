@@ -54,7 +54,9 @@ from glossogen.eventlog import (
     new_id,
     read_tape,
 )
-from glossogen.replay._clock import RecordedClock, game_times
+from glossogen.exit_codes import USAGE
+from glossogen.refusals import Refusal, is_utf8, shown_path
+from glossogen.replay._clock import RecordedClock, game_times, quiet_ends
 from glossogen.replay._model import Pacing, TapeAnswers, replay_model
 from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner, run_replay
 from glossogen.storage import LINEAGE, RunFolder
@@ -325,8 +327,9 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
     """Replay the run at ``request.run_dir`` into ``request.runs_dir`` and compare.
 
     Raises:
-        DeriveError: not a run folder or no log (66); a run that has not ended, or whose log
-            lost an event (a damaged line; 65).
+        DeriveError: a ``runs_dir`` that is not UTF-8 text (64); not a run folder or no log
+            (66); a run that has not ended, or whose log lost an event (a damaged line, a torn
+            last line: its ending's, too) or holds one twice (65).
         LaunchError: its recorded knobs no longer validate (65).
     """
     return run_replay(_replay(request))
@@ -335,7 +338,17 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
 async def _replay(request: ReplayRequest) -> ReplayReport:
     from glossogen.derive import DeriveError
 
+    if not is_utf8(request.runs_dir):  # as every command refuses a value that is not text
+        refusal = Refusal(field="runs_dir", value=shown_path(request.runs_dir),
+                          reason="not UTF-8 text")  # fmt: skip
+        raise DeriveError(refusal=refusal, exit_code=USAGE)
     source, started, recorded, config = _source(request.run_dir)
+    torn = recorded.torn_tail if recorded.ended is None and not source.is_locked() else None
+    if torn is not None:  # its ending may be the line cut off: an event lost, named as such
+        where, what = torn
+        raise DeriveError(
+            f"{source.log_url} {where}: {what}; a run whose log lost an event is not replayed"
+        )
     if recorded.ended is None or recorded.status in ("running", "stopped"):
         raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
     began = time.monotonic()
@@ -417,9 +430,10 @@ async def _play_tape(
     seats = {seat.agent_id: seat for seat in config.seats}
     hosted = any(seat.provider not in UNBILLED for seat in seats.values())
     owners = [owner(e, frozenset(seats)) for e in recorded.events]
-    times = game_times(
-        recorded.events, found_over(recorded.events, cut_off(owners, recorded.events))
-    )
+    found = found_over(recorded.events, cut_off(owners, recorded.events))
+    quiet = quiet_ends(recorded.events, found, owners)
+    times = game_times(recorded.events, found, frozenset(quiet))
+    expiring = {over: times[end] for end, over in quiet.items()}
     latency = config.build().scripted_latency_seconds
     pacing = Pacing()
     pacing.place = lambda call: places.get(id(settling[call.line]), call.line)
@@ -456,7 +470,9 @@ async def _play_tape(
             judge_model=judge,
             judge_answers=answers,
             virtual_clock=True,
-            clock_of=partial(_recorded_clock, recorded.events, times, before) if real else None,
+            clock_of=partial(_recorded_clock, recorded.events, times, expiring, before)
+            if real
+            else None,
         )
         if point is not None and (stopped or number == 0):
             # each seat goes on from its calls the log holds (a derived run's: its prefix's)
@@ -535,10 +551,14 @@ def _logged(before: int, writer: EventLogWriter) -> int:
 
 
 def _recorded_clock(
-    recorded: list[Event], times: list[float], before: int, writer: EventLogWriter
+    recorded: list[Event],
+    times: list[float],
+    expiring: dict[int, float],
+    before: int,
+    writer: EventLogWriter,
 ) -> RecordedClock:
     """The clock of a process that played on the real clock, read at the replay's place."""
-    return RecordedClock(recorded, times, partial(_logged, before, writer))
+    return RecordedClock(list(recorded), list(times), partial(_logged, before, writer), expiring)
 
 
 def _segments(events: list[Event]) -> list[_Process]:

@@ -25,7 +25,9 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   the real clock is ordered, hosted seat or not: real time interleaved its seats.
 - A step that receives a cancellation goes (a phase end, a stop: the round's task cancels the
   seats), but a seat's waits while the next recorded event is another seat's: the seats cut
-  off close their histories (their tool results, :func:`cut_off`) in the recorded order.
+  off close their histories (their tool results, :func:`cut_off`) in the recorded order. While
+  the next is the seat's own ``llm_response_received`` (an answer that had come when the cut
+  reached it), its other tasks' steps already due go first (:meth:`Sequencer._answer_first`).
 - When every task waits (nothing is ready to run on the event loop, a :class:`ReplayLoop`) and
   some task waits for its turn, the round's own task, else the seat that has waited longest,
   takes one step: a step that logs nothing but that
@@ -51,6 +53,8 @@ import itertools
 from collections.abc import Callable, Coroutine, Generator, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar, TypeVarTuple
+
+import anyio
 
 from glossogen.engine import SEAT
 from glossogen.eventlog import (
@@ -238,6 +242,8 @@ class Sequencer:
         self._order = itertools.count()
         self._granted: _Gated | None = None
         self._released = False
+        self._deferred = False
+        """A seat's cancellation waits for another of its tasks' step (:meth:`_answer_first`)."""
         self._places: list[tuple[int, Callable[[], bool], asyncio.Future[None]]] = []
 
     # -- the gate ------------------------------------------------------------------------------
@@ -263,10 +269,26 @@ class Sequencer:
                 return False
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
+            if next_owner == seat and self._answer_first(seat, at):
+                self._deferred = True  # its answer is taken up first; asked again then
+                return False
             return next_owner not in self._seats or next_owner == seat
         if next_owner == seat and self._closed_by_the_end(seat, at):
             return False  # the phase's end closes it: the seat goes on only cut off
         return next_owner in (seat, JUDGE)
+
+    def _answer_first(self, seat: str, at: int) -> bool:
+        """Whether ``seat``, cut off, first takes up the answer the record shows it had.
+
+        The next recorded event is the seat's ``llm_response_received`` while the phase's end
+        cuts it off: the answer had come when the cut reached the seat, so its cycle's end found
+        it in the history and logged it (not its ledger, as abandoned). In the replay the answer
+        came at once; another of the seat's tasks (pydantic-ai's, which puts the answer in the
+        history) has a step due. That step goes before the seat's cancellation, as in the record.
+        """
+        return isinstance(self._recorded[at], LlmResponseReceived) and any(
+            waiting.seat == seat and waiting.due for waiting in self._waiting
+        )
 
     def _closed_by_the_end(self, seat: str, at: int) -> bool:
         """Whether the next recorded event is ``seat``'s tool result closed by the phase's end.
@@ -322,17 +344,21 @@ class Sequencer:
     def wait_turn(self, gated: _Gated) -> asyncio.Future[None]:
         """A future resolved when the log moves on (or ``gated`` is granted a step).
 
-        One future per wait: a task cancelled while it waits cancels its own alone. The round's
-        own tasks are granted a step before any seat's (:meth:`_watch`).
+        One future per wait: a task cancelled while it waits cancels its own alone, but one
+        whose refused step was a cancellation is not woken by another (:class:`_Turn`). The
+        round's own tasks are granted a step before any seat's (:meth:`_watch`).
         """
         self._waiting.setdefault(gated, (SEAT.get() is not None, next(self._order)))
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        turn = _Turn(loop=asyncio.get_running_loop())
+        turn.holds_cancellation = isinstance(gated.held, asyncio.CancelledError)
         self._turns.append(turn)
         return turn
 
     def stepped(self, gated: _Gated) -> None:
         """``gated`` took a step: it no longer waits for its turn."""
-        self._waiting.pop(gated, None)
+        if self._waiting.pop(gated, None) is not None and self._deferred:
+            self._deferred = False
+            self._wake()  # a cancellation put off for this step (:meth:`_answer_first`) goes on
 
     async def reached(self, place: int, ready: Callable[[], bool]) -> None:
         """Return once the log holds ``place`` events and ``ready()``, or its process played out.
@@ -403,7 +429,7 @@ class Sequencer:
     async def _watch(self, loop: ReplayLoop, task: asyncio.Future[Any]) -> None:
         """Wake the seats as the log moves; cut, grant or give up when every task waits."""
         seen = self.logged()
-        cancelled = False
+        cancelled = spared = False
         while not task.done():
             await asyncio.sleep(0)
             self._due()
@@ -417,12 +443,17 @@ class Sequencer:
                 task.cancel()  # the stop came here
                 cancelled = True
             elif loop.busy():
+                spared = False
+                continue
+            elif loop.redelivering() and not spared:
+                spared = True  # one turn of the loop for what anyio's re-delivery reaches first
                 continue
             elif self._waiting and self._granted is None:  # one waits for its turn: it steps
                 self._granted = self._next_granted(now)
                 self._wake()
             elif not cancelled:  # every task waits and none for its turn: stuck
                 self.stalled = self._stall_line(now)
+                self._wake()  # given up: what waits for its turn goes on (:meth:`may_step`)
                 task.cancel()
                 cancelled = True
             else:  # cancelled, and still every task waits: leave the round where it hangs
@@ -493,6 +524,11 @@ class ReplayLoop(asyncio.SelectorEventLoop):
         False means every task waits on another task, or on real time: a replay plays on the
         virtual clock, so a timer not yet due (a request's deadline, which pydantic-ai keeps
         as a timer while a replayed request waits its turn) is nothing the replay waits for.
+        Nor is an anyio cancel scope's re-delivery of its cancellation (:meth:`redelivering`),
+        which anyio queues again at every turn of the loop until each task in the scope has
+        ended: a task whose cancellation waits for its turn keeps it (:class:`_Turn`), so the
+        re-delivery changes nothing, and counted as work it kept a stuck replay spinning for
+        ever instead of saying where it stuck.
         """
         # Why asyncio's own queues and not a public mechanism (reviewed): the question is
         # whether any callback is due, not which tasks exist. The tasks the sequencer starts
@@ -509,7 +545,49 @@ class ReplayLoop(asyncio.SelectorEventLoop):
         timers: Any = self._scheduled  # type: ignore[attr-defined]  # likewise
         now = self.time()
         due = any(not t.cancelled() and t.when() <= now for t in timers)
-        return bool(self.offloaded or ready or due)
+        work = any(not _redelivery(handle) for handle in tuple(ready))  # one copy: a thread's
+        return bool(self.offloaded or work or due)  # call_soon_threadsafe appends to it too
+
+    def redelivering(self) -> bool:
+        """Whether an anyio cancel scope's re-delivery of its cancellation is queued.
+
+        A cancelled scope cancels its tasks at once, and again at each turn of the loop those
+        it could not reach then (the task that cancelled it, a task not yet started) until
+        every task in it has ended. The replay gives it one turn of the loop before it calls
+        every task waiting (:meth:`Sequencer._watch`).
+        """
+        ready: Any = self._ready  # type: ignore[attr-defined]  # BaseEventLoop's (class doc)
+        return any(_redelivery(handle) for handle in tuple(ready))  # as :meth:`busy` reads it
+
+
+def _redelivery(handle: asyncio.Handle) -> bool:
+    """Whether ``handle`` is an anyio cancel scope re-delivering its cancellation.
+
+    The one callback a scope queues to run soon (its deadline is a timer) is that re-delivery,
+    a method of the scope: ``Handle._callback`` (asyncio's, read as :meth:`ReplayLoop.busy`
+    reads the queues; ``tests/replay/test_sequencer_loop.py`` checks it) is bound to it.
+    """
+    callback: Any = handle._callback  # type: ignore[attr-defined]  # asyncio.Handle's (above)
+    return isinstance(getattr(callback, "__self__", None), anyio.CancelScope)
+
+
+class _Turn(asyncio.Future[None]):
+    """What a task whose step was refused waits on: its turn, resolved when the log moves.
+
+    A turn that holds a refused cancellation (``holds_cancellation``) is not cancelled by
+    another: the task keeps that cancellation (asyncio's task takes it when its turn comes,
+    :meth:`asyncio.Task.cancel`), and asks with it again then. Cancelled, it would wake the task
+    only to be refused again, and an anyio cancel scope, which cancels each of its tasks
+    at every turn of the loop until it ends, would do that for ever.
+    """
+
+    holds_cancellation = False
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        """Cancel the wait, unless the task's cancellation is already held."""
+        if self.holds_cancellation:
+            return False
+        return super().cancel(msg=msg)
 
 
 def run_replay(replay: Coroutine[Any, Any, _T]) -> _T:
@@ -543,15 +621,23 @@ class _Gated(Coroutine[Any, Any, Any]):
         self._sequencer = sequencer
         self.__qualname__ = getattr(inner, "__qualname__", type(inner).__name__)
         self.__name__ = getattr(inner, "__name__", self.__qualname__)
-        self._held: BaseException | None = None
+        self.held: BaseException | None = None
+        """The cancellation (or error) its refused step was to receive, kept for its turn."""
         self._gate: asyncio.Future[None] | None = None
         self.cancelled = False
         """True once a cancellation reached the coroutine (it then goes on unasked)."""
+        self.seat: str | None = None
+        """The seat whose task this is (:data:`~glossogen.engine.SEAT`), once it first steps."""
+
+    @property
+    def due(self) -> bool:
+        """Whether the step it waits to take is a plain one (no cancellation, no error)."""
+        return self._gate is not None and self.held is None and not self.cancelled
 
     def send(self, value: Any) -> Any:
         if self._gate is not None:  # the gate's future resolved: ask again
             self._gate = None
-            return self._step(self._held)
+            return self._step(self.held)
         return self._step(None)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:  # noqa: ARG002
@@ -568,14 +654,15 @@ class _Gated(Coroutine[Any, Any, Any]):
 
     def _step(self, exc: BaseException | None) -> Any:
         sequencer = self._sequencer
+        self.seat = SEAT.get()
         if not sequencer.may_step(self, exc):
-            self._held = exc
+            self.held = exc
             gate = sequencer.wait_turn(self)
             self._gate = gate
             gate._asyncio_future_blocking = True  # what a task awaits it on (Future.__await__)
             return gate
         sequencer.stepped(self)
-        self._held = None
+        self.held = None
         if exc is None:
             return self._inner.send(None)
         if isinstance(exc, asyncio.CancelledError):

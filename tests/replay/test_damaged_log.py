@@ -8,6 +8,7 @@ for the lost event, and a copied fork would carry the loss on where no check can
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,66 @@ def test_mcp_fork_run_refuses_a_source_with_a_damaged_line(tmp_path: Path) -> No
         f"{log} line 41: {LOST}; a run whose log lost an event is not copied"
     )
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == ["1796000000"]
+
+
+def _twice(runs: Path, line: int) -> tuple[str, Path, dict[str, str]]:
+    """A scripted 2-round veyru run whose ``line`` is written again right after it (one valid
+    event, its ``event_id`` twice); its id, its log and that event."""
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines.insert(line, lines[line - 1])
+    log.write_bytes(b"".join(lines))
+    return run_id, log, json.loads(lines[line - 1])
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        (["replay", "RUN", "--runs-dir", "OUT"], "replayed"),
+        (["fork-at-round", "veyru", "--source-run-dir", "RUN", "--after-round", "1",
+          "--runs-dir", "OUT"], "copied"),
+    ],
+)  # fmt: skip
+def test_a_log_that_holds_an_event_twice_is_refused_naming_the_line_and_nothing_is_written(
+    command: list[str], refused: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Line 20 written again as line 21 (was: ``replay`` of such a run on the real clock ran at
+    full CPU without end, its replay folder half written)."""
+    runs = tmp_path / "runs"
+    run_id, log, event = _twice(runs, 20)
+    out = tmp_path / "out"
+    argv = [str(runs / run_id) if a == "RUN" else str(out) if a == "OUT" else a for a in command]
+    assert _cli(argv) == 65
+    assert capsys.readouterr() == (
+        "",
+        f"glossogen: error: {log} line 21: event {event['event_id']} ({event['event_type']}) is "
+        f"in the log twice (lines 20, 21); a run whose log holds an event twice is not "
+        f"{refused}\n",
+    )
+    assert not out.exists()
+    assert _cli(["verify", str(runs / run_id)]) == 1  # the same line, as verify names it
+    assert (
+        f"log: line 21 (round 1): event {event['event_id']} ({event['event_type']}) is in the "
+        "log twice (lines 20, 21)" in capsys.readouterr().out
+    )
+
+
+def test_a_run_whose_ending_was_cut_off_mid_write_is_refused_naming_the_torn_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its ``simulation_ended`` is the torn last line (was: ``run ... has not ended``, no line)."""
+    runs = tmp_path / "runs"
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[-1])["event_type"] == "simulation_ended"
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    log.write_bytes(b"".join(lines))
+    assert _cli(["replay", str(runs / run_id), "--runs-dir", str(tmp_path / "r")]) == 65
+    assert capsys.readouterr() == (
+        "",
+        f"glossogen: error: {log} line {len(lines)}: the last line is torn (cut off mid-write): "
+        "an event may be lost; a run whose log lost an event is not replayed\n",
+    )
+    assert not (tmp_path / "r").exists()

@@ -1,0 +1,56 @@
+"""``glossogen replay``'s refusal of a ``--runs-dir`` where its folder cannot go, before it plays.
+
+As every command words a bad ``--runs-dir``: a value that is not UTF-8 text is a usage error
+(64) naming the byte as typed, ``'\\xff'`` (was: accepted, and the replay's folder printed with
+U+FFFD); a file where the folder would go is ``glossogen run``'s line and code, 66 (a runs dir in
+which no run folder can be made). Nothing is written either way.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from glossogen.cli import main
+from tests.replay.record_tapes import TAPES
+
+TAPE = str(next((TAPES / "veyru").iterdir()))
+"""The committed scripted veyru tape: a run that would replay identically."""
+
+
+def _cli(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    return int(exited.value.code or 0)
+
+
+def test_a_runs_dir_not_utf8_on_a_real_command_line_is_a_usage_error(tmp_path: Path) -> None:
+    """The bytes as a shell passes them (``--runs-dir $'...\\xff'``): one line, 64, no folder."""
+    done = subprocess.run(
+        [os.fsencode(sys.executable), b"-m", b"glossogen", b"replay", os.fsencode(TAPE),
+         b"--runs-dir", os.fsencode(tmp_path) + b"/r\xff"],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (
+        64, b"", b"glossogen: error: --runs-dir '" + os.fsencode(tmp_path) + b"/r\\xff': not "
+        b"UTF-8 text\n"
+    )  # fmt: skip
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_runs_dir_that_is_a_file_is_refused_as_run_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs_dir = tmp_path / "runs"
+    runs_dir.write_text("a file")
+    assert _cli(["replay", TAPE, "--runs-dir", str(runs_dir)]) == 66
+    said = f"runs dir '{runs_dir}': {runs_dir} is a file, not a folder"
+    assert capsys.readouterr() == ("", f"glossogen: error: {said}\n")
+    assert runs_dir.read_text() == "a file"
+    assert _cli(["run", "veyru", "--model", "scripted", "--provider", "scripted", "--config",
+                 "knobs_default", "--runs-dir", str(runs_dir)]) == 66  # fmt: skip
+    assert capsys.readouterr() == ("", f"glossogen: error: {said}\n")
