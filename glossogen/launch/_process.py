@@ -27,6 +27,20 @@ PREFECT_DEFAULTS = {
 }
 """Prefect settings a glossogen process uses unless the environment sets them."""
 
+PLAIN_HTTP_CA_FILE = Path(__file__).with_name("_plain_http_api.pem")
+"""The CA bundle Prefect's API clients load when the API is plain HTTP: one certificate.
+
+Prefect builds a verifying TLS context for every API client it opens (about eight in a
+``glossogen run``: the flow run's, its result-store reads, its log and event workers, their
+version checks), each loading ``PREFECT_API_SSL_CERT_FILE``, by default a bundle of about 150
+certificates: about 20 ms of CPU each, 0.13 CPU-s of a 5-round scripted run, though on an
+``http://`` API no TLS handshake ever happens. This bundle holds one self-signed certificate
+made for glossogen, its private key discarded at once: it trusts no server, so should anything
+in the process reach an ``https://`` URL with it, verification fails rather than passes.
+"""
+
+_CA_FILE = "PREFECT_API_SSL_CERT_FILE"
+
 
 _CONSOLE_LEVEL = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 
@@ -34,13 +48,23 @@ _CONSOLE_LEVEL = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
 def apply_prefect_defaults() -> None:
     """Set each of :data:`PREFECT_DEFAULTS` the environment does not set already.
 
+    With a plain-HTTP ``PREFECT_API_URL`` and no ``PREFECT_API_SSL_CERT_FILE``, the latter is
+    set to :data:`PLAIN_HTTP_CA_FILE` (an API named in a profile keeps Prefect's default).
+
     Prefect reads its console level once, when its logging is set up (at its first import):
     if that happened earlier in this process, its console handlers are given the level the
     environment now names, so that the console shows the same lines whatever ran before.
     """
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    if _plain_http(os.environ.get("PREFECT_API_URL", "")) and _CA_FILE not in os.environ:
+        os.environ[_CA_FILE] = str(PLAIN_HTTP_CA_FILE)  # see PLAIN_HTTP_CA_FILE
     _console_level_as_set()
+
+
+def _plain_http(url: str) -> bool:
+    """Whether ``url`` is a plain-HTTP URL (no TLS: a local or in-cluster Prefect server)."""
+    return url.strip().lower().startswith("http://")
 
 
 def _console_level_as_set() -> None:
@@ -99,4 +123,10 @@ def answer_ctrl_c() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-__all__ = ["PREFECT_DEFAULTS", "answer_ctrl_c", "apply_prefect_defaults", "prefect_api_configured"]
+__all__ = [
+    "PLAIN_HTTP_CA_FILE",
+    "PREFECT_DEFAULTS",
+    "answer_ctrl_c",
+    "apply_prefect_defaults",
+    "prefect_api_configured",
+]
