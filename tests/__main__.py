@@ -38,9 +38,14 @@ CI runs:
    Measured on this 2-core machine kind, same tree: 308 s in one process against 216 s on two
    workers without coverage; under coverage 464 s in one process against 390 s on two. Both
    steps always run; the command exits with the first step's code when it failed, else the
-   second's. The second step does not play beside the first: tried so (a clean clone, a loaded
-   machine), it took twice as long, its SQLite-backed server answered 503, and a worker's flow
-   run crashed before its run began (a sweep trial failed).
+   second's. By default the second step does not play beside the first: tried so (a clean
+   clone, a loaded machine, its servers on SQLite then), it took twice as long, its server
+   answered 503, and a worker's flow run crashed before its run began (a sweep trial failed).
+   ``--together`` plays it beside the first (its servers are on PostgreSQL now): its output is
+   kept and printed once the first step has ended, and under ``--coverage`` each step writes a
+   data file of its own, combined after both. Not the default until measured on a quiet
+   machine: the whole command used 874 CPU-s in 776 s wall there (stop 45, load 3-8), about
+   1.1 of the 2 cores, so the second step's work may fit beside the first's.
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
@@ -217,6 +222,17 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
     return options, first, second
 
 
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a step still running when the command exits (SIGTERM, then SIGKILL after 60 s)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _pytest_command(args: list[str]) -> list[str]:
     _say(" ".join(["pytest", *args]))
     return [sys.executable, "-m", "pytest", *args]
@@ -227,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n")[0])
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
     parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run the second step beside the first (its output printed after the first's)",
+    )
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
@@ -261,31 +282,55 @@ def main(argv: list[str] | None = None) -> int:
                 urls = stack.enter_context(prefect_servers(WORKERS, database))
                 first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
                 first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
+        first_args = ["-n", str(WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
+                      *durations, *pytest_options, *(first_paths or [])]  # fmt: skip
+        second_args = ["-n", str(WORKERS), "--dist", "load", *durations, *pytest_options,
+                       *(second_paths or [SECOND])]  # fmt: skip
+        together = options.together and first_runs and second_runs
+        second_env = dict(env)
+        if cov and together:
+            # Each step writes a data file of its own (either may end first), combined after.
+            data = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="glossogen-cov-")))
+            second_env["COVERAGE_FILE"] = str(data / ".coverage")
+            first_args += [*cov, "--cov-report="]
+            second_args += [*cov, "--cov-report="]
+        elif cov:
+            # The second step appends to the first's data and prints the whole figure.
+            report = "--cov-report=" if second_runs else "--cov-report=term:skip-covered"
+            first_args += [*cov, report]
+            second_args += [*cov, *(["--cov-append"] if first_runs else []),
+                            "--cov-report=term:skip-covered"]  # fmt: skip
         started = time.monotonic()
+        beside: subprocess.Popen[bytes] | None = None
+        if together:
+            output = stack.enter_context(tempfile.TemporaryFile())
+            _say("the second step runs beside the first; its output follows the first's")
+            beside = subprocess.Popen(_pytest_command(second_args), cwd=REPO, env=second_env,
+                                      stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
+            stack.callback(_stop, beside)  # an interrupted first step stops it too
         first = 0
         if first_runs:
-            # The second step appends to the first's coverage data and prints the whole figure.
-            report = "--cov-report=" if second_runs else "--cov-report=term:skip-covered"
-            first = subprocess.run(
-                _pytest_command(["-n", str(WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
-                                 *durations, *([*cov, report] if cov else []), *pytest_options,
-                                 *(first_paths or [])]),
-                cwd=REPO, env=first_env,
-            ).returncode  # fmt: skip
+            first = subprocess.run(_pytest_command(first_args), cwd=REPO, env=first_env).returncode
             _say(f"first step: exit {first}, {time.monotonic() - started:.0f} s wall")
         else:
             _say(f"first step: skipped (each path given is under {SECOND})")
         second_started = time.monotonic()
         second = 0
-        if second_runs:
-            append = ["--cov-append"] if first_runs else []
-            second = subprocess.run(
-                _pytest_command(["-n", str(WORKERS), "--dist", "load", *durations,
-                                 *([*cov, *append, "--cov-report=term:skip-covered"]
-                                   if cov else []), *pytest_options,
-                                 *(second_paths or [SECOND])]),
-                cwd=REPO, env=env,
-            ).returncode  # fmt: skip
+        if beside is not None:
+            second = beside.wait()
+            output.seek(0)
+            sys.stdout.flush()
+            shutil.copyfileobj(output, sys.stdout.buffer)
+            sys.stdout.flush()
+            _say(f"second step (beside the first): exit {second}, "
+                 f"{time.monotonic() - started:.0f} s wall from the start")  # fmt: skip
+            if cov:
+                coverage = [sys.executable, "-m", "coverage"]
+                subprocess.run([*coverage, "combine", "--append", "-q", second_env["COVERAGE_FILE"]],
+                               cwd=REPO, check=True)  # fmt: skip
+                subprocess.run([*coverage, "report", "--skip-covered"], cwd=REPO, check=False)
+        elif second_runs:
+            second = subprocess.run(_pytest_command(second_args), cwd=REPO, env=env).returncode
             _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
         else:
             _say(f"second step: skipped (no path given is under {SECOND})")
