@@ -38,13 +38,20 @@ CI runs:
    Measured on this 2-core machine kind, same tree: 308 s in one process against 216 s on two
    workers without coverage; under coverage 464 s in one process against 390 s on two. Both
    steps always run; the command exits with the first step's code when it failed, else the
-   second's. The second step does not play beside the first: tried so (a clean clone, a loaded
-   machine), it took twice as long, its SQLite-backed server answered 503, and a worker's flow
-   run crashed before its run began (a sweep trial failed).
+   second's. By default the second step does not play beside the first: tried so (a clean
+   clone, a loaded machine, its servers on SQLite then), it took twice as long, its server
+   answered 503, and a worker's flow run crashed before its run began (a sweep trial failed).
+   ``--together`` plays it beside the first (its servers are on PostgreSQL now): its output is
+   kept and printed once the first step has ended, and under ``--coverage`` each step writes a
+   data file of its own, combined after both. Not the default until measured on a quiet
+   machine: the whole command used 874 CPU-s in 776 s wall there (stop 45, load 3-8), about
+   1.1 of the 2 cores, so the second step's work may fit beside the first's.
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
-prints the whole figure). Arguments after ``--`` go to both pytest runs.
+prints the whole figure). Options after ``--`` go to both pytest runs; a path after it (a
+file, folder or test id) goes to the step whose tests it names, and a step that none of the
+paths names is skipped, with its Prefect servers (:func:`route`).
 
 This is a plain script (argparse, subprocess) rather than a typer command of the product: it
 runs the product's tests and must not import the product before pytest does.
@@ -71,6 +78,13 @@ MIGRATED_DB = "GLOSSOGEN_TEST_MIGRATED_PREFECT_DB"
 """Test-only: the database :func:`migrated_database` made (``tests/fixtures/prefect_server``)."""
 PACKAGES = ("glossogen", "scenarios", "flows", "tasks", "orchestration", "deployments", "tests")
 """The project's source folders whose bytecode :func:`compile_bytecode` writes."""
+SECOND = "tests/orchestration"
+"""The second step's folder (the first step ignores it)."""
+VALUED_OPTIONS = frozenset({
+    "-k", "-m", "-p", "-o", "-c", "-n", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
+    "--rootdir", "--basetemp", "--dist", "--maxfail", "--timeout", "--durations",
+})  # fmt: skip
+"""pytest options whose value is the next argument (never taken for a path to route)."""
 
 
 def _say(text: str) -> None:
@@ -174,6 +188,51 @@ def prefect_servers(count: int, database: Path) -> Iterator[list[str]]:
         yield started
 
 
+def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
+    """Split the pytest arguments after ``--`` into options and each step's paths.
+
+    A path (a file, folder or test id of the checkout, relative to it or absolute) goes to the
+    step whose tests it names: under :data:`SECOND` to the second, else to the first; a folder
+    holding both (``tests``) to each (the first ignores :data:`SECOND`, the second takes
+    :data:`SECOND`). Given to both runs as they were, ``python -m tests -- tests/orchestration``
+    ran the orchestration tests in both steps (an explicit path overrides ``--ignore``).
+
+    Returns:
+        ``(options, first, second)``: the arguments that are not paths, then each step's paths:
+        None when no path was given (the step runs all of its tests), an empty list when paths
+        were given and none is that step's (the step is skipped).
+    """
+    options: list[str] = []
+    first: list[str] = []
+    second: list[str] = []
+    previous = ""
+    for arg in args:
+        target = (REPO / arg.split("::", 1)[0]).resolve()
+        if arg.startswith("-") or previous in VALUED_OPTIONS or not target.exists():
+            options.append(arg)
+        elif target.is_relative_to(REPO / SECOND):
+            second.append(arg)
+        else:
+            first.append(arg)
+            if (REPO / SECOND).is_relative_to(target):
+                second.append(SECOND)
+        previous = arg
+    if not first and not second:
+        return options, None, None
+    return options, first, second
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a step still running when the command exits (SIGTERM, then SIGKILL after 60 s)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _pytest_command(args: list[str]) -> list[str]:
     _say(" ".join(["pytest", *args]))
     return [sys.executable, "-m", "pytest", *args]
@@ -184,8 +243,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n")[0])
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
     parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
-    parser.add_argument("pytest_args", nargs="*", help="after --: passed to both pytest runs")
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run the second step beside the first (its output printed after the first's)",
+    )
+    parser.add_argument(
+        "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
+    )
     options = parser.parse_args(argv)
+    pytest_options, first_paths, second_paths = route(options.pytest_args)
     ensure_chromium()
     ensure_postgresql()
     compile_bytecode()
@@ -201,36 +268,72 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="glossogen-tests-prefect-"))
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
+    first_runs, second_runs = first_paths != [], second_paths != []
     with ExitStack() as stack:
-        _say("migrating one Prefect database for the servers and workers of the command")
-        database = stack.enter_context(migrated_database())
-        env[MIGRATED_DB] = str(database)
         first_env = dict(env)
-        if not env.get("PREFECT_API_URL"):
-            # Run ids are unix seconds and flow runs are named after them: each worker reads
-            # flow runs and artifacts of a server no other worker writes to.
-            _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
-            urls = stack.enter_context(prefect_servers(WORKERS, database))
-            first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
-            first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
+        if first_runs:
+            _say("migrating one Prefect database for the servers and workers of the command")
+            database = stack.enter_context(migrated_database())
+            env[MIGRATED_DB] = first_env[MIGRATED_DB] = str(database)
+            if not env.get("PREFECT_API_URL"):
+                # Run ids are unix seconds and flow runs are named after them: each worker
+                # reads flow runs and artifacts of a server no other worker writes to.
+                _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
+                urls = stack.enter_context(prefect_servers(WORKERS, database))
+                first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
+                first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
+        first_args = ["-n", str(WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
+                      *durations, *pytest_options, *(first_paths or [])]  # fmt: skip
+        second_args = ["-n", str(WORKERS), "--dist", "load", *durations, *pytest_options,
+                       *(second_paths or [SECOND])]  # fmt: skip
+        together = options.together and first_runs and second_runs
+        second_env = dict(env)
+        if cov and together:
+            # Each step writes a data file of its own (either may end first), combined after.
+            data = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="glossogen-cov-")))
+            second_env["COVERAGE_FILE"] = str(data / ".coverage")
+            first_args += [*cov, "--cov-report="]
+            second_args += [*cov, "--cov-report="]
+        elif cov:
+            # The second step appends to the first's data and prints the whole figure.
+            report = "--cov-report=" if second_runs else "--cov-report=term:skip-covered"
+            first_args += [*cov, report]
+            second_args += [*cov, *(["--cov-append"] if first_runs else []),
+                            "--cov-report=term:skip-covered"]  # fmt: skip
         started = time.monotonic()
-        first = subprocess.run(
-            _pytest_command(["-n", str(WORKERS), "--dist", "loadfile",
-                             "--ignore=tests/orchestration", *durations,
-                             *([*cov, "--cov-report="] if cov else []), *options.pytest_args]),
-            cwd=REPO, env=first_env,
-        ).returncode  # fmt: skip
-        _say(f"first step: exit {first}, {time.monotonic() - started:.0f} s wall")
+        beside: subprocess.Popen[bytes] | None = None
+        if together:
+            output = stack.enter_context(tempfile.TemporaryFile())
+            _say("the second step runs beside the first; its output follows the first's")
+            beside = subprocess.Popen(_pytest_command(second_args), cwd=REPO, env=second_env,
+                                      stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
+            stack.callback(_stop, beside)  # an interrupted first step stops it too
+        first = 0
+        if first_runs:
+            first = subprocess.run(_pytest_command(first_args), cwd=REPO, env=first_env).returncode
+            _say(f"first step: exit {first}, {time.monotonic() - started:.0f} s wall")
+        else:
+            _say(f"first step: skipped (each path given is under {SECOND})")
         second_started = time.monotonic()
-        # The second step appends to the first's coverage data and prints the whole figure.
-        second = subprocess.run(
-            _pytest_command(["-n", str(WORKERS), "--dist", "load", "tests/orchestration",
-                             *durations,
-                             *([*cov, "--cov-append", "--cov-report=term:skip-covered"]
-                               if cov else []), *options.pytest_args]),
-            cwd=REPO, env=env,
-        ).returncode  # fmt: skip
-        _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
+        second = 0
+        if beside is not None:
+            second = beside.wait()
+            output.seek(0)
+            sys.stdout.flush()
+            shutil.copyfileobj(output, sys.stdout.buffer)
+            sys.stdout.flush()
+            _say(f"second step (beside the first): exit {second}, "
+                 f"{time.monotonic() - started:.0f} s wall from the start")  # fmt: skip
+            if cov:
+                coverage = [sys.executable, "-m", "coverage"]
+                subprocess.run([*coverage, "combine", "--append", "-q", second_env["COVERAGE_FILE"]],
+                               cwd=REPO, check=True)  # fmt: skip
+                subprocess.run([*coverage, "report", "--skip-covered"], cwd=REPO, check=False)
+        elif second_runs:
+            second = subprocess.run(_pytest_command(second_args), cwd=REPO, env=env).returncode
+            _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
+        else:
+            _say(f"second step: skipped (no path given is under {SECOND})")
         _say(f"both steps: {time.monotonic() - started:.0f} s wall")
     return first or second
 
