@@ -274,6 +274,9 @@ def test_a_request_in_flight_holds_its_worst_case_against_the_next_one(
         playing = asyncio.create_task(session.play_round(1))
         ledger = session.engine.spend
         await asyncio.to_thread(wait_until, lambda: ledger.refused, "the second request refused")
+        # The first request is reserved before it is sent: released before it reaches the
+        # stub, it would be held anew and never answered. Release it once it is held.
+        await asyncio.to_thread(model_stub.wait_in_flight, 1)
         model_stub.release()
         await playing
         await session.settle_requests()
