@@ -7,15 +7,13 @@ differs from the recorded one, the first event that differs, and whether verdict
 are the same.
 """
 
+from glossogen.replay._comparison import Divergence, first_divergence, first_event_diff
 from glossogen.replay._model import TapeExhausted, replay_model, response_of
 from glossogen.replay._replay import (
-    Divergence,
     ForkPointCheck,
     ReplayReport,
     ReplayRequest,
     check_fork_point,
-    first_divergence,
-    first_event_diff,
     replay_run,
     replayed_fork_point,
     replayed_rounds,

@@ -25,7 +25,7 @@ from glossogen.derive import DeriveError, ForkRequest, prepare_fork
 from glossogen.eventlog import AgentHistoryAppended, Event, RunView
 from glossogen.launch import ResumeRequest, open_session, plan_resume, price_spend
 from glossogen.replay import replayed_rounds
-from glossogen.replay._replay import IGNORED, normalized
+from glossogen.replay._comparison import IGNORED, normalized
 from glossogen.storage import RunFolder
 from glossogen.testing import play
 from glossogen.verify import verify_run
