@@ -40,9 +40,9 @@ class Answer:
 
 @pytest.fixture(scope="module")
 def played_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One scripted 2-round veyru run played for the module: the source the launch-refusal
-    tests each copy into their own runs folder (:func:`with_played_source`), instead of
-    playing one each."""
+    """One scripted 2-round veyru run played for the module: the source the launch- and
+    knobs-refusal tests each copy into their own runs folder (:func:`with_played_source`),
+    instead of playing one each."""
     return Path(play_run(str(tmp_path_factory.mktemp("played-source")), "veyru", rounds=2).url)
 
 
@@ -582,12 +582,16 @@ def test_an_unknown_provider_is_named_alike_by_every_launch(
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 @pytest.mark.parametrize("operation", list(DERIVED))
 def test_a_derived_runs_knobs_are_taken_and_refused_alike_by_the_cli_and_mcp(
-    surface: str, operation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    surface: str,
+    operation: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    played_source: Path,
 ) -> None:
     """``--knobs FILE`` and the tools' ``knobs``: a knob of the wrong type in it is one line
     naming the knob, exit 65 / a tool error, nothing claimed."""
     runs = tmp_path / "runs"
-    play_run(str(runs), "veyru", rounds=2)
+    with_played_source(runs, played_source)
     knobs = tmp_path / "knobs.json"
     knobs.write_text('{"round_count": "x"}')
     before = sorted(p.name for p in runs.glob("veyru/*"))
