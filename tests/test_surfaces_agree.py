@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,20 @@ class Answer:
     refused: bool
     line: str
     status: int | str
+
+
+@pytest.fixture(scope="module")
+def played_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scripted 2-round veyru run played for the module: the source the launch- and
+    knobs-refusal tests each copy into their own runs folder (:func:`with_played_source`),
+    instead of playing one each."""
+    return Path(play_run(str(tmp_path_factory.mktemp("played-source")), "veyru", rounds=2).url)
+
+
+def with_played_source(runs: Path, source: Path) -> None:
+    """Copy the played ``source`` run folder (lock file and all, as ``play_run`` leaves it in
+    this process) into ``runs``, under its run id."""
+    shutil.copytree(source, runs / "veyru" / source.name)
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Answer:
@@ -585,12 +600,13 @@ def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
     line: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    played_source: Path,
 ) -> None:
     """``glossogen run`` and ``start_run``, and each derived operation, take the same limits:
     each refused in one line naming it (the CLI's flag, MCP's argument), nothing claimed."""
     runs = tmp_path / "runs"
     if operation != "run":
-        play_run(str(runs), "veyru", rounds=2)
+        with_played_source(runs, played_source)
     before = sorted(p.name for p in runs.glob("veyru/*"))
     answer = launch_through(surface, operation, runs, field, value, flag_value, capsys)
     name = LIMITS[field] if surface == "cli" else field
@@ -601,14 +617,18 @@ def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 @pytest.mark.parametrize("operation", ["run", "replace", "cross-run"])
 def test_an_unknown_provider_is_named_alike_by_every_launch(
-    surface: str, operation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    surface: str,
+    operation: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    played_source: Path,
 ) -> None:
     """``run --provider nope`` and ``replace-agent``/``cross-run-replace-agent --provider
     nope`` (and their tools) refuse it in one line naming ``--provider`` / ``provider`` (was
     ``--knobs: unknown provider`` for the replacements), exit 64, nothing claimed."""
     runs = tmp_path / "runs"
     if operation != "run":
-        play_run(str(runs), "veyru", rounds=2)
+        with_played_source(runs, played_source)
     before = sorted(p.name for p in runs.glob("veyru/*"))
     answer = launch_through(surface, operation, runs, "provider", "nope", "nope", capsys)
     name = "--provider" if surface == "cli" else "provider"
@@ -620,12 +640,16 @@ def test_an_unknown_provider_is_named_alike_by_every_launch(
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 @pytest.mark.parametrize("operation", list(DERIVED))
 def test_a_derived_runs_knobs_are_taken_and_refused_alike_by_the_cli_and_mcp(
-    surface: str, operation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    surface: str,
+    operation: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    played_source: Path,
 ) -> None:
     """``--knobs FILE`` and the tools' ``knobs``: a knob of the wrong type in it is one line
     naming the knob, exit 65 / a tool error, nothing claimed."""
     runs = tmp_path / "runs"
-    play_run(str(runs), "veyru", rounds=2)
+    with_played_source(runs, played_source)
     knobs = tmp_path / "knobs.json"
     knobs.write_text('{"round_count": "x"}')
     before = sorted(p.name for p in runs.glob("veyru/*"))

@@ -196,7 +196,7 @@ async def refusal(session: ClientSession | Client, tool: str, **arguments: Any) 
     return text.removeprefix(prefix)
 
 
-async def wait_for_end(session: ClientSession, run_id: str) -> dict[str, Any]:
+async def wait_for_end(session: ClientSession | Client, run_id: str) -> dict[str, Any]:
     """Poll ``get_run`` (a real detached run) until the run has ended; return its detail.
 
     No wall-clock bound of its own (``tests/fixtures/polling.py`` says why): pytest-timeout

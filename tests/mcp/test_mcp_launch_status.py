@@ -1,5 +1,6 @@
 """A derived or resumed run reads ``running`` from the moment its launch returns, before its
-detached process has written anything (MCP over stdio, through the SDK's client)."""
+detached process has written anything (through the SDK's client: on the server built in the
+test's process, and over stdio for a stop that lands while the launched process starts)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 
 from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
-from tests.mcp.conftest import call, gone, pid_of, refusal, stdio_session, wait_for_end
+from tests.mcp.conftest import (
+    call,
+    gone,
+    in_process_session,
+    pid_of,
+    refusal,
+    stdio_session,
+    wait_for_end,
+)
 
 
 def test_get_run_says_running_right_after_fork_replace_and_resume(
@@ -21,7 +30,7 @@ def test_get_run_says_running_right_after_fork_replace_and_resume(
 
     async def go() -> dict[str, Any]:
         got: dict[str, Any] = {}
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             got["before"] = await call(s, "get_run", run_id=interrupted)
             launches = {
                 "forked": ("fork_run", {"source_run_id": source, "after_round": 1}),

@@ -1,4 +1,5 @@
-"""The MCP tools the whole-flow tests leave out, through the SDK's own client over stdio.
+"""The MCP tools the whole-flow tests leave out, through the SDK's own client, on the server
+built in the test's process (the stdio server as a process: ``test_mcp_tools.py``).
 
 Source runs are scripted veyru runs played through the library into the server's runs folder
 (a second each, virtual clock): three completed 2-round runs and one stopped after round 1 of
@@ -24,7 +25,6 @@ from tests.mcp.conftest import (
     in_process_session,
     pid_of,
     refusal,
-    stdio_session,
     wait_for_end,
 )
 
@@ -40,7 +40,7 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
 
     async def go() -> dict[str, Any]:
         got: dict[str, Any] = {}
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:
             first = await call(s, "list_runs", scenario=["veyru"], page_size=3)
             second = await call(s, "list_runs", scenario=["veyru"], page_size=3,
                                 cursor=first["next_cursor"])  # fmt: skip

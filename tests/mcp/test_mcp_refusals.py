@@ -1,5 +1,7 @@
 """MCP words a library refusal with the tool's argument, never a CLI flag, and the derived-run
-tools take every limit the CLI's derived-run commands take; through the SDK's client over stdio.
+tools take every limit the CLI's derived-run commands take; through the SDK's client, on the
+server built in the test's process (what a tool answers is the point here; the stdio server
+as a process is ``tests/mcp/test_mcp_tools.py``'s), the runs it launches real processes.
 
 The source runs are scripted 2-round veyru runs played through the library into the server's
 runs folder.
@@ -21,7 +23,6 @@ from tests.mcp.conftest import (
     in_process_session,
     pid_of,
     refusal,
-    stdio_session,
     wait_for_end,
 )
 
@@ -93,12 +94,13 @@ def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
     }  # fmt: skip
 
     async def go() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-        got: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        async with stdio_session(runs, tmp_path) as s:
-            for tool, arguments in derived.items():
-                launched = await call(s, tool, **arguments, **limits)
-                got[tool] = (launched, await wait_for_end(s, launched["run_id"]))
-        return got
+        async with in_process_session(runs, tmp_path) as s:
+            # All three launched before any is waited for: they play side by side.
+            launches = {tool: await call(s, tool, **a, **limits) for tool, a in derived.items()}
+            return {
+                tool: (launched, await wait_for_end(s, launched["run_id"]))
+                for tool, launched in launches.items()
+            }
 
     got = asyncio.run(go())
     for tool, (launched, ended) in got.items():
@@ -130,11 +132,13 @@ def test_the_derived_run_tools_take_replay(prefect_api: str, tmp_path: Path) -> 
     }
 
     async def go() -> tuple[dict[str, Any], dict[str, set[str]]]:
-        got: dict[str, Any] = {}
-        async with stdio_session(runs, tmp_path) as s:
-            for tool, arguments in derived.items():
-                launched = await call(s, tool, **arguments)
-                got[tool] = (launched, await wait_for_end(s, launched["run_id"]))
+        async with in_process_session(runs, tmp_path) as s:
+            # Both launched before either is waited for: they play side by side.
+            launches = {tool: await call(s, tool, **a) for tool, a in derived.items()}
+            got = {
+                tool: (launched, await wait_for_end(s, launched["run_id"]))
+                for tool, launched in launches.items()
+            }
             listed = await s.list_tools()
         return got, {t.name: set(t.input_schema["properties"]) for t in listed.tools}
 
