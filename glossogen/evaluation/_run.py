@@ -138,15 +138,22 @@ class LoadedRun:
     @property
     def copied_rounds(self) -> set[int]:
         """Rounds a derived run copied from its source (their spend was the source's)."""
+        inherited = self.view.inherited
         return {
             e.round_number
             for e in self.events
-            if isinstance(e, RoundStarted) and e.event_id in self.view.inherited
+            if type(e) is RoundStarted and e.event_id in inherited  # a final class
         }
 
     def of_type(self, event_class: type[EventT]) -> list[EventT]:
-        """Return the counting events of class ``event_class``, in log order."""
-        return [e for e in self.events if isinstance(e, event_class)]
+        """Return the counting events of class ``event_class``, in log order.
+
+        Each class among the events is asked once whether it is one (``isinstance`` on an
+        event is an ABC's check, a few times the cost of comparing its class).
+        """
+        events = self.events
+        chosen = {t for t in set(map(type, events)) if issubclass(t, event_class)}
+        return [e for e in events if type(e) in chosen]  # type: ignore[misc]  # of event_class
 
 
 def resolve_run_dir(run_dir: str) -> str:
@@ -301,16 +308,16 @@ def _fold(
     rounds: set[int] = set()
     budget: int | None = None
     verdicts = False
-    for e in events:
-        if isinstance(e, MessageSent):
+    for e in events:  # final classes: ``type(e) is C`` is ``isinstance`` at a fraction of its cost
+        if type(e) is MessageSent:
             if budget is None and e.budget_chars:
                 budget = e.budget_chars
             if e.phase == "main" and e.channel_id in primary:
                 messages.append(e)
-        elif isinstance(e, RoundStarted):
+        elif type(e) is RoundStarted:
             if e.phase == "main":
                 rounds.add(e.round_number)
-        elif isinstance(e, RoundResultRecorded):
+        elif type(e) is RoundResultRecorded:
             rounds.add(e.round_number)
             verdicts = True
     return messages, rounds, budget, verdicts
@@ -374,7 +381,8 @@ def load_run(
         if getattr(c, "primary", c.phase == "main") and c.phase == "main"
     )
     metered = tuple(c.channel_id for c in specs if c.metered)
-    bounded = any(isinstance(e, RoundCompleted) for e in view.events)
+    read_types = set(map(type, view.events))  # final classes: membership is isinstance
+    bounded = RoundCompleted in read_types
     events = view.settled if bounded else view.counted
     seats = {
         s.agent_id: Seat(s.agent_id, s.team_id, s.model, s.provider) for s in view.roster.values()
@@ -388,7 +396,7 @@ def load_run(
         hooks.add("verdicts")
     if budget and metered:
         hooks.add("budget")
-    if any(isinstance(e, AgentHistoryAppended) for e in view.events):
+    if AgentHistoryAppended in read_types:
         hooks.add("agent_history")
     ended = view.ended
     read = view.read

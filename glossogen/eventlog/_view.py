@@ -108,8 +108,10 @@ def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]
     kept: list[Event] = []
     pending: list[Event] = []
     ended = False
+    # Every event class is final, so ``type(event) is C`` is ``isinstance(event, C)``, at a
+    # fraction of its cost (pydantic's model class is an ABC: a miss walks its checks).
     for event in events:
-        if isinstance(event, RunResumed):
+        if type(event) is RunResumed:
             if event.postmortem_only:
                 last = max(
                     (i for i, e in enumerate(pending) if isinstance(e, RoundResultRecorded)),
@@ -118,17 +120,18 @@ def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]
                 kept.extend(pending[: last + 1])
             kept.append(event)
             pending = []
-        elif isinstance(event, RoundCompleted):
+        elif type(event) is RoundCompleted:
             kept.extend(pending)
             kept.append(event)
             pending = []
-        elif isinstance(event, SimulationEnded) and event.status in RESUMABLE:
-            pending.append(event)  # a crash or interrupt: the run may go on from its last round
-        elif isinstance(event, SimulationEnded):
-            ended = True
-            kept.extend(pending)
-            kept.append(event)
-            pending = []
+        elif type(event) is SimulationEnded:
+            if event.status in RESUMABLE:
+                pending.append(event)  # a crash or interrupt: the run may go on from its last round
+            else:
+                ended = True
+                kept.extend(pending)
+                kept.append(event)
+                pending = []
         elif event.phase == "setup" and not pending:
             kept.append(event)
         else:
@@ -153,7 +156,7 @@ class SeatSpend(Tokens):
         self.cost_usd = _add(self.cost_usd, event.cost_usd)
         self.add_tokens(event)
         self.requests += 1
-        answered = not isinstance(event, ModelRequestAbandoned) or event.answered
+        answered = type(event) is not ModelRequestAbandoned or event.answered
         self.answered += int(answered)
         self.usage_unread += int(answered and _unread(event))
 
@@ -193,19 +196,22 @@ class Spend:
 
     def count(self, event: Event) -> None:
         """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
-        if not isinstance(event, _PRICED):
+        if type(event) not in _PRICED_TYPES:
             return
-        cost = event.cost_usd
+        cost = event.cost_usd  # type: ignore[attr-defined]  # every priced class has one
         if cost is not None:
             self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
-        if isinstance(event, LlmResponseReceived):
-            self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
-        elif isinstance(event, JudgeCalled):
+        if type(event) is LlmResponseReceived:
+            seat = self.agents.get(event.agent_id)  # not setdefault: no seat built per call
+            if seat is None:
+                seat = self.agents[event.agent_id] = SeatSpend(event.agent_id)
+            seat.add(event)
+        elif type(event) is JudgeCalled:
             self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
             self.judge_calls += 1
             self.judge_tokens.add_tokens(event)
             self.judge_usage_unread += int(_unread(event))
-        elif isinstance(event, ModelRequestAbandoned):
+        elif type(event) is ModelRequestAbandoned:
             if event.cost_usd is None and not event.answered:
                 self.unanswered_requests += 1
             if event.agent_id == "judge":
@@ -213,7 +219,7 @@ class Spend:
                 self.judge_tokens.add_tokens(event)
             else:
                 self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
-        elif isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0:
+        elif type(event) is AgentRunCycleFailed and event.cost_usd != 0.0:
             # answers a failed attempt was billed for that no other event prices, or a request
             # that timed out after it was sent (its cost unknown)
             if event.cost_usd is None and event.error_kind == "timeout":
@@ -250,6 +256,8 @@ class Spend:
 
 _add = add_usd
 _PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
+_PRICED_TYPES: frozenset[type[Event]] = frozenset(_PRICED)
+"""The priced classes, all final: ``type(event) in`` it is ``isinstance(event, _PRICED)``."""
 
 
 def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:
@@ -506,13 +514,13 @@ class RunView:
         """Every registered seat, in registration order, with the models it ran under."""
         seats: dict[str, Seat] = {}
         for event in self.counted:
-            if isinstance(event, AgentRegistered):
+            if type(event) is AgentRegistered:
                 seat = seats.setdefault(
                     event.agent_id,
                     Seat(event.agent_id, event.role, event.team_id, event.model, event.provider),
                 )
                 seat.use(event.model, event.provider)
-            elif isinstance(event, AgentSwappedMidRun) and event.agent_id in seats:
+            elif type(event) is AgentSwappedMidRun and event.agent_id in seats:
                 seats[event.agent_id].use(event.model, event.provider)
         return seats
 
@@ -551,11 +559,11 @@ class RunView:
         spend = Spend()
         agents = spend.agents
         for event in self.counted:  # every registered seat, in registration order (roster's)
-            if isinstance(event, AgentRegistered) and event.agent_id not in agents:
+            if type(event) is AgentRegistered and event.agent_id not in agents:
                 agents[event.agent_id] = SeatSpend(event.agent_id)
         copied = self.inherited
         for event in self.events:
-            if isinstance(event, _PRICED) and (event.event_id in copied) == inherited:
+            if type(event) in _PRICED_TYPES and (event.event_id in copied) == inherited:
                 spend.count(event)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
@@ -575,11 +583,14 @@ class RunView:
     def spend_by_round(self) -> dict[int, float | None]:
         """This run's own spend per round number (USD; None when some call was not costed)."""
         rounds: dict[int, float | None] = {}
+        inherited = self.inherited
         for event in self.events:
-            if event.event_id in self.inherited:
+            if type(event) not in _PRICED_TYPES or event.event_id in inherited:
                 continue
-            if isinstance(event, LlmResponseReceived | JudgeCalled) or (
-                isinstance(event, AgentRunCycleFailed) and event.cost_usd != 0.0
+            if (
+                type(event) is LlmResponseReceived
+                or type(event) is JudgeCalled
+                or (type(event) is AgentRunCycleFailed and event.cost_usd != 0.0)
             ):
                 rounds[event.round_number] = _add(
                     rounds.get(event.round_number, 0.0), event.cost_usd

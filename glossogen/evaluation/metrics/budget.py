@@ -33,12 +33,8 @@ async def budget_utilisation(ctx: MetricContext) -> Scored:
     used: dict[int, int] = defaultdict(int)
     budgets: dict[int, int] = {}
     agents: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for m in run.events:
-        if (
-            isinstance(m, MessageSent)
-            and m.phase == "main"
-            and m.channel_id in run.metered_channels
-        ):
+    for m in run.of_type(MessageSent):
+        if m.phase == "main" and m.channel_id in run.metered_channels:
             used[m.round_number] += len(m.text)
             agents[m.sender_id][m.round_number] += len(m.text)
             if m.budget_chars:
