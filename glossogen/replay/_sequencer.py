@@ -83,6 +83,14 @@ _ROUND_EVENTS = (
 the seat's own tasks."""
 
 
+SPIN_TURNS = 1000
+"""Turns of the event loop in a row in which callbacks ran but no task's step was let through
+and the log did not move. What runs then only retries: anyio delivers a cancellation again at
+every turn to a task that has not left its cancelled scope, and the sequencer holds that task.
+After as many turns the replay counts every task as waiting (:meth:`Sequencer._watch`): it
+grants a step, or says it stalled, instead of turning the loop for ever."""
+
+
 JUDGE = "judge"
 """The owner of the in-run judge's events (logged by whichever task asked it: a seat's tool, the
 round's): any task may step towards them."""
@@ -272,6 +280,9 @@ class Sequencer:
         self._granted: _Gated | None = None
         self._released = False
         self._places: list[tuple[int, Callable[[], bool], asyncio.Future[None]]] = []
+        self._steps = 0
+        """Steps let through so far (:meth:`stepped`): :meth:`_watch` tells a loop that only
+        retries from one that moves."""
 
     # -- the gate ------------------------------------------------------------------------------
     def may_step(self, gated: _Gated, exc: BaseException | None) -> bool:
@@ -402,6 +413,7 @@ class Sequencer:
 
     def stepped(self, gated: _Gated) -> None:
         """``gated`` took a step: it no longer waits for its turn."""
+        self._steps += 1
         self._waiting.pop(gated, None)
 
     async def reached(self, place: int, ready: Callable[[], bool]) -> None:
@@ -471,8 +483,13 @@ class Sequencer:
             self._stopping = False
 
     async def _watch(self, loop: ReplayLoop, task: asyncio.Future[Any]) -> None:
-        """Wake the seats as the log moves; cut, grant or give up when every task waits."""
-        seen = self.logged()
+        """Wake the seats as the log moves; cut, grant or give up when every task waits.
+
+        Every task waits when nothing is ready to run on the loop, or when for
+        :data:`SPIN_TURNS` turns in a row what ran let no task step and moved no event (with
+        no work in a thread).
+        """
+        seen, steps, still = self.logged(), self._steps, 0
         cancelled = False
         while not task.done():
             await asyncio.sleep(0)
@@ -480,13 +497,15 @@ class Sequencer:
             now = self.logged()
             if task.done():
                 break
+            still = still + 1 if (now, self._steps) == (seen, steps) else 0
+            steps = self._steps
             if now != seen:
                 seen = now
                 self._wake()
             elif self.cut is not None and now >= self.cut and not cancelled:
                 task.cancel()  # the stop came here
                 cancelled = True
-            elif loop.busy():
+            elif loop.busy() and (loop.offloaded or still < SPIN_TURNS):
                 continue
             elif self._waiting and self._granted is None:  # one waits for its turn: it steps
                 self._granted = self._next_granted(now)
