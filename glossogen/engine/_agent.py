@@ -91,6 +91,12 @@ class AgentRunner:
     (:meth:`~glossogen.engine.VirtualClock.hold`): another seat's sleep cannot end the phase
     between the failure and its event."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    answered: bool = False
+    """True from a cycle's final answer until the agent takes up its next prompt (briefings or
+    news): what it does in between logs nothing."""
+    parked: bool = False
+    """True while the agent waits for news (:meth:`wait_for_news`), until its first step after
+    the wake, which takes up what came."""
     sent_sha256: str | None = None
     """An unbilled seat's last request fingerprint, logged with its answer (billed requests
     log theirs on ``model_request_sent``)."""
@@ -116,6 +122,26 @@ class AgentRunner:
         self.idle = False
         self.wake.set()
 
+    async def wait_for_news(self, changed: Callable[[], None]) -> None:
+        """Wait, idle, until a message, notice or briefing wakes the agent.
+
+        ``changed`` is called once the agent is idle (the engine may find the phase over).
+        """
+        self.wake.clear()
+        self.idle = True
+        self.parked = True
+        changed()
+        try:
+            await self.wake.wait()
+        finally:
+            self.parked = False
+        self.idle = False
+
+    @property
+    def woken(self) -> bool:
+        """Whether a wake reached the agent as it waits for news and is not yet taken up."""
+        return self.parked and self.wake.is_set()
+
     def drain_inbox(self) -> dict[str, list[dict[str, Any]]]:
         """Hand over and clear the inbox as ``{"messages": [...], "events": [...]}``."""
         batch: dict[str, list[dict[str, Any]]] = {"messages": [], "events": []}
@@ -131,6 +157,7 @@ class AgentRunner:
         self.phase_turns = 0
         self.phase_failures = 0
         self.phase_answers = 0
+        self.answered = False
         self.returned = {}
         self.refused = {}
         self.results_logged = set()

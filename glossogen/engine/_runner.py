@@ -128,12 +128,9 @@ class CycleDriver:
                 runner.observations.append(Observation("notifications", dict(batch)))
                 text = format_batch(batch)
             else:
-                runner.wake.clear()
-                runner.idle = True
-                self.changed()
-                await runner.wake.wait()
-                runner.idle = False
+                await runner.wait_for_news(self.changed)
                 continue
+            runner.answered = False
             await self._prompt(runner, deps, text)
         runner.idle = True
         self.changed()
@@ -369,6 +366,11 @@ class CycleDriver:
             # An answer counts once it is processed without error (a refusal or a tool call
             # with invalid arguments is a model error, though it was answered and paid).
             runner.unconfirmed = True
+            # text and no tool call: the cycle's final answer, nothing more logged until the
+            # agent takes up its next prompt
+            runner.answered = not calls and any(
+                isinstance(p, TextPart) and p.content for p in response.parts
+            )
             for call in calls:
                 self.emit(
                     ToolCallInvoked(

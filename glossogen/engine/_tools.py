@@ -36,11 +36,7 @@ def core_tools(messaging: Messaging) -> list[Tool[AgentDeps]]:
         """
         runner = messaging.inbox(ctx.deps.agent_id)
         if not runner.inbox:
-            runner.wake.clear()
-            runner.idle = True
-            messaging.changed()
-            await runner.wake.wait()
-            runner.idle = False
+            await runner.wait_for_news(messaging.changed)
         batch = runner.drain_inbox()
         messaging.mark_batch_read(ctx.deps.agent_id, batch)
         return dict(batch)

@@ -114,6 +114,29 @@ def owner(event: Event, seats: frozenset[str]) -> str | None:
     return who if who in seats else None
 
 
+def judge_askers(recorded: list[Event], owners: list[str | None]) -> list[str | None]:
+    """``owners`` with each judge ruling, and the requests it settled, given to the seat that asked.
+
+    The log shows which seat asked where the event right after ``judge_called`` is a seat's. A
+    seat's tool that asks the judge logs the ruling (``judge_called``) and what the scenario
+    made of it for that seat in one step (``spot_the_difference_submission_judged``, naming
+    the seat), so the seat whose event follows is the one that asked. Several seats' rulings
+    in flight at once are then taken up, and asked, in the recorded order. A ruling followed
+    by no seat's event stays the judge's (any task may step towards it).
+    """
+    found = list(owners)
+    asked = {e.request_id: i for i, e in enumerate(recorded) if isinstance(e, ModelRequestSent)}
+    for index, event in enumerate(recorded[:-1]):
+        seat = owners[index + 1]
+        if not isinstance(event, JudgeCalled) or seat in (JUDGE, None):
+            continue
+        found[index] = seat
+        for request_id in event.request_ids:
+            if request_id in asked:
+                found[asked[request_id]] = seat
+    return found
+
+
 def _call_of(event: Event) -> int | None:
     """The seat's call a request or an answer names (its turn), or None."""
     if isinstance(event, ModelRequestSent):
@@ -206,7 +229,9 @@ class Sequencer:
     (its place in ``recorded``); ``seats``: the run's seats; ``ordered``: whether the seats'
     steps are ordered by the log (a hosted seat, or a process on the real clock); ``real``:
     whether the process played on the real clock; ``returned``: whether a seat's tool call has
-    returned in the replay (``agent_id``, ``tool_call_id``).
+    returned in the replay (``agent_id``, ``tool_call_id``); ``quiet``: whether a seat's next
+    step logs nothing (``agent_id``): it has given its final answer and not yet taken up its
+    next prompt, or a wake reached it as it waited for news (:meth:`may_step`).
     """
 
     def __init__(
@@ -217,21 +242,29 @@ class Sequencer:
         ordered: bool,
         real: bool = False,
         returned: Callable[[str, str], bool] | None = None,
+        quiet: Callable[[str], bool] | None = None,
     ) -> None:
         known = frozenset(seats)
         self._returned = returned
         """Whether a seat's tool call (``agent_id``, ``tool_call_id``) has returned in the
         replay (its result kept for the history): see :meth:`_closed_by_the_end`."""
+        self._quiet = quiet
+        """Whether a seat's next step logs nothing (``agent_id``): see :meth:`may_step`."""
         self._ordered = ordered
         self._recorded = recorded
         self._seats = known
         self._owners = [owner(e, known) for e in recorded]
         self._closing = cut_off(self._owners, recorded)
+        self._owners = judge_askers(recorded, self._owners)  # gating only (not the calls')
+        ends = found_over(recorded, self._closing)
+        self._ends = sorted((place, end) for end, place in ends.items())
+        """Each phase end's run of what the round's task logged as it ended the phase: from
+        where it found the phase over to the end's own event (``(place, end)``)."""
         self._timed: frozenset[int] = frozenset()
         """Where the round's task found a phase over by time, on the real clock: there the
         seats take every step they can before it does (:meth:`_next_granted`)."""
         if real:
-            self._timed = timed_out(recorded, found_over(recorded, self._closing))
+            self._timed = timed_out(recorded, ends)
         self.logged = logged
         self.cut: int | None = None
         self._stopping = False
@@ -267,6 +300,8 @@ class Sequencer:
         if seat is None:  # the round's own task (and what it starts): not ahead of a seat's
             if at in self._timed:  # a limit the real clock passed: the seats had done theirs
                 return False
+            if self._unreturned(at):  # a tool the phase's end found returned is still running
+                return False
             return next_owner in (JUDGE, None) or at in self._closing
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
             if next_owner == seat and self._answer_first(seat, at):
@@ -275,6 +310,10 @@ class Sequencer:
             return next_owner not in self._seats or next_owner == seat
         if next_owner == seat and self._closed_by_the_end(seat, at):
             return False  # the phase's end closes it: the seat goes on only cut off
+        if seat in self._unreturned(at):
+            return True  # its tool returns before the phase's end cuts it off, as recorded
+        if self._quiet is not None and self._quiet(seat) and self._end_run(at) is None:
+            return True  # it goes idle or takes up its news where it did: a step logging none
         return next_owner in (seat, JUDGE)
 
     def _answer_first(self, seat: str, at: int) -> bool:
@@ -289,6 +328,37 @@ class Sequencer:
         return isinstance(self._recorded[at], LlmResponseReceived) and any(
             waiting.seat == seat and waiting.due for waiting in self._waiting
         )
+
+    def _end_run(self, at: int) -> int | None:
+        """The place of the phase end whose run of closing events holds ``at``, if any."""
+        run = bisect.bisect(self._ends, (at, len(self._recorded))) - 1
+        if run < 0 or at >= self._ends[run][1]:
+            return None
+        return self._ends[run][1]
+
+    def _unreturned(self, at: int) -> set[str]:
+        """The seats whose tool the coming phase end closes with its result, not yet returned.
+
+        ``at``: the replay's place, inside that end's run (:meth:`_end_run`). When the round's
+        task found the phase over (settled by a seat's tool, say), the other seats' tools woken
+        by the same change (a wait handed the last notice) had returned: their cancellation
+        closed each with its real result. In the replay such a seat's steps wait while the next
+        recorded event is another seat's (the closing events come in the record's order), so
+        its tool returns only if let: it steps until it has returned (then
+        :meth:`_closed_by_the_end` holds it), and the round's task ends the phase only after.
+        """
+        end = self._end_run(at)
+        if self._returned is None or end is None:
+            return set()
+        return {
+            seat
+            for index in range(at, end)
+            if index in self._closing
+            and isinstance(closing := self._recorded[index], ToolResultReceived)
+            and not closing.interrupted
+            and (seat := str(self._owners[index])) in self._seats
+            and not self._returned(seat, closing.tool_call_id)
+        }
 
     def _closed_by_the_end(self, seat: str, at: int) -> bool:
         """Whether the next recorded event is ``seat``'s tool result closed by the phase's end.

@@ -153,7 +153,9 @@ async def play_tape(
             pacing.calls = {s: len(c) for s, c in read_tape(point.events).calls.items()}
         logged = partial(_logged, before, session.writer)
         returned = partial(_has_returned, session.engine.runners)
-        sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned)
+        silent = partial(_steps_quietly, session.engine.runners)
+        sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned,
+                              silent)  # fmt: skip
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
         pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
@@ -217,6 +219,16 @@ def _through(segments: list[_Process], through: int) -> list[_Process]:
 def _has_returned(runners: dict[str, AgentRunner], seat: str, tool_call_id: str) -> bool:
     """Whether ``seat``'s tool call ``tool_call_id`` has returned in this phase of the replay."""
     return seat in runners and tool_call_id in runners[seat].returned
+
+
+def _steps_quietly(runners: dict[str, AgentRunner], seat: str) -> bool:
+    """Whether ``seat``'s next step logs nothing.
+
+    That is: between its final answer and its next prompt (it goes idle, or takes up what
+    came), or woken as it waited for news.
+    """
+    runner = runners.get(seat)
+    return runner is not None and (runner.answered or runner.woken)
 
 
 def _logged(before: int, writer: EventLogWriter) -> int:

@@ -1,10 +1,12 @@
 """Re-record the committed tapes of ``tests/replay/tapes`` and ``tests/replay/tapes_http``.
 
-``tapes``: one scripted round per scenario. ``tapes_http``: two rounds over the stub model
-servers in the style of a hosted model (text with tool calls, OpenAI's Responses wire):
-prisoners_dilemma with ``player_a`` over HTTP, veyru with its in-run judge over HTTP; and under
-``tapes_http/overlap`` prisoners_dilemma with both seats over HTTP, their calls in flight at
-once.
+``tapes``: one scripted round per scenario. ``tapes_http``: two rounds of every scenario over
+the stub model servers in the style of a hosted model (text with tool calls): on OpenAI's
+Responses wire prisoners_dilemma's ``player_a``, veyru's in-run judge, signal_game's sender
+(``agent_a``), drive_module_repair's field technician and orbital_anomaly's astronaut (their
+in-run judge asked over HTTP too, on Anthropic's wire); on Anthropic's wire
+spot_the_difference's ``viewer_left_a`` (and its judge); and under ``tapes_http/overlap``
+prisoners_dilemma with both seats over HTTP, their calls in flight at once.
 Run ``python -m tests.replay.record_tapes`` (or ``... record_tapes SCENARIO...`` to replace only
 those scenarios' HTTP tapes) after a change that is meant to alter what seats
 send or what a run logs; review the diff of the logs before committing it. A tape of a real
@@ -51,9 +53,16 @@ HTTP_RUNS = {
     "prisoners_dilemma": ['model_overrides={"player_a": {"model": "gpt-5.4", "provider": "openai"}}'],
     "veyru": ["judge_model=gpt-5.4", "judge_provider=openai"],
     "signal_game": [_hosted("agent_a"), "role_swap_every=0"],
+    "drive_module_repair": [_hosted("field_technician"), "module_count_weights=[0, 1]",
+                            "fault_count_weights=[1]"],
+    "orbital_anomaly": [_hosted("astronaut"), "fault_count_weights=[0, 1]"],
+    "spot_the_difference": [_hosted("viewer_left_a", {"model": "claude-sonnet-4-6", "provider": "anthropic"})],
 }  # fmt: skip
-"""The runs over HTTP: scenario and knob overrides (one seat hosted on OpenAI's Responses
-wire, the rest scripted; veyru: its judge)."""
+"""The runs over HTTP: scenario and knob overrides (one seat hosted, on OpenAI's Responses wire
+but spot_the_difference's on Anthropic's, the rest scripted; veyru: its judge; a run with a
+hosted seat asks its in-run judge over HTTP, Anthropic's default model). Each of
+drive_module_repair's rounds repairs two modules with one fault each, each of orbital_anomaly's
+clears two stages: small tapes, a new module and a next stage each round."""
 OVERLAP_TAPES = HTTP_TAPES / "overlap"
 """Runs over HTTP whose hosted seats had model calls in flight at once (a runs dir)."""
 _HOSTED = {"model": "gpt-5.4", "provider": "openai"}
