@@ -59,6 +59,7 @@ from glossogen.export import (
     select_runs,
 )
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
+from glossogen.export._knobfilter import RunsMissing
 from glossogen.export._tables import family
 
 _TABLES = {
@@ -895,19 +896,6 @@ def check_sort(query: Query) -> None:
         raise QueryError(
             f"{shown(query.sort)} is neither a measure ({', '.join(labels)}) nor a key", "sort"
         )
-
-
-class RunsMissing(SelectionError):
-    """Explicit run ids that no longer resolve: the cohort is the export's selection, refused alike.
-
-    Attributes:
-        missing_run_ids: The ids, in the order given.
-    """
-
-    def __init__(self, missing_run_ids: Sequence[str]) -> None:
-        """Keep the ids; the line names them as ``glossogen export`` does."""
-        self.missing_run_ids = list(missing_run_ids)
-        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
 
 
 def refuse_missing(missing_run_ids: Sequence[str]) -> None:

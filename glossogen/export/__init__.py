@@ -12,10 +12,16 @@ trajectories live in ``_raw``/``_atif``.
 
 from typing import TYPE_CHECKING
 
-from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
+from glossogen.export._knobfilter import (
+    KnobCondition,
+    RunsMissing,
+    SelectionError,
+    parse_conditions,
+)
 from glossogen.export._lines import damaged_note
 from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
 from glossogen.export._selection import (
+    DEFAULT_GROUP,
     MAX_RUNS,
     FilterSelection,
     RunIds,
@@ -46,11 +52,9 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
     from glossogen.export._runs import (
         ExportPlan,
         ExportRefused,
-        ExportResult,
         ExportRunsRequest,
-        export_runs,
         plan_export,
-        write_export,
+        survey_export,
     )
     from glossogen.export._tables import (
         ALWAYS,
@@ -74,6 +78,13 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         write_table,
         write_tables,
     )
+    from glossogen.export._writing import (
+        ExportResult,
+        export_runs,
+        write_export,
+        write_export_raw,
+        write_export_table,
+    )
 
 _RAW_NAMES = {
     "RAW_ZIP_MAX_BYTES",
@@ -83,14 +94,13 @@ _RAW_NAMES = {
     "estimate_raw_bytes",
     "write_raw_zip",
 }
-_RUNS_NAMES = {
-    "ExportPlan",
-    "ExportRefused",
+_RUNS_NAMES = {"ExportPlan", "ExportRefused", "ExportRunsRequest", "plan_export", "survey_export"}
+_WRITING_NAMES = {
     "ExportResult",
-    "ExportRunsRequest",
     "export_runs",
-    "plan_export",
     "write_export",
+    "write_export_raw",
+    "write_export_table",
 }
 _ATIF_NAMES = {"build_trajectories", "trajectory_json"}
 _TABLE_NAMES = {
@@ -139,6 +149,10 @@ def __getattr__(name: str) -> object:
         from glossogen.export import _runs
 
         return getattr(_runs, name)
+    if name in _WRITING_NAMES:
+        from glossogen.export import _writing
+
+        return getattr(_writing, name)
     if name in _ATIF_NAMES:
         from glossogen.export import _atif
 
@@ -153,7 +167,10 @@ __all__ = [
     "ExportRunsRequest",
     "export_runs",
     "plan_export",
+    "survey_export",
     "write_export",
+    "write_export_table",
+    "write_export_raw",
     "RAW_ZIP_MAX_BYTES",
     "RawZipResult",
     "RawZipTooLarge",
@@ -166,8 +183,10 @@ __all__ = [
     "DEFAULT_FRAMES",
     "FRAMES",
     "LOG_FRAMES",
+    "DEFAULT_GROUP",
     "MAX_RUNS",
     "RUNNING",
+    "RunsMissing",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

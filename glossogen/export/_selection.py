@@ -41,6 +41,9 @@ from glossogen.storage import RunFolder, RunStore, path_kind, resolved
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``max_runs`` overrides it)."""
 
+DEFAULT_GROUP = "local"
+"""The group of a run that recorded no ``group_slug`` (GlossoGen 0.5 runs included)."""
+
 
 RunIds = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]],
@@ -263,6 +266,11 @@ class RunRecord:
     def status(self) -> str:
         """The run's status (:data:`~glossogen.export._runlog.RUNNING` when unfinished)."""
         return self.facts.status
+
+    @property
+    def group(self) -> str:
+        """The group that owns the run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
+        return (self.facts.started or {}).get("group_slug") or DEFAULT_GROUP
 
     @property
     def agents(self) -> list[AgentFacts]:
