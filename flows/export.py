@@ -3,15 +3,14 @@
 The flow takes the one request value, an :class:`~glossogen.export.ExportRunsRequest` (the
 value the CLI and MCP export), checked once by the library. The ``nightly-export`` deployment
 passes it as its ``request`` parameter (``runs_dir`` and ``out``: the default tables of every
-run, straight to object storage). A deployment made before the flow took the request passes
-the request's fields loose (``runs_dir``, ``out``, ...): they are read as that request, so an
-older nightly deployment keeps exporting. Publishes a table artifact with the rows written per
-table.
+run, straight to object storage). A ``nightly-export`` deployment made before the flow took
+the request passes ``runs_dir`` and ``out`` loose: the flow still takes those two, read as
+that request, so an older nightly deployment keeps exporting (Prefect refuses any other
+parameter the flow does not declare, naming it). Publishes a table artifact with the rows
+written per table.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
@@ -20,35 +19,42 @@ from glossogen.export import ExportRefused, ExportRunsRequest
 from tasks.export import select, write_columns_legend, write_one_table, write_raw
 
 
-def request_of(request: ExportRunsRequest | None, fields: dict[str, Any]) -> ExportRunsRequest:
-    """The export's request: ``request``, or the loose fields an older deployment passes.
+def request_of(
+    request: ExportRunsRequest | None, runs_dir: str | None, out: str | None
+) -> ExportRunsRequest:
+    """The export's request: ``request``, or an older deployment's ``runs_dir`` and ``out``.
 
     Raises:
         ValueError: both or neither given, or no ``out`` (one line naming them).
-        pydantic.ValidationError: a loose field the request does not take, or of a bad type.
     """
-    if request is not None and fields:
+    loose = {k: v for k, v in (("runs_dir", runs_dir), ("out", out)) if v is not None}
+    if request is not None and loose:
         raise ValueError(
-            f"export takes request or, as an older deployment passes them, the request's "
-            f"fields, not both: got request and {', '.join(sorted(fields))}"
+            f"export takes request or, as an older deployment passes them, runs_dir and out, "
+            f"not both: got request and {', '.join(loose)}"
         )
-    if request is None and not fields:
+    if request is None and runs_dir is None:
         raise ValueError("export takes request (an ExportRunsRequest: runs_dir, out, ...)")
-    request = request or ExportRunsRequest.model_validate(fields)
+    request = request or ExportRunsRequest(runs_dir=str(runs_dir), out=out)
     if request.out is None:
         raise ValueError("export writes to request.out: give it a folder or an fsspec URL")
     return request
 
 
 @flow(name="export")
-async def export(request: ExportRunsRequest | None = None, **fields: Any) -> dict[str, int]:
+async def export(
+    request: ExportRunsRequest | None = None, runs_dir: str | None = None, out: str | None = None
+) -> dict[str, int]:
     """Export the runs ``request`` selects to its ``out`` (a folder or an fsspec URL).
 
     Args:
         request: The export (:class:`~glossogen.export.ExportRunsRequest`; a dict of its
             fields as a deployment passes it).
-        **fields: An older deployment's parameters, the request's fields loose (``runs_dir``,
-            ``out``, ``selection``, ``frames``, ...): read as that request.
+        runs_dir: Only for a ``nightly-export`` deployment made before the flow took
+            ``request`` (it passes ``runs_dir`` and ``out``): read as the request of the
+            default tables of every run under it (``glossogen deploy`` again passes
+            ``request``).
+        out: With ``runs_dir``, that deployment's ``out``.
 
     Returns:
         Rows written per table.
@@ -60,7 +66,7 @@ async def export(request: ExportRunsRequest | None = None, **fields: Any) -> dic
             (the refusal of :func:`~glossogen.export.plan_export`, raised as the error it
             refused), or the request given both ways, or neither.
     """
-    request = request_of(request, fields)
+    request = request_of(request, runs_dir, out)
     try:
         plan = select(request)
     except ExportRefused as exc:  # the library's own error, as the flow always raised it

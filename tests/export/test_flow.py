@@ -38,8 +38,8 @@ async def _row_counts_of(flow_run_id: UUID) -> list[dict]:
 
 
 NIGHTLY = ["request", "loose"]
-"""The nightly deployment's parameters: the request (``prefect.yaml`` now), or its fields loose
-(a deployment made before the flow took the request)."""
+"""The nightly deployment's parameters: the request (``prefect.yaml`` now), or ``runs_dir`` and
+``out`` loose (a deployment made before the flow took the request)."""
 
 
 @pytest.mark.parametrize("given", NIGHTLY)
@@ -109,7 +109,7 @@ def test_the_request_given_twice_is_refused_in_one_line(
 ) -> None:
     """``request`` and loose fields at once: which one is meant is not guessed."""
     request = ExportRunsRequest(runs_dir=str(cohort.runs_dir), out=str(tmp_path / "o"))
-    line = "export takes request or, as an older deployment passes them, the request's fields, "
+    line = "export takes request or, as an older deployment passes them, runs_dir and out, "
     with pytest.raises(ValueError, match=f"^{line}not both: got request and out$"):
         asyncio.run(export(request, out=str(tmp_path / "p")))
     assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()
