@@ -19,23 +19,27 @@ from glossogen.export._knobfilter import (
     parse_conditions,
 )
 from glossogen.export._lines import damaged_note
-from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
-from glossogen.export._selection import (
+from glossogen.export._record import (
     DEFAULT_GROUP,
-    MAX_RUNS,
-    FilterSelection,
-    RunIds,
-    RunIdSelection,
     RunRecord,
-    RunsDirError,
-    SelectedRuns,
-    Selection,
-    check_runs_dir,
     damaged_line_notes,
     load_folder,
     load_run,
     queued_run,
+)
+from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
+from glossogen.export._select import (
+    MAX_RUNS,
+    RunsDirError,
+    SelectedRuns,
+    check_runs_dir,
     select_runs,
+)
+from glossogen.export._selection import (
+    FilterSelection,
+    RunIds,
+    RunIdSelection,
+    Selection,
     selection_of,
 )
 

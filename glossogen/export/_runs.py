@@ -16,16 +16,15 @@ from pydantic import BaseModel, ConfigDict
 
 from glossogen import exit_codes
 from glossogen.export._knobfilter import RunsMissing, SelectionError
-from glossogen.export._selection import (
+from glossogen.export._record import RunRecord
+from glossogen.export._select import (
     MAX_RUNS,
-    RunIdSelection,
-    RunRecord,
     RunsDirError,
     SelectedRuns,
-    Selection,
     _check_limit,
     select_runs,
 )
+from glossogen.export._selection import RunIdSelection, Selection
 from glossogen.refusals import Refusal, worded
 from glossogen.storage import StorageError
 

@@ -23,7 +23,7 @@ import polars as pl
 
 from glossogen.export._cells import safe_text
 from glossogen.export._frames import BATCH_RUNS, default_batches, default_schema
-from glossogen.export._selection import RunRecord
+from glossogen.export._record import RunRecord
 from glossogen.export._tables import (
     CALL_FRAME,
     LOG_FRAMES,
