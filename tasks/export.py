@@ -1,8 +1,12 @@
 """Tasks of the export flow: select runs, write one table, write the legend, write the raw zip.
 
-The selected runs are plain records (live data, not ids), so no task keeps Prefect's result
-cache (the task policy of :func:`orchestration.glossogen_task`): hashing them is wasted work and
-an export must re-read runs that changed anyway. Only the writes do I/O worth retrying.
+Each task takes the checked plan (:class:`~glossogen.export.ExportPlan`: the request and the
+runs it selected) and writes one part of it to the request's ``out`` through the library's
+writers (:func:`~glossogen.export.write_export_table`, ``write_export_raw``), the parts
+:func:`~glossogen.export.write_export` writes in one call. The selected runs are plain records
+(live data, not ids), so no task keeps Prefect's result cache (the task policy of
+:func:`orchestration.glossogen_task`): hashing them is wasted work and an export must re-read
+runs that changed anyway. Only the writes do I/O worth retrying.
 """
 
 from __future__ import annotations
@@ -12,10 +16,10 @@ from glossogen.export import (
     ExportRunsRequest,
     RunRecord,
     plan_export,
+    write_export_raw,
+    write_export_table,
     write_legend,
-    write_table,
 )
-from glossogen.storage import join
 from orchestration import glossogen_task
 
 
@@ -31,21 +35,9 @@ def select(request: ExportRunsRequest) -> ExportPlan:
 
 
 @glossogen_task(name="write_table", retries=2, task_run_name="write-{name}")
-def write_one_table(
-    records: list[RunRecord],
-    name: str,
-    out: str,
-    repeat_run_columns: bool,
-    include_metric_summaries: bool,
-) -> tuple[int, dict[str, int]]:
-    """Write ``<out>/<name>.csv``; return its rows and per-column coverage."""
-    return write_table(
-        records,
-        name,
-        out,
-        repeat_run_columns=repeat_run_columns,
-        include_metric_summaries=include_metric_summaries,
-    )
+def write_one_table(plan: ExportPlan, name: str) -> tuple[int, dict[str, int]]:
+    """Write ``<out>/<name>.csv`` of the plan; return its rows and per-column coverage."""
+    return write_export_table(plan, name, str(plan.request.out))
 
 
 @glossogen_task(name="write_legend", retries=2)
@@ -57,10 +49,6 @@ def write_columns_legend(
 
 
 @glossogen_task(name="write_raw_zip", retries=1)
-def write_raw(records: list[RunRecord], out: str, include_logs: bool, include_atif: bool) -> int:
-    """Write ``<out>/runs.zip`` (the run folders); return the runs archived."""
-    from glossogen.export import publish, write_raw_zip
-
-    with publish(join(out, "runs.zip")) as f:
-        result = write_raw_zip(records, f, include_logs=include_logs, include_atif=include_atif)
-    return int(result.runs)
+def write_raw(plan: ExportPlan) -> str:
+    """Write ``<out>/runs.zip`` (the run folders) of the plan; return its URL."""
+    return write_export_raw(plan, str(plan.request.out))

@@ -212,6 +212,62 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
     )
 
 
+COHORT_NAMES = {
+    "cli": NAMES["cli"] | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob"},
+    "mcp": NAMES["mcp"] | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition"},
+}
+"""How each surface names a cohort's refused values: the CLI's flags, ``evaluate_runs``'s
+arguments (a knob condition as the export's tools name it)."""
+COHORT_REFUSALS = {
+    "negative-cap": (["--spend-cap-usd", "-1"], {"spend_cap_usd": -1.0},
+                     "{spend_cap_usd} must be a number of USD of at least 0, got -1"),
+    "knob-condition": (["--knob", "x"], {"knob": ["x"]},
+                       "{knob} 'x': no operator; write <knob><op><value> with op one of "
+                       "!= >= <= = > <"),
+    "no-judge": (["--metrics", "language_repetition"], {"metrics": ["language_repetition"]},
+                 "language_repetition needs a judge: pass {model} and {provider}"),
+}  # fmt: skip
+"""Each refusal of a cohort: the CLI's flags, ``evaluate_runs``'s arguments, the line."""
+
+
+def cohort_through(
+    surface: str, runs: str, flags: list[str], arguments: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> Answer:  # fmt: skip
+    """``glossogen evaluate --runs-dir`` or MCP ``evaluate_runs`` of the runs under ``runs``."""
+    if surface == "cli":
+        return _cli(capsys, "evaluate", "--runs-dir", runs, *flags)
+    return _mcp(runs, "evaluate_runs", **arguments)[0]
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize("case", [*COHORT_REFUSALS, "scored"])
+def test_a_cohort_is_scored_and_refused_alike_by_the_cli_and_mcp(
+    surface: str, case: str, prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evaluate --runs-dir`` and ``evaluate_runs`` go through the library's cohort entry
+    (``launch.check_cohort``, ``launch.evaluate_cohort``): the same summary line and reports
+    for two runs played alike, and each refusal one line naming the value the surface's way
+    (exit 64 / a tool error), no report written."""
+    runs = str(tmp_path / "runs")
+    played = [play_run(runs, "veyru", rounds=2, now_unix=1_790_000_000 + i) for i in (0, 1)]
+    if case == "scored":
+        answer = cohort_through(surface, runs, ["--metrics", "round_success"],
+                                {"metrics": ["round_success"]}, capsys)  # fmt: skip
+        line = (
+            f"evaluated 2 runs under {runs}: 2 scored, 0 skipped (report up to date), "
+            "0 not evaluated · evaluation cost $0.000000"
+        )
+        assert answer == Answer(False, line, STATUS[surface][0])
+        assert [_scored(f) for f in played] == [{"status": "ok", "score": 1.0, "rounds": 2}] * 2
+        return
+    flags, arguments, line = COHORT_REFUSALS[case]
+    answer = cohort_through(surface, runs, flags, arguments, capsys)
+    status = 64 if surface == "cli" else "tool error"
+    assert answer == Answer(True, line.format(**COHORT_NAMES[surface]), status)
+    assert [(Path(f.url) / "veyru_report.json").exists() for f in played] == [False, False]
+
+
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 def test_a_fork_whose_source_does_not_replay_is_refused_alike_by_the_cli_and_mcp(
     surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -393,7 +449,7 @@ def _rest_refusal(runs_dir: str, method: str, route: str, **request: Any) -> Ans
 
 
 def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The CLI's user typed ``--runs-dir``, and its line names it; a client of the server gave
     no path and cannot act on one: REST and MCP name the server's runs directory, not its path."""
@@ -416,11 +472,12 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
         _mcp(runs, "list_analysis_fields", selection=nosuch)[0],
         _mcp(runs, "list_runs", scenario=["nosuch"])[0],
         _mcp(runs, "export_runs", out=out, scenario=["nosuch"])[0],
+        _mcp(runs, "evaluate_runs", metrics=["round_success"], scenario=["nosuch"])[0],
     ] == [
         Answer(True, f"scenario: {served}", 422),
         Answer(True, f"scenario: {served}", 422),
         Answer(True, f"scenario: {served}", 422),
-        *[Answer(True, served, "tool error")] * 4,
+        *[Answer(True, served, "tool error")] * 5,
     ]  # fmt: skip
     gone = str(tmp_path / "gone")
     assert _cli(capsys, "analyze", "--runs-dir", gone, "--measure", "run_id:count") == Answer(
@@ -437,8 +494,87 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
         _mcp(gone, "list_analysis_fields")[0],
         _mcp(gone, "list_runs")[0],
         _mcp(gone, "export_runs", out=out)[0],
-    ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 4]
+        _mcp(gone, "evaluate_runs", metrics=["round_success"])[0],
+    ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 5]
     assert not os.path.exists(out)
+
+
+TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
+OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection or raise"
+EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
+    "unknown-table": {
+        "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
+        "said": {"cli": f"--frames: unknown table 'nope' (tables: {TABLES})",
+                 "rest": f"frames: unknown table 'nope' (tables: {TABLES})",
+                 "mcp": f"unknown table 'nope' (tables: {TABLES})"},
+        "status": {"cli": 64, "rest": 422},
+    },
+    "missing-run-id": {
+        "cli": ["--run-id", "veyru/1"],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1"]}},
+        "mcp": {"run_ids": ["veyru/1"]},
+        "said": dict.fromkeys(("cli", "mcp"), "run ids that no longer resolve: veyru/1")
+        | {"rest": "run_ids: run ids that no longer resolve: veyru/1"},
+        "status": {"cli": 66, "rest": 404},
+    },
+    "unknown-scenario": {
+        "cli": ["--scenario", "nosuch"],
+        "rest": {"selection": {"kind": "filters", "scenario": ["nosuch"]}},
+        "mcp": {"scenario": ["nosuch"]},
+        "said": {"cli": "--scenario 'nosuch' has no run under {runs} (scenarios there: veyru)",
+                 "rest": "scenario: scenario 'nosuch' has no run in the server's runs "
+                         "directory (scenarios there: veyru)",
+                 "mcp": "scenario 'nosuch' has no run in the server's runs directory "
+                        "(scenarios there: veyru)"},
+        "status": {"cli": 65, "rest": 422},
+    },
+    "over-max-runs": {
+        "cli": ["--max-runs", "1"], "rest": {}, "mcp": {"max_runs": 1},
+        "said": {"cli": f"{OVER} it with --max-runs",
+                 "rest": f"max_runs: {OVER} it on the command line (`glossogen export "
+                         "--max-runs`)",
+                 "mcp": f"{OVER} max_runs"},
+        "status": {"cli": 65, "rest": 413},
+    },
+}  # fmt: skip
+"""Each refusal of an export as each surface words it: the CLI's flags and exit code, REST's
+field (or limit) before the line and its status, MCP's tool error; the line the library's,
+save that REST and MCP name the server's runs directory, never its path (the CLI's user typed it)."""
+
+
+def export_refused_through(
+    surface: str, runs: str, out: Path, case: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> Answer:
+    """``glossogen export``, ``POST .../export/csv`` (a server whose ceiling is 1 run when the
+    case asks the CLI for ``--max-runs 1``) or MCP ``export_runs``, asked as ``case`` says."""
+    if surface == "cli":
+        return _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), *case["cli"])
+    if surface == "rest":
+        limits = {"max_runs": 1} if "--max-runs" in case["cli"] else {}
+        body = {"selection": {"kind": "filters"}, **case["rest"]}
+        got = TestClient(create_app(runs, **limits)).post("/api/g/local/runs/export/csv", json=body)
+        detail = got.json()["detail"]
+        named = detail.get("field") or detail["limit"]
+        return Answer(True, f"{named}: {detail['message']}", got.status_code)
+    return _mcp(runs, "export_runs", out=str(out), **case["mcp"])[0]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("case", list(EXPORT_REFUSALS))
+def test_an_export_is_refused_with_the_same_line_through_every_surface(
+    surface: str, case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REST plans the same library request as the CLI and MCP: an unknown table, an id that no
+    longer resolves, a scenario no run has and a selection over the run ceiling are one line
+    each (issue 32: REST's own wording of the last two is gone), nothing written."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_100)
+    asked = EXPORT_REFUSALS[case]
+    answer = export_refused_through(surface, runs, tmp_path / "out", asked, capsys)
+    status = asked["status"].get(surface, "tool error")
+    assert answer == Answer(True, asked["said"][surface].format(runs=runs), status)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
@@ -696,6 +832,15 @@ COMMAND_ARGUMENTS = {
         "--probe-replicas": "probe_replicas", "--allow-incomplete": "allow_incomplete",
         "--plot": "plot", "--judge-cache": "judge_cache",
     },
+    ("evaluate --runs-dir", "evaluate_runs"): {
+        "--metrics": "metrics", "--model": "judge_model", "--provider": "judge_provider",
+        "--judge-settings": "judge_settings", "--judge-replicas": "judge_replicas",
+        "--probe-replicas": "probe_replicas", "--allow-incomplete": "allow_incomplete",
+        "--plot": "plot", "--judge-cache": "judge_cache", "--scenario": "scenario",
+        "--label": "labels", "--knob": "knob", "--status": "status", "--run-id": "run_ids",
+        "--run-id-contains": "run_id_contains", "--contains-agent-id": "contains_agent_id",
+        "--spend-cap-usd": "spend_cap_usd",
+    },
     ("export", "export_runs"): {
         "--out": "out", "--frames": "frames", "--scenario": "scenario", "--label": "labels",
         "--status": "status", "--run-id-contains": "run_id_contains",
@@ -721,13 +866,13 @@ NOT_AN_ARGUMENT = {
 
 NOT_OFFERED: dict[tuple[str, str], dict[str, str]] = {
     ("evaluate", "evaluate_run"): {
-        flag: "a cohort (--runs-dir): MCP evaluates one run (evaluate_run)"
+        flag: "a cohort's (--runs-dir): evaluate_runs takes it"
         for flag in ("--scenario", "--label", "--knob", "--status", "--run-id",
                      "--run-id-contains", "--contains-agent-id", "--spend-cap-usd")
     },
 }  # fmt: skip
-"""Flags whose operation MCP does not offer yet, with why: listed, so the test below holds every
-other flag to an argument."""
+"""Flags of a command that one of its tools leaves to another, with why: listed, so the test
+below holds every other flag to an argument."""
 
 
 @pytest.mark.parametrize(("command", "tool"), list(COMMAND_ARGUMENTS), ids=lambda c: str(c))

@@ -19,10 +19,10 @@ from glossogen.analysis._query import Grain
 from glossogen.analysis._rows import NAMED_RUNS
 from glossogen.export import (
     RunRecord,
-    SelectionError,
     damaged_line_notes,
     select_runs,
 )
+from glossogen.export._knobfilter import RunsMissing
 
 
 def runs_dir_root(runs_dir: str) -> str:
@@ -105,19 +105,6 @@ def stale_notes(runs_dir: str, records: Sequence[RunRecord]) -> list[str]:
         f"the log of {named}{more} changed after its report was written: its metrics are of "
         "the earlier log (glossogen evaluate scores it again)"
     ]
-
-
-class RunsMissing(SelectionError):
-    """Explicit run ids that no longer resolve: the cohort is the export's selection, refused alike.
-
-    Attributes:
-        missing_run_ids: The ids, in the order given.
-    """
-
-    def __init__(self, missing_run_ids: Sequence[str]) -> None:
-        """Keep the ids; the line names them as ``glossogen export`` does."""
-        self.missing_run_ids = list(missing_run_ids)
-        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
 
 
 def refuse_missing(missing_run_ids: Sequence[str]) -> None:

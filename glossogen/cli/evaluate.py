@@ -386,68 +386,37 @@ def _naming(run_id: str, error: str) -> str:
 def _evaluate_cohort(
     runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
 ) -> int:
-    """Evaluate the selected runs under ``runs_dir`` with the ``evaluate-cohort`` flow."""
-    refused = _refuse_cohort(runs_dir, selection, request, spend_cap_usd)
-    if refused is None:
-        refused = _prefect_defaults()
+    """Evaluate the selected runs under ``runs_dir`` with the ``evaluate-cohort`` flow.
+
+    Checked once by the library (``launch.check_cohort``: the cap, the knob conditions, the
+    runs folder, the judge's key), then the Prefect API, then played (``launch.evaluate_cohort``),
+    as MCP's ``evaluate_runs`` plays it.
+    """
+    from glossogen.evaluation import EvaluationError
+    from glossogen.launch import check_cohort
+
+    try:
+        cohort = check_cohort(runs_dir, selection, request, spend_cap_usd)
+    except EvaluationError as exc:
+        _error(said(exc))
+        return exc.exit_code
+    refused = _prefect_defaults()
     if refused is not None:
         return refused
-    done = _run_cohort(runs_dir, selection, request, spend_cap_usd)
+    done = _run_cohort(cohort)
     if isinstance(done, int):
         return done
     return _print_cohort(done, runs_dir, spend_cap_usd)
 
 
-def _refuse_cohort(
-    runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
-) -> int | None:
-    """Check a cohort's cap, knob conditions, runs folder and judge key before the flow.
-
-    Returns:
-        The exit code of the first refusal (its line printed), or None.
-    """
-    from glossogen.environment import load_environment  # not launch's: it imports the engine
-    from glossogen.evaluation import JUDGE_ENV_VARS
-    from glossogen.export import RunsDirError, SelectionError, check_runs_dir, parse_conditions
-    from glossogen.storage import StorageError
-
-    if spend_cap_usd is not None and spend_cap_usd < 0:
-        _error(f"--spend-cap-usd must be a number of USD of at least 0, got {spend_cap_usd:g}")
-        return int(exit_codes.USAGE)
-    try:
-        parse_conditions(selection.get("knob"))
-    except SelectionError as exc:
-        _error(said_of_selection(exc))
-        return int(exit_codes.USAGE)
-    try:
-        check_runs_dir(runs_dir)
-    except RunsDirError as exc:
-        _error(f"--runs-dir {exc}")
-        return int(exit_codes.UNREADABLE)
-    except StorageError as exc:
-        _error(str(exc))
-        return int(exit_codes.TRANSPORT)
-    if request.provider is not None:
-        var = JUDGE_ENV_VARS[request.provider]
-        if not load_environment().get(var):
-            _error(f"missing credentials: {var} (judge provider {request.provider})")
-            return int(exit_codes.CREDENTIALS)
-    return None
-
-
-def _run_cohort(
-    runs_dir: str, selection: dict[str, Any], request: Any, spend_cap_usd: float | None
-) -> Any:
-    """Play the ``evaluate-cohort`` flow with its progress bar.
+def _run_cohort(cohort: Any) -> Any:
+    """Play the cohort (``launch.evaluate_cohort``) with its progress bar.
 
     Returns:
         The cohort's outcome, or the exit code of a refusal, a fault or an interruption.
     """
-    from flows.evaluate import SpendCapError, evaluate_cohort
     from glossogen.evaluation import EvaluationError
-    from glossogen.export import SelectionError
-    from glossogen.launch import observing
-    from glossogen.storage import StorageError
+    from glossogen.launch import evaluate_cohort, observing
     from orchestration.runtime import api_url_configured
 
     if not api_url_configured():
@@ -456,16 +425,10 @@ def _run_cohort(
     gc.freeze()  # what the imports built is never garbage: a cohort's collections skip it
     try:
         with observing(progress):
-            return asyncio.run(evaluate_cohort(runs_dir, selection, request, spend_cap_usd))
-    except SpendCapError as exc:
-        _error(said(exc))
-        return int(exit_codes.REFUSED)
-    except SelectionError as exc:
-        _error(said_of_selection(exc))
-        return int(exit_codes.REFUSED)
-    except (StorageError, EvaluationError) as exc:
-        _error(said(exc))
-        return int(getattr(exc, "exit_code", exit_codes.TRANSPORT))
+            return asyncio.run(evaluate_cohort(cohort))
+    except EvaluationError as exc:
+        _error(said_of_selection(exc) if exc.refusal is not None else said(exc))
+        return exc.exit_code
     except KeyboardInterrupt:
         _error("interrupted: the reports written so far are kept")
         return int(exit_codes.INTERRUPTED)
@@ -485,16 +448,10 @@ def _print_cohort(done: Any, runs_dir: str, spend_cap_usd: float | None) -> int:
         note = skipped_note(skipped.invalid, skipped.unknown, skipped.truncated_tail)
         if note:
             _note(f"{outcome.run_id}: {note}")
+    from glossogen.launch import cohort_summary
+
     short = _print_cohort_errors(done, runs_dir)
-    not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
-    counted = len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)
-    print(
-        f"evaluated {counted} run{'' if counted == 1 else 's'} under {runs_dir}: "
-        f"{done.count('scored')} scored, {done.count('skipped')} skipped "
-        f"(report up to date), {not_evaluated + done.count('failed')} not evaluated"
-        f" · evaluation cost {_usd(done.spent_usd)}",
-        flush=True,
-    )
+    print(cohort_summary(done, runs_dir), flush=True)
     if done.not_measured:
         n = len(done.not_measured)
         shown = ", ".join(done.not_measured[:5]) + (" ..." if n > 5 else "")

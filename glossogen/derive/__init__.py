@@ -12,17 +12,16 @@ from typing import TYPE_CHECKING
 from glossogen._lazy import first_use
 
 if TYPE_CHECKING:
+    from glossogen.derive._config import config_at_round, knobs_at
     from glossogen.derive._fork import (
         ForkRequest,
         PreparedFork,
         ReplayCheck,
         ReplayedRounds,
         SeatCheck,
-        config_at_round,
-        knobs_at,
-        lineage_of,
         prepare_fork,
     )
+    from glossogen.derive._prefix import lineage_of
     from glossogen.derive._resume import (
         ResumePoint,
         config_changes,
@@ -50,9 +49,9 @@ _HOME = {
     "ReplayCheck": "glossogen.derive._fork",
     "ReplayedRounds": "glossogen.derive._fork",
     "SeatCheck": "glossogen.derive._fork",
-    "config_at_round": "glossogen.derive._fork",
-    "knobs_at": "glossogen.derive._fork",
-    "lineage_of": "glossogen.derive._fork",
+    "config_at_round": "glossogen.derive._config",
+    "knobs_at": "glossogen.derive._config",
+    "lineage_of": "glossogen.derive._prefix",
     "prepare_fork": "glossogen.derive._fork",
     "ResumePoint": "glossogen.derive._resume",
     "config_changes": "glossogen.derive._resume",

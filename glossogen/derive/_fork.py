@@ -16,52 +16,38 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
 from glossogen.catalog import UnknownProviderError
 from glossogen.catalog import provider as parse_provider
-from glossogen.derive._resume import read_run_view, recorded_limits, run_folder
+from glossogen.derive._config import derived_config, derived_limits, seat_entries
+from glossogen.derive._prefix import write_derived, write_prefix
+from glossogen.derive._resume import read_run_view, run_folder
 from glossogen.derive._state import DeriveError, RunState, read_state
 from glossogen.derive._visibility import visible_history
-from glossogen.engine import RosterError, Seat, resolve_seats
+from glossogen.engine import RosterError, resolve_seats
 from glossogen.eventlog import (
-    AgentHistoryAppended,
-    AgentRegistered,
     Event,
-    EventLogWriter,
-    RunResumed,
-    SimulationEnded,
     SimulationStarted,
 )
 from glossogen.knobs import (
     BaseKnobs,
     ConfigError,
     knobs_to_config,
-    lift_legacy_knobs,
-    load_config,
     resolve_knobs,
 )
 from glossogen.refusals import LOGGED_INT_MAX, MAX_AGENT_TURNS_LIMIT, Refusal
-from glossogen.scenario import Scenario, load_scenario, scenario_dir
+from glossogen.scenario import Scenario, load_scenario
 from glossogen.storage import (
-    CONFIG,
-    LABELS,
-    LINEAGE,
     RunFolder,
     RunStore,
-    StorageError,
     absolute,
-    join,
-    nearest_existing,
-    translate_errors,
 )
 
 Derivation = Literal["fork_at_round", "replace_agent", "cross_run_replace_agent"]
-SKIPPED: tuple[type[Event], ...] = (SimulationStarted, SimulationEnded, RunResumed)
-"""Events of the source not copied into a derived run's log (it writes its own start)."""
 
 
 @dataclass
@@ -133,62 +119,6 @@ def _load_log(run_dir: str, scenario: str, whole_for: str) -> tuple[list[Event],
     return view.events, view.started
 
 
-def config_at_round(
-    config: dict[str, Any], events: list[Event], after_round: int, in_force: bool
-) -> dict[str, Any]:
-    """Return the config a run played round ``after_round + 1`` under.
-
-    A resume with ``--allow-config-change`` logs the difference in ``run_resumed`` (knob ->
-    ``{"recorded": old, "now": new}``) and plays every round after its ``after_round`` under the
-    new config. ``config.json`` holds the config in force at the end (``in_force``): the changes
-    of resumes after ``after_round`` are undone. ``simulation_started.scenario_config`` holds
-    the first one: the changes of resumes up to ``after_round`` are applied.
-
-    Args:
-        config: ``config.json`` (``in_force``) or ``simulation_started.scenario_config``.
-        events: The run's whole log.
-        after_round: The last round kept (a fork plays the next one onward).
-        in_force: Whether ``config`` is the config in force at the end of the log.
-
-    Returns:
-        A new dict; ``config`` is not changed.
-    """
-    config = dict(config)
-    resumes = [e for e in events if isinstance(e, RunResumed) and e.config_changes]
-    for resumed in reversed(resumes) if in_force else resumes:
-        later = resumed.after_round > after_round
-        if in_force != later:
-            continue
-        side = "recorded" if in_force else "now"
-        config |= {knob: change.get(side) for knob, change in resumed.config_changes.items()}
-    return config
-
-
-def knobs_at(
-    folder: RunFolder,
-    started: SimulationStarted,
-    events: list[Event],
-    after_round: int | None = None,
-) -> dict[str, Any]:
-    """Return the knobs the run in ``folder`` played round ``after_round + 1`` under.
-
-    ``config.json`` (the config in force at the end) when the folder has one, else
-    ``simulation_started.scenario_config`` (the first), each corrected by the resumes that
-    changed the config (:func:`config_at_round`). None for ``after_round``: the knobs in force
-    now.
-
-    Raises:
-        DeriveError: ``config.json`` is a folder, not JSON or not an object (66).
-    """
-    try:
-        in_force = folder.read_object(CONFIG)
-    except ValueError as exc:
-        raise DeriveError(str(exc), 66) from None
-    first = in_force if in_force is not None else dict(started.scenario_config)
-    last = 10**9 if after_round is None else after_round  # every round played so far
-    return config_at_round(first, events, last, in_force=in_force is not None)
-
-
 SeatCheck = Callable[[BaseKnobs, str, str], None]
 """A launch check of a derived run before its folder exists: ``(knobs, model, provider)``.
 
@@ -227,9 +157,9 @@ def prepare_fork(
     events, started = _load_log(request.source_run_dir, request.scenario, copied)
     state = read_state(events, after_round=request.after_round)
     store = RunStore(request.runs_dir)
-    extra, config = _derived_config(request, cls, started, events)
+    extra, config = derived_config(request, cls, started, events)
     seats = {a: (m, p) for a, (m, p, _) in state.seats.items()}
-    overrides = _seat_entries(seats, extra, config)
+    overrides = seat_entries(seats, extra, config)
     lineage: dict[str, Any] = {
         "derivation": request.derivation,
         "source_run_id": started.run_id,
@@ -255,7 +185,7 @@ def prepare_fork(
                 asks=True,
             )
         )
-    limits = _derived_limits(request, events, lineage)
+    limits = derived_limits(request, events, lineage)
     model = request.model or limits["model"]
     provider = request.provider or limits["provider"]
     try:
@@ -273,10 +203,10 @@ def prepare_fork(
         state, history = _replayed_state(request, cls, rounds, config, history, lineage)
     recorded = knobs_to_config(knobs)
     write_log = partial(
-        _write_prefix, request=request, started=started, config=recorded, lineage=lineage,
+        write_prefix, request=request, started=started, config=recorded, lineage=lineage,
         state=state, history=history, limits=limits, seats=seated,
     )  # fmt: skip
-    folder = _write_derived(
+    folder = write_derived(
         store, int(now_unix or time.time()), request.scenario, recorded, lineage, write_log
     )
     return PreparedFork(folder, model, provider, lineage, replayed)
@@ -350,32 +280,6 @@ def _check_bounds(request: ForkRequest) -> None:
             raise DeriveError(
                 refusal=Refusal(field="provider", reason=str(exc), colon=True), exit_code=64
             ) from None
-
-
-def _derived_config(
-    request: ForkRequest, cls: type[Scenario], started: SimulationStarted, events: list[Event]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read the source's knobs at the boundary and lay the request's ``--knobs`` over them.
-
-    Returns:
-        The ``--knobs`` given (legacy spellings lifted) and the derived run's config.
-
-    Raises:
-        DeriveError: the ``knobs`` file or preset cannot be read as a config (its
-            ``refusal`` names ``knobs``; 66 unreadable, 65 not a config).
-    """
-    config = knobs_at(RunFolder.at(request.source_run_dir), started, events, request.after_round)
-    extra: dict[str, Any] = {}
-    if request.knobs_path:
-        try:
-            extra, _ = load_config(request.knobs_path, scenario_dir(cls))
-        except ConfigError as exc:  # named as the request's knobs: each surface words it
-            refused = Refusal(field="knobs", reason=str(exc), colon=True)
-            raise DeriveError(refusal=refused, exit_code=exc.exit_code) from None
-    # A legacy agent_max_tokens on either side is the agent_model_settings object's old
-    # spelling: lifted first, so a --knobs object replaces the source's whole.
-    extra = lift_legacy_knobs(extra)
-    return extra, {**lift_legacy_knobs(config), **extra, "labels": extra.get("labels", {})}
 
 
 def _replace_seat(
@@ -482,196 +386,3 @@ def _donor_history(request: ForkRequest, lineage: dict[str, Any]) -> list[Any]:
         "donor_agent_id": request.donor_agent_id,
     }
     return donor.histories[request.donor_agent_id or ""]
-
-
-def _derived_limits(
-    request: ForkRequest, events: list[Event], lineage: dict[str, Any]
-) -> dict[str, Any]:
-    """Return the limits in force at the boundary with the request's own laid over them.
-
-    A limit the request changes is recorded in ``lineage["limit_changes"]``.
-    """
-    limits = recorded_limits(events, request.after_round)
-    changed = {
-        key: value
-        for key, value in (
-            ("max_agent_turns", request.max_agent_turns),
-            ("run_timeout_seconds", request.run_timeout_seconds),
-            ("spend_cap_usd", request.spend_cap_usd),
-        )
-        if value is not None and value != limits[key]
-    }
-    if changed:
-        lineage["limit_changes"] = {
-            key: {"recorded": limits[key], "now": value} for key, value in changed.items()
-        }
-    return limits | changed
-
-
-def _write_derived(
-    store: RunStore,
-    now_unix: int,
-    scenario: str,
-    recorded: dict[str, Any],
-    lineage: dict[str, Any],
-    write_log: Callable[[RunFolder], None],
-) -> RunFolder:
-    """Claim the derived run's folder and write its config, labels, lineage and log prefix.
-
-    ``write_log`` writes the log prefix into the claimed folder (:func:`_write_prefix`).
-
-    Returns:
-        The claimed folder.
-
-    Raises:
-        DeriveError: a runs dir in which no folder can be created (66), storage that fails
-            part-way (69): what the claim made and wrote is removed again.
-    """
-    existed = nearest_existing(store.runs_dir) if store.local else ""
-    folder = _claim(store, scenario, now_unix, existed)
-    try:
-        folder.write_json(CONFIG, recorded)
-        folder.write_json(LABELS, recorded.get("labels", {}))
-        folder.write_json(LINEAGE, lineage)
-        with translate_errors(folder.log_url):
-            write_log(folder)
-    except StorageError as exc:
-        names = (CONFIG, LABELS, LINEAGE, *_log_names(folder))
-        store.release_claim(folder, names, keep=existed)
-        raise DeriveError(
-            f"storage failed while claiming {folder.url} (removed again): {exc}", 69
-        ) from None
-    return folder
-
-
-def _claim(store: RunStore, scenario: str, now_unix: int, existed: str) -> RunFolder:
-    """Claim a fresh folder, as a plain run's claim does (``launch.claim_folder``).
-
-    ``existed`` is the nearest local folder that existed before the claim (never removed).
-
-    Raises:
-        DeriveError: 66 when a local runs dir cannot be created or written, 69 when the
-            storage fails (remote storage); the folders the attempt made are removed.
-    """
-    try:
-        folder = store.claim_run_dir(scenario, now_unix)
-    except StorageError as exc:
-        store.remove_empty_folders(join(store.runs_dir, scenario), existed)
-        raise DeriveError(f"cannot claim a run folder: {exc}", 66 if store.local else 69) from None
-    return folder
-
-
-def _log_names(folder: RunFolder) -> tuple[str, str]:
-    """The log's file name and its set-aside torn tail's, as the writer names them."""
-    name = folder.log_url.rsplit("/", 1)[-1]
-    return name, f"{name}.torn"
-
-
-def _seat_entries(
-    seats: Mapping[str, tuple[str, str]], extra: Mapping[str, Any], config: Mapping[str, Any]
-) -> Any:
-    """Return the derived run's ``model_overrides``: one entry per seat of the source.
-
-    A ``model_overrides`` in ``--knobs`` replaces the recorded map whole: the entries it names
-    stand as given; each seat it leaves out keeps its source model and provider (read from its
-    registration) and sends the run's ``agent_model_settings``. Without one, every seat keeps
-    its registered model and provider and the ``model_settings`` its recorded entry names.
-    """
-    given = "model_overrides" in extra
-    entries = (extra.get("model_overrides") if given else config.get("model_overrides")) or {}
-    if not isinstance(entries, Mapping):
-        return entries  # not a map: refused by the knobs model, naming the knob
-    overrides: dict[str, Any] = {}
-    for agent_id, (model, provider) in seats.items():
-        entry = entries.get(agent_id) or {}
-        if (given and entry) or not isinstance(entry, Mapping):
-            overrides[agent_id] = entry  # as given (a malformed entry is refused by the knobs)
-            continue
-        overrides[agent_id] = {"model": model, "provider": provider}
-        if not given and entry.get("model_settings") is not None:
-            overrides[agent_id]["model_settings"] = entry["model_settings"]
-    for agent_id, entry in entries.items():
-        overrides.setdefault(agent_id, entry)  # an unknown agent is refused with the roster
-    return overrides
-
-
-def _write_prefix(
-    folder: RunFolder,
-    request: ForkRequest,
-    started: SimulationStarted,
-    config: dict[str, Any],
-    lineage: dict[str, Any],
-    state: RunState,
-    history: list[Any] | None,
-    limits: dict[str, Any],
-    seats: list[Seat],
-) -> None:
-    """Write the derived run's log: its own start, the source's events, every seat anew.
-
-    Each seat is registered again (``agent_registered`` at the boundary) with the model,
-    provider and settings the derived run sends, then given its history (the replaced seat's
-    as ``--channel-visibility`` or the donor allows, every other seat's as it stood).
-    """
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    registered = {e.agent_id: e for e in state.events if isinstance(e, AgentRegistered)}
-    with EventLogWriter(folder.log_url) as writer:
-        writer.append(
-            SimulationStarted(
-                run_id=folder.run_id,
-                scenario_name=request.scenario,
-                scenario_description=started.scenario_description,
-                scenario_config=config,
-                model=request.model or limits["model"],
-                provider=request.provider or limits["provider"],
-                channel_ids=list(started.channel_ids),
-                versions=dict(started.versions),
-                lineage=lineage,
-                max_agent_turns=limits["max_agent_turns"],
-                run_timeout_seconds=limits["run_timeout_seconds"],
-                spend_cap_usd=limits["spend_cap_usd"],
-                group_slug=limits["group_slug"],
-            )
-        )
-        for event in state.events:
-            if not isinstance(event, SKIPPED):
-                writer.append_line(event.model_dump_json())
-        for seat in seats:
-            old = registered.get(seat.agent_id)
-            if old is None:
-                continue
-            writer.append(
-                AgentRegistered(
-                    round_number=request.after_round,
-                    agent_id=old.agent_id,
-                    role=old.role,
-                    display_name=old.display_name,
-                    team_id=old.team_id,
-                    model=seat.model,
-                    provider=seat.provider,
-                    model_settings=dict(seat.model_settings),
-                    tools=list(old.tools),
-                    channels=list(old.channels),
-                )
-            )
-            kept = (
-                history
-                if seat.agent_id == request.replaced_agent_id
-                else state.histories.get(seat.agent_id)
-            )
-            if kept:
-                writer.append(
-                    AgentHistoryAppended(
-                        round_number=request.after_round,
-                        phase="setup",
-                        agent_id=seat.agent_id,
-                        messages=ModelMessagesTypeAdapter.dump_python(kept, mode="json"),
-                        from_index=0,
-                    )
-                )
-
-
-def lineage_of(run_dir: str) -> dict[str, Any] | None:
-    """Return a run folder's ``lineage.json``, or None for an original run."""
-    lineage: dict[str, Any] | None = RunFolder.at(run_dir).read_json_or(LINEAGE, None)
-    return lineage

@@ -12,25 +12,35 @@ trajectories live in ``_raw``/``_atif``.
 
 from typing import TYPE_CHECKING
 
-from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
+from glossogen.export._knobfilter import (
+    KnobCondition,
+    RunsMissing,
+    SelectionError,
+    parse_conditions,
+)
 from glossogen.export._lines import damaged_note
-from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
-from glossogen.export._selection import (
-    MAX_RUNS,
-    SERVED_RUNS_DIR,
-    FilterSelection,
-    RunIds,
-    RunIdSelection,
+from glossogen.export._record import (
+    DEFAULT_GROUP,
     RunRecord,
-    RunsDirError,
-    SelectedRuns,
-    Selection,
-    check_runs_dir,
     damaged_line_notes,
     load_folder,
     load_run,
     queued_run,
+)
+from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
+from glossogen.export._select import (
+    MAX_RUNS,
+    SERVED_RUNS_DIR,
+    RunsDirError,
+    SelectedRuns,
+    check_runs_dir,
     select_runs,
+)
+from glossogen.export._selection import (
+    FilterSelection,
+    RunIds,
+    RunIdSelection,
+    Selection,
     selection_of,
 )
 
@@ -47,12 +57,10 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
     from glossogen.export._runs import (
         ExportPlan,
         ExportRefused,
-        ExportResult,
         ExportRunsRequest,
-        export_runs,
         plan_export,
         served_line,
-        write_export,
+        survey_export,
     )
     from glossogen.export._tables import (
         ALWAYS,
@@ -76,6 +84,13 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         write_table,
         write_tables,
     )
+    from glossogen.export._writing import (
+        ExportResult,
+        export_runs,
+        write_export,
+        write_export_raw,
+        write_export_table,
+    )
 
 _RAW_NAMES = {
     "RAW_ZIP_MAX_BYTES",
@@ -88,12 +103,17 @@ _RAW_NAMES = {
 _RUNS_NAMES = {
     "ExportPlan",
     "ExportRefused",
-    "ExportResult",
     "ExportRunsRequest",
-    "export_runs",
     "plan_export",
     "served_line",
+    "survey_export",
+}
+_WRITING_NAMES = {
+    "ExportResult",
+    "export_runs",
     "write_export",
+    "write_export_raw",
+    "write_export_table",
 }
 _ATIF_NAMES = {"build_trajectories", "trajectory_json"}
 _TABLE_NAMES = {
@@ -142,6 +162,10 @@ def __getattr__(name: str) -> object:
         from glossogen.export import _runs
 
         return getattr(_runs, name)
+    if name in _WRITING_NAMES:
+        from glossogen.export import _writing
+
+        return getattr(_writing, name)
     if name in _ATIF_NAMES:
         from glossogen.export import _atif
 
@@ -157,7 +181,10 @@ __all__ = [
     "export_runs",
     "plan_export",
     "served_line",
+    "survey_export",
     "write_export",
+    "write_export_table",
+    "write_export_raw",
     "RAW_ZIP_MAX_BYTES",
     "RawZipResult",
     "RawZipTooLarge",
@@ -170,9 +197,11 @@ __all__ = [
     "DEFAULT_FRAMES",
     "FRAMES",
     "LOG_FRAMES",
+    "DEFAULT_GROUP",
     "MAX_RUNS",
     "RUNNING",
     "SERVED_RUNS_DIR",
+    "RunsMissing",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

@@ -40,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from glossogen.export._cells import frame_from_rows
-from glossogen.export._selection import RunRecord
+from glossogen.export._record import RunRecord
 
 log = logging.getLogger("glossogen.export")
 

@@ -21,7 +21,7 @@ import polars as pl
 from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.eventlog import TOKEN_FIELDS, Tokens
 from glossogen.export._cells import add_kinds, flatten_knobs, frame_from_rows
-from glossogen.export._selection import RunRecord
+from glossogen.export._record import RunRecord
 
 RUN_META = [
     "run_id",

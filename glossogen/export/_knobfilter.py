@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,19 @@ class SelectionError(ValueError):
         error = cls(refusal.worded(), refusal.field, refusal)
         error.served = served
         return error
+
+
+class RunsMissing(SelectionError):
+    """Explicit run ids that no longer resolve (no folder, no log, or another group's run).
+
+    Attributes:
+        missing_run_ids: The ids, in the order given.
+    """
+
+    def __init__(self, missing_run_ids: Sequence[str]) -> None:
+        """Keep the ids; the line names them (field ``run_ids``)."""
+        self.missing_run_ids = list(missing_run_ids)
+        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:

@@ -27,8 +27,8 @@ from glossogen.export._cells import frame_from_rows, safe_text
 from glossogen.export._channels import channel_map
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
 from glossogen.export._lines import damaged_note, valid_event
+from glossogen.export._record import RunRecord
 from glossogen.export._runlog import roster_may_change
-from glossogen.export._selection import RunRecord
 from glossogen.scenario import round_outcomes
 from glossogen.storage import is_local, join, open_fs, translate_errors
 

@@ -2,29 +2,31 @@
 
 :func:`plan_export` does every check of an :class:`ExportRunsRequest` once (the zip options,
 ``max_runs``, the tables, ``out``, the runs directory, the selection, the raw zip's ceiling)
-before anything is written; :func:`write_export` writes the tables, the legend and the raw zip
-of a plan; :func:`export_runs` is both. A refusal is an :class:`ExportRefused` carrying its
+before anything is written (:func:`survey_export` keeps what a write would meet instead, for
+REST's preview); ``_writing.py`` writes a plan. A refusal is an :class:`ExportRefused` carrying its
 exit code and the request field at fault, which each surface words its own way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from glossogen import exit_codes
-from glossogen.export._knobfilter import SelectionError
-from glossogen.export._selection import (
+from glossogen.export._knobfilter import RunsMissing, SelectionError
+from glossogen.export._record import RunRecord
+from glossogen.export._select import (
     MAX_RUNS,
     SERVED_RUNS_DIR,
-    RunRecord,
     RunsDirError,
     SelectedRuns,
-    Selection,
+    _check_limit,
     select_runs,
     without_runs_dir,
 )
+from glossogen.export._selection import RunIdSelection, Selection
 from glossogen.refusals import Refusal, worded
 from glossogen.storage import StorageError
 
@@ -34,29 +36,51 @@ class ExportRunsRequest(BaseModel):
 
     Attributes:
         runs_dir: The runs directory (local path or fsspec URL).
-        out: Where the tables go (a folder or an fsspec URL, created as needed).
+        out: Where the files go (a folder or an fsspec URL, created as needed); None when the
+            caller hands :func:`write_export` its own folder (REST's download, built in a
+            temporary folder) or writes nothing (REST's preview).
         selection: Run ids or filters (:func:`selection_of`); None for every run.
+        group: Only the runs of this group (the ``group_slug`` a run recorded,
+            :data:`DEFAULT_GROUP` when none; REST's ``{slug}``): an explicit id of another
+            group's run counts as one that no longer resolves, and ``max_runs`` applies to
+            what remains. None: every group.
         frames: Tables to write; None for ``run_level``, ``round_level``, ``agent_level``.
+        columns: Non-metric columns to keep (keys always kept); None keeps every column.
+        metrics: Metrics whose columns to keep; None keeps every metric.
         repeat_run_columns: Copy the run context onto round, agent and message rows.
         include_metric_summaries: Add each metric's unit, summary and notes.
         max_runs: Ceiling on the runs selected.
+        tables: Write the tables; False writes the raw zip alone (REST's ``/raw``; then a
+            selection of one run always gets its ATIF trajectories).
         raw: Also write ``runs.zip`` of the run folders.
         include_logs: With ``raw``, keep the debug and stdout logs.
         include_atif: With ``raw``, add each agent's ATIF trajectory.
+        max_raw_bytes: The raw zip's ceiling (bytes of run folders, estimated before
+            anything is written); None for ``RAW_ZIP_MAX_BYTES`` (4 GiB).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     runs_dir: str
-    out: str
+    out: str | None = None
     selection: Selection | None = None
+    group: str | None = None
     frames: list[str] | None = None
+    columns: list[str] | None = None
+    metrics: list[str] | None = None
     repeat_run_columns: bool = True
     include_metric_summaries: bool = False
     max_runs: int = MAX_RUNS
+    tables: bool = True
     raw: bool = False
     include_logs: bool = False
     include_atif: bool = False
+    max_raw_bytes: int | None = None
+
+    @property
+    def picks(self) -> bool:
+        """Whether the tables keep only some columns or metrics (built whole, not streamed)."""
+        return self.columns is not None or self.metrics is not None
 
 
 class ExportRefused(ValueError):
@@ -111,28 +135,28 @@ def served_line(exc: BaseException, runs_dir: str = "", names: dict[str, str] | 
 
 @dataclass(frozen=True)
 class ExportPlan:
-    """A checked export: the request, the tables in canonical order, the runs selected."""
+    """A checked export: the request, the tables in canonical order, the runs selected.
+
+    Attributes:
+        request: The request planned.
+        names: The tables to write, in canonical order (none when ``request.tables`` is off).
+        selected: The runs selected (of the request's group), the ids that no longer resolve.
+        raw_bytes: The raw zip's estimate (bytes of run folders) when ``request.raw``.
+        refusals: What a write of this plan would be refused for (only :func:`survey_export`
+            returns a plan holding any): ids that no longer resolve, the run ceiling, column
+            or metric picks the tables do not hold, the raw ceiling, in that order.
+    """
 
     request: ExportRunsRequest
     names: list[str]
     selected: SelectedRuns
+    raw_bytes: int | None = None
+    refusals: tuple[ExportRefused, ...] = ()
 
     @property
     def records(self) -> list[RunRecord]:
         """The runs to export."""
         return self.selected.records
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What an export wrote: the runs, the rows per table, the files, the columns filled."""
-
-    out: str
-    runs: int
-    rows: dict[str, int]
-    files: list[str]
-    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per table, each column's non-empty cells."""
 
 
 def plan_export(request: ExportRunsRequest) -> ExportPlan:
@@ -143,50 +167,133 @@ def plan_export(request: ExportRunsRequest) -> ExportPlan:
             below 1, an unknown table or none, an ``out`` that is (or lies under) a file; 66
             for a runs directory that is not a folder or run ids that no longer resolve; 65
             for a selection refused (over ``max_runs``, an unknown scenario, a knob value not
-            of the recorded type) or a raw zip over its ceiling; 69 for unreachable storage.
+            of the recorded type), column or metric picks the tables do not hold, or a raw
+            zip over its ceiling; 69 for unreachable storage.
     """
-    from glossogen.export._tables import check_frames
-    from glossogen.export._write import check_out
+    plan = _planned(request, survey=False)
+    if plan.refusals:
+        raise plan.refusals[0]
+    return plan
 
+
+def survey_export(request: ExportRunsRequest) -> ExportPlan:
+    """Check ``request`` as :func:`plan_export` does, but keep what a write would meet.
+
+    The run ceiling, ids that no longer resolve, column or metric picks and the raw ceiling
+    are kept in :attr:`ExportPlan.refusals` (REST's preview lists them) rather than raised; the
+    runs are selected whole (no ceiling stops the reading).
+
+    Raises:
+        ExportRefused: every other refusal of :func:`plan_export`.
+    """
+    return _planned(request, survey=True)
+
+
+def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
+    """The plan of ``request``: the refusals of its values raised, a write's collected."""
+    _check_options(request)
+    names = _check_frames(request) if request.tables else []
+    if request.out is not None:
+        from glossogen.export._write import check_out
+
+        try:
+            check_out(request.out)
+        except ValueError as exc:
+            raise ExportRefused(str(exc), exit_codes.USAGE, "out", cause=exc) from exc
+    whole = survey or request.group is not None  # the group first, then the ceiling
+    selected = _select(request, sys.maxsize if whole else request.max_runs)
+    refusals: list[ExportRefused] = []
+    if selected.missing_run_ids:
+        missing = RunsMissing(selected.missing_run_ids)
+        refusals.append(ExportRefused(str(missing), exit_codes.UNREADABLE, "selection",
+                                      cause=missing))  # fmt: skip
+    try:
+        _check_limit(len(selected.records), request.max_runs)
+        if request.picks and names:
+            from glossogen.export._tables import check_picks
+
+            check_picks(selected.records, names, request.columns, request.metrics,
+                        request.repeat_run_columns)  # fmt: skip
+    except SelectionError as exc:
+        refusals.append(ExportRefused(worded(exc), exit_codes.REFUSED, "selection",
+                                      exc.refusal, exc))  # fmt: skip
+    raw_bytes = None
+    if request.raw and (survey or not refusals):
+        raw_bytes, refused = _raw_size(request, selected.records)
+        refusals += [refused] if refused else []
+    if refusals and not survey:
+        raise refusals[0]
+    return ExportPlan(request=request, names=names, selected=selected, raw_bytes=raw_bytes,
+                      refusals=tuple(refusals))  # fmt: skip
+
+
+def _check_options(request: ExportRunsRequest) -> None:
+    """Refuse the zip's options without the zip, nothing to write, and a ceiling below 1.
+
+    Raises:
+        ExportRefused: 64 naming the field.
+    """
     if (request.include_atif or request.include_logs) and not request.raw:
         said = Refusal(field="include_logs", also=("include_atif",), reason="apply to",
                        listed=("raw",))  # fmt: skip
         raise ExportRefused(said.worded(), exit_codes.USAGE, "include_logs", said)
+    if not request.tables and not request.raw:
+        said = Refusal(field="raw", reason="is the only file left to write: the tables are off",
+                       colon=True)  # fmt: skip
+        raise ExportRefused(said.worded(), exit_codes.USAGE, "raw", said)
     if request.max_runs < 1:
         said = Refusal(field="max_runs", reason=f"must be at least 1, got {request.max_runs}")
         raise ExportRefused(said.worded(), exit_codes.USAGE, "max_runs", said)
+
+
+def _check_frames(request: ExportRunsRequest) -> list[str]:
+    """The tables asked, in canonical order.
+
+    Raises:
+        ExportRefused: 64 for an unknown table or none (field ``frames``).
+    """
+    from glossogen.export._tables import check_frames
+
     try:
-        names = check_frames(request.frames)
+        return check_frames(request.frames)
     except ValueError as exc:
         raise ExportRefused(str(exc), exit_codes.USAGE, "frames", cause=exc) from exc
+
+
+def _raw_size(
+    request: ExportRunsRequest, records: list[RunRecord]
+) -> tuple[int, ExportRefused | None]:
+    """The raw zip's estimate, and its refusal when over the request's ceiling.
+
+    Raises:
+        ExportRefused: 69 for unreachable storage, 66 for a run folder gone.
+    """
+    from glossogen.export._raw import RAW_ZIP_MAX_BYTES, check_raw_size, estimate_raw_bytes
+
     try:
-        check_out(request.out)
-    except ValueError as exc:
-        raise ExportRefused(str(exc), exit_codes.USAGE, "out", cause=exc) from exc
-    selected = _select(request)
-    if request.raw:
-        from glossogen.export._raw import check_raw_size, estimate_raw_bytes
-
-        try:
-            estimate = estimate_raw_bytes(selected.records, include_logs=request.include_logs)
-            check_raw_size(estimate)
-        except StorageError as exc:
-            raise ExportRefused(str(exc), exit_codes.TRANSPORT, cause=exc) from exc
-        except ValueError as exc:  # the raw ceiling (RawZipTooLarge)
-            line = str(exc).splitlines()[0]
-            raise ExportRefused(line, exit_codes.REFUSED, "raw", cause=exc) from exc
-    return ExportPlan(request=request, names=names, selected=selected)
+        estimate = estimate_raw_bytes(records, include_logs=request.include_logs)
+    except StorageError as exc:
+        raise ExportRefused(str(exc), exit_codes.TRANSPORT, cause=exc) from exc
+    except FileNotFoundError as exc:
+        line = f"not found: {exc.filename or exc}"
+        raise ExportRefused(line, exit_codes.UNREADABLE, cause=exc) from exc
+    try:
+        check_raw_size(estimate, request.max_raw_bytes or RAW_ZIP_MAX_BYTES)
+    except ValueError as exc:  # the raw ceiling (RawZipTooLarge)
+        line = str(exc).splitlines()[0]
+        return estimate, ExportRefused(line, exit_codes.REFUSED, "raw", cause=exc)
+    return estimate, None
 
 
-def _select(request: ExportRunsRequest) -> SelectedRuns:
-    """The runs ``request`` selects, every run id it names resolved.
+def _select(request: ExportRunsRequest, ceiling: int) -> SelectedRuns:
+    """The runs ``request`` selects (of its group), up to ``ceiling`` while reading.
 
     Raises:
         ExportRefused: see :func:`plan_export`.
     """
     selection = request.selection or {"kind": "filters"}
     try:
-        selected = select_runs(request.runs_dir, selection, max_runs=request.max_runs)
+        selected = select_runs(request.runs_dir, selection, max_runs=ceiling)
     except SelectionError as exc:
         refused = ExportRefused(worded(exc), exit_codes.REFUSED, "selection", exc.refusal, exc)
         raise refused from exc
@@ -199,56 +306,17 @@ def _select(request: ExportRunsRequest) -> SelectedRuns:
         raise ExportRefused(line, exit_codes.UNREADABLE, cause=exc) from exc
     except ValueError as exc:  # a run file that cannot be read
         raise ExportRefused(str(exc).splitlines()[0], exit_codes.REFUSED, cause=exc) from exc
-    if selected.missing_run_ids:
-        line = f"run ids that no longer resolve: {', '.join(selected.missing_run_ids)}"
-        missing = SelectionError(line, "run_ids")
-        raise ExportRefused(line, exit_codes.UNREADABLE, "selection", cause=missing)
-    return selected
+    return selected if request.group is None else _of_group(selected, request)
 
 
-def write_export(plan: ExportPlan) -> ExportResult:
-    """Write the plan's tables, the legend (two tables or more) and, asked, the raw zip.
-
-    Raises:
-        ExportRefused: 69 for unreachable storage or a write failing after the checks (disk
-            full, a race), 66 for a run file gone since it was selected, 65 for a run file
-            that cannot be read.
-    """
-    from glossogen.export._write import write_raw_export, write_tables
-    from glossogen.storage import join
-
-    request = plan.request
-    out = request.out
-    files = [join(out, f"{n}.csv") for n in plan.names]
-    if len(plan.names) > 1:
-        files.append(join(out, "columns.csv"))
-    coverage: dict[str, dict[str, int]] = {}
-    try:
-        rows = write_tables(
-            plan.records, plan.names, out, repeat_run_columns=request.repeat_run_columns,
-            include_metric_summaries=request.include_metric_summaries, filled=coverage,
-        )  # fmt: skip
-        if request.raw:
-            files.append(write_raw_export(plan.records, out, include_logs=request.include_logs,
-                                          include_atif=request.include_atif))  # fmt: skip
-    except StorageError as exc:
-        raise ExportRefused(str(exc), exit_codes.TRANSPORT, cause=exc) from exc
-    except FileNotFoundError as exc:
-        line = f"not found: {exc.filename or exc}"
-        raise ExportRefused(line, exit_codes.UNREADABLE, cause=exc) from exc
-    except OSError as exc:
-        line = f"cannot write to {out}: {exc}"
-        raise ExportRefused(line, exit_codes.TRANSPORT, cause=exc) from exc
-    except ValueError as exc:
-        raise ExportRefused(str(exc).splitlines()[0], exit_codes.REFUSED, cause=exc) from exc
-    return ExportResult(out=out, runs=len(plan.records), rows=rows, files=files,
-                        coverage=coverage)  # fmt: skip
-
-
-def export_runs(request: ExportRunsRequest) -> ExportResult:
-    """Check ``request`` (:func:`plan_export`) and write its export (:func:`write_export`).
-
-    Raises:
-        ExportRefused: see :func:`plan_export` and :func:`write_export`.
-    """
-    return write_export(plan_export(request))
+def _of_group(selected: SelectedRuns, request: ExportRunsRequest) -> SelectedRuns:
+    """``selected`` kept to the request's group; an explicit id of another's is missing."""
+    records = [r for r in selected.records if r.group == request.group]
+    missing = set(selected.missing_run_ids)
+    order = selected.missing_run_ids
+    if isinstance(request.selection, RunIdSelection):
+        missing |= {r.run_id for r in selected.records if r.group != request.group}
+        order = list(dict.fromkeys(request.selection.run_ids))
+    return SelectedRuns(records=records, missing_run_ids=[i for i in order if i in missing],
+                        scanned=selected.scanned, unreadable=selected.unreadable,
+                        unstarted=selected.unstarted)  # fmt: skip

@@ -26,7 +26,7 @@ from glossogen.export._frames import (
     with_context,
 )
 from glossogen.export._knobfilter import SelectionError
-from glossogen.export._selection import RunRecord
+from glossogen.export._record import RunRecord
 
 DEFAULT_FRAMES = ["run_level", "round_level", "agent_level"]
 """The tables written when none are named."""

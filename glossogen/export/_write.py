@@ -23,7 +23,7 @@ import polars as pl
 
 from glossogen.export._cells import safe_text
 from glossogen.export._frames import BATCH_RUNS, default_batches, default_schema
-from glossogen.export._selection import RunRecord
+from glossogen.export._record import RunRecord
 from glossogen.export._tables import (
     CALL_FRAME,
     LOG_FRAMES,
@@ -325,22 +325,29 @@ RAW_ZIP = "runs.zip"
 
 
 def write_raw_export(
-    records: list[RunRecord], out: str, *, include_logs: bool = False, include_atif: bool = False
+    records: list[RunRecord],
+    out: str,
+    *,
+    include_logs: bool = False,
+    include_atif: bool = False,
+    max_bytes: int | None = None,
 ) -> str:
     """Write the raw zip of ``records`` as ``<out>/runs.zip`` (all or nothing); return its URL.
 
     The CLI's ``export --raw`` and MCP's ``export_runs(raw=True)``; each checks the raw ceiling
-    (``check_raw_size``) before it writes any table.
+    (``check_raw_size``) before it writes any table. ``max_bytes``: the raw ceiling (None for
+    ``RAW_ZIP_MAX_BYTES``).
 
     Raises:
         RawZipTooLarge: the folders are over the raw ceiling (nothing written).
         StorageError: if ``out`` is unreachable.
     """
-    from glossogen.export._raw import write_raw_zip
+    from glossogen.export._raw import RAW_ZIP_MAX_BYTES, write_raw_zip
 
     url = join(out, RAW_ZIP)
     with publish(url) as f:
-        write_raw_zip(records, f, include_logs=include_logs, include_atif=include_atif)
+        write_raw_zip(records, f, include_logs=include_logs, include_atif=include_atif,
+                      max_bytes=max_bytes or RAW_ZIP_MAX_BYTES)  # fmt: skip
     return url
 
 

@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 from glossogen._lazy import first_use
 
 if TYPE_CHECKING:
+    from glossogen.launch._cohort import (
+        CohortRequest,
+        check_cohort,
+        cohort_summary,
+        evaluate_cohort,
+    )
     from glossogen.launch._control import (
         StopError,
         Stopping,
@@ -194,6 +200,10 @@ _HOME = {
     "apply_prefect_defaults": "glossogen.launch._process",
     "prefect_api_configured": "glossogen.launch._process",
     "evaluate_planned": "glossogen.launch._evaluate",
+    "CohortRequest": "glossogen.launch._cohort",
+    "check_cohort": "glossogen.launch._cohort",
+    "cohort_summary": "glossogen.launch._cohort",
+    "evaluate_cohort": "glossogen.launch._cohort",
     "through_flow": "glossogen.launch._evaluate",
 }
 """Each exported name and the module it lives in."""
@@ -224,6 +234,10 @@ __all__ = [
     "describe_scenario",
     "estimate_cost",
     "evaluate_planned",
+    "CohortRequest",
+    "check_cohort",
+    "cohort_summary",
+    "evaluate_cohort",
     "EXIT_CREDENTIALS",
     "EXIT_REFUSED",
     "EXIT_USAGE",

@@ -241,6 +241,36 @@ class Evaluated(BaseModel):
     evaluation_cost_usd: Usd | None
 
 
+class CohortRunEvaluated(BaseModel):
+    """What scoring one run of a cohort did."""
+
+    run_id: str
+    state: Literal["scored", "skipped", "refused", "failed"]
+    error: str | None = Field(description="Why the run was refused or failed, None when not.")
+    scored: list[str]
+    failed: dict[str, str]
+    reused: list[str]
+    cost_usd: Usd | None
+
+
+class CohortEvaluated(BaseModel):
+    """A cohort scored (as ``glossogen evaluate`` scores one): its line, each run's outcome."""
+
+    message: str = Field(description="The line `glossogen evaluate` prints for the cohort.")
+    scored: int
+    skipped: int
+    not_evaluated: int
+    runs: list[CohortRunEvaluated]
+    not_evaluated_runs: dict[str, str] = Field(
+        description="Runs that could not be taken at all (not a run log, an id that resolves "
+        "to no run), with why."
+    )
+    not_measured: list[str] = Field(description="Runs the spend cap held back.")
+    capped: str | None = Field(description="Why the spend cap held the first run back.")
+    estimate_usd: Usd | None
+    spent_usd: Usd | None
+
+
 class Exported(BaseModel):
     """What an export wrote: paths, rows per table, and the legend's coverage."""
 

@@ -1,14 +1,17 @@
-"""The scoring tools: evaluate a run and export tables of runs.
+"""The scoring tools: evaluate a run or a cohort, and export tables of runs.
 
 A run is scored by the library's entry ``launch.evaluate_planned``, as ``glossogen evaluate
 --run-dir`` scores it: in this process unless it calls a model and a Prefect API is configured
-(then through the ``evaluate`` flow); no Prefect server is started for it.
+(then through the ``evaluate`` flow); no Prefect server is started for it. A cohort is checked
+and scored by ``launch.check_cohort`` and ``launch.evaluate_cohort``, as ``glossogen evaluate
+--runs-dir`` scores it: the ``evaluate-cohort`` flow (on a temporary local Prefect server when no
+API is configured).
 """
 
 from __future__ import annotations
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import StrictInt
+from pydantic import StrictFloat, StrictInt
 
 from glossogen.export import RunIds
 from glossogen.mcp._base import (
@@ -16,6 +19,8 @@ from glossogen.mcp._base import (
     refuse,
 )
 from glossogen.mcp._results import (
+    CohortEvaluated,
+    CohortRunEvaluated,
     Evaluated,
     Exported,
 )
@@ -23,6 +28,26 @@ from glossogen.storage import StorageError
 
 JUDGE_ARGUMENTS = {"model": "judge_model", "provider": "judge_provider"}
 """``evaluate_run``'s argument for each judge field a refusal names."""
+
+
+def served_refusal(exc: BaseException, runs_dir: str) -> ToolError:
+    """The tool error of a cohort's refusal, never naming the server's runs directory by its path.
+
+    A refused selection or runs directory (the error the cohort's entry refused, kept as the
+    refusal's context) is worded as ``export.served_line`` words it for a client (``scenario
+    'x' has no run in the server's runs directory``, ``the server's runs directory does not
+    exist``); any other line has the runs dir cut from it (``without_runs_dir``).
+    """
+    from glossogen.export import RunsDirError, SelectionError, served_line
+    from glossogen.export._select import without_runs_dir
+
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, RunsDirError) or (
+        isinstance(cause, SelectionError) and cause.served is not None
+    ):
+        return ToolError(served_line(cause, runs_dir, JUDGE_ARGUMENTS))
+    line = str(refuse(exc, JUDGE_ARGUMENTS))
+    return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
 
 
 class Scoring(ToolBase):
@@ -71,6 +96,75 @@ class Scoring(ToolBase):
             blank=dict(plan.blank) | done.blank,
             failed=done.failed,
             evaluation_cost_usd=report.evaluation_cost.total_usd,
+        )
+
+    async def evaluate_runs(
+        self,
+        metrics: list[str] | None = None,
+        judge_model: str | None = None,
+        judge_provider: str | None = None,
+        judge_settings: list[str] | None = None,
+        judge_replicas: StrictInt = 1,
+        probe_replicas: StrictInt = 1,
+        allow_incomplete: bool = False,
+        plot: bool = False,
+        judge_cache: str | None = None,
+        scenario: list[str] | None = None,
+        labels: list[str] | None = None,
+        status: str | None = None,
+        run_id_contains: str | None = None,
+        contains_agent_id: str | None = None,
+        knob: list[str] | None = None,
+        run_ids: RunIds | None = None,
+        spend_cap_usd: StrictFloat | None = None,
+    ) -> CohortEvaluated:
+        """Score every selected run into its report, as ``glossogen evaluate --runs-dir`` does.
+
+        Takes what ``evaluate_run`` takes, the export's selection (``run_ids``, or the filters,
+        never both) and ``spend_cap_usd`` (the cohort's judge spend); checked and played by the
+        library's cohort entry (``launch.check_cohort``, ``launch.evaluate_cohort``: the
+        ``evaluate-cohort`` flow), as the command's. A run up to date is skipped; one run's
+        failure never stops the others.
+        """
+        from glossogen.evaluation import EvaluationError, check_request
+        from glossogen.export import SelectionError, selection_of
+        from glossogen.launch import check_cohort, cohort_summary, evaluate_cohort
+
+        try:
+            request = check_request(
+                metrics or "all", judge_model, judge_provider, list(judge_settings or []),
+                judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
+            )  # fmt: skip
+            selection = selection_of(run_ids, scenario, labels, run_id_contains, status,
+                                     contains_agent_id, knob)  # fmt: skip
+            cohort = check_cohort(self.runs_dir, selection, request, spend_cap_usd)
+            done = await evaluate_cohort(cohort)
+        except (EvaluationError, SelectionError) as exc:  # never the server's runs dir's path
+            raise served_refusal(exc, self.runs_dir) from None
+        not_evaluated = dict(done.unreadable)
+        not_evaluated |= {i: f"no such run under {self.runs_dir}" for i in done.missing_run_ids}
+        return CohortEvaluated(
+            message=cohort_summary(done, self.runs_dir),
+            scored=done.count("scored"),
+            skipped=done.count("skipped"),
+            not_evaluated=len(not_evaluated) + done.count("refused") + done.count("failed"),
+            runs=[
+                CohortRunEvaluated(
+                    run_id=o.run_id,
+                    state=o.state,
+                    error=o.said(JUDGE_ARGUMENTS) if o.error else None,
+                    scored=o.scored,
+                    failed=o.failed,
+                    reused=o.reused,
+                    cost_usd=o.cost_usd,
+                )  # fmt: skip
+                for o in done.outcomes
+            ],
+            not_evaluated_runs=not_evaluated,
+            not_measured=done.not_measured,
+            capped=done.capped.worded(JUDGE_ARGUMENTS) if done.capped else None,
+            estimate_usd=done.estimate_usd,
+            spent_usd=done.spent_usd,
         )
 
     def export_runs(

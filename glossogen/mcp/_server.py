@@ -107,6 +107,13 @@ DESCRIPTIONS = {
         "and judge_cache (a folder whose rulings cost $0); allow_incomplete scores a run that "
         "has not ended on what it logged; plot also writes report.html."
     ),
+    "evaluate_runs": (
+        "Score a cohort: every run the export's selection picks (run_ids, or the list_runs "
+        "filters scenario, labels, status, run_id_contains, contains_agent_id, knob), with "
+        "evaluate_run's arguments, as `glossogen evaluate` scores a cohort; spend_cap_usd caps the "
+        "cohort's judge spend (runs it would pass are left not measured). Runs up to date are "
+        "skipped; returns the command's summary line and each run's outcome."
+    ),
     "export_runs": (
         "Export CSV tables (run_level, round_level, agent_level, message_level, round_context, "
         "call_level) "
@@ -216,6 +223,7 @@ def build_server(runs_dir: str) -> MCPServer:
         tools.resume_run,
         tools.stop_run,
         tools.evaluate_run,
+        tools.evaluate_runs,
         tools.export_runs,
     ]
     for fn in functions:

@@ -69,7 +69,7 @@ from glossogen.export import (
     selection_of,
     served_line,
 )
-from glossogen.export._selection import _check_limit as check_limit
+from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters

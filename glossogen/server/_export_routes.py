@@ -2,7 +2,12 @@
 
 All three take one body, :class:`ExportRequest`: the selection as a tagged union (explicit run
 ids or filters, never a mix) plus the table, column and metric picks, so the preview describes
-exactly what a download produces. Fields a route does not use are ignored by it.
+exactly what a download produces. Fields a route does not use are ignored by it. Each route
+only translates: the body (with the group and the server's ceilings) into the library's
+:class:`~glossogen.export.ExportRunsRequest`, planned by ``plan_export`` (``survey_export`` for
+the preview) and written by ``write_export`` into a temporary folder, then sent; a refusal,
+:class:`~glossogen.export.ExportRefused`, into its HTTP status and fields (:func:`refused`). The
+CLI and MCP plan and write the same request, so every surface refuses with the same line.
 
 Group: ``{slug}`` names a group of runs, the ``group_slug`` a run recorded in
 ``simulation_started`` (``local`` when it recorded none, GlossoGen 0.5 runs included). Each route
@@ -11,8 +16,8 @@ another group is treated as one that does not resolve.
 
 Errors (JSON ``{"detail": {...}}``, every one naming what to change):
 
-- 404: an explicit run id that no longer resolves (``missing_run_ids``); the preview lists
-  such ids instead of refusing;
+- 404: an explicit run id that no longer resolves (``field`` ``run_ids``, ``missing_run_ids``),
+  as the analysis routes refuse it; the preview lists such ids instead of refusing;
 - 413: past a ceiling (``limit`` is ``max_runs``, ``raw_zip_bytes`` or ``csv_bytes``, with
   its ``value``);
 - 422: a knob condition that is malformed or cannot be read as the recorded type (``field``
@@ -20,26 +25,27 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
   ``metrics`` naming what the selection's tables do not hold (``columns``/``metrics``; the
   preview lists it under ``refusals`` instead), an empty ``run_ids`` list (pydantic's
   validation answer);
-- 503: the runs directory cannot be read (missing, not a folder, unreachable).
+- 503: the runs directory cannot be read (missing, not a folder, unreachable); a refusal names
+  it as the server's runs directory, never by its path (the client did not give one).
 
 A filter that matches no run is not an error, as on the command line: the preview counts 0
 runs, ``/csv`` answers header-only tables and ``/raw`` a zip holding only ``manifest.csv``.
 
-The CSV ceiling is counted while the download is written into a temporary file under
-``TMPDIR``, and checked before the first byte is sent: a refusal is a plain 413, never a
-truncated body (a table cut mid-stream would look like a complete one). The raw zip is built
-into a temporary file under ``TMPDIR`` too; each temporary file is deleted once sent.
+The export is written into a temporary folder under ``TMPDIR``; the CSV ceiling is counted
+while the download (the one table, or the zip of tables) is written there, and checked before
+the first byte is sent: a refusal is a plain 413, never a truncated body (a table cut
+mid-stream would look like a complete one). The raw zip is built there too; the folder is
+deleted once sent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -48,31 +54,26 @@ from pydantic import BaseModel, ConfigDict
 from starlette.background import BackgroundTask
 
 from glossogen.export import (
-    RawZipTooLarge,
-    RunIdSelection,
+    DEFAULT_GROUP,
+    ExportPlan,
+    ExportRefused,
+    ExportRunsRequest,
     RunRecord,
-    RunsDirError,
+    RunsMissing,
     Selection,
     SelectionError,
     available_columns,
-    build_frames,
-    check_frames,
-    check_picks,
-    check_raw_size,
-    csv_bytes,
-    estimate_raw_bytes,
-    legend,
-    select_runs,
+    plan_export,
     served_line,
-    write_raw_zip,
+    survey_export,
+    write_export,
 )
-from glossogen.export._selection import without_runs_dir
-from glossogen.storage import StorageError
-
-DEFAULT_GROUP = "local"
-"""The group of a run that recorded no ``group_slug``."""
 
 _CHUNK = 1024 * 1024
+
+MAX_RUNS_NAMED = "it on the command line (`glossogen export --max-runs`)"
+"""How a REST refusal names ``max_runs``: the server's ceiling, raised only on the command line
+(the line ends ``narrow the selection or raise it on the command line ...``)."""
 
 router = APIRouter(prefix="/api/g/{slug}/runs/export", tags=["export"])
 
@@ -104,13 +105,6 @@ class ExportRequest(BaseModel):
     include_atif: bool = False
 
 
-@dataclass
-class _Selected:
-    records: list[RunRecord]
-    missing_run_ids: list[str]
-    unreadable: dict[str, str]
-
-
 class CsvTooLarge(ValueError):
     """The CSV download passed its ceiling while being written."""
 
@@ -135,97 +129,90 @@ class _CountedWriter:
 
 
 def group_of(record: RunRecord) -> str:
-    return (record.facts.started or {}).get("group_slug") or DEFAULT_GROUP
+    """The group that owns a run (:attr:`~glossogen.export.RunRecord.group`)."""
+    return record.group
 
 
-def _select(request: Request, slug: str, body: ExportRequest) -> _Selected:
+def export_request(slug: str, body: ExportRequest, request: Request, *, csv: bool = False,
+                   raw: bool = False) -> ExportRunsRequest:  # fmt: skip
+    """The library's request of a route's body.
+
+    With the group, the server's ceilings, the tables (``csv``) and the raw zip (``raw``) the
+    route writes; the preview asks for both.
+    """
     settings = request.app.state.settings
+    return ExportRunsRequest(
+        runs_dir=settings.runs_dir, selection=body.selection, group=slug,
+        frames=body.frames if csv else None, columns=body.columns if csv else None,
+        metrics=body.metrics if csv else None, repeat_run_columns=body.repeat_run_columns,
+        include_metric_summaries=body.include_metric_summaries, max_runs=settings.max_runs,
+        tables=csv, raw=raw, include_logs=raw and body.include_logs,
+        include_atif=raw and body.include_atif, max_raw_bytes=settings.raw_max_bytes,
+    )  # fmt: skip
+
+
+def refused(exc: ExportRefused, asked: ExportRunsRequest) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and ``detail`` of an export's refusal: the library's line, its field.
+
+    404 ids that no longer resolve (``missing_run_ids``) or a run file gone; 413 a ceiling
+    (``limit``, ``value``); 422 a value of the body; 503 an unreadable runs directory. The
+    line never names the server's runs directory by its path (:func:`served_line`): the client
+    did not give it.
+    """
+    cause, line = exc.cause, served_line(exc, asked.runs_dir)
+    if isinstance(cause, RunsMissing):
+        return 404, {"field": "run_ids", "message": line,
+                     "missing_run_ids": cause.missing_run_ids}  # fmt: skip
+    if isinstance(cause, SelectionError) and cause.field == "max_runs":
+        line = served_line(cause, asked.runs_dir, {"max_runs": MAX_RUNS_NAMED})
+        return 413, {"limit": "max_runs", "value": asked.max_runs, "message": line}
+    if isinstance(cause, SelectionError):
+        return 422, {"field": cause.field, "message": line}
+    if exc.field == "raw":
+        return 413, {"limit": "raw_zip_bytes", "value": asked.max_raw_bytes, "message": line}
+    if exc.field == "runs_dir":
+        return 503, {"message": line}
+    if exc.field is not None:
+        return 422, {"field": exc.field, "message": line}
+    status = {66: 404, 69: 503}.get(exc.exit_code, 422)
+    return status, {"message": line}
+
+
+def _planned(asked: ExportRunsRequest) -> ExportPlan:
+    """The plan of ``asked``; a refusal as its HTTP answer."""
     try:
-        # No ceiling here: the group is applied first, then the ceiling on what remains.
-        selected = select_runs(settings.runs_dir, body.selection, max_runs=sys.maxsize)
-    except SelectionError as exc:  # never the server's runs directory by its path
-        raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
-    except RunsDirError as exc:
-        raise HTTPException(503, {"message": served_line(exc)}) from exc
-    except StorageError as exc:
-        raise HTTPException(503, {"message": served_line(exc, settings.runs_dir)}) from exc
-    records = [r for r in selected.records if group_of(r) == slug]
-    missing = set(selected.missing_run_ids)
-    if isinstance(body.selection, RunIdSelection):
-        missing |= {r.run_id for r in selected.records if group_of(r) != slug}
-        order = list(dict.fromkeys(body.selection.run_ids))
-    else:
-        order = selected.missing_run_ids
-    return _Selected(
-        records=records,
-        missing_run_ids=[i for i in order if i in missing],
-        unreadable=selected.unreadable,
-    )
-
-
-def _frames(body: ExportRequest) -> list[str]:
-    try:
-        return check_frames(body.frames)
-    except ValueError as exc:
-        raise HTTPException(422, {"field": "frames", "message": str(exc)}) from exc
-
-
-def _refusals(selected: _Selected, slug: str, max_runs: int) -> None:
-    """Refuse a download of missing ids (404) or too many runs (413); no run is no error."""
-    if selected.missing_run_ids:
-        raise HTTPException(
-            404,
-            {
-                "missing_run_ids": selected.missing_run_ids,
-                "message": f"{len(selected.missing_run_ids)} selected run id(s) no longer "
-                f"resolve in group {slug!r}: {', '.join(selected.missing_run_ids[:10])}; "
-                "drop them from the selection",
-            },
-        )
-    if len(selected.records) > max_runs:
-        raise HTTPException(413, _run_ceiling(len(selected.records), max_runs))
-
-
-def _run_ceiling(count: int, max_runs: int) -> dict[str, Any]:
-    return {
-        "limit": "max_runs",
-        "value": max_runs,
-        "message": f"export refused: the selection holds {count} runs, over the {max_runs}-run "
-        "limit per export; narrow the selection, or export on the command line with "
-        "`glossogen export --max-runs`",
-    }
+        return plan_export(asked)
+    except ExportRefused as exc:
+        status, detail = refused(exc, asked)
+        raise HTTPException(status, detail) from exc
 
 
 @contextlib.contextmanager
-def _reading_runs(runs_dir: str) -> Iterator[None]:
-    """Answer 404 for a run deleted while it is read, 503 for unreadable storage.
+def _written(plan: ExportPlan) -> Iterator[str]:
+    """Write the plan into a fresh folder under ``TMPDIR``; remove it when the block fails.
 
-    The file is named by its path within the runs dir ``runs_dir`` (``veyru/1/veyru.jsonl``),
-    never by the server's own path.
+    Raises:
+        HTTPException: the write's refusal (a run gone: 404; unreadable storage: 503).
     """
+    folder = tempfile.mkdtemp(prefix="glossogen-export-")
     try:
-        yield
-    except FileNotFoundError as exc:
-        line = without_runs_dir(str(exc), runs_dir)
-        raise HTTPException(404, {"message": f"{line}; drop it from the selection"}) from exc
-    except StorageError as exc:
-        raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
+        try:
+            write_export(plan, folder)
+        except ExportRefused as exc:
+            status, detail = refused(exc, plan.request)
+            raise HTTPException(status, detail) from exc
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
-def _temp_file(suffix: str) -> tuple[IO[bytes], str]:
-    fd, path = tempfile.mkstemp(prefix="glossogen-export-", suffix=suffix)  # under TMPDIR
-    return os.fdopen(fd, "wb"), path
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def _send(path: str, media_type: str, filename: str) -> FileResponse:
+def _send(folder: str, name: str, media_type: str, filename: str) -> FileResponse:
+    """Send ``<folder>/<name>``, the folder removed once it is sent."""
     return FileResponse(
-        path, media_type=media_type, filename=filename, background=BackgroundTask(_remove, path)
-    )
+        os.path.join(folder, name), media_type=media_type, filename=filename,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )  # fmt: skip
 
 
 @router.post("/preview")
@@ -246,52 +233,69 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
         HTTPException: 422 a bad knob condition or table list, 503 unreadable storage.
     """
     settings = request.app.state.settings
-    names = _frames(body)
-    selected = _select(request, slug, body)
-    records = selected.records
+    asked = export_request(slug, body, request, csv=True, raw=True)
+    try:
+        plan = survey_export(asked)
+    except ExportRefused as exc:
+        status, detail = refused(exc, asked)
+        raise HTTPException(status, detail) from exc
+    records = plan.records
     described: dict[str, Any] = {"columns": [], "metrics": [], "runs_without_report": 0}
-    with _reading_runs(settings.runs_dir):
-        if records:
+    if records:
+        try:
             described = available_columns(records)
-        estimate = estimate_raw_bytes(records, include_logs=body.include_logs)
-    refusals = []
-    try:
-        check_picks(records, names, body.columns, body.metrics, body.repeat_run_columns)
-    except SelectionError as exc:
-        refusals.append({"field": exc.field, "message": exc.message})
-    if len(records) > settings.max_runs:
-        refusals.append(_run_ceiling(len(records), settings.max_runs))
-    try:
-        check_raw_size(estimate, settings.raw_max_bytes)
-    except RawZipTooLarge as exc:
-        refusals.append(
-            {"limit": "raw_zip_bytes", "value": settings.raw_max_bytes, "message": str(exc)}
-        )
+        except OSError as exc:  # never the server's runs directory by its path
+            raise HTTPException(503, {"message": served_line(exc, asked.runs_dir)}) from exc
     return {
         "group": slug,
         "run_count": len(records),
         "scenarios": sorted({r.scenario for r in records}),
-        "missing_run_ids": selected.missing_run_ids,
-        "unreadable_runs": selected.unreadable,
+        "missing_run_ids": plan.selected.missing_run_ids,
+        "unreadable_runs": plan.selected.unreadable,
         "runs_without_report": described["runs_without_report"],
         "columns": described["columns"],
         "metrics": described["metrics"],
         "damaged_log_lines": {
             r.run_id: r.facts.bad_line_numbers for r in records if r.facts.bad_line_numbers
         },
-        "raw_zip_estimated_bytes": estimate,
+        "raw_zip_estimated_bytes": plan.raw_bytes,
         "limits": {
             "max_runs": settings.max_runs,
             "raw_zip_bytes": settings.raw_max_bytes,
             "csv_bytes": settings.csv_max_bytes,
         },
-        "refusals": refusals,
+        "refusals": [
+            refused(r, asked)[1] for r in plan.refusals if not isinstance(r.cause, RunsMissing)
+        ],
     }
 
 
-def _write_chunked(out: Any, data: bytes) -> None:
-    for start in range(0, len(data), _CHUNK):
-        out.write(data[start : start + _CHUNK])
+def _copy(path: str, out: Any) -> None:
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            out.write(chunk)
+
+
+def _package(folder: str, names: list[str], limit: int) -> str:
+    """The download's file in ``folder``: the one table, or ``tables.zip`` of them and the legend.
+
+    The zip is counted against ``limit`` while it is written; the one table by its size.
+
+    Raises:
+        CsvTooLarge: the download passed ``limit``.
+    """
+    if len(names) == 1:
+        size = os.path.getsize(os.path.join(folder, f"{names[0]}.csv"))
+        if size > limit:
+            raise CsvTooLarge(size)
+        return f"{names[0]}.csv"
+    with open(os.path.join(folder, "tables.zip"), "wb") as sink:
+        out = _CountedWriter(sink, limit)
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for table in [*names, "columns"]:
+                with zf.open(f"{table}.csv", "w", force_zip64=True) as member:
+                    _copy(os.path.join(folder, f"{table}.csv"), member)
+    return "tables.zip"
 
 
 @router.post("/csv")
@@ -303,55 +307,26 @@ def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse
             condition, an unknown table, unknown columns or metrics, 503 unreadable storage.
     """
     settings = request.app.state.settings
-    names = _frames(body)
-    selected = _select(request, slug, body)
-    _refusals(selected, slug, settings.max_runs)
-    with _reading_runs(settings.runs_dir):
+    plan = _planned(export_request(slug, body, request, csv=True))
+    with _written(plan) as folder:
         try:
-            frames = build_frames(
-                selected.records,
-                names,
-                columns=body.columns,
-                metrics=body.metrics,
-                repeat_run_columns=body.repeat_run_columns,
-                include_metric_summaries=body.include_metric_summaries,
-            )
-        except SelectionError as exc:
-            raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
-    suffix = ".csv" if len(names) == 1 else ".zip"
-    sink, path = _temp_file(suffix)
-    try:
-        with sink:
-            out = _CountedWriter(sink, settings.csv_max_bytes)
-            if len(names) == 1:
-                _write_chunked(out, csv_bytes(frames[names[0]]))
-            else:
-                with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                    for name, frame in frames.items():
-                        with zf.open(f"{name}.csv", "w", force_zip64=True) as member:
-                            _write_chunked(member, csv_bytes(frame))
-                    table = legend(dict(frames), selected.records)
-                    zf.writestr("columns.csv", csv_bytes(table))
-    except CsvTooLarge as exc:
-        _remove(path)
-        mib = settings.csv_max_bytes / 1024**2
-        raise HTTPException(
-            413,
-            {
-                "limit": "csv_bytes",
-                "value": settings.csv_max_bytes,
-                "message": f"CSV refused: the download passed the {mib:g} MiB CSV ceiling while "
-                "being written; pick fewer tables, columns, metrics or runs, turn off "
-                "repeat_run_columns, or export on the command line with `glossogen export` "
-                "(no CSV ceiling)",
-            },
-        ) from exc
-    except BaseException:
-        _remove(path)
-        raise
-    if len(names) == 1:
-        return _send(path, "text/csv; charset=utf-8", f"{names[0]}.csv")
-    return _send(path, "application/zip", "tables.zip")
+            name = _package(folder, plan.names, settings.csv_max_bytes)
+        except CsvTooLarge as exc:
+            mib = settings.csv_max_bytes / 1024**2
+            raise HTTPException(
+                413,
+                {
+                    "limit": "csv_bytes",
+                    "value": settings.csv_max_bytes,
+                    "message": f"CSV refused: the download passed the {mib:g} MiB CSV ceiling "
+                    "while being written; pick fewer tables, columns, metrics or runs, turn off "
+                    "repeat_run_columns, or export on the command line with `glossogen export` "
+                    "(no CSV ceiling)",
+                },
+            ) from exc
+    if len(plan.names) == 1:
+        return _send(folder, name, "text/csv; charset=utf-8", name)
+    return _send(folder, name, "application/zip", "tables.zip")
 
 
 @router.post("/raw")
@@ -365,26 +340,10 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
         HTTPException: 404 missing run ids, 413 over the run or raw ceiling, 422 a bad knob
             condition, 503 unreadable storage.
     """
-    settings = request.app.state.settings
-    selected = _select(request, slug, body)
-    _refusals(selected, slug, settings.max_runs)
-    records = selected.records
-    sink, path = _temp_file(".zip")
-    try:
-        with sink, _reading_runs(settings.runs_dir):
-            write_raw_zip(
-                records,
-                sink,
-                include_logs=body.include_logs,
-                include_atif=body.include_atif or len(records) == 1,
-                max_bytes=settings.raw_max_bytes,
-            )
-    except RawZipTooLarge as exc:
-        _remove(path)
-        raise HTTPException(
-            413, {"limit": "raw_zip_bytes", "value": settings.raw_max_bytes, "message": str(exc)}
-        ) from exc
-    except BaseException:
-        _remove(path)
-        raise
-    return _send(path, "application/zip", "runs.zip")
+    plan = _planned(export_request(slug, body, request, raw=True))
+    with _written(plan) as folder:
+        pass
+    return _send(folder, "runs.zip", "application/zip", "runs.zip")
+
+
+__all__ = ["DEFAULT_GROUP", "ExportRequest", "group_of", "router"]

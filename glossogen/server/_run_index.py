@@ -26,12 +26,10 @@ from typing import Any
 
 from glossogen.eventlog import QUEUED, live_status
 from glossogen.eventlog import RESUMABLE as RESUMED_ENDINGS
+from glossogen.export import DEFAULT_GROUP as DEFAULT_GROUP
 from glossogen.export import FilterSelection, RunRecord, load_run, queued_run, select_runs
 from glossogen.export._runlog import RUNNING
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
-
-DEFAULT_GROUP = "local"
-"""The group of a run that recorded no ``group_slug``."""
 
 PAGE_SIZE = 50
 """Rows per page of the run list by default."""
@@ -49,7 +47,7 @@ RESUMABLE = ("stopped", "error", "interrupted")
 
 def group_of(record: RunRecord) -> str:
     """The group that owns a run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
-    return (record.facts.started or {}).get("group_slug") or DEFAULT_GROUP
+    return record.group
 
 
 def read_files(scenario: str) -> tuple[str, ...]:

@@ -344,6 +344,7 @@ HEAVY_FOR_A_RUN = [
     "glossogen.sweep", "glossogen.verify",
     # a plain run neither forks nor surveys stale runs nor records a worker's flow run
     "glossogen.derive._fork", "glossogen.derive._stale", "glossogen.derive._visibility",
+    "glossogen.derive._config", "glossogen.derive._prefix",
     "orchestration.deployments",
     # the reader of a run's log loads no other scenario (every scenario only for a line of a
     # type the registered classes lack)

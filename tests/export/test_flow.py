@@ -6,6 +6,7 @@ import asyncio
 import csv
 import json
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -17,7 +18,7 @@ from prefect.client.schemas.filters import (
 )
 
 from flows.export import export
-from glossogen.export import SelectionError
+from glossogen.export import ExportRunsRequest, SelectionError
 from tests.export.conftest import OLD, A, C, Cohort
 
 
@@ -36,10 +37,18 @@ async def _row_counts_of(flow_run_id: UUID) -> list[dict]:
     return json.loads(data) if isinstance(data, str) else data
 
 
+NIGHTLY = ["request", "loose"]
+"""The nightly deployment's parameters: the request (``prefect.yaml`` now), or ``runs_dir`` and
+``out`` loose (a deployment made before the flow took the request)."""
+
+
+@pytest.mark.parametrize("given", NIGHTLY)
 def test_the_nightly_parameters_export_every_run(
-    prefect_api: str, cohort: Cohort, tmp_path: Path
+    given: str, prefect_api: str, cohort: Cohort, tmp_path: Path
 ) -> None:
-    state = asyncio.run(export(runs_dir=str(cohort.runs_dir), out=str(tmp_path), return_state=True))
+    fields: dict[str, Any] = {"runs_dir": str(cohort.runs_dir), "out": str(tmp_path)}
+    asked = {"request": ExportRunsRequest(**fields)} if given == "request" else fields
+    state = asyncio.run(export(**asked, return_state=True))
     counts = asyncio.run(state.aresult())
     assert counts == {"run_level": 6, "round_level": 2, "agent_level": 12}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -61,12 +70,16 @@ def test_a_selection_frames_and_the_raw_zip(
 ) -> None:
     counts = asyncio.run(
         export(
-            runs_dir=str(cohort.runs_dir),
-            out=str(tmp_path),
-            selection={"kind": "run_ids", "run_ids": [C, OLD]},
-            frames=["message_level"],
-            raw=True,
-            repeat_run_columns=False,
+            ExportRunsRequest.model_validate(
+                {
+                    "runs_dir": str(cohort.runs_dir),
+                    "out": str(tmp_path),
+                    "selection": {"kind": "run_ids", "run_ids": [C, OLD]},
+                    "frames": ["message_level"],
+                    "raw": True,
+                    "repeat_run_columns": False,
+                }
+            )
         )
     )
     assert counts == {"message_level": 8 + 28}
@@ -79,9 +92,24 @@ def test_a_missing_run_id_fails_the_flow(prefect_api: str, cohort: Cohort, tmp_p
     with pytest.raises(SelectionError, match="run ids that no longer resolve: veyru/7"):
         asyncio.run(
             export(
-                runs_dir=str(cohort.runs_dir),
-                out=str(tmp_path / "o"),
-                selection={"kind": "run_ids", "run_ids": [A, "veyru/7"]},
+                ExportRunsRequest.model_validate(
+                    {
+                        "runs_dir": str(cohort.runs_dir),
+                        "out": str(tmp_path / "o"),
+                        "selection": {"kind": "run_ids", "run_ids": [A, "veyru/7"]},
+                    }
+                )
             )
         )
     assert not (tmp_path / "o").exists()
+
+
+def test_the_request_given_twice_is_refused_in_one_line(
+    prefect_api: str, cohort: Cohort, tmp_path: Path
+) -> None:
+    """``request`` and loose fields at once: which one is meant is not guessed."""
+    request = ExportRunsRequest(runs_dir=str(cohort.runs_dir), out=str(tmp_path / "o"))
+    line = "export takes request or, as an older deployment passes them, runs_dir and out, "
+    with pytest.raises(ValueError, match=f"^{line}not both: got request and out$"):
+        asyncio.run(export(request, out=str(tmp_path / "p")))
+    assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()

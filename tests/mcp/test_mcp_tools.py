@@ -42,7 +42,7 @@ TOOLS = {
     "list_scenarios", "get_scenario", "get_knobs_schema", "get_knobs_preset", "list_runs",
     "get_run", "read_run_events", "get_agent_transcript", "estimate_run", "start_run",
     "fork_run", "replace_agent", "cross_run_replace_agent", "resume_run", "stop_run",
-    "evaluate_run", "export_runs", "analyze_runs", "list_analysis_fields",
+    "evaluate_run", "evaluate_runs", "export_runs", "analyze_runs", "list_analysis_fields",
 }  # fmt: skip
 
 

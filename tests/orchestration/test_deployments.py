@@ -44,7 +44,7 @@ def test_prefect_yaml_has_a_simulate_and_resume_deployment_per_provider() -> Non
     assert {by_name[n]["work_pool"]["name"] for n in SHARED} == {"glossogen"}
     assert _deployment("reconcile")["schedules"] == [{"interval": 300, "active": True}]
     assert _deployment("nightly-export")["schedules"][0]["cron"] == "0 3 * * *"
-    assert _deployment("nightly-export")["parameters"]["out"].startswith("s3://")
+    assert _deployment("nightly-export")["parameters"]["request"]["out"].startswith("s3://")
 
 
 def test_pools_apply_refuses_an_unknown_provider_before_reaching_a_server(

@@ -212,8 +212,8 @@ def test_a_download_refuses_an_id_that_no_longer_resolves_with_404(
         got = client.post(f"{API}/{route}", json={"selection": _ids(cohort["two"], "veyru/1")})
         assert got.status_code == 404
         assert got.json()["detail"] == {
-            "message": "1 selected run id(s) no longer resolve in group 'local': veyru/1; "
-            "drop them from the selection",
+            "field": "run_ids",
+            "message": "run ids that no longer resolve: veyru/1",
             "missing_run_ids": ["veyru/1"],
         }
 
@@ -276,9 +276,8 @@ def test_the_run_ceiling_refuses_downloads_and_the_preview_still_answers(
         assert got.json()["detail"] == {
             "limit": "max_runs",
             "value": 2,
-            "message": "export refused: the selection holds 3 runs, over the 2-run limit per "
-            "export; narrow the selection, or export on the command line with "
-            "`glossogen export --max-runs`",
+            "message": "the selection holds 3 runs, over the 2-run limit; narrow the selection "
+            "or raise it on the command line (`glossogen export --max-runs`)",
         }
     preview = client.post(f"{API}/preview", json=body).json()
     assert preview["run_count"] == 3

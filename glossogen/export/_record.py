@@ -1,0 +1,222 @@
+"""One run as a selection reads it: its folder's files and its log's head and tail.
+
+:func:`load_folder` reads a run folder into a :class:`RunRecord` (``load_run`` by id in a runs
+store); :func:`queued_run` a claim whose log has not begun. Every selection of runs
+(:func:`~glossogen.export.select_runs`) and the run browser read runs through these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from glossogen.eventlog import QUEUED, RESUMABLE, live_status
+from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
+from glossogen.knobs import lift_legacy_knobs
+from glossogen.storage import RunFolder, RunStore
+
+DEFAULT_GROUP = "local"
+"""The group of a run that recorded no ``group_slug`` (GlossoGen 0.5 runs included)."""
+
+
+@dataclass
+class RunRecord:
+    """One selected run: what its folder and its log's head and tail say.
+
+    Attributes:
+        run_id: ``<scenario>/<run_dir_name>``.
+        scenario: The scenario name.
+        run_url: The run folder (local path or URL).
+        log_url: Its event log.
+        config: The recorded knobs (``config.json``, else ``simulation_started.scenario_config``;
+            a legacy ``agent_max_tokens`` read as ``agent_model_settings.max_tokens``).
+        labels: ``labels.json``: a str value is a ``key=value`` label, ``True`` a bare flag.
+        lineage: ``lineage.json`` (else ``simulation_started.lineage``); None for an original.
+        facts: Run-level facts from the event log.
+        report: The parsed ``<scenario>_report.json``, or None when the run has none.
+        judge_flips: Rulings the last ``glossogen rejudge`` flipped (``judge_flips.json``);
+            None when the run was never rejudged.
+    """
+
+    run_id: str
+    scenario: str
+    run_url: str
+    log_url: str
+    config: dict[str, Any]
+    labels: dict[str, Any]
+    lineage: dict[str, Any] | None
+    facts: LogFacts
+    report: dict[str, Any] | None = None
+    judge_flips: int | None = None
+
+    @property
+    def status(self) -> str:
+        """The run's status (:data:`~glossogen.export._runlog.RUNNING` when unfinished)."""
+        return self.facts.status
+
+    @property
+    def group(self) -> str:
+        """The group that owns the run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
+        return (self.facts.started or {}).get("group_slug") or DEFAULT_GROUP
+
+    @property
+    def agents(self) -> list[AgentFacts]:
+        """The run's registered agents, in registration order."""
+        return list(self.facts.agents.values())
+
+    def label_strings(self) -> list[str]:
+        """Return the labels as written on the CLI: ``key=value`` or a bare ``flag``."""
+        out = []
+        for key, value in self.labels.items():
+            if value is True:
+                out.append(key)
+            elif isinstance(value, str):
+                out.append(f"{key}={value}")
+        return out
+
+
+def damaged_line_notes(records: list[RunRecord]) -> list[str]:
+    """One note per run whose log had damaged lines as it was selected (its facts' reading).
+
+    Its damaged complete lines and a last line cut off mid-write
+    (:func:`~glossogen.export._lines.damaged_note`: ``veyru/17: 1 damaged log line skipped
+    (line 210 truncated) in <log>``); a live run's last line may be mid-write, so not named.
+    """
+    from glossogen.export._lines import damaged_note
+    from glossogen.export._runlog import RUNNING
+
+    notes = []
+    for record in records:
+        torn = None if record.status == RUNNING else record.facts.torn_line
+        if record.facts.bad_line_numbers or torn is not None:
+            notes.append(damaged_note(record.run_id, record.facts.bad_line_numbers,
+                                      record.log_url, torn))  # fmt: skip
+    return notes
+
+
+class NotARunLog(ValueError):
+    """A folder whose ``<scenario>.jsonl`` is not a run's event log; one line saying why."""
+
+
+def _labels(raw: Any, config: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raw = config.get("labels") if isinstance(config.get("labels"), dict) else {}
+    return {str(k): v for k, v in raw.items() if v is True or isinstance(v, str)}
+
+
+def load_run(store: RunStore, run_id: str) -> RunRecord:
+    """Read the folder of ``run_id`` in ``store`` into a :class:`RunRecord` (:func:`load_folder`).
+
+    Raises:
+        FileNotFoundError: if the run has no event log.
+        ValueError: if ``config.json``, ``labels.json`` or ``lineage.json`` is not valid JSON.
+        StorageError: if the storage is unreachable.
+    """
+    return load_folder(store.open_run(run_id))
+
+
+def load_folder(folder: RunFolder) -> RunRecord:
+    """Read one run folder into a :class:`RunRecord` (folder files and log head and tail).
+
+    A run named by its folder (``glossogen verify RUN_DIR``) and one selected under its runs
+    directory are read alike, so both get the same verdict.
+
+    Raises:
+        FileNotFoundError: if the run has no event log.
+        ValueError: if the log is not a run's (:class:`NotARunLog`), or ``config.json``,
+            ``labels.json``, ``lineage.json`` or a report is not a JSON object (naming it).
+        StorageError: if the storage is unreachable.
+    """
+    run_id, scenario, url = folder.run_id, folder.scenario, folder.url
+    try:
+        facts = read_log_facts(folder.log_url)
+    except (IsADirectoryError, NotADirectoryError):
+        raise NotARunLog(f"{folder.log_url} is a folder, not an event log") from None
+    if facts.started is None:
+        reason = "no simulation_started event" if folder.has_log() else "empty"
+        raise NotARunLog(f"{folder.log_url} is not a run log ({reason})")
+    if facts.ended_status is None or facts.ended_status in RESUMABLE:  # liveness decides
+        facts.status = live_status(facts.ended_status, folder.is_locked())
+    started = facts.started
+    # A broken or non-object file raises ValueError naming it: the run is skipped with a note.
+    config = folder.read_object("config.json")
+    if config is None:
+        config = dict(started.get("scenario_config") or {})
+    # A config written before agent_model_settings existed spells the cap agent_max_tokens:
+    # read as agent_model_settings.max_tokens, for the knob columns and --knob alike.
+    config = lift_legacy_knobs(config)
+    lineage = folder.read_object("lineage.json") or started.get("lineage")
+    report = _report_of(folder, scenario)
+    from glossogen.rejudge._flips import flips_of  # the rest of rejudge imports export
+
+    return RunRecord(
+        run_id=run_id,
+        scenario=scenario,
+        run_url=url,
+        log_url=folder.log_url,
+        config=config,
+        labels=_labels(folder.read_object("labels.json"), config),
+        lineage=lineage if isinstance(lineage, dict) else None,
+        facts=facts,
+        report=report if isinstance(report, dict) else None,
+        judge_flips=flips_of(folder),
+    )
+
+
+def queued_run(folder: RunFolder) -> RunRecord | None:
+    """The record of a claimed folder whose log holds no event yet (``queued``), else None.
+
+    Read from the claim's JSON files alone (``config.json``, ``labels.json``): there is no log,
+    so its facts are empty. :func:`select_runs` never loads one by default (an export has
+    nothing to export of it); the run browser lists it.
+
+    Raises:
+        ValueError: ``config.json`` or ``labels.json`` is not valid JSON.
+        StorageError: the storage is unreachable.
+    """
+    if folder.log_state() not in ("missing", "empty"):
+        return None
+    config = folder.read_object("config.json")
+    if config is None:
+        return None  # not a claim (a stray folder)
+    return RunRecord(
+        run_id=folder.run_id,
+        scenario=folder.scenario,
+        run_url=folder.url,
+        log_url=folder.log_url,
+        config=lift_legacy_knobs(config),
+        labels=_labels(folder.read_object("labels.json"), config),
+        lineage=folder.read_object("lineage.json"),
+        facts=LogFacts(status=QUEUED),
+    )
+
+
+def _report_of(folder: RunFolder, scenario: str) -> dict[str, Any] | None:
+    """The run's report as readers see it: ours, and a GlossoGen 0.5 report under it.
+
+    ``<scenario>_report.json`` may be ours or (a migrated run never evaluated here) a
+    GlossoGen 0.5 report; ``<scenario>_report.glossogen-0.5.json`` is the 0.5 report
+    ``evaluate`` kept before writing ours. Their metrics are combined (ours wins a name in
+    both; :func:`glossogen.evaluation._report.combined_metrics`), each entry with its
+    ``source``. None when the run has neither.
+
+    Raises:
+        ValueError: a report file is a folder, not JSON, not an object or an empty object
+            (names it).
+    """
+    from glossogen.evaluation._report import (
+        combined_metrics,
+        foreign_report_name,
+        is_glossogen05_report,
+    )
+
+    ours = folder.read_object(f"{scenario}_report.json")
+    foreign = folder.read_object(foreign_report_name(scenario))
+    for name, report in ((f"{scenario}_report.json", ours),
+                         (foreign_report_name(scenario), foreign)):  # fmt: skip
+        if report == {}:  # no metrics, no scoring facts: damaged, as a report not JSON
+            raise ValueError(f"{folder.file_url(name)} is an empty JSON object (no metrics)")
+    if ours is None and foreign is None:
+        return None
+    base = ours if ours is not None and not is_glossogen05_report(ours) else {}
+    return {**base, "metrics": combined_metrics(ours, foreign)}

@@ -1,0 +1,309 @@
+"""Resolving a selection against a runs directory: folder names first, then each run's files.
+
+Filters resolve against the runs directory itself: folder names first (``scenario``,
+``run_id_contains``), then each run's ``labels.json`` and recorded config (``labels``,
+``knob``), then its event log's head and tail (``status``, ``contains_agent_id``), so a run
+never evaluated, or still being written, is selectable too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from glossogen.eventlog import QUEUED
+from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
+from glossogen.export._record import RunRecord, load_run, queued_run
+from glossogen.export._runlog import LogFacts
+from glossogen.export._selection import (
+    FilterSelection,
+    RunIdSelection,
+    Selection,
+    _status_word,
+)
+from glossogen.refusals import Refusal, shown
+from glossogen.storage import RunFolder, RunStore, path_kind, resolved
+
+MAX_RUNS = 5000
+"""Default ceiling on runs per export (``max_runs`` overrides it)."""
+
+
+@dataclass
+class SelectedRuns:
+    """The resolved selection.
+
+    Attributes:
+        records: The selected runs, in run id order (scenario, then timestamp).
+        missing_run_ids: Explicit ids that no longer resolve (no folder or no log).
+        scanned: Run folders considered before filtering.
+        unreadable: Run folders skipped because their files could not be read, with the reason.
+        unstarted: Run folders the filters select whose event log does not exist (a claimed
+            run whose player has not begun, or a log deleted), by run id: not in ``records``
+            (there is nothing of them to export); a reader that must account for every run
+            selected (``glossogen verify``) names them.
+    """
+
+    records: list[RunRecord] = field(default_factory=list)
+    missing_run_ids: list[str] = field(default_factory=list)
+    scanned: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)
+    unstarted: list[str] = field(default_factory=list)
+    _places: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, record: RunRecord) -> None:
+        """Keep ``record`` unless its folder is one kept already under another run id.
+
+        A run folder linked into the runs dir under a second name (``veyru/17`` and a link
+        ``veyru/18`` to it) is one run: the first name selected keeps it, so no command
+        counts its figures twice.
+        """
+        place = resolved(record.run_url)
+        if place not in self._places:
+            self._places.add(place)
+            self.records.append(record)
+
+    @property
+    def scenarios(self) -> list[str]:
+        """The selected runs' scenarios, sorted."""
+        return sorted({r.scenario for r in self.records})
+
+
+SERVED_RUNS_DIR = "the server's runs directory"
+"""How a server's refusal names its runs directory to a client (REST, MCP), never by its path:
+the client did not give the path and cannot act on it."""
+
+
+def without_runs_dir(text: str, runs_dir: str) -> str:
+    """``text`` without the runs dir's own path: a file under it by its path within it.
+
+    The folder itself is :data:`SERVED_RUNS_DIR`. Only an absolute path or a URL is cut (as
+    given and as resolved), never a relative name, which may be a word of the line.
+    """
+    roots = {runs_dir.rstrip("/")}
+    with contextlib.suppress(Exception):  # only a nicer line: the text stands as it is
+        roots.add(RunStore(runs_dir).runs_dir.rstrip("/"))
+    for root in sorted(roots, key=len, reverse=True):
+        if os.path.isabs(root) or "://" in root:
+            text = text.replace(repr(root), SERVED_RUNS_DIR).replace(root + "/", "")
+            text = text.replace(root, SERVED_RUNS_DIR)
+    return text
+
+
+class RunsDirError(OSError):
+    """The runs directory does not exist or is not a folder (one line naming it).
+
+    Attributes:
+        reason: What is wrong, without the path (``does not exist``), as a server words it
+            to its client (:data:`SERVED_RUNS_DIR` ``does not exist``).
+    """
+
+    def __init__(self, runs_dir: str, reason: str) -> None:
+        """Keep the reason; the line names the folder (``'runs' does not exist``)."""
+        super().__init__(f"{runs_dir!r} {reason}")
+        self.reason = reason
+
+
+def check_runs_dir(runs_dir: str) -> None:
+    """Check that ``runs_dir`` is an existing folder (or, on object storage, a prefix).
+
+    A runs directory that is not there is refused rather than read as holding no run: a
+    mistyped path would otherwise export empty tables and report success.
+
+    Raises:
+        RunsDirError: ``runs_dir`` does not exist or is a file.
+        StorageError: the storage is unreachable.
+    """
+    if not runs_dir.strip():  # never read as the working directory
+        raise RunsDirError(runs_dir, "names no folder")
+    kind = path_kind(runs_dir)
+    if kind == "folder":
+        return
+    local = RunStore(runs_dir).local
+    if kind == "file":
+        raise RunsDirError(runs_dir, f"is {'a file' if local else 'an object'}, not a folder")
+    raise RunsDirError(runs_dir, "does not exist")
+
+
+def _has_labels(labels: dict[str, Any], wanted: list[str]) -> bool:
+    for label in wanted:
+        key, eq, value = label.partition("=")
+        if eq:
+            if labels.get(key) != value:
+                return False
+        elif labels.get(key) is not True:
+            return False
+    return True
+
+
+def _check_limit(count: int, max_runs: int) -> None:
+    if count > max_runs:
+        over = f"the selection holds {count} runs, over the {max_runs}-run limit"
+        raise SelectionError.of(
+            Refusal(field="max_runs", reason=f"{over}; narrow the selection or raise", trails=True)
+        )
+
+
+def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> None:
+    """Refuse a ``scenario`` filter naming a scenario no run under ``runs_dir`` has.
+
+    A mistyped scenario would otherwise select nothing, and an export, analysis or
+    verification of nothing would report success.
+
+    Raises:
+        SelectionError: field ``scenario``, naming the value and the scenarios there are.
+    """
+    there = sorted({r.split("/", 1)[0] for r in run_ids})
+    absent = [name for name in named if name not in there]
+    if not absent:
+        return
+    which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
+    message = f"{shown(absent[0])} has no run under {runs_dir} ({which})"
+    served = f"{shown(absent[0])} has no run in {SERVED_RUNS_DIR} ({which})"
+    raise SelectionError.of(
+        Refusal(field="scenario", reason=message), Refusal(field="scenario", reason=served)
+    )
+
+
+def _select_by_ids(
+    store: RunStore,
+    selection: RunIdSelection,
+    max_runs: int,
+    load: Callable[[RunStore, str], RunRecord],
+    result: SelectedRuns,
+) -> None:
+    """Load the runs named by id into ``result``; an id that does not resolve is missing.
+
+    Raises:
+        SelectionError: more ids than ``max_runs`` (field ``max_runs``).
+    """
+    wanted = list(dict.fromkeys(selection.run_ids))
+    _check_limit(len(wanted), max_runs)
+    for run_id in wanted:
+        result.scanned += 1
+        parts = run_id.strip("/").split("/")
+        if len(parts) != 2 or not all(parts) or ".." in parts:
+            result.missing_run_ids.append(run_id)
+            continue
+        try:
+            result.add(load(store, run_id))
+        except FileNotFoundError:
+            result.missing_run_ids.append(run_id)
+        except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
+            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+
+
+def select_runs(
+    runs_dir: str,
+    selection: Any,
+    max_runs: int = MAX_RUNS,
+    load: Callable[[RunStore, str], RunRecord] | None = None,
+    absent_scenarios: bool = False,
+) -> SelectedRuns:
+    """Resolve a selection against the runs directory.
+
+    Args:
+        runs_dir: Local path or fsspec URL of the runs directory.
+        selection: A :class:`RunIdSelection` or :class:`FilterSelection` (or its dict form).
+        max_runs: Ceiling on selected runs (default :data:`MAX_RUNS`).
+        load: Reads one run (default :func:`load_run`); the run browser passes its cache
+            of :func:`load_run`'s records, so both select by the same rules.
+        absent_scenarios: Let a ``scenario`` filter name a scenario with no run under
+            ``runs_dir`` (it matches nothing): the run browser's list, whose scenario menu
+            offers every installed scenario. Otherwise such a name is refused.
+
+    Returns:
+        The selected runs with their facts, and the explicit ids that no longer resolve.
+
+    Raises:
+        RunsDirError: ``runs_dir`` does not exist or is not a folder (:func:`check_runs_dir`).
+        SelectionError: a knob condition is malformed or cannot be read as the recorded type
+            (field ``knob``), the selection is over ``max_runs`` (field ``max_runs``), or a
+            ``scenario`` names one no run under ``runs_dir`` has (field ``scenario``, naming
+            the scenarios there).
+        pydantic.ValidationError: a dict ``selection`` of the wrong shape (an empty
+            ``run_ids`` list among them).
+        StorageError: if the storage is unreachable.
+    """
+    check_runs_dir(runs_dir)
+    load = load or load_run
+    if isinstance(selection, dict):
+        from pydantic import TypeAdapter
+
+        selection = TypeAdapter(Selection).validate_python(selection)
+    store = RunStore(runs_dir)
+    result = SelectedRuns()
+    if isinstance(selection, RunIdSelection):
+        _select_by_ids(store, selection, max_runs, load, result)
+        return result
+    conditions = parse_conditions(selection.knob)
+    scenarios = set(selection.scenario or [])
+    every = store.list_runs()
+    if selection.scenario and not absent_scenarios:
+        _check_scenarios(selection.scenario, every, runs_dir)
+    run_ids = [
+        r
+        for r in every
+        if (not scenarios or r.split("/", 1)[0] in scenarios)
+        and (not selection.run_id_contains or selection.run_id_contains in r)
+    ]
+    result.scanned = len(run_ids)
+    log_filters = selection.status is not None or selection.contains_agent_id is not None
+    if not log_filters and not selection.labels and not conditions:
+        _check_limit(len(run_ids), max_runs)
+    status = _status_word(selection.status)
+    for run_id in run_ids:
+        try:
+            try:
+                record, started = load(store, run_id), True
+            except FileNotFoundError:  # no log: a launch that has not written its first event
+                record, started = _unstarted(store.open_run(run_id)), False
+        except ValueError as exc:  # NotARunLog, a broken JSON file: one note, the rest go on
+            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+            continue
+        if not _matches(record, selection, conditions, status):
+            continue
+        if not started:
+            result.unstarted.append(run_id)
+            continue
+        result.add(record)
+        _check_limit(len(result.records), max_runs)
+    return result
+
+
+def _unstarted(folder: RunFolder) -> RunRecord:
+    """The record of a run folder with no event log: its claim's (:func:`queued_run`), else bare.
+
+    Raises:
+        ValueError: ``config.json`` or ``labels.json`` is not valid JSON.
+        StorageError: the storage is unreachable.
+    """
+    queued = queued_run(folder)
+    if queued is not None:
+        return queued
+    return RunRecord(run_id=folder.run_id, scenario=folder.scenario, run_url=folder.url,
+                     log_url=folder.log_url, config={}, labels={}, lineage=None,
+                     facts=LogFacts(status=QUEUED))  # fmt: skip
+
+
+def _matches(
+    record: RunRecord,
+    selection: FilterSelection,
+    conditions: list[KnobCondition],
+    status: str | None,
+) -> bool:
+    """Whether ``record`` passes the filters read from its files (labels, knobs, log)."""
+    if selection.labels and not _has_labels(record.labels, selection.labels):
+        return False
+    if not all(c.matches(record.config) for c in conditions):
+        return False
+    if status is not None and status not in (
+        record.status.casefold(),
+        (record.facts.status_detail or "").casefold(),
+    ):
+        return False
+    return selection.contains_agent_id is None or (
+        selection.contains_agent_id in record.facts.agents
+    )
