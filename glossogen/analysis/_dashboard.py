@@ -535,6 +535,9 @@ def saved_dashboards(runs_dir: str) -> list[str]:
 def open_saved(runs_dir: str, name: str) -> Dashboard:
     """The dashboard ``name`` kept under ``runs_dir``.
 
+    A refusal names its file within the runs dir (``.glossogen/dashboards/<name>.yaml``),
+    never the runs dir's own path (a server's client did not give it).
+
     Raises:
         DashboardError: a bad name, or a file that does not validate.
         DashboardsInTheWay: a file where the dashboards' folder goes.
@@ -548,6 +551,7 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
     fs, _ = open_fs(folder)
     for ext in (".yaml", ".yml", ".json"):
         url = join(folder, f"{name}{ext}")
+        where = f"{DASHBOARDS_FOLDER}/{name}{ext}"  # within the runs dir: no server path shown
         with translate_errors(url, fs):
             try:
                 raw = fs.cat_file(open_fs(url)[1])
@@ -558,13 +562,16 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise DashboardError(f"{url}: not UTF-8 text") from None
-        return parse_dashboard(text, url, json_only=ext == ".json")
-    raise FileNotFoundError(f"no dashboard {shown(name)} in {folder}")
+            raise DashboardError(f"{where}: not UTF-8 text") from None
+        return parse_dashboard(text, where, json_only=ext == ".json")
+    raise FileNotFoundError(f"no dashboard {shown(name)} in {DASHBOARDS_FOLDER}")
 
 
 def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
     """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``; return where.
+
+    Where is its path within the runs dir (``.glossogen/dashboards/<name>.yaml``): a server
+    never shows its client the runs dir's own path.
 
     The runs dir may be local or an fsspec URL (``s3://``). The file is written whole (aside,
     then moved; one put on object storage); a ``.yml`` or ``.json`` file of the same name is
@@ -580,7 +587,7 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
     _check_name(name)
     folder = dashboards_folder(runs_dir)
     try:
-        url = write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
+        write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
     except NotADirectoryError:
         raise DashboardsInTheWay(_IN_THE_WAY) from None
     except IsADirectoryError:
@@ -595,7 +602,7 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
                 fs.rm_file(open_fs(other)[1])
             except FileNotFoundError:
                 pass
-    return url
+    return f"{DASHBOARDS_FOLDER}/{name}.yaml"
 
 
 __all__ = [

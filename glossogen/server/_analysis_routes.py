@@ -287,10 +287,11 @@ class SavedDashboards(BaseModel):
 
 
 class SavedDashboard(BaseModel):
-    """Where a dashboard was saved."""
+    """Where a dashboard was saved: its name, and its file within the runs dir."""
 
     name: str
     path: str
+    """``.glossogen/dashboards/<name>.yaml`` (never the server's runs dir's own path)."""
 
 
 def _dashboard_refusal(exc: DashboardError) -> NoReturn:
@@ -329,7 +330,8 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
 def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> SavedDashboard:
     """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it).
 
-    The runs dir may be local or an fsspec URL (``s3://``); ``path`` is where it was written.
+    The runs dir may be local or an fsspec URL (``s3://``); ``path`` is where it was written,
+    within the runs dir.
     """
     from glossogen.analysis._dashboard import save_dashboard as save
 

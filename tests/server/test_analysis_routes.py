@@ -115,7 +115,7 @@ def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
     stored = s3fs.S3FileSystem().cat_file(key).decode()
     assert (before.status_code, before.json()) == (200, {"names": []})
     assert (saved.status_code, saved.json()) == (200, {
-        "name": "study", "path": f"{s3_bucket}/runs/.glossogen/dashboards/study.yaml",
+        "name": "study", "path": ".glossogen/dashboards/study.yaml",  # not the bucket's URL
     })  # fmt: skip
     assert listed.json() == {"names": ["study"]}
     assert opened.status_code == 200
@@ -236,6 +236,31 @@ def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
     assert (listed.status_code, listed.json()) == (200, {"names": []})
     assert opened.status_code == 404
     assert [p.name for p in (b / ".glossogen" / "dashboards").iterdir()] == ["dirdash.yaml"]
+
+
+def test_the_dashboard_routes_never_name_the_servers_runs_dir(tmp_path: Path) -> None:
+    """h45fix33b: a saved dashboard's path, a missing one's 404, a bad file's 422 named the
+    server's runs dir by its path (``/abs/runs/.glossogen/dashboards/board.yaml``)."""
+    runs = tmp_path / "runs"
+    kept = runs / ".glossogen" / "dashboards"
+    kept.mkdir(parents=True)
+    (kept / "broken.yaml").write_text("title: [x\nqueries: {}\n")
+    (kept / "bin.yaml").write_bytes(b"\xff\xfe")
+    with serving(str(runs)) as base:
+        saved = httpx.put(f"{base}{API}/dashboards/board", json=DASH, timeout=None)
+        missing = httpx.get(f"{base}{API}/dashboards/nosuch", timeout=None)
+        broken = httpx.get(f"{base}{API}/dashboards/broken", timeout=None)
+        binary = httpx.get(f"{base}{API}/dashboards/bin", timeout=None)
+    assert (saved.status_code, saved.json()) == (
+        200, {"name": "board", "path": ".glossogen/dashboards/board.yaml"})  # fmt: skip
+    assert (kept / "board.yaml").is_file()
+    assert (missing.status_code, missing.json()) == (404, {"detail": {
+        "message": "no dashboard 'nosuch' in .glossogen/dashboards"}})  # fmt: skip
+    assert (broken.status_code, broken.json()) == (422, {"detail": {"field": "dashboard",
+        "message": ".glossogen/dashboards/broken.yaml: line 2, column 8: expected ',' or ']', "
+                   "but got ':'"}})  # fmt: skip
+    assert (binary.status_code, binary.json()) == (422, {"detail": {"field": "dashboard",
+        "message": ".glossogen/dashboards/bin.yaml: not UTF-8 text"}})  # fmt: skip
 
 
 def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
