@@ -73,7 +73,7 @@ from glossogen.export._selection import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
-from glossogen.storage import StorageError, path_kind
+from glossogen.storage import StorageError
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
 
@@ -294,6 +294,21 @@ class SavedDashboard(BaseModel):
     """``.glossogen/dashboards/<name>.yaml`` (never the server's runs dir's own path)."""
 
 
+def _check_local_runs_dir(runs_dir: str) -> None:
+    """Refuse a local runs dir that is gone or a file (503 as query and fields).
+
+    Nothing is read from it or written under it (a save would make it anew). On object
+    storage a runs dir is a prefix, none until a first object is kept: not checked.
+
+    Raises:
+        RunsDirError: the local runs dir does not exist or is a file.
+    """
+    from glossogen.storage import RunStore
+
+    if RunStore(runs_dir).local:
+        check_runs_dir(runs_dir)
+
+
 def _dashboard_refusal(exc: DashboardError) -> NoReturn:
     raise HTTPException(422, {"field": "dashboard", "message": str(exc)}) from exc
 
@@ -304,8 +319,9 @@ def list_dashboards(slug: str, request: Request) -> SavedDashboards:
     from glossogen.analysis._dashboard import saved_dashboards
 
     try:
+        _check_local_runs_dir(request.app.state.settings.runs_dir)
         return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
-    except StorageError as exc:
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
@@ -315,6 +331,7 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
     from glossogen.analysis._dashboard import open_saved
 
     try:
+        _check_local_runs_dir(request.app.state.settings.runs_dir)
         return open_saved(request.app.state.settings.runs_dir, name)
     except FileNotFoundError as exc:
         raise HTTPException(404, {"message": str(exc)}) from exc
@@ -322,7 +339,7 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
         _dashboard_refusal(exc)
     except DashboardsInTheWay as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
-    except StorageError as exc:
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
@@ -336,8 +353,7 @@ def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> S
     from glossogen.analysis._dashboard import save_dashboard as save
 
     try:
-        if path_kind(request.app.state.settings.runs_dir) == "file":  # 503 as query and fields
-            check_runs_dir(request.app.state.settings.runs_dir)
+        _check_local_runs_dir(request.app.state.settings.runs_dir)  # 503 as query and fields
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)

@@ -263,6 +263,24 @@ def test_the_dashboard_routes_never_name_the_servers_runs_dir(tmp_path: Path) ->
         "message": ".glossogen/dashboards/bin.yaml: not UTF-8 text"}})  # fmt: skip
 
 
+def test_a_runs_dir_gone_after_serving_is_503_and_no_dashboard_is_saved(tmp_path: Path) -> None:
+    """h45fix33b: the runs dir moved away while served, a save answered 200 and made it anew
+    (``runs/.glossogen/dashboards/z.yaml``) and the list answered ``{"names": []}``."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    gone = {"detail": {"message": "the server's runs directory does not exist"}}
+    with serving(str(runs)) as base:
+        runs.rename(tmp_path / "runs2")
+        saved = httpx.put(f"{base}{API}/dashboards/z", json=DASH, timeout=None)
+        listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
+        opened = httpx.get(f"{base}{API}/dashboards/z", timeout=None)
+    assert (saved.status_code, saved.json()) == (503, gone)
+    assert (listed.status_code, listed.json()) == (503, gone)
+    assert (opened.status_code, opened.json()) == (503, gone)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs2"]
+    assert list((tmp_path / "runs2").iterdir()) == []
+
+
 def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
     from fastapi.testclient import TestClient
 
