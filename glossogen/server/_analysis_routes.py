@@ -51,7 +51,7 @@ from glossogen.analysis import (
     check_sort,
     fields_of,
     query_error_of,
-    skipped_notes,
+    selection_notes,
 )
 from glossogen.analysis._dashboard import (
     ChartKind,
@@ -112,7 +112,9 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
     """The group's runs the query's selection picks, within its ``max_runs``, and notes.
 
     The notes name the runs skipped as unreadable (of any group: an unreadable run's group
-    cannot be read either), their files relative to the runs dir.
+    cannot be read either), their files relative to the runs dir, then the group's runs with
+    damaged log lines or a log changed after its report was written
+    (:func:`~glossogen.analysis.selection_notes`, as the CLI and MCP say them).
     """
     runs_dir = request.app.state.settings.runs_dir
     try:
@@ -131,7 +133,9 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc, runs_dir)
-    return records, skipped_notes(runs_dir, selected.unreadable)
+    # The notes the CLI and MCP give of these runs (the same library call): the skipped, the
+    # logs' damaged lines, the logs changed after their report was written.
+    return records, selection_notes(runs_dir, selected.unreadable, records)
 
 
 def _check_group(request: Request, slug: str) -> None:
