@@ -515,6 +515,7 @@ def saved_dashboards(runs_dir: str) -> list[str]:
     """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted).
 
     Raises:
+        DashboardsInTheWay: a file where the dashboards' folder goes (as an open, a save).
         StorageError: unreachable storage.
     """
     from glossogen.storage._fs import open_fs, translate_errors
@@ -524,10 +525,16 @@ def saved_dashboards(runs_dir: str) -> list[str]:
     with translate_errors(folder, fs):
         try:
             fs.invalidate_cache(path)
-            names = [posixpath.basename(str(p["name"]).rstrip("/"))
-                     for p in fs.ls(path, detail=True) if p.get("type") == "file"]  # fmt: skip
-        except (FileNotFoundError, NotADirectoryError):
+            listed = fs.ls(path, detail=True)
+        except FileNotFoundError:
             return []
+        except NotADirectoryError:  # .glossogen a file: as an open or a save refuse it
+            raise DashboardsInTheWay(_IN_THE_WAY) from None
+    if [str(p["name"]).rstrip("/") for p in listed] == [path.rstrip("/")]:
+        if listed[0].get("type") == "file":  # ls of a file lists the file itself
+            raise DashboardsInTheWay(_IN_THE_WAY)
+    names = [posixpath.basename(str(p["name"]).rstrip("/"))
+             for p in listed if p.get("type") == "file"]  # fmt: skip
     stems = {n.rsplit(".", 1)[0] for n in names if n.endswith((".yaml", ".yml", ".json"))}
     return sorted(s for s in stems if NAME.match(s))
 
@@ -540,7 +547,8 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
 
     Raises:
         DashboardError: a bad name, or a file that does not validate.
-        DashboardsInTheWay: a file where the dashboards' folder goes.
+        DashboardsInTheWay: a file where the dashboards' folder goes, or a folder where its
+            file goes.
         FileNotFoundError: no dashboard of that name.
         StorageError: unreachable storage.
     """
@@ -555,8 +563,12 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
         with translate_errors(url, fs):
             try:
                 raw = fs.cat_file(open_fs(url)[1])
-            except (FileNotFoundError, IsADirectoryError):  # as the list: files only
+            except FileNotFoundError:
                 continue
+            except IsADirectoryError:  # as a save refuses it
+                raise DashboardsInTheWay(
+                    f"dashboard {shown(name)}: {where} is a folder, not a file"
+                ) from None
             except NotADirectoryError:
                 raise DashboardsInTheWay(_IN_THE_WAY) from None
         try:
@@ -588,7 +600,7 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
     folder = dashboards_folder(runs_dir)
     try:
         write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
-    except NotADirectoryError:
+    except (NotADirectoryError, FileExistsError):  # FileExistsError: the folder is a file
         raise DashboardsInTheWay(_IN_THE_WAY) from None
     except IsADirectoryError:
         raise DashboardsInTheWay(

@@ -325,6 +325,8 @@ def list_dashboards(slug: str, request: Request) -> SavedDashboards:
     try:
         _check_local_runs_dir(request.app.state.settings.runs_dir)
         return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
+    except DashboardsInTheWay as exc:
+        raise HTTPException(409, {"message": str(exc)}) from exc
     except (RunsDirError, StorageError) as exc:
         _refuse(exc, request.app.state.settings.runs_dir)
 
