@@ -313,6 +313,26 @@ def _check_local_runs_dir(runs_dir: str) -> None:
         check_runs_dir(runs_dir)
 
 
+def _check_name_text(request: Request) -> None:
+    r"""Refuse a dashboard's name holding a byte that is not UTF-8 (``.../dashboards/%FF``).
+
+    The server reads such a byte as U+FFFD; the name as sent (its last path segment) is
+    refused as every other text that is not UTF-8 is: ``'\udcff': not UTF-8 text``.
+
+    Raises:
+        HTTPException: 422 (field ``dashboard``) naming it.
+    """
+    from urllib.parse import unquote_to_bytes
+
+    raw = unquote_to_bytes(bytes(request.scope.get("raw_path") or b"").rsplit(b"/", 1)[-1])
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        name = raw.decode("utf-8", "surrogateescape")
+        line = f"{shown(name)}: not UTF-8 text"
+        raise HTTPException(422, {"field": "dashboard", "message": line}) from None
+
+
 def _dashboard_refusal(exc: DashboardError) -> NoReturn:
     raise HTTPException(422, {"field": "dashboard", "message": str(exc)}) from exc
 
@@ -331,7 +351,7 @@ def list_dashboards(slug: str, request: Request) -> SavedDashboards:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
-@router.get("/dashboards/{name}")
+@router.get("/dashboards/{name}", dependencies=[Depends(_check_name_text)])
 def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
     """One kept dashboard, as its typed value (404 none of that name; 422 one that is not valid)."""
     from glossogen.analysis._dashboard import open_saved
@@ -349,7 +369,7 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
-@router.put("/dashboards/{name}")
+@router.put("/dashboards/{name}", dependencies=[Depends(_check_name_text)])
 def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> SavedDashboard:
     """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it).
 

@@ -292,6 +292,19 @@ def test_a_runs_dir_gone_after_serving_is_503_and_no_dashboard_is_saved(tmp_path
     assert list((tmp_path / "runs2").iterdir()) == []
 
 
+def test_a_dashboard_name_that_is_not_utf8_is_named_as_sent(tmp_path: Path) -> None:
+    r"""h45fix33b: ``PUT .../dashboards/%FF`` was refused as ``'\ufffd': a dashboard's name ...``
+    (the byte read as U+FFFD); every other text that is not UTF-8 is ``'\udcff'``."""
+    with serving(str(tmp_path)) as base:
+        saved = httpx.put(f"{base}{API}/dashboards/%FF", json=DASH, timeout=None)
+        opened = httpx.get(f"{base}{API}/dashboards/a%FFb", timeout=None)
+    assert (saved.status_code, saved.json()) == (422, {"detail": {
+        "field": "dashboard", "message": "'\\udcff': not UTF-8 text"}})  # fmt: skip
+    assert (opened.status_code, opened.json()) == (422, {"detail": {
+        "field": "dashboard", "message": "'a\\udcffb': not UTF-8 text"}})  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
     from fastapi.testclient import TestClient
 
