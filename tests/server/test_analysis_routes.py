@@ -305,6 +305,15 @@ def test_a_dashboard_name_that_is_not_utf8_is_named_as_sent(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_fields_list_money_as_the_decimals_it_is_held_as(cohort: Cohort) -> None:
+    """h45fix33b: ``total_cost_usd`` and ``judge_cost_usd`` were listed as ``Float64``."""
+    with serving(cohort.runs_dir) as base:
+        got = httpx.get(f"{base}{API}/fields", timeout=None)
+    money = {f["name"]: f["dtype"] for f in got.json()["fields"] if f["name"].endswith("_usd")}
+    assert money == {"total_cost_usd": "Decimal(precision=38, scale=18)",
+                     "judge_cost_usd": "Decimal(precision=38, scale=18)"}  # fmt: skip
+
+
 def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
     from fastapi.testclient import TestClient
 
