@@ -32,7 +32,7 @@ from glossogen.analysis._query import (
 )
 from glossogen.analysis._render import result_frame
 from glossogen.analysis._rows import grain_frame
-from glossogen.analysis._select import RunsMissing, skipped_notes
+from glossogen.analysis._select import RunsMissing, selection_notes, skipped_notes
 
 __all__ = [
     "AGGREGATES",
@@ -55,6 +55,7 @@ __all__ = [
     "answer",
     "answer_records",
     "query_error_of",
+    "selection_notes",
     "skipped_notes",
     "check_query",
     "check_sort",

@@ -515,6 +515,7 @@ def saved_dashboards(runs_dir: str) -> list[str]:
     """The names of the dashboards kept under ``runs_dir`` (their files' stems, sorted).
 
     Raises:
+        DashboardsInTheWay: a file where the dashboards' folder goes (as an open, a save).
         StorageError: unreachable storage.
     """
     from glossogen.storage._fs import open_fs, translate_errors
@@ -524,10 +525,16 @@ def saved_dashboards(runs_dir: str) -> list[str]:
     with translate_errors(folder, fs):
         try:
             fs.invalidate_cache(path)
-            names = [posixpath.basename(str(p["name"]).rstrip("/"))
-                     for p in fs.ls(path, detail=True) if p.get("type") == "file"]  # fmt: skip
-        except (FileNotFoundError, NotADirectoryError):
+            listed = fs.ls(path, detail=True)
+        except FileNotFoundError:
             return []
+        except NotADirectoryError:  # .glossogen a file: as an open or a save refuse it
+            raise DashboardsInTheWay(_IN_THE_WAY) from None
+    if [str(p["name"]).rstrip("/") for p in listed] == [path.rstrip("/")]:
+        if listed[0].get("type") == "file":  # ls of a file lists the file itself
+            raise DashboardsInTheWay(_IN_THE_WAY)
+    names = [posixpath.basename(str(p["name"]).rstrip("/"))
+             for p in listed if p.get("type") == "file"]  # fmt: skip
     stems = {n.rsplit(".", 1)[0] for n in names if n.endswith((".yaml", ".yml", ".json"))}
     return sorted(s for s in stems if NAME.match(s))
 
@@ -535,9 +542,13 @@ def saved_dashboards(runs_dir: str) -> list[str]:
 def open_saved(runs_dir: str, name: str) -> Dashboard:
     """The dashboard ``name`` kept under ``runs_dir``.
 
+    A refusal names its file within the runs dir (``.glossogen/dashboards/<name>.yaml``),
+    never the runs dir's own path (a server's client did not give it).
+
     Raises:
         DashboardError: a bad name, or a file that does not validate.
-        DashboardsInTheWay: a file where the dashboards' folder goes.
+        DashboardsInTheWay: a file where the dashboards' folder goes, or a folder where its
+            file goes.
         FileNotFoundError: no dashboard of that name.
         StorageError: unreachable storage.
     """
@@ -548,23 +559,31 @@ def open_saved(runs_dir: str, name: str) -> Dashboard:
     fs, _ = open_fs(folder)
     for ext in (".yaml", ".yml", ".json"):
         url = join(folder, f"{name}{ext}")
+        where = f"{DASHBOARDS_FOLDER}/{name}{ext}"  # within the runs dir: no server path shown
         with translate_errors(url, fs):
             try:
                 raw = fs.cat_file(open_fs(url)[1])
-            except (FileNotFoundError, IsADirectoryError):  # as the list: files only
+            except FileNotFoundError:
                 continue
+            except IsADirectoryError:  # as a save refuses it
+                raise DashboardsInTheWay(
+                    f"dashboard {shown(name)}: {where} is a folder, not a file"
+                ) from None
             except NotADirectoryError:
                 raise DashboardsInTheWay(_IN_THE_WAY) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise DashboardError(f"{url}: not UTF-8 text") from None
-        return parse_dashboard(text, url, json_only=ext == ".json")
-    raise FileNotFoundError(f"no dashboard {shown(name)} in {folder}")
+            raise DashboardError(f"{where}: not UTF-8 text") from None
+        return parse_dashboard(text, where, json_only=ext == ".json")
+    raise FileNotFoundError(f"no dashboard {shown(name)} in {DASHBOARDS_FOLDER}")
 
 
 def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
     """Write ``dashboard`` as ``<runs_dir>/.glossogen/dashboards/<name>.yaml``; return where.
+
+    Where is its path within the runs dir (``.glossogen/dashboards/<name>.yaml``): a server
+    never shows its client the runs dir's own path.
 
     The runs dir may be local or an fsspec URL (``s3://``). The file is written whole (aside,
     then moved; one put on object storage); a ``.yml`` or ``.json`` file of the same name is
@@ -580,8 +599,8 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
     _check_name(name)
     folder = dashboards_folder(runs_dir)
     try:
-        url = write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
-    except NotADirectoryError:
+        write_bytes_atomic(join(folder, f"{name}.yaml"), dump_dashboard(dashboard).encode())
+    except (NotADirectoryError, FileExistsError):  # FileExistsError: the folder is a file
         raise DashboardsInTheWay(_IN_THE_WAY) from None
     except IsADirectoryError:
         raise DashboardsInTheWay(
@@ -595,7 +614,7 @@ def save_dashboard(runs_dir: str, name: str, dashboard: Dashboard) -> str:
                 fs.rm_file(open_fs(other)[1])
             except FileNotFoundError:
                 pass
-    return url
+    return f"{DASHBOARDS_FOLDER}/{name}.yaml"
 
 
 __all__ = [

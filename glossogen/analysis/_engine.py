@@ -214,7 +214,7 @@ def fields_of(
             Dimension(
                 name=column,
                 family=family(column, TABLES.get(grain, "")),
-                dtype=str(series.dtype),
+                dtype=_held(column, series.dtype),
                 rows=present.height,
                 runs=present.get_column("run_id").n_unique(),
                 distinct=len(labels),
@@ -224,6 +224,14 @@ def fields_of(
     unscored = sum(1 for r in records if r.run_id not in scored)
     notes = [*skipped, *unscored_notes(unscored, len(records))]
     return Fields(grain=grain, runs=len(records), rows=frame.height, fields=out, notes=notes)
+
+
+def _held(column: str, dtype: pl.DataType) -> str:
+    """The type ``column``'s values are held as: money's numbers as its decimals (``_money``)."""
+    from glossogen.analysis import _money as money
+
+    held = money.HELD if dtype.is_numeric() and money.is_money(column) else dtype
+    return str(held)
 
 
 def _scored_runs(

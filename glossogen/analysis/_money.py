@@ -32,6 +32,9 @@ from polars.exceptions import PolarsError
 SCALE = 18
 """Decimal places money is held to (a billionth of a billionth of a dollar)."""
 
+HELD = pl.Decimal(38, SCALE)
+"""The type money is held as to be added (what the fields list gives as its dtype)."""
+
 _EXACT = Context(prec=80)
 """Enough digits for a quotient of two 38-digit decimals to round once, to the float."""
 

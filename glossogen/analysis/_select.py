@@ -107,6 +107,19 @@ def stale_notes(runs_dir: str, records: Sequence[RunRecord]) -> list[str]:
     ]
 
 
+def selection_notes(
+    runs_dir: str, unreadable: dict[str, str], records: Sequence[RunRecord]
+) -> list[str]:
+    """The notes of a selection read as the export reads it, for every surface alike.
+
+    The runs skipped as unreadable (:func:`skipped_notes`), the logs' damaged lines, and the
+    runs whose log changed after their report was written (:func:`stale_notes`), in that
+    order: the CLI, MCP and REST say the same of the same runs.
+    """
+    return [*skipped_notes(runs_dir, unreadable), *damaged_line_notes(list(records)),
+            *stale_notes(runs_dir, records)]  # fmt: skip
+
+
 def refuse_missing(missing_run_ids: Sequence[str]) -> None:
     """Refuse a selection naming run ids that no longer resolve (as the export refuses it).
 
@@ -164,9 +177,8 @@ def select_rows(
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
         refuse_missing(selected.missing_run_ids)
-        notes = [*skipped_notes(runs_dir, selected.unreadable),
-                 *damaged_line_notes(selected.records)]  # fmt: skip
-        return selected.records, None, [*notes, *stale_notes(runs_dir, selected.records)], None
+        notes = selection_notes(runs_dir, selected.unreadable, selected.records)
+        return selected.records, None, notes, None
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
     refuse_missing(selected.missing_run_ids)
@@ -185,6 +197,7 @@ def select_rows(
 
 __all__ = [
     "RunsMissing",
+    "selection_notes",
     "library_notes",
     "refuse_missing",
     "runs_dir_root",

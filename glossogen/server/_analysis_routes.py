@@ -51,7 +51,7 @@ from glossogen.analysis import (
     check_sort,
     fields_of,
     query_error_of,
-    skipped_notes,
+    selection_notes,
 )
 from glossogen.analysis._dashboard import (
     ChartKind,
@@ -73,7 +73,7 @@ from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
-from glossogen.storage import StorageError, path_kind
+from glossogen.storage import StorageError
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
 
@@ -112,7 +112,9 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
     """The group's runs the query's selection picks, within its ``max_runs``, and notes.
 
     The notes name the runs skipped as unreadable (of any group: an unreadable run's group
-    cannot be read either), their files relative to the runs dir.
+    cannot be read either), their files relative to the runs dir, then the group's runs with
+    damaged log lines or a log changed after its report was written
+    (:func:`~glossogen.analysis.selection_notes`, as the CLI and MCP say them).
     """
     runs_dir = request.app.state.settings.runs_dir
     try:
@@ -131,7 +133,9 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc, runs_dir)
-    return records, skipped_notes(runs_dir, selected.unreadable)
+    # The notes the CLI and MCP give of these runs (the same library call): the skipped, the
+    # logs' damaged lines, the logs changed after their report was written.
+    return records, selection_notes(runs_dir, selected.unreadable, records)
 
 
 def _check_group(request: Request, slug: str) -> None:
@@ -287,10 +291,46 @@ class SavedDashboards(BaseModel):
 
 
 class SavedDashboard(BaseModel):
-    """Where a dashboard was saved."""
+    """Where a dashboard was saved: its name, and its file within the runs dir."""
 
     name: str
     path: str
+    """``.glossogen/dashboards/<name>.yaml`` (never the server's runs dir's own path)."""
+
+
+def _check_local_runs_dir(runs_dir: str) -> None:
+    """Refuse a local runs dir that is gone or a file (503 as query and fields).
+
+    Nothing is read from it or written under it (a save would make it anew). On object
+    storage a runs dir is a prefix, none until a first object is kept: not checked.
+
+    Raises:
+        RunsDirError: the local runs dir does not exist or is a file.
+    """
+    from glossogen.storage import RunStore
+
+    if RunStore(runs_dir).local:
+        check_runs_dir(runs_dir)
+
+
+def _check_name_text(request: Request) -> None:
+    r"""Refuse a dashboard's name holding a byte that is not UTF-8 (``.../dashboards/%FF``).
+
+    The server reads such a byte as U+FFFD; the name as sent (its last path segment) is
+    refused as every other text that is not UTF-8 is: ``'\udcff': not UTF-8 text``.
+
+    Raises:
+        HTTPException: 422 (field ``dashboard``) naming it.
+    """
+    from urllib.parse import unquote_to_bytes
+
+    raw = unquote_to_bytes(bytes(request.scope.get("raw_path") or b"").rsplit(b"/", 1)[-1])
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        name = raw.decode("utf-8", "surrogateescape")
+        line = f"{shown(name)}: not UTF-8 text"
+        raise HTTPException(422, {"field": "dashboard", "message": line}) from None
 
 
 def _dashboard_refusal(exc: DashboardError) -> NoReturn:
@@ -303,17 +343,21 @@ def list_dashboards(slug: str, request: Request) -> SavedDashboards:
     from glossogen.analysis._dashboard import saved_dashboards
 
     try:
+        _check_local_runs_dir(request.app.state.settings.runs_dir)
         return SavedDashboards(names=saved_dashboards(request.app.state.settings.runs_dir))
-    except StorageError as exc:
+    except DashboardsInTheWay as exc:
+        raise HTTPException(409, {"message": str(exc)}) from exc
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
-@router.get("/dashboards/{name}")
+@router.get("/dashboards/{name}", dependencies=[Depends(_check_name_text)])
 def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
     """One kept dashboard, as its typed value (404 none of that name; 422 one that is not valid)."""
     from glossogen.analysis._dashboard import open_saved
 
     try:
+        _check_local_runs_dir(request.app.state.settings.runs_dir)
         return open_saved(request.app.state.settings.runs_dir, name)
     except FileNotFoundError as exc:
         raise HTTPException(404, {"message": str(exc)}) from exc
@@ -321,21 +365,21 @@ def open_dashboard(slug: str, name: str, request: Request) -> Dashboard:
         _dashboard_refusal(exc)
     except DashboardsInTheWay as exc:
         raise HTTPException(409, {"message": str(exc)}) from exc
-    except StorageError as exc:
+    except (RunsDirError, StorageError) as exc:
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
-@router.put("/dashboards/{name}")
+@router.put("/dashboards/{name}", dependencies=[Depends(_check_name_text)])
 def save_dashboard(slug: str, name: str, body: Dashboard, request: Request) -> SavedDashboard:
     """Keep ``body`` as ``<runs dir>/.glossogen/dashboards/<name>.yaml`` (replacing it).
 
-    The runs dir may be local or an fsspec URL (``s3://``); ``path`` is where it was written.
+    The runs dir may be local or an fsspec URL (``s3://``); ``path`` is where it was written,
+    within the runs dir.
     """
     from glossogen.analysis._dashboard import save_dashboard as save
 
     try:
-        if path_kind(request.app.state.settings.runs_dir) == "file":  # 503 as query and fields
-            check_runs_dir(request.app.state.settings.runs_dir)
+        _check_local_runs_dir(request.app.state.settings.runs_dir)  # 503 as query and fields
         path = save(request.app.state.settings.runs_dir, name, body)
     except DashboardError as exc:
         _dashboard_refusal(exc)

@@ -80,6 +80,12 @@ def test_list_fields(cohort: Cohort, capsys: pytest.CaptureFixture[str]) -> None
     assert lines[0] == "name,family,dtype,rows,runs,distinct,values"
     assert "knob.round_budget_chars,knob,Int64,4,4,2,300; 600" in lines
     assert "metric.task_done,metric,Int64,5,5,2,0; 1" in lines
+    # h45fix33b: money was listed as Float64, though it is held as decimals to be added.
+    import csv
+
+    money = [row[:3] for row in csv.reader(lines) if row[0].endswith("_usd")]
+    assert money == [["total_cost_usd", "run", "Decimal(precision=38, scale=18)"],
+                     ["judge_cost_usd", "run", "Decimal(precision=38, scale=18)"]]  # fmt: skip
 
 
 BAD = [

@@ -212,6 +212,24 @@ def test_a_report_older_than_its_changed_log_is_noted(
         f"glossogen: note: the log of {changed} changed after its report was written: its "
         "metrics are of the earlier log (glossogen evaluate scores it again)\n"
     )
+    # h45fix33b: REST answered the same query with "notes": [] (its selection left it out).
+    import httpx
+
+    from tests.server.serving import serving
+
+    cli = analyze_json(capsys, "--runs-dir", runs_dir, "--measure", "total_chars:count")
+    with serving(runs_dir) as base:
+        got = httpx.post(f"{base}/api/g/local/runs/analysis/query", timeout=None,
+                         json={"measures": [{"field": "total_chars", "agg": "count"}]})  # fmt: skip
+    assert got.status_code == 200, got.text
+    assert (
+        got.json()["notes"]
+        == cli["notes"]
+        == [
+            f"the log of {changed} changed after its report was written: its metrics are of the "
+            "earlier log (glossogen evaluate scores it again)"
+        ]
+    )
 
 
 def test_the_header_counts_the_runs_the_filtered_rows_come_from(

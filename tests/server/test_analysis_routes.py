@@ -115,7 +115,7 @@ def test_a_dashboard_is_saved_and_opened_on_s3(s3_bucket: str) -> None:
     stored = s3fs.S3FileSystem().cat_file(key).decode()
     assert (before.status_code, before.json()) == (200, {"names": []})
     assert (saved.status_code, saved.json()) == (200, {
-        "name": "study", "path": f"{s3_bucket}/runs/.glossogen/dashboards/study.yaml",
+        "name": "study", "path": ".glossogen/dashboards/study.yaml",  # not the bucket's URL
     })  # fmt: skip
     assert listed.json() == {"names": ["study"]}
     assert opened.status_code == 200
@@ -214,9 +214,16 @@ def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
 
     from glossogen.server import create_app
 
-    a, b = tmp_path / "a", tmp_path / "b"
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     a.mkdir()
     (a / ".glossogen").write_text("not a folder")
+    (c / ".glossogen").mkdir(parents=True)
+    (c / ".glossogen" / "dashboards").write_text("not a folder")
+    with TestClient(create_app(str(c))) as client:  # the folder itself a file
+        assert [client.get(f"{API}/dashboards").status_code,
+                client.get(f"{API}/dashboards/x").status_code,
+                client.put(f"{API}/dashboards/x", json=DASH).status_code] == [409] * 3  # fmt: skip
+        assert client.get(f"{API}/dashboards").json() == {"detail": {"message": IN_THE_WAY}}
     (b / ".glossogen" / "dashboards" / "dirdash.yaml").mkdir(parents=True)
     with TestClient(create_app(str(a))) as client:
         opened = client.get(f"{API}/dashboards/x")
@@ -224,7 +231,8 @@ def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
         listed = client.get(f"{API}/dashboards")
     assert (opened.status_code, opened.json()) == (409, {"detail": {"message": IN_THE_WAY}})
     assert (saved.status_code, saved.json()) == (409, {"detail": {"message": IN_THE_WAY}})
-    assert (listed.status_code, listed.json()) == (200, {"names": []})
+    # h45fix33b: the list answered 200 {"names": []} (README: 409, as an open and a save).
+    assert (listed.status_code, listed.json()) == (409, {"detail": {"message": IN_THE_WAY}})
     assert (a / ".glossogen").read_text() == "not a folder"
     with TestClient(create_app(str(b))) as client:
         saved = client.put(f"{API}/dashboards/dirdash", json=DASH)
@@ -233,9 +241,77 @@ def test_dashboards_in_the_way_are_409_with_one_line(tmp_path: Path) -> None:
     assert (saved.status_code, saved.json()) == (409, {"detail": {"message": (
         "dashboard 'dirdash': .glossogen/dashboards/dirdash.yaml is a folder, not a file"
     )}})  # fmt: skip
-    assert (listed.status_code, listed.json()) == (200, {"names": []})
-    assert opened.status_code == 404
+    assert (listed.status_code, listed.json()) == (200, {"names": []})  # names only files
+    # h45fix33b: an open answered 404 (README: 409, as a save).
+    assert (opened.status_code, opened.json()) == (409, {"detail": {"message": (
+        "dashboard 'dirdash': .glossogen/dashboards/dirdash.yaml is a folder, not a file"
+    )}})  # fmt: skip
     assert [p.name for p in (b / ".glossogen" / "dashboards").iterdir()] == ["dirdash.yaml"]
+
+
+def test_the_dashboard_routes_never_name_the_servers_runs_dir(tmp_path: Path) -> None:
+    """h45fix33b: a saved dashboard's path, a missing one's 404, a bad file's 422 named the
+    server's runs dir by its path (``/abs/runs/.glossogen/dashboards/board.yaml``)."""
+    runs = tmp_path / "runs"
+    kept = runs / ".glossogen" / "dashboards"
+    kept.mkdir(parents=True)
+    (kept / "broken.yaml").write_text("title: [x\nqueries: {}\n")
+    (kept / "bin.yaml").write_bytes(b"\xff\xfe")
+    with serving(str(runs)) as base:
+        saved = httpx.put(f"{base}{API}/dashboards/board", json=DASH, timeout=None)
+        missing = httpx.get(f"{base}{API}/dashboards/nosuch", timeout=None)
+        broken = httpx.get(f"{base}{API}/dashboards/broken", timeout=None)
+        binary = httpx.get(f"{base}{API}/dashboards/bin", timeout=None)
+    assert (saved.status_code, saved.json()) == (
+        200, {"name": "board", "path": ".glossogen/dashboards/board.yaml"})  # fmt: skip
+    assert (kept / "board.yaml").is_file()
+    assert (missing.status_code, missing.json()) == (404, {"detail": {
+        "message": "no dashboard 'nosuch' in .glossogen/dashboards"}})  # fmt: skip
+    assert (broken.status_code, broken.json()) == (422, {"detail": {"field": "dashboard",
+        "message": ".glossogen/dashboards/broken.yaml: line 2, column 8: expected ',' or ']', "
+                   "but got ':'"}})  # fmt: skip
+    assert (binary.status_code, binary.json()) == (422, {"detail": {"field": "dashboard",
+        "message": ".glossogen/dashboards/bin.yaml: not UTF-8 text"}})  # fmt: skip
+
+
+def test_a_runs_dir_gone_after_serving_is_503_and_no_dashboard_is_saved(tmp_path: Path) -> None:
+    """h45fix33b: the runs dir moved away while served, a save answered 200 and made it anew
+    (``runs/.glossogen/dashboards/z.yaml``) and the list answered ``{"names": []}``."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    gone = {"detail": {"message": "the server's runs directory does not exist"}}
+    with serving(str(runs)) as base:
+        runs.rename(tmp_path / "runs2")
+        saved = httpx.put(f"{base}{API}/dashboards/z", json=DASH, timeout=None)
+        listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
+        opened = httpx.get(f"{base}{API}/dashboards/z", timeout=None)
+    assert (saved.status_code, saved.json()) == (503, gone)
+    assert (listed.status_code, listed.json()) == (503, gone)
+    assert (opened.status_code, opened.json()) == (503, gone)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs2"]
+    assert list((tmp_path / "runs2").iterdir()) == []
+
+
+def test_a_dashboard_name_that_is_not_utf8_is_named_as_sent(tmp_path: Path) -> None:
+    r"""h45fix33b: ``PUT .../dashboards/%FF`` was refused as ``'\ufffd': a dashboard's name ...``
+    (the byte read as U+FFFD); every other text that is not UTF-8 is ``'\udcff'``."""
+    with serving(str(tmp_path)) as base:
+        saved = httpx.put(f"{base}{API}/dashboards/%FF", json=DASH, timeout=None)
+        opened = httpx.get(f"{base}{API}/dashboards/a%FFb", timeout=None)
+    assert (saved.status_code, saved.json()) == (422, {"detail": {
+        "field": "dashboard", "message": "'\\udcff': not UTF-8 text"}})  # fmt: skip
+    assert (opened.status_code, opened.json()) == (422, {"detail": {
+        "field": "dashboard", "message": "'a\\udcffb': not UTF-8 text"}})  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fields_list_money_as_the_decimals_it_is_held_as(cohort: Cohort) -> None:
+    """h45fix33b: ``total_cost_usd`` and ``judge_cost_usd`` were listed as ``Float64``."""
+    with serving(cohort.runs_dir) as base:
+        got = httpx.get(f"{base}{API}/fields", timeout=None)
+    money = {f["name"]: f["dtype"] for f in got.json()["fields"] if f["name"].endswith("_usd")}
+    assert money == {"total_cost_usd": "Decimal(precision=38, scale=18)",
+                     "judge_cost_usd": "Decimal(precision=38, scale=18)"}  # fmt: skip
 
 
 def test_fields_refuse_a_metric_no_report_holds(cohort: Cohort) -> None:
