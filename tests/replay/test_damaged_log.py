@@ -229,3 +229,29 @@ def test_a_replayed_fork_refuses_a_source_that_has_not_ended_and_writes_nothing(
         f"glossogen: error: run {recorded} has not ended: only an ended run is replayed\n",
     ))  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_verify_names_a_scripted_ruling_written_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``judge_called`` that settles no request ($0, no ``request_ids``) written again: no
+    rule of its own names it, the ``log`` rule does (was: ``verified 1 run: 0 failed``, 0).
+    Rejudge refuses such a log by the same check (``tests/rejudge/test_rejudge.py``)."""
+    runs = tmp_path / "runs"
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    line = next(n for n, text in enumerate(log.read_text().splitlines(), 1)
+                if '"judge_called"' in text)  # fmt: skip
+    ruling = json.loads(log.read_text().splitlines()[line - 1])
+    assert ruling["request_ids"] == []
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines.insert(line, lines[line - 1])
+    log.write_bytes(b"".join(lines))
+    named = (f"event {ruling['event_id']} (judge_called) is in the log twice (lines {line}, "
+             f"{line + 1})")  # fmt: skip
+    assert _cli(["verify", str(runs / run_id)]) == 1
+    assert capsys.readouterr() == (
+        f"{run_id}: log: line {line + 1} (round {ruling['round_number']}): {named}\n"
+        "verified 1 run: 1 failed\n",
+        "",
+    )
