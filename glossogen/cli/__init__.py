@@ -184,9 +184,30 @@ def _usage_line(exc: TyperException, argv: list[str]) -> str:
     return message if repr(typed) in message else f"{message}: got {typed!r}"
 
 
+def _runs_dir_not_text(args: list[str]) -> str | None:
+    r"""Refuse a ``--runs-dir`` that is not UTF-8 text, for every command, before it starts.
+
+    A byte that is not UTF-8 (``$'/tmp/x\xff'``) reaches Python as a lone surrogate: no
+    folder name a run records, prints or sends can hold it. One line naming the byte as typed.
+    """
+    from glossogen.refusals import is_utf8, shown_path
+
+    for index, arg in enumerate(args):
+        value = args[index + 1] if arg == "--runs-dir" and index + 1 < len(args) else None
+        if arg.startswith("--runs-dir="):
+            value = arg.removeprefix("--runs-dir=")
+        if value is not None and not is_utf8(value):
+            return f"--runs-dir {shown_path(value)}: not UTF-8 text"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
     answer_ctrl_c()
+    refused = _runs_dir_not_text(sys.argv[1:] if argv is None else argv)
+    if refused is not None:  # before any command reads or writes
+        error(refused)
+        sys.exit(EXIT_USAGE)
     try:
         code = app(args=argv, standalone_mode=False, prog_name="glossogen")
     except typer.Exit as exc:

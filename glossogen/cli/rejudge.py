@@ -12,7 +12,8 @@ where the cohort summary went. Each run's flip report is its ``judge_flips.json`
 Exit codes: 0 rejudged (flips are findings, not failures); 1 rejudged, but some rulings got no
 answer from the judge (not compared); 64 usage (a judge half given, a bad setting, a provider
 that cannot judge, a ``--judge-cache`` that is a file, a selection flag misused); 65 a selection
-that matches no run, a selected run still playing (a live writer; the others are rejudged);
+that matches no run, a selected run still playing (a live writer) or whose log holds an event
+twice (named by its line; the others are rejudged);
 66 a runs dir that is not a folder, a prompt file that cannot be read, a
 run that cannot be read; 69 unreachable storage; 77 the key of a judge the rulings go to is
 missing (the new judge's, or else each recorded judge's), before anything is written.
@@ -104,7 +105,7 @@ def rejudge(
             print(f"  affected derived runs: {', '.join(run.derived_runs)}", flush=True)
     summary = done.summary
     if summary is None:  # no selected run could be rejudged: nothing was written
-        if done.unreadable or not done.playing:  # (a live run is refused by name alone)
+        if done.unreadable or not (done.playing or done.twice):  # (refused by name alone)
             print("rejudged 0 runs: none could be read; no summary written", flush=True)
     else:
         cost = "not costed" if summary.cost_usd is None else f"${summary.cost_usd:.6f}"
@@ -130,11 +131,13 @@ def _not_rejudged(done: Any) -> int:
     """Name each selected run not rejudged (still playing, unreadable); return the exit code."""
     for live in done.playing:
         error(f"run {live} has not ended (still playing): only an ended run is rejudged")
+    for line in done.twice:
+        error(line)
     for where, reason in done.unreadable.items():
         error(f"{where}: cannot be read: {reason}")
     if done.unreadable:
         return int(exit_codes.UNREADABLE)
-    if done.playing:
+    if done.playing or done.twice:
         return int(exit_codes.REFUSED)
     failed_rulings = done.summary is not None and done.summary.failed
     return int(exit_codes.EVALUATIONS_FAILED if failed_rulings else exit_codes.OK)

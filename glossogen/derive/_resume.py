@@ -130,7 +130,8 @@ def read_run_view(
 
     With ``whole_for`` (what is refused, e.g. ``"replayed"``), a log in which an event may
     be lost (a damaged line, or the torn last line of an ended run: what ``glossogen verify``
-    names under its ``log`` rule, :attr:`~glossogen.eventlog.RunView.lost_lines`) is refused
+    names under its ``log`` rule, :attr:`~glossogen.eventlog.RunView.lost_lines`; or the torn
+    last line of a log no process writes, which may be its ending) is refused
     in one line naming the log and the line(s): ``<log> line 41: 1 damaged line(s): an event
     may be lost; a run whose log lost an event is not replayed``; so is a log that holds an
     event twice (a line written again, :attr:`~glossogen.eventlog.RunView.repeated_note`):
@@ -179,8 +180,12 @@ def read_run_view(
                 line = folder.log_line_of(event.event_id)
                 where = f"{folder.log_url} line {line}: " if line else f"{folder.log_url}: "
                 raise HistoryUnreadable(exc.event_id, exc.agent_id, exc.reason, where) from None
-    if whole_for is not None and view.lost_lines:
-        lost = "; ".join(f"{where}: {what}" for where, what in view.lost_lines)
+    lost_lines = view.lost_lines
+    if whole_for is not None and view.ended is None and view.torn_tail is not None:
+        # its ending may be the line cut off: an event lost, unless a live writer finishes it
+        lost_lines = [*lost_lines, view.torn_tail] if not folder.is_locked() else lost_lines
+    if whole_for is not None and lost_lines:
+        lost = "; ".join(f"{where}: {what}" for where, what in lost_lines)
         raise DeriveError(
             f"{folder.log_url} {lost}; a run whose log lost an event is not {whole_for}"
         )

@@ -40,7 +40,8 @@ the log, round, agent):
 - ``log``: no line is damaged (a damaged line may be a lost event), no event is in the log
   twice (two lines with one ``event_id``: a line written again counts its message twice; a
   priced event or a verdict written twice is named by ``spend``, ``requests`` or
-  ``verdicts``), and no process that is gone left its last line torn (cut off mid-write: an
+  ``verdicts``; a ``judge_called`` that settles no request, scripted or cached, by ``log``),
+  and no process that is gone left its last line torn (cut off mid-write: an
   event it held is lost). A live writer's last line may be half written; it is not named.
 - ``ended``: a run no process is writing (its folder is not locked) ends with
   ``simulation_ended``. One without (killed, or its ending torn or deleted) is a stopped run
@@ -161,7 +162,10 @@ class _Books:
             self.add("log", *self.view.damaged_note)
         for seen, index in self.view.repeated:
             event = self.events[index]
-            if not isinstance(event, _NAMED_TWICE_ELSEWHERE):
+            # a ruling that settles no request (scripted, or from the judge cache: $0) is
+            # named by no rule of its own
+            unsettled = isinstance(event, JudgeCalled) and not event.request_ids
+            if unsettled or not isinstance(event, _NAMED_TWICE_ELSEWHERE):
                 self.add("log", self.where(index), f"event {event.event_id} "
                          f"({event.event_type}) is in the log twice (lines {self.line(seen)}, "
                          f"{self.line(index)})")  # fmt: skip

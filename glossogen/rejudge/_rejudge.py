@@ -157,6 +157,9 @@ class Rejudged:
     unreadable: dict[str, str] = field(default_factory=dict)
     playing: list[str] = field(default_factory=list)
     """Selected runs still being played (a live writer): refused, nothing of theirs written."""
+    twice: list[str] = field(default_factory=list)
+    """Selected runs whose log holds an event twice (``RunView.repeated_note``), each refused
+    in one line naming the log and the line: its rulings would be counted twice."""
 
 
 @dataclass
@@ -349,14 +352,25 @@ async def _rejudge_run(
     )  # fmt: skip
 
 
-def _load(selected: list[RunRecord], unreadable: dict[str, str]) -> dict[str, RunView]:
-    """Each selected run's log, by run id; a log that cannot be read is named in ``unreadable``."""
+def _load(selected: list[RunRecord], done: Rejudged) -> dict[str, RunView]:
+    """Each selected run's log, by run id, checked as replay and fork check theirs.
+
+    A log that cannot be read is named in ``unreadable``; one that holds an event twice
+    (:attr:`RunView.repeated_note`, a ruling counted twice) in ``twice``, naming the line.
+    """
     views: dict[str, RunView] = {}
     for record in selected:
         try:
-            views[record.run_id] = RunView.load(record.log_url)
+            view = RunView.load(record.log_url)
         except (FileNotFoundError, ValueError) as exc:
-            unreadable[record.run_id] = str(exc).splitlines()[0][:300]
+            done.unreadable[record.run_id] = str(exc).splitlines()[0][:300]
+            continue
+        if (repeated := view.repeated_note) is not None:
+            where, what = repeated
+            done.twice.append(f"{record.log_url} {where}: {what}; a run whose log holds an "
+                              "event twice is not rejudged")  # fmt: skip
+            continue
+        views[record.run_id] = view
     return views
 
 
@@ -384,7 +398,7 @@ def rejudge_runs(request: RejudgeRequest, environ: dict[str, str] | None = None)
     done = Rejudged(unreadable=unreadable)
     done.playing = [r.run_id for r in selected if RunFolder.at(r.run_url).is_locked()]
     selected = [r for r in selected if r.run_id not in done.playing]
-    views = _load(selected, done.unreadable)
+    views = _load(selected, done)
     _check_credentials(judge, views, environ)
     for record in selected:
         view = views.pop(record.run_id, None)

@@ -59,7 +59,13 @@ class _Process:
 
 
 def read_source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
-    """The recorded run's folder, ``simulation_started``, view and recorded config."""
+    """The recorded run's folder, ``simulation_started``, view and recorded config.
+
+    Raises:
+        DeriveError: (65) a log that lost an event (a torn last line, its ending's too) or
+            holds one twice; a run that has not ended (only an ended run is replayed).
+    """
+    from glossogen.derive import DeriveError
     from glossogen.derive._resume import ResumePoint, read_run_view, run_folder
     from glossogen.derive._state import read_state
     from glossogen.launch import recorded_config
@@ -68,6 +74,8 @@ def read_source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
     recorded = read_run_view(source, whole_for="replayed")  # refuses a log that lost an event
     events, started = recorded.events, recorded.started
     assert started is not None  # read_run_view refuses a log that starts no run
+    if recorded.ended is None or recorded.status in ("running", "stopped"):
+        raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
     config = recorded_config(ResumePoint(source, read_state(events), started, events))
     return source, started, recorded, config
 

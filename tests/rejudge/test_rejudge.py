@@ -394,3 +394,40 @@ def test_a_run_still_playing_is_refused_by_name_and_nothing_of_it_is_written(
         assert json.loads((two_runs / "rejudge_summary.json").read_text())["runs"] == 1
     finally:
         lock.release()
+
+
+def test_a_log_that_holds_a_ruling_twice_is_refused_naming_the_line_by_verify_and_rejudge(
+    two_runs: Path,
+    model_stub: StubModelServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A ``judge_called`` line written again (was: rejudge counted one ruling more than the run
+    took, 0); rejudge refuses it as replay and fork do, naming the line, and asks nothing."""
+    twice, _ = select_runs(str(two_runs), FilterSelection()).records
+    log = Path(twice.log_url)
+    lines = log.read_text().splitlines(keepends=True)
+    first = next(n for n, line in enumerate(lines, 1) if '"judge_called"' in line)
+    ruling = json.loads(lines[first - 1])
+    lines.insert(first, lines[first - 1])
+    log.write_text("".join(lines))
+    named = (f"event {ruling['event_id']} (judge_called) is in the log twice (lines {first}, "
+             f"{first + 1})")  # fmt: skip
+    capsys.readouterr()
+    assert _cli("verify", twice.run_url) == 1
+    assert (  # verify names it under its requests rule (and its spend, summed twice)
+        f"{twice.run_id}: requests: line {first + 1} (round {ruling['round_number']}): request "
+        f"{ruling['request_ids'][0]} settled twice (judge_called; first at line {first})"
+    ) in capsys.readouterr().out.splitlines()
+    before = sorted(p for p in two_runs.rglob("*") if p.is_file())
+    sent = len(model_stub.requests)
+    cache = tmp_path / "judge-cache"
+    assert _cli("rejudge", "--runs-dir", str(two_runs), "--judge-cache", str(cache), "--model",
+                SECOND, "--provider", "openai", "--run-id", twice.run_id) == 65  # fmt: skip
+    assert capsys.readouterr() == ("", (
+        f"glossogen: error: {log} line {first + 1}: {named}; a run whose log holds an event "
+        "twice is not rejudged\n"
+    ))  # fmt: skip
+    assert sorted(p for p in two_runs.rglob("*") if p.is_file()) == before
+    assert len(model_stub.requests) == sent
+    assert not cache.exists()

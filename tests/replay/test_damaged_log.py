@@ -178,3 +178,80 @@ def test_a_run_whose_ending_was_cut_off_mid_write_is_refused_naming_the_torn_lin
         "an event may be lost; a run whose log lost an event is not replayed\n",
     )
     assert not (tmp_path / "r").exists()
+
+
+def _cut(runs: Path, whole: bool) -> tuple[str, Path, int]:
+    """A scripted 2-round veyru run whose ``simulation_ended`` is cut off mid-write (``whole``:
+    removed, the run has not ended); its id, its log and that line's number."""
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[-1])["event_type"] == "simulation_ended"
+    lines[-1] = b"" if whole else lines[-1][: len(lines[-1]) // 2]
+    log.write_bytes(b"".join(lines))
+    return run_id, log, len(lines)
+
+
+@pytest.mark.parametrize(
+    ("command", "copied"),
+    [(["fork-at-round"], "copied"), (["fork-at-round", "--replay", "--wait"], "replayed")],
+)
+def test_a_fork_refuses_a_source_whose_ending_is_torn_and_writes_nothing(
+    command: list[str], copied: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: the copied fork dropped the torn line and played (0); ``--replay`` crashed (1,
+    ``RuntimeError: no running event loop`` then a ``FileNotFoundError`` of its scratch log)."""
+    runs = tmp_path / "runs"
+    run_id, log, line = _cut(runs, whole=False)
+    code = _cli([command[0], "veyru", "--source-run-dir", str(runs / run_id), "--after-round",
+                 "1", "--rounds-after", "1", "--runs-dir", str(tmp_path / "out"),
+                 *command[1:]])  # fmt: skip
+    assert (code, capsys.readouterr()) == (65, (
+        "",
+        f"glossogen: error: {log} line {line}: the last line is torn (cut off mid-write): an "
+        f"event may be lost; a run whose log lost an event is not {copied}\n",
+    ))  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_replayed_fork_refuses_a_source_that_has_not_ended_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``replay`` refuses it (was: a traceback, exit 1)."""
+    runs = tmp_path / "runs"
+    run_id, log, _ = _cut(runs, whole=True)
+    recorded = json.loads(log.read_bytes().splitlines()[0])["run_id"]
+    code = _cli(["fork-at-round", "veyru", "--source-run-dir", str(runs / run_id),
+                 "--after-round", "1", "--rounds-after", "1", "--runs-dir",
+                 str(tmp_path / "out"), "--replay", "--wait"])  # fmt: skip
+    assert (code, capsys.readouterr()) == (65, (
+        "",
+        f"glossogen: error: run {recorded} has not ended: only an ended run is replayed\n",
+    ))  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+def test_verify_names_a_scripted_ruling_written_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``judge_called`` that settles no request ($0, no ``request_ids``) written again: no
+    rule of its own names it, the ``log`` rule does (was: ``verified 1 run: 0 failed``, 0).
+    Rejudge refuses such a log by the same check (``tests/rejudge/test_rejudge.py``)."""
+    runs = tmp_path / "runs"
+    run_id = play_run(str(runs), "veyru", rounds=2, now_unix=1796000000).run_id
+    log = runs / run_id / "veyru.jsonl"
+    line = next(n for n, text in enumerate(log.read_text().splitlines(), 1)
+                if '"judge_called"' in text)  # fmt: skip
+    ruling = json.loads(log.read_text().splitlines()[line - 1])
+    assert ruling["request_ids"] == []
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines.insert(line, lines[line - 1])
+    log.write_bytes(b"".join(lines))
+    named = (f"event {ruling['event_id']} (judge_called) is in the log twice (lines {line}, "
+             f"{line + 1})")  # fmt: skip
+    assert _cli(["verify", str(runs / run_id)]) == 1
+    assert capsys.readouterr() == (
+        f"{run_id}: log: line {line + 1} (round {ruling['round_number']}): {named}\n"
+        "verified 1 run: 1 failed\n",
+        "",
+    )

@@ -1,4 +1,4 @@
-"""``glossogen replay``'s refusal of a ``--runs-dir`` where its folder cannot go, before it plays.
+"""A ``--runs-dir`` where no folder can go is refused before anything is written.
 
 As every command words a bad ``--runs-dir``: a value that is not UTF-8 text is a usage error
 (64) naming the byte as typed, ``'\\xff'`` (was: accepted, and the replay's folder printed with
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
+from tests.fixtures.played_runs import play_run
 from tests.replay.record_tapes import TAPES
 
 TAPE = str(next((TAPES / "veyru").iterdir()))
@@ -28,10 +29,34 @@ def _cli(argv: list[str]) -> int:
     return int(exited.value.code or 0)
 
 
-def test_a_runs_dir_not_utf8_on_a_real_command_line_is_a_usage_error(tmp_path: Path) -> None:
-    """The bytes as a shell passes them (``--runs-dir $'...\\xff'``): one line, 64, no folder."""
+SOURCE = "SOURCE"
+"""Stands for a played scripted veyru run's folder in a command line below."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", TAPE],
+        ["run", "veyru", "--model", "scripted", "--provider", "scripted", "--config",
+         "knobs_default"],
+        ["fork-at-round", "veyru", "--source-run-dir", SOURCE, "--after-round", "1",
+         "--rounds-after", "1"],
+        ["replace-agent", "veyru", "--source-run-dir", SOURCE, "--after-round", "1",
+         "--replaced-agent-id", "field_observer", "--model", "other-script", "--provider",
+         "scripted"],
+    ],
+)  # fmt: skip
+def test_a_runs_dir_not_utf8_on_a_real_command_line_is_a_usage_error(
+    command: list[str], tmp_path: Path
+) -> None:
+    """The bytes as a shell passes them (``--runs-dir $'...\\xff'``): one line, 64, no folder
+    (was: ``run`` 70, ``run failed: UnicodeEncodeError``; the forks 0, ``new_run_id=`` printed
+    and a half-made run left behind that its detached process failed to play)."""
+    source = play_run(str(tmp_path / "src"), "veyru", rounds=2, now_unix=1796000000)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    args = [os.fsencode(source.url if a == SOURCE else a) for a in command]
     done = subprocess.run(
-        [os.fsencode(sys.executable), b"-m", b"glossogen", b"replay", os.fsencode(TAPE),
+        [os.fsencode(sys.executable), b"-m", b"glossogen", *args,
          b"--runs-dir", os.fsencode(tmp_path) + b"/r\xff"],
         capture_output=True, check=False,
     )  # fmt: skip
@@ -39,7 +64,7 @@ def test_a_runs_dir_not_utf8_on_a_real_command_line_is_a_usage_error(tmp_path: P
         64, b"", b"glossogen: error: --runs-dir '" + os.fsencode(tmp_path) + b"/r\\xff': not "
         b"UTF-8 text\n"
     )  # fmt: skip
-    assert os.listdir(tmp_path) == []
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
 def test_a_runs_dir_that_is_a_file_is_refused_as_run_refuses_it(
