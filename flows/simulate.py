@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from prefect._internal import control_listener
 from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
@@ -169,6 +170,11 @@ def sigterm_cancels_rounds() -> Iterator[Callable[[], bool]]:
     global _handler_before
     task = asyncio.current_task()
     assert task is not None
+    if control_listener._configured_port is not None:
+        # A Prefect runner's process: its SIGTERM is the runner's cancel, which the engine
+        # acknowledges only while Prefect's own handler is the one installed.
+        yield lambda: False
+        return
     if not _terminated:
         try:
             _handler_before = signal.signal(signal.SIGTERM, _on_sigterm)
