@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
+from prefect._internal import control_listener
 from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
@@ -141,6 +146,51 @@ def answer_a_stop(folder: RunFolder) -> None:
         raise KeyboardInterrupt
 
 
+_terminated: dict[asyncio.Task[Any], bool] = {}
+"""The tasks playing rounds in this process, each with whether a SIGTERM cancelled it."""
+_handler_before: Any = None
+"""The SIGTERM handler :func:`sigterm_cancels_rounds` replaced (Prefect's), restored after."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    for task in _terminated:
+        _terminated[task] = True
+        task.get_loop().call_soon_threadsafe(task.cancel)
+
+
+@contextmanager
+def sigterm_cancels_rounds() -> Iterator[Callable[[], bool]]:
+    """While rounds play, make SIGTERM cancel the task playing them; yield "was it SIGTERM?".
+
+    Prefect's own handler raises ``TerminationSignal`` in whatever the main thread runs: in a
+    seat's task (a tool call) it only ended that task, the round waited for a seat that would
+    never answer and the run hung, its log unsealed. Cancelling the playing task, as asyncio
+    answers Ctrl-C, always reaches the run. Off the main thread signals stay Prefect's.
+    """
+    global _handler_before
+    task = asyncio.current_task()
+    assert task is not None
+    if control_listener._configured_port is not None:
+        # A Prefect runner's process: its SIGTERM is the runner's cancel, which the engine
+        # acknowledges only while Prefect's own handler is the one installed.
+        yield lambda: False
+        return
+    if not _terminated:
+        try:
+            _handler_before = signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread
+            yield lambda: False
+            return
+    _terminated[task] = False
+    try:
+        yield lambda: _terminated[task]
+    finally:
+        del _terminated[task]
+        if not _terminated:
+            before, _handler_before = _handler_before, None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
+
+
 async def play_rounds(
     config: RunConfig,
     folder: RunFolder,
@@ -152,7 +202,27 @@ async def play_rounds(
     With ``config.limits.run_timeout_seconds``, a run whose wall-clock time has passed it
     stops between rounds, ``incomplete``: the seconds of the processes that played it before
     (``session.earlier_seconds``) plus this one's (``clock``, seconds, counted from here).
+
+    A SIGTERM (``timeout``, a worker stopping) ends the run ``interrupted`` as Ctrl-C does, its
+    log sealed, then raises ``TerminationSignal`` for Prefect to end the flow run.
     """
+    with sigterm_cancels_rounds() as terminated:
+        try:
+            return await _play_rounds(config, folder, session, clock)
+        except asyncio.CancelledError as exc:
+            if not terminated():
+                raise
+            cancelled = exc
+    task = asyncio.current_task()
+    assert task is not None
+    task.uncancel()  # the cancel was the signal's, raised as Prefect's own
+    raise TerminationSignal(signal=signal.SIGTERM) from cancelled
+
+
+async def _play_rounds(
+    config: RunConfig, folder: RunFolder, session: RunSession, clock: Callable[[], float]
+) -> RunResult:
+    """Play, price and log the run for :func:`play_rounds`."""
     status: EndStatus = "completed"
     error: str | LimitReached | None = None
     timeout = config.limits.run_timeout_seconds

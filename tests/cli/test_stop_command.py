@@ -233,3 +233,39 @@ def test_a_stop_request_naming_no_run_folder_is_refused_as_usage(tmp_path: Path)
         f"{str(tmp_path / 'notes')!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)",
         64,
     )
+
+
+def test_a_sigterm_ends_a_run_interrupted(prefect_api: str, tmp_path: Path) -> None:
+    """``timeout`` (a worker stopping) sends SIGTERM: the run ends ``interrupted``, sealed.
+
+    Prefect raised it wherever the main thread was; in a seat's tool call it only ended that
+    seat, and the round waited on it for ever (idle, the lock held, the log unsealed).
+    """
+    runs = tmp_path / "runs"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "scripted",
+         "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
+         "--max-agent-turns", "10000", "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
+    with reaped(run):
+        assert run.stdout is not None
+        line = ""
+        while not line.startswith("new_run_dir="):
+            line = run.stdout.readline()
+            assert line, "the run printed no new_run_dir= line"
+        log = Path(line.strip().removeprefix("new_run_dir=")) / "prisoners_dilemma.jsonl"
+
+        def rounds_done() -> int:
+            if not log.is_file():
+                return 0
+            return sum(isinstance(e, RoundCompleted) for e in read_events(str(log)).events)
+
+        wait_until(lambda: rounds_done() >= 3, "three rounds to end", watching=run)
+        run.send_signal(signal.SIGTERM)
+        run.communicate()
+        assert run.returncode == -signal.SIGTERM
+        ended = read_events(str(log)).events[-1]
+        assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
+        assert ended.rounds_played is not None and 3 <= ended.rounds_played < 1000
