@@ -227,7 +227,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=60)
+            process.wait(timeout=60)  # bound: a teardown's escalation to SIGKILL, no verdict
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
