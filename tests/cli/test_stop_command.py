@@ -280,13 +280,7 @@ def test_a_sigterm_stops_the_temporary_server_the_run_started(
     sealed, which ended the process before it stopped its server: the server played on.
     """
     home = fresh_prefect_home
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env["PREFECT_HOME"] = str(home)  # reaped() ends whatever a failed test leaves of it
-    run = subprocess.Popen(
-        [*SIGTERMED_RUN, str(tmp_path / "runs")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        start_new_session=True,  # a group reaped() ends
-    )  # fmt: skip
+    run = _started_without_an_api(home, tmp_path)
     with reaped(run, home=home):  # the temporary server, in a session of its own, too
         log = _three_rounds_played(run)
         (server,) = children_of(run.pid)  # the one process the run started: its server
@@ -302,6 +296,18 @@ def test_a_sigterm_stops_the_temporary_server_the_run_started(
         with pytest.raises(ConnectionRefusedError):  # and nothing listens on its port
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
         _assert_interrupted_after_three_rounds(log)
+
+
+def _started_without_an_api(home: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    """Start :data:`SIGTERMED_RUN` with no ``PREFECT_API_URL`` (it starts a temporary server),
+    every process of it marked by ``PREFECT_HOME=<home>`` for reaped() to end."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)
+    return subprocess.Popen(
+        [*SIGTERMED_RUN, str(tmp_path / "runs")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
 
 
 def _three_rounds_played(run: subprocess.Popen[str]) -> Path:
@@ -327,3 +333,36 @@ def _assert_interrupted_after_three_rounds(log: Path) -> None:
     assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
     # The round SIGTERM lands in depends on when it arrives (a live process): a bound.
     assert ended.rounds_played is not None and 3 <= ended.rounds_played < 1000
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)]
+)
+def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
+    signum: int, code: int, fresh_prefect_home: Path, tmp_path: Path
+) -> None:
+    """SIGTERM or Ctrl-C (SIGINT, which the server's own session does not reach) while the
+    temporary server starts: the server is stopped, nothing claimed (was: the server went on)."""
+    home = fresh_prefect_home
+    run = _started_without_an_api(home, tmp_path)
+    with reaped(run, home=home):
+
+        def the_server() -> int | None:
+            for child in children_of(run.pid):
+                try:
+                    command = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
+                except OSError:  # gone meanwhile
+                    continue
+                if command[1:5] == [b"-m", b"prefect", b"server", b"start"]:  # exec'd
+                    return child
+            return None
+
+        server = wait_until(the_server, "the run to start its server", watching=run)
+        server_started = started_at(server)
+        assert server_started is not None
+        run.send_signal(signum)  # long before it answers: it takes seconds to import
+        out, _ = run.communicate()
+        assert run.returncode == code
+        assert started_at(server) != server_started  # that process no longer lives
+        assert "new_run_dir=" not in out
+        assert not (tmp_path / "runs").exists()
