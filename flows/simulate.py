@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -10,7 +11,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from prefect._internal import control_listener
 from prefect.exceptions import TerminationSignal
 
 from glossogen.concurrency import current_gate
@@ -158,6 +158,20 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         task.get_loop().call_soon_threadsafe(task.cancel)
 
 
+def started_by_prefect() -> bool:
+    """Whether Prefect started this process to play a flow run (a worker's, a runner's).
+
+    Such a process is handed its flow run in ``PREFECT__FLOW_RUN_ID``: a worker sets it in
+    the environment of every flow-run process it starts, a deployment's runner in its
+    ``prefect.engine`` child, and Prefect's engine entry reads the flow run from it. A process
+    of our own (``glossogen run``, a sweep or a script playing the flow in-process) creates its
+    flow run itself and is never handed one. The variable is read, not the runner's control
+    channel: Prefect consumes that channel's variables when the engine starts and keeps it
+    only in private state.
+    """
+    return bool(os.environ.get("PREFECT__FLOW_RUN_ID"))
+
+
 @contextmanager
 def sigterm_cancels_rounds() -> Iterator[Callable[[], bool]]:
     """While rounds play, make SIGTERM cancel the task playing them; yield "was it SIGTERM?".
@@ -166,13 +180,19 @@ def sigterm_cancels_rounds() -> Iterator[Callable[[], bool]]:
     seat's task (a tool call) it only ended that task, the round waited for a seat that would
     never answer and the run hung, its log unsealed. Cancelling the playing task, as asyncio
     answers Ctrl-C, always reaches the run. Off the main thread signals stay Prefect's.
+
+    In a process Prefect started (:func:`started_by_prefect`) SIGTERM stays Prefect's too:
+    there it is the worker's or runner's way to stop the flow run, and its cancellation
+    (``glossogen stop``, ``reconcile``) is acknowledged to the runner only while Prefect's own
+    handler is the one installed (unacknowledged, the runner kills the process as a crash).
     """
     global _handler_before
     task = asyncio.current_task()
     assert task is not None
-    if control_listener._configured_port is not None:
-        # A Prefect runner's process: its SIGTERM is the runner's cancel, which the engine
-        # acknowledges only while Prefect's own handler is the one installed.
+    if started_by_prefect():
+        # Read from how the process was started (a public variable Prefect hands its flow-run
+        # processes), not from the runner's control channel, which only Prefect's private
+        # state holds once its engine has started.
         yield lambda: False
         return
     if not _terminated:
@@ -203,8 +223,9 @@ async def play_rounds(
     stops between rounds, ``incomplete``: the seconds of the processes that played it before
     (``session.earlier_seconds``) plus this one's (``clock``, seconds, counted from here).
 
-    A SIGTERM (``timeout``, a worker stopping) ends the run ``interrupted`` as Ctrl-C does, its
-    log sealed, then raises ``TerminationSignal`` for Prefect to end the flow run.
+    A SIGTERM (``timeout``, ``kill``) ends the run ``interrupted`` as Ctrl-C does, its log
+    sealed, then raises ``TerminationSignal`` for Prefect to end the flow run; in a process a
+    Prefect worker started, SIGTERM is left to Prefect (:func:`sigterm_cancels_rounds`).
     """
     with sigterm_cancels_rounds() as terminated:
         try:

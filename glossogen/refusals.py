@@ -62,6 +62,19 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+def runs_dir_not_text(runs_dir: str) -> Refusal | None:
+    r"""Refuse a ``runs_dir`` that is not UTF-8 text; None when it is text.
+
+    A byte that is not UTF-8 (a command line's ``$'/tmp/x\xff'``) reaches Python as a lone
+    surrogate: no folder name a run records, prints or sends can hold it. The one check: the
+    CLI's entry asks it of every command's ``--runs-dir`` before anything is read or written,
+    and :func:`glossogen.replay.replay_run` of its request. The path is shown whole.
+    """
+    if is_utf8(runs_dir):
+        return None
+    return Refusal(field="runs_dir", value=shown_path(runs_dir), reason="not UTF-8 text")
+
+
 def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
     """The first string of ``value`` (JSON-like data) that is not UTF-8 text, and its place.
 

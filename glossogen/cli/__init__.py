@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from glossogen import exit_codes
-from glossogen.cli._refusals import error
+from glossogen.cli._refusals import FLAGS, error
 from glossogen.cli._startup import loading_modules
 from glossogen.launch import answer_ctrl_c
 
@@ -185,19 +185,20 @@ def _usage_line(exc: TyperException, argv: list[str]) -> str:
 
 
 def _runs_dir_not_text(args: list[str]) -> str | None:
-    r"""Refuse a ``--runs-dir`` that is not UTF-8 text, for every command, before it starts.
+    """Refuse a ``--runs-dir`` that is not UTF-8 text, for every command, before it starts.
 
-    A byte that is not UTF-8 (``$'/tmp/x\xff'``) reaches Python as a lone surrogate: no
-    folder name a run records, prints or sends can hold it. One line naming the byte as typed.
+    The check is the library's (:func:`glossogen.refusals.runs_dir_not_text`, which replay
+    asks too), worded with the flag; here only each ``--runs-dir`` value is found in ``args``.
     """
-    from glossogen.refusals import is_utf8, shown_path
+    from glossogen.refusals import runs_dir_not_text
 
     for index, arg in enumerate(args):
         value = args[index + 1] if arg == "--runs-dir" and index + 1 < len(args) else None
         if arg.startswith("--runs-dir="):
             value = arg.removeprefix("--runs-dir=")
-        if value is not None and not is_utf8(value):
-            return f"--runs-dir {shown_path(value)}: not UTF-8 text"
+        refusal = None if value is None else runs_dir_not_text(value)
+        if refusal is not None:
+            return refusal.worded(FLAGS)
     return None
 
 

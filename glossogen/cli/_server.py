@@ -3,8 +3,9 @@
 With no ``PREFECT_API_URL``, Prefect starts a temporary server as a child process in the CLI's
 process group, so the Ctrl-C meant for ``glossogen sweep`` kills the server too, and every run
 still in flight then spends its cancellation retrying a dead API instead of ending its log.
-``glossogen sweep`` starts that server itself with ``prefect server start`` (Prefect's own
-command) in a session of its own, points the flow at it, and stops it once the sweep is over.
+``glossogen run`` and ``glossogen sweep`` start that server themselves with ``prefect server
+start`` (Prefect's own command) in a session of its own, point the flow at it, and stop it once
+the run or sweep is over.
 
 Ports: the server is started with ``--port 0``, so the OS hands it a free port at the moment it
 binds, and the port is read back from the line uvicorn prints once it listens
@@ -12,6 +13,14 @@ binds, and the port is read back from the line uvicorn prints once it listens
 is a race: another process of the machine may take the port in between, and a health check
 could then be answered by that other process's server. The tests' and benchmarks' servers
 (``deployments/local_server.py``) start the same way.
+
+SIGTERM (``timeout``, ``kill``): a session of its own keeps the server out of reach of a signal
+meant for the command, so the command stops it itself. Inside :func:`stopped_on_sigterm`,
+SIGTERM stops every temporary server this process started (one still starting included), then
+ends the process by the signal. While a flow runs, Prefect's handler takes the signal first
+(the run seals its log ``interrupted``) and then sends it again to the handler it replaced,
+this one: before that, Prefect's resent signal met the default handler and ended the command at
+once, its server left running.
 """
 
 from __future__ import annotations
@@ -24,8 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 HEALTH_POLL_SECONDS = 0.5
 """Interval between health checks while the server starts (a real process starting up)."""
@@ -36,19 +48,28 @@ LISTENING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 def start_prefect_server(
-    env: dict[str, str], log_path: Path, timeout_seconds: float, start_new_session: bool = False
+    env: dict[str, str], log_path: Path, timeout_seconds: float
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``prefect server start --host 127.0.0.1 --port 0``; return it and its API URL.
 
     The OS picks the port when the server binds it; the port is read back from uvicorn's
     "running on" line in ``log_path`` (the server's stdout and stderr), and the URL is returned
-    once ``/health`` answers there. ``start_new_session`` passes on to
-    :class:`subprocess.Popen`.
+    once ``/health`` answers there. Interrupted meanwhile, the server is ended first.
 
     Raises:
         RuntimeError: the server exited, or did not listen and answer within ``timeout_seconds``
             (the message names ``log_path``).
     """
+    process = _spawn(env, log_path, start_new_session=False)
+    try:
+        return process, _answering_url(process, log_path, timeout_seconds)
+    except BaseException:
+        _end(process)
+        raise
+
+
+def _spawn(env: dict[str, str], log_path: Path, start_new_session: bool) -> subprocess.Popen[bytes]:
+    """Start the server process, its output to ``log_path``, as :func:`start_prefect_server`."""
     # The "running on" line is an INFO record of uvicorn's logger, which reaches the log through
     # Prefect's console handler: both levels are set here, whatever the caller's environment
     # says (``glossogen run`` quiets that handler to CRITICAL for its own process).
@@ -59,7 +80,7 @@ def start_prefect_server(
     }
     server_env.pop("PREFECT_API_URL", None)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
+        return subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
             [sys.executable, "-m", "prefect", "server", "start"]
             + ["--host", "127.0.0.1", "--port", "0"],
             env=server_env,
@@ -67,6 +88,14 @@ def start_prefect_server(
             stderr=subprocess.STDOUT,
             start_new_session=start_new_session,
         )
+
+
+def _answering_url(process: subprocess.Popen[bytes], log_path: Path, timeout_seconds: float) -> str:
+    """Wait (bounded) for the server to listen and answer ``/health``; return its API URL.
+
+    Raises:
+        RuntimeError: as :func:`start_prefect_server`.
+    """
     deadline = time.monotonic() + timeout_seconds
     api_url = ""
     while not api_url or not _healthy(api_url):
@@ -79,22 +108,25 @@ def start_prefect_server(
                 f"the Prefect server exited (code {code}) before it answered; see {log_path}"
             )
         if time.monotonic() > deadline:
-            _end(process)
             raise RuntimeError(
                 f"the Prefect server did not answer within {timeout_seconds:g} s; see {log_path}"
             )
         time.sleep(HEALTH_POLL_SECONDS)  # a real process starting up
-    return process, api_url
+    return api_url
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM ``process``, then SIGKILL after 10 s."""
+    """SIGTERM ``process``, then SIGKILL after 10 s.
+
+    Every wait is bounded: a SIGTERM handler may run this while the main thread was inside
+    one of ``process``'s own waits, whose lock a wait with no timeout would block on.
+    """
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.wait()
+        process.wait(timeout=10)
 
 
 def _healthy(api_url: str) -> bool:
@@ -106,12 +138,16 @@ def _healthy(api_url: str) -> bool:
         return False
 
 
-@dataclass
+_RUNNING: list[DetachedServer] = []
+"""The temporary servers this process started and has not stopped, a starting one included."""
+
+
+@dataclass(eq=False)
 class DetachedServer:
     """A ``prefect server start`` child in its own session (see the module docstring).
 
     Attributes:
-        api_url: ``http://127.0.0.1:<port>/api``.
+        api_url: ``http://127.0.0.1:<port>/api`` ("" while it starts).
         process: The server process.
         log_path: Its output (removed with its folder once the server is stopped).
     """
@@ -124,20 +160,33 @@ class DetachedServer:
     def start(cls, timeout_seconds: float) -> DetachedServer:
         """Start the server and wait (bounded) until its API answers ``/health``.
 
+        Interrupted meanwhile (Ctrl-C, which its session does not reach; SIGTERM inside
+        :func:`stopped_on_sigterm`), the server is stopped before the interrupt goes on.
+
         Raises:
             RuntimeError: it exited, or was not healthy within ``timeout_seconds``.
         """
         log_path = Path(tempfile.mkdtemp(prefix="glossogen-server-")) / "server.log"
-        try:
-            process, api_url = start_prefect_server(
+        server = cls(
+            "",
+            _spawn(
                 {**os.environ, "PREFECT_UI_ENABLED": "false"},
                 log_path,
-                timeout_seconds,
                 start_new_session=True,  # a terminal's Ctrl-C reaches its process group only
-            )
+            ),
+            log_path,
+        )
+        _RUNNING.append(server)
+        try:
+            server.api_url = _answering_url(server.process, log_path, timeout_seconds)
         except RuntimeError as exc:
+            _end(server.process)  # its log stays, for the message to name
+            _RUNNING.remove(server)
             raise RuntimeError(f"the temporary {str(exc)[4:]}") from None
-        return cls(api_url, process, log_path)
+        except BaseException:
+            server.stop(send_queued=False)
+            raise
+        return server
 
     def stop(self, send_queued: bool = True) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s); idempotent.
@@ -146,11 +195,39 @@ class DetachedServer:
         this process queued for it are sent, at most 5 s each, so that nothing is retried
         against the stopped server at exit.
         """
-        if self.process.poll() is not None:
-            return
-        if send_queued:
-            from orchestration.runtime import send_queued as send
+        if self.process.poll() is None:
+            if send_queued:
+                from orchestration.runtime import send_queued as send
 
-            send()
-        _end(self.process)
-        shutil.rmtree(self.log_path.parent, ignore_errors=True)
+                send()
+            _end(self.process)
+            shutil.rmtree(self.log_path.parent, ignore_errors=True)
+        if self in _RUNNING:  # after it ended: a SIGTERM meanwhile still waits for it
+            _RUNNING.remove(self)
+
+
+@contextmanager
+def stopped_on_sigterm() -> Iterator[None]:
+    """While inside, SIGTERM stops this process's temporary servers, then ends it by the signal.
+
+    The process ends as SIGTERM ends it (a shell's 143), once every server it started and has
+    not stopped is stopped (see the module docstring). Outside, SIGTERM is handled as before;
+    off the main thread (which alone takes signals) nothing changes.
+    """
+    try:
+        before = signal.signal(signal.SIGTERM, _stop_servers_then_end)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _stop_servers_then_end(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the stops
+    for server in list(_RUNNING):
+        server.stop(send_queued=False)  # the process ends at once: nothing is retried
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -283,7 +283,10 @@ def play(
     if refused is not None:
         return refused
     _print_launch_line(plan)
-    played = _play_flow(plan, runs_dir, resume_dir, allow_config_change, announce)
+    from glossogen.cli._server import stopped_on_sigterm
+
+    with stopped_on_sigterm():  # its temporary server is stopped too, before the process ends
+        played = _play_flow(plan, runs_dir, resume_dir, allow_config_change, announce)
     if isinstance(played, int):
         return played
     return _report_result(played)
@@ -442,7 +445,8 @@ def _play_flow(
     stack = ExitStack()
     if ephemeral:
         # Our own temporary server, in a session of its own and stopped on every way out (an
-        # interrupted run leaves with os._exit, which Prefect's own temporary server outlived).
+        # interrupted run leaves with os._exit, which Prefect's own temporary server outlived;
+        # SIGTERM: glossogen.cli._server.stopped_on_sigterm).
         server = _start_temporary_server()
         if server is None:
             return EXIT_INTERNAL

@@ -36,7 +36,7 @@ from glossogen.eventlog import (
     SimulationEnded,
 )
 from glossogen.exit_codes import USAGE
-from glossogen.refusals import Refusal, is_utf8, shown_path
+from glossogen.refusals import runs_dir_not_text
 from glossogen.replay._sequencer import run_replay
 
 if TYPE_CHECKING:
@@ -111,9 +111,8 @@ def replay_run(request: ReplayRequest) -> ReplayReport:
 async def _replay(request: ReplayRequest) -> ReplayReport:
     from glossogen.derive import DeriveError
 
-    if not is_utf8(request.runs_dir):  # as every command refuses a value that is not text
-        refusal = Refusal(field="runs_dir", value=shown_path(request.runs_dir),
-                          reason="not UTF-8 text")  # fmt: skip
+    refusal = runs_dir_not_text(request.runs_dir)  # the CLI's entry asks it of every command
+    if refusal is not None:
         raise DeriveError(refusal=refusal, exit_code=USAGE)
     _, started, recorded, config = read_source(request.run_dir)
     began = time.monotonic()

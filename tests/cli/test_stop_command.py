@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,13 @@ from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.fixtures.polling import wait_until
-from tests.fixtures.processes import processes_with_home, reaped
+from tests.fixtures.processes import (
+    children_of,
+    listening_ports,
+    processes_with_home,
+    reaped,
+    started_at,
+)
 
 
 def _ignore_sigint() -> None:
@@ -235,37 +242,127 @@ def test_a_stop_request_naming_no_run_folder_is_refused_as_usage(tmp_path: Path)
     )
 
 
+SIGTERMED_RUN = [
+    sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "scripted",
+    "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
+    "--max-agent-turns", "10000", "--runs-dir",
+]  # fmt: skip
+"""A 1000-round run that plays until SIGTERM comes (its runs dir to follow)."""
+
+
 def test_a_sigterm_ends_a_run_interrupted(prefect_api: str, tmp_path: Path) -> None:
-    """``timeout`` (a worker stopping) sends SIGTERM: the run ends ``interrupted``, sealed.
+    """``timeout`` or ``kill`` sends SIGTERM: the run ends ``interrupted``, sealed.
 
     Prefect raised it wherever the main thread was; in a seat's tool call it only ended that
     seat, and the round waited on it for ever (idle, the lock held, the log unsealed).
     """
-    runs = tmp_path / "runs"
     run = subprocess.Popen(
-        [sys.executable, "-m", "glossogen", "run", "prisoners_dilemma", "--model", "scripted",
-         "--provider", "scripted", "--config", "knobs_default", "round_count=1000",
-         "--max-agent-turns", "10000", "--runs-dir", str(runs)],
+        [*SIGTERMED_RUN, str(tmp_path / "runs")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
         start_new_session=True,  # a group reaped() ends
     )  # fmt: skip
     with reaped(run):
-        assert run.stdout is not None
-        line = ""
-        while not line.startswith("new_run_dir="):
-            line = run.stdout.readline()
-            assert line, "the run printed no new_run_dir= line"
-        log = Path(line.strip().removeprefix("new_run_dir=")) / "prisoners_dilemma.jsonl"
-
-        def rounds_done() -> int:
-            if not log.is_file():
-                return 0
-            return sum(isinstance(e, RoundCompleted) for e in read_events(str(log)).events)
-
-        wait_until(lambda: rounds_done() >= 3, "three rounds to end", watching=run)
+        log = _three_rounds_played(run)
+        assert children_of(run.pid) == []  # a PREFECT_API_URL: it started no process
         run.send_signal(signal.SIGTERM)
         run.communicate()
         assert run.returncode == -signal.SIGTERM
-        ended = read_events(str(log)).events[-1]
-        assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
-        assert ended.rounds_played is not None and 3 <= ended.rounds_played < 1000
+        _assert_interrupted_after_three_rounds(log)
+
+
+def test_a_sigterm_stops_the_temporary_server_the_run_started(
+    fresh_prefect_home: Path, tmp_path: Path
+) -> None:
+    """With no ``PREFECT_API_URL`` the run started a Prefect server, in a session of its own:
+    SIGTERM stops it too, before the run's process ends by the signal.
+
+    Prefect's handler sent the signal again to the default handler once the run's log was
+    sealed, which ended the process before it stopped its server: the server played on.
+    """
+    home = fresh_prefect_home
+    run = _started_without_an_api(home, tmp_path)
+    with reaped(run, home=home):  # the temporary server, in a session of its own, too
+        log = _three_rounds_played(run)
+        (server,) = children_of(run.pid)  # the one process the run started: its server
+        command = (Path("/proc") / str(server) / "cmdline").read_bytes().split(b"\0")
+        assert command[1:5] == [b"-m", b"prefect", b"server", b"start"]
+        server_started = started_at(server)
+        assert server_started is not None
+        (port,) = listening_ports(server)
+        run.send_signal(signal.SIGTERM)
+        run.communicate()
+        assert run.returncode == -signal.SIGTERM
+        assert started_at(server) != server_started  # that process no longer lives
+        with pytest.raises(ConnectionRefusedError):  # and nothing listens on its port
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        _assert_interrupted_after_three_rounds(log)
+
+
+def _started_without_an_api(home: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    """Start :data:`SIGTERMED_RUN` with no ``PREFECT_API_URL`` (it starts a temporary server),
+    every process of it marked by ``PREFECT_HOME=<home>`` for reaped() to end."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)
+    return subprocess.Popen(
+        [*SIGTERMED_RUN, str(tmp_path / "runs")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
+
+
+def _three_rounds_played(run: subprocess.Popen[str]) -> Path:
+    """Wait (bounded) until ``run`` (:data:`SIGTERMED_RUN`) has played 3 rounds; its log."""
+    assert run.stdout is not None
+    line = ""
+    while not line.startswith("new_run_dir="):
+        line = run.stdout.readline()
+        assert line, "the run printed no new_run_dir= line"
+    log = Path(line.strip().removeprefix("new_run_dir=")) / "prisoners_dilemma.jsonl"
+
+    def rounds_done() -> int:
+        if not log.is_file():
+            return 0
+        return sum(isinstance(e, RoundCompleted) for e in read_events(str(log)).events)
+
+    wait_until(lambda: rounds_done() >= 3, "three rounds to end", watching=run)
+    return log
+
+
+def _assert_interrupted_after_three_rounds(log: Path) -> None:
+    ended = read_events(str(log)).events[-1]
+    assert isinstance(ended, SimulationEnded) and ended.status == "interrupted"
+    # The round SIGTERM lands in depends on when it arrives (a live process): a bound.
+    assert ended.rounds_played is not None and 3 <= ended.rounds_played < 1000
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)]
+)
+def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
+    signum: int, code: int, fresh_prefect_home: Path, tmp_path: Path
+) -> None:
+    """SIGTERM or Ctrl-C (SIGINT, which the server's own session does not reach) while the
+    temporary server starts: the server is stopped, nothing claimed (was: the server went on)."""
+    home = fresh_prefect_home
+    run = _started_without_an_api(home, tmp_path)
+    with reaped(run, home=home):
+
+        def the_server() -> int | None:
+            for child in children_of(run.pid):
+                try:
+                    command = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
+                except OSError:  # gone meanwhile
+                    continue
+                if command[1:5] == [b"-m", b"prefect", b"server", b"start"]:  # exec'd
+                    return child
+            return None
+
+        server = wait_until(the_server, "the run to start its server", watching=run)
+        server_started = started_at(server)
+        assert server_started is not None
+        run.send_signal(signum)  # long before it answers: it takes seconds to import
+        out, _ = run.communicate()
+        assert run.returncode == code
+        assert started_at(server) != server_started  # that process no longer lives
+        assert "new_run_dir=" not in out
+        assert not (tmp_path / "runs").exists()

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from glossogen.cli import main
+from glossogen.derive import DeriveError
+from glossogen.replay import ReplayRequest, replay_run
 from tests.fixtures.played_runs import play_run
 from tests.replay.record_tapes import TAPES
 
@@ -79,3 +81,18 @@ def test_a_runs_dir_that_is_a_file_is_refused_as_run_refuses_it(
     assert _cli(["run", "veyru", "--model", "scripted", "--provider", "scripted", "--config",
                  "knobs_default", "--runs-dir", str(runs_dir)]) == 66  # fmt: skip
     assert capsys.readouterr() == ("", f"glossogen: error: {said}\n")
+
+
+def test_the_library_refuses_a_runs_dir_not_utf8_with_the_check_the_cli_asks(
+    tmp_path: Path,
+) -> None:
+    """``replay_run`` itself (a script, no CLI in front of it) refuses such a runs dir: the same
+    check the CLI's entry asks of every command, worded with the request's field."""
+    runs_dir = f"{tmp_path}/r\udcff"
+    with pytest.raises(DeriveError) as refused:
+        replay_run(ReplayRequest(run_dir=TAPE, runs_dir=runs_dir))
+    assert (str(refused.value), refused.value.exit_code) == (
+        f"runs_dir {runs_dir!r}: not UTF-8 text",
+        64,
+    )
+    assert list(tmp_path.iterdir()) == []
