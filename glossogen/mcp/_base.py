@@ -82,24 +82,28 @@ def flat_arguments(**values: type[Any]) -> Callable[[F], F]:
     def declare(tool: F) -> F:
         spread = {name: _fields(kind) for name, kind in values.items()}
         own = inspect.signature(tool, eval_str=True)
-        flat = [q for p in own.parameters.values() for q in spread.get(p.name, [p])]
+        flat = own.replace(parameters=[
+            q for p in own.parameters.values() for q in spread.get(p.name, [p])
+        ])  # fmt: skip
 
-        def gathered(arguments: dict[str, Any]) -> dict[str, Any]:
+        def gathered(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            """The call's arguments bound as the flat signature takes them, the values made."""
+            arguments = flat.bind(*args, **kwargs).arguments  # a bad call: Python's TypeError
             for name, kind in values.items():
                 given = {p.name: arguments.pop(p.name) for p in spread[name] if p.name in arguments}
                 arguments[name] = kind(**given)
             return arguments
 
         @functools.wraps(tool)
-        async def awaited(self: Any, **arguments: Any) -> Any:
-            return await tool(self, **gathered(arguments))
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            return await tool(**gathered(args, kwargs))
 
         @functools.wraps(tool)
-        def called(self: Any, **arguments: Any) -> Any:
-            return tool(self, **gathered(arguments))
+        def called(*args: Any, **kwargs: Any) -> Any:
+            return tool(**gathered(args, kwargs))
 
         flattened: Any = awaited if inspect.iscoroutinefunction(tool) else called
-        flattened.__signature__ = own.replace(parameters=flat)  # what inspect.signature gives
+        flattened.__signature__ = flat  # what inspect.signature gives, and the SDK reads
         return cast(F, flattened)
 
     return declare
