@@ -5,6 +5,10 @@ run's log is read inside its task and the cache is the run's report (see
 ``tasks/evaluate.py``). A cohort's runs go to tasks in batches, so the Prefect server records a
 few task runs, not one per run. Judge and probe requests take ``llm:<provider>`` slots, shared
 with simulations (``install_call_gate``); a cohort that calls no model installs no gate.
+
+The cohort flow takes the one request value, ``CohortRequest`` (``launch.check_cohort``
+builds it; the ``evaluate-cohort`` deployment passes it as ``request``); a deployment made
+before it took that request passes its fields loose, and they are read as one (:func:`cohort_of`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from glossogen.evaluation import (
     RunOutcome,
     headline_rows,
 )
-from glossogen.launch import notify
+from glossogen.launch import CohortRequest, notify
 from glossogen.pricing import add_costs
 from glossogen.refusals import Refusal
 from orchestration import glossogen_flow
@@ -168,42 +172,100 @@ def _held_back(cap: float | None, spent: float, run: CohortRun, usd: float) -> R
     return Refusal(field="spend_cap_usd", value=f"{cap:g}", reason=reason)
 
 
-@glossogen_flow(name="evaluate-cohort", flow_run_name="evaluate-cohort-{runs_dir}")
-async def evaluate_cohort(
-    runs_dir: str,
-    selection: dict[str, Any] | None = None,
-    request: EvaluationRequest | None = None,
-    spend_cap_usd: float | None = None,
-    max_runs: int = 5000,
-) -> CohortEvaluation:
-    """Evaluate every selected run under ``runs_dir`` in this flow, runs batched per task.
+def _cohort_run_name() -> str:
+    """``evaluate-cohort-<runs dir>``, from the flow run's request or loose ``runs_dir``.
 
-    ``selection`` is the export's (``{"kind": "filters", ...}`` or ``{"kind": "run_ids",
-    ...}``; all runs when None). Each task evaluates a batch of runs (:func:`batches`), each
-    log read once; a run whose report is up to date is skipped from the report alone. With
-    judged metrics the cohort's judge spend is estimated first (observers get
-    ``cohort_estimated``); with ``spend_cap_usd`` a run starts only while spent + in flight +
-    its estimate stays within the cap, and the rest are ``not_measured`` (a run with nothing to
-    score is skipped, never held back). A run that fails or is refused never stops the others.
-    Observers get ``run_evaluated`` after each run.
+    The request is an object, or a deployment's dict; an older deployment passes ``runs_dir``.
+    """
+    from prefect.runtime import flow_run
+
+    parameters = flow_run.parameters
+    request = parameters.get("request")
+    loose = parameters.get("runs_dir")
+    if isinstance(request, dict):
+        return f"evaluate-cohort-{request.get('runs_dir', loose)}"
+    return f"evaluate-cohort-{getattr(request, 'runs_dir', loose)}"
+
+
+def cohort_of(
+    request: CohortRequest | EvaluationRequest | None,
+    runs_dir: str | None = None,
+    selection: dict[str, Any] | None = None,
+    spend_cap_usd: float | None = None,
+    max_runs: int | None = None,
+) -> CohortRequest:
+    """The cohort's request: ``request``, or an older deployment's loose parameters read as one.
+
+    An ``evaluate-cohort`` deployment made before the flow took the :class:`CohortRequest`
+    passes ``runs_dir`` (and, at run time, ``selection``, ``request`` as the
+    :class:`EvaluationRequest`, ``spend_cap_usd``, ``max_runs``): they are read as that request.
+
+    Raises:
+        ValueError: a ``CohortRequest`` and loose parameters both, or no runs directory at all
+            (one line naming them).
+    """
+    given = (("runs_dir", runs_dir), ("selection", selection),
+             ("spend_cap_usd", spend_cap_usd), ("max_runs", max_runs))  # fmt: skip
+    loose = {k: v for k, v in given if v is not None}
+    if isinstance(request, CohortRequest):
+        if loose:
+            raise ValueError(
+                "evaluate-cohort takes request (a CohortRequest) or, as an older deployment "
+                f"passes them, runs_dir and the rest loose, not both: got request and "
+                f"{', '.join(loose)}"
+            )
+        return request
+    if runs_dir is None:
+        raise ValueError(
+            "evaluate-cohort takes request (a CohortRequest: runs_dir, selection, evaluation, "
+            "spend_cap_usd, max_runs)"
+        )
+    return CohortRequest.model_validate(loose | {"evaluation": request or EvaluationRequest()})
+
+
+@glossogen_flow(name="evaluate-cohort", flow_run_name=_cohort_run_name)
+async def evaluate_cohort(
+    request: CohortRequest | EvaluationRequest | None = None,
+    runs_dir: str | None = None,
+    selection: dict[str, Any] | None = None,
+    spend_cap_usd: float | None = None,
+    max_runs: int | None = None,
+) -> CohortEvaluation:
+    """Evaluate every run ``request`` selects under its runs directory, runs batched per task.
+
+    ``request`` is the one value every surface builds (:func:`glossogen.launch.check_cohort`,
+    checked once); its ``selection`` is the export's (all runs when None). Each task evaluates
+    a batch of runs (:func:`batches`), each log read once; a run whose report is up to date is
+    skipped from the report alone. With judged metrics the cohort's judge spend is estimated
+    first (observers get ``cohort_estimated``); with ``spend_cap_usd`` a run starts only while
+    spent + in flight + its estimate stays within the cap, and the rest are ``not_measured`` (a
+    run with nothing to score is skipped, never held back). A run that fails or is refused
+    never stops the others. Observers get ``run_evaluated`` after each run.
+
+    Args:
+        request: The cohort (:class:`~glossogen.launch.CohortRequest`; a dict of its fields as
+            a deployment passes it). An older deployment's ``request``, the
+            :class:`EvaluationRequest` alone, is read with the loose parameters (:func:`cohort_of`).
+        runs_dir: Only for a deployment made before the flow took the cohort's request: its
+            runs directory.
+        selection: With ``runs_dir``, the export's selection in its dict form.
+        spend_cap_usd: With ``runs_dir``, the judge spend cap (USD).
+        max_runs: With ``runs_dir``, the ceiling on the runs selected.
 
     Raises:
         RunsDirError, SelectionError, StorageError: the selection cannot be resolved.
         SpendCapError: a cap was given and the judge spend cannot be estimated.
+        ValueError: the request given both ways, or neither (:func:`cohort_of`).
     """
-    request = request or EvaluationRequest()
-    async with _call_gate(request.calls_models):
-        return await _evaluate_cohort(runs_dir, selection, request, spend_cap_usd, max_runs)
+    cohort = cohort_of(request, runs_dir, selection, spend_cap_usd, max_runs)
+    async with _call_gate(cohort.evaluation.calls_models):
+        return await _evaluate_cohort(cohort)
 
 
-async def _evaluate_cohort(
-    runs_dir: str,
-    selection: dict[str, Any] | None,
-    request: EvaluationRequest,
-    spend_cap_usd: float | None,
-    max_runs: int,
-) -> CohortEvaluation:
-    chosen = select_cohort(runs_dir, selection or {"kind": "filters"}, max_runs)
+async def _evaluate_cohort(cohort: CohortRequest) -> CohortEvaluation:
+    request, spend_cap_usd = cohort.evaluation, cohort.spend_cap_usd
+    selection = cohort.selection.model_dump() if cohort.selection is not None else None
+    chosen = select_cohort(cohort.runs_dir, selection or {"kind": "filters"}, cohort.max_runs)
     result = CohortEvaluation(
         selected=len(chosen.runs) + len(chosen.unreadable),
         unreadable=chosen.unreadable,

@@ -254,10 +254,11 @@ def test_a_cohort_is_scored_and_refused_alike_by_the_cli_and_mcp(
     if case == "scored":
         answer = cohort_through(surface, runs, ["--metrics", "round_success"],
                                 {"metrics": ["round_success"]}, capsys)  # fmt: skip
+        where = {"cli": f"under {runs}", "mcp": "in the server's runs directory"}[surface]
         line = (
-            f"evaluated 2 runs under {runs}: 2 scored, 0 skipped (report up to date), "
+            f"evaluated 2 runs {where}: 2 scored, 0 skipped (report up to date), "
             "0 not evaluated · evaluation cost $0.000000"
-        )
+        )  # the CLI's user typed the runs directory; MCP's client gave none: never its path
         assert answer == Answer(False, line, STATUS[surface][0])
         assert [_scored(f) for f in played] == [{"status": "ok", "score": 1.0, "rounds": 2}] * 2
         return
@@ -454,7 +455,7 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
     """The CLI's user typed ``--runs-dir``, and its line names it; a client of the server gave
     no path and cannot act on one: REST and MCP name the server's runs directory, not its path."""
     runs = str(tmp_path / "runs")
-    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    played = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
     out = str(tmp_path / "out")
     cli_line = f"--scenario 'nosuch' has no run under {runs} (scenarios there: veyru)"
     assert _cli(capsys, "analyze", "--runs-dir", runs, "--scenario", "nosuch", "--measure",
@@ -497,17 +498,32 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
         _mcp(gone, "evaluate_runs", metrics=["round_success"])[0],
     ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 5]
     assert not os.path.exists(out)
+    # a cohort scored over MCP: its summary line and a run id that resolves to no run name
+    # the server's runs directory, never its path
+    answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
+                          run_ids=[played.run_id, "veyru/1"])  # fmt: skip
+    assert answer == Answer(
+        False,
+        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
+        "date), 1 not evaluated · evaluation cost $0.000000",
+        "ok",
+    )
+    assert result is not None
+    assert result["not_evaluated_runs"] == {"veyru/1": "no such run in the server's runs directory"}
+    assert runs not in json.dumps(result)
 
 
 TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
 OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection or raise"
+OVER_REST = f"max_runs: {OVER} it on the command line (`glossogen export --max-runs`)"
 EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
     "unknown-table": {
         "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
         "said": {"cli": f"--frames: unknown table 'nope' (tables: {TABLES})",
                  "rest": f"frames: unknown table 'nope' (tables: {TABLES})",
                  "mcp": f"unknown table 'nope' (tables: {TABLES})"},
-        "status": {"cli": 64, "rest": 422},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422},
+        "answered": {"rest-raw": ""},  # /raw writes no table: the tables asked are not its
     },
     "missing-run-id": {
         "cli": ["--run-id", "veyru/1"],
@@ -515,7 +531,8 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "mcp": {"run_ids": ["veyru/1"]},
         "said": dict.fromkeys(("cli", "mcp"), "run ids that no longer resolve: veyru/1")
         | {"rest": "run_ids: run ids that no longer resolve: veyru/1"},
-        "status": {"cli": 66, "rest": 404},
+        "status": {"cli": 66, "rest": 404, "rest-raw": 404},
+        "answered": {"rest-preview": "missing_run_ids: veyru/1"},  # listed, not refused
     },
     "unknown-scenario": {
         "cli": ["--scenario", "nosuch"],
@@ -526,54 +543,80 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
                          "directory (scenarios there: veyru)",
                  "mcp": "scenario 'nosuch' has no run in the server's runs directory "
                         "(scenarios there: veyru)"},
-        "status": {"cli": 65, "rest": 422},
+        "status": {"cli": 65, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "over-max-runs": {
         "cli": ["--max-runs", "1"], "rest": {}, "mcp": {"max_runs": 1},
-        "said": {"cli": f"{OVER} it with --max-runs",
-                 "rest": f"max_runs: {OVER} it on the command line (`glossogen export "
-                         "--max-runs`)",
+        "said": {"cli": f"{OVER} it with --max-runs", "rest": OVER_REST,
                  "mcp": f"{OVER} max_runs"},
-        "status": {"cli": 65, "rest": 413},
+        "status": {"cli": 65, "rest": 413, "rest-raw": 413},
+        "answered": {"rest-preview": OVER_REST},  # the refusal a download would meet, listed
     },
 }  # fmt: skip
 """Each refusal of an export as each surface words it: the CLI's flags and exit code, REST's
-field (or limit) before the line and its status, MCP's tool error; the line the library's,
-save that REST and MCP name the server's runs directory, never its path (the CLI's user typed it)."""
+field (or limit) before the line and its status (``rest`` the ``/csv`` route, ``rest-preview``
+and ``rest-raw`` the others), MCP's tool error; the line the library's, save that REST and MCP
+name the server's runs directory, never its path (the CLI's user typed it). ``answered``: a
+route that answers 200 instead, with what it lists (the preview's ``refusals`` and
+``missing_run_ids``; nothing for a zip)."""
+EXPORT_SURFACES = ["cli", "rest", "rest-preview", "rest-raw", "mcp"]
+ROUTES = {"rest": "csv", "rest-preview": "preview", "rest-raw": "raw"}
+"""The export route each REST surface posts to (the same body each)."""
+
+
+def _rest_answer(got: Any) -> Answer:
+    """A REST export route's answer: its refusal's line, or what a 200 lists as refused."""
+    if got.status_code != 200:
+        detail = got.json()["detail"]
+        named = detail.get("field") or detail["limit"]
+        return Answer(True, f"{named}: {detail['message']}", got.status_code)
+    if not got.headers["content-type"].startswith("application/json"):
+        return Answer(False, "", 200)  # a download
+    preview = got.json()
+    listed = [f"{r.get('field') or r['limit']}: {r['message']}" for r in preview["refusals"]]
+    if preview["missing_run_ids"]:
+        listed.append(f"missing_run_ids: {', '.join(preview['missing_run_ids'])}")
+    return Answer(False, "; ".join(listed), 200)
 
 
 def export_refused_through(
     surface: str, runs: str, out: Path, case: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> Answer:
-    """``glossogen export``, ``POST .../export/csv`` (a server whose ceiling is 1 run when the
-    case asks the CLI for ``--max-runs 1``) or MCP ``export_runs``, asked as ``case`` says."""
+    """``glossogen export``, ``POST .../export/csv`` (``/preview``, ``/raw``; a server whose
+    ceiling is 1 run when the case asks the CLI for ``--max-runs 1``) or MCP ``export_runs``,
+    asked as ``case`` says."""
     if surface == "cli":
         return _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), *case["cli"])
-    if surface == "rest":
+    if surface in ROUTES:
         limits = {"max_runs": 1} if "--max-runs" in case["cli"] else {}
         body = {"selection": {"kind": "filters"}, **case["rest"]}
-        got = TestClient(create_app(runs, **limits)).post("/api/g/local/runs/export/csv", json=body)
-        detail = got.json()["detail"]
-        named = detail.get("field") or detail["limit"]
-        return Answer(True, f"{named}: {detail['message']}", got.status_code)
+        route = f"/api/g/local/runs/export/{ROUTES[surface]}"
+        return _rest_answer(TestClient(create_app(runs, **limits)).post(route, json=body))
     return _mcp(runs, "export_runs", out=str(out), **case["mcp"])[0]
 
 
-@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("surface", EXPORT_SURFACES)
 @pytest.mark.parametrize("case", list(EXPORT_REFUSALS))
 def test_an_export_is_refused_with_the_same_line_through_every_surface(
     surface: str, case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """REST plans the same library request as the CLI and MCP: an unknown table, an id that no
     longer resolves, a scenario no run has and a selection over the run ceiling are one line
-    each (issue 32: REST's own wording of the last two is gone), nothing written."""
+    each (issue 32: REST's own wording of the last two is gone), through each REST route
+    (``/csv``, ``/preview``, ``/raw``) as through the CLI and MCP, nothing written. The
+    preview lists what a download would refuse with (the same line) and the ids that no longer
+    resolve; ``/raw`` takes no tables, so an unknown one is not its refusal."""
     runs = str(tmp_path / "runs")
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_100)
     asked = EXPORT_REFUSALS[case]
     answer = export_refused_through(surface, runs, tmp_path / "out", asked, capsys)
-    status = asked["status"].get(surface, "tool error")
-    assert answer == Answer(True, asked["said"][surface].format(runs=runs), status)
+    if surface in asked.get("answered", {}):
+        expected = Answer(False, asked["answered"][surface], 200)
+    else:
+        said = asked["said"][surface.partition("-")[0]].format(runs=runs)
+        expected = Answer(True, said, asked["status"].get(surface, "tool error"))
+    assert answer == expected
     assert not (tmp_path / "out").exists()
 
 

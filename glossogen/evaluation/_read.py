@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -140,23 +140,33 @@ def _read_some(data: bytes, reads: frozenset[str]) -> EventLogRead:
             continue
         validate = wanted.get(tag)
         line = data[start:end]
-        if validate is not None and b"NaN" not in line and b"Infinity" not in line:
-            try:
-                event = validate(line)
-            except ValidationError:
-                event = None
-            if event is not None:
-                # only a setup event or a boundary can matter to lines left unparsed
-                if unread_since and (event.phase == "setup" or type(event) in _MAY_CLOSE):
-                    _counted(event, unread_since, data)
-                events.append(event)
-                numbers.append(number)
-                continue
+        event = None if validate is None else _validated(validate, line)
+        if event is not None:
+            # only a setup event or a boundary can matter to lines left unparsed
+            if unread_since and (event.phase == "setup" or type(event) in _MAY_CLOSE):
+                _counted(event, unread_since, data)
+            events.append(event)
+            numbers.append(number)
+            continue
         _by_the_reader(result, line, terminated, number)
         if len(events) > len(numbers):  # the reader took it as an event of a type read
             _counted(events[-1], unread_since, data)
             numbers.append(number)
     return result
+
+
+def _validated(validate: Callable[[bytes], Any], line: bytes) -> Any:
+    """The event ``validate`` reads from ``line``, or None: left to the reader's rules.
+
+    A line holding ``NaN`` or ``Infinity`` is left to the reader, as is one its event class
+    refuses.
+    """
+    if b"NaN" in line or b"Infinity" in line:
+        return None
+    try:
+        return validate(line)
+    except ValidationError:
+        return None
 
 
 def _counted(event: Any, unread_since: list[int], data: bytes) -> None:

@@ -2,8 +2,8 @@
 
 :func:`check_cohort` checks a cohort's values once (the cap, the knob conditions, the runs
 directory, the judge's key) and returns the one request value, :class:`CohortRequest`;
-:func:`evaluate_cohort` plays it as the ``evaluate-cohort`` flow (on a temporary local Prefect
-server when no API is configured) and returns the flow's ``CohortEvaluation``;
+:func:`evaluate_cohort` hands it, whole, to the ``evaluate-cohort`` flow (on a temporary local
+Prefect server when no API is configured) and returns the flow's ``CohortEvaluation``;
 :func:`cohort_summary` is its one line. A refusal is an ``EvaluationError`` carrying its exit
 code and, for a request value, its :class:`~glossogen.refusals.Refusal`, which each surface words
 its own way (the CLI its flags, MCP the tool's arguments).
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from glossogen import exit_codes
 from glossogen.evaluation import EvaluationError, EvaluationRequest
-from glossogen.export import Selection, SelectionError
+from glossogen.export import MAX_RUNS, Selection, SelectionError
 from glossogen.refusals import Refusal, refusal_of
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ class CohortRequest(BaseModel):
         selection: The export's selection of runs under it; None for every run.
         evaluation: What to score on each run.
         spend_cap_usd: The cohort's judge spend cap (USD); None for no cap.
+        max_runs: Ceiling on the runs selected (the export's; a selection over it is refused).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,6 +41,7 @@ class CohortRequest(BaseModel):
     selection: Selection | None = None
     evaluation: EvaluationRequest
     spend_cap_usd: float | None = None
+    max_runs: int = MAX_RUNS
 
 
 def check_cohort(
@@ -111,10 +113,8 @@ async def evaluate_cohort(request: CohortRequest) -> CohortEvaluation:
     from flows.evaluate import SpendCapError
     from flows.evaluate import evaluate_cohort as cohort_flow
 
-    selection = request.selection.model_dump() if request.selection is not None else None
     try:
-        return await cohort_flow(request.runs_dir, selection, request.evaluation,
-                                 request.spend_cap_usd)  # fmt: skip
+        return await cohort_flow(request)
     except SpendCapError as exc:
         raise EvaluationError(refusal=exc.refusal, exit_code=exit_codes.REFUSED) from None
     except SelectionError as exc:
@@ -127,12 +127,22 @@ def _usd(value: float | None) -> str:
     return "not costed" if value is None else f"${value:.6f}"
 
 
-def cohort_summary(done: CohortEvaluation, runs_dir: str) -> str:
-    """The cohort's one line: runs counted, scored, skipped, not evaluated, and the spend."""
+def cohort_summary(done: CohortEvaluation, runs_dir: str | None) -> str:
+    """The cohort's one line: runs counted, scored, skipped, not evaluated, and the spend.
+
+    Args:
+        done: What the cohort's flow did.
+        runs_dir: The runs directory as the user typed it (the CLI's ``--runs-dir``: ``under
+            <runs_dir>``), or None for a server's, which its client never gave and is named
+            ``in the server's runs directory``, never by its path.
+    """
+    from glossogen.export import SERVED_RUNS_DIR
+
+    where = f"in {SERVED_RUNS_DIR}" if runs_dir is None else f"under {runs_dir}"
     not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
     counted = len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)
     return (
-        f"evaluated {counted} run{'' if counted == 1 else 's'} under {runs_dir}: "
+        f"evaluated {counted} run{'' if counted == 1 else 's'} {where}: "
         f"{done.count('scored')} scored, {done.count('skipped')} skipped "
         f"(report up to date), {not_evaluated + done.count('failed')} not evaluated"
         f" · evaluation cost {_usd(done.spent_usd)}"

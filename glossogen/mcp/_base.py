@@ -1,5 +1,8 @@
 """What every MCP tool shares: the runs directory, the refusal rule, paging, run folders.
 
+Tools that take the same arguments share one typed value of them, listed flat in each tool's
+schema (:func:`flat_arguments`).
+
 A refusal raises ``ToolError`` with the message ``glossogen`` would print after
 ``glossogen: error:``. Runs are opened through ``RunStore``/``RunFolder`` and read through
 ``RunView`` (never a new parse of the log).
@@ -7,7 +10,12 @@ A refusal raises ``ToolError`` with the message ``glossogen`` would print after
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -46,6 +54,59 @@ def refuse(exc: BaseException, arguments: Mapping[str, str] | None = None) -> To
     """
     text = worded(exc, arguments) or type(exc).__name__
     return ToolError(text.splitlines()[0])
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fields(kind: type[Any]) -> list[inspect.Parameter]:
+    """The fields of the dataclass ``kind`` as a tool's parameters, each typed, with its default."""
+    hints = typing.get_type_hints(kind, include_extras=True)  # Annotated constraints kept
+    return [
+        inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default,
+                          annotation=hints[f.name])
+        for f in dataclasses.fields(kind)
+    ]  # fmt: skip
+
+
+def flat_arguments(**values: type[Any]) -> Callable[[F], F]:
+    """Let a tool take typed values (dataclasses of tool arguments) whose fields it lists flat.
+
+    Each keyword names a parameter of the tool and the dataclass it takes. The tool's
+    signature, which the MCP SDK reads for its schema, lists the dataclass's fields in that
+    parameter's place, each with its type and default, so the schema is the one those fields
+    written out would give; a call's values of them are gathered into the one value the tool
+    gets under the parameter's name. Two tools taking the same arguments share one dataclass.
+    """
+
+    def declare(tool: F) -> F:
+        spread = {name: _fields(kind) for name, kind in values.items()}
+        own = inspect.signature(tool, eval_str=True)
+        flat = own.replace(parameters=[
+            q for p in own.parameters.values() for q in spread.get(p.name, [p])
+        ])  # fmt: skip
+
+        def gathered(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            """The call's arguments bound as the flat signature takes them, the values made."""
+            arguments = flat.bind(*args, **kwargs).arguments  # a bad call: Python's TypeError
+            for name, kind in values.items():
+                given = {p.name: arguments.pop(p.name) for p in spread[name] if p.name in arguments}
+                arguments[name] = kind(**given)
+            return arguments
+
+        @functools.wraps(tool)
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            return await tool(**gathered(args, kwargs))
+
+        @functools.wraps(tool)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            return tool(**gathered(args, kwargs))
+
+        flattened: Any = awaited if inspect.iscoroutinefunction(tool) else called
+        flattened.__signature__ = flat  # what inspect.signature gives, and the SDK reads
+        return cast(F, flattened)
+
+    return declare
 
 
 def scenario_class(name: str) -> type[Scenario]:

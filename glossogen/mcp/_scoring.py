@@ -10,12 +10,17 @@ API is configured).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from typing import TYPE_CHECKING
+
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictFloat, StrictInt
 
 from glossogen.export import RunIds
 from glossogen.mcp._base import (
     ToolBase,
+    flat_arguments,
     refuse,
 )
 from glossogen.mcp._results import (
@@ -25,6 +30,9 @@ from glossogen.mcp._results import (
     Exported,
 )
 from glossogen.storage import StorageError
+
+if TYPE_CHECKING:
+    from glossogen.evaluation import EvaluationRequest
 
 JUDGE_ARGUMENTS = {"model": "judge_model", "provider": "judge_provider"}
 """``evaluate_run``'s argument for each judge field a refusal names."""
@@ -50,22 +58,48 @@ def served_refusal(exc: BaseException, runs_dir: str) -> ToolError:
     return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
 
 
+@dataclasses.dataclass(frozen=True)
+class JudgeArguments:
+    """What ``evaluate_run`` and ``evaluate_runs`` both take: the metrics and their judge.
+
+    The arguments of ``glossogen evaluate`` (``--metrics``, ``--model``, ``--provider``,
+    ``--judge-settings`` as ``key=value`` items, ``--judge-replicas``, ``--probe-replicas``,
+    ``--allow-incomplete``, ``--plot``, ``--judge-cache``), each under the tool argument's
+    name. A tool takes them flat among its own arguments
+    (:func:`~glossogen.mcp._base.flat_arguments`); :meth:`request` is the one request value
+    they make.
+    """
+
+    metrics: list[str] | None = None
+    judge_model: str | None = None
+    judge_provider: str | None = None
+    judge_settings: list[str] | None = None
+    judge_replicas: StrictInt = 1
+    probe_replicas: StrictInt = 1
+    allow_incomplete: bool = False
+    plot: bool = False
+    judge_cache: str | None = None
+
+    def request(self) -> EvaluationRequest:
+        """The checked request (every metric when none is named).
+
+        Raises:
+            EvaluationError: as :func:`glossogen.evaluation.check_request` refuses it.
+        """
+        from glossogen.evaluation import check_request
+
+        return check_request(
+            self.metrics or "all", self.judge_model, self.judge_provider,
+            list(self.judge_settings or []), self.judge_replicas, self.probe_replicas,
+            self.allow_incomplete, self.plot, self.judge_cache,
+        )  # fmt: skip
+
+
 class Scoring(ToolBase):
     """Evaluating and exporting runs."""
 
-    async def evaluate_run(
-        self,
-        run_id: str,
-        metrics: list[str] | None = None,
-        judge_model: str | None = None,
-        judge_provider: str | None = None,
-        judge_settings: list[str] | None = None,
-        judge_replicas: StrictInt = 1,
-        probe_replicas: StrictInt = 1,
-        allow_incomplete: bool = False,
-        plot: bool = False,
-        judge_cache: str | None = None,
-    ) -> Evaluated:
+    @flat_arguments(judge=JudgeArguments)
+    async def evaluate_run(self, run_id: str, judge: JudgeArguments) -> Evaluated:
         """Score a finished run into its report and return the entries of the metrics asked.
 
         Takes what ``glossogen evaluate --run-dir`` takes: ``judge_settings`` as ``key=value``
@@ -73,15 +107,12 @@ class Scoring(ToolBase):
         ``allow_incomplete``: score a run that has not ended (still playing, or killed) on
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
-        from glossogen.evaluation import EvaluationError, check_request, plan_request, refusal
+        from glossogen.evaluation import EvaluationError, plan_request, refusal
         from glossogen.launch import evaluate_planned
 
         folder = self._folder(run_id)
         try:
-            request = check_request(
-                metrics or "all", judge_model, judge_provider, list(judge_settings or []),
-                judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
-            )  # fmt: skip
+            request = judge.request()
             plan = plan_request(folder.url, folder.scenario, request)
             done = await evaluate_planned(plan, request)
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
@@ -98,17 +129,10 @@ class Scoring(ToolBase):
             evaluation_cost_usd=report.evaluation_cost.total_usd,
         )
 
+    @flat_arguments(judge=JudgeArguments)
     async def evaluate_runs(
         self,
-        metrics: list[str] | None = None,
-        judge_model: str | None = None,
-        judge_provider: str | None = None,
-        judge_settings: list[str] | None = None,
-        judge_replicas: StrictInt = 1,
-        probe_replicas: StrictInt = 1,
-        allow_incomplete: bool = False,
-        plot: bool = False,
-        judge_cache: str | None = None,
+        judge: JudgeArguments,
         scenario: list[str] | None = None,
         labels: list[str] | None = None,
         status: str | None = None,
@@ -126,25 +150,24 @@ class Scoring(ToolBase):
         ``evaluate-cohort`` flow), as the command's. A run up to date is skipped; one run's
         failure never stops the others.
         """
-        from glossogen.evaluation import EvaluationError, check_request
-        from glossogen.export import SelectionError, selection_of
+        from glossogen.evaluation import EvaluationError
+        from glossogen.export import SERVED_RUNS_DIR, SelectionError, selection_of
+        from glossogen.export._select import without_runs_dir
         from glossogen.launch import check_cohort, cohort_summary, evaluate_cohort
 
         try:
-            request = check_request(
-                metrics or "all", judge_model, judge_provider, list(judge_settings or []),
-                judge_replicas, probe_replicas, allow_incomplete, plot, judge_cache,
-            )  # fmt: skip
+            request = judge.request()
             selection = selection_of(run_ids, scenario, labels, run_id_contains, status,
                                      contains_agent_id, knob)  # fmt: skip
             cohort = check_cohort(self.runs_dir, selection, request, spend_cap_usd)
             done = await evaluate_cohort(cohort)
         except (EvaluationError, SelectionError) as exc:  # never the server's runs dir's path
             raise served_refusal(exc, self.runs_dir) from None
-        not_evaluated = dict(done.unreadable)
-        not_evaluated |= {i: f"no such run under {self.runs_dir}" for i in done.missing_run_ids}
+        served = functools.partial(without_runs_dir, runs_dir=self.runs_dir)
+        not_evaluated = {run_id: served(why) for run_id, why in done.unreadable.items()}
+        not_evaluated |= dict.fromkeys(done.missing_run_ids, f"no such run in {SERVED_RUNS_DIR}")
         return CohortEvaluated(
-            message=cohort_summary(done, self.runs_dir),
+            message=cohort_summary(done, None),  # never the server's runs directory's path
             scored=done.count("scored"),
             skipped=done.count("skipped"),
             not_evaluated=len(not_evaluated) + done.count("refused") + done.count("failed"),
@@ -152,7 +175,7 @@ class Scoring(ToolBase):
                 CohortRunEvaluated(
                     run_id=o.run_id,
                     state=o.state,
-                    error=o.said(JUDGE_ARGUMENTS) if o.error else None,
+                    error=served(o.said(JUDGE_ARGUMENTS)) if o.error else None,
                     scored=o.scored,
                     failed=o.failed,
                     reused=o.reused,

@@ -292,17 +292,27 @@ class Sequencer:
         at = self.logged()
         if self._past_cut(at):
             return self._may_step_stopped(seat, cancelling, at)
-        if cancelling and (seat is None or not self._ordered):
-            return True
         if not self._ordered:
             return True  # every seat on this machine: the game clock ordered them, as it does now
-        next_owner = self._owners[at] if at < len(self._owners) else None
         if seat is None:  # the round's own task (and what it starts): not ahead of a seat's
-            if at in self._timed:  # a limit the real clock passed: the seats had done theirs
-                return False
-            if self._unreturned(at):  # a tool the phase's end found returned is still running
-                return False
-            return next_owner in (JUDGE, None) or at in self._closing
+            return cancelling or self._round_may_step(at)
+        return self._seat_may_step(seat, cancelling, at)
+
+    def _owner_at(self, at: int) -> str | None:
+        """Who logged the recorded event ``at`` (a seat, the judge), or None past the record."""
+        return self._owners[at] if at < len(self._owners) else None
+
+    def _round_may_step(self, at: int) -> bool:
+        """Whether the round's own task, not cancelling, may step now (the record is ordered)."""
+        if at in self._timed:  # a limit the real clock passed: the seats had done theirs
+            return False
+        if self._unreturned(at):  # a tool the phase's end found returned is still running
+            return False
+        return self._owner_at(at) in (JUDGE, None) or at in self._closing
+
+    def _seat_may_step(self, seat: str, cancelling: bool, at: int) -> bool:
+        """Whether ``seat``'s task may step now (the record is ordered)."""
+        next_owner = self._owner_at(at)
         if cancelling:  # a seat cut off: not ahead of another seat's closing events
             if next_owner == seat and self._answer_first(seat, at):
                 self._deferred = True  # its answer is taken up first; asked again then
@@ -529,11 +539,7 @@ class Sequencer:
             else:  # cancelled, and still every task waits: leave the round where it hangs
                 self.stalled = self.stalled or self._stall_line(now)
                 return
-        try:
-            await task
-        except asyncio.CancelledError:
-            if not cancelled:
-                raise
+        await _awaited(task, cancelled)
 
     def _next_granted(self, at: int) -> _Gated:
         """Who takes a step when every task waits.
@@ -738,6 +744,15 @@ class _Gated(Coroutine[Any, Any, Any]):
         if isinstance(exc, asyncio.CancelledError):
             self.cancelled = True
         return self._inner.throw(exc)
+
+
+async def _awaited(task: asyncio.Future[Any], cancelled: bool) -> None:
+    """Await the round's task; its cancellation is its end when the watch cancelled it."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not cancelled:
+            raise
 
 
 __all__ = [

@@ -67,17 +67,20 @@ def test_the_run_and_cohort_flows_store_the_parameters_prefect_would_without_imp
     from flows.evaluate import evaluate_cohort
     from flows.simulate import simulate
     from glossogen.evaluation import check_request
-    from glossogen.launch import RunRequest, plan_run
+    from glossogen.export import FilterSelection
+    from glossogen.launch import CohortRequest, RunRequest, plan_run
 
     request = RunRequest(scenario="veyru", model="scripted", provider="scripted",
                          config="knobs_default", overrides=["round_count=2"], runs_dir="runs")  # fmt: skip
     run = {"config": plan_run(request), "runs_dir": "runs", "run_dir": ""}
     cohort = {
-        "runs_dir": "runs",
-        "selection": {"kind": "filters", "scenario": ["veyru"], "n": [1, 2.5, None, True]},
-        "request": check_request(["round_success"]),
-        "spend_cap_usd": None,
-        "max_runs": 5000,
+        "request": CohortRequest(
+            runs_dir="runs",
+            selection=FilterSelection(scenario=["veyru"], knob=["n=2.5"]),
+            evaluation=check_request(["round_success"]),
+        ),
+        "max_runs": None,
+        "plain": {"kind": "filters", "scenario": ["veyru"], "n": [1, 2.5, None, True]},
         "odd": (1, 2),  # not plain JSON: Prefect's own serialisation (a list)
     }
     for flow, parameters in ((simulate, run), (evaluate_cohort, cohort)):
