@@ -41,8 +41,8 @@ class Answer:
 
 @pytest.fixture(scope="module")
 def played_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One scripted 2-round veyru run played for the module: the source the launch- and
-    knobs-refusal tests each copy into their own runs folder (:func:`with_played_source`),
+    """One scripted 2-round veyru run played for the module: the source the launch-, knobs- and
+    evaluation-refusal tests each copy into their own runs folder (:func:`with_played_source`),
     instead of playing one each."""
     return Path(play_run(str(tmp_path_factory.mktemp("played-source")), "veyru", rounds=2).url)
 
@@ -172,19 +172,21 @@ def test_an_evaluation_without_its_judge_is_one_refusal_each_surface_words_its_w
     flags: list[str],
     arguments: dict[str, Any],
     line: str,
+    played_source: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    runs = str(tmp_path / "runs")
-    folder = play_run(runs, "veyru", rounds=1)
+    runs = tmp_path / "runs"
+    with_played_source(runs, played_source)
+    run_dir, run_id = runs / "veyru" / played_source.name, f"veyru/{played_source.name}"
     if surface == "cli":
-        answer = _cli(capsys, "evaluate", "veyru", "--run-dir", folder.url, *flags)
+        answer = _cli(capsys, "evaluate", "veyru", "--run-dir", str(run_dir), *flags)
         expected = Answer(True, line.format(**NAMES["cli"]), 64)
     else:
-        answer = _mcp(runs, "evaluate_run", run_id=folder.run_id, **arguments)[0]
+        answer = _mcp(str(runs), "evaluate_run", run_id=run_id, **arguments)[0]
         expected = Answer(True, line.format(**NAMES["mcp"]), "tool error")
     assert answer == expected
-    assert not (Path(folder.url) / "veyru_report.json").exists()
+    assert not (run_dir / "veyru_report.json").exists()
 
 
 def _scored(folder: RunFolder) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.export.test_cli import _export as export  # glossogen export in this process
-from tests.mcp.conftest import call, refusal, stdio_session
+from tests.mcp.conftest import call, in_process_session, refusal
 
 API = "/api/g/local/runs/analysis"
 
@@ -40,7 +40,7 @@ def labelled(cohort: Cohort, tmp_path_factory: pytest.TempPathFactory) -> Cohort
 
 def mcp(runs: str, cwd: Path, **arguments: Any) -> Any:
     async def flow() -> Any:
-        async with stdio_session(Path(runs), cwd) as session:
+        async with in_process_session(Path(runs), cwd) as session:
             return await call(session, "analyze_runs", **arguments)
 
     return asyncio.run(flow())
@@ -182,7 +182,7 @@ def test_an_empty_value_is_refused_on_every_surface_and_by_export(
         422, {"field": "label", "message": "label '': empty value"})  # fmt: skip
 
     async def refused() -> list[str]:
-        async with stdio_session(Path(runs), tmp_path) as session:
+        async with in_process_session(Path(runs), tmp_path) as session:
             return [await refusal(session, "analyze_runs", measures=["task_done"],
                                   filters=["scenario_name="]),
                     await refusal(session, "analyze_runs", measures=["task_done"],

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.export.test_cli import _export as export  # glossogen export in this process
-from tests.mcp.conftest import call, stdio_session
+from tests.mcp.conftest import call, in_process_session
 
 API = "/api/g/local/runs/analysis"
 
@@ -276,7 +276,7 @@ def test_a_formula_label_is_itself_in_json_rest_mcp_and_filters_and_guarded_in_c
         "'+1", "\"'=HYPERLINK(\"\"http://x\"\")\"", "(blank)"]  # fmt: skip
 
     async def ask() -> dict[str, Any]:
-        async with stdio_session(Path(labelled.runs_dir), tmp_path) as session:
+        async with in_process_session(Path(labelled.runs_dir), tmp_path) as session:
             return await call(session, "analyze_runs", by=["label.note"],
                               measures=["task_done:count"])  # fmt: skip
 

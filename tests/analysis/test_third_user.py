@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
-from tests.mcp.conftest import call, refusal, stdio_session
+from tests.mcp.conftest import call, in_process_session, refusal
 
 API = "/api/g/local/runs/analysis"
 
@@ -59,7 +59,7 @@ def mcp(runs: Path, cwd: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
 
     async def flow() -> list[Any]:
         out: list[Any] = []
-        async with stdio_session(runs, cwd) as session:
+        async with in_process_session(runs, cwd) as session:
             for kind, arguments in calls:
                 if kind == "refused":
                     out.append(await refusal(session, "analyze_runs", **arguments))
