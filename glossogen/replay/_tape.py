@@ -201,8 +201,9 @@ async def play_tape(
         logged = partial(_logged, before, session.writer)
         returned = partial(_has_returned, session.engine.runners)
         silent = partial(_steps_quietly, session.engine.runners)
+        asking = partial(_asking, session.engine.runners)
         sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned,
-                              silent)  # fmt: skip
+                              silent, asking)  # fmt: skip
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
         pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
@@ -282,6 +283,12 @@ def _steps_quietly(runners: dict[str, AgentRunner], seat: str) -> bool:
     """
     runner = runners.get(seat)
     return runner is not None and (runner.answered or runner.woken)
+
+
+def _asking(runners: dict[str, AgentRunner], seat: str) -> bool:
+    """Whether ``seat`` (unbilled) has built its next request and not yet handed it over."""
+    runner = runners.get(seat)
+    return runner is not None and runner.asking
 
 
 def _logged(before: int, writer: EventLogWriter) -> int:
