@@ -97,6 +97,10 @@ class AgentRunner:
     parked: bool = False
     """True while the agent waits for news (:meth:`wait_for_news`), until its first step after
     the wake, which takes up what came."""
+    asking: bool = False
+    """True for an unbilled seat from the moment its next request is built (the results of its
+    tools logged) until that request is handed to its model: what it does in between (pydantic-
+    ai prepares the request) logs nothing and waits on nothing."""
     sent_sha256: str | None = None
     """An unbilled seat's last request fingerprint, logged with its answer (billed requests
     log theirs on ``model_request_sent``)."""

@@ -271,6 +271,7 @@ class CycleDriver:
                 for answer, request_id in asked.claim_in(messages):  # cut off before handled
                     self._log_response(runner, answer, request_id)
                 runner.history = self._close(runner, messages, unanswered)
+                runner.asking = False
 
     def _close(
         self, runner: AgentRunner, history: list[ModelMessage], unanswered: str
@@ -356,6 +357,7 @@ class CycleDriver:
             runner.turns += 1
             runner.made += 1
             runner.phase_turns += 1
+            runner.asking = runner.provider in UNBILLED
         elif Agent.is_call_tools_node(node):
             response = node.model_response
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]

@@ -197,6 +197,7 @@ class Seating:
         ) -> ModelResponse:
             if provider in UNBILLED:  # on this process's clock, not billed
                 if (runner := self.runners.get(agent_id)) is not None:  # logged with its answer
+                    runner.asking = False
                     runner.sent_sha256 = request_fingerprint(
                         request_context.messages, request_context.model_request_parameters
                     )

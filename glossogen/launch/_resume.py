@@ -13,6 +13,7 @@ in ``run_resumed``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,6 +26,7 @@ from glossogen.derive import (
     recorded_limits,
     run_folder,
 )
+from glossogen.eventlog import RunResumed
 from glossogen.knobs import ConfigError, load_config, parse_overrides, resolve_knobs
 from glossogen.launch._plan import (
     LaunchError,
@@ -74,8 +76,12 @@ class ResumeRequest(BaseModel):
     judge_cache: str | None = None
 
 
-def recorded_config(point: ResumePoint) -> RunConfig:
+def recorded_config(point: ResumePoint, undone: Sequence[RunResumed] = ()) -> RunConfig:
     """Return the config the run at ``point`` recorded, as in force now.
+
+    ``undone``: resumes of the run (its ``run_resumed`` events, in log order) whose knob and
+    limit changes are taken back, the last first: the config the run played under before them
+    (what a replay launches its first process with).
 
     Raises:
         DeriveError: ``config.json`` is a folder, not JSON or not an object (66).
@@ -85,13 +91,16 @@ def recorded_config(point: ResumePoint) -> RunConfig:
 
     folder, started = point.folder, point.started
     knobs_dict = knobs_at(folder, started, point.events)
+    for resumed in reversed(undone):
+        knobs_dict |= {knob: change["recorded"] for knob, change in resumed.config_changes.items()}
+    taken_back = {resumed.event_id for resumed in undone}
+    limits = recorded_limits([e for e in point.events if e.event_id not in taken_back])
     in_folder = folder.exists(CONFIG)
     cls = _scenario_class(started.scenario_name)
     try:
         knobs = resolve_knobs(cls.knobs_model, knobs_dict, {})
     except ConfigError as exc:
         raise LaunchError(f"{folder.config_url}: {exc}", exc.exit_code) from None
-    limits = recorded_limits(point.events)
     return _with_seats(
         started.scenario_name,
         limits["model"],

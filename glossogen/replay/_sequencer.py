@@ -231,7 +231,8 @@ class Sequencer:
     whether the process played on the real clock; ``returned``: whether a seat's tool call has
     returned in the replay (``agent_id``, ``tool_call_id``); ``quiet``: whether a seat's next
     step logs nothing (``agent_id``): it has given its final answer and not yet taken up its
-    next prompt, or a wake reached it as it waited for news (:meth:`may_step`).
+    next prompt, or a wake reached it as it waited for news (:meth:`may_step`); ``asking``:
+    whether an unbilled seat has built its next request and not yet handed it to its model.
     """
 
     def __init__(
@@ -243,8 +244,10 @@ class Sequencer:
         real: bool = False,
         returned: Callable[[str, str], bool] | None = None,
         quiet: Callable[[str], bool] | None = None,
+        asking: Callable[[str], bool] | None = None,
     ) -> None:
         known = frozenset(seats)
+        self._asking = asking  # an unbilled seat preparing the request it built: logs nothing
         self._returned = returned
         """Whether a seat's tool call (``agent_id``, ``tool_call_id``) has returned in the
         replay (its result kept for the history): see :meth:`_closed_by_the_end`."""
@@ -322,6 +325,8 @@ class Sequencer:
             return False  # the phase's end closes it: the seat goes on only cut off
         if seat in self._unreturned(at):
             return True  # its tool returns before the phase's end cuts it off, as recorded
+        if self._asking is not None and self._asking(seat):
+            return True  # it prepares the request it built, unbroken, as it did
         if self._quiet is not None and self._quiet(seat) and self._end_run(at) is None:
             return True  # it goes idle or takes up its news where it did: a step logging none
         return next_owner in (seat, JUDGE)

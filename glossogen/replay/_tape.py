@@ -10,8 +10,11 @@ by the ``replay`` provider, the seats' steps ordered by the
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.models import Model
@@ -56,10 +59,16 @@ class _Process:
     cut: int | None = None
     clock: str | None = None
     """The clock it played on, as its start logged it (``real``, ``virtual``, or None)."""
+    resumed: RunResumed | None = None
+    """The ``run_resumed`` that began it (None: the run's launch)."""
 
 
 def read_source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
-    """The recorded run's folder, ``simulation_started``, view and recorded config.
+    """The recorded run's folder, ``simulation_started``, view and the config it launched with.
+
+    That is the config in force now (``config.json``) with the changes its own resumes logged
+    (``run_resumed``'s ``config_changes`` and ``limit_changes``) taken back: its first process
+    played under it; each resume's changes are asked again as its process is replayed.
 
     Raises:
         DeriveError: (65) a log that lost an event (a torn last line, its ending's too) or
@@ -76,8 +85,40 @@ def read_source(run_dir: str) -> tuple[Any, Any, RunView, Any]:
     assert started is not None  # read_run_view refuses a log that starts no run
     if recorded.ended is None or recorded.status in ("running", "stopped"):
         raise DeriveError(f"run {started.run_id} has not ended: only an ended run is replayed")
-    config = recorded_config(ResumePoint(source, read_state(events), started, events))
+    point = ResumePoint(source, read_state(events), started, events)
+    config = recorded_config(point, _own_resumes(recorded))
     return source, started, recorded, config
+
+
+def _own_resumes(recorded: RunView) -> list[RunResumed]:
+    """The run's own resumes, in log order (not a derived run's copied source's)."""
+    inherited = recorded.inherited
+    return [e for e in recorded.events if isinstance(e, RunResumed) and e.event_id not in inherited]
+
+
+def _resumed_as_recorded(resumed: RunResumed | None, run_dir: str, config: Any) -> Any:
+    """Plan the replay's resume at ``run_dir`` asking again for the changes ``resumed`` logged.
+
+    Its knobs: those in force (``config``, as the replay's ``config.json`` holds them) with
+    each knob the record's resume changed set as it set it, handed over as a config file; its
+    limits and default model as the record's resume set them. Returns ``plan_resume``'s
+    config and resume point.
+    """
+    from glossogen.launch import ResumeRequest, plan_resume
+
+    if resumed is None or not (resumed.config_changes or resumed.limit_changes):
+        return plan_resume(ResumeRequest(run_dir=run_dir))
+    limits = {key: change["now"] for key, change in resumed.limit_changes.items()}
+    asked: dict[str, Any] = {key: value for key, value in limits.items() if value is not None}
+    with tempfile.TemporaryDirectory(prefix="glossogen-replay-") as scratch:
+        if resumed.config_changes:
+            knobs = config.recorded_knobs | {
+                knob: change["now"] for knob, change in resumed.config_changes.items()
+            }
+            path = Path(scratch) / "config.json"
+            path.write_text(json.dumps(knobs), encoding="utf-8")
+            asked["config"] = str(path)
+        return plan_resume(ResumeRequest(run_dir=run_dir, allow_config_change=True, **asked))
 
 
 async def play_tape(
@@ -91,11 +132,9 @@ async def play_tape(
     why the replay stalled (then sealed ``interrupted`` where it stalled), or None.
     """
     from glossogen.launch import (
-        ResumeRequest,
         check_runs_dir,
         claim_run,
         open_session,
-        plan_resume,
         price_spend,
     )
 
@@ -140,7 +179,7 @@ async def play_tape(
     for number, process in enumerate(segments):
         point = None
         if number or derived:  # a derived run's every process resumes its written prefix
-            config, point = plan_resume(ResumeRequest(run_dir=folder.url))
+            config, point = _resumed_as_recorded(process.resumed, folder.url, config)
         before = len(point.events) if point is not None else 0
         real = process.clock == "real"  # its time is read from the record, place by place
         session = open_session(
@@ -162,14 +201,20 @@ async def play_tape(
         logged = partial(_logged, before, session.writer)
         returned = partial(_has_returned, session.engine.runners)
         silent = partial(_steps_quietly, session.engine.runners)
+        asking = partial(_asking, session.engine.runners)
         sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned,
-                              silent)  # fmt: skip
+                              silent, asking)  # fmt: skip
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
         pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
+        if point is not None and session.postmortem_only:
+            # stopped in its postmortem: its verdict stands, only the postmortem is played
+            await sequencer.play(session.finish_round(session.first_round))
         for round_number in range(first, process.last_round + 1):
+            if sequencer.stalled:
+                break
             await sequencer.play(session.play_round(round_number))
-            if session.ended_early() or sequencer.stalled:
+            if session.ended_early():
                 break
         if process.cut is not None and not sequencer.stalled:
             # stopped mid-round: play it up to where the stop came, then cancel it as the stop did
@@ -218,7 +263,8 @@ def _through(segments: list[_Process], through: int) -> list[_Process]:
     kept: list[_Process] = []
     for process in segments:
         if process.last_round >= through:
-            kept.append(_Process(through, "interrupted", "replayed through the fork point"))
+            error = "replayed through the fork point"
+            kept.append(_Process(through, "interrupted", error, resumed=process.resumed))
             break
         kept.append(process)
     return kept
@@ -237,6 +283,12 @@ def _steps_quietly(runners: dict[str, AgentRunner], seat: str) -> bool:
     """
     runner = runners.get(seat)
     return runner is not None and (runner.answered or runner.woken)
+
+
+def _asking(runners: dict[str, AgentRunner], seat: str) -> bool:
+    """Whether ``seat`` (unbilled) has built its next request and not yet handed it over."""
+    runner = runners.get(seat)
+    return runner is not None and runner.asking
 
 
 def _logged(before: int, writer: EventLogWriter) -> int:
@@ -270,9 +322,11 @@ def _segments(events: list[Event]) -> list[_Process]:
     played = 0
     begun = completed = 0
     clock: str | None = None
+    resumed: RunResumed | None = None
     for index, event in enumerate(events):
         if isinstance(event, SimulationStarted | RunResumed):
             clock = event.clock  # the process that ends next played on it
+            resumed = event if isinstance(event, RunResumed) else None
         if isinstance(event, RoundStarted):
             begun = event.round_number
         elif isinstance(event, RoundCompleted):
@@ -289,5 +343,5 @@ def _segments(events: list[Event]) -> list[_Process]:
                     while cut and _left_by_stop(events[cut - 1]):
                         cut -= 1
             last = max(played, event.round_number) if cut is None else completed
-            segments.append(_Process(last, event.status, event.error, cut, clock))
+            segments.append(_Process(last, event.status, event.error, cut, clock, resumed))
     return segments
