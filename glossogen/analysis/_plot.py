@@ -5,7 +5,8 @@ value of the second key side by side), ``line`` (the first key along x, one line
 the second), ``scatter`` (one point per group at the first key's value, on a number axis when
 every label of the first key is a number, else one place per label; one colour per value of
 the second key) or ``heatmap`` (first key by second key, the value as colour and printed in
-the cell). Bars, lines and points carry the cell's 95% interval as error bars where it has
+the cell). With two keys, a legend titled by the second key names its values, even when it
+has one. Bars, lines and points carry the cell's 95% interval as error bars where it has
 one. A blank group is drawn at its :data:`~glossogen.analysis.BLANK` label; a group with no
 value draws nothing (a heatmap leaves its cell empty), never a zero; a chart with nothing to
 draw says why in its frame (:func:`nothing_drawn`: ``no run matched the selection``). The
@@ -224,8 +225,8 @@ def write_plot(result: Result, path: str, chart: str) -> None:
             if not numbers:
                 ax.set_xticks(range(len(xs)), xs)
             ax.set_ylabel(measure)
-            if len(series) > 1:
-                ax.legend(title=result.query.by[1])
+            if len(result.query.by) > 1 and nothing_drawn(result) is None:
+                ax.legend(title=result.query.by[1])  # one value of the second key too
         else:
             width = 0.8 / max(len(series), 1)
             for i, (name, cells) in enumerate(series.items()):
@@ -241,8 +242,8 @@ def write_plot(result: Result, path: str, chart: str) -> None:
                     ax.errorbar(at, ys, yerr=[low, high], label=label, marker="o", capsize=3)
             ax.set_xticks(range(len(xs)), xs)
             ax.set_ylabel(measure)
-            if len(series) > 1:
-                ax.legend(title=result.query.by[1])
+            if len(result.query.by) > 1 and nothing_drawn(result) is None:
+                ax.legend(title=result.query.by[1])  # one value of the second key too
         ax.set_xlabel(result.query.by[0] if result.query.by else "")
         empty = nothing_drawn(result)
         if empty is not None:  # a frame with no mark says why, not a bare scale of 0 to 1

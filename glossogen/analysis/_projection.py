@@ -68,6 +68,7 @@ from glossogen.export._frames import (
     with_context,
 )
 from glossogen.export._runlog import RUNNING, STOPPED, AgentFacts, LogFacts
+from glossogen.storage import resolved
 from glossogen.storage._fs import _umask
 
 CACHE_FOLDER = ".glossogen"
@@ -111,22 +112,38 @@ def stamp(run_dir: str, scenario: str) -> str:
     mtime and *ctime* (ns): the system sets ctime on every write, rename or ``utime`` call and
     no call sets it back, so a log edited in place, even at its size with its mtime put back,
     or replaced by another file, has another stamp without being read.
+
+    The folder is listed once and only the files it holds are opened (a warm query stamps
+    every run: three of the five small files are absent from most runs).
     """
-    parts = []
     try:
-        st = os.stat(f"{run_dir}/{scenario}.jsonl")
+        held = set(os.listdir(run_dir))
     except (FileNotFoundError, NotADirectoryError):
-        parts.append("-")
-    else:
-        parts.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
-    for name in ("/config.json", "/labels.json", "/lineage.json",
-                 f"/{scenario}_report.json", f"/{scenario}_report.glossogen-0.5.json"):  # fmt: skip
-        try:
-            with open(run_dir + name, "rb") as file:
-                parts.append(hashlib.file_digest(file, "sha256").hexdigest())
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            parts.append("-")
+        held = set()
+    log = f"{scenario}.jsonl"
+    parts = [_log_stamp(f"{run_dir}/{log}") if log in held else "-"]
+    for name in ("config.json", "labels.json", "lineage.json",
+                 f"{scenario}_report.json", f"{scenario}_report.glossogen-0.5.json"):  # fmt: skip
+        parts.append(_digest(f"{run_dir}/{name}") if name in held else "-")
     return ";".join(parts)
+
+
+def _log_stamp(path: str) -> str:
+    """A log's inode, size, mtime and ctime (ns); ``-`` when it is gone (a dangling link)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "-"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _digest(path: str) -> str:
+    """A small file's SHA-256; ``-`` when it is gone or a folder."""
+    try:
+        with open(path, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return "-"
 
 
 def _kind(value: Any) -> int:
@@ -186,10 +203,15 @@ class _Light(RunRecord):
     cached JSON when first asked for.
     """
 
-    def __init__(self, run_id: str, facts_json: str) -> None:  # noqa: D107
+    def __init__(self, run_id: str, facts_json: str, place: str) -> None:  # noqa: D107
         self.run_id, self.report = run_id, None
         self.scenario = run_id.partition("/")[0]
         self._json = facts_json
+        self._place = place
+
+    def place(self) -> str:
+        """The folder's one spelling, found when the run was stamped (no JSON decoded)."""
+        return self._place
 
     def __getattr__(self, name: str) -> Any:
         if name not in ("run_url", "log_url", "config", "labels", "lineage", "facts"):
@@ -302,6 +324,10 @@ class Projection:
     """Cached runs whose stamp no longer matches."""
     touched: set[str] = field(default_factory=set)
     merged: dict[str, pl.DataFrame] = field(default_factory=dict)
+    real_root: str | None = None
+    """The runs dir's real path (links resolved), found at the first run's place."""
+    linked: dict[str, bool] = field(default_factory=dict)
+    """Per scenario, whether its folder is a link."""
 
     @classmethod
     def open(cls, runs_dir: str) -> Projection:
@@ -341,7 +367,7 @@ class Projection:
         entry = self.entries.get(run_id)
         if (entry is not None and entry[0] == stamped and not stamped.startswith("-")
                 and _DAMAGE_FACTS in entry[1]):  # fmt: skip
-            return _Light(run_id, entry[1])
+            return _Light(run_id, entry[1], self._place(run_id))
         if entry is not None:
             self.stale.add(run_id)
         record = load_run(store, run_id)
@@ -355,7 +381,24 @@ class Projection:
             if len(pending) >= _FLUSH_ROWS:
                 self.fresh.setdefault(table, []).append(_frame(pending))
                 self.pending[table] = []
-        return _Light(run_id, tables["run"][0][_RECORD])
+        return _Light(run_id, tables["run"][0][_RECORD], self._place(run_id))
+
+    def _place(self, run_id: str) -> str:
+        """``run_id``'s folder's real path, as :func:`~glossogen.storage.resolved` spells it.
+
+        The runs dir's real path joined with the run id when neither the scenario's folder
+        nor the run's is a link (one ``lstat`` a run, the scenario's once); else resolved.
+        """
+        scenario = run_id.partition("/")[0]
+        if self.real_root is None:
+            self.real_root = os.path.realpath(self.runs_dir)
+        linked = self.linked.get(scenario)
+        if linked is None:
+            linked = self.linked[scenario] = os.path.islink(os.path.join(self.runs_dir, scenario))
+        run_dir = os.path.join(self.runs_dir, run_id)
+        if linked or os.path.islink(run_dir):
+            return resolved(run_dir)
+        return os.path.join(self.real_root, run_id)
 
     def scored(self, records: Iterable[RunRecord]) -> set[str]:
         """The runs of ``records`` whose run row says they have a report (``has_evaluation``)."""

@@ -22,6 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -70,6 +71,28 @@ MAX_KEYS = 2
 MAX_SEED = 2**64 - 1
 """The largest bootstrap seed: one unsigned 64-bit word, as numpy's generators seed from."""
 
+MAX_COUNT = 2**53 - 1
+"""The largest ``limit`` and ``max_runs`` (9007199254740991): the largest whole number every
+JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``, the page's). Every answer
+echoes its query, so a larger one would be read back as another number; no cohort comes near
+it (the bench's is 10,000 runs)."""
+
+
+def _count_in_range(value: int, field: str) -> int:
+    """Refuse a ``limit`` or ``max_runs`` below 1 or above :data:`MAX_COUNT` (as typed).
+
+    Raises:
+        QueryError: (field ``field``) ``0: must be at least 1``, or ``<value>: must be at
+            most 9007199254740991 (2**53 - 1, ...)``.
+    """
+    if value < 1:
+        raise QueryError(f"{value}: must be at least 1", field)
+    if value > MAX_COUNT:
+        raise QueryError(f"{shown(value, quoted=False)}: must be at most {MAX_COUNT} "
+                         "(2**53 - 1, the largest whole number a JSON answer holds exactly)",
+                         field)  # fmt: skip
+    return value
+
 
 def _utf8(text: str, what: str) -> None:
     """Refuse ``text`` that holds a byte no UTF-8 decodes (a raw command-line argument).
@@ -91,9 +114,17 @@ _WORDS = {"measures": "measure", "filters": "filter", "by": "key", "compare": "c
 
 
 def _as_typed(value: object) -> object:
-    """A JSON number or boolean as the text the CLI takes for it (``300``, ``0.1``, ``true``)."""
+    """A JSON number or boolean as the text the CLI takes for it (``300``, ``0.1``, ``true``).
+
+    Raises:
+        ValueError: a number that is not finite (a JSON ``1e999`` reads as ``inf``; what was
+            typed is lost in the reading, so it is not echoed as ``inf`` as if typed).
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"the number reads as {value}, not a finite number (a JSON or YAML "
+                         "number past ±1.8e308 does); give a finite one")  # fmt: skip
     if isinstance(value, (int, float)):
         return str(value)
     return value
@@ -299,10 +330,10 @@ class Query(BaseModel):
         compare: Optional two-arm comparison on a key (the key need not be in ``by``).
         sort: A measure label (``field:agg``) or a key to order groups by; ``-`` in front for
             descending. Default: the keys, ascending, blank last.
-        limit: Keep the first ``limit`` groups after sorting.
+        limit: Keep the first ``limit`` groups after sorting (1 to :data:`MAX_COUNT`).
         seed: Seed of the bootstrap's resampling (the same query gives the same interval).
         resamples: Bootstrap resamples per interval.
-        max_runs: Ceiling on selected runs (the export's).
+        max_runs: Ceiling on selected runs (the export's; 1 to :data:`MAX_COUNT`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -314,10 +345,10 @@ class Query(BaseModel):
     measures: list[Measure] = Field(min_length=1)
     compare: Compare | None = None
     sort: str | None = None
-    limit: Annotated[int, Field(strict=True, ge=1)] | None = None
+    limit: StrictInt | None = None
     seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = 0
     resamples: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 2000
-    max_runs: Annotated[int, Field(strict=True, ge=1)] = 5000
+    max_runs: StrictInt = 5000
 
     # A validator raises a QueryError: pydantic keeps it (``ctx["error"]``), and every surface
     # answers its line in the shape of the engine's other refusals (:func:`query_error_of`).
@@ -334,6 +365,11 @@ class Query(BaseModel):
         if twice:
             raise QueryError(f"{typed}: the key {shown(twice[0])} is named twice", "by")
         return by
+
+    @field_validator("limit", "max_runs")
+    @classmethod
+    def _count(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return None if value is None else _count_in_range(value, str(info.field_name))
 
     @field_validator("grain", mode="before")
     @classmethod
@@ -549,6 +585,7 @@ __all__ = [
     "AGGREGATES",
     "BLANK",
     "GRAINS",
+    "MAX_COUNT",
     "MAX_KEYS",
     "MAX_SEED",
     "Cell",

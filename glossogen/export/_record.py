@@ -13,7 +13,7 @@ from typing import Any
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
 from glossogen.knobs import lift_legacy_knobs
-from glossogen.storage import RunFolder, RunStore
+from glossogen.storage import RunFolder, RunStore, resolved
 
 DEFAULT_GROUP = "local"
 """The group of a run that recorded no ``group_slug`` (GlossoGen 0.5 runs included)."""
@@ -48,6 +48,13 @@ class RunRecord:
     facts: LogFacts
     report: dict[str, Any] | None = None
     judge_flips: int | None = None
+
+    def place(self) -> str:
+        """The run folder's one spelling (:func:`~glossogen.storage.resolved`).
+
+        Two names of one folder (a link into the runs dir) are one place.
+        """
+        return resolved(self.run_url)
 
     @property
     def status(self) -> str:

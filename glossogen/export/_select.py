@@ -25,7 +25,7 @@ from glossogen.export._selection import (
     _status_word,
 )
 from glossogen.refusals import Refusal, shown
-from glossogen.storage import RunFolder, RunStore, path_kind, resolved
+from glossogen.storage import RunFolder, RunStore, path_kind
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``max_runs`` overrides it)."""
@@ -60,7 +60,7 @@ class SelectedRuns:
         ``veyru/18`` to it) is one run: the first name selected keeps it, so no command
         counts its figures twice.
         """
-        place = resolved(record.run_url)
+        place = record.place()
         if place not in self._places:
             self._places.add(place)
             self.records.append(record)

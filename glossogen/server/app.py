@@ -135,7 +135,8 @@ def _one_refusal_shape(app: FastAPI) -> None:
     """Answer a body that does not validate in the shape of every other REST 422.
 
     Under ``/api/`` the answer is ``{"detail": {"field", "message"}}``: ``field`` is the dotted
-    place of the first problem (``selection.run_ids``; ``body`` when the body is not JSON) and
+    place of the first problem (``selection.run_ids``; ``body`` when the body is not JSON; a
+    query or path parameter by its name, ``max_runs``, as the routes name it) and
     ``message`` pydantic's text for it (:data:`BODY_NOT_JSON` for a body that is not JSON;
     ``'\udcff': not UTF-8 text`` for a string escaping a lone surrogate). A refusal a model's
     own validator raised (a ``QueryError`` or ``SelectionError``) is its field and its line,
@@ -157,7 +158,10 @@ def _one_refusal_shape(app: FastAPI) -> None:
         if isinstance(ours, (QueryError, SelectionError)):  # a model's own check: its line
             content = {"detail": {"field": ours.field, "message": ours.message}}
             return JSONResponse(status_code=422, content=content)
-        place = [str(p) for p in first.get("loc", ()) if p != "body"]
+        loc = tuple(first.get("loc", ()))
+        if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
+            loc = loc[1:]
+        place = [str(p) for p in loc if p != "body"]
         if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
             del place[1]  # the tag pydantic names for the selection's kind, not a field
         field = "body" if first.get("type") == "json_invalid" or not place else ".".join(place)

@@ -115,7 +115,7 @@ BAD = [
     (["--measure", "x", "--plot", "out/.PNG"],
      "--plot 'out/.PNG': the file has no name before .PNG"),
     (["--measure", "x", "--limit", "-1"],
-     "--limit -1: Input should be greater than or equal to 1"),
+     "--limit -1: must be at least 1"),
     (["--measure", "x", "--resamples", "5"],
      "--resamples 5: Input should be greater than or equal to 10"),
 ]  # fmt: skip

@@ -342,3 +342,72 @@ def test_a_dashboard_name_with_an_extension_and_too_many_groups_to_draw_are_refu
     table = client.post(f"{API}/render", json={"result": result, "chart": "table"})
     assert table.status_code == 200
     assert len(table.json()["csv"].splitlines()) == 502
+
+
+# u45a's findings left last stop (REST's parameter names, 1e999, the legend).
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "Input should be a valid integer, unable to parse string as an integer"),
+        ("0", "max_runs 0: must be at least 1"),
+        ("100000000000000000000000000000", "max_runs 100000000000000000000000000000: must be "
+         "at most 9007199254740991 (2**53 - 1, the largest whole number a JSON answer holds "
+         "exactly)"),
+    ],
+)  # fmt: skip
+def test_fields_names_a_bad_max_runs_max_runs_whatever_is_wrong_with_it(
+    client: TestClient, value: str, message: str
+) -> None:
+    """``?max_runs=abc`` was named ``query.max_runs``, ``?max_runs=0`` ``max_runs``."""
+    got = client.get(f"{API}/fields", params={"max_runs": value})
+    assert (got.status_code, got.json()) == (
+        422, {"detail": {"field": "max_runs", "message": message}})  # fmt: skip
+
+
+def test_a_json_number_past_a_floats_range_is_refused_not_echoed_as_inf(
+    client: TestClient,
+) -> None:
+    """Was ``filter 'total_chars>inf': total_chars is a number, 'inf' is not`` (``inf`` was
+    never typed). What was typed is lost when the JSON is read, so the place is named."""
+    line = ("the number reads as inf, not a finite number (a JSON or YAML number past ±1.8e308 "
+            "does); give a finite one")  # fmt: skip
+    for body, field in (
+        (b'{"measures": [{"field": "total_chars"}], "filters": [{"field": "total_chars", '
+         b'"op": ">", "value": 1e999}]}', "filters.0.value"),
+        (b'{"measures": [{"field": "total_chars"}], "by": ["round_budget_chars"], "compare": '
+         b'{"key": "round_budget_chars", "a": 300, "b": -1e999}}', "compare.b"),
+    ):  # fmt: skip
+        got = client.post(f"{API}/query", content=body,
+                          headers={"content-type": "application/json"})  # fmt: skip
+        assert (got.status_code, got.json()) == (
+            422, {"detail": {"field": field, "message": line.replace("inf", "-inf", 1)
+                             if field == "compare.b" else line}})  # fmt: skip
+    typed = client.post(f"{API}/query", json={
+        "measures": [{"field": "total_chars"}],
+        "filters": [{"field": "total_chars", "op": ">", "value": "1e999"}]})  # fmt: skip
+    assert (typed.status_code, typed.json()) == (422, {"detail": {"field": "filters", "message": (
+        "filter 'total_chars>1e999': total_chars is a number, '1e999' is not")}})  # fmt: skip
+
+
+@pytest.mark.parametrize("chart", ["bar", "line", "scatter"])
+def test_a_two_key_chart_draws_its_legend_when_the_second_key_has_one_value(
+    cohort: Cohort, tmp_path: Path, chart: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--knob channel_noise_level=0.1``: r2 (budget 300) and r5 (no budget), both 0.1. The
+    legend (titled by the second key, one entry ``0.1``) was not drawn: one value, no legend."""
+    path = tmp_path / "chart.svg"
+    assert analyze("--runs-dir", cohort.runs_dir, "--knob", "channel_noise_level=0.1", "--by",
+                   "round_budget_chars,channel_noise_level", "--measure", "task_done",
+                   "--chart", chart, "--plot", str(path)) == 0  # fmt: skip
+    capsys.readouterr()
+    svg = path.read_text()
+    assert svg.count('<g id="legend_1">') == 1
+    legend = svg[svg.index('<g id="legend_1">') :]
+    assert [t for t in ("<!-- channel_noise_level -->", "<!-- 0.1 -->") if t in legend] == [
+        "<!-- channel_noise_level -->", "<!-- 0.1 -->"]  # fmt: skip
+    one_key = tmp_path / "one.svg"
+    assert analyze("--runs-dir", cohort.runs_dir, "--by", "round_budget_chars", "--measure",
+                   "task_done", "--chart", chart, "--plot", str(one_key)) == 0  # fmt: skip
+    assert '<g id="legend_1">' not in one_key.read_text()  # one key: no series to name

@@ -342,3 +342,26 @@ def test_a_log_edited_at_the_same_size_with_the_mtime_put_back_is_read_again(
         **sums,
         "1": sums["1"] + shift,
     }
+
+
+@pytest.mark.parametrize("link", ["run", "scenario"])
+def test_a_run_linked_in_under_a_second_name_is_one_run_cold_warm_and_uncached(
+    cohort: Cohort, tmp_path: Path, link: str
+) -> None:
+    """Its place is found from the stamp (no realpath of every run): two names, one run.
+
+    ``run``: ``veyru/<later ts>`` a link to r1's folder; ``scenario``: the runs dir read through
+    a link to it (``linked/veyru/...``), the run links as well.
+    """
+    r1 = Path(cohort.runs_dir, cohort.ids["r1"])
+    alias = r1.parent / str(int(r1.name) + 1000)
+    alias.symlink_to(r1, target_is_directory=True)
+    runs_dir = cohort.runs_dir
+    if link == "scenario":
+        runs_dir = str(tmp_path / "linked")
+        Path(runs_dir).symlink_to(cohort.runs_dir, target_is_directory=True)
+    query = Query.model_validate({"measures": [{"field": "run_id", "agg": "count"}]})
+    plain = answer(runs_dir, query, cache=False)
+    assert (plain.runs, plain.run_ids) == (5, sorted(cohort.ids.values()))
+    assert answer(runs_dir, query) == plain  # cold: the cache filled
+    assert answer(runs_dir, query) == plain  # warm: from the cache

@@ -1,8 +1,9 @@
-r"""``glossogen mcp`` over stdio answers a request whose string escapes a lone surrogate.
+r"""``glossogen mcp`` over stdio answers a request holding text that is not UTF-8.
 
 JSON can escape a lone surrogate (``"\udcff"``), which is no UTF-8 text. The SDK's stdio
 transport (mcp 2.3) cannot parse such a line and drops it: the client would wait for ever. Our
-server answers it with a JSON-RPC error naming the argument and the value, and goes on serving.
+server answers it with a JSON-RPC error naming the argument and the value, and goes on serving;
+a raw byte that is not UTF-8 (which the SDK read as U+FFFD) is answered the same way.
 The lines are written to the server's stdin as a client writes them (the SDK's own client
 cannot send such a string: it encodes its requests as UTF-8).
 """
@@ -14,6 +15,8 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,9 +46,10 @@ def _ask(server: subprocess.Popen[bytes], line: bytes, answers: queue.Queue[byte
     return json.loads(answers.get(timeout=ANSWER_SECONDS))
 
 
-def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
-    tmp_path: Path,
-) -> None:
+@contextmanager
+def _served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], queue.Queue[bytes], str]]:
+    """``glossogen mcp`` over stdio on one played run, initialized: the server, its answers
+    and the run's id; stdin closed at the end and the exit checked (0)."""
     runs = tmp_path / "runs"
     played = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
     server = subprocess.Popen(
@@ -63,19 +67,41 @@ def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
         }).encode(), answers)  # fmt: skip
         assert hello["id"] == 1 and "result" in hello
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        bad = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
-               b'"list_runs", "arguments": {"labels": ["ok", "\\udcff"]}}}')  # fmt: skip
-        assert _ask(server, bad, answers) == {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "error": {"code": -32602, "message": "labels.1 '\\udcff': not UTF-8 text"},
-        }
-        listed = _ask(server, b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": '
-                              b'{"name": "list_runs", "arguments": {}}}', answers)  # fmt: skip
-        assert listed["id"] == 3
-        runs_listed = listed["result"]["structuredContent"]["runs"]
-        assert [r["run_id"] for r in runs_listed] == [played.run_id]  # still serving
+        yield server, answers, played.run_id
     finally:
         server.stdin.close()
         server.wait(timeout=ANSWER_SECONDS)
     assert server.returncode == 0
+
+
+ANALYZE = (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": '
+           b'"analyze_runs", "arguments": {"measures": ["total_chars%s"]}}}')  # fmt: skip
+
+
+def _error(request_id: int | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def test_text_that_is_not_utf8_is_answered_with_an_error_naming_it_and_serving_goes_on(
+    tmp_path: Path,
+) -> None:
+    """An escaped lone surrogate, and a raw byte that is not UTF-8 (was read as U+FFFD:
+    ``measure 'total_chars\\ufffd': no such field``), each named as not UTF-8 text; a raw byte
+    outside any string (no request to read: no id either) answered in one line."""
+    lines = [
+        (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
+         b'"list_runs", "arguments": {"labels": ["ok", "\\udcff"]}}}',
+         _error(2, -32602, "labels.1 '\\udcff': not UTF-8 text")),
+        (ANALYZE % (3, b"\xff"), _error(3, -32602, "measures.0 'total_chars\\udcff': not UTF-8 text")),
+        (ANALYZE % (4, b"\\udcff"),
+         _error(4, -32602, "measures.0 'total_chars\\udcff': not UTF-8 text")),
+        (b'{"jsonrpc": "2.0", "id": 5, \xff}',
+         _error(None, -32700, "the request line is not UTF-8 text")),
+    ]  # fmt: skip
+    with _served(tmp_path) as (server, answers, run_id):
+        assert [_ask(server, line, answers) for line, _ in lines] == [want for _, want in lines]
+        listed = _ask(server, b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": '
+                              b'{"name": "list_runs", "arguments": {}}}', answers)  # fmt: skip
+        assert listed["id"] == 6
+        runs = listed["result"]["structuredContent"]["runs"]
+        assert [r["run_id"] for r in runs] == [run_id]  # still serving
