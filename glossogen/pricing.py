@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from genai_prices import Usage, calc_price
-
 from glossogen.catalog import PROVIDER_SPECS, Provider
 from glossogen.eventlog import logged_usd
 
@@ -59,6 +57,8 @@ def price_call(
         return 0.0
     if spec.genai_prices_id is None:
         return None
+    from genai_prices import Usage, calc_price  # on first price: a reader of logged spend never
+
     usage = Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,

@@ -65,14 +65,14 @@ class CohortSelection(BaseModel):
 
 @glossogen_task(name="select_cohort")
 def select_cohort(runs_dir: str, selection: dict[str, object], max_runs: int) -> CohortSelection:
-    """Resolve the export's selection under ``runs_dir`` (no log is read here for evaluation).
+    """Resolve the export's selection under ``runs_dir`` (of each log, its head alone is read).
 
     Raises:
         RunsDirError, SelectionError, StorageError: as :func:`glossogen.export.select_runs`.
     """
     from glossogen.export import select_runs
 
-    selected = select_runs(runs_dir, selection, max_runs=max_runs)
+    selected = select_runs(runs_dir, selection, max_runs=max_runs, log_facts=False)
     return CohortSelection(
         runs=[
             CohortRun(run_id=r.run_id, run_url=r.run_url, scenario=r.scenario)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
-from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts
+from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts, read_log_head
 from glossogen.knobs import lift_legacy_knobs
 from glossogen.storage import RunFolder, RunStore, resolved
 
@@ -111,7 +111,7 @@ def _labels(raw: Any, config: dict[str, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in raw.items() if v is True or isinstance(v, str)}
 
 
-def load_run(store: RunStore, run_id: str) -> RunRecord:
+def load_run(store: RunStore, run_id: str, head_only: bool = False) -> RunRecord:
     """Read the folder of ``run_id`` in ``store`` into a :class:`RunRecord` (:func:`load_folder`).
 
     Raises:
@@ -119,14 +119,16 @@ def load_run(store: RunStore, run_id: str) -> RunRecord:
         ValueError: if ``config.json``, ``labels.json`` or ``lineage.json`` is not valid JSON.
         StorageError: if the storage is unreachable.
     """
-    return load_folder(store.open_run(run_id))
+    return load_folder(store.open_run(run_id), head_only)
 
 
-def load_folder(folder: RunFolder) -> RunRecord:
+def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     """Read one run folder into a :class:`RunRecord` (folder files and log head and tail).
 
     A run named by its folder (``glossogen verify RUN_DIR``) and one selected under its runs
-    directory are read alike, so both get the same verdict.
+    directory are read alike, so both get the same verdict. ``head_only``: of the log, its head
+    alone (:func:`~glossogen.export._runlog.read_log_head`: its facts ``head_only``, the status
+    unread); every folder file is read as otherwise, so the same runs are refused, alike.
 
     Raises:
         FileNotFoundError: if the run has no event log.
@@ -136,13 +138,14 @@ def load_folder(folder: RunFolder) -> RunRecord:
     """
     run_id, scenario, url = folder.run_id, folder.scenario, folder.url
     try:
-        facts = read_log_facts(folder.log_url)
+        facts = (read_log_head if head_only else read_log_facts)(folder.log_url)
     except (IsADirectoryError, NotADirectoryError):
         raise NotARunLog(f"{folder.log_url} is a folder, not an event log") from None
     if facts.started is None:
         reason = "no simulation_started event" if folder.has_log() else "empty"
         raise NotARunLog(f"{folder.log_url} is not a run log ({reason})")
-    if facts.ended_status is None or facts.ended_status in RESUMABLE:  # liveness decides
+    if not head_only and (facts.ended_status is None or facts.ended_status in RESUMABLE):
+        # liveness decides (a head alone leaves the status unread)
         facts.status = live_status(facts.ended_status, folder.is_locked())
     started = facts.started
     # A broken or non-object file raises ValueError naming it: the run is skipped with a note.

@@ -144,6 +144,9 @@ class LogFacts:
         judge_tokens: Tokens of the in-run judge's calls (``simulation_ended.judge_tokens``,
             else the run's view); None until read.
         log_url: The log the facts were read from.
+        head_only: Whether the log was read only up to its ``simulation_started``
+            (:func:`read_log_head`): ``started`` and ``started_at`` are the log's; ``status``,
+            the roster and every figure above are unread.
     """
 
     started: dict[str, Any] | None = None
@@ -166,6 +169,7 @@ class LogFacts:
     torn_line: int | None = None
     judge_tokens: Tokens | None = None
     log_url: str = ""
+    head_only: bool = False
 
     @functools.cached_property
     def resumes(self) -> int:
@@ -418,6 +422,43 @@ def _read_tail(
             return parser.parse(line, a)
         stop = a - 1
     return None
+
+
+def read_log_head(url: str) -> LogFacts:
+    """Return the facts of the event log at ``url`` up to its ``simulation_started`` alone.
+
+    The head is read as :func:`read_log_facts` reads it, line by line, and the reading stops at
+    the first ``simulation_started`` that validates: ``started`` is None exactly when
+    :func:`read_log_facts` leaves it None (a log that is not a run's). ``started_at`` and the
+    seats registered before it are the log's; nothing else is read (``head_only``). For a
+    reader that needs no other fact of a log (a cohort to evaluate reads each log whole later).
+
+    Raises:
+        FileNotFoundError: if the log does not exist.
+        StorageError: if the storage is unreachable.
+    """
+    facts = LogFacts(log_url=url, head_only=True)
+    parser = LineParser()
+    with open_log(url) as data:
+        end = complete_end(data)
+        pos = 0
+        while pos < end and facts.started is None:
+            at = pos
+            nl = data.find(b"\n", pos, end)
+            line = data[pos:nl]
+            pos = nl + 1
+            if facts.started_at is None:
+                facts.started_at = _timestamp(line)
+            kind = event_type(line)
+            if kind in ("simulation_started", "agent_registered"):
+                obj = parser.parse(line, at)
+                if obj is not None and kind == "simulation_started":
+                    facts.started = obj
+                elif obj is not None:
+                    _register(facts, obj)
+            elif kind is not None and kind.encode() in _HEAD_END:
+                break
+    return facts
 
 
 def read_log_facts(url: str) -> LogFacts:

@@ -9,6 +9,7 @@ never evaluated, or still being written, is selectable too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,6 +202,7 @@ def select_runs(
     max_runs: int = MAX_RUNS,
     load: Callable[[RunStore, str], RunRecord] | None = None,
     absent_scenarios: bool = False,
+    log_facts: bool = True,
 ) -> SelectedRuns:
     """Resolve a selection against the runs directory.
 
@@ -213,6 +215,11 @@ def select_runs(
         absent_scenarios: Let a ``scenario`` filter name a scenario with no run under
             ``runs_dir`` (it matches nothing): the run browser's list, whose scenario menu
             offers every installed scenario. Otherwise such a name is refused.
+        log_facts: False when the caller reads no record's log facts (a cohort to evaluate
+            takes its run ids, folders and scenarios): unless a filter needs them
+            (``status``, ``contains_agent_id``), each log is read only up to its
+            ``simulation_started`` (:func:`load_run`'s ``head_only``). The same runs are
+            selected, missing, unstarted and unreadable either way.
 
     Returns:
         The selected runs with their facts, and the explicit ids that no longer resolve.
@@ -228,11 +235,16 @@ def select_runs(
         StorageError: if the storage is unreachable.
     """
     check_runs_dir(runs_dir)
-    load = load or load_run
     if isinstance(selection, dict):
         from pydantic import TypeAdapter
 
         selection = TypeAdapter(Selection).validate_python(selection)
+    if load is None:
+        head_only = not log_facts and (
+            isinstance(selection, RunIdSelection)
+            or (selection.status is None and selection.contains_agent_id is None)
+        )
+        load = functools.partial(load_run, head_only=True) if head_only else load_run
     store = RunStore(runs_dir)
     result = SelectedRuns()
     if isinstance(selection, RunIdSelection):

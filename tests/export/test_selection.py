@@ -13,6 +13,7 @@ from glossogen.export import (
     KnobCondition,
     RunIdSelection,
     RunsDirError,
+    SelectedRuns,
     SelectionError,
     select_runs,
 )
@@ -231,3 +232,59 @@ def test_a_folder_not_named_as_a_run_is_never_selected(
         "(scenarios there: prisoners_dilemma)\n",
     )
     assert not (tmp_path / "out").exists()
+
+
+def _seen(found: SelectedRuns) -> tuple[list[tuple[str, str, str]], dict, list, list, int]:
+    return ([(r.run_id, r.run_url, r.scenario) for r in found.records], found.unreadable,
+            found.missing_run_ids, found.unstarted, found.scanned)  # fmt: skip
+
+
+def test_a_selection_reading_no_log_fact_selects_the_same_runs(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    """``log_facts=False`` (a cohort to evaluate) reads a log's head alone, selecting alike.
+
+    The same runs, folders, unreadable runs (a log that is no run's, one whose
+    ``simulation_started`` does not validate, a broken ``labels.json``), unstarted ones and
+    a second name of one folder; a filter on the log's facts still reads them.
+    """
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir, runs, symlinks=True)
+    started = (runs / A / "veyru.jsonl").read_text().splitlines(keepends=True)
+    damaged = {
+        "veyru/1795000101": "".join(started[1:]),  # no simulation_started
+        "veyru/1795000102": started[0].replace('"round_number":0', '"round_number":"x"')
+        + "".join(started[1:]),
+        "veyru/1795000103": "".join(started),
+        "veyru/1795000104": None,  # a claim: config.json, no log yet
+    }
+    for run_id, log in damaged.items():
+        (runs / run_id).mkdir(parents=True)
+        (runs / run_id / "config.json").write_text("{}")
+        if log is not None:
+            (runs / run_id / "veyru.jsonl").write_text(log)
+    (runs / "veyru/1795000103/labels.json").write_text("{broken")
+    (runs / "veyru/1795000105").symlink_to(runs / A)
+    for selection in (
+        FilterSelection(),
+        FilterSelection(labels=["baseline"]),
+        FilterSelection(status="completed"),
+        FilterSelection(contains_agent_id="player_a"),
+        RunIdSelection(run_ids=[*damaged, "veyru/1795000105", A, "veyru/1"]),
+    ):
+        every = select_runs(str(runs), selection)
+        heads = select_runs(str(runs), selection, log_facts=False)
+        assert _seen(heads) == _seen(every)
+        log_filter = getattr(selection, "status", None) or getattr(
+            selection, "contains_agent_id", None
+        )
+        assert {r.facts.head_only for r in heads.records} <= {not log_filter}
+    found = select_runs(str(runs), FilterSelection(), log_facts=False)
+    assert sorted(found.unreadable) == ["veyru/1795000101", "veyru/1795000102", "veyru/1795000103"]
+    assert found.unreadable["veyru/1795000101"] == (
+        f"{runs}/veyru/1795000101/veyru.jsonl is not a run log (no simulation_started event)"
+    )
+    assert found.unstarted == ["veyru/1795000104"]
+    assert [r.run_id for r in found.records] == sorted(ALL, key=lambda r: (r.split("/")[0], r))
