@@ -89,6 +89,32 @@ def parse_json(data: bytes) -> Any:
         return json.loads(data)
 
 
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a string (key or value) of ``value``, or None.
+
+    The standard library reads an escaped lone surrogate (``udcff`` after a backslash) as
+    that code point, which no UTF-8 text holds: a label or knob carrying it cannot be written
+    to a CSV, a cache or an answer.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            return value[exc.start]
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _lone_surrogate(key) or _lone_surrogate(item)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = _lone_surrogate(item)
+            if found is not None:
+                return found
+    return None
+
+
 @dataclass(frozen=True)
 class FolderFile:
     """One file of a run folder.
@@ -372,8 +398,8 @@ class RunFolder:
         """Return ``name`` in the folder as a JSON object, or None when it does not exist.
 
         Raises:
-            ValueError: the file is a folder, not valid JSON, or not a JSON object; one line
-                naming the file.
+            ValueError: the file is a folder, not valid JSON, not a JSON object, or escapes a
+                lone surrogate (not UTF-8 text); one line naming the file.
             StorageError: if the storage is unreachable.
         """
         url = self.file_url(name)
@@ -387,6 +413,11 @@ class RunFolder:
             raise ValueError(f"{url} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise ValueError(f"{url} is not a JSON object (it holds a {type(value).__name__})")
+        surrogate = _lone_surrogate(value)
+        if surrogate is not None:
+            raise ValueError(
+                f"{url} is not UTF-8 text (it escapes the lone surrogate \\u{ord(surrogate):04x})"
+            )
         return value
 
     def read_json_or(self, name: str, default: Any) -> Any:
