@@ -68,6 +68,7 @@ from glossogen.export import (
     survey_export,
     write_export,
 )
+from glossogen.export._select import without_runs_dir
 
 _CHUNK = 1024 * 1024
 
@@ -251,7 +252,10 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
         "run_count": len(records),
         "scenarios": sorted({r.scenario for r in records}),
         "missing_run_ids": plan.selected.missing_run_ids,
-        "unreadable_runs": plan.selected.unreadable,
+        "unreadable_runs": {  # never the server's runs directory by its path
+            run_id: without_runs_dir(reason, asked.runs_dir)
+            for run_id, reason in plan.selected.unreadable.items()
+        },
         "runs_without_report": described["runs_without_report"],
         "columns": described["columns"],
         "metrics": described["metrics"],
