@@ -110,6 +110,22 @@ def test_mcp_lists_around_and_refuses_a_run_whose_labels_are_not_utf8_text(
     assert got == f"{damaged}/labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"
 
 
+def test_mcp_export_runs_names_the_runs_it_skipped(cohort: Cohort, tmp_path: Path) -> None:
+    """export_runs was silent about a skipped run the CLI's note and REST's preview name."""
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "veyru_report.json", b"{}")
+
+    async def flow() -> dict[str, Any]:
+        async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
+            return await call(session, "export_runs", out=str(tmp_path / "out"))
+
+    done = asyncio.run(flow())
+    assert done["runs"] == 1
+    assert done["unreadable_runs"] == {
+        damaged: f"{damaged}/veyru_report.json is an empty JSON object (no metrics)"
+    }
+
+
 def test_mcp_get_run_refuses_labels_that_are_not_json_in_one_line(
     cohort: Cohort, tmp_path: Path
 ) -> None:
