@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
+from glossogen.refusals import is_utf8, not_utf8
 from glossogen.storage._fs import (
     is_local,
     join,
@@ -87,32 +88,6 @@ def parse_json(data: bytes) -> Any:
         return from_json(data)
     except ValueError:
         return json.loads(data)
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """The first lone surrogate in a string (key or value) of ``value``, or None.
-
-    The standard library reads an escaped lone surrogate (``udcff`` after a backslash) as
-    that code point, which no UTF-8 text holds: a label or knob carrying it cannot be written
-    to a CSV, a cache or an answer.
-    """
-    if isinstance(value, str):
-        try:
-            value.encode()
-        except UnicodeEncodeError as exc:
-            return value[exc.start]
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _lone_surrogate(key) or _lone_surrogate(item)
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for item in value:
-            found = _lone_surrogate(item)
-            if found is not None:
-                return found
-    return None
 
 
 @dataclass(frozen=True)
@@ -413,8 +388,9 @@ class RunFolder:
             raise ValueError(f"{url} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise ValueError(f"{url} is not a JSON object (it holds a {type(value).__name__})")
-        surrogate = _lone_surrogate(value)
-        if surrogate is not None:
+        found = not_utf8(value)  # the standard library reads a lone surrogate's escape
+        if found is not None:
+            surrogate = next(char for char in found[1] if not is_utf8(char))
             raise ValueError(
                 f"{url} is not UTF-8 text (it escapes the lone surrogate \\u{ord(surrogate):04x})"
             )
