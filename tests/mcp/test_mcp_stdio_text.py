@@ -1,4 +1,5 @@
-r"""``glossogen mcp`` over stdio answers a request whose string escapes a lone surrogate.
+r"""``glossogen mcp`` over stdio answers a request whose string escapes a lone surrogate, and
+refuses a number JSON reads as no finite one (``1e400``, ``NaN``) as the CLI refuses it.
 
 JSON can escape a lone surrogate (``"\udcff"``), which is no UTF-8 text. The SDK's stdio
 transport (mcp 2.3) cannot parse such a line and drops it: the client would wait for ever. Our
@@ -14,6 +15,8 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,15 +46,13 @@ def _ask(server: subprocess.Popen[bytes], line: bytes, answers: queue.Queue[byte
     return json.loads(answers.get(timeout=ANSWER_SECONDS))
 
 
-def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
-    tmp_path: Path,
-) -> None:
-    runs = tmp_path / "runs"
-    played = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+@contextmanager
+def _serving(runs: Path, cwd: Path) -> Iterator[tuple[subprocess.Popen[bytes], queue.Queue[bytes]]]:
+    """``glossogen mcp --runs-dir runs`` over stdio, initialized; stopped however it ends."""
     server = subprocess.Popen(
         [sys.executable, "-m", "glossogen", "mcp", "--runs-dir", str(runs)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=server_env(), cwd=tmp_path,
+        env=server_env(), cwd=cwd,
     )  # fmt: skip
     assert server.stdout is not None and server.stdin is not None
     answers = _lines(server.stdout)
@@ -63,6 +64,18 @@ def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
         }).encode(), answers)  # fmt: skip
         assert hello["id"] == 1 and "result" in hello
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        yield server, answers
+    finally:
+        server.stdin.close()
+        server.wait(timeout=ANSWER_SECONDS)
+
+
+def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    played = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    with _serving(runs, tmp_path) as (server, answers):
         bad = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
                b'"list_runs", "arguments": {"labels": ["ok", "\\udcff"]}}}')  # fmt: skip
         assert _ask(server, bad, answers) == {
@@ -75,7 +88,30 @@ def test_a_lone_surrogate_in_a_request_is_answered_with_an_error_naming_it(
         assert listed["id"] == 3
         runs_listed = listed["result"]["structuredContent"]["runs"]
         assert [r["run_id"] for r in runs_listed] == [played.run_id]  # still serving
-    finally:
-        server.stdin.close()
-        server.wait(timeout=ANSWER_SECONDS)
     assert server.returncode == 0
+
+
+def test_a_spend_cap_that_reads_as_no_finite_number_is_refused_as_the_cli_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """``evaluate_runs`` took ``spend_cap_usd`` ``1e400`` (JSON reads it as infinity),
+    ``Infinity`` and ``NaN``, which ``--spend-cap-usd`` refuses: refused now in the library's
+    check (``refusals.finite_number``), before any flow run."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    with _serving(runs, tmp_path) as (server, answers):
+        said = {}
+        for number, cap in enumerate([b"1e400", b"Infinity", b"-Infinity", b"NaN"], start=2):
+            line = (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": '
+                    b'"evaluate_runs", "arguments": {"metrics": ["round_success"], '
+                    b'"spend_cap_usd": %s}}}') % (number, cap)  # fmt: skip
+            answer = _ask(server, line, answers)
+            assert answer["result"]["isError"] is True, answer
+            said[cap.decode()] = answer["result"]["content"][0]["text"]
+    prefix = "Error executing tool evaluate_runs: spend_cap_usd: "
+    assert said == {
+        "1e400": prefix + "'inf' is not a finite number",
+        "Infinity": prefix + "'inf' is not a finite number",
+        "-Infinity": prefix + "'-inf' is not a finite number",
+        "NaN": prefix + "'nan' is not a number",
+    }
