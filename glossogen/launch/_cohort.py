@@ -64,7 +64,7 @@ def check_cohort(
     """
     from glossogen.environment import load_environment  # not launch's: it imports the engine
     from glossogen.evaluation import JUDGE_ENV_VARS
-    from glossogen.export import RunsDirError, check_runs_dir, parse_conditions
+    from glossogen.export import RunsDirError, check_runs_dir, check_selection, parse_conditions
     from glossogen.storage import StorageError
 
     if spend_cap_usd is not None:  # inf and nan as the CLI's --spend-cap-usd refuses them
@@ -90,6 +90,9 @@ def check_cohort(
                               found if isinstance(found, Refusal) else None) from None  # fmt: skip
     try:
         check_runs_dir(runs_dir)
+        check_selection(runs_dir, request.selection)  # before any flow run: none is Failed
+    except SelectionError as exc:
+        raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
     except RunsDirError as exc:
         said = Refusal(field="runs_dir", reason=str(exc))
         raise EvaluationError(refusal=said, exit_code=exit_codes.UNREADABLE) from None
