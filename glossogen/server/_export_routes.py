@@ -139,8 +139,12 @@ def export_request(slug: str, body: ExportRequest, request: Request, *, csv: boo
     """The library's request of a route's body.
 
     With the group, the server's ceilings, the tables (``csv``) and the raw zip (``raw``) the
-    route writes; the preview asks for both.
+    route writes; the preview asks for both. A group no run records is refused (404) as the
+    analysis routes refuse it.
     """
+    from glossogen.server._analysis_routes import _check_group  # it imports this module
+
+    _check_group(request, slug)
     settings = request.app.state.settings
     return ExportRunsRequest(
         runs_dir=settings.runs_dir, selection=body.selection, group=slug,

@@ -529,3 +529,16 @@ def test_the_preview_names_unreadable_runs_within_the_runs_dir_as_the_analysis_n
         f"skipped {run_id}: {reason}"
         for run_id, reason in sorted(preview.json()["unreadable_runs"].items())
     ]
+
+
+def test_a_group_no_run_records_is_404_as_the_analysis_routes_say(
+    cohort: dict[str, str],
+) -> None:
+    """Was a preview of 0 runs (200) where the analysis fields said 404: both refuse it."""
+    client = _client(cohort)
+    preview = client.post("/api/g/nolab/runs/export/preview", json={"selection": _filters()})
+    fields = client.get("/api/g/nolab/runs/analysis/fields")
+    assert (preview.status_code, preview.json()) == (
+        404, {"detail": {"message": "no group 'nolab': no run records it"}}
+    )  # fmt: skip
+    assert (fields.status_code, fields.json()) == (preview.status_code, preview.json())
