@@ -9,6 +9,7 @@ the sweep word it. Each other surface words the refusal its own way with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -94,6 +95,33 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
         elif isinstance(item, list):
             texts += [((*where, str(i)), inner) for i, inner in enumerate(item)]
     return None
+
+
+def finite_number(text: str | float) -> float:
+    """Return the finite number ``text`` spells (typed, or a float a request carries).
+
+    What the CLI's float flags and the tools' float arguments (``spend_cap_usd``) take: a
+    number as typed, never one that reads as something else.
+
+    Raises:
+        ValueError: ``text`` is no number, ``nan``, infinite (``inf``, or too large to be
+            read: ``1e400``), or a number other than 0 too small to be read (``1e-400``);
+            the message quotes ``text`` as typed.
+    """
+    typed = str(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{typed!r} is not a number") from None
+    if math.isnan(value):
+        raise ValueError(f"{typed!r} is not a number")
+    digits = [c for c in typed.lower().partition("e")[0] if c.isdigit()]
+    if math.isinf(value):
+        why = " (too large: it reads as infinity)" if digits else ""
+        raise ValueError(f"{typed!r} is not a finite number{why}")
+    if value == 0 and any(c != "0" for c in digits):
+        raise ValueError(f"{typed!r} is too close to 0 to be read (it reads as 0)")
+    return value
 
 
 class Refusal(BaseModel):

@@ -8,9 +8,9 @@ that repeats the text the user typed, before any bound is checked or anything is
 
 from __future__ import annotations
 
-import math
-
 import typer
+
+from glossogen.refusals import finite_number
 
 FLOAT = "FLOAT"
 """The metavar of a float flag read by :func:`finite` (what typer shows for a plain float)."""
@@ -19,22 +19,14 @@ FLOAT = "FLOAT"
 def finite(text: str | float) -> float:
     """Return the finite number ``text`` spells (a typer ``parser=`` of a float flag).
 
+    The library's :func:`~glossogen.refusals.finite_number`, the check MCP makes too.
+
     Raises:
         typer.BadParameter: ``text`` is no number, ``nan``, infinite (``inf``, or too large
             to be read: ``1e400``), or a number other than 0 too small to be read (``1e-400``);
             the message quotes ``text`` as typed.
     """
-    typed = str(text)
     try:
-        value = float(text)
-    except ValueError:
-        raise typer.BadParameter(f"{typed!r} is not a number") from None
-    if math.isnan(value):
-        raise typer.BadParameter(f"{typed!r} is not a number")
-    digits = [c for c in typed.lower().partition("e")[0] if c.isdigit()]
-    if math.isinf(value):
-        why = " (too large: it reads as infinity)" if digits else ""
-        raise typer.BadParameter(f"{typed!r} is not a finite number{why}")
-    if value == 0 and any(c != "0" for c in digits):
-        raise typer.BadParameter(f"{typed!r} is too close to 0 to be read (it reads as 0)")
-    return value
+        return finite_number(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None

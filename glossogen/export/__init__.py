@@ -34,6 +34,7 @@ from glossogen.export._select import (
     RunsDirError,
     SelectedRuns,
     check_runs_dir,
+    check_selection,
     select_runs,
 )
 from glossogen.export._selection import (
@@ -230,6 +231,7 @@ __all__ = [
     "parse_conditions",
     "publish",
     "read_log_facts",
+    "check_selection",
     "select_runs",
     "selection_of",
     "write_legend",

@@ -196,6 +196,38 @@ def _select_by_ids(
             result.unreadable[run_id] = str(exc).splitlines()[0][:300]
 
 
+def check_selection(runs_dir: str, selection: Any) -> None:
+    """Refuse what :func:`select_runs` would refuse without reading a run.
+
+    The runs directory, the selection's shape, its knob conditions' syntax, a ``status`` that
+    is no run's, a ``scenario`` no run under ``runs_dir`` has (its folders are listed, no
+    run is read): a cohort's evaluation is refused by these before its flow run starts. A
+    knob value the recorded type cannot read is found by :func:`select_runs` alone.
+
+    Raises:
+        RunsDirError, SelectionError, pydantic.ValidationError, StorageError: as
+            :func:`select_runs` raises them.
+    """
+    _checked(runs_dir, selection, absent_scenarios=False)
+
+
+def _checked(runs_dir: str, selection: Any, absent_scenarios: bool) -> tuple[Any, list[str]]:
+    """The selection as a model and, for filters, every run id listed under ``runs_dir``."""
+    check_runs_dir(runs_dir)
+    if isinstance(selection, dict):
+        from pydantic import TypeAdapter
+
+        selection = TypeAdapter(Selection).validate_python(selection)
+    if isinstance(selection, RunIdSelection):
+        return selection, []
+    parse_conditions(selection.knob)
+    _status_word(selection.status)
+    every = RunStore(runs_dir).list_runs()
+    if selection.scenario and not absent_scenarios:
+        _check_scenarios(selection.scenario, every, runs_dir)
+    return selection, every
+
+
 def select_runs(
     runs_dir: str,
     selection: Any,
@@ -234,11 +266,7 @@ def select_runs(
             ``run_ids`` list among them).
         StorageError: if the storage is unreachable.
     """
-    check_runs_dir(runs_dir)
-    if isinstance(selection, dict):
-        from pydantic import TypeAdapter
-
-        selection = TypeAdapter(Selection).validate_python(selection)
+    selection, every = _checked(runs_dir, selection, absent_scenarios)
     if load is None:
         head_only = not log_facts and (
             isinstance(selection, RunIdSelection)
@@ -252,9 +280,6 @@ def select_runs(
         return result
     conditions = parse_conditions(selection.knob)
     scenarios = set(selection.scenario or [])
-    every = store.list_runs()
-    if selection.scenario and not absent_scenarios:
-        _check_scenarios(selection.scenario, every, runs_dir)
     run_ids = [
         r
         for r in every
@@ -265,7 +290,7 @@ def select_runs(
     log_filters = selection.status is not None or selection.contains_agent_id is not None
     if not log_filters and not selection.labels and not conditions:
         _check_limit(len(run_ids), max_runs)
-    status = _status_word(selection.status)
+    status = _status_word(selection.status)  # checked by _checked: the word it stands for
     for run_id in run_ids:
         try:
             try:

@@ -28,6 +28,8 @@ class ExportResult:
     files: list[str]
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per table, each column's non-empty cells."""
+    unreadable: dict[str, str] = field(default_factory=dict)
+    """The runs the selection skipped as unreadable: run id to why (its file by its path)."""
 
 
 def write_export_table(plan: ExportPlan, name: str, out: str) -> tuple[int, dict[str, int]]:
@@ -129,7 +131,7 @@ def _written(plan: ExportPlan, out: str) -> ExportResult:
     if request.raw:
         files.append(write_export_raw(plan, out))
     return ExportResult(out=out, runs=len(plan.records), rows=rows, files=files,
-                        coverage=coverage)  # fmt: skip
+                        coverage=coverage, unreadable=plan.selected.unreadable)  # fmt: skip
 
 
 def export_runs(request: ExportRunsRequest) -> ExportResult:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from glossogen import exit_codes
 from glossogen.evaluation import EvaluationError, EvaluationRequest
 from glossogen.export import MAX_RUNS, Selection, SelectionError
-from glossogen.refusals import Refusal, refusal_of
+from glossogen.refusals import Refusal, finite_number, refusal_of
 
 if TYPE_CHECKING:
     from flows.evaluate import CohortEvaluation
@@ -59,15 +59,22 @@ def check_cohort(
         spend_cap_usd: The judge spend cap (USD), or None.
 
     Raises:
-        EvaluationError: 64 a negative cap or a bad knob condition or selection value, 66 a
-            runs directory that is not a folder, 69 unreachable storage, 77 the judge's key
-            missing; ``refusal`` names the request field.
+        EvaluationError: 64 a negative or not finite cap (``refusals.finite_number``) or a
+            bad knob condition or selection value, 66 a runs directory that is not a folder,
+            69 unreachable storage, 77 the judge's key missing; ``refusal`` names the request
+            field.
     """
     from glossogen.environment import load_environment  # not launch's: it imports the engine
     from glossogen.evaluation import JUDGE_ENV_VARS
-    from glossogen.export import RunsDirError, check_runs_dir, parse_conditions
+    from glossogen.export import RunsDirError, check_runs_dir, check_selection, parse_conditions
     from glossogen.storage import StorageError
 
+    if spend_cap_usd is not None:  # inf and nan as the CLI's --spend-cap-usd refuses them
+        try:
+            finite_number(spend_cap_usd)
+        except ValueError as exc:
+            said = Refusal(field="spend_cap_usd", reason=str(exc), colon=True)
+            raise EvaluationError(refusal=said, exit_code=exit_codes.USAGE) from None
     if spend_cap_usd is not None and spend_cap_usd < 0:
         reason = f"must be a number of USD of at least 0, got {spend_cap_usd:g}"
         said = Refusal(field="spend_cap_usd", reason=reason)
@@ -85,6 +92,9 @@ def check_cohort(
                               found if isinstance(found, Refusal) else None) from None  # fmt: skip
     try:
         check_runs_dir(runs_dir)
+        check_selection(runs_dir, request.selection)  # before any flow run: none is Failed
+    except SelectionError as exc:
+        raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
     except RunsDirError as exc:
         said = Refusal(field="runs_dir", reason=str(exc))
         raise EvaluationError(refusal=said, exit_code=exit_codes.UNREADABLE) from None

@@ -41,7 +41,7 @@ from glossogen.mcp._results import (
     TranscriptEntry,
     TranscriptRound,
 )
-from glossogen.storage import CONFIG, LABELS, StorageError
+from glossogen.storage import CONFIG, LABELS, RunFolder, StorageError
 
 WHOLE_FIELDS = frozenset({"id", "timestamp"})
 """Fields ``read_run_events`` never cuts, at any depth, besides every ``*_id``: what a caller
@@ -157,7 +157,7 @@ class RunReading(ToolBase):
                 inherited_cost_usd=0.0,
                 duration_seconds=0.0,
                 error=None,
-                labels=folder.read_json_or(LABELS, {}),
+                labels=self._labels(folder),
                 lineage=None,
                 evaluation={},
                 damaged_lines=0,
@@ -209,11 +209,23 @@ class RunReading(ToolBase):
             inherited_cost_usd=view.inherited_spend.total_cost_usd,
             duration_seconds=view.duration_seconds,
             error=ended.error if ended else None,
-            labels=folder.read_json_or(LABELS, {}),
+            labels=self._labels(folder),
             lineage=started.lineage if started else None,
             evaluation=scores,
             damaged_lines=view.damaged_lines,
         )
+
+    def _labels(self, folder: RunFolder) -> dict[str, Any]:
+        """The run's ``labels.json``, refused in the CLI's line when it cannot be read.
+
+        The line names the file by its path within the served runs directory.
+        """
+        from glossogen.export._select import without_runs_dir
+
+        try:
+            return folder.read_object(LABELS) or {}
+        except ValueError as exc:
+            raise ToolError(without_runs_dir(str(exc), self.runs_dir)) from None
 
     def read_run_events(
         self,

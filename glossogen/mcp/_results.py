@@ -281,3 +281,8 @@ class Exported(BaseModel):
     coverage: dict[str, int] = Field(
         description="table.column to the number of runs with a non-empty cell in it."
     )
+    unreadable_runs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Runs skipped as unreadable: run id to why, its file named within the "
+        "runs directory (as REST's preview and the CLI's notes name them).",
+    )

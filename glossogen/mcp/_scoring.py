@@ -238,4 +238,8 @@ class Scoring(ToolBase):
         except (SelectionError, ExportRefused) as exc:  # never the server's runs dir's path
             raise ToolError(served_line(exc, self.runs_dir)) from None
         filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
-        return Exported(out=out, runs=done.runs, files=done.files, rows=done.rows, coverage=filled)
+        from glossogen.export._select import without_runs_dir
+
+        skipped = {r: without_runs_dir(why, self.runs_dir) for r, why in done.unreadable.items()}
+        return Exported(out=out, runs=done.runs, files=done.files, rows=done.rows, coverage=filled,
+                        unreadable_runs=skipped)  # fmt: skip

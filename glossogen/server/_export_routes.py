@@ -68,6 +68,7 @@ from glossogen.export import (
     survey_export,
     write_export,
 )
+from glossogen.export._select import without_runs_dir
 
 _CHUNK = 1024 * 1024
 
@@ -138,8 +139,12 @@ def export_request(slug: str, body: ExportRequest, request: Request, *, csv: boo
     """The library's request of a route's body.
 
     With the group, the server's ceilings, the tables (``csv``) and the raw zip (``raw``) the
-    route writes; the preview asks for both.
+    route writes; the preview asks for both. A group no run records is refused (404) as the
+    analysis routes refuse it.
     """
+    from glossogen.server._analysis_routes import _check_group  # it imports this module
+
+    _check_group(request, slug)
     settings = request.app.state.settings
     return ExportRunsRequest(
         runs_dir=settings.runs_dir, selection=body.selection, group=slug,
@@ -251,7 +256,10 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
         "run_count": len(records),
         "scenarios": sorted({r.scenario for r in records}),
         "missing_run_ids": plan.selected.missing_run_ids,
-        "unreadable_runs": plan.selected.unreadable,
+        "unreadable_runs": {  # never the server's runs directory by its path
+            run_id: without_runs_dir(reason, asked.runs_dir)
+            for run_id, reason in plan.selected.unreadable.items()
+        },
         "runs_without_report": described["runs_without_report"],
         "columns": described["columns"],
         "metrics": described["metrics"],

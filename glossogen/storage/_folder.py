@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
+from glossogen.refusals import is_utf8, not_utf8
 from glossogen.storage._fs import (
     is_local,
     join,
@@ -372,8 +373,8 @@ class RunFolder:
         """Return ``name`` in the folder as a JSON object, or None when it does not exist.
 
         Raises:
-            ValueError: the file is a folder, not valid JSON, or not a JSON object; one line
-                naming the file.
+            ValueError: the file is a folder, not valid JSON, not a JSON object, or escapes a
+                lone surrogate (not UTF-8 text); one line naming the file.
             StorageError: if the storage is unreachable.
         """
         url = self.file_url(name)
@@ -387,6 +388,12 @@ class RunFolder:
             raise ValueError(f"{url} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise ValueError(f"{url} is not a JSON object (it holds a {type(value).__name__})")
+        found = not_utf8(value)  # the standard library reads a lone surrogate's escape
+        if found is not None:
+            surrogate = next(char for char in found[1] if not is_utf8(char))
+            raise ValueError(
+                f"{url} is not UTF-8 text (it escapes the lone surrogate \\u{ord(surrogate):04x})"
+            )
         return value
 
     def read_json_or(self, name: str, default: Any) -> Any:

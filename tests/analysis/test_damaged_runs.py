@@ -32,6 +32,10 @@ DAMAGES = [
      "config.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
     ("veyru.jsonl", b"", "veyru.jsonl is not a run log (empty)"),
     ("veyru_report.json", b"{}", "veyru_report.json is an empty JSON object (no metrics)"),
+    ("labels.json", b'{"bad": "a\\udcffb"}',
+     "labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"),
+    ("config.json", b'{"k": "\\udcff"}',
+     "config.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"),
 ]  # fmt: skip
 
 
@@ -83,6 +87,60 @@ def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
     assert got["notes"] == [note]
     assert listed["notes"] == [note]
     assert bad_seed == "seed: Input should be greater than or equal to 0"
+
+
+def test_mcp_lists_around_and_refuses_a_run_whose_labels_are_not_utf8_text(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    """A labels.json escaping a lone surrogate was a bare ``Error executing tool`` from
+    list_runs and get_run; now list_runs skips the run and get_run refuses it in one line
+    naming the file within the served runs directory."""
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, kept = _pair(
+        cohort, tmp_path / "runs", "labels.json", b'{"bad": "a\\udcffb"}'
+    )
+
+    async def flow() -> tuple[dict[str, Any], str]:
+        async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
+            listed = await call(session, "list_runs")
+            return listed, await refusal(session, "get_run", run_id=damaged)
+
+    listed, got = asyncio.run(flow())
+    assert [row["run_id"] for row in listed["runs"]] == [kept]
+    assert got == f"{damaged}/labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"
+
+
+def test_mcp_export_runs_names_the_runs_it_skipped(cohort: Cohort, tmp_path: Path) -> None:
+    """export_runs was silent about a skipped run the CLI's note and REST's preview name."""
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "veyru_report.json", b"{}")
+
+    async def flow() -> dict[str, Any]:
+        async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
+            return await call(session, "export_runs", out=str(tmp_path / "out"))
+
+    done = asyncio.run(flow())
+    assert done["runs"] == 1
+    assert done["unreadable_runs"] == {
+        damaged: f"{damaged}/veyru_report.json is an empty JSON object (no metrics)"
+    }
+
+
+def test_mcp_get_run_refuses_labels_that_are_not_json_in_one_line(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    """Was ``Error executing tool get_run`` and a traceback on the server's stderr."""
+    (tmp_path / "home").mkdir()
+    runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "labels.json", b"{bad")
+
+    async def flow() -> str:
+        async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
+            return await refusal(session, "get_run", run_id=damaged)
+
+    assert asyncio.run(flow()) == (
+        f"{damaged}/labels.json is not valid JSON (Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1))"
+    )
 
 
 @pytest.mark.parametrize(

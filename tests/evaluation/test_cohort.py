@@ -33,6 +33,7 @@ from tests.evaluation.cohort30 import (
 from tests.evaluation.test_judged import canned
 from tests.export.conftest import CASE_05
 from tests.fixtures.model_stubs import StubModelServer
+from tests.fixtures.played_runs import play_run
 
 REPO = Path(__file__).resolve().parents[2]
 VOLATILE = ("updated_at",)
@@ -337,3 +338,33 @@ def test_one_run_refused_since_its_log_was_cut_sets_its_stale_report_aside(
     )
     assert (run / f"veyru_report.stale-{scored_on}.json").read_bytes() == written
     assert not report.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenario", "nosuch"],
+         "--scenario 'nosuch' has no run under RUNS (scenarios there: veyru)"),
+        (["--status", "bogus"],
+         "--status 'bogus' is no run's status (one of completed, incomplete, error, "
+         "interrupted, running, stopped, queued, or scenario_complete)"),
+    ],
+)  # fmt: skip
+def test_a_refused_selection_starts_no_flow_run(
+    args: list[str], message: str, prefect_api: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Was an ``evaluate-cohort`` flow run left Failed (its message naming the runs dir) for
+    each: the selection is checked by ``check_cohort`` before the flow starts."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    capsys.readouterr()
+    assert _cli("--runs-dir", str(runs), "--metrics", "round_success", *args) == 65
+    assert capsys.readouterr().err == (f"glossogen: error: {message.replace('RUNS', str(runs))}\n")
+    cohort_flows = FlowFilter(name=FlowFilterName(any_=["evaluate-cohort"]))
+    with get_client(sync_client=True) as client:
+        flow_runs = client.read_flow_runs(flow_filter=cohort_flows)
+    assert [r for r in flow_runs if r.parameters.get("runs_dir") == str(runs)] == []

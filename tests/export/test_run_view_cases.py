@@ -162,6 +162,10 @@ def test_folders_whose_log_is_not_a_run_log_are_skipped_with_one_note_each(
     (runs / "veyru" / "1795100014" / "veyru.jsonl").mkdir(parents=True)  # a folder, not a log
     broken = Path(play(runs, "veyru", 1795100015, "round_count=1"))
     (broken / "labels.json").write_text("{not json")
+    escaped = Path(play(runs, "veyru", 1795100016, "round_count=1"))
+    (escaped / "labels.json").write_text('{"bad": "a\\udcffb"}')  # valid JSON, not UTF-8 text
+    configured = Path(play(runs, "veyru", 1795100017, "round_count=1"))
+    (configured / "config.json").write_text('{"round_count": "\\udcff"}')
     capsys.readouterr()
     out = tmp_path / "out"
     assert _export("--runs-dir", str(runs), "--out", str(out)) == 0
@@ -179,6 +183,10 @@ def test_folders_whose_log_is_not_a_run_log_are_skipped_with_one_note_each(
         "not an event log",
         f"glossogen: note: skipped veyru/1795100015: {broken}/labels.json is not valid JSON "
         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        f"glossogen: note: skipped veyru/1795100016: {escaped}/labels.json is not UTF-8 text "
+        "(it escapes the lone surrogate \\udcff)",
+        f"glossogen: note: skipped veyru/1795100017: {configured}/config.json is not UTF-8 text "
+        "(it escapes the lone surrogate \\udcff)",
     ]
 
 

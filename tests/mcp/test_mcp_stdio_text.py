@@ -1,4 +1,5 @@
-r"""``glossogen mcp`` over stdio answers a request holding text that is not UTF-8.
+r"""``glossogen mcp`` over stdio answers a request holding text that is not UTF-8, and refuses a
+number JSON reads as no finite one (``1e400``, ``NaN``) as the CLI refuses it.
 
 JSON can escape a lone surrogate (``"\udcff"``), which is no UTF-8 text. The SDK's stdio
 transport (mcp 2.3) cannot parse such a line and drops it: the client would wait for ever. Our
@@ -105,3 +106,27 @@ def test_text_that_is_not_utf8_is_answered_with_an_error_naming_it_and_serving_g
         assert listed["id"] == 6
         runs = listed["result"]["structuredContent"]["runs"]
         assert [r["run_id"] for r in runs] == [run_id]  # still serving
+
+
+def test_a_spend_cap_that_reads_as_no_finite_number_is_refused_as_the_cli_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """``evaluate_runs`` took ``spend_cap_usd`` ``1e400`` (JSON reads it as infinity),
+    ``Infinity`` and ``NaN``, which ``--spend-cap-usd`` refuses: refused now in the library's
+    check (``refusals.finite_number``), before any flow run."""
+    with _served(tmp_path) as (server, answers, _run_id):
+        said = {}
+        for number, cap in enumerate([b"1e400", b"Infinity", b"-Infinity", b"NaN"], start=2):
+            line = (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": '
+                    b'"evaluate_runs", "arguments": {"metrics": ["round_success"], '
+                    b'"spend_cap_usd": %s}}}') % (number, cap)  # fmt: skip
+            answer = _ask(server, line, answers)
+            assert answer["result"]["isError"] is True, answer
+            said[cap.decode()] = answer["result"]["content"][0]["text"]
+    prefix = "Error executing tool evaluate_runs: spend_cap_usd: "
+    assert said == {
+        "1e400": prefix + "'inf' is not a finite number",
+        "Infinity": prefix + "'inf' is not a finite number",
+        "-Infinity": prefix + "'-inf' is not a finite number",
+        "NaN": prefix + "'nan' is not a number",
+    }

@@ -497,3 +497,48 @@ def test_serve_names_a_port_in_use_or_a_host_it_cannot_listen_on_in_one_line(
     assert capsys.readouterr().err == (
         "glossogen: error: cannot listen on 192.0.2.1:0: Cannot assign requested address\n"
     )
+
+
+def test_the_preview_names_unreadable_runs_within_the_runs_dir_as_the_analysis_notes_do(
+    cohort: dict[str, str], tmp_path: Path
+) -> None:
+    """Over real HTTP: a report that is ``{}`` and a labels.json escaping a lone surrogate
+    (valid JSON, not UTF-8 text: was a 500 for the whole runs dir) skip their runs; the
+    preview named them by the server's absolute path where the analysis said runs-dir-relative
+    paths: both say the path within the runs dir now."""
+    root = tmp_path / "runs"
+    two, three = cohort["two"], cohort["three"]
+    for run_id in (two, three, "veyru/1795939736"):
+        shutil.copytree(Path(cohort["root"]) / run_id, root / run_id)
+    (root / two / "veyru_report.json").write_text("{}")
+    (root / three / "labels.json").write_text('{"bad": "a\\udcffb"}')
+    with serving(str(root)) as base:
+        preview = httpx.post(f"{base}{API}/preview", json={"selection": _filters()}, timeout=None)
+        query = httpx.post(
+            f"{base}/api/g/local/runs/analysis/query",
+            json={"measures": [{"field": "total_chars", "agg": "count"}]}, timeout=None,
+        )  # fmt: skip
+    assert preview.status_code == 200, preview.text
+    assert preview.json()["run_count"] == 1
+    assert preview.json()["unreadable_runs"] == {
+        two: f"{two}/veyru_report.json is an empty JSON object (no metrics)",
+        three: f"{three}/labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)",
+    }
+    assert query.status_code == 200, query.text
+    assert query.json()["notes"] == [
+        f"skipped {run_id}: {reason}"
+        for run_id, reason in sorted(preview.json()["unreadable_runs"].items())
+    ]
+
+
+def test_a_group_no_run_records_is_404_as_the_analysis_routes_say(
+    cohort: dict[str, str],
+) -> None:
+    """Was a preview of 0 runs (200) where the analysis fields said 404: both refuse it."""
+    client = _client(cohort)
+    preview = client.post("/api/g/nolab/runs/export/preview", json={"selection": _filters()})
+    fields = client.get("/api/g/nolab/runs/analysis/fields")
+    assert (preview.status_code, preview.json()) == (
+        404, {"detail": {"message": "no group 'nolab': no run records it"}}
+    )  # fmt: skip
+    assert (fields.status_code, fields.json()) == (preview.status_code, preview.json())
