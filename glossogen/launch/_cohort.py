@@ -92,7 +92,8 @@ def check_cohort(
                               found if isinstance(found, Refusal) else None) from None  # fmt: skip
     try:
         check_runs_dir(runs_dir)
-        check_selection(runs_dir, request.selection)  # before any flow run: none is Failed
+        if request.selection is not None:  # None: every run (nothing to refuse)
+            check_selection(runs_dir, request.selection)  # before any flow run: none Failed
     except SelectionError as exc:
         raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
     except RunsDirError as exc:
