@@ -578,8 +578,22 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "said": {"cli": f"--frames: unknown table 'nope' (tables: {TABLES})",
                  "rest": f"frames: unknown table 'nope' (tables: {TABLES})",
                  "mcp": f"unknown table 'nope' (tables: {TABLES})"},
-        "status": {"cli": 64, "rest": 422, "rest-preview": 422},
-        "answered": {"rest-raw": ""},  # /raw writes no table: the tables asked are not its
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
+    "table-named-twice": {
+        "cli": ["--frames", "run_level,run_level"], "rest": {"frames": ["run_level", "run_level"]},
+        "mcp": {"frames": ["run_level", "run_level"]},
+        "said": {"cli": "--frames 'run_level,run_level': the table 'run_level' is named twice",
+                 "rest": "frames: the table 'run_level' is named twice",
+                 "mcp": "the table 'run_level' is named twice"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
+    "empty-table-name": {
+        "cli": ["--frames", "run_level,"], "rest": {"frames": ["run_level", ""]},
+        "mcp": {"frames": ["run_level", ""]},
+        "said": {"cli": "--frames 'run_level,': a table name is empty",
+                 "rest": "frames: a table name is empty", "mcp": "a table name is empty"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "missing-run-id": {
         "cli": ["--run-id", "veyru/1"],
@@ -661,7 +675,8 @@ def test_an_export_is_refused_with_the_same_line_through_every_surface(
     each (issue 32: REST's own wording of the last two is gone), through each REST route
     (``/csv``, ``/preview``, ``/raw``) as through the CLI and MCP, nothing written. The
     preview lists what a download would refuse with (the same line) and the ids that no longer
-    resolve; ``/raw`` takes no tables, so an unknown one is not its refusal."""
+    resolve. ``/raw`` refuses the tables the body names as ``/csv`` does (one body, one
+    verdict), and a table named twice or an empty name is refused by the one export plan."""
     runs = str(tmp_path / "runs")
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_100)
