@@ -567,6 +567,26 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
     assert result is not None
     assert result["not_evaluated_runs"] == {"veyru/1": "no such run in the server's runs directory"}
     assert runs not in json.dumps(result)
+    # a run whose log never ended is refused: counted and listed alike, as the summary counts it
+    unended = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_500)
+    log = Path(runs) / unended.run_id / "veyru.jsonl"
+    log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
+                           if '"simulation_ended"' not in line))  # fmt: skip
+    answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
+                          run_ids=[played.run_id, unended.run_id, "veyru/1"])  # fmt: skip
+    assert result is not None
+    assert (answer.line, result["not_evaluated"], sorted(result["not_evaluated_runs"])) == (
+        "evaluated 3 runs in the server's runs directory: 0 scored, 1 skipped (report up to "
+        "date), 2 not evaluated · evaluation cost $0.000000",
+        2, sorted([unended.run_id, "veyru/1"]))  # fmt: skip
+    assert result["not_evaluated_runs"][unended.run_id] == (
+        f"{unended.run_id} has no simulation_ended (still playing, or killed): pass "
+        "allow_incomplete to score what it logged"
+    )
+    # no metric named is refused as the command line's --metrics '' is
+    assert _mcp(runs, "evaluate_runs", metrics=[])[0] == Answer(
+        True, "metrics names no metric", "tool error"
+    )
 
 
 TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
