@@ -567,6 +567,26 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
     assert result is not None
     assert result["not_evaluated_runs"] == {"veyru/1": "no such run in the server's runs directory"}
     assert runs not in json.dumps(result)
+    # a run whose log never ended is refused: counted and listed alike, as the summary counts it
+    unended = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_500)
+    log = Path(runs) / unended.run_id / "veyru.jsonl"
+    log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
+                           if '"simulation_ended"' not in line))  # fmt: skip
+    answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
+                          run_ids=[played.run_id, unended.run_id, "veyru/1"])  # fmt: skip
+    assert result is not None
+    assert (answer.line, result["not_evaluated"], sorted(result["not_evaluated_runs"])) == (
+        "evaluated 3 runs in the server's runs directory: 0 scored, 1 skipped (report up to "
+        "date), 2 not evaluated · evaluation cost $0.000000",
+        2, sorted([unended.run_id, "veyru/1"]))  # fmt: skip
+    assert result["not_evaluated_runs"][unended.run_id] == (
+        f"{unended.run_id} has no simulation_ended (still playing, or killed): pass "
+        "allow_incomplete to score what it logged"
+    )
+    # no metric named is refused as the command line's --metrics '' is
+    assert _mcp(runs, "evaluate_runs", metrics=[])[0] == Answer(
+        True, "metrics names no metric", "tool error"
+    )
 
 
 TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
@@ -578,8 +598,22 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "said": {"cli": f"--frames: unknown table 'nope' (tables: {TABLES})",
                  "rest": f"frames: unknown table 'nope' (tables: {TABLES})",
                  "mcp": f"unknown table 'nope' (tables: {TABLES})"},
-        "status": {"cli": 64, "rest": 422, "rest-preview": 422},
-        "answered": {"rest-raw": ""},  # /raw writes no table: the tables asked are not its
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
+    "table-named-twice": {
+        "cli": ["--frames", "run_level,run_level"], "rest": {"frames": ["run_level", "run_level"]},
+        "mcp": {"frames": ["run_level", "run_level"]},
+        "said": {"cli": "--frames 'run_level,run_level': the table 'run_level' is named twice",
+                 "rest": "frames: the table 'run_level' is named twice",
+                 "mcp": "the table 'run_level' is named twice"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
+    "empty-table-name": {
+        "cli": ["--frames", "run_level,"], "rest": {"frames": ["run_level", ""]},
+        "mcp": {"frames": ["run_level", ""]},
+        "said": {"cli": "--frames 'run_level,': a table name is empty",
+                 "rest": "frames: a table name is empty", "mcp": "a table name is empty"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "missing-run-id": {
         "cli": ["--run-id", "veyru/1"],
@@ -661,7 +695,8 @@ def test_an_export_is_refused_with_the_same_line_through_every_surface(
     each (issue 32: REST's own wording of the last two is gone), through each REST route
     (``/csv``, ``/preview``, ``/raw``) as through the CLI and MCP, nothing written. The
     preview lists what a download would refuse with (the same line) and the ids that no longer
-    resolve; ``/raw`` takes no tables, so an unknown one is not its refusal."""
+    resolve. ``/raw`` refuses the tables the body names as ``/csv`` does (one body, one
+    verdict), and a table named twice or an empty name is refused by the one export plan."""
     runs = str(tmp_path / "runs")
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
     play_run(runs, "veyru", rounds=1, now_unix=1_790_000_100)

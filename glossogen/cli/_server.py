@@ -25,6 +25,7 @@ once, its server left running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -37,7 +38,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 HEALTH_POLL_SECONDS = 0.5
 """Interval between health checks while the server starts (a real process starting up)."""
@@ -207,15 +207,17 @@ class DetachedServer:
 
 
 @contextmanager
-def stopped_on_sigterm() -> Iterator[None]:
+def stopped_on_sigterm(said: str | None = None) -> Iterator[None]:
     """While inside, SIGTERM stops this process's temporary servers, then ends it by the signal.
 
     The process ends as SIGTERM ends it (a shell's 143), once every server it started and has
-    not stopped is stopped (see the module docstring). Outside, SIGTERM is handled as before;
-    off the main thread (which alone takes signals) nothing changes.
+    not stopped is stopped (see the module docstring), after ``said`` (when given) is printed
+    as ``glossogen: error: <said>`` on stderr, as a Ctrl-C's line is. Outside, SIGTERM is
+    handled as before; off the main thread (which alone takes signals) nothing changes.
     """
+    line = None if said is None else f"glossogen: error: {said}\n".encode(errors="replace")
     try:
-        before = signal.signal(signal.SIGTERM, _stop_servers_then_end)
+        before = signal.signal(signal.SIGTERM, lambda *_: _stop_servers_then_end(line))
     except ValueError:  # not the main thread
         yield
         return
@@ -225,9 +227,18 @@ def stopped_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, before)
 
 
-def _stop_servers_then_end(signum: int, frame: FrameType | None) -> None:
+def _stop_servers_then_end(line: bytes | None) -> None:
+    """Stop the servers, say ``line`` on stderr, and end the process by SIGTERM.
+
+    Python runs the handler on the main thread between two bytecodes; ``line`` goes out by one
+    ``os.write`` to the descriptor, never through ``sys.stderr``'s buffer (a write to it the
+    signal cut into would refuse a reentrant one).
+    """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the stops
     for server in list(_RUNNING):
         server.stop(send_queued=False)  # the process ends at once: nothing is retried
+    if line is not None:
+        with contextlib.suppress(OSError):  # a closed stderr: the exit status still says it
+            os.write(2, line)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)

@@ -119,12 +119,22 @@ def _derive(request: ForkRequest, wait: bool) -> int:
 
 
 def _warn_knobs(prepared: PreparedFork, scenario: str) -> None:
-    """Print the scenario's warnings about the derived run's knobs (``--knobs`` may drop some)."""
-    from glossogen.launch import ResumeRequest, plan_resume
+    """Print the warnings of the derived run's knobs and its turn cap, as ``glossogen run``.
+
+    The scenario's own (``--knobs`` may drop some), then the launch's shared turn-cap check
+    (:func:`~glossogen.launch.turn_cap_warning`) over the whole run: the copied rounds' turns
+    count toward the cap.
+    """
+    from glossogen.cli._refusals import FLAGS
+    from glossogen.launch import ResumeRequest, plan_resume, turn_cap_warning
 
     plan, _ = plan_resume(ResumeRequest(run_dir=prepared.folder.url))
     for line in load_scenario(scenario)(plan.knobs).launch_warnings():
         print(f"glossogen: warning: {line}", file=sys.stderr, flush=True)
+    warning = turn_cap_warning(plan)
+    if warning is not None:
+        print(f"glossogen: warning: {warning.worded(FLAGS['max_agent_turns'])}", file=sys.stderr,
+              flush=True)  # fmt: skip
 
 
 def _refuse_spend_cap(prepared: PreparedFork) -> int | None:

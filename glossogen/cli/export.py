@@ -135,11 +135,9 @@ def export(
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
-        tables = _tables(frames)
     except SelectionError as exc:
         return _error(said_of_selection(exc), exit_codes.USAGE)
-    except ValueError as exc:
-        return _error(_said_of_frames(exc), exit_codes.USAGE)
+    tables = _tables(frames)
     request = ExportRunsRequest(
         runs_dir=runs_dir, out=out, selection=selection, frames=tables, raw=raw,
         include_logs=include_logs, include_atif=include_atif, max_runs=max_runs,
@@ -151,21 +149,23 @@ def export(
             _note_selected(plan.selected)
             result = write_export(plan)
         except ExportRefused as exc:
-            return _error(_said(exc), exc.exit_code)
+            return _error(_said(exc, frames), exc.exit_code)
     _print_exported(result.runs, out, result.rows, raw)
     return 0
 
 
-def _said_of_frames(exc: ValueError) -> str:
-    """``--frames`` and why, the value first when the line names it (``--frames 'a,': ...``)."""
-    said = f" {exc}" if str(exc).startswith("'") else f": {exc}"
-    return f"--frames{said}"
+def _said(exc: ExportRefused, frames: str) -> str:
+    """An export's refusal in the flags' words (``--frames``, ``--out``, ``--runs-dir``, ...).
 
+    A refusal of the whole ``--frames`` list (an empty name, a table named twice) shows the
+    value as typed: ``--frames 'run_level,': a table name is empty``.
+    """
+    from glossogen.export import TablesMisnamed
+    from glossogen.refusals import shown
 
-def _said(exc: ExportRefused) -> str:
-    """An export's refusal in the flags' words (``--out``, ``--runs-dir``, ``--max-runs``)."""
     if exc.field == "frames":
-        return _said_of_frames(exc)
+        value = f" {shown(frames)}" if isinstance(exc.cause, TablesMisnamed) else ""
+        return f"--frames{value}: {exc}"
     if exc.field == "out":
         return f"--out {exc}"
     if exc.field == "runs_dir":
@@ -176,22 +176,12 @@ def _said(exc: ExportRefused) -> str:
 
 
 def _tables(frames: str) -> list[str]:
-    """The tables ``--frames`` names, as ``--by`` reads its keys: none empty, none twice.
+    """The tables ``--frames`` names, comma-separated; ``[]`` when it names none.
 
-    Raises:
-        ValueError: ``'run_level,': a table name is empty``, or a table named twice.
+    The export plan refuses an empty name or a table named twice, for every surface alike.
     """
-    from glossogen.refusals import shown
-
     names = [f.strip() for f in frames.split(",")]
-    if not any(names):
-        return []  # no table named: check_frames says which there are
-    if not all(names):
-        raise ValueError(f"{shown(frames)}: a table name is empty")
-    twice = [n for i, n in enumerate(names) if n in names[:i]]
-    if twice:
-        raise ValueError(f"{shown(frames)}: the table {shown(twice[0])} is named twice")
-    return names
+    return names if any(names) else []
 
 
 def _note_selected(selected: SelectedRuns) -> None:

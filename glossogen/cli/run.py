@@ -49,6 +49,10 @@ EXIT_INTERNAL = int(exit_codes.INTERNAL)
 EXIT_INTERRUPTED = int(exit_codes.INTERRUPTED)
 
 
+INTERRUPTED = "interrupted; the run's log ends with simulation_ended status 'interrupted'"
+"""Why a run stopped by Ctrl-C or SIGTERM ends short (its log sealed ``interrupted``)."""
+
+
 def _error(message: str) -> None:
     error(message)
 
@@ -285,7 +289,8 @@ def play(
     _print_launch_line(plan)
     from glossogen.cli._server import stopped_on_sigterm
 
-    with stopped_on_sigterm():  # its temporary server is stopped too, before the process ends
+    # its temporary server is stopped too, before the process ends; the line a Ctrl-C prints
+    with stopped_on_sigterm(INTERRUPTED):
         played = _play_flow(plan, runs_dir, resume_dir, allow_config_change, announce)
     if isinstance(played, int):
         return played
@@ -464,7 +469,7 @@ def _play_flow(
         progress.close()
         if server is not None:
             server.stop(send_queued=False)
-        _error("interrupted; the run's log ends with simulation_ended status 'interrupted'")
+        _error(INTERRUPTED)
         # Prefect's shutdown would retry sending queued events to a temporary server that is
         # already gone (tens of seconds); the run's own log is closed, so leave at once.
         sys.stdout.flush()

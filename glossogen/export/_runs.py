@@ -192,7 +192,8 @@ def survey_export(request: ExportRunsRequest) -> ExportPlan:
 def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
     """The plan of ``request``: the refusals of its values raised, a write's collected."""
     _check_options(request)
-    names = _check_frames(request) if request.tables else []
+    asked = _check_frames(request)  # checked for the raw zip alone too: one body, one verdict
+    names = asked if request.tables else []
     if request.out is not None:
         from glossogen.export._write import check_out
 
@@ -209,10 +210,10 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
                                       cause=missing))  # fmt: skip
     try:
         _check_limit(len(selected.records), request.max_runs)
-        if request.picks and names:
+        if request.picks:
             from glossogen.export._tables import check_picks
 
-            check_picks(selected.records, names, request.columns, request.metrics,
+            check_picks(selected.records, asked, request.columns, request.metrics,
                         request.repeat_run_columns)  # fmt: skip
     except SelectionError as exc:
         refusals.append(ExportRefused(worded(exc), exit_codes.REFUSED, "selection",
@@ -250,7 +251,8 @@ def _check_frames(request: ExportRunsRequest) -> list[str]:
     """The tables asked, in canonical order.
 
     Raises:
-        ExportRefused: 64 for an unknown table or none (field ``frames``).
+        ExportRefused: 64 for an unknown table or none, an empty name or one named twice
+            (field ``frames``).
     """
     from glossogen.export._tables import check_frames
 

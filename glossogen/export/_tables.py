@@ -87,16 +87,25 @@ ROUND_METRIC_UNIT = "; per round: mean over the teams reporting it"
 """Appended to a metric's unit on ``round_level``, where several teams' values are averaged."""
 
 
+class TablesMisnamed(ValueError):
+    """The tables asked hold an empty name or one named twice (the whole list is at fault)."""
+
+
 def check_frames(frames: Iterable[str] | None) -> list[str]:
     """Return the requested tables in canonical order (the default set for ``None``).
 
     Raises:
         ValueError: for an empty list (no table named), naming an unknown table and the known
-            ones.
+            ones; :class:`TablesMisnamed` for an empty name or a table named twice.
     """
     names = list(DEFAULT_FRAMES) if frames is None else list(frames)
     if not names:
         raise ValueError(f"no table named (tables: {', '.join(FRAMES)})")
+    if not all(names):
+        raise TablesMisnamed("a table name is empty")
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise TablesMisnamed(f"the table {twice[0]!r} is named twice")
     unknown = [f for f in names if f not in FRAMES]
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r} (tables: {', '.join(FRAMES)})")
@@ -387,6 +396,7 @@ __all__ = [
     "DEFAULT_FRAMES",
     "FRAMES",
     "LOG_FRAMES",
+    "TablesMisnamed",
     "available_columns",
     "CALL_FRAME",
     "build_frames",

@@ -262,8 +262,8 @@ class CohortEvaluated(BaseModel):
     not_evaluated: int
     runs: list[CohortRunEvaluated]
     not_evaluated_runs: dict[str, str] = Field(
-        description="Runs that could not be taken at all (not a run log, an id that resolves "
-        "to no run), with why."
+        description="Every run not evaluated (not a run log, an id that resolves to no run, a "
+        "run refused or failed), with why; as many as `not_evaluated` counts."
     )
     not_measured: list[str] = Field(description="Runs the spend cap held back.")
     capped: str | None = Field(description="Why the spend cap held the first run back.")

@@ -89,7 +89,7 @@ class JudgeArguments:
         from glossogen.evaluation import check_request
 
         return check_request(
-            self.metrics or "all", self.judge_model, self.judge_provider,
+            "all" if self.metrics is None else self.metrics, self.judge_model, self.judge_provider,
             list(self.judge_settings or []), self.judge_replicas, self.probe_replicas,
             self.allow_incomplete, self.plot, self.judge_cache,
         )  # fmt: skip
@@ -166,11 +166,13 @@ class Scoring(ToolBase):
         served = functools.partial(without_runs_dir, runs_dir=self.runs_dir)
         not_evaluated = {run_id: served(why) for run_id, why in done.unreadable.items()}
         not_evaluated |= dict.fromkeys(done.missing_run_ids, f"no such run in {SERVED_RUNS_DIR}")
+        not_evaluated |= {o.run_id: served(o.said(JUDGE_ARGUMENTS)) for o in done.outcomes
+                          if o.state in ("refused", "failed")}  # fmt: skip
         return CohortEvaluated(
             message=cohort_summary(done, None),  # never the server's runs directory's path
             scored=done.count("scored"),
             skipped=done.count("skipped"),
-            not_evaluated=len(not_evaluated) + done.count("refused") + done.count("failed"),
+            not_evaluated=len(not_evaluated),  # the summary line's count, each run listed
             runs=[
                 CohortRunEvaluated(
                     run_id=o.run_id,

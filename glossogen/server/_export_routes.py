@@ -21,10 +21,10 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
 - 413: past a ceiling (``limit`` is ``max_runs``, ``raw_zip_bytes`` or ``csv_bytes``, with
   its ``value``);
 - 422: a knob condition that is malformed or cannot be read as the recorded type (``field``
-  ``knob``), an unknown table or an empty ``frames`` list (``frames``), ``columns`` or
-  ``metrics`` naming what the selection's tables do not hold (``columns``/``metrics``; the
-  preview lists it under ``refusals`` instead), an empty ``run_ids`` list (pydantic's
-  validation answer);
+  ``knob``), an unknown table, an empty name, a table named twice or an empty ``frames``
+  list (``frames``), ``columns`` or ``metrics`` naming what the selection's tables do not
+  hold (``columns``/``metrics``; the preview lists it under ``refusals`` instead), an empty
+  ``run_ids`` list (pydantic's validation answer); ``/raw`` refuses these as ``/csv`` does;
 - 503: the runs directory cannot be read (missing, not a folder, unreachable); a refusal names
   it as the server's runs directory, never by its path (the client did not give one).
 
@@ -139,8 +139,9 @@ def export_request(slug: str, body: ExportRequest, request: Request, *, csv: boo
     """The library's request of a route's body.
 
     With the group, the server's ceilings, the tables (``csv``) and the raw zip (``raw``) the
-    route writes; the preview asks for both. A group no run records is refused (404) as the
-    analysis routes refuse it.
+    route writes; the preview asks for both. Every route carries the body's tables, columns
+    and metrics, so ``/raw`` refuses the body ``/csv`` refuses (one body, one verdict). A group
+    no run records is refused (404) as the analysis routes refuse it.
     """
     from glossogen.server._analysis_routes import _check_group  # it imports this module
 
@@ -148,8 +149,8 @@ def export_request(slug: str, body: ExportRequest, request: Request, *, csv: boo
     settings = request.app.state.settings
     return ExportRunsRequest(
         runs_dir=settings.runs_dir, selection=body.selection, group=slug,
-        frames=body.frames if csv else None, columns=body.columns if csv else None,
-        metrics=body.metrics if csv else None, repeat_run_columns=body.repeat_run_columns,
+        frames=body.frames, columns=body.columns, metrics=body.metrics,
+        repeat_run_columns=body.repeat_run_columns,
         include_metric_summaries=body.include_metric_summaries, max_runs=settings.max_runs,
         tables=csv, raw=raw, include_logs=raw and body.include_logs,
         include_atif=raw and body.include_atif, max_raw_bytes=settings.raw_max_bytes,
@@ -346,7 +347,8 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
 
     Raises:
         HTTPException: 404 missing run ids, 413 over the run or raw ceiling, 422 a bad knob
-            condition, 503 unreadable storage.
+            condition, an unknown table, unknown columns or metrics (as ``/csv``), 503
+            unreadable storage.
     """
     plan = _planned(export_request(slug, body, request, raw=True))
     with _written(plan) as folder:

@@ -265,9 +265,13 @@ def test_a_sigterm_ends_a_run_interrupted(prefect_api: str, tmp_path: Path) -> N
         log = _three_rounds_played(run)
         assert children_of(run.pid) == []  # a PREFECT_API_URL: it started no process
         run.send_signal(signal.SIGTERM)
-        run.communicate()
+        _, stderr = run.communicate()
         assert run.returncode == -signal.SIGTERM
         _assert_interrupted_after_three_rounds(log)
+        assert stderr == (  # why it ended short, as a Ctrl-C says it (README's exit codes)
+            "glossogen: error: interrupted; the run's log ends with simulation_ended status "
+            "'interrupted'\n"
+        )
 
 
 def test_a_sigterm_stops_the_temporary_server_the_run_started(

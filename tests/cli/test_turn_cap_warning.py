@@ -88,3 +88,22 @@ def test_mcp_estimate_run_carries_the_warning(tmp_path: Path) -> None:
     # MCP names the tool's argument, not the CLI's flag
     warned = _warning("orbital_anomaly", 200, 40, needed, phases, covered, "max_agent_turns")
     assert asyncio.run(go())["warnings"] == [warned]
+
+
+def test_a_derived_run_warns_as_a_launch_does_its_copied_rounds_counted(
+    prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """u46b: ``fork-at-round --max-agent-turns 3`` gave no warning, and the copied round's
+    turns counted, so the next round was void (turn_limit): the shared check warns of it."""
+    from tests.fixtures.played_runs import play_run
+
+    source = play_run(str(tmp_path / "runs"), "veyru", rounds=3, now_unix=1_790_000_000)
+    code, _, err = _run(["fork-at-round", "veyru", "--source-run-dir", source.url,
+                         "--after-round", "1", "--runs-dir", str(tmp_path / "runs"),
+                         "--max-agent-turns", "3", "--wait"], capsys)  # fmt: skip
+    warning = _warning("veyru", 3, 3, 20, "4.5 in a round's main phase and 2.5 in a postmortem",
+                       "0.8")  # fmt: skip
+    assert (code, err.splitlines()) == (1, [
+        f"glossogen: warning: {warning}",
+        "glossogen: error: run incomplete: every agent reached --max-agent-turns 3",
+    ])  # fmt: skip

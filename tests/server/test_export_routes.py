@@ -453,6 +453,40 @@ def test_unknown_columns_or_metrics_are_422_and_named(cohort: dict[str, str]) ->
     }
 
 
+def test_every_route_refuses_a_bad_table_list_or_pick_alike(cohort: dict[str, str]) -> None:
+    """The three routes share one body: /raw refuses what /csv refuses, with the same line,
+    and an empty table name or one named twice is refused as the command line refuses it."""
+    client = _client(cohort)
+    tables = (
+        "(tables: run_level, round_level, agent_level, message_level, round_context, call_level)"
+    )
+    for extra, status, detail in [
+        ({"frames": ["run_level", "run_level"]}, 422,
+         {"field": "frames", "message": "the table 'run_level' is named twice"}),
+        ({"frames": ["run_level", ""]}, 422,
+         {"field": "frames", "message": "a table name is empty"}),
+        ({"frames": ["nosuch"]}, 422,
+         {"field": "frames", "message": f"unknown table 'nosuch' {tables}"}),
+        ({"frames": []}, 422, {"field": "frames", "message": f"no table named {tables}"}),
+        ({"frames": ["run_level"], "columns": ["nosuch_col"]}, 422,
+         {"field": "columns",
+          "message": "unknown columns for these tables of this selection: 'nosuch_col'"}),
+    ]:  # fmt: skip
+        body = {"selection": _ids(cohort["two"]), **extra}
+        for route in ("csv", "raw"):
+            got = client.post(f"{API}/{route}", json=body)
+            assert (route, got.status_code, got.json()) == (route, status, {"detail": detail})
+        preview = client.post(f"{API}/preview", json=body)
+        if detail["field"] == "frames":
+            assert (preview.status_code, preview.json()) == (status, {"detail": detail})
+        else:
+            assert preview.json()["refusals"] == [detail]
+    for route in ("preview", "csv", "raw"):  # README: the body's selection is required
+        got = client.post(f"{API}/{route}", json={"frames": ["run_level"]})
+        assert (got.status_code, got.json()) == (
+            422, {"detail": {"field": "selection", "message": "Field required"}})  # fmt: skip
+
+
 def test_a_runs_dir_that_is_gone_is_503(tmp_path: Path) -> None:
     gone = str(tmp_path / "gone")
     client = TestClient(create_app(gone))
