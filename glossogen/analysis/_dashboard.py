@@ -72,6 +72,20 @@ class DashboardsInTheWay(Exception):  # noqa: N818 - a refusal, as DashboardErro
 _IN_THE_WAY = f"dashboards cannot be kept: a file stands where the folder {DASHBOARDS_FOLDER} goes"
 
 
+class QuerySelectionRefused(Exception):  # noqa: N818 - a refusal, as DashboardError
+    """A dashboard query whose selection is refused (a ``SelectionError``).
+
+    It keeps which query and the refusal, so a surface names the query's fields
+    (``queries.NAME.selection.scenario``), not its own flags.
+    """
+
+    def __init__(self, query: str, cause: Exception) -> None:
+        """Keep the query's name and the selection's refusal."""
+        super().__init__(str(cause))
+        self.query = query
+        self.cause = cause
+
+
 class ReportNotWritten(Exception):  # noqa: N818 - a refusal, as DashboardError
     """A report folder the system refused to write after every query was answered (one line)."""
 
@@ -288,10 +302,12 @@ def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) ->
 
     Raises:
         QueryError: a query the selection's rows cannot answer (its field names the query).
-        RunsDirError, SelectionError, StorageError: from a query's selection.
+        QuerySelectionRefused: a query's selection refused (``SelectionError``).
+        RunsDirError, StorageError: from a query's selection.
     """
     from glossogen.analysis._engine import answer
     from glossogen.analysis._query import QueryError
+    from glossogen.export import SelectionError
 
     results = {}
     for name, query in dashboard.queries.items():
@@ -299,6 +315,8 @@ def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) ->
             results[name] = answer(runs_dir, query, cache=cache)
         except QueryError as exc:
             raise QueryError(exc.detail, f"queries.{name}.{exc.field}") from None
+        except SelectionError as exc:
+            raise QuerySelectionRefused(name, exc) from None
     run_ids = [r for result in results.values() for r in result.run_ids]
     return Rendered(dashboard, results, run_hashes(runs_dir, run_ids))
 
@@ -627,6 +645,7 @@ __all__ = [
     "REPORT_FILES",
     "ReportNotWritten",
     "RunHash",
+    "QuerySelectionRefused",
     "answer_dashboard",
     "chart_bytes",
     "check_out",

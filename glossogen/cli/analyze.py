@@ -286,14 +286,15 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     from glossogen.analysis._dashboard import (
         DashboardError,
         DashboardUnreadable,
+        QuerySelectionRefused,
         ReportNotWritten,
         answer_dashboard,
         check_out,
         load_dashboard,
         write_report,
     )
-    from glossogen.export import RunsDirError, SelectionError, check_runs_dir
-    from glossogen.refusals import shown_path
+    from glossogen.export import RunsDirError, check_runs_dir
+    from glossogen.refusals import Refusal, refusal_of, shown_path, worded
     from glossogen.storage import StorageError
 
     if path is None or out is None:
@@ -318,8 +319,11 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
                       exit_codes.USAGE)  # fmt: skip
     except RunsMissing as exc:
         return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc}", exit_codes.UNREADABLE)
-    except SelectionError as exc:
-        return _error(f"--dashboard {shown_path(path, quoted=False)}: {said_of_selection(exc)}",
+    except QuerySelectionRefused as exc:  # named by the query's fields, as a QueryError is
+        refusal = refusal_of(exc.cause)
+        fields = (refusal.field, *refusal.also) if isinstance(refusal, Refusal) else ()
+        query = {f: f"queries.{exc.query}.selection.{f}" for f in fields}
+        return _error(f"--dashboard {shown_path(path, quoted=False)}: {worded(exc.cause, query)}",
                       exit_codes.REFUSED)  # fmt: skip
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)

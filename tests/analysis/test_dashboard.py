@@ -284,6 +284,16 @@ def test_dashboard_refusals_of_the_command(
         "at the round grain of this selection (list the grain's fields)\n"
     )
     assert not out.exists()
+    # A query's selection refused names the query's field, not a flag (was: `--scenario 'nosuch'
+    # has no run under ...`, though no --scenario was given).
+    board.write_text(BOARD.replace("scenario: [veyru]", "scenario: [nosuch]"))
+    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", str(board), "--out",
+                   str(out)) == 65  # fmt: skip
+    assert capsys.readouterr().err == (
+        f"glossogen: error: --dashboard {board}: queries.done.selection.scenario 'nosuch' has no "
+        f"run under {cohort.runs_dir} (scenarios there: veyru)\n"
+    )
+    assert not out.exists()
     assert analyze("--dashboard", str(board), "--out", str(out), "--measure", "x") == 64
     assert capsys.readouterr().err == (
         "glossogen: error: --dashboard takes its queries from the file, not --measure\n"
