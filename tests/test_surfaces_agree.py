@@ -615,6 +615,13 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
                  "rest": "frames: a table name is empty", "mcp": "a table name is empty"},
         "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
+    "no-table": {  # MCP took frames [] as the default tables (was: exported 3 tables)
+        "cli": ["--frames", ""], "rest": {"frames": []}, "mcp": {"frames": []},
+        "said": {"cli": f"--frames: no table named (tables: {TABLES})",
+                 "rest": f"frames: no table named (tables: {TABLES})",
+                 "mcp": f"no table named (tables: {TABLES})"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
     "missing-run-id": {
         "cli": ["--run-id", "veyru/1"],
         "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1"]}},

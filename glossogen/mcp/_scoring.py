@@ -232,7 +232,7 @@ class Scoring(ToolBase):
                 run_ids, scenario, labels, run_id_contains, status, contains_agent_id, knob
             )
             done = export_runs(ExportRunsRequest(
-                runs_dir=self.runs_dir, out=out, selection=selection, frames=frames or None,
+                runs_dir=self.runs_dir, out=out, selection=selection, frames=frames,
                 repeat_run_columns=repeat_run_columns, max_runs=max_runs, raw=raw,
                 include_metric_summaries=include_metric_summaries, include_logs=include_logs,
                 include_atif=include_atif,
