@@ -228,16 +228,19 @@ def stopped_on_sigterm(said: str | None = None) -> Iterator[None]:
 
 
 def _stop_servers_then_end(line: bytes | None) -> None:
-    """Stop the servers, say ``line`` on stderr, and end the process by SIGTERM.
+    """Stop the servers, say ``line`` on stderr (not while a server starts), end by SIGTERM.
 
     Python runs the handler on the main thread between two bytecodes; ``line`` goes out by one
     ``os.write`` to the descriptor, never through ``sys.stderr``'s buffer (a write to it the
     signal cut into would refuse a reentrant one).
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the stops
+    # A server still starting (no URL yet): no flow has run, so no run was claimed and there
+    # is no log whose end ``line`` could tell of; the exit status alone says it, as a Ctrl-C's.
+    starting = any(not server.api_url for server in _RUNNING)
     for server in list(_RUNNING):
         server.stop(send_queued=False)  # the process ends at once: nothing is retried
-    if line is not None:
+    if line is not None and not starting:
         with contextlib.suppress(OSError):  # a closed stderr: the exit status still says it
             os.write(2, line)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

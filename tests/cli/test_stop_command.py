@@ -366,8 +366,11 @@ def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
         server_started = started_at(server)
         assert server_started is not None
         run.send_signal(signum)  # long before it answers: it takes seconds to import
-        out, _ = run.communicate()
+        out, err = run.communicate()
         assert run.returncode == code
         assert started_at(server) != server_started  # that process no longer lives
         assert "new_run_dir=" not in out
+        # No run was claimed: no line tells of a log's end (was, for SIGTERM: `glossogen:
+        # error: interrupted; the run's log ends with simulation_ended status 'interrupted'`).
+        assert err.splitlines()[-1].startswith("No PREFECT_API_URL set: waiting for a temporary")
         assert not (tmp_path / "runs").exists()
