@@ -60,9 +60,12 @@ async def cost_per_round_usd(ctx: MetricContext) -> Scored:
             f"{plural(len(played), 'round')})"
         ),
         rounds=len(played),
-        per_round=[RoundObservation(round_number=r, value=v) for r, v in per_round.items()],
+        # built unvalidated: logged round numbers and seats, float USD
+        per_round=[
+            RoundObservation.model_construct(round_number=r, value=v) for r, v in per_round.items()
+        ],
         per_agent=[
-            AgentObservation(
+            AgentObservation.model_construct(
                 agent_id=a,
                 value=(spend.agents[a].cost_usd or 0.0) / len(played) if a in spend.agents else 0.0,
             )
