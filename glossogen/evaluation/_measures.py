@@ -34,8 +34,7 @@ def character_entropy_bits(text: str) -> float | None:
     if not text:
         return None
     n = len(text)
-    shares = [k / n for k in Counter(text).values()]
-    return -sum([p * math.log2(p) for p in shares]) + 0.0
+    return -sum((k / n) * math.log2(k / n) for k in Counter(text).values()) + 0.0
 
 
 def gzip_compression_ratio(text: str) -> float | None:

@@ -71,17 +71,12 @@ def per_message_mean(
         score=score,
         summary=f"{score:.4f} {unit} on average over {plural(len(valued), 'message')}",
         rounds=len(rounds),
-        # built unvalidated: a logged round number and sender, a float mean, a str note
         per_round=[
-            RoundObservation.model_construct(
-                round_number=r, value=mean(vs), note=plural(len(vs), "message")
-            )
+            RoundObservation(round_number=r, value=mean(vs), note=plural(len(vs), "message"))
             for r, vs in sorted(rounds.items())
         ],
         per_agent=[
-            AgentObservation.model_construct(
-                agent_id=a, value=mean(vs), note=plural(len(vs), "message")
-            )
+            AgentObservation(agent_id=a, value=mean(vs), note=plural(len(vs), "message"))
             for a, vs in agents.items()
         ],
     )

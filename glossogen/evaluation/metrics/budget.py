@@ -50,7 +50,7 @@ async def budget_utilisation(ctx: MetricContext) -> Scored:
         ),
         rounds=len(shares),
         per_round=[
-            RoundObservation.model_construct(
+            RoundObservation(
                 round_number=r,
                 value=s,
                 note=f"{used[r]} of {budgets.get(r, run.budget_chars)} characters",
@@ -58,7 +58,7 @@ async def budget_utilisation(ctx: MetricContext) -> Scored:
             for r, s in shares.items()
         ],
         per_agent=[
-            AgentObservation.model_construct(
+            AgentObservation(
                 agent_id=a,
                 value=mean(
                     rounds.get(r, 0) / budgets.get(r, run.budget_chars) for r in run.rounds_played

@@ -60,12 +60,9 @@ async def cost_per_round_usd(ctx: MetricContext) -> Scored:
             f"{plural(len(played), 'round')})"
         ),
         rounds=len(played),
-        # built unvalidated: logged round numbers and seats, float USD
-        per_round=[
-            RoundObservation.model_construct(round_number=r, value=v) for r, v in per_round.items()
-        ],
+        per_round=[RoundObservation(round_number=r, value=v) for r, v in per_round.items()],
         per_agent=[
-            AgentObservation.model_construct(
+            AgentObservation(
                 agent_id=a,
                 value=(spend.agents[a].cost_usd or 0.0) / len(played) if a in spend.agents else 0.0,
             )

@@ -38,12 +38,8 @@ async def agent_cycle_failures(ctx: MetricContext) -> Scored:
         score=float(len(failed)),
         summary=f"{plural(len(failed), 'failed agent cycle')} over {plural(len(played), 'round')}",
         rounds=len(played),
-        per_round=[
-            RoundObservation.model_construct(round_number=r, value=float(rounds.get(r, 0)))
-            for r in played
-        ],
+        per_round=[RoundObservation(round_number=r, value=float(rounds.get(r, 0))) for r in played],
         per_agent=[
-            AgentObservation.model_construct(agent_id=a, value=float(agents.get(a, 0)))
-            for a in ctx.run.seats
+            AgentObservation(agent_id=a, value=float(agents.get(a, 0))) for a in ctx.run.seats
         ],
     )

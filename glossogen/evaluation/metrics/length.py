@@ -41,13 +41,13 @@ async def mean_chars_per_round(ctx: MetricContext) -> Scored:
         ),
         rounds=len(totals),
         per_round=[
-            RoundObservation.model_construct(
+            RoundObservation(
                 round_number=r, value=float(totals[r]), note=plural(len(ms), "message")
             )
             for r, ms in rounds.items()
         ],
         per_agent=[
-            AgentObservation.model_construct(
+            AgentObservation(
                 agent_id=a, value=sum(len(m.text) for m in ms) / len(rounds), note=None
             )
             for a, ms in by_agent(ctx.run.messages).items()
@@ -75,7 +75,7 @@ async def mean_chars_per_message(ctx: MetricContext) -> Scored:
         ),
         rounds=len(rounds),
         per_round=[
-            RoundObservation.model_construct(
+            RoundObservation(
                 round_number=r,
                 value=mean(len(m.text) for m in ms),
                 note=plural(len(ms), "message"),
@@ -83,7 +83,7 @@ async def mean_chars_per_message(ctx: MetricContext) -> Scored:
             for r, ms in rounds.items()
         ],
         per_agent=[
-            AgentObservation.model_construct(
+            AgentObservation(
                 agent_id=a, value=mean(len(m.text) for m in ms), note=plural(len(ms), "message")
             )
             for a, ms in by_agent(messages).items()
@@ -112,12 +112,9 @@ async def messages_per_round(ctx: MetricContext) -> Scored:
             f"{plural(len(played), 'round')})"
         ),
         rounds=len(played),
-        per_round=[
-            RoundObservation.model_construct(round_number=r, value=float(n))
-            for r, n in counts.items()
-        ],
+        per_round=[RoundObservation(round_number=r, value=float(n)) for r, n in counts.items()],
         per_agent=[
-            AgentObservation.model_construct(agent_id=a, value=len(ms) / len(played))
+            AgentObservation(agent_id=a, value=len(ms) / len(played))
             for a, ms in by_agent(ctx.run.messages).items()
         ],
     )

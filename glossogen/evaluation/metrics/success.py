@@ -38,7 +38,7 @@ async def round_success(ctx: MetricContext) -> Scored:
         raise NotApplicable("no round was judged")
     won = sum(1 for v in judged.values() if all(ok for _, ok, _ in v))
     per_round = [
-        RoundObservation.model_construct(
+        RoundObservation(
             round_number=r,
             value=1.0 if ok else 0.0,
             team_id=team,

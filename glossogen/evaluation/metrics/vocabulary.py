@@ -45,11 +45,11 @@ async def vocabulary_growth(ctx: MetricContext) -> Scored:
         ),
         rounds=len(new_per_round),
         per_round=[
-            RoundObservation.model_construct(round_number=r, value=float(n))
+            RoundObservation(round_number=r, value=float(n))
             for r, n in sorted(new_per_round.items())
         ],
         per_agent=[
-            AgentObservation.model_construct(agent_id=a, value=float(introduced.get(a, 0)))
+            AgentObservation(agent_id=a, value=float(introduced.get(a, 0)))
             for a in ctx.run.seats
             if a in introduced or any(m.sender_id == a for m in ctx.run.messages)
         ],
