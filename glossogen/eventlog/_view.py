@@ -153,12 +153,14 @@ class SeatSpend(Tokens):
 
     def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
         """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
-        self.cost_usd = _add(self.cost_usd, event.cost_usd)
+        cost = event.cost_usd
+        self.cost_usd = _add(self.cost_usd, cost)
         self.add_tokens(event)
         self.requests += 1
-        answered = type(event) is not ModelRequestAbandoned or event.answered
-        self.answered += int(answered)
-        self.usage_unread += int(answered and _unread(event))
+        if type(event) is not ModelRequestAbandoned or event.answered:
+            self.answered += 1
+            if cost is None and _unread(event):  # a priced call is read (a cohort's common case)
+                self.usage_unread += 1
 
 
 @dataclass
@@ -562,9 +564,10 @@ class RunView:
             if type(event) is AgentRegistered and event.agent_id not in agents:
                 agents[event.agent_id] = SeatSpend(event.agent_id)
         copied = self.inherited
+        count = spend.count
         for event in self.events:
             if type(event) in _PRICED_TYPES and (event.event_id in copied) == inherited:
-                spend.count(event)
+                count(event)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
             spend.recorded_total_usd = ended.total_cost_usd
