@@ -87,7 +87,7 @@ def test_the_same_answer_as_the_cli(
         "min, max, stddev, sem, rate)",
         "measure 'nope': no such field at the run grain of this selection (list the grain's "
         "fields)",
-        "by: List should have at most 2 items after validation, not 3",
+        "key 'a,b,c': at most two keys",  # as --by a,b,c (was pydantic's "List should have...")
         "key '': a key is empty",
         "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
         "grain 'turn' is not one of run, round, agent, message, call, observation",

@@ -59,6 +59,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
             ),  # fmt: skip
             refused({"measures": [{"field": "task_done"}], "max_runs": 2}, 413),
             refused({"measures": [{"field": "task_done"}], "by": [""]}),  # as --by ''
+            refused({"measures": [{"field": "task_done"}], "by": ["a", "b", "c"]}),  # --by a,b,c
         ]
         bad_grain = httpx.get(f"{base}{API}/fields", params={"grain": "turn"}, timeout=None)
         # A run re-evaluated after a query is read again (the run cache's stamp changed).
@@ -85,6 +86,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
          "narrow the selection or raise max_runs"},
         {"field": "by", "message": "key '': a key is empty"},  # as the engine words it
+        {"field": "by", "message": "key 'a,b,c': at most two keys"},  # was pydantic's words
     ]  # fmt: skip
     assert bad_grain.status_code == 422
     assert bad_grain.json()["detail"] == {
