@@ -197,6 +197,21 @@ class Measure(BaseModel):
     field: Annotated[str, Field(min_length=1)]
     agg: Aggregate = "mean"
 
+    @field_validator("agg", mode="before")
+    @classmethod
+    def _known_aggregate(cls, agg: object, info: ValidationInfo) -> object:
+        """Refuse an aggregate not in :data:`AGGREGATES` as ``--measure F:AGG`` words it.
+
+        REST's ``{"field": ..., "agg": "avg"}`` was pydantic's ``Input should be ...``.
+        """
+        if isinstance(agg, str) and agg not in AGGREGATES:
+            typed = f"{info.data.get('field', '')}:{agg}"
+            raise QueryError(
+                f"{shown(typed)}: unknown aggregate {shown(agg)} (one of {', '.join(AGGREGATES)})",
+                "measures",
+            )
+        return agg
+
     @classmethod
     def parse(cls, text: str) -> Measure:
         """Read ``FIELD[:AGG]`` (``round_success:rate``, ``total_cost_usd:sum``).

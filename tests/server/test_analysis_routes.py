@@ -76,8 +76,8 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
                                                             None, 0, 2)]  # fmt: skip
     assert (listed.json()["runs"], listed.json()["rows"]) == (2, 4)
     assert refusals == [
-        {"field": "measures.0.agg", "message": "Input should be 'mean', 'median', 'sum', "
-         "'count', 'min', 'max', 'stddev', 'sem' or 'rate'"},
+        {"field": "measures", "message": "measure 'round_success:avg': unknown aggregate 'avg' "
+         "(one of mean, median, sum, count, min, max, stddev, sem, rate)"},  # as MCP, the CLI
         {"field": "measures", "message": "measure 'nope': no such field at the run grain of "
          "this selection (list the grain's fields)"},
         {"field": "sort", "message": "sort 'nope' is neither a measure (task_done:mean) nor a key"},
