@@ -238,7 +238,10 @@ class Scoring(ToolBase):
                 include_atif=include_atif,
             ))  # fmt: skip
         except (SelectionError, ExportRefused) as exc:  # never the server's runs dir's path
-            raise ToolError(served_line(exc, self.runs_dir)) from None
+            line = served_line(exc, self.runs_dir)
+            if isinstance(exc, ExportRefused) and exc.field == "out" and exc.refusal is None:
+                line = f"out {line}"  # check_out's line starts at the value, as --out's does
+            raise ToolError(line) from None
         filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
         from glossogen.export._select import without_runs_dir
 

@@ -242,3 +242,24 @@ def test_export_runs_refuses_an_empty_run_ids_as_rest_does_and_writes_nothing(
         "run_ids.0: String should have at least 1 character",
     ]
     assert not out.exists()
+
+
+def test_export_runs_names_out_in_its_refusal_as_the_cli_names_out(tmp_path: Path) -> None:
+    """An empty ``out`` is refused naming the argument (was ``'': names no folder``), as the
+    CLI's ``--out '': names no folder``; a file at ``out`` alike."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=1)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [
+                await refusal(s, "export_runs", out=""),
+                await refusal(s, "export_runs", out=str(afile)),
+            ]
+
+    assert asyncio.run(go()) == [
+        "out '': names no folder",
+        f"out {str(afile)!r} is a file, not a folder",
+    ]
