@@ -718,6 +718,36 @@ def test_an_export_is_refused_with_the_same_line_through_every_surface(
     assert not (tmp_path / "out").exists()
 
 
+HUGE = "100000000000000000000000000000"
+"""10**29: past the ``max_runs`` a JSON answer holds exactly."""
+MAX_RUNS_BOUND = "must be at most 9007199254740991 (2**53 - 1, the largest whole number a JSON answer holds exactly)"
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp"])
+@pytest.mark.parametrize(("value", "detail"), [
+    ("0", "0: must be at least 1"), (HUGE, f"{HUGE}: {MAX_RUNS_BOUND}"),
+])  # fmt: skip
+def test_export_bounds_max_runs_as_analyze_does(
+    surface: str, value: str, detail: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``export --max-runs`` / ``export_runs max_runs`` take analyze's bound, 1..2**53 - 1, in
+    its words (was: 10**29 exported; 0 was ``--max-runs must be at least 1, got 0``), nothing
+    written."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1)
+    out = tmp_path / "out"
+    if surface == "cli":
+        answer = _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), "--max-runs", value)
+        assert answer == Answer(True, f"--max-runs {detail}", 64)
+        analyzed = _cli(capsys, "analyze", "--runs-dir", runs, "--measure", "run_id:count",
+                        "--max-runs", value)  # fmt: skip
+        assert analyzed.line == answer.line
+    else:
+        answer, _ = _mcp(runs, "export_runs", out=str(out), max_runs=int(value))
+        assert answer == Answer(True, f"max_runs {detail}", "tool error")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 def test_run_ids_with_a_filter_are_refused_alike_by_the_cli_and_mcp(
     surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -229,7 +229,7 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
 
 
 def _check_options(request: ExportRunsRequest) -> None:
-    """Refuse the zip's options without the zip, nothing to write, and a ceiling below 1.
+    """Refuse the zip's options without the zip, nothing to write, a ceiling out of 1..2**53-1.
 
     Raises:
         ExportRefused: 64 naming the field.
@@ -242,9 +242,13 @@ def _check_options(request: ExportRunsRequest) -> None:
         said = Refusal(field="raw", reason="is the only file left to write: the tables are off",
                        colon=True)  # fmt: skip
         raise ExportRefused(said.worded(), exit_codes.USAGE, "raw", said)
-    if request.max_runs < 1:
-        said = Refusal(field="max_runs", reason=f"must be at least 1, got {request.max_runs}")
-        raise ExportRefused(said.worded(), exit_codes.USAGE, "max_runs", said)
+    from glossogen.analysis._query import QueryError, _count_in_range
+
+    try:  # the analysis's bound, 1..2**53 - 1, in its words: one ceiling, one check
+        _count_in_range(request.max_runs, "max_runs")
+    except QueryError as exc:
+        said = Refusal(field="max_runs", reason=exc.detail)
+        raise ExportRefused(said.worded(), exit_codes.USAGE, "max_runs", said, exc) from exc
 
 
 def _check_frames(request: ExportRunsRequest) -> list[str]:

@@ -50,7 +50,7 @@ CASES = [
     (RUN + ["--spend-cap-usd=inf"], f"Invalid value for '--spend-cap-usd': 'inf' is {INFINITE}"),
     (RUN + ["--spend-cap-usd", "-2.50"],
      "--spend-cap-usd must be a number of USD above 0, got -2.5"),
-    (EXPORT + ["--max-runs", "0"], "--max-runs must be at least 1, got 0"),
+    (EXPORT + ["--max-runs", "0"], "--max-runs 0: must be at least 1"),
     (FORK + ["--rounds-after", "0"], "--rounds-after must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "0"], "--after-round must be at least 1, got 0"),
     (FORK_FROM + ["--after-round", "-2", "--rounds-after", "1"],
