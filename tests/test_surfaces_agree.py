@@ -921,6 +921,40 @@ def test_a_launch_refuses_a_bad_limit_alike_through_the_cli_and_mcp(
     assert sorted(p.name for p in runs.glob("veyru/*")) == before
 
 
+TURN_CAP_WARNING = (
+    "{name} 1 likely ends the run before its 2 rounds: a veyru seat takes about 14 model "
+    "requests over them (about 4.5 in a round's main phase and 2.5 in a postmortem, the "
+    "scenario's cost profile, as the estimate assumes), so 1 turns cover about 0.2 of them and "
+    "the run would end incomplete; {name} 14 covers 2"
+)
+"""The turn-cap warning of a derived veyru run (1 round copied, 1 played) capped at 1 turn."""
+
+
+@pytest.mark.parametrize("operation", list(DERIVED))
+def test_a_derived_run_warns_of_a_tiny_turn_cap_through_mcp_as_the_cli_does(
+    operation: str, prefect_api: str, tmp_path: Path, played_source: Path
+) -> None:
+    """``fork_run``, ``replace_agent`` and ``cross_run_replace_agent`` with
+    ``max_agent_turns 1`` list the launch's shared turn-cap warning in ``warnings`` (was: none;
+    the CLI's derived commands print it after ``glossogen: warning:``)."""
+    from tests.fixtures.polling import wait_until
+    from tests.mcp.conftest import gone, pid_of
+
+    runs = tmp_path / "runs"
+    with_played_source(runs, played_source)
+    run_id = f"veyru/{played_source.name}"
+    _, tool, seat = DERIVED[operation]
+    donor_id = {"donor_run_id": run_id} if operation == "cross-run" else {}
+    answer, result = _mcp(str(runs), tool, source_run_id=run_id, after_round=1, rounds_after=1,
+                          max_agent_turns=1, **seat, **donor_id)  # fmt: skip
+    assert (answer.refused, result is not None) == (False, True), answer
+    assert result is not None
+    pid = pid_of(result)
+    if pid is not None:
+        wait_until(lambda: gone(pid), "the derived run exits")
+    assert result["warnings"] == [TURN_CAP_WARNING.format(name="max_agent_turns")]
+
+
 @pytest.mark.parametrize("surface", ["cli", "mcp"])
 @pytest.mark.parametrize("operation", ["run", "replace", "cross-run"])
 def test_an_unknown_provider_is_named_alike_by_every_launch(

@@ -347,11 +347,14 @@ class Launching(ToolBase):
         except (DeriveError, LaunchError, StorageError) as exc:
             raise refuse(exc) from None
         folder = prepared.folder
+        plan, _ = plan_resume(ResumeRequest(run_dir=folder.url))  # the copied rounds count too
+        warned = turn_cap_warning(plan)
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,
             launched_via=launch_resume(folder, request.scenario),
             replayed=None if prepared.replayed is None else prepared.replayed.said(),
+            warnings=[] if warned is None else [warned.worded()],
         )
 
     def source(self, run_id: str) -> RunFolder:

@@ -215,6 +215,11 @@ class Launched(BaseModel):
         description="With replay: what was replayed from the source's tape (the line the "
         "CLI's fork-at-round prints).",
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="A derived run's turn-cap warning (the line the CLI's derived-run "
+        "commands print after 'glossogen: warning:'), as estimate_run's warnings.",
+    )
 
 
 class Stopped(BaseModel):
