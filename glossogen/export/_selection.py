@@ -46,6 +46,24 @@ class RunIdSelection(BaseModel):
     kind: Literal["run_ids"] = "run_ids"
     run_ids: RunIds
 
+    @model_validator(mode="before")
+    @classmethod
+    def _as_the_cli_words_it(cls, value: Any) -> Any:
+        """Refuse no run id, or a filter beside the ids, in the CLI's and MCP's words."""
+        if not isinstance(value, dict):
+            return value
+        filters = [f for f in FilterSelection.model_fields if f != "kind"]
+        clashing = tuple(f for f in filters if value.get(f) not in (None, [], ""))
+        if clashing:
+            raise SelectionError.of(
+                Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
+            )
+        if value.get("run_ids") == []:
+            raise SelectionError.of(
+                Refusal(field="run_ids", reason="needs a run id (<scenario>/<run_dir_name>)")
+            )
+        return value
+
 
 class FilterSelection(BaseModel):
     """Every run matching all of these filters; a ``None`` filter does not filter."""

@@ -409,9 +409,14 @@ def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> No
     client = _client(cohort)
     for route in ("preview", "csv", "raw"):
         got = client.post(f"{API}/{route}", json={"selection": _ids()})
+        assert (got.status_code, got.json()) == (422, {"detail": {  # as --run-id '' is
+            "field": "run_ids",
+            "message": "run_ids needs a run id (<scenario>/<run_dir_name>)",
+        }})  # fmt: skip
+        both = {"selection": {**_ids(cohort["two"]), "scenario": ["veyru"]}}
+        got = client.post(f"{API}/{route}", json=both)  # as MCP's export_runs words it
         assert (got.status_code, got.json()) == (422, {"detail": {
-            "field": "selection.run_ids",
-            "message": "List should have at least 1 item after validation, not 0",
+            "field": "run_ids", "message": "run_ids cannot be combined with scenario",
         }})  # fmt: skip
     not_json = client.post(
         f"{API}/csv", content=b"{not json", headers={"content-type": "application/json"}
