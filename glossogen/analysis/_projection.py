@@ -57,6 +57,7 @@ from glossogen.export import RunRecord
 from glossogen.export._cells import _as_text
 from glossogen.export._frames import (
     AGENT_OWN,
+    LABEL_FLAG,
     METRIC_PREFIXES,
     ROUND_KEYS,
     RUN_META,
@@ -94,6 +95,9 @@ _UNCACHED_STATUSES = (RUNNING, STOPPED, "queued")
 _DAMAGE_FACTS = '"raw_text":true'
 """In an entry's facts JSON since text is kept as recorded (earlier entries held it made
 spreadsheet-safe, and before that no damaged lines): an entry without it is read again."""
+_FLAG_FACTS = f'"label_flag":"{LABEL_FLAG}"'
+"""In an entry's facts JSON: the text its bare tags' ``label_flag.`` cells hold (earlier
+entries held ``true``): an entry without it is read again."""
 
 
 def cache_path(runs_dir: str) -> str:
@@ -187,6 +191,7 @@ def _record_facts(record: RunRecord) -> str:
             "bad_line_numbers": record.facts.bad_line_numbers,
             "torn_line": record.facts.torn_line,
             "raw_text": True,
+            "label_flag": LABEL_FLAG,
         },
         default=str,
         option=orjson.OPT_NON_STR_KEYS,
@@ -366,7 +371,7 @@ class Projection:
         stamped = stamp(f"{self.runs_dir}/{scenario}/{name}", scenario)
         entry = self.entries.get(run_id)
         if (entry is not None and entry[0] == stamped and not stamped.startswith("-")
-                and _DAMAGE_FACTS in entry[1]):  # fmt: skip
+                and _DAMAGE_FACTS in entry[1] and _FLAG_FACTS in entry[1]):  # fmt: skip
             return _Light(run_id, entry[1], self._place(run_id))
         if entry is not None:
             self.stale.add(run_id)

@@ -52,6 +52,10 @@ RUN_META = [
 ]
 """Unprefixed run-level columns, in order."""
 
+LABEL_FLAG = "True"
+"""A bare tag's cell in its ``label_flag.`` column, as the export contract writes it (a text
+cell: analysis compares it case-insensitively, so a filter ``=true`` keeps it too)."""
+
 RUN_PREFIXES: tuple[str, ...] = ("knob.", "label.", "label_flag.", "agent_model.")
 RUN_PREFIXES += ("agent_provider.", "agent_role.", "lineage.")
 METRIC_PREFIXES = ("metric.", "metric_rounds.", "metric_unit.", "metric_summary.", "metric_note.")
@@ -175,7 +179,7 @@ def _run_context(record: RunRecord) -> dict[str, Any]:
     row.update(flatten_knobs(record.config))
     for key, value in record.labels.items():
         if value is True:
-            row[f"label_flag.{key}"] = "true"
+            row[f"label_flag.{key}"] = LABEL_FLAG
         else:
             row[f"label.{key}"] = value
     for agent in agents:

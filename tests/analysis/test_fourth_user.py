@@ -114,19 +114,42 @@ def test_filter_and_compare_both_read_blank_text_as_the_label_and_an_empty_arm_a
     )
 
 
-def test_a_label_flag_reads_true_as_a_knob_does(
+def test_a_label_flag_is_the_exported_True_and_a_filter_true_or_True_selects_it(
     labelled: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The contract (exporting-runs.md): a bare tag's ``label_flag.`` cell is ``True``; a
+    text field compares case-insensitively, so ``=true`` and ``=True`` both pick r2 alone."""
     runs = labelled.runs_dir
     flags = ["--by", "label_flag.pilot", "--measure", "task_done:count"]
     cli = analyze_json(capsys, "--runs-dir", runs, *flags)
-    assert [g["keys"]["label_flag.pilot"] for g in cli["groups"]] == ["true", None]
+    assert [g["keys"]["label_flag.pilot"] for g in cli["groups"]] == ["True", None]
     assert csv_lines(capsys, runs, *flags)[1:] == [
-        "true,task_done:count,1,1,0,1,,,", "(blank),task_done:count,4,4,0,4,,,"]  # fmt: skip
-    assert TestClient(create_app(runs)).post(f"{API}/query", json={
+        "True,task_done:count,1,1,0,1,,,", "(blank),task_done:count,4,4,0,4,,,"]  # fmt: skip
+    client = TestClient(create_app(runs))
+    assert client.post(f"{API}/query", json={
         "by": ["label_flag.pilot"], "measures": [{"field": "task_done", "agg": "count"}],
     }).json() == cli  # fmt: skip
     assert mcp(runs, tmp_path, by=["label_flag.pilot"], measures=["task_done:count"]) == cli
+    # r2 alone carries the flag: one run, its mean_chars_per_round 20.
+    measure = ["--measure", "mean_chars_per_round"]
+    picked = {value: analyze_json(capsys, "--runs-dir", runs, *measure, "--filter",
+                                  f"label_flag.pilot={value}")
+              for value in ("true", "True", "TRUE")}  # fmt: skip
+    assert {value: (got["runs_after_filters"], got["groups"][0]["cells"][0]["value"])
+            for value, got in picked.items()} == {  # fmt: skip
+        "true": (1, 20.0), "True": (1, 20.0), "TRUE": (1, 20.0)}  # fmt: skip
+    body = {"measures": [{"field": "mean_chars_per_round"}],
+            "filters": [{"field": "label_flag.pilot", "op": "=", "value": True}]}  # fmt: skip
+    assert client.post(f"{API}/query", json=body).json() == picked["true"]
+    assert mcp(runs, tmp_path, measures=["mean_chars_per_round"],
+               filters=["label_flag.pilot=true"]) == picked["true"]  # fmt: skip
+    # The arm ``true`` is the flagged runs (r2: 20); the empty arm r1, r3, r5 (10, 30, 50; r4
+    # has no value), as the frame holds them: the arm is named ``True``.
+    compared = analyze_json(capsys, "--runs-dir", runs, *measure, "--compare",
+                            "label_flag.pilot=,true", "--resamples", "10")  # fmt: skip
+    (arms,) = compared["comparisons"]
+    assert (arms["a"], arms["b"], arms["a_value"], arms["b_value"], arms["n_a"], arms["n_b"]) == (
+        None, "True", 30.0, 20.0, 3, 1)  # fmt: skip
 
 
 EMPTY = [

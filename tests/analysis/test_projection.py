@@ -6,6 +6,7 @@ module), so a changed or deleted run never leaks into another test.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -307,6 +308,39 @@ def test_labels_edited_at_the_same_size_with_the_mtime_put_back_are_read_again(
     labels = Path(cohort.runs_dir, cohort.ids["r1"], "labels.json")
     _edit_in_place(labels, '"trial": "1"', '"trial": "9"')
     assert trials() == [("2", 1), ("9", 1), (None, 3)]
+
+
+def test_a_cache_holding_a_label_flag_as_true_is_read_again_as_the_export_writes_it(
+    cohort: Cohort,
+) -> None:
+    """A cache written before a bare tag's cell was the contract's ``True`` (it held ``true``,
+    its entries' facts without the ``label_flag`` mark) is read again, not served stale."""
+    Path(cohort.runs_dir, cohort.ids["r2"], "labels.json").write_text(json.dumps({"pilot": True}))
+    query = {"grain": "round", "by": ["label_flag.pilot"],
+             "measures": [{"field": "round_success", "agg": "count"}]}  # fmt: skip
+
+    def pilots(result: Result) -> list[tuple[str | None, float | None]]:
+        return [(g.keys["label_flag.pilot"], g.cells[0].value) for g in result.groups]
+
+    assert pilots(both(cohort, **query)) == [("True", 2.0), (None, 8.0)]  # r2's two rounds
+    with zipfile.ZipFile(cache_file(cohort)) as archive:
+        tables = {
+            t: pl.read_parquet(archive.read(f"{t}.parquet")) for t in ("run", "round", "agent")
+        }
+    # The run table holds the run's context (the round and agent tables join it at a query).
+    tables["run"] = tables["run"].with_columns(
+        pl.col("label_flag.pilot").replace("True", "true"),
+        pl.col("__record").str.replace(',"label_flag":"True"', "", literal=True),
+    )
+    assert tables["run"].get_column("label_flag.pilot").drop_nulls().to_list() == ["true"]
+    assert all('"label_flag"' not in facts for facts in tables["run"].get_column("__record"))
+    with zipfile.ZipFile(cache_file(cohort), "w") as archive:
+        for table, frame in tables.items():
+            data = io.BytesIO()
+            frame.write_parquet(data)
+            archive.writestr(f"{table}.parquet", data.getvalue())
+    assert pilots(answer(cohort.runs_dir, Query.model_validate(query))) == [
+        ("True", 2.0), (None, 8.0)]  # fmt: skip
 
 
 def test_a_report_edited_at_the_same_size_with_the_mtime_put_back_is_read_again(

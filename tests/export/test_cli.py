@@ -79,12 +79,17 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
     )  # fmt: skip
     assert code == 0
     assert [r["run_id"] for r in _rows(out / "run_level.csv")] == [A]
+    # The contract's two label prefixes: budget=800 is label.budget 800, the bare tag
+    # baseline_oss is label_flag.baseline_oss True, on the run's row and every round's.
     assert [
-        (r["round_number"], r["metric.round_success"]) for r in _rows(out / "round_level.csv")
+        (r["round_number"], r["metric.round_success"], r["label.budget"],
+         r["label_flag.baseline_oss"]) for r in _rows(out / "round_level.csv")
     ] == [
-        ("1", "0.0"),
-        ("2", "1.0"),
-    ]
+        ("1", "0.0", "800", "True"),
+        ("2", "1.0", "800", "True"),
+    ]  # fmt: skip
+    assert [(r["label.budget"], r["label_flag.baseline_oss"])
+            for r in _rows(out / "run_level.csv")] == [("800", "True")]  # fmt: skip
     assert {r["table"] for r in _rows(out / "columns.csv")} == {"run_level", "round_level"}
 
 
