@@ -22,7 +22,11 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
   process's rounds are played is answered then (:meth:`Sequencer.release`).
 - A process with no hosted seat that played on the virtual clock is not ordered: its seats'
   answers came on the game clock, which the replay plays again as it was. One that played on
-  the real clock is ordered, hosted seat or not: real time interleaved its seats.
+  the real clock is ordered, hosted seat or not: real time interleaved its seats. An ordered
+  one on the virtual clock plays on a :class:`~glossogen.replay._clock.PacedClock`: a sleep
+  (a scripted seat's latency) passes where the record's timestamps show the game time moved,
+  which :meth:`Sequencer._due` checks as the log moves, not when the model calls the sequencer
+  holds to the recorded order release the clock.
 - A step that receives a cancellation goes (a phase end, a stop: the round's task cancels the
   seats), but a seat's waits while the next recorded event is another seat's: the seats cut
   off close their histories (their tool results, :func:`cut_off`) in the recorded order. While
@@ -31,8 +35,9 @@ loop runs them, not as the record did. The :class:`Sequencer` puts the record's 
 - When every task waits (nothing is ready to run on the event loop, a :class:`ReplayLoop`) and
   some task waits for its turn, the round's own task, else the seat that has waited longest,
   takes one step: a step that logs nothing but that
-  another seat waits on (a model call's release of the game clock, which a scripted seat's
-  latency waits for). When every task waits and no seat waits for its turn, the replay is stuck:
+  another seat waits on. When every task waits and none for its turn, a sleep the record's
+  time has not passed yet passes (the first to begin). When nothing at all can go on, the
+  replay is stuck:
   :attr:`Sequencer.stalled` names the recorded event it waited for (its place in the log, type,
   seat, round and the seat's call), and the round is cancelled. No time bounds either: "every
   task waits" is read from the event loop itself.
@@ -72,6 +77,7 @@ from glossogen.eventlog import (
     ToolResultReceived,
     WorldEventDelivered,
 )
+from glossogen.replay._clock import PacedClock
 
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
@@ -245,8 +251,12 @@ class Sequencer:
         returned: Callable[[str, str], bool] | None = None,
         quiet: Callable[[str], bool] | None = None,
         asking: Callable[[str], bool] | None = None,
+        paced: PacedClock | None = None,
     ) -> None:
         known = frozenset(seats)
+        self._paced = paced
+        """The process's clock when its sleeps pass where the record's time moved: the log's
+        moves pass them (:meth:`_due`), and one passes when nothing else can go on."""
         self._asking = asking  # an unbilled seat preparing the request it built: logs nothing
         self._returned = returned
         """Whether a seat's tool call (``agent_id``, ``tool_call_id``) has returned in the
@@ -461,7 +471,14 @@ class Sequencer:
         await due
 
     def _due(self, everything: bool = False) -> None:
-        """Resolve what :meth:`reached` waits for that is due (``everything``: all of it)."""
+        """Resolve what :meth:`reached` waits for that is due (``everything``: all of it).
+
+        First the sleeps the record's time at the replay's place has passed (a
+        :class:`~glossogen.replay._clock.PacedClock`'s): the time moves before anything else
+        steps, where the record's moved.
+        """
+        if self._paced is not None:
+            self._paced.catch_up()
         if not self._places:
             return
         at, kept = self.logged(), []
@@ -476,6 +493,8 @@ class Sequencer:
     def release(self) -> None:
         """The process's rounds are played: what waits in :meth:`reached` goes on now."""
         self._released = True
+        if self._paced is not None:
+            self._paced.unpace()
         self._due(everything=True)
 
     def _wake(self) -> None:
@@ -536,6 +555,8 @@ class Sequencer:
             elif self._waiting and self._granted is None:  # one waits for its turn: it steps
                 self._granted = self._next_granted(now)
                 self._wake()
+            elif self._paced is not None and self._paced.pass_first():
+                continue  # a sleep the record's time had not passed: nothing else can go on
             elif not cancelled:  # every task waits and none for its turn: stuck
                 self.stalled = self._stall_line(now)
                 self._wake()  # given up: what waits for its turn goes on (:meth:`may_step`)
