@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,17 +207,17 @@ class DetachedServer:
 
 
 @contextmanager
-def stopped_on_sigterm(said: str | None = None) -> Iterator[None]:
+def stopped_on_sigterm(said: str | Callable[[], str] | None = None) -> Iterator[None]:
     """While inside, SIGTERM stops this process's temporary servers, then ends it by the signal.
 
     The process ends as SIGTERM ends it (a shell's 143), once every server it started and has
-    not stopped is stopped (see the module docstring), after ``said`` (when given) is printed
-    as ``glossogen: error: <said>`` on stderr, as a Ctrl-C's line is. Outside, SIGTERM is
-    handled as before; off the main thread (which alone takes signals) nothing changes.
+    not stopped is stopped (see the module docstring), after ``said`` (when given; a function:
+    what it returns when the signal comes) is printed as ``glossogen: error: <said>`` on
+    stderr, as a Ctrl-C's line is. Outside, SIGTERM is handled as before; off the main thread
+    (which alone takes signals) nothing changes.
     """
-    line = None if said is None else f"glossogen: error: {said}\n".encode(errors="replace")
     try:
-        before = signal.signal(signal.SIGTERM, lambda *_: _stop_servers_then_end(line))
+        before = signal.signal(signal.SIGTERM, lambda *_: _stop_servers_then_end(said))
     except ValueError:  # not the main thread
         yield
         return
@@ -227,10 +227,10 @@ def stopped_on_sigterm(said: str | None = None) -> Iterator[None]:
         signal.signal(signal.SIGTERM, before)
 
 
-def _stop_servers_then_end(line: bytes | None) -> None:
-    """Stop the servers, say ``line`` on stderr (not while a server starts), end by SIGTERM.
+def _stop_servers_then_end(said: str | Callable[[], str] | None) -> None:
+    """Stop the servers, say ``said`` on stderr (not while a server starts), end by SIGTERM.
 
-    Python runs the handler on the main thread between two bytecodes; ``line`` goes out by one
+    Python runs the handler on the main thread between two bytecodes; the line goes out by one
     ``os.write`` to the descriptor, never through ``sys.stderr``'s buffer (a write to it the
     signal cut into would refuse a reentrant one).
     """
@@ -240,8 +240,9 @@ def _stop_servers_then_end(line: bytes | None) -> None:
     starting = any(not server.api_url for server in _RUNNING)
     for server in list(_RUNNING):
         server.stop(send_queued=False)  # the process ends at once: nothing is retried
-    if line is not None and not starting:
+    if said is not None and not starting:
+        text = said() if callable(said) else said
         with contextlib.suppress(OSError):  # a closed stderr: the exit status still says it
-            os.write(2, line)
+            os.write(2, f"glossogen: error: {text}\n".encode(errors="replace"))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
