@@ -365,3 +365,41 @@ def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
         # error: interrupted; the run's log ends with simulation_ended status 'interrupted'`).
         assert err.splitlines()[-1].startswith("No PREFECT_API_URL set: waiting for a temporary")
         assert not (tmp_path / "runs").exists()
+
+
+CLAIMED_THEN_SIGTERM = """
+import os, signal, sys
+from glossogen.cli._server import stopped_on_sigterm
+from glossogen.launch import RunRequest, claim_run, plan_run
+
+with stopped_on_sigterm("interrupted; the run's log ends with simulation_ended status 'interrupted'"):
+    if sys.argv[2] == "claim":
+        request = RunRequest(scenario="prisoners_dilemma", model="scripted", provider="scripted",
+                             config="knobs_default", runs_dir=sys.argv[1])
+        claim_run(plan_run(request), request.runs_dir)
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+"""A process that claims a run (or not) inside ``stopped_on_sigterm``, then gets SIGTERM."""
+
+
+@pytest.mark.parametrize(
+    ("claim", "said"),
+    [
+        ("claim", "glossogen: error: interrupted; the run's log ends with simulation_ended "
+                  "status 'interrupted'\n"),
+        ("none", ""),
+    ],
+)  # fmt: skip
+def test_a_sigterm_says_the_runs_log_ends_once_a_run_was_claimed(
+    claim: str, said: str, tmp_path: Path
+) -> None:
+    """The SIGTERM handler is told of the claim (``run_claimed``), not left to infer it: with no
+    temporary server at all (a ``PREFECT_API_URL``), a SIGTERM before the claim says nothing of a
+    log (was: the line, though no run was claimed)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLAIMED_THEN_SIGTERM, str(tmp_path / "runs"), claim],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (-signal.SIGTERM, said)
+    claimed = list((tmp_path / "runs").glob("prisoners_dilemma/*/config.json"))
+    assert len(claimed) == (claim == "claim")
