@@ -65,7 +65,7 @@ def game_times(
     """The game time at each place of ``recorded`` (while its event is the next to be logged).
 
     ``found``: where the round's task found each phase over
-    (:func:`~glossogen.replay._sequencer.found_over`). ``quiet``: the places of the phases'
+    (:func:`~glossogen.replay._record.found_over`). ``quiet``: the places of the phases'
     ends (``round_ended``, ``postmortem_ended``) ended by their time limit in which no seat
     logged anything: where such a phase was found over is also where it began (its start is
     read there), so the time there stays the start's until the round's task waits for a

@@ -43,7 +43,8 @@ from glossogen.replay._clock import (
     quiet_ends,
 )
 from glossogen.replay._model import Pacing, TapeAnswers, replay_model
-from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner
+from glossogen.replay._record import cut_off, found_over, owner
+from glossogen.replay._sequencer import Sequencer
 from glossogen.storage import LINEAGE, RunFolder
 
 if TYPE_CHECKING:
