@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,41 +207,62 @@ class DetachedServer:
 
 
 @contextmanager
-def stopped_on_sigterm(said: str | None = None) -> Iterator[None]:
+def stopped_on_sigterm(said: str | Callable[[], str] | None = None) -> Iterator[None]:
     """While inside, SIGTERM stops this process's temporary servers, then ends it by the signal.
 
     The process ends as SIGTERM ends it (a shell's 143), once every server it started and has
-    not stopped is stopped (see the module docstring), after ``said`` (when given) is printed
-    as ``glossogen: error: <said>`` on stderr, as a Ctrl-C's line is. Outside, SIGTERM is
-    handled as before; off the main thread (which alone takes signals) nothing changes.
+    not stopped is stopped (see the module docstring), after ``said`` (when given; a function:
+    what it returns when the signal comes) is printed as ``glossogen: error: <said>`` on
+    stderr, as a Ctrl-C's line is, once a run of this process was claimed (:class:`_Told`).
+    Outside, SIGTERM is handled as before; off the main thread (which alone takes signals)
+    nothing changes.
     """
-    line = None if said is None else f"glossogen: error: {said}\n".encode(errors="replace")
+    from glossogen.launch import observing
+
+    told = _Told(said)
     try:
-        before = signal.signal(signal.SIGTERM, lambda *_: _stop_servers_then_end(line))
+        before = signal.signal(signal.SIGTERM, lambda *_: _stop_servers_then_end(told))
     except ValueError:  # not the main thread
         yield
         return
     try:
-        yield
+        with observing(told):  # a run's claim tells it (``run_claimed``)
+            yield
     finally:
         signal.signal(signal.SIGTERM, before)
 
 
-def _stop_servers_then_end(line: bytes | None) -> None:
-    """Stop the servers, say ``line`` on stderr (not while a server starts), end by SIGTERM.
+@dataclass
+class _Told:
+    """What a SIGTERM inside :func:`stopped_on_sigterm` says, and whether a run was claimed.
 
-    Python runs the handler on the main thread between two bytecodes; ``line`` goes out by one
+    An observer of the runs this process starts (:func:`glossogen.launch.observing`): a run's
+    claim (``run_claimed``, as its folder is made, or a resume's session opens) sets
+    ``claimed``. Before that there is no log whose end ``said`` could tell of (the temporary
+    server was still starting, say): the exit status alone says it, as a Ctrl-C's.
+    """
+
+    said: str | Callable[[], str] | None
+    claimed: bool = False
+
+    def run_claimed(self, *_: object) -> None:
+        """A run of this process was claimed: its log ends ``interrupted`` on a SIGTERM."""
+        self.claimed = True
+
+
+def _stop_servers_then_end(told: _Told) -> None:
+    """Stop the servers, say ``told.said`` once a run was claimed, end by SIGTERM.
+
+    Python runs the handler on the main thread between two bytecodes; the line goes out by one
     ``os.write`` to the descriptor, never through ``sys.stderr``'s buffer (a write to it the
     signal cut into would refuse a reentrant one).
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the stops
-    # A server still starting (no URL yet): no flow has run, so no run was claimed and there
-    # is no log whose end ``line`` could tell of; the exit status alone says it, as a Ctrl-C's.
-    starting = any(not server.api_url for server in _RUNNING)
     for server in list(_RUNNING):
         server.stop(send_queued=False)  # the process ends at once: nothing is retried
-    if line is not None and not starting:
+    if told.said is not None and told.claimed:
+        text = told.said() if callable(told.said) else told.said
         with contextlib.suppress(OSError):  # a closed stderr: the exit status still says it
-            os.write(2, line)
+            os.write(2, f"glossogen: error: {text}\n".encode(errors="replace"))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)

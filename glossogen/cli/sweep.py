@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Coroutine
 from contextlib import ExitStack
+from functools import partial
 from typing import Any, TypeVar
 
 import typer
@@ -87,6 +88,20 @@ def _summary_mode(runs_dir: str, sweep_id: str) -> str | None:
         ]
     except Exception:  # noqa: BLE001 (already on the interrupt's path: say the general line)
         return None
+
+
+def _interrupted(runs_dir: str, sweep_id: str) -> str:
+    """What an interrupted sweep says (Ctrl-C, SIGTERM) of its runs, by where they played."""
+    if _summary_mode(runs_dir, sweep_id) in ("deployments", "mixed"):
+        return (
+            "interrupted; runs played in this process end with simulation_ended "
+            "(interrupted), runs on workers play on (the next launch counts them), "
+            "run_summary.json says what ran"
+        )
+    return (
+        "interrupted; every run's log ends with simulation_ended (interrupted), "
+        "run_summary.json says what ran"
+    )
 
 
 def _error(message: str) -> None:
@@ -180,10 +195,11 @@ def sweep(
         flush=True,
     )
     from flows.sweep import sweep as sweep_flow
-    from glossogen.cli._server import DetachedServer
+    from glossogen.cli._server import DetachedServer, stopped_on_sigterm
     from orchestration.runtime import TerminationSignal, api_url, api_url_configured, using_api_url
 
-    with ExitStack() as stack:
+    # SIGTERM (timeout, kill): its temporary server is stopped too, before the process ends
+    with stopped_on_sigterm(partial(_interrupted, spec.runs_dir, sweep_id)), ExitStack() as stack:
         server: DetachedServer | None = None
         if not api_url_configured():
             print(
@@ -207,17 +223,7 @@ def sweep(
             _error(str(exc))
             return exc.exit_code
         except (KeyboardInterrupt, TerminationSignal):
-            if _summary_mode(spec.runs_dir, sweep_id) in ("deployments", "mixed"):
-                _error(
-                    "interrupted; runs played in this process end with simulation_ended "
-                    "(interrupted), runs on workers play on (the next launch counts them), "
-                    "run_summary.json says what ran"
-                )
-            else:
-                _error(
-                    "interrupted; every run's log ends with simulation_ended (interrupted), "
-                    "run_summary.json says what ran"
-                )
+            _error(_interrupted(spec.runs_dir, sweep_id))
             sys.stdout.flush()
             if server is not None:
                 server.stop(send_queued=False)

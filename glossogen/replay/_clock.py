@@ -1,4 +1,8 @@
-"""The clock of a replayed process that played on the real clock: its time read from the record.
+"""A replayed process's clock: its game time moved where the record's moved.
+
+A process that played on the virtual clock with a hosted seat (ordered by the sequencer) plays
+on a :class:`PacedClock`: see its docstring. One that played on the real clock plays on a
+:class:`RecordedClock`.
 
 On the real clock, time passed while the models answered, so how long a phase lasted
 (``round_ended.elapsed_seconds``) and where a phase limit cut it off (``trigger: timeout``) were
@@ -28,13 +32,14 @@ import math
 from collections.abc import Callable
 from datetime import datetime
 
-from glossogen.engine import ClockKind
+from glossogen.engine import ClockKind, VirtualClock
 from glossogen.eventlog import (
     Event,
     PostmortemEnded,
     PostmortemStarted,
     RoundEnded,
     RoundStarted,
+    SimulationEnded,
 )
 
 
@@ -60,7 +65,7 @@ def game_times(
     """The game time at each place of ``recorded`` (while its event is the next to be logged).
 
     ``found``: where the round's task found each phase over
-    (:func:`~glossogen.replay._sequencer.found_over`). ``quiet``: the places of the phases'
+    (:func:`~glossogen.replay._record.found_over`). ``quiet``: the places of the phases'
     ends (``round_ended``, ``postmortem_ended``) ended by their time limit in which no seat
     logged anything: where such a phase was found over is also where it began (its start is
     read there), so the time there stays the start's until the round's task waits for a
@@ -164,4 +169,126 @@ class RecordedClock:
         return _nothing
 
 
-__all__ = ["RecordedClock", "game_times", "quiet_ends"]
+def process_times(recorded: list[Event], first: int) -> list[float]:
+    """The game time the record shows at each place of the process logged from ``first`` on.
+
+    On the virtual clock an event is stamped with the process's start plus the game time it
+    was logged at, and the process's first event (``simulation_started``, ``run_resumed``) at
+    game time 0. Places before ``first`` are 0; those after the process's ``simulation_ended``
+    are infinite (the process is over: nothing waits for them).
+    """
+    times = [0.0] * len(recorded)
+    if first >= len(recorded):
+        return times
+    start = recorded[first].timestamp
+    ended = False
+    for place in range(first, len(recorded)):
+        event = recorded[place]
+        times[place] = math.inf if ended else (event.timestamp - start).total_seconds()
+        ended = ended or isinstance(event, SimulationEnded)
+    return times
+
+
+_STAMP = 1e-3
+"""How far a recorded time may fall short of a sleep's end and still be past it, seconds: a
+timestamp is kept to the microsecond, game time as a sum of floats; latencies, backoffs and
+idle floors are whole milliseconds at the least (``elapsed_seconds`` is rounded to them)."""
+
+
+class PacedClock(VirtualClock):
+    """The virtual clock of a replayed process whose seats the sequencer orders.
+
+    On the virtual clock game time moved when a seat slept (a scripted seat's latency, a
+    backoff, the idle floor), once no model call was in flight (:meth:`VirtualClock.hold`).
+    Over HTTP, whether a sleep went before or after an answer came back was the network's
+    doing, and the log shows it only in the timestamps: each event is stamped with the game
+    time it was logged at. A replay's answers come at once, so the holds of its model calls
+    (in tasks the sequencer holds to the recorded order) would release elsewhere, and a seat's
+    sleep move the time before or after another event than it did: a phase ended at another
+    time (``round_ended.elapsed_seconds``), or a seat's answer taken up after another seat's
+    ruling instead of before it.
+
+    So here a model call holds nothing, and a sleep moves the time where the record's did: once
+    the recorded event the replay logs next (``logged``, its place in the record) was stamped
+    at the sleep's end or later (``times``: :func:`process_times`), the sleep's seconds pass
+    there (:meth:`catch_up`: whenever the time is read, and at every turn of the event loop
+    as the sequencer watches the log, so the time moves before the sleeper's task steps). Sleeps
+    waiting at once pass in the order they began, each at the earliest place whose time is
+    past its end. When every task waits and nothing else can go on, the sequencer passes the
+    first waiting sleep (:meth:`pass_first`); once the process's rounds are played
+    (:meth:`unpace`), every sleep passes as on a plain virtual clock.
+    """
+
+    def __init__(self, start: datetime, times: list[float], logged: Callable[[], int]) -> None:
+        super().__init__(start)
+        self._times = times
+        self._logged = logged
+        self._sleeping: list[tuple[float, asyncio.Future[None]]] = []
+        self._paced = True
+
+    def hold(self) -> Callable[[], None]:
+        """Nothing to hold: the record's timestamps say when the time moved."""
+        return _nothing
+
+    def now(self) -> float:
+        """Game seconds since the process began, the sleeps the record's time passed passed."""
+        self.catch_up()
+        return super().now()
+
+    def wall(self) -> datetime:
+        """The process's start plus game time, as :meth:`now` reads it."""
+        self.catch_up()
+        return super().wall()
+
+    def _recorded_now(self) -> float:
+        place = self._logged()
+        return self._times[place] if place < len(self._times) else math.inf
+
+    async def sleep(self, seconds: float) -> None:
+        """Let ``seconds`` pass once the record's time at the replay's place is past them."""
+        if not self._paced:
+            self.advance(seconds)
+            await asyncio.sleep(0)
+            return
+        passed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (seconds, passed)
+        self._sleeping.append(entry)  # behind the sleeps already waiting
+        self.catch_up()
+        try:
+            await passed
+        finally:
+            if entry in self._sleeping:  # cancelled before it passed: no time moves
+                self._sleeping.remove(entry)
+
+    def catch_up(self) -> bool:
+        """Pass the sleeps the record's time at the replay's place is past; whether any was."""
+        passed = False
+        for entry in list(self._sleeping):
+            seconds, future = entry
+            if self._recorded_now() >= self._now + seconds - _STAMP:
+                self._pass(entry)
+                passed = True
+        return passed
+
+    def pass_first(self) -> bool:
+        """Pass the first waiting sleep whatever the record's time; whether there was one."""
+        if not self._sleeping:
+            return False
+        self._pass(self._sleeping[0])
+        return True
+
+    def unpace(self) -> None:
+        """From now on every sleep passes at once; the waiting ones pass now, in order."""
+        self._paced = False
+        while self.pass_first():
+            pass
+
+    def _pass(self, entry: tuple[float, asyncio.Future[None]]) -> None:
+        self._sleeping.remove(entry)
+        seconds, future = entry
+        if not future.done():
+            self.advance(seconds)
+            future.set_result(None)
+
+
+__all__ = ["PacedClock", "RecordedClock", "game_times", "process_times", "quiet_ends"]

@@ -37,7 +37,7 @@ from glossogen.eventlog import (
 )
 from glossogen.exit_codes import USAGE
 from glossogen.refusals import runs_dir_not_text
-from glossogen.replay._sequencer import run_replay
+from glossogen.replay._loop import run_replay
 
 if TYPE_CHECKING:
     from glossogen.derive import ReplayedRounds

@@ -35,9 +35,16 @@ from glossogen.eventlog import (
     new_id,
     read_tape,
 )
-from glossogen.replay._clock import RecordedClock, game_times, quiet_ends
+from glossogen.replay._clock import (
+    PacedClock,
+    RecordedClock,
+    game_times,
+    process_times,
+    quiet_ends,
+)
 from glossogen.replay._model import Pacing, TapeAnswers, replay_model
-from glossogen.replay._sequencer import Sequencer, cut_off, found_over, owner
+from glossogen.replay._record import cut_off, found_over, owner
+from glossogen.replay._sequencer import Sequencer
 from glossogen.storage import LINEAGE, RunFolder
 
 if TYPE_CHECKING:
@@ -193,6 +200,8 @@ async def play_tape(
             virtual_clock=True,
             clock_of=partial(_recorded_clock, recorded.events, times, expiring, before)
             if real
+            else partial(_paced_clock, recorded.events, before, _start(started, point))
+            if hosted
             else None,
         )
         if point is not None and (stopped or number == 0):
@@ -202,8 +211,9 @@ async def play_tape(
         returned = partial(_has_returned, session.engine.runners)
         silent = partial(_steps_quietly, session.engine.runners)
         asking = partial(_asking, session.engine.runners)
+        paced = session.engine.clock if isinstance(session.engine.clock, PacedClock) else None
         sequencer = Sequencer(recorded.events, logged, seats, hosted or real, real, returned,
-                              silent, asking)  # fmt: skip
+                              silent, asking, paced)  # fmt: skip
         pacing.bind(session.engine.clock.sleep, sequencer.reached)
         pacing.ordered = hosted or real
         first = point.next_round if point is not None else 1
@@ -305,6 +315,19 @@ def _recorded_clock(
 ) -> RecordedClock:
     """The clock of a process that played on the real clock, read at the replay's place."""
     return RecordedClock(list(recorded), list(times), partial(_logged, before, writer), expiring)
+
+
+def _start(started: SimulationStarted, point: Any) -> Any:
+    """The wall time a replayed process's virtual clock starts at, as ``open_session`` sets it."""
+    last = point.state.last_timestamp if point is not None else None
+    return started.timestamp if last is None else max(started.timestamp, last)
+
+
+def _paced_clock(
+    recorded: list[Event], before: int, start: Any, writer: EventLogWriter
+) -> PacedClock:
+    """The clock of an ordered process that played on the virtual clock (its sleeps paced)."""
+    return PacedClock(start, process_times(recorded, before), partial(_logged, before, writer))
 
 
 def _segments(events: list[Event]) -> list[_Process]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +20,10 @@ from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import (
     children_of,
-    listening_ports,
     processes_with_home,
     reaped,
     started_at,
+    the_server_of,
 )
 
 
@@ -287,19 +286,11 @@ def test_a_sigterm_stops_the_temporary_server_the_run_started(
     run = _started_without_an_api(home, tmp_path)
     with reaped(run, home=home):  # the temporary server, in a session of its own, too
         log = _three_rounds_played(run)
-        (server,) = children_of(run.pid)  # the one process the run started: its server
-        command = (Path("/proc") / str(server) / "cmdline").read_bytes().split(b"\0")
-        assert command[1:5] == [b"-m", b"prefect", b"server", b"start"]
-        server_started = started_at(server)
-        assert server_started is not None
-        (port,) = listening_ports(server)
+        server = the_server_of(run.pid)  # the one process the run started: its server
         run.send_signal(signal.SIGTERM)
         run.communicate()
         assert run.returncode == -signal.SIGTERM
-        assert started_at(server) != server_started  # that process no longer lives
-        with pytest.raises(ConnectionRefusedError):  # and nothing listens on its port
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()  # bound: loopback
-            # refuses at once; the 5 s only ends a connect that hangs (then no refusal: fails)
+        server.assert_stopped()  # that process no longer lives, nothing listens on its port
         _assert_interrupted_after_three_rounds(log)
 
 
@@ -374,3 +365,41 @@ def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
         # error: interrupted; the run's log ends with simulation_ended status 'interrupted'`).
         assert err.splitlines()[-1].startswith("No PREFECT_API_URL set: waiting for a temporary")
         assert not (tmp_path / "runs").exists()
+
+
+CLAIMED_THEN_SIGTERM = """
+import os, signal, sys
+from glossogen.cli._server import stopped_on_sigterm
+from glossogen.launch import RunRequest, claim_run, plan_run
+
+with stopped_on_sigterm("interrupted; the run's log ends with simulation_ended status 'interrupted'"):
+    if sys.argv[2] == "claim":
+        request = RunRequest(scenario="prisoners_dilemma", model="scripted", provider="scripted",
+                             config="knobs_default", runs_dir=sys.argv[1])
+        claim_run(plan_run(request), request.runs_dir)
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+"""A process that claims a run (or not) inside ``stopped_on_sigterm``, then gets SIGTERM."""
+
+
+@pytest.mark.parametrize(
+    ("claim", "said"),
+    [
+        ("claim", "glossogen: error: interrupted; the run's log ends with simulation_ended "
+                  "status 'interrupted'\n"),
+        ("none", ""),
+    ],
+)  # fmt: skip
+def test_a_sigterm_says_the_runs_log_ends_once_a_run_was_claimed(
+    claim: str, said: str, tmp_path: Path
+) -> None:
+    """The SIGTERM handler is told of the claim (``run_claimed``), not left to infer it: with no
+    temporary server at all (a ``PREFECT_API_URL``), a SIGTERM before the claim says nothing of a
+    log (was: the line, though no run was claimed)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLAIMED_THEN_SIGTERM, str(tmp_path / "runs"), claim],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (-signal.SIGTERM, said)
+    claimed = list((tmp_path / "runs").glob("prisoners_dilemma/*/config.json"))
+    assert len(claimed) == (claim == "claim")

@@ -22,7 +22,7 @@ from prefect.client.schemas.filters import (
 from glossogen.cli import main
 from glossogen.eventlog import read_events
 from tests.fixtures.polling import wait_until
-from tests.fixtures.processes import reaped
+from tests.fixtures.processes import reaped, the_server_of
 from tests.sweep.test_spec import ISSUE_SPEC
 
 
@@ -276,6 +276,48 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
         verdicts = [e.success for e in events if e.event_type == "round_result_recorded"]
         assert (trial["state"], trial["status"]) == ("incomplete", "interrupted")
         assert trial["verdicts"] == verdicts and verdicts
+
+
+def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
+    tmp_path: Path, fresh_prefect_home: Path
+) -> None:
+    """``timeout`` or ``kill`` sends SIGTERM to the sweep's process alone: with no
+    ``PREFECT_API_URL`` the sweep started a Prefect server in a session of its own, which the
+    signal does not reach; the sweep stops it before it ends by the signal, its run sealed
+    ``interrupted`` (was: the process ended, the server played on)."""
+    env = os.environ.copy()
+    env.pop("PREFECT_API_URL", None)
+    env["PREFECT_HOME"] = str(fresh_prefect_home)  # its own database, shared with no test
+    (tmp_path / "long.yaml").write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        "knobs: {round_count: 1000, postmortem_enabled: false}\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
+    runs = tmp_path / "runs" / "prisoners_dilemma"
+
+    def mid_game() -> bool:
+        assert process.poll() is None, process.communicate()
+        logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
+        return len(logs) == 1 and '"round_result_recorded"' in logs[0].read_text()
+
+    with reaped(process, home=fresh_prefect_home):  # its server, in a session of its own, too
+        wait_until(mid_game, "the run to be mid-game")
+        server = the_server_of(process.pid)  # the one process the sweep started: its server
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate()
+        assert process.returncode == -signal.SIGTERM
+        server.assert_stopped()  # that process no longer lives, nothing listens on its port
+    assert err.splitlines()[-1] == (
+        "glossogen: error: interrupted; every run's log ends with simulation_ended "
+        "(interrupted), run_summary.json says what ran"
+    )
+    (log,) = runs.glob("*/prisoners_dilemma.jsonl")
+    ended = read_events(str(log)).events[-1]
+    assert (ended.event_type, ended.status) == ("simulation_ended", "interrupted")
 
 
 def _locked(folder: Path) -> bool:
