@@ -10,6 +10,7 @@ the sweep word it. Each other surface words the refusal its own way with
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -81,19 +82,31 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
 
     The place is the keys and indexes down to it (``("selection", "labels", "0")``); a key
     that is not UTF-8 is named at its mapping (the key itself cannot be echoed as a place).
+    Strings are taken breadth first (a mapping's keys when it is reached, its values in turn);
+    an ASCII string is text at once, and numbers, booleans and nulls are not queued, so a
+    report of a few thousand values is walked in linear time, each place built only for a
+    container or the string found.
     """
-    texts: list[tuple[tuple[str, ...], Any]] = [((), value)]
-    while texts:
-        where, item = texts.pop(0)
-        if isinstance(item, str) and not is_utf8(item):
-            return where, item
+    queue: deque[tuple[tuple[str, ...], str | None, Any]] = deque([((), None, value)])
+    while queue:
+        parent, key, item = queue.popleft()
+        if isinstance(item, str):
+            if not item.isascii() and not is_utf8(item):
+                return (parent if key is None else (*parent, key)), item
+            continue
+        where = parent if key is None else (*parent, key)
         if isinstance(item, dict):
-            for key, inner in item.items():
-                if isinstance(key, str) and not is_utf8(key):
-                    return where, key
-                texts.append(((*where, str(key)), inner))
+            for name, inner in item.items():
+                if isinstance(name, str) and not name.isascii() and not is_utf8(name):
+                    return where, name
+                if isinstance(inner, str | dict | list):
+                    queue.append((where, str(name), inner))
         elif isinstance(item, list):
-            texts += [((*where, str(i)), inner) for i, inner in enumerate(item)]
+            queue.extend(
+                (where, str(i), inner)
+                for i, inner in enumerate(item)
+                if isinstance(inner, str | dict | list)
+            )
     return None
 
 

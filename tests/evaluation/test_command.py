@@ -172,6 +172,29 @@ def test_a_clean_log_reports_no_skipped_lines(tmp_path: Path) -> None:
     }
 
 
+def test_nan_and_infinity_as_values_are_skipped_lines_and_as_words_are_text(
+    tmp_path: Path,
+) -> None:
+    # A line of a type the metrics read holding NaN or Infinity as a value is the reader's:
+    # invalid, as JSON has no such numbers. The words in a message's text are just text.
+    log = RunLog(tmp_path)
+    log.round(1).say(1, FO, "NaN Infinity").llm(1, FO, 0.25).llm(1, SE, 0.5).verdict(1, True)
+    run_dir = log.complete(1).end().write()
+    path = run_dir / "veyru.jsonl"
+    text = path.read_text()
+    assert text.count('"cost_usd":0.5,') == 1
+    path.write_text(text.replace('"cost_usd":0.5,', '"cost_usd":NaN,'))
+    plan = plan_evaluation(str(run_dir), "mean_chars_per_message,cost_per_round_usd")
+    report = write_outcomes(plan, asyncio.run(score_all(plan)))
+    assert report.model_dump()["log_lines_skipped"] == {
+        "invalid": 1,
+        "unknown": 0,
+        "truncated_tail": False,
+    }
+    assert report.metrics["mean_chars_per_message"].score == 12.0
+    assert report.metrics["cost_per_round_usd"].score == 0.25
+
+
 # 5. entries dropped because the log changed
 
 

@@ -148,3 +148,21 @@ def test_run_json_files_get_a_new_files_mode_not_0600(tmp_path):
     store.write_json(claimed.url, "config.json", {"round_count": 3})
     mode = stat.S_IMODE((tmp_path / "veyru" / "1800000000" / "config.json").stat().st_mode)
     assert mode == 0o666 & ~umask  # 0o644 under the usual umask 022
+
+
+def test_a_json_file_escaping_a_lone_surrogate_is_refused_at_its_first_place(tmp_path):
+    # Breadth first, as the walk always took it: the mapping's own keys when it is reached,
+    # then its values in turn; an ASCII or other UTF-8 string, a number or a null is text.
+    folder = RunFolder(run_id="veyru/1700000000", url=str(tmp_path), timestamp=1700000000)
+    (tmp_path / "labels.json").write_text(
+        '{"a": ["ok", {"b\\udc80": 1}], "n": [1, 2.5, null, true], "c": "x\\udcff", "d": "é"}'
+    )
+    with pytest.raises(ValueError) as refused:
+        folder.read_object("labels.json")
+    assert str(refused.value) == (
+        f"{tmp_path / 'labels.json'} is not UTF-8 text (it escapes the lone surrogate \\udcff)"
+    )
+    big = {"metrics": {f"m{i}": {"score": i / 7, "per_round": [{"note": "é"}] * 20}
+                       for i in range(200)}}  # fmt: skip
+    (tmp_path / "report.json").write_text(json.dumps(big))
+    assert folder.read_object("report.json") == big
