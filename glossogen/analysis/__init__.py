@@ -9,8 +9,9 @@ JSON or CSV; REST, MCP and the run browser's page do the same. Dashboards (``_da
 are files of named queries and charts, rendered as a static report. No Prefect, no server.
 """
 
-from glossogen.analysis._checks import check_query, check_sort
-from glossogen.analysis._engine import answer, answer_records, fields, fields_of
+from typing import TYPE_CHECKING
+
+from glossogen._lazy import first_use
 from glossogen.analysis._query import (
     AGGREGATES,
     BLANK,
@@ -30,9 +31,32 @@ from glossogen.analysis._query import (
     RowFilter,
     query_error_of,
 )
-from glossogen.analysis._render import result_frame
-from glossogen.analysis._rows import grain_frame
-from glossogen.analysis._select import RunsMissing, selection_notes, skipped_notes
+
+if TYPE_CHECKING:
+    from glossogen.analysis._checks import check_query, check_sort
+    from glossogen.analysis._engine import answer, answer_records, fields, fields_of
+    from glossogen.analysis._render import result_frame
+    from glossogen.analysis._rows import grain_frame
+    from glossogen.analysis._select import RunsMissing, selection_notes, skipped_notes
+
+_HOME = {
+    "check_query": "glossogen.analysis._checks",
+    "check_sort": "glossogen.analysis._checks",
+    "answer": "glossogen.analysis._engine",
+    "answer_records": "glossogen.analysis._engine",
+    "fields": "glossogen.analysis._engine",
+    "fields_of": "glossogen.analysis._engine",
+    "result_frame": "glossogen.analysis._render",
+    "grain_frame": "glossogen.analysis._rows",
+    "RunsMissing": "glossogen.analysis._select",
+    "selection_notes": "glossogen.analysis._select",
+    "skipped_notes": "glossogen.analysis._select",
+}
+"""The names whose modules read runs with polars, each imported on first use (PEP 562): the
+query's typed values above are what MCP's and REST's schemas need, and a server that builds
+its tools must not pay for the engine before a question is asked."""
+
+__getattr__ = first_use(__name__, _HOME)
 
 __all__ = [
     "AGGREGATES",

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from glossogen.export._atif import build_trajectories, trajectory_json
 from glossogen.storage import RunFolder
 
 RAW_ZIP_MAX_BYTES = 4 * 1024**3
@@ -211,6 +210,8 @@ def write_raw_zip(
                 written += 1
             row["atif_trajectories"], row["atif_error"] = "", ""
             if include_atif:
+                from glossogen.export._atif import build_trajectories, trajectory_json
+
                 try:
                     trajectories = build_trajectories(folder.url)
                 except (OSError, ValueError) as exc:  # a damaged run keeps its files

@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from glossogen.knobs import ConfigError, knobs_json_schema, list_presets, load_config
-from glossogen.launch._plan import RunRequest, plan_run
 from glossogen.scenario import load_scenario, scenario_dir, scenario_names
 
 
@@ -89,6 +88,8 @@ def list_scenarios() -> ScenarioList:
 
 def describe_scenario(scenario: str, runs_dir: str) -> ScenarioInfo:
     """A scenario's seats and channels (as its knobs_default preset lays them out)."""
+    from glossogen.launch._plan import RunRequest, plan_run  # the engine: not for a listing
+
     cls = load_scenario(scenario)
     presets = list_presets(scenario_dir(cls))
     config = plan_run(

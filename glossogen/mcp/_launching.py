@@ -7,37 +7,13 @@ variable name.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictFloat, StrictInt
 
+from glossogen import launch
 from glossogen.catalog import PROVIDER_SPECS, Provider
-from glossogen.derive import DeriveError, ForkRequest, ResumePoint, prepare_fork
-from glossogen.launch import (
-    DEFAULT_MAX_AGENT_TURNS,
-    LaunchError,
-    ResumeRequest,
-    RunConfig,
-    RunRequest,
-    StopError,
-    StopRequest,
-    check_credentials,
-    check_derived_spend_cap,
-    check_limits,
-    check_model_settings,
-    check_runs_dir,
-    check_spend_cap,
-    derived_run_check,
-    estimate_cost,
-    launch_new,
-    launch_resume,
-    load_environment,
-    plan_resume,
-    plan_run,
-    stop_run,
-    turn_cap_warning,
-    uncosted_models,
-)
-from glossogen.launch._credentials import JUDGE_ENV_VARS
 from glossogen.mcp._base import (
     ToolBase,
     refuse,
@@ -50,8 +26,10 @@ from glossogen.mcp._results import (
     SeatPlan,
     Stopped,
 )
-from glossogen.replay import replayed_rounds
 from glossogen.storage import RunBusyError, RunFolder, StorageError
+
+if TYPE_CHECKING:
+    from glossogen.derive import ForkRequest, ResumePoint
 
 RESUME_ARGUMENTS = {"fork": "fork_run (source_run_id, after_round)"}
 """``resume_run``'s words for the tool a refused resume points to (a run that ended)."""
@@ -72,48 +50,48 @@ class Launching(ToolBase):
         run_timeout_seconds: StrictFloat | None = None,
         group_slug: str = "local",
         judge_cache: str | None = None,
-    ) -> RunConfig:
+    ) -> launch.RunConfig:
         try:
-            check_limits(
+            launch.check_limits(
                 max_agent_turns,
                 run_timeout_seconds=run_timeout_seconds,
                 spend_cap_usd=spend_cap_usd,
             )
-            plan = plan_run(
-                RunRequest(
+            plan = launch.plan_run(
+                launch.RunRequest(
                     scenario=scenario,
                     model=model,
                     provider=provider,
                     runs_dir=self.runs_dir,
                     config=config,
                     overrides=list(overrides or []),
-                    max_agent_turns=max_agent_turns or DEFAULT_MAX_AGENT_TURNS,
+                    max_agent_turns=max_agent_turns or launch.DEFAULT_MAX_AGENT_TURNS,
                     spend_cap_usd=spend_cap_usd,
                     run_timeout_seconds=run_timeout_seconds,
                     group_slug=group_slug,
                     judge_cache=judge_cache,
                 )
             )
-        except LaunchError as exc:
+        except launch.LaunchError as exc:
             raise refuse(exc) from None
         return plan
 
     @staticmethod
-    def _check(plan: RunConfig) -> None:
+    def _check(plan: launch.RunConfig) -> None:
         """Refuse a launch without credentials, then one whose model settings do not build.
 
         In this order, as ``glossogen run``: building a model needs its key.
         """
         try:
-            check_credentials(plan)
-            check_model_settings(plan)
-        except LaunchError as exc:
+            launch.check_credentials(plan)
+            launch.check_model_settings(plan)
+        except launch.LaunchError as exc:
             raise refuse(exc) from None
 
-    def _estimate(self, plan: RunConfig, rounds_done: int = 0) -> Estimate:
-        cost = estimate_cost(plan, rounds_done)
+    def _estimate(self, plan: launch.RunConfig, rounds_done: int = 0) -> Estimate:
+        cost = launch.estimate_cost(plan, rounds_done)
         by_seat = {e.agent_id: e for e in cost.seats}
-        env = load_environment()
+        env = launch.load_environment()
         credentials: list[Credential] = []
         needed = {s.provider: f"agent {s.agent_id}" for s in reversed(plan.seats)}
         for swap in plan.future_providers:
@@ -129,6 +107,8 @@ class Launching(ToolBase):
                     )
                 )
         if plan.judge and plan.judge.provider != "scripted":
+            from glossogen.launch._credentials import JUDGE_ENV_VARS
+
             var = JUDGE_ENV_VARS[plan.judge.provider]
             credentials.append(
                 Credential(variable=var, needed_by="judge", present=bool(env.get(var)))
@@ -164,8 +144,8 @@ class Launching(ToolBase):
             judge_calls=cost.judge_calls,
             judge_cost_usd=cost.judge_usd,
             assumptions=cost.assumptions,
-            uncosted_models=uncosted_models(plan),
-            warnings=[w.worded() for w in [turn_cap_warning(plan)] if w is not None],
+            uncosted_models=launch.uncosted_models(plan),
+            warnings=[w.worded() for w in [launch.turn_cap_warning(plan)] if w is not None],
         )
 
     def estimate_run(
@@ -212,8 +192,8 @@ class Launching(ToolBase):
         if all(c.present for c in estimate.credentials):
             self._check(plan)  # the settings are checked once the keys are there
         try:
-            check_spend_cap(plan, max(0, plan.knobs.round_count - done))
-        except LaunchError as exc:
+            launch.check_spend_cap(plan, max(0, plan.knobs.round_count - done))
+        except launch.LaunchError as exc:
             raise refuse(exc, RESUME_ARGUMENTS) from None
         return estimate
 
@@ -243,16 +223,16 @@ class Launching(ToolBase):
             run_timeout_seconds, group_slug, judge_cache,
         )  # fmt: skip
         try:
-            check_spend_cap(plan, plan.knobs.round_count)
-        except LaunchError as exc:
+            launch.check_spend_cap(plan, plan.knobs.round_count)
+        except launch.LaunchError as exc:
             raise refuse(exc) from None
         self._check(plan)
         try:
-            check_runs_dir(self.runs_dir)
-        except LaunchError as exc:
+            launch.check_runs_dir(self.runs_dir)
+        except launch.LaunchError as exc:
             raise refuse(exc) from None
         try:
-            folder, via = await launch_new(plan, self.runs_dir)
+            folder, via = await launch.launch_new(plan, self.runs_dir)
         except StorageError as exc:
             raise refuse(exc) from None
         return Launched(run_id=folder.run_id, run_dir=folder.url, launched_via=via)
@@ -270,16 +250,18 @@ class Launching(ToolBase):
         spend_cap_usd: StrictFloat | None,
         group_slug: str | None,
         judge_cache: str | None,
-    ) -> tuple[RunFolder, ResumeRequest, RunConfig, ResumePoint]:
+    ) -> tuple[RunFolder, launch.ResumeRequest, launch.RunConfig, ResumePoint]:
         """The folder, request, plan and resume point of ``resume_run`` (and its dry run).
 
         Checked as ``glossogen run --resume`` checks: the limits' bounds, then the plan (a
         change refused unless ``allow_config_change``).
         """
+        from glossogen.derive import DeriveError  # the engine's state reader: not at start-up
+
         folder = self._folder(run_id)
         try:
-            check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
-            request = ResumeRequest(
+            launch.check_limits(max_agent_turns, run_timeout_seconds, spend_cap_usd)
+            request = launch.ResumeRequest(
                 run_dir=folder.url, scenario=folder.scenario, model=model, provider=provider,
                 config=config, overrides=list(overrides or []), group_slug=group_slug,
                 allow_config_change=allow_config_change, judge_cache=judge_cache,
@@ -287,8 +269,8 @@ class Launching(ToolBase):
                 update={"max_agent_turns": max_agent_turns, "spend_cap_usd": spend_cap_usd,
                         "run_timeout_seconds": run_timeout_seconds}
             )  # fmt: skip
-            plan, point = plan_resume(request)
-        except (LaunchError, DeriveError, StorageError, RunBusyError) as exc:
+            plan, point = launch.plan_resume(request)
+        except (launch.LaunchError, DeriveError, StorageError, RunBusyError) as exc:
             raise refuse(exc, RESUME_ARGUMENTS) from None
         return folder, request, plan, point
 
@@ -318,11 +300,11 @@ class Launching(ToolBase):
             run_timeout_seconds, spend_cap_usd, group_slug, judge_cache,
         )  # fmt: skip
         try:
-            check_credentials(plan)
-            check_model_settings(plan)
-            check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
+            launch.check_credentials(plan)
+            launch.check_model_settings(plan)
+            launch.check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
             folder.check_unlocked()
-        except (LaunchError, StorageError, RunBusyError) as exc:
+        except (launch.LaunchError, StorageError, RunBusyError) as exc:
             raise refuse(exc, RESUME_ARGUMENTS) from None
         launched = folder.pending_launch()
         if launched is not None:
@@ -330,29 +312,34 @@ class Launching(ToolBase):
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,
-            launched_via=launch_resume(folder, folder.scenario, request),
+            launched_via=launch.launch_resume(folder, folder.scenario, request),
         )
 
     def derive(self, request: ForkRequest) -> Launched:
         """Prepare a derived run's folder from its source, then play it on, detached."""
+        from glossogen.derive import DeriveError, prepare_fork
+        from glossogen.replay import replayed_rounds
+
         try:
             scenario_class(request.scenario)
             # The checks the derived-run commands make (keys, settings), before the claim.
             prepared = prepare_fork(
                 request,
-                check=derived_run_check(request.scenario),
+                check=launch.derived_run_check(request.scenario),
                 replay_check=replayed_rounds,
             )
-            check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
-        except (DeriveError, LaunchError, StorageError) as exc:
+            launch.check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
+        except (DeriveError, launch.LaunchError, StorageError) as exc:
             raise refuse(exc) from None
         folder = prepared.folder
-        plan, _ = plan_resume(ResumeRequest(run_dir=folder.url))  # the copied rounds count too
-        warned = turn_cap_warning(plan)
+        plan, _ = launch.plan_resume(
+            launch.ResumeRequest(run_dir=folder.url)
+        )  # the copied rounds count too
+        warned = launch.turn_cap_warning(plan)
         return Launched(
             run_id=folder.run_id,
             run_dir=folder.url,
-            launched_via=launch_resume(folder, request.scenario),
+            launched_via=launch.launch_resume(folder, request.scenario),
             replayed=None if prepared.replayed is None else prepared.replayed.said(),
             warnings=[] if warned is None else [warned.worded()],
         )
@@ -365,8 +352,8 @@ class Launching(ToolBase):
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
         folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
         try:
-            stopping = stop_run(StopRequest(run_dir=folder.url))
-        except StopError as exc:
+            stopping = launch.stop_run(launch.StopRequest(run_dir=folder.url))
+        except launch.StopError as exc:
             raise refuse(exc) from None
         return Stopped(
             run_id=folder.run_id,

@@ -10,7 +10,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict, StrictFloat, StrictInt, ValidationError
 
-from glossogen.derive import ForkRequest
 from glossogen.mcp._analysis import register as register_analysis
 from glossogen.mcp._base import LIST_ITEMS, PAGE_CHARS, PAGE_SIZE, TEXT_CHARS
 from glossogen.mcp._results import Launched
@@ -131,6 +130,8 @@ def build_server(runs_dir: str) -> MCPServer:
 
     def derive(source_run_id: str, donor_run_id: str | None, **fields: Any) -> Launched:
         """Launch the derived run ``fields`` describe (ForkRequest's), from runs named by id."""
+        from glossogen.derive import ForkRequest  # the engine's modules: not at start-up
+
         source = tools.source(source_run_id)
         donor = tools.source(donor_run_id).url if donor_run_id else None
         return tools.derive(
