@@ -24,7 +24,8 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
   ``knob``), an unknown table, an empty name, a table named twice or an empty ``frames``
   list (``frames``), ``columns`` or ``metrics`` naming what the selection's tables do not
   hold (``columns``/``metrics``; the preview lists it under ``refusals`` instead), an empty
-  ``run_ids`` list (pydantic's validation answer); ``/raw`` refuses these as ``/csv`` does;
+  ``run_ids`` list (``run_ids needs a run id ...``: ``export._selection.check_run_ids``);
+  ``/raw`` refuses these as ``/csv`` does;
 - 503: the runs directory cannot be read (missing, not a folder, unreachable); a refusal names
   it as the server's runs directory, never by its path (the client did not give one).
 
