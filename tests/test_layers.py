@@ -77,3 +77,16 @@ def test_the_engine_imports_nothing_from_derive() -> None:
         if m == "glossogen.derive" or m.startswith("glossogen.derive.")
     }
     assert upward == set()
+
+
+def test_the_export_imports_nothing_from_the_analysis() -> None:
+    """The analysis reads runs through the export, never the other way: the bound both put on
+    ``max_runs`` is the library's refusal (``refusals.count_refused``); the export borrowed
+    the analysis's private ``_count_in_range`` for it."""
+    upward = {
+        (path.relative_to(REPO).as_posix(), m)
+        for path in sorted((REPO / "glossogen" / "export").rglob("*.py"))
+        for m in imported(path)
+        if m == "glossogen.analysis" or m.startswith("glossogen.analysis.")
+    }
+    assert upward == set()
