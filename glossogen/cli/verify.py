@@ -79,8 +79,8 @@ def verify(
         return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
-    for where, reason in found.unreadable.items():
-        _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
+    for where, reason in found.unreadable.items():  # a file's escape stays as the file has it
+        error(f"{where}: cannot be read: {reason}", quotes_a_file=True)
     for missing in found.missing_run_ids:
         _error(f"{missing}: no such run under {runs_dir}", exit_codes.UNREADABLE)
     unread = len(found.unreadable) + len(found.missing_run_ids)
