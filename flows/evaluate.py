@@ -265,7 +265,8 @@ async def evaluate_cohort(
 async def _evaluate_cohort(cohort: CohortRequest) -> CohortEvaluation:
     request, spend_cap_usd = cohort.evaluation, cohort.spend_cap_usd
     selection = cohort.selection.model_dump() if cohort.selection is not None else None
-    chosen = select_cohort(cohort.runs_dir, selection or {"kind": "filters"}, cohort.max_runs)
+    chosen = select_cohort(cohort.runs_dir, selection or {"kind": "filters"}, cohort.max_runs,
+                           cohort.listed)  # fmt: skip
     result = CohortEvaluation(
         selected=len(chosen.runs) + len(chosen.unreadable),
         unreadable=chosen.unreadable,

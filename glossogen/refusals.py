@@ -23,6 +23,12 @@ MAX_AGENT_TURNS_LIMIT = 1_000_000
 """The most model requests an agent may be given (``max_agent_turns``): far past any run a user
 plays; a larger one is refused before anything is written."""
 
+MAX_COUNT = 2**53 - 1
+"""The largest count a request may ask (``limit``, ``max_runs``: 9007199254740991): the largest
+whole number every JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``, the
+page's). Every answer echoes its query, so a larger one would be read back as another number;
+no cohort comes near it (the bench's is 10,000 runs)."""
+
 LOGGED_INT_MAX = 2**63 - 1
 """The largest integer a run may record from a request (``after_round``, ``rounds_after``,
 replicas, seeds): the log's readers parse signed 64-bit integers, so a larger one is refused."""
@@ -107,6 +113,24 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
                 for i, inner in enumerate(item)
                 if isinstance(inner, str | dict | list)
             )
+    return None
+
+
+def count_refused(value: int, field: str) -> Refusal | None:
+    """Refuse a count (``limit``, ``max_runs``) below 1 or above :data:`MAX_COUNT`; else None.
+
+    The one bound of the analysis's ``limit`` and ``max_runs`` and the export's ``max_runs``
+    (every surface: ``--max-runs``, the tool's and the body's ``max_runs``).
+
+    Returns:
+        ``<field> 0: must be at least 1``, or ``<field> <value>: must be at most
+        9007199254740991 (2**53 - 1, ...)`` (the value cut as every refusal cuts it).
+    """
+    if value < 1:
+        return Refusal(field=field, value=str(value), reason="must be at least 1")
+    if value > MAX_COUNT:
+        why = f"must be at most {MAX_COUNT} (2**53 - 1, the largest whole number a JSON answer "
+        return Refusal(field=field, value=shown(value, quoted=False), reason=why + "holds exactly)")
     return None
 
 

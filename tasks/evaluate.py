@@ -64,15 +64,20 @@ class CohortSelection(BaseModel):
 
 
 @glossogen_task(name="select_cohort")
-def select_cohort(runs_dir: str, selection: dict[str, object], max_runs: int) -> CohortSelection:
+def select_cohort(
+    runs_dir: str, selection: dict[str, object], max_runs: int, listed: list[str] | None = None
+) -> CohortSelection:
     """Resolve the export's selection under ``runs_dir`` (of each log, its head alone is read).
+
+    ``listed``: the run ids the cohort's check listed (``CohortRequest.listed``), so the
+    folder is not listed again; None lists it.
 
     Raises:
         RunsDirError, SelectionError, StorageError: as :func:`glossogen.export.select_runs`.
     """
     from glossogen.export import select_runs
 
-    selected = select_runs(runs_dir, selection, max_runs=max_runs, log_facts=False)
+    selected = select_runs(runs_dir, selection, max_runs=max_runs, log_facts=False, listed=listed)
     return CohortSelection(
         runs=[
             CohortRun(run_id=r.run_id, run_url=r.run_url, scenario=r.scenario)

@@ -48,6 +48,16 @@ def crossings() -> set[tuple[str, str]]:
     return found
 
 
+def imports_of(package: str, other: str) -> set[tuple[str, str]]:
+    """(file, module) for each import of ``glossogen.<other>`` by ``glossogen/<package>/``."""
+    return {
+        (path.relative_to(REPO).as_posix(), m)
+        for path in sorted((REPO / "glossogen" / package).rglob("*.py"))
+        for m in imported(path)
+        if m == f"glossogen.{other}" or m.startswith(f"glossogen.{other}.")
+    }
+
+
 def test_cli_server_and_mcp_import_none_of_one_another() -> None:
     assert crossings() == STARTS
 
@@ -70,10 +80,11 @@ def test_the_library_imports_no_surface() -> None:
 def test_the_engine_imports_nothing_from_derive() -> None:
     """``engine/`` plays a run from the state it is handed (``engine.RunState``); reading that
     state from a log is ``derive/``'s, which builds on the engine, never the other way."""
-    upward = {
-        (path.relative_to(REPO).as_posix(), m)
-        for path in sorted((REPO / "glossogen" / "engine").rglob("*.py"))
-        for m in imported(path)
-        if m == "glossogen.derive" or m.startswith("glossogen.derive.")
-    }
-    assert upward == set()
+    assert imports_of("engine", "derive") == set()
+
+
+def test_the_export_imports_nothing_from_the_analysis() -> None:
+    """The analysis reads runs through the export, never the other way: the bound both put on
+    ``max_runs`` is the library's refusal (``refusals.count_refused``); the export borrowed
+    the analysis's private ``_count_in_range`` for it."""
+    assert imports_of("export", "analysis") == set()

@@ -1128,3 +1128,49 @@ def test_resuming_an_ended_run_is_refused_alike_by_the_cli_and_mcp(
     assert answer == Answer(True, line, 65 if surface == "cli" else "tool error")
     assert [p.name for p in (runs / "veyru").iterdir()] == [Path(folder.url).name]
     assert Path(folder.log_url).read_bytes() == log
+
+
+UNREADABLE_LABELS = [
+    (b'{"bad": "a\\udcffb"}', "labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"),
+    (b'{"bad": "a\xffb"}', "labels.json is not UTF-8 text (byte 0xff at offset 10)"),
+]  # fmt: skip
+"""A labels.json escaping a lone surrogate, and one holding a raw byte 0xff: README's words."""
+
+
+@pytest.mark.parametrize(("data", "why"), UNREADABLE_LABELS)
+def test_a_run_whose_labels_are_not_utf8_is_named_alike_through_every_surface(
+    data: bytes, why: str, prefect_api: str, played_source: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``evaluate`` and ``verify`` printed the file's ``\\udcff`` escape as a byte typed
+    (``\\xff``); a raw 0xff was ``not valid JSON ('utf-8' codec can't decode byte 0xff ...)``.
+    Now one line, the same on every surface: the CLI's notes and errors, REST's preview, MCP's
+    ``export_runs`` and ``evaluate_runs``."""
+    runs = tmp_path / "runs"
+    with_played_source(runs, played_source)
+    damaged = f"veyru/{int(played_source.name) + 1}"
+    shutil.copytree(played_source, runs / damaged)
+    (runs / damaged / "labels.json").write_bytes(data)
+    path = f"{runs}/{damaged}/{why}"
+
+    def cli(*argv: str) -> tuple[int, list[str]]:
+        with pytest.raises(SystemExit) as exited:
+            main(list(argv))
+        err = capsys.readouterr().err.splitlines()
+        return int(exited.value.code or 0), [e for e in err if damaged in e]
+
+    assert cli("export", "--runs-dir", str(runs), "--out", str(tmp_path / "out")) == (
+        0, [f"glossogen: note: skipped {damaged}: {path}"])  # fmt: skip
+    assert cli("evaluate", "--runs-dir", str(runs), "--metrics", "round_success") == (
+        1, [f"glossogen: error: {damaged}: not evaluated: {path}"])  # fmt: skip
+    assert cli("verify", "--runs-dir", str(runs)) == (
+        66, [f"glossogen: error: {damaged}: cannot be read: {path}"])  # fmt: skip
+    preview = TestClient(create_app(str(runs))).post(
+        "/api/g/local/runs/export/preview", json={"selection": {"kind": "filters"}}
+    )
+    assert preview.json()["unreadable_runs"] == {damaged: f"{damaged}/{why}"}
+    _, exported = _mcp(str(runs), "export_runs", out=str(tmp_path / "mcp-out"))
+    assert exported is not None and exported["unreadable_runs"] == {damaged: f"{damaged}/{why}"}
+    _, evaluated = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
+    assert evaluated is not None
+    assert evaluated["not_evaluated_runs"] == {damaged: f"{damaged}/{why}"}

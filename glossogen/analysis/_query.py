@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from glossogen.export import FilterSelection, Selection
-from glossogen.refusals import ECHOED, shown
+from glossogen.refusals import ECHOED, MAX_COUNT, count_refused, shown
 
 GRAINS = ("run", "round", "agent", "message", "call", "observation")
 """Row grains: a run, a (run, round), an agent seat, a channel message, a model request, or one
@@ -71,26 +71,17 @@ MAX_KEYS = 2
 MAX_SEED = 2**64 - 1
 """The largest bootstrap seed: one unsigned 64-bit word, as numpy's generators seed from."""
 
-MAX_COUNT = 2**53 - 1
-"""The largest ``limit`` and ``max_runs`` (9007199254740991): the largest whole number every
-JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``, the page's). Every answer
-echoes its query, so a larger one would be read back as another number; no cohort comes near
-it (the bench's is 10,000 runs)."""
-
 
 def _count_in_range(value: int, field: str) -> int:
-    """Refuse a ``limit`` or ``max_runs`` below 1 or above :data:`MAX_COUNT` (as typed).
+    """Refuse a ``limit`` or ``max_runs`` out of 1..:data:`MAX_COUNT` (``refusals.count_refused``).
 
     Raises:
         QueryError: (field ``field``) ``0: must be at least 1``, or ``<value>: must be at
             most 9007199254740991 (2**53 - 1, ...)``.
     """
-    if value < 1:
-        raise QueryError(f"{value}: must be at least 1", field)
-    if value > MAX_COUNT:
-        raise QueryError(f"{shown(value, quoted=False)}: must be at most {MAX_COUNT} "
-                         "(2**53 - 1, the largest whole number a JSON answer holds exactly)",
-                         field)  # fmt: skip
+    refused = count_refused(value, field)
+    if refused is not None:
+        raise QueryError(f"{refused.value}: {refused.reason}", field)
     return value
 
 

@@ -64,19 +64,26 @@ _ESCAPED_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 backslashes (after an odd one it is a backslash the text holds, escaped)."""
 
 
-def bytes_shown(line: str) -> str:
+def bytes_shown(line: str, escapes: bool = True) -> str:
     r"""``line`` with each byte of a command-line value that was not UTF-8 shown as ``\xNN``.
 
     An argument or file name that is not UTF-8 reaches Python with each such byte as a lone
     surrogate (``surrogateescape``: byte 0xff is U+DCFF), printed ``\udcff`` both raw and
     through ``repr``; every error line goes through this, so the user reads the byte typed
     (``--channel-visibility 'r\xffn': ...``). REST and MCP do not: their JSON text can hold
-    U+DCFF itself.
+    U+DCFF itself. ``escapes=False``: a ``\udcff`` the line spells is kept, for a line that
+    quotes a file's own escape rather than a typed value's ``repr`` (:func:`error`).
     """
     raw = "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in line)
-    return _ESCAPED_BYTE.sub(r"\1\\x\2", raw)
+    return _ESCAPED_BYTE.sub(r"\1\\x\2", raw) if escapes else raw
 
 
-def error(message: str) -> None:
-    r"""Print ``glossogen: error: <message>`` on stderr, a byte not UTF-8 shown ``\xNN``."""
-    print(f"glossogen: error: {bytes_shown(message)}", file=sys.stderr, flush=True)
+def error(message: str, quotes_a_file: bool = False) -> None:
+    r"""Print ``glossogen: error: <message>`` on stderr, a byte not UTF-8 shown ``\xNN``.
+
+    ``quotes_a_file``: the line gives why a run's file cannot be read (``labels.json is not
+    UTF-8 text (it escapes the lone surrogate \udcff)``): that escape is the file's, printed
+    as the export's and analysis's notes, REST and MCP print it, never as a byte typed.
+    """
+    line = bytes_shown(message, escapes=not quotes_a_file)
+    print(f"glossogen: error: {line}", file=sys.stderr, flush=True)

@@ -18,8 +18,8 @@ KNOB = typer.Option(
 STATUS = typer.Option(
     None, "--status", metavar="STATE", help="--runs-dir: only runs in this state."
 )
-RUN_ID = typer.Option(
-    [], "--run-id", metavar="ID", help="--runs-dir: exactly these runs (repeatable)."
+RUN_ID = typer.Option(  # None when not given: an empty list would be refused
+    None, "--run-id", metavar="ID", help="--runs-dir: exactly these runs (repeatable)."
 )
 RUN_ID_CONTAINS = typer.Option(
     None, "--run-id-contains", metavar="SUB", help="--runs-dir: substring of the run id."

@@ -46,7 +46,7 @@ def analyze(
     label: list[str] = options.LABEL,
     knob: list[str] = options.KNOB,
     status: str | None = options.STATUS,
-    run_id: list[str] = options.RUN_ID,
+    run_id: list[str] | None = options.RUN_ID,
     run_id_contains: str | None = options.RUN_ID_CONTAINS,
     contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
     grain: str = typer.Option(

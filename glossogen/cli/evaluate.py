@@ -96,7 +96,7 @@ def evaluate(
     label: list[str] = options.LABEL,
     knob: list[str] = options.KNOB,
     status: str | None = options.STATUS,
-    run_id: list[str] = options.RUN_ID,
+    run_id: list[str] | None = options.RUN_ID,
     run_id_contains: str | None = options.RUN_ID_CONTAINS,
     contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
     spend_cap_usd: float | None = typer.Option(
@@ -468,8 +468,8 @@ def _print_cohort_errors(done: Any, runs_dir: str) -> bool:
         True when any run fell short.
     """
     short = False
-    for run_id, reason in done.unreadable.items():
-        _error(f"{run_id}: not evaluated: {reason}")
+    for run_id, reason in done.unreadable.items():  # a file's escape stays as the file has it
+        error(f"{run_id}: not evaluated: {reason}", quotes_a_file=True)
         short = True
     for run_id in done.missing_run_ids:
         _error(f"{run_id}: no such run under {runs_dir}")

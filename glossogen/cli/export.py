@@ -95,8 +95,8 @@ def export(
     status: str | None = typer.Option(
         None, "--status", metavar="STATE", help="Only runs in this state (status or detail)."
     ),
-    run_id: list[str] = typer.Option(
-        [], "--run-id", metavar="ID", help="Exactly these runs (repeatable; no filters)."
+    run_id: list[str] | None = typer.Option(  # None when not given: [] would be refused
+        None, "--run-id", metavar="ID", help="Exactly these runs (repeatable; no filters)."
     ),
     frames: str = typer.Option(
         "run_level,round_level,agent_level",

@@ -45,7 +45,7 @@ def verify(
     label: list[str] = options.LABEL,
     knob: list[str] = options.KNOB,
     status: str | None = options.STATUS,
-    run_id: list[str] = options.RUN_ID,
+    run_id: list[str] | None = options.RUN_ID,
     run_id_contains: str | None = options.RUN_ID_CONTAINS,
     contains_agent_id: str | None = options.CONTAINS_AGENT_ID,
 ) -> int:
@@ -79,8 +79,8 @@ def verify(
         return _error(said_of_selection(exc), exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
-    for where, reason in found.unreadable.items():
-        _error(f"{where}: cannot be read: {reason}", exit_codes.UNREADABLE)
+    for where, reason in found.unreadable.items():  # a file's escape stays as the file has it
+        error(f"{where}: cannot be read: {reason}", quotes_a_file=True)
     for missing in found.missing_run_ids:
         _error(f"{missing}: no such run under {runs_dir}", exit_codes.UNREADABLE)
     unread = len(found.unreadable) + len(found.missing_run_ids)

@@ -173,6 +173,23 @@ def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     )
 
 
+def claimed_knobs(folder: RunFolder) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The knobs and labels a run's claim recorded (``config.json``, ``labels.json``); no log.
+
+    The knobs as a record holds them (a legacy ``agent_max_tokens`` lifted); None when the
+    folder has no ``config.json`` (a run older than the claim's files records its knobs in
+    its log alone).
+
+    Raises:
+        ValueError: ``config.json`` or ``labels.json`` is not a JSON object (naming it).
+        StorageError: the storage is unreachable.
+    """
+    config = folder.read_object("config.json")
+    if config is None:
+        return None
+    return lift_legacy_knobs(config), _labels(folder.read_object("labels.json"), config)
+
+
 def queued_run(folder: RunFolder) -> RunRecord | None:
     """The record of a claimed folder whose log holds no event yet (``queued``), else None.
 
@@ -186,16 +203,16 @@ def queued_run(folder: RunFolder) -> RunRecord | None:
     """
     if folder.log_state() not in ("missing", "empty"):
         return None
-    config = folder.read_object("config.json")
-    if config is None:
+    claimed = claimed_knobs(folder)
+    if claimed is None:
         return None  # not a claim (a stray folder)
     return RunRecord(
         run_id=folder.run_id,
         scenario=folder.scenario,
         run_url=folder.url,
         log_url=folder.log_url,
-        config=lift_legacy_knobs(config),
-        labels=_labels(folder.read_object("labels.json"), config),
+        config=claimed[0],
+        labels=claimed[1],
         lineage=folder.read_object("lineage.json"),
         facts=LogFacts(status=QUEUED),
     )

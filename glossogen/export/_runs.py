@@ -27,7 +27,7 @@ from glossogen.export._select import (
     without_runs_dir,
 )
 from glossogen.export._selection import RunIdSelection, Selection
-from glossogen.refusals import Refusal, worded
+from glossogen.refusals import Refusal, count_refused, worded
 from glossogen.storage import StorageError
 
 
@@ -242,13 +242,9 @@ def _check_options(request: ExportRunsRequest) -> None:
         said = Refusal(field="raw", reason="is the only file left to write: the tables are off",
                        colon=True)  # fmt: skip
         raise ExportRefused(said.worded(), exit_codes.USAGE, "raw", said)
-    from glossogen.analysis._query import QueryError, _count_in_range
-
-    try:  # the analysis's bound, 1..2**53 - 1, in its words: one ceiling, one check
-        _count_in_range(request.max_runs, "max_runs")
-    except QueryError as exc:
-        said = Refusal(field="max_runs", reason=exc.detail)
-        raise ExportRefused(said.worded(), exit_codes.USAGE, "max_runs", said, exc) from exc
+    bound = count_refused(request.max_runs, "max_runs")  # the analysis's bound: one check
+    if bound is not None:
+        raise ExportRefused(bound.worded(), exit_codes.USAGE, "max_runs", bound)
 
 
 def _check_frames(request: ExportRunsRequest) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from glossogen.eventlog import QUEUED
 from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
-from glossogen.export._record import RunRecord, load_run, queued_run
+from glossogen.export._record import RunRecord, claimed_knobs, load_run, queued_run
 from glossogen.export._runlog import LogFacts
 from glossogen.export._selection import (
     FilterSelection,
@@ -196,23 +196,52 @@ def _select_by_ids(
             result.unreadable[run_id] = str(exc).splitlines()[0][:300]
 
 
-def check_selection(runs_dir: str, selection: Any) -> None:
-    """Refuse what :func:`select_runs` would refuse without reading a run.
+def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
+    """Refuse what :func:`select_runs` would refuse, reading no run's log.
 
     The runs directory, the selection's shape, its knob conditions' syntax, a ``status`` that
-    is no run's, a ``scenario`` no run under ``runs_dir`` has (its folders are listed, no
-    run is read): a cohort's evaluation is refused by these before its flow run starts. A
-    knob value the recorded type cannot read is found by :func:`select_runs` alone.
+    is no run's, a ``scenario`` no run under ``runs_dir`` has (its folders are listed), and
+    a knob value the type a run recorded cannot read (``round_count>=abc``: each run the
+    folder names select is judged by its claim's ``config.json`` and ``labels.json``, as
+    :func:`select_runs` judges it; a run with no ``config.json``, or whose ``config.json``
+    or ``labels.json`` cannot be read, is left to :func:`select_runs`): a cohort's
+    evaluation is refused by these before its flow run starts.
+
+    Returns:
+        For filters, the run ids listed under ``runs_dir``, which :func:`select_runs` takes
+        (``listed``) instead of listing the folder again; None for run ids (nothing listed).
 
     Raises:
         RunsDirError, SelectionError, pydantic.ValidationError, StorageError: as
             :func:`select_runs` raises them.
     """
-    _checked(runs_dir, selection, absent_scenarios=False)
+    selection, every = _checked(runs_dir, selection, absent_scenarios=False)
+    if isinstance(selection, RunIdSelection):
+        return None
+    conditions = parse_conditions(selection.knob)
+    if conditions:
+        store = RunStore(runs_dir)
+        for run_id in _named(every, selection):
+            try:
+                claimed = claimed_knobs(store.open_run(run_id))
+            except ValueError:  # unreadable: select_runs names it
+                continue
+            if claimed is None:  # its knobs are in its log alone: select_runs reads them
+                continue
+            config, labels = claimed
+            if not selection.labels or _has_labels(labels, selection.labels):
+                for condition in conditions:  # as _matches: a value it cannot read refused
+                    condition.matches(config)
+    return every
 
 
-def _checked(runs_dir: str, selection: Any, absent_scenarios: bool) -> tuple[Any, list[str]]:
-    """The selection as a model and, for filters, every run id listed under ``runs_dir``."""
+def _checked(
+    runs_dir: str, selection: Any, absent_scenarios: bool, listed: list[str] | None = None
+) -> tuple[Any, list[str]]:
+    """The selection as a model and, for filters, every run id under ``runs_dir``.
+
+    ``listed``: the run ids :func:`check_selection` listed (the folder is not listed again).
+    """
     check_runs_dir(runs_dir)
     if isinstance(selection, dict):
         from pydantic import TypeAdapter
@@ -222,10 +251,21 @@ def _checked(runs_dir: str, selection: Any, absent_scenarios: bool) -> tuple[Any
         return selection, []
     parse_conditions(selection.knob)
     _status_word(selection.status)
-    every = RunStore(runs_dir).list_runs()
+    every = RunStore(runs_dir).list_runs() if listed is None else listed
     if selection.scenario and not absent_scenarios:
         _check_scenarios(selection.scenario, every, runs_dir)
     return selection, every
+
+
+def _named(every: list[str], selection: FilterSelection) -> list[str]:
+    """The run ids of ``every`` the folder names select (``scenario``, ``run_id_contains``)."""
+    scenarios = set(selection.scenario or [])
+    return [
+        r
+        for r in every
+        if (not scenarios or r.split("/", 1)[0] in scenarios)
+        and (not selection.run_id_contains or selection.run_id_contains in r)
+    ]
 
 
 def select_runs(
@@ -235,6 +275,7 @@ def select_runs(
     load: Callable[[RunStore, str], RunRecord] | None = None,
     absent_scenarios: bool = False,
     log_facts: bool = True,
+    listed: list[str] | None = None,
 ) -> SelectedRuns:
     """Resolve a selection against the runs directory.
 
@@ -252,6 +293,8 @@ def select_runs(
             (``status``, ``contains_agent_id``), each log is read only up to its
             ``simulation_started`` (:func:`load_run`'s ``head_only``). The same runs are
             selected, missing, unstarted and unreadable either way.
+        listed: The run ids :func:`check_selection` returned for this selection: the runs
+            directory is not listed again. None: it is listed here.
 
     Returns:
         The selected runs with their facts, and the explicit ids that no longer resolve.
@@ -266,7 +309,7 @@ def select_runs(
             ``run_ids`` list among them).
         StorageError: if the storage is unreachable.
     """
-    selection, every = _checked(runs_dir, selection, absent_scenarios)
+    selection, every = _checked(runs_dir, selection, absent_scenarios, listed)
     if load is None:
         head_only = not log_facts and (
             isinstance(selection, RunIdSelection)
@@ -279,13 +322,7 @@ def select_runs(
         _select_by_ids(store, selection, max_runs, load, result)
         return result
     conditions = parse_conditions(selection.knob)
-    scenarios = set(selection.scenario or [])
-    run_ids = [
-        r
-        for r in every
-        if (not scenarios or r.split("/", 1)[0] in scenarios)
-        and (not selection.run_id_contains or selection.run_id_contains in r)
-    ]
+    run_ids = _named(every, selection)
     result.scanned = len(run_ids)
     log_filters = selection.status is not None or selection.contains_agent_id is not None
     if not log_filters and not selection.labels and not conditions:

@@ -15,6 +15,7 @@ reader upcasts them); any other word is refused, naming it, before a run is read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -39,6 +40,36 @@ RunIds = Annotated[
 none empty; an empty list is refused, never read as "every run"."""
 
 
+NEEDS_RUN_ID = Refusal(field="run_ids", reason="needs a run id (<scenario>/<run_dir_name>)")
+"""The refusal of a ``run_ids`` holding no run id (``[]``, ``--run-id ''``)."""
+
+
+def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None:
+    """Refuse run ids given beside a filter, or an empty list of them; None: none given.
+
+    The one check of every surface's ``run_ids``: REST's selection (:class:`RunIdSelection`),
+    MCP's argument and the CLI's ``--run-id`` (:func:`selection_of`), so each refuses
+    ``run_ids: []`` in the same words, never reads it as every run.
+
+    Args:
+        run_ids: The run ids given, or None.
+        filters: Each filter's value by its field (None, ``[]`` or ``""``: not given).
+
+    Raises:
+        SelectionError: (field ``run_ids``) ``run_ids cannot be combined with <filter>, ...``
+            or ``run_ids needs a run id (<scenario>/<run_dir_name>)``.
+    """
+    if run_ids is None:
+        return
+    clashing = tuple(f for f, value in filters.items() if value not in (None, [], ""))
+    if clashing:
+        raise SelectionError.of(
+            Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
+        )
+    if not run_ids:
+        raise SelectionError.of(NEEDS_RUN_ID)
+
+
 class RunIdSelection(BaseModel):
     """Exactly these runs (``--run-id``, repeatable): at least one, none empty."""
 
@@ -50,18 +81,9 @@ class RunIdSelection(BaseModel):
     @classmethod
     def _as_the_cli_words_it(cls, value: Any) -> Any:
         """Refuse no run id, or a filter beside the ids, in the CLI's and MCP's words."""
-        if not isinstance(value, dict):
-            return value
-        filters = [f for f in FilterSelection.model_fields if f != "kind"]
-        clashing = tuple(f for f in filters if value.get(f) not in (None, [], ""))
-        if clashing:
-            raise SelectionError.of(
-                Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
-            )
-        if value.get("run_ids") == []:
-            raise SelectionError.of(
-                Refusal(field="run_ids", reason="needs a run id (<scenario>/<run_dir_name>)")
-            )
+        if isinstance(value, dict):
+            filters = {f: value.get(f) for f in FilterSelection.model_fields if f != "kind"}
+            check_run_ids(value.get("run_ids") or [], filters)  # none given: none there
         return value
 
 
@@ -159,7 +181,8 @@ def selection_of(
     """The selection the command line's flags ask for: run ids, or filters, never both.
 
     Args:
-        run_ids: ``--run-id`` values (each ``<scenario>/<run_dir_name>``).
+        run_ids: ``--run-id`` values (each ``<scenario>/<run_dir_name>``); None when none was
+            given (the filters select), an empty list is refused (:func:`check_run_ids`).
         scenario: ``--scenario`` (an empty filter, here and below, does not filter).
         labels: ``--label``.
         run_id_contains: ``--run-id-contains``.
@@ -168,7 +191,7 @@ def selection_of(
         knob: ``--knob`` conditions.
 
     Raises:
-        SelectionError: run ids given with a filter, an empty run id (field ``run_ids``), a
+        SelectionError: run ids given with a filter, none or an empty one (field ``run_ids``), a
             value that is not UTF-8 text (its field), or a knob condition with no operator
             (field ``knob``); its ``refusal`` names the
             fields, which each surface words its own way.
@@ -182,16 +205,10 @@ def selection_of(
         "status": status,
     }
     _check_text({"run_ids": run_ids, **filters})
-    clashing = tuple(name for name, value in filters.items() if value)
-    if run_ids and clashing:
-        raise SelectionError.of(
-            Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
-        )
+    check_run_ids(run_ids, filters)
     if any(not r.strip() for r in run_ids or []):
-        raise SelectionError.of(
-            Refusal(field="run_ids", reason="needs a run id (<scenario>/<run_dir_name>)")
-        )
-    if run_ids:
+        raise SelectionError.of(NEEDS_RUN_ID)
+    if run_ids is not None:
         return RunIdSelection(run_ids=run_ids)
     parse_conditions(knob)
     return FilterSelection(

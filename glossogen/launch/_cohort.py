@@ -33,6 +33,9 @@ class CohortRequest(BaseModel):
         evaluation: What to score on each run.
         spend_cap_usd: The cohort's judge spend cap (USD); None for no cap.
         max_runs: Ceiling on the runs selected (the export's; a selection over it is refused).
+        listed: The run ids under ``runs_dir`` the check listed for a filter selection
+            (``export.check_selection``), which the flow's selection reads instead of listing
+            the folder again; None: the flow lists it (every run, run ids, an older caller).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,6 +45,7 @@ class CohortRequest(BaseModel):
     evaluation: EvaluationRequest
     spend_cap_usd: float | None = None
     max_runs: int = MAX_RUNS
+    listed: list[str] | None = None
 
 
 def check_cohort(
@@ -50,7 +54,11 @@ def check_cohort(
     evaluation: EvaluationRequest,
     spend_cap_usd: float | None = None,
 ) -> CohortRequest:
-    """Check a cohort's values once; nothing is read but the runs directory's existence.
+    """Check a cohort's values once, before any flow run: no run's log is read.
+
+    The runs directory is listed once for a filter selection, and the knobs the runs it
+    names recorded read (``export.check_selection``: a knob value their type cannot read,
+    ``round_count>=abc``, is refused here); the listing goes to the flow in the request.
 
     Args:
         runs_dir: The runs directory.
@@ -60,7 +68,9 @@ def check_cohort(
 
     Raises:
         EvaluationError: 64 a negative or not finite cap (``refusals.finite_number``) or a
-            bad knob condition or selection value, 66 a runs directory that is not a folder,
+            bad knob condition or selection value, 65 a selection refused (a scenario no run
+            has, a knob value a run's recorded type cannot read), 66 a runs directory that is
+            not a folder,
             69 unreachable storage, 77 the judge's key missing; ``refusal`` names the request
             field.
     """
@@ -93,7 +103,8 @@ def check_cohort(
     try:
         check_runs_dir(runs_dir)
         if request.selection is not None:  # None: every run (nothing to refuse)
-            check_selection(runs_dir, request.selection)  # before any flow run: none Failed
+            listed = check_selection(runs_dir, request.selection)  # before any flow run
+            request = request.model_copy(update={"listed": listed})
     except SelectionError as exc:
         raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
     except RunsDirError as exc:

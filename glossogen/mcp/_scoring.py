@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictFloat, StrictInt
 
-from glossogen.export import RunIds
 from glossogen.mcp._base import (
     ToolBase,
     flat_arguments,
@@ -33,6 +32,7 @@ from glossogen.storage import StorageError
 
 if TYPE_CHECKING:
     from glossogen.evaluation import EvaluationRequest
+    from glossogen.export import FilterSelection, RunIdSelection
 
 JUDGE_ARGUMENTS = {"model": "judge_model", "provider": "judge_provider"}
 """``evaluate_run``'s argument for each judge field a refusal names."""
@@ -95,6 +95,35 @@ class JudgeArguments:
         )  # fmt: skip
 
 
+@dataclasses.dataclass(frozen=True)
+class SelectionArguments:
+    """What ``evaluate_runs`` and ``export_runs`` both take: the export's selection of runs.
+
+    ``run_ids``, or the filters (``scenario``, ``labels``, ``status``, ``run_id_contains``,
+    ``contains_agent_id``, ``knob``), never both, as ``glossogen export`` and ``glossogen
+    evaluate --runs-dir`` take them; :meth:`selection` is the one value they make.
+    """
+
+    scenario: list[str] | None = None
+    labels: list[str] | None = None
+    status: str | None = None
+    run_id_contains: str | None = None
+    contains_agent_id: str | None = None
+    knob: list[str] | None = None
+    run_ids: list[str] | None = None
+
+    def selection(self) -> RunIdSelection | FilterSelection:
+        """The selection (``export.selection_of``; ``run_ids: []`` refused, not every run).
+
+        Raises:
+            SelectionError: as :func:`glossogen.export.selection_of` refuses it.
+        """
+        from glossogen.export import selection_of
+
+        return selection_of(self.run_ids, self.scenario, self.labels, self.run_id_contains,
+                            self.status, self.contains_agent_id, self.knob)  # fmt: skip
+
+
 class Scoring(ToolBase):
     """Evaluating and exporting runs."""
 
@@ -129,17 +158,11 @@ class Scoring(ToolBase):
             evaluation_cost_usd=report.evaluation_cost.total_usd,
         )
 
-    @flat_arguments(judge=JudgeArguments)
+    @flat_arguments(judge=JudgeArguments, selection=SelectionArguments)
     async def evaluate_runs(
         self,
         judge: JudgeArguments,
-        scenario: list[str] | None = None,
-        labels: list[str] | None = None,
-        status: str | None = None,
-        run_id_contains: str | None = None,
-        contains_agent_id: str | None = None,
-        knob: list[str] | None = None,
-        run_ids: RunIds | None = None,
+        selection: SelectionArguments,
         spend_cap_usd: StrictFloat | None = None,
     ) -> CohortEvaluated:
         """Score every selected run into its report, as ``glossogen evaluate --runs-dir`` does.
@@ -151,15 +174,13 @@ class Scoring(ToolBase):
         failure never stops the others.
         """
         from glossogen.evaluation import EvaluationError
-        from glossogen.export import SERVED_RUNS_DIR, SelectionError, selection_of
+        from glossogen.export import SERVED_RUNS_DIR, SelectionError
         from glossogen.export._select import without_runs_dir
         from glossogen.launch import check_cohort, cohort_summary, evaluate_cohort
 
         try:
             request = judge.request()
-            selection = selection_of(run_ids, scenario, labels, run_id_contains, status,
-                                     contains_agent_id, knob)  # fmt: skip
-            cohort = check_cohort(self.runs_dir, selection, request, spend_cap_usd)
+            cohort = check_cohort(self.runs_dir, selection.selection(), request, spend_cap_usd)
             done = await evaluate_cohort(cohort)
         except (EvaluationError, SelectionError) as exc:  # never the server's runs dir's path
             raise served_refusal(exc, self.runs_dir) from None
@@ -192,17 +213,12 @@ class Scoring(ToolBase):
             spent_usd=done.spent_usd,
         )
 
+    @flat_arguments(selection=SelectionArguments)
     def export_runs(
         self,
         out: str,
         frames: list[str] | None = None,
-        scenario: list[str] | None = None,
-        labels: list[str] | None = None,
-        status: str | None = None,
-        run_id_contains: str | None = None,
-        contains_agent_id: str | None = None,
-        knob: list[str] | None = None,
-        run_ids: RunIds | None = None,
+        selection: SelectionArguments = SelectionArguments(),  # the fields, flat, in its place
         repeat_run_columns: bool = True,
         include_metric_summaries: bool = False,
         max_runs: StrictInt = 5000,
@@ -223,16 +239,12 @@ class Scoring(ToolBase):
             ExportRunsRequest,
             SelectionError,
             export_runs,
-            selection_of,
             served_line,
         )
 
         try:
-            selection = selection_of(
-                run_ids, scenario, labels, run_id_contains, status, contains_agent_id, knob
-            )
             done = export_runs(ExportRunsRequest(
-                runs_dir=self.runs_dir, out=out, selection=selection, frames=frames,
+                runs_dir=self.runs_dir, out=out, selection=selection.selection(), frames=frames,
                 repeat_run_columns=repeat_run_columns, max_runs=max_runs, raw=raw,
                 include_metric_summaries=include_metric_summaries, include_logs=include_logs,
                 include_atif=include_atif,

@@ -24,7 +24,8 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
   ``knob``), an unknown table, an empty name, a table named twice or an empty ``frames``
   list (``frames``), ``columns`` or ``metrics`` naming what the selection's tables do not
   hold (``columns``/``metrics``; the preview lists it under ``refusals`` instead), an empty
-  ``run_ids`` list (pydantic's validation answer); ``/raw`` refuses these as ``/csv`` does;
+  ``run_ids`` list (``run_ids needs a run id ...``: ``export._selection.check_run_ids``);
+  ``/raw`` refuses these as ``/csv`` does;
 - 503: the runs directory cannot be read (missing, not a folder, unreachable); a refusal names
   it as the server's runs directory, never by its path (the client did not give one).
 
@@ -47,6 +48,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from typing import IO, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
@@ -213,10 +215,33 @@ def _written(plan: ExportPlan) -> Iterator[str]:
         raise
 
 
-def _send(folder: str, name: str, media_type: str, filename: str) -> FileResponse:
-    """Send ``<folder>/<name>``, the folder removed once it is sent."""
+UNREADABLE_RUNS = "Glossogen-Unreadable-Runs"
+"""A download's header counting the selected runs it skipped as unreadable (``0`` for none)."""
+UNREADABLE_RUN_IDS = "Glossogen-Unreadable-Run-Ids"
+"""A download's header naming the first :data:`IDS_NAMED` runs it skipped, comma-separated."""
+IDS_NAMED = 50
+"""Run ids the skipped runs' header names at most (a header is no place for thousands)."""
+
+
+def _skipped(plan: ExportPlan) -> dict[str, str]:
+    """The headers of the runs a download skipped as unreadable, as the CLI's notes name them.
+
+    :data:`UNREADABLE_RUNS` counts them; :data:`UNREADABLE_RUN_IDS` names the first
+    :data:`IDS_NAMED` (each percent-encoded past ASCII, ``/`` kept) when there are any. Why
+    each was skipped is the preview's ``unreadable_runs``.
+    """
+    skipped = list(plan.selected.unreadable)
+    headers = {UNREADABLE_RUNS: str(len(skipped))}
+    if skipped:
+        named = (quote(run_id, safe="/") for run_id in skipped[:IDS_NAMED])
+        headers[UNREADABLE_RUN_IDS] = ", ".join(named)
+    return headers
+
+
+def _send(plan: ExportPlan, folder: str, name: str, media_type: str) -> FileResponse:
+    """Send ``<folder>/<name>`` with the skipped runs' headers, the folder removed once sent."""
     return FileResponse(
-        os.path.join(folder, name), media_type=media_type, filename=filename,
+        os.path.join(folder, name), media_type=media_type, filename=name, headers=_skipped(plan),
         background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
     )  # fmt: skip
 
@@ -311,6 +336,9 @@ def _package(folder: str, names: list[str], limit: int) -> str:
 def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse:
     """Download one table as a bare CSV, or two or more as a zip with ``columns.csv``.
 
+    The runs skipped as unreadable are counted and named in the response's headers
+    (:data:`UNREADABLE_RUNS`, :data:`UNREADABLE_RUN_IDS`), as the CLI's notes name them.
+
     Raises:
         HTTPException: 404 missing run ids, 413 over the run or CSV ceiling, 422 a bad knob
             condition, an unknown table, unknown columns or metrics, 503 unreadable storage.
@@ -334,8 +362,8 @@ def export_csv(slug: str, body: ExportRequest, request: Request) -> FileResponse
                 },
             ) from exc
     if len(plan.names) == 1:
-        return _send(folder, name, "text/csv; charset=utf-8", name)
-    return _send(folder, name, "application/zip", "tables.zip")
+        return _send(plan, folder, name, "text/csv; charset=utf-8")
+    return _send(plan, folder, name, "application/zip")
 
 
 @router.post("/raw")
@@ -343,7 +371,8 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
     """Download ``runs.zip``: the selected run folders and ``manifest.csv``.
 
     The folders' size is estimated before the build and refused over the raw ceiling. A
-    selection of one run always gets its ATIF trajectories.
+    selection of one run always gets its ATIF trajectories. The runs skipped as unreadable
+    are in the headers, as ``/csv``'s.
 
     Raises:
         HTTPException: 404 missing run ids, 413 over the run or raw ceiling, 422 a bad knob
@@ -353,7 +382,7 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
     plan = _planned(export_request(slug, body, request, raw=True))
     with _written(plan) as folder:
         pass
-    return _send(folder, "runs.zip", "application/zip", "runs.zip")
+    return _send(plan, folder, "runs.zip", "application/zip")
 
 
 __all__ = ["DEFAULT_GROUP", "ExportRequest", "group_of", "router"]

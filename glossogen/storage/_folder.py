@@ -79,15 +79,17 @@ def parse_json(data: bytes) -> Any:
     documents: a selection of a thousand runs holds one copy of each config and report key,
     not a thousand (its records: about 5 MiB less). A document pydantic-core refuses is read
     by the standard library, which accepts what it accepts (a lone surrogate escape) and
-    otherwise raises its own error, with its message.
+    otherwise raises its own error, with its message. The bytes must be UTF-8 (a leading
+    byte order mark is passed over): JSON's text, as every file here is written.
 
     Raises:
+        UnicodeDecodeError: ``data`` is not UTF-8 text (a raw byte 0xff; UTF-16 text).
         ValueError: (:class:`json.JSONDecodeError`) if ``data`` is not valid JSON.
     """
     try:
         return from_json(data)
     except ValueError:
-        return json.loads(data)
+        return json.loads(data.decode("utf-8-sig"))
 
 
 @dataclass(frozen=True)
@@ -373,8 +375,9 @@ class RunFolder:
         """Return ``name`` in the folder as a JSON object, or None when it does not exist.
 
         Raises:
-            ValueError: the file is a folder, not valid JSON, not a JSON object, or escapes a
-                lone surrogate (not UTF-8 text); one line naming the file.
+            ValueError: the file is a folder, not UTF-8 text (a byte UTF-8 does not decode:
+                ``... is not UTF-8 text (byte 0xff at offset 10)``, or a lone surrogate's
+                escape), not valid JSON, or not a JSON object; one line naming the file.
             StorageError: if the storage is unreachable.
         """
         url = self.file_url(name)
@@ -384,6 +387,11 @@ class RunFolder:
             return None
         except IsADirectoryError:
             raise ValueError(f"{url} is a folder, not a file") from None
+        except UnicodeDecodeError as exc:  # before ValueError, which it is
+            byte = exc.object[exc.start]
+            raise ValueError(
+                f"{url} is not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})"
+            ) from None
         except ValueError as exc:
             raise ValueError(f"{url} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):

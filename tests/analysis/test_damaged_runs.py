@@ -26,10 +26,11 @@ DAMAGES = [
     ("veyru_report.json", b"{not json",
      "veyru_report.json is not valid JSON (Expecting property name enclosed in double quotes: "
      "line 1 column 2 (char 1))"),
-    ("labels.json", b"\xff\xfe{bad",
-     "labels.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
-    ("config.json", b"\xff\xfe",
-     "config.json is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("labels.json", b"\xff\xfe{bad",  # README's words (was: not valid JSON (Expecting value ...))
+     "labels.json is not UTF-8 text (byte 0xff at offset 0)"),
+    ("config.json", b"\xff\xfe", "config.json is not UTF-8 text (byte 0xff at offset 0)"),
+    ("labels.json", b'{"bad": "a\xffb"}',  # was: not valid JSON ('utf-8' codec can't decode ...)
+     "labels.json is not UTF-8 text (byte 0xff at offset 10)"),
     ("veyru.jsonl", b"", "veyru.jsonl is not a run log (empty)"),
     ("veyru_report.json", b"{}", "veyru_report.json is an empty JSON object (no metrics)"),
     ("labels.json", b'{"bad": "a\\udcffb"}',
@@ -73,8 +74,7 @@ def test_a_damaged_run_is_named_in_a_note(
 def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "labels.json", b"\xff\xfe{bad")
-    note = (f"skipped {damaged}: {damaged}/labels.json is not valid JSON (Expecting value: "
-            "line 1 column 1 (char 0))")  # fmt: skip
+    note = f"skipped {damaged}: {damaged}/labels.json is not UTF-8 text (byte 0xff at offset 0)"
 
     async def flow() -> tuple[dict[str, Any], dict[str, Any], str]:
         async with in_process_session(Path(runs_dir), tmp_path / "home") as session:

@@ -348,6 +348,12 @@ def test_one_run_refused_since_its_log_was_cut_sets_its_stale_report_aside(
         (["--status", "bogus"],
          "--status 'bogus' is no run's status (one of completed, incomplete, error, "
          "interrupted, running, stopped, queued, or scenario_complete)"),
+        (["--knob", "round_count>=abc"],  # judged by the run's config.json, no log read
+         "--knob 'round_count>=abc': knob 'round_count', operator '>=', value 'abc': the run "
+         "records a number"),
+        (["--knob", "round_count>=nan"],
+         "--knob 'round_count>=nan': knob 'round_count', operator '>=', value 'nan': the run "
+         "records a number; this is not a finite one"),
     ],
 )  # fmt: skip
 def test_a_refused_selection_starts_no_flow_run(
@@ -355,7 +361,8 @@ def test_a_refused_selection_starts_no_flow_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """Was an ``evaluate-cohort`` flow run left Failed (its message naming the runs dir) for
-    each: the selection is checked by ``check_cohort`` before the flow starts."""
+    each: the selection is checked by ``check_cohort`` before the flow starts. A knob value
+    the recorded type cannot read was found only inside the flow (a Failed flow run too)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
@@ -367,4 +374,5 @@ def test_a_refused_selection_starts_no_flow_run(
     cohort_flows = FlowFilter(name=FlowFilterName(any_=["evaluate-cohort"]))
     with get_client(sync_client=True) as client:
         flow_runs = client.read_flow_runs(flow_filter=cohort_flows)
-    assert [r for r in flow_runs if r.parameters.get("runs_dir") == str(runs)] == []
+    asked = [r.parameters.get("request") or r.parameters for r in flow_runs]  # either form
+    assert [a for a in asked if a.get("runs_dir") == str(runs)] == []

@@ -288,3 +288,29 @@ def test_a_selection_reading_no_log_fact_selects_the_same_runs(
     )
     assert found.unstarted == ["veyru/1795000104"]
     assert [r.run_id for r in found.records] == sorted(ALL, key=lambda r: (r.split("/")[0], r))
+
+
+def test_the_check_judges_a_knob_value_by_the_claims_config_and_hands_on_its_listing(
+    cohort: Cohort, tmp_path: Path
+) -> None:
+    """``check_selection`` left a knob value the recorded type cannot read to
+    ``select_runs`` (inside a cohort's flow run); it judges it now from each run's
+    ``config.json`` with no log read (the logs are deleted here), in ``select_runs``' words,
+    and returns the listing ``select_runs`` takes instead of listing the folder again."""
+    import shutil
+
+    from glossogen.export import check_selection
+    from glossogen.storage import RunStore
+
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir, runs)
+    for log in runs.glob("*/*/*.jsonl"):
+        log.unlink()
+    with pytest.raises(SelectionError) as caught:
+        check_selection(str(runs), FilterSelection(knob=["round_count>=lots"]))
+    assert caught.value.message == _refusal(cohort, "round_count>=lots")
+    assert check_selection(str(runs), RunIdSelection(run_ids=[A])) is None
+    listed = check_selection(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]))
+    assert listed == RunStore(str(cohort.runs_dir)).list_runs()
+    chosen = select_runs(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]), listed=[A])
+    assert [r.run_id for r in chosen.records] == [A]  # the listing handed on, not the folder's

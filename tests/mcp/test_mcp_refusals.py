@@ -225,23 +225,32 @@ def test_an_infinite_huge_or_loosely_typed_limit_is_refused_and_nothing_is_launc
 def test_export_runs_refuses_an_empty_run_ids_as_rest_does_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
-    """``run_ids: []`` is no selection of every run: refused in REST's words (its 422)."""
+    """``run_ids: []`` is no selection of every run: refused in REST's words (its 422) by the
+    library's one check (``export.check_run_ids``; was pydantic's ``run_ids: List should have
+    at least 1 item after validation, not 0``), ``[" "]`` as ``--run-id ' '`` is (was
+    ``run_ids.0: String should have at least 1 character``); evaluate_runs alike."""
     runs = tmp_path / "runs"
     play_run(str(runs), "veyru", rounds=2)
     out = tmp_path / "export"
+    before = sorted(p.name for p in (runs / "veyru").iterdir())
 
     async def go() -> list[str]:
         async with in_process_session(runs, tmp_path) as s:
             return [
                 await refusal(s, "export_runs", out=str(out), run_ids=[]),
                 await refusal(s, "export_runs", out=str(out), run_ids=[" "]),
+                await refusal(s, "export_runs", out=str(out), run_ids=[], scenario=["veyru"]),
+                await refusal(s, "evaluate_runs", run_ids=[]),
             ]
 
     assert asyncio.run(go()) == [
-        "run_ids: List should have at least 1 item after validation, not 0",
-        "run_ids.0: String should have at least 1 character",
+        "run_ids needs a run id (<scenario>/<run_dir_name>)",
+        "run_ids needs a run id (<scenario>/<run_dir_name>)",
+        "run_ids cannot be combined with scenario",
+        "run_ids needs a run id (<scenario>/<run_dir_name>)",
     ]
     assert not out.exists()
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == before  # no report written
 
 
 def test_export_runs_names_out_in_its_refusal_as_the_cli_names_out(tmp_path: Path) -> None:

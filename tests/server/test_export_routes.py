@@ -570,6 +570,32 @@ def test_the_preview_names_unreadable_runs_within_the_runs_dir_as_the_analysis_n
     ]
 
 
+def test_a_download_names_the_runs_it_skipped_in_its_headers_as_the_cli_notes_them(
+    cohort: dict[str, str], tmp_path: Path
+) -> None:
+    """Over real HTTP: ``/csv`` and ``/raw`` skipped an unreadable run saying nothing (the
+    preview's ``unreadable_runs`` alone named it, the CLI a note); each download now counts
+    and names the runs it skipped in two headers, and counts 0 when it skipped none."""
+    root = tmp_path / "runs"
+    two, three = cohort["two"], cohort["three"]
+    for run_id in (two, three, "veyru/1795939736"):
+        shutil.copytree(Path(cohort["root"]) / run_id, root / run_id)
+    (root / two / "veyru_report.json").write_text("{}")
+    (root / three / "labels.json").write_bytes(b'{"bad": "a\xffb"}')
+    headers = ("glossogen-unreadable-runs", "glossogen-unreadable-run-ids")
+    asked = [("csv", {"selection": _filters(), "frames": ["run_level"]}),
+             ("csv", {"selection": _filters()}), ("raw", {"selection": _filters()}),
+             ("csv", {"selection": _ids("veyru/1795939736"), "frames": ["run_level"]})]  # fmt: skip
+    with serving(str(root)) as base:
+        got = [httpx.post(f"{base}{API}/{route}", json=body, timeout=None) for route, body in asked]
+    assert [(g.status_code, *(g.headers.get(h) for h in headers)) for g in got] == [
+        (200, "2", f"{two}, {three}"),
+        (200, "2", f"{two}, {three}"),
+        (200, "2", f"{two}, {three}"),
+        (200, "0", None),
+    ]
+
+
 def test_a_group_no_run_records_is_404_as_the_analysis_routes_say(
     cohort: dict[str, str],
 ) -> None:
