@@ -266,6 +266,8 @@ def main() -> None:
     if min(args.rounds, args.repeats, args.original_repeats) < 1:
         parser.error(f"--rounds, --repeats and --original-repeats must be at least 1, got "
                      f"{args.rounds}, {args.repeats}, {args.original_repeats}")  # fmt: skip
+    # Before anything is spent: a GLOSSOGEN_ORIGINAL naming no executable stops here.
+    exe = original()
     runs_dir = tempfile.mkdtemp(prefix="glossogen-bench-")
     events, e_cpu, e_wall = measure_engine(runs_dir, args.scenario, args.rounds, args.repeats)
     ms_per_event = 1000 * e_cpu / events
@@ -289,7 +291,6 @@ def main() -> None:
         _, e2_cpu, e2_wall = measure_engine(runs_dir, args.scenario, 2 * args.rounds, args.repeats)
         f2_cpu, f2_wall = measure_flow(runs_dir, args.scenario, 2 * args.rounds, args.repeats)
         p_cpu, p_wall = measure_process(runs_dir, args.scenario, args.rounds)
-        exe = original()
         versus = (
             compare_original(
                 exe, runs_dir, args.scenario, args.rounds, args.original_repeats, api_url

@@ -121,6 +121,8 @@ def main() -> None:
     if args.runs < 1 or args.rounds < 1 or args.original_repeats < 1:
         parser.error(f"--runs, --rounds and --original-repeats must be at least 1, got "
                      f"{args.runs}, {args.rounds}, {args.original_repeats}")  # fmt: skip
+    # Before anything is spent: a GLOSSOGEN_ORIGINAL naming no executable stops here.
+    exe = original()
     from glossogen.evaluation import get_metric, metric_names
 
     deterministic = ",".join(n for n in metric_names() if get_metric(n).kind == "deterministic")
@@ -193,7 +195,6 @@ def main() -> None:
               f"{(first[1] + server['cohort']) / limit_all[1]:.1f}x a bare parse")  # fmt: skip
     else:
         print("Prefect server CPU: not measured (PREFECT_API_URL names a server not started here)")
-    exe = original()
     if exe is not None:
         # The original reads only its own log format, evaluates one run per process and has no
         # server: both evaluate the same GlossoGen 0.5 run, a fresh copy each time, ours

@@ -173,6 +173,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.original_repeats < 1:
         parser.error(f"--original-repeats must be at least 1, got {args.original_repeats}")
+    # Before anything is spent: a GLOSSOGEN_ORIGINAL naming no executable stops here.
+    exe = original()
     scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="export-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -222,7 +224,6 @@ def main() -> None:
         growth = fig[big_name][2] / fig[small_name][2]
         print(f"{table}: peak memory 100 -> 1,000 runs {fig[small_name][2]:.0f} -> "
               f"{fig[big_name][2]:.0f} MiB (x{growth:.2f})")  # fmt: skip
-    exe = original()
     for frames in (default, both) if exe else ():
         # The original reads only its own log format (ours fails its validation of
         # simulation_ended), so both read the 0.5 folders; each process starts from the same
