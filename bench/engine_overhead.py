@@ -217,15 +217,9 @@ def compare_original(
 
         env = {**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-bench-stub"}
         knobs = _original_knobs(exe, scenario, rounds, Path(runs_dir))
-        common = [
-            scenario,
-            "--model",
-            STUB_MODEL,
-            "--provider",
-            "anthropic",
-            "--runs-dir",
-            runs_dir,
-        ]
+        common = [scenario, "--model", STUB_MODEL, "--provider", "anthropic"]
+        # Each its own runs folder: both name a run folder by its start second.
+        theirs_dir = f"{runs_dir}-original"
         calls: dict[str, int] = {}
         count = [served()]
 
@@ -234,10 +228,11 @@ def compare_original(
             calls[side], count[0] = now - count[0], now
 
         paired = side_by_side(
-            {"ours": ([sys.executable, "-m", "glossogen", "run", *common, "--config",
-                       "knobs_default", f"round_count={rounds}"],
+            {"ours": ([sys.executable, "-m", "glossogen", "run", *common, "--runs-dir", runs_dir,
+                       "--config", "knobs_default", f"round_count={rounds}"],
                       {**env, **QUIET_ENV, "PREFECT_API_URL": api_url}),
-             "original": ([exe, "run", *common, "--config", str(knobs)], env)},
+             "original": ([exe, "run", *common, "--runs-dir", theirs_dir, "--config",
+                           str(knobs)], env)},
             repeats, after=count_calls,
         )  # fmt: skip
     finally:
