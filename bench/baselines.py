@@ -6,9 +6,10 @@
   against.
 - :func:`bare_agent_runs`: the limit of any engine on pydantic-ai, ``Agent.run`` with a
   ``FunctionModel`` answering at once, CPU seconds per call, in this process.
-- :func:`original`: the original platform, when ``GLOSSOGEN_ORIGINAL`` names its executable
-  (given the same arguments as ours); it is not on the package index, so without it one line
-  says the comparison was skipped.
+- :func:`original` and :func:`side_by_side`: the original platform (GlossoGen 0.5), when
+  ``GLOSSOGEN_ORIGINAL`` names its executable, run alternately with ours on the same input
+  (paired runs, medians); it is not on the package index (bench/README.md says how to build
+  it), so without it one line says the comparison was skipped.
 - :func:`process`: wall seconds, CPU seconds and peak resident MiB of one child process.
 - :func:`children_cpu`: CPU seconds of this process's live descendants (a Prefect server the
   bench started), read from ``/proc`` once they have settled.
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,16 +165,61 @@ def bare_agent_runs(calls: int) -> float:
     return (time.process_time() - start) / calls
 
 
-def original(args: list[str]) -> tuple[float, float, float] | None:
-    """Run the original platform with ``args`` when ``GLOSSOGEN_ORIGINAL`` names it, else None.
+def original() -> str | None:
+    """Return the original platform's executable when ``GLOSSOGEN_ORIGINAL`` names it, else None.
 
     Prints the one line saying the comparison was skipped when it is not set.
+
+    Raises:
+        SystemExit: ``GLOSSOGEN_ORIGINAL`` names no executable file (the value is shown).
     """
     exe = os.environ.get(ORIGINAL_ENV)
     if not exe:
         print(f"original platform: skipped ({ORIGINAL_ENV} does not name its executable)")
         return None
-    return process([exe, *args])
+    if not os.access(exe, os.X_OK) or Path(exe).is_dir():
+        raise SystemExit(f"{ORIGINAL_ENV}={exe!r} is not an executable file (bench/README.md)")
+    return exe
+
+
+Figures = tuple[float, float, float]
+"""Wall seconds, CPU seconds, peak resident MiB of one whole process (:func:`process`)."""
+
+
+def side_by_side(
+    sides: dict[str, tuple[list[str], dict[str, str] | None]],
+    repeats: int,
+    reset: Callable[[], None] | None = None,
+    after: Callable[[str], None] | None = None,
+) -> dict[str, Figures]:
+    """Run each side's process in turn, ``repeats`` rounds; return each side's median figures.
+
+    ``sides`` maps a name to (argv, its whole environment, or None for this one's); every round
+    runs every side once, in order, so load on a shared machine falls on all sides alike (paired
+    runs). ``reset`` runs before each process, to give each the same input (a fresh copy, no
+    cache a side wrote); ``after`` runs after each, given the side's name. Each figure is the median over the rounds of that side's wall seconds,
+    CPU seconds (user + system of the process and every descendant it waited for, ``wait4``)
+    and peak resident MiB, each taken on its own.
+
+    Raises:
+        SystemExit: a process exited non-zero (its stderr is shown).
+    """
+    got: dict[str, list[Figures]] = {name: [] for name in sides}
+    for _ in range(repeats):
+        for name, (args, env) in sides.items():
+            if reset is not None:
+                reset()
+            got[name].append(process(args, env, inherit=env is None))
+            if after is not None:
+                after(name)
+    return {
+        name: (
+            statistics.median(f[0] for f in figures),
+            statistics.median(f[1] for f in figures),
+            statistics.median(f[2] for f in figures),
+        )
+        for name, figures in got.items()
+    }
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ the child, so on the run that builds the cohorts no figure reads below about 90 
 once with ``--keep DIR`` and measure on a second run). Every ratio printed is against a baseline measured in the
 same run on the same logs (``bench/baselines.py``): the CLI's own start-up, and the limit of any
 reader of these logs, a process that parses every line of every log (orjson, and the standard
-library's json); and the original platform with the same arguments when ``GLOSSOGEN_ORIGINAL``
-names its executable (skipped with one line otherwise).
+library's json); and, when ``GLOSSOGEN_ORIGINAL`` names its executable (skipped with one line
+otherwise), the original platform exporting the 1,000 GlossoGen 0.5 folders (the only logs it
+reads) with the same arguments as ours, both tables sets, ours and the original run alternately
+``--original-repeats`` times from the same folders: median CPU seconds and their ratio.
 
 Run: ``python bench/export_speed.py`` (about a minute on a 2-core machine).
 """
@@ -38,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import bare_parse, original, process  # noqa: E402
+from bench.baselines import bare_parse, original, process, side_by_side  # noqa: E402
 
 CASE_05 = ROOT / "tests" / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
 BASE_TS = 1796000000
@@ -130,6 +132,14 @@ def build_cohorts(scratch: Path) -> tuple[Path, Path, Path]:
     return big, small, old
 
 
+def _pristine(old: Path, out: Path) -> None:
+    """Return the 0.5 cohort to its copied state (only each run's log) and remove ``out``."""
+    for path in old.glob("*/*/*"):
+        if path.name != "veyru.jsonl":
+            path.unlink()
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def _process(args: list[str]) -> tuple[float, float, float]:
     """Run one process; return (wall seconds, CPU seconds, peak RSS MiB)."""
     return process(args)
@@ -155,11 +165,21 @@ def main() -> None:
     """Build the cohorts, measure each export, print the figures and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", help="Folder to build (or reuse) the cohorts in.")
+    parser.add_argument(
+        "--original-repeats", type=int, default=5, metavar="N",
+        help="Paired runs of ours and the original per table set (default 5; the medians are "
+        "printed); only when GLOSSOGEN_ORIGINAL names the original's executable.",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.original_repeats < 1:
+        parser.error(f"--original-repeats must be at least 1, got {args.original_repeats}")
+    # Before anything is spent: a GLOSSOGEN_ORIGINAL naming no executable stops here.
+    exe = original()
     scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="export-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     big, small, old = build_cohorts(scratch)
+    _pristine(old, scratch / "out")  # a kept cohort the original has read holds its caches
     print(f"cohorts ready in {time.perf_counter() - t0:.1f} s under {scratch}")
     default = "run_level,round_level,agent_level"
     out = scratch / "out"
@@ -204,13 +224,21 @@ def main() -> None:
         growth = fig[big_name][2] / fig[small_name][2]
         print(f"{table}: peak memory 100 -> 1,000 runs {fig[small_name][2]:.0f} -> "
               f"{fig[big_name][2]:.0f} MiB (x{growth:.2f})")  # fmt: skip
-    for frames in (default, both):
-        theirs = original(["export", "--runs-dir", str(big), "--out", str(out), "--frames", frames])
-        if theirs is None:
-            break
-        ours = fig[f"{'default tables' if frames == default else both}, 1,000 runs"]
-        print(f"original platform, {frames}, 1,000 runs: {theirs[1]:.2f} CPU-s; "
-              f"ours {theirs[1] / ours[1]:.2f}x less CPU")  # fmt: skip
+    for frames in (default, both) if exe else ():
+        # The original reads only its own log format (ours fails its validation of
+        # simulation_ended), so both read the 0.5 folders; each process starts from the same
+        # folders (the original writes a run_summary_cache.json into each run it reads).
+        export = ["export", "--runs-dir", str(old), "--out", str(out), "--frames", frames]
+        paired = side_by_side(
+            {"ours": ([sys.executable, "-m", "glossogen", *export], None),
+             "original": ([str(exe), *export], None)},
+            args.original_repeats, reset=lambda: _pristine(old, out),
+        )  # fmt: skip
+        ours, theirs = paired["ours"], paired["original"]
+        print(f"original platform, 0.5 folders, {frames}, 1,000 runs, medians of "
+              f"{args.original_repeats} paired runs: ours {ours[1]:.2f} CPU-s, wall {ours[0]:.2f} s, "
+              f"{ours[2]:.0f} MiB; original {theirs[1]:.2f} CPU-s, wall {theirs[0]:.2f} s, "
+              f"{theirs[2]:.0f} MiB; ours/original CPU {ours[1] / theirs[1]:.2f}x")  # fmt: skip
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
 
