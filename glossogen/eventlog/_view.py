@@ -557,6 +557,15 @@ class RunView:
         return check_books(self, name, source)
 
     # -- spend and time ----------------------------------------------------------------------
+    @cached_property
+    def priced(self) -> list[Event]:
+        """Every priced event, superseded and copied ones included, in log order.
+
+        Model and judge calls and cut-off attempts; listed once per view, so the spend folds
+        read these, not the whole log.
+        """
+        return [e for e in self.read.events if type(e) in _PRICED_TYPES]
+
     def _spend(self, inherited: bool) -> Spend:
         spend = Spend()
         agents = spend.agents
@@ -565,8 +574,12 @@ class RunView:
                 agents[event.agent_id] = SeatSpend(event.agent_id)
         copied = self.inherited
         count = spend.count
-        for event in self.events:
-            if type(event) in _PRICED_TYPES and (event.event_id in copied) == inherited:
+        if copied:
+            for event in self.priced:
+                if (event.event_id in copied) == inherited:
+                    count(event)
+        elif not inherited:  # a run that copied nothing paid for every call in its log
+            for event in self.priced:
                 count(event)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
@@ -587,21 +600,17 @@ class RunView:
         """This run's own spend per round number (USD; None when some call was not costed)."""
         rounds: dict[int, float | None] = {}
         inherited = self.inherited
-        for event in self.events:
-            if type(event) not in _PRICED_TYPES or event.event_id in inherited:
+        for event in self.priced:
+            if inherited and event.event_id in inherited:
                 continue
-            if (
-                type(event) is LlmResponseReceived
-                or type(event) is JudgeCalled
-                or (type(event) is AgentRunCycleFailed and event.cost_usd != 0.0)
-            ):
-                rounds[event.round_number] = _add(
-                    rounds.get(event.round_number, 0.0), event.cost_usd
-                )
-            elif isinstance(event, ModelRequestAbandoned):  # the round that sent it paid it
-                rounds[event.sent_in_round] = _add(
-                    rounds.get(event.sent_in_round, 0.0), event.cost_usd
-                )
+            kind = type(event)
+            if kind is ModelRequestAbandoned:  # the round that sent it paid it
+                number = event.sent_in_round  # type: ignore[attr-defined]
+            elif kind is AgentRunCycleFailed and event.cost_usd == 0.0:  # type: ignore[attr-defined]
+                continue
+            else:
+                number = event.round_number
+            rounds[number] = _add(rounds.get(number, 0.0), event.cost_usd)  # type: ignore[attr-defined]
         return rounds
 
     @property
