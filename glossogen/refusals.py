@@ -97,6 +97,21 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
     return None
 
 
+def unknown_key_line(where: str, given: object) -> str:
+    """A key no request holds, named with the value it was given, as every surface says it.
+
+    ``selection.bogus 1: Extra inputs are not permitted`` (a string value quoted and cut as
+    :func:`shown` does; a list or mapping is not echoed): REST's message, MCP's line, and a
+    dashboard's key (``queries.q.bogus 1: ...``) alike.
+    """
+    line = "Extra inputs are not permitted"
+    if isinstance(given, str):
+        return f"{where} {shown(given)}: {line}"
+    if isinstance(given, (int, float, bool)):
+        return f"{where} {given!r}: {line}"
+    return f"{where}: {line}"
+
+
 def finite_number(text: str | float) -> float:
     """Return the finite number ``text`` spells (typed, or a float a request carries).
 

@@ -68,25 +68,22 @@ def key_shown(value: str | None) -> str:
 MAX_KEYS = 2
 """Group keys a query may take."""
 
-MAX_SEED = 2**64 - 1
-"""The largest bootstrap seed: one unsigned 64-bit word, as numpy's generators seed from."""
-
 MAX_COUNT = 2**53 - 1
-"""The largest ``limit`` and ``max_runs`` (9007199254740991): the largest whole number every
-JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``, the page's). Every answer
-echoes its query, so a larger one would be read back as another number; no cohort comes near
-it (the bench's is 10,000 runs)."""
+"""The largest ``limit``, ``max_runs`` and ``seed`` (9007199254740991): the largest whole number
+every JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``, the page's). Every
+answer echoes its query, so a larger one would be read back as another number (another seed,
+another interval); no cohort comes near it (the bench's is 10,000 runs)."""
 
 
-def _count_in_range(value: int, field: str) -> int:
-    """Refuse a ``limit`` or ``max_runs`` below 1 or above :data:`MAX_COUNT` (as typed).
+def _count_in_range(value: int, field: str, least: int = 1) -> int:
+    """Refuse a ``limit``, ``max_runs`` or ``seed`` below ``least`` or above :data:`MAX_COUNT`.
 
     Raises:
         QueryError: (field ``field``) ``0: must be at least 1``, or ``<value>: must be at
             most 9007199254740991 (2**53 - 1, ...)``.
     """
-    if value < 1:
-        raise QueryError(f"{value}: must be at least 1", field)
+    if value < least:
+        raise QueryError(f"{value}: must be at least {least}", field)
     if value > MAX_COUNT:
         raise QueryError(f"{shown(value, quoted=False)}: must be at most {MAX_COUNT} "
                          "(2**53 - 1, the largest whole number a JSON answer holds exactly)",
@@ -122,9 +119,13 @@ def _as_typed(value: object) -> object:
     """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError("the value reads as NaN (a YAML .nan, a JSON NaN), not a number; "
+                         "give a finite one")  # fmt: skip
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"the number reads as {value}, not a finite number (a JSON or YAML "
-                         "number past ±1.8e308 does); give a finite one")  # fmt: skip
+        raise ValueError(f"the number reads as {value}, not a finite number (a YAML .inf, "
+                         "or a JSON or YAML number past ±1.8e308, does); give a finite "
+                         "one")  # fmt: skip
     if isinstance(value, (int, float)):
         return str(value)
     return value
@@ -361,7 +362,7 @@ class Query(BaseModel):
     compare: Compare | None = None
     sort: str | None = None
     limit: StrictInt | None = None
-    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = 0
+    seed: StrictInt = 0  # 0 to MAX_COUNT: _count words it
     resamples: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 2000
     max_runs: StrictInt = 5000
 
@@ -387,6 +388,11 @@ class Query(BaseModel):
     @classmethod
     def _count(cls, value: int | None, info: ValidationInfo) -> int | None:
         return None if value is None else _count_in_range(value, str(info.field_name))
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, value: int) -> int:
+        return _count_in_range(value, "seed", least=0)
 
     @field_validator("grain", mode="before")
     @classmethod
@@ -604,7 +610,6 @@ __all__ = [
     "GRAINS",
     "MAX_COUNT",
     "MAX_KEYS",
-    "MAX_SEED",
     "Cell",
     "Compare",
     "Comparison",
