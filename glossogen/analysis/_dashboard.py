@@ -498,8 +498,11 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
         loader=PackageLoader("glossogen.analysis", "templates"),
         autoescape=select_autoescape(["html"], default=True),
     )
+    # The dashboard's path as typed: a byte no UTF-8 decodes (a lone surrogate) is shown
+    # escaped (\udcff), as every answer shows one, not refused after every query was answered.
+    shown_source = source.encode("utf-8", "backslashreplace").decode("utf-8")
     html = env.get_template("report.html").render(
-        dashboard=dashboard, sections=sections, runs=rendered.runs, source=source,
+        dashboard=dashboard, sections=sections, runs=rendered.runs, source=shown_source,
         version=version("glossogen"),
     )  # fmt: skip
     put("index.html", html)

@@ -260,3 +260,20 @@ def test_a_filter_on_a_value_no_row_has_is_named_in_a_note_on_every_surface(
         quiet = analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--measure", "task_done",
                              "--filter", cond)  # fmt: skip
         assert quiet["notes"] == []
+
+
+def test_a_dashboard_path_holding_a_byte_that_is_not_utf8_writes_its_report(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was exit 1 and a UnicodeEncodeError writing index.html, after every query was answered.
+
+    The byte in --out already worked; the page names the dashboard's path escaped (\\udcff).
+    """
+    board = f"{tmp_path}/b\udcffad.yaml"
+    Path(board).write_text("queries:\n  q:\n    measures: [{field: task_done}]\n"
+                           "    resamples: 10\ncharts:\n  - {name: c, query: q}\n")  # fmt: skip
+    out = tmp_path / "out"
+    assert analyze("--runs-dir", cohort.runs_dir, "--dashboard", board, "--out", str(out)) == 0
+    capsys.readouterr()
+    page = (out / "index.html").read_text()
+    assert f"from <code>{tmp_path}/b\\udcffad.yaml</code>" in page
