@@ -48,9 +48,9 @@ def filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
         except ValueError:
             number = math.nan
         if not math.isfinite(number):  # nan and inf compare with nothing as a user means
-            what = "a number" if math.isnan(number) else "a finite number"
+            what = "" if math.isnan(number) else " a finite number"  # nan, or text: is not
             raise QueryError(f"{shown(str(cond))}: {column} is a number, {shown(cond.value)} "
-                             f"is not {what}", "filters")  # fmt: skip
+                             f"is not{what}", "filters")  # fmt: skip
         ops = {"=": col == number, "!=": col != number, ">": col > number,
                ">=": col >= number, "<": col < number, "<=": col <= number}  # fmt: skip
         expr = ops[cond.op]
