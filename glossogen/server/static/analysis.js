@@ -37,7 +37,7 @@
     if (typeof detail === "string") return detail;
     if (detail && detail.message) {
       const f = detail.field, m = detail.message;
-      const named = f && (m.startsWith(f + " ") || m.startsWith(f + ":"));
+      const named = f && m.startsWith(f + " ") && /^\S+: /.test(m.slice(f.length + 1));
       return (f && !named ? f + ": " : "") + m;
     }
     return "the server refused the request";
