@@ -116,22 +116,38 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
     return None
 
 
-def count_refused(value: int, field: str) -> Refusal | None:
-    """Refuse a count (``limit``, ``max_runs``) below 1 or above :data:`MAX_COUNT`; else None.
+def count_refused(value: int, field: str, least: int = 1) -> Refusal | None:
+    """Refuse a count below ``least`` (1: ``limit``, ``max_runs``; 0: ``seed``) or above
+    :data:`MAX_COUNT`; else None.
 
-    The one bound of the analysis's ``limit`` and ``max_runs`` and the export's ``max_runs``
-    (every surface: ``--max-runs``, the tool's and the body's ``max_runs``).
+    The one bound of the analysis's ``limit``, ``max_runs`` and ``seed`` and the export's
+    ``max_runs`` (every surface: ``--max-runs``, the tool's and the body's ``max_runs``).
 
     Returns:
         ``<field> 0: must be at least 1``, or ``<field> <value>: must be at most
         9007199254740991 (2**53 - 1, ...)`` (the value cut as every refusal cuts it).
     """
-    if value < 1:
-        return Refusal(field=field, value=str(value), reason="must be at least 1")
+    if value < least:
+        return Refusal(field=field, value=str(value), reason=f"must be at least {least}")
     if value > MAX_COUNT:
         why = f"must be at most {MAX_COUNT} (2**53 - 1, the largest whole number a JSON answer "
         return Refusal(field=field, value=shown(value, quoted=False), reason=why + "holds exactly)")
     return None
+
+
+def unknown_key_line(where: str, given: object) -> str:
+    """A key no request holds, named with the value it was given, as every surface says it.
+
+    ``selection.bogus 1: Extra inputs are not permitted`` (a string value quoted and cut as
+    :func:`shown` does; a list or mapping is not echoed): REST's message, MCP's line, and a
+    dashboard's key (``queries.q.bogus 1: ...``) alike.
+    """
+    line = "Extra inputs are not permitted"
+    if isinstance(given, str):
+        return f"{where} {shown(given)}: {line}"
+    if isinstance(given, (int, float, bool)):
+        return f"{where} {given!r}: {line}"
+    return f"{where}: {line}"
 
 
 def finite_number(text: str | float) -> float:

@@ -48,10 +48,9 @@ def filter_expr(frame: pl.DataFrame, cond: RowFilter, column: str) -> pl.Expr:
         except ValueError:
             number = math.nan
         if not math.isfinite(number):  # nan and inf compare with nothing as a user means
-            raise QueryError(
-                f"{shown(str(cond))}: {column} is a number, {shown(cond.value)} is not",
-                "filters",
-            )
+            what = "" if math.isnan(number) else " a finite number"  # nan, or text: is not
+            raise QueryError(f"{shown(str(cond))}: {column} is a number, {shown(cond.value)} "
+                             f"is not{what}", "filters")  # fmt: skip
         ops = {"=": col == number, "!=": col != number, ">": col > number,
                ">=": col >= number, "<": col < number, "<=": col <= number}  # fmt: skip
         expr = ops[cond.op]
@@ -139,6 +138,29 @@ def check_query(frame: pl.DataFrame, query: Query) -> tuple[dict[str, str], list
     return columns, keys, compare
 
 
+def unheld_filter_notes(
+    frame: pl.DataFrame, filters: list[RowFilter], columns: list[str]
+) -> list[str]:
+    """A note per ``=`` filter whose value no row holds, naming what its column holds.
+
+    Not a refusal (an empty answer can be right), as a comparison's arm no row has is:
+    ``filter 'label_flag.pilot=yes': no row has label_flag.pilot 'yes' (it holds True)``.
+    """
+    notes = []
+    for cond, column in zip(filters, columns, strict=True):
+        if (
+            cond.op != "="
+            or frame.height == 0
+            or frame.select(filter_expr(frame, cond, column).any()).item()
+        ):
+            continue
+        held = sorted({h for h in key_labels(frame, column).to_list() if h is not None})
+        values = ", ".join(held[:10]) + (f", ... ({len(held)} values)" if len(held) > 10 else "")
+        what = f"it holds {values}" if held else "every row is blank there"
+        notes.append(f"filter {shown(str(cond))}: no row has {column} {shown(cond.value)} ({what})")
+    return notes
+
+
 def typed_compare(
     frame: pl.DataFrame, compare: Compare | None, column: str | None
 ) -> Compare | None:
@@ -194,4 +216,5 @@ __all__ = [
     "check_sort",
     "filter_expr",
     "typed_compare",
+    "unheld_filter_notes",
 ]

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from glossogen.analysis._query import Query, Result, shown
-from glossogen.refusals import not_utf8, shown_path
+from glossogen.refusals import not_utf8, shown_path, unknown_key_line
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -192,6 +192,8 @@ def one_line(exc: ValidationError) -> str:
         return f"{where} {ours.detail}"  # its key, then its value: queries.q.grain 'week' ...
     message = str(first["msg"]).removeprefix("Value error, ")
     given = first.get("input")
+    if first["type"] == "extra_forbidden":  # the value echoed, as REST and MCP say it
+        return unknown_key_line(where, given)
     # A value error of ours names the value itself; a bare value given is shown after its key.
     if where and first["type"] != "value_error" and isinstance(given, (str, int, float, bool)):
         where = f"{where} {shown(given) if isinstance(given, str) else repr(given)}"
@@ -301,11 +303,13 @@ def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) ->
     """Answer every query of ``dashboard`` over ``runs_dir`` (nothing is written).
 
     Raises:
-        QueryError: a query the selection's rows cannot answer (its field names the query).
+        QueryError: a query the selection's rows cannot answer (its field names the query),
+            or one a chart draws with more groups than are drawn (``queries.NAME``).
         QuerySelectionRefused: a query's selection refused (``SelectionError``).
         RunsDirError, StorageError: from a query's selection.
     """
     from glossogen.analysis._engine import answer
+    from glossogen.analysis._plot import check_drawn_groups
     from glossogen.analysis._query import QueryError
     from glossogen.export import SelectionError
 
@@ -317,6 +321,9 @@ def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) ->
             raise QueryError(exc.detail, f"queries.{name}.{exc.field}") from None
         except SelectionError as exc:
             raise QuerySelectionRefused(name, exc) from None
+    for chart in dashboard.charts:  # every chart drawable before any file is written
+        if chart.chart != "table":
+            check_drawn_groups(results[chart.query], f"queries.{chart.query}")
     run_ids = [r for result in results.values() for r in result.run_ids]
     return Rendered(dashboard, results, run_hashes(runs_dir, run_ids))
 
@@ -491,8 +498,11 @@ def _write_files(rendered: Rendered, out: str, source: str) -> list[str]:
         loader=PackageLoader("glossogen.analysis", "templates"),
         autoescape=select_autoescape(["html"], default=True),
     )
+    # The dashboard's path as typed: a byte no UTF-8 decodes (a lone surrogate) is shown
+    # escaped (\udcff), as every answer shows one, not refused after every query was answered.
+    shown_source = source.encode("utf-8", "backslashreplace").decode("utf-8")
     html = env.get_template("report.html").render(
-        dashboard=dashboard, sections=sections, runs=rendered.runs, source=source,
+        dashboard=dashboard, sections=sections, runs=rendered.runs, source=shown_source,
         version=version("glossogen"),
     )  # fmt: skip
     put("index.html", html)

@@ -33,7 +33,13 @@ from glossogen.analysis._cells import (
     overflow_notes,
     single_values,
 )
-from glossogen.analysis._checks import check_query, check_sort, filter_expr, typed_compare
+from glossogen.analysis._checks import (
+    check_query,
+    check_sort,
+    filter_expr,
+    typed_compare,
+    unheld_filter_notes,
+)
 from glossogen.analysis._compare import compare_arms
 from glossogen.analysis._query import (
     Comparison,
@@ -97,6 +103,7 @@ def answer_records(
     frame, unfinite = finite_only(frame, sorted(set(columns.values())))
     compare = typed_compare(frame, query.compare, compare_column)
     filtered = [resolve(frame, cond.field, "", "filters") for cond in query.filters]
+    unheld = unheld_filter_notes(frame, query.filters, filtered)
     for cond, column in zip(query.filters, filtered, strict=True):
         frame = frame.filter(filter_expr(frame, cond, column))
     parts = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}
@@ -117,7 +124,8 @@ def answer_records(
     reported = query.grain in ("round", "observation") or any(c.startswith("metric.") for c in used)
     unscored = unscored_notes(sum(r.run_id not in scored for r in records), len(records))
     notes: list[str] = [*skipped, *read_notes, *(unscored if reported else []), *unfinite,
-                        *single_values(groups, query), *overflow_notes(blanked)]  # fmt: skip
+                        *unheld, *single_values(groups, query),
+                        *overflow_notes(blanked)]  # fmt: skip
     if compare and compare_column:
         within = {k: c for k, c in zip(query.by, keys, strict=True) if c != compare_column}
         by_id = {r.run_id: r for r in records}

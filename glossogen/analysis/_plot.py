@@ -111,6 +111,23 @@ def check_plot(path: str, chart: str, query: Query) -> str:
     return ext
 
 
+MAX_DRAWN_GROUPS = 500
+"""Groups a chart draws at most, on every surface (``--plot``, a dashboard's chart, REST's
+``/render``): a chart of more is unreadable and takes seconds per hundred groups to draw."""
+
+
+def check_drawn_groups(result: Result, field: str = "result.groups") -> None:
+    """Refuse to draw ``result`` when it holds more than :data:`MAX_DRAWN_GROUPS` groups.
+
+    Raises:
+        QueryError: (field ``field``) ``859 groups: at most 500 are drawn; narrow the query
+            or set its limit``.
+    """
+    if len(result.groups) > MAX_DRAWN_GROUPS:
+        raise QueryError(f"{len(result.groups)} groups: at most {MAX_DRAWN_GROUPS} are drawn; "
+                         "narrow the query or set its limit", field)  # fmt: skip
+
+
 def check_drawable(chart: str, query: Query) -> None:
     """Refuse a chart kind the query cannot be drawn as (a plot asked for or not).
 
@@ -194,6 +211,7 @@ def write_plot(result: Result, path: str, chart: str) -> None:
     import matplotlib.pyplot as plt
 
     ext = check_plot(path, chart, result.query)
+    check_drawn_groups(result)
     measure = result.query.measures[0].label
     xs, series = _series(result)
     fig, ax = plt.subplots(figsize=(7.2, 4.0), dpi=100)
@@ -266,9 +284,11 @@ def write_plot(result: Result, path: str, chart: str) -> None:
 __all__ = [
     "CHARTS",
     "FORMATS",
+    "MAX_DRAWN_GROUPS",
     "PlotNotWritten",
     "check_chart",
     "check_drawable",
+    "check_drawn_groups",
     "check_plot",
     "check_target",
     "name_too_long",

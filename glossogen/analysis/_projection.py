@@ -96,6 +96,9 @@ _DAMAGE_FACTS = '"raw_text":true'
 """In an entry's facts JSON since text is kept as recorded (earlier entries held it made
 spreadsheet-safe, and before that no damaged lines): an entry without it is read again."""
 _FLAG_FACTS = f'"label_flag":"{LABEL_FLAG}"'
+_LABEL_FACTS = '"not_labels":'
+"""In an entry's facts JSON since a number in ``labels.json`` is a label and a list, object
+or null is named in a note (earlier entries dropped them): an entry without it is read again."""
 """In an entry's facts JSON: the text its bare tags' ``label_flag.`` cells hold (earlier
 entries held ``true``): an entry without it is read again."""
 
@@ -184,6 +187,7 @@ def _record_facts(record: RunRecord) -> str:
             "log_url": record.log_url,
             "config": record.config,
             "labels": record.labels,
+            "not_labels": record.not_labels,
             "lineage": record.lineage,
             "status": record.facts.status,
             "status_detail": record.facts.status_detail,
@@ -219,11 +223,13 @@ class _Light(RunRecord):
         return self._place
 
     def __getattr__(self, name: str) -> Any:
-        if name not in ("run_url", "log_url", "config", "labels", "lineage", "facts"):
+        if name not in ("run_url", "log_url", "config", "labels", "not_labels", "lineage",
+                        "facts"):  # fmt: skip
             raise AttributeError(name)
         facts = json.loads(self.__dict__["_json"])
         self.run_url, self.log_url = facts["run_url"], facts["log_url"]
         self.config, self.labels, self.lineage = facts["config"], facts["labels"], facts["lineage"]
+        self.not_labels = facts["not_labels"]
         self.facts = LogFacts(
             status=facts["status"],
             status_detail=facts["status_detail"],
@@ -242,6 +248,11 @@ _UNDAMAGED = '"bad_line_numbers":[],"torn_line":null'
 def with_damaged_lines(records: Iterable[RunRecord]) -> list[RunRecord]:
     """The records whose log may have damaged lines: a cached one's JSON is not decoded for it."""
     return [r for r in records if not (isinstance(r, _Light) and _UNDAMAGED in r._json)]
+
+
+def with_not_labels(records: Iterable[RunRecord]) -> list[RunRecord]:
+    """The records whose ``labels.json`` may hold a value that is no label (as above)."""
+    return [r for r in records if not (isinstance(r, _Light) and '"not_labels":{}' in r._json)]
 
 
 def _project(record: RunRecord, stamped: str) -> dict[str, list[dict[str, Any]]]:
@@ -371,7 +382,8 @@ class Projection:
         stamped = stamp(f"{self.runs_dir}/{scenario}/{name}", scenario)
         entry = self.entries.get(run_id)
         if (entry is not None and entry[0] == stamped and not stamped.startswith("-")
-                and _DAMAGE_FACTS in entry[1] and _FLAG_FACTS in entry[1]):  # fmt: skip
+                and _DAMAGE_FACTS in entry[1] and _FLAG_FACTS in entry[1]
+                and _LABEL_FACTS in entry[1]):  # fmt: skip
             return _Light(run_id, entry[1], self._place(run_id))
         if entry is not None:
             self.stale.add(run_id)

@@ -68,18 +68,17 @@ def key_shown(value: str | None) -> str:
 MAX_KEYS = 2
 """Group keys a query may take."""
 
-MAX_SEED = 2**64 - 1
-"""The largest bootstrap seed: one unsigned 64-bit word, as numpy's generators seed from."""
 
+def _count_in_range(value: int, field: str, least: int = 1) -> int:
+    """Refuse a ``limit``, ``max_runs`` or ``seed`` out of ``least``..:data:`MAX_COUNT`.
 
-def _count_in_range(value: int, field: str) -> int:
-    """Refuse a ``limit`` or ``max_runs`` out of 1..:data:`MAX_COUNT` (``refusals.count_refused``).
+    The bound is ``refusals.count_refused``, the export's too.
 
     Raises:
         QueryError: (field ``field``) ``0: must be at least 1``, or ``<value>: must be at
             most 9007199254740991 (2**53 - 1, ...)``.
     """
-    refused = count_refused(value, field)
+    refused = count_refused(value, field, least)
     if refused is not None:
         raise QueryError(f"{refused.value}: {refused.reason}", field)
     return value
@@ -113,9 +112,13 @@ def _as_typed(value: object) -> object:
     """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError("the value reads as NaN (a YAML .nan, a JSON NaN), not a number; "
+                         "give a finite one")  # fmt: skip
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"the number reads as {value}, not a finite number (a JSON or YAML "
-                         "number past ±1.8e308 does); give a finite one")  # fmt: skip
+        raise ValueError(f"the number reads as {value}, not a finite number (a YAML .inf, "
+                         "or a JSON or YAML number past ±1.8e308, does); give a finite "
+                         "one")  # fmt: skip
     if isinstance(value, (int, float)):
         return str(value)
     return value
@@ -352,7 +355,7 @@ class Query(BaseModel):
     compare: Compare | None = None
     sort: str | None = None
     limit: StrictInt | None = None
-    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = 0
+    seed: StrictInt = 0  # 0 to MAX_COUNT: _count words it
     resamples: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 2000
     max_runs: StrictInt = 5000
 
@@ -378,6 +381,11 @@ class Query(BaseModel):
     @classmethod
     def _count(cls, value: int | None, info: ValidationInfo) -> int | None:
         return None if value is None else _count_in_range(value, str(info.field_name))
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, value: int) -> int:
+        return _count_in_range(value, "seed", least=0)
 
     @field_validator("grain", mode="before")
     @classmethod
@@ -595,7 +603,6 @@ __all__ = [
     "GRAINS",
     "MAX_COUNT",
     "MAX_KEYS",
-    "MAX_SEED",
     "Cell",
     "Compare",
     "Comparison",

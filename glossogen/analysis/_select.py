@@ -20,6 +20,7 @@ from glossogen.analysis._rows import NAMED_RUNS
 from glossogen.export import (
     RunRecord,
     damaged_line_notes,
+    label_notes,
     select_runs,
 )
 from glossogen.export._knobfilter import RunsMissing
@@ -117,7 +118,7 @@ def selection_notes(
     order: the CLI, MCP and REST say the same of the same runs.
     """
     return [*skipped_notes(runs_dir, unreadable), *damaged_line_notes(list(records)),
-            *stale_notes(runs_dir, records)]  # fmt: skip
+            *stale_notes(runs_dir, records), *label_notes(records)]  # fmt: skip
 
 
 def refuse_missing(missing_run_ids: Sequence[str]) -> None:
@@ -170,7 +171,12 @@ def select_rows(
         RunsMissing: an explicit run id that no longer resolves.
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
-    from glossogen.analysis._projection import CACHED_GRAINS, Projection, with_damaged_lines
+    from glossogen.analysis._projection import (
+        CACHED_GRAINS,
+        Projection,
+        with_damaged_lines,
+        with_not_labels,
+    )
     from glossogen.storage import RunStore
 
     store = RunStore(runs_dir)
@@ -190,6 +196,7 @@ def select_rows(
         *skipped_notes(runs_dir, selected.unreadable),
         *damaged_line_notes(with_damaged_lines(records)),
         *stale_notes(runs_dir, records),
+        *label_notes(with_not_labels(records)),
         *projection.save(),
     ]
     return records, frame, notes, projection.scored(records)

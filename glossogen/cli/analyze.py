@@ -382,6 +382,10 @@ def _answer(
         _show(frame, as_csv, f"{query.grain} grain: {found.rows} rows of {found.runs} runs")
         return int(exit_codes.OK)
     result = answer(runs_dir, query)
+    if plot is not None:  # too many groups to draw: refused before anything is shown
+        from glossogen.analysis._plot import check_drawn_groups
+
+        check_drawn_groups(result, "plot")
     if as_json:
         print(result.model_dump_json(indent=2))
     else:

@@ -7,12 +7,14 @@ store); :func:`queued_run` a claim whose log has not begun. Every selection of r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from glossogen.eventlog import QUEUED, RESUMABLE, live_status
 from glossogen.export._runlog import AgentFacts, LogFacts, read_log_facts, read_log_head
 from glossogen.knobs import lift_legacy_knobs
+from glossogen.refusals import shown
 from glossogen.storage import RunFolder, RunStore, resolved
 
 DEFAULT_GROUP = "local"
@@ -30,7 +32,8 @@ class RunRecord:
         log_url: Its event log.
         config: The recorded knobs (``config.json``, else ``simulation_started.scenario_config``;
             a legacy ``agent_max_tokens`` read as ``agent_model_settings.max_tokens``).
-        labels: ``labels.json``: a str value is a ``key=value`` label, ``True`` a bare flag.
+        labels: ``labels.json``: a str value is a ``key=value`` label (a number read as its JSON
+            text, ``800``), ``True`` a bare flag; ``false`` is no label.
         lineage: ``lineage.json`` (else ``simulation_started.lineage``); None for an original.
         facts: Run-level facts from the event log.
         report: The parsed ``<scenario>_report.json``, or None when the run has none.
@@ -48,6 +51,8 @@ class RunRecord:
     facts: LogFacts
     report: dict[str, Any] | None = None
     judge_flips: int | None = None
+    not_labels: dict[str, str] = field(default_factory=dict)
+    """Keys of ``labels.json`` whose value is no label, with what each holds (``a list``)."""
 
     def place(self) -> str:
         """The run folder's one spelling (:func:`~glossogen.storage.resolved`).
@@ -105,10 +110,45 @@ class NotARunLog(ValueError):
     """A folder whose ``<scenario>.jsonl`` is not a run's event log; one line saying why."""
 
 
-def _labels(raw: Any, config: dict[str, Any]) -> dict[str, Any]:
+def label_notes(records: Sequence[RunRecord]) -> list[str]:
+    """One note per run whose ``labels.json`` holds a value that is no label (every surface).
+
+    ``veyru/1796431758: labels.json's 'lst' holds a list, not a label (a label's value is
+    text, a number, true or false)``.
+    """
+    notes = []
+    for record in records:
+        for key, held in record.not_labels.items():
+            notes.append(f"{record.run_id}: labels.json's {shown(key)} holds {held}, not a label "
+                         "(a label's value is text, a number, true or false)")  # fmt: skip
+    return notes
+
+
+_NOT_LABELS = {list: "a list", dict: "an object", type(None): "null"}
+
+
+def _labels(raw: Any, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A run's labels (``labels.json``, else the config's ``labels``), and its keys that are not.
+
+    The keys whose value is not a label come with what each holds (``a list``, ``an object``,
+    ``null``).
+    A text value is the label ``key=value``; a number is one too, as its JSON text (``800``,
+    ``0.5``); ``true`` is the bare tag ``key``; ``false`` is the tag not carried (no label).
+    """
+    import json
+
     if not isinstance(raw, dict):
         raw = config.get("labels") if isinstance(config.get("labels"), dict) else {}
-    return {str(k): v for k, v in raw.items() if v is True or isinstance(v, str)}
+    labels: dict[str, Any] = {}
+    not_labels: dict[str, str] = {}
+    for key, value in raw.items():
+        if value is True or isinstance(value, str):
+            labels[str(key)] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            labels[str(key)] = json.dumps(value)
+        elif value is not False:
+            not_labels[str(key)] = _NOT_LABELS.get(type(value), type(value).__name__)
+    return labels, not_labels
 
 
 def load_run(store: RunStore, run_id: str, head_only: bool = False) -> RunRecord:
@@ -159,13 +199,15 @@ def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     report = _report_of(folder, scenario)
     from glossogen.rejudge._flips import flips_of  # the rest of rejudge imports export
 
+    labels, not_labels = _labels(folder.read_object("labels.json"), config)
     return RunRecord(
         run_id=run_id,
         scenario=scenario,
         run_url=url,
         log_url=folder.log_url,
         config=config,
-        labels=_labels(folder.read_object("labels.json"), config),
+        labels=labels,
+        not_labels=not_labels,
         lineage=lineage if isinstance(lineage, dict) else None,
         facts=facts,
         report=report if isinstance(report, dict) else None,
@@ -173,7 +215,9 @@ def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     )
 
 
-def claimed_knobs(folder: RunFolder) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def claimed_knobs(
+    folder: RunFolder,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None:
     """The knobs and labels a run's claim recorded (``config.json``, ``labels.json``); no log.
 
     The knobs as a record holds them (a legacy ``agent_max_tokens`` lifted); None when the
@@ -187,7 +231,8 @@ def claimed_knobs(folder: RunFolder) -> tuple[dict[str, Any], dict[str, Any]] | 
     config = folder.read_object("config.json")
     if config is None:
         return None
-    return lift_legacy_knobs(config), _labels(folder.read_object("labels.json"), config)
+    labels, not_labels = _labels(folder.read_object("labels.json"), config)
+    return lift_legacy_knobs(config), labels, not_labels
 
 
 def queued_run(folder: RunFolder) -> RunRecord | None:
@@ -213,6 +258,7 @@ def queued_run(folder: RunFolder) -> RunRecord | None:
         log_url=folder.log_url,
         config=claimed[0],
         labels=claimed[1],
+        not_labels=claimed[2],
         lineage=folder.read_object("lineage.json"),
         facts=LogFacts(status=QUEUED),
     )

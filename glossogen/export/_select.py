@@ -228,7 +228,7 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
                 continue
             if claimed is None:  # its knobs are in its log alone: select_runs reads them
                 continue
-            config, labels = claimed
+            config, labels, _ = claimed
             if not selection.labels or _has_labels(labels, selection.labels):
                 for condition in conditions:  # as _matches: a value it cannot read refused
                     condition.matches(config)

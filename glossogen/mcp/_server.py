@@ -255,8 +255,21 @@ class _OneLineTool(Tool):
             cause = exc.__cause__
             if not isinstance(cause, ValidationError):
                 raise
-            said = "; ".join(f"{_place(error['loc'])}: {error['msg']}" for error in cause.errors())
+            said = "; ".join(_said(error) for error in cause.errors())
             raise ToolError(f"Error executing tool {self.name}: {said}") from cause
+
+
+def _said(error: Any) -> str:
+    """One argument's problem: its place and pydantic's text.
+
+    An unknown key echoes its value (:func:`~glossogen.refusals.unknown_key_line`, as REST
+    and a dashboard say it).
+    """
+    from glossogen.refusals import unknown_key_line
+
+    if error["type"] == "extra_forbidden":
+        return unknown_key_line(_place(error["loc"]), error.get("input"))
+    return f"{_place(error['loc'])}: {error['msg']}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:

@@ -33,7 +33,9 @@ only files).
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any, NoReturn
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -73,7 +75,7 @@ from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
-from glossogen.storage import StorageError
+from glossogen.storage import RunStore, StorageError
 
 router = APIRouter(prefix="/api/g/{slug}/runs/analysis", tags=["analysis"])
 
@@ -108,6 +110,15 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 
+def _analysis_load(request: Request) -> Callable[[RunStore, str], RunRecord]:
+    """The run cache's reading of a run as the CLI and MCP read it: an empty log is no run log.
+
+    The run list reads a claimed folder whose log is empty as ``queued``; the analysis skips it
+    with a note on every surface (``select_runs``' own loader), so its answers agree.
+    """
+    return functools.partial(request.app.state.run_cache.load, queued=False)
+
+
 def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord], list[str]]:
     """The group's runs the query's selection picks, within its ``max_runs``, and notes.
 
@@ -119,9 +130,8 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
     runs_dir = request.app.state.settings.runs_dir
     try:
         # No ceiling here: the group is applied first, then the ceiling on what remains.
-        selected = select_runs(
-            runs_dir, query.selection, max_runs=sys.maxsize, load=request.app.state.run_cache.load
-        )
+        selected = select_runs(runs_dir, query.selection, max_runs=sys.maxsize,
+                               load=_analysis_load(request))  # fmt: skip
         records = [r for r in selected.records if group_of(r) == slug]
         if not records:
             _check_group(request, slug)
@@ -151,7 +161,7 @@ def _check_group(request: Request, slug: str) -> None:
     if slug == DEFAULT_GROUP:
         return
     every = select_runs(request.app.state.settings.runs_dir, FilterSelection(),
-                        max_runs=sys.maxsize, load=request.app.state.run_cache.load)  # fmt: skip
+                        max_runs=sys.maxsize, load=_analysis_load(request))  # fmt: skip
     if not any(group_of(r) == slug for r in every.records):
         raise HTTPException(404, {"message": f"no group {shown(slug)}: no run records it"})
 
@@ -221,10 +231,6 @@ def list_fields(
         _refuse(exc, request.app.state.settings.runs_dir)
 
 
-MAX_DRAWN_GROUPS = 500
-"""Groups ``/render`` draws at most (a chart of more is unreadable and slow to draw)."""
-
-
 class RenderRequest(BaseModel):
     """A result to draw: the engine's :class:`~glossogen.analysis.Result` and a chart kind."""
 
@@ -261,19 +267,19 @@ def render_result(slug: str, body: RenderRequest) -> RenderedResult:
 
     Raises:
         HTTPException: 422 a chart the result cannot take (a heatmap without two keys), or
-            more than :data:`MAX_DRAWN_GROUPS` groups to draw.
+            more than :data:`~glossogen.analysis._plot.MAX_DRAWN_GROUPS` groups to draw.
     """
     from glossogen.analysis._dashboard import chart_bytes
-    from glossogen.analysis._plot import CHARTS, check_plot
+    from glossogen.analysis._plot import CHARTS, check_drawn_groups, check_plot
     from glossogen.analysis._render import comparison_frame, csv_text, result_frame
 
     result = body.result
     svg = None
     if body.chart in CHARTS:
-        if len(result.groups) > MAX_DRAWN_GROUPS:  # drawing takes seconds per hundred groups
-            raise HTTPException(422, {"field": "result.groups", "message": (
-                f"{len(result.groups)} groups: at most {MAX_DRAWN_GROUPS} are drawn; narrow the "
-                "query or set its limit")})  # fmt: skip
+        try:
+            check_drawn_groups(result)
+        except QueryError as exc:  # the count is the line: no field word before it
+            raise HTTPException(422, {"field": exc.field, "message": exc.detail}) from None
         try:
             check_plot("chart.svg", body.chart, result.query)
         except QueryError as exc:
@@ -307,8 +313,6 @@ def _check_local_runs_dir(runs_dir: str) -> None:
     Raises:
         RunsDirError: the local runs dir does not exist or is a file.
     """
-    from glossogen.storage import RunStore
-
     if RunStore(runs_dir).local:
         check_runs_dir(runs_dir)
 

@@ -82,8 +82,12 @@ class RunCache:
         self.reads = 0
         """How many records were read from storage (a hit reads none)."""
 
-    def load(self, store: RunStore, run_id: str) -> RunRecord:
+    def load(self, store: RunStore, run_id: str, queued: bool = True) -> RunRecord:
         """The run's record, from the cache while its files are unchanged (``select_runs``' loader).
+
+        ``queued``: a claimed folder whose log is missing or empty is read as ``queued`` (the
+        run list's reading). Without it the folder is read as :func:`load_run` reads it (an
+        empty log is not a run log), as the analysis reads runs on every surface.
 
         Raises:
             FileNotFoundError: the run has no log (yet).
@@ -96,11 +100,11 @@ class RunCache:
         if folder is None:
             folder = self._folders.setdefault(key, store.open_run(run_id))
         stamp = tuple(folder.stamp(name) for name in read_files(folder.scenario))
-        if stamp[0] is None or stamp[0][0] == 0:
-            queued = queued_run(folder)
-            if queued is None:
+        if queued and (stamp[0] is None or stamp[0][0] == 0):
+            claim = queued_run(folder)
+            if claim is None:
                 raise FileNotFoundError(folder.log_url)
-            return queued
+            return claim
         with self._lock:
             cached = self._records.get(key)
         if cached is not None and cached[0] == stamp:

@@ -147,7 +147,7 @@ def _one_refusal_shape(app: FastAPI) -> None:
 
     from glossogen.analysis import QueryError
     from glossogen.export import SelectionError
-    from glossogen.refusals import shown
+    from glossogen.refusals import shown, unknown_key_line
 
     @app.exception_handler(RequestValidationError)
     async def refused(request: Request, exc: RequestValidationError) -> Response:
@@ -172,6 +172,8 @@ def _one_refusal_shape(app: FastAPI) -> None:
             message = message.removeprefix("Value error, ")
         elif first.get("type") == "string_unicode":  # a lone surrogate escaped in the JSON
             message = f"{shown(first.get('input'))}: not UTF-8 text"  # as the CLI says it
+        elif first.get("type") == "extra_forbidden":  # the value echoed, as a dashboard's key
+            message = unknown_key_line(field, first.get("input"))
         return JSONResponse(
             status_code=422, content={"detail": {"field": field, "message": message}}
         )

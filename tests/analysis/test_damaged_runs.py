@@ -86,7 +86,7 @@ def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
     got, listed, bad_seed = asyncio.run(flow())
     assert got["notes"] == [note]
     assert listed["notes"] == [note]
-    assert bad_seed == "seed: Input should be greater than or equal to 0"
+    assert bad_seed == "seed -1: must be at least 0"  # as --limit 0 is said
 
 
 def test_mcp_lists_around_and_refuses_a_run_whose_labels_are_not_utf8_text(
@@ -169,9 +169,7 @@ def test_a_cache_that_cannot_be_written_is_noted(
 
 def test_a_negative_seed_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert analyze("--runs-dir", str(tmp_path), "--measure", "x", "--seed", "-1") == 64
-    assert capsys.readouterr().err == (
-        "glossogen: error: --seed -1: Input should be greater than or equal to 0\n"
-    )
+    assert capsys.readouterr().err == ("glossogen: error: --seed -1: must be at least 0\n")
 
 
 @pytest.mark.parametrize("where", [[], ["--filter", "round_number>9"]])

@@ -175,7 +175,7 @@ def test_a_knob_value_that_is_not_a_finite_number_is_refused_alike_by_analyze_an
     assert analyze("--runs-dir", cohort.runs_dir, "--measure", "task_done", "--filter",
                    "knob.round_budget_chars<1e999") == 64  # fmt: skip
     assert capsys.readouterr().err == ("glossogen: error: --filter 'knob.round_budget_chars<1e999'"
-                                       ": knob.round_budget_chars is a number, '1e999' is not\n")  # fmt: skip
+                                       ": knob.round_budget_chars is a number, '1e999' is not a finite number\n")  # fmt: skip
 
 
 def test_a_filter_on_a_boolean_field_takes_true_false_1_or_0(
@@ -371,8 +371,8 @@ def test_a_json_number_past_a_floats_range_is_refused_not_echoed_as_inf(
 ) -> None:
     """Was ``filter 'total_chars>inf': total_chars is a number, 'inf' is not`` (``inf`` was
     never typed). What was typed is lost when the JSON is read, so the place is named."""
-    line = ("the number reads as inf, not a finite number (a JSON or YAML number past ±1.8e308 "
-            "does); give a finite one")  # fmt: skip
+    line = ("the number reads as inf, not a finite number (a YAML .inf, or a JSON or YAML "
+            "number past ±1.8e308, does); give a finite one")  # fmt: skip
     for body, field in (
         (b'{"measures": [{"field": "total_chars"}], "filters": [{"field": "total_chars", '
          b'"op": ">", "value": 1e999}]}', "filters.0.value"),
@@ -388,7 +388,7 @@ def test_a_json_number_past_a_floats_range_is_refused_not_echoed_as_inf(
         "measures": [{"field": "total_chars"}],
         "filters": [{"field": "total_chars", "op": ">", "value": "1e999"}]})  # fmt: skip
     assert (typed.status_code, typed.json()) == (422, {"detail": {"field": "filters", "message": (
-        "filter 'total_chars>1e999': total_chars is a number, '1e999' is not")}})  # fmt: skip
+        "filter 'total_chars>1e999': total_chars is a number, '1e999' is not a finite number")}})  # fmt: skip
 
 
 @pytest.mark.parametrize("chart", ["bar", "line", "scatter"])

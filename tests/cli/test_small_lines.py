@@ -88,7 +88,7 @@ def test_mcp_rounds_money_and_refuses_an_extra_argument_in_one_line(tmp_path: Pa
     assert [s["cost_usd"] for s in estimate["seats"]] == [round(x, 6) for x in seats if x]
     assert (estimate["cost_per_round_usd"], estimate["total_cost_usd"]) == (
         round(raw.per_round_usd, 6), round(raw.total_usd, 6))  # fmt: skip
-    assert extra == "rounds: Extra inputs are not permitted"
+    assert extra == "rounds 3: Extra inputs are not permitted"  # the value echoed, as REST
     assert two == (
-        "page_size: Input should be a valid integer; limit: Extra inputs are not permitted"
+        "page_size: Input should be a valid integer; limit 1: Extra inputs are not permitted"
     )

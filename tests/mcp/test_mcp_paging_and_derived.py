@@ -183,7 +183,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_it(
 
     typo, paged, schema = asyncio.run(go())
     # Arguments that do not fit the schema are refused in one line naming each of them.
-    assert typo == "spend_cap: Extra inputs are not permitted"
-    assert paged == "limit: Extra inputs are not permitted"
+    assert typo == "spend_cap 0.0001: Extra inputs are not permitted"  # the value echoed
+    assert paged == "limit 1: Extra inputs are not permitted"
     assert schema["additionalProperties"] is False
     assert list(runs.iterdir()) == []  # nothing claimed

@@ -414,6 +414,6 @@ def test_a_seed_or_resamples_out_of_range_shows_the_servers_line(
             page.wait_for_selector("#analysis-error:not([hidden])")
             shown[box] = page.inner_text("#analysis-error")
     assert shown == {
-        "#seed": "seed: Input should be greater than or equal to 0",
+        "#seed": "seed -1: must be at least 0",  # the line names its field: not prefixed again
         "#resamples": "resamples: Input should be greater than or equal to 10",
     }

@@ -150,7 +150,7 @@ def test_a_damaged_run_is_named_in_the_notes(tmp_path: Path) -> None:
     assert seed.status_code == 422
     assert seed.json()["detail"] == {
         "field": "seed",
-        "message": "Input should be greater than or equal to 0",
+        "message": "seed -1: must be at least 0",
     }
 
 

@@ -31,10 +31,15 @@
       return { ok: false, status: res.status, data: { detail: said } };
     }
   }
-  // A refusal as one line: the REST answer's field and message, never JSON.
+  // A refusal as one line: the REST answer's field and message, never JSON; a message that
+  // names its field already ("seed -1: must be at least 0") is not prefixed with it again.
   function refusal(detail) {
     if (typeof detail === "string") return detail;
-    if (detail && detail.message) return (detail.field ? detail.field + ": " : "") + detail.message;
+    if (detail && detail.message) {
+      const f = detail.field, m = detail.message;
+      const named = f && m.startsWith(f + " ") && /^\S+: /.test(m.slice(f.length + 1));
+      return (f && !named ? f + ": " : "") + m;
+    }
     return "the server refused the request";
   }
   function fail(text) {
