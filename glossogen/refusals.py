@@ -117,10 +117,10 @@ def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:
 
 
 def count_refused(value: int, field: str, least: int = 1) -> Refusal | None:
-    """Refuse a count below ``least`` (1: ``limit``, ``max_runs``; 0: ``seed``) or above
-    :data:`MAX_COUNT`; else None.
+    """Refuse a count below ``least`` or above :data:`MAX_COUNT`; else None.
 
-    The one bound of the analysis's ``limit``, ``max_runs`` and ``seed`` and the export's
+    ``least`` is 1 for ``limit`` and ``max_runs``, 0 for ``seed``. The one bound of the
+    analysis's ``limit``, ``max_runs`` and ``seed`` and the export's
     ``max_runs`` (every surface: ``--max-runs``, the tool's and the body's ``max_runs``).
 
     Returns:

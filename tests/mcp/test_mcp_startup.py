@@ -42,16 +42,30 @@ def test_the_stdio_server_serves_every_tool_without_the_engine_polars_or_prefect
     initialize = (
         '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
         '"capabilities":{},"clientInfo":{"name":"probe","version":"0"}}}\n'
+    )
+    listing = (
         '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
         '{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
     )
-    done = subprocess.run(
+    # As a client does: each request's answer is read before the next is sent, and stdin is
+    # closed only once every answer came (a server ending on EOF may drop a request it has
+    # not answered yet: written all at once, the tools/list answer was lost under load).
+    server = subprocess.Popen(
         [sys.executable, "-c", PROBE, str(runs)],
-        input=initialize, capture_output=True, text=True, env=server_env(), cwd=tmp_path,
-        check=False,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=server_env(), cwd=tmp_path,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    *answers, loaded = done.stdout.splitlines()
-    assert loaded == "0 []"
-    tools = json.loads(answers[1])["result"]["tools"]
-    assert sorted(tool["name"] for tool in tools) == TOOLS
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(initialize)
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    server.stdin.write(listing)
+    server.stdin.flush()
+    answer = json.loads(server.stdout.readline())
+    server.stdin.close()
+    loaded = server.stdout.read().splitlines()
+    stderr = server.stderr.read() if server.stderr else ""
+    assert server.wait() == 0, stderr[-2000:]
+    assert loaded == ["0 []"]
+    assert answer["id"] == 2
+    assert sorted(tool["name"] for tool in answer["result"]["tools"]) == TOOLS
