@@ -1174,3 +1174,32 @@ def test_a_run_whose_labels_are_not_utf8_is_named_alike_through_every_surface(
     _, evaluated = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
     assert evaluated is not None
     assert evaluated["not_evaluated_runs"] == {damaged: f"{damaged}/{why}"}
+
+
+@pytest.mark.parametrize(("surface", "status"), [("cli", 77), ("mcp", "tool error")])
+def test_a_launch_failing_two_checks_is_refused_for_the_same_one_by_the_cli_and_mcp(
+    surface: str,
+    status: int | str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No key and a cap the estimate passes: ``glossogen run`` and ``start_run`` run the one
+    library launch check in one order, so both name the missing key (was: MCP checked the cap
+    first and named it), exit 77 / a tool error, nothing claimed."""
+    monkeypatch.chdir(tmp_path)  # no .env to find
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    runs = tmp_path / "runs"
+    seat = {"model": "claude-sonnet-4-6", "provider": "anthropic"}
+    if surface == "cli":
+        answer = _cli(capsys, "run", "veyru", "--model", seat["model"], "--provider",
+                      seat["provider"], "--config", "knobs_default", "--runs-dir", str(runs),
+                      "--spend-cap-usd", "0.0001")  # fmt: skip
+    else:
+        answer = _mcp(str(runs), "start_run", scenario="veyru", spend_cap_usd=0.0001, **seat)[0]
+    line = (
+        "missing credentials: ANTHROPIC_API_KEY (provider anthropic, agent field_observer); "
+        "ANTHROPIC_API_KEY (judge provider anthropic)"
+    )
+    assert answer == Answer(True, line, status)
+    assert not list(runs.glob("veyru/*"))
