@@ -215,8 +215,10 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
 
 
 COHORT_NAMES = {
-    "cli": NAMES["cli"] | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob"},
-    "mcp": NAMES["mcp"] | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition"},
+    "cli": NAMES["cli"]
+    | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob", "run_ids": "--run-id"},
+    "mcp": NAMES["mcp"]
+    | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition", "run_ids": "run_ids"},
 }
 """How each surface names a cohort's refused values: the CLI's flags, ``evaluate_runs``'s
 arguments (a knob condition as the export's tools name it)."""
@@ -228,6 +230,9 @@ COHORT_REFUSALS = {
                        "!= >= <= = > <"),
     "no-judge": (["--metrics", "language_repetition"], {"metrics": ["language_repetition"]},
                  "language_repetition needs a judge: pass {model} and {provider}"),
+    # export's check_run_ids (was, on the CLI: "String should have at least 1 character")
+    "empty-run-id": (["--run-id", ""], {"run_ids": [""]},
+                     "{run_ids} needs a run id (<scenario>/<run_dir_name>)"),
 }  # fmt: skip
 """Each refusal of a cohort: the CLI's flags, ``evaluate_runs``'s arguments, the line."""
 

@@ -57,7 +57,7 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
 
     Raises:
         SelectionError: (field ``run_ids``) ``run_ids cannot be combined with <filter>, ...``
-            or ``run_ids needs a run id (<scenario>/<run_dir_name>)``.
+            or ``run_ids needs a run id (<scenario>/<run_dir_name>)`` (none, or an empty one).
     """
     if run_ids is None:
         return
@@ -66,8 +66,8 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
         raise SelectionError.of(
             Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
         )
-    if not run_ids:
-        raise SelectionError.of(NEEDS_RUN_ID)
+    if not run_ids or any(isinstance(r, str) and not r.strip() for r in run_ids):
+        raise SelectionError.of(NEEDS_RUN_ID)  # [] and [""] alike, on every surface
 
 
 class RunIdSelection(BaseModel):
@@ -206,8 +206,6 @@ def selection_of(
     }
     _check_text({"run_ids": run_ids, **filters})
     check_run_ids(run_ids, filters)
-    if any(not r.strip() for r in run_ids or []):
-        raise SelectionError.of(NEEDS_RUN_ID)
     if run_ids is not None:
         return RunIdSelection(run_ids=run_ids)
     parse_conditions(knob)
