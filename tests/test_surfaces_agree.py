@@ -597,6 +597,8 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
 TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
 OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection or raise"
 OVER_REST = f"max_runs: {OVER} it on the command line (`glossogen export --max-runs`)"
+RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
+NOT_A_RUN_ID = f"not a run id ({RUN_ID_SHAPE})"
 EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
     "unknown-table": {
         "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
@@ -635,6 +637,15 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         | {"rest": "run_ids: run ids that no longer resolve: veyru/1"},
         "status": {"cli": 66, "rest": 404, "rest-raw": 404},
         "answered": {"rest-preview": "missing_run_ids: veyru/1"},  # listed, not refused
+    },
+    "malformed-run-id": {  # was: read as an unreadable run, exit 0 "0 runs matched"
+        "cli": ["--run-id", "veyru/1790000000/"],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1790000000/"]}},
+        "mcp": {"run_ids": ["veyru/1790000000/"]},
+        "said": {"cli": f"--run-id 'veyru/1790000000/': {NOT_A_RUN_ID}",
+                 "rest": f"run_ids: run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}",
+                 "mcp": f"run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "unknown-scenario": {
         "cli": ["--scenario", "nosuch"],
@@ -1208,3 +1219,34 @@ def test_a_launch_failing_two_checks_is_refused_for_the_same_one_by_the_cli_and_
     )
     assert answer == Answer(True, line, status)
     assert not list(runs.glob("veyru/*"))
+
+
+@pytest.mark.parametrize("surface", ["cli", "rest", "mcp"])
+@pytest.mark.parametrize("shape", ["absolute", "blank-after"])
+def test_a_run_id_not_shaped_scenario_slash_run_is_quoted_as_sent_by_every_surface(
+    surface: str, shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run-id parse (``export.is_run_id``): the run's absolute path (was, on REST and
+    MCP: ``run ids that no longer resolve: veyru/<run>``, though it resolves) and an id with a
+    blank after it (was: taken silently) are refused quoting what was sent, exit 64 / 422 / a
+    tool error, nothing written; an evaluation refuses it alike before any flow run."""
+    runs = str(tmp_path / "runs")
+    folder = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    sent = folder.url if shape == "absolute" else f"{folder.run_id} "
+    quoted = repr(folder.run_id) if surface == "mcp" and shape == "absolute" else repr(sent)
+    names = {"cli": f"--run-id {quoted}", "rest": f"run_ids: run_ids {quoted}",
+             "mcp": f"run_ids {quoted}"}  # fmt: skip
+    why = f"a path, not a run id: {RUN_ID_SHAPE}" if shape == "absolute" else NOT_A_RUN_ID
+    line = f"{names[surface]}: {why}"  # MCP never names the server's path: cut from it
+    case = {"cli": ["--run-id", sent], "rest": {"selection": {"kind": "run_ids", "run_ids": [sent]}},
+            "mcp": {"run_ids": [sent]}}  # fmt: skip
+    answer = export_refused_through(surface, runs, tmp_path / "out", case, capsys)
+    assert answer == Answer(True, line, {"cli": 64, "rest": 422, "mcp": "tool error"}[surface])
+    assert not (tmp_path / "out").exists()
+    if surface == "rest":
+        return
+    evaluated = cohort_through(surface, runs, ["--run-id", sent], {"run_ids": [sent]}, capsys)
+    assert evaluated == Answer(
+        True, line.removeprefix("rest: "), 64 if surface == "cli" else "tool error"
+    )
+    assert not (Path(folder.url) / "veyru_report.json").exists()

@@ -16,6 +16,7 @@ from glossogen.export import (
     SelectedRuns,
     SelectionError,
     select_runs,
+    selection_of,
 )
 from tests.export.conftest import CUT, FORK, OLD, A, B, C, Cohort
 
@@ -163,10 +164,16 @@ def test_operators_parse_longest_first() -> None:
 def test_explicit_ids_report_those_that_no_longer_resolve(cohort: Cohort) -> None:
     found = select_runs(
         str(cohort.runs_dir),
-        RunIdSelection(run_ids=[B, "veyru/1", A, "../etc", B]),
+        RunIdSelection(run_ids=[B, "veyru/1", A, B]),
     )
     assert [r.run_id for r in found.records] == [B, A]
-    assert found.missing_run_ids == ["veyru/1", "../etc"]
+    assert found.missing_run_ids == ["veyru/1"]
+    with pytest.raises(SelectionError) as caught:  # not <scenario>/<run>: refused, not missing
+        selection_of(run_ids=[B, "../etc"])
+    assert said_of_selection(caught.value) == (
+        "--run-id '../etc': not a run id (<scenario>/<run_dir_name>, relative to the runs "
+        "directory)"
+    )
 
 
 def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> None:
