@@ -559,31 +559,26 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
         _mcp(gone, "evaluate_runs", metrics=["round_success"])[0],
     ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 5]
     assert not os.path.exists(out)
-    # a cohort scored over MCP: its summary line and a run id that resolves to no run name
-    # the server's runs directory, never its path
+    # a cohort over MCP with a run id that resolves to no run: refused before any flow run
+    # (as the export refuses it), naming the id, never the server's runs directory
     answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
                           run_ids=[played.run_id, "veyru/1"])  # fmt: skip
-    assert answer == Answer(
-        False,
-        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
-        "date), 1 not evaluated · evaluation cost $0.000000",
-        "ok",
+    assert (answer, result) == (
+        Answer(True, "run ids that no longer resolve: veyru/1", "tool error"),
+        None,
     )
-    assert result is not None
-    assert result["not_evaluated_runs"] == {"veyru/1": "no such run in the server's runs directory"}
-    assert runs not in json.dumps(result)
     # a run whose log never ended is refused: counted and listed alike, as the summary counts it
     unended = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_500)
     log = Path(runs) / unended.run_id / "veyru.jsonl"
     log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
                            if '"simulation_ended"' not in line))  # fmt: skip
     answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
-                          run_ids=[played.run_id, unended.run_id, "veyru/1"])  # fmt: skip
+                          run_ids=[played.run_id, unended.run_id])  # fmt: skip
     assert result is not None
     assert (answer.line, result["not_evaluated"], sorted(result["not_evaluated_runs"])) == (
-        "evaluated 3 runs in the server's runs directory: 0 scored, 1 skipped (report up to "
-        "date), 2 not evaluated · evaluation cost $0.000000",
-        2, sorted([unended.run_id, "veyru/1"]))  # fmt: skip
+        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
+        "date), 1 not evaluated · evaluation cost $0.000000",
+        1, [unended.run_id])  # fmt: skip
     assert result["not_evaluated_runs"][unended.run_id] == (
         f"{unended.run_id} has no simulation_ended (still playing, or killed): pass "
         "allow_incomplete to score what it logged"
@@ -1250,3 +1245,18 @@ def test_a_run_id_not_shaped_scenario_slash_run_is_quoted_as_sent_by_every_surfa
         True, line.removeprefix("rest: "), 64 if surface == "cli" else "tool error"
     )
     assert not (Path(folder.url) / "veyru_report.json").exists()
+
+
+@pytest.mark.parametrize(("surface", "status"), [("cli", 66), ("mcp", "tool error")])
+def test_a_cohort_of_a_run_id_that_no_longer_resolves_is_refused_before_any_flow_run(
+    surface: str, status: int | str, prefect_api: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``evaluate --runs-dir R --run-id veyru/1`` and ``evaluate_runs`` refuse the id as the
+    export does (``export.check_selection`` in ``launch.check_cohort``), exit 66 / a tool
+    error (was: an evaluate-cohort flow run, then ``1 not evaluated``, exit 1)."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    answer = cohort_through(surface, runs, ["--run-id", "veyru/1"], {"run_ids": ["veyru/1"]},
+                            capsys)  # fmt: skip
+    assert answer == Answer(True, "run ids that no longer resolve: veyru/1", status)

@@ -316,7 +316,10 @@ def test_the_check_judges_a_knob_value_by_the_claims_config_and_hands_on_its_lis
     with pytest.raises(SelectionError) as caught:
         check_selection(str(runs), FilterSelection(knob=["round_count>=lots"]))
     assert caught.value.message == _refusal(cohort, "round_count>=lots")
-    assert check_selection(str(runs), RunIdSelection(run_ids=[A])) is None
+    assert check_selection(str(cohort.runs_dir), RunIdSelection(run_ids=[A])) is None
+    with pytest.raises(SelectionError) as caught:  # its log deleted: as export refuses it
+        check_selection(str(runs), RunIdSelection(run_ids=[A]))
+    assert caught.value.message == f"run ids that no longer resolve: {A}"
     listed = check_selection(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]))
     assert listed == RunStore(str(cohort.runs_dir)).list_runs()
     chosen = select_runs(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]), listed=[A])
