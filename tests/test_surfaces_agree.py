@@ -215,8 +215,10 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
 
 
 COHORT_NAMES = {
-    "cli": NAMES["cli"] | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob"},
-    "mcp": NAMES["mcp"] | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition"},
+    "cli": NAMES["cli"]
+    | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob", "run_ids": "--run-id"},
+    "mcp": NAMES["mcp"]
+    | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition", "run_ids": "run_ids"},
 }
 """How each surface names a cohort's refused values: the CLI's flags, ``evaluate_runs``'s
 arguments (a knob condition as the export's tools name it)."""
@@ -228,6 +230,9 @@ COHORT_REFUSALS = {
                        "!= >= <= = > <"),
     "no-judge": (["--metrics", "language_repetition"], {"metrics": ["language_repetition"]},
                  "language_repetition needs a judge: pass {model} and {provider}"),
+    # export's check_run_ids (was, on the CLI: "String should have at least 1 character")
+    "empty-run-id": (["--run-id", ""], {"run_ids": [""]},
+                     "{run_ids} needs a run id (<scenario>/<run_dir_name>)"),
 }  # fmt: skip
 """Each refusal of a cohort: the CLI's flags, ``evaluate_runs``'s arguments, the line."""
 
@@ -554,31 +559,26 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
         _mcp(gone, "evaluate_runs", metrics=["round_success"])[0],
     ] == [*[Answer(True, missing, 503)] * 3, *[Answer(True, missing, "tool error")] * 5]
     assert not os.path.exists(out)
-    # a cohort scored over MCP: its summary line and a run id that resolves to no run name
-    # the server's runs directory, never its path
+    # a cohort over MCP with a run id that resolves to no run: refused before any flow run
+    # (as the export refuses it), naming the id, never the server's runs directory
     answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
                           run_ids=[played.run_id, "veyru/1"])  # fmt: skip
-    assert answer == Answer(
-        False,
-        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
-        "date), 1 not evaluated · evaluation cost $0.000000",
-        "ok",
+    assert (answer, result) == (
+        Answer(True, "run ids that no longer resolve: veyru/1", "tool error"),
+        None,
     )
-    assert result is not None
-    assert result["not_evaluated_runs"] == {"veyru/1": "no such run in the server's runs directory"}
-    assert runs not in json.dumps(result)
     # a run whose log never ended is refused: counted and listed alike, as the summary counts it
     unended = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_500)
     log = Path(runs) / unended.run_id / "veyru.jsonl"
     log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
                            if '"simulation_ended"' not in line))  # fmt: skip
     answer, result = _mcp(runs, "evaluate_runs", metrics=["round_success"],
-                          run_ids=[played.run_id, unended.run_id, "veyru/1"])  # fmt: skip
+                          run_ids=[played.run_id, unended.run_id])  # fmt: skip
     assert result is not None
     assert (answer.line, result["not_evaluated"], sorted(result["not_evaluated_runs"])) == (
-        "evaluated 3 runs in the server's runs directory: 0 scored, 1 skipped (report up to "
-        "date), 2 not evaluated · evaluation cost $0.000000",
-        2, sorted([unended.run_id, "veyru/1"]))  # fmt: skip
+        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
+        "date), 1 not evaluated · evaluation cost $0.000000",
+        1, [unended.run_id])  # fmt: skip
     assert result["not_evaluated_runs"][unended.run_id] == (
         f"{unended.run_id} has no simulation_ended (still playing, or killed): pass "
         "allow_incomplete to score what it logged"
@@ -592,6 +592,8 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
 TABLES = "run_level, round_level, agent_level, message_level, round_context, call_level"
 OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection or raise"
 OVER_REST = f"max_runs: {OVER} it on the command line (`glossogen export --max-runs`)"
+RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
+NOT_A_RUN_ID = f"not a run id ({RUN_ID_SHAPE})"
 EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
     "unknown-table": {
         "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
@@ -630,6 +632,15 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         | {"rest": "run_ids: run ids that no longer resolve: veyru/1"},
         "status": {"cli": 66, "rest": 404, "rest-raw": 404},
         "answered": {"rest-preview": "missing_run_ids: veyru/1"},  # listed, not refused
+    },
+    "malformed-run-id": {  # was: read as an unreadable run, exit 0 "0 runs matched"
+        "cli": ["--run-id", "veyru/1790000000/"],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1790000000/"]}},
+        "mcp": {"run_ids": ["veyru/1790000000/"]},
+        "said": {"cli": f"--run-id 'veyru/1790000000/': {NOT_A_RUN_ID}",
+                 "rest": f"run_ids: run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}",
+                 "mcp": f"run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "unknown-scenario": {
         "cli": ["--scenario", "nosuch"],
@@ -1174,3 +1185,78 @@ def test_a_run_whose_labels_are_not_utf8_is_named_alike_through_every_surface(
     _, evaluated = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
     assert evaluated is not None
     assert evaluated["not_evaluated_runs"] == {damaged: f"{damaged}/{why}"}
+
+
+@pytest.mark.parametrize(("surface", "status"), [("cli", 77), ("mcp", "tool error")])
+def test_a_launch_failing_two_checks_is_refused_for_the_same_one_by_the_cli_and_mcp(
+    surface: str,
+    status: int | str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No key and a cap the estimate passes: ``glossogen run`` and ``start_run`` run the one
+    library launch check in one order, so both name the missing key (was: MCP checked the cap
+    first and named it), exit 77 / a tool error, nothing claimed."""
+    monkeypatch.chdir(tmp_path)  # no .env to find
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    runs = tmp_path / "runs"
+    seat = {"model": "claude-sonnet-4-6", "provider": "anthropic"}
+    if surface == "cli":
+        answer = _cli(capsys, "run", "veyru", "--model", seat["model"], "--provider",
+                      seat["provider"], "--config", "knobs_default", "--runs-dir", str(runs),
+                      "--spend-cap-usd", "0.0001")  # fmt: skip
+    else:
+        answer = _mcp(str(runs), "start_run", scenario="veyru", spend_cap_usd=0.0001, **seat)[0]
+    line = (
+        "missing credentials: ANTHROPIC_API_KEY (provider anthropic, agent field_observer); "
+        "ANTHROPIC_API_KEY (judge provider anthropic)"
+    )
+    assert answer == Answer(True, line, status)
+    assert not list(runs.glob("veyru/*"))
+
+
+@pytest.mark.parametrize("surface", ["cli", "rest", "mcp"])
+@pytest.mark.parametrize("shape", ["absolute", "blank-after"])
+def test_a_run_id_not_shaped_scenario_slash_run_is_quoted_as_sent_by_every_surface(
+    surface: str, shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run-id parse (``export.is_run_id``): the run's absolute path (was, on REST and
+    MCP: ``run ids that no longer resolve: veyru/<run>``, though it resolves) and an id with a
+    blank after it (was: taken silently) are refused quoting what was sent, exit 64 / 422 / a
+    tool error, nothing written; an evaluation refuses it alike before any flow run."""
+    runs = str(tmp_path / "runs")
+    folder = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    sent = folder.url if shape == "absolute" else f"{folder.run_id} "
+    quoted = repr(folder.run_id) if surface == "mcp" and shape == "absolute" else repr(sent)
+    names = {"cli": f"--run-id {quoted}", "rest": f"run_ids: run_ids {quoted}",
+             "mcp": f"run_ids {quoted}"}  # fmt: skip
+    why = f"a path, not a run id: {RUN_ID_SHAPE}" if shape == "absolute" else NOT_A_RUN_ID
+    line = f"{names[surface]}: {why}"  # MCP never names the server's path: cut from it
+    case = {"cli": ["--run-id", sent], "rest": {"selection": {"kind": "run_ids", "run_ids": [sent]}},
+            "mcp": {"run_ids": [sent]}}  # fmt: skip
+    answer = export_refused_through(surface, runs, tmp_path / "out", case, capsys)
+    assert answer == Answer(True, line, {"cli": 64, "rest": 422, "mcp": "tool error"}[surface])
+    assert not (tmp_path / "out").exists()
+    if surface == "rest":
+        return
+    evaluated = cohort_through(surface, runs, ["--run-id", sent], {"run_ids": [sent]}, capsys)
+    assert evaluated == Answer(
+        True, line.removeprefix("rest: "), 64 if surface == "cli" else "tool error"
+    )
+    assert not (Path(folder.url) / "veyru_report.json").exists()
+
+
+@pytest.mark.parametrize(("surface", "status"), [("cli", 66), ("mcp", "tool error")])
+def test_a_cohort_of_a_run_id_that_no_longer_resolves_is_refused_before_any_flow_run(
+    surface: str, status: int | str, prefect_api: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``evaluate --runs-dir R --run-id veyru/1`` and ``evaluate_runs`` refuse the id as the
+    export does (``export.check_selection`` in ``launch.check_cohort``), exit 66 / a tool
+    error (was: an evaluate-cohort flow run, then ``1 not evaluated``, exit 1)."""
+    runs = str(tmp_path / "runs")
+    play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
+    answer = cohort_through(surface, runs, ["--run-id", "veyru/1"], {"run_ids": ["veyru/1"]},
+                            capsys)  # fmt: skip
+    assert answer == Answer(True, "run ids that no longer resolve: veyru/1", status)

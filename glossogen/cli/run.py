@@ -27,6 +27,7 @@ from glossogen.launch import (
     RunResult,
     apply_prefect_defaults,
     check_credentials,
+    check_launch,
     check_limits,
     check_model_settings,
     check_runs_dir,
@@ -351,16 +352,17 @@ def _check_launch(
 ) -> RunCostEstimate | None:
     """Run the launch checks: credentials, model settings, spend cap, and a new run's folder.
 
-    A dry run without a key is told what a launch would refuse and estimated all the same.
+    A launch takes them from the library's one ``check_launch`` (MCP's order too). A dry run
+    without a key is told what a launch would refuse and estimated all the same.
 
     Returns:
         The spend cap's dry-run estimate (None when the run has no cap).
     """
+    if not dry_run:
+        return check_launch(plan, done, new_runs_dir)
     try:
         check_credentials(plan)
     except LaunchError as exc:
-        if not dry_run:
-            raise
         # an estimate needs no key: say what a launch would refuse, and estimate; the
         # settings a model would drop are refused all the same (built with placeholders)
         print(f"glossogen: warning: {said(exc)} (a launch would be refused)", file=sys.stderr)

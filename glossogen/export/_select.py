@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from glossogen.eventlog import QUEUED
-from glossogen.export._knobfilter import KnobCondition, SelectionError, parse_conditions
+from glossogen.export._knobfilter import (
+    KnobCondition,
+    RunsMissing,
+    SelectionError,
+    parse_conditions,
+)
 from glossogen.export._record import RunRecord, claimed_knobs, load_run, queued_run
 from glossogen.export._runlog import LogFacts
 from glossogen.export._selection import (
@@ -217,6 +222,10 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
     """
     selection, every = _checked(runs_dir, selection, absent_scenarios=False)
     if isinstance(selection, RunIdSelection):
+        store = RunStore(runs_dir)
+        missing = [r for r in dict.fromkeys(selection.run_ids) if not _resolves(store, r)]
+        if missing:  # as the export refuses them (exit 66 / 404), before any flow run
+            raise RunsMissing(missing)
         return None
     conditions = parse_conditions(selection.knob)
     if conditions:
@@ -233,6 +242,17 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
                 for condition in conditions:  # as _matches: a value it cannot read refused
                     condition.matches(config)
     return every
+
+
+def _resolves(store: RunStore, run_id: str) -> bool:
+    """Whether ``run_id`` names a run folder with a log (what :func:`select_runs` can load).
+
+    An id storage cannot name is left to :func:`select_runs` (it names it unreadable).
+    """
+    try:
+        return store.open_run(run_id).has_log()
+    except ValueError:
+        return True
 
 
 def _checked(

@@ -57,7 +57,7 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
 
     Raises:
         SelectionError: (field ``run_ids``) ``run_ids cannot be combined with <filter>, ...``
-            or ``run_ids needs a run id (<scenario>/<run_dir_name>)``.
+            or ``run_ids needs a run id (<scenario>/<run_dir_name>)`` (none, or an empty one).
     """
     if run_ids is None:
         return
@@ -66,8 +66,38 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
         raise SelectionError.of(
             Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
         )
-    if not run_ids:
-        raise SelectionError.of(NEEDS_RUN_ID)
+    if not run_ids or any(isinstance(r, str) and not r.strip() for r in run_ids):
+        raise SelectionError.of(NEEDS_RUN_ID)  # [] and [""] alike, on every surface
+    for run_id in run_ids:
+        if isinstance(run_id, str) and not is_run_id(run_id):
+            path = run_id.startswith("/") or "://" in run_id
+            reason = (
+                f"a path, not a run id: {RUN_ID_SHAPE}"
+                if path
+                else f"not a run id ({RUN_ID_SHAPE})"
+            )
+            raise SelectionError.of(
+                Refusal(field="run_ids", value=repr(run_id), reason=reason, colon=True)
+            )
+
+
+RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
+"""What a run id is, as a malformed one's refusal words it (quoted as sent, on every surface;
+MCP, which never names the server's path, cuts the runs directory from a path sent)."""
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` is shaped ``<scenario>/<run_dir_name>``: the one run-id parse.
+
+    Two non-empty parts, neither ``.`` nor ``..``, no blank around them, no leading or
+    trailing ``/`` (an absolute path, ``veyru/1796433857/``) and no backslash.
+    """
+    parts = text.split("/")
+    return (
+        len(parts) == 2
+        and all(p and p == p.strip() and p not in (".", "..") for p in parts)
+        and "\\" not in text
+    )
 
 
 class RunIdSelection(BaseModel):
@@ -206,8 +236,6 @@ def selection_of(
     }
     _check_text({"run_ids": run_ids, **filters})
     check_run_ids(run_ids, filters)
-    if any(not r.strip() for r in run_ids or []):
-        raise SelectionError.of(NEEDS_RUN_ID)
     if run_ids is not None:
         return RunIdSelection(run_ids=run_ids)
     parse_conditions(knob)

@@ -114,6 +114,7 @@ if TYPE_CHECKING:
     )
     from glossogen.launch._settings import (
         check_derived_spend_cap,
+        check_launch,
         check_model_settings,
         check_spend_cap,
         derived_run_check,
@@ -182,6 +183,7 @@ _HOME = {
     "open_session": "glossogen.launch._session",
     "price_spend": "glossogen.launch._session",
     "check_derived_spend_cap": "glossogen.launch._settings",
+    "check_launch": "glossogen.launch._settings",
     "check_model_settings": "glossogen.launch._settings",
     "check_spend_cap": "glossogen.launch._settings",
     "derived_run_check": "glossogen.launch._settings",
@@ -223,6 +225,7 @@ __all__ = [
     "check_derived_spend_cap",
     "check_judge_cache",
     "check_limits",
+    "check_launch",
     "check_model_settings",
     "check_runs_dir",
     "check_spend_cap",

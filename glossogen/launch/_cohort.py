@@ -76,7 +76,13 @@ def check_cohort(
     """
     from glossogen.environment import load_environment  # not launch's: it imports the engine
     from glossogen.evaluation import JUDGE_ENV_VARS
-    from glossogen.export import RunsDirError, check_runs_dir, check_selection, parse_conditions
+    from glossogen.export import (
+        RunsDirError,
+        RunsMissing,
+        check_runs_dir,
+        check_selection,
+        parse_conditions,
+    )
     from glossogen.storage import StorageError
 
     if spend_cap_usd is not None:  # inf and nan as the CLI's --spend-cap-usd refuses them
@@ -105,6 +111,8 @@ def check_cohort(
         if request.selection is not None:  # None: every run (nothing to refuse)
             listed = check_selection(runs_dir, request.selection)  # before any flow run
             request = request.model_copy(update={"listed": listed})
+    except RunsMissing as exc:  # the export's exit 66 for them, before any flow run
+        raise EvaluationError(str(exc), exit_codes.UNREADABLE) from None
     except SelectionError as exc:
         raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
     except RunsDirError as exc:

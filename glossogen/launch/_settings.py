@@ -223,3 +223,36 @@ def uncosted_models(config: RunConfig) -> list[str]:
     return sorted(
         f"{p}:{m}" for p, m in pairs if price_call(p, m, input_tokens=1, output_tokens=1) is None
     )
+
+
+def check_launch(
+    config: RunConfig, rounds_done: int = 0, runs_dir: str = ""
+) -> RunCostEstimate | None:
+    """Every launch check of a planned run, once and in one order, for every surface.
+
+    Credentials, then the model settings (building a model needs its key), then the spend cap
+    against the dry-run estimate of the rounds still to play, then (a new run) the runs dir.
+    ``glossogen run``, MCP's ``start_run`` and ``resume_run`` all call this, so a launch that
+    fails two checks is refused for the same one everywhere.
+
+    Args:
+        config: The planned run.
+        rounds_done: Rounds already played (a resume); the cap is held to the rest.
+        runs_dir: A new run's runs dir, checked last ("" for a resume: its folder exists).
+
+    Returns:
+        The spend cap's dry-run estimate (None when the run has no cap).
+
+    Raises:
+        LaunchError: 77 for a missing credential, 65 for a setting a model would drop or a
+            cap the estimate passes, 66/69 for a runs dir where no folder can be made.
+    """
+    from glossogen.launch._credentials import check_credentials
+    from glossogen.launch._session import check_runs_dir
+
+    check_credentials(config)
+    check_model_settings(config)
+    estimate = check_spend_cap(config, max(0, config.knobs.round_count - rounds_done))
+    if runs_dir:
+        check_runs_dir(runs_dir)
+    return estimate

@@ -223,12 +223,7 @@ class Launching(ToolBase):
             run_timeout_seconds, group_slug, judge_cache,
         )  # fmt: skip
         try:
-            launch.check_spend_cap(plan, plan.knobs.round_count)
-        except launch.LaunchError as exc:
-            raise refuse(exc) from None
-        self._check(plan)
-        try:
-            launch.check_runs_dir(self.runs_dir)
+            launch.check_launch(plan, 0, self.runs_dir)  # the one order, as glossogen run's
         except launch.LaunchError as exc:
             raise refuse(exc) from None
         try:
@@ -300,9 +295,7 @@ class Launching(ToolBase):
             run_timeout_seconds, spend_cap_usd, group_slug, judge_cache,
         )  # fmt: skip
         try:
-            launch.check_credentials(plan)
-            launch.check_model_settings(plan)
-            launch.check_spend_cap(plan, max(0, plan.knobs.round_count - point.state.after_round))
+            launch.check_launch(plan, point.state.after_round)
             folder.check_unlocked()
         except (launch.LaunchError, StorageError, RunBusyError) as exc:
             raise refuse(exc, RESUME_ARGUMENTS) from None

@@ -16,6 +16,7 @@ from glossogen.export import (
     SelectedRuns,
     SelectionError,
     select_runs,
+    selection_of,
 )
 from tests.export.conftest import CUT, FORK, OLD, A, B, C, Cohort
 
@@ -163,10 +164,16 @@ def test_operators_parse_longest_first() -> None:
 def test_explicit_ids_report_those_that_no_longer_resolve(cohort: Cohort) -> None:
     found = select_runs(
         str(cohort.runs_dir),
-        RunIdSelection(run_ids=[B, "veyru/1", A, "../etc", B]),
+        RunIdSelection(run_ids=[B, "veyru/1", A, B]),
     )
     assert [r.run_id for r in found.records] == [B, A]
-    assert found.missing_run_ids == ["veyru/1", "../etc"]
+    assert found.missing_run_ids == ["veyru/1"]
+    with pytest.raises(SelectionError) as caught:  # not <scenario>/<run>: refused, not missing
+        selection_of(run_ids=[B, "../etc"])
+    assert said_of_selection(caught.value) == (
+        "--run-id '../etc': not a run id (<scenario>/<run_dir_name>, relative to the runs "
+        "directory)"
+    )
 
 
 def test_a_selection_over_the_limit_names_it_and_the_flag(cohort: Cohort) -> None:
@@ -309,7 +316,10 @@ def test_the_check_judges_a_knob_value_by_the_claims_config_and_hands_on_its_lis
     with pytest.raises(SelectionError) as caught:
         check_selection(str(runs), FilterSelection(knob=["round_count>=lots"]))
     assert caught.value.message == _refusal(cohort, "round_count>=lots")
-    assert check_selection(str(runs), RunIdSelection(run_ids=[A])) is None
+    assert check_selection(str(cohort.runs_dir), RunIdSelection(run_ids=[A])) is None
+    with pytest.raises(SelectionError) as caught:  # its log deleted: as export refuses it
+        check_selection(str(runs), RunIdSelection(run_ids=[A]))
+    assert caught.value.message == f"run ids that no longer resolve: {A}"
     listed = check_selection(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]))
     assert listed == RunStore(str(cohort.runs_dir)).list_runs()
     chosen = select_runs(str(cohort.runs_dir), FilterSelection(scenario=["veyru"]), listed=[A])

@@ -408,11 +408,12 @@ def test_a_scenario_no_run_has_is_422_naming_it(cohort: dict[str, str]) -> None:
 def test_an_empty_run_id_list_or_table_list_is_422(cohort: dict[str, str]) -> None:
     client = _client(cohort)
     for route in ("preview", "csv", "raw"):
-        got = client.post(f"{API}/{route}", json={"selection": _ids()})
-        assert (got.status_code, got.json()) == (422, {"detail": {  # as --run-id '' is
-            "field": "run_ids",
-            "message": "run_ids needs a run id (<scenario>/<run_dir_name>)",
-        }})  # fmt: skip
+        for empty in ([], [""], [" "]):  # [""]: was "selection.run_ids.0: String should ..."
+            got = client.post(f"{API}/{route}", json={"selection": _ids(*empty)})
+            assert (got.status_code, got.json()) == (422, {"detail": {  # as --run-id '' is
+                "field": "run_ids",
+                "message": "run_ids needs a run id (<scenario>/<run_dir_name>)",
+            }})  # fmt: skip
         both = {"selection": {**_ids(cohort["two"]), "scenario": ["veyru"]}}
         got = client.post(f"{API}/{route}", json=both)  # as MCP's export_runs words it
         assert (got.status_code, got.json()) == (422, {"detail": {
