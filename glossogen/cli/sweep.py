@@ -94,7 +94,10 @@ def play_until_interrupted(flow_run: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
     context = contextvars.copy_context()
     thread = threading.Thread(target=in_thread, name="glossogen-sweep-flow")
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread (the first install refused): signals stay as is
+        before = {}
     try:
         thread.start()
         thread.join()  # a signal's handler runs in between; the wait goes on
