@@ -78,9 +78,17 @@ def runs_dir_not_text(runs_dir: str) -> Refusal | None:
     CLI's entry asks it of every command's ``--runs-dir`` before anything is read or written,
     and :func:`glossogen.replay.replay_run` of its request. The path is shown whole.
     """
-    if is_utf8(runs_dir):
+    return path_not_text("runs_dir", runs_dir)
+
+
+def path_not_text(field: str, path: str) -> Refusal | None:
+    """Refuse the path field ``field`` (``runs_dir``, ``judge_cache``) not UTF-8 text.
+
+    As :func:`runs_dir_not_text`; None when it is text.
+    """
+    if is_utf8(path):
         return None
-    return Refusal(field="runs_dir", value=shown_path(runs_dir), reason="not UTF-8 text")
+    return Refusal(field=field, value=shown_path(path), reason="not UTF-8 text")
 
 
 def not_utf8(value: Any) -> tuple[tuple[str, ...], str] | None:

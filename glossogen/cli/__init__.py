@@ -184,28 +184,33 @@ def _usage_line(exc: TyperException, argv: list[str]) -> str:
     return message if repr(typed) in message else f"{message}: got {typed!r}"
 
 
-def _runs_dir_not_text(args: list[str]) -> str | None:
-    """Refuse a ``--runs-dir`` that is not UTF-8 text, for every command, before it starts.
+PATH_OPTIONS = {"--runs-dir": "runs_dir", "--judge-cache": "judge_cache"}
+"""The path options every command refuses up front when not UTF-8 text, and their fields."""
 
-    The check is the library's (:func:`glossogen.refusals.runs_dir_not_text`, which replay
-    asks too), worded with the flag; here only each ``--runs-dir`` value is found in ``args``.
+
+def _path_not_text(args: list[str]) -> str | None:
+    """Refuse a ``--runs-dir`` or ``--judge-cache`` not UTF-8 text, before any command starts.
+
+    The check is the library's (:func:`glossogen.refusals.path_not_text`, which replay asks
+    too of its runs folder), worded with the flag; here only each value is found in ``args``.
     """
-    from glossogen.refusals import runs_dir_not_text
+    from glossogen.refusals import path_not_text
 
     for index, arg in enumerate(args):
-        value = args[index + 1] if arg == "--runs-dir" and index + 1 < len(args) else None
-        if arg.startswith("--runs-dir="):
-            value = arg.removeprefix("--runs-dir=")
-        refusal = None if value is None else runs_dir_not_text(value)
-        if refusal is not None:
-            return refusal.worded(FLAGS)
+        for option, name in PATH_OPTIONS.items():
+            value = args[index + 1] if arg == option and index + 1 < len(args) else None
+            if arg.startswith(f"{option}="):
+                value = arg.removeprefix(f"{option}=")
+            refusal = None if value is None else path_not_text(name, value)
+            if refusal is not None:
+                return refusal.worded(FLAGS)
     return None
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with a DESIGN §9 code (never click's 2)."""
     answer_ctrl_c()
-    refused = _runs_dir_not_text(sys.argv[1:] if argv is None else argv)
+    refused = _path_not_text(sys.argv[1:] if argv is None else argv)
     if refused is not None:  # before any command reads or writes
         error(refused)
         sys.exit(EXIT_USAGE)

@@ -20,7 +20,9 @@ SIGTERM stops every temporary server this process started (one still starting in
 ends the process by the signal. While a flow runs, Prefect's handler takes the signal first
 (the run seals its log ``interrupted``) and then sends it again to the handler it replaced,
 this one: before that, Prefect's resent signal met the default handler and ended the command at
-once, its server left running.
+once, its server left running. ``glossogen sweep`` plays its flow off the main thread
+(:func:`glossogen.cli.sweep.play_until_interrupted`), where neither Prefect nor a run installs
+a handler: its SIGTERM cancels the flow as Ctrl-C does, then comes here again.
 """
 
 from __future__ import annotations

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import math
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+import threading
+from collections.abc import Callable, Coroutine
 from contextlib import ExitStack
 from functools import partial
+from types import FrameType
 from typing import Any, TypeVar
 
 import typer
@@ -44,32 +48,70 @@ class _Launches:
         print(f"trial {trial}: {why} (nothing was played); launching it again", flush=True)
 
 
-async def play_until_interrupted(flow_run: Coroutine[Any, Any, T]) -> T:
-    """Await ``flow_run``; on SIGINT cancel it, let it end, and raise ``KeyboardInterrupt``.
+class Terminated(BaseException):
+    """SIGTERM (``timeout``, ``kill``) ended the flow as Ctrl-C does; the command ends by it."""
 
-    The flow's cancellation path cancels each run and awaits its ``simulation_ended``
-    (bounded) before it returns. Whatever it then raises (Ctrl-C also reaches a temporary
-    Prefect server in the same process group, so reporting the flow's state may fail with a
-    connection error) is reported as the interrupt it is.
+
+def play_until_interrupted(flow_run: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Play ``flow_run()`` on an event loop of its own thread; SIGINT or SIGTERM cancels it.
+
+    The main thread, which alone takes signals, only waits: a SIGINT or SIGTERM cancels the
+    flow's task, the flow's cancellation path cancels each run and awaits its
+    ``simulation_ended`` (bounded), and then ``KeyboardInterrupt`` (SIGINT) or
+    :class:`Terminated` (a SIGTERM among the signals) is raised, whatever the flow raised
+    (Ctrl-C also reaches a temporary Prefect server in the same process group, so reporting the
+    flow's state may fail with a connection error). Off the main thread neither Prefect's
+    engine nor a run installs its SIGTERM handler, which raises ``TerminationSignal`` in
+    whatever task the main thread runs: with several runs' subflows in flight, each entering
+    and leaving Prefect's handler, a SIGTERM landed in one run's task, froze it unsealed and
+    left the sweep playing. The flow's thread runs in a copy of this context (the API URL).
     """
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(flow_run)
-    interrupts = 0
+    started = threading.Event()
+    flying: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[T]]] = []
+    ended: list[T | BaseException] = []
+    signals: list[int] = []
 
-    def on_sigint() -> None:
-        nonlocal interrupts
-        interrupts += 1
-        task.cancel()
-
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-    try:
+    async def play() -> T:
+        task = asyncio.ensure_future(flow_run())
+        flying.append((asyncio.get_running_loop(), task))
+        started.set()
         return await task
-    except BaseException:
-        if interrupts:
-            raise KeyboardInterrupt from None
-        raise
+
+    def in_thread() -> None:
+        try:
+            ended.append(context.run(asyncio.run, play()))
+        except BaseException as exc:  # noqa: BLE001 (handed to the main thread as is)
+            ended.append(exc)
+        finally:
+            started.set()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        signals.append(signum)
+        started.wait()  # a signal before the task exists cancels it once it does
+        for loop, task in flying:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(task.cancel)
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=in_thread, name="glossogen-sweep-flow")
+    try:
+        before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread (the first install refused): signals stay as is
+        before = {}
+    try:
+        thread.start()
+        thread.join()  # a signal's handler runs in between; the wait goes on
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    (outcome,) = ended
+    if signal.SIGTERM in signals:
+        raise Terminated
+    if signals:
+        raise KeyboardInterrupt
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 def _first_line(exc: BaseException) -> str:
@@ -218,10 +260,17 @@ def sweep(
             stack.enter_context(using_api_url(server.api_url))
         try:
             with observing(_Launches()):
-                summary = asyncio.run(play_until_interrupted(sweep_flow(request, planned)))
+                summary = play_until_interrupted(lambda: sweep_flow(request, planned))
         except SweepError as exc:
             _error(str(exc))
             return exc.exit_code
+        except Terminated:
+            # The runs' logs are sealed: SIGTERM again, now to stopped_on_sigterm's handler,
+            # which prints the line, stops the server and ends the process by the signal.
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.pause()  # the handler runs at once and does not return
+            raise
         except (KeyboardInterrupt, TerminationSignal):
             _error(_interrupted(spec.runs_dir, sweep_id))
             sys.stdout.flush()

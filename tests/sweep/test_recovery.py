@@ -78,7 +78,7 @@ def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> Non
 
     async def flow() -> str:
         try:
-            os.kill(os.getpid(), signal.SIGINT)  # delivered through the loop's handler
+            os.kill(os.getpid(), signal.SIGINT)  # the main thread's handler cancels the flow
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             sealed.append("simulation_ended interrupted")
@@ -88,7 +88,7 @@ def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> Non
         return "not reached"
 
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(play_until_interrupted(flow()))
+        play_until_interrupted(flow)
     assert sealed == ["simulation_ended interrupted"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 

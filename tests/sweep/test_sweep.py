@@ -278,6 +278,21 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
         assert trial["verdicts"] == verdicts and verdicts
 
 
+def _long_sweep(tmp_path: Path, home: Path, knobs: str) -> subprocess.Popen[str]:
+    """``glossogen sweep`` of scripted prisoners_dilemma runs, on its own temporary server."""
+    env = os.environ.copy()
+    env.pop("PREFECT_API_URL", None)
+    env["PREFECT_HOME"] = str(home)  # its own database, shared with no test
+    (tmp_path / "long.yaml").write_text(
+        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n" + knobs
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # a group reaped() ends
+    )  # fmt: skip
+
+
 def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
     tmp_path: Path, fresh_prefect_home: Path
 ) -> None:
@@ -285,18 +300,9 @@ def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
     ``PREFECT_API_URL`` the sweep started a Prefect server in a session of its own, which the
     signal does not reach; the sweep stops it before it ends by the signal, its run sealed
     ``interrupted`` (was: the process ended, the server played on)."""
-    env = os.environ.copy()
-    env.pop("PREFECT_API_URL", None)
-    env["PREFECT_HOME"] = str(fresh_prefect_home)  # its own database, shared with no test
-    (tmp_path / "long.yaml").write_text(
-        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
-        "knobs: {round_count: 1000, postmortem_enabled: false}\n"
+    process = _long_sweep(
+        tmp_path, fresh_prefect_home, "knobs: {round_count: 1000, postmortem_enabled: false}\n"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,  # a group reaped() ends
-    )  # fmt: skip
     runs = tmp_path / "runs" / "prisoners_dilemma"
 
     def mid_game() -> bool:
@@ -318,6 +324,43 @@ def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
     (log,) = runs.glob("*/prisoners_dilemma.jsonl")
     ended = read_events(str(log)).events[-1]
     assert (ended.event_type, ended.status) == ("simulation_ended", "interrupted")
+
+
+def test_a_sigterm_ends_a_sweep_of_several_runs_in_flight_like_ctrl_c(
+    tmp_path: Path, fresh_prefect_home: Path
+) -> None:
+    """Four long runs in flight at once (issue 34): one SIGTERM seals every run ``interrupted``,
+    stops the temporary server and ends the sweep by the signal (was: each run's subflow put
+    Prefect's handler back, the signal was raised in one run's task, that run froze unsealed,
+    the others played on and a second SIGTERM did nothing)."""
+    process = _long_sweep(
+        tmp_path,
+        fresh_prefect_home,
+        "knobs: {postmortem_enabled: false}\ngrid:\n  round_count: [990, 1000]\ntrials: 2\n",
+    )
+    runs = tmp_path / "runs" / "prisoners_dilemma"
+
+    def all_mid_game() -> bool:
+        assert process.poll() is None, process.communicate()
+        logs = list(runs.glob("*/prisoners_dilemma.jsonl"))
+        return len(logs) == 4 and all('"round_result_recorded"' in log.read_text() for log in logs)
+
+    with reaped(process, home=fresh_prefect_home):  # its server, in a session of its own, too
+        wait_until(all_mid_game, "the four runs to be mid-game")
+        server = the_server_of(process.pid)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=300)  # bound: a hang's (was: it ignored SIGTERM)
+        assert process.returncode == -signal.SIGTERM
+        server.assert_stopped()
+    assert err.splitlines()[-1] == (
+        "glossogen: error: interrupted; every run's log ends with simulation_ended "
+        "(interrupted), run_summary.json says what ran"
+    )
+    logs = sorted(runs.glob("*/prisoners_dilemma.jsonl"))
+    assert len(logs) == 4
+    for log in logs:
+        ended = read_events(str(log)).events[-1]
+        assert (ended.event_type, ended.status) == ("simulation_ended", "interrupted"), log
 
 
 def _locked(folder: Path) -> bool:
