@@ -162,8 +162,20 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.measure, args.runs, args.out)))
         return
-    scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="analysis-bench-"))
-    scratch.mkdir(parents=True, exist_ok=True)
+    if args.keep:
+        scratch = Path(args.keep)
+        scratch.mkdir(parents=True, exist_ok=True)
+        report(scratch, args.runs)
+        return
+    # The 10,000-run cohort is ~14 GB: a scratch one is removed however the bench ends (it was
+    # left behind, and two runs of the bench filled this machine's disk).
+    with tempfile.TemporaryDirectory(prefix="analysis-bench-") as scratch_dir:
+        report(Path(scratch_dir), args.runs)
+
+
+def report(scratch: Path, runs: int) -> None:
+    """Build (or reuse) the cohort under ``scratch``, measure it, print the figures."""
+    args = argparse.Namespace(runs=runs)
     t0 = time.perf_counter()
     runs_dir = build_cohort(scratch, args.runs)
     print(f"cohort of {args.runs} runs ready in {time.perf_counter() - t0:.1f} s: {runs_dir}")
