@@ -18,6 +18,7 @@ regenerated figure can be compared with the one cited.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from glossogen.analysis._query import Query, QueryError, Result, key_shown, shown
@@ -271,7 +272,9 @@ def write_plot(result: Result, path: str, chart: str) -> None:
         note = "" if chart == "heatmap" else "; error bars: 95% interval"
         ax.set_title(f"{measure} by {', '.join(result.query.by) or 'all'}\n"
                      f"{runs_read(result)}{note}", fontsize=10)  # fmt: skip
-        fig.tight_layout()
+        with warnings.catch_warnings():  # a frame too crowded to fit keeps matplotlib's layout
+            warnings.simplefilter("ignore", UserWarning)  # (no library warning on stderr)
+            fig.tight_layout()
         # No date in the file and fixed ids: the same result draws the same bytes.
         with matplotlib.rc_context({"svg.hashsalt": "glossogen"}):
             fig.savefig(path, format=ext, metadata={"Date": None} if ext == "svg" else None)

@@ -131,11 +131,13 @@ def _labels(raw: Any, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     """A run's labels (``labels.json``, else the config's ``labels``), and its keys that are not.
 
     The keys whose value is not a label come with what each holds (``a list``, ``an object``,
-    ``null``).
-    A text value is the label ``key=value``; a number is one too, as its JSON text (``800``,
-    ``0.5``); ``true`` is the bare tag ``key``; ``false`` is the tag not carried (no label).
+    ``null``, ``a number that is not finite``).
+    A text value is the label ``key=value``; a number is one too, as it reads once parsed
+    (``800``, ``0.5``; ``1e3`` reads ``1000.0``); ``true`` is the bare tag ``key``; ``false``
+    is the tag not carried (no label).
     """
     import json
+    import math
 
     if not isinstance(raw, dict):
         raw = config.get("labels") if isinstance(config.get("labels"), dict) else {}
@@ -144,6 +146,8 @@ def _labels(raw: Any, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     for key, value in raw.items():
         if value is True or isinstance(value, str):
             labels[str(key)] = value
+        elif isinstance(value, float) and not math.isfinite(value):  # NaN, Infinity, 1e400
+            not_labels[str(key)] = "a number that is not finite"
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             labels[str(key)] = json.dumps(value)
         elif value is not False:

@@ -277,3 +277,22 @@ def test_a_dashboard_path_holding_a_byte_that_is_not_utf8_writes_its_report(
     capsys.readouterr()
     page = (out / "index.html").read_text()
     assert f"from <code>{tmp_path}/b\\udcffad.yaml</code>" in page
+
+
+def test_a_number_that_is_not_finite_in_labels_json_is_named_in_a_note_not_read_as_a_label(
+    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``{"huge": 1e400}`` (Infinity once parsed) and ``NaN`` read as the labels ``huge=Infinity``
+    and ``nan=NaN`` (u47d); ``1e3`` is ``big=1000.0``, as README says a number reads."""
+    runs = tmp_path / "runs"
+    shutil.copytree(cohort.runs_dir, runs, ignore=shutil.ignore_patterns(".glossogen"))
+    labelled = cohort.ids["r1"]
+    (runs / labelled / "labels.json").write_text('{"huge": 1e400, "nan": NaN, "big": 1e3}')
+    answer = analyze_json(capsys, "--runs-dir", str(runs), "--by", "labels", "--measure",
+                          "task_done:count", "--label", "big=1000.0")  # fmt: skip
+    why = "not a label (a label's value is text, a number, true or false)"
+    assert [g["keys"]["labels"] for g in answer["groups"]] == ["big=1000.0"]
+    assert answer["notes"] == [
+        f"{labelled}: labels.json's 'huge' holds a number that is not finite, {why}",
+        f"{labelled}: labels.json's 'nan' holds a number that is not finite, {why}",
+    ]
