@@ -262,6 +262,8 @@ class _OneLineTool(Tool):
 def _said(error: Any) -> str:
     """One argument's problem: its place and pydantic's text.
 
+    Our own validators' lines are as written, without pydantic's ``Value error, `` tag (as
+    REST words them).
     An unknown key echoes its value (:func:`~glossogen.refusals.unknown_key_line`, as REST
     and a dashboard say it).
     """
@@ -269,7 +271,7 @@ def _said(error: Any) -> str:
 
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
-    return f"{_place(error['loc'])}: {error['msg']}"
+    return f"{_place(error['loc'])}: {str(error['msg']).removeprefix('Value error, ')}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:

@@ -278,6 +278,11 @@ def test_the_pages_refuse_a_filter_not_utf8_in_their_address(client: TestClient)
     ]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 32: an empty run id is placed 'run_ids' by REST's analysis route (the export's "
+    "SelectionError) but 'selection.run_ids' by MCP (pydantic's place); the two surfaces disagree",
+)
 def test_a_bad_selection_key_is_placed_alike_by_rest_and_mcp(
     cohort: Cohort, client: TestClient, tmp_path: Path
 ) -> None:
@@ -300,7 +305,7 @@ def test_a_bad_selection_key_is_placed_alike_by_rest_and_mcp(
                for s in selections]  # fmt: skip
     assert by_mcp == [
         "selection.bogus 1: Extra inputs are not permitted",  # the value echoed, as REST's
-        "selection.run_ids.0: String should have at least 1 character",
+        "selection.run_ids: run_ids needs a run id (<scenario>/<run_dir_name>)",  # as export's
     ]
     assert by_rest[0] == {"field": "selection.bogus", "message": by_mcp[0]}
     assert f"{by_rest[1]['field']}: {by_rest[1]['message']}" == by_mcp[1]

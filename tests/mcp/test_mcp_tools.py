@@ -203,7 +203,9 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
     runs.mkdir()
 
     async def go() -> tuple[dict[str, Any], str]:
-        params_env = {"OPENAI_API_KEY": "sk-test-not-a-real-key"}
+        # Both keys present: a missing key is refused before the cap (glossogen run's order).
+        params_env = {"OPENAI_API_KEY": "sk-test-not-a-real-key",
+                      "ANTHROPIC_API_KEY": "sk-test-not-a-real-key"}  # fmt: skip
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -225,10 +227,10 @@ def test_a_launch_over_its_spend_cap_is_refused_before_any_claim(
     estimate, refused = asyncio.run(go())
     assert estimate["credentials"] == [
         {"variable": "OPENAI_API_KEY", "needed_by": "agent field_observer", "present": True},
-        {"variable": "ANTHROPIC_API_KEY", "needed_by": "judge", "present": False},
+        {"variable": "ANTHROPIC_API_KEY", "needed_by": "judge", "present": True},
     ]
     assert "sk-test" not in str(estimate)
-    # The one launch estimate (glossogen run --dry-run's and the cap's), with no judge key:
+    # The one launch estimate (glossogen run --dry-run's and the cap's):
     # veyru's seats on gpt-5.4 and its 2 judge calls a round on claude-haiku-4-5.
     plan = plan_run(
         RunRequest(
