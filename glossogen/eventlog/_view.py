@@ -258,6 +258,7 @@ class Spend:
 
 _add = add_usd
 _PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
+PricedEvent = LlmResponseReceived | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
 _PRICED_TYPES: frozenset[type[Event]] = frozenset(_PRICED)
 """The priced classes, all final: ``type(event) in`` it is ``isinstance(event, _PRICED)``."""
 
@@ -558,13 +559,13 @@ class RunView:
 
     # -- spend and time ----------------------------------------------------------------------
     @cached_property
-    def priced(self) -> list[Event]:
+    def priced(self) -> list[PricedEvent]:
         """Every priced event, superseded and copied ones included, in log order.
 
         Model and judge calls and cut-off attempts; listed once per view, so the spend folds
         read these, not the whole log.
         """
-        return [e for e in self.read.events if type(e) in _PRICED_TYPES]
+        return [e for e in self.read.events if isinstance(e, _PRICED)]
 
     def _spend(self, inherited: bool) -> Spend:
         spend = Spend()
@@ -603,14 +604,13 @@ class RunView:
         for event in self.priced:
             if inherited and event.event_id in inherited:
                 continue
-            kind = type(event)
-            if kind is ModelRequestAbandoned:  # the round that sent it paid it
-                number = event.sent_in_round  # type: ignore[attr-defined]
-            elif kind is AgentRunCycleFailed and event.cost_usd == 0.0:  # type: ignore[attr-defined]
+            if isinstance(event, ModelRequestAbandoned):  # the round that sent it paid it
+                number = event.sent_in_round
+            elif isinstance(event, AgentRunCycleFailed) and event.cost_usd == 0.0:
                 continue
             else:
                 number = event.round_number
-            rounds[number] = _add(rounds.get(number, 0.0), event.cost_usd)  # type: ignore[attr-defined]
+            rounds[number] = _add(rounds.get(number, 0.0), event.cost_usd)
         return rounds
 
     @property
