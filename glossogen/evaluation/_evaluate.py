@@ -431,12 +431,25 @@ async def _score_safely(plan: EvaluationPlan, metric: Metric) -> Outcome:
 
 
 async def score_all(plan: EvaluationPlan, reuse_all: bool = False) -> list[Outcome]:
-    """Score the planned metrics not reused (:meth:`EvaluationPlan.to_score`), concurrently.
+    """Score the planned metrics not reused (:meth:`EvaluationPlan.to_score`).
 
-    Judge and probe calls of different metrics overlap; a metric that fails becomes its
-    ``failed`` outcome and never stops the others. Outcomes come back in plan order.
+    Judge and probe calls of different metrics overlap (those metrics run concurrently); the
+    deterministic ones, which call nothing, are scored in turn without giving the event loop
+    away, so a cohort's batches never interleave their runs' deterministic work (each run's
+    pause of the cyclic garbage collector, ``_cohort.evaluate_batch``, then holds: interleaved,
+    one run's end resumed it while another's events were live, and every collection walked
+    them). A metric that fails becomes its ``failed`` outcome and never stops the others.
+    Outcomes come back in plan order.
     """
-    return list(await asyncio.gather(*(_score_safely(plan, m) for m in plan.to_score(reuse_all))))
+    metrics = plan.to_score(reuse_all)
+    calling = [i for i, m in enumerate(metrics) if m.kind != "deterministic"]
+    outcomes = [await _score_safely(plan, m) if m.kind == "deterministic" else None
+                for m in metrics]  # fmt: skip
+    if calling:
+        called = await asyncio.gather(*(_score_safely(plan, metrics[i]) for i in calling))
+        for i, outcome in zip(calling, called, strict=True):
+            outcomes[i] = outcome
+    return [o for o in outcomes if o is not None]
 
 
 def write_outcomes(

@@ -86,10 +86,20 @@ def parse_json(data: bytes) -> Any:
         UnicodeDecodeError: ``data`` is not UTF-8 text (a raw byte 0xff; UTF-16 text).
         ValueError: (:class:`json.JSONDecodeError`) if ``data`` is not valid JSON.
     """
+    return _parsed(data)[0]
+
+
+def _parsed(data: bytes) -> tuple[Any, bool]:
+    """:func:`parse_json`'s value, and whether its every string is known to be UTF-8 text.
+
+    True when pydantic-core read it: it refuses a lone surrogate's escape and builds each
+    string as Rust's UTF-8 text, so no string it returns can hold one (nothing left to walk:
+    :func:`~glossogen.refusals.not_utf8`). False when the standard library read it.
+    """
     try:
-        return from_json(data)
+        return from_json(data), True
     except ValueError:
-        return json.loads(data.decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig")), False
 
 
 @dataclass(frozen=True)
@@ -363,13 +373,17 @@ class RunFolder:
             ValueError: if it is not valid JSON.
             StorageError: if the storage is unreachable or the bucket is missing.
         """
+        return self._read_parsed(name)[0]
+
+    def _read_parsed(self, name: str) -> tuple[Any, bool]:
+        """:meth:`read_json`'s value, and whether its strings are surely text (:func:`_parsed`)."""
         url = self.file_url(name)
         fs, path = open_fs(url)
         with translate_errors(url, fs):
             if is_local(fs):
                 with open(path, "rb") as f:
-                    return parse_json(f.read())
-            return parse_json(fs.cat_file(path))
+                    return _parsed(f.read())
+            return _parsed(fs.cat_file(path))
 
     def read_object(self, name: str) -> dict[str, Any] | None:
         """Return ``name`` in the folder as a JSON object, or None when it does not exist.
@@ -382,7 +396,7 @@ class RunFolder:
         """
         url = self.file_url(name)
         try:
-            value = self.read_json(name)
+            value, text = self._read_parsed(name)
         except FileNotFoundError:
             return None
         except IsADirectoryError:
@@ -396,7 +410,8 @@ class RunFolder:
             raise ValueError(f"{url} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise ValueError(f"{url} is not a JSON object (it holds a {type(value).__name__})")
-        found = not_utf8(value)  # the standard library reads a lone surrogate's escape
+        # Only the standard library reads a lone surrogate's escape: walked when it read it.
+        found = None if text else not_utf8(value)
         if found is not None:
             surrogate = next(char for char in found[1] if not is_utf8(char))
             raise ValueError(

@@ -195,3 +195,23 @@ def test_two_teams_win_a_round_only_together(tmp_path: Path) -> None:
     assert [(o.round_number, o.team_id, o.value) for o in entry.per_round] == [
         (1, "red", 1.0), (1, "blue", 1.0), (2, "red", 1.0), (2, "blue", 0.0),
     ]  # fmt: skip
+
+
+def test_deterministic_metrics_are_scored_without_giving_the_event_loop_away(
+    tmp_path: Path,
+) -> None:
+    """A cohort's concurrent batches cannot interleave a run's deterministic scoring.
+
+    ``score_all`` over deterministic metrics alone completes on its first step (driven by hand,
+    no event loop), with every outcome in plan order: another batch's run cannot start while
+    this run's events are live and the collector is paused (``_cohort.evaluate_batch``).
+    """
+    log = RunLog(tmp_path)
+    log.round(1).say(1, "field_observer", "frost at edges").verdict(1, True).end()
+    plan = plan_evaluation(str(log.write()), "mean_chars_per_message,messages_per_round")
+    step = score_all(plan)
+    with pytest.raises(StopIteration) as done:
+        step.send(None)
+    outcomes = done.value.value
+    assert [o.name for o in outcomes] == ["mean_chars_per_message", "messages_per_round"]
+    assert [o.result.score for o in outcomes] == [14.0, 1.0]
