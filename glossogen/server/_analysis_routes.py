@@ -72,7 +72,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.export._select import _check_limit as check_limit
-from glossogen.refusals import not_utf8, shown
+from glossogen.refusals import not_utf8, shown, validator_line
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
 from glossogen.storage import RunStore, StorageError
@@ -105,7 +105,7 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "query"
-        message = str(first["msg"]).removeprefix("Value error, ")
+        message = validator_line(first)
         raise HTTPException(422, {"field": field, "message": message}) from exc
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
