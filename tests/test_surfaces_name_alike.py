@@ -94,6 +94,16 @@ def test_a_body_with_two_refused_values_names_both_over_rest_as_mcp_does(
     rest_lines = sorted(f"{e['field']}: {e['message']}" for e in got.json()["detail"]["errors"])
     assert rest_lines == mcp_lines
     assert not (tmp_path / "out").exists()
+    # The analysis query's body alike (the same handler): both of its refused values.
+    body = {"measures": [{"field": "run_id", "agg": "count"}], "limit": "abc", "seed": "x"}
+    got = TestClient(create_app(runs)).post("/api/g/local/runs/analysis/query", json=body)
+    integer = "Input should be a valid integer"
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "limit", "message": integer,
+        "errors": [{"field": "limit", "message": integer}, {"field": "seed", "message": integer}],
+    }})  # fmt: skip
+    answer, _ = _mcp(runs, "analyze_runs", measures=["run_id:count"], limit="abc", seed="x")
+    assert answer.line == f"limit: {integer}; seed: {integer}"
 
 
 KNOB_LINE = (

@@ -102,11 +102,13 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
         raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
     if isinstance(exc, RunsDirError):
         raise HTTPException(503, {"message": served_line(exc)}) from exc
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "query"
-        message = validator_line(first)
-        raise HTTPException(422, {"field": field, "message": message}) from exc
+    if isinstance(exc, ValidationError):  # every value refused, as the body handler lists them
+        each = [{"field": ".".join(str(p) for p in error["loc"]) or "query",
+                 "message": validator_line(error)} for error in exc.errors()]  # fmt: skip
+        detail: dict[str, Any] = dict(each[0])
+        if len(each) > 1:
+            detail["errors"] = each
+        raise HTTPException(422, detail) from exc
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 
