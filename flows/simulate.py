@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -66,7 +66,7 @@ async def simulate(
     await check_credentials(config)
     folder = await claim_run_dir(config, runs_dir, run_dir)
     session = await start_run(config, folder)
-    return await play_rounds(config, folder, session)
+    return await stop_cancels(play_rounds(config, folder, session), folder)
 
 
 def _resumed_run_id() -> str:
@@ -101,7 +101,7 @@ async def resume(
     point = await open_resume_point(config, run_dir, allow_config_change)
     await record_own_flow_run(point.folder)
     session = await reopen_run(config, point)
-    return await play_rounds(config, point.folder, session)
+    return await stop_cancels(play_rounds(config, point.folder, session), point.folder)
 
 
 INTERRUPTED_PUBLISH_SECONDS = 10.0
@@ -144,6 +144,32 @@ def answer_a_stop(folder: RunFolder) -> None:
     """
     if folder.stop_requested():
         raise KeyboardInterrupt
+
+
+STOPPED = "glossogen stop: the run ended 'interrupted' (resumable)"
+"""The message of the ``Cancelled`` state a stopped run's flow run ends in."""
+
+
+async def stop_cancels(playing: Awaitable[RunResult], folder: RunFolder) -> Any:
+    """Play, and end the flow run ``Cancelled`` when ``glossogen stop`` stopped the run.
+
+    A stop (the page's Stop, MCP ``stop_run``) records itself in the folder and sends SIGINT;
+    the run seals its log ``interrupted`` and raises what the signal raised in it (asyncio's
+    cancellation of the main task under ``asyncio.run``, or ``KeyboardInterrupt``), which
+    Prefect records as a crash (``Crashed``: "Execution was cancelled by the runtime
+    environment"). A stop is a user's cancel, so the flow returns Prefect's ``Cancelled`` state
+    instead, carrying that exception as its data: Prefect raises it again to the flow's
+    caller, which leaves ``interrupted`` as before (exit 130). A Ctrl-C or a cancellation no
+    stop recorded stays Prefect's to record.
+    """
+    from prefect.states import Cancelled
+
+    try:
+        return await playing
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        if not folder.stop_requested():
+            raise
+        return Cancelled(message=STOPPED, data=exc)
 
 
 _terminated: dict[asyncio.Task[Any], bool] = {}

@@ -158,6 +158,16 @@ def unknown_key_line(where: str, given: object) -> str:
     return f"{where}: {line}"
 
 
+def validator_line(error: Mapping[str, Any]) -> str:
+    """One pydantic error's message, a line of our own validators' as written.
+
+    pydantic tags a ``ValueError`` a validator raised ``Value error, ``; every surface shows
+    the line without the tag (REST's message, MCP's line, the CLI's, a spec's or dashboard's
+    key). pydantic's own messages are unchanged.
+    """
+    return str(error.get("msg", "")).removeprefix("Value error, ")
+
+
 def finite_number(text: str | float) -> float:
     """Return the finite number ``text`` spells (typed, or a float a request carries).
 
@@ -185,6 +195,35 @@ def finite_number(text: str | float) -> float:
     return value
 
 
+def not_finite(field: str, value: float | str | None) -> Refusal | None:
+    """Refuse the number field ``field`` when ``value`` is not a finite number; else None.
+
+    The one wording of a number that is not finite, for every surface's number (a tool's
+    argument, a request field, a CLI flag: :func:`finite_number`'s line):
+    ``spend_cap_usd: 'inf' is not a finite number``. None is no value (nothing to refuse).
+    """
+    if value is None:
+        return None
+    try:
+        finite_number(value)
+    except ValueError as exc:
+        return Refusal(field=field, reason=str(exc), colon=True)
+    return None
+
+
+def above_zero(field: str, value: float | None, unit: str) -> Refusal | None:
+    """Refuse a limit ``value`` (``unit``: ``seconds``, ``USD``) not a finite number above 0.
+
+    Not finite: :func:`not_finite`'s line; else ``<field> must be a number of <unit> above 0,
+    got -1``. None is no limit (nothing to refuse). The one check of ``run_timeout_seconds``
+    and ``spend_cap_usd`` for a launch and a derived run alike.
+    """
+    refused = not_finite(field, value)
+    if refused is None and value is not None and not value > 0:
+        refused = Refusal(field=field, reason=f"must be a number of {unit} above 0, got {value:g}")
+    return refused
+
+
 class Refusal(BaseModel):
     """One request value refused.
 
@@ -207,7 +246,7 @@ class Refusal(BaseModel):
         inline: The reason is the whole line and holds ``{name}`` where the name goes
             (``name run folders or a runs dir ({name}), not both``).
         called: How the line names ``field`` when the surface gives it no name of its own
-            ("": by the field's name; ``knob condition`` for a refused ``knob`` condition).
+            ("": by the field's name; ``fork-at-round`` for a resume refused as a fork).
     """
 
     model_config = ConfigDict(frozen=True)

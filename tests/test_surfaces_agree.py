@@ -217,11 +217,10 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
 COHORT_NAMES = {
     "cli": NAMES["cli"]
     | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob", "run_ids": "--run-id"},
-    "mcp": NAMES["mcp"]
-    | {"spend_cap_usd": "spend_cap_usd", "knob": "knob condition", "run_ids": "run_ids"},
+    "mcp": NAMES["mcp"] | {"spend_cap_usd": "spend_cap_usd", "knob": "knob", "run_ids": "run_ids"},
 }
 """How each surface names a cohort's refused values: the CLI's flags, ``evaluate_runs``'s
-arguments (a knob condition as the export's tools name it)."""
+arguments (a knob condition by the tool's argument, ``knob``, as the export's tools name it)."""
 COHORT_REFUSALS = {
     "negative-cap": (["--spend-cap-usd", "-1"], {"spend_cap_usd": -1.0},
                      "{spend_cap_usd} must be a number of USD of at least 0, got -1"),
@@ -455,8 +454,9 @@ def test_a_text_field_measured_is_named_as_typed_alike_through_every_surface(
 
 
 NO_OPERATOR = "{knob} 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"
-KNOB = {"cli": "--knob", "rest": "knob condition", "mcp": "knob condition"}
-"""How each surface names a refused knob condition: the CLI's flag, the request's words."""
+KNOB = {"cli": "--knob", "rest": "knob", "mcp": "knob"}
+"""How each surface names a refused knob condition: the CLI's flag, the body's field and the
+tool's argument (was ``knob condition`` for both: issue 32)."""
 
 
 def export_through(

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from glossogen.analysis._query import Query, Result, shown
-from glossogen.refusals import not_utf8, shown_path, unknown_key_line
+from glossogen.refusals import not_utf8, shown_path, unknown_key_line, validator_line
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -190,7 +190,7 @@ def one_line(exc: ValidationError) -> str:
     ours = first.get("ctx", {}).get("error")
     if isinstance(ours, QueryError) and first["loc"][-1:] == (ours.field,):
         return f"{where} {ours.detail}"  # its key, then its value: queries.q.grain 'week' ...
-    message = str(first["msg"]).removeprefix("Value error, ")
+    message = validator_line(first)
     given = first.get("input")
     if first["type"] == "extra_forbidden":  # the value echoed, as REST and MCP say it
         return unknown_key_line(where, given)

@@ -246,6 +246,7 @@ def _keys(by: str | None) -> list[str]:
 def _invalid(exc: Any) -> str:
     """A query the flags made that does not validate, as one line naming the flag and value."""
     from glossogen.analysis._query import query_error_of, shown
+    from glossogen.refusals import validator_line
 
     ours = query_error_of(exc)
     if ours is not None:  # a query's own check: worded as the engine's other refusals
@@ -254,7 +255,7 @@ def _invalid(exc: Any) -> str:
     where = ".".join(str(p) for p in first["loc"]) or "metric"
     if where in ("field", "agg"):  # a part of one --measure's value
         where = "measures"
-    message = str(first["msg"]).removeprefix("Value error, ")
+    message = validator_line(first)
     given = first.get("input")
     flag = f"--{_flag(where)}"
     if first["type"] != "value_error" and isinstance(given, str):

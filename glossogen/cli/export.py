@@ -185,14 +185,18 @@ def _tables(frames: str) -> list[str]:
 
 
 def _note_selected(selected: SelectedRuns) -> None:
-    """Note the runs skipped as unreadable, the damaged logs, and an empty selection."""
+    """Note the runs skipped as unreadable, the damaged logs, and a selection that matched none.
+
+    A selection whose runs were all skipped as unreadable matched them: their notes say so,
+    and no ``0 runs matched`` follows.
+    """
     from glossogen.export import damaged_line_notes
 
     for name, reason in selected.unreadable.items():
         _note(f"skipped {name}: {reason}")
     for note in damaged_line_notes(selected.records):
         _note(note)
-    if not selected.records:
+    if not selected.records and not selected.unreadable:
         _note("0 runs matched")
 
 

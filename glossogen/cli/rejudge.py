@@ -28,6 +28,7 @@ import typer
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
 from glossogen.cli._refusals import error, said, said_of_selection
+from glossogen.refusals import validator_line
 
 
 def _error(message: str, code: int) -> int:
@@ -86,7 +87,7 @@ def rejudge(
     except SelectionError as exc:
         return _error(said_of_selection(exc), exit_codes.USAGE)
     except ValidationError as exc:
-        return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
+        return _error(validator_line(exc.errors()[0]), exit_codes.USAGE)
     try:
         done = rejudge_runs(request)
     except RejudgeError as exc:

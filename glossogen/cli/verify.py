@@ -26,7 +26,7 @@ import typer
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
 from glossogen.cli._refusals import error, said, said_of_selection
-from glossogen.refusals import refusal_of
+from glossogen.refusals import refusal_of, validator_line
 
 
 def _error(message: str, code: int) -> int:
@@ -65,7 +65,7 @@ def verify(
     except ValidationError as exc:
         if refusal_of(exc) is not None:
             return _error(said(exc), exit_codes.USAGE)
-        return _error(str(exc.errors()[0]["msg"]).removeprefix("Value error, "), exit_codes.USAGE)
+        return _error(validator_line(exc.errors()[0]), exit_codes.USAGE)
 
     def say(run: VerifiedRun) -> None:
         for rule in run.broken:

@@ -14,7 +14,6 @@ and virtual-clock timestamps; the lineage says so (``"prefix": "replayed"``).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from glossogen.knobs import (
     knobs_to_config,
     resolve_knobs,
 )
-from glossogen.refusals import LOGGED_INT_MAX, MAX_AGENT_TURNS_LIMIT, Refusal
+from glossogen.refusals import LOGGED_INT_MAX, MAX_AGENT_TURNS_LIMIT, Refusal, above_zero
 from glossogen.scenario import Scenario, load_scenario
 from glossogen.storage import (
     RunFolder,
@@ -256,23 +255,11 @@ def _check_bounds(request: ForkRequest) -> None:
                 refusal=Refusal(field=field, reason=f"must be {bound}, got {value}"),
                 exit_code=64,
             )
-    timeout = request.run_timeout_seconds
-    if timeout is not None and not (timeout > 0 and timeout != float("inf")):
-        raise DeriveError(
-            refusal=Refusal(
-                field="run_timeout_seconds",
-                reason=f"must be a number of seconds above 0, got {timeout:g}",
-            ),
-            exit_code=64,
-        )
-    cap = request.spend_cap_usd
-    if cap is not None and not (math.isfinite(cap) and cap > 0):
-        raise DeriveError(
-            refusal=Refusal(
-                field="spend_cap_usd", reason=f"must be a number of USD above 0, got {cap:g}"
-            ),
-            exit_code=64,
-        )
+    refused = above_zero("run_timeout_seconds", request.run_timeout_seconds, "seconds") or (
+        above_zero("spend_cap_usd", request.spend_cap_usd, "USD")
+    )  # the launch's one check of its limits (``launch.check_limits``)
+    if refused is not None:
+        raise DeriveError(refusal=refused, exit_code=64)
     if request.provider is not None:
         try:  # the replacement's provider, named as given (as ``run`` names its default's)
             parse_provider(request.provider)

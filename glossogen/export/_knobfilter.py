@@ -83,7 +83,7 @@ class RunsMissing(SelectionError):
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:
-    refusal = Refusal(field="knob", called="knob condition", value=shown(text), reason=reason)
+    refusal = Refusal(field="knob", value=shown(text), reason=reason)  # knob: REST's, MCP's name
     return SelectionError.of(refusal)
 
 

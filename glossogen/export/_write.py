@@ -32,6 +32,7 @@ from glossogen.export._tables import (
     coverage,
     legend,
 )
+from glossogen.refusals import path_not_text
 from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
 
 _log = logging.getLogger("glossogen.export")
@@ -47,8 +48,9 @@ def _what(path: str) -> str:
 def check_out(out: str) -> None:
     """Check, before anything is written, that the tables can be written under ``out``.
 
-    Locally ``out`` must be a folder or creatable: no file at ``out`` or at a parent on the
-    way, and the nearest existing folder writable. An object-store URL has no folders to
+    ``out`` must be UTF-8 text (:func:`~glossogen.refusals.path_not_text`). Locally it must be
+    a folder or creatable: no file at ``out`` or at a parent on the way, and the nearest
+    existing folder writable. An object-store URL has no folders to
     check; its writes report their own errors.
 
     Raises:
@@ -56,6 +58,9 @@ def check_out(out: str) -> None:
     """
     if not out:  # would be the current folder: name a folder
         raise ValueError("'': names no folder")
+    refused = path_not_text("out", out)  # a byte that is not UTF-8: the CLI's --out $'\xff'
+    if refused is not None:  # the library's check of every path field, before any folder
+        raise ValueError(f"{refused.value}: {refused.reason}")
     fs, path = open_fs(out)
     if not is_local(fs):
         return

@@ -26,6 +26,7 @@ from pydantic_core import ErrorDetails, to_json
 
 from glossogen.knobs._base import BaseKnobs, lift_legacy_knobs
 from glossogen.knobs._errors import ConfigError
+from glossogen.refusals import validator_line
 
 PER_AGENT_KNOB = "model_overrides"
 """The knob merged per agent entry rather than replaced whole."""
@@ -127,10 +128,7 @@ def _show(value: Any) -> str:
 
 
 def _reason(error: ErrorDetails) -> str:
-    message = error["msg"]
-    for prefix in ("Value error, ", "Assertion failed, "):
-        message = message.removeprefix(prefix)
-    return message
+    return validator_line(error).removeprefix("Assertion failed, ")
 
 
 def _describe(error: ErrorDetails, knobs_model: type[BaseModel]) -> tuple[str, str]:

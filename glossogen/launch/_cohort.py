@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from glossogen import exit_codes
 from glossogen.evaluation import EvaluationError, EvaluationRequest
 from glossogen.export import MAX_RUNS, Selection, SelectionError
-from glossogen.refusals import Refusal, finite_number, refusal_of
+from glossogen.refusals import Refusal, not_finite, refusal_of, validator_line
 
 if TYPE_CHECKING:
     from flows.evaluate import CohortEvaluation
@@ -85,12 +85,9 @@ def check_cohort(
     )
     from glossogen.storage import StorageError
 
-    if spend_cap_usd is not None:  # inf and nan as the CLI's --spend-cap-usd refuses them
-        try:
-            finite_number(spend_cap_usd)
-        except ValueError as exc:
-            said = Refusal(field="spend_cap_usd", reason=str(exc), colon=True)
-            raise EvaluationError(refusal=said, exit_code=exit_codes.USAGE) from None
+    refused = not_finite("spend_cap_usd", spend_cap_usd)  # inf, nan: as --spend-cap-usd's
+    if refused is not None:
+        raise EvaluationError(refusal=refused, exit_code=exit_codes.USAGE)
     if spend_cap_usd is not None and spend_cap_usd < 0:
         reason = f"must be a number of USD of at least 0, got {spend_cap_usd:g}"
         said = Refusal(field="spend_cap_usd", reason=reason)
@@ -103,7 +100,7 @@ def check_cohort(
         raise EvaluationError(str(exc), exit_codes.USAGE, exc.refusal) from None
     except ValidationError as exc:
         found = refusal_of(exc)
-        line = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        line = validator_line(exc.errors()[0])
         raise EvaluationError(line, exit_codes.USAGE,
                               found if isinstance(found, Refusal) else None) from None  # fmt: skip
     try:

@@ -7,7 +7,6 @@ costs nothing and writes nothing.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -41,7 +40,7 @@ from glossogen.knobs import (
     parse_overrides,
     resolve_knobs,
 )
-from glossogen.refusals import MAX_AGENT_TURNS_LIMIT, Refusal
+from glossogen.refusals import MAX_AGENT_TURNS_LIMIT, Refusal, above_zero
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_dir
 
 EXIT_USAGE = int(exit_codes.USAGE)
@@ -99,21 +98,20 @@ def check_limits(
             ``spend_cap_usd`` that is not a finite number above 0; ``exc.refusal`` names
             the field, which each surface words as its own (a flag, a tool argument).
     """
-    reason = None
+    refused = None
     if max_agent_turns is not None and max_agent_turns < 1:
-        field, reason = "max_agent_turns", f"must be at least 1, got {max_agent_turns}"
+        reason = f"must be at least 1, got {max_agent_turns}"
+        refused = Refusal(field="max_agent_turns", reason=reason)
     elif max_agent_turns is not None and max_agent_turns > MAX_AGENT_TURNS_LIMIT:
-        field = "max_agent_turns"
         reason = f"must be at most {MAX_AGENT_TURNS_LIMIT}, got {max_agent_turns}"
-    elif run_timeout_seconds is not None and not (
-        math.isfinite(run_timeout_seconds) and run_timeout_seconds > 0
-    ):
-        field = "run_timeout_seconds"
-        reason = f"must be a number of seconds above 0, got {run_timeout_seconds:g}"
-    elif spend_cap_usd is not None and not (math.isfinite(spend_cap_usd) and spend_cap_usd > 0):
-        field, reason = "spend_cap_usd", f"must be a number of USD above 0, got {spend_cap_usd:g}"
-    if reason is not None:
-        raise LaunchError(refusal=Refusal(field=field, reason=reason), exit_code=EXIT_USAGE)
+        refused = Refusal(field="max_agent_turns", reason=reason)
+    refused = (
+        refused
+        or above_zero("run_timeout_seconds", run_timeout_seconds, "seconds")
+        or above_zero("spend_cap_usd", spend_cap_usd, "USD")
+    )
+    if refused is not None:
+        raise LaunchError(refusal=refused, exit_code=EXIT_USAGE)
 
 
 class RunRequest(BaseModel):

@@ -111,7 +111,7 @@ def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
     """
     from glossogen.analysis import QueryError, query_error_of
     from glossogen.export import RunsDirError, SelectionError, served_line
-    from glossogen.refusals import unknown_key_line
+    from glossogen.refusals import unknown_key_line, validator_line
     from glossogen.storage import StorageError
 
     try:
@@ -128,7 +128,7 @@ def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
         where = ".".join(str(p) for p in first["loc"]) or "query"
         if first["type"] == "extra_forbidden":  # the value echoed, as REST and a dashboard
             raise ToolError(unknown_key_line(where, first.get("input"))) from None
-        raise ToolError(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None
+        raise ToolError(f"{where}: {validator_line(first)}") from None
 
 
 def register(server: MCPServer, runs_dir: str) -> None:

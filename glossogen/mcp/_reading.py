@@ -92,7 +92,11 @@ class RunReading(ToolBase):
         cursor: str | None = None,
         page_size: StrictInt | None = None,
     ) -> RunPage:
-        """Runs matching every filter (the export's), oldest first, one page at a time."""
+        """Runs matching every filter (the export's), oldest first, one page at a time.
+
+        A run that cannot be read is left out of ``runs`` and named in ``unreadable_runs``
+        with why (as ``export_runs`` names it).
+        """
         from glossogen.export import (
             FilterSelection,
             RunsDirError,
@@ -100,6 +104,7 @@ class RunReading(ToolBase):
             select_runs,
             served_line,
         )
+        from glossogen.export._select import without_runs_dir
 
         start, size = cursor_offset(cursor, "list_runs"), checked_page_size(page_size)
         selection = FilterSelection(
@@ -131,9 +136,11 @@ class RunReading(ToolBase):
             for r in selected.records
         ]
         end = start + size
-        return RunPage(
-            runs=rows[start:end], total=len(rows), next_cursor=str(end) if end < len(rows) else None
-        )
+        unreadable = selected.unreadable.items()
+        skipped = {r: without_runs_dir(why, self.runs_dir) for r, why in unreadable}
+        return RunPage(runs=rows[start:end], total=len(rows),
+                       next_cursor=str(end) if end < len(rows) else None,
+                       unreadable_runs=skipped)  # fmt: skip
 
     def get_run(self, run_id: str) -> RunDetail:
         """A run's status, rounds and verdicts, cost by seat and judge, seats, lineage, scores."""

@@ -37,6 +37,11 @@ class RunPage(BaseModel):
     runs: list[RunRow]
     total: int
     next_cursor: str | None
+    unreadable_runs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Runs left out as unreadable: run id to why, its file named within the "
+        "runs directory (as export_runs, REST's preview and the CLI's notes name them).",
+    )
 
 
 class TeamVerdict(BaseModel):

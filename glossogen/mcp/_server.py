@@ -267,11 +267,11 @@ def _said(error: Any) -> str:
     An unknown key echoes its value (:func:`~glossogen.refusals.unknown_key_line`, as REST
     and a dashboard say it).
     """
-    from glossogen.refusals import unknown_key_line
+    from glossogen.refusals import unknown_key_line, validator_line
 
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
-    return f"{_place(error['loc'])}: {str(error['msg']).removeprefix('Value error, ')}"
+    return f"{_place(error['loc'])}: {validator_line(error)}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:

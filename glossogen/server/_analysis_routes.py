@@ -72,7 +72,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.export._select import _check_limit as check_limit
-from glossogen.refusals import not_utf8, shown
+from glossogen.refusals import not_utf8, shown, validator_line
 from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
 from glossogen.storage import RunStore, StorageError
@@ -102,11 +102,13 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
         raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
     if isinstance(exc, RunsDirError):
         raise HTTPException(503, {"message": served_line(exc)}) from exc
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "query"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise HTTPException(422, {"field": field, "message": message}) from exc
+    if isinstance(exc, ValidationError):  # every value refused, as the body handler lists them
+        each = [{"field": ".".join(str(p) for p in error["loc"]) or "query",
+                 "message": validator_line(error)} for error in exc.errors()]  # fmt: skip
+        detail: dict[str, Any] = dict(each[0])
+        if len(each) > 1:
+            detail["errors"] = each
+        raise HTTPException(422, detail) from exc
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from glossogen.eventlog import RESUMABLE as RESUMED_ENDINGS
 from glossogen.export import DEFAULT_GROUP as DEFAULT_GROUP
 from glossogen.export import FilterSelection, RunRecord, load_run, queued_run, select_runs
 from glossogen.export._runlog import RUNNING
+from glossogen.export._select import without_runs_dir
 from glossogen.storage import CONFIG, LABELS, LINEAGE, RunFolder, RunStore
 
 PAGE_SIZE = 50
@@ -198,6 +199,9 @@ class RunListPage:
     page: int
     pages: int
     per_page: int = PAGE_SIZE
+    unreadable: dict[str, str] = field(default_factory=dict)
+    """Runs left out as unreadable: run id to why, its file named within the runs directory
+    (the page names each, as the CLI's notes and MCP's ``unreadable_runs`` do)."""
 
     @property
     def any_live(self) -> bool:
@@ -310,4 +314,5 @@ def list_runs(
         page=page,
         pages=pages,
         per_page=per_page,
+        unreadable={r: without_runs_dir(why, runs_dir) for r, why in selected.unreadable.items()},
     )

@@ -18,6 +18,7 @@ import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request, Response
@@ -140,43 +141,48 @@ def _one_refusal_shape(app: FastAPI) -> None:
     ``message`` pydantic's text for it (:data:`BODY_NOT_JSON` for a body that is not JSON;
     ``'\udcff': not UTF-8 text`` for a string escaping a lone surrogate). A refusal a model's
     own validator raised (a ``QueryError`` or ``SelectionError``) is its field and its line,
-    as the routes answer it when they raise it themselves. The pages keep FastAPI's own answer.
+    as the routes answer it when they raise it themselves. A body with more than one value
+    refused also lists each, ``errors``: ``[{"field", "message"}, ...]`` in pydantic's order
+    (MCP's line names each argument alike). The pages keep FastAPI's own answer.
     """
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.exceptions import RequestValidationError
-
-    from glossogen.analysis import QueryError
-    from glossogen.export import SelectionError
-    from glossogen.refusals import shown, unknown_key_line
 
     @app.exception_handler(RequestValidationError)
     async def refused(request: Request, exc: RequestValidationError) -> Response:
         if not request.url.path.startswith("/api/"):
             return await request_validation_exception_handler(request, exc)
-        first = exc.errors()[0]
-        ours = first.get("ctx", {}).get("error")
-        if isinstance(ours, (QueryError, SelectionError)):  # a model's own check: its line
-            content = {"detail": {"field": ours.field, "message": ours.message}}
-            return JSONResponse(status_code=422, content=content)
-        loc = tuple(first.get("loc", ()))
-        if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
-            loc = loc[1:]
-        place = [str(p) for p in loc if p != "body"]
-        if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
-            del place[1]  # the tag pydantic names for the selection's kind, not a field
-        field = "body" if first.get("type") == "json_invalid" or not place else ".".join(place)
-        message = str(first.get("msg", "")).removeprefix("Value error, ")  # pydantic's tag
-        if first.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
-            message = BODY_NOT_JSON
-        elif first.get("type") == "value_error":  # a model's own check: its line, unprefixed
-            message = message.removeprefix("Value error, ")
-        elif first.get("type") == "string_unicode":  # a lone surrogate escaped in the JSON
-            message = f"{shown(first.get('input'))}: not UTF-8 text"  # as the CLI says it
-        elif first.get("type") == "extra_forbidden":  # the value echoed, as a dashboard's key
-            message = unknown_key_line(field, first.get("input"))
-        return JSONResponse(
-            status_code=422, content={"detail": {"field": field, "message": message}}
-        )
+        each = [_refused_value(error) for error in exc.errors()]
+        detail: dict[str, Any] = dict(each[0])
+        if len(each) > 1:  # every value refused, as MCP's line names each argument
+            detail["errors"] = each
+        return JSONResponse(status_code=422, content={"detail": detail})
+
+
+def _refused_value(error: Any) -> dict[str, str]:
+    """One refused value of a request, ``{"field", "message"}``, as the routes name it."""
+    from glossogen.analysis import QueryError
+    from glossogen.export import SelectionError
+    from glossogen.refusals import shown, unknown_key_line, validator_line
+
+    ours = error.get("ctx", {}).get("error")
+    if isinstance(ours, (QueryError, SelectionError)):  # a model's own check: its line
+        return {"field": ours.field, "message": ours.message}
+    loc = tuple(error.get("loc", ()))
+    if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
+        loc = loc[1:]
+    place = [str(p) for p in loc if p != "body"]
+    if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
+        del place[1]  # the tag pydantic names for the selection's kind, not a field
+    field = "body" if error.get("type") == "json_invalid" or not place else ".".join(place)
+    message = validator_line(error)  # a model's own check: its line, as written
+    if error.get("type") == "json_invalid":  # as a body that is not UTF-8 (README)
+        message = BODY_NOT_JSON
+    elif error.get("type") == "string_unicode":  # a lone surrogate escaped in the JSON
+        message = f"{shown(error.get('input'))}: not UTF-8 text"  # as the CLI says it
+    elif error.get("type") == "extra_forbidden":  # the value echoed, as a dashboard's key
+        message = unknown_key_line(field, error.get("input"))
+    return {"field": field, "message": message}
 
 
 def _guard(app: FastAPI, token: str) -> None:

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from glossogen import exit_codes
+from glossogen.refusals import validator_line
 from glossogen.strict_yaml import DuplicateKeyError, YamlError, load_yaml
 
 SWEEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -134,7 +135,7 @@ def _one_line(exc: ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(map(str, error["loc"])) or "spec"
         got = "" if error["type"] == "value_error" else f" (got {json.dumps(error['input'])})"
-        message = str(error["msg"]).removeprefix("Value error, ")  # our own text, as written
+        message = validator_line(error)  # our own text, as written
         parts.append(f"{where}: {message}{got}")
     return "; ".join(parts)
 

@@ -89,7 +89,7 @@ def test_the_same_answer_as_the_cli(
         "fields)",
         "key 'a,b,c': at most two keys",  # as --by a,b,c (was pydantic's "List should have...")
         "key '': a key is empty",
-        "knob condition 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
+        "knob 'x': no operator; write <knob><op><value> with op one of != >= <= = > <",
         "grain 'turn' is not one of run, round, agent, message, call, observation",
         "metric 'nope': no report of this selection has this metric (they have "
         "mean_chars_per_round, round_success, task_done, team_split)",

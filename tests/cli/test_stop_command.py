@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefect.client.schemas.objects import StateType
 
+from flows.simulate import STOPPED
 from glossogen.cli import main
 from glossogen.eventlog import RoundCompleted, SimulationEnded, read_events
 from tests.fixtures.artifacts import run_table_artifact
@@ -25,6 +27,7 @@ from tests.fixtures.processes import (
     started_at,
     the_server_of,
 )
+from tests.orchestration.flow_runs import read_flow_run
 
 
 def _ignore_sigint() -> None:
@@ -81,6 +84,11 @@ def _stop_a_background_run(run: subprocess.Popen[str]) -> None:
         f"run veyru/{run_dir.name}: interrupted, {ended.rounds_won} of {played} rounds won, "
         f"{ended.total_messages} messages, {ended.total_chars} chars, $0.000000; folder "
     )
+    # A stop is a user's cancel: the flow run ends Cancelled (it was Crashed, "Execution was
+    # cancelled by the runtime environment.", though the log ends 'interrupted': issue 32).
+    flow_run = read_flow_run(artifact["flow_run_id"])
+    assert flow_run.state is not None
+    assert (flow_run.state_type, flow_run.state.message) == (StateType.CANCELLED, STOPPED)
 
 
 def test_a_stopped_run_without_an_api_leaves_no_temporary_server_behind(

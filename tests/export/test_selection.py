@@ -114,21 +114,21 @@ def test_knob_conditions_select_exactly(cohort: Cohort, knob: list[str], expecte
 def test_an_ordering_operator_on_a_string_is_refused(cohort: Cohort) -> None:
     message = _refusal(cohort, "noise_replacement_mode>mask")
     assert message == (
-        "knob condition 'noise_replacement_mode>mask': knob 'noise_replacement_mode', operator '>', "
+        "knob 'noise_replacement_mode>mask': knob 'noise_replacement_mode', operator '>', "
         "value 'mask': the run records a string; only = and != apply"
     )
 
 
 def test_a_value_not_readable_as_the_recorded_number_is_refused(cohort: Cohort) -> None:
     assert _refusal(cohort, "round_count>=lots") == (
-        "knob condition 'round_count>=lots': knob 'round_count', operator '>=', value 'lots': "
+        "knob 'round_count>=lots': knob 'round_count', operator '>=', value 'lots': "
         "the run records a number"
     )
 
 
 def test_a_value_not_readable_as_the_recorded_boolean_is_refused(cohort: Cohort) -> None:
     assert _refusal(cohort, "postmortem_enabled=maybe") == (
-        "knob condition 'postmortem_enabled=maybe': knob 'postmortem_enabled', operator '=', "
+        "knob 'postmortem_enabled=maybe': knob 'postmortem_enabled', operator '=', "
         "value 'maybe': the run records a boolean; write true or false"
     )
     assert "has no order" in _refusal(cohort, "postmortem_enabled>=true")
@@ -151,7 +151,7 @@ def test_a_condition_without_operator_or_knob_is_refused(text: str, why: str) ->
     with pytest.raises(SelectionError) as caught:
         KnobCondition.parse(text)
     assert caught.value.field == "knob"
-    assert caught.value.message == f"knob condition {text!r}: {why}"
+    assert caught.value.message == f"knob {text!r}: {why}"
     assert said_of_selection(caught.value) == f"--knob {text!r}: {why}"
 
 

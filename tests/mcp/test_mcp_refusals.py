@@ -175,6 +175,8 @@ def test_an_infinite_huge_or_loosely_typed_limit_is_refused_and_nothing_is_launc
         ("fork_run", {**fork, "run_timeout_seconds": inf}),
         ("replace_agent", {**fork, "spend_cap_usd": inf, **SEAT}),
         ("resume_run", {"run_id": source, "run_timeout_seconds": inf}),
+        ("start_run", {"scenario": "veyru", "run_timeout_seconds": -inf, **SCRIPTED}),
+        ("evaluate_runs", {"metrics": ["round_success"], "spend_cap_usd": inf}),
     ]
     huge = 99999999999999999999999
     loose = [
@@ -202,13 +204,18 @@ def test_an_infinite_huge_or_loosely_typed_limit_is_refused_and_nothing_is_launc
         return said
 
     said = asyncio.run(go())
+    # One wording of a number that is not finite for every tool (``refusals.not_finite``, as
+    # evaluate_runs and the CLI's flags word it): fork_run said ``spend_cap_usd must be a
+    # number of USD above 0, got inf`` where evaluate_runs said ``'inf' is not a finite number``.
     assert said == [
-        "spend_cap_usd must be a number of USD above 0, got inf",
-        "run_timeout_seconds must be a number of seconds above 0, got inf",
-        "spend_cap_usd must be a number of USD above 0, got inf",
-        "run_timeout_seconds must be a number of seconds above 0, got inf",
-        "spend_cap_usd must be a number of USD above 0, got inf",
-        "run_timeout_seconds must be a number of seconds above 0, got inf",
+        "spend_cap_usd: 'inf' is not a finite number",
+        "run_timeout_seconds: 'inf' is not a finite number",
+        "spend_cap_usd: 'inf' is not a finite number",
+        "run_timeout_seconds: 'inf' is not a finite number",
+        "spend_cap_usd: 'inf' is not a finite number",
+        "run_timeout_seconds: 'inf' is not a finite number",
+        "run_timeout_seconds: '-inf' is not a finite number",
+        "spend_cap_usd: 'inf' is not a finite number",
         "max_agent_turns must be at most 1000000, got 99999999999999999999999",
         "max_agent_turns must be at most 1000000, got 1000001",
         "rounds_after must be at most 9223372036854775807, got 9223372036854775808",

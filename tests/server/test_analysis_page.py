@@ -181,8 +181,7 @@ def test_the_page_answers_as_every_surface(
         assert page.locator("#answer").is_hidden()
         assert errors == []
     assert refused == (
-        "knob: knob condition 'x': no operator; write <knob><op><value> with op one of "
-        "!= >= <= = > <"
+        "knob 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"
     )
     assert rest.json() == cli
     assert mcp == cli

@@ -81,7 +81,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
         {"field": "measures", "message": "measure 'nope': no such field at the run grain of "
          "this selection (list the grain's fields)"},
         {"field": "sort", "message": "sort 'nope' is neither a measure (task_done:mean) nor a key"},
-        {"field": "knob", "message": "knob condition 'x': no operator; write <knob><op><value> "
+        {"field": "knob", "message": "knob 'x': no operator; write <knob><op><value> "
          "with op one of != >= <= = > <"},
         {"limit": "max_runs", "message": "the selection holds 5 runs, over the 2-run limit; "
          "narrow the selection or raise max_runs"},

@@ -229,7 +229,7 @@ def test_a_knob_condition_that_cannot_be_read_as_the_recorded_type_is_422(
         detail = got.json()["detail"]
         assert detail == {
             "field": "knob",
-            "message": "knob condition 'round_count>=lots': knob 'round_count', operator '>=', "
+            "message": "knob 'round_count>=lots': knob 'round_count', operator '>=', "
             "value 'lots': the run records a number",
         }
 
