@@ -131,6 +131,49 @@ def test_stopping_a_claim_answers_the_same_through_every_surface(
     ]  # fmt: skip
 
 
+NOT_A_RUN_ID_LINE = "not a run id (<scenario>/<run_dir_name>, relative to the runs directory)"
+STOP_REFUSALS = {
+    "not-a-timestamp": ("veyru/abc", "run ids that no longer resolve: veyru/abc"),
+    "no-such-run": ("veyru/1", "run ids that no longer resolve: veyru/1"),
+    "blank-before": (" veyru/1", "{name} ' veyru/1': " + NOT_A_RUN_ID_LINE),
+    "backslash": ("veyru\\1790000000/1", "{name} 'veyru\\1790000000/1': " + NOT_A_RUN_ID_LINE),
+}
+"""A run id ``stop`` is given (the CLI's run folder relative to the runs directory) and the
+library's line for it (``launch.stop_folder``): the export's words for a malformed id and for
+an id that names no run, the input named each surface's way."""
+STOP_NAMES = {"cli": "RUN_DIR", "rest": "run_id", "mcp": "run_id"}
+STOP_STATUS = {"cli": {64: 64, 66: 66}, "rest": {64: 404, 66: 404},
+               "mcp": {64: "tool error", 66: "tool error"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("case", list(STOP_REFUSALS))
+def test_a_bad_run_id_to_stop_is_refused_with_one_line_through_every_surface(
+    surface: str, case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``glossogen stop``, ``POST .../stop`` and ``stop_run`` call one check (was three
+    wordings: ``'veyru/abc' is not a run folder (<runs-dir>/<scenario>/<unix_ts>)``, ``no run
+    veyru/abc``, ``'veyru/abc' is not a run id (<scenario>/<unix_ts>)``; ``veyru/1 holds no run
+    log``, ``no run veyru/1: it has no event log``, ``run 'veyru/1' has no event log in the
+    server's runs directory``), nothing stopped or removed."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    monkeypatch.chdir(runs)  # the CLI's run folder, relative to the runs directory
+    sent, line = STOP_REFUSALS[case]
+    if surface == "cli":
+        answer = _cli(capsys, "stop", sent)
+    elif surface == "rest":
+        got = TestClient(create_app(str(runs))).post(f"/api/g/local/runs/{sent}/stop")
+        answer = Answer(True, got.json()["detail"]["message"], got.status_code)
+    else:
+        answer = _mcp(str(runs), "stop_run", run_id=sent)[0]
+    code = 64 if "not a run id" in line else 66
+    said = line.format(name=STOP_NAMES[surface])
+    assert answer == Answer(True, said, STOP_STATUS[surface][code])
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == [folder.run_id.split("/")[1]]
+
+
 JUDGE_REFUSALS = [
     (
         ["--metrics", "language_repetition"],
@@ -640,6 +683,15 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "said": {"cli": f"--run-id 'veyru/1790000000/': {NOT_A_RUN_ID}",
                  "rest": f"run_ids: run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}",
                  "mcp": f"run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    },
+    "backslash-run-id": {  # the backslash echoed once (was 'veyru\\1796437285', repr's)
+        "cli": ["--run-id", "veyru\\1796437285"],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru\\1796437285"]}},
+        "mcp": {"run_ids": ["veyru\\1796437285"]},
+        "said": {"cli": f"--run-id 'veyru\\1796437285': {NOT_A_RUN_ID}",
+                 "rest": f"run_ids: run_ids 'veyru\\1796437285': {NOT_A_RUN_ID}",
+                 "mcp": f"run_ids 'veyru\\1796437285': {NOT_A_RUN_ID}"},
         "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
     },
     "unknown-scenario": {

@@ -343,14 +343,14 @@ class Launching(ToolBase):
 
     def stop_run(self, run_id: str) -> Stopped:
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
-        folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
-        try:
-            stopping = launch.stop_run(launch.StopRequest(run_dir=folder.url))
+        request = launch.StopRequest(runs_dir=self.runs_dir, run_id=run_id)
+        try:  # the library's one check of the run id, as the CLI and REST
+            stopping = launch.stop_run(request)
         except launch.StopError as exc:
             raise refuse(exc) from None
         return Stopped(
-            run_id=folder.run_id,
+            run_id=stopping.run_id,
             pid=stopping.pid,
             flow_run_id=stopping.flow_run_id,
-            message=stopping.said(f"resume_run (run_id {folder.run_id!r})"),
+            message=stopping.said(f"resume_run (run_id {stopping.run_id!r})"),
         )
