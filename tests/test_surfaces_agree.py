@@ -637,6 +637,21 @@ OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection o
 OVER_REST = f"max_runs: {OVER} it on the command line (`glossogen export --max-runs`)"
 RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
 NOT_A_RUN_ID = f"not a run id ({RUN_ID_SHAPE})"
+
+
+def malformed_run_id(sent: str) -> dict[str, Any]:
+    """The export case of a run id ``sent`` not shaped ``<scenario>/<run_dir_name>``."""
+    return {
+        "cli": ["--run-id", sent],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": [sent]}},
+        "mcp": {"run_ids": [sent]},
+        "said": {"cli": f"--run-id '{sent}': {NOT_A_RUN_ID}",
+                 "rest": f"run_ids: run_ids '{sent}': {NOT_A_RUN_ID}",
+                 "mcp": f"run_ids '{sent}': {NOT_A_RUN_ID}"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    }  # fmt: skip
+
+
 EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
     "unknown-table": {
         "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
@@ -676,24 +691,10 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "status": {"cli": 66, "rest": 404, "rest-raw": 404},
         "answered": {"rest-preview": "missing_run_ids: veyru/1"},  # listed, not refused
     },
-    "malformed-run-id": {  # was: read as an unreadable run, exit 0 "0 runs matched"
-        "cli": ["--run-id", "veyru/1790000000/"],
-        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1790000000/"]}},
-        "mcp": {"run_ids": ["veyru/1790000000/"]},
-        "said": {"cli": f"--run-id 'veyru/1790000000/': {NOT_A_RUN_ID}",
-                 "rest": f"run_ids: run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}",
-                 "mcp": f"run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}"},
-        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
-    },
-    "backslash-run-id": {  # the backslash echoed once (was 'veyru\\1796437285', repr's)
-        "cli": ["--run-id", "veyru\\1796437285"],
-        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru\\1796437285"]}},
-        "mcp": {"run_ids": ["veyru\\1796437285"]},
-        "said": {"cli": f"--run-id 'veyru\\1796437285': {NOT_A_RUN_ID}",
-                 "rest": f"run_ids: run_ids 'veyru\\1796437285': {NOT_A_RUN_ID}",
-                 "mcp": f"run_ids 'veyru\\1796437285': {NOT_A_RUN_ID}"},
-        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
-    },
+    # was: read as an unreadable run, exit 0 "0 runs matched"
+    "malformed-run-id": malformed_run_id("veyru/1790000000/"),
+    # the backslash echoed once (was 'veyru\\1796437285', repr's)
+    "backslash-run-id": malformed_run_id("veyru\\1796437285"),
     "unknown-scenario": {
         "cli": ["--scenario", "nosuch"],
         "rest": {"selection": {"kind": "filters", "scenario": ["nosuch"]}},
