@@ -266,7 +266,7 @@ class Launching(ToolBase):
             )  # fmt: skip
             plan, point = launch.plan_resume(request)
         except (launch.LaunchError, DeriveError, StorageError, RunBusyError) as exc:
-            raise refuse(exc, RESUME_ARGUMENTS) from None
+            raise refuse(exc, RESUME_ARGUMENTS, self.runs_dir) from None
         return folder, request, plan, point
 
     def resume_run(
@@ -298,7 +298,7 @@ class Launching(ToolBase):
             launch.check_launch(plan, point.state.after_round)
             folder.check_unlocked()
         except (launch.LaunchError, StorageError, RunBusyError) as exc:
-            raise refuse(exc, RESUME_ARGUMENTS) from None
+            raise refuse(exc, RESUME_ARGUMENTS, self.runs_dir) from None
         launched = folder.pending_launch()
         if launched is not None:
             raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
@@ -323,7 +323,7 @@ class Launching(ToolBase):
             )
             launch.check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
         except (DeriveError, launch.LaunchError, StorageError) as exc:
-            raise refuse(exc) from None
+            raise refuse(exc, runs_dir=self.runs_dir) from None
         folder = prepared.folder
         plan, _ = launch.plan_resume(
             launch.ResumeRequest(run_dir=folder.url)

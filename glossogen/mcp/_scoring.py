@@ -47,15 +47,13 @@ def served_refusal(exc: BaseException, runs_dir: str) -> ToolError:
     exist``); any other line has the runs dir cut from it (``without_runs_dir``).
     """
     from glossogen.export import RunsDirError, SelectionError, served_line
-    from glossogen.export._select import without_runs_dir
 
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, RunsDirError) or (
         isinstance(cause, SelectionError) and cause.served is not None
     ):
         return ToolError(served_line(cause, runs_dir, JUDGE_ARGUMENTS))
-    line = str(refuse(exc, JUDGE_ARGUMENTS))
-    return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
+    return refuse(exc, JUDGE_ARGUMENTS, runs_dir)
 
 
 @dataclasses.dataclass(frozen=True)
