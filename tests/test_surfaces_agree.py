@@ -257,6 +257,45 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
     )
 
 
+LABELS_NOT_TEXT = "{where}veyru/1790000000/labels.json is not UTF-8 text (byte 0xff at offset 7)"
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp", "cli-cohort", "mcp-cohort"])
+def test_a_run_whose_labels_are_not_utf8_is_unreadable_to_every_evaluation(
+    surface: str, prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evaluate --run-dir`` and ``evaluate_run`` scored a run whose ``labels.json`` is not
+    UTF-8 (exit 0, a report written) where every cohort surface counts it unreadable: now one
+    line, exit 66 / a tool error (``evaluation.load_run``'s check), no report written; MCP
+    names the run's file within its runs directory, as ``evaluate_runs`` does."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=2, now_unix=1_790_000_000)
+    (Path(folder.url) / "labels.json").write_bytes(b'{"a": "\xff"}')
+    if surface == "cli":
+        answer = _cli(capsys, "evaluate", "veyru", "--run-dir", folder.url,
+                      "--metrics", "round_success")  # fmt: skip
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=f"{runs}/"), 66)
+    elif surface == "mcp":
+        answer = _mcp(str(runs), "evaluate_run", run_id=folder.run_id,
+                      metrics=["round_success"])[0]  # fmt: skip
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=""), "tool error")
+    elif surface == "cli-cohort":  # the run named on stderr, the summary on stdout, exit 1
+        with pytest.raises(SystemExit) as exited:
+            main(["evaluate", "--runs-dir", str(runs), "--metrics", "round_success"])
+        err = capsys.readouterr().err
+        answer = Answer(True, err.removeprefix("glossogen: error: ").rstrip("\n"),
+                        int(exited.value.code or 0))  # fmt: skip
+        line = LABELS_NOT_TEXT.format(where=f"{runs}/")
+        expected = Answer(True, f"veyru/1790000000: not evaluated: {line}", 1)
+    else:
+        _, result = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
+        assert result is not None
+        answer = Answer(True, result["not_evaluated_runs"][folder.run_id], "tool error")
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=""), "tool error")
+    assert answer == expected
+    assert not (Path(folder.url) / "veyru_report.json").exists()
+
+
 COHORT_NAMES = {
     "cli": NAMES["cli"]
     | {"spend_cap_usd": "--spend-cap-usd", "knob": "--knob", "run_ids": "--run-id"},

@@ -135,6 +135,7 @@ class Scoring(ToolBase):
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
         from glossogen.evaluation import EvaluationError, plan_request, refusal
+        from glossogen.export._select import without_runs_dir
         from glossogen.launch import evaluate_planned
 
         folder = self._folder(run_id)
@@ -143,9 +144,10 @@ class Scoring(ToolBase):
             plan = plan_request(folder.url, folder.scenario, request)
             done = await evaluate_planned(plan, request)
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
-            raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
+            line = refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)
+            raise ToolError(without_runs_dir(line, self.runs_dir)) from None  # never its path
         except StorageError as exc:
-            raise refuse(exc) from None
+            raise refuse(exc, runs_dir=self.runs_dir) from None
         report = done.report
         return Evaluated(
             run_id=folder.run_id,
