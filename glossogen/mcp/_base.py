@@ -23,7 +23,7 @@ from glossogen.eventlog import (
     RunView,
 )
 from glossogen.export import SERVED_RUNS_DIR
-from glossogen.refusals import worded
+from glossogen.refusals import quote, worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
 from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
@@ -170,7 +170,7 @@ class ToolBase:
         if unstarted and not folder.has_log() and folder.exists(CONFIG):
             return folder
         if not folder.has_log():
-            raise ToolError(f"run {run_id!r} has no event log in {SERVED_RUNS_DIR}")
+            raise ToolError(f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}")
         return folder
 
     def _view(self, folder: RunFolder) -> RunView:
