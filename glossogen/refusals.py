@@ -43,8 +43,18 @@ def shown(value: object, quoted: bool = True) -> str:
     ``quoted=False``: as written (a path a line names bare), cut the same way.
     """
     text = str(value)
-    show = repr if quoted else str
+    show = quote if quoted else str
     return show(text) if len(text) <= ECHOED else show(text[:ECHOED]) + "..."
+
+
+def quote(text: str) -> str:
+    r"""``text`` quoted as every refusal echoes it: as typed, a backslash once.
+
+    Python's ``repr`` but for ``\``: a character that cannot be shown (a newline, a lone
+    surrogate's ``\udcff``) is escaped, while a backslash the user typed (``veyru\1796437285``)
+    is echoed once, never doubled.
+    """
+    return repr(text).replace("\\\\", "\\")
 
 
 def shown_path(path: object, quoted: bool = True) -> str:
@@ -54,7 +64,7 @@ def shown_path(path: object, quoted: bool = True) -> str:
     :data:`ECHOED` characters); the system bounds a path's length, so no page is echoed.
     ``quoted=False``: as written (a path a line names bare).
     """
-    return repr(str(path)) if quoted else str(path)
+    return quote(str(path)) if quoted else str(path)
 
 
 def is_utf8(text: str) -> bool:

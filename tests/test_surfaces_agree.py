@@ -131,6 +131,49 @@ def test_stopping_a_claim_answers_the_same_through_every_surface(
     ]  # fmt: skip
 
 
+NOT_A_RUN_ID_LINE = "not a run id (<scenario>/<run_dir_name>, relative to the runs directory)"
+STOP_REFUSALS = {
+    "not-a-timestamp": ("veyru/abc", "run ids that no longer resolve: veyru/abc"),
+    "no-such-run": ("veyru/1", "run ids that no longer resolve: veyru/1"),
+    "blank-before": (" veyru/1", "{name} ' veyru/1': " + NOT_A_RUN_ID_LINE),
+    "backslash": ("veyru\\1790000000/1", "{name} 'veyru\\1790000000/1': " + NOT_A_RUN_ID_LINE),
+}
+"""A run id ``stop`` is given (the CLI's run folder relative to the runs directory) and the
+library's line for it (``launch.stop_folder``): the export's words for a malformed id and for
+an id that names no run, the input named each surface's way."""
+STOP_NAMES = {"cli": "RUN_DIR", "rest": "run_id", "mcp": "run_id"}
+STOP_STATUS = {"cli": {64: 64, 66: 66}, "rest": {64: 404, 66: 404},
+               "mcp": {64: "tool error", 66: "tool error"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("case", list(STOP_REFUSALS))
+def test_a_bad_run_id_to_stop_is_refused_with_one_line_through_every_surface(
+    surface: str, case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``glossogen stop``, ``POST .../stop`` and ``stop_run`` call one check (was three
+    wordings: ``'veyru/abc' is not a run folder (<runs-dir>/<scenario>/<unix_ts>)``, ``no run
+    veyru/abc``, ``'veyru/abc' is not a run id (<scenario>/<unix_ts>)``; ``veyru/1 holds no run
+    log``, ``no run veyru/1: it has no event log``, ``run 'veyru/1' has no event log in the
+    server's runs directory``), nothing stopped or removed."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    monkeypatch.chdir(runs)  # the CLI's run folder, relative to the runs directory
+    sent, line = STOP_REFUSALS[case]
+    if surface == "cli":
+        answer = _cli(capsys, "stop", sent)
+    elif surface == "rest":
+        got = TestClient(create_app(str(runs))).post(f"/api/g/local/runs/{sent}/stop")
+        answer = Answer(True, got.json()["detail"]["message"], got.status_code)
+    else:
+        answer = _mcp(str(runs), "stop_run", run_id=sent)[0]
+    code = 64 if "not a run id" in line else 66
+    said = line.format(name=STOP_NAMES[surface])
+    assert answer == Answer(True, said, STOP_STATUS[surface][code])
+    assert sorted(p.name for p in (runs / "veyru").iterdir()) == [folder.run_id.split("/")[1]]
+
+
 JUDGE_REFUSALS = [
     (
         ["--metrics", "language_repetition"],
@@ -212,6 +255,45 @@ def test_evaluating_a_run_scores_the_same_through_the_cli_and_mcp(
     assert {k: result["entries"]["round_success"][k] for k in ("status", "score", "rounds")} == (
         _scored(by_mcp)
     )
+
+
+LABELS_NOT_TEXT = "{where}veyru/1790000000/labels.json is not UTF-8 text (byte 0xff at offset 7)"
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp", "cli-cohort", "mcp-cohort"])
+def test_a_run_whose_labels_are_not_utf8_is_unreadable_to_every_evaluation(
+    surface: str, prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evaluate --run-dir`` and ``evaluate_run`` scored a run whose ``labels.json`` is not
+    UTF-8 (exit 0, a report written) where every cohort surface counts it unreadable: now one
+    line, exit 66 / a tool error (``evaluation.load_run``'s check), no report written; MCP
+    names the run's file within its runs directory, as ``evaluate_runs`` does."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=2, now_unix=1_790_000_000)
+    (Path(folder.url) / "labels.json").write_bytes(b'{"a": "\xff"}')
+    if surface == "cli":
+        answer = _cli(capsys, "evaluate", "veyru", "--run-dir", folder.url,
+                      "--metrics", "round_success")  # fmt: skip
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=f"{runs}/"), 66)
+    elif surface == "mcp":
+        answer = _mcp(str(runs), "evaluate_run", run_id=folder.run_id,
+                      metrics=["round_success"])[0]  # fmt: skip
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=""), "tool error")
+    elif surface == "cli-cohort":  # the run named on stderr, the summary on stdout, exit 1
+        with pytest.raises(SystemExit) as exited:
+            main(["evaluate", "--runs-dir", str(runs), "--metrics", "round_success"])
+        err = capsys.readouterr().err
+        answer = Answer(True, err.removeprefix("glossogen: error: ").rstrip("\n"),
+                        int(exited.value.code or 0))  # fmt: skip
+        line = LABELS_NOT_TEXT.format(where=f"{runs}/")
+        expected = Answer(True, f"veyru/1790000000: not evaluated: {line}", 1)
+    else:
+        _, result = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
+        assert result is not None
+        answer = Answer(True, result["not_evaluated_runs"][folder.run_id], "tool error")
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=""), "tool error")
+    assert answer == expected
+    assert not (Path(folder.url) / "veyru_report.json").exists()
 
 
 COHORT_NAMES = {
@@ -594,6 +676,21 @@ OVER = "the selection holds 2 runs, over the 1-run limit; narrow the selection o
 OVER_REST = f"max_runs: {OVER} it on the command line (`glossogen export --max-runs`)"
 RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
 NOT_A_RUN_ID = f"not a run id ({RUN_ID_SHAPE})"
+
+
+def malformed_run_id(sent: str) -> dict[str, Any]:
+    """The export case of a run id ``sent`` not shaped ``<scenario>/<run_dir_name>``."""
+    return {
+        "cli": ["--run-id", sent],
+        "rest": {"selection": {"kind": "run_ids", "run_ids": [sent]}},
+        "mcp": {"run_ids": [sent]},
+        "said": {"cli": f"--run-id '{sent}': {NOT_A_RUN_ID}",
+                 "rest": f"run_ids: run_ids '{sent}': {NOT_A_RUN_ID}",
+                 "mcp": f"run_ids '{sent}': {NOT_A_RUN_ID}"},
+        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
+    }  # fmt: skip
+
+
 EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
     "unknown-table": {
         "cli": ["--frames", "nope"], "rest": {"frames": ["nope"]}, "mcp": {"frames": ["nope"]},
@@ -633,15 +730,10 @@ EXPORT_REFUSALS: dict[str, dict[str, Any]] = {
         "status": {"cli": 66, "rest": 404, "rest-raw": 404},
         "answered": {"rest-preview": "missing_run_ids: veyru/1"},  # listed, not refused
     },
-    "malformed-run-id": {  # was: read as an unreadable run, exit 0 "0 runs matched"
-        "cli": ["--run-id", "veyru/1790000000/"],
-        "rest": {"selection": {"kind": "run_ids", "run_ids": ["veyru/1790000000/"]}},
-        "mcp": {"run_ids": ["veyru/1790000000/"]},
-        "said": {"cli": f"--run-id 'veyru/1790000000/': {NOT_A_RUN_ID}",
-                 "rest": f"run_ids: run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}",
-                 "mcp": f"run_ids 'veyru/1790000000/': {NOT_A_RUN_ID}"},
-        "status": {"cli": 64, "rest": 422, "rest-preview": 422, "rest-raw": 422},
-    },
+    # was: read as an unreadable run, exit 0 "0 runs matched"
+    "malformed-run-id": malformed_run_id("veyru/1790000000/"),
+    # the backslash echoed once (was 'veyru\\1796437285', repr's)
+    "backslash-run-id": malformed_run_id("veyru\\1796437285"),
     "unknown-scenario": {
         "cli": ["--scenario", "nosuch"],
         "rest": {"selection": {"kind": "filters", "scenario": ["nosuch"]}},

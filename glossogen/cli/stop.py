@@ -16,11 +16,12 @@ def stop(run_dir: str = typer.Argument(..., help="The run folder a live process 
     otherwise the process writing it (its .writer.lock pid) is signalled.
     """
     from glossogen.launch import StopError, StopRequest, stop_run
+    from glossogen.refusals import worded
 
     try:
         stopping = stop_run(StopRequest(run_dir=run_dir))
-    except StopError as exc:
-        print(f"glossogen: error: {exc}", file=sys.stderr)
+    except StopError as exc:  # the library's line, the folder named as the argument
+        print(f"glossogen: error: {worded(exc, {'run_dir': 'RUN_DIR'})}", file=sys.stderr)
         return exc.exit_code
     scenario = stopping.run_id.partition("/")[0]
     print(stopping.said(f"glossogen run {scenario} --resume {stopping.resume_from}"))

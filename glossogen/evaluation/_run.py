@@ -31,7 +31,7 @@ from glossogen.eventlog import (
 )
 from glossogen.refusals import Refusal
 from glossogen.scenario import Scenario, UnknownScenarioError, load_scenario, scenario_names
-from glossogen.storage import RunFolder, StorageError
+from glossogen.storage import LABELS, RunFolder, StorageError
 
 EventT = TypeVar("EventT", bound=Event)
 
@@ -323,6 +323,22 @@ def _fold(
     return messages, rounds, budget, verdicts
 
 
+def _check_labels(folder: RunFolder) -> None:
+    """Refuse a run whose ``labels.json`` cannot be read, as every cohort surface reads it.
+
+    No metric reads the labels, but the export, the analysis and a cohort's evaluation count
+    such a run unreadable (``.../labels.json is not UTF-8 text (byte 0xff at offset 7)``): a
+    damaged run folder is a loud failure, never scored by one surface and skipped by another.
+
+    Raises:
+        EvaluationError: 66, the file's one line.
+    """
+    try:
+        folder.read_object(LABELS)
+    except ValueError as exc:
+        raise EvaluationError(str(exc), int(exit_codes.UNREADABLE)) from None
+
+
 def load_run(
     run_dir: str | RunFolder,
     scenario: str | None = None,
@@ -346,7 +362,9 @@ def load_run(
 
     Raises:
         EvaluationError: 66 when the log cannot be read or holds no readable
-            ``simulation_started`` (empty, or only damaged lines: not a run log); 65 when it
+            ``simulation_started`` (empty, or only damaged lines: not a run log), or the
+            folder's ``labels.json`` cannot be read (not UTF-8 text, not a JSON object: as
+            every cohort surface counts the run unreadable); 65 when it
             names another scenario or the scenario is not installed.
     """
     if isinstance(run_dir, RunFolder):
@@ -357,6 +375,7 @@ def load_run(
         folder = open_folder(run_dir, scenario or find_scenario(run_dir))
     scenario = folder.scenario
     log = log or RunLog.read(folder)
+    _check_labels(folder)
     try:
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:

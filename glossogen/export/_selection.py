@@ -31,6 +31,7 @@ from pydantic import (
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
 from glossogen.export._knobfilter import SelectionError, parse_conditions
 from glossogen.refusals import Refusal, shown
+from glossogen.storage import run_id_refused
 
 RunIds = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]],
@@ -69,35 +70,9 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
     if not run_ids or any(isinstance(r, str) and not r.strip() for r in run_ids):
         raise SelectionError.of(NEEDS_RUN_ID)  # [] and [""] alike, on every surface
     for run_id in run_ids:
-        if isinstance(run_id, str) and not is_run_id(run_id):
-            path = run_id.startswith("/") or "://" in run_id
-            reason = (
-                f"a path, not a run id: {RUN_ID_SHAPE}"
-                if path
-                else f"not a run id ({RUN_ID_SHAPE})"
-            )
-            raise SelectionError.of(
-                Refusal(field="run_ids", value=repr(run_id), reason=reason, colon=True)
-            )
-
-
-RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
-"""What a run id is, as a malformed one's refusal words it (quoted as sent, on every surface;
-MCP, which never names the server's path, cuts the runs directory from a path sent)."""
-
-
-def is_run_id(text: str) -> bool:
-    """Whether ``text`` is shaped ``<scenario>/<run_dir_name>``: the one run-id parse.
-
-    Two non-empty parts, neither ``.`` nor ``..``, no blank around them, no leading or
-    trailing ``/`` (an absolute path, ``veyru/1796433857/``) and no backslash.
-    """
-    parts = text.split("/")
-    return (
-        len(parts) == 2
-        and all(p and p == p.strip() and p not in (".", "..") for p in parts)
-        and "\\" not in text
-    )
+        refused = run_id_refused("run_ids", run_id) if isinstance(run_id, str) else None
+        if refused is not None:
+            raise SelectionError.of(refused)
 
 
 class RunIdSelection(BaseModel):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         StopRequest,
         launch_new,
         launch_resume,
+        stop_folder,
         stop_run,
         stop_run_folder,
     )
@@ -195,6 +196,7 @@ _HOME = {
     "Stopping": "glossogen.launch._control",
     "launch_new": "glossogen.launch._control",
     "launch_resume": "glossogen.launch._control",
+    "stop_folder": "glossogen.launch._control",
     "stop_run": "glossogen.launch._control",
     "stop_run_folder": "glossogen.launch._control",
     "PREFECT_DEFAULTS": "glossogen.launch._process",
@@ -284,6 +286,7 @@ __all__ = [
     "ScenarioSummary",
     "SeatEstimate",
     "SeatInfo",
+    "stop_folder",
     "stop_run",
     "stop_run_folder",
     "StopError",

@@ -30,7 +30,17 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from glossogen import exit_codes
-from glossogen.storage import CONFIG, FLOW_RUN, LABELS, LOCK_NAME, STOP, RunFolder
+from glossogen.refusals import Refusal, shown_path
+from glossogen.storage import (
+    CONFIG,
+    FLOW_RUN,
+    LABELS,
+    LOCK_NAME,
+    STOP,
+    RunFolder,
+    join,
+    run_id_refused,
+)
 
 if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
     from glossogen.launch._plan import RunConfig
@@ -40,10 +50,11 @@ if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
 class StopError(Exception):
     """A run that cannot be stopped; ``str()`` is the one-line reason, ``exit_code`` the code."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        """Keep the one-line ``message`` and the process ``exit_code``."""
+    def __init__(self, message: str, exit_code: int, refusal: Refusal | None = None) -> None:
+        """Keep the one-line ``message``, the process ``exit_code`` and the refused value."""
         super().__init__(message)
         self.exit_code = exit_code
+        self.refusal = refusal
 
 
 def _detach(args: list[str], folder: RunFolder, stdin: bytes | None = None) -> int:
@@ -126,7 +137,11 @@ class StopRequest(BaseModel):
     """What ``glossogen stop``, the page's Stop and MCP's ``stop_run`` ask for.
 
     Attributes:
-        run_dir: The run folder (a local path or an fsspec URL; a trailing ``/`` is dropped).
+        run_dir: The run folder (a local path or an fsspec URL; a trailing ``/`` is dropped):
+            ``glossogen stop``'s. Its last two parts are the run's id.
+        runs_dir: With ``run_id``: the runs directory the id is relative to (the server's).
+        run_id: The run's id, ``<scenario>/<run_dir_name>`` (the page's and MCP's), instead
+            of ``run_dir``.
         mode: ``stop``: a live run ends ``interrupted`` (resumable) and a queued one is
             cancelled before it starts; ``cancel``: only a queued run, whose log has not
             begun, is cancelled (a run that has begun is refused, nothing is signalled).
@@ -134,7 +149,9 @@ class StopRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    run_dir: str
+    run_dir: str = ""
+    runs_dir: str = ""
+    run_id: str | None = None
     mode: Literal["stop", "cancel"] = "stop"
 
     @field_validator("run_dir")
@@ -143,18 +160,48 @@ class StopRequest(BaseModel):
         return value.rstrip("/")
 
 
-def stop_run(request: StopRequest) -> Stopping:
-    """Stop (or, ``mode="cancel"``, cancel) the run in ``request.run_dir``; every check here.
+def stop_folder(request: StopRequest) -> RunFolder:
+    """The folder of the run ``request`` names: the one check of a run to stop, every surface.
+
+    The run id (``run_id``, or ``run_dir``'s last two parts) is refused in the words the
+    export's and evaluation's selections use: a malformed one (:func:`run_id_refused`,
+    ``run_id 'x': not a run id (...)``; ``run_dir`` quotes the folder as typed), a well-shaped
+    one that names no run, no folder or a folder with neither log nor claim
+    (``run ids that no longer resolve: veyru/1``). A remote folder is not read here.
 
     Raises:
-        StopError: 64 when ``run_dir`` names no run folder (``<runs-dir>/<scenario>/<ts>``);
-            a begun run under ``mode="cancel"`` (65); else see :func:`stop_run_folder`.
+        StopError: 64 for a malformed id, 66 for an id that names no run.
     """
-    try:
-        folder = RunFolder.at(request.run_dir)
-    except ValueError as exc:
-        raise StopError(str(exc), int(exit_codes.USAGE)) from None
-    return stop_run_folder(folder, request.mode)
+    if request.run_id is not None:
+        field, sent, run_id = "run_id", request.run_id, request.run_id
+    else:
+        head, _, name = request.run_dir.rpartition("/")
+        run_id = f"{head.rpartition('/')[2]}/{name}" if head else name
+        field, sent = "run_dir", request.run_dir
+    refused = run_id_refused(field, run_id)
+    if refused is not None:
+        refused = refused.model_copy(update={"value": shown_path(sent)})
+        raise StopError(refused.worded(), int(exit_codes.USAGE), refused)
+    scenario, _, name = run_id.partition("/")
+    url = request.run_dir if request.run_id is None else join(request.runs_dir, scenario, name)
+    missing = StopError(f"run ids that no longer resolve: {run_id}", int(exit_codes.UNREADABLE))
+    if not RunFolder.names_run(scenario, name):
+        raise missing
+    folder = RunFolder(run_id=run_id, url=url, timestamp=int(name))
+    local = folder.local_path("")
+    if local is not None and not os.path.exists(local):
+        raise missing
+    return folder
+
+
+def stop_run(request: StopRequest) -> Stopping:
+    """Stop (or, ``mode="cancel"``, cancel) the run ``request`` names; every check here.
+
+    Raises:
+        StopError: as :func:`stop_folder` refuses the run; a begun run under
+            ``mode="cancel"`` (65); else see :func:`stop_run_folder`.
+    """
+    return stop_run_folder(stop_folder(request), request.mode)
 
 
 @dataclass(frozen=True)
@@ -275,7 +322,7 @@ def _cancel_claim(folder: RunFolder) -> Stopping:
     except ValueError:
         claimed = False
     if not claimed:
-        raise StopError(f"{folder.url} holds no run log", 66)
+        raise StopError(f"run ids that no longer resolve: {folder.run_id}", 66)
     if not folder.discard_unstarted((*_UNSTARTED, folder.stdout_log_name)):
         raise StopError(
             f"run {folder.run_id} has not begun its log and no process holds it, but its folder "

@@ -23,7 +23,7 @@ from glossogen.eventlog import (
     RunView,
 )
 from glossogen.export import SERVED_RUNS_DIR
-from glossogen.refusals import worded
+from glossogen.refusals import quote, worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
 from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
@@ -45,15 +45,22 @@ PAGE_CHARS = 16_000
 ends before the row that would pass it (a page holds at least one row)."""
 
 
-def refuse(exc: BaseException, arguments: Mapping[str, str] | None = None) -> ToolError:
+def refuse(
+    exc: BaseException, arguments: Mapping[str, str] | None = None, runs_dir: str = ""
+) -> ToolError:
     """The tool error of a library refusal: its first line.
 
     A refused request value is named as the tool argument that set it, never a CLI flag: each
     tool's argument bears the request field's name (``spend_cap_usd``, ``after_round``) unless
     ``arguments`` names it otherwise (``evaluate_run``'s ``judge_model`` for ``model``).
+    ``runs_dir``: the server's runs directory, which the line never names by its path (a run
+    folder under it by its run id, ``veyru/1796433857 is a veyru run, not ...``), as the
+    reading, scoring and analysis tools' lines (``export.served_line``).
     """
-    text = worded(exc, arguments) or type(exc).__name__
-    return ToolError(text.splitlines()[0])
+    from glossogen.export._select import without_runs_dir
+
+    line = (worded(exc, arguments) or type(exc).__name__).splitlines()[0]
+    return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,7 +170,7 @@ class ToolBase:
         if unstarted and not folder.has_log() and folder.exists(CONFIG):
             return folder
         if not folder.has_log():
-            raise ToolError(f"run {run_id!r} has no event log in {SERVED_RUNS_DIR}")
+            raise ToolError(f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}")
         return folder
 
     def _view(self, folder: RunFolder) -> RunView:

@@ -266,7 +266,7 @@ class Launching(ToolBase):
             )  # fmt: skip
             plan, point = launch.plan_resume(request)
         except (launch.LaunchError, DeriveError, StorageError, RunBusyError) as exc:
-            raise refuse(exc, RESUME_ARGUMENTS) from None
+            raise refuse(exc, RESUME_ARGUMENTS, self.runs_dir) from None
         return folder, request, plan, point
 
     def resume_run(
@@ -298,7 +298,7 @@ class Launching(ToolBase):
             launch.check_launch(plan, point.state.after_round)
             folder.check_unlocked()
         except (launch.LaunchError, StorageError, RunBusyError) as exc:
-            raise refuse(exc, RESUME_ARGUMENTS) from None
+            raise refuse(exc, RESUME_ARGUMENTS, self.runs_dir) from None
         launched = folder.pending_launch()
         if launched is not None:
             raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
@@ -323,7 +323,7 @@ class Launching(ToolBase):
             )
             launch.check_derived_spend_cap(prepared.folder)  # a refused folder is removed again
         except (DeriveError, launch.LaunchError, StorageError) as exc:
-            raise refuse(exc) from None
+            raise refuse(exc, runs_dir=self.runs_dir) from None
         folder = prepared.folder
         plan, _ = launch.plan_resume(
             launch.ResumeRequest(run_dir=folder.url)
@@ -343,14 +343,14 @@ class Launching(ToolBase):
 
     def stop_run(self, run_id: str) -> Stopped:
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""
-        folder = self._folder(run_id, unstarted=True)  # a queued run is cancelled
-        try:
-            stopping = launch.stop_run(launch.StopRequest(run_dir=folder.url))
+        request = launch.StopRequest(runs_dir=self.runs_dir, run_id=run_id)
+        try:  # the library's one check of the run id, as the CLI and REST
+            stopping = launch.stop_run(request)
         except launch.StopError as exc:
             raise refuse(exc) from None
         return Stopped(
-            run_id=folder.run_id,
+            run_id=stopping.run_id,
             pid=stopping.pid,
             flow_run_id=stopping.flow_run_id,
-            message=stopping.said(f"resume_run (run_id {folder.run_id!r})"),
+            message=stopping.said(f"resume_run (run_id {stopping.run_id!r})"),
         )

@@ -47,15 +47,13 @@ def served_refusal(exc: BaseException, runs_dir: str) -> ToolError:
     exist``); any other line has the runs dir cut from it (``without_runs_dir``).
     """
     from glossogen.export import RunsDirError, SelectionError, served_line
-    from glossogen.export._select import without_runs_dir
 
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, RunsDirError) or (
         isinstance(cause, SelectionError) and cause.served is not None
     ):
         return ToolError(served_line(cause, runs_dir, JUDGE_ARGUMENTS))
-    line = str(refuse(exc, JUDGE_ARGUMENTS))
-    return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
+    return refuse(exc, JUDGE_ARGUMENTS, runs_dir)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +135,7 @@ class Scoring(ToolBase):
         what it logged, as ``glossogen evaluate --allow-incomplete`` does.
         """
         from glossogen.evaluation import EvaluationError, plan_request, refusal
+        from glossogen.export._select import without_runs_dir
         from glossogen.launch import evaluate_planned
 
         folder = self._folder(run_id)
@@ -145,9 +144,10 @@ class Scoring(ToolBase):
             plan = plan_request(folder.url, folder.scenario, request)
             done = await evaluate_planned(plan, request)
         except EvaluationError as exc:  # a report of another log is set aside, as the CLI does
-            raise ToolError(refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)) from None
+            line = refusal(folder.url, folder.scenario, exc, JUDGE_ARGUMENTS)
+            raise ToolError(without_runs_dir(line, self.runs_dir)) from None  # never its path
         except StorageError as exc:
-            raise refuse(exc) from None
+            raise refuse(exc, runs_dir=self.runs_dir) from None
         report = done.report
         return Evaluated(
             run_id=folder.run_id,

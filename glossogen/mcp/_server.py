@@ -263,12 +263,20 @@ def _said(error: Any) -> str:
     """One argument's problem: its place and pydantic's text.
 
     Our own validators' lines are as written, without pydantic's ``Value error, `` tag (as
-    REST words them).
+    REST words them). A refusal of the library's own check (a ``SelectionError`` or
+    ``QueryError`` its validator raised: ``selection`` ``run_ids: [""]``) is its line alone,
+    placed by its field as REST places it and as the export's tools say it (was
+    ``selection.run_ids: run_ids needs a run id ...``).
     An unknown key echoes its value (:func:`~glossogen.refusals.unknown_key_line`, as REST
     and a dashboard say it).
     """
+    from glossogen.analysis import QueryError
+    from glossogen.export import SelectionError
     from glossogen.refusals import unknown_key_line, validator_line
 
+    ours = error.get("ctx", {}).get("error")
+    if isinstance(ours, (QueryError, SelectionError)):  # the library's check: its line
+        return str(ours.message)
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
     return f"{_place(error['loc'])}: {validator_line(error)}"

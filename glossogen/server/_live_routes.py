@@ -258,18 +258,25 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
     """Stop the live run as ``glossogen stop <run-dir>`` does; answer its pid and message.
 
     Raises:
-        HTTPException: 404 for a run that is not one of this group's runs; 409 (the CLI's one
-            line) when no live process writes it or the folder is remote.
+        HTTPException: 404 for a run id not shaped ``<scenario>/<run_dir_name>`` (``field``
+            ``run_id``) or naming no run (``run ids that no longer resolve: ...``, the
+            library's lines, as ``glossogen stop`` and MCP's ``stop_run`` say them) or a run
+            that is not one of this group's runs; 409 (the CLI's one line) when no live
+            process writes it or the folder is remote; 503 when its flow run's Prefect server
+            cannot be reached.
     """
-    from glossogen.launch import StopError, StopRequest, stop_run
+    from glossogen.launch import StopError, StopRequest, stop_folder, stop_run
 
-    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts, queued=True)
-    if group_of_folder(folder) != group:
-        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
-    try:
-        stopping = stop_run(StopRequest(run_dir=folder.url))
-    except StopError as exc:
-        raise HTTPException(409, {"message": str(exc)}) from exc
+    asked = StopRequest(runs_dir=request.app.state.settings.runs_dir, run_id=f"{scenario}/{ts}")
+    try:  # the library's one check of the run id, as the CLI and MCP
+        folder = stop_folder(asked)
+        if group_of_folder(folder) != group:
+            raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+        stopping = stop_run(asked)
+    except StopError as exc:  # a run id naming no run: 404, as the export's missing ids
+        status = {64: 404, 66: 404, 69: 503}.get(exc.exit_code, 409)
+        detail = {"field": exc.refusal.field} if exc.refusal is not None else {}
+        raise HTTPException(status, {**detail, "message": str(exc)}) from exc
     return {
         "run_id": folder.run_id,
         "pid": stopping.pid,

@@ -5,10 +5,13 @@ from glossogen.storage._folder import (
     FLOW_RUN,
     LABELS,
     LINEAGE,
+    RUN_ID_SHAPE,
     STOP,
     FolderFile,
     RunBusyError,
     RunFolder,
+    is_run_id,
+    run_id_refused,
 )
 from glossogen.storage._fs import (
     StorageError,
@@ -55,6 +58,7 @@ __all__ = [
     "RunFolder",
     "RunLock",
     "RunStore",
+    "RUN_ID_SHAPE",
     "STOP",
     "SWEEPS_FOLDER",
     "StorageError",
@@ -62,6 +66,7 @@ __all__ = [
     "WriterLease",
     "absolute",
     "is_local",
+    "is_run_id",
     "join",
     "lease_seconds",
     "nearest_existing",
@@ -71,6 +76,7 @@ __all__ = [
     "put_if_unchanged",
     "read_with_etag",
     "resolved",
+    "run_id_refused",
     "translate_errors",
     "write_bytes_atomic",
 ]

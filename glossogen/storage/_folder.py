@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
-from glossogen.refusals import is_utf8, not_utf8
+from glossogen.refusals import Refusal, is_utf8, not_utf8, shown_path
 from glossogen.storage._fs import (
     is_local,
     join,
@@ -102,6 +102,40 @@ def _parsed(data: bytes) -> tuple[Any, bool]:
         return json.loads(data.decode("utf-8-sig")), False
 
 
+RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
+"""What a run id is, as a malformed one's refusal words it (:func:`run_id_refused`)."""
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` is shaped ``<scenario>/<run_dir_name>``: the one run-id parse.
+
+    Two non-empty parts, neither ``.`` nor ``..``, no blank around them, no leading or
+    trailing ``/`` (an absolute path, ``veyru/1796433857/``) and no backslash. A run
+    folder's name is stricter (:meth:`RunFolder.names_run`: a unix timestamp), built on it.
+    """
+    parts = text.split("/")
+    return (
+        len(parts) == 2
+        and all(p and p == p.strip() and p not in (".", "..") for p in parts)
+        and "\\" not in text
+    )
+
+
+def run_id_refused(field: str, run_id: str) -> Refusal | None:
+    """Refuse ``run_id`` not shaped as a run id (:func:`is_run_id`); None when it is.
+
+    The one line every surface says of a malformed run id (the export's and evaluation's
+    ``run_ids``, ``stop``'s run): the id quoted as sent, whole, then
+    ``not a run id (<scenario>/<run_dir_name>, ...)``, or ``a path, not a run id: ...`` for
+    an absolute path or a URL.
+    """
+    if is_run_id(run_id):
+        return None
+    path = run_id.startswith("/") or "://" in run_id
+    reason = f"a path, not a run id: {RUN_ID_SHAPE}" if path else f"not a run id ({RUN_ID_SHAPE})"
+    return Refusal(field=field, value=shown_path(run_id), reason=reason, colon=True)
+
+
 @dataclass(frozen=True)
 class FolderFile:
     """One file of a run folder.
@@ -134,19 +168,13 @@ class RunFolder:
 
     @staticmethod
     def names_run(scenario: str, name: str) -> bool:
-        """Whether ``<scenario>/<name>`` is a run id: a scenario folder and a unix timestamp.
+        """Whether ``<scenario>/<name>`` names a run folder: a run id with a unix timestamp.
 
-        The one definition of a run id: :meth:`at`, :meth:`RunStore.open_run` and
-        :meth:`RunStore.list_runs` read names by it, so a stray folder (``notes/drafts``) is
-        never a run.
+        :func:`is_run_id`'s shape, its second part a unix timestamp: :meth:`at`,
+        :meth:`RunStore.open_run` and :meth:`RunStore.list_runs` read names by it, so a stray
+        folder (``notes/drafts``) is never a run.
         """
-        return (
-            bool(scenario)
-            and scenario not in (".", "..")
-            and "/" not in scenario
-            and name.isascii()
-            and name.isdigit()
-        )
+        return is_run_id(f"{scenario}/{name}") and name.isascii() and name.isdigit()
 
     @classmethod
     def at(cls, url: str) -> RunFolder:

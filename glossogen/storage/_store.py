@@ -14,6 +14,7 @@ import os
 import posixpath
 from typing import Any
 
+from glossogen.refusals import shown_path
 from glossogen.storage._folder import RunFolder
 from glossogen.storage._fs import (
     StorageError,
@@ -193,7 +194,7 @@ class RunStore:
         """
         scenario, _, ts = run_id.partition("/")
         if not RunFolder.names_run(scenario, ts):
-            raise ValueError(f"{run_id!r} is not a run id (<scenario>/<unix_ts>)")
+            raise ValueError(f"{shown_path(run_id)} is not a run id (<scenario>/<unix_ts>)")
         return RunFolder(run_id=run_id, url=join(self.runs_dir, scenario, ts), timestamp=int(ts))
 
     def runs(self, scenario: str | None = None) -> list[RunFolder]:

@@ -214,7 +214,7 @@ def test_an_empty_value_is_refused_on_every_surface_and_by_export(
     # A selection is read by the SDK's argument model, which words its tool error itself.
     assert asyncio.run(refused()) == [
         "filter 'scenario_name=': empty value",
-        "selection.filters: labels '': empty value",  # without pydantic's 'Value error, ' tag
+        "labels '': empty value",  # its line, as REST's message (was 'selection.filters: ...')
     ]
 
 

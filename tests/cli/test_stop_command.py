@@ -171,7 +171,7 @@ def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed
     again = _stop(folder.url, capsys)
     assert (again[0], again[2]) == (
         66,
-        f"glossogen: error: {folder.url} holds no run log\n",
+        f"glossogen: error: run ids that no longer resolve: {folder.run_id}\n",  # as export's
     )
 
 
@@ -239,14 +239,22 @@ def test_a_cancel_request_cancels_a_queued_run_and_refuses_a_begun_one(tmp_path:
 
 
 def test_a_stop_request_naming_no_run_folder_is_refused_as_usage(tmp_path: Path) -> None:
+    """A folder whose last two parts are no run id is usage (64); one whose are, but that
+    names no run (``<tmp>/notes``: no timestamp), is an id that resolves to no run (66): the
+    export's words for each (``launch.stop_folder``; was ``'...' is not a run folder
+    (<runs-dir>/<scenario>/<unix_ts>)`` for both)."""
     from glossogen.launch import StopError, StopRequest, stop_run
 
-    with pytest.raises(StopError) as refused:
-        stop_run(StopRequest(run_dir=str(tmp_path / "notes")))
-    assert (str(refused.value), refused.value.exit_code) == (
-        f"{str(tmp_path / 'notes')!r} is not a run folder (<runs-dir>/<scenario>/<unix_ts>)",
-        64,
-    )
+    said = []
+    for run_dir in ("notes", str(tmp_path / "notes")):
+        with pytest.raises(StopError) as refused:
+            stop_run(StopRequest(run_dir=run_dir))
+        said.append((str(refused.value), refused.value.exit_code))
+    assert said == [
+        ("run_dir 'notes': not a run id (<scenario>/<run_dir_name>, relative to the runs "
+         "directory)", 64),
+        (f"run ids that no longer resolve: {tmp_path.name}/notes", 66),
+    ]  # fmt: skip
 
 
 SIGTERMED_RUN = [

@@ -279,3 +279,42 @@ def test_export_runs_names_out_in_its_refusal_as_the_cli_names_out(tmp_path: Pat
         "out '': names no folder",
         f"out {str(afile)!r} is a file, not a folder",
     ]
+
+
+def test_a_donor_of_another_scenario_is_named_by_its_run_id_never_the_servers_path(
+    tmp_path: Path,
+) -> None:
+    """``cross_run_replace_agent`` with a donor of another scenario: the derive's line with
+    the runs directory cut, as every reading tool's (was ``/tmp/.../veyru/<ts> is a veyru
+    run, not prisoners_dilemma``: the server's path); nothing claimed."""
+    runs = tmp_path / "runs"
+    veyru = play_run(str(runs), "veyru", rounds=2, now_unix=1_790_000_000)
+    dilemma = play_run(str(runs), "prisoners_dilemma", rounds=2, now_unix=1_790_000_100)
+
+    async def go() -> str:
+        async with in_process_session(runs, tmp_path) as s:
+            return await refusal(
+                s, "cross_run_replace_agent", source_run_id=dilemma.run_id, after_round=1,
+                replaced_agent_id="player_a", donor_run_id=veyru.run_id,
+                donor_agent_id="field_observer", model="scripted", provider="scripted",
+            )  # fmt: skip
+
+    assert asyncio.run(go()) == "veyru/1790000000 is a veyru run, not prisoners_dilemma"
+    assert sorted(p.name for p in (runs / "prisoners_dilemma").iterdir()) == ["1790000100"]
+
+
+def test_a_backslash_in_a_run_id_is_echoed_once(tmp_path: Path) -> None:
+    """What the user typed, once (was ``'veyru\\\\1796437285'``: ``!r`` of the id)."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [await refusal(s, "get_run", run_id="veyru\\1796437285"),
+                    await refusal(s, "stop_run", run_id="veyru\\1796437285")]  # fmt: skip
+
+    assert asyncio.run(go()) == [
+        "'veyru\\1796437285' is not a run id (<scenario>/<unix_ts>)",
+        "run_id 'veyru\\1796437285': not a run id (<scenario>/<run_dir_name>, relative to the "
+        "runs directory)",
+    ]
