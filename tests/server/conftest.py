@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,9 @@ def shots() -> Path:
     return folder
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """A real headless Debian Chromium; its pages' calls wait as long as it takes."""
+@contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Launch a real headless Debian Chromium; close it on exit."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
     require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -58,6 +59,17 @@ def browser() -> Iterator[Any]:
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield Chromium(launched)
+            yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A real headless Debian Chromium; its pages' calls wait as long as it takes.
+
+    Launched for each test: Playwright's sync API runs an event loop while it is up, so a
+    fixture set up after it could not play a run with ``asyncio.run``. A file whose fixtures
+    never do may launch one for all its tests (``tests/server/test_analysis_page.py``)."""
+    with launched_chromium() as launched:
+        yield Chromium(launched)
