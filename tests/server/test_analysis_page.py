@@ -22,7 +22,7 @@ import pytest
 from glossogen.analysis._dashboard import load_dashboard
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.fixtures.parts import require_part
-from tests.server.conftest import TIMEOUT_MS, Chromium, launched_chromium
+from tests.server.conftest import TIMEOUT_MS, launched_chromium
 from tests.server.serving import serving
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -47,19 +47,10 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """One Chromium for the file's page tests (a launch and close is about 0.9 CPU-s): no fixture of
-    theirs plays a run with ``asyncio.run``, which Playwright's running loop would refuse."""
+    """One Chromium for the file's tests (about 0.9 CPU-s a launch): none runs ``asyncio.run``
+    while it is up."""
     with launched_chromium() as launched:
         yield launched
-
-
-@pytest.fixture
-def browser(chromium: Any) -> Iterator[Chromium]:
-    """The file's Chromium for one test: each page in a context of its own, every context the
-    test opened closed after it (no page of one test still talks to the server in the next)."""
-    yield Chromium(chromium)
-    for context in chromium.contexts:
-        context.close()
 
 
 @pytest.fixture(scope="module")
