@@ -6,9 +6,9 @@ import pytest
 
 from tests.fixtures.model_stubs import StubModelServer
 from tests.providers.test_wire_formats import pd_player
-from tests.server.conftest import browser, shots
+from tests.server.conftest import browser, chromium, shots
 
-__all__ = ["browser", "deep_tmp", "pd_stub", "shots"]
+__all__ = ["browser", "chromium", "deep_tmp", "pd_stub", "shots"]
 
 
 @pytest.fixture

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.fixtures.parts import require_part
+
+T = TypeVar("T")
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -47,9 +51,9 @@ def shots() -> Path:
     return folder
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """A real headless Debian Chromium; its pages' calls wait as long as it takes."""
+@contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Launch a real headless Debian Chromium; close it on exit (both about 0.9 CPU-s)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (python -m tests does)")
     require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -58,6 +62,35 @@ def browser() -> Iterator[Any]:
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield Chromium(launched)
+            yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    """A Chromium launched for the test.
+
+    Playwright's sync API runs an event loop in this thread while the browser is up, and
+    ``asyncio.run`` will not start beside it: a file none of whose tests runs one while its
+    browser is up (a fixture may, through :func:`played_apart`) overrides this fixture with a
+    module-scoped one, launched once for all its tests."""
+    with launched_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Chromium]:
+    """A real headless Debian Chromium for one test, its pages' calls waiting as long as it
+    takes: each page in a context of its own, every context the test opened closed after it (no
+    page of one test still loads or streams in the next, when :func:`chromium` is the file's)."""
+    yield Chromium(chromium)
+    for context in chromium.contexts:
+        context.close()
+
+
+def played_apart(play: Callable[[], T]) -> T:
+    """Call ``play`` in a thread of its own and return what it returns: ``asyncio.run`` (a
+    played run, the CLI's evaluate) will not start in a thread where Playwright's loop runs."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(play).result()

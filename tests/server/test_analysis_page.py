@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from glossogen.analysis._dashboard import load_dashboard
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.fixtures.parts import require_part
-from tests.server.conftest import TIMEOUT_MS
+from tests.server.conftest import TIMEOUT_MS, launched_chromium
 from tests.server.serving import serving
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -42,6 +43,22 @@ SVG = "{http://www.w3.org/2000/svg}"
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
     return build(Path(tmp_path_factory.mktemp("analysis-page-runs")))
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the file's tests (about 0.9 CPU-s a launch): none runs ``asyncio.run``
+    while it is up."""
+    with launched_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def served(cohort: Cohort) -> Iterator[str]:
+    """One ``glossogen serve`` over the cohort for the file's tests (its base URL): each test
+    only reads the cohort or saves a dashboard of its own name, and a start is about 1.3 CPU-s."""
+    with serving(cohort.runs_dir) as base:
+        yield base
 
 
 def cells(result: dict[str, Any]) -> list[list[Any]]:
@@ -110,7 +127,7 @@ def answer_on_the_page(page: Any, times: int) -> None:
 
 
 def test_the_page_answers_as_every_surface(
-    cohort: Cohort, tmp_path: Path, capsys: pytest.CaptureFixture[str], browser: Any,
+    cohort: Cohort, served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], browser: Any,
     shots: Path,
 ) -> None:  # fmt: skip
     cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *FLAGS)
@@ -126,60 +143,58 @@ def test_the_page_answers_as_every_surface(
         [None, "round_success:rate", 1.0, 2, 0, 1],
         [None, "mean_chars_per_round:mean", 50.0, 2, 0, 1],
     ]
-    with serving(cohort.runs_dir) as base:
-        rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=None)
-        assert rest.status_code == 200, rest.text
-        mcp = mcp_answer(base)
-        requests: list[str] = []
-        page = browser.new_page(viewport={"width": 1100, "height": 1300})
-        page.on("request", lambda r: requests.append(r.url))
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{base}/?scenario=veyru")
-        page.click("#open-analysis")
-        page.wait_for_selector("#analysis[data-ready=true]")
-        assert page.url == f"{base}/analysis?scenario=veyru"
-        assert page.inner_text("#cohort") == "scenario=veyru"
-        fill_the_query(page)
-        page.click("#run-query")
-        answer_on_the_page(page, 1)
-        shown = page_cells(page)
-        assert page.inner_text("#summary") == "round grain: 10 rows of 5 runs"
-        assert page.locator("#cells tbody tr").nth(3).locator("td").all_inner_texts() == [
-            "600", "mean_chars_per_round:mean", "30", "2", "2", "1", "", "", "none",
-        ]  # fmt: skip
-        with page.expect_download() as got_csv:
-            page.click("#download-csv")
-        page_csv = Path(got_csv.value.path()).read_text()
-        with page.expect_download() as got_svg:
-            page.click("#download-chart")
-        svg = ET.parse(got_svg.value.path()).getroot()
-        page.screenshot(path=str(shots / "analysis-page.png"), full_page=True)
+    base = served
+    rest = httpx.post(f"{base}{API}/query", json=BODY, timeout=None)
+    assert rest.status_code == 200, rest.text
+    mcp = mcp_answer(base)
+    requests: list[str] = []
+    page = browser.new_page(viewport={"width": 1100, "height": 1300})
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/?scenario=veyru")
+    page.click("#open-analysis")
+    page.wait_for_selector("#analysis[data-ready=true]")
+    assert page.url == f"{base}/analysis?scenario=veyru"
+    assert page.inner_text("#cohort") == "scenario=veyru"
+    fill_the_query(page)
+    page.click("#run-query")
+    answer_on_the_page(page, 1)
+    shown = page_cells(page)
+    assert page.inner_text("#summary") == "round grain: 10 rows of 5 runs"
+    assert page.locator("#cells tbody tr").nth(3).locator("td").all_inner_texts() == [
+        "600", "mean_chars_per_round:mean", "30", "2", "2", "1", "", "", "none",
+    ]  # fmt: skip
+    with page.expect_download() as got_csv:
+        page.click("#download-csv")
+    page_csv = Path(got_csv.value.path()).read_text()
+    with page.expect_download() as got_svg:
+        page.click("#download-chart")
+    svg = ET.parse(got_svg.value.path()).getroot()
+    page.screenshot(path=str(shots / "analysis-page.png"), full_page=True)
 
-        # Save the query as a dashboard, render it with the CLI, open it again on the page.
-        page.fill("#chart-name", "success")
-        page.fill("#dashboard-name", "study")
-        page.click("#save-dashboard")
-        saved = Path(cohort.runs_dir, ".glossogen", "dashboards", "study.yaml")
-        # Its file within the runs dir: the server's own path is never shown.
-        page.wait_for_selector(
-            "#dashboard-status:has-text('saved .glossogen/dashboards/study.yaml')"
-        )
-        board = load_dashboard(str(saved))
-        page.goto(f"{base}/analysis")
-        page.wait_for_selector("#analysis[data-ready=true]")
-        assert page.inner_text("#cohort") == "every run"
-        page.select_option("#dashboard-names", "study")
-        page.click("#open-dashboard")
-        page.click("button.dashboard-chart[data-chart=success]")
-        answer_on_the_page(page, 1)
-        reopened = page_cells(page)
-        assert page.inner_text("#cohort") == "from dashboard study, chart success"
-        assert page.input_value("#key1") == "round_budget_chars"
-        # A refusal is the REST answer's one line, and nothing is drawn.
-        refused = refused_on_the_page(page, f"{base}/analysis?knob=x", "task_done")
-        assert page.locator("#answer").is_hidden()
-        assert errors == []
+    # Save the query as a dashboard, render it with the CLI, open it again on the page.
+    page.fill("#chart-name", "success")
+    page.fill("#dashboard-name", "study")
+    page.click("#save-dashboard")
+    saved = Path(cohort.runs_dir, ".glossogen", "dashboards", "study.yaml")
+    # Its file within the runs dir: the server's own path is never shown.
+    page.wait_for_selector("#dashboard-status:has-text('saved .glossogen/dashboards/study.yaml')")
+    board = load_dashboard(str(saved))
+    page.goto(f"{base}/analysis")
+    page.wait_for_selector("#analysis[data-ready=true]")
+    assert page.inner_text("#cohort") == "every run"
+    page.select_option("#dashboard-names", "study")
+    page.click("#open-dashboard")
+    page.click("button.dashboard-chart[data-chart=success]")
+    answer_on_the_page(page, 1)
+    reopened = page_cells(page)
+    assert page.inner_text("#cohort") == "from dashboard study, chart success"
+    assert page.input_value("#key1") == "round_budget_chars"
+    # A refusal is the REST answer's one line, and nothing is drawn.
+    refused = refused_on_the_page(page, f"{base}/analysis?knob=x", "task_done")
+    assert page.locator("#answer").is_hidden()
+    assert errors == []
     assert refused == (
         "knob 'x': no operator; write <knob><op><value> with op one of != >= <= = > <"
     )
@@ -246,7 +261,7 @@ def fill_the_comparison(page: Any) -> None:
 
 
 def test_the_page_compares_two_arms_over_filtered_rows(
-    cohort: Cohort, capsys: pytest.CaptureFixture[str], browser: Any, shots: Path
+    cohort: Cohort, served: str, capsys: pytest.CaptureFixture[str], browser: Any, shots: Path
 ) -> None:
     cli = analyze_json(capsys, "--runs-dir", cohort.runs_dir, *COMPARE_FLAGS)
     # Round 1 only (round_number<2), worked by hand from the cohort's table: r1 1/8, r2 1/20,
@@ -266,47 +281,47 @@ def test_the_page_compares_two_arms_over_filtered_rows(
         ["mean_chars_per_round:mean", "round_budget_chars", "300", "600", 14.0, 25.0, 11.0, "no",
          "unpaired: the arms' seeds differ", 2, 1, 0],
     ]  # fmt: skip
-    with serving(cohort.runs_dir) as base:
-        posted: list[Any] = []
-        page = browser.new_page(viewport={"width": 1280, "height": 1400})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.on("request", lambda r: posted.append(r.post_data_json)
-                if r.url.endswith("/analysis/query") else None)  # fmt: skip
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{base}/analysis?scenario=veyru")
-        page.wait_for_selector("#analysis[data-ready=true]")
-        fill_the_comparison(page)
-        page.click("#run-query")
-        answer_on_the_page(page, 1)
-        shown = page_table(page, "cells")
-        shown_comparisons = page_table(page, "comparisons")
-        page.screenshot(path=str(shots / "analysis-page-compare.png"), full_page=True)
-        # Headed as the CLI and the report head them; within a 1200 px window, nothing past it.
-        heading = page.inner_text("#comparisons-part h3")
-        page.set_viewport_size({"width": 1200, "height": 1400})
-        widths = page.evaluate(
-            "[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
-            "document.querySelector('#comparisons-part').getBoundingClientRect().right <= "
-            "document.documentElement.clientWidth, "
-            "document.querySelector('#comparisons').getBoundingClientRect().right <= "
-            "document.querySelector('#answer').getBoundingClientRect().right]"
-        )
-        # Saved and opened again, the dashboard's query fills the same inputs.
-        page.fill("#chart-name", "arms")
-        page.fill("#dashboard-name", "arms")
-        page.click("#save-dashboard")
-        page.wait_for_selector("#dashboard-status:has-text('saved')")
-        page.goto(f"{base}/analysis")
-        page.wait_for_selector("#analysis[data-ready=true]")
-        page.select_option("#dashboard-names", "arms")
-        page.click("#open-dashboard")
-        page.click("button.dashboard-chart[data-chart=arms]")
-        answer_on_the_page(page, 1)
-        reopened = (page_table(page, "cells"), page_table(page, "comparisons"))
-        inputs = [page.input_value(f"#{i}") for i in
-                  ("compare-key", "compare-a", "compare-b", "seed", "resamples")]  # fmt: skip
-        assert errors == []
+    base = served
+    posted: list[Any] = []
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("request", lambda r: posted.append(r.post_data_json)
+            if r.url.endswith("/analysis/query") else None)  # fmt: skip
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/analysis?scenario=veyru")
+    page.wait_for_selector("#analysis[data-ready=true]")
+    fill_the_comparison(page)
+    page.click("#run-query")
+    answer_on_the_page(page, 1)
+    shown = page_table(page, "cells")
+    shown_comparisons = page_table(page, "comparisons")
+    page.screenshot(path=str(shots / "analysis-page-compare.png"), full_page=True)
+    # Headed as the CLI and the report head them; within a 1200 px window, nothing past it.
+    heading = page.inner_text("#comparisons-part h3")
+    page.set_viewport_size({"width": 1200, "height": 1400})
+    widths = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
+        "document.querySelector('#comparisons-part').getBoundingClientRect().right <= "
+        "document.documentElement.clientWidth, "
+        "document.querySelector('#comparisons').getBoundingClientRect().right <= "
+        "document.querySelector('#answer').getBoundingClientRect().right]"
+    )
+    # Saved and opened again, the dashboard's query fills the same inputs.
+    page.fill("#chart-name", "arms")
+    page.fill("#dashboard-name", "arms")
+    page.click("#save-dashboard")
+    page.wait_for_selector("#dashboard-status:has-text('saved')")
+    page.goto(f"{base}/analysis")
+    page.wait_for_selector("#analysis[data-ready=true]")
+    page.select_option("#dashboard-names", "arms")
+    page.click("#open-dashboard")
+    page.click("button.dashboard-chart[data-chart=arms]")
+    answer_on_the_page(page, 1)
+    reopened = (page_table(page, "cells"), page_table(page, "comparisons"))
+    inputs = [page.input_value(f"#{i}") for i in
+              ("compare-key", "compare-a", "compare-b", "seed", "resamples")]  # fmt: skip
+    assert errors == []
     # The page posted the engine's query, nothing else: the flags' query, field for field.
     assert {**posted[0], "selection": posted[0]["selection"]["scenario"]} == {
         "selection": ["veyru"], "grain": "round", "by": ["round_budget_chars"],
@@ -324,21 +339,21 @@ def test_the_page_compares_two_arms_over_filtered_rows(
     assert inputs == ["round_budget_chars", "300", "600", "7", "50"]
 
 
-def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
-    with serving(cohort.runs_dir) as base:
-        result = httpx.post(f"{base}{API}/query", json=BODY, timeout=None).json()
-        heatmap = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "heatmap"},
-                             timeout=None)  # fmt: skip
-        table = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "table"},
-                           timeout=None)  # fmt: skip
-        missing = httpx.get(f"{base}{API}/dashboards/absent", timeout=None)
-        bad_name = httpx.put(f"{base}{API}/dashboards/..secret",
-                             json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "q"}]},
-                             timeout=None)  # fmt: skip
-        bad_body = httpx.put(f"{base}{API}/dashboards/ok",
-                             json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "x"}]},
-                             timeout=None)  # fmt: skip
-        listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
+def test_render_and_dashboard_refusals(cohort: Cohort, served: str) -> None:
+    base = served
+    result = httpx.post(f"{base}{API}/query", json=BODY, timeout=None).json()
+    heatmap = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "heatmap"},
+                         timeout=None)  # fmt: skip
+    table = httpx.post(f"{base}{API}/render", json={"result": result, "chart": "table"},
+                       timeout=None)  # fmt: skip
+    missing = httpx.get(f"{base}{API}/dashboards/absent", timeout=None)
+    bad_name = httpx.put(f"{base}{API}/dashboards/..secret",
+                         json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "q"}]},
+                         timeout=None)  # fmt: skip
+    bad_body = httpx.put(f"{base}{API}/dashboards/ok",
+                         json={"queries": {"q": BODY}, "charts": [{"name": "c", "query": "x"}]},
+                         timeout=None)  # fmt: skip
+    listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
     assert (heatmap.status_code, heatmap.json()["detail"]) == (
         422, {"field": "chart", "message": "chart 'heatmap' needs two keys (by K1,K2)"},
     )  # fmt: skip
@@ -359,35 +374,35 @@ def test_render_and_dashboard_refusals(cohort: Cohort) -> None:
     assert not Path(cohort.runs_dir, ".glossogen", "dashboards", "ok.yaml").exists()
 
 
-def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any) -> None:
-    with serving(cohort.runs_dir) as base:
-        page = browser.new_page(viewport={"width": 1100, "height": 1300})
-        first = refused_on_the_page(page, f"{base}/analysis", "nope")
-        page.fill("#measures .measure-field", "task_done")
-        page.click("#run-query")
-        answer_on_the_page(page, 1)
-        after_valid = page.locator("#analysis-error").is_hidden()
-        # A refused submit answered after a later valid one: its error is not shown.
-        held: list[Any] = []
+def test_a_later_valid_submit_leaves_no_stale_error(served: str, browser: Any) -> None:
+    base = served
+    page = browser.new_page(viewport={"width": 1100, "height": 1300})
+    first = refused_on_the_page(page, f"{base}/analysis", "nope")
+    page.fill("#measures .measure-field", "task_done")
+    page.click("#run-query")
+    answer_on_the_page(page, 1)
+    after_valid = page.locator("#analysis-error").is_hidden()
+    # A refused submit answered after a later valid one: its error is not shown.
+    held: list[Any] = []
 
-        def hold_the_first(route: Any) -> None:
-            if held:
-                route.continue_()
-            else:
-                held.append(route)
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
 
-        page.route("**/analysis/query", hold_the_first)
-        page.fill("#measures .measure-field", "nope")
-        page.click("#run-query")
-        page.fill("#measures .measure-field", "task_done")
-        page.click("#run-query")
-        answer_on_the_page(page, 2)
-        assert len(held) == 1
-        with page.expect_response("**/analysis/query") as late_answer:
-            held[0].continue_()
-        assert late_answer.value.status == 422
-        page.evaluate("() => fetch('/api/health')")  # a round trip after the late answer
-        late = page.locator("#analysis-error").is_hidden()
+    page.route("**/analysis/query", hold_the_first)
+    page.fill("#measures .measure-field", "nope")
+    page.click("#run-query")
+    page.fill("#measures .measure-field", "task_done")
+    page.click("#run-query")
+    answer_on_the_page(page, 2)
+    assert len(held) == 1
+    with page.expect_response("**/analysis/query") as late_answer:
+        held[0].continue_()
+    assert late_answer.value.status == 422
+    page.evaluate("() => fetch('/api/health')")  # a round trip after the late answer
+    late = page.locator("#analysis-error").is_hidden()
     assert first == (
         "measures: measure 'nope': no such field at the run grain of this selection (list the "
         "grain's fields)"
@@ -395,23 +410,21 @@ def test_a_later_valid_submit_leaves_no_stale_error(cohort: Cohort, browser: Any
     assert (after_valid, late) == (True, True)
 
 
-def test_a_seed_or_resamples_out_of_range_shows_the_servers_line(
-    cohort: Cohort, browser: Any
-) -> None:
+def test_a_seed_or_resamples_out_of_range_shows_the_servers_line(served: str, browser: Any) -> None:
     """The browser's own check of the number boxes (min 10 resamples) used to stop the submit
     with a bubble a person may not see, and a seed of -1 showed nothing: the form takes no
     check of its own (``novalidate``), and the page shows the REST refusal's line."""
     shown: dict[str, str] = {}
-    with serving(cohort.runs_dir) as base:
-        page = browser.new_page(viewport={"width": 1100, "height": 1300})
-        for box, typed in (("#seed", "-1"), ("#resamples", "5")):
-            page.goto(f"{base}/analysis")
-            page.wait_for_selector("#analysis[data-ready=true]")
-            page.fill("#measures .measure-field", "task_done")
-            page.fill(box, typed)
-            page.click("#run-query")
-            page.wait_for_selector("#analysis-error:not([hidden])")
-            shown[box] = page.inner_text("#analysis-error")
+    base = served
+    page = browser.new_page(viewport={"width": 1100, "height": 1300})
+    for box, typed in (("#seed", "-1"), ("#resamples", "5")):
+        page.goto(f"{base}/analysis")
+        page.wait_for_selector("#analysis[data-ready=true]")
+        page.fill("#measures .measure-field", "task_done")
+        page.fill(box, typed)
+        page.click("#run-query")
+        page.wait_for_selector("#analysis-error:not([hidden])")
+        shown[box] = page.inner_text("#analysis-error")
     assert shown == {
         "#seed": "seed -1: must be at least 0",  # the line names its field: not prefixed again
         "#resamples": "resamples: Input should be greater than or equal to 10",

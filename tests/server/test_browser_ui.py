@@ -32,7 +32,7 @@ from tests.fixtures.model_stubs import RecordedRequest, StubModelServer, StubRep
 from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
-from tests.server.conftest import TIMEOUT_MS
+from tests.server.conftest import TIMEOUT_MS, launched_chromium, played_apart
 from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -118,17 +118,26 @@ def live_run(runs: Path, stub: StubModelServer, rounds: int) -> Iterator[tuple[s
             child.wait()
 
 
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the file's tests (about 0.9 CPU-s a launch): none runs ``asyncio.run``
+    while it is up (their fixtures play runs through ``played_apart``)."""
+    with launched_chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
 def played(tmp_path: Path) -> dict[str, Any]:
     """A runs folder with two scripted veyru runs (1 round; 3 rounds labelled ``arm=b``),
-    played before the browser starts (Playwright's sync API holds the thread's event loop).
+    played apart from Playwright's event loop.
 
     Both are claimed at fixed launch seconds in the past (2023), so a run a test launches now is
     the newest in the list whatever second it starts in (a run of another scenario claimed in
     the same second as ``long`` would sort after it: a tie goes by run id, descending)."""
     runs = tmp_path / "runs"
-    short = play_run(str(runs), rounds=1, now_unix=1_700_000_101)
-    long = play_run(str(runs), rounds=3, overrides=("labels.arm=b",), now_unix=1_700_000_202)
+    short = played_apart(lambda: play_run(str(runs), rounds=1, now_unix=1_700_000_101))
+    long = played_apart(lambda: play_run(str(runs), rounds=3, overrides=("labels.arm=b",),
+                                         now_unix=1_700_000_202))  # fmt: skip
     return {"runs": runs, "short": short, "long": long}
 
 

@@ -24,7 +24,7 @@ from glossogen.cli import main
 from glossogen.eventlog import RunView
 from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
-from tests.server.conftest import TIMEOUT_MS
+from tests.server.conftest import TIMEOUT_MS, launched_chromium, played_apart
 from tests.server.serving import serving
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
@@ -83,11 +83,23 @@ def _visible_rounds(page: Any) -> list[str]:
     )
 
 
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the file's tests (about 0.9 CPU-s a launch): none runs ``asyncio.run``
+    while it is up (their fixtures play runs through ``played_apart``)."""
+    with launched_chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
 def finished(tmp_path: Path) -> dict[str, Any]:
     """A 3-round prisoners_dilemma and a 2-round two-team spot_the_difference, evaluated
-    (played before the browser starts: Playwright's sync API holds the thread's event loop)."""
+    (played apart from Playwright's event loop)."""
     runs = tmp_path / "runs"
+    return played_apart(lambda: _finished(runs))
+
+
+def _finished(runs: Path) -> dict[str, Any]:
     pd = play_run(str(runs), scenario="prisoners_dilemma", rounds=3, now_unix=1_700_000_301)
     std = play_run(str(runs), scenario="spot_the_difference", rounds=2, now_unix=1_700_000_401)
     for run in (pd, std):  # the CLI's entry in-process: its report is the point, not a process
@@ -106,7 +118,7 @@ def finished(tmp_path: Path) -> dict[str, Any]:
 def unfinished(tmp_path: Path) -> dict[str, Any]:
     """A veyru run whose ``simulation_ended`` was cut (running while a writer holds it)."""
     runs = tmp_path / "runs"
-    run = play_run(str(runs), rounds=2, now_unix=1_700_000_101)
+    run = played_apart(lambda: play_run(str(runs), rounds=2, now_unix=1_700_000_101))
     _cut_ending(run.url, "veyru")
     return {"runs": runs, "run": run}
 
@@ -237,9 +249,10 @@ def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
 
 @pytest.fixture
 def ranked(tmp_path: Path) -> dict[str, Any]:
-    """A played 2-round two-team spot_the_difference run (before the browser starts)."""
+    """A played 2-round two-team spot_the_difference run."""
     runs = tmp_path / "runs"
-    run = play_run(str(runs), scenario="spot_the_difference", rounds=2, now_unix=1_700_000_401)
+    run = played_apart(lambda: play_run(str(runs), scenario="spot_the_difference", rounds=2,
+                                        now_unix=1_700_000_401))  # fmt: skip
     return {"runs": runs, "run": run}
 
 
