@@ -26,7 +26,7 @@ from glossogen.export import SERVED_RUNS_DIR
 from glossogen.refusals import quote, worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
-from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
+from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError, run_id_refused
 
 PAGE_SIZE = 50
 """Rows per page of ``list_runs`` and ``read_run_events`` when the caller names none."""
@@ -157,19 +157,26 @@ class ToolBase:
         self.runs_dir = runs_dir
         self.store = RunStore(runs_dir)
 
-    def _folder(self, run_id: str, unstarted: bool = False) -> RunFolder:
-        """The folder of ``run_id``, refused when it has no log.
+    def _folder(self, run_id: str, unstarted: bool = False, field: str = "run_id") -> RunFolder:
+        """The folder of ``run_id`` (the tool's argument ``field``), refused when it has no log.
 
-        With ``unstarted``, a claimed folder (its ``config.json`` written) whose log has not
-        begun is returned too.
+        A malformed id and a well-shaped one that names no run folder are refused in the words
+        of ``stop_run`` and the export (:func:`~glossogen.storage.run_id_refused`, ``run ids that
+        no longer resolve: ...``). With ``unstarted``, a claimed folder (its ``config.json``
+        written) whose log has not begun is returned too.
         """
-        try:
-            folder = self.store.open_run(run_id)
-        except ValueError as exc:
-            raise refuse(exc) from None
+        refused = run_id_refused(field, run_id)
+        if refused is not None:
+            raise ToolError(refused.worded())
+        scenario, _, name = run_id.partition("/")
+        if not RunFolder.names_run(scenario, name):
+            raise ToolError(f"run ids that no longer resolve: {run_id}")
+        folder = self.store.open_run(run_id)
         if unstarted and not folder.has_log() and folder.exists(CONFIG):
             return folder
         if not folder.has_log():
+            if not folder.exists(CONFIG):  # neither log nor claim: as stop_run says it
+                raise ToolError(f"run ids that no longer resolve: {run_id}")
             raise ToolError(f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}")
         return folder
 

@@ -337,9 +337,9 @@ class Launching(ToolBase):
             warnings=[] if warned is None else [warned.worded()],
         )
 
-    def source(self, run_id: str) -> RunFolder:
-        """The folder of a source or donor run named by id."""
-        return self._folder(run_id)
+    def source(self, run_id: str, field: str = "source_run_id") -> RunFolder:
+        """The folder of a source or donor run named by id (the tool's argument ``field``)."""
+        return self._folder(run_id, field=field)
 
     def stop_run(self, run_id: str) -> Stopped:
         """Stop a run as ``glossogen stop`` does (``interrupted``, resumable; queued: cancelled)."""

@@ -133,7 +133,7 @@ def build_server(runs_dir: str) -> MCPServer:
         from glossogen.derive import ForkRequest  # the engine's modules: not at start-up
 
         source = tools.source(source_run_id)
-        donor = tools.source(donor_run_id).url if donor_run_id else None
+        donor = tools.source(donor_run_id, "donor_run_id").url if donor_run_id else None
         return tools.derive(
             ForkRequest(
                 scenario=source.scenario,

@@ -313,8 +313,34 @@ def test_a_backslash_in_a_run_id_is_echoed_once(tmp_path: Path) -> None:
             return [await refusal(s, "get_run", run_id="veyru\\1796437285"),
                     await refusal(s, "stop_run", run_id="veyru\\1796437285")]  # fmt: skip
 
+    line = ("run_id 'veyru\\1796437285': not a run id (<scenario>/<run_dir_name>, relative to "
+            "the runs directory)")  # fmt: skip
+    assert asyncio.run(go()) == [line, line]  # get_run words it as stop_run
+
+
+def test_every_tool_that_names_a_run_words_a_bad_run_id_as_stop_run(tmp_path: Path) -> None:
+    """A malformed id and a well-shaped one naming no run, in stop_run's words, on each tool
+    that takes a run id (was ``'veyru/abc' is not a run id (<scenario>/<unix_ts>)`` on these,
+    ``run ids that no longer resolve: veyru/abc`` on stop_run)."""
+    runs = tmp_path / "runs"
+    play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+
+    async def go() -> list[list[str]]:
+        async with in_process_session(runs, tmp_path) as s:
+            said = []
+            for bad in ("veyru/abc", "veyru/1", "veyru/1790000000/"):
+                said.append([
+                    await refusal(s, "get_run", run_id=bad),
+                    await refusal(s, "read_run_events", run_id=bad),
+                    await refusal(s, "stop_run", run_id=bad),
+                    await refusal(s, "fork_run", source_run_id=bad, after_round=1),
+                ])  # fmt: skip
+            return said
+
+    shape = "not a run id (<scenario>/<run_dir_name>, relative to the runs directory)"
     assert asyncio.run(go()) == [
-        "'veyru\\1796437285' is not a run id (<scenario>/<unix_ts>)",
-        "run_id 'veyru\\1796437285': not a run id (<scenario>/<run_dir_name>, relative to the "
-        "runs directory)",
+        ["run ids that no longer resolve: veyru/abc"] * 4,
+        ["run ids that no longer resolve: veyru/1"] * 4,
+        [f"run_id 'veyru/1790000000/': {shape}"] * 3
+        + [f"source_run_id 'veyru/1790000000/': {shape}"],
     ]

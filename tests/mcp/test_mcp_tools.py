@@ -192,7 +192,7 @@ def test_refused_launches_leave_no_folder_and_say_why_in_one_line(
         "unknown scenario 'nowhere' (installed: drive_module_repair, orbital_anomaly, "
         "prisoners_dilemma, signal_game, spot_the_difference, veyru)"
     )
-    assert no_run == "run 'veyru/123' has no event log in the server's runs directory"
+    assert no_run == "run ids that no longer resolve: veyru/123"  # as stop_run and the export
     assert list(runs.iterdir()) == []
 
 
