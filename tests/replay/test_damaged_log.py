@@ -111,8 +111,9 @@ def test_mcp_fork_run_refuses_a_source_with_a_damaged_line(tmp_path: Path) -> No
         async with in_process_session(runs, tmp_path) as session:
             return await refusal(session, "fork_run", source_run_id=run_id, after_round=1)
 
+    # Named inside the server's runs directory, never by the server's path (issue 32).
     assert asyncio.run(go()) == (
-        f"{log} line 41: {LOST}; a run whose log lost an event is not copied"
+        f"{run_id}/veyru.jsonl line 41: {LOST}; a run whose log lost an event is not copied"
     )
     assert sorted(p.name for p in (runs / "veyru").iterdir()) == ["1796000000"]
 
