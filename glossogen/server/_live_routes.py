@@ -42,7 +42,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
-from glossogen.server._run_page import live_summary
+from glossogen.server._run_page import live_summary, within_runs_dir
 from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
 
 POLL_SECONDS = 0.2
@@ -202,15 +202,22 @@ async def _gone(request: Request | None) -> bool:
 
 def group_of_folder(folder: RunFolder) -> str:
     """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
-    from glossogen.export import load_run
-    from glossogen.server._run_index import DEFAULT_GROUP, group_of
+    from glossogen.export._runlog import read_log_head
+    from glossogen.server._run_index import DEFAULT_GROUP
 
     if not folder.has_log():  # a queued run: no group recorded yet (listed under the default)
         return DEFAULT_GROUP
+    # Its log's head alone: the stream, the summary and Stop read no other file of the folder,
+    # so a damaged labels.json or config.json (the list's skipped run) does not refuse them.
     try:
-        return group_of(load_run(RunStore(folder.runs_dir), folder.run_id))
-    except (FileNotFoundError, ValueError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        started = read_log_head(folder.log_url).started
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise HTTPException(
+            404, {"message": f"no run {folder.run_id}: it has no event log"}
+        ) from None
+    if started is None:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: its log is not a run log"})
+    return started.get("group_slug") or DEFAULT_GROUP
 
 
 @router.get("/events")
@@ -249,7 +256,8 @@ def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, A
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        said = within_runs_dir(folder, str(exc))
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {said}"}) from exc
     return live_summary(view)
 
 
@@ -282,5 +290,6 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         "pid": stopping.pid,
         "flow_run_id": stopping.flow_run_id,
         # the page's reader resumes from a shell: the command, as `glossogen stop` says it
-        "message": stopping.said(f"glossogen run {scenario} --resume {stopping.resume_from}"),
+        # the server's own folder is not shown to its callers: the runs dir by name
+        "message": stopping.said(f"glossogen run {scenario} --resume <runs-dir>/{folder.run_id}"),
     }

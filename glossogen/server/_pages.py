@@ -52,7 +52,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd
+from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd, within_runs_dir
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -292,9 +292,11 @@ def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        said = within_runs_dir(folder, str(exc))
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {said}"}) from exc
     if not view.is_run_log:
-        raise HTTPException(404, {"message": f"{folder.log_url} is not a run log"})
+        said = within_runs_dir(folder, folder.log_url)
+        raise HTTPException(404, {"message": f"{said} is not a run log"})
     group = (view.started.group_slug if view.started else None) or DEFAULT_GROUP
     page = build_run_page(folder, view, group)
     try:  # runs derived from this one: every record's lineage, through the list's cache
