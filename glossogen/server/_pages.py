@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -43,7 +43,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.refusals import shown as shown_value
-from glossogen.server._live_routes import load_scenario_events, run_folder
+from glossogen.server._live_routes import load_scenario_events, refuse_encoded_separator, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -283,7 +283,11 @@ def analysis(request: Request) -> HTMLResponse:
     )
 
 
-@router.get("/runs/{scenario}/{ts}", response_class=HTMLResponse)
+@router.get(
+    "/runs/{scenario}/{ts}",
+    response_class=HTMLResponse,
+    dependencies=[Depends(refuse_encoded_separator)],
+)
 def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     """One run's page (404 for a run id that is not a run under the runs directory)."""
     settings = request.app.state.settings

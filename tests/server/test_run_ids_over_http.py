@@ -97,3 +97,28 @@ def test_a_rest_stop_says_how_to_resume_by_the_run_id_not_the_servers_path(
     finally:
         writer.kill()
         writer.wait()
+
+
+ENCODED = ["/runs/{sent}", "/api/g/local/runs/{sent}/stop", "/api/g/local/runs/{sent}/events",
+           "/api/g/local/runs/{sent}/summary"]  # fmt: skip
+
+
+@pytest.mark.parametrize("route", ENCODED)
+def test_an_encoded_separator_in_a_run_id_is_a_404_naming_it_as_sent(
+    route: str, tmp_path: Path
+) -> None:
+    """Was served as the run ``veyru/<ts>`` (the page 200, Stop 409): README's 404."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), rounds=1, now_unix=LAUNCH)
+    sent = folder.run_id.replace("/", "%2F")
+    client = TestClient(create_app(str(runs)))
+    path = route.format(sent=sent)
+    got = client.post(path) if path.endswith("/stop") else client.get(path)
+    assert got.status_code == 404
+    line = (
+        f"run_id '{sent}': not a run id (<scenario>/<run_dir_name>, relative to the runs directory)"
+    )
+    if path.startswith("/runs/"):
+        assert line in html.unescape(got.text)
+    else:
+        assert got.json()["detail"] == {"field": "run_id", "message": line}
