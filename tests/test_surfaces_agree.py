@@ -137,6 +137,7 @@ STOP_REFUSALS = {
     "no-such-run": ("veyru/1", "run ids that no longer resolve: veyru/1"),
     "blank-before": (" veyru/1", "{name} ' veyru/1': " + NOT_A_RUN_ID_LINE),
     "backslash": ("veyru\\1790000000/1", "{name} 'veyru\\1790000000/1': " + NOT_A_RUN_ID_LINE),
+    "backslash-one-part": ("veyru\\1", "{name} 'veyru\\1': " + NOT_A_RUN_ID_LINE),
 }
 """A run id ``stop`` is given (the CLI's run folder relative to the runs directory) and the
 library's line for it (``launch.stop_folder``): the export's words for a malformed id and for

@@ -38,12 +38,13 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
-from glossogen.server._run_page import live_summary
-from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError
+from glossogen.refusals import Refusal, shown_path
+from glossogen.server._run_page import live_summary, within_runs_dir
+from glossogen.storage import CONFIG, RUN_ID_SHAPE, RunFolder, RunStore, StorageError
 
 POLL_SECONDS = 0.2
 """How often a live log is read again, seconds."""
@@ -57,7 +58,31 @@ KEEPALIVE_SECONDS = 15.0
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
-router = APIRouter(prefix="/api/g/{group}/runs/{scenario}/{ts}", tags=["live"])
+
+def refuse_encoded_separator(request: Request) -> None:
+    """Refuse a run id sent with an encoded separator (``veyru%2F1796446580``): a 404.
+
+    The server decodes ``%2F`` before routing, so such a path would reach a run; the id is
+    named as it was sent, in the words every surface says of a malformed run id.
+
+    Raises:
+        HTTPException: 404, ``field`` ``run_id``: ``run_id 'veyru%2F1796446580': not a run id
+            (...)``.
+    """
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    if b"%2f" not in raw.lower():
+        return
+    sent = raw.decode("latin-1").partition("/runs/")[2]
+    for route in ("/events", "/summary", "/stop"):
+        sent = sent.removesuffix(route)
+    reason = f"not a run id ({RUN_ID_SHAPE})"
+    refused = Refusal(field="run_id", value=shown_path(sent), reason=reason, colon=True)
+    raise HTTPException(404, {"field": "run_id", "message": refused.worded()})
+
+
+router = APIRouter(
+    prefix="/api/g/{group}/runs", tags=["live"], dependencies=[Depends(refuse_encoded_separator)]
+)
 
 
 def run_folder(runs_dir: str, scenario: str, ts: str, queued: bool = False) -> RunFolder:
@@ -202,18 +227,25 @@ async def _gone(request: Request | None) -> bool:
 
 def group_of_folder(folder: RunFolder) -> str:
     """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
-    from glossogen.export import load_run
-    from glossogen.server._run_index import DEFAULT_GROUP, group_of
+    from glossogen.export._runlog import read_log_head
+    from glossogen.server._run_index import DEFAULT_GROUP
 
     if not folder.has_log():  # a queued run: no group recorded yet (listed under the default)
         return DEFAULT_GROUP
+    # Its log's head alone: the stream, the summary and Stop read no other file of the folder,
+    # so a damaged labels.json or config.json (the list's skipped run) does not refuse them.
     try:
-        return group_of(load_run(RunStore(folder.runs_dir), folder.run_id))
-    except (FileNotFoundError, ValueError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        started = read_log_head(folder.log_url).started
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise HTTPException(
+            404, {"message": f"no run {folder.run_id}: it has no event log"}
+        ) from None
+    if started is None:
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: its log is not a run log"})
+    return started.get("group_slug") or DEFAULT_GROUP
 
 
-@router.get("/events")
+@router.get("/{scenario}/{ts}/events")
 async def events(group: str, scenario: str, ts: str, request: Request) -> StreamingResponse:
     """Stream the run's events (the module docstring's rules).
 
@@ -235,7 +267,7 @@ async def events(group: str, scenario: str, ts: str, request: Request) -> Stream
     )
 
 
-@router.get("/summary")
+@router.get("/{scenario}/{ts}/summary")
 def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
     """The live page's summary of the run (the module docstring's), from its ``RunView``.
 
@@ -249,11 +281,12 @@ def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, A
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        said = within_runs_dir(folder, str(exc))
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {said}"}) from exc
     return live_summary(view)
 
 
-@router.post("/stop")
+@router.post("/{scenario}/{ts}/stop")
 def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
     """Stop the live run as ``glossogen stop <run-dir>`` does; answer its pid and message.
 
@@ -265,9 +298,22 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
             process writes it or the folder is remote; 503 when its flow run's Prefect server
             cannot be reached.
     """
+    return _stop(group, f"{scenario}/{ts}", request)
+
+
+@router.post("/{run_id}/stop")
+def stop_one_part(group: str, run_id: str, request: Request) -> dict[str, Any]:
+    """Refuse to stop a run id of one part (``veyru%5C123``) with the library's line.
+
+    As for any malformed id (404, ``field`` ``run_id``), not the router's bare ``Not Found``.
+    """
+    return _stop(group, run_id, request)
+
+
+def _stop(group: str, run_id: str, request: Request) -> dict[str, Any]:
     from glossogen.launch import StopError, StopRequest, stop_folder, stop_run
 
-    asked = StopRequest(runs_dir=request.app.state.settings.runs_dir, run_id=f"{scenario}/{ts}")
+    asked = StopRequest(runs_dir=request.app.state.settings.runs_dir, run_id=run_id)
     try:  # the library's one check of the run id, as the CLI and MCP
         folder = stop_folder(asked)
         if group_of_folder(folder) != group:
@@ -282,5 +328,8 @@ def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]
         "pid": stopping.pid,
         "flow_run_id": stopping.flow_run_id,
         # the page's reader resumes from a shell: the command, as `glossogen stop` says it
-        "message": stopping.said(f"glossogen run {scenario} --resume {stopping.resume_from}"),
+        # the server's own folder is not shown to its callers: the runs dir by name
+        "message": stopping.said(
+            f"glossogen run {folder.scenario} --resume <runs-dir>/{folder.run_id}"
+        ),
     }

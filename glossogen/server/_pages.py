@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -43,7 +43,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.refusals import shown as shown_value
-from glossogen.server._live_routes import load_scenario_events, run_folder
+from glossogen.server._live_routes import load_scenario_events, refuse_encoded_separator, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -52,7 +52,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd
+from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd, within_runs_dir
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -283,7 +283,11 @@ def analysis(request: Request) -> HTMLResponse:
     )
 
 
-@router.get("/runs/{scenario}/{ts}", response_class=HTMLResponse)
+@router.get(
+    "/runs/{scenario}/{ts}",
+    response_class=HTMLResponse,
+    dependencies=[Depends(refuse_encoded_separator)],
+)
 def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     """One run's page (404 for a run id that is not a run under the runs directory)."""
     settings = request.app.state.settings
@@ -292,9 +296,11 @@ def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: {exc}"}) from exc
+        said = within_runs_dir(folder, str(exc))
+        raise HTTPException(404, {"message": f"no run {folder.run_id}: {said}"}) from exc
     if not view.is_run_log:
-        raise HTTPException(404, {"message": f"{folder.log_url} is not a run log"})
+        said = within_runs_dir(folder, folder.log_url)
+        raise HTTPException(404, {"message": f"{said} is not a run log"})
     group = (view.started.group_slug if view.started else None) or DEFAULT_GROUP
     page = build_run_page(folder, view, group)
     try:  # runs derived from this one: every record's lineage, through the list's cache

@@ -202,6 +202,9 @@ class RunPage:
     """One line per rule the run's books break (``glossogen verify``); empty when they balance."""
     judge_flips: list[str] = field(default_factory=list)
     """One line per ruling the last ``glossogen rejudge`` flipped (empty: none, or never)."""
+    damage: list[str] = field(default_factory=list)
+    """One line per folder file that cannot be read (``config.json``, ``labels.json``), as the
+    run list's note names it; the page shows what the log holds."""
 
     @property
     def cost(self) -> str:
@@ -484,7 +487,10 @@ def build_run_page(
     from glossogen.verify import books_of
 
     started = view.started
-    config = folder.read_json_or(CONFIG, None) or (started.scenario_config if started else {})
+    damage: list[str] = []
+    config = _read_or_note(folder, CONFIG, damage)
+    if config is None:
+        config = started.scenario_config if started else {}
     models: dict[str, str] = {}
     triggers: dict[int, str] = {}
     causes: dict[int, str] = {}
@@ -579,7 +585,7 @@ def build_run_page(
         live_seconds=live_seconds(view, now or datetime.now(UTC)),
         tokens=spend.tokens.counts(),
         knobs=json.dumps(config, indent=2, ensure_ascii=False, sort_keys=True),
-        labels=folder.read_json_or(LABELS, {}) or {},
+        labels=_read_or_note(folder, LABELS, damage) or {},
         lineage=started.lineage if started else None,
         derived_runs=[],
         # a derived run (fork, swap) begins with a run_resumed of its own: that is no resume
@@ -599,7 +605,30 @@ def build_run_page(
         error=ended.error if ended else None,
         books=[rule.text for rule in books_of(view, folder)],
         judge_flips=_flip_lines(folder),
+        damage=damage,
     )
+
+
+def within_runs_dir(folder: RunFolder, line: str) -> str:
+    """``line`` with the server's runs directory cut from the paths it names.
+
+    As the run list's notes name a file (``veyru/1796446580/labels.json ...``): a server's own
+    folder is not shown to its callers.
+    """
+    return line.replace(folder.runs_dir.rstrip("/") + "/", "")
+
+
+def _read_or_note(folder: RunFolder, name: str, damage: list[str]) -> dict[str, Any] | None:
+    """The JSON object ``name`` of the run's folder (None when missing, or unreadable).
+
+    A file that cannot be read (not UTF-8 text, not JSON, not an object) adds its one line to
+    ``damage``, in the list's words: the page shows the run and says what is damaged.
+    """
+    try:
+        return folder.read_object(name)
+    except ValueError as exc:
+        damage.append(within_runs_dir(folder, str(exc)))
+        return None
 
 
 def _flip_lines(folder: RunFolder) -> list[str]:
