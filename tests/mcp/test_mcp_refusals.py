@@ -344,3 +344,27 @@ def test_every_tool_that_names_a_run_words_a_bad_run_id_as_stop_run(tmp_path: Pa
         [f"run_id 'veyru/1790000000/': {shape}"] * 3
         + [f"source_run_id 'veyru/1790000000/': {shape}"],
     ]
+
+
+def test_a_path_sent_as_a_run_id_is_quoted_as_sent_never_cut_to_a_run_id(tmp_path: Path) -> None:
+    """``run_ids`` holding a run's absolute path, or the runs directory's own: the refusal
+    quotes what the client sent, as REST and the CLI do (was ``run_ids 'veyru/1790000000': a
+    path, not a run id`` — a valid run id called a path — and ``run_ids the server's runs
+    directory: a path, not a run id``, no value quoted); the client sent the path, so
+    echoing it names nothing new. export_runs and evaluate_runs alike; nothing written."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    out = tmp_path / "export"
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [await refusal(s, tool, **({"out": str(out)} if tool == "export_runs" else {}),
+                                  run_ids=[sent])
+                    for sent in (folder.url, str(runs))
+                    for tool in ("export_runs", "evaluate_runs")]  # fmt: skip
+
+    why = "a path, not a run id: <scenario>/<run_dir_name>, relative to the runs directory"
+    run_line, runs_line = f"run_ids {folder.url!r}: {why}", f"run_ids {str(runs)!r}: {why}"
+    assert asyncio.run(go()) == [run_line, run_line, runs_line, runs_line]
+    assert not out.exists()
+    assert not (Path(folder.url) / "veyru_report.json").exists()
