@@ -151,7 +151,6 @@ class RunReading(ToolBase):
         if not folder.has_log():  # claimed, its player has not begun the log yet
             return RunDetail(
                 run_id=folder.run_id,
-                run_dir=folder.url,
                 scenario=folder.scenario,
                 status="queued",
                 rounds_planned=folder.read_json_or(CONFIG, {}).get("round_count"),
@@ -203,7 +202,6 @@ class RunReading(ToolBase):
         planned = started.scenario_config.get("round_count") if started else None
         return RunDetail(
             run_id=folder.run_id,
-            run_dir=folder.url,
             scenario=folder.scenario,
             status=view.status,
             rounds_planned=planned,

@@ -10,6 +10,7 @@ runs folder.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,10 @@ def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
     got = asyncio.run(go())
     for tool, (launched, ended) in got.items():
         assert (tool, ended["status"], ended["rounds_played"]) == (tool, "completed", 2)
+        # The run by its id, never the server's path (was run_dir: '/srv/runs/veyru/<ts>'):
+        assert (tool, *sorted(launched)) == (tool, "launched_via", "replayed", "run_id", "warnings")
+        assert "run_dir" not in ended
+        assert str(runs) not in json.dumps(launched)
         assert ended["labels"] == {"via": "knobs"}
         assert ended["lineage"]["limit_changes"] == {
             "max_agent_turns": {"recorded": 200, "now": 150},
@@ -113,7 +118,7 @@ def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
         }
         started = next(
             e
-            for e in read_events(f"{launched['run_dir']}/veyru.jsonl").events
+            for e in read_events(f"{runs}/{launched['run_id']}/veyru.jsonl").events
             if isinstance(e, SimulationStarted)
         )
         assert (started.max_agent_turns, started.run_timeout_seconds, started.spend_cap_usd) == (
