@@ -123,7 +123,7 @@ def test_a_fork_with_replay_says_what_was_replayed_on_both_surfaces(
     )
     assert (said, result["replayed"]) == (line, line)
     assert new_id.startswith("new_run_id=veyru/")
-    for folder in (new_dir.removeprefix("new_run_dir="), result["run_dir"]):
+    for folder in (new_dir.removeprefix("new_run_dir="), f"{tmp_path}/b/{result['run_id']}"):
         wait_until(lambda f=folder: _ended(f), f"the fork in {folder} ends")
         assert RunView.load(f"{folder}/veyru.jsonl").status == "completed"
 

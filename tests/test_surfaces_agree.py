@@ -1321,11 +1321,11 @@ def test_a_run_id_not_shaped_scenario_slash_run_is_quoted_as_sent_by_every_surfa
     runs = str(tmp_path / "runs")
     folder = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000)
     sent = folder.url if shape == "absolute" else f"{folder.run_id} "
-    quoted = repr(folder.run_id) if surface == "mcp" and shape == "absolute" else repr(sent)
+    quoted = repr(sent)  # MCP too: the client sent the path (was cut to the run id)
     names = {"cli": f"--run-id {quoted}", "rest": f"run_ids: run_ids {quoted}",
              "mcp": f"run_ids {quoted}"}  # fmt: skip
     why = f"a path, not a run id: {RUN_ID_SHAPE}" if shape == "absolute" else NOT_A_RUN_ID
-    line = f"{names[surface]}: {why}"  # MCP never names the server's path: cut from it
+    line = f"{names[surface]}: {why}"
     case = {"cli": ["--run-id", sent], "rest": {"selection": {"kind": "run_ids", "run_ids": [sent]}},
             "mcp": {"run_ids": [sent]}}  # fmt: skip
     answer = export_refused_through(surface, runs, tmp_path / "out", case, capsys)

@@ -24,7 +24,7 @@ from glossogen.export._select import (
     SelectedRuns,
     _check_limit,
     select_runs,
-    without_runs_dir,
+    served_refusal_line,
 )
 from glossogen.export._selection import RunIdSelection, Selection
 from glossogen.refusals import Refusal, count_refused, worded
@@ -130,7 +130,7 @@ def served_line(exc: BaseException, runs_dir: str = "", names: dict[str, str] | 
         return exc.served.worded(names)
     line = (worded(exc, names) or type(exc).__name__).splitlines()[0]
     own = isinstance(exc, ExportRefused) and exc.field == "out"  # the client's own folder
-    return line if own or not runs_dir.strip() else without_runs_dir(line, runs_dir)
+    return line if own or not runs_dir.strip() else served_refusal_line(exc, runs_dir, names)
 
 
 @dataclass(frozen=True)

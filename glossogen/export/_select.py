@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from glossogen.export._selection import (
     Selection,
     _status_word,
 )
-from glossogen.refusals import Refusal, shown
+from glossogen.refusals import Refusal, refusal_of, shown, worded
 from glossogen.storage import RunFolder, RunStore, path_kind
 
 MAX_RUNS = 5000
@@ -96,6 +96,23 @@ def without_runs_dir(text: str, runs_dir: str) -> str:
             text = text.replace(repr(root), SERVED_RUNS_DIR).replace(root + "/", "")
             text = text.replace(root, SERVED_RUNS_DIR)
     return text
+
+
+def served_refusal_line(
+    exc: BaseException, runs_dir: str, names: Mapping[str, str] | None = None
+) -> str:
+    """The first line of ``exc`` as a server's client reads it: :func:`without_runs_dir`.
+
+    A run id the client sent (``run_ids``) is quoted as sent, never cut: the client typed
+    that path itself, so echoing it names nothing new, and a run's path cut to its run id
+    would quote a valid run id as the thing refused (``run_ids 'veyru/1': a path, ...``).
+    """
+    refused = refusal_of(exc)
+    if isinstance(refused, Refusal) and refused.field == "run_ids" and refused.value:
+        served = refused.model_copy(update={"reason": without_runs_dir(refused.reason, runs_dir)})
+        return served.worded(names).splitlines()[0]
+    line = (worded(exc, names) or type(exc).__name__).splitlines()[0]
+    return without_runs_dir(line, runs_dir)
 
 
 class RunsDirError(OSError):

@@ -57,10 +57,11 @@ def refuse(
     folder under it by its run id, ``veyru/1796433857 is a veyru run, not ...``), as the
     reading, scoring and analysis tools' lines (``export.served_line``).
     """
-    from glossogen.export._select import without_runs_dir
+    from glossogen.export._select import served_refusal_line
 
-    line = (worded(exc, arguments) or type(exc).__name__).splitlines()[0]
-    return ToolError(without_runs_dir(line, runs_dir) if runs_dir.strip() else line)
+    if runs_dir.strip():  # a run id the client sent is quoted as sent, never cut
+        return ToolError(served_refusal_line(exc, runs_dir, arguments))
+    return ToolError((worded(exc, arguments) or type(exc).__name__).splitlines()[0])
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -230,7 +230,7 @@ class Launching(ToolBase):
             folder, via = await launch.launch_new(plan, self.runs_dir)
         except StorageError as exc:
             raise refuse(exc) from None
-        return Launched(run_id=folder.run_id, run_dir=folder.url, launched_via=via)
+        return Launched(run_id=folder.run_id, launched_via=via)
 
     def _plan_resume(
         self,
@@ -304,7 +304,6 @@ class Launching(ToolBase):
             raise ToolError(f"run {run_id} was just launched (pid {launched}): it is starting")
         return Launched(
             run_id=folder.run_id,
-            run_dir=folder.url,
             launched_via=launch.launch_resume(folder, folder.scenario, request),
         )
 
@@ -331,7 +330,6 @@ class Launching(ToolBase):
         warned = launch.turn_cap_warning(plan)
         return Launched(
             run_id=folder.run_id,
-            run_dir=folder.url,
             launched_via=launch.launch_resume(folder, request.scenario),
             replayed=None if prepared.replayed is None else prepared.replayed.said(),
             warnings=[] if warned is None else [warned.worded()],

@@ -147,11 +147,10 @@ class RunReading(ToolBase):
         from glossogen.evaluation import read_report
         from glossogen.launch import team_outcomes
 
-        folder = self._folder(run_id, unstarted=True)
+        folder, labels = self._readable(run_id, unstarted=True)
         if not folder.has_log():  # claimed, its player has not begun the log yet
             return RunDetail(
                 run_id=folder.run_id,
-                run_dir=folder.url,
                 scenario=folder.scenario,
                 status="queued",
                 rounds_planned=folder.read_json_or(CONFIG, {}).get("round_count"),
@@ -164,7 +163,7 @@ class RunReading(ToolBase):
                 inherited_cost_usd=0.0,
                 duration_seconds=0.0,
                 error=None,
-                labels=self._labels(folder),
+                labels=labels,
                 lineage=None,
                 evaluation={},
                 damaged_lines=0,
@@ -203,7 +202,6 @@ class RunReading(ToolBase):
         planned = started.scenario_config.get("round_count") if started else None
         return RunDetail(
             run_id=folder.run_id,
-            run_dir=folder.url,
             scenario=folder.scenario,
             status=view.status,
             rounds_planned=planned,
@@ -216,21 +214,24 @@ class RunReading(ToolBase):
             inherited_cost_usd=view.inherited_spend.total_cost_usd,
             duration_seconds=view.duration_seconds,
             error=ended.error if ended else None,
-            labels=self._labels(folder),
+            labels=labels,
             lineage=started.lineage if started else None,
             evaluation=scores,
             damaged_lines=view.damaged_lines,
         )
 
-    def _labels(self, folder: RunFolder) -> dict[str, Any]:
-        """The run's ``labels.json``, refused in the CLI's line when it cannot be read.
+    def _readable(self, run_id: str, unstarted: bool = False) -> tuple[RunFolder, dict[str, Any]]:
+        """The folder of ``run_id`` and its ``labels.json``: how every reading tool reads a run.
 
-        The line names the file by its path within the served runs directory.
+        A run whose labels cannot be read (not UTF-8, not a JSON object) is refused alike by
+        ``get_run``, ``read_run_events`` and ``get_agent_transcript``, in the CLI's line, the
+        file named by its path within the served runs directory.
         """
         from glossogen.export._select import without_runs_dir
 
+        folder = self._folder(run_id, unstarted=unstarted)
         try:
-            return folder.read_object(LABELS) or {}
+            return folder, folder.read_object(LABELS) or {}
         except ValueError as exc:
             raise ToolError(without_runs_dir(str(exc), self.runs_dir)) from None
 
@@ -250,7 +251,7 @@ class RunReading(ToolBase):
         start, size = cursor_offset(cursor, "read_run_events"), checked_page_size(page_size)
         if max_text_chars < 1:
             raise ToolError(f"max_text_chars must be at least 1, got {max_text_chars}")
-        folder = self._folder(run_id)
+        folder, _ = self._readable(run_id)
         view = self._view(folder)
         wanted = set(event_types or [])
         matched: list[tuple[int, Event]] = []
@@ -298,7 +299,7 @@ class RunReading(ToolBase):
 
     def get_agent_transcript(self, run_id: str, agent_id: str) -> Transcript:
         """One seat's briefings, messages and tool calls, round by round (events that count)."""
-        folder = self._folder(run_id)
+        folder, _ = self._readable(run_id)
         view = self._view(folder)
         if agent_id not in view.roster:
             raise ToolError(

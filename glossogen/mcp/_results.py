@@ -92,7 +92,6 @@ class RunDetail(BaseModel):
     """A run as its event log tells it (through RunView)."""
 
     run_id: str
-    run_dir: str
     scenario: str
     status: str
     rounds_planned: int | None
@@ -213,7 +212,6 @@ class Launched(BaseModel):
     """A run that was claimed and handed to a player; it plays on after this returns."""
 
     run_id: str
-    run_dir: str
     launched_via: str = Field(description="deployment:<name>, or local_process:<pid>.")
     replayed: str | None = Field(
         default=None,

@@ -107,7 +107,7 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     assert resumed["lineage"] is None  # in place: the same run, not a derived one
     (reopened,) = [
         e
-        for e in read_events(f"{got['resumed']['run_dir']}/veyru.jsonl").events
+        for e in read_events(f"{runs}/{got['resumed']['run_id']}/veyru.jsonl").events
         if isinstance(e, RunResumed)
     ]
     assert reopened.limit_changes == {
@@ -124,7 +124,7 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     assert (capped["status"], capped["rounds_played"]) == ("completed", 1)
     (started,) = [
         e
-        for e in read_events(f"{capped['run_dir']}/veyru.jsonl").events
+        for e in read_events(f"{runs}/{capped['run_id']}/veyru.jsonl").events
         if isinstance(e, SimulationStarted)
     ]
     assert started.spend_cap_usd == 0.5  # the cap reached the run, recorded with its limits

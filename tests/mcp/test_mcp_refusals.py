@@ -10,6 +10,7 @@ runs folder.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,10 @@ def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
     got = asyncio.run(go())
     for tool, (launched, ended) in got.items():
         assert (tool, ended["status"], ended["rounds_played"]) == (tool, "completed", 2)
+        # The run by its id, never the server's path (was run_dir: '/srv/runs/veyru/<ts>'):
+        assert (tool, *sorted(launched)) == (tool, "launched_via", "replayed", "run_id", "warnings")
+        assert "run_dir" not in ended
+        assert str(runs) not in json.dumps(launched)
         assert ended["labels"] == {"via": "knobs"}
         assert ended["lineage"]["limit_changes"] == {
             "max_agent_turns": {"recorded": 200, "now": 150},
@@ -113,7 +118,7 @@ def test_the_derived_run_tools_take_the_clis_limits_and_knobs(
         }
         started = next(
             e
-            for e in read_events(f"{launched['run_dir']}/veyru.jsonl").events
+            for e in read_events(f"{runs}/{launched['run_id']}/veyru.jsonl").events
             if isinstance(e, SimulationStarted)
         )
         assert (started.max_agent_turns, started.run_timeout_seconds, started.spend_cap_usd) == (
@@ -344,3 +349,46 @@ def test_every_tool_that_names_a_run_words_a_bad_run_id_as_stop_run(tmp_path: Pa
         [f"run_id 'veyru/1790000000/': {shape}"] * 3
         + [f"source_run_id 'veyru/1790000000/': {shape}"],
     ]
+
+
+def test_a_path_sent_as_a_run_id_is_quoted_as_sent_never_cut_to_a_run_id(tmp_path: Path) -> None:
+    """``run_ids`` holding a run's absolute path, or the runs directory's own: the refusal
+    quotes what the client sent, as REST and the CLI do (was ``run_ids 'veyru/1790000000': a
+    path, not a run id`` — a valid run id called a path — and ``run_ids the server's runs
+    directory: a path, not a run id``, no value quoted); the client sent the path, so
+    echoing it names nothing new. export_runs and evaluate_runs alike; nothing written."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    out = tmp_path / "export"
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [await refusal(s, tool, **({"out": str(out)} if tool == "export_runs" else {}),
+                                  run_ids=[sent])
+                    for sent in (folder.url, str(runs))
+                    for tool in ("export_runs", "evaluate_runs")]  # fmt: skip
+
+    why = "a path, not a run id: <scenario>/<run_dir_name>, relative to the runs directory"
+    run_line, runs_line = f"run_ids {folder.url!r}: {why}", f"run_ids {str(runs)!r}: {why}"
+    assert asyncio.run(go()) == [run_line, run_line, runs_line, runs_line]
+    assert not out.exists()
+    assert not (Path(folder.url) / "veyru_report.json").exists()
+
+
+def test_every_reading_tool_refuses_a_run_whose_labels_are_not_utf8_alike(tmp_path: Path) -> None:
+    """A run whose ``labels.json`` is not UTF-8: get_run, read_run_events and
+    get_agent_transcript read it through one check and refuse it in one line, the file named
+    within the runs directory (was: get_run refused it, the other two answered)."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
+    Path(folder.url, "labels.json").write_bytes(b'{"a":"\xff"}')
+
+    async def go() -> list[str]:
+        async with in_process_session(runs, tmp_path) as s:
+            return [await refusal(s, "get_run", run_id=folder.run_id),
+                    await refusal(s, "read_run_events", run_id=folder.run_id),
+                    await refusal(s, "get_agent_transcript", run_id=folder.run_id,
+                                  agent_id="field_observer")]  # fmt: skip
+
+    line = "veyru/1790000000/labels.json is not UTF-8 text (byte 0xff at offset 6)"
+    assert asyncio.run(go()) == [line, line, line]

@@ -71,7 +71,8 @@ async def _whole_flow(session: ClientSession, tmp_path: Path) -> list[int]:
                           **SCRIPTED)  # fmt: skip
     run_id = launched["run_id"]
     assert run_id.startswith("veyru/")
-    assert Path(launched["run_dir"], "config.json").is_file()  # claimed before it returned
+    assert sorted(launched) == ["launched_via", "replayed", "run_id", "warnings"]  # no path
+    assert Path(tmp_path, "runs", run_id, "config.json").is_file()  # claimed before it returned
     detail = await wait_for_end(session, run_id)
     assert detail["status"] == "completed"
     assert (detail["rounds_played"], detail["rounds_won"]) == (3, 2)
