@@ -184,12 +184,13 @@ def _usage_line(exc: TyperException, argv: list[str]) -> str:
     return message if repr(typed) in message else f"{message}: got {typed!r}"
 
 
-PATH_OPTIONS = {"--runs-dir": "runs_dir", "--judge-cache": "judge_cache"}
-"""The path options every command refuses up front when not UTF-8 text, and their fields."""
+PATH_OPTIONS = {"--runs-dir": "runs_dir", "--run-dir": "run_dir", "--judge-cache": "judge_cache"}
+"""The path options every command refuses up front when not UTF-8 text, and their fields
+(``evaluate --run-dir`` as ``--runs-dir``: no report is written under a name no answer holds)."""
 
 
 def _path_not_text(args: list[str]) -> str | None:
-    """Refuse a ``--runs-dir`` or ``--judge-cache`` not UTF-8 text, before any command starts.
+    """Refuse a path option (:data:`PATH_OPTIONS`) not UTF-8 text, before any command starts.
 
     The check is the library's (:func:`glossogen.refusals.path_not_text`, which replay asks
     too of its runs folder), worded with the flag; here only each value is found in ``args``.

@@ -24,6 +24,7 @@ FLAGS = {
     "metrics": "--metrics",
     "judge_settings": "--judge-settings",
     "runs_dir": "--runs-dir",
+    "run_dir": "--run-dir",
     "group_slug": "--group-slug",
     "judge_cache": "--judge-cache",
     "judge_prompt_file": "--judge-prompt",

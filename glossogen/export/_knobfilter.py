@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from glossogen.refusals import Refusal, shown
+from glossogen.storage import no_run_line
 
 OPERATORS = ("!=", ">=", "<=", "=", ">", "<")
 """The operators, longest first (so ``>=`` is not read as ``>`` then ``=...``)."""
@@ -79,7 +80,7 @@ class RunsMissing(SelectionError):
     def __init__(self, missing_run_ids: Sequence[str]) -> None:
         """Keep the ids; the line names them (field ``run_ids``)."""
         self.missing_run_ids = list(missing_run_ids)
-        super().__init__(f"run ids that no longer resolve: {', '.join(missing_run_ids)}", "run_ids")
+        super().__init__(no_run_line(self.missing_run_ids), "run_ids")  # the resolver's words
 
 
 def _condition_error(text: str, reason: str) -> SelectionError:

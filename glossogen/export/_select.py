@@ -31,7 +31,7 @@ from glossogen.export._selection import (
     _status_word,
 )
 from glossogen.refusals import Refusal, refusal_of, shown, worded
-from glossogen.storage import RunFolder, RunStore, path_kind
+from glossogen.storage import RunFolder, RunIdRefused, RunStore, path_kind, resolve_run_id
 
 MAX_RUNS = 5000
 """Default ceiling on runs per export (``max_runs`` overrides it)."""
@@ -206,8 +206,11 @@ def _select_by_ids(
     _check_limit(len(wanted), max_runs)
     for run_id in wanted:
         result.scanned += 1
-        parts = run_id.strip("/").split("/")
-        if len(parts) != 2 or not all(parts) or ".." in parts:
+        try:  # the one resolver: a malformed id refused, one naming no run missing
+            resolve_run_id(store.runs_dir, run_id, "run_ids")
+        except RunIdRefused as exc:
+            if exc.refusal is not None:
+                raise SelectionError.of(exc.refusal) from None
             result.missing_run_ids.append(run_id)
             continue
         try:
@@ -264,12 +267,14 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
 def _resolves(store: RunStore, run_id: str) -> bool:
     """Whether ``run_id`` names a run folder with a log (what :func:`select_runs` can load).
 
-    An id storage cannot name is left to :func:`select_runs` (it names it unreadable).
+    An id that names no run folder (``veyru/abc``) does not (the one resolver's reading).
     """
     try:
-        return store.open_run(run_id).has_log()
-    except ValueError:
-        return True
+        return store.open_run(run_id, "run_ids").has_log()
+    except RunIdRefused as exc:
+        if exc.refusal is not None:  # malformed: refused as check_run_ids refuses it
+            raise SelectionError.of(exc.refusal) from None
+        return False
 
 
 def _checked(

@@ -19,6 +19,7 @@ claim whose log never began, or signals the local writer.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -30,7 +31,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from glossogen import exit_codes
-from glossogen.refusals import Refusal, shown_path
+from glossogen.refusals import Refusal
 from glossogen.storage import (
     CONFIG,
     FLOW_RUN,
@@ -38,8 +39,9 @@ from glossogen.storage import (
     LOCK_NAME,
     STOP,
     RunFolder,
-    join,
-    run_id_refused,
+    RunIdRefused,
+    no_run_line,
+    resolve_run_id,
 )
 
 if TYPE_CHECKING:  # _plan imports the engine: `glossogen stop` needs none of it
@@ -161,36 +163,31 @@ class StopRequest(BaseModel):
 
 
 def stop_folder(request: StopRequest) -> RunFolder:
-    """The folder of the run ``request`` names: the one check of a run to stop, every surface.
+    r"""The folder of the run ``request`` names: the one check of a run to stop, every surface.
 
-    The run id (``run_id``, or ``run_dir``'s last two parts) is refused in the words the
-    export's and evaluation's selections use: a malformed one (:func:`run_id_refused`,
-    ``run_id 'x': not a run id (...)``; ``run_dir`` quotes the folder as typed), a well-shaped
-    one that names no run, no folder or a folder with neither log nor claim
-    (``run ids that no longer resolve: veyru/1``). A remote folder is not read here.
+    The run id (``run_id``, or ``run_dir``'s last two parts) is read by the one resolver
+    (:func:`~glossogen.storage.resolve_run_id`), refused in the words the export's and
+    evaluation's selections use: a malformed one (``run_id 'x': not a run id (...)``, ``run_id
+    'veyru/\udcff': not UTF-8 text``; ``run_dir`` quotes the folder as typed), a well-shaped
+    one that names no run, no folder or a folder with neither log nor claim (``run ids that
+    no longer resolve: veyru/1``). A remote folder is not read here.
 
     Raises:
         StopError: 64 for a malformed id, 66 for an id that names no run.
     """
-    if request.run_id is not None:
-        field, sent, run_id = "run_id", request.run_id, request.run_id
-    else:
-        head, _, name = request.run_dir.rpartition("/")
-        run_id = f"{head.rpartition('/')[2]}/{name}" if head else name
-        field, sent = "run_dir", request.run_dir
-    refused = run_id_refused(field, run_id)
-    if refused is not None:
-        refused = refused.model_copy(update={"value": shown_path(sent)})
-        raise StopError(refused.worded(), int(exit_codes.USAGE), refused)
-    scenario, _, name = run_id.partition("/")
-    url = request.run_dir if request.run_id is None else join(request.runs_dir, scenario, name)
-    missing = StopError(f"run ids that no longer resolve: {run_id}", int(exit_codes.UNREADABLE))
-    if not RunFolder.names_run(scenario, name):
-        raise missing
-    folder = RunFolder(run_id=run_id, url=url, timestamp=int(name))
-    local = folder.local_path("")
-    if local is not None and not os.path.exists(local):
-        raise missing
+    try:
+        if request.run_id is not None:
+            folder = resolve_run_id(request.runs_dir, request.run_id, "run_id")
+        else:
+            head, _, name = request.run_dir.rpartition("/")
+            run_id = f"{head.rpartition('/')[2]}/{name}" if head else name
+            folder = resolve_run_id("", run_id, "run_dir", sent=request.run_dir)
+            folder = dataclasses.replace(folder, url=request.run_dir)
+        local = folder.local_path("")
+        if local is not None and not os.path.exists(local):
+            raise RunIdRefused.no_run(folder.run_id)
+    except RunIdRefused as exc:
+        raise StopError(str(exc), exc.exit_code, exc.refusal) from None
     return folder
 
 
@@ -322,7 +319,7 @@ def _cancel_claim(folder: RunFolder) -> Stopping:
     except ValueError:
         claimed = False
     if not claimed:
-        raise StopError(f"run ids that no longer resolve: {folder.run_id}", 66)
+        raise StopError(no_run_line([folder.run_id]), int(exit_codes.UNREADABLE))
     if not folder.discard_unstarted((*_UNSTARTED, folder.stdout_log_name)):
         raise StopError(
             f"run {folder.run_id} has not begun its log and no process holds it, but its folder "

@@ -26,7 +26,7 @@ from glossogen.export import SERVED_RUNS_DIR
 from glossogen.refusals import quote, worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
-from glossogen.storage import CONFIG, RunFolder, RunStore, StorageError, run_id_refused
+from glossogen.storage import CONFIG, RunFolder, RunIdRefused, RunStore, StorageError
 
 PAGE_SIZE = 50
 """Rows per page of ``list_runs`` and ``read_run_events`` when the caller names none."""
@@ -161,23 +161,21 @@ class ToolBase:
     def _folder(self, run_id: str, unstarted: bool = False, field: str = "run_id") -> RunFolder:
         """The folder of ``run_id`` (the tool's argument ``field``), refused when it has no log.
 
-        A malformed id and a well-shaped one that names no run folder are refused in the words
-        of ``stop_run`` and the export (:func:`~glossogen.storage.run_id_refused`, ``run ids that
-        no longer resolve: ...``). With ``unstarted``, a claimed folder (its ``config.json``
+        The id is read by the one resolver (:func:`~glossogen.storage.resolve_run_id`): a
+        malformed id and a well-shaped one that names no run folder are refused in the words
+        of ``stop_run`` and the export (``run_id 'x': not a run id (...)``, ``run ids that no
+        longer resolve: ...``). With ``unstarted``, a claimed folder (its ``config.json``
         written) whose log has not begun is returned too.
         """
-        refused = run_id_refused(field, run_id)
-        if refused is not None:
-            raise ToolError(refused.worded())
-        scenario, _, name = run_id.partition("/")
-        if not RunFolder.names_run(scenario, name):
-            raise ToolError(f"run ids that no longer resolve: {run_id}")
-        folder = self.store.open_run(run_id)
-        if unstarted and not folder.has_log() and folder.exists(CONFIG):
+        try:
+            folder = self.store.open_run(run_id, field)
+            if not folder.has_log() and not folder.exists(CONFIG):  # as stop_run says it
+                raise RunIdRefused.no_run(run_id)
+        except RunIdRefused as exc:
+            raise ToolError(str(exc)) from None
+        if unstarted and not folder.has_log():
             return folder
         if not folder.has_log():
-            if not folder.exists(CONFIG):  # neither log nor claim: as stop_run says it
-                raise ToolError(f"run ids that no longer resolve: {run_id}")
             raise ToolError(f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}")
         return folder
 

@@ -27,7 +27,10 @@ signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line 
 nothing to stop.
 
 A run id that is not a run under the runs directory (``..``, an absolute path, an encoded
-separator, a run of another group) is a 404: nothing is read outside the runs directory.
+separator, a byte that is not UTF-8, a run of another group) is a 404: nothing is read outside
+the runs directory. Each route reads the id through the one resolver
+(:func:`~glossogen.storage.resolve_run_id`), a one-part id (``veyru%5C123``) on routes of its
+own, so a malformed id is the library's line (``field`` ``run_id``) on every route.
 """
 
 from __future__ import annotations
@@ -37,14 +40,22 @@ import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
-from glossogen.refusals import Refusal, shown_path
+from glossogen.refusals import shown_path
 from glossogen.server._run_page import live_summary, within_runs_dir
-from glossogen.storage import CONFIG, RUN_ID_SHAPE, RunFolder, RunStore, StorageError
+from glossogen.storage import (
+    CONFIG,
+    RunFolder,
+    RunIdRefused,
+    StorageError,
+    resolve_run_id,
+    run_id_refused,
+)
 
 POLL_SECONDS = 0.2
 """How often a live log is read again, seconds."""
@@ -56,54 +67,71 @@ claim and its lock is given this long to take it)."""
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent after this many seconds without an event (proxies keep the stream)."""
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_SENT_PREFIX = re.compile(rb"^(?:/api/g/[^/]*)?/runs/")
+"""Where a run route's path starts its run id: ``/runs/`` (the page), ``/api/g/<group>/runs/``."""
 
 
-def refuse_encoded_separator(request: Request) -> None:
-    """Refuse a run id sent with an encoded separator (``veyru%2F1796446580``): a 404.
+def refuse_sent_run_id(request: Request) -> None:
+    r"""Refuse a run id whose bytes as sent the router's reading would hide: a 404.
 
-    The server decodes ``%2F`` before routing, so such a path would reach a run; the id is
-    named as it was sent, in the words every surface says of a malformed run id.
+    The server decodes ``%2F`` before routing, so ``veyru%2F1796446580`` would reach a run, and
+    reads a byte that is not UTF-8 (``veyru/%FF``) as U+FFFD. The id as sent is judged by the
+    one rule (:func:`~glossogen.storage.run_id_refused`): an encoded separator is not a run
+    id, named as sent (``run_id 'veyru%2F1796446580': not a run id (...)``); a byte that is not
+    UTF-8 is not text (``run_id 'veyru/\udcff': not UTF-8 text``). Any other id is left to the
+    route's resolver.
 
     Raises:
-        HTTPException: 404, ``field`` ``run_id``: ``run_id 'veyru%2F1796446580': not a run id
-            (...)``.
+        HTTPException: 404, ``field`` ``run_id``, the library's line.
     """
-    raw = request.scope.get("raw_path") or request.url.path.encode()
-    if b"%2f" not in raw.lower():
-        return
-    sent = raw.decode("latin-1").partition("/runs/")[2]
-    for route in ("/events", "/summary", "/stop"):
+    raw = bytes(request.scope.get("raw_path") or request.url.path.encode())
+    sent = _SENT_PREFIX.sub(b"", raw, count=1)
+    for route in (b"/events", b"/summary", b"/stop"):
         sent = sent.removesuffix(route)
-    reason = f"not a run id ({RUN_ID_SHAPE})"
-    refused = Refusal(field="run_id", value=shown_path(sent), reason=reason, colon=True)
-    raise HTTPException(404, {"field": "run_id", "message": refused.worded()})
+    decoded = unquote_to_bytes(sent)
+    try:
+        run_id = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        refused = run_id_refused("run_id", decoded.decode("utf-8", "surrogateescape"))
+    else:
+        if b"%2f" not in sent.lower():
+            return
+        as_sent = sent.decode("latin-1")
+        refused = run_id_refused("run_id", as_sent) or run_id_refused("run_id", run_id)
+        if refused is not None:
+            refused = refused.model_copy(update={"value": shown_path(as_sent)})
+    if refused is not None:
+        raise HTTPException(404, {"field": "run_id", "message": refused.worded()})
 
 
 router = APIRouter(
-    prefix="/api/g/{group}/runs", tags=["live"], dependencies=[Depends(refuse_encoded_separator)]
+    prefix="/api/g/{group}/runs", tags=["live"], dependencies=[Depends(refuse_sent_run_id)]
 )
 
 
-def run_folder(runs_dir: str, scenario: str, ts: str, queued: bool = False) -> RunFolder:
-    """The folder of run ``<scenario>/<ts>`` under ``runs_dir``, or a 404.
+def run_folder(runs_dir: str, run_id: str, queued: bool = False) -> RunFolder:
+    r"""The folder of run ``run_id`` under ``runs_dir`` (the one resolver's), or a 404.
 
     With ``queued``, a claimed folder (``config.json``) whose log has not begun is one too.
 
     Raises:
-        HTTPException: 404 when ``scenario`` is not a plain name (``..``, separators), ``ts``
-            is not a unix timestamp, or the folder holds no event log (nor, with ``queued``,
-            a claim).
+        HTTPException: 404, ``field`` ``run_id``, for a malformed id (the library's line:
+            ``run_id 'veyru\123': not a run id (...)``, as Stop says it); 404 ``no run
+            <id>: it has no event log`` for an id that names no run (``veyru/abc``, a run
+            deleted) or whose folder holds no event log (nor, with ``queued``, a claim).
     """
-    if not _NAME.match(scenario) or ".." in scenario or not ts.isdigit():
-        raise HTTPException(404, {"message": f"no run {scenario}/{ts}"})
+    no_log = HTTPException(404, {"message": f"no run {run_id}: it has no event log"})
     try:
-        folder = RunStore(runs_dir).open_run(f"{scenario}/{ts}")
+        folder = resolve_run_id(runs_dir, run_id)
         stamp = folder.log_stamp()
-    except (ValueError, StorageError) as exc:
-        raise HTTPException(404, {"message": f"no run {scenario}/{ts}: {exc}"}) from exc
+    except RunIdRefused as exc:
+        if exc.refusal is None:  # an id naming no run: as a run deleted
+            raise no_log from None
+        raise HTTPException(404, {"field": "run_id", "message": str(exc)}) from None
+    except StorageError as exc:
+        raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc
     if stamp is None and not (queued and folder.exists(CONFIG)):
-        raise HTTPException(404, {"message": f"no run {scenario}/{ts}: it has no event log"})
+        raise no_log
     return folder
 
 
@@ -252,10 +280,20 @@ async def events(group: str, scenario: str, ts: str, request: Request) -> Stream
     Raises:
         HTTPException: 404 for a run that is not one of this group's runs.
     """
-    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    return await _events(group, f"{scenario}/{ts}", request)
+
+
+@router.get("/{run_id}/events")
+async def events_one_part(group: str, run_id: str, request: Request) -> StreamingResponse:
+    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
+    return await _events(group, run_id, request)
+
+
+async def _events(group: str, run_id: str, request: Request) -> StreamingResponse:
+    folder = run_folder(request.app.state.settings.runs_dir, run_id)
     if await asyncio.to_thread(group_of_folder, folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
-    load_scenario_events(scenario)
+    load_scenario_events(folder.scenario)
     after = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     tail = LogTail(folder.log_url)
     backlog = await asyncio.to_thread(read_backlog, tail)
@@ -274,10 +312,20 @@ def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, A
     Raises:
         HTTPException: 404 for a run that is not one of this group's runs.
     """
-    folder = run_folder(request.app.state.settings.runs_dir, scenario, ts)
+    return _summary(group, f"{scenario}/{ts}", request)
+
+
+@router.get("/{run_id}/summary")
+def summary_one_part(group: str, run_id: str, request: Request) -> dict[str, Any]:
+    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
+    return _summary(group, run_id, request)
+
+
+def _summary(group: str, run_id: str, request: Request) -> dict[str, Any]:
+    folder = run_folder(request.app.state.settings.runs_dir, run_id)
     if group_of_folder(folder) != group:
         raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
-    load_scenario_events(scenario)
+    load_scenario_events(folder.scenario)
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:

@@ -43,7 +43,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.refusals import shown as shown_value
-from glossogen.server._live_routes import load_scenario_events, refuse_encoded_separator, run_folder
+from glossogen.server._live_routes import load_scenario_events, refuse_sent_run_id, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -286,13 +286,25 @@ def analysis(request: Request) -> HTMLResponse:
 @router.get(
     "/runs/{scenario}/{ts}",
     response_class=HTMLResponse,
-    dependencies=[Depends(refuse_encoded_separator)],
+    dependencies=[Depends(refuse_sent_run_id)],
 )
 def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
     """One run's page (404 for a run id that is not a run under the runs directory)."""
+    return _run_page(f"{scenario}/{ts}", request)
+
+
+@router.get(
+    "/runs/{run_id}", response_class=HTMLResponse, dependencies=[Depends(refuse_sent_run_id)]
+)
+def run_one_part(run_id: str, request: Request) -> HTMLResponse:
+    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
+    return _run_page(run_id, request)
+
+
+def _run_page(run_id: str, request: Request) -> HTMLResponse:
     settings = request.app.state.settings
-    folder = run_folder(settings.runs_dir, scenario, ts)
-    load_scenario_events(scenario)
+    folder = run_folder(settings.runs_dir, run_id)
+    load_scenario_events(folder.scenario)
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
     except (FileNotFoundError, StorageError) as exc:

@@ -39,6 +39,7 @@ from glossogen.storage._lease import (
     lease_seconds,
 )
 from glossogen.storage._lock import LOCK_NAME, RunLock
+from glossogen.storage._run_id import RunIdRefused, no_run_line, resolve_run_id
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, SWEEPS_FOLDER, RunStore
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_CLAIM_ATTEMPTS",
     "RunBusyError",
     "RunFolder",
+    "RunIdRefused",
     "RunLock",
     "RunStore",
     "RUN_ID_SHAPE",
@@ -70,11 +72,13 @@ __all__ = [
     "join",
     "lease_seconds",
     "nearest_existing",
+    "no_run_line",
     "open_fs",
     "open_mapped",
     "path_kind",
     "put_if_unchanged",
     "read_with_etag",
+    "resolve_run_id",
     "resolved",
     "run_id_refused",
     "translate_errors",

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
-from glossogen.refusals import Refusal, is_utf8, not_utf8, shown_path
+from glossogen.refusals import Refusal, is_utf8, not_utf8, path_not_text, shown_path
 from glossogen.storage._fs import (
     is_local,
     join,
@@ -122,13 +122,19 @@ def is_run_id(text: str) -> bool:
 
 
 def run_id_refused(field: str, run_id: str) -> Refusal | None:
-    """Refuse ``run_id`` not shaped as a run id (:func:`is_run_id`); None when it is.
+    r"""Refuse ``run_id`` not UTF-8 text or not shaped as a run id (:func:`is_run_id`); else None.
 
     The one line every surface says of a malformed run id (the export's and evaluation's
-    ``run_ids``, ``stop``'s run): the id quoted as sent, whole, then
-    ``not a run id (<scenario>/<run_dir_name>, ...)``, or ``a path, not a run id: ...`` for
-    an absolute path or a URL.
+    ``run_ids``, ``stop``'s run, every tool and route that names a run): the id quoted as
+    sent, whole, then ``not a run id (<scenario>/<run_dir_name>, ...)``, or ``a path, not a
+    run id: ...`` for an absolute path or a URL. An id holding a byte that is not UTF-8 (a
+    command line's ``veyru/$'\xff'``, a URL's ``veyru/%FF``) is malformed too, in
+    :func:`~glossogen.refusals.path_not_text`'s words: ``run_id 'veyru/\udcff': not UTF-8
+    text`` (the CLI prints the byte typed, ``\xff``).
     """
+    not_text = path_not_text(field, run_id)
+    if not_text is not None:
+        return not_text
     if is_run_id(run_id):
         return None
     path = run_id.startswith("/") or "://" in run_id

@@ -14,7 +14,6 @@ import os
 import posixpath
 from typing import Any
 
-from glossogen.refusals import shown_path
 from glossogen.storage._folder import RunFolder
 from glossogen.storage._fs import (
     StorageError,
@@ -27,6 +26,7 @@ from glossogen.storage._fs import (
     translate_errors,
     write_bytes_atomic,
 )
+from glossogen.storage._run_id import resolve_run_id
 
 MAX_CLAIM_ATTEMPTS = 1000
 """How many successive timestamps :meth:`RunStore.claim_run_dir` tries before giving up."""
@@ -186,16 +186,16 @@ class RunStore:
         """Return the folder URL (or path) of ``run_id`` (``"<scenario>/<timestamp>"``)."""
         return self.open_run(run_id).url
 
-    def open_run(self, run_id: str) -> RunFolder:
+    def open_run(self, run_id: str, field: str = "run_id") -> RunFolder:
         """Return the folder of ``run_id`` (``"<scenario>/<timestamp>"``) in this store.
 
+        The one resolver's reading (:func:`~glossogen.storage.resolve_run_id`): nothing is read.
+
         Raises:
-            ValueError: ``run_id`` is not ``<scenario>/<unix timestamp>``.
+            RunIdRefused: (a ``ValueError``) ``run_id`` is malformed (``field`` named) or
+                names no run folder (``run ids that no longer resolve: ...``).
         """
-        scenario, _, ts = run_id.partition("/")
-        if not RunFolder.names_run(scenario, ts):
-            raise ValueError(f"{shown_path(run_id)} is not a run id (<scenario>/<unix_ts>)")
-        return RunFolder(run_id=run_id, url=join(self.runs_dir, scenario, ts), timestamp=int(ts))
+        return resolve_run_id(self.runs_dir, run_id, field)
 
     def runs(self, scenario: str | None = None) -> list[RunFolder]:
         """Return the folders of :meth:`list_runs`, in the same order."""
