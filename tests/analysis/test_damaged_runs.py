@@ -271,10 +271,10 @@ def test_a_report_older_than_its_changed_log_is_noted(
     # h45fix33b: REST answered the same query with "notes": [] (its selection left it out).
     import httpx
 
-    from tests.server.serving import serving
+    from tests.server.serving import serving_here
 
     cli = analyze_json(capsys, "--runs-dir", runs_dir, "--measure", "total_chars:count")
-    with serving(runs_dir) as base:
+    with serving_here(runs_dir) as base:
         got = httpx.post(f"{base}/api/g/local/runs/analysis/query", timeout=None,
                          json={"measures": [{"field": "total_chars", "agg": "count"}]})  # fmt: skip
     assert got.status_code == 200, got.text

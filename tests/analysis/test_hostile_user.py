@@ -213,7 +213,7 @@ def test_the_page_shows_a_saved_dashboards_refusals_as_one_line(
     stayed as it was), and a server gone: each is the page's one error line."""
     import shutil
 
-    from tests.server.serving import serving
+    from tests.server.serving import serving_here
 
     runs = tmp_path / "runs"
     shutil.copytree(cohort.runs_dir, runs, ignore=shutil.ignore_patterns(".glossogen"))
@@ -229,7 +229,7 @@ def test_the_page_shows_a_saved_dashboards_refusals_as_one_line(
         "charts: [{name: c, query: q}]\n"
     )
     errors: list[str] = []
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         page = browser.new_page(viewport={"width": 1100, "height": 1300})
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{base}/analysis")

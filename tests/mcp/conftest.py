@@ -209,7 +209,7 @@ async def wait_for_end(session: ClientSession | Client, run_id: str) -> dict[str
         await asyncio.sleep(POLL_SECONDS)  # polling a real detached process
 
 
-async def wait_for_a_round(session: ClientSession, run_id: str) -> dict[str, Any]:
+async def wait_for_a_round(session: ClientSession | Client, run_id: str) -> dict[str, Any]:
     """Poll ``get_run`` (a real detached run) until it has played a round; return its detail.
 
     It fails at once when the run ends first (no wall-clock bound: see ``wait_for_end``).

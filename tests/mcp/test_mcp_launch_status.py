@@ -1,6 +1,7 @@
 """A derived or resumed run reads ``running`` from the moment its launch returns, before its
-detached process has written anything (through the SDK's client: on the server built in the
-test's process, and over stdio for a stop that lands while the launched process starts)."""
+detached process has written anything, and a stop that lands while the launched process starts
+stops it (through the SDK's client, on the server built in the test's process: the launched
+processes are the point, not a server's)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from tests.mcp.conftest import (
     in_process_session,
     pid_of,
     refusal,
-    stdio_session,
     wait_for_end,
 )
 
@@ -81,7 +81,7 @@ def test_stop_run_right_after_resume_run_stops_the_launched_process(
     interrupted = asyncio.run(after_round_1(str(runs), "interrupted"))
 
     async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        async with stdio_session(runs, tmp_path) as s:
+        async with in_process_session(runs, tmp_path) as s:  # the launched process is the point
             resumed = await call(s, "resume_run", run_id=interrupted)
             stopped = await call(s, "stop_run", run_id=interrupted)
             pid = pid_of(resumed)

@@ -266,7 +266,9 @@ def test_stop_run_ends_a_live_run_interrupted_and_a_second_stop_is_refused(
     started: list[int] = []
 
     async def go() -> tuple[dict[str, Any], dict[str, Any], str, list[int]]:
-        async with stdio_session(runs, tmp_path) as s:
+        # The tools in this process: the launched run and its stop are the point, not a server
+        # process (test_stdio_server_lists_reads_starts_evaluates_exports_and_forks keeps one).
+        async with in_process_session(runs, tmp_path) as s:
             launched = await call(s, "start_run", scenario="veyru",
                                   overrides=["round_count=1000"], **SCRIPTED)  # fmt: skip
             pid = pid_of(launched)

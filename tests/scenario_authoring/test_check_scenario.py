@@ -197,23 +197,32 @@ def _verdict_by_chance(package: Path, odds: str, way_in: str) -> int:
     return next(n for n, line in enumerate(lines, start=1) if "CHANCE.random()" in line)
 
 
-def _ten_checks(packages: Path) -> list[str]:
-    """Each of ten checks' problems, made one after another in one process."""
-    ten = (
-        "from glossogen.authoring import check_scenario\n"
-        f"for _ in range(10): print(check_scenario({NAME!r}).problems)"
-    )
+TEN_CHECKS = (
+    "from glossogen.authoring import check_scenario\n"
+    f"for _ in range(10): print(check_scenario({NAME!r}).problems)\n"
+)
+"""Ten checks of ``NAME`` one after another, each one's problems on a line."""
+
+
+def _ten_checks(packages: Path, cli_first: bool = False) -> tuple[list[Any] | None, list[str]]:
+    """Each of ten checks' problems, made one after another in one process; with
+    ``cli_first``, ``glossogen check-scenario NAME`` by the CLI's entry first in the same
+    process (its exit code, stdout and stderr, as :data:`CHECK_EACH` reads them), else None."""
+    script = (CHECK_EACH if cli_first else "") + TEN_CHECKS
     env = {**os.environ, "GLOSSOGEN_SCENARIO_PATH": str(packages)}
-    out = subprocess.run([sys.executable, "-c", ten], env=env, capture_output=True, text=True,
-                         check=True)  # fmt: skip
-    return out.stdout.splitlines()
+    out = subprocess.run([sys.executable, "-c", script, NAME], env=env, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    lines = out.stdout.splitlines()
+    if not cli_first:
+        return None, lines
+    return json.loads(lines[0])[NAME], lines[1:]
 
 
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
 def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Path) -> None:
     """Named where the module draws it: ten checks, ten findings (they were 7 and 3 in 10).
 
-    The CLI's line once; then ten checks in one process (the finding is read from the module's
+    The CLI's line once, then ten checks, in one process (the finding is read from the module's
     text, so a process per check would pay ten start-ups for the same reading).
     """
     package = write_new_scenario(NAME, tmp_path / "packages").package_dir
@@ -222,10 +231,12 @@ def test_an_unseeded_random_verdict_is_caught_every_time(odds: str, tmp_path: Pa
         f"scenario.py:{line}: random.random is the unseeded global random source: draw from "
         "ctx.rng(...), never a global or unseeded source"
     )
-    checked = _check(tmp_path / "packages")
-    assert (checked.returncode, checked.stdout) == (65, "")
-    assert checked.stderr.splitlines() == [f"glossogen: error: {NAME}: {finding}"]
-    assert _ten_checks(tmp_path / "packages") == [str([finding])] * 10
+    checked, ten = _ten_checks(tmp_path / "packages", cli_first=True)
+    assert checked is not None
+    code, stdout, stderr = checked
+    assert (code, stdout) == (65, "")
+    assert stderr.splitlines() == [f"glossogen: error: {NAME}: {finding}"]
+    assert ten == [str([finding])] * 10
 
 
 @pytest.mark.parametrize("odds", ["0.5", "0.1"], ids=["coin_flip", "ten_percent_flip"])
@@ -241,4 +252,4 @@ def test_a_random_draw_the_source_hides_is_caught_by_the_run_every_time(
         "the scripted run drew from the global random source: draw from ctx.rng(...), never a "
         "global or unseeded source"
     )
-    assert _ten_checks(tmp_path / "packages") == [str([finding])] * 10
+    assert _ten_checks(tmp_path / "packages")[1] == [str([finding])] * 10

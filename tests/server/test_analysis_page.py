@@ -1,4 +1,4 @@
-"""The analysis page in a real headless Chromium against a real ``glossogen serve``, over the
+"""The analysis page in a real headless Chromium against ``glossogen serve``'s app (served in the test's process), over the
 small cohort of ``tests/analysis/cohort.py``: the list's filters carry over, the page's table
 holds the numbers ``glossogen analyze --json`` prints for the same query (as REST and MCP do),
 its CSV and chart downloads are ``--csv``'s rows and a valid SVG, a dashboard saved from the page
@@ -23,7 +23,7 @@ from glossogen.analysis._dashboard import load_dashboard
 from tests.analysis.cohort import Cohort, analyze, analyze_json, build
 from tests.fixtures.parts import require_part
 from tests.server.conftest import TIMEOUT_MS, launched_chromium
-from tests.server.serving import serving
+from tests.server.serving import serving_here
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
 
@@ -55,9 +55,9 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def served(cohort: Cohort) -> Iterator[str]:
-    """One ``glossogen serve`` over the cohort for the file's tests (its base URL): each test
-    only reads the cohort or saves a dashboard of its own name, and a start is about 1.3 CPU-s."""
-    with serving(cohort.runs_dir) as base:
+    """``glossogen serve``'s app over the cohort for the file's tests (its base URL): each test
+    only reads the cohort or saves a dashboard of its own name."""
+    with serving_here(cohort.runs_dir) as base:
         yield base
 
 

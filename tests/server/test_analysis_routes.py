@@ -13,7 +13,7 @@ import pytest
 
 from tests.analysis import cohort as made
 from tests.analysis.cohort import Cohort
-from tests.server.serving import serving
+from tests.server.serving import serving_here
 
 API = "/api/g/local/runs/analysis"
 QUERY: dict[str, Any] = {
@@ -35,7 +35,7 @@ def test_the_same_answer_as_the_cli_and_one_line_refusals(
     cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, *made.SURFACE_FLAGS)
     fields_cli = made.analyze_json(capsys, "--runs-dir", cohort.runs_dir, "--grain", "round",
                           "--knob", "round_budget_chars=300", "--list-fields")  # fmt: skip
-    with serving(cohort.runs_dir) as base:
+    with serving_here(cohort.runs_dir) as base:
         got = httpx.post(f"{base}{API}/query", json=QUERY, timeout=None)
         assert got.status_code == 200, got.text
         params = {"grain": "round", "knob": "round_budget_chars=300"}
@@ -133,7 +133,7 @@ def test_a_damaged_run_is_named_in_the_notes(tmp_path: Path) -> None:
     for run_id in (damaged, kept):
         shutil.copytree(Path(cohort.runs_dir, run_id), runs_dir / run_id)
     (runs_dir / damaged / "veyru_report.json").write_text("[]")
-    with serving(str(runs_dir)) as base:
+    with serving_here(str(runs_dir)) as base:
         got = httpx.post(
             f"{base}{API}/query", json={"measures": [{"field": "total_chars", "agg": "count"}]},
             timeout=None,
@@ -259,7 +259,7 @@ def test_the_dashboard_routes_never_name_the_servers_runs_dir(tmp_path: Path) ->
     kept.mkdir(parents=True)
     (kept / "broken.yaml").write_text("title: [x\nqueries: {}\n")
     (kept / "bin.yaml").write_bytes(b"\xff\xfe")
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         saved = httpx.put(f"{base}{API}/dashboards/board", json=DASH, timeout=None)
         missing = httpx.get(f"{base}{API}/dashboards/nosuch", timeout=None)
         broken = httpx.get(f"{base}{API}/dashboards/broken", timeout=None)
@@ -282,7 +282,7 @@ def test_a_runs_dir_gone_after_serving_is_503_and_no_dashboard_is_saved(tmp_path
     runs = tmp_path / "runs"
     runs.mkdir()
     gone = {"detail": {"message": "the server's runs directory does not exist"}}
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         runs.rename(tmp_path / "runs2")
         saved = httpx.put(f"{base}{API}/dashboards/z", json=DASH, timeout=None)
         listed = httpx.get(f"{base}{API}/dashboards", timeout=None)
@@ -297,7 +297,7 @@ def test_a_runs_dir_gone_after_serving_is_503_and_no_dashboard_is_saved(tmp_path
 def test_a_dashboard_name_that_is_not_utf8_is_named_as_sent(tmp_path: Path) -> None:
     r"""h45fix33b: ``PUT .../dashboards/%FF`` was refused as ``'\ufffd': a dashboard's name ...``
     (the byte read as U+FFFD); every other text that is not UTF-8 is ``'\udcff'``."""
-    with serving(str(tmp_path)) as base:
+    with serving_here(str(tmp_path)) as base:
         saved = httpx.put(f"{base}{API}/dashboards/%FF", json=DASH, timeout=None)
         opened = httpx.get(f"{base}{API}/dashboards/a%FFb", timeout=None)
     assert (saved.status_code, saved.json()) == (422, {"detail": {
@@ -309,7 +309,7 @@ def test_a_dashboard_name_that_is_not_utf8_is_named_as_sent(tmp_path: Path) -> N
 
 def test_the_fields_list_money_as_the_decimals_it_is_held_as(cohort: Cohort) -> None:
     """h45fix33b: ``total_cost_usd`` and ``judge_cost_usd`` were listed as ``Float64``."""
-    with serving(cohort.runs_dir) as base:
+    with serving_here(cohort.runs_dir) as base:
         got = httpx.get(f"{base}{API}/fields", timeout=None)
     money = {f["name"]: f["dtype"] for f in got.json()["fields"] if f["name"].endswith("_usd")}
     assert money == {"total_cost_usd": "Decimal(precision=38, scale=18)",

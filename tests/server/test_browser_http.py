@@ -16,7 +16,7 @@ from glossogen.cli import main
 from glossogen.eventlog import read_events
 from glossogen.server import create_app
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
-from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving
+from tests.server.serving import XSS_IMG, XSS_SCRIPT, plant_message, serving, serving_here
 
 LAUNCH = 1_800_000_000
 """The cohort's launch seconds count from here (2027-01-15): ids no clock reading decides."""
@@ -347,7 +347,7 @@ def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
     ]
     (Path(claimed[0].url) / "veyru.jsonl").write_text("")  # its log created, still empty
     queued = [f.run_id for f in reversed(claimed)]  # newest first
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         every = httpx.get(base + "/", timeout=None)
         assert every.status_code == 200
         assert _rows(every.text) == [*queued, played.run_id]

@@ -1,7 +1,8 @@
-"""The run browser in a real headless Chromium (Debian's, driven by Playwright) against a real
-``glossogen serve`` on 127.0.0.1, over runs played for real: scripted veyru runs, and live
-prisoners_dilemma runs whose two seats are models on the stub server, answering a round only
-once the test opens that round's gate (so nothing races the clock).
+"""The run browser in a real headless Chromium (Debian's, driven by Playwright) against
+``glossogen serve``'s app on 127.0.0.1 (served in the test's process), over runs played for
+real: scripted veyru runs, and live prisoners_dilemma runs whose two seats are models on the
+stub server, answering a round only once the test opens that round's gate (so nothing races
+the clock).
 
 Screenshots go to the folder the test prints (``GLOSSOGEN_SCREENSHOTS`` or a temporary one).
 """
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from glossogen.cli import main
 from glossogen.eventlog import read_events
 from glossogen.pricing import price_call
 from glossogen.scenario import load_scenario
@@ -33,7 +35,7 @@ from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
 from tests.server.conftest import TIMEOUT_MS, launched_chromium, played_apart
-from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving
+from tests.server.serving import XSS_IMG, XSS_SCRIPT, serving_here
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
 
@@ -201,7 +203,7 @@ def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
     played: dict[str, Any], browser: Any, tmp_path: Path, shots: Path
 ) -> None:
     runs, short, long = played["runs"], played["short"], played["long"]
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         page = browser.new_page(accept_downloads=True)
         page.goto(base + "/")
         assert _row_ids(page) == [long.run_id, short.run_id]
@@ -241,11 +243,9 @@ def test_the_list_filters_and_exports_a_zip_whose_run_level_is_the_clis(
         download.value.save_as(zipped)
         page.screenshot(path=str(shots / "export-dialog.png"), full_page=True)
     out = tmp_path / "cli"
-    subprocess.run(
-        [sys.executable, "-m", "glossogen", "export", "--runs-dir", str(runs), "--out", str(out),
-         "--run-id", long.run_id],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    with pytest.raises(SystemExit) as exported:  # the CLI's entry in-process: its tables count
+        main(["export", "--runs-dir", str(runs), "--out", str(out), "--run-id", long.run_id])
+    assert exported.value.code == 0
     with zipfile.ZipFile(zipped) as zf:
         assert sorted(zf.namelist()) == [
             "agent_level.csv", "columns.csv", "round_level.csv", "run_level.csv"
@@ -266,7 +266,7 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
     payload = f"{XSS_SCRIPT} and {XSS_IMG}"
     gate = RoundGate([payload])
     model_stub.responder = gate
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         page = browser.new_page()
         page.goto(f"{base}/runs/{finished.run_id}")
         page.screenshot(path=str(shots / "run-finished-veyru.png"), full_page=True)
@@ -368,7 +368,7 @@ def test_the_stop_button_ends_a_live_run_interrupted(
     runs = played["runs"]
     gate = RoundGate(["hello"])
     model_stub.responder = gate
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         page = browser.new_page()
         try:
             with live_run(runs, model_stub, rounds=3) as (run_id, folder):

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
-from tests.server.serving import serving
+from tests.server.serving import serving, serving_here
 
 CASE_05 = Path(__file__).parents[1] / "cases" / "glossogen-0.5-runs" / "veyru" / "1795939736"
 API = "/api/g/local/runs/export"
@@ -552,7 +552,7 @@ def test_the_preview_names_unreadable_runs_within_the_runs_dir_as_the_analysis_n
         shutil.copytree(Path(cohort["root"]) / run_id, root / run_id)
     (root / two / "veyru_report.json").write_text("{}")
     (root / three / "labels.json").write_text('{"bad": "a\\udcffb"}')
-    with serving(str(root)) as base:
+    with serving_here(str(root)) as base:
         preview = httpx.post(f"{base}{API}/preview", json={"selection": _filters()}, timeout=None)
         query = httpx.post(
             f"{base}/api/g/local/runs/analysis/query",
@@ -587,7 +587,7 @@ def test_a_download_names_the_runs_it_skipped_in_its_headers_as_the_cli_notes_th
     asked = [("csv", {"selection": _filters(), "frames": ["run_level"]}),
              ("csv", {"selection": _filters()}), ("raw", {"selection": _filters()}),
              ("csv", {"selection": _ids("veyru/1795939736"), "frames": ["run_level"]})]  # fmt: skip
-    with serving(str(root)) as base:
+    with serving_here(str(root)) as base:
         got = [httpx.post(f"{base}{API}/{route}", json=body, timeout=None) for route, body in asked]
     assert [(g.status_code, *(g.headers.get(h) for h in headers)) for g in got] == [
         (200, "2", f"{two}, {three}"),

@@ -1,4 +1,4 @@
-"""Issue 30 (4-7) in a real headless Chromium against a real ``glossogen serve``: a finished
+"""Issue 30 (4-7) in a real headless Chromium against ``glossogen serve``'s app: a finished
 run page is a few screens per round (one round at a time, the case as a table, the report's
 charts), a two-team round says which team won; a live run whose writer is killed reads
 ``stopped`` and stops reconnecting; live durations count from what the server said, never
@@ -25,7 +25,7 @@ from glossogen.eventlog import RunView
 from tests.fixtures.parts import require_part
 from tests.fixtures.played_runs import play_run
 from tests.server.conftest import TIMEOUT_MS, launched_chromium, played_apart
-from tests.server.serving import serving
+from tests.server.serving import serving_here
 
 require_part("playwright.sync_api", "the dev group's playwright: uv sync")
 
@@ -127,7 +127,7 @@ def test_a_finished_run_page_is_a_few_screens_per_round(
     finished: dict[str, Any], browser: Any, shots: Path
 ) -> None:
     runs, pd, std = finished["runs"], finished["pd"], finished["std"]
-    with serving(str(runs)) as base:
+    with serving_here(str(runs)) as base:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(f"{base}/runs/{pd.run_id}")
         page.screenshot(path=str(shots / "run-prisoners-dilemma.png"), full_page=True)
@@ -198,7 +198,7 @@ def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
     unfinished: dict[str, Any], browser: Any, shots: Path
 ) -> None:
     runs, run = unfinished["runs"], unfinished["run"]
-    with serving(str(runs)) as base, writer(str(runs), run.run_id) as held:
+    with serving_here(str(runs)) as base, writer(str(runs), run.run_id) as held:
         listing = browser.new_page(viewport=VIEWPORT)
         listing.clock.install()
         listing.goto(base + "/")
@@ -273,7 +273,7 @@ def test_a_ranked_round_streaming_in_says_which_team_won_as_the_finished_page_do
         and json.loads(line)["round_number"] == 2
     )
     log.write_text("".join(lines[: cut + 1]))
-    with serving(str(runs)) as base, writer(str(runs), run.run_id):
+    with serving_here(str(runs)) as base, writer(str(runs), run.run_id):
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(f"{base}/runs/{run.run_id}")
         assert page.inner_text("#status") == "running"
