@@ -45,8 +45,10 @@ from tasks.evaluate import (
 COHORT_CONCURRENCY = 4
 """Batches of a cohort evaluated at once (their judge calls overlap; deterministic work does
 not)."""
-BATCH_RUNS = 100
-"""Most runs one task of a cohort evaluates (one after the other, each log read once)."""
+BATCH_RUNS = 250
+"""Most runs one task of a cohort evaluates (one after the other, each log read once): a
+1,000-run cohort is four task runs, one per concurrent batch (each task run costs the Prefect
+server its states and events; 100 made it ten)."""
 
 
 @asynccontextmanager

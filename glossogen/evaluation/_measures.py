@@ -34,7 +34,9 @@ def character_entropy_bits(text: str) -> float | None:
     if not text:
         return None
     n = len(text)
-    return -sum((k / n) * math.log2(k / n) for k in Counter(text).values()) + 0.0
+    log2 = math.log2
+    # each share computed once (the same float as computing it twice), summed in the same order
+    return -sum([(p := k / n) * log2(p) for k in Counter(text).values()]) + 0.0
 
 
 def gzip_compression_ratio(text: str) -> float | None:

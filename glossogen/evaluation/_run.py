@@ -139,6 +139,8 @@ class LoadedRun:
     def copied_rounds(self) -> set[int]:
         """Rounds a derived run copied from its source (their spend was the source's)."""
         inherited = self.view.inherited
+        if not inherited:  # a run that copied nothing (the common case): no pass over its events
+            return set()
         return {
             e.round_number
             for e in self.events

@@ -601,12 +601,12 @@ class RunView:
         """This run's own spend per round number (USD; None when some call was not costed)."""
         rounds: dict[int, float | None] = {}
         inherited = self.inherited
-        for event in self.priced:
+        for event in self.priced:  # final classes: ``type(event) is C`` is ``isinstance``
             if inherited and event.event_id in inherited:
                 continue
-            if isinstance(event, ModelRequestAbandoned):  # the round that sent it paid it
+            if type(event) is ModelRequestAbandoned:  # the round that sent it paid it
                 number = event.sent_in_round
-            elif isinstance(event, AgentRunCycleFailed) and event.cost_usd == 0.0:
+            elif type(event) is AgentRunCycleFailed and event.cost_usd == 0.0:
                 continue
             else:
                 number = event.round_number
