@@ -73,7 +73,6 @@ from glossogen.export import (
 )
 from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown, validator_line
-from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
 from glossogen.storage import RunStore, StorageError
 
@@ -134,7 +133,7 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         # No ceiling here: the group is applied first, then the ceiling on what remains.
         selected = select_runs(runs_dir, query.selection, max_runs=sys.maxsize,
                                load=_analysis_load(request))  # fmt: skip
-        records = [r for r in selected.records if group_of(r) == slug]
+        records = [r for r in selected.records if r.group == slug]
         if not records:
             _check_group(request, slug)
         # An explicit id of another group's run does not resolve in this group (as the export).
@@ -164,7 +163,7 @@ def _check_group(request: Request, slug: str) -> None:
         return
     every = select_runs(request.app.state.settings.runs_dir, FilterSelection(),
                         max_runs=sys.maxsize, load=_analysis_load(request))  # fmt: skip
-    if not any(group_of(r) == slug for r in every.records):
+    if not any(r.group == slug for r in every.records):
         raise HTTPException(404, {"message": f"no group {shown(slug)}: no run records it"})
 
 
