@@ -1,10 +1,12 @@
-"""Issue 32, refusals as data: every refused value of an export named at once, what a client
-sent quoted as sent, and one rule of a run's group.
+"""Issue 32, refusals as data: every refused value of an export or an analysis query named at
+once, what a client sent quoted as sent, and one rule of a run's group.
 
 - An export's request refused on two values (an unknown table and a knob value its runs
   cannot read) named only the first on REST and MCP: the library's checks stopped at it.
   ``plan_export`` now gathers every refusal of the request's values; REST's 422 lists each
   under ``errors``, MCP's line joins each with ``; ``, the CLI still says the first alone.
+  An analysis query's ``sort`` refused stopped it alike; the rest of the query is now checked
+  without the sort, each refusal named behind it.
 - A server cut its runs directory from the whole refusal line but for ``run_ids``: a knob
   condition or ``status`` the client sent holding that path was quoted cut (``value 'x'``).
   ``Refusal.served`` cuts only the library's words, on every field.
@@ -158,6 +160,55 @@ def test_an_out_under_the_runs_dir_is_quoted_as_sent(runs: str) -> None:
     assert answer == Answer(
         True, f"out '{afile}/sub': {afile} is a file, not a folder", "tool error"
     )
+
+
+QUERY = "/api/g/local/runs/analysis/query"
+SORT = "sort 'nope' is neither a measure (run_id:count) nor a key"
+NO_FIELD = (
+    "measure 'nosuch': no such field at the run grain of this selection (list the grain's "
+    "fields); no run of this selection has a report yet: metrics and the round grain's rows "
+    "come from scoring them (glossogen evaluate)"
+)
+
+
+def test_an_analysis_query_names_every_refused_value(runs: str) -> None:
+    """A ``sort`` naming neither a measure nor a key stopped the query there: the selection's
+    knob and a measure the rows do not hold went unnamed. REST lists each, MCP joins each."""
+    knob = {"kind": "filters", "knob": ["round_count>=abc"]}
+    body = {"measures": [{"field": "run_id", "agg": "count"}], "sort": "nope", "selection": knob}
+    got = TestClient(create_app(runs)).post(QUERY, json=body)
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "sort", "message": SORT,
+        "errors": [{"field": "sort", "message": SORT}, {"field": "knob", "message": KNOB}],
+    }})  # fmt: skip
+    answer, _ = _mcp(runs, "analyze_runs", measures=["run_id:count"], sort="nope", selection=knob)
+    assert answer == Answer(True, f"{SORT}; {KNOB}", "tool error")
+    body = {"measures": [{"field": "nosuch", "agg": "mean"}], "sort": "nope"}
+    sort = SORT.replace("run_id:count", "nosuch:mean")
+    got = TestClient(create_app(runs)).post(QUERY, json=body)
+    assert (got.status_code, got.json()) == (422, {"detail": {
+        "field": "sort", "message": sort,
+        "errors": [{"field": "sort", "message": sort},
+                   {"field": "measures", "message": NO_FIELD}],
+    }})  # fmt: skip
+    answer, _ = _mcp(runs, "analyze_runs", measures=["nosuch:mean"], sort="nope")
+    assert answer == Answer(True, f"{sort}; {NO_FIELD}", "tool error")
+
+
+def test_an_analysis_query_with_one_refused_value_is_answered_as_before(
+    runs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sort alone: no ``errors``; the run ceiling or an id that no longer resolves is not
+    a value named beside it; the command line says the first refusal alone."""
+    body = {"measures": [{"field": "run_id", "agg": "count"}], "sort": "nope"}
+    got = TestClient(create_app(runs)).post(QUERY, json=body)
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "sort", "message": SORT}})
+    body["selection"] = {"kind": "run_ids", "run_ids": ["veyru/1"]}
+    got = TestClient(create_app(runs)).post(QUERY, json=body)
+    assert (got.status_code, got.json()) == (422, {"detail": {"field": "sort", "message": SORT}})
+    answer = _cli(capsys, "analyze", "--runs-dir", runs, "--measure", "run_id:count",
+                  "--sort", "nope", "--knob", "round_count>=abc")  # fmt: skip
+    assert answer == Answer(True, f"--{SORT}", 64)
 
 
 def test_a_runs_group_is_one_rule() -> None:
