@@ -10,8 +10,9 @@ the sweep word it. Each other surface words the refusal its own way with
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -250,6 +251,8 @@ class Refusal(BaseModel):
             judge): worded ``"<name> and <name>"``.
         colon: With no value shown, a reason that does not read on from the name: worded
             ``"<name>: <reason>"``.
+        runs_on: With a value shown, a reason that reads on from it: worded
+            ``"<name> <value> <reason>"`` (``out '/x' is a file, not a folder``).
         trails: The name ends the line: ``"<reason> <name>"`` (``replacing an agent needs``).
         listed: Fields named after the reason, comma-separated:
             ``"<name> <reason> <name>, <name>"`` (``run_ids cannot be combined with``).
@@ -257,6 +260,9 @@ class Refusal(BaseModel):
             (``name run folders or a runs dir ({name}), not both``).
         called: How the line names ``field`` when the surface gives it no name of its own
             ("": by the field's name; ``fork-at-round`` for a resume refused as a fork).
+        sent: Texts of the request the reason quotes as sent, besides ``value`` (a knob
+            condition's knob and value, the folder of a path ``out`` names): what
+            :meth:`served` never cuts.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -267,10 +273,27 @@ class Refusal(BaseModel):
     asks: bool = False
     also: tuple[str, ...] = ()
     colon: bool = False
+    runs_on: bool = False
     trails: bool = False
     listed: tuple[str, ...] = ()
     inline: bool = False
     called: str = ""
+    sent: tuple[str, ...] = ()
+
+    def served(self, cut: Callable[[str], str]) -> Refusal:
+        """This refusal with ``cut`` applied to the words the library wrote, never to what was sent.
+
+        A server cuts its own runs directory from what it answers a client
+        (``export.served_refusal_line``); the refused ``value`` and each of :attr:`sent` echo
+        the request as the client sent it, so they stay as sent, in the reason too, whichever
+        the field (a run id, a knob condition, an ``out`` path holding the runs dir's path).
+        """
+        kept = sorted({text for text in (self.value, *self.sent) if text}, key=len, reverse=True)
+        if not kept:
+            return self.model_copy(update={"reason": cut(self.reason)})
+        pieces = re.split("(" + "|".join(map(re.escape, kept)) + ")", self.reason)
+        reason = "".join(piece if i % 2 else cut(piece) for i, piece in enumerate(pieces))
+        return self.model_copy(update={"reason": reason})
 
     def worded(self, names: str | Mapping[str, str] | None = None) -> str:
         """Return the one-line refusal naming each field as a surface does.
@@ -280,7 +303,8 @@ class Refusal(BaseModel):
                 or one name for ``field``; None: every field by its own name.
 
         Returns:
-            ``"<name> <value>: <reason>"``, ``"<name> <reason>"`` when no value is shown
+            ``"<name> <value>: <reason>"`` (``"<name> <value> <reason>"`` with ``runs_on``),
+            ``"<name> <reason>"`` when no value is shown
             (``"<name>: <reason>"`` with ``colon``), ``"<reason> <name>"`` with ``trails``,
             ``"<reason>: pass <name>"`` when the reason asks for the field, or
             ``"<name> <reason> <name>, <name>"`` with ``listed``, or the reason with the name
@@ -298,7 +322,7 @@ class Refusal(BaseModel):
         if self.trails:
             return f"{self.reason} {named}"
         if self.value:
-            return f"{named} {self.value}: {self.reason}"
+            return f"{named} {self.value}{' ' if self.runs_on else ': '}{self.reason}"
         return f"{named}: {self.reason}" if self.colon else f"{named} {self.reason}"
 
 

@@ -33,7 +33,7 @@ from glossogen.analysis._query import (
 )
 
 if TYPE_CHECKING:
-    from glossogen.analysis._checks import check_query, check_sort
+    from glossogen.analysis._checks import check_query, check_sort, refused_after, sort_apart
     from glossogen.analysis._engine import answer, answer_records, fields, fields_of
     from glossogen.analysis._render import result_frame
     from glossogen.analysis._rows import grain_frame
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 _HOME = {
     "check_query": "glossogen.analysis._checks",
     "check_sort": "glossogen.analysis._checks",
+    "refused_after": "glossogen.analysis._checks",
+    "sort_apart": "glossogen.analysis._checks",
     "answer": "glossogen.analysis._engine",
     "answer_records": "glossogen.analysis._engine",
     "fields": "glossogen.analysis._engine",
@@ -73,6 +75,8 @@ __all__ = [
     "Measure",
     "Query",
     "QueryError",
+    "refused_after",
+    "sort_apart",
     "Result",
     "RowFilter",
     "RunsMissing",

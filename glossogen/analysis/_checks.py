@@ -211,9 +211,43 @@ def check_sort(query: Query) -> None:
         )
 
 
+def sort_apart(query: Query) -> tuple[Query, QueryError | None]:
+    """``query`` and :func:`check_sort`'s refusal of it; refused, ``query`` without its sort.
+
+    The query without the sort is answered as any other (the selection, the names its rows
+    must hold), so a refusal behind the sort's is named with it (:func:`refused_after`).
+    """
+    try:
+        check_sort(query)
+    except QueryError as exc:
+        return query.model_copy(update={"sort": None}), exc
+    return query, None
+
+
+def refused_after(first: QueryError, exc: Exception) -> QueryError:
+    """``first`` carrying ``exc`` when ``exc`` refuses a value of the query too.
+
+    A query's check (:class:`QueryError`) or the selection's (``SelectionError``) is one more
+    refused value; the run ceiling, ids that no longer resolve and an unreadable runs
+    directory are not (the first refusal is answered alone, as before).
+    """
+    from glossogen.analysis._select import RunsMissing
+    from glossogen.export import SelectionError
+
+    value = isinstance(exc, QueryError) or (
+        isinstance(exc, SelectionError)
+        and not isinstance(exc, RunsMissing)
+        and exc.field != "max_runs"
+    )
+    first.also = (exc,) if value and isinstance(exc, ValueError) else ()
+    return first
+
+
 __all__ = [
     "check_query",
     "check_sort",
+    "refused_after",
+    "sort_apart",
     "filter_expr",
     "typed_compare",
     "unheld_filter_notes",

@@ -35,8 +35,9 @@ from glossogen.analysis._cells import (
 )
 from glossogen.analysis._checks import (
     check_query,
-    check_sort,
     filter_expr,
+    refused_after,
+    sort_apart,
     typed_compare,
     unheld_filter_notes,
 )
@@ -174,15 +175,24 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
     answer is the same either way.
 
     Raises:
-        QueryError: a name or aggregate the selection's rows cannot answer.
+        QueryError: a name or aggregate the selection's rows cannot answer; a ``sort`` that
+            names neither a measure nor a key, carrying the query's other refused values
+            (:func:`~glossogen.analysis._checks.refused_after`).
         RunsDirError, SelectionError, StorageError: from the selection.
     """
-    check_sort(query)
-    records, frame, notes, scored = select_rows(
-        runs_dir, query.selection, query.max_runs, query.grain, cache,
-        check=lambda rows: check_query(rows, query),
-    )  # fmt: skip
-    result = answer_records(records, query, frame, notes, scored)
+    query, sort = sort_apart(query)
+    try:
+        records, frame, notes, scored = select_rows(
+            runs_dir, query.selection, query.max_runs, query.grain, cache,
+            check=lambda rows: check_query(rows, query),
+        )  # fmt: skip
+        result = answer_records(records, query, frame, notes, scored)
+    except (ValueError, OSError) as exc:  # a query's, the selection's, the storage's refusal
+        if sort is None:
+            raise
+        raise refused_after(sort, exc) from None
+    if sort is not None:
+        raise sort
     root = runs_dir_root(runs_dir)
     result.notes = [note.replace(root, "") for note in result.notes]
     return result

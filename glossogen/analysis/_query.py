@@ -149,6 +149,9 @@ class QueryError(ValueError):
         detail: The reason, starting with the bad value (``'x:avg': unknown aggregate ...``).
         message: ``<what> <detail>`` (``measure 'x:avg': unknown aggregate ...``), the line a
             surface without flags shows; the CLI shows ``--<flag> <detail>``.
+        also: The query's other values refused after this one (``analysis.refused_after``:
+            the selection's, or a name the rows do not hold, behind a ``sort`` refused): REST
+            lists each under ``errors``, MCP joins each with ``; ``.
     """
 
     def __init__(self, detail: str, field: str, mentions: tuple[str, ...] = ()) -> None:
@@ -163,7 +166,13 @@ class QueryError(ValueError):
         self._template = detail
         self.detail = self.said()
         self.message = f"{_WORDS.get(field, field)} {self.detail}"
+        self.also: tuple[ValueError, ...] = ()
         super().__init__(self.message)
+
+    @property
+    def every(self) -> tuple[ValueError, ...]:
+        """This refusal and :attr:`also`: every value of the query refused, in order."""
+        return (self, *self.also)
 
     def said(self, names: Mapping[str, str] | None = None) -> str:
         """Return ``detail``, each field it mentions named as ``names`` says (default: field)."""

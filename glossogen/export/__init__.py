@@ -23,6 +23,7 @@ from glossogen.export._record import (
     DEFAULT_GROUP,
     RunRecord,
     damaged_line_notes,
+    group_of,
     label_notes,
     load_folder,
     load_run,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__`` below)
         plan_export,
         served_line,
         survey_export,
+        value_refusals,
     )
     from glossogen.export._tables import (
         ALWAYS,
@@ -110,6 +112,7 @@ _RUNS_NAMES = {
     "plan_export",
     "served_line",
     "survey_export",
+    "value_refusals",
 }
 _WRITING_NAMES = {
     "ExportResult",
@@ -186,6 +189,7 @@ __all__ = [
     "plan_export",
     "served_line",
     "survey_export",
+    "value_refusals",
     "write_export",
     "write_export_table",
     "write_export_raw",
@@ -225,6 +229,7 @@ __all__ = [
     "check_picks",
     "check_runs_dir",
     "damaged_line_notes",
+    "group_of",
     "label_notes",
     "damaged_note",
     "coverage",

@@ -83,8 +83,9 @@ class RunsMissing(SelectionError):
         super().__init__(no_run_line(self.missing_run_ids), "run_ids")  # the resolver's words
 
 
-def _condition_error(text: str, reason: str) -> SelectionError:
-    refusal = Refusal(field="knob", value=shown(text), reason=reason)  # knob: REST's, MCP's name
+def _condition_error(text: str, reason: str, sent: tuple[str, ...] = ()) -> SelectionError:
+    """The refusal of the condition ``text``; ``sent``: its parts the reason quotes as sent."""
+    refusal = Refusal(field="knob", value=shown(text), reason=reason, sent=sent)  # REST's, MCP's
     return SelectionError.of(refusal)
 
 
@@ -125,10 +126,9 @@ class KnobCondition:
         return f"{self.knob}{self.op}{self.value}"
 
     def _refuse(self, reason: str) -> SelectionError:
-        return _condition_error(
-            str(self),
-            f"knob {shown(self.knob)}, operator {self.op!r}, value {shown(self.value)}: {reason}",
-        )
+        knob, value = shown(self.knob), shown(self.value)
+        said = f"knob {knob}, operator {self.op!r}, value {value}: {reason}"
+        return _condition_error(str(self), said, sent=(knob, value))
 
     def matches(self, config: dict[str, Any]) -> bool:
         """Return whether a run's recorded config satisfies this condition.

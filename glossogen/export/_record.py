@@ -7,7 +7,7 @@ store); :func:`queued_run` a claim whose log has not begun. Every selection of r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,17 @@ from glossogen.storage import RunFolder, RunStore, resolved
 
 DEFAULT_GROUP = "local"
 """The group of a run that recorded no ``group_slug`` (GlossoGen 0.5 runs included)."""
+
+
+def group_of(started: Mapping[str, Any] | None) -> str:
+    """The group that owns a run: the ``group_slug`` its ``simulation_started`` recorded.
+
+    ``started``: that event's fields (a record's ``facts.started``, or a log's head read
+    alone); None when there is none yet (a queued run). :data:`DEFAULT_GROUP` when it recorded
+    none. The one rule of a run's group: :attr:`RunRecord.group` and the live routes' run
+    folder alike.
+    """
+    return (started or {}).get("group_slug") or DEFAULT_GROUP
 
 
 @dataclass
@@ -68,8 +79,8 @@ class RunRecord:
 
     @property
     def group(self) -> str:
-        """The group that owns the run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
-        return (self.facts.started or {}).get("group_slug") or DEFAULT_GROUP
+        """The group that owns the run (:func:`group_of` its ``simulation_started``)."""
+        return group_of(self.facts.started)
 
     @property
     def agents(self) -> list[AgentFacts]:

@@ -92,6 +92,9 @@ class ExportRefused(ValueError):
             ``max_runs``, ``include_logs``), or None when the line names none.
         refusal: The refused value as data (a surface words it with its own names), or None.
         cause: The library error refused, or None.
+        also: The request's other values refused, in the order checked (:func:`plan_export`
+            gathers every refusal of the request's values; this one is the first): the CLI
+            says the first alone, REST lists each under ``errors``, MCP joins each with ``; ``.
     """
 
     def __init__(
@@ -108,6 +111,19 @@ class ExportRefused(ValueError):
         self.field = field
         self.refusal = refusal
         self.cause = cause
+        self.also: tuple[ExportRefused, ...] = ()
+
+    @property
+    def every(self) -> tuple[ExportRefused, ...]:
+        """This refusal and :attr:`also`: every value of the request refused, in order."""
+        return (self, *self.also)
+
+
+def _together(refused: list[ExportRefused]) -> ExportRefused:
+    """The first of ``refused`` carrying the others (:attr:`ExportRefused.also`)."""
+    first = refused[0]
+    first.also = tuple(refused[1:])
+    return first
 
 
 def served_line(exc: BaseException, runs_dir: str = "", names: dict[str, str] | None = None) -> str:
@@ -129,8 +145,7 @@ def served_line(exc: BaseException, runs_dir: str = "", names: dict[str, str] | 
     if isinstance(exc, SelectionError) and exc.served is not None:
         return exc.served.worded(names)
     line = (worded(exc, names) or type(exc).__name__).splitlines()[0]
-    own = isinstance(exc, ExportRefused) and exc.field == "out"  # the client's own folder
-    return line if own or not runs_dir.strip() else served_refusal_line(exc, runs_dir, names)
+    return line if not runs_dir.strip() else served_refusal_line(exc, runs_dir, names)
 
 
 @dataclass(frozen=True)
@@ -162,6 +177,12 @@ class ExportPlan:
 def plan_export(request: ExportRunsRequest) -> ExportPlan:
     """Check every value of ``request`` once and select its runs; nothing is written.
 
+    Every value refused is named: the first refusal raised carries the others
+    (:attr:`ExportRefused.also`) among the options, the tables, ``out`` and the selection (a
+    knob value its runs cannot read included, so the runs are read even when a value before
+    it is refused); a refusal past the selection (ids that no longer resolve, the ceilings,
+    the picks) is reached only when these pass.
+
     Raises:
         ExportRefused: 64 for ``include_logs``/``include_atif`` without ``raw``, ``max_runs``
             below 1, an unknown table or none, an ``out`` that is (or lies under) a file; 66
@@ -189,20 +210,55 @@ def survey_export(request: ExportRunsRequest) -> ExportPlan:
     return _planned(request, survey=True)
 
 
-def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
-    """The plan of ``request``: the refusals of its values raised, a write's collected."""
-    _check_options(request)
-    asked = _check_frames(request)  # checked for the raw zip alone too: one body, one verdict
-    names = asked if request.tables else []
+def value_refusals(request: ExportRunsRequest) -> list[ExportRefused]:
+    """Every refusal of ``request``'s own values that reads no run, in the order checked.
+
+    The zip's options and ``max_runs`` (:func:`_check_options`), the tables, ``out``: each
+    check returns its refusal, none stops the next. :func:`plan_export` begins with these,
+    then the selection; a surface that refuses the selection itself before the request is
+    planned (MCP's arguments) names these beside it.
+    """
+    return _checked_values(request)[1]
+
+
+def _checked_values(request: ExportRunsRequest) -> tuple[list[str], list[ExportRefused]]:
+    """The tables asked (none when refused) and :func:`value_refusals`' refusals."""
+    refused = _check_options(request)
+    frames = _check_frames(request)  # checked for the raw zip alone too: one body, one verdict
+    if isinstance(frames, ExportRefused):
+        refused.append(frames)
     if request.out is not None:
         from glossogen.export._write import check_out
 
         try:
             check_out(request.out)
         except ValueError as exc:
-            raise ExportRefused(str(exc), exit_codes.USAGE, "out", cause=exc) from exc
+            refused.append(ExportRefused(str(exc), exit_codes.USAGE, "out",
+                                         getattr(exc, "refusal", None), exc))  # fmt: skip
+    return ([] if isinstance(frames, ExportRefused) else frames), refused
+
+
+def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
+    """The plan of ``request``: the refusals of its values raised together, a write's collected.
+
+    A refusal of the selection's values (an ``ExportRefused`` of a ``SelectionError``) joins
+    those of the other values; any other (the runs dir, the storage) is raised alone when no
+    value was refused before it, else the values' refusals are.
+    """
+    asked, values = _checked_values(request)
     whole = survey or request.group is not None  # the group first, then the ceiling
-    selected = _select(request, sys.maxsize if whole else request.max_runs)
+    unbounded = whole or any(r.field == "max_runs" for r in values)
+    try:
+        selected = _select(request, sys.maxsize if unbounded else request.max_runs)
+    except ExportRefused as exc:
+        if not values:
+            raise
+        if isinstance(exc.cause, SelectionError):  # a value of the selection: one more
+            values.append(exc)
+        raise _together(values) from None
+    if values:
+        raise _together(values)
+    names = asked if request.tables else []
     refusals: list[ExportRefused] = []
     if selected.missing_run_ids:
         missing = RunsMissing(selected.missing_run_ids)
@@ -228,38 +284,38 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
                       refusals=tuple(refusals))  # fmt: skip
 
 
-def _check_options(request: ExportRunsRequest) -> None:
+def _check_options(request: ExportRunsRequest) -> list[ExportRefused]:
     """Refuse the zip's options without the zip, nothing to write, a ceiling out of 1..2**53-1.
 
-    Raises:
-        ExportRefused: 64 naming the field.
+    Returns:
+        Each refusal (64, naming the field), in that order; none when all pass.
     """
+    said: list[tuple[str, Refusal]] = []
     if (request.include_atif or request.include_logs) and not request.raw:
-        said = Refusal(field="include_logs", also=("include_atif",), reason="apply to",
-                       listed=("raw",))  # fmt: skip
-        raise ExportRefused(said.worded(), exit_codes.USAGE, "include_logs", said)
+        said.append(("include_logs", Refusal(field="include_logs", also=("include_atif",),
+                                             reason="apply to", listed=("raw",))))  # fmt: skip
     if not request.tables and not request.raw:
-        said = Refusal(field="raw", reason="is the only file left to write: the tables are off",
-                       colon=True)  # fmt: skip
-        raise ExportRefused(said.worded(), exit_codes.USAGE, "raw", said)
+        why = "is the only file left to write: the tables are off"
+        said.append(("raw", Refusal(field="raw", reason=why, colon=True)))
     bound = count_refused(request.max_runs, "max_runs")  # the analysis's bound: one check
     if bound is not None:
-        raise ExportRefused(bound.worded(), exit_codes.USAGE, "max_runs", bound)
+        said.append(("max_runs", bound))
+    return [ExportRefused(r.worded(), exit_codes.USAGE, f, r) for f, r in said]
 
 
-def _check_frames(request: ExportRunsRequest) -> list[str]:
-    """The tables asked, in canonical order.
+def _check_frames(request: ExportRunsRequest) -> list[str] | ExportRefused:
+    """The tables asked, in canonical order, or their refusal.
 
-    Raises:
-        ExportRefused: 64 for an unknown table or none, an empty name or one named twice
-            (field ``frames``).
+    Returns:
+        The tables, or an ``ExportRefused`` (64, field ``frames``) for an unknown table or
+        none, an empty name or one named twice.
     """
     from glossogen.export._tables import check_frames
 
     try:
         return check_frames(request.frames)
     except ValueError as exc:
-        raise ExportRefused(str(exc), exit_codes.USAGE, "frames", cause=exc) from exc
+        return ExportRefused(str(exc), exit_codes.USAGE, "frames", cause=exc)
 
 
 def _raw_size(

@@ -103,13 +103,15 @@ def served_refusal_line(
 ) -> str:
     """The first line of ``exc`` as a server's client reads it: :func:`without_runs_dir`.
 
-    A run id the client sent (``run_ids``) is quoted as sent, never cut: the client typed
-    that path itself, so echoing it names nothing new, and a run's path cut to its run id
-    would quote a valid run id as the thing refused (``run_ids 'veyru/1': a path, ...``).
+    A refusal carried as data (:class:`~glossogen.refusals.Refusal`) is cut only in the words
+    the library wrote (:meth:`~glossogen.refusals.Refusal.served`): what the client sent, on
+    any field, is quoted as sent, never cut (the client typed that path itself, so echoing it
+    names nothing new; a run's path cut to its run id would quote a valid run id as the thing
+    refused, ``run_ids 'veyru/1': a path, ...``). Any other line is cut whole.
     """
     refused = refusal_of(exc)
-    if isinstance(refused, Refusal) and refused.field == "run_ids" and refused.value:
-        served = refused.model_copy(update={"reason": without_runs_dir(refused.reason, runs_dir)})
+    if isinstance(refused, Refusal):
+        served = refused.served(functools.partial(without_runs_dir, runs_dir=runs_dir))
         return served.worded(names).splitlines()[0]
     line = (worded(exc, names) or type(exc).__name__).splitlines()[0]
     return without_runs_dir(line, runs_dir)

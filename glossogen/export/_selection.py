@@ -251,6 +251,7 @@ def _status_word(status: str | None) -> str | None:
             Refusal(
                 field="status",
                 reason=f"{shown(status)} is no run's status (one of {known}, or scenario_complete)",
+                sent=(shown(status),),
             )
         )
     return word

@@ -32,7 +32,7 @@ from glossogen.export._tables import (
     coverage,
     legend,
 )
-from glossogen.refusals import path_not_text
+from glossogen.refusals import Refusal, path_not_text
 from glossogen.storage import is_local, join, nearest_existing, open_fs, translate_errors
 
 _log = logging.getLogger("glossogen.export")
@@ -45,6 +45,20 @@ def _what(path: str) -> str:
     return "a file, not a folder" if os.path.isfile(path) else "not a folder"
 
 
+class OutRefused(ValueError):
+    """An ``out`` refused: the line from its value on (``'x' is a file, not a folder``).
+
+    Attributes:
+        refusal: The refusal as data (field ``out``): a surface names the field its own way
+            (``--out``; MCP's ``out``), a server quotes the path as sent.
+    """
+
+    def __init__(self, refusal: Refusal) -> None:
+        """Keep the refusal; the line is its wording without the field's name."""
+        super().__init__(refusal.worded({"out": ""}).lstrip())
+        self.refusal = refusal
+
+
 def check_out(out: str) -> None:
     """Check, before anything is written, that the tables can be written under ``out``.
 
@@ -54,24 +68,28 @@ def check_out(out: str) -> None:
     check; its writes report their own errors.
 
     Raises:
-        ValueError: one line naming ``out`` and what is wrong.
+        OutRefused: one line naming ``out`` and what is wrong.
     """
     if not out:  # would be the current folder: name a folder
-        raise ValueError("'': names no folder")
+        raise OutRefused(Refusal(field="out", value="''", reason="names no folder"))
     refused = path_not_text("out", out)  # a byte that is not UTF-8: the CLI's --out $'\xff'
     if refused is not None:  # the library's check of every path field, before any folder
-        raise ValueError(f"{refused.value}: {refused.reason}")
+        raise OutRefused(refused)
     fs, path = open_fs(out)
     if not is_local(fs):
         return
     path = os.path.abspath(path)
+    given = repr(out)
     if os.path.exists(path) and not os.path.isdir(path):
-        raise ValueError(f"{out!r} is {_what(path)}")
-    probe = nearest_existing(path)
+        why = f"is {_what(path)}"
+        raise OutRefused(Refusal(field="out", value=given, reason=why, runs_on=True))
+    probe = nearest_existing(path)  # a folder of the path as given: quoted as sent too
     if not os.path.isdir(probe):
-        raise ValueError(f"{out!r}: {probe} is {_what(probe)}")
+        why = f"{probe} is {_what(probe)}"
+        raise OutRefused(Refusal(field="out", value=given, reason=why, sent=(probe,)))
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"{out!r}: {probe} is not writable")
+        why = f"{probe} is not writable"
+        raise OutRefused(Refusal(field="out", value=given, reason=why, sent=(probe,)))
 
 
 @contextlib.contextmanager
@@ -359,6 +377,7 @@ def write_raw_export(
 __all__ = [
     "BATCH_RUNS",
     "RAW_ZIP",
+    "OutRefused",
     "check_out",
     "csv_bytes",
     "publish",

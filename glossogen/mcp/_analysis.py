@@ -116,8 +116,10 @@ def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
 
     try:
         return step()
-    except QueryError as exc:
-        raise ToolError(exc.message) from None
+    except QueryError as exc:  # each value refused, ``; ``-joined (one alone: its line)
+        each = (e.message if isinstance(e, QueryError) else served_line(e, runs_dir)
+                for e in exc.every)  # fmt: skip
+        raise ToolError("; ".join(each)) from None
     except (SelectionError, RunsDirError, StorageError) as exc:
         raise ToolError(served_line(exc, runs_dir)) from None
     except ValidationError as exc:

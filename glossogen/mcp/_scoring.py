@@ -240,20 +240,25 @@ class Scoring(ToolBase):
             SelectionError,
             export_runs,
             served_line,
+            value_refusals,
         )
 
+        request = ExportRunsRequest(
+            runs_dir=self.runs_dir, out=out, frames=frames, max_runs=max_runs, raw=raw,
+            repeat_run_columns=repeat_run_columns, include_logs=include_logs,
+            include_metric_summaries=include_metric_summaries, include_atif=include_atif,
+        )  # fmt: skip
+
+        def said(every: tuple[Exception, ...]) -> ToolError:  # never the server's runs dir
+            return ToolError("; ".join(served_line(e, self.runs_dir) for e in every))
+
         try:
-            done = export_runs(ExportRunsRequest(
-                runs_dir=self.runs_dir, out=out, selection=selection.selection(), frames=frames,
-                repeat_run_columns=repeat_run_columns, max_runs=max_runs, raw=raw,
-                include_metric_summaries=include_metric_summaries, include_logs=include_logs,
-                include_atif=include_atif,
-            ))  # fmt: skip
-        except (SelectionError, ExportRefused) as exc:  # never the server's runs dir's path
-            line = served_line(exc, self.runs_dir)
-            if isinstance(exc, ExportRefused) and exc.field == "out" and exc.refusal is None:
-                line = f"out {line}"  # check_out's line starts at the value, as --out's does
-            raise ToolError(line) from None
+            request = request.model_copy(update={"selection": selection.selection()})
+            done = export_runs(request)
+        except SelectionError as exc:  # the selection's own check: the others' refusals too
+            raise said((*value_refusals(request), exc)) from None
+        except ExportRefused as exc:  # every value refused, in the order checked
+            raise said(exc.every) from None
         filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
         from glossogen.export._select import without_runs_dir
 

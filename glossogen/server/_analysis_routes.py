@@ -50,10 +50,11 @@ from glossogen.analysis import (
     Result,
     RunsMissing,
     answer_records,
-    check_sort,
     fields_of,
     query_error_of,
+    refused_after,
     selection_notes,
+    sort_apart,
 )
 from glossogen.analysis._dashboard import (
     ChartKind,
@@ -73,7 +74,6 @@ from glossogen.export import (
 )
 from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown, validator_line
-from glossogen.server._export_routes import group_of
 from glossogen.server._request_text import known_parameters
 from glossogen.storage import RunStore, StorageError
 
@@ -96,20 +96,30 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
                                   "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip
     if isinstance(exc, SelectionError) and exc.field == "max_runs":
         raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
-    if isinstance(exc, QueryError):
-        raise HTTPException(422, {"field": exc.field, "message": exc.message}) from exc
+    if isinstance(exc, QueryError):  # each value refused under ``errors`` when more than one
+        detail: dict[str, Any] = _value_detail(exc)
+        if exc.also:
+            detail["errors"] = [_value_detail(e) for e in exc.every]
+        raise HTTPException(422, detail) from exc
     if isinstance(exc, SelectionError):
-        raise HTTPException(422, {"field": exc.field, "message": served_line(exc)}) from exc
+        raise HTTPException(422, _value_detail(exc)) from exc
     if isinstance(exc, RunsDirError):
         raise HTTPException(503, {"message": served_line(exc)}) from exc
     if isinstance(exc, ValidationError):  # every value refused, as the body handler lists them
         each = [{"field": ".".join(str(p) for p in error["loc"]) or "query",
                  "message": validator_line(error)} for error in exc.errors()]  # fmt: skip
-        detail: dict[str, Any] = dict(each[0])
+        first: dict[str, Any] = dict(each[0])
         if len(each) > 1:
-            detail["errors"] = each
-        raise HTTPException(422, detail) from exc
+            first["errors"] = each
+        raise HTTPException(422, first) from exc
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
+
+
+def _value_detail(exc: Exception) -> dict[str, Any]:
+    """One refused value of a query, ``{"field", "message"}``: a query's or a selection's."""
+    if isinstance(exc, QueryError):
+        return {"field": exc.field, "message": exc.message}
+    return {"field": getattr(exc, "field", "selection"), "message": served_line(exc)}
 
 
 def _analysis_load(request: Request) -> Callable[[RunStore, str], RunRecord]:
@@ -121,20 +131,25 @@ def _analysis_load(request: Request) -> Callable[[RunStore, str], RunRecord]:
     return functools.partial(request.app.state.run_cache.load, queued=False)
 
 
-def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord], list[str]]:
+def _records(
+    request: Request, slug: str, query: Query, sort: QueryError | None = None
+) -> tuple[list[RunRecord], list[str]]:
     """The group's runs the query's selection picks, within its ``max_runs``, and notes.
 
     The notes name the runs skipped as unreadable (of any group: an unreadable run's group
     cannot be read either), their files relative to the runs dir, then the group's runs with
     damaged log lines or a log changed after its report was written
-    (:func:`~glossogen.analysis.selection_notes`, as the CLI and MCP say them).
+    (:func:`~glossogen.analysis.selection_notes`, as the CLI and MCP say them). ``sort``: the
+    query's sort refused before, answered first, carrying the selection's refusal.
     """
     runs_dir = request.app.state.settings.runs_dir
     try:
         # No ceiling here: the group is applied first, then the ceiling on what remains.
         selected = select_runs(runs_dir, query.selection, max_runs=sys.maxsize,
                                load=_analysis_load(request))  # fmt: skip
-        records = [r for r in selected.records if group_of(r) == slug]
+        records = [r for r in selected.records if r.group == slug]
+        if not records and sort is not None:  # no row to check a name against: the sort's
+            _refuse(sort)
         if not records:
             _check_group(request, slug)
         # An explicit id of another group's run does not resolve in this group (as the export).
@@ -144,7 +159,7 @@ def _records(request: Request, slug: str, query: Query) -> tuple[list[RunRecord]
         )
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
-        _refuse(exc, runs_dir)
+        _refuse(exc if sort is None else refused_after(sort, exc), runs_dir)
     # The notes the CLI and MCP give of these runs (the same library call): the skipped, the
     # logs' damaged lines, the logs changed after their report was written.
     return records, selection_notes(runs_dir, selected.unreadable, records)
@@ -164,7 +179,7 @@ def _check_group(request: Request, slug: str) -> None:
         return
     every = select_runs(request.app.state.settings.runs_dir, FilterSelection(),
                         max_runs=sys.maxsize, load=_analysis_load(request))  # fmt: skip
-    if not any(group_of(r) == slug for r in every.records):
+    if not any(r.group == slug for r in every.records):
         raise HTTPException(404, {"message": f"no group {shown(slug)}: no run records it"})
 
 
@@ -176,15 +191,15 @@ def query_runs(slug: str, query: Query, request: Request) -> Result:
         HTTPException: 422 a sort, name, aggregate or filter the rows cannot answer, or a bad
             knob condition; 413 over ``max_runs``; 503 unreadable storage.
     """
-    try:
-        check_sort(query)
-    except QueryError as exc:
-        _refuse(exc)
-    records, notes = _records(request, slug, query)
+    query, sort = sort_apart(query)  # a sort refused: the rest checked, each refusal named
+    records, notes = _records(request, slug, query, sort)
     try:
         result = answer_records(records, query, skipped=notes)
     except (QueryError, StorageError) as exc:
-        _refuse(exc, request.app.state.settings.runs_dir)
+        _refuse(exc if sort is None else refused_after(sort, exc),
+                request.app.state.settings.runs_dir)  # fmt: skip
+    if sort is not None:
+        _refuse(sort)
     root = str(request.app.state.settings.runs_dir).rstrip("/") + "/"
     result.notes = [note.replace(root, "") for note in result.notes]  # no server path shown
     return result

@@ -29,6 +29,10 @@ Errors (JSON ``{"detail": {...}}``, every one naming what to change):
 - 503: the runs directory cannot be read (missing, not a folder, unreachable); a refusal names
   it as the server's runs directory, never by its path (the client did not give one).
 
+A body the library refuses on more than one value (``plan_export`` gathers each: the options,
+the tables, the selection) is answered with the first as ``field``/``message`` and each under
+``errors``, as a body its schema refuses (:func:`refused`).
+
 A filter that matches no run is not an error, as on the command line: the preview counts 0
 runs, ``/csv`` answers header-only tables and ``/raw`` a zip holding only ``manifest.csv``.
 
@@ -60,7 +64,6 @@ from glossogen.export import (
     ExportPlan,
     ExportRefused,
     ExportRunsRequest,
-    RunRecord,
     RunsMissing,
     Selection,
     SelectionError,
@@ -131,11 +134,6 @@ class _CountedWriter:
         """Leave the sink open: the caller owns it (zipfile's stream type asks for close)."""
 
 
-def group_of(record: RunRecord) -> str:
-    """The group that owns a run (:attr:`~glossogen.export.RunRecord.group`)."""
-    return record.group
-
-
 def export_request(slug: str, body: ExportRequest, request: Request, *, csv: bool = False,
                    raw: bool = False) -> ExportRunsRequest:  # fmt: skip
     """The library's request of a route's body.
@@ -165,8 +163,18 @@ def refused(exc: ExportRefused, asked: ExportRunsRequest) -> tuple[int, dict[str
     404 ids that no longer resolve (``missing_run_ids``) or a run file gone; 413 a ceiling
     (``limit``, ``value``); 422 a value of the body; 503 an unreadable runs directory. The
     line never names the server's runs directory by its path (:func:`served_line`): the client
-    did not give it.
+    did not give it. The status and detail are the first refusal's; when the library refused
+    more than one value of the request (:attr:`~glossogen.export.ExportRefused.also`),
+    ``errors`` lists each one's detail, as a body refused by its schema lists each.
     """
+    status, detail = _answer(exc, asked)
+    if exc.also:
+        detail["errors"] = [_answer(each, asked)[1] for each in exc.every]
+    return status, detail
+
+
+def _answer(exc: ExportRefused, asked: ExportRunsRequest) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and ``detail`` of one refusal (:func:`refused`)."""
     cause, line = exc.cause, served_line(exc, asked.runs_dir)
     if isinstance(cause, RunsMissing):
         return 404, {"field": "run_ids", "message": line,
@@ -385,4 +393,4 @@ def export_raw(slug: str, body: ExportRequest, request: Request) -> FileResponse
     return _send(plan, folder, "runs.zip", "application/zip")
 
 
-__all__ = ["DEFAULT_GROUP", "ExportRequest", "group_of", "router"]
+__all__ = ["DEFAULT_GROUP", "ExportRequest", "router"]

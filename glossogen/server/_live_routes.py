@@ -254,12 +254,15 @@ async def _gone(request: Request | None) -> bool:
 
 
 def group_of_folder(folder: RunFolder) -> str:
-    """The group that owns the run in ``folder`` (its recorded ``group_slug``, else local)."""
+    """The group that owns the run in ``folder``: ``export.group_of`` its log's head.
+
+    A queued run (no log yet) records no group: listed under the default one.
+    """
+    from glossogen.export import group_of
     from glossogen.export._runlog import read_log_head
-    from glossogen.server._run_index import DEFAULT_GROUP
 
     if not folder.has_log():  # a queued run: no group recorded yet (listed under the default)
-        return DEFAULT_GROUP
+        return group_of(None)
     # Its log's head alone: the stream, the summary and Stop read no other file of the folder,
     # so a damaged labels.json or config.json (the list's skipped run) does not refuse them.
     try:
@@ -270,7 +273,7 @@ def group_of_folder(folder: RunFolder) -> str:
         ) from None
     if started is None:
         raise HTTPException(404, {"message": f"no run {folder.run_id}: its log is not a run log"})
-    return started.get("group_slug") or DEFAULT_GROUP
+    return group_of(started)
 
 
 @router.get("/{scenario}/{ts}/events")

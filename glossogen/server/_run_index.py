@@ -46,11 +46,6 @@ RESUMABLE = ("stopped", "error", "interrupted")
 """Statuses the list marks as resumable (``glossogen run --resume``)."""
 
 
-def group_of(record: RunRecord) -> str:
-    """The group that owns a run: its recorded ``group_slug``, else :data:`DEFAULT_GROUP`."""
-    return record.group
-
-
 def read_files(scenario: str) -> tuple[str, ...]:
     """Every file of a run folder ``load_run`` reads, the log first (the cache's key)."""
     from glossogen.evaluation._report import foreign_report_name
@@ -269,7 +264,7 @@ def _row(record: RunRecord, now: datetime) -> RunRow:
     ]
     return RunRow(
         record=record,
-        group=group_of(record),
+        group=record.group,
         day=day,
         round_count=count if isinstance(count, int) else None,
         lineage_badges=_badges(record.lineage, record.facts.resumes),
@@ -302,7 +297,7 @@ def list_runs(
     """
     selected = select_runs(runs_dir, filters.selection(), max_runs=sys.maxsize, load=cache.load,
                            absent_scenarios=True)  # fmt: skip
-    records = [r for r in selected.records if not filters.group or group_of(r) == filters.group]
+    records = [r for r in selected.records if not filters.group or r.group == filters.group]
     records.sort(key=lambda r: (int(r.run_id.rsplit("/", 1)[1]), r.run_id), reverse=True)
     pages = max(1, -(-len(records) // per_page))
     page = min(max(1, page), pages)
