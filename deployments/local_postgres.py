@@ -23,6 +23,10 @@ BIND_TRIES = 5
 the port), so a port the OS named free is tried, and another one if the server then finds it
 taken ("Address already in use": another process bound it in between)."""
 
+THROWAWAY = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+"""Settings of a cluster nobody recovers after a crash: no flush to disk, a commit does not
+wait for its WAL record, and no whole page is written to the WAL after each checkpoint."""
+
 UNPRIVILEGED_USER = "nobody"
 """PostgreSQL refuses to run as root: as root, the cluster runs as this user."""
 
@@ -55,7 +59,7 @@ def local_postgres() -> Iterator[str]:
     """Start a PostgreSQL cluster on 127.0.0.1 and yield a Prefect database URL for it.
 
     The URL is ``postgresql+asyncpg://prefect@127.0.0.1:<port>/postgres`` (the cluster's
-    default database; trust auth, loopback only; ``fsync=off``: a throwaway cluster). The
+    default database; trust auth, loopback only; :data:`THROWAWAY` settings). The
     cluster and its folder are removed when the context exits.
 
     Raises:
@@ -82,7 +86,7 @@ def local_postgres() -> Iterator[str]:
         run("initdb", "-D", str(data), "-U", "prefect", "--auth=trust", "-E", "UTF8")
         for tried in range(1, BIND_TRIES + 1):
             port = _unbound_port()
-            options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
+            options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} {THROWAWAY}"
             try:
                 run("pg_ctl", "-D", str(data), "-l", str(log), "-o", options, "-w", "start")
                 break

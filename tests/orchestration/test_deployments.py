@@ -74,6 +74,16 @@ async def _pools_and_limits() -> tuple[dict[str, int | None], dict[str, tuple[in
     return pools, limits
 
 
+async def _default_commands() -> dict[str, str | None]:
+    async with get_client() as client:
+        pools = await client.read_work_pools()
+    return {
+        p.name: p.base_job_template["variables"]["properties"]["command"]["default"]
+        for p in pools
+        if p.name.startswith("glossogen")
+    }
+
+
 def test_pools_apply_creates_a_pool_per_provider_and_active_llm_limits(
     deployed: str, limits_file: Path
 ) -> None:
@@ -86,6 +96,8 @@ def test_pools_apply_creates_a_pool_per_provider_and_active_llm_limits(
     assert limits["llm:openai"] == (2, True)
     assert limits["llm:anthropic"] == (4, True)
     assert "llm:scripted" not in limits  # null: scripted calls no model
+    # Each pool's flow runs start as Prefect's engine, not its workspace supervisor first.
+    assert set(asyncio.run(_default_commands()).values()) == {"python -m prefect.engine"}
 
     # Limits fail open when inactive: the check reports it, and applying again reactivates.
     async def deactivate() -> list[str]:
