@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
 from importlib.metadata import version
 
 from pydantic import BaseModel, Field
@@ -182,10 +183,17 @@ def claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None = None) 
     return folder
 
 
+@cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """The versions ``simulation_started`` records, read once per process (3 ms a reading)."""
+    return tuple(
+        (name, version(name))
+        for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")
+    )
+
+
 def _versions() -> dict[str, str]:
-    return {
-        name: version(name) for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")
-    }
+    return dict(_installed_versions())
 
 
 @dataclass
