@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -175,18 +176,28 @@ def _held_back(cap: float | None, spent: float, run: CohortRun, usd: float) -> R
 
 
 def _cohort_run_name() -> str:
-    """``evaluate-cohort-<runs dir>``, from the flow run's request or loose ``runs_dir``.
+    """``evaluate-cohort-<runs folder's name>`` (``evaluate-cohort-runs``), never its path.
 
-    The request is an object, or a deployment's dict; an older deployment passes ``runs_dir``.
+    From the flow run's request (an object, or a deployment's dict) or an older deployment's
+    loose ``runs_dir``: the folder's own name alone, so a server's path is not shown in the
+    flow run's name (``/srv/data/runs`` is ``runs``; ``s3://bucket/runs`` too).
     """
     from prefect.runtime import flow_run
 
     parameters = flow_run.parameters
     request = parameters.get("request")
-    loose = parameters.get("runs_dir")
+    runs_dir = parameters.get("runs_dir")
     if isinstance(request, dict):
-        return f"evaluate-cohort-{request.get('runs_dir', loose)}"
-    return f"evaluate-cohort-{getattr(request, 'runs_dir', loose)}"
+        runs_dir = request.get("runs_dir", runs_dir)
+    elif request is not None:
+        runs_dir = getattr(request, "runs_dir", runs_dir)
+    return f"evaluate-cohort-{_folder_name(str(runs_dir))}"
+
+
+def _folder_name(runs_dir: str) -> str:
+    """The runs directory's own name (``runs`` of ``/srv/data/runs`` or ``s3://b/runs/``)."""
+    path = runs_dir.rstrip("/") if "://" in runs_dir else os.path.abspath(runs_dir)
+    return path.replace("\\", "/").rsplit("/", 1)[-1] or "root"
 
 
 def cohort_of(

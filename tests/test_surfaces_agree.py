@@ -286,7 +286,7 @@ def test_a_run_whose_labels_are_not_utf8_is_unreadable_to_every_evaluation(
         err = capsys.readouterr().err
         answer = Answer(True, err.removeprefix("glossogen: error: ").rstrip("\n"),
                         int(exited.value.code or 0))  # fmt: skip
-        line = LABELS_NOT_TEXT.format(where=f"{runs}/")
+        line = LABELS_NOT_TEXT.format(where="")  # within --runs-dir, as MCP (was its abs path)
         expected = Answer(True, f"veyru/1790000000: not evaluated: {line}", 1)
     else:
         _, result = _mcp(str(runs), "evaluate_runs", metrics=["round_success"])
@@ -1255,7 +1255,7 @@ def test_a_run_whose_labels_are_not_utf8_is_named_alike_through_every_surface(
     damaged = f"veyru/{int(played_source.name) + 1}"
     shutil.copytree(played_source, runs / damaged)
     (runs / damaged / "labels.json").write_bytes(data)
-    path = f"{runs}/{damaged}/{why}"
+    path = f"{damaged}/{why}"  # within --runs-dir, as REST and MCP (was its absolute path)
 
     def cli(*argv: str) -> tuple[int, list[str]]:
         with pytest.raises(SystemExit) as exited:

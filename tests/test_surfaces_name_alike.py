@@ -136,11 +136,14 @@ def test_a_knob_condition_is_named_as_each_surface_names_its_field(
     assert not Path(out).exists()
 
 
-def test_an_export_of_one_unreadable_run_says_it_was_skipped_once(
+def test_an_export_naming_one_unreadable_run_refuses_it_as_a_missing_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``export --run-id`` of an unreadable run noted ``skipped <run>: <why>`` and then
-    ``0 runs matched``, wrong: the run matched, then was skipped. The skip note alone now."""
+    ``0 runs matched``, wrong: the run matched, then was skipped; then the skip note alone,
+    exit 0 and ``exported 0 runs``. A run the user named that cannot be read is refused now
+    as one that no longer resolves is: exit 66, one line naming it and why, nothing written
+    (issue 32)."""
     runs = str(tmp_path / "runs")
     bad = play_run(runs, "veyru", rounds=1, now_unix=1_790_000_000).run_id
     _unreadable(runs, bad)
@@ -151,11 +154,12 @@ def test_an_export_of_one_unreadable_run_says_it_was_skipped_once(
         main(["export", "--runs-dir", runs, "--out", str(out), "--run-id", bad,
               "--frames", "run_level"])  # fmt: skip
     said, noted = capsys.readouterr()
-    assert exited.value.code == 0
-    assert said.splitlines()[0] == f"exported 0 runs to {out}"
+    assert (exited.value.code, said) == (66, "")
     assert noted == (
-        f"glossogen: note: skipped {bad}: {runs}/{bad}/veyru_report.json {EMPTY_REPORT}\n"
+        f"glossogen: error: runs that cannot be read: {bad}: {bad}/veyru_report.json "
+        f"{EMPTY_REPORT}\n"
     )
+    assert not out.exists()
 
 
 def test_pydantics_value_error_tag_is_taken_off_in_one_place() -> None:

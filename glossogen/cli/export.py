@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 _NOTE = "glossogen: note: "
 
 
-def _error(message: str, code: int) -> int:
-    error(message)
+def _error(message: str, code: int, quotes_a_file: bool = False) -> int:
+    error(message, quotes_a_file)
     return code
 
 
@@ -126,6 +126,7 @@ def export(
     from glossogen.export import (
         ExportRefused,
         ExportRunsRequest,
+        RunsUnreadable,
         SelectionError,
         plan_export,
         selection_of,
@@ -148,8 +149,9 @@ def export(
             plan = plan_export(request)
             _note_selected(plan.selected)
             result = write_export(plan)
-        except ExportRefused as exc:
-            return _error(_said(exc, frames), exc.exit_code)
+        except ExportRefused as exc:  # a named run's file is quoted as it is, \udcff kept
+            return _error(_said(exc, frames), exc.exit_code,
+                          quotes_a_file=isinstance(exc.cause, RunsUnreadable))  # fmt: skip
     _print_exported(result.runs, out, result.rows, raw)
     return 0
 

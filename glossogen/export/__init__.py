@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from glossogen.export._knobfilter import (
     KnobCondition,
     RunsMissing,
+    RunsUnreadable,
     SelectionError,
     parse_conditions,
 )
@@ -211,6 +212,7 @@ __all__ = [
     "RUNNING",
     "SERVED_RUNS_DIR",
     "RunsMissing",
+    "RunsUnreadable",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,25 @@ class RunsMissing(SelectionError):
         """Keep the ids; the line names them (field ``run_ids``)."""
         self.missing_run_ids = list(missing_run_ids)
         super().__init__(no_run_line(self.missing_run_ids), "run_ids")  # the resolver's words
+
+
+class RunsUnreadable(SelectionError):
+    """Explicit run ids naming runs that cannot be read (a damaged ``labels.json``, an empty log).
+
+    A run the user named is refused as one that no longer resolves is (exit 66, REST 404, a
+    tool error), never skipped: a run found by filters that cannot be read is skipped with a
+    note instead.
+
+    Attributes:
+        unreadable_runs: Run id to why it cannot be read (its file within the runs dir), in
+            the order given.
+    """
+
+    def __init__(self, unreadable_runs: Mapping[str, str]) -> None:
+        """Keep the runs; the line names each with why (field ``run_ids``)."""
+        self.unreadable_runs = dict(unreadable_runs)
+        said = "; ".join(f"{run_id}: {why}" for run_id, why in self.unreadable_runs.items())
+        super().__init__(f"runs that cannot be read: {said}", "run_ids")
 
 
 def _condition_error(text: str, reason: str, sent: tuple[str, ...] = ()) -> SelectionError:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from glossogen import exit_codes
-from glossogen.export._knobfilter import RunsMissing, SelectionError
+from glossogen.export._knobfilter import RunsMissing, RunsUnreadable, SelectionError
 from glossogen.export._record import RunRecord
 from glossogen.export._select import (
     MAX_RUNS,
@@ -158,8 +158,9 @@ class ExportPlan:
         selected: The runs selected (of the request's group), the ids that no longer resolve.
         raw_bytes: The raw zip's estimate (bytes of run folders) when ``request.raw``.
         refusals: What a write of this plan would be refused for (only :func:`survey_export`
-            returns a plan holding any): ids that no longer resolve, the run ceiling, column
-            or metric picks the tables do not hold, the raw ceiling, in that order.
+            returns a plan holding any): ids that no longer resolve, ids naming runs that
+            cannot be read, the run ceiling, column or metric picks the tables do not hold,
+            the raw ceiling, in that order.
     """
 
     request: ExportRunsRequest
@@ -186,7 +187,10 @@ def plan_export(request: ExportRunsRequest) -> ExportPlan:
     Raises:
         ExportRefused: 64 for ``include_logs``/``include_atif`` without ``raw``, ``max_runs``
             below 1, an unknown table or none, an ``out`` that is (or lies under) a file; 66
-            for a runs directory that is not a folder or run ids that no longer resolve; 65
+            for a runs directory that is not a folder, run ids that no longer resolve, or
+            run ids naming runs that cannot be read (``runs that cannot be read: veyru/<ts>:
+            veyru/<ts>/labels.json is not UTF-8 text (...)``; found by filters, such a run is
+            skipped and named in ``selected.unreadable``); 65
             for a selection refused (over ``max_runs``, an unknown scenario, a knob value not
             of the recorded type), column or metric picks the tables do not hold, or a raw
             zip over its ceiling; 69 for unreachable storage.
@@ -260,10 +264,9 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
         raise _together(values)
     names = asked if request.tables else []
     refusals: list[ExportRefused] = []
-    if selected.missing_run_ids:
-        missing = RunsMissing(selected.missing_run_ids)
-        refusals.append(ExportRefused(str(missing), exit_codes.UNREADABLE, "selection",
-                                      cause=missing))  # fmt: skip
+    for named in _named_refused(request, selected):  # as a missing named run is, exit 66
+        refusals.append(ExportRefused(str(named), exit_codes.UNREADABLE, "selection",
+                                      cause=named))  # fmt: skip
     try:
         _check_limit(len(selected.records), request.max_runs)
         if request.picks:
@@ -282,6 +285,21 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
         raise refusals[0]
     return ExportPlan(request=request, names=names, selected=selected, raw_bytes=raw_bytes,
                       refusals=tuple(refusals))  # fmt: skip
+
+
+def _named_refused(request: ExportRunsRequest, selected: SelectedRuns) -> list[SelectionError]:
+    """The named runs an export refuses: ids that no longer resolve, then runs that cannot be read.
+
+    A run named by id (``--run-id``, ``run_ids``) that cannot be read is refused as a missing
+    one is (:class:`RunsUnreadable`); a run the filters found that cannot be read is skipped
+    with a note instead.
+    """
+    refused: list[SelectionError] = []
+    if selected.missing_run_ids:
+        refused.append(RunsMissing(selected.missing_run_ids))
+    if isinstance(request.selection, RunIdSelection) and selected.unreadable:
+        refused.append(RunsUnreadable(selected.unreadable))
+    return refused
 
 
 def _check_options(request: ExportRunsRequest) -> list[ExportRefused]:

@@ -19,6 +19,7 @@ from glossogen.eventlog import QUEUED
 from glossogen.export._knobfilter import (
     KnobCondition,
     RunsMissing,
+    RunsUnreadable,
     SelectionError,
     parse_conditions,
 )
@@ -82,20 +83,49 @@ SERVED_RUNS_DIR = "the server's runs directory"
 the client did not give the path and cannot act on it."""
 
 
+def _roots(runs_dir: str) -> list[str]:
+    """The runs dir's own path as given and as resolved, longest first.
+
+    Only an absolute path or a URL: a relative name may be a word of the line.
+    """
+    roots = {runs_dir.rstrip("/")}
+    with contextlib.suppress(Exception):  # only a nicer line: the text stands as it is
+        roots.add(RunStore(runs_dir).runs_dir.rstrip("/"))
+    return [r for r in sorted(roots, key=len, reverse=True) if os.path.isabs(r) or "://" in r]
+
+
+def within_runs_dir(text: str, runs_dir: str) -> str:
+    """``text`` naming each file under the runs dir by its path within it.
+
+    ``/tmp/x/runs/veyru/1796446580/labels.json is not UTF-8 text ...`` reads
+    ``veyru/1796446580/labels.json is not UTF-8 text ...``: how every surface (the CLI's notes,
+    REST, MCP, the run page) names a run's file that cannot be read.
+    """
+    for root in _roots(runs_dir):
+        text = text.replace(root + "/", "")
+    return text
+
+
 def without_runs_dir(text: str, runs_dir: str) -> str:
     """``text`` without the runs dir's own path: a file under it by its path within it.
 
     The folder itself is :data:`SERVED_RUNS_DIR`. Only an absolute path or a URL is cut (as
     given and as resolved), never a relative name, which may be a word of the line.
     """
-    roots = {runs_dir.rstrip("/")}
-    with contextlib.suppress(Exception):  # only a nicer line: the text stands as it is
-        roots.add(RunStore(runs_dir).runs_dir.rstrip("/"))
-    for root in sorted(roots, key=len, reverse=True):
-        if os.path.isabs(root) or "://" in root:
-            text = text.replace(repr(root), SERVED_RUNS_DIR).replace(root + "/", "")
-            text = text.replace(root, SERVED_RUNS_DIR)
+    for root in _roots(runs_dir):
+        text = text.replace(repr(root), SERVED_RUNS_DIR).replace(root + "/", "")
+        text = text.replace(root, SERVED_RUNS_DIR)
     return text
+
+
+def unreadable_reason(exc: BaseException, runs_dir: str) -> str:
+    """Why a run cannot be read, as every surface names it.
+
+    The error's first line, its file by its path within the runs dir
+    (:func:`within_runs_dir`), at most 300 characters.
+    """
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return within_runs_dir(first, runs_dir)[:300]
 
 
 def served_refusal_line(
@@ -219,26 +249,31 @@ def _select_by_ids(
             result.add(load(store, run_id))
         except FileNotFoundError:
             result.missing_run_ids.append(run_id)
-        except ValueError as exc:  # not a run log, a broken JSON file: a note, not a stop
-            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+        except ValueError as exc:  # not a run log, a broken JSON file: named, not a stop
+            result.unreadable[run_id] = unreadable_reason(exc, store.runs_dir)
 
 
 def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
-    """Refuse what :func:`select_runs` would refuse, reading no run's log.
+    """Refuse what :func:`select_runs` would refuse, and the named runs it could not read.
 
     The runs directory, the selection's shape, its knob conditions' syntax, a ``status`` that
     is no run's, a ``scenario`` no run under ``runs_dir`` has (its folders are listed), and
     a knob value the type a run recorded cannot read (``round_count>=abc``: each run the
     folder names select is judged by its claim's ``config.json`` and ``labels.json``, as
     :func:`select_runs` judges it; a run with no ``config.json``, or whose ``config.json``
-    or ``labels.json`` cannot be read, is left to :func:`select_runs`): a cohort's
-    evaluation is refused by these before its flow run starts.
+    or ``labels.json`` cannot be read, is left to :func:`select_runs`; no log is read for
+    filters), run ids that no longer resolve, and run ids naming runs that cannot be read
+    (each named run's files and log head read as :func:`select_runs` reads them: a run the
+    user named is refused, never skipped): a cohort's evaluation is refused by these before
+    its flow run starts.
 
     Returns:
         For filters, the run ids listed under ``runs_dir``, which :func:`select_runs` takes
         (``listed``) instead of listing the folder again; None for run ids (nothing listed).
 
     Raises:
+        RunsMissing: run ids that no longer resolve.
+        RunsUnreadable: run ids naming runs that cannot be read, each with why.
         RunsDirError, SelectionError, pydantic.ValidationError, StorageError: as
             :func:`select_runs` raises them.
     """
@@ -248,6 +283,11 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
         missing = [r for r in dict.fromkeys(selection.run_ids) if not _resolves(store, r)]
         if missing:  # as the export refuses them (exit 66 / 404), before any flow run
             raise RunsMissing(missing)
+        named = SelectedRuns()
+        heads = functools.partial(load_run, head_only=True)  # as a cohort's selection reads
+        _select_by_ids(store, selection, len(selection.run_ids), heads, named)
+        if named.unreadable:  # as the export refuses them (exit 66 / 404)
+            raise RunsUnreadable(named.unreadable)
         return None
     conditions = parse_conditions(selection.knob)
     if conditions:
@@ -379,7 +419,7 @@ def select_runs(
             except FileNotFoundError:  # no log: a launch that has not written its first event
                 record, started = _unstarted(store.open_run(run_id)), False
         except ValueError as exc:  # NotARunLog, a broken JSON file: one note, the rest go on
-            result.unreadable[run_id] = str(exc).splitlines()[0][:300]
+            result.unreadable[run_id] = unreadable_reason(exc, store.runs_dir)
             continue
         if not _matches(record, selection, conditions, status):
             continue

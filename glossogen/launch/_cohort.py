@@ -70,7 +70,9 @@ def check_cohort(
         EvaluationError: 64 a negative or not finite cap (``refusals.finite_number``) or a
             bad knob condition or selection value, 65 a selection refused (a scenario no run
             has, a knob value a run's recorded type cannot read), 66 a runs directory that is
-            not a folder,
+            not a folder, run ids that no longer resolve or that name runs that cannot be read
+            (``runs that cannot be read: veyru/<ts>: veyru/<ts>/labels.json is not UTF-8
+            text (...)``, as the export refuses them),
             69 unreachable storage, 77 the judge's key missing; ``refusal`` names the request
             field.
     """
@@ -79,6 +81,7 @@ def check_cohort(
     from glossogen.export import (
         RunsDirError,
         RunsMissing,
+        RunsUnreadable,
         check_runs_dir,
         check_selection,
         parse_conditions,
@@ -108,7 +111,7 @@ def check_cohort(
         if request.selection is not None:  # None: every run (nothing to refuse)
             listed = check_selection(runs_dir, request.selection)  # before any flow run
             request = request.model_copy(update={"listed": listed})
-    except RunsMissing as exc:  # the export's exit 66 for them, before any flow run
+    except (RunsMissing, RunsUnreadable) as exc:  # the export's exit 66, before any flow run
         raise EvaluationError(str(exc), exit_codes.UNREADABLE) from None
     except SelectionError as exc:
         raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None

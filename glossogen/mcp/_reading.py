@@ -1,7 +1,9 @@
 """The run-reading tools, all through ``RunView``.
 
 List runs (the export's filters, paged), one run's detail, its events and one seat's
-transcript.
+transcript. A run is read from its log, as the run page and REST's events and summary read it:
+a file of its folder that cannot be read (``labels.json`` not UTF-8 text) is named in the
+result's ``warnings`` in the run list's words, never a refusal (:func:`folder_files`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ from glossogen.mcp._results import (
 )
 from glossogen.storage import CONFIG, LABELS, RunFolder, StorageError
 
+DERIVED_FROM = {"source_run_dir": "source_run_id", "donor_run_dir": "donor_run_id"}
+"""The lineage's run folders (paths as the derived run's log records them) and the run id
+``get_run`` gives in place of each: never a path of the server."""
+
 WHOLE_FIELDS = frozenset({"id", "timestamp"})
 """Fields ``read_run_events`` never cuts, at any depth, besides every ``*_id``: what a caller
 matches events by (ids and times)."""
@@ -77,6 +83,39 @@ def cut_texts(value: Any, limit: int, path: str, truncated: dict[str, int]) -> A
             for i, item in enumerate(value[:LIST_ITEMS])
         ]
     return value
+
+
+def folder_files(folder: RunFolder) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+    """The run's ``config.json`` and ``labels.json``, each read once, and why each unreadable is.
+
+    As the run page reads them (:meth:`~glossogen.storage.RunFolder.read_object_noted`): a
+    file that cannot be read is None (labels: empty) and one line of the returned warnings,
+    the file named within the runs directory (``veyru/1796446580/labels.json is not UTF-8
+    text (byte 0xff at offset 6)``), config's first.
+    """
+    config, config_damage = folder.read_object_noted(CONFIG)
+    labels, labels_damage = folder.read_object_noted(LABELS)
+    return config, labels or {}, [d for d in (config_damage, labels_damage) if d is not None]
+
+
+def served_lineage(lineage: dict[str, Any] | None, scenario: str) -> dict[str, Any] | None:
+    """A derived run's lineage as ``get_run`` gives it: its run folders by run id, never a path.
+
+    The log records the source's and the donor's folders (``source_run_dir``,
+    ``donor_run_dir``: paths on the server) beside the source's ``source_run_id``; each folder
+    is given as the run id it names instead (``donor_run_id``: ``veyru/1796446580``, the
+    ``scenario`` run's folder read as :meth:`~glossogen.storage.RunFolder.holding` reads it),
+    the id the log records kept where it has one.
+    """
+    if lineage is None:
+        return None
+    served: dict[str, Any] = {}
+    for key, value in lineage.items():
+        if key not in DERIVED_FROM:
+            served[key] = value
+        elif isinstance(value, str) and value and DERIVED_FROM[key] not in lineage:
+            served[DERIVED_FROM[key]] = RunFolder.holding(value, scenario).run_id
+    return served
 
 
 class RunReading(ToolBase):
@@ -143,17 +182,22 @@ class RunReading(ToolBase):
                        unreadable_runs=skipped)  # fmt: skip
 
     def get_run(self, run_id: str) -> RunDetail:
-        """A run's status, rounds and verdicts, cost by seat and judge, seats, lineage, scores."""
+        """A run's status, rounds and verdicts, cost by seat and judge, seats, lineage, scores.
+
+        Read from the run's log; a file of its folder that cannot be read is named in
+        ``warnings`` (:func:`folder_files`).
+        """
         from glossogen.evaluation import read_report
         from glossogen.launch import team_outcomes
 
-        folder, labels = self._readable(run_id, unstarted=True)
+        folder = self._folder(run_id, unstarted=True)
+        config, labels, warnings = folder_files(folder)
         if not folder.has_log():  # claimed, its player has not begun the log yet
             return RunDetail(
                 run_id=folder.run_id,
                 scenario=folder.scenario,
                 status="queued",
-                rounds_planned=folder.read_json_or(CONFIG, {}).get("round_count"),
+                rounds_planned=(config or {}).get("round_count"),
                 rounds_played=0,
                 rounds_won=0,
                 rounds=[],
@@ -167,6 +211,7 @@ class RunReading(ToolBase):
                 lineage=None,
                 evaluation={},
                 damaged_lines=0,
+                warnings=warnings,
             )
         view = self._view(folder)
         spend = view.spend
@@ -215,25 +260,11 @@ class RunReading(ToolBase):
             duration_seconds=view.duration_seconds,
             error=ended.error if ended else None,
             labels=labels,
-            lineage=started.lineage if started else None,
+            lineage=served_lineage(started.lineage, folder.scenario) if started else None,
             evaluation=scores,
             damaged_lines=view.damaged_lines,
+            warnings=warnings,
         )
-
-    def _readable(self, run_id: str, unstarted: bool = False) -> tuple[RunFolder, dict[str, Any]]:
-        """The folder of ``run_id`` and its ``labels.json``: how every reading tool reads a run.
-
-        A run whose labels cannot be read (not UTF-8, not a JSON object) is refused alike by
-        ``get_run``, ``read_run_events`` and ``get_agent_transcript``, in the CLI's line, the
-        file named by its path within the served runs directory.
-        """
-        from glossogen.export._select import without_runs_dir
-
-        folder = self._folder(run_id, unstarted=unstarted)
-        try:
-            return folder, folder.read_object(LABELS) or {}
-        except ValueError as exc:
-            raise ToolError(without_runs_dir(str(exc), self.runs_dir)) from None
 
     def read_run_events(
         self,
@@ -247,11 +278,15 @@ class RunReading(ToolBase):
         page_size: StrictInt | None = None,
         max_text_chars: StrictInt = TEXT_CHARS,
     ) -> EventPage:
-        """A run's events in log order (superseded attempts included), filtered and paged."""
+        """A run's events in log order (superseded attempts included), filtered and paged.
+
+        Read from the run's log; a file of its folder that cannot be read is named in
+        ``warnings``, as ``get_run`` names it.
+        """
         start, size = cursor_offset(cursor, "read_run_events"), checked_page_size(page_size)
         if max_text_chars < 1:
             raise ToolError(f"max_text_chars must be at least 1, got {max_text_chars}")
-        folder, _ = self._readable(run_id)
+        folder = self._folder(run_id)
         view = self._view(folder)
         wanted = set(event_types or [])
         matched: list[tuple[int, Event]] = []
@@ -295,11 +330,16 @@ class RunReading(ToolBase):
             events=rows,
             matched=len(matched),
             next_cursor=str(end) if end < len(matched) else None,
+            warnings=folder_files(folder)[2],
         )
 
     def get_agent_transcript(self, run_id: str, agent_id: str) -> Transcript:
-        """One seat's briefings, messages and tool calls, round by round (events that count)."""
-        folder, _ = self._readable(run_id)
+        """One seat's briefings, messages and tool calls, round by round (events that count).
+
+        Read from the run's log; a file of its folder that cannot be read is named in
+        ``warnings``, as ``get_run`` names it.
+        """
+        folder = self._folder(run_id)
         view = self._view(folder)
         if agent_id not in view.roster:
             raise ToolError(
@@ -340,4 +380,5 @@ class RunReading(ToolBase):
             run_id=folder.run_id,
             agent_id=agent_id,
             rounds=[TranscriptRound(round_number=n, entries=e) for n, e in sorted(rounds.items())],
+            warnings=folder_files(folder)[2],
         )

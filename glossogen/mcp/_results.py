@@ -14,6 +14,16 @@ Usd = Annotated[float, AfterValidator(lambda usd: round(usd, USD_DECIMALS))]
 """An amount in USD as the tools return it (rounded to :data:`USD_DECIMALS`)."""
 
 
+FOLDER_WARNINGS = (
+    "One line per file of the run's folder that cannot be read (config.json, labels.json), "
+    "named within the runs directory as the run list and the run page name it "
+    "('veyru/1796446580/labels.json is not UTF-8 text (byte 0xff at offset 6)'); the rest is "
+    "read from the run's log."
+)
+"""What a reading tool's ``warnings`` hold (``get_run``, ``read_run_events``,
+``get_agent_transcript``)."""
+
+
 class RunRow(BaseModel):
     """One run as the run list shows it."""
 
@@ -105,11 +115,15 @@ class RunDetail(BaseModel):
     duration_seconds: float
     error: str | None
     labels: dict[str, Any]
-    lineage: dict[str, Any] | None
+    lineage: dict[str, Any] | None = Field(
+        description="How a derived run was made (null for any other): derivation, after_round, "
+        "the source and the donor by run id (source_run_id, donor_run_id), the seat replaced."
+    )
     evaluation: dict[str, float | None] = Field(
         description="Headline score per metric of the run's report (empty: not evaluated)."
     )
     damaged_lines: int
+    warnings: list[str] = Field(default_factory=list, description=FOLDER_WARNINGS)
 
 
 class EventRow(BaseModel):
@@ -132,6 +146,7 @@ class EventPage(BaseModel):
     events: list[EventRow]
     matched: int
     next_cursor: str | None
+    warnings: list[str] = Field(default_factory=list, description=FOLDER_WARNINGS)
 
 
 class TranscriptEntry(BaseModel):
@@ -157,6 +172,7 @@ class Transcript(BaseModel):
     run_id: str
     agent_id: str
     rounds: list[TranscriptRound]
+    warnings: list[str] = Field(default_factory=list, description=FOLDER_WARNINGS)
 
 
 class Credential(BaseModel):
@@ -242,7 +258,10 @@ class Evaluated(BaseModel):
     """The report's entries of the metrics asked for."""
 
     run_id: str
-    report: str
+    report: str = Field(
+        description="The report's path within the runs directory (veyru/1796446580/"
+        "veyru_report.json)."
+    )
     entries: dict[str, dict[str, Any]]
     blank: dict[str, str]
     failed: dict[str, str]

@@ -151,7 +151,7 @@ class Scoring(ToolBase):
         report = done.report
         return Evaluated(
             run_id=folder.run_id,
-            report=folder.report_url,
+            report=folder.within_runs_dir(folder.report_url),  # never the server's path
             entries={n: report.metrics[n].model_dump(mode="json") for n in done.scored},
             blank=dict(plan.blank) | done.blank,
             failed=done.failed,

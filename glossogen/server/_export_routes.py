@@ -17,7 +17,10 @@ another group is treated as one that does not resolve.
 Errors (JSON ``{"detail": {...}}``, every one naming what to change):
 
 - 404: an explicit run id that no longer resolves (``field`` ``run_ids``, ``missing_run_ids``),
-  as the analysis routes refuse it; the preview lists such ids instead of refusing;
+  as the analysis routes refuse it, or one naming a run that cannot be read (``field``
+  ``run_ids``, ``unreadable_runs``: ``runs that cannot be read: veyru/<ts>: veyru/<ts>/labels.json
+  is not UTF-8 text (...)``, as the CLI's exit 66); the preview lists such ids instead of
+  refusing (``missing_run_ids``, ``unreadable_runs``);
 - 413: past a ceiling (``limit`` is ``max_runs``, ``raw_zip_bytes`` or ``csv_bytes``, with
   its ``value``);
 - 422: a knob condition that is malformed or cannot be read as the recorded type (``field``
@@ -65,6 +68,7 @@ from glossogen.export import (
     ExportRefused,
     ExportRunsRequest,
     RunsMissing,
+    RunsUnreadable,
     Selection,
     SelectionError,
     available_columns,
@@ -160,7 +164,8 @@ def export_request(slug: str, body: ExportRequest, request: Request, *, csv: boo
 def refused(exc: ExportRefused, asked: ExportRunsRequest) -> tuple[int, dict[str, Any]]:
     """The HTTP status and ``detail`` of an export's refusal: the library's line, its field.
 
-    404 ids that no longer resolve (``missing_run_ids``) or a run file gone; 413 a ceiling
+    404 ids that no longer resolve (``missing_run_ids``), ids naming runs that cannot be read
+    (``unreadable_runs``) or a run file gone; 413 a ceiling
     (``limit``, ``value``); 422 a value of the body; 503 an unreadable runs directory. The
     line never names the server's runs directory by its path (:func:`served_line`): the client
     did not give it. The status and detail are the first refusal's; when the library refused
@@ -179,6 +184,10 @@ def _answer(exc: ExportRefused, asked: ExportRunsRequest) -> tuple[int, dict[str
     if isinstance(cause, RunsMissing):
         return 404, {"field": "run_ids", "message": line,
                      "missing_run_ids": cause.missing_run_ids}  # fmt: skip
+    if isinstance(cause, RunsUnreadable):  # named, so refused as a missing one is
+        unreadable = {r: without_runs_dir(why, asked.runs_dir)
+                      for r, why in cause.unreadable_runs.items()}  # fmt: skip
+        return 404, {"field": "run_ids", "message": line, "unreadable_runs": unreadable}
     if isinstance(cause, SelectionError) and cause.field == "max_runs":
         line = served_line(cause, asked.runs_dir, {"max_runs": MAX_RUNS_NAMED})
         return 413, {"limit": "max_runs", "value": asked.max_runs, "message": line}
@@ -307,7 +316,9 @@ def preview(slug: str, body: ExportRequest, request: Request) -> dict[str, Any]:
             "csv_bytes": settings.csv_max_bytes,
         },
         "refusals": [
-            refused(r, asked)[1] for r in plan.refusals if not isinstance(r.cause, RunsMissing)
+            refused(r, asked)[1]
+            for r in plan.refusals
+            if not isinstance(r.cause, (RunsMissing, RunsUnreadable))  # listed above
         ],
     }
 

@@ -613,9 +613,9 @@ def within_runs_dir(folder: RunFolder, line: str) -> str:
     """``line`` with the server's runs directory cut from the paths it names.
 
     As the run list's notes name a file (``veyru/1796446580/labels.json ...``): a server's own
-    folder is not shown to its callers.
+    folder is not shown to its callers (:meth:`~glossogen.storage.RunFolder.within_runs_dir`).
     """
-    return line.replace(folder.runs_dir.rstrip("/") + "/", "")
+    return folder.within_runs_dir(line)
 
 
 def _read_or_note(folder: RunFolder, name: str, damage: list[str]) -> dict[str, Any] | None:
@@ -624,11 +624,10 @@ def _read_or_note(folder: RunFolder, name: str, damage: list[str]) -> dict[str, 
     A file that cannot be read (not UTF-8 text, not JSON, not an object) adds its one line to
     ``damage``, in the list's words: the page shows the run and says what is damaged.
     """
-    try:
-        return folder.read_object(name)
-    except ValueError as exc:
-        damage.append(within_runs_dir(folder, str(exc)))
-        return None
+    value, damaged = folder.read_object_noted(name)
+    if damaged is not None:
+        damage.append(damaged)
+    return value
 
 
 def _flip_lines(folder: RunFolder) -> list[str]:

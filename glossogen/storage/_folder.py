@@ -453,6 +453,36 @@ class RunFolder:
             )
         return value
 
+    def read_object_noted(self, name: str) -> tuple[dict[str, Any] | None, str | None]:
+        """:meth:`read_object`, a file that cannot be read said in one line instead of raised.
+
+        How a reader that reads the run from its log takes the folder's JSON files (the run
+        page, MCP's ``get_run``): the damage is named, never a refusal.
+
+        Returns:
+            The object (None when the file is missing or cannot be read) and, when it cannot
+            be read, why, the file named by its path within the runs directory
+            (:meth:`within_runs_dir`: ``veyru/1796446580/labels.json is not UTF-8 text (byte
+            0xff at offset 6)``), as the run list's notes name it.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        try:
+            return self.read_object(name), None
+        except ValueError as exc:
+            return None, self.within_runs_dir(str(exc).splitlines()[0])
+
+    def within_runs_dir(self, line: str) -> str:
+        """``line`` with the folder's runs directory cut from the paths it names.
+
+        ``/srv/runs/veyru/1796446580/labels.json is ...`` reads ``veyru/1796446580/labels.json
+        is ...``: a server's own folder is never shown to its callers, and every surface names
+        a run's file alike.
+        """
+        root = self.runs_dir.rstrip("/")
+        return line.replace(f"{root}/", "") if root else line
+
     def read_json_or(self, name: str, default: Any) -> Any:
         """Return the parsed JSON of ``name``, or ``default`` when the file does not exist."""
         try:

@@ -89,25 +89,29 @@ def test_a_damaged_run_is_named_by_mcp(cohort: Cohort, tmp_path: Path) -> None:
     assert bad_seed == "seed -1: must be at least 0"  # as --limit 0 is said
 
 
-def test_mcp_lists_around_and_refuses_a_run_whose_labels_are_not_utf8_text(
+def test_mcp_lists_around_and_reads_from_its_log_a_run_whose_labels_are_not_utf8_text(
     cohort: Cohort, tmp_path: Path
 ) -> None:
     """A labels.json escaping a lone surrogate was a bare ``Error executing tool`` from
-    list_runs and get_run; now list_runs skips the run and get_run refuses it in one line
-    naming the file within the served runs directory."""
+    list_runs and get_run; now list_runs skips the run and get_run reads it from its log, as
+    the run page does, naming the file within the served runs directory in ``warnings`` (was:
+    a refusal in that line, issue 32)."""
     (tmp_path / "home").mkdir()
     runs_dir, damaged, kept = _pair(
         cohort, tmp_path / "runs", "labels.json", b'{"bad": "a\\udcffb"}'
     )
 
-    async def flow() -> tuple[dict[str, Any], str]:
+    async def flow() -> tuple[dict[str, Any], dict[str, Any]]:
         async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
             listed = await call(session, "list_runs")
-            return listed, await refusal(session, "get_run", run_id=damaged)
+            return listed, await call(session, "get_run", run_id=damaged)
 
     listed, got = asyncio.run(flow())
     assert [row["run_id"] for row in listed["runs"]] == [kept]
-    assert got == f"{damaged}/labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"
+    assert (got["run_id"], got["status"], got["labels"], got["warnings"]) == (
+        damaged, "completed", {},
+        [f"{damaged}/labels.json is not UTF-8 text (it escapes the lone surrogate \\udcff)"],
+    )  # fmt: skip
 
 
 def test_mcp_export_runs_names_the_runs_it_skipped(cohort: Cohort, tmp_path: Path) -> None:
@@ -126,21 +130,23 @@ def test_mcp_export_runs_names_the_runs_it_skipped(cohort: Cohort, tmp_path: Pat
     }
 
 
-def test_mcp_get_run_refuses_labels_that_are_not_json_in_one_line(
+def test_mcp_get_run_names_labels_that_are_not_json_in_one_warning(
     cohort: Cohort, tmp_path: Path
 ) -> None:
-    """Was ``Error executing tool get_run`` and a traceback on the server's stderr."""
+    """Was ``Error executing tool get_run`` and a traceback on the server's stderr, then a
+    refusal in this line; now the run from its log and the line in ``warnings`` (issue 32)."""
     (tmp_path / "home").mkdir()
     runs_dir, damaged, _ = _pair(cohort, tmp_path / "runs", "labels.json", b"{bad")
 
-    async def flow() -> str:
+    async def flow() -> dict[str, Any]:
         async with in_process_session(Path(runs_dir), tmp_path / "home") as session:
-            return await refusal(session, "get_run", run_id=damaged)
+            return await call(session, "get_run", run_id=damaged)
 
-    assert asyncio.run(flow()) == (
+    got = asyncio.run(flow())
+    assert (got["status"], got["labels"], got["warnings"]) == ("completed", {}, [
         f"{damaged}/labels.json is not valid JSON (Expecting property name enclosed in double "
         "quotes: line 1 column 2 (char 1))"
-    )
+    ])  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -143,9 +143,9 @@ def test_a_damaged_run_is_named_and_the_others_are_scored(
         "2 not evaluated · evaluation cost $0.000000"
     )
     errors = [e for e in captured.err.splitlines() if e.startswith("glossogen: error:")]
-    assert errors[0] == (
-        f"glossogen: error: veyru/1797000003: not evaluated: {cut.parent.parent / '1797000003'}"
-        "/veyru.jsonl is not a run log (no simulation_started event)"
+    assert errors[0] == (  # the log named within --runs-dir (was its absolute path)
+        "glossogen: error: veyru/1797000003: not evaluated: veyru/1797000003/veyru.jsonl is not "
+        "a run log (no simulation_started event)"
     )
     assert errors[1] == (  # the folder's name, then the id its log records (a copy's source)
         "glossogen: error: veyru/1797000004: veyru/1796000002 has no simulation_ended "

@@ -171,21 +171,21 @@ def test_folders_whose_log_is_not_a_run_log_are_skipped_with_one_note_each(
     assert _export("--runs-dir", str(runs), "--out", str(out)) == 0
     assert [r["run_id"] for r in _rows(out / "run_level.csv")] == [f"veyru/{Path(good).name}"]
     notes = [line for line in capsys.readouterr().err.splitlines() if "skipped" in line]
-    base = runs / "veyru"
+    # each file named within the runs dir, as REST, MCP and README name it (was its abs path)
     assert notes == [
-        f"glossogen: note: skipped veyru/1795100011: {base}/1795100011/veyru.jsonl is not a run "
+        "glossogen: note: skipped veyru/1795100011: veyru/1795100011/veyru.jsonl is not a run "
         "log (empty)",
-        f"glossogen: note: skipped veyru/1795100012: {base}/1795100012/veyru.jsonl is not a run "
+        "glossogen: note: skipped veyru/1795100012: veyru/1795100012/veyru.jsonl is not a run "
         "log (no simulation_started event)",
-        f"glossogen: note: skipped veyru/1795100013: {base}/1795100013/veyru.jsonl is not a run "
+        "glossogen: note: skipped veyru/1795100013: veyru/1795100013/veyru.jsonl is not a run "
         "log (no simulation_started event)",
-        f"glossogen: note: skipped veyru/1795100014: {base}/1795100014/veyru.jsonl is a folder, "
+        "glossogen: note: skipped veyru/1795100014: veyru/1795100014/veyru.jsonl is a folder, "
         "not an event log",
-        f"glossogen: note: skipped veyru/1795100015: {broken}/labels.json is not valid JSON "
+        "glossogen: note: skipped veyru/1795100015: veyru/1795100015/labels.json is not valid JSON "
         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
-        f"glossogen: note: skipped veyru/1795100016: {escaped}/labels.json is not UTF-8 text "
+        "glossogen: note: skipped veyru/1795100016: veyru/1795100016/labels.json is not UTF-8 text "
         "(it escapes the lone surrogate \\udcff)",
-        f"glossogen: note: skipped veyru/1795100017: {configured}/config.json is not UTF-8 text "
+        "glossogen: note: skipped veyru/1795100017: veyru/1795100017/config.json is not UTF-8 text "
         "(it escapes the lone surrogate \\udcff)",
     ]
 

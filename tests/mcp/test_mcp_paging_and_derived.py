@@ -12,6 +12,7 @@ launched run is played to its end and every process a launch started is gone aft
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,8 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
 
     replaced = got["replaced_end"]
     assert (replaced["status"], replaced["rounds_played"]) == ("completed", 2)
-    assert replaced["lineage"] == {
-        "derivation": "replace_agent", "source_run_id": sources[0],
-        "source_run_dir": str(runs / sources[0]), "after_round": 1,
+    assert replaced["lineage"] == {  # the source by run id alone (was also its server path)
+        "derivation": "replace_agent", "source_run_id": sources[0], "after_round": 1,
         "replaced_agent_id": "field_observer", "model": "other-script", "provider": "scripted",
         "channel_visibility": "postmortem=none",
     }  # fmt: skip
@@ -96,7 +96,8 @@ def test_list_runs_pages_derived_runs_resume_and_start_with_a_cap(
     crossed = got["crossed_end"]
     assert (crossed["status"], crossed["rounds_played"]) == ("completed", 2)
     assert crossed["lineage"]["derivation"] == "cross_run_replace_agent"
-    assert crossed["lineage"]["donor_run_dir"] == str(runs / sources[2])
+    assert crossed["lineage"]["donor_run_id"] == sources[2]  # was donor_run_dir, a server path
+    assert str(runs) not in json.dumps(crossed)
     assert crossed["lineage"]["donor_agent_id"] == "stabilization_engineer"
     seats = {s["agent_id"]: s["model"] for s in crossed["seats"]}
     assert seats == {"field_observer": "scripted", "stabilization_engineer": "donor-script"}

@@ -373,22 +373,3 @@ def test_a_path_sent_as_a_run_id_is_quoted_as_sent_never_cut_to_a_run_id(tmp_pat
     assert asyncio.run(go()) == [run_line, run_line, runs_line, runs_line]
     assert not out.exists()
     assert not (Path(folder.url) / "veyru_report.json").exists()
-
-
-def test_every_reading_tool_refuses_a_run_whose_labels_are_not_utf8_alike(tmp_path: Path) -> None:
-    """A run whose ``labels.json`` is not UTF-8: get_run, read_run_events and
-    get_agent_transcript read it through one check and refuse it in one line, the file named
-    within the runs directory (was: get_run refused it, the other two answered)."""
-    runs = tmp_path / "runs"
-    folder = play_run(str(runs), "veyru", rounds=1, now_unix=1_790_000_000)
-    Path(folder.url, "labels.json").write_bytes(b'{"a":"\xff"}')
-
-    async def go() -> list[str]:
-        async with in_process_session(runs, tmp_path) as s:
-            return [await refusal(s, "get_run", run_id=folder.run_id),
-                    await refusal(s, "read_run_events", run_id=folder.run_id),
-                    await refusal(s, "get_agent_transcript", run_id=folder.run_id,
-                                  agent_id="field_observer")]  # fmt: skip
-
-    line = "veyru/1790000000/labels.json is not UTF-8 text (byte 0xff at offset 6)"
-    assert asyncio.run(go()) == [line, line, line]

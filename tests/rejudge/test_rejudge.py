@@ -347,8 +347,8 @@ def test_a_stray_folder_is_no_run_and_a_refused_selection_writes_nothing(
     assert _cli(*argv, "--scenario", "broken") == 66
     assert capsys.readouterr() == (
         "rejudged 0 runs: none could be read; no summary written\n",
-        f"glossogen: error: broken/{BASE}: cannot be read: {broken / 'broken.jsonl'} is not a "
-        "run log (no simulation_started event)\n",
+        f"glossogen: error: broken/{BASE}: cannot be read: broken/{BASE}/broken.jsonl is not a "
+        "run log (no simulation_started event)\n",  # within --runs-dir (was its absolute path)
     )
     assert summary.read_text() == '{"runs": 7}'
     assert not cache.exists()

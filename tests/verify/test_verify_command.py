@@ -229,8 +229,9 @@ def test_a_broken_labels_json_is_unreadable_however_the_run_is_named(
     assert _verify(capsys, str(log.parent)) == (
         66, ["verified 0 runs: 0 failed, 1 unreadable"],
         [f"glossogen: error: {log.parent}: {reason}"])  # fmt: skip
+    within = reason.replace(f"{root}/", "")  # under --runs-dir: the file within it (issue 32)
     assert _verify(capsys, "--runs-dir", str(root)) == (
-        66, ["verified 0 runs: 0 failed, 1 unreadable"], [f"glossogen: error: {run_id}: {reason}"])  # fmt: skip
+        66, ["verified 0 runs: 0 failed, 1 unreadable"], [f"glossogen: error: {run_id}: {within}"])  # fmt: skip
 
 
 def test_one_folder_named_twice_is_verified_once(
@@ -327,8 +328,8 @@ def test_a_stray_folder_is_no_run_and_a_broken_run_stays_unreadable(
     assert _verify(capsys, "--runs-dir", str(root), "--status", "running") == (
         66,
         ["verified 0 runs: 0 failed, 1 unreadable"],
-        [f"glossogen: error: veyru/1000000000: cannot be read: {broken / 'veyru.jsonl'} is not "
-         "a run log (no simulation_started event)"],
+        ["glossogen: error: veyru/1000000000: cannot be read: veyru/1000000000/veyru.jsonl is not "
+         "a run log (no simulation_started event)"],  # within --runs-dir (was its absolute path)
     )  # fmt: skip
     assert _verify(capsys, "--runs-dir", str(root), "--scenario", "nope") == (
         65, [], [f"glossogen: error: --scenario 'nope' has no run under {root} (scenarios there: veyru)"])  # fmt: skip
