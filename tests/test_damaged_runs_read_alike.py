@@ -143,25 +143,34 @@ MISSING_LINE = f"run ids that no longer resolve: {MISSING}"
 def _named(surface: str, runs: Path, run_id: str, out: Path, capsys: Any) -> tuple[Any, Any]:
     """The status and the one line (REST: the ``detail``) of ``surface`` asked for ``run_id``."""
     if surface.startswith("cli-"):
-        argv = (["export", "--out", str(out)] if surface == "cli-export"
-                else ["evaluate", "--metrics", "round_success"])  # fmt: skip
+        argv = {"cli-export": ["export", "--out", str(out)],
+                "cli-evaluate": ["evaluate", "--metrics", "round_success"],
+                "cli-analyze": ["analyze", "--measure", "total_chars:count"]}[surface]  # fmt: skip
         with pytest.raises(SystemExit) as exited:
             main([*argv, "--runs-dir", str(runs), "--run-id", run_id])
         said, err = capsys.readouterr()
         assert said == ""
         return int(exited.value.code or 0), err.removeprefix("glossogen: error: ").rstrip("\n")
     if surface.startswith("rest-"):
-        body = {"selection": {"kind": "run_ids", "run_ids": [run_id]}}
-        got = TestClient(create_app(str(runs))).post(
-            f"/api/g/local/runs/export/{surface.removeprefix('rest-')}", json=body
-        )
+        body: dict[str, Any] = {"selection": {"kind": "run_ids", "run_ids": [run_id]}}
+        route = f"export/{surface.removeprefix('rest-')}"
+        if surface == "rest-analysis":
+            body["measures"], route = [{"field": "total_chars", "agg": "count"}], "analysis/query"
+        got = TestClient(create_app(str(runs))).post(f"/api/g/local/runs/{route}", json=body)
         return got.status_code, got.json()["detail"]
-    tool, arguments = (("export_runs", {"out": str(out)}) if surface == "mcp-export"
-                       else ("evaluate_runs", {"metrics": ["round_success"]}))  # fmt: skip
+    tool, arguments = {"mcp-export": ("export_runs", {"out": str(out)}),
+                       "mcp-evaluate": ("evaluate_runs", {"metrics": ["round_success"]}),
+                       "mcp-analyze": ("analyze_runs", {"measures": ["total_chars:count"]}),
+                       }[surface]  # fmt: skip
 
     async def called() -> Any:
         async with Client(build_server(str(runs))) as client:
-            return await client.call_tool(tool, {**arguments, "run_ids": [run_id]})
+            picked = (
+                {"selection": {"kind": "run_ids", "run_ids": [run_id]}}
+                if tool == "analyze_runs"
+                else {"run_ids": [run_id]}
+            )  # its query's shape
+            return await client.call_tool(tool, {**arguments, **picked})
 
     result = asyncio.run(called())
     assert result.is_error
@@ -169,7 +178,7 @@ def _named(surface: str, runs: Path, run_id: str, out: Path, capsys: Any) -> tup
 
 
 NAMED_SURFACES = ["cli-export", "rest-csv", "rest-raw", "mcp-export", "cli-evaluate",
-                  "mcp-evaluate"]  # fmt: skip
+                  "mcp-evaluate", "cli-analyze", "rest-analysis", "mcp-analyze"]  # fmt: skip
 REST_DETAIL = {
     "unreadable": {"field": "run_ids", "message": NAMED_LINE,
                    "unreadable_runs": {RUN_ID: DAMAGE["labels.json"][1]}},
@@ -185,7 +194,8 @@ def test_a_named_run_that_cannot_be_read_is_refused_as_a_missing_named_run_is(
 ) -> None:
     """``export --run-id`` of a run whose labels.json is not UTF-8 exited 0 (``exported 0 runs``
     and a skip note), REST's downloads answered empty tables, MCP ``export_runs`` runs 0, and
-    ``evaluate --runs-dir --run-id`` exit 1, while ``evaluate --run-dir`` of it exits 66: a run
+    ``evaluate --runs-dir --run-id`` exit 1, ``analyze --run-id`` exit 0 with a skip note (REST's
+    query 200, MCP ``analyze_runs`` an answer), while ``evaluate --run-dir`` of it exits 66: a run
     the user named that cannot be read is refused now as a named run that does not resolve is
     (exit 66, REST 404, a tool error), its reason in the line, nothing written, before any flow
     run."""

@@ -37,7 +37,12 @@ if TYPE_CHECKING:
     from glossogen.analysis._engine import answer, answer_records, fields, fields_of
     from glossogen.analysis._render import result_frame
     from glossogen.analysis._rows import grain_frame
-    from glossogen.analysis._select import RunsMissing, selection_notes, skipped_notes
+    from glossogen.analysis._select import (
+        NamedRunsRefused,
+        RunsMissing,
+        selection_notes,
+        skipped_notes,
+    )
 
 _HOME = {
     "check_query": "glossogen.analysis._checks",
@@ -50,6 +55,7 @@ _HOME = {
     "fields_of": "glossogen.analysis._engine",
     "result_frame": "glossogen.analysis._render",
     "grain_frame": "glossogen.analysis._rows",
+    "NamedRunsRefused": "glossogen.analysis._select",
     "RunsMissing": "glossogen.analysis._select",
     "selection_notes": "glossogen.analysis._select",
     "skipped_notes": "glossogen.analysis._select",
@@ -79,6 +85,7 @@ __all__ = [
     "sort_apart",
     "Result",
     "RowFilter",
+    "NamedRunsRefused",
     "RunsMissing",
     "answer",
     "answer_records",

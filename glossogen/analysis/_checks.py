@@ -231,12 +231,12 @@ def refused_after(first: QueryError, exc: Exception) -> QueryError:
     refused value; the run ceiling, ids that no longer resolve and an unreadable runs
     directory are not (the first refusal is answered alone, as before).
     """
-    from glossogen.analysis._select import RunsMissing
+    from glossogen.analysis._select import NamedRunsRefused
     from glossogen.export import SelectionError
 
     value = isinstance(exc, QueryError) or (
         isinstance(exc, SelectionError)
-        and not isinstance(exc, RunsMissing)
+        and not isinstance(exc, NamedRunsRefused)
         and exc.field != "max_runs"
     )
     first.also = (exc,) if value and isinstance(exc, ValueError) else ()

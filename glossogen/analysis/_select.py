@@ -23,7 +23,8 @@ from glossogen.export import (
     label_notes,
     select_runs,
 )
-from glossogen.export._knobfilter import RunsMissing
+from glossogen.export._knobfilter import NamedRunsRefused, RunsMissing
+from glossogen.export._select import named_refusals
 
 
 def runs_dir_root(runs_dir: str) -> str:
@@ -121,14 +122,15 @@ def selection_notes(
             *stale_notes(runs_dir, records), *label_notes(records)]  # fmt: skip
 
 
-def refuse_missing(missing_run_ids: Sequence[str]) -> None:
-    """Refuse a selection naming run ids that no longer resolve (as the export refuses it).
+def refuse_named(selection: Any, selected: Any) -> None:
+    """Refuse a selection naming runs that no longer resolve or cannot be read (as the export).
 
     Raises:
-        RunsMissing: naming them.
+        NamedRunsRefused: the first of :func:`~glossogen.export.named_refusals`.
     """
-    if missing_run_ids:
-        raise RunsMissing(missing_run_ids)
+    refused = named_refusals(selection, selected)
+    if refused:
+        raise refused[0]
 
 
 def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord]:
@@ -168,7 +170,7 @@ def select_rows(
     query the rows refuse) leaves the cache as it was.
 
     Raises:
-        RunsMissing: an explicit run id that no longer resolves.
+        NamedRunsRefused: an explicit run id that no longer resolves or cannot be read.
         RunsDirError, SelectionError, StorageError: as ``select_runs``.
     """
     from glossogen.analysis._projection import (
@@ -182,12 +184,12 @@ def select_rows(
     store = RunStore(runs_dir)
     if not cache or grain not in CACHED_GRAINS or not store.local:
         selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
-        refuse_missing(selected.missing_run_ids)
+        refuse_named(query_selection, selected)
         notes = selection_notes(runs_dir, selected.unreadable, selected.records)
         return selected.records, None, notes, None
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
     selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
-    refuse_missing(selected.missing_run_ids)
+    refuse_named(query_selection, selected)
     records = selected.records
     frame = projection.grain_frame(records, grain) if records else None
     if check is not None and frame is not None:
@@ -203,10 +205,11 @@ def select_rows(
 
 
 __all__ = [
+    "NamedRunsRefused",
     "RunsMissing",
     "selection_notes",
     "library_notes",
-    "refuse_missing",
+    "refuse_named",
     "runs_dir_root",
     "select",
     "select_rows",

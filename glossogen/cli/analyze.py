@@ -101,10 +101,10 @@ def analyze(
     from glossogen.analysis import (
         Compare,
         Measure,
+        NamedRunsRefused,
         Query,
         QueryError,
         RowFilter,
-        RunsMissing,
     )
     from glossogen.export import RunsDirError, SelectionError, check_runs_dir, selection_of
     from glossogen.storage import StorageError
@@ -166,7 +166,7 @@ def analyze(
         return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
     except QueryError as exc:
         return _error(_flagged(exc), exit_codes.USAGE)
-    except RunsMissing as exc:  # as glossogen export refuses them
+    except NamedRunsRefused as exc:  # as glossogen export refuses them
         return _error(str(exc), exit_codes.UNREADABLE)
     except SelectionError as exc:  # a knob value its knob cannot read: 65, as export and verify
         return _error(said_of_selection(exc), exit_codes.REFUSED)
@@ -283,7 +283,7 @@ def _dashboard_alone(
 
 def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     """Render the dashboard at ``path`` over ``runs_dir`` into the folder ``out``."""
-    from glossogen.analysis import QueryError, RunsMissing
+    from glossogen.analysis import NamedRunsRefused, QueryError
     from glossogen.analysis._dashboard import (
         DashboardError,
         DashboardUnreadable,
@@ -318,7 +318,7 @@ def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
     except QueryError as exc:
         return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc.field} {exc.detail}",
                       exit_codes.USAGE)  # fmt: skip
-    except RunsMissing as exc:
+    except NamedRunsRefused as exc:
         return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc}", exit_codes.UNREADABLE)
     except QuerySelectionRefused as exc:  # named by the query's fields, as a QueryError is
         refusal = refusal_of(exc.cause)

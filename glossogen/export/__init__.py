@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from glossogen.export._knobfilter import (
     KnobCondition,
+    NamedRunsRefused,
     RunsMissing,
     RunsUnreadable,
     SelectionError,
@@ -38,6 +39,7 @@ from glossogen.export._select import (
     SelectedRuns,
     check_runs_dir,
     check_selection,
+    named_refusals,
     select_runs,
 )
 from glossogen.export._selection import (
@@ -211,8 +213,10 @@ __all__ = [
     "MAX_RUNS",
     "RUNNING",
     "SERVED_RUNS_DIR",
+    "NamedRunsRefused",
     "RunsMissing",
     "RunsUnreadable",
+    "named_refusals",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

@@ -70,7 +70,16 @@ class SelectionError(ValueError):
         return error
 
 
-class RunsMissing(SelectionError):
+class NamedRunsRefused(SelectionError):
+    """Runs named by id (``--run-id``, ``run_ids``) that a selection refuses: exit 66, REST 404.
+
+    :class:`RunsMissing` (ids that no longer resolve) and :class:`RunsUnreadable` (runs that
+    cannot be read); every surface catches this one class, so the two are refused alike by
+    the export, the evaluation and the analysis.
+    """
+
+
+class RunsMissing(NamedRunsRefused):
     """Explicit run ids that no longer resolve (no folder, no log, or another group's run).
 
     Attributes:
@@ -83,7 +92,7 @@ class RunsMissing(SelectionError):
         super().__init__(no_run_line(self.missing_run_ids), "run_ids")  # the resolver's words
 
 
-class RunsUnreadable(SelectionError):
+class RunsUnreadable(NamedRunsRefused):
     """Explicit run ids naming runs that cannot be read (a damaged ``labels.json``, an empty log).
 
     A run the user named is refused as one that no longer resolves is (exit 66, REST 404, a

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from glossogen import exit_codes
-from glossogen.export._knobfilter import RunsMissing, RunsUnreadable, SelectionError
+from glossogen.export._knobfilter import SelectionError
 from glossogen.export._record import RunRecord
 from glossogen.export._select import (
     MAX_RUNS,
@@ -23,6 +23,7 @@ from glossogen.export._select import (
     RunsDirError,
     SelectedRuns,
     _check_limit,
+    named_refusals,
     select_runs,
     served_refusal_line,
 )
@@ -264,7 +265,7 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
         raise _together(values)
     names = asked if request.tables else []
     refusals: list[ExportRefused] = []
-    for named in _named_refused(request, selected):  # as a missing named run is, exit 66
+    for named in named_refusals(request.selection, selected):  # as a missing named run is, exit 66
         refusals.append(ExportRefused(str(named), exit_codes.UNREADABLE, "selection",
                                       cause=named))  # fmt: skip
     try:
@@ -285,21 +286,6 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
         raise refusals[0]
     return ExportPlan(request=request, names=names, selected=selected, raw_bytes=raw_bytes,
                       refusals=tuple(refusals))  # fmt: skip
-
-
-def _named_refused(request: ExportRunsRequest, selected: SelectedRuns) -> list[SelectionError]:
-    """The named runs an export refuses: ids that no longer resolve, then runs that cannot be read.
-
-    A run named by id (``--run-id``, ``run_ids``) that cannot be read is refused as a missing
-    one is (:class:`RunsUnreadable`); a run the filters found that cannot be read is skipped
-    with a note instead.
-    """
-    refused: list[SelectionError] = []
-    if selected.missing_run_ids:
-        refused.append(RunsMissing(selected.missing_run_ids))
-    if isinstance(request.selection, RunIdSelection) and selected.unreadable:
-        refused.append(RunsUnreadable(selected.unreadable))
-    return refused
 
 
 def _check_options(request: ExportRunsRequest) -> list[ExportRefused]:

@@ -18,6 +18,7 @@ from typing import Any
 from glossogen.eventlog import QUEUED
 from glossogen.export._knobfilter import (
     KnobCondition,
+    NamedRunsRefused,
     RunsMissing,
     RunsUnreadable,
     SelectionError,
@@ -76,6 +77,21 @@ class SelectedRuns:
     def scenarios(self) -> list[str]:
         """The selected runs' scenarios, sorted."""
         return sorted({r.scenario for r in self.records})
+
+
+def named_refusals(selection: Any, selected: SelectedRuns) -> list[NamedRunsRefused]:
+    """The refusals of the runs ``selection`` names: ids that no longer resolve, then unreadable.
+
+    A run named by id (``--run-id``, ``run_ids``) that cannot be read is refused as a missing
+    one is (:class:`RunsUnreadable`); a run the filters found that cannot be read is skipped
+    with a note instead. The export, the evaluation and the analysis refuse through this.
+    """
+    refused: list[NamedRunsRefused] = []
+    if selected.missing_run_ids:
+        refused.append(RunsMissing(selected.missing_run_ids))
+    if isinstance(selection, RunIdSelection) and selected.unreadable:
+        refused.append(RunsUnreadable(selected.unreadable))
+    return refused
 
 
 SERVED_RUNS_DIR = "the server's runs directory"

@@ -62,10 +62,12 @@ from glossogen.analysis._dashboard import (
     DashboardError,
     DashboardsInTheWay,
 )
-from glossogen.analysis._select import refuse_missing
+from glossogen.analysis._select import refuse_named
 from glossogen.export import (
     RunRecord,
     RunsDirError,
+    RunsUnreadable,
+    SelectedRuns,
     SelectionError,
     check_runs_dir,
     select_runs,
@@ -94,6 +96,9 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
     if isinstance(exc, RunsMissing):  # as the export's routes refuse them
         raise HTTPException(404, {"field": "run_ids", "message": exc.message,
                                   "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip
+    if isinstance(exc, RunsUnreadable):  # named, so refused as a missing one is (the export's)
+        raise HTTPException(404, {"field": "run_ids", "message": exc.message,
+                                  "unreadable_runs": exc.unreadable_runs}) from exc  # fmt: skip
     if isinstance(exc, SelectionError) and exc.field == "max_runs":
         raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
     if isinstance(exc, QueryError):  # each value refused under ``errors`` when more than one
@@ -152,11 +157,12 @@ def _records(
             _refuse(sort)
         if not records:
             _check_group(request, slug)
-        # An explicit id of another group's run does not resolve in this group (as the export).
-        found = {r.run_id for r in records}
-        refuse_missing(
-            [i for i in getattr(query.selection, "run_ids", None) or [] if i not in found]
-        )
+        # An explicit id of another group's run does not resolve in this group (as the export);
+        # a named run that cannot be read is refused as a missing one is.
+        found, named = {r.run_id for r in records}, getattr(query.selection, "run_ids", None) or []
+        unread = {i: why for i, why in selected.unreadable.items() if i in named}
+        missing = [i for i in named if i not in found and i not in unread]
+        refuse_named(query.selection, SelectedRuns(missing_run_ids=missing, unreadable=unread))
         check_limit(len(records), query.max_runs)
     except (SelectionError, RunsDirError, StorageError) as exc:
         _refuse(exc if sort is None else refused_after(sort, exc), runs_dir)
