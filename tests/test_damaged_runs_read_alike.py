@@ -213,6 +213,26 @@ def test_a_named_run_that_cannot_be_read_is_refused_as_a_missing_named_run_is(
     assert not (runs / RUN_ID / "veyru_report.json").exists()
 
 
+EMPTY_LINE = f"runs that cannot be read: {RUN_ID}: {RUN_ID}/veyru.jsonl is not a run log (empty)"
+
+
+@pytest.mark.parametrize("surface", ["cli-export", "cli-evaluate", "cli-analyze", "mcp-evaluate"])
+def test_a_named_run_whose_log_is_empty_is_named_unreadable_by_every_selection(
+    surface: str, prefect_api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """u49a: ``evaluate --runs-dir --run-id`` and MCP ``evaluate_runs`` said ``run ids that no
+    longer resolve`` of a run whose log is empty, where the export and the analysis say it
+    cannot be read (its log is there, not a run log): one line now, exit 66, nothing written."""
+    runs = tmp_path / "runs"
+    folder = play_run(str(runs), "veyru", rounds=1, now_unix=LAUNCH)
+    (Path(folder.url) / "veyru.jsonl").write_bytes(b"")
+    out = tmp_path / "out"
+    status, line = _named(surface, runs, RUN_ID, out, capsys)
+    assert (status, line) == (STATUS[surface.split("-")[0]], EMPTY_LINE)
+    assert not out.exists()
+    assert not (runs / RUN_ID / "veyru_report.json").exists()
+
+
 def test_the_preview_lists_a_named_unreadable_run_as_it_lists_a_missing_one(
     tmp_path: Path,
 ) -> None:

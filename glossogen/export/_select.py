@@ -325,10 +325,12 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
 def _resolves(store: RunStore, run_id: str) -> bool:
     """Whether ``run_id`` names a run folder with a log (what :func:`select_runs` can load).
 
-    An id that names no run folder (``veyru/abc``) does not (the one resolver's reading).
+    An id that names no run folder (``veyru/abc``) does not (the one resolver's reading); a
+    log that is there but empty does, so that the load names it unreadable (``... is not a run
+    log (empty)``), as the export's selection does (was: ``run ids that no longer resolve``).
     """
     try:
-        return store.open_run(run_id, "run_ids").has_log()
+        return store.open_run(run_id, "run_ids").log_state() in ("ok", "empty")
     except RunIdRefused as exc:
         if exc.refusal is not None:  # malformed: refused as check_run_ids refuses it
             raise SelectionError.of(exc.refusal) from None
