@@ -52,6 +52,11 @@ class Terminated(BaseException):
     """SIGTERM (``timeout``, ``kill``) ended the flow as Ctrl-C does; the command ends by it."""
 
 
+WAKE_SECONDS = 0.2
+"""How often the main thread wakes while a sweep's flow plays in its thread, to run a signal's
+handler the kernel delivered to another thread (:func:`play_until_interrupted`)."""
+
+
 def play_until_interrupted(flow_run: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Play ``flow_run()`` on an event loop of its own thread; SIGINT or SIGTERM cancels it.
 
@@ -100,7 +105,13 @@ def play_until_interrupted(flow_run: Callable[[], Coroutine[Any, Any, T]]) -> T:
         before = {}
     try:
         thread.start()
-        thread.join()  # a signal's handler runs in between; the wait goes on
+        # Timed waits, not one untimed join: CPython runs a signal's handler in the main thread
+        # only, and when the kernel hands a Ctrl-C or SIGTERM to the flow's thread (any thread
+        # may take a process's signal) nothing wakes an untimed wait: the handler never ran
+        # and the sweep played on (ci49b: a Ctrl-C test hung 600 s in this join). A timed wait
+        # returns to the interpreter, which runs the pending handler within WAKE_SECONDS.
+        while thread.is_alive():
+            thread.join(WAKE_SECONDS)
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,27 @@ def _one_run_swept(tmp_path: Path, played: Path) -> tuple[Path, Path, Path, Path
 def _plan(spec_file: Path) -> Any:
     spec, sweep_id = load_spec(spec_file)
     return plan_sweep(spec, sweep_id, str(spec_file), SweepOptions())
+
+
+def test_a_ctrl_c_the_kernel_hands_to_the_flows_thread_still_stops_the_sweep() -> None:
+    """ci49b hung 600 s in ``play_until_interrupted``'s join: a process's signal may be handed
+    to any of its threads, CPython runs the handler in the main thread only, and nothing woke
+    the main thread's untimed wait. Here the SIGINT goes to the flow's thread itself."""
+    sealed: list[str] = []
+
+    async def flow() -> str:
+        try:
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread alone
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            sealed.append("simulation_ended interrupted")
+            raise
+        return "not reached"
+
+    with pytest.raises(KeyboardInterrupt):
+        play_until_interrupted(flow)
+    assert sealed == ["simulation_ended interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_cancels_the_flow_lets_it_seal_and_reports_the_interrupt() -> None:
