@@ -10,7 +10,9 @@ surface, so a bad run id is worded and coded alike by the CLI, REST and MCP.
   longer resolve: veyru/\\udcff`` from ``stop``, ``veyru/\\ufffd`` from REST);
 - ``evaluate --run-dir`` not UTF-8 text is refused as ``--runs-dir`` is (was scored, exit 0);
 - a one-part id on the run page, its events and summary is the library's line, as Stop's
-  (was a bare ``{"detail": "Not Found"}``).
+  (was a bare ``{"detail": "Not Found"}``);
+- an id naming no run is the resolver's line on the page, events, summary and Stop, 404
+  naming ``run_id`` (was ``no run veyru/abc: it has no event log``; Stop's had no ``field``).
 
 Each surface is driven as its user drives it (``tests/test_surfaces_agree.py``'s helpers): the
 CLI's entry in this process, the FastAPI app over HTTP, the MCP tools through the SDK's client.
@@ -104,9 +106,9 @@ def no_run(surface: str, run_id: str) -> Answer:
         return Answer(False, f"missing_run_ids: {run_id}; unreadable_runs: []", 200)
     if surface in ("rest-csv", "rest-raw"):
         return Answer(True, f"run_ids: {line}", 404)
-    if surface == "rest-stop":
+    if surface == "rest-page":  # the page shows the line
         return Answer(True, line, 404)
-    return Answer(True, f"no run {run_id}: it has no event log", 404)  # the page, events, summary
+    return Answer(True, f"run_id: {line}", 404)  # events, summary, stop: field run_id
 
 
 @pytest.mark.parametrize("surface", NO_RUN_SURFACES)

@@ -21,7 +21,7 @@ runs with their notes (``_select.py``); this module answers a query with them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -168,11 +168,19 @@ def _sorted(groups: list[Group], query: Query) -> list[Group]:
     return groups[: query.limit] if query.limit else groups
 
 
-def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
-    """Answer ``query`` over the runs under ``runs_dir``.
+def answer(
+    runs_dir: str,
+    query: Query,
+    cache: bool = True,
+    group: str | None = None,
+    load: Callable[[Any, str], RunRecord] | None = None,
+) -> Result:
+    """Answer ``query`` over the runs under ``runs_dir``: the one entry of every surface.
 
     ``cache``: use the projection cache at the grains it serves (:func:`select_rows`); the
-    answer is the same either way.
+    answer is the same either way. ``group``: only that group's runs (REST's ``{slug}``, as
+    the export's routes: :func:`~glossogen.analysis._select.select_named`); ``load``: how a
+    run is read (a server's cache of records); None each: every group, read as the export.
 
     Raises:
         QueryError: a name or aggregate the selection's rows cannot answer; a ``sort`` that
@@ -184,7 +192,7 @@ def answer(runs_dir: str, query: Query, cache: bool = True) -> Result:
     try:
         records, frame, notes, scored = select_rows(
             runs_dir, query.selection, query.max_runs, query.grain, cache,
-            check=lambda rows: check_query(rows, query),
+            check=lambda rows: check_query(rows, query), group=group, load=load,
         )  # fmt: skip
         result = answer_records(records, query, frame, notes, scored)
     except (ValueError, OSError) as exc:  # a query's, the selection's, the storage's refusal
@@ -283,12 +291,16 @@ def fields(
     metric: str | None = None,
     max_runs: int = 5000,
     cache: bool = True,
+    group: str | None = None,
+    load: Callable[[Any, str], RunRecord] | None = None,
 ) -> Fields:
     """:func:`fields_of` the runs ``selection`` picks under ``runs_dir``.
 
-    ``cache``: as :func:`answer`.
+    ``cache``, ``group``, ``load``: as :func:`answer`.
     """
-    records, frame, notes, scored = select_rows(runs_dir, selection, max_runs, grain, cache)
+    records, frame, notes, scored = select_rows(
+        runs_dir, selection, max_runs, grain, cache, group=group, load=load
+    )
     return fields_of(records, grain, metric, frame, notes, scored)
 
 

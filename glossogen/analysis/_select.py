@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +25,8 @@ from glossogen.export import (
     select_runs,
 )
 from glossogen.export._knobfilter import NamedRunsRefused, RunsMissing
-from glossogen.export._select import named_refusals
+from glossogen.export._select import SelectedRuns, named_refusals, of_group
+from glossogen.export._select import _check_limit as check_limit
 
 
 def runs_dir_root(runs_dir: str) -> str:
@@ -142,6 +144,35 @@ def select(runs_dir: str, query_selection: Any, max_runs: int) -> list[RunRecord
     return select_runs(runs_dir, query_selection, max_runs=max_runs).records
 
 
+def select_named(
+    runs_dir: str,
+    query_selection: Any,
+    max_runs: int,
+    group: str | None = None,
+    load: Callable[[Any, str], RunRecord] | None = None,
+) -> SelectedRuns:
+    """The runs the selection picks (of ``group``), refused as the export refuses them.
+
+    ``group``: only that group's runs, an explicit id of another group's run counted as one
+    that no longer resolves, ``max_runs`` applied to what remains (the export's rule,
+    :func:`~glossogen.export.of_group`; REST's ``{slug}``); None: every group. ``load``: how
+    a run is read (``select_runs``' loader: the projection cache's, a server's cache of
+    records); None: as the export reads it.
+
+    Raises:
+        NamedRunsRefused: an explicit run id that no longer resolves or cannot be read.
+        RunsDirError, SelectionError, StorageError: as ``select_runs``.
+    """
+    ceiling = max_runs if group is None else sys.maxsize  # the group first, then the ceiling
+    selected = select_runs(runs_dir, query_selection, max_runs=ceiling, load=load)
+    if group is not None:
+        selected = of_group(selected, query_selection, group)
+    refuse_named(query_selection, selected)
+    if group is not None:
+        check_limit(len(selected.records), max_runs)
+    return selected
+
+
 def select_rows(
     runs_dir: str,
     query_selection: Any,
@@ -149,22 +180,26 @@ def select_rows(
     grain: Grain,
     cache: bool = True,
     check: Callable[[pl.DataFrame], object] | None = None,
+    group: str | None = None,
+    load: Callable[[Any, str], RunRecord] | None = None,
 ) -> tuple[list[RunRecord], pl.DataFrame | None, list[str], set[str] | None]:
     """The selected runs, at a cached grain of a local runs dir their grain's rows, and notes.
 
     Fourth, with the cache's rows, the runs that have a report (its records carry none);
     else None (the records' own reports say).
 
-    An explicit run id that no longer resolves refuses the selection (:class:`RunsMissing`),
-    as ``glossogen export`` refuses it.
+    The runs are :func:`select_named`'s (``group``, ``load``): an explicit run id that no
+    longer resolves refuses the selection (:class:`RunsMissing`), as ``glossogen export``
+    refuses it.
 
     The notes name each run skipped as unreadable (:func:`skipped_notes`) and anything the
     cache could not do.
 
     With ``cache`` (and a grain in :data:`~glossogen.analysis._projection.CACHED_GRAINS` of a
-    local folder) the runs are selected through the projection cache, which reads only the
-    runs whose files changed and is written back; the rows are the cache's. Otherwise the runs
-    are read as the export reads them and the rows are None (built from the records).
+    local folder, and no ``load`` of the caller's) the runs are selected through the
+    projection cache, which reads only the runs whose files changed and is written back; the
+    rows are the cache's. Otherwise the runs are read by ``load`` (as the export reads them
+    when None) and the rows are None (built from the records).
 
     ``check``: called with the cached rows before the cache is written; what it raises (a
     query the rows refuse) leaves the cache as it was.
@@ -182,14 +217,12 @@ def select_rows(
     from glossogen.storage import RunStore
 
     store = RunStore(runs_dir)
-    if not cache or grain not in CACHED_GRAINS or not store.local:
-        selected = select_runs(runs_dir, query_selection, max_runs=max_runs)
-        refuse_named(query_selection, selected)
+    if load is not None or not cache or grain not in CACHED_GRAINS or not store.local:
+        selected = select_named(runs_dir, query_selection, max_runs, group, load)
         notes = selection_notes(runs_dir, selected.unreadable, selected.records)
         return selected.records, None, notes, None
     projection = Projection.open(store.runs_dir)  # a folder path (a file:// URL's, too)
-    selected = select_runs(runs_dir, query_selection, max_runs=max_runs, load=projection.load)
-    refuse_named(query_selection, selected)
+    selected = select_named(runs_dir, query_selection, max_runs, group, projection.load)
     records = selected.records
     frame = projection.grain_frame(records, grain) if records else None
     if check is not None and frame is not None:
@@ -212,6 +245,7 @@ __all__ = [
     "refuse_named",
     "runs_dir_root",
     "select",
+    "select_named",
     "select_rows",
     "skipped_notes",
     "stale_notes",

@@ -40,6 +40,8 @@ from glossogen.export._select import (
     check_runs_dir,
     check_selection,
     named_refusals,
+    not_begun_line,
+    of_group,
     select_runs,
 )
 from glossogen.export._selection import (
@@ -217,6 +219,8 @@ __all__ = [
     "RunsMissing",
     "RunsUnreadable",
     "named_refusals",
+    "not_begun_line",
+    "of_group",
     "AgentFacts",
     "FilterSelection",
     "KnobCondition",

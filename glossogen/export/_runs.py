@@ -24,10 +24,11 @@ from glossogen.export._select import (
     SelectedRuns,
     _check_limit,
     named_refusals,
+    of_group,
     select_runs,
     served_refusal_line,
 )
-from glossogen.export._selection import RunIdSelection, Selection
+from glossogen.export._selection import Selection
 from glossogen.refusals import Refusal, count_refused, worded
 from glossogen.storage import StorageError
 
@@ -368,17 +369,6 @@ def _select(request: ExportRunsRequest, ceiling: int) -> SelectedRuns:
         raise ExportRefused(line, exit_codes.UNREADABLE, cause=exc) from exc
     except ValueError as exc:  # a run file that cannot be read
         raise ExportRefused(str(exc).splitlines()[0], exit_codes.REFUSED, cause=exc) from exc
-    return selected if request.group is None else _of_group(selected, request)
-
-
-def _of_group(selected: SelectedRuns, request: ExportRunsRequest) -> SelectedRuns:
-    """``selected`` kept to the request's group; an explicit id of another's is missing."""
-    records = [r for r in selected.records if r.group == request.group]
-    missing = set(selected.missing_run_ids)
-    order = selected.missing_run_ids
-    if isinstance(request.selection, RunIdSelection):
-        missing |= {r.run_id for r in selected.records if r.group != request.group}
-        order = list(dict.fromkeys(request.selection.run_ids))
-    return SelectedRuns(records=records, missing_run_ids=[i for i in order if i in missing],
-                        scanned=selected.scanned, unreadable=selected.unreadable,
-                        unstarted=selected.unstarted)  # fmt: skip
+    if request.group is None:
+        return selected
+    return of_group(selected, request.selection, request.group)

@@ -32,7 +32,7 @@ from glossogen.export._selection import (
     Selection,
     _status_word,
 )
-from glossogen.refusals import Refusal, refusal_of, shown, worded
+from glossogen.refusals import Refusal, quote, refusal_of, shown, worded
 from glossogen.storage import RunFolder, RunIdRefused, RunStore, path_kind, resolve_run_id
 
 MAX_RUNS = 5000
@@ -94,9 +94,37 @@ def named_refusals(selection: Any, selected: SelectedRuns) -> list[NamedRunsRefu
     return refused
 
 
+def of_group(selected: SelectedRuns, selection: Any, group: str) -> SelectedRuns:
+    """``selected`` kept to the runs of ``group``; an explicit id of another group's run is missing.
+
+    The one rule of a group's selection (REST's ``{slug}``), the export's and the analysis's:
+    filters select within the group, and an id ``selection`` names of a run in another group
+    counts as one that no longer resolves (the ids in the order given).
+    """
+    records = [r for r in selected.records if r.group == group]
+    missing = set(selected.missing_run_ids)
+    order = selected.missing_run_ids
+    if isinstance(selection, RunIdSelection):
+        missing |= {r.run_id for r in selected.records if r.group != group}
+        order = list(dict.fromkeys(selection.run_ids))
+    return SelectedRuns(records=records, missing_run_ids=[i for i in order if i in missing],
+                        scanned=selected.scanned, unreadable=selected.unreadable,
+                        unstarted=selected.unstarted)  # fmt: skip
+
+
 SERVED_RUNS_DIR = "the server's runs directory"
 """How a server's refusal names its runs directory to a client (REST, MCP), never by its path:
 the client did not give the path and cannot act on it."""
+
+
+def not_begun_line(run_id: str) -> str:
+    """A server's line for a run claimed whose log has not begun (REST's run routes, MCP's tools).
+
+    ``run 'veyru/1' has no event log in the server's runs directory``: a claimed folder
+    (``config.json``) whose player has not written its first event; an id under which no run
+    is at all is the resolver's ``run ids that no longer resolve`` instead.
+    """
+    return f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}"
 
 
 def _roots(runs_dir: str) -> list[str]:

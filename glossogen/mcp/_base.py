@@ -22,8 +22,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from glossogen.eventlog import (
     RunView,
 )
-from glossogen.export import SERVED_RUNS_DIR
-from glossogen.refusals import quote, worded
+from glossogen.export import not_begun_line
+from glossogen.refusals import worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
 from glossogen.storage import CONFIG, RunFolder, RunIdRefused, RunStore, StorageError
@@ -176,7 +176,7 @@ class ToolBase:
         if unstarted and not folder.has_log():
             return folder
         if not folder.has_log():
-            raise ToolError(f"run {quote(run_id)} has no event log in {SERVED_RUNS_DIR}")
+            raise ToolError(not_begun_line(run_id))
         return folder
 
     def _view(self, folder: RunFolder) -> RunView:

@@ -16,11 +16,16 @@ query. ``/fields`` takes the selection as query parameters (``scenario``, ``labe
 repeatable; ``status``, ``run_id_contains``, ``contains_agent_id``; or ``run_id`` repeatable)
 with ``grain`` and ``metric``, and answers the grain's fields with their coverage and values.
 
-As the export routes do, each sees only its group's runs (``{slug}``); the ceiling
-(``max_runs``) applies to what remains. The runs are selected through the run list's cache of
-run records (``_run_index.RunCache``: a run is read again only when a file it was read from
-changed), so a query repeated on an unchanged cohort does not re-read its logs' heads and tails
-to select them. Refusals, one line each, as every REST refusal:
+Each route only translates: the body (``/query``) or the parameters (``/fields``) are the
+:class:`~glossogen.analysis.Query` the CLI and MCP build, answered by the same library entry
+(:func:`~glossogen.analysis.answer`, :func:`~glossogen.analysis.fields`) with the route's group
+(``{slug}``): as the export routes do, each sees only its group's runs, an explicit id of
+another group's run is one that no longer resolves, and the ceiling (``max_runs``) applies to
+what remains (:func:`~glossogen.analysis._select.select_named`). The runs are read through the
+run list's cache of run records (``_run_index.RunCache``, the entry's ``load``: a run is read
+again only when a file it was read from changed), so a query repeated on an unchanged cohort
+does not re-read its logs' heads and tails to select them. Refusals, one line each, as every
+REST refusal:
 ``{"detail": {"field", "message"}}`` with 422 for a query, filter, knob condition or name the
 rows do not hold, ``{"detail": {"limit", "value", "message"}}`` with 413 over ``max_runs``, and
 ``{"detail": {"field": "run_ids", "message", "missing_run_ids"}}`` with 404 for explicit run ids
@@ -45,16 +50,14 @@ from pydantic import BaseModel, ValidationError, model_validator
 from glossogen.analysis import (
     Fields,
     Measure,
+    NamedRunsRefused,
     Query,
     QueryError,
     Result,
     RunsMissing,
-    answer_records,
-    fields_of,
+    answer,
+    fields,
     query_error_of,
-    refused_after,
-    selection_notes,
-    sort_apart,
 )
 from glossogen.analysis._dashboard import (
     ChartKind,
@@ -62,19 +65,16 @@ from glossogen.analysis._dashboard import (
     DashboardError,
     DashboardsInTheWay,
 )
-from glossogen.analysis._select import refuse_named
 from glossogen.export import (
     RunRecord,
     RunsDirError,
     RunsUnreadable,
-    SelectedRuns,
     SelectionError,
     check_runs_dir,
     select_runs,
     selection_of,
     served_line,
 )
-from glossogen.export._select import _check_limit as check_limit
 from glossogen.refusals import not_utf8, shown, validator_line
 from glossogen.server._request_text import known_parameters
 from glossogen.storage import RunStore, StorageError
@@ -93,12 +93,8 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
     """
     if isinstance(exc, ValidationError):  # a query's own check: as the engine's refusals
         exc = query_error_of(exc) or exc
-    if isinstance(exc, RunsMissing):  # as the export's routes refuse them
-        raise HTTPException(404, {"field": "run_ids", "message": exc.message,
-                                  "missing_run_ids": exc.missing_run_ids}) from exc  # fmt: skip
-    if isinstance(exc, RunsUnreadable):  # named, so refused as a missing one is (the export's)
-        raise HTTPException(404, {"field": "run_ids", "message": exc.message,
-                                  "unreadable_runs": exc.unreadable_runs}) from exc  # fmt: skip
+    if isinstance(exc, NamedRunsRefused):  # as the export's routes refuse them
+        raise HTTPException(404, _named_detail(exc)) from exc
     if isinstance(exc, SelectionError) and exc.field == "max_runs":
         raise HTTPException(413, {"limit": "max_runs", "message": exc.message}) from exc
     if isinstance(exc, QueryError):  # each value refused under ``errors`` when more than one
@@ -120,6 +116,20 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
     raise HTTPException(503, {"message": served_line(exc, runs_dir)}) from exc
 
 
+def _named_detail(exc: NamedRunsRefused) -> dict[str, Any]:
+    """The 404 of runs named by id that the selection refuses, as the export's routes answer.
+
+    ``{"field": "run_ids", "message", "missing_run_ids"}`` for ids that no longer resolve (in
+    the group), ``{"field": "run_ids", "message", "unreadable_runs"}`` for runs that cannot be
+    read (named, so refused as a missing one is).
+    """
+    if isinstance(exc, RunsMissing):
+        return {"field": "run_ids", "message": exc.message,
+                "missing_run_ids": exc.missing_run_ids}  # fmt: skip
+    unreadable = exc.unreadable_runs if isinstance(exc, RunsUnreadable) else {}
+    return {"field": "run_ids", "message": exc.message, "unreadable_runs": unreadable}
+
+
 def _value_detail(exc: Exception) -> dict[str, Any]:
     """One refused value of a query, ``{"field", "message"}``: a query's or a selection's."""
     if isinstance(exc, QueryError):
@@ -134,41 +144,6 @@ def _analysis_load(request: Request) -> Callable[[RunStore, str], RunRecord]:
     with a note on every surface (``select_runs``' own loader), so its answers agree.
     """
     return functools.partial(request.app.state.run_cache.load, queued=False)
-
-
-def _records(
-    request: Request, slug: str, query: Query, sort: QueryError | None = None
-) -> tuple[list[RunRecord], list[str]]:
-    """The group's runs the query's selection picks, within its ``max_runs``, and notes.
-
-    The notes name the runs skipped as unreadable (of any group: an unreadable run's group
-    cannot be read either), their files relative to the runs dir, then the group's runs with
-    damaged log lines or a log changed after its report was written
-    (:func:`~glossogen.analysis.selection_notes`, as the CLI and MCP say them). ``sort``: the
-    query's sort refused before, answered first, carrying the selection's refusal.
-    """
-    runs_dir = request.app.state.settings.runs_dir
-    try:
-        # No ceiling here: the group is applied first, then the ceiling on what remains.
-        selected = select_runs(runs_dir, query.selection, max_runs=sys.maxsize,
-                               load=_analysis_load(request))  # fmt: skip
-        records = [r for r in selected.records if r.group == slug]
-        if not records and sort is not None:  # no row to check a name against: the sort's
-            _refuse(sort)
-        if not records:
-            _check_group(request, slug)
-        # An explicit id of another group's run does not resolve in this group (as the export);
-        # a named run that cannot be read is refused as a missing one is.
-        found, named = {r.run_id for r in records}, getattr(query.selection, "run_ids", None) or []
-        unread = {i: why for i, why in selected.unreadable.items() if i in named}
-        missing = [i for i in named if i not in found and i not in unread]
-        refuse_named(query.selection, SelectedRuns(missing_run_ids=missing, unreadable=unread))
-        check_limit(len(records), query.max_runs)
-    except (SelectionError, RunsDirError, StorageError) as exc:
-        _refuse(exc if sort is None else refused_after(sort, exc), runs_dir)
-    # The notes the CLI and MCP give of these runs (the same library call): the skipped, the
-    # logs' damaged lines, the logs changed after their report was written.
-    return records, selection_notes(runs_dir, selected.unreadable, records)
 
 
 def _check_group(request: Request, slug: str) -> None:
@@ -191,24 +166,19 @@ def _check_group(request: Request, slug: str) -> None:
 
 @router.post("/query")
 def query_runs(slug: str, query: Query, request: Request) -> Result:
-    """Answer the query over the group's runs.
+    """Answer the query over the group's runs: the library's one entry (``analysis.answer``).
 
     Raises:
         HTTPException: 422 a sort, name, aggregate or filter the rows cannot answer, or a bad
-            knob condition; 413 over ``max_runs``; 503 unreadable storage.
+            knob condition; 404 a group no run records, or explicit run ids that no longer
+            resolve in the group; 413 over ``max_runs``; 503 unreadable storage.
     """
-    query, sort = sort_apart(query)  # a sort refused: the rest checked, each refusal named
-    records, notes = _records(request, slug, query, sort)
+    runs_dir = request.app.state.settings.runs_dir
     try:
-        result = answer_records(records, query, skipped=notes)
-    except (QueryError, StorageError) as exc:
-        _refuse(exc if sort is None else refused_after(sort, exc),
-                request.app.state.settings.runs_dir)  # fmt: skip
-    if sort is not None:
-        _refuse(sort)
-    root = str(request.app.state.settings.runs_dir).rstrip("/") + "/"
-    result.notes = [note.replace(root, "") for note in result.notes]  # no server path shown
-    return result
+        _check_group(request, slug)
+        return answer(runs_dir, query, cache=False, group=slug, load=_analysis_load(request))
+    except (QueryError, SelectionError, RunsDirError, StorageError) as exc:
+        _refuse(exc, runs_dir)
 
 
 @router.get("/fields", dependencies=[Depends(known_parameters)])
@@ -247,11 +217,13 @@ def list_fields(
         raise HTTPException(422, {"field": field, "message": exc.refusal.worded(names)}) from exc
     except ValidationError as exc:
         _refuse(exc)
-    records, notes = _records(request, slug, query)
+    runs_dir = request.app.state.settings.runs_dir
     try:
-        return fields_of(records, query.grain, query.metric, skipped=notes)
-    except (QueryError, StorageError) as exc:
-        _refuse(exc, request.app.state.settings.runs_dir)
+        _check_group(request, slug)
+        return fields(runs_dir, query.selection, query.grain, query.metric, query.max_runs,
+                      cache=False, group=slug, load=_analysis_load(request))  # fmt: skip
+    except (QueryError, SelectionError, RunsDirError, StorageError) as exc:
+        _refuse(exc, runs_dir)
 
 
 class RenderRequest(BaseModel):

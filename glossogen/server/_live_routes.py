@@ -26,20 +26,26 @@ cancelled through Prefect, a local writer (the pid the folder's ``.writer.lock``
 signalled; the run ends ``interrupted``, resumable. 409 with the CLI's one line when there is
 nothing to stop.
 
-A run id that is not a run under the runs directory (``..``, an absolute path, an encoded
-separator, a byte that is not UTF-8, a run of another group) is a 404: nothing is read outside
-the runs directory. Each route reads the id through the one resolver
-(:func:`~glossogen.storage.resolve_run_id`), a one-part id (``veyru%5C123``) on routes of its
-own, so a malformed id is the library's line (``field`` ``run_id``) on every route.
+Each route (and the run's page, ``/runs/{run_id}``) takes the run id as one path parameter
+(``{run_id:path}``), so whatever stands between ``runs/`` and the route's last part is the id
+the client sent (:func:`sent_run_id`): a trailing ``/`` (``veyru/1796446580/``), a path
+(``/tmp/x/veyru/1``, ``veyru/1/labels.json``), one part (``veyru%5C123``). It is judged by the
+one resolver (:func:`~glossogen.storage.resolve_run_id`) and refused in its words, as the CLI
+and MCP refuse it: 404 ``{"detail": {"field": "run_id", "message": ...}}`` for a malformed id
+(``run_id 'veyru/1796446580/': not a run id (...)``, ``a path, not a run id``, ``not UTF-8
+text``, an encoded separator named as sent) and for an id under which no run is, or a run of
+another group (``run ids that no longer resolve: veyru/1``, as the export's routes count
+another group's run); a claimed folder whose log has not begun says so (``run 'veyru/1' has no
+event log in the server's runs directory``, MCP's words). Nothing is read outside the runs
+directory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import unquote_to_bytes
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -47,6 +53,7 @@ from fastapi.responses import StreamingResponse
 
 from glossogen.eventlog import Event, LogTail, RunView, SimulationEnded
 from glossogen.refusals import shown_path
+from glossogen.server._run_index import RunCache
 from glossogen.server._run_page import live_summary, within_runs_dir
 from glossogen.storage import (
     CONFIG,
@@ -67,72 +74,76 @@ claim and its lock is given this long to take it)."""
 KEEPALIVE_SECONDS = 15.0
 """A comment line is sent after this many seconds without an event (proxies keep the stream)."""
 
-_SENT_PREFIX = re.compile(rb"^(?:/api/g/[^/]*)?/runs/")
-"""Where a run route's path starts its run id: ``/runs/`` (the page), ``/api/g/<group>/runs/``."""
+RUN_ID = "{run_id:path}"
+"""The run id in a run route's path: everything between ``runs/`` and the route's last part."""
 
 
-def refuse_sent_run_id(request: Request) -> None:
-    r"""Refuse a run id whose bytes as sent the router's reading would hide: a 404.
+def sent_run_id(request: Request) -> str:
+    r"""The run id as the client sent it in the matched run route's address.
 
-    The server decodes ``%2F`` before routing, so ``veyru%2F1796446580`` would reach a run, and
-    reads a byte that is not UTF-8 (``veyru/%FF``) as U+FFFD. The id as sent is judged by the
-    one rule (:func:`~glossogen.storage.run_id_refused`): an encoded separator is not a run
-    id, named as sent (``run_id 'veyru%2F1796446580': not a run id (...)``); a byte that is not
-    UTF-8 is not text (``run_id 'veyru/\udcff': not UTF-8 text``). Any other id is left to the
-    route's resolver.
+    The server decodes the address before routing: ``veyru%2F1796446580`` would read as the
+    run ``veyru/1796446580``, a byte that is not UTF-8 (``veyru/%FF``) as U+FFFD. So the id is
+    read again from the bytes sent, between the matched route's prefix and what its path holds
+    after the id (``/events``, ``/summary``, ``/stop``; nothing for the page), both taken from
+    the route itself. A byte that is not UTF-8 stays its escape (``veyru/\udcff``: the resolver
+    refuses it, ``not UTF-8 text``); an id sent with an encoded separator is judged as sent and
+    as decoded by the one rule (:func:`~glossogen.storage.run_id_refused`), named as sent.
 
     Raises:
-        HTTPException: 404, ``field`` ``run_id``, the library's line.
+        RunIdRefused: (``malformed``) an id sent with an encoded separator
+            (``run_id 'veyru%2F1796446580': not a run id (...)``).
     """
+    route = request.scope["route"].path  # "/api/g/{group}/runs/{run_id:path}/events"
+    before, _, after = route.partition(RUN_ID)
     raw = bytes(request.scope.get("raw_path") or request.url.path.encode())
-    sent = _SENT_PREFIX.sub(b"", raw, count=1)
-    for route in (b"/events", b"/summary", b"/stop"):
-        sent = sent.removesuffix(route)
-    decoded = unquote_to_bytes(sent)
-    try:
-        run_id = decoded.decode("utf-8")
-    except UnicodeDecodeError:
-        refused = run_id_refused("run_id", decoded.decode("utf-8", "surrogateescape"))
-    else:
-        if b"%2f" not in sent.lower():
-            return
-        as_sent = sent.decode("latin-1")
-        refused = run_id_refused("run_id", as_sent) or run_id_refused("run_id", run_id)
-        if refused is not None:
-            refused = refused.model_copy(update={"value": shown_path(as_sent)})
-    if refused is not None:
-        raise HTTPException(404, {"field": "run_id", "message": refused.worded()})
+    sent = raw.split(b"/", before.count("/"))[-1].removesuffix(after.encode())
+    run_id = unquote_to_bytes(sent).decode("utf-8", "surrogateescape")
+    if b"%2f" not in sent.lower():
+        return run_id
+    as_sent = sent.decode("latin-1")  # an address's bytes: ASCII
+    refused = run_id_refused("run_id", as_sent) or run_id_refused("run_id", run_id)
+    if refused is None:
+        return as_sent
+    raise RunIdRefused(
+        as_sent, "malformed", refused.model_copy(update={"value": shown_path(as_sent)})
+    )
 
 
-router = APIRouter(
-    prefix="/api/g/{group}/runs", tags=["live"], dependencies=[Depends(refuse_sent_run_id)]
-)
+def refused_run_id(exc: RunIdRefused) -> HTTPException:
+    """The HTTP refusal of a run id the resolver refused: 404 naming the field, its line."""
+    field = exc.refusal.field if exc.refusal is not None else "run_id"
+    return HTTPException(404, {"field": field, "message": str(exc)})
 
 
-def run_folder(runs_dir: str, run_id: str, queued: bool = False) -> RunFolder:
-    r"""The folder of run ``run_id`` under ``runs_dir`` (the one resolver's), or a 404.
+router = APIRouter(prefix="/api/g/{group}/runs", tags=["live"])
 
-    With ``queued``, a claimed folder (``config.json``) whose log has not begun is one too.
+
+def run_folder(request: Request) -> RunFolder:
+    r"""The folder of the run the route's address names (the one resolver's), or a 404.
 
     Raises:
-        HTTPException: 404, ``field`` ``run_id``, for a malformed id (the library's line:
-            ``run_id 'veyru\123': not a run id (...)``, as Stop says it); 404 ``no run
-            <id>: it has no event log`` for an id that names no run (``veyru/abc``, a run
-            deleted) or whose folder holds no event log (nor, with ``queued``, a claim).
+        HTTPException: 404, ``field`` ``run_id``: a malformed id (``run_id 'veyru\123': not a
+            run id (...)``), an id under which no run is (no folder, or one with neither a log
+            nor a claim: ``run ids that no longer resolve: veyru/1``), both the resolver's
+            lines, as the CLI and MCP say them; a claimed folder whose log has not begun, as
+            MCP says it (:func:`~glossogen.export.not_begun_line`).
     """
-    no_log = HTTPException(404, {"message": f"no run {run_id}: it has no event log"})
+    from glossogen.export import not_begun_line
+
     try:
-        folder = resolve_run_id(runs_dir, run_id)
-        stamp = folder.log_stamp()
+        run_id = sent_run_id(request)
+        folder = resolve_run_id(request.app.state.settings.runs_dir, run_id)
     except RunIdRefused as exc:
-        if exc.refusal is None:  # an id naming no run: as a run deleted
-            raise no_log from None
-        raise HTTPException(404, {"field": "run_id", "message": str(exc)}) from None
+        raise refused_run_id(exc) from None
+    try:
+        if folder.log_stamp() is not None:
+            return folder
+        claimed = folder.exists(CONFIG)
     except StorageError as exc:
         raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc
-    if stamp is None and not (queued and folder.exists(CONFIG)):
-        raise no_log
-    return folder
+    if not claimed:  # neither a log nor a claim: as the CLI and MCP say it
+        raise refused_run_id(RunIdRefused.no_run(run_id))
+    raise HTTPException(404, {"field": "run_id", "message": not_begun_line(run_id)})
 
 
 def load_scenario_events(scenario: str) -> None:
@@ -257,6 +268,10 @@ def group_of_folder(folder: RunFolder) -> str:
     """The group that owns the run in ``folder``: ``export.group_of`` its log's head.
 
     A queued run (no log yet) records no group: listed under the default one.
+
+    Raises:
+        HTTPException: 404 (``field`` ``run_id``) when the log is gone (``run ids that no
+            longer resolve``) or is not a run's log.
     """
     from glossogen.export import group_of
     from glossogen.export._runlog import read_log_head
@@ -268,34 +283,54 @@ def group_of_folder(folder: RunFolder) -> str:
     try:
         started = read_log_head(folder.log_url).started
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise HTTPException(
-            404, {"message": f"no run {folder.run_id}: it has no event log"}
-        ) from None
+        raise refused_run_id(RunIdRefused.no_run(folder.run_id)) from None
     if started is None:
         raise HTTPException(404, {"message": f"no run {folder.run_id}: its log is not a run log"})
     return group_of(started)
 
 
-@router.get("/{scenario}/{ts}/events")
-async def events(group: str, scenario: str, ts: str, request: Request) -> StreamingResponse:
+def run_group(request: Request, folder: RunFolder) -> str:
+    """The group of the run in ``folder``: the run list's index's when it holds the run.
+
+    The index (:meth:`~glossogen.server._run_index.RunCache.known_group`) keeps each run's
+    group as its record read it from the log's head, which appending never changes; only a
+    run it holds no record of has its log's head read (:func:`group_of_folder`).
+
+    Raises:
+        HTTPException: as :func:`group_of_folder`.
+    """
+    index: RunCache = request.app.state.run_cache
+    known = index.known_group(request.app.state.settings.runs_dir, folder.run_id)
+    return known if known is not None else group_of_folder(folder)
+
+
+def group_run(group: str, request: Request) -> RunFolder:
+    """The folder of the run the address names, one of group ``group``'s runs, or a 404.
+
+    A run of another group is answered as the export's routes answer its id: one that no
+    longer resolves in this group.
+
+    Raises:
+        HTTPException: as :func:`run_folder`; 404 (``field`` ``run_id``, ``run ids that no
+            longer resolve: <id>``) for a run of another group.
+    """
+    folder = run_folder(request)
+    if run_group(request, folder) != group:
+        raise refused_run_id(RunIdRefused.no_run(folder.run_id))
+    return folder
+
+
+GroupRun = Annotated[RunFolder, Depends(group_run)]
+"""The run a group route's address names, of that group (:func:`group_run`)."""
+
+
+@router.get(f"/{RUN_ID}/events")
+async def events(request: Request, folder: GroupRun) -> StreamingResponse:
     """Stream the run's events (the module docstring's rules).
 
     Raises:
-        HTTPException: 404 for a run that is not one of this group's runs.
+        HTTPException: 404 for a run id that names none of this group's runs.
     """
-    return await _events(group, f"{scenario}/{ts}", request)
-
-
-@router.get("/{run_id}/events")
-async def events_one_part(group: str, run_id: str, request: Request) -> StreamingResponse:
-    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
-    return await _events(group, run_id, request)
-
-
-async def _events(group: str, run_id: str, request: Request) -> StreamingResponse:
-    folder = run_folder(request.app.state.settings.runs_dir, run_id)
-    if await asyncio.to_thread(group_of_folder, folder) != group:
-        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     load_scenario_events(folder.scenario)
     after = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     tail = LogTail(folder.log_url)
@@ -308,26 +343,13 @@ async def _events(group: str, run_id: str, request: Request) -> StreamingRespons
     )
 
 
-@router.get("/{scenario}/{ts}/summary")
-def summary(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
+@router.get(f"/{RUN_ID}/summary")
+def summary(folder: GroupRun) -> dict[str, Any]:
     """The live page's summary of the run (the module docstring's), from its ``RunView``.
 
     Raises:
-        HTTPException: 404 for a run that is not one of this group's runs.
+        HTTPException: 404 for a run id that names none of this group's runs.
     """
-    return _summary(group, f"{scenario}/{ts}", request)
-
-
-@router.get("/{run_id}/summary")
-def summary_one_part(group: str, run_id: str, request: Request) -> dict[str, Any]:
-    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
-    return _summary(group, run_id, request)
-
-
-def _summary(group: str, run_id: str, request: Request) -> dict[str, Any]:
-    folder = run_folder(request.app.state.settings.runs_dir, run_id)
-    if group_of_folder(folder) != group:
-        raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
     load_scenario_events(folder.scenario)
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())
@@ -337,42 +359,32 @@ def _summary(group: str, run_id: str, request: Request) -> dict[str, Any]:
     return live_summary(view)
 
 
-@router.post("/{scenario}/{ts}/stop")
-def stop(group: str, scenario: str, ts: str, request: Request) -> dict[str, Any]:
+@router.post(f"/{RUN_ID}/stop")
+def stop(group: str, request: Request) -> dict[str, Any]:
     """Stop the live run as ``glossogen stop <run-dir>`` does; answer its pid and message.
 
     Raises:
-        HTTPException: 404 for a run id not shaped ``<scenario>/<run_dir_name>`` (``field``
-            ``run_id``) or naming no run (``run ids that no longer resolve: ...``, the
-            library's lines, as ``glossogen stop`` and MCP's ``stop_run`` say them) or a run
-            that is not one of this group's runs; 409 (the CLI's one line) when no live
-            process writes it or the folder is remote; 503 when its flow run's Prefect server
-            cannot be reached.
+        HTTPException: 404 (``field`` ``run_id``) for a malformed run id or one naming no run
+            (``run ids that no longer resolve: ...``), the library's lines, as ``glossogen
+            stop`` and MCP's ``stop_run`` say them, or a run of another group; 409 (the CLI's
+            one line) when no live process writes it or the folder is remote; 503 when its
+            flow run's Prefect server cannot be reached.
     """
-    return _stop(group, f"{scenario}/{ts}", request)
-
-
-@router.post("/{run_id}/stop")
-def stop_one_part(group: str, run_id: str, request: Request) -> dict[str, Any]:
-    """Refuse to stop a run id of one part (``veyru%5C123``) with the library's line.
-
-    As for any malformed id (404, ``field`` ``run_id``), not the router's bare ``Not Found``.
-    """
-    return _stop(group, run_id, request)
-
-
-def _stop(group: str, run_id: str, request: Request) -> dict[str, Any]:
     from glossogen.launch import StopError, StopRequest, stop_folder, stop_run
 
-    asked = StopRequest(runs_dir=request.app.state.settings.runs_dir, run_id=run_id)
-    try:  # the library's one check of the run id, as the CLI and MCP
-        folder = stop_folder(asked)
-        if group_of_folder(folder) != group:
-            raise HTTPException(404, {"message": f"no run {folder.run_id} in group {group!r}"})
+    try:
+        asked = StopRequest(runs_dir=request.app.state.settings.runs_dir,
+                            run_id=sent_run_id(request))  # fmt: skip
+        folder = stop_folder(asked)  # the library's one check of the run id, as the CLI and MCP
+        if run_group(request, folder) != group:
+            raise RunIdRefused.no_run(folder.run_id)
         stopping = stop_run(asked)
+    except RunIdRefused as exc:
+        raise refused_run_id(exc) from None
     except StopError as exc:  # a run id naming no run: 404, as the export's missing ids
         status = {64: 404, 66: 404, 69: 503}.get(exc.exit_code, 409)
-        detail = {"field": exc.refusal.field} if exc.refusal is not None else {}
+        field = exc.refusal.field if exc.refusal is not None else "run_id"
+        detail = {"field": field} if status == 404 else {}
         raise HTTPException(status, {**detail, "message": str(exc)}) from exc
     return {
         "run_id": folder.run_id,

@@ -4,8 +4,9 @@
   one of :data:`~glossogen.server._run_index.PAGE_SIZES` rows, default 50, another refused
   with one line, 422; newest first, grouped by day). ``?fragment=rows`` answers the table body
   alone (the live refresh).
-- ``/runs/{scenario}/{ts}``: one run (header, seats, then one round at a time, ``?round=N``:
-  verdicts, trigger, case, messages per channel, tool calls, postmortem; the report's charts).
+- ``/runs/{run_id}`` (``<scenario>/<ts>``): one run (header, seats, then one round at a time,
+  ``?round=N``: verdicts, trigger, case, messages per channel, tool calls, postmortem; the
+  report's charts).
 - ``/analysis``: the analysis page (the list's filters in its query string are the cohort;
   grain, keys, measures, row filters, a comparison, seed and resamples, chart; the tables with
   n, missing and intervals and the comparisons; CSV and chart
@@ -26,7 +27,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
@@ -43,7 +44,7 @@ from glossogen.export import (
     served_line,
 )
 from glossogen.refusals import shown as shown_value
-from glossogen.server._live_routes import load_scenario_events, refuse_sent_run_id, run_folder
+from glossogen.server._live_routes import RUN_ID, load_scenario_events, run_folder
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -53,7 +54,7 @@ from glossogen.server._run_index import (
     list_runs,
 )
 from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd, within_runs_dir
-from glossogen.storage import StorageError
+from glossogen.storage import RunFolder, StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
@@ -283,27 +284,10 @@ def analysis(request: Request) -> HTMLResponse:
     )
 
 
-@router.get(
-    "/runs/{scenario}/{ts}",
-    response_class=HTMLResponse,
-    dependencies=[Depends(refuse_sent_run_id)],
-)
-def run(scenario: str, ts: str, request: Request) -> HTMLResponse:
-    """One run's page (404 for a run id that is not a run under the runs directory)."""
-    return _run_page(f"{scenario}/{ts}", request)
-
-
-@router.get(
-    "/runs/{run_id}", response_class=HTMLResponse, dependencies=[Depends(refuse_sent_run_id)]
-)
-def run_one_part(run_id: str, request: Request) -> HTMLResponse:
-    """Refuse a run id of one part (``veyru%5C123``) with the library's line, as Stop does."""
-    return _run_page(run_id, request)
-
-
-def _run_page(run_id: str, request: Request) -> HTMLResponse:
+@router.get(f"/runs/{RUN_ID}", response_class=HTMLResponse)
+def run(request: Request, folder: Annotated[RunFolder, Depends(run_folder)]) -> HTMLResponse:
+    """One run's page; an id naming no run: a 404 page, the resolver's line (``run_folder``)."""
     settings = request.app.state.settings
-    folder = run_folder(settings.runs_dir, run_id)
     load_scenario_events(folder.scenario)
     try:
         view = RunView.load(folder.log_url, live=folder.is_locked())

@@ -115,6 +115,19 @@ class RunCache:
             self._records[key] = (stamp, record)
         return record
 
+    def known_group(self, runs_dir: str, run_id: str) -> str | None:
+        """The group of run ``run_id`` under ``runs_dir`` as the cache read it; None if unknown.
+
+        A record is kept only of a run whose log was read, and a run's group is its log's
+        ``simulation_started`` (:func:`~glossogen.export.group_of`), which appending never
+        changes: the live routes ask here before reading a log's head. None for a run the
+        cache holds no record of (never listed, or queued when it was).
+        """
+        key = f"{RunStore(runs_dir).runs_dir}|{run_id}"
+        with self._lock:
+            cached = self._records.get(key)
+        return cached[1].group if cached is not None else None
+
 
 @dataclass(frozen=True)
 class RunFilters:

@@ -101,12 +101,13 @@ def test_a_missing_run_is_a_page_and_the_favicon_is_served(tmp_path: Path) -> No
     assert missing.status_code == 404
     assert missing.headers["content-type"].startswith("text/html")
     assert (
-        '<p class="error" id="page-error">no run veyru/1: it has no event log</p>' in missing.text
+        '<p class="error" id="page-error">run ids that no longer resolve: veyru/1</p>'
+        in missing.text
     )
     api = client.get("/api/g/local/runs/veyru/1/summary")
     assert (api.status_code, api.json()) == (
         404,
-        {"detail": {"message": "no run veyru/1: it has no event log"}},
+        {"detail": {"field": "run_id", "message": "run ids that no longer resolve: veyru/1"}},
     )
     icon = client.get("/favicon.ico")
     assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
