@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from glossogen.analysis import Query, answer
 from glossogen.server import create_app
 from tests.fixtures.played_runs import claim_unbegun, play_run
 from tests.test_surfaces_agree import Answer, _cli, _mcp
@@ -166,6 +167,8 @@ def test_a_run_of_another_group_no_longer_resolves_in_this_one_as_the_export_say
 
 _LOG_OPENS: list[str] = []
 _WATCHED: set[str] = set()
+_HOOKED: list[bool] = []
+"""Whether the audit hook is in (it cannot be taken out: one per process, idle unless watching)."""
 
 
 def _count_log_opens(event: str, args: tuple[Any, ...]) -> None:
@@ -177,9 +180,9 @@ def _count_log_opens(event: str, args: tuple[Any, ...]) -> None:
 def test_the_group_of_a_listed_run_comes_from_the_run_index_not_its_log(tmp_path: Path) -> None:
     """Each live route read the log's head for its group on every request; once the run list
     holds the run, its summary opens the log once (its ``RunView``), not twice."""
-    if _count_log_opens not in getattr(sys, "_h50_hooks", ()):
+    if not _HOOKED:
         sys.addaudithook(_count_log_opens)
-        sys._h50_hooks = (_count_log_opens,)  # type: ignore[attr-defined]  # one hook a process
+        _HOOKED.append(True)
     folder = play_run(str(tmp_path), "veyru", rounds=1, group_slug="lab", now_unix=LAUNCH)
     log = str(Path(folder.url) / "veyru.jsonl")
     client = TestClient(create_app(str(tmp_path)))
@@ -223,9 +226,9 @@ def test_an_analysis_of_one_groups_run_is_the_same_answer_on_every_surface(
         assert exited.value.code == 0
         got = json.loads(capsys.readouterr().out)
     elif surface == "mcp":
-        answer, got = _mcp(runs, "analyze_runs", measures=["run_id:count"], by=["round_count"],
+        said, got = _mcp(runs, "analyze_runs", measures=["run_id:count"], by=["round_count"],
                            selection={"kind": "run_ids", "run_ids": [lab]})  # fmt: skip
-        assert answer == Answer(False, "", "ok")
+        assert said == Answer(False, "", "ok")
     else:
         client = TestClient(create_app(runs))
         body = {**QUERY, "selection": {"kind": "run_ids", "run_ids": [lab]}}
@@ -248,3 +251,5 @@ def test_an_analysis_of_one_groups_run_is_the_same_answer_on_every_surface(
         ({"round_count": "2"}, [(1.0, 1)])
     ]
     assert got["notes"] == []
+    asked = Query.model_validate({**QUERY, "selection": {"kind": "run_ids", "run_ids": [lab]}})
+    assert got == answer(runs, asked).model_dump(mode="json")  # the one entry's answer, whole
