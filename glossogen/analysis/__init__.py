@@ -33,31 +33,25 @@ from glossogen.analysis._query import (
 )
 
 if TYPE_CHECKING:
-    from glossogen.analysis._checks import check_query, check_sort, refused_after, sort_apart
-    from glossogen.analysis._engine import answer, answer_records, fields, fields_of
+    from glossogen.analysis._checks import check_query, check_sort
+    from glossogen.analysis._engine import answer, fields
     from glossogen.analysis._render import result_frame
     from glossogen.analysis._rows import grain_frame
     from glossogen.analysis._select import (
         NamedRunsRefused,
         RunsMissing,
-        selection_notes,
         skipped_notes,
     )
 
 _HOME = {
     "check_query": "glossogen.analysis._checks",
     "check_sort": "glossogen.analysis._checks",
-    "refused_after": "glossogen.analysis._checks",
-    "sort_apart": "glossogen.analysis._checks",
     "answer": "glossogen.analysis._engine",
-    "answer_records": "glossogen.analysis._engine",
     "fields": "glossogen.analysis._engine",
-    "fields_of": "glossogen.analysis._engine",
     "result_frame": "glossogen.analysis._render",
     "grain_frame": "glossogen.analysis._rows",
     "NamedRunsRefused": "glossogen.analysis._select",
     "RunsMissing": "glossogen.analysis._select",
-    "selection_notes": "glossogen.analysis._select",
     "skipped_notes": "glossogen.analysis._select",
 }
 """The names whose modules read runs with polars, each imported on first use (PEP 562): the
@@ -81,21 +75,16 @@ __all__ = [
     "Measure",
     "Query",
     "QueryError",
-    "refused_after",
-    "sort_apart",
     "Result",
     "RowFilter",
     "NamedRunsRefused",
     "RunsMissing",
     "answer",
-    "answer_records",
     "query_error_of",
-    "selection_notes",
     "skipped_notes",
     "check_query",
     "check_sort",
     "fields",
-    "fields_of",
     "grain_frame",
     "result_frame",
 ]
