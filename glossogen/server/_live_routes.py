@@ -271,7 +271,8 @@ def group_of_folder(folder: RunFolder) -> str:
 
     Raises:
         HTTPException: 404 (``field`` ``run_id``) when the log is gone (``run ids that no
-            longer resolve``) or is not a run's log.
+            longer resolve``); 404 ``no run <id>: its log is not a run log`` (no field) for a
+            log whose head holds no ``simulation_started``.
     """
     from glossogen.export import group_of
     from glossogen.export._runlog import read_log_head
