@@ -25,6 +25,8 @@ FLAGS = {
     "judge_settings": "--judge-settings",
     "runs_dir": "--runs-dir",
     "run_dir": "--run-dir",
+    "source_run_dir": "--source-run-dir",
+    "donor_run_dir": "--donor-run-dir",
     "group_slug": "--group-slug",
     "judge_cache": "--judge-cache",
     "judge_prompt_file": "--judge-prompt",

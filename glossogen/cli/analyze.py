@@ -168,10 +168,22 @@ def analyze(
         return _error(_flagged(exc), exit_codes.USAGE)
     except NamedRunsRefused as exc:  # as glossogen export refuses them
         return _error(str(exc), exit_codes.UNREADABLE)
-    except SelectionError as exc:  # a knob value its knob cannot read: 65, as export and verify
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
+    except SelectionError as exc:  # every value refused, one line each (as the export)
+        return _selection_refused(exc)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
+
+
+def _selection_refused(exc: Any) -> int:
+    """Print each value of the selection refused (``SelectionError.every``), one line each.
+
+    Returns:
+        The first's exit code: 64 a value malformed whatever the runs hold, else 65 (a
+        scenario or ``status`` no run has, a knob value its knob cannot read).
+    """
+    for each in exc.every:
+        error(said_of_selection(each))
+    return int(exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
 
 
 def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) -> str | None:

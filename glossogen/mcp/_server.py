@@ -272,23 +272,30 @@ def _said(error: Any) -> str:
     """
     from glossogen.analysis import QueryError
     from glossogen.export import SelectionError
-    from glossogen.refusals import unknown_key_line, validator_line
+    from glossogen.refusals import item_line, unknown_key_line, validator_line
 
     ours = error.get("ctx", {}).get("error")
-    if isinstance(ours, (QueryError, SelectionError)):  # the library's check: its line
+    if isinstance(ours, SelectionError):  # the library's check: each value's line
+        return "; ".join(str(each.message) for each in ours.every)
+    if isinstance(ours, QueryError):  # the library's check: its line
         return str(ours.message)
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
+    if any(isinstance(part, int) for part in error["loc"]):  # a list's item: the value named
+        return item_line(_place(error["loc"]), error.get("input"), validator_line(error))
     return f"{_place(error['loc'])}: {validator_line(error)}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:
-    """An argument's dotted place, as REST names it: without the selection's kind tag.
+    """An argument's dotted place, as the tool names it: no kind tag, no list index.
 
-    pydantic names the tag of the selection's kind (``selection.filters.bogus``); the request
-    has no such key, so the place is ``selection.bogus`` (``selection.run_ids.0`` stays).
+    pydantic names the tag of the selection's kind (``selection.filters.bogus``) and a list
+    item's index (``run_ids.0``); the tool has neither argument, so the place is
+    ``selection.bogus``, ``run_ids`` (``selection.run_ids`` of ``analyze_runs``' selection),
+    as REST's ``field`` and the CLI's flag (``--run-id``) name it; the line states the item's
+    value instead (:func:`~glossogen.refusals.item_line`).
     """
-    parts = [str(part) for part in loc]
+    parts = [str(part) for part in loc if not isinstance(part, int)]
     if len(parts) > 2 and parts[0] == "selection" and parts[1] in ("run_ids", "filters"):
         del parts[1]
     return ".".join(parts) or "arguments"
