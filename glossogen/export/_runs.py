@@ -267,16 +267,8 @@ def selection_refused(exc: SelectionError) -> list[ExportRefused]:
     malformed run id), 65 for one the runs refuse (a ``status`` no run has, a scenario no
     run has, a knob value the recorded type cannot read, a selection over ``max_runs``).
     """
-    return [
-        ExportRefused(
-            worded(e),
-            exit_codes.USAGE if e.usage else exit_codes.REFUSED,
-            "selection",
-            e.refusal,
-            e,
-        )  # fmt: skip
-        for e in exc.every
-    ]
+    codes = {True: exit_codes.USAGE, False: exit_codes.REFUSED}
+    return [ExportRefused(worded(e), codes[e.usage], "selection", e.refusal, e) for e in exc.every]
 
 
 def refused_with_selection(request: ExportRunsRequest, exc: SelectionError) -> ExportRefused:

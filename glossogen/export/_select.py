@@ -290,11 +290,16 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
         For filters, the run ids listed under ``runs_dir``, which :func:`select_runs` takes
         (``listed``) instead of listing the folder again; None for run ids (nothing listed).
 
+    Every value refused is named: the values no run need be read for first (each one, and
+    no run is read while one is refused, :func:`_checked`), then each knob condition its runs
+    cannot read, or the named runs missing and unreadable, both.
+
     Raises:
-        RunsMissing: run ids that no longer resolve.
+        RunsMissing: run ids that no longer resolve (carrying the ``RunsUnreadable`` too, in
+            ``also``, when some named runs cannot be read).
         RunsUnreadable: run ids naming runs that cannot be read, each with why.
         RunsDirError, SelectionError, pydantic.ValidationError, StorageError: as
-            :func:`select_runs` raises them.
+            :func:`select_runs` raises them (a ``SelectionError`` naming each value refused).
     """
     selection, every = _checked(runs_dir, selection, absent_scenarios=False)
     if isinstance(selection, RunIdSelection):
