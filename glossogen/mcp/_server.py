@@ -281,21 +281,22 @@ def _said(error: Any) -> str:
         return str(ours.message)
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
-    if any(isinstance(part, int) for part in error["loc"]):  # a list's item: the value named
-        return item_line(_place(error["loc"]), error.get("input"), validator_line(error))
-    return f"{_place(error['loc'])}: {validator_line(error)}"
+    loc = tuple(error["loc"])
+    if loc and isinstance(loc[-1], int):  # a list's own item: the list, and the value named
+        return item_line(_place(loc[:-1]), error.get("input"), validator_line(error))
+    return f"{_place(loc)}: {validator_line(error)}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:
-    """An argument's dotted place, as the tool names it: no kind tag, no list index.
+    """An argument's dotted place, as REST names it: without the selection's kind tag.
 
-    pydantic names the tag of the selection's kind (``selection.filters.bogus``) and a list
-    item's index (``run_ids.0``); the tool has neither argument, so the place is
-    ``selection.bogus``, ``run_ids`` (``selection.run_ids`` of ``analyze_runs``' selection),
-    as REST's ``field`` and the CLI's flag (``--run-id``) name it; the line states the item's
-    value instead (:func:`~glossogen.refusals.item_line`).
+    pydantic names the tag of the selection's kind (``selection.filters.bogus``); the request
+    has no such key, so the place is ``selection.bogus``. A list's own item is named by the
+    list (``run_ids``, ``selection.run_ids`` of ``analyze_runs``' selection, never pydantic's
+    ``run_ids.0``), as REST's ``field`` and the CLI's flag (``--run-id``) name it, the line
+    stating the item's value instead (:func:`_said`, :func:`~glossogen.refusals.item_line`).
     """
-    parts = [str(part) for part in loc if not isinstance(part, int)]
+    parts = [str(part) for part in loc]
     if len(parts) > 2 and parts[0] == "selection" and parts[1] in ("run_ids", "filters"):
         del parts[1]
     return ".".join(parts) or "arguments"

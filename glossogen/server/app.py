@@ -175,9 +175,10 @@ def _refused_values(error: Any) -> list[dict[str, str]]:
 def _refused_value(error: Any) -> dict[str, str]:
     """One refused value of a request, ``{"field", "message"}``, as the routes name it.
 
-    A list's item is named by its list (``selection.run_ids``, never pydantic's index
+    A list's own item is named by its list (``selection.run_ids``, never pydantic's index
     ``selection.run_ids.0``), its message stating the item's value (``5: Input should be a
-    valid string``), as MCP names the tool's argument and the CLI its flag.
+    valid string``), as MCP names the tool's argument and the CLI its flag; a field of an
+    item keeps the index that says which (``filters.0.value``).
     """
     from glossogen.analysis import QueryError
     from glossogen.export import SelectionError
@@ -189,8 +190,9 @@ def _refused_value(error: Any) -> dict[str, str]:
     loc = tuple(error.get("loc", ()))
     if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
         loc = loc[1:]
-    item = any(isinstance(p, int) for p in loc)
-    place = [str(p) for p in loc if p != "body" and not isinstance(p, int)]
+    item = bool(loc) and isinstance(loc[-1], int)  # a list's own item (a run id), not a field
+    loc = loc[:-1] if item else loc  # of an item (``filters.0.value`` stays: which filter)
+    place = [str(p) for p in loc if p != "body"]
     if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
         del place[1]  # the tag pydantic names for the selection's kind, not a field
     field = "body" if error.get("type") == "json_invalid" or not place else ".".join(place)
