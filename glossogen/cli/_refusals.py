@@ -62,6 +62,17 @@ def said_of_selection(exc: BaseException) -> str:
     return worded(exc, SELECTION_FLAGS)
 
 
+def selection_refused(exc: BaseException, code: int) -> int:
+    """Print every value of a refused selection (``SelectionError.every``), a line each.
+
+    Returns:
+        ``code``, the exit code of the first.
+    """
+    for each in getattr(exc, "every", (exc,)):
+        error(said_of_selection(each))
+    return int(code)
+
+
 _ESCAPED_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 """``repr``'s escape of a lone surrogate U+DC80..U+DCFF (``\\udcff``) after an even number of
 backslashes (after an odd one it is a backslash the text holds, escaped)."""

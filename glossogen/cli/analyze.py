@@ -30,7 +30,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import error, said_of_selection
+from glossogen.cli._refusals import error, said_of_selection, selection_refused
 
 
 def _error(message: str, code: int) -> int:
@@ -169,21 +169,9 @@ def analyze(
     except NamedRunsRefused as exc:  # as glossogen export refuses them
         return _error(str(exc), exit_codes.UNREADABLE)
     except SelectionError as exc:  # every value refused, one line each (as the export)
-        return _selection_refused(exc)
+        return selection_refused(exc, exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
-
-
-def _selection_refused(exc: Any) -> int:
-    """Print each value of the selection refused (``SelectionError.every``), one line each.
-
-    Returns:
-        The first's exit code: 64 a value malformed whatever the runs hold, else 65 (a
-        scenario or ``status`` no run has, a knob value its knob cannot read).
-    """
-    for each in exc.every:
-        error(said_of_selection(each))
-    return int(exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
 
 
 def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) -> str | None:
