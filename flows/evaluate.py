@@ -34,6 +34,7 @@ from glossogen.evaluation import (
 from glossogen.launch import CohortRequest, notify
 from glossogen.pricing import add_costs
 from glossogen.refusals import Refusal
+from glossogen.storage import RunFolder
 from orchestration import glossogen_flow
 from tasks.evaluate import (
     SpendEstimate,
@@ -84,7 +85,31 @@ def _artifact_key(run_id: str) -> str:
     return "evaluation-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
 
 
-@glossogen_flow(name="evaluate", flow_run_name="evaluate-{run_dir}")
+def _evaluated_run_name() -> str:
+    """``evaluate-<scenario>/<unix_ts>``: the run's id, never its folder's path.
+
+    As the other flows name their runs (``resume``'s run id, ``evaluate-cohort-runs``): a
+    server's path (``/srv/data/runs/veyru/1796...``) is not shown in the flow run's name. A
+    folder not shaped as a run's is ``<scenario>/<its folder's name>`` (its own name alone
+    without a scenario).
+    """
+    from prefect.runtime import flow_run
+
+    parameters = flow_run.parameters
+    run_dir, scenario = str(parameters.get("run_dir", "")), parameters.get("scenario")
+    try:
+        return f"evaluate-{RunFolder.at(run_dir).run_id}"
+    except ValueError:
+        pass
+    try:  # a run folder stored elsewhere: <scenario>/<its folder's name>
+        if isinstance(scenario, str):
+            return f"evaluate-{RunFolder.holding(run_dir, scenario).run_id}"
+    except ValueError:
+        pass
+    return f"evaluate-{_folder_name(run_dir)}"
+
+
+@glossogen_flow(name="evaluate", flow_run_name=_evaluated_run_name)
 async def evaluate(
     run_dir: str,
     request: EvaluationRequest | None = None,

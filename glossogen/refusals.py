@@ -169,6 +169,20 @@ def unknown_key_line(where: str, given: object) -> str:
     return f"{where}: {line}"
 
 
+def item_line(where: str, given: object, line: str) -> str:
+    """A list item refused, named by its list (no index) with the value it was given.
+
+    ``run_ids 5: Input should be a valid string`` (a string value quoted and cut as
+    :func:`shown` does; a list or mapping is not echoed): how a tool names an item of a list
+    argument, as the CLI names the flag that takes it (``--run-id``) and REST its field.
+    """
+    if isinstance(given, str):
+        return f"{where} {shown(given)}: {line}"
+    if isinstance(given, (int, float, bool)) or given is None:
+        return f"{where} {given!r}: {line}"
+    return f"{where}: {line}"
+
+
 def validator_line(error: Mapping[str, Any]) -> str:
     """One pydantic error's message, a line of our own validators' as written.
 

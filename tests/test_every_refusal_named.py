@@ -1,10 +1,14 @@
 """Issue 32, refusals as data: every refused value of an export or an analysis query named at
 once, what a client sent quoted as sent, and one rule of a run's group.
 
-- An export's request refused on two values (an unknown table and a knob value its runs
-  cannot read) named only the first on REST and MCP: the library's checks stopped at it.
-  ``plan_export`` now gathers every refusal of the request's values; REST's 422 lists each
-  under ``errors``, MCP's line joins each with ``; ``, the CLI still says the first alone.
+- An export's request refused on two values (an unknown table and a knob condition) named
+  only the first on REST and MCP: the library's checks stopped at it. ``plan_export`` now
+  gathers every refusal of the request's values, in the request's order (``out``, the
+  selection, ``frames``, the options); REST's 422 lists each under ``errors``, MCP's line
+  joins each with ``; ``, the CLI prints each on its own line (h50names: it said the first
+  alone). A knob value its runs cannot read needs the runs read: it is judged only once every
+  value that needs no run read passes (h50names: the runs were read for it beside a refused
+  table, a slower refusal).
   An analysis query's ``sort`` refused stopped it alike; the rest of the query is now checked
   without the sort, each refusal named behind it.
 - A server cut its runs directory from the whole refusal line but for ``run_ids``: a knob
@@ -25,6 +29,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from glossogen.cli import main
 from glossogen.export import DEFAULT_GROUP, group_of
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
@@ -62,24 +67,25 @@ def _preview(runs: str, body: dict[str, object]) -> tuple[int, object]:
 
 @pytest.mark.parametrize("route", ["preview", "csv", "raw"])
 def test_rest_names_every_refused_value_of_an_export(runs: str, route: str) -> None:
-    """``frames: ["bogus"]`` beside ``knob: ["round_count>=abc"]`` was answered naming only
-    ``frames``; both now, the first as ``field``/``message``."""
-    body = {"selection": {"kind": "filters", "knob": ["round_count>=abc"]}, "frames": ["bogus"]}
+    """``frames: ["bogus"]`` beside ``knob: ["x"]`` was answered naming only ``frames``; both
+    now, in the request's order (the selection before the tables), the first as
+    ``field``/``message``."""
+    body = {"selection": {"kind": "filters", "knob": ["x"]}, "frames": ["bogus"]}
     got = TestClient(create_app(runs)).post(f"{EXPORT}/{route}", json=body)
     assert (got.status_code, got.json()) == (422, {"detail": {
-        "field": "frames", "message": UNKNOWN,
-        "errors": [{"field": "frames", "message": UNKNOWN}, {"field": "knob", "message": KNOB}],
+        "field": "knob", "message": NO_OPERATOR,
+        "errors": [{"field": "knob", "message": NO_OPERATOR},
+                   {"field": "frames", "message": UNKNOWN}],
     }})  # fmt: skip
 
 
-def test_rest_names_a_knob_with_no_operator_beside_the_tables(runs: str) -> None:
-    """A knob condition with no operator is the selection's own check, read with the others."""
-    body = {"selection": {"kind": "filters", "knob": ["x"]}, "frames": ["bogus"]}
-    assert _preview(runs, body) == (422, {"detail": {
-        "field": "frames", "message": UNKNOWN,
-        "errors": [{"field": "frames", "message": UNKNOWN},
-                   {"field": "knob", "message": NO_OPERATOR}],
-    }})  # fmt: skip
+def test_rest_judges_a_knob_value_only_once_the_tables_pass(runs: str) -> None:
+    """``knob: ["round_count>=abc"]`` needs the runs read: beside a refused table it is not
+    judged (h50names: the runs were read to name it, a slower refusal); alone it is."""
+    body = {"selection": {"kind": "filters", "knob": ["round_count>=abc"]}, "frames": ["bogus"]}
+    assert _preview(runs, body) == (422, {"detail": {"field": "frames", "message": UNKNOWN}})
+    body["frames"] = ["run_level"]
+    assert _preview(runs, body) == (422, {"detail": {"field": "knob", "message": KNOB}})
 
 
 def test_rest_names_one_refused_value_as_before(runs: str) -> None:
@@ -90,39 +96,45 @@ def test_rest_names_one_refused_value_as_before(runs: str) -> None:
 
 @pytest.mark.parametrize(
     ("knob", "said"),
-    [(["round_count>=abc"], KNOB), (["x"], NO_OPERATOR)],
+    [(["round_count>=abc"], UNKNOWN), (["x"], f"{NO_OPERATOR}; {UNKNOWN}")],
     ids=["knob-read-on-the-runs", "knob-with-no-operator"],
 )
 def test_mcp_names_every_refused_value_of_an_export(
     runs: str, knob: list[str], said: str, tmp_path: Path
 ) -> None:
     """MCP's ``export_runs`` said the table's refusal alone; each one now, ``; ``-joined, in
-    REST's order."""
+    REST's order (the selection before the tables); a knob value its runs cannot read is
+    judged only once the tables pass, as REST judges it."""
     out = tmp_path / "out"
     answer, _ = _mcp(runs, "export_runs", out=str(out), frames=["bogus"], knob=knob)
-    assert answer == Answer(True, f"{UNKNOWN}; {said}", "tool error")
+    assert answer == Answer(True, said, "tool error")
     assert not out.exists()
 
 
 def test_mcp_names_the_out_beside_the_tables(runs: str) -> None:
-    """Three values refused, each named: the zip's option, the tables, ``out``."""
+    """Three values refused, each named, in the request's order: ``out``, the tables, the
+    zip's option."""
     afile = Path(runs).parent / "afile"
     afile.write_text("x")
     answer, _ = _mcp(runs, "export_runs", out=str(afile), frames=["bogus"], include_logs=True)
     assert answer == Answer(True, "; ".join([
-        "include_logs and include_atif apply to raw", UNKNOWN,
-        f"out {str(afile)!r} is a file, not a folder",
+        f"out {str(afile)!r} is a file, not a folder", UNKNOWN,
+        "include_logs and include_atif apply to raw",
     ]), "tool error")  # fmt: skip
 
 
-def test_the_cli_says_the_first_refusal_alone(
+def test_the_cli_prints_each_refusal_and_exits_with_the_firsts_code(
     runs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The command line keeps its one line and exit code: the first refusal."""
+    """The command line said the first refusal alone: each one now, a line each, in the
+    request's order, the exit code the first's (h50names)."""
     out = tmp_path / "out"
-    answer = _cli(capsys, "export", "--runs-dir", runs, "--out", str(out), "--frames", "bogus",
-                  "--knob", "round_count>=abc")  # fmt: skip
-    assert answer == Answer(True, f"--frames: {UNKNOWN}", 64)
+    with pytest.raises(SystemExit) as exited:
+        main(["export", "--runs-dir", runs, "--out", str(out), "--frames", "bogus",
+              "--knob", "x"])  # fmt: skip
+    assert (exited.value.code, capsys.readouterr().err.splitlines()) == (64, [
+        f"glossogen: error: --{NO_OPERATOR}", f"glossogen: error: --frames: {UNKNOWN}",
+    ])  # fmt: skip
     assert not out.exists()
 
 

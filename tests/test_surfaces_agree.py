@@ -345,7 +345,7 @@ def test_a_cohort_is_scored_and_refused_alike_by_the_cli_and_mcp(
                                 {"metrics": ["round_success"]}, capsys)  # fmt: skip
         where = {"cli": f"under {runs}", "mcp": "in the server's runs directory"}[surface]
         line = (
-            f"evaluated 2 runs {where}: 2 scored, 0 skipped (report up to date), "
+            f"evaluated 2 of 2 runs {where}: 2 scored, 0 skipped (report up to date); "
             "0 not evaluated · evaluation cost $0.000000"
         )  # the CLI's user typed the runs directory; MCP's client gave none: never its path
         assert answer == Answer(False, line, STATUS[surface][0])
@@ -659,8 +659,8 @@ def test_a_refusal_over_rest_and_mcp_never_names_the_servers_runs_directory(
                           run_ids=[played.run_id, unended.run_id])  # fmt: skip
     assert result is not None
     assert (answer.line, result["not_evaluated"], sorted(result["not_evaluated_runs"])) == (
-        "evaluated 2 runs in the server's runs directory: 1 scored, 0 skipped (report up to "
-        "date), 1 not evaluated · evaluation cost $0.000000",
+        "evaluated 1 of 2 runs in the server's runs directory: 1 scored, 0 skipped (report up "
+        f"to date); 1 not evaluated ({unended.run_id}) · evaluation cost $0.000000",
         1, [unended.run_id])  # fmt: skip
     assert result["not_evaluated_runs"][unended.run_id] == (
         f"{unended.run_id} has no simulation_ended (still playing, or killed): pass "

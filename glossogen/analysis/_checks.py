@@ -239,7 +239,12 @@ def refused_after(first: QueryError, exc: Exception) -> QueryError:
         and not isinstance(exc, NamedRunsRefused)
         and exc.field != "max_runs"
     )
-    first.also = (exc,) if value and isinstance(exc, ValueError) else ()
+    if not value or not isinstance(exc, ValueError):
+        first.also = ()
+    elif isinstance(exc, (QueryError, SelectionError)):  # each value it names, in order
+        first.also = tuple(exc.every)
+    else:
+        first.also = (exc,)
     return first
 
 

@@ -184,9 +184,17 @@ def _usage_line(exc: TyperException, argv: list[str]) -> str:
     return message if repr(typed) in message else f"{message}: got {typed!r}"
 
 
-PATH_OPTIONS = {"--runs-dir": "runs_dir", "--run-dir": "run_dir", "--judge-cache": "judge_cache"}
+PATH_OPTIONS = {
+    "--runs-dir": "runs_dir",
+    "--run-dir": "run_dir",
+    "--judge-cache": "judge_cache",
+    "--source-run-dir": "source_run_dir",
+    "--donor-run-dir": "donor_run_dir",
+}
 """The path options every command refuses up front when not UTF-8 text, and their fields
-(``evaluate --run-dir`` as ``--runs-dir``: no report is written under a name no answer holds)."""
+(``evaluate --run-dir`` as ``--runs-dir``: no report is written under a name no answer holds;
+a derived run's ``--source-run-dir`` and ``--donor-run-dir`` alike, before any folder is
+claimed)."""
 
 
 def _path_not_text(args: list[str]) -> str | None:

@@ -25,6 +25,8 @@ FLAGS = {
     "judge_settings": "--judge-settings",
     "runs_dir": "--runs-dir",
     "run_dir": "--run-dir",
+    "source_run_dir": "--source-run-dir",
+    "donor_run_dir": "--donor-run-dir",
     "group_slug": "--group-slug",
     "judge_cache": "--judge-cache",
     "judge_prompt_file": "--judge-prompt",
@@ -58,6 +60,17 @@ def said(exc: BaseException) -> str:
 def said_of_selection(exc: BaseException) -> str:
     """Return a refused selection's one line (``SelectionError``), in the flags' words."""
     return worded(exc, SELECTION_FLAGS)
+
+
+def selection_refused(exc: BaseException, code: int) -> int:
+    """Print every value of a refused selection (``SelectionError.every``), a line each.
+
+    Returns:
+        ``code``, the exit code of the first.
+    """
+    for each in getattr(exc, "every", (exc,)):
+        error(said_of_selection(each))
+    return int(code)
 
 
 _ESCAPED_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")

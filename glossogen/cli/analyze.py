@@ -30,7 +30,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import error, said_of_selection
+from glossogen.cli._refusals import error, said_of_selection, selection_refused
 
 
 def _error(message: str, code: int) -> int:
@@ -168,8 +168,8 @@ def analyze(
         return _error(_flagged(exc), exit_codes.USAGE)
     except NamedRunsRefused as exc:  # as glossogen export refuses them
         return _error(str(exc), exit_codes.UNREADABLE)
-    except SelectionError as exc:  # a knob value its knob cannot read: 65, as export and verify
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
+    except SelectionError as exc:  # every value refused, one line each (as the export)
+        return selection_refused(exc, exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
 

@@ -397,8 +397,10 @@ def _evaluate_cohort(
 
     try:
         cohort = check_cohort(runs_dir, selection, request, spend_cap_usd)
-    except EvaluationError as exc:  # 66 with no field: named runs, a file's \udcff quoted
-        error(said(exc), quotes_a_file=exc.exit_code == exit_codes.UNREADABLE and not exc.refusal)
+    except EvaluationError as exc:  # each value refused, one line each, the first's code
+        for each in exc.every:  # 66 with no field: named runs, a file's \udcff quoted
+            quoted = each.exit_code == exit_codes.UNREADABLE and not each.refusal
+            error(said(each), quotes_a_file=quoted)
         return exc.exit_code
     refused = _prefect_defaults()
     if refused is not None:

@@ -1,7 +1,9 @@
 """``glossogen export``: CSV tables (and optionally the raw zip) of a selection of runs.
 
-Reads the runs directory directly: no server, no database, no Prefect. Bad input gives one
-line ``glossogen: error: ...`` on stderr and a DESIGN §9 exit code before anything is written:
+Reads the runs directory directly: no server, no database, no Prefect. Bad input gives a
+line ``glossogen: error: ...`` on stderr for each value refused (in the request's order: ``--out``,
+the selection's flags, ``--frames``, ``--max-runs``, ``--raw``, ``--include-logs``) and the first
+one's DESIGN §9 exit code before anything is written:
 64 for usage (``--run-id`` mixed with a filter, an empty ``--run-id``, a knob condition with no
 operator, an unknown table or none, an ``--out`` that is a file or lies under one), 65 for a
 refusal (a knob value that cannot be read as the recorded type, a selection over
@@ -22,18 +24,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from glossogen import exit_codes
 from glossogen.cli._refusals import error, said, said_of_selection
 
 if TYPE_CHECKING:
     from glossogen.export import ExportRefused, SelectedRuns
 
 _NOTE = "glossogen: note: "
-
-
-def _error(message: str, code: int, quotes_a_file: bool = False) -> int:
-    error(message, quotes_a_file)
-    return code
 
 
 def _note(message: str) -> None:
@@ -126,34 +122,46 @@ def export(
     from glossogen.export import (
         ExportRefused,
         ExportRunsRequest,
-        RunsUnreadable,
         SelectionError,
         plan_export,
+        refused_with_selection,
         selection_of,
         write_export,
     )
 
-    try:
-        selection = selection_of(run_id, scenario, label, run_id_contains, status,
-                                 contains_agent_id, knob)  # fmt: skip
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.USAGE)
-    tables = _tables(frames)
     request = ExportRunsRequest(
-        runs_dir=runs_dir, out=out, selection=selection, frames=tables, raw=raw,
+        runs_dir=runs_dir, out=out, frames=_tables(frames), raw=raw,
         include_logs=include_logs, include_atif=include_atif, max_runs=max_runs,
         repeat_run_columns=repeat_run_columns, include_metric_summaries=include_metric_summaries,
     )  # fmt: skip
+    try:  # the knob conditions' syntax is the plan's, named beside the request's other values
+        selection = selection_of(run_id, scenario, label, run_id_contains, status,
+                                 contains_agent_id, knob, entry_checks=True)  # fmt: skip
+    except SelectionError as exc:
+        return _refused(refused_with_selection(request, exc), frames)
+    request = request.model_copy(update={"selection": selection})
     with _notes_to_stderr():
         try:
             plan = plan_export(request)
             _note_selected(plan.selected)
             result = write_export(plan)
-        except ExportRefused as exc:  # a named run's file is quoted as it is, \udcff kept
-            return _error(_said(exc, frames), exc.exit_code,
-                          quotes_a_file=isinstance(exc.cause, RunsUnreadable))  # fmt: skip
+        except ExportRefused as exc:
+            return _refused(exc, frames)
     _print_exported(result.runs, out, result.rows, raw)
     return 0
+
+
+def _refused(exc: ExportRefused, frames: str) -> int:
+    """Print every value of the request refused, one line each in the request's order.
+
+    Returns:
+        The first refusal's exit code.
+    """
+    from glossogen.export import RunsUnreadable
+
+    for each in exc.every:  # a named run's file is quoted as it is, \udcff kept
+        error(_said(each, frames), quotes_a_file=isinstance(each.cause, RunsUnreadable))
+    return exc.exit_code
 
 
 def _said(exc: ExportRefused, frames: str) -> str:

@@ -27,7 +27,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import error, said, said_of_selection
+from glossogen.cli._refusals import error, said, selection_refused
 from glossogen.refusals import validator_line
 
 
@@ -84,16 +84,16 @@ def rejudge(
             runs_dir=runs_dir, selection=selection, judge_cache=judge_cache, model=model,
             provider=provider, judge_settings=items, judge_prompt_file=judge_prompt,
         )  # fmt: skip
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.USAGE)
+    except SelectionError as exc:  # every value refused, a line each
+        return selection_refused(exc, exit_codes.USAGE)
     except ValidationError as exc:
         return _error(validator_line(exc.errors()[0]), exit_codes.USAGE)
     try:
         done = rejudge_runs(request)
     except RejudgeError as exc:
         return _error(said(exc), exc.exit_code)
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
+    except SelectionError as exc:  # every value refused, a line each
+        return selection_refused(exc, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     for run in done.runs:

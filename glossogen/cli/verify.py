@@ -25,7 +25,7 @@ import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import error, said, said_of_selection
+from glossogen.cli._refusals import error, said, said_of_selection, selection_refused
 from glossogen.refusals import refusal_of, validator_line
 
 
@@ -60,8 +60,8 @@ def verify(
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
         request = VerifyRequest(run_dirs=run_dirs or [], runs_dir=runs_dir, selection=selection)
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.USAGE)
+    except SelectionError as exc:  # every value refused, a line each
+        return selection_refused(exc, exit_codes.USAGE)
     except ValidationError as exc:
         if refusal_of(exc) is not None:
             return _error(said(exc), exit_codes.USAGE)
@@ -75,8 +75,8 @@ def verify(
         found = verify_runs(request, say)
     except VerifyError as exc:
         return _error(said_of_selection(exc), exc.exit_code)
-    except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.REFUSED)
+    except SelectionError as exc:  # every value refused, a line each
+        return selection_refused(exc, exit_codes.REFUSED)
     except StorageError as exc:
         return _error(str(exc), exit_codes.TRANSPORT)
     for where, reason in found.unreadable.items():  # a file's escape stays as the file has it

@@ -38,7 +38,13 @@ from glossogen.knobs import (
     knobs_to_config,
     resolve_knobs,
 )
-from glossogen.refusals import LOGGED_INT_MAX, MAX_AGENT_TURNS_LIMIT, Refusal, above_zero
+from glossogen.refusals import (
+    LOGGED_INT_MAX,
+    MAX_AGENT_TURNS_LIMIT,
+    Refusal,
+    above_zero,
+    path_not_text,
+)
 from glossogen.scenario import Scenario, load_scenario
 from glossogen.storage import (
     RunFolder,
@@ -236,13 +242,19 @@ def _check_bounds(request: ForkRequest) -> None:
     """Refuse the bounds known without reading the source: usage errors (64).
 
     Raises:
-        DeriveError: (64) ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1
+        DeriveError: (64) a ``source_run_dir`` or ``donor_run_dir`` not UTF-8 text,
+            ``after_round``, ``rounds_after`` or ``max_agent_turns`` below 1
             (or past :data:`~glossogen.refusals.LOGGED_INT_MAX`, ``max_agent_turns`` past
             :data:`~glossogen.refusals.MAX_AGENT_TURNS_LIMIT`),
             a ``run_timeout_seconds`` not above 0 or infinite, a ``spend_cap_usd`` not a
             finite number above 0, an unknown replacement ``provider``; ``exc.refusal`` says
             which.
     """
+    for field, path in (("source_run_dir", request.source_run_dir),
+                        ("donor_run_dir", request.donor_run_dir)):  # fmt: skip
+        not_text = None if path is None else path_not_text(field, path)
+        if not_text is not None:  # no folder a run records can be named by it
+            raise DeriveError(refusal=not_text, exit_code=64)
     at_least_one = (
         ("after_round", request.after_round, LOGGED_INT_MAX),
         ("rounds_after", request.rounds_after, LOGGED_INT_MAX),

@@ -53,6 +53,14 @@ class EvaluationError(ValueError):
         super().__init__(message or (refusal.worded() if refusal else ""))
         self.exit_code = exit_code
         self.refusal = refusal
+        self.also: tuple[EvaluationError, ...] = ()
+        """The request's other values refused, in its order (this one is the first): a
+        cohort's selection names each (``launch.check_cohort``)."""
+
+    @property
+    def every(self) -> tuple[EvaluationError, ...]:
+        """This refusal and :attr:`also`: every value of the request refused, in order."""
+        return (self, *self.also)
 
 
 @dataclass(frozen=True)

@@ -48,26 +48,66 @@ class SelectionError(ValueError):
         served: The refusal as a server's client reads it (REST, MCP), when ``refusal``
             names the server's own runs directory (which the CLI's user typed, a client did
             not); None when the two are the same.
+        usage: A value malformed whatever the runs hold (a knob condition with no operator,
+            an empty value, a malformed run id): the CLI's exit 64; else 65 (a refusal of
+            what the runs hold: a ``status`` no run has, a knob value its type cannot read).
+        also: The selection's other values refused, in its fields' order (this one is the
+            first): every surface names each (:attr:`every`).
     """
 
-    def __init__(self, message: str, field: str, refusal: Refusal | None = None) -> None:
+    def __init__(
+        self, message: str, field: str, refusal: Refusal | None = None, usage: bool = False
+    ) -> None:
         """Keep the message, the field at fault and the refusal it words."""
         super().__init__(message)
         self.message = message
         self.field = field
         self.refusal = refusal
         self.served: Refusal | None = None
+        self.usage = usage
+        self.also: tuple[SelectionError, ...] = ()
+
+    @property
+    def every(self) -> tuple[SelectionError, ...]:
+        """This refusal and :attr:`also`: every value of the selection refused, in order."""
+        return (self, *self.also)
 
     @classmethod
-    def of(cls, refusal: Refusal, served: Refusal | None = None) -> SelectionError:
+    def of(
+        cls, refusal: Refusal, served: Refusal | None = None, usage: bool = False
+    ) -> SelectionError:
         """The error of ``refusal``, its line naming the selection's fields.
 
         ``served``: the refusal as a server's client reads it, when ``refusal`` names the
-        server's runs directory.
+        server's runs directory. ``usage``: see :attr:`usage`.
         """
-        error = cls(refusal.worded(), refusal.field, refusal)
+        error = cls(refusal.worded(), refusal.field, refusal, usage)
         error.served = served
         return error
+
+
+def together(refused: Sequence[SelectionError]) -> SelectionError | None:
+    """The first of ``refused`` carrying every other, in order; None when none was refused.
+
+    Each one's own :attr:`~SelectionError.also` is flattened in its place.
+    """
+    every = [each for error in refused for each in error.every]
+    if not every:
+        return None
+    first = every[0]
+    first.also = tuple(every[1:])
+    return first
+
+
+def raise_together(refused: Sequence[SelectionError]) -> None:
+    """Raise :func:`together` of ``refused`` (the first, carrying the others); none: return.
+
+    Raises:
+        SelectionError: the first refused, naming every other in ``also``.
+    """
+    first = together(refused)
+    if first is not None:
+        raise first
 
 
 class NamedRunsRefused(SelectionError):
@@ -111,10 +151,12 @@ class RunsUnreadable(NamedRunsRefused):
         super().__init__(f"runs that cannot be read: {said}", "run_ids")
 
 
-def _condition_error(text: str, reason: str, sent: tuple[str, ...] = ()) -> SelectionError:
+def _condition_error(
+    text: str, reason: str, sent: tuple[str, ...] = (), usage: bool = False
+) -> SelectionError:
     """The refusal of the condition ``text``; ``sent``: its parts the reason quotes as sent."""
     refusal = Refusal(field="knob", value=shown(text), reason=reason, sent=sent)  # REST's, MCP's
-    return SelectionError.of(refusal)
+    return SelectionError.of(refusal, usage=usage)
 
 
 @dataclass(frozen=True)
@@ -142,11 +184,13 @@ class KnobCondition:
         found = _CONDITION_RE.match(text)
         if found is None:
             raise _condition_error(
-                text, "no operator; write <knob><op><value> with op one of " + " ".join(OPERATORS)
+                text,
+                "no operator; write <knob><op><value> with op one of " + " ".join(OPERATORS),
+                usage=True,
             )
         knob = found["knob"].strip()
         if not knob:
-            raise _condition_error(text, f"no knob name before {found['op']}")
+            raise _condition_error(text, f"no knob name before {found['op']}", usage=True)
         return cls(knob, found["op"], found["value"])
 
     def __str__(self) -> str:
@@ -233,6 +277,23 @@ def lookup(config: dict[str, Any], dotted: str) -> Any:
     return node
 
 
+def condition_refusals(texts: list[str] | None) -> list[SelectionError]:
+    """The refusal of each ``--knob`` condition that does not parse, in the order given."""
+    refused: list[SelectionError] = []
+    for text in texts or []:
+        try:
+            KnobCondition.parse(text)
+        except SelectionError as exc:
+            refused.append(exc)
+    return refused
+
+
 def parse_conditions(texts: list[str] | None) -> list[KnobCondition]:
-    """Parse every ``--knob`` condition (see :meth:`KnobCondition.parse`)."""
+    """Parse every ``--knob`` condition (see :meth:`KnobCondition.parse`).
+
+    Raises:
+        SelectionError: (field ``knob``) the first condition that does not parse, naming
+            each other one in ``also``.
+    """
+    raise_together(condition_refusals(texts))
     return [KnobCondition.parse(t) for t in texts or []]

@@ -23,6 +23,7 @@ from glossogen.export._select import (
     RunsDirError,
     SelectedRuns,
     _check_limit,
+    _checked,
     named_refusals,
     of_group,
     select_runs,
@@ -229,10 +230,7 @@ def value_refusals(request: ExportRunsRequest) -> list[ExportRefused]:
 
 def _checked_values(request: ExportRunsRequest) -> tuple[list[str], list[ExportRefused]]:
     """The tables asked (none when refused) and :func:`value_refusals`' refusals."""
-    refused = _check_options(request)
-    frames = _check_frames(request)  # checked for the raw zip alone too: one body, one verdict
-    if isinstance(frames, ExportRefused):
-        refused.append(frames)
+    refused = []
     if request.out is not None:
         from glossogen.export._write import check_out
 
@@ -241,29 +239,75 @@ def _checked_values(request: ExportRunsRequest) -> tuple[list[str], list[ExportR
         except ValueError as exc:
             refused.append(ExportRefused(str(exc), exit_codes.USAGE, "out",
                                          getattr(exc, "refusal", None), exc))  # fmt: skip
-    return ([] if isinstance(frames, ExportRefused) else frames), refused
+    frames = _check_frames(request)  # checked for the raw zip alone too: one body, one verdict
+    if isinstance(frames, tuple):
+        refused += frames
+    refused += _check_options(request)
+    return ([] if isinstance(frames, tuple) else frames), refused
+
+
+FIELD_ORDER = ("runs_dir", "out", "selection", "frames", "columns", "metrics", "max_runs", "raw",
+               "include_logs")  # fmt: skip
+"""The request's fields in the order its refusals are named (:class:`ExportRunsRequest`'s),
+on every surface."""
+
+
+def in_field_order(refused: list[ExportRefused]) -> list[ExportRefused]:
+    """``refused`` in :data:`FIELD_ORDER`, a refusal naming no field last.
+
+    Each field's own refusals stay in the order checked.
+    """
+    rank = {f: i for i, f in enumerate(FIELD_ORDER)}
+    return sorted(refused, key=lambda r: rank.get(r.field or "", len(rank)))
+
+
+def selection_refused(exc: SelectionError) -> list[ExportRefused]:
+    """One export refusal per value of the selection refused (``exc`` and its ``also``).
+
+    64 for a value malformed whatever the runs hold (a knob condition with no operator, a
+    malformed run id), 65 for one the runs refuse (a ``status`` no run has, a scenario no
+    run has, a knob value the recorded type cannot read, a selection over ``max_runs``).
+    """
+    codes = {True: exit_codes.USAGE, False: exit_codes.REFUSED}
+    return [ExportRefused(worded(e), codes[e.usage], "selection", e.refusal, e) for e in exc.every]
+
+
+def refused_with_selection(request: ExportRunsRequest, exc: SelectionError) -> ExportRefused:
+    """The refusal of ``request`` whose selection a surface refused before planning it.
+
+    A surface that builds the selection from its own inputs (the CLI's flags, MCP's
+    arguments: ``selection_of``) and is refused there names the request's other values
+    beside it (:func:`value_refusals`), in the request's fields' order, as
+    :func:`plan_export` names them: one verdict for one request on every surface.
+    """
+    return _together(in_field_order([*value_refusals(request), *selection_refused(exc)]))
 
 
 def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
     """The plan of ``request``: the refusals of its values raised together, a write's collected.
 
-    A refusal of the selection's values (an ``ExportRefused`` of a ``SelectionError``) joins
-    those of the other values; any other (the runs dir, the storage) is raised alone when no
-    value was refused before it, else the values' refusals are.
+    First every value no run need be read for (``out``, the tables, the options, the
+    selection's knob conditions, ``status`` and scenarios): each one refused is named
+    together, in the request's fields' order, and no run is read. Only a request whose values
+    all pass has its runs read (a knob value the recorded type cannot read, named runs that
+    no longer resolve or cannot be read, the ceilings, the picks): each refused is named
+    together. A runs directory or storage that cannot be read is raised alone when no value
+    was refused.
     """
     asked, values = _checked_values(request)
-    whole = survey or request.group is not None  # the group first, then the ceiling
-    unbounded = whole or any(r.field == "max_runs" for r in values)
-    try:
-        selected = _select(request, sys.maxsize if unbounded else request.max_runs)
-    except ExportRefused as exc:
-        if not values:
-            raise
-        if isinstance(exc.cause, SelectionError):  # a value of the selection: one more
-            values.append(exc)
-        raise _together(values) from None
+    try:  # the selection's values the folder's names judge: no run is read
+        _, listed = _checked(request.runs_dir, request.selection or {"kind": "filters"},
+                             absent_scenarios=False)  # fmt: skip
+    except SelectionError as exc:
+        raise _together(in_field_order([*values, *selection_refused(exc)])) from None
+    except (RunsDirError, StorageError):
+        if values:
+            raise _together(values) from None
+        listed = None  # the selection's reading below refuses it, as it always has
     if values:
         raise _together(values)
+    whole = survey or request.group is not None  # the group first, then the ceiling
+    selected = _select(request, sys.maxsize if whole else request.max_runs, listed or None)
     names = asked if request.tables else []
     refusals: list[ExportRefused] = []
     for named in named_refusals(request.selection, selected):  # as a missing named run is, exit 66
@@ -284,43 +328,45 @@ def _planned(request: ExportRunsRequest, survey: bool) -> ExportPlan:
         raw_bytes, refused = _raw_size(request, selected.records)
         refusals += [refused] if refused else []
     if refusals and not survey:
-        raise refusals[0]
+        raise _together(refusals)
     return ExportPlan(request=request, names=names, selected=selected, raw_bytes=raw_bytes,
                       refusals=tuple(refusals))  # fmt: skip
 
 
 def _check_options(request: ExportRunsRequest) -> list[ExportRefused]:
-    """Refuse the zip's options without the zip, nothing to write, a ceiling out of 1..2**53-1.
+    """Refuse a ceiling out of 1..2**53-1, nothing to write, the zip's options without the zip.
 
     Returns:
         Each refusal (64, naming the field), in that order; none when all pass.
     """
     said: list[tuple[str, Refusal]] = []
-    if (request.include_atif or request.include_logs) and not request.raw:
-        said.append(("include_logs", Refusal(field="include_logs", also=("include_atif",),
-                                             reason="apply to", listed=("raw",))))  # fmt: skip
-    if not request.tables and not request.raw:
-        why = "is the only file left to write: the tables are off"
-        said.append(("raw", Refusal(field="raw", reason=why, colon=True)))
     bound = count_refused(request.max_runs, "max_runs")  # the analysis's bound: one check
     if bound is not None:
         said.append(("max_runs", bound))
+    if not request.tables and not request.raw:
+        why = "is the only file left to write: the tables are off"
+        said.append(("raw", Refusal(field="raw", reason=why, colon=True)))
+    if (request.include_atif or request.include_logs) and not request.raw:
+        said.append(("include_logs", Refusal(field="include_logs", also=("include_atif",),
+                                             reason="apply to", listed=("raw",))))  # fmt: skip
     return [ExportRefused(r.worded(), exit_codes.USAGE, f, r) for f, r in said]
 
 
-def _check_frames(request: ExportRunsRequest) -> list[str] | ExportRefused:
-    """The tables asked, in canonical order, or their refusal.
+def _check_frames(request: ExportRunsRequest) -> list[str] | tuple[ExportRefused, ...]:
+    """The tables asked, in canonical order, or their refusals.
 
     Returns:
-        The tables, or an ``ExportRefused`` (64, field ``frames``) for an unknown table or
-        none, an empty name or one named twice.
+        The tables, or an ``ExportRefused`` (64, field ``frames``) for each problem of the
+        list (:func:`~glossogen.export.check_frames`): none named, an empty name, each table
+        named twice, each unknown table.
     """
-    from glossogen.export._tables import check_frames
+    from glossogen.export._tables import check_frames, frames_refused
 
     try:
         return check_frames(request.frames)
     except ValueError as exc:
-        return ExportRefused(str(exc), exit_codes.USAGE, "frames", cause=exc)
+        return tuple(ExportRefused(str(e), exit_codes.USAGE, "frames", cause=e)
+                     for e in frames_refused(exc))  # fmt: skip
 
 
 def _raw_size(
@@ -348,18 +394,19 @@ def _raw_size(
     return estimate, None
 
 
-def _select(request: ExportRunsRequest, ceiling: int) -> SelectedRuns:
+def _select(request: ExportRunsRequest, ceiling: int, listed: list[str] | None) -> SelectedRuns:
     """The runs ``request`` selects (of its group), up to ``ceiling`` while reading.
+
+    ``listed``: the run ids the selection's check listed (the folder is not listed again).
 
     Raises:
         ExportRefused: see :func:`plan_export`.
     """
     selection = request.selection or {"kind": "filters"}
     try:
-        selected = select_runs(request.runs_dir, selection, max_runs=ceiling)
+        selected = select_runs(request.runs_dir, selection, max_runs=ceiling, listed=listed)
     except SelectionError as exc:
-        refused = ExportRefused(worded(exc), exit_codes.REFUSED, "selection", exc.refusal, exc)
-        raise refused from exc
+        raise _together(selection_refused(exc)) from exc
     except RunsDirError as exc:
         raise ExportRefused(str(exc), exit_codes.UNREADABLE, "runs_dir", cause=exc) from exc
     except StorageError as exc:

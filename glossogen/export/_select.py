@@ -22,7 +22,9 @@ from glossogen.export._knobfilter import (
     RunsMissing,
     RunsUnreadable,
     SelectionError,
+    condition_refusals,
     parse_conditions,
+    raise_together,
 )
 from glossogen.export._record import RunRecord, claimed_knobs, load_run, queued_run
 from glossogen.export._runlog import LogFacts
@@ -245,25 +247,26 @@ def _check_limit(count: int, max_runs: int) -> None:
         )
 
 
-def _check_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> None:
-    """Refuse a ``scenario`` filter naming a scenario no run under ``runs_dir`` has.
+def _absent_scenarios(named: list[str], run_ids: list[str], runs_dir: str) -> list[SelectionError]:
+    """Refuse each ``scenario`` filter value naming a scenario no run under ``runs_dir`` has.
 
     A mistyped scenario would otherwise select nothing, and an export, analysis or
     verification of nothing would report success.
 
-    Raises:
-        SelectionError: field ``scenario``, naming the value and the scenarios there are.
+    Returns:
+        One ``SelectionError`` per such value (field ``scenario``), naming it and the
+        scenarios there are; none when every one has runs.
     """
     there = sorted({r.split("/", 1)[0] for r in run_ids})
-    absent = [name for name in named if name not in there]
-    if not absent:
-        return
     which = f"scenarios there: {', '.join(there)}" if there else "it holds no run"
-    message = f"{shown(absent[0])} has no run under {runs_dir} ({which})"
-    served = f"{shown(absent[0])} has no run in {SERVED_RUNS_DIR} ({which})"
-    raise SelectionError.of(
-        Refusal(field="scenario", reason=message), Refusal(field="scenario", reason=served)
-    )
+    refused = []
+    for absent in dict.fromkeys(name for name in named if name not in there):
+        message = f"{shown(absent)} has no run under {runs_dir} ({which})"
+        served = f"{shown(absent)} has no run in {SERVED_RUNS_DIR} ({which})"
+        refused.append(SelectionError.of(
+            Refusal(field="scenario", reason=message), Refusal(field="scenario", reason=served)
+        ))  # fmt: skip
+    return refused
 
 
 def _select_by_ids(
@@ -315,39 +318,72 @@ def check_selection(runs_dir: str, selection: Any) -> list[str] | None:
         For filters, the run ids listed under ``runs_dir``, which :func:`select_runs` takes
         (``listed``) instead of listing the folder again; None for run ids (nothing listed).
 
+    Every value refused is named: the values no run need be read for first (each one, and
+    no run is read while one is refused, :func:`_checked`), then each knob condition its runs
+    cannot read, or the named runs missing and unreadable, both.
+
     Raises:
-        RunsMissing: run ids that no longer resolve.
+        RunsMissing: run ids that no longer resolve (carrying the ``RunsUnreadable`` too, in
+            ``also``, when some named runs cannot be read).
         RunsUnreadable: run ids naming runs that cannot be read, each with why.
         RunsDirError, SelectionError, pydantic.ValidationError, StorageError: as
-            :func:`select_runs` raises them.
+            :func:`select_runs` raises them (a ``SelectionError`` naming each value refused).
     """
     selection, every = _checked(runs_dir, selection, absent_scenarios=False)
     if isinstance(selection, RunIdSelection):
         store = RunStore(runs_dir)
         missing = [r for r in dict.fromkeys(selection.run_ids) if not _resolves(store, r)]
-        if missing:  # as the export refuses them (exit 66 / 404), before any flow run
-            raise RunsMissing(missing)
         named = SelectedRuns()
         heads = functools.partial(load_run, head_only=True)  # as a cohort's selection reads
-        _select_by_ids(store, selection, len(selection.run_ids), heads, named)
-        if named.unreadable:  # as the export refuses them (exit 66 / 404)
-            raise RunsUnreadable(named.unreadable)
+        there = [r for r in dict.fromkeys(selection.run_ids) if r not in missing]
+        if there:  # the ids that resolve: each read, as the export reads it
+            ids = RunIdSelection.model_construct(run_ids=there)  # checked above
+            _select_by_ids(store, ids, len(there), heads, named)
+        # as the export refuses them (exit 66 / 404), before any flow run: both named
+        raise_together(
+            named_refusals(
+                selection, SelectedRuns(missing_run_ids=missing, unreadable=named.unreadable)
+            )
+        )
         return None
-    conditions = parse_conditions(selection.knob)
-    if conditions:
-        store = RunStore(runs_dir)
-        for run_id in _named(every, selection):
-            try:
-                claimed = claimed_knobs(store.open_run(run_id))
-            except ValueError:  # unreadable: select_runs names it
-                continue
-            if claimed is None:  # its knobs are in its log alone: select_runs reads them
-                continue
-            config, labels, _ = claimed
-            if not selection.labels or _has_labels(labels, selection.labels):
-                for condition in conditions:  # as _matches: a value it cannot read refused
-                    condition.matches(config)
+    raise_together(_knob_value_refusals(runs_dir, selection, every))
     return every
+
+
+def _knob_value_refusals(
+    runs_dir: str, selection: FilterSelection, every: list[str]
+) -> list[SelectionError]:
+    """Each knob condition a run the folder names select cannot read, judged by its claim.
+
+    Each run's ``config.json`` and ``labels.json`` (:func:`claimed_knobs`), as
+    :func:`select_runs` judges it; a run with no ``config.json``, or whose files cannot be
+    read, is left to :func:`select_runs`. A condition is refused once (its first run that
+    cannot read it), in the order given; the reading stops once every one is refused.
+    """
+    conditions = parse_conditions(selection.knob)
+    refused: dict[KnobCondition, SelectionError] = {}
+    if not conditions:
+        return []
+    store = RunStore(runs_dir)
+    for run_id in _named(every, selection):
+        try:
+            claimed = claimed_knobs(store.open_run(run_id))
+        except ValueError:  # unreadable: select_runs names it
+            continue
+        if claimed is None:  # its knobs are in its log alone: select_runs reads them
+            continue
+        config, labels, _ = claimed
+        if selection.labels and not _has_labels(labels, selection.labels):
+            continue
+        for condition in conditions:  # as _matches: a value it cannot read refused
+            if condition not in refused:
+                try:
+                    condition.matches(config)
+                except SelectionError as exc:
+                    refused[condition] = exc
+        if len(refused) == len(set(conditions)):
+            break
+    return [refused[c] for c in dict.fromkeys(conditions) if c in refused]
 
 
 def _resolves(store: RunStore, run_id: str) -> bool:
@@ -370,21 +406,49 @@ def _checked(
 ) -> tuple[Any, list[str]]:
     """The selection as a model and, for filters, every run id under ``runs_dir``.
 
+    Every value of the selection no run need be read for is judged (a ``scenario`` no run
+    has, a ``status`` no run can have, a knob condition that does not parse) and each one
+    refused is named together, in the selection's fields' order. A runs directory that is not
+    a folder is refused after the values judged without it (``status``, the knob conditions).
+
     ``listed``: the run ids :func:`check_selection` listed (the folder is not listed again).
+
+    Raises:
+        SelectionError: the first value refused, each other in ``also``.
+        RunsDirError: ``runs_dir`` is not a folder (and no value was refused without it).
     """
-    check_runs_dir(runs_dir)
+    try:
+        check_runs_dir(runs_dir)
+    except RunsDirError:
+        if not isinstance(selection, FilterSelection):
+            raise
+        raise_together(_dirless_refusals(selection))
+        raise
     if isinstance(selection, dict):
         from pydantic import TypeAdapter
 
         selection = TypeAdapter(Selection).validate_python(selection)
     if isinstance(selection, RunIdSelection):
         return selection, []
-    parse_conditions(selection.knob)
-    _status_word(selection.status)
     every = RunStore(runs_dir).list_runs() if listed is None else listed
+    refused = []  # the selection's fields' order: scenario, then status and knob
     if selection.scenario and not absent_scenarios:
-        _check_scenarios(selection.scenario, every, runs_dir)
+        refused += _absent_scenarios(selection.scenario, every, runs_dir)
+    raise_together([*refused, *_dirless_refusals(selection)])
     return selection, every
+
+
+def _dirless_refusals(selection: FilterSelection) -> list[SelectionError]:
+    """The values judged without the runs directory, in the selection's fields' order.
+
+    A ``status`` no run can have, and each knob condition that does not parse.
+    """
+    refused = []
+    try:
+        _status_word(selection.status)
+    except SelectionError as exc:
+        refused.append(exc)
+    return [*refused, *condition_refusals(selection.knob)]
 
 
 def _named(every: list[str], selection: FilterSelection) -> list[str]:
@@ -498,10 +562,23 @@ def _matches(
     conditions: list[KnobCondition],
     status: str | None,
 ) -> bool:
-    """Whether ``record`` passes the filters read from its files (labels, knobs, log)."""
+    """Whether ``record`` passes the filters read from its files (labels, knobs, log).
+
+    Raises:
+        SelectionError: each condition the run's recorded value cannot read (the first,
+            the others in ``also``).
+    """
     if selection.labels and not _has_labels(record.labels, selection.labels):
         return False
-    if not all(c.matches(record.config) for c in conditions):
+    held: list[bool] = []
+    refused: list[SelectionError] = []
+    for condition in conditions:  # each judged: every condition refused is named
+        try:
+            held.append(condition.matches(record.config))
+        except SelectionError as exc:
+            refused.append(exc)
+    raise_together(refused)
+    if not all(held):
         return False
     if status is not None and status not in (
         record.status.casefold(),

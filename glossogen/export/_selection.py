@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from glossogen.eventlog import STATUSES as _VIEW_STATUSES
-from glossogen.export._knobfilter import SelectionError, parse_conditions
+from glossogen.export._knobfilter import SelectionError, parse_conditions, raise_together
 from glossogen.refusals import Refusal, shown
 from glossogen.storage import run_id_refused
 
@@ -58,21 +58,20 @@ def check_run_ids(run_ids: list[str] | None, filters: Mapping[str, Any]) -> None
 
     Raises:
         SelectionError: (field ``run_ids``) ``run_ids cannot be combined with <filter>, ...``
-            or ``run_ids needs a run id (<scenario>/<run_dir_name>)`` (none, or an empty one).
+            or ``run_ids needs a run id (<scenario>/<run_dir_name>)`` (none, or an empty one),
+            or each malformed run id (the first, naming the others in ``also``).
     """
     if run_ids is None:
         return
     clashing = tuple(f for f, value in filters.items() if value not in (None, [], ""))
     if clashing:
         raise SelectionError.of(
-            Refusal(field="run_ids", reason="cannot be combined with", listed=clashing)
+            Refusal(field="run_ids", reason="cannot be combined with", listed=clashing), usage=True
         )
     if not run_ids or any(isinstance(r, str) and not r.strip() for r in run_ids):
-        raise SelectionError.of(NEEDS_RUN_ID)  # [] and [""] alike, on every surface
-    for run_id in run_ids:
-        refused = run_id_refused("run_ids", run_id) if isinstance(run_id, str) else None
-        if refused is not None:
-            raise SelectionError.of(refused)
+        raise SelectionError.of(NEEDS_RUN_ID, usage=True)  # [] and [""] alike, on every surface
+    refused = (run_id_refused("run_ids", r) if isinstance(r, str) else None for r in run_ids)
+    raise_together([SelectionError.of(r, usage=True) for r in refused if r is not None])
 
 
 class RunIdSelection(BaseModel):
@@ -156,22 +155,26 @@ def _check_text(values: dict[str, list[str] | str | None]) -> None:
 
     Raises:
         SelectionError: naming the field and the value, ``not UTF-8 text``, ``empty value``
-            or (a label ``=x``) ``empty label name``.
+            or (a label ``=x``) ``empty label name``: the first, each other in ``also``.
     """
+    refused: list[SelectionError] = []
     for name, given in values.items():
         for text in [given] if isinstance(given, str) else given or []:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:
                 refusal = Refusal(field=name, value=shown(text), reason="not UTF-8 text")
-                raise SelectionError.of(refusal) from None
+                refused.append(SelectionError.of(refusal, usage=True))
+                continue
             if name in _OWN_EMPTY:
                 continue
             key, eq, value = text.partition("=") if name == "labels" else (text, "", "")
             reason = ("empty value" if not key.strip() and not eq or eq and not value.strip()
                       else "empty label name" if not key.strip() else "")  # fmt: skip
             if reason:
-                raise SelectionError.of(Refusal(field=name, value=shown(text), reason=reason))
+                refusal = Refusal(field=name, value=shown(text), reason=reason)
+                refused.append(SelectionError.of(refusal, usage=True))
+    raise_together(refused)
 
 
 def selection_of(
@@ -182,6 +185,8 @@ def selection_of(
     status: str | None = None,
     contains_agent_id: str | None = None,
     knob: list[str] | None = None,
+    *,
+    entry_checks: bool = False,
 ) -> RunIdSelection | FilterSelection:
     """The selection the command line's flags ask for: run ids, or filters, never both.
 
@@ -194,26 +199,32 @@ def selection_of(
         status: ``--status``.
         contains_agent_id: ``--contains-agent-id``.
         knob: ``--knob`` conditions.
+        entry_checks: Leave the knob conditions' syntax to the operation's entry (the
+            export's plan, the cohort's check), which refuses every value of the selection
+            together, in its fields' order, beside the request's other values; False: refused
+            here (``glossogen analyze``, ``verify``, ``rejudge``).
 
     Raises:
         SelectionError: run ids given with a filter, none or an empty one (field ``run_ids``), a
             value that is not UTF-8 text (its field), or a knob condition with no operator
             (field ``knob``); its ``refusal`` names the
-            fields, which each surface words its own way.
+            fields, which each surface words its own way. Every value refused is named: the
+            first raised, each other in ``also``, in the selection's fields' order.
     """
-    filters = {
+    filters = {  # the selection's fields' order (FilterSelection): its refusals' order
         "scenario": scenario,
         "labels": labels,
         "run_id_contains": run_id_contains,
+        "status": status,
         "contains_agent_id": contains_agent_id,
         "knob": knob,
-        "status": status,
     }
     _check_text({"run_ids": run_ids, **filters})
     check_run_ids(run_ids, filters)
     if run_ids is not None:
         return RunIdSelection(run_ids=run_ids)
-    parse_conditions(knob)
+    if not entry_checks:
+        parse_conditions(knob)
     return FilterSelection(
         scenario=scenario or None,
         labels=labels or None,

@@ -96,20 +96,34 @@ def check_frames(frames: Iterable[str] | None) -> list[str]:
 
     Raises:
         ValueError: for an empty list (no table named), naming an unknown table and the known
-            ones; :class:`TablesMisnamed` for an empty name or a table named twice.
+            ones; :class:`TablesMisnamed` for an empty name or a table named twice. Every
+            problem of the list is named, in its order (an empty name once, each table named
+            twice once, each unknown table): the first raised, the others as its ``also``
+            (:func:`frames_refused`).
     """
     names = list(DEFAULT_FRAMES) if frames is None else list(frames)
     if not names:
         raise ValueError(f"no table named (tables: {', '.join(FRAMES)})")
-    if not all(names):
-        raise TablesMisnamed("a table name is empty")
-    twice = [n for i, n in enumerate(names) if n in names[:i]]
-    if twice:
-        raise TablesMisnamed(f"the table {twice[0]!r} is named twice")
-    unknown = [f for f in names if f not in FRAMES]
-    if unknown:
-        raise ValueError(f"unknown table {unknown[0]!r} (tables: {', '.join(FRAMES)})")
+    refused: list[ValueError] = []
+    for i, name in enumerate(names):
+        if not name:
+            if name not in names[:i]:  # an empty name is said once
+                refused.append(TablesMisnamed("a table name is empty"))
+        elif name in names[:i]:
+            if names[:i].count(name) == 1:  # said at its second naming, once
+                refused.append(TablesMisnamed(f"the table {name!r} is named twice"))
+        elif name not in FRAMES:
+            refused.append(ValueError(f"unknown table {name!r} (tables: {', '.join(FRAMES)})"))
+    if refused:
+        first = refused[0]
+        first.also = tuple(refused[1:])  # type: ignore[attr-defined]  # read by frames_refused
+        raise first
     return [f for f in FRAMES if f in names]
+
+
+def frames_refused(exc: ValueError) -> tuple[ValueError, ...]:
+    """Every problem :func:`check_frames` named: ``exc`` and the others it carries."""
+    return (exc, *getattr(exc, "also", ()))
 
 
 def family(column: str, table: str = "") -> str:
@@ -391,6 +405,7 @@ def available_columns(records: list[RunRecord]) -> dict[str, Any]:
 
 
 __all__ = [
+    "frames_refused",
     "ALWAYS",
     "AGENT_OWN",
     "DEFAULT_FRAMES",

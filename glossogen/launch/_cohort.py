@@ -68,24 +68,20 @@ def check_cohort(
 
     Raises:
         EvaluationError: 64 a negative or not finite cap (``refusals.finite_number``) or a
-            bad knob condition or selection value, 65 a selection refused (a scenario no run
-            has, a knob value a run's recorded type cannot read), 66 a runs directory that is
+            knob condition that does not parse or a malformed selection value, 65 a selection
+            refused (a scenario or ``status`` no run has, a knob value a run's recorded type
+            cannot read, over ``max_runs``), 66 a runs directory that is
             not a folder, run ids that no longer resolve or that name runs that cannot be read
             (``runs that cannot be read: veyru/<ts>: veyru/<ts>/labels.json is not UTF-8
             text (...)``, as the export refuses them),
             69 unreachable storage, 77 the judge's key missing; ``refusal`` names the request
-            field.
+            field. Every value of the selection refused is named: the first raised, each
+            other in ``also`` (the values no run need be read for first: when one is
+            refused no run is read).
     """
     from glossogen.environment import load_environment  # not launch's: it imports the engine
     from glossogen.evaluation import JUDGE_ENV_VARS
-    from glossogen.export import (
-        RunsDirError,
-        RunsMissing,
-        RunsUnreadable,
-        check_runs_dir,
-        check_selection,
-        parse_conditions,
-    )
+    from glossogen.export import RunsDirError, check_runs_dir, check_selection
     from glossogen.storage import StorageError
 
     refused = not_finite("spend_cap_usd", spend_cap_usd)  # inf, nan: as --spend-cap-usd's
@@ -98,23 +94,22 @@ def check_cohort(
     try:
         request = CohortRequest(runs_dir=runs_dir, selection=selection, evaluation=evaluation,
                                 spend_cap_usd=spend_cap_usd)  # fmt: skip
-        parse_conditions(getattr(request.selection, "knob", None))
-    except SelectionError as exc:
-        raise EvaluationError(str(exc), exit_codes.USAGE, exc.refusal) from None
     except ValidationError as exc:
+        ours = exc.errors()[0].get("ctx", {}).get("error")
+        if isinstance(ours, SelectionError):  # the selection's own check: each value it refused
+            raise _refused(ours) from ours
         found = refusal_of(exc)
         line = validator_line(exc.errors()[0])
         raise EvaluationError(line, exit_codes.USAGE,
                               found if isinstance(found, Refusal) else None) from None  # fmt: skip
     try:
-        check_runs_dir(runs_dir)
-        if request.selection is not None:  # None: every run (nothing to refuse)
-            listed = check_selection(runs_dir, request.selection)  # before any flow run
+        if request.selection is None:  # every run (nothing to refuse)
+            check_runs_dir(runs_dir)
+        else:  # every value, then the named runs (before any flow run)
+            listed = check_selection(runs_dir, request.selection)
             request = request.model_copy(update={"listed": listed})
-    except (RunsMissing, RunsUnreadable) as exc:  # the export's exit 66, before any flow run
-        raise EvaluationError(str(exc), exit_codes.UNREADABLE) from None
-    except SelectionError as exc:
-        raise EvaluationError(str(exc), exit_codes.REFUSED, exc.refusal) from None
+    except SelectionError as exc:  # each value refused; named runs missing or unreadable: 66
+        raise _refused(exc) from exc
     except RunsDirError as exc:
         said = Refusal(field="runs_dir", reason=str(exc))
         raise EvaluationError(refusal=said, exit_code=exit_codes.UNREADABLE) from None
@@ -126,6 +121,30 @@ def check_cohort(
             line = f"missing credentials: {var} (judge provider {evaluation.provider})"
             raise EvaluationError(line, exit_codes.CREDENTIALS)
     return request
+
+
+def _refused(exc: SelectionError) -> EvaluationError:
+    """The cohort's refusal of each value of its selection ``exc`` refused, in order.
+
+    64 a value malformed whatever the runs hold (a knob condition with no operator), 65 one
+    the runs refuse (a scenario or ``status`` no run has, a knob value the recorded type
+    cannot read), 66 named runs that no longer resolve or cannot be read (as the export).
+    Each carries the selection's refusal as its cause (a server words it for its client).
+    """
+    from glossogen.export import NamedRunsRefused
+
+    every = []
+    for each in exc.every:
+        if isinstance(each, NamedRunsRefused):  # the export's exit 66, its line as it is
+            refused = EvaluationError(str(each), exit_codes.UNREADABLE)
+        else:
+            code = exit_codes.USAGE if each.usage else exit_codes.REFUSED
+            refused = EvaluationError(str(each), code, each.refusal)
+        refused.__cause__ = each
+        every.append(refused)
+    first = every[0]
+    first.also = tuple(every[1:])
+    return first
 
 
 async def evaluate_cohort(request: CohortRequest) -> CohortEvaluation:
@@ -157,8 +176,18 @@ def _usd(value: float | None) -> str:
     return "not costed" if value is None else f"${value:.6f}"
 
 
+NAMED = 5
+"""Runs not evaluated the cohort's summary names by id (``...`` after them)."""
+
+
 def cohort_summary(done: CohortEvaluation, runs_dir: str | None) -> str:
-    """The cohort's one line: runs counted, scored, skipped, not evaluated, and the spend.
+    """The cohort's one sentence of counts: runs evaluated of those selected, and the spend.
+
+    ``evaluated 2 of 3 runs under runs: 1 scored, 1 skipped (report up to date); 1 not
+    evaluated (veyru/1790000002) · evaluation cost $0.000000``: a run evaluated is scored now
+    or skipped (its report up to date); one not evaluated (unreadable, named but missing,
+    refused, or its task failed) is named by its run id, the first :data:`NAMED` of them
+    (each one's reason is its own line: the CLI's error, MCP's ``not_evaluated_runs``).
 
     Args:
         done: What the cohort's flow did.
@@ -169,11 +198,13 @@ def cohort_summary(done: CohortEvaluation, runs_dir: str | None) -> str:
     from glossogen.export import SERVED_RUNS_DIR
 
     where = f"in {SERVED_RUNS_DIR}" if runs_dir is None else f"under {runs_dir}"
-    not_evaluated = len(done.unreadable) + len(done.missing_run_ids) + done.count("refused")
+    short = [*done.unreadable, *done.missing_run_ids,
+             *(o.run_id for o in done.outcomes if o.state in ("refused", "failed"))]  # fmt: skip
+    scored, skipped = done.count("scored"), done.count("skipped")
     counted = len(done.outcomes) + len(done.unreadable) + len(done.missing_run_ids)
+    named = ", ".join(short[:NAMED]) + (" ..." if len(short) > NAMED else "")
     return (
-        f"evaluated {counted} run{'' if counted == 1 else 's'} {where}: "
-        f"{done.count('scored')} scored, {done.count('skipped')} skipped "
-        f"(report up to date), {not_evaluated + done.count('failed')} not evaluated"
-        f" · evaluation cost {_usd(done.spent_usd)}"
+        f"evaluated {scored + skipped} of {counted} run{'' if counted == 1 else 's'} {where}: "
+        f"{scored} scored, {skipped} skipped (report up to date); {len(short)} not evaluated"
+        f"{f' ({named})' if short else ''} · evaluation cost {_usd(done.spent_usd)}"
     )

@@ -120,7 +120,9 @@ def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
         each = (e.message if isinstance(e, QueryError) else served_line(e, runs_dir)
                 for e in exc.every)  # fmt: skip
         raise ToolError("; ".join(each)) from None
-    except (SelectionError, RunsDirError, StorageError) as exc:
+    except SelectionError as exc:  # each value of the selection refused, ``; ``-joined
+        raise ToolError("; ".join(served_line(e, runs_dir) for e in exc.every)) from None
+    except (RunsDirError, StorageError) as exc:
         raise ToolError(served_line(exc, runs_dir)) from None
     except ValidationError as exc:
         ours = query_error_of(exc)

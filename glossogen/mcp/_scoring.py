@@ -48,7 +48,7 @@ def served_refusal(exc: BaseException, runs_dir: str) -> ToolError:
     """
     from glossogen.export import RunsDirError, SelectionError, served_line
 
-    cause = exc.__cause__ or exc.__context__
+    cause = exc if isinstance(exc, SelectionError) else exc.__cause__ or exc.__context__
     if isinstance(cause, RunsDirError) or (
         isinstance(cause, SelectionError) and cause.served is not None
     ):
@@ -110,8 +110,11 @@ class SelectionArguments:
     knob: list[str] | None = None
     run_ids: list[str] | None = None
 
-    def selection(self) -> RunIdSelection | FilterSelection:
+    def selection(self, entry_checks: bool = False) -> RunIdSelection | FilterSelection:
         """The selection (``export.selection_of``; ``run_ids: []`` refused, not every run).
+
+        ``entry_checks``: the knob conditions' syntax is left to the operation's entry, which
+        names it beside every other value refused (``selection_of``'s).
 
         Raises:
             SelectionError: as :func:`glossogen.export.selection_of` refuses it.
@@ -119,7 +122,8 @@ class SelectionArguments:
         from glossogen.export import selection_of
 
         return selection_of(self.run_ids, self.scenario, self.labels, self.run_id_contains,
-                            self.status, self.contains_agent_id, self.knob)  # fmt: skip
+                            self.status, self.contains_agent_id, self.knob,
+                            entry_checks=entry_checks)  # fmt: skip
 
 
 class Scoring(ToolBase):
@@ -180,10 +184,12 @@ class Scoring(ToolBase):
 
         try:
             request = judge.request()
-            cohort = check_cohort(self.runs_dir, selection.selection(), request, spend_cap_usd)
+            cohort = check_cohort(self.runs_dir, selection.selection(True), request, spend_cap_usd)
             done = await evaluate_cohort(cohort)
         except (EvaluationError, SelectionError) as exc:  # never the server's runs dir's path
-            raise served_refusal(exc, self.runs_dir) from None
+            every = exc.every  # each value refused, in the request's order, ``; ``-joined
+            lines = (str(served_refusal(each, self.runs_dir)) for each in every)
+            raise ToolError("; ".join(lines)) from None
         served = functools.partial(without_runs_dir, runs_dir=self.runs_dir)
         not_evaluated = {run_id: served(why) for run_id, why in done.unreadable.items()}
         not_evaluated |= dict.fromkeys(done.missing_run_ids, f"no such run in {SERVED_RUNS_DIR}")
@@ -239,8 +245,8 @@ class Scoring(ToolBase):
             ExportRunsRequest,
             SelectionError,
             export_runs,
+            refused_with_selection,
             served_line,
-            value_refusals,
         )
 
         request = ExportRunsRequest(
@@ -252,12 +258,12 @@ class Scoring(ToolBase):
         def said(every: tuple[Exception, ...]) -> ToolError:  # never the server's runs dir
             return ToolError("; ".join(served_line(e, self.runs_dir) for e in every))
 
-        try:
-            request = request.model_copy(update={"selection": selection.selection()})
+        try:  # every value refused, in the request's order, as the CLI and REST name them
+            request = request.model_copy(update={"selection": selection.selection(True)})
             done = export_runs(request)
         except SelectionError as exc:  # the selection's own check: the others' refusals too
-            raise said((*value_refusals(request), exc)) from None
-        except ExportRefused as exc:  # every value refused, in the order checked
+            raise said(refused_with_selection(request, exc).every) from None
+        except ExportRefused as exc:
             raise said(exc.every) from None
         filled = {f"{t}.{c}": n for t, cells in done.coverage.items() for c, n in cells.items()}
         from glossogen.export._select import without_runs_dir

@@ -272,21 +272,29 @@ def _said(error: Any) -> str:
     """
     from glossogen.analysis import QueryError
     from glossogen.export import SelectionError
-    from glossogen.refusals import unknown_key_line, validator_line
+    from glossogen.refusals import item_line, unknown_key_line, validator_line
 
     ours = error.get("ctx", {}).get("error")
-    if isinstance(ours, (QueryError, SelectionError)):  # the library's check: its line
+    if isinstance(ours, SelectionError):  # the library's check: each value's line
+        return "; ".join(str(each.message) for each in ours.every)
+    if isinstance(ours, QueryError):  # the library's check: its line
         return str(ours.message)
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
-    return f"{_place(error['loc'])}: {validator_line(error)}"
+    loc = tuple(error["loc"])
+    if loc and isinstance(loc[-1], int):  # a list's own item: the list, and the value named
+        return item_line(_place(loc[:-1]), error.get("input"), validator_line(error))
+    return f"{_place(loc)}: {validator_line(error)}"
 
 
 def _place(loc: tuple[int | str, ...]) -> str:
     """An argument's dotted place, as REST names it: without the selection's kind tag.
 
     pydantic names the tag of the selection's kind (``selection.filters.bogus``); the request
-    has no such key, so the place is ``selection.bogus`` (``selection.run_ids.0`` stays).
+    has no such key, so the place is ``selection.bogus``. A list's own item is named by the
+    list (``run_ids``, ``selection.run_ids`` of ``analyze_runs``' selection, never pydantic's
+    ``run_ids.0``), as REST's ``field`` and the CLI's flag (``--run-id``) name it, the line
+    stating the item's value instead (:func:`_said`, :func:`~glossogen.refusals.item_line`).
     """
     parts = [str(part) for part in loc]
     if len(parts) > 2 and parts[0] == "selection" and parts[1] in ("run_ids", "filters"):

@@ -102,8 +102,11 @@ def _refuse(exc: Exception, runs_dir: str = "") -> NoReturn:
         if exc.also:
             detail["errors"] = [_value_detail(e) for e in exc.every]
         raise HTTPException(422, detail) from exc
-    if isinstance(exc, SelectionError):
-        raise HTTPException(422, _value_detail(exc)) from exc
+    if isinstance(exc, SelectionError):  # each value of the selection refused, as a query's
+        detail = _value_detail(exc)
+        if exc.also:
+            detail["errors"] = [_value_detail(e) for e in exc.every]
+        raise HTTPException(422, detail) from exc
     if isinstance(exc, RunsDirError):
         raise HTTPException(503, {"message": served_line(exc)}) from exc
     if isinstance(exc, ValidationError):  # every value refused, as the body handler lists them

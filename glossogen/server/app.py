@@ -152,15 +152,34 @@ def _one_refusal_shape(app: FastAPI) -> None:
     async def refused(request: Request, exc: RequestValidationError) -> Response:
         if not request.url.path.startswith("/api/"):
             return await request_validation_exception_handler(request, exc)
-        each = [_refused_value(error) for error in exc.errors()]
+        each = [value for error in exc.errors() for value in _refused_values(error)]
         detail: dict[str, Any] = dict(each[0])
         if len(each) > 1:  # every value refused, as MCP's line names each argument
             detail["errors"] = each
         return JSONResponse(status_code=422, content={"detail": detail})
 
 
+def _refused_values(error: Any) -> list[dict[str, str]]:
+    """The refused values of one pydantic error, ``{"field", "message"}`` each.
+
+    A selection's own check names every value it refused (``SelectionError.every``).
+    """
+    from glossogen.export import SelectionError
+
+    ours = error.get("ctx", {}).get("error")
+    if isinstance(ours, SelectionError):  # a model's own check: each value's line
+        return [{"field": each.field, "message": each.message} for each in ours.every]
+    return [_refused_value(error)]
+
+
 def _refused_value(error: Any) -> dict[str, str]:
-    """One refused value of a request, ``{"field", "message"}``, as the routes name it."""
+    """One refused value of a request, ``{"field", "message"}``, as the routes name it.
+
+    A list's own item is named by its list (``selection.run_ids``, never pydantic's index
+    ``selection.run_ids.0``), its message stating the item's value (``5: Input should be a
+    valid string``), as MCP names the tool's argument and the CLI its flag; a field of an
+    item keeps the index that says which (``filters.0.value``).
+    """
     from glossogen.analysis import QueryError
     from glossogen.export import SelectionError
     from glossogen.refusals import shown, unknown_key_line, validator_line
@@ -171,6 +190,8 @@ def _refused_value(error: Any) -> dict[str, str]:
     loc = tuple(error.get("loc", ()))
     if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
         loc = loc[1:]
+    item = bool(loc) and isinstance(loc[-1], int)  # a list's own item (a run id), not a field
+    loc = loc[:-1] if item else loc  # of an item (``filters.0.value`` stays: which filter)
     place = [str(p) for p in loc if p != "body"]
     if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
         del place[1]  # the tag pydantic names for the selection's kind, not a field
@@ -182,6 +203,12 @@ def _refused_value(error: Any) -> dict[str, str]:
         message = f"{shown(error.get('input'))}: not UTF-8 text"  # as the CLI says it
     elif error.get("type") == "extra_forbidden":  # the value echoed, as a dashboard's key
         message = unknown_key_line(field, error.get("input"))
+    elif item:  # the item's value stated, as MCP's line states it
+        given = error.get("input")
+        if isinstance(given, str):
+            message = f"{shown(given)}: {message}"
+        elif isinstance(given, (int, float, bool)) or given is None:
+            message = f"{given!r}: {message}"
     return {"field": field, "message": message}
 
 

@@ -84,7 +84,7 @@ def test_a_cohort_in_one_command_equals_each_run_alone_and_a_second_command_skip
     assert _cli("--runs-dir", str(together)) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == (
-        f"evaluated 30 runs under {together}: 30 scored, 0 skipped (report up to date), "
+        f"evaluated 30 of 30 runs under {together}: 30 scored, 0 skipped (report up to date); "
         "0 not evaluated · evaluation cost $0.000000"
     )
     mine, theirs = _reports(together), _reports(alone)
@@ -99,7 +99,7 @@ def test_a_cohort_in_one_command_equals_each_run_alone_and_a_second_command_skip
     assert resumed["metrics"]["round_success"]["rounds"] == 3
     assert _cli("--runs-dir", str(together)) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"evaluated 30 runs under {together}: 0 scored, 30 skipped (report up to date), "
+        f"evaluated 30 of 30 runs under {together}: 0 scored, 30 skipped (report up to date); "
         "0 not evaluated · evaluation cost $0.000000"
     )
     assert _reports(together) == mine  # nothing rewritten
@@ -116,7 +116,7 @@ def test_the_command_writes_the_pinned_cohort_bytes_but_for_the_time_it_wrote_th
     inputs = {p for p in runs.rglob("*") if p.is_file()}
     assert _cli("--runs-dir", str(runs), "--metrics", ",".join(deterministic_metrics())) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"evaluated 30 runs under {runs}: 30 scored, 0 skipped (report up to date), "
+        f"evaluated 30 of 30 runs under {runs}: 30 scored, 0 skipped (report up to date); "
         "0 not evaluated · evaluation cost $0.000000"
     )
     stamp = re.compile(rb'"updated_at": "[0-9TZ:-]+"')
@@ -139,8 +139,8 @@ def test_a_damaged_run_is_named_and_the_others_are_scored(
     captured = capsys.readouterr()
     assert code == 1
     assert captured.out.splitlines()[-1] == (
-        f"evaluated 30 runs under {runs}: 28 scored, 0 skipped (report up to date), "
-        "2 not evaluated · evaluation cost $0.000000"
+        f"evaluated 28 of 30 runs under {runs}: 28 scored, 0 skipped (report up to date); "
+        "2 not evaluated (veyru/1797000003, veyru/1797000004) · evaluation cost $0.000000"
     )
     errors = [e for e in captured.err.splitlines() if e.startswith("glossogen: error:")]
     assert errors[0] == (  # the log named within --runs-dir (was its absolute path)
@@ -285,7 +285,7 @@ def test_a_cohort_names_skipped_lines_and_sets_aside_the_report_of_a_log_cut_sin
     captured = capsys.readouterr()
     assert [e for e in captured.err.splitlines() if "veyru/" in e] == [skipped]
     assert captured.out.splitlines()[-1].startswith(
-        f"evaluated 3 runs under {runs}: 3 scored, 0 skipped"
+        f"evaluated 3 of 3 runs under {runs}: 3 scored, 0 skipped"
     )
     # The third run's log is cut after it was scored: its ending is gone.
     folder = runs / "veyru/1796000003"
@@ -303,8 +303,8 @@ def test_a_cohort_names_skipped_lines_and_sets_aside_the_report_of_a_log_cut_sin
         f"was moved aside to {aside}",
     ]
     assert captured.out.splitlines()[-1] == (
-        f"evaluated 3 runs under {runs}: 0 scored, 2 skipped (report up to date), "
-        "1 not evaluated · evaluation cost $0.000000"
+        f"evaluated 2 of 3 runs under {runs}: 0 scored, 2 skipped (report up to date); "
+        "1 not evaluated (veyru/1796000003) · evaluation cost $0.000000"
     )
     assert not report.exists()
     assert (folder / aside).read_bytes() == written  # kept byte for byte

@@ -99,7 +99,9 @@ def test_the_spec_example_with_labels_and_frames(cohort: Cohort, tmp_path: Path)
         (["--run-id", A, "--scenario", "veyru"], 64,
          "--run-id cannot be combined with --scenario"),
         (["--run-id", A, "--label", "x", "--knob", "a=1", "--status", "completed"], 64,
-         "--run-id cannot be combined with --label, --knob, --status"),
+         # the selection's fields' order, as REST's ``run_ids cannot be combined with labels,
+         # status, knob`` (h50names; was --label, --knob, --status)
+         "--run-id cannot be combined with --label, --status, --knob"),
         (["--run-id", ""], 64, "--run-id needs a run id (<scenario>/<run_dir_name>)"),
         (["--frames", ""], 64, "--frames: no table named (tables: run_level, round_level, "
          "agent_level, message_level, round_context, call_level)"),

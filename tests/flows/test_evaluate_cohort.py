@@ -74,11 +74,11 @@ def test_an_older_deployments_loose_parameters_score_the_cohort_the_request_scor
         play_run(runs, "veyru", rounds=2, now_unix=1_790_000_000 + i)
     loose = asyncio.run(evaluate_cohort(runs_dir=runs, request=check_request(["round_success"])))
     assert cohort_summary(loose, runs) == (
-        f"evaluated 2 runs under {runs}: 2 scored, 0 skipped (report up to date), "
+        f"evaluated 2 of 2 runs under {runs}: 2 scored, 0 skipped (report up to date); "
         "0 not evaluated · evaluation cost $0.000000"
     )
     whole = asyncio.run(evaluate_cohort(check_cohort(runs, None, check_request(["round_success"]))))
     assert cohort_summary(whole, None) == (
-        "evaluated 2 runs in the server's runs directory: 0 scored, 2 skipped (report up to "
-        "date), 0 not evaluated · evaluation cost $0.000000"
+        "evaluated 2 of 2 runs in the server's runs directory: 0 scored, 2 skipped (report up "
+        "to date); 0 not evaluated · evaluation cost $0.000000"
     )
