@@ -44,6 +44,7 @@ from glossogen.export import (
 )
 from glossogen.refusals import shown as shown_value
 from glossogen.server._live_routes import load_scenario_events, refuse_sent_run_id, run_folder
+from glossogen.server._run_header import NOT_RECORDED, usd
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -52,7 +53,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd, within_runs_dir
+from glossogen.server._run_page import build_run_page, within_runs_dir
 from glossogen.storage import StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
