@@ -181,7 +181,7 @@ def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) 
     and the selection flags refuse it), or a grain not in :data:`GRAINS`.
     """
     from glossogen.analysis import GRAINS, QueryError
-    from glossogen.analysis._query import _utf8 as check_utf8
+    from glossogen.analysis._terms import _utf8 as check_utf8
     from glossogen.refusals import shown
 
     try:
@@ -230,8 +230,8 @@ def _keys(by: str | None) -> list[str]:
             a byte that is not UTF-8.
     """
     from glossogen.analysis import QueryError
-    from glossogen.analysis._query import _utf8 as check_utf8
-    from glossogen.analysis._query import shown
+    from glossogen.analysis._terms import _utf8 as check_utf8
+    from glossogen.refusals import shown
 
     if by is not None:  # as --filter refuses a byte that is not UTF-8
         check_utf8(by, "by")
@@ -245,8 +245,8 @@ def _keys(by: str | None) -> list[str]:
 
 def _invalid(exc: Any) -> str:
     """A query the flags made that does not validate, as one line naming the flag and value."""
-    from glossogen.analysis._query import query_error_of, shown
-    from glossogen.refusals import validator_line
+    from glossogen.analysis._terms import query_error_of
+    from glossogen.refusals import shown, validator_line
 
     ours = query_error_of(exc)
     if ours is not None:  # a query's own check: worded as the engine's other refusals

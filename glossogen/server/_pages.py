@@ -253,7 +253,7 @@ def analysis(request: Request) -> HTMLResponse:
     """
     from glossogen.analysis import AGGREGATES, GRAINS, Query
     from glossogen.analysis._plot import CHARTS
-    from glossogen.analysis._query import OPERATORS
+    from glossogen.analysis._terms import OPERATORS
 
     filters = _filters(request)
     refused = _not_utf8(request)
