@@ -16,7 +16,7 @@ once, what a client sent quoted as sent, and one rule of a run's group.
   ``Refusal.served`` cuts only the library's words, on every field.
 - ``export.group_of`` is the one rule of a run's group, for a record and a log's head alike.
 
-Each surface is driven as its user drives it (``tests/test_surfaces_agree.py``'s helpers).
+Each surface is driven as its user drives it (``tests/surfaces/drive.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from glossogen.cli import main
 from glossogen.export import DEFAULT_GROUP, group_of
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
-from tests.test_surfaces_agree import TABLES, Answer, _cli, _mcp
+from tests.surfaces.drive import TABLES, Answer, _cli, _mcp
 
 EXPORT = "/api/g/local/runs/export"
 UNKNOWN = f"unknown table 'bogus' (tables: {TABLES})"

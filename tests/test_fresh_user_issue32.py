@@ -1,7 +1,7 @@
 """What the fresh user of issue 32 (u43b) found the surfaces still doing apart, each fixed.
 
 Each operation through the CLI (``glossogen`` in this process: its exit code and its lines) and
-MCP (the SDK's client on ``build_server`` in-process), as ``tests/test_surfaces_agree.py``
+MCP (the SDK's client on ``build_server`` in-process), as ``tests/surfaces/``
 drives them: evaluate_run scored by the CLI's own entry (no Prefect server for an in-process
 evaluation), a missing ``--knobs``/``knobs`` file named, ``fork_run(replay=True)`` saying what
 was replayed, ``estimate_run`` taking the dry run's limits, ``resume_run`` a judge cache,
@@ -23,7 +23,7 @@ from glossogen.cli import main
 from glossogen.eventlog import RunView
 from tests.fixtures.played_runs import after_round_1, play_run
 from tests.fixtures.polling import wait_until
-from tests.test_surfaces_agree import DERIVED, Answer, _cli, _mcp, launch_through
+from tests.surfaces.drive import DERIVED, Answer, _cli, _mcp, launch_through
 
 ENTRY = {"status": "ok", "score": 1.0, "rounds": 2}
 """round_success of a scripted 2-round veyru run, as its report holds it."""

@@ -14,7 +14,7 @@ surface, so a bad run id is worded and coded alike by the CLI, REST and MCP.
 - an id naming no run is the resolver's line on the page, events, summary and Stop, 404
   naming ``run_id`` (was ``no run veyru/abc: it has no event log``; Stop's had no ``field``).
 
-Each surface is driven as its user drives it (``tests/test_surfaces_agree.py``'s helpers): the
+Each surface is driven as its user drives it (``tests/surfaces/drive.py``): the
 CLI's entry in this process, the FastAPI app over HTTP, the MCP tools through the SDK's client.
 """
 
@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
-from tests.test_surfaces_agree import Answer, _cli, _mcp
+from tests.surfaces.drive import Answer, _cli, _mcp
 
 LAUNCH = 1_790_000_000
 SHAPE = "not a run id (<scenario>/<run_dir_name>, relative to the runs directory)"

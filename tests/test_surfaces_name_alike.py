@@ -3,7 +3,7 @@ path not UTF-8 text given as the export's ``out``, the runs the list leaves out 
 number that is not finite, a body with two refused values, a knob condition's name, an export
 of one unreadable run, and pydantic's ``Value error, `` tag taken off in one place.
 
-Each surface is driven as its user drives it (``tests/test_surfaces_agree.py``'s helpers): the
+Each surface is driven as its user drives it (``tests/surfaces/drive.py``): the
 CLI's entry in this process, the FastAPI app over HTTP, the MCP tools through the SDK's client.
 """
 
@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from glossogen.server import create_app
 from tests.fixtures.played_runs import play_run
-from tests.test_surfaces_agree import Answer, _cli, _mcp
+from tests.surfaces.drive import Answer, _cli, _mcp
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = "/api/g/local/runs/export"

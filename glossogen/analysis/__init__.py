@@ -12,22 +12,23 @@ are files of named queries and charts, rendered as a static report. No Prefect, 
 from typing import TYPE_CHECKING
 
 from glossogen._lazy import first_use
-from glossogen.analysis._query import (
-    AGGREGATES,
+from glossogen.analysis._query import MAX_KEYS, Query
+from glossogen.analysis._result import (
     BLANK,
-    GRAINS,
-    MAX_KEYS,
     Cell,
-    Compare,
     Comparison,
     Dimension,
     Fields,
     Group,
     Interval,
-    Measure,
-    Query,
-    QueryError,
     Result,
+)
+from glossogen.analysis._terms import (
+    AGGREGATES,
+    GRAINS,
+    Compare,
+    Measure,
+    QueryError,
     RowFilter,
     query_error_of,
 )

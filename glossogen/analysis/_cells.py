@@ -17,18 +17,14 @@ import numpy as np
 import polars as pl
 
 from glossogen.analysis import _money as money
-from glossogen.analysis._query import (
-    Cell,
-    Group,
-    Interval,
-    Measure,
-    Query,
-)
+from glossogen.analysis._query import Query
+from glossogen.analysis._result import Cell, Group, Interval
 from glossogen.analysis._rows import NAMED_RUNS
 from glossogen.analysis._stats import (
     cluster_bootstrap,
     wilson,
 )
+from glossogen.analysis._terms import Measure
 
 INTERVALLED = ("mean", "rate")
 

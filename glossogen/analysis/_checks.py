@@ -10,15 +10,10 @@ import math
 
 import polars as pl
 
-from glossogen.analysis._query import (
-    Compare,
-    Measure,
-    Query,
-    QueryError,
-    RowFilter,
-    shown,
-)
+from glossogen.analysis._query import Query
 from glossogen.analysis._rows import key_labels, resolve
+from glossogen.analysis._terms import Compare, Measure, QueryError, RowFilter
+from glossogen.refusals import shown
 
 
 def _numeric(dtype: pl.DataType) -> bool:

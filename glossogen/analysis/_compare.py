@@ -19,18 +19,14 @@ from glossogen.analysis._cells import (
     scaled_bounds,
     values_of,
 )
-from glossogen.analysis._query import (
-    Compare,
-    Comparison,
-    Interval,
-    Query,
-    key_shown,
-)
+from glossogen.analysis._query import Query
+from glossogen.analysis._result import Comparison, Interval, key_shown
 from glossogen.analysis._rows import key_label, key_labels, sort_key
 from glossogen.analysis._stats import (
     paired_bootstrap,
     unpaired_bootstrap,
 )
+from glossogen.analysis._terms import Compare
 from glossogen.export import RunRecord
 
 

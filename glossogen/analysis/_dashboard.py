@@ -36,8 +36,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from glossogen.analysis._query import Query, Result, shown
-from glossogen.refusals import not_utf8, shown_path, unknown_key_line, validator_line
+from glossogen.analysis._query import Query
+from glossogen.analysis._result import Result
+from glossogen.refusals import not_utf8, shown, shown_path, unknown_key_line, validator_line
 
 ChartKind = Literal["bar", "line", "scatter", "heatmap", "table"]
 """How a chart shows its query's result: one of the plot's charts, or ``table`` (no figure)."""
@@ -183,7 +184,7 @@ def chart_files(chart: Chart, compared: bool) -> list[str]:
 
 def one_line(exc: ValidationError) -> str:
     """The first problem of ``exc`` as one line: ``<dotted key>: <message>``."""
-    from glossogen.analysis._query import QueryError
+    from glossogen.analysis._terms import QueryError
 
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
@@ -310,7 +311,7 @@ def answer_dashboard(runs_dir: str, dashboard: Dashboard, cache: bool = True) ->
     """
     from glossogen.analysis._engine import answer
     from glossogen.analysis._plot import check_drawn_groups
-    from glossogen.analysis._query import QueryError
+    from glossogen.analysis._terms import QueryError
     from glossogen.export import SelectionError
 
     results = {}

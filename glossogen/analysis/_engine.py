@@ -42,17 +42,8 @@ from glossogen.analysis._checks import (
     unheld_filter_notes,
 )
 from glossogen.analysis._compare import compare_arms
-from glossogen.analysis._query import (
-    Comparison,
-    Dimension,
-    Fields,
-    Grain,
-    Group,
-    Query,
-    QueryError,
-    Result,
-    shown,
-)
+from glossogen.analysis._query import Query
+from glossogen.analysis._result import Comparison, Dimension, Fields, Group, Result
 from glossogen.analysis._rows import (
     TABLES,
     VALUES_LISTED,
@@ -65,8 +56,10 @@ from glossogen.analysis._rows import (
     unscored_notes,
 )
 from glossogen.analysis._select import library_notes, runs_dir_root, select_rows
+from glossogen.analysis._terms import Grain, QueryError
 from glossogen.export import RunRecord
 from glossogen.export._tables import family
+from glossogen.refusals import shown
 
 
 def answer_records(

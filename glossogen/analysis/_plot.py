@@ -21,9 +21,11 @@ import os
 import warnings
 from typing import Any
 
-from glossogen.analysis._query import Query, QueryError, Result, key_shown, shown
+from glossogen.analysis._query import Query
 from glossogen.analysis._render import runs_read
-from glossogen.refusals import shown_path
+from glossogen.analysis._result import Result, key_shown
+from glossogen.analysis._terms import QueryError
+from glossogen.refusals import shown, shown_path
 
 CHARTS = ("bar", "line", "scatter", "heatmap")
 """Chart kinds (``--chart``)."""

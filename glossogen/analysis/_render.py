@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from glossogen.analysis._query import Result, key_shown
+from glossogen.analysis._result import Result, key_shown
 
 CELL_COLUMNS = ["measure", "value", "n", "missing", "runs", "low", "high", "interval"]
 """Columns after the group keys in :func:`result_frame`."""

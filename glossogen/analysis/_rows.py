@@ -14,16 +14,13 @@ from typing import Any
 
 import polars as pl
 
-from glossogen.analysis._query import (
-    Grain,
-    QueryError,
-    shown,
-)
+from glossogen.analysis._terms import Grain, QueryError
 from glossogen.export import (
     RunRecord,
     build_frames,
 )
 from glossogen.export._frames import context_columns, context_frame, run_context, with_context
+from glossogen.refusals import shown
 
 TABLES = {
     "run": "run_level",

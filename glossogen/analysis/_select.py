@@ -16,8 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from glossogen.analysis._query import Grain
 from glossogen.analysis._rows import NAMED_RUNS
+from glossogen.analysis._terms import Grain
 from glossogen.export import (
     RunRecord,
     damaged_line_notes,

@@ -101,3 +101,9 @@ def error(message: str, quotes_a_file: bool = False) -> None:
     """
     line = bytes_shown(message, escapes=not quotes_a_file)
     print(f"glossogen: error: {line}", file=sys.stderr, flush=True)
+
+
+def refused(message: str, code: int) -> int:
+    """Print ``message`` as the command's one error line (:func:`error`) and return ``code``."""
+    error(message)
+    return int(code)

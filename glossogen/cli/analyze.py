@@ -7,7 +7,8 @@ or CSV (``--csv``: one row per group and measure, then, after a blank line, one 
 ``--list-fields`` prints the grain's fields with their coverage and values instead.
 ``--dashboard FILE --out DIR`` renders a dashboard file (named queries and charts) as a static
 report instead (``glossogen.analysis._dashboard``): the file is read and every query answered
-before anything is written.
+before anything is written. The answer is asked and printed by ``_analysis_answer.py``, the
+dashboard rendered by ``_analysis_dashboard.py``; this module turns the flags into the query.
 
 Exit codes: 64 usage (an unknown grain, aggregate or sort, more than two keys, a filter or
 comparison that does not parse, a field the selection's rows do not hold, ``--run-id`` with a
@@ -23,19 +24,15 @@ that is not YAML); 69 unreachable storage; 73 a ``--plot`` file or
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import typer
 
 from glossogen import exit_codes
 from glossogen.cli import _selection as options
-from glossogen.cli._refusals import error, said_of_selection, selection_refused
-
-
-def _error(message: str, code: int) -> int:
-    error(message)
-    return int(code)
+from glossogen.cli._analysis_answer import answer_query
+from glossogen.cli._analysis_dashboard import dashboard_alone
+from glossogen.cli._refusals import refused, said_of_selection, selection_refused
 
 
 def analyze(
@@ -110,9 +107,9 @@ def analyze(
     from glossogen.storage import StorageError
 
     if as_json and as_csv:
-        return _error("--json and --csv are exclusive", exit_codes.USAGE)
+        return refused("--json and --csv are exclusive", exit_codes.USAGE)
     if dashboard is not None or out is not None:
-        return _dashboard_alone(runs_dir, dashboard, out, given=(
+        return dashboard_alone(runs_dir, dashboard, out, given=(
             ("--measure", measure), ("--by", by is not None), ("--filter", filter_),
             ("--compare", compare), ("--metric", metric), ("--sort", sort), ("--limit", limit),
             ("--plot", plot), ("--chart", chart),
@@ -123,23 +120,23 @@ def analyze(
         ))  # fmt: skip
     named = _named(grain, metric, sort, chart)
     if named:
-        return _error(named, exit_codes.USAGE)
+        return refused(named, exit_codes.USAGE)
     unused = _unused(list_fields, (
         ("--measure", measure), ("--by", by is not None), ("--filter", filter_),
         ("--compare", compare), ("--sort", sort), ("--limit", limit is not None),
         ("--plot", plot is not None), ("--chart", chart is not None)))  # fmt: skip
     if unused:
-        return _error(unused, exit_codes.USAGE)
+        return refused(unused, exit_codes.USAGE)
     try:
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
                                  contains_agent_id, knob)  # fmt: skip
     except SelectionError as exc:
-        return _error(said_of_selection(exc), exit_codes.USAGE)
+        return refused(said_of_selection(exc), exit_codes.USAGE)
     try:
         keys = _keys(by)
         measures = [Measure.parse(m) for m in measure]
         if not measures and not list_fields:
-            return _error("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
+            return refused("--measure is required (FIELD[:AGG])", exit_codes.USAGE)
         query = Query.model_validate({
             "selection": selection, "grain": grain, "metric": metric, "by": keys,
             "filters": [RowFilter.parse(f) for f in filter_],
@@ -153,25 +150,25 @@ def analyze(
         check_sort(query)
         _check_chart(plot, chart, query)
     except QueryError as exc:
-        return _error(_flagged(exc), exit_codes.USAGE)
+        return refused(_flagged(exc), exit_codes.USAGE)
     except ValidationError as exc:
-        return _error(_invalid(exc), exit_codes.USAGE)
+        return refused(_invalid(exc), exit_codes.USAGE)
     try:
         check_runs_dir(runs_dir)
     except RunsDirError as exc:
-        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+        return refused(f"--runs-dir {exc}", exit_codes.UNREADABLE)
     except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
+        return refused(str(exc), exit_codes.TRANSPORT)
     try:
-        return _answer(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
+        return answer_query(runs_dir, query, list_fields, as_json, as_csv, plot, chart or "bar")
     except QueryError as exc:
-        return _error(_flagged(exc), exit_codes.USAGE)
+        return refused(_flagged(exc), exit_codes.USAGE)
     except NamedRunsRefused as exc:  # as glossogen export refuses them
-        return _error(str(exc), exit_codes.UNREADABLE)
+        return refused(str(exc), exit_codes.UNREADABLE)
     except SelectionError as exc:  # every value refused, one line each (as the export)
         return selection_refused(exc, exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
     except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
+        return refused(str(exc), exit_codes.TRANSPORT)
 
 
 def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) -> str | None:
@@ -181,7 +178,7 @@ def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) 
     and the selection flags refuse it), or a grain not in :data:`GRAINS`.
     """
     from glossogen.analysis import GRAINS, QueryError
-    from glossogen.analysis._query import _utf8 as check_utf8
+    from glossogen.analysis._terms import _utf8 as check_utf8
     from glossogen.refusals import shown
 
     try:
@@ -230,8 +227,8 @@ def _keys(by: str | None) -> list[str]:
             a byte that is not UTF-8.
     """
     from glossogen.analysis import QueryError
-    from glossogen.analysis._query import _utf8 as check_utf8
-    from glossogen.analysis._query import shown
+    from glossogen.analysis._terms import _utf8 as check_utf8
+    from glossogen.refusals import shown
 
     if by is not None:  # as --filter refuses a byte that is not UTF-8
         check_utf8(by, "by")
@@ -245,8 +242,8 @@ def _keys(by: str | None) -> list[str]:
 
 def _invalid(exc: Any) -> str:
     """A query the flags made that does not validate, as one line naming the flag and value."""
-    from glossogen.analysis._query import query_error_of, shown
-    from glossogen.refusals import validator_line
+    from glossogen.analysis._terms import query_error_of
+    from glossogen.refusals import shown, validator_line
 
     ours = query_error_of(exc)
     if ours is not None:  # a query's own check: worded as the engine's other refusals
@@ -267,77 +264,6 @@ def _invalid(exc: Any) -> str:
     return f"{flag}: {message}"
 
 
-def _dashboard_alone(
-    runs_dir: str, dashboard: str | None, out: str | None, given: tuple[tuple[str, Any], ...]
-) -> int:
-    """``--dashboard``: refuse any query flag given with it (the file holds the queries)."""
-    if dashboard is None:  # --out alone: it is the dashboard's folder
-        return _error("--out DIR goes with --dashboard FILE (a dashboard's report folder)",
-                      exit_codes.USAGE)  # fmt: skip
-    asked = [flag for flag, value in given if value]
-    if asked:
-        return _error(f"--dashboard takes its queries from the file, not {asked[0]}",
-                      exit_codes.USAGE)  # fmt: skip
-    return _dashboard(runs_dir, dashboard, out)
-
-
-def _dashboard(runs_dir: str, path: str | None, out: str | None) -> int:
-    """Render the dashboard at ``path`` over ``runs_dir`` into the folder ``out``."""
-    from glossogen.analysis import NamedRunsRefused, QueryError
-    from glossogen.analysis._dashboard import (
-        DashboardError,
-        DashboardUnreadable,
-        QuerySelectionRefused,
-        ReportNotWritten,
-        answer_dashboard,
-        check_out,
-        load_dashboard,
-        write_report,
-    )
-    from glossogen.export import RunsDirError, check_runs_dir
-    from glossogen.refusals import Refusal, refusal_of, shown_path, worded
-    from glossogen.storage import StorageError
-
-    if path is None or out is None:
-        return _error("--dashboard FILE and --out DIR go together", exit_codes.USAGE)
-    try:
-        board = load_dashboard(path)
-    except DashboardUnreadable as exc:
-        return _error(f"--dashboard {exc}", exit_codes.UNREADABLE)
-    except DashboardError as exc:
-        return _error(f"--dashboard {exc}", exit_codes.USAGE)
-    try:
-        check_out(out)
-    except DashboardError as exc:
-        return _error(f"--out {exc}", exit_codes.USAGE)
-    try:
-        check_runs_dir(runs_dir)
-        rendered = answer_dashboard(runs_dir, board)
-    except RunsDirError as exc:
-        return _error(f"--runs-dir {exc}", exit_codes.UNREADABLE)
-    except QueryError as exc:
-        return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc.field} {exc.detail}",
-                      exit_codes.USAGE)  # fmt: skip
-    except NamedRunsRefused as exc:
-        return _error(f"--dashboard {shown_path(path, quoted=False)}: {exc}", exit_codes.UNREADABLE)
-    except QuerySelectionRefused as exc:  # named by the query's fields, as a QueryError is
-        refusal = refusal_of(exc.cause)
-        fields = (refusal.field, *refusal.also) if isinstance(refusal, Refusal) else ()
-        query = {f: f"queries.{exc.query}.selection.{f}" for f in fields}
-        return _error(f"--dashboard {shown_path(path, quoted=False)}: {worded(exc.cause, query)}",
-                      exit_codes.REFUSED)  # fmt: skip
-    except StorageError as exc:
-        return _error(str(exc), exit_codes.TRANSPORT)
-    try:
-        written = write_report(rendered, out, source=path)
-    except DashboardError as exc:  # --out changed while the queries were answered
-        return _error(f"--out {exc}", exit_codes.USAGE)
-    except ReportNotWritten as exc:
-        return _error(f"--out {exc}", exit_codes.CANNOT_WRITE)
-    print(f"wrote {len(written)} files to {out}: {', '.join(written)}")
-    return int(exit_codes.OK)
-
-
 _FLAGS = {"measures": "measure", "filters": "filter", "by": "by", "compare": "compare"}
 
 
@@ -348,113 +274,6 @@ def _flag(field: str) -> str:
 def _flagged(exc: Any) -> str:
     """A refused query's line (``QueryError``): its field and each field it mentions as flags."""
     return f"--{_flag(exc.field)} " + exc.said({f: f"--{_flag(f)}" for f in exc.mentions})
-
-
-def _answer(
-    runs_dir: str,
-    query: object,
-    list_fields: bool,
-    as_json: bool,
-    as_csv: bool,
-    plot: str | None = None,
-    chart: str = "bar",
-) -> int:
-    from glossogen.analysis import Query, answer, fields
-
-    assert isinstance(query, Query)
-    if list_fields:
-        found = fields(runs_dir, query.selection, query.grain, query.metric, query.max_runs)
-        for note in found.notes:
-            print(f"glossogen: note: {note}", file=sys.stderr, flush=True)
-        if as_json:
-            print(found.model_dump_json(indent=2))
-            return int(exit_codes.OK)
-        import polars as pl
-
-        listed = (lambda vs: "; ".join(vs)) if as_csv else _listed  # CSV: whole, as --json
-        frame = pl.DataFrame(
-            [{**f.model_dump(exclude={"values"}), "values": listed(f.values)}
-             for f in found.fields],
-            schema={"name": pl.String, "family": pl.String, "dtype": pl.String,
-                    "rows": pl.Int64, "runs": pl.Int64, "distinct": pl.Int64,
-                    "values": pl.String},
-            orient="row",
-        )  # fmt: skip
-        _show(frame, as_csv, f"{query.grain} grain: {found.rows} rows of {found.runs} runs")
-        return int(exit_codes.OK)
-    result = answer(runs_dir, query)
-    if plot is not None:  # too many groups to draw: refused before anything is shown
-        from glossogen.analysis._plot import check_drawn_groups
-
-        check_drawn_groups(result, "plot")
-    if as_json:
-        print(result.model_dump_json(indent=2))
-    else:
-        _print_result(result, as_csv)
-    if plot is not None:  # after the answer is shown: a chart not written loses no table
-        from glossogen.analysis._plot import PlotNotWritten, write_plot
-
-        try:
-            write_plot(result, plot, chart)
-        except PlotNotWritten as exc:
-            return _error(f"--plot {exc}", exit_codes.CANNOT_WRITE)
-    return int(exit_codes.OK)
-
-
-VALUE_CUT = 40
-"""A listed value longer than this is cut (``...``) in ``--list-fields``' terminal table."""
-VALUES_CUT = 120
-"""The terminal table's ``values`` column is cut to this many characters (``...``)."""
-
-
-def _cut(text: str, at: int) -> str:
-    return text if len(text) <= at else f"{text[:at]}..."
-
-
-def _listed(values: list[str]) -> str:
-    """A field's values as its terminal row shows them: each on one line and cut, then all."""
-    return _cut("; ".join(_cut(" ".join(v.split()), VALUE_CUT) for v in values), VALUES_CUT)
-
-
-def _print_result(result: Any, as_csv: bool) -> None:
-    """The answer as a table (or CSV), then its comparisons, then its notes on stderr."""
-    from glossogen.analysis._render import comparison_frame, result_frame, runs_read
-
-    title = f"{result.query.grain} grain: {result.rows} rows of {runs_read(result)}"
-    _show(result_frame(result, whole_counts=as_csv), as_csv, title)
-    if result.comparisons:
-        if as_csv:
-            print()
-        _show(comparison_frame(result), as_csv, "comparisons (B - A)")
-    for note in result.notes:
-        print(f"glossogen: note: {note}", file=sys.stderr, flush=True)
-
-
-def _show(frame: object, as_csv: bool, title: str) -> None:
-    import polars as pl
-
-    from glossogen.analysis._render import csv_text, number
-
-    assert isinstance(frame, pl.DataFrame)
-    if as_csv:
-        sys.stdout.write(csv_text(frame))
-        sys.stdout.flush()
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = [[number(v) for v in row] for row in frame.iter_rows()]
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-    for i, (column, dtype) in enumerate(frame.schema.items()):
-        widest = max([len(column), *(len(r[i]) for r in rows)])
-        table.add_column(column, justify="right" if dtype.is_numeric() else "left",
-                         no_wrap=True, min_width=widest)  # fmt: skip
-    for row in rows:
-        table.add_row(*row)
-    width = sum(c.min_width or 0 for c in table.columns) + 2 * len(table.columns)
-    console = Console(soft_wrap=True)
-    console.width = max(console.width, width)
-    console.print(table)
 
 
 __all__ = ["analyze"]

@@ -1,5 +1,6 @@
 """The run's event log: typed events, an append-only writer and a tolerant reader."""
 
+from glossogen.eventlog._attempts import split_attempts
 from glossogen.eventlog._books import (
     PROBE_LEDGER,
     TOLERANCE_USD,
@@ -66,20 +67,18 @@ from glossogen.eventlog._reader import (
     read_events,
     read_lines,
 )
-from glossogen.eventlog._tape import Tape, TapeCall, read_tape
-from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
-from glossogen.eventlog._view import (
+from glossogen.eventlog._spend import SeatSpend, Spend
+from glossogen.eventlog._status import (
     QUEUED,
     RESUMABLE,
     RESUMABLE_STATUSES,
     STATUSES,
-    RunView,
-    SeatSpend,
-    Spend,
     Status,
     live_status,
-    split_attempts,
 )
+from glossogen.eventlog._tape import Tape, TapeCall, read_tape
+from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
+from glossogen.eventlog._view import RunView
 from glossogen.eventlog._writer import EventLogWriter
 
 __all__ = [

@@ -77,7 +77,8 @@ from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from glossogen.eventlog._reader import EventLogRead
-    from glossogen.eventlog._view import RunView, Spend
+    from glossogen.eventlog._spend import Spend
+    from glossogen.eventlog._view import RunView
 
 BookRule = Literal["requests", "verdicts", "spend", "inherited", "log", "ended"]
 """The rules of a run's books (the module docstring)."""
@@ -337,7 +338,7 @@ class _Books:
 
     def _turns_before(self, resumed: int) -> dict[str, int]:
         """Each seat's request count a resume at ``resumed`` starts from: the settled answers."""
-        from glossogen.eventlog._view import split_attempts
+        from glossogen.eventlog._attempts import split_attempts
 
         kept, _, _ = split_attempts(self.events[: resumed + 1])
         turns: dict[str, int] = defaultdict(int)
@@ -394,7 +395,7 @@ class _Books:
                 )
 
     def check_spend(self) -> None:
-        from glossogen.eventlog._view import Spend
+        from glossogen.eventlog._spend import Spend
 
         own, inherited = Spend(), Spend()
         for index, event in enumerate(self.events):

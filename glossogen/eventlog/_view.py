@@ -35,15 +35,18 @@ Rules, in the order a log is read:
   resumed. ``queued`` is a run folder that was claimed (``config.json`` written) but whose log
   holds no event yet: its player (a worker's flow run, a detached process) has not begun; no
   log is read for it (:data:`QUEUED`).
+
+The attempts' rule is ``_attempts.py``, the spend fold ``_spend.py``, the status vocabulary
+``_status.py``; :class:`RunView` reads the log through them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, cast
 
-from glossogen.eventlog._cost import add_usd
+from glossogen.eventlog._attempts import split_attempts
 from glossogen.eventlog._events import (
     AgentHistoryAppended,
     AgentRegistered,
@@ -51,7 +54,6 @@ from glossogen.eventlog._events import (
     AgentSwappedMidRun,
     Event,
     JudgeCalled,
-    LlmResponseReceived,
     MessageSent,
     ModelRequestAbandoned,
     RoundCompleted,
@@ -59,213 +61,16 @@ from glossogen.eventlog._events import (
     RunResumed,
     SimulationEnded,
     SimulationStarted,
-    Tokens,
     Verdict,
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
+from glossogen.eventlog._spend import _PRICED, PricedEvent, SeatSpend, Spend, _add
+from glossogen.eventlog._status import RESUMABLE_STATUSES, Status, live_status
 from glossogen.eventlog._tape import Tape, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from glossogen.eventlog._books import BrokenRule
-
-Status = Literal["completed", "incomplete", "error", "interrupted", "running", "stopped", "queued"]
-"""The one status vocabulary of a run (export ``--status``, the run browser, MCP)."""
-
-STATUSES: tuple[Status, ...] = get_args(Status)
-"""Every status, in the vocabulary's order."""
-
-QUEUED: Status = "queued"
-"""A claimed run folder whose log holds no event yet (its player has not begun)."""
-
-RESUMABLE: tuple[str, ...] = ("error", "interrupted")
-"""``simulation_ended`` statuses a run can be resumed from (a crash, an interrupt, an outage)."""
-
-RESUMABLE_STATUSES: tuple[Status, ...] = ("error", "interrupted", "stopped")
-"""Statuses of a run ``glossogen run --resume`` continues."""
-
-
-def live_status(ended: str | None, live: bool) -> str:
-    """A run's status from its log's last ending (None: none) and whether it is live.
-
-    The module docstring's rule, in one place for every reader (:attr:`RunView.status`, the
-    export's and the run list's records): an ending stands unless it is one a run is resumed
-    from (:data:`RESUMABLE`) and a live writer, or a launched process about to be one, holds
-    the run; then, as with no ending, ``running`` when live and ``stopped`` when not.
-    """
-    if ended is not None and not (live and ended in RESUMABLE):
-        return ended
-    return "running" if live else "stopped"
-
-
-def split_attempts(events: list[Event]) -> tuple[list[Event], list[Event], bool]:
-    """Split a log into (events that count up to its last boundary, the tail after it, ended).
-
-    The tail is what was logged after the last ``round_completed`` (or resume) and before
-    anything that closed it: the round in progress, or the one a crash cut off. ``ended`` is
-    True when a ``simulation_ended`` finished the run (``completed`` or ``incomplete``).
-    """
-    kept: list[Event] = []
-    pending: list[Event] = []
-    ended = False
-    # Every event class is final, so ``type(event) is C`` is ``isinstance(event, C)``, at a
-    # fraction of its cost (pydantic's model class is an ABC: a miss walks its checks).
-    for event in events:
-        if type(event) is RunResumed:
-            if event.postmortem_only:
-                last = max(
-                    (i for i, e in enumerate(pending) if isinstance(e, RoundResultRecorded)),
-                    default=-1,
-                )
-                kept.extend(pending[: last + 1])
-            kept.append(event)
-            pending = []
-        elif type(event) is RoundCompleted:
-            kept.extend(pending)
-            kept.append(event)
-            pending = []
-        elif type(event) is SimulationEnded:
-            if event.status in RESUMABLE:
-                pending.append(event)  # a crash or interrupt: the run may go on from its last round
-            else:
-                ended = True
-                kept.extend(pending)
-                kept.append(event)
-                pending = []
-        elif event.phase == "setup" and not pending:
-            kept.append(event)
-        else:
-            pending.append(event)
-    return kept, pending, ended
-
-
-@dataclass
-class SeatSpend(Tokens):
-    """What one seat's model calls cost and used (USD, tokens, requests)."""
-
-    agent_id: str
-    cost_usd: float | None = 0.0
-    requests: int = 0
-    answered: int = 0
-    """Of ``requests``, those the provider answered (an abandoned request may have had none)."""
-    usage_unread: int = 0
-    """Answered calls whose usage could not be read: their cost is unknown (null)."""
-
-    def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
-        """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
-        cost = event.cost_usd
-        self.cost_usd = _add(self.cost_usd, cost)
-        self.add_tokens(event)
-        self.requests += 1
-        if type(event) is not ModelRequestAbandoned or event.answered:
-            self.answered += 1
-            if cost is None and _unread(event):  # a priced call is read (a cohort's common case)
-                self.usage_unread += 1
-
-
-@dataclass
-class Spend:
-    """Spend of a set of calls: per seat (registration order) and the in-run judge's."""
-
-    agents: dict[str, SeatSpend] = field(default_factory=dict)
-    judge_cost_usd: float | None = 0.0
-    judge_calls: int = 0
-    judge_tokens: Tokens = field(default_factory=Tokens)
-    """Tokens of the judge's answered calls (``judge_called`` and its abandoned requests)."""
-    unanswered_requests: int = 0
-    """Requests abandoned at a phase end that never answered: their cost is unknown (null)."""
-    recorded_total_usd: float | None = None
-    """A GlossoGen 0.5.x log's ``simulation_ended.total_cost_usd``: its calls carry no cost, so
-    the total it recorded is the only figure (None for a log of this platform)."""
-
-    @property
-    def total_cost_usd(self) -> float | None:
-        """Agents plus judge, USD; None when some call was not costed."""
-        if self.recorded_total_usd is not None:
-            return self.recorded_total_usd
-        total: float | None = self.judge_cost_usd
-        for seat in self.agents.values():
-            total = _add(total, seat.cost_usd)
-        return total
-
-    judge_usage_unread: int = 0
-    """Judge calls whose usage could not be read (cost unknown)."""
-    timed_out_requests: int = 0
-    """Sent requests that timed out at the client (seats and judge): the provider may have
-    answered and billed them after the client left, so their cost is unknown (null)."""
-    known_cost_usd: float = 0.0
-    """USD of the calls whose cost is known: the total's lower bound when it is unknown."""
-
-    def count(self, event: Event) -> None:
-        """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
-        if type(event) not in _PRICED_TYPES:
-            return
-        cost = event.cost_usd  # type: ignore[attr-defined]  # every priced class has one
-        if cost is not None:
-            self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
-        if type(event) is LlmResponseReceived:
-            seat = self.agents.get(event.agent_id)  # not setdefault: no seat built per call
-            if seat is None:
-                seat = self.agents[event.agent_id] = SeatSpend(event.agent_id)
-            seat.add(event)
-        elif type(event) is JudgeCalled:
-            self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
-            self.judge_calls += 1
-            self.judge_tokens.add_tokens(event)
-            self.judge_usage_unread += int(_unread(event))
-        elif type(event) is ModelRequestAbandoned:
-            if event.cost_usd is None and not event.answered:
-                self.unanswered_requests += 1
-            if event.agent_id == "judge":
-                self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
-                self.judge_tokens.add_tokens(event)
-            else:
-                self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id)).add(event)
-        elif type(event) is AgentRunCycleFailed and event.cost_usd != 0.0:
-            # answers a failed attempt was billed for that no other event prices, or a request
-            # that timed out after it was sent (its cost unknown)
-            if event.cost_usd is None and event.error_kind == "timeout":
-                self.timed_out_requests += 1
-            if event.agent_id == "judge":
-                self.judge_cost_usd = _add(self.judge_cost_usd, event.cost_usd)
-            else:
-                seat = self.agents.setdefault(event.agent_id, SeatSpend(event.agent_id))
-                seat.cost_usd = _add(seat.cost_usd, event.cost_usd)
-
-    @property
-    def tokens(self) -> Tokens:
-        """Tokens of every seat's and the judge's calls, summed."""
-        total = Tokens()
-        for counted in [*self.agents.values(), self.judge_tokens]:
-            total.add_tokens(counted)
-        return total
-
-    @property
-    def requests(self) -> int:
-        """Answered model calls of every seat."""
-        return sum(s.requests for s in self.agents.values())
-
-    @property
-    def answered_requests(self) -> int:
-        """Model calls of every seat that the provider answered."""
-        return sum(s.answered for s in self.agents.values())
-
-    @property
-    def usage_unread(self) -> int:
-        """Answered calls (seats and judge) whose usage could not be read: cost unknown."""
-        return self.judge_usage_unread + sum(s.usage_unread for s in self.agents.values())
-
-
-_add = add_usd
-_PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
-PricedEvent = LlmResponseReceived | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
-_PRICED_TYPES: frozenset[type[Event]] = frozenset(_PRICED)
-"""The priced classes, all final: ``type(event) in`` it is ``isinstance(event, _PRICED)``."""
-
-
-def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:
-    """An answered call logged with no cost and no token: its usage was not read."""
-    return event.cost_usd is None and not (event.input_tokens or event.output_tokens)
 
 
 @dataclass

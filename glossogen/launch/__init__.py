@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 from glossogen._lazy import first_use
 
 if TYPE_CHECKING:
+    from glossogen.launch._claim import (
+        check_runs_dir,
+        claim_folder,
+        claim_run,
+        claim_run_async,
+    )
     from glossogen.launch._cohort import (
         CohortRequest,
         check_cohort,
@@ -69,6 +75,7 @@ if TYPE_CHECKING:
         notify,
         observing,
     )
+    from glossogen.launch._open import check_agent_models, open_session
     from glossogen.launch._plan import (
         DEFAULT_MAX_AGENT_TURNS,
         EXIT_REFUSED,
@@ -101,18 +108,7 @@ if TYPE_CHECKING:
         round_table,
         team_outcomes,
     )
-    from glossogen.launch._session import (
-        RunResult,
-        RunSession,
-        RunSpend,
-        check_agent_models,
-        check_runs_dir,
-        claim_folder,
-        claim_run,
-        claim_run_async,
-        open_session,
-        price_spend,
-    )
+    from glossogen.launch._session import RunResult, RunSession
     from glossogen.launch._settings import (
         check_derived_spend_cap,
         check_launch,
@@ -121,6 +117,7 @@ if TYPE_CHECKING:
         derived_run_check,
         uncosted_models,
     )
+    from glossogen.launch._spend import RunSpend, price_spend
     from glossogen.launch._turns import (
         TurnCapWarning,
         turn_cap_warning,
@@ -175,14 +172,14 @@ _HOME = {
     "team_outcomes": "glossogen.launch._run_table",
     "RunResult": "glossogen.launch._session",
     "RunSession": "glossogen.launch._session",
-    "RunSpend": "glossogen.launch._session",
-    "check_agent_models": "glossogen.launch._session",
-    "check_runs_dir": "glossogen.launch._session",
-    "claim_folder": "glossogen.launch._session",
-    "claim_run": "glossogen.launch._session",
-    "claim_run_async": "glossogen.launch._session",
-    "open_session": "glossogen.launch._session",
-    "price_spend": "glossogen.launch._session",
+    "RunSpend": "glossogen.launch._spend",
+    "check_agent_models": "glossogen.launch._open",
+    "check_runs_dir": "glossogen.launch._claim",
+    "claim_folder": "glossogen.launch._claim",
+    "claim_run": "glossogen.launch._claim",
+    "claim_run_async": "glossogen.launch._claim",
+    "open_session": "glossogen.launch._open",
+    "price_spend": "glossogen.launch._spend",
     "check_derived_spend_cap": "glossogen.launch._settings",
     "check_launch": "glossogen.launch._settings",
     "check_model_settings": "glossogen.launch._settings",

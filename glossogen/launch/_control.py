@@ -86,7 +86,7 @@ async def launch_new(config: RunConfig, runs_dir: str) -> tuple[RunFolder, str]:
     Raises:
         StorageError: the folder could not be claimed; nothing was started.
     """
-    from glossogen.launch._session import claim_folder
+    from glossogen.launch._claim import claim_folder
 
     folder = claim_folder(config, runs_dir)
     name = f"simulate/simulate-{config.provider}"

@@ -1,91 +1,37 @@
 """A run in progress: its folder, event log writer, engine and clock, and how it ends.
 
 The simulate flow drives a :class:`RunSession` one task per step; tests and benchmarks drive
-the same object directly. Spend is summed back from the event log, the ledger.
+the same object directly. Spend is summed back from the event log, the ledger
+(``_spend.price_spend``); the run's folder was claimed before (``_claim.py``) and the
+session opened by ``_open.open_session``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal
-from functools import cache
-from importlib.metadata import version
 
 from pydantic import BaseModel, Field
-from pydantic_ai.models import Model
 
-from glossogen import exit_codes
-from glossogen.derive import DeriveError, ResumePoint
 from glossogen.engine import (
     SETTLE_SECONDS,
-    Clock,
     RoundSummary,
     RunEngine,
-    RunSetup,
-    SystemClock,
-    VirtualClock,
 )
 from glossogen.eventlog import (
-    AgentCost,
-    AgentRunCycleFailed,
     EndStatus,
-    Event,
-    EventLogRead,
     EventLogWriter,
-    ModelRequestSent,
-    RunResumed,
-    RunView,
     SimulationEnded,
     Tokens,
-    unsettled_requests,
 )
-from glossogen.launch._credentials import apply_dotenv
-from glossogen.launch._observers import has_observers, notify
-from glossogen.launch._plan import LaunchError, RunConfig
-from glossogen.pricing import logged_usd
+from glossogen.launch._plan import RunConfig
+from glossogen.launch._spend import RunSpend, price_spend
 from glossogen.refusals import LimitReached
-from glossogen.rejudge._cache import JudgeCache
 from glossogen.storage import (
-    CONFIG,
-    LABELS,
-    RunBusyError,
     RunFolder,
     RunLock,
-    RunStore,
-    StorageError,
-    join,
-    nearest_existing,
 )
-from glossogen.tracing import configure_tracing
-
-
-class RunSpend(BaseModel):
-    """What a run spent, in USD, read from its event log (null = some call not costed).
-
-    ``total_cost_usd``, ``judge_cost_usd`` and ``agent_costs`` are the run's own calls;
-    ``inherited_cost_usd`` is what a derived run's copied rounds cost its source.
-    """
-
-    total_cost_usd: float | None
-    judge_cost_usd: float | None
-    agent_costs: list[AgentCost]
-    inherited_cost_usd: float | None = 0.0
-    model_errors: dict[str, int] = {}
-    """This run's own ``agent_run_cycle_failed`` events by ``error_kind``."""
-    cost_note: str | None = None
-    """Why ``total_cost_usd`` is null, when it is."""
-    priced_cost_usd: float | None = None
-    """When ``total_cost_usd`` is null: the calls whose cost is known, summed (a lower bound)."""
-    tokens: Tokens = Field(default_factory=Tokens)
-    """Tokens of the run's own calls, agents and judge (cache reads and writes apart)."""
-    judge_tokens: Tokens = Field(default_factory=Tokens)
-    """Tokens of the in-run judge's own calls."""
 
 
 class RunResult(BaseModel):
@@ -111,89 +57,6 @@ class RunResult(BaseModel):
     """Tokens of the run's own calls, agents and judge (:class:`RunSpend`)."""
     limit: LimitReached | None = None
     """The limit the run reached, when that is why it ended (``error`` words it)."""
-
-
-EXIT_UNREADABLE = int(exit_codes.UNREADABLE)
-EXIT_TRANSPORT = int(exit_codes.TRANSPORT)
-
-
-def check_runs_dir(runs_dir: str) -> None:
-    """Refuse a ``--runs-dir`` where no run folder can be made; creates nothing.
-
-    Raises:
-        LaunchError: 66 for a local path that is a file or not writable, 69 for remote
-            storage that is unreachable, refuses the credentials or lacks the bucket.
-    """
-    store = RunStore(runs_dir)
-    try:
-        store.check_usable()
-    except StorageError as exc:
-        raise LaunchError(str(exc), EXIT_UNREADABLE if store.local else EXIT_TRANSPORT) from None
-
-
-def claim_run(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
-    """Claim ``<runs_dir>/<scenario>/<unix_ts>/`` and write ``config.json`` and ``labels.json``."""
-    folder = claim_folder(config, runs_dir, now_unix)
-    notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
-    return folder
-
-
-async def claim_run_async(
-    config: RunConfig, runs_dir: str, now_unix: int | None = None
-) -> RunFolder:
-    """:func:`claim_run` with its storage work (a folder, two fsync'd files) in a worker thread.
-
-    Runs that share one event loop (an in-process sweep) are not held up by the disk: an fsync
-    can hold the loop for tens of milliseconds on a loaded machine (``bench/sweep_throughput.py``).
-    """
-    folder = await asyncio.to_thread(claim_folder, config, runs_dir, now_unix)
-    notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
-    return folder
-
-
-def claim_folder(config: RunConfig, runs_dir: str, now_unix: int | None = None) -> RunFolder:
-    """Claim the run's folder and write its config files, all or nothing, announcing nothing.
-
-    For a launcher that names the run before a worker plays it (a sweep through deployments),
-    the worker's flow run takes the folder as it is and announces the run when it starts.
-
-    Raises:
-        LaunchError: 66 when a local runs dir cannot be created or written (the folder is
-            never made), 69 when the storage fails part-way (a full disk; remote storage): the
-            claimed folder and what was written into it are removed, so nothing is left behind.
-    """
-    store = RunStore(runs_dir)
-    existed = nearest_existing(store.runs_dir) if store.local else ""
-    try:
-        folder = store.claim_run_dir(
-            config.scenario, int(now_unix if now_unix is not None else time.time())
-        )
-    except StorageError as exc:
-        store.remove_empty_folders(join(store.runs_dir, config.scenario), existed)
-        code = EXIT_UNREADABLE if store.local else EXIT_TRANSPORT
-        raise LaunchError(f"cannot claim a run folder: {exc}", code) from None
-    try:
-        folder.write_json(CONFIG, config.recorded_knobs)
-        folder.write_json(LABELS, config.labels)
-    except StorageError as exc:
-        store.release_claim(folder, (CONFIG, LABELS), keep=existed)
-        raise LaunchError(
-            f"storage failed while claiming {folder.url} (removed again): {exc}", EXIT_TRANSPORT
-        ) from None
-    return folder
-
-
-@cache
-def _installed_versions() -> tuple[tuple[str, str], ...]:
-    """The versions ``simulation_started`` records, read once per process (3 ms a reading)."""
-    return tuple(
-        (name, version(name))
-        for name in ("glossogen", "pydantic-ai-slim", "prefect", "genai-prices")
-    )
-
-
-def _versions() -> dict[str, str]:
-    return dict(_installed_versions())
 
 
 @dataclass
@@ -398,215 +261,3 @@ class RunSession:
             tokens=spend.tokens,
             limit=limit,
         )
-
-
-def _usd(value: float | None) -> float | None:
-    return None if value is None else logged_usd(value)
-
-
-def _unanswered_note(count: int, known_usd: float) -> str:
-    return (
-        f"{count} model request(s) never answered (abandoned at a phase end, or in flight when "
-        f"a process was killed): what they cost is unknown; the calls priced sum to "
-        f"{known_usd:.6f} USD, a lower bound"
-    )
-
-
-def check_agent_models(config: RunConfig, agent_models: Mapping[str, Model] | None) -> None:
-    """Refuse ``agent_models`` naming a seat ``config`` does not have.
-
-    Raises:
-        ValueError: one line naming the unknown agent ids and the run's seats.
-    """
-    unknown = sorted(set(agent_models or {}) - {seat.agent_id for seat in config.seats})
-    if unknown:
-        raise ValueError(
-            f"agent_models names {', '.join(map(repr, unknown))}, not a seat of "
-            f"{config.scenario} (seats: {', '.join(seat.agent_id for seat in config.seats)})"
-        )
-
-
-def open_session(
-    config: RunConfig,
-    folder: RunFolder,
-    clock_start: datetime | None = None,
-    resume: ResumePoint | None = None,
-    agent_models: Mapping[str, Model] | None = None,
-    judge_model: Model | None = None,
-    virtual_clock: bool = False,
-    judge_answers: JudgeCache | None = None,
-    clock_of: Callable[[EventLogWriter], Clock] | None = None,
-) -> RunSession:
-    """Create the writer and engine of a run and log its start (or its resumption).
-
-    The clock is virtual when every agent and the judge are scripted (offline runs play game
-    time without waiting) or when the test-only ``GLOSSOGEN_TEST_VIRTUAL_CLOCK`` asks for it
-    (:meth:`RunConfig.plays_on_virtual_clock`), else the real one. A local run folder is
-    locked for the life of the session, so no second process can write the same log. A resume
-    under a changed config (``--allow-config-change``) logs the difference in ``run_resumed``
-    and then rewrites the folder's ``config.json`` (atomically) with the config now in force.
-    ``agent_models`` plays the seats it names with the given pydantic-ai models (a scenario's
-    tests, through :mod:`glossogen.testing`); every other seat is built from its provider.
-    ``judge_model`` likewise plays the in-run judge (``judge_answers``: the judge cache it
-    asks in place of the run's ``--judge-cache``: a replay's recorded cached rulings), and
-    ``virtual_clock`` puts the run on the virtual clock whatever it calls (a replay,
-    :mod:`glossogen.replay`: its models answer from a tape). ``clock_of`` makes the run's
-    clock instead, from the log's writer (the replay of a process that played on the real
-    clock reads its time from the record, place by place).
-
-    Raises:
-        ValueError: ``agent_models`` names a seat the run does not have.
-        DeriveError: another live process writes the run (exit 75).
-        StorageError: ``config.json`` cannot be rewritten.
-    """
-    check_agent_models(config, agent_models)
-    apply_dotenv()
-    try:
-        lock = folder.lock()
-    except RunBusyError as exc:
-        raise DeriveError(str(exc), exc.exit_code) from None
-    writer = EventLogWriter(folder.log_url)
-    tracing = configure_tracing(os.environ)
-    if tracing is not None and tracing.warning:
-        logging.getLogger("glossogen").warning(tracing.warning)
-        notify("warning", tracing.warning)
-    watched = has_observers()
-
-    def sink(event: Event) -> None:
-        writer.append(event)
-        if watched:
-            notify("event", event)
-
-    start = clock_start or datetime.now(UTC)
-    if resume is not None and resume.state.last_timestamp is not None:
-        start = max(start, resume.state.last_timestamp)  # game time never runs backwards
-    virtual = virtual_clock or config.plays_on_virtual_clock(os.environ)
-    clock: Clock = VirtualClock(start) if virtual else SystemClock()
-    if clock_of is not None:
-        clock = clock_of(writer)
-    setup = RunSetup(
-        run_id=folder.run_id,
-        scenario=config.build(),
-        knobs=config.knobs,
-        model=config.model,
-        provider=config.provider,
-        seats=config.seats,
-        judge=config.judge,
-        max_agent_turns=config.limits.max_agent_turns,
-        run_timeout_seconds=config.limits.run_timeout_seconds,
-        spend_cap_usd=config.limits.spend_cap_usd,
-        versions=_versions(),
-        group_slug=config.group_slug,
-        tracing=tracing,
-        agent_models=dict(agent_models or {}),
-        judge_model=judge_model,
-        judge_cache=config.judge_cache,
-        judge_answers=judge_answers,
-    )
-    engine = RunEngine(setup, sink, clock, state=resume.state if resume else None)
-    killed: list[ModelRequestSent] = []
-    if resume is not None:
-        earlier_view = RunView.of(EventLogRead(events=resume.events))
-        # Sent and never settled: in flight when an earlier process was killed.
-        killed = unsettled_requests(earlier_view)
-        # The spend cap counts what every process logged, and a killed request's reservation
-        # (its cost is unknown, its worst case is not).
-        engine.spend.spent = Decimal(repr(earlier_view.spend.known_cost_usd)) + sum(
-            (Decimal(repr(sent.reserved_usd or 0.0)) for sent in killed), Decimal(0)
-        )
-    engine.driver.call_allowed = engine.spend.allows_call
-    if engine.judge is not None:  # the cap binds the in-run judge's calls too
-        engine.judge.call_allowed = engine.spend.allows_call
-    if resume is None:
-        engine.start()
-        first = 1
-    else:
-        state = resume.state
-        engine.emit(
-            RunResumed(
-                after_round=state.after_round,
-                reopened_round=state.pending_round,
-                postmortem_only=state.pending_verdicts,
-                config_changes=resume.config_changes,
-                limit_changes=resume.limit_changes,
-                clock=clock.kind,
-            )
-        )
-        engine.requests.abandon_killed(killed)  # each logged once, cost unknown
-        if resume.config_changes:
-            # config.json holds the config in force; simulation_started keeps the original and
-            # run_resumed the difference. The event is made durable first: a crash in between
-            # leaves the old config.json, and the next resume asks for the change again.
-            # A seat whose settings changed sends the new ones from here, and is registered
-            # anew with them before the event is made durable.
-            engine.register_anew()
-            writer.round_boundary()
-            folder.write_json(CONFIG, config.recorded_knobs)
-        first = state.after_round + 1
-        notify("run_claimed", folder.run_id, folder.url, config.knobs.round_count)
-    earlier, before = 0.0, 0
-    if resume is not None:
-        earlier = RunView.of(EventLogRead(events=resume.events)).duration_seconds
-        before = len(resume.events)
-    return RunSession(
-        config, folder, writer, engine, time.monotonic(), lock, first, earlier, before
-    )
-
-
-def price_spend(folder: RunFolder) -> RunSpend:
-    """Return a run's spend as its event log records it (:class:`~glossogen.eventlog.RunView`).
-
-    Raises:
-        StorageError: the log cannot be read.
-    """
-    view = RunView.load(folder.log_url)
-    own = view.spend
-    errors: dict[str, int] = {}
-    for event in view.events:
-        if isinstance(event, AgentRunCycleFailed) and event.event_id not in view.inherited:
-            errors[event.error_kind] = errors.get(event.error_kind, 0) + 1
-    note = None
-    if own.total_cost_usd is None:
-        notes = (
-            [_unanswered_note(own.unanswered_requests, own.known_cost_usd)]
-            if own.unanswered_requests
-            else []
-        )
-        if own.timed_out_requests:
-            notes.append(
-                f"{own.timed_out_requests} model request(s) timed out after they were sent: the "
-                "provider may have answered and billed them after the client left, so what they "
-                f"cost is unknown; the calls priced sum to {own.known_cost_usd:.6f} USD, a lower "
-                "bound"
-            )
-        if own.usage_unread:
-            notes.append(
-                f"{own.usage_unread} answered model call(s) returned no usage that could be "
-                "read: what they cost is unknown"
-            )
-        note = (
-            "; ".join(notes) or "a model of this run is not in the price catalogue (genai-prices)"
-        )
-    return RunSpend(
-        total_cost_usd=_usd(own.total_cost_usd),
-        judge_cost_usd=_usd(own.judge_cost_usd),
-        agent_costs=[
-            AgentCost(
-                agent_id=seat.agent_id,
-                cost_usd=_usd(seat.cost_usd),
-                input_tokens=seat.input_tokens,
-                output_tokens=seat.output_tokens,
-                requests=seat.requests,
-                cache_read_tokens=seat.cache_read_tokens,
-                cache_write_tokens=seat.cache_write_tokens,
-                cache_write_1h_tokens=seat.cache_write_1h_tokens,
-            )
-            for seat in own.agents.values()
-        ],
-        inherited_cost_usd=_usd(view.inherited_spend.total_cost_usd),
-        model_errors=errors,
-        cost_note=note,
-        priced_cost_usd=None if note is None else _usd(own.known_cost_usd),
-        tokens=own.tokens,
-        judge_tokens=own.judge_tokens,
-    )

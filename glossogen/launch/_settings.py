@@ -247,8 +247,8 @@ def check_launch(
         LaunchError: 77 for a missing credential, 65 for a setting a model would drop or a
             cap the estimate passes, 66/69 for a runs dir where no folder can be made.
     """
+    from glossogen.launch._claim import check_runs_dir
     from glossogen.launch._credentials import check_credentials
-    from glossogen.launch._session import check_runs_dir
 
     check_credentials(config)
     check_model_settings(config)

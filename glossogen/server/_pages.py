@@ -45,6 +45,7 @@ from glossogen.export import (
 )
 from glossogen.refusals import shown as shown_value
 from glossogen.server._live_routes import RUN_ID, load_scenario_events, run_folder
+from glossogen.server._run_header import NOT_RECORDED, usd
 from glossogen.server._run_index import (
     DEFAULT_GROUP,
     PAGE_SIZE,
@@ -53,7 +54,7 @@ from glossogen.server._run_index import (
     RunFilters,
     list_runs,
 )
-from glossogen.server._run_page import NOT_RECORDED, build_run_page, usd, within_runs_dir
+from glossogen.server._run_page import build_run_page, within_runs_dir
 from glossogen.storage import RunFolder, StorageError
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -253,7 +254,7 @@ def analysis(request: Request) -> HTMLResponse:
     """
     from glossogen.analysis import AGGREGATES, GRAINS, Query
     from glossogen.analysis._plot import CHARTS
-    from glossogen.analysis._query import OPERATORS
+    from glossogen.analysis._terms import OPERATORS
 
     filters = _filters(request)
     refused = _not_utf8(request)

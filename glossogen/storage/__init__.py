@@ -6,7 +6,6 @@ from glossogen.storage._folder import (
     LABELS,
     LINEAGE,
     RUN_ID_SHAPE,
-    STOP,
     FolderFile,
     RunBusyError,
     RunFolder,
@@ -39,6 +38,7 @@ from glossogen.storage._lease import (
     lease_seconds,
 )
 from glossogen.storage._lock import LOCK_NAME, RunLock
+from glossogen.storage._process_marks import STOP
 from glossogen.storage._run_id import RunIdRefused, no_run_line, resolve_run_id
 from glossogen.storage._store import MAX_CLAIM_ATTEMPTS, SWEEPS_FOLDER, RunStore
 

@@ -5,12 +5,12 @@ A run folder is ``<runs_dir>/<scenario>/<unix timestamp>`` and its run id is
 run's files and the one place that reads a folder's id back from its URL; every module that
 touches a run's files takes a :class:`RunFolder` from the runs store
 (:meth:`~glossogen.storage.RunStore.claim_run_dir`, :meth:`~glossogen.storage.RunStore.open_run`)
-or from :meth:`RunFolder.at`.
+or from :meth:`RunFolder.at`. Its JSON files are parsed by ``_json.py``, its process marks
+(a launched process, a stop) kept by ``_process_marks.py``, its writer lock by ``_lock.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import time
@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
-
-from pydantic_core import from_json
 
 from glossogen.refusals import Refusal, is_utf8, not_utf8, path_not_text, shown_path
 from glossogen.storage._fs import (
@@ -30,8 +28,10 @@ from glossogen.storage._fs import (
     translate_errors,
     write_bytes_atomic,
 )
+from glossogen.storage._json import _parsed
 from glossogen.storage._lease import RunBusyError, probe_lease
 from glossogen.storage._lock import RunLock
+from glossogen.storage._process_marks import LAUNCH, STOP, mark_process, marked_process
 
 CONFIG = "config.json"
 LABELS = "labels.json"
@@ -40,66 +40,6 @@ FLOW_RUN = "flow_run.json"
 """The Prefect flow run of a deployment that plays (or is queued to play) the run: written by
 its launcher once the flow run exists and by the flow run itself when it starts, so
 ``glossogen stop`` cancels it through Prefect (``flow_run_id``, ``deployment_id``)."""
-
-
-LAUNCH = ".launch.json"
-"""The process a launcher started to play the run (pid and start time), until it has ended:
-see :meth:`RunFolder.mark_launch`."""
-
-STOP = ".stop.json"
-"""The process a stop signalled (pid and start time): see :meth:`RunFolder.request_stop`."""
-
-
-def _process_start(pid: int) -> str | None:
-    """The start time of live process ``pid`` (Linux: clock ticks since boot), else None.
-
-    None for an exited process (a zombie included). Without ``/proc``, the pid's liveness
-    alone (``"alive"``).
-    """
-    if not os.path.exists("/proc/self/stat"):
-        try:
-            os.kill(pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return None
-        return "alive"
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return fields[19]  # field 22 of stat: starttime
-
-
-def parse_json(data: bytes) -> Any:
-    """Return the value of a JSON document, as :func:`json.loads` reads it.
-
-    Parsed by pydantic-core, whose cache shares each short string (keys among them) across
-    documents: a selection of a thousand runs holds one copy of each config and report key,
-    not a thousand (its records: about 5 MiB less). A document pydantic-core refuses is read
-    by the standard library, which accepts what it accepts (a lone surrogate escape) and
-    otherwise raises its own error, with its message. The bytes must be UTF-8 (a leading
-    byte order mark is passed over): JSON's text, as every file here is written.
-
-    Raises:
-        UnicodeDecodeError: ``data`` is not UTF-8 text (a raw byte 0xff; UTF-16 text).
-        ValueError: (:class:`json.JSONDecodeError`) if ``data`` is not valid JSON.
-    """
-    return _parsed(data)[0]
-
-
-def _parsed(data: bytes) -> tuple[Any, bool]:
-    """:func:`parse_json`'s value, and whether its every string is known to be UTF-8 text.
-
-    True when pydantic-core read it: it refuses a lone surrogate's escape and builds each
-    string as Rust's UTF-8 text, so no string it returns can hold one (nothing left to walk:
-    :func:`~glossogen.refusals.not_utf8`). False when the standard library read it.
-    """
-    try:
-        return from_json(data), True
-    except ValueError:
-        return json.loads(data.decode("utf-8-sig")), False
 
 
 RUN_ID_SHAPE = "<scenario>/<run_dir_name>, relative to the runs directory"
@@ -621,7 +561,7 @@ class RunFolder:
         Written by a launcher right after it started the process, before it returns: the
         run reads as live (:meth:`is_locked`) until that process has ended.
         """
-        self._mark_process(LAUNCH, pid)
+        mark_process(self.local_path(LAUNCH), pid)
 
     def request_stop(self, pid: int) -> None:
         """Record that process ``pid`` is asked to stop (local folders only).
@@ -631,11 +571,11 @@ class RunFolder:
         ``KeyboardInterrupt``) answers the record before its next round
         (:meth:`stop_requested`).
         """
-        self._mark_process(STOP, pid)
+        mark_process(self.local_path(STOP), pid)
 
     def stop_requested(self) -> bool:
         """True when a stop was recorded for this very process (its pid and start time)."""
-        return self._marked_process(STOP) == os.getpid()
+        return marked_process(self.local_path(STOP)) == os.getpid()
 
     def pending_launch(self) -> int | None:
         """The pid of the process :meth:`mark_launch` recorded, while it is alive; else None.
@@ -643,24 +583,4 @@ class RunFolder:
         Alive is the same process: its pid with the start time recorded (a pid the system
         gave to another process since is not it), not exited (an unreaped zombie has).
         """
-        return self._marked_process(LAUNCH)
-
-    def _mark_process(self, name: str, pid: int) -> None:
-        """Record live process ``pid`` (its pid and start time) in the folder's file ``name``."""
-        path = self.local_path(name)
-        started = _process_start(pid)
-        if path is not None and started is not None:
-            write_bytes_atomic(path, json_bytes({"pid": pid, "started": started}))
-
-    def _marked_process(self, name: str) -> int | None:
-        """The pid :meth:`_mark_process` recorded in ``name`` while that process lives."""
-        path = self.local_path(name)
-        if path is None or not os.path.isfile(path):
-            return None
-        try:
-            with open(path, "rb") as f:
-                mark = parse_json(f.read())
-            pid, started = int(mark["pid"]), mark["started"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        return pid if _process_start(pid) == started else None
+        return marked_process(self.local_path(LAUNCH))
