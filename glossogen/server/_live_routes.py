@@ -118,7 +118,9 @@ def run_folder(runs_dir: str, run_id: str, queued: bool = False) -> RunFolder:
         HTTPException: 404, ``field`` ``run_id``, for a malformed id (the library's line:
             ``run_id 'veyru\123': not a run id (...)``, as Stop says it); 404 ``no run
             <id>: it has no event log`` for an id that names no run (``veyru/abc``, a run
-            deleted) or whose folder holds no event log (nor, with ``queued``, a claim).
+            deleted) or whose folder holds no event log (nor, with ``queued``, a claim); 404
+            ``veyru/<ts>/veyru.jsonl is not a run log (empty)`` for an empty log no process
+            holds (:meth:`RunFolder.empty_log_refused`: the run list's note for it).
     """
     no_log = HTTPException(404, {"message": f"no run {run_id}: it has no event log"})
     try:
@@ -130,6 +132,9 @@ def run_folder(runs_dir: str, run_id: str, queued: bool = False) -> RunFolder:
         raise HTTPException(404, {"field": "run_id", "message": str(exc)}) from None
     except StorageError as exc:
         raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc
+    refused = folder.empty_log_refused() if stamp is not None and stamp[0] == 0 else None
+    if refused is not None:  # no process about to write it: no run's log, as the list skips it
+        raise HTTPException(404, {"message": refused})
     if stamp is None and not (queued and folder.exists(CONFIG)):
         raise no_log
     return folder
