@@ -165,11 +165,11 @@ def read_run_view(
     if state == "folder":
         raise DeriveError(f"{folder.log_url} is a folder, not an event log", 66)
     if state == "empty":
-        raise DeriveError(f"{folder.log_url} is empty: the run logged no event", 66)
+        raise DeriveError(folder.not_a_run_log("empty"), 66)  # every reader's words
     view = RunView.of(read_events(folder.log_url))
     events, started = view.events, view.started
     if started is None:
-        raise DeriveError(f"{folder.log_url} has no simulation_started event", 66)
+        raise DeriveError(folder.not_a_run_log("no simulation_started event"), 66)
     if started.scenario_name != scenario:
         raise DeriveError(f"{folder.url} is a {started.scenario_name} run, not {scenario}")
     for event in events:

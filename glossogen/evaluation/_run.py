@@ -233,6 +233,22 @@ def _missing_log(folder: RunFolder, scenario: str) -> EvaluationError:
     )
 
 
+def damaged(folder: RunFolder, line: str) -> EvaluationError:
+    """Refuse a damaged run (66) in the line every surface says of it.
+
+    A run folder placed in a runs directory (``<runs_dir>/<scenario>/<unix_ts>``) has its file
+    named by its path within it (``veyru/1796446580/veyru.jsonl is not a run log (empty)``),
+    as the listings' notes, ``evaluate --runs-dir`` and MCP's ``evaluate_run`` name it, however
+    its folder was typed; a folder stored anywhere else (``x/run-fresh``) by its path.
+    """
+    try:
+        placed = RunFolder.at(folder.url).run_id == folder.run_id
+    except ValueError:
+        placed = False
+    said = folder.within_runs_dir(line) if placed else line
+    return EvaluationError(said, int(exit_codes.UNREADABLE))
+
+
 def scenario_instance(cls: type[Scenario], config: dict[str, Any]) -> tuple[Scenario, bool]:
     """Build the scenario from the recorded knobs; fall back to its defaults (False) if invalid."""
     try:
@@ -295,9 +311,7 @@ def read_log(folder: RunFolder) -> bytes:
         return folder.log_bytes()
     except (FileNotFoundError, IsADirectoryError):
         if folder.log_state() == "folder":
-            raise EvaluationError(
-                f"{folder.log_url} is a folder, not an event log", int(exit_codes.UNREADABLE)
-            ) from None
+            raise damaged(folder, f"{folder.log_url} is a folder, not an event log") from None
         raise _missing_log(folder, folder.scenario) from None
     except (StorageError, OSError) as exc:
         raise EvaluationError(
@@ -346,7 +360,7 @@ def _check_labels(folder: RunFolder) -> None:
     try:
         folder.read_object(LABELS)
     except ValueError as exc:
-        raise EvaluationError(str(exc), int(exit_codes.UNREADABLE)) from None
+        raise damaged(folder, str(exc)) from None
 
 
 def load_run(
@@ -372,9 +386,11 @@ def load_run(
 
     Raises:
         EvaluationError: 66 when the log cannot be read or holds no readable
-            ``simulation_started`` (empty, or only damaged lines: not a run log), or the
+            ``simulation_started`` (empty, or only damaged lines: ``... is not a run log
+            (empty)``; an empty one a live writer is about to begin is no log yet), or the
             folder's ``labels.json`` cannot be read (not UTF-8 text, not a JSON object: as
-            every cohort surface counts the run unreadable); 65 when it
+            every cohort surface counts the run unreadable), each file named as
+            :func:`damaged` names it; 65 when it
             names another scenario or the scenario is not installed.
     """
     if isinstance(run_dir, RunFolder):
@@ -392,13 +408,11 @@ def load_run(
         raise EvaluationError(str(exc)) from None
     view = RunView.of(read_for_metrics(log.data, None if reads is None else FACTS | reads))
     started = view.started
-    if started is None:
-        what = (
-            "is empty"
-            if folder.log_state() == "empty"
-            else ("has no readable simulation_started event")
-        )
-        raise EvaluationError(f"{folder.log_url} {what}: not a run log", int(exit_codes.UNREADABLE))
+    if started is None:  # an empty log a live writer is about to begin: as no log yet
+        if folder.unbegun():
+            raise _missing_log(folder, scenario)
+        why = "empty" if folder.log_state() == "empty" else "no simulation_started event"
+        raise damaged(folder, folder.not_a_run_log(why))
     recorded = started.scenario_name
     if recorded != scenario:
         raise EvaluationError(f"{folder.url} holds a {recorded!r} run, not {scenario!r}")

@@ -186,7 +186,8 @@ def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     unread); every folder file is read as otherwise, so the same runs are refused, alike.
 
     Raises:
-        FileNotFoundError: if the run has no event log.
+        FileNotFoundError: if the run has no event log, or an empty one its live writer is
+            about to begin (:meth:`~glossogen.storage.RunFolder.unbegun`: a queued run).
         ValueError: if the log is not a run's (:class:`NotARunLog`), or ``config.json``,
             ``labels.json``, ``lineage.json`` or a report is not a JSON object (naming it).
         StorageError: if the storage is unreachable.
@@ -197,8 +198,10 @@ def load_folder(folder: RunFolder, head_only: bool = False) -> RunRecord:
     except (IsADirectoryError, NotADirectoryError):
         raise NotARunLog(f"{folder.log_url} is a folder, not an event log") from None
     if facts.started is None:
+        if folder.unbegun():  # empty while its live writer is about to begin it: as no log
+            raise FileNotFoundError(folder.log_url)
         reason = "no simulation_started event" if folder.has_log() else "empty"
-        raise NotARunLog(f"{folder.log_url} is not a run log ({reason})")
+        raise NotARunLog(folder.not_a_run_log(reason))
     if not head_only and (facts.ended_status is None or facts.ended_status in RESUMABLE):
         # liveness decides (a head alone leaves the status unread)
         facts.status = live_status(facts.ended_status, folder.is_locked())
@@ -251,7 +254,10 @@ def claimed_knobs(
 
 
 def queued_run(folder: RunFolder) -> RunRecord | None:
-    """The record of a claimed folder whose log holds no event yet (``queued``), else None.
+    """The record of a claimed folder whose player has not begun its log (``queued``), else None.
+
+    Not begun is :meth:`~glossogen.storage.RunFolder.unbegun`: no log yet, or an empty one a
+    live process is about to write; an empty log no process holds is no run's (not queued).
 
     Read from the claim's JSON files alone (``config.json``, ``labels.json``): there is no log,
     so its facts are empty. :func:`select_runs` never loads one by default (an export has
@@ -261,7 +267,7 @@ def queued_run(folder: RunFolder) -> RunRecord | None:
         ValueError: ``config.json`` or ``labels.json`` is not valid JSON.
         StorageError: the storage is unreachable.
     """
-    if folder.log_state() not in ("missing", "empty"):
+    if not folder.unbegun():
         return None
     claimed = claimed_knobs(folder)
     if claimed is None:

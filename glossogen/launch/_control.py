@@ -161,6 +161,15 @@ class StopRequest(BaseModel):
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
 
+    @property
+    def named(self) -> str:
+        """The run as the request names it: its id, else the folder as typed (``/tmp/runs/abc``).
+
+        What a refusal of a run that is not there names (``run ids that no longer resolve:
+        /tmp/runs/abc``), never the id read from the folder's last two parts (``runs/abc``).
+        """
+        return self.run_id if self.run_id is not None else self.run_dir
+
 
 def stop_folder(request: StopRequest) -> RunFolder:
     r"""The folder of the run ``request`` names: the one check of a run to stop, every surface.
@@ -185,7 +194,7 @@ def stop_folder(request: StopRequest) -> RunFolder:
             folder = dataclasses.replace(folder, url=request.run_dir)
         local = folder.local_path("")
         if local is not None and not os.path.exists(local):
-            raise RunIdRefused.no_run(folder.run_id)
+            raise RunIdRefused.no_run(request.named)
     except RunIdRefused as exc:
         raise StopError(str(exc), exc.exit_code, exc.refusal) from None
     return folder
@@ -198,7 +207,7 @@ def stop_run(request: StopRequest) -> Stopping:
         StopError: as :func:`stop_folder` refuses the run; a begun run under
             ``mode="cancel"`` (65); else see :func:`stop_run_folder`.
     """
-    return stop_run_folder(stop_folder(request), request.mode)
+    return stop_run_folder(stop_folder(request), request.mode, request.named)
 
 
 @dataclass(frozen=True)
@@ -225,8 +234,13 @@ class Stopping:
         return f"{self.message}; resume it with {resume}" if self.resume_from else self.message
 
 
-def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop") -> Stopping:
+def stop_run_folder(
+    folder: RunFolder, mode: Literal["stop", "cancel"] = "stop", named: str | None = None
+) -> Stopping:
     """Stop the run in ``folder``: it ends ``interrupted`` (resumable), or, queued, never starts.
+
+    ``named``: the run as its caller named it (:attr:`StopRequest.named`), which a refusal of a
+    folder that holds no run names; default its run id.
 
     - A run a worker plays from a deployment (``flow_run.json`` names its flow run, not ended)
       is cancelled through Prefect: the flow run goes ``Cancelling``, its worker stops the
@@ -239,10 +253,12 @@ def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop")
       ``interrupted`` and exits.
 
     Raises:
-        StopError: 66 when the folder has no log and is no claim; 65 when no live process
-            writes it (nothing to stop), the folder is remote (its lock records no pid here),
-            or, under ``mode="cancel"``, its log has begun; 69 when its flow run's Prefect
-            server cannot be reached (or none is configured).
+        StopError: 66 when the folder has no log and is no claim, or its log is empty and no
+            process holds it (:meth:`RunFolder.empty_log_refused`: no run's log, in the run
+            list's words: ``veyru/<ts>/veyru.jsonl is not a run log (empty)``); 65 when no live
+            process writes it (nothing to stop), the folder is remote (its lock records no pid
+            here), or, under ``mode="cancel"``, its log has begun; 69 when its flow run's
+            Prefect server cannot be reached (or none is configured).
     """
     path = folder.local_path(LOCK_NAME)
     if path is None:  # asked first: a remote folder is not read (no credentials needed)
@@ -250,6 +266,9 @@ def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop")
     local = folder.local_path("")
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StopError(f"{folder.url} is a file, not a run folder", 66)
+    refused = folder.empty_log_refused()  # killed before its first event, or truncated
+    if refused is not None:
+        raise StopError(refused, int(exit_codes.UNREADABLE))
     begun = folder.has_log()
     if begun and mode == "cancel":
         raise StopError(
@@ -263,7 +282,7 @@ def stop_run_folder(folder: RunFolder, mode: Literal["stop", "cancel"] = "stop")
         if stopping is not None:
             return stopping
     if not begun and not folder.is_locked():
-        return _cancel_claim(folder)
+        return _cancel_claim(folder, named or folder.run_id)
     if not folder.is_locked():  # a player that holds the lock, its log not begun: signalled
         raise StopError(f"run {folder.run_id} has no live writer: nothing to stop", 65)
     # The launched process while it lives, holding the lock or not yet: between its flock and
@@ -312,14 +331,17 @@ def _recorded_flow_run(folder: RunFolder) -> UUID | None:
         return None  # no record to go by: the lock decides
 
 
-def _cancel_claim(folder: RunFolder) -> Stopping:
-    """Remove a claimed folder whose log never began and which no process holds."""
+def _cancel_claim(folder: RunFolder, named: str) -> Stopping:
+    """Remove a claimed folder whose log never began and which no process holds.
+
+    A folder that is no claim is no run: refused naming it as its caller did (``named``).
+    """
     try:
         claimed = folder.read_object(CONFIG) is not None
     except ValueError:
         claimed = False
     if not claimed:
-        raise StopError(no_run_line([folder.run_id]), int(exit_codes.UNREADABLE))
+        raise StopError(no_run_line([named]), int(exit_codes.UNREADABLE))
     if not folder.discard_unstarted((*_UNSTARTED, folder.stdout_log_name)):
         raise StopError(
             f"run {folder.run_id} has not begun its log and no process holds it, but its folder "

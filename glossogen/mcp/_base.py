@@ -164,11 +164,16 @@ class ToolBase:
         The id is read by the one resolver (:func:`~glossogen.storage.resolve_run_id`): a
         malformed id and a well-shaped one that names no run folder are refused in the words
         of ``stop_run`` and the export (``run_id 'x': not a run id (...)``, ``run ids that no
-        longer resolve: ...``). With ``unstarted``, a claimed folder (its ``config.json``
-        written) whose log has not begun is returned too.
+        longer resolve: ...``). A folder whose log is empty and which no process holds is no
+        run's, refused in the listings' words (:meth:`RunFolder.empty_log_refused`). With
+        ``unstarted``, a claimed folder (its ``config.json`` written) whose log has not begun
+        (:meth:`RunFolder.unbegun`) is returned too.
         """
         try:
             folder = self.store.open_run(run_id, field)
+            refused = folder.empty_log_refused()
+            if refused is not None:
+                raise ToolError(refused)
             if not folder.has_log() and not folder.exists(CONFIG):  # as stop_run says it
                 raise RunIdRefused.no_run(run_id)
         except RunIdRefused as exc:

@@ -126,7 +126,10 @@ def run_folder(request: Request) -> RunFolder:
             run id (...)``), an id under which no run is (no folder, or one with neither a log
             nor a claim: ``run ids that no longer resolve: veyru/1``), both the resolver's
             lines, as the CLI and MCP say them; a claimed folder whose log has not begun, as
-            MCP says it (:func:`~glossogen.export.not_begun_line`).
+            MCP says it (:func:`~glossogen.export.not_begun_line`), as is an empty log a live
+            process holds (:meth:`RunFolder.unbegun`); an empty log no process holds: ``veyru/
+            <ts>/veyru.jsonl is not a run log (empty)`` (:meth:`RunFolder.empty_log_refused`:
+            the run list's note for it).
     """
     from glossogen.export import not_begun_line
 
@@ -136,11 +139,15 @@ def run_folder(request: Request) -> RunFolder:
     except RunIdRefused as exc:
         raise refused_run_id(exc) from None
     try:
-        if folder.log_stamp() is not None:
-            return folder
-        claimed = folder.exists(CONFIG)
+        stamp = folder.log_stamp()
+        refused = folder.empty_log_refused() if stamp is not None and stamp[0] == 0 else None
+        claimed = stamp is not None or folder.exists(CONFIG)
     except StorageError as exc:
         raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc
+    if refused is not None:  # no process about to write it: no run's log, as the list skips it
+        raise HTTPException(404, {"field": "run_id", "message": refused})
+    if stamp is not None:
+        return folder
     if not claimed:  # neither a log nor a claim: as the CLI and MCP say it
         raise refused_run_id(RunIdRefused.no_run(run_id))
     raise HTTPException(404, {"field": "run_id", "message": not_begun_line(run_id)})

@@ -40,6 +40,7 @@ from glossogen.export import (
     RunRecord,
     RunsDirError,
     SelectionError,
+    not_begun_line,
     select_runs,
     served_line,
 )
@@ -295,9 +296,12 @@ def run(request: Request, folder: Annotated[RunFolder, Depends(run_folder)]) -> 
     except (FileNotFoundError, StorageError) as exc:
         said = within_runs_dir(folder, str(exc))
         raise HTTPException(404, {"message": f"no run {folder.run_id}: {said}"}) from exc
-    if not view.is_run_log:
-        said = within_runs_dir(folder, folder.log_url)
-        raise HTTPException(404, {"message": f"{said} is not a run log"})
+    if not view.is_run_log:  # begun by no event yet (queued: as with no log), or no run's log
+        if folder.unbegun():
+            raise HTTPException(404, {"field": "run_id", "message": not_begun_line(folder.run_id)})
+        why = "no simulation_started event" if folder.has_log() else "empty"
+        said = within_runs_dir(folder, folder.not_a_run_log(why))
+        raise HTTPException(404, {"message": said})
     group = (view.started.group_slug if view.started else None) or DEFAULT_GROUP
     page = build_run_page(folder, view, group)
     try:  # runs derived from this one: every record's lineage, through the list's cache

@@ -12,8 +12,9 @@ Whether an unfinished run (or one that ended resumable) is ``running`` or not de
 writer or launched process, not its log, so that is asked again on every listing by
 RunView's own rule (:func:`~glossogen.eventlog.live_status`): a run being resumed reads
 ``running`` from the moment its launch returns, as its page does. A folder that was claimed
-(``config.json``) but whose log holds no event yet is listed ``queued`` (its player, a worker's
-flow run or a detached process, has not begun), read from its JSON files alone.
+(``config.json``) but whose log has not begun is listed ``queued`` (its player, a worker's
+flow run or a detached process, has not begun: no log yet, or an empty one it holds), read from
+its JSON files alone; an empty log no process holds is skipped with the export's note.
 """
 
 from __future__ import annotations
@@ -81,9 +82,11 @@ class RunCache:
     def load(self, store: RunStore, run_id: str, queued: bool = True) -> RunRecord:
         """The run's record, from the cache while its files are unchanged (``select_runs``' loader).
 
-        ``queued``: a claimed folder whose log is missing or empty is read as ``queued`` (the
-        run list's reading). Without it the folder is read as :func:`load_run` reads it (an
-        empty log is not a run log), as the analysis reads runs on every surface.
+        ``queued``: a claimed folder whose player has not begun its log (missing, or empty
+        while a live process is about to write it: :meth:`RunFolder.unbegun`) is read as
+        ``queued`` (the run list's reading). Otherwise the folder is read as :func:`load_run`
+        reads it (an empty log no process holds is not a run log), as the analysis reads runs
+        on every surface.
 
         Raises:
             FileNotFoundError: the run has no log (yet).
@@ -96,7 +99,7 @@ class RunCache:
         if folder is None:
             folder = self._folders.setdefault(key, store.open_run(run_id))
         stamp = tuple(folder.stamp(name) for name in read_files(folder.scenario))
-        if queued and (stamp[0] is None or stamp[0][0] == 0):
+        if queued and (stamp[0] is None or stamp[0][0] == 0) and folder.unbegun():
             claim = queued_run(folder)
             if claim is None:
                 raise FileNotFoundError(folder.log_url)

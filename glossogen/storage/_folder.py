@@ -252,6 +252,42 @@ class RunFolder:
                 return "folder"
             return "ok" if int(fs.size(path)) > 0 else "empty"
 
+    def unbegun(self) -> bool:
+        """True while the run's player has not begun its log: every reader's ``queued``.
+
+        No log yet (a claim whose flow run or process has not started), or an empty one a live
+        process holds (:meth:`is_locked`: its writer opened it and is about to write its first
+        event). An empty log no process holds (its player killed before its first event, a
+        file truncated) is no run's log: :meth:`empty_log_refused` words it.
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        state = self.log_state()
+        return state == "missing" or (state == "empty" and self.is_locked())
+
+    def not_a_run_log(self, why: str) -> str:
+        """``<log> is not a run log (<why>)``: every reader's line for a log no run's.
+
+        ``why``: ``empty``, or ``no simulation_started event``.
+        """
+        return f"{self.log_url} is not a run log ({why})"
+
+    def empty_log_refused(self) -> str | None:
+        """Why a read of the run is refused when its log is empty and nothing is about to write it.
+
+        The listings' note's words, the file by its path within the runs directory
+        (``veyru/1796446580/veyru.jsonl is not a run log (empty)``), for a reader that names
+        the run (its page, events, summary, MCP's reads, ``evaluate_run``, ``stop``). None when
+        the log holds a byte, is missing, or is :meth:`unbegun` (a live writer's first event).
+
+        Raises:
+            StorageError: if the storage is unreachable.
+        """
+        if self.log_state() != "empty" or self.is_locked():
+            return None
+        return self.within_runs_dir(self.not_a_run_log("empty"))
+
     def log_modified(self) -> float | None:
         """When the event log was last written (Unix seconds), or None when there is none.
 

@@ -75,8 +75,9 @@ def resolve_run_id(
         run_id: ``<scenario>/<run_dir_name>``, as sent.
         field: The request field that carried it (``run_id``, ``run_ids``, ``run_dir``,
             ``source_run_id``), which a malformed id's refusal names.
-        sent: What the refusal quotes when the user sent more than the id (``glossogen
-            stop``'s run folder, ``runs/veyru/abc``); default ``run_id``.
+        sent: What the refusal quotes or names when the user sent more than the id
+            (``glossogen stop``'s run folder, ``/tmp/runs/abc``: never ``runs/abc``, its last
+            two parts); default ``run_id``.
 
     Raises:
         RunIdRefused: ``malformed`` (:func:`~glossogen.storage.run_id_refused`), or
@@ -91,5 +92,5 @@ def resolve_run_id(
         raise RunIdRefused(run_id, "malformed", refused)
     scenario, _, name = run_id.partition("/")
     if not RunFolder.names_run(scenario, name):
-        raise RunIdRefused.no_run(run_id)
+        raise RunIdRefused.no_run(run_id if sent is None else sent)
     return RunFolder(run_id=run_id, url=join(runs_dir, scenario, name), timestamp=int(name))

@@ -171,7 +171,7 @@ def test_a_claimed_run_whose_log_never_began_is_cancelled_and_its_folder_removed
     again = _stop(folder.url, capsys)
     assert (again[0], again[2]) == (
         66,
-        f"glossogen: error: run ids that no longer resolve: {folder.run_id}\n",  # as export's
+        f"glossogen: error: run ids that no longer resolve: {folder.url}\n",  # as typed
     )
 
 
@@ -253,7 +253,7 @@ def test_a_stop_request_naming_no_run_folder_is_refused_as_usage(tmp_path: Path)
     assert said == [
         ("run_dir 'notes': not a run id (<scenario>/<run_dir_name>, relative to the runs "
          "directory)", 64),
-        (f"run ids that no longer resolve: {tmp_path.name}/notes", 66),
+        (f"run ids that no longer resolve: {tmp_path}/notes", 66),  # as typed (was <tmp>/notes)
     ]  # fmt: skip
 
 

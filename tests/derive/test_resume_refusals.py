@@ -95,7 +95,7 @@ def test_a_dry_run_of_a_resume_prints_the_recorded_limits(
         ("file", "'{path}' is a file, not a run folder"),
         ("named", "'{path}' holds veyru.jsonl but is not a run folder: its name must be the "
                   "run's unix timestamp (<runs-dir>/<scenario>/<unix_ts>)"),
-        ("empty-log", "{path}/veyru.jsonl is empty: the run logged no event"),
+        ("empty-log", "{path}/veyru.jsonl is not a run log (empty)"),  # every reader's words
         ("log-folder", "{path}/veyru.jsonl is a folder, not an event log"),
     ],
 )  # fmt: skip

@@ -269,12 +269,13 @@ def test_an_empty_or_garbage_log_exits_66(
     log = run_dir / "veyru.jsonl"
     log.write_text("")
     assert _cli("veyru", "--run-dir", str(run_dir)) == 66
-    assert capsys.readouterr().err == f"glossogen: error: {log} is empty: not a run log\n"
+    # The export's words, the file within the runs directory the folder sits in, as MCP's
+    # evaluate_run and the listings say it (was: <abs path> is empty: not a run log).
+    said = "glossogen: error: veyru/1/veyru.jsonl is not a run log"
+    assert capsys.readouterr().err == f"{said} (empty)\n"
     log.write_text("garbage\n{not json\n")
     assert _cli("veyru", "--run-dir", str(run_dir)) == 66
-    assert capsys.readouterr().err == (
-        f"glossogen: error: {log} has no readable simulation_started event: not a run log\n"
-    )
+    assert capsys.readouterr().err == f"{said} (no simulation_started event)\n"
     assert sorted(p.name for p in run_dir.iterdir()) == ["veyru.jsonl"]
 
 

@@ -317,11 +317,11 @@ def test_glossogen_stop_refuses_a_run_with_no_live_writer(
     )
     assert _stop(tmp_path / "veyru" / "1", capsys) == (
         66,
-        "glossogen: error: run ids that no longer resolve: veyru/1\n",  # as export's
+        f"glossogen: error: run ids that no longer resolve: {tmp_path}/veyru/1\n",  # as typed
     )
     assert _stop(tmp_path / "loose", capsys) == (  # no timestamp: no run (was 64, "not a
         66,  # run folder"), as the export refuses --run-id <scenario>/loose
-        f"glossogen: error: run ids that no longer resolve: {tmp_path.name}/loose\n",
+        f"glossogen: error: run ids that no longer resolve: {tmp_path}/loose\n",  # as typed
     )
 
 

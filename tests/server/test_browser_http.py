@@ -3,6 +3,7 @@ resume, Stop, scenario pages, the 404 rules and the token rule (a real ``glossog
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -345,9 +346,12 @@ def test_claimed_runs_not_begun_are_listed_queued_and_rows_per_page_is_a_choice(
         claim_unbegun(str(runs), ("round_count=4", "labels.arm=q"), now_unix=1_900_000_000 + i)
         for i in range(26)
     ]
-    (Path(claimed[0].url) / "veyru.jsonl").write_text("")  # its log created, still empty
+    # Its player has begun: its writer holds the folder, its log created, still empty.
+    writer = claimed[0].lock()
+    (Path(claimed[0].url) / "veyru.jsonl").write_text("")
     queued = [f.run_id for f in reversed(claimed)]  # newest first
-    with serving_here(str(runs)) as base:
+    with serving_here(str(runs)) as base, contextlib.ExitStack() as held:
+        held.callback(writer.release)
         every = httpx.get(base + "/", timeout=None)
         assert every.status_code == 200
         assert _rows(every.text) == [*queued, played.run_id]

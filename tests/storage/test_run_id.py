@@ -46,10 +46,11 @@ def test_a_bad_run_id_is_refused_with_its_fault_and_exit_code(
 
 
 def test_a_run_folder_typed_is_quoted_whole_and_refused_when_not_utf8_text() -> None:
-    """``glossogen stop``'s folder: the whole path quoted, a byte anywhere in it refused."""
+    """``glossogen stop``'s folder: the whole path quoted, a byte anywhere in it refused; a
+    folder that names no run named as typed (was its last two parts, ``x/notes``)."""
     with pytest.raises(RunIdRefused) as refused:
         resolve_run_id("", "veyru/1", "run_dir", sent="/tmp/r\udcff/veyru/1")
     assert str(refused.value) == "run_dir '/tmp/r\\udcff/veyru/1': not UTF-8 text"
     with pytest.raises(RunIdRefused) as refused:
         resolve_run_id("", "x/notes", "run_dir", sent="/tmp/x/notes")
-    assert str(refused.value) == "run ids that no longer resolve: x/notes"
+    assert str(refused.value) == "run ids that no longer resolve: /tmp/x/notes"

@@ -117,15 +117,16 @@ def test_a_run_whose_labels_are_not_utf8_is_unreadable_to_every_evaluation(
 ) -> None:
     """``evaluate --run-dir`` and ``evaluate_run`` scored a run whose ``labels.json`` is not
     UTF-8 (exit 0, a report written) where every cohort surface counts it unreadable: now one
-    line, exit 66 / a tool error (``evaluation.load_run``'s check), no report written; MCP
-    names the run's file within its runs directory, as ``evaluate_runs`` does."""
+    line, exit 66 / a tool error (``evaluation.load_run``'s check), no report written; each
+    names the run's file within its runs directory, as ``evaluate_runs`` does (the CLI named it
+    by its absolute path)."""
     runs = tmp_path / "runs"
     folder = play_run(str(runs), "veyru", rounds=2, now_unix=1_790_000_000)
     (Path(folder.url) / "labels.json").write_bytes(b'{"a": "\xff"}')
     if surface == "cli":
         answer = _cli(capsys, "evaluate", "veyru", "--run-dir", folder.url,
                       "--metrics", "round_success")  # fmt: skip
-        expected = Answer(True, LABELS_NOT_TEXT.format(where=f"{runs}/"), 66)
+        expected = Answer(True, LABELS_NOT_TEXT.format(where=""), 66)
     elif surface == "mcp":
         answer = _mcp(str(runs), "evaluate_run", run_id=folder.run_id,
                       metrics=["round_success"])[0]  # fmt: skip
