@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -219,15 +220,22 @@ def test_live_durations_never_run_ahead_and_a_killed_writer_reads_stopped(
         assert listing.inner_text(cell) == _format(said)
 
         page = browser.new_page(viewport=VIEWPORT)
-        page.clock.install()
+        # The page's clock stands still from before the page loads: an installed clock flows
+        # with real time, so the seconds a loaded machine spent between the page's first tick
+        # and run_for were counted too (h50split: 1s more shown than header + 5 under -n 2).
+        begin = datetime(2026, 1, 1, tzinfo=UTC)
+        page.clock.install(time=begin)
+        page.clock.pause_at(begin + timedelta(minutes=10))  # bound: a fake clock's, not a wait
         streams: list[str] = []
         page.on("request", lambda r: streams.append(r.url) if "/events" in r.url else None)
         page.goto(f"{base}/runs/{run.run_id}")
         assert page.inner_text("#status") == "running"
         played = RunView.load(f"{run.url}/veyru.jsonl").duration_seconds
         header = float(page.get_attribute("#duration", "data-live-seconds") or "nan")
+        assert page.inner_text("#duration") == _format(header)  # the server's, as it came
         page.clock.run_for(5_000)  # the header's duration counts on
         assert page.inner_text("#duration") == _format(header + 5)
+        page.clock.resume()  # the clock flows again: the page's reconnects are its timers
         held.kill()  # the writer dies: its lock goes with it, no simulation_ended is written
         held.wait()
         page.wait_for_function(
