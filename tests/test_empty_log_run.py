@@ -16,7 +16,7 @@ that run reads ``queued`` everywhere, exactly as a claim with no log does.
 
 Each surface is driven as its user drives it: ``glossogen`` in this process, the browser list
 served over HTTP by the command's own app, the page and REST routes over HTTP (``TestClient``),
-the MCP tools through the SDK's client (``tests/test_surfaces_agree.py``'s helpers).
+the MCP tools through the SDK's client (``tests/surfaces/drive.py``'s helpers).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from glossogen.server import create_app
 from glossogen.storage import RunFolder
 from tests.fixtures.played_runs import claim_unbegun, play_run
 from tests.server.serving import serving_here
+from tests.surfaces.drive import Answer, _cli, _mcp
 from tests.test_run_ids_resolve_alike import _rest
-from tests.test_surfaces_agree import Answer, _cli, _mcp
 
 PLAYED = 1_790_000_000
 """The timestamp of the healthy run beside the damaged one."""
@@ -83,9 +83,9 @@ NAMED: dict[str, Answer] = {
     "cli-evaluate": Answer(True, LINE, 66),
     "cli-evaluate-run-id": Answer(True, f"runs that cannot be read: {RUN_ID}: {LINE}", 66),
     "rest-page": Answer(True, LINE, 404),
-    "rest-events": Answer(True, LINE, 404),
-    "rest-summary": Answer(True, LINE, 404),
-    "rest-stop": Answer(True, LINE, 404),
+    "rest-events": Answer(True, f"run_id: {LINE}", 404),
+    "rest-summary": Answer(True, f"run_id: {LINE}", 404),
+    "rest-stop": Answer(True, f"run_id: {LINE}", 404),
     "mcp-get_run": Answer(True, LINE, "tool error"),
     "mcp-read_run_events": Answer(True, LINE, "tool error"),
     "mcp-get_agent_transcript": Answer(True, LINE, "tool error"),
@@ -93,7 +93,8 @@ NAMED: dict[str, Answer] = {
     "mcp-stop_run": Answer(True, LINE, "tool error"),
 }
 """Every read that names the run, and its answer: refused in the note's line, the file within
-the runs directory (``evaluate --run-dir`` and ``stop`` are given the folder's absolute path)."""
+the runs directory (``evaluate --run-dir`` and ``stop`` are given the folder's absolute path);
+REST's JSON names the field, ``run_id``, as its every run route's 404 does."""
 
 
 def named_through(
@@ -187,7 +188,9 @@ def test_a_run_whose_log_is_empty_is_skipped_with_one_note_by_every_listing(
 
 UNBEGUN: dict[str, Callable[[str], Answer]] = {
     "cli-evaluate": lambda url: Answer(True, f"no event log veyru.jsonl in {url}", 66),
-    "rest-page": lambda _: Answer(True, f"no run {RUN_ID}: it has no event log", 404),
+    "rest-page": lambda _: Answer(
+        True, f"run '{RUN_ID}' has no event log in the server's runs directory", 404
+    ),
     "mcp-get_run": lambda _: Answer(False, "", "ok"),
     "mcp-read_run_events": lambda _: Answer(
         True, f"run '{RUN_ID}' has no event log in the server's runs directory", "tool error"

@@ -10,7 +10,7 @@ another group was ``no run ... in group 'lab'`` where the export's routes count 
 that no longer resolves. The analysis routes built their selection by hand; now they answer
 through ``analysis.answer``/``fields`` with the group, as the CLI and MCP do without one.
 
-Each surface is driven as its user drives it (``tests/test_surfaces_agree.py``'s helpers): the
+Each surface is driven as its user drives it (``tests/surfaces/drive.py``'s helpers): the
 CLI in this process, the FastAPI app over HTTP, the MCP tools through the SDK's client.
 """
 
@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 from glossogen.analysis import Query, answer
 from glossogen.server import create_app
 from tests.fixtures.played_runs import claim_unbegun, play_run
-from tests.test_surfaces_agree import Answer, _cli, _mcp
+from tests.surfaces.drive import Answer, _cli, _mcp
 
 LAUNCH = 1_796_446_580
 """The played run's launch second: its id is ``veyru/1796446580``."""
