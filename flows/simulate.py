@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import signal
 import time
@@ -102,6 +103,71 @@ async def resume(
     await record_own_flow_run(point.folder)
     session = await reopen_run(config, point)
     return await stop_cancels(play_rounds(config, point.folder, session), point.folder)
+
+
+class RunStarts:
+    """The runs of this process still starting, and the rounds held while they do.
+
+    A sweep plays its in-process runs as tasks of one event loop. A run's start (its flow run
+    created on the Prefect API, its folder claimed, its session opened) is hundreds of awaits,
+    and each waits one turn of the loop, in which every run already playing takes its own step:
+    with three scripted runs playing flat out, the fourth started about a minute after the
+    others on 2 loaded cores (the sweep's SIGTERM test: logs at 15, 20, 39 and 76 s). So a run
+    is marked starting from its launch (:meth:`starting`) until it plays its first round
+    (:meth:`started`), and a playing run waits before each round until no run is starting
+    (:meth:`quiet`): every start runs alone, and then all play.
+    """
+
+    def __init__(self) -> None:
+        """No run starting."""
+        self._starting: set[object] = set()
+        self._quiet: list[asyncio.Future[None]] = []
+        self.holding = 0
+        """How many runs hold their next round now, waiting for the starts to end."""
+        self._mine: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+            "run_start", default=None
+        )
+
+    @contextmanager
+    def starting(self) -> Iterator[None]:
+        """Mark the run launched in this context starting, until it plays or this ends."""
+        start = object()
+        self._starting.add(start)
+        token = self._mine.set(start)
+        try:
+            yield
+        finally:
+            self._mine.reset(token)
+            self._done(start)
+
+    def started(self) -> None:
+        """The run of this context has started (no-op for a run no launch marked)."""
+        start = self._mine.get()
+        if start is not None:
+            self._done(start)
+
+    def _done(self, start: object) -> None:
+        self._starting.discard(start)
+        if not self._starting:
+            quiet, self._quiet = self._quiet, []
+            for fut in quiet:
+                if not fut.done():
+                    fut.set_result(None)
+
+    async def quiet(self) -> None:
+        """Return once no run of this process is starting."""
+        while self._starting:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._quiet.append(fut)
+            self.holding += 1
+            try:
+                await fut
+            finally:
+                self.holding -= 1
+
+
+RUN_STARTS = RunStarts()
+"""The starts of this process's runs (:class:`RunStarts`)."""
 
 
 INTERRUPTED_PUBLISH_SECONDS = 10.0
@@ -275,6 +341,7 @@ async def _play_rounds(
     timeout = config.limits.run_timeout_seconds
     # The limit is the run's: the seconds earlier processes played it count against it.
     deadline = None if timeout is None else clock() + timeout - session.earlier_seconds
+    RUN_STARTS.started()
     try:
         answer_a_stop(folder)
         first = session.first_round
@@ -283,6 +350,7 @@ async def _play_rounds(
             first += 1
         last = config.knobs.round_count
         for round_number in range(first, last + 1):
+            await RUN_STARTS.quiet()  # a run starting in this process goes first
             answer_a_stop(folder)
             if session.spend_capped:  # a resumed run whose logged spend reached the cap
                 status, error = "incomplete", session.spend_cap_reason(round_number - 1, last)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from prefect import flow
 from prefect.exceptions import TerminationSignal
 
-from flows.simulate import resume, simulate
+from flows.simulate import RUN_STARTS, resume, simulate
 from glossogen.sweep import (
     Launch,
     RunRecord,
@@ -54,6 +54,8 @@ async def play_in_process(
     """Play the trial in this process as a ``simulate`` subflow of its planned config.
 
     An interrupted run (``launch.resume_url``) continues in place as a ``resume`` subflow.
+    The run is marked starting until it plays its first round (``RUN_STARTS``): the runs
+    already playing in this process hold their next round meanwhile.
     Given the sweep's id and epoch, a run the Prefect API refused to start
     (:func:`tasks.sweep.refused_before_start`) is launched again, up to
     :data:`LAUNCH_ATTEMPTS` times, after a jittered exponential wait (tenacity; 1 to 20 s).
@@ -76,7 +78,7 @@ async def play_in_process(
         wait=wait_random_exponential(multiplier=1, max=20),
         reraise=True,
     ):
-        with attempt:
+        with attempt, RUN_STARTS.starting():  # the runs playing here hold their rounds
             if launch.resume_url is None:
                 result = await simulate(launch.config, runs_dir=launch.request.runs_dir)
             else:

@@ -8,26 +8,34 @@ from pathlib import Path
 
 from flows.simulate import play_rounds
 from glossogen.eventlog import read_events
-from glossogen.launch import RunRequest, claim_run, open_session, plan_run
+from glossogen.launch import RunConfig, RunRequest, RunSession, claim_run, open_session, plan_run
+from glossogen.storage import RunFolder
 
 
 def _clock(readings: list[float]) -> Iterator[float]:
     yield from readings
 
 
-def _play(tmp_path: Path, timeout: float | None, readings: list[float]) -> tuple:
+def scripted_session(
+    tmp_path: Path, rounds: int, timeout: float | None = None
+) -> tuple[RunConfig, RunFolder, RunSession]:
+    """A scripted prisoners_dilemma run of ``rounds`` rounds, planned, claimed and opened."""
     request = RunRequest(
         scenario="prisoners_dilemma",
         model="scripted",
         provider="scripted",
         runs_dir=str(tmp_path),
         config="knobs_default",
-        overrides=["round_count=4", "postmortem_enabled=false"],
+        overrides=[f"round_count={rounds}", "postmortem_enabled=false"],
         run_timeout_seconds=timeout,
     )
     plan = plan_run(request)
     claimed = claim_run(plan, request.runs_dir)
-    session = open_session(plan, claimed)
+    return plan, claimed, open_session(plan, claimed)
+
+
+def _play(tmp_path: Path, timeout: float | None, readings: list[float]) -> tuple:
+    plan, claimed, session = scripted_session(tmp_path, 4, timeout)
     ticks = _clock(readings)
     result = asyncio.run(play_rounds(plan, claimed, session, clock=lambda: next(ticks)))
     return result, read_events(claimed.log_url).events

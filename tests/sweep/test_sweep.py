@@ -21,8 +21,10 @@ from prefect.client.schemas.filters import (
 
 from glossogen.cli import main
 from glossogen.eventlog import read_events
+from tests.fixtures.model_stubs import StubModelServer
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import reaped, the_server_of
+from tests.sweep.conftest import HELD_MODEL
 from tests.sweep.test_spec import ISSUE_SPEC
 
 
@@ -222,19 +224,24 @@ def test_qualification_plays_one_short_run_first_and_keeps_the_users_budgets(
 
 @pytest.mark.parametrize("server", ["configured", "temporary"])
 def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
-    prefect_api: str, tmp_path: Path, server: str, fresh_prefect_home: Path
+    prefect_api: str,
+    tmp_path: Path,
+    server: str,
+    fresh_prefect_home: Path,
+    slow_players: StubModelServer,
 ) -> None:
     """Ctrl-C reaches the whole process group, as a terminal sends it.
 
     ``temporary``: no ``PREFECT_API_URL``, so the sweep starts its own server (in a session
-    of its own, which the Ctrl-C must not reach).
+    of its own, which the Ctrl-C must not reach). The runs' seats wait on the stub's held
+    answers (``slow_players``): mid-game, they wait on I/O instead of burning CPU.
     """
     env = os.environ.copy()
     if server == "temporary":  # its own home: a temporary server of another test never shares it
         env.pop("PREFECT_API_URL")
         env["PREFECT_HOME"] = str(fresh_prefect_home)
     (tmp_path / "long.yaml").write_text(
-        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n"
+        f"scenario: prisoners_dilemma\nmodel: {HELD_MODEL}\nprovider: self-hosted\n"
         "knobs: {round_count: 1000, postmortem_enabled: false}\ntrials: 3\n"
     )
     process = subprocess.Popen(
@@ -279,12 +286,13 @@ def test_ctrl_c_exits_130_and_every_run_ends_interrupted_with_its_verdicts(
 
 
 def _long_sweep(tmp_path: Path, home: Path, knobs: str) -> subprocess.Popen[str]:
-    """``glossogen sweep`` of scripted prisoners_dilemma runs, on its own temporary server."""
+    """``glossogen sweep`` of prisoners_dilemma runs on its own temporary server, their seats
+    played by the stub's held answers (the caller takes ``slow_players``)."""
     env = os.environ.copy()
     env.pop("PREFECT_API_URL", None)
     env["PREFECT_HOME"] = str(home)  # its own database, shared with no test
     (tmp_path / "long.yaml").write_text(
-        "scenario: prisoners_dilemma\nmodel: scripted\nprovider: scripted\n" + knobs
+        f"scenario: prisoners_dilemma\nmodel: {HELD_MODEL}\nprovider: self-hosted\n" + knobs
     )
     return subprocess.Popen(
         [sys.executable, "-m", "glossogen", "sweep", "long.yaml", "--max-turns", "100000"],
@@ -294,7 +302,7 @@ def _long_sweep(tmp_path: Path, home: Path, knobs: str) -> subprocess.Popen[str]
 
 
 def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
-    tmp_path: Path, fresh_prefect_home: Path
+    tmp_path: Path, fresh_prefect_home: Path, slow_players: StubModelServer
 ) -> None:
     """``timeout`` or ``kill`` sends SIGTERM to the sweep's process alone: with no
     ``PREFECT_API_URL`` the sweep started a Prefect server in a session of its own, which the
@@ -327,7 +335,7 @@ def test_a_sigterm_stops_the_temporary_server_the_sweep_started(
 
 
 def test_a_sigterm_ends_a_sweep_of_several_runs_in_flight_like_ctrl_c(
-    tmp_path: Path, fresh_prefect_home: Path
+    tmp_path: Path, fresh_prefect_home: Path, slow_players: StubModelServer
 ) -> None:
     """Four long runs in flight at once (issue 34): one SIGTERM seals every run ``interrupted``,
     stops the temporary server and ends the sweep by the signal (was: each run's subflow put
