@@ -68,6 +68,7 @@ from glossogen.eventlog._reader import (
 )
 from glossogen.eventlog._tape import Tape, TapeCall, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
+from glossogen.eventlog._usage import USAGE_TYPES, CallUsage, call_usage
 from glossogen.eventlog._view import (
     QUEUED,
     RESUMABLE,
@@ -114,6 +115,9 @@ __all__ = [
     "LEGACY_SCHEMA_VERSION",
     "LegacyUpcaster",
     "is_legacy",
+    "USAGE_TYPES",
+    "CallUsage",
+    "call_usage",
     "AgentHistoryAppended",
     "RoundCompleted",
     "RunResumed",

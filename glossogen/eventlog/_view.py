@@ -65,6 +65,7 @@ from glossogen.eventlog._events import (
 from glossogen.eventlog._reader import EventLogRead, read_events
 from glossogen.eventlog._tape import Tape, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
+from glossogen.eventlog._usage import CallUsage, copied_usage, with_usage
 
 if TYPE_CHECKING:
     from glossogen.eventlog._books import BrokenRule
@@ -151,7 +152,7 @@ class SeatSpend(Tokens):
     usage_unread: int = 0
     """Answered calls whose usage could not be read: their cost is unknown (null)."""
 
-    def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
+    def add(self, event: LlmResponseReceived | CallUsage | ModelRequestAbandoned) -> None:
         """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
         cost = event.cost_usd
         self.cost_usd = _add(self.cost_usd, cost)
@@ -196,14 +197,14 @@ class Spend:
     known_cost_usd: float = 0.0
     """USD of the calls whose cost is known: the total's lower bound when it is unknown."""
 
-    def count(self, event: Event) -> None:
+    def count(self, event: Event | CallUsage) -> None:
         """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
         if type(event) not in _PRICED_TYPES:
             return
-        cost = event.cost_usd  # type: ignore[attr-defined]  # every priced class has one
+        cost = event.cost_usd  # type: ignore[union-attr]  # every priced class has one
         if cost is not None:
             self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
-        if type(event) is LlmResponseReceived:
+        if type(event) is LlmResponseReceived or type(event) is CallUsage:
             seat = self.agents.get(event.agent_id)  # not setdefault: no seat built per call
             if seat is None:
                 seat = self.agents[event.agent_id] = SeatSpend(event.agent_id)
@@ -258,12 +259,15 @@ class Spend:
 
 _add = add_usd
 _PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
-PricedEvent = LlmResponseReceived | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
-_PRICED_TYPES: frozenset[type[Event]] = frozenset(_PRICED)
-"""The priced classes, all final: ``type(event) in`` it is ``isinstance(event, _PRICED)``."""
+PricedEvent = (
+    LlmResponseReceived | CallUsage | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
+)
+_PRICED_TYPES: frozenset[type] = frozenset((*_PRICED, CallUsage))
+"""The priced classes, all final, and a call read for its usage alone: ``type(event) in`` it is
+``isinstance(event, _PRICED)`` for an event."""
 
 
-def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:
+def _unread(event: LlmResponseReceived | CallUsage | ModelRequestAbandoned | JudgeCalled) -> bool:
     """An answered call logged with no cost and no token: its usage was not read."""
     return event.cost_usd is None and not (event.input_tokens or event.output_tokens)
 
@@ -321,6 +325,8 @@ class RunView:
                 len(events.events),
             )
             inherited = frozenset(e.event_id for e in events.events[1:first_own])
+            if events.usage:  # the copied calls read for their usage alone
+                inherited |= copied_usage(events, first_own)
         return cls(events, live, started, kept + pending, inherited, len(pending))
 
     @classmethod
@@ -562,9 +568,11 @@ class RunView:
     def priced(self) -> list[PricedEvent]:
         """Every priced event, superseded and copied ones included, in log order.
 
-        Model and judge calls and cut-off attempts; listed once per view, so the spend folds
-        read these, not the whole log.
+        Model and judge calls and cut-off attempts, and the calls read for their usage alone
+        (``read.usage``); listed once per view, so the spend folds read these, not the whole log.
         """
+        if self.read.usage:
+            return with_usage(self.read, _PRICED_TYPES)  # type: ignore[return-value]  # priced
         return [e for e in self.read.events if isinstance(e, _PRICED)]
 
     def _spend(self, inherited: bool) -> Spend:
@@ -576,12 +584,12 @@ class RunView:
         copied = self.inherited
         count = spend.count
         if copied:
-            for event in self.priced:
-                if (event.event_id in copied) == inherited:
-                    count(event)
+            for call in self.priced:
+                if (call.event_id in copied) == inherited:
+                    count(call)
         elif not inherited:  # a run that copied nothing paid for every call in its log
-            for event in self.priced:
-                count(event)
+            for call in self.priced:
+                count(call)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
             spend.recorded_total_usd = ended.total_cost_usd
