@@ -45,12 +45,16 @@ from tasks.evaluate import (
 )
 
 COHORT_CONCURRENCY = 4
-"""Batches of a cohort evaluated at once (their judge calls overlap; deterministic work does
-not)."""
+"""Batches of a cohort that calls a model evaluated at once (their judge and probe calls
+overlap; deterministic work does not)."""
 BATCH_RUNS = 250
-"""Most runs one task of a cohort evaluates (one after the other, each log read once): a
-1,000-run cohort is four task runs, one per concurrent batch (each task run costs the Prefect
-server its states and events; 100 made it ten)."""
+"""Most runs one task of a cohort that calls a model evaluates (one after the other, each log
+read once): a 1,000-run cohort is four task runs, one per concurrent batch (each task run costs
+the Prefect server its states and events; 100 made it ten)."""
+UNCALLED_BATCH_RUNS = 1000
+"""Most runs one task of a cohort that calls no model evaluates: its runs are scored one after
+the other however they are batched (deterministic work never gives the event loop away), so a
+batch per concurrent slot would only add task runs: a 1,000-run cohort is one task run."""
 
 
 @asynccontextmanager
@@ -69,14 +73,22 @@ async def _call_gate(needed: bool = True) -> AsyncIterator[None]:
         await current_gate().release_idle()  # slots kept for a next call go back at once
 
 
-def batches(runs: list[CohortRun], capped: bool) -> list[list[CohortRun]]:
+def batches(
+    runs: list[CohortRun], capped: bool, calls_models: bool = True
+) -> list[list[CohortRun]]:
     """Split a cohort's runs into the batches its tasks take, in order.
 
-    At least :data:`COHORT_CONCURRENCY` batches when there are that many runs, each of at most
-    :data:`BATCH_RUNS`; one run per batch under a spend cap with judged work (a run starts
-    only while its estimate fits the cap).
+    When the request may call a model: at least :data:`COHORT_CONCURRENCY` batches when there
+    are that many runs, each of at most :data:`BATCH_RUNS`; one run per batch under a spend cap
+    with judged work (a run starts only while its estimate fits the cap). When it calls none:
+    batches of :data:`UNCALLED_BATCH_RUNS`.
     """
-    size = 1 if capped else max(1, min(BATCH_RUNS, math.ceil(len(runs) / COHORT_CONCURRENCY)))
+    if capped:
+        size = 1
+    elif not calls_models:
+        size = UNCALLED_BATCH_RUNS
+    else:
+        size = max(1, min(BATCH_RUNS, math.ceil(len(runs) / COHORT_CONCURRENCY)))
     return [runs[i : i + size] for i in range(0, len(runs), size)]
 
 
@@ -356,7 +368,7 @@ async def _evaluate_cohort(cohort: CohortRequest) -> CohortEvaluation:
                 outcomes[outcome.run_id] = outcome
             result.unreadable.update(done.unreadable)
 
-    await asyncio.gather(*(one(b) for b in batches(chosen.runs, capped)))
+    await asyncio.gather(*(one(b) for b in batches(chosen.runs, capped, request.calls_models)))
     result.outcomes = [outcomes[r.run_id] for r in chosen.runs if r.run_id in outcomes]
     result.not_measured.sort()
     result.spent_usd = add_costs([o.cost_usd for o in result.outcomes])

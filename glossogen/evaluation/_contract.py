@@ -162,6 +162,11 @@ class Metric:
         reads: The ``event_type`` of every event the metric reads from ``run.events`` (or
             through ``run.view``) beyond what a loaded run describes (seats, rounds, verdicts,
             messages, the ending); None: every event. The log's other lines are not parsed.
+        usage: The ``event_type`` of the priced events the metric reads only the usage of
+            (tokens and cost), through the run's spend (``run.view.spend``,
+            ``spend_by_round``), never from ``run.events``: a model call's line is then not
+            built into an event (:mod:`glossogen.eventlog._usage`) unless another metric
+            scored with it reads the type whole.
     """
 
     name: str
@@ -179,6 +184,7 @@ class Metric:
         return self.scenarios is None or scenario in self.scenarios
 
     reads: tuple[str, ...] | None = None
+    usage: tuple[str, ...] = ()
 
     @property
     def event_types(self) -> frozenset[str] | None:

@@ -311,7 +311,7 @@ def plan_evaluation(
         judged = [m.name for m in requested if m.needs_judge]
         if judged:
             raise needs_a_judge(judged)
-    run = load_run(run_dir, scenario, log, reads_of(requested))
+    run = load_run(run_dir, scenario, log, reads_of(requested), usage_of(requested))
     if run.status is None and not allow_incomplete:
         raise EvaluationError(
             refusal=Refusal(
@@ -384,6 +384,11 @@ def reads_of(metrics: list[Metric]) -> frozenset[str] | None:
             return None
         reads |= types
     return frozenset(reads)
+
+
+def usage_of(metrics: list[Metric]) -> frozenset[str]:
+    """Priced event types scoring ``metrics`` reads for their usage alone (:attr:`Metric.usage`)."""
+    return frozenset(t for m in metrics for t in m.usage)
 
 
 def _json(value: Any) -> str:

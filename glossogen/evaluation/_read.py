@@ -20,6 +20,14 @@ read whole by the reader.
 One difference, by design: a line of a type no metric reads that looks whole (it ends with
 ``}``) is not checked, so were it to fail validation it would not count as skipped; a torn line
 does not look whole and is counted as the reader counts it.
+
+The priced events the planned metrics read only through the run's spend
+(:attr:`~glossogen.evaluation._contract.Metric.usage`) and no metric reads whole are read for
+their usage alone where the event log supports it (:data:`~glossogen.eventlog.USAGE_TYPES`):
+an ``llm_response_received`` line of this writer's shape becomes a usage record
+(:func:`~glossogen.eventlog.call_usage`), left unparsed for the counting rules; one that is
+not goes through the reader's rules. The same difference holds for the parts of such a line
+left unparsed (its text and tool calls).
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ from pydantic import ValidationError
 
 from glossogen.eventlog import (
     RESUMABLE,
+    USAGE_TYPES,
     EventLogRead,
     RoundCompleted,
     RunResumed,
     SimulationEnded,
+    call_usage,
     event_classes,
     is_legacy,
     read_event_bytes,
@@ -78,17 +88,25 @@ class _Whole(Exception):  # noqa: N818 (a signal, not an error)
     """The log must be read whole by the event-log reader."""
 
 
-def read_for_metrics(data: bytes, reads: frozenset[str] | None) -> EventLogRead:
+def read_for_metrics(
+    data: bytes, reads: frozenset[str] | None, usage: frozenset[str] = frozenset()
+) -> EventLogRead:
     """Read the log ``data`` for metrics that read ``reads`` (None: every event).
 
+    ``usage``: event types read for their usage alone (the run's spend); those of
+    :data:`~glossogen.eventlog.USAGE_TYPES` that no metric reads whole are taken as usage
+    records (``EventLogRead.usage``), any other is read whole.
+
     Returns:
-        The events of the types read, in log order, and the reader's counts of skipped lines.
+        The events of the types read, in log order, the usage records, and the reader's counts
+        of skipped lines.
     """
     if reads is None:
         return read_event_bytes(data)
+    whole = reads | (usage - USAGE_TYPES)
     with no_collection():
         try:
-            return _read_some(data, reads)
+            return _read_some(data, whole, (usage & USAGE_TYPES) - whole)
         except _Whole:
             return read_event_bytes(data)
 
@@ -111,14 +129,15 @@ def no_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _read_some(data: bytes, reads: frozenset[str]) -> EventLogRead:
+def _read_some(data: bytes, reads: frozenset[str], usage: frozenset[str]) -> EventLogRead:
     known = event_classes()
     wanted: dict[bytes, Any] = {
         t.encode(): known[t].__pydantic_validator__.validate_json for t in reads if t in known
     }
-    unread = {t.encode() for t in known if t not in reads}
+    unread = {t.encode() for t in known if t not in reads and t not in usage}
+    priced = {t.encode() for t in usage if t in known}
     result = EventLogRead()
-    events, numbers = result.events, result.line_numbers
+    events, numbers, for_usage = result.events, result.line_numbers, result.usage.append
     find, match, n = data.find, _HEAD.match, len(data)
     pos, number = 0, 0
     unread_since: list[int] = []  # where each line left unparsed since the last boundary starts
@@ -139,6 +158,12 @@ def _read_some(data: bytes, reads: frozenset[str]) -> EventLogRead:
         if tag in unread and terminated:
             for_unread(start)
             continue
+        if tag in priced and terminated:
+            record = call_usage(data, start, end, number)
+            if record is not None:  # else the reader's rules read the line whole
+                for_unread(start)  # for the split rule, a line left unparsed
+                for_usage(record)
+                continue
         validate = wanted.get(tag)
         line = data[start:end]
         event = None

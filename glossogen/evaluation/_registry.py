@@ -36,6 +36,7 @@ def metric(
     sidecar: str | None = None,
     scenarios: tuple[str, ...] | None = None,
     reads: tuple[str, ...] | None = None,
+    usage: tuple[str, ...] = (),
 ) -> Callable[[Compute], Compute]:
     """Register the decorated ``async def compute(ctx) -> Scored`` as metric ``name``.
 
@@ -51,6 +52,8 @@ def metric(
         reads: Event types read beyond what a loaded run describes
             (:attr:`~glossogen.evaluation._contract.Metric.reads`); None (the default):
             every event, so the whole log is parsed whenever the metric is scored.
+        usage: Priced event types read only for their usage, through the run's spend
+            (:attr:`~glossogen.evaluation._contract.Metric.usage`).
 
     Raises:
         ValueError: another metric already registered ``name``.
@@ -71,6 +74,7 @@ def metric(
             scenarios=scenarios,
             description=(compute.__doc__ or "").strip(),
             reads=reads,
+            usage=usage,
         )
         return compute
 

@@ -368,6 +368,7 @@ def load_run(
     scenario: str | None = None,
     log: RunLog | None = None,
     reads: frozenset[str] | None = None,
+    usage: frozenset[str] = frozenset(),
 ) -> LoadedRun:
     """Read the run's event log once (through :class:`RunView`) and describe it for the metrics.
 
@@ -380,6 +381,7 @@ def load_run(
         scenario: The scenario name given on the command line (default: the folder's).
         log: The log when the caller has read it already (not read again).
         reads: Event types the metrics read (None: every event).
+        usage: Priced event types the metrics read for their usage alone (their spend).
 
     Returns:
         The loaded run.
@@ -406,7 +408,7 @@ def load_run(
         cls = load_scenario(scenario)
     except UnknownScenarioError as exc:
         raise EvaluationError(str(exc)) from None
-    view = RunView.of(read_for_metrics(log.data, None if reads is None else FACTS | reads))
+    view = RunView.of(read_for_metrics(log.data, None if reads is None else FACTS | reads, usage))
     started = view.started
     if started is None:  # an empty log a live writer is about to begin: as no log yet
         if folder.unbegun():

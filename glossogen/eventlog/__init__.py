@@ -78,6 +78,7 @@ from glossogen.eventlog._status import (
 )
 from glossogen.eventlog._tape import Tape, TapeCall, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION, LegacyUpcaster, is_legacy
+from glossogen.eventlog._usage import USAGE_TYPES, CallUsage, call_usage
 from glossogen.eventlog._view import RunView
 from glossogen.eventlog._writer import EventLogWriter
 
@@ -113,6 +114,9 @@ __all__ = [
     "LEGACY_SCHEMA_VERSION",
     "LegacyUpcaster",
     "is_legacy",
+    "USAGE_TYPES",
+    "CallUsage",
+    "call_usage",
     "AgentHistoryAppended",
     "RoundCompleted",
     "RunResumed",

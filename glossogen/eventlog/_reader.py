@@ -48,6 +48,7 @@ from glossogen.eventlog._events import (
     scenario_events_loaded,
 )
 from glossogen.eventlog._upcast import LegacyUpcaster, is_legacy
+from glossogen.eventlog._usage import CallUsage
 from glossogen.storage import is_local, open_fs, translate_errors
 
 
@@ -66,6 +67,9 @@ class EventLogRead:
         line_numbers: The line of the log (1-based, blank lines counted) each of ``events``
             was read from; empty for events not read from a file.
         invalid_line_numbers: The lines counted in ``invalid_lines``.
+        usage: Model calls read for their usage alone, in log order (a reading that needs
+            their spend and not their text: :mod:`glossogen.eventlog._usage`); their lines
+            are not among ``events``. Empty for every reading of the whole log.
     """
 
     events: list[Event] = field(default_factory=list)
@@ -76,6 +80,7 @@ class EventLogRead:
     raw_unknown: list[dict[str, Any]] = field(default_factory=list)
     line_numbers: list[int] = field(default_factory=list)
     invalid_line_numbers: list[int] = field(default_factory=list)
+    usage: list[CallUsage] = field(default_factory=list)
 
 
 def _reject_constant(name: str) -> float:

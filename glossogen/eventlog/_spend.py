@@ -19,6 +19,7 @@ from glossogen.eventlog._events import (
     ModelRequestAbandoned,
     Tokens,
 )
+from glossogen.eventlog._usage import CallUsage
 
 
 @dataclass
@@ -33,7 +34,7 @@ class SeatSpend(Tokens):
     usage_unread: int = 0
     """Answered calls whose usage could not be read: their cost is unknown (null)."""
 
-    def add(self, event: LlmResponseReceived | ModelRequestAbandoned) -> None:
+    def add(self, event: LlmResponseReceived | CallUsage | ModelRequestAbandoned) -> None:
         """Count one model call: answered, or abandoned at a phase end (priced as it ended)."""
         cost = event.cost_usd
         self.cost_usd = _add(self.cost_usd, cost)
@@ -78,14 +79,14 @@ class Spend:
     known_cost_usd: float = 0.0
     """USD of the calls whose cost is known: the total's lower bound when it is unknown."""
 
-    def count(self, event: Event) -> None:
+    def count(self, event: Event | CallUsage) -> None:
         """Add ``event`` when it is a priced one (a model or judge call); ignore it otherwise."""
         if type(event) not in _PRICED_TYPES:
             return
-        cost = event.cost_usd  # type: ignore[attr-defined]  # every priced class has one
+        cost = event.cost_usd  # type: ignore[union-attr]  # every priced class has one
         if cost is not None:
             self.known_cost_usd = _add(self.known_cost_usd, cost) or 0.0
-        if type(event) is LlmResponseReceived:
+        if type(event) is LlmResponseReceived or type(event) is CallUsage:
             seat = self.agents.get(event.agent_id)  # not setdefault: no seat built per call
             if seat is None:
                 seat = self.agents[event.agent_id] = SeatSpend(event.agent_id)
@@ -140,12 +141,15 @@ class Spend:
 
 _add = add_usd
 _PRICED = (LlmResponseReceived, JudgeCalled, ModelRequestAbandoned, AgentRunCycleFailed)
-PricedEvent = LlmResponseReceived | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
-_PRICED_TYPES: frozenset[type[Event]] = frozenset(_PRICED)
-"""The priced classes, all final: ``type(event) in`` it is ``isinstance(event, _PRICED)``."""
+PricedEvent = (
+    LlmResponseReceived | CallUsage | JudgeCalled | ModelRequestAbandoned | AgentRunCycleFailed
+)
+_PRICED_TYPES: frozenset[type] = frozenset((*_PRICED, CallUsage))
+"""The priced classes, all final, and a call read for its usage alone: ``type(event) in`` it is
+``isinstance(event, _PRICED)`` for an event."""
 
 
-def _unread(event: LlmResponseReceived | ModelRequestAbandoned | JudgeCalled) -> bool:
+def _unread(event: LlmResponseReceived | CallUsage | ModelRequestAbandoned | JudgeCalled) -> bool:
     """An answered call logged with no cost and no token: its usage was not read."""
     return event.cost_usd is None and not (event.input_tokens or event.output_tokens)
 

@@ -64,10 +64,11 @@ from glossogen.eventlog._events import (
     Verdict,
 )
 from glossogen.eventlog._reader import EventLogRead, read_events
-from glossogen.eventlog._spend import _PRICED, PricedEvent, SeatSpend, Spend, _add
+from glossogen.eventlog._spend import _PRICED, _PRICED_TYPES, PricedEvent, SeatSpend, Spend, _add
 from glossogen.eventlog._status import RESUMABLE_STATUSES, Status, live_status
 from glossogen.eventlog._tape import Tape, read_tape
 from glossogen.eventlog._upcast import LEGACY_SCHEMA_VERSION
+from glossogen.eventlog._usage import copied_usage, with_usage
 
 if TYPE_CHECKING:
     from glossogen.eventlog._books import BrokenRule
@@ -126,6 +127,8 @@ class RunView:
                 len(events.events),
             )
             inherited = frozenset(e.event_id for e in events.events[1:first_own])
+            if events.usage:  # the copied calls read for their usage alone
+                inherited |= copied_usage(events, first_own)
         return cls(events, live, started, kept + pending, inherited, len(pending))
 
     @classmethod
@@ -367,9 +370,11 @@ class RunView:
     def priced(self) -> list[PricedEvent]:
         """Every priced event, superseded and copied ones included, in log order.
 
-        Model and judge calls and cut-off attempts; listed once per view, so the spend folds
-        read these, not the whole log.
+        Model and judge calls and cut-off attempts, and the calls read for their usage alone
+        (``read.usage``); listed once per view, so the spend folds read these, not the whole log.
         """
+        if self.read.usage:
+            return with_usage(self.read, _PRICED_TYPES)  # type: ignore[return-value]  # priced
         return [e for e in self.read.events if isinstance(e, _PRICED)]
 
     def _spend(self, inherited: bool) -> Spend:
@@ -381,12 +386,12 @@ class RunView:
         copied = self.inherited
         count = spend.count
         if copied:
-            for event in self.priced:
-                if (event.event_id in copied) == inherited:
-                    count(event)
+            for call in self.priced:
+                if (call.event_id in copied) == inherited:
+                    count(call)
         elif not inherited:  # a run that copied nothing paid for every call in its log
-            for event in self.priced:
-                count(event)
+            for call in self.priced:
+                count(call)
         ended = self.ended
         if not inherited and ended is not None and ended.schema_version == LEGACY_SCHEMA_VERSION:
             spend.recorded_total_usd = ended.total_cost_usd

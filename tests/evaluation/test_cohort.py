@@ -376,3 +376,23 @@ def test_a_refused_selection_starts_no_flow_run(
         flow_runs = client.read_flow_runs(flow_filter=cohort_flows)
     asked = [r.parameters.get("request") or r.parameters for r in flow_runs]  # either form
     assert [a for a in asked if a.get("runs_dir") == str(runs)] == []
+
+
+def test_a_cohort_that_calls_no_model_is_one_task_run_per_thousand_runs() -> None:
+    from flows.evaluate import batches
+    from glossogen.evaluation import CohortRun
+
+    def cohort(n: int) -> list[CohortRun]:
+        return [CohortRun(run_id=f"veyru/{1790000000 + i}", run_url=f"/r/{i}", scenario="veyru")
+                for i in range(n)]  # fmt: skip
+
+    def sizes(n: int, capped: bool, calls_models: bool) -> list[int]:
+        split = batches(cohort(n), capped, calls_models)
+        assert [r for b in split for r in b] == cohort(n)  # every run once, in order
+        return [len(b) for b in split]
+
+    assert sizes(1000, False, False) == [1000]  # deterministic work never overlaps
+    assert sizes(2500, False, False) == [1000, 1000, 500]
+    assert sizes(1000, False, True) == [250] * 4  # judge and probe calls overlap four ways
+    assert sizes(10, False, True) == [3, 3, 3, 1]
+    assert sizes(3, True, True) == [1, 1, 1]  # a spend cap admits one run at a time

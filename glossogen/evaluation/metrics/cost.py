@@ -18,10 +18,11 @@ SPEND_EVENTS = (
     "model_request_abandoned",
     "agent_run_cycle_failed",
 )
-"""The priced events :class:`~glossogen.eventlog.RunView`'s spend is the sum of."""
+"""The priced events :class:`~glossogen.eventlog.RunView`'s spend is the sum of (read for their
+usage alone: the metric reads nothing else of them)."""
 
 
-@metric("cost_per_round_usd", unit="USD per round", version=2, reads=SPEND_EVENTS)
+@metric("cost_per_round_usd", unit="USD per round", version=2, reads=(), usage=SPEND_EVENTS)
 async def cost_per_round_usd(ctx: MetricContext) -> Scored:
     """Mean over the rounds this run played itself of its own spend in the round, USD.
 
