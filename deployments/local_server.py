@@ -109,8 +109,13 @@ class ProcessWorker:
                 self.kill()
 
 
-WORKER_QUERY_SECONDS = 1
-"""How often a test or bench worker polls for flow runs (Prefect's default is 10 s)."""
+WORKER_QUERY_SECONDS = 2
+"""How often a test or bench worker polls for flow runs (Prefect's default is 10 s).
+
+Each poll costs the server, not the worker: measured on a PostgreSQL-backed server with three
+idle process workers, polling every second took the server 0.071 CPU-s per second against
+0.014 with none (the poll's query and the deployments and queues it marks ready), the workers
+0.007 together. Every 2 s a flow run waits 1 s for a worker on average, every second 0.5 s."""
 
 LOG_BATCH_SECONDS = 0.5
 """How often a test or bench worker and its flow runs send their queued log lines to the server

@@ -25,6 +25,11 @@ CI runs:
    The first step's flows play in its test processes, so these servers run without the
    services of deployments, workers, automations and the UI's events and task runs
    (:data:`deployments.local_server.PLAYING_ONLY_SERVICES`): those spent CPU the tests share.
+   Before the second step, one throwaway PostgreSQL cluster is started and one Prefect database
+   migrated to head there (:func:`second_template`); each of its workers' servers starts on a
+   new database PostgreSQL copies from that one (``CREATE DATABASE ... TEMPLATE``), instead of
+   a cluster of its own that the server migrated as it started (about 5 CPU-s of the server's
+   and an ``initdb`` per worker).
 4. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers, file by
    file (``--dist loadfile``: a file's tests run on one worker, so its module fixtures, a
    played cohort, a stub, a server, are set up once; ``loadgroup`` was meant to do this with
@@ -76,6 +81,8 @@ WORKERS = 2
 CHROMIUM = Path("/usr/bin/chromium")
 MIGRATED_DB = "GLOSSOGEN_TEST_MIGRATED_PREFECT_DB"
 """Test-only: the database :func:`migrated_database` made (``tests/fixtures/prefect_server``)."""
+POSTGRES_TEMPLATE = "GLOSSOGEN_TEST_PREFECT_POSTGRES_TEMPLATE"
+"""Test-only: the second step's migrated PostgreSQL database (``tests/fixtures/prefect_server``)."""
 PACKAGES = ("glossogen", "scenarios", "flows", "tasks", "orchestration", "deployments", "tests")
 """The project's source folders whose bytecode :func:`compile_bytecode` writes."""
 SECOND = "tests/orchestration"
@@ -188,6 +195,18 @@ def prefect_servers(count: int, database: Path) -> Iterator[list[str]]:
         yield started
 
 
+def second_template(stack: ExitStack, env: dict[str, str]) -> None:
+    """Start the second step's PostgreSQL cluster with one Prefect database migrated to head, and
+    name it in ``env`` (:data:`POSTGRES_TEMPLATE`) until ``stack`` closes; nothing without
+    PostgreSQL (its servers then run on SQLite)."""
+    from deployments.local_postgres import postgres_available
+    from tests.fixtures.prefect_server import migrated_postgres
+
+    if postgres_available():
+        _say("migrating one Prefect database on PostgreSQL for the second step's servers")
+        env[POSTGRES_TEMPLATE] = stack.enter_context(migrated_postgres())
+
+
 def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
     """Split the pytest arguments after ``--`` into options and each step's paths.
 
@@ -287,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         second_args = ["-n", str(WORKERS), "--dist", "load", *durations, *pytest_options,
                        *(second_paths or [SECOND])]  # fmt: skip
         together = options.together and first_runs and second_runs
+        if together:
+            second_template(stack, env)
         second_env = dict(env)
         if cov and together:
             # Each step writes a data file of its own (either may end first), combined after.
@@ -330,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                                cwd=REPO, check=True)  # fmt: skip
                 subprocess.run([*coverage, "report", "--skip-covered"], cwd=REPO, check=False)
         elif second_runs:
+            second_template(stack, env)
             second = subprocess.run(_pytest_command(second_args), cwd=REPO, env=env).returncode
             _say(f"second step: exit {second}, {time.monotonic() - second_started:.0f} s wall")
         else:
