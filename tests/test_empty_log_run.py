@@ -263,3 +263,27 @@ def test_stop_names_a_folder_that_holds_no_run_as_it_was_typed(
         True, f"run ids that no longer resolve: {typed}", 66
     )
     assert not runs.exists()
+
+
+GARBAGE = f"{RUN_ID}/veyru.jsonl is not a run log (no simulation_started event)"
+"""The listings' note for a log whose lines hold no ``simulation_started``."""
+
+
+@pytest.mark.parametrize("surface", list(NAMED))
+def test_a_run_whose_log_is_garbage_is_refused_in_the_listings_words_by_every_read(
+    surface: str, played_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """u50a: a log of two lines that are no events was ``no run X: its log is not a run log``
+    (no ``field``) on REST's events, summary and Stop, an answer on MCP's ``get_run``
+    (``stopped``, 0 rounds) and ``read_run_events`` (no event), and ``has no live writer`` on
+    ``stop``, while the page and every listing said the note's words: now every read that names
+    it refuses it in those words (``export.log_refused``), nothing stopped or written."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    runs, folder = _runs_with_an_empty_log(tmp_path, played_source, "truncated")
+    (Path(folder.url) / "veyru.jsonl").write_bytes(b'not an event\n{"also": "not one"}\n')
+    before = _files(runs)
+    expected = NAMED[surface]
+    line = expected.line.replace(LINE, GARBAGE)
+    assert named_through(surface, runs, folder, capsys) == Answer(True, line, expected.status)
+    assert _files(runs) == before

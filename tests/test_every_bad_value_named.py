@@ -346,3 +346,34 @@ def test_a_cohorts_summary_is_one_sentence_of_counts(states: dict[str, int], lin
     outcomes = [RunOutcome(run_id=f"veyru/{i}", state=s) for i, s in enumerate(kinds, start=1)]
     done = CohortEvaluation(selected=len(outcomes), outcomes=outcomes)
     assert cohort_summary(done, "runs") == line
+
+
+@pytest.mark.parametrize("surface", ["cli", "rest", "mcp"])
+def test_an_analysis_names_a_knob_condition_with_no_operator_beside_the_other_values(
+    surface: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """u50a: ``glossogen analyze ... --knob nope`` named the knob alone (exit 64) where REST's
+    and MCP's analysis named the scenario, the status and the knob: now the CLI names all
+    three too, in the selection's order, exiting with the first's code."""
+    runs = _runs(tmp_path)
+    scenario = "'nosuch' has no run {where} (scenarios there: veyru)"
+    if surface == "cli":
+        got = _cli(capsys, "analyze", "--runs-dir", runs, "--measure", "run_id:count",
+                   "--scenario", "nosuch", "--status", "bogus", "--knob", "nope")  # fmt: skip
+        assert got == (65, [
+            "--scenario " + scenario.format(where=f"under {runs}"),
+            f"--status {STATUS_WORDS}",
+            f"--knob 'nope': {NO_OPERATOR}",
+        ])  # fmt: skip
+        return
+    served = "scenario " + scenario.format(where="in the server's runs directory")
+    selection = {"kind": "filters", "scenario": ["nosuch"], "status": "bogus", "knob": ["nope"]}
+    if surface == "rest":
+        body = {"selection": selection, "measures": [{"field": "run_id", "agg": "count"}]}
+        each = [{"field": "scenario", "message": served},
+                {"field": "status", "message": f"status {STATUS_WORDS}"},
+                {"field": "knob", "message": f"knob 'nope': {NO_OPERATOR}"}]  # fmt: skip
+        assert _rest(runs, "runs/analysis/query", body) == (422, {**each[0], "errors": each})
+    else:
+        line = _mcp(runs, "analyze_runs", measures=["run_id:count"], selection=selection)
+        assert line == f"{served}; status {STATUS_WORDS}; knob 'nope': {NO_OPERATOR}"

@@ -128,8 +128,10 @@ def analyze(
     if unused:
         return refused(unused, exit_codes.USAGE)
     try:
+        # the knob conditions' syntax is the query's entry's, named beside the selection's
+        # other values in its fields' order, as REST's and MCP's analysis name them
         selection = selection_of(run_id, scenario, label, run_id_contains, status,
-                                 contains_agent_id, knob)  # fmt: skip
+                                 contains_agent_id, knob, entry_checks=True)  # fmt: skip
     except SelectionError as exc:
         return refused(said_of_selection(exc), exit_codes.USAGE)
     try:

@@ -29,6 +29,7 @@ from glossogen.export._record import (
     label_notes,
     load_folder,
     load_run,
+    log_refused,
     queued_run,
 )
 from glossogen.export._runlog import RUNNING, AgentFacts, LogFacts, read_log_facts
@@ -250,6 +251,7 @@ __all__ = [
     "legend",
     "load_folder",
     "load_run",
+    "log_refused",
     "queued_run",
     "parse_conditions",
     "publish",

@@ -253,6 +253,36 @@ def claimed_knobs(
     return lift_legacy_knobs(config), labels, not_labels
 
 
+def log_refused(folder: RunFolder) -> str | None:
+    """Why a read naming the run in ``folder`` refuses it: its log is no run's.
+
+    The note a listing skips the folder with (:func:`load_folder`'s), the file within the runs
+    directory: ``veyru/<ts>/veyru.jsonl is not a run log (empty)`` for an empty log no process
+    holds (:meth:`~glossogen.storage.RunFolder.empty_log_refused`), ``(no simulation_started
+    event)`` for one whose head holds none (a truncated first line, another file's bytes), ``is
+    a folder, not an event log``. None for a run's log, no log, or one its live writer has not
+    begun (:meth:`~glossogen.storage.RunFolder.unbegun`). The run page, REST's run routes, MCP's
+    tools and ``stop`` refuse a run in these words, as the listings skip it.
+
+    Raises:
+        StorageError: if the storage is unreachable.
+    """
+    state = folder.log_state()
+    if state == "missing" or folder.unbegun():
+        return None
+    if state == "folder":
+        return folder.within_runs_dir(f"{folder.log_url} is a folder, not an event log")
+    if state == "empty":
+        return folder.empty_log_refused()
+    try:
+        started = read_log_head(folder.log_url).started
+    except FileNotFoundError:  # removed since: as no log
+        return None
+    if started is not None:
+        return None
+    return folder.within_runs_dir(folder.not_a_run_log("no simulation_started event"))
+
+
 def queued_run(folder: RunFolder) -> RunRecord | None:
     """The record of a claimed folder whose player has not begun its log (``queued``), else None.
 

@@ -253,8 +253,8 @@ def stop_run_folder(
       ``interrupted`` and exits.
 
     Raises:
-        StopError: 66 when the folder has no log and is no claim, or its log is empty and no
-            process holds it (:meth:`RunFolder.empty_log_refused`: no run's log, in the run
+        StopError: 66 when the folder has no log and is no claim, or its log is no run's and
+            no process is about to write it (:func:`~glossogen.export.log_refused`, in the run
             list's words: ``veyru/<ts>/veyru.jsonl is not a run log (empty)``); 65 when no live
             process writes it (nothing to stop), the folder is remote (its lock records no pid
             here), or, under ``mode="cancel"``, its log has begun; 69 when its flow run's
@@ -266,7 +266,9 @@ def stop_run_folder(
     local = folder.local_path("")
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StopError(f"{folder.url} is a file, not a run folder", 66)
-    refused = folder.empty_log_refused()  # killed before its first event, or truncated
+    from glossogen.export import log_refused
+
+    refused = log_refused(folder)  # killed before its first event, truncated, another file
     if refused is not None:
         raise StopError(refused, int(exit_codes.UNREADABLE))
     begun = folder.has_log()

@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from glossogen.eventlog import (
     RunView,
 )
-from glossogen.export import not_begun_line
+from glossogen.export import log_refused, not_begun_line
 from glossogen.refusals import worded
 from glossogen.scenario import UnknownScenarioError, load_scenario
 from glossogen.scenario._contract import Scenario
@@ -165,13 +165,14 @@ class ToolBase:
         malformed id and a well-shaped one that names no run folder are refused in the words
         of ``stop_run`` and the export (``run_id 'x': not a run id (...)``, ``run ids that no
         longer resolve: ...``). A folder whose log is empty and which no process holds is no
-        run's, refused in the listings' words (:meth:`RunFolder.empty_log_refused`). With
+        run's, as a log that is no run's, refused in the listings' words
+        (:func:`~glossogen.export.log_refused`). With
         ``unstarted``, a claimed folder (its ``config.json`` written) whose log has not begun
         (:meth:`RunFolder.unbegun`) is returned too.
         """
         try:
             folder = self.store.open_run(run_id, field)
-            refused = folder.empty_log_refused()
+            refused = log_refused(folder)
             if refused is not None:
                 raise ToolError(refused)
             if not folder.has_log() and not folder.exists(CONFIG):  # as stop_run says it

@@ -127,11 +127,11 @@ def run_folder(request: Request) -> RunFolder:
             nor a claim: ``run ids that no longer resolve: veyru/1``), both the resolver's
             lines, as the CLI and MCP say them; a claimed folder whose log has not begun, as
             MCP says it (:func:`~glossogen.export.not_begun_line`), as is an empty log a live
-            process holds (:meth:`RunFolder.unbegun`); an empty log no process holds: ``veyru/
-            <ts>/veyru.jsonl is not a run log (empty)`` (:meth:`RunFolder.empty_log_refused`:
-            the run list's note for it).
+            process holds (:meth:`RunFolder.unbegun`); a log that is no run's: ``veyru/<ts>/
+            veyru.jsonl is not a run log (empty)`` or ``(no simulation_started event)``
+            (:func:`~glossogen.export.log_refused`: the run list's note for it).
     """
-    from glossogen.export import not_begun_line
+    from glossogen.export import log_refused, not_begun_line
 
     try:
         run_id = sent_run_id(request)
@@ -140,11 +140,11 @@ def run_folder(request: Request) -> RunFolder:
         raise refused_run_id(exc) from None
     try:
         stamp = folder.log_stamp()
-        refused = folder.empty_log_refused() if stamp is not None and stamp[0] == 0 else None
+        refused = log_refused(folder) if stamp is not None else None
         claimed = stamp is not None or folder.exists(CONFIG)
     except StorageError as exc:
         raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc
-    if refused is not None:  # no process about to write it: no run's log, as the list skips it
+    if refused is not None:  # no run's log no process is about to write: as the list skips it
         raise HTTPException(404, {"field": "run_id", "message": refused})
     if stamp is not None:
         return folder
@@ -278,8 +278,8 @@ def group_of_folder(folder: RunFolder) -> str:
 
     Raises:
         HTTPException: 404 (``field`` ``run_id``) when the log is gone (``run ids that no
-            longer resolve``); 404 ``no run <id>: its log is not a run log`` (no field) for a
-            log whose head holds no ``simulation_started``.
+            longer resolve``); 404 (``field`` ``run_id``) ``<log> is not a run log (no
+            simulation_started event)`` for a log whose head holds no ``simulation_started``.
     """
     from glossogen.export import group_of
     from glossogen.export._runlog import read_log_head
@@ -293,7 +293,8 @@ def group_of_folder(folder: RunFolder) -> str:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise refused_run_id(RunIdRefused.no_run(folder.run_id)) from None
     if started is None:
-        raise HTTPException(404, {"message": f"no run {folder.run_id}: its log is not a run log"})
+        said = folder.within_runs_dir(folder.not_a_run_log("no simulation_started event"))
+        raise HTTPException(404, {"field": "run_id", "message": said})
     return group_of(started)
 
 
