@@ -158,7 +158,7 @@ def analyze(
     try:
         check_runs_dir(runs_dir)
     except RunsDirError as exc:
-        return refused(f"--runs-dir {exc}", exit_codes.UNREADABLE)
+        return _runs_dir_refused(runs_dir, selection, exc)
     except StorageError as exc:
         return refused(str(exc), exit_codes.TRANSPORT)
     try:
@@ -171,6 +171,28 @@ def analyze(
         return selection_refused(exc, exit_codes.USAGE if exc.usage else exit_codes.REFUSED)
     except StorageError as exc:
         return refused(str(exc), exit_codes.TRANSPORT)
+
+
+def _runs_dir_refused(runs_dir: str, selection: Any, exc: Exception) -> int:
+    """Refuse a ``--runs-dir`` that is no folder, after the selection's values judged without it.
+
+    A ``--status`` no run can have or a ``--knob`` condition with no operator is named first,
+    each one (the library's check, as the export and REST's analysis name them), then the
+    runs dir.
+
+    Returns:
+        The first refusal's exit code.
+    """
+    from glossogen.export import RunsDirError, SelectionError, check_selection
+    from glossogen.storage import StorageError
+
+    try:
+        check_selection(runs_dir, selection)
+    except SelectionError as bad:
+        return selection_refused(bad, exit_codes.USAGE if bad.usage else exit_codes.REFUSED)
+    except (RunsDirError, ValueError, StorageError):  # the runs dir, refused below
+        pass
+    return refused(f"--runs-dir {exc}", exit_codes.UNREADABLE)
 
 
 def _named(grain: str, metric: str | None, sort: str | None, chart: str | None) -> str | None:

@@ -266,9 +266,11 @@ def stop_run_folder(
     local = folder.local_path("")
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StopError(f"{folder.url} is a file, not a run folder", 66)
-    from glossogen.export import log_refused
+    refused = folder.empty_log_refused()  # killed before its first event, or truncated
+    if refused is None and folder.has_log() and not folder.is_locked():  # no writer to stop:
+        from glossogen.export import log_refused  # a log no run's? (its head, read only here)
 
-    refused = log_refused(folder)  # killed before its first event, truncated, another file
+        refused = log_refused(folder)
     if refused is not None:
         raise StopError(refused, int(exit_codes.UNREADABLE))
     begun = folder.has_log()

@@ -282,7 +282,9 @@ def _said(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return unknown_key_line(_place(error["loc"]), error.get("input"))
     loc = tuple(error["loc"])
-    if loc and isinstance(loc[-1], int):  # a list's own item: the list, and the value named
+    if loc and isinstance(loc[-1], int) and not isinstance(error.get("input"), (dict, list)):
+        # a list's own value (a run id): the list, and the value named; an item refused whole
+        # (an object) keeps its index, which says which
         return item_line(_place(loc[:-1]), error.get("input"), validator_line(error))
     return f"{_place(loc)}: {validator_line(error)}"
 

@@ -140,7 +140,10 @@ def run_folder(request: Request) -> RunFolder:
         raise refused_run_id(exc) from None
     try:
         stamp = folder.log_stamp()
-        refused = log_refused(folder) if stamp is not None else None
+        # a run the list read is a run's log: its head is not read again (as its group)
+        index: RunCache = request.app.state.run_cache
+        listed = index.known_group(request.app.state.settings.runs_dir, folder.run_id) is not None
+        refused = log_refused(folder) if stamp is not None and not listed else None
         claimed = stamp is not None or folder.exists(CONFIG)
     except StorageError as exc:
         raise HTTPException(404, {"message": f"no run {run_id}: {exc}"}) from exc

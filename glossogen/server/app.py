@@ -190,8 +190,12 @@ def _refused_value(error: Any) -> dict[str, str]:
     loc = tuple(error.get("loc", ()))
     if loc[:1] in (("query",), ("path",)):  # a parameter: its name, as a route's refusal
         loc = loc[1:]
-    item = bool(loc) and isinstance(loc[-1], int)  # a list's own item (a run id), not a field
-    loc = loc[:-1] if item else loc  # of an item (``filters.0.value`` stays: which filter)
+    # a list's own value (a run id), not a field of an item (``filters.0.value`` stays: which
+    # filter) nor an item refused whole (``result.groups.0.cells.1``: which cell, no value said)
+    item = (
+        bool(loc) and isinstance(loc[-1], int) and not isinstance(error.get("input"), (dict, list))
+    )
+    loc = loc[:-1] if item else loc
     place = [str(p) for p in loc if p != "body"]
     if len(place) > 2 and place[0] == "selection" and place[1] in ("run_ids", "filters"):
         del place[1]  # the tag pydantic names for the selection's kind, not a field

@@ -21,6 +21,7 @@ from mcp import ClientSession
 
 from glossogen.cli import main
 from glossogen.launch import RunRequest, estimate_cost, plan_run
+from tests.fixtures.played_runs import play_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import end_group
 from tests.mcp.conftest import (
@@ -308,12 +309,16 @@ def test_glossogen_stop_refuses_a_run_with_no_live_writer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The CLI's entry in-process: the refusals are the point, not a process.
-    folder = tmp_path / "veyru" / "1700000000"
-    folder.mkdir(parents=True)
-    (folder / "veyru.jsonl").write_text("{}\n")
+    folder = Path(play_run(str(tmp_path), "veyru", rounds=1, now_unix=1_700_000_000).url)
     assert _stop(folder, capsys) == (
         65,
         "glossogen: error: run veyru/1700000000 has no live writer: nothing to stop\n",
+    )
+    (folder / "veyru.jsonl").write_text("{}\n")  # no run's log: as the listings skip it (u50a)
+    assert _stop(folder, capsys) == (
+        66,
+        "glossogen: error: veyru/1700000000/veyru.jsonl is not a run log (no simulation_started "
+        "event)\n",
     )
     assert _stop(tmp_path / "veyru" / "1", capsys) == (
         66,

@@ -179,7 +179,9 @@ def _count_log_opens(event: str, args: tuple[Any, ...]) -> None:
 
 def test_the_group_of_a_listed_run_comes_from_the_run_index_not_its_log(tmp_path: Path) -> None:
     """Each live route read the log's head for its group on every request; once the run list
-    holds the run, its summary opens the log once (its ``RunView``), not twice."""
+    holds the run, its summary opens the log once (its ``RunView``), not three times (before
+    the list read it: its head to refuse a log that is no run's, ``export.log_refused``, its
+    head for its group, its view)."""
     if not _HOOKED:
         sys.addaudithook(_count_log_opens)
         _HOOKED.append(True)
@@ -198,7 +200,7 @@ def test_the_group_of_a_listed_run_comes_from_the_run_index_not_its_log(tmp_path
             opened.append(len(_LOG_OPENS))
     finally:
         _WATCHED.discard(log)
-    assert opened == [2, 1]
+    assert opened == [3, 1]
     index = client.app.state.run_cache  # type: ignore[attr-defined]
     assert index.known_group(str(tmp_path), folder.run_id) == "lab"
     assert index.known_group(str(tmp_path), "veyru/1") is None
