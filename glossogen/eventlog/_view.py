@@ -374,7 +374,8 @@ class RunView:
         (``read.usage``); listed once per view, so the spend folds read these, not the whole log.
         """
         if self.read.usage:
-            return with_usage(self.read, _PRICED_TYPES)  # type: ignore[return-value]  # priced
+            # with_usage keeps the read's items of these types, each a PricedEvent or CallUsage
+            return with_usage(self.read, _PRICED_TYPES)  # type: ignore[return-value]
         return [e for e in self.read.events if isinstance(e, _PRICED)]
 
     def _spend(self, inherited: bool) -> Spend:

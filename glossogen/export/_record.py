@@ -267,13 +267,13 @@ def log_refused(folder: RunFolder) -> str | None:
     Raises:
         StorageError: if the storage is unreachable.
     """
-    state = folder.log_state()
-    if state == "missing" or folder.unbegun():
+    state = folder.log_state()  # read once: unbegun() and empty_log_refused() would each again
+    if state == "missing":
         return None
     if state == "folder":
         return folder.within_runs_dir(f"{folder.log_url} is a folder, not an event log")
     if state == "empty":
-        return folder.empty_log_refused()
+        return None if folder.is_locked() else folder.within_runs_dir(folder.not_a_run_log("empty"))
     try:
         started = read_log_head(folder.log_url).started
     except FileNotFoundError:  # removed since: as no log

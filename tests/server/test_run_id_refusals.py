@@ -201,7 +201,7 @@ def test_the_group_of_a_listed_run_comes_from_the_run_index_not_its_log(tmp_path
     finally:
         _WATCHED.discard(log)
     assert opened == [3, 1]
-    index = client.app.state.run_cache  # type: ignore[attr-defined]
+    index = client.app.state.run_cache  # type: ignore[attr-defined]  # TestClient types app as ASGIApp; it is our FastAPI app
     assert index.known_group(str(tmp_path), folder.run_id) == "lab"
     assert index.known_group(str(tmp_path), "veyru/1") is None
 
