@@ -30,27 +30,23 @@ CI runs:
    new database PostgreSQL copies from that one (``CREATE DATABASE ... TEMPLATE``), instead of
    a cluster of its own that the server migrated as it started (about 5 CPU-s of the server's
    and an ``initdb`` per worker).
-4. The first step runs every test but ``tests/orchestration`` on ``WORKERS`` workers, file by
-   file (``--dist loadfile``: a file's tests run on one worker, so its module fixtures, a
-   played cohort, a stub, a server, are set up once; ``loadgroup`` was meant to do this with
-   a group per file, but pytest 9.2 keeps a test's id apart from the ``_nodeid`` pytest-xdist
-   3.8 appends the group to, so every test was sent alone, turn about to either worker, and
-   most module fixtures were set up on both); then the
-   second runs ``tests/orchestration`` on ``WORKERS`` workers too, test by test (``--dist
-   load``; each worker's package fixtures start a Prefect server of its own, deploy
+4. The first step runs every test but ``tests/orchestration`` on ``FIRST_WORKERS`` workers,
+   file by file (``--dist loadfile``: a file's tests run on one worker, so its module
+   fixtures, a played cohort, a stub, a server, are set up once; ``loadgroup`` was meant to do
+   this with a group per file, but pytest 9.2 keeps a test's id apart from the ``_nodeid``
+   pytest-xdist 3.8 appends the group to, so every test was sent alone, turn about to either
+   worker, and most module fixtures were set up on both). Beside it, the second runs
+   ``tests/orchestration`` on ``WORKERS`` workers, test by test (``--dist load``; each
+   worker's package fixtures start a Prefect server of its own on PostgreSQL, deploy
    ``prefect.yaml`` there and start real process workers on it, so the two never share a
-   server, a work pool or a limit; its tests have no module fixtures to set up twice).
-   Measured on this 2-core machine kind, same tree: 308 s in one process against 216 s on two
-   workers without coverage; under coverage 464 s in one process against 390 s on two. Both
-   steps always run; the command exits with the first step's code when it failed, else the
-   second's. By default the second step does not play beside the first: tried so (a clean
-   clone, a loaded machine, its servers on SQLite then), it took twice as long, its server
-   answered 503, and a worker's flow run crashed before its run began (a sweep trial failed).
-   ``--together`` plays it beside the first (its servers are on PostgreSQL now): its output is
-   kept and printed once the first step has ended, and under ``--coverage`` each step writes a
-   data file of its own, combined after both. Not the default until measured on a quiet
-   machine: the whole command used 874 CPU-s in 776 s wall there (stop 45, load 3-8), about
-   1.1 of the 2 cores, so the second step's work may fit beside the first's.
+   server, a work pool or a limit; its tests have no module fixtures to set up twice); its
+   output is kept and printed once the first step has ended, and under ``--coverage`` each
+   step writes a data file of its own, combined after both. Both steps always run; the
+   command exits with the first step's code when it failed, else the second's. Measured on a
+   quiet 2-core machine of this kind (stop 51, same tree, no coverage): 625 s on 2 first-step
+   workers (1,086 CPU-s: 163% CPU), 577 s on 3 (1,093 CPU-s: 182%).
+   ``--apart`` runs the second step after the first (as before stop 51; its template
+   database is made only then).
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
@@ -77,7 +73,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WORKERS = 2
-"""pytest-xdist workers of the first step (the machines this project runs on have 2 cores)."""
+"""pytest-xdist workers of the second step (the machines this project runs on have 2 cores)."""
+FIRST_WORKERS = 3
+"""pytest-xdist workers of the first step: one more than the cores, because its tests wait on
+real processes, servers and browsers for much of their wall time. Measured on a quiet 2-core
+machine of this kind (stop 51, same tree, both steps together): 625 s on 2 workers, 163% CPU;
+577 s on 3, 182%. Each worker has its own Prefect server, stub model servers and moto server."""
 CHROMIUM = Path("/usr/bin/chromium")
 MIGRATED_DB = "GLOSSOGEN_TEST_MIGRATED_PREFECT_DB"
 """Test-only: the database :func:`migrated_database` made (``tests/fixtures/prefect_server``)."""
@@ -207,6 +208,17 @@ def second_template(stack: ExitStack, env: dict[str, str]) -> None:
         env[POSTGRES_TEMPLATE] = stack.enter_context(migrated_postgres())
 
 
+def second_template_beside(stack: ExitStack, env: dict[str, str]) -> Callable[[], None]:
+    """Make :func:`second_template` on a thread while the first step's database and servers are
+    made (its cluster's ``initdb`` and migration, about 6 s, off the command's start-up);
+    return the wait for it. ``stack`` stops its cluster after the thread has ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    template = stack.enter_context(ExitStack())  # closed after the thread is joined
+    making = stack.enter_context(ThreadPoolExecutor(1)).submit(second_template, template, env)
+    return making.result
+
+
 def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
     """Split the pytest arguments after ``--`` into options and each step's paths.
 
@@ -263,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
     parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
     parser.add_argument(
-        "--together",
+        "--apart",
         action="store_true",
-        help="run the second step beside the first (its output printed after the first's)",
+        help="run the second step after the first, not beside it (the default)",
     )
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
@@ -288,8 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
     first_runs, second_runs = first_paths != [], second_paths != []
+    together = not options.apart and first_runs and second_runs
     with ExitStack() as stack:
         first_env = dict(env)
+        template_made = second_template_beside(stack, env) if together else None
         if first_runs:
             _say("migrating one Prefect database for the servers and workers of the command")
             database = stack.enter_context(migrated_database())
@@ -297,17 +311,16 @@ def main(argv: list[str] | None = None) -> int:
             if not env.get("PREFECT_API_URL"):
                 # Run ids are unix seconds and flow runs are named after them: each worker
                 # reads flow runs and artifacts of a server no other worker writes to.
-                _say(f"starting {WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
-                urls = stack.enter_context(prefect_servers(WORKERS, database))
+                _say(f"starting {FIRST_WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
+                urls = stack.enter_context(prefect_servers(FIRST_WORKERS, database))
                 first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
                 first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
-        first_args = ["-n", str(WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
+        first_args = ["-n", str(FIRST_WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
                       *durations, *pytest_options, *(first_paths or [])]  # fmt: skip
         second_args = ["-n", str(WORKERS), "--dist", "load", *durations, *pytest_options,
                        *(second_paths or [SECOND])]  # fmt: skip
-        together = options.together and first_runs and second_runs
-        if together:
-            second_template(stack, env)
+        if template_made is not None:
+            template_made()
         second_env = dict(env)
         if cov and together:
             # Each step writes a data file of its own (either may end first), combined after.

@@ -1,15 +1,16 @@
 """Session-wide fixtures: real servers on 127.0.0.1 (Prefect, moto S3), loaded as plugins.
 
 The suite runs in parallel under pytest-xdist (``python -m tests``, README): its first step
-``-n 2 --dist loadfile``, so each test file runs on one worker and its module fixtures are set
+``-n 3 --dist loadfile``, so each test file runs on one worker and its module fixtures are set
 up once. Each worker is a session of its own, so it has its own stub model servers and moto
 server; ``tests/__main__.py`` starts one Prefect server per worker and lists them in
 ``GLOSSOGEN_TEST_PREFECT_API_URLS``, and a worker takes its own before anything imports Prefect:
 run ids are unix seconds and flow runs are named after them, so two workers on one server could
 read each other's flow runs and artifacts. Without that list each worker starts a server of its own (``prefect_api``), unless
 ``PREFECT_API_URL`` names one for all. README's test command runs ``tests/orchestration``
-apart, after the rest, test by test on two workers (``--dist load``): each worker then has its
-own server, deployments and process workers (its package fixtures, once per worker).
+as a second step beside the first, test by test on two workers (``--dist load``): each worker
+then has its own server, deployments and process workers (its package fixtures, once per
+worker).
 """
 
 from __future__ import annotations
