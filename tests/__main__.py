@@ -90,7 +90,9 @@ SECOND = "tests/orchestration"
 """The second step's folder (the first step ignores it)."""
 VALUED_OPTIONS = frozenset({
     "-k", "-m", "-p", "-o", "-c", "-n", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
-    "--rootdir", "--basetemp", "--dist", "--maxfail", "--timeout", "--durations",
+    "--rootdir", "--basetemp", "--dist", "--maxfail", "--timeout", "--durations", "--tb",
+    "--junitxml", "--junit-xml", "--cov-report", "--cov-config", "--confcutdir", "--log-file",
+    "--log-level", "--log-cli-level", "--capture", "--color", "--import-mode",
 })  # fmt: skip
 """pytest options whose value is the next argument (never taken for a path to route)."""
 
@@ -232,15 +234,26 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         ``(options, first, second)``: the arguments that are not paths, then each step's paths:
         None when no path was given (the step runs all of its tests), an empty list when paths
         were given and none is that step's (the step is skipped).
+
+    Raises:
+        FileNotFoundError: an argument that reads as a path (it names a ``.py`` file, holds a
+            ``/`` or a test id's ``::``) names nothing in the checkout. Passed on as an option
+            before, it started every server and both steps, which then collected nothing and
+            exited 5 after about 90 s without naming it.
     """
     options: list[str] = []
     first: list[str] = []
     second: list[str] = []
     previous = ""
     for arg in args:
-        target = (REPO / arg.split("::", 1)[0]).resolve()
-        if arg.startswith("-") or previous in VALUED_OPTIONS or not target.exists():
+        path = arg.split("::", 1)[0]
+        target = (REPO / path).resolve()
+        if arg.startswith("-") or previous in VALUED_OPTIONS:
             options.append(arg)
+        elif not target.exists():
+            if "::" in arg or "/" in path or path.endswith(".py"):
+                raise FileNotFoundError(arg)
+            options.append(arg)  # the value of a pytest option not in VALUED_OPTIONS
         elif target.is_relative_to(REPO / SECOND):
             second.append(arg)
         else:
@@ -264,6 +277,27 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def _ended_at(process: subprocess.Popen[bytes]) -> Callable[[], float]:
+    """Wait for ``process`` on a thread; return the wait for the monotonic time it ended at (the
+    second step's own wall time, though its end is read only after the first step's)."""
+    import threading
+
+    ended: list[float] = []
+
+    def wait() -> None:
+        process.wait()
+        ended.append(time.monotonic())
+
+    watcher = threading.Thread(target=wait, daemon=True)
+    watcher.start()
+
+    def when() -> float:
+        watcher.join()
+        return ended[0]
+
+    return when
+
+
 def _pytest_command(args: list[str]) -> list[str]:
     _say(" ".join(["pytest", *args]))
     return [sys.executable, "-m", "pytest", *args]
@@ -271,19 +305,24 @@ def _pytest_command(args: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the suite as the module docstring says; return the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests", description=__doc__.split("\n")[0].replace("``", "")
+    )
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
     parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
     parser.add_argument(
         "--apart",
         action="store_true",
-        help="run the second step after the first, not beside it (the default)",
+        help="run the second step after the first (by default the two run at once)",
     )
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
     options = parser.parse_args(argv)
-    pytest_options, first_paths, second_paths = route(options.pytest_args)
+    try:
+        pytest_options, first_paths, second_paths = route(options.pytest_args)
+    except FileNotFoundError as missing:
+        parser.error(f"no test file or folder {missing} in {REPO}")
     ensure_chromium()
     ensure_postgresql()
     compile_bytecode()
@@ -342,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             beside = subprocess.Popen(_pytest_command(second_args), cwd=REPO, env=second_env,
                                       stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
             stack.callback(_stop, beside)  # an interrupted first step stops it too
+            second_ended = _ended_at(beside)
         first = 0
         if first_runs:
             first = subprocess.run(_pytest_command(first_args), cwd=REPO, env=first_env).returncode
@@ -357,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copyfileobj(output, sys.stdout.buffer)
             sys.stdout.flush()
             _say(f"second step (beside the first): exit {second}, "
-                 f"{time.monotonic() - started:.0f} s wall from the start")  # fmt: skip
+                 f"{second_ended() - started:.0f} s wall")  # fmt: skip
             if cov:
                 coverage = [sys.executable, "-m", "coverage"]
                 subprocess.run([*coverage, "combine", "--append", "-q", second_env["COVERAGE_FILE"]],

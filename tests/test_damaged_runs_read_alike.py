@@ -54,9 +54,14 @@ every hook added)."""
 _WATCHING = [False]
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _WATCHING[0] and event == "open" and isinstance(args[0], str):
-        OPENED.append(args[0])
+def _audit(
+    event: str, args: tuple[Any, ...], watching: list[bool] = _WATCHING, opened: list[str] = OPENED
+) -> None:
+    # The lists are bound as defaults: the hook outlives the module, whose globals are None by
+    # the time the interpreter's last opens at exit reach it (each worker printed "Exception
+    # ignored in audit hook" then).
+    if watching[0] and event == "open" and isinstance(args[0], str):
+        opened.append(args[0])
 
 
 sys.addaudithook(_audit)
