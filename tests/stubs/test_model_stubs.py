@@ -366,6 +366,12 @@ def test_timeout_setting_is_model_timeout_error(model_stub, wire):
     assert model_stub.ended_holds(1) == ["client_left"]
 
 
+@pytest.mark.xfail(
+    reason="defect (issue 27): the 0.1 s request_timeout can expire before the request reaches "
+    "the stub on a loaded machine (ci51c, beside a second pytest -n 2: the stub saw 0 "
+    "requests), so the stub's count cannot tell a request sent once and not retried from one "
+    "never sent; the count wants a signal of the client's own attempts"
+)
 def test_request_timeout_setting_is_model_request_timeout_without_retries(model_stub):
     model_stub.queue(*[StubFault(kind="timeout")] * 3)
     error = _fail(
