@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from tests.fixtures.model_stubs import StubModelServer, StubReply
+from tests.fixtures.polling import wait_until
 
 WIRES = ["chat", "responses", "anthropic"]
 MAX_TOKENS_FIELD = {
@@ -48,6 +51,55 @@ def failure(agent: Agent[None, str], **settings: Any) -> BaseException:
     """The exception ``agent``'s run raises under ``settings`` (on top of ``SETTINGS``)."""
     with pytest.raises(Exception) as info:
         agent.run_sync("go", model_settings={**SETTINGS, **settings})
+    return info.value
+
+
+class HandTurnedClock(asyncio.SelectorEventLoop):
+    """An event loop whose clock stands still until :meth:`turn` moves it.
+
+    ``loop.time()`` is the clock anyio's deadlines (pydantic-ai's ``request_timeout``) and the
+    SDKs' retry sleeps read, so a client-side deadline under test expires when the test turns
+    this clock, never because a loaded machine was slow to send the request.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+    def turn(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def failure_past_deadline(
+    agent: Agent[None, str], stub: StubModelServer, **settings: Any
+) -> BaseException:
+    """As :func:`failure`, on a :class:`HandTurnedClock` turned 1 s once ``stub`` recorded the
+    run's first request: a ``request_timeout`` under 1 s expires after that request was sent
+    (never before it, as a 0.1 s one did on a loaded machine) and long before any SDK retry's
+    sleep (0.5 s and up, or a ``Retry-After``) could end on that clock."""
+    loop = HandTurnedClock()
+
+    def turn_once_sent() -> None:
+        try:
+            wait_until(lambda: stub.requests, "the run's first request at the stub")
+        finally:
+            loop.call_soon_threadsafe(loop.turn, 1.0)
+
+    async def run() -> None:
+        async with agent:  # its HTTP client closed on this loop, before the loop is
+            await agent.run("go", model_settings={**SETTINGS, **settings})
+
+    turner = threading.Thread(target=turn_once_sent, daemon=True)
+    turner.start()
+    try:
+        with pytest.raises(Exception) as info:
+            loop.run_until_complete(run())
+    finally:
+        loop.close()
+    turner.join()
     return info.value
 
 
