@@ -189,11 +189,12 @@
       li.appendChild(el("span", "outcome", e.void ? "void" : (e.success ? "won" : "lost")));
       li.appendChild(document.createTextNode(" — "));
       li.appendChild(el("span", "reason", e.reason));
-      // One line per team: the summary's re-read may have drawn this verdict already (it can
-      // land before the stream's event does), and a second line would show it twice.
+      // One line per team. The summary's re-read may have drawn this verdict already (it can
+      // land before the stream's event does): its line stands, for it says what the server's
+      // rule says (a ranked round's success that did not win is "eligible", where this event
+      // alone would say "won"), and the re-read this event asks for draws the round again.
       const list = art.querySelector("ul.verdicts");
-      const drawn = list.querySelector('li[data-team="' + CSS.escape(String(e.team_id)) + '"]');
-      if (drawn) drawn.replaceWith(li); else list.appendChild(li);
+      if (!list.querySelector('li[data-team="' + CSS.escape(String(e.team_id)) + '"]')) list.appendChild(li);
     },
     simulation_ended(e) { ended(e.status, e.status !== "completed"); },
   };
