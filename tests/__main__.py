@@ -86,6 +86,8 @@ POSTGRES_TEMPLATE = "GLOSSOGEN_TEST_PREFECT_POSTGRES_TEMPLATE"
 """Test-only: the second step's migrated PostgreSQL database (``tests/fixtures/prefect_server``)."""
 PACKAGES = ("glossogen", "scenarios", "flows", "tasks", "orchestration", "deployments", "tests")
 """The project's source folders whose bytecode :func:`compile_bytecode` writes."""
+TESTS = REPO / "tests"
+"""The folder every test path given after ``--`` must be in (:func:`route`)."""
 SECOND = "tests/orchestration"
 """The second step's folder (the first step ignores it)."""
 VALUED_OPTIONS = frozenset({
@@ -221,6 +223,16 @@ def second_template_beside(stack: ExitStack, env: dict[str, str]) -> Callable[[]
     return making.result
 
 
+class NotATestPath(ValueError):
+    """An argument after ``--`` that is no option and names no test under ``tests/``."""
+
+    def __init__(self, arg: str) -> None:
+        super().__init__(
+            f"{arg} is no test file, folder or test id under {TESTS} "
+            "(a pytest option's value not named here goes as --option=value)"
+        )
+
+
 def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
     """Split the pytest arguments after ``--`` into options and each step's paths.
 
@@ -235,25 +247,26 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         None when no path was given (the step runs all of its tests), an empty list when paths
         were given and none is that step's (the step is skipped).
 
+    An argument that is neither an option (``-x``, ``--tb=short``) nor the value after one of
+    :data:`VALUED_OPTIONS` must name a test file, folder or test id under ``tests/``; the value
+    of any other pytest option goes as ``--option=value``.
+
     Raises:
-        FileNotFoundError: an argument that reads as a path (it names a ``.py`` file, holds a
-            ``/`` or a test id's ``::``) names nothing in the checkout. Passed on as an option
-            before, it started every server and both steps, which then collected nothing and
-            exited 5 after about 90 s without naming it.
+        NotATestPath: such an argument names nothing under ``tests/`` (a typo, ``README.md``,
+            a path outside the checkout). Passed on before, a typo started every server and
+            both steps, which collected nothing and exited 5 after 37 to 90 s without naming
+            it; ``README.md`` or ``..`` ran as a path of the first step.
     """
     options: list[str] = []
     first: list[str] = []
     second: list[str] = []
     previous = ""
     for arg in args:
-        path = arg.split("::", 1)[0]
-        target = (REPO / path).resolve()
+        target = (REPO / arg.split("::", 1)[0]).resolve()
         if arg.startswith("-") or previous in VALUED_OPTIONS:
             options.append(arg)
-        elif not target.exists():
-            if "::" in arg or "/" in path or path.endswith(".py"):
-                raise FileNotFoundError(arg)
-            options.append(arg)  # the value of a pytest option not in VALUED_OPTIONS
+        elif not target.is_relative_to(TESTS) or not target.exists():
+            raise NotATestPath(arg)
         elif target.is_relative_to(REPO / SECOND):
             second.append(arg)
         else:
@@ -306,7 +319,9 @@ def _pytest_command(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the suite as the module docstring says; return the exit code."""
     parser = argparse.ArgumentParser(
-        prog="python -m tests", description=__doc__.split("\n")[0].replace("``", "")
+        prog="python -m tests",
+        description=__doc__.split("\n")[0].replace("``", ""),
+        allow_abbrev=False,  # --cov is pytest-cov's option, not short for --coverage
     )
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
     parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
@@ -315,14 +330,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the second step after the first (by default the two run at once)",
     )
+    parser.add_argument("--together", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
     options = parser.parse_args(argv)
+    if options.together:  # the option of stops 49 and 50
+        parser.error(
+            "--together is gone: both steps run at once by default (--apart: one after the other)"
+        )
     try:
         pytest_options, first_paths, second_paths = route(options.pytest_args)
-    except FileNotFoundError as missing:
-        parser.error(f"no test file or folder {missing} in {REPO}")
+    except NotATestPath as refused:
+        parser.error(str(refused))
     ensure_chromium()
     ensure_postgresql()
     compile_bytecode()
