@@ -167,6 +167,12 @@ def process_worker(
         "PREFECT_LOGGING_TO_API_BATCH_INTERVAL": str(LOG_BATCH_SECONDS),
         "PREFECT_WORKER_WEBSERVER_HOST": "127.0.0.1",
     }
+    # The pool's flow runs start as ``python -m prefect.engine`` (pools.ENGINE_COMMAND), the
+    # python on the worker's PATH: this interpreter's folder leads it, so a suite run with its
+    # environment not activated (``.venv/bin/python -m pytest``) plays them on it, not on the
+    # machine's python (no Prefect there: every flow run crashed as it started).
+    here = str(Path(sys.executable).parent)
+    worker_env["PATH"] = os.pathsep.join([here, worker_env.get("PATH", os.defpath)])
     command = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool,
                "--type", "process", "--name", name]  # fmt: skip
     with open(log_path, "wb") as log:
