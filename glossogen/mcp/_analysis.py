@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictInt, ValidationError
 
@@ -135,13 +134,10 @@ def _refused(step: Callable[[], T], runs_dir: str = "") -> T:
         raise ToolError(f"{where}: {validator_line(first)}") from None
 
 
-def register(server: MCPServer, runs_dir: str) -> None:
-    """Add the analysis tools to ``server``, serving ``runs_dir``."""
+def functions(runs_dir: str) -> list[Callable[..., Result | Fields]]:
+    """The analysis tools' functions, serving ``runs_dir`` (registered by ``_server``)."""
     tools = Analysis(runs_dir)
-    for fn in (tools.analyze_runs, tools.list_analysis_fields):
-        server.add_tool(
-            fn, name=fn.__name__, description=DESCRIPTIONS[fn.__name__], structured_output=True
-        )
+    return [tools.analyze_runs, tools.list_analysis_fields]
 
 
-__all__ = ["DESCRIPTIONS", "Analysis", "register"]
+__all__ = ["DESCRIPTIONS", "Analysis", "functions"]

@@ -10,7 +10,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict, StrictFloat, StrictInt, ValidationError
 
-from glossogen.mcp._analysis import register as register_analysis
+from glossogen.mcp._analysis import DESCRIPTIONS as ANALYSIS_DESCRIPTIONS
+from glossogen.mcp._analysis import functions as analysis_functions
 from glossogen.mcp._base import LIST_ITEMS, PAGE_CHARS, PAGE_SIZE, TEXT_CHARS
 from glossogen.mcp._results import Launched
 from glossogen.mcp._tools import Tools
@@ -126,7 +127,6 @@ DESCRIPTIONS = {
 def build_server(runs_dir: str) -> MCPServer:
     """Return the MCP server over ``runs_dir`` (a local folder or ``s3://bucket/prefix``)."""
     tools = Tools(runs_dir)
-    server: MCPServer = MCPServer(name="glossogen", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def derive(source_run_id: str, donor_run_id: str | None, **fields: Any) -> Launched:
         """Launch the derived run ``fields`` describe (ForkRequest's), from runs named by id."""
@@ -227,15 +227,38 @@ def build_server(runs_dir: str) -> MCPServer:
         tools.evaluate_runs,
         tools.export_runs,
     ]
-    for fn in functions:
-        server.add_tool(
-            fn, name=fn.__name__, description=DESCRIPTIONS[fn.__name__], structured_output=True
+    described = {**DESCRIPTIONS, **ANALYSIS_DESCRIPTIONS}
+    every = [*functions, *analysis_functions(runs_dir)]
+    return MCPServer(
+        name="glossogen",
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=[_tool(fn, described[fn.__name__]) for fn in every],
+    )
+
+
+_TOOLS: dict[tuple[str, Any], Tool] = {}
+"""Each tool as the SDK built it from its function, by name and code: built once a process.
+
+The SDK builds a tool's argument model and its JSON schemas from the function's signature
+(``Tool.from_function``), and :func:`_refuse_unknown_arguments` a stricter model on top: that
+was nearly all of a server's build (66 ms CPU, 20 tools), which the REST app and each MCP
+client of the tests paid again. Every server's functions have the same signatures (the same
+code; only what they are bound to differs), so each server takes a copy bound to its own."""
+
+
+def _tool(fn: Callable[..., Any], description: str) -> Tool:
+    """``fn``'s tool: the SDK's, strict about unknown arguments and refusing in one line."""
+    key = (fn.__name__, getattr(fn, "__func__", fn).__code__)
+    form = _TOOLS.get(key)
+    if form is None:
+        form = Tool.from_function(
+            fn, name=fn.__name__, description=description, structured_output=True
         )
-    register_analysis(server, runs_dir)
-    for tool in server._tool_manager.list_tools():
-        _refuse_unknown_arguments(tool)
-        tool.__class__ = _OneLineTool  # the same fields: only its refusal's text differs
-    return server
+        _refuse_unknown_arguments(form)
+        form.__class__ = _OneLineTool  # the same fields: only its refusal's text differs
+        _TOOLS[key] = form
+    return form.model_copy(update={"fn": fn})
 
 
 class _OneLineTool(Tool):
