@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from tests.fixtures.model_stubs import StubModelServer, StubReply
-from tests.fixtures.polling import wait_until
+from tests.fixtures.polling import POLL_SECONDS, wait_until
 
 WIRES = ["chat", "responses", "anthropic"]
 MAX_TOKENS_FIELD = {
@@ -73,33 +75,76 @@ class HandTurnedClock(asyncio.SelectorEventLoop):
         self.now += seconds
 
 
-def failure_past_deadline(
+SDK_LOGGERS = ("openai._base_client", "anthropic._base_client")
+"""The loggers both SDKs say ``Retrying request ... in N seconds`` on (:data:`RETRY_LOG`)."""
+
+
+class _TurnOnRetry(logging.Handler):
+    """Turns a :class:`HandTurnedClock` 1 s when an SDK says it will sleep before a retry.
+
+    The SDK logs, then starts its sleep, in one step of its task: the turn, a callback the loop
+    runs once that step has yielded, ends the sleep whatever its length up to 1 s (a longer
+    one, a ``Retry-After``, is left asleep)."""
+
+    def __init__(self, clock: HandTurnedClock) -> None:
+        super().__init__(logging.INFO)
+        self.clock = clock
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if RETRY_LOG.search(record.getMessage()):
+            self.clock.call_soon(self.clock.turn, 1.0)
+
+
+def failure_on_turned_clock(
     agent: Agent[None, str], stub: StubModelServer, **settings: Any
 ) -> BaseException:
-    """As :func:`failure`, on a :class:`HandTurnedClock` turned 1 s once ``stub`` recorded the
-    run's first request: a ``request_timeout`` under 1 s expires after that request was sent
-    (never before it, as a 0.1 s one did on a loaded machine) and long before any SDK retry's
-    sleep (0.5 s and up, or a ``Retry-After``) could end on that clock."""
-    loop = HandTurnedClock()
+    """As :func:`failure`, on a :class:`HandTurnedClock` that moves only once ``stub`` has the
+    request a client-side timeout is about: a ``timeout`` or ``request_timeout`` under 1 s then
+    expires after the request was sent, never before it (as 0.1 s ones did on a loaded
+    machine: the stub saw no request, or the client had left before the stub read its body).
 
-    def turn_once_sent() -> None:
-        try:
-            wait_until(lambda: stub.requests, "the run's first request at the stub")
-        finally:
-            loop.call_soon_threadsafe(loop.turn, 1.0)
+    The clock is turned 1 s when the stub records a request, and again every poll while one is
+    held there (a turn taken before the client started its read's timeout is followed by
+    another); and 1 s when an SDK logs a retry's sleep (:class:`_TurnOnRetry`). Nothing else
+    moves it, so no timeout of the run can expire while its request is on the way.
+    """
+    clock = HandTurnedClock()
+    ended = threading.Event()
+
+    def turn_as_requests_come() -> None:
+        seen = 0
+        while True:
+            wait_until(lambda n=seen: len(stub.requests) > n or ended.is_set(), "a request")
+            if ended.is_set():
+                return
+            seen += 1
+            clock.call_soon_threadsafe(clock.turn, 1.0)
+            while stub.in_flight and not ended.is_set() and len(stub.requests) == seen:
+                time.sleep(POLL_SECONDS)  # polling the stub's thread, not pacing the client
+                clock.call_soon_threadsafe(clock.turn, 1.0)
 
     async def run() -> None:
         async with agent:  # its HTTP client closed on this loop, before the loop is
             await agent.run("go", model_settings={**SETTINGS, **settings})
 
-    turner = threading.Thread(target=turn_once_sent, daemon=True)
+    on_retry = _TurnOnRetry(clock)
+    loggers = [logging.getLogger(name) for name in SDK_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    turner = threading.Thread(target=turn_as_requests_come, daemon=True)
     turner.start()
     try:
+        for logger in loggers:
+            logger.addHandler(on_retry)
+            logger.setLevel(logging.INFO)
         with pytest.raises(Exception) as info:
-            loop.run_until_complete(run())
+            clock.run_until_complete(run())
     finally:
-        loop.close()
-    turner.join()
+        ended.set()
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(on_retry)
+            logger.setLevel(level)
+        clock.close()
+        turner.join()
     return info.value
 
 

@@ -46,7 +46,7 @@ from tests.stubs.stub_agents import (
     WIRES,
     agent_on,
     failure,
-    failure_past_deadline,
+    failure_on_turned_clock,
 )
 
 
@@ -113,8 +113,8 @@ def test_500_is_retried_with_exponential_backoff_then_model_server_error(model_s
         # Anthropic sleeps any Retry-After: still asleep in the SDK when the deadline hit.
         ("anthropic", [StubFault(status=429, retry_after=300)], {"request_timeout": 0.1},
          ModelRequestTimeout, None, 1),
-        # Held 30 s each: the SDK retries its timeouts (one retry here: a named exception, the
-        # SDK's own ~0.5 s backoff before it is real sleep), 2 attempts in all.
+        # Held 30 s each: the SDK retries its timeouts (one retry here, after its own ~0.5 s
+        # backoff, which the turned clock ends), 2 attempts in all.
         ("chat", [StubFault(kind="timeout")] * 2, {"timeout": 0.1, "max_retries": 1},
          ModelTimeoutError, None, 2),
         *[
@@ -127,8 +127,8 @@ def test_each_fault_gives_its_error_after_the_attempts_the_sdk_makes(
     model_stub, wire, faults, settings, error_class, status, attempts
 ):
     model_stub.queue(*faults)
-    if "request_timeout" in settings:  # its deadline expires once the stub has the request
-        error = failure_past_deadline(agent_on(wire, model_stub), model_stub, **settings)
+    if {"timeout", "request_timeout"} & settings.keys():  # expiring once the stub has it
+        error = failure_on_turned_clock(agent_on(wire, model_stub), model_stub, **settings)
     else:
         error = failure(agent_on(wire, model_stub), **settings)
     assert isinstance(error, error_class)
@@ -175,7 +175,9 @@ def test_refusal_is_content_filter_error(model_stub, wire):
 @pytest.mark.parametrize("wire", WIRES)
 def test_timeout_setting_is_model_timeout_error(model_stub, wire):
     model_stub.queue(StubFault(kind="timeout"))  # held 30 s: only the client's timeout ends it
-    error = failure(agent_on(wire, model_stub), timeout=0.1, max_retries=0)  # bound: the client's
+    error = failure_on_turned_clock(
+        agent_on(wire, model_stub), model_stub, timeout=0.1, max_retries=0
+    )  # bound: the client's, under test, on a clock turned once the stub has the request
     assert isinstance(error, ModelTimeoutError)
     assert type(error.__cause__).__name__ == "APITimeoutError"
     assert model_stub.ended_holds(1) == ["client_left"]
@@ -183,7 +185,7 @@ def test_timeout_setting_is_model_timeout_error(model_stub, wire):
 
 def test_request_timeout_setting_is_model_request_timeout_without_retries(model_stub):
     model_stub.queue(*[StubFault(kind="timeout")] * 3)
-    error = failure_past_deadline(
+    error = failure_on_turned_clock(
         agent_on("responses", model_stub), model_stub, request_timeout=0.1
     )  # bound: the client's, under test, on a clock the test turns once the stub has the request
     assert isinstance(error, ModelRequestTimeout)
