@@ -8,6 +8,7 @@ slow to start on 2 cores and starts once per process). The server gets a throwaw
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,8 @@ def local_prefect_server(
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+    # Reached on a clean exit only: a failure keeps the home its message may name (the log).
+    shutil.rmtree(home, ignore_errors=True)
 
 
 class ProcessWorker:
@@ -194,3 +197,4 @@ def process_worker(
         yield worker
     finally:
         worker.stop()
+    shutil.rmtree(log_path.parent, ignore_errors=True)  # a failure keeps the log, as above

@@ -223,14 +223,21 @@ def second_template_beside(stack: ExitStack, env: dict[str, str]) -> Callable[[]
     return making.result
 
 
-class NotATestPath(ValueError):
-    """An argument after ``--`` that is no option and names no test under ``tests/``."""
+class RefusedArgument(ValueError):
+    """An argument after ``--`` refused before anything starts (:func:`route`); its line."""
 
-    def __init__(self, arg: str) -> None:
-        super().__init__(
-            f"{arg} is no test file, folder or test id under {TESTS} "
-            "(a pytest option's value not named here goes as --option=value)"
-        )
+
+def not_a_test_path(arg: str) -> RefusedArgument:
+    """The refusal of ``arg``: neither an option nor a test path under ``tests/``."""
+    return RefusedArgument(
+        f"{arg!r} names no test file or folder under {TESTS} "
+        "(a pytest option's value not named here goes as --option=value)"
+    )
+
+
+def missing_value(option: str) -> RefusedArgument:
+    """The refusal of ``option`` (one of :data:`VALUED_OPTIONS`) given without its value."""
+    return RefusedArgument(f"{option} needs a value after it")
 
 
 def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
@@ -248,14 +255,17 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         were given and none is that step's (the step is skipped).
 
     An argument that is neither an option (``-x``, ``--tb=short``) nor the value after one of
-    :data:`VALUED_OPTIONS` must name a test file, folder or test id under ``tests/``; the value
-    of any other pytest option goes as ``--option=value``.
+    :data:`VALUED_OPTIONS` must name a test file or folder under ``tests/`` (of a test id, its
+    file: whether the test is there is pytest's to say); the value of any other pytest option
+    goes as ``--option=value``.
 
     Raises:
-        NotATestPath: such an argument names nothing under ``tests/`` (a typo, ``README.md``,
-            a path outside the checkout). Passed on before, a typo started every server and
+        RefusedArgument: such an argument names nothing under ``tests/`` (a typo,
+            ``README.md``, a path outside the checkout), or one of :data:`VALUED_OPTIONS` comes
+            last or before another option. Passed on before, a typo started every server and
             both steps, which collected nothing and exited 5 after 37 to 90 s without naming
-            it; ``README.md`` or ``..`` ran as a path of the first step.
+            it; ``README.md`` or ``..`` ran as a path of the first step; a trailing ``-k``
+            took the second step's folder for its value (186 s, then "no tests ran").
     """
     options: list[str] = []
     first: list[str] = []
@@ -263,10 +273,13 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
     previous = ""
     for arg in args:
         target = (REPO / arg.split("::", 1)[0]).resolve()
-        if arg.startswith("-") or previous in VALUED_OPTIONS:
+        an_option = arg.startswith("-") and arg[1:2] not in ("", *"0123456789")
+        if previous in VALUED_OPTIONS and an_option:
+            raise missing_value(previous)
+        if an_option or previous in VALUED_OPTIONS:
             options.append(arg)
-        elif not target.is_relative_to(TESTS) or not target.exists():
-            raise NotATestPath(arg)
+        elif not arg or not target.is_relative_to(TESTS) or not target.exists():
+            raise not_a_test_path(arg)
         elif target.is_relative_to(REPO / SECOND):
             second.append(arg)
         else:
@@ -274,6 +287,8 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             if (REPO / SECOND).is_relative_to(target):
                 second.append(SECOND)
         previous = arg
+    if previous in VALUED_OPTIONS:
+        raise missing_value(previous)
     if not first and not second:
         return options, None, None
     return options, first, second
@@ -334,14 +349,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
-    options = parser.parse_args(argv)
+    options, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(
+            f"unrecognized arguments: {' '.join(unknown)} (pytest's own options go after --: "
+            f"python -m tests -- {' '.join(unknown)})"
+        )
     if options.together:  # the option of stops 49 and 50
         parser.error(
             "--together is gone: both steps run at once by default (--apart: one after the other)"
         )
     try:
         pytest_options, first_paths, second_paths = route(options.pytest_args)
-    except NotATestPath as refused:
+    except RefusedArgument as refused:
         parser.error(str(refused))
     ensure_chromium()
     ensure_postgresql()

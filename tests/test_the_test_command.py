@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.__main__ import REPO, SECOND, TESTS, NotATestPath, route
+from tests.__main__ import REPO, SECOND, TESTS, RefusedArgument, route
 
 
 def test_options_go_to_both_steps_and_each_path_to_the_step_of_its_tests():
@@ -40,25 +40,53 @@ def test_a_path_of_one_step_skips_the_other():
         "tests/../README.md",
         "..",  # the checkout's parent
         "/etc",
+        "",  # named as '' in the refusal
+        "-",
     ],
 )
 def test_an_argument_that_names_no_test_under_tests_is_refused(arg):
-    with pytest.raises(NotATestPath) as refused:
+    with pytest.raises(RefusedArgument) as refused:
         route(["-x", arg])
     assert str(refused.value) == (
-        f"{arg} is no test file, folder or test id under {TESTS} "
+        f"{arg!r} names no test file or folder under {TESTS} "
         "(a pytest option's value not named here goes as --option=value)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["-k"], "-k"),  # it took the second step's folder for its value: 186 s, no test ran
+        (["tests/cli", "--timeout"], "--timeout"),
+        (["-p", "-x", "tests/cli"], "-p"),
+    ],
+)
+def test_an_option_without_its_value_is_refused(args, option):
+    with pytest.raises(RefusedArgument) as refused:
+        route(args)
+    assert str(refused.value) == f"{option} needs a value after it"
+
+
+def test_an_options_value_may_look_like_a_number_or_be_empty():
+    assert route(["--maxfail", "-1", "-k", "", "tests/cli"]) == (
+        ["--maxfail", "-1", "-k", ""],
+        ["tests/cli"],
+        [],
     )
 
 
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["--", "nosuch"], f"nosuch is no test file, folder or test id under {TESTS} "
+        (["--", "nosuch"], f"'nosuch' names no test file or folder under {TESTS} "
          "(a pytest option's value not named here goes as --option=value)"),
+        (["--", "-k"], "-k needs a value after it"),
         (["--together"], "--together is gone: both steps run at once by default "
          "(--apart: one after the other)"),
-        (["--cov"], "unrecognized arguments: --cov"),
+        (["--cov"], "unrecognized arguments: --cov (pytest's own options go after --: "
+         "python -m tests -- --cov)"),
+        (["-x"], "unrecognized arguments: -x (pytest's own options go after --: "
+         "python -m tests -- -x)"),
     ],
 )  # fmt: skip
 def test_the_command_refuses_it_in_one_line_before_anything_starts(args, error):

@@ -110,6 +110,12 @@ def failure_on_turned_clock(
     """
     clock = HandTurnedClock()
     ended = threading.Event()
+    open_clock = threading.Lock()  # held to turn the clock, and to close it once the run ended
+
+    def turn() -> None:
+        with open_clock:
+            if not ended.is_set():
+                clock.call_soon_threadsafe(clock.turn, 1.0)
 
     def turn_as_requests_come() -> None:
         seen = 0
@@ -118,10 +124,10 @@ def failure_on_turned_clock(
             if ended.is_set():
                 return
             seen += 1
-            clock.call_soon_threadsafe(clock.turn, 1.0)
+            turn()
             while stub.in_flight and not ended.is_set() and len(stub.requests) == seen:
                 time.sleep(POLL_SECONDS)  # polling the stub's thread, not pacing the client
-                clock.call_soon_threadsafe(clock.turn, 1.0)
+                turn()
 
     async def run() -> None:
         async with agent:  # its HTTP client closed on this loop, before the loop is
@@ -139,7 +145,8 @@ def failure_on_turned_clock(
         with pytest.raises(Exception) as info:
             clock.run_until_complete(run())
     finally:
-        ended.set()
+        with open_clock:
+            ended.set()
         for logger, level in zip(loggers, levels, strict=True):
             logger.removeHandler(on_retry)
             logger.setLevel(level)
