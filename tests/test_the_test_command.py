@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.__main__ import REPO, SECOND, TESTS, RefusedArgument, route
+from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, route
 
 
 def test_options_go_to_both_steps_and_each_path_to_the_step_of_its_tests():

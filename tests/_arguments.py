@@ -1,0 +1,90 @@
+"""Which step of ``python -m tests`` each argument after ``--`` goes to, and what is refused
+before anything starts (:func:`route`; ``tests/__main__.py`` calls it first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+"""The folder every test path given after ``--`` must be in (:func:`route`)."""
+SECOND = "tests/orchestration"
+"""The second step's folder (the first step ignores it)."""
+VALUED_OPTIONS = frozenset({
+    "-k", "-m", "-p", "-o", "-c", "-n", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
+    "--rootdir", "--basetemp", "--dist", "--maxfail", "--timeout", "--durations", "--tb",
+    "--junitxml", "--junit-xml", "--cov-report", "--cov-config", "--confcutdir", "--log-file",
+    "--log-level", "--log-cli-level", "--capture", "--color", "--import-mode",
+})  # fmt: skip
+"""pytest options whose value is the next argument (never taken for a path to route)."""
+
+
+class RefusedArgument(ValueError):
+    """An argument after ``--`` refused before anything starts (:func:`route`); its line."""
+
+
+def not_a_test_path(arg: str) -> RefusedArgument:
+    """The refusal of ``arg``: neither an option nor a test path under ``tests/``."""
+    return RefusedArgument(
+        f"{arg!r} names no test file or folder under {TESTS} "
+        "(a pytest option's value not named here goes as --option=value)"
+    )
+
+
+def missing_value(option: str) -> RefusedArgument:
+    """The refusal of ``option`` (one of :data:`VALUED_OPTIONS`) given without its value."""
+    return RefusedArgument(f"{option} needs a value after it")
+
+
+def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
+    """Split the pytest arguments after ``--`` into options and each step's paths.
+
+    A path (a file, folder or test id of the checkout, relative to it or absolute) goes to the
+    step whose tests it names: under :data:`SECOND` to the second, else to the first; a folder
+    holding both (``tests``) to each (the first ignores :data:`SECOND`, the second takes
+    :data:`SECOND`). Given to both runs as they were, ``python -m tests -- tests/orchestration``
+    ran the orchestration tests in both steps (an explicit path overrides ``--ignore``).
+
+    Returns:
+        ``(options, first, second)``: the arguments that are not paths, then each step's paths:
+        None when no path was given (the step runs all of its tests), an empty list when paths
+        were given and none is that step's (the step is skipped).
+
+    An argument that is neither an option (``-x``, ``--tb=short``) nor the value after one of
+    :data:`VALUED_OPTIONS` must name a test file or folder under ``tests/`` (of a test id, its
+    file: whether the test is there is pytest's to say); the value of any other pytest option
+    goes as ``--option=value``.
+
+    Raises:
+        RefusedArgument: such an argument names nothing under ``tests/`` (a typo,
+            ``README.md``, a path outside the checkout), or one of :data:`VALUED_OPTIONS` comes
+            last or before another option. Passed on before, a typo started every server and
+            both steps, which collected nothing and exited 5 after 37 to 90 s without naming
+            it; ``README.md`` or ``..`` ran as a path of the first step; a trailing ``-k``
+            took the second step's folder for its value (186 s, then "no tests ran").
+    """
+    options: list[str] = []
+    first: list[str] = []
+    second: list[str] = []
+    previous = ""
+    for arg in args:
+        target = (REPO / arg.split("::", 1)[0]).resolve()
+        an_option = arg.startswith("-") and arg[1:2] not in ("", *"0123456789")
+        if previous in VALUED_OPTIONS and an_option:
+            raise missing_value(previous)
+        if an_option or previous in VALUED_OPTIONS:
+            options.append(arg)
+        elif not arg or not target.is_relative_to(TESTS) or not target.exists():
+            raise not_a_test_path(arg)
+        elif target.is_relative_to(REPO / SECOND):
+            second.append(arg)
+        else:
+            first.append(arg)
+            if (REPO / SECOND).is_relative_to(target):
+                second.append(SECOND)
+        previous = arg
+    if previous in VALUED_OPTIONS:
+        raise missing_value(previous)
+    if not first and not second:
+        return options, None, None
+    return options, first, second
