@@ -7,13 +7,12 @@ CI runs:
    with ``apt-get`` when ``/usr/bin/chromium`` is missing (once, quietly; its log is printed
    only if the install fails); so is Debian's ``postgresql`` when ``initdb``/``pg_ctl`` are
    missing (:func:`ensure_postgresql`: the second step's servers need a PostgreSQL cluster).
-2. The project's own packages are compiled to bytecode (``__pycache__``, ignored by git): the
-   machines this project runs on set ``PYTHONDONTWRITEBYTECODE=1`` and ``uv sync
-   --compile-bytecode`` compiles only the installed packages, so every process the tests start
-   (a detached run, ``glossogen serve``, an MCP server, a sweep, a ``-c`` probe) compiled the
-   modules of ``glossogen`` it imports again: 125 for a detached run, about 0.6 CPU-s (measured:
-   5.1 CPU-s to import a detached run's modules without them, 4.5 with). A stale file is never
-   read (Python checks each against its source).
+2. The project's own packages are compiled to bytecode, and pytest's assert-rewritten form of
+   every test module written where pytest reads it (``__pycache__``, ignored by git;
+   :mod:`tests._bytecode`): the machines this project runs on set ``PYTHONDONTWRITEBYTECODE=1``,
+   so otherwise every process the tests start compiled the modules of ``glossogen`` it imports
+   again, and every test worker rewrote every test module again. This runs on a thread beside
+   the database migrations below, and ends before either step starts.
 3. One Prefect database is migrated to head (:func:`migrated_database`, about 8 CPU-s): the
    first step's servers start on copies of it, and so do the tests' temporary servers that
    start on a migrated database (``fresh_prefect_home``), instead of one migration each and
@@ -30,7 +29,8 @@ CI runs:
    new database PostgreSQL copies from that one (``CREATE DATABASE ... TEMPLATE``), instead of
    a cluster of its own that the server migrated as it started (about 5 CPU-s of the server's
    and an ``initdb`` per worker).
-4. The first step runs every test but ``tests/orchestration`` on ``FIRST_WORKERS`` workers,
+4. The first step runs every test but ``tests/orchestration`` on ``FIRST_WORKERS`` workers
+   (fewer when the paths given name fewer test files: :func:`tests._arguments.named_test_files`),
    file by file (``--dist loadfile``: a file's tests run on one worker, so its module
    fixtures, a played cohort, a stub, a server, are set up once; ``loadgroup`` was meant to do
    this with a group per file, but pytest 9.2 keeps a test's id apart from the ``_nodeid``
@@ -68,10 +68,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tests._arguments import REPO, SECOND, RefusedArgument, route
+from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
 
 WORKERS = 2
 """pytest-xdist workers of the second step (the machines this project runs on have 2 cores)."""
@@ -85,8 +86,6 @@ MIGRATED_DB = "GLOSSOGEN_TEST_MIGRATED_PREFECT_DB"
 """Test-only: the database :func:`migrated_database` made (``tests/fixtures/prefect_server``)."""
 POSTGRES_TEMPLATE = "GLOSSOGEN_TEST_PREFECT_POSTGRES_TEMPLATE"
 """Test-only: the second step's migrated PostgreSQL database (``tests/fixtures/prefect_server``)."""
-PACKAGES = ("glossogen", "scenarios", "flows", "tasks", "orchestration", "deployments", "tests")
-"""The project's source folders whose bytecode :func:`compile_bytecode` writes."""
 
 
 def _say(text: str) -> None:
@@ -142,12 +141,13 @@ def _apt_install(package: str, missing: str, needed_by: str, present: Callable[[
         sys.exit(f"tests: error: apt-get install {package} failed (exit {install.returncode})")
 
 
-def compile_bytecode() -> None:
-    """Write the bytecode of the project's own modules (``PACKAGES``) next to their sources."""
-    import compileall
+def write_bytecode() -> None:
+    """Write the project's bytecode and the test modules' rewritten bytecode
+    (:mod:`tests._bytecode`)."""
+    from tests._bytecode import compile_bytecode, rewrite_test_modules
 
-    for package in PACKAGES:
-        compileall.compile_dir(REPO / package, quiet=1)
+    compile_bytecode()
+    rewrite_test_modules()
 
 
 @contextmanager
@@ -170,8 +170,6 @@ def migrated_database() -> Iterator[Path]:
 @contextmanager
 def prefect_servers(count: int, database: Path) -> Iterator[list[str]]:
     """Start ``count`` Prefect servers at once, each on a copy of ``database``; yield their URLs."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from deployments.local_server import PLAYING_ONLY_SERVICES, local_prefect_server
 
     with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
@@ -206,8 +204,6 @@ def second_template_beside(stack: ExitStack, env: dict[str, str]) -> Callable[[]
     """Make :func:`second_template` on a thread while the first step's database and servers are
     made (its cluster's ``initdb`` and migration, about 6 s, off the command's start-up);
     return the wait for it. ``stack`` stops its cluster after the thread has ended."""
-    from concurrent.futures import ThreadPoolExecutor
-
     template = stack.enter_context(ExitStack())  # closed after the thread is joined
     making = stack.enter_context(ThreadPoolExecutor(1)).submit(second_template, template, env)
     return making.result
@@ -284,7 +280,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(refused))
     ensure_chromium()
     ensure_postgresql()
-    compile_bytecode()
     env = {
         **os.environ,
         "DO_NOT_TRACK": "1",
@@ -298,9 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
     first_runs, second_runs = first_paths != [], second_paths != []
+    workers = FIRST_WORKERS  # a worker per test file named, up to FIRST_WORKERS (named_test_files)
+    if first_paths:
+        workers = min(workers, max(1, len(named_test_files(first_paths, TESTS, REPO / SECOND))))
     together = not options.apart and first_runs and second_runs
     with ExitStack() as stack:
         first_env = dict(env)
+        bytecode = stack.enter_context(ThreadPoolExecutor(1)).submit(write_bytecode)
         template_made = second_template_beside(stack, env) if together else None
         if first_runs:
             _say("migrating one Prefect database for the servers and workers of the command")
@@ -309,16 +308,17 @@ def main(argv: list[str] | None = None) -> int:
             if not env.get("PREFECT_API_URL"):
                 # Run ids are unix seconds and flow runs are named after them: each worker
                 # reads flow runs and artifacts of a server no other worker writes to.
-                _say(f"starting {FIRST_WORKERS} Prefect servers on 127.0.0.1 (ports from the OS)")
-                urls = stack.enter_context(prefect_servers(FIRST_WORKERS, database))
+                _say(f"starting {workers} Prefect servers on 127.0.0.1 (ports from the OS)")
+                urls = stack.enter_context(prefect_servers(workers, database))
                 first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
                 first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]
-        first_args = ["-n", str(FIRST_WORKERS), "--dist", "loadfile", f"--ignore={SECOND}",
+        first_args = ["-n", str(workers), "--dist", "loadfile", f"--ignore={SECOND}",
                       *durations, *pytest_options, *(first_paths or [])]  # fmt: skip
         second_args = ["-n", str(WORKERS), "--dist", "load", *durations, *pytest_options,
                        *(second_paths or [SECOND])]  # fmt: skip
         if template_made is not None:
             template_made()
+        bytecode.result()  # before any test process imports a module
         second_env = dict(env)
         if cov and together:
             # Each step writes a data file of its own (either may end first), combined after.

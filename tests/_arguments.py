@@ -61,7 +61,8 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             last or before another option. Passed on before, a typo started every server and
             both steps, which collected nothing and exited 5 after 37 to 90 s without naming
             it; ``README.md`` or ``..`` ran as a path of the first step; a trailing ``-k``
-            took the second step's folder for its value (186 s, then "no tests ran").
+            took the second step's folder for its value (186 s, then "no tests ran"). So is a
+            folder holding no test file (``tests/fixtures``), which also ran to "no tests ran".
     """
     options: list[str] = []
     first: list[str] = []
@@ -76,6 +77,8 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             options.append(arg)
         elif not arg or not target.is_relative_to(TESTS) or not target.exists():
             raise not_a_test_path(arg)
+        elif not named_test_files([arg], within=TESTS):
+            raise RefusedArgument(f"{arg!r} holds no test file (test_*.py)")
         elif target.is_relative_to(REPO / SECOND):
             second.append(arg)
         else:
@@ -88,3 +91,19 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
     if not first and not second:
         return options, None, None
     return options, first, second
+
+
+def named_test_files(paths: list[str], within: Path, leaving: Path | None = None) -> set[Path]:
+    """The test files (``test_*.py``) under ``within`` that ``paths`` name, but those under
+    ``leaving``: a file or a test id's file itself, every one under a folder.
+
+    The test command starts as many first-step workers as that (up to its number), each with
+    its Prefect server: the first step sends a file's tests to one worker (``--dist loadfile``),
+    so one file on three workers started two that ran nothing.
+    """
+    files: set[Path] = set()
+    for path in paths:
+        target = (REPO / path.split("::", 1)[0]).resolve()
+        named = [target] if target.is_file() else target.rglob("test_*.py")
+        files.update(f for f in named if f.is_relative_to(within))
+    return {f for f in files if leaving is None or not f.is_relative_to(leaving)}

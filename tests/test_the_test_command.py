@@ -3,12 +3,14 @@ what it refuses before it installs, migrates or starts anything (``tests/__main_
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
-from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, route
+from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
+from tests._bytecode import rewrite_test_modules
 
 
 def test_options_go_to_both_steps_and_each_path_to_the_step_of_its_tests():
@@ -67,6 +69,30 @@ def test_an_option_without_its_value_is_refused(args, option):
     assert str(refused.value) == f"{option} needs a value after it"
 
 
+def test_a_folder_holding_no_test_file_is_refused():
+    with pytest.raises(RefusedArgument) as refused:
+        route(["tests/fixtures"])  # it ran every server and both steps to "no tests ran"
+    assert str(refused.value) == "'tests/fixtures' holds no test file (test_*.py)"
+
+
+def test_the_first_step_has_a_worker_per_test_file_named_up_to_three():
+    cli = sorted((TESTS / "cli").glob("test_*.py"))
+    named = [
+        "tests/cli/test_run_command.py::test_x",  # a test id: its file
+        "tests/cli/test_run_command.py",  # the same file again
+        "tests/stubs",  # a folder: its two test files
+    ]
+    assert named_test_files(named, TESTS, REPO / SECOND) == {
+        TESTS / "cli/test_run_command.py",
+        TESTS / "stubs/test_model_stubs.py",
+        TESTS / "stubs/test_stub_faults.py",
+    }
+    assert named_test_files(["tests/cli"], TESTS, REPO / SECOND) == set(cli)
+    whole = named_test_files(["tests"], TESTS, REPO / SECOND)
+    assert not any(f.is_relative_to(REPO / SECOND) for f in whole)
+    assert (TESTS / "cli/test_run_command.py") in whole and len(whole) > 3
+
+
 def test_an_options_value_may_look_like_a_number_or_be_empty():
     assert route(["--maxfail", "-1", "-k", "", "tests/cli"]) == (
         ["--maxfail", "-1", "-k", ""],
@@ -99,3 +125,48 @@ def test_the_command_refuses_it_in_one_line_before_anything_starts(args, error):
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines()[-1] == f"python -m tests: error: {error}"
+
+
+FAILING = """\
+def test_sum():
+    total = sum([1, 2])
+    assert total == 4
+"""
+
+
+def _pytest_in(folder, *options: str) -> subprocess.CompletedProcess[str]:
+    """Plain pytest on ``folder`` as the test command's workers run it: bytecode never written."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(folder),
+         *options, str(folder)],
+        cwd=folder, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def test_pytest_reads_the_rewritten_test_modules_written_before_the_steps(tmp_path):
+    (tmp_path / "test_sum.py").write_text(FAILING)
+    (tmp_path / "conftest.py").write_text("")
+    assert rewrite_test_modules(tmp_path) == 2
+    assert rewrite_test_modules(tmp_path) == 0  # current: nothing written again
+
+    ran = _pytest_in(tmp_path, "--debug=debug.log")
+
+    assert ran.returncode == 1
+    assert "assert 3 == 4" in ran.stdout  # the rewritten module's introspection
+    log = (tmp_path / "debug.log").read_text()
+    assert f"found cached rewritten pyc for {tmp_path / 'test_sum.py'}" in log
+    assert f"rewriting {tmp_path / 'test_sum.py'!r}" not in log  # nor rewritten by pytest
+
+
+def test_a_test_module_edited_after_its_rewrite_is_rewritten_again(tmp_path):
+    source = tmp_path / "test_sum.py"
+    source.write_text(FAILING)
+    assert rewrite_test_modules(tmp_path) == 1
+    source.write_text(FAILING.replace("== 4", "== 5"))
+
+    ran = _pytest_in(tmp_path, "--debug=debug.log")
+
+    assert "assert 3 == 5" in ran.stdout  # pytest checks the source's hash, not a stale file
+    assert f"rewriting {source!r}" in (tmp_path / "debug.log").read_text()
+    assert rewrite_test_modules(tmp_path) == 1
