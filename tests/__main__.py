@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
 
@@ -246,9 +247,16 @@ def _pytest_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", *args]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose refusal is its one error line (no usage lines before it), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite as the module docstring says; return the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m tests",
         description=__doc__.split("\n")[0].replace("``", ""),
         allow_abbrev=False,  # --cov is pytest-cov's option, not short for --coverage
@@ -308,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
             if not env.get("PREFECT_API_URL"):
                 # Run ids are unix seconds and flow runs are named after them: each worker
                 # reads flow runs and artifacts of a server no other worker writes to.
-                _say(f"starting {workers} Prefect servers on 127.0.0.1 (ports from the OS)")
+                servers = "1 Prefect server" if workers == 1 else f"{workers} Prefect servers"
+                _say(f"starting {servers} on 127.0.0.1 (ports from the OS)")
                 urls = stack.enter_context(prefect_servers(workers, database))
                 first_env["GLOSSOGEN_TEST_PREFECT_API_URLS"] = " ".join(urls)
                 first_env["PREFECT_API_URL"] = env["PREFECT_API_URL"] = urls[0]

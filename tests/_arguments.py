@@ -63,6 +63,9 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             it; ``README.md`` or ``..`` ran as a path of the first step; a trailing ``-k``
             took the second step's folder for its value (186 s, then "no tests ran"). So is a
             folder holding no test file (``tests/fixtures``), which also ran to "no tests ran".
+            And so is pytest-cov's ``--cov``: both steps run at once and each wrote its data to
+            the same ``.coverage``; its value is optional, so a path after it was taken for its
+            source (``python -m tests --coverage`` combines both steps' data).
     """
     options: list[str] = []
     first: list[str] = []
@@ -73,6 +76,11 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         an_option = arg.startswith("-") and arg[1:2] not in ("", *"0123456789")
         if previous in VALUED_OPTIONS and an_option:
             raise missing_value(previous)
+        if arg == "--cov" or arg.startswith("--cov="):
+            raise RefusedArgument(
+                f"{arg}: both steps' coverage is python -m tests --coverage (each step's own "
+                "--cov wrote the same .coverage, and took a path after it for its source)"
+            )
         if an_option or previous in VALUED_OPTIONS:
             options.append(arg)
         elif not arg or not target.is_relative_to(TESTS) or not target.exists():

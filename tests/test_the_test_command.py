@@ -69,6 +69,15 @@ def test_an_option_without_its_value_is_refused(args, option):
     assert str(refused.value) == f"{option} needs a value after it"
 
 
+@pytest.mark.parametrize("arg", ["--cov", "--cov=glossogen"])
+def test_pytest_covs_own_option_is_refused_for_the_commands(arg):
+    with pytest.raises(RefusedArgument) as refused:
+        route([arg, "tests/cli"])
+    assert str(refused.value).startswith(
+        f"{arg}: both steps' coverage is python -m tests --coverage"
+    )
+
+
 def test_a_folder_holding_no_test_file_is_refused():
     with pytest.raises(RefusedArgument) as refused:
         route(["tests/fixtures"])  # it ran every server and both steps to "no tests ran"
@@ -107,6 +116,9 @@ def test_an_options_value_may_look_like_a_number_or_be_empty():
         (["--", "nosuch"], f"'nosuch' names no test file or folder under {TESTS} "
          "(a pytest option's value not named here goes as --option=value)"),
         (["--", "-k"], "-k needs a value after it"),
+        (["--", "--cov", "tests/cli/test_small_lines.py"], "--cov: both steps' coverage is "
+         "python -m tests --coverage (each step's own --cov wrote the same .coverage, and took "
+         "a path after it for its source)"),
         (["--together"], "--together is gone: both steps run at once by default "
          "(--apart: one after the other)"),
         (["--cov"], "unrecognized arguments: --cov (pytest's own options go after --: "
@@ -123,8 +135,11 @@ def test_the_command_refuses_it_in_one_line_before_anything_starts(args, error):
         text=True,
         timeout=300,  # bound: a refusal exits at once; one that regressed would run a suite
     )
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.splitlines()[-1] == f"python -m tests: error: {error}"
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"python -m tests: error: {error}\n",
+    )
 
 
 FAILING = """\
