@@ -75,6 +75,8 @@ from typing import NoReturn
 
 from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
 
+Paths = list[str] | None
+"""A step's paths (:func:`tests._arguments.route`): None runs all of its tests, [] none."""
 WORKERS = 2
 """pytest-xdist workers of the second step (the machines this project runs on have 2 cores)."""
 FIRST_WORKERS = 3
@@ -254,8 +256,9 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the suite as the module docstring says; return the exit code."""
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths, Paths]:
+    """The command's options, then pytest's options and each step's paths (:func:`route`);
+    a refusal exits 2 with its one line, before anything starts."""
     parser = _OneLineParser(
         prog="python -m tests",
         description=__doc__.split("\n")[0].replace("``", ""),
@@ -283,9 +286,14 @@ def main(argv: list[str] | None = None) -> int:
             "--together is gone: both steps run at once by default (--apart: one after the other)"
         )
     try:
-        pytest_options, first_paths, second_paths = route(options.pytest_args)
+        return options, *route(options.pytest_args)
     except RefusedArgument as refused:
         parser.error(str(refused))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite as the module docstring says; return the exit code."""
+    options, pytest_options, first_paths, second_paths = parse(argv)
     ensure_chromium()
     ensure_postgresql()
     env = {
@@ -296,8 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         # the other worker (measured: tests/local 84 s with 2 threads, 65 s with 1, same texts).
         "GLOSSOGEN_LOCAL_THREADS": os.environ.get("GLOSSOGEN_LOCAL_THREADS", "1"),
     }
-    # The tests' own Prefect settings and database, not the user's ~/.prefect.
-    env.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="glossogen-tests-prefect-"))
+    # The tests' own Prefect settings and database, not the user's ~/.prefect: removed once
+    # both steps passed (63 were left in /tmp), kept with what it holds when one failed.
+    home = None
+    if "PREFECT_HOME" not in env:
+        home = env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="glossogen-tests-prefect-")
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
     first_runs, second_runs = first_paths != [], second_paths != []
@@ -378,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _say(f"second step: skipped (no path given is under {SECOND})")
         _say(f"both steps: {time.monotonic() - started:.0f} s wall")
+    if home is not None and not (first or second):
+        shutil.rmtree(home, ignore_errors=True)
     return first or second
 
 
