@@ -249,6 +249,13 @@ def _pytest_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", *args]
 
 
+def _count(text: str) -> int:
+    """``--durations``' value: a whole number, 0 or more (pytest took -3 and ran everything)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (0 or more)")
+    return int(text)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse's parser whose refusal is its one error line (no usage lines before it), exit 2."""
 
@@ -265,7 +272,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths,
         allow_abbrev=False,  # --cov is pytest-cov's option, not short for --coverage
     )
     parser.add_argument("--coverage", action="store_true", help="line and branch coverage")
-    parser.add_argument("--durations", type=int, default=0, help="list the N slowest tests")
+    parser.add_argument(
+        "--durations", type=_count, default=0, help="list the N slowest tests (N >= 0)"
+    )
     parser.add_argument(
         "--apart",
         action="store_true",
@@ -276,6 +285,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths,
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
     options, unknown = parser.parse_known_args(argv)
+    if any(arg == "--cov" or arg.startswith("--cov=") for arg in unknown):
+        parser.error("--cov: both steps' coverage is python -m tests --coverage")
     if unknown:
         parser.error(
             f"unrecognized arguments: {' '.join(unknown)} (pytest's own options go after --: "
@@ -304,11 +315,24 @@ def main(argv: list[str] | None = None) -> int:
         # the other worker (measured: tests/local 84 s with 2 threads, 65 s with 1, same texts).
         "GLOSSOGEN_LOCAL_THREADS": os.environ.get("GLOSSOGEN_LOCAL_THREADS", "1"),
     }
-    # The tests' own Prefect settings and database, not the user's ~/.prefect: removed once
-    # both steps passed (63 were left in /tmp), kept with what it holds when one failed.
-    home = None
-    if "PREFECT_HOME" not in env:
-        home = env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="glossogen-tests-prefect-")
+    with ExitStack() as stack:
+        if "PREFECT_HOME" not in env:
+            # The tests' own Prefect settings and database, not the user's ~/.prefect; removed
+            # when the command ends, passed, failed or interrupted (63 were left in /tmp): what
+            # a failure needs is in its own output and its servers' kept logs.
+            env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="glossogen-tests-prefect-")
+            stack.callback(shutil.rmtree, env["PREFECT_HOME"], ignore_errors=True)
+        return _steps(options, pytest_options, first_paths, second_paths, env)
+
+
+def _steps(
+    options: argparse.Namespace,
+    pytest_options: list[str],
+    first_paths: Paths,
+    second_paths: Paths,
+    env: dict[str, str],
+) -> int:
+    """Start the servers and run both steps (the module docstring); return the exit code."""
     durations = [f"--durations={options.durations}"] if options.durations else []
     cov = ["--cov", "--cov-branch"] if options.coverage else []
     first_runs, second_runs = first_paths != [], second_paths != []
@@ -389,10 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _say(f"second step: skipped (no path given is under {SECOND})")
         _say(f"both steps: {time.monotonic() - started:.0f} s wall")
-    if home is not None and not (first or second):
-        shutil.rmtree(home, ignore_errors=True)
     return first or second
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # what it started is stopped by then (its ExitStack)
+        print("tests: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -3,6 +3,7 @@ before anything starts (:func:`route`; ``tests/__main__.py`` calls it first)."""
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,8 +62,9 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             last or before another option. Passed on before, a typo started every server and
             both steps, which collected nothing and exited 5 after 37 to 90 s without naming
             it; ``README.md`` or ``..`` ran as a path of the first step; a trailing ``-k``
-            took the second step's folder for its value (186 s, then "no tests ran"). So is a
-            folder holding no test file (``tests/fixtures``), which also ran to "no tests ran".
+            took the second step's folder for its value (186 s, then "no tests ran"). So are a
+            folder holding no test file (``tests/fixtures``) and a file that is not one
+            (``tests/conftest.py``), which also ran to "no tests ran" (35 to 55 s).
             And so is pytest-cov's ``--cov``: both steps run at once and each wrote its data to
             the same ``.coverage``; its value is optional, so a path after it was taken for its
             source (``python -m tests --coverage`` combines both steps' data).
@@ -86,7 +88,8 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         elif not arg or not target.is_relative_to(TESTS) or not target.exists():
             raise not_a_test_path(arg)
         elif not named_test_files([arg], within=TESTS):
-            raise RefusedArgument(f"{arg!r} holds no test file (test_*.py)")
+            kind = "is not a test file" if target.is_file() else "holds no test file"
+            raise RefusedArgument(f"{arg!r} {kind} (test_*.py)")
         elif target.is_relative_to(REPO / SECOND):
             second.append(arg)
         else:
@@ -113,5 +116,6 @@ def named_test_files(paths: list[str], within: Path, leaving: Path | None = None
     for path in paths:
         target = (REPO / path.split("::", 1)[0]).resolve()
         named = [target] if target.is_file() else target.rglob("test_*.py")
+        named = [f for f in named if fnmatch(f.name, "test_*.py")]
         files.update(f for f in named if f.is_relative_to(within))
     return {f for f in files if leaving is None or not f.is_relative_to(leaving)}

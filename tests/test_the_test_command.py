@@ -78,10 +78,13 @@ def test_pytest_covs_own_option_is_refused_for_the_commands(arg):
     )
 
 
-def test_a_folder_holding_no_test_file_is_refused():
+def test_a_folder_holding_no_test_file_or_a_file_that_is_none_is_refused():
     with pytest.raises(RefusedArgument) as refused:
         route(["tests/fixtures"])  # it ran every server and both steps to "no tests ran"
     assert str(refused.value) == "'tests/fixtures' holds no test file (test_*.py)"
+    with pytest.raises(RefusedArgument) as refused:
+        route(["tests/fixtures/ports.py::x"])
+    assert str(refused.value) == "'tests/fixtures/ports.py::x' is not a test file (test_*.py)"
 
 
 def test_the_first_step_has_a_worker_per_test_file_named_up_to_three():
@@ -121,8 +124,9 @@ def test_an_options_value_may_look_like_a_number_or_be_empty():
          "a path after it for its source)"),
         (["--together"], "--together is gone: both steps run at once by default "
          "(--apart: one after the other)"),
-        (["--cov"], "unrecognized arguments: --cov (pytest's own options go after --: "
-         "python -m tests -- --cov)"),
+        (["--cov"], "--cov: both steps' coverage is python -m tests --coverage"),
+        (["--durations", "-3"], "argument --durations: '-3' is not a count (0 or more)"),
+        (["--", "tests/conftest.py"], "'tests/conftest.py' is not a test file (test_*.py)"),
         (["-x"], "unrecognized arguments: -x (pytest's own options go after --: "
          "python -m tests -- -x)"),
     ],
