@@ -116,6 +116,5 @@ def named_test_files(paths: list[str], within: Path, leaving: Path | None = None
     for path in paths:
         target = (REPO / path.split("::", 1)[0]).resolve()
         named = [target] if target.is_file() else target.rglob("test_*.py")
-        named = [f for f in named if fnmatch(f.name, "test_*.py")]
-        files.update(f for f in named if f.is_relative_to(within))
+        files.update(f for f in named if fnmatch(f.name, "test_*.py") and f.is_relative_to(within))
     return {f for f in files if leaving is None or not f.is_relative_to(leaving)}

@@ -46,17 +46,22 @@ def rewrite_test_modules(folder: Path = TESTS) -> int:
     by ``uv.lock``: one whose internals moved fails the test command here, before any step.
     Modules pytest does not rewrite never read these files.
     """
+    import ast
     import os
     from importlib.util import source_hash
 
-    from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc_fp, get_cache_dir
+    from _pytest.assertion.rewrite import PYC_TAIL, _write_pyc_fp, get_cache_dir, rewrite_asserts
 
     written = 0
     for source in sorted([*folder.rglob("test_*.py"), *folder.rglob("conftest.py")]):
         pyc = get_cache_dir(source) / (source.name[:-3] + PYC_TAIL)
-        if _current(pyc, source_hash(source.read_bytes())):
+        text = source.read_bytes()
+        digest = source_hash(text)
+        if _current(pyc, digest):
             continue
-        digest, code = _rewrite_test(source, None)  # type: ignore[arg-type]  # no ini options
+        tree = ast.parse(text, filename=str(source))
+        rewrite_asserts(tree, text, str(source), None)  # no config: the suite sets no ini option
+        code = compile(tree, str(source), "exec", dont_inherit=True)
         pyc.parent.mkdir(exist_ok=True)
         partial = pyc.with_name(f"{pyc.name}.{os.getpid()}")
         with open(partial, "wb") as out:
