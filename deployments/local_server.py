@@ -176,7 +176,7 @@ def process_worker(
     # machine's python (no Prefect there: every flow run crashed as it started).
     here = str(Path(sys.executable).parent)
     worker_env["PATH"] = os.pathsep.join([here, worker_env.get("PATH", os.defpath)])
-    command = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool,
+    command = [sys.executable, "-m", "glossogen._prefect_cli", "worker", "start", "--pool", pool,
                "--type", "process", "--name", name]  # fmt: skip
     with open(log_path, "wb") as log:
         process = subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)

@@ -54,6 +54,8 @@ def start_prefect_server(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``prefect server start --host 127.0.0.1 --port 0``; return it and its API URL.
 
+    Prefect's command runs through :mod:`glossogen._prefect_cli` (its collector tuned).
+
     The OS picks the port when the server binds it; the port is read back from uvicorn's
     "running on" line in ``log_path`` (the server's stdout and stderr), and the URL is returned
     once ``/health`` answers there. Interrupted meanwhile, the server is ended first.
@@ -83,7 +85,7 @@ def _spawn(env: dict[str, str], log_path: Path, start_new_session: bool) -> subp
     server_env.pop("PREFECT_API_URL", None)
     with open(log_path, "wb") as log:
         return subprocess.Popen(  # noqa: S603 (Prefect's own CLI, no shell)
-            [sys.executable, "-m", "prefect", "server", "start"]
+            [sys.executable, "-m", "glossogen._prefect_cli", "server", "start"]
             + ["--host", "127.0.0.1", "--port", "0"],
             env=server_env,
             stdout=log,

@@ -21,6 +21,7 @@ from tests.fixtures.artifacts import run_table_artifact
 from tests.fixtures.played_runs import claim_cancelled, claim_unbegun, play_run
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import (
+    SERVER_START,
     children_of,
     processes_with_home,
     reaped,
@@ -365,7 +366,7 @@ def test_a_run_interrupted_while_its_temporary_server_starts_stops_the_server(
                     command = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
                 except OSError:  # gone meanwhile
                     continue
-                if command[1:5] == [b"-m", b"prefect", b"server", b"start"]:  # exec'd
+                if command[1:5] == SERVER_START:  # exec'd
                     return child
             return None
 
