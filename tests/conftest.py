@@ -21,22 +21,24 @@ from collections.abc import Iterator
 
 import pytest
 
-YOUNG_COLLECTION_THRESHOLD = 10_000
-"""Allocations between two young collections of a test process (CPython's default is 700).
+from glossogen._prefect_cli import OLDER_COLLECTION_THRESHOLDS, YOUNG_COLLECTION_THRESHOLD
+
+COLLECTOR_THRESHOLDS = (YOUNG_COLLECTION_THRESHOLD, *OLDER_COLLECTION_THRESHOLDS)
+"""The collector's thresholds in a test process: the ones the Prefect servers get.
 
 A test worker runs hundreds of tests in one process and holds everything they imported (Prefect,
-pydantic-ai, the provider SDKs, FastAPI, polars) and cached: every full collection walked all of
-it. Measured with ``gc.callbacks`` on the files that play the longest runs, each in its own
-worker (``tests/scenarios/test_turn_limit_runs.py``, ``tests/replay/test_replay.py``,
+pydantic-ai, the provider SDKs, FastAPI, polars) and cached: with CPython's defaults (700, 10,
+10) its collections walked all of it again and again. Measured with ``gc.callbacks`` on the
+files that play the longest runs, each in its own worker
+(``tests/scenarios/test_turn_limit_runs.py``, ``tests/replay/test_replay.py``,
 ``tests/derive/test_resume.py``, stop 54): the collector took 6.5 CPU-s of their 67 (10%) with
-the defaults, 2.4 with this threshold and the objects collection made frozen
-(:func:`pytest_collection_finish`). The memory a test process holds is not what any test
-checks; the product's own processes keep CPython's defaults."""
+the defaults, 2.4 with these thresholds and what collection loaded frozen
+(:func:`pytest_collection_finish`)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Fewer young collections in this test process (:data:`YOUNG_COLLECTION_THRESHOLD`)."""
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 50, 100)
+    """Fewer collections in this test process (:data:`COLLECTOR_THRESHOLDS`)."""
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 @pytest.hookimpl(trylast=True)
