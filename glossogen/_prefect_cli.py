@@ -2,8 +2,10 @@
 
 Every Prefect server this project starts (a run's or a sweep's temporary server,
 :func:`glossogen.cli._server.start_prefect_server`; the tests' and benchmarks' servers and
-process workers, ``deployments/local_server.py``; the tests' database migrations) runs Prefect's
-CLI through this module, with the same arguments and the same behaviour. Only CPython's cyclic
+process workers, ``deployments/local_server.py``; the tests' database migrations), and
+``glossogen deploy``'s ``prefect deploy``, runs Prefect's CLI through this module, with the same
+arguments and the same behaviour (a pool's flow runs start through
+:mod:`glossogen._prefect_engine`, likewise). Only CPython's cyclic
 garbage collector is set differently first. A server holds a large heap for as long as it runs
 (FastAPI's routes, SQLAlchemy, pydantic's schemas) and allocates many short-lived objects for
 each request, so with CPython's default thresholds (700, 10, 10) its collections walked that
@@ -30,9 +32,14 @@ OLDER_COLLECTION_THRESHOLDS = (50, 100)
 """Young collections per middle one, middle ones per full one (CPython's defaults: 10, 10)."""
 
 
+def tune_collector() -> None:
+    """Set this process's collector thresholds (:data:`YOUNG_COLLECTION_THRESHOLD`, ...)."""
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *OLDER_COLLECTION_THRESHOLDS)
+
+
 def main() -> None:
     """Set the collector's thresholds, then run Prefect's CLI on ``sys.argv``."""
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *OLDER_COLLECTION_THRESHOLDS)
+    tune_collector()
     sys.argv[0] = "prefect"
     runpy.run_module("prefect", run_name="__main__", alter_sys=True)
 

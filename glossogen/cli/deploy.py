@@ -142,7 +142,7 @@ def deploy(
     which = ["--all"] if not skipped else [a for n in names for a in ("--name", n)]
     env = {**os.environ, "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
     done = subprocess.run(  # noqa: S603 (Prefect's own CLI, no shell)
-        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", *which],
+        [sys.executable, "-m", "glossogen._prefect_cli", "--no-prompt", "deploy", *which],
         cwd=folder,
         env=env,
         check=False,

@@ -97,7 +97,7 @@ def test_pools_apply_creates_a_pool_per_provider_and_active_llm_limits(
     assert limits["llm:anthropic"] == (4, True)
     assert "llm:scripted" not in limits  # null: scripted calls no model
     # Each pool's flow runs start as Prefect's engine, not its workspace supervisor first.
-    assert set(asyncio.run(_default_commands()).values()) == {"python -m prefect.engine"}
+    assert set(asyncio.run(_default_commands()).values()) == {"python -m glossogen._prefect_engine"}
 
     # Limits fail open when inactive: the check reports it, and applying again reactivates.
     async def deactivate() -> list[str]:
