@@ -100,15 +100,45 @@ def request_fingerprint(
     canonical = canonical_request([], parameters)
     if not messages:
         return hashlib.sha256(canonical_text(canonical).encode()).hexdigest()
-    listed = ",\n  ".join(_message_text(message) for message in messages)
+    digest = _listed(tuple(_message_text(message) for message in messages))
     tools = ",\n  ".join(_piece(tool) for tool in canonical["tools"])
-    text = (
-        '{\n "messages": [\n  '
-        + listed
-        + "\n ],\n "
-        + ('"tools": [\n  ' + tools + "\n ]\n}" if tools else '"tools": []\n}')
+    digest.update(
+        (
+            "\n ],\n " + ('"tools": [\n  ' + tools + "\n ]\n}" if tools else '"tools": []\n}')
+        ).encode()
     )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return digest.hexdigest()
+
+
+_PREFIXES: dict[tuple[str, ...], Any] = {}
+"""The SHA-256 state after a request's opening and its messages' texts, by those texts."""
+
+
+def _listed(texts: tuple[str, ...]) -> Any:
+    """A new SHA-256 state that has taken the request's text up to its last message.
+
+    A seat's next request re-sends the messages of its last one and adds a few, so the state
+    its last request reached is copied and given only the texts that follow (``hashlib``'s
+    ``copy``: the same digest as hashing the whole text again, which made a run's hashing
+    quadratic in its length). The newest few prefixes are looked for; any other starts anew.
+    """
+    start, state = 0, None
+    for end in range(len(texts), max(len(texts) - _BACK, 0), -1):
+        if (state := _PREFIXES.get(texts[:end])) is not None:
+            start = end
+            break
+    digest = state.copy() if state is not None else hashlib.sha256(b'{\n "messages": [\n  ')
+    for index in range(start, len(texts)):
+        digest.update((texts[index] if index == 0 else ",\n  " + texts[index]).encode())
+    if start < len(texts):
+        if len(_PREFIXES) >= _KEPT:
+            _PREFIXES.clear()
+        _PREFIXES[texts] = digest.copy()
+    return digest
+
+
+_BACK = 8
+"""How many messages back :func:`_listed` looks for a prefix it has hashed."""
 
 
 _TEXTS: dict[str, str] = {}

@@ -131,3 +131,32 @@ def test_a_history_message_given_another_part_or_field_is_fingerprinted_as_it_no
     seen.append((request_fingerprint(request, TOOLS), _whole(request, TOOLS)))
     assert [made == whole for made, whole in seen] == [True] * 5
     assert len({made for made, _ in seen}) == 4  # the second is the first again
+
+
+def test_a_growing_history_interleaved_with_another_seat_s_hashes_as_the_whole_text() -> None:
+    """Each request carries on from the hash state of a shorter one it starts with (the last
+    request's, another seat's, one from 12 messages back, or none): the digest is the whole
+    text's every time, including after a message the earlier requests shared is changed."""
+    history, other = _history(), _history()[:1]
+    requests: list[tuple[list[ModelMessage], ModelRequestParameters | None]] = []
+    for n in range(12):
+        history = [
+            *history,
+            ModelRequest(parts=[UserPromptPart(content=f"Round {n}", timestamp=AT)]),
+        ]
+        other = [*other, ModelResponse(parts=[TextPart(content=f"seat B {n}")], timestamp=AT)]
+        requests += [
+            (history, TOOLS),
+            (other, None),
+            (history[:3], TOOLS),
+            (history[: n + 1], None),
+        ]
+    made = [request_fingerprint(m, p) for m, p in requests]
+    whole = [_whole(m, p) for m, p in requests]
+    part = history[0].parts[1]
+    assert isinstance(part, UserPromptPart)
+    part.content = "Round 1: said otherwise"
+    made += [request_fingerprint(history, TOOLS), request_fingerprint(history[:5], TOOLS)]
+    whole += [_whole(history, TOOLS), _whole(history[:5], TOOLS)]
+    assert made == whole
+    assert len(set(made)) == 12 + 12 + 1 + 12 + 2  # each distinct request once
