@@ -73,7 +73,15 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
+from tests._arguments import (
+    COV_REFUSED,
+    REPO,
+    SECOND,
+    TESTS,
+    RefusedArgument,
+    named_test_files,
+    route,
+)
 
 Paths = list[str] | None
 """A step's paths (:func:`tests._arguments.route`): None runs all of its tests, [] none."""
@@ -285,12 +293,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths,
         "pytest_args", nargs="*", help="after --: options for both pytest runs, paths to their step"
     )
     options, unknown = parser.parse_known_args(argv)
-    if any(arg == "--cov" or arg.startswith("--cov=") for arg in unknown):
-        parser.error("--cov: both steps' coverage is python -m tests --coverage")
-    if unknown:
+    for arg in unknown:
+        if arg == "--cov" or arg.startswith("--cov="):
+            parser.error(f"{arg}: {COV_REFUSED}")
+    if unknown:  # the hint keeps the paths given after -- (they are options.pytest_args)
         parser.error(
             f"unrecognized arguments: {' '.join(unknown)} (pytest's own options go after --: "
-            f"python -m tests -- {' '.join(unknown)})"
+            f"python -m tests -- {' '.join([*unknown, *options.pytest_args])})"
         )
     if options.together:  # the option of stops 49 and 50
         parser.error(

@@ -37,6 +37,13 @@ def missing_value(option: str) -> RefusedArgument:
     return RefusedArgument(f"{option} needs a value after it")
 
 
+COV_REFUSED = (
+    "both steps' coverage is python -m tests --coverage (each step's own --cov wrote the same "
+    ".coverage, and took a path after it for its source)"
+)
+"""Why pytest-cov's ``--cov`` is refused, before ``--`` or after it: the same line both ways."""
+
+
 def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | None]:
     """Split the pytest arguments after ``--`` into options and each step's paths.
 
@@ -79,10 +86,7 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
         if previous in VALUED_OPTIONS and an_option:
             raise missing_value(previous)
         if arg == "--cov" or arg.startswith("--cov="):
-            raise RefusedArgument(
-                f"{arg}: both steps' coverage is python -m tests --coverage (each step's own "
-                "--cov wrote the same .coverage, and took a path after it for its source)"
-            )
+            raise RefusedArgument(f"{arg}: {COV_REFUSED}")
         if an_option or previous in VALUED_OPTIONS:
             options.append(arg)
         elif not arg or not target.is_relative_to(TESTS) or not target.exists():

@@ -124,7 +124,13 @@ def test_an_options_value_may_look_like_a_number_or_be_empty():
          "a path after it for its source)"),
         (["--together"], "--together is gone: both steps run at once by default "
          "(--apart: one after the other)"),
-        (["--cov"], "--cov: both steps' coverage is python -m tests --coverage"),
+        (["--cov"], "--cov: both steps' coverage is python -m tests --coverage (each step's own "
+         "--cov wrote the same .coverage, and took a path after it for its source)"),
+        (["--cov=glossogen", "--", "tests/cli"], "--cov=glossogen: both steps' coverage is python "
+         "-m tests --coverage (each step's own --cov wrote the same .coverage, and took a path "
+         "after it for its source)"),
+        (["-x", "--", "tests/cli"], "unrecognized arguments: -x (pytest's own options go after "
+         "--: python -m tests -- -x tests/cli)"),
         (["--durations", "-3"], "argument --durations: '-3' is not a count (0 or more)"),
         (["--", "tests/conftest.py"], "'tests/conftest.py' is not a test file (test_*.py)"),
         (["-x"], "unrecognized arguments: -x (pytest's own options go after --: "
