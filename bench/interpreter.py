@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.baselines import ROOT, process  # noqa: E402
+from glossogen.scenario import scenario_names  # noqa: E402
 
 IMPORT = "import flows.simulate, glossogen.cli.run"
 
@@ -76,11 +77,13 @@ def main() -> None:
         help="the other interpreter (default: the first python3.11 on PATH that is not this one)",
     )
     parser.add_argument("--repeats", type=int, default=5, help="paired runs (default 5)")
-    parser.add_argument("--scenario", default="veyru")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--scenario", default="veyru", help="the run's scenario (default veyru)")
+    parser.add_argument("--rounds", type=int, default=4, help="the run's rounds (default 4)")
     args = parser.parse_args()
     if args.repeats < 1 or args.rounds < 1:
         parser.error(f"--repeats and --rounds must be at least 1: {args.repeats}, {args.rounds}")
+    if args.scenario not in (names := scenario_names()):
+        parser.error(f"--scenario {args.scenario!r}: no such scenario ({', '.join(names)})")
     # The venv's base interpreter (CPython's attribute; typeshed does not list it).
     here = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     if args.against is None:
@@ -97,10 +100,10 @@ def main() -> None:
         parser.error(f"--against {args.against} is this interpreter ({here}): name another")
     # Both read the same installed packages and the same checkout: only the interpreter differs.
     env = {"PYTHONPATH": os.pathsep.join([sysconfig.get_paths()["purelib"], str(ROOT)])}
-    env.update(PREFECT_HOME=tempfile.mkdtemp(prefix="bench-interpreter-"))
     sides = {"here": sys.executable, "other": other}
     cpu: dict[tuple[str, str], list[float]] = {}
-    with tempfile.TemporaryDirectory() as runs_dir:
+    with tempfile.TemporaryDirectory() as runs_dir, tempfile.TemporaryDirectory() as home:
+        env["PREFECT_HOME"] = home
         workloads = {
             "import": ["-c", IMPORT],
             "run": ["-c", RUN, runs_dir, args.scenario, str(args.rounds)],
