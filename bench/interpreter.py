@@ -38,20 +38,9 @@ IMPORT = "import flows.simulate, glossogen.cli.run"
 
 RUN = """
 import asyncio, sys
-from glossogen.launch import RunRequest, claim_run, open_session, plan_run, price_spend
+from bench.engine_overhead import _engine_run, _request
 
-async def play(runs_dir, scenario, rounds):
-    request = RunRequest(scenario=scenario, model="scripted", provider="scripted",
-                         runs_dir=runs_dir, config="knobs_default",
-                         overrides=[f"round_count={rounds}"])
-    plan = plan_run(request)
-    claimed = claim_run(plan, runs_dir)
-    session = open_session(plan, claimed)
-    for n in range(1, rounds + 1):
-        await session.play_round(n)
-    session.finish(price_spend(claimed), "completed")
-
-asyncio.run(play(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+asyncio.run(_engine_run(_request(sys.argv[1], sys.argv[2], int(sys.argv[3]))))
 """
 
 
