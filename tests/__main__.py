@@ -48,6 +48,10 @@ CI runs:
    ``--apart`` runs the second step after the first (as before stop 51; its template
    database is made only then).
 
+Every process the command starts trusts one certificate that trusts no server, instead of a
+bundle of about 150 that each of their HTTP clients loaded for plain HTTP to 127.0.0.1
+(:mod:`tests._trust_store`).
+
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
 prints the whole figure). Options after ``--`` go to both pytest runs; a path after it (a
@@ -82,6 +86,7 @@ from tests._arguments import (
     named_test_files,
     route,
 )
+from tests._trust_store import trust_no_server
 
 Paths = list[str] | None
 """A step's paths (:func:`tests._arguments.route`): None runs all of its tests, [] none."""
@@ -323,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         # Two test workers share the two cores: llama.cpp's decode threads would spin against
         # the other worker (measured: tests/local 84 s with 2 threads, 65 s with 1, same texts).
         "GLOSSOGEN_LOCAL_THREADS": os.environ.get("GLOSSOGEN_LOCAL_THREADS", "1"),
+        **trust_no_server(os.environ),
     }
     with ExitStack() as stack:
         if "PREFECT_HOME" not in env:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from glossogen._prefect_cli import OLDER_COLLECTION_THRESHOLDS, YOUNG_COLLECTION_THRESHOLD
+from tests._trust_store import trust_no_server
 
 COLLECTOR_THRESHOLDS = (YOUNG_COLLECTION_THRESHOLD, *OLDER_COLLECTION_THRESHOLDS)
 """The collector's thresholds in a test process: the ones the Prefect servers get.
@@ -52,34 +53,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
-def _one_certificate_trust_store() -> str:
-    """A CA file holding one certificate (certifi's first), for the tests' Prefect clients.
-
-    Every Prefect client (each flow run makes two or three, each CLI command, worker and wait
-    another) builds a verifying TLS context from ``PREFECT_API_SSL_CERT_FILE``, by default
-    certifi's bundle of about 150 certificates: about 19 ms of CPU each, a quarter of the CPU
-    of a test that plays 20 short flows (``tests/derive/test_resume.py``), though every Prefect
-    API of the tests is plain HTTP on 127.0.0.1 and no certificate is ever checked. The
-    setting is Prefect's own and reaches every process the tests start.
-    """
-    import re
-    import tempfile
-    from pathlib import Path
-
-    import certifi
-
-    bundle = Path(certifi.where()).read_text()
-    first = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", bundle, re.S)
-    assert first is not None, certifi.where()
-    path = Path(tempfile.gettempdir()) / f"glossogen-tests-prefect-ca-{os.getuid()}.pem"
-    if not path.exists() or path.read_text() != first[0]:
-        written = path.with_suffix(f".{os.getpid()}.tmp")
-        written.write_text(first[0])
-        written.replace(path)  # atomic: the other xdist worker may write it at the same time
-    return str(path)
-
-
-os.environ.setdefault("PREFECT_API_SSL_CERT_FILE", _one_certificate_trust_store())
+# Every HTTP client of this process and of the processes its tests start trusts one certificate
+# that trusts no server (tests/_trust_store.py): each loaded a bundle of 150 for plain HTTP.
+os.environ.update(trust_no_server(os.environ))
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 _SERVERS = os.environ.get("GLOSSOGEN_TEST_PREFECT_API_URLS", "").split()

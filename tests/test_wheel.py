@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests._trust_store import machine_trust
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,6 +23,7 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
         [uv, "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)],
         check=True,
         capture_output=True,
+        env=machine_trust(os.environ),  # uv may fetch the build backend over TLS
     )
     (wheel,) = tmp_path.glob("glossogen-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
