@@ -48,9 +48,9 @@ CI runs:
    ``--apart`` runs the second step after the first (as before stop 51; its template
    database is made only then).
 
-Every process the command starts trusts one certificate that trusts no server, instead of a
-bundle of about 150 that each of their HTTP clients loaded for plain HTTP to 127.0.0.1
-(:mod:`tests._trust_store`).
+Every process the command starts, its own Prefect servers included, trusts one certificate that
+trusts no server, whatever ``SSL_CERT_FILE`` the machine set: each of their HTTP clients loaded
+a bundle of about 150 for plain HTTP to 127.0.0.1 (:mod:`tests._trust_store`).
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
@@ -321,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     options, pytest_options, first_paths, second_paths = parse(argv)
     ensure_chromium()
     ensure_postgresql()
+    # Here, not in `env`: the command's own Prefect servers start from this process's environment.
+    os.environ.update(trust_no_server(os.environ))
     env = {
         **os.environ,
         "DO_NOT_TRACK": "1",
@@ -328,7 +330,6 @@ def main(argv: list[str] | None = None) -> int:
         # Two test workers share the two cores: llama.cpp's decode threads would spin against
         # the other worker (measured: tests/local 84 s with 2 threads, 65 s with 1, same texts).
         "GLOSSOGEN_LOCAL_THREADS": os.environ.get("GLOSSOGEN_LOCAL_THREADS", "1"),
-        **trust_no_server(os.environ),
     }
     with ExitStack() as stack:
         if "PREFECT_HOME" not in env:

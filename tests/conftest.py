@@ -54,7 +54,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 # Every HTTP client of this process and of the processes its tests start trusts one certificate
-# that trusts no server (tests/_trust_store.py): each loaded a bundle of 150 for plain HTTP.
+# that trusts no server (tests/_trust_store.py; set already under `python -m tests`): each
+# loaded a bundle of about 150 for plain HTTP to 127.0.0.1.
 os.environ.update(trust_no_server(os.environ))
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")

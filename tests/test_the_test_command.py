@@ -11,6 +11,7 @@ import pytest
 
 from tests._arguments import REPO, SECOND, TESTS, RefusedArgument, named_test_files, route
 from tests._bytecode import rewrite_test_modules
+from tests._trust_store import NO_SERVER_TRUSTED, machine_trust, trust_no_server
 
 
 def test_options_go_to_both_steps_and_each_path_to_the_step_of_its_tests():
@@ -195,3 +196,30 @@ def test_a_test_module_edited_after_its_rewrite_is_rewritten_again(tmp_path):
     assert "assert 3 == 5" in ran.stdout  # pytest checks the source's hash, not a stale file
     assert f"rewriting {source!r}" in (tmp_path / "debug.log").read_text()
     assert rewrite_test_modules(tmp_path) == 1
+
+
+def test_the_tests_trust_no_server_and_uv_build_gets_the_machines_trust_back():
+    """Every process of the command trusts one certificate that trusts no server, whatever
+    ``SSL_CERT_FILE`` the machine set (these machines set Debian's bundle in every shell); the
+    subprocess that must reach the internet gets the machine's value back."""
+    ours = str(NO_SERVER_TRUSTED)
+    machine = {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "HOME": "/root"}
+    tests = {**machine, **trust_no_server(machine)}
+    assert tests == {
+        "SSL_CERT_FILE": ours,
+        "GLOSSOGEN_TESTS_MACHINE_SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+        "PREFECT_API_SSL_CERT_FILE": ours,
+        "HOME": "/root",
+    }
+    assert trust_no_server(tests) == {}  # conftest, under the command
+    assert machine_trust(tests) == machine
+    bare = {"HOME": "/root"}
+    assert machine_trust({**bare, **trust_no_server(bare)}) == bare
+    # A Prefect API of the user's own: an https:// server keeps its own trust store.
+    https = {"PREFECT_API_URL": "https://prefect.example.com/api"}
+    assert trust_no_server(https) == {
+        "SSL_CERT_FILE": ours,
+        "GLOSSOGEN_TESTS_MACHINE_SSL_CERT_FILE": "",
+    }
+    own = {"PREFECT_API_SSL_CERT_FILE": "/etc/mine.pem"}
+    assert "PREFECT_API_SSL_CERT_FILE" not in trust_no_server(own)
