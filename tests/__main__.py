@@ -48,9 +48,9 @@ CI runs:
    ``--apart`` runs the second step after the first (as before stop 51; its template
    database is made only then).
 
-Every process the command starts, its own Prefect servers included, trusts one certificate that
-trusts no server, whatever ``SSL_CERT_FILE`` the machine set: each of their HTTP clients loaded
-a bundle of about 150 for plain HTTP to 127.0.0.1 (:mod:`tests._trust_store`).
+In every process the command starts, its own Prefect servers included, ``SSL_CERT_FILE`` names
+one certificate that trusts no server, whatever the machine set it to: each of their HTTP
+clients loaded a bundle of about 150 for plain HTTP to 127.0.0.1 (:mod:`tests._trust_store`).
 
 ``--coverage`` runs both steps under line and branch coverage (``[tool.coverage]`` in
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and

@@ -1,4 +1,4 @@
-"""The trust store of every process the test command starts: one certificate that trusts no server.
+"""The ``SSL_CERT_FILE`` of every process the test command starts: one certificate, no server's.
 
 Every HTTP client the suite's processes open builds a verifying TLS context as it is made, though
 each talks plain HTTP to 127.0.0.1 (the stub model servers, the Prefect servers, moto, the run
