@@ -56,7 +56,9 @@ clients loaded a bundle of about 150 for plain HTTP to 127.0.0.1 (:mod:`tests._t
 ``pyproject.toml``, subprocesses included; the second step appends to the first's data and
 prints the whole figure). Options after ``--`` go to both pytest runs; a path after it (a
 file, folder or test id) goes to the step whose tests it names, and a step that none of the
-paths names is skipped, with its Prefect servers (:func:`route`).
+paths names is skipped, with its Prefect servers (:func:`route`). pytest reads those options
+first, without the suite (:func:`tests._arguments.pytest_refusal`, about half a second): one it
+refuses is refused in one line before anything starts.
 
 This is a plain script (argparse, subprocess) rather than a typer command of the product: it
 runs the product's tests and must not import the product before pytest does.
@@ -84,6 +86,7 @@ from tests._arguments import (
     TESTS,
     RefusedArgument,
     named_test_files,
+    pytest_refusal,
     route,
 )
 from tests._trust_store import trust_no_server
@@ -311,9 +314,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths,
             "--together is gone: both steps run at once by default (--apart: one after the other)"
         )
     try:
-        return options, *route(options.pytest_args)
+        pytest_options, first, second = route(options.pytest_args)
     except RefusedArgument as refused:
         parser.error(str(refused))
+    pytests_refusal = pytest_refusal(pytest_options)
+    if pytests_refusal is not None:
+        parser.error(str(pytests_refusal))
+    return options, pytest_options, first, second
 
 
 def main(argv: list[str] | None = None) -> int:

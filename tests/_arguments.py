@@ -3,6 +3,10 @@ before anything starts (:func:`route`; ``tests/__main__.py`` calls it first)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tempfile
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -122,3 +126,31 @@ def named_test_files(paths: list[str], within: Path, leaving: Path | None = None
         named = [target] if target.is_file() else target.rglob("test_*.py")
         files.update(f for f in named if fnmatch(f.name, "test_*.py") and f.is_relative_to(within))
     return {f for f in files if leaving is None or not f.is_relative_to(leaving)}
+
+
+ERROR_SAID = re.compile(r"error:\s*", re.IGNORECASE)
+"""What starts pytest's usage error in its stderr (``ERROR:``, or argparse's ``error:``)."""
+
+
+def pytest_refusal(options: list[str]) -> RefusedArgument | None:
+    """pytest's own refusal of the ``options`` given after ``--`` (one it does not know, a
+    ``-k`` expression it cannot read), or None when it takes them.
+
+    Asked of pytest itself, without the suite: ``--collect-only`` of an empty folder without
+    any conftest (about 1 s, and only when options were given). Passed on unread, ``--bogus``
+    was refused by both pytest runs after the command had migrated its databases and started
+    its servers (about 30 s).
+    """
+    if not options:
+        return None
+    with tempfile.TemporaryDirectory(prefix="glossogen-tests-options-") as empty:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--noconftest", "--collect-only", "-q", *options,
+             "--", empty],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    if done.returncode != 4:  # pytest's usage error; 5 is "no tests ran", what it ran on
+        return None
+    said = [line for line in done.stderr.splitlines() if ERROR_SAID.search(line)]
+    reason = ERROR_SAID.split(said[-1], 1)[-1].strip() if said else done.stderr.strip()
+    return RefusedArgument(f"pytest refuses {' '.join(options)}: {reason}")

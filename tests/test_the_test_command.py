@@ -136,6 +136,12 @@ def test_an_options_value_may_look_like_a_number_or_be_empty():
         (["--", "tests/conftest.py"], "'tests/conftest.py' is not a test file (test_*.py)"),
         (["-x"], "unrecognized arguments: -x (pytest's own options go after --: "
          "python -m tests -- -x)"),
+        (["--", "--bogus", "tests/cli"], "pytest refuses --bogus: unrecognized arguments: "
+         "--bogus"),
+        (["--", "-k", "and"], "pytest refuses -k and: Wrong expression passed to '-k': and: at "
+         "column 1: expected not OR left parenthesis OR identifier; got and"),
+        (["--", "--tb=bogus"], "pytest refuses --tb=bogus: argument --tb: invalid choice: "
+         "'bogus' (choose from 'auto', 'long', 'short', 'no', 'line', 'native')"),
     ],
 )  # fmt: skip
 def test_the_command_refuses_it_in_one_line_before_anything_starts(args, error):

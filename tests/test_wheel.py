@@ -19,12 +19,13 @@ def test_the_wheel_holds_every_scenario_preset_and_prompt(tmp_path: Path) -> Non
     uv = shutil.which("uv")
     if uv is None:
         pytest.fail("uv is needed to build the wheel (README's set-up installs it)")
-    subprocess.run(
+    built = subprocess.run(
         [uv, "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)],
-        check=True,
         capture_output=True,
+        text=True,
         env=machine_trust(os.environ),  # uv may fetch the build backend over TLS
     )
+    assert built.returncode == 0, f"uv build exited {built.returncode}:\n{built.stderr}"
     (wheel,) = tmp_path.glob("glossogen-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected_data = {
