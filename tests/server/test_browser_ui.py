@@ -319,6 +319,14 @@ def test_a_live_run_streams_into_its_page_escaped_and_ends_without_a_reload(
                 assert page.eval_on_selector_all(
                     ".column[data-channel=table] .msg .model", "els => els.map(e => e.textContent)"
                 ) == ["openai:gpt-4.1-mini"]
+                # The verdict above may have been drawn by the summary's re-read, before the
+                # stream brought round 1's last events: wait for the stream to reach its result
+                # (only the stream's round_result_recorded sets the round's badge); round_ended
+                # came before it in the log, so the page shows what ended the round by then.
+                wait_until(
+                    lambda: page.inner_text('article.round[data-round="1"] h3 .badge') != "playing",
+                    "the stream to bring round 1's result to the page",
+                )
                 ended_by = [
                     json.loads(line)["trigger"]
                     for line in log.read_text().splitlines()
