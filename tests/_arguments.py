@@ -137,7 +137,7 @@ def pytest_refusal(options: list[str]) -> RefusedArgument | None:
     ``-k`` expression it cannot read), or None when it takes them.
 
     Asked of pytest itself, without the suite: ``--collect-only`` of an empty folder without
-    any conftest (about 1 s, and only when options were given). Passed on unread, ``--bogus``
+    any conftest (about half a second, only when options were given). Passed on unread, ``--bogus``
     was refused by both pytest runs after the command had migrated its databases and started
     its servers (about 30 s).
     """
