@@ -69,14 +69,17 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 from tests._arguments import (
@@ -242,8 +245,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def _ended_at(process: subprocess.Popen[bytes]) -> Callable[[], float]:
     """Wait for ``process`` on a thread; return the wait for the monotonic time it ended at (the
     second step's own wall time, though its end is read only after the first step's)."""
-    import threading
-
     ended: list[float] = []
 
     def wait() -> None:
@@ -267,7 +268,7 @@ def _pytest_command(args: list[str]) -> list[str]:
 
 def _count(text: str) -> int:
     """``--durations``' value: a whole number, 0 or more (pytest took -3 and ran everything)."""
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "³" is a digit to str.isdigit, not to int()
         raise argparse.ArgumentTypeError(f"{text!r} is not a count (0 or more)")
     return int(text)
 
@@ -323,9 +324,39 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Paths,
     return options, pytest_options, first, second
 
 
+def _importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` or a caller of it is importlib's own code (a module lock held)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupted_once(signum: int, frame: FrameType | None) -> None:
+    """The first SIGINT: ``KeyboardInterrupt``, and every later one ignored, so that stopping
+    what the command started (its ExitStacks) is not itself cut short.
+
+    ``uv run`` without a terminal forwards a SIGINT its group already got, so one Ctrl-C in CI
+    or under ``timeout -s INT`` arrived twice: the second cut the wait for the second step's
+    ``initdb`` short, which went on alone, and its 39 MB cluster folder was left in /tmp (u57).
+
+    One that comes while this thread is inside importlib is asked again 50 ms later: raised
+    there, ``KeyboardInterrupt`` can leave an import lock held, and the set-up's threads, which
+    import too, then waited for it for ever (the command hung at its exit).
+    """
+    if _importing(frame):
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _say("interrupted: stopping what the command started (another Ctrl-C waits for that)")
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite as the module docstring says; return the exit code."""
     options, pytest_options, first_paths, second_paths = parse(argv)
+    signal.signal(signal.SIGINT, _interrupted_once)
     ensure_chromium()
     ensure_postgresql()
     # Here, not in `env`: the command's own Prefect servers start from this process's environment.

@@ -22,6 +22,9 @@ VALUED_OPTIONS = frozenset({
     "--log-level", "--log-cli-level", "--capture", "--color", "--import-mode",
 })  # fmt: skip
 """pytest options whose value is the next argument (never taken for a path to route)."""
+ONE_PROCESS_OPTIONS = frozenset({"--pdb", "--trace"})
+"""pytest options that cannot work on xdist workers (as ``-p no:xdist``): refused before anything
+starts (passed on, ``--pdb`` was refused by pytest after the command's 15 s of set-up)."""
 
 
 class RefusedArgument(ValueError):
@@ -78,7 +81,8 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             (``tests/conftest.py``), which also ran to "no tests ran" (35 to 55 s).
             And so is pytest-cov's ``--cov``: both steps run at once and each wrote its data to
             the same ``.coverage``; its value is optional, so a path after it was taken for its
-            source (``python -m tests --coverage`` combines both steps' data).
+            source (``python -m tests --coverage`` combines both steps' data). So are
+            :data:`ONE_PROCESS_OPTIONS` and ``-p no:xdist``.
     """
     options: list[str] = []
     first: list[str] = []
@@ -91,6 +95,16 @@ def route(args: list[str]) -> tuple[list[str], list[str] | None, list[str] | Non
             raise missing_value(previous)
         if arg == "--cov" or arg.startswith("--cov="):
             raise RefusedArgument(f"{arg}: {COV_REFUSED}")
+        if (
+            arg in ONE_PROCESS_OPTIONS
+            or (previous == "-p" and arg == "no:xdist")
+            or (arg in ("-pno:xdist", "-p=no:xdist"))
+        ):
+            shown = f"-p {arg}" if previous == "-p" else arg
+            raise RefusedArgument(
+                f"{shown} works only with the tests in one process, and both steps spread them "
+                f"over pytest-xdist workers: run pytest itself (python -m pytest {shown} tests/...)"
+            )
         if an_option or previous in VALUED_OPTIONS:
             options.append(arg)
         elif not arg or not target.is_relative_to(TESTS) or not target.exists():
@@ -151,6 +165,9 @@ def pytest_refusal(options: list[str]) -> RefusedArgument | None:
         )  # fmt: skip
     if done.returncode != 4:  # pytest's usage error; 5 is "no tests ran", what it ran on
         return None
-    said = [line for line in done.stderr.splitlines() if ERROR_SAID.search(line)]
-    reason = ERROR_SAID.split(said[-1], 1)[-1].strip() if said else done.stderr.strip()
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    said = [line for line in lines if ERROR_SAID.search(line)]
+    reason = ERROR_SAID.split(said[-1], 1)[-1].strip() if said else " ".join(lines)
+    if reason.endswith(":"):  # "while parsing the following warning configuration:" ... why
+        reason = f"{reason} {lines[-1]}"
     return RefusedArgument(f"pytest refuses {' '.join(options)}: {reason}")

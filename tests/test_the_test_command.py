@@ -4,8 +4,12 @@ what it refuses before it installs, migrates or starts anything (``tests/__main_
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -138,6 +142,15 @@ def test_an_options_value_may_look_like_a_number_or_be_empty():
          "python -m tests -- -x)"),
         (["--", "--bogus", "tests/cli"], "pytest refuses --bogus: unrecognized arguments: "
          "--bogus"),
+        (["--", "-W", "bogus:::"], "pytest refuses -W bogus:::: while parsing the following "
+         "warning configuration: invalid action: 'bogus'"),
+        (["--", "--pdb", "tests/cli"], "--pdb works only with the tests in one process, and both "
+         "steps spread them over pytest-xdist workers: run pytest itself (python -m pytest --pdb "
+         "tests/...)"),
+        (["--", "-p", "no:xdist"], "-p no:xdist works only with the tests in one process, and "
+         "both steps spread them over pytest-xdist workers: run pytest itself (python -m pytest "
+         "-p no:xdist tests/...)"),
+        (["--durations", "\u00b3"], "argument --durations: '\u00b3' is not a count (0 or more)"),
         (["--", "-k", "and"], "pytest refuses -k and: Wrong expression passed to '-k': and: at "
          "column 1: expected not OR left parenthesis OR identifier; got and"),
         (["--", "--tb=bogus"], "pytest refuses --tb=bogus: argument --tb: invalid choice: "
@@ -229,3 +242,48 @@ def test_the_tests_trust_no_server_and_uv_build_gets_the_machines_trust_back():
     }
     own = {"PREFECT_API_SSL_CERT_FILE": "/etc/mine.pem"}
     assert "PREFECT_API_SSL_CERT_FILE" not in trust_no_server(own)
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of this machine's processes that name ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended while it was read
+            continue
+        if text in line:
+            found.append(line)
+    return found
+
+
+def test_two_sigints_during_set_up_stop_all_it_started_and_leave_no_folder(tmp_path):
+    """``uv run`` without a terminal (CI, ``timeout -s INT``) forwards a SIGINT its group already
+    got, so one Ctrl-C reaches the command twice. The second cut short the wait for the second
+    step's ``initdb``, which went on alone, and its cluster folder (39 MB) stayed in /tmp (u57).
+    Both come back to back here, to the command alone (``initdb`` gets neither, as under
+    ``uv``), as set-up begins: whatever step of it they cut, it ends 130 with nothing left."""
+    scratch = Path(tempfile.mkdtemp(prefix="glossogen-tests-interrupted-"))
+    scratch.chmod(0o755)  # the cluster's folder in it belongs to an unprivileged user
+    try:
+        command = subprocess.Popen(
+            [sys.executable, "-m", "tests"],
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": str(scratch)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # the SIGINTs are the command's alone
+        )
+        assert command.stdout is not None
+        said = [command.stdout.readline()]
+        while "migrating one Prefect database for the servers" not in said[-1]:
+            assert said[-1], f"the command ended before its set-up: {said}"
+            said.append(command.stdout.readline())
+        command.send_signal(signal.SIGINT)
+        command.send_signal(signal.SIGINT)
+        said += command.stdout.readlines()
+        assert (command.wait(), said[-1]) == (130, "tests: interrupted\n"), said
+        assert (list(scratch.iterdir()), _processes_naming(str(scratch))) == ([], [])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
