@@ -69,20 +69,24 @@ def local_postgres() -> Iterator[str]:
     programs = postgres_programs()
     if programs is None:
         raise RuntimeError("initdb and pg_ctl are not installed: install PostgreSQL's server")
-    folder = Path(tempfile.mkdtemp(prefix="glossogen-postgres-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(folder, user=UNPRIVILEGED_USER)
-        as_user = ["runuser", "-u", UNPRIVILEGED_USER, "--"]
-    data, log = folder / "data", folder / "postgres.log"
+    # A TemporaryDirectory, not mkdtemp and a finally: its finalizer removes the folder even when
+    # a Ctrl-C lands before the block is entered (u57b: the test command left one in /tmp).
+    with tempfile.TemporaryDirectory(
+        prefix="glossogen-postgres-", ignore_cleanup_errors=True
+    ) as name:
+        folder = Path(name)
+        as_user: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(folder, user=UNPRIVILEGED_USER)
+            as_user = ["runuser", "-u", UNPRIVILEGED_USER, "--"]
+        data, log = folder / "data", folder / "postgres.log"
 
-    def run(program: str, *argv: str) -> None:
-        command = [*as_user, programs[program], *argv]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
-        if done.returncode:
-            raise RuntimeError(f"{program} failed: {done.stderr.strip()[-300:]} (log: {log})")
+        def run(program: str, *argv: str) -> None:
+            command = [*as_user, programs[program], *argv]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+            if done.returncode:
+                raise RuntimeError(f"{program} failed: {done.stderr.strip()[-300:]} (log: {log})")
 
-    try:
         run("initdb", "-D", str(data), "-U", "prefect", "--auth=trust", "-E", "UTF8")
         for tried in range(1, BIND_TRIES + 1):
             port = _unbound_port()
@@ -99,8 +103,6 @@ def local_postgres() -> Iterator[str]:
             yield f"postgresql+asyncpg://prefect@127.0.0.1:{port}/postgres"
         finally:
             run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _unbound_port() -> int:

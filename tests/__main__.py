@@ -182,11 +182,12 @@ def migrated_database() -> Iterator[Path]:
     """
     from tests.fixtures.prefect_server import migrate_prefect_database
 
-    home = Path(tempfile.mkdtemp(prefix="glossogen-tests-migrated-"))
-    try:
-        yield migrate_prefect_database(home)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    # A TemporaryDirectory, not mkdtemp and a finally: its finalizer removes the folder even
+    # when a Ctrl-C lands before the block is entered (u57b: an empty one was left in /tmp).
+    with tempfile.TemporaryDirectory(
+        prefix="glossogen-tests-migrated-", ignore_cleanup_errors=True
+    ) as home:
+        yield migrate_prefect_database(Path(home))
 
 
 @contextmanager
@@ -197,8 +198,9 @@ def prefect_servers(count: int, database: Path) -> Iterator[list[str]]:
     with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
         copies = []
         for _ in range(count):
-            folder = Path(tempfile.mkdtemp(prefix="glossogen-tests-prefect-db-"))
-            stack.callback(shutil.rmtree, folder, ignore_errors=True)
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="glossogen-tests-prefect-db-", ignore_cleanup_errors=True
+            )))  # fmt: skip
             copies.append(shutil.copy(database, folder / "prefect.db"))
         servers = [
             local_prefect_server(f"sqlite+aiosqlite:///{copy}", env=PLAYING_ONLY_SERVICES)
@@ -374,8 +376,9 @@ def main(argv: list[str] | None = None) -> int:
             # The tests' own Prefect settings and database, not the user's ~/.prefect; removed
             # when the command ends, passed, failed or interrupted (63 were left in /tmp): what
             # a failure needs is in its own output and its servers' kept logs.
-            env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="glossogen-tests-prefect-")
-            stack.callback(shutil.rmtree, env["PREFECT_HOME"], ignore_errors=True)
+            env["PREFECT_HOME"] = stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="glossogen-tests-prefect-", ignore_cleanup_errors=True
+            ))  # fmt: skip
         return _steps(options, pytest_options, first_paths, second_paths, env)
 
 
